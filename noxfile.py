@@ -1,0 +1,85 @@
+"""patchlane's front door. Each session is a thin call into the engine (`patchlane`, retire.cli).
+
+    nox -s lane                      every lane: build from its lock, run its shim suites
+    nox -s "lane(name='cpu')"        one lane (or: nox -s lane -- cpu)
+    nox -s lock [-- --check]         write or check locks/<lane>/pylock.toml
+    nox -s lanes                     list the expanded lanes
+    nox -s tests / nox -s bench      the project's own tests and benchmarks
+
+Engine sessions run in nox's own Python, where `pip install -e .` put patchlane (it depends on
+nox); the lane environments themselves are built by patchlane with uv. Tests and benchmarks get a
+clean virtualenv of their own.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))  # lanes are read with retire.lanefile (stdlib + packaging only)
+
+nox.options.sessions = ["lane"]
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.reuse_venv = "yes"
+
+
+def _lane_names() -> tuple[list[str], str | None]:
+    from retire.errors import ConfigError
+    from retire.lanefile import load_lanes
+
+    try:
+        return [lane.name for lane in load_lanes(ROOT / "lanes", root=ROOT)], None
+    except ConfigError as exc:  # shown by every session instead of a traceback at import
+        return [], str(exc)
+
+
+LANES, LANE_ERROR = _lane_names()
+
+
+def patchlane(session: nox.Session, *args: str) -> None:
+    if LANE_ERROR:
+        session.error(LANE_ERROR)
+    missing = [m for m in ("uv", "tomlkit", "httpx", "git") if importlib.util.find_spec(m) is None]
+    if missing:
+        session.error(f"patchlane is not installed for nox's Python ({sys.executable}): run `{sys.executable} -m pip install -e .`")
+    session.run(sys.executable, "-m", "retire", "--root", str(ROOT), *args, external=True)
+
+
+@nox.session(venv_backend="none", allow_parallel=True)
+@nox.parametrize("name", LANES)
+def lane(session: nox.Session, name: str) -> None:
+    """Build one lane from its lock and run its shim suites (`-- NAME…` keeps only those lanes)."""
+    wanted = [arg for arg in session.posargs if not arg.startswith("-")]
+    if wanted and name not in wanted:
+        session.skip(f"not selected ({', '.join(wanted)})")
+    patchlane(session, "run", name, *[arg for arg in session.posargs if arg.startswith("-")])
+
+
+@nox.session(venv_backend="none")
+def lanes(session: nox.Session) -> None:
+    """List the expanded lanes and the state of their locks."""
+    patchlane(session, "lanes", *session.posargs)
+
+
+@nox.session(venv_backend="none")
+def lock(session: nox.Session) -> None:
+    """Lock every lane (or `-- NAME…`); `-- --check` fails on stale locks; `--upgrade[-package]`."""
+    patchlane(session, "lock", *session.posargs)
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The project's test suite, in a fresh environment."""
+    session.install("-e", ".[test]")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmarks: ratios measured side by side in one run (see README, Performance)."""
+    session.install("-e", ".[test]")
+    session.run("python", "-m", "bench", *session.posargs)

@@ -1,0 +1,5 @@
+import sys
+
+from retire.cli import main
+
+sys.exit(main())

@@ -1,0 +1,197 @@
+"""A PEP 503 / PEP 691 package index served on loopback from files on disk.
+
+uv, pip and patchlane's own probes talk to it exactly as they would to a real index:
+JSON when asked for ``application/vnd.pypi.simple.v1+json`` (with PEP 700 upload times,
+which ``exclude-newer`` needs), HTML otherwise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import threading
+import time
+import zipfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
+
+JSON_TYPE = "application/vnd.pypi.simple.v1+json"
+
+
+@dataclass
+class IndexFile:
+    path: Path
+    upload_time: datetime
+    yanked: bool | str = False
+    requires_python: str | None = None
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+
+    @property
+    def core_metadata(self) -> bytes | None:
+        """The wheel's METADATA, served beside it as PEP 658 / 714 metadata."""
+        if not self.path.name.endswith(".whl"):
+            return None
+        with zipfile.ZipFile(self.path) as archive:
+            name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+            return archive.read(name)
+
+
+def _project_of(filename: str) -> tuple[str, str]:
+    if filename.endswith(".whl"):
+        name, version, _, _ = parse_wheel_filename(filename)
+    else:
+        name, version = parse_sdist_filename(filename)
+    return canonicalize_name(name), str(version)
+
+
+@dataclass
+class PackageIndex:
+    """Files by project; ``add`` more at any time, the server reads them per request."""
+
+    files: dict[str, list[IndexFile]] = field(default_factory=dict)
+    latency: float = 0.0
+    requests: list[str] = field(default_factory=list)
+
+    def add(self, path: Path, upload_time: datetime | str, *, yanked: bool | str = False,
+            requires_python: str | None = None) -> IndexFile:
+        if isinstance(upload_time, str):
+            upload_time = datetime.fromisoformat(upload_time)
+        if upload_time.tzinfo is None:
+            upload_time = upload_time.replace(tzinfo=timezone.utc)
+        project, _ = _project_of(path.name)
+        entry = IndexFile(path, upload_time, yanked, requires_python)
+        self.files.setdefault(project, []).append(entry)
+        return entry
+
+    def find(self, filename: str) -> IndexFile | None:
+        for entries in self.files.values():
+            for entry in entries:
+                if entry.path.name == filename:
+                    return entry
+        return None
+
+
+def _file_json(base: str, entry: IndexFile) -> dict:
+    data = {
+        "filename": entry.path.name,
+        "url": f"{base}/files/{entry.path.name}",
+        "hashes": {"sha256": entry.sha256},
+        "upload-time": entry.upload_time.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "size": entry.path.stat().st_size,
+        "yanked": entry.yanked,
+    }
+    if entry.requires_python:
+        data["requires-python"] = entry.requires_python
+    metadata = entry.core_metadata
+    if metadata is not None:
+        data["core-metadata"] = {"sha256": hashlib.sha256(metadata).hexdigest()}
+    return data
+
+
+def _make_handler(index: PackageIndex):
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):  # keep test output clean
+            pass
+
+        def _send(self, status: int, body: bytes, content_type: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        def do_HEAD(self):  # noqa: N802
+            self.do_GET()
+
+        def do_GET(self):  # noqa: N802 - http.server's naming
+            index.requests.append(self.path)
+            if index.latency:
+                time.sleep(index.latency)
+            parts = [unquote(p) for p in urlsplit(self.path).path.split("/") if p]
+            base = f"http://{self.headers['Host']}"
+            wants_json = JSON_TYPE in (self.headers.get("Accept") or "")
+            if parts == ["simple"]:
+                names = sorted(index.files)
+                if wants_json:
+                    body = {"meta": {"api-version": "1.1"}, "projects": [{"name": n} for n in names]}
+                    return self._send(200, json.dumps(body).encode(), JSON_TYPE)
+                links = "".join(f'<a href="/simple/{n}/">{n}</a>\n' for n in names)
+                return self._send(200, f"<html><body>{links}</body></html>".encode(), "text/html")
+            if len(parts) == 2 and parts[0] == "simple":
+                project = canonicalize_name(parts[1])
+                if project != parts[1]:
+                    self.send_response(301)
+                    self.send_header("Location", f"/simple/{project}/")
+                    self.end_headers()
+                    return None
+                entries = index.files.get(project)
+                if not entries:
+                    return self._send(404, b"not found", "text/plain")
+                if wants_json:
+                    versions = sorted({_project_of(e.path.name)[1] for e in entries})
+                    body = {
+                        "meta": {"api-version": "1.1"},
+                        "name": project,
+                        "versions": versions,
+                        "files": [_file_json(base, e) for e in entries],
+                    }
+                    return self._send(200, json.dumps(body).encode(), JSON_TYPE)
+                rows = []
+                for e in entries:
+                    attrs = ""
+                    if e.yanked:
+                        reason = e.yanked if isinstance(e.yanked, str) else ""
+                        attrs += f' data-yanked="{html.escape(reason)}"'
+                    if e.requires_python:
+                        attrs += f' data-requires-python="{html.escape(e.requires_python)}"'
+                    if e.core_metadata is not None:
+                        attrs += f' data-core-metadata="sha256={hashlib.sha256(e.core_metadata).hexdigest()}"'
+                    rows.append(f'<a href="{base}/files/{e.path.name}#sha256={e.sha256}"{attrs}>{e.path.name}</a>')
+                return self._send(200, ("<html><body>" + "\n".join(rows) + "</body></html>").encode(), "text/html")
+            if len(parts) == 2 and parts[0] == "files" and parts[1].endswith(".metadata"):
+                entry = index.find(parts[1].removesuffix(".metadata"))
+                metadata = entry.core_metadata if entry else None
+                if metadata is None:
+                    return self._send(404, b"not found", "text/plain")
+                return self._send(200, metadata, "text/plain")
+            if len(parts) == 2 and parts[0] == "files":
+                entry = index.find(parts[1])
+                if entry is None:
+                    return self._send(404, b"not found", "text/plain")
+                return self._send(200, entry.path.read_bytes(), "application/octet-stream")
+            return self._send(404, b"not found", "text/plain")
+
+    return Handler
+
+
+class IndexServer:
+    """Serve a :class:`PackageIndex` on 127.0.0.1 in a daemon thread; use as a context manager."""
+
+    def __init__(self, index: PackageIndex | None = None) -> None:
+        self.index = index or PackageIndex()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self.index))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/simple"
+
+    def __enter__(self) -> IndexServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()

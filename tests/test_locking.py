@@ -1,0 +1,187 @@
+"""Locks through real uv against loopback indexes: contents, provenance, skipping, failures."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+from packaging.pylock import Pylock, is_valid_pylock_path
+
+from retire import lanefile, locking
+from tests.conftest import run_cli
+
+LANE = """
+[lane]
+python = "3.12"
+platform = "x86_64-manylinux_2_28"
+requirements = [{reqs}]
+{extra}
+[lane.indexes.main]
+url = "@MAIN@"
+default = true
+"""
+
+
+def lane_text(reqs: str, extra: str = "") -> str:
+    return LANE.format(reqs=reqs, extra=extra)
+
+
+def packages(path) -> dict[str, str]:
+    lock = Pylock.from_dict(tomllib.loads(path.read_text()))
+    return {str(p.name): str(p.version) for p in lock.packages}
+
+
+def test_lock_is_pep751_with_hashes_and_provenance(project, capsys):
+    project.write("base", lane_text('"torchlike>=2"', "exclude-newer = 2026-07-01"))
+    code, out, _ = run_cli(project.root, "lock", capsys=capsys)
+    assert code == 0, out
+    path = project.lock_file("base")
+    assert is_valid_pylock_path(path)
+    data = tomllib.loads(path.read_text())
+    lock = Pylock.from_dict(data)  # packaging's validator accepts it
+    versions = {str(p.name): str(p.version) for p in lock.packages}
+    # exclude-newer froze the universe at 2026-07-01: helper 2.0 (October) is not visible.
+    assert versions == {"torchlike": "2.2.0", "helper": "1.5"}
+    assert all(w.hashes.get("sha256") for p in lock.packages for w in p.wheels or [])
+    tool = data["tool"]["patchlane"]
+    [lane] = lanefile.load_lanes(project.root / "lanes")
+    assert tool["digest"] == lane.digest
+    assert tool["lane"] == "base" and tool["uv-version"] and tool["exclude-newer"] == "2026-07-01T00:00:00Z"
+    assert "locked" in out and "base" in out
+
+
+def test_yanked_release_is_never_chosen(project, capsys):
+    project.write("pin", lane_text('"torchlike>2.1.0,<2.2"'))
+    code, out, _ = run_cli(project.root, "lock", capsys=capsys)
+    # 2.1.1 is the only candidate and it is yanked: uv refuses to pick it.
+    assert code == 1
+    assert "failed" in out and "torchlike" in out
+    assert not project.lock_file("pin").exists()
+
+
+def test_unchanged_lane_is_skipped_without_asking_uv(project, universe, capsys):
+    project.write("base", lane_text('"torchlike==2.1.0"'))
+    assert run_cli(project.root, "lock", capsys=capsys)[0] == 0
+    before = project.lock_file("base").read_bytes()
+    requests = len(universe["main"].index.requests)
+    code, out, _ = run_cli(project.root, "lock", capsys=capsys)
+    assert code == 0 and "up-to-date" in out
+    assert project.lock_file("base").read_bytes() == before
+    assert len(universe["main"].index.requests) == requests  # no network at all
+
+
+def test_check_names_stale_and_missing_locks(project, capsys):
+    project.write("a", lane_text('"torchlike==2.1.0"'))
+    project.write("b", lane_text('"helper==1.0"'))
+    run_cli(project.root, "lock", capsys=capsys)
+    assert run_cli(project.root, "lock", "--check", capsys=capsys)[0] == 0
+    project.write("a", lane_text('"torchlike==2.2.0"'))
+    project.write("c", lane_text('"helper==1.5"'))
+    code, out, _ = run_cli(project.root, "lock", "--check", capsys=capsys)
+    assert code == 1
+    assert "stale  a: lane changed" in out and "stale  c: no lock" in out
+    assert "stale  b" not in out
+    assert not project.lock_file("c").exists()  # --check writes nothing
+
+
+def test_nightly_comes_only_from_its_index(project, capsys):
+    project.write("nightly", lane_text('"torchlike>=2.3.0.dev0"', 'prerelease = "allow"\nexclude-newer = 2026-07-02T12:00:00Z') + """
+[lane.indexes.nightly]
+url = "@NIGHTLY@"
+[lane.sources]
+torchlike = "nightly"
+""")
+    code, out, _ = run_cli(project.root, "lock", capsys=capsys)
+    assert code == 0, out
+    versions = packages(project.lock_file("nightly"))
+    # The freeze date picks the 0702 nightly; helper comes from the main index as of that
+    # date (1.5), never from the nightly index's newer decoy 99.0.
+    assert versions["torchlike"] == "2.3.0.dev20260702"
+    assert versions["helper"] == "1.5"
+    text = project.lock_file("nightly").read_text()
+    assert project.universe["nightly"].url.rsplit("/", 1)[0] + "/files/torchlike" in text
+
+
+def test_static_metadata_locks_an_unbuildable_sdist(project, capsys):
+    project.write("ext", lane_text('"kernels==0.5.0", "torchlike==2.2.0"') + """
+[[lane.static-metadata]]
+name = "cudaext"
+version = "1.0.0"
+requires-dist = ["helper"]
+""")
+    code, out, _ = run_cli(project.root, "lock", capsys=capsys)
+    assert code == 0, out
+    data = tomllib.loads(project.lock_file("ext").read_text())
+    cudaext = next(p for p in data["packages"] if p["name"] == "cudaext")
+    assert "sdist" in cudaext and cudaext["sdist"]["hashes"]["sha256"]
+
+
+def test_failing_lane_keeps_previous_lock_and_others_still_lock(project, capsys):
+    project.write("good", lane_text('"helper==1.0"'))
+    project.write("bad", lane_text('"torchlike==2.1.0"'))
+    assert run_cli(project.root, "lock", capsys=capsys)[0] == 0
+    previous = project.lock_file("bad").read_bytes()
+    project.write("bad", lane_text('"torchlike==9.9"'))  # unresolvable
+    project.write("good", lane_text('"helper==1.5"'))
+    project.write("offline", lane_text('"helper"').replace("@MAIN@", "http://127.0.0.1:9/simple"))
+    code, out, _ = run_cli(project.root, "lock", capsys=capsys)
+    assert code == 1
+    assert "failed      bad:" in out and "torchlike" in out
+    assert "| " in out  # uv's full explanation is shown under the failure
+    assert "unreachable offline:" in out
+    assert project.lock_file("bad").read_bytes() == previous  # untouched
+    assert packages(project.lock_file("good")) == {"helper": "1.5"}
+    assert not project.lock_file("offline").exists()
+
+
+def test_index_without_url_is_reported_unreachable_not_fatal(project, capsys):
+    project.write("night", lane_text('"torchlike"') + '[lane.indexes.pytorch-nightly]\n[lane.sources]\ntorchlike = "pytorch-nightly"\n')
+    project.write("ok", lane_text('"helper==1.0"'))
+    code, out, _ = run_cli(project.root, "lock", capsys=capsys)
+    assert code == 0  # an index this host cannot reach is not the lane's fault …
+    assert "unreachable night: index 'pytorch-nightly' has no URL on this host" in out
+    assert project.lock_file("ok").exists()
+    assert run_cli(project.root, "lock", "--require-all", capsys=capsys)[0] == 1  # … unless asked
+
+
+def test_index_url_can_come_from_uv_configuration(project, monkeypatch, capsys):
+    project.write("night", lane_text('"torchlike>=2.3.0.dev0"', 'prerelease = "allow"') +
+                  '[lane.indexes.pytorch-nightly]\n[lane.sources]\ntorchlike = "pytorch-nightly"\n')
+    monkeypatch.setenv("UV_INDEX", f"pytorch-nightly={project.universe['nightly'].url}")
+    code, out, _ = run_cli(project.root, "lock", capsys=capsys)
+    assert code == 0, out
+    assert packages(project.lock_file("night"))["torchlike"] == "2.3.0.dev20260703"
+
+
+def test_upgrade_package_moves_only_that_package(project, capsys):
+    project.write("a", lane_text('"torchlike>=2.0"', "exclude-newer = 2026-05-15"))
+    assert run_cli(project.root, "lock", capsys=capsys)[0] == 0
+    assert packages(project.lock_file("a")) == {"torchlike": "2.1.0", "helper": "1.5"}
+    # Widen the freeze: a plain re-lock keeps the pins it already has …
+    project.write("a", lane_text('"torchlike>=2.0"', "exclude-newer = 2026-11-01"))
+    assert run_cli(project.root, "lock", capsys=capsys)[0] == 0
+    assert packages(project.lock_file("a")) == {"torchlike": "2.1.0", "helper": "1.5"}
+    # … --upgrade-package moves just the one named …
+    assert run_cli(project.root, "lock", "--upgrade-package", "helper", capsys=capsys)[0] == 0
+    assert packages(project.lock_file("a")) == {"torchlike": "2.1.0", "helper": "2.0"}
+    # … and --upgrade moves everything.
+    assert run_cli(project.root, "lock", "--upgrade", capsys=capsys)[0] == 0
+    assert packages(project.lock_file("a")) == {"torchlike": "2.2.0", "helper": "2.0"}
+
+
+def test_lanes_command_shows_lock_state(project, capsys):
+    project.write("a", lane_text('"helper==1.0"'))
+    code, out, _ = run_cli(project.root, "lanes", capsys=capsys)
+    assert code == 0 and "missing" in out
+    run_cli(project.root, "lock", capsys=capsys)
+    code, out, _ = run_cli(project.root, "lanes", "--json", capsys=capsys)
+    import json
+
+    [row] = json.loads(out)
+    assert row["name"] == "a" and row["lock"] == "current"
+
+
+@pytest.mark.parametrize("name", ["../evil", "a/b", ""])
+def test_lock_path_refuses_names_that_escape(tmp_path, name):
+    with pytest.raises(ValueError):
+        locking.lock_path(tmp_path, name)
