@@ -1,0 +1,463 @@
+"""patchlane's shim runtime: apply each shim once, when its target is imported, if still needed.
+
+Usage in a training process (as early as possible, before the targets are imported)::
+
+    import shims
+    shims.activate()
+
+For every shim ``shims/<id>/`` the runtime waits for ``[target] module`` to be imported (or
+acts at once if it already is), then calls ``patch.check_shape(module)`` (a mismatch: not
+applied, loud warning), ``patch.probe(module)`` (``None``: upstream is fine, not applied) and
+``patch.apply(module)``. Environment variables:
+
+- ``PATCHLANE_SHIMS_PATH``: shim roots to use instead of this package (``os.pathsep``-separated);
+- ``PATCHLANE_SHIMS_DISABLE``: comma-separated shim ids not to activate;
+- ``PATCHLANE_SHIMS_STRICT=1``: shape mismatches, patch errors and bad manifests raise
+  :class:`ShimError` instead of warning (for CI).
+
+Importing this package imports nothing beyond what the interpreter has already loaded; the
+manifests are read through a small index cached next to them (``__pycache__``), so activation
+costs a directory listing and a few ``stat`` calls.
+"""
+
+import importlib
+import os
+import sys
+import threading
+import warnings
+from operator import itemgetter
+
+__all__ = [
+    "DISABLE_ENV",
+    "PATH_ENV",
+    "STATES",
+    "STRICT_ENV",
+    "ShimError",
+    "ShimNotAppliedWarning",
+    "ShimStatus",
+    "activate",
+    "env_constraints",
+    "status",
+]
+
+PATH_ENV = "PATCHLANE_SHIMS_PATH"
+DISABLE_ENV = "PATCHLANE_SHIMS_DISABLE"
+STRICT_ENV = "PATCHLANE_SHIMS_STRICT"
+
+#: Every state a shim can be in, in this process.
+STATES = (
+    "inactive",  # activate() has not been called
+    "pending-import",  # waiting for its target module to be imported
+    "applied",  # patch applied (or, for env-constraint shims, variables in effect)
+    "not-needed",  # probe found the broken behaviour absent
+    "shape-mismatch",  # the target no longer has the shape the patch was written for
+    "disabled",  # PATCHLANE_SHIMS_DISABLE, or not selected by activate(only=...)
+    "overridden",  # env-constraint variable already set to another value; the environment wins
+    "lane-only",  # version-floor / packaging shim without patch.py: the lane's pins carry it
+    "error",  # bad manifest, or patch.py raised
+)
+
+
+
+class ShimStatus(tuple):
+    """One shim's state in this process and why; ``target`` is the module, ``distribution`` ships it.
+
+    An immutable tuple with named fields (a hand-written namedtuple: creating one with
+    ``collections.namedtuple`` costs more than the rest of ``import shims``).
+    """
+
+    __slots__ = ()
+    _fields = ("id", "state", "reason", "target", "fix_class", "distribution")
+
+    def __new__(cls, id: str, state: str, reason: str, target: str, fix_class: str, distribution: str):  # noqa: A002
+        return tuple.__new__(cls, (id, state, reason, target, fix_class, distribution))
+
+    id = property(itemgetter(0))
+    state = property(itemgetter(1))
+    reason = property(itemgetter(2))
+    target = property(itemgetter(3))
+    fix_class = property(itemgetter(4))
+    distribution = property(itemgetter(5))
+
+    def _asdict(self) -> dict:
+        return dict(zip(self._fields, self))
+
+    def __repr__(self) -> str:
+        return "ShimStatus(" + ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self)) + ")"
+
+
+class ShimError(RuntimeError):
+    """A shim could not be applied and strict mode (``PATCHLANE_SHIMS_STRICT=1``) is on."""
+
+
+class ShimNotAppliedWarning(UserWarning):
+    """A shim was not applied because its target changed shape or its patch failed."""
+
+
+# Index entry fields (a plain tuple: it is what the marshal cache stores).
+_ID, _MODULE, _DIST, _FIX_CLASS, _ENV, _HAS_PATCH, _ERROR = range(7)
+_INDEX_FORMAT = 1
+_UNCACHEABLE = "cannot validate manifests in this environment: "
+_PATCHLESS = frozenset({"version-floor", "env-constraint", "packaging"})
+
+_lock = threading.RLock()
+_activated = False
+_states: dict[str, ShimStatus] = {}
+_waiting: dict[str, list[tuple]] = {}  # target module -> index entries still to apply
+_env: dict[str, str] = {}
+_finder = None  # the installed _ShimFinder, while some shim still waits for its target
+
+
+# ---------------------------------------------------------------------------------------------
+# Public API
+
+
+def activate(only: set[str] | frozenset[str] | list[str] | tuple[str, ...] | None = None) -> dict[str, ShimStatus]:
+    """Install the import hook for every shim (or only the ids in ``only``); returns :func:`status`.
+
+    Idempotent: a second call changes nothing. Env-constraint variables are set with
+    ``os.environ.setdefault`` so a value the launcher, the lane or the user chose explicitly
+    wins over the shim (that is how one re-tests an upstream fix with the constraint lifted);
+    such a shim reports ``overridden``.
+    """
+    global _activated, _finder
+    with _lock:
+        if _activated:
+            return status()
+        strict = _strict()
+        entries = _load_index()
+        known = {entry[_ID] for entry in entries}
+        selected = None if only is None else set(only)
+        if selected is not None and selected - known:
+            missing = ", ".join(sorted(selected - known))
+            raise ShimError(f"unknown shim id(s): {missing} (known: {', '.join(sorted(known)) or 'none'})")
+        disabled = {part.strip() for part in os.environ.get(DISABLE_ENV, "").split(",") if part.strip()}
+
+        for entry in entries:
+            shim_id = entry[_ID]
+            if entry[_ERROR] is not None:
+                _set(entry, "error", entry[_ERROR])
+                _complain(entry, entry[_ERROR], strict, fix="")
+            elif shim_id in disabled:
+                _set(entry, "disabled", f"listed in {DISABLE_ENV}")
+            elif selected is not None and shim_id not in selected:
+                _set(entry, "disabled", "not selected by activate(only=...)")
+            else:
+                _enable(entry, strict)
+        _activated = True
+        if _waiting:
+            _finder = _ShimFinder()
+            sys.meta_path.insert(0, _finder)
+        # Targets imported before activate(): act now (outside the loop so errors stay per shim).
+        for module_name in list(_waiting):
+            module = sys.modules.get(module_name)
+            if module is not None:
+                _on_imported(module_name, module)
+        return status()
+
+
+def status() -> dict[str, ShimStatus]:
+    """Every shim's :class:`ShimStatus` in this process, by id (``inactive`` before activate())."""
+    with _lock:
+        if _activated:
+            return dict(sorted(_states.items()))
+        result = {}
+        for entry in _load_index():
+            reason = entry[_ERROR] or "shims.activate() was not called"
+            result[entry[_ID]] = ShimStatus(entry[_ID], "inactive", reason, entry[_MODULE], entry[_FIX_CLASS], entry[_DIST])
+        return result
+
+
+def env_constraints() -> dict[str, str]:
+    """The merged ``[env]`` of all env-constraint shims (disabled ones excluded), for launchers.
+
+    Before :func:`activate`, every valid env-constraint shim counts; when two shims disagree on a
+    variable, the one with the smaller id wins (the other reports ``overridden`` once activated).
+    """
+    with _lock:
+        if _activated:
+            return dict(_env)
+        disabled = {part.strip() for part in os.environ.get(DISABLE_ENV, "").split(",") if part.strip()}
+        merged: dict[str, str] = {}
+        for entry in _load_index():
+            if entry[_ERROR] is None and entry[_ID] not in disabled:
+                for name, value in entry[_ENV]:
+                    merged.setdefault(name, value)
+        return merged
+
+
+# ---------------------------------------------------------------------------------------------
+# Activation
+
+
+def _enable(entry: tuple, strict: bool) -> None:
+    notes = []
+    overridden = []
+    for name, value in entry[_ENV]:
+        chosen = _env.setdefault(name, value)
+        if chosen != value:
+            overridden.append(f"{name}={chosen!r} chosen by another shim, wanted {value!r}")
+            continue
+        actual = os.environ.setdefault(name, value)
+        if actual != value:
+            overridden.append(f"{name}={actual!r} set by the environment, shim wants {value!r}")
+        else:
+            notes.append(f"{name}={value}")
+    if entry[_ENV] and entry[_MODULE] in sys.modules:
+        notes.append(f"warning: {entry[_MODULE]} was imported before activate(), settings read at its import came too late")
+    if overridden:
+        _set(entry, "overridden", "; ".join(overridden))
+        return
+    if not entry[_HAS_PATCH]:
+        if entry[_ENV]:
+            _set(entry, "applied", "env " + ", ".join(notes))
+        elif entry[_FIX_CLASS] in _PATCHLESS:
+            _set(entry, "lane-only", f"{entry[_FIX_CLASS]} shim without patch.py: the lane's requirements carry it")
+        else:
+            reason = f"{entry[_FIX_CLASS]} shim has no patch.py"
+            _set(entry, "error", reason)
+            _complain(entry, reason, strict, fix="add patch.py or change the fix class")
+        return
+    _set(entry, "pending-import", f"waiting for import of {entry[_MODULE]}" + (f"; env {', '.join(notes)}" if notes else ""))
+    _waiting.setdefault(entry[_MODULE], []).append(entry)
+
+
+def _on_imported(module_name: str, module: object) -> None:
+    """Apply every shim waiting for ``module_name``; each at most once."""
+    with _lock:
+        entries = _waiting.pop(module_name, [])
+        if not _waiting and _finder is not None and _finder in sys.meta_path:
+            sys.meta_path.remove(_finder)  # nothing left to wait for: leave imports untouched
+    module = sys.modules.get(module_name, module)  # a module may replace itself in sys.modules
+    strict = _strict()
+    for entry in entries:
+        _apply(entry, module, strict)
+
+
+def _apply(entry: tuple, module: object, strict: bool) -> None:
+    shim_id, target = entry[_ID], entry[_MODULE]
+    try:
+        patch = importlib.import_module(f"shims.{shim_id}.patch")
+        for hook in ("check_shape", "probe", "apply"):
+            if not callable(getattr(patch, hook, None)):
+                raise AttributeError(f"patch.py defines no {hook}()")
+        mismatch = patch.check_shape(module)
+        if mismatch is not None:
+            reason = f"{target} changed shape: {mismatch}"
+            _set(entry, "shape-mismatch", reason)
+            _complain(entry, reason, strict)
+            return
+        present = patch.probe(module)
+        if present is None:
+            _set(entry, "not-needed", "probe: the broken behaviour is absent")
+            return
+        patch.apply(module)
+        _set(entry, "applied", str(present))
+    except ShimError:
+        raise
+    except Exception as exc:  # a broken shim must never stop the others (or the import)
+        reason = f"{type(exc).__name__}: {exc}"
+        _set(entry, "error", reason)
+        _complain(entry, reason, strict, cause=exc, fix="fix the shim's patch.py")
+
+
+def _set(entry: tuple, state: str, reason: str) -> None:
+    reason = " ".join(str(reason).split())  # one line, whatever the patch raised
+    _states[entry[_ID]] = ShimStatus(entry[_ID], state, reason, entry[_MODULE], entry[_FIX_CLASS], entry[_DIST])
+
+
+def _complain(
+    entry: tuple, reason: str, strict: bool, *, fix: str = "update the shim or retire it",
+    cause: BaseException | None = None,
+) -> None:
+    """patch-package style: say which shim, which target, why — on stderr and as a warning."""
+    target = entry[_MODULE] or "its target"
+    line = f"patchlane: shim {entry[_ID]!r} NOT applied to {target}: {reason}" + (f" — {fix}" if fix else "")
+    if strict:
+        raise ShimError(line) from cause
+    # Both: the stderr line survives `-W ignore` (common in launchers); the warning can be filtered
+    # or turned into an error by category (ShimNotAppliedWarning) like any other.
+    print(line, file=sys.stderr, flush=True)
+    warnings.warn(line, ShimNotAppliedWarning, stacklevel=2)
+
+
+def _strict() -> bool:
+    return os.environ.get(STRICT_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+class _ShimFinder:
+    """A ``sys.meta_path`` finder that only reacts to target modules (one dict lookup per import)."""
+
+    def find_spec(self, fullname, path=None, target=None):  # noqa: ANN001 - importlib protocol
+        if fullname not in _waiting:
+            return None
+        for finder in sys.meta_path:
+            if finder is self:
+                continue
+            find_spec = getattr(finder, "find_spec", None)
+            if find_spec is None:
+                continue
+            spec = find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = _PatchingLoader(spec.loader, fullname)
+        return spec
+
+    def invalidate_caches(self) -> None:
+        pass
+
+
+class _PatchingLoader:
+    """Wraps the real loader: runs the module, then its shims. Delegates everything else."""
+
+    def __init__(self, loader, fullname: str) -> None:  # noqa: ANN001
+        self._loader = loader
+        self._fullname = fullname
+
+    def create_module(self, spec):  # noqa: ANN001
+        return self._loader.create_module(spec) if hasattr(self._loader, "create_module") else None
+
+    def exec_module(self, module) -> None:  # noqa: ANN001
+        # Put the real loader back first, so the module (and importlib.resources) see no wrapper.
+        module.__loader__ = self._loader
+        if getattr(module, "__spec__", None) is not None:
+            module.__spec__.loader = self._loader
+        self._loader.exec_module(module)
+        _on_imported(self._fullname, module)
+
+    def __getattr__(self, name: str):
+        return getattr(self._loader, name)
+
+
+# ---------------------------------------------------------------------------------------------
+# The index: what activation needs from each manifest, cached so no TOML is parsed per process
+
+
+def _roots() -> list[str]:
+    configured = [p for p in os.environ.get(PATH_ENV, "").split(os.pathsep) if p]
+    return [os.path.abspath(p) for p in configured] if configured else [os.path.dirname(os.path.abspath(__file__))]
+
+
+def _load_index() -> list[tuple]:
+    """Index entries for every shim under the roots, sorted by id (first root wins a clash)."""
+    roots = _roots()
+    package_path = __path__  # noqa: F821 - set by the import system for this package
+    entries: dict[str, tuple] = {}
+    for root in reversed(roots):
+        if root not in package_path:
+            package_path.insert(0, root)  # so "shims.<id>.patch" imports from this root
+    for root in roots:
+        for entry in _root_index(root):
+            if entry[_ID] in entries:
+                continue
+            entries[entry[_ID]] = entry
+    return [entries[key] for key in sorted(entries)]
+
+
+def _root_index(root: str) -> list[tuple]:
+    stamp = _stamp(root)
+    if stamp is None:
+        return []
+    names = [item[0] for item in stamp[2:]]
+    cache_files = _cache_files(root)
+    for cache_file in cache_files:
+        cached = _read_cache(cache_file)
+        if cached is not None and cached.get("stamp") == stamp:
+            return list(cached["entries"])
+    entries = [_index_entry(root, name) for name in names]
+    if any(entry[_ERROR] and entry[_ERROR].startswith(_UNCACHEABLE) for entry in entries):
+        return entries  # a problem of this environment, not of the manifests: don't remember it
+    for cache_file in cache_files:
+        if _write_cache(cache_file, {"stamp": stamp, "entries": tuple(entries)}):
+            break
+    return entries
+
+
+def _stamp(root: str) -> tuple | None:
+    """What the cached index depends on: every manifest's size and mtime, and patch.py's presence."""
+    try:
+        scan = sorted(os.scandir(root), key=lambda item: item.name)
+    except OSError:
+        return None
+    manifest_module = os.path.join(os.path.dirname(os.path.abspath(__file__)), "manifest.py")
+    try:
+        parser_mtime = os.stat(manifest_module).st_mtime_ns
+    except OSError:
+        parser_mtime = 0
+    items: list[tuple] = [_INDEX_FORMAT, parser_mtime]
+    for item in scan:
+        if item.name.startswith((".", "_")) or not item.is_dir():
+            continue
+        try:
+            info = os.stat(os.path.join(item.path, "manifest.toml"))
+        except OSError:
+            continue
+        has_patch = os.path.isfile(os.path.join(item.path, "patch.py"))
+        items.append((item.name, info.st_mtime_ns, info.st_size, has_patch))
+    return tuple(items)
+
+
+def _index_entry(root: str, name: str) -> tuple:
+    # The slow path (a cache miss): the full validator, imported only now.
+    try:
+        from .manifest import ManifestError, load_manifest
+    except ImportError as exc:  # e.g. packaging missing from a hand-made env: report, don't crash
+        return (name, "", "", "", (), False, f"{_UNCACHEABLE}{exc} — install patchlane (or packaging) here")
+
+    folder = os.path.join(root, name)
+    has_patch = os.path.isfile(os.path.join(folder, "patch.py"))
+    try:
+        manifest = load_manifest(os.path.join(folder, "manifest.toml"), check_files=False)
+    except ManifestError as exc:
+        return (name, "", "", "", (), has_patch, str(exc))
+    return (
+        manifest.id,
+        manifest.target.module,
+        manifest.target.distribution,
+        manifest.fix_class,
+        manifest.env,
+        has_patch,
+        None,
+    )
+
+
+def _cache_files(root: str) -> list[str]:
+    name = f"patchlane-index.{sys.implementation.cache_tag}.marshal"
+    files = [os.path.join(root, "__pycache__", name)]
+    # Read-only installs (site-packages owned by root): fall back to the user's cache folder.
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    key = "".join(ch if ch.isalnum() else "_" for ch in root).strip("_")[-120:]
+    files.append(os.path.join(base, "patchlane", f"{key}.{name}"))
+    return files
+
+
+def _read_cache(path: str) -> dict | None:
+    import marshal
+
+    try:
+        with open(path, "rb") as handle:
+            data = marshal.load(handle)
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _write_cache(path: str, data: dict) -> bool:
+    import marshal
+
+    temporary = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(temporary, "wb") as handle:
+            marshal.dump(data, handle)
+        os.replace(temporary, path)  # atomic: concurrent processes never read half an index
+        return True
+    except OSError:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        return False

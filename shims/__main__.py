@@ -1,0 +1,110 @@
+"""``python -m shims``: every shim, whether it is active in this process, and why.
+
+    python -m shims            a table (activates the shims in this process first)
+    python -m shims --json     the same rows as JSON
+    python -m shims --probe    also import each installed target, so probes and shape checks run
+    python -m shims --check    validate every manifest strictly (CI); exit 2 on the first errors
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from importlib import metadata
+
+import shims
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m shims", description="List patchlane shims and their state.")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--probe", action="store_true",
+                        help="import each installed target module so its shape check and probe run")
+    parser.add_argument("--check", action="store_true", help="validate every manifest and its files; exit 2 on errors")
+    args = parser.parse_args(argv)
+    if args.check:
+        return _check()
+
+    shims.activate()
+    if args.probe:
+        for state in shims.status().values():
+            if state.state != "pending-import":
+                continue
+            try:
+                importlib.import_module(state.target)
+            except ModuleNotFoundError:
+                pass  # not installed here: the shim stays pending-import, which is the truth
+            except Exception as exc:  # the target itself is broken here: say so, keep listing
+                print(f"shims: cannot import {state.target}: {type(exc).__name__}: {exc}", file=sys.stderr)
+    rows = [
+        {
+            "id": state.id,
+            "fix_class": state.fix_class,
+            "target": state.target,
+            "distribution": state.distribution,
+            "installed": _installed(state.distribution),
+            "state": state.state,
+            "reason": state.reason,
+        }
+        for state in shims.status().values()
+    ]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        print(_table(rows))
+    return 0
+
+
+def _check() -> int:
+    from shims.manifest import ManifestError, load_manifest, manifest_paths
+
+    errors = 0
+    paths = manifest_paths()
+    for path in paths:
+        try:
+            load_manifest(path)
+        except ManifestError as exc:
+            errors += 1
+            print(f"shims: error: {exc}", file=sys.stderr)
+    if errors:
+        return 2
+    print(f"{len(paths)} shim manifest(s) OK")
+    return 0
+
+
+def _installed(distribution: str) -> str | None:
+    if not distribution:
+        return None
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _table(rows: list[dict[str, object]]) -> str:
+    header = ("shim", "fix class", "target", "installed", "state", "why")
+    body = [
+        (
+            str(row["id"]),
+            str(row["fix_class"] or "?"),
+            str(row["target"] or "?"),
+            str(row["installed"] or "not installed"),
+            str(row["state"]),
+            str(row["reason"]),
+        )
+        for row in rows
+    ]
+    if not body:
+        return "no shims found (roots: PATCHLANE_SHIMS_PATH or the shims package)"
+    widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header) - 1)]
+    lines = []
+    for line in [header, *body]:
+        cells = [cell.ljust(width) for cell, width in zip(line, widths)]
+        lines.append("  ".join([*cells, line[-1]]).rstrip())
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

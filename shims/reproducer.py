@@ -1,0 +1,282 @@
+"""The reproducer protocol, shared by every ``shims/<id>/reproduce.py`` and by the engine.
+
+A reproducer is a standalone program::
+
+    python shims/<id>/reproduce.py [--mode without|with]
+
+1. Its first stdout line is ``PATCHLANE-HOST {json}`` (see :func:`host_stamp`).
+2. Then exactly one sentinel line: ``BUG_REPRODUCED``, ``FIX_VALIDATED``,
+   ``MEMORY_SAVE_VERIFIED`` or ``SKIPPED: <reason>``. Diagnostics may follow line 1.
+3. Exit code: 0 fixed / memory save verified, 10 bug reproduced, 77 skipped, anything else crashed.
+
+A reproducer is written as::
+
+    from shims import reproducer
+
+    def check(with_shim: bool) -> str:
+        reproducer.require_cuda(min_cc="9.0")      # raises Skip on hosts without it
+        import target_library                      # imported *after* activation in --mode with
+        ...
+        return reproducer.BUG_REPRODUCED if broken else reproducer.FIX_VALIDATED
+
+    if __name__ == "__main__":
+        reproducer.run("my_shim", check, packages=["torch", "target-library"])
+
+:func:`parse_output` is the one implementation that reads these outputs back.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import socket
+import subprocess
+import sys
+import traceback
+from collections.abc import Callable, Iterable
+from importlib import metadata
+
+__all__ = [
+    "BUG_REPRODUCED",
+    "EXIT_BUG",
+    "EXIT_CRASH",
+    "EXIT_FIXED",
+    "EXIT_SKIPPED",
+    "FIX_VALIDATED",
+    "HOST_PREFIX",
+    "MEMORY_SAVE_VERIFIED",
+    "SENTINELS",
+    "SKIPPED",
+    "Skip",
+    "exit_code_for",
+    "host_stamp",
+    "parse_output",
+    "require_cuda",
+    "run",
+]
+
+BUG_REPRODUCED = "BUG_REPRODUCED"
+FIX_VALIDATED = "FIX_VALIDATED"
+MEMORY_SAVE_VERIFIED = "MEMORY_SAVE_VERIFIED"
+#: Printed as ``SKIPPED: <reason>``; :func:`parse_output` returns ``"SKIPPED"`` plus the reason.
+SKIPPED = "SKIPPED"
+SENTINELS = (BUG_REPRODUCED, FIX_VALIDATED, MEMORY_SAVE_VERIFIED, SKIPPED)
+
+EXIT_FIXED = 0
+EXIT_BUG = 10
+EXIT_SKIPPED = 77  # the automake / meson convention for "skipped"
+EXIT_CRASH = 1
+
+HOST_PREFIX = "PATCHLANE-HOST "
+
+_EXIT_CODES = {
+    FIX_VALIDATED: EXIT_FIXED,
+    MEMORY_SAVE_VERIFIED: EXIT_FIXED,
+    BUG_REPRODUCED: EXIT_BUG,
+    SKIPPED: EXIT_SKIPPED,
+}
+
+
+class Skip(Exception):
+    """Raised by a check when the host lacks what the reproducer needs; the message is the reason."""
+
+
+def exit_code_for(sentinel: str) -> int:
+    """The exit code the protocol pairs with ``sentinel`` (``"SKIPPED"`` for any skip)."""
+    return _EXIT_CODES[sentinel]
+
+
+# ---------------------------------------------------------------------------------------------
+# Host stamp
+
+
+def host_stamp(packages: Iterable[str] = ()) -> dict[str, object]:
+    """Describe this host: python, platform, GPU, compute capability, driver, package versions.
+
+    torch is imported only here (never at module import) and only if it is installed; a
+    missing GPU reads as ``gpu: null``, ``compute_capability: null``.
+    """
+    gpu, capability, cuda = _torch_cuda()
+    driver = _nvidia_driver()
+    if gpu is None and driver is not None:
+        # No torch (or a CPU build) on a GPU host: still name the card for the record.
+        gpu = _nvidia_smi("name")
+    return {
+        "python": platform.python_version(),
+        "platform": f"{sys.platform}-{platform.machine()}",
+        "gpu": gpu,
+        "compute_capability": capability,
+        "driver": driver,
+        "cuda": cuda,
+        "packages": {name: _version(name) for name in packages},
+        "hostname": socket.gethostname(),
+    }
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _torch_cuda() -> tuple[str | None, str | None, str | None]:
+    """(gpu name, "major.minor", torch's CUDA runtime) or Nones; imports torch lazily."""
+    if "torch" not in sys.modules:
+        from importlib.util import find_spec
+
+        if find_spec("torch") is None:
+            return None, None, None
+    try:
+        import torch
+
+        cuda = getattr(torch.version, "cuda", None)
+        if not torch.cuda.is_available():
+            return None, None, cuda
+        index = torch.cuda.current_device()
+        major, minor = torch.cuda.get_device_capability(index)
+        return torch.cuda.get_device_name(index), f"{major}.{minor}", cuda
+    except Exception:  # a broken CUDA install must not stop the stamp; the check will say more
+        return None, None, None
+
+
+def _nvidia_driver() -> str | None:
+    # The kernel module reports the driver without spawning anything.
+    try:
+        with open("/proc/driver/nvidia/version", encoding="utf-8") as handle:
+            first = handle.readline()
+    except OSError:
+        return _nvidia_smi("driver_version")
+    for word in first.split():
+        if word[:1].isdigit() and "." in word:
+            return word
+    return _nvidia_smi("driver_version")
+
+
+def _nvidia_smi(field: str) -> str | None:
+    try:
+        result = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={field}", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = result.stdout.strip().splitlines()
+    return lines[0].strip() if result.returncode == 0 and lines else None
+
+
+def require_cuda(min_cc: str | None = None) -> tuple[int, int]:
+    """Return the device's ``(major, minor)``, or raise :class:`Skip` saying what is missing."""
+    try:
+        import torch
+    except ImportError:
+        raise Skip("torch is not installed") from None
+    if not torch.cuda.is_available():
+        raise Skip("no CUDA device")
+    have = tuple(torch.cuda.get_device_capability(torch.cuda.current_device()))
+    if min_cc is not None:
+        need = tuple(int(part) for part in min_cc.split("."))
+        if have < need:
+            raise Skip(f"needs compute capability >= {min_cc}, this host has {have[0]}.{have[1]}")
+    return have  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------------------------------------
+# Running a check
+
+
+def run(
+    shim_id: str,
+    check: Callable[[bool], str],
+    *,
+    packages: Iterable[str] = (),
+    argv: list[str] | None = None,
+) -> None:
+    """Run ``check`` under the protocol and exit with the matching code (never returns)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=f"Reproducer for shim {shim_id}")
+    parser.add_argument(
+        "--mode",
+        choices=("without", "with"),
+        default="without",
+        help="without: does upstream still break? with: does the shim fix it? (default: without)",
+    )
+    args = parser.parse_args(argv)
+    with_shim = args.mode == "with"
+
+    print(HOST_PREFIX + json.dumps(host_stamp(packages), sort_keys=True), flush=True)
+    try:
+        if with_shim:
+            import shims
+
+            state = shims.activate(only={shim_id})[shim_id]
+            if state.state == "disabled":
+                raise Skip(f"shim {shim_id} is disabled here ({state.reason})")
+            if state.state == "error":
+                # A "with" run of a shim that cannot even load proves nothing: crash, don't report a bug.
+                raise RuntimeError(f"shim {shim_id} could not be activated: {state.reason}")
+        sentinel = check(with_shim)
+        if sentinel not in (BUG_REPRODUCED, FIX_VALIDATED, MEMORY_SAVE_VERIFIED):
+            raise TypeError(
+                f"check() returned {sentinel!r}; return BUG_REPRODUCED, FIX_VALIDATED or "
+                "MEMORY_SAVE_VERIFIED, or raise Skip(reason)"
+            )
+    except Skip as skip:
+        reason = " ".join(str(skip).split()) or "no reason given"
+        print(f"{SKIPPED}: {reason}", flush=True)
+        raise SystemExit(EXIT_SKIPPED) from None
+    except Exception:
+        sys.stdout.flush()
+        traceback.print_exc()
+        sys.stderr.flush()
+        raise SystemExit(EXIT_CRASH) from None
+    if with_shim:
+        _report_shim_state(shim_id)
+    print(sentinel, flush=True)
+    raise SystemExit(exit_code_for(sentinel))
+
+
+def _report_shim_state(shim_id: str) -> None:
+    # A diagnostic (after line 1, so allowed): says whether the shim actually applied.
+    import shims
+
+    state = shims.status().get(shim_id)
+    if state is not None:
+        print(f"# shim {shim_id}: {state.state} ({state.reason})", flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading outputs back (the engine side)
+
+
+def parse_output(text: str) -> tuple[dict[str, object] | None, str | None, str | None]:
+    """Read a reproducer's stdout: ``(host stamp or None, sentinel or None, skip reason or None)``.
+
+    The host stamp counts only on the first line. The sentinel is ``None`` when no sentinel line
+    was printed or when different sentinels were (the protocol allows exactly one). A skip comes
+    back as ``("SKIPPED", reason)``.
+    """
+    lines = text.splitlines()
+    host: dict[str, object] | None = None
+    if lines and lines[0].startswith(HOST_PREFIX):
+        try:
+            parsed = json.loads(lines[0][len(HOST_PREFIX):])
+        except ValueError:
+            parsed = None
+        host = parsed if isinstance(parsed, dict) else None
+
+    found: set[tuple[str, str | None]] = set()
+    for raw in lines[1:] if host is not None else lines:
+        line = raw.rstrip()
+        if line in (BUG_REPRODUCED, FIX_VALIDATED, MEMORY_SAVE_VERIFIED):
+            found.add((line, None))
+        elif line.startswith(SKIPPED + ":"):
+            found.add((SKIPPED, line[len(SKIPPED) + 1:].strip() or "no reason given"))
+    if len(found) != 1:
+        return host, None, None
+    sentinel, reason = found.pop()
+    return host, sentinel, reason

@@ -1,0 +1,163 @@
+"""The validation manifest: records, JSON Lines I/O, atomic appends, and merges across hosts."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from retire import atomic
+from retire.atomic import atomic_write
+from retire.errors import ConfigError
+from retire.validation import ValidationRecord, append, compute_record_id, dumps, load, merge, write
+
+
+def record(shim: str = "toy_add", *, host: str = "h100-a", started: str = "2026-04-14T10:00:00.000000+00:00",
+           mode: str = "without", sentinel: str = "BUG_REPRODUCED", **changes: object) -> ValidationRecord:
+    fields: dict[str, object] = dict(
+        shim=shim, mode=mode, lane="stable",
+        host={"hostname": host, "gpu": "NVIDIA H100 80GB HBM3", "python": "3.12.1"},
+        versions={"toylib": "1.0"}, sentinel=sentinel,
+        outcome="bug-reproduced" if sentinel == "BUG_REPRODUCED" else "fix-validated",
+        exit_code=10 if sentinel == "BUG_REPRODUCED" else 0, duration_s=1.25, started_at=started,
+    )
+    fields.update(changes)
+    return ValidationRecord(**fields)  # type: ignore[arg-type]
+
+
+def test_record_id_hashes_the_identifying_fields():
+    base = record()
+    assert base.record_id == compute_record_id(shim="toy_add", mode="without", lane="stable", host=base.host,
+                                               started_at=base.started_at, sentinel="BUG_REPRODUCED")
+    assert len(base.record_id) == 64
+    assert record(duration_s=9.0, output_tail="other").record_id == base.record_id  # not identifying
+    for changed in (record(host="h200-b"), record(mode="with"), record(sentinel="FIX_VALIDATED"),
+                    record(started="2026-04-14T10:00:00.000001+00:00"), record(shim="other"), record(lane="nightly")):
+        assert changed.record_id != base.record_id
+
+
+def test_round_trip_through_json_lines(tmp_path: Path):
+    path = tmp_path / "validation" / "manifest.jsonl"
+    records = [record(), record(mode="with", sentinel="FIX_VALIDATED")]
+    assert append(path, records) == 2
+    assert load(path) == records
+    line = path.read_text().splitlines()[0]
+    assert json.loads(line)["record_id"] == records[0].record_id
+    assert dumps(records[0]) == line
+
+
+def test_append_skips_records_already_present(tmp_path: Path):
+    path = tmp_path / "manifest.jsonl"
+    first = record()
+    assert append(path, [first, first]) == 1
+    assert append(path, [first, record(host="h200-b")]) == 1
+    assert [r.host["hostname"] for r in load(path)] == ["h100-a", "h200-b"]
+
+
+def test_a_corrupt_line_is_a_one_line_error_naming_the_line(tmp_path: Path):
+    path = tmp_path / "manifest.jsonl"
+    path.write_text(dumps(record()) + "\n" + '{"shim": "x", "mode": \n')
+    with pytest.raises(ConfigError) as caught:
+        load(path)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(f"{path}: line 2: not valid JSON")
+    # And append refuses to write on top of it rather than lose it.
+    with pytest.raises(ConfigError):
+        append(path, [record(host="other")])
+    assert path.read_text().endswith('{"shim": "x", "mode": \n')
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        (lambda data: data.update(outcome="passed"), "outcome 'passed' is not one of"),
+        (lambda data: data.update(mode="both"), "mode 'both' is not one of"),
+        (lambda data: data.update(lane="edited"), "record_id does not match"),
+        (lambda data: data.update(extra=1), "unknown field 'extra'"),
+        (lambda data: data.pop("shim"), "field 'shim' must be a string"),
+        (lambda data: data.update(exit_code="10"), "field 'exit_code' must be an integer"),
+    ],
+)
+def test_invalid_records_name_the_field(tmp_path: Path, edit, problem):
+    data = json.loads(dumps(record()))
+    edit(data)
+    path = tmp_path / "manifest.jsonl"
+    path.write_text(json.dumps(data) + "\n")
+    with pytest.raises(ConfigError, match=f"line 1: {problem}"):
+        load(path)
+
+
+def test_merge_from_two_hosts_loses_nothing_and_duplicates_nothing(tmp_path: Path):
+    shared = record("toy_add", host="h100-a", started="2026-04-14T10:00:05.000000+00:00")
+    host_a = [
+        record("toy_add", host="h100-a", started="2026-04-14T10:00:01.000000+00:00"),
+        shared,
+        record("toy_env", host="h100-a", started="2026-04-14T10:00:09.000000+00:00"),
+    ]
+    host_b = [
+        record("toy_add", host="h200-b", started="2026-04-14T10:00:01.000000+00:00"),  # same time, other host
+        shared,  # an artifact that reached both manifests
+        record("toy_add", host="h200-b", started="2026-04-14T10:00:03.000000+00:00", mode="with", sentinel="FIX_VALIDATED"),
+    ]
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    append(a, host_a)
+    append(b, host_b)
+    merged = merge([a, b])
+    assert len(merged) == 5
+    assert len({r.record_id for r in merged}) == 5
+    assert {r.record_id for r in merged} == {r.record_id for r in host_a + host_b}
+    assert [r.started_at for r in merged] == sorted(r.started_at for r in merged)
+    # Stable: equal start times keep file order (host a's record first).
+    assert [r.host["hostname"] for r in merged[:2]] == ["h100-a", "h200-b"]
+
+    out = tmp_path / "merged.jsonl"
+    write(out, merged)
+    assert merge([out, a, b]) == merged  # merging again changes nothing
+    assert merge([a, tmp_path / "missing.jsonl"]) == sorted(host_a, key=lambda r: r.started_at)
+
+
+def _append_many(path: str, worker: int) -> None:
+    for index in range(20):
+        append(path, [record(host=f"worker-{worker}", started=f"2026-04-14T10:00:{index:02d}.000000+00:00")])
+
+
+def test_concurrent_appends_keep_every_record(tmp_path: Path):
+    path = tmp_path / "manifest.jsonl"
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_append_many, args=(str(path), n)) for n in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+        assert worker.exitcode == 0
+    assert len(load(path)) == 80
+    assert sorted(os.listdir(tmp_path)) == ["manifest.jsonl"]  # no temp or lock files left
+
+
+def test_atomic_write_keeps_the_old_file_on_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    path = tmp_path / "lock.toml"
+    atomic_write(path, "old\n")
+    os.chmod(path, 0o640)
+    atomic_write(path, "new\n")
+    assert path.read_text() == "new\n"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+
+    def refuse(src: str, dst: str) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(atomic.os, "replace", refuse)
+    with pytest.raises(OSError, match="disk full"):
+        atomic_write(path, "half\n")
+    assert path.read_text() == "new\n"
+    assert sorted(os.listdir(tmp_path)) == ["lock.toml"]
+
+
+def test_atomic_write_creates_folders_and_takes_bytes(tmp_path: Path):
+    path = tmp_path / "deep" / "er" / "file.bin"
+    atomic_write(path, b"\x00\x01")
+    assert path.read_bytes() == b"\x00\x01"
