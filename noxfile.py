@@ -14,7 +14,9 @@ clean virtualenv of their own.
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
+import uuid
 from pathlib import Path
 
 import nox
@@ -27,17 +29,21 @@ nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_venv = "yes"
 
 
-def _lane_names() -> tuple[list[str], str | None]:
+def _lane_params() -> tuple[list[nox.Param], str | None]:
+    """One parameter per lane, tagged gpu/cpu so CI can route it (`nox --list --json`)."""
     from retire.errors import ConfigError
     from retire.lanefile import load_lanes
 
     try:
-        return [lane.name for lane in load_lanes(ROOT / "lanes", root=ROOT)], None
+        lanes = load_lanes(ROOT / "lanes", root=ROOT)
     except ConfigError as exc:  # shown by every session instead of a traceback at import
         return [], str(exc)
+    return [nox.param(lane.name, tags=["gpu" if lane.needs_cuda else "cpu"]) for lane in lanes], None
 
 
-LANES, LANE_ERROR = _lane_names()
+LANES, LANE_ERROR = _lane_params()
+# One id per nox invocation: the lane sessions record under it, the summary reads it back.
+RUN_ID = os.environ.get("PATCHLANE_RUN_ID") or uuid.uuid4().hex[:12]
 
 
 def patchlane(session: nox.Session, *args: str) -> None:
@@ -53,10 +59,19 @@ def patchlane(session: nox.Session, *args: str) -> None:
 @nox.parametrize("name", LANES)
 def lane(session: nox.Session, name: str) -> None:
     """Build one lane from its lock and run its shim suites (`-- NAME…` keeps only those lanes)."""
-    wanted = [arg for arg in session.posargs if not arg.startswith("-")]
+    names = {param.args[0] for param in LANES}
+    wanted = [arg for arg in session.posargs if arg in names]
     if wanted and name not in wanted:
         session.skip(f"not selected ({', '.join(wanted)})")
-    patchlane(session, "run", name, *[arg for arg in session.posargs if arg.startswith("-")])
+    session.notify("summary")
+    options = [arg for arg in session.posargs if arg not in names]  # e.g. --overlay PY, --manifest F
+    patchlane(session, "run", name, "--run-id", RUN_ID, *options)
+
+
+@nox.session(venv_backend="none", default=False)
+def summary(session: nox.Session) -> None:
+    """The lane × shim table of this invocation's lane sessions (run after them)."""
+    patchlane(session, "summary", "--run-id", RUN_ID)
 
 
 @nox.session(venv_backend="none")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -18,6 +19,15 @@ class Project:
         self.root = root.resolve()
         self.lanes_dir = self.root / "lanes"
         self.locks_dir = self.root / "locks"
+        self.manifest = self.root / "validation" / "manifest.jsonl"
+        self.state_dir = self.root / ".patchlane"  # envs, caches, run summaries: never committed
+
+    def manifests(self) -> dict:
+        """The shims of this project by id (its own shims/ folder, else the installed catalogue)."""
+        from shims.manifest import discover
+
+        folder = self.root / "shims"
+        return {m.id: m for m in discover(folder if folder.is_dir() else None)}
 
     def lanes(self):
         from retire import lanefile
@@ -115,6 +125,65 @@ def cmd_lock(project: Project, args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_run(project: Project, args: argparse.Namespace) -> int:
+    from retire import lanefile, runs, suite, validation
+    from retire.atomic import atomic_write
+
+    lanes = lanefile.select(project.lanes(), args.lanes)
+    manifests = project.manifests()
+    host = runs.Host.detect()
+    options = runs.RunOptions(
+        locks_dir=project.locks_dir, envs_dir=args.envs_dir or project.state_dir / "envs",
+        overlay=args.overlay, timeout=args.timeout, host=host,
+        **({"run_id": args.run_id} if args.run_id else {}),
+    )
+    _print(f"run {options.run_id}: {len(lanes)} lane(s) on this host ({host.description}), {args.jobs} at a time")
+    results = runs.run_lanes(lanes, manifests, options, jobs=args.jobs,
+                             progress=lambda lane, msg: _print(f"[{lane}] {msg}"))
+    records = [record for run in results for shim in run.shims for record in shim.records]
+    if records and not args.no_record:
+        added = validation.append(args.manifest or project.manifest, records)
+        _print(f"recorded {added} reproducer run(s) in {(args.manifest or project.manifest)}")
+    summaries = project.state_dir / "runs" / options.run_id
+    for run in results:
+        atomic_write(summaries / f"{run.lane}.json", json.dumps(runs.to_summary(run), indent=2))
+    suite.report(results)
+    _print("")
+    _print(runs.summary_table(results))
+    failed = [run.lane for run in results if run.failed]
+    if failed:
+        _print(f"FAILED lanes: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+def cmd_summary(project: Project, args: argparse.Namespace) -> int:
+    from retire import runs
+
+    folder = project.state_dir / "runs" / args.run_id
+    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    if not files:
+        raise ConfigError(folder, None, "no lane results for this run", "run `nox -s lane` first")
+    results = [runs.from_summary(json.loads(f.read_text(encoding="utf-8"))) for f in files]
+    _print(runs.summary_table(results))
+    failed = [run.lane for run in results if run.failed]
+    if failed:
+        _print(f"FAILED lanes: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+def cmd_merge(project: Project, args: argparse.Namespace) -> int:
+    from retire import validation
+
+    inputs = list(args.inputs)
+    if args.output.exists() and args.output not in inputs:
+        inputs.insert(0, args.output)  # merging into a manifest keeps what it already holds
+    before = len(validation.load(args.output))
+    merged = validation.merge(inputs)
+    validation.write(args.output, merged)
+    _print(f"{args.output}: {len(merged)} records ({len(merged) - before:+d}) from {len(inputs)} file(s)")
+    return 0
+
+
 def cmd_shims(project: Project, args: argparse.Namespace) -> int:
     from shims.__main__ import main as shims_main
 
@@ -150,6 +219,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=None, help="lanes locked at once (default: all, up to 16)")
     p.add_argument("--require-all", action="store_true", help="exit 1 also when a lane's index is unreachable from this host")
     p.set_defaults(func=cmd_lock)
+
+    p = sub.add_parser("run", help="build lanes from their locks and run their shims' reproducers",
+                       description="Build each lane from its lock (uv, hash-checked) and run every shim's reproducer "
+                                   "without and with the shim. Exit 1 only for broken shims, crashes and lanes that "
+                                   "fail to build.")
+    p.add_argument("lanes", nargs="*", metavar="LANE", help="only these lanes (default: all)")
+    p.add_argument("--jobs", type=int, default=1, help="lanes run at once (default: 1)")
+    p.add_argument("--overlay", metavar="PYTHON", default=os.environ.get("PATCHLANE_OVERLAY") or None,
+                   help="build overlay envs on this base interpreter, e.g. a GPU image's python (env: PATCHLANE_OVERLAY)")
+    p.add_argument("--timeout", type=float, help="seconds per reproducer (default: each manifest's own)")
+    p.add_argument("--manifest", type=Path, help="validation manifest to append to (default: validation/manifest.jsonl)")
+    p.add_argument("--no-record", action="store_true", help="do not record the results")
+    p.add_argument("--run-id", help="group this run's results under ID (nox passes one per invocation)")
+    p.add_argument("--envs-dir", type=Path, help="where lane environments live (default: .patchlane/envs)")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("summary", help="the lane × shim table of one run (after several `patchlane run` calls)")
+    p.add_argument("--run-id", required=True)
+    p.set_defaults(func=cmd_summary)
+
+    p = sub.add_parser("manifest", help="validation manifest tools")
+    msub = p.add_subparsers(dest="manifest_command", required=True, metavar="ACTION")
+    m = msub.add_parser("merge", help="merge manifests from several hosts without losing or duplicating records")
+    m.add_argument("inputs", nargs="+", type=Path, metavar="MANIFEST")
+    m.add_argument("-o", "--output", type=Path, required=True, help="the merged manifest (existing records are kept)")
+    m.set_defaults(func=cmd_merge)
 
     p = sub.add_parser("shims", help="list every shim, whether it is active here and why", add_help=False)
     p.add_argument("rest", nargs=argparse.REMAINDER)

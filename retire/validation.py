@@ -25,7 +25,7 @@ OUTCOMES = ("bug-reproduced", "fix-validated", "memory-save-verified", "skipped"
 
 _FIELDS = (
     "shim", "mode", "lane", "host", "versions", "sentinel", "outcome", "exit_code",
-    "duration_s", "started_at", "output_tail", "detail", "record_id",
+    "duration_s", "started_at", "output_tail", "detail", "run", "environment", "record_id",
 )
 
 
@@ -54,6 +54,11 @@ class ValidationRecord:
     output_tail: str = ""
     #: Why: the skip reason, or what made the run count as crashed / timed out.
     detail: str = ""
+    #: The lane run (one `nox -s lane` / `patchlane run`) this record belongs to, if any.
+    run: str = ""
+    #: How the lane env was built: kind (full/overlay), lock digest, installed and base versions
+    #: of the packages the shim concerns.
+    environment: Mapping[str, object] = field(default_factory=dict)
     record_id: str = field(default="")
 
     def __post_init__(self) -> None:
@@ -69,6 +74,7 @@ class ValidationRecord:
     def to_json(self) -> dict[str, object]:
         data = {name: getattr(self, name) for name in _FIELDS}
         data["host"], data["versions"] = dict(self.host), dict(self.versions)
+        data["environment"] = dict(self.environment)
         return data
 
     @classmethod
@@ -84,7 +90,7 @@ class ValidationRecord:
             raise ValueError(f"mode {data['mode']!r} is not one of {', '.join(MODES)}")
         if data["outcome"] not in OUTCOMES:
             raise ValueError(f"outcome {data['outcome']!r} is not one of {', '.join(OUTCOMES)}")
-        for name in ("host", "versions"):
+        for name in ("host", "versions", "environment"):
             if not isinstance(data.get(name, {}), dict):
                 raise ValueError(f"field {name!r} must be an object")
         exit_code = data.get("exit_code")
@@ -106,6 +112,8 @@ class ValidationRecord:
             started_at=data["started_at"],  # type: ignore[arg-type]
             output_tail=str(data.get("output_tail", "")),
             detail=str(data.get("detail", "")),
+            run=str(data.get("run", "")),
+            environment=dict(data.get("environment", {})),  # type: ignore[arg-type]
         )
         stored = data.get("record_id")
         if stored is not None and stored != record.record_id:

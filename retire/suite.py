@@ -1,0 +1,112 @@
+"""Lane-run results as pytest tests, so a broken shim reads like any failing test.
+
+The runner has already executed every reproducer (lanes concurrently); this plugin turns each
+lane build and each (shim, mode) run into a pytest item whose outcome mirrors the record:
+a bug still reproducing without the shim passes, an upstream fix shows as ``xfail`` (a
+retirement candidate — like a strict xfail that now passes, but it does not fail the run),
+a shim that does not fix the bug fails, a crash or timeout fails with the reproducer's output.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import pytest
+
+from retire.runs import LaneRun
+from retire.validation import ValidationRecord
+
+
+class ReproducerFailure(Exception):
+    pass
+
+
+def _record_text(record: ValidationRecord) -> str:
+    versions = ", ".join(f"{k} {v}" for k, v in sorted(record.versions.items()) if v) or "no versions reported"
+    return (f"{record.shim} ({record.mode} shim) on lane {record.lane}: {record.outcome}"
+            f"{' — ' + record.detail if record.detail else ''}\n"
+            f"  sentinel: {record.sentinel}  exit code: {record.exit_code}  [{versions}]\n"
+            f"  output (tail):\n" + "\n".join("    " + line for line in record.output_tail.splitlines()[-30:]))
+
+
+def _check_build(run: LaneRun) -> None:
+    if run.status == "skipped":
+        pytest.skip(run.why)
+    if run.status == "build-failed":
+        detail = "\n".join("    " + line for line in run.detail.splitlines()[-30:])
+        raise ReproducerFailure(f"lane {run.lane} could not be built: {run.why}" + (f"\n{detail}" if detail else ""))
+
+
+def _check_without(record: ValidationRecord | None, why: str) -> None:
+    if record is None:
+        pytest.skip(why or "not run")
+    if record.outcome == "skipped":
+        pytest.skip(record.detail or "skipped by the reproducer")
+    if record.outcome in ("crashed", "timeout"):
+        raise ReproducerFailure(_record_text(record))
+    if record.outcome in ("fix-validated", "memory-save-verified"):
+        pytest.xfail(f"upstream fixed: the bug no longer reproduces without the shim — a retirement candidate")
+
+
+def _check_with(record: ValidationRecord | None, why: str) -> None:
+    if record is None:
+        pytest.skip(why or "not run: the without-shim run did not reproduce the bug")
+    if record.outcome == "skipped":
+        pytest.skip(record.detail or "skipped by the reproducer")
+    if record.outcome == "bug-reproduced":
+        raise ReproducerFailure("shim broken: the bug still reproduces with the shim applied\n" + _record_text(record))
+    if record.outcome in ("crashed", "timeout"):
+        raise ReproducerFailure(_record_text(record))
+
+
+class _Item(pytest.Item):
+    def __init__(self, *, check, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._check = check
+
+    def runtest(self) -> None:
+        self._check()
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, ReproducerFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        return self.path, None, self.name
+
+
+class _LanePlugin:
+    def __init__(self, runs: list[LaneRun]) -> None:
+        self.runs = runs
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(self, session):
+        items = []
+        for run in self.runs:
+            items.append(_Item.from_parent(session, name=f"lane[{run.lane}]::build", check=lambda run=run: _check_build(run)))
+            by_shim = {s.shim: s for s in run.shims}
+            for shim in run.planned:
+                result = by_shim.get(shim)
+                why = result.why if result else run.why
+                without = result.without if result else None
+                with_shim = result.with_shim if result else None
+                items.append(_Item.from_parent(session, name=f"lane[{run.lane}]::{shim}::without-shim",
+                                               check=lambda r=without, w=why: _check_without(r, w)))
+                items.append(_Item.from_parent(session, name=f"lane[{run.lane}]::{shim}::with-shim",
+                                               check=lambda r=with_shim, w=why: _check_with(r, w)))
+        session.items = items
+        session.testscollected = len(items)
+        return True
+
+
+def report(runs: list[LaneRun], *, verbose: bool = True) -> int:
+    """Print the results as a pytest session; returns pytest's exit code."""
+    with tempfile.TemporaryDirectory(prefix="patchlane-suite-") as scratch:
+        ini = os.path.join(scratch, "pytest.ini")
+        with open(ini, "w", encoding="utf-8") as handle:
+            handle.write("[pytest]\n")
+        args = ["-c", ini, "--rootdir", scratch, "-p", "no:cacheprovider", "-rfExs", "--no-header"]
+        args.append("-v" if verbose else "-q")
+        return int(pytest.main(args, plugins=[_LanePlugin(runs)]))
