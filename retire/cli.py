@@ -88,13 +88,26 @@ def cmd_lock(project: Project, args: argparse.Namespace) -> int:
 
     lanes = lanefile.select(project.lanes(), args.lanes)
     if args.check:
-        stale = locking.stale_lanes(lanes, project.locks_dir)
+        from retire import uv
+
+        named = uv.host_indexes().named
+        stale, unlockable = [], []
+        for lane, why in locking.stale_lanes(lanes, project.locks_dir):
+            # A lane never locked because its index has no URL on this host cannot be judged
+            # here; a lock that exists but no longer matches its lane is always an error.
+            if why == "no lock" and isinstance(locking.resolve_index_urls(lane, named), str):
+                unlockable.append(lane)
+            else:
+                stale.append((lane, why))
+        for lane in unlockable:
+            _print(f"note   {lane.name}: never locked; its index has no URL on this host, so it cannot be checked here")
         for lane, why in stale:
             _print(f"stale  {lane.name}: {why} ({lane.origin}) — run `nox -s lock -- {lane.name}`")
         if stale:
             _print(f"{len(stale)} of {len(lanes)} locks do not match their lanes: {', '.join(l.name for l, _ in stale)}")
             return 1
-        _print(f"all {len(lanes)} locks match their lanes")
+        _print(f"{len(lanes) - len(unlockable)} of {len(lanes)} locks match their lanes"
+               + (f"; {len(unlockable)} cannot be checked on this host" if unlockable else ""))
         return 0
     upgrade_packages = tuple(args.upgrade_package or ())
     if upgrade_packages:

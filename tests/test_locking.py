@@ -142,6 +142,9 @@ def test_index_without_url_is_reported_unreachable_not_fatal(project, capsys):
     assert "unreachable night: index 'pytorch-nightly' has no URL on this host" in out
     assert project.lock_file("ok").exists()
     assert run_cli(project.root, "lock", "--require-all", capsys=capsys)[0] == 1  # … unless asked
+    # --check cannot judge a lane this host has never been able to lock: it says so, and passes.
+    code, out, _ = run_cli(project.root, "lock", "--check", capsys=capsys)
+    assert code == 0 and "note   night: never locked" in out and "1 of 2 locks match" in out
 
 
 def test_index_url_can_come_from_uv_configuration(project, monkeypatch, capsys):
