@@ -42,6 +42,13 @@ class Project:
         return {p.parent.name for p in folder.glob("*/manifest.toml")}
 
 
+def _relative(path: Path) -> Path:
+    try:
+        return path.resolve().relative_to(Path.cwd())
+    except ValueError:
+        return path
+
+
 def _print(line: str = "") -> None:
     print(line, flush=True)
 
@@ -160,7 +167,9 @@ def cmd_run(project: Project, args: argparse.Namespace) -> int:
     summaries = project.state_dir / "runs" / options.run_id
     for run in results:
         atomic_write(summaries / f"{run.lane}.json", json.dumps(runs.to_summary(run), indent=2))
-    suite.report(results)
+    locations = {"lanes": _relative(project.lanes_dir)}
+    locations.update({shim_id: _relative(m.reproducer_path) for shim_id, m in manifests.items()})
+    suite.report(results, locations)
     _print("")
     _print(runs.summary_table(results))
     failed = [run.lane for run in results if run.failed]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -30,9 +31,14 @@ def _record_text(record: ValidationRecord) -> str:
             f"  output (tail):\n" + "\n".join("    " + line for line in record.output_tail.splitlines()[-30:]))
 
 
+def _skip(reason: str) -> None:
+    # Reported at the item (lane::shim::mode), not at this line of the plugin.
+    raise pytest.skip.Exception(reason, _use_item_location=True)
+
+
 def _check_build(run: LaneRun) -> None:
     if run.status == "skipped":
-        pytest.skip(run.why)
+        _skip(run.why)
     if run.status == "build-failed":
         detail = "\n".join("    " + line for line in run.detail.splitlines()[-30:])
         raise ReproducerFailure(f"lane {run.lane} could not be built: {run.why}" + (f"\n{detail}" if detail else ""))
@@ -40,9 +46,9 @@ def _check_build(run: LaneRun) -> None:
 
 def _check_without(record: ValidationRecord | None, why: str) -> None:
     if record is None:
-        pytest.skip(why or "not run")
+        _skip(why or "not run")
     if record.outcome == "skipped":
-        pytest.skip(record.detail or "skipped by the reproducer")
+        _skip(record.detail or "skipped by the reproducer")
     if record.outcome in ("crashed", "timeout"):
         raise ReproducerFailure(_record_text(record))
     if record.outcome in ("fix-validated", "memory-save-verified"):
@@ -51,9 +57,9 @@ def _check_without(record: ValidationRecord | None, why: str) -> None:
 
 def _check_with(record: ValidationRecord | None, why: str) -> None:
     if record is None:
-        pytest.skip(why or "not run: the without-shim run did not reproduce the bug")
+        _skip(why or "not run: the without-shim run did not reproduce the bug")
     if record.outcome == "skipped":
-        pytest.skip(record.detail or "skipped by the reproducer")
+        _skip(record.detail or "skipped by the reproducer")
     if record.outcome == "bug-reproduced":
         raise ReproducerFailure("shim broken: the bug still reproduces with the shim applied\n" + _record_text(record))
     if record.outcome in ("crashed", "timeout"):
@@ -61,9 +67,10 @@ def _check_with(record: ValidationRecord | None, why: str) -> None:
 
 
 class _Item(pytest.Item):
-    def __init__(self, *, check, **kwargs) -> None:
+    def __init__(self, *, check, location: Path, **kwargs) -> None:
         super().__init__(**kwargs)
         self._check = check
+        self._location = location
 
     def runtest(self) -> None:
         self._check()
@@ -74,39 +81,50 @@ class _Item(pytest.Item):
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self):
-        return self.path, None, self.name
+        # Skips and failures point at the shim's reproducer (or the lanes folder for builds).
+        return self._location, 0, self.name
+
+
+def _item(session, name: str, check, location: Path) -> _Item:
+    return _Item.from_parent(session, name=name, nodeid=name, check=check, location=location)
 
 
 class _LanePlugin:
-    def __init__(self, runs: list[LaneRun]) -> None:
+    def __init__(self, runs: list[LaneRun], locations: dict[str, Path]) -> None:
         self.runs = runs
+        self.locations = locations
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection(self, session):
         items = []
         for run in self.runs:
-            items.append(_Item.from_parent(session, name=f"lane[{run.lane}]::build", check=lambda run=run: _check_build(run)))
+            items.append(_item(session, f"lane[{run.lane}]::build", lambda run=run: _check_build(run),
+                               self.locations.get("lanes", Path("lanes"))))
             by_shim = {s.shim: s for s in run.shims}
             for shim in run.planned:
                 result = by_shim.get(shim)
                 why = result.why if result else run.why
                 without = result.without if result else None
                 with_shim = result.with_shim if result else None
-                items.append(_Item.from_parent(session, name=f"lane[{run.lane}]::{shim}::without-shim",
-                                               check=lambda r=without, w=why: _check_without(r, w)))
-                items.append(_Item.from_parent(session, name=f"lane[{run.lane}]::{shim}::with-shim",
-                                               check=lambda r=with_shim, w=why: _check_with(r, w)))
+                where = self.locations.get(shim, Path(shim))
+                items.append(_item(session, f"lane[{run.lane}]::{shim}::without-shim",
+                                   lambda r=without, w=why: _check_without(r, w), where))
+                items.append(_item(session, f"lane[{run.lane}]::{shim}::with-shim",
+                                   lambda r=with_shim, w=why: _check_with(r, w), where))
         session.items = items
         session.testscollected = len(items)
         return True
 
 
-def report(runs: list[LaneRun], *, verbose: bool = True) -> int:
-    """Print the results as a pytest session; returns pytest's exit code."""
+def report(runs: list[LaneRun], locations: dict[str, Path] | None = None, *, verbose: bool = True) -> int:
+    """Print the results as a pytest session; returns pytest's exit code.
+
+    ``locations`` maps shim ids (and ``"lanes"``) to the files that skips and failures point at.
+    """
     with tempfile.TemporaryDirectory(prefix="patchlane-suite-") as scratch:
-        ini = os.path.join(scratch, "pytest.ini")
+        ini = os.path.join(scratch, "pytest.ini")  # an empty config: the project's own stays out
         with open(ini, "w", encoding="utf-8") as handle:
             handle.write("[pytest]\n")
-        args = ["-c", ini, "--rootdir", scratch, "-p", "no:cacheprovider", "-rfExs", "--no-header"]
+        args = ["-c", ini, "--rootdir", os.getcwd(), "-p", "no:cacheprovider", "-rfExs", "--no-header"]
         args.append("-v" if verbose else "-q")
-        return int(pytest.main(args, plugins=[_LanePlugin(runs)]))
+        return int(pytest.main(args, plugins=[_LanePlugin(runs, locations or {})]))
