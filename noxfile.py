@@ -93,6 +93,16 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", *session.posargs)
 
 
+@nox.session(python="3.12", default=False)
+def catalogue(session: nox.Session) -> None:
+    """The catalogue's tests on the real stack: the `cpu` lane's lock (torch, Megatron-Core) + pytest."""
+    session.run_install("uv", "pip", "sync", "--preview-features", "pylock", "--python", session.virtualenv.location,
+                        "locks/cpu/pylock.toml", external=True)
+    session.install("--no-deps", "-e", ".")
+    session.install("pytest")
+    session.run("pytest", "tests/test_catalogue.py", *session.posargs)
+
+
 @nox.session
 def bench(session: nox.Session) -> None:
     """Benchmarks: ratios measured side by side in one run (see README, Performance)."""

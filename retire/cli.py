@@ -206,6 +206,18 @@ def cmd_merge(project: Project, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_pack(project: Project, args: argparse.Namespace) -> int:
+    from retire.packs import main as pack_main
+
+    return pack_main(["--root", str(project.root), *args.rest])
+
+
+def cmd_catalogue(project: Project, args: argparse.Namespace) -> int:
+    from retire.catalogue import main as catalogue_main
+
+    return catalogue_main(args.rest)
+
+
 def cmd_shims(project: Project, args: argparse.Namespace) -> int:
     from shims.__main__ import main as shims_main
 
@@ -268,15 +280,50 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("-o", "--output", type=Path, required=True, help="the merged manifest (existing records are kept)")
     m.set_defaults(func=cmd_merge)
 
+    p = sub.add_parser("pack", help="upstream packs: check, plan, queue, show, approve, export, filed", add_help=False)
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+    p.set_defaults(func=cmd_pack)
+
+    p = sub.add_parser("catalogue", help="the shim catalogue as Markdown, with where each shim was proven",
+                       add_help=False)
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+    p.set_defaults(func=cmd_catalogue)
+
     p = sub.add_parser("shims", help="list every shim, whether it is active here and why", add_help=False)
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=cmd_shims)
     return parser
 
 
+# Commands with a parser of their own: everything after the command name is theirs.
+PASSTHROUGH = ("shims", "pack", "catalogue")
+
+
+def _split_passthrough(argv: list[str]) -> tuple[list[str], str, list[str]] | None:
+    """(global args, command, its args) when argv names a pass-through command."""
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--root":
+            i += 2
+        elif argv[i].startswith("--root="):
+            i += 1
+        elif argv[i] in PASSTHROUGH:
+            return argv[:i], argv[i], argv[i + 1:]
+        else:
+            return None
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    split = _split_passthrough(argv)
+    if split is not None:  # argparse's REMAINDER would swallow `--help` and leading options
+        head, command, rest = split
+        args = parser.parse_args([*head, command])
+        args.rest = rest
+    else:
+        args = parser.parse_args(argv)
     try:
         return args.func(Project(args.root), args)
     except (ConfigError, PatchlaneError) as exc:

@@ -14,6 +14,7 @@ of this checkout's ``shims`` package (plus ``packaging``, used only where the la
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -29,6 +30,7 @@ from retire.errors import PatchlaneError
 from retire.lanes import LANE_NAME, Lane
 
 RUNTIME_DIR = "patchlane-runtime"
+STATE_NAME = "patchlane-env.json"  # what the last build learnt, to skip work on a re-sync
 PTH_NAME = "patchlane-shims.pth"
 _PROBE = (
     "import importlib.metadata as m, json, sys, sysconfig;"
@@ -75,12 +77,13 @@ def describe(python: str | Path) -> dict:
     return data
 
 
-def _run_uv(args: list[str], what: str) -> None:
+def _run_uv(args: list[str], what: str) -> str:
     proc = subprocess.run([uv.binary(), *args], capture_output=True, text=True, env=uv.base_env(),
                           stdin=subprocess.DEVNULL)
     if proc.returncode != 0:
         lines = [l for l in proc.stderr.splitlines() if l.strip() and not l.startswith("warning:")]
         raise BuildError(f"{what}: {' / '.join(lines[:3]) or 'uv failed'}", proc.stderr.strip())
+    return proc.stderr
 
 
 def _venv(path: Path, python: str, *, system_site_packages: bool) -> Path:
@@ -106,36 +109,64 @@ def overlay_lock(lock: dict, base: dict[str, str]) -> tuple[dict, list[str]]:
     return cut, [p["name"] for p in keep]
 
 
-def _install_runtime(env_dir: Path, purelib: str) -> None:
-    """Snapshot ``shims`` (and ``packaging``) into the env and put them on its path."""
+def _runtime_sources() -> list[Path]:
     import packaging
 
     import shims
 
+    return [Path(shims.__file__).parent, Path(packaging.__file__).parent]
+
+
+def _fingerprint(folders: list[Path]) -> str:
+    """Cheap identity of source trees (paths, sizes, mtimes): unchanged trees are not recopied."""
+    digest = hashlib.sha256()
+    for folder in folders:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                stat = path.stat()
+                digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def _install_runtime(env_dir: Path, purelib: str, sources: list[Path]) -> None:
+    """Snapshot ``shims`` (and ``packaging``) into the env and put them on its path."""
     runtime = env_dir / RUNTIME_DIR
     if runtime.exists():
         shutil.rmtree(runtime)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(Path(shims.__file__).parent, runtime / "shims", ignore=ignore)
-    # Appended after site-packages, so a lane that locks its own packaging keeps it.
-    shutil.copytree(Path(packaging.__file__).parent, runtime / "packaging", ignore=ignore)
+    for source in sources:
+        # packaging is appended after site-packages, so a lane that locks its own keeps it.
+        shutil.copytree(source, runtime / source.name, ignore=ignore)
     Path(purelib, PTH_NAME).write_text(str(runtime.resolve()) + "\n", encoding="utf-8")
 
 
+def _synced_nothing(uv_output: str) -> bool:
+    """uv said it only audited the env: nothing was installed, removed or rebuilt."""
+    return ("Audited" in uv_output or "Checked" in uv_output) and not any(
+        word in uv_output for word in ("Installed", "Uninstalled", "Prepared", "Built")
+    )
+
+
 def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = None) -> LaneEnv:
-    """Build (or re-sync) the lane's environment from its lock. Raises :class:`BuildError`."""
+    """Build (or re-sync) the lane's environment from its lock. Raises :class:`BuildError`.
+
+    A re-sync that changes nothing reuses what the last build learnt about the env (its
+    packages, its runtime snapshot), so a warm rebuild costs little more than uv's own sync.
+    """
     if not lock_file.is_file():
         raise BuildError(f"no lock at {lock_file}: run `nox -s lock -- {lane.name}`")
+    lock_bytes = lock_file.read_bytes()
     try:
-        lock = tomllib.loads(lock_file.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
+        lock = tomllib.loads(lock_bytes.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise BuildError(f"{lock_file} is not valid TOML ({exc})") from None
     path = env_path(envs_dir, lane.name)
     path.parent.mkdir(parents=True, exist_ok=True)
+    identity = {"lock": hashlib.sha256(lock_bytes).hexdigest(), "overlay": overlay}
     base: dict[str, str] = {}
     if overlay:
-        base_info = describe(overlay)
-        base = base_info["packages"]
+        base = describe(overlay)["packages"]
+        identity["base"] = hashlib.sha256(json.dumps(base, sort_keys=True).encode()).hexdigest()
         python = _venv(path, overlay, system_site_packages=True)
         cut, synced = overlay_lock(lock, base)
         cut_file = path / "overlay" / "pylock.toml"
@@ -146,14 +177,30 @@ def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = 
         python = _venv(path, lane.python, system_site_packages=False)
         synced = [p["name"] for p in lock.get("packages", [])]
         sync_from = lock_file
-    _run_uv(["pip", "sync", "--preview-features", "pylock", "--python", str(python), str(sync_from)],
-            f"cannot install {sync_from.name} into the lane")
-    info = describe(python)
+    output = _run_uv(["pip", "sync", "--preview-features", "pylock", "--python", str(python), str(sync_from)],
+                     f"cannot install {sync_from.name} into the lane")
+    state_file = path / STATE_NAME
+    state = _read_state(state_file)
+    if state.get("identity") == identity and _synced_nothing(output):
+        info = state["info"]
+    else:
+        info = describe(python)
     if not overlay and info["python"].rsplit(".", 1)[0] != lane.python:
         raise BuildError(f"the venv runs Python {info['python']}, the lane asks for {lane.python}")
-    _install_runtime(path, info["purelib"])
+    sources = _runtime_sources()
+    runtime = _fingerprint(sources)
+    if state.get("runtime") != runtime or not Path(info["purelib"], PTH_NAME).exists():
+        _install_runtime(path, info["purelib"], sources)
+    state_file.write_text(json.dumps({"identity": identity, "info": info, "runtime": runtime}), encoding="utf-8")
     return LaneEnv(
         lane=lane.name, path=path, python=python, kind="overlay" if overlay else "full",
         python_version=info["python"], installed=info["packages"], base=base, base_python=overlay,
         synced=tuple(synced),
     )
+
+
+def _read_state(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}

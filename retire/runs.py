@@ -83,7 +83,10 @@ def judge(without: ValidationRecord | None, with_shim: ValidationRecord | None) 
     if without is None:
         return "crashed", "the reproducer did not run"
     if without.outcome == "skipped":
-        return "skipped", without.detail or "skipped"
+        reason = without.detail or "skipped"
+        if with_shim is not None and with_shim.outcome in _FIXED:
+            reason += f"; with the shim: {with_shim.sentinel} (the mitigation is in effect)"
+        return "skipped", reason
     if without.outcome in _FIXED:
         return "upstream-fixed", "the bug does not reproduce without the shim: a retirement candidate"
     # without: the bug reproduced
@@ -193,8 +196,10 @@ def run_lane(lane: Lane, manifests: dict[str, ShimManifest], options: RunOptions
         manifest = manifests[shim]
         records: dict[str, ValidationRecord] = {}
         for mode in ("without", "with"):
-            if mode == "with" and records["without"].outcome in ("skipped", "crashed", "timeout"):
-                break  # the host cannot run it, or it is broken: a with-run would say nothing new
+            if mode == "with" and records["without"].outcome in ("crashed", "timeout"):
+                break  # the reproducer is broken: a with-run would say nothing new
+            # A skipped without-run still gets its with-run: an env-constraint or policy shim can
+            # prove its mitigation is in effect on a host where the failure itself cannot happen.
             record = run_reproducer(manifest, mode, python=env.python, lane=lane.name, timeout=options.timeout,
                                     env=reproducer_env(lane, manifests, shim, mode))
             record = _with_context(record, options.run_id, _environment_facts(env, manifest, digest))

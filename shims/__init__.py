@@ -20,11 +20,10 @@ manifests are read through a small index cached next to them (``__pycache__``), 
 costs a directory listing and a few ``stat`` calls.
 """
 
+import _thread  # not threading: that would pull functools and collections into every process
 import importlib
 import os
 import sys
-import threading
-import warnings
 from operator import itemgetter
 
 __all__ = [
@@ -100,7 +99,7 @@ _INDEX_FORMAT = 1
 _UNCACHEABLE = "cannot validate manifests in this environment: "
 _PATCHLESS = frozenset({"version-floor", "env-constraint", "packaging"})
 
-_lock = threading.RLock()
+_lock = _thread.RLock()
 _activated = False
 _states: dict[str, ShimStatus] = {}
 _waiting: dict[str, list[tuple]] = {}  # target module -> index entries still to apply
@@ -278,6 +277,8 @@ def _complain(
     # Both: the stderr line survives `-W ignore` (common in launchers); the warning can be filtered
     # or turned into an error by category (ShimNotAppliedWarning) like any other.
     print(line, file=sys.stderr, flush=True)
+    import warnings  # only on this rare path: most processes never need the module
+
     warnings.warn(line, ShimNotAppliedWarning, stacklevel=2)
 
 

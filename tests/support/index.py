@@ -174,12 +174,19 @@ def _make_handler(index: PackageIndex):
     return Handler
 
 
+class _Server(ThreadingHTTPServer):
+    # http.server listens with a backlog of 5; uv opens dozens of connections at once and the
+    # kernel would drop the rest, each costing the client a one-second retry.
+    request_queue_size = 1024
+    daemon_threads = True
+
+
 class IndexServer:
     """Serve a :class:`PackageIndex` on 127.0.0.1 in a daemon thread; use as a context manager."""
 
     def __init__(self, index: PackageIndex | None = None) -> None:
         self.index = index or PackageIndex()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self.index))
+        self._server = _Server(("127.0.0.1", 0), _make_handler(self.index))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
