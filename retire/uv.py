@@ -6,6 +6,7 @@ import functools
 import os
 import shutil
 import subprocess
+import tempfile
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,9 +34,17 @@ def version() -> str:
     return out.split()[1]
 
 
-def base_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+# The index settings uv reads from the environment. patchlane reads them itself (host_indexes)
+# and passes the result explicitly, so a lane's own default index is never overridden by them.
+INDEX_ENV = ("UV_INDEX", "UV_DEFAULT_INDEX", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL")
+
+
+def base_env(extra: dict[str, str] | None = None, *, without_indexes: bool = False) -> dict[str, str]:
     """The environment uv runs in: quiet, and never downloading interpreters behind our back."""
     env = dict(os.environ)
+    if without_indexes:
+        for name in INDEX_ENV:
+            env.pop(name, None)
     env.setdefault("UV_NO_PROGRESS", "1")
     env.setdefault("UV_PYTHON_DOWNLOADS", "never")
     env.pop("VIRTUAL_ENV", None)  # a lane's tools never target the caller's venv by accident
@@ -95,3 +104,28 @@ def host_indexes() -> HostIndexes:
             if default is None and isinstance(table.get("index-url"), str):
                 default = table["index-url"]
     return HostIndexes(named, default)
+
+
+@functools.cache
+def builtin_default_index() -> str | None:
+    """The index uv uses when nothing configures one, as uv itself reports it.
+
+    Asked of uv (``pip compile --emit-index-url`` of nothing; no network) rather than written
+    here, so patchlane names no registry and follows uv if its default ever changes.
+    """
+    with tempfile.TemporaryDirectory(prefix="patchlane-uv-") as scratch:
+        empty = Path(scratch, "empty.in")
+        empty.write_text("", encoding="utf-8")
+        proc = subprocess.run(
+            [binary(), "pip", "compile", str(empty), "--emit-index-url", "--no-header", "--quiet", "--no-config"],
+            capture_output=True, text=True, env=base_env(), stdin=subprocess.DEVNULL,
+        )
+    for line in proc.stdout.splitlines():
+        if line.startswith("--index-url "):
+            return line.split(None, 1)[1].strip()
+    return None
+
+
+def default_index() -> str | None:
+    """The default index for probes: the host's uv configuration, else uv's own default."""
+    return host_indexes().default or builtin_default_index()

@@ -1,0 +1,284 @@
+"""What the probes of upstream found: immutable values, no I/O.
+
+Every probe returns one of these values **or** a :class:`ProbeFailure`; none raises into the
+engine. The verdict logic (``retire.verdicts``) reads only these types, so it is a pure function
+and its tests need no servers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+__all__ = [
+    "Evidence",
+    "ExecutionEvidence",
+    "ExecutionHistory",
+    "IssueState",
+    "ProbeFailure",
+    "PullState",
+    "Release",
+    "ReleaseFile",
+    "ReleaseList",
+    "TagContainment",
+    "nightly_date",
+    "to_json",
+]
+
+
+@dataclass(frozen=True)
+class ProbeFailure:
+    """A probe could not answer. The engine turns it into an *unknown* verdict, never an action."""
+
+    probe: str  # index | codehost | git | records | lock
+    target: str  # what was asked: a URL, "repo@commit", a file
+    reason: str  # one line, secrets redacted
+    retryable: bool = False  # asking again later may succeed (timeouts, 5xx, rate limits)
+    attempts: int = 1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reason", " ".join(self.reason.split()))
+
+    def __str__(self) -> str:
+        tries = f" after {self.attempts} attempts" if self.attempts > 1 else ""
+        return f"{self.probe} {self.target}: {self.reason}{tries}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Package index
+
+
+@dataclass(frozen=True)
+class ReleaseFile:
+    filename: str
+    upload_time: _dt.datetime | None  # PEP 700; None when the index does not say
+    yanked: bool = False
+    yanked_reason: str | None = None
+
+
+def nightly_date(version: Version) -> _dt.date | None:
+    """The date of a nightly (``2.12.0.dev20260701``), or None for anything else."""
+    if version.dev is None or len(str(version.dev)) != 8:
+        return None
+    text = str(version.dev)
+    try:
+        return _dt.date(int(text[:4]), int(text[4:6]), int(text[6:]))
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Release:
+    """One version of a distribution on one index, from its files (PEP 592: yanked when all are)."""
+
+    version: Version
+    files: tuple[ReleaseFile, ...]
+
+    @property
+    def upload_time(self) -> _dt.datetime | None:
+        """When the first file of the release appeared (what "released on" means)."""
+        times = [f.upload_time for f in self.files if f.upload_time is not None]
+        return min(times) if times else None
+
+    @property
+    def yanked(self) -> bool:
+        return bool(self.files) and all(f.yanked for f in self.files)
+
+    @property
+    def yanked_reason(self) -> str | None:
+        return next((f.yanked_reason for f in self.files if f.yanked and f.yanked_reason), None)
+
+    @property
+    def prerelease(self) -> bool:
+        return self.version.is_prerelease  # a, b, rc and .dev (nightlies) alike
+
+    @property
+    def dev(self) -> bool:
+        return self.version.is_devrelease
+
+    @property
+    def nightly(self) -> _dt.date | None:
+        return nightly_date(self.version)
+
+
+@dataclass(frozen=True)
+class ReleaseList:
+    """The releases of ``distribution`` on ``index_url``, sorted by version."""
+
+    distribution: str  # canonical name
+    index_url: str
+    releases: tuple[Release, ...]
+
+    def get(self, version: str | Version) -> Release | None:
+        wanted = Version(str(version))
+        return next((r for r in self.releases if r.version == wanted), None)
+
+    def available(self) -> tuple[Release, ...]:
+        """Releases one can install: not yanked."""
+        return tuple(r for r in self.releases if not r.yanked)
+
+    def matching(self, specifier: SpecifierSet) -> tuple[Release, ...]:
+        """Installable releases inside ``specifier``, with pip's rule for pre-releases: only when
+        the specifier names one or no final release matches."""
+        by_version = {r.version: r for r in self.available()}
+        return tuple(by_version[v] for v in specifier.filter(sorted(by_version)))
+
+    @property
+    def latest(self) -> Release | None:
+        available = self.available()
+        finals = [r for r in available if not r.prerelease]
+        return (finals or list(available) or [None])[-1]
+
+    def merged(self, other: ReleaseList) -> ReleaseList:
+        """The union of two indexes' answers (lanes that resolve the distribution differently)."""
+        files: dict[Version, dict[str, ReleaseFile]] = {}
+        for release in (*self.releases, *other.releases):
+            bucket = files.setdefault(release.version, {})
+            for item in release.files:
+                bucket.setdefault(item.filename, item)
+        releases = tuple(Release(v, tuple(files[v].values())) for v in sorted(files))
+        urls = self.index_url if other.index_url == self.index_url else f"{self.index_url} + {other.index_url}"
+        return ReleaseList(self.distribution, urls, releases)
+
+
+# ---------------------------------------------------------------------------------------------
+# Code host
+
+
+@dataclass(frozen=True)
+class PullState:
+    url: str  # the web URL the manifest names
+    number: int
+    state: str  # open | closed
+    merged: bool
+    merged_at: _dt.datetime | None = None
+    merge_commit_sha: str | None = None
+    updated_at: _dt.datetime | None = None
+    closed_at: _dt.datetime | None = None
+    title: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"PR #{self.number}"
+
+
+@dataclass(frozen=True)
+class IssueState:
+    url: str
+    number: int
+    state: str  # open | closed
+    state_reason: str | None = None  # completed | not_planned | reopened
+    updated_at: _dt.datetime | None = None
+    closed_at: _dt.datetime | None = None
+    title: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"issue #{self.number}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Git
+
+
+@dataclass(frozen=True)
+class TagContainment:
+    """Which tags of a local mirror contain ``commit``.
+
+    ``release_tags`` are the containing tags that look like releases; ``tag_versions`` maps every
+    release-looking tag of the mirror (containing or not) to its version, so a reader can tell
+    "not released yet" from "the mirror has not fetched that release's tag".
+    """
+
+    repository: str
+    commit: str  # the full sha
+    tags: tuple[str, ...]
+    release_tags: tuple[str, ...]
+    tag_versions: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def contained(self) -> bool:
+        return bool(self.release_tags)
+
+    def version_of(self, tag: str) -> Version | None:
+        text = dict(self.tag_versions).get(tag)
+        try:
+            return Version(text) if text else None
+        except ValueError:
+            return None
+
+    def released_versions(self) -> tuple[Version, ...]:
+        """Versions of the release tags that contain the commit, ascending."""
+        return tuple(sorted({v for t in self.release_tags if (v := self.version_of(t)) is not None}))
+
+    def known_versions(self) -> frozenset[Version]:
+        return frozenset(v for t, _ in self.tag_versions if (v := self.version_of(t)) is not None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Execution
+
+
+@dataclass(frozen=True)
+class ExecutionEvidence:
+    """One recorded reproducer run (from the validation manifest, any host)."""
+
+    shim: str
+    lane: str
+    mode: str  # without | with
+    outcome: str  # retire.validation.OUTCOMES
+    versions: tuple[tuple[str, str | None], ...]  # (canonical distribution, version)
+    host: str  # the host stamp's hostname ("?" when the run printed none)
+    gpu: str | None
+    started_at: str  # UTC ISO
+    sentinel: str | None = None
+    detail: str = ""
+    record_id: str = ""
+
+    def version(self, distribution: str) -> Version | None:
+        text = dict(self.versions).get(distribution)
+        try:
+            return Version(text) if text else None
+        except ValueError:
+            return None
+
+    @property
+    def where(self) -> str:
+        return f"lane {self.lane} on {self.host}"
+
+
+@dataclass(frozen=True)
+class ExecutionHistory:
+    """The latest without-shim run of one shim per (lane, host), oldest first."""
+
+    shim: str
+    runs: tuple[ExecutionEvidence, ...]
+
+
+Evidence = ReleaseList | PullState | IssueState | TagContainment | ExecutionHistory
+
+
+def to_json(value: object) -> object:
+    """Any evidence / verdict value as plain JSON data (versions and times as strings)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        data: dict[str, object] = {"type": type(value).__name__}
+        for item in dataclasses.fields(value):
+            data[item.name] = to_json(getattr(value, item.name))
+        for name in ("upload_time", "yanked", "prerelease"):  # derived, but what readers look for
+            if isinstance(value, Release):
+                data[name] = to_json(getattr(value, name))
+        return data
+    if isinstance(value, (_dt.datetime, _dt.date)):
+        return value.isoformat()
+    if isinstance(value, (Version, SpecifierSet)):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(k): to_json(v) for k, v in value.items()}
+    if isinstance(value, Iterable) and not isinstance(value, (str, bytes)):
+        return [to_json(v) for v in value]
+    return value

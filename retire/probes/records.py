@@ -1,0 +1,60 @@
+"""The execution probe, recorded side: what reproducers printed without their shim.
+
+Reads the validation manifest (``retire.validation.load``), which holds runs from every host
+that merged its records — a GPU host's run counts here as much as a local one. For each shim
+it keeps the latest ``--mode without`` run per (lane, host): older runs on the same lane and host
+were made on versions since replaced.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+
+from packaging.utils import canonicalize_name
+
+from retire.errors import ConfigError
+from retire.evidence import ExecutionEvidence, ExecutionHistory, ProbeFailure
+from retire.validation import ValidationRecord
+
+__all__ = ["evidence_of", "history", "load_records"]
+
+
+def load_records(path: str | os.PathLike[str]) -> list[ValidationRecord] | ProbeFailure:
+    """Every record of the manifest at ``path`` (none if it does not exist); never raises."""
+    from retire import validation
+
+    try:
+        return validation.load(path)
+    except ConfigError as exc:
+        return ProbeFailure("records", str(path), str(exc))
+
+
+def evidence_of(record: ValidationRecord) -> ExecutionEvidence:
+    host = record.host or {}
+    versions = tuple(sorted((canonicalize_name(name), version) for name, version in record.versions.items()))
+    gpu = host.get("gpu")
+    return ExecutionEvidence(
+        shim=record.shim, lane=record.lane, mode=record.mode, outcome=record.outcome, versions=versions,
+        host=str(host.get("hostname") or "?"), gpu=str(gpu) if gpu else None, started_at=record.started_at,
+        sentinel=record.sentinel, detail=record.detail, record_id=record.record_id,
+    )
+
+
+def history(records: Iterable[ValidationRecord], shim: str, *, mode: str = "without") -> ExecutionHistory:
+    """The latest ``mode`` run of ``shim`` per (lane, host), oldest first."""
+    latest: dict[tuple[str, str], ExecutionEvidence] = {}
+    for record in records:
+        if record.shim != shim or record.mode != mode:
+            continue
+        run = evidence_of(record)
+        key = (run.lane, run.host)
+        if key not in latest or run.started_at >= latest[key].started_at:
+            latest[key] = run
+    return ExecutionHistory(shim, tuple(sorted(latest.values(), key=lambda r: r.started_at)))
+
+
+def histories(records: Sequence[ValidationRecord] | ProbeFailure, shims: Iterable[str]) -> dict[str, ExecutionHistory | ProbeFailure]:
+    if isinstance(records, ProbeFailure):
+        return {shim: records for shim in shims}
+    return {shim: history(records, shim) for shim in shims}

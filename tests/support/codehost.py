@@ -1,0 +1,157 @@
+"""A small GitHub REST API stand-in on loopback: issues and pull requests, ETag / 304,
+rate-limit headers, and injectable faults per path (``tests.support.faults``).
+
+Only what the code-host probe reads is served: ``GET /repos/<owner>/<repo>/pulls/<n>`` and
+``GET /repos/<owner>/<repo>/issues/<n>``, shaped like GitHub's answers. Like GitHub, a 304 does
+not count against the rate limit, and an exhausted limit answers 403 with
+``X-RateLimit-Remaining: 0`` and ``X-RateLimit-Reset``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler
+from urllib.parse import urlsplit
+
+from tests.support.faults import Fault, FaultPlan, LoopbackServer, etag_of, send_body, send_fault_or_none
+
+
+def _iso(moment: datetime | str | None) -> str | None:
+    if moment is None:
+        return None
+    if isinstance(moment, str):
+        moment = datetime.fromisoformat(moment)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class CodeHost:
+    """The state the stand-in serves; change it between requests to move upstream along."""
+
+    pulls: dict[tuple[str, str, int], dict] = field(default_factory=dict)
+    issues: dict[tuple[str, str, int], dict] = field(default_factory=dict)
+    latency: float = 0.0
+    faults: FaultPlan = field(default_factory=FaultPlan)
+    rate_limit: int = 5000
+    rate_remaining: int = 5000
+    rate_reset: int | None = None  # epoch seconds; default: an hour from now
+    max_age: int | None = None  # Cache-Control max-age, like GitHub's 60 (None: no-cache)
+    requests: list[tuple[str, str | None, str | None]] = field(default_factory=list)  # path, If-None-Match, Authorization
+    statuses: list[int] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add_pull(self, owner: str, repo: str, number: int, *, state: str = "open", merged: bool = False,
+                 merged_at: datetime | str | None = None, merge_commit_sha: str | None = None,
+                 updated_at: datetime | str | None = "2026-05-01T00:00:00", closed_at: datetime | str | None = None,
+                 title: str = "fix") -> dict:
+        body = {
+            "url": f"/repos/{owner}/{repo}/pulls/{number}",
+            "html_url": f"https://github.com/{owner}/{repo}/pull/{number}",
+            "number": number, "state": state, "title": title, "merged": merged,
+            "merged_at": _iso(merged_at), "merge_commit_sha": merge_commit_sha,
+            "updated_at": _iso(updated_at), "closed_at": _iso(closed_at or (merged_at if merged else None)),
+        }
+        self.pulls[(owner, repo, number)] = body
+        return body
+
+    def add_issue(self, owner: str, repo: str, number: int, *, state: str = "open", state_reason: str | None = None,
+                  updated_at: datetime | str | None = "2026-05-01T00:00:00", closed_at: datetime | str | None = None,
+                  title: str = "bug") -> dict:
+        body = {
+            "url": f"/repos/{owner}/{repo}/issues/{number}",
+            "html_url": f"https://github.com/{owner}/{repo}/issues/{number}",
+            "number": number, "state": state, "state_reason": state_reason, "title": title,
+            "updated_at": _iso(updated_at), "closed_at": _iso(closed_at),
+        }
+        self.issues[(owner, repo, number)] = body
+        return body
+
+    def rate_headers(self) -> dict[str, str]:
+        reset = self.rate_reset if self.rate_reset is not None else int(time.time()) + 3600
+        return {"X-RateLimit-Limit": str(self.rate_limit), "X-RateLimit-Remaining": str(max(0, self.rate_remaining)),
+                "X-RateLimit-Reset": str(reset), "X-RateLimit-Resource": "core"}
+
+    def lookup(self, path: str) -> dict | None:
+        parts = [p for p in path.split("/") if p]
+        if len(parts) != 5 or parts[0] != "repos" or parts[3] not in ("pulls", "issues") or not parts[4].isdigit():
+            return None
+        table = self.pulls if parts[3] == "pulls" else self.issues
+        return table.get((parts[1], parts[2], int(parts[4])))
+
+
+def _handler(host: CodeHost):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, like the real API
+        disable_nagle_algorithm = True  # headers and body go out in two writes: no 40 ms delayed-ACK stall
+
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):  # noqa: N802
+            path = urlsplit(self.path).path
+            with host._lock:
+                host.requests.append((path, self.headers.get("If-None-Match"), self.headers.get("Authorization")))
+            if host.latency:
+                time.sleep(host.latency)
+            fault: Fault | None = host.faults.take(path)
+            if send_fault_or_none(self, fault):
+                with host._lock:
+                    host.statuses.append(fault.status or 0)
+                return
+            data = host.lookup(path)
+            if data is None:
+                return self._answer(404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}, fault)
+            body = json.dumps(data, sort_keys=True).encode()
+            conditional = self.headers.get("If-None-Match") == etag_of(body)
+            with host._lock:
+                if not conditional:
+                    if host.rate_remaining <= 0:
+                        limited = True
+                    else:
+                        limited = False
+                        host.rate_remaining -= 1
+                else:
+                    limited = False
+            if limited:
+                return self._answer(403, {"message": "API rate limit exceeded"}, None)
+            return self._answer(200, data, fault)
+
+        def _answer(self, status: int, data: dict, fault: Fault | None) -> None:
+            body = json.dumps(data, sort_keys=True).encode()
+            headers = dict(host.rate_headers())
+            headers["Cache-Control"] = f"private, max-age={host.max_age}" if host.max_age is not None else "private, no-cache"
+            if status == 200 and self.headers.get("If-None-Match") == etag_of(body):
+                host.statuses.append(304)
+            else:
+                host.statuses.append(status)
+            send_body(self, status, body, "application/json; charset=utf-8", fault, headers)
+
+    return Handler
+
+
+class CodeHostServer:
+    """Serve a :class:`CodeHost` on 127.0.0.1; ``url`` is the API base to give the probe."""
+
+    def __init__(self, host: CodeHost | None = None) -> None:
+        self.host = host or CodeHost()
+        self._server = LoopbackServer(("127.0.0.1", 0), _handler(self.host))
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
+
+    @property
+    def url(self) -> str:
+        address, port = self._server.server_address[:2]
+        return f"http://{address}:{port}"
+
+    def __enter__(self) -> CodeHostServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()

@@ -1,0 +1,204 @@
+"""Faults injected through loopback servers: each ends as *unknown* with its reason shown,
+is retried where that makes sense, and never lets a shim be retired.
+
+The catalogue is built so that every shim WOULD retire with healthy upstreams
+(``test_baseline_every_shim_retires``): a fault is the only thing that can stop it.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from retire.probes.http import RetryPolicy
+from retire.verdicts import gather, main
+from tests.support.codehost import CodeHost, CodeHostServer
+from tests.support.faults import Fault, FaultyIndexServer, unused_port
+from tests.support.gitrepos import git, make_upstream
+from tests.support.probing import toylib_index
+from tests.support.retirement import NOW, VERSION_FLOOR, Project, commit_in_tag, pr_released
+
+PR = "https://github.com/org/toylib/pull/2"
+ISSUE = "https://github.com/org/toylib/issues/1"
+REPO = "https://github.com/org/toylib"
+PR_PATH = "/repos/org/toylib/pulls/2"
+ISSUE_PATH = "/repos/org/toylib/issues/1"
+INDEX_PATH = "/simple/toylib/"
+POLICY = RetryPolicy(attempts=3, backoff=0.02, max_backoff=0.05, budget=5.0, max_wait=2.0, timeout=0.3, json_attempts=2)
+
+
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory):
+    root = tmp_path_factory.mktemp("upstream")
+    up = make_upstream(root / "toylib")
+    git(up.path, "tag", "v1.2", up.merge)
+    return up
+
+
+@pytest.fixture
+def world(tmp_path, upstream):
+    mirrors = tmp_path / "mirrors"
+    (mirrors / "org").mkdir(parents=True)
+    git(mirrors / "org", "clone", "-q", "--mirror", str(upstream.path), str(mirrors / "org" / "toylib.git"))
+    host = CodeHost()
+    host.add_issue("org", "toylib", 1, state="closed", closed_at="2026-02-02", updated_at="2026-06-01")
+    host.add_pull("org", "toylib", 2, state="closed", merged=True, merged_at="2026-02-01",
+                  merge_commit_sha=upstream.merge, updated_at="2026-06-01")
+    p = Project(tmp_path / "project")
+    with FaultyIndexServer(toylib_index(tmp_path / "wheels")) as index, CodeHostServer(host) as api:
+        p.shim("floor_fixed", VERSION_FLOOR, links=(("report", ISSUE),))          # index + code host
+        p.shim("pr_fixed", pr_released(PR), links=(("fix", PR),))                   # code host + index + git
+        p.shim("tagged_fix", commit_in_tag(REPO, upstream.fix), status="not-applicable")  # git only
+        p.lane("cpu", ["floor_fixed", "pr_fixed", "tagged_fix"], index_url=index.url)
+        for shim in ("floor_fixed", "pr_fixed", "tagged_fix"):
+            p.run(shim, "bug-reproduced", "1.0", when="2026-01-20T00:00:00.000000+00:00")
+            p.run(shim, "fix-validated", "1.2", host="gpu-1")
+        yield {"project": p, "index": index, "api": api, "mirrors": mirrors, "tmp": tmp_path}
+
+
+def verdicts(world, *, api_base=None, mirrors=None, cache=True) -> dict:
+    p = world["project"]
+    found = gather(p.manifests(), p.lanes(), p.root / "locks", p.validation,
+                   api_base=api_base or world["api"].url, token=None, mirrors=mirrors or world["mirrors"],
+                   cache_dir=world["tmp"] / "cache" if cache else None, policy=POLICY, clock=lambda: NOW)
+    return {v.shim: v for v in found}
+
+
+def requests_to(world, path: str) -> int:
+    return sum(1 for r in world["api"].host.requests if r[0] == path)
+
+
+def assert_unknown(found: dict, shims: tuple[str, ...], reason: str, *, probe_failed: bool = True) -> None:
+    for shim in shims:
+        assert found[shim].kind == "unknown", (shim, found[shim].kind, found[shim].why)
+        assert reason in found[shim].why, (shim, found[shim].why)
+        assert bool(found[shim].failures) == probe_failed and found[shim].floors == ()
+    assert all(v.kind != "retire" for v in found.values() if v.failures)
+
+
+def test_baseline_every_shim_retires(world):
+    found = verdicts(world)
+    assert {shim: v.kind for shim, v in found.items()} == {"floor_fixed": "retire", "pr_fixed": "retire", "tagged_fix": "retire"}
+
+
+def test_timeout_is_retried_then_unknown(world):
+    world["api"].host.faults.add(ISSUE_PATH, Fault(latency=1.0))
+    started = time.monotonic()
+    found = verdicts(world)
+    assert time.monotonic() - started < 4
+    assert_unknown(found, ("floor_fixed",), "timed out after 0.3s")
+    assert "after 3 attempts" in found["floor_fixed"].why
+    assert requests_to(world, ISSUE_PATH) == 3
+    assert found["tagged_fix"].kind == "retire"  # an unrelated shim is not held back
+
+
+def test_connection_refused(world):
+    found = verdicts(world, api_base=f"http://127.0.0.1:{unused_port()}")
+    assert_unknown(found, ("floor_fixed", "pr_fixed"), "connection refused")
+    assert found["floor_fixed"].failures[0].attempts == 3
+
+
+
+def test_dns_failure_through_gather(world):
+    found = verdicts(world, api_base="http://nonexistent.invalid")
+    assert_unknown(found, ("floor_fixed", "pr_fixed"), "DNS lookup failed")
+
+
+def test_server_error_5xx_is_retried(world):
+    world["index"].faults.add(INDEX_PATH, Fault(status=503))
+    found = verdicts(world)
+    assert_unknown(found, ("floor_fixed", "pr_fixed"), "server error 503")
+    assert world["index"].index.requests.count(INDEX_PATH) == 0  # answered by the fault layer
+    assert len([f for f in world["index"].faults.fired if f[0] == INDEX_PATH]) == 3
+
+
+def test_transient_5xx_heals_with_a_retry(world):
+    world["index"].faults.add(INDEX_PATH, Fault(status=502, times=2))
+    found = verdicts(world)
+    assert found["floor_fixed"].kind == "retire"
+
+
+def test_429_with_retry_after_is_retried_then_unknown(world):
+    world["api"].host.faults.add(PR_PATH, Fault(status=429, headers={"Retry-After": "0"}))
+    found = verdicts(world)
+    assert_unknown(found, ("pr_fixed",), "429 Too Many Requests")
+    assert requests_to(world, PR_PATH) == 3
+
+
+def test_429_with_a_long_retry_after_is_not_slept_on(world):
+    world["api"].host.faults.add(PR_PATH, Fault(status=429, headers={"Retry-After": "3600"}))
+    started = time.monotonic()
+    found = verdicts(world)
+    assert time.monotonic() - started < 2
+    assert_unknown(found, ("pr_fixed",), "asks to wait 3600s")
+    assert requests_to(world, PR_PATH) == 1
+
+
+def test_403_rate_limit(world):
+    world["api"].host.rate_remaining = 0
+    found = verdicts(world)
+    assert_unknown(found, ("floor_fixed", "pr_fixed"), "403 rate limit exceeded")
+
+
+def test_truncated_json_is_fetched_twice_then_unknown(world):
+    world["index"].faults.add(INDEX_PATH, Fault(truncate=True))
+    found = verdicts(world)
+    assert_unknown(found, ("floor_fixed", "pr_fixed"), "truncated JSON")
+    assert world["index"].index.requests.count(INDEX_PATH) == 2
+
+
+def test_invalid_json(world):
+    world["api"].host.faults.add(ISSUE_PATH, Fault(status=200, body=b"<not json>"))
+    found = verdicts(world)
+    assert_unknown(found, ("floor_fixed",), "invalid JSON")
+
+
+def test_connection_dropped_mid_body_and_before_any_answer(world):
+    world["index"].faults.add(INDEX_PATH, Fault(short=True))
+    world["api"].host.faults.add(ISSUE_PATH, Fault(drop=True))
+    found = verdicts(world)
+    assert_unknown(found, ("floor_fixed", "pr_fixed"), "connection dropped")
+    assert requests_to(world, ISSUE_PATH) == 3
+
+
+def test_a_broken_body_is_never_cached(world):
+    world["index"].faults.add(INDEX_PATH, Fault(truncate=True, times=2))
+    assert verdicts(world)["floor_fixed"].kind == "unknown"
+    assert verdicts(world)["floor_fixed"].kind == "retire"
+
+
+def test_tag_that_does_not_exist_in_the_mirror(world):
+    git(world["mirrors"] / "org" / "toylib.git", "tag", "-d", "v1.1", "v1.2")
+    found = verdicts(world)
+    # Not a failed probe but missing evidence: the mirror is behind the index.
+    assert_unknown(found, ("pr_fixed",), "has no tag in the mirror", probe_failed=False)
+    assert "git fetch --tags" in found["pr_fixed"].why
+
+
+def test_commit_missing_from_the_mirror_and_no_mirror(world, tmp_path):
+    empty = tmp_path / "empty-mirrors"
+    empty.mkdir()
+    found = verdicts(world, mirrors=empty)
+    assert_unknown(found, ("tagged_fix",), "no local mirror")
+    other = tmp_path / "other-mirrors" / "org"
+    other.mkdir(parents=True)
+    git(other, "init", "-q", "--bare", "toylib.git")
+    found = verdicts(world, mirrors=other.parent)
+    assert_unknown(found, ("tagged_fix",), "not in the mirror")
+
+
+def test_faults_are_shown_by_the_cli(world, capsys, monkeypatch):
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    monkeypatch.delenv("GH_TOKEN", raising=False)
+    root = world["project"].root
+    world["api"].host.rate_remaining = 0
+    code = main(["--root", str(root), "--api-url", world["api"].url, "--mirrors", str(world["mirrors"]), "--no-cache"])
+    out = capsys.readouterr().out
+    assert code == 0
+    rows = {line.split()[0]: line for line in out.splitlines()[1:-1]}
+    assert "unknown" in rows["floor_fixed"] and "403 rate limit exceeded" in rows["floor_fixed"]
+    assert "unknown" in rows["pr_fixed"] and "retire" not in rows["pr_fixed"].split()[1]
+    assert main(["--root", str(root), "--api-url", "http://nonexistent.invalid", "--no-cache", "floor_fixed"]) == 0
+    out = capsys.readouterr().out
+    assert "DNS lookup failed" in out and "unknown" in out

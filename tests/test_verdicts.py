@@ -1,0 +1,379 @@
+"""Verdicts: the pure rules (decide) on hand-made evidence, then gather() and `patchlane verdicts`
+end to end against a loopback index, the GitHub-API stand-in and a real git mirror."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from retire.evidence import (
+    ExecutionEvidence,
+    ExecutionHistory,
+    IssueState,
+    ProbeFailure,
+    PullState,
+    Release,
+    ReleaseFile,
+    ReleaseList,
+    TagContainment,
+)
+from retire.lanes import Lane
+from retire.verdicts import ShimEvidence, decide, gather, main
+from shims.manifest import parse_manifest
+from tests.support.codehost import CodeHost, CodeHostServer
+from tests.support.faults import FaultyIndexServer
+from tests.support.gitrepos import git, make_upstream
+from tests.support.probing import FAST, toylib_index
+from tests.support.retirement import (
+    NOW,
+    REPRODUCER_CLEAN,
+    VERSION_FLOOR,
+    Project,
+    commit_in_tag,
+    manifest_toml,
+    pr_released,
+)
+
+PR = "https://github.com/org/toylib/pull/2"
+ISSUE = "https://github.com/org/toylib/issues/1"
+REPO = "https://github.com/org/toylib"
+UTC = dt.timezone.utc
+
+
+def when(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+def manifest(conditions: str, shim_id: str = "toy", **options):
+    return parse_manifest(manifest_toml(shim_id, conditions, **options), Path(f"/p/{shim_id}/manifest.toml"))
+
+
+def lane(*shims: str, name: str = "cpu") -> Lane:
+    return Lane(name=name, python="3.12", platform="linux", requirements=("toylib",), shims=shims)
+
+
+def releases(*items: tuple[str, str] | tuple[str, str, str]) -> ReleaseList:
+    out = []
+    for version, uploaded, *yank in items:
+        out.append(Release(Version(version), (ReleaseFile(f"toylib-{version}.whl", when(uploaded), bool(yank), yank[0] if yank else None),)))
+    return ReleaseList("toylib", "http://index/simple", tuple(out))
+
+
+def run(outcome: str, version: str | None, *, lane_name: str = "cpu", host: str = "ci-1", at: str = "2026-06-01") -> ExecutionEvidence:
+    return ExecutionEvidence("toy", lane_name, "without", outcome, (("toylib", version),) if version else (),
+                             host, None, at, detail="no CUDA device" if outcome == "skipped" else "")
+
+
+def history(*runs: ExecutionEvidence) -> ExecutionHistory:
+    return ExecutionHistory("toy", runs)
+
+
+RELEASES = releases(("1.0", "2026-01-10"), ("1.1", "2026-03-01", "broken"), ("1.2", "2026-04-01"), ("1.3", "2026-05-01"))
+LOCKED = {"cpu": frozenset({"toylib"})}
+
+
+def ev(**parts) -> ShimEvidence:
+    parts.setdefault("locks", LOCKED)
+    parts.setdefault("releases", {"toylib": RELEASES})
+    return ShimEvidence(**parts)
+
+
+def verdict(conditions: str, evidence: ShimEvidence, *, lanes=None, **options):
+    return decide(manifest(conditions, **options), lanes if lanes is not None else [lane("toy")], evidence, now=NOW)
+
+
+# ---------------------------------------------------------------------------------------------
+# drift
+
+
+def test_drift_when_no_lane_lists_the_shim():
+    found = verdict(VERSION_FLOOR, ev(), lanes=[lane("other")])
+    assert found.kind == "drift" and "no lane lists" in found.why
+
+
+def test_drift_when_the_target_is_in_no_lock():
+    found = verdict(VERSION_FLOOR, ev(locks={"cpu": frozenset({"numpy"})}))
+    assert found.kind == "drift" and "toylib is in no lock" in found.why
+
+
+def test_missing_lock_is_unknown_not_drift():
+    found = verdict(VERSION_FLOOR, ev(locks={"cpu": None}, execution=history(run("fix-validated", "1.2"))))
+    assert found.kind == "unknown" and "nox -s lock" in found.why
+
+
+# ---------------------------------------------------------------------------------------------
+# retire needs conditions AND execution
+
+
+def test_version_floor_and_a_clean_run_on_the_new_release_retires():
+    found = verdict(VERSION_FLOOR, ev(execution=history(run("bug-reproduced", "1.0"), run("fix-validated", "1.2", host="gpu-1"))))
+    assert found.kind == "retire"
+    assert found.floors == ("toylib>=1.2",)
+    assert "FIX_VALIDATED" in found.why and "gpu-1" in found.why
+    assert any(isinstance(e, ReleaseList) for e in found.evidence)
+    assert any(isinstance(e, ExecutionHistory) for e in found.evidence)
+
+
+def test_conditions_without_execution_never_retire():
+    no_runs = verdict(VERSION_FLOOR, ev(execution=history()))
+    assert no_runs.kind == "unknown" and "no run of the reproducer" in no_runs.why
+    old_runs = verdict(VERSION_FLOOR, ev(execution=history(run("bug-reproduced", "1.0"))))
+    assert old_runs.kind == "unknown" and "runs were on 1.0" in old_runs.why and ">=1.2" in old_runs.why
+    skipped = verdict(VERSION_FLOOR, ev(execution=history(run("skipped", "1.2"))))
+    assert skipped.kind == "unknown" and "skipped" in skipped.why and "no CUDA device" in skipped.why
+    crashed = verdict(VERSION_FLOOR, ev(execution=history(run("crashed", "1.2"))))
+    assert crashed.kind == "unknown" and "crashed" in crashed.why
+
+
+def test_execution_beats_metadata_bug_still_reproduces():
+    found = verdict(VERSION_FLOOR, ev(execution=history(run("fix-validated", "1.3"), run("bug-reproduced", "1.2", host="gpu-2"))))
+    assert found.kind == "keep"
+    assert "upstream looks fixed" in found.why and "BUG_REPRODUCED" in found.why and "gpu-2" in found.why
+
+
+def test_yanked_release_does_not_count():
+    only_yanked = releases(("1.0", "2026-01-10"), ("1.2", "2026-04-01", "broken"))
+    found = verdict(VERSION_FLOOR, ev(releases={"toylib": only_yanked}, execution=history(run("fix-validated", "1.2"))),
+                    status="not-applicable")
+    assert found.kind == "keep" and "no release of toylib inside >=1.2" in found.why
+
+
+def test_reproducer_clean_alone_retires_with_the_first_clean_version_as_floor():
+    found = verdict(REPRODUCER_CLEAN, ev(execution=history(
+        run("bug-reproduced", "1.0", at="2026-01-01"), run("fix-validated", "1.3", lane_name="nightly"))))
+    assert found.kind == "retire" and found.floors == ("toylib>=1.3",)
+
+
+def test_reproducer_clean_fails_when_the_newest_run_reproduces():
+    found = verdict(REPRODUCER_CLEAN, ev(execution=history(
+        run("fix-validated", "1.0"), run("bug-reproduced", "1.3", lane_name="nightly"))), links=(("report", ISSUE),),
+        )
+    assert found.kind == "keep" and "BUG_REPRODUCED" in found.why
+
+
+# ---------------------------------------------------------------------------------------------
+# modes, unknowns, failures
+
+
+def test_mode_all_needs_every_condition():
+    conditions = VERSION_FLOOR + pr_released(PR)
+    open_pr = PullState(PR, 2, "open", False, updated_at=when("2026-06-20"))
+    found = verdict(conditions, ev(links={PR: open_pr}, execution=history(run("fix-validated", "1.2"))),
+                    mode="all", links=(("fix", PR),))
+    assert found.kind == "keep" and "PR #2 is open" in found.why
+
+
+def test_mode_all_fails_beats_undecided_and_any_undecided_beats_fails():
+    conditions = '''
+[[retirement.conditions]]
+kind = "version-floor"
+version = ">=9"
+''' + REPRODUCER_CLEAN
+    evidence = ev(execution=history())
+    assert verdict(conditions, evidence, mode="all", status="not-applicable").kind == "keep"
+    found = verdict(conditions, evidence, mode="any")
+    assert found.kind == "unknown" and "no run of the reproducer" in found.why
+
+
+def test_any_failed_probe_makes_it_unknown_even_if_it_would_retire():
+    failure = ProbeFailure("codehost", ISSUE, "timed out after 10s", retryable=True, attempts=4)
+    found = verdict(VERSION_FLOOR, ev(links={ISSUE: failure}, execution=history(run("fix-validated", "1.2"))),
+                    links=(("report", ISSUE),))
+    assert found.kind == "unknown"
+    assert "timed out" in found.why and "after 4 attempts" in found.why
+    assert found.failures == (failure,) and found.floors == ()
+
+
+def test_index_failure_is_unknown():
+    failure = ProbeFailure("index", "toylib", "server error 503", retryable=True, attempts=3)
+    found = verdict(VERSION_FLOOR, ev(releases={"toylib": failure}, execution=history(run("fix-validated", "1.2"))))
+    assert found.kind == "unknown" and "503" in found.why
+
+
+# ---------------------------------------------------------------------------------------------
+# pr-released and commit-in-tag
+
+
+def merged(at: str = "2026-02-15", sha: str = "m" * 40) -> PullState:
+    return PullState(PR, 2, "closed", True, when(at), sha, updated_at=when(at))
+
+
+def test_pr_released_by_upload_time_skips_yanked_and_backports():
+    backport = releases(("1.0", "2026-01-10"), ("1.2", "2026-03-01"), ("1.0.1", "2026-03-05"), ("1.3", "2026-04-01"))
+    found = verdict(pr_released(PR), ev(releases={"toylib": backport}, links={PR: merged("2026-02-15")},
+                                         execution=history(run("fix-validated", "1.3"))), links=(("fix", PR),))
+    assert found.kind == "retire" and found.floors == ("toylib>=1.2",)
+    assert "by upload time" in found.why
+    # merged after the newest release: not released yet
+    later = verdict(pr_released(PR), ev(links={PR: merged("2026-05-15")}, execution=history()), links=(("fix", PR),))
+    assert later.kind == "keep" and "no toylib release since" in later.why
+
+
+def test_pr_released_by_tags_when_there_is_a_mirror():
+    sha = "m" * 40
+    containment = TagContainment(REPO, sha, ("v1.3",), ("v1.3",), (("v1.0", "1.0"), ("v1.2", "1.2"), ("v1.3", "1.3")))
+    found = verdict(pr_released(PR), ev(links={PR: merged()}, tags={(REPO, sha): containment},
+                                        execution=history(run("fix-validated", "1.3"))), links=(("fix", PR),))
+    assert found.kind == "retire" and found.floors == ("toylib>=1.3",) and "tag contains" in found.why
+
+
+def test_pr_released_with_a_mirror_missing_the_release_tag_is_unknown():
+    sha = "m" * 40
+    behind = TagContainment(REPO, sha, (), (), (("v1.0", "1.0"),))  # mirror fetched before 1.2 and 1.3
+    found = verdict(pr_released(PR), ev(links={PR: merged()}, tags={(REPO, sha): behind},
+                                        execution=history(run("fix-validated", "1.3"))), links=(("fix", PR),))
+    assert found.kind == "unknown" and "release 1.2 has no tag" in found.why and "git fetch --tags" in found.why
+
+
+def test_pr_released_on_a_url_that_is_an_issue_or_not_probed():
+    issue = IssueState(PR, 2, "closed", updated_at=when("2026-06-01"))
+    assert verdict(pr_released(PR), ev(links={PR: issue}, execution=history()), links=(("fix", PR),)).kind == "unknown"
+    other = "https://example.org/toylib/pull/2"
+    found = verdict(pr_released(other), ev(execution=history()), links=(("fix", other),))
+    assert found.kind == "unknown" and "only GitHub" in found.why
+
+
+def test_commit_in_tag():
+    sha = "c" * 40
+    inside = TagContainment(REPO, sha, ("v1.2", "v1.3"), ("v1.2", "v1.3"), (("v1.2", "1.2"), ("v1.3", "1.3")))
+    found = verdict(commit_in_tag(REPO, sha), ev(tags={(REPO, sha): inside}, execution=history(run("fix-validated", "1.2"))),
+                    status="not-applicable")
+    assert found.kind == "retire" and found.floors == ("toylib>=1.2",)
+    outside = TagContainment(REPO, sha, (), (), (("v1.0", "1.0"),))
+    kept = verdict(commit_in_tag(REPO, sha), ev(tags={(REPO, sha): outside}, execution=history()), status="not-applicable")
+    assert kept.kind == "keep" and "in no release tag yet" in kept.why
+    unprobed = verdict(commit_in_tag(REPO, sha), ev(execution=history()), status="not-applicable")
+    assert unprobed.kind == "unknown"
+
+
+# ---------------------------------------------------------------------------------------------
+# stale
+
+
+def test_stale_without_upstream_link_unless_not_applicable():
+    evidence = ev(execution=history(run("bug-reproduced", "1.3")))
+    pending = verdict(REPRODUCER_CLEAN, evidence)
+    assert pending.kind == "stale" and "no upstream link" in pending.why
+    policy = verdict(REPRODUCER_CLEAN, evidence, status="not-applicable")
+    assert policy.kind == "keep"
+
+
+def test_stale_after_days_without_movement():
+    evidence = ev(links={ISSUE: IssueState(ISSUE, 1, "open", updated_at=when("2025-06-01"))},
+                  execution=history(run("bug-reproduced", "1.3")))
+    found = verdict(REPRODUCER_CLEAN, evidence, links=(("report", ISSUE),))
+    assert found.kind == "stale" and "since 2025-06-01" in found.why
+    fresh = decide(manifest(REPRODUCER_CLEAN, links=(("report", ISSUE),)), [lane("toy")], evidence, now=NOW,
+                   stale_after_days=400)
+    assert fresh.kind == "keep"
+
+
+def test_verdict_json_round_trips():
+    found = verdict(VERSION_FLOOR, ev(execution=history(run("fix-validated", "1.2"))))
+    data = json.loads(json.dumps(found.to_json()))
+    assert data["verdict"] == "retire" and data["floors"] == ["toylib>=1.2"]
+    assert {e["type"] for e in data["evidence"]} == {"ReleaseList", "ExecutionHistory"}
+
+
+# ---------------------------------------------------------------------------------------------
+# gather + main, end to end on loopback
+
+
+@pytest.fixture
+def world(tmp_path):
+    index = toylib_index(tmp_path / "wheels")
+    host = CodeHost()
+    upstream = make_upstream(tmp_path / "upstream" / "toylib")
+    git(upstream.path, "tag", "v1.2", upstream.merge)  # 1.1 (yanked on the index) and 1.2 contain the fix
+    mirrors = tmp_path / "mirrors"
+    (mirrors / "org").mkdir(parents=True)
+    git(mirrors / "org", "clone", "-q", "--mirror", str(upstream.path), str(mirrors / "org" / "toylib.git"))
+    host.add_issue("org", "toylib", 1, state="closed", closed_at="2026-02-02", updated_at="2026-06-01")
+    host.add_pull("org", "toylib", 2, state="closed", merged=True, merged_at="2026-02-01", merge_commit_sha=upstream.merge,
+                  updated_at="2026-06-01")
+    host.add_pull("org", "toylib", 3, state="open", updated_at="2026-06-20")
+    project = Project(tmp_path / "project")
+    with FaultyIndexServer(index) as index_server, CodeHostServer(host) as api:
+        yield {"project": project, "index": index_server, "api": api, "mirrors": mirrors, "upstream": upstream}
+
+
+def build_catalogue(world) -> Project:
+    p, upstream = world["project"], world["upstream"]
+    p.shim("floor_fixed", VERSION_FLOOR, links=(("report", ISSUE),))
+    p.shim("pr_fixed", pr_released(PR), links=(("fix", PR),))
+    p.shim("pr_open", pr_released("https://github.com/org/toylib/pull/3"),
+           links=(("fix", "https://github.com/org/toylib/pull/3"),))
+    p.shim("commit_unreleased", commit_in_tag(REPO, upstream.unreleased), status="not-applicable")
+    p.shim("never_ran", VERSION_FLOOR, status="not-applicable")
+    p.shim("unlisted", VERSION_FLOOR, status="not-applicable")
+    p.shim("elsewhere", REPRODUCER_CLEAN, status="not-applicable", distribution="numpy")
+    p.lane("cpu", ["floor_fixed", "pr_fixed", "pr_open", "commit_unreleased", "never_ran", "elsewhere"],
+           index_url=world["index"].url)
+    p.run("floor_fixed", "bug-reproduced", "1.0", when="2026-01-20T00:00:00.000000+00:00")
+    p.run("floor_fixed", "fix-validated", "1.2", host="gpu-1")
+    p.run("pr_fixed", "fix-validated", "1.2")
+    p.run("pr_open", "bug-reproduced", "1.2")
+    p.run("commit_unreleased", "bug-reproduced", "1.2")
+    return p
+
+
+def test_gather_decides_every_shim_from_real_servers(world, tmp_path):
+    p = build_catalogue(world)
+    verdicts = gather(p.manifests(), p.lanes(), p.root / "locks", p.validation, api_base=world["api"].url,
+                      token=None, cache_dir=tmp_path / "cache", mirrors=world["mirrors"], policy=FAST, clock=lambda: NOW)
+    by_id = {v.shim: v for v in verdicts}
+    assert by_id["floor_fixed"].kind == "retire" and by_id["floor_fixed"].floors == ("toylib>=1.2",)
+    assert by_id["pr_fixed"].kind == "retire" and by_id["pr_fixed"].floors == ("toylib>=1.2",)
+    assert "tag contains" in by_id["pr_fixed"].why  # checked against the mirror's v1.1 tag
+    assert by_id["pr_open"].kind == "keep" and "PR #3 is open" in by_id["pr_open"].why
+    assert by_id["commit_unreleased"].kind == "keep" and "no release tag" in by_id["commit_unreleased"].why
+    assert by_id["never_ran"].kind == "unknown"
+    assert by_id["unlisted"].kind == "drift"
+    assert by_id["elsewhere"].kind == "drift" and "numpy is in no lock" in by_id["elsewhere"].why
+    # Each distinct probe ran once, though three shims need toylib's releases.
+    assert world["index"].index.requests.count("/simple/toylib/") == 1
+
+
+def test_pr_released_with_a_mirror_behind_the_index_is_unknown(world):
+    # The mirror's v1.1 contains the merge but 1.1 is yanked on the index; 1.2 is released, yet
+    # the mirror has no v1.2 tag: "not released" would be a guess, so the verdict is unknown.
+    p = world["project"]
+    git(world["mirrors"] / "org" / "toylib.git", "tag", "-d", "v1.2")
+    p.shim("pr_fixed", pr_released(PR), links=(("fix", PR),))
+    p.lane("cpu", ["pr_fixed"], index_url=world["index"].url)
+    p.run("pr_fixed", "fix-validated", "1.2")
+    verdicts = gather(p.manifests(), p.lanes(), p.root / "locks", p.validation, api_base=world["api"].url, token=None,
+                      mirrors=world["mirrors"], policy=FAST, clock=lambda: NOW)
+    assert verdicts[0].kind == "unknown"
+    assert "release 1.2 has no tag" in verdicts[0].why
+
+
+def test_main_prints_a_table_and_json(world, tmp_path, capsys, monkeypatch):
+    p = build_catalogue(world)
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    monkeypatch.delenv("GH_TOKEN", raising=False)
+    args = ["--root", str(p.root), "--api-url", world["api"].url, "--mirrors", str(world["mirrors"])]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split() == ["shim", "verdict", "why"]
+    assert "floor_fixed" in out and "retire" in out and "→ toylib>=1.2" in out
+    assert (p.root / ".patchlane" / "cache" / "http").is_dir()
+    assert main([*args, "--json", "floor_fixed", "unlisted"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["shim"], r["verdict"]) for r in rows] == [("floor_fixed", "retire"), ("unlisted", "drift")]
+
+
+def test_main_bad_input_is_one_line_exit_2(tmp_path, capsys, world):
+    p = build_catalogue(world)
+    assert main(["--root", str(p.root), "no_such_shim"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown shim 'no_such_shim'" in err
+    (p.root / "shims" / "pr_open" / "manifest.toml").write_text("id = 3\n")
+    assert main(["--root", str(p.root)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("patchlane: error: ") and err.count("\n") == 1
+    assert main(["--root", str(tmp_path / "nowhere")]) == 2
