@@ -1,0 +1,473 @@
+"""Auto-drop for real: a git repository made here, locks made by uv through a loopback index, the
+branch made in a separate worktree and inspected; PRs opened against a loopback code host."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import tomllib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from packaging.pylock import Pylock
+
+from retire import autodrop, lanefile, locking
+from retire.autodrop import DropPlan, FloorConflict, edit_lane_text, raise_floor
+from tests.support.index import IndexServer, PackageIndex
+from tests.support.shimtree import REPO_ROOT, write_shim
+from tests.support.wheels import build_wheel
+
+CPU_LANE = """\
+# The CPU lane: comments here must survive an automated edit byte for byte.
+[lane]
+description = "toylib on the CPU"  # a trailing comment
+python = "3.12"
+platform = "x86_64-manylinux_2_28"
+requirements = [
+    "toylib>=1.0",  # the floor the retirement raises
+    # helper stays exactly as it is
+    "helper==1.0",
+]
+shims = [
+    "toylib_add",
+    "other_shim",  # stays
+]
+
+[lane.indexes.main]
+url = "@MAIN@"
+default = true
+"""
+
+PINNED_LANE = """\
+[lane]
+python = "3.12"
+platform = "x86_64-manylinux_2_28"
+requirements = ["toylib==1.0"]  # pinned below the floor
+shims = ["toylib_add"]
+
+[lane.indexes.main]
+url = "@MAIN@"
+default = true
+"""
+
+VIA_APP_LANE = """\
+# toylib only comes in through app.
+[lane]
+python = "3.12"
+platform = "x86_64-manylinux_2_28"
+requirements = ["app"]
+
+[lane.indexes.main]
+url = "@MAIN@"
+default = true
+"""
+
+PLAN = DropPlan(
+    "toylib_add",
+    why="toylib 1.6 fixed add(); the reproducer prints FIX_VALIDATED from 1.6 on.",
+    floors={"toylib": "1.6"},
+    evidence_markdown="Bisection: toylib 1.6 is the first fixed release (last broken: 1.5).\n\n"
+                      "```\nBUG_REPRODUCED\n```\n",
+    upstream_links=(("fix", "https://example.org/toylib/pull/2"), "https://example.org/toylib/issues/1"),
+)
+
+
+def sh(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def toylib_wheel(folder: Path, version: str, *, fixed: bool) -> Path:
+    source = f'__version__ = "{version}"\n\ndef add(a, b):\n    return a {"+" if fixed else "-"} b\n'
+    return build_wheel(folder, "toylib", version, files={"toylib/__init__.py": source})
+
+
+class Project:
+    """A patchlane project in a git repository; its locks hold toylib 1.5 until 1.6 ships."""
+
+    def __init__(self, tmp: Path, *, app_pins_old: bool = False) -> None:
+        self.root = tmp / "project"
+        wheels = tmp / "wheels"
+        self.index = PackageIndex()
+        for version, when in [("1.0", "2026-01-01"), ("1.5", "2026-02-01")]:
+            self.index.add(toylib_wheel(wheels, version, fixed=False), when)
+        self.index.add(build_wheel(wheels, "helper", "1.0"), "2026-01-01")
+        self.index.add(build_wheel(wheels, "app", "1.0", requires=["toylib<1.6" if app_pins_old else "toylib"]), "2026-01-01")
+        self.server = IndexServer(self.index).__enter__()
+        lanes = self.root / "lanes"
+        lanes.mkdir(parents=True)
+        for name, text in [("cpu", CPU_LANE), ("pinned", PINNED_LANE), ("viaapp", VIA_APP_LANE)]:
+            (lanes / f"{name}.toml").write_text(text.replace("@MAIN@", self.server.url))
+        write_shim(self.root / "shims", "toylib_add")
+        write_shim(self.root / "shims", "other_shim")
+        (self.root / ".gitignore").write_text(".patchlane/\n__pycache__/\n")
+        results = locking.lock_lanes(lanefile.load_lanes(lanes, root=self.root), self.root / "locks")
+        assert all(r.ok for r in results), results
+        # Upstream ships the fix after the locks were made.
+        for version, when in [("1.6", "2026-03-01"), ("1.7", "2026-04-01")]:
+            self.index.add(toylib_wheel(wheels, version, fixed=True), when)
+        sh(self.root, "init", "--quiet", "-b", "main")
+        sh(self.root, "config", "user.name", "Lane Keeper")
+        sh(self.root, "config", "user.email", "keeper@example.org")
+        sh(self.root, "add", "-A")
+        sh(self.root, "commit", "--quiet", "-m", "a patchlane project")
+        self.origin = tmp / "origin.git"
+        subprocess.run(["git", "init", "--quiet", "--bare", str(self.origin)], check=True)
+        sh(self.root, "remote", "add", "origin", str(self.origin))
+
+    def close(self) -> None:
+        self.server.__exit__(None, None, None)
+
+    def state(self) -> dict:
+        """Everything about the user's checkout that auto-drop must leave alone."""
+        return {
+            "head": sh(self.root, "rev-parse", "HEAD"),
+            "branch": sh(self.root, "symbolic-ref", "HEAD"),
+            "status": sh(self.root, "status", "--porcelain", "--untracked-files=all"),
+            "index": sh(self.root, "ls-files", "--stage"),
+            "lanes": {p.name: p.read_bytes() for p in (self.root / "lanes").iterdir()},
+            "worktrees": sh(self.root, "worktree", "list", "--porcelain").count("worktree "),
+        }
+
+    def refs(self) -> str:
+        return sh(self.root, "for-each-ref", "--format=%(refname) %(objectname)")
+
+    def show(self, path: str, ref: str = autodrop.BRANCH_PREFIX + "toylib_add") -> str:
+        return sh(self.root, "show", f"{ref}:{path}") + "\n"
+
+
+@pytest.fixture
+def project(tmp_path):
+    made = Project(tmp_path)
+    yield made
+    made.close()
+
+
+def _lock_version(text: str, name: str) -> str:
+    return next(p["version"] for p in tomllib.loads(text)["packages"] if p["name"] == name)
+
+
+def test_drop_makes_one_commit_on_a_branch_and_leaves_the_checkout_alone(project, tmp_path):
+    before = project.state()
+    steps = []
+    [outcome] = autodrop.apply(project.root, [PLAN], open_prs=False, on_step=lambda s, step: steps.append(step))
+    assert outcome.status == "proposed", outcome.reason
+    assert steps == ["worktree", "shim-removed", "lanes-edited", "locked", "committed"]
+    assert project.state() == before  # same HEAD, branch, index, files; no worktree left
+    branch = outcome.branch
+    assert branch == "patchlane/retire-toylib_add"
+    assert sh(project.root, "rev-list", "--count", f"main..{branch}") == "1"
+    assert sh(project.root, "rev-parse", f"{branch}^") == before["head"]
+
+    changed = dict(line.split("\t", 1)[::-1] for line in sh(project.root, "diff", "--name-status", "main", branch).splitlines())
+    assert {p for p, s in changed.items() if s == "D"} == {
+        "shims/toylib_add/manifest.toml", "shims/toylib_add/patch.py", "shims/toylib_add/reproduce.py"}
+    assert {p for p, s in changed.items() if s == "M"} == {
+        "lanes/cpu.toml", "lanes/pinned.toml", "lanes/viaapp.toml",
+        "locks/cpu/pylock.toml", "locks/pinned/pylock.toml", "locks/viaapp/pylock.toml"}
+
+    # Lane files: only the touched items changed; every comment line is byte-identical.
+    cpu_before = (project.root / "lanes" / "cpu.toml").read_text()
+    expected = cpu_before.replace('"toylib>=1.0",', '"toylib>=1.6",').replace('    "toylib_add",\n', "")
+    assert project.show("lanes/cpu.toml") == expected
+    pinned = project.show("lanes/pinned.toml")
+    assert 'requirements = ["toylib==1.6"]  # pinned below the floor' in pinned and 'shims = []' in pinned
+    viaapp = project.show("lanes/viaapp.toml")
+    assert viaapp.startswith("# toylib only comes in through app.\n") and 'constraints = ["toylib>=1.6"]' in viaapp
+
+    # Locks re-made by uv: valid PEP 751, toylib at or above the floor, provenance of the new lane.
+    shown = tmp_path / "shown" / "lanes"
+    shown.mkdir(parents=True)
+    for lane, old, new in [("cpu", "1.5", "1.7"), ("pinned", "1.0", "1.6"), ("viaapp", "1.5", "1.7")]:
+        text = project.show(f"locks/{lane}/pylock.toml")
+        Pylock.from_dict(tomllib.loads(text))
+        assert _lock_version(text, "toylib") == new
+        assert _lock_version((project.root / "locks" / lane / "pylock.toml").read_text(), "toylib") == old
+        (shown / f"{lane}.toml").write_text(project.show(f"lanes/{lane}.toml"))
+        [edited] = lanefile.load_lanes(shown)
+        assert tomllib.loads(text)["tool"]["patchlane"]["digest"] == edited.digest  # `lock --check` is green
+        (shown / f"{lane}.toml").unlink()
+    assert set(outcome.locks_remade) == {"cpu", "pinned", "viaapp"}
+
+    message = sh(project.root, "log", "-1", "--format=%B", branch)
+    assert message.startswith("Retire shim toylib_add: toylib 1.6 fixed add()")
+    assert "https://example.org/toylib/pull/2" in message and "Floors: toylib>=1.6" in message
+    assert "Bisection: toylib 1.6 is the first fixed release" in message
+    assert sh(project.root, "log", "-1", "--format=%an", branch) == "Lane Keeper"
+
+    body = Path(outcome.pr_body_path).read_text()
+    assert Path(outcome.pr_body_path) == project.root / ".patchlane/prs/patchlane/retire-toylib_add.md"
+    assert "BUG_REPRODUCED" in body and "cpu: toylib 1.5 → 1.7" in body and "never merges" in body
+
+    # Twice: nothing new.
+    refs = project.refs()
+    [again] = autodrop.apply(project.root, [PLAN], open_prs=False)
+    assert again.status == "already-proposed" and again.commit == outcome.commit
+    assert project.refs() == refs and project.state() == before
+
+
+def test_same_tree_with_other_evidence_is_already_proposed(project):
+    [first] = autodrop.apply(project.root, [PLAN], open_prs=False)
+    other = DropPlan(PLAN.shim_id, "a different explanation", PLAN.floors, "new evidence")
+    refs = project.refs()
+    [again] = autodrop.apply(project.root, [other], base="main", open_prs=False)
+    assert again.status == "already-proposed" and project.refs() == refs
+    [higher] = autodrop.apply(project.root, [DropPlan(PLAN.shim_id, "x", {"toylib": "1.7"})], open_prs=False)
+    assert higher.status == "exists-differs" and project.refs() == refs  # never overwritten
+
+
+def test_an_exception_midway_leaves_no_worktree_and_no_half_edited_lane(project):
+    before = project.state()
+
+    def boom(shim, step):
+        if step == "lanes-edited":
+            raise RuntimeError("interrupted")
+
+    with pytest.raises(RuntimeError):
+        autodrop.apply(project.root, [PLAN], open_prs=False, on_step=boom)
+    assert project.state() == before
+    assert not list((project.root / ".patchlane" / "worktrees").iterdir())
+    assert "retire" not in project.refs()
+
+
+def test_a_killed_run_is_cleaned_up_by_the_next(project):
+    script = textwrap.dedent(f"""
+        import os, signal, sys
+        sys.path.insert(0, {str(REPO_ROOT)!r})
+        from retire import autodrop
+        from tests.test_autodrop import PLAN
+        def die(shim, step):
+            if step == "lanes-edited":
+                os.kill(os.getpid(), signal.SIGKILL)  # no finally runs
+        autodrop.apply({str(project.root)!r}, [PLAN], open_prs=False, on_step=die)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=dict(os.environ))
+    assert proc.returncode == -9, proc.stderr
+    leftovers = list((project.root / ".patchlane" / "worktrees").iterdir())
+    assert leftovers and "retire-toylib_add" in sh(project.root, "worktree", "list")
+    assert "retire" not in project.refs()
+    [outcome] = autodrop.apply(project.root, [PLAN], open_prs=False)
+    assert outcome.status == "proposed"
+    assert sh(project.root, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert not list((project.root / ".patchlane" / "worktrees").iterdir())
+
+
+def test_a_lane_that_cannot_be_relocked_aborts_cleanly(tmp_path):
+    project = Project(tmp_path, app_pins_old=True)  # app requires toylib<1.6: the floor cannot hold
+    try:
+        before = project.state()
+        [outcome] = autodrop.apply(project.root, [PLAN], open_prs=False)
+        assert outcome.status == "aborted" and "re-locking failed" in outcome.reason and "viaapp" in outcome.reason
+        assert "retire" not in project.refs() and project.state() == before
+        assert not (project.root / ".patchlane" / "prs").exists()
+    finally:
+        project.close()
+
+
+def test_unknown_shim_aborts(project):
+    [outcome] = autodrop.apply(project.root, [DropPlan("no_such_shim", "x", {})], open_prs=False)
+    assert outcome.status == "aborted" and "does not exist" in outcome.reason
+
+
+def test_bisect_then_drop_end_to_end(project):
+    """The flagship flow: bisect the shim's target on the lane's index, then propose the drop."""
+    from retire import bisect
+    from shims.manifest import load_manifest
+
+    manifest = load_manifest(project.root / "shims" / "toylib_add" / "manifest.toml")
+    versions, yanked = bisect.list_releases(project.server.url, "toylib")
+    result = bisect.bisect(manifest, versions, yanked=yanked, index_url=project.server.url,
+                           cache_dir=project.root / ".patchlane" / "cache" / "bisect")
+    assert result.status == "found" and result.floor == "toylib>=1.6"
+    plan = autodrop.plan_from_bisect(result, manifest)
+    assert plan.floors == {"toylib": "1.6"} and ("fix", "https://example.org/toylib/pull/2") in plan.upstream_links
+    [outcome] = autodrop.apply(project.root, [plan], open_prs=False)
+    assert outcome.status == "proposed", outcome.reason
+    body = Path(outcome.pr_body_path).read_text()
+    assert "| 1.5 | broken | bug-reproduced |" in body and "| 1.6 | fixed | fix-validated |" in body
+    assert "BUG_REPRODUCED" in body and "FIX_VALIDATED" in body  # reproducer output before / after
+    assert 'requirements = ["toylib==1.6"]' in project.show("lanes/pinned.toml")
+    # A Verdict's floors ("dist>=version" strings) map straight onto a plan.
+    assert DropPlan("toylib_add", "x", ("toylib>=1.6",)).floors == {"toylib": "1.6"}
+
+
+# ---------------------------------------------------------------------------------------------
+# The floor rule
+
+
+@pytest.mark.parametrize("before, floor, after", [
+    ("megatron-core==0.16.1", "0.16", "megatron-core==0.16.1"),  # a pin that satisfies stays
+    ("megatron-core>=0.15", "0.18", "megatron-core>=0.18"),
+    ("megatron-core==0.15.0", "0.18", "megatron-core==0.18"),  # a pin below is raised, still a pin
+    ("megatron-core", "0.18", "megatron-core>=0.18"),
+    ("megatron-core>=0.19", "0.18", "megatron-core>=0.19"),
+    ("megatron-core>=0.15,<0.20", "0.18", "megatron-core>=0.18,<0.20"),
+    ("megatron-core~=0.15", "0.18", "megatron-core>=0.18,<1"),
+    ("transformer-engine[pytorch]>=2.8; sys_platform == 'linux'", "2.10",
+     'transformer-engine[pytorch]>=2.10; sys_platform == "linux"'),
+    ("megatron-core==0.18.*", "0.18.2", "megatron-core>=0.18.2,==0.18.*"),
+])
+def test_floor_rule(before, floor, after):
+    assert raise_floor(before, floor) == after
+
+
+@pytest.mark.parametrize("requirement", ["megatron-core<0.17", "megatron-core!=0.18", "megatron-core==0.15.*",
+                                         "megatron-core @ https://example.org/m.whl"])
+def test_floor_conflicts_need_a_human(requirement):
+    with pytest.raises(FloorConflict):
+        raise_floor(requirement, "0.18")
+
+
+MATRIX = """\
+# Which torch × Transformer Engine pairs the patch lane is proven on.
+[matrix]
+name = "torch{torch}-te{te}"
+
+[matrix.base]
+python = "3.12"
+platform = "x86_64-manylinux_2_28"
+requirements = ["liger-kernel==0.8.5", "megatron-core==0.16.1"]
+shims = ["liger_flce_reduction_none", "sparse_mla_fp8_dispatch", "hopper_flce_dispatcher"]
+
+[matrix.axes.torch."2.10"]
+requirements = ["torch==2.10.0"]
+
+[matrix.axes.te."2.19"]
+requirements = ["transformer-engine[pytorch]==2.19.0"]
+static-metadata = [{ name = "transformer-engine-torch", version = "2.19.0", requires-dist = [
+    "torch>=2.1", "megatron-core>=0.1",  # static metadata is not a requirement: never touched
+] }]
+
+# TE 2.20 is only shipped with torch 2.11.
+[[matrix.exclude]]
+torch = "2.10"
+te = "2.20"
+"""
+
+
+def test_matrix_edit_keeps_everything_else():
+    text = MATRIX
+    new, changes = edit_lane_text(text, "hopper_flce_dispatcher", {"megatron-core": "0.18.0"})
+    assert '"megatron-core==0.18.0"' in new and '"hopper_flce_dispatcher"' not in new
+    assert len(changes) == 2
+    old_lines, new_lines = text.splitlines(), new.splitlines()
+    assert len(old_lines) == len(new_lines)
+    assert [l for l in old_lines if l.lstrip().startswith("#")] == [l for l in new_lines if l.lstrip().startswith("#")]
+    assert sum(a != b for a, b in zip(old_lines, new_lines)) == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# Pull requests against a loopback code host
+
+
+class CodeHost:
+    """A small GitHub REST stand-in: list and create pulls; records every request."""
+
+    def __init__(self) -> None:
+        self.pulls: list[dict] = []
+        self.requests: list[tuple[str, str, dict]] = []
+        host = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _reply(self, status: int, body: object) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):  # noqa: N802
+                host.requests.append(("GET", self.path, dict(self.headers)))
+                if self.path.startswith("/repos/acme/project/pulls?"):
+                    head = self.path.split("head=", 1)[1].split("&")[0].replace("%3A", ":").replace("%2F", "/")
+                    return self._reply(200, [p for p in host.pulls if f"acme:{p['head']}" == head])
+                return self._reply(404, {"message": "Not Found"})
+
+            def do_POST(self):  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                host.requests.append(("POST", self.path, dict(self.headers)))
+                if self.path == "/repos/acme/project/pulls":
+                    if self.headers.get("Authorization") != "Bearer s3cret-token-value":
+                        return self._reply(401, {"message": "Bad credentials"})
+                    pull = {**body, "number": len(host.pulls) + 1,
+                            "html_url": f"http://codehost.invalid/acme/project/pull/{len(host.pulls) + 1}"}
+                    host.pulls.append(pull)
+                    return self._reply(201, pull)
+                return self._reply(404, {"message": "Not Found"})
+
+            def do_PUT(self):  # noqa: N802 - a merge would be PUT …/merge
+                host.requests.append(("PUT", self.path, dict(self.headers)))
+                return self._reply(405, {"message": "patchlane must never merge"})
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def codehost():
+    host = CodeHost()
+    yield host
+    host.close()
+
+
+def test_pr_is_opened_once_and_never_merged(project, codehost, monkeypatch):
+    monkeypatch.setenv("GITHUB_TOKEN", "s3cret-token-value")
+    options = dict(repository="acme/project", api_base=codehost.url)
+    [outcome] = autodrop.apply(project.root, [PLAN], **options)
+    assert outcome.status == "proposed" and outcome.pr_status == "opened", outcome
+    assert outcome.pr_url.endswith("/pull/1")
+    [pull] = codehost.pulls
+    assert pull["head"] == "patchlane/retire-toylib_add" and pull["base"] == "main"
+    assert "### Evidence" in pull["body"] and "toylib>=1.6" in pull["title"]
+    # The branch was pushed (never forced) to the remote the PR is opened from.
+    assert sh(project.origin, "rev-parse", "refs/heads/patchlane/retire-toylib_add") == outcome.commit
+
+    [again] = autodrop.apply(project.root, [PLAN], **options)
+    assert again.status == "already-proposed" and again.pr_status == "exists" and len(codehost.pulls) == 1
+    assert [m for m, _, _ in codehost.requests].count("POST") == 1
+    assert not any(m == "PUT" or "merge" in path for m, path, _ in codehost.requests)
+    assert "s3cret-token-value" not in repr(outcome) + repr(again)
+
+
+def test_pr_failures_are_reported_without_the_token(project, codehost, monkeypatch):
+    monkeypatch.setenv("GITHUB_TOKEN", "wrong-token-value")
+    [outcome] = autodrop.apply(project.root, [PLAN], repository="acme/project", api_base=codehost.url)
+    assert outcome.status == "proposed" and outcome.pr_status.startswith("failed: opening the pull request: HTTP 401")
+    assert "wrong-token-value" not in outcome.pr_status
+    monkeypatch.delenv("GITHUB_TOKEN")
+    monkeypatch.delenv("GH_TOKEN", raising=False)
+    [again] = autodrop.apply(project.root, [PLAN], repository="acme/project", api_base=codehost.url)
+    assert again.pr_status.startswith("skipped: no GITHUB_TOKEN")
+    dead = CodeHost()
+    dead.close()
+    monkeypatch.setenv("GITHUB_TOKEN", "s3cret-token-value")
+    [down] = autodrop.apply(project.root, [PLAN], repository="acme/project", api_base=dead.url)
+    assert down.status == "already-proposed" and down.pr_status.startswith("failed: the code host is unreachable")
+
+
+def test_cli_takes_plans_as_json(project, tmp_path, capsys):
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps({"shim_id": "toylib_add", "why": "fixed in 1.6", "floors": ["toylib>=1.6"],
+                                     "upstream_links": [["fix", "https://example.org/toylib/pull/2"]]}))
+    args = ["--root", str(project.root), "--plan", str(plan_file), "--no-pr", "--json"]
+    assert autodrop.main(args) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["status"] == "proposed" and row["branch"] == "patchlane/retire-toylib_add"
+    assert autodrop.main(args) == 0
+    assert json.loads(capsys.readouterr().out)[0]["status"] == "already-proposed"
+    plan_file.write_text(json.dumps({"shim_id": "../etc", "why": "x"}))
+    assert autodrop.main(args) == 2
+    assert "invalid shim id" in capsys.readouterr().err
