@@ -1,0 +1,172 @@
+"""A throwaway shop for the weekly report: shims (``tests.support.shimtree``), lanes, locks,
+validation records, a real git history spread over several ISO weeks, and earlier reports.
+
+The story (ISO weeks of 2026; "now" is Wednesday 2026-11-18, week W47):
+
+====  ==========  ===============================================  ===========
+week  date        commit                                           shims
+====  ==========  ===============================================  ===========
+W44   2026-10-27  alpha, beta, gamma                               3
+W45   2026-11-04  + delta                                          4
+W46   —           (no commit: still 4)                             4
+W47   2026-11-17  - gamma, + epsilon                               4
+====  ==========  ===============================================  ===========
+
+The previous report (W46) said: alpha keep, beta unknown, gamma keep, delta keep; alpha needed
+on lane gpu. This week alpha's shim no longer fixes the bug on gpu (newly broken), beta became
+a retire candidate, delta's probe fails (unknown), epsilon is new, has no upstream link and has
+never been proven (its only run was skipped); delta has never run at all.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from retire import validation
+from retire.evidence import ProbeFailure
+from retire.validation import ValidationRecord
+from retire.verdicts import ConditionResult, Verdict
+from tests.support.shimtree import manifest_text, write_shim
+
+NOW = _dt.datetime(2026, 11, 18, 12, 0, tzinfo=_dt.timezone.utc)
+WEEK = "2026-W47"
+
+LANES = {
+    "cpu": ["alpha", "beta", "delta", "epsilon"],
+    "gpu": ["alpha", "delta"],
+}
+
+
+def shim_manifest(shim_id: str, *, linked: bool = True, links: list[tuple[str, str]] | None = None,
+                  conditions: str | None = None, owner: str = "kernels@example.org") -> str:
+    """A valid manifest; ``linked=False`` makes it pending with no upstream link; ``links``
+    replaces the default ones; ``conditions`` replaces the [retirement] tables."""
+    text = manifest_text(shim_id).replace('owner = "kernels@example.org"', f'owner = "{owner}"')
+    head, _, rest = text.partition("[upstream]")
+    upstream_end = rest.index("[retirement]")
+    retirement, _, tail = rest[upstream_end:].partition("[reproducer]")
+    if not linked:
+        upstream = 'status = "pending"\n\n'
+    elif links is not None:
+        upstream = 'status = "submitted"\n\n' + "".join(
+            f'[[upstream.links]]\nrole = "{role}"\nurl = "{url}"\n\n' for role, url in links)
+    else:
+        upstream = rest[:upstream_end]
+    if conditions is not None:
+        retirement = conditions
+    return f"{head}[upstream]\n{upstream}{retirement}\n[reproducer]{tail}"
+
+
+def lane_toml(name: str, shims: list[str]) -> str:
+    listed = ", ".join(f'"{s}"' for s in shims)
+    return (f'[lane]\ndescription = "{name} lane"\npython = "3.12"\nplatform = "x86_64-manylinux_2_28"\n'
+            f'requirements = ["toylib==1.0"]\nshims = [{listed}]\n')
+
+
+def write_lanes(root: Path, lanes: dict[str, list[str]]) -> None:
+    for name, shims in lanes.items():
+        (root / "lanes").mkdir(parents=True, exist_ok=True)
+        (root / "lanes" / f"{name}.toml").write_text(lane_toml(name, shims))
+        lock = root / "locks" / name / "pylock.toml"
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        lock.write_text('lock-version = "1.0"\ncreated-by = "test"\n\n[[packages]]\nname = "toylib"\nversion = "1.0"\n')
+
+
+def record(shim: str, lane: str, mode: str, outcome: str, when: str, *, host: str = "ci-box",
+           gpu: str | None = None, detail: str = "", run: str = "", version: str = "1.0") -> ValidationRecord:
+    sentinel = {"bug-reproduced": "BUG_REPRODUCED", "fix-validated": "FIX_VALIDATED",
+                "memory-save-verified": "MEMORY_SAVE_VERIFIED", "skipped": "SKIPPED"}.get(outcome)
+    code = {"bug-reproduced": 10, "fix-validated": 0, "memory-save-verified": 0, "skipped": 77, "crashed": 1}.get(outcome)
+    return ValidationRecord(
+        shim=shim, mode=mode, lane=lane,
+        host={"hostname": host, "gpu": gpu, "python": "3.12.1", "platform": "linux-x86_64"},
+        versions={"toylib": version}, sentinel=sentinel, outcome=outcome, exit_code=code, duration_s=0.5,
+        started_at=when, detail=detail, run=run,
+    )
+
+
+def shop_records() -> list[ValidationRecord]:
+    return [
+        record("alpha", "cpu", "without", "bug-reproduced", "2026-11-16T08:00:00.000000+00:00", run="r1"),
+        record("alpha", "cpu", "with", "fix-validated", "2026-11-16T08:00:05.000000+00:00", run="r1"),
+        record("alpha", "gpu", "without", "bug-reproduced", "2026-11-16T09:00:00.000000+00:00", host="gpu-box", gpu="NVIDIA H100", run="r2"),
+        record("alpha", "gpu", "with", "bug-reproduced", "2026-11-16T09:00:05.000000+00:00", host="gpu-box", gpu="NVIDIA H100", run="r2"),
+        record("alpha", "h200-overlay", "without", "bug-reproduced", "2026-11-17T10:00:00.000000+00:00", host="gpu-node", gpu="NVIDIA H200"),
+        record("alpha", "h200-overlay", "with", "fix-validated", "2026-11-17T10:00:04.000000+00:00", host="gpu-node", gpu="NVIDIA H200"),
+        record("beta", "cpu", "without", "fix-validated", "2026-11-16T08:01:00.000000+00:00", run="r1", version="1.1"),
+        record("epsilon", "cpu", "without", "skipped", "2026-11-16T08:02:00.000000+00:00", detail="no CUDA device", run="r1"),
+    ]
+
+
+def shop_verdicts() -> list[Verdict]:
+    failure = ProbeFailure("codehost", "https://example.org/toylib/pull/2", "server error 500 Internal Server Error")
+    return [
+        Verdict("alpha", "keep", "pr-released: PR #2 is open", ("cpu", "gpu"),
+                (ConditionResult("pr-released", "fails", "PR #2 is open"),)),
+        Verdict("beta", "retire", "version-floor: toylib 1.1 released; confirmed: FIX_VALIDATED without the shim",
+                ("cpu",), (ConditionResult("version-floor", "holds", "toylib 1.1 released", "toylib>=1.1"),),
+                floors=("toylib>=1.1",)),
+        Verdict("delta", "unknown", str(failure), ("cpu", "gpu"), failures=(failure,)),
+        Verdict("epsilon", "stale", "no upstream link (status pending): file it upstream and link it", ("cpu",)),
+    ]
+
+
+def previous_report(week: str = "2026-W46") -> dict:
+    """What the report of ``week`` said (the parts a later report reads)."""
+    return {
+        "kind": "patchlane-report", "schema": 1, "week": week,
+        "headline": {"carried": 4, "retire": 0, "newly_broken": 0, "unknown": 1},
+        "shims": [{"shim": "alpha", "verdict": "keep"}, {"shim": "beta", "verdict": "unknown"},
+                  {"shim": "gamma", "verdict": "keep"}, {"shim": "delta", "verdict": "keep"}],
+        "matrix": {"alpha": {"cpu": {"outcome": "needed"}, "gpu": {"outcome": "needed"}},
+                   "gamma": {"cpu": {"outcome": "crashed"}}},
+    }
+
+
+def git(root: Path, *args: str, when: str | None = None) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_CONFIG_NOSYSTEM="1", HOME=str(root), GIT_AUTHOR_NAME="Shop", GIT_AUTHOR_EMAIL="shop@example.org",
+               GIT_COMMITTER_NAME="Shop", GIT_COMMITTER_EMAIL="shop@example.org")
+    if when:
+        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = when
+    done = subprocess.run(["git", *args], cwd=root, env=env, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def _remove_shim(root: Path, shim_id: str) -> None:
+    folder = root / "shims" / shim_id
+    for item in sorted(folder.rglob("*"), reverse=True):
+        item.unlink() if item.is_file() else item.rmdir()
+    folder.rmdir()
+
+
+def build_shop(root: Path, *, with_git: bool = True, with_previous: bool = True) -> Path:
+    """The whole shop under ``root`` (see the module docstring); returns ``root``."""
+    root.mkdir(parents=True, exist_ok=True)
+    shims = root / "shims"
+    if with_git:
+        git(root, "init", "-q", "-b", "main")
+    for shim in ("alpha", "beta", "gamma"):
+        write_shim(shims, shim, manifest=shim_manifest(shim))
+    if with_git:
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", "alpha, beta, gamma", when="2026-10-27T10:00:00+00:00")
+    write_shim(shims, "delta", manifest=shim_manifest("delta", owner="numerics@example.org"))
+    if with_git:
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", "delta", when="2026-11-04T10:00:00+00:00")
+    _remove_shim(root, "gamma")
+    write_shim(shims, "epsilon", manifest=shim_manifest("epsilon", linked=False))
+    if with_git:
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", "retire gamma, add epsilon", when="2026-11-17T10:00:00+00:00")
+    write_lanes(root, LANES)
+    validation.append(root / "validation" / "manifest.jsonl", shop_records())
+    if with_previous:
+        (root / "reports").mkdir(exist_ok=True)
+        (root / "reports" / "2026-W46.json").write_text(json.dumps(previous_report()))
+    return root

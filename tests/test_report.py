@@ -1,0 +1,402 @@
+"""The weekly retirement report (issue 6): a throwaway shop with a real git history over several
+ISO weeks, real validation records and an earlier report; verdicts either passed in as plain data
+or gathered for real against the loopback code-host stand-in (with injected faults)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+import types
+from pathlib import Path
+
+import pytest
+
+from retire import report, report_model, report_render
+from retire.errors import ConfigError, PatchlaneError
+from retire.probes.http import RetryPolicy
+from retire.verdicts import Verdict
+from tests.support import reportshop
+from tests.support.codehost import CodeHost, CodeHostServer
+from tests.support.faults import Fault
+from tests.support.reportshop import NOW, WEEK, build_shop, shop_verdicts
+
+
+@pytest.fixture
+def shop(tmp_path) -> Path:
+    return build_shop(tmp_path / "shop")
+
+
+def generate(root: Path, **options) -> report.Written:
+    options.setdefault("now", NOW)
+    options.setdefault("verdicts", shop_verdicts())
+    options.setdefault("packs", types.SimpleNamespace(  # never the real retire.packs: the shop has none
+        filing_queue=lambda root: [], markdown_section=lambda entries: ""))
+    return report.generate(root, **options)
+
+
+def shims_of(written: report.Written) -> dict[str, dict]:
+    return {row["shim"]: row for row in json.loads(written.json_text)["shims"]}
+
+
+# ---------------------------------------------------------------------------------------------
+# Files and content
+
+
+def test_writes_markdown_html_and_json_for_the_iso_week(shop):
+    written = generate(shop)
+    names = sorted(p.name for p in (shop / "reports").iterdir())
+    assert names == ["2026-W46.json", "2026-W47.html", "2026-W47.json", "2026-W47.md"]
+    assert [p.name for p in written.paths] == ["2026-W47.md", "2026-W47.html", "2026-W47.json"]
+    assert (shop / "reports" / "2026-W47.md").read_text() == written.markdown
+    data = json.loads((shop / "reports" / "2026-W47.json").read_text())
+    assert data["kind"] == "patchlane-report" and data["week"] == WEEK
+    assert data["headline"] == {"carried": 4, "retire": 1, "newly_broken": 1, "unknown": 1, "broken": 1,
+                                "keep": 1, "stale": 1, "drift": 0, "never_run": 1}
+    assert not list((shop / "reports").glob(".*.tmp"))
+
+
+def test_per_shim_rows_say_where_each_was_proven_or_that_it_never_ran(shop):
+    rows = shims_of(generate(shop))
+    alpha = rows["alpha"]
+    assert alpha["fix_class"] == "source-patch" and alpha["owner"] == "kernels@example.org"
+    assert alpha["age_days"] == (NOW.date() - _dt.date(2026, 4, 14)).days
+    assert alpha["upstream"]["status"] == "submitted"
+    assert {"role": "fix", "url": "https://example.org/toylib/pull/2"} in alpha["upstream"]["links"]
+    assert alpha["verdict"] == "keep" and alpha["why"] == "pr-released: PR #2 is open"
+    assert alpha["retirement"]["mode"] == "any" and "reproducer clean without the shim" in alpha["retirement"]["conditions"]
+    # Latest proof: the H200 overlay lane, a lane that exists only in the records.
+    assert alpha["last_proven"] == {"host": "gpu-node", "gpu": "NVIDIA H200", "lane": "h200-overlay", "date": "2026-11-17",
+                                    "started_at": "2026-11-17T10:00:04.000000+00:00", "outcome": "fix-validated",
+                                    "mode": "with", "detail": ""}
+    assert rows["delta"]["proven"] == "never run" and rows["delta"]["last_run"] is None
+    assert rows["epsilon"]["proven"].startswith("never proven — last run skipped on ci-box · lane cpu · 2026-11-16")
+    assert rows["delta"]["owner"] == "numerics@example.org"
+    assert rows["beta"]["floors"] == ["toylib>=1.1"]
+
+
+def test_matrix_rebuilds_the_latest_run_per_lane_with_judge(shop):
+    data = json.loads(generate(shop).json_text)
+    matrix = {shim: {lane: cell["outcome"] for lane, cell in lanes.items()} for shim, lanes in data["matrix"].items()}
+    assert matrix == {
+        "alpha": {"cpu": "needed", "gpu": "shim-broken", "h200-overlay": "needed"},
+        "beta": {"cpu": "upstream-fixed"},
+        "delta": {"cpu": "not-run", "gpu": "not-run"},
+        "epsilon": {"cpu": "skipped"},
+    }
+    assert data["lanes"] == [{"name": "cpu", "defined": True}, {"name": "gpu", "defined": True},
+                             {"name": "h200-overlay", "defined": False}]
+
+
+def test_changes_since_the_previous_report(shop):
+    changes = json.loads(generate(shop).json_text)["changes"]
+    assert changes["previous_week"] == "2026-W46"
+    assert changes["new"] == ["epsilon"]
+    assert changes["retired"] == ["gamma"]
+    assert [(c["shim"], c["before"], c["after"]) for c in changes["verdicts"]] == [
+        ("beta", "unknown", "retire"), ("delta", "keep", "unknown")]
+    assert changes["newly_broken"] == [{"shim": "alpha", "lane": "gpu", "outcome": "shim-broken"}]
+
+
+def test_a_cell_broken_last_week_too_is_not_newly_broken(shop):
+    previous = reportshop.previous_report()
+    previous["matrix"]["alpha"]["gpu"] = {"outcome": "shim-broken"}
+    (shop / "reports" / "2026-W46.json").write_text(json.dumps(previous))
+    written = generate(shop)
+    assert written.report.headline.newly_broken == 0 and written.report.headline.broken == 1
+    assert shims_of(written)["alpha"]["attention"] == ["broken on gpu"]
+
+
+def test_burn_down_from_git_history_and_previous_reports(shop):
+    points = json.loads(generate(shop).json_text)["burndown"]
+    assert [(p["week"], p["carried"], p["candidates"], p["source"]) for p in points] == [
+        ("2026-W44", 3, None, "git"),   # alpha, beta, gamma committed 2026-10-27
+        ("2026-W45", 4, None, "git"),   # + delta
+        ("2026-W46", 4, 0, "report"),   # no commit; last week's report wins over git for its week
+        ("2026-W47", 4, 1, "now"),      # - gamma + epsilon, counted from the tree as it is
+    ]
+
+
+def test_burn_down_counts_git_alone_when_there_is_no_report(tmp_path):
+    root = build_shop(tmp_path / "shop", with_previous=False)
+    reportshop.git(root, "rm", "-q", "-r", "--cached", "shims/beta")
+    reportshop.git(root, "commit", "-q", "-m", "retire beta", when="2026-11-18T09:00:00+00:00")
+    written = generate(root, now=NOW + _dt.timedelta(days=7), week="2026-W48")
+    points = [(p.week, p.carried, p.source) for p in written.report.burndown]
+    assert points == [("2026-W44", 3, "git"), ("2026-W45", 4, "git"), ("2026-W46", 4, "git"),
+                      ("2026-W47", 3, "git"), ("2026-W48", 4, "now")]  # beta's folder is still on disk
+    assert written.report.changes.previous_week is None
+    assert "No previous report to compare with" in written.markdown
+
+
+def test_no_git_repository_is_a_note_not_a_failure(tmp_path):
+    root = build_shop(tmp_path / "shop", with_git=False)
+    written = generate(root)
+    assert any("not in a git repository" in note for note in written.report.notes)
+    assert [p.source for p in written.report.burndown] == ["report", "now"]
+
+
+def test_markdown_is_an_issue_body_with_tables_and_collapsible_evidence(shop):
+    md = generate(shop).markdown
+    assert md.startswith(report_render.MARKER + "\n# Shim retirement report — 2026-W47")
+    assert "**4 shims carried** · **1 retire candidate** · **1 newly broken** · **1 with unknown evidence**" in md
+    assert "| shim | fix class | owner | age | upstream | verdict | why | retire when | last proven |" in md
+    assert re.search(r"\| \[`delta`\]\(#evidence-delta\) \| source-patch \| numerics@example.org \| 218 d \|.*\| never run \|", md)
+    assert "| `alpha` | 🩹 | 🔴 | 🩹 |" in md  # cpu, gpu, h200-overlay
+    assert "| shim | cpu | gpu | h200-overlay ⁺ |" in md
+    assert md.count("<details") == md.count("</details>") == 4 + 1  # one per shim + burn-down points
+    assert '<details id="evidence-delta"><summary><code>delta</code> — ❔ unknown' in md
+    assert "⚠️ codehost https://example.org/toylib/pull/2: server error 500 Internal Server Error" in md
+    assert "## Changes since 2026-W46" in md and "**Retired (gone from shims/):** `gamma`" in md
+    assert "- `epsilon` — **stale**: no upstream link (status pending): file it upstream and link it" in md
+    assert "```mermaid\nxychart-beta" in md and '"26-W44", "26-W45", "26-W46", "26-W47"' in md
+    # Every table row has as many cells as its header: nothing breaks the table.
+    for block in re.findall(r"(?:^\|.*\|\n)+", md, flags=re.M):
+        rows = [line for line in block.splitlines()]
+        widths = {len(re.findall(r"(?<!\\)\|", line)) for line in rows}
+        assert len(widths) == 1, block
+
+
+def test_markdown_escapes_what_would_break_a_table_or_inject_html(shop):
+    verdicts = shop_verdicts()
+    verdicts[0] = Verdict("alpha", "keep", "a | b <script>x</script>\nsecond line", ("cpu",))
+    md = generate(shop, verdicts=verdicts).markdown
+    assert "a \\| b &lt;script&gt;x&lt;/script&gt; second line" in md and "<script>" not in md
+
+
+def test_markdown_is_trimmed_to_fit_an_issue_body(shop):
+    written = generate(shop)
+    full = report_render.to_markdown(written.report)
+    trimmed = report_render.to_markdown(written.report, limit=len(full) - 1, full_report="reports/2026-W47.html")
+    assert len(trimmed) < len(full) and "<details id=" not in trimmed
+    assert "Evidence sections left out to fit an issue body. The full report is in reports/2026-W47.html." in trimmed
+    tiny = report_render.to_markdown(written.report, limit=3000)
+    assert len(tiny) <= 3000 and "Truncated to fit an issue body" in tiny
+
+
+def test_html_page_is_self_contained(shop):
+    page = (generate(shop).paths[1]).read_text()
+    assert page.startswith("<!doctype html>")
+    assert "<script" not in page and "<link" not in page and "@import" not in page
+    assert not re.search(r"""(?:src|srcset)\s*=\s*["']?(?!data:)""", page)
+    assert "default-src 'none'" in page
+    assert page.count('class="o-shim-broken') == 1 and page.count('class="o-needed') == 2
+    assert "<svg" in page and "<polyline" in page
+    assert "never run" in page and 'href="https://example.org/toylib/pull/2"' in page
+
+
+def test_short_version_names_the_shims_that_need_attention(shop, capsys):
+    written = generate(shop)
+    text = report_render.short_text(written.report, ["reports/2026-W47.md"])
+    lines = text.splitlines()
+    assert lines[0] == ("retirement report 2026-W47: 4 shims carried, 1 retire candidate(s), 1 newly broken, "
+                        "1 unknown evidence")
+    assert "  alpha    newly broken on gpu — pr-released: PR #2 is open" in lines
+    assert any(line.startswith("  delta    unknown evidence; reproducer never run — codehost") for line in lines)
+    assert any(line.startswith("  epsilon  stale; no upstream link") for line in lines)
+    assert lines[-1] == "wrote reports/2026-W47.md"
+
+
+# ---------------------------------------------------------------------------------------------
+# Faults
+
+
+def test_corrupted_previous_report_is_reported_in_one_line_and_ignored(shop):
+    (shop / "reports" / "2026-W45.json").write_text(json.dumps(reportshop.previous_report("2026-W45")))
+    (shop / "reports" / "2026-W46.json").write_text('{"kind": "patchlane-report", "week": "2026-W4')  # cut short
+    written = generate(shop)
+    notes = [n for n in written.report.notes if "2026-W46.json" in n]
+    assert len(notes) == 1 and "\n" not in notes[0]
+    assert "previous report is not valid JSON" in notes[0] and notes[0].endswith("— ignored")
+    assert written.report.changes.previous_week == "2026-W45"  # the newest report that reads
+    assert "2026-W46" not in [p.week for p in written.report.burndown if p.source == "report"]
+    assert notes[0] in report_render.short_text(written.report)
+    assert (shop / "reports" / "2026-W47.json").exists()
+
+
+def test_a_json_file_that_is_not_a_report_is_ignored_with_the_reason(shop):
+    (shop / "reports" / "2026-W46.json").write_text('[1, 2]')
+    written = generate(shop)
+    assert written.report.changes.previous_week is None
+    assert any("not a usable previous report (not a JSON object)" in n for n in written.report.notes)
+
+
+def test_unreadable_validation_records_never_claim_never_run(shop):
+    manifest = shop / "validation" / "manifest.jsonl"
+    manifest.write_text(manifest.read_text() + "{not json\n")
+    written = generate(shop)
+    assert any(n.startswith("validation records unreadable, runs left out:") for n in written.report.notes)
+    rows = shims_of(written)
+    assert "never run" != rows["delta"]["proven"] and "records unreadable" in rows["delta"]["proven"]
+
+
+@pytest.fixture
+def codehost_shop(tmp_path):
+    """Two shims linked to GitHub issues served by the loopback stand-in; #2 answers 500."""
+    root = tmp_path / "shop"
+    clean_only = '[retirement]\nmode = "all"\n\n[[retirement.conditions]]\nkind = "reproducer-clean"\n\n'
+    for shim, number in (("healthy", 1), ("flaky", 2)):
+        reportshop.write_shim(root / "shims", shim, manifest=reportshop.shim_manifest(
+            shim, links=[("report", f"https://github.com/acme/toylib/issues/{number}")], conditions=clean_only))
+    reportshop.write_lanes(root, {"cpu": ["healthy", "flaky"]})
+    from retire import validation
+
+    validation.append(root / "validation" / "manifest.jsonl", [
+        reportshop.record(shim, "cpu", "without", "bug-reproduced", f"2026-11-16T08:0{i}:00.000000+00:00")
+        for i, shim in enumerate(("healthy", "flaky"))])
+    host = CodeHost()
+    for number in (1, 2):
+        host.add_issue("acme", "toylib", number, updated_at="2026-11-10T00:00:00")
+    host.faults.add("/repos/acme/toylib/issues/2", Fault(status=500))
+    with CodeHostServer(host) as server:
+        yield root, server
+
+
+def test_failing_probes_still_write_a_report_with_those_rows_unknown(codehost_shop):
+    root, server = codehost_shop
+    options = {"api_base": server.url, "token": None, "clock": lambda: NOW, "index_url": "http://127.0.0.1:9/simple",
+               "policy": RetryPolicy(attempts=2, backoff=0.01, max_backoff=0.02)}
+    written = report.generate(root, now=NOW, gather_options=options, packs=None)
+    rows = shims_of(written)
+    assert rows["healthy"]["verdict"] == "keep", rows["healthy"]["why"]
+    assert rows["flaky"]["verdict"] == "unknown"
+    assert "server error 500" in rows["flaky"]["why"] and "/repos/acme/toylib/issues/2" in rows["flaky"]["why"]
+    assert any("server error 500" in f for f in rows["flaky"]["failures"])
+    assert all(p.exists() for p in written.paths)
+    assert "❔ **unknown** | codehost" in written.markdown
+
+    # --no-probe: the same report from the HTTP cache, without a single request.
+    asked = len(server.host.requests)
+    cached = report.generate(root, now=NOW, probe=False, packs=None, gather_options={
+        "api_base": server.url, "token": None, "clock": lambda: NOW})
+    assert len(server.host.requests) == asked
+    rows = shims_of(cached)
+    assert rows["healthy"]["verdict"] == "keep"
+    assert rows["flaky"]["verdict"] == "unknown" and "not in the HTTP cache" in rows["flaky"]["why"]
+    assert any("--no-probe" in n for n in cached.report.notes)
+
+
+def test_a_gather_that_raises_makes_every_row_unknown(shop):
+    def broken(*args, **kwargs):
+        raise RuntimeError("probe engine exploded")
+
+    written = generate(shop, verdicts=None, gather=broken)
+    assert {row.verdict for row in written.report.rows} == {"unknown"}
+    assert all("probe engine exploded" in row.why for row in written.report.rows)
+    assert written.paths[-1].exists()
+
+
+def test_a_missing_verdict_is_unknown_not_dropped(shop):
+    written = generate(shop, verdicts=shop_verdicts()[:2])
+    rows = shims_of(written)
+    assert set(rows) == {"alpha", "beta", "delta", "epsilon"}
+    assert rows["epsilon"]["verdict"] == "unknown" and "no verdict" in rows["epsilon"]["why"]
+
+
+def test_a_rendering_failure_writes_nothing(shop, monkeypatch):
+    old = generate(shop)
+    before = {p.name: p.read_bytes() for p in old.paths}
+
+    def explode(report_value):
+        raise RuntimeError("renderer bug")
+
+    monkeypatch.setattr(report.report_html, "to_html", explode)
+    with pytest.raises(RuntimeError):
+        generate(shop, verdicts=shop_verdicts()[:1])
+    assert {p.name: p.read_bytes() for p in old.paths} == before  # last good files untouched
+    assert not [p for p in (shop / "reports").iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_write_failure_leaves_no_partial_file_and_no_json(shop, capsys):
+    (shop / "reports" / "2026-W47.html").mkdir()  # the page cannot replace a folder
+    code = report.main(["--root", str(shop), "--week", WEEK, "--no-probe"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith("patchlane: error: cannot write") and err.count("\n") == 1
+    assert not (shop / "reports" / "2026-W47.json").exists()  # JSON goes last: never ahead of its files
+    md = shop / "reports" / "2026-W47.md"
+    assert md.read_text().rstrip().endswith("</details>")  # complete, not cut
+    assert not [p for p in (shop / "reports").iterdir() if p.name.endswith(".tmp")]
+
+
+# ---------------------------------------------------------------------------------------------
+# CLI and the optional filing-queue section
+
+
+def test_main_writes_the_report_and_prints_the_short_version(shop, capsys, monkeypatch):
+    monkeypatch.chdir(shop)
+    code = report.main(["--week", WEEK, "--no-probe"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.startswith("retirement report 2026-W47: 4 shims carried")
+    assert "wrote reports/2026-W47.md, reports/2026-W47.html, reports/2026-W47.json" in out
+    code = report.main(["--week", WEEK, "--no-probe", "--json", "--out", "elsewhere"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and data["week"] == WEEK and (shop / "elsewhere" / "2026-W47.html").exists()
+
+
+@pytest.mark.parametrize("week", ["2026-47", "2026-W54", "next week"])
+def test_a_bad_week_is_a_one_line_error(shop, capsys, week):
+    assert report.main(["--root", str(shop), "--week", week, "--no-probe"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("patchlane: error: --week:") and err.count("\n") == 1
+    assert not (shop / "reports" / "2026-W47.md").exists()
+
+
+def test_a_broken_manifest_is_a_one_line_error(shop, capsys):
+    (shop / "shims" / "alpha" / "manifest.toml").write_text('id = "alpha"\n')
+    assert report.main(["--root", str(shop), "--no-probe"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("patchlane: error: ") and "alpha" in err and err.count("\n") == 1
+
+
+def test_filing_queue_section_is_included_when_packs_provides_it(shop):
+    packs = types.SimpleNamespace(filing_queue=lambda root: ["one"],
+                                  markdown_section=lambda entries: f"## Filing queue\n\n{len(entries)} ready.\n")
+    written = generate(shop, packs=packs)
+    assert "## Filing queue\n\n1 ready." in written.markdown
+    assert json.loads(written.json_text)["filing_queue"].startswith("## Filing queue")
+    assert '<section id="filing-queue">' in written.paths[1].read_text()
+    empty = generate(shop)  # a packs module with nothing to say: no section
+    assert "Filing queue" not in empty.markdown
+
+
+def test_a_failing_filing_queue_is_a_note(shop):
+    def boom(root):
+        raise OSError("packs folder unreadable")
+
+    written = generate(shop, packs=types.SimpleNamespace(filing_queue=boom, markdown_section=lambda e: ""))
+    assert "filing queue left out: OSError: packs folder unreadable" in written.report.notes
+
+
+# ---------------------------------------------------------------------------------------------
+# Model
+
+
+def test_iso_weeks():
+    assert report_model.iso_week(_dt.date(2026, 1, 1)) == "2026-W01"
+    assert report_model.iso_week(_dt.date(2027, 1, 1)) == "2026-W53"
+    assert report_model.week_bounds("2026-W47") == (_dt.date(2026, 11, 16), _dt.date(2026, 11, 22))
+    with pytest.raises(ValueError, match="no ISO week 53"):
+        report_model.parse_week("2025-W53")
+
+
+def test_previous_report_round_trips_through_json(shop):
+    data = json.loads(generate(shop).json_text)
+    again = report_model.PreviousReport.from_json(data)
+    assert again.week == WEEK and again.carried == 4 and again.candidates == 1
+    assert again.verdicts == {"alpha": "keep", "beta": "retire", "delta": "unknown", "epsilon": "stale"}
+    assert again.broken == {("alpha", "gpu")}
+    with pytest.raises(ValueError, match="not a patchlane report"):
+        report_model.PreviousReport.from_json({"week": WEEK, "shims": []})
+
+
+def test_a_report_run_twice_the_same_week_compares_with_the_week_before(shop):
+    generate(shop)
+    again = generate(shop)
+    assert again.report.changes.previous_week == "2026-W46"
+
+
+def test_config_errors_are_config_errors(shop):
+    with pytest.raises(ConfigError):
+        generate(shop, week="W47")
+    assert issubclass(PatchlaneError, Exception)
