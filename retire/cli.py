@@ -206,16 +206,16 @@ def cmd_merge(project: Project, args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_pack(project: Project, args: argparse.Namespace) -> int:
-    from retire.packs import main as pack_main
+def _engine(module: str, *, root_flag: bool = True):
+    """A command whose parser lives in ``retire.<module>.main``; it gets --root first."""
 
-    return pack_main(["--root", str(project.root), *args.rest])
+    def run(project: Project, args: argparse.Namespace) -> int:
+        import importlib
 
+        main_of = importlib.import_module(f"retire.{module}").main
+        return main_of((["--root", str(project.root)] if root_flag else []) + list(args.rest))
 
-def cmd_catalogue(project: Project, args: argparse.Namespace) -> int:
-    from retire.catalogue import main as catalogue_main
-
-    return catalogue_main(args.rest)
+    return run
 
 
 def cmd_shims(project: Project, args: argparse.Namespace) -> int:
@@ -282,12 +282,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("pack", help="upstream packs: check, plan, queue, show, approve, export, filed", add_help=False)
     p.add_argument("rest", nargs=argparse.REMAINDER)
-    p.set_defaults(func=cmd_pack)
+    p.set_defaults(func=_engine("packs"))
 
     p = sub.add_parser("catalogue", help="the shim catalogue as Markdown, with where each shim was proven",
                        add_help=False)
     p.add_argument("rest", nargs=argparse.REMAINDER)
-    p.set_defaults(func=cmd_catalogue)
+    p.set_defaults(func=_engine("catalogue", root_flag=False))
+
+    for name, module, text in (
+        ("verdicts", "verdicts", "probe upstream: keep / retire / unknown / stale / drift for each shim"),
+        ("bisect", "bisect", "find the first release in which a shim's reproducer stops reproducing"),
+        ("report", "report", "write the weekly retirement report (reports/<year>-W<week>.md/.json/.html)"),
+        ("retire", "retirement", "the weekly report; with --apply, one auto-drop branch per retire verdict"),
+    ):
+        p = sub.add_parser(name, help=text, add_help=False)
+        p.add_argument("rest", nargs=argparse.REMAINDER)
+        p.set_defaults(func=_engine(module))
 
     p = sub.add_parser("shims", help="list every shim, whether it is active here and why", add_help=False)
     p.add_argument("rest", nargs=argparse.REMAINDER)
@@ -296,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Commands with a parser of their own: everything after the command name is theirs.
-PASSTHROUGH = ("shims", "pack", "catalogue")
+PASSTHROUGH = ("shims", "pack", "catalogue", "verdicts", "bisect", "report", "retire")
 
 
 def _split_passthrough(argv: list[str]) -> tuple[list[str], str, list[str]] | None:

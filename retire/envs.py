@@ -24,6 +24,7 @@ from pathlib import Path
 
 import tomlkit
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from retire import uv
 from retire.errors import PatchlaneError
@@ -32,12 +33,20 @@ from retire.lanes import LANE_NAME, Lane
 RUNTIME_DIR = "patchlane-runtime"
 STATE_NAME = "patchlane-env.json"  # what the last build learnt, to skip work on a re-sync
 PTH_NAME = "patchlane-shims.pth"
-_PROBE = (
-    "import importlib.metadata as m, json, sys, sysconfig;"
-    "print(json.dumps({'python': '.'.join(map(str, sys.version_info[:3])),"
-    " 'purelib': sysconfig.get_paths()['purelib'],"
-    " 'packages': {d.metadata['Name']: d.version for d in m.distributions() if d.metadata['Name']}}))"
-)
+BASE_PTH_NAME = "patchlane-overlay-base.pth"  # overlay envs: the base's site-packages, after ours
+# Run inside an interpreter: its version, install paths and distributions. The first of two
+# same-named distributions on sys.path is the one imports get, so it is the one recorded.
+_PROBE = """
+import importlib.metadata as m, json, re, sys, sysconfig
+packages = {}
+for dist in m.distributions():
+    name = re.sub(r"[-_.]+", "-", dist.metadata["Name"] or "").lower()  # PEP 503 normalised
+    if name and name not in packages:
+        packages[name] = dist.version
+paths = sysconfig.get_paths()
+print(json.dumps({"python": ".".join(map(str, sys.version_info[:3])), "purelib": paths["purelib"],
+                  "platlib": paths["platlib"], "packages": packages}))
+"""
 
 
 class BuildError(PatchlaneError):
@@ -72,9 +81,16 @@ def describe(python: str | Path) -> dict:
     proc = subprocess.run([str(python), "-c", _PROBE], capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if proc.returncode != 0:
         raise BuildError(f"cannot inspect {python}", proc.stderr.strip())
-    data = json.loads(proc.stdout)
-    data["packages"] = {str(canonicalize_name(k)): v for k, v in data["packages"].items()}
-    return data
+    return json.loads(proc.stdout)
+
+
+def describe_paths(python: str | Path) -> dict:
+    """purelib of an interpreter (without listing its distributions)."""
+    code = "import json, sysconfig; print(json.dumps({'purelib': sysconfig.get_paths()['purelib']}))"
+    proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        raise BuildError(f"cannot inspect {python}", proc.stderr.strip())
+    return json.loads(proc.stdout)
 
 
 def _run_uv(args: list[str], what: str) -> str:
@@ -86,24 +102,47 @@ def _run_uv(args: list[str], what: str) -> str:
     return proc.stderr
 
 
-def _venv(path: Path, python: str, *, system_site_packages: bool) -> Path:
+def _venv(path: Path, python: str) -> Path:
     interpreter = path / "bin" / "python"
-    marker = path / "pyvenv.cfg"
-    wanted_system = "include-system-site-packages = true" if system_site_packages else "include-system-site-packages = false"
-    if interpreter.exists() and marker.exists() and wanted_system in marker.read_text():
+    if interpreter.exists() and (path / "pyvenv.cfg").exists():
         return interpreter
     if path.exists():
         shutil.rmtree(path)
-    args = ["venv", "--quiet", "--python", python, str(path)]
-    if system_site_packages:
-        args.insert(1, "--system-site-packages")
-    _run_uv(args, f"cannot create a Python {python} venv (is that interpreter installed? uv looks on PATH)")
+    _run_uv(["venv", "--quiet", "--python", python, str(path)],
+            f"cannot create a Python {python} venv (is that interpreter installed? uv looks on PATH)")
     return interpreter
 
 
+def _link_base(purelib: str, base: dict) -> None:
+    """Put the base interpreter's site-packages behind the venv's own.
+
+    Not ``--system-site-packages``: a GPU image's python is often itself a venv, and a venv made
+    from it would see the system's site-packages, not the image's torch. ``addsitedir`` also runs
+    the base's own .pth files (editable installs, namespace hooks).
+    """
+    dirs = list(dict.fromkeys([base["purelib"], base.get("platlib", base["purelib"])]))
+    lines = "".join(f"import site; site.addsitedir({d!r})\n" for d in dirs)
+    Path(purelib, BASE_PTH_NAME).write_text(lines, encoding="utf-8")
+
+
+def _same_release(base_version: str | None, locked: str | None) -> bool:
+    """A base build of the locked release: equal, or equal but for a local label (+cu130)."""
+    if base_version is None or locked is None:
+        return False
+    try:
+        return Version(base_version).public == Version(locked).public
+    except InvalidVersion:
+        return base_version == locked
+
+
 def overlay_lock(lock: dict, base: dict[str, str]) -> tuple[dict, list[str]]:
-    """The lock cut down to the packages the base lacks or has at another version."""
-    keep = [p for p in lock.get("packages", []) if base.get(str(canonicalize_name(p["name"]))) != p.get("version")]
+    """The lock cut down to the packages the base lacks or has at another release.
+
+    A GPU image's ``torch 2.11.0+cu130`` counts as the lock's ``torch 2.11.0``: the image's own
+    build of that release is the point of an overlay. The base's versions are recorded anyway.
+    """
+    keep = [p for p in lock.get("packages", [])
+            if not _same_release(base.get(str(canonicalize_name(p["name"]))), p.get("version"))]
     cut = {k: v for k, v in lock.items() if k not in ("packages", "tool")}
     cut["packages"] = keep
     return cut, [p["name"] for p in keep]
@@ -162,25 +201,32 @@ def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = 
         raise BuildError(f"{lock_file} is not valid TOML ({exc})") from None
     path = env_path(envs_dir, lane.name)
     path.parent.mkdir(parents=True, exist_ok=True)
+    state_file = path / STATE_NAME
+    state = _read_state(state_file)
+    made_from = ["overlay", overlay] if overlay else ["full", lane.python]
+    if path.exists() and state.get("made_from") != made_from:
+        shutil.rmtree(path)  # another interpreter or kind: a re-sync cannot turn one into the other
+        state = {}
     identity = {"lock": hashlib.sha256(lock_bytes).hexdigest(), "overlay": overlay}
     base: dict[str, str] = {}
     if overlay:
-        base = describe(overlay)["packages"]
+        base_info = describe(overlay)
+        base = base_info["packages"]
         identity["base"] = hashlib.sha256(json.dumps(base, sort_keys=True).encode()).hexdigest()
-        python = _venv(path, overlay, system_site_packages=True)
+        python = _venv(path, overlay)
         cut, synced = overlay_lock(lock, base)
         cut_file = path / "overlay" / "pylock.toml"
         cut_file.parent.mkdir(exist_ok=True)
         cut_file.write_text(tomlkit.dumps(cut), encoding="utf-8")
         sync_from = cut_file
     else:
-        python = _venv(path, lane.python, system_site_packages=False)
+        python = _venv(path, lane.python)
         synced = [p["name"] for p in lock.get("packages", [])]
         sync_from = lock_file
     output = _run_uv(["pip", "sync", "--preview-features", "pylock", "--python", str(python), str(sync_from)],
                      f"cannot install {sync_from.name} into the lane")
-    state_file = path / STATE_NAME
-    state = _read_state(state_file)
+    if overlay:
+        _link_base(describe_paths(python)["purelib"], base_info)
     if state.get("identity") == identity and _synced_nothing(output):
         info = state["info"]
     else:
@@ -191,7 +237,8 @@ def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = 
     runtime = _fingerprint(sources)
     if state.get("runtime") != runtime or not Path(info["purelib"], PTH_NAME).exists():
         _install_runtime(path, info["purelib"], sources)
-    state_file.write_text(json.dumps({"identity": identity, "info": info, "runtime": runtime}), encoding="utf-8")
+    state_file.write_text(json.dumps({"made_from": made_from, "identity": identity, "info": info, "runtime": runtime}),
+                          encoding="utf-8")
     return LaneEnv(
         lane=lane.name, path=path, python=python, kind="overlay" if overlay else "full",
         python_version=info["python"], installed=info["packages"], base=base, base_python=overlay,

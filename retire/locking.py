@@ -255,7 +255,7 @@ def lock_lane(
             shutil.copyfile(target, work / LOCK_NAME)
         proc = subprocess.run(
             compile_command(lane, upgrade=upgrade, upgrade_packages=upgrade_packages),
-            cwd=work, capture_output=True, text=True, env=uv.base_env(), stdin=subprocess.DEVNULL,
+            cwd=work, capture_output=True, text=True, env=uv.base_env(without_indexes=True), stdin=subprocess.DEVNULL,
         )
         seconds = time.monotonic() - started
         if proc.returncode != 0:

@@ -22,7 +22,8 @@ def _isolated_uv(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(empty))
     monkeypatch.setenv("XDG_CONFIG_DIRS", str(empty))
     monkeypatch.delenv("UV_INDEX", raising=False)
-    monkeypatch.delenv("UV_DEFAULT_INDEX", raising=False)
+    # Nothing in a test may fall back to a real registry: the default index is a closed port.
+    monkeypatch.setenv("UV_DEFAULT_INDEX", "http://127.0.0.1:9/simple")
     monkeypatch.delenv("UV_INDEX_URL", raising=False)
     monkeypatch.delenv("UV_EXTRA_INDEX_URL", raising=False)
     monkeypatch.setenv("UV_CACHE_DIR", str(_shared_cache(tmp_path_factory)))

@@ -165,8 +165,8 @@ def test_overlay_installs_only_what_the_lock_changes(toy_project, tmp_path, caps
     from retire import uv
 
     subprocess.run([uv.binary(), "venv", "-q", "--python", "3.11", str(base)], check=True)
-    subprocess.run([uv.binary(), "pip", "install", "-q", "--python", str(base / "bin/python"), "--index-url",
-                    p.universe["main"].url, "toylib==1.0", "helper==1.5"], check=True)
+    subprocess.run([uv.binary(), "pip", "install", "-q", "--python", str(base / "bin/python"), "--default-index",
+                    p.universe["main"].url, "toylib==1.0", "helper==1.5"], check=True, env=uv.base_env(without_indexes=True))
     p.write("fixed", lane(reqs='"toylib==1.1", "helper==1.5"'))
     run_cli(p.root, "lock", capsys=capsys)
     [fixed] = lanefile.load_lanes(p.root / "lanes")
@@ -174,6 +174,12 @@ def test_overlay_installs_only_what_the_lock_changes(toy_project, tmp_path, caps
     assert env.kind == "overlay"
     assert env.synced == ("toylib",)  # helper 1.5 comes from the base
     assert env.installed["toylib"] == "1.1" and env.base["toylib"] == "1.0"
+    # The base is itself a venv (as GPU images' pythons often are): its packages must be visible
+    # behind the overlay's own.
+    probe = subprocess.run([str(env.python), "-c", "import helper, toylib; print(helper.__version__, toylib.__version__)"],
+                           capture_output=True, text=True)
+    assert probe.stdout.split() == ["1.5", "1.1"], probe.stderr
+    assert env.installed["helper"] == "1.5"
     code, out, _ = run_cli(p.root, "run", "--overlay", str(base / "bin/python"), "--run-id", "ov", capsys=capsys)
     assert code == 0
     [record] = [r for r in validation.load(p.root / "validation/manifest.jsonl") if r.run == "ov" and r.mode == "without"]
