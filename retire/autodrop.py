@@ -17,21 +17,7 @@ Running twice creates nothing new: a branch whose tree equals what would be comm
 reported as *already proposed*. Work happens in try/finally; a run killed outright leaves at
 most a worktree folder, which the next run removes (with ``git worktree prune``) before it starts.
 
-**The floor rule** (:func:`raise_floor`), for every requirement, constraint and override naming
-the distribution, with ``F`` the floor:
-
-- already at or above the floor — a pin ``==V`` with ``V >= F``, or a lower bound
-  (``>=``, ``>``, ``~=``, ``==V.*``) at or above ``F`` — stays as written (``==0.16.1`` stays
-  a pin when the floor is 0.16);
-- a pin below the floor becomes ``==F`` (a pin stays a pin, at the release proven fixed);
-- otherwise the lower bounds below ``F`` are replaced by ``>=F`` (``~=L`` keeps its upper
-  bound as ``<U``); other clauses (``<``, ``!=``) stay. A bare name gains ``>=F``;
-- when what remains cannot hold ``F`` (``<0.17`` against a floor of 0.18, a direct URL), the
-  plan is aborted with a one-line reason: that lane needs a human.
-
-A lane whose lock holds the distribution only as a dependency (no requirement names it) gets
-``<dist>>=F`` appended to its ``constraints`` (``[matrix.base]`` for a matrix), so its lock
-cannot keep the broken release.
+The floor rule and the lane edits live in :mod:`retire.lanedit`.
 """
 
 from __future__ import annotations
@@ -41,22 +27,21 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import shutil
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import tomlkit
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from retire.atomic import atomic_write, locked
+from retire import proposals
+from retire.atomic import atomic_write
 from retire.errors import ConfigError, PatchlaneError
-from retire.gitops import GitError, git, rev_parse, toplevel, worktree_paths
+from retire.gitops import GitError, toplevel
+from retire.lanedit import FloorConflict, add_constraint, edit_lane_text, raise_floor
 from retire.lanes import SHIM_ID
 
 __all__ = [
@@ -64,7 +49,6 @@ __all__ = [
     "DropOutcome",
     "DropPlan",
     "FloorConflict",
-    "PullRequests",
     "apply",
     "edit_lane_text",
     "main",
@@ -73,9 +57,6 @@ __all__ = [
 ]
 
 BRANCH_PREFIX = "patchlane/retire-"
-WORKTREES_DIR = Path(".patchlane") / "worktrees"
-PRS_DIR = Path(".patchlane") / "prs"
-REQUIREMENT_KEYS = ("requirements", "constraints", "overrides")
 _TRAILER = "Patchlane-Retire"
 
 
@@ -177,173 +158,8 @@ class DropOutcome:
         return self.status in ("proposed", "already-proposed")
 
 
-class FloorConflict(ValueError):
-    """A requirement cannot be raised to the floor automatically."""
-
-
 class Aborted(PatchlaneError):
     """The plan cannot become a branch; nothing was created."""
-
-
-# ---------------------------------------------------------------------------------------------
-# The floor rule and lane edits (pure)
-
-
-def _compatible_upper(version: str) -> str:
-    """``~=1.4.2`` allows ``<1.5``; ``~=0.15`` allows ``<1``."""
-    release = Version(version).release
-    head = list(release[:-1]) if len(release) > 1 else list(release)
-    head[-1] += 1
-    return ".".join(map(str, head))
-
-
-def raise_floor(text: str, floor: str) -> str:
-    """``text`` with its lower bound raised to ``floor`` (see the module docstring for the rule)."""
-    req = Requirement(text)
-    if req.url:
-        raise FloorConflict(f"{text!r} points at a URL; raise it to >={floor} by hand")
-    f = Version(floor)
-    specs = sorted(req.specifier, key=str)
-    pinned_below = False
-    for spec in specs:
-        op, version = spec.operator, spec.version
-        if op in ("==", "===") and not version.endswith(".*"):
-            try:
-                if Version(version) >= f:
-                    return text
-            except InvalidVersion:
-                raise FloorConflict(f"{text!r} pins a non-PEP 440 version; raise it by hand") from None
-            pinned_below = True
-        elif op in (">=", ">", "~=") and Version(version) >= f:
-            return text
-        elif op == "==" and Version(version[:-2]) >= f:
-            return text
-    if pinned_below:
-        clauses = [f"=={f}"]
-    else:
-        clauses = [f">={f}"]
-        for spec in specs:
-            if spec.operator in (">=", ">"):
-                continue
-            if spec.operator == "~=":
-                clauses.append(f"<{_compatible_upper(spec.version)}")
-            else:
-                clauses.append(str(spec))
-        if not SpecifierSet(",".join(clauses)).contains(f, prereleases=True):
-            raise FloorConflict(f"{text!r} excludes {req.name} {f}; the lane needs a human")
-    extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
-    marker = f"; {req.marker}" if req.marker else ""
-    return f"{req.name}{extras}{','.join(clauses)}{marker}"
-
-
-def _edit_body(body, shim_id: str, floors: Mapping[str, str], changes: list[str]) -> None:
-    shims = body.get("shims")
-    if isinstance(shims, list):
-        for i in reversed([i for i, item in enumerate(shims) if item == shim_id]):
-            del shims[i]
-            changes.append(f"dropped shim {shim_id}")
-    for key in REQUIREMENT_KEYS:
-        items = body.get(key)
-        if not isinstance(items, list):
-            continue
-        for i, item in enumerate(items):
-            if not isinstance(item, str):
-                continue
-            try:
-                name = str(canonicalize_name(Requirement(item).name))
-            except InvalidRequirement:
-                continue
-            if name in floors:
-                try:
-                    raised = raise_floor(str(item), floors[name])
-                except FloorConflict as exc:
-                    raise FloorConflict(f"{key}[{i}]: {exc}") from None
-                if raised != str(item):
-                    items[i] = raised
-                    changes.append(f"{item} → {raised}")
-
-
-def edit_lane_text(text: str, shim_id: str, floors: Mapping[str, str]) -> tuple[str, list[str]]:
-    """A lane / matrix file with ``shim_id`` dropped and ``floors`` raised; (new text, changes).
-
-    Only the touched array items change: comments, order and layout stay as they were.
-    """
-    from retire.lanedit import lane_bodies
-
-    doc = tomlkit.parse(text)
-    changes: list[str] = []
-    canonical = {str(canonicalize_name(k)): v for k, v in floors.items()}
-    for body in lane_bodies(doc):
-        _edit_body(body, shim_id, canonical, changes)
-    return (tomlkit.dumps(doc) if changes else text), changes
-
-
-def add_constraint(text: str, requirement: str) -> str:
-    """Append ``requirement`` to the file's ``[lane]`` (or ``[matrix.base]``) constraints."""
-    doc = tomlkit.parse(text)
-    if "lane" in doc:
-        table = doc["lane"]
-    else:
-        matrix = doc["matrix"]
-        if "base" not in matrix:
-            matrix["base"] = tomlkit.table()
-        table = matrix["base"]
-    if "constraints" in table:
-        table["constraints"].append(requirement)
-    else:
-        table["constraints"] = [requirement]
-    return tomlkit.dumps(doc)
-
-
-# ---------------------------------------------------------------------------------------------
-# Pull requests (never merged)
-
-
-class PullRequests:
-    """Find-or-open a pull request through the GitHub REST API. There is no merge method."""
-
-    def __init__(self, client, repository: str, *, api_base: str | None = None, token: str) -> None:
-        from retire.probes.codehost import DEFAULT_API_BASE
-
-        if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repository):
-            raise ConfigError(None, "--repo", f"not an owner/name: {repository!r}", "pass --repo owner/name")
-        self.client = client
-        self.repository = repository
-        self.api_base = (api_base or DEFAULT_API_BASE).rstrip("/")
-        self.token = token
-
-    def _headers(self) -> dict[str, str]:
-        from retire.probes.codehost import auth_headers
-
-        return {**auth_headers(self.token), "Accept": "application/vnd.github+json"}
-
-    def _error(self, what: str, exc_or_response) -> str:
-        from retire.probes.http import redact
-
-        text = getattr(exc_or_response, "text", None)
-        detail = f"HTTP {exc_or_response.status_code}: {text[:200]}" if text is not None else str(exc_or_response)
-        return redact(f"{what}: {detail}", [self.token])
-
-    def find_or_open(self, *, head: str, base: str, title: str, body: str) -> tuple[str, str | None]:
-        """(status, url): ``exists`` when a PR for ``head`` is already there, else ``opened``."""
-        import httpx
-
-        owner = self.repository.split("/")[0]
-        url = f"{self.api_base}/repos/{self.repository}/pulls"
-        try:
-            found = self.client.get(url, params={"head": f"{owner}:{head}", "state": "all"}, headers=self._headers())
-            if found.status_code == 200 and isinstance(found.json(), list) and found.json():
-                return "exists", found.json()[0].get("html_url")
-            if found.status_code != 200:
-                return "failed: " + self._error("listing pull requests", found), None
-            made = self.client.post(url, headers=self._headers(),
-                                    json={"title": title, "head": head, "base": base, "body": body,
-                                          "maintainer_can_modify": True})
-        except (httpx.HTTPError, ValueError) as exc:
-            return "failed: " + self._error("the code host is unreachable", exc), None
-        if made.status_code == 201:
-            return "opened", made.json().get("html_url")
-        return "failed: " + self._error("opening the pull request", made), None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -355,29 +171,12 @@ class _Context:
     repo: Path
     base_commit: str
     base_branch: str
-    author_env: dict[str, str]
     on_step: Callable[[str, str], None] | None
 
 
 def _step(ctx: _Context, plan: DropPlan, name: str) -> None:
     if ctx.on_step:
         ctx.on_step(plan.shim_id, name)
-
-
-def cleanup_worktrees(repo: Path) -> list[Path]:
-    """Remove worktrees that an earlier, interrupted run left under ``.patchlane/worktrees``."""
-    root = (repo / WORKTREES_DIR).resolve()
-    removed = []
-    for path in worktree_paths(repo):
-        if path.resolve().is_relative_to(root):
-            git(repo, "worktree", "remove", "--force", str(path), check=False)
-            removed.append(path)
-    if root.is_dir():
-        for leftover in root.iterdir():
-            shutil.rmtree(leftover, ignore_errors=True)
-            removed.append(leftover)
-    git(repo, "worktree", "prune")
-    return removed
 
 
 def _lock_versions(locks_dir: Path, lane: str, dist: str) -> str | None:
@@ -502,67 +301,24 @@ def pr_body(plan: DropPlan, changes: Sequence[str], relocked: Sequence[str], loc
     return "\n".join(lines) + "\n"
 
 
-def _author_env(repo: Path) -> dict[str, str]:
-    """The repository's identity when it has one; a patchlane identity otherwise."""
-    env = {}
-    if not git(repo, "config", "user.name", check=False):
-        env.update(GIT_AUTHOR_NAME="patchlane", GIT_COMMITTER_NAME="patchlane")
-    if not git(repo, "config", "user.email", check=False):
-        env.update(GIT_AUTHOR_EMAIL="patchlane@localhost", GIT_COMMITTER_EMAIL="patchlane@localhost")
-    return env
-
-
 def _propose(ctx: _Context, plan: DropPlan) -> DropOutcome:
-    repo = ctx.repo
-    ref = f"refs/heads/{plan.branch}"
-    existing = rev_parse(repo, ref)
-    marker = f"{_TRAILER}: {plan.shim_id} {plan.identity(ctx.base_commit)}"
-    if existing and rev_parse(repo, f"{existing}^") == ctx.base_commit \
-            and marker in git(repo, "log", "-1", "--format=%B", existing):
-        return DropOutcome(plan.shim_id, plan.branch, "already-proposed", "the branch holds this proposal", existing)
+    found: dict = {}
 
-    work = repo / WORKTREES_DIR / f"retire-{plan.shim_id}"
-    work.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        git(repo, "worktree", "add", "--detach", "--quiet", str(work), ctx.base_commit)
+    def edit(work: Path) -> str:
         _step(ctx, plan, "worktree")
-        changes, relocked, notes = _edit_tree(ctx, plan, work)
-        git(work, "add", "--all")
-        tree = git(work, "write-tree")
-        if existing:
-            same = rev_parse(repo, f"{existing}^{{tree}}") == tree
-            return DropOutcome(plan.shim_id, plan.branch, "already-proposed" if same else "exists-differs",
-                               "the branch already holds this change" if same else
-                               f"{plan.branch} exists with other content; left as it is (delete it to re-propose)",
-                               existing, tuple(changes), tuple(relocked))
-        message = commit_message(plan, changes, relocked, ctx.base_commit)
-        env = {**os.environ, **ctx.author_env}
-        commit = _git_env(work, env, "commit-tree", tree, "-p", ctx.base_commit, input=message)
-        # Creating the ref is the one step that publishes; it fails if the branch appeared meanwhile.
-        git(repo, "update-ref", ref, commit, "0" * 40)
-        _step(ctx, plan, "committed")
-        body = pr_body(plan, changes, relocked, notes)
-        return DropOutcome(plan.shim_id, plan.branch, "proposed", "", commit, tuple(changes), tuple(relocked),
-                           pr_body_path=_save_body(repo, plan, body))
-    finally:
-        git(repo, "worktree", "remove", "--force", str(work), check=False)
-        shutil.rmtree(work, ignore_errors=True)
-        git(repo, "worktree", "prune", check=False)
+        found["changes"], found["relocked"], found["notes"] = _edit_tree(ctx, plan, work)
+        return commit_message(plan, found["changes"], found["relocked"], ctx.base_commit)
 
-
-def _git_env(repo: Path, env: Mapping[str, str], *args: str, input: str) -> str:
-    import subprocess
-
-    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=dict(env), input=input)
-    if proc.returncode != 0:
-        raise GitError(f"git {args[0]} failed: {proc.stderr.strip()[-300:]}")
-    return proc.stdout.strip()
-
-
-def _save_body(repo: Path, plan: DropPlan, body: str) -> str:
-    path = repo / PRS_DIR / f"{plan.branch}.md"
-    atomic_write(path, body)
-    return str(path)
+    marker = f"{_TRAILER}: {plan.shim_id} {plan.identity(ctx.base_commit)}"
+    branch = proposals.propose_branch(ctx.repo, base_commit=ctx.base_commit, branch=plan.branch, marker=marker,
+                                      folder=f"retire-{plan.shim_id}", edit=edit)
+    changes, relocked = tuple(found.get("changes", ())), tuple(found.get("relocked", ()))
+    if branch.status != "proposed":
+        return DropOutcome(plan.shim_id, plan.branch, branch.status, branch.reason, branch.commit, changes, relocked)
+    _step(ctx, plan, "committed")
+    body = pr_body(plan, changes, relocked, found["notes"])
+    return DropOutcome(plan.shim_id, plan.branch, "proposed", "", branch.commit, changes, relocked,
+                       pr_body_path=str(proposals.save_body(ctx.repo, plan.branch, body)))
 
 
 def apply(
@@ -587,58 +343,26 @@ def apply(
     ``main``).
     """
     repo = toplevel(project)
-    base_commit = rev_parse(repo, f"{base}^{{commit}}")
-    if base_commit is None:
-        raise ConfigError(None, "--base", f"{base!r} is not a commit in {repo}", "name a branch, tag or commit")
-    full = git(repo, "rev-parse", "--symbolic-full-name", base, check=False)
-    base_branch = pr_base or (full.removeprefix("refs/heads/") if full.startswith("refs/heads/") else "main")
-    ctx = _Context(repo, base_commit, base_branch, _author_env(repo), on_step)
+    base_commit, base_branch = proposals.base_of(repo, base, pr_base)
+    ctx = _Context(repo, base_commit, base_branch, on_step)
     outcomes = []
-    with locked(repo / WORKTREES_DIR / "lock"):  # one auto-drop per repository at a time
-        cleanup_worktrees(repo)
+    with proposals.session(repo):  # one proposing run per repository at a time
         for plan in plans:
             try:
                 outcome = _propose(ctx, plan)
             except (Aborted, GitError) as exc:
                 outcome = DropOutcome(plan.shim_id, plan.branch, "aborted", str(exc))
             if outcome.ok and open_prs:
-                outcome = _open_pr(ctx, plan, outcome, repository=repository, api_base=api_base, remote=remote,
-                                   client=client, token=token)
+                body_path = repo / proposals.PRS_DIR / f"{plan.branch}.md"
+                body = body_path.read_text(encoding="utf-8") if body_path.is_file() else \
+                    pr_body(plan, outcome.lane_changes, outcome.locks_remade, ())
+                title = f"Retire shim {plan.shim_id}" + (f" ({', '.join(plan.floor_specs)})" if plan.floors else "")
+                status, url = proposals.open_pull_request(
+                    repo, branch=plan.branch, base_branch=base_branch, title=title, body=body,
+                    repository=repository, api_base=api_base, remote=remote, client=client, token=token)
+                outcome = replace(outcome, pr_status=status, pr_url=url)
             outcomes.append(outcome)
     return outcomes
-
-
-def _open_pr(ctx: _Context, plan: DropPlan, outcome: DropOutcome, *, repository, api_base, remote, client,
-             token) -> DropOutcome:
-    from dataclasses import replace
-
-    from retire.probes.codehost import token_from_env
-    from retire.probes.http import redact
-
-    token = token or token_from_env()
-    if not token:
-        return replace(outcome, pr_status="skipped: no GITHUB_TOKEN; the PR body is saved beside the branch")
-    if not repository:
-        return replace(outcome, pr_status="skipped: no repository (owner/name) to open the PR in")
-    body_path = ctx.repo / PRS_DIR / f"{plan.branch}.md"
-    body = body_path.read_text(encoding="utf-8") if body_path.is_file() else pr_body(plan, outcome.lane_changes, outcome.locks_remade, ())
-    try:
-        git(ctx.repo, "push", "--quiet", remote, f"refs/heads/{plan.branch}:refs/heads/{plan.branch}")
-    except GitError as exc:
-        return replace(outcome, pr_status="failed: " + redact(str(exc), [token]))
-    owned = client is None
-    if owned:
-        from retire.probes.http import make_client
-
-        client = make_client()
-    try:
-        title = f"Retire shim {plan.shim_id}" + (f" ({', '.join(plan.floor_specs)})" if plan.floors else "")
-        status, url = PullRequests(client, repository, api_base=api_base, token=token).find_or_open(
-            head=plan.branch, base=ctx.base_branch, title=title, body=body)
-    finally:
-        if owned:
-            client.close()
-    return replace(outcome, pr_status=status, pr_url=url)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from retire import uv
+from retire import envs, uv
 from retire.atomic import atomic_write
 from retire.errors import ConfigError, PatchlaneError
 
@@ -475,9 +475,7 @@ class OverlayRunner:
                                           capture_output=True, text=True, stdin=subprocess.DEVNULL).stdout.strip() or folder)
             if not purelib.is_dir() or purelib == folder:
                 raise PatchlaneError("the overlay venv's interpreter does not start")
-        # ``import`` lines in a .pth run at startup; addsitedir appends and honours the base's own .pth files.
-        lines = [f"import site; site.addsitedir({d!r})" for d in self.base.site_dirs]
-        Path(purelib, "patchlane-bisect-base.pth").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        envs.link_base(purelib, list(self.base.site_dirs))
         args = ["pip", "install", "--quiet", "--python", str(python), "--no-deps", f"{self.distribution}=={version}"]
         if self.index_url:
             args[2:2] = ["--default-index", self.index_url]
@@ -615,7 +613,7 @@ def _default_index(root: Path, shim_id: str, lane=None) -> str | None:
 
 def _lane_python(root: Path, name: str):
     """(lane, python of the lane's environment): built from its lock, or re-synced (cheap)."""
-    from retire import envs, lanefile, locking
+    from retire import lanefile, locking
 
     [lane] = lanefile.select(lanefile.load_lanes(root / "lanes", root=root), [name])
     env = envs.build(lane, locking.lock_path(root / "locks", lane.name), root / ".patchlane" / "envs")

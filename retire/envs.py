@@ -113,16 +113,15 @@ def _venv(path: Path, python: str) -> Path:
     return interpreter
 
 
-def _link_base(purelib: str, base: dict) -> None:
-    """Put the base interpreter's site-packages behind the venv's own.
+def link_base(purelib: str | Path, site_dirs: list[str], name: str = BASE_PTH_NAME) -> None:
+    """Put a base interpreter's site-packages behind a venv's own (overlay envs, bisection).
 
     Not ``--system-site-packages``: a GPU image's python is often itself a venv, and a venv made
     from it would see the system's site-packages, not the image's torch. ``addsitedir`` also runs
     the base's own .pth files (editable installs, namespace hooks).
     """
-    dirs = list(dict.fromkeys([base["purelib"], base.get("platlib", base["purelib"])]))
-    lines = "".join(f"import site; site.addsitedir({d!r})\n" for d in dirs)
-    Path(purelib, BASE_PTH_NAME).write_text(lines, encoding="utf-8")
+    lines = "".join(f"import site; site.addsitedir({d!r})\n" for d in dict.fromkeys(site_dirs))
+    Path(purelib, name).write_text(lines, encoding="utf-8")
 
 
 def _same_release(base_version: str | None, locked: str | None) -> bool:
@@ -226,7 +225,7 @@ def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = 
     output = _run_uv(["pip", "sync", "--preview-features", "pylock", "--python", str(python), str(sync_from)],
                      f"cannot install {sync_from.name} into the lane")
     if overlay:
-        _link_base(describe_paths(python)["purelib"], base_info)
+        link_base(describe_paths(python)["purelib"], [base_info["purelib"], base_info["platlib"]])
     if state.get("identity") == identity and _synced_nothing(output):
         info = state["info"]
     else:

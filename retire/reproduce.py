@@ -13,7 +13,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
-from pathlib import Path
 
 from shims.manifest import DEFAULT_ROOT, ROOTS_ENV, ShimManifest
 from shims.reproducer import BUG_REPRODUCED, FIX_VALIDATED, MEMORY_SAVE_VERIFIED, SKIPPED, exit_code_for, parse_output

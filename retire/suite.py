@@ -52,7 +52,7 @@ def _check_without(record: ValidationRecord | None, why: str) -> None:
     if record.outcome in ("crashed", "timeout"):
         raise ReproducerFailure(_record_text(record))
     if record.outcome in ("fix-validated", "memory-save-verified"):
-        pytest.xfail(f"upstream fixed: the bug no longer reproduces without the shim — a retirement candidate")
+        pytest.xfail("upstream fixed: the bug no longer reproduces without the shim — a retirement candidate")
 
 
 def _check_with(record: ValidationRecord | None, why: str) -> None:

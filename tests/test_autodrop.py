@@ -17,7 +17,8 @@ import pytest
 from packaging.pylock import Pylock
 
 from retire import autodrop, lanefile, locking
-from retire.autodrop import DropPlan, FloorConflict, edit_lane_text, raise_floor
+from retire.autodrop import DropPlan
+from retire.lanedit import FloorConflict, edit_lane_text, raise_floor
 from tests.support.index import IndexServer, PackageIndex
 from tests.support.shimtree import REPO_ROOT, write_shim
 from tests.support.wheels import build_wheel
