@@ -4,6 +4,8 @@
     nox -s "lane(name='cpu')"        one lane (or: nox -s lane -- cpu)
     nox -s lock [-- --check]         write or check locks/<lane>/pylock.toml
     nox -s lanes                     list the expanded lanes
+    nox -s retire [-- --apply]       the weekly retirement report / auto-drop branches
+    nox -s bump                      lockfile bump branch (and PR with a token)
     nox -s tests / nox -s bench      the project's own tests and benchmarks
 
 Engine sessions run in nox's own Python, where `pip install -e .` put patchlane (it depends on
@@ -84,6 +86,18 @@ def lanes(session: nox.Session) -> None:
 def lock(session: nox.Session) -> None:
     """Lock every lane (or `-- NAME…`); `-- --check` fails on stale locks; `--upgrade[-package]`."""
     patchlane(session, "lock", *session.posargs)
+
+
+@nox.session(venv_backend="none", default=False)
+def retire(session: nox.Session) -> None:
+    """The weekly retirement report; `-- --apply` proposes one branch per retire verdict."""
+    patchlane(session, "retire", *session.posargs)
+
+
+@nox.session(venv_backend="none", default=False)
+def bump(session: nox.Session) -> None:
+    """Lockfile bump: re-lock with upgrades on a branch (`-- LANE…`, `--package NAME`, `--cooldown N`)."""
+    patchlane(session, "bump", *session.posargs)
 
 
 @nox.session

@@ -294,6 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("bisect", "bisect", "find the first release in which a shim's reproducer stops reproducing"),
         ("report", "report", "write the weekly retirement report (reports/<year>-W<week>.md/.json/.html)"),
         ("retire", "retirement", "the weekly report; with --apply, one auto-drop branch per retire verdict"),
+        ("bump", "bump", "re-lock lanes with upgrades on a branch, with the diff and the suites' outcome"),
     ):
         p = sub.add_parser(name, help=text, add_help=False)
         p.add_argument("rest", nargs=argparse.REMAINDER)
@@ -306,7 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Commands with a parser of their own: everything after the command name is theirs.
-PASSTHROUGH = ("shims", "pack", "catalogue", "verdicts", "bisect", "report", "retire")
+PASSTHROUGH = ("shims", "pack", "catalogue", "verdicts", "bisect", "report", "retire", "bump")
 
 
 def _split_passthrough(argv: list[str]) -> tuple[list[str], str, list[str]] | None:

@@ -1,0 +1,171 @@
+"""Lockfile bumps for real: a git repository made here, uv re-locking against a loopback index
+that gains releases, the shim suite run on the bumped lock, and the branch inspected."""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+import textwrap
+import tomllib
+
+import pytest
+
+from retire import bump, lockdiff, validation
+from tests.conftest import run_cli
+from tests.support import shimtree
+from tests.support.index import IndexServer, PackageIndex
+from tests.support.wheels import build_wheel
+
+NOW = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.timezone.utc)  # cooldown 7 days → cutoff 2026-05-25
+
+TOY_LANE = """\
+# The toy lane: this comment must survive the bump.
+[lane]
+python = "3.11"
+exclude-newer = 2026-03-01  # frozen
+requirements = [
+    "toylib>=1.0",
+    "helper",  # any helper
+]
+shims = ["toy"]
+
+[lane.indexes.main]
+url = "@MAIN@"
+default = true
+"""
+
+SIDE_LANE = """\
+[lane]
+python = "3.11"
+exclude-newer = 2026-03-01
+requirements = ["helper"]
+
+[lane.indexes.side]
+url = "@SIDE@"
+default = true
+"""
+
+
+def git(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def shop(tmp_path, capsys):
+    """A git repository with two lanes locked at 2026-03-01, and two indexes that will move."""
+    wheels = tmp_path / "wheels"
+    main, side = PackageIndex(), PackageIndex()
+    main.add(build_wheel(wheels, "toylib", "1.0", files={"toylib.py": textwrap.dedent(shimtree.BUGGY_TARGET)}), "2026-01-05")
+    for index in (main, side):
+        index.add(build_wheel(wheels, "helper", "1.0"), "2026-01-01")
+    with IndexServer(main) as main_server, IndexServer(side) as side_server:
+        repo = tmp_path / "shop"
+        (repo / "lanes").mkdir(parents=True)
+        (repo / "lanes" / "toy.toml").write_text(TOY_LANE.replace("@MAIN@", main_server.url))
+        (repo / "lanes" / "side.toml").write_text(SIDE_LANE.replace("@SIDE@", side_server.url))
+        shimtree.write_shim(repo / "shims", "toy")
+        (repo / ".gitignore").write_text(".patchlane/\n")
+        assert run_cli(repo, "lock", capsys=capsys)[0] == 0
+        # What the shop knew before the bump: the shim is needed on toylib 1.0.
+        assert run_cli(repo, "run", "toy", "--run-id", "before", capsys=capsys)[0] == 0
+        git(repo, "init", "-q", "-b", "main")
+        git(repo, "add", "-A")
+        git(repo, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "shop")
+        # Upstream moves on: a fix, a helper release, and two releases inside the cooldown.
+        main.add(build_wheel(wheels, "toylib", "1.1", files={"toylib.py": textwrap.dedent(shimtree.FIXED_TARGET)}), "2026-04-01")
+        main.add(build_wheel(wheels, "helper", "1.1"), "2026-04-02")
+        main.add(build_wheel(wheels, "helper", "2.0"), "2026-05-28")
+        main.add(build_wheel(wheels, "toylib", "1.2", files={"toylib.py": "def add(a, b): return a + b\n"}), "2026-05-30")
+        yield {"repo": repo, "main": main_server, "side": side_server, "wheels": wheels, "side_index": side}
+
+
+def test_bump_makes_a_branch_with_the_diff_and_the_suites_word(shop, capsys):
+    repo = shop["repo"]
+    shop["side"].__exit__(None, None, None)  # the side lane's index goes away: it cannot re-resolve
+    head, status = git(repo, "rev-parse", "HEAD"), git(repo, "status", "--porcelain")
+    result = bump.bump(repo, cooldown_days=7, now=NOW)
+    assert result.status == "proposed" and result.branch == "patchlane/bump-all-2026-06-01"
+    by_lane = {lane.lane: lane for lane in result.lanes}
+    toy = by_lane["toy"]
+    assert toy.status == "bumped"
+    # The cooldown kept helper 2.0 and toylib 1.2 (uploaded after 2026-05-25) out.
+    assert {c.name: (c.old, c.new, c.kind) for c in toy.changes} == {
+        "toylib": ("1.0", "1.1", "minor"), "helper": ("1.0", "1.1", "minor")}
+    assert toy.outcomes == (("toy", "upstream-fixed", "needed"),)
+    assert result.retirement_candidates == [("toy", "toy")] and result.newly_broken == []
+    side = by_lane["side"]
+    assert side.status == "failed" and "unreachable" in side.why and "untouched" in side.why
+
+    # The user's checkout is exactly as it was.
+    assert git(repo, "rev-parse", "HEAD") == head and git(repo, "status", "--porcelain") == status
+    assert git(repo, "rev-parse", "--abbrev-ref", "HEAD") == "main"
+    # The branch: one commit on main, lane comments kept, the freeze rolled, the lock re-made.
+    branch = result.branch
+    assert git(repo, "rev-list", "--count", f"main..{branch}") == "1"
+    lane_text = git(repo, "show", f"{branch}:lanes/toy.toml")
+    assert lane_text == TOY_LANE.replace("@MAIN@", shop["main"].url).replace("2026-03-01", "2026-05-25").rstrip("\n")
+    lock = tomllib.loads(git(repo, "show", f"{branch}:locks/toy/pylock.toml"))
+    assert {p["name"]: p["version"] for p in lock["packages"]} == {"toylib": "1.1", "helper": "1.1"}
+    # The failed lane's file and lock are untouched on the branch.
+    assert git(repo, "show", f"{branch}:lanes/side.toml") == git(repo, "show", "main:lanes/side.toml")
+    assert git(repo, "show", f"{branch}:locks/side/pylock.toml") == git(repo, "show", "main:locks/side/pylock.toml")
+    # The suites' records travel with the branch.
+    records = git(repo, "show", f"{branch}:validation/manifest.jsonl").splitlines()
+    assert len(records) > len(git(repo, "show", "main:validation/manifest.jsonl").splitlines())
+    # The PR body says it all.
+    body = open(result.body_path).read()
+    assert "| toylib | 1.0 | 1.1 | minor |" in body
+    assert "Shims that became retirement candidates" in body and "`toy` on lane `toy`" in body
+    assert "Lane `side` — failed" in body
+    assert "2026-05-25" in body
+
+    # Running it again creates nothing new.
+    again = bump.bump(repo, cooldown_days=7, now=NOW)
+    assert again.status == "already-proposed"
+    assert git(repo, "rev-list", "--count", f"main..{branch}") == "1"
+    assert not list((repo / ".patchlane" / "worktrees").glob("bump*"))
+
+
+def test_nothing_new_means_no_branch(shop, capsys):
+    repo = shop["repo"]
+    # With a long cooldown none of the new releases is old enough yet.
+    result = bump.bump(repo, lanes=["side"], cooldown_days=200, now=NOW, run_suites=False)
+    assert result.status == "unchanged"
+    assert git(repo, "branch", "--list", "patchlane/*") == ""
+
+
+def test_package_option_upgrades_only_that_package(shop, capsys):
+    repo = shop["repo"]
+    result = bump.bump(repo, lanes=["toy"], packages=["helper"], cooldown_days=7, now=NOW, run_suites=False)
+    assert result.status == "proposed" and result.branch == "patchlane/bump-toy-2026-06-01"
+    [toy] = result.lanes
+    assert [(c.name, c.new) for c in toy.changes] == [("helper", "1.1")]
+
+
+def test_cli_reports_and_refuses_bad_input(shop, capsys):
+    repo = shop["repo"]
+    code, out, err = run_cli(repo, "bump", "nope", capsys=capsys)
+    assert code == 2 and "unknown lane 'nope'" in err
+    code, out, err = run_cli(repo, "bump", "--cooldown", "-1", capsys=capsys)
+    assert code == 2 and "--cooldown" in err
+    code, out, _ = run_cli(repo, "bump", "toy", "--no-run", "--no-pr", "--now", "2026-06-01T12:00:00", capsys=capsys)
+    assert code == 0 and "proposed: patchlane/bump-toy-2026-06-01" in out
+
+
+@pytest.mark.parametrize("old,new,kind", [
+    ("1.0", "2.0", "major"), ("1.0", "1.1", "minor"), ("1.0.1", "1.0.2", "patch"), ("2.1", "2.2.0rc1", "pre-release"),
+    ("2.12.0.dev20260101", "2.12.0.dev20260201", "nightly"), ("2.0", "1.9", "downgrade"), (None, "1.0", "added"),
+    ("1.0", None, "removed"),
+])
+def test_version_changes_are_classified(old, new, kind):
+    assert lockdiff.classify(old, new) == kind
+
+
+def test_previous_outcomes_judge_the_latest_pair():
+    def rec(mode, outcome, sentinel, when):
+        return validation.ValidationRecord(shim="s", mode=mode, lane="l", host={}, versions={}, sentinel=sentinel,
+                                           outcome=outcome, exit_code=0, duration_s=1, started_at=when)
+    records = [rec("without", "bug-reproduced", "BUG_REPRODUCED", "2026-01-01"),
+               rec("with", "fix-validated", "FIX_VALIDATED", "2026-01-01"),
+               rec("without", "fix-validated", "FIX_VALIDATED", "2026-02-01")]
+    assert bump.previous_outcomes(records) == {("l", "s"): "upstream-fixed"}
