@@ -78,7 +78,8 @@ def env_path(envs_dir: Path, lane_name: str) -> Path:
 
 def describe(python: str | Path) -> dict:
     """Python version, purelib and installed distributions of an interpreter."""
-    proc = subprocess.run([str(python), "-c", _PROBE], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    proc = subprocess.run([str(python), "-c", _PROBE], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          env=uv.base_env())
     if proc.returncode != 0:
         raise BuildError(f"cannot inspect {python}", proc.stderr.strip())
     return json.loads(proc.stdout)
@@ -87,7 +88,8 @@ def describe(python: str | Path) -> dict:
 def describe_paths(python: str | Path) -> dict:
     """purelib of an interpreter (without listing its distributions)."""
     code = "import json, sysconfig; print(json.dumps({'purelib': sysconfig.get_paths()['purelib']}))"
-    proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          env=uv.base_env())
     if proc.returncode != 0:
         raise BuildError(f"cannot inspect {python}", proc.stderr.strip())
     return json.loads(proc.stdout)

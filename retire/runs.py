@@ -34,7 +34,7 @@ from typing import Callable
 
 from packaging.utils import canonicalize_name
 
-from retire import envs, locking
+from retire import envs, locking, uv
 from retire.lanes import Lane
 from retire.reproduce import run_reproducer
 from retire.validation import ValidationRecord
@@ -142,7 +142,7 @@ def reproducer_env(lane: Lane, manifests: dict[str, ShimManifest], shim: str, mo
     The controller's own virtualenv and Python path never leak into the lane.
     """
     env = dict(os.environ if base is None else base)
-    for name in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "__PYVENV_LAUNCHER__"):
+    for name in uv.CALLER_PYTHON_ENV:
         env.pop(name, None)
     for other in lane.shims:
         if other in manifests and (other != shim or mode == "with"):

@@ -34,6 +34,10 @@ def version() -> str:
     return out.split()[1]
 
 
+# The caller's Python setup: it must not leak into lane interpreters (a GPU host's wrapper that
+# puts carried packages on PYTHONPATH would otherwise be recorded as the base image's versions).
+CALLER_PYTHON_ENV = ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "__PYVENV_LAUNCHER__")
+
 # The index settings uv reads from the environment. patchlane reads them itself (host_indexes)
 # and passes the result explicitly, so a lane's own default index is never overridden by them.
 INDEX_ENV = ("UV_INDEX", "UV_DEFAULT_INDEX", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL")
@@ -47,7 +51,8 @@ def base_env(extra: dict[str, str] | None = None, *, without_indexes: bool = Fal
             env.pop(name, None)
     env.setdefault("UV_NO_PROGRESS", "1")
     env.setdefault("UV_PYTHON_DOWNLOADS", "never")
-    env.pop("VIRTUAL_ENV", None)  # a lane's tools never target the caller's venv by accident
+    for name in CALLER_PYTHON_ENV:  # a lane's tools never see the caller's venv or paths by accident
+        env.pop(name, None)
     if extra:
         env.update(extra)
     return env

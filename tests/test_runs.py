@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -215,3 +216,13 @@ def test_manifest_merge_from_two_hosts(tmp_path, capsys):
     assert [r.started_at for r in merged] == sorted(r.started_at for r in merged)
     run_cli(tmp_path, "manifest", "merge", str(a), str(b), "-o", str(out), capsys=capsys)
     assert len(validation.load(out)) == 3  # merging again adds nothing
+
+
+def test_the_callers_python_path_never_leaks_into_a_base_description(tmp_path, monkeypatch):
+    # A GPU host's wrapper that puts carried packages on PYTHONPATH must not have them recorded
+    # as the base image's own versions (nor cut out of the overlay).
+    carried = tmp_path / "carried"
+    shimtree.write_target(carried, name="carriedpkg", version="9.9")
+    monkeypatch.setenv("PYTHONPATH", str(carried))
+    described = envs.describe(sys.executable)
+    assert "carriedpkg" not in described["packages"]
