@@ -160,10 +160,13 @@ def test_check_shape_detects_a_missing_target(shim_id):
 
 
 def test_fingerprint_is_stable_and_sensitive():
-    patch = _patch("dsa_indexer_memory")
-    first = patch.fingerprint(_changed_compute_index_scores)
-    assert first == patch.fingerprint(_changed_compute_index_scores)
-    assert first != patch.fingerprint(_changed_scatter)
+    from shims.shape import fingerprint, unknown_shape
+
+    first = fingerprint(_changed_compute_index_scores)
+    assert first == fingerprint(_changed_compute_index_scores)
+    assert first != fingerprint(_changed_scatter)
+    assert unknown_shape(_changed_compute_index_scores, {first: "known"}, "f") is None
+    assert "not a known shape" in unknown_shape(_changed_scatter, {first: "known"}, "f")
 
 
 # ------------------------------------------------------------------------------------------

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import ast
 import functools
-import hashlib
-import inspect
-import textwrap
+
+from shims.shape import unknown_shape
 
 SCATTER = "_scatter_topk_into_index_mask"
 BOUNDS = "_build_fused_indexer_varlen_bounds"
@@ -15,29 +13,15 @@ KNOWN_SHAPES = {"3bbcec71c8d33588": "Megatron-LM main dsa._scatter_topk_into_ind
 _PATCHED = "__patchlane_dsa_index_mask_host_sync__"
 
 
-def fingerprint(obj: object) -> str:
-    """sha256[:16] of the object's source, docstrings stripped, normalised through the AST."""
-    node = ast.parse(textwrap.dedent(inspect.getsource(obj))).body[0]
-    for item in ast.walk(node):
-        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and item.body:
-            first = item.body[0]
-            if isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant) and isinstance(first.value.value, str):
-                item.body = item.body[1:] or [ast.Pass()]
-    return hashlib.sha256(ast.unparse(node).encode()).hexdigest()[:16]
-
-
 def check_shape(module) -> str | None:
     scatter = getattr(module, SCATTER, None)
     if scatter is None:
         return None  # no sentinel-aware helper in dsa.py (0.16-0.18, or 0.19+ dsa_masking): probe says not needed
     if getattr(scatter, _PATCHED, False):
         return None
-    try:
-        digest = fingerprint(scatter)
-    except (OSError, TypeError, SyntaxError) as exc:
-        return f"cannot read {SCATTER} source: {exc}"
-    if digest not in KNOWN_SHAPES:
-        return f"{SCATTER} fingerprint {digest} is not a known shape {sorted(KNOWN_SHAPES)}"
+    mismatch = unknown_shape(scatter, KNOWN_SHAPES, SCATTER)
+    if mismatch:
+        return mismatch
     return None
 
 

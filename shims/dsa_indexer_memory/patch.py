@@ -7,10 +7,9 @@ over heads. The replacement keeps only one ``[b, sq, sk]`` head slice alive at a
 
 from __future__ import annotations
 
-import ast
-import hashlib
 import inspect
-import textwrap
+
+from shims.shape import unknown_shape
 
 #: Normalised-source fingerprints (docstrings stripped, ``ast.unparse``) of the upstream
 #: functions this patch was written against, read from the released wheels.
@@ -21,17 +20,6 @@ KNOWN_SHAPES = {
 }
 
 _PATCHED = "__patchlane_dsa_indexer_memory__"
-
-
-def fingerprint(obj: object) -> str:
-    """sha256[:16] of the object's source, docstrings stripped, normalised through the AST."""
-    node = ast.parse(textwrap.dedent(inspect.getsource(obj))).body[0]
-    for item in ast.walk(node):
-        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and item.body:
-            first = item.body[0]
-            if isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant) and isinstance(first.value.value, str):
-                item.body = item.body[1:] or [ast.Pass()]
-    return hashlib.sha256(ast.unparse(node).encode()).hexdigest()[:16]
 
 
 def _target(module):
@@ -53,12 +41,9 @@ def check_shape(module) -> str | None:
     current = owner.__dict__[name] if name in owner.__dict__ else getattr(owner, name)
     if getattr(current, _PATCHED, False):
         return None  # already ours (activate() in a process that applied it before)
-    try:
-        digest = fingerprint(current)
-    except (OSError, TypeError, SyntaxError) as exc:
-        return f"cannot read the source of {name}: {exc}"
-    if digest not in KNOWN_SHAPES:
-        return f"{name} source fingerprint {digest} is not one of the known shapes {sorted(KNOWN_SHAPES)}"
+    mismatch = unknown_shape(current, KNOWN_SHAPES, name)
+    if mismatch:
+        return mismatch
     return None
 
 

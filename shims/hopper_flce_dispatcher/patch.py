@@ -2,27 +2,15 @@
 
 from __future__ import annotations
 
-import ast
 import functools
-import hashlib
 import importlib
 import inspect
-import textwrap
+
+from shims.shape import unknown_shape
 
 #: Megatron-LM main (commit 020c805b) Platform.__init__: cc[0] == 10 or ValueError.
 KNOWN_SHAPES = {"ebd7bb2095ae907f": "Megatron-LM main fused_linear_cross_entropy.Platform.__init__ (Blackwell only)"}
 _PATCHED = "__patchlane_hopper_flce_dispatcher__"
-
-
-def fingerprint(obj: object) -> str:
-    """sha256[:16] of the object's source, docstrings stripped, normalised through the AST."""
-    node = ast.parse(textwrap.dedent(inspect.getsource(obj))).body[0]
-    for item in ast.walk(node):
-        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and item.body:
-            first = item.body[0]
-            if isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant) and isinstance(first.value.value, str):
-                item.body = item.body[1:] or [ast.Pass()]
-    return hashlib.sha256(ast.unparse(node).encode()).hexdigest()[:16]
 
 
 def check_shape(module) -> str | None:
@@ -32,12 +20,9 @@ def check_shape(module) -> str | None:
     init = platform.__dict__["__init__"]
     if getattr(init, _PATCHED, False):
         return None
-    try:
-        digest = fingerprint(init)
-    except (OSError, TypeError, SyntaxError) as exc:
-        return f"cannot read Platform.__init__ source: {exc}"
-    if digest not in KNOWN_SHAPES:
-        return f"Platform.__init__ fingerprint {digest} is not a known shape {sorted(KNOWN_SHAPES)}"
+    mismatch = unknown_shape(init, KNOWN_SHAPES, "Platform.__init__")
+    if mismatch:
+        return mismatch
     return None
 
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import ast
 import functools
-import hashlib
 import inspect
-import textwrap
+
+from shims.shape import unknown_shape
 
 KNOWN_SHAPES = {
     "b89cf4a3e0a830b1": "megatron-core 0.16.1-0.19.2 Float16Module.__init__ (module.bfloat16()/half())",
@@ -18,17 +17,6 @@ FP32_NAMES = frozenset(
 )
 KEEP_ATTR = "_keep_fp32"
 _PATCHED = "__patchlane_mamba3_fp32_float16module__"
-
-
-def fingerprint(obj: object) -> str:
-    """sha256[:16] of the object's source, docstrings stripped, normalised through the AST."""
-    node = ast.parse(textwrap.dedent(inspect.getsource(obj))).body[0]
-    for item in ast.walk(node):
-        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and item.body:
-            first = item.body[0]
-            if isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant) and isinstance(first.value.value, str):
-                item.body = item.body[1:] or [ast.Pass()]
-    return hashlib.sha256(ast.unparse(node).encode()).hexdigest()[:16]
 
 
 def check_shape(module) -> str | None:
@@ -43,12 +31,9 @@ def check_shape(module) -> str | None:
     params = list(inspect.signature(init).parameters)
     if params[:3] != ["self", "config", "module"]:
         return f"Float16Module.__init__ signature changed: {params}"
-    try:
-        digest = fingerprint(init)
-    except (OSError, TypeError, SyntaxError) as exc:
-        return f"cannot read Float16Module.__init__ source: {exc}"
-    if digest not in KNOWN_SHAPES:
-        return f"Float16Module.__init__ fingerprint {digest} is not a known shape {sorted(KNOWN_SHAPES)}"
+    mismatch = unknown_shape(init, KNOWN_SHAPES, "Float16Module.__init__")
+    if mismatch:
+        return mismatch
     return None
 
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import ast
-import hashlib
 import importlib
 import inspect
 import textwrap
+
+from shims.shape import unknown_shape
 
 OPS = "megatron.core.transformer.experimental_attention_variant.ops"
 # (module suffix, attribute, known fingerprint, [(old, new, expected count)])
@@ -34,17 +34,6 @@ EDITS = (
 _PATCHED = "__patchlane_sparse_mla_dim_guard__"
 
 
-def fingerprint(obj: object) -> str:
-    """sha256[:16] of the object's source, docstrings stripped, normalised through the AST."""
-    node = ast.parse(textwrap.dedent(inspect.getsource(obj))).body[0]
-    for item in ast.walk(node):
-        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and item.body:
-            first = item.body[0]
-            if isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant) and isinstance(first.value.value, str):
-                item.body = item.body[1:] or [ast.Pass()]
-    return hashlib.sha256(ast.unparse(node).encode()).hexdigest()[:16]
-
-
 def _module(module, suffix):
     """The target itself for its own edits; the sibling ops module otherwise."""
     if suffix == "tilelang_dsa" or module.__name__.endswith("." + suffix):
@@ -65,12 +54,9 @@ def check_shape(module) -> str | None:
             if name == "SparseMLA" and hasattr(owner, "HAVE_TILELANG_SPARSE_MLA"):
                 continue  # tilelang missing: the class is None and there is no fused path at all
             return f"{suffix}.{name} is missing"
-        try:
-            digest = fingerprint(obj)
-        except (OSError, TypeError, SyntaxError) as exc:
-            return f"cannot read {suffix}.{name} source: {exc}"
-        if digest != known:
-            return f"{suffix}.{name} fingerprint {digest} differs from the known shape {known}"
+        mismatch = unknown_shape(obj, known, f"{suffix}.{name}")
+        if mismatch:
+            return mismatch
         source = inspect.getsource(obj)
         for old, _, count in edits:
             if source.count(old) != count:

@@ -1,0 +1,40 @@
+"""Source fingerprints: how a patch knows its target still has the shape it was written for.
+
+Imported by patch modules only (never by ``import shims``), like patch-package's check that a
+patch still fits the installed version.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import inspect
+import textwrap
+from collections.abc import Mapping
+
+
+def fingerprint(obj: object) -> str:
+    """sha256[:16] of the object's source, docstrings stripped, normalised through the AST.
+
+    Formatting and docstring edits keep the fingerprint; any change to the code changes it.
+    """
+    node = ast.parse(textwrap.dedent(inspect.getsource(obj))).body[0]
+    for item in ast.walk(node):
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and item.body:
+            first = item.body[0]
+            if isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant) \
+                    and isinstance(first.value.value, str):
+                item.body = item.body[1:] or [ast.Pass()]
+    return hashlib.sha256(ast.unparse(node).encode()).hexdigest()[:16]
+
+
+def unknown_shape(obj: object, known: Mapping[str, str] | str, what: str) -> str | None:
+    """None when ``obj``'s fingerprint is one of ``known`` (digest → description), else why not."""
+    try:
+        digest = fingerprint(obj)
+    except (OSError, TypeError, SyntaxError) as exc:
+        return f"cannot read the source of {what}: {exc}"
+    known = {known: what} if isinstance(known, str) else known
+    if digest not in known:
+        return f"{what} source fingerprint {digest} is not a known shape {sorted(known)}"
+    return None
