@@ -1,0 +1,109 @@
+"""The front door for real: nox, the project's own noxfile, on a temporary project whose lanes
+resolve against the loopback index."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from retire import validation
+from tests.conftest import ROOT
+from tests.support import shimtree
+from tests.support.wheels import build_wheel
+
+LANE = """
+# A CPU lane of the toy stack.
+[lane]
+python = "3.11"
+requirements = ["toylib=={version}"]
+shims = ["toy"]
+{extra}
+[lane.indexes.main]
+url = "@MAIN@"
+default = true
+"""
+
+
+@pytest.fixture(scope="module")
+def toy_wheels(universe):
+    root = universe["root"] / "nox-toylib"
+    for version, source in (("1.0", shimtree.BUGGY_TARGET), ("1.1", shimtree.FIXED_TARGET)):
+        wheel = build_wheel(root, "toylib", version, files={"toylib.py": textwrap.dedent(source)})
+        if universe["main"].index.find(wheel.name) is None:
+            universe["main"].index.add(wheel, "2026-01-01")
+    return universe
+
+
+@pytest.fixture
+def nox_project(project, toy_wheels):
+    shutil.copy(ROOT / "noxfile.py", project.root / "noxfile.py")
+    shimtree.write_shim(project.root / "shims", "toy")
+    project.write("old", LANE.format(version="1.0", extra=""))
+    project.write("new", LANE.format(version="1.1", extra=""))
+    project.write("gpu", LANE.format(version="1.0", extra="needs-cuda = true"))
+    return project
+
+
+def nox(project, *args, timeout=600):
+    # One stream, in order: nox's own lines and patchlane's output interleave as a user sees them.
+    proc = subprocess.run([sys.executable, "-m", "nox", "-f", str(project.root / "noxfile.py"), *args],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=project.root,
+                          timeout=timeout)
+    proc.stderr = ""
+    return proc
+
+
+def test_nox_lists_one_tagged_session_per_lane(nox_project):
+    proc = nox(nox_project, "--list", "--json")
+    assert proc.returncode == 0, proc.stdout
+    listing = proc.stdout[proc.stdout.index("["):]
+    sessions = {s["session"]: s["tags"] for s in json.loads(listing) if s["name"] == "lane"}
+    assert sessions == {"lane(name='gpu')": ["gpu"], "lane(name='new')": ["cpu"], "lane(name='old')": ["cpu"]}
+
+
+def test_nox_lock_then_lane_runs_the_matrix(nox_project):
+    p = nox_project
+    locked = nox(p, "-s", "lock")
+    assert locked.returncode == 0, locked.stdout + locked.stderr
+    assert p.lock_file("old").exists() and p.lock_file("new").exists()
+    check = nox(p, "-s", "lock", "--", "--check")
+    assert check.returncode == 0 and "3 of 3 locks match" in check.stdout + check.stderr
+
+    ran = nox(p, "-s", "lane")
+    out = ran.stdout + ran.stderr
+    assert ran.returncode == 0, out
+    # One session per lane, then the summary of this invocation.
+    for name in ("old", "new", "gpu"):
+        assert f"Session lane(name='{name}') was successful" in out
+    summary = out[out.index("Running session summary"):]
+    assert "needed" in summary and "upstream-fixed" in summary and "gpu: skipped" in summary
+    records = validation.load(p.root / "validation" / "manifest.jsonl")
+    assert {(r.lane, r.mode, r.outcome) for r in records} >= {
+        ("old", "without", "bug-reproduced"), ("old", "with", "fix-validated"), ("new", "without", "fix-validated")}
+    assert len({r.run for r in records}) == 1  # one nox invocation, one run id
+
+
+def test_nox_selects_lanes_by_session_name_and_by_posargs(nox_project):
+    p = nox_project
+    assert nox(p, "-s", "lock").returncode == 0
+    one = nox(p, "-s", "lane(name='new')")
+    assert one.returncode == 0, one.stdout + one.stderr
+    assert "lane(name='old')" not in one.stdout + one.stderr
+    filtered = nox(p, "-s", "lane", "--", "old")
+    out = filtered.stdout + filtered.stderr
+    assert filtered.returncode == 0, out
+    assert "Session lane(name='new') skipped: not selected (old)" in out
+    assert "lane[old]::toy::with-shim PASSED" in out
+
+
+def test_nox_reports_bad_lane_files_in_one_line(nox_project):
+    (nox_project.root / "lanes" / "bad.toml").write_text('[lane]\npython = 3.12\nrequirements = []\n')
+    proc = nox(nox_project, "-s", "lanes")
+    assert proc.returncode != 0
+    assert "lanes/bad.toml: lane.python: expected a string" in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
