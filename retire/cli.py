@@ -59,11 +59,11 @@ def cmd_lanes(project: Project, args: argparse.Namespace) -> int:
     lanes = lanefile.select(project.lanes(), args.lanes)
     rows = []
     for lane in lanes:
-        lock = locking.read_lock(locking.lock_path(project.locks_dir, lane.name))
-        if lock is None:
+        found = locking.read_provenance(locking.lock_path(project.locks_dir, lane.name))
+        if found is None:
             state = "missing"
         else:
-            state = "current" if locking.provenance(lock).get("digest") == lane.digest else "stale"
+            state = "current" if found.get("digest") == lane.digest else "stale"
         rows.append({
             "name": lane.name,
             "python": lane.python,
@@ -120,7 +120,10 @@ def cmd_lock(project: Project, args: argparse.Namespace) -> int:
     if upgrade_packages:
         lanes = locking.lanes_with_package(lanes, project.locks_dir, upgrade_packages)
     started = time.monotonic()
-    _print(f"locking {len(lanes)} lane(s) with uv {_uv_version()} …")
+    pending = lanes if (args.force or args.upgrade or upgrade_packages) else \
+        [lane for lane in lanes if not locking.is_current(lane, project.locks_dir)]
+    if pending:  # asking uv its version costs a process: only when uv will run anyway
+        _print(f"locking {len(pending)} of {len(lanes)} lane(s) with uv {_uv_version()} …")
 
     def report(result: locking.LockResult) -> None:
         extra = f"{result.packages} packages, {result.seconds:.1f}s" if result.ok else result.message

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import tomlkit
+from packaging.markers import Marker
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
@@ -187,19 +188,23 @@ def _synced_nothing(uv_output: str) -> bool:
     )
 
 
+def _parse_lock(lock_file: Path, data: bytes) -> dict:
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise BuildError(f"{lock_file} is not valid TOML ({exc})") from None
+
+
 def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = None) -> LaneEnv:
     """Build (or re-sync) the lane's environment from its lock. Raises :class:`BuildError`.
 
     A re-sync that changes nothing reuses what the last build learnt about the env (its
-    packages, its runtime snapshot), so a warm rebuild costs little more than uv's own sync.
+    packages, its runtime snapshot) and does not even parse the lock, so a warm rebuild costs
+    little more than uv's own sync.
     """
     if not lock_file.is_file():
         raise BuildError(f"no lock at {lock_file}: run `nox -s lock -- {lane.name}`")
     lock_bytes = lock_file.read_bytes()
-    try:
-        lock = tomllib.loads(lock_bytes.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise BuildError(f"{lock_file} is not valid TOML ({exc})") from None
     path = env_path(envs_dir, lane.name)
     path.parent.mkdir(parents=True, exist_ok=True)
     state_file = path / STATE_NAME
@@ -209,12 +214,14 @@ def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = 
         shutil.rmtree(path)  # another interpreter or kind: a re-sync cannot turn one into the other
         state = {}
     identity = {"lock": hashlib.sha256(lock_bytes).hexdigest(), "overlay": overlay}
+    lock: dict | None = None
     base: dict[str, str] = {}
     if overlay:
         base_info = describe(overlay)
         base = base_info["packages"]
         identity["base"] = hashlib.sha256(json.dumps(base, sort_keys=True).encode()).hexdigest()
         python = _venv(path, overlay)
+        lock = _parse_lock(lock_file, lock_bytes)
         cut, synced = overlay_lock(lock, base)
         cut_file = path / "overlay" / "pylock.toml"
         cut_file.parent.mkdir(exist_ok=True)
@@ -222,29 +229,52 @@ def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = 
         sync_from = cut_file
     else:
         python = _venv(path, lane.python)
-        synced = [p["name"] for p in lock.get("packages", [])]
-        sync_from = lock_file
+        sync_from = lock_file  # uv reads (and hash-checks) the lock itself
     output = _run_uv(["pip", "sync", "--preview-features", "pylock", "--python", str(python), str(sync_from)],
                      f"cannot install {sync_from.name} into the lane")
     if overlay:
         link_base(describe_paths(python)["purelib"], [base_info["purelib"], base_info["platlib"]])
-    if state.get("identity") == identity and _synced_nothing(output):
-        info = state["info"]
+    if state.get("identity") == identity and _synced_nothing(output) and "synced" in state:
+        info, synced = state["info"], state["synced"]
     else:
-        info = describe(python)
+        if lock is None:
+            lock = _parse_lock(lock_file, lock_bytes)
+            synced = [p["name"] for p in lock.get("packages", [])]
+        info = (None if overlay else _full_env_info(path, lock)) or describe(python)
     if not overlay and info["python"].rsplit(".", 1)[0] != lane.python:
         raise BuildError(f"the venv runs Python {info['python']}, the lane asks for {lane.python}")
     sources = _runtime_sources()
     runtime = _fingerprint(sources)
     if state.get("runtime") != runtime or not Path(info["purelib"], PTH_NAME).exists():
         _install_runtime(path, info["purelib"], sources)
-    state_file.write_text(json.dumps({"made_from": made_from, "identity": identity, "info": info, "runtime": runtime}),
-                          encoding="utf-8")
+    state_file.write_text(json.dumps({"made_from": made_from, "identity": identity, "info": info, "runtime": runtime,
+                                      "synced": list(synced)}), encoding="utf-8")
     return LaneEnv(
         lane=lane.name, path=path, python=python, kind="overlay" if overlay else "full",
         python_version=info["python"], installed=info["packages"], base=base, base_python=overlay,
         synced=tuple(synced),
     )
+
+
+def _full_env_info(path: Path, lock: dict) -> dict | None:
+    """What :func:`describe` would say of a full env, without starting its interpreter.
+
+    ``uv pip sync`` leaves exactly the lock's packages in the venv, and uv's pyvenv.cfg names the
+    interpreter's version; None where the layout is not the one uv makes on POSIX.
+    """
+    try:
+        config = dict(line.split(" = ", 1) for line in (path / "pyvenv.cfg").read_text().splitlines() if " = " in line)
+    except OSError:
+        return None
+    version = config.get("version_info", "")
+    purelib = path / "lib" / f"python{'.'.join(version.split('.')[:2])}" / "site-packages"
+    if config.get("implementation") != "CPython" or not purelib.is_dir():
+        return None
+    # A package whose marker does not hold here was not installed: judge markers as the venv would.
+    here = {"python_version": ".".join(version.split(".")[:2]), "python_full_version": version}
+    packages = {str(canonicalize_name(p["name"])): p["version"] for p in lock.get("packages", [])
+                if "version" in p and ("marker" not in p or Marker(p["marker"]).evaluate(here))}
+    return {"python": version, "purelib": str(purelib), "platlib": str(purelib), "packages": packages}
 
 
 def _read_state(path: Path) -> dict:

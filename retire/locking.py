@@ -72,18 +72,40 @@ def provenance(lock: dict | None) -> dict:
     return ((lock or {}).get("tool") or {}).get("patchlane") or {}
 
 
+_PROVENANCE_HEADER = "\n[tool.patchlane]\n"
+
+
+def read_provenance(path: Path) -> dict | None:
+    """The ``[tool.patchlane]`` table of a lock, or None when there is no readable lock.
+
+    patchlane writes that table last, so only the tail is parsed: deciding that a dozen GPU-stack
+    locks are current must not cost a dozen full TOML parses.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    at = text.rfind(_PROVENANCE_HEADER)
+    try:
+        if at >= 0:
+            return provenance(tomllib.loads(text[at:]))
+        return provenance(tomllib.loads(text))
+    except tomllib.TOMLDecodeError:
+        return None
+
+
 def is_current(lane: Lane, locks_dir: Path) -> bool:
-    return provenance(read_lock(lock_path(locks_dir, lane.name))).get("digest") == lane.digest
+    return (read_provenance(lock_path(locks_dir, lane.name)) or {}).get("digest") == lane.digest
 
 
 def stale_lanes(lanes: list[Lane], locks_dir: Path) -> list[tuple[Lane, str]]:
     """Lanes whose lock is missing, unreadable, or made from another lane definition."""
     stale = []
     for lane in lanes:
-        lock = read_lock(lock_path(locks_dir, lane.name))
-        if lock is None:
+        found = read_provenance(lock_path(locks_dir, lane.name))
+        if found is None:
             stale.append((lane, "no lock"))
-        elif provenance(lock).get("digest") != lane.digest:
+        elif found.get("digest") != lane.digest:
             stale.append((lane, "lane changed since it was locked"))
     return stale
 
@@ -232,9 +254,9 @@ def lock_lane(
     """Lock one lane. Never raises for uv's failures: they come back as a failed result."""
     started = time.monotonic()
     target = lock_path(locks_dir, lane.name)
+    if not (force or upgrade or upgrade_packages) and is_current(lane, locks_dir):
+        return LockResult(lane.name, "up-to-date", packages=target.read_text(encoding="utf-8").count("\n[[packages]]"))
     previous = read_lock(target)
-    if not (force or upgrade or upgrade_packages) and provenance(previous).get("digest") == lane.digest:
-        return LockResult(lane.name, "up-to-date", packages=len((previous or {}).get("packages", [])))
 
     host = host or uv.host_indexes()
     urls = resolve_index_urls(lane, host.named)
@@ -294,6 +316,15 @@ def lock_lanes(
     """Lock lanes in parallel (uv is I/O-bound); results come back in lane order."""
     if not lanes:
         return []
+    if not (options.get("force") or options.get("upgrade") or options.get("upgrade_packages")):
+        current = [lane for lane in lanes if is_current(lane, locks_dir)]
+        if len(current) == len(lanes):  # nothing to do: no uv, no network, no threads
+            results = [LockResult(lane.name, "up-to-date", packages=lock_path(locks_dir, lane.name)
+                                  .read_text(encoding="utf-8").count("\n[[packages]]")) for lane in lanes]
+            for result in results:
+                if on_done:
+                    on_done(result)
+            return results
     host = uv.host_indexes()
     uv.version()  # resolve once before the threads start
     # uv is multi-threaded itself: about two locks per core keeps the CPUs busy without thrashing.

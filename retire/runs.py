@@ -173,9 +173,9 @@ def run_lane(lane: Lane, manifests: dict[str, ShimManifest], options: RunOptions
         return LaneRun(lane.name, "skipped", lane.shims, why,
                        shims=tuple(ShimRun(lane.name, s, "skipped", why) for s in lane.shims))
     lock_file = locking.lock_path(options.locks_dir, lane.name)
-    lock = locking.read_lock(lock_file)
-    digest = locking.provenance(lock).get("digest")
-    if lock is None:
+    found = locking.read_provenance(lock_file)
+    digest = (found or {}).get("digest")
+    if found is None:
         return LaneRun(lane.name, "build-failed", lane.shims, f"no lock: run `nox -s lock -- {lane.name}`")
     if digest != lane.digest:
         return LaneRun(lane.name, "build-failed", lane.shims,
