@@ -206,11 +206,41 @@ def generate(
         records_failure=records_problem, filing_queue=queue,
     )
     html_name = f"{label}.html"
-    markdown = report_render.to_markdown(report, full_report=f"{out_dir.name}/{html_name} (and .json)")
-    json_text = json.dumps(report_render.to_json(report), indent=1, sort_keys=False) + "\n"
-    page = report_html.to_html(report)
+    names = index_names(lanes)
+    markdown = name_indexes(report_render.to_markdown(report, full_report=f"{out_dir.name}/{html_name} (and .json)"), names)
+    json_text = name_indexes(json.dumps(report_render.to_json(report), indent=1, sort_keys=False) + "\n", names)
+    page = name_indexes(report_html.to_html(report), names)
     paths = write_report(out_dir, label, [(".md", markdown), (".html", page), (".json", json_text)])
     return Written(report, paths, markdown, json_text)
+
+
+def index_names(lanes) -> dict[str, str]:
+    """Index URL → the name the lanes and uv's configuration give it.
+
+    Reports are committed; like everything else in the repository they name indexes, never
+    registry hosts (the URLs are host configuration).
+    """
+    from retire import uv
+
+    names: dict[str, str] = {}
+    try:
+        host = uv.host_indexes()
+        names.update({url: name for name, url in host.named.items()})
+        default = host.default or uv.builtin_default_index()
+    except (ConfigError, OSError):
+        default = None
+    names = {url: f"index {name!r}" for url, name in names.items()}
+    for lane in lanes:
+        names.update({index.url: f"index {index.name!r}" for index in lane.indexes if index.url})
+    if default:
+        names[default] = "the default index"
+    return names
+
+
+def name_indexes(text: str, names: dict[str, str]) -> str:
+    for url in sorted(names, key=len, reverse=True):  # longest first: a URL may prefix another
+        text = text.replace(url.rstrip("/"), names[url])
+    return text
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -400,3 +400,18 @@ def test_config_errors_are_config_errors(shop):
     with pytest.raises(ConfigError):
         generate(shop, week="W47")
     assert issubclass(PatchlaneError, Exception)
+
+
+def test_reports_name_indexes_instead_of_writing_their_urls(monkeypatch):
+    # Reports are committed: like the rest of the repository they carry index names, not hosts.
+    from retire.lanes import IndexSpec, Lane
+    from retire.report import index_names, name_indexes
+
+    monkeypatch.setenv("UV_DEFAULT_INDEX", "http://127.0.0.1:9/simple")
+    monkeypatch.setenv("UV_INDEX", "pytorch-nightly=http://127.0.0.1:10/whl/nightly")
+    lane = Lane("l", "3.12", "linux", ("x",), indexes=(IndexSpec("mirror", "http://127.0.0.1:11/simple/"),))
+    names = index_names([lane])
+    text = ("releases on http://127.0.0.1:9/simple; nightly from http://127.0.0.1:10/whl/nightly; "
+            "mirror http://127.0.0.1:11/simple")
+    assert name_indexes(text, names) == (
+        "releases on the default index; nightly from index 'pytorch-nightly'; mirror index 'mirror'")
