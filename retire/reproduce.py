@@ -84,14 +84,16 @@ def run_reproducer(
             stdout_bytes, stderr_bytes = b"", b""
             process.kill()
             process.wait()
-    stdout = stdout_bytes.decode("utf-8", errors="replace")
-    stderr = stderr_bytes.decode("utf-8", errors="replace")
+    # Redacted before anything is cut or parsed: a secret must not survive in a tail's first
+    # characters, nor in a skip reason.
+    stdout = _redact(stdout_bytes.decode("utf-8", errors="replace"), child_env)
+    stderr = _redact(stderr_bytes.decode("utf-8", errors="replace"), child_env)
     host, sentinel, skip_reason = parse_output(stdout)
     if timed_out:
         outcome, detail = "timeout", f"killed after {limit:g} s"
     else:
         outcome, detail = classify(host, sentinel, skip_reason, process.returncode)
-    tail = _redact(_tail(stdout, stderr), child_env)
+    tail = _tail(stdout, stderr)
     return _record(manifest, mode, lane, started_at, began, host=host, sentinel=sentinel, outcome=outcome,
                    exit_code=process.returncode, tail=tail, detail=detail)
 

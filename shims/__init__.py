@@ -132,21 +132,26 @@ def activate(only: set[str] | frozenset[str] | list[str] | tuple[str, ...] | Non
             raise ShimError(f"unknown shim id(s): {missing} (known: {', '.join(sorted(known)) or 'none'})")
         disabled = {part.strip() for part in os.environ.get(DISABLE_ENV, "").split(",") if part.strip()}
 
-        for entry in entries:
-            shim_id = entry[_ID]
-            if entry[_ERROR] is not None:
-                _set(entry, "error", entry[_ERROR])
-                _complain(entry, entry[_ERROR], strict, fix="")
-            elif shim_id in disabled:
-                _set(entry, "disabled", f"listed in {DISABLE_ENV}")
-            elif selected is not None and shim_id not in selected:
-                _set(entry, "disabled", "not selected by activate(only=...)")
-            else:
-                _enable(entry, strict)
+        # Activated before anything can raise: a retry after a strict ShimError must not queue
+        # the shims that were already enabled a second time.
         _activated = True
-        if _waiting:
-            _finder = _ShimFinder()
-            sys.meta_path.insert(0, _finder)
+        try:
+            for entry in entries:
+                shim_id = entry[_ID]
+                # Selection first: a broken shim nobody asked for must not stop the others.
+                if shim_id in disabled:
+                    _set(entry, "disabled", f"listed in {DISABLE_ENV}")
+                elif selected is not None and shim_id not in selected:
+                    _set(entry, "disabled", "not selected by activate(only=...)")
+                elif entry[_ERROR] is not None:
+                    _set(entry, "error", entry[_ERROR])
+                    _complain(entry, entry[_ERROR], strict, fix="")
+                else:
+                    _enable(entry, strict)
+        finally:
+            if _waiting and _finder is None:
+                _finder = _ShimFinder()
+                sys.meta_path.insert(0, _finder)
         # Targets imported before activate(): act now (outside the loop so errors stay per shim).
         for module_name in list(_waiting):
             module = sys.modules.get(module_name)
@@ -193,11 +198,12 @@ def _enable(entry: tuple, strict: bool) -> None:
     notes = []
     overridden = []
     for name, value in entry[_ENV]:
-        chosen = _env.setdefault(name, value)
+        chosen = _env.get(name, value)
         if chosen != value:
             overridden.append(f"{name}={chosen!r} chosen by another shim, wanted {value!r}")
             continue
         actual = os.environ.setdefault(name, value)
+        _env[name] = actual  # what is in effect: launchers copy env_constraints() to their ranks
         if actual != value:
             overridden.append(f"{name}={actual!r} set by the environment, shim wants {value!r}")
         else:

@@ -176,6 +176,21 @@ reproducer.run("toy_secret", check)
     assert "token is <HF_TOKEN>" in record.output_tail
 
 
+def test_secrets_are_redacted_in_skip_reasons_and_across_the_tail_cut(lane_env):
+    root, _, env = lane_env
+    manifest = _shim(root, "toy_secret_skip", """
+import os
+def check(with_shim):
+    print("x" * 3990 + os.environ["HF_TOKEN"])  # the secret straddles the kept tail's start
+    raise reproducer.Skip("cannot log in with " + os.environ["HF_TOKEN"])
+reproducer.run("toy_secret_skip", check)
+""")
+    record = run_reproducer(manifest, "without", env={**env, "HF_TOKEN": "hf_supersecretvalue"})
+    assert record.outcome == "skipped"
+    assert "supersecret" not in dumps(record) and "secretvalue" not in dumps(record)
+    assert record.detail == "cannot log in with <HF_TOKEN>"
+
+
 def test_an_interpreter_that_does_not_exist_is_a_crash(lane_env):
     root, _, env = lane_env
     manifest = load_manifest(write_shim(root, "toy_add") / "manifest.toml")

@@ -194,6 +194,34 @@ print("ENV " + json.dumps([before, shims.env_constraints(), os.environ.get("TOY_
     report, _ = run_report(tmp_path, root, site, "import os\nshims.activate()\nassert os.environ['TOY_FLAG'] == '0'\n", TOY_FLAG="0")
     assert report["status"]["toy_env"][0] == "overridden"
     assert "TOY_FLAG='0' set by the environment" in report["status"]["toy_env"][1]
+    # … and launchers copying env_constraints() to their ranks get what is in effect.
+    report, _ = run_report(tmp_path, root, site, "shims.activate()\nassert shims.env_constraints()['TOY_FLAG'] == '0'\n",
+                           TOY_FLAG="0")
+
+
+def test_a_strict_error_then_a_retry_never_applies_a_shim_twice(tree):
+    tmp_path, root, site = tree
+    write_shim(root, "zz_bad", manifest=manifest_text("zz_bad").replace("source-patch", "monkey-patch"))
+    report, _ = run_report(tmp_path, root, site, """
+try:
+    shims.activate()
+except shims.ShimError:
+    pass
+shims.activate()
+import toylib
+""", PATCHLANE_SHIMS_STRICT="1")
+    assert report["applied"] == 1 and report["status"]["toy_add"][0] == "applied"
+
+
+def test_a_broken_shim_nobody_selected_does_not_stop_the_selected_one(tree):
+    tmp_path, root, site = tree
+    write_shim(root, "zz_bad", manifest=manifest_text("zz_bad").replace("source-patch", "monkey-patch"))
+    # What `reproduce.py --mode with` does, in strict mode (as CI runs it).
+    report, stderr = run_report(tmp_path, root, site, "shims.activate(only={'toy_add'})\nimport toylib\n",
+                                PATCHLANE_SHIMS_STRICT="1")
+    assert report["status"]["toy_add"][0] == "applied"
+    assert report["status"]["zz_bad"][0] == "disabled"
+    assert "zz_bad" not in stderr
 
 
 def test_submodule_target(tmp_path):
