@@ -594,8 +594,12 @@ def _find_manifest(root: Path, shim_id: str):
     raise ConfigError(None, None, f"unknown shim {shim_id!r}", "use an id listed by `patchlane shims`")
 
 
-def _default_index(root: Path, shim_id: str, lane=None) -> str | None:
-    """The default index of ``lane`` or of a lane that carries the shim, else uv's configured one."""
+def _default_index(root: Path, shim_id: str, distribution: str, lane=None) -> str | None:
+    """Where ``distribution`` comes from for ``lane`` (or a lane carrying the shim): the index its
+    sources pin it to, else the lane's default, else the host's — the same answer the verdicts'
+    release probe gets (:func:`retire.verdicts.lane_index_urls`)."""
+    from retire.verdicts import lane_index_urls
+
     lanes = [lane] if lane is not None else []
     if not lanes:
         try:
@@ -604,11 +608,13 @@ def _default_index(root: Path, shim_id: str, lane=None) -> str | None:
             lanes = [l for l in load_lanes(root / "lanes", root=root) if shim_id in l.shims]
         except ConfigError:
             pass
-    for candidate in lanes:
-        for spec in candidate.indexes:
-            if spec.default and spec.url:
-                return spec.url
-    return uv.default_index()
+    named, default = uv.host_indexes().named, uv.default_index()
+    if not lanes:
+        return default
+    urls = lane_index_urls(lanes[0], distribution, named=named, default=default)
+    if isinstance(urls, str):  # e.g. pinned to an index with no URL here: never guess another index
+        raise ConfigError(None, "--index", urls, "pass --index URL")
+    return urls[0]
 
 
 def _lane_python(root: Path, name: str):
@@ -642,7 +648,7 @@ def main(argv: list[str] | None = None) -> int:
         lane, base_python = None, args.python or sys.executable
         if args.lane:
             lane, base_python = _lane_python(args.root, args.lane)
-        index_url = args.index or _default_index(args.root, args.shim, lane)
+        index_url = args.index or _default_index(args.root, args.shim, manifest.target.distribution, lane)
         if not index_url:
             raise ConfigError(None, "--index", "no index to list releases from",
                               "pass --index URL, or give a lane carrying the shim a default index")

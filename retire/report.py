@@ -224,9 +224,8 @@ def index_names(lanes) -> dict[str, str]:
 
     names: dict[str, str] = {}
     try:
-        host = uv.host_indexes()
-        names.update({url: name for name, url in host.named.items()})
-        default = host.default or uv.builtin_default_index()
+        names.update({url: name for name, url in uv.host_indexes().named.items()})
+        default = uv.default_index()
     except (ConfigError, OSError):
         default = None
     names = {url: f"index {name!r}" for url, name in names.items()}

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from retire.evidence import ExecutionHistory, IssueState, ProbeFailure, PullState, ReleaseList, TagContainment
 from retire.runs import FAILING, judge
+from retire.validation import PROVING
 
 __all__ = [
     "CELL_OUTCOMES",
@@ -52,7 +53,6 @@ __all__ = [
 SCHEMA = 1
 #: Matrix outcomes in legend order (runs.OUTCOMES plus "not-run").
 CELL_OUTCOMES = ("needed", "upstream-fixed", "shim-broken", "crashed", "timeout", "skipped", "not-run")
-PROVING = frozenset({"bug-reproduced", "fix-validated", "memory-save-verified"})
 #: Longest burn-down kept (three years of weekly points).
 BURNDOWN_WEEKS = 156
 

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Sequence
 
 from retire.errors import ConfigError, PatchlaneError
-from retire.validation import ValidationRecord
+from retire.validation import FIXED, ValidationRecord
 
-_FIXED = ("fix-validated", "memory-save-verified")
 
 
 def _fence(text: str) -> str:
@@ -36,7 +35,7 @@ def evidence_markdown(verdict, records: Sequence[ValidationRecord]) -> str:
         lines += ["**Retirement conditions:**", *[f"- `{c.kind}`: {c.state} — {c.why}" for c in verdict.conditions], ""]
     without = sorted((r for r in records if r.shim == verdict.shim and r.mode == "without"), key=lambda r: r.started_at)
     before = next((r for r in reversed(without) if r.outcome == "bug-reproduced"), None)
-    after = next((r for r in reversed(without) if r.outcome in _FIXED), None)
+    after = next((r for r in reversed(without) if r.outcome in FIXED), None)
     for label, record in (("Before (bug reproduces without the shim)", before), ("After (upstream fixed)", after)):
         if record is None:
             lines += [f"**{label}:** no recorded run", ""]

@@ -37,12 +37,11 @@ from packaging.utils import canonicalize_name
 from retire import envs, locking, uv
 from retire.lanes import Lane
 from retire.reproduce import run_reproducer
-from retire.validation import ValidationRecord
+from retire.validation import FIXED, ValidationRecord
 from shims.manifest import ShimManifest
 
 OUTCOMES = ("needed", "upstream-fixed", "shim-broken", "skipped", "crashed", "timeout")
 FAILING = frozenset({"shim-broken", "crashed", "timeout"})
-_FIXED = frozenset({"fix-validated", "memory-save-verified"})
 
 
 @dataclass(frozen=True)
@@ -84,17 +83,17 @@ def judge(without: ValidationRecord | None, with_shim: ValidationRecord | None) 
         return "crashed", "the reproducer did not run"
     if without.outcome == "skipped":
         reason = without.detail or "skipped"
-        if with_shim is not None and with_shim.outcome in _FIXED:
+        if with_shim is not None and with_shim.outcome in FIXED:
             reason += f"; with the shim: {with_shim.sentinel} (the mitigation is in effect)"
         return "skipped", reason
-    if without.outcome in _FIXED:
+    if without.outcome in FIXED:
         return "upstream-fixed", "the bug does not reproduce without the shim: a retirement candidate"
     # without: the bug reproduced
     if with_shim is None:
         return "crashed", "the with-shim run is missing"
     if with_shim.outcome == "skipped":
         return "skipped", with_shim.detail or "skipped with the shim"
-    if with_shim.outcome in _FIXED:
+    if with_shim.outcome in FIXED:
         return "needed", f"bug reproduces; shim gives {with_shim.sentinel}"
     return "shim-broken", "the bug reproduces with the shim applied"
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from retire.runs import LaneRun
-from retire.validation import ValidationRecord
+from retire.runs import LaneRun, ShimRun
+from retire.validation import FIXED, ValidationRecord
 
 
 class ReproducerFailure(Exception):
@@ -44,26 +44,33 @@ def _check_build(run: LaneRun) -> None:
         raise ReproducerFailure(f"lane {run.lane} could not be built: {run.why}" + (f"\n{detail}" if detail else ""))
 
 
-def _check_without(record: ValidationRecord | None, why: str) -> None:
+def _check_without(run: ShimRun | None, record: ValidationRecord | None, why: str) -> None:
     if record is None:
         _skip(why or "not run")
-    if record.outcome == "skipped":
-        _skip(record.detail or "skipped by the reproducer")
     if record.outcome in ("crashed", "timeout"):
         raise ReproducerFailure(_record_text(record))
-    if record.outcome in ("fix-validated", "memory-save-verified"):
+    if record.outcome == "skipped":
+        _skip(record.detail or "skipped by the reproducer")
+    if record.outcome in FIXED:
         pytest.xfail("upstream fixed: the bug no longer reproduces without the shim — a retirement candidate")
 
 
-def _check_with(record: ValidationRecord | None, why: str) -> None:
+def _check_with(run: ShimRun | None, record: ValidationRecord | None, why: str) -> None:
+    """Fails exactly when the lane's judged outcome fails (runs.judge is the one judge)."""
     if record is None:
         _skip(why or "not run: the without-shim run did not reproduce the bug")
-    if record.outcome == "skipped":
-        _skip(record.detail or "skipped by the reproducer")
-    if record.outcome == "bug-reproduced":
-        raise ReproducerFailure("shim broken: the bug still reproduces with the shim applied\n" + _record_text(record))
     if record.outcome in ("crashed", "timeout"):
         raise ReproducerFailure(_record_text(record))
+    if record.outcome == "skipped":
+        _skip(record.detail or "skipped by the reproducer")
+    outcome = run.outcome if run is not None else None
+    if outcome == "shim-broken":
+        raise ReproducerFailure("shim broken: the bug still reproduces with the shim applied\n" + _record_text(record))
+    if outcome == "skipped":
+        _skip(run.why)
+    if record.outcome == "bug-reproduced":  # judged upstream-fixed: the without-shim run was clean
+        pytest.xfail("the with-shim run reproduced the bug but the without-shim run did not: "
+                     "the lane counts it as upstream-fixed — look at both runs")
 
 
 class _Item(pytest.Item):
@@ -108,9 +115,9 @@ class _LanePlugin:
                 with_shim = result.with_shim if result else None
                 where = self.locations.get(shim, Path(shim))
                 items.append(_item(session, f"lane[{run.lane}]::{shim}::without-shim",
-                                   lambda r=without, w=why: _check_without(r, w), where))
+                                   lambda s=result, r=without, w=why: _check_without(s, r, w), where))
                 items.append(_item(session, f"lane[{run.lane}]::{shim}::with-shim",
-                                   lambda r=with_shim, w=why: _check_with(r, w), where))
+                                   lambda s=result, r=with_shim, w=why: _check_with(s, r, w), where))
         session.items = items
         session.testscollected = len(items)
         return True

@@ -17,11 +17,15 @@ from pathlib import Path
 from retire.atomic import atomic_write, locked
 from retire.errors import ConfigError
 
-__all__ = ["MODES", "OUTCOMES", "ValidationRecord", "append", "compute_record_id", "dumps", "load", "merge", "write"]
+__all__ = ["FIXED", "MODES", "OUTCOMES", "PROVING", "ValidationRecord", "append", "compute_record_id", "dumps", "load", "merge", "write"]
 
 MODES = ("without", "with")
 #: What a run showed; ``crashed`` also covers protocol violations (sentinel vs exit code).
 OUTCOMES = ("bug-reproduced", "fix-validated", "memory-save-verified", "skipped", "crashed", "timeout")
+#: The outcomes that say the bug is absent (upstream, or thanks to the shim).
+FIXED = frozenset({"fix-validated", "memory-save-verified"})
+#: The outcomes that prove something either way: the bug, or its absence.
+PROVING = FIXED | {"bug-reproduced"}
 
 _FIELDS = (
     "shim", "mode", "lane", "host", "versions", "sentinel", "outcome", "exit_code",

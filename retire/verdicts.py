@@ -65,7 +65,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
@@ -79,6 +78,7 @@ from retire.evidence import (
     TagContainment,
     to_json,
 )
+from retire.validation import FIXED
 
 __all__ = [
     "DEFAULT_STALE_DAYS",
@@ -290,21 +290,25 @@ def _runs_phrase(runs: Sequence[ExecutionEvidence], dist: str) -> str:
     return f"{dist} {version or '?'} ({run.where}{more})"
 
 
-def _execution(history: ExecutionHistory, dist: str, within: SpecifierSet | None) -> _Execution:
+def _execution(history: ExecutionHistory, dist: str, floors: Mapping[str, Version] | None) -> _Execution:
+    """What the without-shim runs say about ``dist``; with ``floors``, only runs on releases inside
+    every floor count (a retirement proposes all of them, so each must have been run)."""
     runs = list(history.runs)
     if not runs:
         return _Execution("none", "no run of the reproducer without the shim is recorded")
-    if within is not None:
-        runs = [r for r in runs if (v := r.version(dist)) is not None and within.contains(v, prereleases=True)]
+    if floors:
+        runs = [r for r in runs
+                if all((v := r.version(d)) is not None and v >= floor for d, floor in floors.items())]
         if not runs:
+            wanted = ", ".join(f"{d}>={floor}" for d, floor in sorted(floors.items()))
             seen = sorted({str(v) for r in history.runs if (v := r.version(dist))}) or ["unrecorded versions"]
-            return _Execution("none", f"no without-shim run on {dist}{within} (runs were on {', '.join(seen)})")
-    clean = [r for r in runs if r.outcome == "fix-validated"]
+            return _Execution("none", f"no without-shim run on {wanted} (runs were on {', '.join(seen)})")
+    clean = [r for r in runs if r.outcome in FIXED]
     bug = [r for r in runs if r.outcome == "bug-reproduced"]
     if clean:
         clean_versions = [v for r in clean if (v := r.version(dist)) is not None]
         oldest_clean = min(clean_versions) if clean_versions else None
-        newer_bug = [r for r in bug if within is not None or oldest_clean is None
+        newer_bug = [r for r in bug if floors or oldest_clean is None
                      or (v := r.version(dist)) is None or v >= oldest_clean]
         if not newer_bug:
             return _Execution("clean", f"FIX_VALIDATED without the shim on {_runs_phrase(clean, dist)}",
@@ -400,13 +404,12 @@ def decide(manifest, lanes: Sequence, evidence: ShimEvidence, *, now: _dt.dateti
         reached = [r for r in results if r.state == HOLDS]
         floors = _highest_floors(reached)
         checked = dist if dist in floors else next(iter(floors), dist)
-        within = SpecifierSet(f">={floors[checked]}") if checked in floors else None
         history = evidence.execution
         used.add(history)
         held = "; ".join(f"{r.kind}: {r.why}" for r in reached)
         if not isinstance(history, ExecutionHistory):
             return verdict(UNKNOWN, f"conditions hold ({held}) but no execution records to confirm them")
-        found = _execution(history, checked, within)
+        found = _execution(history, checked, dict(floors))
         if found.state == "clean":
             if not floors and found.floor is not None:
                 floors[checked] = found.floor
@@ -414,7 +417,7 @@ def decide(manifest, lanes: Sequence, evidence: ShimEvidence, *, now: _dt.dateti
             return verdict(RETIRE, f"{held}; confirmed: {found.why}", proposal)
         if found.state == "bug":
             return verdict(KEEP, f"upstream looks fixed ({held}) but {found.why}")
-        hint = f" — run it on {checked}{within}" if within else ""
+        hint = f" — run it on {', '.join(_floor(d, v) for d, v in sorted(floors.items()))}" if floors else ""
         return verdict(UNKNOWN, f"conditions hold ({held}) but nothing confirms it: {found.why}{hint}")
     if combined == UNDECIDED:
         undecided = "; ".join(f"{r.kind}: {r.why}" for r in results if r.state == UNDECIDED)
@@ -528,7 +531,7 @@ def gather(
         from retire import uv
 
         host = uv.host_indexes()
-        named, default = host.named, index_url or host.default or uv.builtin_default_index()
+        named, default = host.named, index_url or uv.default_index()
     except Exception:  # noqa: BLE001 - a broken uv.toml: only explicit URLs are usable
         named, default = {}, index_url
 

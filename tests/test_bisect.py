@@ -192,3 +192,18 @@ def test_search_alone_steps_around_unknowns():
     status, _, lo, hi, runs = bisect.search(versions, probe)
     assert status == "found" and (versions[lo], versions[hi]) == ("v69", "v70")
     assert len(asked) <= math.ceil(math.log2(100)) + 2 + 2  # two unknowns cost one extra run each
+
+
+def test_releases_come_from_the_index_the_lane_pins_the_package_to(tmp_path, monkeypatch):
+    from retire.bisect import _default_index
+    from retire.errors import ConfigError
+    from retire.lanes import IndexSpec, Lane
+
+    lane = Lane("nightly", "3.12", "linux", ("torch",), indexes=(IndexSpec("pytorch-nightly"),),
+                sources=(("torch", "pytorch-nightly"),))
+    monkeypatch.setenv("UV_INDEX", "pytorch-nightly=http://127.0.0.1:10/whl/nightly")
+    assert _default_index(tmp_path, "s", "torch", lane) == "http://127.0.0.1:10/whl/nightly"
+    assert _default_index(tmp_path, "s", "numpy", lane) == "http://127.0.0.1:9/simple"  # the host default
+    monkeypatch.delenv("UV_INDEX")
+    with pytest.raises(ConfigError, match="has no URL on this host"):
+        _default_index(tmp_path, "s", "torch", lane)

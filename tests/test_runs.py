@@ -226,3 +226,25 @@ def test_the_callers_python_path_never_leaks_into_a_base_description(tmp_path, m
     monkeypatch.setenv("PYTHONPATH", str(carried))
     described = envs.describe(sys.executable)
     assert "carriedpkg" not in described["packages"]
+
+
+@pytest.mark.parametrize("without,with_shim,fails", [
+    ("skipped", "bug-reproduced", False),        # judged skipped
+    ("fix-validated", "bug-reproduced", False),  # judged upstream-fixed
+    ("bug-reproduced", "bug-reproduced", True),  # judged shim-broken
+    ("bug-reproduced", "fix-validated", False),  # judged needed
+])
+def test_the_pytest_report_fails_exactly_when_the_judged_outcome_fails(without, with_shim, fails):
+    from retire import suite
+
+    sentinels = {"bug-reproduced": "BUG_REPRODUCED", "fix-validated": "FIX_VALIDATED", "skipped": "SKIPPED"}
+
+    def rec(mode, outcome):
+        return validation.ValidationRecord(shim="s", mode=mode, lane="l", host={}, versions={},
+                                           sentinel=sentinels[outcome], outcome=outcome, exit_code=0, duration_s=0.1,
+                                           started_at="2026-01-01T00:00:00")
+    a, b = rec("without", without), rec("with", with_shim)
+    outcome, why = runs.judge(a, b)
+    lane = runs.LaneRun("l", "ran", ("s",), shims=(runs.ShimRun("l", "s", outcome, why, a, b),))
+    assert lane.failed is fails
+    assert (suite.report([lane], verbose=False) != 0) is fails

@@ -377,3 +377,42 @@ def test_main_bad_input_is_one_line_exit_2(tmp_path, capsys, world):
     err = capsys.readouterr().err
     assert err.startswith("patchlane: error: ") and err.count("\n") == 1
     assert main(["--root", str(tmp_path / "nowhere")]) == 2
+
+
+def test_a_later_hang_never_hides_a_reproduced_bug():
+    # A bug that shows itself as a hang: the timeout on h100-a must not leave h100-b's clean run
+    # alone to decide, or the shim would be retired while it is still needed.
+    from retire.probes import records as records_probe
+    from retire.validation import ValidationRecord
+
+    def rec(outcome, host, at):
+        sentinel = {"bug-reproduced": "BUG_REPRODUCED", "fix-validated": "FIX_VALIDATED"}.get(outcome)
+        return ValidationRecord(shim="toy", mode="without", lane="gpu", host={"hostname": host, "gpu": "H100"},
+                                versions={"toylib": "1.2"}, sentinel=sentinel, outcome=outcome, exit_code=0,
+                                duration_s=1.0, started_at=at)
+    runs = [rec("bug-reproduced", "h100-a", "2026-06-01T00:00:00"), rec("timeout", "h100-a", "2026-06-08T00:00:00"),
+            rec("fix-validated", "h100-b", "2026-06-02T00:00:00")]
+    history = records_probe.history(runs, "toy")
+    assert [(r.host, r.outcome) for r in history.runs] == [("h100-a", "bug-reproduced"), ("h100-b", "fix-validated")]
+    verdict = decide(manifest(VERSION_FLOOR), [lane("toy", name="gpu")],
+                     ev(locks={"gpu": frozenset({"toylib"})}, execution=history), now=NOW)
+    assert verdict.kind == "keep"
+
+
+def test_every_proposed_floor_must_have_been_run():
+    conditions = """
+[[retirement.conditions]]
+kind = "version-floor"
+version = ">=1.2"
+
+[[retirement.conditions]]
+kind = "version-floor"
+distribution = "helper"
+version = ">=2.0"
+"""
+    helper = ReleaseList("helper", "http://index/simple", releases(("1.0", "2026-01-01"), ("2.0", "2026-05-01")).releases)
+    run = ExecutionEvidence("toy", "cpu", "without", "fix-validated", (("helper", "1.0"), ("toylib", "1.2")), "ci-1",
+                            None, "2026-06-01")
+    verdict = decide(manifest(conditions, mode="all"), [lane("toy")],
+                     ev(releases={"toylib": RELEASES, "helper": helper}, execution=ExecutionHistory("toy", (run,))), now=NOW)
+    assert verdict.kind == "unknown" and "helper>=2.0" in verdict.why  # helper 2.0 never ran: no retire

@@ -25,19 +25,9 @@ from packaging.version import Version
 from retire.evidence import ProbeFailure, Release, ReleaseFile, ReleaseList
 from retire.probes.http import Fetched, Fetcher
 
-__all__ = ["JSON_TYPE", "default_index_url", "parse_project", "probe_releases", "project_url"]
+__all__ = ["JSON_TYPE", "parse_project", "probe_releases", "project_url"]
 
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
-
-
-def default_index_url() -> str | None:
-    """This host's default index from uv's configuration (None: uv's built-in default)."""
-    from retire import uv
-
-    try:
-        return uv.host_indexes().default
-    except Exception:  # noqa: BLE001 - a broken uv.toml is reported by the lock command, not here
-        return None
 
 
 def project_url(index_url: str, distribution: str) -> str:

@@ -2,8 +2,8 @@
 
 Reads the validation manifest (``retire.validation.load``), which holds runs from every host
 that merged its records — a GPU host's run counts here as much as a local one. For each shim
-it keeps the latest ``--mode without`` run per (lane, host): older runs on the same lane and host
-were made on versions since replaced.
+it keeps the latest conclusive ``--mode without`` run per (lane, host): older runs on the same lane
+and host were made on versions since replaced.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from packaging.utils import canonicalize_name
 
 from retire.errors import ConfigError
 from retire.evidence import ExecutionEvidence, ExecutionHistory, ProbeFailure
-from retire.validation import ValidationRecord
+from retire.validation import PROVING, ValidationRecord
 
 __all__ = ["evidence_of", "history", "load_records"]
 
@@ -42,14 +42,21 @@ def evidence_of(record: ValidationRecord) -> ExecutionEvidence:
 
 
 def history(records: Iterable[ValidationRecord], shim: str, *, mode: str = "without") -> ExecutionHistory:
-    """The latest ``mode`` run of ``shim`` per (lane, host), oldest first."""
+    """The latest conclusive ``mode`` run of ``shim`` per (lane, host), oldest first.
+
+    A later timeout, crash or skip says nothing about the bug, so it never hides an earlier
+    conclusive run on the same lane and host (a bug that shows itself as a hang must not end up
+    retired on another host's clean run); it counts only where nothing conclusive exists.
+    """
     latest: dict[tuple[str, str], ExecutionEvidence] = {}
     for record in records:
         if record.shim != shim or record.mode != mode:
             continue
         run = evidence_of(record)
         key = (run.lane, run.host)
-        if key not in latest or run.started_at >= latest[key].started_at:
+        rank = (run.outcome in PROVING, run.started_at)
+        held = latest.get(key)
+        if held is None or rank >= (held.outcome in PROVING, held.started_at):
             latest[key] = run
     return ExecutionHistory(shim, tuple(sorted(latest.values(), key=lambda r: r.started_at)))
 
