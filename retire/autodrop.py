@@ -225,8 +225,12 @@ def _edit_tree(ctx: _Context, plan: DropPlan, work: Path) -> tuple[list[str], li
                 locked_version = _lock_versions(locks_dir, lane.name, dist)
                 if locked_version and dist not in _names(lane) and Version(locked_version) < Version(floor):
                     file = lanes_dir / lane.origin.split(" ")[0].removeprefix("lanes/")
-                    atomic_write(file, add_constraint(file.read_text(encoding="utf-8"), f"{dist}>={floor}"))
-                    changes.append(f"lanes/{file.name}: constraint {dist}>={floor} added (lane {lane.name} locks {dist} {locked_version})")
+                    text = file.read_text(encoding="utf-8")
+                    edited = add_constraint(text, f"{dist}>={floor}")
+                    if edited != text:  # a matrix's cells share one base: constrain it once
+                        atomic_write(file, edited)
+                        changes.append(f"lanes/{file.name}: constraint {dist}>={floor} added "
+                                       f"(lane {lane.name} locks {dist} {locked_version})")
     _step(ctx, plan, "lanes-edited")
 
     remaining = {p.parent.name for p in (work / "shims").glob("*/manifest.toml")}

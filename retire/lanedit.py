@@ -74,27 +74,36 @@ def _moment(value: object) -> _dt.datetime | None:
     return None
 
 
-def roll_exclude_newer(path: Path, cutoff: _dt.datetime) -> bool:
-    """Move every ``exclude-newer`` in the file forward to ``cutoff`` (never backward).
+def primary_body(doc: tomlkit.TOMLDocument) -> Table:
+    """The table that speaks for the whole file: ``[lane]``, or ``[matrix.base]`` (made if absent)."""
+    if "lane" in doc:
+        return doc["lane"]
+    matrix = doc["matrix"]
+    if "base" not in matrix:
+        matrix["base"] = tomlkit.table()
+    return matrix["base"]
 
-    A file with no freeze date at all gets one on its lane (or matrix base): the cutoff is how
-    a cooldown becomes part of the lane, so the bumped lock stays reproducible.
+
+def roll_exclude_newer(path: Path, cutoff: _dt.datetime) -> bool:
+    """Move every ``exclude-newer`` in the file forward to ``cutoff`` (never backward), and give
+    the file's lane (or matrix base) one if it has none, so every lane or cell is frozen.
+
+    The cutoff is how a cooldown becomes part of the lane, so the bumped lock stays
+    reproducible; an axis value with its own date still overrides the base, as matrices allow.
     """
     doc = tomlkit.parse(path.read_text(encoding="utf-8"))
-    changed, seen = False, False
+    changed = False
     for body in lane_bodies(doc):
         if "exclude-newer" not in body:
             continue
-        seen = True
         current = _moment(body["exclude-newer"].unwrap())
         if current is None or current < cutoff:
             body["exclude-newer"] = _as_toml_date(cutoff)
             changed = True
-    if not seen:
-        first = next(lane_bodies(doc), None)
-        if first is not None:
-            first["exclude-newer"] = _as_toml_date(cutoff)
-            changed = True
+    primary = primary_body(doc)
+    if "exclude-newer" not in primary:
+        primary["exclude-newer"] = _as_toml_date(cutoff)
+        changed = True
     if changed:
         atomic_write(path, tomlkit.dumps(doc))
     return changed
@@ -183,7 +192,6 @@ def edit_lane_text(text: str, shim_id: str, floors: Mapping[str, str]) -> tuple[
 
     Only the touched array items change: comments, order and layout stay as they were.
     """
-    from retire.lanedit import lane_bodies
 
     doc = tomlkit.parse(text)
     changes: list[str] = []
@@ -194,17 +202,11 @@ def edit_lane_text(text: str, shim_id: str, floors: Mapping[str, str]) -> tuple[
 
 
 def add_constraint(text: str, requirement: str) -> str:
-    """Append ``requirement`` to the file's ``[lane]`` (or ``[matrix.base]``) constraints."""
+    """Append ``requirement`` to the file's ``[lane]`` (or ``[matrix.base]``) constraints, once."""
     doc = tomlkit.parse(text)
-    if "lane" in doc:
-        table = doc["lane"]
-    else:
-        matrix = doc["matrix"]
-        if "base" not in matrix:
-            matrix["base"] = tomlkit.table()
-        table = matrix["base"]
-    if "constraints" in table:
-        table["constraints"].append(requirement)
-    else:
+    table = primary_body(doc)
+    if "constraints" not in table:
         table["constraints"] = [requirement]
+    elif requirement not in table["constraints"]:
+        table["constraints"].append(requirement)
     return tomlkit.dumps(doc)

@@ -254,15 +254,17 @@ class _Reader:
         )
 
     def _no_conflicting_pins(self, body: dict, key: str) -> None:
+        """Two exact pins of one package that no version satisfies both (``==2.11`` and
+        ``==2.11.0`` agree; a wildcard ``==2.11.*`` is a range, not a pin)."""
         pins: dict[str, tuple[str, str]] = {}
         for field in ("requirements", "constraints"):
             for i, text in enumerate(body.get(field, ())):
                 req = Requirement(text)
                 for spec in req.specifier:
-                    if spec.operator not in ("==", "==="):
+                    if spec.operator not in ("==", "===") or spec.version.endswith(".*"):
                         continue
                     name = str(canonicalize_name(req.name))
-                    if name in pins and pins[name][0] != spec.version:
+                    if name in pins and not _same_version(pins[name][0], spec.version):
                         raise self.error(
                             f"{key}.{field}[{i}]",
                             f"conflicting pins for {name}: =={pins[name][0]} ({pins[name][1]}) and =={spec.version}",
@@ -291,6 +293,8 @@ class _Reader:
                     raise self.error(f"matrix.axes.{axis}.{value}", f"invalid axis value {value!r}", AXIS_VALUE_HINT)
                 axes[axis][value] = self.body(fragment, f"matrix.axes.{axis}.{value}")
         base = self.body(raw.get("base", {}), "matrix.base")
+        if "description" in raw:  # the matrix's own description is every cell's unless one says otherwise
+            base.setdefault("description", self.expect(raw["description"], str, "matrix.description", '"one sentence"'))
         exclude = [self._cell_rule(rule, f"matrix.exclude[{i}]", axes, full=False)
                    for i, rule in enumerate(self.expect(raw.get("exclude", []), list, "matrix.exclude", "[[matrix.exclude]] tables"))]
         include = []
@@ -325,6 +329,13 @@ class _Reader:
         if not rule:
             raise self.error(where, "empty rule", "name at least one axis = value")
         return dict(rule)
+
+
+def _same_version(a: str, b: str) -> bool:
+    try:
+        return Version(a) == Version(b)
+    except InvalidVersion:  # === arbitrary strings compare as text
+        return a == b
 
 
 def load_file(path: Path, root: Path | None = None) -> list[Lane]:

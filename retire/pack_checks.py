@@ -14,6 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 from shims.manifest import ShimManifest
 
 from retire.errors import ConfigError
@@ -259,12 +261,12 @@ def check_validation(shim: str, records: Sequence[ValidationRecord], *, now: _dt
     pinned = None
     if against and "==" in against:
         dist, _, version = against.partition("==")
-        pinned = (dist.strip().lower(), version.strip())
+        pinned = (canonicalize_name(dist.strip()), version.strip())
 
     def matches_pin(record: ValidationRecord) -> bool:
         if pinned is None:
             return True
-        recorded = {name.lower(): v for name, v in record.versions.items()}
+        recorded = {canonicalize_name(name): v for name, v in record.versions.items()}
         return pinned[0] not in recorded or recorded[pinned[0]] == pinned[1]
 
     reproduced = [r for r in runs if r.outcome == "bug-reproduced" and r.sentinel == "BUG_REPRODUCED"]

@@ -169,3 +169,35 @@ def test_previous_outcomes_judge_the_latest_pair():
                rec("with", "fix-validated", "FIX_VALIDATED", "2026-01-01"),
                rec("without", "fix-validated", "FIX_VALIDATED", "2026-02-01")]
     assert bump.previous_outcomes(records) == {("l", "s"): "upstream-fixed"}
+
+
+def test_the_freeze_roll_reaches_every_cell_of_a_matrix(tmp_path):
+    from retire import lanedit, lanefile
+
+    (tmp_path / "lanes").mkdir()
+    path = tmp_path / "lanes" / "grid.toml"
+    path.write_text(textwrap.dedent("""\
+        # no base table, and only one axis value has a freeze date
+        [matrix]
+        [matrix.axes.torch."2.10"]
+        python = "3.12"
+        requirements = ["torch==2.10.0"]
+        exclude-newer = 2026-01-01
+        [matrix.axes.torch."2.11"]
+        python = "3.12"
+        requirements = ["torch==2.11.0"]
+    """))
+    cutoff = dt.datetime(2026, 5, 25, tzinfo=dt.timezone.utc)
+    assert lanedit.roll_exclude_newer(path, cutoff)
+    frozen = {lane.name: lane.exclude_newer for lane in lanefile.load_lanes(tmp_path / "lanes")}
+    assert frozen == {"grid-2.10": cutoff, "grid-2.11": cutoff}
+    assert path.read_text().startswith("# no base table")
+    assert not lanedit.roll_exclude_newer(path, cutoff)  # nothing left to move
+
+
+def test_a_constraint_is_added_once():
+    from retire.lanedit import add_constraint
+
+    text = '[matrix]\n[matrix.axes.a.x]\npython = "3.12"\nrequirements = []\n'
+    once = add_constraint(text, "numpy>=2")
+    assert add_constraint(once, "numpy>=2") == once and once.count("numpy>=2") == 1

@@ -195,3 +195,19 @@ def test_real_cli_process_prints_no_traceback(tmp_path):
         "— write it as a quoted version such as \"3.12\""
     )
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("pins", [
+    ('"torch==2.11"', '"torch==2.11.0"'),    # the same version, spelled twice
+    ('"torch==2.11.*"', '"torch==2.11.0"'),  # a wildcard is a range that holds the pin
+])
+def test_agreeing_pins_are_not_a_conflict(tmp_path, pins):
+    write(tmp_path, "a", f'[lane]\npython = "3.12"\nrequirements = [{pins[0]}]\nconstraints = [{pins[1]}]\n')
+    assert lanefile.load_lanes(tmp_path / "lanes")[0].name == "a"
+
+
+def test_a_matrix_description_reaches_its_cells(tmp_path):
+    write(tmp_path, "m", '[matrix]\ndescription = "the grid"\n[matrix.base]\npython = "3.12"\nrequirements = []\n'
+                         '[matrix.axes.a.x]\n[matrix.axes.a.y]\ndescription = "the odd one"\n')
+    assert [(l.name, l.description) for l in lanefile.load_lanes(tmp_path / "lanes")] == [
+        ("m-x", "the grid"), ("m-y", "the odd one")]

@@ -101,9 +101,10 @@ def test_nox_selects_lanes_by_session_name_and_by_posargs(nox_project):
     assert "lane[old]::toy::with-shim PASSED" in out
 
 
-def test_nox_reports_bad_lane_files_in_one_line(nox_project):
+@pytest.mark.parametrize("session", ["lanes", "lane"])
+def test_nox_reports_bad_lane_files_in_one_line_and_fails(nox_project, session):
     (nox_project.root / "lanes" / "bad.toml").write_text('[lane]\npython = 3.12\nrequirements = []\n')
-    proc = nox(nox_project, "-s", "lanes")
-    assert proc.returncode != 0
+    proc = nox(nox_project, "-s", session)
+    assert proc.returncode != 0  # the default session must fail too, not skip: CI stays red
     assert "lanes/bad.toml: lane.python: expected a string" in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr

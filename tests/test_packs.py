@@ -192,6 +192,9 @@ def test_unnamed_host_skipped_and_wrong_version_block(project):
     project.add("other_version")
     project.record("other_version", at=NOW, versions={"toylib": "0.9"})
     assert "no BUG_REPRODUCED run against toylib==1.0" in _reasons(project, "other_version", now=NOW)[0]
+    project.add("other_spelling", against="toy_lib==1.0")  # the pin spelled unlike the recorded name
+    project.record("other_spelling", at=NOW, versions={"toy-lib": "0.9"})
+    assert "no BUG_REPRODUCED run against toy_lib==1.0" in _reasons(project, "other_spelling", now=NOW)[0]
 
     project.add("with_mode_only")
     project.record("with_mode_only", at=NOW, mode="with", outcome="fix-validated", sentinel="FIX_VALIDATED")
