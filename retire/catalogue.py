@@ -22,11 +22,12 @@ from pathlib import Path
 
 from shims.manifest import ShimManifest, discover
 
-from retire.validation import ValidationRecord, load
+from retire.validation import FIXED, PROVING, ValidationRecord, load
 
 __all__ = ["CatalogueRow", "LaneProof", "build", "main", "render_markdown"]
 
-_PROOF_OUTCOMES = frozenset({"bug-reproduced", "fix-validated", "memory-save-verified"})
+# Everything but a skip: a crash or timeout after a proof must show, not leave the old proof standing.
+_COUNTED_OUTCOMES = PROVING | {"crashed", "timeout"}
 _DEFAULT_VALIDATION = Path(__file__).resolve().parent.parent / "validation" / "manifest.jsonl"
 
 
@@ -42,13 +43,16 @@ class LaneProof:
 
     @property
     def verdict(self) -> str:
-        if self.without == "bug-reproduced" and self.with_ in ("fix-validated", "memory-save-verified"):
+        for mode, outcome in (("without", self.without), ("with", self.with_)):
+            if outcome in ("crashed", "timeout"):
+                return f"{mode}-shim run {outcome}"
+        if self.without == "bug-reproduced" and self.with_ in FIXED:
             return "bug and fix proven"
-        if self.without in ("fix-validated", "memory-save-verified"):
+        if self.without in FIXED:
             return "upstream clean"
         if self.without == "bug-reproduced":
             return "bug reproduced, fix not shown" if self.with_ is None else f"bug reproduced, shim run: {self.with_}"
-        if self.with_ in ("fix-validated", "memory-save-verified"):
+        if self.with_ in FIXED:
             return "shim policy in effect (bug itself not reproduced)"
         return "inconclusive"
 
@@ -67,7 +71,7 @@ def build(manifests: Iterable[ShimManifest], records: Iterable[ValidationRecord]
     """One row per manifest (sorted by id) with its lane proofs from ``records``."""
     latest: dict[tuple[str, str, str], ValidationRecord] = {}
     for record in records:
-        if record.outcome not in _PROOF_OUTCOMES:
+        if record.outcome not in _COUNTED_OUTCOMES:
             continue
         key = (record.shim, record.lane, record.mode)
         if key not in latest or record.started_at > latest[key].started_at:

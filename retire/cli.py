@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from retire.errors import ConfigError, PatchlaneError
+from shims.manifest import ManifestError
 
 
 class Project:
@@ -340,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     try:
         return args.func(Project(args.root), args)
-    except (ConfigError, PatchlaneError) as exc:
+    except (ConfigError, ManifestError, PatchlaneError) as exc:
         print(f"patchlane: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
