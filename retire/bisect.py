@@ -466,7 +466,7 @@ class OverlayRunner:
 
     def build_overlay(self, folder: Path, version: str) -> Path:
         """A venv in ``folder`` = the base's packages + ``<dist>==<version>``; returns its python."""
-        _uv(["venv", "--quiet", "--python", self.base.executable, str(folder)], "cannot create the overlay venv")
+        envs.run_uv(["venv", "--quiet", "--python", self.base.executable, str(folder)], "cannot create the overlay venv")
         python = folder / "bin" / "python"
         major_minor = ".".join(self.base.python_version.split(".")[:2])
         purelib = folder / "lib" / f"python{major_minor}" / "site-packages"  # uv's POSIX venv layout
@@ -479,16 +479,8 @@ class OverlayRunner:
         args = ["pip", "install", "--quiet", "--python", str(python), "--no-deps", f"{self.distribution}=={version}"]
         if self.index_url:
             args[2:2] = ["--default-index", self.index_url]
-        _uv(args, f"cannot install {self.distribution}=={version}")
+        envs.run_uv(args, f"cannot install {self.distribution}=={version}")
         return python
-
-
-def _uv(args: list[str], what: str) -> None:
-    proc = subprocess.run([uv.binary(), *args], capture_output=True, text=True, env=uv.base_env(),
-                          stdin=subprocess.DEVNULL)
-    if proc.returncode != 0:
-        lines = [l.strip() for l in proc.stderr.splitlines() if l.strip() and not l.startswith("warning:")]
-        raise PatchlaneError(f"{what}: {' / '.join(lines[:3]) or 'uv failed'}")
 
 
 # ---------------------------------------------------------------------------------------------

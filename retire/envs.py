@@ -96,7 +96,7 @@ def describe_paths(python: str | Path) -> dict:
     return json.loads(proc.stdout)
 
 
-def _run_uv(args: list[str], what: str) -> str:
+def run_uv(args: list[str], what: str) -> str:
     proc = subprocess.run([uv.binary(), *args], capture_output=True, text=True, env=uv.base_env(),
                           stdin=subprocess.DEVNULL)
     if proc.returncode != 0:
@@ -111,7 +111,7 @@ def _venv(path: Path, python: str) -> Path:
         return interpreter
     if path.exists():
         shutil.rmtree(path)
-    _run_uv(["venv", "--quiet", "--python", python, str(path)],
+    run_uv(["venv", "--quiet", "--python", python, str(path)],
             f"cannot create a Python {python} venv (is that interpreter installed? uv looks on PATH)")
     return interpreter
 
@@ -230,7 +230,7 @@ def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = 
     else:
         python = _venv(path, lane.python)
         sync_from = lock_file  # uv reads (and hash-checks) the lock itself
-    output = _run_uv(["pip", "sync", "--preview-features", "pylock", "--python", str(python), str(sync_from)],
+    output = run_uv(["pip", "sync", "--preview-features", "pylock", "--python", str(python), str(sync_from)],
                      f"cannot install {sync_from.name} into the lane")
     if overlay:
         link_base(describe_paths(python)["purelib"], [base_info["purelib"], base_info["platlib"]])

@@ -25,9 +25,14 @@ def _env() -> dict[str, str]:
     return env
 
 
-def git(repo: str | os.PathLike[str], *args: str, check: bool = True, input: str | None = None) -> str:
-    """``git -C repo args…``; stdout without the trailing newline. Raises :class:`GitError`."""
-    proc = subprocess.run(["git", "-C", os.fspath(repo), *args], capture_output=True, text=True, env=_env(),
+def git(repo: str | os.PathLike[str], *args: str, check: bool = True, input: str | None = None,
+        env: dict[str, str] | None = None) -> str:
+    """``git -C repo args…``; stdout without the trailing newline. Raises :class:`GitError`.
+
+    ``env`` adds variables (an author identity, say) to git's usual quiet, prompt-free environment.
+    """
+    proc = subprocess.run(["git", "-C", os.fspath(repo), *args], capture_output=True, text=True,
+                          env={**_env(), **(env or {})},
                           input=input, stdin=None if input is not None else subprocess.DEVNULL)
     if check and proc.returncode != 0:
         lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]

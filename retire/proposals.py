@@ -19,10 +19,8 @@ Work happens in try/finally; a run killed outright leaves at most a worktree fol
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import shutil
-import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,14 +126,6 @@ def session(repo: Path) -> Iterator[None]:
         yield
 
 
-def _commit_tree(work: Path, tree: str, parent: str, message: str, env: dict[str, str]) -> str:
-    proc = subprocess.run(["git", "-C", str(work), "commit-tree", tree, "-p", parent], capture_output=True,
-                          text=True, env={**os.environ, **env}, input=message)
-    if proc.returncode != 0:
-        raise GitError(f"git commit-tree failed: {proc.stderr.strip()[-300:]}")
-    return proc.stdout.strip()
-
-
 def propose_branch(repo: Path, *, base_commit: str, branch: str, marker: str, folder: str,
                    edit: Callable[[Path], str | None]) -> Branch:
     """Make ``branch`` = ``base_commit`` + what ``edit`` does in a worktree.
@@ -166,7 +156,7 @@ def propose_branch(repo: Path, *, base_commit: str, branch: str, marker: str, fo
             return Branch(branch, "already-proposed" if same else "exists-differs",
                           "the branch already holds this change" if same else
                           f"{branch} exists with other content; left as it is (delete it to re-propose)", existing)
-        commit = _commit_tree(work, tree, base_commit, message, author_env(repo))
+        commit = git(work, "commit-tree", tree, "-p", base_commit, input=message, env=author_env(repo))
         # Creating the ref is the one step that publishes; it fails if the branch appeared meanwhile.
         git(repo, "update-ref", ref, commit, "0" * 40)
         return Branch(branch, "proposed", "", commit)

@@ -89,13 +89,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = args.root.resolve()
     project = Project(root)
     try:
-        manifests, lanes = list(project.manifests().values()), project.lanes()
-        records_path = root / "validation" / "manifest.jsonl"
-        records = validation.load(records_path)
-        verdicts = gather(manifests, lanes, root / "locks", records_path, index_url=args.index_url,
-                          api_base=args.api_url, mirrors=args.mirrors,
-                          cache_dir=root / ".patchlane" / "cache" / "http")
-        todo = plans(verdicts, {m.id: m for m in manifests}, records)
+        manifests, lanes = project.manifests(), project.lanes()
+        records = validation.load(project.manifest)
+        verdicts = gather(list(manifests.values()), lanes, project.locks_dir, project.manifest,
+                          index_url=args.index_url, api_base=args.api_url, mirrors=args.mirrors,
+                          cache_dir=project.state_dir / "cache" / "http")
+        todo = plans(verdicts, manifests, records)
         for verdict in verdicts:
             print(f"{verdict.shim:<28} {verdict.kind:<8} {verdict.why}", flush=True)
         if not todo:

@@ -416,3 +416,34 @@ version = ">=2.0"
     verdict = decide(manifest(conditions, mode="all"), [lane("toy")],
                      ev(releases={"toylib": RELEASES, "helper": helper}, execution=ExecutionHistory("toy", (run,))), now=NOW)
     assert verdict.kind == "unknown" and "helper>=2.0" in verdict.why  # helper 2.0 never ran: no retire
+
+
+def test_retire_apply_turns_retire_verdicts_into_branches(world, capsys, monkeypatch):
+    """`patchlane retire --apply`, end to end: verdicts from real servers, one branch per retire
+    verdict, with the evidence (before/after runs) in the PR body; nothing else is touched."""
+    from retire.retirement import main as retire_main
+
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    monkeypatch.delenv("GH_TOKEN", raising=False)
+    p = build_catalogue(world)
+    git(p.root, "init", "-q", "-b", "main")
+    git(p.root, "add", "-A")
+    git(p.root, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "shop")
+    head = git(p.root, "rev-parse", "HEAD")
+    args = ["--root", str(p.root), "--apply", "--no-pr", "--api-url", world["api"].url, "--mirrors", str(world["mirrors"])]
+    code = retire_main(args)
+    out = capsys.readouterr().out
+    branches = git(p.root, "branch", "--list", "patchlane/*").split()
+    # Exactly the retire verdicts became branches (pr_open is keep, never_ran unknown: untouched).
+    assert {"patchlane/retire-floor_fixed", "patchlane/retire-pr_fixed"} <= set(branches)
+    assert not {"patchlane/retire-pr_open", "patchlane/retire-never_ran"} & set(branches)
+    assert git(p.root, "rev-parse", "HEAD") == head
+    assert git(p.root, "show", "--stat", "--format=", "patchlane/retire-floor_fixed").count("shims/floor_fixed/") >= 1
+    body = (p.root / ".patchlane" / "prs" / "patchlane" / "retire-floor_fixed.md").read_text()
+    assert "**Before (bug reproduces without the shim):** BUG_REPRODUCED" in body
+    assert "**After (upstream fixed):** FIX_VALIDATED" in body and "toylib 1.2" in body
+    assert code == 0, out
+    assert "proposed          patchlane/retire-floor_fixed" in out
+    assert retire_main(args) == 0  # a second run creates nothing new …
+    assert "already-proposed  patchlane/retire-floor_fixed" in capsys.readouterr().out
+    assert git(p.root, "branch", "--list", "patchlane/*").split() == branches
