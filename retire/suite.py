@@ -66,6 +66,8 @@ def _check_with(run: ShimRun | None, record: ValidationRecord | None, why: str) 
     outcome = run.outcome if run is not None else None
     if outcome == "shim-broken":
         raise ReproducerFailure("shim broken: the bug still reproduces with the shim applied\n" + _record_text(record))
+    if record.outcome in FIXED:
+        return  # the shim's fix (or a policy shim's mitigation) is in effect
     if outcome == "skipped":
         _skip(run.why)
     if record.outcome == "bug-reproduced":  # judged upstream-fixed: the without-shim run was clean

@@ -230,6 +230,7 @@ def test_the_callers_python_path_never_leaks_into_a_base_description(tmp_path, m
 
 @pytest.mark.parametrize("without,with_shim,fails", [
     ("skipped", "bug-reproduced", False),        # judged skipped
+    ("skipped", "fix-validated", False),         # judged skipped; a policy shim's mitigation in effect
     ("fix-validated", "bug-reproduced", False),  # judged upstream-fixed
     ("bug-reproduced", "bug-reproduced", True),  # judged shim-broken
     ("bug-reproduced", "fix-validated", False),  # judged needed
