@@ -38,3 +38,14 @@ def unknown_shape(obj: object, known: Mapping[str, str] | str, what: str) -> str
     if digest not in known:
         return f"{what} source fingerprint {digest} is not a known shape {sorted(known)}"
     return None
+
+
+def changed_parameters(fn: object, leading: tuple[str, ...], what: str) -> str | None:
+    """None when ``fn``'s parameters start with ``leading`` (the ones a wrapper relies on), else why not."""
+    try:
+        params = tuple(inspect.signature(fn).parameters)
+    except (TypeError, ValueError) as exc:
+        return f"cannot read the signature of {what}: {exc}"
+    if params[: len(leading)] != tuple(leading):
+        return f"{what} parameters changed: {params}"
+    return None

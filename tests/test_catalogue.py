@@ -169,6 +169,17 @@ def test_fingerprint_is_stable_and_sensitive():
     assert "not a known shape" in unknown_shape(_changed_scatter, {first: "known"}, "f")
 
 
+def test_changed_parameters_reads_the_leading_parameters():
+    from shims.shape import changed_parameters
+
+    def f(a, b, c=1):
+        return a
+
+    assert changed_parameters(f, ("a", "b"), "f") is None
+    assert changed_parameters(f, ("a", "x"), "f") == "f parameters changed: ('a', 'b', 'c')"
+    assert changed_parameters(f, ("a", "b", "c", "d"), "f") is not None
+
+
 # ------------------------------------------------------------------------------------------
 # Shim logic that needs only torch (no GPU, no upstream package)
 

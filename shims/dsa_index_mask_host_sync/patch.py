@@ -19,10 +19,7 @@ def check_shape(module) -> str | None:
         return None  # no sentinel-aware helper in dsa.py (0.16-0.18, or 0.19+ dsa_masking): probe says not needed
     if getattr(scatter, _PATCHED, False):
         return None
-    mismatch = unknown_shape(scatter, KNOWN_SHAPES, SCATTER)
-    if mismatch:
-        return mismatch
-    return None
+    return unknown_shape(scatter, KNOWN_SHAPES, SCATTER)
 
 
 def probe(module) -> str | None:

@@ -41,10 +41,7 @@ def check_shape(module) -> str | None:
     current = owner.__dict__[name] if name in owner.__dict__ else getattr(owner, name)
     if getattr(current, _PATCHED, False):
         return None  # already ours (activate() in a process that applied it before)
-    mismatch = unknown_shape(current, KNOWN_SHAPES, name)
-    if mismatch:
-        return mismatch
-    return None
+    return unknown_shape(current, KNOWN_SHAPES, name)
 
 
 def probe(module) -> str | None:

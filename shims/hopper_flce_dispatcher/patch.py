@@ -20,10 +20,7 @@ def check_shape(module) -> str | None:
     init = platform.__dict__["__init__"]
     if getattr(init, _PATCHED, False):
         return None
-    mismatch = unknown_shape(init, KNOWN_SHAPES, "Platform.__init__")
-    if mismatch:
-        return mismatch
-    return None
+    return unknown_shape(init, KNOWN_SHAPES, "Platform.__init__")
 
 
 def probe(module) -> str | None:

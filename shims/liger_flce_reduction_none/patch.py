@@ -5,6 +5,8 @@ from __future__ import annotations
 import inspect
 import warnings
 
+from shims.shape import changed_parameters
+
 #: The leading forward() parameters this wrapper binds by name (same in liger-kernel 0.6.5-0.8.5).
 FORWARD_PREFIX = (
     "ctx", "_input", "weight", "target", "bias", "ce_weight", "ignore_index",
@@ -20,10 +22,7 @@ def check_shape(module) -> str | None:
         return "LigerFusedLinearCrossEntropyFunction is missing"
     if not callable(getattr(module, "fused_linear_cross_entropy_forward", None)):
         return "fused_linear_cross_entropy_forward is missing"
-    params = tuple(inspect.signature(cls.forward).parameters)
-    if params[: len(FORWARD_PREFIX)] != FORWARD_PREFIX:
-        return f"LigerFusedLinearCrossEntropyFunction.forward parameters changed: {params}"
-    return None
+    return changed_parameters(cls.forward, FORWARD_PREFIX, "LigerFusedLinearCrossEntropyFunction.forward")
 
 
 def probe(module) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 
-from shims.shape import unknown_shape
+from shims.shape import changed_parameters, unknown_shape
 
 KNOWN_SHAPES = {
     "b89cf4a3e0a830b1": "megatron-core 0.16.1-0.19.2 Float16Module.__init__ (module.bfloat16()/half())",
@@ -28,13 +28,8 @@ def check_shape(module) -> str | None:
         return "Float16Module defines no __init__"
     if getattr(init, _PATCHED, False):
         return None
-    params = list(inspect.signature(init).parameters)
-    if params[:3] != ["self", "config", "module"]:
-        return f"Float16Module.__init__ signature changed: {params}"
-    mismatch = unknown_shape(init, KNOWN_SHAPES, "Float16Module.__init__")
-    if mismatch:
-        return mismatch
-    return None
+    return (changed_parameters(init, ("self", "config", "module"), "Float16Module.__init__")
+            or unknown_shape(init, KNOWN_SHAPES, "Float16Module.__init__"))
 
 
 def probe(module) -> str | None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 import inspect
 
+from shims.shape import changed_parameters
+
 FUNCTION = "mamba_mimo_bwd_combined"
 #: Leading parameters of mamba_mimo_bwd_combined (state-spaces/mamba main, 2026).
 PREFIX = ("dout", "q", "k", "v", "q_bias", "k_bias", "mimo_v", "mimo_o")
@@ -17,10 +19,7 @@ def check_shape(module) -> str | None:
         return f"{FUNCTION} is missing"
     if getattr(function, _PATCHED, False):
         return None
-    params = tuple(inspect.signature(function).parameters)
-    if params[: len(PREFIX)] != PREFIX:
-        return f"{FUNCTION} parameters changed: {params[:len(PREFIX)]}"
-    return None
+    return changed_parameters(function, PREFIX, FUNCTION)
 
 
 def probe(module) -> str | None:

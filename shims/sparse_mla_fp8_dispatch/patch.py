@@ -6,6 +6,8 @@ import functools
 import inspect
 import warnings
 
+from shims.shape import changed_parameters
+
 FUNCTION = "fused_sparse_mla_absorbed"
 PARAMS = ("query", "key", "topk_indices", "softmax_scale", "v_channels")
 FP8_VARIANT = "fused_sparse_mla_absorbed_fp8"
@@ -26,10 +28,7 @@ def check_shape(module) -> str | None:
         return f"{FUNCTION} is missing"
     if getattr(function, _PATCHED, False):
         return None
-    params = tuple(inspect.signature(function).parameters)
-    if params[: len(PARAMS)] != PARAMS:
-        return f"{FUNCTION} parameters changed: {params}"
-    return None
+    return changed_parameters(function, PARAMS, FUNCTION)
 
 
 def probe(module) -> str | None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import functools
-import inspect
 import os
+
+from shims.shape import changed_parameters
 
 ENV = "TL_DISABLE_TMA_LOWER"
 KEY = "tl.disable_tma_lower"
@@ -21,9 +22,9 @@ def check_shape(module) -> str | None:
         return "normalize_pass_configs is missing"
     if getattr(function, _PATCHED, False):
         return None
-    params = list(inspect.signature(function).parameters)
-    if params[:1] != ["pass_configs"]:
-        return f"normalize_pass_configs parameters changed: {params}"
+    mismatch = changed_parameters(function, ("pass_configs",), "normalize_pass_configs")
+    if mismatch:
+        return mismatch
     key = getattr(getattr(module, "PassConfigKey", None), "TL_DISABLE_TMA_LOWER", None)
     if key is None or getattr(key, "value", key) != KEY:
         return f"PassConfigKey.TL_DISABLE_TMA_LOWER is not {KEY!r}"
