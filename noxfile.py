@@ -33,8 +33,8 @@ nox.options.reuse_venv = "yes"
 
 def _lane_params() -> tuple[list[nox.Param], str | None]:
     """One parameter per lane, tagged gpu/cpu so CI can route it (`nox --list --json`)."""
-    from retire.errors import ConfigError
-    from retire.lanefile import load_lanes
+    from retire.core.errors import ConfigError
+    from retire.lanes.lanefile import load_lanes
 
     try:
         lanes = load_lanes(ROOT / "lanes", root=ROOT)

@@ -121,7 +121,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from retire.atomic import atomic_write
+    from retire.core.atomic import atomic_write
 
     args = parse_args(argv)
     available = discover()

@@ -19,7 +19,10 @@ from pathlib import Path
 
 from bench import interleaved, median, not_measured, quick, row, timed
 from bench._universe import LANE_PYTHON, closure, lane_toml, package_name, serving, uv_cache
-from retire import envs, lanefile, locking, uv
+from retire.runs import envs
+from retire.lanes import lanefile
+from retire.locks import locking
+from retire.core import uv
 
 #: top-level packages of the benchmark lane: 20 packages once resolved.
 LANE_TOP = [package_name(0, 0), package_name(0, 7)]
@@ -93,7 +96,7 @@ def concurrent_runs(work: Path, server_url: str, repeats: int) -> dict:
     name, goal = "lanes.concurrent-vs-sequential", "> 1x speed-up (report)"
     if importlib.util.find_spec("retire.runs") is None:
         return not_measured(name, goal, "x", "retire/runs.py (the lane runner) does not exist yet")
-    from retire import runs
+    from retire.runs import lanerun as runs
     from shims.manifest import load_manifest
     from tests.support.shimtree import write_shim
 

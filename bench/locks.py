@@ -23,7 +23,9 @@ from pathlib import Path
 
 from bench import interleaved, median, quick, row, timed
 from bench._universe import ROOT, closure, lane_requirements, lane_toml, serving, uv_cache
-from retire import lanefile, locking, uv
+from retire.lanes import lanefile
+from retire.locks import locking
+from retire.core import uv
 
 LANES = 12
 

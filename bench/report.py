@@ -19,12 +19,14 @@ import tempfile
 from pathlib import Path
 
 import bench
-from retire import report_html, report_model, report_render
-from retire.report import write_report
-from retire.evidence import ProbeFailure
-from retire.lanes import Lane
-from retire.validation import ValidationRecord
-from retire.verdicts import ConditionResult, Verdict
+from retire.report import html as report_html
+from retire.report import model as report_model
+from retire.report import markdown as report_render
+from retire.report.weekly import write_report
+from retire.evidence.values import ProbeFailure
+from retire.lanes.model import Lane
+from retire.evidence.validation import ValidationRecord
+from retire.verdicts.engine import ConditionResult, Verdict
 from shims.manifest import FIX_CLASSES, parse_manifest
 
 SHIMS, LANES = 500, 50

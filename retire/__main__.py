@@ -1,5 +1,5 @@
 import sys
 
-from retire.cli import main
+from retire.commands.cli import main
 
 sys.exit(main())

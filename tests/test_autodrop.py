@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 from packaging.pylock import Pylock
 
-from retire import autodrop, lanefile, locking
-from retire.autodrop import DropPlan
-from retire.lanedit import FloorConflict, edit_lane_text, raise_floor
+from retire.branches import autodrop
+from retire.lanes import lanefile
+from retire.locks import locking
+from retire.branches.autodrop import DropPlan
+from retire.lanes.lanedit import FloorConflict, edit_lane_text, raise_floor
 from tests.support.index import IndexServer, PackageIndex
 from tests.support.shimtree import REPO_ROOT, write_shim
 from tests.support.wheels import build_wheel
@@ -239,7 +241,7 @@ def test_a_killed_run_is_cleaned_up_by_the_next(project):
     script = textwrap.dedent(f"""
         import os, signal, sys
         sys.path.insert(0, {str(REPO_ROOT)!r})
-        from retire import autodrop
+        from retire.branches import autodrop
         from tests.test_autodrop import PLAN
         def die(shim, step):
             if step == "lanes-edited":
@@ -276,7 +278,7 @@ def test_unknown_shim_aborts(project):
 
 def test_bisect_then_drop_end_to_end(project):
     """The flagship flow: bisect the shim's target on the lane's index, then propose the drop."""
-    from retire import bisect
+    from retire.bisect import engine as bisect
     from shims.manifest import load_manifest
 
     manifest = load_manifest(project.root / "shims" / "toylib_add" / "manifest.toml")

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from retire import bisect
+from retire.bisect import engine as bisect
 from shims.manifest import load_manifest
 from tests.support.index import IndexServer, PackageIndex
 from tests.support.shimtree import write_shim
@@ -146,7 +146,8 @@ def test_a_crashing_candidate_is_reported_never_guessed(tmp_path, crash_series):
 def test_overlay_on_a_lane_env_shadows_the_lane_version(tmp_path, clean_series, capsys):
     """``--lane``: the base is the lane's venv (which locks the fixed 1.9); each overlay sees the
     lane's packages but its own toylib, and the index comes from the lane."""
-    from retire import lanefile, locking
+    from retire.lanes import lanefile
+    from retire.locks import locking
 
     project = tmp_path / "project"
     write_shim(project / "shims", "toylib_add")
@@ -195,9 +196,9 @@ def test_search_alone_steps_around_unknowns():
 
 
 def test_releases_come_from_the_index_the_lane_pins_the_package_to(tmp_path, monkeypatch):
-    from retire.bisect import _default_index
-    from retire.errors import ConfigError
-    from retire.lanes import IndexSpec, Lane
+    from retire.bisect.engine import _default_index
+    from retire.core.errors import ConfigError
+    from retire.lanes.model import IndexSpec, Lane
 
     lane = Lane("nightly", "3.12", "linux", ("torch",), indexes=(IndexSpec("pytorch-nightly"),),
                 sources=(("torch", "pytorch-nightly"),))

@@ -10,7 +10,9 @@ import tomllib
 
 import pytest
 
-from retire import bump, lockdiff, validation
+from retire.branches import bump
+from retire.locks import lockdiff
+from retire.evidence import validation
 from tests.conftest import run_cli
 from tests.support import shimtree
 from tests.support.index import IndexServer, PackageIndex
@@ -172,7 +174,8 @@ def test_previous_outcomes_judge_the_latest_pair():
 
 
 def test_the_freeze_roll_reaches_every_cell_of_a_matrix(tmp_path):
-    from retire import lanedit, lanefile
+    from retire.lanes import lanedit
+    from retire.lanes import lanefile
 
     (tmp_path / "lanes").mkdir()
     path = tmp_path / "lanes" / "grid.toml"
@@ -196,7 +199,7 @@ def test_the_freeze_roll_reaches_every_cell_of_a_matrix(tmp_path):
 
 
 def test_a_constraint_is_added_once():
-    from retire.lanedit import add_constraint
+    from retire.lanes.lanedit import add_constraint
 
     text = '[matrix]\n[matrix.axes.a.x]\npython = "3.12"\nrequirements = []\n'
     once = add_constraint(text, "numpy>=2")

@@ -301,7 +301,7 @@ def test_fp8_gate_dequantizes_quantized_inputs():
 
 
 def _run(shim_id: str, mode: str):
-    from retire.reproduce import run_reproducer
+    from retire.runs.reproduce import run_reproducer
 
     return run_reproducer(load_manifest(SHIMS / shim_id / "manifest.toml"), mode, python=sys.executable, lane="test")
 
@@ -385,16 +385,16 @@ def test_tilelang_tma_policy_in_effect_or_skipped():
 
 
 def test_catalogue_doc_is_current_output_of_retire_catalogue():
-    from retire.catalogue import build, render_markdown
-    from retire.validation import load
+    from retire.report.catalogue import build, render_markdown
+    from retire.evidence.validation import load
 
     text = render_markdown(build(discover(SHIMS), load(ROOT / "validation" / "manifest.jsonl")))
     assert (ROOT / "docs" / "catalogue.md").read_text(encoding="utf-8") == text
 
 
 def test_catalogue_marks_unproven_shims_not_yet_run():
-    from retire.catalogue import build, render_markdown
-    from retire.validation import ValidationRecord
+    from retire.report.catalogue import build, render_markdown
+    from retire.evidence.validation import ValidationRecord
 
     skipped = ValidationRecord(
         shim="dsa_indexer_memory", mode="without", lane="x", host={"gpu": None}, versions={},
@@ -407,8 +407,8 @@ def test_catalogue_marks_unproven_shims_not_yet_run():
 
 
 def test_catalogue_reads_proof_from_records():
-    from retire.catalogue import build
-    from retire.validation import ValidationRecord
+    from retire.report.catalogue import build
+    from retire.evidence.validation import ValidationRecord
 
     def record(mode, outcome, sentinel):
         return ValidationRecord(

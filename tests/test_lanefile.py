@@ -9,8 +9,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from retire import lanefile
-from retire.errors import ConfigError
+from retire.lanes import lanefile
+from retire.core.errors import ConfigError
 from tests.conftest import run_cli, subprocess_env
 
 GOOD = """

@@ -7,7 +7,8 @@ import tomllib
 import pytest
 from packaging.pylock import Pylock, is_valid_pylock_path
 
-from retire import lanefile, locking
+from retire.lanes import lanefile
+from retire.locks import locking
 from tests.conftest import run_cli
 
 LANE = """

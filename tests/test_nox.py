@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from retire import validation
+from retire.evidence import validation
 from tests.conftest import ROOT
 from tests.support import shimtree
 from tests.support.wheels import build_wheel

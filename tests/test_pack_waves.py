@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from retire.errors import ConfigError
-from retire.pack_waves import (
+from retire.core.errors import ConfigError
+from retire.packs.waves import (
     Approval, Candidate, Filing, FilingState, dumps_state, last_waves, parse_state, plan_wave,
 )
-from retire.packs import filing_queue, load_pack, markdown_section
+from retire.packs.store import filing_queue, load_pack, markdown_section
 from tests.support.packtree import PackProject, github_manifest
 
 NOW = _dt.datetime.now(_dt.timezone.utc)

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from retire.errors import ConfigError
-from retire.pack_checks import check_deny, check_markdown, check_pasted, parse_deny, readiness
-from retire.pack_model import CATEGORIES, PackSpec, UpstreamState, parse_pack_spec
-from retire.pack_render import TEMPLATES, render
-from retire.packs import filing_queue, load_deny, load_pack, markdown_section, pack_ids
+from retire.core.errors import ConfigError
+from retire.packs.checks import check_deny, check_markdown, check_pasted, parse_deny, readiness
+from retire.packs.model import CATEGORIES, PackSpec, UpstreamState, parse_pack_spec
+from retire.packs.render import TEMPLATES, render
+from retire.packs.store import filing_queue, load_deny, load_pack, markdown_section, pack_ids
 from shims.manifest import discover
 from tests.support.packtree import PackProject, github_manifest, pack_toml
 

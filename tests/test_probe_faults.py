@@ -12,7 +12,7 @@ import time
 import pytest
 
 from retire.probes.http import RetryPolicy
-from retire.verdicts import gather, main
+from retire.verdicts.engine import gather, main
 from tests.support.codehost import CodeHost, CodeHostServer
 from tests.support.faults import Fault, FaultyIndexServer, unused_port
 from tests.support.gitrepos import git, make_upstream

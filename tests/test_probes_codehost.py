@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from retire.evidence import IssueState, ProbeFailure, PullState
+from retire.evidence.values import IssueState, ProbeFailure, PullState
 from retire.probes.codehost import auth_headers, parse_link, probe_link, token_from_env
 from tests.support.codehost import CodeHost, CodeHostServer
 from tests.support.faults import Fault

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from retire.evidence import ProbeFailure, TagContainment
+from retire.evidence.values import ProbeFailure, TagContainment
 from retire.probes.gitrepo import mirror_for, probe_containment, probe_tag_contains, tag_version
 from tests.support.gitrepos import commit, git, make_upstream
 

@@ -8,7 +8,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from retire.evidence import ProbeFailure, ReleaseList
+from retire.evidence.values import ProbeFailure, ReleaseList
 from retire.probes.index import parse_project, probe_releases, project_url
 from tests.support.faults import FaultyIndexServer
 from tests.support.index import IndexServer, PackageIndex

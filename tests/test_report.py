@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from retire import report, report_model, report_render
-from retire.errors import ConfigError, PatchlaneError
+from retire.report import weekly as report
+from retire.report import model as report_model
+from retire.report import markdown as report_render
+from retire.core.errors import ConfigError, PatchlaneError
 from retire.probes.http import RetryPolicy
-from retire.verdicts import Verdict
+from retire.verdicts.engine import Verdict
 from tests.support import reportshop
 from tests.support.codehost import CodeHost, CodeHostServer
 from tests.support.faults import Fault
@@ -239,7 +241,7 @@ def codehost_shop(tmp_path):
         reportshop.write_shim(root / "shims", shim, manifest=reportshop.shim_manifest(
             shim, links=[("report", f"https://github.com/acme/toylib/issues/{number}")], conditions=clean_only))
     reportshop.write_lanes(root, {"cpu": ["healthy", "flaky"]})
-    from retire import validation
+    from retire.evidence import validation
 
     validation.append(root / "validation" / "manifest.jsonl", [
         reportshop.record(shim, "cpu", "without", "bug-reproduced", f"2026-11-16T08:0{i}:00.000000+00:00")
@@ -404,8 +406,8 @@ def test_config_errors_are_config_errors(shop):
 
 def test_reports_name_indexes_instead_of_writing_their_urls(monkeypatch):
     # Reports are committed: like the rest of the repository they carry index names, not hosts.
-    from retire.lanes import IndexSpec, Lane
-    from retire.report import index_names, name_indexes
+    from retire.lanes.model import IndexSpec, Lane
+    from retire.report.weekly import index_names, name_indexes
 
     monkeypatch.setenv("UV_DEFAULT_INDEX", "http://127.0.0.1:9/simple")
     monkeypatch.setenv("UV_INDEX", "pytorch-nightly=http://127.0.0.1:10/whl/nightly")

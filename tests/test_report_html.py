@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from retire import report
-from retire.report_html import OUTCOME_COLOURS
+from retire.report import weekly as report
+from retire.report.html import OUTCOME_COLOURS
 from tests.support import png
 from tests.support.reportshop import NOW, build_shop, shop_verdicts
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from retire.reproduce import run_reproducer
-from retire.validation import dumps
+from retire.runs.reproduce import run_reproducer
+from retire.evidence.validation import dumps
 from shims.manifest import load_manifest
 from shims.reproducer import HOST_PREFIX, host_stamp, parse_output
 from tests.support.shimtree import manifest_text, subprocess_env, write_shim, write_target

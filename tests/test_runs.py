@@ -10,7 +10,10 @@ import textwrap
 
 import pytest
 
-from retire import envs, lanefile, runs, validation
+from retire.runs import envs
+from retire.lanes import lanefile
+from retire.runs import lanerun as runs
+from retire.evidence import validation
 from tests.conftest import run_cli
 from tests.support import shimtree
 from tests.support.wheels import build_wheel
@@ -162,7 +165,7 @@ def test_overlay_installs_only_what_the_lock_changes(toy_project, tmp_path, caps
     p = toy_project
     # A "GPU image": an interpreter whose site-packages already has toylib 1.0 and helper 1.5.
     base = tmp_path / "base"
-    from retire import uv
+    from retire.core import uv
 
     subprocess.run([uv.binary(), "venv", "-q", "--python", "3.11", str(base)], check=True)
     subprocess.run([uv.binary(), "pip", "install", "-q", "--python", str(base / "bin/python"), "--default-index",
@@ -236,7 +239,7 @@ def test_the_callers_python_path_never_leaks_into_a_base_description(tmp_path, m
     ("bug-reproduced", "fix-validated", False),  # judged needed
 ])
 def test_the_pytest_report_fails_exactly_when_the_judged_outcome_fails(without, with_shim, fails):
-    from retire import suite
+    from retire.runs import suite
 
     sentinels = {"bug-reproduced": "BUG_REPRODUCED", "fix-validated": "FIX_VALIDATED", "skipped": "SKIPPED"}
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from retire import atomic
-from retire.atomic import atomic_write
-from retire.errors import ConfigError
-from retire.validation import ValidationRecord, append, compute_record_id, dumps, load, merge, write
+from retire.core import atomic
+from retire.core.atomic import atomic_write
+from retire.core.errors import ConfigError
+from retire.evidence.validation import ValidationRecord, append, compute_record_id, dumps, load, merge, write
 
 
 def record(shim: str = "toy_add", *, host: str = "h100-a", started: str = "2026-04-14T10:00:00.000000+00:00",

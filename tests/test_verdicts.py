@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from retire.evidence import (
+from retire.evidence.values import (
     ExecutionEvidence,
     ExecutionHistory,
     IssueState,
@@ -21,8 +21,8 @@ from retire.evidence import (
     ReleaseList,
     TagContainment,
 )
-from retire.lanes import Lane
-from retire.verdicts import ShimEvidence, decide, gather, main
+from retire.lanes.model import Lane
+from retire.verdicts.engine import ShimEvidence, decide, gather, main
 from shims.manifest import parse_manifest
 from tests.support.codehost import CodeHost, CodeHostServer
 from tests.support.faults import FaultyIndexServer
@@ -383,7 +383,7 @@ def test_a_later_hang_never_hides_a_reproduced_bug():
     # A bug that shows itself as a hang: the timeout on h100-a must not leave h100-b's clean run
     # alone to decide, or the shim would be retired while it is still needed.
     from retire.probes import records as records_probe
-    from retire.validation import ValidationRecord
+    from retire.evidence.validation import ValidationRecord
 
     def rec(outcome, host, at):
         sentinel = {"bug-reproduced": "BUG_REPRODUCED", "fix-validated": "FIX_VALIDATED"}.get(outcome)
@@ -421,7 +421,7 @@ version = ">=2.0"
 def test_retire_apply_turns_retire_verdicts_into_branches(world, capsys, monkeypatch):
     """`patchlane retire --apply`, end to end: verdicts from real servers, one branch per retire
     verdict, with the evidence (before/after runs) in the PR body; nothing else is touched."""
-    from retire.retirement import main as retire_main
+    from retire.branches.retirement import main as retire_main
 
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
     monkeypatch.delenv("GH_TOKEN", raising=False)

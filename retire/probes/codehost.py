@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from retire.evidence import IssueState, ProbeFailure, PullState
+from retire.evidence.values import IssueState, ProbeFailure, PullState
 from retire.probes.http import Fetched, Fetcher
 
 __all__ = ["DEFAULT_API_BASE", "DEFAULT_WEB_HOST", "LinkRef", "auth_headers", "parse_link", "probe_link", "token_from_env"]

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from retire.evidence import ProbeFailure, TagContainment
+from retire.evidence.values import ProbeFailure, TagContainment
 
 __all__ = ["DEFAULT_RELEASE_TAG", "mirror_for", "probe_containment", "probe_tag_contains", "tag_version"]
 

@@ -32,8 +32,8 @@ from pathlib import Path
 
 import httpx
 
-from retire.atomic import atomic_write
-from retire.evidence import ProbeFailure
+from retire.core.atomic import atomic_write
+from retire.evidence.values import ProbeFailure
 
 __all__ = ["DEFAULT_CACHE_DIR", "Fetched", "Fetcher", "HttpCache", "RetryPolicy", "make_client", "redact"]
 

@@ -22,7 +22,7 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
-from retire.evidence import ProbeFailure, Release, ReleaseFile, ReleaseList
+from retire.evidence.values import ProbeFailure, Release, ReleaseFile, ReleaseList
 from retire.probes.http import Fetched, Fetcher
 
 __all__ = ["JSON_TYPE", "parse_project", "probe_releases", "project_url"]

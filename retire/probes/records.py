@@ -13,16 +13,16 @@ from collections.abc import Iterable, Sequence
 
 from packaging.utils import canonicalize_name
 
-from retire.errors import ConfigError
-from retire.evidence import ExecutionEvidence, ExecutionHistory, ProbeFailure
-from retire.validation import PROVING, ValidationRecord
+from retire.core.errors import ConfigError
+from retire.evidence.values import ExecutionEvidence, ExecutionHistory, ProbeFailure
+from retire.evidence.validation import PROVING, ValidationRecord
 
 __all__ = ["evidence_of", "history", "load_records"]
 
 
 def load_records(path: str | os.PathLike[str]) -> list[ValidationRecord] | ProbeFailure:
     """Every record of the manifest at ``path`` (none if it does not exist); never raises."""
-    from retire import validation
+    from retire.evidence import validation
 
     try:
         return validation.load(path)

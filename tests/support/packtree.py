@@ -12,9 +12,9 @@ import datetime as _dt
 import textwrap
 from pathlib import Path
 
-from retire import validation
-from retire.reproduce import run_reproducer
-from retire.validation import ValidationRecord
+from retire.evidence import validation
+from retire.runs.reproduce import run_reproducer
+from retire.evidence.validation import ValidationRecord
 from shims.manifest import load_manifest
 from tests.support import shimtree
 
@@ -101,7 +101,7 @@ class PackProject:
         return record
 
     def cli(self, *args: str) -> int:
-        from retire.packs import main
+        from retire.packs.store import main
 
         return main(["--root", str(self.root), *args])
 

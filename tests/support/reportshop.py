@@ -26,10 +26,10 @@ import os
 import subprocess
 from pathlib import Path
 
-from retire import validation
-from retire.evidence import ProbeFailure
-from retire.validation import ValidationRecord
-from retire.verdicts import ConditionResult, Verdict
+from retire.evidence import validation
+from retire.evidence.values import ProbeFailure
+from retire.evidence.validation import ValidationRecord
+from retire.verdicts.engine import ConditionResult, Verdict
 from tests.support.shimtree import manifest_text, write_shim
 
 NOW = _dt.datetime(2026, 11, 18, 12, 0, tzinfo=_dt.timezone.utc)

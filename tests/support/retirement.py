@@ -7,7 +7,7 @@ import datetime as dt
 import textwrap
 from pathlib import Path
 
-from retire.validation import ValidationRecord, append
+from retire.evidence.validation import ValidationRecord, append
 
 NOW = dt.datetime(2026, 7, 1, tzinfo=dt.timezone.utc)
 OUTCOME_SENTINEL = {
@@ -89,7 +89,7 @@ class Project:
         return discover(self.root / "shims")
 
     def lanes(self):
-        from retire import lanefile
+        from retire.lanes import lanefile
 
         return lanefile.load_lanes(self.root / "lanes", root=self.root)
 

@@ -1,0 +1,292 @@
+"""Lockfile bump PRs: re-lock lanes with upgrades on a branch, with the diff and the suites' word.
+
+``patchlane bump [LANE…]`` (``nox -s bump``), in a separate worktree (see
+:mod:`retire.proposals`):
+
+1. rolls every selected lane's freeze date (``exclude-newer``) forward to *now − cooldown*, so
+   nothing younger than the cooldown is taken, transitive dependencies included;
+2. re-locks the selected lanes with ``--upgrade`` (or ``--upgrade-package`` for ``--package``),
+   and re-locks without upgrades any other lane whose definition the roll touched (a matrix
+   file is one unit);
+3. a lane file whose lane cannot be re-resolved is put back as it was, with its locks — the PR
+   body says why;
+4. diffs each lock (package: old → new, classified major / minor / patch / pre-release /
+   nightly, with upload dates);
+5. runs the bumped lanes' shim suites where this host can (records go into the branch's
+   validation manifest), and compares each outcome with the latest recorded one: shims that
+   became retirement candidates and shims that newly break;
+6. commits on ``patchlane/bump-<lanes>-<date>`` and writes the PR body; with a token and a
+   repository it opens the PR. Nothing new to take → no branch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import hashlib
+import json
+import subprocess
+import sys
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from retire.lanes import lanedit
+from retire.lanes import lanefile
+from retire.locks import locking
+from retire.locks import lockdiff
+from retire.branches import proposals
+from retire.runs import lanerun as runs
+from retire.evidence import validation
+from retire.core.errors import ConfigError, PatchlaneError
+from retire.core.gitops import GitError, git, toplevel
+
+BRANCH_PREFIX = "patchlane/bump-"
+_TRAILER = "Patchlane-Bump"
+
+
+@dataclass(frozen=True)
+class LaneBump:
+    lane: str
+    status: str  # bumped | unchanged | failed | reverted (another lane of its file failed)
+    why: str = ""
+    changes: tuple[lockdiff.PackageChange, ...] = ()
+    outcomes: tuple[tuple[str, str, str | None], ...] = ()  # (shim, outcome now, outcome before)
+
+
+@dataclass(frozen=True)
+class BumpResult:
+    branch: str
+    status: str  # proposed | already-proposed | exists-differs | unchanged
+    reason: str = ""
+    lanes: tuple[LaneBump, ...] = ()
+    body_path: str | None = None
+    pr_status: str = "not-requested"
+    pr_url: str | None = None
+
+    @property
+    def retirement_candidates(self) -> list[tuple[str, str]]:
+        return [(l.lane, shim) for l in self.lanes for shim, now, before in l.outcomes
+                if now == "upstream-fixed" and before != "upstream-fixed"]
+
+    @property
+    def newly_broken(self) -> list[tuple[str, str]]:
+        return [(l.lane, shim) for l in self.lanes for shim, now, before in l.outcomes
+                if now in runs.FAILING and before not in runs.FAILING]
+
+
+def branch_name(lanes: Sequence[str], everything: bool, day: _dt.date) -> str:
+    label = "all" if everything else ("+".join(lanes) if len(lanes) <= 3 else f"{len(lanes)}-lanes")
+    return f"{BRANCH_PREFIX}{label}-{day.isoformat()}"
+
+
+def cutoff_for(now: _dt.datetime, cooldown_days: int) -> _dt.datetime:
+    """Midnight UTC, ``cooldown_days`` before ``now``: the new freeze date."""
+    day = (now.astimezone(_dt.timezone.utc) - _dt.timedelta(days=cooldown_days)).date()
+    return _dt.datetime.combine(day, _dt.time(0, 0), tzinfo=_dt.timezone.utc)
+
+
+def previous_outcomes(records: Sequence[validation.ValidationRecord]) -> dict[tuple[str, str], str]:
+    """The latest judged outcome per (lane, shim) from recorded runs."""
+    latest: dict[tuple[str, str, str], validation.ValidationRecord] = {}
+    for record in sorted(records, key=lambda r: r.started_at):
+        latest[(record.lane, record.shim, record.mode)] = record
+    out = {}
+    for lane, shim, mode in list(latest):
+        if mode == "without":
+            out[(lane, shim)] = runs.judge(latest[(lane, shim, "without")], latest.get((lane, shim, "with")))[0]
+    return out
+
+
+def pr_body(result_lanes: Sequence[LaneBump], *, cutoff: _dt.datetime, packages: Sequence[str],
+            suites_ran: bool) -> str:
+    scope = f"`--upgrade-package {' '.join(packages)}`" if packages else "all packages"
+    lines = [f"Re-locked with upgrades ({scope}); nothing uploaded after **{cutoff.date()}** is taken "
+             "(cooldown, transitive dependencies included).", ""]
+    candidates = [(l.lane, s) for l in result_lanes for s, now, before in l.outcomes
+                  if now == "upstream-fixed" and before != "upstream-fixed"]
+    broken = [(l.lane, s) for l in result_lanes for s, now, before in l.outcomes
+              if now in runs.FAILING and before not in runs.FAILING]
+    if candidates:
+        lines += ["### Shims that became retirement candidates", *[f"- `{s}` on lane `{l}`" for l, s in candidates], ""]
+    if broken:
+        lines += ["### Shims that newly break", *[f"- `{s}` on lane `{l}`" for l, s in broken], ""]
+    for lane in result_lanes:
+        lines += [f"### Lane `{lane.lane}` — {lane.status}" + (f": {lane.why}" if lane.why else ""), ""]
+        if lane.status == "bumped":
+            lines += [lockdiff.markdown_table(lane.changes), ""]
+        if lane.outcomes:
+            lines += ["| shim | outcome | before |", "|---|---|---|"]
+            lines += [f"| {s} | {now} | {before or '—'} |" for s, now, before in lane.outcomes]
+            lines.append("")
+    if not suites_ran:
+        lines += ["_The shim suites were not run for this bump (`--no-run`, or no lane could run on this host)._", ""]
+    lines += ["---", "Proposed by `patchlane bump`. patchlane never merges: let the lane matrix run, then merge by hand."]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class _Work:
+    lanes: list[LaneBump] = field(default_factory=list)
+    suites_ran: bool = False
+
+
+def _files_of(lanes) -> dict[str, list]:
+    files: dict[str, list] = {}
+    for lane in lanes:
+        files.setdefault(lane.origin.split(" [")[0], []).append(lane)
+    return files
+
+
+def _edit(work: Path, *, selected: list[str], packages: tuple[str, ...], cutoff: _dt.datetime, run_suites: bool,
+          base_commit: str, records: list, say: Callable[[str], None], out: _Work) -> str | None:
+    lanes_dir, locks_dir = work / "lanes", work / "locks"
+    before = {lane.name: lane for lane in lanefile.load_lanes(lanes_dir, root=work)}
+    old_locks = {name: locking.read_lock(locking.lock_path(locks_dir, name)) for name in before}
+    files = _files_of(before[name] for name in selected)
+    for file in files:
+        if lanedit.roll_exclude_newer(work / file, cutoff):
+            say(f"{file}: exclude-newer → {cutoff.date()}")
+    after = {lane.name: lane for lane in lanefile.load_lanes(lanes_dir, root=work)}
+    stale = [lane for name, lane in after.items() if name not in selected and lane.digest != before[name].digest]
+    say(f"re-locking {len(selected)} lane(s) with upgrades" + (f", {len(stale)} touched by the roll" if stale else ""))
+    results = {r.lane: r for r in locking.lock_lanes([after[n] for n in selected], locks_dir, force=True,
+                                                     upgrade=not packages, upgrade_packages=packages)}
+    results.update({r.lane: r for r in locking.lock_lanes(stale, locks_dir)})
+    failed_files = {file for file, members in _files_of(after.values()).items()
+                    if any(m.name in results and not results[m.name].ok for m in members)}
+    for file in failed_files:  # a file bumps as a unit: put it and its locks back as they were
+        git(work, "checkout", base_commit, "--", file)
+        for member in _files_of(after.values())[file]:
+            git(work, "checkout", base_commit, "--", f"locks/{member.name}", check=False)
+    bumps = []
+    for name in selected:
+        file = after[name].origin.split(" [")[0]
+        result = results[name]
+        if not result.ok:
+            bumps.append(LaneBump(name, "failed", f"{result.status}: {result.message}; its lock is untouched"))
+            continue
+        if file in failed_files:
+            bumps.append(LaneBump(name, "reverted", f"another lane of {file} failed to re-resolve; lock untouched"))
+            continue
+        changes = lockdiff.diff(old_locks.get(name), locking.read_lock(locking.lock_path(locks_dir, name)))
+        bumps.append(LaneBump(name, "bumped" if changes else "unchanged", "" if changes else "nothing newer to take",
+                              changes))
+    if not any(b.status == "bumped" for b in bumps):
+        out.lanes = bumps
+        return None
+    if run_suites:
+        bumps = _run_suites(work, bumps, after, records, say, out)
+    out.lanes = bumps
+    changed = [b for b in bumps if b.status == "bumped"]
+    head = ", ".join(f"{b.lane} ({len(b.changes)} change{'s' if len(b.changes) != 1 else ''})" for b in changed)
+    return (f"Bump locks: {head}\n\nRe-locked with uv, upgrades taken up to {cutoff.date()} (cooldown).\n\n"
+            + "\n".join(f"{b.lane}: {c.name} {c.old or '-'} -> {c.new or '-'} ({c.kind})"
+                        for b in changed for c in b.changes) + "\n")
+
+
+def _run_suites(work: Path, bumps: list[LaneBump], lanes: dict, records: list, say, out: _Work) -> list[LaneBump]:
+    from shims.manifest import discover
+
+    manifests = {m.id: m for m in discover(work / "shims")} if (work / "shims").is_dir() else {}
+    chosen = [lanes[b.lane] for b in bumps if b.status == "bumped" and lanes[b.lane].shims]
+    if not chosen:
+        return bumps
+    say(f"running the shim suites of {len(chosen)} bumped lane(s)")
+    options = runs.RunOptions(locks_dir=work / "locks", envs_dir=work.parent.parent / "envs-bump")
+    done = {run.lane: run for run in runs.run_lanes(chosen, manifests, options,
+                                                    progress=lambda lane, msg: say(f"[{lane}] {msg}"))}
+    new_records = [r for run in done.values() for s in run.shims for r in s.records]
+    if new_records:
+        validation.append(work / "validation" / "manifest.jsonl", new_records)
+    out.suites_ran = any(run.status == "ran" for run in done.values())
+    before = previous_outcomes(records)
+    updated = []
+    for bump in bumps:
+        run = done.get(bump.lane)
+        if run is None:
+            updated.append(bump)
+            continue
+        outcomes = tuple((s.shim, s.outcome, before.get((bump.lane, s.shim))) for s in run.shims)
+        why = bump.why if run.status == "ran" else f"suites {run.status}: {run.why}"
+        updated.append(LaneBump(bump.lane, bump.status, why, bump.changes, outcomes))
+    return updated
+
+
+def bump(root: Path, *, lanes: Sequence[str] = (), packages: Sequence[str] = (), cooldown_days: int = 7,
+         now: _dt.datetime | None = None, base: str = "HEAD", run_suites: bool = True, open_pr: bool = False,
+         repository: str | None = None, api_base: str | None = None, pr_base: str | None = None,
+         say: Callable[[str], None] = lambda line: None) -> BumpResult:
+    if cooldown_days < 0:
+        raise ConfigError(None, "--cooldown", "must be zero or more days", "e.g. --cooldown 7")
+    repo = toplevel(root)
+    now = now or _dt.datetime.now(_dt.timezone.utc)
+    all_lanes = lanefile.load_lanes(repo / "lanes", root=repo)
+    selected = [lane.name for lane in lanefile.select(all_lanes, list(lanes))]
+    packages = tuple(packages)
+    cutoff = cutoff_for(now, cooldown_days)
+    base_commit, base_branch = proposals.base_of(repo, base, pr_base)
+    branch = branch_name(selected, not lanes, now.date())
+    identity = hashlib.sha256(json.dumps([base_commit, selected, packages, cutoff.isoformat()]).encode()).hexdigest()[:16]
+    records = validation.load(repo / "validation" / "manifest.jsonl")
+    work_state = _Work()
+    with proposals.session(repo):
+        made = proposals.propose_branch(
+            repo, base_commit=base_commit, branch=branch, marker=f"{_TRAILER}: {identity}", folder="bump",
+            edit=lambda work: _edit(work, selected=selected, packages=packages, cutoff=cutoff, run_suites=run_suites,
+                                    base_commit=base_commit, records=records, say=say, out=work_state),
+        )
+    lane_results = tuple(work_state.lanes)
+    if made.status == "unchanged":
+        return BumpResult(branch, "unchanged", "no lane has anything newer to take", lane_results)
+    if made.status != "proposed":
+        return BumpResult(branch, made.status, made.reason, lane_results)
+    body = pr_body(lane_results, cutoff=cutoff, packages=packages, suites_ran=work_state.suites_ran)
+    body_path = proposals.save_body(repo, branch, body)
+    result = BumpResult(branch, "proposed", "", lane_results, str(body_path))
+    if open_pr:
+        title = f"Bump locks: {', '.join(l.lane for l in lane_results if l.status == 'bumped')} ({now.date()})"
+        status, url = proposals.open_pull_request(repo, branch=branch, base_branch=base_branch, title=title,
+                                                  body=body, repository=repository, api_base=api_base)
+        result = BumpResult(branch, "proposed", "", lane_results, str(body_path), status, url)
+    return result
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="patchlane bump",
+                                     description="Re-lock lanes with upgrades on a branch, with the version diff "
+                                                 "and the shim suites' outcome; never merges.")
+    parser.add_argument("lanes", nargs="*", metavar="LANE", help="only these lanes (default: all)")
+    parser.add_argument("--root", type=Path, default=Path.cwd())
+    parser.add_argument("--package", action="append", default=[], metavar="NAME",
+                        help="upgrade only NAME (repeatable); default: every package")
+    parser.add_argument("--cooldown", type=int, default=7, metavar="DAYS",
+                        help="releases younger than DAYS are not taken, transitive ones included (default 7)")
+    parser.add_argument("--no-run", action="store_true", help="do not run the shim suites on the bumped locks")
+    parser.add_argument("--no-pr", action="store_true", help="make the branch only")
+    parser.add_argument("--repo", help="owner/name to open the pull request in (with a GITHUB_TOKEN)")
+    parser.add_argument("--api-url", help="code host REST API base URL")
+    parser.add_argument("--base", default="HEAD", help="commit the branch starts from (default: HEAD)")
+    parser.add_argument("--now", type=_dt.datetime.fromisoformat, help=argparse.SUPPRESS)  # tests
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    now = args.now.replace(tzinfo=args.now.tzinfo or _dt.timezone.utc) if args.now else None
+    try:
+        result = bump(args.root.resolve(), lanes=args.lanes, packages=args.package, cooldown_days=args.cooldown,
+                      now=now, base=args.base, run_suites=not args.no_run, open_pr=not args.no_pr,
+                      repository=args.repo, api_base=args.api_url, say=lambda line: print(line, flush=True))
+    except (ConfigError, PatchlaneError, GitError, subprocess.CalledProcessError, tomllib.TOMLDecodeError) as exc:
+        print(f"patchlane: error: {exc}", file=sys.stderr)
+        return 2
+    for lane in result.lanes:
+        print(f"  {lane.status:<9} {lane.lane}: " + (f"{len(lane.changes)} package(s) changed" if lane.changes else lane.why))
+    print(f"{result.status}: {result.branch}" + (f" — {result.reason}" if result.reason else ""))
+    if result.body_path:
+        print(f"PR body: {result.body_path}")
+    if result.pr_status != "not-requested":
+        print(f"PR: {result.pr_status}" + (f" {result.pr_url}" if result.pr_url else ""))
+    return 0

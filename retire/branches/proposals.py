@@ -1,0 +1,208 @@
+"""Proposed changes as branches: made in a separate worktree, committed once, never merged.
+
+Auto-drop (retire a shim) and bump (re-lock with upgrades) both propose their change this way:
+
+1. a detached worktree under ``.patchlane/worktrees/`` at the base commit (the user's checkout,
+   index and current branch are never touched);
+2. the caller's edit runs inside it;
+3. the tree is committed with a message carrying a marker line, and the branch ref is created
+   only if it does not exist yet (``update-ref … 0000…``), so a concurrent run cannot clobber it;
+4. running again with the same change is *already proposed*; a branch holding something else
+   is left alone (*exists-differs*);
+5. with a token and a repository, the branch is pushed (never forced) and a pull request is
+   found or opened. There is no merge code path.
+
+Work happens in try/finally; a run killed outright leaves at most a worktree folder, which
+:func:`cleanup_worktrees` removes before the next run starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from retire.core.atomic import atomic_write, locked
+from retire.core.errors import ConfigError
+from retire.core.gitops import GitError, git, rev_parse, worktree_paths
+
+WORKTREES_DIR = Path(".patchlane") / "worktrees"
+PRS_DIR = Path(".patchlane") / "prs"
+
+
+@dataclass(frozen=True)
+class Branch:
+    """What proposing a branch did. ``status``: proposed, already-proposed, exists-differs, unchanged."""
+
+    name: str
+    status: str
+    reason: str = ""
+    commit: str | None = None
+
+
+class PullRequests:
+    """Find-or-open a pull request through the GitHub REST API. There is no merge method."""
+
+    def __init__(self, client, repository: str, *, api_base: str | None = None, token: str) -> None:
+        from retire.probes.codehost import DEFAULT_API_BASE
+
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repository):
+            raise ConfigError(None, "--repo", f"not an owner/name: {repository!r}", "pass --repo owner/name")
+        self.client = client
+        self.repository = repository
+        self.api_base = (api_base or DEFAULT_API_BASE).rstrip("/")
+        self.token = token
+
+    def _headers(self) -> dict[str, str]:
+        from retire.probes.codehost import auth_headers
+
+        return {**auth_headers(self.token), "Accept": "application/vnd.github+json"}
+
+    def _error(self, what: str, exc_or_response) -> str:
+        from retire.probes.http import redact
+
+        text = getattr(exc_or_response, "text", None)
+        detail = f"HTTP {exc_or_response.status_code}: {text[:200]}" if text is not None else str(exc_or_response)
+        return redact(f"{what}: {detail}", [self.token])
+
+    def find_or_open(self, *, head: str, base: str, title: str, body: str) -> tuple[str, str | None]:
+        """(status, url): ``exists`` when a PR for ``head`` is already there, else ``opened``."""
+        import httpx
+
+        owner = self.repository.split("/")[0]
+        url = f"{self.api_base}/repos/{self.repository}/pulls"
+        try:
+            found = self.client.get(url, params={"head": f"{owner}:{head}", "state": "all"}, headers=self._headers())
+            if found.status_code == 200 and isinstance(found.json(), list) and found.json():
+                return "exists", found.json()[0].get("html_url")
+            if found.status_code != 200:
+                return "failed: " + self._error("listing pull requests", found), None
+            made = self.client.post(url, headers=self._headers(),
+                                    json={"title": title, "head": head, "base": base, "body": body,
+                                          "maintainer_can_modify": True})
+        except (httpx.HTTPError, ValueError) as exc:
+            return "failed: " + self._error("the code host is unreachable", exc), None
+        if made.status_code == 201:
+            return "opened", made.json().get("html_url")
+        return "failed: " + self._error("opening the pull request", made), None
+
+
+def author_env(repo: Path) -> dict[str, str]:
+    """The repository's identity when it has one; a patchlane identity otherwise."""
+    env = {}
+    if not git(repo, "config", "user.name", check=False):
+        env.update(GIT_AUTHOR_NAME="patchlane", GIT_COMMITTER_NAME="patchlane")
+    if not git(repo, "config", "user.email", check=False):
+        env.update(GIT_AUTHOR_EMAIL="patchlane@localhost", GIT_COMMITTER_EMAIL="patchlane@localhost")
+    return env
+
+
+def cleanup_worktrees(repo: Path) -> list[Path]:
+    """Remove worktrees that an earlier, interrupted run left under ``.patchlane/worktrees``."""
+    root = (repo / WORKTREES_DIR).resolve()
+    removed = []
+    for path in worktree_paths(repo):
+        if path.resolve().is_relative_to(root):
+            git(repo, "worktree", "remove", "--force", str(path), check=False)
+            removed.append(path)
+    if root.is_dir():
+        for leftover in root.iterdir():
+            if leftover.name == "lock":
+                continue
+            shutil.rmtree(leftover, ignore_errors=True)
+            removed.append(leftover)
+    git(repo, "worktree", "prune")
+    return removed
+
+
+@contextlib.contextmanager
+def session(repo: Path) -> Iterator[None]:
+    """One proposing run per repository at a time, starting from a clean worktrees folder."""
+    with locked(repo / WORKTREES_DIR / "lock"):
+        cleanup_worktrees(repo)
+        yield
+
+
+def propose_branch(repo: Path, *, base_commit: str, branch: str, marker: str, folder: str,
+                   edit: Callable[[Path], str | None]) -> Branch:
+    """Make ``branch`` = ``base_commit`` + what ``edit`` does in a worktree.
+
+    ``edit(work)`` changes files in the worktree and returns the commit message, or None when
+    there is nothing to commit (the branch is then not created: *unchanged*). ``marker`` is a
+    line the message must carry; finding it on an existing branch at the same base means this
+    very proposal was already made.
+    """
+    ref = f"refs/heads/{branch}"
+    existing = rev_parse(repo, ref)
+    if existing and rev_parse(repo, f"{existing}^") == base_commit \
+            and marker in git(repo, "log", "-1", "--format=%B", existing):
+        return Branch(branch, "already-proposed", "the branch holds this proposal", existing)
+    work = repo / WORKTREES_DIR / folder
+    work.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        git(repo, "worktree", "add", "--detach", "--quiet", str(work), base_commit)
+        message = edit(work)
+        if message is None:
+            return Branch(branch, "unchanged", "nothing to change")
+        if marker not in message:
+            message = message.rstrip("\n") + f"\n\n{marker}\n"
+        git(work, "add", "--all")
+        tree = git(work, "write-tree")
+        if existing:
+            same = rev_parse(repo, f"{existing}^{{tree}}") == tree
+            return Branch(branch, "already-proposed" if same else "exists-differs",
+                          "the branch already holds this change" if same else
+                          f"{branch} exists with other content; left as it is (delete it to re-propose)", existing)
+        commit = git(work, "commit-tree", tree, "-p", base_commit, input=message, env=author_env(repo))
+        # Creating the ref is the one step that publishes; it fails if the branch appeared meanwhile.
+        git(repo, "update-ref", ref, commit, "0" * 40)
+        return Branch(branch, "proposed", "", commit)
+    finally:
+        git(repo, "worktree", "remove", "--force", str(work), check=False)
+        shutil.rmtree(work, ignore_errors=True)
+        git(repo, "worktree", "prune", check=False)
+
+
+def save_body(repo: Path, branch: str, body: str) -> Path:
+    """The PR body beside the branch (``.patchlane/prs/<branch>.md``), for a human or a later PR."""
+    path = repo / PRS_DIR / f"{branch}.md"
+    atomic_write(path, body)
+    return path
+
+
+def open_pull_request(repo: Path, *, branch: str, base_branch: str, title: str, body: str,
+                      repository: str | None, api_base: str | None = None, remote: str = "origin",
+                      client=None, token: str | None = None) -> tuple[str, str | None]:
+    """Push ``branch`` (never forced) and find or open its pull request: (status, url)."""
+    from retire.probes.codehost import token_from_env
+    from retire.probes.http import make_client, redact
+
+    token = token or token_from_env()
+    if not token:
+        return "skipped: no GITHUB_TOKEN; the PR body is saved beside the branch", None
+    if not repository:
+        return "skipped: no repository (owner/name) to open the PR in", None
+    try:
+        git(repo, "push", "--quiet", remote, f"refs/heads/{branch}:refs/heads/{branch}")
+    except GitError as exc:
+        return "failed: " + redact(str(exc), [token]), None
+    owned = client is None
+    client = client or make_client()
+    try:
+        return PullRequests(client, repository, api_base=api_base, token=token).find_or_open(
+            head=branch, base=base_branch, title=title, body=body)
+    finally:
+        if owned:
+            client.close()
+
+
+def base_of(repo: Path, base: str, pr_base: str | None) -> tuple[str, str]:
+    """(commit, branch a PR targets) for a ``--base`` the user named."""
+    commit = rev_parse(repo, f"{base}^{{commit}}")
+    if commit is None:
+        raise ConfigError(None, "--base", f"{base!r} is not a commit in {repo}", "name a branch, tag or commit")
+    full = git(repo, "rev-parse", "--symbolic-full-name", base, check=False)
+    return commit, pr_base or (full.removeprefix("refs/heads/") if full.startswith("refs/heads/") else "main")

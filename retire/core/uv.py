@@ -1,0 +1,136 @@
+"""The pinned uv binary and the host's uv configuration (where named indexes get their URLs)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from retire.core.errors import ConfigError, PatchlaneError
+
+
+@functools.cache
+def binary() -> str:
+    """The uv shipped with patchlane's pinned ``uv`` dependency; PATH only as a fallback."""
+    try:
+        from uv import find_uv_bin
+
+        return find_uv_bin()
+    except (ImportError, FileNotFoundError):
+        found = shutil.which("uv")
+        if found is None:
+            raise PatchlaneError("uv is not installed: install patchlane with its dependencies (pip install -e .)") from None
+        return found
+
+
+@functools.cache
+def version() -> str:
+    out = subprocess.run([binary(), "--version"], capture_output=True, text=True, check=True).stdout
+    return out.split()[1]
+
+
+# The caller's Python setup: it must not leak into lane interpreters (a GPU host's wrapper that
+# puts carried packages on PYTHONPATH would otherwise be recorded as the base image's versions).
+CALLER_PYTHON_ENV = ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "__PYVENV_LAUNCHER__")
+
+# The index settings uv reads from the environment. patchlane reads them itself (host_indexes)
+# and passes the result explicitly, so a lane's own default index is never overridden by them.
+INDEX_ENV = ("UV_INDEX", "UV_DEFAULT_INDEX", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL")
+
+
+def base_env(extra: dict[str, str] | None = None, *, without_indexes: bool = False) -> dict[str, str]:
+    """The environment uv runs in: quiet, and never downloading interpreters behind our back."""
+    env = dict(os.environ)
+    if without_indexes:
+        for name in INDEX_ENV:
+            env.pop(name, None)
+    env.setdefault("UV_NO_PROGRESS", "1")
+    env.setdefault("UV_PYTHON_DOWNLOADS", "never")
+    for name in CALLER_PYTHON_ENV:  # a lane's tools never see the caller's venv or paths by accident
+        env.pop(name, None)
+    if extra:
+        env.update(extra)
+    return env
+
+
+def _config_files() -> list[Path]:
+    """uv's user- and system-level configuration files, most specific first (as uv reads them)."""
+    if os.environ.get("UV_CONFIG_FILE"):
+        return [Path(os.environ["UV_CONFIG_FILE"])]
+    if os.environ.get("UV_NO_CONFIG"):
+        return []
+    files = []
+    config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    files.append(Path(config_home) / "uv" / "uv.toml")
+    for folder in (os.environ.get("XDG_CONFIG_DIRS") or "/etc/xdg").split(":"):
+        files.append(Path(folder) / "uv" / "uv.toml")
+    files.append(Path("/etc/uv/uv.toml"))
+    return files
+
+
+@dataclass(frozen=True)
+class HostIndexes:
+    """What this host's uv configuration says about indexes."""
+
+    named: dict[str, str]  # name → URL, for lanes that name an index without a URL
+    default: str | None  # the default index, when the host replaces uv's own
+
+
+def host_indexes() -> HostIndexes:
+    """Named indexes from ``UV_INDEX`` (``name=url`` entries) and uv.toml ``[[index]]`` tables,
+    and the default index from ``UV_DEFAULT_INDEX`` / ``UV_INDEX_URL`` or uv.toml."""
+    named: dict[str, str] = {}
+    default = os.environ.get("UV_DEFAULT_INDEX") or os.environ.get("UV_INDEX_URL") or None
+    for entry in os.environ.get("UV_INDEX", "").split():
+        name, sep, url = entry.partition("=")
+        if sep and name and url:
+            named.setdefault(name, url)
+    for path in _config_files():
+        if not path.is_file():
+            continue
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(path, None, f"uv configuration is not readable ({exc})", "fix or remove the file") from None
+        for index in data.get("index", []):
+            if not (isinstance(index, dict) and isinstance(index.get("url"), str)):
+                continue
+            if isinstance(index.get("name"), str):
+                named.setdefault(index["name"], index["url"])
+            if index.get("default") is True and default is None:
+                default = index["url"]
+        pip = data.get("pip") if isinstance(data.get("pip"), dict) else {}
+        for table in (data, pip):
+            if default is None and isinstance(table.get("index-url"), str):
+                default = table["index-url"]
+    return HostIndexes(named, default)
+
+
+@functools.cache
+def builtin_default_index() -> str | None:
+    """The index uv uses when nothing configures one, as uv itself reports it.
+
+    Asked of uv (``pip compile --emit-index-url`` of nothing; no network) rather than written
+    here, so patchlane names no registry and follows uv if its default ever changes.
+    """
+    with tempfile.TemporaryDirectory(prefix="patchlane-uv-") as scratch:
+        empty = Path(scratch, "empty.in")
+        empty.write_text("", encoding="utf-8")
+        proc = subprocess.run(
+            [binary(), "pip", "compile", str(empty), "--emit-index-url", "--no-header", "--quiet", "--no-config"],
+            capture_output=True, text=True, env=base_env(), stdin=subprocess.DEVNULL,
+        )
+    for line in proc.stdout.splitlines():
+        if line.startswith("--index-url "):
+            return line.split(None, 1)[1].strip()
+    return None
+
+
+def default_index() -> str | None:
+    """The default index for probes: the host's uv configuration, else uv's own default."""
+    return host_indexes().default or builtin_default_index()

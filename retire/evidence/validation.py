@@ -1,0 +1,195 @@
+"""The validation manifest: one JSON object per reproducer run, in JSON Lines.
+
+``validation/manifest.jsonl`` is committed; lane runs on several hosts each write their own and
+:func:`merge` joins them. A record's ``record_id`` hashes the fields that identify a run, so the
+same run seen twice (an artifact uploaded twice, a manifest merged again) is kept once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from retire.core.atomic import atomic_write, locked
+from retire.core.errors import ConfigError
+
+__all__ = ["FIXED", "MODES", "OUTCOMES", "PROVING", "ValidationRecord", "append", "compute_record_id", "dumps", "load", "merge", "write"]
+
+MODES = ("without", "with")
+#: What a run showed; ``crashed`` also covers protocol violations (sentinel vs exit code).
+OUTCOMES = ("bug-reproduced", "fix-validated", "memory-save-verified", "skipped", "crashed", "timeout")
+#: The outcomes that say the bug is absent (upstream, or thanks to the shim).
+FIXED = frozenset({"fix-validated", "memory-save-verified"})
+#: The outcomes that prove something either way: the bug, or its absence.
+PROVING = FIXED | {"bug-reproduced"}
+
+_FIELDS = (
+    "shim", "mode", "lane", "host", "versions", "sentinel", "outcome", "exit_code",
+    "duration_s", "started_at", "output_tail", "detail", "run", "environment", "record_id",
+)
+
+
+def compute_record_id(
+    *, shim: str, mode: str, lane: str, host: Mapping[str, object], started_at: str, sentinel: str | None
+) -> str:
+    """sha256 over what identifies one run: shim, mode, lane, host (name + GPU), start, sentinel."""
+    identity = [shim, mode, lane, host.get("hostname"), host.get("gpu"), started_at, sentinel]
+    return hashlib.sha256(json.dumps(identity, separators=(",", ":")).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class ValidationRecord:
+    """One reproducer run. ``host`` is the parsed ``PATCHLANE-HOST`` stamp (``{}`` if none came)."""
+
+    shim: str
+    mode: str  # "without" | "with"
+    lane: str
+    host: Mapping[str, object]
+    versions: Mapping[str, str | None]  # {distribution: version} of the packages it concerns
+    sentinel: str | None  # BUG_REPRODUCED, FIX_VALIDATED, MEMORY_SAVE_VERIFIED, SKIPPED, or None
+    outcome: str  # one of OUTCOMES
+    exit_code: int | None  # None only when the process could not be started
+    duration_s: float
+    started_at: str  # UTC ISO 8601 with microseconds
+    output_tail: str = ""
+    #: Why: the skip reason, or what made the run count as crashed / timed out.
+    detail: str = ""
+    #: The lane run (one `nox -s lane` / `patchlane run`) this record belongs to, if any.
+    run: str = ""
+    #: How the lane env was built: kind (full/overlay), lock digest, installed and base versions
+    #: of the packages the shim concerns.
+    environment: Mapping[str, object] = field(default_factory=dict)
+    record_id: str = field(default="")
+
+    def __post_init__(self) -> None:
+        if not self.record_id:
+            object.__setattr__(self, "record_id", self.computed_id())
+
+    def computed_id(self) -> str:
+        return compute_record_id(
+            shim=self.shim, mode=self.mode, lane=self.lane, host=self.host,
+            started_at=self.started_at, sentinel=self.sentinel,
+        )
+
+    def to_json(self) -> dict[str, object]:
+        data = {name: getattr(self, name) for name in _FIELDS}
+        data["host"], data["versions"] = dict(self.host), dict(self.versions)
+        data["environment"] = dict(self.environment)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> ValidationRecord:
+        """Build a record from a decoded JSON object; raises ``ValueError`` naming the bad field."""
+        unknown = sorted(set(data) - set(_FIELDS))
+        if unknown:
+            raise ValueError(f"unknown field {unknown[0]!r}")
+        for name in ("shim", "mode", "lane", "outcome", "started_at"):
+            if not isinstance(data.get(name), str):
+                raise ValueError(f"field {name!r} must be a string")
+        if data["mode"] not in MODES:
+            raise ValueError(f"mode {data['mode']!r} is not one of {', '.join(MODES)}")
+        if data["outcome"] not in OUTCOMES:
+            raise ValueError(f"outcome {data['outcome']!r} is not one of {', '.join(OUTCOMES)}")
+        for name in ("host", "versions", "environment"):
+            if not isinstance(data.get(name, {}), dict):
+                raise ValueError(f"field {name!r} must be an object")
+        exit_code = data.get("exit_code")
+        if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int)):
+            raise ValueError("field 'exit_code' must be an integer or null")
+        duration = data.get("duration_s", 0.0)
+        if isinstance(duration, bool) or not isinstance(duration, (int, float)):
+            raise ValueError("field 'duration_s' must be a number")
+        record = cls(
+            shim=data["shim"],  # type: ignore[arg-type]
+            mode=data["mode"],  # type: ignore[arg-type]
+            lane=data["lane"],  # type: ignore[arg-type]
+            host=dict(data.get("host", {})),  # type: ignore[arg-type]
+            versions=dict(data.get("versions", {})),  # type: ignore[arg-type]
+            sentinel=data.get("sentinel"),  # type: ignore[arg-type]
+            outcome=data["outcome"],  # type: ignore[arg-type]
+            exit_code=exit_code,  # type: ignore[arg-type]
+            duration_s=float(duration),
+            started_at=data["started_at"],  # type: ignore[arg-type]
+            output_tail=str(data.get("output_tail", "")),
+            detail=str(data.get("detail", "")),
+            run=str(data.get("run", "")),
+            environment=dict(data.get("environment", {})),  # type: ignore[arg-type]
+        )
+        stored = data.get("record_id")
+        if stored is not None and stored != record.record_id:
+            raise ValueError("record_id does not match the record's fields (edited by hand?)")
+        return record
+
+
+def dumps(record: ValidationRecord) -> str:
+    """One JSON Lines line (no newline), keys sorted so files diff cleanly."""
+    return json.dumps(record.to_json(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def load(path: str | os.PathLike[str]) -> list[ValidationRecord]:
+    """Read a JSON Lines manifest; a missing file is empty, a bad line is a one-line ConfigError."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(path, None, f"cannot read: {exc}", "check the file") from None
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError as exc:
+            raise ConfigError(path, f"line {number}", f"not valid JSON ({exc.msg} at column {exc.colno})",
+                              "fix or delete the line; every line is one record") from None
+        if not isinstance(data, dict):
+            raise ConfigError(path, f"line {number}", "expected a JSON object", "every line is one record")
+        try:
+            records.append(ValidationRecord.from_json(data))
+        except ValueError as exc:
+            raise ConfigError(path, f"line {number}", str(exc), "fix or delete the line") from None
+    return records
+
+
+def append(path: str | os.PathLike[str], records: Iterable[ValidationRecord]) -> int:
+    """Add ``records`` that are not already in ``path``; returns how many were added.
+
+    Read-modify-write under a lock file, then an atomic replace: concurrent lanes never lose
+    each other's records and a reader never sees half a line.
+    """
+    path = Path(path)
+    with locked(path):
+        existing = load(path)
+        seen = {record.record_id for record in existing}
+        added = []
+        for record in records:
+            if record.record_id not in seen:
+                seen.add(record.record_id)
+                added.append(record)
+        if added:
+            old = path.read_text(encoding="utf-8") if path.exists() else ""
+            if old and not old.endswith("\n"):
+                old += "\n"
+            atomic_write(path, old + "".join(dumps(record) + "\n" for record in added))
+    return len(added)
+
+
+def merge(paths: Iterable[str | os.PathLike[str]]) -> list[ValidationRecord]:
+    """All records of ``paths``, each once (by record_id), stably sorted by ``started_at``."""
+    by_id: dict[str, ValidationRecord] = {}
+    for path in paths:
+        for record in load(path):
+            by_id.setdefault(record.record_id, record)
+    return sorted(by_id.values(), key=lambda record: record.started_at)
+
+
+def write(path: str | os.PathLike[str], records: Iterable[ValidationRecord]) -> None:
+    """Replace ``path`` with exactly ``records`` (e.g. the result of :func:`merge`)."""
+    with locked(path):
+        atomic_write(path, "".join(dumps(record) + "\n" for record in records))

@@ -1,0 +1,340 @@
+"""Lanes → PEP 751 locks through uv, one ``locks/<lane>/pylock.toml`` per lane.
+
+A lane is locked by running ``uv pip compile`` on a throwaway project that carries the lane's
+indexes, sources and static metadata (``[tool.uv]``), for the lane's Python and platform.
+uv's own output goes to a temporary file; only a lock that ``packaging.pylock`` accepts replaces
+the committed one, atomically, so a failed lane keeps its previous lock.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import tomllib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import tomlkit
+from packaging.pylock import Pylock, PylockValidationError
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from retire.core import uv
+from retire.core.atomic import atomic_write
+from retire.lanes.model import LANE_NAME, Lane, format_utc
+
+LOCK_NAME = "pylock.toml"
+UNREACHABLE_MARKERS = (
+    "Could not connect",
+    "dns error",
+    "Connection refused",
+    "error sending request",
+    "operation timed out",
+    "Failed to fetch",
+    "failed to lookup address",
+)
+
+
+@dataclass(frozen=True)
+class LockResult:
+    lane: str
+    status: str  # locked | up-to-date | failed | unreachable
+    message: str = ""
+    detail: str = ""  # uv's full explanation, for failures
+    seconds: float = 0.0
+    packages: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("locked", "up-to-date")
+
+
+def lock_path(locks_dir: Path, lane_name: str) -> Path:
+    if not LANE_NAME.fullmatch(lane_name):  # names become paths: never let one climb out
+        raise ValueError(f"invalid lane name {lane_name!r}")
+    return locks_dir / lane_name / LOCK_NAME
+
+
+def read_lock(path: Path) -> dict | None:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+
+
+def provenance(lock: dict | None) -> dict:
+    return ((lock or {}).get("tool") or {}).get("patchlane") or {}
+
+
+_PROVENANCE_HEADER = "\n[tool.patchlane]\n"
+
+
+def read_provenance(path: Path) -> dict | None:
+    """The ``[tool.patchlane]`` table of a lock, or None when there is no readable lock.
+
+    patchlane writes that table last, so only the tail is parsed: deciding that a dozen GPU-stack
+    locks are current must not cost a dozen full TOML parses.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    at = text.rfind(_PROVENANCE_HEADER)
+    try:
+        if at >= 0:
+            return provenance(tomllib.loads(text[at:]))
+        return provenance(tomllib.loads(text))
+    except tomllib.TOMLDecodeError:
+        return None
+
+
+def is_current(lane: Lane, locks_dir: Path) -> bool:
+    return (read_provenance(lock_path(locks_dir, lane.name)) or {}).get("digest") == lane.digest
+
+
+def stale_lanes(lanes: list[Lane], locks_dir: Path) -> list[tuple[Lane, str]]:
+    """Lanes whose lock is missing, unreadable, or made from another lane definition."""
+    stale = []
+    for lane in lanes:
+        found = read_provenance(lock_path(locks_dir, lane.name))
+        if found is None:
+            stale.append((lane, "no lock"))
+        elif found.get("digest") != lane.digest:
+            stale.append((lane, "lane changed since it was locked"))
+    return stale
+
+
+def resolve_index_urls(lane: Lane, configured: dict[str, str]) -> dict[str, str] | str:
+    """URL per index name, or the reason one is missing."""
+    urls = {}
+    for index in lane.indexes:
+        url = index.url or configured.get(index.name)
+        if url is None:
+            return (
+                f"index {index.name!r} has no URL on this host, so it cannot be reached: "
+                f"set UV_INDEX={index.name}=<url> or add [[index]] name = \"{index.name}\" to uv.toml"
+            )
+        urls[index.name] = url
+    return urls
+
+
+def index_table(lane: Lane, urls: dict[str, str], host_default: str | None) -> list[dict]:
+    """uv ``[[index]]`` entries for a lane.
+
+    The default index is the lane's, else the one this host's uv configuration names, else uv's.
+    An index with packages pinned to it is explicit, so nothing else is taken from it (a nightly
+    index also serves numpy, say); any other index is a plain extra index.
+    """
+    pinned = set(lane.sources_dict.values())
+    indexes = [
+        {"name": i.name, "url": urls[i.name], **({"default": True} if i.default else {}),
+         **({"explicit": True} if i.name in pinned and not i.default else {})}
+        for i in lane.indexes
+    ]
+    if host_default and not any(i.default for i in lane.indexes):
+        indexes.append({"name": "host-default", "url": host_default, "default": True})
+    return indexes
+
+
+def project_toml(lane: Lane, indexes: list[dict]) -> str:
+    """The throwaway project uv resolves: the lane's requirements and where packages come from.
+
+    uv checks ``tool.uv.sources`` against the project's own index declarations, so the indexes
+    are declared here as well as in the --config-file that the resolver reads them from.
+    """
+    doc = tomlkit.document()
+    doc["project"] = {
+        "name": "patchlane-lane",
+        "version": "0",
+        "requires-python": f"=={lane.python}.*",
+        "dependencies": list(lane.requirements),
+    }
+    if lane.sources:
+        doc["tool"] = {"uv": {
+            "index": indexes,
+            "sources": {package: {"index": index} for package, index in lane.sources},
+        }}
+    return tomlkit.dumps(doc)
+
+
+def uv_toml(lane: Lane, indexes: list[dict]) -> str:
+    """uv settings passed with --config-file, so the host's other uv settings do not leak in."""
+    doc = tomlkit.document()
+    if indexes:
+        doc["index"] = indexes
+    if lane.static_metadata:
+        doc["dependency-metadata"] = [
+            {
+                "name": m.name,
+                "version": m.version,
+                "requires-dist": list(m.requires_dist),
+                **({"requires-python": m.requires_python} if m.requires_python else {}),
+                **({"provides-extras": list(m.provides_extras)} if m.provides_extras else {}),
+            }
+            for m in lane.static_metadata
+        ]
+    return tomlkit.dumps(doc)
+
+
+def compile_command(lane: Lane, *, upgrade: bool = False, upgrade_packages: tuple[str, ...] = ()) -> list[str]:
+    cmd = [
+        uv.binary(), "pip", "compile", "pyproject.toml",
+        "--format", "pylock.toml", "--output-file", LOCK_NAME,
+        "--python-version", lane.python,
+        "--python-platform", lane.platform,
+        "--generate-hashes", "--no-header", "--quiet",
+        "--config-file", "uv.toml",
+    ]
+    if lane.constraints:
+        cmd += ["--constraints", "constraints.txt"]
+    if lane.overrides:
+        cmd += ["--overrides", "overrides.txt"]
+    if lane.exclude_newer:
+        cmd += ["--exclude-newer", format_utc(lane.exclude_newer)]
+    if lane.prerelease:
+        cmd += ["--prerelease", lane.prerelease]
+    if upgrade:
+        cmd.append("--upgrade")
+    for package in upgrade_packages:
+        cmd += ["--upgrade-package", package]
+    return cmd
+
+
+def explain_failure(stderr: str) -> tuple[str, str]:
+    """(status, one-line message) from uv's stderr; the full text stays in the result's detail."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip() and not line.startswith("warning:")]
+    status = "unreachable" if any(m in stderr for m in UNREACHABLE_MARKERS) else "failed"
+    errors = [line for line in lines if line.startswith(("error:", "cause:", "Caused by:", "╰─▶"))]
+    summary = " / ".join((errors or lines or ["uv failed without a message"])[:4])
+    return status, summary[:600]
+
+
+def stamp(lock_text: str, lane: Lane, origin: str) -> str:
+    """The lock with a patchlane header and the ``[tool.patchlane]`` provenance table.
+
+    Text, not a parse-and-dump: uv writes no ``[tool]`` table of its own, and a lock of a GPU
+    stack has hundreds of entries that a TOML round trip would spend most of our time on.
+    """
+    table = {
+        "lane": lane.name,
+        "source": origin,
+        "digest": lane.digest,
+        "uv-version": uv.version(),
+        "python": lane.python,
+        "platform": lane.platform,
+        **({"exclude-newer": format_utc(lane.exclude_newer)} if lane.exclude_newer else {}),
+        "locked-at": format_utc(datetime.now(timezone.utc)),
+    }
+    header = (
+        f"# Lock of lane {lane.name!r}, generated by patchlane with uv {uv.version()} — do not edit.\n"
+        f"# Re-make it with `nox -s lock -- {lane.name}` after changing {origin}.\n"
+    )
+    return header + lock_text.rstrip("\n") + "\n\n" + tomlkit.dumps({"tool": {"patchlane": table}})
+
+
+def validate(text: str) -> Pylock:
+    return Pylock.from_dict(tomllib.loads(text))
+
+
+def lock_lane(
+    lane: Lane,
+    locks_dir: Path,
+    *,
+    upgrade: bool = False,
+    upgrade_packages: tuple[str, ...] = (),
+    force: bool = False,
+    host: uv.HostIndexes | None = None,
+) -> LockResult:
+    """Lock one lane. Never raises for uv's failures: they come back as a failed result."""
+    started = time.monotonic()
+    target = lock_path(locks_dir, lane.name)
+    if not (force or upgrade or upgrade_packages) and is_current(lane, locks_dir):
+        return LockResult(lane.name, "up-to-date", packages=target.read_text(encoding="utf-8").count("\n[[packages]]"))
+    previous = read_lock(target)
+
+    host = host or uv.host_indexes()
+    urls = resolve_index_urls(lane, host.named)
+    if isinstance(urls, str):
+        return LockResult(lane.name, "unreachable", urls, seconds=time.monotonic() - started)
+
+    with tempfile.TemporaryDirectory(prefix=f"patchlane-lock-{lane.name}-") as scratch:
+        work = Path(scratch)
+        indexes = index_table(lane, urls, host.default)
+        (work / "pyproject.toml").write_text(project_toml(lane, indexes), encoding="utf-8")
+        (work / "uv.toml").write_text(uv_toml(lane, indexes), encoding="utf-8")
+        if lane.constraints:
+            (work / "constraints.txt").write_text("\n".join(lane.constraints) + "\n", encoding="utf-8")
+        if lane.overrides:
+            (work / "overrides.txt").write_text("\n".join(lane.overrides) + "\n", encoding="utf-8")
+        if previous is not None and not upgrade:
+            # uv prefers the versions already in its output file: unchanged packages stay put.
+            shutil.copyfile(target, work / LOCK_NAME)
+        proc = subprocess.run(
+            compile_command(lane, upgrade=upgrade, upgrade_packages=upgrade_packages),
+            cwd=work, capture_output=True, text=True, env=uv.base_env(without_indexes=True), stdin=subprocess.DEVNULL,
+        )
+        seconds = time.monotonic() - started
+        if proc.returncode != 0:
+            status, message = explain_failure(proc.stderr)
+            return LockResult(lane.name, status, message, proc.stderr.strip(), seconds)
+        text = stamp((work / LOCK_NAME).read_text(encoding="utf-8"), lane, lane.origin)
+    try:
+        lock = validate(text)
+    except (PylockValidationError, tomllib.TOMLDecodeError) as exc:
+        return LockResult(lane.name, "failed", f"uv wrote a lock that packaging.pylock rejects: {exc}", seconds=seconds)
+    atomic_write(target, text)
+    return LockResult(lane.name, "locked", seconds=time.monotonic() - started, packages=len(lock.packages))
+
+
+def lanes_with_package(lanes: list[Lane], locks_dir: Path, packages: tuple[str, ...]) -> list[Lane]:
+    """The lanes whose lock (or requirements) contain any of ``packages``."""
+    wanted = {canonicalize_name(p) for p in packages}
+    chosen = []
+    for lane in lanes:
+        lock = read_lock(lock_path(locks_dir, lane.name)) or {}
+        names = {canonicalize_name(p.get("name", "")) for p in lock.get("packages", [])}
+        names |= {canonicalize_name(Requirement(r).name) for r in lane.requirements}
+        if names & wanted:
+            chosen.append(lane)
+    return chosen
+
+
+def lock_lanes(
+    lanes: list[Lane],
+    locks_dir: Path,
+    *,
+    jobs: int | None = None,
+    on_done: Callable[[LockResult], None] | None = None,
+    **options,
+) -> list[LockResult]:
+    """Lock lanes in parallel (uv is I/O-bound); results come back in lane order."""
+    if not lanes:
+        return []
+    if not (options.get("force") or options.get("upgrade") or options.get("upgrade_packages")):
+        current = [lane for lane in lanes if is_current(lane, locks_dir)]
+        if len(current) == len(lanes):  # nothing to do: no uv, no network, no threads
+            results = [LockResult(lane.name, "up-to-date", packages=lock_path(locks_dir, lane.name)
+                                  .read_text(encoding="utf-8").count("\n[[packages]]")) for lane in lanes]
+            for result in results:
+                if on_done:
+                    on_done(result)
+            return results
+    host = uv.host_indexes()
+    uv.version()  # resolve once before the threads start
+    # uv is multi-threaded itself: about two locks per core keeps the CPUs busy without thrashing.
+    workers = jobs or min(len(lanes), 2 * (os.cpu_count() or 2))
+
+    def one(lane: Lane) -> LockResult:
+        result = lock_lane(lane, locks_dir, host=host, **options)
+        if on_done:
+            on_done(result)
+        return result
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(one, lanes))

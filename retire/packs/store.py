@@ -1,0 +1,544 @@
+"""Upstream packs on disk: load, check, plan waves, approve, export, record filings.
+
+Where things live in a project (``root``):
+
+- ``shims/<id>/pack.toml``      pack metadata next to the shim (docs/packs.md);
+- ``packs/deny.toml``           the deny-list of non-public language;
+- ``packs/state.json``          approvals and filings (committed; the human gate's record);
+- ``validation/manifest.jsonl`` reproducer runs: the only evidence that a pack is ready.
+
+Nothing here files anything: ``export`` writes files for a human to post, ``filed`` records what
+they posted. ``main(argv)`` is ``patchlane pack …``; :func:`filing_queue` and
+:func:`markdown_section` feed the weekly report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import hashlib
+import json
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from shims.manifest import ManifestError, ShimManifest, load_manifest
+
+from retire.evidence import validation
+from retire.core.atomic import atomic_write, locked
+from retire.core.errors import ConfigError, PatchlaneError
+from retire.packs.checks import (
+    DEFAULT_MAX_CODE_LINES, DEFAULT_WINDOW, Blocker, DenyRule, parse_deny, readiness,
+)
+from retire.packs.model import CATEGORIES, Pack, github_repository, parse_pack_spec
+from retire.packs.render import render
+from retire.packs.waves import (
+    Approval, Candidate, Filing, FilingState, WavePlan, dumps_state, last_waves, parse_state, plan_wave,
+)
+
+__all__ = [
+    "LoadedPack",
+    "QueueEntry",
+    "approve",
+    "export",
+    "filing_queue",
+    "load_pack",
+    "main",
+    "markdown_section",
+    "pack_ids",
+    "plan",
+    "record_filing",
+]
+
+STATUSES = ("ready", "blocked", "approved", "filed", "already-fixed")
+_ID = re.compile(r"[a-z][a-z0-9_]*")
+
+
+# ---------------------------------------------------------------------------------------------
+# Paths and loading
+
+
+def _paths(root: Path) -> dict[str, Path]:
+    root = Path(root)
+    return {
+        "shims": root / "shims",
+        "deny": root / "packs" / "deny.toml",
+        "state": root / "packs" / "state.json",
+        "validation": root / "validation" / "manifest.jsonl",
+    }
+
+
+def pack_ids(root: str | Path) -> list[str]:
+    """Ids of the shims that carry a ``pack.toml``, sorted."""
+    folder = _paths(Path(root))["shims"]
+    return sorted(p.parent.name for p in folder.glob("*/pack.toml") if _ID.fullmatch(p.parent.name))
+
+
+@dataclass(frozen=True)
+class LoadedPack:
+    manifest: ShimManifest
+    pack: Pack
+    reproducer_text: str | None  # None when the shim has no reproducer file
+
+    @property
+    def digest(self) -> str:
+        """What an approval covers: the body, the command and the attached reproducer."""
+        hasher = hashlib.sha256()
+        for part in (self.pack.body, self.pack.spec.command, self.reproducer_text or ""):
+            hasher.update(part.encode())
+            hasher.update(b"\0")
+        return hasher.hexdigest()
+
+
+def _check_id(root: Path, pack_id: str) -> Path:
+    if not _ID.fullmatch(pack_id):
+        raise ConfigError(None, None, f"unknown pack {pack_id!r}: not a shim id", "use an id from `patchlane pack check`")
+    path = _paths(root)["shims"] / pack_id / "pack.toml"
+    if not path.is_file():
+        known = ", ".join(pack_ids(root)) or "none"
+        raise ConfigError(None, None, f"unknown pack {pack_id!r}: no shims/{pack_id}/pack.toml", f"packs here: {known}")
+    return path
+
+
+def load_pack(root: str | Path, pack_id: str) -> LoadedPack:
+    """Read and render one pack; bad input is a one-line ConfigError."""
+    root = Path(root)
+    path = _check_id(root, pack_id)
+    try:
+        manifest = load_manifest(path.parent / "manifest.toml", check_files=False)
+    except ManifestError as exc:
+        raise ConfigError(None, None, str(exc)) from None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(path, None, f"cannot read: {exc}", "check the file") from None
+    spec = parse_pack_spec(text, _display(root, path), manifest.id)
+    try:
+        reproducer_text: str | None = manifest.reproducer_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        reproducer_text = None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(manifest.reproducer_path, None, f"cannot read: {exc}", "check the file") from None
+    lines = len(reproducer_text.splitlines()) if reproducer_text is not None else 0
+    return LoadedPack(manifest, render(manifest, spec, lines), reproducer_text)
+
+
+def load_deny(root: str | Path) -> tuple[DenyRule, ...]:
+    path = _paths(Path(root))["deny"]
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ()
+    return parse_deny(text, _display(Path(root), path))
+
+
+def load_state(root: str | Path) -> FilingState:
+    path = _paths(Path(root))["state"]
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return FilingState()
+    return parse_state(text, _display(Path(root), path))
+
+
+def _display(root: Path, path: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def _now() -> _dt.datetime:
+    return _dt.datetime.now(_dt.timezone.utc)
+
+
+def _iso(moment: _dt.datetime) -> str:
+    return moment.astimezone(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+# ---------------------------------------------------------------------------------------------
+# The queue
+
+
+@dataclass(frozen=True)
+class QueueEntry:
+    """The filing state of one pack, for `pack check`, `pack plan` and the weekly report."""
+
+    id: str
+    status: str  # one of STATUSES
+    title: str = ""
+    repository: str = ""
+    category: str = ""
+    kind: str = ""
+    priority: str = ""
+    upstream_state: str | None = None
+    thread: str | None = None
+    #: Why it is blocked (or, when approved, what blocks its export right now): one line each.
+    reasons: tuple[str, ...] = ()
+    approved_by: str | None = None
+    approved_at: str | None = None
+    filed: tuple[str, ...] = ()  # filing URLs
+    fixed_in: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id, "status": self.status, "title": self.title, "repository": self.repository,
+            "category": self.category, "kind": self.kind, "priority": self.priority,
+            "upstream_state": self.upstream_state, "thread": self.thread, "reasons": list(self.reasons),
+            "approved_by": self.approved_by, "approved_at": self.approved_at, "filed": list(self.filed),
+            "fixed_in": self.fixed_in,
+        }
+
+
+@dataclass(frozen=True)
+class _Assessed:
+    entry: QueueEntry
+    loaded: LoadedPack | None = None
+    blockers: tuple[Blocker, ...] = field(default=())
+
+
+def _assess(root: Path, pack_id: str, *, state: FilingState, records: Sequence[validation.ValidationRecord],
+            deny: Sequence[DenyRule], now: _dt.datetime, window: _dt.timedelta, max_code_lines: int) -> _Assessed:
+    try:
+        loaded = load_pack(root, pack_id)
+    except ConfigError as exc:
+        return _Assessed(QueueEntry(pack_id, "blocked", reasons=(f"pack: {exc}",)))
+    spec, record = loaded.pack.spec, state.record(pack_id)
+    base = dict(
+        id=pack_id, title=loaded.pack.title, repository=spec.repository, category=spec.category, kind=spec.kind,
+        priority=spec.priority, upstream_state=spec.upstream.state, thread=spec.upstream.thread,
+        fixed_in=spec.upstream.fixed_in,
+        approved_by=record.approval.by if record.approval else None,
+        approved_at=record.approval.at if record.approval else None,
+        filed=tuple(f.url for f in record.filings),
+    )
+    if record.filings:
+        return _Assessed(QueueEntry(status="filed", **base), loaded)
+    if spec.already_fixed:
+        return _Assessed(QueueEntry(status="already-fixed", **base), loaded)
+    blockers = readiness(loaded.pack, loaded.manifest, reproducer_text=loaded.reproducer_text, records=records,
+                         deny=deny, now=now, window=window, max_code_lines=max_code_lines)
+    if record.approval is not None and record.approval.digest != loaded.digest:
+        blockers += (Blocker("approval", f"the body, command or reproducer changed since {record.approval.by} approved it "
+                                         f"on {record.approval.at[:10]} — review it and approve again"),)
+        status = "blocked"
+    elif record.approval is not None:
+        status = "approved"
+    else:
+        status = "blocked" if blockers else "ready"
+    return _Assessed(QueueEntry(status=status, reasons=tuple(str(b) for b in blockers), **base), loaded, blockers)
+
+
+def _assess_all(root: Path, ids: Sequence[str] | None, *, now: _dt.datetime | None, window: _dt.timedelta,
+                max_code_lines: int, validation_path: Path | None = None) -> list[_Assessed]:
+    root = Path(root)
+    records = validation.load(validation_path or _paths(root)["validation"])
+    deny, state = load_deny(root), load_state(root)
+    for pack_id in ids or ():
+        _check_id(root, pack_id)
+    return [_assess(root, pack_id, state=state, records=records, deny=deny, now=now or _now(), window=window,
+                    max_code_lines=max_code_lines) for pack_id in (ids or pack_ids(root))]
+
+
+def filing_queue(root: str | Path, *, now: _dt.datetime | None = None, window: _dt.timedelta = DEFAULT_WINDOW,
+                 max_code_lines: int = DEFAULT_MAX_CODE_LINES, validation_path: str | Path | None = None) -> list[QueueEntry]:
+    """The state of every pack under ``root``: ready, blocked (why), approved, filed (links), already fixed."""
+    return [a.entry for a in _assess_all(Path(root), None, now=now, window=window, max_code_lines=max_code_lines,
+                                         validation_path=Path(validation_path) if validation_path else None)]
+
+
+def markdown_section(entries: Sequence[QueueEntry], *, heading: str = "## Filing queue") -> str:
+    """The weekly report's section: one table, then the blockers of each blocked pack."""
+    counts = {status: sum(1 for e in entries if e.status == status) for status in STATUSES}
+    summary = ", ".join(f"{n} {status}" for status, n in counts.items() if n) or "no packs"
+    lines = [heading, "", summary + ".", ""]
+    if not entries:
+        return "\n".join(lines)
+    lines += ["| pack | target | category | state | detail |", "|---|---|---|---|---|"]
+    for e in sorted(entries, key=lambda e: (STATUSES.index(e.status), e.id)):
+        if e.status == "filed":
+            detail = " ".join(f"<{url}>" for url in e.filed)
+        elif e.status == "already-fixed":
+            detail = "regression coverage: " + ", ".join(x for x in (f"<{e.thread}>" if e.thread else "", e.fixed_in or "") if x)
+        elif e.status == "approved":
+            detail = f"approved by {e.approved_by} on {(e.approved_at or '')[:10]}"
+            if e.reasons:
+                detail += f"; export blocked ({len(e.reasons)})"
+        elif e.status == "blocked":
+            detail = f"{len(e.reasons)} blocker(s), below"
+        else:
+            detail = f"{e.priority}; waits for a wave"
+        cells = [f"`{e.id}`", e.repository or "?", CATEGORIES.get(e.category, e.category or "?"), e.status, detail]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    blocked = [e for e in entries if e.reasons and e.status in ("blocked", "approved")]
+    if blocked:
+        lines += ["", "### Blocked packs", ""]
+        for e in blocked:
+            lines.append(f"- `{e.id}`")
+            lines += [f"  - {reason}" for reason in e.reasons]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Waves, approval, export, filing
+
+
+def plan(root: str | Path, *, day: _dt.date | None = None, now: _dt.datetime | None = None,
+         window: _dt.timedelta = DEFAULT_WINDOW, **options: int) -> tuple[WavePlan, list[QueueEntry]]:
+    """The next wave over the ready and approved packs, and the queue it was planned from."""
+    now = now or _now()
+    entries = filing_queue(root, now=now, window=window)
+    candidates = [Candidate(e.id, e.repository, e.priority, approved=e.status == "approved")
+                  for e in entries if e.status == "ready" or (e.status == "approved" and not e.reasons)]
+    return plan_wave(candidates, last_waves(load_state(root)), day or now.date(), **options), entries
+
+
+def _update_state(root: Path, change) -> FilingState:
+    path = _paths(root)["state"]
+    with locked(path):
+        state = change(load_state(root))
+        atomic_write(path, dumps_state(state))
+    return state
+
+
+def _ready_or_raise(assessed: _Assessed, action: str, *, ignore: tuple[str, ...] = ()) -> LoadedPack:
+    entry = assessed.entry
+    if assessed.loaded is None:
+        raise ConfigError(None, None, f"{entry.id}: {entry.reasons[0]}")
+    if entry.status == "already-fixed":
+        raise ConfigError(None, None, f"{entry.id}: already fixed upstream — regression coverage, nothing to {action}")
+    if entry.status == "filed":
+        raise ConfigError(None, None, f"{entry.id}: already filed at {entry.filed[0]}", "nothing to do")
+    blockers = [b for b in assessed.blockers if b.rule not in ignore]
+    if blockers:
+        more = f" (and {len(blockers) - 1} more; see `patchlane pack check {entry.id}`)" if len(blockers) > 1 else ""
+        raise ConfigError(None, None, f"{entry.id}: not ready to {action}: {blockers[0]}{more}")
+    return assessed.loaded
+
+
+def approve(root: str | Path, pack_id: str, *, by: str, now: _dt.datetime | None = None,
+            window: _dt.timedelta = DEFAULT_WINDOW) -> Approval:
+    """Record that ``by`` approved ``pack_id`` as it reads now; only a ready pack can be approved."""
+    root, now = Path(root), now or _now()
+    name = " ".join(by.split())
+    if not name:
+        raise ConfigError(None, "--by", "empty approver", "give the name of the person approving")
+    assessed = _assess_all(root, [pack_id], now=now, window=window, max_code_lines=DEFAULT_MAX_CODE_LINES)[0]
+    loaded = _ready_or_raise(assessed, "approve", ignore=("approval",))
+    approval = Approval(by=name, at=_iso(now), digest=loaded.digest)
+    _update_state(root, lambda state: state.approve(pack_id, approval))
+    return approval
+
+
+def export(root: str | Path, pack_id: str, destination: str | Path, *, now: _dt.datetime | None = None,
+           window: _dt.timedelta = DEFAULT_WINDOW) -> list[Path]:
+    """Write an approved, still-ready pack for a human to post; returns the files written.
+
+    ``<BODY>.md`` (ISSUE.md, PR.md or COMMENT.md), the reproducer, the reproducer protocol helper
+    it imports (``shims/reproducer.py``, standard library only) and a README with the command.
+    """
+    root = Path(root)
+    assessed = _assess_all(root, [pack_id], now=now, window=window, max_code_lines=DEFAULT_MAX_CODE_LINES)[0]
+    if assessed.loaded is not None and assessed.entry.status in ("ready", "blocked") and assessed.entry.approved_by is None:
+        raise ConfigError(None, None, f"{pack_id}: not approved — nothing is exported before a human approves it",
+                          f"run `patchlane pack approve {pack_id} --by NAME` once it is ready")
+    loaded = _ready_or_raise(assessed, "export")
+    if assessed.entry.status != "approved":
+        raise ConfigError(None, None, f"{pack_id}: not approved", f"run `patchlane pack approve {pack_id} --by NAME`")
+    pack, spec = loaded.pack, loaded.pack.spec
+    destination = Path(destination)
+    if destination.exists() and not destination.is_dir():
+        raise ConfigError(destination, None, "exists and is not a folder", "choose a folder")
+    import shims.reproducer
+
+    helper = Path(shims.reproducer.__file__)
+    files = {
+        spec.body_name: pack.body,
+        pack.reproducer_name: loaded.reproducer_text or "",
+        "README.md": _readme(loaded, assessed.entry),
+    }
+    if "from shims import reproducer" in (loaded.reproducer_text or "") and helper.is_file():
+        files["shims/__init__.py"] = '"""The reproducer protocol helper only (host stamp, sentinels, exit codes)."""\n'
+        files["shims/reproducer.py"] = helper.read_text(encoding="utf-8")
+    written = []
+    for name, text in files.items():
+        target = destination / name
+        atomic_write(target, text)
+        written.append(target)
+    return written
+
+
+def _readme(loaded: LoadedPack, entry: QueueEntry) -> str:
+    spec, pack = loaded.pack.spec, loaded.pack
+    if spec.is_comment:
+        where = f"Post `{spec.body_name}` as a comment on {spec.upstream.thread} — do not open a competing pull request."
+    elif spec.kind == "pr":
+        where = (f"Open a pull request against https://github.com/{spec.repository}: title = the first line of "
+                 f"`{spec.body_name}` without the `# `, description = the rest.")
+    else:
+        where = (f"Open an issue at https://github.com/{spec.repository}/issues/new: title = the first line of "
+                 f"`{spec.body_name}` without the `# `, body = the rest.")
+    formatter = ("\n- [ ] NVIDIA/Megatron-LM: run the project's required formatter on the diff before attaching it."
+                 if spec.repository.lower() == "nvidia/megatron-lm" and spec.kind == "pr" else "")
+    return f"""# Pack `{pack.id}`: {pack.title}
+
+Approved by {entry.approved_by} on {entry.approved_at}. Nothing here was filed automatically.
+
+{where}
+
+Attach `{pack.reproducer_name}` as a file or a gist (with `shims/` if present: the protocol
+helper it imports). Run it against `{spec.against}` with:
+
+```sh
+{spec.command}
+```
+
+Before posting:
+
+- [ ] the reproducer printed `BUG_REPRODUCED` today on a host you can name;
+- [ ] the body reads cleanly in GitHub's preview (fences, tables, no non-public links);{formatter}
+- [ ] after posting: `patchlane pack filed {pack.id} --url <the issue, PR or comment URL>`.
+"""
+
+
+def record_filing(root: str | Path, pack_id: str, url: str, *, now: _dt.datetime | None = None) -> Filing:
+    """Record that a human filed ``pack_id`` at ``url`` (in the target repository)."""
+    root = Path(root)
+    loaded = load_pack(root, pack_id)
+    spec = loaded.pack.spec
+    if spec.already_fixed:
+        raise ConfigError(None, None, f"{pack_id}: already fixed upstream — regression coverage is not filed")
+    state = load_state(root)
+    if state.record(pack_id).approval is None:
+        raise ConfigError(None, None, f"{pack_id}: never approved — a filing must pass the human gate first",
+                          f"run `patchlane pack approve {pack_id} --by NAME`")
+    found = github_repository(url)
+    if found is None or found.lower() != spec.repository.lower() or not url.startswith("https://"):
+        raise ConfigError(None, "--url", f"{url!r} is not in {spec.repository}",
+                          f"give the https://github.com/{spec.repository}/… URL of the issue, PR or comment")
+    filing = Filing(url=url, at=_iso(now or _now()), repository=spec.repository)
+    _update_state(root, lambda s: s.file(pack_id, filing))
+    return filing
+
+
+# ---------------------------------------------------------------------------------------------
+# CLI: patchlane pack …
+
+
+def _moment(text: str) -> _dt.datetime:
+    try:
+        moment = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ConfigError(None, "--now", f"not an ISO date or time: {text!r}", "write it like 2026-11-22T09:00Z") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=_dt.timezone.utc)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="patchlane pack", description="Upstream packs: the filing queue and its human gate.")
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="project folder (default: .)")
+    parser.add_argument("--now", type=_moment, help="evaluate as of this UTC time (default: now)")
+    parser.add_argument("--window-days", type=float, default=DEFAULT_WINDOW.days,
+                        help="how recent a BUG_REPRODUCED run must be (default: 1 day)")
+    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    p = sub.add_parser("check", help="readiness of packs; exit 1 if any is not ready")
+    p.add_argument("ids", nargs="*", metavar="ID")
+    p.add_argument("--max-code-lines", type=int, default=DEFAULT_MAX_CODE_LINES)
+    p.add_argument("--validation", type=Path, help="validation manifest (default: validation/manifest.jsonl)")
+    p = sub.add_parser("plan", help="propose the next filing wave")
+    p.add_argument("--day", type=_dt.date.fromisoformat, help="the day to plan for (default: today, UTC)")
+    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("queue", help="the filing queue (what the weekly report shows)")
+    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("show", help="print a pack's rendered body")
+    p.add_argument("id", metavar="ID")
+    p = sub.add_parser("approve", help="record that a named person approved a ready pack")
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--by", required=True, metavar="NAME")
+    p = sub.add_parser("export", help="write an approved pack's body, reproducer and README to a folder")
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--to", required=True, type=Path, metavar="DIR")
+    p = sub.add_parser("filed", help="record where a human filed an approved pack")
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--url", required=True)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``patchlane pack …``; bad input prints one line and returns 2."""
+    args = _parser().parse_args(list(argv) if argv is not None else None)
+    try:
+        return _run(args)
+    except (ConfigError, PatchlaneError) as exc:
+        print(f"patchlane: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    root, window = args.root.resolve(), _dt.timedelta(days=args.window_days)
+    if args.action == "check":
+        assessed = _assess_all(root, args.ids, now=args.now, window=window, max_code_lines=args.max_code_lines,
+                               validation_path=args.validation)
+        if not _paths(root)["deny"].is_file():
+            print(f"note: no {_display(root, _paths(root)['deny'])}: nothing checked for non-public language")
+        not_ready = 0
+        for item in assessed:
+            e = item.entry
+            if e.status == "already-fixed":
+                fixed = ", ".join(x for x in (e.thread, e.fixed_in) if x)
+                print(f"regression  {e.id}: already fixed upstream ({fixed}) — kept as regression coverage, not filed")
+            elif e.status == "filed":
+                print(f"filed       {e.id}: {', '.join(e.filed)}")
+            elif e.reasons:
+                not_ready += 1
+                print(f"NOT READY   {e.id} → {e.repository or '?'}")
+                for reason in e.reasons:
+                    print(f"  {e.id}: {reason}")
+            else:
+                extra = f" (approved by {e.approved_by})" if e.status == "approved" else ""
+                print(f"ready       {e.id} → {e.repository} [{e.priority}]{extra}")
+        print(f"{len(assessed) - not_ready} of {len(assessed)} pack(s) ready or settled; {not_ready} not ready")
+        return 1 if not_ready else 0
+    if args.action == "plan":
+        wave, _ = plan(root, day=args.day, now=args.now, window=window)
+        if args.json:
+            print(json.dumps(wave.to_json(), indent=2))
+            return 0
+        if not wave.packs:
+            print(f"no wave for {wave.day.isoformat()}: {wave.reason}")
+        else:
+            print(f"wave for {wave.day.isoformat()}: {len(wave.packs)} pack(s)")
+            for repo, packs in wave.by_repository():
+                print(f"  {repo}")
+                for c in packs:
+                    gate = "approved" if c.approved else f"needs `patchlane pack approve {c.id} --by NAME`"
+                    print(f"    {c.priority:<14} {c.id}  ({gate})")
+        for repo, why in wave.held:
+            print(f"held  {repo}: {why}")
+        return 0
+    if args.action == "queue":
+        entries = filing_queue(root, now=args.now, window=window)
+        print(json.dumps([e.to_json() for e in entries], indent=2) if args.json else markdown_section(entries), end="" if not args.json else "\n")
+        return 0
+    if args.action == "show":
+        print(load_pack(root, args.id).pack.body, end="")
+        return 0
+    if args.action == "approve":
+        approval = approve(root, args.id, by=args.by, now=args.now, window=window)
+        print(f"approved {args.id} by {approval.by} at {approval.at}; recorded in packs/state.json — commit it")
+        return 0
+    if args.action == "export":
+        written = export(root, args.id, args.to, now=args.now, window=window)
+        for path in written:
+            print(f"wrote {path}")
+        return 0
+    if args.action == "filed":
+        filing = record_filing(root, args.id, args.url, now=args.now)
+        print(f"recorded {args.id} filed at {filing.url} ({filing.at}) in packs/state.json — commit it")
+        return 0
+    raise AssertionError(args.action)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

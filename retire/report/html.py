@@ -1,0 +1,362 @@
+"""The report as one self-contained HTML page: inline CSS, the lane × shim matrix as a coloured
+grid, the burn-down as inline SVG, no script and nothing loaded from anywhere (a Content Security
+Policy of ``default-src 'none'`` makes the browser refuse it if something ever tries).
+
+Hover titles carry the detail (outcome, why, host, date); every colour also has a glyph, so the
+grid reads without colour vision too. Pure: a function of a ``report_model.Report``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from html import escape
+
+from retire.report.model import CELL_OUTCOMES, BurnPoint, Report, ShimRow, short_link
+from retire.report.markdown import OUTCOME_LABELS
+
+__all__ = ["OUTCOME_COLOURS", "VERDICT_COLOURS", "to_html"]
+
+#: Cell colours (the browser test looks for these exact pixels in a screenshot).
+OUTCOME_COLOURS = {
+    "needed": "#2563eb",
+    "upstream-fixed": "#16a34a",
+    "shim-broken": "#dc2626",
+    "crashed": "#c026d3",
+    "timeout": "#ea580c",
+    "skipped": "#cbd5e1",
+    "not-run": "#ffffff",
+}
+OUTCOME_GLYPHS = {
+    "needed": "✓", "upstream-fixed": "★", "shim-broken": "✗", "crashed": "!",
+    "timeout": "◷", "skipped": "–", "not-run": "?",
+}
+VERDICT_COLOURS = {
+    "retire": ("#dcfce7", "#166534"), "keep": ("#dbeafe", "#1e40af"), "unknown": ("#fef3c7", "#92400e"),
+    "stale": ("#ffedd5", "#9a3412"), "drift": ("#f3e8ff", "#6b21a8"),
+}
+
+_CSS = """
+:root { --ink:#0f172a; --muted:#64748b; --line:#e2e8f0; --paper:#ffffff; --wash:#f8fafc; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
+       color: var(--ink); background: var(--wash); }
+main { max-width: 1320px; margin: 0 auto; padding: 24px 28px 48px; }
+header h1 { font-size: 26px; margin: 0 0 2px; letter-spacing: -0.01em; }
+header .sub { color: var(--muted); margin: 0 0 18px; }
+h2 { font-size: 18px; margin: 0 0 10px; }
+section { background: var(--paper); border: 1px solid var(--line); border-radius: 10px; padding: 16px 18px; margin: 0 0 18px; }
+.cards { display: grid; grid-template-columns: repeat(4, 1fr); gap: 12px; background: none; border: 0; padding: 0; }
+.card { background: var(--paper); border: 1px solid var(--line); border-radius: 10px; padding: 14px 16px; border-top: 4px solid var(--c); }
+.card .n { font-size: 34px; font-weight: 700; line-height: 1.1; color: var(--c); }
+.card .l { color: var(--muted); }
+.stats { color: var(--muted); margin: -6px 0 18px; }
+.notes { background: #fff7ed; border-color: #fdba74; }
+.notes li { margin: 2px 0; }
+ul.attention { margin: 0; padding-left: 18px; }
+ul.attention li { margin: 3px 0; }
+.tag { display: inline-block; padding: 0 7px; border-radius: 999px; font-size: 12px; font-weight: 600; white-space: nowrap; }
+.legend { display: flex; flex-wrap: wrap; gap: 6px 16px; margin: 0 0 12px; color: var(--muted); }
+.legend span.sw { display: inline-block; width: 14px; height: 14px; border-radius: 3px; vertical-align: -2px; margin-right: 5px; border: 1px solid rgba(0,0,0,.12); }
+.grid-wrap { overflow: auto; max-height: 78vh; }
+table.grid { border-collapse: separate; border-spacing: 3px; }
+table.grid th.lane { vertical-align: bottom; padding: 0 0 4px; font-weight: 500; font-size: 12px; color: #334155; }
+table.grid th.lane div { writing-mode: vertical-rl; transform: rotate(180deg); white-space: nowrap; max-height: 190px; overflow: hidden; text-overflow: ellipsis; }
+table.grid th.lane.extra div { font-style: italic; color: var(--muted); }
+table.grid th.shim { text-align: right; font: 12px/1.2 ui-monospace, "DejaVu Sans Mono", monospace; font-weight: 500; padding-right: 8px; white-space: nowrap; position: sticky; left: 0; background: var(--paper); }
+table.grid th.shim a { color: inherit; text-decoration: none; }
+table.grid td { width: 26px; height: 26px; min-width: 26px; border-radius: 4px; text-align: center; color: #fff; font-size: 13px; font-weight: 700; padding: 0; }
+table.grid td.none { background: var(--wash); }
+table.grid td.o-skipped { color: #475569; }
+table.grid td.o-not-run { color: #94a3b8; border: 1px dashed #94a3b8; }
+table.grid td.new { outline: 3px solid #0f172a; outline-offset: -3px; }
+svg text { font: 11px system-ui, "DejaVu Sans", sans-serif; fill: #475569; }
+table.rows { border-collapse: collapse; width: 100%; }
+table.rows th, table.rows td { text-align: left; vertical-align: top; padding: 7px 8px; border-bottom: 1px solid var(--line); }
+table.rows th { font-size: 12px; color: var(--muted); font-weight: 600; position: sticky; top: 0; background: var(--paper); }
+table.rows tr.attn td:first-child { box-shadow: inset 4px 0 0 #f59e0b; }
+table.rows td:first-child { min-width: 190px; }
+table.rows td:first-child code { white-space: nowrap; }
+table.rows td.num { text-align: right; white-space: nowrap; }
+table.rows code, details code { font: 12px ui-monospace, "DejaVu Sans Mono", monospace; }
+.title { color: var(--muted); font-size: 12px; }
+.why { max-width: 380px; }
+.never { color: #b91c1c; font-weight: 600; }
+a { color: #1d4ed8; }
+details { border-top: 1px solid var(--line); padding: 8px 0; }
+details summary { cursor: pointer; }
+details ul { margin: 6px 0; }
+pre { white-space: pre-wrap; background: var(--wash); padding: 10px; border-radius: 6px; }
+footer { color: var(--muted); font-size: 12px; text-align: center; }
+"""
+
+
+def _e(value: object) -> str:
+    return escape(str(value), quote=True)
+
+
+def _verdict_tag(verdict: str) -> str:
+    back, fore = VERDICT_COLOURS.get(verdict, ("#e2e8f0", "#334155"))
+    return f'<span class="tag" style="background:{back};color:{fore}">{_e(verdict)}</span>'
+
+
+def _cards(report: Report) -> str:
+    h = report.headline
+    cards = [
+        (h.carried, "shims carried", "#334155"),
+        (h.retire, "retire candidates", "#16a34a"),
+        (h.newly_broken, "newly broken", "#dc2626"),
+        (h.unknown, "with unknown evidence", "#d97706"),
+    ]
+    body = "".join(f'<div class="card" style="--c:{c}"><div class="n">{n}</div><div class="l">{_e(l)}</div></div>'
+                   for n, l, c in cards)
+    stats = (f"{h.keep} keep · {h.stale} stale · {h.drift} drift · {h.broken} broken on some lane · "
+             f"{h.never_run} never run")
+    return f'<section class="cards" aria-label="headline">{body}</section><p class="stats">{stats}</p>'
+
+
+def _notes(report: Report) -> str:
+    if not report.notes:
+        return ""
+    items = "".join(f"<li>{_e(n)}</li>" for n in report.notes)
+    return f'<section class="notes"><h2>Notes</h2><ul>{items}</ul></section>'
+
+
+def _attention(report: Report) -> str:
+    rows = report.attention
+    if not rows:
+        return '<section id="attention"><h2>Needs attention</h2><p>Nothing: every shim is needed, proven and linked upstream.</p></section>'
+    items = "".join(
+        f'<li><a href="#shim-{_e(r.shim)}"><code>{_e(r.shim)}</code></a> '
+        f"<b>{_e('; '.join(r.attention))}</b> — {_e(_clip(r.why, 260))}</li>" for r in rows)
+    return f'<section id="attention"><h2>Needs attention ({len(rows)})</h2><ul class="attention">{items}</ul></section>'
+
+
+def _clip(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _legend() -> str:
+    items = "".join(
+        f'<span><span class="sw" style="background:{OUTCOME_COLOURS[o]}"></span>{OUTCOME_GLYPHS[o]} {_e(OUTCOME_LABELS[o])}</span>'
+        for o in CELL_OUTCOMES)
+    return (f'<div class="legend">{items}<span><span class="sw" style="background:#f8fafc"></span>'
+            f"blank: the lane does not list the shim</span><span>▣ outlined: newly broken since the last report</span></div>")
+
+
+def _grid(report: Report) -> str:
+    m = report.matrix
+    if not m.lanes or not m.shims:
+        return '<section id="matrix"><h2>Lane × shim matrix</h2><p>No lanes defined and no runs recorded.</p></section>'
+    newly = {(s, l) for s, l, _ in report.changes.newly_broken}
+    head = "".join(
+        f'<th class="lane{"" if lane in m.defined else " extra"}" scope="col"><div title="{_e(lane)}">{_e(lane)}</div></th>'
+        for lane in m.lanes)
+    out = [f'<section id="matrix"><h2>Lane × shim matrix</h2>{_legend()}<div class="grid-wrap"><table class="grid">',
+           f'<thead><tr><th></th>{head}</tr></thead><tbody>']
+    for shim in m.shims:
+        cells = []
+        for lane in m.lanes:
+            cell = m.cells.get((shim, lane))
+            if cell is None:
+                cells.append('<td class="none"></td>')
+                continue
+            when = f" ({cell.host}, {cell.date})" if cell.date else ""
+            title = f"{shim} on {lane}: {cell.outcome} — {cell.why}{when}"
+            extra = " new" if (shim, lane) in newly else ""
+            cells.append(f'<td class="o-{cell.outcome}{extra}" style="background:{OUTCOME_COLOURS[cell.outcome]}" '
+                         f'title="{_e(title)}">{OUTCOME_GLYPHS[cell.outcome]}</td>')
+        out.append(f'<tr><th class="shim" scope="row"><a href="#shim-{_e(shim)}">{_e(shim)}</a></th>{"".join(cells)}</tr>')
+    notes = ""
+    if any(lane not in m.defined for lane in m.lanes):
+        notes = '<p class="title">Lanes in italics appear only in the validation records (e.g. a GPU host\'s overlay lane), not in lanes/.</p>'
+    out.append(f"</tbody></table></div>{notes}</section>")
+    return "".join(out)
+
+
+def _monday(week: str) -> _dt.date:
+    year, number = (int(p) for p in week.split("-W"))
+    return _dt.date.fromisocalendar(year, number, 1)
+
+
+def burndown_svg(points: tuple[BurnPoint, ...], *, width: int = 1240, height: int = 260) -> str:
+    """An inline SVG line chart of shims carried per week (report weeks dotted), candidates as bars."""
+    if not points:
+        return "<p>No history yet.</p>"
+    left, right, top, bottom = 44, 40, 14, 34
+    plot_w, plot_h = width - left - right, height - top - bottom
+    first = _monday(points[0].week)
+    offsets = [(_monday(p.week) - first).days // 7 for p in points]
+    span = max(offsets[-1], 1)
+    top_value = max(max(p.carried for p in points), 1)
+    ceiling = top_value + max(1, round(top_value * 0.1))
+
+    def x(offset: int) -> float:
+        return left + plot_w * (offset / span) if len(points) > 1 else left + plot_w / 2
+
+    def y(value: float) -> float:
+        return top + plot_h * (1 - value / ceiling)
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" role="img" '
+             f'aria-labelledby="burn-title"><title id="burn-title">Shims carried per ISO week</title>']
+    step = max(1, ceiling // 5)
+    for tick in range(0, ceiling + 1, step):
+        parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="#e2e8f0"/>'
+                     f'<text x="{left - 8}" y="{y(tick) + 4:.1f}" text-anchor="end">{tick}</text>')
+    bar = max(2.0, min(14.0, plot_w / (span + 1) * 0.6))
+    for point, offset in zip(points, offsets):
+        if point.candidates:
+            parts.append(f'<rect x="{x(offset) - bar / 2:.1f}" y="{y(point.candidates):.1f}" width="{bar:.1f}" '
+                         f'height="{y(0) - y(point.candidates):.1f}" fill="#86efac"><title>{_e(point.week)}: '
+                         f'{point.candidates} retire candidate(s)</title></rect>')
+    coords = [(x(o), y(p.carried)) for p, o in zip(points, offsets)]
+    line = " ".join(f"{cx:.1f},{cy:.1f}" for cx, cy in coords)
+    area = f"{coords[0][0]:.1f},{y(0):.1f} {line} {coords[-1][0]:.1f},{y(0):.1f}"
+    parts.append(f'<polygon points="{area}" fill="#334155" fill-opacity="0.07"/>')
+    parts.append(f'<polyline points="{line}" fill="none" stroke="#334155" stroke-width="2.5" stroke-linejoin="round"/>')
+    for point, (cx, cy) in zip(points, coords):
+        radius, fill = (4.5, "#334155") if point.source != "git" else (2.5, "#94a3b8")
+        parts.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{radius}" fill="{fill}"><title>{_e(point.week)}: '
+                     f"{point.carried} shims carried (from {point.source})</title></circle>")
+    label_every = max(1, len(points) // 8)
+    for index, (point, (cx, _)) in enumerate(zip(points, coords)):
+        last_one = index == len(points) - 1
+        if (index % label_every == 0 and len(points) - 1 - index >= label_every / 2) or last_one:
+            anchor = "end" if last_one else ("start" if index == 0 else "middle")
+            shift = 6 if last_one else 0
+            parts.append(f'<text x="{cx + shift:.1f}" y="{height - 12}" text-anchor="{anchor}">{_e(point.week)}</text>')
+    last = points[-1]
+    parts.append(f'<text x="{coords[-1][0] - 6:.1f}" y="{coords[-1][1] - 9:.1f}" text-anchor="end" '
+                 f'style="font-weight:700;fill:#0f172a">{last.carried} now</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _burndown(report: Report) -> str:
+    key = ('<div class="legend"><span><span class="sw" style="background:#334155"></span>shims carried '
+           '(large dots: weekly reports, small: counted in git history)</span><span><span class="sw" '
+           'style="background:#86efac"></span>retire candidates (from reports)</span></div>')
+    if len(report.burndown) < 2:
+        body = f"<p>Only this week's count so far: {report.headline.carried}. The chart grows with each report.</p>"
+    else:
+        body = key + burndown_svg(report.burndown)
+    return f'<section id="burndown"><h2>Burn-down: shims carried</h2>{body}</section>'
+
+
+def _changes(report: Report) -> str:
+    c = report.changes
+    if c.previous_week is None:
+        return '<section id="changes"><h2>Changes</h2><p>No previous report to compare with: this is the first one.</p></section>'
+    if c.empty:
+        return f'<section id="changes"><h2>Changes since {_e(c.previous_week)}</h2><p>Nothing changed.</p></section>'
+    items = []
+    if c.new:
+        items.append("<li><b>New shims:</b> " + ", ".join(f"<code>{_e(s)}</code>" for s in c.new) + "</li>")
+    if c.retired:
+        items.append("<li><b>Retired (gone from shims/):</b> " + ", ".join(f"<code>{_e(s)}</code>" for s in c.retired) + "</li>")
+    if c.newly_broken:
+        items.append("<li><b>Newly broken:</b> " + ", ".join(f"<code>{_e(s)}</code> on {_e(l)} ({_e(o)})" for s, l, o in c.newly_broken) + "</li>")
+    if c.repaired:
+        items.append("<li><b>No longer broken:</b> " + ", ".join(f"<code>{_e(s)}</code> on {_e(l)}" for s, l in c.repaired) + "</li>")
+    table = ""
+    if c.verdicts:
+        rows = "".join(f"<tr><td><code>{_e(v.shim)}</code></td><td>{_verdict_tag(v.before)}</td><td>{_verdict_tag(v.after)}</td>"
+                       f'<td class="why">{_e(_clip(v.why, 300))}</td></tr>' for v in c.verdicts)
+        table = f'<table class="rows"><thead><tr><th>shim</th><th>before</th><th>now</th><th>why</th></tr></thead><tbody>{rows}</tbody></table>'
+    return f'<section id="changes"><h2>Changes since {_e(c.previous_week)}</h2><ul>{"".join(items)}</ul>{table}</section>'
+
+
+def _links(row: ShimRow) -> str:
+    if not row.links:
+        return '<span class="never">no link</span>'
+    return "<br>".join(f'<a href="{_e(url)}">{_e(short_link(url))}</a> <span class="title">{_e(role)}</span>'
+                       for role, url in row.links)
+
+
+def _proven(row: ShimRow) -> str:
+    text = _e(row.proven_text)
+    return f'<span class="never">{text}</span>' if row.last_proven is None else text
+
+
+def _shim_table(report: Report) -> str:
+    out = ['<section id="shims"><h2>Shims</h2><div class="grid-wrap" style="max-height:none"><table class="rows"><thead><tr>',
+           "<th>shim</th><th>fix class</th><th>owner</th><th>age</th><th>upstream</th><th>verdict</th><th>why</th>"
+           "<th>retire when</th><th>last proven</th></tr></thead><tbody>"]
+    for row in report.rows:
+        joiner = " <b>and</b> " if row.retirement_mode == "all" else " <b>or</b> "
+        out.append(
+            f'<tr id="row-{_e(row.shim)}" class="{"attn" if row.attention else ""}">'
+            f'<td><a href="#shim-{_e(row.shim)}"><code>{_e(row.shim)}</code></a><div class="title">{_e(row.title)}</div></td>'
+            f"<td>{_e(row.fix_class)}</td><td>{_e(row.owner)}</td><td class=\"num\">{row.age_days} d</td>"
+            f"<td>{_e(row.upstream_status)}<br>{_links(row)}</td><td>{_verdict_tag(row.verdict)}</td>"
+            f'<td class="why">{_e(_clip(row.why, 400))}</td><td>{joiner.join(_e(w) for w in row.retire_when)}</td>'
+            f"<td>{_proven(row)}</td></tr>")
+    out.append("</tbody></table></div></section>")
+    return "".join(out)
+
+
+def _unlinked(report: Report) -> str:
+    rows = report.stale_or_unlinked
+    if not rows:
+        return '<section id="unlinked"><h2>Stale or without an upstream link</h2><p>None.</p></section>'
+    items = []
+    for row in rows:
+        if row.verdict == "stale":
+            items.append(f"<li><code>{_e(row.shim)}</code> {_verdict_tag('stale')} {_e(_clip(row.why, 260))}</li>")
+        elif row.upstream_status == "not-applicable":
+            items.append(f"<li><code>{_e(row.shim)}</code> no upstream link — status not-applicable (local policy, nothing to file)</li>")
+        else:
+            items.append(f"<li><code>{_e(row.shim)}</code> <b>no upstream link</b> (status {_e(row.upstream_status)}): file it and link it</li>")
+    return f'<section id="unlinked"><h2>Stale or without an upstream link</h2><ul>{"".join(items)}</ul></section>'
+
+
+def _evidence(report: Report) -> str:
+    state_mark = {"holds": "✅", "fails": "❌", "unknown": "❔"}
+    out = ['<section id="evidence"><h2>Evidence per shim</h2>']
+    for row in report.rows:
+        bits = [f'<p><b>Why:</b> {_e(row.why)}</p>',
+                f"<p><b>Retire when</b> ({_e(row.retirement_mode)} of):</p><ul>"
+                + "".join(f"<li>{_e(w)}</li>" for w in row.retire_when) + "</ul>"]
+        if row.conditions:
+            bits.append("<p><b>Conditions now:</b></p><ul>" + "".join(
+                f"<li>{state_mark.get(s, _e(s))} <code>{_e(k)}</code> — {_e(w)}</li>" for k, s, w in row.conditions) + "</ul>")
+        if row.floors:
+            bits.append("<p><b>Proposed floors:</b> " + ", ".join(f"<code>{_e(f)}</code>" for f in row.floors) + "</p>")
+        if row.failures:
+            bits.append("<p><b>Probe failures:</b></p><ul>" + "".join(f"<li>⚠️ {_e(f)}</li>" for f in row.failures) + "</ul>")
+        if row.evidence:
+            bits.append("<p><b>Evidence:</b></p><ul>" + "".join(f"<li>{_e(_clip(e, 500))}</li>" for e in row.evidence) + "</ul>")
+        runs = [c for lane in report.matrix.lanes if (c := report.matrix.cells.get((row.shim, lane)))]
+        if runs:
+            bits.append('<table class="rows"><thead><tr><th>lane</th><th>outcome</th><th>host</th><th>date</th><th>why</th></tr></thead><tbody>'
+                        + "".join(f'<tr><td>{_e(c.lane)}</td><td><span class="sw" style="display:inline-block;width:10px;height:10px;'
+                                  f'border-radius:2px;background:{OUTCOME_COLOURS[c.outcome]};border:1px solid #94a3b8"></span> {_e(c.outcome)}</td>'
+                                  f'<td>{_e(c.host)}</td><td>{_e(c.date)}</td><td class="why">{_e(_clip(c.why, 240))}</td></tr>' for c in runs)
+                        + "</tbody></table>")
+        bits.append(f"<p><b>Last proven:</b> {_proven(row)} · <b>owner</b> {_e(row.owner)} · created {row.created.isoformat()}</p>")
+        out.append(f'<details id="shim-{_e(row.shim)}"><summary><code>{_e(row.shim)}</code> {_verdict_tag(row.verdict)} '
+                   f'{_e(row.title)}</summary>{"".join(bits)}</details>')
+    out.append("</section>")
+    return "".join(out)
+
+
+def _filing_queue(report: Report) -> str:
+    if not report.filing_queue:
+        return ""
+    return f'<section id="filing-queue"><h2>Filing queue</h2><pre>{_e(report.filing_queue)}</pre></section>'
+
+
+def to_html(report: Report) -> str:
+    """The whole page, as one string."""
+    since = f"previous report {report.changes.previous_week}" if report.changes.previous_week else "no previous report"
+    return "".join([
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">",
+        f"<title>Shim retirement report {_e(report.week)}</title><style>{_CSS}</style></head><body><main>",
+        f'<header><h1>Shim retirement report — {_e(report.week)}</h1><p class="sub">as of {report.as_of.isoformat()} · '
+        f"generated {_e(report.generated_at)} · {_e(since)}</p></header>",
+        _cards(report), _notes(report), _attention(report), _grid(report), _burndown(report), _changes(report),
+        _shim_table(report), _unlinked(report), _filing_queue(report), _evidence(report),
+        "<footer>patchlane weekly retirement report · the same data as JSON beside this file</footer></main></body></html>\n",
+    ])

@@ -1,0 +1,296 @@
+"""``patchlane report``: the weekly retirement report.
+
+Gathers a verdict for every shim (``retire.verdicts.gather``: probes of indexes, the code host,
+local git mirrors, and the validation manifest), reads the validation records, the previous
+reports and the git history of ``shims/``, and writes ``reports/<ISO year>-W<week>.md`` (a
+GitHub issue body), ``.html`` (a page for people) and ``.json`` (for machines and next week's
+report), each atomically; then prints the short version.
+
+Faults never cost the report: a failed probe makes that shim *unknown* with the reason, a
+corrupted previous report or unreadable records become a one-line note, a missing git history
+an empty burn-down. Only bad input (a bad ``--week``, a broken manifest or lane file) stops it.
+
+``--no-probe`` uses cached evidence only: the HTTP cache of earlier runs (answered without a
+request), local mirrors and the records; whatever is not cached is *unknown*, nothing is fetched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from retire.report import html as report_html
+from retire.report import model as report_model
+from retire.report import markdown as report_render
+from retire.core.atomic import atomic_write
+from retire.core.errors import ConfigError, PatchlaneError
+
+try:  # the filing-queue section exists only where retire.packs does
+    from retire.packs import store as _packs
+    _PACKS_PROBLEM: str | None = None
+except ImportError as _exc:  # noqa: N816
+    _packs = None
+    _PACKS_PROBLEM = None if getattr(_exc, "name", None) == "retire.packs.store" else f"filing queue left out: {_exc}"
+
+__all__ = ["CacheOnlyTransport", "Written", "generate", "main", "write_report"]
+
+DEFAULT_OUT = Path("reports")
+
+
+class CacheOnlyTransport(httpx.BaseTransport):
+    """An httpx transport that never touches the network, for ``--no-probe``.
+
+    The probes' ``Fetcher`` asks conditionally (``If-None-Match`` / ``If-Modified-Since``)
+    exactly when its HTTP cache holds the answer: this transport says "not modified", so the
+    cached body is served. Anything else fails at once as not cached.
+    """
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if "if-none-match" in request.headers or "if-modified-since" in request.headers:
+            return httpx.Response(304, request=request)
+        raise httpx.ConnectError("not in the HTTP cache, and --no-probe makes no requests", request=request)
+
+
+@dataclass(frozen=True)
+class Written:
+    report: report_model.Report
+    paths: tuple[Path, ...]
+    markdown: str
+    json_text: str
+
+
+def _utcnow() -> _dt.datetime:
+    return _dt.datetime.now(_dt.timezone.utc)
+
+
+def _load_project(root: Path):
+    from retire.commands.cli import Project
+    from shims.manifest import ManifestError
+
+    project = Project(root)
+    try:
+        manifests = list(project.manifests().values())
+    except ManifestError as exc:
+        raise ConfigError(None, None, str(exc)) from None
+    return project, manifests, project.lanes()
+
+
+def _records(path: Path) -> tuple[list, str | None]:
+    from retire.evidence import validation
+
+    try:
+        return validation.load(path), None
+    except ConfigError as exc:
+        return [], str(exc)
+
+
+def gather_verdicts(root: Path, manifests, lanes, records_path: Path, *, probe: bool = True,
+                    gather: Callable | None = None, **options) -> tuple[list, list[str]]:
+    """Verdicts for every shim, and notes. ``gather`` defaults to ``retire.verdicts.gather``;
+    without ``probe`` it runs on a :class:`CacheOnlyTransport`. Never raises."""
+    from retire.evidence.values import ProbeFailure
+    from retire.probes.http import RetryPolicy, make_client
+    from retire.verdicts.engine import Verdict
+
+    if gather is None:
+        from retire.verdicts.engine import gather
+    notes = []
+    options.setdefault("cache_dir", root / ".patchlane" / "cache" / "http")
+    client = None
+    if not probe:
+        client = make_client(transport=CacheOnlyTransport())
+        options.setdefault("client", client)
+        options.setdefault("policy", RetryPolicy(attempts=1, json_attempts=1))
+        notes.append("evidence from the cache only (--no-probe): whatever was never fetched is unknown")
+    try:
+        verdicts = list(gather(manifests, lanes, root / "locks", records_path, **options))
+    except Exception as exc:  # noqa: BLE001 - a broken engine still leaves a report with every row unknown
+        failure = ProbeFailure("engine", "gather", f"internal error: {type(exc).__name__}: {exc}")
+        verdicts = [Verdict(m.id, "unknown", str(failure), failures=(failure,)) for m in manifests]
+        notes.append(f"gathering verdicts failed: {type(exc).__name__}: {exc}")
+    finally:
+        if client is not None:
+            client.close()
+    return verdicts, notes
+
+
+def filing_queue_section(root: Path, packs=None) -> tuple[str | None, str | None]:
+    """The Markdown of ``retire.packs`` (section, note); (None, None) where that module is absent."""
+    packs = packs if packs is not None else _packs
+    if packs is None:
+        return None, _PACKS_PROBLEM
+    try:
+        section = packs.markdown_section(packs.filing_queue(root))
+    except Exception as exc:  # noqa: BLE001 - the queue is a bonus, the report is the point
+        return None, f"filing queue left out: {type(exc).__name__}: {exc}"
+    return (section or None), None
+
+
+def write_report(out: Path, week: str, files: Sequence[tuple[str, str]]) -> tuple[Path, ...]:
+    """Write ``(suffix, text)`` files as ``<out>/<week><suffix>``, each atomically, in order.
+
+    Callers render everything first, so a rendering failure writes nothing; the JSON goes last
+    because it is what next week's report reads: it never describes files that were not written.
+    """
+    paths = []
+    for suffix, text in files:
+        path = out / f"{week}{suffix}"
+        try:
+            atomic_write(path, text)
+        except OSError as exc:
+            raise PatchlaneError(f"cannot write {path}: {exc.strerror or exc}") from None
+        paths.append(path)
+    return tuple(paths)
+
+
+def generate(
+    root: str | Path,
+    *,
+    week: str | None = None,
+    out: str | Path | None = None,
+    probe: bool = True,
+    now: _dt.datetime | None = None,
+    verdicts: Sequence | None = None,
+    gather: Callable | None = None,
+    gather_options: dict | None = None,
+    records_path: str | Path | None = None,
+    packs=None,
+) -> Written:
+    """Build, render and write the report of ``week`` (default: this ISO week).
+
+    ``verdicts`` skips gathering (cached or synthetic verdicts); ``gather`` replaces
+    ``retire.verdicts.gather`` and ``gather_options`` go to it (client, api_base, mirrors …).
+    Raises ``ConfigError`` for bad input and ``PatchlaneError`` when a file cannot be written.
+    """
+    root = Path(root).resolve()
+    now = now or _utcnow()
+    try:
+        label = report_model.parse_week(week) if week else report_model.iso_week(now.date())
+    except ValueError as exc:
+        raise ConfigError(None, "--week", str(exc), "e.g. --week 2026-W47") from None
+    out_dir = Path(out) if out is not None else root / DEFAULT_OUT
+    if not out_dir.is_absolute():
+        out_dir = root / out_dir
+    project, manifests, lanes = _load_project(root)
+    records_file = Path(records_path) if records_path else project.manifest
+    notes: list[str] = []
+
+    if verdicts is None:
+        verdicts, gather_notes = gather_verdicts(root, manifests, lanes, records_file, probe=probe,
+                                                 gather=gather, **(gather_options or {}))
+        notes += gather_notes
+    records, records_problem = _records(records_file)
+    if records_problem:
+        notes.append(f"validation records unreadable, runs left out: {records_problem}")
+
+    from retire.report.history import git_burndown, read_previous_reports, report_points
+
+    history = read_previous_reports(out_dir, label)
+    notes += history.notes
+    as_of = min(now.date(), report_model.week_bounds(label)[1])
+    git_points, git_note = git_burndown(root, until=as_of)
+    if git_note:
+        notes.append(git_note)
+    queue, queue_note = filing_queue_section(root, packs)
+    if queue_note:
+        notes.append(queue_note)
+
+    report = report_model.build(
+        manifests, lanes, verdicts, records, week=label, now=now, previous=history.previous,
+        history=[*git_points, *report_points(history.reports)], notes=notes,
+        records_failure=records_problem, filing_queue=queue,
+    )
+    html_name = f"{label}.html"
+    names = index_names(lanes)
+    markdown = name_indexes(report_render.to_markdown(report, full_report=f"{out_dir.name}/{html_name} (and .json)"), names)
+    json_text = name_indexes(json.dumps(report_render.to_json(report), indent=1, sort_keys=False) + "\n", names)
+    page = name_indexes(report_html.to_html(report), names)
+    paths = write_report(out_dir, label, [(".md", markdown), (".html", page), (".json", json_text)])
+    return Written(report, paths, markdown, json_text)
+
+
+def index_names(lanes) -> dict[str, str]:
+    """Index URL → the name the lanes and uv's configuration give it.
+
+    Reports are committed; like everything else in the repository they name indexes, never
+    registry hosts (the URLs are host configuration).
+    """
+    from retire.core import uv
+
+    names: dict[str, str] = {}
+    try:
+        names.update({url: name for name, url in uv.host_indexes().named.items()})
+        default = uv.default_index()
+    except (ConfigError, OSError):
+        default = None
+    names = {url: f"index {name!r}" for url, name in names.items()}
+    for lane in lanes:
+        names.update({index.url: f"index {index.name!r}" for index in lane.indexes if index.url})
+    if default:
+        names[default] = "the default index"
+    return names
+
+
+def name_indexes(text: str, names: dict[str, str]) -> str:
+    for url in sorted(names, key=len, reverse=True):  # longest first: a URL may prefix another
+        text = text.replace(url.rstrip("/"), names[url])
+    return text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="patchlane report",
+        description="Write the weekly retirement report (reports/<week>.md, .html, .json) and print the short version.")
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="project folder (default: .)")
+    parser.add_argument("--week", help="ISO week to report, e.g. 2026-W47 (default: this week)")
+    parser.add_argument("--out", type=Path, help="folder for the report files (default: <root>/reports)")
+    parser.add_argument("--no-probe", action="store_true",
+                        help="use cached evidence only (HTTP cache, local mirrors, records): no network")
+    parser.add_argument("--json", action="store_true", help="print the JSON report instead of the short version")
+    parser.add_argument("--validation", type=Path, help="validation manifest (default: <root>/validation/manifest.jsonl)")
+    parser.add_argument("--mirrors", type=Path, help="folder of local clones as <owner>/<repo> for tag checks")
+    parser.add_argument("--index-url", help="default package index when a lane names none (default: uv's configuration)")
+    parser.add_argument("--api-url", help="GitHub REST API base URL (default: the public API)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``patchlane report``: 0 when the report was written (whatever it says), 2 for bad input,
+    1 when it could not be written."""
+    args = build_parser().parse_args(argv)
+    options = {key: value for key, value in (("mirrors", args.mirrors), ("index_url", args.index_url),
+                                             ("api_base", args.api_url)) if value is not None}
+    try:
+        written = generate(args.root, week=args.week, out=args.out, probe=not args.no_probe,
+                           gather_options=options, records_path=args.validation)
+    except ConfigError as exc:
+        print(f"patchlane: error: {exc}", file=sys.stderr)
+        return 2
+    except PatchlaneError as exc:
+        print(f"patchlane: error: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        for note in written.report.notes:
+            print(f"patchlane: note: {note}", file=sys.stderr)
+        sys.stdout.write(written.json_text)
+    else:
+        print(report_render.short_text(written.report, [_shown(p) for p in written.paths]))
+    return 0
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

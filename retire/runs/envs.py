@@ -1,0 +1,284 @@
+"""Lane environments: a venv built from the lane's lock with uv, hash-checked.
+
+Two kinds:
+
+- **full**: a fresh venv, ``uv pip sync`` of the whole lock (uv refuses a file whose hash does
+  not match the lock). Re-syncing an unchanged env with a warm cache costs milliseconds.
+- **overlay**: for a GPU host whose image already carries torch/Triton. The venv sees the base
+  interpreter's site-packages and receives only what the lock adds or changes; the base's
+  versions are recorded with the results.
+
+Either way the shims runtime is made importable through a ``.pth`` file pointing at a snapshot
+of this checkout's ``shims`` package (plus ``packaging``, used only where the lane lacks it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import tomlkit
+from packaging.markers import Marker
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from retire.core import uv
+from retire.core.errors import PatchlaneError
+from retire.lanes.model import LANE_NAME, Lane
+
+RUNTIME_DIR = "patchlane-runtime"
+STATE_NAME = "patchlane-env.json"  # what the last build learnt, to skip work on a re-sync
+PTH_NAME = "patchlane-shims.pth"
+BASE_PTH_NAME = "patchlane-overlay-base.pth"  # overlay envs: the base's site-packages, after ours
+# Run inside an interpreter: its version, install paths and distributions. The first of two
+# same-named distributions on sys.path is the one imports get, so it is the one recorded.
+_PROBE = """
+import importlib.metadata as m, json, re, sys, sysconfig
+packages = {}
+for dist in m.distributions():
+    name = re.sub(r"[-_.]+", "-", dist.metadata["Name"] or "").lower()  # PEP 503 normalised
+    if name and name not in packages:
+        packages[name] = dist.version
+paths = sysconfig.get_paths()
+print(json.dumps({"python": ".".join(map(str, sys.version_info[:3])), "purelib": paths["purelib"],
+                  "platlib": paths["platlib"], "packages": packages}))
+"""
+
+
+class BuildError(PatchlaneError):
+    """A lane environment could not be built; ``detail`` carries the tool's own explanation."""
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class LaneEnv:
+    lane: str
+    path: Path
+    python: Path
+    kind: str  # "full" | "overlay"
+    python_version: str
+    installed: dict[str, str] = field(default_factory=dict)  # canonical name → version, base included
+    base: dict[str, str] = field(default_factory=dict)  # overlay only: the base's versions
+    base_python: str | None = None
+    synced: tuple[str, ...] = ()  # the packages the lock put into this venv
+
+
+def env_path(envs_dir: Path, lane_name: str) -> Path:
+    if not LANE_NAME.fullmatch(lane_name):
+        raise ValueError(f"invalid lane name {lane_name!r}")
+    return envs_dir / lane_name
+
+
+def describe(python: str | Path) -> dict:
+    """Python version, purelib and installed distributions of an interpreter."""
+    proc = subprocess.run([str(python), "-c", _PROBE], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          env=uv.base_env())
+    if proc.returncode != 0:
+        raise BuildError(f"cannot inspect {python}", proc.stderr.strip())
+    return json.loads(proc.stdout)
+
+
+def describe_paths(python: str | Path) -> dict:
+    """purelib of an interpreter (without listing its distributions)."""
+    code = "import json, sysconfig; print(json.dumps({'purelib': sysconfig.get_paths()['purelib']}))"
+    proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          env=uv.base_env())
+    if proc.returncode != 0:
+        raise BuildError(f"cannot inspect {python}", proc.stderr.strip())
+    return json.loads(proc.stdout)
+
+
+def run_uv(args: list[str], what: str) -> str:
+    proc = subprocess.run([uv.binary(), *args], capture_output=True, text=True, env=uv.base_env(),
+                          stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        lines = [l for l in proc.stderr.splitlines() if l.strip() and not l.startswith("warning:")]
+        raise BuildError(f"{what}: {' / '.join(lines[:3]) or 'uv failed'}", proc.stderr.strip())
+    return proc.stderr
+
+
+def _venv(path: Path, python: str) -> Path:
+    interpreter = path / "bin" / "python"
+    if interpreter.exists() and (path / "pyvenv.cfg").exists():
+        return interpreter
+    if path.exists():
+        shutil.rmtree(path)
+    run_uv(["venv", "--quiet", "--python", python, str(path)],
+            f"cannot create a Python {python} venv (is that interpreter installed? uv looks on PATH)")
+    return interpreter
+
+
+def link_base(purelib: str | Path, site_dirs: list[str], name: str = BASE_PTH_NAME) -> None:
+    """Put a base interpreter's site-packages behind a venv's own (overlay envs, bisection).
+
+    Not ``--system-site-packages``: a GPU image's python is often itself a venv, and a venv made
+    from it would see the system's site-packages, not the image's torch. ``addsitedir`` also runs
+    the base's own .pth files (editable installs, namespace hooks).
+    """
+    lines = "".join(f"import site; site.addsitedir({d!r})\n" for d in dict.fromkeys(site_dirs))
+    Path(purelib, name).write_text(lines, encoding="utf-8")
+
+
+def _same_release(base_version: str | None, locked: str | None) -> bool:
+    """A base build of the locked release: equal, or equal but for a local label (+cu130)."""
+    if base_version is None or locked is None:
+        return False
+    try:
+        return Version(base_version).public == Version(locked).public
+    except InvalidVersion:
+        return base_version == locked
+
+
+def overlay_lock(lock: dict, base: dict[str, str]) -> tuple[dict, list[str]]:
+    """The lock cut down to the packages the base lacks or has at another release.
+
+    A GPU image's ``torch 2.11.0+cu130`` counts as the lock's ``torch 2.11.0``: the image's own
+    build of that release is the point of an overlay. The base's versions are recorded anyway.
+    """
+    keep = [p for p in lock.get("packages", [])
+            if not _same_release(base.get(str(canonicalize_name(p["name"]))), p.get("version"))]
+    cut = {k: v for k, v in lock.items() if k not in ("packages", "tool")}
+    cut["packages"] = keep
+    return cut, [p["name"] for p in keep]
+
+
+def _runtime_sources() -> list[Path]:
+    import packaging
+
+    import shims
+
+    return [Path(shims.__file__).parent, Path(packaging.__file__).parent]
+
+
+def _fingerprint(folders: list[Path]) -> str:
+    """Cheap identity of source trees (paths, sizes, mtimes): unchanged trees are not recopied."""
+    digest = hashlib.sha256()
+    for folder in folders:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                stat = path.stat()
+                digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def _install_runtime(env_dir: Path, purelib: str, sources: list[Path]) -> None:
+    """Snapshot ``shims`` (and ``packaging``) into the env and put them on its path."""
+    runtime = env_dir / RUNTIME_DIR
+    if runtime.exists():
+        shutil.rmtree(runtime)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for source in sources:
+        # packaging is appended after site-packages, so a lane that locks its own keeps it.
+        shutil.copytree(source, runtime / source.name, ignore=ignore)
+    Path(purelib, PTH_NAME).write_text(str(runtime.resolve()) + "\n", encoding="utf-8")
+
+
+def _synced_nothing(uv_output: str) -> bool:
+    """uv said it only audited the env: nothing was installed, removed or rebuilt."""
+    return ("Audited" in uv_output or "Checked" in uv_output) and not any(
+        word in uv_output for word in ("Installed", "Uninstalled", "Prepared", "Built")
+    )
+
+
+def _parse_lock(lock_file: Path, data: bytes) -> dict:
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise BuildError(f"{lock_file} is not valid TOML ({exc})") from None
+
+
+def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = None) -> LaneEnv:
+    """Build (or re-sync) the lane's environment from its lock. Raises :class:`BuildError`.
+
+    A re-sync that changes nothing reuses what the last build learnt about the env (its
+    packages, its runtime snapshot) and does not even parse the lock, so a warm rebuild costs
+    little more than uv's own sync.
+    """
+    if not lock_file.is_file():
+        raise BuildError(f"no lock at {lock_file}: run `nox -s lock -- {lane.name}`")
+    lock_bytes = lock_file.read_bytes()
+    path = env_path(envs_dir, lane.name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state_file = path / STATE_NAME
+    state = _read_state(state_file)
+    made_from = ["overlay", overlay] if overlay else ["full", lane.python]
+    if path.exists() and state.get("made_from") != made_from:
+        shutil.rmtree(path)  # another interpreter or kind: a re-sync cannot turn one into the other
+        state = {}
+    identity = {"lock": hashlib.sha256(lock_bytes).hexdigest(), "overlay": overlay}
+    lock: dict | None = None
+    base: dict[str, str] = {}
+    if overlay:
+        base_info = describe(overlay)
+        base = base_info["packages"]
+        identity["base"] = hashlib.sha256(json.dumps(base, sort_keys=True).encode()).hexdigest()
+        python = _venv(path, overlay)
+        lock = _parse_lock(lock_file, lock_bytes)
+        cut, synced = overlay_lock(lock, base)
+        cut_file = path / "overlay" / "pylock.toml"
+        cut_file.parent.mkdir(exist_ok=True)
+        cut_file.write_text(tomlkit.dumps(cut), encoding="utf-8")
+        sync_from = cut_file
+    else:
+        python = _venv(path, lane.python)
+        sync_from = lock_file  # uv reads (and hash-checks) the lock itself
+    output = run_uv(["pip", "sync", "--preview-features", "pylock", "--python", str(python), str(sync_from)],
+                     f"cannot install {sync_from.name} into the lane")
+    if overlay:
+        link_base(describe_paths(python)["purelib"], [base_info["purelib"], base_info["platlib"]])
+    if state.get("identity") == identity and _synced_nothing(output) and "synced" in state:
+        info, synced = state["info"], state["synced"]
+    else:
+        if lock is None:
+            lock = _parse_lock(lock_file, lock_bytes)
+            synced = [p["name"] for p in lock.get("packages", [])]
+        info = (None if overlay else _full_env_info(path, lock)) or describe(python)
+    if not overlay and info["python"].rsplit(".", 1)[0] != lane.python:
+        raise BuildError(f"the venv runs Python {info['python']}, the lane asks for {lane.python}")
+    sources = _runtime_sources()
+    runtime = _fingerprint(sources)
+    if state.get("runtime") != runtime or not Path(info["purelib"], PTH_NAME).exists():
+        _install_runtime(path, info["purelib"], sources)
+    state_file.write_text(json.dumps({"made_from": made_from, "identity": identity, "info": info, "runtime": runtime,
+                                      "synced": list(synced)}), encoding="utf-8")
+    return LaneEnv(
+        lane=lane.name, path=path, python=python, kind="overlay" if overlay else "full",
+        python_version=info["python"], installed=info["packages"], base=base, base_python=overlay,
+        synced=tuple(synced),
+    )
+
+
+def _full_env_info(path: Path, lock: dict) -> dict | None:
+    """What :func:`describe` would say of a full env, without starting its interpreter.
+
+    ``uv pip sync`` leaves exactly the lock's packages in the venv, and uv's pyvenv.cfg names the
+    interpreter's version; None where the layout is not the one uv makes on POSIX.
+    """
+    try:
+        config = dict(line.split(" = ", 1) for line in (path / "pyvenv.cfg").read_text().splitlines() if " = " in line)
+    except OSError:
+        return None
+    version = config.get("version_info", "")
+    purelib = path / "lib" / f"python{'.'.join(version.split('.')[:2])}" / "site-packages"
+    if config.get("implementation") != "CPython" or not purelib.is_dir():
+        return None
+    # A package whose marker does not hold here was not installed: judge markers as the venv would.
+    here = {"python_version": ".".join(version.split(".")[:2]), "python_full_version": version}
+    packages = {str(canonicalize_name(p["name"])): p["version"] for p in lock.get("packages", [])
+                if "version" in p and ("marker" not in p or Marker(p["marker"]).evaluate(here))}
+    return {"python": version, "purelib": str(purelib), "platlib": str(purelib), "packages": packages}
+
+
+def _read_state(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}

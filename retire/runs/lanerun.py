@@ -1,0 +1,266 @@
+"""Lane runs: build each lane from its lock, run its shims' reproducers in both modes, judge.
+
+For every shim in a lane the reproducer runs *without* the shim (does upstream still break?)
+and, unless that was skipped, *with* it (does the shim fix it?). The pair is judged into one
+outcome:
+
+==================  ===========================================================  ==========
+outcome             meaning                                                      fails run
+==================  ===========================================================  ==========
+needed              the bug reproduces and the shim fixes it                     no
+upstream-fixed      the bug no longer reproduces without the shim: retire it?   no
+shim-broken         the bug reproduces and the shim does not fix it              yes
+skipped             this host lacks what the reproducer needs (reason given)     no
+crashed             a reproducer crashed or broke the protocol                   yes
+timeout             a reproducer ran past its timeout and was killed             yes
+==================  ===========================================================  ==========
+
+A lane that cannot be built fails the run with the reason and never hides the other lanes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from packaging.utils import canonicalize_name
+
+from retire.runs import envs
+from retire.locks import locking
+from retire.core import uv
+from retire.lanes.model import Lane
+from retire.runs.reproduce import run_reproducer
+from retire.evidence.validation import FIXED, ValidationRecord
+from shims.manifest import ShimManifest
+
+OUTCOMES = ("needed", "upstream-fixed", "shim-broken", "skipped", "crashed", "timeout")
+FAILING = frozenset({"shim-broken", "crashed", "timeout"})
+
+
+@dataclass(frozen=True)
+class ShimRun:
+    lane: str
+    shim: str
+    outcome: str
+    why: str
+    without: ValidationRecord | None = None
+    with_shim: ValidationRecord | None = None
+
+    @property
+    def records(self) -> tuple[ValidationRecord, ...]:
+        return tuple(r for r in (self.without, self.with_shim) if r is not None)
+
+
+@dataclass(frozen=True)
+class LaneRun:
+    lane: str
+    status: str  # ran | skipped | build-failed
+    planned: tuple[str, ...] = ()  # the lane's shims, whether or not they ran
+    why: str = ""
+    detail: str = ""
+    env: envs.LaneEnv | None = None
+    shims: tuple[ShimRun, ...] = ()
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "build-failed" or any(s.outcome in FAILING for s in self.shims)
+
+
+def judge(without: ValidationRecord | None, with_shim: ValidationRecord | None) -> tuple[str, str]:
+    """One outcome (and why) from the two modes' records. Pure."""
+    for record in (without, with_shim):
+        if record is not None and record.outcome in ("crashed", "timeout"):
+            return record.outcome, f"{record.mode} shim: {record.detail or record.outcome}"
+    if without is None:
+        return "crashed", "the reproducer did not run"
+    if without.outcome == "skipped":
+        reason = without.detail or "skipped"
+        if with_shim is not None and with_shim.outcome in FIXED:
+            reason += f"; with the shim: {with_shim.sentinel} (the mitigation is in effect)"
+        return "skipped", reason
+    if without.outcome in FIXED:
+        return "upstream-fixed", "the bug does not reproduce without the shim: a retirement candidate"
+    # without: the bug reproduced
+    if with_shim is None:
+        return "crashed", "the with-shim run is missing"
+    if with_shim.outcome == "skipped":
+        return "skipped", with_shim.detail or "skipped with the shim"
+    if with_shim.outcome in FIXED:
+        return "needed", f"bug reproduces; shim gives {with_shim.sentinel}"
+    return "shim-broken", "the bug reproduces with the shim applied"
+
+
+@dataclass(frozen=True)
+class Host:
+    """What this machine offers lanes: whether a CUDA GPU is visible, and why we think so."""
+
+    cuda: bool
+    description: str
+
+    @classmethod
+    def detect(cls) -> Host:
+        forced = os.environ.get("PATCHLANE_HOST_CUDA")
+        if forced in ("0", "1"):
+            return cls(forced == "1", f"PATCHLANE_HOST_CUDA={forced}")
+        smi = shutil.which("nvidia-smi")
+        if smi is None:
+            return cls(False, "no nvidia-smi on PATH")
+        proc = subprocess.run([smi, "-L"], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        gpus = [line for line in proc.stdout.splitlines() if line.startswith("GPU ")]
+        if proc.returncode != 0 or not gpus:
+            return cls(False, "nvidia-smi lists no GPU")
+        return cls(True, gpus[0])
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    locks_dir: Path
+    envs_dir: Path
+    overlay: str | None = None  # base interpreter of a GPU image: build overlay lanes on it
+    timeout: float | None = None  # per reproducer; default: each manifest's own
+    run_id: str = field(default_factory=lambda: datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6])
+    host: Host | None = None
+
+
+Progress = Callable[[str, str], None]  # (lane, message)
+
+
+def reproducer_env(lane: Lane, manifests: dict[str, ShimManifest], shim: str, mode: str,
+                   base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a reproducer runs in: the lane's variables and its env-constraint shims'.
+
+    Without-mode leaves out the shim's own constraint: that run must see upstream as it is.
+    The controller's own virtualenv and Python path never leak into the lane.
+    """
+    env = dict(os.environ if base is None else base)
+    for name in uv.CALLER_PYTHON_ENV:
+        env.pop(name, None)
+    for other in lane.shims:
+        if other in manifests and (other != shim or mode == "with"):
+            env.update(manifests[other].env_vars)
+    env.update(lane.env_dict)
+    return env
+
+
+def _environment_facts(env: envs.LaneEnv, manifest: ShimManifest, lock_digest: str | None) -> dict:
+    wanted = {str(canonicalize_name(n)) for n in (manifest.target.distribution, *manifest.reproducer.packages) if n}
+    facts: dict = {"kind": env.kind, "python": env.python_version, "lock": lock_digest,
+                   "installed": {n: env.installed.get(n) for n in sorted(wanted)}}
+    if env.kind == "overlay":
+        facts["base"] = {n: env.base.get(n) for n in sorted(wanted)}
+        facts["base_python"] = env.base_python
+    return facts
+
+
+def run_lane(lane: Lane, manifests: dict[str, ShimManifest], options: RunOptions,
+             progress: Progress = lambda lane, msg: None) -> LaneRun:
+    """Build one lane and run its shims. Never raises for the lane's own failures."""
+    started = time.monotonic()
+    host = options.host or Host.detect()
+    missing = [s for s in lane.shims if s not in manifests]
+    if lane.needs_cuda and not host.cuda and not options.overlay:
+        why = f"lane needs a CUDA host ({host.description})"
+        progress(lane.name, f"skipped: {why}")
+        return LaneRun(lane.name, "skipped", lane.shims, why,
+                       shims=tuple(ShimRun(lane.name, s, "skipped", why) for s in lane.shims))
+    lock_file = locking.lock_path(options.locks_dir, lane.name)
+    found = locking.read_provenance(lock_file)
+    digest = (found or {}).get("digest")
+    if found is None:
+        return LaneRun(lane.name, "build-failed", lane.shims, f"no lock: run `nox -s lock -- {lane.name}`")
+    if digest != lane.digest:
+        return LaneRun(lane.name, "build-failed", lane.shims,
+                       f"the lock is stale (the lane changed): run `nox -s lock -- {lane.name}`")
+    if missing:
+        return LaneRun(lane.name, "build-failed", lane.shims, f"unknown shims: {', '.join(missing)}")
+    kind = "overlay on " + options.overlay if options.overlay else "full"
+    progress(lane.name, f"building env ({kind}) from {lock_file.parent.name}/{lock_file.name}")
+    try:
+        env = envs.build(lane, lock_file, options.envs_dir, overlay=options.overlay)
+    except envs.BuildError as exc:
+        progress(lane.name, f"build failed: {exc}")
+        return LaneRun(lane.name, "build-failed", lane.shims, str(exc), exc.detail, seconds=time.monotonic() - started)
+    progress(lane.name, f"env ready: Python {env.python_version}, {len(env.synced)} packages from the lock")
+
+    results = []
+    for shim in lane.shims:
+        manifest = manifests[shim]
+        records: dict[str, ValidationRecord] = {}
+        for mode in ("without", "with"):
+            if mode == "with" and records["without"].outcome in ("crashed", "timeout"):
+                break  # the reproducer is broken: a with-run would say nothing new
+            # A skipped without-run still gets its with-run: an env-constraint or policy shim can
+            # prove its mitigation is in effect on a host where the failure itself cannot happen.
+            record = run_reproducer(manifest, mode, python=env.python, lane=lane.name, timeout=options.timeout,
+                                    env=reproducer_env(lane, manifests, shim, mode))
+            record = _with_context(record, options.run_id, _environment_facts(env, manifest, digest))
+            records[mode] = record
+            progress(lane.name, f"{shim} {mode} shim: {record.sentinel or record.outcome} ({record.duration_s:.1f}s)")
+        outcome, why = judge(records.get("without"), records.get("with"))
+        results.append(ShimRun(lane.name, shim, outcome, why, records.get("without"), records.get("with")))
+    return LaneRun(lane.name, "ran", lane.shims, env=env, shims=tuple(results), seconds=time.monotonic() - started)
+
+
+def _with_context(record: ValidationRecord, run_id: str, environment: dict) -> ValidationRecord:
+    return replace(record, run=run_id, environment=environment)
+
+
+def run_lanes(lanes: list[Lane], manifests: dict[str, ShimManifest], options: RunOptions, *,
+              jobs: int = 1, progress: Progress | None = None) -> list[LaneRun]:
+    """Run lanes, ``jobs`` at a time; results in lane order, each lane independent of the others."""
+    lock = threading.Lock()
+    began = time.monotonic()
+
+    def say(lane: str, message: str) -> None:
+        if progress is None:
+            return
+        with lock:
+            progress(lane, f"{time.monotonic() - began:6.1f}s  {message}")
+
+    if options.host is None:
+        options = replace(options, host=Host.detect())  # detect once, not per lane
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(lambda lane: run_lane(lane, manifests, options, say), lanes))
+
+
+def summary_table(runs: list[LaneRun]) -> str:
+    """Shims down, lanes across: one outcome word per cell."""
+    lanes = [run.lane for run in runs]
+    shims = list(dict.fromkeys(shim for run in runs for shim in run.planned))
+    cell = {(s.lane, s.shim): s.outcome for run in runs for s in run.shims}
+    width = max([len(s) for s in shims] + [4])
+    cols = [max(len(lane), 14) for lane in lanes]
+    lines = ["shim".ljust(width) + "  " + "  ".join(l.ljust(c) for l, c in zip(lanes, cols))]
+    for shim in shims:
+        row = []
+        for run, col in zip(runs, cols):
+            word = cell.get((run.lane, shim)) or ("build-failed" if run.status == "build-failed" else "")
+            row.append((word if shim in run.planned else "-").ljust(col))
+        lines.append(shim.ljust(width) + "  " + "  ".join(row))
+    for run in runs:
+        if run.status != "ran":
+            lines.append(f"{run.lane}: {run.status} — {run.why}")
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def to_summary(run: LaneRun) -> dict:
+    """What a lane run leaves for the cross-lane summary (JSON-able)."""
+    return {"lane": run.lane, "status": run.status, "why": run.why, "planned": list(run.planned),
+            "seconds": round(run.seconds, 2),
+            "shims": [{"shim": s.shim, "outcome": s.outcome, "why": s.why} for s in run.shims]}
+
+
+def from_summary(data: dict) -> LaneRun:
+    return LaneRun(data["lane"], data["status"], tuple(data.get("planned", ())), data.get("why", ""),
+                   shims=tuple(ShimRun(data["lane"], s["shim"], s["outcome"], s.get("why", "")) for s in data.get("shims", [])),
+                   seconds=data.get("seconds", 0.0))

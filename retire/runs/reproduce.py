@@ -1,0 +1,168 @@
+"""Run one shim's reproducer as a subprocess and turn what it printed into a ValidationRecord.
+
+The protocol (host stamp, sentinel, exit codes) is read with ``shims.reproducer.parse_output``,
+the same module every reproducer writes with, so the two sides cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+
+from shims.manifest import DEFAULT_ROOT, ROOTS_ENV, ShimManifest
+from shims.reproducer import BUG_REPRODUCED, FIX_VALIDATED, MEMORY_SAVE_VERIFIED, SKIPPED, exit_code_for, parse_output
+
+from retire.evidence.validation import MODES, ValidationRecord
+
+__all__ = ["OUTPUT_TAIL_CHARS", "classify", "run_reproducer"]
+
+#: How much of the output a record keeps (the end is where tracebacks and sentinels are).
+OUTPUT_TAIL_CHARS = 4000
+
+_OUTCOME_OF = {
+    BUG_REPRODUCED: "bug-reproduced",
+    FIX_VALIDATED: "fix-validated",
+    MEMORY_SAVE_VERIFIED: "memory-save-verified",
+    SKIPPED: "skipped",
+}
+#: Environment variable names whose values never reach a record, even through printed output.
+_SECRET_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH")
+_REPO_ROOT = DEFAULT_ROOT.parent
+
+
+def run_reproducer(
+    manifest: ShimManifest,
+    mode: str,
+    *,
+    python: str | os.PathLike[str] = sys.executable,
+    env: Mapping[str, str] | None = None,
+    lane: str = "local",
+    timeout: float | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+) -> ValidationRecord:
+    """Run ``manifest``'s reproducer in ``mode`` ("without" or "with") and record what happened.
+
+    ``env`` replaces the inherited environment when given. ``timeout`` defaults to the
+    manifest's ``[reproducer] timeout``; past it the whole process group is killed and the
+    outcome is ``timeout``. Environment values are never written into the record.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    limit = manifest.reproducer.timeout if timeout is None else timeout
+    command = [os.fspath(python), os.fspath(manifest.reproducer_path), "--mode", mode]
+    child_env = _child_env(manifest, env)
+    started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds")
+    began = time.monotonic()
+    try:
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=child_env,
+            cwd=os.fspath(cwd) if cwd is not None else None,
+            start_new_session=True,  # its own process group, so a timeout kills its children too
+        )
+    except OSError as exc:
+        return _record(manifest, mode, lane, started_at, began, host=None, sentinel=None, outcome="crashed",
+                       exit_code=None, tail="", detail=f"could not start {command[0]}: {exc.strerror or exc}")
+
+    timed_out = False
+    try:
+        stdout_bytes, stderr_bytes = process.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(process)
+        try:
+            stdout_bytes, stderr_bytes = process.communicate(timeout=10)
+        except subprocess.TimeoutExpired:  # a grandchild escaped the group and holds the pipes
+            stdout_bytes, stderr_bytes = b"", b""
+            process.kill()
+            process.wait()
+    # Redacted before anything is cut or parsed: a secret must not survive in a tail's first
+    # characters, nor in a skip reason.
+    stdout = _redact(stdout_bytes.decode("utf-8", errors="replace"), child_env)
+    stderr = _redact(stderr_bytes.decode("utf-8", errors="replace"), child_env)
+    host, sentinel, skip_reason = parse_output(stdout)
+    if timed_out:
+        outcome, detail = "timeout", f"killed after {limit:g} s"
+    else:
+        outcome, detail = classify(host, sentinel, skip_reason, process.returncode)
+    tail = _tail(stdout, stderr)
+    return _record(manifest, mode, lane, started_at, began, host=host, sentinel=sentinel, outcome=outcome,
+                   exit_code=process.returncode, tail=tail, detail=detail)
+
+
+def classify(
+    host: Mapping[str, object] | None, sentinel: str | None, skip_reason: str | None, exit_code: int
+) -> tuple[str, str]:
+    """``(outcome, detail)`` for a finished run; anything off-protocol counts as ``crashed``."""
+    if sentinel is None:
+        return "crashed", f"exit code {exit_code} and no single sentinel line"
+    expected = exit_code_for(sentinel)
+    if exit_code != expected:
+        return "crashed", f"printed {sentinel} but exited {exit_code} (the protocol says {expected})"
+    if host is None:
+        return "crashed", "no PATCHLANE-HOST stamp on the first line"
+    return _OUTCOME_OF[sentinel], skip_reason or ""
+
+
+def _child_env(manifest: ShimManifest, env: Mapping[str, str] | None) -> dict[str, str]:
+    child = dict(os.environ if env is None else env)
+    # The reproducer imports `shims` from this checkout (lane envs also have it installed).
+    child["PYTHONPATH"] = os.pathsep.join(p for p in (str(_REPO_ROOT), child.get("PYTHONPATH", "")) if p)
+    # A shim outside the catalogue (a test tree, a private root) must be findable by activate().
+    root = manifest.directory.resolve().parent
+    if root != DEFAULT_ROOT:
+        configured = [p for p in child.get(ROOTS_ENV, "").split(os.pathsep) if p]
+        if str(root) not in configured:
+            child[ROOTS_ENV] = os.pathsep.join([str(root), *configured])
+    child.setdefault("PYTHONUNBUFFERED", "1")  # keep partial output if it hangs and is killed
+    return child
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        process.kill()
+
+
+def _tail(stdout: str, stderr: str) -> str:
+    text = stdout if not stderr.strip() else f"{stdout.rstrip()}\n--- stderr ---\n{stderr}"
+    return text[-OUTPUT_TAIL_CHARS:]
+
+
+def _redact(text: str, env: Mapping[str, str]) -> str:
+    for name, value in env.items():
+        if len(value) >= 6 and any(marker in name.upper() for marker in _SECRET_MARKERS):
+            text = text.replace(value, f"<{name}>")
+    return text
+
+
+def _record(
+    manifest: ShimManifest, mode: str, lane: str, started_at: str, began: float, *,
+    host: Mapping[str, object] | None, sentinel: str | None, outcome: str, exit_code: int | None,
+    tail: str, detail: str,
+) -> ValidationRecord:
+    host = dict(host or {})
+    packages = host.get("packages")
+    return ValidationRecord(
+        shim=manifest.id,
+        mode=mode,
+        lane=lane,
+        host=host,
+        versions=dict(packages) if isinstance(packages, dict) else {},
+        sentinel=sentinel,
+        outcome=outcome,
+        exit_code=exit_code,
+        duration_s=round(time.monotonic() - began, 3),
+        started_at=started_at,
+        output_tail=tail,
+        detail=detail,
+    )

@@ -1,0 +1,139 @@
+"""Lane-run results as pytest tests, so a broken shim reads like any failing test.
+
+The runner has already executed every reproducer (lanes concurrently); this plugin turns each
+lane build and each (shim, mode) run into a pytest item whose outcome mirrors the record:
+a bug still reproducing without the shim passes, an upstream fix shows as ``xfail`` (a
+retirement candidate — like a strict xfail that now passes, but it does not fail the run),
+a shim that does not fix the bug fails, a crash or timeout fails with the reproducer's output.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from retire.runs.lanerun import LaneRun, ShimRun
+from retire.evidence.validation import FIXED, ValidationRecord
+
+
+class ReproducerFailure(Exception):
+    pass
+
+
+def _record_text(record: ValidationRecord) -> str:
+    versions = ", ".join(f"{k} {v}" for k, v in sorted(record.versions.items()) if v) or "no versions reported"
+    return (f"{record.shim} ({record.mode} shim) on lane {record.lane}: {record.outcome}"
+            f"{' — ' + record.detail if record.detail else ''}\n"
+            f"  sentinel: {record.sentinel}  exit code: {record.exit_code}  [{versions}]\n"
+            f"  output (tail):\n" + "\n".join("    " + line for line in record.output_tail.splitlines()[-30:]))
+
+
+def _skip(reason: str) -> None:
+    # Reported at the item (lane::shim::mode), not at this line of the plugin.
+    raise pytest.skip.Exception(reason, _use_item_location=True)
+
+
+def _check_build(run: LaneRun) -> None:
+    if run.status == "skipped":
+        _skip(run.why)
+    if run.status == "build-failed":
+        detail = "\n".join("    " + line for line in run.detail.splitlines()[-30:])
+        raise ReproducerFailure(f"lane {run.lane} could not be built: {run.why}" + (f"\n{detail}" if detail else ""))
+
+
+def _check_without(run: ShimRun | None, record: ValidationRecord | None, why: str) -> None:
+    if record is None:
+        _skip(why or "not run")
+    if record.outcome in ("crashed", "timeout"):
+        raise ReproducerFailure(_record_text(record))
+    if record.outcome == "skipped":
+        _skip(record.detail or "skipped by the reproducer")
+    if record.outcome in FIXED:
+        pytest.xfail("upstream fixed: the bug no longer reproduces without the shim — a retirement candidate")
+
+
+def _check_with(run: ShimRun | None, record: ValidationRecord | None, why: str) -> None:
+    """Fails exactly when the lane's judged outcome fails (runs.judge is the one judge)."""
+    if record is None:
+        _skip(why or "not run: the without-shim run did not reproduce the bug")
+    if record.outcome in ("crashed", "timeout"):
+        raise ReproducerFailure(_record_text(record))
+    if record.outcome == "skipped":
+        _skip(record.detail or "skipped by the reproducer")
+    outcome = run.outcome if run is not None else None
+    if outcome == "shim-broken":
+        raise ReproducerFailure("shim broken: the bug still reproduces with the shim applied\n" + _record_text(record))
+    if record.outcome in FIXED:
+        return  # the shim's fix (or a policy shim's mitigation) is in effect
+    if outcome == "skipped":
+        _skip(run.why)
+    if record.outcome == "bug-reproduced":  # judged upstream-fixed: the without-shim run was clean
+        pytest.xfail("the with-shim run reproduced the bug but the without-shim run did not: "
+                     "the lane counts it as upstream-fixed — look at both runs")
+
+
+class _Item(pytest.Item):
+    def __init__(self, *, check, location: Path, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._check = check
+        self._location = location
+
+    def runtest(self) -> None:
+        self._check()
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, ReproducerFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        # Skips and failures point at the shim's reproducer (or the lanes folder for builds).
+        return self._location, 0, self.name
+
+
+def _item(session, name: str, check, location: Path) -> _Item:
+    return _Item.from_parent(session, name=name, nodeid=name, check=check, location=location)
+
+
+class _LanePlugin:
+    def __init__(self, runs: list[LaneRun], locations: dict[str, Path]) -> None:
+        self.runs = runs
+        self.locations = locations
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(self, session):
+        items = []
+        for run in self.runs:
+            items.append(_item(session, f"lane[{run.lane}]::build", lambda run=run: _check_build(run),
+                               self.locations.get("lanes", Path("lanes"))))
+            by_shim = {s.shim: s for s in run.shims}
+            for shim in run.planned:
+                result = by_shim.get(shim)
+                why = result.why if result else run.why
+                without = result.without if result else None
+                with_shim = result.with_shim if result else None
+                where = self.locations.get(shim, Path(shim))
+                items.append(_item(session, f"lane[{run.lane}]::{shim}::without-shim",
+                                   lambda s=result, r=without, w=why: _check_without(s, r, w), where))
+                items.append(_item(session, f"lane[{run.lane}]::{shim}::with-shim",
+                                   lambda s=result, r=with_shim, w=why: _check_with(s, r, w), where))
+        session.items = items
+        session.testscollected = len(items)
+        return True
+
+
+def report(runs: list[LaneRun], locations: dict[str, Path] | None = None, *, verbose: bool = True) -> int:
+    """Print the results as a pytest session; returns pytest's exit code.
+
+    ``locations`` maps shim ids (and ``"lanes"``) to the files that skips and failures point at.
+    """
+    with tempfile.TemporaryDirectory(prefix="patchlane-suite-") as scratch:
+        ini = os.path.join(scratch, "pytest.ini")  # an empty config: the project's own stays out
+        with open(ini, "w", encoding="utf-8") as handle:
+            handle.write("[pytest]\n")
+        args = ["-c", ini, "--rootdir", os.getcwd(), "-p", "no:cacheprovider", "-rfExs", "--no-header"]
+        args.append("-v" if verbose else "-q")
+        return int(pytest.main(args, plugins=[_LanePlugin(runs, locations or {})]))
