@@ -1,5 +1,5 @@
 import sys
 
-from retire.commands.cli import main
+from retire.commands import main
 
 sys.exit(main())

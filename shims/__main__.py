@@ -25,10 +25,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="validate every manifest and its files; exit 2 on errors")
     args = parser.parse_args(argv)
     if args.check:
-        return _check()
+        return check()
+    found = rows(probe=args.probe)
+    print(json.dumps(found, indent=2) if args.json else table(found))
+    return 0
 
+
+def rows(*, probe: bool = False) -> list[dict[str, object]]:
+    """Activate the shims in this process (importing installed targets with ``probe``); one row each."""
     shims.activate()
-    if args.probe:
+    if probe:
         for state in shims.status().values():
             if state.state != "pending-import":
                 continue
@@ -38,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
                 pass  # not installed here: the shim stays pending-import, which is the truth
             except Exception as exc:  # the target itself is broken here: say so, keep listing
                 print(f"shims: cannot import {state.target}: {type(exc).__name__}: {exc}", file=sys.stderr)
-    rows = [
+    return [
         {
             "id": state.id,
             "fix_class": state.fix_class,
@@ -50,18 +56,14 @@ def main(argv: list[str] | None = None) -> int:
         }
         for state in shims.status().values()
     ]
-    if args.json:
-        print(json.dumps(rows, indent=2))
-    else:
-        print(_table(rows))
-    return 0
 
 
-def _check() -> int:
+def check(root: str | None = None) -> int:
+    """Validate every manifest under ``root`` (default: the configured shim roots); 2 on errors."""
     from shims.manifest import ManifestError, load_manifest, manifest_paths
 
     errors = 0
-    paths = manifest_paths()
+    paths = manifest_paths(root)
     for path in paths:
         try:
             load_manifest(path)
@@ -83,7 +85,7 @@ def _installed(distribution: str) -> str | None:
         return None
 
 
-def _table(rows: list[dict[str, object]]) -> str:
+def table(found: list[dict[str, object]]) -> str:
     header = ("shim", "fix class", "target", "installed", "state", "why")
     body = [
         (
@@ -94,7 +96,7 @@ def _table(rows: list[dict[str, object]]) -> str:
             str(row["state"]),
             str(row["reason"]),
         )
-        for row in rows
+        for row in found
     ]
     if not body:
         return "no shims found (roots: PATCHLANE_SHIMS_PATH or the shims package)"

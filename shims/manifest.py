@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 
+from shims.errors import InputError
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 __all__ = [
@@ -69,18 +70,15 @@ _COMPUTE_CAPABILITY = re.compile(r"[0-9]+\.[0-9]+")
 _COMMIT = re.compile(r"[0-9a-f]{7,64}")
 
 
-class ManifestError(ValueError):
+class ManifestError(InputError):
     """A manifest problem, rendered as one line: ``file: key: problem — fix``."""
 
     def __init__(self, path: str | os.PathLike[str], key: str, problem: str, fix: str) -> None:
+        super().__init__(path, key, problem, fix)
         self.path = Path(path)
-        self.key = key
-        self.problem = problem
-        self.fix = fix
-        super().__init__(str(self))
 
     def __str__(self) -> str:
-        where = _display(self.path)
+        where = _display(Path(self.path))
         head = f"{where}: {self.key}: " if self.key else f"{where}: "
         return f"{head}{self.problem} — {self.fix}"
 

@@ -84,7 +84,7 @@ def project(tmp_path, universe) -> LaneProject:
 
 
 def run_cli(root: Path, *args: str, capsys=None) -> tuple[int, str, str]:
-    from retire.commands.cli import main
+    from retire.commands import main
 
     code = main(["--root", str(root), *args])
     if capsys is None:

@@ -21,6 +21,7 @@ from retire.lanes import lanefile
 from retire.locks import locking
 from retire.branches.autodrop import DropPlan
 from retire.lanes.lanedit import FloorConflict, edit_lane_text, raise_floor
+from retire.commands import main as cli
 from tests.support.index import IndexServer, PackageIndex
 from tests.support.shimtree import REPO_ROOT, write_shim
 from tests.support.wheels import build_wheel
@@ -466,11 +467,11 @@ def test_cli_takes_plans_as_json(project, tmp_path, capsys):
     plan_file.write_text(json.dumps({"shim_id": "toylib_add", "why": "fixed in 1.6", "floors": ["toylib>=1.6"],
                                      "upstream_links": [["fix", "https://example.org/toylib/pull/2"]]}))
     args = ["--root", str(project.root), "--plan", str(plan_file), "--no-pr", "--json"]
-    assert autodrop.main(args) == 0
+    assert cli(["retire", "--apply", *args]) == 0
     [row] = json.loads(capsys.readouterr().out)
     assert row["status"] == "proposed" and row["branch"] == "patchlane/retire-toylib_add"
-    assert autodrop.main(args) == 0
+    assert cli(["retire", "--apply", *args]) == 0
     assert json.loads(capsys.readouterr().out)[0]["status"] == "already-proposed"
     plan_file.write_text(json.dumps({"shim_id": "../etc", "why": "x"}))
-    assert autodrop.main(args) == 2
+    assert cli(["retire", "--apply", *args]) == 2
     assert "invalid shim id" in capsys.readouterr().err

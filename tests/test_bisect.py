@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from retire.bisect import engine as bisect
+from retire.commands import main as cli
 from shims.manifest import load_manifest
 from tests.support.index import IndexServer, PackageIndex
 from tests.support.shimtree import write_shim
@@ -92,7 +93,7 @@ def test_bisect_finds_the_first_fixed_release_in_log_runs_and_caches(shim, clean
     assert not list((tmp_path / "work").iterdir())  # overlay envs are thrown away
 
     # The same question again, through the CLI: every answer comes from the cache.
-    code = bisect.main(["toylib_add", "--root", str(tmp_path / "project"), "--index", clean_series.url,
+    code = cli(["bisect", "toylib_add", "--root", str(tmp_path / "project"), "--index", clean_series.url,
                         "--cache", str(tmp_path / "cache"), "--python", sys.executable, "--json"])
     out, err = capsys.readouterr()
     assert code == 0, err
@@ -158,7 +159,7 @@ def test_overlay_on_a_lane_env_shadows_the_lane_version(tmp_path, clean_series, 
         f'[lane.indexes.main]\nurl = "{clean_series.url}"\ndefault = true\n')
     [locked] = locking.lock_lanes(lanefile.load_lanes(project / "lanes"), project / "locks")
     assert locked.ok, locked.message
-    code = bisect.main(["toylib_add", "--root", str(project), "--lane", "base", "--json"])
+    code = cli(["bisect", "toylib_add", "--root", str(project), "--lane", "base", "--json"])
     out, err = capsys.readouterr()
     assert code == 0, err
     result = json.loads(out)
@@ -196,15 +197,16 @@ def test_search_alone_steps_around_unknowns():
 
 
 def test_releases_come_from_the_index_the_lane_pins_the_package_to(tmp_path, monkeypatch):
-    from retire.bisect.engine import _default_index
+    from retire.commands.bisect import _default_index
+    from retire.core.project import Project
     from retire.core.errors import ConfigError
     from retire.lanes.model import IndexSpec, Lane
 
     lane = Lane("nightly", "3.12", "linux", ("torch",), indexes=(IndexSpec("pytorch-nightly"),),
                 sources=(("torch", "pytorch-nightly"),))
     monkeypatch.setenv("UV_INDEX", "pytorch-nightly=http://127.0.0.1:10/whl/nightly")
-    assert _default_index(tmp_path, "s", "torch", lane) == "http://127.0.0.1:10/whl/nightly"
-    assert _default_index(tmp_path, "s", "numpy", lane) == "http://127.0.0.1:9/simple"  # the host default
+    assert _default_index(Project(tmp_path), "s", "torch", lane) == "http://127.0.0.1:10/whl/nightly"
+    assert _default_index(Project(tmp_path), "s", "numpy", lane) == "http://127.0.0.1:9/simple"  # the host default
     monkeypatch.delenv("UV_INDEX")
     with pytest.raises(ConfigError, match="has no URL on this host"):
-        _default_index(tmp_path, "s", "torch", lane)
+        _default_index(Project(tmp_path), "s", "torch", lane)

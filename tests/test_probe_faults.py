@@ -12,7 +12,8 @@ import time
 import pytest
 
 from retire.probes.http import RetryPolicy
-from retire.verdicts.engine import gather, main
+from retire.verdicts.engine import gather
+from retire.commands import main as cli
 from tests.support.codehost import CodeHost, CodeHostServer
 from tests.support.faults import Fault, FaultyIndexServer, unused_port
 from tests.support.gitrepos import git, make_upstream
@@ -193,12 +194,12 @@ def test_faults_are_shown_by_the_cli(world, capsys, monkeypatch):
     monkeypatch.delenv("GH_TOKEN", raising=False)
     root = world["project"].root
     world["api"].host.rate_remaining = 0
-    code = main(["--root", str(root), "--api-url", world["api"].url, "--mirrors", str(world["mirrors"]), "--no-cache"])
+    code = cli(["verdicts", "--root", str(root), "--api-url", world["api"].url, "--mirrors", str(world["mirrors"]), "--no-cache"])
     out = capsys.readouterr().out
     assert code == 0
     rows = {line.split()[0]: line for line in out.splitlines()[1:-1]}
     assert "unknown" in rows["floor_fixed"] and "403 rate limit exceeded" in rows["floor_fixed"]
     assert "unknown" in rows["pr_fixed"] and "retire" not in rows["pr_fixed"].split()[1]
-    assert main(["--root", str(root), "--api-url", "http://nonexistent.invalid", "--no-cache", "floor_fixed"]) == 0
+    assert cli(["verdicts", "--root", str(root), "--api-url", "http://nonexistent.invalid", "--no-cache", "floor_fixed"]) == 0
     out = capsys.readouterr().out
     assert "DNS lookup failed" in out and "unknown" in out

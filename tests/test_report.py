@@ -18,6 +18,8 @@ from retire.report import markdown as report_render
 from retire.core.errors import ConfigError, PatchlaneError
 from retire.probes.http import RetryPolicy
 from retire.verdicts.engine import Verdict
+from retire.commands import main as cli
+from retire.core.project import Project
 from tests.support import reportshop
 from tests.support.codehost import CodeHost, CodeHostServer
 from tests.support.faults import Fault
@@ -34,7 +36,7 @@ def generate(root: Path, **options) -> report.Written:
     options.setdefault("verdicts", shop_verdicts())
     options.setdefault("packs", types.SimpleNamespace(  # never the real retire.packs: the shop has none
         filing_queue=lambda root: [], markdown_section=lambda entries: ""))
-    return report.generate(root, **options)
+    return report.generate(Project(root), **options)
 
 
 def shims_of(written: report.Written) -> dict[str, dict]:
@@ -258,7 +260,7 @@ def test_failing_probes_still_write_a_report_with_those_rows_unknown(codehost_sh
     root, server = codehost_shop
     options = {"api_base": server.url, "token": None, "clock": lambda: NOW, "index_url": "http://127.0.0.1:9/simple",
                "policy": RetryPolicy(attempts=2, backoff=0.01, max_backoff=0.02)}
-    written = report.generate(root, now=NOW, gather_options=options, packs=None)
+    written = report.generate(Project(root), now=NOW, gather_options=options, packs=None)
     rows = shims_of(written)
     assert rows["healthy"]["verdict"] == "keep", rows["healthy"]["why"]
     assert rows["flaky"]["verdict"] == "unknown"
@@ -269,7 +271,7 @@ def test_failing_probes_still_write_a_report_with_those_rows_unknown(codehost_sh
 
     # --no-probe: the same report from the HTTP cache, without a single request.
     asked = len(server.host.requests)
-    cached = report.generate(root, now=NOW, probe=False, packs=None, gather_options={
+    cached = report.generate(Project(root), now=NOW, probe=False, packs=None, gather_options={
         "api_base": server.url, "token": None, "clock": lambda: NOW})
     assert len(server.host.requests) == asked
     rows = shims_of(cached)
@@ -311,7 +313,7 @@ def test_a_rendering_failure_writes_nothing(shop, monkeypatch):
 
 def test_a_write_failure_leaves_no_partial_file_and_no_json(shop, capsys):
     (shop / "reports" / "2026-W47.html").mkdir()  # the page cannot replace a folder
-    code = report.main(["--root", str(shop), "--week", WEEK, "--no-probe"])
+    code = cli(["report", "--root", str(shop), "--week", WEEK, "--no-probe"])
     err = capsys.readouterr().err
     assert code == 1 and err.startswith("patchlane: error: cannot write") and err.count("\n") == 1
     assert not (shop / "reports" / "2026-W47.json").exists()  # JSON goes last: never ahead of its files
@@ -326,19 +328,19 @@ def test_a_write_failure_leaves_no_partial_file_and_no_json(shop, capsys):
 
 def test_main_writes_the_report_and_prints_the_short_version(shop, capsys, monkeypatch):
     monkeypatch.chdir(shop)
-    code = report.main(["--week", WEEK, "--no-probe"])
+    code = cli(["report", "--week", WEEK, "--no-probe"])
     out = capsys.readouterr().out
     assert code == 0
     assert out.startswith("retirement report 2026-W47: 4 shims carried")
     assert "wrote reports/2026-W47.md, reports/2026-W47.html, reports/2026-W47.json" in out
-    code = report.main(["--week", WEEK, "--no-probe", "--json", "--out", "elsewhere"])
+    code = cli(["report", "--week", WEEK, "--no-probe", "--json", "--out", "elsewhere"])
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and data["week"] == WEEK and (shop / "elsewhere" / "2026-W47.html").exists()
 
 
 @pytest.mark.parametrize("week", ["2026-47", "2026-W54", "next week"])
 def test_a_bad_week_is_a_one_line_error(shop, capsys, week):
-    assert report.main(["--root", str(shop), "--week", week, "--no-probe"]) == 2
+    assert cli(["report", "--root", str(shop), "--week", week, "--no-probe"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("patchlane: error: --week:") and err.count("\n") == 1
     assert not (shop / "reports" / "2026-W47.md").exists()
@@ -346,7 +348,7 @@ def test_a_bad_week_is_a_one_line_error(shop, capsys, week):
 
 def test_a_broken_manifest_is_a_one_line_error(shop, capsys):
     (shop / "shims" / "alpha" / "manifest.toml").write_text('id = "alpha"\n')
-    assert report.main(["--root", str(shop), "--no-probe"]) == 2
+    assert cli(["report", "--root", str(shop), "--no-probe"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("patchlane: error: ") and "alpha" in err and err.count("\n") == 1
 

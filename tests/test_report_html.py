@@ -14,6 +14,7 @@ import pytest
 
 from retire.report import weekly as report
 from retire.report.html import OUTCOME_COLOURS
+from retire.core.project import Project
 from tests.support import png
 from tests.support.reportshop import NOW, build_shop, shop_verdicts
 
@@ -42,7 +43,7 @@ def console_messages(stderr: str) -> list[str]:
 @pytest.fixture(scope="module")
 def page(tmp_path_factory) -> Path:
     root = build_shop(tmp_path_factory.mktemp("html") / "shop")
-    written = report.generate(root, now=NOW, verdicts=shop_verdicts(), packs=None)
+    written = report.generate(Project(root), now=NOW, verdicts=shop_verdicts(), packs=None)
     return written.paths[1]
 
 

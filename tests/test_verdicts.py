@@ -22,7 +22,8 @@ from retire.evidence.values import (
     TagContainment,
 )
 from retire.lanes.model import Lane
-from retire.verdicts.engine import ShimEvidence, decide, gather, main
+from retire.verdicts.engine import ShimEvidence, decide, gather
+from retire.commands import main as cli
 from shims.manifest import parse_manifest
 from tests.support.codehost import CodeHost, CodeHostServer
 from tests.support.faults import FaultyIndexServer
@@ -357,26 +358,26 @@ def test_main_prints_a_table_and_json(world, tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
     monkeypatch.delenv("GH_TOKEN", raising=False)
     args = ["--root", str(p.root), "--api-url", world["api"].url, "--mirrors", str(world["mirrors"])]
-    assert main(args) == 0
+    assert cli(["verdicts", *args]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].split() == ["shim", "verdict", "why"]
     assert "floor_fixed" in out and "retire" in out and "→ toylib>=1.2" in out
     assert (p.root / ".patchlane" / "cache" / "http").is_dir()
-    assert main([*args, "--json", "floor_fixed", "unlisted"]) == 0
+    assert cli(["verdicts", *args, "--json", "floor_fixed", "unlisted"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [(r["shim"], r["verdict"]) for r in rows] == [("floor_fixed", "retire"), ("unlisted", "drift")]
 
 
 def test_main_bad_input_is_one_line_exit_2(tmp_path, capsys, world):
     p = build_catalogue(world)
-    assert main(["--root", str(p.root), "no_such_shim"]) == 2
+    assert cli(["verdicts", "--root", str(p.root), "no_such_shim"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown shim 'no_such_shim'" in err
     (p.root / "shims" / "pr_open" / "manifest.toml").write_text("id = 3\n")
-    assert main(["--root", str(p.root)]) == 2
+    assert cli(["verdicts", "--root", str(p.root)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("patchlane: error: ") and err.count("\n") == 1
-    assert main(["--root", str(tmp_path / "nowhere")]) == 2
+    assert cli(["verdicts", "--root", str(tmp_path / "nowhere")]) == 2
 
 
 def test_a_later_hang_never_hides_a_reproduced_bug():
@@ -421,8 +422,6 @@ version = ">=2.0"
 def test_retire_apply_turns_retire_verdicts_into_branches(world, capsys, monkeypatch):
     """`patchlane retire --apply`, end to end: verdicts from real servers, one branch per retire
     verdict, with the evidence (before/after runs) in the PR body; nothing else is touched."""
-    from retire.branches.retirement import main as retire_main
-
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
     monkeypatch.delenv("GH_TOKEN", raising=False)
     p = build_catalogue(world)
@@ -431,7 +430,7 @@ def test_retire_apply_turns_retire_verdicts_into_branches(world, capsys, monkeyp
     git(p.root, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "shop")
     head = git(p.root, "rev-parse", "HEAD")
     args = ["--root", str(p.root), "--apply", "--no-pr", "--api-url", world["api"].url, "--mirrors", str(world["mirrors"])]
-    code = retire_main(args)
+    code = cli(["retire", *args])
     out = capsys.readouterr().out
     branches = git(p.root, "branch", "--list", "patchlane/*").split()
     # Exactly the retire verdicts became branches (pr_open is keep, never_ran unknown: untouched).
@@ -444,6 +443,6 @@ def test_retire_apply_turns_retire_verdicts_into_branches(world, capsys, monkeyp
     assert "**After (upstream fixed):** FIX_VALIDATED" in body and "toylib 1.2" in body
     assert code == 0, out
     assert "proposed          patchlane/retire-floor_fixed" in out
-    assert retire_main(args) == 0  # a second run creates nothing new …
+    assert cli(["retire", *args]) == 0  # a second run creates nothing new …
     assert "already-proposed  patchlane/retire-floor_fixed" in capsys.readouterr().out
     assert git(p.root, "branch", "--list", "patchlane/*").split() == branches

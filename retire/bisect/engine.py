@@ -1,6 +1,6 @@
 """Release bisection: the first release of a shim's target in which the bug is gone.
 
-``patchlane bisect <shim>`` orders the target distribution's releases (yanked ones skipped,
+``patchlane bisect <shim>`` (``retire.commands.bisect``) orders the target distribution's releases (yanked ones skipped,
 pre-releases only when asked), and binary-searches them for the boundary between "reproducer
 prints BUG_REPRODUCED" and "it does not", running the reproducer ``--mode without`` once per
 candidate in an *overlay environment*: a venv that sees a base interpreter's packages and has
@@ -21,7 +21,6 @@ unknown results are not cached (a crash may be transient) and are retried next t
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import math
@@ -39,9 +38,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from retire.runs import envs
-from retire.core import uv
 from retire.core.atomic import atomic_write
-from retire.core.errors import ConfigError, PatchlaneError
+from retire.core.errors import PatchlaneError
 
 __all__ = [
     "BROKEN",
@@ -54,7 +52,7 @@ __all__ = [
     "ResultCache",
     "base_fingerprint",
     "bisect",
-    "main",
+    "list_releases",
     "search",
     "select_candidates",
 ]
@@ -566,109 +564,3 @@ def list_releases(index_url: str, distribution: str, *, client=None) -> tuple[li
     if isinstance(found, ProbeFailure):
         raise PatchlaneError(f"cannot list the releases of {distribution}: {found}")
     return [str(r.version) for r in found.releases], {str(r.version) for r in found.releases if r.yanked}
-
-
-# ---------------------------------------------------------------------------------------------
-# CLI
-
-
-def _find_manifest(root: Path, shim_id: str):
-    from shims.manifest import ManifestError, discover, shim_roots
-
-    folder = root / "shims"
-    roots = [folder] if folder.is_dir() and "PATCHLANE_SHIMS_PATH" not in os.environ else list(shim_roots())
-    try:
-        for base in roots:
-            for manifest in discover(base):
-                if manifest.id == shim_id:
-                    return manifest
-    except ManifestError as exc:
-        raise ConfigError(exc.path, exc.key, exc.problem, exc.fix) from None
-    raise ConfigError(None, None, f"unknown shim {shim_id!r}", "use an id listed by `patchlane shims`")
-
-
-def _default_index(root: Path, shim_id: str, distribution: str, lane=None) -> str | None:
-    """Where ``distribution`` comes from for ``lane`` (or a lane carrying the shim): the index its
-    sources pin it to, else the lane's default, else the host's — the same answer the verdicts'
-    release probe gets (:func:`retire.verdicts.lane_index_urls`)."""
-    from retire.verdicts.engine import lane_index_urls
-
-    lanes = [lane] if lane is not None else []
-    if not lanes:
-        try:
-            from retire.lanes.lanefile import load_lanes
-
-            lanes = [l for l in load_lanes(root / "lanes", root=root) if shim_id in l.shims]
-        except ConfigError:
-            pass
-    named, default = uv.host_indexes().named, uv.default_index()
-    if not lanes:
-        return default
-    urls = lane_index_urls(lanes[0], distribution, named=named, default=default)
-    if isinstance(urls, str):  # e.g. pinned to an index with no URL here: never guess another index
-        raise ConfigError(None, "--index", urls, "pass --index URL")
-    return urls[0]
-
-
-def _lane_python(root: Path, name: str):
-    """(lane, python of the lane's environment): built from its lock, or re-synced (cheap)."""
-    from retire.lanes import lanefile
-    from retire.locks import locking
-
-    [lane] = lanefile.select(lanefile.load_lanes(root / "lanes", root=root), [name])
-    env = envs.build(lane, locking.lock_path(root / "locks", lane.name), root / ".patchlane" / "envs")
-    return lane, env.python
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="patchlane bisect",
-        description="Find the first release of a shim's target in which its reproducer stops reproducing.")
-    parser.add_argument("shim", help="shim id")
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="project folder (default: .)")
-    parser.add_argument("--index", metavar="URL", help="PEP 691 simple index (default: a lane's default index, else uv's configured default)")
-    base = parser.add_mutually_exclusive_group()
-    base.add_argument("--python", metavar="BASE", help="base interpreter the candidates are overlaid on (default: this one)")
-    base.add_argument("--lane", metavar="NAME", help="overlay the candidates on this lane's environment (built from its lock)")
-    parser.add_argument("--include-prereleases", action="store_true", help="also test pre-releases and dev releases (nightlies)")
-    parser.add_argument("--since", metavar="VERSION", help="oldest release to consider")
-    parser.add_argument("--until", metavar="VERSION", help="newest release to consider")
-    parser.add_argument("--timeout", type=float, help="seconds per reproducer run (default: the manifest's)")
-    parser.add_argument("--cache", type=Path, help="result cache folder (default: ROOT/.patchlane/cache/bisect)")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    args = parser.parse_args(argv)
-    try:
-        manifest = _find_manifest(args.root, args.shim)
-        lane, base_python = None, args.python or sys.executable
-        if args.lane:
-            lane, base_python = _lane_python(args.root, args.lane)
-        index_url = args.index or _default_index(args.root, args.shim, manifest.target.distribution, lane)
-        if not index_url:
-            raise ConfigError(None, "--index", "no index to list releases from",
-                              "pass --index URL, or give a lane carrying the shim a default index")
-        versions, yanked = list_releases(index_url, manifest.target.distribution)
-        out = sys.stderr if args.json else sys.stdout
-        print(f"bisecting {manifest.target.distribution} for shim {manifest.id} over {len(versions)} listed release(s) …", file=out, flush=True)
-
-        def progress(step: int, run: CandidateRun) -> None:
-            note = " (cached)" if run.cached else f" {run.duration_s:.2f}s"
-            extra = f" — {run.detail}" if run.detail and run.state == UNKNOWN else ""
-            print(f"  [{step}] {manifest.target.distribution} {run.version}: {run.state} ({run.outcome}){note}{extra}",
-                  file=out, flush=True)
-
-        result = bisect(manifest, versions, yanked=yanked, include_prereleases=args.include_prereleases,
-                        since=args.since, until=args.until, base_python=base_python, index_url=index_url,
-                        cache_dir=args.cache or args.root / ".patchlane" / "cache" / "bisect",
-                        timeout=args.timeout, on_step=progress)
-    except (ConfigError, PatchlaneError) as exc:
-        print(f"patchlane: error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(result.to_dict(), indent=2, default=str))
-    else:
-        print(result.summary())
-        if result.floor:
-            print(f"proposed retirement floor: {result.floor}")
-        for run in result.unknown:
-            print(f"unknown: {run.version} ({run.outcome}) {run.detail}")
-    return 0 if result.status == "found" else 1

@@ -22,13 +22,11 @@ The floor rule and the lane edits live in :mod:`retire.lanedit`.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hashlib
 import json
 import os
 import shutil
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -51,7 +49,6 @@ __all__ = [
     "FloorConflict",
     "apply",
     "edit_lane_text",
-    "main",
     "plan_from_bisect",
     "raise_floor",
 ]
@@ -372,39 +369,3 @@ def apply(
 
 # ---------------------------------------------------------------------------------------------
 # CLI: `patchlane retire --apply` maps verdicts onto plans; this entry takes plans as JSON.
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="patchlane retire-apply",
-                                     description="Propose one branch per retire plan; never merges.")
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="project folder (a git checkout)")
-    parser.add_argument("--plan", type=Path, action="append", required=True,
-                        help="JSON file with a plan (or a list): shim_id, why, floors, evidence_markdown, upstream_links")
-    parser.add_argument("--base", default="HEAD", help="commit or branch the proposals start from (default: HEAD)")
-    parser.add_argument("--pr-base", help="branch the pull requests target (default: the --base branch)")
-    parser.add_argument("--repo", help="owner/name to open pull requests in")
-    parser.add_argument("--api", help="code host REST API base URL")
-    parser.add_argument("--remote", default="origin", help="remote the branch is pushed to (default: origin)")
-    parser.add_argument("--no-pr", action="store_true", help="make branches only")
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args(argv)
-    try:
-        plans = []
-        for path in args.plan:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            plans += [DropPlan.from_dict(d) for d in (data if isinstance(data, list) else [data])]
-        outcomes = apply(args.root, plans, base=args.base, open_prs=not args.no_pr, repository=args.repo,
-                         api_base=args.api, remote=args.remote, pr_base=args.pr_base,
-                         on_step=None if args.json else lambda shim, step: print(f"  {shim}: {step}", flush=True))
-    except (ConfigError, PatchlaneError, OSError, ValueError, KeyError) as exc:
-        print(f"patchlane: error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        from dataclasses import asdict
-
-        print(json.dumps([asdict(o) for o in outcomes], indent=2))
-    else:
-        for o in outcomes:
-            print(f"{o.status:<17} {o.branch}" + (f" — {o.reason}" if o.reason else "")
-                  + (f" [PR: {o.pr_status}{' ' + o.pr_url if o.pr_url else ''}]" if o.pr_status != "not-requested" else ""))
-    return 0 if all(o.ok for o in outcomes) else 1

@@ -21,13 +21,9 @@
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import hashlib
 import json
-import subprocess
-import sys
-import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,8 +35,9 @@ from retire.locks import lockdiff
 from retire.branches import proposals
 from retire.runs import lanerun as runs
 from retire.evidence import validation
-from retire.core.errors import ConfigError, PatchlaneError
-from retire.core.gitops import GitError, git, toplevel
+from retire.core.errors import ConfigError
+from retire.core.project import Project
+from retire.core.gitops import git, toplevel
 
 BRANCH_PREFIX = "patchlane/bump-"
 _TRAILER = "Patchlane-Bump"
@@ -141,14 +138,15 @@ def _files_of(lanes) -> dict[str, list]:
 
 def _edit(work: Path, *, selected: list[str], packages: tuple[str, ...], cutoff: _dt.datetime, run_suites: bool,
           base_commit: str, records: list, say: Callable[[str], None], out: _Work) -> str | None:
-    lanes_dir, locks_dir = work / "lanes", work / "locks"
-    before = {lane.name: lane for lane in lanefile.load_lanes(lanes_dir, root=work)}
-    old_locks = {name: locking.read_lock(locking.lock_path(locks_dir, name)) for name in before}
+    project = Project(work)
+    locks_dir = project.locks_dir
+    before = {lane.name: lane for lane in project.lanes()}
+    old_locks = {name: locking.read_lock(project.lock_path(name)) for name in before}
     files = _files_of(before[name] for name in selected)
     for file in files:
         if lanedit.roll_exclude_newer(work / file, cutoff):
             say(f"{file}: exclude-newer → {cutoff.date()}")
-    after = {lane.name: lane for lane in lanefile.load_lanes(lanes_dir, root=work)}
+    after = {lane.name: lane for lane in project.lanes()}
     stale = [lane for name, lane in after.items() if name not in selected and lane.digest != before[name].digest]
     say(f"re-locking {len(selected)} lane(s) with upgrades" + (f", {len(stale)} touched by the roll" if stale else ""))
     results = {r.lane: r for r in locking.lock_lanes([after[n] for n in selected], locks_dir, force=True,
@@ -170,7 +168,7 @@ def _edit(work: Path, *, selected: list[str], packages: tuple[str, ...], cutoff:
         if file in failed_files:
             bumps.append(LaneBump(name, "reverted", f"another lane of {file} failed to re-resolve; lock untouched"))
             continue
-        changes = lockdiff.diff(old_locks.get(name), locking.read_lock(locking.lock_path(locks_dir, name)))
+        changes = lockdiff.diff(old_locks.get(name), locking.read_lock(project.lock_path(name)))
         bumps.append(LaneBump(name, "bumped" if changes else "unchanged", "" if changes else "nothing newer to take",
                               changes))
     if not any(b.status == "bumped" for b in bumps):
@@ -187,19 +185,18 @@ def _edit(work: Path, *, selected: list[str], packages: tuple[str, ...], cutoff:
 
 
 def _run_suites(work: Path, bumps: list[LaneBump], lanes: dict, records: list, say, out: _Work) -> list[LaneBump]:
-    from shims.manifest import discover
-
-    manifests = {m.id: m for m in discover(work / "shims")} if (work / "shims").is_dir() else {}
+    project = Project(work)
+    manifests = project.manifests()
     chosen = [lanes[b.lane] for b in bumps if b.status == "bumped" and lanes[b.lane].shims]
     if not chosen:
         return bumps
     say(f"running the shim suites of {len(chosen)} bumped lane(s)")
-    options = runs.RunOptions(locks_dir=work / "locks", envs_dir=work.parent.parent / "envs-bump")
+    options = runs.RunOptions(locks_dir=project.locks_dir, envs_dir=work.parent.parent / "envs-bump")
     done = {run.lane: run for run in runs.run_lanes(chosen, manifests, options,
                                                     progress=lambda lane, msg: say(f"[{lane}] {msg}"))}
     new_records = [r for run in done.values() for s in run.shims for r in s.records]
     if new_records:
-        validation.append(work / "validation" / "manifest.jsonl", new_records)
+        validation.append(project.validation, new_records)
     out.suites_ran = any(run.status == "ran" for run in done.values())
     before = previous_outcomes(records)
     updated = []
@@ -222,14 +219,14 @@ def bump(root: Path, *, lanes: Sequence[str] = (), packages: Sequence[str] = (),
         raise ConfigError(None, "--cooldown", "must be zero or more days", "e.g. --cooldown 7")
     repo = toplevel(root)
     now = now or _dt.datetime.now(_dt.timezone.utc)
-    all_lanes = lanefile.load_lanes(repo / "lanes", root=repo)
+    all_lanes = Project(repo).lanes()
     selected = [lane.name for lane in lanefile.select(all_lanes, list(lanes))]
     packages = tuple(packages)
     cutoff = cutoff_for(now, cooldown_days)
     base_commit, base_branch = proposals.base_of(repo, base, pr_base)
     branch = branch_name(selected, not lanes, now.date())
     identity = hashlib.sha256(json.dumps([base_commit, selected, packages, cutoff.isoformat()]).encode()).hexdigest()[:16]
-    records = validation.load(repo / "validation" / "manifest.jsonl")
+    records = validation.load(Project(repo).validation)
     work_state = _Work()
     with proposals.session(repo):
         made = proposals.propose_branch(
@@ -251,42 +248,3 @@ def bump(root: Path, *, lanes: Sequence[str] = (), packages: Sequence[str] = (),
                                                   body=body, repository=repository, api_base=api_base)
         result = BumpResult(branch, "proposed", "", lane_results, str(body_path), status, url)
     return result
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="patchlane bump",
-                                     description="Re-lock lanes with upgrades on a branch, with the version diff "
-                                                 "and the shim suites' outcome; never merges.")
-    parser.add_argument("lanes", nargs="*", metavar="LANE", help="only these lanes (default: all)")
-    parser.add_argument("--root", type=Path, default=Path.cwd())
-    parser.add_argument("--package", action="append", default=[], metavar="NAME",
-                        help="upgrade only NAME (repeatable); default: every package")
-    parser.add_argument("--cooldown", type=int, default=7, metavar="DAYS",
-                        help="releases younger than DAYS are not taken, transitive ones included (default 7)")
-    parser.add_argument("--no-run", action="store_true", help="do not run the shim suites on the bumped locks")
-    parser.add_argument("--no-pr", action="store_true", help="make the branch only")
-    parser.add_argument("--repo", help="owner/name to open the pull request in (with a GITHUB_TOKEN)")
-    parser.add_argument("--api-url", help="code host REST API base URL")
-    parser.add_argument("--base", default="HEAD", help="commit the branch starts from (default: HEAD)")
-    parser.add_argument("--now", type=_dt.datetime.fromisoformat, help=argparse.SUPPRESS)  # tests
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    now = args.now.replace(tzinfo=args.now.tzinfo or _dt.timezone.utc) if args.now else None
-    try:
-        result = bump(args.root.resolve(), lanes=args.lanes, packages=args.package, cooldown_days=args.cooldown,
-                      now=now, base=args.base, run_suites=not args.no_run, open_pr=not args.no_pr,
-                      repository=args.repo, api_base=args.api_url, say=lambda line: print(line, flush=True))
-    except (ConfigError, PatchlaneError, GitError, subprocess.CalledProcessError, tomllib.TOMLDecodeError) as exc:
-        print(f"patchlane: error: {exc}", file=sys.stderr)
-        return 2
-    for lane in result.lanes:
-        print(f"  {lane.status:<9} {lane.lane}: " + (f"{len(lane.changes)} package(s) changed" if lane.changes else lane.why))
-    print(f"{result.status}: {result.branch}" + (f" — {result.reason}" if result.reason else ""))
-    if result.body_path:
-        print(f"PR body: {result.body_path}")
-    if result.pr_status != "not-requested":
-        print(f"PR: {result.pr_status}" + (f" {result.pr_url}" if result.pr_url else ""))
-    return 0

@@ -1,18 +1,14 @@
-"""``patchlane retire``: the weekly report by default; ``--apply`` turns retire verdicts into
-auto-drop branches (one per shim, in a separate worktree, never merged).
+"""From retire verdicts to auto-drop plans: the evidence a reviewer reads in the pull request.
 
-This module is glue: verdicts come from :mod:`retire.verdicts`, branches from
-:mod:`retire.autodrop`, the report from :mod:`retire.report`.
+``patchlane retire --apply`` (``retire.commands.retire``) gathers verdicts, turns each *retire*
+verdict into a :class:`retire.branches.autodrop.DropPlan` here, and hands the plans to
+:func:`retire.branches.autodrop.apply`.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
-from pathlib import Path
 from typing import Sequence
 
-from retire.core.errors import ConfigError, PatchlaneError
 from retire.evidence.validation import FIXED, ValidationRecord
 
 
@@ -56,57 +52,3 @@ def plans(verdicts, manifests: dict, records: Sequence[ValidationRecord]):
         links = tuple((link.role, link.url) for link in manifest.upstream.links)
         out.append(DropPlan(verdict.shim, verdict.why, verdict.floors, evidence_markdown(verdict, records), links))
     return out
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="patchlane retire",
-        description="Without --apply: the weekly retirement report (all report options apply). "
-                    "With --apply: one branch per shim whose verdict is retire, for a human to merge.",
-    )
-    parser.add_argument("--root", type=Path, default=Path.cwd())
-    parser.add_argument("--apply", action="store_true", help="propose auto-drop branches for retire verdicts")
-    parser.add_argument("--no-pr", action="store_true", help="with --apply: make branches only, open no pull request")
-    parser.add_argument("--repo", help="owner/name to open pull requests in (with a GITHUB_TOKEN)")
-    parser.add_argument("--api-url", help="code host REST API base URL")
-    parser.add_argument("--index-url", help="default package index for the release probes")
-    parser.add_argument("--mirrors", type=Path, help="folder of local upstream clones for tag checks")
-    parser.add_argument("--base", default="HEAD", help="commit the branches start from (default: HEAD)")
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if "--apply" not in argv:
-        from retire.report.weekly import main as report_main
-
-        return report_main(argv)
-    args = build_parser().parse_args(argv)
-    from retire.branches import autodrop
-    from retire.evidence import validation
-    from retire.commands.cli import Project
-    from retire.verdicts.engine import gather
-
-    root = args.root.resolve()
-    project = Project(root)
-    try:
-        manifests, lanes = project.manifests(), project.lanes()
-        records = validation.load(project.manifest)
-        verdicts = gather(list(manifests.values()), lanes, project.locks_dir, project.manifest,
-                          index_url=args.index_url, api_base=args.api_url, mirrors=args.mirrors,
-                          cache_dir=project.state_dir / "cache" / "http")
-        todo = plans(verdicts, manifests, records)
-        for verdict in verdicts:
-            print(f"{verdict.shim:<28} {verdict.kind:<8} {verdict.why}", flush=True)
-        if not todo:
-            print("no shim has a retire verdict: nothing to propose")
-            return 0
-        outcomes = autodrop.apply(root, todo, base=args.base, open_prs=not args.no_pr, repository=args.repo,
-                                  api_base=args.api_url,
-                                  on_step=lambda shim, step: print(f"  {shim}: {step}", flush=True))
-    except (ConfigError, PatchlaneError) as exc:
-        print(f"patchlane: error: {exc}", file=sys.stderr)
-        return 2
-    for o in outcomes:
-        print(f"{o.status:<17} {o.branch}" + (f" — {o.reason}" if o.reason else ""))
-    return 0 if all(o.ok for o in outcomes) else 1

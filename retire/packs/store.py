@@ -8,18 +8,15 @@ Where things live in a project (``root``):
 - ``validation/manifest.jsonl`` reproducer runs: the only evidence that a pack is ready.
 
 Nothing here files anything: ``export`` writes files for a human to post, ``filed`` records what
-they posted. ``main(argv)`` is ``patchlane pack …``; :func:`filing_queue` and
+they posted. ``patchlane pack …`` is ``retire.commands.pack``; :func:`filing_queue` and
 :func:`markdown_section` feed the weekly report.
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import hashlib
-import json
 import re
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +25,8 @@ from shims.manifest import ManifestError, ShimManifest, load_manifest
 
 from retire.evidence import validation
 from retire.core.atomic import atomic_write, locked
-from retire.core.errors import ConfigError, PatchlaneError
+from retire.core.errors import ConfigError
+from retire.core.project import Project
 from retire.packs.checks import (
     DEFAULT_MAX_CODE_LINES, DEFAULT_WINDOW, Blocker, DenyRule, parse_deny, readiness,
 )
@@ -43,9 +41,9 @@ __all__ = [
     "QueueEntry",
     "approve",
     "export",
+    "deny_file",
     "filing_queue",
     "load_pack",
-    "main",
     "markdown_section",
     "pack_ids",
     "plan",
@@ -61,12 +59,12 @@ _ID = re.compile(r"[a-z][a-z0-9_]*")
 
 
 def _paths(root: Path) -> dict[str, Path]:
-    root = Path(root)
+    project = Project(root)
     return {
-        "shims": root / "shims",
-        "deny": root / "packs" / "deny.toml",
-        "state": root / "packs" / "state.json",
-        "validation": root / "validation" / "manifest.jsonl",
+        "shims": project.shims_dir,
+        "deny": project.packs_dir / "deny.toml",
+        "state": project.packs_dir / "state.json",
+        "validation": project.validation,
     }
 
 
@@ -242,11 +240,18 @@ def _assess_all(root: Path, ids: Sequence[str] | None, *, now: _dt.datetime | No
                     max_code_lines=max_code_lines) for pack_id in (ids or pack_ids(root))]
 
 
-def filing_queue(root: str | Path, *, now: _dt.datetime | None = None, window: _dt.timedelta = DEFAULT_WINDOW,
-                 max_code_lines: int = DEFAULT_MAX_CODE_LINES, validation_path: str | Path | None = None) -> list[QueueEntry]:
-    """The state of every pack under ``root``: ready, blocked (why), approved, filed (links), already fixed."""
-    return [a.entry for a in _assess_all(Path(root), None, now=now, window=window, max_code_lines=max_code_lines,
+def filing_queue(root: str | Path, ids: Sequence[str] | None = None, *, now: _dt.datetime | None = None,
+                 window: _dt.timedelta = DEFAULT_WINDOW, max_code_lines: int = DEFAULT_MAX_CODE_LINES,
+                 validation_path: str | Path | None = None) -> list[QueueEntry]:
+    """The state of every pack under ``root`` (or of ``ids``): ready, blocked (why), approved, filed
+    (links), already fixed."""
+    return [a.entry for a in _assess_all(Path(root), ids, now=now, window=window, max_code_lines=max_code_lines,
                                          validation_path=Path(validation_path) if validation_path else None)]
+
+
+def deny_file(root: str | Path) -> Path:
+    """Where the deny-list of non-public language lives (it may not exist)."""
+    return _paths(Path(root))["deny"]
 
 
 def markdown_section(entries: Sequence[QueueEntry], *, heading: str = "## Filing queue") -> str:
@@ -421,124 +426,3 @@ def record_filing(root: str | Path, pack_id: str, url: str, *, now: _dt.datetime
     filing = Filing(url=url, at=_iso(now or _now()), repository=spec.repository)
     _update_state(root, lambda s: s.file(pack_id, filing))
     return filing
-
-
-# ---------------------------------------------------------------------------------------------
-# CLI: patchlane pack …
-
-
-def _moment(text: str) -> _dt.datetime:
-    try:
-        moment = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise ConfigError(None, "--now", f"not an ISO date or time: {text!r}", "write it like 2026-11-22T09:00Z") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=_dt.timezone.utc)
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="patchlane pack", description="Upstream packs: the filing queue and its human gate.")
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="project folder (default: .)")
-    parser.add_argument("--now", type=_moment, help="evaluate as of this UTC time (default: now)")
-    parser.add_argument("--window-days", type=float, default=DEFAULT_WINDOW.days,
-                        help="how recent a BUG_REPRODUCED run must be (default: 1 day)")
-    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-    p = sub.add_parser("check", help="readiness of packs; exit 1 if any is not ready")
-    p.add_argument("ids", nargs="*", metavar="ID")
-    p.add_argument("--max-code-lines", type=int, default=DEFAULT_MAX_CODE_LINES)
-    p.add_argument("--validation", type=Path, help="validation manifest (default: validation/manifest.jsonl)")
-    p = sub.add_parser("plan", help="propose the next filing wave")
-    p.add_argument("--day", type=_dt.date.fromisoformat, help="the day to plan for (default: today, UTC)")
-    p.add_argument("--json", action="store_true")
-    p = sub.add_parser("queue", help="the filing queue (what the weekly report shows)")
-    p.add_argument("--json", action="store_true")
-    p = sub.add_parser("show", help="print a pack's rendered body")
-    p.add_argument("id", metavar="ID")
-    p = sub.add_parser("approve", help="record that a named person approved a ready pack")
-    p.add_argument("id", metavar="ID")
-    p.add_argument("--by", required=True, metavar="NAME")
-    p = sub.add_parser("export", help="write an approved pack's body, reproducer and README to a folder")
-    p.add_argument("id", metavar="ID")
-    p.add_argument("--to", required=True, type=Path, metavar="DIR")
-    p = sub.add_parser("filed", help="record where a human filed an approved pack")
-    p.add_argument("id", metavar="ID")
-    p.add_argument("--url", required=True)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``patchlane pack …``; bad input prints one line and returns 2."""
-    args = _parser().parse_args(list(argv) if argv is not None else None)
-    try:
-        return _run(args)
-    except (ConfigError, PatchlaneError) as exc:
-        print(f"patchlane: error: {exc}", file=sys.stderr)
-        return 2
-
-
-def _run(args: argparse.Namespace) -> int:
-    root, window = args.root.resolve(), _dt.timedelta(days=args.window_days)
-    if args.action == "check":
-        assessed = _assess_all(root, args.ids, now=args.now, window=window, max_code_lines=args.max_code_lines,
-                               validation_path=args.validation)
-        if not _paths(root)["deny"].is_file():
-            print(f"note: no {_display(root, _paths(root)['deny'])}: nothing checked for non-public language")
-        not_ready = 0
-        for item in assessed:
-            e = item.entry
-            if e.status == "already-fixed":
-                fixed = ", ".join(x for x in (e.thread, e.fixed_in) if x)
-                print(f"regression  {e.id}: already fixed upstream ({fixed}) — kept as regression coverage, not filed")
-            elif e.status == "filed":
-                print(f"filed       {e.id}: {', '.join(e.filed)}")
-            elif e.reasons:
-                not_ready += 1
-                print(f"NOT READY   {e.id} → {e.repository or '?'}")
-                for reason in e.reasons:
-                    print(f"  {e.id}: {reason}")
-            else:
-                extra = f" (approved by {e.approved_by})" if e.status == "approved" else ""
-                print(f"ready       {e.id} → {e.repository} [{e.priority}]{extra}")
-        print(f"{len(assessed) - not_ready} of {len(assessed)} pack(s) ready or settled; {not_ready} not ready")
-        return 1 if not_ready else 0
-    if args.action == "plan":
-        wave, _ = plan(root, day=args.day, now=args.now, window=window)
-        if args.json:
-            print(json.dumps(wave.to_json(), indent=2))
-            return 0
-        if not wave.packs:
-            print(f"no wave for {wave.day.isoformat()}: {wave.reason}")
-        else:
-            print(f"wave for {wave.day.isoformat()}: {len(wave.packs)} pack(s)")
-            for repo, packs in wave.by_repository():
-                print(f"  {repo}")
-                for c in packs:
-                    gate = "approved" if c.approved else f"needs `patchlane pack approve {c.id} --by NAME`"
-                    print(f"    {c.priority:<14} {c.id}  ({gate})")
-        for repo, why in wave.held:
-            print(f"held  {repo}: {why}")
-        return 0
-    if args.action == "queue":
-        entries = filing_queue(root, now=args.now, window=window)
-        print(json.dumps([e.to_json() for e in entries], indent=2) if args.json else markdown_section(entries), end="" if not args.json else "\n")
-        return 0
-    if args.action == "show":
-        print(load_pack(root, args.id).pack.body, end="")
-        return 0
-    if args.action == "approve":
-        approval = approve(root, args.id, by=args.by, now=args.now, window=window)
-        print(f"approved {args.id} by {approval.by} at {approval.at}; recorded in packs/state.json — commit it")
-        return 0
-    if args.action == "export":
-        written = export(root, args.id, args.to, now=args.now, window=window)
-        for path in written:
-            print(f"wrote {path}")
-        return 0
-    if args.action == "filed":
-        filing = record_filing(root, args.id, args.url, now=args.now)
-        print(f"recorded {args.id} filed at {filing.url} ({filing.at}) in packs/state.json — commit it")
-        return 0
-    raise AssertionError(args.action)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

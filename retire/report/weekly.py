@@ -1,4 +1,4 @@
-"""``patchlane report``: the weekly retirement report.
+"""The weekly retirement report (``patchlane report``, ``retire.commands.report``).
 
 Gathers a verdict for every shim (``retire.verdicts.gather``: probes of indexes, the code host,
 local git mirrors, and the validation manifest), reads the validation records, the previous
@@ -16,10 +16,8 @@ request), local mirrors and the records; whatever is not cached is *unknown*, no
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import json
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +29,7 @@ from retire.report import model as report_model
 from retire.report import markdown as report_render
 from retire.core.atomic import atomic_write
 from retire.core.errors import ConfigError, PatchlaneError
+from retire.core.project import Project
 
 try:  # the filing-queue section exists only where retire.packs does
     from retire.packs import store as _packs
@@ -39,9 +38,8 @@ except ImportError as _exc:  # noqa: N816
     _packs = None
     _PACKS_PROBLEM = None if getattr(_exc, "name", None) == "retire.packs.store" else f"filing queue left out: {_exc}"
 
-__all__ = ["CacheOnlyTransport", "Written", "generate", "main", "write_report"]
+__all__ = ["CacheOnlyTransport", "Written", "generate", "write_report"]
 
-DEFAULT_OUT = Path("reports")
 
 
 class CacheOnlyTransport(httpx.BaseTransport):
@@ -70,18 +68,6 @@ def _utcnow() -> _dt.datetime:
     return _dt.datetime.now(_dt.timezone.utc)
 
 
-def _load_project(root: Path):
-    from retire.commands.cli import Project
-    from shims.manifest import ManifestError
-
-    project = Project(root)
-    try:
-        manifests = list(project.manifests().values())
-    except ManifestError as exc:
-        raise ConfigError(None, None, str(exc)) from None
-    return project, manifests, project.lanes()
-
-
 def _records(path: Path) -> tuple[list, str | None]:
     from retire.evidence import validation
 
@@ -91,7 +77,7 @@ def _records(path: Path) -> tuple[list, str | None]:
         return [], str(exc)
 
 
-def gather_verdicts(root: Path, manifests, lanes, records_path: Path, *, probe: bool = True,
+def gather_verdicts(project: Project, manifests, lanes, records_path: Path, *, probe: bool = True,
                     gather: Callable | None = None, **options) -> tuple[list, list[str]]:
     """Verdicts for every shim, and notes. ``gather`` defaults to ``retire.verdicts.gather``;
     without ``probe`` it runs on a :class:`CacheOnlyTransport`. Never raises."""
@@ -102,7 +88,7 @@ def gather_verdicts(root: Path, manifests, lanes, records_path: Path, *, probe: 
     if gather is None:
         from retire.verdicts.engine import gather
     notes = []
-    options.setdefault("cache_dir", root / ".patchlane" / "cache" / "http")
+    options.setdefault("cache_dir", project.http_cache)
     client = None
     if not probe:
         client = make_client(transport=CacheOnlyTransport())
@@ -110,7 +96,7 @@ def gather_verdicts(root: Path, manifests, lanes, records_path: Path, *, probe: 
         options.setdefault("policy", RetryPolicy(attempts=1, json_attempts=1))
         notes.append("evidence from the cache only (--no-probe): whatever was never fetched is unknown")
     try:
-        verdicts = list(gather(manifests, lanes, root / "locks", records_path, **options))
+        verdicts = list(gather(manifests, lanes, project.locks_dir, records_path, **options))
     except Exception as exc:  # noqa: BLE001 - a broken engine still leaves a report with every row unknown
         failure = ProbeFailure("engine", "gather", f"internal error: {type(exc).__name__}: {exc}")
         verdicts = [Verdict(m.id, "unknown", str(failure), failures=(failure,)) for m in manifests]
@@ -121,13 +107,13 @@ def gather_verdicts(root: Path, manifests, lanes, records_path: Path, *, probe: 
     return verdicts, notes
 
 
-def filing_queue_section(root: Path, packs=None) -> tuple[str | None, str | None]:
+def filing_queue_section(project: Project, packs=None) -> tuple[str | None, str | None]:
     """The Markdown of ``retire.packs`` (section, note); (None, None) where that module is absent."""
     packs = packs if packs is not None else _packs
     if packs is None:
         return None, _PACKS_PROBLEM
     try:
-        section = packs.markdown_section(packs.filing_queue(root))
+        section = packs.markdown_section(packs.filing_queue(project.root))
     except Exception as exc:  # noqa: BLE001 - the queue is a bonus, the report is the point
         return None, f"filing queue left out: {type(exc).__name__}: {exc}"
     return (section or None), None
@@ -151,7 +137,7 @@ def write_report(out: Path, week: str, files: Sequence[tuple[str, str]]) -> tupl
 
 
 def generate(
-    root: str | Path,
+    project: Project,
     *,
     week: str | None = None,
     out: str | Path | None = None,
@@ -169,21 +155,20 @@ def generate(
     ``retire.verdicts.gather`` and ``gather_options`` go to it (client, api_base, mirrors …).
     Raises ``ConfigError`` for bad input and ``PatchlaneError`` when a file cannot be written.
     """
-    root = Path(root).resolve()
     now = now or _utcnow()
     try:
         label = report_model.parse_week(week) if week else report_model.iso_week(now.date())
     except ValueError as exc:
         raise ConfigError(None, "--week", str(exc), "e.g. --week 2026-W47") from None
-    out_dir = Path(out) if out is not None else root / DEFAULT_OUT
+    out_dir = Path(out) if out is not None else project.reports_dir
     if not out_dir.is_absolute():
-        out_dir = root / out_dir
-    project, manifests, lanes = _load_project(root)
-    records_file = Path(records_path) if records_path else project.manifest
+        out_dir = project.root / out_dir
+    manifests, lanes = list(project.manifests().values()), project.lanes()
+    records_file = Path(records_path) if records_path else project.validation
     notes: list[str] = []
 
     if verdicts is None:
-        verdicts, gather_notes = gather_verdicts(root, manifests, lanes, records_file, probe=probe,
+        verdicts, gather_notes = gather_verdicts(project, manifests, lanes, records_file, probe=probe,
                                                  gather=gather, **(gather_options or {}))
         notes += gather_notes
     records, records_problem = _records(records_file)
@@ -195,10 +180,10 @@ def generate(
     history = read_previous_reports(out_dir, label)
     notes += history.notes
     as_of = min(now.date(), report_model.week_bounds(label)[1])
-    git_points, git_note = git_burndown(root, until=as_of)
+    git_points, git_note = git_burndown(project.root, until=as_of)
     if git_note:
         notes.append(git_note)
-    queue, queue_note = filing_queue_section(root, packs)
+    queue, queue_note = filing_queue_section(project, packs)
     if queue_note:
         notes.append(queue_note)
 
@@ -242,55 +227,3 @@ def name_indexes(text: str, names: dict[str, str]) -> str:
     for url in sorted(names, key=len, reverse=True):  # longest first: a URL may prefix another
         text = text.replace(url.rstrip("/"), names[url])
     return text
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="patchlane report",
-        description="Write the weekly retirement report (reports/<week>.md, .html, .json) and print the short version.")
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="project folder (default: .)")
-    parser.add_argument("--week", help="ISO week to report, e.g. 2026-W47 (default: this week)")
-    parser.add_argument("--out", type=Path, help="folder for the report files (default: <root>/reports)")
-    parser.add_argument("--no-probe", action="store_true",
-                        help="use cached evidence only (HTTP cache, local mirrors, records): no network")
-    parser.add_argument("--json", action="store_true", help="print the JSON report instead of the short version")
-    parser.add_argument("--validation", type=Path, help="validation manifest (default: <root>/validation/manifest.jsonl)")
-    parser.add_argument("--mirrors", type=Path, help="folder of local clones as <owner>/<repo> for tag checks")
-    parser.add_argument("--index-url", help="default package index when a lane names none (default: uv's configuration)")
-    parser.add_argument("--api-url", help="GitHub REST API base URL (default: the public API)")
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``patchlane report``: 0 when the report was written (whatever it says), 2 for bad input,
-    1 when it could not be written."""
-    args = build_parser().parse_args(argv)
-    options = {key: value for key, value in (("mirrors", args.mirrors), ("index_url", args.index_url),
-                                             ("api_base", args.api_url)) if value is not None}
-    try:
-        written = generate(args.root, week=args.week, out=args.out, probe=not args.no_probe,
-                           gather_options=options, records_path=args.validation)
-    except ConfigError as exc:
-        print(f"patchlane: error: {exc}", file=sys.stderr)
-        return 2
-    except PatchlaneError as exc:
-        print(f"patchlane: error: {exc}", file=sys.stderr)
-        return 1
-    if args.json:
-        for note in written.report.notes:
-            print(f"patchlane: note: {note}", file=sys.stderr)
-        sys.stdout.write(written.json_text)
-    else:
-        print(report_render.short_text(written.report, [_shown(p) for p in written.paths]))
-    return 0
-
-
-def _shown(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except (ValueError, OSError):
-        return str(path)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,7 +2,7 @@
 
 :func:`decide` is a pure function of a ``ShimManifest``, the lanes and the evidence
 (``retire.evidence`` values, gathered by ``retire.probes``). :func:`gather` runs the probes
-concurrently and decides every shim; it never raises. :func:`main` is ``patchlane verdicts``.
+concurrently and decides every shim; it never raises. ``patchlane verdicts`` is ``retire.commands.verdicts``.
 
 Verdicts
 --------
@@ -55,11 +55,8 @@ When several floors name one distribution the highest wins (the fix is surely in
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
-import json
 import os
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -89,7 +86,6 @@ __all__ = [
     "decide",
     "gather",
     "lane_index_urls",
-    "main",
 ]
 
 VERDICTS = ("keep", "retire", "unknown", "stale", "drift")
@@ -635,81 +631,3 @@ def _decide_safely(manifest, lanes, ev: ShimEvidence, now: _dt.datetime, stale_a
     except Exception as exc:  # noqa: BLE001
         failure = ProbeFailure("engine", manifest.id, f"internal error: {type(exc).__name__}: {exc}")
         return Verdict(manifest.id, UNKNOWN, str(failure), failures=(failure,))
-
-
-# ---------------------------------------------------------------------------------------------
-# patchlane verdicts
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="patchlane verdicts",
-                                     description="Probe upstream and say, for each shim, keep / retire / unknown / stale / drift.")
-    parser.add_argument("shims", nargs="*", metavar="SHIM", help="only these shims (default: all)")
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="project folder (default: .)")
-    parser.add_argument("--json", action="store_true", help="machine-readable output with the evidence")
-    parser.add_argument("--index-url", help="default package index when a lane names none (default: uv's configuration)")
-    parser.add_argument("--api-url", help="GitHub REST API base URL (default: the public API)")
-    parser.add_argument("--mirrors", type=Path, help="folder of local clones as <owner>/<repo> for tag checks")
-    parser.add_argument("--cache-dir", type=Path, help="HTTP cache folder (default: <root>/.patchlane/cache/http)")
-    parser.add_argument("--no-cache", action="store_true", help="neither read nor write the HTTP cache")
-    parser.add_argument("--validation", type=Path, help="validation manifest (default: <root>/validation/manifest.jsonl)")
-    parser.add_argument("--stale-after", type=int, default=DEFAULT_STALE_DAYS, metavar="DAYS",
-                        help=f"days without upstream activity before a shim is stale (default {DEFAULT_STALE_DAYS})")
-    parser.add_argument("--jobs", type=int, default=100, help="probes in flight at once (default 100)")
-    return parser
-
-
-def _load(root: Path, wanted: Sequence[str]):
-    from retire.lanes import lanefile
-    from retire.core.errors import ConfigError
-    from shims.manifest import ManifestError, discover
-
-    folder = root / "shims"
-    try:
-        manifests = discover(folder if folder.is_dir() else None)
-    except ManifestError as exc:
-        raise ConfigError(None, None, str(exc)) from None
-    known = {m.id for m in manifests}
-    lanes = lanefile.load_lanes(root / "lanes", root=root, known_shims=known)
-    unknown = [s for s in wanted if s not in known]
-    if unknown:
-        raise ConfigError(None, None, f"unknown shim {unknown[0]!r}", f"known shims: {', '.join(sorted(known)) or 'none'}")
-    if wanted:
-        manifests = [m for m in manifests if m.id in set(wanted)]
-    return manifests, lanes
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    from retire.core.errors import ConfigError
-
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    root = args.root.resolve()
-    try:
-        if args.stale_after < 0 or args.jobs < 1:
-            raise ConfigError(None, "--stale-after/--jobs", "must be positive", "e.g. --stale-after 180 --jobs 32")
-        manifests, lanes = _load(root, args.shims)
-    except ConfigError as exc:
-        print(f"patchlane: error: {exc}", file=sys.stderr)
-        return 2
-    cache_dir = None if args.no_cache else (args.cache_dir or root / ".patchlane" / "cache" / "http")
-    verdicts = gather(
-        manifests, lanes, root / "locks", args.validation or root / "validation" / "manifest.jsonl",
-        index_url=args.index_url, api_base=args.api_url, cache_dir=cache_dir, mirrors=args.mirrors,
-        stale_after_days=args.stale_after, workers=args.jobs,
-    )
-    if args.json:
-        print(json.dumps([v.to_json() for v in verdicts], indent=2))
-        return 0
-    width = max([len(v.shim) for v in verdicts] + [4])
-    print(f"{'shim':<{width}}  {'verdict':<7}  why")
-    for v in verdicts:
-        floors = f" → {', '.join(v.floors)}" if v.floors else ""
-        print(f"{v.shim:<{width}}  {v.kind:<7}  {v.why}{floors}")
-    counts = {kind: sum(v.kind == kind for v in verdicts) for kind in VERDICTS}
-    print(", ".join(f"{n} {kind}" for kind, n in counts.items() if n) or "no shims")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -101,9 +101,9 @@ class PackProject:
         return record
 
     def cli(self, *args: str) -> int:
-        from retire.packs.store import main
+        from retire.commands import main
 
-        return main(["--root", str(self.root), *args])
+        return main(["pack", "--root", str(self.root), *args])
 
 
 def dedent(text: str) -> str:

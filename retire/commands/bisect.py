@@ -1,0 +1,98 @@
+"""``patchlane bisect``: the first release of a shim's target in which its reproducer stops reproducing."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from retire.commands.base import Command, ExitCode, positive_float, say
+from retire.core.errors import ConfigError
+from retire.core.project import Project
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("shim", help="shim id")
+    p.add_argument("--index", metavar="URL", help="simple index (default: where a lane carrying the shim takes the target from)")
+    base = p.add_mutually_exclusive_group()
+    base.add_argument("--python", metavar="BASE", help="base interpreter the candidates are overlaid on (default: this one)")
+    base.add_argument("--lane", metavar="NAME", help="overlay the candidates on this lane's environment (built from its lock)")
+    p.add_argument("--include-prereleases", action="store_true", help="also test pre-releases and dev releases (nightlies)")
+    p.add_argument("--since", metavar="VERSION", help="oldest release to consider")
+    p.add_argument("--until", metavar="VERSION", help="newest release to consider")
+    p.add_argument("--timeout", type=positive_float, help="seconds per reproducer run (default: the manifest's)")
+    p.add_argument("--cache", type=Path, help="result cache folder (default: .patchlane/cache/bisect)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def _manifest(project: Project, shim_id: str):
+    manifest = project.manifests().get(shim_id)
+    if manifest is None:
+        raise ConfigError(None, None, f"unknown shim {shim_id!r}", "use an id listed by `patchlane shims`")
+    return manifest
+
+
+def _default_index(project: Project, shim_id: str, distribution: str, lane=None) -> str | None:
+    """Where ``distribution`` comes from for ``lane`` (or a lane carrying the shim): the index its
+    sources pin it to, else the lane's default, else the host's — the same answer the verdicts'
+    release probe gets (:func:`retire.verdicts.engine.lane_index_urls`)."""
+    from retire.core import uv
+    from retire.verdicts.engine import lane_index_urls
+
+    lanes = [lane] if lane is not None else [l for l in project.lanes() if shim_id in l.shims]
+    named, default = uv.host_indexes().named, uv.default_index()
+    if not lanes:
+        return default
+    urls = lane_index_urls(lanes[0], distribution, named=named, default=default)
+    if isinstance(urls, str):  # e.g. pinned to an index with no URL here: never guess another index
+        raise ConfigError(None, "--index", urls, "pass --index URL")
+    return urls[0]
+
+
+def _lane_python(project: Project, name: str):
+    """(lane, python of the lane's environment): built from its lock, or re-synced (cheap)."""
+    from retire.lanes import lanefile
+    from retire.runs import envs
+
+    [lane] = lanefile.select(project.lanes(), [name])
+    env = envs.build(lane, project.lock_path(lane.name), project.envs_dir)
+    return lane, env.python
+
+
+def run(project: Project, args: argparse.Namespace) -> int:
+    from retire.bisect.engine import UNKNOWN, CandidateRun, bisect, list_releases
+
+    manifest = _manifest(project, args.shim)
+    lane, base_python = None, args.python or sys.executable
+    if args.lane:
+        lane, base_python = _lane_python(project, args.lane)
+    index_url = args.index or _default_index(project, args.shim, manifest.target.distribution, lane)
+    if not index_url:
+        raise ConfigError(None, "--index", "no index to list releases from",
+                          "pass --index URL, or give a lane carrying the shim a default index")
+    versions, yanked = list_releases(index_url, manifest.target.distribution)
+    err = bool(args.json)  # progress goes to stderr when stdout carries JSON
+    say(f"bisecting {manifest.target.distribution} for shim {manifest.id} over {len(versions)} listed release(s) …", err=err)
+
+    def progress(step: int, run: CandidateRun) -> None:
+        note = " (cached)" if run.cached else f" {run.duration_s:.2f}s"
+        extra = f" — {run.detail}" if run.detail and run.state == UNKNOWN else ""
+        say(f"  [{step}] {manifest.target.distribution} {run.version}: {run.state} ({run.outcome}){note}{extra}", err=err)
+
+    result = bisect(manifest, versions, yanked=yanked, include_prereleases=args.include_prereleases,
+                    since=args.since, until=args.until, base_python=base_python, index_url=index_url,
+                    cache_dir=args.cache or project.bisect_cache, timeout=args.timeout, on_step=progress)
+    if args.json:
+        say(json.dumps(result.to_dict(), indent=2, default=str))
+    else:
+        say(result.summary())
+        if result.floor:
+            say(f"proposed retirement floor: {result.floor}")
+        for run in result.unknown:
+            say(f"unknown: {run.version} ({run.outcome}) {run.detail}")
+    return ExitCode.OK if result.status == "found" else ExitCode.FAILED
+
+
+COMMAND = Command("bisect", "find the first release in which a shim's reproducer stops reproducing", add_arguments, run,
+                  "Find the first release of a shim's target in which its reproducer stops reproducing.")

@@ -1,0 +1,52 @@
+"""``patchlane bump``: re-lock lanes with upgrades on a branch, with the diff and the suites' outcome."""
+
+from __future__ import annotations
+
+import argparse
+
+from retire.commands.base import Command, ExitCode, say
+from retire.core.project import Project
+
+
+def _moment(text: str):
+    from retire.core.errors import ConfigError
+    from retire.core.times import parse_utc
+
+    try:
+        return parse_utc(text)
+    except ValueError as exc:
+        raise ConfigError(None, "--now", str(exc), "write it like 2026-11-22T09:00Z") from None
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("lanes", nargs="*", metavar="LANE", help="only these lanes (default: all)")
+    p.add_argument("--package", action="append", default=[], metavar="NAME",
+                   help="upgrade only NAME (repeatable); default: every package")
+    p.add_argument("--cooldown", type=int, default=7, metavar="DAYS",
+                   help="releases younger than DAYS are not taken, transitive ones included (default 7)")
+    p.add_argument("--no-run", action="store_true", help="do not run the shim suites on the bumped locks")
+    p.add_argument("--no-pr", action="store_true", help="make the branch only")
+    p.add_argument("--repo", help="owner/name to open the pull request in (with a GITHUB_TOKEN)")
+    p.add_argument("--api-url", help="code host REST API base URL")
+    p.add_argument("--base", default="HEAD", help="commit the branch starts from (default: HEAD)")
+    p.add_argument("--now", help=argparse.SUPPRESS)  # tests: evaluate as of this UTC time
+
+
+def run(project: Project, args: argparse.Namespace) -> int:
+    from retire.branches.bump import bump
+
+    result = bump(project.root, lanes=args.lanes, packages=args.package, cooldown_days=args.cooldown,
+                  now=_moment(args.now) if args.now else None, base=args.base, run_suites=not args.no_run,
+                  open_pr=not args.no_pr, repository=args.repo, api_base=args.api_url, say=say)
+    for lane in result.lanes:
+        say(f"  {lane.status:<9} {lane.lane}: " + (f"{len(lane.changes)} package(s) changed" if lane.changes else lane.why))
+    say(f"{result.status}: {result.branch}" + (f" — {result.reason}" if result.reason else ""))
+    if result.body_path:
+        say(f"PR body: {result.body_path}")
+    if result.pr_status != "not-requested":
+        say(f"PR: {result.pr_status}" + (f" {result.pr_url}" if result.pr_url else ""))
+    return ExitCode.OK
+
+
+COMMAND = Command("bump", "re-lock lanes with upgrades on a branch, with the diff and the suites' outcome", add_arguments, run,
+                  "Re-lock lanes with upgrades on a branch, with the version diff and the shim suites' outcome; never merges.")

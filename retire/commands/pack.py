@@ -1,0 +1,134 @@
+"""``patchlane pack``: upstream packs — readiness, filing waves, the human gate, export."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+from pathlib import Path
+
+from retire.commands.base import Command, ExitCode, positive_float, positive_int, say, shown
+from retire.core.errors import ConfigError
+from retire.core.project import Project
+
+
+def _moment(text: str) -> _dt.datetime:
+    from retire.core.times import parse_utc
+
+    try:
+        return parse_utc(text)
+    except ValueError as exc:
+        raise ConfigError(None, "--now", str(exc), "write it like 2026-11-22T09:00Z") from None
+
+
+def _day(text: str) -> _dt.date:
+    try:
+        return _dt.date.fromisoformat(text)
+    except ValueError:
+        raise ConfigError(None, "--day", f"not a date: {text!r}", "write it like 2026-11-22") from None
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from retire.packs.checks import DEFAULT_MAX_CODE_LINES, DEFAULT_WINDOW
+
+    p.add_argument("--now", type=_moment, help="evaluate as of this UTC time (default: now)")
+    p.add_argument("--window-days", type=positive_float, default=DEFAULT_WINDOW.days,
+                   help="how recent a BUG_REPRODUCED run must be (default: 1 day)")
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    a = actions.add_parser("check", help="readiness of packs; exit 1 if any is not ready")
+    a.add_argument("ids", nargs="*", metavar="ID")
+    a.add_argument("--max-code-lines", type=positive_int, default=DEFAULT_MAX_CODE_LINES)
+    a.add_argument("--validation", type=Path, help="validation manifest (default: validation/manifest.jsonl)")
+    a = actions.add_parser("plan", help="propose the next filing wave")
+    a.add_argument("--day", type=_day, help="the day to plan for (default: today, UTC)")
+    a.add_argument("--json", action="store_true")
+    a = actions.add_parser("queue", help="the filing queue (what the weekly report shows)")
+    a.add_argument("--json", action="store_true")
+    a = actions.add_parser("show", help="print a pack's rendered body")
+    a.add_argument("id", metavar="ID")
+    a = actions.add_parser("approve", help="record that a named person approved a ready pack")
+    a.add_argument("id", metavar="ID")
+    a.add_argument("--by", required=True, metavar="NAME")
+    a = actions.add_parser("export", help="write an approved pack's body, reproducer and README to a folder")
+    a.add_argument("id", metavar="ID")
+    a.add_argument("--to", required=True, type=Path, metavar="DIR")
+    a = actions.add_parser("filed", help="record where a human filed an approved pack")
+    a.add_argument("id", metavar="ID")
+    a.add_argument("--url", required=True)
+
+
+def run(project: Project, args: argparse.Namespace) -> int:
+    from retire.packs import store
+
+    root, window = project.root, _dt.timedelta(days=args.window_days)
+    if args.action == "check":
+        return _check(project, args, window)
+    if args.action == "plan":
+        wave, _ = store.plan(root, day=args.day, now=args.now, window=window)
+        if args.json:
+            say(json.dumps(wave.to_json(), indent=2))
+            return ExitCode.OK
+        if not wave.packs:
+            say(f"no wave for {wave.day.isoformat()}: {wave.reason}")
+        else:
+            say(f"wave for {wave.day.isoformat()}: {len(wave.packs)} pack(s)")
+            for repo, packs in wave.by_repository():
+                say(f"  {repo}")
+                for c in packs:
+                    gate = "approved" if c.approved else f"needs `patchlane pack approve {c.id} --by NAME`"
+                    say(f"    {c.priority:<14} {c.id}  ({gate})")
+        for repo, why in wave.held:
+            say(f"held  {repo}: {why}")
+        return ExitCode.OK
+    if args.action == "queue":
+        entries = store.filing_queue(root, now=args.now, window=window)
+        if args.json:
+            say(json.dumps([e.to_json() for e in entries], indent=2))
+        else:
+            print(store.markdown_section(entries), end="", flush=True)
+        return ExitCode.OK
+    if args.action == "show":
+        print(store.load_pack(root, args.id).pack.body, end="", flush=True)
+        return ExitCode.OK
+    if args.action == "approve":
+        approval = store.approve(root, args.id, by=args.by, now=args.now, window=window)
+        say(f"approved {args.id} by {approval.by} at {approval.at}; recorded in packs/state.json — commit it")
+        return ExitCode.OK
+    if args.action == "export":
+        for path in store.export(root, args.id, args.to, now=args.now, window=window):
+            say(f"wrote {path}")
+        return ExitCode.OK
+    filing = store.record_filing(root, args.id, args.url, now=args.now)
+    say(f"recorded {args.id} filed at {filing.url} ({filing.at}) in packs/state.json — commit it")
+    return ExitCode.OK
+
+
+def _check(project: Project, args: argparse.Namespace, window: _dt.timedelta) -> int:
+    from retire.packs import store
+
+    entries = store.filing_queue(project.root, args.ids or None, now=args.now, window=window,
+                                 max_code_lines=args.max_code_lines, validation_path=args.validation)
+    deny = store.deny_file(project.root)
+    if not deny.is_file():
+        say(f"note: no {shown(deny)}: nothing checked for non-public language")
+    not_ready = 0
+    for e in entries:
+        if e.status == "already-fixed":
+            fixed = ", ".join(x for x in (e.thread, e.fixed_in) if x)
+            say(f"regression  {e.id}: already fixed upstream ({fixed}) — kept as regression coverage, not filed")
+        elif e.status == "filed":
+            say(f"filed       {e.id}: {', '.join(e.filed)}")
+        elif e.reasons:
+            not_ready += 1
+            say(f"NOT READY   {e.id} → {e.repository or '?'}")
+            for reason in e.reasons:
+                say(f"  {e.id}: {reason}")
+        else:
+            extra = f" (approved by {e.approved_by})" if e.status == "approved" else ""
+            say(f"ready       {e.id} → {e.repository} [{e.priority}]{extra}")
+    say(f"{len(entries) - not_ready} of {len(entries)} pack(s) ready or settled; {not_ready} not ready")
+    return ExitCode.FAILED if not_ready else ExitCode.OK
+
+
+COMMAND = Command("pack", "upstream packs: check, plan, queue, show, approve, export, filed", add_arguments, run,
+                  "Upstream packs: the filing queue and its human gate.")

@@ -1,0 +1,38 @@
+"""``patchlane summary``: the lane × shim table of one run (after several ``patchlane run`` calls)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from retire.commands.base import Command, ExitCode, say
+from retire.core.errors import ConfigError
+from retire.core.project import Project
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--run-id", required=True, help="the id the lane runs recorded under")
+
+
+def run(project: Project, args: argparse.Namespace) -> int:
+    from retire.runs import lanerun
+
+    folder = project.run_dir(args.run_id)
+    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    if not files:
+        raise ConfigError(folder, None, "no lane results for this run", "run `nox -s lane` first")
+    results = []
+    for path in files:
+        try:
+            results.append(lanerun.from_summary(json.loads(path.read_text(encoding="utf-8"))))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(path, None, f"unreadable lane summary ({type(exc).__name__})",
+                              "re-run that lane, or delete the file") from None
+    say(lanerun.summary_table(results))
+    failed = [run.lane for run in results if run.failed]
+    if failed:
+        say(f"FAILED lanes: {', '.join(failed)}")
+    return ExitCode.FAILED if failed else ExitCode.OK
+
+
+COMMAND = Command("summary", "the lane × shim table of one run (after several `patchlane run` calls)", add_arguments, run)

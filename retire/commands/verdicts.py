@@ -1,0 +1,65 @@
+"""``patchlane verdicts``: probe upstream and decide, for each shim, what to do with it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from retire.commands.base import Command, ExitCode, positive_int, say
+from retire.core.errors import ConfigError
+from retire.core.project import Project
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from retire.verdicts.engine import DEFAULT_STALE_DAYS
+
+    p.add_argument("shims", nargs="*", metavar="SHIM", help="only these shims (default: all)")
+    p.add_argument("--json", action="store_true", help="machine-readable output with the evidence")
+    p.add_argument("--index-url", help="default package index when a lane names none (default: uv's configuration)")
+    p.add_argument("--api-url", help="GitHub REST API base URL (default: the public API)")
+    p.add_argument("--mirrors", type=Path, help="folder of local clones as <owner>/<repo> for tag checks")
+    p.add_argument("--cache-dir", type=Path, help="HTTP cache folder (default: .patchlane/cache/http)")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the HTTP cache")
+    p.add_argument("--validation", type=Path, help="validation manifest (default: validation/manifest.jsonl)")
+    p.add_argument("--stale-after", type=positive_int, default=DEFAULT_STALE_DAYS, metavar="DAYS",
+                   help=f"days without upstream activity before a shim is stale (default {DEFAULT_STALE_DAYS})")
+    p.add_argument("--jobs", type=positive_int, default=100, help="probes in flight at once (default 100)")
+
+
+def selected_manifests(project: Project, wanted: list[str]) -> list:
+    """The project's shims, or only ``wanted`` (each must exist)."""
+    manifests = project.manifests()
+    unknown = [s for s in wanted if s not in manifests]
+    if unknown:
+        raise ConfigError(None, None, f"unknown shim {unknown[0]!r}",
+                          f"known shims: {', '.join(sorted(manifests)) or 'none'}")
+    return [m for shim_id, m in sorted(manifests.items()) if not wanted or shim_id in wanted]
+
+
+def run(project: Project, args: argparse.Namespace) -> int:
+    from retire.verdicts.engine import VERDICTS, gather
+
+    manifests = selected_manifests(project, args.shims)
+    lanes = project.lanes()
+    cache_dir = None if args.no_cache else (args.cache_dir or project.http_cache)
+    verdicts = gather(
+        manifests, lanes, project.locks_dir, args.validation or project.validation,
+        index_url=args.index_url, api_base=args.api_url, cache_dir=cache_dir, mirrors=args.mirrors,
+        stale_after_days=args.stale_after, workers=args.jobs,
+    )
+    if args.json:
+        say(json.dumps([v.to_json() for v in verdicts], indent=2))
+        return ExitCode.OK
+    width = max([len(v.shim) for v in verdicts] + [4])
+    say(f"{'shim':<{width}}  {'verdict':<7}  why")
+    for v in verdicts:
+        floors = f" → {', '.join(v.floors)}" if v.floors else ""
+        say(f"{v.shim:<{width}}  {v.kind:<7}  {v.why}{floors}")
+    counts = {kind: sum(v.kind == kind for v in verdicts) for kind in VERDICTS}
+    say(", ".join(f"{n} {kind}" for kind, n in counts.items() if n) or "no shims")
+    return ExitCode.OK
+
+
+COMMAND = Command("verdicts", "probe upstream: keep / retire / unknown / stale / drift for each shim", add_arguments, run,
+                  "Probe upstream and say, for each shim, keep / retire / unknown / stale / drift.")

@@ -1,0 +1,116 @@
+"""Where a patchlane project keeps its things, computed in one place.
+
+Every command gets one :class:`Project` (from ``--root``) and asks it for paths; no other module
+builds ``root / "locks"`` or looks at its own ``__file__`` to find a project. A worktree made
+for a proposal branch is a project too: ``Project(worktree)``.
+
+The layout::
+
+    lanes/                     lane and matrix files
+    locks/<lane>/pylock.toml   one lock per lane
+    shims/<id>/                the shop's catalogue (manifest.toml, patch.py, reproduce.py, pack.toml)
+    validation/manifest.jsonl  recorded reproducer runs
+    reports/                   weekly reports
+    packs/                     filing state and deny list
+    .patchlane/                envs, caches, run summaries (never committed)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from retire.core.errors import ConfigError
+
+__all__ = ["Project"]
+
+# A run id names a folder under .patchlane/runs: letters, digits, dot, dash, underscore only.
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+@dataclass(frozen=True)
+class Project:
+    """A project folder. Paths only; loading lanes and manifests goes through the loaders."""
+
+    root: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root).resolve())
+
+    # Committed data -------------------------------------------------------------------------
+    @property
+    def lanes_dir(self) -> Path:
+        return self.root / "lanes"
+
+    @property
+    def locks_dir(self) -> Path:
+        return self.root / "locks"
+
+    @property
+    def shims_dir(self) -> Path:
+        """The shop's shim catalogue: one folder per shim."""
+        return self.root / "shims"
+
+    @property
+    def validation(self) -> Path:
+        """The validation manifest (JSON Lines of reproducer runs)."""
+        return self.root / "validation" / "manifest.jsonl"
+
+    @property
+    def reports_dir(self) -> Path:
+        return self.root / "reports"
+
+    @property
+    def packs_dir(self) -> Path:
+        return self.root / "packs"
+
+    # Local state, never committed ------------------------------------------------------------
+    @property
+    def state_dir(self) -> Path:
+        return self.root / ".patchlane"
+
+    @property
+    def envs_dir(self) -> Path:
+        return self.state_dir / "envs"
+
+    @property
+    def http_cache(self) -> Path:
+        return self.state_dir / "cache" / "http"
+
+    @property
+    def bisect_cache(self) -> Path:
+        return self.state_dir / "cache" / "bisect"
+
+    def run_dir(self, run_id: str) -> Path:
+        """Where one lane run's summaries live; a run id can never name a folder elsewhere."""
+        if not _RUN_ID.fullmatch(run_id or ""):
+            raise ConfigError(None, "--run-id", f"{run_id!r} is not a run id",
+                              "use letters, digits, '.', '-' and '_' only (at most 64), e.g. --run-id nightly-42")
+        return self.state_dir / "runs" / run_id
+
+    def lock_path(self, lane_name: str) -> Path:
+        from retire.locks.locking import lock_path
+
+        return lock_path(self.locks_dir, lane_name)
+
+    # Loading --------------------------------------------------------------------------------
+    def manifests(self) -> dict:
+        """The shims of this project's catalogue by id (none when it has no ``shims/`` folder)."""
+        from shims.manifest import discover
+
+        if not self.shims_dir.is_dir():
+            return {}
+        return {m.id: m for m in discover(self.shims_dir)}
+
+    def shim_ids(self) -> set[str]:
+        """Ids of the shims in this project's catalogue (folder names, without loading them)."""
+        if not self.shims_dir.is_dir():
+            return set()
+        return {p.parent.name for p in self.shims_dir.glob("*/manifest.toml")}
+
+    def lanes(self) -> list:
+        """Every lane of ``lanes/``, with shim ids checked against the catalogue."""
+        from retire.lanes import lanefile
+
+        return lanefile.load_lanes(self.lanes_dir, root=self.root, known_shims=self.shim_ids())
