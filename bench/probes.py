@@ -63,7 +63,7 @@ def _names() -> list[str]:
 
 def run() -> list[dict]:
     from retire.probes.http import RetryPolicy
-    from retire.verdicts.engine import gather
+    from retire.verdicts.gather import gather
     from tests.support.retirement import NOW
 
     import multiprocessing

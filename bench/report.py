@@ -26,7 +26,7 @@ from retire.report.weekly import write_report
 from retire.evidence.values import ProbeFailure
 from retire.lanes.model import Lane
 from retire.evidence.validation import ValidationRecord
-from retire.verdicts.engine import ConditionResult, Verdict
+from retire.verdicts.model import ConditionResult, Flag, Verdict
 from shims.manifest import FIX_CLASSES, parse_manifest
 
 SHIMS, LANES = 500, 50
@@ -110,11 +110,14 @@ def _verdicts(rng: random.Random, manifests: list, lanes: list[Lane]) -> list[Ve
     for m in manifests:
         listing = tuple(l.name for l in lanes if m.id in l.shims)
         kind = rng.choice(["keep"] * 6 + ["retire", "unknown", "stale", "drift"])
+        flags = (Flag(kind, f"synthetic {kind}"),) if kind in ("stale", "drift") else ()
+        kind = "keep" if flags else kind
         conditions = (ConditionResult("version-floor", "fails", f"no release of {m.target.distribution} inside >=2.0"),
                       ConditionResult("reproducer-clean", "fails", "BUG_REPRODUCED without the shim on lane-01"))
         failures = (ProbeFailure("codehost", f"https://github.com/x/y/issues/{m.id}", "server error 502"),) if kind == "unknown" else ()
-        out.append(Verdict(m.id, kind, f"synthetic {kind}: " + "; ".join(c.why for c in conditions), listing,
-                           conditions, failures=failures, floors=(f"{m.target.distribution}>=2.0",) if kind == "retire" else ()))
+        out.append(Verdict(m.id, kind, f"synthetic {kind}: " + "; ".join(c.why for c in conditions), flags=flags,
+                           lanes=listing, conditions=conditions, failures=failures,
+                           floors=(f"{m.target.distribution}>=2.0",) if kind == "retire" else ()))
     return out
 
 

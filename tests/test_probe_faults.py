@@ -1,8 +1,10 @@
-"""Faults injected through loopback servers: each ends as *unknown* with its reason shown,
-is retried where that makes sense, and never lets a shim be retired.
+"""Faults injected through loopback servers: each is retried where that makes sense, shown with
+its reason, and never lets a shim be retired wrongly.
 
 The catalogue is built so that every shim WOULD retire with healthy upstreams
-(``test_baseline_every_shim_retires``): a fault is the only thing that can stop it.
+(``test_baseline_every_shim_retires``). A fault on a look-up a retirement condition needs makes
+that shim *unknown*; a fault on an informational link (``floor_fixed``'s issue) is a flag and
+changes nothing — the decision rests on the index and the recorded runs.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import time
 import pytest
 
 from retire.probes.http import RetryPolicy
-from retire.verdicts.engine import gather
+from retire.verdicts.gather import gather
 from retire.commands import main as cli
 from tests.support.codehost import CodeHost, CodeHostServer
 from tests.support.faults import Fault, FaultyIndexServer, unused_port
@@ -71,16 +73,25 @@ def requests_to(world, path: str) -> int:
 
 
 def assert_unknown(found: dict, shims: tuple[str, ...], reason: str, *, probe_failed: bool = True) -> None:
+    """``shims`` needed the faulty look-up: unknown, with the reason and the action to take."""
     for shim in shims:
-        assert found[shim].kind == "unknown", (shim, found[shim].kind, found[shim].why)
+        assert found[shim].decision == "unknown", (shim, found[shim].decision, found[shim].why)
         assert reason in found[shim].why, (shim, found[shim].why)
+        assert found[shim].action, shim
         assert bool(found[shim].failures) == probe_failed and found[shim].floors == ()
-    assert all(v.kind != "retire" for v in found.values() if v.failures)
+
+
+def assert_flagged(found: dict, shims: tuple[str, ...], reason: str) -> None:
+    """``shims`` did not need the faulty look-up: decided as without the fault, the fault a flag."""
+    for shim in shims:
+        assert found[shim].decision == "retire", (shim, found[shim].decision, found[shim].why)
+        assert any(f.kind == "probe-failed" and reason in f.text for f in found[shim].flags), (shim, found[shim].flags)
 
 
 def test_baseline_every_shim_retires(world):
     found = verdicts(world)
-    assert {shim: v.kind for shim, v in found.items()} == {"floor_fixed": "retire", "pr_fixed": "retire", "tagged_fix": "retire"}
+    assert {shim: v.decision for shim, v in found.items()} == {"floor_fixed": "retire", "pr_fixed": "retire", "tagged_fix": "retire"}
+    assert not any(v.failures for v in found.values())
 
 
 def test_timeout_is_retried_then_unknown(world):
@@ -88,27 +99,30 @@ def test_timeout_is_retried_then_unknown(world):
     started = time.monotonic()
     found = verdicts(world)
     assert time.monotonic() - started < 4
-    assert_unknown(found, ("floor_fixed",), "timed out after 0.3s")
-    assert "after 3 attempts" in found["floor_fixed"].why
+    assert_flagged(found, ("floor_fixed",), "timed out after 0.3s")
+    assert any("after 3 attempts" in f.text for f in found["floor_fixed"].flags)
     assert requests_to(world, ISSUE_PATH) == 3
-    assert found["tagged_fix"].kind == "retire"  # an unrelated shim is not held back
+    assert found["tagged_fix"].decision == "retire"  # an unrelated shim is not held back
 
 
 def test_connection_refused(world):
-    found = verdicts(world, api_base=f"http://127.0.0.1:{unused_port()}")
-    assert_unknown(found, ("floor_fixed", "pr_fixed"), "connection refused")
+    found = verdicts(world, api_base=f"http://127.0.0.1:{unused_port()}", mirrors=world["tmp"])
+    assert_unknown(found, ("pr_fixed",), "connection refused")
+    assert_flagged(found, ("floor_fixed",), "connection refused")
     assert found["floor_fixed"].failures[0].attempts == 3
 
 
 
 def test_dns_failure_through_gather(world):
-    found = verdicts(world, api_base="http://nonexistent.invalid")
-    assert_unknown(found, ("floor_fixed", "pr_fixed"), "DNS lookup failed")
+    found = verdicts(world, api_base="http://nonexistent.invalid", mirrors=world["tmp"])
+    assert_unknown(found, ("pr_fixed",), "DNS lookup failed")
+    assert_flagged(found, ("floor_fixed",), "DNS lookup failed")
+    assert "mirror" in found["pr_fixed"].action  # the air-gapped way to decide it
 
 
 def test_server_error_5xx_is_retried(world):
     world["index"].faults.add(INDEX_PATH, Fault(status=503))
-    found = verdicts(world)
+    found = verdicts(world, mirrors=world["tmp"])
     assert_unknown(found, ("floor_fixed", "pr_fixed"), "server error 503")
     assert world["index"].index.requests.count(INDEX_PATH) == 0  # answered by the fault layer
     assert len([f for f in world["index"].faults.fired if f[0] == INDEX_PATH]) == 3
@@ -117,7 +131,7 @@ def test_server_error_5xx_is_retried(world):
 def test_transient_5xx_heals_with_a_retry(world):
     world["index"].faults.add(INDEX_PATH, Fault(status=502, times=2))
     found = verdicts(world)
-    assert found["floor_fixed"].kind == "retire"
+    assert found["floor_fixed"].decision == "retire"
 
 
 def test_429_with_retry_after_is_retried_then_unknown(world):
@@ -138,35 +152,38 @@ def test_429_with_a_long_retry_after_is_not_slept_on(world):
 
 def test_403_rate_limit(world):
     world["api"].host.rate_remaining = 0
-    found = verdicts(world)
-    assert_unknown(found, ("floor_fixed", "pr_fixed"), "403 rate limit exceeded")
+    found = verdicts(world, mirrors=world["tmp"])
+    assert_unknown(found, ("pr_fixed",), "403 rate limit exceeded")
+    assert_flagged(found, ("floor_fixed",), "403 rate limit exceeded")
 
 
 def test_truncated_json_is_fetched_twice_then_unknown(world):
     world["index"].faults.add(INDEX_PATH, Fault(truncate=True))
-    found = verdicts(world)
+    found = verdicts(world, mirrors=world["tmp"])
     assert_unknown(found, ("floor_fixed", "pr_fixed"), "truncated JSON")
     assert world["index"].index.requests.count(INDEX_PATH) == 2
 
 
 def test_invalid_json(world):
     world["api"].host.faults.add(ISSUE_PATH, Fault(status=200, body=b"<not json>"))
-    found = verdicts(world)
-    assert_unknown(found, ("floor_fixed",), "invalid JSON")
+    world["api"].host.faults.add(PR_PATH, Fault(status=200, body=b"<not json>"))
+    found = verdicts(world, mirrors=world["tmp"])
+    assert_flagged(found, ("floor_fixed",), "invalid JSON")
+    assert_unknown(found, ("pr_fixed",), "invalid JSON")
 
 
 def test_connection_dropped_mid_body_and_before_any_answer(world):
     world["index"].faults.add(INDEX_PATH, Fault(short=True))
     world["api"].host.faults.add(ISSUE_PATH, Fault(drop=True))
-    found = verdicts(world)
+    found = verdicts(world, mirrors=world["tmp"])
     assert_unknown(found, ("floor_fixed", "pr_fixed"), "connection dropped")
     assert requests_to(world, ISSUE_PATH) == 3
 
 
 def test_a_broken_body_is_never_cached(world):
     world["index"].faults.add(INDEX_PATH, Fault(truncate=True, times=2))
-    assert verdicts(world)["floor_fixed"].kind == "unknown"
-    assert verdicts(world)["floor_fixed"].kind == "retire"
+    assert verdicts(world)["floor_fixed"].decision == "unknown"
+    assert verdicts(world)["floor_fixed"].decision == "retire"
 
 
 def test_tag_that_does_not_exist_in_the_mirror(world):
@@ -174,7 +191,7 @@ def test_tag_that_does_not_exist_in_the_mirror(world):
     found = verdicts(world)
     # Not a failed probe but missing evidence: the mirror is behind the index.
     assert_unknown(found, ("pr_fixed",), "has no tag in the mirror", probe_failed=False)
-    assert "git fetch --tags" in found["pr_fixed"].why
+    assert "mirrors sync" in found["pr_fixed"].action
 
 
 def test_commit_missing_from_the_mirror_and_no_mirror(world, tmp_path):
@@ -197,9 +214,9 @@ def test_faults_are_shown_by_the_cli(world, capsys, monkeypatch):
     code = cli(["verdicts", "--root", str(root), "--api-url", world["api"].url, "--mirrors", str(world["mirrors"]), "--no-cache"])
     out = capsys.readouterr().out
     assert code == 0
-    rows = {line.split()[0]: line for line in out.splitlines()[1:-1]}
-    assert "unknown" in rows["floor_fixed"] and "403 rate limit exceeded" in rows["floor_fixed"]
-    assert "unknown" in rows["pr_fixed"] and "retire" not in rows["pr_fixed"].split()[1]
+    rows = {line.split()[0]: line for line in out.splitlines()[1:-1] if not line.startswith(" ")}
+    assert rows["floor_fixed"].split()[1] == "retire" and "⚑" in out and "403 rate limit exceeded" in out
+    assert rows["pr_fixed"].split()[1] in ("retire", "unknown")  # the mirror may decide it; the code host cannot
     assert cli(["verdicts", "--root", str(root), "--api-url", "http://nonexistent.invalid", "--no-cache", "floor_fixed"]) == 0
     out = capsys.readouterr().out
-    assert "DNS lookup failed" in out and "unknown" in out
+    assert "DNS lookup failed" in out and "probe-failed" in out

@@ -14,6 +14,7 @@ from retire.evidence.values import (
     ExecutionEvidence,
     ExecutionHistory,
     IssueState,
+    MirrorPull,
     ProbeFailure,
     PullState,
     Release,
@@ -22,7 +23,9 @@ from retire.evidence.values import (
     TagContainment,
 )
 from retire.lanes.model import Lane
-from retire.verdicts.engine import ShimEvidence, decide, gather
+from retire.verdicts.gather import gather
+from retire.verdicts.model import ShimEvidence
+from retire.verdicts.rules import decide
 from retire.commands import main as cli
 from shims.manifest import parse_manifest
 from tests.support.codehost import CodeHost, CodeHostServer
@@ -74,7 +77,7 @@ def history(*runs: ExecutionEvidence) -> ExecutionHistory:
 
 
 RELEASES = releases(("1.0", "2026-01-10"), ("1.1", "2026-03-01", "broken"), ("1.2", "2026-04-01"), ("1.3", "2026-05-01"))
-LOCKED = {"cpu": frozenset({"toylib"})}
+LOCKED = {"cpu": {"toylib": "1.0"}}
 
 
 def ev(**parts) -> ShimEvidence:
@@ -87,32 +90,63 @@ def verdict(conditions: str, evidence: ShimEvidence, *, lanes=None, **options):
     return decide(manifest(conditions, **options), lanes if lanes is not None else [lane("toy")], evidence, now=NOW)
 
 
+def flags(found) -> dict[str, str]:
+    return {str(f.kind): f.text for f in found.flags}
+
+
 # ---------------------------------------------------------------------------------------------
-# drift
+# drift is a flag: it needs a person, it does not decide
 
 
 def test_drift_when_no_lane_lists_the_shim():
     found = verdict(VERSION_FLOOR, ev(), lanes=[lane("other")])
-    assert found.kind == "drift" and "no lane lists" in found.why
+    assert found.decision == "unknown" and "no lane lists" in flags(found)["drift"]
 
 
 def test_drift_when_the_target_is_in_no_lock():
-    found = verdict(VERSION_FLOOR, ev(locks={"cpu": frozenset({"numpy"})}))
-    assert found.kind == "drift" and "toylib is in no lock" in found.why
+    found = verdict(VERSION_FLOOR, ev(locks={"cpu": {"numpy": "2.0"}}, execution=history(run("bug-reproduced", "1.0"))))
+    assert found.decision == "keep" and "toylib is in no lock" in flags(found)["drift"]
 
 
-def test_missing_lock_is_unknown_not_drift():
+def test_a_missing_lock_is_a_flag_not_a_decision():
     found = verdict(VERSION_FLOOR, ev(locks={"cpu": None}, execution=history(run("fix-validated", "1.2"))))
-    assert found.kind == "unknown" and "nox -s lock" in found.why
+    assert found.decision == "retire" and "nox -s lock" in flags(found)["probe-failed"]
 
 
 # ---------------------------------------------------------------------------------------------
-# retire needs conditions AND execution
+# execution first: a bug on the newest release decides keep, whatever a probe says
+
+
+def test_a_bug_on_the_newest_locked_release_is_keep_whatever_the_probes_say():
+    down = ProbeFailure("codehost", ISSUE, "DNS lookup failed", retryable=True, attempts=4)
+    index_down = ProbeFailure("index", "toylib", "server error 503", retryable=True)
+    found = verdict(VERSION_FLOOR, ev(releases={"toylib": index_down}, links={ISSUE: down},
+                                      execution=history(run("bug-reproduced", "1.0"))), links=(("report", ISSUE),))
+    assert found.decision == "keep" and "BUG_REPRODUCED" in found.why and "toylib 1.0" in found.why
+    assert "DNS lookup failed" in flags(found)["probe-failed"]  # shown, never decisive
+    assert found.action is None
+
+
+def test_a_bug_on_an_old_release_with_a_fix_released_is_a_candidate_with_the_run_to_make():
+    found = verdict(VERSION_FLOOR, ev(execution=history(run("bug-reproduced", "1.0"))))
+    assert found.decision == "keep" and "candidate" in flags(found)
+    assert "toylib>=1.2" in found.action and "run the reproducer without the shim" in found.action
+
+
+def test_runs_that_do_not_reach_the_newest_locked_release_decide_nothing():
+    found = verdict(REPRODUCER_CLEAN, ev(locks={"cpu": {"toylib": "1.3"}}, execution=history(run("bug-reproduced", "1.0"))),
+                    status="not-applicable")
+    assert found.decision == "keep"  # reproducer-clean fails on the only run: keep, by the condition
+    assert "1.0" in found.why
+
+
+# ---------------------------------------------------------------------------------------------
+# retire needs conditions AND execution inside every floor
 
 
 def test_version_floor_and_a_clean_run_on_the_new_release_retires():
     found = verdict(VERSION_FLOOR, ev(execution=history(run("bug-reproduced", "1.0"), run("fix-validated", "1.2", host="gpu-1"))))
-    assert found.kind == "retire"
+    assert found.decision == "retire"
     assert found.floors == ("toylib>=1.2",)
     assert "FIX_VALIDATED" in found.why and "gpu-1" in found.why
     assert any(isinstance(e, ReleaseList) for e in found.evidence)
@@ -121,43 +155,43 @@ def test_version_floor_and_a_clean_run_on_the_new_release_retires():
 
 def test_conditions_without_execution_never_retire():
     no_runs = verdict(VERSION_FLOOR, ev(execution=history()))
-    assert no_runs.kind == "unknown" and "no run of the reproducer" in no_runs.why
-    old_runs = verdict(VERSION_FLOOR, ev(execution=history(run("bug-reproduced", "1.0"))))
-    assert old_runs.kind == "unknown" and "runs were on 1.0" in old_runs.why and ">=1.2" in old_runs.why
+    assert no_runs.decision == "unknown" and "no run of the reproducer" in no_runs.why
+    assert "toylib>=1.2" in no_runs.action and "candidate" in flags(no_runs)
     skipped = verdict(VERSION_FLOOR, ev(execution=history(run("skipped", "1.2"))))
-    assert skipped.kind == "unknown" and "skipped" in skipped.why and "no CUDA device" in skipped.why
+    assert skipped.decision == "unknown" and "skipped" in skipped.why and "no CUDA device" in skipped.why
     crashed = verdict(VERSION_FLOOR, ev(execution=history(run("crashed", "1.2"))))
-    assert crashed.kind == "unknown" and "crashed" in crashed.why
+    assert crashed.decision == "unknown" and "crashed" in crashed.why
 
 
-def test_execution_beats_metadata_bug_still_reproduces():
+def test_execution_beats_metadata_bug_still_reproduces_inside_the_floor():
     found = verdict(VERSION_FLOOR, ev(execution=history(run("fix-validated", "1.3"), run("bug-reproduced", "1.2", host="gpu-2"))))
-    assert found.kind == "keep"
+    assert found.decision == "keep"
     assert "upstream looks fixed" in found.why and "BUG_REPRODUCED" in found.why and "gpu-2" in found.why
+    assert "conflict" in flags(found)
 
 
 def test_yanked_release_does_not_count():
     only_yanked = releases(("1.0", "2026-01-10"), ("1.2", "2026-04-01", "broken"))
     found = verdict(VERSION_FLOOR, ev(releases={"toylib": only_yanked}, execution=history(run("fix-validated", "1.2"))),
                     status="not-applicable")
-    assert found.kind == "keep" and "no release of toylib inside >=1.2" in found.why
+    assert found.decision == "keep" and "no release of toylib inside >=1.2" in found.why
+    assert "check the retirement conditions" in flags(found)["conflict"]  # clean runs, yet the floor fails
 
 
 def test_reproducer_clean_alone_retires_with_the_first_clean_version_as_floor():
     found = verdict(REPRODUCER_CLEAN, ev(execution=history(
         run("bug-reproduced", "1.0", at="2026-01-01"), run("fix-validated", "1.3", lane_name="nightly"))))
-    assert found.kind == "retire" and found.floors == ("toylib>=1.3",)
+    assert found.decision == "retire" and found.floors == ("toylib>=1.3",)
 
 
 def test_reproducer_clean_fails_when_the_newest_run_reproduces():
     found = verdict(REPRODUCER_CLEAN, ev(execution=history(
-        run("fix-validated", "1.0"), run("bug-reproduced", "1.3", lane_name="nightly"))), links=(("report", ISSUE),),
-        )
-    assert found.kind == "keep" and "BUG_REPRODUCED" in found.why
+        run("fix-validated", "1.0"), run("bug-reproduced", "1.3", lane_name="nightly"))), links=(("report", ISSUE),))
+    assert found.decision == "keep" and "BUG_REPRODUCED" in found.why
 
 
 # ---------------------------------------------------------------------------------------------
-# modes, unknowns, failures
+# modes, unknowns, failures: a failed probe counts only where the decision needed it
 
 
 def test_mode_all_needs_every_condition():
@@ -165,7 +199,7 @@ def test_mode_all_needs_every_condition():
     open_pr = PullState(PR, 2, "open", False, updated_at=when("2026-06-20"))
     found = verdict(conditions, ev(links={PR: open_pr}, execution=history(run("fix-validated", "1.2"))),
                     mode="all", links=(("fix", PR),))
-    assert found.kind == "keep" and "PR #2 is open" in found.why
+    assert found.decision == "keep" and "PR #2 is open" in found.why
 
 
 def test_mode_all_fails_beats_undecided_and_any_undecided_beats_fails():
@@ -175,51 +209,88 @@ kind = "version-floor"
 version = ">=9"
 ''' + REPRODUCER_CLEAN
     evidence = ev(execution=history())
-    assert verdict(conditions, evidence, mode="all", status="not-applicable").kind == "keep"
+    assert verdict(conditions, evidence, mode="all", status="not-applicable").decision == "keep"
     found = verdict(conditions, evidence, mode="any")
-    assert found.kind == "unknown" and "no run of the reproducer" in found.why
+    assert found.decision == "unknown" and "no run of the reproducer" in found.why and found.action
 
 
-def test_any_failed_probe_makes_it_unknown_even_if_it_would_retire():
+def test_a_failed_informational_link_is_a_flag_and_never_stops_a_retire():
     failure = ProbeFailure("codehost", ISSUE, "timed out after 10s", retryable=True, attempts=4)
     found = verdict(VERSION_FLOOR, ev(links={ISSUE: failure}, execution=history(run("fix-validated", "1.2"))),
                     links=(("report", ISSUE),))
-    assert found.kind == "unknown"
-    assert "timed out" in found.why and "after 4 attempts" in found.why
-    assert found.failures == (failure,) and found.floors == ()
+    assert found.decision == "retire" and found.floors == ("toylib>=1.2",)
+    assert "timed out" in flags(found)["probe-failed"] and "after 4 attempts" in flags(found)["probe-failed"]
+    assert found.failures == (failure,)
 
 
-def test_index_failure_is_unknown():
+def test_a_failed_probe_a_condition_needs_makes_it_unknown_with_the_action():
     failure = ProbeFailure("index", "toylib", "server error 503", retryable=True, attempts=3)
     found = verdict(VERSION_FLOOR, ev(releases={"toylib": failure}, execution=history(run("fix-validated", "1.2"))))
-    assert found.kind == "unknown" and "503" in found.why
+    assert found.decision == "unknown" and "503" in found.why and "index" in found.action
+    assert "probe-failed" not in flags(found)  # it is the reason, in why, not a side note
+
+
+def test_mode_any_one_holding_condition_makes_the_others_failures_flags():
+    down = ProbeFailure("codehost", PR, "DNS lookup failed", retryable=True)
+    found = verdict(VERSION_FLOOR + pr_released(PR), ev(links={PR: down}, execution=history(run("fix-validated", "1.2"))),
+                    mode="any", links=(("fix", PR),))
+    assert found.decision == "retire" and "DNS lookup failed" in flags(found)["probe-failed"]
 
 
 # ---------------------------------------------------------------------------------------------
-# pr-released and commit-in-tag
+# pr-released and commit-in-tag: mirrors first, then the code host
 
 
 def merged(at: str = "2026-02-15", sha: str = "m" * 40) -> PullState:
     return PullState(PR, 2, "closed", True, when(at), sha, updated_at=when(at))
 
 
+ALL_TAGS = (("v1.0", "1.0"), ("v1.2", "1.2"), ("v1.3", "1.3"))
+
+
+def landed(*containing: str, tags=ALL_TAGS, sha: str = "m" * 40) -> MirrorPull:
+    return MirrorPull(REPO, 2, sha, "squash", "Fix add (#2)", TagContainment(REPO, sha, containing, containing, tags),
+                      when("2026-06-30"))
+
+
 def test_pr_released_by_upload_time_skips_yanked_and_backports():
     backport = releases(("1.0", "2026-01-10"), ("1.2", "2026-03-01"), ("1.0.1", "2026-03-05"), ("1.3", "2026-04-01"))
     found = verdict(pr_released(PR), ev(releases={"toylib": backport}, links={PR: merged("2026-02-15")},
                                          execution=history(run("fix-validated", "1.3"))), links=(("fix", PR),))
-    assert found.kind == "retire" and found.floors == ("toylib>=1.2",)
+    assert found.decision == "retire" and found.floors == ("toylib>=1.2",)
     assert "by upload time" in found.why
     # merged after the newest release: not released yet
     later = verdict(pr_released(PR), ev(links={PR: merged("2026-05-15")}, execution=history()), links=(("fix", PR),))
-    assert later.kind == "keep" and "no toylib release since" in later.why
+    assert later.decision == "keep" and "no toylib release since" in later.why
 
 
 def test_pr_released_by_tags_when_there_is_a_mirror():
     sha = "m" * 40
-    containment = TagContainment(REPO, sha, ("v1.3",), ("v1.3",), (("v1.0", "1.0"), ("v1.2", "1.2"), ("v1.3", "1.3")))
+    containment = TagContainment(REPO, sha, ("v1.3",), ("v1.3",), ALL_TAGS)
     found = verdict(pr_released(PR), ev(links={PR: merged()}, tags={(REPO, sha): containment},
                                         execution=history(run("fix-validated", "1.3"))), links=(("fix", PR),))
-    assert found.kind == "retire" and found.floors == ("toylib>=1.3",) and "tag contains" in found.why
+    assert found.decision == "retire" and found.floors == ("toylib>=1.3",) and "release tag contains" in found.why
+
+
+def test_pr_released_from_the_mirror_alone_with_the_code_host_down():
+    down = ProbeFailure("codehost", PR, "DNS lookup failed", retryable=True)
+    found = verdict(pr_released(PR), ev(links={PR: down}, mirror_pulls={PR: landed("v1.2", "v1.3")},
+                                        execution=history(run("fix-validated", "1.2", host="h100"))), links=(("fix", PR),))
+    assert found.decision == "retire" and found.floors == ("toylib>=1.2",) and "landed as mmmmmmmmmmmm" in found.why
+    assert any(isinstance(e, MirrorPull) for e in found.evidence)
+
+
+def test_a_mirror_that_is_behind_never_says_not_fixed():
+    behind = landed(tags=(("v1.0", "1.0"),))  # fetched before 1.2 and 1.3 were tagged
+    found = verdict(pr_released(PR), ev(mirror_pulls={PR: behind}, execution=history(run("fix-validated", "1.3"))),
+                    links=(("fix", PR),))
+    assert found.decision == "unknown" and "release 1.2 has no tag" in found.why and "mirrors sync" in found.action
+    not_landed = MirrorPull(REPO, 2, None, "none", newest_commit_at=when("2026-01-01"))
+    searched = verdict(pr_released(PR), ev(mirror_pulls={PR: not_landed}, execution=history(run("fix-validated", "1.3"))),
+                       links=(("fix", PR),))
+    assert searched.decision == "unknown" and "newest commit is from 2026-01-01" in searched.why
+    released_later = verdict(pr_released(PR), ev(mirror_pulls={PR: landed()}, execution=history()), links=(("fix", PR),))
+    assert released_later.decision == "keep" and "in no release tag yet" in released_later.why
 
 
 def test_pr_released_with_a_mirror_missing_the_release_tag_is_unknown():
@@ -227,15 +298,15 @@ def test_pr_released_with_a_mirror_missing_the_release_tag_is_unknown():
     behind = TagContainment(REPO, sha, (), (), (("v1.0", "1.0"),))  # mirror fetched before 1.2 and 1.3
     found = verdict(pr_released(PR), ev(links={PR: merged()}, tags={(REPO, sha): behind},
                                         execution=history(run("fix-validated", "1.3"))), links=(("fix", PR),))
-    assert found.kind == "unknown" and "release 1.2 has no tag" in found.why and "git fetch --tags" in found.why
+    assert found.decision == "unknown" and "release 1.2 has no tag" in found.why and "mirrors sync" in found.action
 
 
 def test_pr_released_on_a_url_that_is_an_issue_or_not_probed():
     issue = IssueState(PR, 2, "closed", updated_at=when("2026-06-01"))
-    assert verdict(pr_released(PR), ev(links={PR: issue}, execution=history()), links=(("fix", PR),)).kind == "unknown"
+    assert verdict(pr_released(PR), ev(links={PR: issue}, execution=history()), links=(("fix", PR),)).decision == "unknown"
     other = "https://example.org/toylib/pull/2"
     found = verdict(pr_released(other), ev(execution=history()), links=(("fix", other),))
-    assert found.kind == "unknown" and "only GitHub" in found.why
+    assert found.decision == "unknown" and "only GitHub" in found.why
 
 
 def test_commit_in_tag():
@@ -243,34 +314,39 @@ def test_commit_in_tag():
     inside = TagContainment(REPO, sha, ("v1.2", "v1.3"), ("v1.2", "v1.3"), (("v1.2", "1.2"), ("v1.3", "1.3")))
     found = verdict(commit_in_tag(REPO, sha), ev(tags={(REPO, sha): inside}, execution=history(run("fix-validated", "1.2"))),
                     status="not-applicable")
-    assert found.kind == "retire" and found.floors == ("toylib>=1.2",)
-    outside = TagContainment(REPO, sha, (), (), (("v1.0", "1.0"),))
+    assert found.decision == "retire" and found.floors == ("toylib>=1.2",)
+    outside = TagContainment(REPO, sha, (), (), ALL_TAGS)
     kept = verdict(commit_in_tag(REPO, sha), ev(tags={(REPO, sha): outside}, execution=history()), status="not-applicable")
-    assert kept.kind == "keep" and "in no release tag yet" in kept.why
+    assert kept.decision == "keep" and "in no release tag yet" in kept.why
+    behind = TagContainment(REPO, sha, (), (), (("v1.0", "1.0"),))
+    unsure = verdict(commit_in_tag(REPO, sha), ev(tags={(REPO, sha): behind}, execution=history()), status="not-applicable")
+    assert unsure.decision == "unknown" and "the mirror is behind" in unsure.why
     unprobed = verdict(commit_in_tag(REPO, sha), ev(execution=history()), status="not-applicable")
-    assert unprobed.kind == "unknown"
+    assert unprobed.decision == "unknown" and "mirror" in unprobed.action
 
 
 # ---------------------------------------------------------------------------------------------
-# stale
+# flags: stale, no link, not filed
 
 
-def test_stale_without_upstream_link_unless_not_applicable():
+def test_no_upstream_link_is_a_flag_unless_not_applicable():
     evidence = ev(execution=history(run("bug-reproduced", "1.3")))
     pending = verdict(REPRODUCER_CLEAN, evidence)
-    assert pending.kind == "stale" and "no upstream link" in pending.why
+    assert pending.decision == "keep" and "file it upstream" in flags(pending)["no-link"]
     policy = verdict(REPRODUCER_CLEAN, evidence, status="not-applicable")
-    assert policy.kind == "keep"
+    assert policy.decision == "keep" and not policy.flags
+    related = verdict(REPRODUCER_CLEAN, evidence, links=(("related", ISSUE),), status="pending")
+    assert "nothing is filed upstream" in flags(related)["not-filed"]
 
 
 def test_stale_after_days_without_movement():
     evidence = ev(links={ISSUE: IssueState(ISSUE, 1, "open", updated_at=when("2025-06-01"))},
                   execution=history(run("bug-reproduced", "1.3")))
     found = verdict(REPRODUCER_CLEAN, evidence, links=(("report", ISSUE),))
-    assert found.kind == "stale" and "since 2025-06-01" in found.why
+    assert found.decision == "keep" and "since 2025-06-01" in flags(found)["stale"]
     fresh = decide(manifest(REPRODUCER_CLEAN, links=(("report", ISSUE),)), [lane("toy")], evidence, now=NOW,
                    stale_after_days=400)
-    assert fresh.kind == "keep"
+    assert fresh.decision == "keep" and "stale" not in flags(fresh)
 
 
 def test_verdict_json_round_trips():
@@ -278,6 +354,7 @@ def test_verdict_json_round_trips():
     data = json.loads(json.dumps(found.to_json()))
     assert data["verdict"] == "retire" and data["floors"] == ["toylib>=1.2"]
     assert {e["type"] for e in data["evidence"]} == {"ReleaseList", "ExecutionHistory"}
+    assert data["action"] is None and data["flags"] == [{"kind": "no-link", "text": "no upstream link (status pending): file it upstream and link it"}]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -327,14 +404,16 @@ def test_gather_decides_every_shim_from_real_servers(world, tmp_path):
     verdicts = gather(p.manifests(), p.lanes(), p.root / "locks", p.validation, api_base=world["api"].url,
                       token=None, cache_dir=tmp_path / "cache", mirrors=world["mirrors"], policy=FAST, clock=lambda: NOW)
     by_id = {v.shim: v for v in verdicts}
-    assert by_id["floor_fixed"].kind == "retire" and by_id["floor_fixed"].floors == ("toylib>=1.2",)
-    assert by_id["pr_fixed"].kind == "retire" and by_id["pr_fixed"].floors == ("toylib>=1.2",)
-    assert "tag contains" in by_id["pr_fixed"].why  # checked against the mirror's v1.1 tag
-    assert by_id["pr_open"].kind == "keep" and "PR #3 is open" in by_id["pr_open"].why
-    assert by_id["commit_unreleased"].kind == "keep" and "no release tag" in by_id["commit_unreleased"].why
-    assert by_id["never_ran"].kind == "unknown"
-    assert by_id["unlisted"].kind == "drift"
-    assert by_id["elsewhere"].kind == "drift" and "numpy is in no lock" in by_id["elsewhere"].why
+    assert by_id["floor_fixed"].decision == "retire" and by_id["floor_fixed"].floors == ("toylib>=1.2",)
+    assert by_id["pr_fixed"].decision == "retire" and by_id["pr_fixed"].floors == ("toylib>=1.2",)
+    assert "release tag contains" in by_id["pr_fixed"].why  # checked against the mirror's tags
+    assert by_id["pr_open"].decision == "keep" and "BUG_REPRODUCED" in by_id["pr_open"].why
+    assert any("PR #3 is open" in c.why for c in by_id["pr_open"].conditions)
+    assert by_id["commit_unreleased"].decision == "keep"
+    assert any("no release tag" in c.why for c in by_id["commit_unreleased"].conditions)
+    assert by_id["never_ran"].decision == "unknown" and by_id["never_ran"].action
+    assert by_id["unlisted"].decision == "unknown" and by_id["unlisted"].flagged("drift")
+    assert by_id["elsewhere"].flagged("drift") and any("numpy is in no lock" in f.text for f in by_id["elsewhere"].flags)
     # Each distinct probe ran once, though three shims need toylib's releases.
     assert world["index"].index.requests.count("/simple/toylib/") == 1
 
@@ -349,7 +428,7 @@ def test_pr_released_with_a_mirror_behind_the_index_is_unknown(world):
     p.run("pr_fixed", "fix-validated", "1.2")
     verdicts = gather(p.manifests(), p.lanes(), p.root / "locks", p.validation, api_base=world["api"].url, token=None,
                       mirrors=world["mirrors"], policy=FAST, clock=lambda: NOW)
-    assert verdicts[0].kind == "unknown"
+    assert verdicts[0].decision == "unknown"
     assert "release 1.2 has no tag" in verdicts[0].why
 
 
@@ -365,7 +444,8 @@ def test_main_prints_a_table_and_json(world, tmp_path, capsys, monkeypatch):
     assert (p.root / ".patchlane" / "cache" / "http").is_dir()
     assert cli(["verdicts", *args, "--json", "floor_fixed", "unlisted"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [(r["shim"], r["verdict"]) for r in rows] == [("floor_fixed", "retire"), ("unlisted", "drift")]
+    assert [(r["shim"], r["verdict"]) for r in rows] == [("floor_fixed", "retire"), ("unlisted", "unknown")]
+    assert [f["kind"] for f in rows[1]["flags"]] == ["drift"]
 
 
 def test_main_bad_input_is_one_line_exit_2(tmp_path, capsys, world):
@@ -396,8 +476,8 @@ def test_a_later_hang_never_hides_a_reproduced_bug():
     history = records_probe.history(runs, "toy")
     assert [(r.host, r.outcome) for r in history.runs] == [("h100-a", "bug-reproduced"), ("h100-b", "fix-validated")]
     verdict = decide(manifest(VERSION_FLOOR), [lane("toy", name="gpu")],
-                     ev(locks={"gpu": frozenset({"toylib"})}, execution=history), now=NOW)
-    assert verdict.kind == "keep"
+                     ev(locks={"gpu": {"toylib": "1.2"}}, execution=history), now=NOW)
+    assert verdict.decision == "keep"
 
 
 def test_every_proposed_floor_must_have_been_run():
@@ -416,7 +496,8 @@ version = ">=2.0"
                             None, "2026-06-01")
     verdict = decide(manifest(conditions, mode="all"), [lane("toy")],
                      ev(releases={"toylib": RELEASES, "helper": helper}, execution=ExecutionHistory("toy", (run,))), now=NOW)
-    assert verdict.kind == "unknown" and "helper>=2.0" in verdict.why  # helper 2.0 never ran: no retire
+    assert verdict.decision == "unknown" and "helper>=2.0" in verdict.why  # helper 2.0 never ran: no retire
+    assert "helper>=2.0" in verdict.action
 
 
 def test_retire_apply_turns_retire_verdicts_into_branches(world, capsys, monkeypatch):

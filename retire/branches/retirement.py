@@ -46,7 +46,7 @@ def plans(verdicts, manifests: dict, records: Sequence[ValidationRecord]):
 
     out = []
     for verdict in verdicts:
-        if verdict.kind != "retire":
+        if verdict.decision != "retire":
             continue
         manifest = manifests[verdict.shim]
         links = tuple((link.role, link.url) for link in manifest.upstream.links)

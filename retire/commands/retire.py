@@ -50,7 +50,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
 def _plans_from_verdicts(project: Project, args: argparse.Namespace) -> list:
     from retire.branches.retirement import plans
     from retire.evidence import validation
-    from retire.verdicts.engine import gather
+    from retire.verdicts.gather import gather
 
     manifests, lanes = project.manifests(), project.lanes()
     records_path = args.validation or project.validation
@@ -59,7 +59,7 @@ def _plans_from_verdicts(project: Project, args: argparse.Namespace) -> list:
                       cache_dir=project.http_cache, **report.gather_options(args))
     if not args.json:
         for verdict in verdicts:
-            say(f"{verdict.shim:<28} {verdict.kind:<8} {verdict.why}")
+            say(f"{verdict.shim:<28} {verdict.decision:<8} {verdict.why}")
     return plans(verdicts, manifests, records)
 
 

@@ -12,7 +12,7 @@ from retire.core.project import Project
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from retire.verdicts.engine import DEFAULT_STALE_DAYS
+    from retire.verdicts.rules import DEFAULT_STALE_DAYS
 
     p.add_argument("shims", nargs="*", metavar="SHIM", help="only these shims (default: all)")
     p.add_argument("--json", action="store_true", help="machine-readable output with the evidence")
@@ -38,7 +38,8 @@ def selected_manifests(project: Project, wanted: list[str]) -> list:
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
-    from retire.verdicts.engine import VERDICTS, gather
+    from retire.verdicts.gather import gather
+    from retire.verdicts.model import Decision
 
     manifests = selected_manifests(project, args.shims)
     lanes = project.lanes()
@@ -55,11 +56,19 @@ def run(project: Project, args: argparse.Namespace) -> int:
     say(f"{'shim':<{width}}  {'verdict':<7}  why")
     for v in verdicts:
         floors = f" → {', '.join(v.floors)}" if v.floors else ""
-        say(f"{v.shim:<{width}}  {v.kind:<7}  {v.why}{floors}")
-    counts = {kind: sum(v.kind == kind for v in verdicts) for kind in VERDICTS}
-    say(", ".join(f"{n} {kind}" for kind, n in counts.items() if n) or "no shims")
+        say(f"{v.shim:<{width}}  {v.decision:<7}  {v.why}{floors}")
+        if v.action:
+            say(f"{'':<{width}}  {'next':<7}  {v.action}")
+        for flag in v.flags:
+            say(f"{'':<{width}}  {'⚑':<7}  {flag}")
+    counts = {kind: sum(v.decision == kind for v in verdicts) for kind in Decision}
+    flagged = sum(bool(v.flags) for v in verdicts)
+    say(", ".join(f"{n} {kind}" for kind, n in counts.items() if n) + (f"; {flagged} flagged" if flagged else "")
+        if verdicts else "no shims")
     return ExitCode.OK
 
 
-COMMAND = Command("verdicts", "probe upstream: keep / retire / unknown / stale / drift for each shim", add_arguments, run,
-                  "Probe upstream and say, for each shim, keep / retire / unknown / stale / drift.")
+COMMAND = Command("verdicts", "decide for each shim: keep, retire or unknown, with flags and the next action", add_arguments, run,
+                  "Gather evidence (recorded runs, indexes, mirrors, the code host) and decide for each shim: keep, "
+                  "retire or unknown. Flags need a person without changing the decision; `next` says what would "
+                  "decide an unknown. Rules: docs/verdicts.md.")

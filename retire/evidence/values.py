@@ -20,6 +20,7 @@ __all__ = [
     "ExecutionEvidence",
     "ExecutionHistory",
     "IssueState",
+    "MirrorPull",
     "ProbeFailure",
     "PullState",
     "Release",
@@ -218,6 +219,34 @@ class TagContainment:
 
     def known_versions(self) -> frozenset[Version]:
         return frozenset(v for t, _ in self.tag_versions if (v := self.version_of(t)) is not None)
+
+
+@dataclass(frozen=True)
+class MirrorPull:
+    """What a local git mirror says of pull request ``#number`` of ``repository``.
+
+    ``commit`` is the commit that landed it on a branch the mirror follows — a squash whose
+    subject ends in ``(#N)``, or a merge commit ``Merge pull request #N`` — or None when the
+    mirror has none: not merged yet, or the mirror is behind (``newest_commit_at`` says how fresh
+    it is; a reader never concludes "not merged" from an old mirror alone). ``containment`` is
+    the release tags that contain ``commit``.
+    """
+
+    repository: str
+    number: int
+    commit: str | None
+    how: str  # squash | merge | none
+    subject: str = ""
+    containment: TagContainment | None = None
+    newest_commit_at: _dt.datetime | None = None
+
+    @property
+    def landed(self) -> bool:
+        return self.commit is not None
+
+    @property
+    def label(self) -> str:
+        return f"PR #{self.number}"
 
 
 # ---------------------------------------------------------------------------------------------

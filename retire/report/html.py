@@ -127,7 +127,8 @@ def _attention(report: Report) -> str:
         return '<section id="attention"><h2>Needs attention</h2><p>Nothing: every shim is needed, proven and linked upstream.</p></section>'
     items = "".join(
         f'<li><a href="#shim-{_e(r.shim)}"><code>{_e(r.shim)}</code></a> '
-        f"<b>{_e('; '.join(r.attention))}</b> — {_e(_clip(r.why, 260))}</li>" for r in rows)
+        f"<b>{_e('; '.join(r.attention))}</b> — {_e(_clip(r.why, 260))}"
+        + (f"<br><b>Next:</b> {_e(r.action)}" if r.action else "") + "</li>" for r in rows)
     return f'<section id="attention"><h2>Needs attention ({len(rows)})</h2><ul class="attention">{items}</ul></section>'
 
 
@@ -301,8 +302,9 @@ def _unlinked(report: Report) -> str:
         return '<section id="unlinked"><h2>Stale or without an upstream link</h2><p>None.</p></section>'
     items = []
     for row in rows:
-        if row.verdict == "stale":
-            items.append(f"<li><code>{_e(row.shim)}</code> {_verdict_tag('stale')} {_e(_clip(row.why, 260))}</li>")
+        stale = next((text for kind, text in row.flags if kind == "stale"), None)
+        if stale:
+            items.append(f"<li><code>{_e(row.shim)}</code> {_verdict_tag('stale')} {_e(_clip(stale, 260))}</li>")
         elif row.upstream_status == "not-applicable":
             items.append(f"<li><code>{_e(row.shim)}</code> no upstream link — status not-applicable (local policy, nothing to file)</li>")
         else:
@@ -315,6 +317,9 @@ def _evidence(report: Report) -> str:
     out = ['<section id="evidence"><h2>Evidence per shim</h2>']
     for row in report.rows:
         bits = [f'<p><b>Why:</b> {_e(row.why)}</p>',
+                *([f'<p><b>Next:</b> {_e(row.action)}</p>'] if row.action else []),
+                *(['<ul class="flags">' + "".join(f"<li>⚑ <code>{_e(k)}</code> {_e(x)}</li>" for k, x in row.flags) + "</ul>"]
+                  if row.flags else []),
                 f"<p><b>Retire when</b> ({_e(row.retirement_mode)} of):</p><ul>"
                 + "".join(f"<li>{_e(w)}</li>" for w in row.retire_when) + "</ul>"]
         if row.conditions:

@@ -84,7 +84,8 @@ def _row_json(row: ShimRow) -> dict:
         "shim": row.shim, "title": row.title, "fix_class": row.fix_class, "owner": row.owner,
         "created": row.created.isoformat(), "age_days": row.age_days,
         "upstream": {"status": row.upstream_status, "links": [{"role": r, "url": u} for r, u in row.links]},
-        "verdict": row.verdict, "why": row.why,
+        "verdict": row.verdict, "why": row.why, "action": row.action,
+        "flags": [{"kind": k, "text": x} for k, x in row.flags],
         "retirement": {"mode": row.retirement_mode, "conditions": list(row.retire_when)},
         "conditions": [{"kind": k, "state": s, "why": w} for k, s, w in row.conditions],
         "failures": list(row.failures), "floors": list(row.floors), "lanes": list(row.lanes),
@@ -150,7 +151,8 @@ def _attention_md(report: Report) -> list[str]:
         return ["## Needs attention", "", "Nothing: every shim is needed, proven and linked upstream.", ""]
     lines = ["## Needs attention", ""]
     for row in rows:
-        lines.append(f"- **`{row.shim}`** — {cell_text('; '.join(row.attention))}: {cell_text(row.why, 300)}")
+        lines.append(f"- **`{row.shim}`** — {cell_text('; '.join(row.attention))}: {cell_text(row.why, 300)}"
+                     + (f" **Next:** {cell_text(row.action, 300)}" if row.action else ""))
     return lines + [""]
 
 
@@ -224,8 +226,9 @@ def _unlinked_md(report: Report) -> list[str]:
     if not rows:
         return lines + ["None.", ""]
     for row in rows:
-        if row.verdict == "stale":
-            lines.append(f"- `{row.shim}` — **stale**: {cell_text(row.why, 240)}")
+        stale = next((text for kind, text in row.flags if kind == "stale"), None)
+        if stale:
+            lines.append(f"- `{row.shim}` — **stale**: {cell_text(stale, 240)}")
         elif row.upstream_status == "not-applicable":
             lines.append(f"- `{row.shim}` — no upstream link (status not-applicable: local policy, nothing to file)")
         else:
@@ -269,6 +272,8 @@ def _evidence_md(report: Report) -> list[str]:
             "",
             f"**Why:** {cell_text(row.why)}",
             "",
+            *([f"**Next:** {cell_text(row.action)}", ""] if row.action else []),
+            *([*[f"- ⚑ `{k}` — {cell_text(x)}" for k, x in row.flags], ""] if row.flags else []),
             f"**Retire when** ({row.retirement_mode} of):",
             *[f"- {cell_text(w)}" for w in row.retire_when],
             "",
@@ -344,6 +349,8 @@ def short_text(report: Report, written: list[str] | tuple[str, ...] = ()) -> str
             why = " ".join(row.why.split())
             why = why if len(why) <= 140 else why[:139] + "…"
             lines.append(f"  {row.shim:<{width}}  {'; '.join(row.attention)} — {why}")
+            if row.action:
+                lines.append(f"  {'':<{width}}  next: {row.action}")
     else:
         lines.append("nothing needs attention")
     if report.changes.previous_week and not report.changes.empty:

@@ -175,6 +175,11 @@ class ShimRow:
     broken_lanes: tuple[str, ...] = ()
     newly_broken_lanes: tuple[str, ...] = ()
     evidence: tuple[str, ...] = ()  # one line per piece of evidence the verdict rested on
+    action: str | None = None  # the one thing that would decide an unknown (or confirm a candidate)
+    flags: tuple[tuple[str, str], ...] = ()  # (kind, text): what needs a person without changing the verdict
+
+    def flagged(self, kind: str) -> bool:
+        return any(k == kind for k, _ in self.flags)
 
     @property
     def never_run(self) -> bool:
@@ -202,10 +207,12 @@ class ShimRow:
             reasons.append(f"broken on {', '.join(self.broken_lanes)}")
         if self.verdict == "retire":
             reasons.append("retire candidate")
-        elif self.verdict in ("unknown", "stale", "drift"):
-            reasons.append(f"{self.verdict} evidence" if self.verdict == "unknown" else self.verdict)
-        if not self.links and self.upstream_status != "not-applicable":
-            reasons.append("no upstream link")
+        elif self.verdict == "unknown":
+            reasons.append("unknown evidence")
+        for kind in ("candidate", "conflict", "drift", "stale", "not-filed", "no-link"):
+            if self.flagged(kind):
+                reasons.append({"candidate": "one run from retiring", "no-link": "no upstream link",
+                                "not-filed": "not filed upstream"}.get(kind, kind))
         if self.never_run:
             reasons.append("reproducer never run")
         return tuple(reasons)
@@ -318,7 +325,7 @@ class Report:
 
     @property
     def stale_or_unlinked(self) -> tuple[ShimRow, ...]:
-        return tuple(row for row in self.rows if row.verdict == "stale" or not row.links)
+        return tuple(row for row in self.rows if row.flagged("stale") or not row.links)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -446,7 +453,7 @@ def merge_burndown(history: Iterable[BurnPoint], current: BurnPoint) -> tuple[Bu
 
 
 def _missing_verdict(shim: str):
-    from retire.verdicts.engine import Verdict
+    from retire.verdicts.model import Verdict
 
     return Verdict(shim, "unknown", "no verdict: the probes returned nothing for this shim")
 
@@ -502,16 +509,18 @@ def build(
             created=manifest.created, age_days=(as_of - manifest.created).days,
             upstream_status=manifest.upstream.status,
             links=tuple((link.role, link.url) for link in manifest.upstream.links),
-            verdict=verdict.kind, why=verdict.why, retirement_mode=manifest.retirement.mode,
+            verdict=str(verdict.decision), why=verdict.why, retirement_mode=manifest.retirement.mode,
             retire_when=tuple(_condition_words(c) for c in manifest.retirement.conditions),
-            conditions=tuple((c.kind, c.state, c.why) for c in verdict.conditions),
+            conditions=tuple((c.kind, str(c.state), c.why) for c in verdict.conditions),
             failures=tuple(str(f) for f in verdict.failures), floors=tuple(verdict.floors),
             lanes=tuple(verdict.lanes) or tuple(l.name for l in lanes if manifest.id in l.shims),
             last_proven=last_proven, last_run=last_run, broken_lanes=broken, newly_broken_lanes=newly,
             evidence=tuple(evidence_line(e) for e in (*verdict.evidence, *verdict.failures)),
+            action=verdict.action, flags=tuple((str(f.kind), f.text) for f in verdict.flags),
         ))
     rows_t = tuple(rows)
-    count = {kind: sum(r.verdict == kind for r in rows_t) for kind in ("keep", "retire", "unknown", "stale", "drift")}
+    count = {kind: sum(r.verdict == kind for r in rows_t) for kind in ("keep", "retire", "unknown")}
+    count.update({kind: sum(r.flagged(kind) for r in rows_t) for kind in ("stale", "drift")})
     headline = Headline(
         carried=len(rows_t), retire=count["retire"], newly_broken=sum(bool(r.newly_broken_lanes) for r in rows_t),
         unknown=count["unknown"], broken=sum(bool(r.broken_lanes) for r in rows_t), keep=count["keep"],
@@ -530,5 +539,5 @@ def _verdict_json(verdict) -> dict:
     try:
         return verdict.to_json()
     except Exception as exc:  # noqa: BLE001 - evidence that will not serialise must not cost the report
-        return {"shim": verdict.shim, "verdict": verdict.kind, "why": verdict.why,
+        return {"shim": verdict.shim, "verdict": str(verdict.decision), "why": verdict.why,
                 "error": f"evidence not serialisable: {type(exc).__name__}: {exc}"}

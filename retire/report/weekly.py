@@ -83,10 +83,10 @@ def gather_verdicts(project: Project, manifests, lanes, records_path: Path, *, p
     without ``probe`` it runs on a :class:`CacheOnlyTransport`. Never raises."""
     from retire.evidence.values import ProbeFailure
     from retire.probes.http import RetryPolicy, make_client
-    from retire.verdicts.engine import Verdict
+    from retire.verdicts.model import Verdict
 
     if gather is None:
-        from retire.verdicts.engine import gather
+        from retire.verdicts.gather import gather
     notes = []
     options.setdefault("cache_dir", project.http_cache)
     client = None

@@ -29,7 +29,7 @@ from pathlib import Path
 from retire.evidence import validation
 from retire.evidence.values import ProbeFailure
 from retire.evidence.validation import ValidationRecord
-from retire.verdicts.engine import ConditionResult, Verdict
+from retire.verdicts.model import ConditionResult, Flag, Verdict
 from tests.support.shimtree import manifest_text, write_shim
 
 NOW = _dt.datetime(2026, 11, 18, 12, 0, tzinfo=_dt.timezone.utc)
@@ -105,13 +105,16 @@ def shop_records() -> list[ValidationRecord]:
 def shop_verdicts() -> list[Verdict]:
     failure = ProbeFailure("codehost", "https://example.org/toylib/pull/2", "server error 500 Internal Server Error")
     return [
-        Verdict("alpha", "keep", "pr-released: PR #2 is open", ("cpu", "gpu"),
-                (ConditionResult("pr-released", "fails", "PR #2 is open"),)),
+        Verdict("alpha", "keep", "pr-released: PR #2 is open", lanes=("cpu", "gpu"),
+                conditions=(ConditionResult("pr-released", "fails", "PR #2 is open"),)),
         Verdict("beta", "retire", "version-floor: toylib 1.1 released; confirmed: FIX_VALIDATED without the shim",
-                ("cpu",), (ConditionResult("version-floor", "holds", "toylib 1.1 released", "toylib>=1.1"),),
+                lanes=("cpu",), conditions=(ConditionResult("version-floor", "holds", "toylib 1.1 released", "toylib>=1.1"),),
                 floors=("toylib>=1.1",)),
-        Verdict("delta", "unknown", str(failure), ("cpu", "gpu"), failures=(failure,)),
-        Verdict("epsilon", "stale", "no upstream link (status pending): file it upstream and link it", ("cpu",)),
+        Verdict("delta", "unknown", str(failure), action="make the code host reachable", lanes=("cpu", "gpu"),
+                failures=(failure,)),
+        Verdict("epsilon", "keep", "reproducer-clean: BUG_REPRODUCED without the shim", lanes=("cpu",),
+                flags=(Flag("stale", "no upstream movement since 2026-01-02 (318 days)"),
+                       Flag("no-link", "no upstream link (status pending): file it upstream and link it"))),
     ]
 
 

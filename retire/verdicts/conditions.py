@@ -1,0 +1,283 @@
+"""Each retirement condition, judged from the evidence: holds, fails or undecided (pure).
+
+- ``version-floor``: an installable (not yanked) release inside the specifier is on the lane's
+  index; floor = the first such release.
+- ``pr-released``: the pull request landed and a release contains it. A local mirror answers
+  first (release tags beat the code host's PR state): the commit that landed ``#N`` and the
+  release tags that contain it. Without a mirror, the code host's merge commit is looked up in the
+  mirror's tags if there is one, else the first release uploaded after the merge that was the
+  newest version when it appeared stands in (a backport to an old branch is passed over).
+- ``commit-in-tag``: a release tag of the local mirror contains the commit.
+- ``reproducer-clean``: the latest without-shim runs printed FIX_VALIDATED and every run that
+  reproduced the bug was on an older version; floor = the oldest clean version.
+
+A mirror that is behind (the index has a release the mirror has no tag for) never makes a
+condition fail: it is undecided, and the action says to sync the mirror.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Sequence
+
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from retire.evidence.values import (
+    IssueState,
+    MirrorPull,
+    ProbeFailure,
+    PullState,
+    ReleaseList,
+    TagContainment,
+)
+from retire.verdicts.execution import first_clean
+from retire.verdicts.model import ConditionResult, ConditionState, ShimEvidence
+
+__all__ = ["evaluate", "floor_text"]
+
+HOLDS, FAILS, UNDECIDED = ConditionState.HOLDS, ConditionState.FAILS, ConditionState.UNDECIDED
+
+
+def floor_text(distribution: str, version: Version) -> str:
+    return f"{distribution}>={version}"
+
+
+def _day(moment: _dt.datetime | None) -> str:
+    return moment.date().isoformat() if moment else "?"
+
+
+def _sync(repository: str) -> str:
+    return f"sync the mirror of {repository} (`patchlane mirrors sync`) where the network allows, or copy a fresher one here"
+
+
+def _failure_action(failure: ProbeFailure, *, mirror_of: str | None = None) -> str:
+    if failure.probe == "codehost" and mirror_of:
+        return (f"reach the code host (a GITHUB_TOKEN helps with rate limits) or add a mirror of {mirror_of} "
+                "to patchlane.toml and run `patchlane mirrors sync`")
+    if failure.probe == "index":
+        return f"make the index reachable from this host: {failure.reason}"
+    if failure.probe == "git":
+        return failure.reason
+    return f"fix the {failure.probe} probe: {failure.reason}"
+
+
+def evaluate(condition, target_dist: str, ev: ShimEvidence, used) -> ConditionResult:
+    """One condition's result; ``used`` collects the evidence and failures it rested on."""
+    if condition.kind == "version-floor":
+        return _version_floor(condition, ev, used)
+    if condition.kind == "pr-released":
+        return _pr_released(condition, ev, used)
+    if condition.kind == "commit-in-tag":
+        return _commit_in_tag(condition, target_dist, ev, used)
+    return _reproducer_clean(condition, target_dist, ev, used)
+
+
+def _version_floor(condition, ev: ShimEvidence, used) -> ConditionResult:
+    kind, dist = condition.kind, canonicalize_name(condition.distribution)
+    releases = ev.releases.get(dist)
+    used.add(releases)
+    if releases is None:
+        return ConditionResult(kind, UNDECIDED, f"releases of {dist} not probed",
+                               action=f"list {dist} on a lane that carries this shim")
+    if isinstance(releases, ProbeFailure):
+        return ConditionResult(kind, UNDECIDED, f"releases of {dist}: {releases.reason}", action=_failure_action(releases))
+    inside = releases.matching(condition.version)
+    if inside:
+        first = inside[0]
+        return ConditionResult(kind, HOLDS, f"{dist} {first.version} released {_day(first.upload_time)} "
+                               f"(inside {condition.version})", floor_text(dist, first.version))
+    newest = releases.latest
+    return ConditionResult(kind, FAILS, f"no release of {dist} inside {condition.version} "
+                           f"(newest {newest.version if newest else 'none'})")
+
+
+def _released_by_tags(kind: str, label: str, containment: TagContainment, releases: ReleaseList | ProbeFailure | None,
+                      dist: str, merged_at: _dt.datetime | None) -> ConditionResult:
+    """Whether a release contains the landed commit, by the mirror's release tags. Saying "in no
+    release yet" needs the index too: without it a mirror that is behind looks the same."""
+    failure = releases if isinstance(releases, ProbeFailure) else None
+    releases = releases if isinstance(releases, ReleaseList) else None
+    installable = (lambda v: True) if releases is None else (lambda v: (r := releases.get(v)) is not None and not r.yanked)
+    inside = [v for v in containment.released_versions() if installable(v)]
+    if inside:
+        return ConditionResult(kind, HOLDS, f"{label} landed as {containment.commit[:12]}, in release {inside[0]} "
+                               f"(a release tag contains it)", floor_text(dist, inside[0]))
+    if releases is None:
+        reason = failure.reason if failure else "not probed"
+        return ConditionResult(kind, UNDECIDED, f"{label} landed as {containment.commit[:12]}, in no release tag of the "
+                               f"mirror; releases of {dist}: {reason} (a mirror that is behind looks the same)",
+                               action=_failure_action(failure) if failure else f"list {dist} on a lane's index")
+    behind = _untagged_releases(containment, releases, merged_at)
+    if behind:
+        return ConditionResult(kind, UNDECIDED, f"{label} landed as {containment.commit[:12]}; release {behind[0]} "
+                               f"has no tag in the mirror of {containment.repository} (the mirror is behind)",
+                               action=_sync(containment.repository))
+    newest = max(containment.known_versions(), default=None)
+    return ConditionResult(kind, FAILS, f"{label} landed as {containment.commit[:12]}, in no release tag yet "
+                           f"(newest release tag {newest or 'none'})")
+
+
+def _untagged_releases(containment: TagContainment, releases: ReleaseList | None,
+                       since: _dt.datetime | None) -> list[Version]:
+    """Releases on the index newer than the mirror knows: newer than every mapped tag, or uploaded
+    after ``since`` with no tag. Either means the mirror cannot say "not released"."""
+    if releases is None:
+        return []
+    known = containment.known_versions()
+    newest_tag = max(known, default=None)
+    out = []
+    for release in releases.available():
+        if release.version in known:
+            continue
+        newer = newest_tag is None or release.version > newest_tag
+        after = since is not None and release.upload_time is not None and release.upload_time > since
+        if newer or after:
+            out.append(release.version)
+    return out
+
+
+def _pr_released(condition, ev: ShimEvidence, used) -> ConditionResult:
+    kind, dist, url = condition.kind, canonicalize_name(condition.distribution), condition.url
+    releases = ev.releases.get(dist)
+    mirror = ev.mirror_pulls.get(url)
+    state = ev.links.get(url)
+
+    # 1. The mirror first: the commit that landed the PR and the release tags that contain it.
+    if isinstance(mirror, MirrorPull) and mirror.landed and mirror.containment is not None:
+        used.add(mirror)
+        used.add(releases)
+        merged_at = state.merged_at if isinstance(state, PullState) else None
+        return _released_by_tags(kind, mirror.label, mirror.containment, releases, dist, merged_at)
+
+    # 2. The code host's answer.
+    used.add(state)
+    if isinstance(state, IssueState):
+        return ConditionResult(kind, UNDECIDED, f"{url} is an issue, not a pull request",
+                               action="point the pr-released condition at the pull request that fixes it")
+    if isinstance(state, PullState):
+        if not state.merged:
+            how = "open" if state.state == "open" else "closed without merging"
+            return ConditionResult(kind, FAILS, f"{state.label} is {how}")
+        return _merged_by_code_host(kind, state, dist, ev, used)
+
+    # 3. Neither answered: say which look-up would decide it.
+    repository = _repository_of(url)
+    if isinstance(mirror, ProbeFailure):
+        used.add(mirror)
+        host = f"; code host: {state.reason}" if isinstance(state, ProbeFailure) else ""
+        return ConditionResult(kind, UNDECIDED, f"{url}: mirror: {mirror.reason}{host}", action=f"repair the mirror: {mirror.reason}")
+    if isinstance(mirror, MirrorPull):  # searched, not landed: not merged yet, or the mirror is behind
+        used.add(mirror)
+        fresh = f" (its newest commit is from {_day(mirror.newest_commit_at)})" if mirror.newest_commit_at else ""
+        why = f"{mirror.label} has landed on no branch of the mirror of {mirror.repository}{fresh}"
+        if isinstance(state, ProbeFailure):
+            why += f"; code host: {state.reason}"
+        return ConditionResult(kind, UNDECIDED, why, action=_sync(mirror.repository) + " or reach the code host")
+    if isinstance(state, ProbeFailure):
+        return ConditionResult(kind, UNDECIDED, f"{url}: {state.reason}", action=_failure_action(state, mirror_of=repository))
+    return ConditionResult(kind, UNDECIDED, f"{url} not probed (only GitHub pull requests are)",
+                           action=f"add a mirror of {repository} to patchlane.toml" if repository else None)
+
+
+def _merged_by_code_host(kind: str, state: PullState, dist: str, ev: ShimEvidence, used) -> ConditionResult:
+    releases = ev.releases.get(dist)
+    used.add(releases)
+    containment = ev.tags.get((_repository_of(state.url), state.merge_commit_sha)) if state.merge_commit_sha else None
+    used.add(containment)
+    listed = releases if isinstance(releases, ReleaseList) else None
+    if isinstance(containment, TagContainment):
+        return _released_by_tags(kind, state.label, containment, releases, dist, state.merged_at)
+    if listed is None:
+        reason = releases.reason if isinstance(releases, ProbeFailure) else "not probed"
+        action = _failure_action(releases) if isinstance(releases, ProbeFailure) else None
+        return ConditionResult(kind, UNDECIDED, f"{state.label} merged; releases of {dist}: {reason}", action=action)
+    if isinstance(containment, ProbeFailure):  # the mirror lacks the merge commit: behind, or the sha is wrong
+        return ConditionResult(kind, UNDECIDED, f"{state.label} merged; {containment.reason}",
+                               action=_sync(_repository_of(state.url)))
+    if state.merged_at is None:
+        return ConditionResult(kind, UNDECIDED, f"{state.label} merged, but the code host gave no merge time",
+                               action=f"add a mirror of {_repository_of(state.url)} so release tags can decide")
+    timed = [r for r in listed.available() if r.upload_time is not None]
+    if not timed:
+        return ConditionResult(kind, UNDECIDED, f"{state.label} merged; the index gives no upload times for {dist}",
+                               action=f"add a mirror of {_repository_of(state.url)} so release tags can decide")
+    first = _first_release_after(timed, state.merged_at, finals_only=True) or \
+        _first_release_after(timed, state.merged_at, finals_only=False)
+    if first is None:
+        return ConditionResult(kind, FAILS, f"{state.label} merged {_day(state.merged_at)}, no {dist} release since")
+    return ConditionResult(kind, HOLDS, f"{state.label} merged {_day(state.merged_at)}, {dist} {first.version} released "
+                           f"{_day(first.upload_time)} (by upload time: no mirror to check tags)",
+                           floor_text(dist, first.version))
+
+
+def _first_release_after(timed, moment: _dt.datetime, *, finals_only: bool):
+    """The first release uploaded after ``moment`` that was the newest version at its upload:
+    a backport (1.0.1 uploaded after 1.2) is on an old branch and may well lack the fix."""
+    newest: Version | None = None
+    for release in sorted(timed, key=lambda r: (r.upload_time, r.version)):
+        if finals_only and release.prerelease:
+            continue
+        if release.upload_time > moment and (newest is None or release.version > newest):
+            return release
+        newest = release.version if newest is None else max(newest, release.version)
+    return None
+
+
+def _commit_in_tag(condition, target_dist: str, ev: ShimEvidence, used) -> ConditionResult:
+    kind = condition.kind
+    containment = ev.tags.get((condition.repository, condition.commit))
+    used.add(containment)
+    if containment is None:
+        return ConditionResult(kind, UNDECIDED, f"{condition.repository}@{condition.commit[:12]} not probed",
+                               action=f"add a mirror of {condition.repository} to patchlane.toml")
+    if isinstance(containment, ProbeFailure):
+        return ConditionResult(kind, UNDECIDED, containment.reason, action=_sync(condition.repository)
+                               if containment.retryable else containment.reason)
+    releases = ev.releases.get(canonicalize_name(target_dist))
+    listed = releases if isinstance(releases, ReleaseList) else None
+    if containment.contained:
+        versions = containment.released_versions()
+        floor = floor_text(target_dist, versions[0]) if versions else None
+        return ConditionResult(kind, HOLDS, f"commit {containment.commit[:12]} is in release tag(s) "
+                               f"{', '.join(containment.release_tags[:3])}", floor)
+    used.add(releases)
+    if listed is None:
+        reason = releases.reason if isinstance(releases, ProbeFailure) else "not probed"
+        return ConditionResult(kind, UNDECIDED, f"commit {containment.commit[:12]} is in no release tag of the mirror; "
+                               f"releases of {target_dist}: {reason} (a mirror that is behind looks the same)",
+                               action=_failure_action(releases) if isinstance(releases, ProbeFailure) else None)
+    behind = _untagged_releases(containment, listed, None)
+    if behind:
+        return ConditionResult(kind, UNDECIDED, f"commit {containment.commit[:12]} is in no release tag of the mirror, "
+                               f"which has no tag for release {behind[0]} (the mirror is behind)",
+                               action=_sync(condition.repository))
+    newest = max(containment.known_versions(), default=None)
+    return ConditionResult(kind, FAILS, f"commit {containment.commit[:12]} is in no release tag yet "
+                           f"(newest release tag {newest or 'none'})")
+
+
+def _reproducer_clean(condition, dist: str, ev: ShimEvidence, used) -> ConditionResult:
+    kind = condition.kind
+    used.add(ev.execution)
+    if ev.execution is None:
+        return ConditionResult(kind, UNDECIDED, "execution records not probed")
+    if isinstance(ev.execution, ProbeFailure):
+        return ConditionResult(kind, UNDECIDED, ev.execution.reason, action=f"repair the validation manifest: {ev.execution.reason}")
+    found = first_clean(ev.execution, dist, None)
+    state = {"clean": HOLDS, "bug": FAILS, "none": UNDECIDED}[found.state]
+    return ConditionResult(kind, state, found.why, floor_text(dist, found.floor) if found.floor else None,
+                           action=None if state != UNDECIDED else "run the reproducer without the shim where it can run")
+
+
+def _repository_of(url: str) -> str:
+    """``https://github.com/o/r`` of a ``…/o/r/pull/N`` URL ('' when it is not one)."""
+    parts = url.split("/")
+    return "/".join(parts[:5]) if len(parts) >= 7 and parts[5] in ("pull", "pulls", "issues") else ""
+
+
+def combine(mode: str, states: Sequence[ConditionState]) -> ConditionState:
+    """Three-valued: ``all`` fails if one fails; ``any`` holds if one holds."""
+    if mode == "any":
+        return HOLDS if HOLDS in states else (UNDECIDED if UNDECIDED in states else FAILS)
+    return FAILS if FAILS in states else (UNDECIDED if UNDECIDED in states else HOLDS)

@@ -1,0 +1,99 @@
+"""What the recorded runs without the shim say (pure): the strongest evidence there is.
+
+Runs come as an :class:`~retire.evidence.values.ExecutionHistory`: the latest conclusive
+``--mode without`` run per (lane, host). Two readings:
+
+- :func:`newest` — on the newest version any run covers (and at least the newest version a lane
+  locks), does the bug reproduce? If it does, the shim is needed, whatever any probe says.
+- :func:`first_clean` — restricted to versions inside proposed floors, is there a clean run and
+  no run that reproduced the bug? A retirement needs exactly that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+from retire.evidence.validation import FIXED
+from retire.evidence.values import ExecutionEvidence, ExecutionHistory
+
+__all__ = ["Found", "first_clean", "newest", "runs_phrase"]
+
+BUG = "bug-reproduced"
+
+
+@dataclass(frozen=True)
+class Found:
+    state: str  # clean | bug | none
+    why: str
+    floor: Version | None = None  # first_clean: the oldest clean version
+    version: Version | None = None  # newest: the version the state is about
+    runs: tuple[ExecutionEvidence, ...] = ()
+
+
+def runs_phrase(runs: Sequence[ExecutionEvidence], dist: str) -> str:
+    run = runs[-1]
+    version = run.version(dist)
+    more = f" and {len(runs) - 1} more" if len(runs) > 1 else ""
+    return f"{dist} {version or '?'} ({run.where}{more})"
+
+
+def _conclusive(history: ExecutionHistory) -> list[ExecutionEvidence]:
+    return [r for r in history.runs if r.outcome in FIXED or r.outcome == BUG]
+
+
+def newest(history: ExecutionHistory, dist: str, locked: Version | None) -> Found:
+    """The state on the newest version a conclusive run covers, if that is at least ``locked``
+    (the newest version of ``dist`` a lane locks). ``none`` when no run reaches it."""
+    conclusive = _conclusive(history)
+    if not conclusive:
+        return Found("none", "no conclusive run without the shim is recorded")
+    versioned = [(v, r) for r in conclusive if (v := r.version(dist)) is not None]
+    if not versioned:  # runs that did not say which version they saw: a bug is still a bug
+        bugs = [r for r in conclusive if r.outcome == BUG]
+        if bugs and len(bugs) == len(conclusive):
+            return Found("bug", f"BUG_REPRODUCED without the shim ({bugs[-1].where}; {dist} version not recorded)",
+                         runs=tuple(bugs))
+        return Found("none", f"the runs did not record which {dist} they saw")
+    top = max(v for v, _ in versioned)
+    if locked is not None and top < locked:
+        return Found("none", f"no run without the shim on {dist} {locked}, the newest version a lane locks "
+                             f"(newest run: {top})", version=locked)
+    at_top = [r for v, r in versioned if v == top]
+    bugs = [r for r in at_top if r.outcome == BUG]
+    if bugs:  # conflicting hosts on one version: the bug wins
+        return Found("bug", f"BUG_REPRODUCED without the shim on {runs_phrase(bugs, dist)}", version=top, runs=tuple(bugs))
+    return Found("clean", f"FIX_VALIDATED without the shim on {runs_phrase(at_top, dist)}", version=top, runs=tuple(at_top))
+
+
+def first_clean(history: ExecutionHistory, dist: str, floors: Mapping[str, Version] | None) -> Found:
+    """Clean runs (and no bug) on the versions that matter: with ``floors``, only runs on releases
+    inside every floor count (a retirement proposes all of them, so each must have been run);
+    without, clean means no run at or above the oldest clean version reproduced the bug."""
+    runs = list(history.runs)
+    if not runs:
+        return Found("none", "no run of the reproducer without the shim is recorded")
+    if floors:
+        runs = [r for r in runs if all((v := r.version(d)) is not None and v >= floor for d, floor in floors.items())]
+        if not runs:
+            wanted = ", ".join(f"{d}>={floor}" for d, floor in sorted(floors.items()))
+            seen = sorted({str(v) for r in history.runs if (v := r.version(dist))}) or ["unrecorded versions"]
+            return Found("none", f"no without-shim run on {wanted} (runs were on {', '.join(seen)})")
+    clean = [r for r in runs if r.outcome in FIXED]
+    bug = [r for r in runs if r.outcome == BUG]
+    if clean:
+        clean_versions = [v for r in clean if (v := r.version(dist)) is not None]
+        oldest_clean = min(clean_versions) if clean_versions else None
+        newer_bug = [r for r in bug if floors or oldest_clean is None
+                     or (v := r.version(dist)) is None or v >= oldest_clean]
+        if not newer_bug:
+            return Found("clean", f"FIX_VALIDATED without the shim on {runs_phrase(clean, dist)}",
+                         floor=oldest_clean, runs=tuple(clean))
+        return Found("bug", f"BUG_REPRODUCED without the shim on {runs_phrase(newer_bug, dist)}", runs=tuple(newer_bug))
+    if bug:
+        return Found("bug", f"BUG_REPRODUCED without the shim on {runs_phrase(bug, dist)}", runs=tuple(bug))
+    other = runs[-1]
+    detail = f": {other.detail}" if other.detail else ""
+    return Found("none", f"the reproducer never ran to a verdict ({other.outcome} on {other.where}{detail})")

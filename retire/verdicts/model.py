@@ -1,0 +1,136 @@
+"""What the verdict rules take and give: immutable values, no I/O.
+
+A :class:`Verdict` is a **decision** (keep, retire, unknown) plus **flags** — things a person
+should look at that do not change the decision (stale, not filed upstream, no upstream link,
+drift, a failed look-up of an informational link, a retirement candidate waiting for a run).
+``docs/verdicts.md`` has the rules as a table; :mod:`retire.verdicts.rules` implements them.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from retire.evidence.values import (
+    ExecutionHistory,
+    IssueState,
+    MirrorPull,
+    ProbeFailure,
+    PullState,
+    ReleaseList,
+    TagContainment,
+    to_json,
+)
+
+__all__ = [
+    "ConditionResult",
+    "ConditionState",
+    "Decision",
+    "Flag",
+    "FlagKind",
+    "ShimEvidence",
+    "Verdict",
+]
+
+
+class Decision(enum.StrEnum):
+    KEEP = "keep"  #: the shim is needed (the bug is still there, or upstream has not fixed it)
+    RETIRE = "retire"  #: upstream fixed it, and a run without the shim proved it inside the new floors
+    UNKNOWN = "unknown"  #: the evidence the decision rests on is missing; ``action`` says how to get it
+
+
+class ConditionState(enum.StrEnum):
+    HOLDS = "holds"
+    FAILS = "fails"
+    UNDECIDED = "unknown"  # the JSON keeps the word readers already know
+
+
+class FlagKind(enum.StrEnum):
+    STALE = "stale"  #: no upstream movement on any linked thread for a long time
+    NOT_FILED = "not-filed"  #: status pending and nothing filed upstream
+    NO_LINK = "no-link"  #: no upstream link although the shim is not a policy (status not-applicable)
+    DRIFT = "drift"  #: no lane lists the shim, or its target is in no lock of those that do
+    PROBE_FAILED = "probe-failed"  #: a look-up the decision did not need failed (with its reason)
+    CANDIDATE = "candidate"  #: upstream looks fixed; one run on the new release would decide
+    CONFLICT = "conflict"  #: execution and upstream metadata disagree; a person should look
+
+
+@dataclass(frozen=True)
+class Flag:
+    kind: FlagKind
+    text: str  # one line
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", FlagKind(self.kind))
+        object.__setattr__(self, "text", " ".join(self.text.split()))
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.text}"
+
+    def to_json(self) -> dict:
+        return {"kind": str(self.kind), "text": self.text}
+
+
+@dataclass(frozen=True)
+class ConditionResult:
+    kind: str  # the retirement condition's kind (version-floor, pr-released, …)
+    state: ConditionState
+    why: str
+    floor: str | None = None  # "dist>=version" when the condition holds at a known release
+    action: str | None = None  # what would decide it, when undecided
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "state", ConditionState(self.state))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    shim: str
+    decision: Decision
+    why: str  # one line
+    action: str | None = None  # the single thing a person can do to decide an unknown (or confirm a candidate)
+    flags: tuple[Flag, ...] = ()
+    lanes: tuple[str, ...] = ()
+    conditions: tuple[ConditionResult, ...] = ()
+    evidence: tuple[object, ...] = ()
+    failures: tuple[ProbeFailure, ...] = ()  # every probe failure met, decisive or not
+    floors: tuple[str, ...] = ()  # proposed requirement floors when retiring
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "decision", Decision(self.decision))
+        object.__setattr__(self, "why", " ".join(self.why.split()))
+        if self.action is not None:
+            object.__setattr__(self, "action", " ".join(self.action.split()))
+
+    def flagged(self, kind: FlagKind) -> bool:
+        return any(f.kind == kind for f in self.flags)
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return tuple(str(f) for f in self.failures)
+
+    def to_json(self) -> dict:
+        return {
+            "shim": self.shim, "verdict": str(self.decision), "why": self.why, "action": self.action,
+            "flags": [f.to_json() for f in self.flags], "lanes": list(self.lanes), "floors": list(self.floors),
+            "conditions": to_json(self.conditions), "failures": to_json(self.failures),
+            "evidence": to_json(self.evidence),
+        }
+
+
+@dataclass(frozen=True)
+class ShimEvidence:
+    """Everything probed for one shim. A missing key means "not probed"."""
+
+    #: lane name → {canonical package name: version} of its lock (None: the lane has no lock).
+    locks: Mapping[str, Mapping[str, str] | None] = field(default_factory=dict)
+    #: canonical distribution → releases on the indexes of the lanes that list the shim.
+    releases: Mapping[str, ReleaseList | ProbeFailure] = field(default_factory=dict)
+    #: web URL → issue / pull request state from the code host.
+    links: Mapping[str, PullState | IssueState | ProbeFailure] = field(default_factory=dict)
+    #: pull request web URL → what a local mirror says of it (absent: no mirror of that repository).
+    mirror_pulls: Mapping[str, MirrorPull | ProbeFailure] = field(default_factory=dict)
+    #: (repository URL, commit) → containment in the mirror's release tags.
+    tags: Mapping[tuple[str, str], TagContainment | ProbeFailure] = field(default_factory=dict)
+    execution: ExecutionHistory | ProbeFailure | None = None

@@ -1,0 +1,162 @@
+"""The verdict rules as a truth table (pure, no I/O): every combination of execution evidence,
+release evidence, tag evidence (a local mirror) and link evidence (the code host up, down or
+faulty, plus an informational issue link up or down) against the rules of docs/verdicts.md.
+
+The expected decision comes from :func:`expected`, which restates the documented table in a few
+lines; the invariants below it must hold in every row whatever the table says.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from retire.evidence.values import (
+    ExecutionEvidence,
+    ExecutionHistory,
+    IssueState,
+    MirrorPull,
+    ProbeFailure,
+    PullState,
+    Release,
+    ReleaseFile,
+    ReleaseList,
+    TagContainment,
+)
+from retire.lanes.model import Lane
+from retire.verdicts.model import ShimEvidence
+from retire.verdicts.rules import decide
+from shims.manifest import parse_manifest
+from tests.support.retirement import NOW, manifest_toml, pr_released
+
+UTC = dt.timezone.utc
+PR = "https://github.com/org/toylib/pull/2"
+ISSUE = "https://github.com/org/toylib/issues/1"
+REPO = "https://github.com/org/toylib"
+SHA = "a" * 40
+
+
+def at(day: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(day).replace(tzinfo=UTC)
+
+
+def run(outcome: str, version: str, host: str = "h100-1") -> ExecutionEvidence:
+    return ExecutionEvidence("toy", "gpu", "without", outcome, (("toylib", version),), host, "H100", "2026-06-01")
+
+
+# -- the dimensions -------------------------------------------------------------------------------
+
+EXECUTION = {
+    "none": (),
+    "skipped": (run("skipped", "1.3"),),
+    "bug-newest": (run("bug-reproduced", "1.3"),),
+    "bug-old": (run("bug-reproduced", "1.0"),),  # older than the newest locked release (1.3)
+    "clean-newest": (run("fix-validated", "1.3"),),
+    "fixed-later": (run("bug-reproduced", "1.0", "h100-2"), run("fix-validated", "1.3")),
+    "split-newest": (run("bug-reproduced", "1.3", "h100-2"), run("fix-validated", "1.3")),
+}
+RELEASES = {
+    "up": ReleaseList("toylib", "http://index/simple", tuple(
+        Release(Version(v), (ReleaseFile(f"toylib-{v}.whl", at(d)),))
+        for v, d in (("1.0", "2026-01-10"), ("1.2", "2026-03-01"), ("1.3", "2026-05-01")))),
+    "down": ProbeFailure("index", "toylib", "server error 503", retryable=True),
+}
+ALL_TAGS = (("v1.0", "1.0"), ("v1.2", "1.2"), ("v1.3", "1.3"))
+TAGS = {  # what a local mirror says of PR #2
+    "contains": MirrorPull(REPO, 2, SHA, "squash", "Fix add (#2)", TagContainment(REPO, SHA, ("v1.2", "v1.3"), ("v1.2", "v1.3"), ALL_TAGS)),
+    "unreleased": MirrorPull(REPO, 2, SHA, "squash", "Fix add (#2)", TagContainment(REPO, SHA, (), (), ALL_TAGS)),
+    "behind": MirrorPull(REPO, 2, SHA, "squash", "Fix add (#2)", TagContainment(REPO, SHA, (), (), (("v1.0", "1.0"),))),
+    "not-landed": MirrorPull(REPO, 2, None, "none", newest_commit_at=at("2026-06-30")),
+    "no-mirror": None,
+    "broken": ProbeFailure("git", f"{REPO}#2", "no git repository at /srv/mirrors/org/toylib.git"),
+}
+LINK = {  # the code host's answer for PR #2
+    "merged": PullState(PR, 2, "closed", True, at("2026-02-15"), SHA, updated_at=at("2026-06-01")),
+    "open": PullState(PR, 2, "open", False, updated_at=at("2026-06-01")),
+    "down": ProbeFailure("codehost", PR, "DNS lookup failed", retryable=True, attempts=4),
+    "faulty": ProbeFailure("codehost", PR, "answered from another host (a redirect to http://evil.example): not trusted"),
+}
+ISSUE_LINK = {
+    "up": IssueState(ISSUE, 1, "open", updated_at=at("2026-06-01")),
+    "down": ProbeFailure("codehost", ISSUE, "timed out after 10s", retryable=True),
+}
+
+
+# -- the documented table, restated ----------------------------------------------------------------
+
+def pr_condition(releases: str, tags: str, link: str) -> str:
+    """pr-released: the mirror's tags first, then the code host; an index is needed to say
+    "not released" (a mirror that is behind looks the same)."""
+    if tags == "contains":
+        return "holds"
+    if tags == "unreleased":
+        return "fails" if releases == "up" else "unknown"
+    if tags == "behind":
+        return "unknown"
+    if link == "open":
+        return "fails"
+    if link == "merged":  # by upload time: 1.2 is the first release after the merge
+        return "holds" if releases == "up" else "unknown"
+    return "unknown"
+
+
+def expected(execution: str, releases: str, tags: str, link: str) -> str:
+    if execution in ("bug-newest", "split-newest"):  # rule 1
+        return "keep"
+    condition = pr_condition(releases, tags, link)
+    if condition == "holds":  # rules 2-3: floor toylib>=1.2 needs a clean run there
+        return "retire" if execution in ("clean-newest", "fixed-later") else "unknown"
+    return "keep" if condition == "fails" else "unknown"  # rules 4-5
+
+
+MANIFEST = parse_manifest(manifest_toml("toy", pr_released(PR), links=(("report", ISSUE), ("fix", PR))),
+                          Path("/p/toy/manifest.toml"))
+LANES = [Lane(name="gpu", python="3.12", platform="linux", requirements=("toylib",), shims=("toy",))]
+ROWS = list(itertools.product(EXECUTION, RELEASES, TAGS, LINK, ISSUE_LINK))
+
+
+def evidence(execution: str, releases: str, tags: str, link: str, issue: str) -> ShimEvidence:
+    mirror = TAGS[tags]
+    return ShimEvidence(
+        locks={"gpu": {"toylib": "1.3"}},
+        releases={"toylib": RELEASES[releases]},
+        links={PR: LINK[link], ISSUE: ISSUE_LINK[issue]},
+        mirror_pulls={} if mirror is None else {PR: mirror},
+        execution=ExecutionHistory("toy", EXECUTION[execution]),
+    )
+
+
+@pytest.mark.parametrize("row", ROWS, ids=["-".join(r) for r in ROWS])
+def test_truth_table(row):
+    execution, releases, tags, link, issue = row
+    verdict = decide(MANIFEST, LANES, evidence(*row), now=NOW)
+    assert verdict.decision == expected(execution, releases, tags, link), verdict.why
+
+    # Invariants of every row.
+    if verdict.decision == "retire":  # never without a clean run inside the floor
+        assert execution in ("clean-newest", "fixed-later") and verdict.floors == ("toylib>=1.2",)
+    if execution in ("bug-newest", "split-newest"):  # execution decides; no probe turns it into unknown
+        assert verdict.decision == "keep" and "BUG_REPRODUCED" in verdict.why
+    if verdict.decision == "unknown":  # the report can always say what to do
+        assert verdict.action
+    for failure in verdict.failures:  # uncertain evidence is never hidden
+        assert failure.reason in verdict.why or any(failure.reason in f.text for f in verdict.flags), failure
+    if issue == "down":  # the informational link is a flag, whatever else happened
+        assert any(f.kind == "probe-failed" and "timed out" in f.text for f in verdict.flags)
+
+
+def test_the_informational_link_never_changes_the_decision():
+    for execution, releases, tags, link in itertools.product(EXECUTION, RELEASES, TAGS, LINK):
+        up = decide(MANIFEST, LANES, evidence(execution, releases, tags, link, "up"), now=NOW)
+        down = decide(MANIFEST, LANES, evidence(execution, releases, tags, link, "down"), now=NOW)
+        assert (up.decision, up.floors, up.action) == (down.decision, down.floors, down.action)
+
+
+def test_the_table_covers_every_decision_and_every_path():
+    decisions = {decide(MANIFEST, LANES, evidence(*row), now=NOW).decision for row in ROWS}
+    assert decisions == {"keep", "retire", "unknown"}
+    assert len(ROWS) == 7 * 2 * 6 * 4 * 2
