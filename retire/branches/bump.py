@@ -39,6 +39,7 @@ from retire.locks import lockdiff
 from retire.branches import proposals
 from retire.runs import lanerun as runs
 from retire.evidence import validation
+from retire.core import times
 from retire.core.errors import ConfigError, PatchlaneError
 from retire.core.gitops import GitError, git, toplevel
 
@@ -83,8 +84,7 @@ def branch_name(lanes: Sequence[str], everything: bool, day: _dt.date) -> str:
 
 def cutoff_for(now: _dt.datetime, cooldown_days: int) -> _dt.datetime:
     """Midnight UTC, ``cooldown_days`` before ``now``: the new freeze date."""
-    day = (now.astimezone(_dt.timezone.utc) - _dt.timedelta(days=cooldown_days)).date()
-    return _dt.datetime.combine(day, _dt.time(0, 0), tzinfo=_dt.timezone.utc)
+    return times.to_utc((times.to_utc(now) - _dt.timedelta(days=cooldown_days)).date())
 
 
 def previous_outcomes(records: Sequence[validation.ValidationRecord]) -> dict[tuple[str, str], str]:
@@ -221,7 +221,7 @@ def bump(root: Path, *, lanes: Sequence[str] = (), packages: Sequence[str] = (),
     if cooldown_days < 0:
         raise ConfigError(None, "--cooldown", "must be zero or more days", "e.g. --cooldown 7")
     repo = toplevel(root)
-    now = now or _dt.datetime.now(_dt.timezone.utc)
+    now = now or times.now()
     all_lanes = lanefile.load_lanes(repo / "lanes", root=repo)
     selected = [lane.name for lane in lanefile.select(all_lanes, list(lanes))]
     packages = tuple(packages)

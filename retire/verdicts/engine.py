@@ -68,6 +68,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from retire.core import times
 from retire.evidence.values import (
     ExecutionEvidence,
     ExecutionHistory,
@@ -438,10 +439,6 @@ def decide(manifest, lanes: Sequence, evidence: ShimEvidence, *, now: _dt.dateti
 # Gathering evidence (I/O, concurrent) and deciding every shim
 
 
-def _utcnow() -> _dt.datetime:
-    return _dt.datetime.now(_dt.timezone.utc)
-
-
 def lane_index_urls(lane, distribution: str, *, named: Mapping[str, str], default: str | None) -> tuple[str, ...] | str:
     """Where ``lane`` takes ``distribution`` from, in uv's priority order (the index it is
     pinned to; else the lane's extra indexes, then its default — the lane's own, else
@@ -504,7 +501,7 @@ def gather(
     mirrors=None,
     release_tag: str | None = None,
     policy=None,
-    clock: Callable[[], _dt.datetime] = _utcnow,
+    clock: Callable[[], _dt.datetime] = times.now,
     stale_after_days: int = DEFAULT_STALE_DAYS,
     workers: int = 100,
 ) -> list[Verdict]:
