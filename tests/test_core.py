@@ -42,3 +42,45 @@ def test_times_format_utc_is_whole_seconds_with_z():
     assert times.format_utc(dt.datetime(2026, 11, 15, 11, 0, 0, 999, tzinfo=dt.timezone(dt.timedelta(hours=2)))) \
         == "2026-11-15T09:00:00Z"
     assert times.parse(times.format_utc(times.now())).tzinfo is UTC
+
+
+# ---------------------------------------------------------------------------------------------
+# git
+
+
+def test_git_runs_in_a_clean_environment_and_fails_in_one_line(tmp_path, monkeypatch):
+    from retire.core.git import Git, GitError, environment
+    from tests.support.gitrepos import commit, git
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    sha = commit(repo, "a.txt", "1\n", "first")
+    # A hook's GIT_DIR must not redirect git away from the repository it was asked about.
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "elsewhere"))
+    env = environment({"GIT_AUTHOR_NAME": "x"})
+    assert "GIT_DIR" not in env and env["GIT_AUTHOR_NAME"] == "x"
+    assert (env["GIT_CONFIG_NOSYSTEM"], env["GIT_TERMINAL_PROMPT"], env["LC_ALL"], env["GIT_PAGER"]) == ("1", "0", "C", "cat")
+    assert Git(repo).rev_parse("HEAD") == sha and Git(repo).rev_parse("nope") is None
+    assert Git(repo).commits_touching("a.txt")[0][0] == sha
+    with pytest.raises(GitError) as caught:
+        Git(repo).run("checkout", "no-such-branch")
+    assert str(caught.value).startswith("git checkout failed: ") and "\n" not in str(caught.value)
+
+
+def test_git_without_search_parents_sees_only_the_folder_itself(tmp_path):
+    from retire.core.git import Git
+    from tests.support.gitrepos import git
+
+    git(tmp_path, "init", "-q")
+    inner = tmp_path / "plain"
+    inner.mkdir()
+    assert Git(inner).is_repository()
+    assert not Git(inner, search_parents=False).is_repository()
+
+
+def test_git_timeout_is_a_git_error(tmp_path):
+    from retire.core.git import Git, GitError
+
+    with pytest.raises(GitError, match="timed out"):
+        Git(tmp_path, timeout=0.001).run("hash-object", "--stdin", input="x" * 10_000_000)

@@ -41,7 +41,7 @@ from retire.runs import lanerun as runs
 from retire.evidence import validation
 from retire.core import times
 from retire.core.errors import ConfigError, PatchlaneError
-from retire.core.gitops import GitError, git, toplevel
+from retire.core.git import Git, GitError, toplevel
 
 BRANCH_PREFIX = "patchlane/bump-"
 _TRAILER = "Patchlane-Bump"
@@ -157,9 +157,9 @@ def _edit(work: Path, *, selected: list[str], packages: tuple[str, ...], cutoff:
     failed_files = {file for file, members in _files_of(after.values()).items()
                     if any(m.name in results and not results[m.name].ok for m in members)}
     for file in failed_files:  # a file bumps as a unit: put it and its locks back as they were
-        git(work, "checkout", base_commit, "--", file)
+        Git(work).run("checkout", base_commit, "--", file)
         for member in _files_of(after.values())[file]:
-            git(work, "checkout", base_commit, "--", f"locks/{member.name}", check=False)
+            Git(work).run("checkout", base_commit, "--", f"locks/{member.name}", check=False)
     bumps = []
     for name in selected:
         file = after[name].origin.split(" [")[0]
