@@ -112,7 +112,9 @@ def tests(session: nox.Session) -> None:
 @nox.session(python="3.12", default=False)
 def catalogue(session: nox.Session) -> None:
     """The catalogue's tests on the real stack: the `cpu` lane's lock (torch, Megatron-Core) + pytest."""
-    session.run_install("uv", "pip", "sync", "--preview-features", "pylock", "--python", session.virtualenv.location,
+    from retire.core import uv
+
+    session.run_install(uv.binary(), "pip", "sync", "--preview-features", "pylock", "--python", session.virtualenv.location,
                         "locks/cpu/pylock.toml", external=True)
     session.install("--no-deps", "-e", ".")
     session.install("pytest")

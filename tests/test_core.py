@@ -84,3 +84,16 @@ def test_git_timeout_is_a_git_error(tmp_path):
 
     with pytest.raises(GitError, match="timed out"):
         Git(tmp_path, timeout=0.001).run("hash-object", "--stdin", input="x" * 10_000_000)
+
+
+# ---------------------------------------------------------------------------------------------
+# uv
+
+
+def test_uv_run_reports_failures_as_exit_codes_and_failure_lines_drop_warnings():
+    from retire.core import uv
+
+    assert uv.run(["--version"]).stdout.split()[1] == uv.version()
+    failed = uv.run(["pip", "compile", "no-such-requirements.in", "--quiet"])
+    assert failed.returncode != 0 and uv.failure_lines(failed.stderr)
+    assert uv.failure_lines("warning: slow\n\n  error: no\n  Caused by: x\n") == ["error: no", "Caused by: x"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 import tomllib
@@ -182,9 +181,10 @@ def uv_toml(lane: Lane, indexes: list[dict]) -> str:
     return tomlkit.dumps(doc)
 
 
-def compile_command(lane: Lane, *, upgrade: bool = False, upgrade_packages: tuple[str, ...] = ()) -> list[str]:
+def compile_args(lane: Lane, *, upgrade: bool = False, upgrade_packages: tuple[str, ...] = ()) -> list[str]:
+    """The ``uv`` arguments that lock ``lane``, run in the folder :func:`lock_lane` prepares."""
     cmd = [
-        uv.binary(), "pip", "compile", "pyproject.toml",
+        "pip", "compile", "pyproject.toml",
         "--format", "pylock.toml", "--output-file", LOCK_NAME,
         "--python-version", lane.python,
         "--python-platform", lane.platform,
@@ -208,7 +208,7 @@ def compile_command(lane: Lane, *, upgrade: bool = False, upgrade_packages: tupl
 
 def explain_failure(stderr: str) -> tuple[str, str]:
     """(status, one-line message) from uv's stderr; the full text stays in the result's detail."""
-    lines = [line.strip() for line in stderr.splitlines() if line.strip() and not line.startswith("warning:")]
+    lines = uv.failure_lines(stderr)
     status = "unreachable" if any(m in stderr for m in UNREACHABLE_MARKERS) else "failed"
     errors = [line for line in lines if line.startswith(("error:", "cause:", "Caused by:", "╰─▶"))]
     summary = " / ".join((errors or lines or ["uv failed without a message"])[:4])
@@ -275,10 +275,8 @@ def lock_lane(
         if previous is not None and not upgrade:
             # uv prefers the versions already in its output file: unchanged packages stay put.
             shutil.copyfile(target, work / LOCK_NAME)
-        proc = subprocess.run(
-            compile_command(lane, upgrade=upgrade, upgrade_packages=upgrade_packages),
-            cwd=work, capture_output=True, text=True, env=uv.base_env(without_indexes=True), stdin=subprocess.DEVNULL,
-        )
+        proc = uv.run(compile_args(lane, upgrade=upgrade, upgrade_packages=upgrade_packages),
+                      cwd=work, without_indexes=True)
         seconds = time.monotonic() - started
         if proc.returncode != 0:
             status, message = explain_failure(proc.stderr)
