@@ -144,12 +144,14 @@ def _edit(work: Path, *, selected: list[str], packages: tuple[str, ...], cutoff:
     lanes_dir, locks_dir = work / "lanes", work / "locks"
     before = {lane.name: lane for lane in lanefile.load_lanes(lanes_dir, root=work)}
     old_locks = {name: locking.read_lock(locking.lock_path(locks_dir, name)) for name in before}
-    files = _files_of(before[name] for name in selected)
-    for file in files:
-        if lanedit.roll_exclude_newer(work / file, cutoff):
-            say(f"{file}: exclude-newer → {cutoff.date()}")
+    rolled = [file for file in _files_of(before[name] for name in selected)
+              if lanedit.roll_exclude_newer(work / file, cutoff)]
+    for file in rolled:
+        say(f"{file}: exclude-newer → {cutoff.date()}")
     after = {lane.name: lane for lane in lanefile.load_lanes(lanes_dir, root=work)}
-    stale = [lane for name, lane in after.items() if name not in selected and lane.digest != before[name].digest]
+    # A file bumps as a unit: its other lanes are re-locked (without upgrades) when their lock is not current.
+    stale = [lane for file in rolled for lane in _files_of(after.values()).get(file, [])
+             if lane.name not in selected and not locking.lock_state(lane, locks_dir).current]
     say(f"re-locking {len(selected)} lane(s) with upgrades" + (f", {len(stale)} touched by the roll" if stale else ""))
     results = {r.lane: r for r in locking.lock_lanes([after[n] for n in selected], locks_dir, force=True,
                                                      upgrade=not packages, upgrade_packages=packages)}

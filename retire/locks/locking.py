@@ -15,6 +15,7 @@ import time
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Callable
 
@@ -93,20 +94,55 @@ def read_provenance(path: Path) -> dict | None:
         return None
 
 
+class Freshness(StrEnum):
+    """How a lane's lock relates to the lane as defined now."""
+
+    CURRENT = "current"  # made by patchlane from exactly this lane definition
+    STALE = "stale"  # made for this lane, from an earlier definition
+    MISSING = "missing"  # no lock file
+    FOREIGN = "foreign"  # a file patchlane cannot vouch for: unreadable, not ours, another lane's
+
+
+@dataclass(frozen=True)
+class LockState:
+    lane: str
+    freshness: Freshness
+    why: str = ""  # one line; empty when current
+
+    @property
+    def current(self) -> bool:
+        return self.freshness is Freshness.CURRENT
+
+    @property
+    def summary(self) -> str:
+        """``no lock`` or ``the lock is stale (why)``: what a refusal to use it says."""
+        return self.why if self.freshness is Freshness.MISSING else f"the lock is {self.freshness} ({self.why})"
+
+
+def lock_state(lane: Lane, locks_dir: Path) -> LockState:
+    """The one answer to "is this lane's lock current?" (reads only the provenance table)."""
+    path = lock_path(locks_dir, lane.name)
+    found = read_provenance(path)
+    if found is None:
+        if path.exists():
+            return LockState(lane.name, Freshness.FOREIGN, f"{LOCK_NAME} is not readable TOML")
+        return LockState(lane.name, Freshness.MISSING, "no lock")
+    if not found:
+        return LockState(lane.name, Freshness.FOREIGN, "not made by patchlane: no [tool.patchlane] table")
+    if found.get("lane", lane.name) != lane.name:
+        return LockState(lane.name, Freshness.FOREIGN, f"made for lane {found.get('lane')!r}")
+    if found.get("digest") != lane.digest:
+        return LockState(lane.name, Freshness.STALE, "lane changed since it was locked")
+    return LockState(lane.name, Freshness.CURRENT)
+
+
 def is_current(lane: Lane, locks_dir: Path) -> bool:
-    return (read_provenance(lock_path(locks_dir, lane.name)) or {}).get("digest") == lane.digest
+    return lock_state(lane, locks_dir).current
 
 
 def stale_lanes(lanes: list[Lane], locks_dir: Path) -> list[tuple[Lane, str]]:
-    """Lanes whose lock is missing, unreadable, or made from another lane definition."""
-    stale = []
-    for lane in lanes:
-        found = read_provenance(lock_path(locks_dir, lane.name))
-        if found is None:
-            stale.append((lane, "no lock"))
-        elif found.get("digest") != lane.digest:
-            stale.append((lane, "lane changed since it was locked"))
-    return stale
+    """Lanes whose lock is not current, with why (``no lock`` when there is none)."""
+    return [(lane, state.why) for lane in lanes if not (state := lock_state(lane, locks_dir)).current]
 
 
 def resolve_index_urls(lane: Lane, configured: dict[str, str]) -> dict[str, str] | str:
