@@ -53,7 +53,7 @@ RUN_ID = os.environ.get("PATCHLANE_RUN_ID") or uuid.uuid4().hex[:12]
 def patchlane(session: nox.Session, *args: str) -> None:
     if LANE_ERROR:
         session.error(LANE_ERROR)
-    missing = [m for m in ("uv", "tomlkit", "httpx", "git") if importlib.util.find_spec(m) is None]
+    missing = [m for m in ("uv", "tomlkit", "httpx") if importlib.util.find_spec(m) is None]
     if missing:
         session.error(f"patchlane is not installed for nox's Python ({sys.executable}): run `{sys.executable} -m pip install -e .`")
     session.run(sys.executable, "-m", "retire", "--root", str(ROOT), *args, external=True)
@@ -112,7 +112,9 @@ def tests(session: nox.Session) -> None:
 @nox.session(python="3.12", default=False)
 def catalogue(session: nox.Session) -> None:
     """The catalogue's tests on the real stack: the `cpu` lane's lock (torch, Megatron-Core) + pytest."""
-    session.run_install("uv", "pip", "sync", "--preview-features", "pylock", "--python", session.virtualenv.location,
+    from retire.core import uv
+
+    session.run_install(uv.binary(), "pip", "sync", "--preview-features", "pylock", "--python", session.virtualenv.location,
                         "locks/cpu/pylock.toml", external=True)
     session.install("--no-deps", "-e", ".")
     session.install("pytest")

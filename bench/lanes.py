@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -30,8 +29,7 @@ RUN_LANES = 4
 
 
 def _uv(*args: str) -> None:
-    proc = subprocess.run([uv.binary(), *args], capture_output=True, text=True, env=uv.base_env(),
-                          stdin=subprocess.DEVNULL)
+    proc = uv.run(args)
     if proc.returncode != 0:
         raise RuntimeError(f"uv {' '.join(args[:2])} failed: {proc.stderr.strip()[-400:]}")
 

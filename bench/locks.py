@@ -76,7 +76,7 @@ def _bare_workdir(lane, work: Path, previous_lock: Path) -> tuple[Path, list[str
     (work / "pyproject.toml").write_text(locking.project_toml(lane, indexes), encoding="utf-8")
     (work / "uv.toml").write_text(locking.uv_toml(lane, indexes), encoding="utf-8")
     (work / locking.LOCK_NAME).write_bytes(previous_lock.read_bytes())
-    return work, locking.compile_command(lane)
+    return work, locking.compile_args(lane)
 
 
 def run() -> list[dict]:
@@ -146,8 +146,7 @@ def run() -> list[dict]:
                 bare_dir, command = _bare_workdir(largest, work / "bare", locking.lock_path(wrapper_locks, largest.name))
 
                 def bare() -> None:
-                    proc = subprocess.run(command, cwd=bare_dir, capture_output=True, text=True,
-                                          env=uv.base_env(), stdin=subprocess.DEVNULL)
+                    proc = uv.run(command, cwd=bare_dir)
                     if proc.returncode != 0:
                         raise RuntimeError(f"bare uv pip compile failed: {proc.stderr.strip()[-400:]}")
 

@@ -17,6 +17,7 @@ import pytest
 from packaging.pylock import Pylock
 
 from retire.branches import autodrop
+from retire.core.git import Git
 from retire.lanes import lanefile
 from retire.locks import locking
 from retire.branches.autodrop import DropPlan
@@ -82,7 +83,7 @@ PLAN = DropPlan(
 
 
 def sh(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+    return Git(repo).run(*args).strip()
 
 
 def toylib_wheel(folder: Path, version: str, *, fixed: bool) -> Path:
@@ -120,7 +121,7 @@ class Project:
         sh(self.root, "add", "-A")
         sh(self.root, "commit", "--quiet", "-m", "a patchlane project")
         self.origin = tmp / "origin.git"
-        subprocess.run(["git", "init", "--quiet", "--bare", str(self.origin)], check=True)
+        sh(tmp, "init", "--quiet", "--bare", str(self.origin))
         sh(self.root, "remote", "add", "origin", str(self.origin))
 
     def close(self) -> None:

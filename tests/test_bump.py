@@ -4,13 +4,13 @@ that gains releases, the shim suite run on the bumped lock, and the branch inspe
 from __future__ import annotations
 
 import datetime as dt
-import subprocess
 import textwrap
 import tomllib
 
 import pytest
 
 from retire.branches import bump
+from retire.core.git import Git
 from retire.locks import lockdiff
 from retire.evidence import validation
 from tests.conftest import run_cli
@@ -49,7 +49,7 @@ default = true
 
 
 def git(repo, *args):
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+    return Git(repo).run(*args).strip()
 
 
 @pytest.fixture

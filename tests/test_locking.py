@@ -189,3 +189,30 @@ def test_lanes_command_shows_lock_state(project, capsys):
 def test_lock_path_refuses_names_that_escape(tmp_path, name):
     with pytest.raises(ValueError):
         locking.lock_path(tmp_path, name)
+
+
+def test_lock_state_is_current_stale_missing_or_foreign(project, capsys):
+    project.write("a", lane_text('"helper==1.0"'))
+    project.write("b", lane_text('"helper==1.5"'))
+    [a, b] = lanefile.load_lanes(project.root / "lanes")
+    locks = project.root / "locks"
+    state = locking.lock_state(a, locks)
+    assert (state.freshness, state.why, state.summary) == ("missing", "no lock", "no lock")
+    assert run_cli(project.root, "lock", capsys=capsys)[0] == 0
+    assert locking.lock_state(a, locks).current and locking.is_current(a, locks)
+
+    project.write("a", lane_text('"helper==1.5"'))
+    [a, b] = lanefile.load_lanes(project.root / "lanes")
+    stale = locking.lock_state(a, locks)
+    assert stale.freshness is locking.Freshness.STALE
+    assert stale.summary == "the lock is stale (lane changed since it was locked)"
+
+    # b's lock copied over a's: the same definition, but made for another lane.
+    project.lock_file("a").write_bytes(project.lock_file("b").read_bytes())
+    assert locking.lock_state(a, locks).freshness == "foreign" and "made for lane 'b'" in locking.lock_state(a, locks).why
+    text = project.lock_file("b").read_text()
+    project.lock_file("a").write_text(text[:text.index("\n[tool.patchlane]")] + "\n")  # uv's own lock, no provenance
+    assert "not made by patchlane" in locking.lock_state(a, locks).why
+    project.lock_file("a").write_text("[[packages]\n")
+    assert locking.lock_state(a, locks).freshness == "foreign"
+    assert [(lane.name, why) for lane, why in locking.stale_lanes([a, b], locks)] == [("a", "pylock.toml is not readable TOML")]

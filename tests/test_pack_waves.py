@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from retire.core.errors import ConfigError
+from retire.core.git import Git
 from retire.packs.waves import (
     Approval, Candidate, Filing, FilingState, dumps_state, last_waves, parse_state, plan_wave,
 )
@@ -86,6 +87,9 @@ def test_state_round_trip_and_last_waves():
         parse_state("{", "packs/state.json")
     with pytest.raises(ConfigError, match="approval needs by/at/digest"):
         parse_state('{"version": 1, "packs": {"a": {"approval": {"by": "x"}}}}', "packs/state.json")
+    with pytest.raises(ConfigError, match="packs.a.filings: filing time: not an ISO 8601 date or time"):
+        parse_state('{"version": 1, "packs": {"a": {"filings": [{"url": "u", "at": "soon", "repository": "o/r"}]}}}',
+                    "packs/state.json")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -122,9 +126,7 @@ def test_plan_over_a_project_with_history(tmp_path, capsys):
 
 
 def git(cwd, *args: str) -> str:
-    result = subprocess.run(["git", "-c", "user.name=Test", "-c", "user.email=test@example.org", *args],
-                            cwd=cwd, capture_output=True, text=True, check=True)
-    return result.stdout
+    return Git(cwd).run("-c", "user.name=Test", "-c", "user.email=test@example.org", *args)
 
 
 @pytest.fixture
@@ -148,7 +150,7 @@ def test_approve_commit_export_round_trip(repo, tmp_path, capsys):
 
     assert repo.cli("approve", "toy_add", "--by", "Ada Lovelace") == 0
     assert "recorded in packs/state.json" in capsys.readouterr().out
-    assert git(repo.root, "status", "--porcelain") == "?? packs/state.json\n"
+    assert git(repo.root, "status", "--porcelain") == "?? packs/state.json"
     git(repo.root, "add", "packs/state.json")
     git(repo.root, "commit", "-q", "-m", "approve toy_add")
     committed = json.loads(git(repo.root, "show", "HEAD:packs/state.json"))

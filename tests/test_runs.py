@@ -167,9 +167,9 @@ def test_overlay_installs_only_what_the_lock_changes(toy_project, tmp_path, caps
     base = tmp_path / "base"
     from retire.core import uv
 
-    subprocess.run([uv.binary(), "venv", "-q", "--python", "3.11", str(base)], check=True)
-    subprocess.run([uv.binary(), "pip", "install", "-q", "--python", str(base / "bin/python"), "--default-index",
-                    p.universe["main"].url, "toylib==1.0", "helper==1.5"], check=True, env=uv.base_env(without_indexes=True))
+    assert uv.run(["venv", "-q", "--python", "3.11", str(base)]).returncode == 0
+    assert uv.run(["pip", "install", "-q", "--python", str(base / "bin/python"), "--default-index",
+                   p.universe["main"].url, "toylib==1.0", "helper==1.5"], without_indexes=True).returncode == 0
     p.write("fixed", lane(reqs='"toylib==1.1", "helper==1.5"'))
     run_cli(p.root, "lock", capsys=capsys)
     [fixed] = lanefile.load_lanes(p.root / "lanes")

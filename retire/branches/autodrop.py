@@ -38,7 +38,7 @@ from packaging.version import InvalidVersion, Version
 from retire.branches import proposals
 from retire.core.atomic import atomic_write
 from retire.core.errors import ConfigError, PatchlaneError
-from retire.core.gitops import GitError, toplevel
+from retire.core.git import GitError, toplevel
 from retire.lanes.lanedit import FloorConflict, add_constraint, edit_lane_text, raise_floor
 from retire.lanes.model import SHIM_ID
 

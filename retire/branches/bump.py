@@ -35,9 +35,10 @@ from retire.locks import lockdiff
 from retire.branches import proposals
 from retire.runs import lanerun as runs
 from retire.evidence import validation
+from retire.core import times
 from retire.core.errors import ConfigError
+from retire.core.git import Git, toplevel
 from retire.core.project import Project
-from retire.core.gitops import git, toplevel
 
 BRANCH_PREFIX = "patchlane/bump-"
 _TRAILER = "Patchlane-Bump"
@@ -80,8 +81,7 @@ def branch_name(lanes: Sequence[str], everything: bool, day: _dt.date) -> str:
 
 def cutoff_for(now: _dt.datetime, cooldown_days: int) -> _dt.datetime:
     """Midnight UTC, ``cooldown_days`` before ``now``: the new freeze date."""
-    day = (now.astimezone(_dt.timezone.utc) - _dt.timedelta(days=cooldown_days)).date()
-    return _dt.datetime.combine(day, _dt.time(0, 0), tzinfo=_dt.timezone.utc)
+    return times.to_utc((times.to_utc(now) - _dt.timedelta(days=cooldown_days)).date())
 
 
 def previous_outcomes(records: Sequence[validation.ValidationRecord]) -> dict[tuple[str, str], str]:
@@ -142,12 +142,14 @@ def _edit(work: Path, *, selected: list[str], packages: tuple[str, ...], cutoff:
     locks_dir = project.locks_dir
     before = {lane.name: lane for lane in project.lanes()}
     old_locks = {name: locking.read_lock(project.lock_path(name)) for name in before}
-    files = _files_of(before[name] for name in selected)
-    for file in files:
-        if lanedit.roll_exclude_newer(work / file, cutoff):
-            say(f"{file}: exclude-newer → {cutoff.date()}")
+    rolled = [file for file in _files_of(before[name] for name in selected)
+              if lanedit.roll_exclude_newer(work / file, cutoff)]
+    for file in rolled:
+        say(f"{file}: exclude-newer → {cutoff.date()}")
     after = {lane.name: lane for lane in project.lanes()}
-    stale = [lane for name, lane in after.items() if name not in selected and lane.digest != before[name].digest]
+    # A file bumps as a unit: its other lanes are re-locked (without upgrades) when their lock is not current.
+    stale = [lane for file in rolled for lane in _files_of(after.values()).get(file, [])
+             if lane.name not in selected and not locking.lock_state(lane, locks_dir).current]
     say(f"re-locking {len(selected)} lane(s) with upgrades" + (f", {len(stale)} touched by the roll" if stale else ""))
     results = {r.lane: r for r in locking.lock_lanes([after[n] for n in selected], locks_dir, force=True,
                                                      upgrade=not packages, upgrade_packages=packages)}
@@ -155,9 +157,9 @@ def _edit(work: Path, *, selected: list[str], packages: tuple[str, ...], cutoff:
     failed_files = {file for file, members in _files_of(after.values()).items()
                     if any(m.name in results and not results[m.name].ok for m in members)}
     for file in failed_files:  # a file bumps as a unit: put it and its locks back as they were
-        git(work, "checkout", base_commit, "--", file)
+        Git(work).run("checkout", base_commit, "--", file)
         for member in _files_of(after.values())[file]:
-            git(work, "checkout", base_commit, "--", f"locks/{member.name}", check=False)
+            Git(work).run("checkout", base_commit, "--", f"locks/{member.name}", check=False)
     bumps = []
     for name in selected:
         file = after[name].origin.split(" [")[0]
@@ -218,7 +220,7 @@ def bump(root: Path, *, lanes: Sequence[str] = (), packages: Sequence[str] = (),
     if cooldown_days < 0:
         raise ConfigError(None, "--cooldown", "must be zero or more days", "e.g. --cooldown 7")
     repo = toplevel(root)
-    now = now or _dt.datetime.now(_dt.timezone.utc)
+    now = now or times.now()
     all_lanes = Project(repo).lanes()
     selected = [lane.name for lane in lanefile.select(all_lanes, list(lanes))]
     packages = tuple(packages)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from retire.core.atomic import atomic_write, locked
 from retire.core.errors import ConfigError
-from retire.core.gitops import GitError, git, rev_parse, worktree_paths
+from retire.core.git import Git, GitError
 
 WORKTREES_DIR = Path(".patchlane") / "worktrees"
 PRS_DIR = Path(".patchlane") / "prs"
@@ -92,21 +92,21 @@ class PullRequests:
 
 def author_env(repo: Path) -> dict[str, str]:
     """The repository's identity when it has one; a patchlane identity otherwise."""
-    env = {}
-    if not git(repo, "config", "user.name", check=False):
+    env, git = {}, Git(repo)
+    if not git.config("user.name"):
         env.update(GIT_AUTHOR_NAME="patchlane", GIT_COMMITTER_NAME="patchlane")
-    if not git(repo, "config", "user.email", check=False):
+    if not git.config("user.email"):
         env.update(GIT_AUTHOR_EMAIL="patchlane@localhost", GIT_COMMITTER_EMAIL="patchlane@localhost")
     return env
 
 
 def cleanup_worktrees(repo: Path) -> list[Path]:
     """Remove worktrees that an earlier, interrupted run left under ``.patchlane/worktrees``."""
-    root = (repo / WORKTREES_DIR).resolve()
+    root, git = (repo / WORKTREES_DIR).resolve(), Git(repo)
     removed = []
-    for path in worktree_paths(repo):
+    for path in git.worktree_paths():
         if path.resolve().is_relative_to(root):
-            git(repo, "worktree", "remove", "--force", str(path), check=False)
+            git.run("worktree", "remove", "--force", str(path), check=False)
             removed.append(path)
     if root.is_dir():
         for leftover in root.iterdir():
@@ -114,7 +114,7 @@ def cleanup_worktrees(repo: Path) -> list[Path]:
                 continue
             shutil.rmtree(leftover, ignore_errors=True)
             removed.append(leftover)
-    git(repo, "worktree", "prune")
+    git.run("worktree", "prune")
     return removed
 
 
@@ -135,35 +135,35 @@ def propose_branch(repo: Path, *, base_commit: str, branch: str, marker: str, fo
     line the message must carry; finding it on an existing branch at the same base means this
     very proposal was already made.
     """
-    ref = f"refs/heads/{branch}"
-    existing = rev_parse(repo, ref)
-    if existing and rev_parse(repo, f"{existing}^") == base_commit \
-            and marker in git(repo, "log", "-1", "--format=%B", existing):
+    ref, git = f"refs/heads/{branch}", Git(repo)
+    existing = git.rev_parse(ref)
+    if existing and git.rev_parse(f"{existing}^") == base_commit \
+            and marker in git.run("log", "-1", "--format=%B", existing):
         return Branch(branch, "already-proposed", "the branch holds this proposal", existing)
     work = repo / WORKTREES_DIR / folder
     work.parent.mkdir(parents=True, exist_ok=True)
     try:
-        git(repo, "worktree", "add", "--detach", "--quiet", str(work), base_commit)
+        git.run("worktree", "add", "--detach", "--quiet", str(work), base_commit)
         message = edit(work)
         if message is None:
             return Branch(branch, "unchanged", "nothing to change")
         if marker not in message:
             message = message.rstrip("\n") + f"\n\n{marker}\n"
-        git(work, "add", "--all")
-        tree = git(work, "write-tree")
+        Git(work).run("add", "--all")
+        tree = Git(work).run("write-tree")
         if existing:
-            same = rev_parse(repo, f"{existing}^{{tree}}") == tree
+            same = git.rev_parse(f"{existing}^{{tree}}") == tree
             return Branch(branch, "already-proposed" if same else "exists-differs",
                           "the branch already holds this change" if same else
                           f"{branch} exists with other content; left as it is (delete it to re-propose)", existing)
-        commit = git(work, "commit-tree", tree, "-p", base_commit, input=message, env=author_env(repo))
+        commit = Git(work).run("commit-tree", tree, "-p", base_commit, input=message, env=author_env(repo))
         # Creating the ref is the one step that publishes; it fails if the branch appeared meanwhile.
-        git(repo, "update-ref", ref, commit, "0" * 40)
+        git.run("update-ref", ref, commit, "0" * 40)
         return Branch(branch, "proposed", "", commit)
     finally:
-        git(repo, "worktree", "remove", "--force", str(work), check=False)
+        git.run("worktree", "remove", "--force", str(work), check=False)
         shutil.rmtree(work, ignore_errors=True)
-        git(repo, "worktree", "prune", check=False)
+        git.run("worktree", "prune", check=False)
 
 
 def save_body(repo: Path, branch: str, body: str) -> Path:
@@ -186,7 +186,7 @@ def open_pull_request(repo: Path, *, branch: str, base_branch: str, title: str, 
     if not repository:
         return "skipped: no repository (owner/name) to open the PR in", None
     try:
-        git(repo, "push", "--quiet", remote, f"refs/heads/{branch}:refs/heads/{branch}")
+        Git(repo).run("push", "--quiet", remote, f"refs/heads/{branch}:refs/heads/{branch}")
     except GitError as exc:
         return "failed: " + redact(str(exc), [token]), None
     owned = client is None
@@ -201,8 +201,9 @@ def open_pull_request(repo: Path, *, branch: str, base_branch: str, title: str, 
 
 def base_of(repo: Path, base: str, pr_base: str | None) -> tuple[str, str]:
     """(commit, branch a PR targets) for a ``--base`` the user named."""
-    commit = rev_parse(repo, f"{base}^{{commit}}")
+    git = Git(repo)
+    commit = git.rev_parse(f"{base}^{{commit}}")
     if commit is None:
         raise ConfigError(None, "--base", f"{base!r} is not a commit in {repo}", "name a branch, tag or commit")
-    full = git(repo, "rev-parse", "--symbolic-full-name", base, check=False)
+    full = git.run("rev-parse", "--symbolic-full-name", base, check=False)
     return commit, pr_base or (full.removeprefix("refs/heads/") if full.startswith("refs/heads/") else "main")

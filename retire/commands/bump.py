@@ -10,11 +10,11 @@ from retire.core.project import Project
 
 def _moment(text: str):
     from retire.core.errors import ConfigError
-    from retire.core.times import parse_utc
+    from retire.core import times
 
     try:
-        return parse_utc(text)
-    except ValueError as exc:
+        return times.parse(text, assume_utc=True)
+    except times.TimeError as exc:
         raise ConfigError(None, "--now", str(exc), "write it like 2026-11-22T09:00Z") from None
 
 

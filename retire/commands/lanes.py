@@ -16,6 +16,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(project: Project, args: argparse.Namespace) -> int:
     from retire.lanes import lanefile
+    from retire.locks import locking
 
     rows = []
     for lane in lanefile.select(project.lanes(), args.lanes):
@@ -28,7 +29,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
             "exclude_newer": lane.exclude_newer.isoformat() if lane.exclude_newer else None,
             "shims": list(lane.shims),
             "needs_cuda": lane.needs_cuda,
-            "lock": _lock_state(lane, project),
+            "lock": str(locking.lock_state(lane, project.locks_dir).freshness),
             "origin": lane.origin,
             "description": lane.description,
         })
@@ -43,15 +44,6 @@ def run(project: Project, args: argparse.Namespace) -> int:
             f"{len(r['requirements']):>8}  {len(r['shims']):>5}  {r['origin']}{frozen}")
     say(f"{len(rows)} lanes")
     return 0
-
-
-def _lock_state(lane, project: Project) -> str:
-    from retire.locks import locking
-
-    found = locking.read_provenance(project.lock_path(lane.name))
-    if found is None:
-        return "missing"
-    return "current" if found.get("digest") == lane.digest else "stale"
 
 
 COMMAND = Command("lanes", "list the expanded lanes and the state of their locks", add_arguments, run)

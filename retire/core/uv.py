@@ -1,4 +1,5 @@
-"""The pinned uv binary and the host's uv configuration (where named indexes get their URLs)."""
+"""The pinned uv binary, the one way to run it (:func:`run`), and the host's uv configuration
+(where named indexes get their URLs)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import shutil
 import subprocess
 import tempfile
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,8 +32,10 @@ def binary() -> str:
 
 @functools.cache
 def version() -> str:
-    out = subprocess.run([binary(), "--version"], capture_output=True, text=True, check=True).stdout
-    return out.split()[1]
+    proc = run(["--version"])
+    if proc.returncode != 0 or len(proc.stdout.split()) < 2:
+        raise PatchlaneError(f"uv --version failed: {' / '.join(failure_lines(proc.stderr)) or f'exit {proc.returncode}'}")
+    return proc.stdout.split()[1]
 
 
 # The caller's Python setup: it must not leak into lane interpreters (a GPU host's wrapper that
@@ -56,6 +60,25 @@ def base_env(extra: dict[str, str] | None = None, *, without_indexes: bool = Fal
     if extra:
         env.update(extra)
     return env
+
+
+def run(args: Sequence[str], *, cwd: str | os.PathLike[str] | None = None,
+        without_indexes: bool = False) -> subprocess.CompletedProcess[str]:
+    """``uv args…``: the pinned binary in :func:`base_env`, stdin closed, output captured as text.
+
+    uv's own failures come back as the exit code (callers explain them with
+    :func:`failure_lines`); only a uv that cannot be started raises.
+    """
+    try:
+        return subprocess.run([binary(), *args], cwd=cwd, capture_output=True, text=True,
+                              env=base_env(without_indexes=without_indexes), stdin=subprocess.DEVNULL)
+    except OSError as exc:
+        raise PatchlaneError(f"uv could not be started: {exc}") from None
+
+
+def failure_lines(stderr: str) -> list[str]:
+    """What uv said went wrong: its stderr without blank lines and warnings, stripped."""
+    return [line.strip() for line in stderr.splitlines() if line.strip() and not line.startswith("warning:")]
 
 
 def _config_files() -> list[Path]:
@@ -121,10 +144,7 @@ def builtin_default_index() -> str | None:
     with tempfile.TemporaryDirectory(prefix="patchlane-uv-") as scratch:
         empty = Path(scratch, "empty.in")
         empty.write_text("", encoding="utf-8")
-        proc = subprocess.run(
-            [binary(), "pip", "compile", str(empty), "--emit-index-url", "--no-header", "--quiet", "--no-config"],
-            capture_output=True, text=True, env=base_env(), stdin=subprocess.DEVNULL,
-        )
+        proc = run(["pip", "compile", str(empty), "--emit-index-url", "--no-header", "--quiet", "--no-config"])
     for line in proc.stdout.splitlines():
         if line.startswith("--index-url "):
             return line.split(None, 1)[1].strip()

@@ -7,6 +7,7 @@ same run seen twice (an artifact uploaded twice, a manifest merged again) is kep
 
 from __future__ import annotations
 
+import datetime as _dt
 import hashlib
 import json
 import os
@@ -14,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from retire.core import times
 from retire.core.atomic import atomic_write, locked
 from retire.core.errors import ConfigError
 
@@ -68,6 +70,14 @@ class ValidationRecord:
     def __post_init__(self) -> None:
         if not self.record_id:
             object.__setattr__(self, "record_id", self.computed_id())
+
+    @property
+    def started(self) -> _dt.datetime | None:
+        """``started_at`` as a UTC moment (recorded as UTC), or None when it is not a readable time."""
+        try:
+            return times.parse(self.started_at, assume_utc=True)
+        except times.TimeError:
+            return None
 
     def computed_id(self) -> str:
         return compute_record_id(

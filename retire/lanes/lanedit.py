@@ -33,6 +33,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from tomlkit.items import Table
 
+from retire.core import times
 from retire.core.atomic import atomic_write
 
 REQUIREMENT_KEYS = ("requirements", "constraints", "overrides")
@@ -57,21 +58,18 @@ def lane_bodies(doc: tomlkit.TOMLDocument) -> Iterator[Table]:
 
 
 def _as_toml_date(moment: _dt.datetime) -> _dt.date | _dt.datetime:
-    moment = moment.astimezone(_dt.timezone.utc)
+    moment = times.to_utc(moment)
     return moment.date() if moment.time() == _dt.time(0, 0) else moment.replace(microsecond=0)
 
 
 def _moment(value: object) -> _dt.datetime | None:
-    if isinstance(value, str):
-        try:
-            value = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-    if isinstance(value, _dt.datetime):
-        return value if value.tzinfo else value.replace(tzinfo=_dt.timezone.utc)
-    if isinstance(value, _dt.date):
-        return _dt.datetime.combine(value, _dt.time(0, 0), tzinfo=_dt.timezone.utc)
-    return None
+    """A lane file's ``exclude-newer`` (a date or time, UTC when it names no offset), or None."""
+    try:
+        if isinstance(value, str):
+            return times.parse(value, assume_utc=True)
+        return times.to_utc(value, assume_utc=True)  # type: ignore[arg-type]
+    except times.TimeError:
+        return None
 
 
 def primary_body(doc: tomlkit.TOMLDocument) -> Table:

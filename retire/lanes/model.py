@@ -6,7 +6,9 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
+
+from retire.core.times import format_utc
 
 LANE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
 INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
@@ -112,6 +114,3 @@ class Lane:
         canonical = json.dumps(self.lock_inputs(), sort_keys=True, separators=(",", ":"))
         return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 
-
-def format_utc(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from enum import StrEnum
 from pathlib import Path
 from typing import Callable
 
@@ -27,7 +26,8 @@ from packaging.utils import canonicalize_name
 
 from retire.core import uv
 from retire.core.atomic import atomic_write
-from retire.lanes.model import LANE_NAME, Lane, format_utc
+from retire.core import times
+from retire.lanes.model import LANE_NAME, Lane
 
 LOCK_NAME = "pylock.toml"
 UNREACHABLE_MARKERS = (
@@ -94,20 +94,55 @@ def read_provenance(path: Path) -> dict | None:
         return None
 
 
+class Freshness(StrEnum):
+    """How a lane's lock relates to the lane as defined now."""
+
+    CURRENT = "current"  # made by patchlane from exactly this lane definition
+    STALE = "stale"  # made for this lane, from an earlier definition
+    MISSING = "missing"  # no lock file
+    FOREIGN = "foreign"  # a file patchlane cannot vouch for: unreadable, not ours, another lane's
+
+
+@dataclass(frozen=True)
+class LockState:
+    lane: str
+    freshness: Freshness
+    why: str = ""  # one line; empty when current
+
+    @property
+    def current(self) -> bool:
+        return self.freshness is Freshness.CURRENT
+
+    @property
+    def summary(self) -> str:
+        """``no lock`` or ``the lock is stale (why)``: what a refusal to use it says."""
+        return self.why if self.freshness is Freshness.MISSING else f"the lock is {self.freshness} ({self.why})"
+
+
+def lock_state(lane: Lane, locks_dir: Path) -> LockState:
+    """The one answer to "is this lane's lock current?" (reads only the provenance table)."""
+    path = lock_path(locks_dir, lane.name)
+    found = read_provenance(path)
+    if found is None:
+        if path.exists():
+            return LockState(lane.name, Freshness.FOREIGN, f"{LOCK_NAME} is not readable TOML")
+        return LockState(lane.name, Freshness.MISSING, "no lock")
+    if not found:
+        return LockState(lane.name, Freshness.FOREIGN, "not made by patchlane: no [tool.patchlane] table")
+    if found.get("lane", lane.name) != lane.name:
+        return LockState(lane.name, Freshness.FOREIGN, f"made for lane {found.get('lane')!r}")
+    if found.get("digest") != lane.digest:
+        return LockState(lane.name, Freshness.STALE, "lane changed since it was locked")
+    return LockState(lane.name, Freshness.CURRENT)
+
+
 def is_current(lane: Lane, locks_dir: Path) -> bool:
-    return (read_provenance(lock_path(locks_dir, lane.name)) or {}).get("digest") == lane.digest
+    return lock_state(lane, locks_dir).current
 
 
 def stale_lanes(lanes: list[Lane], locks_dir: Path) -> list[tuple[Lane, str]]:
-    """Lanes whose lock is missing, unreadable, or made from another lane definition."""
-    stale = []
-    for lane in lanes:
-        found = read_provenance(lock_path(locks_dir, lane.name))
-        if found is None:
-            stale.append((lane, "no lock"))
-        elif found.get("digest") != lane.digest:
-            stale.append((lane, "lane changed since it was locked"))
-    return stale
+    """Lanes whose lock is not current, with why (``no lock`` when there is none)."""
+    return [(lane, state.why) for lane in lanes if not (state := lock_state(lane, locks_dir)).current]
 
 
 def resolve_index_urls(lane: Lane, configured: dict[str, str]) -> dict[str, str] | str:
@@ -182,9 +217,10 @@ def uv_toml(lane: Lane, indexes: list[dict]) -> str:
     return tomlkit.dumps(doc)
 
 
-def compile_command(lane: Lane, *, upgrade: bool = False, upgrade_packages: tuple[str, ...] = ()) -> list[str]:
+def compile_args(lane: Lane, *, upgrade: bool = False, upgrade_packages: tuple[str, ...] = ()) -> list[str]:
+    """The ``uv`` arguments that lock ``lane``, run in the folder :func:`lock_lane` prepares."""
     cmd = [
-        uv.binary(), "pip", "compile", "pyproject.toml",
+        "pip", "compile", "pyproject.toml",
         "--format", "pylock.toml", "--output-file", LOCK_NAME,
         "--python-version", lane.python,
         "--python-platform", lane.platform,
@@ -196,7 +232,7 @@ def compile_command(lane: Lane, *, upgrade: bool = False, upgrade_packages: tupl
     if lane.overrides:
         cmd += ["--overrides", "overrides.txt"]
     if lane.exclude_newer:
-        cmd += ["--exclude-newer", format_utc(lane.exclude_newer)]
+        cmd += ["--exclude-newer", times.format_utc(lane.exclude_newer)]
     if lane.prerelease:
         cmd += ["--prerelease", lane.prerelease]
     if upgrade:
@@ -208,7 +244,7 @@ def compile_command(lane: Lane, *, upgrade: bool = False, upgrade_packages: tupl
 
 def explain_failure(stderr: str) -> tuple[str, str]:
     """(status, one-line message) from uv's stderr; the full text stays in the result's detail."""
-    lines = [line.strip() for line in stderr.splitlines() if line.strip() and not line.startswith("warning:")]
+    lines = uv.failure_lines(stderr)
     status = "unreachable" if any(m in stderr for m in UNREACHABLE_MARKERS) else "failed"
     errors = [line for line in lines if line.startswith(("error:", "cause:", "Caused by:", "╰─▶"))]
     summary = " / ".join((errors or lines or ["uv failed without a message"])[:4])
@@ -228,8 +264,8 @@ def stamp(lock_text: str, lane: Lane, origin: str) -> str:
         "uv-version": uv.version(),
         "python": lane.python,
         "platform": lane.platform,
-        **({"exclude-newer": format_utc(lane.exclude_newer)} if lane.exclude_newer else {}),
-        "locked-at": format_utc(datetime.now(timezone.utc)),
+        **({"exclude-newer": times.format_utc(lane.exclude_newer)} if lane.exclude_newer else {}),
+        "locked-at": times.format_utc(times.now()),
     }
     header = (
         f"# Lock of lane {lane.name!r}, generated by patchlane with uv {uv.version()} — do not edit.\n"
@@ -275,10 +311,8 @@ def lock_lane(
         if previous is not None and not upgrade:
             # uv prefers the versions already in its output file: unchanged packages stay put.
             shutil.copyfile(target, work / LOCK_NAME)
-        proc = subprocess.run(
-            compile_command(lane, upgrade=upgrade, upgrade_packages=upgrade_packages),
-            cwd=work, capture_output=True, text=True, env=uv.base_env(without_indexes=True), stdin=subprocess.DEVNULL,
-        )
+        proc = uv.run(compile_args(lane, upgrade=upgrade, upgrade_packages=upgrade_packages),
+                      cwd=work, without_indexes=True)
         seconds = time.monotonic() - started
         if proc.returncode != 0:
             status, message = explain_failure(proc.stderr)

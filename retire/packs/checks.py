@@ -239,14 +239,6 @@ def check_pasted(body: str, reproducer_text: str | None, max_code_lines: int = D
 # evidence, state and targeting
 
 
-def _moment(text: str) -> _dt.datetime | None:
-    try:
-        moment = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=_dt.timezone.utc)
-
-
 def check_validation(shim: str, records: Sequence[ValidationRecord], *, now: _dt.datetime,
                      window: _dt.timedelta = DEFAULT_WINDOW, against: str | None = None) -> list[Blocker]:
     """A ``--mode without`` run printed ``BUG_REPRODUCED`` on a named host within ``window``.
@@ -272,7 +264,7 @@ def check_validation(shim: str, records: Sequence[ValidationRecord], *, now: _dt
     reproduced = [r for r in runs if r.outcome == "bug-reproduced" and r.sentinel == "BUG_REPRODUCED"]
     named = [r for r in reproduced if isinstance(r.host.get("hostname"), str) and r.host["hostname"].strip()]
     pinned_runs = [r for r in named if matches_pin(r)]
-    fresh = [r for r in pinned_runs if (m := _moment(r.started_at)) is not None and now - window <= m <= now + _dt.timedelta(minutes=5)]
+    fresh = [r for r in pinned_runs if (m := r.started) is not None and now - window <= m <= now + _dt.timedelta(minutes=5)]
     if fresh:
         return []
     latest = max(runs, key=lambda r: r.started_at)

@@ -24,6 +24,7 @@ from pathlib import Path
 from shims.manifest import ManifestError, ShimManifest, load_manifest
 
 from retire.evidence import validation
+from retire.core import times
 from retire.core.atomic import atomic_write, locked
 from retire.core.errors import ConfigError
 from retire.core.project import Project
@@ -148,14 +149,6 @@ def _display(root: Path, path: Path) -> str:
         return str(path)
 
 
-def _now() -> _dt.datetime:
-    return _dt.datetime.now(_dt.timezone.utc)
-
-
-def _iso(moment: _dt.datetime) -> str:
-    return moment.astimezone(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
 # ---------------------------------------------------------------------------------------------
 # The queue
 
@@ -236,7 +229,7 @@ def _assess_all(root: Path, ids: Sequence[str] | None, *, now: _dt.datetime | No
     deny, state = load_deny(root), load_state(root)
     for pack_id in ids or ():
         _check_id(root, pack_id)
-    return [_assess(root, pack_id, state=state, records=records, deny=deny, now=now or _now(), window=window,
+    return [_assess(root, pack_id, state=state, records=records, deny=deny, now=now or times.now(), window=window,
                     max_code_lines=max_code_lines) for pack_id in (ids or pack_ids(root))]
 
 
@@ -293,7 +286,7 @@ def markdown_section(entries: Sequence[QueueEntry], *, heading: str = "## Filing
 def plan(root: str | Path, *, day: _dt.date | None = None, now: _dt.datetime | None = None,
          window: _dt.timedelta = DEFAULT_WINDOW, **options: int) -> tuple[WavePlan, list[QueueEntry]]:
     """The next wave over the ready and approved packs, and the queue it was planned from."""
-    now = now or _now()
+    now = now or times.now()
     entries = filing_queue(root, now=now, window=window)
     candidates = [Candidate(e.id, e.repository, e.priority, approved=e.status == "approved")
                   for e in entries if e.status == "ready" or (e.status == "approved" and not e.reasons)]
@@ -326,13 +319,13 @@ def _ready_or_raise(assessed: _Assessed, action: str, *, ignore: tuple[str, ...]
 def approve(root: str | Path, pack_id: str, *, by: str, now: _dt.datetime | None = None,
             window: _dt.timedelta = DEFAULT_WINDOW) -> Approval:
     """Record that ``by`` approved ``pack_id`` as it reads now; only a ready pack can be approved."""
-    root, now = Path(root), now or _now()
+    root, now = Path(root), now or times.now()
     name = " ".join(by.split())
     if not name:
         raise ConfigError(None, "--by", "empty approver", "give the name of the person approving")
     assessed = _assess_all(root, [pack_id], now=now, window=window, max_code_lines=DEFAULT_MAX_CODE_LINES)[0]
     loaded = _ready_or_raise(assessed, "approve", ignore=("approval",))
-    approval = Approval(by=name, at=_iso(now), digest=loaded.digest)
+    approval = Approval(by=name, at=times.format_utc(now), digest=loaded.digest)
     _update_state(root, lambda state: state.approve(pack_id, approval))
     return approval
 
@@ -423,6 +416,6 @@ def record_filing(root: str | Path, pack_id: str, url: str, *, now: _dt.datetime
     if found is None or found.lower() != spec.repository.lower() or not url.startswith("https://"):
         raise ConfigError(None, "--url", f"{url!r} is not in {spec.repository}",
                           f"give the https://github.com/{spec.repository}/… URL of the issue, PR or comment")
-    filing = Filing(url=url, at=_iso(now or _now()), repository=spec.repository)
+    filing = Filing(url=url, at=times.format_utc(now or times.now()), repository=spec.repository)
     _update_state(root, lambda s: s.file(pack_id, filing))
     return filing

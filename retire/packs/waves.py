@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from retire.core import times
 from retire.core.errors import ConfigError
 from retire.packs.model import PRIORITIES
 
@@ -95,6 +96,11 @@ def parse_state(text: str, path: str | Path) -> FilingState:
             )
         except (KeyError, TypeError):
             raise ConfigError(path, key, "approval needs by/at/digest, filings need url/at/repository", "restore it from git") from None
+        for filing in packs[pack_id].filings:
+            try:
+                times.parse(filing.at)
+            except times.TimeError as exc:
+                raise ConfigError(path, f"{key}.filings", f"filing time: {exc}", "restore it from git") from None
     return FilingState(dict(sorted(packs.items())))
 
 
@@ -116,7 +122,7 @@ def last_waves(state: FilingState) -> dict[str, _dt.date]:
     waves: dict[str, _dt.date] = {}
     for record in state.packs.values():
         for filing in record.filings:
-            day = _dt.datetime.fromisoformat(filing.at.replace("Z", "+00:00")).date()
+            day = times.parse(filing.at).date()
             repo = filing.repository.lower()
             waves[repo] = max(waves.get(repo, day), day)
     return waves

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from retire.core import times
 from retire.evidence.values import IssueState, ProbeFailure, PullState
 from retire.probes.http import Fetched, Fetcher
 
@@ -72,11 +73,10 @@ def auth_headers(token: str | None) -> dict[str, str]:
 
 
 def _moment(value: object) -> _dt.datetime | None:
-    if not isinstance(value, str):
-        return None
+    """A time the API sent (``2026-02-01T10:00:00Z``), or None when absent or unreadable."""
     try:
-        return _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
+        return times.parse(value) if value is not None else None
+    except times.TimeError:
         return None
 
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from retire.core.git import Git, GitError
 from retire.evidence.values import ProbeFailure, TagContainment
 
 __all__ = ["DEFAULT_RELEASE_TAG", "mirror_for", "probe_containment", "probe_tag_contains", "tag_version"]
@@ -52,48 +53,43 @@ def mirror_for(repository: str, mirrors: Mapping[str, str | os.PathLike[str]] | 
     return None
 
 
-def _open(path: Path, target: str):
-    import git
-
+def _open(path: Path, target: str) -> Git | ProbeFailure:
     if not path.exists():
         return ProbeFailure("git", target, f"no local mirror at {path}: clone the repository there")
-    try:
-        return git.Repo(path)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+    repo = Git(path, search_parents=False)  # the mirror itself, never a checkout it sits in
+    if not repo.is_repository():
         return ProbeFailure("git", target, f"{path} is not a git repository")
+    return repo
 
 
-def _resolve(repo, commit: str, target: str, path: Path) -> str | ProbeFailure:
-    import git
-
+def _resolve(repo: Git, commit: str, target: str, path: Path) -> str | ProbeFailure:
     if not _COMMIT.fullmatch(commit):
         return ProbeFailure("git", target, f"not a commit sha: {commit!r}")
-    try:
-        return repo.git.rev_parse("--verify", "--quiet", f"{commit}^{{commit}}").strip()
-    except git.GitCommandError:
-        return ProbeFailure("git", target, f"commit {commit[:12]} is not in the mirror at {path}: "
-                            "fetch it (git fetch --tags) or check the sha", retryable=True)
+    return repo.rev_parse(f"{commit}^{{commit}}") or ProbeFailure(
+        "git", target, f"commit {commit[:12]} is not in the mirror at {path}: "
+        "fetch it (git fetch --tags) or check the sha", retryable=True)
+
+
+def _failed(target: str, exc: GitError) -> ProbeFailure:
+    return ProbeFailure("git", target, f"git failed: {' '.join(str(exc).split())[:200]}")
 
 
 def probe_containment(path: str | os.PathLike[str], commit: str, *, repository: str = "",
                       release_tag: str = DEFAULT_RELEASE_TAG) -> TagContainment | ProbeFailure:
     """Which tags of the mirror at ``path`` contain ``commit``; never raises."""
-    import git
-
     path = Path(path)
     target = f"{repository or path}@{commit[:12]}"
     try:
         repo = _open(path, target)
         if isinstance(repo, ProbeFailure):
             return repo
-        with repo:
-            full = _resolve(repo, commit, target, path)
-            if isinstance(full, ProbeFailure):
-                return full
-            containing = tuple(t for t in repo.git.tag("--contains", full).splitlines() if t.strip())
-            every = [t for t in repo.git.tag("--list").splitlines() if t.strip()]
-    except (git.GitCommandError, OSError, ValueError) as exc:
-        return ProbeFailure("git", target, f"git failed: {' '.join(str(exc).split())[:200]}")
+        full = _resolve(repo, commit, target, path)
+        if isinstance(full, ProbeFailure):
+            return full
+        containing = tuple(repo.tags(containing=full))
+        every = repo.tags()
+    except GitError as exc:
+        return _failed(target, exc)
     try:
         pattern = re.compile(release_tag)
     except re.error as exc:
@@ -106,29 +102,19 @@ def probe_containment(path: str | os.PathLike[str], commit: str, *, repository: 
 def probe_tag_contains(path: str | os.PathLike[str], commit: str, tag: str, *,
                        repository: str = "") -> bool | ProbeFailure:
     """Whether ``tag`` contains ``commit``; a tag or commit that does not exist is a failure."""
-    import git
-
     path = Path(path)
     target = f"{repository or path}@{tag}"
     try:
         repo = _open(path, target)
         if isinstance(repo, ProbeFailure):
             return repo
-        with repo:
-            full = _resolve(repo, commit, target, path)
-            if isinstance(full, ProbeFailure):
-                return full
-            try:
-                tagged = repo.git.rev_parse("--verify", "--quiet", f"refs/tags/{tag}^{{commit}}").strip()
-            except git.GitCommandError:
-                return ProbeFailure("git", target, f"tag {tag!r} does not exist in the mirror at {path}: "
-                                    "fetch tags (git fetch --tags) or check the release tag pattern", retryable=True)
-            try:
-                repo.git.merge_base("--is-ancestor", full, tagged)
-                return True
-            except git.GitCommandError as exc:
-                if exc.status == 1:
-                    return False
-                raise
-    except (git.GitCommandError, OSError, ValueError) as exc:
-        return ProbeFailure("git", target, f"git failed: {' '.join(str(exc).split())[:200]}")
+        full = _resolve(repo, commit, target, path)
+        if isinstance(full, ProbeFailure):
+            return full
+        tagged = repo.rev_parse(f"refs/tags/{tag}^{{commit}}")
+        if tagged is None:
+            return ProbeFailure("git", target, f"tag {tag!r} does not exist in the mirror at {path}: "
+                                "fetch tags (git fetch --tags) or check the release tag pattern", retryable=True)
+        return repo.is_ancestor(full, tagged)
+    except GitError as exc:
+        return _failed(target, exc)

@@ -22,6 +22,7 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
+from retire.core import times
 from retire.evidence.values import ProbeFailure, Release, ReleaseFile, ReleaseList
 from retire.probes.http import Fetched, Fetcher
 
@@ -35,13 +36,11 @@ def project_url(index_url: str, distribution: str) -> str:
 
 
 def _moment(text: object) -> _dt.datetime | None:
-    if not isinstance(text, str):
-        return None
+    """A PEP 700 ``upload-time`` (UTC by the spec), or None when absent or unreadable."""
     try:
-        moment = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
+        return times.parse(text, assume_utc=True) if text is not None else None
+    except times.TimeError:
         return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=_dt.timezone.utc)
 
 
 def _version_of(filename: str) -> Version | None:

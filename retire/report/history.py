@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from retire.core.git import Git, GitError
 from retire.report.model import BurnPoint, PreviousReport, iso_week, parse_week, week_bounds
 
 __all__ = ["History", "git_burndown", "read_previous_reports"]
@@ -79,39 +80,27 @@ def git_burndown(root: str | os.PathLike[str], *, until: _dt.date, shims_dir: st
     Returns the points and a note when git history is unavailable (no repository, no commits,
     a shallow clone that lacks the history is noted too).
     """
-    try:
-        import git
-    except ImportError:
-        return [], "git history not read: gitpython is not installed"
     root = Path(root).resolve()
     try:
-        repo = git.Repo(root, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        work = Git(root).toplevel().resolve()
+    except GitError:
         return [], f"git history not read: {_display(root)} is not in a git repository"
+    repo = Git(work)
     try:
-        work = Path(repo.working_tree_dir or root).resolve()
         relative = (root / shims_dir).relative_to(work).as_posix()
-        try:
-            repo.head.commit
-        except ValueError:
+        if repo.rev_parse("HEAD") is None:
             return [], "git history not read: the repository has no commits yet"
-        touching = list(repo.iter_commits("HEAD", paths=relative))
+        touching = sorted(repo.commits_touching(relative), key=lambda found: found[1])
         if not touching:
             return [], f"git history: no commit touches {relative}/ yet"
-        touching.sort(key=lambda c: c.committed_date)
-        times = [c.committed_date for c in touching]
+        times = [when for _, when in touching]
         counts: dict[str, int] = {}
 
-        def count(commit) -> int:
-            if commit.hexsha not in counts:
-                try:
-                    tree = commit.tree / relative
-                except KeyError:
-                    counts[commit.hexsha] = 0
-                else:
-                    counts[commit.hexsha] = sum(
-                        1 for sub in tree.trees if any(b.name == "manifest.toml" for b in sub.blobs))
-            return counts[commit.hexsha]
+        def count(sha: str) -> int:
+            if sha not in counts:  # <shims_dir>/<id>/manifest.toml, one level down
+                counts[sha] = sum(1 for path in repo.files(sha, relative)
+                                  if len(path.parts) == 2 and path.name == "manifest.toml")
+            return counts[sha]
 
         first_day = _dt.datetime.fromtimestamp(times[0], _dt.timezone.utc).date()
         week, last_week = iso_week(first_day), iso_week(until)
@@ -121,14 +110,12 @@ def git_burndown(root: str | os.PathLike[str], *, until: _dt.date, shims_dir: st
             end = _dt.datetime.combine(sunday + _dt.timedelta(days=1), _dt.time(), _dt.timezone.utc).timestamp()
             index = bisect.bisect_left(times, end) - 1
             if index >= 0:
-                points.append(BurnPoint(week, count(touching[index]), None, "git"))
+                points.append(BurnPoint(week, count(touching[index][0]), None, "git"))
             week = iso_week(sunday + _dt.timedelta(days=1))
         note = None
-        if repo.git.rev_parse("--is-shallow-repository").strip() == "true":
+        if repo.is_shallow():
             note = "git history is shallow (a CI checkout?): the burn-down starts where the clone does — fetch with depth 0"
         return points, note
-    except (git.GitCommandError, OSError, ValueError) as exc:
+    except (GitError, OSError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return [], f"git history not read: {first}"
-    finally:
-        repo.close()

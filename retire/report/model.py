@@ -25,6 +25,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from retire.core import times
 from retire.evidence.values import ExecutionHistory, IssueState, ProbeFailure, PullState, ReleaseList, TagContainment
 from retire.runs.lanerun import FAILING, judge
 from retire.evidence.validation import PROVING
@@ -528,7 +529,7 @@ def build(
     )
     burndown = merge_burndown(history, BurnPoint(week, headline.carried, headline.retire, "now"))
     return Report(
-        week=week, generated_at=now.astimezone(_dt.timezone.utc).isoformat(timespec="seconds"), as_of=as_of,
+        week=week, generated_at=times.to_utc(now).isoformat(timespec="seconds"), as_of=as_of,
         headline=headline, rows=rows_t, matrix=matrix, changes=_changes(previous, rows_t, matrix),
         burndown=burndown, notes=tuple(notes), filing_queue=filing_queue,
         verdicts=tuple(_verdict_json(by_verdict.get(m.id) or _missing_verdict(m.id)) for m in manifests),

@@ -27,6 +27,7 @@ import httpx
 from retire.report import html as report_html
 from retire.report import model as report_model
 from retire.report import markdown as report_render
+from retire.core import times
 from retire.core.atomic import atomic_write
 from retire.core.errors import ConfigError, PatchlaneError
 from retire.core.project import Project
@@ -62,10 +63,6 @@ class Written:
     paths: tuple[Path, ...]
     markdown: str
     json_text: str
-
-
-def _utcnow() -> _dt.datetime:
-    return _dt.datetime.now(_dt.timezone.utc)
 
 
 def _records(path: Path) -> tuple[list, str | None]:
@@ -155,7 +152,7 @@ def generate(
     ``retire.verdicts.gather`` and ``gather_options`` go to it (client, api_base, mirrors …).
     Raises ``ConfigError`` for bad input and ``PatchlaneError`` when a file cannot be written.
     """
-    now = now or _utcnow()
+    now = now or times.now()
     try:
         label = report_model.parse_week(week) if week else report_model.iso_week(now.date())
     except ValueError as exc:

@@ -97,11 +97,10 @@ def describe_paths(python: str | Path) -> dict:
 
 
 def run_uv(args: list[str], what: str) -> str:
-    proc = subprocess.run([uv.binary(), *args], capture_output=True, text=True, env=uv.base_env(),
-                          stdin=subprocess.DEVNULL)
+    """uv's stderr (its summary) when it succeeds; a :class:`BuildError` saying ``what`` failed otherwise."""
+    proc = uv.run(args)
     if proc.returncode != 0:
-        lines = [l for l in proc.stderr.splitlines() if l.strip() and not l.startswith("warning:")]
-        raise BuildError(f"{what}: {' / '.join(lines[:3]) or 'uv failed'}", proc.stderr.strip())
+        raise BuildError(f"{what}: {' / '.join(uv.failure_lines(proc.stderr)[:3]) or 'uv failed'}", proc.stderr.strip())
     return proc.stderr
 
 

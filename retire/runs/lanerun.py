@@ -174,13 +174,9 @@ def run_lane(lane: Lane, manifests: dict[str, ShimManifest], options: RunOptions
         return LaneRun(lane.name, "skipped", lane.shims, why,
                        shims=tuple(ShimRun(lane.name, s, "skipped", why) for s in lane.shims))
     lock_file = locking.lock_path(options.locks_dir, lane.name)
-    found = locking.read_provenance(lock_file)
-    digest = (found or {}).get("digest")
-    if found is None:
-        return LaneRun(lane.name, "build-failed", lane.shims, f"no lock: run `nox -s lock -- {lane.name}`")
-    if digest != lane.digest:
-        return LaneRun(lane.name, "build-failed", lane.shims,
-                       f"the lock is stale (the lane changed): run `nox -s lock -- {lane.name}`")
+    state = locking.lock_state(lane, options.locks_dir)
+    if not state.current:
+        return LaneRun(lane.name, "build-failed", lane.shims, f"{state.summary}: run `nox -s lock -- {lane.name}`")
     if missing:
         return LaneRun(lane.name, "build-failed", lane.shims, f"unknown shims: {', '.join(missing)}")
     kind = "overlay on " + options.overlay if options.overlay else "full"
@@ -203,7 +199,7 @@ def run_lane(lane: Lane, manifests: dict[str, ShimManifest], options: RunOptions
             # prove its mitigation is in effect on a host where the failure itself cannot happen.
             record = run_reproducer(manifest, mode, python=env.python, lane=lane.name, timeout=options.timeout,
                                     env=reproducer_env(lane, manifests, shim, mode))
-            record = _with_context(record, options.run_id, _environment_facts(env, manifest, digest))
+            record = _with_context(record, options.run_id, _environment_facts(env, manifest, lane.digest))
             records[mode] = record
             progress(lane.name, f"{shim} {mode} shim: {record.sentinel or record.outcome} ({record.duration_s:.1f}s)")
         outcome, why = judge(records.get("without"), records.get("with"))

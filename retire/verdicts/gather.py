@@ -17,15 +17,12 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from retire.core import times
 from retire.evidence.values import ProbeFailure, PullState, ReleaseList
 from retire.verdicts.model import Decision, ShimEvidence, Verdict
 from retire.verdicts.rules import DEFAULT_STALE_DAYS, decide, link_urls
 
 __all__ = ["gather", "lane_index_urls"]
-
-
-def _utcnow() -> _dt.datetime:
-    return _dt.datetime.now(_dt.timezone.utc)
 
 
 def lane_index_urls(lane, distribution: str, *, named: Mapping[str, str], default: str | None) -> tuple[str, ...] | str:
@@ -92,7 +89,7 @@ def gather(
     mirrors=None,
     release_tag: str | None = None,
     policy=None,
-    clock: Callable[[], _dt.datetime] = _utcnow,
+    clock: Callable[[], _dt.datetime] = times.now,
     stale_after_days: int = DEFAULT_STALE_DAYS,
     workers: int = 100,
 ) -> list[Verdict]:

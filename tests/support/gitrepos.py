@@ -4,9 +4,10 @@ commit, and tags — the shape the git probe reads in a mirror."""
 from __future__ import annotations
 
 import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from retire.core.git import Git
 
 _ENV = {
     "GIT_AUTHOR_NAME": "upstream", "GIT_AUTHOR_EMAIL": "upstream@example.org",
@@ -16,8 +17,7 @@ _ENV = {
 
 
 def git(repo: Path, *args: str) -> str:
-    env = {**os.environ, **_ENV}
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env).stdout.strip()
+    return Git(repo, env=_ENV).run(*args).strip()
 
 
 def commit(repo: Path, name: str, text: str, message: str) -> str:

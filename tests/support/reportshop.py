@@ -22,10 +22,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
-import subprocess
 from pathlib import Path
 
+from retire.core.git import Git
 from retire.evidence import validation
 from retire.evidence.values import ProbeFailure
 from retire.evidence.validation import ValidationRecord
@@ -131,13 +130,11 @@ def previous_report(week: str = "2026-W46") -> dict:
 
 
 def git(root: Path, *args: str, when: str | None = None) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_CONFIG_NOSYSTEM="1", HOME=str(root), GIT_AUTHOR_NAME="Shop", GIT_AUTHOR_EMAIL="shop@example.org",
+    env = dict(HOME=str(root), GIT_AUTHOR_NAME="Shop", GIT_AUTHOR_EMAIL="shop@example.org",
                GIT_COMMITTER_NAME="Shop", GIT_COMMITTER_EMAIL="shop@example.org")
     if when:
         env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = when
-    done = subprocess.run(["git", *args], cwd=root, env=env, capture_output=True, text=True, check=True)
-    return done.stdout
+    return Git(root, env=env).run(*args)
 
 
 def _remove_shim(root: Path, shim_id: str) -> None:

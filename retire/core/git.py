@@ -1,0 +1,144 @@
+"""The engine's one way to run git: ``Git(repo).run(...)`` over ``git -C repo`` argument lists.
+
+git runs in a known environment (no system config, no pager, no prompts, C locale, no
+inherited ``GIT_DIR``-style redirections from a hook), under a timeout; every failure is one
+:class:`GitError` with a one-line message. The operations the engine needs (resolve a ref, tags
+containing a commit, ancestry, the commits touching a folder, worktrees, commits) are methods;
+anything else is :meth:`Git.run`.
+
+Everything that writes happens in a separate worktree or creates a new ref; nothing here
+touches the user's checkout, index or current branch.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path, PurePosixPath
+
+from retire.core.errors import PatchlaneError
+
+__all__ = ["DEFAULT_TIMEOUT", "Git", "GitError", "environment", "toplevel"]
+
+#: Seconds one git command may take (a push or a clone of a large mirror included).
+DEFAULT_TIMEOUT = 300.0
+
+# Variables that point git at another repository, index or object store: set by hooks and
+# wrappers, they would silently redirect ``git -C <repo>``.
+_REDIRECTS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
+              "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_PREFIX", "GIT_CEILING_DIRECTORIES")
+
+
+class GitError(PatchlaneError):
+    """A git command failed; the message is one line with the end of git's stderr."""
+
+
+def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment git runs in: quiet, prompt-free, no system config, C locale."""
+    env = {name: value for name, value in os.environ.items() if name not in _REDIRECTS}
+    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0", GIT_PAGER="cat", PAGER="cat",
+               LC_ALL="C", GIT_OPTIONAL_LOCKS="0")
+    env.update(extra or {})
+    return env
+
+
+def _one_line(stderr: str, returncode: int) -> str:
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    return " / ".join(lines[-3:]) or f"exit {returncode}"
+
+
+class Git:
+    """git commands in one repository (``git -C repo …``).
+
+    ``env`` adds variables (an author identity, say) to :func:`environment`. With
+    ``search_parents=False`` the repository must be ``repo`` itself, never a folder above it
+    (a mirror path is checked as given).
+    """
+
+    def __init__(self, repo: str | os.PathLike[str], *, env: dict[str, str] | None = None,
+                 timeout: float = DEFAULT_TIMEOUT, search_parents: bool = True) -> None:
+        self.repo = Path(repo)
+        self.timeout = timeout
+        self.env = dict(env or {})
+        if not search_parents:
+            self.env["GIT_CEILING_DIRECTORIES"] = os.fspath(self.repo.absolute().parent)
+
+    def __repr__(self) -> str:
+        return f"Git({os.fspath(self.repo)!r})"
+
+    def _exec(self, args: tuple[str, ...], *, input: str | None, env: dict[str, str] | None) -> subprocess.CompletedProcess[str]:
+        try:
+            return subprocess.run(["git", "-C", os.fspath(self.repo), *args], capture_output=True, text=True,
+                                  env=environment({**self.env, **(env or {})}), timeout=self.timeout,
+                                  input=input, stdin=None if input is not None else subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise GitError(f"git {args[0]} timed out after {self.timeout:g} s in {self.repo}") from None
+        except OSError as exc:  # no git on PATH, an unusable folder
+            raise GitError(f"git {args[0]} could not run: {exc}") from None
+
+    def run(self, *args: str, check: bool = True, input: str | None = None,
+            env: dict[str, str] | None = None) -> str:
+        """stdout of ``git args…`` without the trailing newline; a non-zero exit raises
+        :class:`GitError` unless ``check`` is false (then stdout, possibly empty)."""
+        proc = self._exec(args, input=input, env=env)
+        if check and proc.returncode != 0:
+            raise GitError(f"git {args[0]} failed: {_one_line(proc.stderr, proc.returncode)}")
+        return proc.stdout.rstrip("\n")
+
+    def test(self, *args: str) -> bool:
+        """For commands that answer yes (exit 0) or no (exit 1); anything else is a GitError."""
+        proc = self._exec(args, input=None, env=None)
+        if proc.returncode not in (0, 1):
+            raise GitError(f"git {args[0]} failed: {_one_line(proc.stderr, proc.returncode)}")
+        return proc.returncode == 0
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def toplevel(self) -> Path:
+        """The root of the work tree ``repo`` is in."""
+        try:
+            return Path(self.run("rev-parse", "--show-toplevel"))
+        except GitError as exc:
+            raise GitError(f"{self.repo} is not inside a git repository ({exc})") from None
+
+    def is_repository(self) -> bool:
+        return self._exec(("rev-parse", "--git-dir"), input=None, env=None).returncode == 0
+
+    def rev_parse(self, ref: str) -> str | None:
+        """The object name ``ref`` resolves to, or None if it does not exist."""
+        return self.run("rev-parse", "--verify", "--quiet", "--end-of-options", ref, check=False) or None
+
+    def is_shallow(self) -> bool:
+        return self.run("rev-parse", "--is-shallow-repository") == "true"
+
+    def config(self, key: str) -> str | None:
+        return self.run("config", key, check=False) or None
+
+    def tags(self, *, containing: str | None = None) -> list[str]:
+        """Every tag, or those whose history contains commit ``containing``."""
+        args = ("tag", "--contains", containing) if containing else ("tag", "--list")
+        return [tag for tag in self.run(*args).splitlines() if tag.strip()]
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        return self.test("merge-base", "--is-ancestor", ancestor, descendant)
+
+    def commits_touching(self, path: str, rev: str = "HEAD") -> list[tuple[str, int]]:
+        """(sha, committer time in epoch seconds) of the commits on ``rev`` that touched ``path``."""
+        out = self.run("log", "--format=%H %ct", rev, "--", path)
+        return [(sha, int(when)) for sha, when in (line.split() for line in out.splitlines() if line.strip())]
+
+    def files(self, commit: str, folder: str) -> list[PurePosixPath]:
+        """Every file below ``folder`` in ``commit``'s tree, as paths relative to ``folder``."""
+        out = self.run("ls-tree", "-r", "--name-only", "-z", commit, "--", folder)
+        base = PurePosixPath(folder)
+        return [PurePosixPath(name).relative_to(base) for name in out.split("\0") if name]
+
+    def worktree_paths(self) -> list[Path]:
+        """Every worktree git knows of (the main one first), including ones whose folder is gone."""
+        out = self.run("worktree", "list", "--porcelain")
+        return [Path(line.split(" ", 1)[1]) for line in out.splitlines() if line.startswith("worktree ")]
+
+
+def toplevel(path: str | os.PathLike[str]) -> Path:
+    """The root of the git work tree ``path`` is in; a :class:`GitError` when there is none."""
+    return Git(path).toplevel()
