@@ -136,7 +136,7 @@ def test_transient_5xx_heals_with_a_retry(world):
 
 def test_429_with_retry_after_is_retried_then_unknown(world):
     world["api"].host.faults.add(PR_PATH, Fault(status=429, headers={"Retry-After": "0"}))
-    found = verdicts(world)
+    found = verdicts(world, mirrors=world["tmp"])
     assert_unknown(found, ("pr_fixed",), "429 Too Many Requests")
     assert requests_to(world, PR_PATH) == 3
 
@@ -144,10 +144,19 @@ def test_429_with_retry_after_is_retried_then_unknown(world):
 def test_429_with_a_long_retry_after_is_not_slept_on(world):
     world["api"].host.faults.add(PR_PATH, Fault(status=429, headers={"Retry-After": "3600"}))
     started = time.monotonic()
-    found = verdicts(world)
+    found = verdicts(world, mirrors=world["tmp"])
     assert time.monotonic() - started < 2
     assert_unknown(found, ("pr_fixed",), "asks to wait 3600s")
     assert requests_to(world, PR_PATH) == 1
+
+
+def test_the_mirror_decides_what_the_code_host_cannot_answer(world):
+    """Air-gapped: every code-host request fails, the mirror says which commit landed PR #2 and
+    which release tags contain it; the informational issue link stays a flag."""
+    found = verdicts(world, api_base="http://nonexistent.invalid")
+    assert {shim: v.decision for shim, v in found.items()} == {"floor_fixed": "retire", "pr_fixed": "retire", "tagged_fix": "retire"}
+    assert "landed as" in found["pr_fixed"].why and found["pr_fixed"].floors == ("toylib>=1.2",)
+    assert_flagged(found, ("floor_fixed", "pr_fixed"), "DNS lookup failed")
 
 
 def test_403_rate_limit(world):
@@ -198,7 +207,7 @@ def test_commit_missing_from_the_mirror_and_no_mirror(world, tmp_path):
     empty = tmp_path / "empty-mirrors"
     empty.mkdir()
     found = verdicts(world, mirrors=empty)
-    assert_unknown(found, ("tagged_fix",), "no local mirror")
+    assert_unknown(found, ("tagged_fix",), "no mirror of https://github.com/org/toylib")
     other = tmp_path / "other-mirrors" / "org"
     other.mkdir(parents=True)
     git(other, "init", "-q", "--bare", "toylib.git")

@@ -13,7 +13,8 @@ from retire.core.project import Project
 def add_evidence_arguments(p: argparse.ArgumentParser) -> None:
     """Where verdicts get their evidence: shared by report, retire and verdicts-like commands."""
     p.add_argument("--validation", type=Path, help="validation manifest (default: validation/manifest.jsonl)")
-    p.add_argument("--mirrors", type=Path, help="folder of local clones as <owner>/<repo> for tag checks")
+    p.add_argument("--mirrors", type=Path, metavar="DIR",
+                   help="folder of local clones as <owner>/<repo>[.git] (default: patchlane.toml's [mirrors] folder)")
     p.add_argument("--index-url", help="default package index when a lane names none (default: uv's configuration)")
     p.add_argument("--api-url", help="code host REST API base URL (default: the public API)")
 
@@ -27,9 +28,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_evidence_arguments(p)
 
 
-def gather_options(args: argparse.Namespace) -> dict:
-    pairs = (("mirrors", args.mirrors), ("index_url", args.index_url), ("api_base", args.api_url))
-    return {key: value for key, value in pairs if value is not None}
+def gather_options(project: Project, args: argparse.Namespace) -> dict:
+    pairs = (("index_url", args.index_url), ("api_base", args.api_url))
+    return {"mirrors": project.mirrors(args.mirrors), **{key: value for key, value in pairs if value is not None}}
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
@@ -37,7 +38,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     from retire.report import markdown, weekly
 
     written = weekly.generate(project, week=args.week, out=args.out, probe=not args.no_probe,
-                              gather_options=gather_options(args), records_path=args.validation)
+                              gather_options=gather_options(project, args), records_path=args.validation)
     if args.json:
         for note in written.report.notes:
             say(f"patchlane: note: {note}", err=True)

@@ -56,7 +56,7 @@ def _plans_from_verdicts(project: Project, args: argparse.Namespace) -> list:
     records_path = args.validation or project.validation
     records = validation.load(records_path)
     verdicts = gather(list(manifests.values()), lanes, project.locks_dir, records_path,
-                      cache_dir=project.http_cache, **report.gather_options(args))
+                      cache_dir=project.http_cache, **report.gather_options(project, args))
     if not args.json:
         for verdict in verdicts:
             say(f"{verdict.shim:<28} {verdict.decision:<8} {verdict.why}")

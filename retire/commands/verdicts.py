@@ -18,7 +18,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output with the evidence")
     p.add_argument("--index-url", help="default package index when a lane names none (default: uv's configuration)")
     p.add_argument("--api-url", help="GitHub REST API base URL (default: the public API)")
-    p.add_argument("--mirrors", type=Path, help="folder of local clones as <owner>/<repo> for tag checks")
+    p.add_argument("--mirrors", type=Path, metavar="DIR",
+                   help="folder of local clones as <owner>/<repo>[.git] (default: patchlane.toml's [mirrors] folder)")
     p.add_argument("--cache-dir", type=Path, help="HTTP cache folder (default: .patchlane/cache/http)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the HTTP cache")
     p.add_argument("--validation", type=Path, help="validation manifest (default: validation/manifest.jsonl)")
@@ -46,7 +47,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     cache_dir = None if args.no_cache else (args.cache_dir or project.http_cache)
     verdicts = gather(
         manifests, lanes, project.locks_dir, args.validation or project.validation,
-        index_url=args.index_url, api_base=args.api_url, cache_dir=cache_dir, mirrors=args.mirrors,
+        index_url=args.index_url, api_base=args.api_url, cache_dir=cache_dir, mirrors=project.mirrors(args.mirrors),
         stale_after_days=args.stale_after, workers=args.jobs,
     )
     if args.json:

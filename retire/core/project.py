@@ -6,6 +6,7 @@ for a proposal branch is a project too: ``Project(worktree)``.
 
 The layout::
 
+    patchlane.toml             project settings (optional): git mirrors
     lanes/                     lane and matrix files
     locks/<lane>/pylock.toml   one lock per lane
     shims/<id>/                the shop's catalogue (manifest.toml, patch.py, reproduce.py, pack.toml)
@@ -108,6 +109,12 @@ class Project:
         if not self.shims_dir.is_dir():
             return set()
         return {p.parent.name for p in self.shims_dir.glob("*/manifest.toml")}
+
+    def mirrors(self, folder: Path | None = None):
+        """The git mirrors ``patchlane.toml`` declares (``folder``, from ``--mirrors``, replaces its folder)."""
+        from retire.mirrors.config import load_mirrors
+
+        return load_mirrors(self.root, folder=folder)
 
     def lanes(self) -> list:
         """Every lane of ``lanes/``, with shim ids checked against the catalogue."""

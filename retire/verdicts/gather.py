@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -87,7 +88,6 @@ def gather(
     token: object = _FROM_ENV,
     cache_dir: str | os.PathLike[str] | None = None,
     mirrors=None,
-    release_tag: str | None = None,
     policy=None,
     clock: Callable[[], _dt.datetime] = times.now,
     stale_after_days: int = DEFAULT_STALE_DAYS,
@@ -97,16 +97,17 @@ def gather(
 
     ``client`` is an injected ``httpx.Client`` (one is made and closed when None); ``token``
     defaults to ``GITHUB_TOKEN`` / ``GH_TOKEN``; ``cache_dir`` holds the HTTP cache (None: no
-    cache); ``mirrors`` maps repository URLs to local clones, or is a folder of
-    ``<owner>/<repo>`` clones. Each distinct probe runs once even when many shims need it.
+    cache); ``mirrors`` is a :class:`~retire.mirrors.config.MirrorSet` (or ``{url: path}``, or a
+    folder of ``<owner>/<repo>`` clones). Each distinct probe runs once even when many shims need it.
     """
-    from retire.probes import codehost, gitrepo, index, records
+    from retire.mirrors.config import MirrorSet
+    from retire.probes import codehost, index, records
     from retire.probes.http import Fetcher, HttpCache, RetryPolicy, make_client
 
     policy = policy or RetryPolicy()
     api_base = api_base or codehost.DEFAULT_API_BASE
     web_host = web_host or codehost.DEFAULT_WEB_HOST
-    release_tag = release_tag or gitrepo.DEFAULT_RELEASE_TAG
+    mirrored = _Mirrors(MirrorSet.coerce(mirrors))
     secret = codehost.token_from_env() if token is _FROM_ENV else token
     owned = client is None
     client = client or make_client(timeout=policy.timeout)
@@ -145,11 +146,15 @@ def gather(
                         wanted.setdefault(dist, []).append(key)
                 elif condition.kind == "commit-in-tag":
                     key = ("git", condition.repository, condition.commit)
-                    jobs[key] = _git_job(condition.repository, condition.commit, mirrors, release_tag)
+                    jobs[key] = (lambda r=condition.repository, c=condition.commit: mirrored.commit(r, c))
             for url in link_urls(manifest):
-                if codehost.parse_link(url, web_host=web_host) is not None:
-                    jobs[("link", url)] = (lambda u=url: codehost.probe_link(
-                        fetcher, u, api_base=api_base, token=secret, web_host=web_host))
+                ref = codehost.parse_link(url, web_host=web_host)
+                if ref is None:
+                    continue
+                jobs[("link", url)] = (lambda u=url: codehost.probe_link(
+                    fetcher, u, api_base=api_base, token=secret, web_host=web_host))
+                if ref.kind == "pull" and mirrored.has(ref.repository):
+                    jobs[("mirror-pull", url)] = (lambda r=ref: mirrored.pull(r.repository, r.number))
 
         results = _run_all(jobs, workers)
         # Second round: merge commits of merged PRs, checked against a mirror when there is one.
@@ -157,9 +162,9 @@ def gather(
         for (kind, *rest), value in list(results.items()):
             if kind == "link" and isinstance(value, PullState) and value.merge_commit_sha:
                 ref = codehost.parse_link(rest[0], web_host=web_host)
-                if ref and gitrepo.mirror_for(ref.repository, mirrors) is not None:
-                    second[("git", ref.repository, value.merge_commit_sha)] = _git_job(
-                        ref.repository, value.merge_commit_sha, mirrors, release_tag)
+                if ref and mirrored.has(ref.repository):
+                    second[("git", ref.repository, value.merge_commit_sha)] = (
+                        lambda r=ref.repository, c=value.merge_commit_sha: mirrored.commit(r, c))
         results.update(_run_all(second, workers))
 
         now = clock()
@@ -180,6 +185,7 @@ def gather(
                 locks={lane.name: locks.get(lane.name) for lane in by_shim[manifest.id]},
                 releases=releases,
                 links={key[1]: value for key, value in results.items() if key[0] == "link"},
+                mirror_pulls={key[1]: value for key, value in results.items() if key[0] == "mirror-pull"},
                 tags={(key[1], key[2]): value for key, value in results.items() if key[0] == "git"},
                 execution=histories.get(manifest.id),
             )
@@ -193,17 +199,36 @@ def gather(
             client.close()
 
 
-def _git_job(repository: str, commit: str, mirrors, release_tag: str) -> Callable[[], object]:
-    from retire.probes import gitrepo
+class _Mirrors:
+    """The mirrors of one gather: each opened and read once, shared by every shim's probes."""
 
-    def job() -> object:
-        path = gitrepo.mirror_for(repository, mirrors)
-        if path is None:
-            return ProbeFailure("git", f"{repository}@{commit[:12]}",
-                                f"no local mirror of {repository}: clone it and pass --mirrors")
-        return gitrepo.probe_containment(path, commit, repository=repository, release_tag=release_tag)
+    def __init__(self, mirrors) -> None:
+        self.mirrors = mirrors
+        self._open: dict[str, object] = {}
+        self._lock = threading.Lock()
 
-    return job
+    def has(self, repository: str) -> bool:
+        return self.mirrors.for_repository(repository) is not None
+
+    def _repo(self, repository: str):
+        from retire.mirrors.repo import open_mirror
+
+        mirror = self.mirrors.for_repository(repository)
+        if mirror is None:
+            return ProbeFailure("git", repository, f"no mirror of {repository}: declare one in patchlane.toml "
+                                "([[mirrors.repository]]) and run `patchlane mirrors sync`, or pass --mirrors DIR")
+        with self._lock:
+            if mirror.repository not in self._open:
+                self._open[mirror.repository] = open_mirror(mirror)
+            return self._open[mirror.repository]
+
+    def pull(self, repository: str, number: int):
+        repo = self._repo(repository)
+        return repo if isinstance(repo, ProbeFailure) else repo.probe_pull(number)
+
+    def commit(self, repository: str, commit: str):
+        repo = self._repo(repository)
+        return repo if isinstance(repo, ProbeFailure) else repo.probe_commit(commit)
 
 
 def _run_all(jobs: Mapping[tuple, Callable[[], object]], workers: int) -> dict[tuple, object]:

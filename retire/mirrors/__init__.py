@@ -1,0 +1,6 @@
+"""Local git mirrors of upstream repositories: the air-gapped evidence path.
+
+``config`` says which mirror answers for which repository (``patchlane.toml``), ``repo`` reads one
+(the commit that landed a pull request, the release tags that contain a commit, freshness), and
+``sync`` fetches them where the network allows (``patchlane mirrors sync``).
+"""

@@ -1,0 +1,189 @@
+"""Which local git mirrors answer for which upstream repositories (values, and where they are declared).
+
+Mirrors are how an air-gapped host learns what the code host would have said: which commit
+landed a pull request and which release tags contain it. They are declared in the project file
+``patchlane.toml``::
+
+    [mirrors]
+    folder = ".patchlane/mirrors"     # default home of clones: <folder>/<owner>/<repo>.git
+
+    [[mirrors.repository]]
+    url = "https://github.com/NVIDIA/Megatron-LM"
+    tags = 'core_v(?P<version>\\d+\\.\\d+\\.\\d+(?:rc\\d+)?)'   # release tag → version
+    branches = ["main", "dev", "core_r*"]    # where merged pull requests land (default: every branch)
+    # path = "/srv/mirrors/Megatron-LM.git"  # default: <folder>/<owner>/<repo>.git
+    # fetch = "https://github.com/NVIDIA/Megatron-LM.git"   # what `patchlane mirrors sync` fetches
+
+A repository that is not declared is still found under ``folder`` (or ``--mirrors DIR``) as
+``<owner>/<repo>`` or ``<owner>/<repo>.git``, with the default tag pattern.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from retire.core.errors import ConfigError
+
+__all__ = ["DEFAULT_TAGS", "Mirror", "MirrorSet", "PROJECT_FILE", "load_mirrors", "repository_key"]
+
+PROJECT_FILE = "patchlane.toml"
+#: A release tag is ``v1.2`` or ``1.2.3`` unless a mirror says otherwise.
+DEFAULT_TAGS = r"v?(?P<version>\d+(?:\.\d+)*)"
+_SEGMENT = re.compile(r"[A-Za-z0-9_.-]+")
+_BRANCH = re.compile(r"[A-Za-z0-9_./*-]+")
+
+
+def repository_key(url: str) -> tuple[str, str] | None:
+    """``(owner, repo)`` of ``https://host/owner/repo[.git]``, lowercased; None if it is not one.
+
+    Names become folder names, so only plain segments are accepted (never ``..``)."""
+    parts = urlsplit(url.strip())
+    segments = [s for s in parts.path.split("/") if s]
+    if parts.scheme not in ("http", "https", "ssh", "git", "file") or len(segments) < 2:
+        return None
+    owner, repo = segments[-2], segments[-1].removesuffix(".git")
+    if not all(_SEGMENT.fullmatch(s) and s not in (".", "..") for s in (owner, repo)):
+        return None
+    return owner.lower(), repo.lower()
+
+
+@dataclass(frozen=True)
+class Mirror:
+    """One upstream repository and its local clone."""
+
+    repository: str  # https://host/owner/repo, as links name it
+    path: Path
+    tags: str = DEFAULT_TAGS  # regex; the group named ``version`` (else the first group) is the version
+    branches: tuple[str, ...] = ()  # ref patterns under refs/heads where pull requests land; () = every branch
+    fetch: str | None = None  # the URL `mirrors sync` fetches from (default: repository + ".git")
+
+    @property
+    def fetch_url(self) -> str:
+        return self.fetch or self.repository.rstrip("/") + ".git"
+
+    def tag_version(self, tag: str) -> str | None:
+        """The version a release tag stands for, or None when ``tag`` is not a release tag."""
+        found = re.fullmatch(self.tags, tag)
+        if not found:
+            return None
+        if "version" in found.groupdict():
+            return found.group("version")
+        return found.group(1) if found.groups() else tag
+
+
+@dataclass(frozen=True)
+class MirrorSet:
+    """Every mirror this project knows, by repository; plus a folder of clones found by name."""
+
+    mirrors: tuple[Mirror, ...] = ()
+    folder: Path | None = None
+
+    def for_repository(self, url: str) -> Mirror | None:
+        key = repository_key(url)
+        if key is None:
+            return None
+        for mirror in self.mirrors:
+            if repository_key(mirror.repository) == key:
+                return mirror
+        if self.folder is None:
+            return None
+        owner, repo = _segments(url)
+        for candidate in (self.folder / owner / repo, self.folder / owner / f"{repo}.git"):
+            if candidate.exists():
+                return Mirror(url.rstrip("/").removesuffix(".git"), candidate)
+        return None
+
+    @classmethod
+    def coerce(cls, value: MirrorSet | Mapping[str, object] | str | Path | None) -> MirrorSet:
+        """A MirrorSet from what callers pass: a set, ``{url: path}``, a folder, or None."""
+        if isinstance(value, MirrorSet):
+            return value
+        if value is None:
+            return cls()
+        if isinstance(value, Mapping):
+            return cls(tuple(Mirror(url.rstrip("/").removesuffix(".git"), Path(path)) for url, path in value.items()))
+        return cls(folder=Path(value))
+
+
+def _segments(url: str) -> tuple[str, str]:
+    segments = [s for s in urlsplit(url).path.split("/") if s]
+    return segments[-2], segments[-1].removesuffix(".git")
+
+
+def _fail(path: Path, key: str, problem: str, fix: str) -> ConfigError:
+    return ConfigError(path, key, problem, fix)
+
+
+def _string(table: Mapping, key: str, where: str, path: Path, *, required: bool = False) -> str | None:
+    value = table.get(key)
+    if value is None:
+        if required:
+            raise _fail(path, f"{where}.{key}", "missing", f"add {key} = \"…\"")
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise _fail(path, f"{where}.{key}", f"expected a non-empty string, got {value!r}", f"write {key} = \"…\"")
+    return value.strip()
+
+
+def _mirror(entry: object, index: int, folder: Path, root: Path, path: Path) -> Mirror:
+    where = f"mirrors.repository[{index}]"
+    if not isinstance(entry, Mapping):
+        raise _fail(path, where, "expected a table", "write [[mirrors.repository]] with url = \"…\"")
+    unknown = sorted(set(entry) - {"url", "tags", "branches", "path", "fetch"})
+    if unknown:
+        raise _fail(path, f"{where}.{unknown[0]}", "unknown key", "use url, tags, branches, path or fetch")
+    url = _string(entry, "url", where, path, required=True)
+    key = repository_key(url)
+    if key is None:
+        raise _fail(path, f"{where}.url", f"not a repository URL: {url!r}", "write it like https://github.com/owner/repo")
+    tags = _string(entry, "tags", where, path) or DEFAULT_TAGS
+    try:
+        compiled = re.compile(tags)
+    except re.error as exc:
+        raise _fail(path, f"{where}.tags", f"not a regular expression: {exc}", "e.g. tags = 'v(?P<version>\\d+\\.\\d+\\.\\d+)'") from None
+    if "version" not in compiled.groupindex and compiled.groups < 1:
+        raise _fail(path, f"{where}.tags", "the pattern captures no version", "add a group: (?P<version>…)")
+    branches = entry.get("branches", [])
+    if not isinstance(branches, list) or not all(isinstance(b, str) and _BRANCH.fullmatch(b) for b in branches):
+        raise _fail(path, f"{where}.branches", f"expected a list of branch names or patterns, got {branches!r}",
+                    'e.g. branches = ["main", "release/*"]')
+    explicit = _string(entry, "path", where, path)
+    owner, repo = _segments(url)
+    clone = (root / explicit).resolve() if explicit else folder / owner / f"{repo}.git"
+    return Mirror(url.rstrip("/").removesuffix(".git"), clone, tags, tuple(branches), _string(entry, "fetch", where, path))
+
+
+def load_mirrors(root: Path, *, folder: Path | None = None) -> MirrorSet:
+    """The mirrors of the project at ``root`` (its ``patchlane.toml``); ``folder`` (``--mirrors``)
+    replaces the configured folder for repositories that are not declared with a path."""
+    path = root / PROJECT_FILE
+    data: dict = {}
+    if path.is_file():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise _fail(path, None, f"cannot read it: {exc}", "check the file") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise _fail(path, None, f"invalid TOML: {exc}", "fix the syntax") from None
+    section = data.get("mirrors", {})
+    if not isinstance(section, Mapping):
+        raise _fail(path, "mirrors", "expected a table", "write [mirrors]")
+    unknown = sorted(set(section) - {"folder", "repository"})
+    if unknown:
+        raise _fail(path, f"mirrors.{unknown[0]}", "unknown key", "use folder or [[mirrors.repository]]")
+    configured = _string(section, "folder", "mirrors", path)
+    home = folder.resolve() if folder is not None else (root / (configured or ".patchlane/mirrors")).resolve()
+    entries = section.get("repository", [])
+    if not isinstance(entries, Sequence) or isinstance(entries, str):
+        raise _fail(path, "mirrors.repository", "expected an array of tables", "write [[mirrors.repository]]")
+    mirrors = tuple(_mirror(entry, i, home, root, path) for i, entry in enumerate(entries))
+    keys = [repository_key(m.repository) for m in mirrors]
+    duplicate = next((k for k in keys if keys.count(k) > 1), None)
+    if duplicate:
+        raise _fail(path, "mirrors.repository", f"{'/'.join(duplicate)} is declared twice", "keep one entry per repository")
+    return MirrorSet(mirrors, home)

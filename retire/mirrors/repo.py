@@ -1,0 +1,170 @@
+"""Reading a local mirror: which commit landed pull request #N, which release tags contain a
+commit, how fresh the mirror is. Read-only; nothing here fetches (``retire.mirrors.sync`` does).
+
+One :class:`MirrorRepo` per mirror and gather: the branch history is read once (one ``git log``
+of the followed branches) and every pull-request look-up is a dictionary access, so a hundred
+shims cost one read per repository.
+
+How a pull request lands, as upstreams do it:
+
+- a squash merge: the subject ends with ``(#N)`` (``Fix the FLCE backward (#1298)``);
+- a merge commit: ``Merge pull request #N from owner/branch``;
+- a cherry-pick onto a release branch that keeps the number: another commit whose subject has
+  ``(#N)``, possibly next to the pick's own number (``cp: `Fix (#4711)` into `core_r0.19.0` (#4790)``).
+
+Every such commit counts (the release tags of any of them contain the fix), except reverts.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+import threading
+from dataclasses import dataclass
+from functools import cached_property
+
+from packaging.version import InvalidVersion, Version
+
+from retire.core.git import Git, GitError
+from retire.evidence.values import MirrorPull, ProbeFailure, TagContainment
+from retire.mirrors.config import Mirror
+
+__all__ = ["Landing", "MirrorRepo", "open_mirror"]
+
+_SQUASH = re.compile(r"\(#(\d+)\)")
+_MERGE = re.compile(r"^Merge pull request #(\d+)\b")
+_REVERT = re.compile(r"^Revert\b", re.IGNORECASE)
+_COMMIT = re.compile(r"[0-9a-fA-F]{4,64}")
+#: Seconds one read of a mirror may take (a large monorepo's history included).
+TIMEOUT = 120.0
+
+
+@dataclass(frozen=True)
+class Landing:
+    sha: str
+    time: int  # committer time, epoch seconds
+    how: str  # squash | merge
+    subject: str
+
+
+def _sync_hint(mirror: Mirror) -> str:
+    return f"`patchlane mirrors sync` (or clone {mirror.fetch_url} to {mirror.path})"
+
+
+class MirrorRepo:
+    """Cached reads of one mirror. Construct with :func:`open_mirror`."""
+
+    def __init__(self, mirror: Mirror, git: Git) -> None:
+        self.mirror = mirror
+        self.git = git
+        self._lock = threading.Lock()
+
+    # -- history ------------------------------------------------------------------------------
+    def _branch_args(self) -> list[str]:
+        return [f"--branches={pattern}" for pattern in self.mirror.branches] or ["--branches"]
+
+    @cached_property
+    def _history(self) -> tuple[dict[int, list[Landing]], int | None]:
+        out = self.git.run("log", "--format=%H%x1f%ct%x1f%s", *self._branch_args(), "--")
+        landed: dict[int, list[Landing]] = {}
+        newest: int | None = None
+        for line in reversed(out.splitlines()):  # git log lists newest first; landings are kept oldest first
+            sha, _, rest = line.partition("\x1f")
+            when, _, subject = rest.partition("\x1f")
+            if not when.isdigit():
+                continue
+            newest = max(newest or 0, int(when))
+            if _REVERT.match(subject):
+                continue
+            merge = _MERGE.match(subject)
+            numbers = {int(merge.group(1))} if merge else {int(n) for n in _SQUASH.findall(subject)}
+            for number in numbers:
+                landed.setdefault(number, []).append(Landing(sha, int(when), "merge" if merge else "squash", subject))
+        return landed, newest
+
+    def landings(self, number: int) -> list[Landing]:
+        """Every commit that landed ``#number``, oldest first."""
+        with self._lock:
+            landed, _ = self._history
+        return sorted(landed.get(number, []), key=lambda l: l.time)  # stable: ties keep history order
+
+    @property
+    def newest_commit_at(self) -> _dt.datetime | None:
+        with self._lock:
+            _, newest = self._history
+        return _dt.datetime.fromtimestamp(newest, _dt.timezone.utc) if newest else None
+
+    # -- tags -----------------------------------------------------------------------------------
+    @cached_property
+    def _tags(self) -> tuple[tuple[str, str], ...]:
+        """(tag, version) of every release tag: the mirror's pattern matched and the version is PEP 440."""
+        out = self.git.run("for-each-ref", "--format=%(refname:strip=2)", "refs/tags")
+        found = []
+        for tag in out.splitlines():
+            text = self.mirror.tag_version(tag.strip())
+            if text is None:
+                continue
+            try:
+                Version(text)
+            except InvalidVersion:
+                continue
+            found.append((tag.strip(), text))
+        return tuple(found)
+
+    def tag_versions(self) -> tuple[tuple[str, str], ...]:
+        with self._lock:
+            return self._tags
+
+    def containment(self, commits: list[str]) -> TagContainment:
+        """The tags containing any of ``commits`` (the first is named as *the* commit)."""
+        release = dict(self.tag_versions())
+        containing: list[str] = []
+        for sha in commits:
+            for tag in self.git.run("tag", "--contains", sha).splitlines():
+                if tag.strip() and tag.strip() not in containing:
+                    containing.append(tag.strip())
+        release_tags = tuple(t for t in containing if t in release)
+        return TagContainment(self.mirror.repository, commits[0], tuple(containing), release_tags, self.tag_versions())
+
+    # -- probes (never raise) -------------------------------------------------------------------
+    def probe_pull(self, number: int) -> MirrorPull | ProbeFailure:
+        """What the mirror says of pull request ``#number``."""
+        target = f"{self.mirror.repository}#{number}"
+        try:
+            found = self.landings(number)
+            newest = self.newest_commit_at
+            if not found:
+                return MirrorPull(self.mirror.repository, number, None, "none", newest_commit_at=newest)
+            first = found[0]
+            return MirrorPull(self.mirror.repository, number, first.sha, first.how, first.subject,
+                              self.containment([landing.sha for landing in found]), newest)
+        except GitError as exc:
+            return ProbeFailure("git", target, f"reading the mirror at {self.mirror.path} failed: {exc}")
+
+    def probe_commit(self, commit: str) -> TagContainment | ProbeFailure:
+        """Which release tags contain ``commit``; a commit the mirror lacks is a (retryable) failure."""
+        target = f"{self.mirror.repository}@{commit[:12]}"
+        if not _COMMIT.fullmatch(commit):
+            return ProbeFailure("git", target, f"not a commit sha: {commit!r}")
+        try:
+            full = self.git.rev_parse(f"{commit}^{{commit}}")
+            if full is None:
+                return ProbeFailure("git", target, f"commit {commit[:12]} is not in the mirror at {self.mirror.path}: "
+                                    f"the mirror is behind, or the sha is wrong — {_sync_hint(self.mirror)}", retryable=True)
+            return self.containment([full])
+        except GitError as exc:
+            return ProbeFailure("git", target, f"reading the mirror at {self.mirror.path} failed: {exc}")
+
+
+def open_mirror(mirror: Mirror) -> MirrorRepo | ProbeFailure:
+    """A readable mirror, or why not (missing folder, not a repository)."""
+    target = mirror.repository
+    if not mirror.path.exists():
+        return ProbeFailure("git", target, f"no mirror of {mirror.repository} at {mirror.path}: {_sync_hint(mirror)}")
+    git = Git(mirror.path, search_parents=False, timeout=TIMEOUT)
+    try:
+        if not git.is_repository():
+            return ProbeFailure("git", target, f"{mirror.path} is not a git repository: {_sync_hint(mirror)}")
+    except GitError as exc:
+        return ProbeFailure("git", target, f"{mirror.path}: {exc}")
+    return MirrorRepo(mirror, git)
