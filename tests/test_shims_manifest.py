@@ -150,3 +150,14 @@ def test_the_cli_reports_a_bad_manifest_without_a_traceback(tmp_path: Path):
     assert "Traceback" not in result.stderr
     assert result.stderr.count("\n") == 1
     assert "reproducer.path: '../x.py' leaves the shim folder — use a path inside it" in result.stderr
+
+
+def test_odd_values_are_one_line_errors(tmp_path: Path):
+    text = manifest_text("toy_add").replace("timeout = 60", "timeout = nan")
+    folder = write_shim(tmp_path, "toy_add", manifest=text)
+    with pytest.raises(ManifestError, match=r"reproducer.timeout: expected a positive number of seconds, got a number nan"):
+        load_manifest(folder / "manifest.toml")
+    text = manifest_text("toy_add").replace('url = "https://example.org/toylib/issues/1"', 'url = "https://["')
+    (folder / "manifest.toml").write_text(text)
+    with pytest.raises(ManifestError, match=r"upstream.links\[0\].url: not an http\(s\) URL: 'https://\['"):
+        load_manifest(folder / "manifest.toml")

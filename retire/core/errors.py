@@ -1,26 +1,14 @@
-"""The one error type for bad input: a single line naming the file, the key and the fix."""
+"""The engine's error types: bad input (one line naming the file, the key and the fix), and the rest."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from shims.errors import InputError
 
+__all__ = ["ConfigError", "InputError", "PatchlaneError"]
 
-class ConfigError(Exception):
-    """Bad user input. ``str()`` is one line: ``file: key: problem — fix``."""
-
-    def __init__(self, path: str | Path | None, key: str | None, problem: str, fix: str | None = None) -> None:
-        self.path = str(path) if path is not None else None
-        self.key = key
-        self.problem = problem
-        self.fix = fix
-        super().__init__(str(self))
-
-    def __str__(self) -> str:
-        where = ": ".join(part for part in (self.path, self.key) if part)
-        text = f"{where}: {self.problem}" if where else self.problem
-        if self.fix:
-            text += f" — {self.fix}"
-        return " ".join(text.split())  # one line, whatever the parts held
+#: Bad user input, ``file: key: problem — fix`` on one line. The engine's name for the one
+#: input-error type: the shim runtime raises the same class (``shims.manifest.ManifestError``).
+ConfigError = InputError
 
 
 class PatchlaneError(Exception):
