@@ -47,8 +47,18 @@ DEFAULT_ROOT = Path(__file__).resolve().parent
 ROOTS_ENV = "PATCHLANE_SHIMS_PATH"
 
 
+def _runtime_modules() -> frozenset[str]:
+    """The runtime's own modules (and any sub-package that is not a shim): listed, never typed out."""
+    import pkgutil
+
+    return frozenset(
+        info.name for info in pkgutil.iter_modules([str(DEFAULT_ROOT)])
+        if not info.ispkg or not (DEFAULT_ROOT / info.name / "manifest.toml").is_file()
+    )
+
+
 #: Shim ids that would shadow the runtime's own modules inside the ``shims`` package.
-RESERVED_IDS = frozenset({"manifest", "reproducer", "model", "errors", "tomlreader"})
+RESERVED_IDS = _runtime_modules()
 
 _ID = re.compile(r"[a-z][a-z0-9_]*")
 _DIST = re.compile(r"[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]")
@@ -148,7 +158,7 @@ def _manifest(doc: Table, path: Path) -> ShimManifest:
     if not _ID.fullmatch(shim_id):
         raise doc.error("id", f"invalid shim id {shim_id!r}", "use [a-z][a-z0-9_]* (it is a package name)")
     if shim_id in RESERVED_IDS:
-        raise doc.error("id", f"shim id {shim_id!r} is reserved by the runtime", "pick another id")
+        raise doc.error("id", f"shim id {shim_id!r} is reserved by the runtime (shims/{shim_id}.py)", "pick another id")
     if shim_id != folder:
         raise doc.error("id", f"id {shim_id!r} does not match its folder {folder!r}", f'rename the folder or set id = "{folder}"')
     fix_class = doc.choice("fix-class", FIX_CLASSES)
