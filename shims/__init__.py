@@ -95,7 +95,9 @@ class ShimNotAppliedWarning(UserWarning):
 
 # Index entry fields (a plain tuple: it is what the marshal cache stores).
 _ID, _MODULE, _DIST, _FIX_CLASS, _ENV, _HAS_PATCH, _ERROR = range(7)
-_INDEX_FORMAT = 1
+_INDEX_FORMAT = 2
+#: The modules that validate manifests: the cached index depends on them.
+_PARSER_MODULES = ("manifest.py", "model.py", "tomlreader.py", "errors.py")
 _UNCACHEABLE = "cannot validate manifests in this environment: "
 _PATCHLESS = frozenset({"version-floor", "env-constraint", "packaging"})
 
@@ -389,12 +391,14 @@ def _stamp(root: str) -> tuple | None:
         scan = sorted(os.scandir(root), key=lambda item: item.name)
     except OSError:
         return None
-    manifest_module = os.path.join(os.path.dirname(os.path.abspath(__file__)), "manifest.py")
-    try:
-        parser_mtime = os.stat(manifest_module).st_mtime_ns
-    except OSError:
-        parser_mtime = 0
-    items: list[tuple] = [_INDEX_FORMAT, parser_mtime]
+    here = os.path.dirname(os.path.abspath(__file__))
+    parser_mtimes = []
+    for module in _PARSER_MODULES:  # a changed validator re-validates every manifest
+        try:
+            parser_mtimes.append(os.stat(os.path.join(here, module)).st_mtime_ns)
+        except OSError:
+            parser_mtimes.append(0)
+    items: list[tuple] = [_INDEX_FORMAT, tuple(parser_mtimes)]
     for item in scan:
         if item.name.startswith((".", "_")) or not item.is_dir():
             continue

@@ -15,7 +15,7 @@ A reproducer is written as::
 
     def check(with_shim: bool) -> str:
         reproducer.require_cuda(min_cc="9.0")      # raises Skip on hosts without it
-        import target_library                      # imported *after* activation in --mode with
+        target = reproducer.require("target_library.ops", dist="target-library")  # or Skip
         ...
         return reproducer.BUG_REPRODUCED if broken else reproducer.FIX_VALIDATED
 
@@ -27,6 +27,7 @@ A reproducer is written as::
 
 from __future__ import annotations
 
+import importlib
 import json
 import platform
 import socket
@@ -51,6 +52,7 @@ __all__ = [
     "exit_code_for",
     "host_stamp",
     "parse_output",
+    "require",
     "require_cuda",
     "run",
 ]
@@ -184,8 +186,51 @@ def require_cuda(min_cc: str | None = None) -> tuple[int, int]:
     return have  # type: ignore[return-value]
 
 
+def require(module: str, dist: str | None = None, *, packages: Iterable[str] = ()):
+    """Import ``module`` and return it, or skip the reproducer saying exactly why.
+
+    The prologue every reproducer repeated (``try: import …; except ImportError: raise Skip``)
+    as one call. ``dist`` is the distribution that ships ``module`` (default: its top-level
+    name). The reason is ``<dist> is not installed`` when the top-level package is absent, else
+    ``<module> is not importable with <dist> <version>: <the ImportError>``.
+
+    Inside :func:`run`'s check this raises :class:`Skip`. Called anywhere else (at the top of a
+    script, before ``run``), it prints the host stamp and ``SKIPPED: <reason>`` itself and exits
+    77, so the output still follows the protocol. ``packages`` are stamped in that case.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        reason = _missing(module, dist or module.split(".")[0], exc)
+    if _running:
+        raise Skip(reason)
+    stamp = list(dict.fromkeys([*packages, dist or module.split(".")[0]]))
+    print(HOST_PREFIX + json.dumps(host_stamp(stamp), sort_keys=True), flush=True)
+    print(f"{SKIPPED}: {reason}", flush=True)
+    raise SystemExit(EXIT_SKIPPED)
+
+
+def _missing(module: str, dist: str, exc: ImportError) -> str:
+    from importlib.util import find_spec
+
+    top = module.split(".")[0]
+    try:
+        absent = find_spec(top) is None
+    except (ImportError, ValueError):
+        absent = True
+    if absent:
+        return f"{dist} is not installed"
+    detail = " ".join(str(exc).split()) or type(exc).__name__
+    version = _version(dist)
+    where = f"{dist} {version}" if version else dist
+    return f"{module} is not importable with {where}: {detail}"
+
+
 # ---------------------------------------------------------------------------------------------
 # Running a check
+
+#: True while :func:`run` is calling the check (so :func:`require` raises :class:`Skip`).
+_running = False
 
 
 def run(
@@ -196,6 +241,7 @@ def run(
     argv: list[str] | None = None,
 ) -> None:
     """Run ``check`` under the protocol and exit with the matching code (never returns)."""
+    global _running
     import argparse
 
     parser = argparse.ArgumentParser(description=f"Reproducer for shim {shim_id}")
@@ -219,7 +265,11 @@ def run(
             if state.state == "error":
                 # A "with" run of a shim that cannot even load proves nothing: crash, don't report a bug.
                 raise RuntimeError(f"shim {shim_id} could not be activated: {state.reason}")
-        sentinel = check(with_shim)
+        _running = True
+        try:
+            sentinel = check(with_shim)
+        finally:
+            _running = False
         if sentinel not in (BUG_REPRODUCED, FIX_VALIDATED, MEMORY_SAVE_VERIFIED):
             raise TypeError(
                 f"check() returned {sentinel!r}; return BUG_REPRODUCED, FIX_VALIDATED or "

@@ -156,7 +156,7 @@ BAD_INPUT = [
     ("bad-env", '[lane]\npython = "3.12"\nrequirements = []\n[lane.env]\nlower = "1"\n', "lane.env.lower: invalid environment variable name"),
     ("bad-prerelease", '[lane]\npython = "3.12"\nrequirements = []\nprerelease = "yes"\n', "lane.prerelease: unknown pre-release mode"),
     ("two-tables", '[lane]\npython = "3.12"\nrequirements = []\n[matrix]\n', "holds exactly one [lane] or one [matrix]"),
-    ("not-toml", "[lane\npython=", "not valid TOML"),
+    ("not-toml", "[lane\npython=", "invalid TOML"),
     ("bad-template", '[matrix]\nname = "{nope}"\n[matrix.base]\npython = "3.12"\nrequirements = []\n[matrix.axes.a.x]\n',
      "matrix.name: placeholder {nope} names no axis"),
 ]

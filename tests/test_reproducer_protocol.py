@@ -264,3 +264,41 @@ def test_with_mode_of_a_shim_that_cannot_load_is_a_crash_not_a_bug(lane_env):
     assert record.outcome == "crashed"
     assert "shim toy_add could not be activated" in record.output_tail
     assert "unknown kind 'x'" in record.output_tail
+
+
+def test_require_returns_the_module_or_skips_with_the_exact_reason(lane_env):
+    root, _, env = lane_env
+    manifest = _shim(root, "toy_require", """
+def check(with_shim):
+    toylib = reproducer.require("toylib")
+    print("# add:", toylib.add(2, 2))
+    reproducer.require("toylib.no_such_part", dist="toylib")
+    return reproducer.FIX_VALIDATED
+reproducer.run("toy_require", check, packages=["toylib"])
+""")
+    record = run_reproducer(manifest, "without", env=env)
+    assert (record.outcome, record.exit_code) == ("skipped", 77)
+    assert "# add: 0" in record.output_tail  # the module came back and was used
+    assert record.detail == ("toylib.no_such_part is not importable with toylib 1.0: "
+                             "No module named 'toylib.no_such_part'; 'toylib' is not a package")
+
+    absent = _shim(root, "toy_absent", """
+def check(with_shim):
+    reproducer.require("surely_not_installed.core", dist="surely-not-installed")
+    return reproducer.FIX_VALIDATED
+reproducer.run("toy_absent", check)
+""")
+    record = run_reproducer(absent, "without", env=env)
+    assert (record.outcome, record.detail) == ("skipped", "surely-not-installed is not installed")
+
+
+def test_require_outside_run_still_follows_the_protocol(lane_env):
+    root, _, env = lane_env
+    manifest = _shim(root, "toy_prologue", """
+core = reproducer.require("surely_not_installed", packages=["toylib"])  # at import, before run()
+reproducer.run("toy_prologue", lambda with_shim: reproducer.FIX_VALIDATED)
+""")
+    record = run_reproducer(manifest, "without", env=env)
+    assert (record.outcome, record.sentinel, record.exit_code) == ("skipped", "SKIPPED", 77)
+    assert record.detail == "surely_not_installed is not installed"
+    assert record.host["packages"] == {"toylib": "1.0", "surely_not_installed": None}

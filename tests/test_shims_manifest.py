@@ -150,3 +150,30 @@ def test_the_cli_reports_a_bad_manifest_without_a_traceback(tmp_path: Path):
     assert "Traceback" not in result.stderr
     assert result.stderr.count("\n") == 1
     assert "reproducer.path: '../x.py' leaves the shim folder — use a path inside it" in result.stderr
+
+
+def test_reserved_ids_are_the_runtimes_own_modules(tmp_path: Path):
+    import shims
+    from shims.manifest import RESERVED_IDS
+
+    package = Path(shims.__file__).parent
+    modules = {p.stem for p in package.glob("*.py") if not p.stem.startswith("_")}
+    assert modules <= RESERVED_IDS  # derived from the package, so a new runtime module is reserved at once
+    assert {"manifest", "reproducer", "shape", "errors", "tomlreader"} <= RESERVED_IDS
+    assert not RESERVED_IDS & {m.id for m in discover(package)}  # no real shim is reserved
+    for shim_id in ("shape", "tomlreader"):
+        folder = write_shim(tmp_path, shim_id)
+        with pytest.raises(ManifestError) as caught:
+            load_manifest(folder / "manifest.toml")
+        assert f"id: shim id {shim_id!r} is reserved by the runtime (shims/{shim_id}.py) — pick another id" in str(caught.value)
+
+
+def test_odd_values_are_one_line_errors(tmp_path: Path):
+    text = manifest_text("toy_add").replace("timeout = 60", "timeout = nan")
+    folder = write_shim(tmp_path, "toy_add", manifest=text)
+    with pytest.raises(ManifestError, match=r"reproducer.timeout: expected a positive number of seconds, got a number nan"):
+        load_manifest(folder / "manifest.toml")
+    text = manifest_text("toy_add").replace('url = "https://example.org/toylib/issues/1"', 'url = "https://["')
+    (folder / "manifest.toml").write_text(text)
+    with pytest.raises(ManifestError, match=r"upstream.links\[0\].url: not an http\(s\) URL: 'https://\['"):
+        load_manifest(folder / "manifest.toml")

@@ -1,4 +1,4 @@
-"""Engine errors: bad input (one line naming the file, the key and the fix) and other failures."""
+"""The engine's error types: bad input (one line naming the file, the key and the fix), and the rest."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from shims.errors import InputError
 
 __all__ = ["ConfigError", "InputError", "PatchlaneError"]
 
-
-class ConfigError(InputError):
-    """Bad input to the engine: lane, matrix, pack and state files, flags. Exit code 2."""
+#: Bad user input, ``file: key: problem — fix`` on one line (exit code 2). The engine's name for
+#: the one input-error type: the shim runtime raises the same class (``shims.manifest.ManifestError``).
+ConfigError = InputError
 
 
 class PatchlaneError(Exception):

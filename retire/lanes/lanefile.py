@@ -6,16 +6,15 @@ A file holds either one lane (``[lane]``; the lane is named after the file) or o
 
 from __future__ import annotations
 
-import tomllib
-from datetime import date, datetime, time, timezone
+import math
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
-from retire.lanes import matrix as matrix_mod
 from retire.core.errors import ConfigError
+from retire.lanes import matrix as matrix_mod
 from retire.lanes.model import (
     ENV_NAME,
     INDEX_NAME,
@@ -28,6 +27,8 @@ from retire.lanes.model import (
     Lane,
     StaticMetadata,
 )
+from shims import tomlreader
+from shims.tomlreader import Table, Value
 
 BODY_KEYS = {
     "description": "description",
@@ -47,11 +48,12 @@ BODY_KEYS = {
 }
 MATRIX_KEYS = ("name", "description", "base", "axes", "exclude", "include")
 AXIS_VALUE_HINT = "axis names and values are lowercase: letters, digits, '.', '_', '-'"
+#: The most cells one matrix may expand to (each is a lane with its own lock).
+MAX_CELLS = 4096
 
 
-def _type_name(value: object) -> str:
-    return {str: "a string", bool: "a boolean", int: "an integer", float: "a number", list: "a list",
-            dict: "a table"}.get(type(value), type(value).__name__)
+def _as(example: str) -> str:
+    return f"write it as {example}"
 
 
 class _Reader:
@@ -64,156 +66,84 @@ class _Reader:
     def error(self, key: str | None, problem: str, fix: str | None = None) -> ConfigError:
         return ConfigError(self.display, key, problem, fix)
 
-    def expect(self, value: object, kind: type, key: str, example: str) -> object:
-        if kind is str and isinstance(value, str):
-            return value
-        if kind is bool and isinstance(value, bool):
-            return value
-        if kind is list and isinstance(value, list):
-            return value
-        if kind is dict and isinstance(value, dict):
-            return value
-        raise self.error(key, f"expected {_type_name(kind())}, got {_type_name(value)} {value!r}", f"write it as {example}")
-
-    def strings(self, value: object, key: str, example: str) -> list[str]:
-        items = self.expect(value, list, key, example)
-        for i, item in enumerate(items):
-            self.expect(item, str, f"{key}[{i}]", example)
-        return list(items)
-
-    def requirement(self, text: str, key: str) -> str:
-        try:
-            Requirement(text)
-        except InvalidRequirement as exc:
-            first = str(exc).splitlines()[0]
-            raise self.error(key, f"invalid requirement {text!r} ({first})",
-                             "write a PEP 508 requirement such as 'torch==2.9.1' or 'numpy>=2'") from None
-        return text
-
-    def moment(self, value: object, key: str) -> datetime:
-        if isinstance(value, datetime):
-            moment = value
-        elif isinstance(value, date):
-            moment = datetime.combine(value, time(0, 0))
-        elif isinstance(value, str):
-            try:
-                moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-            except ValueError:
-                raise self.error(key, f"malformed date {value!r}",
-                                 "write a date such as 2026-11-01 or 2026-11-01T12:00:00Z") from None
-        else:
-            raise self.error(key, f"expected a date, got {_type_name(value)} {value!r}",
-                             "write a date such as 2026-11-01")
-        return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
-
     # -- one lane body (also a matrix base, axis value or include fragment) -------------
 
-    def body(self, raw: object, prefix: str) -> dict:
-        raw = self.expect(raw, dict, prefix, "a table")
-        out: dict = {}
-        for key, value in raw.items():
-            where = f"{prefix}.{key}"
-            if key not in BODY_KEYS:
-                raise self.error(where, "unknown key", f"allowed keys: {', '.join(BODY_KEYS)}")
-            out[BODY_KEYS[key]] = self._value(key, value, where)
-        return out
+    def body(self, value: Value) -> dict:
+        table = value.table(fix=_as("a table")).check_keys(BODY_KEYS)
+        return {BODY_KEYS[key]: self._value(key, item) for key, item in table.entries()}
 
-    def _value(self, key: str, value: object, where: str) -> object:
+    def _value(self, key: str, value: Value) -> object:
         if key == "description":
-            return self.expect(value, str, where, '"one sentence"')
+            return value.string(fix=_as('"one sentence"'), empty_ok=True)
         if key == "python":
-            text = self.expect(value, str, where, 'a quoted version such as "3.12"')
+            text = value.string(fix=_as('a quoted version such as "3.12"'), empty_ok=True)
             if not PYTHON_VERSION.fullmatch(text):
-                raise self.error(where, f"invalid Python version {text!r}", 'use major.minor such as "3.12"')
+                raise value.error(f"invalid Python version {text!r}", 'use major.minor such as "3.12"')
             return text
         if key == "platform":
-            text = self.expect(value, str, where, '"x86_64-manylinux_2_28"')
+            text = value.string(fix=_as('"x86_64-manylinux_2_28"'), empty_ok=True)
             if not PLATFORM.fullmatch(text):
-                raise self.error(where, f"unknown target platform {text!r}",
-                                 "use a uv --python-platform target such as x86_64-manylinux_2_28 or linux")
+                raise value.error(f"unknown target platform {text!r}",
+                                  "use a uv --python-platform target such as x86_64-manylinux_2_28 or linux")
             return text
         if key in ("requirements", "constraints", "overrides"):
-            items = self.strings(value, where, "a list of requirements such as [\"torch==2.9.1\"]")
-            return [self.requirement(item, f"{where}[{i}]") for i, item in enumerate(items)]
+            return [item.requirement() for item in value.items(fix=_as('a list of requirements such as ["torch==2.9.1"]'))]
         if key == "indexes":
-            return self._indexes(value, where)
+            return self._indexes(value)
         if key == "sources":
-            table = self.expect(value, dict, where, '{ torch = "pytorch-nightly" }')
-            sources = {}
-            for package, index in table.items():
-                self.expect(index, str, f"{where}.{package}", '"<index name>"')
-                sources[str(canonicalize_name(package))] = index
-            return sources
+            table = value.table(fix=_as('{ torch = "pytorch-nightly" }'))
+            return {str(canonicalize_name(package)): index.string(fix=_as('"<index name>"'), empty_ok=True)
+                    for package, index in table.entries()}
         if key == "exclude-newer":
-            return self.moment(value, where)
+            return value.moment()
         if key == "prerelease":
-            text = self.expect(value, str, where, '"if-necessary"')
-            if text not in PRERELEASE_MODES:
-                raise self.error(where, f"unknown pre-release mode {text!r}", f"use one of {', '.join(PRERELEASE_MODES)}")
-            return text
+            return value.choice(PRERELEASE_MODES, noun="pre-release mode")
         if key == "static-metadata":
-            items = self.expect(value, list, where, "an array of tables [[lane.static-metadata]]")
-            return [self._static(item, f"{where}[{i}]") for i, item in enumerate(items)]
+            return [self._static(item) for item in value.tables(fix=_as("an array of tables [[lane.static-metadata]]"))]
         if key == "env":
-            table = self.expect(value, dict, where, '{ NAME = "value" }')
-            for name, text in table.items():
+            env = {}
+            for name, text in value.table(fix=_as('{ NAME = "value" }')).entries():
                 if not ENV_NAME.fullmatch(name):
-                    raise self.error(f"{where}.{name}", "invalid environment variable name", "use UPPER_CASE letters, digits and _")
-                self.expect(text, str, f"{where}.{name}", 'a quoted string such as "1"')
-            return dict(table)
+                    raise text.error("invalid environment variable name", "use UPPER_CASE letters, digits and _")
+                env[name] = text.string(fix=_as('a quoted string such as "1"'), empty_ok=True)
+            return env
         if key == "shims":
-            ids = self.strings(value, where, '["shim_id", …]')
+            ids = value.strings(fix=_as('["shim_id", …]'))
             for i, shim in enumerate(ids):
                 if not SHIM_ID.fullmatch(shim):
-                    raise self.error(f"{where}[{i}]", f"invalid shim id {shim!r}", "shim ids look like dsa_indexer_memory")
+                    raise self.error(f"{value.key}[{i}]", f"invalid shim id {shim!r}", "shim ids look like dsa_indexer_memory")
             return ids
         if key == "needs-cuda":
-            return self.expect(value, bool, where, "true or false")
+            return value.boolean(fix=_as("true or false"))
         raise AssertionError(key)  # BODY_KEYS and this dispatch list the same keys
 
-    def _indexes(self, value: object, where: str) -> dict[str, IndexSpec]:
-        table = self.expect(value, dict, where, "[lane.indexes.<name>] tables")
+    def _indexes(self, value: Value) -> dict[str, IndexSpec]:
         out = {}
-        for name, spec in table.items():
-            key = f"{where}.{name}"
+        for name, item in value.table(fix=_as("[lane.indexes.<name>] tables")).entries():
             if not INDEX_NAME.fullmatch(name):
-                raise self.error(key, f"invalid index name {name!r}", "use lowercase letters, digits, '.', '_', '-'")
-            spec = self.expect(spec, dict, key, "a table with url and/or default")
-            unknown = set(spec) - {"url", "default"}
-            if unknown:
-                raise self.error(f"{key}.{sorted(unknown)[0]}", "unknown key", "allowed keys: url, default")
+                raise item.error(f"invalid index name {name!r}", "use lowercase letters, digits, '.', '_', '-'")
+            spec = item.table(fix=_as("a table with url and/or default")).check_keys(("url", "default"))
             url = spec.get("url")
-            if url is not None:
-                self.expect(url, str, f"{key}.url", '"<index URL>"')
-                if not url.startswith(("http://", "https://", "file://")):
-                    raise self.error(f"{key}.url", f"not a URL: {url!r}", "use an http(s):// or file:// URL")
-            default = self.expect(spec.get("default", False), bool, f"{key}.default", "true or false")
-            out[name] = IndexSpec(name=name, url=url, default=default)
+            out[name] = IndexSpec(
+                name=name,
+                url=url.url(schemes=("http", "https", "file"), what="a URL", fix="use an http(s):// or file:// URL")
+                if url is not None else None,
+                default=spec.get("default", False).boolean(fix=_as("true or false")),
+            )
         return out
 
-    def _static(self, raw: object, where: str) -> StaticMetadata:
-        raw = self.expect(raw, dict, where, "a table with name, version, requires-dist")
-        allowed = {"name", "version", "requires-dist", "requires-python", "provides-extras"}
-        for key in raw:
-            if key not in allowed:
-                raise self.error(f"{where}.{key}", "unknown key", f"allowed keys: {', '.join(sorted(allowed))}")
+    def _static(self, table: Table) -> StaticMetadata:
+        table.check_keys(("name", "provides-extras", "requires-dist", "requires-python", "version"))
         for key in ("name", "version"):
-            if key not in raw:
-                raise self.error(f"{where}.{key}", "missing", "static metadata needs name and version")
-        name = self.expect(raw["name"], str, f"{where}.name", '"mamba-ssm"')
-        version = self.expect(raw["version"], str, f"{where}.version", '"2.2.4"')
-        try:
-            Version(version)
-        except InvalidVersion:
-            raise self.error(f"{where}.version", f"invalid version {version!r}", "use a PEP 440 version") from None
-        requires = self.strings(raw.get("requires-dist", []), f"{where}.requires-dist", '["torch"]')
-        for i, req in enumerate(requires):
-            self.requirement(req, f"{where}.requires-dist[{i}]")
-        requires_python = raw.get("requires-python")
-        if requires_python is not None:
-            self.expect(requires_python, str, f"{where}.requires-python", '">=3.9"')
-        extras = self.strings(raw.get("provides-extras", []), f"{where}.provides-extras", '["dev"]')
-        return StaticMetadata(name, version, tuple(requires), requires_python, tuple(extras))
+            table.need(key, fix="static metadata needs name and version")
+        name = table.need("name").string(fix=_as('"mamba-ssm"'), empty_ok=True)
+        version = table.need("version").version()
+        requires = [item.requirement() for item in table.get("requires-dist", []).items(fix=_as('["torch"]'))]
+        requires_python = table.get("requires-python")
+        extras = table.get("provides-extras", []).strings(fix=_as('["dev"]'))
+        return StaticMetadata(name, version, tuple(requires),
+                              requires_python.string(fix=_as('">=3.9"'), empty_ok=True) if requires_python else None,
+                              tuple(extras))
 
     # -- whole lanes -------------------------------------------------------------------
 
@@ -272,38 +202,40 @@ class _Reader:
                         )
                     pins[name] = (spec.version, f"{field}[{i}]")
 
-    def matrix(self, raw: object) -> list[Lane]:
-        raw = self.expect(raw, dict, "matrix", "a [matrix] table")
-        for key in raw:
-            if key not in MATRIX_KEYS:
-                raise self.error(f"matrix.{key}", "unknown key", f"allowed keys: {', '.join(MATRIX_KEYS)}")
-        axes_raw = self.expect(raw.get("axes", {}), dict, "matrix.axes", "[matrix.axes.<axis>.<value>] tables")
-        if not axes_raw:
+    def matrix(self, value: Value) -> list[Lane]:
+        raw = value.table(fix=_as("a [matrix] table")).check_keys(MATRIX_KEYS)
+        axes_raw = raw.get("axes", {}).table(fix=_as("[matrix.axes.<axis>.<value>] tables"))
+        if not len(axes_raw):
             raise self.error("matrix.axes", "a matrix needs at least one axis", "add [matrix.axes.<axis>.<value>]")
         axes: dict[str, dict[str, dict]] = {}
-        for axis, values in axes_raw.items():
+        for axis, item in axes_raw.entries():
             if not LANE_NAME.fullmatch(axis):
-                raise self.error(f"matrix.axes.{axis}", f"invalid axis name {axis!r}", AXIS_VALUE_HINT)
-            values = self.expect(values, dict, f"matrix.axes.{axis}", "tables, one per value")
-            if not values:
-                raise self.error(f"matrix.axes.{axis}", "an axis needs at least one value", "add [matrix.axes.<axis>.<value>]")
+                raise item.error(f"invalid axis name {axis!r}", AXIS_VALUE_HINT)
+            values = item.table(fix=_as("tables, one per value"))
+            if not len(values):
+                raise item.error("an axis needs at least one value", "add [matrix.axes.<axis>.<value>]")
             axes[axis] = {}
-            for value, fragment in values.items():
-                if not LANE_NAME.fullmatch(value):
-                    raise self.error(f"matrix.axes.{axis}.{value}", f"invalid axis value {value!r}", AXIS_VALUE_HINT)
-                axes[axis][value] = self.body(fragment, f"matrix.axes.{axis}.{value}")
-        base = self.body(raw.get("base", {}), "matrix.base")
+            for name, fragment in values.entries():
+                if not LANE_NAME.fullmatch(name):
+                    raise fragment.error(f"invalid axis value {name!r}", AXIS_VALUE_HINT)
+                axes[axis][name] = self.body(fragment)
+        cells = math.prod(len(values) for values in axes.values())
+        if cells > MAX_CELLS:
+            raise self.error("matrix.axes", f"expands to {cells} cells, more than {MAX_CELLS}",
+                             "split the matrix, or exclude cells by fewer axis values")
+        base = self.body(raw.get("base", {}))
         if "description" in raw:  # the matrix's own description is every cell's unless one says otherwise
-            base.setdefault("description", self.expect(raw["description"], str, "matrix.description", '"one sentence"'))
-        exclude = [self._cell_rule(rule, f"matrix.exclude[{i}]", axes, full=False)
-                   for i, rule in enumerate(self.expect(raw.get("exclude", []), list, "matrix.exclude", "[[matrix.exclude]] tables"))]
+            base.setdefault("description", raw.need("description").string(fix=_as('"one sentence"'), empty_ok=True))
+        exclude = [self._cell_rule(rule.table(fix=_as("a table of axis = value")), axes, full=False)
+                   for rule in raw.get("exclude", []).items(fix=_as("[[matrix.exclude]] tables"))]
         include = []
-        for i, rule in enumerate(self.expect(raw.get("include", []), list, "matrix.include", "[[matrix.include]] tables")):
-            rule = dict(self.expect(rule, dict, f"matrix.include[{i}]", "a table"))
-            extra = self.body(rule.pop("lane", {}), f"matrix.include[{i}].lane")
-            include.append((self._cell_rule(rule, f"matrix.include[{i}]", axes, full=True), extra))
-        template = raw.get("name", "-".join([self.path.stem] + ["{" + a + "}" for a in axes]))
-        self.expect(template, str, "matrix.name", '"torch{torch}-te{te}"')
+        for item in raw.get("include", []).items(fix=_as("[[matrix.include]] tables")):
+            rule = item.table(fix=_as("a table"))
+            extra = self.body(rule.get("lane", {}))
+            cell = Table({k: v for k, v in rule.data.items() if k != "lane"}, rule.key, rule.name)
+            include.append((self._cell_rule(cell, axes, full=True), extra))
+        template = raw.string("name", "-".join([self.path.stem] + ["{" + a + "}" for a in axes]),
+                              fix=_as('"torch{torch}-te{te}"'), empty_ok=True)
         try:
             cells = matrix_mod.expand(template=template, base=base, axes=axes, exclude=exclude, include=include)
         except matrix_mod.MatrixConflict as exc:
@@ -314,48 +246,37 @@ class _Reader:
             lanes.append(self.lane(cell.name, cell.body, f"matrix.name ({label})", f"{self.display} [{label}]"))
         return lanes
 
-    def _cell_rule(self, raw: object, where: str, axes: dict[str, dict], *, full: bool) -> dict[str, str]:
-        rule = self.expect(raw, dict, where, "a table of axis = value")
-        for axis, value in rule.items():
+    def _cell_rule(self, rule: Table, axes: dict[str, dict], *, full: bool) -> dict[str, str]:
+        for axis, value in rule.entries():
             if axis not in axes:
-                raise self.error(f"{where}.{axis}", f"names unknown axis {axis!r}", f"axes are: {', '.join(axes)}")
-            self.expect(value, str, f"{where}.{axis}", '"<value>"')
-            if value not in axes[axis]:
-                raise self.error(f"{where}.{axis}", f"unknown value {value!r} for axis {axis!r}",
-                                 f"values are: {', '.join(axes[axis])}")
+                raise value.error(f"names unknown axis {axis!r}", f"axes are: {', '.join(axes)}")
+            text = value.string(fix=_as('"<value>"'), empty_ok=True)
+            if text not in axes[axis]:
+                raise value.error(f"unknown value {text!r} for axis {axis!r}", f"values are: {', '.join(axes[axis])}")
         if full and set(rule) != set(axes):
             missing = ", ".join(a for a in axes if a not in rule)
-            raise self.error(where, f"an include must name every axis; missing: {missing}", "add the missing axes")
-        if not rule:
-            raise self.error(where, "empty rule", "name at least one axis = value")
-        return dict(rule)
+            raise self.error(rule.key, f"an include must name every axis; missing: {missing}", "add the missing axes")
+        if not len(rule):
+            raise self.error(rule.key, "empty rule", "name at least one axis = value")
+        return dict(rule.data)
 
 
 def _same_version(a: str, b: str) -> bool:
     try:
         return Version(a) == Version(b)
-    except InvalidVersion:  # === arbitrary strings compare as text
+    except ValueError:  # InvalidVersion: === arbitrary strings compare as text
         return a == b
 
 
 def load_file(path: Path, root: Path | None = None) -> list[Lane]:
     display = str(path.relative_to(root)) if root and path.is_relative_to(root) else str(path)
     reader = _Reader(path, display)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise reader.error(None, f"not valid TOML ({exc})", "fix the syntax") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise reader.error(None, f"cannot read ({exc})") from None
-    kinds = [k for k in ("lane", "matrix") if k in raw]
-    extra = [k for k in raw if k not in ("lane", "matrix")]
-    if extra:
-        raise reader.error(extra[0], "unknown top-level key", "a lane file has [lane] or [matrix], nothing else")
-    if len(kinds) != 1:
+    doc = tomlreader.read(path, display).check_keys(("lane", "matrix"), fix="a lane file has [lane] or [matrix], nothing else")
+    if len(doc) != 1:
         raise reader.error(None, "a lane file holds exactly one [lane] or one [matrix] table", "split it into two files")
-    if kinds[0] == "lane":
-        return [reader.lane(path.stem, reader.body(raw["lane"], "lane"), "lane", display)]
-    return reader.matrix(raw["matrix"])
+    if "lane" in doc:
+        return [reader.lane(path.stem, reader.body(doc.need("lane")), "lane", display)]
+    return reader.matrix(doc.need("matrix"))
 
 
 def load_lanes(lanes_dir: Path, *, root: Path | None = None, known_shims: set[str] | None = None) -> list[Lane]:

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from shims import tomlreader
 from shims.manifest import ShimManifest
 
-from retire.core.errors import ConfigError
 from retire.packs.model import Pack, github_repository, pinned_ref
 from retire.evidence.validation import ValidationRecord
 
@@ -76,37 +75,22 @@ def parse_deny(text: str, path: str | Path) -> tuple[DenyRule, ...]:
     Literals match case-insensitively; patterns as written (``(?i)`` makes one insensitive), so
     a ticket-code pattern like ``[A-Z]+-[0-9]+`` does not catch ordinary hyphenated words.
     """
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(path, None, f"invalid TOML: {exc}", "fix the syntax") from None
-    unknown = sorted(set(data) - {"deny"})
-    if unknown:
-        raise ConfigError(path, unknown[0], "unknown key", "the file holds [[deny]] entries only")
-    entries = data.get("deny", [])
-    if not isinstance(entries, list):
-        raise ConfigError(path, "deny", "expected an array of tables", "write [[deny]] entries")
+    doc = tomlreader.loads(text, str(path)).check_keys(("deny",), fix="the file holds [[deny]] entries only")
     rules = []
-    for index, entry in enumerate(entries):
-        key = f"deny[{index}]"
-        if not isinstance(entry, dict):
-            raise ConfigError(path, key, "expected a table", "write [[deny]]")
-        extra = sorted(set(entry) - {"pattern", "literal", "why"})
-        if extra:
-            raise ConfigError(path, f"{key}.{extra[0]}", "unknown key", "use pattern or literal, and why")
+    for entry in doc.get("deny", []).tables(fix="write [[deny]] entries"):
+        entry.check_keys(("pattern", "literal", "why"), fix="use pattern or literal, and why")
         if ("pattern" in entry) == ("literal" in entry):
-            raise ConfigError(path, key, "needs exactly one of pattern or literal", 'add pattern = "…" (a regex) or literal = "…"')
-        why = entry.get("why")
-        if not isinstance(why, str) or not why.strip():
-            raise ConfigError(path, f"{key}.why", "missing", 'say what the entry catches, e.g. why = "internal host name"')
-        raw = entry.get("pattern", entry.get("literal"))
-        if not isinstance(raw, str) or not raw:
-            raise ConfigError(path, key, "pattern or literal must be a non-empty string", "quote it")
-        source = raw if "pattern" in entry else "(?i)" + re.escape(raw)
+            raise entry.error(None, "needs exactly one of pattern or literal", 'add pattern = "…" (a regex) or literal = "…"')
+        why = entry.string("why", missing='say what the entry catches, e.g. why = "internal host name"')
+        kind = "pattern" if "pattern" in entry else "literal"
+        raw = entry.string(kind, empty_ok=True)
+        if not raw:
+            raise entry.error(kind, "must be a non-empty string", "write what to catch")
+        source = raw if kind == "pattern" else "(?i)" + re.escape(raw)
         try:
             compiled = re.compile(source)
-        except re.error as exc:
-            raise ConfigError(path, f"{key}.pattern", f"bad regular expression: {exc}", "fix the pattern (Python re syntax)") from None
+        except (re.error, RecursionError, OverflowError, ValueError) as exc:
+            raise entry.error(kind, f"bad regular expression: {exc}", "fix the pattern (Python re syntax)") from None
         rules.append(DenyRule(compiled, why.strip()))
     return tuple(rules)
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from retire.core.errors import ConfigError
+from shims import tomlreader
+from shims.tomlreader import Table
 
 __all__ = [
     "CATEGORIES",
@@ -110,8 +110,12 @@ class Pack:
 
 def github_repository(url: str) -> str | None:
     """``owner/repo`` of a github.com web URL, or None when the URL is not on github.com."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or (parts.hostname or "").lower() != GITHUB_HOST:
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+    except ValueError:  # not a URL at all (an unclosed [IPv6] host, a bad port)
+        return None
+    if parts.scheme not in ("http", "https") or host != GITHUB_HOST:
         return None
     segments = [s for s in parts.path.split("/") if s]
     if len(segments) < 2:
@@ -131,92 +135,42 @@ def parse_pack_spec(text: str, path: str | Path, shim: str) -> PackSpec:
     by the readiness check, which is where "fill the upstream-state field" belongs.
     """
     path = Path(path)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(path, None, f"invalid TOML: {exc}", "fix the syntax") from None
-    parser = _Parser(path)
-    parser.keys(data, "", ("category", "repository", "kind", "priority", "upstream-state", "reproducer"))
-    category = parser.choice(data, "", "category", tuple(CATEGORIES))
-    repository = parser.string(data, "", "repository")
+    doc = tomlreader.loads(text, str(path))
+    doc.check_keys(("category", "repository", "kind", "priority", "upstream-state", "reproducer"))
+    category = doc.choice("category", tuple(CATEGORIES))
+    repository = doc.string("repository")
     if not _REPOSITORY.fullmatch(repository):
-        raise ConfigError(path, "repository", f"not an owner/repo name: {repository!r}", 'write it like "NVIDIA/Megatron-LM"')
-    kind = parser.choice(data, "", "kind", KINDS)
-    priority = parser.choice(data, "", "priority", PRIORITIES)
-    upstream = parser.upstream(data.get("upstream-state", {}))
-    reproducer = parser.table(data.get("reproducer"), "reproducer")
-    parser.keys(reproducer, "reproducer", ("against", "command"))
-    against = parser.string(reproducer, "reproducer", "against")
-    command = parser.string(reproducer, "reproducer", "command")
+        raise doc.error("repository", f"not an owner/repo name: {repository!r}", 'write it like "NVIDIA/Megatron-LM"')
+    kind = doc.choice("kind", KINDS)
+    priority = doc.choice("priority", PRIORITIES)
+    upstream = _upstream(doc.get("upstream-state", {}).table())
+    reproducer = doc.table("reproducer").check_keys(("against", "command"))
+    against = reproducer.string("against")
+    command = reproducer.string("command")
     if "\n" in command.strip():
-        raise ConfigError(path, "reproducer.command", "spans several lines", "document one command on one line")
+        raise reproducer.error("command", "spans several lines", "document one command on one line")
     return PackSpec(
         shim=shim, category=category, repository=repository, kind=kind, priority=priority,
         upstream=upstream, against=against.strip(), command=command.strip(), path=path,
     )
 
 
-class _Parser:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def fail(self, key: str, problem: str, fix: str) -> ConfigError:
-        return ConfigError(self.path, key or None, problem, fix)
-
-    def table(self, value: object, key: str) -> Mapping[str, object]:
-        if value is None:
-            raise self.fail(key, "missing", f"add a [{key}] table")
-        if not isinstance(value, dict):
-            raise self.fail(key, "expected a table", f"write [{key}]")
-        return value
-
-    def keys(self, table: Mapping[str, object], key: str, allowed: tuple[str, ...]) -> None:
-        import difflib
-
-        for name in table:
-            if name not in allowed:
-                close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.7)
-                fix = f"did you mean {close[0]!r}?" if close else f"allowed keys: {', '.join(allowed)}"
-                raise self.fail(f"{key}.{name}" if key else name, f"unknown key {name!r}", fix)
-
-    def string(self, table: Mapping[str, object], key: str, name: str, *, required: bool = True) -> str:
-        where = f"{key}.{name}" if key else name
-        if name not in table:
-            if required:
-                raise self.fail(where, "missing", f'add {name} = "…"')
-            return ""
-        value = table[name]
-        if not isinstance(value, str):
-            raise self.fail(where, f"expected a string, got {type(value).__name__}", "quote it")
-        if not value.strip():
-            raise self.fail(where, "is empty", "fill it in or remove the key")
-        return value
-
-    def choice(self, table: Mapping[str, object], key: str, name: str, choices: tuple[str, ...]) -> str:
-        value = self.string(table, key, name)
-        if value not in choices:
-            raise self.fail(f"{key}.{name}" if key else name, f"unknown {name} {value!r}", f"use one of {', '.join(choices)}")
-        return value
-
-    def upstream(self, value: object) -> UpstreamState:
-        if not isinstance(value, dict):
-            raise self.fail("upstream-state", "expected a table", "write [upstream-state]")
-        self.keys(value, "upstream-state", ("state", "searched", "thread", "fixed-in"))
-        state = self.choice(value, "upstream-state", "state", UPSTREAM_STATES) if "state" in value else None
-        searched = value.get("searched")
-        if searched is not None and (not isinstance(searched, _dt.date) or isinstance(searched, _dt.datetime)):
-            raise self.fail("upstream-state.searched", "expected a date", "write an unquoted date like 2026-11-22")
-        thread = self.string(value, "upstream-state", "thread", required=False) or None
-        if thread is not None and github_repository(thread) is None:
-            raise self.fail("upstream-state.thread", f"not a github.com URL: {thread!r}", "link the issue or pull request on github.com")
-        fixed_in = self.string(value, "upstream-state", "fixed-in", required=False) or None
-        if state == "overlap" and thread is None:
-            raise self.fail("upstream-state.thread", "an overlap needs the thread it overlaps",
-                            'add thread = "https://github.com/<owner>/<repo>/pull/<n>" (the pack becomes a comment there)')
-        if state == "already-fixed" and thread is None and fixed_in is None:
-            raise self.fail("upstream-state", "already-fixed needs the fix: a thread or a release",
-                            'add thread = "<the fixing PR>" or fixed-in = "<dist> <version>"')
-        if state == "new-report" and thread is not None:
-            raise self.fail("upstream-state.thread", "a new report has no existing thread",
-                            'set state = "overlap" (comment there) or drop thread')
-        return UpstreamState(state=state, searched=searched, thread=thread, fixed_in=fixed_in)
+def _upstream(table: Table) -> UpstreamState:
+    table.check_keys(("state", "searched", "thread", "fixed-in"))
+    state = table.choice("state", UPSTREAM_STATES, None)
+    searched = table.get("searched")
+    searched_on = searched.date(fix="write an unquoted date like 2026-11-22") if searched is not None else None
+    thread = table.string("thread", None)
+    if thread is not None and github_repository(thread) is None:
+        raise table.error("thread", f"not a github.com URL: {thread!r}", "link the issue or pull request on github.com")
+    fixed_in = table.string("fixed-in", None)
+    if state == "overlap" and thread is None:
+        raise table.error("thread", "an overlap needs the thread it overlaps",
+                          'add thread = "https://github.com/<owner>/<repo>/pull/<n>" (the pack becomes a comment there)')
+    if state == "already-fixed" and thread is None and fixed_in is None:
+        raise table.error(None, "already-fixed needs the fix: a thread or a release",
+                          'add thread = "<the fixing PR>" or fixed-in = "<dist> <version>"')
+    if state == "new-report" and thread is not None:
+        raise table.error("thread", "a new report has no existing thread",
+                          'set state = "overlap" (comment there) or drop thread')
+    return UpstreamState(state=state, searched=searched_on, thread=thread, fixed_in=fixed_in)

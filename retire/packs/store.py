@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from shims.manifest import ManifestError, ShimManifest, load_manifest
+from shims import tomlreader
+from shims.manifest import ShimManifest, load_manifest
 
 from retire.evidence import validation
 from retire.core import times
@@ -105,41 +106,25 @@ def load_pack(root: str | Path, pack_id: str) -> LoadedPack:
     """Read and render one pack; bad input is a one-line ConfigError."""
     root = Path(root)
     path = _check_id(root, pack_id)
-    try:
-        manifest = load_manifest(path.parent / "manifest.toml", check_files=False)
-    except ManifestError as exc:
-        raise ConfigError(None, None, str(exc)) from None
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(path, None, f"cannot read: {exc}", "check the file") from None
-    spec = parse_pack_spec(text, _display(root, path), manifest.id)
-    try:
-        reproducer_text: str | None = manifest.reproducer_path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        reproducer_text = None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(manifest.reproducer_path, None, f"cannot read: {exc}", "check the file") from None
+    manifest = load_manifest(path.parent / "manifest.toml", check_files=False)
+    display = _display(root, path)
+    spec = parse_pack_spec(tomlreader.read_text(path, display), display, manifest.id)
+    reproducer_text = tomlreader.read_text(manifest.reproducer_path, _display(root, manifest.reproducer_path),
+                                           missing_ok=True)
     lines = len(reproducer_text.splitlines()) if reproducer_text is not None else 0
     return LoadedPack(manifest, render(manifest, spec, lines), reproducer_text)
 
 
 def load_deny(root: str | Path) -> tuple[DenyRule, ...]:
     path = _paths(Path(root))["deny"]
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return ()
-    return parse_deny(text, _display(Path(root), path))
+    text = tomlreader.read_text(path, _display(Path(root), path), missing_ok=True)
+    return () if text is None else parse_deny(text, _display(Path(root), path))
 
 
 def load_state(root: str | Path) -> FilingState:
     path = _paths(Path(root))["state"]
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return FilingState()
-    return parse_state(text, _display(Path(root), path))
+    text = tomlreader.read_text(path, _display(Path(root), path), missing_ok=True)
+    return FilingState() if text is None else parse_state(text, _display(Path(root), path))
 
 
 def _display(root: Path, path: Path) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from retire.core import times
 from retire.core.errors import ConfigError
+from shims import tomlreader
 from retire.packs.model import PRIORITIES
 
 __all__ = [
@@ -77,31 +78,35 @@ class FilingState:
 
 def parse_state(text: str, path: str | Path) -> FilingState:
     """Read ``packs/state.json``; a damaged file is a one-line ConfigError, never a guess."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ConfigError(path, None, f"not valid JSON: {exc}", "restore it from git") from None
+    data = tomlreader.loads_json(text, str(path), fix=_RESTORE).raw
     if not isinstance(data, dict) or data.get("version") != STATE_VERSION or not isinstance(data.get("packs"), dict):
-        raise ConfigError(path, "version", f"expected version {STATE_VERSION} with a packs object", "restore it from git")
+        raise ConfigError(path, "version", f"expected version {STATE_VERSION} with a packs object", _RESTORE)
     packs = {}
     for pack_id, raw in data["packs"].items():
         key = f"packs.{pack_id}"
         if not isinstance(raw, dict):
-            raise ConfigError(path, key, "expected an object", "restore it from git")
-        try:
-            approval = raw.get("approval")
-            packs[pack_id] = PackRecord(
-                approval=Approval(str(approval["by"]), str(approval["at"]), str(approval["digest"])) if approval else None,
-                filings=tuple(Filing(str(f["url"]), str(f["at"]), str(f["repository"])) for f in raw.get("filings", [])),
-            )
-        except (KeyError, TypeError):
-            raise ConfigError(path, key, "approval needs by/at/digest, filings need url/at/repository", "restore it from git") from None
-        for filing in packs[pack_id].filings:
-            try:
-                times.parse(filing.at)
-            except times.TimeError as exc:
-                raise ConfigError(path, f"{key}.filings", f"filing time: {exc}", "restore it from git") from None
+            raise ConfigError(path, key, "expected an object", _RESTORE)
+        approval, filings = raw.get("approval"), raw.get("filings", [])
+        if not isinstance(filings, list):
+            raise ConfigError(path, f"{key}.filings", _SHAPE, _RESTORE)
+        packs[pack_id] = PackRecord(
+            approval=Approval(*_fields(path, f"{key}.approval", approval, ("by", "at", "digest"))) if approval else None,
+            filings=tuple(Filing(*_fields(path, f"{key}.filings[{i}]", f, ("url", "at", "repository")))
+                          for i, f in enumerate(filings)),
+        )
     return FilingState(dict(sorted(packs.items())))
+
+
+_RESTORE = "restore it from git"
+_SHAPE = "approval needs by/at/digest, filings need url/at/repository"
+
+
+def _fields(path: str | Path, key: str, raw: object, names: tuple[str, ...]) -> list[str]:
+    """The string fields ``names`` of one record; ``at`` must be an ISO time (the waves read it back)."""
+    if not isinstance(raw, dict) or not all(isinstance(raw.get(name), str) for name in names):
+        raise ConfigError(path, key, _SHAPE, _RESTORE)
+    tomlreader.Value(raw["at"], f"{key}.at", str(path)).moment(fix=_RESTORE)
+    return [raw[name] for name in names]
 
 
 def dumps_state(state: FilingState) -> str:

@@ -1,0 +1,135 @@
+"""The shim manifest model: immutable values read from ``shims/<id>/manifest.toml``, no I/O.
+
+:mod:`shims.manifest` reads and validates the file into these; docs/shims.md documents every key.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from packaging.specifiers import SpecifierSet
+
+__all__ = [
+    "CONDITION_KINDS",
+    "FIX_CLASSES",
+    "LINKED_STATUSES",
+    "LINK_ROLES",
+    "PATCHLESS_FIX_CLASSES",
+    "RETIREMENT_MODES",
+    "UPSTREAM_STATUSES",
+    "ReproducerSpec",
+    "Retirement",
+    "RetirementCondition",
+    "ShimManifest",
+    "Target",
+    "Upstream",
+    "UpstreamLink",
+]
+
+FIX_CLASSES = ("source-patch", "wrapper", "compat-gate", "version-floor", "env-constraint", "packaging")
+#: Fix classes whose mitigation lives outside the process (lane pins, env), so ``patch.py`` is optional.
+PATCHLESS_FIX_CLASSES = frozenset({"version-floor", "env-constraint", "packaging"})
+UPSTREAM_STATUSES = ("pending", "submitted", "accepted", "rejected", "not-applicable")
+#: Statuses that claim an upstream conversation exists, so they must link to it.
+LINKED_STATUSES = frozenset({"submitted", "accepted", "rejected"})
+LINK_ROLES = ("report", "fix", "related")
+RETIREMENT_MODES = ("all", "any")
+CONDITION_KINDS = ("version-floor", "pr-released", "commit-in-tag", "reproducer-clean")
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the shim patches: the distribution that ships the bug and the module it lives in."""
+
+    distribution: str
+    module: str
+    #: Versions known to carry the bug; ``None`` when unknown (the probe decides at run time).
+    affected: SpecifierSet | None = None
+
+
+@dataclass(frozen=True)
+class UpstreamLink:
+    role: str  # one of LINK_ROLES
+    url: str
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """DEP-3-style state of the upstream conversation."""
+
+    status: str  # one of UPSTREAM_STATUSES
+    links: tuple[UpstreamLink, ...] = ()
+
+
+@dataclass(frozen=True)
+class RetirementCondition:
+    """One way to learn the shim can go; which fields are set depends on ``kind``.
+
+    - ``version-floor``: ``distribution`` released at a version in ``version`` (``>=0.18``);
+    - ``pr-released``: the PR at ``url`` is merged and contained in a release of ``distribution``;
+    - ``commit-in-tag``: ``commit`` of ``repository`` is contained in a release tag;
+    - ``reproducer-clean``: the reproducer no longer reproduces without the shim.
+    """
+
+    kind: str
+    distribution: str | None = None
+    version: SpecifierSet | None = None
+    url: str | None = None
+    repository: str | None = None
+    commit: str | None = None
+
+
+@dataclass(frozen=True)
+class Retirement:
+    mode: str  # "all": every condition must hold; "any": one is enough
+    conditions: tuple[RetirementCondition, ...]
+
+
+@dataclass(frozen=True)
+class ReproducerSpec:
+    """Where the reproducer is (relative to the shim folder) and what the host needs to run it."""
+
+    path: PurePosixPath = PurePosixPath("reproduce.py")
+    needs_cuda: bool = False
+    min_compute_capability: str | None = None
+    packages: tuple[str, ...] = ()
+    timeout: float = 600.0
+
+
+@dataclass(frozen=True)
+class ShimManifest:
+    id: str
+    title: str
+    fix_class: str
+    explanation: str
+    numerics: str
+    owner: str
+    created: datetime.date
+    target: Target
+    upstream: Upstream
+    retirement: Retirement
+    reproducer: ReproducerSpec
+    #: Variables an env-constraint shim sets, as sorted ``(name, value)`` pairs (hashable).
+    env: tuple[tuple[str, str], ...] = ()
+    #: The shim folder; ``patch.py`` and the reproducer are found relative to it.
+    directory: Path = Path(".")
+    #: Whether ``patch.py`` exists (recorded by the loader so the model stays free of I/O).
+    has_patch: bool = False
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.directory / "manifest.toml"
+
+    @property
+    def patch_path(self) -> Path | None:
+        return self.directory / "patch.py" if self.has_patch else None
+
+    @property
+    def reproducer_path(self) -> Path:
+        return self.directory / self.reproducer.path
+
+    @property
+    def env_vars(self) -> dict[str, str]:
+        return dict(self.env)
