@@ -88,7 +88,12 @@ def test_followed_branches_limit_where_a_pull_request_may_land(megatron, tmp_pat
     repo, _ = megatron
     path = bare(repo, tmp_path / "NVIDIA" / "Megatron-LM.git")
     mirror = Mirror("https://github.com/NVIDIA/Megatron-LM", path, branches=("main", "core_r*"))
-    assert not open_mirror(mirror).probe_pull(3345).landed  # only on dev
+    repo = open_mirror(mirror)
+    assert not repo.probe_pull(3345).landed  # only on dev
+    assert repo.probe_pull(4711).landed  # on main (a plain name is that branch, not main/*)
+    assert [l.subject.startswith("cp:") for l in repo.landings(4711)] == [False, True]
+    nothing = open_mirror(Mirror("https://github.com/NVIDIA/Megatron-LM", path, branches=("gone",))).probe_pull(4711)
+    assert not nothing.landed
 
 
 def test_merge_commit_style_and_default_tags(tmp_path):

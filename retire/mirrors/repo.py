@@ -18,6 +18,7 @@ Every such commit counts (the release tags of any of them contain the fix), exce
 from __future__ import annotations
 
 import datetime as _dt
+import fnmatch
 import re
 import threading
 from dataclasses import dataclass
@@ -61,11 +62,18 @@ class MirrorRepo:
 
     # -- history ------------------------------------------------------------------------------
     def _branch_args(self) -> list[str]:
-        return [f"--branches={pattern}" for pattern in self.mirror.branches] or ["--branches"]
+        """The followed branches as explicit refs (git's own ``--branches=NAME`` would read a plain
+        name as ``NAME/*``). A pattern that matches nothing follows nothing."""
+        if not self.mirror.branches:
+            return ["--branches"]
+        heads = self.git.run("for-each-ref", "--format=%(refname:strip=2)", "refs/heads").splitlines()
+        return [f"refs/heads/{head}" for head in heads
+                if any(fnmatch.fnmatchcase(head, pattern) for pattern in self.mirror.branches)]
 
     @cached_property
     def _history(self) -> tuple[dict[int, list[Landing]], int | None]:
-        out = self.git.run("log", "--format=%H%x1f%ct%x1f%s", *self._branch_args(), "--")
+        refs = self._branch_args()
+        out = self.git.run("log", "--format=%H%x1f%ct%x1f%s", *refs, "--") if refs else ""
         landed: dict[int, list[Landing]] = {}
         newest: int | None = None
         for line in reversed(out.splitlines()):  # git log lists newest first; landings are kept oldest first

@@ -76,13 +76,18 @@ def _highest_floors(results: Iterable[ConditionResult]) -> dict[str, Version]:
     return floors
 
 
-def _run_action(manifest, floors: Mapping[str, Version]) -> str:
+def _run_action(manifest, floors: Mapping[str, Version], lanes: Sequence = ()) -> str:
+    """The run that would decide: where (the host it needs), on what (the floors), how (a lane)."""
     where = "a host with a CUDA GPU" if manifest.reproducer.needs_cuda else "any host"
     if manifest.reproducer.min_compute_capability:
         where += f" of compute capability ≥ {manifest.reproducer.min_compute_capability}"
     wanted = ", ".join(floor_text(d, v) for d, v in sorted(floors.items()))
-    return (f"run the reproducer without the shim on {wanted or 'the newest release'} on {where} "
-            f"(`patchlane run LANE`, or `patchlane bisect {manifest.id}`) and merge its records")
+    carrying = [lane.name for lane in lanes if manifest.id in lane.shims]
+    how = f"`patchlane run {carrying[0]}`" if carrying else "a lane that lists it"
+    if floors:
+        how += f" with {wanted} in its lock, or `patchlane bisect {manifest.id}`"
+    return (f"run the reproducer without the shim on {wanted or 'the newest locked release'} on {where} "
+            f"({how}) and merge its records (`patchlane manifest merge`)")
 
 
 def _drift(manifest, dist: str, listing: Sequence[str], ev: ShimEvidence) -> list[Flag]:
@@ -143,7 +148,7 @@ def decide(manifest, lanes: Sequence, evidence: ShimEvidence, *, now: _dt.dateti
         ahead = {d: v for d, v in floors.items() if newest.version is None or d != dist or v > newest.version}
         if combined == HOLDS and ahead:
             flags.append(Flag(FlagKind.CANDIDATE, f"upstream looks fixed ({held})"))
-            action = _run_action(manifest, ahead)
+            action = _run_action(manifest, ahead, lanes)
         elif combined == HOLDS:
             flags.append(Flag(FlagKind.CONFLICT, f"the conditions say fixed ({held}) but the bug reproduces there: "
                                                  "the fix did not work, or a condition is wrong"))
@@ -162,7 +167,7 @@ def decide(manifest, lanes: Sequence, evidence: ShimEvidence, *, now: _dt.dateti
                 decision, why = Decision.KEEP, f"upstream looks fixed ({held}) but {found.why}"
                 flags.append(Flag(FlagKind.CONFLICT, "the conditions say fixed but a run inside the new floor reproduces the bug"))
             else:
-                why, action = f"conditions hold ({held}) but nothing confirms it: {found.why}", _run_action(manifest, floors)
+                why, action = f"conditions hold ({held}) but nothing confirms it: {found.why}", _run_action(manifest, floors, lanes)
                 flags.append(Flag(FlagKind.CANDIDATE, "upstream looks fixed; one run without the shim decides"))
     elif combined == FAILS:  # 4
         decision, why = Decision.KEEP, failing
@@ -170,7 +175,11 @@ def decide(manifest, lanes: Sequence, evidence: ShimEvidence, *, now: _dt.dateti
             flags.append(Flag(FlagKind.CONFLICT, f"{newest.why} but {failing}: check the retirement conditions"))
     else:  # 5
         why = "; ".join(f"{r.kind}: {r.why}" for r in undecided)
-        action = next((r.action for r in undecided if r.action), None)
+        # The strongest evidence first: a missing run is decided by running it.
+        if any(r.kind == "reproducer-clean" for r in undecided) and not isinstance(history, ProbeFailure):
+            action = _run_action(manifest, {}, lanes)
+        else:
+            action = next((r.action for r in undecided if r.action), None)
 
     # Every failure met is shown: in ``why`` when the decision rests on it, else as a flag.
     link_states = [evidence.links[url] for url in link_urls(manifest) if url in evidence.links]
