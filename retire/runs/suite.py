@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from retire.runs.lanerun import LaneRun, ShimRun
-from retire.evidence.validation import FIXED, ValidationRecord
+from retire.evidence.validation import FAULTED, FIXED, RunOutcome, ShimOutcome, ValidationRecord
 
 
 class ReproducerFailure(Exception):
@@ -47,9 +47,9 @@ def _check_build(run: LaneRun) -> None:
 def _check_without(run: ShimRun | None, record: ValidationRecord | None, why: str) -> None:
     if record is None:
         _skip(why or "not run")
-    if record.outcome in ("crashed", "timeout"):
+    if record.outcome in FAULTED:
         raise ReproducerFailure(_record_text(record))
-    if record.outcome == "skipped":
+    if record.outcome == RunOutcome.SKIPPED:
         _skip(record.detail or "skipped by the reproducer")
     if record.outcome in FIXED:
         pytest.xfail("upstream fixed: the bug no longer reproduces without the shim — a retirement candidate")
@@ -59,18 +59,18 @@ def _check_with(run: ShimRun | None, record: ValidationRecord | None, why: str) 
     """Fails exactly when the lane's judged outcome fails (runs.judge is the one judge)."""
     if record is None:
         _skip(why or "not run: the without-shim run did not reproduce the bug")
-    if record.outcome in ("crashed", "timeout"):
+    if record.outcome in FAULTED:
         raise ReproducerFailure(_record_text(record))
-    if record.outcome == "skipped":
+    if record.outcome == RunOutcome.SKIPPED:
         _skip(record.detail or "skipped by the reproducer")
     outcome = run.outcome if run is not None else None
-    if outcome == "shim-broken":
+    if outcome == ShimOutcome.SHIM_BROKEN:
         raise ReproducerFailure("shim broken: the bug still reproduces with the shim applied\n" + _record_text(record))
     if record.outcome in FIXED:
         return  # the shim's fix (or a policy shim's mitigation) is in effect
-    if outcome == "skipped":
+    if outcome == ShimOutcome.SKIPPED:
         _skip(run.why)
-    if record.outcome == "bug-reproduced":  # judged upstream-fixed: the without-shim run was clean
+    if record.outcome == RunOutcome.BUG_REPRODUCED:  # judged upstream-fixed: the without-shim run was clean
         pytest.xfail("the with-shim run reproduced the bug but the without-shim run did not: "
                      "the lane counts it as upstream-fixed — look at both runs")
 
