@@ -44,25 +44,26 @@ def _check_build(run: LaneRun) -> None:
         raise ReproducerFailure(f"lane {run.lane} could not be built: {run.why}" + (f"\n{detail}" if detail else ""))
 
 
-def _check_without(run: ShimRun | None, record: ValidationRecord | None, why: str) -> None:
+def _check_ran(record: ValidationRecord | None, not_run: str) -> ValidationRecord:
+    """Skip an item whose run did not happen or skipped; fail one whose run faulted."""
     if record is None:
-        _skip(why or "not run")
+        _skip(not_run)
     if record.outcome in FAULTED:
         raise ReproducerFailure(_record_text(record))
     if record.outcome == RunOutcome.SKIPPED:
         _skip(record.detail or "skipped by the reproducer")
+    return record
+
+
+def _check_without(run: ShimRun | None, record: ValidationRecord | None, why: str) -> None:
+    record = _check_ran(record, why or "not run")
     if record.outcome in FIXED:
         pytest.xfail("upstream fixed: the bug no longer reproduces without the shim — a retirement candidate")
 
 
 def _check_with(run: ShimRun | None, record: ValidationRecord | None, why: str) -> None:
     """Fails exactly when the lane's judged outcome fails (runs.judge is the one judge)."""
-    if record is None:
-        _skip(why or "not run: the without-shim run did not reproduce the bug")
-    if record.outcome in FAULTED:
-        raise ReproducerFailure(_record_text(record))
-    if record.outcome == RunOutcome.SKIPPED:
-        _skip(record.detail or "skipped by the reproducer")
+    record = _check_ran(record, why or "not run: the without-shim run did not reproduce the bug")
     outcome = run.outcome if run is not None else None
     if outcome == ShimOutcome.SHIM_BROKEN:
         raise ReproducerFailure("shim broken: the bug still reproduces with the shim applied\n" + _record_text(record))
