@@ -28,7 +28,6 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -36,7 +35,7 @@ from packaging.utils import canonicalize_name
 
 from retire.runs import envs
 from retire.locks import locking
-from retire.core import uv
+from retire.core import times, uv
 from retire.lanes.model import Lane
 from retire.runs.reproduce import run_reproducer
 from retire.evidence.validation import FAILING, FAULTED, FIXED, Mode, RunOutcome, ShimOutcome, ValidationRecord
@@ -125,7 +124,7 @@ class RunOptions:
     envs_dir: Path
     overlay: str | None = None  # base interpreter of a GPU image: build overlay lanes on it
     timeout: float | None = None  # per reproducer; default: each manifest's own
-    run_id: str = field(default_factory=lambda: datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6])
+    run_id: str = field(default_factory=lambda: times.now().strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6])
     host: Host | None = None
 
 
