@@ -35,6 +35,7 @@ import subprocess
 import sys
 import traceback
 from collections.abc import Callable, Iterable
+from enum import StrEnum
 from importlib import metadata
 
 __all__ = [
@@ -46,7 +47,10 @@ __all__ = [
     "FIX_VALIDATED",
     "HOST_PREFIX",
     "MEMORY_SAVE_VERIFIED",
+    "MODES",
+    "Mode",
     "SENTINELS",
+    "Sentinel",
     "SKIPPED",
     "Skip",
     "exit_code_for",
@@ -57,12 +61,28 @@ __all__ = [
     "run",
 ]
 
-BUG_REPRODUCED = "BUG_REPRODUCED"
-FIX_VALIDATED = "FIX_VALIDATED"
-MEMORY_SAVE_VERIFIED = "MEMORY_SAVE_VERIFIED"
-#: Printed as ``SKIPPED: <reason>``; :func:`parse_output` returns ``"SKIPPED"`` plus the reason.
-SKIPPED = "SKIPPED"
-SENTINELS = (BUG_REPRODUCED, FIX_VALIDATED, MEMORY_SAVE_VERIFIED, SKIPPED)
+class Sentinel(StrEnum):
+    """The line a reproducer prints to say what it showed (the text is the protocol)."""
+
+    BUG_REPRODUCED = "BUG_REPRODUCED"
+    FIX_VALIDATED = "FIX_VALIDATED"
+    MEMORY_SAVE_VERIFIED = "MEMORY_SAVE_VERIFIED"
+    #: Printed as ``SKIPPED: <reason>``; :func:`parse_output` returns ``SKIPPED`` plus the reason.
+    SKIPPED = "SKIPPED"
+
+
+class Mode(StrEnum):
+    """``--mode``: does upstream still break (without the shim)? does the shim fix it (with)?"""
+
+    WITHOUT = "without"
+    WITH = "with"
+
+
+BUG_REPRODUCED, FIX_VALIDATED, MEMORY_SAVE_VERIFIED, SKIPPED = Sentinel
+SENTINELS = tuple(Sentinel)
+MODES = tuple(Mode)
+#: What a check may return (a skip is raised, not returned).
+_RESULTS = (BUG_REPRODUCED, FIX_VALIDATED, MEMORY_SAVE_VERIFIED)
 
 EXIT_FIXED = 0
 EXIT_BUG = 10
@@ -247,12 +267,12 @@ def run(
     parser = argparse.ArgumentParser(description=f"Reproducer for shim {shim_id}")
     parser.add_argument(
         "--mode",
-        choices=("without", "with"),
-        default="without",
+        choices=[mode.value for mode in Mode],
+        default=Mode.WITHOUT.value,
         help="without: does upstream still break? with: does the shim fix it? (default: without)",
     )
     args = parser.parse_args(argv)
-    with_shim = args.mode == "with"
+    with_shim = args.mode == Mode.WITH
 
     print(HOST_PREFIX + json.dumps(host_stamp(packages), sort_keys=True), flush=True)
     try:
@@ -270,7 +290,7 @@ def run(
             sentinel = check(with_shim)
         finally:
             _running = False
-        if sentinel not in (BUG_REPRODUCED, FIX_VALIDATED, MEMORY_SAVE_VERIFIED):
+        if sentinel not in _RESULTS:
             raise TypeError(
                 f"check() returned {sentinel!r}; return BUG_REPRODUCED, FIX_VALIDATED or "
                 "MEMORY_SAVE_VERIFIED, or raise Skip(reason)"
@@ -303,12 +323,12 @@ def _report_shim_state(shim_id: str) -> None:
 # Reading outputs back (the engine side)
 
 
-def parse_output(text: str) -> tuple[dict[str, object] | None, str | None, str | None]:
+def parse_output(text: str) -> tuple[dict[str, object] | None, Sentinel | None, str | None]:
     """Read a reproducer's stdout: ``(host stamp or None, sentinel or None, skip reason or None)``.
 
     The host stamp counts only on the first line. The sentinel is ``None`` when no sentinel line
     was printed or when different sentinels were (the protocol allows exactly one). A skip comes
-    back as ``("SKIPPED", reason)``.
+    back as ``(Sentinel.SKIPPED, reason)``.
     """
     lines = text.splitlines()
     host: dict[str, object] | None = None
@@ -319,11 +339,11 @@ def parse_output(text: str) -> tuple[dict[str, object] | None, str | None, str |
             parsed = None
         host = parsed if isinstance(parsed, dict) else None
 
-    found: set[tuple[str, str | None]] = set()
+    found: set[tuple[Sentinel, str | None]] = set()
     for raw in lines[1:] if host is not None else lines:
         line = raw.rstrip()
-        if line in (BUG_REPRODUCED, FIX_VALIDATED, MEMORY_SAVE_VERIFIED):
-            found.add((line, None))
+        if line in _RESULTS:
+            found.add((Sentinel(line), None))
         elif line.startswith(SKIPPED + ":"):
             found.add((SKIPPED, line[len(SKIPPED) + 1:].strip() or "no reason given"))
     if len(found) != 1:

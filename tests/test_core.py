@@ -97,3 +97,37 @@ def test_uv_run_reports_failures_as_exit_codes_and_failure_lines_drop_warnings()
     failed = uv.run(["pip", "compile", "no-such-requirements.in", "--quiet"])
     assert failed.returncode != 0 and uv.failure_lines(failed.stderr)
     assert uv.failure_lines("warning: slow\n\n  error: no\n  Caused by: x\n") == ["error: no", "Caused by: x"]
+
+
+# ---------------------------------------------------------------------------------------------
+# vocabularies
+
+
+def test_vocabularies_are_str_enums_whose_text_is_the_protocol():
+    import json
+
+    from retire.evidence.validation import FAILING, FIXED, OUTCOMES, PROVING, RunOutcome, ShimOutcome
+    from retire.verdicts.model import ConditionState
+    from shims.reproducer import MODES, SENTINELS, Mode, Sentinel, parse_output
+
+    assert SENTINELS == ("BUG_REPRODUCED", "FIX_VALIDATED", "MEMORY_SAVE_VERIFIED", "SKIPPED")
+    assert MODES == ("without", "with") and f"{Mode.WITH}-shim" == "with-shim"
+    assert OUTCOMES == ("bug-reproduced", "fix-validated", "memory-save-verified", "skipped", "crashed", "timeout")
+    assert FIXED == {"fix-validated", "memory-save-verified"} and PROVING == FIXED | {"bug-reproduced"}
+    assert FAILING == {"shim-broken", "crashed", "timeout"} and ShimOutcome.NOT_RUN == "not-run"
+    assert [str(s) for s in ConditionState] == ["holds", "fails", "unknown"]
+    assert json.dumps({RunOutcome.CRASHED: [Sentinel.SKIPPED, Mode.WITHOUT]}) == '{"crashed": ["SKIPPED", "without"]}'
+    _, sentinel, reason = parse_output('PATCHLANE-HOST {}\nSKIPPED: no GPU\n')
+    assert sentinel is Sentinel.SKIPPED and reason == "no GPU"
+
+
+def test_every_outcome_and_condition_state_has_one_look():
+    from retire.evidence.validation import ShimOutcome
+    from retire.report import vocabulary
+    from retire.verdicts.model import ConditionState, Decision
+
+    assert list(vocabulary.OUTCOMES) == list(ShimOutcome)
+    assert all(look.emoji and look.glyph and look.label and look.colour for look in vocabulary.OUTCOMES.values())
+    assert set(vocabulary.CONDITIONS) == set(ConditionState)
+    assert set(Decision) | {"stale", "drift"} == set(vocabulary.VERDICTS)
+    assert vocabulary.verdict("someday") == vocabulary.PLAIN and vocabulary.condition("maybe").emoji == "maybe"

@@ -231,3 +231,9 @@ def test_already_fixed_pack_is_regression_coverage_not_a_filing(repo, tmp_path, 
     assert "already fixed upstream — regression coverage, nothing to approve" in capsys.readouterr().err
     assert repo.cli("check", "fixed_up") == 0
     assert "regression  fixed_up: already fixed upstream" in capsys.readouterr().out
+
+
+def test_a_filing_time_without_offset_is_read_as_utc_when_planning():
+    state = parse_state('{"version": 1, "packs": {"a": {"filings": [{"url": "u", "at": "2026-11-21T23:30:00", '
+                        '"repository": "o/r"}]}}}', "packs/state.json")
+    assert last_waves(state) == {"o/r": _dt.date(2026, 11, 21)}

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from retire.report import weekly as report
-from retire.report.html import OUTCOME_COLOURS
 from retire.core.project import Project
+from retire.report.vocabulary import OUTCOMES
 from tests.support import png
 from tests.support.reportshop import NOW, build_shop, shop_verdicts
 
@@ -72,9 +72,9 @@ def test_screenshot_shows_the_grid_colours(page, tmp_path):
     assert done.returncode == 0 and shot.exists(), done.stderr[-2000:]
     assert console_messages(done.stderr) == []
     shown = ("needed", "upstream-fixed", "shim-broken", "skipped")  # the outcomes the shop has
-    wanted = {png.hex_colour(OUTCOME_COLOURS[o]): o for o in shown}
+    wanted = {png.hex_colour(OUTCOMES[o].colour): o for o in shown}
     counts = png.colour_counts(shot.read_bytes(), wanted)
     # A 26 px cell is ~600 solid pixels (less its glyph); a stray anti-aliased pixel is not a cell.
     assert {wanted[c]: n for c, n in counts.items() if n < 200} == {}
-    absent = png.hex_colour(OUTCOME_COLOURS["crashed"])  # no crashed cell in the shop: not on screen
+    absent = png.hex_colour(OUTCOMES["crashed"].colour)  # no crashed cell in the shop: not on screen
     assert png.colour_counts(shot.read_bytes(), [absent])[absent] < 200  # its legend swatch only

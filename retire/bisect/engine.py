@@ -40,6 +40,7 @@ from packaging.version import InvalidVersion, Version
 from retire.runs import envs
 from retire.core.atomic import atomic_write
 from retire.core.errors import PatchlaneError
+from retire.evidence.validation import Mode, RunOutcome
 
 __all__ = [
     "BROKEN",
@@ -60,9 +61,9 @@ __all__ = [
 BROKEN, FIXED, UNKNOWN = "broken", "fixed", "unknown"
 #: How a reproducer outcome reads for the search.
 _STATE_OF = {
-    "bug-reproduced": BROKEN,
-    "fix-validated": FIXED,
-    "memory-save-verified": FIXED,
+    RunOutcome.BUG_REPRODUCED: BROKEN,
+    RunOutcome.FIX_VALIDATED: FIXED,
+    RunOutcome.MEMORY_SAVE_VERIFIED: FIXED,
 }
 #: Bump when what a cached entry means changes, so old entries stop matching.
 CACHE_VERSION = 1
@@ -451,7 +452,7 @@ class OverlayRunner:
             except PatchlaneError as exc:
                 return CandidateRun(version, UNKNOWN, "env-failed", str(exc), round(time.monotonic() - began, 3))
             self.runs += 1
-            record = run_reproducer(self.manifest, "without", python=python, env=self.env,
+            record = run_reproducer(self.manifest, Mode.WITHOUT, python=python, env=self.env,
                                     lane=f"bisect:{self.distribution}=={version}", timeout=self.timeout)
         finally:
             shutil.rmtree(folder, ignore_errors=True)

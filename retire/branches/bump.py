@@ -35,6 +35,7 @@ from retire.locks import lockdiff
 from retire.branches import proposals
 from retire.runs import lanerun as runs
 from retire.evidence import validation
+from retire.evidence.validation import FAILING, ShimOutcome
 from retire.core import times
 from retire.core.errors import ConfigError
 from retire.core.git import Git, toplevel
@@ -65,13 +66,22 @@ class BumpResult:
 
     @property
     def retirement_candidates(self) -> list[tuple[str, str]]:
-        return [(l.lane, shim) for l in self.lanes for shim, now, before in l.outcomes
-                if now == "upstream-fixed" and before != "upstream-fixed"]
+        return retirement_candidates(self.lanes)
 
     @property
     def newly_broken(self) -> list[tuple[str, str]]:
-        return [(l.lane, shim) for l in self.lanes for shim, now, before in l.outcomes
-                if now in runs.FAILING and before not in runs.FAILING]
+        return newly_broken(self.lanes)
+
+
+def retirement_candidates(lanes: Sequence[LaneBump]) -> list[tuple[str, str]]:
+    """(lane, shim) that the bump made upstream-fixed."""
+    return [(l.lane, shim) for l in lanes for shim, now, before in l.outcomes
+            if now == ShimOutcome.UPSTREAM_FIXED and before != ShimOutcome.UPSTREAM_FIXED]
+
+
+def newly_broken(lanes: Sequence[LaneBump]) -> list[tuple[str, str]]:
+    """(lane, shim) that fail on the bumped locks and did not before."""
+    return [(l.lane, shim) for l in lanes for shim, now, before in l.outcomes if now in FAILING and before not in FAILING]
 
 
 def branch_name(lanes: Sequence[str], everything: bool, day: _dt.date) -> str:
@@ -91,8 +101,8 @@ def previous_outcomes(records: Sequence[validation.ValidationRecord]) -> dict[tu
         latest[(record.lane, record.shim, record.mode)] = record
     out = {}
     for lane, shim, mode in list(latest):
-        if mode == "without":
-            out[(lane, shim)] = runs.judge(latest[(lane, shim, "without")], latest.get((lane, shim, "with")))[0]
+        if mode == validation.Mode.WITHOUT:
+            out[(lane, shim)] = runs.judge(latest[(lane, shim, mode)], latest.get((lane, shim, validation.Mode.WITH)))[0]
     return out
 
 
@@ -101,10 +111,7 @@ def pr_body(result_lanes: Sequence[LaneBump], *, cutoff: _dt.datetime, packages:
     scope = f"`--upgrade-package {' '.join(packages)}`" if packages else "all packages"
     lines = [f"Re-locked with upgrades ({scope}); nothing uploaded after **{cutoff.date()}** is taken "
              "(cooldown, transitive dependencies included).", ""]
-    candidates = [(l.lane, s) for l in result_lanes for s, now, before in l.outcomes
-                  if now == "upstream-fixed" and before != "upstream-fixed"]
-    broken = [(l.lane, s) for l in result_lanes for s, now, before in l.outcomes
-              if now in runs.FAILING and before not in runs.FAILING]
+    candidates, broken = retirement_candidates(result_lanes), newly_broken(result_lanes)
     if candidates:
         lines += ["### Shims that became retirement candidates", *[f"- `{s}` on lane `{l}`" for l, s in candidates], ""]
     if broken:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from retire.evidence.validation import FIXED, ValidationRecord
+from retire.evidence.validation import FIXED, Mode, RunOutcome, ValidationRecord
 
 
 
@@ -29,8 +29,8 @@ def evidence_markdown(verdict, records: Sequence[ValidationRecord]) -> str:
     lines = [f"**Verdict:** retire — {verdict.why}", ""]
     if verdict.conditions:
         lines += ["**Retirement conditions:**", *[f"- `{c.kind}`: {c.state} — {c.why}" for c in verdict.conditions], ""]
-    without = sorted((r for r in records if r.shim == verdict.shim and r.mode == "without"), key=lambda r: r.started_at)
-    before = next((r for r in reversed(without) if r.outcome == "bug-reproduced"), None)
+    without = sorted((r for r in records if r.shim == verdict.shim and r.mode == Mode.WITHOUT), key=lambda r: r.started_at)
+    before = next((r for r in reversed(without) if r.outcome == RunOutcome.BUG_REPRODUCED), None)
     after = next((r for r in reversed(without) if r.outcome in FIXED), None)
     for label, record in (("Before (bug reproduces without the shim)", before), ("After (upstream fixed)", after)):
         if record is None:

@@ -13,21 +13,55 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
+
+from shims.reproducer import Mode
 
 from retire.core import times
 from retire.core.atomic import atomic_write, locked
 from retire.core.errors import ConfigError
 
-__all__ = ["FIXED", "MODES", "OUTCOMES", "PROVING", "ValidationRecord", "append", "compute_record_id", "dumps", "load", "merge", "write"]
+__all__ = [
+    "FAILING", "FAULTED", "FIXED", "MODES", "OUTCOMES", "PROVING", "Mode", "RunOutcome", "ShimOutcome", "ValidationRecord",
+    "append", "compute_record_id", "dumps", "load", "merge", "write",
+]
 
-MODES = ("without", "with")
-#: What a run showed; ``crashed`` also covers protocol violations (sentinel vs exit code).
-OUTCOMES = ("bug-reproduced", "fix-validated", "memory-save-verified", "skipped", "crashed", "timeout")
+
+class RunOutcome(StrEnum):
+    """What one reproducer run showed; ``crashed`` also covers protocol violations."""
+
+    BUG_REPRODUCED = "bug-reproduced"
+    FIX_VALIDATED = "fix-validated"
+    MEMORY_SAVE_VERIFIED = "memory-save-verified"
+    SKIPPED = "skipped"
+    CRASHED = "crashed"
+    TIMEOUT = "timeout"
+
+
+class ShimOutcome(StrEnum):
+    """What a lane makes of a shim's two runs (``runs.judge``), in legend order; ``not-run`` is a
+    matrix cell the lane lists but nothing recorded."""
+
+    NEEDED = "needed"  # the bug reproduces, the shim fixes it
+    UPSTREAM_FIXED = "upstream-fixed"  # the bug is gone without the shim: a retirement candidate
+    SHIM_BROKEN = "shim-broken"  # the bug reproduces with the shim applied
+    CRASHED = "crashed"
+    TIMEOUT = "timeout"
+    SKIPPED = "skipped"
+    NOT_RUN = "not-run"
+
+
+MODES = tuple(Mode)
+OUTCOMES = tuple(RunOutcome)
 #: The outcomes that say the bug is absent (upstream, or thanks to the shim).
-FIXED = frozenset({"fix-validated", "memory-save-verified"})
+FIXED = frozenset({RunOutcome.FIX_VALIDATED, RunOutcome.MEMORY_SAVE_VERIFIED})
 #: The outcomes that prove something either way: the bug, or its absence.
-PROVING = FIXED | {"bug-reproduced"}
+PROVING = FIXED | {RunOutcome.BUG_REPRODUCED}
+#: The outcomes of a run that faulted: it crashed, broke the protocol or was killed.
+FAULTED = frozenset({RunOutcome.CRASHED, RunOutcome.TIMEOUT})
+#: Judged outcomes that fail a lane run.
+FAILING = frozenset({ShimOutcome.SHIM_BROKEN, ShimOutcome.CRASHED, ShimOutcome.TIMEOUT})
 
 _FIELDS = (
     "shim", "mode", "lane", "host", "versions", "sentinel", "outcome", "exit_code",
@@ -48,12 +82,12 @@ class ValidationRecord:
     """One reproducer run. ``host`` is the parsed ``PATCHLANE-HOST`` stamp (``{}`` if none came)."""
 
     shim: str
-    mode: str  # "without" | "with"
+    mode: str  # a Mode
     lane: str
     host: Mapping[str, object]
     versions: Mapping[str, str | None]  # {distribution: version} of the packages it concerns
-    sentinel: str | None  # BUG_REPRODUCED, FIX_VALIDATED, MEMORY_SAVE_VERIFIED, SKIPPED, or None
-    outcome: str  # one of OUTCOMES
+    sentinel: str | None  # a shims.reproducer.Sentinel, or None
+    outcome: str  # a RunOutcome
     exit_code: int | None  # None only when the process could not be started
     duration_s: float
     started_at: str  # UTC ISO 8601 with microseconds
@@ -115,12 +149,12 @@ class ValidationRecord:
             raise ValueError("field 'duration_s' must be a number")
         record = cls(
             shim=data["shim"],  # type: ignore[arg-type]
-            mode=data["mode"],  # type: ignore[arg-type]
+            mode=Mode(data["mode"]),
             lane=data["lane"],  # type: ignore[arg-type]
             host=dict(data.get("host", {})),  # type: ignore[arg-type]
             versions=dict(data.get("versions", {})),  # type: ignore[arg-type]
             sentinel=data.get("sentinel"),  # type: ignore[arg-type]
-            outcome=data["outcome"],  # type: ignore[arg-type]
+            outcome=RunOutcome(data["outcome"]),
             exit_code=exit_code,  # type: ignore[arg-type]
             duration_s=float(duration),
             started_at=data["started_at"],  # type: ignore[arg-type]

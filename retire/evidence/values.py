@@ -259,8 +259,8 @@ class ExecutionEvidence:
 
     shim: str
     lane: str
-    mode: str  # without | with
-    outcome: str  # retire.validation.OUTCOMES
+    mode: str  # a shims.reproducer.Mode
+    outcome: str  # a validation.RunOutcome
     versions: tuple[tuple[str, str | None], ...]  # (canonical distribution, version)
     host: str  # the host stamp's hostname ("?" when the run printed none)
     gpu: str | None

@@ -17,9 +17,10 @@ from packaging.utils import canonicalize_name
 
 from shims import tomlreader
 from shims.manifest import ShimManifest
+from shims.reproducer import Sentinel
 
 from retire.packs.model import Pack, github_repository, pinned_ref
-from retire.evidence.validation import ValidationRecord
+from retire.evidence.validation import Mode, RunOutcome, ValidationRecord
 
 __all__ = [
     "DEFAULT_MAX_CODE_LINES",
@@ -230,7 +231,7 @@ def check_validation(shim: str, records: Sequence[ValidationRecord], *, now: _dt
     When ``against`` pins a release (``dist==1.2``) and a run recorded that distribution's
     version, only runs against that version count: the body names it.
     """
-    runs = [r for r in records if r.shim == shim and r.mode == "without"]
+    runs = [r for r in records if r.shim == shim and r.mode == Mode.WITHOUT]
     if not runs:
         return [Blocker("validation", "the reproducer never ran (no --mode without record in the validation manifest) "
                                       "— run it on a host (`patchlane run`) and record the result")]
@@ -245,7 +246,7 @@ def check_validation(shim: str, records: Sequence[ValidationRecord], *, now: _dt
         recorded = {canonicalize_name(name): v for name, v in record.versions.items()}
         return pinned[0] not in recorded or recorded[pinned[0]] == pinned[1]
 
-    reproduced = [r for r in runs if r.outcome == "bug-reproduced" and r.sentinel == "BUG_REPRODUCED"]
+    reproduced = [r for r in runs if r.outcome == RunOutcome.BUG_REPRODUCED and r.sentinel == Sentinel.BUG_REPRODUCED]
     named = [r for r in reproduced if isinstance(r.host.get("hostname"), str) and r.host["hostname"].strip()]
     pinned_runs = [r for r in named if matches_pin(r)]
     fresh = [r for r in pinned_runs if (m := r.started) is not None and now - window <= m <= now + _dt.timedelta(minutes=5)]
@@ -266,8 +267,8 @@ def check_validation(shim: str, records: Sequence[ValidationRecord], *, now: _dt
                                       "— rerun with the reproducer protocol so the host is named")]
     what = latest.sentinel or latest.outcome
     hint = {
-        "fix-validated": 'upstream may have fixed it — re-check and set state = "already-fixed"',
-        "skipped": "run it on a host that meets its needs (see the skip reason)",
+        RunOutcome.FIX_VALIDATED: 'upstream may have fixed it — re-check and set state = "already-fixed"',
+        RunOutcome.SKIPPED: "run it on a host that meets its needs (see the skip reason)",
     }.get(latest.outcome, "fix the reproducer and run it again")
     detail = f" ({latest.detail})" if latest.detail else ""
     return [Blocker("validation", f"the reproducer never printed BUG_REPRODUCED without the shim; latest run "

@@ -127,7 +127,7 @@ def last_waves(state: FilingState) -> dict[str, _dt.date]:
     waves: dict[str, _dt.date] = {}
     for record in state.packs.values():
         for filing in record.filings:
-            day = times.parse(filing.at).date()
+            day = times.parse(filing.at, assume_utc=True).date()  # read as parse_state accepts it: naive is UTC
             repo = filing.repository.lower()
             waves[repo] = max(waves.get(repo, day), day)
     return waves

@@ -15,7 +15,7 @@ from packaging.utils import canonicalize_name
 
 from retire.core.errors import ConfigError
 from retire.evidence.values import ExecutionEvidence, ExecutionHistory, ProbeFailure
-from retire.evidence.validation import PROVING, ValidationRecord
+from retire.evidence.validation import PROVING, Mode, ValidationRecord
 
 __all__ = ["evidence_of", "history", "load_records"]
 
@@ -41,7 +41,7 @@ def evidence_of(record: ValidationRecord) -> ExecutionEvidence:
     )
 
 
-def history(records: Iterable[ValidationRecord], shim: str, *, mode: str = "without") -> ExecutionHistory:
+def history(records: Iterable[ValidationRecord], shim: str, *, mode: str = Mode.WITHOUT) -> ExecutionHistory:
     """The latest conclusive ``mode`` run of ``shim`` per (lane, host), oldest first.
 
     A later timeout, crash or skip says nothing about the bug, so it never hides an earlier

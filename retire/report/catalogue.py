@@ -18,12 +18,12 @@ from dataclasses import dataclass
 
 from shims.manifest import ShimManifest
 
-from retire.evidence.validation import FIXED, PROVING, ValidationRecord
+from retire.evidence.validation import FAULTED, FIXED, PROVING, Mode, RunOutcome, ValidationRecord
 
 __all__ = ["CatalogueRow", "LaneProof", "build", "render_markdown"]
 
 # Everything but a skip: a crash or timeout after a proof must show, not leave the old proof standing.
-_COUNTED_OUTCOMES = PROVING | {"crashed", "timeout"}
+_COUNTED_OUTCOMES = PROVING | FAULTED
 
 
 @dataclass(frozen=True)
@@ -38,14 +38,14 @@ class LaneProof:
 
     @property
     def verdict(self) -> str:
-        for mode, outcome in (("without", self.without), ("with", self.with_)):
-            if outcome in ("crashed", "timeout"):
+        for mode, outcome in ((Mode.WITHOUT, self.without), (Mode.WITH, self.with_)):
+            if outcome in FAULTED:
                 return f"{mode}-shim run {outcome}"
-        if self.without == "bug-reproduced" and self.with_ in FIXED:
+        if self.without == RunOutcome.BUG_REPRODUCED and self.with_ in FIXED:
             return "bug and fix proven"
         if self.without in FIXED:
             return "upstream clean"
-        if self.without == "bug-reproduced":
+        if self.without == RunOutcome.BUG_REPRODUCED:
             return "bug reproduced, fix not shown" if self.with_ is None else f"bug reproduced, shim run: {self.with_}"
         if self.with_ in FIXED:
             return "shim policy in effect (bug itself not reproduced)"
@@ -76,8 +76,8 @@ def build(manifests: Iterable[ShimManifest], records: Iterable[ValidationRecord]
         lanes = sorted({lane for shim, lane, _ in latest if shim == manifest.id})
         proofs = []
         for lane in lanes:
-            without = latest.get((manifest.id, lane, "without"))
-            with_ = latest.get((manifest.id, lane, "with"))
+            without = latest.get((manifest.id, lane, Mode.WITHOUT))
+            with_ = latest.get((manifest.id, lane, Mode.WITH))
             sample = with_ or without
             assert sample is not None
             versions = tuple(sorted((k, str(v)) for k, v in sample.versions.items() if v is not None))

@@ -11,29 +11,11 @@ from __future__ import annotations
 import datetime as _dt
 from html import escape
 
+from retire.report import vocabulary
 from retire.report.model import CELL_OUTCOMES, BurnPoint, Report, ShimRow, short_link
-from retire.report.markdown import OUTCOME_LABELS
+from retire.report.vocabulary import OUTCOMES
 
-__all__ = ["OUTCOME_COLOURS", "VERDICT_COLOURS", "to_html"]
-
-#: Cell colours (the browser test looks for these exact pixels in a screenshot).
-OUTCOME_COLOURS = {
-    "needed": "#2563eb",
-    "upstream-fixed": "#16a34a",
-    "shim-broken": "#dc2626",
-    "crashed": "#c026d3",
-    "timeout": "#ea580c",
-    "skipped": "#cbd5e1",
-    "not-run": "#ffffff",
-}
-OUTCOME_GLYPHS = {
-    "needed": "✓", "upstream-fixed": "★", "shim-broken": "✗", "crashed": "!",
-    "timeout": "◷", "skipped": "–", "not-run": "?",
-}
-VERDICT_COLOURS = {
-    "retire": ("#dcfce7", "#166534"), "keep": ("#dbeafe", "#1e40af"), "unknown": ("#fef3c7", "#92400e"),
-    "stale": ("#ffedd5", "#9a3412"), "drift": ("#f3e8ff", "#6b21a8"),
-}
+__all__ = ["to_html"]
 
 _CSS = """
 :root { --ink:#0f172a; --muted:#64748b; --line:#e2e8f0; --paper:#ffffff; --wash:#f8fafc; }
@@ -95,8 +77,8 @@ def _e(value: object) -> str:
 
 
 def _verdict_tag(verdict: str) -> str:
-    back, fore = VERDICT_COLOURS.get(verdict, ("#e2e8f0", "#334155"))
-    return f'<span class="tag" style="background:{back};color:{fore}">{_e(verdict)}</span>'
+    look = vocabulary.verdict(verdict)
+    return f'<span class="tag" style="background:{look.colour};color:{look.ink}">{_e(verdict)}</span>'
 
 
 def _cards(report: Report) -> str:
@@ -139,7 +121,7 @@ def _clip(text: str, limit: int) -> str:
 
 def _legend() -> str:
     items = "".join(
-        f'<span><span class="sw" style="background:{OUTCOME_COLOURS[o]}"></span>{OUTCOME_GLYPHS[o]} {_e(OUTCOME_LABELS[o])}</span>'
+        f'<span><span class="sw" style="background:{OUTCOMES[o].colour}"></span>{OUTCOMES[o].glyph} {_e(OUTCOMES[o].label)}</span>'
         for o in CELL_OUTCOMES)
     return (f'<div class="legend">{items}<span><span class="sw" style="background:#f8fafc"></span>'
             f"blank: the lane does not list the shim</span><span>▣ outlined: newly broken since the last report</span></div>")
@@ -165,8 +147,8 @@ def _grid(report: Report) -> str:
             when = f" ({cell.host}, {cell.date})" if cell.date else ""
             title = f"{shim} on {lane}: {cell.outcome} — {cell.why}{when}"
             extra = " new" if (shim, lane) in newly else ""
-            cells.append(f'<td class="o-{cell.outcome}{extra}" style="background:{OUTCOME_COLOURS[cell.outcome]}" '
-                         f'title="{_e(title)}">{OUTCOME_GLYPHS[cell.outcome]}</td>')
+            cells.append(f'<td class="o-{cell.outcome}{extra}" style="background:{OUTCOMES[cell.outcome].colour}" '
+                         f'title="{_e(title)}">{OUTCOMES[cell.outcome].glyph}</td>')
         out.append(f'<tr><th class="shim" scope="row"><a href="#shim-{_e(shim)}">{_e(shim)}</a></th>{"".join(cells)}</tr>')
     notes = ""
     if any(lane not in m.defined for lane in m.lanes):
@@ -313,18 +295,17 @@ def _unlinked(report: Report) -> str:
 
 
 def _evidence(report: Report) -> str:
-    state_mark = {"holds": "✅", "fails": "❌", "unknown": "❔"}
     out = ['<section id="evidence"><h2>Evidence per shim</h2>']
     for row in report.rows:
         bits = [f'<p><b>Why:</b> {_e(row.why)}</p>',
                 *([f'<p><b>Next:</b> {_e(row.action)}</p>'] if row.action else []),
-                *(['<ul class="flags">' + "".join(f"<li>⚑ <code>{_e(k)}</code> {_e(x)}</li>" for k, x in row.flags) + "</ul>"]
+                *(['<ul class="flags">' + "".join(f"<li>{vocabulary.FLAG.emoji} <code>{_e(k)}</code> {_e(x)}</li>" for k, x in row.flags) + "</ul>"]
                   if row.flags else []),
                 f"<p><b>Retire when</b> ({_e(row.retirement_mode)} of):</p><ul>"
                 + "".join(f"<li>{_e(w)}</li>" for w in row.retire_when) + "</ul>"]
         if row.conditions:
             bits.append("<p><b>Conditions now:</b></p><ul>" + "".join(
-                f"<li>{state_mark.get(s, _e(s))} <code>{_e(k)}</code> — {_e(w)}</li>" for k, s, w in row.conditions) + "</ul>")
+                f"<li>{_e(vocabulary.condition(s).emoji)} <code>{_e(k)}</code> — {_e(w)}</li>" for k, s, w in row.conditions) + "</ul>")
         if row.floors:
             bits.append("<p><b>Proposed floors:</b> " + ", ".join(f"<code>{_e(f)}</code>" for f in row.floors) + "</p>")
         if row.failures:
@@ -335,7 +316,7 @@ def _evidence(report: Report) -> str:
         if runs:
             bits.append('<table class="rows"><thead><tr><th>lane</th><th>outcome</th><th>host</th><th>date</th><th>why</th></tr></thead><tbody>'
                         + "".join(f'<tr><td>{_e(c.lane)}</td><td><span class="sw" style="display:inline-block;width:10px;height:10px;'
-                                  f'border-radius:2px;background:{OUTCOME_COLOURS[c.outcome]};border:1px solid #94a3b8"></span> {_e(c.outcome)}</td>'
+                                  f'border-radius:2px;background:{OUTCOMES[c.outcome].colour};border:1px solid #94a3b8"></span> {_e(c.outcome)}</td>'
                                   f'<td>{_e(c.host)}</td><td>{_e(c.date)}</td><td class="why">{_e(_clip(c.why, 240))}</td></tr>' for c in runs)
                         + "</tbody></table>")
         bits.append(f"<p><b>Last proven:</b> {_proven(row)} · <b>owner</b> {_e(row.owner)} · created {row.created.isoformat()}</p>")

@@ -8,14 +8,13 @@ no attention, and a note points at the HTML and JSON files that always hold ever
 
 from __future__ import annotations
 
+from retire.report import vocabulary
 from retire.report.model import CELL_OUTCOMES, SCHEMA, Report, ShimRow
+from retire.report.vocabulary import OUTCOMES
 
 __all__ = [
     "ISSUE_BODY_LIMIT",
     "MARKER",
-    "OUTCOME_LABELS",
-    "OUTCOME_SYMBOLS",
-    "VERDICT_SYMBOLS",
     "short_text",
     "to_json",
     "to_markdown",
@@ -26,21 +25,6 @@ ISSUE_BODY_LIMIT = 65_000
 #: First line of the Markdown: how the workflow finds the one tracking issue again.
 MARKER = "<!-- patchlane:weekly-retirement-report -->"
 
-OUTCOME_LABELS = {
-    "needed": "needed — bug reproduces, shim fixes it",
-    "upstream-fixed": "upstream fixed — bug gone without the shim",
-    "shim-broken": "shim broken — bug reproduces with the shim",
-    "crashed": "crashed — a reproducer crashed or broke the protocol",
-    "timeout": "timeout — a reproducer was killed",
-    "skipped": "skipped — the host lacks what it needs",
-    "not-run": "not run — the lane lists it, nothing recorded",
-}
-OUTCOME_SYMBOLS = {
-    "needed": "🩹", "upstream-fixed": "🟢", "shim-broken": "🔴", "crashed": "💥",
-    "timeout": "⏱️", "skipped": "⏭️", "not-run": "⬜",
-}
-VERDICT_SYMBOLS = {"retire": "🟢", "keep": "🔵", "unknown": "❔", "stale": "🟠", "drift": "🟣"}
-STATE_SYMBOLS = {"holds": "✅", "fails": "❌", "unknown": "❔"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -168,7 +152,7 @@ def _shim_table_md(rows: tuple[ShimRow, ...]) -> list[str]:
         joiner = " and " if row.retirement_mode == "all" else " or "
         lines.append(
             f"| [`{row.shim}`](#{_anchor(row.shim)}) | {row.fix_class} | {cell_text(row.owner)} | {row.age_days} d "
-            f"| {row.upstream_status}<br>{links} | {VERDICT_SYMBOLS.get(row.verdict, '')} **{row.verdict}** "
+            f"| {row.upstream_status}<br>{links} | {vocabulary.verdict(row.verdict).emoji} **{row.verdict}** "
             f"| {cell_text(row.why, 220)} | {cell_text(joiner.join(row.retire_when))} | {cell_text(row.proven_text, 160)} |"
         )
     return lines + [""]
@@ -182,13 +166,13 @@ def _matrix_md(report: Report, only: set[str] | None = None) -> list[str]:
     m = report.matrix
     if not m.lanes:
         return ["## Lane × shim matrix", "", "No lanes defined and no runs recorded.", ""]
-    legend = " · ".join(f"{OUTCOME_SYMBOLS[o]} {o}" for o in CELL_OUTCOMES) + " · blank: the lane does not list it"
+    legend = " · ".join(f"{OUTCOMES[o].emoji} {o}" for o in CELL_OUTCOMES) + " · blank: the lane does not list it"
     header = "| shim | " + " | ".join(cell_text(l) + ("" if l in m.defined else " ⁺") for l in m.lanes) + " |"
     lines = ["## Lane × shim matrix", "", legend, "", header, "|---|" + "|".join(":-:" for _ in m.lanes) + "|"]
     for shim in m.shims:
         if only is not None and shim not in only:
             continue
-        cells = [OUTCOME_SYMBOLS[c.outcome] if (c := m.cell(shim, lane)) else "" for lane in m.lanes]
+        cells = [OUTCOMES[c.outcome].emoji if (c := m.cell(shim, lane)) else "" for lane in m.lanes]
         lines.append(f"| `{shim}` | " + " | ".join(cells) + " |")
     notes = []
     if any(l not in m.defined for l in m.lanes):
@@ -215,7 +199,7 @@ def _changes_md(report: Report) -> list[str]:
         lines.append("- **No longer broken:** " + ", ".join(f"`{s}` on {cell_text(l)}" for s, l in c.repaired))
     if c.verdicts:
         lines += ["", "| shim | before | now | why |", "|---|---|---|---|"]
-        lines += [f"| `{v.shim}` | {v.before} | {VERDICT_SYMBOLS.get(v.after, '')} **{v.after}** | {cell_text(v.why, 200)} |"
+        lines += [f"| `{v.shim}` | {v.before} | {vocabulary.verdict(v.after).emoji} **{v.after}** | {cell_text(v.why, 200)} |"
                   for v in c.verdicts]
     return lines + [""]
 
@@ -268,18 +252,18 @@ def _evidence_md(report: Report) -> list[str]:
     for row in report.rows:
         lines += [
             f'<details id="{_anchor(row.shim)}"><summary><code>{row.shim}</code> — '
-            f"{VERDICT_SYMBOLS.get(row.verdict, '')} {row.verdict}: {cell_text(row.title, 120)}</summary>",
+            f"{vocabulary.verdict(row.verdict).emoji} {row.verdict}: {cell_text(row.title, 120)}</summary>",
             "",
             f"**Why:** {cell_text(row.why)}",
             "",
             *([f"**Next:** {cell_text(row.action)}", ""] if row.action else []),
-            *([*[f"- ⚑ `{k}` — {cell_text(x)}" for k, x in row.flags], ""] if row.flags else []),
+            *([*[f"- {vocabulary.FLAG.emoji} `{k}` — {cell_text(x)}" for k, x in row.flags], ""] if row.flags else []),
             f"**Retire when** ({row.retirement_mode} of):",
             *[f"- {cell_text(w)}" for w in row.retire_when],
             "",
         ]
         if row.conditions:
-            lines += ["**Conditions now:**", *[f"- {STATE_SYMBOLS.get(s, s)} `{k}` — {cell_text(w)}" for k, s, w in row.conditions], ""]
+            lines += ["**Conditions now:**", *[f"- {vocabulary.condition(s).emoji} `{k}` — {cell_text(w)}" for k, s, w in row.conditions], ""]
         if row.floors:
             lines += ["**Proposed floors:** " + ", ".join(f"`{f}`" for f in row.floors), ""]
         if row.failures:
@@ -289,7 +273,7 @@ def _evidence_md(report: Report) -> list[str]:
         runs = [c for lane in report.matrix.lanes if (c := report.matrix.cell(row.shim, lane))]
         if runs:
             lines += ["| lane | outcome | host | date | why |", "|---|---|---|---|---|"]
-            lines += [f"| {cell_text(c.lane)} | {OUTCOME_SYMBOLS[c.outcome]} {c.outcome} | {cell_text(c.host)} | {c.date} "
+            lines += [f"| {cell_text(c.lane)} | {OUTCOMES[c.outcome].emoji} {c.outcome} | {cell_text(c.host)} | {c.date} "
                       f"| {cell_text(c.why, 160)} |" for c in runs]
             lines.append("")
         lines += [f"**Last proven:** {cell_text(row.proven_text)} · **owner** {cell_text(row.owner)} · "

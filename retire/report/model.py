@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 from retire.core import times
 from retire.evidence.values import ExecutionHistory, IssueState, ProbeFailure, PullState, ReleaseList, TagContainment
-from retire.runs.lanerun import FAILING, judge
-from retire.evidence.validation import PROVING
+from retire.runs.lanerun import judge
+from retire.evidence.validation import FAILING, PROVING, Mode, ShimOutcome
 
 __all__ = [
     "CELL_OUTCOMES",
@@ -52,8 +52,8 @@ __all__ = [
 
 #: Version of the JSON layout; a previous report of another schema is still read where it can be.
 SCHEMA = 1
-#: Matrix outcomes in legend order (runs.OUTCOMES plus "not-run").
-CELL_OUTCOMES = ("needed", "upstream-fixed", "shim-broken", "crashed", "timeout", "skipped", "not-run")
+#: Matrix outcomes in legend order (what runs.judge says, plus "not-run").
+CELL_OUTCOMES = tuple(ShimOutcome)
 #: Longest burn-down kept (three years of weekly points).
 BURNDOWN_WEEKS = 156
 
@@ -102,7 +102,7 @@ class RunStamp:
     gpu: str | None
     lane: str
     started_at: str  # UTC ISO
-    outcome: str  # retire.validation.OUTCOMES
+    outcome: str  # a validation.RunOutcome
     mode: str
     detail: str = ""
 
@@ -124,7 +124,7 @@ class RunStamp:
 class Cell:
     shim: str
     lane: str
-    outcome: str  # one of CELL_OUTCOMES
+    outcome: str  # a validation.ShimOutcome
     why: str
     date: str = ""  # day of the without-shim run ("" for not-run)
     host: str = ""
@@ -394,14 +394,14 @@ def _latest(records: Iterable, mode: str):
 
 def _pair(records: Sequence):
     """The latest without-shim run and the with-shim run that belongs to it."""
-    without = _latest(records, "without")
+    without = _latest(records, Mode.WITHOUT)
     if without is None:
-        return None, _latest(records, "with")
-    withs = [r for r in records if r.mode == "with" and r.started_at >= without.started_at]
+        return None, _latest(records, Mode.WITH)
+    withs = [r for r in records if r.mode == Mode.WITH and r.started_at >= without.started_at]
     if without.run:
         same = [r for r in withs if r.run == without.run]
         withs = same or withs
-    return without, _latest(withs, "with")
+    return without, _latest(withs, Mode.WITH)
 
 
 def build_matrix(lanes: Sequence, shim_ids: Sequence[str], records_by_cell: Mapping[tuple[str, str], list]) -> Matrix:
@@ -421,7 +421,7 @@ def build_matrix(lanes: Sequence, shim_ids: Sequence[str], records_by_cell: Mapp
     for lane in lanes:
         for shim in lane.shims:
             if shim in known and (shim, lane.name) not in cells:
-                cells[(shim, lane.name)] = Cell(shim, lane.name, "not-run", f"lane {lane.name} lists it; no run recorded")
+                cells[(shim, lane.name)] = Cell(shim, lane.name, ShimOutcome.NOT_RUN, f"lane {lane.name} lists it; no run recorded")
     return Matrix(order, frozenset(defined), tuple(shim_ids), cells)
 
 

@@ -28,7 +28,6 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -36,21 +35,18 @@ from packaging.utils import canonicalize_name
 
 from retire.runs import envs
 from retire.locks import locking
-from retire.core import uv
+from retire.core import times, uv
 from retire.lanes.model import Lane
 from retire.runs.reproduce import run_reproducer
-from retire.evidence.validation import FIXED, ValidationRecord
+from retire.evidence.validation import FAILING, FAULTED, FIXED, Mode, RunOutcome, ShimOutcome, ValidationRecord
 from shims.manifest import ShimManifest
-
-OUTCOMES = ("needed", "upstream-fixed", "shim-broken", "skipped", "crashed", "timeout")
-FAILING = frozenset({"shim-broken", "crashed", "timeout"})
 
 
 @dataclass(frozen=True)
 class ShimRun:
     lane: str
     shim: str
-    outcome: str
+    outcome: str  # a ShimOutcome
     why: str
     without: ValidationRecord | None = None
     with_shim: ValidationRecord | None = None
@@ -76,28 +72,28 @@ class LaneRun:
         return self.status == "build-failed" or any(s.outcome in FAILING for s in self.shims)
 
 
-def judge(without: ValidationRecord | None, with_shim: ValidationRecord | None) -> tuple[str, str]:
+def judge(without: ValidationRecord | None, with_shim: ValidationRecord | None) -> tuple[ShimOutcome, str]:
     """One outcome (and why) from the two modes' records. Pure."""
     for record in (without, with_shim):
-        if record is not None and record.outcome in ("crashed", "timeout"):
-            return record.outcome, f"{record.mode} shim: {record.detail or record.outcome}"
+        if record is not None and record.outcome in FAULTED:
+            return ShimOutcome(record.outcome), f"{record.mode} shim: {record.detail or record.outcome}"
     if without is None:
-        return "crashed", "the reproducer did not run"
-    if without.outcome == "skipped":
+        return ShimOutcome.CRASHED, "the reproducer did not run"
+    if without.outcome == RunOutcome.SKIPPED:
         reason = without.detail or "skipped"
         if with_shim is not None and with_shim.outcome in FIXED:
             reason += f"; with the shim: {with_shim.sentinel} (the mitigation is in effect)"
-        return "skipped", reason
+        return ShimOutcome.SKIPPED, reason
     if without.outcome in FIXED:
-        return "upstream-fixed", "the bug does not reproduce without the shim: a retirement candidate"
+        return ShimOutcome.UPSTREAM_FIXED, "the bug does not reproduce without the shim: a retirement candidate"
     # without: the bug reproduced
     if with_shim is None:
-        return "crashed", "the with-shim run is missing"
-    if with_shim.outcome == "skipped":
-        return "skipped", with_shim.detail or "skipped with the shim"
+        return ShimOutcome.CRASHED, "the with-shim run is missing"
+    if with_shim.outcome == RunOutcome.SKIPPED:
+        return ShimOutcome.SKIPPED, with_shim.detail or "skipped with the shim"
     if with_shim.outcome in FIXED:
-        return "needed", f"bug reproduces; shim gives {with_shim.sentinel}"
-    return "shim-broken", "the bug reproduces with the shim applied"
+        return ShimOutcome.NEEDED, f"bug reproduces; shim gives {with_shim.sentinel}"
+    return ShimOutcome.SHIM_BROKEN, "the bug reproduces with the shim applied"
 
 
 @dataclass(frozen=True)
@@ -128,7 +124,7 @@ class RunOptions:
     envs_dir: Path
     overlay: str | None = None  # base interpreter of a GPU image: build overlay lanes on it
     timeout: float | None = None  # per reproducer; default: each manifest's own
-    run_id: str = field(default_factory=lambda: datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6])
+    run_id: str = field(default_factory=lambda: times.now().strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6])
     host: Host | None = None
 
 
@@ -146,7 +142,7 @@ def reproducer_env(lane: Lane, manifests: dict[str, ShimManifest], shim: str, mo
     for name in uv.CALLER_PYTHON_ENV:
         env.pop(name, None)
     for other in lane.shims:
-        if other in manifests and (other != shim or mode == "with"):
+        if other in manifests and (other != shim or mode == Mode.WITH):
             env.update(manifests[other].env_vars)
     env.update(lane.env_dict)
     return env
@@ -172,7 +168,7 @@ def run_lane(lane: Lane, manifests: dict[str, ShimManifest], options: RunOptions
         why = f"lane needs a CUDA host ({host.description})"
         progress(lane.name, f"skipped: {why}")
         return LaneRun(lane.name, "skipped", lane.shims, why,
-                       shims=tuple(ShimRun(lane.name, s, "skipped", why) for s in lane.shims))
+                       shims=tuple(ShimRun(lane.name, s, ShimOutcome.SKIPPED, why) for s in lane.shims))
     lock_file = locking.lock_path(options.locks_dir, lane.name)
     state = locking.lock_state(lane, options.locks_dir)
     if not state.current:
@@ -192,8 +188,8 @@ def run_lane(lane: Lane, manifests: dict[str, ShimManifest], options: RunOptions
     for shim in lane.shims:
         manifest = manifests[shim]
         records: dict[str, ValidationRecord] = {}
-        for mode in ("without", "with"):
-            if mode == "with" and records["without"].outcome in ("crashed", "timeout"):
+        for mode in Mode:
+            if mode == Mode.WITH and records[Mode.WITHOUT].outcome in FAULTED:
                 break  # the reproducer is broken: a with-run would say nothing new
             # A skipped without-run still gets its with-run: an env-constraint or policy shim can
             # prove its mitigation is in effect on a host where the failure itself cannot happen.
@@ -202,8 +198,8 @@ def run_lane(lane: Lane, manifests: dict[str, ShimManifest], options: RunOptions
             record = _with_context(record, options.run_id, _environment_facts(env, manifest, lane.digest))
             records[mode] = record
             progress(lane.name, f"{shim} {mode} shim: {record.sentinel or record.outcome} ({record.duration_s:.1f}s)")
-        outcome, why = judge(records.get("without"), records.get("with"))
-        results.append(ShimRun(lane.name, shim, outcome, why, records.get("without"), records.get("with")))
+        outcome, why = judge(records.get(Mode.WITHOUT), records.get(Mode.WITH))
+        results.append(ShimRun(lane.name, shim, outcome, why, records.get(Mode.WITHOUT), records.get(Mode.WITH)))
     return LaneRun(lane.name, "ran", lane.shims, env=env, shims=tuple(results), seconds=time.monotonic() - started)
 
 
@@ -258,5 +254,5 @@ def to_summary(run: LaneRun) -> dict:
 
 def from_summary(data: dict) -> LaneRun:
     return LaneRun(data["lane"], data["status"], tuple(data.get("planned", ())), data.get("why", ""),
-                   shims=tuple(ShimRun(data["lane"], s["shim"], s["outcome"], s.get("why", "")) for s in data.get("shims", [])),
+                   shims=tuple(ShimRun(data["lane"], s["shim"], ShimOutcome(s["outcome"]), s.get("why", "")) for s in data.get("shims", [])),
                    seconds=data.get("seconds", 0.0))

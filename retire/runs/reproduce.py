@@ -6,7 +6,6 @@ the same module every reproducer writes with, so the two sides cannot drift apar
 
 from __future__ import annotations
 
-import datetime
 import os
 import signal
 import subprocess
@@ -15,9 +14,10 @@ import time
 from collections.abc import Mapping
 
 from shims.manifest import DEFAULT_ROOT, ROOTS_ENV, ShimManifest
-from shims.reproducer import BUG_REPRODUCED, FIX_VALIDATED, MEMORY_SAVE_VERIFIED, SKIPPED, exit_code_for, parse_output
+from shims.reproducer import Mode, Sentinel, exit_code_for, parse_output
 
-from retire.evidence.validation import MODES, ValidationRecord
+from retire.core import times
+from retire.evidence.validation import MODES, RunOutcome, ValidationRecord
 
 __all__ = ["OUTPUT_TAIL_CHARS", "classify", "run_reproducer"]
 
@@ -25,10 +25,10 @@ __all__ = ["OUTPUT_TAIL_CHARS", "classify", "run_reproducer"]
 OUTPUT_TAIL_CHARS = 4000
 
 _OUTCOME_OF = {
-    BUG_REPRODUCED: "bug-reproduced",
-    FIX_VALIDATED: "fix-validated",
-    MEMORY_SAVE_VERIFIED: "memory-save-verified",
-    SKIPPED: "skipped",
+    Sentinel.BUG_REPRODUCED: RunOutcome.BUG_REPRODUCED,
+    Sentinel.FIX_VALIDATED: RunOutcome.FIX_VALIDATED,
+    Sentinel.MEMORY_SAVE_VERIFIED: RunOutcome.MEMORY_SAVE_VERIFIED,
+    Sentinel.SKIPPED: RunOutcome.SKIPPED,
 }
 #: Environment variable names whose values never reach a record, even through printed output.
 _SECRET_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH")
@@ -53,10 +53,11 @@ def run_reproducer(
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    mode = Mode(mode)
     limit = manifest.reproducer.timeout if timeout is None else timeout
     command = [os.fspath(python), os.fspath(manifest.reproducer_path), "--mode", mode]
     child_env = _child_env(manifest, env)
-    started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds")
+    started_at = times.now().isoformat(timespec="microseconds")
     began = time.monotonic()
     try:
         process = subprocess.Popen(
@@ -69,7 +70,7 @@ def run_reproducer(
             start_new_session=True,  # its own process group, so a timeout kills its children too
         )
     except OSError as exc:
-        return _record(manifest, mode, lane, started_at, began, host=None, sentinel=None, outcome="crashed",
+        return _record(manifest, mode, lane, started_at, began, host=None, sentinel=None, outcome=RunOutcome.CRASHED,
                        exit_code=None, tail="", detail=f"could not start {command[0]}: {exc.strerror or exc}")
 
     timed_out = False
@@ -90,7 +91,7 @@ def run_reproducer(
     stderr = _redact(stderr_bytes.decode("utf-8", errors="replace"), child_env)
     host, sentinel, skip_reason = parse_output(stdout)
     if timed_out:
-        outcome, detail = "timeout", f"killed after {limit:g} s"
+        outcome, detail = RunOutcome.TIMEOUT, f"killed after {limit:g} s"
     else:
         outcome, detail = classify(host, sentinel, skip_reason, process.returncode)
     tail = _tail(stdout, stderr)
@@ -103,12 +104,12 @@ def classify(
 ) -> tuple[str, str]:
     """``(outcome, detail)`` for a finished run; anything off-protocol counts as ``crashed``."""
     if sentinel is None:
-        return "crashed", f"exit code {exit_code} and no single sentinel line"
+        return RunOutcome.CRASHED, f"exit code {exit_code} and no single sentinel line"
     expected = exit_code_for(sentinel)
     if exit_code != expected:
-        return "crashed", f"printed {sentinel} but exited {exit_code} (the protocol says {expected})"
+        return RunOutcome.CRASHED, f"printed {sentinel} but exited {exit_code} (the protocol says {expected})"
     if host is None:
-        return "crashed", "no PATCHLANE-HOST stamp on the first line"
+        return RunOutcome.CRASHED, "no PATCHLANE-HOST stamp on the first line"
     return _OUTCOME_OF[sentinel], skip_reason or ""
 
 

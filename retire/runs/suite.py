@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from retire.runs.lanerun import LaneRun, ShimRun
-from retire.evidence.validation import FIXED, ValidationRecord
+from retire.evidence.validation import FAULTED, FIXED, RunOutcome, ShimOutcome, ValidationRecord
 
 
 class ReproducerFailure(Exception):
@@ -44,33 +44,34 @@ def _check_build(run: LaneRun) -> None:
         raise ReproducerFailure(f"lane {run.lane} could not be built: {run.why}" + (f"\n{detail}" if detail else ""))
 
 
-def _check_without(run: ShimRun | None, record: ValidationRecord | None, why: str) -> None:
+def _check_ran(record: ValidationRecord | None, not_run: str) -> ValidationRecord:
+    """Skip an item whose run did not happen or skipped; fail one whose run faulted."""
     if record is None:
-        _skip(why or "not run")
-    if record.outcome in ("crashed", "timeout"):
+        _skip(not_run)
+    if record.outcome in FAULTED:
         raise ReproducerFailure(_record_text(record))
-    if record.outcome == "skipped":
+    if record.outcome == RunOutcome.SKIPPED:
         _skip(record.detail or "skipped by the reproducer")
+    return record
+
+
+def _check_without(run: ShimRun | None, record: ValidationRecord | None, why: str) -> None:
+    record = _check_ran(record, why or "not run")
     if record.outcome in FIXED:
         pytest.xfail("upstream fixed: the bug no longer reproduces without the shim — a retirement candidate")
 
 
 def _check_with(run: ShimRun | None, record: ValidationRecord | None, why: str) -> None:
     """Fails exactly when the lane's judged outcome fails (runs.judge is the one judge)."""
-    if record is None:
-        _skip(why or "not run: the without-shim run did not reproduce the bug")
-    if record.outcome in ("crashed", "timeout"):
-        raise ReproducerFailure(_record_text(record))
-    if record.outcome == "skipped":
-        _skip(record.detail or "skipped by the reproducer")
+    record = _check_ran(record, why or "not run: the without-shim run did not reproduce the bug")
     outcome = run.outcome if run is not None else None
-    if outcome == "shim-broken":
+    if outcome == ShimOutcome.SHIM_BROKEN:
         raise ReproducerFailure("shim broken: the bug still reproduces with the shim applied\n" + _record_text(record))
     if record.outcome in FIXED:
         return  # the shim's fix (or a policy shim's mitigation) is in effect
-    if outcome == "skipped":
+    if outcome == ShimOutcome.SKIPPED:
         _skip(run.why)
-    if record.outcome == "bug-reproduced":  # judged upstream-fixed: the without-shim run was clean
+    if record.outcome == RunOutcome.BUG_REPRODUCED:  # judged upstream-fixed: the without-shim run was clean
         pytest.xfail("the with-shim run reproduced the bug but the without-shim run did not: "
                      "the lane counts it as upstream-fixed — look at both runs")
 

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
-from retire.evidence.validation import FIXED
+from retire.evidence.validation import FIXED, RunOutcome
 from retire.evidence.values import ExecutionEvidence, ExecutionHistory
 
 __all__ = ["Found", "first_clean", "newest", "runs_phrase"]
 
-BUG = "bug-reproduced"
+BUG = RunOutcome.BUG_REPRODUCED
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,65 @@
+"""How every vocabulary word looks when rendered: the one table of glyphs, labels and colours.
+
+Markdown shows ``emoji``; the HTML grid shows ``glyph`` on ``colour`` (a plain character, so the
+grid reads without colour vision too) and verdict tags in ``ink`` on ``colour``. Renderers take
+their looks from here and keep no table of their own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from retire.evidence.validation import ShimOutcome
+from retire.verdicts.model import ConditionState, Decision, FlagKind
+
+__all__ = ["CONDITIONS", "FLAG", "OUTCOMES", "PLAIN", "VERDICTS", "Look", "condition", "verdict"]
+
+
+@dataclass(frozen=True)
+class Look:
+    emoji: str = ""  # Markdown
+    glyph: str = ""  # HTML grid cell
+    label: str = ""  # legend text
+    colour: str = ""  # HTML background
+    ink: str = ""  # HTML text on that background
+
+
+#: Lane × shim outcomes, in legend order. The browser test looks for these exact colours.
+OUTCOMES: dict[ShimOutcome, Look] = {
+    ShimOutcome.NEEDED: Look("🩹", "✓", "needed — bug reproduces, shim fixes it", "#2563eb"),
+    ShimOutcome.UPSTREAM_FIXED: Look("🟢", "★", "upstream fixed — bug gone without the shim", "#16a34a"),
+    ShimOutcome.SHIM_BROKEN: Look("🔴", "✗", "shim broken — bug reproduces with the shim", "#dc2626"),
+    ShimOutcome.CRASHED: Look("💥", "!", "crashed — a reproducer crashed or broke the protocol", "#c026d3"),
+    ShimOutcome.TIMEOUT: Look("⏱️", "◷", "timeout — a reproducer was killed", "#ea580c"),
+    ShimOutcome.SKIPPED: Look("⏭️", "–", "skipped — the host lacks what it needs", "#cbd5e1"),
+    ShimOutcome.NOT_RUN: Look("⬜", "?", "not run — the lane lists it, nothing recorded", "#ffffff"),
+}
+
+#: Verdict tags: the decisions, and the flags that are shown as a tag of their own.
+VERDICTS: dict[str, Look] = {
+    Decision.RETIRE: Look("🟢", colour="#dcfce7", ink="#166534"),
+    Decision.KEEP: Look("🔵", colour="#dbeafe", ink="#1e40af"),
+    Decision.UNKNOWN: Look("❔", colour="#fef3c7", ink="#92400e"),
+    FlagKind.STALE: Look("🟠", colour="#ffedd5", ink="#9a3412"),
+    FlagKind.DRIFT: Look("🟣", colour="#f3e8ff", ink="#6b21a8"),
+}
+#: Any flag in a list of flags.
+FLAG = Look("⚑")
+
+CONDITIONS: dict[ConditionState, Look] = {
+    ConditionState.HOLDS: Look("✅"),
+    ConditionState.FAILS: Look("❌"),
+    ConditionState.UNDECIDED: Look("❔"),
+}
+
+#: A word this table does not know (a verdict from a newer report, say): no emoji, grey tag.
+PLAIN = Look(colour="#e2e8f0", ink="#334155")
+
+
+def verdict(name: str) -> Look:
+    return VERDICTS.get(name, PLAIN)
+
+
+def condition(state: str) -> Look:
+    """The look of a condition state; one this table does not know shows as its own word."""
+    return CONDITIONS.get(state) or Look(str(state))  # type: ignore[call-overload]
