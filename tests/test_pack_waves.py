@@ -87,7 +87,7 @@ def test_state_round_trip_and_last_waves():
         parse_state("{", "packs/state.json")
     with pytest.raises(ConfigError, match="approval needs by/at/digest"):
         parse_state('{"version": 1, "packs": {"a": {"approval": {"by": "x"}}}}', "packs/state.json")
-    with pytest.raises(ConfigError, match="packs.a.filings\[0\].at: malformed date 'soon'"):
+    with pytest.raises(ConfigError, match=r"packs.a.filings\[0\].at: malformed date 'soon'"):
         parse_state('{"version": 1, "packs": {"a": {"filings": [{"url": "u", "at": "soon", "repository": "o/r"}]}}}',
                     "packs/state.json")
 

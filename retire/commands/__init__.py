@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from retire.commands.base import Command, ExitCode, say
+from retire.commands.base import Command, ExitCode, Parser, say
 from retire.core.errors import PatchlaneError
 from retire.core.project import Project
 from shims.errors import InputError
@@ -40,7 +40,7 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="patchlane",
         description="Pinned lanes, reproducible locks, and the shims that patch them — until upstream fixes land.",
         epilog="Exit codes: 0 ok, 1 something failed, 2 bad input, 130 interrupted. "

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from retire.core.project import Project
 
-__all__ = ["Command", "ExitCode", "positive_float", "positive_int", "say", "shown"]
+__all__ = ["Command", "ExitCode", "Parser", "positive_float", "positive_int", "say", "shown", "utc_time"]
 
 
 class ExitCode(enum.IntEnum):
@@ -51,6 +51,34 @@ def shown(path) -> str:
         return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
     except (ValueError, OSError):
         return str(path)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with usage errors on one line (``patchlane: error: …``) and exit code 2."""
+
+    def error(self, message: str):  # noqa: D102 - argparse's hook
+        say(f"{self.prog}: error: {message} (see `{self.prog} --help`)", err=True)
+        raise SystemExit(ExitCode.BAD_INPUT)
+
+
+def utc_time(text: str):
+    """argparse type: an ISO 8601 date or time, UTC when it names no offset (``--now``)."""
+    from retire.core import times
+
+    try:
+        return times.parse(text, assume_utc=True)
+    except times.TimeError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}; write it like 2026-11-22T09:00Z") from None
+
+
+def iso_date(text: str):
+    """argparse type: an ISO 8601 date (``--day``)."""
+    import datetime as _dt
+
+    try:
+        return _dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a date: {text!r}; write it like 2026-11-22") from None
 
 
 def _number(kind: type, text: str, *, allow_zero: bool):

@@ -7,31 +7,14 @@ import datetime as _dt
 import json
 from pathlib import Path
 
-from retire.commands.base import Command, ExitCode, positive_float, positive_int, say, shown
-from retire.core.errors import ConfigError
+from retire.commands.base import Command, ExitCode, iso_date, positive_float, positive_int, say, shown, utc_time
 from retire.core.project import Project
-
-
-def _moment(text: str) -> _dt.datetime:
-    from retire.core import times
-
-    try:
-        return times.parse(text, assume_utc=True)
-    except times.TimeError as exc:
-        raise ConfigError(None, "--now", str(exc), "write it like 2026-11-22T09:00Z") from None
-
-
-def _day(text: str) -> _dt.date:
-    try:
-        return _dt.date.fromisoformat(text)
-    except ValueError:
-        raise ConfigError(None, "--day", f"not a date: {text!r}", "write it like 2026-11-22") from None
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from retire.packs.checks import DEFAULT_MAX_CODE_LINES, DEFAULT_WINDOW
 
-    p.add_argument("--now", type=_moment, help="evaluate as of this UTC time (default: now)")
+    p.add_argument("--now", type=utc_time, help="evaluate as of this UTC time (default: now)")
     p.add_argument("--window-days", type=positive_float, default=DEFAULT_WINDOW.days,
                    help="how recent a BUG_REPRODUCED run must be (default: 1 day)")
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -40,7 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     a.add_argument("--max-code-lines", type=positive_int, default=DEFAULT_MAX_CODE_LINES)
     a.add_argument("--validation", type=Path, help="validation manifest (default: validation/manifest.jsonl)")
     a = actions.add_parser("plan", help="propose the next filing wave")
-    a.add_argument("--day", type=_day, help="the day to plan for (default: today, UTC)")
+    a.add_argument("--day", type=iso_date, help="the day to plan for (default: today, UTC)")
     a.add_argument("--json", action="store_true")
     a = actions.add_parser("queue", help="the filing queue (what the weekly report shows)")
     a.add_argument("--json", action="store_true")
