@@ -237,25 +237,18 @@ class Value:
         return self.raw
 
     def moment(self, *, fix: str = "write a date such as 2026-11-01 or 2026-11-01T12:00:00Z") -> _dt.datetime:
-        """A point in time from a TOML date, date-time or ISO string; naive means UTC."""
+        """A point in time from a TOML date, date-time or ISO string, in UTC; naive means UTC."""
+        from shims import times
+
         value = self.raw
-        if isinstance(value, _dt.datetime):
-            moment = value
-        elif isinstance(value, _dt.date):
-            moment = _dt.datetime.combine(value, _dt.time(0, 0))
-        elif isinstance(value, str):
-            try:
-                moment = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-            except ValueError:
-                raise self.error(f"malformed date {_short(value)}", fix) from None
-        else:
+        if not isinstance(value, (_dt.date, str)):
             raise self.expected("a date", fix)
-        moment = moment if moment.tzinfo else moment.replace(tzinfo=_dt.timezone.utc)
         try:
-            moment.astimezone(_dt.timezone.utc)
-        except (OverflowError, ValueError):
+            return times.parse(value, assume_utc=True) if isinstance(value, str) else times.to_utc(value, assume_utc=True)
+        except times.TimeError as exc:
+            if isinstance(value, str) and "not an ISO 8601" in str(exc):
+                raise self.error(f"malformed date {_short(value)}", fix) from None
             raise self.error(f"date out of range: {describe(value)}", "write a date between years 1 and 9999 in UTC") from None
-        return moment
 
     def url(self, *, schemes: Collection[str] = ("http", "https"), what: str = "an http(s) URL",
             fix: str = "write the full https:// address") -> str:
