@@ -22,7 +22,7 @@ __all__ = ["REGISTRY", "build_parser", "main"]
 #: Command modules, in the order of `patchlane --help`.
 REGISTRY = (
     "lanes", "lock", "run", "summary", "manifest", "shims", "catalogue",
-    "mirrors", "verdicts", "bisect", "report", "retire", "bump", "pack",
+    "wheelhouse", "mirrors", "verdicts", "bisect", "report", "retire", "bump", "pack",
 )
 
 

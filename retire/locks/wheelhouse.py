@@ -1,0 +1,277 @@
+"""Wheelhouses: every file a lane's lock needs, gathered into a folder an offline host can install from.
+
+GPU clusters often have no network at all. ``patchlane wheelhouse gather LANE`` downloads the
+wheels (or, where the lock has none, the sdists) the lane's lock names — each checked against the
+lock's sha256 — into a folder, optionally in parts of a bounded size for transports that limit
+what one transfer carries (a file larger than a part is split into chunks). ``wheelhouse.json``
+records every file, its hash, size and part, and the lock it was made from. On the host,
+``patchlane wheelhouse join`` reassembles the parts (verifying every hash) and
+``patchlane run LANE --wheelhouse DIR`` builds the lane from the folder with no index.
+
+For an overlay lane (a GPU image that already carries torch, Triton, the CUDA libraries), pass
+the base's packages (``--base FILE``: ``pip list --format json`` run on the host): what the base
+already has at the locked release is left out, as an overlay build would leave it out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+from retire.core.atomic import atomic_write
+from retire.core.errors import ConfigError, PatchlaneError
+
+__all__ = ["Artifact", "MANIFEST_NAME", "Wheelhouse", "gather", "join", "plan", "read_base", "requirements"]
+
+MANIFEST_NAME = "wheelhouse.json"
+FORMAT = 1
+_CHUNK = 1 << 20
+_FILENAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*\.(whl|tar\.gz|zip|tar\.bz2)")
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One file of the wheelhouse."""
+
+    package: str  # canonical name
+    version: str
+    filename: str
+    url: str
+    sha256: str
+    size: int | None = None
+    kind: str = "wheel"  # wheel | sdist
+    part: int = 0  # which part folder holds it (0: unsplit wheelhouse)
+    chunks: int = 0  # > 0: stored as <filename>.partNNN pieces across parts
+
+
+@dataclass(frozen=True)
+class Wheelhouse:
+    lane: str
+    lock_sha256: str
+    artifacts: tuple[Artifact, ...]
+    skipped: tuple[str, ...] = ()  # packages the base carries (overlay)
+    parts: int = 0
+    version: int = FORMAT
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        return json.dumps(data, indent=1) + "\n"
+
+    @classmethod
+    def load(cls, folder: Path) -> Wheelhouse:
+        path = folder / MANIFEST_NAME
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            artifacts = tuple(Artifact(**entry) for entry in data["artifacts"])
+            return cls(data["lane"], data["lock_sha256"], artifacts, tuple(data.get("skipped", ())),
+                       int(data.get("parts", 0)), int(data.get("version", 0)))
+        except FileNotFoundError:
+            raise ConfigError(path, None, "no wheelhouse here", "run `patchlane wheelhouse gather LANE --out DIR` "
+                              "(and `patchlane wheelhouse join` for parts)") from None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(path, None, f"not a wheelhouse manifest ({type(exc).__name__}: {exc})",
+                              "gather the wheelhouse again") from None
+
+
+def read_base(path: Path) -> dict[str, str]:
+    """A base interpreter's packages from ``pip list --format json`` (or ``{name: version}``)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(path, None, f"cannot read the base's package list: {exc}",
+                          "write it on the host with `python -m pip list --format json > base.json`") from None
+    if isinstance(data, dict):
+        pairs = data.items()
+    elif isinstance(data, list) and all(isinstance(d, dict) and "name" in d and "version" in d for d in data):
+        pairs = ((d["name"], d["version"]) for d in data)
+    else:
+        raise ConfigError(path, None, "expected pip's JSON list of {name, version} (or a {name: version} object)",
+                          "write it with `python -m pip list --format json`")
+    return {canonicalize_name(str(name)): str(version) for name, version in pairs}
+
+
+def _pick(package: Mapping) -> tuple[str, Mapping] | None:
+    """The one file to carry: the lock's wheel (it was locked for the lane's target), else its sdist."""
+    wheels = package.get("wheels") or []
+    if wheels:
+        return "wheel", wheels[0]
+    sdist = package.get("sdist")
+    return ("sdist", sdist) if sdist else None
+
+
+def plan(lane_name: str, lock: Mapping, lock_sha256: str, *, base: Mapping[str, str] | None = None) -> Wheelhouse:
+    """Which files the lock needs (pure). Raises ConfigError for a lock entry with nothing to carry."""
+    from retire.runs.envs import overlay_lock
+
+    packages = list(lock.get("packages", []))
+    skipped: list[str] = []
+    if base is not None:
+        cut, kept = overlay_lock(dict(lock), dict(base))
+        keep = {canonicalize_name(name) for name in kept}
+        skipped = sorted(canonicalize_name(p["name"]) for p in packages if canonicalize_name(p["name"]) not in keep)
+        packages = cut["packages"]
+    artifacts = []
+    for package in packages:
+        name = canonicalize_name(str(package.get("name", "")))
+        picked = _pick(package)
+        if picked is None:
+            kind = "a git revision" if "vcs" in package else "a local path" if ("directory" in package or "archive" in package) else "no file"
+            raise ConfigError(None, f"packages.{name}", f"the lock gives {kind} for {name}, not a wheel or sdist",
+                              "carry it as a wheel built for the lane (see docs/offline.md)")
+        kind, entry = picked
+        url = str(entry.get("url") or "")
+        filename = str(entry.get("name") or url.rsplit("/", 1)[-1].split("#", 1)[0])
+        digest = (entry.get("hashes") or {}).get("sha256")
+        if not url or not digest or not _FILENAME.fullmatch(filename):
+            raise ConfigError(None, f"packages.{name}", "the lock's file has no URL, sha256 or usable file name",
+                              "re-lock the lane")
+        artifacts.append(Artifact(name, str(package.get("version", "")), filename, url, str(digest),
+                                  entry.get("size"), kind))
+    return Wheelhouse(lane_name, lock_sha256, tuple(artifacts), tuple(skipped))
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(_CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _download(client, artifact: Artifact, target: Path) -> None:
+    """Stream one file to ``target`` (atomically), checking its sha256; an existing good file is kept."""
+    if target.is_file() and _sha256(target) == artifact.sha256:
+        return
+    partial = target.with_name(target.name + ".download")
+    digest = hashlib.sha256()
+    try:
+        with client.stream("GET", artifact.url) as response:
+            if response.status_code != 200:
+                raise PatchlaneError(f"{artifact.filename}: the index answered {response.status_code} for {artifact.url}")
+            with partial.open("wb") as out:
+                for block in response.iter_bytes(_CHUNK):
+                    digest.update(block)
+                    out.write(block)
+        if digest.hexdigest() != artifact.sha256:
+            raise PatchlaneError(f"{artifact.filename}: sha256 {digest.hexdigest()[:16]}… is not the lock's "
+                                 f"{artifact.sha256[:16]}…: refusing it")
+        os.replace(partial, target)
+    except Exception as exc:
+        partial.unlink(missing_ok=True)
+        if isinstance(exc, PatchlaneError):
+            raise
+        raise PatchlaneError(f"{artifact.filename}: download failed: {type(exc).__name__}: {exc}") from None
+
+
+def _assign_parts(artifacts: Iterable[Artifact], part_size: int | None) -> tuple[list[Artifact], int]:
+    """Pack files into parts of at most ``part_size`` bytes (first fit, largest first); a file
+    larger than a part is split into chunks that take whole parts of their own."""
+    if not part_size:
+        return list(artifacts), 0
+    placed: list[Artifact] = []
+    free: list[int] = []
+    for artifact in sorted(artifacts, key=lambda a: -(a.size or 0)):
+        size = artifact.size or 0
+        if size > part_size:
+            chunks = -(-size // part_size)
+            first = len(free) + 1
+            free += [0] * chunks
+            placed.append(Artifact(**{**asdict(artifact), "part": first, "chunks": chunks}))
+            continue
+        slot = next((i for i, room in enumerate(free) if room >= size), None)
+        if slot is None:
+            free.append(part_size)
+            slot = len(free) - 1
+        free[slot] -= size
+        placed.append(Artifact(**{**asdict(artifact), "part": slot + 1}))
+    return sorted(placed, key=lambda a: (a.part, a.filename)), len(free)
+
+
+def _part_dir(out: Path, part: int) -> Path:
+    return out if part == 0 else out / f"part-{part:03d}"
+
+
+def gather(house: Wheelhouse, out: Path, *, client, part_size: int | None = None,
+           progress: Callable[[str], None] = lambda line: None) -> Wheelhouse:
+    """Download every file of ``house`` into ``out`` (in parts when ``part_size`` is given)."""
+    artifacts, parts = _assign_parts(house.artifacts, part_size)
+    out.mkdir(parents=True, exist_ok=True)
+    staging = out / ".downloads"
+    staging.mkdir(exist_ok=True)
+    done = 0
+    for number, artifact in enumerate(artifacts, 1):
+        progress(f"[{number}/{len(artifacts)}] {artifact.filename} ({(artifact.size or 0) / 1e6:.1f} MB)")
+        whole = staging / artifact.filename
+        _download(client, artifact, whole)
+        if artifact.chunks:
+            with whole.open("rb") as source:
+                for index in range(artifact.chunks):
+                    folder = _part_dir(out, artifact.part + index)
+                    folder.mkdir(exist_ok=True)
+                    atomic_write(folder / f"{artifact.filename}.part{index:03d}", source.read(part_size))
+            whole.unlink()
+        else:
+            folder = _part_dir(out, artifact.part)
+            folder.mkdir(exist_ok=True)
+            os.replace(whole, folder / artifact.filename)
+        done += artifact.size or 0
+    staging.rmdir()
+    result = Wheelhouse(house.lane, house.lock_sha256, tuple(artifacts), house.skipped, parts)
+    for part in range(0, parts + 1) if parts else (0,):
+        folder = _part_dir(out, part)
+        if folder.is_dir():  # every part carries the manifest, so any one tells what the set is
+            atomic_write(folder / MANIFEST_NAME, result.to_json())
+    progress(f"{len(artifacts)} file(s), {done / 1e6:.1f} MB" + (f" in {parts} part(s) of ≤ {part_size / 1e6:.0f} MB" if parts else ""))
+    return result
+
+
+def join(sources: Iterable[Path], out: Path) -> Wheelhouse:
+    """Reassemble a wheelhouse from its part folders (or folders holding their files) into ``out``,
+    verifying every file's sha256. Raises ConfigError naming what is missing or damaged."""
+    sources = [Path(s) for s in sources]
+    manifest = next((s / MANIFEST_NAME for s in sources if (s / MANIFEST_NAME).is_file()), None)
+    if manifest is None:
+        raise ConfigError(sources[0] if sources else None, None, "no wheelhouse.json in the given folders",
+                          "pass the part folders made by `patchlane wheelhouse gather --part-size`")
+    house = Wheelhouse.load(manifest.parent)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def find(name: str) -> Path:
+        for source in sources:
+            for candidate in (source / name, *source.glob(f"part-*/{name}")):
+                if candidate.is_file():
+                    return candidate
+        raise ConfigError(None, name, "missing from every given folder", "carry every part, then join again")
+
+    for artifact in house.artifacts:
+        target = out / artifact.filename
+        if target.is_file() and _sha256(target) == artifact.sha256:
+            continue
+        if artifact.chunks:
+            pieces = [find(f"{artifact.filename}.part{i:03d}") for i in range(artifact.chunks)]
+            with target.with_name(target.name + ".joining").open("wb") as handle:
+                for piece in pieces:
+                    handle.write(piece.read_bytes())
+            os.replace(target.with_name(target.name + ".joining"), target)
+        elif find(artifact.filename).resolve() != target.resolve():
+            data = find(artifact.filename).read_bytes()
+            atomic_write(target, data)
+        if _sha256(target) != artifact.sha256:
+            target.unlink()
+            raise ConfigError(target, None, "sha256 does not match the lock", "carry that file (or part) again")
+    joined = Wheelhouse(house.lane, house.lock_sha256, tuple(Artifact(**{**asdict(a), "part": 0, "chunks": 0})
+                                                           for a in house.artifacts), house.skipped, 0)
+    atomic_write(out / MANIFEST_NAME, joined.to_json())
+    return joined
+
+
+def requirements(house: Wheelhouse) -> str:
+    """``name==version --hash=sha256:…`` lines for ``uv pip sync --no-index --find-links``."""
+    return "".join(f"{a.package}=={a.version} --hash=sha256:{a.sha256}\n" for a in house.artifacts)
