@@ -92,30 +92,29 @@ def _version_floor(condition, ev: ShimEvidence, used) -> ConditionResult:
                            f"(newest {newest.version if newest else 'none'})")
 
 
-def _released_by_tags(kind: str, label: str, containment: TagContainment, releases: ReleaseList | ProbeFailure | None,
-                      dist: str, merged_at: _dt.datetime | None) -> ConditionResult:
-    """Whether a release contains the landed commit, by the mirror's release tags. Saying "in no
-    release yet" needs the index too: without it a mirror that is behind looks the same."""
+def _released_by_tags(kind: str, subject: str, containment: TagContainment, releases: ReleaseList | ProbeFailure | None,
+                      dist: str, since: _dt.datetime | None) -> ConditionResult:
+    """Whether a release contains ``subject`` (a landed PR's commit, or a fix commit), by the
+    mirror's release tags. Saying "in no release yet" needs the index too: without it a mirror
+    that is behind looks the same."""
     failure = releases if isinstance(releases, ProbeFailure) else None
     releases = releases if isinstance(releases, ReleaseList) else None
     installable = (lambda v: True) if releases is None else (lambda v: (r := releases.get(v)) is not None and not r.yanked)
     inside = [v for v in containment.released_versions() if installable(v)]
     if inside:
-        return ConditionResult(kind, HOLDS, f"{label} landed as {containment.commit[:12]}, in release {inside[0]} "
-                               f"(a release tag contains it)", floor_text(dist, inside[0]))
+        return ConditionResult(kind, HOLDS, f"{subject} is in release {inside[0]} (a release tag contains it: "
+                               f"{', '.join(containment.release_tags[:3])})", floor_text(dist, inside[0]))
     if releases is None:
         reason = failure.reason if failure else "not probed"
-        return ConditionResult(kind, UNDECIDED, f"{label} landed as {containment.commit[:12]}, in no release tag of the "
-                               f"mirror; releases of {dist}: {reason} (a mirror that is behind looks the same)",
+        return ConditionResult(kind, UNDECIDED, f"{subject} is in no release tag of the mirror; releases of {dist}: "
+                               f"{reason} (a mirror that is behind looks the same)",
                                action=_failure_action(failure) if failure else f"list {dist} on a lane's index")
-    behind = _untagged_releases(containment, releases, merged_at)
+    behind = _untagged_releases(containment, releases, since)
     if behind:
-        return ConditionResult(kind, UNDECIDED, f"{label} landed as {containment.commit[:12]}; release {behind[0]} "
-                               f"has no tag in the mirror of {containment.repository} (the mirror is behind)",
-                               action=_sync(containment.repository))
+        return ConditionResult(kind, UNDECIDED, f"{subject}; release {behind[0]} has no tag in the mirror of "
+                               f"{containment.repository} (the mirror is behind)", action=_sync(containment.repository))
     newest = max(containment.known_versions(), default=None)
-    return ConditionResult(kind, FAILS, f"{label} landed as {containment.commit[:12]}, in no release tag yet "
-                           f"(newest release tag {newest or 'none'})")
+    return ConditionResult(kind, FAILS, f"{subject} is in no release tag yet (newest release tag {newest or 'none'})")
 
 
 def _untagged_releases(containment: TagContainment, releases: ReleaseList | None,
@@ -148,7 +147,8 @@ def _pr_released(condition, ev: ShimEvidence, used) -> ConditionResult:
         used.add(mirror)
         used.add(releases)
         merged_at = state.merged_at if isinstance(state, PullState) else None
-        return _released_by_tags(kind, mirror.label, mirror.containment, releases, dist, merged_at)
+        return _released_by_tags(kind, f"{mirror.label} landed as {mirror.commit[:12]}", mirror.containment,
+                                 releases, dist, merged_at)
 
     # 2. The code host's answer.
     used.add(state)
@@ -187,7 +187,8 @@ def _merged_by_code_host(kind: str, state: PullState, dist: str, ev: ShimEvidenc
     used.add(containment)
     listed = releases if isinstance(releases, ReleaseList) else None
     if isinstance(containment, TagContainment):
-        return _released_by_tags(kind, state.label, containment, releases, dist, state.merged_at)
+        return _released_by_tags(kind, f"{state.label} merged as {containment.commit[:12]}", containment, releases,
+                                 dist, state.merged_at)
     if listed is None:
         reason = releases.reason if isinstance(releases, ProbeFailure) else "not probed"
         action = _failure_action(releases) if isinstance(releases, ProbeFailure) else None
@@ -235,26 +236,8 @@ def _commit_in_tag(condition, target_dist: str, ev: ShimEvidence, used) -> Condi
         return ConditionResult(kind, UNDECIDED, containment.reason, action=_sync(condition.repository)
                                if containment.retryable else containment.reason)
     releases = ev.releases.get(canonicalize_name(target_dist))
-    listed = releases if isinstance(releases, ReleaseList) else None
-    if containment.contained:
-        versions = containment.released_versions()
-        floor = floor_text(target_dist, versions[0]) if versions else None
-        return ConditionResult(kind, HOLDS, f"commit {containment.commit[:12]} is in release tag(s) "
-                               f"{', '.join(containment.release_tags[:3])}", floor)
     used.add(releases)
-    if listed is None:
-        reason = releases.reason if isinstance(releases, ProbeFailure) else "not probed"
-        return ConditionResult(kind, UNDECIDED, f"commit {containment.commit[:12]} is in no release tag of the mirror; "
-                               f"releases of {target_dist}: {reason} (a mirror that is behind looks the same)",
-                               action=_failure_action(releases) if isinstance(releases, ProbeFailure) else None)
-    behind = _untagged_releases(containment, listed, None)
-    if behind:
-        return ConditionResult(kind, UNDECIDED, f"commit {containment.commit[:12]} is in no release tag of the mirror, "
-                               f"which has no tag for release {behind[0]} (the mirror is behind)",
-                               action=_sync(condition.repository))
-    newest = max(containment.known_versions(), default=None)
-    return ConditionResult(kind, FAILS, f"commit {containment.commit[:12]} is in no release tag yet "
-                           f"(newest release tag {newest or 'none'})")
+    return _released_by_tags(kind, f"commit {containment.commit[:12]}", containment, releases, target_dist, None)
 
 
 def _reproducer_clean(condition, dist: str, ev: ShimEvidence, used) -> ConditionResult:
