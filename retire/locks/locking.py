@@ -8,6 +8,7 @@ the committed one, atomically, so a failed lane keeps its previous lock.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -15,6 +16,7 @@ import time
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Callable
@@ -27,7 +29,7 @@ from packaging.utils import canonicalize_name
 from retire.core import uv
 from retire.core.atomic import atomic_write
 from retire.core import times
-from retire.lanes.model import LANE_NAME, Lane
+from retire.lanes.model import LANE_NAME, Cooldown, Lane
 
 LOCK_NAME = "pylock.toml"
 UNREACHABLE_MARKERS = (
@@ -49,10 +51,15 @@ class LockResult:
     detail: str = ""  # uv's full explanation, for failures
     seconds: float = 0.0
     packages: int = 0
+    cutoff: str | None = None  # the exclude-newer the lock was made with (UTC), when the lane freezes
+    replaced: str = ""  # why the lock it replaced was not patchlane's for this lane (a foreign lock)
 
     @property
     def ok(self) -> bool:
         return self.status in ("locked", "up-to-date")
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
 
 
 def lock_path(locks_dir: Path, lane_name: str) -> Path:
@@ -217,8 +224,63 @@ def uv_toml(lane: Lane, indexes: list[dict]) -> str:
     return tomlkit.dumps(doc)
 
 
-def compile_args(lane: Lane, *, upgrade: bool = False, upgrade_packages: tuple[str, ...] = ()) -> list[str]:
+@dataclass(frozen=True)
+class Cutoffs:
+    """A lane's freezes as absolute UTC times, as one lock is made with them.
+
+    ``resolved_at`` is the moment its cooldowns were measured from (None: the lane has none);
+    ``packages`` maps a package to its own cutoff, or None where it is not frozen at all.
+    """
+
+    exclude_newer: datetime | None = None
+    packages: tuple[tuple[str, datetime | None], ...] = ()
+    resolved_at: datetime | None = None
+
+    def provenance(self, lane: Lane) -> dict:
+        """The ``[tool.patchlane]`` keys that record them (and the cooldown they came from)."""
+        table: dict = {}
+        if self.exclude_newer:
+            table["exclude-newer"] = times.format_utc(self.exclude_newer)
+        if lane.cooldown:
+            table["cooldown"] = str(lane.cooldown)
+        if self.resolved_at:
+            table["cooldown-resolved-at"] = times.format_utc(self.resolved_at)
+        if self.packages:
+            packages = tomlkit.inline_table()
+            packages.update({name: times.format_utc(at) if at else False for name, at in self.packages})
+            table["exclude-newer-package"] = packages
+        return table
+
+
+def resolve_cutoffs(lane: Lane, previous: dict | None, *, now: datetime, roll: bool) -> Cutoffs:
+    """The absolute cutoffs to lock ``lane`` with.
+
+    A cooldown (``exclude-newer = "7 days"``) is measured back from the moment recorded in the
+    previous lock of this lane, so re-locking an unchanged lane (``--force``, another lane's
+    change, a new requirement) never drifts its cutoff; ``roll`` (``--upgrade``,
+    ``--upgrade-package``, ``bump``) measures from ``now`` instead.
+    """
+    relative = [lane.cooldown, *(p.freeze for p in lane.exclude_newer_package)]
+    resolved_at = None
+    if any(isinstance(f, Cooldown) for f in relative):
+        recorded = (previous or {}).get("cooldown-resolved-at") if (previous or {}).get("lane") == lane.name else None
+        try:
+            resolved_at = times.parse(recorded) if recorded and not roll else None
+        except times.TimeError:
+            resolved_at = None
+        resolved_at = resolved_at or times.to_utc(now).replace(microsecond=0)
+
+    def absolute(freeze):
+        return freeze.cutoff(resolved_at) if isinstance(freeze, Cooldown) else freeze
+
+    return Cutoffs(absolute(lane.freeze), tuple((p.name, absolute(p.freeze)) for p in lane.exclude_newer_package),
+                   resolved_at)
+
+
+def compile_args(lane: Lane, *, upgrade: bool = False, upgrade_packages: tuple[str, ...] = (),
+                 cutoffs: Cutoffs | None = None) -> list[str]:
     """The ``uv`` arguments that lock ``lane``, run in the folder :func:`lock_lane` prepares."""
+    cutoffs = cutoffs or resolve_cutoffs(lane, None, now=times.now(), roll=True)
     cmd = [
         "pip", "compile", "pyproject.toml",
         "--format", "pylock.toml", "--output-file", LOCK_NAME,
@@ -231,8 +293,10 @@ def compile_args(lane: Lane, *, upgrade: bool = False, upgrade_packages: tuple[s
         cmd += ["--constraints", "constraints.txt"]
     if lane.overrides:
         cmd += ["--overrides", "overrides.txt"]
-    if lane.exclude_newer:
-        cmd += ["--exclude-newer", times.format_utc(lane.exclude_newer)]
+    if cutoffs.exclude_newer:
+        cmd += ["--exclude-newer", times.format_utc(cutoffs.exclude_newer)]
+    for name, at in cutoffs.packages:
+        cmd += ["--exclude-newer-package", f"{name}={times.format_utc(at) if at else 'false'}"]
     if lane.prerelease:
         cmd += ["--prerelease", lane.prerelease]
     if upgrade:
@@ -251,7 +315,7 @@ def explain_failure(stderr: str) -> tuple[str, str]:
     return status, summary[:600]
 
 
-def stamp(lock_text: str, lane: Lane, origin: str) -> str:
+def stamp(lock_text: str, lane: Lane, origin: str, cutoffs: Cutoffs | None = None) -> str:
     """The lock with a patchlane header and the ``[tool.patchlane]`` provenance table.
 
     Text, not a parse-and-dump: uv writes no ``[tool]`` table of its own, and a lock of a GPU
@@ -264,7 +328,7 @@ def stamp(lock_text: str, lane: Lane, origin: str) -> str:
         "uv-version": uv.version(),
         "python": lane.python,
         "platform": lane.platform,
-        **({"exclude-newer": times.format_utc(lane.exclude_newer)} if lane.exclude_newer else {}),
+        **(cutoffs or resolve_cutoffs(lane, None, now=times.now(), roll=True)).provenance(lane),
         "locked-at": times.format_utc(times.now()),
     }
     header = (
@@ -286,13 +350,21 @@ def lock_lane(
     upgrade_packages: tuple[str, ...] = (),
     force: bool = False,
     host: uv.HostIndexes | None = None,
+    now: datetime | None = None,
 ) -> LockResult:
-    """Lock one lane. Never raises for uv's failures: they come back as a failed result."""
+    """Lock one lane. Never raises for uv's failures: they come back as a failed result.
+
+    ``now`` is when cooldowns are measured from when they move (default: this moment).
+    """
     started = time.monotonic()
     target = lock_path(locks_dir, lane.name)
-    if not (force or upgrade or upgrade_packages) and is_current(lane, locks_dir):
+    state = lock_state(lane, locks_dir)
+    if not (force or upgrade or upgrade_packages) and state.current:
         return LockResult(lane.name, "up-to-date", packages=target.read_text(encoding="utf-8").count("\n[[packages]]"))
+    replaced = state.why if state.freshness is Freshness.FOREIGN else ""
     previous = read_lock(target)
+    cutoffs = resolve_cutoffs(lane, provenance(previous), now=now or times.now(),
+                              roll=upgrade or bool(upgrade_packages))
 
     host = host or uv.host_indexes()
     urls = resolve_index_urls(lane, host.named)
@@ -311,19 +383,21 @@ def lock_lane(
         if previous is not None and not upgrade:
             # uv prefers the versions already in its output file: unchanged packages stay put.
             shutil.copyfile(target, work / LOCK_NAME)
-        proc = uv.run(compile_args(lane, upgrade=upgrade, upgrade_packages=upgrade_packages),
+        proc = uv.run(compile_args(lane, upgrade=upgrade, upgrade_packages=upgrade_packages, cutoffs=cutoffs),
                       cwd=work, without_indexes=True)
         seconds = time.monotonic() - started
         if proc.returncode != 0:
             status, message = explain_failure(proc.stderr)
             return LockResult(lane.name, status, message, proc.stderr.strip(), seconds)
-        text = stamp((work / LOCK_NAME).read_text(encoding="utf-8"), lane, lane.origin)
+        text = stamp((work / LOCK_NAME).read_text(encoding="utf-8"), lane, lane.origin, cutoffs)
     try:
         lock = validate(text)
     except (PylockValidationError, tomllib.TOMLDecodeError) as exc:
         return LockResult(lane.name, "failed", f"uv wrote a lock that packaging.pylock rejects: {exc}", seconds=seconds)
     atomic_write(target, text)
-    return LockResult(lane.name, "locked", seconds=time.monotonic() - started, packages=len(lock.packages))
+    cutoff = times.format_utc(cutoffs.exclude_newer) if cutoffs.exclude_newer else None
+    return LockResult(lane.name, "locked", seconds=time.monotonic() - started, packages=len(lock.packages),
+                      cutoff=cutoff, replaced=replaced)
 
 
 def lanes_with_package(lanes: list[Lane], locks_dir: Path, packages: tuple[str, ...]) -> list[Lane]:
