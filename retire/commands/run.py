@@ -69,7 +69,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     locations.update({shim_id: Path(shown(m.reproducer_path)) for shim_id, m in manifests.items()})
     # The pytest view is for people: under --json it goes to stderr, so stdout stays one document.
     with contextlib.redirect_stdout(sys.stderr) if json_mode() else contextlib.nullcontext():
-        suite.report(results, locations, verbose=verbosity() >= 0)
+        suite.report(results, locations, verbose=verbosity() >= 0, colour=None if live() else False)
     say("")
     say(lanerun.summary_table(results))
     failed = [run.lane for run in results if run.failed]
