@@ -71,7 +71,7 @@ def test_a_summary_keeps_the_releases_the_conditions_used():
     from retire.evidence.values import Release, ReleaseFile, ReleaseList, to_json
     from packaging.version import Version
 
-    from retire.report.markdown import summarise_verdict
+    from retire.report.evidence import summarise_verdict
 
     def release(version, yanked=False):
         when = _dt.datetime(2026, 1, 1, tzinfo=_dt.timezone.utc)

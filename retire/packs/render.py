@@ -15,7 +15,7 @@ from shims.manifest import ShimManifest
 
 from retire.packs.model import CATEGORIES, Pack, PackSpec
 
-__all__ = ["TEMPLATES", "codify", "render", "table_cell", "unwrap"]
+__all__ = ["TEMPLATES", "codify", "markdown_text", "render", "table_cell", "unwrap"]
 
 _COMMON_HEAD = """\
 $heading
@@ -144,6 +144,22 @@ def codify(text: str) -> str:
         out.append(protected.group(0))
         position = protected.end()
     out.append(_IDENTIFIER.sub(_span, text[position:]))
+    return "".join(out)
+
+
+def markdown_text(text: str) -> str:
+    """Text for a Markdown line that GitHub shows as written: ``&``, ``<`` and ``>`` outside code
+    spans, links and autolinks become entities (GitHub would drop ``<commit sha>`` as a tag)."""
+    out, position = [], 0
+
+    def escaped(part: str) -> str:
+        return part.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+    for protected in _PROTECTED.finditer(text):
+        out.append(escaped(text[position:protected.start()]))
+        out.append(protected.group(0))
+        position = protected.end()
+    out.append(escaped(text[position:]))
     return "".join(out)
 
 

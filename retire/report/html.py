@@ -13,19 +13,22 @@ from html import escape
 
 from retire.report.model import CELL_OUTCOMES, BurnPoint, Report, ShimRow, short_link
 from retire.report.markdown import OUTCOME_LABELS
+from retire.report.mdhtml import to_html as markdown_html
 
 __all__ = ["OUTCOME_COLOURS", "VERDICT_COLOURS", "to_html"]
 
 #: Cell colours (the browser test looks for these exact pixels in a screenshot).
 OUTCOME_COLOURS = {
     "needed": "#2563eb",
-    "upstream-fixed": "#16a34a",
+    "upstream-fixed": "#15803d",
     "shim-broken": "#dc2626",
-    "crashed": "#c026d3",
-    "timeout": "#ea580c",
+    "crashed": "#a21caf",
+    "timeout": "#c2410c",
     "skipped": "#cbd5e1",
     "not-run": "#ffffff",
 }
+#: The glyph's colour on each cell: every pair has a contrast of at least 4.5:1 (WCAG AA).
+OUTCOME_INK = {outcome: "#ffffff" for outcome in OUTCOME_COLOURS} | {"skipped": "#334155", "not-run": "#475569"}
 OUTCOME_GLYPHS = {
     "needed": "✓", "upstream-fixed": "★", "shim-broken": "✗", "crashed": "!",
     "timeout": "◷", "skipped": "–", "not-run": "?",
@@ -35,12 +38,28 @@ VERDICT_COLOURS = {
     "stale": ("#ffedd5", "#9a3412"), "drift": ("#f3e8ff", "#6b21a8"),
 }
 
+#: Headline cards: the number's colour on white.
+CARD_COLOURS = {"carried": "#334155", "retire": "#15803d", "broken": "#dc2626", "unknown": "#b45309"}
+#: Every text colour the stylesheet uses, on every background it is used on (a test checks
+#: each pair for 4.5:1, and that no other colour appears in a page).
+TEXT_PAIRS = (
+    ("#0f172a", "#ffffff"), ("#0f172a", "#f8fafc"), ("#0f172a", "#fff7ed"),  # ink on paper, wash, notes
+    ("#475569", "#ffffff"), ("#475569", "#f8fafc"), ("#475569", "#fff7ed"),  # muted
+    ("#334155", "#ffffff"), ("#1d4ed8", "#ffffff"), ("#1d4ed8", "#f8fafc"), ("#1d4ed8", "#fff7ed"),
+    ("#b91c1c", "#ffffff"), ("#334155", "#e2e8f0"),  # never-proven text; an unrecognised verdict tag
+    *((fore, back) for back, fore in VERDICT_COLOURS.values()),
+    *((OUTCOME_INK[o], OUTCOME_COLOURS[o]) for o in OUTCOME_COLOURS),
+    *((colour, "#ffffff") for colour in CARD_COLOURS.values()),
+)
+#: Colours that carry no text: borders, rules, swatches, chart fills.
+DECORATION = ("#e2e8f0", "#fdba74", "#f59e0b", "#94a3b8", "#86efac", "#cbd5e1", "#0f172a")
+
 _CSS = """
-:root { --ink:#0f172a; --muted:#64748b; --line:#e2e8f0; --paper:#ffffff; --wash:#f8fafc; }
+:root { --ink:#0f172a; --muted:#475569; --line:#e2e8f0; --paper:#ffffff; --wash:#f8fafc; }
 * { box-sizing: border-box; }
 body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
        color: var(--ink); background: var(--wash); }
-main { max-width: 1320px; margin: 0 auto; padding: 24px 28px 48px; }
+main { max-width: 1320px; margin: 0 auto; padding: 24px 28px 48px; overflow-wrap: anywhere; }
 header h1 { font-size: 26px; margin: 0 0 2px; letter-spacing: -0.01em; }
 header .sub { color: var(--muted); margin: 0 0 18px; }
 h2 { font-size: 18px; margin: 0 0 10px; }
@@ -60,16 +79,16 @@ ul.attention li { margin: 3px 0; }
 .grid-wrap { overflow: auto; max-height: 78vh; }
 table.grid { border-collapse: separate; border-spacing: 3px; }
 table.grid th.lane { vertical-align: bottom; padding: 0 0 4px; font-weight: 500; font-size: 12px; color: #334155; }
-table.grid th.lane div { writing-mode: vertical-rl; transform: rotate(180deg); white-space: nowrap; max-height: 190px; overflow: hidden; text-overflow: ellipsis; }
+table.grid th.lane div { writing-mode: vertical-rl; transform: rotate(180deg); white-space: nowrap; }
 table.grid th.lane.extra div { font-style: italic; color: var(--muted); }
 table.grid th.shim { text-align: right; font: 12px/1.2 ui-monospace, "DejaVu Sans Mono", monospace; font-weight: 500; padding-right: 8px; white-space: nowrap; position: sticky; left: 0; background: var(--paper); }
 table.grid th.shim a { color: inherit; text-decoration: none; }
 table.grid td { width: 26px; height: 26px; min-width: 26px; border-radius: 4px; text-align: center; color: #fff; font-size: 13px; font-weight: 700; padding: 0; }
 table.grid td.none { background: var(--wash); }
-table.grid td.o-skipped { color: #475569; }
-table.grid td.o-not-run { color: #94a3b8; border: 1px dashed #94a3b8; }
+table.grid td.o-not-run { border: 1px dashed #94a3b8; }
 table.grid td.new { outline: 3px solid #0f172a; outline-offset: -3px; }
 svg text { font: 11px system-ui, "DejaVu Sans", sans-serif; fill: #475569; }
+table.rows td { overflow-wrap: anywhere; }
 table.rows { border-collapse: collapse; width: 100%; }
 table.rows th, table.rows td { text-align: left; vertical-align: top; padding: 7px 8px; border-bottom: 1px solid var(--line); }
 table.rows th { font-size: 12px; color: var(--muted); font-weight: 600; position: sticky; top: 0; background: var(--paper); }
@@ -85,8 +104,22 @@ a { color: #1d4ed8; }
 details { border-top: 1px solid var(--line); padding: 8px 0; }
 details summary { cursor: pointer; }
 details ul { margin: 6px 0; }
-pre { white-space: pre-wrap; background: var(--wash); padding: 10px; border-radius: 6px; }
+#filing-queue h3 { font-size: 15px; margin: 14px 0 6px; }
 footer { color: var(--muted); font-size: 12px; text-align: center; }
+@media (max-width: 720px) {
+  main { padding: 12px 10px 32px; }
+  header h1 { font-size: 21px; }
+  section { padding: 12px; }
+  .cards { grid-template-columns: repeat(2, 1fr); }
+  .card .n { font-size: 28px; }
+  table.rows, table.rows tbody, table.rows tr, table.rows td { display: block; width: 100%; }
+  table.rows thead { display: none; }
+  table.rows tr { border-bottom: 1px solid var(--line); padding: 6px 0; }
+  table.rows td { border: 0; padding: 2px 0; min-width: 0 !important; }
+  table.rows td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); font-size: 12px; font-weight: 600; }
+  table.rows td:first-child code { white-space: normal; }
+  .why { max-width: none; }
+}
 """
 
 
@@ -102,10 +135,10 @@ def _verdict_tag(verdict: str) -> str:
 def _cards(report: Report) -> str:
     h = report.headline
     cards = [
-        (h.carried, "shims carried", "#334155"),
-        (h.retire, "retire candidates", "#16a34a"),
-        (h.newly_broken, "newly broken", "#dc2626"),
-        (h.unknown, "with unknown evidence", "#d97706"),
+        (h.carried, "shims carried", CARD_COLOURS["carried"]),
+        (h.retire, "retire candidates", CARD_COLOURS["retire"]),
+        (h.newly_broken, "newly broken", CARD_COLOURS["broken"]),
+        (h.unknown, "with unknown evidence", CARD_COLOURS["unknown"]),
     ]
     body = "".join(f'<div class="card" style="--c:{c}"><div class="n">{n}</div><div class="l">{_e(l)}</div></div>'
                    for n, l, c in cards)
@@ -127,14 +160,9 @@ def _attention(report: Report) -> str:
         return '<section id="attention"><h2>Needs attention</h2><p>Nothing: every shim is needed, proven and linked upstream.</p></section>'
     items = "".join(
         f'<li><a href="#shim-{_e(r.shim)}"><code>{_e(r.shim)}</code></a> '
-        f"<b>{_e('; '.join(r.attention))}</b> — {_e(_clip(r.why, 260))}"
+        f"<b>{_e('; '.join(r.attention))}</b> — {_e(r.why)}"
         + (f"<br><b>Next:</b> {_e(r.action)}" if r.action else "") + "</li>" for r in rows)
     return f'<section id="attention"><h2>Needs attention ({len(rows)})</h2><ul class="attention">{items}</ul></section>'
-
-
-def _clip(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _legend() -> str:
@@ -165,7 +193,8 @@ def _grid(report: Report) -> str:
             when = f" ({cell.host}, {cell.date})" if cell.date else ""
             title = f"{shim} on {lane}: {cell.outcome} — {cell.why}{when}"
             extra = " new" if (shim, lane) in newly else ""
-            cells.append(f'<td class="o-{cell.outcome}{extra}" style="background:{OUTCOME_COLOURS[cell.outcome]}" '
+            cells.append(f'<td class="o-{cell.outcome}{extra}" style="background:{OUTCOME_COLOURS[cell.outcome]};'
+                         f'color:{OUTCOME_INK[cell.outcome]}" '
                          f'title="{_e(title)}">{OUTCOME_GLYPHS[cell.outcome]}</td>')
         out.append(f'<tr><th class="shim" scope="row"><a href="#shim-{_e(shim)}">{_e(shim)}</a></th>{"".join(cells)}</tr>')
     notes = ""
@@ -261,8 +290,9 @@ def _changes(report: Report) -> str:
         items.append("<li><b>No longer broken:</b> " + ", ".join(f"<code>{_e(s)}</code> on {_e(l)}" for s, l in c.repaired) + "</li>")
     table = ""
     if c.verdicts:
-        rows = "".join(f"<tr><td><code>{_e(v.shim)}</code></td><td>{_verdict_tag(v.before)}</td><td>{_verdict_tag(v.after)}</td>"
-                       f'<td class="why">{_e(_clip(v.why, 300))}</td></tr>' for v in c.verdicts)
+        rows = "".join(f'<tr><td><code>{_e(v.shim)}</code></td><td data-label="before">{_verdict_tag(v.before)}</td>'
+                       f'<td data-label="now">{_verdict_tag(v.after)}</td>'
+                       f'<td class="why" data-label="why">{_e(v.why)}</td></tr>' for v in c.verdicts)
         table = f'<table class="rows"><thead><tr><th>shim</th><th>before</th><th>now</th><th>why</th></tr></thead><tbody>{rows}</tbody></table>'
     return f'<section id="changes"><h2>Changes since {_e(c.previous_week)}</h2><ul>{"".join(items)}</ul>{table}</section>'
 
@@ -288,10 +318,13 @@ def _shim_table(report: Report) -> str:
         out.append(
             f'<tr id="row-{_e(row.shim)}" class="{"attn" if row.attention else ""}">'
             f'<td><a href="#shim-{_e(row.shim)}"><code>{_e(row.shim)}</code></a><div class="title">{_e(row.title)}</div></td>'
-            f"<td>{_e(row.fix_class)}</td><td>{_e(row.owner)}</td><td class=\"num\">{row.age_days} d</td>"
-            f"<td>{_e(row.upstream_status)}<br>{_links(row)}</td><td>{_verdict_tag(row.verdict)}</td>"
-            f'<td class="why">{_e(_clip(row.why, 400))}</td><td>{joiner.join(_e(w) for w in row.retire_when)}</td>'
-            f"<td>{_proven(row)}</td></tr>")
+            f'<td data-label="fix class">{_e(row.fix_class)}</td><td data-label="owner">{_e(row.owner)}</td>'
+            f'<td class="num" data-label="age">{row.age_days} d</td>'
+            f'<td data-label="upstream">{_e(row.upstream_status)}<br>{_links(row)}</td>'
+            f'<td data-label="verdict">{_verdict_tag(row.verdict)}</td>'
+            f'<td class="why" data-label="why">{_e(row.why)}</td>'
+            f'<td data-label="retire when">{joiner.join(_e(w) for w in row.retire_when)}</td>'
+            f'<td data-label="last proven">{_proven(row)}</td></tr>')
     out.append("</tbody></table></div></section>")
     return "".join(out)
 
@@ -304,7 +337,7 @@ def _unlinked(report: Report) -> str:
     for row in rows:
         stale = next((text for kind, text in row.flags if kind == "stale"), None)
         if stale:
-            items.append(f"<li><code>{_e(row.shim)}</code> {_verdict_tag('stale')} {_e(_clip(stale, 260))}</li>")
+            items.append(f"<li><code>{_e(row.shim)}</code> {_verdict_tag('stale')} {_e(stale)}</li>")
         elif row.upstream_status == "not-applicable":
             items.append(f"<li><code>{_e(row.shim)}</code> no upstream link — status not-applicable (local policy, nothing to file)</li>")
         else:
@@ -330,13 +363,13 @@ def _evidence(report: Report) -> str:
         if row.failures:
             bits.append("<p><b>Probe failures:</b></p><ul>" + "".join(f"<li>⚠️ {_e(f)}</li>" for f in row.failures) + "</ul>")
         if row.evidence:
-            bits.append("<p><b>Evidence:</b></p><ul>" + "".join(f"<li>{_e(_clip(e, 500))}</li>" for e in row.evidence) + "</ul>")
+            bits.append("<p><b>Evidence:</b></p><ul>" + "".join(f"<li>{_e(e)}</li>" for e in row.evidence) + "</ul>")
         runs = [c for lane in report.matrix.lanes if (c := report.matrix.cells.get((row.shim, lane)))]
         if runs:
             bits.append('<table class="rows"><thead><tr><th>lane</th><th>outcome</th><th>host</th><th>date</th><th>why</th></tr></thead><tbody>'
-                        + "".join(f'<tr><td>{_e(c.lane)}</td><td><span class="sw" style="display:inline-block;width:10px;height:10px;'
+                        + "".join(f'<tr><td>{_e(c.lane)}</td><td data-label="outcome"><span class="sw" style="display:inline-block;width:10px;height:10px;'
                                   f'border-radius:2px;background:{OUTCOME_COLOURS[c.outcome]};border:1px solid #94a3b8"></span> {_e(c.outcome)}</td>'
-                                  f'<td>{_e(c.host)}</td><td>{_e(c.date)}</td><td class="why">{_e(_clip(c.why, 240))}</td></tr>' for c in runs)
+                                  f'<td data-label="host">{_e(c.host)}</td><td data-label="date">{_e(c.date)}</td><td class="why" data-label="why">{_e(c.why)}</td></tr>' for c in runs)
                         + "</tbody></table>")
         bits.append(f"<p><b>Last proven:</b> {_proven(row)} · <b>owner</b> {_e(row.owner)} · created {row.created.isoformat()}</p>")
         out.append(f'<details id="shim-{_e(row.shim)}"><summary><code>{_e(row.shim)}</code> {_verdict_tag(row.verdict)} '
@@ -348,7 +381,9 @@ def _evidence(report: Report) -> str:
 def _filing_queue(report: Report) -> str:
     if not report.filing_queue:
         return ""
-    return f'<section id="filing-queue"><h2>Filing queue</h2><pre>{_e(report.filing_queue)}</pre></section>'
+    text = report.filing_queue.strip()
+    body = text.split("\n", 1)[1] if text.startswith("## ") else text  # the section's own heading is the <h2>
+    return f'<section id="filing-queue"><h2>Filing queue</h2>{markdown_html(body, heading_offset=0)}</section>'
 
 
 def to_html(report: Report) -> str:
