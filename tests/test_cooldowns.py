@@ -166,6 +166,7 @@ def test_changing_a_package_freeze_makes_the_lock_stale(project, capsys):
     ("[lane.exclude-newer-package]\ntorch = true", "lane.exclude-newer-package.torch: true is not a cutoff — write false"),
     ("[lane.exclude-newer-package]\ntorch = 3", "lane.exclude-newer-package.torch: expected a date, got an integer 3"),
     ('exclude-newer-package = ["torch"]', "lane.exclude-newer-package: expected a table"),
+    ('[lane.exclude-newer-package]\n"torch!" = false', "lane.exclude-newer-package.torch!: not a package name: 'torch!'"),
 ])
 def test_bad_freezes_are_one_line_errors(tmp_path, capsys, body, message):
     (tmp_path / "lanes").mkdir()

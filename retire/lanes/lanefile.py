@@ -56,6 +56,7 @@ BODY_KEYS = {
 MATRIX_KEYS = ("name", "description", "base", "axes", "exclude", "include")
 AXIS_VALUE_HINT = "axis names and values are lowercase: letters, digits, '.', '_', '-'"
 _DATE_TEXT = re.compile(r"\d{4}-")  # a quoted date or time, not a span
+_PROJECT_NAME = re.compile(r"[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]")  # PEP 508 / PEP 503
 #: The most cells one matrix may expand to (each is a lane with its own lock).
 MAX_CELLS = 4096
 
@@ -106,6 +107,9 @@ class _Reader:
             return self._freeze(value, exempt_ok=False)
         if key == "exclude-newer-package":
             table = value.table(fix=_as('a table such as { torch = false, numpy = 2026-11-01 }'))
+            for package, item in table.entries():
+                if not _PROJECT_NAME.fullmatch(package):
+                    raise item.error(f"not a package name: {package!r}", "use the name as the index lists it, e.g. torch")
             return {str(canonicalize_name(package)): self._freeze(item, exempt_ok=True)
                     for package, item in table.entries()}
         if key == "prerelease":
