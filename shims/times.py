@@ -11,8 +11,9 @@ crash waiting for the first odd input.
 from __future__ import annotations
 
 import datetime as _dt
+import re
 
-__all__ = ["UTC", "TimeError", "format_utc", "now", "parse", "to_utc"]
+__all__ = ["UTC", "TimeError", "format_span", "format_utc", "now", "parse", "parse_span", "to_utc"]
 
 UTC = _dt.timezone.utc
 
@@ -64,3 +65,40 @@ def parse(text: str, *, assume_utc: bool = False) -> _dt.datetime:
 def format_utc(moment: _dt.datetime) -> str:
     """``2026-11-15T09:00:00Z``: UTC, whole seconds (the form locks and filings record)."""
     return to_utc(moment).replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
+
+
+_SPAN_UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400}
+_FRIENDLY_SPAN = re.compile(r"(\d{1,6})\s*(second|minute|hour|day|week)s?", re.IGNORECASE)
+_ISO_SPAN = re.compile(r"P(?:(\d{1,6})W)?(?:(\d{1,6})D)?(?:T(?:(\d{1,6})H)?(?:(\d{1,6})M)?(?:(\d{1,6})S)?)?", re.IGNORECASE)
+
+
+def parse_span(text: str) -> _dt.timedelta:
+    """A span of time as uv's ``exclude-newer`` reads one: ``"7 days"``, ``"1 week"``, ``"24 hours"``
+    or ISO 8601 ``"P7D"`` / ``"PT24H"``. Days are 24 hours; months and years are refused (their
+    length varies). Raises :class:`TimeError` for anything else, including a zero span."""
+    if not isinstance(text, str):
+        raise TimeError(f"expected a span such as '7 days', got {type(text).__name__} {text!r}")
+    stripped = text.strip()
+    seconds = None
+    if friendly := _FRIENDLY_SPAN.fullmatch(stripped):
+        seconds = int(friendly.group(1)) * _SPAN_UNITS[friendly.group(2).lower()]
+    elif (iso := _ISO_SPAN.fullmatch(stripped)) and any(iso.groups()) and not stripped.upper().endswith("T"):
+        weeks, days, hours, minutes, secs = (int(g or 0) for g in iso.groups())
+        seconds = (((weeks * 7 + days) * 24 + hours) * 60 + minutes) * 60 + secs
+    if seconds is None:
+        varies = re.search(r"month|year|^P[^T]*[MY]", stripped, re.IGNORECASE)
+        raise TimeError(f"not a span of time: {text!r}" + (" (months and years vary in length)" if varies else ""))
+    if seconds == 0:
+        raise TimeError(f"{text!r} is no time at all")
+    return _dt.timedelta(seconds=seconds)
+
+
+def format_span(span: _dt.timedelta) -> str:
+    """``7 days``, ``36 hours``, ``90 minutes``: the largest whole unit (how lanes and locks record a cooldown)."""
+    seconds = int(span.total_seconds())
+    for unit in ("day", "hour", "minute", "second"):
+        size = _SPAN_UNITS[unit]
+        if seconds % size == 0:
+            count = seconds // size
+            return f"{count} {unit}{'' if count == 1 else 's'}"
+    raise AssertionError(seconds)  # every whole number of seconds divides by one

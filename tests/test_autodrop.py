@@ -469,10 +469,11 @@ def test_cli_takes_plans_as_json(project, tmp_path, capsys):
                                      "upstream_links": [["fix", "https://example.org/toylib/pull/2"]]}))
     args = ["--root", str(project.root), "--plan", str(plan_file), "--no-pr", "--json"]
     assert cli(["retire", "--apply", *args]) == 0
-    [row] = json.loads(capsys.readouterr().out)
-    assert row["status"] == "proposed" and row["branch"] == "patchlane/retire-toylib_add"
+    document = json.loads(capsys.readouterr().out)  # one document: {"ok", "proposals"} (docs/commands.md)
+    [row] = document["proposals"]
+    assert document["ok"] and row["status"] == "proposed" and row["branch"] == "patchlane/retire-toylib_add"
     assert cli(["retire", "--apply", *args]) == 0
-    assert json.loads(capsys.readouterr().out)[0]["status"] == "already-proposed"
+    assert json.loads(capsys.readouterr().out)["proposals"][0]["status"] == "already-proposed"
     plan_file.write_text(json.dumps({"shim_id": "../etc", "why": "x"}))
     assert cli(["retire", "--apply", *args]) == 2
     assert "invalid shim id" in capsys.readouterr().err

@@ -204,3 +204,16 @@ def test_a_constraint_is_added_once():
     text = '[matrix]\n[matrix.axes.a.x]\npython = "3.12"\nrequirements = []\n'
     once = add_constraint(text, "numpy>=2")
     assert add_constraint(once, "numpy>=2") == once and once.count("numpy>=2") == 1
+
+
+def test_json_is_one_document_with_each_lanes_diff(shop, capsys):
+    import json
+
+    code, out, err = run_cli(shop["repo"], "bump", "toy", "--no-run", "--no-pr", "--now", "2026-06-01T12:00:00",
+                             "--json", capsys=capsys)
+    assert code == 0
+    document = json.loads(out)
+    assert document["status"] == "proposed" and document["branch"] == "patchlane/bump-toy-2026-06-01"
+    [toy] = document["lanes"]
+    assert toy["status"] == "bumped" and toy["changes"] and {"name", "old", "new", "kind", "marker"} <= set(toy["changes"][0])
+    assert "proposed: patchlane/bump-toy-2026-06-01" in err  # the human summary went to stderr

@@ -80,8 +80,9 @@ def test_check_names_stale_and_missing_locks(project, capsys):
     project.write("c", lane_text('"helper==1.5"'))
     code, out, _ = run_cli(project.root, "lock", "--check", capsys=capsys)
     assert code == 1
-    assert "stale  a: lane changed" in out and "stale  c: no lock" in out
-    assert "stale  b" not in out
+    # Each lock is named by its state: a lane that changed is stale, one never locked is missing.
+    assert "stale   a: lane changed" in out and "missing c: no lock" in out
+    assert " b:" not in out
     assert not project.lock_file("c").exists()  # --check writes nothing
 
 
@@ -145,7 +146,7 @@ def test_index_without_url_is_reported_unreachable_not_fatal(project, capsys):
     assert run_cli(project.root, "lock", "--require-all", capsys=capsys)[0] == 1  # … unless asked
     # --check cannot judge a lane this host has never been able to lock: it says so, and passes.
     code, out, _ = run_cli(project.root, "lock", "--check", capsys=capsys)
-    assert code == 0 and "note   night: never locked" in out and "1 of 2 locks match" in out
+    assert code == 0 and "note    night: never locked" in out and "1 of 2 locks match" in out
 
 
 def test_index_url_can_come_from_uv_configuration(project, monkeypatch, capsys):

@@ -12,7 +12,7 @@ import pytest
 from retire.core.errors import ConfigError
 from retire.packs.checks import check_deny, check_markdown, check_pasted, parse_deny, readiness
 from retire.packs.model import CATEGORIES, PackSpec, UpstreamState, parse_pack_spec
-from retire.packs.render import TEMPLATES, render
+from retire.packs.render import TEMPLATES, codify, render
 from retire.packs.store import filing_queue, load_deny, load_pack, markdown_section, pack_ids
 from shims.manifest import discover
 from tests.support.packtree import PackProject, github_manifest, pack_toml
@@ -33,7 +33,7 @@ def test_real_catalogue_packs_render_with_title_command_and_state():
     for pack_id in ids:
         loaded = load_pack(REPO, pack_id)
         pack, spec, body = loaded.pack, loaded.pack.spec, loaded.pack.body
-        assert loaded.manifest.title in body
+        assert codify(loaded.manifest.title) in body  # identifiers in the title are code spans
         assert f"```sh\n{spec.command}\n```" in body
         assert "**Upstream state:**" in body
         state_words = {"new-report": "new report", "overlap": f"overlaps {spec.upstream.thread}",
@@ -162,7 +162,7 @@ def test_never_ran_blocks(project, capsys):
 def test_body_text_claiming_validation_is_not_evidence(project):
     project.add("toy_add", manifest=github_manifest(
         "toy_add", explanation="Validated today on gpu-host-1: BUG_REPRODUCED, exit 10."))
-    assert "BUG_REPRODUCED, exit 10" in load_pack(project.root, "toy_add").pack.body
+    assert "`BUG_REPRODUCED`, exit 10" in load_pack(project.root, "toy_add").pack.body
     assert any(r.startswith("validation: the reproducer never ran") for r in _reasons(project, "toy_add"))
 
 
@@ -319,3 +319,16 @@ def test_queue_json_is_json_able(project, capsys):
     assert project.cli("queue", "--json") == 0
     [data] = json.loads(capsys.readouterr().out)
     assert data["id"] == "toy_add" and data["status"] == "ready" and data["reasons"] == []
+
+
+def test_check_json_is_one_document_with_notes_on_stderr(project, capsys):
+    import json
+
+    _ready_project(project, "good")
+    (project.add("broken") / "pack.toml").write_text(pack_toml(category="memory"))
+    assert project.cli("--now", NOW.isoformat(), "check", "--json") == 1
+    out, err = capsys.readouterr()
+    document = json.loads(out)  # stdout is the document and nothing else
+    assert document["ok"] is False
+    assert {p["id"]: p["status"] for p in document["packs"]} == {"good": "ready", "broken": "blocked"}
+    assert "NOT READY   broken" in err  # the human lines went to stderr

@@ -5,17 +5,21 @@ grid's colours. CI installs the browser (`apt-get install -y chromium`); elsewhe
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
+import types
 from pathlib import Path
 
 import pytest
 
+from retire.packs import store
 from retire.report import weekly as report
 from retire.core.project import Project
 from retire.report.vocabulary import OUTCOMES
 from tests.support import png
+from tests.conftest import ROOT
 from tests.support.reportshop import NOW, build_shop, shop_verdicts
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -43,7 +47,9 @@ def console_messages(stderr: str) -> list[str]:
 @pytest.fixture(scope="module")
 def page(tmp_path_factory) -> Path:
     root = build_shop(tmp_path_factory.mktemp("html") / "shop")
-    written = report.generate(Project(root), now=NOW, verdicts=shop_verdicts(), packs=None)
+    # The committed catalogue's real filing queue: a table and long blocker lists to lay out.
+    queue = types.SimpleNamespace(filing_queue=lambda _: store.filing_queue(ROOT), markdown_section=store.markdown_section)
+    written = report.generate(Project(root), now=NOW, verdicts=shop_verdicts(), packs=queue)
     return written.paths[1]
 
 
@@ -78,3 +84,82 @@ def test_screenshot_shows_the_grid_colours(page, tmp_path):
     assert {wanted[c]: n for c, n in counts.items() if n < 200} == {}
     absent = png.hex_colour(OUTCOMES["crashed"].colour)  # no crashed cell in the shop: not on screen
     assert png.colour_counts(shot.read_bytes(), [absent])[absent] < 200  # its legend swatch only
+
+
+# Measured in the page by a script added to a copy of it (the report itself has none, and its
+# Content Security Policy would refuse one): what overflows the viewport outside a scroll box,
+# what is clipped, and the WCAG contrast of every element's own text against what is behind it.
+LAYOUT_SCRIPT = """
+<script>
+(function () {
+  function rgb(text) { var m = text.match(/[\\d.]+/g) || []; return m.map(Number); }
+  function lum(c) {
+    var v = c.slice(0, 3).map(function (x) { x /= 255; return x <= 0.03928 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4); });
+    return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2];
+  }
+  function behind(el) {
+    for (var e = el; e; e = e.parentElement) {
+      var c = rgb(getComputedStyle(e).backgroundColor);
+      if (c.length === 3 || (c.length === 4 && c[3] > 0.99)) return c;
+    }
+    return [255, 255, 255];
+  }
+  var width = document.documentElement.clientWidth, overflow = [], clipped = [], contrast = [];
+  document.querySelectorAll("body *").forEach(function (el) {
+    var r = el.getBoundingClientRect(), cs = getComputedStyle(el);
+    var name = el.tagName.toLowerCase() + (el.className && el.className.baseVal === undefined ? "." + el.className : "") + (el.id ? "#" + el.id : "");
+    if (!el.closest(".grid-wrap") && r.width > 0 && r.right > width + 1) overflow.push(name + " ends at " + Math.round(r.right));
+    if (!el.closest(".grid-wrap") && el.clientWidth > 0 && el.scrollWidth > el.clientWidth + 1 && cs.overflowX === "visible")
+      overflow.push(name + " holds text " + el.scrollWidth + " px wide in " + el.clientWidth);
+    if ((cs.overflowX === "hidden" || cs.textOverflow === "ellipsis") && el.scrollWidth > el.clientWidth + 1) clipped.push(name);
+    var own = Array.prototype.some.call(el.childNodes, function (n) { return n.nodeType === 3 && n.textContent.trim(); });
+    if (own && cs.visibility !== "hidden" && r.width > 0) {
+      var fore = el.namespaceURI === "http://www.w3.org/2000/svg" ? rgb(cs.fill) : rgb(cs.color);
+      var a = lum(fore), b = lum(behind(el)), ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+      if (ratio < 4.5) contrast.push(name + " " + cs.color + " on " + behind(el) + ": " + ratio.toFixed(2));
+    }
+  });
+  parent.postMessage(JSON.stringify({width: width, scroll: document.documentElement.scrollWidth,
+                                     overflow: overflow, clipped: clipped, contrast: contrast}), "*");
+})();
+</script>
+"""
+
+
+def measured(page: Path, tmp_path: Path, width: int) -> dict:
+    """The page laid out in a frame ``width`` CSS pixels wide (headless windows have a minimum
+    width; a frame has none, and its media queries see its own width, as a phone's would)."""
+    probe = tmp_path / f"measure-{width}.html"
+    text = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page.read_text(encoding="utf-8"))
+    probe.write_text(text.replace("</body>", LAYOUT_SCRIPT + "</body>"), encoding="utf-8")
+    frame = tmp_path / f"frame-{width}.html"
+    frame.write_text(f'<!doctype html><body style="margin:0"><pre id="layout-check"></pre>'
+                     f'<iframe src="{probe.name}" style="width:{width}px;height:900px;border:0"></iframe>'
+                     '<script>addEventListener("message", function (e) {'
+                     ' document.getElementById("layout-check").textContent = e.data; });</script></body>')
+    done = chromium(tmp_path, frame, "--dump-dom", f"--window-size={width + 100},1000", "--virtual-time-budget=5000",
+                    "--allow-file-access-from-files")
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = re.search(r'<pre id="layout-check">(.*?)</pre>', done.stdout, re.DOTALL)
+    assert found, done.stdout[-2000:]
+    return json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">"))
+
+
+@pytest.mark.parametrize("width", [390, 1400])
+def test_layout_holds_at_phone_width_with_nothing_clipped(page, tmp_path, width):
+    found = measured(page, tmp_path, width)
+    assert found["width"] <= width
+    assert found["scroll"] <= found["width"], found  # no sideways scrolling of the page itself
+    assert found["overflow"] == [], found["overflow"]  # only the lane grid scrolls, inside its own box
+    assert found["clipped"] == [], found["clipped"]
+
+
+def test_every_text_has_contrast_of_at_least_4_5(page, tmp_path):
+    assert measured(page, tmp_path, 1400)["contrast"] == []
+
+
+def test_the_filing_queue_is_rendered_not_raw_markdown(page, tmp_path):
+    done = chromium(tmp_path, page, "--dump-dom")
+    section = done.stdout[done.stdout.index('<section id="filing-queue">'):]
+    section = section[: section.index("</section>")]
+    assert "<pre>" not in section and "<table" in section and "<code>" in section and "|---|" not in section

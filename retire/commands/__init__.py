@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from retire.commands.base import Command, ExitCode, Parser, say
+from retire.commands.base import Command, ExitCode, Level, Parser, configure, say
 from retire.core.errors import PatchlaneError
 from retire.core.project import Project
 from shims.errors import InputError
@@ -21,7 +22,7 @@ __all__ = ["REGISTRY", "build_parser", "main"]
 
 #: Command modules, in the order of `patchlane --help`.
 REGISTRY = (
-    "lanes", "lock", "run", "summary", "manifest", "shims", "catalogue",
+    "lanes", "lock", "lockdiff", "run", "summary", "manifest", "shims", "catalogue",
     "wheelhouse", "mirrors", "verdicts", "bisect", "report", "retire", "bump", "pack",
 )
 
@@ -39,21 +40,37 @@ def _version() -> str:
         return "unknown"
 
 
+_EXIT_WORDS = {ExitCode.OK: "ok", ExitCode.FAILED: "something failed", ExitCode.BAD_INPUT: "bad input",
+               ExitCode.INTERRUPTED: "interrupted"}
+
+
+def _add_verbosity(parser: argparse.ArgumentParser, *, default) -> None:
+    """-q/-v, before or after the command (`patchlane -q lock`, `patchlane lock -q`)."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("-q", "--quiet", dest="verbosity", action="store_const", const=-1, default=default,
+                       help="print results and errors only, no progress")
+    group.add_argument("-v", "--verbose", dest="verbosity", action="store_const", const=1, default=default,
+                       help="also print detail (each step, the tools' full output)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="patchlane",
         description="Pinned lanes, reproducible locks, and the shims that patch them — until upstream fixes land.",
-        epilog="Exit codes: 0 ok, 1 something failed, 2 bad input, 130 interrupted. "
+        epilog=f"Exit codes: {', '.join(f'{int(c)} {_EXIT_WORDS[c]}' for c in ExitCode)}. "
+               "Every command, what it prints, its --json shape and its exit codes: docs/commands.md. "
                "`patchlane COMMAND --help` describes one command.",
     )
     parser.add_argument("--root", type=Path, default=Path.cwd(),
                         help="project folder holding lanes/, locks/, shims/ (default: the current folder)")
     parser.add_argument("--version", action="version", version=f"patchlane {_version()}")
+    _add_verbosity(parser, default=0)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in commands():
         p = sub.add_parser(command.name, help=command.help, description=command.description or command.help)
         # --root may also follow the command (`patchlane verdicts --root DIR`): it wins when given.
         p.add_argument("--root", type=Path, default=argparse.SUPPRESS, help="project folder (default: the current folder)")
+        _add_verbosity(p, default=argparse.SUPPRESS)
         command.add_arguments(p)
         p.set_defaults(run=command.run)
     return parser
@@ -61,14 +78,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    configure(verbosity=args.verbosity, json=bool(getattr(args, "json", False)))
     try:
         return int(args.run(Project(args.root), args))
     except InputError as exc:
-        say(f"patchlane: error: {exc}", err=True)
+        say(f"patchlane: error: {exc}", level=Level.ERROR)
         return ExitCode.BAD_INPUT
     except PatchlaneError as exc:
-        say(f"patchlane: error: {exc}", err=True)
+        say(f"patchlane: error: {exc}", level=Level.ERROR)
         return ExitCode.FAILED
     except KeyboardInterrupt:
-        say("patchlane: interrupted", err=True)
+        say("patchlane: interrupted", level=Level.ERROR)
         return ExitCode.INTERRUPTED
+    except BrokenPipeError:  # `patchlane … | head`: the reader left; no traceback, and no more writes
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return ExitCode.FAILED
+    finally:
+        configure()  # the next command in this process (tests, nox) starts from the defaults

@@ -1,23 +1,34 @@
-"""What a command is, and the exit codes every command shares.
+"""What a command is, the exit codes every command shares, and the one place output is printed.
 
 A command module defines one ``COMMAND = Command(...)``: its name, one line of help, a function
 that declares its arguments and a function that runs it with the :class:`Project`. The registry
 (``retire.commands``) builds one parser from them and runs the chosen one; errors are raised by the
 engine and printed once, there.
+
+Output goes through :func:`say` with a :class:`Level`: ``-q`` drops progress, ``-v`` adds detail,
+results and errors are always printed. With ``--json`` the one JSON document (:func:`emit_json`)
+is all that reaches stdout; every line said goes to stderr. Nothing here writes ANSI escapes:
+what a terminal gets beyond plain lines (uv's progress bars) is asked for with :func:`live`.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as _dt
 import enum
+import json
 import math
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from retire.core.project import Project
 
-__all__ = ["Command", "ExitCode", "Parser", "positive_float", "positive_int", "say", "shown", "utc_time"]
+__all__ = [
+    "Command", "ExitCode", "Level", "Parser", "configure", "emit_json", "iso_date", "json_mode", "live",
+    "positive_float", "positive_int", "say", "shown", "utc_moment", "verbosity",
+]
 
 
 class ExitCode(enum.IntEnum):
@@ -38,9 +49,69 @@ class Command:
     description: str = ""  # longer text for `patchlane NAME --help` (default: help)
 
 
-def say(line: str = "", *, err: bool = False) -> None:
-    """Print one line now (lane runs and bisections are long: output must not wait in a buffer)."""
-    print(line, file=sys.stderr if err else sys.stdout, flush=True)
+class Level(enum.IntEnum):
+    """How much a line matters: ``-q`` shows RESULT and up, ``-v`` shows DETAIL too."""
+
+    DETAIL = 10  #: what a person debugging wants (uv's full output, each step)
+    PROGRESS = 20  #: what is happening now (a lane building, a reproducer running)
+    RESULT = 30  #: what the command found or did
+    ERROR = 40  #: what went wrong (always on stderr)
+
+
+@dataclass
+class _Output:
+    threshold: Level = Level.PROGRESS
+    json: bool = False
+
+
+_OUTPUT = _Output()
+
+
+def configure(*, verbosity: int = 0, json: bool = False) -> None:
+    """Set up output for one command: ``verbosity`` -1 (``-q``), 0, or 1 and more (``-v``)."""
+    _OUTPUT.threshold = Level.RESULT if verbosity < 0 else (Level.DETAIL if verbosity > 0 else Level.PROGRESS)
+    _OUTPUT.json = json
+
+
+def verbosity() -> int:
+    """-1 with ``-q``, 1 with ``-v``, else 0."""
+    return {Level.RESULT: -1, Level.DETAIL: 1}.get(_OUTPUT.threshold, 0)
+
+
+def json_mode() -> bool:
+    """True when stdout carries one JSON document (``--json``)."""
+    return _OUTPUT.json
+
+
+def say(line: str = "", *, err: bool = False, level: Level = Level.RESULT) -> None:
+    """Print one line now (lane runs and bisections are long: output must not wait in a buffer).
+
+    Progress lines vanish with ``-q`` and detail lines appear only with ``-v``; results and errors
+    are always printed. Under ``--json`` every line goes to stderr, so stdout stays one document.
+    """
+    if level < _OUTPUT.threshold:
+        return
+    to_stderr = err or level >= Level.ERROR or _OUTPUT.json
+    print(line, file=sys.stderr if to_stderr else sys.stdout, flush=True)
+
+
+def emit_json(document: object) -> None:
+    """The command's one JSON document, on stdout (``--json``)."""
+    sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def live() -> bool:
+    """Whether stderr may get a terminal's live output (uv's progress bars, redrawn in place):
+    only on a terminal, never in CI (``CI`` set), with ``NO_COLOR``, ``-q`` or ``--json``."""
+    if os.environ.get("CI") or "NO_COLOR" in os.environ or os.environ.get("TERM") == "dumb":
+        return False
+    if _OUTPUT.threshold > Level.PROGRESS or _OUTPUT.json:
+        return False
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced or closed stderr
+        return False
 
 
 def shown(path) -> str:
@@ -61,24 +132,12 @@ class Parser(argparse.ArgumentParser):
         raise SystemExit(ExitCode.BAD_INPUT)
 
 
-def utc_time(text: str):
-    """argparse type: an ISO 8601 date or time, UTC when it names no offset (``--now``)."""
-    from retire.core import times
-
-    try:
-        return times.parse(text, assume_utc=True)
-    except times.TimeError as exc:
-        raise argparse.ArgumentTypeError(f"{exc}; write it like 2026-11-22T09:00Z") from None
-
-
-def iso_date(text: str):
+def iso_date(text: str) -> _dt.date:
     """argparse type: an ISO 8601 date (``--day``)."""
-    import datetime as _dt
-
     try:
         return _dt.date.fromisoformat(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a date: {text!r}; write it like 2026-11-22") from None
+        raise argparse.ArgumentTypeError(f"not a date: {text!r}: write it like 2026-11-22") from None
 
 
 def _number(kind: type, text: str, *, allow_zero: bool):
@@ -101,3 +160,13 @@ def positive_int(text: str) -> int:
 def positive_float(text: str) -> float:
     """argparse type: a finite number > 0 (timeouts, windows)."""
     return _number(float, text, allow_zero=False)
+
+
+def utc_moment(text: str) -> _dt.datetime:
+    """argparse type: an ISO 8601 time, UTC when it names no offset (``--now``)."""
+    from retire.core import times
+
+    try:
+        return times.parse(text, assume_utc=True)
+    except times.TimeError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}: write it like 2026-11-22T09:00Z") from None

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from retire.commands.base import Command, ExitCode, positive_float, say
+from retire.commands.base import Command, ExitCode, Level, emit_json, positive_float, say
 from retire.core.errors import ConfigError
 from retire.core.project import Project
 
@@ -72,19 +71,19 @@ def run(project: Project, args: argparse.Namespace) -> int:
         raise ConfigError(None, "--index", "no index to list releases from",
                           "pass --index URL, or give a lane carrying the shim a default index")
     versions, yanked = list_releases(index_url, manifest.target.distribution)
-    err = bool(args.json)  # progress goes to stderr when stdout carries JSON
-    say(f"bisecting {manifest.target.distribution} for shim {manifest.id} over {len(versions)} listed release(s) …", err=err)
+    say(f"bisecting {manifest.target.distribution} for shim {manifest.id} over {len(versions)} listed release(s) …",
+        level=Level.PROGRESS)
 
     def progress(step: int, run: CandidateRun) -> None:
         note = " (cached)" if run.cached else f" {run.duration_s:.2f}s"
         extra = f" — {run.detail}" if run.detail and run.state == UNKNOWN else ""
-        say(f"  [{step}] {manifest.target.distribution} {run.version}: {run.state} ({run.outcome}){note}{extra}", err=err)
+        say(f"  [{step}] {manifest.target.distribution} {run.version}: {run.state} ({run.outcome}){note}{extra}", level=Level.PROGRESS)
 
     result = bisect(manifest, versions, yanked=yanked, include_prereleases=args.include_prereleases,
                     since=args.since, until=args.until, base_python=base_python, index_url=index_url,
                     cache_dir=args.cache or project.bisect_cache, timeout=args.timeout, on_step=progress)
     if args.json:
-        say(json.dumps(result.to_dict(), indent=2, default=str))
+        emit_json(result.to_dict())
     else:
         say(result.summary())
         if result.floor:

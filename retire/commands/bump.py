@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from retire.commands.base import Command, ExitCode, say, utc_time
+from retire.commands.base import Command, ExitCode, Level, emit_json, say, utc_moment
 from retire.core.project import Project
 
 
@@ -19,7 +19,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repo", help="owner/name to open the pull request in (with a GITHUB_TOKEN)")
     p.add_argument("--api-url", help="code host REST API base URL")
     p.add_argument("--base", default="HEAD", help="commit the branch starts from (default: HEAD)")
-    p.add_argument("--now", type=utc_time, help=argparse.SUPPRESS)  # tests: evaluate as of this UTC time
+    p.add_argument("--json", action="store_true", help="print one JSON document: the branch, each lane's diff, the PR")
+    p.add_argument("--now", type=utc_moment, help=argparse.SUPPRESS)  # tests: evaluate as of this UTC time
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
@@ -27,7 +28,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
 
     result = bump(project.root, lanes=args.lanes, packages=args.package, cooldown_days=args.cooldown,
                   now=args.now, base=args.base, run_suites=not args.no_run,
-                  open_pr=not args.no_pr, repository=args.repo, api_base=args.api_url, say=say)
+                  open_pr=not args.no_pr, repository=args.repo, api_base=args.api_url,
+                  say=lambda line: say(line, level=Level.PROGRESS))
     for lane in result.lanes:
         say(f"  {lane.status:<9} {lane.lane}: " + (f"{len(lane.changes)} package(s) changed" if lane.changes else lane.why))
     say(f"{result.status}: {result.branch}" + (f" — {result.reason}" if result.reason else ""))
@@ -35,8 +37,16 @@ def run(project: Project, args: argparse.Namespace) -> int:
         say(f"PR body: {result.body_path}")
     if result.pr_status != "not-requested":
         say(f"PR: {result.pr_status}" + (f" {result.pr_url}" if result.pr_url else ""))
-    return ExitCode.OK
+    if args.json:
+        from dataclasses import asdict
 
+        document = asdict(result)
+        document["lanes"] = [{**asdict(lane), "changes": [change.to_json() for change in lane.changes],
+                              "outcomes": [{"shim": s, "now": now, "before": before} for s, now, before in lane.outcomes]}
+                             for lane in result.lanes]
+        document["retirement_candidates"] = [{"lane": l, "shim": s} for l, s in result.retirement_candidates]
+        emit_json(document)
+    return ExitCode.OK
 
 COMMAND = Command("bump", "re-lock lanes with upgrades on a branch, with the diff and the suites' outcome", add_arguments, run,
                   "Re-lock lanes with upgrades on a branch, with the version diff and the shim suites' outcome; never merges.")

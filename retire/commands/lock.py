@@ -5,19 +5,23 @@ from __future__ import annotations
 import argparse
 import time
 
-from retire.commands.base import Command, ExitCode, positive_int, say
+from retire.commands.base import Command, ExitCode, Level, emit_json, positive_int, say, utc_moment
 from retire.core.project import Project
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("lanes", nargs="*", metavar="LANE", help="only these lanes (default: all)")
-    p.add_argument("--check", action="store_true", help="lock nothing; exit 1 naming every lane whose lock is missing or stale")
-    p.add_argument("--upgrade", action="store_true", help="re-resolve everything to the newest allowed versions")
+    p.add_argument("--check", action="store_true",
+                   help="lock nothing; exit 1 naming every lane whose lock is missing, stale or foreign")
+    p.add_argument("--upgrade", action="store_true",
+                   help="re-resolve everything to the newest allowed versions (cooldowns measured from now)")
     p.add_argument("--upgrade-package", action="append", metavar="NAME",
                    help="re-resolve only NAME (repeatable); only lanes that hold it are touched")
-    p.add_argument("--force", action="store_true", help="re-lock even lanes whose lock is current")
+    p.add_argument("--force", action="store_true", help="re-lock even lanes whose lock is current (cutoffs kept)")
     p.add_argument("--jobs", type=positive_int, default=None, help="lanes locked at once (default: all, up to 16)")
     p.add_argument("--require-all", action="store_true", help="exit 1 also when a lane's index is unreachable from this host")
+    p.add_argument("--json", action="store_true", help="print one JSON document (docs/commands.md); notes go to stderr")
+    p.add_argument("--now", type=utc_moment, help=argparse.SUPPRESS)  # tests: measure cooldowns from this UTC time
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
@@ -26,7 +30,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
 
     lanes = lanefile.select(project.lanes(), args.lanes)
     if args.check:
-        return _check(project, lanes)
+        return _check(project, lanes, args)
     upgrade_packages = tuple(args.upgrade_package or ())
     if upgrade_packages:
         lanes = locking.lanes_with_package(lanes, project.locks_dir, upgrade_packages)
@@ -36,11 +40,17 @@ def run(project: Project, args: argparse.Namespace) -> int:
     if pending:  # asking uv its version costs a process: only when uv will run anyway
         from retire.core import uv
 
-        say(f"locking {len(pending)} of {len(lanes)} lane(s) with uv {uv.version()} …")
+        say(f"locking {len(pending)} of {len(lanes)} lane(s) with uv {uv.version()} …", level=Level.PROGRESS)
 
     def report(result: locking.LockResult) -> None:
-        extra = f"{result.packages} packages, {result.seconds:.1f}s" if result.ok else result.message
-        say(f"  {result.status:<11} {result.lane}: {extra}")
+        if result.ok:
+            extra = f"{result.packages} packages, {result.seconds:.1f}s"
+            extra += f", nothing uploaded after {result.cutoff}" if result.cutoff else ""
+        else:
+            extra = result.message
+        say(f"  {result.status:<11} {result.lane}: {extra}", level=Level.RESULT if result.status != "up-to-date" else Level.PROGRESS)
+        if result.replaced:
+            say(f"      replaced a foreign lock ({result.replaced})")
         if result.status == "failed" and result.detail:
             for line in result.detail.splitlines():
                 say(f"      | {line}")
@@ -48,6 +58,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     results = locking.lock_lanes(
         lanes, project.locks_dir, jobs=args.jobs, on_done=report,
         upgrade=args.upgrade, upgrade_packages=upgrade_packages, force=args.force,
+        **({"now": args.now} if args.now else {}),
     )
     counts: dict[str, int] = {}
     for result in results:
@@ -58,35 +69,45 @@ def run(project: Project, args: argparse.Namespace) -> int:
     if unreachable:
         say(f"note: {', '.join(unreachable)} could not reach an index from this host; their previous locks are kept")
     failed = counts.get("failed", 0) + (len(unreachable) if args.require_all else 0)
-    return ExitCode.FAILED if failed else ExitCode.OK
+    code = ExitCode.FAILED if failed else ExitCode.OK
+    if args.json:
+        emit_json({"ok": code == ExitCode.OK, "counts": counts, "lanes": [r.to_json() for r in results]})
+    return code
 
 
-def _check(project: Project, lanes: list) -> int:
+def _check(project: Project, lanes: list, args: argparse.Namespace) -> int:
     from retire.core import uv
     from retire.locks import locking
 
     named = uv.host_indexes().named
-    stale, unlockable = [], []
-    for lane, why in locking.stale_lanes(lanes, project.locks_dir):
+    rows, bad, unchecked = [], [], 0
+    for lane in lanes:
+        state = locking.lock_state(lane, project.locks_dir)
+        shown_state, fix = str(state.freshness), None
         # A lane never locked because its index has no URL on this host cannot be judged
         # here; a lock that exists but no longer matches its lane is always an error.
-        if why == "no lock" and isinstance(locking.resolve_index_urls(lane, named), str):
-            unlockable.append(lane)
-        else:
-            stale.append((lane, why))
-    for lane in unlockable:
-        say(f"note   {lane.name}: never locked; its index has no URL on this host, so it cannot be checked here")
-    for lane, why in stale:
-        say(f"stale  {lane.name}: {why} ({lane.origin}) — run `nox -s lock -- {lane.name}`")
-    if stale:
-        say(f"{len(stale)} of {len(lanes)} locks do not match their lanes: {', '.join(l.name for l, _ in stale)}")
-        return ExitCode.FAILED
-    say(f"{len(lanes) - len(unlockable)} of {len(lanes)} locks match their lanes"
-        + (f"; {len(unlockable)} cannot be checked on this host" if unlockable else ""))
-    return ExitCode.OK
+        if state.freshness is locking.Freshness.MISSING and isinstance(locking.resolve_index_urls(lane, named), str):
+            shown_state, unchecked = "unchecked", unchecked + 1
+            say(f"note    {lane.name}: never locked; its index has no URL on this host, so it cannot be checked here")
+        elif not state.current:
+            fix = f"nox -s lock -- {lane.name}"
+            bad.append(lane.name)
+            say(f"{shown_state:<7} {lane.name}: {state.why} ({lane.origin}) — run `{fix}`"
+                + (" to replace it with a patchlane lock" if state.freshness is locking.Freshness.FOREIGN else ""))
+        rows.append({"lane": lane.name, "state": shown_state, "why": state.why, "origin": lane.origin, "fix": fix})
+    if bad:
+        say(f"{len(bad)} of {len(lanes)} locks do not match their lanes: {', '.join(bad)}")
+    else:
+        say(f"{len(lanes) - unchecked} of {len(lanes)} locks match their lanes"
+            + (f"; {unchecked} cannot be checked on this host" if unchecked else ""))
+    if args.json:
+        emit_json({"ok": not bad, "lanes": rows})
+    return ExitCode.FAILED if bad else ExitCode.OK
 
 
 COMMAND = Command(
     "lock", "write locks/<lane>/pylock.toml for each lane through uv", add_arguments, run,
-    "Lock lanes in parallel. Unchanged lanes are skipped; a lane that fails keeps its previous lock.",
+    "Lock lanes in parallel. Unchanged lanes are skipped; a lane that fails keeps its previous lock. "
+    "A cooldown (exclude-newer = \"7 days\") is resolved to a UTC cutoff when a lane is first locked and "
+    "recorded in the lock; re-locks keep it until --upgrade or --upgrade-package.",
 )

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from retire.commands.base import Command, ExitCode, say
+from retire.commands.base import Command, ExitCode, Level, emit_json, say
 from retire.core.errors import ConfigError
 from retire.core.project import Project
 
@@ -67,7 +66,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
         return _sync(project, args)
     rows = [_describe(m) for m in _selected(project, args)]
     if getattr(args, "json", False):
-        say(json.dumps(rows, indent=2))
+        emit_json(rows)
         return ExitCode.OK
     if not rows:
         say("no mirrors declared: add [[mirrors.repository]] entries to patchlane.toml (docs/mirrors.md)")
@@ -91,7 +90,7 @@ def _sync(project: Project, args: argparse.Namespace) -> int:
         return ExitCode.OK
     results = []
     for mirror in mirrors:
-        say(f"syncing {mirror.repository} → {mirror.path} …", err=bool(args.json))
+        say(f"syncing {mirror.repository} → {mirror.path} …", level=Level.PROGRESS)
         result = sync(mirror)
         results.append(result)
         if not args.json:
@@ -102,9 +101,9 @@ def _sync(project: Project, args: argparse.Namespace) -> int:
         say(f"note: {len(unreachable)} mirror(s) could not be reached from this host and were left as they are; "
             "verdicts read what they hold and say when a mirror is behind")
     if args.json:
-        say(json.dumps([{"repository": r.repository, "path": str(r.path), "status": r.status, "detail": r.detail,
+        emit_json([{"repository": r.repository, "path": str(r.path), "status": r.status, "detail": r.detail,
                          "newest_commit": r.newest_commit_at.isoformat() if r.newest_commit_at else None}
-                        for r in results], indent=2))
+                   for r in results])
     failed = [r for r in results if not r.ok] + (unreachable if args.strict else [])
     return ExitCode.FAILED if failed else ExitCode.OK
 

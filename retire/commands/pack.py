@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import json
 from pathlib import Path
 
-from retire.commands.base import Command, ExitCode, iso_date, positive_float, positive_int, say, shown, utc_time
+from retire.commands.base import Command, ExitCode, emit_json, iso_date, positive_float, positive_int, say, shown, utc_moment
 from retire.core.project import Project
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from retire.packs.checks import DEFAULT_MAX_CODE_LINES, DEFAULT_WINDOW
 
-    p.add_argument("--now", type=utc_time, help="evaluate as of this UTC time (default: now)")
+    p.add_argument("--now", type=utc_moment, help="evaluate as of this UTC time (default: now)")
     p.add_argument("--window-days", type=positive_float, default=DEFAULT_WINDOW.days,
                    help="how recent a BUG_REPRODUCED run must be (default: 1 day)")
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -22,6 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     a.add_argument("ids", nargs="*", metavar="ID")
     a.add_argument("--max-code-lines", type=positive_int, default=DEFAULT_MAX_CODE_LINES)
     a.add_argument("--validation", type=Path, help="validation manifest (default: validation/manifest.jsonl)")
+    a.add_argument("--json", action="store_true", help='print one JSON document: {"ok", "packs": [...]}')
     a = actions.add_parser("plan", help="propose the next filing wave")
     a.add_argument("--day", type=iso_date, help="the day to plan for (default: today, UTC)")
     a.add_argument("--json", action="store_true")
@@ -49,7 +49,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     if args.action == "plan":
         wave, _ = store.plan(root, day=args.day, now=args.now, window=window)
         if args.json:
-            say(json.dumps(wave.to_json(), indent=2))
+            emit_json(wave.to_json())
             return ExitCode.OK
         if not wave.packs:
             say(f"no wave for {wave.day.isoformat()}: {wave.reason}")
@@ -66,7 +66,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     if args.action == "queue":
         entries = store.filing_queue(root, now=args.now, window=window)
         if args.json:
-            say(json.dumps([e.to_json() for e in entries], indent=2))
+            emit_json([e.to_json() for e in entries])
         else:
             print(store.markdown_section(entries), end="", flush=True)
         return ExitCode.OK
@@ -110,6 +110,8 @@ def _check(project: Project, args: argparse.Namespace, window: _dt.timedelta) ->
             extra = f" (approved by {e.approved_by})" if e.status == "approved" else ""
             say(f"ready       {e.id} → {e.repository} [{e.priority}]{extra}")
     say(f"{len(entries) - not_ready} of {len(entries)} pack(s) ready or settled; {not_ready} not ready")
+    if args.json:
+        emit_json({"ok": not not_ready, "packs": [e.to_json() for e in entries]})
     return ExitCode.FAILED if not_ready else ExitCode.OK
 
 

@@ -8,7 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from retire.commands import report
-from retire.commands.base import Command, ExitCode, say
+from retire.commands.base import Command, ExitCode, Level, emit_json, say
 from retire.core.project import Project
 
 
@@ -21,6 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     apply.add_argument("--base", default="HEAD", help="commit the branches start from (default: HEAD)")
     apply.add_argument("--pr-base", help="branch the pull requests target (default: the --base branch)")
     apply.add_argument("--remote", default="origin", help="remote the branches are pushed to (default: origin)")
+    # --json comes from the report's arguments: with --apply it prints {"ok", "proposals": [...]}
     apply.add_argument("--plan", type=Path, action="append", metavar="FILE",
                        help="apply these plans (JSON: shim_id, why, floors, evidence_markdown, upstream_links; "
                             "one or a list) instead of the verdicts' (repeatable)")
@@ -34,17 +35,19 @@ def run(project: Project, args: argparse.Namespace) -> int:
     todo = _plans_from_files(args.plan) if args.plan else _plans_from_verdicts(project, args)
     if not todo:
         say("no shim has a retire verdict: nothing to propose")
+        if args.json:
+            emit_json({"ok": True, "proposals": []})
         return ExitCode.OK
     outcomes = autodrop.apply(project.root, todo, base=args.base, open_prs=not args.no_pr, repository=args.repo,
                               api_base=args.api_url, remote=args.remote, pr_base=args.pr_base,
-                              on_step=None if args.json else lambda shim, step: say(f"  {shim}: {step}"))
+                              on_step=lambda shim, step: say(f"  {shim}: {step}", level=Level.PROGRESS))
+    for o in outcomes:
+        pr = f" [PR: {o.pr_status}{' ' + o.pr_url if o.pr_url else ''}]" if o.pr_status != "not-requested" else ""
+        say(f"{o.status:<17} {o.branch}" + (f" — {o.reason}" if o.reason else "") + pr)
+    ok = all(o.ok for o in outcomes)
     if args.json:
-        say(json.dumps([asdict(o) for o in outcomes], indent=2))
-    else:
-        for o in outcomes:
-            pr = f" [PR: {o.pr_status}{' ' + o.pr_url if o.pr_url else ''}]" if o.pr_status != "not-requested" else ""
-            say(f"{o.status:<17} {o.branch}" + (f" — {o.reason}" if o.reason else "") + pr)
-    return ExitCode.OK if all(o.ok for o in outcomes) else ExitCode.FAILED
+        emit_json({"ok": ok, "proposals": [asdict(o) for o in outcomes]})
+    return ExitCode.OK if ok else ExitCode.FAILED
 
 
 def _plans_from_verdicts(project: Project, args: argparse.Namespace) -> list:
@@ -57,9 +60,8 @@ def _plans_from_verdicts(project: Project, args: argparse.Namespace) -> list:
     records = validation.load(records_path)
     verdicts = gather(list(manifests.values()), lanes, project.locks_dir, records_path,
                       cache_dir=project.http_cache, **report.gather_options(project, args))
-    if not args.json:
-        for verdict in verdicts:
-            say(f"{verdict.shim:<28} {verdict.decision:<8} {verdict.why}")
+    for verdict in verdicts:
+        say(f"{verdict.shim:<28} {verdict.decision:<8} {verdict.why}", level=Level.PROGRESS)
     return plans(verdicts, manifests, records)
 
 

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import sys
 from pathlib import Path
 
-from retire.commands.base import Command, ExitCode, positive_float, positive_int, say, shown
+from retire.commands.base import (
+    Command, ExitCode, Level, emit_json, json_mode, live, positive_float, positive_int, say, shown, verbosity,
+)
 from retire.core.project import Project
+
+
+def _seconds_or_zero(text: str) -> float:
+    return 0.0 if text.strip() in ("0", "0.0") else positive_float(text)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -17,10 +25,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--overlay", metavar="PYTHON", default=os.environ.get("PATCHLANE_OVERLAY") or None,
                    help="build overlay envs on this base interpreter, e.g. a GPU image's python (env: PATCHLANE_OVERLAY)")
     p.add_argument("--timeout", type=positive_float, help="seconds per reproducer (default: each manifest's own)")
+    p.add_argument("--heartbeat", type=_seconds_or_zero, default=20.0, metavar="SECONDS",
+                   help="say 'still running …' this often while a reproducer runs (default 20; 0: never)")
     p.add_argument("--manifest", type=Path, help="validation manifest to append to (default: validation/manifest.jsonl)")
     p.add_argument("--no-record", action="store_true", help="do not record the results")
     p.add_argument("--run-id", help="group this run's results under ID (nox passes one per invocation)")
     p.add_argument("--envs-dir", type=Path, help="where lane environments live (default: .patchlane/envs)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON document (the lanes' outcomes); the pytest view goes to stderr")
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
@@ -36,28 +48,37 @@ def run(project: Project, args: argparse.Namespace) -> int:
     host = lanerun.Host.detect()
     options = lanerun.RunOptions(
         locks_dir=project.locks_dir, envs_dir=args.envs_dir or project.envs_dir,
-        overlay=args.overlay, timeout=args.timeout, host=host,
+        overlay=args.overlay, timeout=args.timeout, host=host, heartbeat_s=args.heartbeat,
+        live=live() and args.jobs == 1,  # uv's bars from several lanes at once would tear each other apart
         **({"run_id": args.run_id} if args.run_id else {}),
     )
-    say(f"run {options.run_id}: {len(lanes)} lane(s) on this host ({host.description}), {args.jobs} at a time")
+    say(f"run {options.run_id}: {len(lanes)} lane(s) on this host ({host.description}), {args.jobs} at a time",
+        level=Level.PROGRESS)
     results = lanerun.run_lanes(lanes, manifests, options, jobs=args.jobs,
-                                progress=lambda lane, msg: say(f"[{lane}] {msg}"))
+                                progress=lambda lane, msg: say(f"[{lane}] {msg}", level=Level.PROGRESS))
     records = [record for run in results for shim in run.shims for record in shim.records]
     target = args.manifest or project.validation
+    recorded = 0
     if records and not args.no_record:
-        added = validation.append(target, records)
-        say(f"recorded {added} reproducer run(s) in {shown(target)}")
+        recorded = validation.append(target, records)
+        say(f"recorded {recorded} reproducer run(s) in {shown(target)}")
     summaries = project.run_dir(options.run_id)
     for run in results:
         atomic_write(summaries / f"{run.lane}.json", json.dumps(lanerun.to_summary(run), indent=2))
     locations = {"lanes": Path(shown(project.lanes_dir))}
     locations.update({shim_id: Path(shown(m.reproducer_path)) for shim_id, m in manifests.items()})
-    suite.report(results, locations)
+    # The pytest view is for people: under --json it goes to stderr, so stdout stays one document.
+    with contextlib.redirect_stdout(sys.stderr) if json_mode() else contextlib.nullcontext():
+        suite.report(results, locations, verbose=verbosity() >= 0, colour=None if live() else False)
     say("")
     say(lanerun.summary_table(results))
     failed = [run.lane for run in results if run.failed]
     if failed:
         say(f"FAILED lanes: {', '.join(failed)}")
+    if args.json:
+        emit_json({"ok": not failed, "run_id": options.run_id, "host": host.description,
+                   "recorded": recorded, "manifest": None if args.no_record else shown(target),
+                   "lanes": [lanerun.to_summary(run) for run in results], "failed": failed})
     return ExitCode.FAILED if failed else ExitCode.OK
 
 

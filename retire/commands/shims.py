@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 
-from retire.commands.base import Command, ExitCode, say
+from retire.commands.base import Command, ExitCode, emit_json, say
 from retire.core.project import Project
 
 
@@ -28,7 +27,10 @@ def run(project: Project, args: argparse.Namespace) -> int:
     # This process activates the project's catalogue, never whatever the installed package holds.
     os.environ[shims.PATH_ENV] = str(project.shims_dir)
     found = listing.rows(probe=args.probe)
-    say(json.dumps(found, indent=2) if args.json else listing.table(found))
+    if args.json:
+        emit_json(found)
+    else:
+        say(listing.table(found))
     return ExitCode.OK
 
 

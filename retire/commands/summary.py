@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 
-from retire.commands.base import Command, ExitCode, say
+from retire.commands.base import Command, ExitCode, emit_json, say
 from retire.core.errors import ConfigError
 from retire.core.project import Project
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run-id", required=True, help="the id the lane runs recorded under")
+    p.add_argument("--json", action="store_true", help="print one JSON document: every lane's outcomes")
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
@@ -28,8 +29,12 @@ def run(project: Project, args: argparse.Namespace) -> int:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ConfigError(path, None, f"unreadable lane summary ({type(exc).__name__})",
                               "re-run that lane, or delete the file") from None
-    say(lanerun.summary_table(results))
     failed = [run.lane for run in results if run.failed]
+    if args.json:
+        emit_json({"ok": not failed, "run_id": args.run_id, "lanes": [lanerun.to_summary(r) for r in results],
+                   "failed": failed})
+        return ExitCode.FAILED if failed else ExitCode.OK
+    say(lanerun.summary_table(results))
     if failed:
         say(f"FAILED lanes: {', '.join(failed)}")
     return ExitCode.FAILED if failed else ExitCode.OK

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from retire.commands.base import Command, ExitCode, positive_int, say
+from retire.commands.base import Command, ExitCode, emit_json, positive_int, say
 from retire.core.errors import ConfigError
 from retire.core.project import Project
 
@@ -51,7 +50,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
         stale_after_days=args.stale_after, workers=args.jobs,
     )
     if args.json:
-        say(json.dumps([v.to_json() for v in verdicts], indent=2))
+        emit_json([v.to_json() for v in verdicts])
         return ExitCode.OK
     width = max([len(v.shim) for v in verdicts] + [4])
     say(f"{'shim':<{width}}  {'verdict':<7}  why")

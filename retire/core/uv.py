@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import subprocess
+import sys
 import tempfile
+import threading
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -47,13 +50,16 @@ CALLER_PYTHON_ENV = ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "__PYVENV_LAUNCH
 INDEX_ENV = ("UV_INDEX", "UV_DEFAULT_INDEX", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL")
 
 
-def base_env(extra: dict[str, str] | None = None, *, without_indexes: bool = False) -> dict[str, str]:
-    """The environment uv runs in: quiet, and never downloading interpreters behind our back."""
+def base_env(extra: dict[str, str] | None = None, *, without_indexes: bool = False,
+             progress: bool = False) -> dict[str, str]:
+    """The environment uv runs in: quiet (unless ``progress``), and never downloading
+    interpreters behind our back."""
     env = dict(os.environ)
     if without_indexes:
         for name in INDEX_ENV:
             env.pop(name, None)
-    env.setdefault("UV_NO_PROGRESS", "1")
+    if not progress:
+        env.setdefault("UV_NO_PROGRESS", "1")
     env.setdefault("UV_PYTHON_DOWNLOADS", "never")
     for name in CALLER_PYTHON_ENV:  # a lane's tools never see the caller's venv or paths by accident
         env.pop(name, None)
@@ -63,17 +69,91 @@ def base_env(extra: dict[str, str] | None = None, *, without_indexes: bool = Fal
 
 
 def run(args: Sequence[str], *, cwd: str | os.PathLike[str] | None = None,
-        without_indexes: bool = False) -> subprocess.CompletedProcess[str]:
+        without_indexes: bool = False, live: bool = False) -> subprocess.CompletedProcess[str]:
     """``uv args…``: the pinned binary in :func:`base_env`, stdin closed, output captured as text.
 
+    ``live`` also shows uv's stderr on this process's stderr as it comes, progress bars
+    included (:func:`_run_live`); callers ask for it only when stderr is a terminal.
     uv's own failures come back as the exit code (callers explain them with
     :func:`failure_lines`); only a uv that cannot be started raises.
     """
+    if live and _PTY_OK:
+        return _run_live(args, cwd=cwd, without_indexes=without_indexes)
     try:
         return subprocess.run([binary(), *args], cwd=cwd, capture_output=True, text=True,
                               env=base_env(without_indexes=without_indexes), stdin=subprocess.DEVNULL)
     except OSError as exc:
         raise PatchlaneError(f"uv could not be started: {exc}") from None
+
+
+try:
+    import fcntl
+    import pty
+    import termios
+
+    _PTY_OK = True
+except ImportError:  # not POSIX: no live view, output stays captured
+    _PTY_OK = False
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+
+
+def plain(text: str) -> str:
+    """Terminal output as the lines it leaves: escapes dropped, each line what its last redraw said."""
+    lines = []
+    for line in _ANSI.sub("", text).split("\n"):
+        segments = [part for part in line.split("\r") if part.strip()]
+        if segments or line == "":
+            lines.append(segments[-1] if segments else "")
+    return "\n".join(lines)
+
+
+def _echo(chunk: bytes) -> None:
+    stream = sys.stderr
+    if hasattr(stream, "buffer"):
+        stream.flush()
+        stream.buffer.write(chunk)
+    else:  # a text-only stderr (a test's capture): the bytes as text
+        stream.write(chunk.decode(errors="replace"))
+    stream.flush()
+
+
+def _run_live(args: Sequence[str], *, cwd, without_indexes: bool) -> subprocess.CompletedProcess[str]:
+    """Run uv with its stderr on a pseudo-terminal copied to ours as it comes, so it draws its
+    progress; the text comes back too, as :func:`plain` lines, for the caller to parse."""
+    master, follower = pty.openpty()
+    try:  # the bars fit our terminal's width
+        fcntl.ioctl(follower, termios.TIOCSWINSZ, fcntl.ioctl(sys.stderr.fileno(), termios.TIOCGWINSZ, b"\0" * 8))
+    except (OSError, ValueError, AttributeError):
+        pass
+    try:
+        proc = subprocess.Popen([binary(), *args], cwd=cwd, stdout=subprocess.PIPE, stderr=follower,
+                                stdin=subprocess.DEVNULL, env=base_env(without_indexes=without_indexes, progress=True))
+    except OSError as exc:
+        os.close(master)
+        raise PatchlaneError(f"uv could not be started: {exc}") from None
+    finally:
+        os.close(follower)
+    out: list[bytes] = []
+    reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)
+    reader.start()
+    seen = bytearray()
+    try:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: uv closed its end
+                break
+            if not chunk:
+                break
+            seen += chunk
+            _echo(chunk)
+    finally:
+        os.close(master)
+    code = proc.wait()
+    reader.join()
+    stdout = b"".join(out).decode(errors="replace")
+    return subprocess.CompletedProcess([binary(), *args], code, stdout, plain(seen.decode(errors="replace")))
 
 
 def failure_lines(stderr: str) -> list[str]:

@@ -72,6 +72,13 @@ def _moment(value: object) -> _dt.datetime | None:
         return None
 
 
+def _is_span(value: object) -> bool:
+    try:
+        return isinstance(value, str) and bool(times.parse_span(value))
+    except times.TimeError:
+        return False
+
+
 def primary_body(doc: tomlkit.TOMLDocument) -> Table:
     """The table that speaks for the whole file: ``[lane]``, or ``[matrix.base]`` (made if absent)."""
     if "lane" in doc:
@@ -88,11 +95,15 @@ def roll_exclude_newer(path: Path, cutoff: _dt.datetime) -> bool:
 
     The cutoff is how a cooldown becomes part of the lane, so the bumped lock stays
     reproducible; an axis value with its own date still overrides the base, as matrices allow.
+    A lane's own cooldown (``exclude-newer = "7 days"``) is left as written: the lock records
+    the cutoff it resolves to, and a bump's re-lock measures it from now.
     """
     doc = tomlkit.parse(path.read_text(encoding="utf-8"))
     changed = False
     for body in lane_bodies(doc):
         if "exclude-newer" not in body:
+            continue
+        if _is_span(body["exclude-newer"].unwrap()):
             continue
         current = _moment(body["exclude-newer"].unwrap())
         if current is None or current < cutoff:

@@ -7,12 +7,15 @@ A file holds either one lane (``[lane]``; the lane is named after the file) or o
 from __future__ import annotations
 
 import math
+import re
+from datetime import datetime
 from pathlib import Path
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from retire.core import times
 from retire.core.errors import ConfigError
 from retire.lanes import matrix as matrix_mod
 from retire.lanes.model import (
@@ -23,8 +26,11 @@ from retire.lanes.model import (
     PRERELEASE_MODES,
     PYTHON_VERSION,
     SHIM_ID,
+    Cooldown,
+    Freeze,
     IndexSpec,
     Lane,
+    PackageFreeze,
     StaticMetadata,
 )
 from shims import tomlreader
@@ -40,6 +46,7 @@ BODY_KEYS = {
     "indexes": "indexes",
     "sources": "sources",
     "exclude-newer": "exclude_newer",
+    "exclude-newer-package": "exclude_newer_package",
     "prerelease": "prerelease",
     "static-metadata": "static_metadata",
     "env": "env",
@@ -48,6 +55,8 @@ BODY_KEYS = {
 }
 MATRIX_KEYS = ("name", "description", "base", "axes", "exclude", "include")
 AXIS_VALUE_HINT = "axis names and values are lowercase: letters, digits, '.', '_', '-'"
+_DATE_TEXT = re.compile(r"\d{4}-")  # a quoted date or time, not a span
+_PROJECT_NAME = re.compile(r"[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]")  # PEP 508 / PEP 503
 #: The most cells one matrix may expand to (each is a lane with its own lock).
 MAX_CELLS = 4096
 
@@ -95,7 +104,14 @@ class _Reader:
             return {str(canonicalize_name(package)): index.string(fix=_as('"<index name>"'), empty_ok=True)
                     for package, index in table.entries()}
         if key == "exclude-newer":
-            return value.moment()
+            return self._freeze(value, exempt_ok=False)
+        if key == "exclude-newer-package":
+            table = value.table(fix=_as('a table such as { torch = false, numpy = 2026-11-01 }'))
+            for package, item in table.entries():
+                if not _PROJECT_NAME.fullmatch(package):
+                    raise item.error(f"not a package name: {package!r}", "use the name as the index lists it, e.g. torch")
+            return {str(canonicalize_name(package)): self._freeze(item, exempt_ok=True)
+                    for package, item in table.entries()}
         if key == "prerelease":
             return value.choice(PRERELEASE_MODES, noun="pre-release mode")
         if key == "static-metadata":
@@ -116,6 +132,23 @@ class _Reader:
         if key == "needs-cuda":
             return value.boolean(fix=_as("true or false"))
         raise AssertionError(key)  # BODY_KEYS and this dispatch list the same keys
+
+    def _freeze(self, value: Value, *, exempt_ok: bool) -> Freeze:
+        """A date or time (UTC when it names no offset), a span before lock time such as
+        ``"7 days"``, or — for one package — ``false``: not frozen at all."""
+        examples = '2026-11-15, 2026-11-15T09:00:00Z, "7 days" or "24 hours"' + (", or false" if exempt_ok else "")
+        if isinstance(value.raw, bool):
+            if exempt_ok and value.raw is False:
+                return None
+            raise value.error(f"{str(value.raw).lower()} is not a cutoff",
+                              "write false to exempt the package from the freeze, or a date" if exempt_ok
+                              else f"write {examples}")
+        if isinstance(value.raw, str) and not _DATE_TEXT.match(value.raw.strip()):
+            try:
+                return Cooldown(times.parse_span(value.raw))
+            except times.TimeError as exc:
+                raise value.error(str(exc), f"write {examples}") from None
+        return value.moment(fix=f"write {examples}")
 
     def _indexes(self, value: Value) -> dict[str, IndexSpec]:
         out = {}
@@ -173,7 +206,10 @@ class _Reader:
             overrides=tuple(body.get("overrides", ())),
             indexes=tuple(indexes.values()),
             sources=tuple(sorted(body.get("sources", {}).items())),
-            exclude_newer=body.get("exclude_newer"),
+            exclude_newer=freeze if isinstance(freeze := body.get("exclude_newer"), datetime) else None,
+            cooldown=freeze if isinstance(freeze, Cooldown) else None,
+            exclude_newer_package=tuple(PackageFreeze(name, when) for name, when
+                                        in sorted(body.get("exclude_newer_package", {}).items())),
             prerelease=body.get("prerelease"),
             static_metadata=tuple(body.get("static_metadata", ())),
             env=tuple(sorted(body.get("env", {}).items())),

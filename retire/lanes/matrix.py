@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 LIST_KEYS = ("requirements", "constraints", "overrides", "shims", "static_metadata")
-TABLE_KEYS = ("env", "indexes", "sources")
+TABLE_KEYS = ("env", "indexes", "sources", "exclude_newer_package")
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 
 

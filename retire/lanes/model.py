@@ -6,9 +6,9 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from retire.core.times import format_utc
+from retire.core.times import format_span, format_utc
 
 LANE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
 INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
@@ -49,6 +49,43 @@ class StaticMetadata:
 
 
 @dataclass(frozen=True)
+class Cooldown:
+    """A freeze relative to lock time: nothing uploaded within ``span`` before the lock was made.
+
+    A lock resolves it to an absolute cutoff once and records it; re-locks reuse that cutoff
+    until ``--upgrade`` (see :func:`retire.locks.locking.resolve_freezes`).
+    """
+
+    span: timedelta
+
+    def __str__(self) -> str:
+        return format_span(self.span)
+
+    def cutoff(self, at: datetime) -> datetime:
+        return (at - self.span).replace(microsecond=0)
+
+
+#: A freeze: an absolute cutoff, a cooldown, or None (for one package: not frozen at all).
+Freeze = datetime | Cooldown | None
+
+
+def freeze_text(freeze: Freeze) -> str | bool:
+    """How a freeze is written in digests and provenance: a UTC time, a span, or ``False`` (none)."""
+    if freeze is None:
+        return False
+    return str(freeze) if isinstance(freeze, Cooldown) else format_utc(freeze)
+
+
+@dataclass(frozen=True)
+class PackageFreeze:
+    """uv's ``exclude-newer-package``: one package's own cutoff, or none at all (a nightly index
+    without upload times, a package the shop must always take fresh)."""
+
+    name: str  # canonical
+    freeze: Freeze
+
+
+@dataclass(frozen=True)
 class Lane:
     name: str
     python: str
@@ -59,6 +96,8 @@ class Lane:
     indexes: tuple[IndexSpec, ...] = ()
     sources: tuple[tuple[str, str], ...] = ()  # (package, index name): where it must come from
     exclude_newer: datetime | None = None
+    cooldown: Cooldown | None = None  # exclude-newer = "7 days": relative to lock time (never with exclude_newer)
+    exclude_newer_package: tuple[PackageFreeze, ...] = ()
     prerelease: str | None = None
     static_metadata: tuple[StaticMetadata, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
@@ -78,13 +117,19 @@ class Lane:
     def index(self, name: str) -> IndexSpec | None:
         return next((i for i in self.indexes if i.name == name), None)
 
+    @property
+    def freeze(self) -> Freeze:
+        """The lane's ``exclude-newer``: a date, a cooldown, or None."""
+        return self.exclude_newer or self.cooldown
+
     def lock_inputs(self) -> dict:
         """Everything that decides the lock's contents, in a canonical, JSON-able form.
 
         Index URLs that come from the host's uv configuration are not part of the lane, so
-        they are not digested: the same lane locks the same way behind a mirror.
+        they are not digested: the same lane locks the same way behind a mirror. Keys added
+        after digest version 1 appear only when set, so existing locks stay current.
         """
-        return {
+        inputs = {
             "digest-version": DIGEST_VERSION,
             "python": self.python,
             "platform": self.platform,
@@ -95,7 +140,7 @@ class Lane:
                 {"name": i.name, "url": i.url, "default": i.default} for i in self.indexes
             ],
             "sources": sorted(self.sources),
-            "exclude-newer": format_utc(self.exclude_newer) if self.exclude_newer else None,
+            "exclude-newer": freeze_text(self.freeze) if self.freeze else None,
             "prerelease": self.prerelease,
             "static-metadata": [
                 {
@@ -108,6 +153,9 @@ class Lane:
                 for m in self.static_metadata
             ],
         }
+        if self.exclude_newer_package:
+            inputs["exclude-newer-package"] = {p.name: freeze_text(p.freeze) for p in self.exclude_newer_package}
+        return inputs
 
     @property
     def digest(self) -> str:

@@ -8,6 +8,7 @@ the committed one, atomically, so a failed lane keeps its previous lock.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -15,6 +16,7 @@ import time
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Callable
@@ -28,6 +30,7 @@ from retire.core import uv
 from retire.core.atomic import atomic_write
 from retire.core import times
 from retire.lanes.model import LANE_NAME, Lane
+from retire.locks.cutoffs import Cutoffs, resolve_cutoffs
 
 LOCK_NAME = "pylock.toml"
 UNREACHABLE_MARKERS = (
@@ -49,10 +52,15 @@ class LockResult:
     detail: str = ""  # uv's full explanation, for failures
     seconds: float = 0.0
     packages: int = 0
+    cutoff: str | None = None  # the exclude-newer the lock was made with (UTC), when the lane freezes
+    replaced: str = ""  # why the lock it replaced was not patchlane's for this lane (a foreign lock)
 
     @property
     def ok(self) -> bool:
         return self.status in ("locked", "up-to-date")
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
 
 
 def lock_path(locks_dir: Path, lane_name: str) -> Path:
@@ -217,8 +225,10 @@ def uv_toml(lane: Lane, indexes: list[dict]) -> str:
     return tomlkit.dumps(doc)
 
 
-def compile_args(lane: Lane, *, upgrade: bool = False, upgrade_packages: tuple[str, ...] = ()) -> list[str]:
+def compile_args(lane: Lane, *, upgrade: bool = False, upgrade_packages: tuple[str, ...] = (),
+                 cutoffs: Cutoffs | None = None) -> list[str]:
     """The ``uv`` arguments that lock ``lane``, run in the folder :func:`lock_lane` prepares."""
+    cutoffs = cutoffs or resolve_cutoffs(lane, None, now=times.now(), roll=True)
     cmd = [
         "pip", "compile", "pyproject.toml",
         "--format", "pylock.toml", "--output-file", LOCK_NAME,
@@ -231,8 +241,10 @@ def compile_args(lane: Lane, *, upgrade: bool = False, upgrade_packages: tuple[s
         cmd += ["--constraints", "constraints.txt"]
     if lane.overrides:
         cmd += ["--overrides", "overrides.txt"]
-    if lane.exclude_newer:
-        cmd += ["--exclude-newer", times.format_utc(lane.exclude_newer)]
+    if cutoffs.exclude_newer:
+        cmd += ["--exclude-newer", times.format_utc(cutoffs.exclude_newer)]
+    for name, at in cutoffs.packages:
+        cmd += ["--exclude-newer-package", f"{name}={times.format_utc(at) if at else 'false'}"]
     if lane.prerelease:
         cmd += ["--prerelease", lane.prerelease]
     if upgrade:
@@ -251,7 +263,7 @@ def explain_failure(stderr: str) -> tuple[str, str]:
     return status, summary[:600]
 
 
-def stamp(lock_text: str, lane: Lane, origin: str) -> str:
+def stamp(lock_text: str, lane: Lane, origin: str, cutoffs: Cutoffs | None = None) -> str:
     """The lock with a patchlane header and the ``[tool.patchlane]`` provenance table.
 
     Text, not a parse-and-dump: uv writes no ``[tool]`` table of its own, and a lock of a GPU
@@ -264,7 +276,7 @@ def stamp(lock_text: str, lane: Lane, origin: str) -> str:
         "uv-version": uv.version(),
         "python": lane.python,
         "platform": lane.platform,
-        **({"exclude-newer": times.format_utc(lane.exclude_newer)} if lane.exclude_newer else {}),
+        **(cutoffs or resolve_cutoffs(lane, None, now=times.now(), roll=True)).provenance(lane),
         "locked-at": times.format_utc(times.now()),
     }
     header = (
@@ -286,13 +298,21 @@ def lock_lane(
     upgrade_packages: tuple[str, ...] = (),
     force: bool = False,
     host: uv.HostIndexes | None = None,
+    now: datetime | None = None,
 ) -> LockResult:
-    """Lock one lane. Never raises for uv's failures: they come back as a failed result."""
+    """Lock one lane. Never raises for uv's failures: they come back as a failed result.
+
+    ``now`` is when cooldowns are measured from when they move (default: this moment).
+    """
     started = time.monotonic()
     target = lock_path(locks_dir, lane.name)
-    if not (force or upgrade or upgrade_packages) and is_current(lane, locks_dir):
+    state = lock_state(lane, locks_dir)
+    if not (force or upgrade or upgrade_packages) and state.current:
         return LockResult(lane.name, "up-to-date", packages=target.read_text(encoding="utf-8").count("\n[[packages]]"))
+    replaced = state.why if state.freshness is Freshness.FOREIGN else ""
     previous = read_lock(target)
+    cutoffs = resolve_cutoffs(lane, provenance(previous), now=now or times.now(),
+                              roll=upgrade or bool(upgrade_packages))
 
     host = host or uv.host_indexes()
     urls = resolve_index_urls(lane, host.named)
@@ -311,19 +331,21 @@ def lock_lane(
         if previous is not None and not upgrade:
             # uv prefers the versions already in its output file: unchanged packages stay put.
             shutil.copyfile(target, work / LOCK_NAME)
-        proc = uv.run(compile_args(lane, upgrade=upgrade, upgrade_packages=upgrade_packages),
+        proc = uv.run(compile_args(lane, upgrade=upgrade, upgrade_packages=upgrade_packages, cutoffs=cutoffs),
                       cwd=work, without_indexes=True)
         seconds = time.monotonic() - started
         if proc.returncode != 0:
             status, message = explain_failure(proc.stderr)
             return LockResult(lane.name, status, message, proc.stderr.strip(), seconds)
-        text = stamp((work / LOCK_NAME).read_text(encoding="utf-8"), lane, lane.origin)
+        text = stamp((work / LOCK_NAME).read_text(encoding="utf-8"), lane, lane.origin, cutoffs)
     try:
         lock = validate(text)
     except (PylockValidationError, tomllib.TOMLDecodeError) as exc:
         return LockResult(lane.name, "failed", f"uv wrote a lock that packaging.pylock rejects: {exc}", seconds=seconds)
     atomic_write(target, text)
-    return LockResult(lane.name, "locked", seconds=time.monotonic() - started, packages=len(lock.packages))
+    cutoff = times.format_utc(cutoffs.exclude_newer) if cutoffs.exclude_newer else None
+    return LockResult(lane.name, "locked", seconds=time.monotonic() - started, packages=len(lock.packages),
+                      cutoff=cutoff, replaced=replaced)
 
 
 def lanes_with_package(lanes: list[Lane], locks_dir: Path, packages: tuple[str, ...]) -> list[Lane]:

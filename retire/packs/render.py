@@ -8,13 +8,14 @@ bug expects, plus the one paragraph of framing the category needs. Pure: no I/O.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from string import Template
 
 from shims.manifest import ShimManifest
 
 from retire.packs.model import CATEGORIES, Pack, PackSpec
 
-__all__ = ["TEMPLATES", "render", "table_cell", "unwrap"]
+__all__ = ["TEMPLATES", "codify", "markdown_text", "render", "table_cell", "unwrap"]
 
 _COMMON_HEAD = """\
 $heading
@@ -27,119 +28,64 @@ $facts
 
 """
 
-_REPRODUCER = """\
-### Reproducer
 
-$reproducer
+@dataclass(frozen=True)
+class _Framing:
+    """A category's headings and its own prose around the manifest's facts."""
 
-"""
+    what: str  # heading over the explanation
+    intro: str = ""  # after the explanation, before the reproducer
+    numerics: str = "Numerics"  # heading over the numerics note
+    outro: str = ""  # after the numerics note, before the ask
 
-#: Category slug -> body template. ``$explanation``, ``$numerics``, ``$reproducer``, ``$ask``
-#: are filled from the manifest and pack.toml; the prose around them is the category's framing.
-TEMPLATES: dict[str, Template] = {
-    "graph-capture": Template(_COMMON_HEAD + """\
-### What breaks under CUDA-graph capture
 
-$explanation
-
-Calls that read a device value on the host (`torch.equal`, `tensor.any()`, `.item()`, `nonzero`)
-are harmless in eager mode and abort stream capture (`cudaErrorStreamCaptureUnsupported`). The
-usual remedy keeps eager behaviour intact: gate validations on
-`torch.cuda.is_current_stream_capturing()`, or make the branchy code branchless
-(clamp / scatter / fixup).
-
-""" + _REPRODUCER + """\
-### Numerics
-
-$numerics
-
-$ask
-"""),
-    "tensor-wrapper-dispatch": Template(_COMMON_HEAD + """\
-### The wrapper contract that breaks
-
-$explanation
-
-`__torch_dispatch__` wrappers look like ordinary tensors at the Python level (`.dtype`, `.shape`,
-`.contiguous()` all answer), so a dispatcher that decides from that metadata can hand the wrapper
-to code that needs the real storage, or silently change a dtype another library relies on.
-
-""" + _REPRODUCER + """\
-### Numerics
-
-$numerics
-
-$ask
-"""),
-    "kernel-numerics": Template(_COMMON_HEAD + """\
-### What the kernel gets wrong
-
-$explanation
-
-""" + _REPRODUCER + """\
-### Numerics and scope of the check
-
-$numerics
-
-$ask
-"""),
-    "memory-footprint": Template(_COMMON_HEAD + """\
-### Where the memory goes
-
-$explanation
-
-""" + _REPRODUCER + """\
-### Numerics
-
-$numerics
-
-The maths is unchanged; only the working set and the summation order described above differ.
-
-$ask
-"""),
-    "integration-gap": Template(_COMMON_HEAD + """\
-### The gap
-
-$explanation
-
-This is the kind of break CI misses when the tested hardware or configuration never takes the
-branch; the reproducer below takes it.
-
-""" + _REPRODUCER + """\
-### Numerics
-
-$numerics
-
-$ask
-"""),
-    "toolchain-bug": Template(_COMMON_HEAD + """\
-### Compiler / lowering failure
-
-$explanation
-
-""" + _REPRODUCER + """\
-### Workaround and its cost
-
-$numerics
-
-$ask
-"""),
-    "legality-refactor": Template(_COMMON_HEAD + """\
-### Why the refactor
-
-$explanation
-
-The change preserves behaviour; its purpose is to make a lowering path legal.
-
-""" + _REPRODUCER + """\
-### Numerics
-
-$numerics
-
-$ask
-"""),
+# The prose is written wrapped for reading here and joined into one line per paragraph when the
+# templates are built: GitHub renders a single newline in an issue body as a line break.
+_FRAMING = {
+    "graph-capture": _Framing(
+        "What breaks under CUDA-graph capture",
+        """
+        Calls that read a device value on the host (`torch.equal`, `tensor.any()`, `.item()`, `nonzero`)
+        are harmless in eager mode and abort stream capture (`cudaErrorStreamCaptureUnsupported`). The
+        usual remedy keeps eager behaviour intact: gate validations on
+        `torch.cuda.is_current_stream_capturing()`, or make the branchy code branchless
+        (clamp / scatter / fixup).
+        """),
+    "tensor-wrapper-dispatch": _Framing(
+        "The wrapper contract that breaks",
+        """
+        `__torch_dispatch__` wrappers look like ordinary tensors at the Python level (`.dtype`, `.shape`,
+        `.contiguous()` all answer), so a dispatcher that decides from that metadata can hand the wrapper
+        to code that needs the real storage, or silently change a dtype another library relies on.
+        """),
+    "kernel-numerics": _Framing("What the kernel gets wrong", numerics="Numerics and scope of the check"),
+    "memory-footprint": _Framing(
+        "Where the memory goes",
+        outro="The maths is unchanged; only the working set and the summation order described above differ."),
+    "integration-gap": _Framing(
+        "The gap",
+        """
+        This is the kind of break CI misses when the tested hardware or configuration never takes the
+        branch; the reproducer below takes it.
+        """),
+    "toolchain-bug": _Framing("Compiler / lowering failure", numerics="Workaround and its cost"),
+    "legality-refactor": _Framing(
+        "Why the refactor", "The change preserves behaviour; its purpose is to make a lowering path legal."),
 }
-assert set(TEMPLATES) == set(CATEGORIES)
+
+
+def _template(framing: _Framing) -> Template:
+    parts = [_COMMON_HEAD, f"### {framing.what}\n\n$explanation\n\n"]
+    if framing.intro:
+        parts.append(unwrap(framing.intro).replace("$", "$$") + "\n\n")
+    parts.append("### Reproducer\n\n$reproducer\n\n")
+    parts.append(f"### {framing.numerics}\n\n$numerics\n\n")
+    if framing.outro:
+        parts.append(unwrap(framing.outro).replace("$", "$$") + "\n\n")
+    parts.append("$ask\n")
+    return Template("".join(parts))
+
+
 
 _ASK = {
     "issue": "We have a fix and can open a pull request if that is welcome.",
@@ -156,9 +102,76 @@ def unwrap(text: str) -> str:
     return "\n\n".join(" ".join(line.strip() for line in p.splitlines() if line.strip()) for p in paragraphs)
 
 
+# Identifiers that belong in code spans, most specific first. Each alternative is tried only on
+# prose: existing code spans, links and URLs are left as they are (see _PROTECTED).
+_IDENTIFIER = re.compile(r"""
+    (?P<call>(?<![\w.`])\.?[A-Za-z_][\w.]*\((?:[^()\n]|\([^()\n]*\))*\))          # einsum(…), q.float(), .item()
+  | (?P<subscript>(?<![\w`])[A-Za-z_][\w.]*\[[^\]\n]{1,30}\](?!\())               # grad_output[0]
+  | (?P<shape>\[[A-Za-z_*][\w*]*(?:,\s*[A-Za-z_*][\w*]*)+\](?!\())               # [sq, b, h, sk]
+  | (?P<spec>(?<![\w`])[A-Za-z][\w.-]*\s?(?:===|==|>=|<=|~=|!=|<|>)\s?\d[\w.*+!]*
+        (?:,\s?(?:==|>=|<=|~=|!=|<|>)\s?\d[\w.*+!]*)*)                             # megatron-core>=0.19.2
+  | (?P<assign>(?<![\w`])[A-Za-z_][\w.]*=(?:"[^"\n]*"|'[^'\n]*'|[\w+-]+(?:\.[\w+-]+)*))  # rtol=1e-5, reduction="none"
+  | (?P<path>(?<![\w/`])[\w.-]+(?:/[\w.-]+)*/[\w-]+\.\w+)                         # shims/x/patch.py
+  | (?P<flag>(?<![\w`-])--[a-z][\w-]*)                                                # --mode
+  | (?P<attribute>(?<![\w.`])\.[A-Za-z_]\w*(?![\w(]))                                # .dtype, ._data
+  | (?P<dotted>(?<![\w.`])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?=[^\w(]|$))              # megatron.core.x, torch.sum
+  | (?P<snake>(?<![\w`])_{0,2}[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_{0,2}(?![\w`]))   # _compute_index_scores
+  | (?P<inplace>(?<![\w`])[a-z][a-z0-9]*_(?![\w`]))                                     # scatter_
+  | (?P<version>(?<![\w.`/-])v?\d+\.\d+(?:\.\d+)*(?:(?:a|b|rc|\.post|\.dev)\d+)?
+        (?:\+[A-Za-z0-9.]+)?(?:\.x)?(?:-\d+\.\d+(?:\.\d+)*(?:\.x)?)?(?![\w-]|\.\w))  # 0.19.2, 0.16.x-0.18.x, 2.11.0+cu130
+  | (?P<sha>(?<![\w`])[0-9a-f]{7,40}(?![\w`]))                                       # a commit
+""", re.VERBOSE)
+_PROTECTED = re.compile(r"(`+).+?\1|\[[^\]\n]*\]\([^)\s]*\)|<https?://[^>\s]+>|https?://[^\s)>\]]+", re.DOTALL)
+_NOT_DOTTED = {"e.g", "i.e", "etc", "vs"}
+
+
+def _span(match: re.Match) -> str:
+    text, kind = match.group(0), match.lastgroup
+    if kind == "dotted" and (text.lower() in _NOT_DOTTED or all(len(part) == 1 for part in text.split("."))):
+        return text  # "e.g.", "i.e.": prose, not a module path
+    if kind == "sha" and not (re.search(r"\d", text) and re.search(r"[a-f]", text)):
+        return text  # a plain number, or a hex-looking word
+    return f"`{text}`"
+
+
+def codify(text: str) -> str:
+    """Put the identifiers in ``text`` — module paths, calls, names, versions, shapes, requirement
+    specifiers, file paths, flags, commit shas — in code spans, so GitHub shows them as code and
+    never reads their underscores as emphasis. Existing code spans, links and URLs are kept."""
+    out, position = [], 0
+    for protected in _PROTECTED.finditer(text):
+        out.append(_IDENTIFIER.sub(_span, text[position:protected.start()]))
+        out.append(protected.group(0))
+        position = protected.end()
+    out.append(_IDENTIFIER.sub(_span, text[position:]))
+    return "".join(out)
+
+
+def markdown_text(text: str) -> str:
+    """Text for a Markdown line that GitHub shows as written: ``&``, ``<`` and ``>`` outside code
+    spans, links and autolinks become entities (GitHub would drop ``<commit sha>`` as a tag)."""
+    out, position = [], 0
+
+    def escaped(part: str) -> str:
+        return part.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+    for protected in _PROTECTED.finditer(text):
+        out.append(escaped(text[position:protected.start()]))
+        out.append(protected.group(0))
+        position = protected.end()
+    out.append(escaped(text[position:]))
+    return "".join(out)
+
+
 def table_cell(text: str) -> str:
     """A value safe inside one GitHub table cell: one line, pipes escaped."""
     return " ".join(text.split()).replace("|", "\\|")
+
+
+#: Category slug -> body template. ``$explanation``, ``$numerics``, ``$reproducer``, ``$ask``
+#: are filled from the manifest and pack.toml; the prose around them is the category's framing.
+TEMPLATES: dict[str, Template] = {category: _template(framing) for category, framing in _FRAMING.items()}
+assert set(TEMPLATES) == set(CATEGORIES)
 
 
 def _state_line(spec: PackSpec) -> str:
@@ -186,7 +199,8 @@ def render(manifest: ShimManifest, spec: PackSpec, reproducer_lines: int) -> Pac
     """The pack for ``manifest`` as ``spec`` describes it; the reproducer is referenced, never pasted."""
     reproducer_name = manifest.reproducer.path.name
     kind = "regression" if spec.already_fixed else ("comment" if spec.is_comment else spec.kind)
-    heading = f"**{manifest.title}**" if spec.is_comment else f"# {manifest.title}"
+    title = codify(manifest.title)
+    heading = f"**{title}**" if spec.is_comment else f"# {title}"
     facts = [
         ("Category", CATEGORIES[spec.category]),
         ("Affects", f"`{manifest.target.distribution}` (`{manifest.target.module}`)"),
@@ -205,10 +219,10 @@ def render(manifest: ShimManifest, spec: PackSpec, reproducer_lines: int) -> Pac
     )
     body = TEMPLATES[spec.category].substitute(
         heading=heading,
-        state=_state_line(spec),
+        state=codify(_state_line(spec)),
         facts="\n".join(f"| {name} | {table_cell(value)} |" for name, value in facts),
-        explanation=unwrap(manifest.explanation),
-        numerics=unwrap(manifest.numerics),
+        explanation=codify(unwrap(manifest.explanation)),
+        numerics=codify(unwrap(manifest.numerics)),
         reproducer=reproducer,
         ask=_ASK[kind],
     )

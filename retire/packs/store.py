@@ -33,7 +33,7 @@ from retire.packs.checks import (
     DEFAULT_MAX_CODE_LINES, DEFAULT_WINDOW, Blocker, DenyRule, parse_deny, readiness,
 )
 from retire.packs.model import CATEGORIES, Pack, github_repository, parse_pack_spec
-from retire.packs.render import render
+from retire.packs.render import codify, markdown_text, render
 from retire.packs.waves import (
     Approval, Candidate, Filing, FilingState, WavePlan, dumps_state, last_waves, parse_state, plan_wave,
 )
@@ -260,7 +260,7 @@ def markdown_section(entries: Sequence[QueueEntry], *, heading: str = "## Filing
         lines += ["", "### Blocked packs", ""]
         for e in blocked:
             lines.append(f"- `{e.id}`")
-            lines += [f"  - {reason}" for reason in e.reasons]
+            lines += [f"  - {markdown_text(codify(reason))}" for reason in e.reasons]
     return "\n".join(lines) + "\n"
 
 

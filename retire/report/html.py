@@ -11,18 +11,41 @@ from __future__ import annotations
 import datetime as _dt
 from html import escape
 
-from retire.report import vocabulary
 from retire.report.model import CELL_OUTCOMES, BurnPoint, Report, ShimRow, short_link
-from retire.report.vocabulary import OUTCOMES
+from retire.report.vocabulary import OUTCOMES, PLAIN, VERDICTS
+from retire.report.mdhtml import to_html as markdown_html
 
-__all__ = ["to_html"]
+__all__ = ["OUTCOME_COLOURS", "VERDICT_COLOURS", "to_html"]
+
+#: Cell colours, ink and glyphs come from the one table of looks (``retire.report.vocabulary``);
+#: these views name them for the page and its tests (the browser test looks for these exact pixels).
+OUTCOME_COLOURS = {str(outcome): look.colour for outcome, look in OUTCOMES.items()}
+OUTCOME_INK = {str(outcome): look.ink for outcome, look in OUTCOMES.items()}
+OUTCOME_GLYPHS = {str(outcome): look.glyph for outcome, look in OUTCOMES.items()}
+VERDICT_COLOURS = {str(name): (look.colour, look.ink) for name, look in VERDICTS.items()}
+
+#: Headline cards: the number's colour on white.
+CARD_COLOURS = {"carried": "#334155", "retire": "#15803d", "broken": "#dc2626", "unknown": "#b45309"}
+#: Every text colour the stylesheet uses, on every background it is used on (a test checks
+#: each pair for 4.5:1, and that no other colour appears in a page).
+TEXT_PAIRS = (
+    ("#0f172a", "#ffffff"), ("#0f172a", "#f8fafc"), ("#0f172a", "#fff7ed"),  # ink on paper, wash, notes
+    ("#475569", "#ffffff"), ("#475569", "#f8fafc"), ("#475569", "#fff7ed"),  # muted
+    ("#334155", "#ffffff"), ("#1d4ed8", "#ffffff"), ("#1d4ed8", "#f8fafc"), ("#1d4ed8", "#fff7ed"),
+    ("#b91c1c", "#ffffff"), ("#334155", "#e2e8f0"),  # never-proven text; an unrecognised verdict tag
+    *((fore, back) for back, fore in VERDICT_COLOURS.values()),
+    *((OUTCOME_INK[o], OUTCOME_COLOURS[o]) for o in OUTCOME_COLOURS),
+    *((colour, "#ffffff") for colour in CARD_COLOURS.values()),
+)
+#: Colours that carry no text: borders, rules, swatches, chart fills.
+DECORATION = ("#e2e8f0", "#fdba74", "#f59e0b", "#94a3b8", "#86efac", "#cbd5e1", "#0f172a")
 
 _CSS = """
-:root { --ink:#0f172a; --muted:#64748b; --line:#e2e8f0; --paper:#ffffff; --wash:#f8fafc; }
+:root { --ink:#0f172a; --muted:#475569; --line:#e2e8f0; --paper:#ffffff; --wash:#f8fafc; }
 * { box-sizing: border-box; }
 body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
        color: var(--ink); background: var(--wash); }
-main { max-width: 1320px; margin: 0 auto; padding: 24px 28px 48px; }
+main { max-width: 1320px; margin: 0 auto; padding: 24px 28px 48px; overflow-wrap: anywhere; }
 header h1 { font-size: 26px; margin: 0 0 2px; letter-spacing: -0.01em; }
 header .sub { color: var(--muted); margin: 0 0 18px; }
 h2 { font-size: 18px; margin: 0 0 10px; }
@@ -42,16 +65,16 @@ ul.attention li { margin: 3px 0; }
 .grid-wrap { overflow: auto; max-height: 78vh; }
 table.grid { border-collapse: separate; border-spacing: 3px; }
 table.grid th.lane { vertical-align: bottom; padding: 0 0 4px; font-weight: 500; font-size: 12px; color: #334155; }
-table.grid th.lane div { writing-mode: vertical-rl; transform: rotate(180deg); white-space: nowrap; max-height: 190px; overflow: hidden; text-overflow: ellipsis; }
+table.grid th.lane div { writing-mode: vertical-rl; transform: rotate(180deg); white-space: nowrap; }
 table.grid th.lane.extra div { font-style: italic; color: var(--muted); }
 table.grid th.shim { text-align: right; font: 12px/1.2 ui-monospace, "DejaVu Sans Mono", monospace; font-weight: 500; padding-right: 8px; white-space: nowrap; position: sticky; left: 0; background: var(--paper); }
 table.grid th.shim a { color: inherit; text-decoration: none; }
 table.grid td { width: 26px; height: 26px; min-width: 26px; border-radius: 4px; text-align: center; color: #fff; font-size: 13px; font-weight: 700; padding: 0; }
 table.grid td.none { background: var(--wash); }
-table.grid td.o-skipped { color: #475569; }
-table.grid td.o-not-run { color: #94a3b8; border: 1px dashed #94a3b8; }
+table.grid td.o-not-run { border: 1px dashed #94a3b8; }
 table.grid td.new { outline: 3px solid #0f172a; outline-offset: -3px; }
 svg text { font: 11px system-ui, "DejaVu Sans", sans-serif; fill: #475569; }
+table.rows td { overflow-wrap: anywhere; }
 table.rows { border-collapse: collapse; width: 100%; }
 table.rows th, table.rows td { text-align: left; vertical-align: top; padding: 7px 8px; border-bottom: 1px solid var(--line); }
 table.rows th { font-size: 12px; color: var(--muted); font-weight: 600; position: sticky; top: 0; background: var(--paper); }
@@ -67,8 +90,22 @@ a { color: #1d4ed8; }
 details { border-top: 1px solid var(--line); padding: 8px 0; }
 details summary { cursor: pointer; }
 details ul { margin: 6px 0; }
-pre { white-space: pre-wrap; background: var(--wash); padding: 10px; border-radius: 6px; }
+#filing-queue h3 { font-size: 15px; margin: 14px 0 6px; }
 footer { color: var(--muted); font-size: 12px; text-align: center; }
+@media (max-width: 720px) {
+  main { padding: 12px 10px 32px; }
+  header h1 { font-size: 21px; }
+  section { padding: 12px; }
+  .cards { grid-template-columns: repeat(2, 1fr); }
+  .card .n { font-size: 28px; }
+  table.rows, table.rows tbody, table.rows tr, table.rows td { display: block; width: 100%; }
+  table.rows thead { display: none; }
+  table.rows tr { border-bottom: 1px solid var(--line); padding: 6px 0; }
+  table.rows td { border: 0; padding: 2px 0; min-width: 0 !important; }
+  table.rows td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); font-size: 12px; font-weight: 600; }
+  table.rows td:first-child code { white-space: normal; }
+  .why { max-width: none; }
+}
 """
 
 
@@ -77,17 +114,17 @@ def _e(value: object) -> str:
 
 
 def _verdict_tag(verdict: str) -> str:
-    look = vocabulary.verdict(verdict)
-    return f'<span class="tag" style="background:{look.colour};color:{look.ink}">{_e(verdict)}</span>'
+    back, fore = VERDICT_COLOURS.get(verdict, (PLAIN.colour, PLAIN.ink))
+    return f'<span class="tag" style="background:{back};color:{fore}">{_e(verdict)}</span>'
 
 
 def _cards(report: Report) -> str:
     h = report.headline
     cards = [
-        (h.carried, "shims carried", "#334155"),
-        (h.retire, "retire candidates", "#16a34a"),
-        (h.newly_broken, "newly broken", "#dc2626"),
-        (h.unknown, "with unknown evidence", "#d97706"),
+        (h.carried, "shims carried", CARD_COLOURS["carried"]),
+        (h.retire, "retire candidates", CARD_COLOURS["retire"]),
+        (h.newly_broken, "newly broken", CARD_COLOURS["broken"]),
+        (h.unknown, "with unknown evidence", CARD_COLOURS["unknown"]),
     ]
     body = "".join(f'<div class="card" style="--c:{c}"><div class="n">{n}</div><div class="l">{_e(l)}</div></div>'
                    for n, l, c in cards)
@@ -109,19 +146,14 @@ def _attention(report: Report) -> str:
         return '<section id="attention"><h2>Needs attention</h2><p>Nothing: every shim is needed, proven and linked upstream.</p></section>'
     items = "".join(
         f'<li><a href="#shim-{_e(r.shim)}"><code>{_e(r.shim)}</code></a> '
-        f"<b>{_e('; '.join(r.attention))}</b> — {_e(_clip(r.why, 260))}"
+        f"<b>{_e('; '.join(r.attention))}</b> — {_e(r.why)}"
         + (f"<br><b>Next:</b> {_e(r.action)}" if r.action else "") + "</li>" for r in rows)
     return f'<section id="attention"><h2>Needs attention ({len(rows)})</h2><ul class="attention">{items}</ul></section>'
 
 
-def _clip(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 def _legend() -> str:
     items = "".join(
-        f'<span><span class="sw" style="background:{OUTCOMES[o].colour}"></span>{OUTCOMES[o].glyph} {_e(OUTCOMES[o].label)}</span>'
+        f'<span><span class="sw" style="background:{OUTCOME_COLOURS[o]}"></span>{OUTCOME_GLYPHS[o]} {_e(OUTCOMES[o].label)}</span>'
         for o in CELL_OUTCOMES)
     return (f'<div class="legend">{items}<span><span class="sw" style="background:#f8fafc"></span>'
             f"blank: the lane does not list the shim</span><span>▣ outlined: newly broken since the last report</span></div>")
@@ -147,8 +179,9 @@ def _grid(report: Report) -> str:
             when = f" ({cell.host}, {cell.date})" if cell.date else ""
             title = f"{shim} on {lane}: {cell.outcome} — {cell.why}{when}"
             extra = " new" if (shim, lane) in newly else ""
-            cells.append(f'<td class="o-{cell.outcome}{extra}" style="background:{OUTCOMES[cell.outcome].colour}" '
-                         f'title="{_e(title)}">{OUTCOMES[cell.outcome].glyph}</td>')
+            cells.append(f'<td class="o-{cell.outcome}{extra}" style="background:{OUTCOME_COLOURS[cell.outcome]};'
+                         f'color:{OUTCOME_INK[cell.outcome]}" '
+                         f'title="{_e(title)}">{OUTCOME_GLYPHS[cell.outcome]}</td>')
         out.append(f'<tr><th class="shim" scope="row"><a href="#shim-{_e(shim)}">{_e(shim)}</a></th>{"".join(cells)}</tr>')
     notes = ""
     if any(lane not in m.defined for lane in m.lanes):
@@ -243,8 +276,9 @@ def _changes(report: Report) -> str:
         items.append("<li><b>No longer broken:</b> " + ", ".join(f"<code>{_e(s)}</code> on {_e(l)}" for s, l in c.repaired) + "</li>")
     table = ""
     if c.verdicts:
-        rows = "".join(f"<tr><td><code>{_e(v.shim)}</code></td><td>{_verdict_tag(v.before)}</td><td>{_verdict_tag(v.after)}</td>"
-                       f'<td class="why">{_e(_clip(v.why, 300))}</td></tr>' for v in c.verdicts)
+        rows = "".join(f'<tr><td><code>{_e(v.shim)}</code></td><td data-label="before">{_verdict_tag(v.before)}</td>'
+                       f'<td data-label="now">{_verdict_tag(v.after)}</td>'
+                       f'<td class="why" data-label="why">{_e(v.why)}</td></tr>' for v in c.verdicts)
         table = f'<table class="rows"><thead><tr><th>shim</th><th>before</th><th>now</th><th>why</th></tr></thead><tbody>{rows}</tbody></table>'
     return f'<section id="changes"><h2>Changes since {_e(c.previous_week)}</h2><ul>{"".join(items)}</ul>{table}</section>'
 
@@ -270,10 +304,13 @@ def _shim_table(report: Report) -> str:
         out.append(
             f'<tr id="row-{_e(row.shim)}" class="{"attn" if row.attention else ""}">'
             f'<td><a href="#shim-{_e(row.shim)}"><code>{_e(row.shim)}</code></a><div class="title">{_e(row.title)}</div></td>'
-            f"<td>{_e(row.fix_class)}</td><td>{_e(row.owner)}</td><td class=\"num\">{row.age_days} d</td>"
-            f"<td>{_e(row.upstream_status)}<br>{_links(row)}</td><td>{_verdict_tag(row.verdict)}</td>"
-            f'<td class="why">{_e(_clip(row.why, 400))}</td><td>{joiner.join(_e(w) for w in row.retire_when)}</td>'
-            f"<td>{_proven(row)}</td></tr>")
+            f'<td data-label="fix class">{_e(row.fix_class)}</td><td data-label="owner">{_e(row.owner)}</td>'
+            f'<td class="num" data-label="age">{row.age_days} d</td>'
+            f'<td data-label="upstream">{_e(row.upstream_status)}<br>{_links(row)}</td>'
+            f'<td data-label="verdict">{_verdict_tag(row.verdict)}</td>'
+            f'<td class="why" data-label="why">{_e(row.why)}</td>'
+            f'<td data-label="retire when">{joiner.join(_e(w) for w in row.retire_when)}</td>'
+            f'<td data-label="last proven">{_proven(row)}</td></tr>')
     out.append("</tbody></table></div></section>")
     return "".join(out)
 
@@ -286,7 +323,7 @@ def _unlinked(report: Report) -> str:
     for row in rows:
         stale = next((text for kind, text in row.flags if kind == "stale"), None)
         if stale:
-            items.append(f"<li><code>{_e(row.shim)}</code> {_verdict_tag('stale')} {_e(_clip(stale, 260))}</li>")
+            items.append(f"<li><code>{_e(row.shim)}</code> {_verdict_tag('stale')} {_e(stale)}</li>")
         elif row.upstream_status == "not-applicable":
             items.append(f"<li><code>{_e(row.shim)}</code> no upstream link — status not-applicable (local policy, nothing to file)</li>")
         else:
@@ -295,29 +332,30 @@ def _unlinked(report: Report) -> str:
 
 
 def _evidence(report: Report) -> str:
+    state_mark = {"holds": "✅", "fails": "❌", "unknown": "❔"}
     out = ['<section id="evidence"><h2>Evidence per shim</h2>']
     for row in report.rows:
         bits = [f'<p><b>Why:</b> {_e(row.why)}</p>',
                 *([f'<p><b>Next:</b> {_e(row.action)}</p>'] if row.action else []),
-                *(['<ul class="flags">' + "".join(f"<li>{vocabulary.FLAG.emoji} <code>{_e(k)}</code> {_e(x)}</li>" for k, x in row.flags) + "</ul>"]
+                *(['<ul class="flags">' + "".join(f"<li>⚑ <code>{_e(k)}</code> {_e(x)}</li>" for k, x in row.flags) + "</ul>"]
                   if row.flags else []),
                 f"<p><b>Retire when</b> ({_e(row.retirement_mode)} of):</p><ul>"
                 + "".join(f"<li>{_e(w)}</li>" for w in row.retire_when) + "</ul>"]
         if row.conditions:
             bits.append("<p><b>Conditions now:</b></p><ul>" + "".join(
-                f"<li>{_e(vocabulary.condition(s).emoji)} <code>{_e(k)}</code> — {_e(w)}</li>" for k, s, w in row.conditions) + "</ul>")
+                f"<li>{state_mark.get(s, _e(s))} <code>{_e(k)}</code> — {_e(w)}</li>" for k, s, w in row.conditions) + "</ul>")
         if row.floors:
             bits.append("<p><b>Proposed floors:</b> " + ", ".join(f"<code>{_e(f)}</code>" for f in row.floors) + "</p>")
         if row.failures:
             bits.append("<p><b>Probe failures:</b></p><ul>" + "".join(f"<li>⚠️ {_e(f)}</li>" for f in row.failures) + "</ul>")
         if row.evidence:
-            bits.append("<p><b>Evidence:</b></p><ul>" + "".join(f"<li>{_e(_clip(e, 500))}</li>" for e in row.evidence) + "</ul>")
+            bits.append("<p><b>Evidence:</b></p><ul>" + "".join(f"<li>{_e(e)}</li>" for e in row.evidence) + "</ul>")
         runs = [c for lane in report.matrix.lanes if (c := report.matrix.cells.get((row.shim, lane)))]
         if runs:
             bits.append('<table class="rows"><thead><tr><th>lane</th><th>outcome</th><th>host</th><th>date</th><th>why</th></tr></thead><tbody>'
-                        + "".join(f'<tr><td>{_e(c.lane)}</td><td><span class="sw" style="display:inline-block;width:10px;height:10px;'
-                                  f'border-radius:2px;background:{OUTCOMES[c.outcome].colour};border:1px solid #94a3b8"></span> {_e(c.outcome)}</td>'
-                                  f'<td>{_e(c.host)}</td><td>{_e(c.date)}</td><td class="why">{_e(_clip(c.why, 240))}</td></tr>' for c in runs)
+                        + "".join(f'<tr><td>{_e(c.lane)}</td><td data-label="outcome"><span class="sw" style="display:inline-block;width:10px;height:10px;'
+                                  f'border-radius:2px;background:{OUTCOME_COLOURS[c.outcome]};border:1px solid #94a3b8"></span> {_e(c.outcome)}</td>'
+                                  f'<td data-label="host">{_e(c.host)}</td><td data-label="date">{_e(c.date)}</td><td class="why" data-label="why">{_e(c.why)}</td></tr>' for c in runs)
                         + "</tbody></table>")
         bits.append(f"<p><b>Last proven:</b> {_proven(row)} · <b>owner</b> {_e(row.owner)} · created {row.created.isoformat()}</p>")
         out.append(f'<details id="shim-{_e(row.shim)}"><summary><code>{_e(row.shim)}</code> {_verdict_tag(row.verdict)} '
@@ -329,7 +367,9 @@ def _evidence(report: Report) -> str:
 def _filing_queue(report: Report) -> str:
     if not report.filing_queue:
         return ""
-    return f'<section id="filing-queue"><h2>Filing queue</h2><pre>{_e(report.filing_queue)}</pre></section>'
+    text = report.filing_queue.strip()
+    body = text.split("\n", 1)[1] if text.startswith("## ") else text  # the section's own heading is the <h2>
+    return f'<section id="filing-queue"><h2>Filing queue</h2>{markdown_html(body, heading_offset=0)}</section>'
 
 
 def to_html(report: Report) -> str:

@@ -9,6 +9,7 @@ no attention, and a note points at the HTML and JSON files that always hold ever
 from __future__ import annotations
 
 from retire.report import vocabulary
+from retire.report.evidence import summarise_verdict
 from retire.report.model import CELL_OUTCOMES, SCHEMA, Report, ShimRow
 from retire.report.vocabulary import OUTCOMES
 
@@ -59,7 +60,7 @@ def to_json(report: Report) -> dict:
         "burndown": [{"week": p.week, "carried": p.carried, "candidates": p.candidates, "source": p.source}
                      for p in report.burndown],
         "filing_queue": report.filing_queue,
-        "verdicts": list(report.verdicts),
+        "verdicts": [summarise_verdict(v) for v in report.verdicts],
     }
 
 

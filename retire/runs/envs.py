@@ -96,9 +96,10 @@ def describe_paths(python: str | Path) -> dict:
     return json.loads(proc.stdout)
 
 
-def run_uv(args: list[str], what: str) -> str:
-    """uv's stderr (its summary) when it succeeds; a :class:`BuildError` saying ``what`` failed otherwise."""
-    proc = uv.run(args)
+def run_uv(args: list[str], what: str, *, live: bool = False) -> str:
+    """uv's stderr (its summary) when it succeeds; a :class:`BuildError` saying ``what`` failed otherwise.
+    ``live`` shows uv's progress on this terminal as well (see :func:`retire.core.uv.run`)."""
+    proc = uv.run(args, live=live)
     if proc.returncode != 0:
         raise BuildError(f"{what}: {' / '.join(uv.failure_lines(proc.stderr)[:3]) or 'uv failed'}", proc.stderr.strip())
     return proc.stderr
@@ -194,7 +195,7 @@ def _parse_lock(lock_file: Path, data: bytes) -> dict:
         raise BuildError(f"{lock_file} is not valid TOML ({exc})") from None
 
 
-def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = None) -> LaneEnv:
+def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = None, live: bool = False) -> LaneEnv:
     """Build (or re-sync) the lane's environment from its lock. Raises :class:`BuildError`.
 
     A re-sync that changes nothing reuses what the last build learnt about the env (its
@@ -230,7 +231,7 @@ def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = 
         python = _venv(path, lane.python)
         sync_from = lock_file  # uv reads (and hash-checks) the lock itself
     output = run_uv(["pip", "sync", "--preview-features", "pylock", "--python", str(python), str(sync_from)],
-                     f"cannot install {sync_from.name} into the lane")
+                     f"cannot install {sync_from.name} into the lane", live=live)
     if overlay:
         link_base(describe_paths(python)["purelib"], [base_info["purelib"], base_info["platlib"]])
     if state.get("identity") == identity and _synced_nothing(output) and "synced" in state:

@@ -20,6 +20,7 @@ A lane that cannot be built fails the run with the reason and never hides the ot
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -29,7 +30,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from packaging.utils import canonicalize_name
 
@@ -126,6 +127,8 @@ class RunOptions:
     timeout: float | None = None  # per reproducer; default: each manifest's own
     run_id: str = field(default_factory=lambda: times.now().strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6])
     host: Host | None = None
+    heartbeat_s: float = 20.0  # a reproducer still running says so this often (0: never)
+    live: bool = False  # show uv's progress while building (a terminal, one lane at a time)
 
 
 Progress = Callable[[str, str], None]  # (lane, message)
@@ -158,6 +161,28 @@ def _environment_facts(env: envs.LaneEnv, manifest: ShimManifest, lock_digest: s
     return facts
 
 
+@contextlib.contextmanager
+def heartbeat(say: Callable[[str], None], label: str, every: float) -> Iterator[None]:
+    """Say ``still running LABEL, 40 s`` every ``every`` seconds until the block ends: a long
+    reproducer is not a hung terminal."""
+    if every <= 0:
+        yield
+        return
+    stop, started = threading.Event(), time.monotonic()
+
+    def beat() -> None:
+        while not stop.wait(every):
+            say(f"still running {label}, {time.monotonic() - started:.0f} s")
+
+    thread = threading.Thread(target=beat, name=f"heartbeat {label}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 def run_lane(lane: Lane, manifests: dict[str, ShimManifest], options: RunOptions,
              progress: Progress = lambda lane, msg: None) -> LaneRun:
     """Build one lane and run its shims. Never raises for the lane's own failures."""
@@ -178,7 +203,7 @@ def run_lane(lane: Lane, manifests: dict[str, ShimManifest], options: RunOptions
     kind = "overlay on " + options.overlay if options.overlay else "full"
     progress(lane.name, f"building env ({kind}) from {lock_file.parent.name}/{lock_file.name}")
     try:
-        env = envs.build(lane, lock_file, options.envs_dir, overlay=options.overlay)
+        env = envs.build(lane, lock_file, options.envs_dir, overlay=options.overlay, live=options.live)
     except envs.BuildError as exc:
         progress(lane.name, f"build failed: {exc}")
         return LaneRun(lane.name, "build-failed", lane.shims, str(exc), exc.detail, seconds=time.monotonic() - started)
@@ -193,8 +218,9 @@ def run_lane(lane: Lane, manifests: dict[str, ShimManifest], options: RunOptions
                 break  # the reproducer is broken: a with-run would say nothing new
             # A skipped without-run still gets its with-run: an env-constraint or policy shim can
             # prove its mitigation is in effect on a host where the failure itself cannot happen.
-            record = run_reproducer(manifest, mode, python=env.python, lane=lane.name, timeout=options.timeout,
-                                    env=reproducer_env(lane, manifests, shim, mode))
+            with heartbeat(lambda line: progress(lane.name, line), f"{shim} {mode} shim", options.heartbeat_s):
+                record = run_reproducer(manifest, mode, python=env.python, lane=lane.name, timeout=options.timeout,
+                                        env=reproducer_env(lane, manifests, shim, mode))
             record = _with_context(record, options.run_id, _environment_facts(env, manifest, lane.digest))
             records[mode] = record
             progress(lane.name, f"{shim} {mode} shim: {record.sentinel or record.outcome} ({record.duration_s:.1f}s)")

@@ -126,10 +126,12 @@ class _LanePlugin:
         return True
 
 
-def report(runs: list[LaneRun], locations: dict[str, Path] | None = None, *, verbose: bool = True) -> int:
+def report(runs: list[LaneRun], locations: dict[str, Path] | None = None, *, verbose: bool = True,
+           colour: bool | None = None) -> int:
     """Print the results as a pytest session; returns pytest's exit code.
 
-    ``locations`` maps shim ids (and ``"lanes"``) to the files that skips and failures point at.
+    ``locations`` maps shim ids (and ``"lanes"``) to the files that skips and failures point at;
+    ``colour`` False means plain text even on a terminal (CI, ``NO_COLOR``), None pytest's choice.
     """
     with tempfile.TemporaryDirectory(prefix="patchlane-suite-") as scratch:
         ini = os.path.join(scratch, "pytest.ini")  # an empty config: the project's own stays out
@@ -137,4 +139,6 @@ def report(runs: list[LaneRun], locations: dict[str, Path] | None = None, *, ver
             handle.write("[pytest]\n")
         args = ["-c", ini, "--rootdir", os.getcwd(), "-p", "no:cacheprovider", "-rfExs", "--no-header"]
         args.append("-v" if verbose else "-q")
+        if colour is not None:
+            args.append(f"--color={'yes' if colour else 'no'}")
         return int(pytest.main(args, plugins=[_LanePlugin(runs, locations or {})]))

@@ -2,7 +2,8 @@
 
 uv, pip and patchlane's own probes talk to it exactly as they would to a real index:
 JSON when asked for ``application/vnd.pypi.simple.v1+json`` (with PEP 700 upload times,
-which ``exclude-newer`` needs), HTML otherwise.
+which ``exclude-newer`` needs, unless a file is added with none, as some nightly indexes serve
+them), HTML otherwise.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 @dataclass
 class IndexFile:
     path: Path
-    upload_time: datetime
+    upload_time: datetime | None  # None: the index does not say (no PEP 700 upload-time)
     yanked: bool | str = False
     requires_python: str | None = None
 
@@ -61,11 +62,11 @@ class PackageIndex:
     latency: float = 0.0
     requests: list[str] = field(default_factory=list)
 
-    def add(self, path: Path, upload_time: datetime | str, *, yanked: bool | str = False,
+    def add(self, path: Path, upload_time: datetime | str | None, *, yanked: bool | str = False,
             requires_python: str | None = None) -> IndexFile:
         if isinstance(upload_time, str):
             upload_time = datetime.fromisoformat(upload_time)
-        if upload_time.tzinfo is None:
+        if upload_time is not None and upload_time.tzinfo is None:
             upload_time = upload_time.replace(tzinfo=timezone.utc)
         project, _ = _project_of(path.name)
         entry = IndexFile(path, upload_time, yanked, requires_python)
@@ -85,10 +86,11 @@ def _file_json(base: str, entry: IndexFile) -> dict:
         "filename": entry.path.name,
         "url": f"{base}/files/{entry.path.name}",
         "hashes": {"sha256": entry.sha256},
-        "upload-time": entry.upload_time.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "size": entry.path.stat().st_size,
         "yanked": entry.yanked,
     }
+    if entry.upload_time is not None:
+        data["upload-time"] = entry.upload_time.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     if entry.requires_python:
         data["requires-python"] = entry.requires_python
     metadata = entry.core_metadata
