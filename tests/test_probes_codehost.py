@@ -269,3 +269,11 @@ def test_a_token_echoed_into_a_title_is_redacted(api, graphql):
     assert (api.host.requests[-1][0] == "/graphql") == graphql
     for state in found.values():
         assert TOKEN not in repr(state) and state.title.endswith("(seen: Bearer <redacted>)")
+
+
+def test_when_both_apis_fail_both_reasons_are_shown(api):
+    api.host.faults.add("/graphql", Fault(status=404, body=b'{"message": "Not Found"}'))
+    api.host.faults.add("/repos/org/toylib/pulls/2", Fault(status=500))
+    found = probe_links(fetcher(), [PR], api_base=api.url, token=TOKEN)[PR]
+    assert isinstance(found, ProbeFailure)
+    assert "server error 500" in found.reason and "(GraphQL: no GraphQL endpoint (HTTP 404))" in found.reason

@@ -18,6 +18,7 @@ failure that says what was wrong, never a guess.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import os
 import re
@@ -196,6 +197,7 @@ def probe_links(fetcher: Fetcher, urls: Iterable[str], *, api_base: str = DEFAUL
         else:
             refs.append(ref)
     rest = refs
+    batch_failed: dict[str, ProbeFailure] = {}
     if token and refs:
         batches = graphql.batches(refs)
         with ThreadPoolExecutor(max_workers=max(1, min(workers, len(batches)))) as pool:
@@ -205,11 +207,16 @@ def probe_links(fetcher: Fetcher, urls: Iterable[str], *, api_base: str = DEFAUL
         for batch, answer in zip(batches, answers):
             if isinstance(answer, ProbeFailure):
                 rest += batch  # the whole batch failed: REST may still answer each link
+                batch_failed.update((ref.url, answer) for ref in batch)
             else:
                 found.update(answer)
     if rest:
         with ThreadPoolExecutor(max_workers=max(1, min(workers, len(rest)))) as pool:
             states = pool.map(lambda ref: probe_link(fetcher, ref.url, api_base=api_base, token=token,
                                                      web_host=web_host), rest)
-            found.update(zip((ref.url for ref in rest), states))
+            for ref, state in zip(rest, states):
+                first = batch_failed.get(ref.url)
+                if isinstance(state, ProbeFailure) and first is not None:  # say why GraphQL did not answer either
+                    state = dataclasses.replace(state, reason=f"{state.reason} (GraphQL: {first.reason})")
+                found[ref.url] = state
     return {url: found[url] for url in wanted}

@@ -35,7 +35,7 @@ from retire.probes.codehost import (
 )
 from retire.probes.http import Fetched, Fetcher
 
-__all__ = ["BATCH", "batches", "endpoint", "probe_batch", "query"]
+__all__ = ["BATCH", "batches", "endpoint", "probe_batch", "query", "read_answer"]
 
 #: GitHub's limit on nodes a request may ask for at one level.
 BATCH = 100
@@ -126,7 +126,11 @@ def probe_batch(fetcher: Fetcher, refs: Sequence[LinkRef], *, api_base: str,
         return ProbeFailure("codehost", url, f"no GraphQL endpoint (HTTP {answer.status})")
     if isinstance(answer, ProbeFailure):
         return answer
-    data = answer[0]
+    return read_answer(fetcher, refs, answer[0], url)
+
+
+def read_answer(fetcher: Fetcher, refs: Sequence[LinkRef], data: object, url: str) -> dict[str, LinkState] | ProbeFailure:
+    """The decoded answer to :func:`query` ``(refs)`` as ``{url: state}``, or why it is none (no I/O)."""
     top = data.get("data") if isinstance(data, dict) else None
     if not isinstance(top, dict):
         errors = data.get("errors") if isinstance(data, dict) else None

@@ -27,36 +27,29 @@ a :class:`~retire.evidence.ProbeFailure` — they never raise.
 
 from __future__ import annotations
 
-import base64
 import email.utils
 import functools
-import hashlib
 import json
 import random
-import re
-import socket
 import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from retire.core.atomic import atomic_write
 from retire.evidence.values import ProbeFailure
+from retire.probes.cache import DEFAULT_CACHE_DIR, CacheEntry, HttpCache, freshness
+from retire.probes.redaction import REDACTED, mask_url, redact
+from retire.probes.watchdog import WATCHDOG
 
 __all__ = [
     "DEFAULT_CACHE_DIR", "BadBody", "Fetched", "Fetcher", "HttpCache", "RetryPolicy", "make_client", "mask_url", "redact",
 ]
 
-#: Relative to the project root.
-DEFAULT_CACHE_DIR = Path(".patchlane") / "cache" / "http"
 USER_AGENT = "patchlane-probe/0.1"
-REDACTED = "<redacted>"
 T = TypeVar("T")
 
 
@@ -96,27 +89,6 @@ class BadBody(ValueError):
         self.reason, self.refetch = reason, refetch
 
 
-def redact(text: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, REDACTED)
-    return text
-
-
-def mask_url(url: str) -> str:
-    """``url`` with the credentials of its userinfo masked (a token often sits there)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url
-    if "@" not in parts.netloc:
-        return url
-    userinfo, _, hostport = parts.netloc.rpartition("@")
-    user, colon, _ = userinfo.partition(":")
-    masked = f"{user}:{REDACTED}" if colon else REDACTED
-    return urlunsplit(parts._replace(netloc=f"{masked}@{hostport}"))
-
-
 #: GitHub's secondary rate limit allows 100 concurrent requests; stay at it, never above.
 MAX_IN_FLIGHT = 100
 
@@ -139,72 +111,6 @@ def make_client(*, timeout: float = 10.0, transport: httpx.BaseTransport | None 
         limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
         headers={"User-Agent": USER_AGENT},
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# Cache
-
-
-@dataclass(frozen=True)
-class CacheEntry:
-    url: str
-    body: bytes
-    etag: str | None
-    last_modified: str | None
-    stored_at: float  # wall-clock seconds
-    max_age: float | None
-    content_type: str | None
-
-
-class HttpCache:
-    """One JSON file per (URL, Accept) under ``folder``; written atomically, safe across threads."""
-
-    def __init__(self, folder: str | Path) -> None:
-        self.folder = Path(folder)
-
-    def _path(self, url: str, accept: str) -> Path:
-        key = hashlib.sha256(f"{url}\n{accept}".encode()).hexdigest()
-        return self.folder / key[:2] / f"{key}.json"
-
-    def get(self, url: str, accept: str) -> CacheEntry | None:
-        try:
-            data = json.loads(self._path(url, accept).read_text(encoding="utf-8"))
-            return CacheEntry(
-                url=data["url"], body=base64.b64decode(data["body"]), etag=data.get("etag"),
-                last_modified=data.get("last_modified"), stored_at=float(data["stored_at"]),
-                max_age=data.get("max_age"), content_type=data.get("content_type"),
-            )
-        except (OSError, ValueError, KeyError, TypeError):
-            return None  # missing or corrupt: fetch again
-
-    def drop(self, url: str, accept: str) -> None:
-        """Forget a body its reader refused: the next run must ask again, not revalidate it."""
-        try:
-            self._path(url, accept).unlink()
-        except OSError:
-            pass
-
-    def put(self, entry: CacheEntry, accept: str) -> None:
-        data = {
-            "url": mask_url(entry.url), "body": base64.b64encode(entry.body).decode(), "etag": entry.etag,
-            "last_modified": entry.last_modified, "stored_at": entry.stored_at,
-            "max_age": entry.max_age, "content_type": entry.content_type,
-        }
-        try:
-            atomic_write(self._path(entry.url, accept), json.dumps(data))
-        except OSError:
-            pass  # a cache that cannot be written only costs speed
-
-
-def _max_age(headers: Mapping[str, str]) -> tuple[bool, float | None]:
-    """(storable, max-age seconds) from Cache-Control."""
-    control = (headers.get("cache-control") or "").lower()
-    if "no-store" in control:
-        return False, None
-    if "no-cache" in control:
-        return True, 0.0
-    found = re.search(r"max-age=(\d+)", control)
-    return True, (float(found.group(1)) if found else None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -231,15 +137,6 @@ def _size(count: int) -> str:
     return f"{count / 2**20:g} MiB" if count >= 2**20 else f"{count / 2**10:g} KiB" if count >= 2**10 else f"{count} bytes"
 
 
-def _shut(response: httpx.Response) -> None:
-    """Shut the connection under ``response`` (from the watchdog thread): a blocked read returns."""
-    stream = response.extensions.get("network_stream")
-    sock = stream.get_extra_info("socket") if stream is not None else None
-    if sock is not None:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
 
 
 @dataclass(frozen=True)
@@ -271,12 +168,16 @@ class Fetcher:
         monotonic: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
         jitter: Callable[[], float] = random.random,
+        max_in_flight: int = MAX_IN_FLIGHT,
     ) -> None:
         self.client = client
         self.cache = cache
         self.policy = policy
         self.secrets = tuple(s for s in secrets if s)
         self.sleep, self.monotonic, self.wall, self.jitter = sleep, monotonic, wall, jitter
+        # Requests in flight at once, whatever number of threads ask: GitHub's secondary limit,
+        # and the client's pool (httpcore's queue of waiting requests is slow when long).
+        self._in_flight = threading.BoundedSemaphore(max_in_flight)
 
     def deadline(self) -> float:
         """The monotonic moment a probe starting now must be done by."""
@@ -321,6 +222,15 @@ class Fetcher:
     def _attempt(self, method: str, url: str, headers: Mapping[str, str], content: bytes | None,
                  deadline: float) -> _Reply | _Trouble:
         """One request, with same-host redirects followed, the body read under the cap and deadline."""
+        if not self._in_flight.acquire(timeout=max(0.0, deadline - self.monotonic())):
+            return self._past_deadline()
+        try:
+            return self._attempt_in_flight(method, url, headers, content, deadline)
+        finally:
+            self._in_flight.release()
+
+    def _attempt_in_flight(self, method: str, url: str, headers: Mapping[str, str], content: bytes | None,
+                           deadline: float) -> _Reply | _Trouble:
         current = httpx.URL(url)
         for hop in range(self.policy.max_redirects + 1):
             left = deadline - self.monotonic()
@@ -374,9 +284,7 @@ class Fetcher:
         left = deadline - self.monotonic()
         if left <= 0:
             return self._past_deadline()
-        watchdog = threading.Timer(left, _shut, (response,))
-        watchdog.daemon = True
-        watchdog.start()
+        ticket = WATCHDOG.arm(time.monotonic() + left, response)
         chunks, size = [], 0
         try:
             for chunk in response.iter_bytes():
@@ -394,7 +302,7 @@ class Fetcher:
                 return _Trouble(f"timed out after {self.policy.timeout:g}s", True)
             return _Trouble(f"connection dropped ({exc or type(exc).__name__})", True)
         finally:
-            watchdog.cancel()
+            WATCHDOG.disarm(ticket)
         return b"".join(chunks)
 
     # -----------------------------------------------------------------------------------------
@@ -435,7 +343,7 @@ class Fetcher:
             else:
                 status = answer.status
                 if status == 304 and cached is not None:
-                    if _max_age(answer.headers)[1]:  # only freshness changed: rewrite just for it
+                    if freshness(answer.headers)[1]:  # only freshness changed: rewrite just for it
                         self._store(url, accept, answer.headers, cached.body, previous=cached)
                     return Fetched(url, 200, cached.body, dict(answer.headers), True, attempt)
                 if 200 <= status < 300:
@@ -514,7 +422,7 @@ class Fetcher:
             return
         etag = headers.get("etag") or (previous.etag if previous else None)
         modified = headers.get("last-modified") or (previous.last_modified if previous else None)
-        storable, max_age = _max_age(headers)
+        storable, max_age = freshness(headers)
         if not storable or not (etag or modified or max_age):
             return
         content_type = headers.get("content-type") or (previous.content_type if previous else None)

@@ -156,9 +156,9 @@ def gather(
                 if ref.kind == "pull" and mirrored.has(ref.repository):
                     jobs[("mirror-pull", url)] = (lambda r=ref: mirrored.pull(r.repository, r.number))
 
-        if links:  # one job: GraphQL batches with a token, REST per link (cached) without
-            jobs[("codehost", "every link")] = (lambda: codehost.probe_links(
-                fetcher, list(links), api_base=api_base, token=secret, web_host=web_host, workers=workers))
+        if links:  # one job, first (it fans out itself): GraphQL batches with a token, REST per link without
+            jobs = {("codehost", "every link"): (lambda: codehost.probe_links(
+                fetcher, list(links), api_base=api_base, token=secret, web_host=web_host, workers=workers)), **jobs}
         results = _run_all(jobs, workers)
         states = results.pop(("codehost", "every link"), {})
         results.update({("link", url): states if isinstance(states, ProbeFailure) else states[url] for url in links})
