@@ -277,3 +277,17 @@ def test_when_both_apis_fail_both_reasons_are_shown(api):
     found = probe_links(fetcher(), [PR], api_base=api.url, token=TOKEN)[PR]
     assert isinstance(found, ProbeFailure)
     assert "server error 500" in found.reason and "(GraphQL: no GraphQL endpoint (HTTP 404))" in found.reason
+
+
+def test_cache_only_runs_with_a_token_read_the_rest_cache(api, tmp_path):
+    """``report --no-probe`` makes no request: GraphQL fails at once and the links come from
+    the REST answers an earlier run cached."""
+    from retire.probes.http import Fetcher, HttpCache, make_client
+    from retire.report.weekly import CacheOnlyTransport
+
+    probe_links(fetcher(tmp_path), [PR, ISSUE], api_base=api.url, token=None)
+    asked = len(api.host.requests)
+    offline = Fetcher(make_client(transport=CacheOnlyTransport()), cache=HttpCache(tmp_path), policy=FAST)
+    found = probe_links(offline, [PR, ISSUE], api_base=api.url, token=TOKEN)
+    assert isinstance(found[PR], PullState) and isinstance(found[ISSUE], IssueState)
+    assert len(api.host.requests) == asked
