@@ -8,7 +8,9 @@ upstream issue (one code-host request): 200 distinct requests, nothing shared be
   paying the 50 ms per request (goal <= 0.3 s);
 - warm, fresh: as warm, but the servers send ``Cache-Control: max-age`` like the real ones, so a
   run inside that window makes no request at all;
-- cold, sequential: the same work one probe at a time, the baseline the ratios are taken against.
+- cold, sequential: the same work one probe at a time, the baseline the ratios are taken against;
+- the 100 links alone, cold, with a token (GraphQL: one batched request) side by side with the
+  anonymous REST path (100 requests in flight), interleaved (goal <= 0.3 s for GraphQL).
 
 The servers run in a child process: a real index and API run on other machines, and here their
 CPU would otherwise compete with the probes for one interpreter's GIL. What is left on the warm
@@ -24,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import median, quick, row
+from bench import interleaved, median, quick, row
 
 SHIMS = 100
 LATENCY = 0.05
@@ -55,6 +57,9 @@ def _serve(root: str, connection) -> None:
             if message == "statuses":  # what the code host answered since the last ask
                 connection.send(list(host.statuses))
                 host.statuses.clear()
+            if message == "graphql":  # nodes per GraphQL request since the last ask
+                connection.send(list(host.graphql_nodes))
+                host.graphql_nodes.clear()
 
 
 def _names() -> list[str]:
@@ -117,6 +122,7 @@ def run() -> list[dict]:
             cache = root / f"fresh{attempt}"
             probe(cache, 100)
             fresh.append(probe(cache, 100))
+        links_rows = _links(api_url, parent, repeats=3 if quick() else 7)
         cold_s, warm_s = median(cold), median(warm)
         not_modified = answers.count(304)
         requests = 2 * SHIMS
@@ -132,6 +138,7 @@ def run() -> list[dict]:
                 f"sequential cold {sequential:.2f} s vs concurrent cold {cold_s:.2f} s"),
             row("probes.sequential-vs-warm", sequential / warm_s, ">= 20x", "x", sequential / warm_s >= 20,
                 f"sequential cold {sequential:.2f} s vs warm {warm_s:.2f} s"),
+            *links_rows,
         ]
     finally:
         parent.send("stop")
@@ -139,6 +146,39 @@ def run() -> list[dict]:
         if server.is_alive():
             server.terminate()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _links(api_url: str, parent, *, repeats: int) -> list[dict]:
+    """The 100 shims' links alone, cold (a new client, no cache): GraphQL with a token vs REST."""
+    from retire.probes.codehost import probe_links
+    from retire.probes.http import Fetcher, RetryPolicy, make_client
+
+    urls = [f"https://github.com/org/{dist}/issues/1" for dist in _names()]
+    policy = RetryPolicy(attempts=1, timeout=10.0)
+
+    def probe(token: str | None) -> float:
+        with make_client(timeout=policy.timeout) as client:
+            started = time.perf_counter()
+            found = probe_links(Fetcher(client, policy=policy, secrets=(token,) if token else ()), urls,
+                                api_base=api_url, token=token)
+            elapsed = time.perf_counter() - started
+        failed = [state for state in found.values() if not hasattr(state, "state")]
+        if failed:
+            raise RuntimeError(f"{len(failed)} links failed, e.g. {failed[0]}")
+        return elapsed
+
+    samples = interleaved({"graphql": lambda: probe("ghp_benchtoken"), "rest": lambda: probe(None)}, repeats)
+    parent.send("graphql")
+    nodes = parent.recv()
+    graphql_s, rest_s = median(samples["graphql"]), median(samples["rest"])
+    per_run = len(nodes) // repeats if repeats else 0
+    return [
+        row("probes.links-graphql-cold", graphql_s, "<= 0.3 s", "s", graphql_s <= 0.3,
+            f"{SHIMS} links with a token, {per_run} GraphQL request(s) of <= 100 nodes at {LATENCY * 1000:.0f} ms "
+            f"(median of {repeats}, interleaved with REST)"),
+        row("probes.links-rest-vs-graphql", rest_s / graphql_s, ">= 2x", "x", rest_s / graphql_s >= 2,
+            f"anonymous REST cold {rest_s:.3f} s ({SHIMS} requests, 100 in flight) vs GraphQL cold {graphql_s:.3f} s"),
+    ]
 
 
 if __name__ == "__main__":

@@ -9,6 +9,9 @@ changes nothing — the decision rests on the index and the recorded runs.
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+import json
 import time
 
 import pytest
@@ -17,7 +20,7 @@ from retire.probes.http import RetryPolicy
 from retire.verdicts.gather import gather
 from retire.commands import main as cli
 from tests.support.codehost import CodeHost, CodeHostServer
-from tests.support.faults import Fault, FaultyIndexServer, unused_port
+from tests.support.faults import Fault, FaultyIndexServer, oversized, redirect, slow_drip, unused_port
 from tests.support.gitrepos import git, make_upstream
 from tests.support.probing import toylib_index
 from tests.support.retirement import NOW, VERSION_FLOOR, Project, commit_in_tag, pr_released
@@ -60,11 +63,11 @@ def world(tmp_path, upstream):
         yield {"project": p, "index": index, "api": api, "mirrors": mirrors, "tmp": tmp_path}
 
 
-def verdicts(world, *, api_base=None, mirrors=None, cache=True) -> dict:
+def verdicts(world, *, api_base=None, mirrors=None, cache=True, policy=POLICY, token=None) -> dict:
     p = world["project"]
     found = gather(p.manifests(), p.lanes(), p.root / "locks", p.validation,
-                   api_base=api_base or world["api"].url, token=None, mirrors=mirrors or world["mirrors"],
-                   cache_dir=world["tmp"] / "cache" if cache else None, policy=POLICY, clock=lambda: NOW)
+                   api_base=api_base or world["api"].url, token=token, mirrors=mirrors or world["mirrors"],
+                   cache_dir=world["tmp"] / "cache" if cache else None, policy=policy, clock=lambda: NOW)
     return {v.shim: v for v in found}
 
 
@@ -229,3 +232,79 @@ def test_faults_are_shown_by_the_cli(world, capsys, monkeypatch):
     assert cli(["verdicts", "--root", str(root), "--api-url", "http://nonexistent.invalid", "--no-cache", "floor_fixed"]) == 0
     out = capsys.readouterr().out
     assert "DNS lookup failed" in out and "probe-failed" in out
+
+
+# ---------------------------------------------------------------------------------------------
+# An answer counts only from the host that was asked
+
+
+def test_a_redirect_to_another_host_is_not_believed(world):
+    """The bug this reproduces: the code host answered PR #2 (open) with a redirect to another
+    server, which said "merged" — and the engine retired the shim on that other host's answer."""
+    world["api"].host.add_pull("org", "toylib", 2, state="open", updated_at="2026-06-01")
+    impostor = CodeHost()
+    impostor.add_pull("org", "toylib", 2, state="closed", merged=True, merged_at="2026-02-01",
+                      merge_commit_sha="f" * 40, updated_at="2026-06-01")
+    with CodeHostServer(impostor) as other:
+        world["api"].host.faults.add(PR_PATH, redirect(other.url + PR_PATH))
+        found = verdicts(world, mirrors=world["tmp"])
+    assert found["pr_fixed"].decision == "unknown", found["pr_fixed"].why
+    assert "redirected (302) to another host" in found["pr_fixed"].why
+    assert impostor.requests == []  # never even asked
+    assert requests_to(world, PR_PATH) == 1  # not retried: asking again cannot make it the right host
+
+
+@pytest.mark.parametrize("token", [None, "ghp_examplefaulttoken0123456789"], ids=["rest", "graphql"])
+def test_a_slow_drip_ends_at_the_probe_deadline(world, token):
+    """Every byte arrives well within the per-read timeout; the probe's total deadline ends it."""
+    body = json.dumps({"number": 2, "state": "closed", "merged": True, "padding": "x" * 300}).encode()
+    world["api"].host.faults.add(PR_PATH, slow_drip(body, 0.02))
+    world["api"].host.faults.add("/graphql", slow_drip(body, 0.02))
+    started = time.monotonic()
+    found = verdicts(world, mirrors=world["tmp"], policy=dataclasses.replace(POLICY, budget=0.8, timeout=2.0),
+                     token=token)
+    assert time.monotonic() - started < 2 * 0.8 + 1  # GraphQL's deadline, then REST's
+    assert_unknown(found, ("pr_fixed",), "within the 0.8s deadline")
+
+
+def test_an_oversized_body_is_a_failure(world):
+    world["index"].faults.add(INDEX_PATH, oversized(3 * 2**20, chunked=True))
+    found = verdicts(world, mirrors=world["tmp"], policy=dataclasses.replace(POLICY, max_body=2**20))
+    assert_unknown(found, ("floor_fixed", "pr_fixed"), "over the 1 MiB cap")
+
+
+def test_html_to_a_json_request_is_read_as_html(world):
+    """A PEP 503-only index (with data-upload-time) decides exactly as the JSON one."""
+    world["index"].index.api = "html"
+    found = verdicts(world, mirrors=world["tmp"])
+    assert (found["floor_fixed"].decision, found["pr_fixed"].decision) == ("retire", "retire")
+    assert "by upload time" in found["pr_fixed"].why
+
+
+@pytest.mark.parametrize("api", ["both", "html"])
+def test_an_index_without_upload_times_limits_only_what_needs_them(world, api):
+    """pr-released without a mirror needs upload times: unknown, naming the index; the version
+    floor does not: retire. With the mirror, release tags decide and upload times are not needed."""
+    world["index"].index.api, world["index"].index.upload_times = api, False
+    found = verdicts(world, mirrors=world["tmp"])
+    assert found["floor_fixed"].decision == "retire"
+    assert_unknown(found, ("pr_fixed",), f"the index {world['index'].url}", probe_failed=False)
+    assert "gives no upload times" in found["pr_fixed"].why and "mirror" in found["pr_fixed"].action
+    assert verdicts(world)["pr_fixed"].decision == "retire"
+
+
+@pytest.mark.parametrize("graphql", [True, False], ids=["graphql", "rest"])
+def test_a_token_echoed_by_the_code_host_is_nowhere(world, graphql):
+    token = "ghp_echoedtoken0123456789abcdef"
+    world["api"].host.echo_authorization = True
+    if not graphql:
+        world["api"].host.faults.add("/graphql", Fault(status=404))
+    found = verdicts(world, mirrors=world["tmp"], token=token)
+    assert found["pr_fixed"].decision == "retire"
+    text = json.dumps([v.to_json() for v in found.values()])
+    assert token not in text and "(seen: Bearer <redacted>)" in text
+    for path in (world["tmp"] / "cache").rglob("*"):
+        if path.is_file():
+            raw = path.read_bytes()
+            assert token.encode() not in raw
+            assert token.encode() not in base64.b64decode(json.loads(raw)["body"])

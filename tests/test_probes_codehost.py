@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import time
 
 import pytest
 
 from retire.evidence.values import IssueState, ProbeFailure, PullState
-from retire.probes.codehost import auth_headers, parse_link, probe_link, token_from_env
+from retire.probes.codehost import auth_headers, parse_link, probe_link, probe_links, token_from_env
 from tests.support.codehost import CodeHost, CodeHostServer
 from tests.support.faults import Fault
 from tests.support.probing import FAST, fetcher
@@ -163,3 +164,130 @@ def test_policy_budget_is_respected(api):
     found = probe_link(fetcher(policy=slow), PR, api_base=api.url)
     assert time.monotonic() - started < 1.5
     assert isinstance(found, ProbeFailure) and "budget" in found.reason and found.attempts < 10
+
+
+def test_wrong_types_are_failures_that_say_what_was_wrong(api):
+    api.host.faults.add("/repos/org/toylib/pulls/2", Fault(status=200, body=json.dumps(
+        {"number": 2, "state": "closed", "merged": "yes", "merged_at": "2026-02-01T10:00:00Z"}).encode()))
+    api.host.faults.add("/repos/org/toylib/pulls/3", Fault(status=200, body=json.dumps(
+        {"number": 3, "state": "closed", "merged": True, "merged_at": "last tuesday"}).encode()))
+    api.host.faults.add("/repos/org/toylib/pulls/4", Fault(status=200, body=json.dumps(
+        {"number": 5, "state": "closed", "merged": True}).encode()))
+    api.host.faults.add("/repos/org/toylib/issues/1", Fault(status=200, body=b'["closed"]'))
+    answers = [probe_link(fetcher(), f"https://github.com/org/toylib/pull/{n}", api_base=api.url) for n in (2, 3, 4)]
+    answers.append(probe_link(fetcher(), ISSUE, api_base=api.url))
+    reasons = [a.reason if isinstance(a, ProbeFailure) else a for a in answers]
+    assert reasons == [
+        "unexpected API response: merged is str, not bool",
+        "unexpected API response: merged_at is 'last tuesday', not a time",
+        "unexpected API response: the answer is for #5, not #4",
+        "unexpected API response: the answer is a JSON list, not an object",
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Many links at once: GraphQL with a token, REST without
+
+LINKS = [ISSUE, PR, "https://github.com/org/toylib/pull/3", "https://github.com/org/toylib/pull/4",
+         "https://github.com/org/toylib/pulls/2", "https://github.com/org/toylib/issues/2",
+         "https://github.com/org/toylib/pull/1", "https://github.com/org/toylib/pull/99",
+         "https://github.com/org/elsewhere/issues/1", "https://example.org/not/a/link"]
+
+
+def test_graphql_gives_what_rest_gives_in_one_request(api):
+    """Every kind of answer — merged, open, closed unmerged, an issue, a PR read through an
+    issue link, an issue behind a pull link, a missing number, a missing repository — is the
+    same value through both APIs; GraphQL asks once."""
+    rest = probe_links(fetcher(), LINKS, api_base=api.url, token=None)
+    rest_requests = len(api.host.requests)
+    graphql = probe_links(fetcher(), LINKS, api_base=api.url, token=TOKEN)
+    assert list(graphql) == LINKS
+    assert len(api.host.requests) - rest_requests == 1 and api.host.requests[-1][0] == "/graphql"
+    assert api.host.graphql_nodes == [6]  # distinct numbers: /pull/2 and /pulls/2 share one node
+    for url in LINKS:
+        if isinstance(rest[url], ProbeFailure):
+            assert isinstance(graphql[url], ProbeFailure) and "not found" in graphql[url].reason or \
+                "not an issue or pull request URL" in graphql[url].reason, (url, graphql[url])
+            assert graphql[url].reason.split(" (")[0] == rest[url].reason.split(" (")[0], url
+        else:
+            assert graphql[url] == rest[url], url
+    assert graphql[PR].merged and graphql[PR].merge_commit_sha == "a" * 40
+    assert isinstance(graphql["https://github.com/org/toylib/issues/2"], IssueState)  # a PR is an issue too
+    assert "is an issue" in graphql["https://github.com/org/toylib/pull/1"].reason
+    assert "Could not resolve to a Repository" in graphql["https://github.com/org/elsewhere/issues/1"].reason
+
+
+def test_graphql_batches_hold_at_most_100_links(api):
+    for number in range(10, 260):
+        api.host.add_issue("org", "toylib", number)
+    urls = [f"https://github.com/org/toylib/issues/{n}" for n in range(10, 260)]
+    found = probe_links(fetcher(), urls, api_base=api.url, token=TOKEN)
+    assert all(isinstance(found[u], IssueState) and found[u].number == int(u.rsplit("/", 1)[1]) for u in urls)
+    assert sorted(api.host.graphql_nodes) == [50, 100, 100]
+
+
+def test_a_failed_graphql_request_falls_back_to_rest(api, tmp_path):
+    api.host.faults.add("/graphql", Fault(status=404, body=b'{"message": "Not Found"}'))
+    found = probe_links(fetcher(tmp_path), [PR, ISSUE], api_base=api.url, token=TOKEN)
+    assert isinstance(found[PR], PullState) and isinstance(found[ISSUE], IssueState)
+    assert [r[0] for r in api.host.requests][0] == "/graphql" and len(api.host.requests) == 3
+
+
+def test_graphql_nodes_of_the_wrong_shape_are_failures(api):
+    body = {"data": {"r0": {"n1": {"__typename": "Issue", "number": 1, "state": "SHUT"},
+                            "n2": {"__typename": "PullRequest", "number": 2, "state": "MERGED", "merged": True,
+                                   "mergedAt": "2026-02-01T10:00:00Z", "mergeCommit": {"oid": 7}},
+                            "n3": None}}}
+    api.host.faults.add("/graphql", Fault(status=200, body=json.dumps(body).encode()))
+    found = probe_links(fetcher(), [ISSUE, PR, "https://github.com/org/toylib/pull/3"], api_base=api.url, token=TOKEN)
+    assert found[ISSUE].reason == "unexpected GraphQL response: state is 'SHUT', not OPEN, CLOSED or MERGED"
+    assert found[PR].reason == "unexpected GraphQL response: oid is int, not str"
+    assert found["https://github.com/org/toylib/pull/3"].reason == "unexpected GraphQL response: r0.n3 is null without an error"
+
+
+def test_graphql_without_data_fails_the_batch_then_rest_answers(api):
+    api.host.faults.add("/graphql", Fault(status=200, body=b'{"errors": [{"type": "RATE_LIMITED", "message": "API rate limit exceeded"}]}'))
+    found = probe_links(fetcher(), [PR], api_base=api.url, token=TOKEN)
+    assert isinstance(found[PR], PullState) and api.host.requests[-1][0] == "/repos/org/toylib/pulls/2"
+
+
+def test_graphql_needs_the_token_and_is_sent_it(api):
+    probe_links(fetcher(), [PR], api_base=api.url, token=TOKEN)
+    assert api.host.requests[0] == ("/graphql", None, f"Bearer {TOKEN}")
+    from retire.probes.graphql import endpoint
+
+    assert endpoint("https://ghe.corp/api/v3") == "https://ghe.corp/api/graphql"
+    assert endpoint("https://api.example/") == "https://api.example/graphql"
+
+
+@pytest.mark.parametrize("graphql", [True, False], ids=["graphql", "rest"])
+def test_a_token_echoed_into_a_title_is_redacted(api, graphql):
+    api.host.echo_authorization = True
+    if not graphql:
+        api.host.faults.add("/graphql", Fault(status=502))
+    found = probe_links(fetcher(secrets=(TOKEN,)), [PR, ISSUE], api_base=api.url, token=TOKEN)
+    assert (api.host.requests[-1][0] == "/graphql") == graphql
+    for state in found.values():
+        assert TOKEN not in repr(state) and state.title.endswith("(seen: Bearer <redacted>)")
+
+
+def test_when_both_apis_fail_both_reasons_are_shown(api):
+    api.host.faults.add("/graphql", Fault(status=404, body=b'{"message": "Not Found"}'))
+    api.host.faults.add("/repos/org/toylib/pulls/2", Fault(status=500))
+    found = probe_links(fetcher(), [PR], api_base=api.url, token=TOKEN)[PR]
+    assert isinstance(found, ProbeFailure)
+    assert "server error 500" in found.reason and "(GraphQL: no GraphQL endpoint (HTTP 404))" in found.reason
+
+
+def test_cache_only_runs_with_a_token_read_the_rest_cache(api, tmp_path):
+    """``report --no-probe`` makes no request: GraphQL fails at once and the links come from
+    the REST answers an earlier run cached."""
+    from retire.probes.http import Fetcher, HttpCache, make_client
+    from retire.report.weekly import CacheOnlyTransport
+
+    probe_links(fetcher(tmp_path), [PR, ISSUE], api_base=api.url, token=None)
+    asked = len(api.host.requests)
+    offline = Fetcher(make_client(transport=CacheOnlyTransport()), cache=HttpCache(tmp_path), policy=FAST)
+    found = probe_links(offline, [PR, ISSUE], api_base=api.url, token=TOKEN)
+    assert isinstance(found[PR], PullState) and isinstance(found[ISSUE], IssueState)
+    assert len(api.host.requests) == asked

@@ -60,6 +60,9 @@ class ReleaseFile:
     upload_time: _dt.datetime | None  # PEP 700; None when the index does not say
     yanked: bool = False
     yanked_reason: str | None = None
+    requires_python: str | None = None  # PEP 503 data-requires-python / PEP 691 requires-python
+    hashes: tuple[tuple[str, str], ...] = ()  # (algorithm, hex digest): the URL fragment or PEP 691 hashes
+    core_metadata: bool = False  # PEP 658 / 714: the METADATA is served beside the file
 
 
 def nightly_date(version: Version) -> _dt.date | None:
@@ -109,11 +112,27 @@ class Release:
 
 @dataclass(frozen=True)
 class ReleaseList:
-    """The releases of ``distribution`` on ``index_url``, sorted by version."""
+    """The releases of ``distribution`` on ``index_url``, sorted by version.
+
+    ``api`` says which simple API answered (``PEP 691 JSON`` or ``PEP 503 HTML``; '' when not
+    known). A PEP 503 page carries no upload times unless the index adds ``data-upload-time``, so
+    read :attr:`has_upload_times` before concluding anything from when a release appeared.
+    """
 
     distribution: str  # canonical name
-    index_url: str
+    index_url: str  # credentials masked
     releases: tuple[Release, ...]
+    api: str = ""
+
+    @property
+    def has_upload_times(self) -> bool:
+        """Whether the index said when any file appeared (PEP 700 / ``data-upload-time``)."""
+        return any(f.upload_time is not None for r in self.releases for f in r.files)
+
+    @property
+    def source(self) -> str:
+        """The index and its API, for messages: ``http://… (PEP 503 HTML)``."""
+        return f"{self.index_url} ({self.api})" if self.api else self.index_url
 
     def get(self, version: str | Version) -> Release | None:
         wanted = Version(str(version))
@@ -144,7 +163,8 @@ class ReleaseList:
                 bucket.setdefault(item.filename, item)
         releases = tuple(Release(v, tuple(files[v].values())) for v in sorted(files))
         urls = self.index_url if other.index_url == self.index_url else f"{self.index_url} + {other.index_url}"
-        return ReleaseList(self.distribution, urls, releases)
+        api = self.api if other.api == self.api else " + ".join(a for a in (self.api, other.api) if a)
+        return ReleaseList(self.distribution, urls, releases, api)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,19 +1,29 @@
-"""The code-host probe: state of issues and pull requests through the GitHub REST API.
+"""The code-host probe: state of issues and pull requests on GitHub.
 
 Links in manifests are web URLs (``https://github.com/<owner>/<repo>/pull/<n>``); they are
-mapped onto the REST API at ``api_base`` (the public API by default, configurable for GitHub
-Enterprise or the loopback stand-in in tests). A token from ``GITHUB_TOKEN`` / ``GH_TOKEN`` is
-sent when present and redacted from every failure text. Conditional requests (ETag), the
-on-disk cache and rate-limit handling live in :mod:`retire.probes.http`; 304 answers do not
-count against GitHub's rate limit, which is what makes a weekly run over every shim cheap.
+mapped onto the API at ``api_base`` (the public API by default, configurable for GitHub
+Enterprise or the loopback stand-in in tests). :func:`probe_links` asks for many at once:
+
+- **with a token**, through batched GraphQL queries, up to 100 links a request
+  (:mod:`retire.probes.graphql`) — 100 shims cost one request, not 200; a batch that fails as a
+  whole (an endpoint that is not there, a proxy that refuses POST) falls back to REST;
+- **anonymously**, one REST request per link, concurrently, with conditional requests (ETag) and
+  the on-disk cache of :mod:`retire.probes.http`: 304 answers do not count against GitHub's rate
+  limit, which is what makes a weekly run over every shim cheap.
+
+A token from ``GITHUB_TOKEN`` / ``GH_TOKEN`` is sent when present and redacted from every string
+a probe returns (titles included: a server may echo it back). An answer of the wrong shape is a
+failure that says what was wrong, never a guess.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -21,13 +31,18 @@ from retire.core import times
 from retire.evidence.values import IssueState, ProbeFailure, PullState
 from retire.probes.http import Fetched, Fetcher
 
-__all__ = ["DEFAULT_API_BASE", "DEFAULT_WEB_HOST", "LinkRef", "auth_headers", "parse_link", "probe_link", "token_from_env"]
+__all__ = [
+    "DEFAULT_API_BASE", "DEFAULT_WEB_HOST", "LinkRef", "auth_headers", "parse_link", "probe_link", "probe_links",
+    "token_from_env",
+]
 
 #: The public GitHub REST API; override with ``api_base`` (GitHub Enterprise, tests).
 DEFAULT_API_BASE = "https://api.github.com"
 DEFAULT_WEB_HOST = "github.com"
 TOKEN_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN")
 _PATH = re.compile(r"/(?P<owner>[A-Za-z0-9_.-]+)/(?P<repo>[A-Za-z0-9_.-]+)/(?P<kind>pull|pulls|issues)/(?P<number>\d+)/?")
+
+LinkState = PullState | IssueState | ProbeFailure
 
 
 @dataclass(frozen=True)
@@ -72,17 +87,80 @@ def auth_headers(token: str | None) -> dict[str, str]:
     return headers
 
 
-def _moment(value: object) -> _dt.datetime | None:
-    """A time the API sent (``2026-02-01T10:00:00Z``), or None when absent or unreadable."""
-    try:
-        return times.parse(value) if value is not None else None
-    except times.TimeError:
+# ---------------------------------------------------------------------------------------------
+# The answer, checked: both APIs end here
+
+
+class WrongShape(ValueError):
+    """An answer that is not the object asked for; the message says what was wrong."""
+
+
+def moment(data: Mapping[str, object], key: str) -> _dt.datetime | None:
+    """A time the API sent (``2026-02-01T10:00:00Z``) or None when null; WrongShape when unreadable."""
+    value = data.get(key)
+    if value is None:
         return None
+    try:
+        return times.parse(value)
+    except times.TimeError:
+        raise WrongShape(f"{key} is {str(value)[:40]!r}, not a time") from None
+
+
+def field(data: Mapping[str, object], key: str, kinds: tuple[type, ...], *, required: bool = False):
+    """``data[key]`` when of one of ``kinds`` (or absent / null unless ``required``)."""
+    value = data.get(key)
+    if value is None and not required:
+        return None
+    if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
+        what = "missing" if key not in data else "null" if value is None else type(value).__name__
+        raise WrongShape(f"{key} is {what}, not {' or '.join(k.__name__ for k in kinds)}")
+    return value
+
+
+def state_of(fetcher: Fetcher, ref: LinkRef, *, state: str, merged: bool, merged_at: _dt.datetime | None,
+             merge_commit: str | None, state_reason: str | None, updated_at: _dt.datetime | None,
+             closed_at: _dt.datetime | None, title: str) -> PullState | IssueState:
+    """The value for ``ref`` from checked fields, every string redacted."""
+    if state not in ("open", "closed"):
+        raise WrongShape(f"state is {state!r}, not open or closed")
+    title = fetcher.redact(title)
+    if ref.kind == "pull":
+        merged = merged or merged_at is not None
+        return PullState(url=ref.url, number=ref.number, state=state, merged=merged, merged_at=merged_at,
+                         merge_commit_sha=merge_commit if merged else None, updated_at=updated_at,
+                         closed_at=closed_at, title=title)
+    return IssueState(url=ref.url, number=ref.number, state=state, state_reason=state_reason,
+                      updated_at=updated_at, closed_at=closed_at, title=title)
+
+
+def not_found(ref: LinkRef, how: str, attempts: int = 1) -> ProbeFailure:
+    return ProbeFailure("codehost", ref.url, f"{ref.kind} not found ({how}): private, moved or mistyped",
+                        attempts=attempts)
+
+
+# ---------------------------------------------------------------------------------------------
+# REST: one link a request
+
+
+def _from_rest(fetcher: Fetcher, ref: LinkRef, data: object) -> PullState | IssueState:
+    if not isinstance(data, dict):
+        raise WrongShape(f"the answer is a JSON {type(data).__name__}, not an object")
+    number = field(data, "number", (int,))
+    if number is not None and number != ref.number:
+        raise WrongShape(f"the answer is for #{number}, not #{ref.number}")
+    state = field(data, "state", (str,), required=True)
+    merged = field(data, "merged", (bool,)) if ref.kind == "pull" else None
+    return state_of(
+        fetcher, ref, state=state, merged=bool(merged), merged_at=moment(data, "merged_at"),
+        merge_commit=field(data, "merge_commit_sha", (str,)), state_reason=field(data, "state_reason", (str,)),
+        updated_at=moment(data, "updated_at"), closed_at=moment(data, "closed_at"),
+        title=field(data, "title", (str,)) or "",
+    )
 
 
 def probe_link(fetcher: Fetcher, url: str, *, api_base: str = DEFAULT_API_BASE, token: str | None = None,
-               web_host: str = DEFAULT_WEB_HOST) -> PullState | IssueState | ProbeFailure:
-    """The state of the issue or pull request at web ``url``; never raises."""
+               web_host: str = DEFAULT_WEB_HOST) -> LinkState:
+    """The state of the issue or pull request at web ``url``, through REST; never raises."""
     ref = parse_link(url, web_host=web_host)
     if ref is None:
         return ProbeFailure("codehost", url, f"not an issue or pull request URL on {web_host}")
@@ -92,24 +170,53 @@ def probe_link(fetcher: Fetcher, url: str, *, api_base: str = DEFAULT_API_BASE, 
     if isinstance(answer, ProbeFailure):
         return answer
     if isinstance(answer, Fetched):
-        return ProbeFailure("codehost", url, f"{ref.kind} not found (HTTP {answer.status}): private, moved or mistyped",
-                            attempts=answer.attempts)
-    data, _ = answer
-    if not isinstance(data, dict) or data.get("state") not in ("open", "closed"):
-        return ProbeFailure("codehost", url, "unexpected API response: no open/closed 'state'")
-    if ref.kind == "pull":
-        merged_at = _moment(data.get("merged_at"))
-        merged = bool(data.get("merged")) or merged_at is not None
-        sha = data.get("merge_commit_sha")
-        return PullState(
-            url=url, number=ref.number, state=data["state"], merged=merged, merged_at=merged_at,
-            merge_commit_sha=sha if (merged and isinstance(sha, str)) else None,
-            updated_at=_moment(data.get("updated_at")), closed_at=_moment(data.get("closed_at")),
-            title=str(data.get("title") or ""),
-        )
-    return IssueState(
-        url=url, number=ref.number, state=data["state"],
-        state_reason=data.get("state_reason") if isinstance(data.get("state_reason"), str) else None,
-        updated_at=_moment(data.get("updated_at")), closed_at=_moment(data.get("closed_at")),
-        title=str(data.get("title") or ""),
-    )
+        return not_found(ref, f"HTTP {answer.status}", answer.attempts)
+    try:
+        return _from_rest(fetcher, ref, answer[0])
+    except WrongShape as exc:
+        return ProbeFailure("codehost", url, f"unexpected API response: {fetcher.redact(str(exc))}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Many links at once
+
+
+def probe_links(fetcher: Fetcher, urls: Iterable[str], *, api_base: str = DEFAULT_API_BASE, token: str | None = None,
+                web_host: str = DEFAULT_WEB_HOST, workers: int = 100) -> dict[str, LinkState]:
+    """``{url: state}`` for every URL: GraphQL batches with a token, REST per link without (or
+    for a batch that failed as a whole); never raises."""
+    from retire.probes import graphql
+
+    wanted = list(dict.fromkeys(urls))
+    found: dict[str, LinkState] = {}
+    refs = []
+    for url in wanted:
+        ref = parse_link(url, web_host=web_host)
+        if ref is None:
+            found[url] = ProbeFailure("codehost", url, f"not an issue or pull request URL on {web_host}")
+        else:
+            refs.append(ref)
+    rest = refs
+    batch_failed: dict[str, ProbeFailure] = {}
+    if token and refs:
+        batches = graphql.batches(refs)
+        with ThreadPoolExecutor(max_workers=max(1, min(workers, len(batches)))) as pool:
+            answers = list(pool.map(lambda batch: graphql.probe_batch(fetcher, batch, api_base=api_base, token=token),
+                                    batches))
+        rest = []
+        for batch, answer in zip(batches, answers):
+            if isinstance(answer, ProbeFailure):
+                rest += batch  # the whole batch failed: REST may still answer each link
+                batch_failed.update((ref.url, answer) for ref in batch)
+            else:
+                found.update(answer)
+    if rest:
+        with ThreadPoolExecutor(max_workers=max(1, min(workers, len(rest)))) as pool:
+            states = pool.map(lambda ref: probe_link(fetcher, ref.url, api_base=api_base, token=token,
+                                                     web_host=web_host), rest)
+            for ref, state in zip(rest, states):
+                first = batch_failed.get(ref.url)
+                if isinstance(state, ProbeFailure) and first is not None:  # say why GraphQL did not answer either
+                    state = dataclasses.replace(state, reason=f"{state.reason} (GraphQL: {first.reason})")
+                found[ref.url] = state
+    return {url: found[url] for url in wanted}

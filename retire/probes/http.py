@@ -1,15 +1,25 @@
-"""The HTTP layer every probe shares: retries with backoff, rate limits, an on-disk cache.
+"""The HTTP layer every probe shares: retries with backoff, rate limits, an on-disk cache, and
+the limits that make an answer trustworthy.
 
 A :class:`Fetcher` wraps an injected ``httpx.Client`` (tests hand it a client pointed at a
-loopback server, or one with a custom transport). ``get`` returns a :class:`Fetched` or a
-:class:`~retire.evidence.ProbeFailure` — it never raises.
+loopback server, or one with a custom transport). ``get`` / ``post`` return a :class:`Fetched` or
+a :class:`~retire.evidence.ProbeFailure` — they never raise.
 
 - **Retried**, with exponential backoff and full jitter: timeouts, connection refused, DNS
-  failures, dropped connections, 5xx, 429 and 403 rate limits. Every request has a total time
-  budget; a ``Retry-After`` or ``X-RateLimit-Reset`` further away than ``max_wait`` is not slept
-  on: the probe ends at once as unknown (a weekly report must not hang for an hour).
+  failures, dropped connections, 5xx, 429 and 403 rate limits. A ``Retry-After`` or
+  ``X-RateLimit-Reset`` further away than ``max_wait`` is not slept on: the probe ends at once as
+  unknown (a weekly report must not hang for an hour).
 - **Not retried**: other 4xx, and a body that is not valid JSON is fetched at most twice
   (a truncating proxy may heal; a broken server will not).
+- **Only the host that was asked answers**: redirects are followed by hand, only within the same
+  scheme, host and port (``max_redirects`` of them); a redirect anywhere else is a failure.
+- **A total deadline** (``budget``) covers every attempt, wait, redirect and byte of the body:
+  per-read timeouts are clamped to the time left, and a watchdog shuts the connection at the
+  deadline, so a server that trickles its body one byte at a time ends there, not later.
+- **A size cap** (``max_body``): the body is streamed and counted, and abandoned past the cap
+  (a declared ``Content-Length`` over it is refused before reading).
+- **Secrets** (the token) are redacted from every body before anything reads or stores it, from
+  every failure text, and credentials in URLs are masked.
 - **Cache**: responses carrying an ``ETag`` or ``Last-Modified`` are stored (atomically, one
   file per URL); the next request is conditional (``If-None-Match``) and a 304 serves the stored
   body. Within ``Cache-Control: max-age`` no request is made at all (like uv's cache).
@@ -17,29 +27,30 @@ loopback server, or one with a custom transport). ``get`` returns a :class:`Fetc
 
 from __future__ import annotations
 
-import base64
 import email.utils
 import functools
-import hashlib
 import json
 import random
-import re
 import ssl
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import TypeVar
 
 import httpx
 
-from retire.core.atomic import atomic_write
 from retire.evidence.values import ProbeFailure
+from retire.probes.cache import DEFAULT_CACHE_DIR, CacheEntry, HttpCache, freshness
+from retire.probes.redaction import REDACTED, mask_url, redact
+from retire.probes.watchdog import WATCHDOG
 
-__all__ = ["DEFAULT_CACHE_DIR", "Fetched", "Fetcher", "HttpCache", "RetryPolicy", "make_client", "redact"]
+__all__ = [
+    "DEFAULT_CACHE_DIR", "BadBody", "Fetched", "Fetcher", "HttpCache", "RetryPolicy", "make_client", "mask_url", "redact",
+]
 
-#: Relative to the project root.
-DEFAULT_CACHE_DIR = Path(".patchlane") / "cache" / "http"
 USER_AGENT = "patchlane-probe/0.1"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -47,10 +58,12 @@ class RetryPolicy:
     attempts: int = 4  # tries per request, the first included
     backoff: float = 0.25  # seconds before the second try; doubles each time
     max_backoff: float = 4.0
-    budget: float = 30.0  # total seconds one request may take, waits included
+    budget: float = 30.0  # the total deadline of one probe: attempts, waits, redirects and bodies
     max_wait: float = 60.0  # longest Retry-After / rate-limit reset honoured
-    timeout: float = 10.0  # per attempt (connect, read)
+    timeout: float = 10.0  # per connect / read, clamped to what is left of the budget
     json_attempts: int = 2  # fetches of a body that does not decode
+    max_body: int = 64 * 2**20  # bytes of one body (a PyTorch nightly project page is a few MiB)
+    max_redirects: int = 5  # same-host redirects followed per request
 
 
 @dataclass(frozen=True)
@@ -62,12 +75,18 @@ class Fetched:
     from_cache: bool = False  # served without a request (fresh) or after a 304
     attempts: int = 1
 
+    @property
+    def content_type(self) -> str:
+        """The media type, lower case, without parameters ('' when the server sent none)."""
+        return (self.headers.get("content-type") or "").split(";")[0].strip().lower()
 
-def redact(text: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "<redacted>")
-    return text
+
+class BadBody(ValueError):
+    """A parser's complaint about a body; ``refetch`` when asking again may heal it (truncation)."""
+
+    def __init__(self, reason: str, *, refetch: bool = False) -> None:
+        super().__init__(reason)
+        self.reason, self.refetch = reason, refetch
 
 
 #: GitHub's secondary rate limit allows 100 concurrent requests; stay at it, never above.
@@ -82,7 +101,8 @@ def _tls() -> ssl.SSLContext:
 
 def make_client(*, timeout: float = 10.0, transport: httpx.BaseTransport | None = None,
                 max_connections: int = MAX_IN_FLIGHT) -> httpx.Client:
-    """The client probes use when none is injected: pooled, redirects followed."""
+    """The client probes use when none is injected: pooled. (The :class:`Fetcher` follows
+    redirects itself, same host only, whatever the client's own setting.)"""
     return httpx.Client(
         timeout=timeout,
         follow_redirects=True,
@@ -94,66 +114,7 @@ def make_client(*, timeout: float = 10.0, transport: httpx.BaseTransport | None 
 
 
 # ---------------------------------------------------------------------------------------------
-# Cache
-
-
-@dataclass(frozen=True)
-class CacheEntry:
-    url: str
-    body: bytes
-    etag: str | None
-    last_modified: str | None
-    stored_at: float  # wall-clock seconds
-    max_age: float | None
-    content_type: str | None
-
-
-class HttpCache:
-    """One JSON file per (URL, Accept) under ``folder``; written atomically, safe across threads."""
-
-    def __init__(self, folder: str | Path) -> None:
-        self.folder = Path(folder)
-
-    def _path(self, url: str, accept: str) -> Path:
-        key = hashlib.sha256(f"{url}\n{accept}".encode()).hexdigest()
-        return self.folder / key[:2] / f"{key}.json"
-
-    def get(self, url: str, accept: str) -> CacheEntry | None:
-        try:
-            data = json.loads(self._path(url, accept).read_text(encoding="utf-8"))
-            return CacheEntry(
-                url=data["url"], body=base64.b64decode(data["body"]), etag=data.get("etag"),
-                last_modified=data.get("last_modified"), stored_at=float(data["stored_at"]),
-                max_age=data.get("max_age"), content_type=data.get("content_type"),
-            )
-        except (OSError, ValueError, KeyError, TypeError):
-            return None  # missing or corrupt: fetch again
-
-    def put(self, entry: CacheEntry, accept: str) -> None:
-        data = {
-            "url": entry.url, "body": base64.b64encode(entry.body).decode(), "etag": entry.etag,
-            "last_modified": entry.last_modified, "stored_at": entry.stored_at,
-            "max_age": entry.max_age, "content_type": entry.content_type,
-        }
-        try:
-            atomic_write(self._path(entry.url, accept), json.dumps(data))
-        except OSError:
-            pass  # a cache that cannot be written only costs speed
-
-
-def _max_age(headers: Mapping[str, str]) -> tuple[bool, float | None]:
-    """(storable, max-age seconds) from Cache-Control."""
-    control = (headers.get("cache-control") or "").lower()
-    if "no-store" in control:
-        return False, None
-    if "no-cache" in control:
-        return True, 0.0
-    found = re.search(r"max-age=(\d+)", control)
-    return True, (float(found.group(1)) if found else None)
-
-
-# ---------------------------------------------------------------------------------------------
-# Fetching
+# One exchange: redirects on the same host only, a size cap, a total deadline
 
 
 def _connect_reason(exc: Exception) -> str:
@@ -167,8 +128,34 @@ def _connect_reason(exc: Exception) -> str:
     return f"cannot connect ({text})"
 
 
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    default = {"http": 80, "https": 443}.get(url.scheme)
+    return url.scheme, url.host, url.port or default
+
+
+def _size(count: int) -> str:
+    return f"{count / 2**20:g} MiB" if count >= 2**20 else f"{count / 2**10:g} KiB" if count >= 2**10 else f"{count} bytes"
+
+
+
+
+@dataclass(frozen=True)
+class _Reply:
+    status: int
+    reason_phrase: str
+    headers: httpx.Headers
+    body: bytes
+
+
+@dataclass(frozen=True)
+class _Trouble:
+    reason: str
+    retryable: bool
+    final: bool = False  # no further attempt (the deadline passed, the answer came from elsewhere)
+
+
 class Fetcher:
-    """GET with retries, rate-limit handling and the conditional cache; never raises."""
+    """GET / POST with retries, rate-limit handling, limits and the conditional cache; never raises."""
 
     def __init__(
         self,
@@ -181,23 +168,40 @@ class Fetcher:
         monotonic: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
         jitter: Callable[[], float] = random.random,
+        max_in_flight: int = MAX_IN_FLIGHT,
     ) -> None:
         self.client = client
         self.cache = cache
         self.policy = policy
         self.secrets = tuple(s for s in secrets if s)
         self.sleep, self.monotonic, self.wall, self.jitter = sleep, monotonic, wall, jitter
+        # Requests in flight at once, whatever number of threads ask: GitHub's secondary limit,
+        # and the client's pool (httpcore's queue of waiting requests is slow when long).
+        self._in_flight = threading.BoundedSemaphore(max_in_flight)
+
+    def deadline(self) -> float:
+        """The monotonic moment a probe starting now must be done by."""
+        return self.monotonic() + self.policy.budget
+
+    def redact(self, text: str) -> str:
+        """``text`` without the secrets this fetcher knows (a server may echo them anywhere)."""
+        return redact(text, self.secrets)
+
+    def _clean(self, body: bytes) -> bytes:
+        for secret in self.secrets:
+            body = body.replace(secret.encode(), REDACTED.encode())
+        return body
 
     def _fail(self, probe: str, url: str, reason: str, *, retryable: bool, attempts: int) -> ProbeFailure:
-        return ProbeFailure(probe, redact(url, self.secrets), redact(reason, self.secrets), retryable, attempts)
+        return ProbeFailure(probe, self.redact(mask_url(url)), self.redact(reason), retryable, attempts)
 
     def _backoff(self, attempt: int) -> float:
         ceiling = min(self.policy.max_backoff, self.policy.backoff * (2 ** (attempt - 1)))
         return ceiling * (0.5 + self.jitter() / 2)  # jitter: many probes never retry in lockstep
 
-    def _server_wait(self, response: httpx.Response) -> float | None:
+    def _server_wait(self, headers: Mapping[str, str]) -> float | None:
         """Seconds the server asks us to wait (Retry-After or X-RateLimit-Reset), if it says."""
-        retry_after = response.headers.get("retry-after")
+        retry_after = headers.get("retry-after")
         if retry_after:
             if retry_after.strip().isdigit():
                 return float(retry_after)
@@ -206,13 +210,105 @@ class Fetcher:
                 return max(0.0, moment.timestamp() - self.wall())
             except (TypeError, ValueError):
                 return None
-        reset = response.headers.get("x-ratelimit-reset")
+        reset = headers.get("x-ratelimit-reset")
         if reset and reset.strip().isdigit():
             return max(0.0, float(reset) - self.wall())
         return None
 
+    def _past_deadline(self) -> _Trouble:
+        return _Trouble(f"no complete answer within the {self.policy.budget:g}s deadline "
+                        "(a total per probe, not per read)", retryable=True, final=True)
+
+    def _attempt(self, method: str, url: str, headers: Mapping[str, str], content: bytes | None,
+                 deadline: float) -> _Reply | _Trouble:
+        """One request, with same-host redirects followed, the body read under the cap and deadline."""
+        if not self._in_flight.acquire(timeout=max(0.0, deadline - self.monotonic())):
+            return self._past_deadline()
+        try:
+            return self._attempt_in_flight(method, url, headers, content, deadline)
+        finally:
+            self._in_flight.release()
+
+    def _attempt_in_flight(self, method: str, url: str, headers: Mapping[str, str], content: bytes | None,
+                           deadline: float) -> _Reply | _Trouble:
+        current = httpx.URL(url)
+        for hop in range(self.policy.max_redirects + 1):
+            left = deadline - self.monotonic()
+            if left <= 0:
+                return self._past_deadline()
+            clamped = left < self.policy.timeout
+            request = self.client.build_request(method, current, headers=headers, content=content,
+                                                timeout=min(self.policy.timeout, left))
+            try:
+                response = self.client.send(request, stream=True, follow_redirects=False)
+            except httpx.TimeoutException:
+                if clamped:
+                    return self._past_deadline()
+                return _Trouble(f"timed out after {self.policy.timeout:g}s", True)
+            except httpx.ConnectError as exc:
+                return _Trouble(_connect_reason(exc), True)
+            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+                return _Trouble(f"connection dropped ({exc or type(exc).__name__})", True)
+            except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
+                return _Trouble(f"bad URL ({exc})", False, final=True)
+            except httpx.HTTPError as exc:
+                return _Trouble(f"{type(exc).__name__}: {exc}", True)
+            try:
+                if response.has_redirect_location:
+                    target = current.join(response.headers["location"])
+                    if _origin(target) != _origin(current):
+                        return _Trouble(f"redirected ({response.status_code}) to another host, {mask_url(str(target))}: "
+                                        "an answer counts only from the host that was asked (point the URL there "
+                                        "if that host is the right one)", False, final=True)
+                    if method != "GET":
+                        return _Trouble(f"redirected ({response.status_code}) a {method} request", False, final=True)
+                    if hop == self.policy.max_redirects:
+                        return _Trouble(f"more than {self.policy.max_redirects} redirects", False, final=True)
+                    current = target
+                    continue
+                body = self._read(response, deadline)
+                if isinstance(body, _Trouble):
+                    return body
+                return _Reply(response.status_code, response.reason_phrase, response.headers, self._clean(body))
+            finally:
+                response.close()
+        return _Trouble("redirect loop", False, final=True)  # not reached: the loop returns
+
+    def _read(self, response: httpx.Response, deadline: float) -> bytes | _Trouble:
+        """The body, streamed: counted against the cap, under a watchdog that shuts the connection
+        at the deadline (per-read timeouts alone would let a one-byte-a-second trickle run on)."""
+        cap = self.policy.max_body
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > cap:
+            return _Trouble(f"the body ({_size(int(declared))}) is over the {_size(cap)} cap", False, final=True)
+        left = deadline - self.monotonic()
+        if left <= 0:
+            return self._past_deadline()
+        ticket = WATCHDOG.arm(time.monotonic() + left, response)
+        chunks, size = [], 0
+        try:
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > cap:
+                    return _Trouble(f"the body is over the {_size(cap)} cap (abandoned after {_size(size)})",
+                                    False, final=True)
+                if self.monotonic() >= deadline:
+                    return self._past_deadline()
+                chunks.append(chunk)
+        except httpx.HTTPError as exc:
+            if self.monotonic() >= deadline - 0.001:
+                return self._past_deadline()
+            if isinstance(exc, httpx.TimeoutException):
+                return _Trouble(f"timed out after {self.policy.timeout:g}s", True)
+            return _Trouble(f"connection dropped ({exc or type(exc).__name__})", True)
+        finally:
+            WATCHDOG.disarm(ticket)
+        return b"".join(chunks)
+
+    # -----------------------------------------------------------------------------------------
+
     def get(self, url: str, *, probe: str, headers: Mapping[str, str] | None = None,
-            accept: str = "application/json", use_cache: bool = True) -> Fetched | ProbeFailure:
+            accept: str = "application/json", use_cache: bool = True, deadline: float | None = None) -> Fetched | ProbeFailure:
         """The response to ``GET url`` (any 2xx, 304 from cache, or a 404/410 for the caller
         to interpret), or why there is none."""
         cached = self.cache.get(url, accept) if (self.cache and use_cache) else None
@@ -223,40 +319,44 @@ class Fetcher:
             request_headers["If-None-Match"] = cached.etag
         elif cached and cached.last_modified:
             request_headers["If-Modified-Since"] = cached.last_modified
+        return self._exchange("GET", url, probe, request_headers, None, deadline, cached, accept)
 
-        deadline = self.monotonic() + self.policy.budget
+    def post(self, url: str, payload: object, *, probe: str, headers: Mapping[str, str] | None = None,
+             accept: str = "application/json", deadline: float | None = None) -> Fetched | ProbeFailure:
+        """``POST url`` with a JSON ``payload`` (a read-only query, so it may be retried); never cached."""
+        request_headers = {"Accept": accept, "Content-Type": "application/json", **(headers or {})}
+        content = json.dumps(payload).encode()
+        return self._exchange("POST", url, probe, request_headers, content, deadline, None, accept)
+
+    def _exchange(self, method: str, url: str, probe: str, headers: Mapping[str, str], content: bytes | None,
+                  deadline: float | None, cached: CacheEntry | None, accept: str) -> Fetched | ProbeFailure:
+        deadline = self.deadline() if deadline is None else deadline
         attempt = 0
         while True:
             attempt += 1
             wait: float | None = None
-            try:
-                response = self.client.get(url, headers=request_headers, timeout=self.policy.timeout)
-            except httpx.TimeoutException:
-                reason, retryable = f"timed out after {self.policy.timeout:g}s", True
-            except httpx.ConnectError as exc:
-                reason, retryable = _connect_reason(exc), True
-            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-                reason, retryable = f"connection dropped ({exc or type(exc).__name__})", True
-            except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
-                return self._fail(probe, url, f"bad URL ({exc})", retryable=False, attempts=attempt)
-            except httpx.HTTPError as exc:
-                reason, retryable = f"{type(exc).__name__}: {exc}", True
+            answer = self._attempt(method, url, headers, content, deadline)
+            if isinstance(answer, _Trouble):
+                if answer.final:
+                    return self._fail(probe, url, answer.reason, retryable=answer.retryable, attempts=attempt)
+                reason, retryable = answer.reason, answer.retryable
             else:
-                status = response.status_code
+                status = answer.status
                 if status == 304 and cached is not None:
-                    if _max_age(response.headers)[1]:  # only freshness changed: rewrite just for it
-                        self._store(url, accept, response, cached.body, previous=cached)
-                    return Fetched(url, 200, cached.body, dict(response.headers), True, attempt)
+                    if freshness(answer.headers)[1]:  # only freshness changed: rewrite just for it
+                        self._store(url, accept, answer.headers, cached.body, previous=cached)
+                    return Fetched(url, 200, cached.body, dict(answer.headers), True, attempt)
                 if 200 <= status < 300:
-                    self._store(url, accept, response, response.content)
-                    return Fetched(url, status, response.content, dict(response.headers), False, attempt)
+                    if method == "GET":
+                        self._store(url, accept, answer.headers, answer.body)
+                    return Fetched(url, status, answer.body, dict(answer.headers), False, attempt)
                 if status in (404, 410):
-                    return Fetched(url, status, response.content, dict(response.headers), False, attempt)
+                    return Fetched(url, status, answer.body, dict(answer.headers), False, attempt)
                 limited = status == 429 or (
-                    status == 403 and (response.headers.get("x-ratelimit-remaining") == "0"
-                                       or "retry-after" in response.headers))
+                    status == 403 and (answer.headers.get("x-ratelimit-remaining") == "0"
+                                       or "retry-after" in answer.headers))
                 if limited:
-                    wait = self._server_wait(response)
+                    wait = self._server_wait(answer.headers)
                     label = "429 Too Many Requests" if status == 429 else "403 rate limit exceeded"
                     if wait is not None and wait > self.policy.max_wait:
                         return self._fail(probe, url, f"{label}: the server asks to wait {wait:.0f}s "
@@ -264,14 +364,14 @@ class Fetcher:
                                           retryable=True, attempts=attempt)
                     reason, retryable = (f"{label}" + (f" (Retry-After {wait:.0f}s)" if wait is not None else "")), True
                 elif status >= 500:
-                    reason, retryable = f"server error {status} {response.reason_phrase}", True
+                    reason, retryable = f"server error {status} {answer.reason_phrase}", True
                 elif status == 401:
                     return self._fail(probe, url, "401 Unauthorized: the token is missing or invalid",
                                       retryable=False, attempts=attempt)
                 else:
-                    return self._fail(probe, url, f"HTTP {status} {response.reason_phrase}",
+                    return self._fail(probe, url, f"HTTP {status} {answer.reason_phrase}",
                                       retryable=False, attempts=attempt)
-            # A retryable failure: wait and go again, within the attempts and the time budget.
+            # A retryable failure: wait and go again, within the attempts and the deadline.
             if not retryable or attempt >= self.policy.attempts:
                 return self._fail(probe, url, reason, retryable=retryable, attempts=attempt)
             delay = wait if wait is not None else self._backoff(attempt)
@@ -280,56 +380,65 @@ class Fetcher:
                                   retryable=True, attempts=attempt)
             self.sleep(delay)
 
-    def get_json(self, url: str, *, probe: str, headers: Mapping[str, str] | None = None,
-                 accept: str = "application/json") -> tuple[object, Fetched] | Fetched | ProbeFailure:
-        """Decoded JSON and the response; a 404/410 comes back as the bare :class:`Fetched`.
+    def get_parsed(self, url: str, parse: Callable[[Fetched], T], *, probe: str,
+                   headers: Mapping[str, str] | None = None, accept: str = "application/json",
+                   deadline: float | None = None, payload: object = None) -> tuple[T, Fetched] | Fetched | ProbeFailure:
+        """``parse(response)`` and the response; a 404/410 comes back as the bare :class:`Fetched`.
 
-        A body that does not decode is fetched again (bypassing the cache) at most
-        ``json_attempts`` times in all, then reported as invalid.
+        ``parse`` raises :class:`BadBody`; one marked ``refetch`` is fetched again (bypassing the
+        cache) at most ``json_attempts`` times in all, then reported. With ``payload`` it POSTs.
         """
+        deadline = self.deadline() if deadline is None else deadline
         attempts = 0
         use_cache = True
         while True:
             attempts += 1
-            fetched = self.get(url, probe=probe, headers=headers, accept=accept, use_cache=use_cache)
+            if payload is None:
+                fetched = self.get(url, probe=probe, headers=headers, accept=accept, use_cache=use_cache, deadline=deadline)
+            else:
+                fetched = self.post(url, payload, probe=probe, headers=headers, accept=accept, deadline=deadline)
             if isinstance(fetched, ProbeFailure) or fetched.status in (404, 410):
                 return fetched
-            content_type = (fetched.headers.get("content-type") or "").lower()
-            if "html" in content_type:
-                return self._fail(probe, url, f"the server answered {content_type.split(';')[0]}, not JSON",
-                                  retryable=False, attempts=fetched.attempts)
             try:
-                return json.loads(fetched.body), fetched
-            except (ValueError, UnicodeDecodeError) as exc:
-                if attempts >= self.policy.json_attempts:
-                    kind = "truncated JSON" if _truncated(exc, fetched.body) else "invalid JSON"
-                    return self._fail(probe, url, f"{kind} in the response ({_short(exc)})",
-                                      retryable=True, attempts=attempts)
+                return parse(fetched), fetched
+            except BadBody as bad:
+                if self.cache is not None and payload is None:
+                    self.cache.drop(url, accept)  # never keep a body its reader refused
+                if not bad.refetch or attempts >= self.policy.json_attempts:
+                    return self._fail(probe, url, bad.reason, retryable=bad.refetch,
+                                      attempts=attempts if bad.refetch else fetched.attempts)
                 use_cache = False
 
-    def _store(self, url: str, accept: str, response: httpx.Response, body: bytes,
+    def get_json(self, url: str, *, probe: str, headers: Mapping[str, str] | None = None,
+                 accept: str = "application/json", deadline: float | None = None,
+                 payload: object = None) -> tuple[object, Fetched] | Fetched | ProbeFailure:
+        """Decoded JSON and the response (see :meth:`get_parsed`); HTML is refused, not misread."""
+        return self.get_parsed(url, decode_json, probe=probe, headers=headers, accept=accept,
+                               deadline=deadline, payload=payload)
+
+    def _store(self, url: str, accept: str, headers: Mapping[str, str], body: bytes,
                previous: CacheEntry | None = None) -> None:
         if self.cache is None:
             return
-        etag = response.headers.get("etag") or (previous.etag if previous else None)
-        modified = response.headers.get("last-modified") or (previous.last_modified if previous else None)
-        storable, max_age = _max_age(response.headers)
+        etag = headers.get("etag") or (previous.etag if previous else None)
+        modified = headers.get("last-modified") or (previous.last_modified if previous else None)
+        storable, max_age = freshness(headers)
         if not storable or not (etag or modified or max_age):
             return
-        if not _decodes(body, response.headers.get("content-type")):
-            return  # never keep a broken body: the next run must ask again
-        content_type = response.headers.get("content-type") or (previous.content_type if previous else None)
+        content_type = headers.get("content-type") or (previous.content_type if previous else None)
         self.cache.put(CacheEntry(url, body, etag, modified, self.wall(), max_age, content_type), accept)
 
 
-def _decodes(body: bytes, content_type: str | None) -> bool:
-    if content_type and "json" not in content_type:
-        return True
+def decode_json(fetched: Fetched) -> object:
+    """The JSON of a response; :class:`BadBody` for HTML (never misread) or a body that does not
+    decode (truncated or invalid: worth one more fetch)."""
+    if "html" in fetched.content_type:
+        raise BadBody(f"the server answered {fetched.content_type}, not JSON")
     try:
-        json.loads(body)
-        return True
-    except (ValueError, UnicodeDecodeError):
-        return False
+        return json.loads(fetched.body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        kind = "truncated JSON" if _truncated(exc, fetched.body) else "invalid JSON"
+        raise BadBody(f"{kind} in the response ({_short(exc)})", refetch=True) from None
 
 
 def _truncated(exc: Exception, body: bytes) -> bool:

@@ -201,7 +201,8 @@ def _merged_by_code_host(kind: str, state: PullState, dist: str, ev: ShimEvidenc
                                action=f"add a mirror of {_repository_of(state.url)} so release tags can decide")
     timed = [r for r in listed.available() if r.upload_time is not None]
     if not timed:
-        return ConditionResult(kind, UNDECIDED, f"{state.label} merged; the index gives no upload times for {dist}",
+        return ConditionResult(kind, UNDECIDED, f"{state.label} merged; the index {listed.source} gives no upload "
+                               f"times for {dist}, so which release first contains the merge cannot be told by date",
                                action=f"add a mirror of {_repository_of(state.url)} so release tags can decide")
     first = _first_release_after(timed, state.merged_at, finals_only=True) or \
         _first_release_after(timed, state.merged_at, finals_only=False)

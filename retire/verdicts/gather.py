@@ -130,6 +130,7 @@ def gather(
         histories = records.histories(loaded, [m.id for m in active])
 
         jobs: dict[tuple, Callable[[], object]] = {}
+        links: dict[str, None] = {}  # every issue / PR URL, asked in one batched job below
         plan_releases: dict[str, dict[str, list[tuple]]] = {}
         for manifest in active:
             wanted = plan_releases.setdefault(manifest.id, {})
@@ -151,12 +152,16 @@ def gather(
                 ref = codehost.parse_link(url, web_host=web_host)
                 if ref is None:
                     continue
-                jobs[("link", url)] = (lambda u=url: codehost.probe_link(
-                    fetcher, u, api_base=api_base, token=secret, web_host=web_host))
+                links[url] = None
                 if ref.kind == "pull" and mirrored.has(ref.repository):
                     jobs[("mirror-pull", url)] = (lambda r=ref: mirrored.pull(r.repository, r.number))
 
+        if links:  # one job, first (it fans out itself): GraphQL batches with a token, REST per link without
+            jobs = {("codehost", "every link"): (lambda: codehost.probe_links(
+                fetcher, list(links), api_base=api_base, token=secret, web_host=web_host, workers=workers)), **jobs}
         results = _run_all(jobs, workers)
+        states = results.pop(("codehost", "every link"), {})
+        results.update({("link", url): states if isinstance(states, ProbeFailure) else states[url] for url in links})
         # Second round: merge commits of merged PRs, checked against a mirror when there is one.
         second: dict[tuple, Callable[[], object]] = {}
         for (kind, *rest), value in list(results.items()):

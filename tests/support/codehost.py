@@ -1,10 +1,13 @@
-"""A small GitHub REST API stand-in on loopback: issues and pull requests, ETag / 304,
-rate-limit headers, and injectable faults per path (``tests.support.faults``).
+"""A small GitHub API stand-in on loopback: issues and pull requests over REST and GraphQL,
+ETag / 304, rate-limit headers, and injectable faults per path (``tests.support.faults``).
 
 Only what the code-host probe reads is served: ``GET /repos/<owner>/<repo>/pulls/<n>`` and
-``GET /repos/<owner>/<repo>/issues/<n>``, shaped like GitHub's answers. Like GitHub, a 304 does
-not count against the rate limit, and an exhausted limit answers 403 with
-``X-RateLimit-Remaining: 0`` and ``X-RateLimit-Reset``.
+``GET /repos/<owner>/<repo>/issues/<n>``, shaped like GitHub's answers, and ``POST /graphql``
+answering ``repository(owner:, name:) { issueOrPullRequest(number:) { … } }`` with aliases and
+fragments (:mod:`tests.support.graphql`, a small hand-written executor), authenticated only, like
+GitHub's. Like GitHub, a 304 does not count against the rate limit, and an exhausted limit answers
+403 with ``X-RateLimit-Remaining: 0`` and ``X-RateLimit-Reset``. ``echo_authorization`` makes
+every title carry the request's Authorization header (a hostile or broken server).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from http.server import BaseHTTPRequestHandler
 from urllib.parse import urlsplit
 
 from tests.support.faults import Fault, FaultPlan, LoopbackServer, etag_of, send_body, send_fault_or_none
+from tests.support.graphql import execute
 
 
 def _iso(moment: datetime | str | None) -> str | None:
@@ -44,6 +48,8 @@ class CodeHost:
     max_age: int | None = None  # Cache-Control max-age, like GitHub's 60 (None: no-cache)
     requests: list[tuple[str, str | None, str | None]] = field(default_factory=list)  # path, If-None-Match, Authorization
     statuses: list[int] = field(default_factory=list)
+    graphql_nodes: list[int] = field(default_factory=list)  # issueOrPullRequest nodes per GraphQL request
+    echo_authorization: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add_pull(self, owner: str, repo: str, number: int, *, state: str = "open", merged: bool = False,
@@ -77,12 +83,63 @@ class CodeHost:
         return {"X-RateLimit-Limit": str(self.rate_limit), "X-RateLimit-Remaining": str(max(0, self.rate_remaining)),
                 "X-RateLimit-Reset": str(reset), "X-RateLimit-Resource": "core"}
 
-    def lookup(self, path: str) -> dict | None:
+    def lookup(self, path: str, authorization: str | None = None) -> dict | None:
         parts = [p for p in path.split("/") if p]
         if len(parts) != 5 or parts[0] != "repos" or parts[3] not in ("pulls", "issues") or not parts[4].isdigit():
             return None
-        table = self.pulls if parts[3] == "pulls" else self.issues
-        return table.get((parts[1], parts[2], int(parts[4])))
+        key = (parts[1], parts[2], int(parts[4]))
+        found = self.pulls.get(key) if parts[3] == "pulls" else self.issues.get(key)
+        if found is None and parts[3] == "issues" and key in self.pulls:  # like GitHub: a PR is an issue too
+            pull = self.pulls[key]
+            found = {"url": f"/repos/{key[0]}/{key[1]}/issues/{key[2]}", "html_url": pull["html_url"],
+                     "number": key[2], "state": pull["state"], "state_reason": None, "title": pull["title"],
+                     "updated_at": pull["updated_at"], "closed_at": pull["closed_at"],
+                     "pull_request": {"url": pull["url"], "merged_at": pull["merged_at"]}}
+        return self._echo(found, authorization) if found is not None else None
+
+    def _echo(self, data: dict, authorization: str | None) -> dict:
+        if not self.echo_authorization:
+            return data
+        return {**data, "title": f"{data['title']} (seen: {authorization})"}
+
+    # GraphQL: the schema's few types over the same state
+
+    def _node(self, data: dict, pull: bool, authorization: str | None) -> dict:
+        data = self._echo(data, authorization)
+        common = {"number": data["number"], "title": data["title"], "updatedAt": data["updated_at"],
+                  "closedAt": data["closed_at"]}
+        if pull:
+            merged = bool(data["merged"])
+            return {**common, "__typename": "PullRequest", "merged": merged, "mergedAt": data["merged_at"],
+                    "state": "MERGED" if merged else data["state"].upper(),
+                    "mergeCommit": {"oid": data["merge_commit_sha"]} if merged and data["merge_commit_sha"] else None}
+        reason = data.get("state_reason")
+        return {**common, "__typename": "Issue", "state": data["state"].upper(),
+                "stateReason": reason.upper() if reason else None}
+
+    def _repository(self, owner: str, name: str, authorization: str | None) -> dict | None:
+        if not any(key[:2] == (owner, name) for key in (*self.pulls, *self.issues)):
+            return None
+
+        def item(args: dict) -> tuple[dict | None, str | None]:
+            key = (owner, name, int(args.get("number", -1)))
+            if key in self.pulls:
+                return self._node(self.pulls[key], True, authorization), None
+            if key in self.issues:
+                return self._node(self.issues[key], False, authorization), None
+            return None, f"Could not resolve to an issue or pull request with the number of {key[2]}."
+
+        return {"__typename": "Repository", "issueOrPullRequest": item}
+
+    def graphql(self, query: str, authorization: str | None) -> dict:
+        def repository(args: dict) -> tuple[dict | None, str | None]:
+            found = self._repository(str(args.get("owner")), str(args.get("name")), authorization)
+            return found, None if found else f"Could not resolve to a Repository with the name '{args.get('owner')}/{args.get('name')}'."
+
+        with self._lock:
+            self.graphql_nodes.append(query.count("issueOrPullRequest("))
+        return execute(query, {"__typename": "Query", "repository": repository},
+                       unions={"IssueOrPullRequest": {"Issue", "PullRequest"}})
 
 
 def _handler(host: CodeHost):
@@ -104,7 +161,7 @@ def _handler(host: CodeHost):
                 with host._lock:
                     host.statuses.append(fault.status or 0)
                 return
-            data = host.lookup(path)
+            data = host.lookup(path, self.headers.get("Authorization"))
             if data is None:
                 return self._answer(404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}, fault)
             body = json.dumps(data, sort_keys=True).encode()
@@ -122,7 +179,31 @@ def _handler(host: CodeHost):
                 return self._answer(403, {"message": "API rate limit exceeded"}, None)
             return self._answer(200, data, fault)
 
-        def _answer(self, status: int, data: dict, fault: Fault | None) -> None:
+        def do_POST(self):  # noqa: N802
+            path = urlsplit(self.path).path
+            authorization = self.headers.get("Authorization")
+            length = int(self.headers.get("Content-Length") or 0)
+            payload = self.rfile.read(length)
+            with host._lock:
+                host.requests.append((path, None, authorization))
+            if host.latency:
+                time.sleep(host.latency)
+            fault: Fault | None = host.faults.take(path)
+            if send_fault_or_none(self, fault):
+                with host._lock:
+                    host.statuses.append(fault.status or 0)
+                return
+            if path != "/graphql":
+                return self._answer(404, {"message": "Not Found"}, fault)
+            if not authorization:
+                return self._answer(401, {"message": "This endpoint requires you to be authenticated."}, fault)
+            try:
+                query = json.loads(payload)["query"]
+            except (ValueError, KeyError, TypeError):
+                return self._answer(400, {"message": "Problems parsing JSON"}, fault)
+            return self._answer(200, host.graphql(str(query), authorization), fault, etag=False)
+
+        def _answer(self, status: int, data: dict, fault: Fault | None, *, etag: bool = True) -> None:
             body = json.dumps(data, sort_keys=True).encode()
             headers = dict(host.rate_headers())
             headers["Cache-Control"] = f"private, max-age={host.max_age}" if host.max_age is not None else "private, no-cache"
@@ -130,7 +211,7 @@ def _handler(host: CodeHost):
                 host.statuses.append(304)
             else:
                 host.statuses.append(status)
-            send_body(self, status, body, "application/json; charset=utf-8", fault, headers)
+            send_body(self, status, body, "application/json; charset=utf-8", fault, headers, etag=None if etag else False)
 
     return Handler
 

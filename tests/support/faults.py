@@ -31,7 +31,24 @@ class Fault:
     truncate: bool = False  # the real body cut in half, Content-Length matching: broken JSON
     short: bool = False  # Content-Length of the whole body, half sent, connection closed
     drop: bool = False  # close the connection without any response
+    drip: float = 0.0  # with ``status``: the body one byte every ``drip`` seconds (a total deadline must end it)
+    chunked: bool = False  # with ``status``: the body chunked, no Content-Length (only counting can cap it)
     times: int | None = None  # requests it applies to (None: all)
+
+
+def redirect(location: str, status: int = 302) -> Fault:
+    """Answer with a redirect to ``location`` (on this host or another)."""
+    return Fault(status=status, headers={"Location": location}, body=b"", content_type="text/plain")
+
+
+def slow_drip(body: bytes, every: float, *, content_type: str = "application/json") -> Fault:
+    """A 200 whose (valid) body arrives one byte every ``every`` seconds."""
+    return Fault(status=200, body=body, content_type=content_type, drip=every)
+
+
+def oversized(size: int, *, chunked: bool = False, content_type: str = "application/json") -> Fault:
+    """A 200 with a body of ``size`` bytes (a JSON string, valid whatever its length)."""
+    return Fault(status=200, body=b'"' + b"x" * max(0, size - 2) + b'"', content_type=content_type, chunked=chunked)
 
 
 class FaultPlan:
@@ -98,17 +115,39 @@ def send_fault_or_none(handler, fault: Fault | None) -> bool:
         for name, value in fault.headers.items():
             handler.send_header(name, value)
         handler.send_header("Content-Type", fault.content_type)
-        handler.send_header("Content-Length", str(len(fault.body)))
+        if fault.chunked:
+            handler.send_header("Transfer-Encoding", "chunked")
+        else:
+            handler.send_header("Content-Length", str(len(fault.body)))
         handler.end_headers()
-        handler.wfile.write(fault.body)
+        try:
+            _write_fault_body(handler, fault)
+        except OSError:
+            drop_connection(handler)  # the client gave up (a deadline, a cap): that is the point
         return True
     return False
 
 
+def _write_fault_body(handler, fault: Fault) -> None:
+    if fault.drip:
+        for byte in range(len(fault.body)):
+            handler.wfile.write(fault.body[byte:byte + 1])
+            handler.wfile.flush()
+            time.sleep(fault.drip)
+    elif fault.chunked:
+        for start in range(0, len(fault.body), 65536):
+            piece = fault.body[start:start + 65536]
+            handler.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+        handler.wfile.write(b"0\r\n\r\n")
+    else:
+        handler.wfile.write(fault.body)
+
+
 def send_body(handler, status: int, body: bytes, content_type: str, fault: Fault | None,
-              extra_headers: dict[str, str] | None = None, etag: str | None = None) -> None:
-    """Send a body, honouring ``If-None-Match`` (304) and the body-mangling faults."""
-    tag = (etag or etag_of(body)) if status == 200 else None
+              extra_headers: dict[str, str] | None = None, etag: str | bool | None = None) -> None:
+    """Send a body, honouring ``If-None-Match`` (304) and the body-mangling faults; ``etag=False``
+    sends none (a POST answer)."""
+    tag = (etag or etag_of(body)) if status == 200 and etag is not False else None
     if tag and handler.headers.get("If-None-Match") == tag and not (fault and (fault.truncate or fault.short)):
         handler.send_response(304)
         handler.send_header("ETag", tag)

@@ -3,20 +3,31 @@
 uv, pip and patchlane's own probes talk to it exactly as they would to a real index:
 JSON when asked for ``application/vnd.pypi.simple.v1+json`` (with PEP 700 upload times,
 which ``exclude-newer`` needs, unless a file is added with none, as some nightly indexes serve
-them), HTML otherwise.
+them), HTML otherwise. The index's ``api`` and ``upload_times`` make it
+behave like the other indexes in the wild:
+
+- ``api="html"``: PEP 503 only — HTML whatever the request asks for (the PyTorch nightly index,
+  pypiserver, many Artifactory / Nexus set-ups);
+- ``upload_times=False``: no PEP 700 ``upload-time`` in JSON, no ``data-upload-time`` in HTML.
+
+:func:`write_static_tree` writes the same index as a static ``simple/`` folder (HTML pages and the
+files beside them) and :class:`StaticIndexServer` serves it with the standard library's file
+server, as a web server in front of a folder would.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import json
+import shutil
 import threading
 import time
 import zipfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -61,6 +72,8 @@ class PackageIndex:
     files: dict[str, list[IndexFile]] = field(default_factory=dict)
     latency: float = 0.0
     requests: list[str] = field(default_factory=list)
+    api: str = "both"  # both | html (PEP 503 only: HTML whatever the Accept header says)
+    upload_times: bool = True  # PEP 700 upload-time / data-upload-time
 
     def add(self, path: Path, upload_time: datetime | str | None, *, yanked: bool | str = False,
             requires_python: str | None = None) -> IndexFile:
@@ -81,7 +94,11 @@ class PackageIndex:
         return None
 
 
-def _file_json(base: str, entry: IndexFile) -> dict:
+def _upload_time(entry: IndexFile) -> str:
+    return entry.upload_time.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _file_json(base: str, entry: IndexFile, upload_times: bool = True) -> dict:
     data = {
         "filename": entry.path.name,
         "url": f"{base}/files/{entry.path.name}",
@@ -89,14 +106,81 @@ def _file_json(base: str, entry: IndexFile) -> dict:
         "size": entry.path.stat().st_size,
         "yanked": entry.yanked,
     }
-    if entry.upload_time is not None:
-        data["upload-time"] = entry.upload_time.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if upload_times and entry.upload_time is not None:
+        data["upload-time"] = _upload_time(entry)
     if entry.requires_python:
         data["requires-python"] = entry.requires_python
     metadata = entry.core_metadata
     if metadata is not None:
         data["core-metadata"] = {"sha256": hashlib.sha256(metadata).hexdigest()}
     return data
+
+
+def project_page(index: PackageIndex, entries: list[IndexFile], files_url: str) -> str:
+    """The PEP 503 page of one project: an anchor per file, its hash in the fragment, the
+    ``data-*`` attributes of PEP 592 / 503 / 714 (and ``data-upload-time`` when the index has them)."""
+    rows = []
+    for e in entries:
+        attrs = ""
+        if e.yanked:
+            reason = e.yanked if isinstance(e.yanked, str) else ""
+            attrs += f' data-yanked="{html.escape(reason)}"'
+        if e.requires_python:
+            attrs += f' data-requires-python="{html.escape(e.requires_python)}"'
+        if e.core_metadata is not None:
+            digest = hashlib.sha256(e.core_metadata).hexdigest()
+            attrs += f' data-core-metadata="sha256={digest}" data-dist-info-metadata="sha256={digest}"'
+        if index.upload_times and e.upload_time is not None:
+            attrs += f' data-upload-time="{_upload_time(e)}"'
+        rows.append(f'<a href="{files_url}{e.path.name}#sha256={e.sha256}"{attrs}>{e.path.name}</a>')
+    return ('<!DOCTYPE html>\n<html><head><meta name="pypi:repository-version" content="1.0"></head><body>\n'
+            + "\n".join(rows) + "\n</body></html>\n")
+
+
+def write_static_tree(index: PackageIndex, root: Path) -> Path:
+    """The index as static files: ``root/simple/<project>/index.html`` with relative links to
+    ``root/files/<file>``; returns ``root``."""
+    (root / "files").mkdir(parents=True, exist_ok=True)
+    names = sorted(index.files)
+    (root / "simple").mkdir(parents=True, exist_ok=True)
+    links = "".join(f'<a href="{n}/">{n}</a>\n' for n in names)
+    (root / "simple" / "index.html").write_text(f"<!DOCTYPE html>\n<html><body>\n{links}</body></html>\n")
+    for name in names:
+        entries = index.files[name]
+        for entry in entries:
+            shutil.copyfile(entry.path, root / "files" / entry.path.name)
+        (root / "simple" / name).mkdir(exist_ok=True)
+        (root / "simple" / name / "index.html").write_text(project_page(index, entries, "../../files/"))
+    return root
+
+
+class StaticIndexServer:
+    """A folder served by the standard library's file server (``python -m http.server``): a
+    static ``simple/`` tree answers HTML whatever is asked, and redirects ``/simple/x`` to
+    ``/simple/x/`` like any web server in front of a folder."""
+
+    def __init__(self, root: Path) -> None:
+        handler = functools.partial(_QuietFiles, directory=str(root))
+        self._server = _Server(("127.0.0.1", 0), handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/simple"
+
+    def __enter__(self) -> StaticIndexServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class _QuietFiles(SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
 
 
 def _make_handler(index: PackageIndex):
@@ -121,7 +205,7 @@ def _make_handler(index: PackageIndex):
                 time.sleep(index.latency)
             parts = [unquote(p) for p in urlsplit(self.path).path.split("/") if p]
             base = f"http://{self.headers['Host']}"
-            wants_json = JSON_TYPE in (self.headers.get("Accept") or "")
+            wants_json = JSON_TYPE in (self.headers.get("Accept") or "") and index.api != "html"
             if parts == ["simple"]:
                 names = sorted(index.files)
                 if wants_json:
@@ -145,21 +229,10 @@ def _make_handler(index: PackageIndex):
                         "meta": {"api-version": "1.1"},
                         "name": project,
                         "versions": versions,
-                        "files": [_file_json(base, e) for e in entries],
+                        "files": [_file_json(base, e, index.upload_times) for e in entries],
                     }
                     return self._send(200, json.dumps(body).encode(), JSON_TYPE)
-                rows = []
-                for e in entries:
-                    attrs = ""
-                    if e.yanked:
-                        reason = e.yanked if isinstance(e.yanked, str) else ""
-                        attrs += f' data-yanked="{html.escape(reason)}"'
-                    if e.requires_python:
-                        attrs += f' data-requires-python="{html.escape(e.requires_python)}"'
-                    if e.core_metadata is not None:
-                        attrs += f' data-core-metadata="sha256={hashlib.sha256(e.core_metadata).hexdigest()}"'
-                    rows.append(f'<a href="{base}/files/{e.path.name}#sha256={e.sha256}"{attrs}>{e.path.name}</a>')
-                return self._send(200, ("<html><body>" + "\n".join(rows) + "</body></html>").encode(), "text/html")
+                return self._send(200, project_page(index, entries, f"{base}/files/").encode(), "text/html")
             if len(parts) == 2 and parts[0] == "files" and parts[1].endswith(".metadata"):
                 entry = index.find(parts[1].removesuffix(".metadata"))
                 metadata = entry.core_metadata if entry else None
