@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bench import row
 from bench._universe import isolated_uv, uv_cache
-from retire.bisect import engine as bisect
+import retire.bisect as bisect
 from shims.manifest import load_manifest
 from tests.support.index import IndexServer, PackageIndex
 from tests.support.shimtree import write_shim

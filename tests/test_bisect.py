@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from retire.bisect import engine as bisect
+import retire.bisect as bisect
 from retire.commands import main as cli
 from shims.manifest import load_manifest
 from tests.support.index import IndexServer, PackageIndex

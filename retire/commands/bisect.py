@@ -61,7 +61,7 @@ def _lane_python(project: Project, name: str):
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
-    from retire.bisect.engine import UNKNOWN, CandidateRun, bisect, list_releases
+    from retire.bisect import UNKNOWN, CandidateRun, bisect, list_releases
 
     manifest = _manifest(project, args.shim)
     lane, base_python = None, args.python or sys.executable
