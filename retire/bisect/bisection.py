@@ -1,20 +1,12 @@
 """``bisect()``: the first release of a shim's target in which the bug is gone.
 
-``patchlane bisect <shim>`` (``retire.commands.bisect``) orders the target distribution's releases (yanked ones skipped,
-pre-releases only when asked), and binary-searches them for the boundary between "reproducer
-prints BUG_REPRODUCED" and "it does not", running the reproducer ``--mode without`` once per
-candidate in an *overlay environment* (:mod:`retire.bisect.runner`).
-
-The search assumes the bug is monotonic (present up to some release, fixed from then on). It
-first checks that assumption at the ends: the oldest candidate must reproduce and the newest
-must not; otherwise it reports *no transition* instead of inventing one. A candidate whose run
-crashed, timed out, was skipped or whose environment could not be built is *unknown*: it is
-reported, never read as broken or fixed; the search steps around it to the nearest untested
-neighbour, and if unknowns sit right at the boundary the result says so (*unpinned*) and
-proposes the conservative floor (the first release proven fixed).
-
-Each conclusive run is cached on disk (:mod:`retire.bisect.cache`), so a re-run costs no
-reproducer runs.
+``patchlane bisect <shim>`` (:mod:`retire.commands.bisect`) takes the target distribution's
+releases from the index (:func:`list_releases`), the range from what the project knows
+(:func:`project_bounds`: the newest release recorded broken, up to the newest release), and
+binary-searches it (:mod:`retire.bisect.search`), running the reproducer ``--mode without`` once
+per candidate in an overlay environment (:mod:`retire.bisect.runner`). Answers already in the
+result cache (:mod:`retire.bisect.cache`) cost nothing; every fresh run is appended to the
+validation manifest as it ends, so the verdicts use it and an interrupted bisection loses none.
 """
 
 from __future__ import annotations
@@ -24,19 +16,18 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 
+from packaging.utils import canonicalize_name
+
+from retire.bisect.bounds import Bounds, broken_evidence, choose_bounds
 from retire.bisect.cache import ResultCache
 from retire.bisect.result import BisectResult
 from retire.bisect.runner import OverlayRunner, inspect_base
-from retire.bisect.search import (
-    DEFAULT_MAX_UNKNOWN,
-    UNKNOWN,
-    CandidateRun,
-    search,
-    select_candidates,
-)
+from retire.bisect.search import UNKNOWN, CandidateRun, Limits, Status, find_boundary, select_candidates
 from retire.core.errors import PatchlaneError
+from retire.evidence import validation
+from retire.probes.records import BISECT_LANE
 
-__all__ = ["bisect", "list_releases"]
+__all__ = ["bisect", "list_releases", "project_bounds"]
 
 
 def bisect(
@@ -45,60 +36,101 @@ def bisect(
     *,
     yanked: Iterable[str] = (),
     include_prereleases: bool = False,
-    since: str | None = None,
-    until: str | None = None,
+    bounds: Bounds = Bounds(),
     base_python: str | os.PathLike[str] = sys.executable,
     index_url: str | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
     work_dir: str | os.PathLike[str] | None = None,
     timeout: float | None = None,
     env: Mapping[str, str] | None = None,
-    max_unknown: int = DEFAULT_MAX_UNKNOWN,
+    record_to: str | os.PathLike[str] | None = None,
+    lane: str = BISECT_LANE,
+    lock_digest: str | None = None,
+    limits: Limits = Limits(),
     runner: Callable[[str], CandidateRun] | None = None,
     on_step: Callable[[int, CandidateRun], None] | None = None,
 ) -> BisectResult:
-    """Bisect ``manifest``'s target over ``versions`` (any order; yanked ones are skipped).
+    """Bisect ``manifest``'s target over ``versions`` (any order; yanked ones are skipped) inside
+    ``bounds`` (default: every release).
 
-    ``runner`` replaces the overlay runner (a callable version → CandidateRun), for callers
-    that test somewhere else (a recorded manifest of another host, a remote GPU).
+    ``record_to``: the validation manifest each fresh reproducer run is appended to, under
+    ``lane``. ``runner`` replaces the overlay runner (a callable version → CandidateRun, with an
+    optional ``cached(version)``), for callers that test somewhere else.
     """
     began = time.monotonic()
     distribution = manifest.target.distribution
-    candidates = select_candidates(versions, yanked, include_prereleases=include_prereleases, since=since, until=until)
+    candidates = select_candidates(versions, yanked, include_prereleases=include_prereleases,
+                                   since=bounds.since, until=bounds.until)
+    added = 0
+
+    def record(run: validation.ValidationRecord) -> None:
+        nonlocal added
+        added += validation.append(record_to, [run])
+
     fingerprint = ""
     if runner is None:
         base = inspect_base(base_python, distribution)
         fingerprint = base.fingerprint
         runner = OverlayRunner(manifest, base, index_url=index_url, work_dir=work_dir, timeout=timeout, env=env,
-                               cache=ResultCache(cache_dir) if cache_dir is not None else None)
-    step = 0
+                               cache=ResultCache(cache_dir) if cache_dir is not None else None, lane=lane,
+                               lock_digest=lock_digest, on_record=record if record_to is not None else None)
+    cached = getattr(runner, "cached", None)
+    known = {v: hit for v in candidates.versions if cached and (hit := cached(v)) is not None}
+    steps = 0
 
-    def probe(version: str) -> CandidateRun:
-        nonlocal step
-        run = runner(version)
-        step += 1
+    def consulted(run: CandidateRun) -> None:
+        nonlocal steps
+        steps += 1
         if on_step:
-            on_step(step, run)
-        return run
+            on_step(steps, run)
 
-    status, reason, lo, hi, order = search(candidates.versions, probe, max_unknown=max_unknown)
-    last_broken = candidates.versions[lo] if lo is not None else None
-    first_fixed = candidates.versions[hi] if hi is not None else None
-    between = ()
-    if lo is not None and hi is not None and status != "no-transition":
-        tested = {r.version: r for r in order}
-        between = tuple(v for v in candidates.versions[lo + 1:hi] if v not in tested or tested[v].state == UNKNOWN)
+    outcome = find_boundary(candidates.versions, runner, known=known, known_broken=bounds.known_broken,
+                            limits=limits, on_run=consulted)
+    found = outcome.status != Status.NO_TRANSITION
+    between = tuple(b if isinstance(b, str) else b.version for b in outcome.between
+                    if isinstance(b, str) or b.state == UNKNOWN)
     return BisectResult(
-        shim=manifest.id, distribution=distribution, status=status, reason=reason,
-        first_fixed=first_fixed if status != "no-transition" else None,
-        last_broken=last_broken if status != "no-transition" else None,
-        unknown_between=between, runs=sum(1 for r in order if not r.cached and r.outcome != "env-failed"),
-        probes=tuple(order), candidates=candidates, base=fingerprint, seconds=round(time.monotonic() - began, 3),
+        shim=manifest.id, distribution=distribution, status=outcome.status, reason=outcome.reason,
+        first_fixed=outcome.first_fixed if found else None, last_broken=outcome.last_broken if found else None,
+        unknown_between=between, runs=sum(1 for r in outcome.runs if not r.cached and r.outcome != "env-failed"),
+        probes=outcome.runs, candidates=candidates, base=fingerprint, seconds=round(time.monotonic() - began, 3),
+        range_note=bounds.note,
+        last_broken_evidence=bounds.evidence if found and not outcome.broken_here else "",
+        not_applicable_between=tuple(b.version for b in outcome.between if not isinstance(b, str) and b.state != UNKNOWN),
+        records_added=added,
     )
 
 
+def project_bounds(
+    project,
+    manifest,
+    versions: Iterable[str],
+    *,
+    since: str | None = None,
+    until: str | None = None,
+    every: bool = False,
+) -> Bounds:
+    """The range for ``manifest``'s bisection from what ``project`` knows: its validation
+    manifest, the locks of the lanes carrying the shim, the manifest's ``affected`` range."""
+    from retire.locks import locking
+
+    distribution = manifest.target.distribution
+    if every or since:
+        return choose_bounds(distribution, (), since=since, until=until, every=every)
+    target = canonicalize_name(distribution)
+    lane_locks = {}
+    for lane in project.lanes() if project.lanes_dir.is_dir() else ():
+        if manifest.id in lane.shims:
+            lock = locking.read_lock(project.lock_path(lane.name)) or {}
+            lane_locks[lane.name] = next((str(p.get("version")) for p in lock.get("packages", [])
+                                          if canonicalize_name(p.get("name", "")) == target and p.get("version")), None)
+    evidence = broken_evidence(manifest.id, distribution, validation.load(project.validation),
+                               lane_locks=lane_locks, affected=manifest.target.affected, releases=versions)
+    return choose_bounds(distribution, evidence, until=until)
+
+
 def list_releases(index_url: str, distribution: str, *, client=None) -> tuple[list[str], set[str]]:
-    """(versions, yanked versions) of ``distribution``, through the index probe (PEP 691)."""
+    """(versions, yanked versions) of ``distribution``, through the index probe."""
     from retire.evidence.values import ProbeFailure
     from retire.probes.http import Fetcher, make_client
     from retire.probes.index import probe_releases

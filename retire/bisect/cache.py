@@ -1,8 +1,10 @@
 """Conclusive candidate results on disk, so asking the same question again costs no reproducer run.
 
 The key is (shim, reproducer source hash, distribution, version, base environment fingerprint):
-an edited reproducer or another base asks again. Unknown results are not cached (a crash may be
-transient) and are retried next time.
+an edited reproducer or another base asks again. Broken, fixed and not-applicable results of a
+reproducer run are kept (each is a property of that key); unknown ones are not (a crash or a
+timeout may be transient) and are retried next time, and neither are releases that could not be
+installed (the runner does not store them: the index may gain a file for them).
 """
 
 from __future__ import annotations
@@ -16,17 +18,17 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from retire.bisect.search import BROKEN, FIXED, CandidateRun, normal
+from retire.bisect.search import UNKNOWN, CandidateRun, normal
 from retire.core.atomic import atomic_write
 
 __all__ = ["CACHE_VERSION", "ResultCache", "reproducer_hash"]
 
 #: Bump when what a cached entry means changes, so old entries stop matching.
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: not-applicable results are kept
 
 
 class ResultCache:
-    """Conclusive candidate results on disk, one JSON file per key, written atomically."""
+    """Candidate results that will not change on disk, one JSON file per key, written atomically."""
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
@@ -46,10 +48,10 @@ class ResultCache:
             run = CandidateRun(**data["run"])
         except (OSError, ValueError, TypeError, KeyError):
             return None  # missing or unreadable: just run it again
-        return run if run.state in (BROKEN, FIXED) else None
+        return None if run.state == UNKNOWN else run
 
     def put(self, key: str, run: CandidateRun, inputs: Mapping[str, str]) -> None:
-        if run.state in (BROKEN, FIXED):
+        if run.state != UNKNOWN:
             atomic_write(self._path(key), json.dumps({"inputs": dict(inputs), "run": asdict(run)}, indent=1, sort_keys=True))
 
 
