@@ -4,30 +4,33 @@
 ``bounds`` (pure: the range, from the evidence of where the bug is known), ``runner`` (overlay
 envs and the reproducer run), ``cache`` (answers on disk), ``bisection`` (``bisect()`` tying them
 together, ``project_bounds``, ``list_releases``).
+
+The names below are loaded on first use: the CLI imports this package to build its parser, and
+every ``patchlane`` command must not pay for uv, lock and probe modules it does not run.
 """
 
-from retire.bisect.bisection import bisect, list_releases, project_bounds
-from retire.bisect.bounds import Bounds, BrokenEvidence, broken_evidence, choose_bounds
-from retire.bisect.cache import ResultCache
-from retire.bisect.result import BisectResult
-from retire.bisect.runner import OverlayRunner, base_fingerprint, inspect_base
-from retire.bisect.search import (
-    BROKEN,
-    FIXED,
-    NOT_APPLICABLE,
-    UNKNOWN,
-    CandidateRun,
-    Candidates,
-    Limits,
-    State,
-    Status,
-    find_boundary,
-    select_candidates,
-)
+from __future__ import annotations
 
-__all__ = [
-    "BROKEN", "FIXED", "NOT_APPLICABLE", "UNKNOWN", "BisectResult", "Bounds", "BrokenEvidence", "CandidateRun",
-    "Candidates", "Limits", "OverlayRunner", "ResultCache", "State", "Status", "base_fingerprint", "bisect",
-    "broken_evidence", "choose_bounds", "find_boundary", "inspect_base", "list_releases", "project_bounds",
-    "select_candidates",
-]
+import importlib
+
+_HOMES = {
+    "bisection": ("bisect", "list_releases", "project_bounds"),
+    "bounds": ("Bounds", "BrokenEvidence", "broken_evidence", "choose_bounds"),
+    "cache": ("ResultCache",),
+    "result": ("BisectResult",),
+    "runner": ("OverlayRunner", "base_fingerprint", "inspect_base"),
+    "search": ("BROKEN", "FIXED", "NOT_APPLICABLE", "UNKNOWN", "CandidateRun", "Candidates", "Limits", "State",
+               "Status", "find_boundary", "select_candidates"),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+__all__ = sorted(_HOME_OF)
+
+
+def __getattr__(name: str):
+    module = _HOME_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -313,10 +313,10 @@ def _nothing_broken(s: _Search, hi: int, stopped: str | None) -> SearchOutcome:
         return _end(s, Status.NO_TRANSITION, f"the oldest candidate {oldest} is already fixed (the bug does not reproduce there)")
     unknown = ", ".join(r.version for r in below if r is not None and r.state == UNKNOWN)
     why = f"no candidate up to {oldest} reproduced the bug"
-    if unknown:
-        why += f"; could not be told: {unknown}"
     if stopped:
         why += f"; stopped: {stopped}"
+    elif unknown:
+        why += f"; could not be told: {unknown}"
     return _end(s, Status.NO_TRANSITION, why)
 
 

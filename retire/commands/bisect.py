@@ -7,7 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from retire.commands.base import Command, ExitCode, positive_float, say
+from retire.bisect.search import Limits
+from retire.commands.base import Command, ExitCode, positive_float, positive_int, say
 from retire.core.errors import ConfigError
 from retire.core.project import Project
 
@@ -39,6 +40,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                        help="search every release, ignoring the evidence of where the bug is known")
     p.add_argument("--until", metavar="VERSION", help="newest release to consider")
     p.add_argument("--timeout", type=positive_float, help="seconds per reproducer run (default: the manifest's)")
+    p.add_argument("--max-unknown", type=positive_int, default=Limits.max_unknown, metavar="N",
+                   help="stop after N candidates crash or time out (default: %(default)s)")
+    p.add_argument("--max-not-applicable", type=positive_int, default=Limits.max_not_applicable, metavar="N",
+                   help="stop after N candidates the reproducer cannot run against (default: %(default)s)")
     p.add_argument("--cache", type=Path, help="result cache folder (default: .patchlane/cache/bisect)")
     p.add_argument("--no-record", dest="record", action="store_false",
                    help="do not append the runs to the validation manifest")
@@ -106,7 +111,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
                     base_python=base_python, index_url=index_url, cache_dir=args.cache or project.bisect_cache,
                     timeout=args.timeout, record_to=project.validation if args.record else None,
                     lane=bisection_lane(lane.name if lane else None), lock_digest=lane.digest if lane else None,
-                    on_step=progress)
+                    limits=Limits(args.max_unknown, args.max_not_applicable), on_step=progress)
     if args.json:
         say(json.dumps(result.to_dict(), indent=2, default=str))
     else:
