@@ -31,18 +31,6 @@ YANKED = {"1.25", "1.40"}
 NO_WHEEL_HERE = "1.47"
 RECORDED_BROKEN = "1.20"
 SHIM = "toylib_arith"
-REPRODUCER = '''
-from shims import reproducer
-
-
-def check(with_shim):
-    arith = reproducer.require("toylib.arith", "toylib")
-    return reproducer.FIX_VALIDATED if arith.add(2, 2) == 4 else reproducer.BUG_REPRODUCED
-
-
-if __name__ == "__main__":
-    reproducer.run("{shim_id}", check, packages=["toylib"])
-'''
 
 
 def _index(folder: Path):
@@ -64,9 +52,9 @@ def _index(folder: Path):
 def _project(root: Path) -> Project:
     """A project holding the toy shim and one run merged from a GPU host (the evidence)."""
     from tests.support.reportshop import record
-    from tests.support.shimtree import write_shim
+    from tests.support.shimtree import ARITH_REPRODUCER, write_shim
 
-    write_shim(root / "shims", SHIM, reproducer=REPRODUCER)
+    write_shim(root / "shims", SHIM, reproducer=ARITH_REPRODUCER)
     project = Project(root)
     merged = record(SHIM, "gpu", "without", "bug-reproduced", "2026-06-01T10:00:00.000000+00:00",
                     host="h100-1", gpu="NVIDIA H100", version=RECORDED_BROKEN)
@@ -80,18 +68,16 @@ def _worst_case(n: int, *, not_applicable: int = 0, known_broken: bool = True) -
     worst = (0, 0)
     versions = [str(i) for i in range(n)]
     for boundary in range(not_applicable + 1, n):
-        asked: list[str] = []
 
         def probe(version: str, boundary: int = boundary) -> CandidateRun:
-            asked.append(version)
             i = int(version)
             state = "not-applicable" if i < not_applicable else "fixed" if i >= boundary else "broken"
             return CandidateRun(version, state, state)
 
         out = find_boundary(versions, probe, known_broken="0" if known_broken else None)
         assert out.status == "found" and out.first_fixed == str(boundary), (boundary, out)
-        skipped = sum(1 for v in asked if int(v) < not_applicable)
-        worst = (max(worst[0], len(asked) - skipped), max(worst[1], skipped))
+        skipped = sum(1 for r in out.runs if not r.conclusive)
+        worst = (max(worst[0], len(out.runs) - skipped), max(worst[1], skipped))
     return worst
 
 
@@ -110,8 +96,8 @@ def run() -> list[dict]:
             manifest = project.manifests()[SHIM]
             versions, yanked = list_releases(server.url, "toylib")
             bounds = project_bounds(project, manifest, versions)
-            options = dict(yanked=yanked, index_url=server.url, cache_dir=work / "cache", work_dir=work / "envs",
-                           record_to=project.validation)
+            options = {"yanked": yanked, "index_url": server.url, "cache_dir": work / "cache",
+                       "work_dir": work / "envs", "record_to": project.validation}
             started = time.perf_counter()
             cold = bisect(manifest, versions, bounds=bounds, **options)
             cold_s = time.perf_counter() - started
@@ -123,7 +109,7 @@ def run() -> list[dict]:
     n, n_all = cold.releases_available, every.releases_available
     correct = cold.status == "found" and cold.first_fixed == f"1.{FIXED_FROM}"
     na = [p for p in cold.not_applicable if not p.cached]
-    worst, worst_na = _worst_case(n)
+    worst, _ = _worst_case(n)
     worst_all, worst_all_na = _worst_case(n_all, not_applicable=API_FROM, known_broken=False)
     per_run = cold_s / max(cold.runs, 1)
     return [

@@ -12,7 +12,7 @@ from dataclasses import replace
 import pytest
 from packaging.version import Version
 
-import retire.bisect as bisect
+from retire import bisect
 from retire.bisect import Bounds
 from retire.commands import main as cli
 from retire.evidence import validation
@@ -21,7 +21,7 @@ from retire.verdicts import execution
 from shims.manifest import load_manifest
 from tests.support.index import IndexServer, PackageIndex
 from tests.support.reportshop import record
-from tests.support.shimtree import write_shim
+from tests.support.shimtree import ARITH_REPRODUCER, write_shim
 from tests.support.wheels import build_wheel
 
 VERSIONS = [f"1.{i}" for i in range(10)]
@@ -37,19 +37,9 @@ HANGS = "1.4"
 #: The API the second series' reproducer tests, toylib.arith, appears in 1.6.
 NEW_API_FROM, ARITH_FIXED_FROM = 6, 9
 ARITH_VERSIONS = [f"1.{i}" for i in range(12)]
-ARITH_REPRODUCER = '''
-from shims import reproducer
 
-
-def check(with_shim):
-    arith = reproducer.require("toylib.arith", "toylib")
-    return reproducer.FIX_VALIDATED if arith.add(2, 2) == 4 else reproducer.BUG_REPRODUCED
-
-
-if __name__ == "__main__":
-    reproducer.run("{shim_id}", check, packages=["toylib"])
-'''
-#: The same test written without require(): on an old release the import itself fails.
+#: The arith test (shimtree.ARITH_REPRODUCER) written without require(): on an old release the
+#: import itself fails.
 BARE_IMPORT_REPRODUCER = '''
 from toylib.arith import add
 
@@ -182,7 +172,7 @@ def test_a_crashing_candidate_is_reported_never_guessed(tmp_path, crash_series):
     folder = write_shim(tmp_path / "shims", "toylib_crash")
     shim = load_manifest(folder / "manifest.toml")
     versions, yanked = bisect.list_releases(crash_series.url, "toylib")
-    options = dict(versions=versions, yanked=yanked, timeout=3)
+    options = {"versions": versions, "yanked": yanked, "timeout": 3}
     result = _bisect(shim, crash_series, tmp_path, **options)
     unknown = {p.version: p.outcome for p in result.probes if p.state == "unknown"}
     # 1.4 hangs (killed at the timeout), 1.6 crashes: both unknown, neither read as broken or fixed.
@@ -205,7 +195,7 @@ def test_old_releases_without_the_api_are_stepped_over_and_every_run_is_recorded
     shim = load_manifest(write_shim(tmp_path / "shims", "toylib_arith", reproducer=ARITH_REPRODUCER) / "manifest.toml")
     manifest_path = tmp_path / "validation" / "manifest.jsonl"
     versions, yanked = bisect.list_releases(arith_series.url, "toylib")
-    options = dict(versions=versions, yanked=yanked, record_to=manifest_path)
+    options = {"versions": versions, "yanked": yanked, "record_to": manifest_path}
     result = _bisect(shim, arith_series, tmp_path, **options)
     assert result.status == "found", result.summary()
     assert (result.last_broken, result.first_fixed, result.floor) == ("1.8", "1.9", "toylib>=1.9")

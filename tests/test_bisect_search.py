@@ -7,7 +7,7 @@ import math
 import pytest
 from packaging.specifiers import SpecifierSet
 
-import retire.bisect as bisect
+from retire import bisect
 from retire.bisect import Limits, Status
 from retire.evidence.validation import ValidationRecord
 

@@ -22,7 +22,14 @@ from retire.bisect.bounds import Bounds, broken_evidence, choose_bounds
 from retire.bisect.cache import ResultCache
 from retire.bisect.result import BisectResult
 from retire.bisect.runner import OverlayRunner, inspect_base
-from retire.bisect.search import UNKNOWN, CandidateRun, Limits, Status, find_boundary, select_candidates
+from retire.bisect.search import (
+    UNKNOWN,
+    CandidateRun,
+    Limits,
+    Status,
+    find_boundary,
+    select_candidates,
+)
 from retire.core.errors import PatchlaneError
 from retire.evidence import validation
 from retire.probes.records import BISECT_LANE

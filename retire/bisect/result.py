@@ -8,7 +8,13 @@ from dataclasses import asdict, dataclass
 
 from packaging.version import Version
 
-from retire.bisect.search import NOT_APPLICABLE, UNKNOWN, CandidateRun, Candidates, Status
+from retire.bisect.search import (
+    NOT_APPLICABLE,
+    UNKNOWN,
+    CandidateRun,
+    Candidates,
+    Status,
+)
 
 __all__ = ["BisectResult"]
 
@@ -92,8 +98,8 @@ class BisectResult:
                     f"boundary not pinned, unknown in between: {', '.join(self.unknown_between)}")
         else:
             head = f"{self.distribution}: no transition — {self.reason}"
-        counts = [f"{self.conclusive_runs} conclusive reproducer run(s) for {self.releases_available} release(s) "
-                  f"in range (bound {self.run_bound})"]
+        counts = [(f"{self.conclusive_runs} conclusive reproducer run(s) for {self.releases_available} release(s) "
+                   f"in range (bound {self.run_bound})")]
         fresh_na = sum(1 for p in self.not_applicable if not p.cached)
         if fresh_na:
             counts.append(f"{fresh_na} not applicable")

@@ -28,7 +28,15 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from retire.bisect.cache import ResultCache, reproducer_hash
-from retire.bisect.search import BROKEN, FIXED, NOT_APPLICABLE, UNKNOWN, CandidateRun, State, normal
+from retire.bisect.search import (
+    BROKEN,
+    FIXED,
+    NOT_APPLICABLE,
+    UNKNOWN,
+    CandidateRun,
+    State,
+    normal,
+)
 from retire.core.errors import PatchlaneError
 from retire.evidence.validation import ValidationRecord
 from retire.locks.locking import UNREACHABLE_MARKERS

@@ -22,6 +22,7 @@ the tested API form a prefix, so after one, the search looks above it first.
 from __future__ import annotations
 
 import enum
+import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -223,7 +224,7 @@ class _Search:
         """The untested candidate nearest the middle, looking above the highest not-applicable
         candidate first (releases without the tested API are older than those with it)."""
         walls = [lo, *(i for i in range(lo + 1, hi) if i in self.states and self.states[i].state == NOT_APPLICABLE), hi]
-        for low, high in reversed(list(zip(walls, walls[1:]))):
+        for low, high in reversed(list(itertools.pairwise(walls))):
             untested = [i for i in range(low + 1, high) if i not in self.states]
             if untested:
                 middle = (low + high) / 2
