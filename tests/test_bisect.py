@@ -337,3 +337,25 @@ def test_releases_come_from_the_index_the_lane_pins_the_package_to(tmp_path, mon
     monkeypatch.delenv("UV_INDEX")
     with pytest.raises(ConfigError, match="has no URL on this host"):
         _default_index(Project(tmp_path), "s", "torch", lane)
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--until", "banana"], "--until: 'banana' is not a PEP 440 version"),
+    (["--since", "1.x"], "--since: '1.x' is not a PEP 440 version"),
+])
+def test_a_bad_version_bound_is_one_line(tmp_path, capsys, argv, said):
+    write_shim(tmp_path / "shims", "toylib_add")
+    code = cli(["bisect", "toylib_add", "--root", str(tmp_path), "--index", "http://127.0.0.1:9/simple", *argv])
+    out, err = capsys.readouterr()
+    assert code == 2 and said in err and "Traceback" not in err and len(err.strip().splitlines()) <= 2
+
+
+def test_a_corrupt_validation_manifest_is_one_line_and_left_alone(tmp_path, clean_series, capsys):
+    write_shim(tmp_path / "shims", "toylib_add")
+    corrupt = tmp_path / "validation" / "manifest.jsonl"
+    corrupt.parent.mkdir()
+    corrupt.write_text("{not json\n")
+    code = cli(["bisect", "toylib_add", "--root", str(tmp_path), "--index", clean_series.url, "--python", sys.executable])
+    _, err = capsys.readouterr()
+    assert code == 2 and "manifest.jsonl: line 1: not valid JSON" in err and "Traceback" not in err
+    assert corrupt.read_text() == "{not json\n"

@@ -50,6 +50,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
+def _check_versions(**bounds: str | None) -> None:
+    from packaging.version import InvalidVersion, Version
+
+    for name, text in bounds.items():
+        if text is None:
+            continue
+        try:
+            Version(text)
+        except InvalidVersion:
+            raise ConfigError(None, f"--{name}", f"{text!r} is not a PEP 440 version", "give a release such as 0.19.2") from None
+
+
 def _manifest(project: Project, shim_id: str):
     manifest = project.manifests().get(shim_id)
     if manifest is None:
@@ -88,6 +100,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     from retire.bisect import CandidateRun, bisect, list_releases, project_bounds
     from retire.probes.records import bisection_lane
 
+    _check_versions(since=args.since, until=args.until)
     manifest = _manifest(project, args.shim)
     distribution = manifest.target.distribution
     lane, base_python = None, args.python or sys.executable
