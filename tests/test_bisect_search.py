@@ -147,8 +147,10 @@ def test_a_lane_lock_counts_where_the_lane_recorded_the_bug_without_saying_the_r
     evidence = bisect.broken_evidence("s", "megatron-core", records, lane_locks={"gpu": "0.18.0", "cpu": "0.20.0"})
     assert [(e.version, e.source) for e in evidence] == [("0.18.0", "lock")]
     assert "lane gpu's lock" in bisect.choose_bounds("megatron-core", evidence).note
-    # A lane that never recorded the bug says nothing, whatever it locks.
+    # A lane that never recorded the bug says nothing, whatever it locks; a lock that is not a
+    # PEP 440 version (a hand-edited file) says nothing either.
     assert bisect.broken_evidence("s", "megatron-core", [], lane_locks={"gpu": "0.18.0"}) == []
+    assert bisect.broken_evidence("s", "megatron-core", records, lane_locks={"gpu": "main-branch"}) == []
 
 
 @pytest.mark.parametrize("affected, start", [

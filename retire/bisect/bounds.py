@@ -82,8 +82,9 @@ def broken_evidence(
         recorded = run.version(dist)
         if recorded is not None:
             found.append(BrokenEvidence(str(recorded), "record", run.where))
-        elif lane_locks.get(run.lane):  # the run did not say which release: the lane's lock does
-            found.append(BrokenEvidence(lane_locks[run.lane], "lock", f"lane {run.lane}'s lock "
+        elif locked := _versions([lane_locks.get(run.lane) or ""]):
+            # The run did not say which release it saw: the lock of its lane does.
+            found.append(BrokenEvidence(str(locked[0]), "lock", f"lane {run.lane}'s lock "
                                         f"(BUG_REPRODUCED recorded on that lane on {run.host})"))
     if affected is not None and any(spec.operator in _UPPER for spec in affected):
         inside = [v for v in _versions(releases) if affected.contains(v, prereleases=True)]
