@@ -280,7 +280,7 @@ def test_unknown_shim_aborts(project):
 
 def test_bisect_then_drop_end_to_end(project):
     """The flagship flow: bisect the shim's target on the lane's index, then propose the drop."""
-    from retire.bisect import engine as bisect
+    from retire import bisect
     from shims.manifest import load_manifest
 
     manifest = load_manifest(project.root / "shims" / "toylib_add" / "manifest.toml")

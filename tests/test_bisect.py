@@ -1,19 +1,27 @@
-"""Release bisection for real: toylib 1.0 … 1.9 on a loopback index, one overlay env per candidate
-built by uv, the toy shim's reproducer run ``--mode without`` in each."""
+"""Release bisection for real: toylib releases on a loopback index, one overlay env per candidate
+built by uv, the toy shim's reproducer run ``--mode without`` in each, its runs recorded in a
+real validation manifest. (The search and the range alone: tests/test_bisect_search.py.)"""
 
 from __future__ import annotations
 
 import json
 import math
 import sys
+from dataclasses import replace
 
 import pytest
+from packaging.version import Version
 
-from retire.bisect import engine as bisect
+from retire import bisect
+from retire.bisect import Bounds
 from retire.commands import main as cli
+from retire.evidence import validation
+from retire.probes import records
+from retire.verdicts import execution
 from shims.manifest import load_manifest
 from tests.support.index import IndexServer, PackageIndex
-from tests.support.shimtree import write_shim
+from tests.support.reportshop import record
+from tests.support.shimtree import ARITH_REPRODUCER, write_shim
 from tests.support.wheels import build_wheel
 
 VERSIONS = [f"1.{i}" for i in range(10)]
@@ -22,14 +30,34 @@ YANKED = "1.4"
 
 BROKEN_SOURCE = '__version__ = "{v}"\n\ndef add(a, b):\n    return a - b\n'
 FIXED_SOURCE = '__version__ = "{v}"\n\ndef add(a, b):\n    return a + b\n'
-CRASHING_SOURCE = 'raise ImportError("toylib {v}: a broken wheel")\n'
+CRASHING_SOURCE = 'raise RuntimeError("toylib {v}: a broken wheel")\n'
 HANGING_SOURCE = 'import time\ntime.sleep(120)\n'
 HANGS = "1.4"
 
+#: The API the second series' reproducer tests, toylib.arith, appears in 1.6.
+NEW_API_FROM, ARITH_FIXED_FROM = 6, 9
+ARITH_VERSIONS = [f"1.{i}" for i in range(12)]
+
+#: The arith test (shimtree.ARITH_REPRODUCER) written without require(): on an old release the
+#: import itself fails.
+BARE_IMPORT_REPRODUCER = '''
+from toylib.arith import add
+
+from shims import reproducer
+
+
+def check(with_shim):
+    return reproducer.FIX_VALIDATED if add(2, 2) == 4 else reproducer.BUG_REPRODUCED
+
+
+if __name__ == "__main__":
+    reproducer.run("{shim_id}", check, packages=["toylib"])
+'''
+
 
 def _series(tmp_path_factory, name: str, *, crash: str | None = None) -> IndexServer:
-    """toylib releases where add() is fixed from 1.6; with ``crash``, that release cannot be
-    imported and 1.4 hangs on import."""
+    """toylib releases where add() is fixed from 1.6; with ``crash``, that release crashes on
+    import and 1.4 hangs on import."""
     folder = tmp_path_factory.mktemp(name)
     index = PackageIndex()
     for i, version in enumerate(VERSIONS):
@@ -54,6 +82,23 @@ def crash_series(tmp_path_factory):
         yield server
 
 
+@pytest.fixture(scope="module")
+def arith_series(tmp_path_factory):
+    """toylib 1.0 … 1.11: toylib.arith does not exist before 1.6 (the reproducer skips there), its
+    add() is broken in 1.6 … 1.8 and fixed from 1.9; 1.12 has a wheel for no Python that exists."""
+    folder = tmp_path_factory.mktemp("arith")
+    index = PackageIndex()
+    for i, version in enumerate(ARITH_VERSIONS):
+        files = {"toylib/__init__.py": f'__version__ = "{version}"\n'}
+        if i >= NEW_API_FROM:
+            op = "+" if i >= ARITH_FIXED_FROM else "-"
+            files["toylib/arith.py"] = f"def add(a, b):\n    return a {op} b\n"
+        index.add(build_wheel(folder, "toylib", version, files=files), f"2026-01-{10 + i:02d}")
+    index.add(build_wheel(folder, "toylib", "1.12", requires_python=">=3.99"), "2026-02-01", requires_python=">=3.99")
+    with IndexServer(index) as server:
+        yield server
+
+
 @pytest.fixture
 def shim(tmp_path):
     root = tmp_path / "project" / "shims"
@@ -61,30 +106,26 @@ def shim(tmp_path):
     return load_manifest(folder / "manifest.toml")
 
 
-def test_candidates_are_ordered_and_skip_yanked_and_prereleases():
-    c = bisect.select_candidates(["1.10", "1.2", "1.9", "2.0rc1", "1.3.dev20260701", "1.4", "junk"], {"1.4"})
-    assert c.versions == ("1.2", "1.9", "1.10")
-    assert c.yanked == ("1.4",) and c.prereleases == ("1.3.dev20260701", "2.0rc1") and c.invalid == ("junk",)
-    c = bisect.select_candidates(["1.2", "2.0rc1", "1.3.dev20260701"], include_prereleases=True, since="1.3.dev0")
-    assert c.versions == ("1.3.dev20260701", "2.0rc1") and c.out_of_range == ("1.2",)
+def _bisect(manifest, server, tmp_path, **options):
+    return bisect.bisect(manifest, options.pop("versions", VERSIONS), index_url=server.url,
+                         cache_dir=tmp_path / "cache", work_dir=tmp_path / "work", **options)
 
 
 def test_bisect_finds_the_first_fixed_release_in_log_runs_and_caches(shim, clean_series, tmp_path, capsys):
     versions, yanked = bisect.list_releases(clean_series.url, "toylib")  # through the index probe
-    assert sorted(versions, key=lambda v: [int(p) for p in v.split(".")]) == VERSIONS and yanked == {YANKED}
+    assert sorted(versions, key=Version) == VERSIONS and yanked == {YANKED}
     steps = []
-    result = bisect.bisect(shim, versions, yanked=yanked, index_url=clean_series.url,
-                           cache_dir=tmp_path / "cache", work_dir=tmp_path / "work",
-                           on_step=lambda i, run: steps.append((i, run.version, run.state)))
+    result = _bisect(shim, clean_series, tmp_path, versions=versions, yanked=yanked,
+                     on_step=lambda i, run: steps.append((i, run.version, run.state)))
     assert result.status == "found", result.summary()
     assert (result.last_broken, result.first_fixed) == ("1.5", FIRST_FIXED)
     assert result.floor == "toylib>=1.6"
     n = result.releases_available
     assert n == 9 and result.candidates.yanked == (YANKED,)
-    assert 0 < result.runs <= math.ceil(math.log2(n)) + 2
+    assert 0 < result.conclusive_runs == result.runs <= math.ceil(math.log2(n)) + 1 == result.run_bound
     assert YANKED not in {p.version for p in result.probes}  # a yanked release is never installed
-    # Endpoints first: the oldest reproduces, the newest does not.
-    assert [(p.version, p.state) for p in result.probes[:2]] == [("1.0", "broken"), ("1.9", "fixed")]
+    # The newest end first: were it still broken, there would be no floor to find.
+    assert (result.probes[0].version, result.probes[0].state) == ("1.9", "fixed")
     assert all(p.outcome in ("bug-reproduced", "fix-validated") for p in result.probes)
     assert len(steps) == len(result.probes) and steps[0][0] == 1
     # The before/after output is the evidence a PR body carries.
@@ -92,44 +133,47 @@ def test_bisect_finds_the_first_fixed_release_in_log_runs_and_caches(shim, clean
     assert "BUG_REPRODUCED" in md and "FIX_VALIDATED" in md and "toylib>=1.6" in md
     assert not list((tmp_path / "work").iterdir())  # overlay envs are thrown away
 
-    # The same question again, through the CLI: every answer comes from the cache.
+    # The same question again, through the CLI: every answer comes from the cache, none is
+    # recorded again. The range comes from the manifest's `affected = ">=1.0,<1.1"`.
     code = cli(["bisect", "toylib_add", "--root", str(tmp_path / "project"), "--index", clean_series.url,
-                        "--cache", str(tmp_path / "cache"), "--python", sys.executable, "--json"])
+                "--cache", str(tmp_path / "cache"), "--python", sys.executable, "--json"])
     out, err = capsys.readouterr()
     assert code == 0, err
     again = json.loads(out)
-    assert again["runs"] == 0 and all(p["cached"] for p in again["probes"])
+    assert again["runs"] == 0 and all(p["cached"] for p in again["probes"]) and again["records_added"] == 0
     assert (again["first_fixed"], again["last_broken"], again["floor"]) == ("1.6", "1.5", "toylib>=1.6")
-    assert "[1] toylib 1.0: broken (bug-reproduced) (cached)" in err  # progress, one line per step
+    assert again["range_note"] == 'from [target] affected = "<1.1,>=1.0": its newest listed release toylib 1.0'
+    assert "[1] toylib 1.9: fixed (fix-validated) (cached)" in err  # progress, one line per step
+    assert "range from [target] affected" in err
 
 
 def test_cache_key_changes_with_the_reproducer(shim, clean_series, tmp_path):
-    common = dict(index_url=clean_series.url, cache_dir=tmp_path / "cache", work_dir=tmp_path / "work",
-                  since="1.5", until="1.6")
-    first = bisect.bisect(shim, VERSIONS, **common)
+    window = Bounds(since="1.5", until="1.6")
+    first = _bisect(shim, clean_series, tmp_path, bounds=window)
     assert first.status == "found" and first.runs == 2
-    assert bisect.bisect(shim, VERSIONS, **common).runs == 0
+    assert _bisect(shim, clean_series, tmp_path, bounds=window).runs == 0
     shim.reproducer_path.write_text(shim.reproducer_path.read_text() + "\n# edited\n")
-    assert bisect.bisect(shim, VERSIONS, **common).runs == 2  # a changed reproducer is asked again
+    assert _bisect(shim, clean_series, tmp_path, bounds=window).runs == 2  # a changed reproducer is asked again
 
 
 def test_no_transition_is_reported_not_invented(shim, clean_series, tmp_path):
-    common = dict(index_url=clean_series.url, cache_dir=tmp_path / "cache", work_dir=tmp_path / "work")
-    still = bisect.bisect(shim, VERSIONS, until="1.5", **common)
-    assert still.status == "no-transition" and "newest candidate 1.5 still reproduces" in still.reason
+    still = _bisect(shim, clean_series, tmp_path, bounds=Bounds(until="1.5"))
+    assert still.status == "no-transition" and "newest applicable candidate 1.5 still reproduces" in still.reason
     assert still.floor is None and still.first_fixed is None
-    assert [p.version for p in still.probes] == ["1.0", "1.5"]  # two endpoint runs, no search
-    already = bisect.bisect(shim, VERSIONS, since="1.7", **common)
-    assert already.status == "no-transition" and "already fixed" in already.reason and already.floor is None
-    assert [p.version for p in already.probes] == ["1.7"]
+    assert [p.version for p in still.probes] == ["1.5"]  # one run: nothing to search
+    already = _bisect(shim, clean_series, tmp_path, bounds=Bounds(since="1.7"))
+    assert already.status == "no-transition" and "1.7 is already fixed" in already.reason and already.floor is None
+    # Evidence says 1.7 is broken, and here it is not: the bug depends on the environment.
+    recorded = _bisect(shim, clean_series, tmp_path, bounds=Bounds("1.7", None, "1.7", "lane gpu on h100-1"))
+    assert recorded.status == "no-transition" and "1.7 is recorded broken but does not reproduce here" in recorded.reason
 
 
 def test_a_crashing_candidate_is_reported_never_guessed(tmp_path, crash_series):
     folder = write_shim(tmp_path / "shims", "toylib_crash")
     shim = load_manifest(folder / "manifest.toml")
     versions, yanked = bisect.list_releases(crash_series.url, "toylib")
-    options = dict(index_url=crash_series.url, cache_dir=tmp_path / "cache", work_dir=tmp_path / "work", timeout=3)
-    result = bisect.bisect(shim, versions, yanked=yanked, **options)
+    options = {"versions": versions, "yanked": yanked, "timeout": 3}
+    result = _bisect(shim, crash_series, tmp_path, **options)
     unknown = {p.version: p.outcome for p in result.probes if p.state == "unknown"}
     # 1.4 hangs (killed at the timeout), 1.6 crashes: both unknown, neither read as broken or fixed.
     assert unknown == {HANGS: "timeout", FIRST_FIXED: "crashed"}
@@ -140,13 +184,109 @@ def test_a_crashing_candidate_is_reported_never_guessed(tmp_path, crash_series):
     assert "not pinned" in result.summary() and "1.6" in result.summary()
     assert "| 1.4 | unknown | timeout |" in result.markdown()
     # Unknown results are not cached: the crash is asked again next time, the rest are not.
-    again = bisect.bisect(shim, versions, yanked=yanked, since="1.5", **options)
+    again = _bisect(shim, crash_series, tmp_path, bounds=Bounds(since="1.5"), **options)
     assert again.runs == 1 and [p.version for p in again.probes if not p.cached] == [FIRST_FIXED]
 
 
+def test_old_releases_without_the_api_are_stepped_over_and_every_run_is_recorded(tmp_path, arith_series):
+    """--all over releases whose oldest lack the tested API: the reproducer prints SKIPPED there.
+    The boundary is found anyway, the skips are reported apart, every fresh run lands in the
+    validation manifest (lane `bisect`, with the host stamp), and a re-run costs and adds nothing."""
+    shim = load_manifest(write_shim(tmp_path / "shims", "toylib_arith", reproducer=ARITH_REPRODUCER) / "manifest.toml")
+    manifest_path = tmp_path / "validation" / "manifest.jsonl"
+    versions, yanked = bisect.list_releases(arith_series.url, "toylib")
+    options = {"versions": versions, "yanked": yanked, "record_to": manifest_path}
+    result = _bisect(shim, arith_series, tmp_path, **options)
+    assert result.status == "found", result.summary()
+    assert (result.last_broken, result.first_fixed, result.floor) == ("1.8", "1.9", "toylib>=1.9")
+    skipped = result.not_applicable
+    assert skipped and all(p.outcome in ("skipped", "env-failed") for p in skipped)
+    assert any("toylib.arith is not importable with toylib 1." in p.detail for p in skipped)
+    assert result.conclusive_runs <= result.run_bound and not result.unknown
+    assert f"{len([p for p in skipped if not p.cached])} not applicable" in result.summary()
+
+    recorded = validation.load(manifest_path)
+    ran = [p for p in result.probes if p.outcome != "env-failed"]  # an env that was never built ran nothing
+    assert result.records_added == len(recorded) == len(ran)
+    assert {r.lane for r in recorded} == {"bisect"} and {r.mode for r in recorded} == {"without"}
+    assert all(r.host.get("hostname") and r.host.get("python") for r in recorded)  # the reproducer's own stamp
+    assert sorted(r.versions["toylib"] for r in recorded) == sorted(p.version for p in ran)
+    assert all(r.environment["kind"] == "overlay" and r.environment["installed"] == {"toylib": r.versions["toylib"]}
+               for r in recorded)
+    # The verdicts read them: the first fixed release found here is a clean run inside the floor.
+    history = records.history(recorded, "toylib_arith")
+    clean = execution.first_clean(history, "toylib", {"toylib": Version("1.9")})
+    assert clean.state == "clean" and clean.floor == Version("1.9"), clean.why
+    assert execution.newest(history, "toylib", None).state == "clean"
+
+    again = _bisect(shim, arith_series, tmp_path, **options)
+    assert (again.status, again.first_fixed, again.runs, again.records_added) == ("found", "1.9", 0, 0)
+    assert len(validation.load(manifest_path)) == len(recorded)
+
+
+def test_an_import_error_or_no_installable_file_is_not_applicable(tmp_path, arith_series):
+    shim = load_manifest(write_shim(tmp_path / "shims", "toylib_bare", reproducer=BARE_IMPORT_REPRODUCER) / "manifest.toml")
+    # 1.2 has no toylib.arith (the reproducer dies importing it), 1.12 has no wheel for this Python,
+    # 1.7.5 is listed but has no file at all.
+    result = _bisect(shim, arith_series, tmp_path, versions=["1.2", "1.7", "1.7.5", "1.8", "1.9", "1.12"],
+                     bounds=Bounds(since="1.2"), limits=bisect.Limits(max_unknown=1))
+    states = {p.version: (p.state, p.outcome) for p in result.probes}
+    assert states["1.12"] == ("not-applicable", "env-failed") and "Python>=3.99" in result.run_of("1.12").detail
+    assert result.status == "found" and (result.last_broken, result.first_fixed) == ("1.8", "1.9")
+    assert not result.unknown  # one unknown would have stopped it
+    below = _bisect(shim, arith_series, tmp_path, versions=["1.2", "1.7.5", "1.9"], limits=bisect.Limits(max_unknown=1))
+    assert below.status == "no-transition" and "not applicable below it: 1.2, 1.7.5" in below.reason
+    states = {p.version: (p.state, p.outcome) for p in below.probes}
+    assert states["1.2"] == ("not-applicable", "crashed")
+    assert "No module named 'toylib.arith'" in below.run_of("1.2").detail
+    assert states["1.7.5"] == ("not-applicable", "env-failed") and "toylib==1.7.5" in below.run_of("1.7.5").detail
+
+
+def test_an_unreachable_index_is_unknown_not_inapplicable(tmp_path, shim, monkeypatch):
+    monkeypatch.setenv("UV_HTTP_RETRIES", "0")
+    result = bisect.bisect(shim, ["1.0"], index_url="http://127.0.0.1:9/simple", cache_dir=tmp_path / "cache",
+                           work_dir=tmp_path / "work")
+    [run] = result.probes
+    assert (run.state, run.outcome) == ("unknown", "env-failed") and result.status == "no-transition"
+    assert not list((tmp_path / "cache").rglob("*.json"))  # not cached: asked again next time
+
+
+def test_the_range_starts_at_the_newest_release_recorded_broken(tmp_path, arith_series, capsys):
+    """A run merged from a GPU host recorded the bug on 1.7: the CLI searches 1.7 … 1.11 only, says
+    so, never touches the releases without the API, and records its runs for the verdicts."""
+    project = tmp_path / "project"
+    write_shim(project / "shims", "toylib_arith", reproducer=ARITH_REPRODUCER)
+    manifest_path = project / "validation" / "manifest.jsonl"
+    merged = record("toylib_arith", "gpu", "without", "bug-reproduced", "2026-06-01T10:00:00.000000+00:00",
+                    host="h100-1", gpu="NVIDIA H100", version="1.7")
+    validation.append(manifest_path, [merged])
+    code = cli(["bisect", "toylib_arith", "--root", str(project), "--index", arith_series.url,
+                "--cache", str(tmp_path / "cache"), "--python", sys.executable])
+    out, err = capsys.readouterr()
+    assert code == 0, err + out
+    assert "range from BUG_REPRODUCED on toylib 1.7, lane gpu on h100-1" in out
+    assert "toylib 1.9 is the first fixed release (last broken: 1.8)" in out
+    assert "proposed retirement floor: toylib>=1.9" in out
+    runs = [line for line in out.splitlines() if line.startswith("  [")]
+    assert runs and not any(f"toylib 1.{i}:" in line for line in runs for i in range(NEW_API_FROM + 1))
+    assert [line for line in out.splitlines() if line.startswith("not-applicable")] == [
+        line for line in out.splitlines() if line.startswith("not-applicable: 1.12 (env-failed)")]
+    added = [r for r in validation.load(manifest_path) if r.record_id != merged.record_id]
+    assert {r.lane for r in added} == {"bisect"} and f"recorded {len(added)} run(s)" in out
+    # --no-record: the same question with an edited reproducer (so it is asked again) records nothing.
+    reproducer = project / "shims" / "toylib_arith" / "reproduce.py"
+    reproducer.write_text(reproducer.read_text() + "\n# edited\n")
+    code = cli(["bisect", "toylib_arith", "--root", str(project), "--index", arith_series.url,
+                "--cache", str(tmp_path / "cache"), "--python", sys.executable, "--no-record", "--all"])
+    out, _ = capsys.readouterr()
+    assert code == 0 and "range every release (--all)" in out
+    assert len(validation.load(manifest_path)) == len(added) + 1
+
+
 def test_overlay_on_a_lane_env_shadows_the_lane_version(tmp_path, clean_series, capsys):
-    """``--lane``: the base is the lane's venv (which locks the fixed 1.9); each overlay sees the
-    lane's packages but its own toylib, and the index comes from the lane."""
+    """``--lane``: the base is the lane's venv (which locks the broken 1.5); each overlay sees the
+    lane's packages but its own toylib, and the index comes from the lane. The lane recorded the
+    bug without saying on which toylib: its lock says, and the range starts there."""
     from retire.lanes import lanefile
     from retire.locks import locking
 
@@ -155,51 +295,38 @@ def test_overlay_on_a_lane_env_shadows_the_lane_version(tmp_path, clean_series, 
     (project / "lanes").mkdir()
     (project / "lanes" / "base.toml").write_text(
         f'[lane]\npython = "{sys.version_info[0]}.{sys.version_info[1]}"\nplatform = "linux"\n'
-        f'requirements = ["toylib==1.9"]\nshims = ["toylib_add"]\n\n'
+        f'requirements = ["toylib==1.5"]\nshims = ["toylib_add"]\n\n'
         f'[lane.indexes.main]\nurl = "{clean_series.url}"\ndefault = true\n')
     [locked] = locking.lock_lanes(lanefile.load_lanes(project / "lanes"), project / "locks")
     assert locked.ok, locked.message
+    unversioned = record("toylib_add", "base", "without", "bug-reproduced", "2026-06-01T10:00:00.000000+00:00")
+    validation.append(project / "validation" / "manifest.jsonl", [replace(unversioned, versions={})])
     code = cli(["bisect", "toylib_add", "--root", str(project), "--lane", "base", "--json"])
     out, err = capsys.readouterr()
     assert code == 0, err
     result = json.loads(out)
-    # Had the lane's fixed 1.9 leaked into the overlays, 1.0 would read fixed: no transition.
+    assert result["range_note"].startswith("from toylib 1.5 locked by lane base's lock")
+    # Had the lane's 1.5 leaked into the overlays, 1.9 would read broken: no transition.
     assert (result["status"], result["first_fixed"]) == ("found", FIRST_FIXED)
+    assert result["candidates"]["versions"] == ["1.5", "1.6", "1.7", "1.8", "1.9"]
     assert all(p["outcome"] in ("bug-reproduced", "fix-validated") for p in result["probes"])
     assert result["base"] != bisect.inspect_base(sys.executable, "toylib").fingerprint  # other base, other keys
-
-
-def test_an_uninstallable_candidate_is_unknown(tmp_path, clean_series):
-    folder = write_shim(tmp_path / "shims", "toylib_gone")
-    shim = load_manifest(folder / "manifest.toml")
-    # 1.5.5 is listed but has no file on the index: its overlay cannot be built.
-    result = bisect.bisect(shim, ["1.0", "1.5", "1.5.5", "1.6"], index_url=clean_series.url,
-                           cache_dir=tmp_path / "cache", work_dir=tmp_path / "work")
-    gone = result.run_of("1.5.5")
-    assert gone is not None and gone.state == "unknown" and gone.outcome == "env-failed"
-    assert "toylib==1.5.5" in gone.detail
-    assert result.status == "unpinned" and result.unknown_between == ("1.5.5",) and result.first_fixed == "1.6"
-
-
-def test_search_alone_steps_around_unknowns():
-    truth = {f"v{i}": ("broken" if i < 70 else "fixed") for i in range(100)}
-    truth["v50"] = truth["v49"] = "unknown"
-    asked = []
-
-    def probe(version):
-        asked.append(version)
-        return bisect.CandidateRun(version, truth[version], truth[version])
-
-    versions = [f"v{i}" for i in range(100)]
-    status, _, lo, hi, runs = bisect.search(versions, probe)
-    assert status == "found" and (versions[lo], versions[hi]) == ("v69", "v70")
-    assert len(asked) <= math.ceil(math.log2(100)) + 2 + 2  # two unknowns cost one extra run each
+    recorded = validation.load(project / "validation" / "manifest.jsonl")
+    added = [r for r in recorded if r.lane != "base"]
+    assert {r.lane for r in added} == {"bisect:base"} and all(r.environment["lock"] for r in added)
+    # The search ended on the last broken release, after the first fixed one: both stay evidence
+    # (one bisection lane is many environments), so the verdicts still see the clean run.
+    assert added[-1].outcome == "bug-reproduced"
+    history = records.history(recorded, "toylib_add")
+    clean = execution.first_clean(history, "toylib", {"toylib": Version(FIRST_FIXED)})
+    assert clean.state == "clean" and clean.floor == Version(FIRST_FIXED), clean.why
+    assert execution.newest(history, "toylib", None).state == "clean"
 
 
 def test_releases_come_from_the_index_the_lane_pins_the_package_to(tmp_path, monkeypatch):
     from retire.commands.bisect import _default_index
-    from retire.core.project import Project
     from retire.core.errors import ConfigError
+    from retire.core.project import Project
     from retire.lanes.model import IndexSpec, Lane
 
     lane = Lane("nightly", "3.12", "linux", ("torch",), indexes=(IndexSpec("pytorch-nightly"),),
@@ -210,3 +337,25 @@ def test_releases_come_from_the_index_the_lane_pins_the_package_to(tmp_path, mon
     monkeypatch.delenv("UV_INDEX")
     with pytest.raises(ConfigError, match="has no URL on this host"):
         _default_index(Project(tmp_path), "s", "torch", lane)
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--until", "banana"], "--until: 'banana' is not a PEP 440 version"),
+    (["--since", "1.x"], "--since: '1.x' is not a PEP 440 version"),
+])
+def test_a_bad_version_bound_is_one_line(tmp_path, capsys, argv, said):
+    write_shim(tmp_path / "shims", "toylib_add")
+    code = cli(["bisect", "toylib_add", "--root", str(tmp_path), "--index", "http://127.0.0.1:9/simple", *argv])
+    out, err = capsys.readouterr()
+    assert code == 2 and said in err and "Traceback" not in err and len(err.strip().splitlines()) <= 2
+
+
+def test_a_corrupt_validation_manifest_is_one_line_and_left_alone(tmp_path, clean_series, capsys):
+    write_shim(tmp_path / "shims", "toylib_add")
+    corrupt = tmp_path / "validation" / "manifest.jsonl"
+    corrupt.parent.mkdir()
+    corrupt.write_text("{not json\n")
+    code = cli(["bisect", "toylib_add", "--root", str(tmp_path), "--index", clean_series.url, "--python", sys.executable])
+    _, err = capsys.readouterr()
+    assert code == 2 and "manifest.jsonl: line 1: not valid JSON" in err and "Traceback" not in err
+    assert corrupt.read_text() == "{not json\n"

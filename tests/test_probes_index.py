@@ -225,7 +225,7 @@ def test_html_pages_of_an_unknown_repository_version_are_refused():
 
 
 def test_bisection_lists_releases_from_an_html_only_index(wheels):
-    from retire.bisect.engine import list_releases
+    from retire.bisect.bisection import list_releases
 
     wheels.api = "html"
     try:

@@ -1,0 +1,36 @@
+"""Release bisection: the first release of a shim's target in which its reproducer stops reproducing.
+
+``search`` (pure: candidates, the search over their states), ``result`` (the value it ends in),
+``bounds`` (pure: the range, from the evidence of where the bug is known), ``runner`` (overlay
+envs and the reproducer run), ``cache`` (answers on disk), ``bisection`` (``bisect()`` tying them
+together, ``project_bounds``, ``list_releases``).
+
+The names below are loaded on first use: the CLI imports this package to build its parser, and
+every ``patchlane`` command must not pay for uv, lock and probe modules it does not run.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_HOMES = {
+    "bisection": ("bisect", "list_releases", "project_bounds"),
+    "bounds": ("Bounds", "BrokenEvidence", "broken_evidence", "choose_bounds"),
+    "cache": ("ResultCache",),
+    "result": ("BisectResult",),
+    "runner": ("OverlayRunner", "base_fingerprint", "inspect_base"),
+    "search": ("BROKEN", "FIXED", "NOT_APPLICABLE", "UNKNOWN", "CandidateRun", "Candidates", "Limits", "State",
+               "Status", "find_boundary", "select_candidates"),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+__all__ = sorted(_HOME_OF)
+
+
+def __getattr__(name: str):
+    module = _HOME_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

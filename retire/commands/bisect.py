@@ -6,9 +6,24 @@ import argparse
 import sys
 from pathlib import Path
 
-from retire.commands.base import Command, ExitCode, Level, emit_json, positive_float, say
+from retire.bisect.search import Limits
+from retire.commands.base import Command, ExitCode, Level, emit_json, positive_float, positive_int, say
 from retire.core.errors import ConfigError
 from retire.core.project import Project
+
+DESCRIPTION = (
+    "Find the first release of a shim's target in which its reproducer (run without the shim) stops "
+    "reproducing: a binary search over the index's releases (yanked ones skipped), one overlay env per "
+    "candidate. By default the range starts at the newest release the project has evidence is broken — "
+    "a without-shim BUG_REPRODUCED record of the shim (any lane, any host), the lock of a lane that "
+    "recorded the bug, or the upper bound of the manifest's [target] affected — and ends at the newest "
+    "release; the output says which evidence set it. A candidate the reproducer cannot run against "
+    "(SKIPPED, an ImportError, no installable file for this interpreter) is not applicable: stepped over "
+    "and reported apart; crashes and timeouts are unknown and never guessed through. Every fresh run is "
+    "recorded in the validation manifest (lane 'bisect', or 'bisect:LANE' with --lane) so verdicts use "
+    "it; answers are cached, and a cached answer is neither re-run nor re-recorded. Exit 0 when the "
+    "boundary is found, 1 otherwise."
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -18,11 +33,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     base.add_argument("--python", metavar="BASE", help="base interpreter the candidates are overlaid on (default: this one)")
     base.add_argument("--lane", metavar="NAME", help="overlay the candidates on this lane's environment (built from its lock)")
     p.add_argument("--include-prereleases", action="store_true", help="also test pre-releases and dev releases (nightlies)")
-    p.add_argument("--since", metavar="VERSION", help="oldest release to consider")
+    lower = p.add_mutually_exclusive_group()
+    lower.add_argument("--since", metavar="VERSION", help="oldest release to consider (instead of the evidence's)")
+    lower.add_argument("--all", dest="every", action="store_true",
+                       help="search every release, ignoring the evidence of where the bug is known")
     p.add_argument("--until", metavar="VERSION", help="newest release to consider")
     p.add_argument("--timeout", type=positive_float, help="seconds per reproducer run (default: the manifest's)")
+    p.add_argument("--max-unknown", type=positive_int, default=Limits.max_unknown, metavar="N",
+                   help="stop after N candidates crash or time out (default: %(default)s)")
+    p.add_argument("--max-not-applicable", type=positive_int, default=Limits.max_not_applicable, metavar="N",
+                   help="stop after N candidates the reproducer cannot run against (default: %(default)s)")
     p.add_argument("--cache", type=Path, help="result cache folder (default: .patchlane/cache/bisect)")
+    p.add_argument("--no-record", dest="record", action="store_false",
+                   help="do not append the runs to the validation manifest")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def _check_versions(**bounds: str | None) -> None:
+    from packaging.version import InvalidVersion, Version
+
+    for name, text in bounds.items():
+        if text is None:
+            continue
+        try:
+            Version(text)
+        except InvalidVersion:
+            raise ConfigError(None, f"--{name}", f"{text!r} is not a PEP 440 version", "give a release such as 0.19.2") from None
 
 
 def _manifest(project: Project, shim_id: str):
@@ -60,38 +96,46 @@ def _lane_python(project: Project, name: str):
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
-    from retire.bisect.engine import UNKNOWN, CandidateRun, bisect, list_releases
+    from retire.bisect import CandidateRun, bisect, list_releases, project_bounds
+    from retire.probes.records import bisection_lane
 
+    _check_versions(since=args.since, until=args.until)
     manifest = _manifest(project, args.shim)
+    distribution = manifest.target.distribution
     lane, base_python = None, args.python or sys.executable
     if args.lane:
         lane, base_python = _lane_python(project, args.lane)
-    index_url = args.index or _default_index(project, args.shim, manifest.target.distribution, lane)
+    index_url = args.index or _default_index(project, args.shim, distribution, lane)
     if not index_url:
         raise ConfigError(None, "--index", "no index to list releases from",
                           "pass --index URL, or give a lane carrying the shim a default index")
-    versions, yanked = list_releases(index_url, manifest.target.distribution)
-    say(f"bisecting {manifest.target.distribution} for shim {manifest.id} over {len(versions)} listed release(s) …",
+    versions, yanked = list_releases(index_url, distribution)
+    bounds = project_bounds(project, manifest, versions, since=args.since, until=args.until, every=args.every)
+    say(f"bisecting {distribution} for shim {manifest.id}: {len(versions)} listed release(s); range {bounds.note}",
         level=Level.PROGRESS)
 
     def progress(step: int, run: CandidateRun) -> None:
         note = " (cached)" if run.cached else f" {run.duration_s:.2f}s"
-        extra = f" — {run.detail}" if run.detail and run.state == UNKNOWN else ""
-        say(f"  [{step}] {manifest.target.distribution} {run.version}: {run.state} ({run.outcome}){note}{extra}", level=Level.PROGRESS)
+        extra = f" — {run.detail}" if run.detail and not run.conclusive else ""
+        say(f"  [{step}] {distribution} {run.version}: {run.state} ({run.outcome}){note}{extra}", level=Level.PROGRESS)
 
-    result = bisect(manifest, versions, yanked=yanked, include_prereleases=args.include_prereleases,
-                    since=args.since, until=args.until, base_python=base_python, index_url=index_url,
-                    cache_dir=args.cache or project.bisect_cache, timeout=args.timeout, on_step=progress)
+    result = bisect(manifest, versions, yanked=yanked, include_prereleases=args.include_prereleases, bounds=bounds,
+                    base_python=base_python, index_url=index_url, cache_dir=args.cache or project.bisect_cache,
+                    timeout=args.timeout, record_to=project.validation if args.record else None,
+                    lane=bisection_lane(lane.name if lane else None), lock_digest=lane.digest if lane else None,
+                    limits=Limits(args.max_unknown, args.max_not_applicable), on_step=progress)
     if args.json:
         emit_json(result.to_dict())
     else:
         say(result.summary())
         if result.floor:
             say(f"proposed retirement floor: {result.floor}")
-        for run in result.unknown:
-            say(f"unknown: {run.version} ({run.outcome}) {run.detail}")
+        for run in (*result.not_applicable, *result.unknown):
+            say(f"{run.state}: {run.version} ({run.outcome}) {run.detail}")
+        if args.record:
+            say(f"recorded {result.records_added} run(s) in {project.validation.relative_to(project.root)}")
     return ExitCode.OK if result.status == "found" else ExitCode.FAILED
 
 
 COMMAND = Command("bisect", "find the first release in which a shim's reproducer stops reproducing", add_arguments, run,
-                  "Find the first release of a shim's target in which its reproducer stops reproducing.")
+                  DESCRIPTION)

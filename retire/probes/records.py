@@ -3,7 +3,8 @@
 Reads the validation manifest (``retire.validation.load``), which holds runs from every host
 that merged its records — a GPU host's run counts here as much as a local one. For each shim
 it keeps the latest conclusive ``--mode without`` run per (lane, host): older runs on the same lane
-and host were made on versions since replaced.
+and host were made on versions since replaced. A bisection's lane (``bisect``, ``bisect:<lane>``)
+is many environments, one per release it tried: there the versions a run saw are part of the key.
 """
 
 from __future__ import annotations
@@ -17,7 +18,18 @@ from retire.core.errors import ConfigError
 from retire.evidence.values import ExecutionEvidence, ExecutionHistory, ProbeFailure
 from retire.evidence.validation import PROVING, Mode, ValidationRecord
 
-__all__ = ["evidence_of", "history", "load_records"]
+__all__ = ["BISECT_LANE", "bisection_lane", "evidence_of", "history", "is_bisection", "load_records"]
+
+#: The lane a bisection records its runs under; ``bisect:<lane>`` when overlaid on a lane's env.
+BISECT_LANE = "bisect"
+
+
+def bisection_lane(lane: str | None = None) -> str:
+    return f"{BISECT_LANE}:{lane}" if lane else BISECT_LANE
+
+
+def is_bisection(lane: str) -> bool:
+    return lane == BISECT_LANE or lane.startswith(BISECT_LANE + ":")
 
 
 def load_records(path: str | os.PathLike[str]) -> list[ValidationRecord] | ProbeFailure:
@@ -53,7 +65,7 @@ def history(records: Iterable[ValidationRecord], shim: str, *, mode: str = Mode.
         if record.shim != shim or record.mode != mode:
             continue
         run = evidence_of(record)
-        key = (run.lane, run.host)
+        key = (run.lane, run.host, run.versions if is_bisection(run.lane) else ())
         rank = (run.outcome in PROVING, run.started_at)
         held = latest.get(key)
         if held is None or rank >= (held.outcome in PROVING, held.started_at):

@@ -70,6 +70,21 @@ if __name__ == "__main__":
     reproducer.run("{shim_id}", check, packages=["toylib"])
 '''
 
+#: The same test of a newer API, ``toylib.arith.add``, imported with ``require()``: on a release
+#: without that module it prints SKIPPED (what bisection reads as "not applicable").
+ARITH_REPRODUCER = '''
+from shims import reproducer
+
+
+def check(with_shim):
+    arith = reproducer.require("toylib.arith", "toylib")
+    return reproducer.FIX_VALIDATED if arith.add(2, 2) == 4 else reproducer.BUG_REPRODUCED
+
+
+if __name__ == "__main__":
+    reproducer.run("{shim_id}", check, packages=["toylib"])
+'''
+
 
 def manifest_text(
     shim_id: str,

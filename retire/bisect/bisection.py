@@ -1,0 +1,154 @@
+"""``bisect()``: the first release of a shim's target in which the bug is gone.
+
+``patchlane bisect <shim>`` (:mod:`retire.commands.bisect`) takes the target distribution's
+releases from the index (:func:`list_releases`), the range from what the project knows
+(:func:`project_bounds`: the newest release recorded broken, up to the newest release), and
+binary-searches it (:mod:`retire.bisect.search`), running the reproducer ``--mode without`` once
+per candidate in an overlay environment (:mod:`retire.bisect.runner`). Answers already in the
+result cache (:mod:`retire.bisect.cache`) cost nothing; every fresh run is appended to the
+validation manifest as it ends, so the verdicts use it and an interrupted bisection loses none.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping
+
+from packaging.utils import canonicalize_name
+
+from retire.bisect.bounds import Bounds, broken_evidence, choose_bounds
+from retire.bisect.cache import ResultCache
+from retire.bisect.result import BisectResult
+from retire.bisect.runner import OverlayRunner, inspect_base
+from retire.bisect.search import (
+    UNKNOWN,
+    CandidateRun,
+    Limits,
+    Status,
+    find_boundary,
+    select_candidates,
+)
+from retire.core.errors import PatchlaneError
+from retire.evidence import validation
+from retire.probes.records import BISECT_LANE
+
+__all__ = ["bisect", "list_releases", "project_bounds"]
+
+
+def bisect(
+    manifest,
+    versions: Iterable[str],
+    *,
+    yanked: Iterable[str] = (),
+    include_prereleases: bool = False,
+    bounds: Bounds = Bounds(),
+    base_python: str | os.PathLike[str] = sys.executable,
+    index_url: str | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    work_dir: str | os.PathLike[str] | None = None,
+    timeout: float | None = None,
+    env: Mapping[str, str] | None = None,
+    record_to: str | os.PathLike[str] | None = None,
+    lane: str = BISECT_LANE,
+    lock_digest: str | None = None,
+    limits: Limits = Limits(),
+    runner: Callable[[str], CandidateRun] | None = None,
+    on_step: Callable[[int, CandidateRun], None] | None = None,
+) -> BisectResult:
+    """Bisect ``manifest``'s target over ``versions`` (any order; yanked ones are skipped) inside
+    ``bounds`` (default: every release).
+
+    ``record_to``: the validation manifest each fresh reproducer run is appended to, under
+    ``lane``. ``runner`` replaces the overlay runner (a callable version → CandidateRun, with an
+    optional ``cached(version)``), for callers that test somewhere else.
+    """
+    began = time.monotonic()
+    distribution = manifest.target.distribution
+    candidates = select_candidates(versions, yanked, include_prereleases=include_prereleases,
+                                   since=bounds.since, until=bounds.until)
+    added = 0
+
+    def record(run: validation.ValidationRecord) -> None:
+        nonlocal added
+        added += validation.append(record_to, [run])
+
+    fingerprint = ""
+    if runner is None:
+        base = inspect_base(base_python, distribution)
+        fingerprint = base.fingerprint
+        runner = OverlayRunner(manifest, base, index_url=index_url, work_dir=work_dir, timeout=timeout, env=env,
+                               cache=ResultCache(cache_dir) if cache_dir is not None else None, lane=lane,
+                               lock_digest=lock_digest, on_record=record if record_to is not None else None)
+    cached = getattr(runner, "cached", None)
+    known = {v: hit for v in candidates.versions if cached and (hit := cached(v)) is not None}
+    steps = 0
+
+    def consulted(run: CandidateRun) -> None:
+        nonlocal steps
+        steps += 1
+        if on_step:
+            on_step(steps, run)
+
+    outcome = find_boundary(candidates.versions, runner, known=known, known_broken=bounds.known_broken,
+                            limits=limits, on_run=consulted)
+    found = outcome.status != Status.NO_TRANSITION
+    between = tuple(b if isinstance(b, str) else b.version for b in outcome.between
+                    if isinstance(b, str) or b.state == UNKNOWN)
+    return BisectResult(
+        shim=manifest.id, distribution=distribution, status=outcome.status, reason=outcome.reason,
+        first_fixed=outcome.first_fixed if found else None, last_broken=outcome.last_broken if found else None,
+        unknown_between=between, runs=sum(1 for r in outcome.runs if not r.cached and r.outcome != "env-failed"),
+        probes=outcome.runs, candidates=candidates, base=fingerprint, seconds=round(time.monotonic() - began, 3),
+        range_note=bounds.note,
+        last_broken_evidence=bounds.evidence if found and not outcome.broken_here else "",
+        not_applicable_between=tuple(b.version for b in outcome.between if not isinstance(b, str) and b.state != UNKNOWN),
+        records_added=added,
+    )
+
+
+def project_bounds(
+    project,
+    manifest,
+    versions: Iterable[str],
+    *,
+    since: str | None = None,
+    until: str | None = None,
+    every: bool = False,
+) -> Bounds:
+    """The range for ``manifest``'s bisection from what ``project`` knows: its validation
+    manifest, the locks of the lanes carrying the shim, the manifest's ``affected`` range."""
+    from retire.locks import locking
+
+    distribution = manifest.target.distribution
+    if every or since:
+        return choose_bounds(distribution, (), since=since, until=until, every=every)
+    target = canonicalize_name(distribution)
+    lane_locks = {}
+    for lane in project.lanes() if project.lanes_dir.is_dir() else ():
+        if manifest.id in lane.shims:
+            lock = locking.read_lock(project.lock_path(lane.name)) or {}
+            lane_locks[lane.name] = next((str(p.get("version")) for p in lock.get("packages", [])
+                                          if canonicalize_name(p.get("name", "")) == target and p.get("version")), None)
+    evidence = broken_evidence(manifest.id, distribution, validation.load(project.validation),
+                               lane_locks=lane_locks, affected=manifest.target.affected, releases=versions)
+    return choose_bounds(distribution, evidence, until=until)
+
+
+def list_releases(index_url: str, distribution: str, *, client=None) -> tuple[list[str], set[str]]:
+    """(versions, yanked versions) of ``distribution``, through the index probe."""
+    from retire.evidence.values import ProbeFailure
+    from retire.probes.http import Fetcher, make_client
+    from retire.probes.index import probe_releases
+
+    owned = client is None
+    client = client or make_client()
+    try:
+        found = probe_releases(Fetcher(client), distribution, [index_url])
+    finally:
+        if owned:
+            client.close()
+    if isinstance(found, ProbeFailure):
+        raise PatchlaneError(f"cannot list the releases of {distribution}: {found}")
+    return [str(r.version) for r in found.releases], {str(r.version) for r in found.releases if r.yanked}

@@ -1,0 +1,124 @@
+"""Where a bisection starts, pure: the newest release the project has evidence is broken.
+
+Three kinds of evidence, the newest release among them wins:
+
+- *records*: without-shim ``BUG_REPRODUCED`` runs of the shim in the validation manifest, any
+  lane, any host (a bisection's own records included) — the release each ran on;
+- *lock*: the release of the target a lane carrying the shim locks, where that lane recorded
+  the bug and the record does not say which release it ran on;
+- *affected*: the newest listed release inside the manifest's ``[target] affected`` specifier,
+  when the specifier has an upper bound (``<0.8.2``, ``<=0.19.2``, ``==0.19.*``).
+
+Releases older than that are out of the range (they say nothing about where the fix landed);
+``--since`` / ``--until`` override, ``--all`` searches every release.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from retire.bisect.search import public
+from retire.evidence.validation import ValidationRecord
+from retire.probes.records import evidence_of
+
+__all__ = ["Bounds", "BrokenEvidence", "broken_evidence", "choose_bounds"]
+
+#: Specifier operators that bound a range from above.
+_UPPER = ("<", "<=", "==", "===", "~=")
+
+
+@dataclass(frozen=True)
+class BrokenEvidence:
+    """One release shown broken, and by what."""
+
+    version: str
+    source: str  # "record" | "lock" | "affected"
+    where: str  # "lane gpu on h100-1", "lane gpu's lock (BUG_REPRODUCED there on h100-1)", '"<0.8.2"'
+
+    def describe(self, distribution: str) -> str:
+        if self.source == "record":
+            return f"BUG_REPRODUCED on {distribution} {self.version}, {self.where}"
+        if self.source == "lock":
+            return f"{distribution} {self.version} locked by {self.where}"
+        return f"[target] affected = {self.where}: its newest listed release {distribution} {self.version}"
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The range a bisection searches and what set it."""
+
+    since: str | None = None
+    until: str | None = None
+    known_broken: str | None = None  # the evidence's release: the search's lower bound
+    evidence: str = ""  # what showed ``known_broken`` broken, for people
+    note: str = ""  # for people: which evidence set the range
+
+
+def broken_evidence(
+    shim: str,
+    distribution: str,
+    records: Iterable[ValidationRecord],
+    *,
+    lane_locks: Mapping[str, str | None] | None = None,
+    affected: SpecifierSet | None = None,
+    releases: Iterable[str] = (),
+) -> list[BrokenEvidence]:
+    """Every release the project has evidence is broken, in no particular order.
+
+    ``lane_locks``: ``{lane: version of the target it locks}`` for the lanes carrying the shim.
+    """
+    dist = canonicalize_name(distribution)
+    lane_locks = lane_locks or {}
+    found = []
+    for record in records:
+        if record.shim != shim or record.mode != "without" or record.outcome != "bug-reproduced":
+            continue
+        run = evidence_of(record)
+        recorded = run.version(dist)
+        if recorded is not None:
+            found.append(BrokenEvidence(str(recorded), "record", run.where))
+        elif locked := _versions([lane_locks.get(run.lane) or ""]):
+            # The run did not say which release it saw: the lock of its lane does.
+            found.append(BrokenEvidence(str(locked[0]), "lock", f"lane {run.lane}'s lock "
+                                        f"(BUG_REPRODUCED recorded on that lane on {run.host})"))
+    if affected is not None and any(spec.operator in _UPPER for spec in affected):
+        inside = [v for v in _versions(releases) if affected.contains(v, prereleases=True)]
+        if inside:
+            found.append(BrokenEvidence(str(max(inside)), "affected", f'"{affected}"'))
+    return found
+
+
+def choose_bounds(
+    distribution: str,
+    evidence: Iterable[BrokenEvidence],
+    *,
+    since: str | None = None,
+    until: str | None = None,
+    every: bool = False,
+) -> Bounds:
+    """The range: ``since`` (or every release with ``every``) overrides the evidence's lower bound."""
+    upto = f", up to --until {until}" if until else ""
+    if every:
+        return Bounds(None, until, note=f"every release (--all){upto}")
+    if since:
+        return Bounds(since, until, note=f"from --since {since}{upto}")
+    newest = max(evidence, key=lambda e: Version(public(e.version)), default=None)
+    if newest is None:
+        return Bounds(None, until, note=f"every release: no recorded evidence of a broken release{upto}")
+    version, why = public(newest.version), newest.describe(distribution)
+    return Bounds(version, until, version, why, f"from {why}{upto}")
+
+
+def _versions(texts: Iterable[str]) -> list[Version]:
+    out = []
+    for text in texts:
+        try:
+            out.append(Version(text))
+        except InvalidVersion:
+            continue
+    return out

@@ -1,0 +1,245 @@
+"""The overlay runner: a shim's reproducer ``--mode without`` against one candidate release.
+
+Per candidate, a throwaway venv sees a base interpreter's packages and has only the target
+distribution changed to the candidate version (``uv pip install --no-deps``). What the run
+printed becomes a :class:`~retire.bisect.search.CandidateRun` for the search and, like any
+reproducer run, a :class:`~retire.evidence.validation.ValidationRecord` handed to ``on_record``.
+
+How an outcome reads: BUG_REPRODUCED is broken, FIX_VALIDATED / MEMORY_SAVE_VERIFIED fixed; a
+SKIPPED run, an ImportError, or a release uv cannot install for this interpreter (no matching
+file) is *not applicable*; a crash, a timeout, an unreachable index, or a run that saw another
+version than the one installed is *unknown*.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+from retire.bisect.cache import ResultCache, reproducer_hash
+from retire.bisect.search import (
+    BROKEN,
+    FIXED,
+    NOT_APPLICABLE,
+    UNKNOWN,
+    CandidateRun,
+    State,
+    normal,
+)
+from retire.core.errors import PatchlaneError
+from retire.evidence.validation import ValidationRecord
+from retire.locks.locking import UNREACHABLE_MARKERS
+from retire.probes.records import BISECT_LANE
+from retire.runs import envs
+
+__all__ = ["BaseEnv", "OverlayRunner", "base_fingerprint", "inspect_base"]
+
+#: How a reproducer outcome reads for the search.
+_STATE_OF = {
+    "bug-reproduced": BROKEN,
+    "fix-validated": FIXED,
+    "memory-save-verified": FIXED,
+    "skipped": NOT_APPLICABLE,
+}
+#: The last line of a traceback that says the reproducer could not import what it tests.
+_IMPORT_ERROR = re.compile(r"^(ImportError|ModuleNotFoundError)\b")
+
+
+_BASE_PROBE = (
+    "import json, platform, site, sys, os;"
+    "dirs = list(site.getsitepackages()) if hasattr(site, 'getsitepackages') else [];"
+    "u = site.getusersitepackages() if site.ENABLE_USER_SITE else None;"
+    "dirs += [u] if u and os.path.isdir(u) else [];"
+    "print(json.dumps({'executable': sys.executable, 'site_dirs': [d for d in dirs if os.path.isdir(d)],"
+    " 'machine': platform.machine(), 'system': platform.system(), 'implementation': sys.implementation.name}))"
+)
+
+
+@dataclass(frozen=True)
+class BaseEnv:
+    """The interpreter candidates are overlaid on, and its identity for the cache."""
+
+    python: str
+    executable: str
+    site_dirs: tuple[str, ...]
+    python_version: str
+    packages: Mapping[str, str]
+    fingerprint: str
+
+
+def inspect_base(python: str | os.PathLike[str], distribution: str) -> BaseEnv:
+    """Describe the base interpreter; the fingerprint ignores the distribution being bisected."""
+    from retire.runs.envs import describe
+
+    info = describe(python)
+    proc = subprocess.run([os.fspath(python), "-c", _BASE_PROBE], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        raise PatchlaneError(f"cannot inspect the base interpreter {python}: {proc.stderr.strip()[-300:]}")
+    extra = json.loads(proc.stdout)
+    return BaseEnv(
+        python=os.fspath(python), executable=extra["executable"], site_dirs=tuple(extra["site_dirs"]),
+        python_version=info["python"], packages=info["packages"],
+        fingerprint=base_fingerprint(info["python"], info["packages"], distribution,
+                                     host=f"{extra['implementation']}-{extra['system']}-{extra['machine']}"),
+    )
+
+
+def base_fingerprint(python_version: str, packages: Mapping[str, str], distribution: str, *, host: str = "") -> str:
+    """sha256 of what the base brings: interpreter, platform and every other package's version."""
+    target = canonicalize_name(distribution)
+    others = sorted((canonicalize_name(k), v) for k, v in packages.items() if canonicalize_name(k) != target)
+    blob = json.dumps([python_version, host, others], separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(blob.encode()).hexdigest()
+
+
+
+class OverlayRunner:
+    """Runs a shim's reproducer ``--mode without`` against one candidate release.
+
+    Per candidate: a throwaway venv of the base's interpreter whose ``.pth`` adds the base's
+    site folders *after* its own (so a venv base works too, and the candidate wins), then
+    ``uv pip install --no-deps <dist>==<version>`` — only that one distribution changes.
+    ``lane`` names the runs in their records (``bisect``, ``bisect:<lane>`` on a lane's env).
+    """
+
+    def __init__(
+        self,
+        manifest,
+        base: BaseEnv,
+        *,
+        index_url: str | None = None,
+        cache: ResultCache | None = None,
+        work_dir: str | os.PathLike[str] | None = None,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        lane: str = BISECT_LANE,
+        lock_digest: str | None = None,
+        on_record: Callable[[ValidationRecord], None] | None = None,
+    ) -> None:
+        self.manifest = manifest
+        self.base = base
+        self.distribution = manifest.target.distribution
+        self.index_url = index_url
+        self.cache = cache
+        self.work_dir = Path(work_dir) if work_dir else None
+        self.timeout = timeout
+        self.env = env
+        self.lane = lane
+        self.lock_digest = lock_digest
+        self.on_record = on_record
+        self.runs = 0  # reproducer runs actually made
+        self._repro_hash = reproducer_hash(manifest)
+
+    def _key(self, version: str) -> str:
+        return ResultCache.key(self.manifest.id, self._repro_hash, self.distribution, version, self.base.fingerprint)
+
+    def cached(self, version: str) -> CandidateRun | None:
+        """What the cache already knows of ``version`` (no run), or None."""
+        if self.cache is None or (hit := self.cache.get(self._key(version))) is None:
+            return None
+        return replace(hit, cached=True, version=version)
+
+    def __call__(self, version: str) -> CandidateRun:
+        if (hit := self.cached(version)) is not None:
+            return hit
+        run = self._run(version)
+        if self.cache is not None and run.outcome != "env-failed":  # the index may gain a file for it
+            self.cache.put(self._key(version), run, {
+                "shim": self.manifest.id, "reproducer": self._repro_hash, "distribution": self.distribution,
+                "version": version, "base": self.base.fingerprint})
+        return run
+
+    def _run(self, version: str) -> CandidateRun:
+        from retire.runs.reproduce import run_reproducer
+
+        began = time.monotonic()
+        parent = self.work_dir or Path(tempfile.gettempdir())
+        parent.mkdir(parents=True, exist_ok=True)
+        folder = Path(tempfile.mkdtemp(prefix=f"overlay-{canonicalize_name(self.distribution)}-", dir=parent))
+        try:
+            try:
+                python = self.build_overlay(folder, version)
+            except PatchlaneError as exc:
+                return CandidateRun(version, _build_failure_state(exc), "env-failed", str(exc),
+                                    round(time.monotonic() - began, 3))
+            self.runs += 1
+            record = run_reproducer(self.manifest, "without", python=python, env=self.env, lane=self.lane,
+                                    timeout=self.timeout)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        record = self._recorded(record, version)
+        if self.on_record is not None:
+            self.on_record(record)
+        return _read(record, version, self.distribution)
+
+    def _recorded(self, record: ValidationRecord, version: str) -> ValidationRecord:
+        """The record with what the overlay was: the installed release (also in ``versions`` when
+        the reproducer's host stamp does not list the target), and the base it sat on."""
+        dist = str(canonicalize_name(self.distribution))
+        stamped = {str(canonicalize_name(k)) for k in record.versions}
+        versions = dict(record.versions) if dist in stamped else {**record.versions, dist: version}
+        environment = {"kind": "overlay", "python": self.base.python_version, "lock": self.lock_digest,
+                       "installed": {dist: version}, "base": {dist: self.base.packages.get(dist)},
+                       "base_python": self.base.executable}
+        return replace(record, versions=versions, environment=environment)
+
+    def build_overlay(self, folder: Path, version: str) -> Path:
+        """A venv in ``folder`` = the base's packages + ``<dist>==<version>``; returns its python."""
+        envs.run_uv(["venv", "--quiet", "--python", self.base.executable, str(folder)], "cannot create the overlay venv")
+        python = folder / "bin" / "python"
+        major_minor = ".".join(self.base.python_version.split(".")[:2])
+        purelib = folder / "lib" / f"python{major_minor}" / "site-packages"  # uv's POSIX venv layout
+        if not purelib.is_dir():  # another layout (Windows, PyPy): ask the interpreter
+            purelib = Path(envs.describe_paths(python)["purelib"])
+        envs.link_base(purelib, list(self.base.site_dirs))
+        args = ["pip", "install", "--quiet", "--python", str(python), "--no-deps", f"{self.distribution}=={version}"]
+        if self.index_url:
+            args[2:2] = ["--default-index", self.index_url]
+        try:
+            envs.run_uv(args, f"cannot install {self.distribution}=={version}")
+        except envs.BuildError as exc:
+            raise _InstallFailed(str(exc), exc.detail) from None
+        return python
+
+
+class _InstallFailed(envs.BuildError):
+    """uv could not install the candidate into a venv that was built."""
+
+
+def _build_failure_state(exc: PatchlaneError) -> State:
+    """A release uv cannot install here (no file for this interpreter, none at all) is not
+    applicable; an index that could not be reached, or a venv that could not be made, is unknown."""
+    if not isinstance(exc, _InstallFailed):
+        return UNKNOWN
+    return UNKNOWN if any(marker in exc.detail for marker in UNREACHABLE_MARKERS) else NOT_APPLICABLE
+
+
+def _read(record: ValidationRecord, version: str, distribution: str) -> CandidateRun:
+    """How one reproducer run reads for the search."""
+    state, detail = _STATE_OF.get(record.outcome, UNKNOWN), record.detail
+    if record.outcome == "crashed" and (failure := _import_failure(record.output_tail)):
+        state, detail = NOT_APPLICABLE, f"cannot import what it tests: {failure}"
+    target = str(canonicalize_name(distribution))
+    seen = next((v for k, v in record.versions.items() if str(canonicalize_name(k)) == target), None)
+    if seen is not None and normal(seen) != normal(version):
+        # The overlay did not take: whatever it printed is not about this release.
+        state, detail = UNKNOWN, f"the reproducer saw {distribution} {seen}, not {version}"
+    return CandidateRun(version, state, record.outcome, detail, record.duration_s, False, record.output_tail)
+
+
+def _import_failure(output: str) -> str | None:
+    """The ImportError a crashed run ended with (its traceback's last line), or None."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return lines[-1] if lines and _IMPORT_ERROR.match(lines[-1]) else None

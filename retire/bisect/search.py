@@ -1,0 +1,331 @@
+"""The search, pure: which releases are candidates, and the binary search over their states.
+
+A candidate is *broken* (its reproducer prints BUG_REPRODUCED without the shim), *fixed*
+(FIX_VALIDATED or MEMORY_SAVE_VERIFIED), *not applicable* (the reproducer cannot run against
+it: it skipped, the API it tests cannot be imported, no installable file for this interpreter)
+or *unknown* (it crashed or timed out). The search asks a ``probe`` callable for states and never
+does I/O itself (:mod:`retire.bisect.runner` runs them).
+
+The bug is assumed monotonic: broken up to some release, fixed from then on. What a floor
+rests on is checked, never assumed: the newest applicable candidate must be fixed (else *no
+transition*), and the search ends on a broken candidate next to a fixed one. The oldest end is
+checked lazily, only when the answer comes to rest on it; when evidence recorded elsewhere says
+the oldest candidate (or a release below it) is broken, that is the lower bound the search
+starts from. So for ``n`` candidates the search asks at most ``ceil(log2 n) + 1`` conclusive
+runs: the newest end, then a binary search over ``n`` possible boundaries.
+
+Not applicable candidates are stepped over: they count neither as broken nor as fixed, nor
+against the tolerance for unknowns (they have their own, larger one). Old releases that lack
+the tested API form a prefix, so after one, the search looks above it first.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from packaging.version import InvalidVersion, Version
+
+__all__ = [
+    "BROKEN", "FIXED", "NOT_APPLICABLE", "UNKNOWN", "CandidateRun", "Candidates", "Limits", "SearchOutcome",
+    "State", "Status", "find_boundary", "normal", "public", "select_candidates",
+]
+
+
+class State(enum.StrEnum):
+    """What one candidate showed."""
+
+    BROKEN = "broken"
+    FIXED = "fixed"
+    NOT_APPLICABLE = "not-applicable"
+    UNKNOWN = "unknown"
+
+
+BROKEN, FIXED, NOT_APPLICABLE, UNKNOWN = State.BROKEN, State.FIXED, State.NOT_APPLICABLE, State.UNKNOWN
+
+
+class Status(enum.StrEnum):
+    """How a search ended: ``found`` (last broken and first fixed are neighbours among the
+    candidates the reproducer applies to), ``unpinned`` (unknown or untested candidates lie
+    between them), ``no-transition`` (an end did not behave, or nothing could be told)."""
+
+    FOUND = "found"
+    UNPINNED = "unpinned"
+    NO_TRANSITION = "no-transition"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How many fresh runs of each inconclusive kind the search tolerates before it stops."""
+
+    max_unknown: int = 4
+    max_not_applicable: int = 12
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The ordered releases a bisection searches, and what was left out and why."""
+
+    versions: tuple[str, ...]  # ascending, PEP 440 order
+    yanked: tuple[str, ...] = ()
+    prereleases: tuple[str, ...] = ()  # skipped pre-releases / dev releases (nightlies)
+    out_of_range: tuple[str, ...] = ()  # outside the range (evidence, --since / --until)
+    invalid: tuple[str, ...] = ()  # not PEP 440 versions
+    listed: int = 0
+
+
+@dataclass(frozen=True)
+class CandidateRun:
+    """What one candidate release showed."""
+
+    version: str
+    state: State
+    outcome: str  # the reproducer's outcome, or "env-failed"
+    detail: str = ""
+    duration_s: float = 0.0
+    cached: bool = False
+    output_tail: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "state", State(self.state))  # ValueError for a state that is none
+
+    @property
+    def conclusive(self) -> bool:
+        return self.state in (BROKEN, FIXED)
+
+
+def select_candidates(
+    versions: Iterable[str],
+    yanked: Iterable[str] = (),
+    *,
+    include_prereleases: bool = False,
+    since: str | None = None,
+    until: str | None = None,
+) -> Candidates:
+    """Order releases by PEP 440 and drop the yanked (and pre-releases unless asked); keep
+    ``since <= release <= until`` (local version labels ignored)."""
+    listed = list(dict.fromkeys(versions))
+    yanked_set = {normal(v) for v in yanked}
+    low = Version(public(since)) if since else None
+    high = Version(public(until)) if until else None
+    parsed, invalid = [], []
+    for text in listed:
+        try:
+            parsed.append((Version(text), text))
+        except InvalidVersion:
+            invalid.append(text)
+    parsed.sort()
+    keep, dropped_yanked, dropped_pre, outside = [], [], [], []
+    seen: set[Version] = set()
+    for version, text in parsed:
+        if version in seen:  # "1.0" and "1.0.0" are one release
+            continue
+        seen.add(version)
+        if str(version) in yanked_set:
+            dropped_yanked.append(text)
+        elif (version.is_prerelease or version.is_devrelease) and not include_prereleases:
+            dropped_pre.append(text)
+        elif (low and version < low) or (high and version > high):
+            outside.append(text)
+        else:
+            keep.append(text)
+    return Candidates(tuple(keep), tuple(dropped_yanked), tuple(dropped_pre), tuple(outside), tuple(invalid), len(listed))
+
+
+def normal(version: str) -> str:
+    """PEP 440 normal form of ``version`` (as given when it is not a PEP 440 version)."""
+    try:
+        return str(Version(version))
+    except InvalidVersion:
+        return version
+
+
+def public(version: str) -> str:
+    """``version`` without its local label (``2.13.0+cpu`` → ``2.13.0``): the release it builds on."""
+    try:
+        return Version(version).public
+    except InvalidVersion:
+        return version
+
+
+# ---------------------------------------------------------------------------------------------
+# The search
+
+
+@dataclass(frozen=True)
+class SearchOutcome:
+    """Where the search ended. ``last_broken`` may be the evidence's release (``broken_here`` is
+    then False: no run here showed it broken); ``runs`` are in the order they were consulted."""
+
+    status: Status
+    reason: str
+    last_broken: str | None
+    first_fixed: str | None
+    between: tuple[CandidateRun | str, ...]  # what lies between them: runs that could not tell, untested versions
+    runs: tuple[CandidateRun, ...]
+    broken_here: bool = True
+
+
+@dataclass
+class _Search:
+    versions: Sequence[str]
+    probe: Callable[[str], CandidateRun]
+    known: Mapping[str, CandidateRun]
+    limits: Limits
+    on_run: Callable[[CandidateRun], None] | None = None
+    states: dict[int, CandidateRun] = field(default_factory=dict)
+    order: list[CandidateRun] = field(default_factory=list)
+
+    def ask(self, i: int) -> CandidateRun:
+        run = self.known.get(self.versions[i]) or self.probe(self.versions[i])
+        self.states[i] = run
+        self.order.append(run)
+        if self.on_run is not None:
+            self.on_run(run)
+        return run
+
+    def fresh(self, state: State) -> int:
+        return sum(1 for r in self.order if r.state == state and not r.cached)
+
+    def exhausted(self) -> str | None:
+        """Why no further run may be asked, or None."""
+        if self.fresh(UNKNOWN) >= self.limits.max_unknown:
+            return f"{self.fresh(UNKNOWN)} candidate(s) could not be told ({self._listed(UNKNOWN)})"
+        if self.fresh(NOT_APPLICABLE) >= self.limits.max_not_applicable:
+            return f"{self.fresh(NOT_APPLICABLE)} candidate(s) are not applicable here ({self._listed(NOT_APPLICABLE)})"
+        return None
+
+    def _listed(self, state: State) -> str:
+        return ", ".join(f"{r.version}: {r.outcome}" for r in self.order if r.state == state)
+
+    def newest_end(self) -> int | None:
+        """The newest candidate that tells broken from fixed, stepping down over the rest."""
+        for i in range(len(self.versions) - 1, -1, -1):
+            if self.exhausted():
+                return None
+            if self.ask(i).conclusive:
+                return i
+        return None
+
+    def consult_known(self, lo: int, hi: int) -> tuple[int, int]:
+        """Take what is already known between ``lo`` and ``hi`` (free: no run): the highest
+        broken, then the lowest fixed above it."""
+        free = [i for i in range(lo + 1, hi) if i not in self.states and self.versions[i] in self.known]
+        for i in free:
+            self.ask(i)
+        broken = [i for i in free if self.states[i].state == BROKEN]
+        lo = max(broken, default=lo)
+        fixed = [i for i in free if i > lo and self.states[i].state == FIXED]
+        return lo, min(fixed, default=hi)
+
+    def next_probe(self, lo: int, hi: int) -> int | None:
+        """The untested candidate nearest the middle, looking above the highest not-applicable
+        candidate first (releases without the tested API are older than those with it)."""
+        walls = [lo, *(i for i in range(lo + 1, hi) if i in self.states and self.states[i].state == NOT_APPLICABLE), hi]
+        for low, high in reversed(list(itertools.pairwise(walls))):
+            untested = [i for i in range(low + 1, high) if i not in self.states]
+            if untested:
+                middle = (low + high) / 2
+                return min(untested, key=lambda j: (abs(j - middle), j))
+        return None
+
+
+def find_boundary(
+    versions: Sequence[str],
+    probe: Callable[[str], CandidateRun],
+    *,
+    known: Mapping[str, CandidateRun] | None = None,
+    known_broken: str | None = None,
+    limits: Limits = Limits(),
+    on_run: Callable[[CandidateRun], None] | None = None,
+) -> SearchOutcome:
+    """Binary-search ascending ``versions`` for the broken → fixed boundary.
+
+    ``known``: results already at hand (a cache), consulted for free. ``known_broken``: a release
+    that evidence recorded elsewhere shows broken, ``versions[0]`` or older than all of them: the
+    lower bound the search starts from. ``on_run`` sees every result as it is consulted.
+    """
+    s = _Search(versions, probe, dict(known or {}), limits, on_run)
+    if not versions:
+        return _end(s, Status.NO_TRANSITION, "no candidate releases")
+    hi = s.newest_end()
+    if hi is None:
+        why = s.exhausted() or "no candidate could be told broken or fixed"
+        return _end(s, Status.NO_TRANSITION, f"the newest end could not be verified: {why} — "
+                    "narrow the range with --since/--until, or fix the reproducer")
+    if s.states[hi].state == BROKEN:
+        return _end(s, Status.NO_TRANSITION, f"the newest applicable candidate {versions[hi]} still reproduces the bug"
+                    + _skipped_above(s, hi), last_broken=versions[hi])
+    lo = -1
+    stopped = None
+    while True:
+        lo, hi = s.consult_known(lo, hi)
+        i = s.next_probe(lo, hi)
+        if i is None:
+            break
+        if (stopped := s.exhausted()) is not None:
+            break
+        state = s.ask(i).state
+        if state == BROKEN:
+            lo = i
+        elif state == FIXED:
+            hi = i
+    return _conclude(s, lo, hi, known_broken, stopped)
+
+
+def _conclude(s: _Search, lo: int, hi: int, known_broken: str | None, stopped: str | None) -> SearchOutcome:
+    versions, first_fixed = s.versions, s.versions[hi]
+    broken_here = lo >= 0
+    if not broken_here:
+        if known_broken is None:
+            return _nothing_broken(s, hi, stopped)
+        at_first = normal(known_broken) == normal(versions[0])
+        if at_first and hi == 0:  # the evidence's release was run here and is fixed
+            return _end(s, Status.NO_TRANSITION,
+                        f"{versions[0]} is recorded broken but does not reproduce here: the bug depends on the "
+                        "environment — bisect where it was recorded (--lane, or a host like that one)")
+        lo = 0 if at_first else -1
+    between = tuple(s.states.get(i) or versions[i] for i in range(lo + 1, hi))
+    last_broken = versions[lo] if lo >= 0 else known_broken
+    if all(isinstance(b, CandidateRun) and b.state == NOT_APPLICABLE for b in between):
+        return _end(s, Status.FOUND, "", last_broken=last_broken, first_fixed=first_fixed, between=between,
+                    broken_here=broken_here)
+    unknown = [b.version for b in between if isinstance(b, CandidateRun) and b.state == UNKNOWN]
+    untested = [b for b in between if isinstance(b, str)]
+    why = []
+    if unknown:
+        why.append(f"could not be told: {', '.join(unknown)}")
+    if untested:
+        why.append(f"stopped before testing {', '.join(untested)}" + (f" ({stopped})" if stopped else ""))
+    return _end(s, Status.UNPINNED, "; ".join(why), last_broken=last_broken, first_fixed=first_fixed,
+                between=between, broken_here=broken_here)
+
+
+def _nothing_broken(s: _Search, hi: int, stopped: str | None) -> SearchOutcome:
+    """No candidate reproduced and no evidence says one below does: the oldest end is fixed."""
+    below = [s.states.get(i) for i in range(hi)]
+    oldest = s.versions[hi]
+    if below and all(r is not None and r.state == NOT_APPLICABLE for r in below):
+        return _end(s, Status.NO_TRANSITION, f"the oldest applicable candidate {oldest} is already fixed (the bug does "
+                    f"not reproduce there; not applicable below it: {', '.join(r.version for r in below)})")
+    if not below:
+        return _end(s, Status.NO_TRANSITION, f"the oldest candidate {oldest} is already fixed (the bug does not reproduce there)")
+    unknown = ", ".join(r.version for r in below if r is not None and r.state == UNKNOWN)
+    why = f"no candidate up to {oldest} reproduced the bug"
+    if stopped:
+        why += f"; stopped: {stopped}"
+    elif unknown:
+        why += f"; could not be told: {unknown}"
+    return _end(s, Status.NO_TRANSITION, why)
+
+
+def _skipped_above(s: _Search, hi: int) -> str:
+    above = [s.states[i].version for i in range(hi + 1, len(s.versions)) if i in s.states]
+    return f" (newer ones could not be told: {', '.join(above)})" if above else ""
+
+
+def _end(s: _Search, status: Status, reason: str, *, last_broken: str | None = None, first_fixed: str | None = None,
+         between: tuple = (), broken_here: bool = True) -> SearchOutcome:
+    return SearchOutcome(status, reason, last_broken, first_fixed, between, tuple(s.order), broken_here)
