@@ -117,12 +117,15 @@ def make_client(*, timeout: float = 10.0, transport: httpx.BaseTransport | None 
 # One exchange: redirects on the same host only, a size cap, a total deadline
 
 
+_DNS_FAILED = "DNS lookup failed"
+
+
 def _connect_reason(exc: Exception) -> str:
     text = str(exc) or type(exc).__name__
     lowered = text.lower()
     if any(m in lowered for m in ("name or service not known", "nodename nor servname", "name resolution",
                                   "getaddrinfo", "no address associated", "not known")):
-        return f"DNS lookup failed ({text})"
+        return f"{_DNS_FAILED} ({text})"
     if "refused" in lowered:
         return "connection refused"
     return f"cannot connect ({text})"
@@ -178,6 +181,11 @@ class Fetcher:
         # Requests in flight at once, whatever number of threads ask: GitHub's secondary limit,
         # and the client's pool (httpcore's queue of waiting requests is slow when long).
         self._in_flight = threading.BoundedSemaphore(max_in_flight)
+        # Hosts whose name does not resolve here (an air-gapped cluster and the code host): after
+        # a second failed lookup they are not asked again by this fetcher, so a hundred links cost
+        # two lookups, not four hundred.
+        self._unresolvable: dict[tuple[str, str, int | None], str] = {}
+        self._unresolvable_lock = threading.Lock()
 
     def deadline(self) -> float:
         """The monotonic moment a probe starting now must be done by."""
@@ -331,8 +339,14 @@ class Fetcher:
     def _exchange(self, method: str, url: str, probe: str, headers: Mapping[str, str], content: bytes | None,
                   deadline: float | None, cached: CacheEntry | None, accept: str) -> Fetched | ProbeFailure:
         deadline = self.deadline() if deadline is None else deadline
+        origin = _origin(httpx.URL(url))
         attempt = 0
         while True:
+            with self._unresolvable_lock:
+                known = self._unresolvable.get(origin)
+            if known is not None:
+                return self._fail(probe, url, f"{known} (not asked again: the host's name does not resolve here)",
+                                  retryable=True, attempts=max(attempt, 1))
             attempt += 1
             wait: float | None = None
             answer = self._attempt(method, url, headers, content, deadline)
@@ -340,6 +354,9 @@ class Fetcher:
                 if answer.final:
                     return self._fail(probe, url, answer.reason, retryable=answer.retryable, attempts=attempt)
                 reason, retryable = answer.reason, answer.retryable
+                if reason.startswith(_DNS_FAILED) and attempt >= 2:
+                    with self._unresolvable_lock:
+                        self._unresolvable.setdefault(origin, reason)
             else:
                 status = answer.status
                 if status == 304 and cached is not None:
