@@ -1,32 +1,82 @@
-"""dsa_index_mask_host_sync: no host syncs in the DSA index-mask path (CUDA-graph capture safe)."""
+"""dsa_index_mask_host_sync: no host syncs in the DSA index-mask path (CUDA-graph capture safe).
+
+Where the syncing code really is upstream (Megatron-LM mirror, ``git log -S``): ``dsa_masking.py``
+as created on main by da482cf5c8 ("[split 4/4] Enable DSA CP and THD hooks", 2026-06-25) holds a
+``scatter_topk_into_index_mask`` that branches on ``torch.any(idx_chunk < 0)`` /
+``valid_topk.any()`` and a ``build_fused_indexer_varlen_bounds`` that validates with
+``torch.equal``; d1cab16a01 (2026-07-08, before core_v0.19.0) made both capture safe. dsa.py calls
+both through the module (``dsa_masking.<name>(...)``), so replacing the module attributes reaches
+every caller. The seed's fork carried the same helper inside dsa.py as
+``_scatter_topk_into_index_mask``; that layout is still recognised by its fingerprint.
+"""
 
 from __future__ import annotations
 
 import functools
+import inspect
+import sys
 
-from shims.shape import unknown_shape
+from shims.shape import fingerprint, unknown_shape
 
-SCATTER = "_scatter_topk_into_index_mask"
-BOUNDS = "_build_fused_indexer_varlen_bounds"
-#: Megatron-LM main (after 0.18, before the 0.19 dsa_masking split): the branchy scatter.
-KNOWN_SHAPES = {"3bbcec71c8d33588": "Megatron-LM main dsa._scatter_topk_into_index_mask (torch.any / .any() branches)"}
+#: (owner module suffix, scatter helper, bounds builder)
+LOCATIONS = (
+    ("dsa", "_scatter_topk_into_index_mask", "_build_fused_indexer_varlen_bounds"),  # seed fork layout
+    ("dsa_masking", "scatter_topk_into_index_mask", "build_fused_indexer_varlen_bounds"),  # upstream
+)
+#: Host-syncing shapes this patch was written for.
+KNOWN_SHAPES = {
+    "3bbcec71c8d33588": "seed fork dsa._scatter_topk_into_index_mask (torch.any / .any() branches)",
+    "5e313354896eb76e": "Megatron-LM main da482cf5c8..027fa4aaba dsa_masking.scatter_topk_into_index_mask",
+}
+#: Host syncs that break CUDA-graph capture when they appear in the helpers' source.
+SYNCS = ("torch.any(", ".any():", "torch.where(valid", "torch.equal(")
 _PATCHED = "__patchlane_dsa_index_mask_host_sync__"
 
 
+def _owner(module, suffix: str):
+    if suffix == "dsa":
+        return module
+    owner = getattr(module, suffix, None)
+    if owner is None:
+        owner = sys.modules.get(module.__name__.rpartition(".")[0] + "." + suffix)
+    return owner
+
+
+def _found(module):
+    """(owner, scatter name, bounds name, scatter) of the first location that has the helper."""
+    for suffix, scatter_name, bounds_name in LOCATIONS:
+        owner = _owner(module, suffix)
+        scatter = getattr(owner, scatter_name, None) if owner is not None else None
+        if callable(scatter):
+            return owner, scatter_name, bounds_name, scatter
+    return None, None, None, None
+
+
+def _syncs(function) -> bool:
+    try:
+        source = inspect.getsource(function)
+    except (OSError, TypeError):
+        return False
+    return any(sync in source for sync in SYNCS)
+
+
 def check_shape(module) -> str | None:
-    scatter = getattr(module, SCATTER, None)
-    if scatter is None:
-        return None  # no sentinel-aware helper in dsa.py (0.16-0.18, or 0.19+ dsa_masking): probe says not needed
-    if getattr(scatter, _PATCHED, False):
-        return None
-    return unknown_shape(scatter, KNOWN_SHAPES, SCATTER)
+    owner, scatter_name, _, scatter = _found(module)
+    if scatter is None or getattr(scatter, _PATCHED, False):
+        return None  # no sentinel-aware helper (0.16-0.18): probe says not needed
+    if owner is not module and not _syncs(scatter):
+        return None  # upstream's capture-safe helper (core_v0.19.0 on): probe says not needed
+    return unknown_shape(scatter, KNOWN_SHAPES, scatter_name)
 
 
 def probe(module) -> str | None:
-    scatter = getattr(module, SCATTER, None)
+    owner, scatter_name, bounds_name, scatter = _found(module)
     if scatter is None or getattr(scatter, _PATCHED, False):
         return None
-    return f"{SCATTER} branches on torch.any()/.any() and uses torch.where(mask): host syncs under capture"
+    if fingerprint(scatter) not in KNOWN_SHAPES and not _syncs(scatter):
+        return None
+    return (f"{scatter_name} branches on torch.any()/.any() (and {bounds_name} validates with "
+            "torch.equal): host syncs that fail CUDA-graph capture")
 
 
 def branchless_scatter_topk_into_index_mask(index_mask, topk_indices, *, seq_chunk_size: int = 256) -> None:
@@ -57,7 +107,7 @@ def branchless_scatter_topk_into_index_mask(index_mask, topk_indices, *, seq_chu
 def apply(module) -> None:
     import torch
 
-    scatter = getattr(module, SCATTER, None)
+    owner, scatter_name, bounds_name, scatter = _found(module)
     if scatter is None or getattr(scatter, _PATCHED, False):
         return
 
@@ -66,9 +116,9 @@ def apply(module) -> None:
         return branchless_scatter_topk_into_index_mask(index_mask, topk_indices, seq_chunk_size=seq_chunk_size)
 
     setattr(_scatter, _PATCHED, True)
-    setattr(module, SCATTER, _scatter)
+    setattr(owner, scatter_name, _scatter)
 
-    bounds = getattr(module, BOUNDS, None)
+    bounds = getattr(owner, bounds_name, None)
     if callable(bounds) and not getattr(bounds, _PATCHED, False):
 
         @functools.wraps(bounds)
@@ -80,4 +130,4 @@ def apply(module) -> None:
             return bounds(*args, **kwargs)
 
         setattr(_bounds, _PATCHED, True)
-        setattr(module, BOUNDS, _bounds)
+        setattr(owner, bounds_name, _bounds)

@@ -1,15 +1,17 @@
 """Reproducer for dsa_index_mask_host_sync.
 
 Finds the sentinel-aware DSA index-mask helper of the installed megatron-core
-(dsa._scatter_topk_into_index_mask on Megatron-LM main after 0.18, or
-dsa_masking.scatter_topk_into_index_mask from 0.19.0), feeds it top-k indices with -1
-sentinels, and
+(dsa_masking.scatter_topk_into_index_mask: host-syncing on Megatron-LM main from da482cf5c8 to
+027fa4aaba, 2026-06-25..07-08; capture safe from d1cab16a01 and in every release from 0.19.0;
+or the seed fork's dsa._scatter_topk_into_index_mask), feeds it top-k indices with -1 sentinels,
+and
   * on any host: counts host-syncing ops (_local_scalar_dense, is_nonzero, item, equal,
     nonzero, allclose) with a TorchDispatchMode and checks the mask against a reference;
-  * on a CUDA host: also captures the call in torch.cuda.graph and replays it.
+  * on a CUDA host: also captures the call in torch.cuda.graph and replays it, and captures
+    build_fused_indexer_varlen_bounds (its torch.equal validations) for a causal mask.
 
-without/with: BUG_REPRODUCED when the helper syncs the host (or capture fails), FIX_VALIDATED
-when it is sync-free, capture-safe and correct. SKIPPED when the installed megatron-core has no
+without/with: BUG_REPRODUCED when a helper syncs the host (or a capture fails), FIX_VALIDATED
+when both are sync-free, capture-safe and correct. SKIPPED when the installed megatron-core has no
 such helper (0.16-0.18 build the mask with a plain scatter_ and no sentinels).
 """
 
@@ -29,15 +31,39 @@ SYNC_OPS = ("_local_scalar_dense", "is_nonzero", "item", "equal", "nonzero", "al
 
 
 def _helper():
+    """(name, scatter helper, bounds builder or None), looked up at call time (after the shim)."""
     from megatron.core.transformer.experimental_attention_variant import dsa
 
     if callable(getattr(dsa, "_scatter_topk_into_index_mask", None)):
-        return "dsa._scatter_topk_into_index_mask", dsa._scatter_topk_into_index_mask
+        return ("dsa._scatter_topk_into_index_mask", dsa._scatter_topk_into_index_mask,
+                getattr(dsa, "_build_fused_indexer_varlen_bounds", None))
     try:
         from megatron.core.transformer.experimental_attention_variant import dsa_masking
     except ImportError:
-        return None, None
-    return "dsa_masking.scatter_topk_into_index_mask", dsa_masking.scatter_topk_into_index_mask
+        return None, None, None
+    return ("dsa_masking.scatter_topk_into_index_mask", dsa_masking.scatter_topk_into_index_mask,
+            getattr(dsa_masking, "build_fused_indexer_varlen_bounds", None))
+
+
+def _capture(torch, label, fn):
+    """Capture fn() in a CUDA graph and replay it; True when capture works."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):  # warm-up outside capture
+        fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            fn()
+        graph.replay()
+        torch.cuda.synchronize()
+    except RuntimeError as exc:
+        print(f"# cuda graph capture of {label} failed: {str(exc).splitlines()[0]}")
+        return False
+    print(f"# cuda graph capture of {label}: ok")
+    return True
 
 
 def _inputs(torch, device):
@@ -77,7 +103,7 @@ def check(with_shim: bool) -> str:
     except ImportError:
         raise reproducer.Skip("torch is not installed") from None
     try:
-        name, helper = _helper()
+        name, helper, bounds = _helper()
     except ImportError as exc:
         raise reproducer.Skip(f"megatron-core with DSA is not importable: {exc}") from None
     if helper is None:
@@ -99,26 +125,18 @@ def check(with_shim: bool) -> str:
 
     if torch.cuda.is_available():
         index_mask, topk_indices, expected = _inputs(torch, "cuda")
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):  # warm-up outside capture
-            helper(index_mask.clone(), topk_indices)
-        torch.cuda.current_stream().wait_stream(stream)
-        graph = torch.cuda.CUDAGraph()
-        try:
-            with torch.cuda.graph(graph):
-                helper(index_mask, topk_indices)
-            graph.replay()
-            torch.cuda.synchronize()
-            ok = torch.equal(index_mask, expected)
-            print(f"# cuda graph capture: ok; replayed mask correct: {ok}")
-            if not ok:
-                raise RuntimeError("captured index mask differs from the reference scatter")
-        except RuntimeError as exc:
-            if "differs" in str(exc):
-                raise
-            print(f"# cuda graph capture failed: {str(exc).splitlines()[0]}")
-            broken = True
+        captured = _capture(torch, name, lambda: helper(index_mask, topk_indices))
+        if captured and not torch.equal(index_mask, expected):
+            raise RuntimeError("captured index mask differs from the reference scatter")
+        broken = broken or not captured
+        if callable(bounds):
+            sq = skv = 256
+            causal = torch.full((sq, skv), float("-inf"), device="cuda").triu_(1)
+            kwargs = dict(sq=sq, skv=skv, device=torch.device("cuda"), mask=causal,
+                          varlen_starts=None, varlen_ends=None, key_positions=None)
+            eager = bounds(**kwargs)
+            print(f"# {bounds.__name__} eager: {'fused bounds' if eager is not None else 'None'}")
+            broken = not _capture(torch, bounds.__name__, lambda: bounds(**kwargs)) or broken
     return reproducer.BUG_REPRODUCED if broken else reproducer.FIX_VALIDATED
 
 

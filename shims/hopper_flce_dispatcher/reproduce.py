@@ -1,14 +1,17 @@
-"""Reproducer for hopper_flce_dispatcher (CPU with a faked compute capability, or a real H100/H200).
+"""Reproducer for hopper_flce_dispatcher (a real H100/H200, or a CPU with a faked capability).
 
-Constructs the real megatron.core.fusions.fused_linear_cross_entropy.Platform with
-torch.cuda reporting compute capability 9.0 (faked on hosts without a Hopper GPU).
+Needs a megatron-core built from a Megatron-LM revision that has
+megatron/core/fusions/fused_linear_cross_entropy.py: the dev branch or the 26.04-alpha.rc1/rc2
+tags (no PyPI release up to 0.19.2 has it). Constructs the real Platform with compute capability
+9.x (faked through torch.cuda on hosts without a Hopper GPU, said so in the output).
 
-without: BUG_REPRODUCED on ValueError("Unsupported architecture: 9"); FIX_VALIDATED when
-         upstream dispatches cc 9.
-with:    FIX_VALIDATED when the platform binds the hopper entry's forward/backward.
-SKIPPED where the installed megatron-core has no fused_linear_cross_entropy (every PyPI release
-up to 0.19.2: the module lives on Megatron-LM main) or, in with-mode, where the hopper entry's
-CuTe DSL dependencies are missing.
+without: BUG_REPRODUCED on ValueError("Unsupported architecture: 9"); FIX_VALIDATED when upstream
+         dispatches cc 9 (NVIDIA/Megatron-LM#3345 adds a Hopper entry and the branch).
+with:    FIX_VALIDATED when the platform binds an entry for cc 9 and
+         megatron.core.fusions.fused_linear_cross_entropy.linear_cross_entropy, forward and
+         backward, matches eager PyTorch (fp32 logits -> F.cross_entropy) for reduction "none"
+         (with a non-uniform upstream gradient) and "mean", with ignore_index labels present.
+SKIPPED where the installed megatron-core has no fused_linear_cross_entropy.
 """
 
 from __future__ import annotations
@@ -25,6 +28,37 @@ if (_ROOT / "shims" / "__init__.py").is_file() and str(_ROOT) not in sys.path:
 from shims import reproducer  # noqa: E402
 
 SHIM = "hopper_flce_dispatcher"
+TOKENS, DIM, VOCAB, IGNORE = 1024, 512, 8192, -100
+
+
+def _numerics(torch, flce, device) -> bool:
+    """linear_cross_entropy vs eager PyTorch, forward and backward; prints the worst differences."""
+    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    hidden = (torch.randn(TOKENS, DIM, generator=gen) * 0.5).to(device, dtype)
+    weight = (torch.randn(VOCAB, DIM, generator=gen) * 0.05).to(device, dtype)
+    labels = torch.randint(0, VOCAB, (TOKENS,), generator=gen)
+    labels[torch.rand(TOKENS, generator=gen) < 0.2] = IGNORE
+    labels = labels.to(device)
+    upstream = torch.rand(TOKENS, generator=gen).to(device)  # a loss mask: not uniform
+    ok = True
+    for reduction in ("none", "mean"):
+        h1, w1 = hidden.clone().requires_grad_(True), weight.clone().requires_grad_(True)
+        loss = flce.linear_cross_entropy(h1, w1, labels, None, reduction, IGNORE, False)
+        (loss * upstream).sum().backward() if reduction == "none" else loss.backward()
+        h2, w2 = hidden.clone().requires_grad_(True), weight.clone().requires_grad_(True)
+        logits = (h2 @ w2.t()).float()
+        ref = torch.nn.functional.cross_entropy(logits, labels, reduction=reduction, ignore_index=IGNORE)
+        (ref * upstream).sum().backward() if reduction == "none" else ref.backward()
+        for name, got, want in (("loss", loss, ref), ("dhidden", h1.grad, h2.grad), ("dweight", w1.grad, w2.grad)):
+            got, want = got.float(), want.float()
+            diff = (got - want).abs().max().item()
+            bound = 2e-2 * max(want.abs().max().item(), 1e-6) if dtype == torch.bfloat16 else 1e-4 * max(want.abs().max().item(), 1e-6)
+            close = got.shape == want.shape and bool(torch.isfinite(got).all()) and diff <= bound
+            print(f"#   reduction={reduction:4s} {name:8s} {str(tuple(got.shape)):14s} max|diff| {diff:.3e} "
+                  f"(bound {bound:.3e}) {'ok' if close else 'MISMATCH'}")
+            ok = ok and close
+    return ok
 
 
 def check(with_shim: bool) -> str:
@@ -43,7 +77,8 @@ def check(with_shim: bool) -> str:
             version = "not installed"
         raise reproducer.Skip(
             f"megatron.core.fusions.fused_linear_cross_entropy is not importable with megatron-core "
-            f"{version} ({exc}); it exists only on Megatron-LM main"
+            f"{version} ({exc}); it exists only on Megatron-LM dev / 26.04-alpha.rc1,rc2: build "
+            "megatron-core from one of those revisions"
         ) from None
 
     real_hopper = torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
@@ -52,22 +87,35 @@ def check(with_shim: bool) -> str:
         fake.enter_context(mock.patch.object(torch.cuda, "is_available", return_value=True))
         fake.enter_context(mock.patch.object(torch.cuda, "current_device", return_value=0))
         fake.enter_context(mock.patch.object(torch.cuda, "get_device_capability", return_value=(9, 0)))
-    print(f"# compute capability: {'real' if real_hopper else 'faked'} 9.x")
+    device = "cuda" if real_hopper else "cpu"
+    print(f"# compute capability: {'real ' + torch.cuda.get_device_name() if real_hopper else 'faked'} 9.x")
     flce.Platform._instance = None
     getattr(flce._get_platform, "cache_clear", lambda: None)()
     with fake:
         try:
-            platform = flce.Platform()
+            platform = flce._get_platform()
         except ValueError as exc:
-            print(f"# Platform() raised: {exc}")
+            print(f"# Platform() raised: ValueError: {exc}")
             if "Unsupported architecture" in str(exc):
                 return reproducer.BUG_REPRODUCED
             raise
+        except AttributeError as exc:
+            if "hopper" not in str(exc):
+                raise
+            # Upstream dispatches cc 9 (NVIDIA/Megatron-LM#3345), but its entry module defines
+            # nothing when its CuTe DSL imports fail.
+            raise reproducer.Skip(
+                f"upstream dispatches cc 9 to its Hopper entry, unusable here ({exc}): install nvidia-cutlass-dsl"
+            ) from None
+        where = getattr(platform, "entry_name", None) or getattr(platform.forward_func, "__module__", "?")
+        print(f"# cc 9 dispatched to: {where}")
+        if not with_shim:
+            return reproducer.FIX_VALIDATED  # upstream dispatches cc 9 itself
+        try:
+            ok = _numerics(torch, flce, device)
         except ImportError as exc:
-            raise reproducer.Skip(f"the hopper entry is not importable here: {exc}") from None
-    where = getattr(platform.forward_func, "__module__", "?")
-    print(f"# forward_func from {where}")
-    return reproducer.FIX_VALIDATED if "hopper" in where or not with_shim else reproducer.BUG_REPRODUCED
+            raise reproducer.Skip(f"the cc 9 entry is not runnable here: {exc}") from None
+    return reproducer.FIX_VALIDATED if ok else reproducer.BUG_REPRODUCED
 
 
 if __name__ == "__main__":

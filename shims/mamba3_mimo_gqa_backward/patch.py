@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 
 from shims.shape import changed_parameters
 
 FUNCTION = "mamba_mimo_bwd_combined"
+#: Modules that bind mamba_mimo_bwd_combined by value (``from ...mamba3_mimo_bwd import ...``):
+#: the autograd Function's backward and the varlen dispatcher's dense path.
+IMPORTERS = ("mamba3_mimo", "mamba3_mimo_bwd_varlen")
 #: Leading parameters of mamba_mimo_bwd_combined (state-spaces/mamba main, 2026).
 PREFIX = ("dout", "q", "k", "v", "q_bias", "k_bias", "mimo_v", "mimo_o")
 _PATCHED = "__patchlane_mamba3_mimo_gqa_backward__"
@@ -75,3 +79,10 @@ def apply(module) -> None:
 
     setattr(mamba_mimo_bwd_combined, _PATCHED, True)
     setattr(module, FUNCTION, mamba_mimo_bwd_combined)
+    # Importers that ran before the patch hold the original by value; a later import reads the
+    # patched attribute.
+    package = module.__name__.rpartition(".")[0]
+    for name in IMPORTERS:
+        importer = sys.modules.get(f"{package}.{name}")
+        if importer is not None and getattr(importer, FUNCTION, None) is original:
+            setattr(importer, FUNCTION, mamba_mimo_bwd_combined)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import linecache
 import textwrap
 
 from shims.shape import unknown_shape
@@ -83,7 +84,11 @@ def apply(module) -> None:
         for old, new, _ in edits:
             source = source.replace(old, new)
         namespace = owner.__dict__
-        exec(compile(source, f"<patchlane sparse_mla_dim_guard: {owner.__name__}.{name}>", "exec"), namespace)
+        filename = f"<patchlane sparse_mla_dim_guard: {owner.__name__}.{name}>"
+        # Register the rebuilt source so inspect.getsource() (other shims' probes, tracebacks)
+        # still works on the re-compiled functions.
+        linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+        exec(compile(source, filename, "exec"), namespace)
         rebuilt[(suffix, name)] = namespace[name]
     # Re-bind the names other modules imported by value.
     sparse_mla = _module(module, "sparse_mla")

@@ -35,7 +35,11 @@ def probe(module) -> str | None:
     function = getattr(module, FUNCTION)
     if getattr(function, _PATCHED, False):
         return None
-    if "QuantizedTensor" in inspect.getsource(function):
+    try:
+        dispatches = "QuantizedTensor" in inspect.getsource(function)
+    except (OSError, TypeError):  # re-compiled by another shim without a source file
+        dispatches = "QuantizedTensor" in function.__code__.co_names
+    if dispatches:
         return None  # upstream dispatches on the wrapper itself
     return "dispatcher trusts .dtype, which a TE QuantizedTensor reports as bf16 over FP8 storage"
 
