@@ -1,0 +1,103 @@
+"""Lanes pinned to upstream revisions: a package taken from a local git mirror at a tag or commit.
+
+The seeds pin "active upstream revisions" and run reproducers "against a clean checkout of the
+target library at a named SHA" — code that is on a branch or a pre-release tag and in no release
+on the index (Megatron-LM's ``dev`` branch, say). A lane names them::
+
+    [lane.revisions]
+    megatron-core = { mirror = "https://github.com/NVIDIA/Megatron-LM", rev = "26.04-alpha.rc1" }
+
+At lock time the revision is resolved in the project's mirror (``patchlane.toml``) to a full
+commit, and the lane's requirement on the distribution becomes a direct git reference to it, so
+uv locks that exact tree and the PEP 751 lock records a ``vcs`` entry with the commit. The lock
+names the upstream repository, never a path on one host; installs read the local mirror.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+from retire.core.errors import ConfigError
+
+__all__ = ["Revision", "parse_revisions", "pinned_requirement", "portable_vcs_url", "resolve"]
+
+_REV = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/+-]{0,199}")
+_SUBDIRECTORY = re.compile(r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*")
+
+
+@dataclass(frozen=True)
+class Revision:
+    distribution: str  # canonical name
+    repository: str  # the mirror's repository URL, as patchlane.toml declares it
+    rev: str  # a tag, a branch or a commit
+    subdirectory: str | None = None  # where the package's pyproject.toml is, when not at the root
+
+
+def parse_revisions(table: object, path: str | Path, key: str = "lane.revisions") -> tuple[Revision, ...]:
+    """``[lane.revisions]`` as values; one-line ConfigErrors for anything else."""
+    if table is None:
+        return ()
+    if not isinstance(table, Mapping):
+        raise ConfigError(path, key, "expected a table of distribution = { mirror = …, rev = … }",
+                          'e.g. megatron-core = { mirror = "https://github.com/NVIDIA/Megatron-LM", rev = "26.04-alpha.rc1" }')
+    found = []
+    for name, entry in table.items():
+        where = f"{key}.{name}"
+        if not isinstance(entry, Mapping):
+            raise ConfigError(path, where, "expected an inline table", '{ mirror = "https://…", rev = "v1.2" }')
+        unknown = sorted(set(entry) - {"mirror", "rev", "subdirectory"})
+        if unknown:
+            raise ConfigError(path, f"{where}.{unknown[0]}", "unknown key", "use mirror, rev and subdirectory")
+        mirror, rev, sub = entry.get("mirror"), entry.get("rev"), entry.get("subdirectory")
+        if not isinstance(mirror, str) or not mirror.startswith(("https://", "http://", "file://")):
+            raise ConfigError(path, f"{where}.mirror", f"expected the repository URL, got {mirror!r}",
+                              "name a repository declared in patchlane.toml [[mirrors.repository]]")
+        if not isinstance(rev, str) or not _REV.fullmatch(rev) or ".." in rev:
+            raise ConfigError(path, f"{where}.rev", f"expected a tag, branch or commit, got {rev!r}",
+                              'e.g. rev = "26.04-alpha.rc1" or a 40-character commit')
+        if sub is not None and (not isinstance(sub, str) or not _SUBDIRECTORY.fullmatch(sub) or ".." in sub.split("/")):
+            raise ConfigError(path, f"{where}.subdirectory", f"expected a relative folder, got {sub!r}", 'e.g. "python"')
+        found.append(Revision(canonicalize_name(str(name)), mirror.rstrip("/").removesuffix(".git"), rev, sub))
+    return tuple(sorted(found, key=lambda r: r.distribution))
+
+
+def resolve(revision: Revision, mirrors) -> tuple[Path, str]:
+    """(local mirror path, full commit) of ``revision``; a one-line ConfigError when the mirror
+    is missing or lacks the revision."""
+    from retire.core.git import Git, GitError
+
+    mirror = mirrors.for_repository(revision.repository)
+    if mirror is None:
+        raise ConfigError("patchlane.toml", "mirrors.repository", f"no mirror of {revision.repository} "
+                          f"(lane revision of {revision.distribution})", "declare it and run `patchlane mirrors sync`")
+    if not mirror.path.exists():
+        raise ConfigError(mirror.path, None, f"the mirror of {revision.repository} is missing",
+                          "run `patchlane mirrors sync` (or copy the mirror here)")
+    try:
+        commit = Git(mirror.path, search_parents=False).rev_parse(f"{revision.rev}^{{commit}}")
+    except GitError as exc:
+        raise ConfigError(mirror.path, None, f"cannot read the mirror: {exc}", "check the mirror") from None
+    if commit is None:
+        raise ConfigError(mirror.path, None, f"{revision.rev!r} is not in the mirror of {revision.repository}",
+                          "sync the mirror (`patchlane mirrors sync`) or fix the lane's rev")
+    return mirror.path.resolve(), commit
+
+
+def pinned_requirement(revision: Revision, mirror_path: Path, commit: str) -> str:
+    """The PEP 508 direct reference uv locks: the local mirror at the full commit."""
+    sub = f"#subdirectory={revision.subdirectory}" if revision.subdirectory else ""
+    return f"{revision.distribution} @ git+{mirror_path.as_uri()}@{commit}{sub}"
+
+
+def portable_vcs_url(lock_url: str, revisions: Mapping[str, tuple[Path, str]], repositories: Mapping[str, str]) -> str:
+    """A lock's ``vcs.url`` for a mirror path, rewritten to the upstream repository it mirrors
+    (``file:///…/Megatron-LM.git`` → ``https://github.com/NVIDIA/Megatron-LM.git``)."""
+    for dist, (path, _) in revisions.items():
+        if lock_url.rstrip("/") == path.as_uri().rstrip("/"):
+            return repositories[dist].rstrip("/") + ".git"
+    return lock_url
