@@ -123,7 +123,7 @@ def host_stamp(packages: Iterable[str] = ()) -> dict[str, object]:
     if gpu is None and driver is not None:
         # No torch (or a CPU build) on a GPU host: still name the card for the record.
         gpu = _nvidia_smi("name")
-    return {
+    stamp: dict[str, object] = {
         "python": platform.python_version(),
         "platform": f"{sys.platform}-{platform.machine()}",
         "gpu": gpu,
@@ -133,6 +133,29 @@ def host_stamp(packages: Iterable[str] = ()) -> dict[str, object]:
         "packages": {name: _version(name) for name in packages},
         "hostname": socket.gethostname(),
     }
+    revisions = {name: rev for name in packages if (rev := vcs_revision(name))}
+    if revisions:  # a package built from an upstream revision, not a release: say which commit
+        stamp["revisions"] = revisions
+    return stamp
+
+
+def vcs_revision(distribution: str) -> str | None:
+    """``<repository>@<commit>`` when ``distribution`` was installed from a VCS checkout (PEP 610
+    ``direct_url.json`` with ``vcs_info``), else None: a version number alone cannot tell a
+    release from a branch build that carries the same version."""
+    try:
+        text = metadata.distribution(distribution).read_text("direct_url.json")
+    except (metadata.PackageNotFoundError, OSError):
+        return None
+    try:
+        data = json.loads(text or "null")
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("vcs_info"), dict):
+        return None
+    commit = data["vcs_info"].get("commit_id")
+    url = data.get("url")
+    return f"{url}@{commit}" if isinstance(url, str) and isinstance(commit, str) else None
 
 
 def _version(distribution: str) -> str | None:
