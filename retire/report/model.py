@@ -323,8 +323,17 @@ class Report:
         return tuple(row for row in self.rows if row.attention)
 
     @property
-    def stale_or_unlinked(self) -> tuple[ShimRow, ...]:
-        return tuple(row for row in self.rows if row.flagged("stale") or not row.links)
+    def stale_or_unlinked(self) -> tuple[tuple[ShimRow, str, str], ...]:
+        """(row, why, text) for each shim a person must chase: ``stale`` (text: the flag's),
+        ``policy`` (no link, and none is due) or ``unlinked`` (text: the upstream status)."""
+        found = []
+        for row in self.rows:
+            stale = next((text for kind, text in row.flags if kind == "stale"), None)
+            if stale:
+                found.append((row, "stale", stale))
+            elif not row.links:
+                found.append((row, "policy" if row.upstream_status == "not-applicable" else "unlinked", row.upstream_status))
+        return tuple(found)
 
 
 def short_link(url: str | None) -> str:
