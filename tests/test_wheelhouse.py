@@ -103,6 +103,10 @@ def test_a_stale_lock_or_a_lock_without_files_is_one_line(locked, capsys, tmp_pa
     locked.write("cpu", LANE.replace("2.1.0", "2.0.0"))
     code, out = gather(locked, capsys)
     assert code == 2 and "stale" in out and "nox -s lock -- cpu" in out
-    with pytest.raises(ConfigError, match="git revision"):
+    with pytest.raises(ConfigError, match="packages.megatron-core: the lock gives a local path"):
         wheelhouse.plan("x", {"packages": [{"name": "megatron-core", "version": "0.18.0",
-                                            "vcs": {"type": "git", "url": "file:///m", "commit-id": "a" * 40}}]}, "x")
+                                            "directory": {"path": "/src/megatron"}}]}, "x")
+    # A lane revision is not a file to carry: it installs from the host's copy of the mirror.
+    house = wheelhouse.plan("x", {"packages": [{"name": "megatron-core", "version": "0.18.0",
+                                                "vcs": {"type": "git", "url": "file:///m", "commit-id": "a" * 40}}]}, "x")
+    assert house.artifacts == () and house.from_mirrors == ("megatron-core",)

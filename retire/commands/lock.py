@@ -55,9 +55,10 @@ def run(project: Project, args: argparse.Namespace) -> int:
             for line in result.detail.splitlines():
                 say(f"      | {line}")
 
+    mirrors = project.mirrors() if any(lane.revisions for lane in pending) else None  # revisions resolve in them
     results = locking.lock_lanes(
         lanes, project.locks_dir, jobs=args.jobs, on_done=report,
-        upgrade=args.upgrade, upgrade_packages=upgrade_packages, force=args.force,
+        upgrade=args.upgrade, upgrade_packages=upgrade_packages, force=args.force, mirrors=mirrors,
         **({"now": args.now} if args.now else {}),
     )
     counts: dict[str, int] = {}

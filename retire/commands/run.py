@@ -31,6 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-record", action="store_true", help="do not record the results")
     p.add_argument("--run-id", help="group this run's results under ID (nox passes one per invocation)")
     p.add_argument("--envs-dir", type=Path, help="where lane environments live (default: .patchlane/envs)")
+    p.add_argument("--wheelhouse", type=Path, metavar="DIR",
+                   help="build the lane from DIR only (`patchlane wheelhouse gather`/`join`): no index, no network, "
+                        "every file checked against the lock's sha256 (default lane: the one DIR was gathered for)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON document (the lanes' outcomes); the pytest view goes to stderr")
 
@@ -43,13 +46,19 @@ def run(project: Project, args: argparse.Namespace) -> int:
 
     if args.run_id:
         project.run_dir(args.run_id)  # a bad id fails before anything runs
-    lanes = lanefile.select(project.lanes(), args.lanes)
+    lanes = lanefile.select(project.lanes(), args.lanes or _wheelhouse_lane(args.wheelhouse))
+    if args.wheelhouse and [lane.name for lane in lanes] != _wheelhouse_lane(args.wheelhouse):
+        from retire.core.errors import ConfigError
+
+        raise ConfigError(None, "--wheelhouse", f"{shown(args.wheelhouse)} holds lane {_wheelhouse_lane(args.wheelhouse)[0]!r}; "
+                          "it builds that lane alone", "run one lane per wheelhouse: `patchlane run LANE --wheelhouse DIR`")
     manifests = project.manifests()
     host = lanerun.Host.detect()
     options = lanerun.RunOptions(
         locks_dir=project.locks_dir, envs_dir=args.envs_dir or project.envs_dir,
         overlay=args.overlay, timeout=args.timeout, host=host, heartbeat_s=args.heartbeat,
         live=live() and args.jobs == 1,  # uv's bars from several lanes at once would tear each other apart
+        wheelhouse=args.wheelhouse, mirrors=project.mirrors() if any(lane.revisions for lane in lanes) else None,
         **({"run_id": args.run_id} if args.run_id else {}),
     )
     say(f"run {options.run_id}: {len(lanes)} lane(s) on this host ({host.description}), {args.jobs} at a time",
@@ -82,8 +91,18 @@ def run(project: Project, args: argparse.Namespace) -> int:
     return ExitCode.FAILED if failed else ExitCode.OK
 
 
+def _wheelhouse_lane(folder: Path | None) -> list[str]:
+    """The lane a wheelhouse was gathered for (one-line ConfigError when DIR holds none)."""
+    if folder is None:
+        return []
+    from retire.locks.wheelhouse import Wheelhouse
+
+    return [Wheelhouse.load(folder).lane]
+
+
 COMMAND = Command(
     "run", "build lanes from their locks and run their shims' reproducers", add_arguments, run,
     "Build each lane from its lock (uv, hash-checked) and run every shim's reproducer without and with the shim. "
+    "With --wheelhouse DIR the lane is built from DIR alone, offline (docs/offline.md). "
     "Exit 1 only for broken shims, crashes and lanes that fail to build.",
 )
