@@ -110,3 +110,82 @@ def test_a_stale_lock_or_a_lock_without_files_is_one_line(locked, capsys, tmp_pa
     house = wheelhouse.plan("x", {"packages": [{"name": "megatron-core", "version": "0.18.0",
                                                 "vcs": {"type": "git", "url": "file:///m", "commit-id": "a" * 40}}]}, "x")
     assert house.artifacts == () and house.from_mirrors == ("megatron-core",)
+
+
+OFFLINE_LANE = """
+[lane]
+python = "3.11"
+platform = "linux"
+requirements = ["toylib==1.0"]
+shims = ["toy"]
+[lane.indexes.main]
+url = "{url}"
+default = true
+"""
+
+
+@pytest.fixture
+def carried(tmp_path, capsys, monkeypatch):
+    """A lane locked and gathered in parts from its own loopback index, joined — and the index gone."""
+    from tests.support import shimtree
+    from tests.support.index import IndexServer, PackageIndex
+    from tests.support.wheels import build_wheel
+
+    root = tmp_path / "project"
+    (root / "lanes").mkdir(parents=True)
+    shimtree.write_shim(root / "shims", "toy")
+    index = PackageIndex()
+    index.add(build_wheel(tmp_path / "files", "toylib", "1.0", requires=["helper>=1"],
+                          files={"toylib.py": shimtree.BUGGY_TARGET}), "2026-01-05")
+    index.add(build_wheel(tmp_path / "files", "helper", "1.5"), "2026-01-05")
+    with IndexServer(index) as server:
+        (root / "lanes" / "cpu.toml").write_text(OFFLINE_LANE.format(url=server.url))
+        assert run_cli(root, "lock", capsys=capsys)[0] == 0
+        code, out, err = run_cli(root, "wheelhouse", "gather", "cpu", "--out", str(tmp_path / "parts"),
+                                 "--part-size", "1K", capsys=capsys)
+        assert code == 0, out + err
+    asked = len(index.requests)
+    parts = sorted((tmp_path / "parts").glob("part-*"))
+    assert len(parts) >= 2
+    code, out, err = run_cli(root, "wheelhouse", "join", *map(str, parts), "--out", str(tmp_path / "wh"), capsys=capsys)
+    assert code == 0, out + err
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "empty-cache"))  # nothing may come from a warm cache either
+    monkeypatch.setenv("UV_HTTP_RETRIES", "0")  # the index is gone: say so at once
+    yield root, tmp_path / "wh"
+    assert len(index.requests) == asked  # no index was asked anything after the gather
+
+
+def test_run_with_a_wheelhouse_builds_the_lane_offline_and_records(carried, capsys):
+    from retire.evidence import validation
+
+    root, house = carried
+    # Without the wheelhouse the index is gone and the cache is empty: the lane cannot be built.
+    code, out, err = run_cli(root, "run", "--no-record", capsys=capsys)
+    assert code == 1 and "build-failed" in out + err
+    # The lane a wheelhouse was gathered for is the one it builds.
+    code, out, err = run_cli(root, "run", "--wheelhouse", str(house), "--run-id", "offline", capsys=capsys)
+    assert code == 0, out + err
+    records = [r for r in validation.load(root / "validation" / "manifest.jsonl") if r.run == "offline"]
+    assert {(r.mode, r.sentinel) for r in records} == {("without", "BUG_REPRODUCED"), ("with", "FIX_VALIDATED")}
+    assert records[0].environment["installed"] == {"toylib": "1.0"}
+
+
+def test_a_wheelhouse_that_does_not_match_the_lock_is_refused(carried, capsys):
+    root, house = carried
+    name = next(house.glob("toylib-*.whl"))
+    data = bytearray(name.read_bytes())
+    data[-1] ^= 1
+    name.write_bytes(bytes(data))  # damaged in transit
+    code, out, err = run_cli(root, "run", "cpu", "--wheelhouse", str(house), "--no-record", capsys=capsys)
+    assert code == 1 and f"{name}: sha256 does not match the lock" in out + err
+    name.unlink()
+    code, out, err = run_cli(root, "run", "cpu", "--wheelhouse", str(house), "--no-record", capsys=capsys)
+    assert code == 1 and "missing from the wheelhouse" in out + err and "wheelhouse join" in out + err
+    lock = root / "locks" / "cpu" / "pylock.toml"
+    lock.write_text(lock.read_text().replace("Re-make it", "Re-make  it"))  # another lock of the lane
+    code, out, err = run_cli(root, "run", "cpu", "--wheelhouse", str(house), "--no-record", capsys=capsys)
+    assert code == 1 and "gathered from another lock of lane cpu" in out + err
+    code, out, err = run_cli(root, "run", "other", "--wheelhouse", str(house), capsys=capsys)
+    assert code == 2 and err.count("\n") == 1 and "unknown lane 'other'" in err
+    code, out, err = run_cli(root, "run", "--wheelhouse", str(root), capsys=capsys)
+    assert code == 2 and "no wheelhouse here" in err and err.count("\n") == 1

@@ -317,6 +317,8 @@ def localize(lock: Mapping, house: Wheelhouse, folder: Path, *, lane: str, lock_
         if not path.is_file():
             raise ConfigError(path, None, "missing from the wheelhouse",
                               "carry every part and run `patchlane wheelhouse join PART… --out DIR`")
+        if _sha256(path) != digest:  # uv checks again as it installs; this names the file and the fix
+            raise ConfigError(path, None, "sha256 does not match the lock", "carry that file (or its part) again and join")
         entry = {"name": artifact.filename, "path": str(path.resolve()), "hashes": {"sha256": digest},
                  **({"size": locked["size"]} if "size" in locked else {})}
         local = {k: v for k, v in package.items() if k not in ("wheels", "sdist")}
