@@ -55,6 +55,10 @@ def run(project: Project, args: argparse.Namespace) -> int:
             "lock_why": state.why,
             "origin": lane.origin,
             "description": lane.description,
+            # [lane.revisions]: the rev as written and the commit the current lock resolved it to
+            **({"revisions": {r.distribution: {"repository": r.repository, "rev": r.rev,
+                                               "commit": (recorded.get("revisions") or {}).get(r.distribution, {}).get("commit")}
+                              for r in lane.revisions}} if lane.revisions else {}),
         })
     if args.json:
         emit_json(rows)

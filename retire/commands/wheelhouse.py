@@ -62,6 +62,9 @@ def run(project: Project, args: argparse.Namespace) -> int:
     size = sum(a.size or 0 for a in house.artifacts)
     say(f"wheelhouse for lane {lane.name}: {len(house.artifacts)} file(s), {size / 1e6:.1f} MB"
         + (f"; {len(house.skipped)} package(s) the base already has left out" if house.skipped else ""))
+    if house.from_mirrors:
+        say(f"  {', '.join(house.from_mirrors)}: from a git revision, not gathered — carry the lane's mirror too "
+            "(docs/offline.md)")
     with make_client(timeout=60.0) as client:
         wheelhouse.gather(house, out, client=client, part_size=args.part_size, progress=lambda line: say(f"  {line}"))
     say(f"wrote {shown(out)} — on the host: `patchlane wheelhouse join` (parts), then "
