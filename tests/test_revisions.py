@@ -178,3 +178,19 @@ def test_a_revision_lane_runs_from_the_mirror_and_records_the_commit(revproject,
     assert {r["mode"] for r in records} == {"without", "with"}
     for record in records:
         assert record["host"]["revisions"]["toyrev"].endswith("@" + upstream.second)
+
+
+def test_a_revision_lane_runs_offline_from_a_wheelhouse_and_the_mirror(revproject, upstream, capsys, tmp_path,
+                                                                       monkeypatch):
+    root, _ = revproject
+    shimtree.write_shim(root / "shims", "toyrev_fix", reproducer=REPRODUCER, patch=PATCH,
+                        distribution="toyrev", module="toyrev")
+    write_lane(root, rev="v1.0", shims='["toyrev_fix"]')
+    assert run_cli(root, "lock", capsys=capsys)[0] == 0
+    code, out, err = run_cli(root, "wheelhouse", "gather", "dev", "--out", str(tmp_path / "wh"), capsys=capsys)
+    assert code == 0 and "toyrev: from a git revision, not gathered" in out + err
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "empty-cache"))
+    code, out, err = run_cli(root, "run", "--wheelhouse", str(tmp_path / "wh"), "--run-id", "off", capsys=capsys)
+    assert code == 0, out + err
+    records = [json.loads(line) for line in (root / "validation" / "manifest.jsonl").read_text().splitlines()]
+    assert records and all(r["host"]["revisions"]["toyrev"].endswith("@" + upstream.first) for r in records)

@@ -46,8 +46,11 @@ def test_gather_takes_every_locked_file_checked_against_the_lock(locked, capsys,
     assert "helper==2.0 --hash=sha256:" in wheelhouse.requirements(house)
     assert "2 file(s)" in out
     # Gathering again downloads nothing new and leaves the same files.
+    files = locked.universe["main"].index.requests
+    asked = len(files)
     assert gather(locked, capsys, "--out", str(tmp_path / "wh"))[0] == 0
     assert wheelhouse.Wheelhouse.load(tmp_path / "wh") == house
+    assert not [r for r in files[asked:] if r.endswith(".whl")]
 
 
 def test_parts_of_a_bounded_size_and_chunks_join_back(locked, capsys, tmp_path):

@@ -212,6 +212,10 @@ def gather(house: Wheelhouse, out: Path, *, client, part_size: int | None = None
     done = 0
     for number, artifact in enumerate(artifacts, 1):
         progress(f"[{number}/{len(artifacts)}] {artifact.filename} ({(artifact.size or 0) / 1e6:.1f} MB)")
+        placed = _part_dir(out, artifact.part) / artifact.filename
+        if not artifact.chunks and placed.is_file() and _sha256(placed) == artifact.sha256:
+            done += artifact.size or 0  # gathered before (an interrupted or repeated gather): kept
+            continue
         whole = staging / artifact.filename
         _download(client, artifact, whole)
         if artifact.chunks:

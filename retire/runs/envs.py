@@ -244,7 +244,8 @@ def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = 
         sync_from = path / ("overlay" if overlay else "local") / "pylock.toml"
         sync_from.parent.mkdir(exist_ok=True)
         sync_from.write_text(tomlkit.dumps(to_sync), encoding="utf-8")
-    offline = ["--offline", "--no-index"] if wheelhouse is not None else []
+    # --find-links: an sdist's or a revision's build requirements, where their wheels were put in the folder
+    offline = ["--offline", "--no-index", "--find-links", str(wheelhouse)] if wheelhouse is not None else []
     output = run_uv(["pip", "sync", "--preview-features", "pylock", *offline, "--python", str(python), str(sync_from)],
                      f"cannot install {lock_file.parent.name}/{lock_file.name} into the lane"
                      + (f" from the wheelhouse {wheelhouse}" if wheelhouse is not None else ""), live=live)
