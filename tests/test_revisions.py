@@ -194,3 +194,31 @@ def test_a_revision_lane_runs_offline_from_a_wheelhouse_and_the_mirror(revprojec
     assert code == 0, out + err
     records = [json.loads(line) for line in (root / "validation" / "manifest.jsonl").read_text().splitlines()]
     assert records and all(r["host"]["revisions"]["toyrev"].endswith("@" + upstream.first) for r in records)
+
+
+def test_a_wheelhouse_carries_the_wheels_that_build_a_revision(tmp_path, universe, capsys, monkeypatch):
+    from retire.locks.wheelhouse import Wheelhouse
+
+    upstream = make_package_repo(tmp_path / "upstream" / "toyrev", build_requires=("helper>=1",))
+    root = tmp_path / "project"
+    (root / "lanes").mkdir(parents=True)
+    (root / "patchlane.toml").write_text(f'[[mirrors.repository]]\nurl = "{UPSTREAM}"\n')
+    git(tmp_path, "clone", "-q", "--mirror", str(upstream.path), str(root / ".patchlane/mirrors/acme/toyrev.git"))
+    (root / "lanes" / "dev.toml").write_text(
+        LANE.replace("@REV@", "v1.1").replace("@SHIMS@", "[]")
+        + f'[lane.indexes.main]\nurl = "{universe["main"].url}"\ndefault = true\n')
+    assert run_cli(root, "lock", capsys=capsys)[0] == 0
+    code, out, err = run_cli(root, "wheelhouse", "gather", "dev", "--out", str(tmp_path / "wh"), capsys=capsys)
+    assert code == 0, out + err
+    house = Wheelhouse.load(tmp_path / "wh")
+    [build] = house.artifacts
+    assert build.package == "helper" and build.kind == "build" and house.from_mirrors == ("toyrev",)
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "empty-cache"))
+    code, out, err = run_cli(root, "run", "--wheelhouse", str(tmp_path / "wh"), "--no-record", capsys=capsys)
+    assert code == 0, out + err
+    # Without that wheel the revision cannot be built offline: uv cannot find helper anywhere.
+    (tmp_path / "wh" / build.filename).unlink()
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "empty-cache-2"))
+    code, out, err = run_cli(root, "run", "--wheelhouse", str(tmp_path / "wh"), "--envs-dir", str(tmp_path / "envs2"),
+                             "--no-record", capsys=capsys)
+    assert code == 1 and "helper" in out + err

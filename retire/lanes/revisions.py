@@ -25,7 +25,7 @@ from packaging.utils import canonicalize_name
 from retire.core.errors import ConfigError
 
 __all__ = ["Revision", "local_urls", "parse_revisions", "pinned_requirement", "portable_vcs_url", "replace_urls",
-           "localize_vcs", "resolve", "vcs_entries"]
+           "localize_vcs", "mirror_path", "resolve", "vcs_entries"]
 
 _REV = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/+-]{0,199}")
 _SUBDIRECTORY = re.compile(r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*")
@@ -141,13 +141,16 @@ def localize_vcs(lock: Mapping, urls: Mapping[str, str]) -> dict:
     return {**lock, "packages": packages}
 
 
+def mirror_path(revision: Revision, mirrors, origin: str | Path) -> Path:
+    """This host's mirror of ``revision``'s repository; the one-line ConfigError of :func:`resolve` when
+    there is none."""
+    mirror = mirrors.for_repository(revision.repository) if mirrors is not None else None
+    if mirror is None or not mirror.path.exists():
+        resolve(revision, mirrors, origin)  # raises the one-line error that says what to do
+    return mirror.path.resolve()
+
+
 def local_urls(revisions: tuple[Revision, ...], mirrors, origin: str | Path) -> dict[str, str]:
     """``{upstream git URL: local mirror file:// URL}`` for installing a lane's revisions from the
     mirrors on this host; a one-line ConfigError (lane file, key, fix) when one is missing."""
-    urls = {}
-    for revision in revisions:
-        mirror = mirrors.for_repository(revision.repository) if mirrors is not None else None
-        if mirror is None or not mirror.path.exists():
-            resolve(revision, mirrors, origin)  # raises the one-line error that says what to do
-        urls[revision.upstream_url] = mirror.path.resolve().as_uri()
-    return urls
+    return {r.upstream_url: mirror_path(r, mirrors, origin).as_uri() for r in revisions}

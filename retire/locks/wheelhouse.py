@@ -46,7 +46,7 @@ class Artifact:
     url: str
     sha256: str
     size: int | None = None
-    kind: str = "wheel"  # wheel | sdist
+    kind: str = "wheel"  # wheel | sdist | build (a wheel that builds a lane revision, found by --find-links)
     part: int = 0  # which part folder holds it (0: unsplit wheelhouse)
     chunks: int = 0  # > 0: stored as <filename>.partNNN pieces across parts
 
@@ -296,7 +296,7 @@ def localize(lock: Mapping, house: Wheelhouse, folder: Path, *, lane: str, lock_
     if house.lock_sha256 != lock_sha256:
         raise ConfigError(where, "lock_sha256", f"the wheelhouse was gathered from another lock of lane {lane}",
                           f"gather it again from the lock this host has (`patchlane wheelhouse gather {lane}`), or carry that lock")
-    carried = {a.package: a for a in house.artifacts}
+    carried = {a.package: a for a in house.artifacts if a.kind != "build"}  # build: found by --find-links
     packages = []
     for package in lock.get("packages", []):
         if "vcs" in package:

@@ -77,7 +77,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     return name
 '''
 _PYPROJECT = '''[build-system]
-requires = []
+requires = @REQUIRES@
 build-backend = "backend"
 backend-path = ["_build"]
 
@@ -94,13 +94,14 @@ class PackageRepo:
     second: str  # tagged v1.1: toyrev.WHICH == "second"
 
 
-def make_package_repo(path: Path) -> PackageRepo:
-    """A tiny pure-Python package ``toyrev`` (pyproject + module) in two commits, tagged v1.0 and v1.1."""
+def make_package_repo(path: Path, build_requires: tuple[str, ...] = ()) -> PackageRepo:
+    """A tiny pure-Python package ``toyrev`` (pyproject + module) in two commits, tagged v1.0 and v1.1;
+    ``build_requires`` is what its ``[build-system]`` asks a frontend to install (the backend needs none)."""
     (path / "_build").mkdir(parents=True)
     (path / "toyrev").mkdir()
     git(path, "init", "-q", "-b", "main")
     (path / "_build" / "backend.py").write_text(_IN_TREE_BACKEND)
-    (path / "pyproject.toml").write_text(_PYPROJECT)
+    (path / "pyproject.toml").write_text(_PYPROJECT.replace("@REQUIRES@", repr(list(build_requires)).replace("'", '"')))
     git(path, "add", "_build", "pyproject.toml")
     first = commit(path, "toyrev/__init__.py", 'WHICH = "first"\n', "toyrev: first")
     git(path, "tag", "v1.0")
