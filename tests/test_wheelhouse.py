@@ -192,3 +192,10 @@ def test_a_wheelhouse_that_does_not_match_the_lock_is_refused(carried, capsys):
     assert code == 2 and err.count("\n") == 1 and "unknown lane 'other'" in err
     code, out, err = run_cli(root, "run", "--wheelhouse", str(root), capsys=capsys)
     assert code == 2 and "no wheelhouse here" in err and err.count("\n") == 1
+
+
+def test_a_wheelhouse_builds_only_its_own_lane(carried, capsys):
+    root, house = carried
+    (root / "lanes" / "second.toml").write_text((root / "lanes" / "cpu.toml").read_text())
+    code, out, err = run_cli(root, "run", "second", "--wheelhouse", str(house), capsys=capsys)
+    assert code == 2 and err.count("\n") == 1 and "holds lane 'cpu' and builds it alone" in err

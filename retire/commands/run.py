@@ -46,12 +46,13 @@ def run(project: Project, args: argparse.Namespace) -> int:
 
     if args.run_id:
         project.run_dir(args.run_id)  # a bad id fails before anything runs
-    lanes = lanefile.select(project.lanes(), args.lanes or _wheelhouse_lane(args.wheelhouse))
-    if args.wheelhouse and [lane.name for lane in lanes] != _wheelhouse_lane(args.wheelhouse):
+    carried = _wheelhouse_lane(args.wheelhouse)  # [] without --wheelhouse
+    lanes = lanefile.select(project.lanes(), args.lanes or carried)
+    if carried and [lane.name for lane in lanes] != carried:
         from retire.core.errors import ConfigError
 
-        raise ConfigError(None, "--wheelhouse", f"{shown(args.wheelhouse)} holds lane {_wheelhouse_lane(args.wheelhouse)[0]!r}; "
-                          "it builds that lane alone", "run one lane per wheelhouse: `patchlane run LANE --wheelhouse DIR`")
+        raise ConfigError(None, "--wheelhouse", f"{shown(args.wheelhouse)} holds lane {carried[0]!r} and builds it alone",
+                          f"run `patchlane run {carried[0]} --wheelhouse DIR`, or gather a wheelhouse for each lane")
     manifests = project.manifests()
     host = lanerun.Host.detect()
     options = lanerun.RunOptions(
