@@ -96,6 +96,8 @@ def test_a_lane_pinned_to_a_tag_locks_the_commit_and_follows_the_tag(revproject,
     assert run_cli(root, "lock", capsys=capsys)[0] == 0 and locked_vcs(root)[0] == vcs  # current: untouched
     code, out, _ = run_cli(root, "lanes", "--json", capsys=capsys)
     assert json.loads(out)[0]["revisions"] == {"toyrev": {"repository": UPSTREAM, "rev": "v1.0", "commit": upstream.first}}
+    code, out, err = run_cli(root, "lanes", capsys=capsys)
+    assert f"toyrev@v1.0 → {upstream.first[:12]}" in out + err
 
     # Bumping the lane's tag re-locks at the new tag's commit.
     write_lane(root, rev="v1.1")
