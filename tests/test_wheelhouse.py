@@ -199,3 +199,18 @@ def test_a_wheelhouse_builds_only_its_own_lane(carried, capsys):
     (root / "lanes" / "second.toml").write_text((root / "lanes" / "cpu.toml").read_text())
     code, out, err = run_cli(root, "run", "second", "--wheelhouse", str(house), capsys=capsys)
     assert code == 2 and err.count("\n") == 1 and "holds lane 'cpu' and builds it alone" in err
+
+
+def test_an_overlay_builds_from_a_wheelhouse_on_the_images_python(carried, capsys, tmp_path):
+    from retire.core import uv
+
+    root, house = carried
+    base = tmp_path / "image"
+    assert uv.run(["venv", "--quiet", "--python", "3.11", str(base)]).returncode == 0
+    proc = uv.run(["pip", "install", "--offline", "--no-index", "--find-links", str(house),
+                   "--python", str(base / "bin" / "python"), "helper==1.5"])
+    assert proc.returncode == 0, proc.stderr
+    code, out, err = run_cli(root, "run", "--wheelhouse", str(house), "--overlay", str(base / "bin" / "python"),
+                             "--run-id", "ov", capsys=capsys)
+    assert code == 0, out + err
+    assert "1 packages from the lock" in out + err  # toylib from the wheelhouse; helper is the image's
