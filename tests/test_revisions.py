@@ -192,7 +192,14 @@ def test_a_revision_lane_runs_offline_from_a_wheelhouse_and_the_mirror(revprojec
     code, out, err = run_cli(root, "wheelhouse", "gather", "dev", "--out", str(tmp_path / "wh"), capsys=capsys)
     assert code == 0 and "toyrev: from a git revision, not gathered" in out + err
     monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "empty-cache"))
+    # The mirror was carried somewhere else on the GPU host: --mirrors says where.
+    carried = tmp_path / "scratch" / "mirrors"
+    carried.mkdir(parents=True)
+    (root / ".patchlane" / "mirrors").rename(carried)
     code, out, err = run_cli(root, "run", "--wheelhouse", str(tmp_path / "wh"), "--run-id", "off", capsys=capsys)
+    assert code == 1 and "lanes/dev.toml: lane.revisions.toyrev: the mirror of" in out + err
+    code, out, err = run_cli(root, "run", "--wheelhouse", str(tmp_path / "wh"), "--run-id", "off",
+                             "--mirrors", str(carried), capsys=capsys)
     assert code == 0, out + err
     records = [json.loads(line) for line in (root / "validation" / "manifest.jsonl").read_text().splitlines()]
     assert records and all(r["host"]["revisions"]["toyrev"].endswith("@" + upstream.first) for r in records)

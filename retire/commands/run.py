@@ -31,6 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-record", action="store_true", help="do not record the results")
     p.add_argument("--run-id", help="group this run's results under ID (nox passes one per invocation)")
     p.add_argument("--envs-dir", type=Path, help="where lane environments live (default: .patchlane/envs)")
+    p.add_argument("--mirrors", type=Path, metavar="DIR",
+                   help="folder of git mirrors for lane revisions (default: patchlane.toml's [mirrors] folder)")
     p.add_argument("--wheelhouse", type=Path, metavar="DIR",
                    help="build the lane from DIR only (`patchlane wheelhouse gather`/`join`): no index, no network, "
                         "every file checked against the lock's sha256 (default lane: the one DIR was gathered for)")
@@ -59,7 +61,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
         locks_dir=project.locks_dir, envs_dir=args.envs_dir or project.envs_dir,
         overlay=args.overlay, timeout=args.timeout, host=host, heartbeat_s=args.heartbeat,
         live=live() and args.jobs == 1,  # uv's bars from several lanes at once would tear each other apart
-        wheelhouse=args.wheelhouse, mirrors=project.mirrors() if any(lane.revisions for lane in lanes) else None,
+        wheelhouse=args.wheelhouse, mirrors=project.mirrors(args.mirrors) if any(lane.revisions for lane in lanes) else None,
         **({"run_id": args.run_id} if args.run_id else {}),
     )
     say(f"run {options.run_id}: {len(lanes)} lane(s) on this host ({host.description}), {args.jobs} at a time",
