@@ -42,6 +42,8 @@ def locked_versions(project: Project) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for lane in project.lanes():
         for package in (read_lock(project.lock_path(lane.name)) or {}).get("packages", []):
+            if "vcs" in package:  # a branch build from a mirror ([lane.revisions]), not a release
+                continue
             found.setdefault(canonicalize_name(package["name"]), set()).add(str(package["version"]))
     return found
 

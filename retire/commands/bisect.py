@@ -91,7 +91,12 @@ def _lane_python(project: Project, name: str):
     from retire.runs import envs
 
     [lane] = lanefile.select(project.lanes(), [name])
-    env = envs.build(lane, project.lock_path(lane.name), project.envs_dir)
+    sources = None
+    if lane.revisions:  # installed from this host's mirrors, as `patchlane run` does
+        from retire.lanes.revisions import local_urls
+
+        sources = local_urls(lane.revisions, project.mirrors(), lane.origin)
+    env = envs.build(lane, project.lock_path(lane.name), project.envs_dir, sources=sources)
     return lane, env.python
 
 

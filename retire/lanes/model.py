@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from retire.core.times import format_span, format_utc
+from retire.lanes.revisions import Revision
 
 LANE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
 INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
@@ -104,6 +105,7 @@ class Lane:
     shims: tuple[str, ...] = ()
     needs_cuda: bool = False
     description: str = ""
+    revisions: tuple[Revision, ...] = ()  # packages taken from a git mirror at a tag, branch or commit
     origin: str = field(default="", compare=False)  # the file (and matrix cell) it came from
 
     @property
@@ -155,6 +157,9 @@ class Lane:
         }
         if self.exclude_newer_package:
             inputs["exclude-newer-package"] = {p.name: freeze_text(p.freeze) for p in self.exclude_newer_package}
+        if self.revisions:  # the revision as written: a tag or branch moved in the mirror needs --upgrade-package
+            inputs["revisions"] = {r.distribution: {"repository": r.repository, "rev": r.rev, "subdirectory": r.subdirectory}
+                                   for r in self.revisions}
         return inputs
 
     @property

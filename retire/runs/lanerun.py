@@ -37,6 +37,8 @@ from packaging.utils import canonicalize_name
 from retire.runs import envs
 from retire.locks import locking
 from retire.core import times, uv
+from retire.core.errors import ConfigError
+from retire.lanes import revisions
 from retire.lanes.model import Lane
 from retire.runs.reproduce import run_reproducer
 from retire.evidence.validation import FAILING, FAULTED, FIXED, Mode, RunOutcome, ShimOutcome, ValidationRecord
@@ -129,6 +131,8 @@ class RunOptions:
     host: Host | None = None
     heartbeat_s: float = 20.0  # a reproducer still running says so this often (0: never)
     live: bool = False  # show uv's progress while building (a terminal, one lane at a time)
+    wheelhouse: Path | None = None  # build from this folder only: no index, no network (docs/offline.md)
+    mirrors: object = None  # a MirrorSet: where lane revisions install from on this host
 
 
 Progress = Callable[[str, str], None]  # (lane, message)
@@ -201,9 +205,15 @@ def run_lane(lane: Lane, manifests: dict[str, ShimManifest], options: RunOptions
     if missing:
         return LaneRun(lane.name, "build-failed", lane.shims, f"unknown shims: {', '.join(missing)}")
     kind = "overlay on " + options.overlay if options.overlay else "full"
-    progress(lane.name, f"building env ({kind}) from {lock_file.parent.name}/{lock_file.name}")
+    source = f", files from the wheelhouse {options.wheelhouse} only" if options.wheelhouse else ""
+    progress(lane.name, f"building env ({kind}) from {lock_file.parent.name}/{lock_file.name}{source}")
     try:
-        env = envs.build(lane, lock_file, options.envs_dir, overlay=options.overlay, live=options.live)
+        sources = revisions.local_urls(lane.revisions, options.mirrors, lane.origin) if lane.revisions else None
+        env = envs.build(lane, lock_file, options.envs_dir, overlay=options.overlay, live=options.live,
+                         wheelhouse=options.wheelhouse, sources=sources)
+    except ConfigError as exc:  # a revision whose mirror is not on this host
+        progress(lane.name, f"build failed: {exc}")
+        return LaneRun(lane.name, "build-failed", lane.shims, str(exc), seconds=time.monotonic() - started)
     except envs.BuildError as exc:
         progress(lane.name, f"build failed: {exc}")
         return LaneRun(lane.name, "build-failed", lane.shims, str(exc), exc.detail, seconds=time.monotonic() - started)

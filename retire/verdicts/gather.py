@@ -52,7 +52,8 @@ def lane_index_urls(lane, distribution: str, *, named: Mapping[str, str], defaul
 
 
 def _lock_packages(locks_dir: Path, lane_name: str) -> dict[str, str] | None:
-    """{canonical name: version} of a lane's lock (None: no readable lock)."""
+    """{canonical name: version} of a lane's lock (None: no readable lock). A package the lock takes
+    from a git revision ([lane.revisions]) is left out: its version names no release of the index."""
     from retire.locks import locking
 
     try:
@@ -62,7 +63,7 @@ def _lock_packages(locks_dir: Path, lane_name: str) -> dict[str, str] | None:
     if lock is None:
         return None
     return {canonicalize_name(p["name"]): str(p.get("version") or "")
-            for p in lock.get("packages", []) if isinstance(p, dict) and "name" in p}
+            for p in lock.get("packages", []) if isinstance(p, dict) and "name" in p and "vcs" not in p}
 
 
 def _guarded(kind: str, target: str, action: Callable[[], object]) -> object:
