@@ -171,9 +171,7 @@ def _fresh_path(path: str, request: dict, fresh: dict) -> None:
     run's ``PYTHONPATH`` entries, then the candidate's site folders (``sys_path_first``)."""
     import importlib
 
-    base = [p for p in _STARTUP_PATH[1:]]
     pythonpath = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    extra = [p for p in pythonpath if p not in base]
     first = []
     if request.get("sys_path_first"):
         import site
@@ -182,8 +180,10 @@ def _fresh_path(path: str, request: dict, fresh: dict) -> None:
         for folder in request["sys_path_first"]:
             site.addsitedir(folder)  # runs the folder's .pth files, as a venv's site-packages would
         first = [p for p in sys.path if p not in before]
-    rest = [p for p in base if p not in first and p not in extra]
-    sys.path[:] = [os.path.dirname(path), *extra, *first, *rest]
+    rest = [p for p in _STARTUP_PATH[1:] if p not in first and p not in pythonpath]
+    # Where a venv's own site-packages would be: after the standard library, before the base's.
+    at = next((i for i, p in enumerate(rest) if os.path.basename(p) in ("site-packages", "dist-packages")), len(rest))
+    sys.path[:] = [os.path.dirname(path), *dict.fromkeys(pythonpath), *rest[:at], *first, *rest[at:]]
     importlib.invalidate_caches()
 
 

@@ -254,3 +254,75 @@ def test_lane_outcomes_are_the_same_in_both_isolations(heavy_project, tmp_path, 
     by_run = {iso: {(r.shim, r.mode): _same(r) for r in records if r.run == iso} for iso in ("process", "launcher")}
     assert by_run["launcher"] == by_run["process"] and len(by_run["launcher"]) == 5  # no with-run after a crash
     assert by_run["launcher"][("toy", "without")][4]["python"].startswith("3.11")  # the lane's interpreter ran it
+
+
+# ---------------------------------------------------------------------------------------------
+# Bisection: the base imported once, each candidate's fork sees only the candidate's toylib
+
+BISECT_REPRODUCER = '''
+from shims import reproducer
+
+def check(with_shim):
+    import heavypkg, toylib
+    return reproducer.FIX_VALIDATED if toylib.add(2, 2) == 4 else reproducer.BUG_REPRODUCED
+
+if __name__ == "__main__":
+    reproducer.run("{shim_id}", check, packages=["toylib"])
+'''
+
+
+@pytest.fixture(scope="module")
+def toylib_series(tmp_path_factory):
+    from tests.support.index import IndexServer, PackageIndex
+
+    folder, index = tmp_path_factory.mktemp("series"), PackageIndex()
+    for i in range(8):  # add() fixed from 1.5
+        source = f'__version__ = "1.{i}"\n\ndef add(a, b):\n    return a {"+" if i >= 5 else "-"} b\n'
+        index.add(build_wheel(folder, "toylib", f"1.{i}", files={"toylib/__init__.py": source}), f"2026-01-{10 + i}")
+    with IndexServer(index) as server:
+        yield server
+
+
+def test_bisection_forks_each_candidate_from_one_base(tmp_path, toylib_series):
+    from retire import bisect
+
+    site = tmp_path / "base-site"  # the base's heavy dependency; the target comes from the candidates
+    site.mkdir()
+    (site / "heavypkg.py").write_text(textwrap.dedent(HEAVY))
+    (site / "drags.py").write_text("import toylib\n")  # a preload that imports the target itself
+    log = tmp_path / "heavy.log"
+    env = {**shimtree.subprocess_env(tmp_path, tmp_path / "shims", site), "HEAVY_LOG": str(log)}
+    manifest = _shim(tmp_path / "shims", "toy", BISECT_REPRODUCER)  # preload = ["heavypkg", "toylib"]
+    versions = [f"1.{i}" for i in range(8)]
+    results = {}
+    for isolation in ("process", "launcher"):
+        log.write_text("")
+        results[isolation] = bisect.bisect(manifest, versions, index_url=toylib_series.url, env=env,
+                                           work_dir=tmp_path / "work", isolation=isolation)
+        imports = len(log.read_text().split())
+        assert imports == (1 if isolation == "launcher" else results[isolation].runs)
+    steps = {iso: [(p.version, p.state, p.outcome, p.detail) for p in r.probes] for iso, r in results.items()}
+    assert steps["launcher"] == steps["process"]
+    assert (results["launcher"].last_broken, results["launcher"].first_fixed) == ("1.4", "1.5")
+    assert results["launcher"].runs >= 3  # several candidates, one import of the base
+
+    from retire.bisect.runner import OverlayRunner, inspect_base
+
+    runner = OverlayRunner(manifest, inspect_base(sys.executable, "toylib"), index_url=toylib_series.url, env=env,
+                           work_dir=tmp_path / "work")
+    assert runner.preload == ("heavypkg",) and runner.isolation == "launcher"  # the target is never preloaded
+    dragging = OverlayRunner(replace_preload(manifest, ("drags",)), inspect_base(sys.executable, "toylib"),
+                             index_url=toylib_series.url, env={**env, "PYTHONPATH": env["PYTHONPATH"] + os.pathsep
+                                                               + str(shimtree.write_target(tmp_path / "old").parent)},
+                             work_dir=tmp_path / "work")
+    try:
+        dragging("1.5")
+        assert "imported the target toylib, which a candidate must replace" in dragging.note
+    finally:
+        dragging.close()
+
+
+def replace_preload(manifest, preload):
+    from dataclasses import replace
+
+    return replace(manifest, reproducer=replace(manifest.reproducer, preload=preload))
