@@ -224,7 +224,7 @@ class OverlayRunner:
             return None
         if self.launcher is None:
             env = child_environment(self.manifest, self.env)
-            self.launcher = Launcher(self.base.python, ("shims.reproducer", *self.preload), common_environment([env]),
+            self.launcher = Launcher(self.base.python, self.preload, common_environment([env]),
                                      targets=[self.manifest.target.module.split(".")[0]])
             if self.launcher.alive and self.launcher.targets_loaded:
                 self.launcher.close()

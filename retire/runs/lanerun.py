@@ -38,7 +38,7 @@ from retire.runs import envs
 from retire.locks import locking
 from retire.core import times, uv
 from retire.lanes.model import Lane
-from retire.runs.launcher import ISOLATIONS, Launcher, common_environment, preload_of
+from retire.runs.launcher import ISOLATIONS, PROTOCOL_MODULES, Launcher, common_environment, preload_of
 from retire.runs.reproduce import child_environment, run_reproducer
 from retire.evidence.validation import FAILING, FAULTED, FIXED, Mode, RunOutcome, ShimOutcome, ValidationRecord
 from shims.manifest import ShimManifest
@@ -258,11 +258,11 @@ def _start_launcher(lane: Lane, manifests: dict[str, ShimManifest], env: envs.La
     # reaches those runs alone (after the preload; see docs/commands.md, Isolation).
     shared = common_environment(child_environment(manifests[shim], reproducer_env(lane, manifests, shim, mode))
                                 for shim in lane.shims for mode in Mode)
-    launcher = Launcher(env.python, ("shims.reproducer", *preload), shared,
+    launcher = Launcher(env.python, preload, shared,
                         targets=[m.target.module for m in planned], say=lambda line: progress(lane.name, line))
     if launcher.alive:
         failed = "".join(f"; {name} not preloaded ({why})" for name, why in launcher.failed.items())
-        progress(lane.name, f"launcher: imported {', '.join(launcher.preloaded)} once in {launcher.startup_s:.1f}s{failed}")
+        progress(lane.name, f"launcher: imported {', '.join([m for m in launcher.preloaded if m not in PROTOCOL_MODULES])} once in {launcher.startup_s:.1f}s{failed}")
     return launcher
 
 

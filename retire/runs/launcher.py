@@ -33,10 +33,12 @@ from retire.core import times
 from retire.evidence.validation import MODES, ValidationRecord
 from retire.runs.reproduce import child_environment, finished_run, run_reproducer
 
-__all__ = ["ISOLATIONS", "Launcher", "common_environment", "preload_of"]
+__all__ = ["ISOLATIONS", "PROTOCOL_MODULES", "Launcher", "common_environment", "preload_of"]
 
 #: ``--isolation`` values: one interpreter per run, or forks of one per lane.
 ISOLATIONS = ("process", "launcher")
+#: What every reproducer imports (the protocol's own module and its argument parser): always preloaded.
+PROTOCOL_MODULES = ("shims.reproducer", "argparse")
 #: How long the launcher may take to import its preloads and say it is ready.
 READY_TIMEOUT_S = 600.0
 #: How long past a run's own timeout the launcher may take to answer before it counts as dead.
@@ -82,7 +84,7 @@ class Launcher:
         ready_timeout: float = READY_TIMEOUT_S,
     ) -> None:
         self.python = os.fspath(python)
-        self.preload = tuple(preload)
+        self.preload = tuple(dict.fromkeys((*PROTOCOL_MODULES, *preload)))
         self.say = say
         self.fallback: str | None = None
         self.preloaded: tuple[str, ...] = ()
