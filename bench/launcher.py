@@ -8,17 +8,17 @@ per run (``--isolation process``), measured side by side, interleaved:
   built in ``.patchlane/envs/cpu``, or one uv can build *offline* from its cache (the lock pulls a
   multi-GB CUDA torch; the benchmark never downloads it). Otherwise the row says why it is SKIP.
   ``launcher.cpu-lane-marginal-run``: one more run's cost beyond its own work there.
-- ``launcher.torch-14-runs``: 14 runs of a reproducer that imports real torch, when
-  ``PATCHLANE_BENCH_TORCH_PYTHON`` names an interpreter that has torch (e.g. a venv with the CPU
-  wheel); otherwise SKIP.
+- ``launcher.torch-14-runs``: 14 runs of a reproducer that imports real torch, in the interpreter
+  ``PATCHLANE_BENCH_TORCH_PYTHON`` names (e.g. a venv with the CPU wheel), else the cpu lane's
+  env when it was available above; otherwise SKIP.
 - ``launcher.synthetic-14-runs`` (always): 7 shims x 2 modes whose reproducers import a synthetic
   heavy package (a few dozen standard-library modules plus 0.3 s of sleep, the cost of a heavy
   import) in this interpreter; ``launcher.synthetic-marginal-run``: the launcher's cost of one more
   run; ``launcher.synthetic-same-outcomes``: records whose outcome, sentinel, exit code, detail or
   host stamp differ between the two isolations (goal 0).
 - ``launcher.bisect-16-candidates``: a bisection over 16 releases of a pure-Python package (uv
-  overlay venvs, loopback index) on a base whose heavy import is the synthetic one (or torch, with
-  ``PATCHLANE_BENCH_TORCH_PYTHON``): launcher vs one interpreter per candidate.
+  overlay venvs, loopback index) on a torch base (the interpreter of the row above), or on one
+  whose heavy import is the synthetic one: launcher vs one interpreter per candidate.
 """
 
 from __future__ import annotations
@@ -136,8 +136,7 @@ def _synthetic(repeats: int) -> list[dict]:
     return rows
 
 
-def _torch(repeats: int) -> list[dict]:
-    python = os.environ.get(TORCH_ENV)
+def _torch(repeats: int, python: str | None) -> list[dict]:
     if not python:
         return [not_measured("launcher.torch-14-runs", ">= 5x", "x",
                              f"set {TORCH_ENV} to an interpreter with torch (e.g. a venv with the CPU wheel)")]
@@ -146,8 +145,9 @@ def _torch(repeats: int) -> list[dict]:
     return _ratio_rows("torch", samples, facts, f"reproducers importing torch ({python})")
 
 
-def _cpu_lane(repeats: int) -> list[dict]:
-    """The committed cpu lane both ways, when its env exists or uv can build it from its cache."""
+def _cpu_lane(repeats: int) -> tuple[list[dict], str | None]:
+    """The committed cpu lane both ways, when its env exists or uv can build it from its cache;
+    and the lane env's interpreter (it has torch), or None."""
     from dataclasses import replace
 
     from retire.core.project import Project
@@ -159,7 +159,7 @@ def _cpu_lane(repeats: int) -> list[dict]:
     try:
         [lane] = lanefile.select(project.lanes(), ["cpu"])
     except Exception as exc:  # noqa: BLE001 - a benchmark that cannot start says why
-        return [not_measured("launcher.cpu-lane-14-runs", goal, "x", f"no cpu lane here ({exc})")]
+        return [not_measured("launcher.cpu-lane-14-runs", goal, "x", f"no cpu lane here ({exc})")], None
     before = os.environ.get("UV_OFFLINE")
     os.environ["UV_OFFLINE"] = "1"  # never download the multi-GB CUDA torch for a benchmark
     try:
@@ -168,7 +168,7 @@ def _cpu_lane(repeats: int) -> list[dict]:
         reason = (f"the cpu lane env could not be built offline from uv's cache ({exc}); its lock pulls a "
                   f"multi-GB CUDA torch: build it once with `patchlane run cpu`, then re-run this benchmark")
         return [not_measured("launcher.cpu-lane-14-runs", goal, "x", reason),
-                not_measured("launcher.cpu-lane-marginal-run", "<= 1 s", "s", "no cpu lane env (above)")]
+                not_measured("launcher.cpu-lane-marginal-run", "<= 1 s", "s", "no cpu lane env (above)")], None
     finally:
         if before is None:
             os.environ.pop("UV_OFFLINE", None)
@@ -197,17 +197,20 @@ def _cpu_lane(repeats: int) -> list[dict]:
     rows[1]["detail"] += " (here: the median launcher run, its own work included)"
     if runs["launcher"].note:
         rows[0]["detail"] += f"; note: {runs['launcher'].note}"
-    return rows
+    slowest = sorted(records["launcher"], key=lambda r: r.duration_s, reverse=True)[:2]
+    rows[0]["detail"] += "; slowest launcher runs (their own child interpreters): " + ", ".join(
+        f"{r.shim} {r.mode} {r.duration_s:.1f} s" for r in slowest)
+    return rows, str(env.python)
 
 
-def _bisect(repeats: int) -> list[dict]:
+def _bisect(repeats: int, torch_python: str | None) -> list[dict]:
     from retire import bisect
     from tests.support import shimtree
     from tests.support.index import IndexServer, PackageIndex
     from tests.support.wheels import build_wheel
 
-    python = os.environ.get(TORCH_ENV) or sys.executable
-    heavy = "torch" if os.environ.get(TORCH_ENV) else "heavysynth"
+    python = torch_python or sys.executable
+    heavy = "torch" if torch_python else "heavysynth"
     with tempfile.TemporaryDirectory(prefix="patchlane-bench-launcher-bisect-") as scratch:
         work = Path(scratch)
         index = PackageIndex()
@@ -250,7 +253,9 @@ def _bisect(repeats: int) -> list[dict]:
 
 def run() -> list[dict]:
     repeats = 1 if quick() else 3
-    return [*_cpu_lane(1), *_torch(repeats), *_synthetic(repeats), *_bisect(repeats)]
+    cpu_rows, lane_python = _cpu_lane(1)  # 14 real runs each way: minutes, once is enough
+    torch_python = os.environ.get(TORCH_ENV) or lane_python
+    return [*cpu_rows, *_torch(1, torch_python), *_synthetic(repeats), *_bisect(1 if torch_python else repeats, torch_python)]
 
 
 if __name__ == "__main__":

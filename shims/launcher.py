@@ -25,6 +25,10 @@ shim in the child (``shims.reproducer.run`` does), which patches target modules 
 had already imported as well; a ``--mode without`` child never sees a shim. Whatever a run
 patches, leaks or crashes stays in its child.
 
+What an interpreter fixes at start-up stays the launcher's: the hash seed, ``sys.flags``, the
+warning filters from ``PYTHONWARNINGS``, and any value a preloaded module read from the
+environment at import (the launcher starts with the variables all of a lane's runs share).
+
 CUDA is never initialised here: nothing is called on torch but ``torch.cuda.is_initialized()``,
 and a preload that initialised CUDA makes the launcher refuse to serve. A preload that fails to
 import is reported and skipped: the run imports it itself and fails the way a fresh interpreter
@@ -133,6 +137,7 @@ def _child(request: dict, channels: tuple, fresh: dict) -> None:
             os.environ.clear()
             os.environ.update(env)
         unbuffered = bool(os.environ.get("PYTHONUNBUFFERED"))
+        sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
         import io
 
         sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding=fresh["encoding"])

@@ -57,6 +57,7 @@ def bisect(
     runner: Callable[[str], CandidateRun] | None = None,
     on_step: Callable[[int, CandidateRun], None] | None = None,
     isolation: str | None = None,
+    on_note: Callable[[str], None] | None = None,
 ) -> BisectResult:
     """Bisect ``manifest``'s target over ``versions`` (any order; yanked ones are skipped) inside
     ``bounds`` (default: every release).
@@ -65,7 +66,8 @@ def bisect(
     ``lane``. ``runner`` replaces the overlay runner (a callable version → CandidateRun, with an
     optional ``cached(version)``), for callers that test somewhere else. ``isolation``: how
     the overlay runner runs the reproducer (``process`` | ``launcher``; default: launcher when
-    the reproducer declares ``preload``, see :class:`~retire.bisect.runner.OverlayRunner`).
+    the reproducer declares ``preload``, see :class:`~retire.bisect.runner.OverlayRunner`);
+    ``on_note`` hears what the launcher did (its imports, a fall-back to process isolation).
     """
     began = time.monotonic()
     distribution = manifest.target.distribution
@@ -84,7 +86,7 @@ def bisect(
         runner = OverlayRunner(manifest, base, index_url=index_url, work_dir=work_dir, timeout=timeout, env=env,
                                cache=ResultCache(cache_dir) if cache_dir is not None else None, lane=lane,
                                lock_digest=lock_digest, on_record=record if record_to is not None else None,
-                               isolation=isolation)
+                               isolation=isolation, say=on_note)
     cached = getattr(runner, "cached", None)
     known = {v: hit for v in candidates.versions if cached and (hit := cached(v)) is not None}
     steps = 0

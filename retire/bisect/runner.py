@@ -135,6 +135,7 @@ class OverlayRunner:
         lock_digest: str | None = None,
         on_record: Callable[[ValidationRecord], None] | None = None,
         isolation: str | None = None,
+        say: Callable[[str], None] | None = None,
     ) -> None:
         self.manifest = manifest
         self.base = base
@@ -155,6 +156,7 @@ class OverlayRunner:
         self.isolation = isolation or ("launcher" if self.preload else "process")
         self.launcher = None  # started at the first fresh run, so a cached bisection starts nothing
         self.note = ""  # why launcher isolation fell back to process isolation, if it did
+        self.say = say or (lambda message: None)
 
     def _key(self, version: str) -> str:
         return ResultCache.key(self.manifest.id, self._repro_hash, self.distribution, version, self.base.fingerprint)
@@ -225,11 +227,14 @@ class OverlayRunner:
         if self.launcher is None:
             env = child_environment(self.manifest, self.env)
             self.launcher = Launcher(self.base.python, self.preload, common_environment([env]),
-                                     targets=[self.manifest.target.module.split(".")[0]])
+                                     targets=[self.manifest.target.module.split(".")[0]], say=self.say)
             if self.launcher.alive and self.launcher.targets_loaded:
                 self.launcher.close()
                 self.launcher.fallback = (f"preloading {', '.join(self.preload)} imported the target "
                                           f"{self.launcher.targets_loaded[0]}, which a candidate must replace")
+                self.say(f"{self.launcher.fallback}: one interpreter per candidate (--isolation process)")
+            elif self.launcher.alive:
+                self.say(f"launcher: imported {', '.join(self.preload)} once in {self.launcher.startup_s:.1f}s")
         return self.launcher
 
     def close(self) -> None:

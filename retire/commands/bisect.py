@@ -128,7 +128,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
                     timeout=args.timeout, record_to=project.validation if args.record else None,
                     lane=bisection_lane(lane.name if lane else None), lock_digest=lane.digest if lane else None,
                     limits=Limits(args.max_unknown, args.max_not_applicable), on_step=progress,
-                    isolation=args.isolation)
+                    isolation=args.isolation, on_note=lambda line: say(f"  {line}", level=Level.PROGRESS))
     if args.json:
         emit_json(result.to_dict())
     else:
