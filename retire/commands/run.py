@@ -27,6 +27,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=positive_float, help="seconds per reproducer (default: each manifest's own)")
     p.add_argument("--heartbeat", type=_seconds_or_zero, default=20.0, metavar="SECONDS",
                    help="say 'still running …' this often while a reproducer runs (default 20; 0: never)")
+    p.add_argument("--isolation", choices=("process", "launcher"),
+                   help="launcher: fork every run from one interpreter per lane that imported the shims' preloads once; "
+                        "process: one interpreter per run (default: launcher where the lane's shims declare preloads)")
     p.add_argument("--manifest", type=Path, help="validation manifest to append to (default: validation/manifest.jsonl)")
     p.add_argument("--no-record", action="store_true", help="do not record the results")
     p.add_argument("--run-id", help="group this run's results under ID (nox passes one per invocation)")
@@ -59,7 +62,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     host = lanerun.Host.detect()
     options = lanerun.RunOptions(
         locks_dir=project.locks_dir, envs_dir=args.envs_dir or project.envs_dir,
-        overlay=args.overlay, timeout=args.timeout, host=host, heartbeat_s=args.heartbeat,
+        overlay=args.overlay, timeout=args.timeout, host=host, heartbeat_s=args.heartbeat, isolation=args.isolation,
         live=live() and args.jobs == 1,  # uv's bars from several lanes at once would tear each other apart
         wheelhouse=args.wheelhouse, mirrors=project.mirrors(args.mirrors) if any(lane.revisions for lane in lanes) else None,
         **({"run_id": args.run_id} if args.run_id else {}),
