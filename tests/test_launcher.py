@@ -189,6 +189,51 @@ def test_a_preload_that_initialises_cuda_is_refused(tree):
         assert served.run(manifest, "with", env=env).outcome == "fix-validated"
 
 
+#: A stand-in for torch's fork poisoning, which needs a GPU to happen for real (seen on an H100:
+#: Megatron-Core asks torch.cuda.is_available() at import; through the CUDA runtime, that installs
+#: torch's fork handler and every forked child fails "Cannot re-initialize CUDA in forked subprocess").
+FORK_POISONING_TORCH = """
+import os
+_poisoned_in = None
+
+class _C:
+    @staticmethod
+    def _cuda_isInBadFork():
+        return _poisoned_in is not None and os.getpid() != _poisoned_in
+
+class cuda:
+    @staticmethod
+    def is_initialized():
+        return False
+
+    @staticmethod
+    def is_available():
+        global _poisoned_in
+        if os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK") != "1":  # the CUDA runtime, not NVML
+            _poisoned_in = os.getpid()
+        return True
+"""
+
+
+def test_a_preload_that_asks_for_cuda_leaves_forks_usable_or_is_refused(tree):
+    root, env, tmp = tree
+    fake = tmp / "fake-torch"
+    (fake / "torch").mkdir(parents=True)
+    (fake / "torch" / "__init__.py").write_text(FORK_POISONING_TORCH)
+    (fake / "asks_for_cuda.py").write_text("import torch\nAVAILABLE = torch.cuda.is_available()\n")
+    manifest = _shim(root, "toy")
+    env = {**env, "PYTHONPATH": env["PYTHONPATH"] + os.pathsep + str(fake)}
+    # The launcher's preloads ask NVML: forks stay usable and the launcher serves.
+    with Launcher(sys.executable, ["torch", "asks_for_cuda"], env) as served:
+        assert served.alive and served.preloaded[-2:] == ("torch", "asks_for_cuda"), served.fallback
+        assert served.run(manifest, "with", env=env).outcome == "fix-validated"
+    # Forced through the CUDA runtime, the fork check catches it: refused, and the runs still happen.
+    forced = {**env, "PYTORCH_NVML_BASED_CUDA_CHECK": "0"}
+    with Launcher(sys.executable, ["torch", "asks_for_cuda"], forced) as refused:
+        record = refused.run(manifest, "without", env=env)
+    assert "unable to use CUDA in a fork" in refused.fallback and record.outcome == "bug-reproduced"
+
+
 def test_the_launcher_environment_is_what_every_run_shares():
     assert common_environment([{"A": "1", "B": "2", "C": "3"}, {"A": "1", "B": "x"}, {"A": "1", "C": "3"}]) == {"A": "1"}
     assert common_environment([]) == {}
