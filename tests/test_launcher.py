@@ -239,7 +239,9 @@ def test_lane_outcomes_are_the_same_in_both_isolations(heavy_project, tmp_path, 
     summaries = {}
     for isolation in ("process", "launcher"):
         (tmp_path / "heavy.log").write_text("")
-        code, out, err = run_cli(p.root, "run", "--isolation", isolation, "--run-id", isolation, capsys=capsys)
+        # The default where the lane's shims declare preloads is the launcher.
+        flags = ["--isolation", isolation] if isolation == "process" else []
+        code, out, err = run_cli(p.root, "run", *flags, "--run-id", isolation, capsys=capsys)
         assert code == 1  # a crash fails the run, in either isolation
         summaries[isolation] = json.loads((p.root / f".patchlane/runs/{isolation}/heavy.json").read_text())
         imports = len((tmp_path / "heavy.log").read_text().split())
