@@ -284,7 +284,9 @@ def test_lane_outcomes_are_the_same_in_both_isolations(heavy_project, tmp_path, 
     summaries = {}
     for isolation in ("process", "launcher"):
         (tmp_path / "heavy.log").write_text("")
-        code, out, err = run_cli(p.root, "run", "--isolation", isolation, "--run-id", isolation, capsys=capsys)
+        # The default where the lane's shims declare preloads is the launcher.
+        flags = ["--isolation", isolation] if isolation == "process" else []
+        code, out, err = run_cli(p.root, "run", *flags, "--run-id", isolation, capsys=capsys)
         assert code == 1  # a crash fails the run, in either isolation
         summaries[isolation] = json.loads((p.root / f".patchlane/runs/{isolation}/heavy.json").read_text())
         imports = len((tmp_path / "heavy.log").read_text().split())
@@ -321,8 +323,8 @@ def toylib_series(tmp_path_factory):
     from tests.support.index import IndexServer, PackageIndex
 
     folder, index = tmp_path_factory.mktemp("series"), PackageIndex()
-    for i in range(8):  # add() fixed from 1.5
-        source = f'__version__ = "1.{i}"\n\ndef add(a, b):\n    return a {"+" if i >= 5 else "-"} b\n'
+    for i in range(5):  # add() fixed from 1.3
+        source = f'__version__ = "1.{i}"\n\ndef add(a, b):\n    return a {"+" if i >= 3 else "-"} b\n'
         index.add(build_wheel(folder, "toylib", f"1.{i}", files={"toylib/__init__.py": source}), f"2026-01-{10 + i}")
     with IndexServer(index) as server:
         yield server
@@ -338,7 +340,7 @@ def test_bisection_forks_each_candidate_from_one_base(tmp_path, toylib_series):
     log = tmp_path / "heavy.log"
     env = {**shimtree.subprocess_env(tmp_path, tmp_path / "shims", site), "HEAVY_LOG": str(log)}
     manifest = _shim(tmp_path / "shims", "toy", BISECT_REPRODUCER)  # preload = ["heavypkg", "toylib"]
-    versions = [f"1.{i}" for i in range(8)]
+    versions = [f"1.{i}" for i in range(5)]
     results = {}
     for isolation in ("process", "launcher"):
         log.write_text("")
@@ -348,7 +350,7 @@ def test_bisection_forks_each_candidate_from_one_base(tmp_path, toylib_series):
         assert imports == (1 if isolation == "launcher" else results[isolation].runs)
     steps = {iso: [(p.version, p.state, p.outcome, p.detail) for p in r.probes] for iso, r in results.items()}
     assert steps["launcher"] == steps["process"]
-    assert (results["launcher"].last_broken, results["launcher"].first_fixed) == ("1.4", "1.5")
+    assert (results["launcher"].last_broken, results["launcher"].first_fixed) == ("1.2", "1.3")
     assert results["launcher"].runs >= 3  # several candidates, one import of the base
 
     from retire.bisect.runner import OverlayRunner, inspect_base
@@ -361,7 +363,7 @@ def test_bisection_forks_each_candidate_from_one_base(tmp_path, toylib_series):
                                                                + str(shimtree.write_target(tmp_path / "old").parent)},
                              work_dir=tmp_path / "work")
     try:
-        dragging("1.5")
+        dragging("1.3")
         assert "imported the target toylib, which a candidate must replace" in dragging.note
     finally:
         dragging.close()

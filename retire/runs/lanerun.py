@@ -272,6 +272,10 @@ def _start_launcher(lane: Lane, manifests: dict[str, ShimManifest], env: envs.La
                         targets=[m.target.module for m in planned], say=lambda line: progress(lane.name, line))
     if launcher.alive:
         failed = "".join(f"; {name} not preloaded ({why})" for name, why in launcher.failed.items())
+        if launcher.targets_loaded:  # a with-shim run patches these after import (shims.activate does)
+            failed += f"; shim targets it imported: {', '.join(launcher.targets_loaded)}"
+        if launcher.threads > 1:  # e.g. a native pool started at import: forks carry only the main thread
+            failed += f"; {launcher.threads} native threads at fork"
         progress(lane.name, f"launcher: imported {', '.join([m for m in launcher.preloaded if m not in PROTOCOL_MODULES])} once in {launcher.startup_s:.1f}s{failed}")
     return launcher
 

@@ -90,6 +90,7 @@ class Launcher:
         self.preloaded: tuple[str, ...] = ()
         self.failed: dict[str, str] = {}
         self.targets_loaded: tuple[str, ...] = ()
+        self.threads = 0
         self.startup_s = 0.0
         self.runs = 0
         self._dir = Path(tempfile.mkdtemp(prefix="patchlane-launcher-"))
@@ -121,6 +122,7 @@ class Launcher:
         self.preloaded = tuple(ready.get("preloaded", ()))
         self.failed = dict(ready.get("failed", {}))
         self.targets_loaded = tuple(ready.get("targets_loaded", ()))
+        self.threads = int(ready.get("threads") or 0)  # native threads at fork time (only the forking one survives)
         self.startup_s = time.monotonic() - began
 
     @property
