@@ -42,7 +42,8 @@ import httpx
 
 from retire.evidence.values import ProbeFailure
 from retire.probes.cache import DEFAULT_CACHE_DIR, CacheEntry, HttpCache, freshness
-from retire.probes.redaction import REDACTED, mask_url, redact
+from retire.core.secrets import scrub_bytes
+from retire.probes.redaction import mask_url, redact
 from retire.probes.watchdog import WATCHDOG
 
 __all__ = [
@@ -196,9 +197,7 @@ class Fetcher:
         return redact(text, self.secrets)
 
     def _clean(self, body: bytes) -> bytes:
-        for secret in self.secrets:
-            body = body.replace(secret.encode(), REDACTED.encode())
-        return body
+        return scrub_bytes(body, self.secrets)
 
     def _fail(self, probe: str, url: str, reason: str, *, retryable: bool, attempts: int) -> ProbeFailure:
         return ProbeFailure(probe, self.redact(mask_url(url)), self.redact(reason), retryable, attempts)

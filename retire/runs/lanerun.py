@@ -36,7 +36,7 @@ from packaging.utils import canonicalize_name
 
 from retire.runs import envs
 from retire.locks import locking
-from retire.core import times, uv
+from retire.core import childenv, times, uv
 from retire.lanes.model import Lane
 from retire.runs.reproduce import run_reproducer
 from retire.evidence.validation import FAILING, FAULTED, FIXED, Mode, RunOutcome, ShimOutcome, ValidationRecord
@@ -139,9 +139,10 @@ def reproducer_env(lane: Lane, manifests: dict[str, ShimManifest], shim: str, mo
     """The environment a reproducer runs in: the lane's variables and its env-constraint shims'.
 
     Without-mode leaves out the shim's own constraint: that run must see upstream as it is.
-    The controller's own virtualenv and Python path never leak into the lane.
+    The controller's own virtualenv and Python path never leak into the lane, nor anything the
+    allow-list (:mod:`retire.core.childenv`) does not name: no token reaches lane code.
     """
-    env = dict(os.environ if base is None else base)
+    env = childenv.for_lane(base)
     for name in uv.CALLER_PYTHON_ENV:
         env.pop(name, None)
     for other in lane.shims:

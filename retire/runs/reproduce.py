@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from shims.manifest import DEFAULT_ROOT, ROOTS_ENV, ShimManifest
 from shims.reproducer import Mode, Sentinel, exit_code_for, parse_output
 
-from retire.core import times
+from retire.core import childenv, secrets, times
 from retire.evidence.validation import MODES, RunOutcome, ValidationRecord
 
 __all__ = ["OUTPUT_TAIL_CHARS", "classify", "run_reproducer"]
@@ -30,8 +30,6 @@ _OUTCOME_OF = {
     Sentinel.MEMORY_SAVE_VERIFIED: RunOutcome.MEMORY_SAVE_VERIFIED,
     Sentinel.SKIPPED: RunOutcome.SKIPPED,
 }
-#: Environment variable names whose values never reach a record, even through printed output.
-_SECRET_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH")
 _REPO_ROOT = DEFAULT_ROOT.parent
 
 
@@ -47,7 +45,8 @@ def run_reproducer(
 ) -> ValidationRecord:
     """Run ``manifest``'s reproducer in ``mode`` ("without" or "with") and record what happened.
 
-    ``env`` replaces the inherited environment when given. ``timeout`` defaults to the
+    ``env`` replaces the inherited environment when given (:func:`retire.core.childenv.for_reproducer`:
+    never a secret-named variable). ``timeout`` defaults to the
     manifest's ``[reproducer] timeout``; past it the whole process group is killed and the
     outcome is ``timeout``. Environment values are never written into the record.
     """
@@ -114,7 +113,7 @@ def classify(
 
 
 def _child_env(manifest: ShimManifest, env: Mapping[str, str] | None) -> dict[str, str]:
-    child = dict(os.environ if env is None else env)
+    child = childenv.for_reproducer(env)
     # The reproducer imports `shims` from this checkout (lane envs also have it installed).
     child["PYTHONPATH"] = os.pathsep.join(p for p in (str(_REPO_ROOT), child.get("PYTHONPATH", "")) if p)
     # A shim outside the catalogue (a test tree, a private root) must be findable by activate().
@@ -140,10 +139,8 @@ def _tail(stdout: str, stderr: str) -> str:
 
 
 def _redact(text: str, env: Mapping[str, str]) -> str:
-    for name, value in env.items():
-        if len(value) >= 6 and any(marker in name.upper() for marker in _SECRET_MARKERS):
-            text = text.replace(value, f"<{name}>")
-    return text
+    return secrets.scrub(text, (value for name, value in env.items()
+                                if secrets.looks_secret(name) and len(value) >= secrets.MIN_SECRET_LENGTH))
 
 
 def _record(

@@ -1,0 +1,79 @@
+"""The one allow-list of what patchlane's child processes inherit from its environment.
+
+Lane code (reproducers, the lane interpreter being inspected) gets only what a program needs to
+run on this host: where things are (``PATH``, ``HOME``, temp and cache folders), the locale, and
+the runtime knobs of the GPU stack (``CUDA_*``, ``NCCL_*``, ``TORCH_*``, ``TRITON_*``, ``TL_*``…),
+plus patchlane's own non-secret settings. uv gets the same plus its own ``UV_*`` configuration,
+proxies and certificates, and the index credentials it may need (``UV_INDEX_<NAME>_PASSWORD``).
+
+Whatever the list allows, a variable whose name looks like a secret (``*TOKEN*``, ``*KEY*``,
+``*SECRET*``, ``*PASSWORD*``, ``*CREDENTIAL*``, ``AUTH*``: :func:`retire.core.secrets.looks_secret`)
+never reaches lane code; only uv receives its index credentials.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+
+from retire.core.secrets import looks_secret
+
+__all__ = ["for_lane", "for_reproducer", "for_uv", "lane_allows", "uv_allows"]
+
+_EXACT = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TEMP", "TMP", "TERM",
+    "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "CI", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH",
+    "CC", "CXX", "CFLAGS", "CXXFLAGS", "LDFLAGS", "MAKEFLAGS",
+    "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR",
+    "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+    "SOURCE_DATE_EPOCH", "CONDA_PREFIX", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+})
+_PREFIXES = (
+    "LC_", "CUDA_", "CUDNN_", "CUBLAS", "CUTLASS_", "NVIDIA_", "NV_", "NVTE_", "NCCL_", "GLOO_", "TORCH_",
+    "TORCHINDUCTOR_", "TORCHDYNAMO_", "PYTORCH_", "TRITON_", "TL_", "TILELANG_", "HF_", "TRANSFORMERS_",
+    "OMP_", "MKL_", "KMP_", "OPENBLAS_", "PYTHON", "PYENV_", "PATCHLANE_", "SHIMS_", "COVERAGE_",
+)
+# uv also reads its own settings, proxies and certificate bundles.
+_UV_EXACT = frozenset({"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy",
+                       "all_proxy", "no_proxy", "NETRC", "XDG_CONFIG_DIRS", "XDG_DATA_DIRS", "XDG_BIN_HOME"})
+_UV_PREFIXES = ("UV_",)
+#: The credentials uv may need for a named index: passed to uv, never to lane code.
+_UV_CREDENTIAL = re.compile(r"UV_INDEX_[A-Z0-9_]+_(USERNAME|PASSWORD)")
+
+
+def lane_allows(name: str) -> bool:
+    """Whether lane code may inherit the variable ``name``."""
+    if looks_secret(name):
+        return False
+    return name in _EXACT or name.upper().startswith(_PREFIXES)
+
+
+def uv_allows(name: str) -> bool:
+    """Whether uv may inherit the variable ``name`` (its index credentials included)."""
+    if _UV_CREDENTIAL.fullmatch(name):
+        return True
+    if looks_secret(name):
+        return False
+    return lane_allows(name) or name in _UV_EXACT or name.startswith(_UV_PREFIXES)
+
+
+def for_lane(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The part of ``environ`` (default: this process's) that lane code may see."""
+    env = os.environ if environ is None else environ
+    return {name: value for name, value in env.items() if lane_allows(name)}
+
+
+def for_uv(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The part of ``environ`` (default: this process's) that uv may see."""
+    env = os.environ if environ is None else environ
+    return {name: value for name, value in env.items() if uv_allows(name)}
+
+
+def for_reproducer(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What a reproducer starts with: ``env`` as built by its caller (the lane's variables over
+    :func:`for_lane`), else :func:`for_lane` of this process; secret-named variables dropped either
+    way, so not even a caller's mistake hands lane code a token. Every launcher calls this."""
+    if env is None:
+        return for_lane()
+    return {name: value for name, value in env.items() if not looks_secret(name)}
