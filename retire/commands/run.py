@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 
 from retire.commands.base import (
@@ -39,7 +41,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     from retire.core.atomic import atomic_write
     from retire.evidence import validation
     from retire.lanes import lanefile
-    from retire.runs import lanerun, suite
+    from retire.runs import lanerun, reaper, suite
 
     if args.run_id:
         project.run_dir(args.run_id)  # a bad id fails before anything runs
@@ -52,15 +54,28 @@ def run(project: Project, args: argparse.Namespace) -> int:
         live=live() and args.jobs == 1,  # uv's bars from several lanes at once would tear each other apart
         **({"run_id": args.run_id} if args.run_id else {}),
     )
+    target = args.manifest or project.validation
+    recorded, counting = 0, threading.Lock()
+
+    def record(one) -> None:  # each record as it completes: an interrupted run keeps what finished
+        nonlocal recorded
+        added = validation.append(target, [one])
+        with counting:
+            recorded += added
+
+    if not args.no_record:
+        options = dataclasses.replace(options, on_record=record)
     say(f"run {options.run_id}: {len(lanes)} lane(s) on this host ({host.description}), {args.jobs} at a time",
         level=Level.PROGRESS)
-    results = lanerun.run_lanes(lanes, manifests, options, jobs=args.jobs,
-                                progress=lambda lane, msg: say(f"[{lane}] {msg}", level=Level.PROGRESS))
-    records = [record for run in results for shim in run.shims for record in shim.records]
-    target = args.manifest or project.validation
-    recorded = 0
-    if records and not args.no_record:
-        recorded = validation.append(target, records)
+    try:
+        with reaper.terminate_on_sigterm():
+            results = lanerun.run_lanes(lanes, manifests, options, jobs=args.jobs,
+                                        progress=lambda lane, msg: say(f"[{lane}] {msg}", level=Level.PROGRESS))
+    except KeyboardInterrupt:
+        if recorded:
+            say(f"interrupted: kept the {recorded} reproducer run(s) that finished in {shown(target)}", err=True)
+        raise
+    if recorded:
         say(f"recorded {recorded} reproducer run(s) in {shown(target)}")
     summaries = project.run_dir(options.run_id)
     for run in results:

@@ -38,6 +38,7 @@ from retire.runs import envs
 from retire.locks import locking
 from retire.core import childenv, times, uv
 from retire.lanes.model import Lane
+from retire.runs.reaper import REAPER
 from retire.runs.reproduce import run_reproducer
 from retire.evidence.validation import FAILING, FAULTED, FIXED, Mode, RunOutcome, ShimOutcome, ValidationRecord
 from shims.manifest import ShimManifest
@@ -129,6 +130,9 @@ class RunOptions:
     host: Host | None = None
     heartbeat_s: float = 20.0  # a reproducer still running says so this often (0: never)
     live: bool = False  # show uv's progress while building (a terminal, one lane at a time)
+    # Called with each record as soon as it is made (the command appends it to the manifest), so
+    # an interrupted run keeps everything that finished.
+    on_record: Callable[[ValidationRecord], None] | None = field(default=None, compare=False)
 
 
 Progress = Callable[[str, str], None]  # (lane, message)
@@ -224,6 +228,8 @@ def run_lane(lane: Lane, manifests: dict[str, ShimManifest], options: RunOptions
                                         env=reproducer_env(lane, manifests, shim, mode))
             record = _with_context(record, options.run_id, _environment_facts(env, manifest, lane.digest))
             records[mode] = record
+            if options.on_record is not None:
+                options.on_record(record)
             progress(lane.name, f"{shim} {mode} shim: {record.sentinel or record.outcome} ({record.duration_s:.1f}s)")
         outcome, why = judge(records.get(Mode.WITHOUT), records.get(Mode.WITH))
         results.append(ShimRun(lane.name, shim, outcome, why, records.get(Mode.WITHOUT), records.get(Mode.WITH)))
@@ -248,8 +254,15 @@ def run_lanes(lanes: list[Lane], manifests: dict[str, ShimManifest], options: Ru
 
     if options.host is None:
         options = replace(options, host=Host.detect())  # detect once, not per lane
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    try:
         return list(pool.map(lambda lane: run_lane(lane, manifests, options, say), lanes))
+    except BaseException:  # Ctrl-C, SIGTERM: kill every reproducer tree now, not at its timeout
+        REAPER.stop()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # prompt: the workers' reproducers are dead
+        REAPER.resume()
 
 
 def summary_table(runs: list[LaneRun]) -> str:

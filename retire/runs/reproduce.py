@@ -7,7 +7,6 @@ the same module every reproducer writes with, so the two sides cannot drift apar
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from shims.reproducer import Mode, Sentinel, exit_code_for, parse_output
 
 from retire.core import childenv, secrets, times
 from retire.evidence.validation import MODES, RunOutcome, ValidationRecord
+from retire.runs.reaper import REAPER
 
 __all__ = ["OUTPUT_TAIL_CHARS", "classify", "run_reproducer"]
 
@@ -59,31 +59,29 @@ def run_reproducer(
     started_at = times.now().isoformat(timespec="microseconds")
     began = time.monotonic()
     try:
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=child_env,
-            cwd=os.fspath(cwd) if cwd is not None else None,
-            start_new_session=True,  # its own process group, so a timeout kills its children too
-        )
+        # Its own session and a marker its children inherit: a timeout or a stop kills them all.
+        process = REAPER.spawn(command, env=child_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, cwd=os.fspath(cwd) if cwd is not None else None)
     except OSError as exc:
         return _record(manifest, mode, lane, started_at, began, host=None, sentinel=None, outcome=RunOutcome.CRASHED,
                        exit_code=None, tail="", detail=f"could not start {command[0]}: {exc.strerror or exc}")
 
     timed_out = False
     try:
-        stdout_bytes, stderr_bytes = process.communicate(timeout=limit)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(process)
         try:
-            stdout_bytes, stderr_bytes = process.communicate(timeout=10)
-        except subprocess.TimeoutExpired:  # a grandchild escaped the group and holds the pipes
-            stdout_bytes, stderr_bytes = b"", b""
-            process.kill()
-            process.wait()
+            stdout_bytes, stderr_bytes = process.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            REAPER.kill(process)  # the group, and any grandchild that left it (by its marker)
+            try:
+                stdout_bytes, stderr_bytes = process.communicate(timeout=10)
+            except subprocess.TimeoutExpired:  # something unmarked holds the pipes
+                stdout_bytes, stderr_bytes = b"", b""
+                process.kill()
+                process.wait()
+        REAPER.check()  # stopped (Ctrl-C, SIGTERM) while it ran: a killed run is no result
+    finally:
+        REAPER.finish(process)
     # Redacted before anything is cut or parsed: a secret must not survive in a tail's first
     # characters, nor in a skip reason.
     stdout = _redact(stdout_bytes.decode("utf-8", errors="replace"), child_env)
@@ -124,13 +122,6 @@ def _child_env(manifest: ShimManifest, env: Mapping[str, str] | None) -> dict[st
             child[ROOTS_ENV] = os.pathsep.join([str(root), *configured])
     child.setdefault("PYTHONUNBUFFERED", "1")  # keep partial output if it hangs and is killed
     return child
-
-
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        process.kill()
 
 
 def _tail(stdout: str, stderr: str) -> str:
