@@ -28,6 +28,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from retire.core import childenv, uv
+from retire.runs import envcheck
 from retire.core.errors import PatchlaneError
 from retire.lanes.model import LANE_NAME, Lane
 
@@ -219,6 +220,9 @@ def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = 
         shutil.rmtree(path)  # another interpreter or kind: a re-sync cannot turn one into the other
         state = {}
     identity = {"lock": hashlib.sha256(lock_bytes).hexdigest(), "overlay": overlay}
+    if path.exists() and (state.get("identity") or {}).get("lock") not in (None, identity["lock"]):
+        shutil.rmtree(path)  # another lock: a re-sync would only audit, so install afresh, hash-checked
+        state = {}
     lock: dict | None = None
     base: dict[str, str] = {}
     if overlay:
@@ -239,21 +243,25 @@ def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = 
                      f"cannot install {sync_from.name} into the lane", live=live)
     if overlay:
         link_base(describe_paths(python)["purelib"], [base_info["purelib"], base_info["platlib"]])
-    if state.get("identity") == identity and _synced_nothing(output) and "synced" in state:
-        info, synced = state["info"], state["synced"]
+    if state.get("identity") == identity and _synced_nothing(output) and "expected" in state:
+        info, synced, expected = state["info"], state["synced"], state["expected"]
     else:
         if lock is None:
             lock = _parse_lock(lock_file, lock_bytes)
             synced = [p["name"] for p in lock.get("packages", [])]
         info = (None if overlay else _full_env_info(path, lock)) or describe(python)
+        expected = envcheck.expected_versions(cut if overlay else lock, info["python"])
     if not overlay and info["python"].rsplit(".", 1)[0] != lane.python:
         raise BuildError(f"the venv runs Python {info['python']}, the lane asks for {lane.python}")
+    if problems := envcheck.mismatches(expected, envcheck.installed_versions(info["purelib"], info["platlib"])):
+        raise BuildError(f"the env at {path} does not match {lock_file.name}: {'; '.join(problems[:3])}"
+                         f"{' …' if len(problems) > 3 else ''} (delete the env to rebuild it)")
     sources = _runtime_sources()
     runtime = _fingerprint(sources)
     if state.get("runtime") != runtime or not Path(info["purelib"], PTH_NAME).exists():
         _install_runtime(path, info["purelib"], sources)
     state_file.write_text(json.dumps({"made_from": made_from, "identity": identity, "info": info, "runtime": runtime,
-                                      "synced": list(synced)}), encoding="utf-8")
+                                      "synced": list(synced), "expected": expected}), encoding="utf-8")
     return LaneEnv(
         lane=lane.name, path=path, python=python, kind="overlay" if overlay else "full",
         python_version=info["python"], installed=info["packages"], base=base, base_python=overlay,
