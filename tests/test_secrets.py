@@ -101,3 +101,11 @@ def test_an_echoed_token_reaches_no_output_and_no_file(world, graphql, monkeypat
     assert any(p.suffix == ".html" for p in written) and any(p.parent == cache or cache in p.parents for p in written)
     for path in written:
         assert TOKEN.encode() not in path.read_bytes(), path
+
+
+def test_secret_names_are_told_from_look_alikes():
+    for name in ("GITHUB_TOKEN", "GH_TOKEN", "HF_TOKEN", "MY_API_KEY", "FOO_SECRET", "PGPASSWORD", "AUTH_HEADER",
+                 "PROXY_AUTHORIZATION", "GOOGLE_APPLICATION_CREDENTIALS", "UV_INDEX_X_PASSWORD", "npm_config__auth"):
+        assert secrets.looks_secret(name), name
+    for name in ("GIT_AUTHOR_NAME", "SSH_AUTH_SOCK", "XDG_SESSION_TYPE", "NCCL_IB_PKEY", "PATH", "UV_KEYRING_PROVIDER"):
+        assert not secrets.looks_secret(name), name

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from collections.abc import Iterable, Mapping
 
@@ -19,10 +20,12 @@ __all__ = ["REDACTED", "SECRET_MARKERS", "looks_secret", "remember", "scrub", "s
 
 REDACTED = "<redacted>"
 #: A variable whose name contains one of these (upper-cased) holds a secret.
-SECRET_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH", "COOKIE", "SESSION")
-#: Names that carry a marker but hold no secret (a socket path, a keyring's location).
+SECRET_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "COOKIE")
+#: ``AUTH`` as a word of the name (``AUTH_HEADER``, ``PROXY_AUTHORIZATION``), not ``GIT_AUTHOR_NAME``.
+_AUTH = re.compile(r"(?:^|_)AUTH(?:$|_|ORIZATION|ENTICATION|TOKEN)")
+#: Names that carry a marker but hold no secret (a socket path, a keyring's location, a NCCL knob).
 NOT_SECRET = frozenset({"SSH_AUTH_SOCK", "XAUTHORITY", "UV_KEYRING_PROVIDER", "KEYRING_BACKEND",
-                        "PYTHON_KEYRING_BACKEND", "GPG_AGENT_INFO"})
+                        "PYTHON_KEYRING_BACKEND", "GPG_AGENT_INFO", "NCCL_IB_PKEY"})
 #: Values shorter than this are not scrubbed: replacing "1" or "true" everywhere would mangle files.
 MIN_SECRET_LENGTH = 6
 
@@ -33,7 +36,7 @@ _lock = threading.Lock()
 def looks_secret(name: str) -> bool:
     """Whether an environment variable called ``name`` holds a secret (by its name)."""
     upper = name.upper()
-    return upper not in NOT_SECRET and any(marker in upper for marker in SECRET_MARKERS)
+    return upper not in NOT_SECRET and (any(marker in upper for marker in SECRET_MARKERS) or bool(_AUTH.search(upper)))
 
 
 def remember(*values: str | None) -> None:

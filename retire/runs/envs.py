@@ -78,15 +78,16 @@ def env_path(envs_dir: Path, lane_name: str) -> Path:
     return envs_dir / lane_name
 
 
-def _inspect_env() -> dict[str, str]:
-    """A lane interpreter being inspected is lane code: the lane allow-list, not uv's."""
+def inspect_env() -> dict[str, str]:
+    """The environment an interpreter is inspected in: it is lane code, so the lane allow-list
+    (:mod:`retire.core.childenv`), without the caller's own Python setup."""
     return {k: v for k, v in childenv.for_lane().items() if k not in uv.CALLER_PYTHON_ENV}
 
 
 def describe(python: str | Path) -> dict:
     """Python version, purelib and installed distributions of an interpreter."""
     proc = subprocess.run([str(python), "-c", _PROBE], capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                          env=_inspect_env())
+                          env=inspect_env())
     if proc.returncode != 0:
         raise BuildError(f"cannot inspect {python}", proc.stderr.strip())
     return json.loads(proc.stdout)
@@ -96,7 +97,7 @@ def describe_paths(python: str | Path) -> dict:
     """purelib of an interpreter (without listing its distributions)."""
     code = "import json, sysconfig; print(json.dumps({'purelib': sysconfig.get_paths()['purelib']}))"
     proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                          env=_inspect_env())
+                          env=inspect_env())
     if proc.returncode != 0:
         raise BuildError(f"cannot inspect {python}", proc.stderr.strip())
     return json.loads(proc.stdout)
