@@ -34,6 +34,9 @@ def test_the_allow_list_drops_secrets_even_under_allowed_prefixes():
     assert tool["UV_INDEX_PRIVATE_PASSWORD"] == "pw-123456" and tool["UV_CACHE_DIR"] == "/c"
     assert not {"GITHUB_TOKEN", "FOO_SECRET", "MY_API_KEY", "HF_TOKEN", "AWS_SECRET_ACCESS_KEY",
                 "PATCHLANE_GITHUB_TOKEN", "RANDOM_TOOL_SETTING"} & set(tool)
+    # A host passes more names explicitly, never a secret-named one.
+    passed = childenv.for_lane({**env, "PATCHLANE_PASS_ENV": "RANDOM_TOOL_SETTING GITHUB_TOKEN"})
+    assert passed["RANDOM_TOOL_SETTING"] == "1" and "GITHUB_TOKEN" not in passed
     # A caller's own environment for a reproducer keeps its variables but never a secret-named one.
     assert childenv.for_reproducer({"FOO": "1", "GITHUB_TOKEN": TOKEN}) == {"FOO": "1"}
 
