@@ -116,3 +116,69 @@ reproducer.run("toy_daemon", check)
     time.sleep(0.05)
     assert carrying(marker) == []
     assert marked_pids("no-such-token", prefix=True) == []
+
+
+def syncing(mark: str) -> bool:
+    """Whether a ``uv pip sync`` carrying ``mark`` is running."""
+    for pid in carrying(mark):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                if b"\0sync\0" in handle.read():
+                    return True
+        except OSError:
+            pass
+    return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
+def test_an_interrupt_during_a_lane_build_does_not_wait_for_uv(toy_project, capsys, tmp_path):  # noqa: F811
+    """uv is downloading a wheel the index never finishes sending: SIGTERM ends the run at once,
+    uv included (it carries the run's marker too), instead of waiting out uv's own timeouts."""
+    from tests.support.faults import Fault, FaultyIndexServer
+    from tests.support.index import PackageIndex
+    from tests.support.wheels import build_wheel
+
+    p = toy_project
+    index = PackageIndex()
+    index.add(build_wheel(tmp_path / "wheels", "slowlib", "1.0"), "2026-01-05")
+    with FaultyIndexServer(index) as server:
+        p.write("slow", f'''
+[lane]
+python = "3.11"
+requirements = ["slowlib==1.0"]
+shims = ["toy"]
+[lane.indexes.main]
+url = "{server.url}"
+default = true
+''')
+        code, out, err = run_cli(p.root, "lock", "slow", capsys=capsys)
+        assert code == 0, out + err
+        server.faults.add("/files/slowlib", Fault(latency=60))
+
+        mark = str(tmp_path / "mark")
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "PATCHLANE_TEST_MARK": mark,
+               "UV_CACHE_DIR": str(tmp_path / "cold-cache")}  # nothing cached: uv must download
+        controller = subprocess.Popen([sys.executable, "-m", "retire", "--root", str(p.root), "run", "slow", "-q"],
+                                      env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 60
+            while not syncing(mark):
+                assert controller.poll() is None, controller.communicate()
+                assert time.monotonic() < deadline, "uv never started syncing"
+                time.sleep(0.05)
+            time.sleep(0.5)  # uv is waiting for the wheel that does not come
+            started = time.monotonic()
+            os.kill(controller.pid, signal.SIGTERM)
+            code = controller.wait(timeout=10)
+            assert time.monotonic() - started < 5
+            while carrying(mark) and time.monotonic() - started < 5:
+                time.sleep(0.05)
+            assert carrying(mark) == []
+        finally:
+            if controller.poll() is None:
+                controller.kill()
+            for pid in carrying(mark):
+                os.kill(pid, signal.SIGKILL)
+        _, err = controller.communicate()
+    assert code == 130 and b"Traceback" not in err, err

@@ -15,11 +15,17 @@ from __future__ import annotations
 
 import os
 import re
+import uuid
 from collections.abc import Mapping
 
 from retire.core.secrets import looks_secret
 
-__all__ = ["for_lane", "for_reproducer", "for_uv", "lane_allows", "uv_allows"]
+__all__ = ["RUN_TOKEN", "RUN_TOKEN_ENV", "for_lane", "for_reproducer", "for_uv", "lane_allows", "uv_allows"]
+
+#: Every process patchlane starts for a lane (reproducers, uv) carries ``RUN_TOKEN_ENV=<RUN_TOKEN>.<n>``,
+#: and so do their descendants: how an interrupted run finds them all (retire/runs/reaper.py).
+RUN_TOKEN_ENV = "PATCHLANE_RUN_TOKEN"
+RUN_TOKEN = uuid.uuid4().hex
 
 _EXACT = frozenset({
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TEMP", "TMP", "TERM",

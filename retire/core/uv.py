@@ -64,6 +64,7 @@ def base_env(extra: dict[str, str] | None = None, *, without_indexes: bool = Fal
     env.setdefault("UV_PYTHON_DOWNLOADS", "never")
     for name in CALLER_PYTHON_ENV:  # a lane's tools never see the caller's venv or paths by accident
         env.pop(name, None)
+    env[childenv.RUN_TOKEN_ENV] = f"{childenv.RUN_TOKEN}.uv"  # an interrupted run kills uv and its builds too
     if extra:
         env.update(extra)
     return env

@@ -16,7 +16,11 @@ Three ways a run ends early, one result — nothing it started keeps running:
   every process carrying this run's marker.
 - **a reproducer's timeout**: its group and its own marked processes are killed.
 
-Only the standard library is imported here: ``python -m retire.runs.reaper TOKEN`` is the guard.
+Only the standard library (and :mod:`retire.core.childenv`) is imported here:
+``python -m retire.runs.reaper TOKEN`` is the guard.
+
+uv, started by lane builds, carries the run's marker as well (``<token>.uv``): a stop kills a
+sync or an extension build in progress too, so an interrupt never waits for a download.
 """
 
 from __future__ import annotations
@@ -27,13 +31,14 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from retire.core.childenv import RUN_TOKEN, RUN_TOKEN_ENV
+
 __all__ = ["REAPER", "TOKEN_ENV", "Reaper", "Stopped", "kill_marked", "marked_pids", "terminate_on_sigterm"]
 
-TOKEN_ENV = "PATCHLANE_RUN_TOKEN"
+TOKEN_ENV = RUN_TOKEN_ENV
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -85,7 +90,7 @@ class Reaper:
     """Starts reproducers marked and in sessions of their own; stops them all on demand."""
 
     def __init__(self) -> None:
-        self.token = uuid.uuid4().hex
+        self.token = RUN_TOKEN  # uv's processes carry it too (retire.core.uv.base_env)
         self._lock = threading.Lock()
         self._live: dict[int, tuple[subprocess.Popen, str]] = {}
         self._count = 0
