@@ -17,6 +17,7 @@ from retire.runs.reproduce import run_reproducer
 from shims.manifest import load_manifest
 from tests.support.shimtree import subprocess_env, write_shim, write_target
 from tests.test_probe_faults import upstream, world  # noqa: F401  (fixtures: a project, a code host, an index)
+from tests.test_runs import toy_index, toy_project  # noqa: F401  (fixtures: a lane project on the loopback index)
 
 TOKEN = "secret-xyz"
 
@@ -112,3 +113,36 @@ def test_secret_names_are_told_from_look_alikes():
         assert secrets.looks_secret(name), name
     for name in ("GIT_AUTHOR_NAME", "SSH_AUTH_SOCK", "XDG_SESSION_TYPE", "NCCL_IB_PKEY", "PATH", "UV_KEYRING_PROVIDER"):
         assert not secrets.looks_secret(name), name
+
+
+def test_a_lane_run_leaks_no_secret_a_reproducer_learnt(toy_project, capsys, monkeypatch):  # noqa: F811
+    """The reproducer cannot read the token, but prints it anyway (a server echoed it): neither the
+    pytest view, the --json document, the run summaries nor the validation manifest carry it."""
+    from tests.conftest import run_cli
+    from tests.support import shimtree
+    from tests.test_runs import lane
+
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    p = toy_project
+    shimtree.write_shim(p.root / "shims", "toy_echo", reproducer=f'''
+import os
+from shims import reproducer
+
+def check(with_shim):
+    print("echoed: {TOKEN}; inherited:", os.environ.get("GITHUB_TOKEN"))
+    raise RuntimeError("login failed with {TOKEN}")
+
+if __name__ == "__main__":
+    reproducer.run("{{shim_id}}", check, packages=["toylib"])
+''')
+    p.write("old", lane(shims='["toy_echo"]'))
+    assert run_cli(p.root, "lock", capsys=capsys)[0] == 0
+    for extra in ((), ("--json",)):
+        code, out, err = run_cli(p.root, "run", "--run-id", f"s{len(extra)}", *extra, capsys=capsys)
+        assert code == 1 and "toy_echo" in out + err  # it crashed, and says so
+        assert TOKEN not in out + err
+        assert "inherited: None" in out + err  # the view shows the output, the token scrubbed
+    for path in (p.root / ".patchlane" / "runs").rglob("*.json"):
+        assert TOKEN not in path.read_text()
+    manifest = (p.root / "validation" / "manifest.jsonl").read_text()
+    assert "echoed: <redacted>" in manifest and TOKEN not in manifest

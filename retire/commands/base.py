@@ -27,7 +27,7 @@ from retire.core.project import Project
 from retire.core.secrets import scrub
 
 __all__ = [
-    "Command", "ExitCode", "Level", "Parser", "configure", "emit_json", "emit_text", "iso_date", "json_mode", "live",
+    "Command", "ExitCode", "Level", "Parser", "Scrubbed", "configure", "emit_json", "emit_text", "iso_date", "json_mode", "live",
     "positive_float", "positive_int", "say", "shown", "utc_moment", "verbosity",
 ]
 
@@ -106,6 +106,21 @@ def emit_text(text: str) -> None:
     """A document printed as it is (a report's JSON, a pack's body), scrubbed of every known secret."""
     sys.stdout.write(scrub(text))
     sys.stdout.flush()
+
+
+class Scrubbed:
+    """A text stream whose writes are scrubbed of secrets (for output a library prints itself,
+    e.g. the pytest view of a lane run); everything else is the wrapped stream's."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(scrub(text))
+        return len(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
 
 
 def live() -> bool:

@@ -12,7 +12,8 @@ import threading
 from pathlib import Path
 
 from retire.commands.base import (
-    Command, ExitCode, Level, emit_json, json_mode, live, positive_float, positive_int, say, shown, verbosity,
+    Command, ExitCode, Level, Scrubbed, emit_json, json_mode, live, positive_float, positive_int, say, shown,
+    verbosity,
 )
 from retire.core.project import Project
 
@@ -83,7 +84,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     locations = {"lanes": Path(shown(project.lanes_dir))}
     locations.update({shim_id: Path(shown(m.reproducer_path)) for shim_id, m in manifests.items()})
     # The pytest view is for people: under --json it goes to stderr, so stdout stays one document.
-    with contextlib.redirect_stdout(sys.stderr) if json_mode() else contextlib.nullcontext():
+    with contextlib.redirect_stdout(Scrubbed(sys.stderr if json_mode() else sys.stdout)):
         suite.report(results, locations, verbose=verbosity() >= 0, colour=None if live() else False)
     say("")
     say(lanerun.summary_table(results))
