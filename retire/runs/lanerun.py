@@ -258,7 +258,12 @@ def run_lanes(lanes: list[Lane], manifests: dict[str, ShimManifest], options: Ru
     try:
         return list(pool.map(lambda lane: run_lane(lane, manifests, options, say), lanes))
     except BaseException:  # Ctrl-C, SIGTERM: kill every reproducer tree now, not at its timeout
-        REAPER.stop()
+        while True:
+            try:
+                REAPER.stop()
+                break
+            except KeyboardInterrupt:  # a second Ctrl-C must not cut the stop short
+                continue
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # prompt: the workers' reproducers are dead

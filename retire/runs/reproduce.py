@@ -84,8 +84,8 @@ def run_reproducer(
         REAPER.finish(process)
     # Redacted before anything is cut or parsed: a secret must not survive in a tail's first
     # characters, nor in a skip reason.
-    stdout = _redact(stdout_bytes.decode("utf-8", errors="replace"), child_env)
-    stderr = _redact(stderr_bytes.decode("utf-8", errors="replace"), child_env)
+    stdout = secrets.scrub(stdout_bytes.decode("utf-8", errors="replace"))
+    stderr = secrets.scrub(stderr_bytes.decode("utf-8", errors="replace"))
     host, sentinel, skip_reason = parse_output(stdout)
     if timed_out:
         outcome, detail = RunOutcome.TIMEOUT, f"killed after {limit:g} s"
@@ -127,11 +127,6 @@ def _child_env(manifest: ShimManifest, env: Mapping[str, str] | None) -> dict[st
 def _tail(stdout: str, stderr: str) -> str:
     text = stdout if not stderr.strip() else f"{stdout.rstrip()}\n--- stderr ---\n{stderr}"
     return text[-OUTPUT_TAIL_CHARS:]
-
-
-def _redact(text: str, env: Mapping[str, str]) -> str:
-    return secrets.scrub(text, (value for name, value in env.items()
-                                if secrets.looks_secret(name) and len(value) >= secrets.MIN_SECRET_LENGTH))
 
 
 def _record(
