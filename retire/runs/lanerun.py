@@ -254,6 +254,7 @@ def run_lanes(lanes: list[Lane], manifests: dict[str, ShimManifest], options: Ru
 
     if options.host is None:
         options = replace(options, host=Host.detect())  # detect once, not per lane
+    REAPER.ensure_guard()  # from here on, even this process's death leaves nothing running
     pool = ThreadPoolExecutor(max_workers=max(1, jobs))
     try:
         return list(pool.map(lambda lane: run_lane(lane, manifests, options, say), lanes))

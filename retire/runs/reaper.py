@@ -11,8 +11,8 @@ Three ways a run ends early, one result — nothing it started keeps running:
   calls :meth:`Reaper.stop`, which kills every live group and every marked process, and the
   worker threads see :class:`Stopped` instead of starting the next reproducer. What finished
   was already appended to the validation manifest, one record at a time.
-- **the controller's own death** (``kill -9``, an OOM kill): a guard process, started with the
-  first reproducer, waits on a pipe only the controller holds; when the pipe closes it kills
+- **the controller's own death** (``kill -9``, an OOM kill): a guard process, started before
+  the first lane build, waits on a pipe only the controller holds; when the pipe closes it kills
   every process carrying this run's marker.
 - **a reproducer's timeout**: its group and its own marked processes are killed.
 
@@ -116,7 +116,7 @@ class Reaper:
     def spawn(self, command: Sequence[str], *, env: Mapping[str, str], **popen: object) -> subprocess.Popen:
         """``Popen(command)`` in a new session, marked, tracked; :class:`Stopped` when stopping."""
         self.check()
-        self._ensure_guard()
+        self.ensure_guard()
         child_env, marker = self.marked(env)
         process = subprocess.Popen(list(command), env=child_env, start_new_session=True, **popen)  # type: ignore[call-overload]
         with self._lock:
@@ -170,8 +170,9 @@ class Reaper:
         """Allow reproducers again (the next run in this process, e.g. a test's)."""
         self._stopping.clear()
 
-    def _ensure_guard(self) -> None:
-        """Start the guard that kills this run's processes if this process dies (once)."""
+    def ensure_guard(self) -> None:
+        """Start the guard that kills this run's processes (reproducers, uv) if this process dies;
+        once per process, before the first lane build."""
         with self._lock:
             if self._guard is not None and self._guard.poll() is None:
                 return
