@@ -73,8 +73,10 @@ def test_text_written_anywhere_is_scrubbed(tmp_path, monkeypatch):
     monkeypatch.setenv("MY_API_KEY", "key-1234567")
     atomic_write(tmp_path / "r.md", 'token key-1234567 and {"k": "key-1234567"}')
     assert (tmp_path / "r.md").read_text() == 'token <redacted> and {"k": "<redacted>"}'
-    monkeypatch.setenv("ODD_TOKEN", 'quo"te\\1234')  # a secret as json.dumps escapes it
-    assert secrets.scrub(json.dumps({"t": 'quo"te\\1234'})) == '{"t": "<redacted>"}'
+    monkeypatch.setenv("ODD_TOKEN", 'quo"te\\1234&<x>')  # a secret as JSON, HTML and URLs escape it
+    assert secrets.scrub(json.dumps({"t": 'quo"te\\1234&<x>'})) == '{"t": "<redacted>"}'
+    assert secrets.scrub("<td>quo&quot;te\\1234&amp;&lt;x&gt;</td>") == "<td><redacted></td>"
+    assert secrets.scrub("?t=quo%22te%5C1234%26%3Cx%3E&u=1") == "?t=<redacted>&u=1"
     atomic_write(tmp_path / "w.bin", b"key-1234567")  # bytes (wheels) are written as given
     assert (tmp_path / "w.bin").read_bytes() == b"key-1234567"
 

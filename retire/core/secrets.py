@@ -10,11 +10,13 @@ before it becomes a record, so the tail of a run never carries one either.
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
 import threading
 from collections.abc import Iterable, Mapping
+from urllib.parse import quote
 
 __all__ = ["REDACTED", "SECRET_MARKERS", "looks_secret", "remember", "scrub", "scrub_bytes", "secret_values"]
 
@@ -26,8 +28,9 @@ _AUTH = re.compile(r"(?:^|_)AUTH(?:$|_|ORIZATION|ENTICATION|TOKEN)")
 #: Names that carry a marker but hold no secret (a socket path, a keyring's location, a NCCL knob).
 NOT_SECRET = frozenset({"SSH_AUTH_SOCK", "XAUTHORITY", "UV_KEYRING_PROVIDER", "KEYRING_BACKEND",
                         "PYTHON_KEYRING_BACKEND", "GPG_AGENT_INFO", "NCCL_IB_PKEY"})
-#: Values shorter than this are not scrubbed: replacing "1" or "true" everywhere would mangle files.
-MIN_SECRET_LENGTH = 6
+#: Values shorter than this are not scrubbed: replacing "1", "true" or "python" everywhere would mangle
+#: files (real tokens are far longer).
+MIN_SECRET_LENGTH = 8
 
 _remembered: set[str] = set()
 _lock = threading.Lock()
@@ -55,15 +58,13 @@ def secret_values(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
 
 
 def _forms(extra: Iterable[str]) -> list[str]:
-    """Each secret as written plainly and as it appears inside a JSON string (escaped)."""
-    forms: list[str] = []
+    """Each secret as written plainly, and as JSON, HTML and URLs escape it."""
+    forms: dict[str, None] = {}
     for secret in (*secret_values(), *extra):
         if secret:
-            forms.append(secret)
-            escaped = json.dumps(secret)[1:-1]
-            if escaped != secret:
-                forms.append(escaped)
-    return forms
+            for form in (secret, json.dumps(secret)[1:-1], html.escape(secret), quote(secret, safe="")):
+                forms.setdefault(form)
+    return list(forms)
 
 
 def scrub(text: str, extra: Iterable[str] = ()) -> str:
