@@ -126,7 +126,8 @@ class LockState:
 
 
 def lock_state(lane: Lane, locks_dir: Path) -> LockState:
-    """The one answer to "is this lane's lock current?" (reads only the provenance table)."""
+    """The one answer to "is this lane's lock current?": parses only the provenance table, and
+    checks the content digest and locked versions on the text (:mod:`retire.locks.integrity`)."""
     path = lock_path(locks_dir, lane.name)
     found, text = read_provenance(path, with_text=True) or (None, "")
     if found is None:
