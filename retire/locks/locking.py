@@ -26,11 +26,10 @@ from packaging.pylock import Pylock, PylockValidationError
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from retire.core import uv
+from retire.core import times, uv
 from retire.core.atomic import atomic_write
-from retire.core import times
-from retire.lanes.model import LANE_NAME, Lane
 from retire.core.secrets import scrub
+from retire.lanes.model import LANE_NAME, Lane
 from retire.locks import integrity
 from retire.locks.cutoffs import Cutoffs, resolve_cutoffs
 from retire.locks.integrity import CONTENT_KEY, PROVENANCE_HEADER as _PROVENANCE_HEADER
