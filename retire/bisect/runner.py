@@ -91,7 +91,7 @@ def inspect_base(python: str | os.PathLike[str], distribution: str) -> BaseEnv:
 
     info = describe(python)
     proc = subprocess.run([os.fspath(python), "-c", _BASE_PROBE], capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL)
+                          stdin=subprocess.DEVNULL, env=envs.inspect_env())
     if proc.returncode != 0:
         raise PatchlaneError(f"cannot inspect the base interpreter {python}: {proc.stderr.strip()[-300:]}")
     extra = json.loads(proc.stdout)
