@@ -198,9 +198,12 @@ def _edit_tree(ctx: _Context, plan: DropPlan, work: Path) -> tuple[list[str], li
     from retire.lanes import lanefile
     from retire.locks import locking
 
-    shim_dir = work / "shims" / plan.shim_id
+    from retire.core.project import Project
+
+    catalogue = Project(work).shims_dir  # [catalogue] path of the worktree's patchlane.toml
+    shim_dir = catalogue / plan.shim_id
     if not (shim_dir / "manifest.toml").is_file():
-        raise Aborted(f"shims/{plan.shim_id}/ does not exist at {ctx.base_commit[:12]}: nothing to retire")
+        raise Aborted(f"{shim_dir.relative_to(work.resolve()).as_posix()}/ does not exist at {ctx.base_commit[:12]}: nothing to retire")
     lanes_dir, locks_dir = work / "lanes", work / "locks"
     before = {l.name: l for l in lanefile.load_lanes(lanes_dir, root=work)} if lanes_dir.is_dir() else {}
     shutil.rmtree(shim_dir)
@@ -231,7 +234,7 @@ def _edit_tree(ctx: _Context, plan: DropPlan, work: Path) -> tuple[list[str], li
                                        f"(lane {lane.name} locks {dist} {locked_version})")
     _step(ctx, plan, "lanes-edited")
 
-    remaining = {p.parent.name for p in (work / "shims").glob("*/manifest.toml")}
+    remaining = {p.parent.name for p in catalogue.glob("*/manifest.toml")}
     try:
         after = lanefile.load_lanes(lanes_dir, root=work, known_shims=remaining) if lanes_dir.is_dir() else []
     except ConfigError as exc:

@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Mapping
 
-from shims.manifest import DEFAULT_ROOT, ROOTS_ENV, ShimManifest
+from shims.manifest import ROOTS_ENV, RUNTIME_DIR, ShimManifest
 from shims.reproducer import Mode, Sentinel, exit_code_for, parse_output
 
 from retire.core import times
@@ -32,7 +32,7 @@ _OUTCOME_OF = {
 }
 #: Environment variable names whose values never reach a record, even through printed output.
 _SECRET_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH")
-_REPO_ROOT = DEFAULT_ROOT.parent
+_RUNTIME_PARENT = RUNTIME_DIR.parent  # the folder `import shims` finds the runtime in
 
 
 def run_reproducer(
@@ -115,14 +115,13 @@ def classify(
 
 def _child_env(manifest: ShimManifest, env: Mapping[str, str] | None) -> dict[str, str]:
     child = dict(os.environ if env is None else env)
-    # The reproducer imports `shims` from this checkout (lane envs also have it installed).
-    child["PYTHONPATH"] = os.pathsep.join(p for p in (str(_REPO_ROOT), child.get("PYTHONPATH", "")) if p)
-    # A shim outside the catalogue (a test tree, a private root) must be findable by activate().
+    # The reproducer imports `shims` from this runtime (lane envs also have it installed).
+    child["PYTHONPATH"] = os.pathsep.join(p for p in (str(_RUNTIME_PARENT), child.get("PYTHONPATH", "")) if p)
+    # The shim's catalogue is named, never implied: activate() in the child finds exactly it.
     root = manifest.directory.resolve().parent
-    if root != DEFAULT_ROOT:
-        configured = [p for p in child.get(ROOTS_ENV, "").split(os.pathsep) if p]
-        if str(root) not in configured:
-            child[ROOTS_ENV] = os.pathsep.join([str(root), *configured])
+    configured = [p for p in child.get(ROOTS_ENV, "").split(os.pathsep) if p]
+    if str(root) not in configured:
+        child[ROOTS_ENV] = os.pathsep.join([str(root), *configured])
     child.setdefault("PYTHONUNBUFFERED", "1")  # keep partial output if it hangs and is killed
     return child
 
