@@ -8,9 +8,9 @@
     nox -s bump                      lockfile bump branch (and PR with a token)
     nox -s tests / nox -s bench      the project's own tests and benchmarks
 
-Engine sessions run in nox's own Python, where `pip install -e .` put patchlane (it depends on
-nox); the lane environments themselves are built by patchlane with uv. Tests and benchmarks get a
-clean virtualenv of their own.
+Engine sessions run in nox's own Python, where `pip install -e ".[engine]"` put patchlane (the
+engine extra brings nox); the lane environments themselves are built by patchlane with uv. Tests
+and benchmarks get a clean virtualenv of their own.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ def patchlane(session: nox.Session, *args: str) -> None:
         session.error(LANE_ERROR)
     missing = [m for m in ("uv", "tomlkit", "httpx") if importlib.util.find_spec(m) is None]
     if missing:
-        session.error(f"patchlane is not installed for nox's Python ({sys.executable}): run `{sys.executable} -m pip install -e .`")
+        session.error(f"patchlane's engine is not installed for nox's Python ({sys.executable}): "
+                      f"run `{sys.executable} -m pip install -e '.[engine]'`")
     session.run(sys.executable, "-m", "retire", "--root", str(ROOT), *args, external=True)
 
 
