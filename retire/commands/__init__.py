@@ -22,7 +22,7 @@ __all__ = ["REGISTRY", "build_parser", "main"]
 
 #: Command modules, in the order of `patchlane --help`.
 REGISTRY = (
-    "lanes", "lock", "lockdiff", "run", "summary", "manifest", "shims", "catalogue",
+    "init", "lanes", "lock", "lockdiff", "run", "summary", "manifest", "shims", "shim", "catalogue",
     "wheelhouse", "mirrors", "verdicts", "bisect", "report", "retire", "bump", "pack",
 )
 
