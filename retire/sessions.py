@@ -43,7 +43,7 @@ def _lane_params() -> tuple[list[nox.Param], str | None]:
         lanes = load_lanes(Project(ROOT).lanes_dir, root=ROOT)
     except ConfigError as exc:  # shown by every session instead of a traceback at import
         return [], str(exc)
-    return [nox.param(lane.name, tags=["gpu" if lane.needs_cuda else "cpu"]) for lane in lanes], None
+    return [nox.param(lane.name, tags=[lane.tag]) for lane in lanes], None
 
 
 LANES, LANE_ERROR = _lane_params()
