@@ -64,7 +64,7 @@ def test_no_expression_inside_any_run_script(tmp_path):
 def test_the_repositorys_workflows_use_the_action_and_the_hooks(tmp_path):
     workflows = {p.name: p.read_text() for p in (ROOT / ".github" / "workflows").glob("*.yml")}
     assert "uses: ./" in workflows["lanes.yml"] and "uses: ./" in workflows["weekly-report.yml"]
-    assert "pre-commit try-repo . patchlane-lock-check patchlane-manifest-check" in workflows["lanes.yml"]
+    assert "pre-commit try-repo . --all-files" in workflows["lanes.yml"]  # every hook of .pre-commit-hooks.yaml
     bump = _load(ROOT / ".github" / "workflows" / "bump.yml")
     steps = bump["jobs"]["bump"]["steps"]
     app = next(step for step in steps if step.get("id") == "app-token")

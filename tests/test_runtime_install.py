@@ -144,3 +144,14 @@ def test_every_listing_honours_root_in_an_empty_repository(tmp_path, command):
                             capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == []
+
+
+def test_dependency_floors_are_the_releases_that_brought_the_features_used():
+    """nox 2026.8.10 brought allow_parallel (retire/sessions.py), packaging 26.0 packaging.pylock (the
+    locks); tests/test_nox.py, test_locking.py and this file passed with exactly those releases."""
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
+    assert "packaging>=26" in project["dependencies"]
+    assert "nox>=2026.8.10" in project["optional-dependencies"]["engine"]
+    assert "allow_parallel=True" in (REPO_ROOT / "retire" / "sessions.py").read_text()
+    uses_pylock = [p for p in (REPO_ROOT / "retire").rglob("*.py") if "packaging.pylock" in p.read_text()]
+    assert uses_pylock
