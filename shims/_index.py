@@ -26,17 +26,23 @@ def load(package_path: list, project: str | None = None) -> list[tuple]:
     runtime's own folder, so ``shims.<id>.patch`` imports from it and no shim can shadow a
     runtime module. Raises :class:`~shims.errors.InputError` for a bad ``patchlane.toml``.
     """
-    roots = catalogue.roots(project)
+    roots = extend_path(package_path, project)
     entries: dict[str, tuple] = {}
-    for root in reversed(roots):
-        if root not in package_path:
-            package_path.insert(1, root)
     for root in roots:
         for entry in _root_index(root):
             if entry[ID] in entries:
                 continue
             entries[entry[ID]] = entry
     return [entries[key] for key in sorted(entries)]
+
+
+def extend_path(package_path: list, project: str | None = None) -> list[str]:
+    """Put the catalogue's roots on ``package_path`` after the runtime's own folder; returns the roots."""
+    roots = catalogue.roots(project)
+    for root in reversed(roots):
+        if root not in package_path:
+            package_path.insert(1, root)
+    return roots
 
 
 def _root_index(root: str) -> list[tuple]:

@@ -155,3 +155,31 @@ def test_dependency_floors_are_the_releases_that_brought_the_features_used():
     assert "allow_parallel=True" in (REPO_ROOT / "retire" / "sessions.py").read_text()
     uses_pylock = [p for p in (REPO_ROOT / "retire").rglob("*.py") if "packaging.pylock" in p.read_text()]
     assert uses_pylock
+
+
+def test_a_reproducer_gets_the_runtime_and_nothing_else_of_the_engines_environment(tmp_path):
+    """run_reproducer puts `shims` on the child's path through a folder holding it alone, so the
+    engine's own packages (retire, httpx, …) never shadow what a lane locked."""
+    from retire.runs.reproduce import run_reproducer
+    from shims.manifest import load_manifest
+
+    lane = tmp_path / "lane"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(lane)], check=True)
+    probe = """
+import importlib.util
+from shims import reproducer
+
+
+def check(with_shim):
+    leaked = [m for m in ("retire", "httpx", "tests") if importlib.util.find_spec(m) is not None]
+    print("# leaked:", leaked)
+    return reproducer.BUG_REPRODUCED if leaked else reproducer.FIX_VALIDATED
+
+
+if __name__ == "__main__":
+    reproducer.run("{shim_id}", check)
+"""
+    folder = write_shim(tmp_path / "catalogue", "no_leak", reproducer=probe, patch=None, fix_class="version-floor")
+    env = _clean_env(tmp_path)  # no PYTHONPATH: what the child finds is what run_reproducer gives it
+    record = run_reproducer(load_manifest(folder / "manifest.toml"), "without", python=lane / "bin" / "python", env=env)
+    assert record.outcome == "fix-validated", record.output_tail

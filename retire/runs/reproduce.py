@@ -6,12 +6,16 @@ the same module every reproducer writes with, so the two sides cannot drift apar
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping
+from pathlib import Path
 
 from shims.manifest import ROOTS_ENV, RUNTIME_DIR, ShimManifest
 from shims.reproducer import Mode, Sentinel, exit_code_for, parse_output
@@ -32,7 +36,30 @@ _OUTCOME_OF = {
 }
 #: Environment variable names whose values never reach a record, even through printed output.
 _SECRET_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH")
-_RUNTIME_PARENT = RUNTIME_DIR.parent  # the folder `import shims` finds the runtime in
+
+
+def runtime_path() -> str:
+    """A folder holding the runtime alone (``shims``, a link to :data:`RUNTIME_DIR`), for a
+    reproducer's ``PYTHONPATH``: the folder the engine imports it from (an environment's
+    site-packages) would also put every other package of the engine's environment ahead of the lane's."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "patchlane"
+    folder = cache / f"runtime-{hashlib.sha256(str(RUNTIME_DIR).encode()).hexdigest()[:16]}"
+    link = folder / "shims"
+    if link.is_symlink() and link.resolve() == RUNTIME_DIR:
+        return str(folder)
+    cache.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".runtime-", dir=cache))
+    (staging / "shims").symlink_to(RUNTIME_DIR, target_is_directory=True)
+    for _attempt in range(2):
+        try:
+            os.replace(staging, folder)  # atomic; a concurrent run that got there first wins
+            return str(folder)
+        except OSError:
+            if link.is_symlink() and link.resolve() == RUNTIME_DIR:
+                break
+            shutil.rmtree(folder, ignore_errors=True)  # a stale or broken folder: replace it once
+    shutil.rmtree(staging, ignore_errors=True)
+    return str(folder)
 
 
 def run_reproducer(
@@ -115,8 +142,9 @@ def classify(
 
 def _child_env(manifest: ShimManifest, env: Mapping[str, str] | None) -> dict[str, str]:
     child = dict(os.environ if env is None else env)
-    # The reproducer imports `shims` from this runtime (lane envs also have it installed).
-    child["PYTHONPATH"] = os.pathsep.join(p for p in (str(_RUNTIME_PARENT), child.get("PYTHONPATH", "")) if p)
+    # The reproducer imports `shims` from this runtime (lane envs also have it installed), and
+    # nothing else of the engine's environment.
+    child["PYTHONPATH"] = os.pathsep.join(p for p in (runtime_path(), child.get("PYTHONPATH", "")) if p)
     # The shim's catalogue is named, never implied: activate() in the child finds exactly it.
     root = manifest.directory.resolve().parent
     configured = [p for p in child.get(ROOTS_ENV, "").split(os.pathsep) if p]
