@@ -73,9 +73,16 @@ def rows(*, probe: bool = False) -> list[dict[str, object]]:
 
 def check(root: str | None = None) -> int:
     """Validate every manifest under ``root`` (default: the configured shim roots); 2 on errors."""
-    from shims.manifest import ManifestError, load_manifest, manifest_paths
+    from shims.manifest import RUNTIME_DIR, ManifestError, load_manifest, manifest_paths, shim_roots
 
     errors = 0
+    for base in shim_roots(root):
+        # A catalogue with __init__.py is a package named like its folder: from the shop's root,
+        # `import shims` would find it instead of the runtime (this repository's is the runtime).
+        if (base / "__init__.py").is_file() and base.resolve() != RUNTIME_DIR:
+            errors += 1
+            print(f"shims: error: {base / '__init__.py'}: the catalogue is a package and shadows the installed "
+                  "`shims` runtime — delete it (a catalogue is a plain folder)", file=sys.stderr)
     paths = manifest_paths(root)
     for path in paths:
         try:

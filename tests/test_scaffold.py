@@ -104,3 +104,12 @@ def test_shim_new_needs_a_target_when_no_lane_names_one(tmp_path, capsys):
     assert code == 0, err
     assert run_cli(tmp_path, "shims", "--check", capsys=capsys)[0] == 0
     assert 'module = "megatron.core"' in (tmp_path / "shims" / "my_fix" / "manifest.toml").read_text()
+
+
+def test_a_catalogue_with_init_py_is_refused_by_the_check(tmp_path, capsys):
+    assert run_cli(tmp_path, "init", capsys=capsys)[0] == 0
+    (tmp_path / "shims" / "__init__.py").write_text("")
+    code, out, err = run_cli(tmp_path, "shims", "--check", capsys=capsys)
+    assert code == 2
+    assert err.strip() == (f"shims: error: {tmp_path / 'shims' / '__init__.py'}: the catalogue is a package and shadows "
+                           "the installed `shims` runtime — delete it (a catalogue is a plain folder)")
