@@ -7,10 +7,10 @@ Usage in a training process (as early as possible, before the targets are import
 
 The shims are the shop's catalogue, found by :mod:`shims.catalogue`: ``$PATCHLANE_SHIMS_PATH``,
 else ``[catalogue] path`` of the nearest ``patchlane.toml`` (default ``shims/``), else none — never
-this installed package. For every shim ``<catalogue>/<id>/`` the runtime waits for ``[target] module`` to be imported (or
-acts at once if it already is), then calls ``patch.check_shape(module)`` (a mismatch: not
-applied, loud warning), ``patch.probe(module)`` (``None``: upstream is fine, not applied) and
-``patch.apply(module)``. Environment variables:
+this installed package. For every shim ``<catalogue>/<id>/`` the runtime waits for ``[target]
+module`` to be imported (or acts at once if it already is), then calls
+``patch.check_shape(module)`` (a mismatch: not applied, loud warning), ``patch.probe(module)``
+(``None``: upstream is fine, not applied) and ``patch.apply(module)``. Environment variables:
 
 - ``PATCHLANE_SHIMS_PATH``: the catalogue's folders (``os.pathsep``-separated), e.g. in a training image;
 - ``PATCHLANE_SHIMS_DISABLE``: comma-separated shim ids not to activate;
@@ -96,7 +96,7 @@ class ShimNotAppliedWarning(UserWarning):
     """A shim was not applied because its target changed shape or its patch failed."""
 
 
-# Index entry fields (a plain tuple: it is what the marshal cache stores; shims/_index.py).
+# Index entry fields (a plain tuple: it is what the marshal cache stores; shims/_index.py builds them).
 _ID, _MODULE, _DIST, _FIX_CLASS, _ENV, _HAS_PATCH, _ERROR = range(7)
 _PATCHLESS = frozenset({"version-floor", "env-constraint", "packaging"})
 

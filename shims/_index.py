@@ -9,10 +9,10 @@ cache folder; it is keyed by every manifest's size and mtime and by the validato
 import os
 import sys
 
+from shims import _ERROR as ERROR
+from shims import _ID as ID
 from shims import catalogue
 
-# Index entry fields.
-ID, MODULE, DIST, FIX_CLASS, ENV, HAS_PATCH, ERROR = range(7)
 _INDEX_FORMAT = 2
 #: The modules that validate manifests: the cached index depends on them.
 _PARSER_MODULES = ("manifest.py", "model.py", "tomlreader.py", "errors.py")
