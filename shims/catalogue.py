@@ -58,15 +58,17 @@ def configured(project: str | os.PathLike[str]) -> str:
         return os.path.join(project, DEFAULT_PATH)
     except OSError as exc:
         raise InputError(shown, None, f"cannot read it: {exc.strerror or exc}", "check the file") from None
-    if b"catalogue" not in raw:  # the common case: no section, no TOML parser imported
+    if b"catalogue" not in raw:  # no section: no TOML parser imported
         return os.path.join(project, DEFAULT_PATH)
-    import tomllib
+    section = _plain_section(raw)
+    if section is None:  # anything but the plain form: the real parser (tomllib costs ~4 ms to import)
+        import tomllib
 
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise InputError(shown, None, f"not valid TOML ({exc})", "fix the syntax") from None
-    section = data.get("catalogue", {})
+        try:
+            data = tomllib.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise InputError(shown, None, f"not valid TOML ({exc})", "fix the syntax") from None
+        section = data.get("catalogue", {})
     if not isinstance(section, dict):
         raise InputError(shown, "catalogue", "expected a table", 'write [catalogue] with path = "shims"')
     unknown = sorted(set(section) - {"path"})
@@ -80,6 +82,34 @@ def configured(project: str | os.PathLike[str]) -> str:
         raise InputError(shown, "catalogue.path", f"{path!r} leaves the project",
                          'use a folder inside the project such as "shims"; elsewhere, set PATCHLANE_SHIMS_PATH')
     return folder
+
+
+def _plain_section(raw: bytes) -> dict | None:
+    """``{"path": …}`` when the catalogue is written in the plain form — a ``[catalogue]`` line, then
+    ``path = "…"`` (comments and blank lines around) — else ``None``: parse the file for real."""
+    path = None
+    inside = False
+    for line in raw.split(b"\n"):
+        text = line.split(b"#", 1)[0].strip()
+        if not text:
+            continue
+        if text.startswith(b"["):
+            if inside:
+                break
+            inside = text == b"[catalogue]"
+        elif inside:
+            key, _, value = text.partition(b"=")
+            value = value.strip()
+            if path is not None or key.strip() != b"path" or len(value) < 2 or value[:1] != b'"' \
+                    or value[-1:] != b'"' or b'"' in value[1:-1] or b"\\" in value:
+                return None
+            path = value[1:-1]
+        elif b"catalogue" in text:  # a dotted key or an inline table: not the plain form
+            return None
+    try:
+        return {"path": path.decode("utf-8")} if path is not None else None
+    except UnicodeDecodeError:
+        return None
 
 
 def roots(project: str | os.PathLike[str] | None = None) -> list[str]:

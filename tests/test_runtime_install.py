@@ -183,3 +183,36 @@ if __name__ == "__main__":
     env = _clean_env(tmp_path)  # no PYTHONPATH: what the child finds is what run_reproducer gives it
     record = run_reproducer(load_manifest(folder / "manifest.toml"), "without", python=lane / "bin" / "python", env=env)
     assert record.outcome == "fix-validated", record.output_tail
+
+
+@pytest.mark.parametrize("text", [
+    "",
+    "# no catalogue here\n[mirrors]\nfolder = 'm'\n",
+    '[catalogue]\npath = "fixes"\n',
+    '# the catalogue\n[catalogue]  # ours\n\npath = "fixes"   # one folder per shim\n[mirrors]\n',
+    "[catalogue]\npath = 'fixes'\n",
+    'catalogue.path = "fixes"\n',
+    'catalogue = { path = "fixes" }\n',
+    '[catalogue]\n',
+    '[catalogue]\npath = "a#b"\n',
+])
+def test_the_catalogue_setting_reads_as_toml_reads_it(tmp_path, text):
+    """The runtime reads the plain form without importing a TOML parser; whatever it reads, tomllib agrees."""
+    from shims.catalogue import configured
+
+    (tmp_path / "patchlane.toml").write_text(text)
+    expected = tomllib.loads(text).get("catalogue", {}).get("path", "shims")
+    assert configured(tmp_path) == str(tmp_path / expected)
+
+
+def test_activation_from_a_plain_patchlane_toml_imports_no_toml_parser(tmp_path):
+    shop = tmp_path / "shop"
+    write_shim(shop / "fixes", "toy_fix")
+    (shop / "patchlane.toml").write_text('# the shop\n[catalogue]\npath = "fixes"\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PATCHLANE_")} | {"PYTHONPATH": str(REPO_ROOT)}
+    program = "import sys, shims; s = shims.activate(); print(sorted(s), 'tomllib' in sys.modules)"
+    runs = [subprocess.run([sys.executable, "-c", program], cwd=shop, env=env, capture_output=True, text=True,
+                           timeout=60, check=False) for _ in range(2)]
+    # The first run validates the manifest (a cache miss parses it); the next only reads the index.
+    assert runs[0].stdout.strip() == "['toy_fix'] True", runs[0].stderr
+    assert runs[1].stdout.strip() == "['toy_fix'] False", runs[1].stderr
