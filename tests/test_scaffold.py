@@ -45,6 +45,12 @@ def test_init_then_shim_new_then_nox_lock_and_lane(tmp_path, einops_index, monke
         assert (shop / path).is_file(), path
     assert not (shop / "shims" / "__init__.py").exists()  # data, never a package that shadows the runtime
     assert "## Patch lane" in (shop / "README.md").read_text()
+    # Right away: locked (from the lane's index), the lock check and the lane pass.
+    assert (shop / "locks" / "cpu" / "pylock.toml").is_file()
+    code, out = _nox(shop, "-s", "lock", "--", "--check")
+    assert code == 0 and "1 of 1 locks match" in out, out
+    code, out = _nox(shop, "-s", "lane")
+    assert code == 0 and "Session lane(name='cpu') was successful" in out, out
 
     code, out, err = run_cli(shop, "shim", "new", "my_fix", "--owner", "kernels@example.org", capsys=capsys)
     assert code == 0, err
@@ -67,13 +73,13 @@ def test_init_then_shim_new_then_nox_lock_and_lane(tmp_path, einops_index, monke
 def test_init_refuses_to_overwrite_and_appends_to_a_readme(tmp_path, capsys):
     (tmp_path / "README.md").write_text("# our models\n\nTraining code.\n")
     (tmp_path / ".gitignore").write_text("*.pyc\n")
-    assert run_cli(tmp_path, "init", capsys=capsys)[0] == 0
+    assert run_cli(tmp_path, "init", "--no-lock", capsys=capsys)[0] == 0
     readme = (tmp_path / "README.md").read_text()
     assert readme.startswith("# our models\n\nTraining code.\n") and readme.count("## Patch lane") == 1
     assert (tmp_path / ".gitignore").read_text() == "*.pyc\n.patchlane/\n.nox/\n"
     (tmp_path / "lanes" / "cpu.toml").write_text("# ours\n")
     (tmp_path / "noxfile.py").unlink()
-    code, out, err = run_cli(tmp_path, "init", capsys=capsys)
+    code, out, err = run_cli(tmp_path, "init", "--no-lock", capsys=capsys)
     assert code == 2
     assert err.strip() == (f"patchlane: error: {tmp_path / 'patchlane.toml'}: exists; patchlane init writes only new "
                            "files — move it aside, or run it in a folder without it")
@@ -89,7 +95,7 @@ def test_init_refuses_to_overwrite_and_appends_to_a_readme(tmp_path, capsys):
     ("../escape", "'../escape' is not a shim id"),
 ])
 def test_shim_new_rejects_ids_that_are_not_identifiers_or_shadow_the_runtime(tmp_path, capsys, shim_id, problem):
-    assert run_cli(tmp_path, "init", capsys=capsys)[0] == 0
+    assert run_cli(tmp_path, "init", "--no-lock", capsys=capsys)[0] == 0
     code, out, err = run_cli(tmp_path, "shim", "new", shim_id, capsys=capsys)
     assert code == 2 and err.startswith(f"patchlane: error: ID: {problem} — ") and err.count("\n") == 1
     assert sorted(p.name for p in (tmp_path / "shims").iterdir()) == ["README.md"]
@@ -107,9 +113,17 @@ def test_shim_new_needs_a_target_when_no_lane_names_one(tmp_path, capsys):
 
 
 def test_a_catalogue_with_init_py_is_refused_by_the_check(tmp_path, capsys):
-    assert run_cli(tmp_path, "init", capsys=capsys)[0] == 0
+    assert run_cli(tmp_path, "init", "--no-lock", capsys=capsys)[0] == 0
     (tmp_path / "shims" / "__init__.py").write_text("")
     code, out, err = run_cli(tmp_path, "shims", "--check", capsys=capsys)
     assert code == 2
     assert err.strip() == (f"shims: error: {tmp_path / 'shims' / '__init__.py'}: the catalogue is a package and shadows "
                            "the installed `shims` runtime — delete it (a catalogue is a plain folder)")
+
+
+def test_init_without_a_reachable_index_writes_the_project_and_says_to_lock_later(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("UV_HTTP_RETRIES", "0")  # a closed port answers at once; uv need not retry it
+    code, out, err = run_cli(tmp_path, "init", capsys=capsys)  # the default index is a closed port here
+    assert code == 0, err
+    assert "note: cpu is not locked yet" in out + err and "run `nox -s lock`" in out + err
+    assert (tmp_path / "lanes" / "cpu.toml").is_file() and not (tmp_path / "locks" / "cpu").exists()
