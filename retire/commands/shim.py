@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from retire.commands.base import Command, ExitCode, emit_json, say, shown
 from retire.core.project import Project
@@ -13,6 +14,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     new = sub.add_parser("new", help="scaffold <catalogue>/ID/ with manifest.toml, patch.py and reproduce.py",
                          description="Scaffold a shim that `patchlane shims --check` accepts and add it to lanes.")
     new.add_argument("id", metavar="ID", help="the shim id: a lowercase identifier, e.g. my_fix")
+    new.add_argument("--root", type=Path, default=argparse.SUPPRESS, help="project folder (default: the current folder)")
     new.add_argument("--lane", action="append", default=[], metavar="LANE",
                      help="add the shim to this lane (repeatable; default: the only lane, if there is one)")
     new.add_argument("--distribution", help="the distribution that ships the bug (default: the lane's first requirement)")
