@@ -186,6 +186,11 @@ def test_the_actions_steps_run_as_a_script_on_a_scaffolded_shop(shop, tmp_path):
     assert {(r.shim, r.mode, r.outcome) for r in records} == {("my_fix", "without", "skipped"), ("my_fix", "with", "skipped")}
     assert list((shop / "reports").glob("*-W*.md")) and list((shop / "reports").glob("*-W*.html"))
 
+    # The installed engine (not this checkout) carries its templates: init works from the wheel.
+    fresh = subprocess.run([str(venv / "bin" / "patchlane"), "init", "--no-lock", str(tmp_path / "fresh")], env=env,
+                           capture_output=True, text=True, timeout=60, check=False)
+    assert fresh.returncode == 0 and (tmp_path / "fresh" / "shims" / "README.md").is_file(), fresh.stderr
+
     # A bad input stops the step with an annotation that does not echo the value.
     bad = run_action({"lane-tag": "cpu; touch pwned", "report": "false"}, env, cwd=shop)
     assert bad[-1].returncode == 2 and "::error::lane-tag must be" in bad[-1].stdout

@@ -79,7 +79,8 @@ def plan_shim(project: Project, shim_id: str, *, lanes: list[str], distribution:
               "owner": (owner or "someone@example.org").replace('"', "'"),
               "today": (today or _dt.date.today()).isoformat()}
     base = folder.relative_to(project.root).as_posix()
-    create = {f"{base}/{name}": template(f"shim/{name}", **values) for name in ("manifest.toml", "patch.py", "reproduce.py")}
+    sources = {"manifest.toml": "manifest.toml", "patch.py": "patch.py.tmpl", "reproduce.py": "reproduce.py.tmpl"}
+    create = {f"{base}/{name}": template(f"shim/{source}", **values) for name, source in sources.items()}
     edit = {}
     for lane in chosen:
         path = project.root / lane.origin.split(" ")[0]
