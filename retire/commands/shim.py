@@ -44,7 +44,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
         return ExitCode.OK
     for path in written:
         say(f"{'edited ' if path in plan.edit else 'created'} {shown(project.root / path)}")
-    say(f"next: write the reproducer, then `patchlane shims --check` and `nox -s lane`")
+    say("next: write the reproducer, then `patchlane shims --check` and `nox -s lane`")
     return ExitCode.OK
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as _dt
 import keyword
 import re
-from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
