@@ -11,6 +11,9 @@ import datetime as _dt
 import hashlib
 import json
 import os
+import re
+import stat
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -24,7 +27,8 @@ from retire.core.errors import ConfigError
 
 __all__ = [
     "FAILING", "FAULTED", "FIXED", "MODES", "OUTCOMES", "PROVING", "Mode", "RunOutcome", "ShimOutcome", "ValidationRecord",
-    "append", "compute_record_id", "dumps", "load", "merge", "write",
+    "Damaged", "QUARANTINE_SUFFIX",
+    "append", "compute_record_id", "dumps", "load", "merge", "quarantine_path", "write",
 ]
 
 
@@ -74,7 +78,8 @@ def compute_record_id(
 ) -> str:
     """sha256 over what identifies one run: shim, mode, lane, host (name + GPU), start, sentinel."""
     identity = [shim, mode, lane, host.get("hostname"), host.get("gpu"), started_at, sentinel]
-    return hashlib.sha256(json.dumps(identity, separators=(",", ":")).encode()).hexdigest()
+    # sort_keys: a host stamp's odd values (objects) hash the same after a round trip.
+    return hashlib.sha256(json.dumps(identity, separators=(",", ":"), sort_keys=True).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -145,8 +150,10 @@ class ValidationRecord:
         if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int)):
             raise ValueError("field 'exit_code' must be an integer or null")
         duration = data.get("duration_s", 0.0)
-        if isinstance(duration, bool) or not isinstance(duration, (int, float)):
-            raise ValueError("field 'duration_s' must be a number")
+        if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not -1e300 < duration < 1e300:
+            raise ValueError("field 'duration_s' must be a finite number")
+        if data.get("sentinel") is not None and not isinstance(data["sentinel"], str):
+            raise ValueError("field 'sentinel' must be a string or null")
         record = cls(
             shim=data["shim"],  # type: ignore[arg-type]
             mode=Mode(data["mode"]),
@@ -169,35 +176,113 @@ class ValidationRecord:
         return record
 
 
+#: Characters JSON may leave unescaped that some readers (``str.splitlines``, editors) take as a line
+#: break, and lone surrogates that cannot be written as UTF-8: always written as ``\\uXXXX``.
+_ESCAPE = re.compile("[\x85\u2028\u2029\ud800-\udfff]")
+#: Where damaged lines of ``manifest.jsonl`` are moved: ``manifest.jsonl.quarantine`` beside it.
+QUARANTINE_SUFFIX = ".quarantine"
+
+
 def dumps(record: ValidationRecord) -> str:
-    """One JSON Lines line (no newline), keys sorted so files diff cleanly."""
-    return json.dumps(record.to_json(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    """One JSON Lines line (no newline), keys sorted so files diff cleanly.
+
+    The line holds no character any reader takes as a line break (U+2028, U+2029, U+0085 are
+    escaped like the control characters) and no lone surrogate: it always reads back as one line.
+    """
+    text = json.dumps(record.to_json(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return _ESCAPE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
-def load(path: str | os.PathLike[str]) -> list[ValidationRecord]:
-    """Read a JSON Lines manifest; a missing file is empty, a bad line is a one-line ConfigError."""
+@dataclass(frozen=True)
+class Damaged:
+    """A line of a manifest that is not a record: its number, its bytes, and why."""
+
+    number: int
+    line: bytes
+    problem: str
+
+
+def quarantine_path(path: str | os.PathLike[str]) -> Path:
     path = Path(path)
+    return path.with_name(path.name + QUARANTINE_SUFFIX)
+
+
+def _read(path: Path) -> tuple[list[ValidationRecord], list[bytes], list[Damaged]]:
+    """``(records, their lines, damaged lines)``; lines are split on ``\n`` only, as written."""
     try:
-        text = path.read_text(encoding="utf-8")
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(path, None, "not a regular file", "point it at the validation manifest (a .jsonl file)")
+        with open(path, "rb") as handle:
+            data = handle.read()
     except FileNotFoundError:
-        return []
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(path, None, f"cannot read: {exc}", "check the file") from None
-    records = []
-    for number, line in enumerate(text.splitlines(), start=1):
+        return [], [], []
+    except OSError as exc:
+        raise ConfigError(path, None, f"cannot read: {exc.strerror or exc}", "check the file") from None
+    records, lines, damaged = [], [], []
+    for number, line in enumerate(data.split(b"\n"), start=1):
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
+            records.append(_parse(line))
+            lines.append(line)
         except ValueError as exc:
-            raise ConfigError(path, f"line {number}", f"not valid JSON ({exc.msg} at column {exc.colno})",
-                              "fix or delete the line; every line is one record") from None
-        if not isinstance(data, dict):
-            raise ConfigError(path, f"line {number}", "expected a JSON object", "every line is one record")
-        try:
-            records.append(ValidationRecord.from_json(data))
-        except ValueError as exc:
-            raise ConfigError(path, f"line {number}", str(exc), "fix or delete the line") from None
+            damaged.append(Damaged(number, line, str(exc)))
+    return records, lines, damaged
+
+
+def _parse(line: bytes) -> ValidationRecord:
+    """One line as a record; ``ValueError`` (one short line) for anything else."""
+    try:
+        data = json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8 text") from None
+    except RecursionError:
+        raise ValueError("not valid JSON (nested too deeply)") from None
+    except ValueError as exc:
+        raise ValueError(f"not valid JSON ({getattr(exc, 'msg', exc)} at column {getattr(exc, 'colno', '?')})") from None
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object")
+    try:
+        return ValidationRecord.from_json(data)
+    except ValueError as exc:
+        raise ValueError(str(exc)[:200]) from None
+
+
+def _quarantine(path: Path, damaged: list[Damaged]) -> str:
+    """Copy ``damaged`` lines to the quarantine file (once each); where they went, for the warning."""
+    target = quarantine_path(path)
+    try:
+        old = target.read_bytes() if target.exists() else b""
+        kept = set(old.split(b"\n"))
+        new = [d.line for d in damaged if d.line not in kept]
+        if new:
+            atomic_write(target, (old if not old or old.endswith(b"\n") else old + b"\n") + b"\n".join(new) + b"\n")
+    except OSError as exc:
+        return f"could not copy it to {target.name} ({exc.strerror or exc})"
+    return f"copied to {target}"
+
+
+def _warn(path: Path, damaged: list[Damaged], where: str) -> None:
+    """One warning line per damaged line, on stderr: the store keeps working without it."""
+    for item in damaged:
+        print(f"patchlane: warning: {path}: line {item.number}: {item.problem} — skipped, {where}; "
+              "fix it there and `patchlane manifest merge` it back, or delete it", file=sys.stderr, flush=True)
+
+
+def load(path: str | os.PathLike[str]) -> list[ValidationRecord]:
+    """Read a JSON Lines manifest; a missing file is empty.
+
+    A damaged line (not JSON, not a record, a hand-edited record) never blocks the store: it is
+    skipped with a one-line warning naming the file and the line, and copied to
+    ``<manifest>.quarantine`` beside it; the next :func:`append` or :func:`write` moves it there.
+    """
+    path = Path(path)
+    records, _, damaged = _read(path)
+    if damaged:
+        with locked(path):
+            where = _quarantine(path, damaged)
+        _warn(path, damaged, where)
     return records
 
 
@@ -205,22 +290,24 @@ def append(path: str | os.PathLike[str], records: Iterable[ValidationRecord]) ->
     """Add ``records`` that are not already in ``path``; returns how many were added.
 
     Read-modify-write under a lock file, then an atomic replace: concurrent lanes never lose
-    each other's records and a reader never sees half a line.
+    each other's records and a reader never sees half a line. Damaged lines are moved to the
+    quarantine file (never lost, never in the way).
     """
     path = Path(path)
     with locked(path):
-        existing = load(path)
+        existing, lines, damaged = _read(path)
+        where = _quarantine(path, damaged) if damaged else ""
         seen = {record.record_id for record in existing}
         added = []
         for record in records:
             if record.record_id not in seen:
                 seen.add(record.record_id)
                 added.append(record)
-        if added:
-            old = path.read_text(encoding="utf-8") if path.exists() else ""
-            if old and not old.endswith("\n"):
-                old += "\n"
-            atomic_write(path, old + "".join(dumps(record) + "\n" for record in added))
+        if added or (damaged and where.startswith("copied")):
+            kept = b"".join(line + b"\n" for line in lines)
+            atomic_write(path, kept + "".join(dumps(record) + "\n" for record in added).encode("utf-8"))
+    if damaged:
+        _warn(path, damaged, where.replace("copied", "moved", 1))
     return len(added)
 
 
@@ -228,12 +315,19 @@ def merge(paths: Iterable[str | os.PathLike[str]]) -> list[ValidationRecord]:
     """All records of ``paths``, each once (by record_id), stably sorted by ``started_at``."""
     by_id: dict[str, ValidationRecord] = {}
     for path in paths:
+        if not Path(path).exists():  # a host's records must never vanish because a path was mistyped
+            raise ConfigError(path, None, "file not found", "check the path of the manifest to merge")
         for record in load(path):
             by_id.setdefault(record.record_id, record)
     return sorted(by_id.values(), key=lambda record: record.started_at)
 
 
 def write(path: str | os.PathLike[str], records: Iterable[ValidationRecord]) -> None:
-    """Replace ``path`` with exactly ``records`` (e.g. the result of :func:`merge`)."""
+    """Replace ``path`` with exactly ``records`` (e.g. the result of :func:`merge`); damaged lines
+    of the old file are moved to the quarantine file first."""
+    path = Path(path)
     with locked(path):
+        damaged = _read(path)[2]
+        if damaged:
+            _warn(path, damaged, _quarantine(path, damaged).replace("copied", "moved", 1))
         atomic_write(path, "".join(dumps(record) + "\n" for record in records))
