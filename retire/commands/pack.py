@@ -78,7 +78,9 @@ def run(project: Project, args: argparse.Namespace) -> int:
         say(f"approved {args.id} by {approval.by} at {approval.at}; recorded in packs/state.json — commit it")
         return ExitCode.OK
     if args.action == "export":
-        for path in store.export(root, args.id, args.to, now=args.now, window=window):
+        from retire.packs.export import export
+
+        for path in export(root, args.id, args.to, now=args.now, window=window):
             say(f"wrote {path}")
         return ExitCode.OK
     filing = store.record_filing(root, args.id, args.url, now=args.now)

@@ -28,6 +28,8 @@ from packaging.utils import canonicalize_name
 
 from retire.core import uv
 from retire.core.atomic import atomic_write
+from retire.core.errors import ConfigError
+from retire.core.project import contained
 from retire.core import times
 from retire.lanes.model import LANE_NAME, Lane
 from retire.locks.cutoffs import Cutoffs, resolve_cutoffs
@@ -64,9 +66,14 @@ class LockResult:
 
 
 def lock_path(locks_dir: Path, lane_name: str) -> Path:
+    """``locks/<lane>/pylock.toml``: never a committed link (followed out of the project), never a folder."""
     if not LANE_NAME.fullmatch(lane_name):  # names become paths: never let one climb out
         raise ValueError(f"invalid lane name {lane_name!r}")
-    return locks_dir / lane_name / LOCK_NAME
+    path = contained(locks_dir.parent, locks_dir / lane_name / LOCK_NAME)
+    if path.exists() and not path.is_file():
+        raise ConfigError(f"{locks_dir.name}/{lane_name}/{LOCK_NAME}", None, "not a regular file (a folder?)",
+                          f"delete it; `patchlane lock {lane_name}` writes the lock")
+    return path
 
 
 def read_lock(path: Path) -> dict | None:

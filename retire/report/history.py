@@ -12,7 +12,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from retire.core.errors import ConfigError
 from retire.core.git import Git, GitError
+from retire.core.project import contained
 from retire.report.model import BurnPoint, PreviousReport, iso_week, parse_week, week_bounds
 
 __all__ = ["History", "git_burndown", "read_previous_reports"]
@@ -48,8 +50,14 @@ def read_previous_reports(folder: str | os.PathLike[str], before_week: str) -> H
         if week >= before_week:
             continue
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(contained(folder, path.name).read_text(encoding="utf-8"))
             report = PreviousReport.from_json(data)
+        except ConfigError as exc:  # a committed link: never followed
+            notes.append(f"{_display(path)}: {exc.problem} — ignored")
+            continue
+        except RecursionError:
+            notes.append(f"{_display(path)}: previous report is nested too deeply — ignored")
+            continue
         except (OSError, UnicodeDecodeError) as exc:
             notes.append(f"{_display(path)}: cannot read previous report ({exc}) — ignored")
             continue

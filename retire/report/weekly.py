@@ -30,7 +30,7 @@ from retire.report import markdown as report_render
 from retire.core import times
 from retire.core.atomic import atomic_write
 from retire.core.errors import ConfigError, PatchlaneError
-from retire.core.project import Project
+from retire.core.project import Project, contained
 
 try:  # the filing-queue section exists only where retire.packs does
     from retire.packs import store as _packs
@@ -124,7 +124,7 @@ def write_report(out: Path, week: str, files: Sequence[tuple[str, str]]) -> tupl
     """
     paths = []
     for suffix, text in files:
-        path = out / f"{week}{suffix}"
+        path = contained(out, f"{week}{suffix}")  # a committed link is refused, never written through
         try:
             atomic_write(path, text)
         except OSError as exc:

@@ -206,7 +206,7 @@ def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = 
         raise BuildError(f"no lock at {lock_file}: run `nox -s lock -- {lane.name}`")
     lock_bytes = lock_file.read_bytes()
     path = env_path(envs_dir, lane.name)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _make_folder(path)
     state_file = path / STATE_NAME
     state = _read_state(state_file)
     made_from = ["overlay", overlay] if overlay else ["full", lane.python]
@@ -254,6 +254,17 @@ def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = 
         python_version=info["python"], installed=info["packages"], base=base, base_python=overlay,
         synced=tuple(synced),
     )
+
+
+def _make_folder(path: Path) -> None:
+    """The folder of lane envs; a stray file where it or the lane's env goes is one line, not a traceback."""
+    for folder in (path.parent, path):
+        if folder.exists() and not folder.is_dir():
+            raise BuildError(f"{folder} is a file where the lane env folder goes: delete it (patchlane makes the folder)")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BuildError(f"cannot make {path.parent}: {exc.strerror or exc} (a stray file on the way?)") from None
 
 
 def _full_env_info(path: Path, lock: dict) -> dict | None:
