@@ -279,6 +279,9 @@ class _Reader:
             cells = matrix_mod.expand(template=template, base=base, axes=axes, exclude=exclude, include=include)
         except matrix_mod.MatrixConflict as exc:
             raise self.error(exc.key, exc.problem, exc.fix) from None
+        if not cells:  # a matrix that silently defines no lane would drop its cells from every run
+            raise self.error("matrix.exclude", "the excludes remove every cell: the matrix defines no lane",
+                             "drop an exclude, or delete the file")
         lanes = []
         for cell in cells:
             label = ", ".join(f"{a}={v}" for a, v in cell.values)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -44,6 +45,10 @@ UNREACHABLE_MARKERS = (
     "Failed to fetch",
     "failed to lookup address",
 )
+
+#: uv's words for an index that answered with an error status (reqwest's "HTTP status server error (500 …)").
+_HTTP_STATUS = re.compile(r"HTTP status (server|client) error|\b[45]\d\d (Internal Server Error|Service Unavailable|"
+                          r"Bad Gateway|Forbidden|Unauthorized|Not Found|Gateway Timeout)")
 
 
 @dataclass(frozen=True)
@@ -264,7 +269,10 @@ def compile_args(lane: Lane, *, upgrade: bool = False, upgrade_packages: tuple[s
 def explain_failure(stderr: str) -> tuple[str, str]:
     """(status, one-line message) from uv's stderr; the full text stays in the result's detail."""
     lines = uv.failure_lines(stderr)
-    status = "unreachable" if any(m in stderr for m in UNREACHABLE_MARKERS) else "failed"
+    # An index that answered with an HTTP error (500, 403, 404) was reached: that is a failure, never
+    # "unreachable" (which keeps the old lock and exits 0) — uv says "Failed to fetch" for both.
+    answered = _HTTP_STATUS.search(stderr) is not None
+    status = "unreachable" if not answered and any(m in stderr for m in UNREACHABLE_MARKERS) else "failed"
     errors = [line for line in lines if line.startswith(("error:", "cause:", "Caused by:", "╰─▶"))]
     summary = " / ".join((errors or lines or ["uv failed without a message"])[:4])
     return status, summary[:600]
