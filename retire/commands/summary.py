@@ -8,6 +8,7 @@ import json
 from retire.commands.base import Command, ExitCode, emit_json, say
 from retire.core.errors import ConfigError
 from retire.core.project import Project
+from shims import tomlreader
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -25,7 +26,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
     results = []
     for path in files:
         try:
-            results.append(_checked(lanerun.from_summary(json.loads(path.read_text(encoding="utf-8")))))
+            text = tomlreader.read_text(path, str(path))  # a FIFO or a folder is an error, never a block
+            results.append(_checked(lanerun.from_summary(json.loads(text))))
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise ConfigError(path, None, f"unreadable lane summary ({type(exc).__name__})",
                               "re-run that lane, or delete the file") from None
