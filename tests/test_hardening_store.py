@@ -157,7 +157,7 @@ def test_pack_export_refuses_a_link_in_the_destination(tmp_path, capsys):
     (("pack", "--window-days", "-3", "plan"), "--window-days: must be more than zero"),
     (("pack", "--now", "9999-12-31T23:59:59-23:59", "plan"), "out of range in UTC"),
     (("lock", "--check", "--now", "0001-01-01T00:00:00+01:00"), "out of range in UTC"),
-    (("report", "--no-probe", "--week", "9999-W52"), "year 9999 is out of range"),
+    (("report", "--no-probe", "--week", "9999-W52"), "--week: year 9999 is out of range"),
     (("report", "--no-probe", "--week", "0001-W01"), "year 1 is out of range"),
     (("report", "--no-probe", "--week", "2026-W60"), "2026 has no ISO week 60"),
     (("verdicts", "--stale-after", "-1"), "--stale-after: must be more than zero"),

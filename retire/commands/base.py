@@ -170,13 +170,3 @@ def utc_moment(text: str) -> _dt.datetime:
         return times.parse(text, assume_utc=True)
     except times.TimeError as exc:
         raise argparse.ArgumentTypeError(f"{exc}: write it like 2026-11-22T09:00Z") from None
-
-
-def iso_week(text: str) -> str:
-    """argparse type: an ISO week label (``--week 2026-W47``), checked where the report checks it."""
-    from retire.report.model import parse_week
-
-    try:
-        return parse_week(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None

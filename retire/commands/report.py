@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from retire.commands.base import Command, ExitCode, iso_week, say, shown
+from retire.commands.base import Command, ExitCode, say, shown
 from retire.core.project import Project
 
 
@@ -20,7 +20,7 @@ def add_evidence_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--week", type=iso_week, help="ISO week to report, e.g. 2026-W47 (default: this week)")
+    p.add_argument("--week", help="ISO week to report, e.g. 2026-W47 (default: this week)")
     p.add_argument("--out", type=Path, help="folder for the report files (default: reports/)")
     p.add_argument("--no-probe", action="store_true",
                    help="use cached evidence only (HTTP cache, local mirrors, records): no network")

@@ -28,7 +28,7 @@ from retire.core.errors import ConfigError
 __all__ = [
     "FAILING", "FAULTED", "FIXED", "MODES", "OUTCOMES", "PROVING", "Mode", "RunOutcome", "ShimOutcome", "ValidationRecord",
     "Damaged", "QUARANTINE_SUFFIX",
-    "append", "compute_record_id", "dumps", "load", "merge", "quarantine_path", "write",
+    "append", "compute_record_id", "dumps", "load", "load_checked", "merge", "quarantine_path", "write",
 ]
 
 
@@ -277,13 +277,18 @@ def load(path: str | os.PathLike[str]) -> list[ValidationRecord]:
     skipped with a one-line warning naming the file and the line, and copied to
     ``<manifest>.quarantine`` beside it; the next :func:`append` or :func:`write` moves it there.
     """
+    return load_checked(path)[0]
+
+
+def load_checked(path: str | os.PathLike[str]) -> tuple[list[ValidationRecord], list[Damaged]]:
+    """:func:`load`, also saying which lines were damaged (a report notes that runs were left out)."""
     path = Path(path)
     records, _, damaged = _read(path)
     if damaged:
         with locked(path):
             where = _quarantine(path, damaged)
         _warn(path, damaged, where)
-    return records
+    return records, damaged
 
 
 def append(path: str | os.PathLike[str], records: Iterable[ValidationRecord]) -> int:

@@ -69,9 +69,14 @@ def _records(path: Path) -> tuple[list, str | None]:
     from retire.evidence import validation
 
     try:
-        return validation.load(path), None
+        records, damaged = validation.load_checked(path)
     except ConfigError as exc:
         return [], str(exc)
+    if not damaged:
+        return records, None
+    first = damaged[0]
+    return records, (f"{path}: {len(damaged)} damaged line(s) left out, copied to {validation.quarantine_path(path).name} "
+                     f"(line {first.number}: {first.problem})")
 
 
 def gather_verdicts(project: Project, manifests, lanes, records_path: Path, *, probe: bool = True,
