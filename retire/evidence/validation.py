@@ -67,6 +67,8 @@ FAULTED = frozenset({RunOutcome.CRASHED, RunOutcome.TIMEOUT})
 #: Judged outcomes that fail a lane run.
 FAILING = frozenset({ShimOutcome.SHIM_BROKEN, ShimOutcome.CRASHED, ShimOutcome.TIMEOUT})
 
+#: Host stamp fields that are text (or null) wherever a record is shown or compared.
+_HOST_TEXT = ("hostname", "gpu", "python", "platform", "driver", "compute_capability", "cuda")
 _FIELDS = (
     "shim", "mode", "lane", "host", "versions", "sentinel", "outcome", "exit_code",
     "duration_s", "started_at", "output_tail", "detail", "run", "environment", "record_id",
@@ -80,6 +82,25 @@ def compute_record_id(
     identity = [shim, mode, lane, host.get("hostname"), host.get("gpu"), started_at, sentinel]
     # sort_keys: a host stamp's odd values (objects) hash the same after a round trip.
     return hashlib.sha256(json.dumps(identity, separators=(",", ":"), sort_keys=True).encode()).hexdigest()
+
+
+def _text(value: object) -> str | None:
+    return value if value is None or isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+def _text_values(mapping: object) -> dict[str, str | None]:
+    return {str(k): _text(v) for k, v in mapping.items()} if isinstance(mapping, Mapping) else {}
+
+
+def _normal_host(host: Mapping[str, object]) -> dict[str, object]:
+    """The host stamp with its known fields as text or null and ``packages`` as names to versions."""
+    normal = dict(host)
+    for name in _HOST_TEXT:
+        if name in normal:
+            normal[name] = _text(normal[name])
+    if "packages" in normal:
+        normal["packages"] = _text_values(normal["packages"])
+    return normal
 
 
 @dataclass(frozen=True)
@@ -107,6 +128,10 @@ class ValidationRecord:
     record_id: str = field(default="")
 
     def __post_init__(self) -> None:
+        # Text where text is shown and compared, whatever a reproducer printed in its host stamp:
+        # the writer and the reader normalise alike, so no record is written that reads back differently.
+        object.__setattr__(self, "host", _normal_host(self.host))
+        object.__setattr__(self, "versions", _text_values(self.versions))
         if not self.record_id:
             object.__setattr__(self, "record_id", self.computed_id())
 
@@ -146,6 +171,7 @@ class ValidationRecord:
         for name in ("host", "versions", "environment"):
             if not isinstance(data.get(name, {}), dict):
                 raise ValueError(f"field {name!r} must be an object")
+
         exit_code = data.get("exit_code")
         if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int)):
             raise ValueError("field 'exit_code' must be an integer or null")
@@ -245,6 +271,8 @@ def _parse(line: bytes) -> ValidationRecord:
         raise ValueError("expected a JSON object")
     try:
         return ValidationRecord.from_json(data)
+    except RecursionError:
+        raise ValueError("a field is nested too deeply") from None
     except ValueError as exc:
         raise ValueError(str(exc)[:200]) from None
 
