@@ -17,7 +17,6 @@ from shims.manifest import DEFAULT_ROOT, ROOTS_ENV, ShimManifest
 from shims.reproducer import Mode, Sentinel, exit_code_for, parse_output
 
 from retire.core import times
-from retire.core.project import contained
 from retire.evidence.validation import MODES, RunOutcome, ValidationRecord
 
 __all__ = ["OUTPUT_TAIL_CHARS", "classify", "run_reproducer"]
@@ -54,7 +53,8 @@ def run_reproducer(
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    # A reproduce.py linked out of its shim folder is refused (one line), never run.
+    from retire.core.project import contained  # a reproduce.py linked out of its shim folder: refused, never run
+
     contained(manifest.directory, manifest.reproducer.path, key="reproducer.path")
     mode = Mode(mode)
     limit = manifest.reproducer.timeout if timeout is None else timeout
