@@ -20,6 +20,7 @@ from pathlib import Path
 
 import bench
 from retire.report import html as report_html
+from retire.report import build as report_build
 from retire.report import model as report_model
 from retire.report import markdown as report_render
 from retire.report.weekly import write_report
@@ -138,7 +139,7 @@ def inputs(seed: int = 6) -> dict:
 
 
 def generate(data: dict) -> tuple[str, str, str]:
-    report = report_model.build(data["manifests"], data["lanes"], data["verdicts"], data["records"],
+    report = report_build.build(data["manifests"], data["lanes"], data["verdicts"], data["records"],
                                 week="2026-W47", now=NOW, previous=data["previous"], history=data["history"])
     markdown = report_render.to_markdown(report, full_report="reports/2026-W47.html (and .json)")
     json_text = json.dumps(report_render.to_json(report), indent=1)

@@ -249,7 +249,7 @@ def _condition(table: Table, target: Target) -> RetirementCondition:
 
 
 def _reproducer(table: Table) -> ReproducerSpec:
-    table.check_keys(("path", "needs-cuda", "min-compute-capability", "packages", "timeout"))
+    table.check_keys(("path", "needs-cuda", "min-compute-capability", "packages", "timeout", "preload"))
     raw_path = table.string("path", None) or "reproduce.py"
     relative = PurePosixPath(raw_path)
     if relative.is_absolute() or raw_path.startswith(("/", "\\")) or ".." in relative.parts or re.match(r"[A-Za-z]:", raw_path):
@@ -269,8 +269,13 @@ def _reproducer(table: Table) -> ReproducerSpec:
             raise table.error(f"packages[{index}]", f"not a distribution name: {package!r}",
                               'write packages = ["torch", "megatron-core"]')
     timeout = table.get("timeout", 600).number(positive=True, what="a positive number of seconds", fix="write timeout = 600")
+    preload = table.get("preload", []).strings(fix='write preload = ["torch", "megatron.core"]', empty_ok=False)
+    for index, module in enumerate(preload):
+        if not _MODULE.fullmatch(module):
+            raise table.error(f"preload[{index}]", f"not a module path: {module!r}",
+                              'write the dotted import name, like preload = ["torch", "megatron.core"]')
     return ReproducerSpec(path=relative, needs_cuda=needs_cuda, min_compute_capability=capability,
-                          packages=tuple(packages), timeout=float(timeout))
+                          packages=tuple(packages), timeout=float(timeout), preload=tuple(dict.fromkeys(preload)))
 
 
 def _env(doc: Table, fix_class: str) -> tuple[tuple[str, str], ...]:

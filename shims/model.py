@@ -96,6 +96,8 @@ class ReproducerSpec:
     min_compute_capability: str | None = None
     packages: tuple[str, ...] = ()
     timeout: float = 600.0
+    #: Modules a lane's launcher imports once for every run (``preload``; see docs/shims.md).
+    preload: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -229,13 +229,14 @@ def require_cuda(min_cc: str | None = None) -> tuple[int, int]:
     return have  # type: ignore[return-value]
 
 
-def require(module: str, dist: str | None = None, *, packages: Iterable[str] = ()):
+def require(module: str, dist: str | None = None, *, packages: Iterable[str] = (), hint: str = ""):
     """Import ``module`` and return it, or skip the reproducer saying exactly why.
 
     The prologue every reproducer repeated (``try: import …; except ImportError: raise Skip``)
     as one call. ``dist`` is the distribution that ships ``module`` (default: its top-level
     name). The reason is ``<dist> is not installed`` when the top-level package is absent, else
-    ``<module> is not importable with <dist> <version>: <the ImportError>``.
+    ``<module> is not importable with <dist> <version>: <the ImportError>``, then ``hint`` (what a
+    person can do about it) when given.
 
     Inside :func:`run`'s check this raises :class:`Skip`. Called anywhere else (at the top of a
     script, before ``run``), it prints the host stamp and ``SKIPPED: <reason>`` itself and exits
@@ -244,7 +245,7 @@ def require(module: str, dist: str | None = None, *, packages: Iterable[str] = (
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        reason = _missing(module, dist or module.split(".")[0], exc)
+        reason = _missing(module, dist or module.split(".")[0], exc) + (f"; {hint}" if hint else "")
     if _running:
         raise Skip(reason)
     stamp = list(dict.fromkeys([*packages, dist or module.split(".")[0]]))

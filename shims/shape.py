@@ -49,3 +49,23 @@ def changed_parameters(fn: object, leading: tuple[str, ...], what: str) -> str |
     if params[: len(leading)] != tuple(leading):
         return f"{what} parameters changed: {params}"
     return None
+
+
+def function_shape(module: object, name: str, leading: tuple[str, ...], marker: str) -> str | None:
+    """``check_shape`` of a shim that wraps the module-level function ``name``: why it does not
+    fit (missing, parameters changed), or None — also when ``name`` is already the shim's wrapper
+    (``marker`` set on it: activate() ran before in this process)."""
+    function = getattr(module, name, None)
+    if not callable(function):
+        return f"{name} is missing"
+    if getattr(function, marker, False):
+        return None
+    return changed_parameters(function, leading, name)
+
+
+def unpatched_source(obj: object, marker: str) -> str | None:
+    """The source a ``probe`` reads to tell whether upstream still has the bug, or None when
+    ``obj`` is the shim's own wrapper (``marker`` set on it): nothing left to probe."""
+    if getattr(obj, marker, False):
+        return None
+    return inspect.getsource(obj)

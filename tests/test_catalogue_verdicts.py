@@ -42,6 +42,8 @@ def locked_versions(project: Project) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for lane in project.lanes():
         for package in (read_lock(project.lock_path(lane.name)) or {}).get("packages", []):
+            if "vcs" in package:  # a branch build from a mirror ([lane.revisions]), not a release
+                continue
             found.setdefault(canonicalize_name(package["name"]), set()).add(str(package["version"]))
     return found
 
@@ -133,3 +135,48 @@ def test_every_shim_with_decisive_evidence_gets_a_decision_without_the_code_host
     for shim in linked:
         texts = " ".join(f["text"] for f in verdicts[shim]["flags"] if f["kind"] == "probe-failed")
         assert "connection refused" in texts or "connect" in texts, (shim, verdicts[shim]["flags"])
+
+
+def test_a_bug_reproduced_on_the_newest_dev_commit_keeps_a_shim_no_release_carries(tmp_path, capsys, monkeypatch):
+    """hopper_flce_dispatcher patches a file that is in no megatron-core release (its reproducer
+    skips there) and reproduced on an H100 with megatron-core built from Megatron-LM's dev branch.
+    Where the mirror's dev branch ends at that commit and the fix PR has landed nowhere, the
+    verdict is keep — from the run, with the code host unreachable."""
+    project = committed_copy(tmp_path / "shop")
+    mirror = project.mirrors(tmp_path / "mirrors").for_repository("https://github.com/NVIDIA/Megatron-LM")
+    work = tmp_path / "upstream" / "Megatron-LM"
+    work.mkdir(parents=True)
+    git(work, "init", "-q", "-b", "main")
+    commit(work, "README", "0\n", "Initial import (#1)")
+    git(work, "tag", "core_v0.19.2")
+    git(work, "checkout", "-q", "-b", "dev")
+    tip = commit(work, "fused_linear_cross_entropy.py", "blackwell only\n", "[Dev] Feature: linear cross entropy fusion (#2256)")
+    mirror.path.parent.mkdir(parents=True, exist_ok=True)
+    git(mirror.path.parent, "clone", "-q", "--mirror", str(work), str(mirror.path))
+    # The committed dev-branch records, as if that commit were the one they were built from.
+    lines = project.validation.read_text(encoding="utf-8").splitlines()
+    rewritten = [line.replace("0.19.0+d48bd6b", f"0.19.0+{tip[:7]}") if '"megatron-dev"' in line else line for line in lines]
+    assert rewritten != lines
+    project.validation.write_text("\n".join(rewritten) + "\n", encoding="utf-8")
+    index = PackageIndex()
+    index.add(build_wheel(tmp_path / "wheels", "megatron-core", "0.19.2"), "2026-08-19")
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    monkeypatch.delenv("GH_TOKEN", raising=False)
+    with IndexServer(index) as server:
+        monkeypatch.setenv("UV_INDEX", f"pytorch-nightly={server.url}")
+        code = cli(["verdicts", "hopper_flce_dispatcher", "--root", str(project.root), "--json", "--no-cache",
+                    "--api-url", f"http://127.0.0.1:{unused_port()}", "--index-url", server.url,
+                    "--mirrors", str(tmp_path / "mirrors")])
+    assert code == 0
+    (verdict,) = json.loads(capsys.readouterr().out)
+    assert verdict["verdict"] == "keep", verdict["why"]
+    assert f"built from {tip[:10]}: the newest commit of dev" in verdict["why"]
+    # Once dev moves on past the tested commit, the run no longer speaks for dev's newest code.
+    commit(work, "other.py", "1\n", "Unrelated (#9999)")
+    git(mirror.path, "fetch", "-q", str(work), "+refs/heads/*:refs/heads/*")
+    with IndexServer(index) as server:
+        cli(["verdicts", "hopper_flce_dispatcher", "--root", str(project.root), "--json", "--no-cache",
+             "--api-url", f"http://127.0.0.1:{unused_port()}", "--index-url", server.url,
+             "--mirrors", str(tmp_path / "mirrors")])
+    (verdict,) = json.loads(capsys.readouterr().out)
+    assert verdict["verdict"] == "unknown" and verdict["action"], verdict["why"]

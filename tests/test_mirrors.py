@@ -12,7 +12,7 @@ import pytest
 
 from retire.commands import main as cli
 from retire.core.errors import ConfigError
-from retire.evidence.values import MirrorPull, ProbeFailure, TagContainment
+from retire.evidence.values import BranchTip, MirrorPull, ProbeFailure, TagContainment
 from retire.mirrors.config import Mirror, MirrorSet, load_mirrors
 from retire.mirrors.repo import open_mirror
 from retire.mirrors.sync import sync
@@ -128,6 +128,19 @@ def test_commits_and_missing_pieces_are_failures_with_the_fix(megatron, megatron
     assert isinstance(absent, ProbeFailure) and "no mirror of https://github.com/o/r" in absent.reason
     (tmp_path / "plain").mkdir()
     assert "is not a git repository" in open_mirror(Mirror("https://github.com/o/r", tmp_path / "plain")).reason
+
+
+def test_a_revision_is_the_tip_of_the_followed_branches_that_end_there(megatron, megatron_mirror):
+    repo_dir, fix = megatron
+    repo = open_mirror(megatron_mirror)
+    dev_tip = git(repo_dir, "rev-parse", "dev").strip()
+    tip = repo.probe_tip(dev_tip[:10])
+    assert isinstance(tip, BranchTip) and tip.is_tip and tip.branches == ("dev",) and tip.commit == dev_tip
+    assert not repo.probe_tip(fix).is_tip  # landed on main long ago: main has moved on
+    only_main = open_mirror(Mirror(megatron_mirror.repository, megatron_mirror.path, branches=("main",)))
+    assert not only_main.probe_tip(dev_tip).is_tip  # dev is not followed there
+    missing = repo.probe_tip("0123456789abcdef0123456789abcdef01234567")
+    assert isinstance(missing, ProbeFailure) and missing.retryable
 
 
 # ---------------------------------------------------------------------------------------------

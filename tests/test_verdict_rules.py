@@ -16,6 +16,7 @@ import pytest
 from packaging.version import Version
 
 from retire.evidence.values import (
+    BranchTip,
     ExecutionEvidence,
     ExecutionHistory,
     IssueState,
@@ -160,3 +161,50 @@ def test_the_table_covers_every_decision_and_every_path():
     decisions = {decide(MANIFEST, LANES, evidence(*row), now=NOW).decision for row in ROWS}
     assert decisions == {"keep", "retire", "unknown"}
     assert len(ROWS) == 7 * 2 * 6 * 4 * 2
+
+
+# -- runs on an upstream revision (a lane built from a commit of a mirror) -------------------------
+
+def revision_run(outcome: str, version: str = "1.2+abc1234", revisions=()) -> ExecutionEvidence:
+    return ExecutionEvidence("toy", "dev", "without", outcome, (("toylib", version),), "h100-1", "H100",
+                             "2026-06-01", revisions=revisions)
+
+
+def revision_evidence(runs, tips) -> ShimEvidence:
+    return ShimEvidence(locks={"gpu": {"toylib": "1.3"}}, releases={"toylib": RELEASES["down"]},
+                        links={PR: LINK["down"], ISSUE: ISSUE_LINK["down"]}, mirror_pulls={PR: TAGS["not-landed"]},
+                        execution=ExecutionHistory("toy", runs), tips=tips)
+
+
+TIP = BranchTip(REPO, "abc1234" + "0" * 33, ("dev",), at("2026-06-30"))
+
+
+@pytest.mark.parametrize("runs, tips, decision", [
+    # the bug reproduces on the newest commit of dev the mirror knows: keep, whatever the probes say
+    ((revision_run("bug-reproduced"),), {(REPO, "abc1234"): TIP}, "keep"),
+    # the host stamp's PEP 610 revision names the commit when the version carries no label
+    ((revision_run("bug-reproduced", "1.2", (("toylib", "abc1234"),)),), {(REPO, "abc1234"): TIP}, "keep"),
+    # the commit is in the mirror but no followed branch ends there: an old revision decides nothing
+    ((revision_run("bug-reproduced"),), {(REPO, "abc1234"): BranchTip(REPO, TIP.commit, ())}, "unknown"),
+    # the mirror lacks the commit
+    ((revision_run("bug-reproduced"),), {(REPO, "abc1234"): ProbeFailure("git", REPO, "not in the mirror")}, "unknown"),
+    # clean at the tip is no reason to keep, and not enough to retire (no release holds the fix)
+    ((revision_run("fix-validated"),), {(REPO, "abc1234"): TIP}, "unknown"),
+    # a version label that is no commit is never looked up
+    ((revision_run("bug-reproduced", "1.2+cu121"),), {(REPO, "abc1234"): TIP}, "unknown"),
+])
+def test_a_run_on_a_branch_tip_decides_like_a_run_on_the_newest_release(runs, tips, decision):
+    verdict = decide(MANIFEST, LANES, revision_evidence(runs, tips), now=NOW)
+    assert verdict.decision == decision, verdict.why
+    if decision == "keep":
+        assert "newest commit of dev" in verdict.why and "abc1234000" in verdict.why
+    else:
+        assert verdict.action
+    for failure in verdict.failures:
+        assert failure.reason in verdict.why or any(failure.reason in f.text for f in verdict.flags), failure
+
+
+def test_a_release_run_still_outranks_a_branch_tip():
+    runs = (revision_run("fix-validated"), run("bug-reproduced", "1.3"))
+    verdict = decide(MANIFEST, LANES, revision_evidence(runs, {(REPO, "abc1234"): TIP}), now=NOW)
+    assert verdict.decision == "keep" and "the newest release" in verdict.why

@@ -46,8 +46,11 @@ def test_gather_takes_every_locked_file_checked_against_the_lock(locked, capsys,
     assert "helper==2.0 --hash=sha256:" in wheelhouse.requirements(house)
     assert "2 file(s)" in out
     # Gathering again downloads nothing new and leaves the same files.
+    files = locked.universe["main"].index.requests
+    asked = len(files)
     assert gather(locked, capsys, "--out", str(tmp_path / "wh"))[0] == 0
     assert wheelhouse.Wheelhouse.load(tmp_path / "wh") == house
+    assert not [r for r in files[asked:] if r.endswith(".whl")]
 
 
 def test_parts_of_a_bounded_size_and_chunks_join_back(locked, capsys, tmp_path):
@@ -103,6 +106,111 @@ def test_a_stale_lock_or_a_lock_without_files_is_one_line(locked, capsys, tmp_pa
     locked.write("cpu", LANE.replace("2.1.0", "2.0.0"))
     code, out = gather(locked, capsys)
     assert code == 2 and "stale" in out and "nox -s lock -- cpu" in out
-    with pytest.raises(ConfigError, match="git revision"):
+    with pytest.raises(ConfigError, match="packages.megatron-core: the lock gives a local path"):
         wheelhouse.plan("x", {"packages": [{"name": "megatron-core", "version": "0.18.0",
-                                            "vcs": {"type": "git", "url": "file:///m", "commit-id": "a" * 40}}]}, "x")
+                                            "directory": {"path": "/src/megatron"}}]}, "x")
+    # A lane revision is not a file to carry: it installs from the host's copy of the mirror.
+    house = wheelhouse.plan("x", {"packages": [{"name": "megatron-core", "version": "0.18.0",
+                                                "vcs": {"type": "git", "url": "file:///m", "commit-id": "a" * 40}}]}, "x")
+    assert house.artifacts == () and house.from_mirrors == ("megatron-core",)
+
+
+OFFLINE_LANE = """
+[lane]
+python = "3.11"
+platform = "linux"
+requirements = ["toylib==1.0"]
+shims = ["toy"]
+[lane.indexes.main]
+url = "{url}"
+default = true
+"""
+
+
+@pytest.fixture
+def carried(tmp_path, capsys, monkeypatch):
+    """A lane locked and gathered in parts from its own loopback index, joined — and the index gone."""
+    from tests.support import shimtree
+    from tests.support.index import IndexServer, PackageIndex
+    from tests.support.wheels import build_wheel
+
+    root = tmp_path / "project"
+    (root / "lanes").mkdir(parents=True)
+    shimtree.write_shim(root / "shims", "toy")
+    index = PackageIndex()
+    index.add(build_wheel(tmp_path / "files", "toylib", "1.0", requires=["helper>=1"],
+                          files={"toylib.py": shimtree.BUGGY_TARGET}), "2026-01-05")
+    index.add(build_wheel(tmp_path / "files", "helper", "1.5"), "2026-01-05")
+    with IndexServer(index) as server:
+        (root / "lanes" / "cpu.toml").write_text(OFFLINE_LANE.format(url=server.url))
+        assert run_cli(root, "lock", capsys=capsys)[0] == 0
+        code, out, err = run_cli(root, "wheelhouse", "gather", "cpu", "--out", str(tmp_path / "parts"),
+                                 "--part-size", "1K", capsys=capsys)
+        assert code == 0, out + err
+    asked = len(index.requests)
+    parts = sorted((tmp_path / "parts").glob("part-*"))
+    assert len(parts) >= 2
+    code, out, err = run_cli(root, "wheelhouse", "join", *map(str, parts), "--out", str(tmp_path / "wh"), capsys=capsys)
+    assert code == 0, out + err
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "empty-cache"))  # nothing may come from a warm cache either
+    monkeypatch.setenv("UV_HTTP_RETRIES", "0")  # the index is gone: say so at once
+    yield root, tmp_path / "wh"
+    assert len(index.requests) == asked  # no index was asked anything after the gather
+
+
+def test_run_with_a_wheelhouse_builds_the_lane_offline_and_records(carried, capsys):
+    from retire.evidence import validation
+
+    root, house = carried
+    # Without the wheelhouse the index is gone and the cache is empty: the lane cannot be built.
+    code, out, err = run_cli(root, "run", "--no-record", capsys=capsys)
+    assert code == 1 and "build-failed" in out + err
+    # The lane a wheelhouse was gathered for is the one it builds.
+    code, out, err = run_cli(root, "run", "--wheelhouse", str(house), "--run-id", "offline", capsys=capsys)
+    assert code == 0, out + err
+    records = [r for r in validation.load(root / "validation" / "manifest.jsonl") if r.run == "offline"]
+    assert {(r.mode, r.sentinel) for r in records} == {("without", "BUG_REPRODUCED"), ("with", "FIX_VALIDATED")}
+    assert records[0].environment["installed"] == {"toylib": "1.0"}
+
+
+def test_a_wheelhouse_that_does_not_match_the_lock_is_refused(carried, capsys):
+    root, house = carried
+    name = next(house.glob("toylib-*.whl"))
+    data = bytearray(name.read_bytes())
+    data[-1] ^= 1
+    name.write_bytes(bytes(data))  # damaged in transit
+    code, out, err = run_cli(root, "run", "cpu", "--wheelhouse", str(house), "--no-record", capsys=capsys)
+    assert code == 1 and f"{name}: sha256 does not match the lock" in out + err
+    name.unlink()
+    code, out, err = run_cli(root, "run", "cpu", "--wheelhouse", str(house), "--no-record", capsys=capsys)
+    assert code == 1 and "missing from the wheelhouse" in out + err and "wheelhouse join" in out + err
+    lock = root / "locks" / "cpu" / "pylock.toml"
+    lock.write_text(lock.read_text().replace("Re-make it", "Re-make  it"))  # another lock of the lane
+    code, out, err = run_cli(root, "run", "cpu", "--wheelhouse", str(house), "--no-record", capsys=capsys)
+    assert code == 1 and "gathered from another lock of lane cpu" in out + err
+    code, out, err = run_cli(root, "run", "other", "--wheelhouse", str(house), capsys=capsys)
+    assert code == 2 and err.count("\n") == 1 and "unknown lane 'other'" in err
+    code, out, err = run_cli(root, "run", "--wheelhouse", str(root), capsys=capsys)
+    assert code == 2 and "no wheelhouse here" in err and err.count("\n") == 1
+
+
+def test_a_wheelhouse_builds_only_its_own_lane(carried, capsys):
+    root, house = carried
+    (root / "lanes" / "second.toml").write_text((root / "lanes" / "cpu.toml").read_text())
+    code, out, err = run_cli(root, "run", "second", "--wheelhouse", str(house), capsys=capsys)
+    assert code == 2 and err.count("\n") == 1 and "holds lane 'cpu' and builds it alone" in err
+
+
+def test_an_overlay_builds_from_a_wheelhouse_on_the_images_python(carried, capsys, tmp_path):
+    from retire.core import uv
+
+    root, house = carried
+    base = tmp_path / "image"
+    assert uv.run(["venv", "--quiet", "--python", "3.11", str(base)]).returncode == 0
+    proc = uv.run(["pip", "install", "--offline", "--no-index", "--find-links", str(house),
+                   "--python", str(base / "bin" / "python"), "helper==1.5"])
+    assert proc.returncode == 0, proc.stderr
+    code, out, err = run_cli(root, "run", "--wheelhouse", str(house), "--overlay", str(base / "bin" / "python"),
+                             "--run-id", "ov", capsys=capsys)
+    assert code == 0, out + err
+    assert "1 packages from the lock" in out + err  # toylib from the wheelhouse; helper is the image's

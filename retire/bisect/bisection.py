@@ -56,13 +56,18 @@ def bisect(
     limits: Limits = Limits(),
     runner: Callable[[str], CandidateRun] | None = None,
     on_step: Callable[[int, CandidateRun], None] | None = None,
+    isolation: str | None = None,
+    on_note: Callable[[str], None] | None = None,
 ) -> BisectResult:
     """Bisect ``manifest``'s target over ``versions`` (any order; yanked ones are skipped) inside
     ``bounds`` (default: every release).
 
     ``record_to``: the validation manifest each fresh reproducer run is appended to, under
     ``lane``. ``runner`` replaces the overlay runner (a callable version → CandidateRun, with an
-    optional ``cached(version)``), for callers that test somewhere else.
+    optional ``cached(version)``), for callers that test somewhere else. ``isolation``: how
+    the overlay runner runs the reproducer (``process`` | ``launcher``; default: launcher when
+    the reproducer declares ``preload``, see :class:`~retire.bisect.runner.OverlayRunner`);
+    ``on_note`` hears what the launcher did (its imports, a fall-back to process isolation).
     """
     began = time.monotonic()
     distribution = manifest.target.distribution
@@ -80,7 +85,8 @@ def bisect(
         fingerprint = base.fingerprint
         runner = OverlayRunner(manifest, base, index_url=index_url, work_dir=work_dir, timeout=timeout, env=env,
                                cache=ResultCache(cache_dir) if cache_dir is not None else None, lane=lane,
-                               lock_digest=lock_digest, on_record=record if record_to is not None else None)
+                               lock_digest=lock_digest, on_record=record if record_to is not None else None,
+                               isolation=isolation, say=on_note)
     cached = getattr(runner, "cached", None)
     known = {v: hit for v in candidates.versions if cached and (hit := cached(v)) is not None}
     steps = 0
@@ -91,8 +97,13 @@ def bisect(
         if on_step:
             on_step(steps, run)
 
-    outcome = find_boundary(candidates.versions, runner, known=known, known_broken=bounds.known_broken,
-                            limits=limits, on_run=consulted)
+    try:
+        outcome = find_boundary(candidates.versions, runner, known=known, known_broken=bounds.known_broken,
+                                limits=limits, on_run=consulted)
+    finally:
+        close = getattr(runner, "close", None)
+        if callable(close):
+            close()
     found = outcome.status != Status.NO_TRANSITION
     between = tuple(b if isinstance(b, str) else b.version for b in outcome.between
                     if isinstance(b, str) or b.state == UNKNOWN)

@@ -5,6 +5,13 @@ distribution changed to the candidate version (``uv pip install --no-deps``). Wh
 printed becomes a :class:`~retire.bisect.search.CandidateRun` for the search and, like any
 reproducer run, a :class:`~retire.evidence.validation.ValidationRecord` handed to ``on_record``.
 
+Under launcher isolation (the default when the reproducer declares ``preload``) the base
+interpreter imports the preloads once, and each candidate's run is a fork of it whose
+``sys.path`` puts the candidate's overlay folder first (:class:`retire.runs.launcher.Launcher`).
+A module of the target distribution that the launcher had already imported could not be swapped
+that way, so the target's own top-level package is never preloaded (only its dependencies, such
+as torch); if a preload imports it anyway, the runs fall back to one interpreter each.
+
 How an outcome reads: BUG_REPRODUCED is broken, FIX_VALIDATED / MEMORY_SAVE_VERIFIED fixed; a
 SKIPPED run, an ImportError, or a release uv cannot install for this interpreter (no matching
 file) is *not applicable*; a crash, a timeout, an unreachable index, or a run that saw another
@@ -127,6 +134,8 @@ class OverlayRunner:
         lane: str = BISECT_LANE,
         lock_digest: str | None = None,
         on_record: Callable[[ValidationRecord], None] | None = None,
+        isolation: str | None = None,
+        say: Callable[[str], None] | None = None,
     ) -> None:
         self.manifest = manifest
         self.base = base
@@ -141,6 +150,13 @@ class OverlayRunner:
         self.on_record = on_record
         self.runs = 0  # reproducer runs actually made
         self._repro_hash = reproducer_hash(manifest)
+        top = manifest.target.module.split(".")[0]
+        #: What the base launcher imports once: the reproducer's preloads, less the target's own package.
+        self.preload = tuple(m for m in manifest.reproducer.preload if m.split(".")[0] != top)
+        self.isolation = isolation or ("launcher" if self.preload else "process")
+        self.launcher = None  # started at the first fresh run, so a cached bisection starts nothing
+        self.note = ""  # why launcher isolation fell back to process isolation, if it did
+        self.say = say or (lambda message: None)
 
     def _key(self, version: str) -> str:
         return ResultCache.key(self.manifest.id, self._repro_hash, self.distribution, version, self.base.fingerprint)
@@ -175,8 +191,14 @@ class OverlayRunner:
                 return CandidateRun(version, _build_failure_state(exc), "env-failed", str(exc),
                                     round(time.monotonic() - began, 3))
             self.runs += 1
-            record = run_reproducer(self.manifest, "without", python=python, env=self.env, lane=self.lane,
-                                    timeout=self.timeout)
+            launcher = self._launcher()
+            if launcher is not None:
+                record = launcher.run(self.manifest, "without", env=self.env, lane=self.lane, timeout=self.timeout,
+                                      sys_path_first=[str(self.overlay_site(folder))], python=python)
+                self.note = launcher.fallback or ""
+            else:
+                record = run_reproducer(self.manifest, "without", python=python, env=self.env, lane=self.lane,
+                                        timeout=self.timeout)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         record = self._recorded(record, version)
@@ -195,15 +217,44 @@ class OverlayRunner:
                        "base_python": self.base.executable}
         return replace(record, versions=versions, environment=environment)
 
+    def _launcher(self):
+        """The base interpreter's launcher (started once), or None under process isolation."""
+        from retire.runs.launcher import Launcher, common_environment
+        from retire.runs.reproduce import child_environment
+
+        if self.isolation != "launcher":
+            return None
+        if self.launcher is None:
+            env = child_environment(self.manifest, self.env)
+            self.launcher = Launcher(self.base.python, self.preload, common_environment([env]),
+                                     targets=[self.manifest.target.module.split(".")[0]], say=self.say)
+            if self.launcher.alive and self.launcher.targets_loaded:
+                self.launcher.close()
+                self.launcher.fallback = (f"preloading {', '.join(self.preload)} imported the target "
+                                          f"{self.launcher.targets_loaded[0]}, which a candidate must replace")
+                self.say(f"{self.launcher.fallback}: one interpreter per candidate (--isolation process)")
+            elif self.launcher.alive:
+                self.say(f"launcher: imported {', '.join(self.preload)} once in {self.launcher.startup_s:.1f}s")
+        return self.launcher
+
+    def close(self) -> None:
+        """Stop the base launcher, if one was started."""
+        if self.launcher is not None:
+            self.launcher.close()
+
+    def overlay_site(self, folder: Path) -> Path:
+        """The site folder of the overlay venv in ``folder`` (where the candidate is installed)."""
+        major_minor = ".".join(self.base.python_version.split(".")[:2])
+        purelib = folder / "lib" / f"python{major_minor}" / "site-packages"  # uv's POSIX venv layout
+        if not purelib.is_dir():  # another layout (Windows, PyPy): ask the interpreter
+            purelib = Path(envs.describe_paths(folder / "bin" / "python")["purelib"])
+        return purelib
+
     def build_overlay(self, folder: Path, version: str) -> Path:
         """A venv in ``folder`` = the base's packages + ``<dist>==<version>``; returns its python."""
         envs.run_uv(["venv", "--quiet", "--python", self.base.executable, str(folder)], "cannot create the overlay venv")
         python = folder / "bin" / "python"
-        major_minor = ".".join(self.base.python_version.split(".")[:2])
-        purelib = folder / "lib" / f"python{major_minor}" / "site-packages"  # uv's POSIX venv layout
-        if not purelib.is_dir():  # another layout (Windows, PyPy): ask the interpreter
-            purelib = Path(envs.describe_paths(python)["purelib"])
-        envs.link_base(purelib, list(self.base.site_dirs))
+        envs.link_base(self.overlay_site(folder), list(self.base.site_dirs))
         args = ["pip", "install", "--quiet", "--python", str(python), "--no-deps", f"{self.distribution}=={version}"]
         if self.index_url:
             args[2:2] = ["--default-index", self.index_url]

@@ -198,10 +198,13 @@ def _edit_tree(ctx: _Context, plan: DropPlan, work: Path) -> tuple[list[str], li
     from retire.lanes import lanefile
     from retire.locks import locking
 
-    shim_dir = work / "shims" / plan.shim_id
+    from retire.core.project import Project
+
+    tree = Project(work)  # the proposal's worktree is a project with the same layout
+    shim_dir = tree.shims_dir / plan.shim_id
     if not (shim_dir / "manifest.toml").is_file():
         raise Aborted(f"shims/{plan.shim_id}/ does not exist at {ctx.base_commit[:12]}: nothing to retire")
-    lanes_dir, locks_dir = work / "lanes", work / "locks"
+    lanes_dir, locks_dir = tree.lanes_dir, tree.locks_dir
     before = {l.name: l for l in lanefile.load_lanes(lanes_dir, root=work)} if lanes_dir.is_dir() else {}
     shutil.rmtree(shim_dir)
     _step(ctx, plan, "shim-removed")

@@ -39,6 +39,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                        help="search every release, ignoring the evidence of where the bug is known")
     p.add_argument("--until", metavar="VERSION", help="newest release to consider")
     p.add_argument("--timeout", type=positive_float, help="seconds per reproducer run (default: the manifest's)")
+    p.add_argument("--isolation", choices=("process", "launcher"),
+                   help="launcher: fork each candidate's run from one base interpreter that imported the reproducer's "
+                        "preloads (not the target) once; process: one interpreter per run (default: launcher when "
+                        "the reproducer declares preloads)")
     p.add_argument("--max-unknown", type=positive_int, default=Limits.max_unknown, metavar="N",
                    help="stop after N candidates crash or time out (default: %(default)s)")
     p.add_argument("--max-not-applicable", type=positive_int, default=Limits.max_not_applicable, metavar="N",
@@ -91,7 +95,12 @@ def _lane_python(project: Project, name: str):
     from retire.runs import envs
 
     [lane] = lanefile.select(project.lanes(), [name])
-    env = envs.build(lane, project.lock_path(lane.name), project.envs_dir)
+    sources = None
+    if lane.revisions:  # installed from this host's mirrors, as `patchlane run` does
+        from retire.lanes.revisions import local_urls
+
+        sources = local_urls(lane.revisions, project.mirrors(), lane.origin)
+    env = envs.build(lane, project.lock_path(lane.name), project.envs_dir, sources=sources)
     return lane, env.python
 
 
@@ -123,7 +132,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
                     base_python=base_python, index_url=index_url, cache_dir=args.cache or project.bisect_cache,
                     timeout=args.timeout, record_to=project.validation if args.record else None,
                     lane=bisection_lane(lane.name if lane else None), lock_digest=lane.digest if lane else None,
-                    limits=Limits(args.max_unknown, args.max_not_applicable), on_step=progress)
+                    limits=Limits(args.max_unknown, args.max_not_applicable), on_step=progress,
+                    isolation=args.isolation, on_note=lambda line: say(f"  {line}", level=Level.PROGRESS))
     if args.json:
         emit_json(result.to_dict())
     else:

@@ -29,6 +29,12 @@ def _freeze_words(row: dict) -> str:
     return " " + words
 
 
+def _revision_words(row: dict) -> str:
+    """`, megatron-core@dev → d48bd6be0a85`: each revision and the commit its current lock took."""
+    return "".join(f", {name}@{r['rev']}" + (f" → {r['commit'][:12]}" if r["commit"] else "")
+                   for name, r in row.get("revisions", {}).items())
+
+
 def run(project: Project, args: argparse.Namespace) -> int:
     from retire.lanes import lanefile
     from retire.lanes.model import freeze_text
@@ -55,6 +61,10 @@ def run(project: Project, args: argparse.Namespace) -> int:
             "lock_why": state.why,
             "origin": lane.origin,
             "description": lane.description,
+            # [lane.revisions]: the rev as written and the commit the current lock resolved it to
+            **({"revisions": {r.distribution: {"repository": r.repository, "rev": r.rev,
+                                               "commit": (recorded.get("revisions") or {}).get(r.distribution, {}).get("commit")}
+                              for r in lane.revisions}} if lane.revisions else {}),
         })
     if args.json:
         emit_json(rows)
@@ -63,7 +73,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     say(f"{'lane':<{width}}  {'python':<6}  {'platform':<22}  {'lock':<7}  {'packages'}  shims  from")
     for r in rows:
         say(f"{r['name']:<{width}}  {r['python']:<6}  {r['platform']:<22}  {r['lock']:<7}  "
-            f"{len(r['requirements']):>8}  {len(r['shims']):>5}  {r['origin']}{_freeze_words(r)}")
+            f"{len(r['requirements']):>8}  {len(r['shims']):>5}  {r['origin']}{_freeze_words(r)}{_revision_words(r)}")
     for r in rows:
         if r["lock"] == "foreign":
             say(f"note: {r['name']}: the lock is foreign ({r['lock_why']}); `patchlane lock {r['name']}` replaces it")

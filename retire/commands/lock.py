@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 from retire.commands.base import Command, ExitCode, Level, emit_json, positive_int, say, utc_moment
 from retire.core.project import Project
@@ -22,6 +23,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--require-all", action="store_true", help="exit 1 also when a lane's index is unreachable from this host")
     p.add_argument("--skip-unreachable", action="store_true",
                    help="with --check: a lane never locked because its index has no URL on this host is noted, not failed")
+    p.add_argument("--mirrors", type=Path, metavar="DIR",
+                   help="folder of git mirrors for lane revisions (default: patchlane.toml's [mirrors] folder)")
     p.add_argument("--json", action="store_true", help="print one JSON document (docs/commands.md); notes go to stderr")
     p.add_argument("--now", type=utc_moment, help=argparse.SUPPRESS)  # tests: measure cooldowns from this UTC time
 
@@ -57,9 +60,10 @@ def run(project: Project, args: argparse.Namespace) -> int:
             for line in result.detail.splitlines():
                 say(f"      | {line}")
 
+    mirrors = project.mirrors(args.mirrors) if any(lane.revisions for lane in pending) else None  # revisions resolve in them
     results = locking.lock_lanes(
         lanes, project.locks_dir, jobs=args.jobs, on_done=report,
-        upgrade=args.upgrade, upgrade_packages=upgrade_packages, force=args.force,
+        upgrade=args.upgrade, upgrade_packages=upgrade_packages, force=args.force, mirrors=mirrors,
         **({"now": args.now} if args.now else {}),
     )
     counts: dict[str, int] = {}

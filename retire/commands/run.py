@@ -27,10 +27,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=positive_float, help="seconds per reproducer (default: each manifest's own)")
     p.add_argument("--heartbeat", type=_seconds_or_zero, default=20.0, metavar="SECONDS",
                    help="say 'still running …' this often while a reproducer runs (default 20; 0: never)")
+    p.add_argument("--isolation", choices=("process", "launcher"),
+                   help="launcher: fork every run from one interpreter per lane that imported the shims' preloads once; "
+                        "process: one interpreter per run (default: launcher where the lane's shims declare preloads)")
     p.add_argument("--manifest", type=Path, help="validation manifest to append to (default: validation/manifest.jsonl)")
     p.add_argument("--no-record", action="store_true", help="do not record the results")
     p.add_argument("--run-id", help="group this run's results under ID (nox passes one per invocation)")
     p.add_argument("--envs-dir", type=Path, help="where lane environments live (default: .patchlane/envs)")
+    p.add_argument("--mirrors", type=Path, metavar="DIR",
+                   help="folder of git mirrors for lane revisions (default: patchlane.toml's [mirrors] folder)")
+    p.add_argument("--wheelhouse", type=Path, metavar="DIR",
+                   help="build the lane from DIR only (`patchlane wheelhouse gather`/`join`): no index, no network, "
+                        "every file checked against the lock's sha256 (default lane: the one DIR was gathered for)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON document (the lanes' outcomes); the pytest view goes to stderr")
 
@@ -43,13 +51,20 @@ def run(project: Project, args: argparse.Namespace) -> int:
 
     if args.run_id:
         project.run_dir(args.run_id)  # a bad id fails before anything runs
-    lanes = lanefile.select(project.lanes(), args.lanes)
+    carried = _wheelhouse_lane(args.wheelhouse)  # [] without --wheelhouse
+    lanes = lanefile.select(project.lanes(), args.lanes or carried)
+    if carried and [lane.name for lane in lanes] != carried:
+        from retire.core.errors import ConfigError
+
+        raise ConfigError(None, "--wheelhouse", f"{shown(args.wheelhouse)} holds lane {carried[0]!r} and builds it alone",
+                          f"run `patchlane run {carried[0]} --wheelhouse DIR`, or gather a wheelhouse for each lane")
     manifests = project.manifests()
     host = lanerun.Host.detect()
     options = lanerun.RunOptions(
         locks_dir=project.locks_dir, envs_dir=args.envs_dir or project.envs_dir,
-        overlay=args.overlay, timeout=args.timeout, host=host, heartbeat_s=args.heartbeat,
+        overlay=args.overlay, timeout=args.timeout, host=host, heartbeat_s=args.heartbeat, isolation=args.isolation,
         live=live() and args.jobs == 1,  # uv's bars from several lanes at once would tear each other apart
+        wheelhouse=args.wheelhouse, mirrors=project.mirrors(args.mirrors) if any(lane.revisions for lane in lanes) else None,
         **({"run_id": args.run_id} if args.run_id else {}),
     )
     say(f"run {options.run_id}: {len(lanes)} lane(s) on this host ({host.description}), {args.jobs} at a time",
@@ -82,8 +97,18 @@ def run(project: Project, args: argparse.Namespace) -> int:
     return ExitCode.FAILED if failed else ExitCode.OK
 
 
+def _wheelhouse_lane(folder: Path | None) -> list[str]:
+    """The lane a wheelhouse was gathered for (one-line ConfigError when DIR holds none)."""
+    if folder is None:
+        return []
+    from retire.locks.wheelhouse import Wheelhouse
+
+    return [Wheelhouse.load(folder).lane]
+
+
 COMMAND = Command(
     "run", "build lanes from their locks and run their shims' reproducers", add_arguments, run,
     "Build each lane from its lock (uv, hash-checked) and run every shim's reproducer without and with the shim. "
+    "With --wheelhouse DIR the lane is built from DIR alone, offline (docs/offline.md). "
     "Exit 1 only for broken shims, crashes and lanes that fail to build.",
 )

@@ -57,11 +57,20 @@ def run(project: Project, args: argparse.Namespace) -> int:
     lock_file = project.lock_path(lane.name)
     data = lock_file.read_bytes()
     base = wheelhouse.read_base(args.base) if args.base else None
-    house = wheelhouse.plan(lane.name, locking.read_lock(lock_file) or {}, hashlib.sha256(data).hexdigest(), base=base)
+    lock = locking.read_lock(lock_file) or {}
+    house = wheelhouse.plan(lane.name, lock, hashlib.sha256(data).hexdigest(), base=base)
+    if house.from_mirrors:  # revisions build on the host: carry their build requirements' wheels too
+        from retire.locks.buildreqs import with_build_requirements
+
+        house = with_build_requirements(house, lane, lock, project.mirrors())
     out = args.out or project.state_dir / "wheelhouse" / lane.name
     size = sum(a.size or 0 for a in house.artifacts)
     say(f"wheelhouse for lane {lane.name}: {len(house.artifacts)} file(s), {size / 1e6:.1f} MB"
         + (f"; {len(house.skipped)} package(s) the base already has left out" if house.skipped else ""))
+    if house.from_mirrors:
+        build = [a.filename for a in house.artifacts if a.kind == "build"]
+        say(f"  {', '.join(house.from_mirrors)}: from a git revision, not gathered — carry the lane's mirror too "
+            f"(docs/offline.md); {len(build)} wheel(s) that build it gathered")
     with make_client(timeout=60.0) as client:
         wheelhouse.gather(house, out, client=client, part_size=args.part_size, progress=lambda line: say(f"  {line}"))
     say(f"wrote {shown(out)} — on the host: `patchlane wheelhouse join` (parts), then "

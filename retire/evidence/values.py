@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -16,6 +17,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 __all__ = [
+    "BranchTip",
     "Evidence",
     "ExecutionEvidence",
     "ExecutionHistory",
@@ -242,6 +244,23 @@ class TagContainment:
 
 
 @dataclass(frozen=True)
+class BranchTip:
+    """Where a commit a reproducer ran on stands in a local mirror: ``branches`` are the followed
+    branches whose newest commit it is (empty: it is in the mirror, but no followed branch ends
+    there). A run on a branch's newest commit is to that branch what a run on the newest locked
+    release is to the releases."""
+
+    repository: str
+    commit: str  # the full sha
+    branches: tuple[str, ...]
+    newest_commit_at: _dt.datetime | None = None
+
+    @property
+    def is_tip(self) -> bool:
+        return bool(self.branches)
+
+
+@dataclass(frozen=True)
 class MirrorPull:
     """What a local git mirror says of pull request ``#number`` of ``repository``.
 
@@ -272,6 +291,10 @@ class MirrorPull:
 # ---------------------------------------------------------------------------------------------
 # Execution
 
+#: A local version label that names a commit: 7 to 40 hex digits, setuptools-scm's ``g`` prefix
+#: allowed, possibly after other dot-separated parts (``dev5.gd48bd6b``).
+_LOCAL_COMMIT = re.compile(r"(?:.*\.)?g?([0-9a-f]{7,40})")
+
 
 @dataclass(frozen=True)
 class ExecutionEvidence:
@@ -288,6 +311,9 @@ class ExecutionEvidence:
     sentinel: str | None = None
     detail: str = ""
     record_id: str = ""
+    #: (canonical distribution, commit) of packages installed from a VCS checkout (the host
+    #: stamp's PEP 610 ``revisions``).
+    revisions: tuple[tuple[str, str], ...] = ()
 
     def version(self, distribution: str) -> Version | None:
         text = dict(self.versions).get(distribution)
@@ -295,6 +321,17 @@ class ExecutionEvidence:
             return Version(text) if text else None
         except ValueError:
             return None
+
+    def revision(self, distribution: str) -> str | None:
+        """The commit ``distribution`` was built from: the host stamp's VCS revision, else a local
+        version label that is a commit (``0.19.0+d48bd6b``, setuptools-scm's ``+gd48bd6b``)."""
+        recorded = dict(self.revisions).get(distribution)
+        if recorded:
+            return recorded
+        version = self.version(distribution)
+        label = version.local if version is not None else None
+        found = _LOCAL_COMMIT.fullmatch(label or "")
+        return found.group(1) if found else None
 
     @property
     def where(self) -> str:
@@ -309,7 +346,7 @@ class ExecutionHistory:
     runs: tuple[ExecutionEvidence, ...]
 
 
-Evidence = ReleaseList | PullState | IssueState | TagContainment | ExecutionHistory
+Evidence = ReleaseList | PullState | IssueState | TagContainment | BranchTip | ExecutionHistory
 
 
 def to_json(value: object) -> object:

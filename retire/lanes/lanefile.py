@@ -18,6 +18,7 @@ from packaging.version import Version
 from retire.core import times
 from retire.core.errors import ConfigError
 from retire.lanes import matrix as matrix_mod
+from retire.lanes.revisions import parse_revisions
 from retire.lanes.model import (
     ENV_NAME,
     INDEX_NAME,
@@ -53,6 +54,7 @@ BODY_KEYS = {
     "env": "env",
     "shims": "shims",
     "needs-cuda": "needs_cuda",
+    "revisions": "revisions",
 }
 MATRIX_KEYS = ("name", "description", "base", "axes", "exclude", "include")
 AXIS_VALUE_HINT = "axis names and values are lowercase: letters, digits, '.', '_', '-'"
@@ -133,6 +135,8 @@ class _Reader:
             return ids
         if key == "needs-cuda":
             return value.boolean(fix=_as("true or false"))
+        if key == "revisions":  # a table by distribution, so matrix cells merge it like sources
+            return {r.distribution: r for r in parse_revisions(value.raw, self.display, value.key)}
         raise AssertionError(key)  # BODY_KEYS and this dispatch list the same keys
 
     def _freeze(self, value: Value, *, exempt_ok: bool) -> Freeze:
@@ -219,6 +223,7 @@ class _Reader:
             shims=tuple(dict.fromkeys(body.get("shims", ()))),
             needs_cuda=body.get("needs_cuda", False),
             description=body.get("description", ""),
+            revisions=tuple(sorted(body.get("revisions", {}).values(), key=lambda r: r.distribution)),
             origin=origin,
         )
 

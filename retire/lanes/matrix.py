@@ -4,7 +4,7 @@ Pure: takes already-validated lane bodies (dicts keyed like :mod:`retire.lanefil
 and returns the cells. Merge rules, so that a cell never silently changes a pin:
 
 - lists (requirements, constraints, overrides, shims, static metadata) concatenate;
-- tables (env, indexes, sources) merge, and the same key with two values is a conflict;
+- tables (env, indexes, sources, revisions) merge, and the same key with two values is a conflict;
 - scalars (python, platform, exclude-newer, …) may be set by the base and overridden once;
   two axes setting the same scalar differently is a conflict.
 """
@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 LIST_KEYS = ("requirements", "constraints", "overrides", "shims", "static_metadata")
-TABLE_KEYS = ("env", "indexes", "sources", "exclude_newer_package")
+TABLE_KEYS = ("env", "indexes", "sources", "exclude_newer_package", "revisions")
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from retire.core.times import format_span, format_utc
+from retire.lanes.revisions import Revision
 
 #: A lane name becomes a folder and file names (locks/<lane>/, .patchlane/envs/<lane>, <lane>.json):
 #: capped well below a file name's 255 bytes.
@@ -108,6 +109,7 @@ class Lane:
     shims: tuple[str, ...] = ()
     needs_cuda: bool = False
     description: str = ""
+    revisions: tuple[Revision, ...] = ()  # packages taken from a git mirror at a tag, branch or commit
     origin: str = field(default="", compare=False)  # the file (and matrix cell) it came from
 
     @property
@@ -159,6 +161,9 @@ class Lane:
         }
         if self.exclude_newer_package:
             inputs["exclude-newer-package"] = {p.name: freeze_text(p.freeze) for p in self.exclude_newer_package}
+        if self.revisions:  # the revision as written: a tag or branch moved in the mirror needs --upgrade-package
+            inputs["revisions"] = {r.distribution: {"repository": r.repository, "rev": r.rev, "subdirectory": r.subdirectory}
+                                   for r in self.revisions}
         return inputs
 
     @property

@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
 from retire.core.errors import ConfigError
 
-__all__ = ["Revision", "parse_revisions", "pinned_requirement", "portable_vcs_url", "resolve"]
+__all__ = ["Revision", "local_urls", "parse_revisions", "pinned_requirement", "portable_vcs_url", "replace_urls",
+           "localize_vcs", "mirror_path", "resolve", "vcs_entries"]
 
 _REV = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/+-]{0,199}")
 _SUBDIRECTORY = re.compile(r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*")
@@ -36,6 +37,12 @@ class Revision:
     repository: str  # the mirror's repository URL, as patchlane.toml declares it
     rev: str  # a tag, a branch or a commit
     subdirectory: str | None = None  # where the package's pyproject.toml is, when not at the root
+    key: str = field(default="lane.revisions", compare=False)  # where the lane file declares it
+
+    @property
+    def upstream_url(self) -> str:
+        """The URL a portable lock names for it: the upstream repository's git URL."""
+        return self.repository + ".git"
 
 
 def parse_revisions(table: object, path: str | Path, key: str = "lane.revisions") -> tuple[Revision, ...]:
@@ -62,29 +69,33 @@ def parse_revisions(table: object, path: str | Path, key: str = "lane.revisions"
                               'e.g. rev = "26.04-alpha.rc1" or a 40-character commit')
         if sub is not None and (not isinstance(sub, str) or not _SUBDIRECTORY.fullmatch(sub) or ".." in sub.split("/")):
             raise ConfigError(path, f"{where}.subdirectory", f"expected a relative folder, got {sub!r}", 'e.g. "python"')
-        found.append(Revision(canonicalize_name(str(name)), mirror.rstrip("/").removesuffix(".git"), rev, sub))
+        found.append(Revision(canonicalize_name(str(name)), mirror.rstrip("/").removesuffix(".git"), rev, sub, where))
     return tuple(sorted(found, key=lambda r: r.distribution))
 
 
-def resolve(revision: Revision, mirrors) -> tuple[Path, str]:
-    """(local mirror path, full commit) of ``revision``; a one-line ConfigError when the mirror
-    is missing or lacks the revision."""
+def resolve(revision: Revision, mirrors, origin: str | Path = "lane file") -> tuple[Path, str]:
+    """(local mirror path, full commit) of ``revision``. A missing mirror or revision is a one-line
+    ConfigError naming ``origin`` (the lane file), the revision's key and the fix."""
     from retire.core.git import Git, GitError
 
-    mirror = mirrors.for_repository(revision.repository)
+    def fail(problem: str, fix: str) -> ConfigError:
+        return ConfigError(origin, revision.key, problem, fix)
+
+    mirror = mirrors.for_repository(revision.repository) if mirrors is not None else None
     if mirror is None:
-        raise ConfigError("patchlane.toml", "mirrors.repository", f"no mirror of {revision.repository} "
-                          f"(lane revision of {revision.distribution})", "declare it and run `patchlane mirrors sync`")
+        fix = ("declare it in patchlane.toml as [[mirrors.repository]] url = "
+                      f'"{revision.repository}", then run `patchlane mirrors sync`')
+        raise fail(f"no mirror of {revision.repository} on this host", fix)
     if not mirror.path.exists():
-        raise ConfigError(mirror.path, None, f"the mirror of {revision.repository} is missing",
-                          "run `patchlane mirrors sync` (or copy the mirror here)")
+        raise fail(f"the mirror of {revision.repository} is missing ({mirror.path})",
+                   "run `patchlane mirrors sync` (or copy the mirror there)")
     try:
         commit = Git(mirror.path, search_parents=False).rev_parse(f"{revision.rev}^{{commit}}")
     except GitError as exc:
-        raise ConfigError(mirror.path, None, f"cannot read the mirror: {exc}", "check the mirror") from None
+        raise fail(f"cannot read the mirror {mirror.path}: {exc}", "check the mirror, or sync it again") from None
     if commit is None:
-        raise ConfigError(mirror.path, None, f"{revision.rev!r} is not in the mirror of {revision.repository}",
-                          "sync the mirror (`patchlane mirrors sync`) or fix the lane's rev")
+        raise fail(f"{revision.rev!r} is not in the mirror of {revision.repository} ({mirror.path})",
+                   "run `patchlane mirrors sync`, or fix the lane's rev")
     return mirror.path.resolve(), commit
 
 
@@ -101,3 +112,45 @@ def portable_vcs_url(lock_url: str, revisions: Mapping[str, tuple[Path, str]], r
         if lock_url.rstrip("/") == path.as_uri().rstrip("/"):
             return repositories[dist].rstrip("/") + ".git"
     return lock_url
+
+
+def vcs_entries(lock: Mapping) -> dict[str, Mapping]:
+    """The ``vcs`` table of every package a lock takes from a repository, by canonical name."""
+    return {canonicalize_name(str(p.get("name", ""))): p["vcs"] for p in lock.get("packages", [])
+            if isinstance(p, Mapping) and isinstance(p.get("vcs"), Mapping)}
+
+
+def replace_urls(text: str, urls: Mapping[str, str]) -> str:
+    """A lock's text with each quoted ``url = "old"`` made ``url = "new"``: how a lock made from a
+    mirror names the upstream repository, and how an install reads the mirror again."""
+    for old, new in urls.items():
+        text = text.replace(f'url = "{old}"', f'url = "{new}"')
+    return text
+
+
+def localize_vcs(lock: Mapping, urls: Mapping[str, str]) -> dict:
+    """The lock (as a dict) with each ``vcs.url`` found in ``urls`` replaced by its local mirror (pure)."""
+    if not urls:
+        return dict(lock)
+    packages = []
+    for package in lock.get("packages", []):
+        vcs = package.get("vcs") if isinstance(package, Mapping) else None
+        if isinstance(vcs, Mapping) and vcs.get("url") in urls:
+            package = {**package, "vcs": {**vcs, "url": urls[vcs["url"]]}}
+        packages.append(package)
+    return {**lock, "packages": packages}
+
+
+def mirror_path(revision: Revision, mirrors, origin: str | Path) -> Path:
+    """This host's mirror of ``revision``'s repository; the one-line ConfigError of :func:`resolve` when
+    there is none."""
+    mirror = mirrors.for_repository(revision.repository) if mirrors is not None else None
+    if mirror is None or not mirror.path.exists():
+        resolve(revision, mirrors, origin)  # raises the one-line error that says what to do
+    return mirror.path.resolve()
+
+
+def local_urls(revisions: tuple[Revision, ...], mirrors, origin: str | Path) -> dict[str, str]:
+    """``{upstream git URL: local mirror file:// URL}`` for installing a lane's revisions from the
+    mirrors on this host; a one-line ConfigError (lane file, key, fix) when one is missing."""
+    return {r.upstream_url: mirror_path(r, mirrors, origin).as_uri() for r in revisions}

@@ -29,9 +29,11 @@ from packaging.utils import canonicalize_name
 
 from retire.core import uv
 from retire.core.atomic import atomic_write
-from retire.core.errors import ConfigError
 from retire.core.project import contained
 from retire.core import times
+from retire.core.errors import ConfigError
+from retire.lanes import revisions
+from retire.locks.pins import revision_pins, unpinned
 from retire.lanes.model import LANE_NAME, Lane
 from retire.locks.cutoffs import Cutoffs, resolve_cutoffs
 
@@ -197,18 +199,19 @@ def index_table(lane: Lane, urls: dict[str, str], host_default: str | None) -> l
     return indexes
 
 
-def project_toml(lane: Lane, indexes: list[dict]) -> str:
+def project_toml(lane: Lane, indexes: list[dict], pinned: tuple[str, ...] = ()) -> str:
     """The throwaway project uv resolves: the lane's requirements and where packages come from.
 
     uv checks ``tool.uv.sources`` against the project's own index declarations, so the indexes
     are declared here as well as in the --config-file that the resolver reads them from.
+    ``pinned`` are the lane's revisions as direct git references to their mirrors at a commit.
     """
     doc = tomlkit.document()
     doc["project"] = {
         "name": "patchlane-lane",
         "version": "0",
         "requires-python": f"=={lane.python}.*",
-        "dependencies": list(lane.requirements),
+        "dependencies": list(lane.requirements) + list(pinned),
     }
     if lane.sources:
         doc["tool"] = {"uv": {
@@ -278,7 +281,8 @@ def explain_failure(stderr: str) -> tuple[str, str]:
     return status, summary[:600]
 
 
-def stamp(lock_text: str, lane: Lane, origin: str, cutoffs: Cutoffs | None = None) -> str:
+def stamp(lock_text: str, lane: Lane, origin: str, cutoffs: Cutoffs | None = None,
+          revisions: dict[str, dict[str, str]] | None = None) -> str:
     """The lock with a patchlane header and the ``[tool.patchlane]`` provenance table.
 
     Text, not a parse-and-dump: uv writes no ``[tool]`` table of its own, and a lock of a GPU
@@ -292,6 +296,7 @@ def stamp(lock_text: str, lane: Lane, origin: str, cutoffs: Cutoffs | None = Non
         "python": lane.python,
         "platform": lane.platform,
         **(cutoffs or resolve_cutoffs(lane, None, now=times.now(), roll=True)).provenance(lane),
+        **({"revisions": revisions} if revisions else {}),
         "locked-at": times.format_utc(times.now()),
     }
     header = (
@@ -314,10 +319,12 @@ def lock_lane(
     force: bool = False,
     host: uv.HostIndexes | None = None,
     now: datetime | None = None,
+    mirrors=None,
 ) -> LockResult:
     """Lock one lane. Never raises for uv's failures: they come back as a failed result.
 
     ``now`` is when cooldowns are measured from when they move (default: this moment).
+    ``mirrors`` (a :class:`~retire.mirrors.config.MirrorSet`) resolves the lane's revisions.
     """
     started = time.monotonic()
     target = lock_path(locks_dir, lane.name)
@@ -333,11 +340,17 @@ def lock_lane(
     urls = resolve_index_urls(lane, host.named)
     if isinstance(urls, str):
         return LockResult(lane.name, "unreachable", urls, seconds=time.monotonic() - started)
+    try:
+        pinned = revision_pins(lane, mirrors)
+    except ConfigError as exc:  # no mirror, or the rev is not in it: one line, the previous lock kept
+        return LockResult(lane.name, "failed", str(exc), seconds=time.monotonic() - started)
+    portable = {pin.local_url: pin.revision.upstream_url for pin in pinned}
 
     with tempfile.TemporaryDirectory(prefix=f"patchlane-lock-{lane.name}-") as scratch:
         work = Path(scratch)
         indexes = index_table(lane, urls, host.default)
-        (work / "pyproject.toml").write_text(project_toml(lane, indexes), encoding="utf-8")
+        (work / "pyproject.toml").write_text(project_toml(lane, indexes, tuple(p.requirement for p in pinned)),
+                                             encoding="utf-8")
         (work / "uv.toml").write_text(uv_toml(lane, indexes), encoding="utf-8")
         if lane.constraints:
             (work / "constraints.txt").write_text("\n".join(lane.constraints) + "\n", encoding="utf-8")
@@ -345,14 +358,25 @@ def lock_lane(
             (work / "overrides.txt").write_text("\n".join(lane.overrides) + "\n", encoding="utf-8")
         if previous is not None and not upgrade:
             # uv prefers the versions already in its output file: unchanged packages stay put.
-            shutil.copyfile(target, work / LOCK_NAME)
+            if pinned:  # the committed lock names upstream; uv reads the mirrors
+                local = revisions.replace_urls(target.read_text(encoding="utf-8"), {v: k for k, v in portable.items()})
+                (work / LOCK_NAME).write_text(local, encoding="utf-8")
+            else:
+                shutil.copyfile(target, work / LOCK_NAME)
         proc = uv.run(compile_args(lane, upgrade=upgrade, upgrade_packages=upgrade_packages, cutoffs=cutoffs),
                       cwd=work, without_indexes=True)
         seconds = time.monotonic() - started
         if proc.returncode != 0:
             status, message = explain_failure(proc.stderr)
             return LockResult(lane.name, status, message, proc.stderr.strip(), seconds)
-        text = stamp((work / LOCK_NAME).read_text(encoding="utf-8"), lane, lane.origin, cutoffs)
+        made = (work / LOCK_NAME).read_text(encoding="utf-8")
+        if pinned:
+            problem = unpinned(tomllib.loads(made), pinned)
+            if problem:
+                return LockResult(lane.name, "failed", problem, seconds=seconds)
+            made = revisions.replace_urls(made, portable)
+        text = stamp(made, lane, lane.origin, cutoffs,
+                     {p.revision.distribution: {"rev": p.revision.rev, "commit": p.commit} for p in pinned})
     try:
         lock = validate(text)
     except (PylockValidationError, tomllib.TOMLDecodeError) as exc:

@@ -46,7 +46,7 @@ class Artifact:
     url: str
     sha256: str
     size: int | None = None
-    kind: str = "wheel"  # wheel | sdist
+    kind: str = "wheel"  # wheel | sdist | build (a wheel that builds a lane revision, found by --find-links)
     part: int = 0  # which part folder holds it (0: unsplit wheelhouse)
     chunks: int = 0  # > 0: stored as <filename>.partNNN pieces across parts
 
@@ -59,6 +59,7 @@ class Wheelhouse:
     skipped: tuple[str, ...] = ()  # packages the base carries (overlay)
     parts: int = 0
     version: int = FORMAT
+    from_mirrors: tuple[str, ...] = ()  # packages the lock takes from a git revision: carried as the mirror
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -71,7 +72,7 @@ class Wheelhouse:
             data = json.loads(path.read_text(encoding="utf-8"))
             artifacts = tuple(Artifact(**entry) for entry in data["artifacts"])
             return cls(data["lane"], data["lock_sha256"], artifacts, tuple(data.get("skipped", ())),
-                       int(data.get("parts", 0)), int(data.get("version", 0)))
+                       int(data.get("parts", 0)), int(data.get("version", 0)), tuple(data.get("from_mirrors", ())))
         except FileNotFoundError:
             raise ConfigError(path, None, "no wheelhouse here", "run `patchlane wheelhouse gather LANE --out DIR` "
                               "(and `patchlane wheelhouse join` for parts)") from None
@@ -117,14 +118,17 @@ def plan(lane_name: str, lock: Mapping, lock_sha256: str, *, base: Mapping[str, 
         keep = {canonicalize_name(name) for name in kept}
         skipped = sorted(canonicalize_name(p["name"]) for p in packages if canonicalize_name(p["name"]) not in keep)
         packages = cut["packages"]
-    artifacts = []
+    artifacts, from_mirrors = [], []
     for package in packages:
         name = canonicalize_name(str(package.get("name", "")))
+        if "vcs" in package:  # a lane revision: the host installs it from its copy of the mirror
+            from_mirrors.append(name)
+            continue
         picked = _pick(package)
         if picked is None:
-            kind = "a git revision" if "vcs" in package else "a local path" if ("directory" in package or "archive" in package) else "no file"
+            kind = "a local path" if ("directory" in package or "archive" in package) else "no file"
             raise ConfigError(None, f"packages.{name}", f"the lock gives {kind} for {name}, not a wheel or sdist",
-                              "carry it as a wheel built for the lane (see docs/offline.md)")
+                              "lock it from an index or a lane revision (see docs/offline.md)")
         kind, entry = picked
         url = str(entry.get("url") or "")
         filename = str(entry.get("name") or url.rsplit("/", 1)[-1].split("#", 1)[0])
@@ -134,7 +138,7 @@ def plan(lane_name: str, lock: Mapping, lock_sha256: str, *, base: Mapping[str, 
                               "re-lock the lane")
         artifacts.append(Artifact(name, str(package.get("version", "")), filename, url, str(digest),
                                   entry.get("size"), kind))
-    return Wheelhouse(lane_name, lock_sha256, tuple(artifacts), tuple(skipped))
+    return Wheelhouse(lane_name, lock_sha256, tuple(artifacts), tuple(skipped), from_mirrors=tuple(from_mirrors))
 
 
 def _sha256(path: Path) -> str:
@@ -208,6 +212,10 @@ def gather(house: Wheelhouse, out: Path, *, client, part_size: int | None = None
     done = 0
     for number, artifact in enumerate(artifacts, 1):
         progress(f"[{number}/{len(artifacts)}] {artifact.filename} ({(artifact.size or 0) / 1e6:.1f} MB)")
+        placed = _part_dir(out, artifact.part) / artifact.filename
+        if not artifact.chunks and placed.is_file() and _sha256(placed) == artifact.sha256:
+            done += artifact.size or 0  # gathered before (an interrupted or repeated gather): kept
+            continue
         whole = staging / artifact.filename
         _download(client, artifact, whole)
         if artifact.chunks:
@@ -223,7 +231,8 @@ def gather(house: Wheelhouse, out: Path, *, client, part_size: int | None = None
             os.replace(whole, folder / artifact.filename)
         done += artifact.size or 0
     staging.rmdir()
-    result = Wheelhouse(house.lane, house.lock_sha256, tuple(artifacts), house.skipped, parts)
+    result = Wheelhouse(house.lane, house.lock_sha256, tuple(artifacts), house.skipped, parts,
+                        from_mirrors=house.from_mirrors)
     for part in range(0, parts + 1) if parts else (0,):
         folder = _part_dir(out, part)
         if folder.is_dir():  # every part carries the manifest, so any one tells what the set is
@@ -267,9 +276,63 @@ def join(sources: Iterable[Path], out: Path) -> Wheelhouse:
             target.unlink()
             raise ConfigError(target, None, "sha256 does not match the lock", "carry that file (or part) again")
     joined = Wheelhouse(house.lane, house.lock_sha256, tuple(Artifact(**{**asdict(a), "part": 0, "chunks": 0})
-                                                           for a in house.artifacts), house.skipped, 0)
+                                                           for a in house.artifacts), house.skipped, 0,
+                       from_mirrors=house.from_mirrors)
     atomic_write(out / MANIFEST_NAME, joined.to_json())
     return joined
+
+
+def localize(lock: Mapping, house: Wheelhouse, folder: Path, *, lane: str, lock_sha256: str) -> dict:
+    """The lock (a dict) with each package's files replaced by the one file ``folder`` carries for it,
+    under the lock's own sha256, so uv installs from the folder alone (``--offline --no-index``).
+
+    Packages taken from a git revision keep their ``vcs`` entry (they install from the local mirror).
+    Raises ConfigError when the wheelhouse was gathered for another lane or lock, or lacks a file.
+    """
+    where = folder / MANIFEST_NAME
+    if house.lane != lane:
+        raise ConfigError(where, "lane", f"the wheelhouse was gathered for lane {house.lane!r}, not {lane!r}",
+                          f"gather one for {lane}: `patchlane wheelhouse gather {lane}`")
+    if house.lock_sha256 != lock_sha256:
+        raise ConfigError(where, "lock_sha256", f"the wheelhouse was gathered from another lock of lane {lane}",
+                          f"gather it again from the lock this host has (`patchlane wheelhouse gather {lane}`), or carry that lock")
+    carried = {a.package: a for a in house.artifacts if a.kind != "build"}  # build: found by --find-links
+    packages = []
+    for package in lock.get("packages", []):
+        if "vcs" in package:
+            packages.append(dict(package))
+            continue
+        name = canonicalize_name(str(package.get("name", "")))
+        artifact = carried.get(name)
+        if artifact is None:
+            overlaid = name in house.skipped
+            raise ConfigError(where, f"artifacts.{name}",
+                              f"{name} {package.get('version', '')} is {'left out as the base’s' if overlaid else 'not in it'}, "
+                              "but this build needs it", "gather the wheelhouse again" + (
+                                  " with the base this host has (--base), or run with --overlay" if overlaid else ""))
+        kind = "wheels" if artifact.kind == "wheel" else "sdist"
+        entries = (package.get("wheels") or []) if kind == "wheels" else [package.get("sdist") or {}]
+        locked = next((e for e in entries if _entry_name(e) == artifact.filename), None)
+        digest = ((locked or {}).get("hashes") or {}).get("sha256")
+        if digest != artifact.sha256:
+            raise ConfigError(where, f"artifacts.{name}", f"{artifact.filename} is not a file of the lock",
+                              f"gather the wheelhouse again (`patchlane wheelhouse gather {lane}`)")
+        path = folder / artifact.filename
+        if not path.is_file():
+            raise ConfigError(path, None, "missing from the wheelhouse",
+                              "carry every part and run `patchlane wheelhouse join PART… --out DIR`")
+        if _sha256(path) != digest:  # uv checks again as it installs; this names the file and the fix
+            raise ConfigError(path, None, "sha256 does not match the lock", "carry that file (or its part) again and join")
+        entry = {"name": artifact.filename, "path": str(path.resolve()), "hashes": {"sha256": digest},
+                 **({"size": locked["size"]} if "size" in locked else {})}
+        local = {k: v for k, v in package.items() if k not in ("wheels", "sdist")}
+        local[kind] = [entry] if kind == "wheels" else entry
+        packages.append(local)
+    return {**{k: v for k, v in lock.items() if k != "tool"}, "packages": packages}
+
+
+def _entry_name(entry: Mapping) -> str:
+    return str(entry.get("name") or str(entry.get("url") or "").rsplit("/", 1)[-1].split("#", 1)[0])
 
 
 def requirements(house: Wheelhouse) -> str:

@@ -27,7 +27,7 @@ from functools import cached_property
 from packaging.version import InvalidVersion, Version
 
 from retire.core.git import Git, GitError
-from retire.evidence.values import MirrorPull, ProbeFailure, TagContainment
+from retire.evidence.values import BranchTip, MirrorPull, ProbeFailure, TagContainment
 from retire.mirrors.config import Mirror
 
 __all__ = ["Landing", "MirrorRepo", "open_mirror"]
@@ -149,8 +149,9 @@ class MirrorRepo:
         except GitError as exc:
             return ProbeFailure("git", target, f"reading the mirror at {self.mirror.path} failed: {exc}")
 
-    def probe_commit(self, commit: str) -> TagContainment | ProbeFailure:
-        """Which release tags contain ``commit``; a commit the mirror lacks is a (retryable) failure."""
+    def _probe(self, commit: str, read):
+        """``read(full sha)`` for a commit of the mirror, or why not (never raises); a commit the
+        mirror lacks is a retryable failure: the mirror may be behind."""
         target = f"{self.mirror.repository}@{commit[:12]}"
         if not _COMMIT.fullmatch(commit):
             return ProbeFailure("git", target, f"not a commit sha: {commit!r}")
@@ -159,9 +160,23 @@ class MirrorRepo:
             if full is None:
                 return ProbeFailure("git", target, f"commit {commit[:12]} is not in the mirror at {self.mirror.path}: "
                                     f"the mirror is behind, or the sha is wrong — {_sync_hint(self.mirror)}", retryable=True)
-            return self.containment([full])
+            return read(full)
         except GitError as exc:
             return ProbeFailure("git", target, f"reading the mirror at {self.mirror.path} failed: {exc}")
+
+    def probe_commit(self, commit: str) -> TagContainment | ProbeFailure:
+        """Which release tags contain ``commit``."""
+        return self._probe(commit, lambda full: self.containment([full]))
+
+    def probe_tip(self, commit: str) -> BranchTip | ProbeFailure:
+        """Which followed branches end at ``commit`` (a revision a reproducer ran on)."""
+        def read(full: str) -> BranchTip:
+            followed = {ref.removeprefix("refs/heads/") for ref in self._branch_args() if ref.startswith("refs/heads/")}
+            heads = self.git.run("for-each-ref", "--points-at", full, "--format=%(refname:strip=2)", "refs/heads")
+            branches = tuple(sorted(h for h in heads.split() if not self.mirror.branches or h in followed))
+            return BranchTip(self.mirror.repository, full, branches, self.newest_commit_at)
+
+        return self._probe(commit, read)
 
 
 def open_mirror(mirror: Mirror) -> MirrorRepo | ProbeFailure:

@@ -320,14 +320,13 @@ def _unlinked(report: Report) -> str:
     if not rows:
         return '<section id="unlinked"><h2>Stale or without an upstream link</h2><p>None.</p></section>'
     items = []
-    for row in rows:
-        stale = next((text for kind, text in row.flags if kind == "stale"), None)
-        if stale:
-            items.append(f"<li><code>{_e(row.shim)}</code> {_verdict_tag('stale')} {_e(stale)}</li>")
-        elif row.upstream_status == "not-applicable":
+    for row, why, text in rows:
+        if why == "stale":
+            items.append(f"<li><code>{_e(row.shim)}</code> {_verdict_tag('stale')} {_e(text)}</li>")
+        elif why == "policy":
             items.append(f"<li><code>{_e(row.shim)}</code> no upstream link — status not-applicable (local policy, nothing to file)</li>")
         else:
-            items.append(f"<li><code>{_e(row.shim)}</code> <b>no upstream link</b> (status {_e(row.upstream_status)}): file it and link it</li>")
+            items.append(f"<li><code>{_e(row.shim)}</code> <b>no upstream link</b> (status {_e(text)}): file it and link it</li>")
     return f'<section id="unlinked"><h2>Stale or without an upstream link</h2><ul>{"".join(items)}</ul></section>'
 
 

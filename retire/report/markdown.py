@@ -56,7 +56,7 @@ def to_json(report: Report) -> dict:
             "repaired": [{"shim": s, "lane": l} for s, l in report.changes.repaired],
         },
         "attention": {row.shim: list(row.attention) for row in report.attention},
-        "stale_or_unlinked": [row.shim for row in report.stale_or_unlinked],
+        "stale_or_unlinked": [row.shim for row, _, _ in report.stale_or_unlinked],
         "burndown": [{"week": p.week, "carried": p.carried, "candidates": p.candidates, "source": p.source}
                      for p in report.burndown],
         "filing_queue": report.filing_queue,
@@ -210,14 +210,13 @@ def _unlinked_md(report: Report) -> list[str]:
     lines = ["## Stale or without an upstream link", ""]
     if not rows:
         return lines + ["None.", ""]
-    for row in rows:
-        stale = next((text for kind, text in row.flags if kind == "stale"), None)
-        if stale:
-            lines.append(f"- `{row.shim}` — **stale**: {cell_text(stale, 240)}")
-        elif row.upstream_status == "not-applicable":
+    for row, why, text in rows:
+        if why == "stale":
+            lines.append(f"- `{row.shim}` — **stale**: {cell_text(text, 240)}")
+        elif why == "policy":
             lines.append(f"- `{row.shim}` — no upstream link (status not-applicable: local policy, nothing to file)")
         else:
-            lines.append(f"- `{row.shim}` — **no upstream link** (status {row.upstream_status}): file it and link it")
+            lines.append(f"- `{row.shim}` — **no upstream link** (status {text}): file it and link it")
     return lines + [""]
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 import httpx
 
 from retire.report import html as report_html
+from retire.report import build as report_build
 from retire.report import model as report_model
 from retire.report import markdown as report_render
 from retire.core import times
@@ -189,7 +190,7 @@ def generate(
     if queue_note:
         notes.append(queue_note)
 
-    report = report_model.build(
+    report = report_build.build(
         manifests, lanes, verdicts, records, week=label, now=now, previous=history.previous,
         history=[*git_points, *report_points(history.reports)], notes=notes,
         records_failure=records_problem, filing_queue=queue,

@@ -195,8 +195,13 @@ def _parse_lock(lock_file: Path, data: bytes) -> dict:
         raise BuildError(f"{lock_file} is not valid TOML ({exc})") from None
 
 
-def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = None, live: bool = False) -> LaneEnv:
+def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = None, live: bool = False,
+          wheelhouse: Path | None = None, sources: dict[str, str] | None = None) -> LaneEnv:
     """Build (or re-sync) the lane's environment from its lock. Raises :class:`BuildError`.
+
+    ``wheelhouse`` (a folder from ``patchlane wheelhouse gather``/``join``) installs every file from
+    that folder with no index and no network, each checked against the lock's sha256; ``sources``
+    maps the upstream git URLs a revision lane's lock names to this host's mirrors.
 
     A re-sync that changes nothing reuses what the last build learnt about the env (its
     packages, its runtime snapshot) and does not even parse the lock, so a warm rebuild costs
@@ -214,24 +219,36 @@ def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = 
         shutil.rmtree(path)  # another interpreter or kind: a re-sync cannot turn one into the other
         state = {}
     identity = {"lock": hashlib.sha256(lock_bytes).hexdigest(), "overlay": overlay}
+    if wheelhouse is not None:
+        identity["wheelhouse"] = str(wheelhouse.resolve())
     lock: dict | None = None
     base: dict[str, str] = {}
+    to_sync: dict | None = None  # the lock as this host installs it, when it differs from the file
     if overlay:
         base_info = describe(overlay)
         base = base_info["packages"]
         identity["base"] = hashlib.sha256(json.dumps(base, sort_keys=True).encode()).hexdigest()
         python = _venv(path, overlay)
         lock = _parse_lock(lock_file, lock_bytes)
-        cut, synced = overlay_lock(lock, base)
-        cut_file = path / "overlay" / "pylock.toml"
-        cut_file.parent.mkdir(exist_ok=True)
-        cut_file.write_text(tomlkit.dumps(cut), encoding="utf-8")
-        sync_from = cut_file
+        to_sync, synced = overlay_lock(lock, base)
     else:
         python = _venv(path, lane.python)
+    if wheelhouse is not None or sources:
+        if lock is None:
+            lock = _parse_lock(lock_file, lock_bytes)
+        to_sync = _localized(to_sync or {k: v for k, v in lock.items() if k != "tool"}, lane, lock_bytes,
+                             wheelhouse, sources or {})
+    if to_sync is None:
         sync_from = lock_file  # uv reads (and hash-checks) the lock itself
-    output = run_uv(["pip", "sync", "--preview-features", "pylock", "--python", str(python), str(sync_from)],
-                     f"cannot install {sync_from.name} into the lane", live=live)
+    else:
+        sync_from = path / ("overlay" if overlay else "local") / "pylock.toml"
+        sync_from.parent.mkdir(exist_ok=True)
+        sync_from.write_text(tomlkit.dumps(to_sync), encoding="utf-8")
+    # --find-links: an sdist's or a revision's build requirements, where their wheels were put in the folder
+    offline = ["--offline", "--no-index", "--find-links", str(wheelhouse)] if wheelhouse is not None else []
+    output = run_uv(["pip", "sync", "--preview-features", "pylock", *offline, "--python", str(python), str(sync_from)],
+                     f"cannot install {lock_file.parent.name}/{lock_file.name} into the lane"
+                     + (f" from the wheelhouse {wheelhouse}" if wheelhouse is not None else ""), live=live)
     if overlay:
         link_base(describe_paths(python)["purelib"], [base_info["purelib"], base_info["platlib"]])
     if state.get("identity") == identity and _synced_nothing(output) and "synced" in state:
@@ -239,14 +256,15 @@ def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = 
     else:
         if lock is None:
             lock = _parse_lock(lock_file, lock_bytes)
+        if not overlay:
             synced = [p["name"] for p in lock.get("packages", [])]
         info = (None if overlay else _full_env_info(path, lock)) or describe(python)
     if not overlay and info["python"].rsplit(".", 1)[0] != lane.python:
         raise BuildError(f"the venv runs Python {info['python']}, the lane asks for {lane.python}")
-    sources = _runtime_sources()
-    runtime = _fingerprint(sources)
+    sources_dirs = _runtime_sources()
+    runtime = _fingerprint(sources_dirs)
     if state.get("runtime") != runtime or not Path(info["purelib"], PTH_NAME).exists():
-        _install_runtime(path, info["purelib"], sources)
+        _install_runtime(path, info["purelib"], sources_dirs)
     state_file.write_text(json.dumps({"made_from": made_from, "identity": identity, "info": info, "runtime": runtime,
                                       "synced": list(synced)}), encoding="utf-8")
     return LaneEnv(
@@ -265,6 +283,23 @@ def _make_folder(path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise BuildError(f"cannot make {path.parent}: {exc.strerror or exc} (a stray file on the way?)") from None
+
+
+def _localized(lock: dict, lane: Lane, lock_bytes: bytes, wheelhouse: Path | None, sources: dict[str, str]) -> dict:
+    """The lock as this host installs it: revisions from the local mirrors, files from the wheelhouse."""
+    from retire.core.errors import ConfigError
+    from retire.lanes.revisions import localize_vcs
+    from retire.locks import wheelhouse as houses
+
+    lock = localize_vcs(lock, sources)
+    if wheelhouse is None:
+        return lock
+    try:
+        house = houses.Wheelhouse.load(wheelhouse)
+        return houses.localize(lock, house, wheelhouse, lane=lane.name,
+                               lock_sha256=hashlib.sha256(lock_bytes).hexdigest())
+    except ConfigError as exc:
+        raise BuildError(str(exc)) from None
 
 
 def _full_env_info(path: Path, lock: dict) -> dict | None:

@@ -37,8 +37,11 @@ from packaging.utils import canonicalize_name
 from retire.runs import envs
 from retire.locks import locking
 from retire.core import times, uv
+from retire.core.errors import ConfigError
+from retire.lanes import revisions
 from retire.lanes.model import Lane
-from retire.runs.reproduce import run_reproducer
+from retire.runs.launcher import ISOLATIONS, PROTOCOL_MODULES, Launcher, common_environment, preload_of
+from retire.runs.reproduce import child_environment, run_reproducer
 from retire.evidence.validation import FAILING, FAULTED, FIXED, Mode, RunOutcome, ShimOutcome, ValidationRecord
 from shims.manifest import ShimManifest
 
@@ -67,6 +70,8 @@ class LaneRun:
     env: envs.LaneEnv | None = None
     shims: tuple[ShimRun, ...] = ()
     seconds: float = 0.0
+    isolation: str = "process"  # how its reproducers ran: process | launcher (see --isolation)
+    note: str = ""  # why a launcher lane fell back to process isolation
 
     @property
     def failed(self) -> bool:
@@ -129,6 +134,9 @@ class RunOptions:
     host: Host | None = None
     heartbeat_s: float = 20.0  # a reproducer still running says so this often (0: never)
     live: bool = False  # show uv's progress while building (a terminal, one lane at a time)
+    wheelhouse: Path | None = None  # build from this folder only: no index, no network (docs/offline.md)
+    mirrors: object = None  # a MirrorSet: where lane revisions install from on this host
+    isolation: str | None = None  # process | launcher; None: launcher where the lane's shims declare preloads
 
 
 Progress = Callable[[str, str], None]  # (lane, message)
@@ -201,32 +209,71 @@ def run_lane(lane: Lane, manifests: dict[str, ShimManifest], options: RunOptions
     if missing:
         return LaneRun(lane.name, "build-failed", lane.shims, f"unknown shims: {', '.join(missing)}")
     kind = "overlay on " + options.overlay if options.overlay else "full"
-    progress(lane.name, f"building env ({kind}) from {lock_file.parent.name}/{lock_file.name}")
+    source = f", files from the wheelhouse {options.wheelhouse} only" if options.wheelhouse else ""
+    progress(lane.name, f"building env ({kind}) from {lock_file.parent.name}/{lock_file.name}{source}")
     try:
-        env = envs.build(lane, lock_file, options.envs_dir, overlay=options.overlay, live=options.live)
+        sources = revisions.local_urls(lane.revisions, options.mirrors, lane.origin) if lane.revisions else None
+        env = envs.build(lane, lock_file, options.envs_dir, overlay=options.overlay, live=options.live,
+                         wheelhouse=options.wheelhouse, sources=sources)
+    except ConfigError as exc:  # a revision whose mirror is not on this host
+        progress(lane.name, f"build failed: {exc}")
+        return LaneRun(lane.name, "build-failed", lane.shims, str(exc), seconds=time.monotonic() - started)
     except envs.BuildError as exc:
         progress(lane.name, f"build failed: {exc}")
         return LaneRun(lane.name, "build-failed", lane.shims, str(exc), exc.detail, seconds=time.monotonic() - started)
     progress(lane.name, f"env ready: Python {env.python_version}, {len(env.synced)} packages from the lock")
 
+    launcher = _start_launcher(lane, manifests, env, options, progress)
     results = []
-    for shim in lane.shims:
-        manifest = manifests[shim]
-        records: dict[str, ValidationRecord] = {}
-        for mode in Mode:
-            if mode == Mode.WITH and records[Mode.WITHOUT].outcome in FAULTED:
-                break  # the reproducer is broken: a with-run would say nothing new
-            # A skipped without-run still gets its with-run: an env-constraint or policy shim can
-            # prove its mitigation is in effect on a host where the failure itself cannot happen.
-            with heartbeat(lambda line: progress(lane.name, line), f"{shim} {mode} shim", options.heartbeat_s):
-                record = run_reproducer(manifest, mode, python=env.python, lane=lane.name, timeout=options.timeout,
-                                        env=reproducer_env(lane, manifests, shim, mode))
-            record = _with_context(record, options.run_id, _environment_facts(env, manifest, lane.digest))
-            records[mode] = record
-            progress(lane.name, f"{shim} {mode} shim: {record.sentinel or record.outcome} ({record.duration_s:.1f}s)")
-        outcome, why = judge(records.get(Mode.WITHOUT), records.get(Mode.WITH))
-        results.append(ShimRun(lane.name, shim, outcome, why, records.get(Mode.WITHOUT), records.get(Mode.WITH)))
-    return LaneRun(lane.name, "ran", lane.shims, env=env, shims=tuple(results), seconds=time.monotonic() - started)
+    try:
+        for shim in lane.shims:
+            manifest = manifests[shim]
+            records: dict[str, ValidationRecord] = {}
+            for mode in Mode:
+                if mode == Mode.WITH and records[Mode.WITHOUT].outcome in FAULTED:
+                    break  # the reproducer is broken: a with-run would say nothing new
+                # A skipped without-run still gets its with-run: an env-constraint or policy shim can
+                # prove its mitigation is in effect on a host where the failure itself cannot happen.
+                run_env = reproducer_env(lane, manifests, shim, mode)
+                with heartbeat(lambda line: progress(lane.name, line), f"{shim} {mode} shim", options.heartbeat_s):
+                    if launcher is not None:
+                        record = launcher.run(manifest, mode, lane=lane.name, timeout=options.timeout, env=run_env)
+                    else:
+                        record = run_reproducer(manifest, mode, python=env.python, lane=lane.name,
+                                                timeout=options.timeout, env=run_env)
+                record = _with_context(record, options.run_id, _environment_facts(env, manifest, lane.digest))
+                records[mode] = record
+                progress(lane.name, f"{shim} {mode} shim: {record.sentinel or record.outcome} ({record.duration_s:.1f}s)")
+            outcome, why = judge(records.get(Mode.WITHOUT), records.get(Mode.WITH))
+            results.append(ShimRun(lane.name, shim, outcome, why, records.get(Mode.WITHOUT), records.get(Mode.WITH)))
+    finally:
+        if launcher is not None:
+            launcher.close()
+    return LaneRun(lane.name, "ran", lane.shims, env=env, shims=tuple(results), seconds=time.monotonic() - started,
+                   isolation="launcher" if launcher is not None else "process",
+                   note=(launcher.fallback or "") if launcher is not None else "")
+
+
+def _start_launcher(lane: Lane, manifests: dict[str, ShimManifest], env: envs.LaneEnv, options: RunOptions,
+                    progress: Progress) -> Launcher | None:
+    """The lane's fork server, when this lane runs under launcher isolation (else None)."""
+    planned = [manifests[shim] for shim in lane.shims]
+    preload = preload_of(planned)
+    isolation = options.isolation or ("launcher" if preload else "process")
+    if isolation not in ISOLATIONS:
+        raise ValueError(f"isolation must be one of {', '.join(ISOLATIONS)}, got {isolation!r}")
+    if isolation == "process" or not planned:
+        return None
+    # Its imports see only what every run's environment shares: a variable one shim's runs set
+    # reaches those runs alone (after the preload; see docs/commands.md, Isolation).
+    shared = common_environment(child_environment(manifests[shim], reproducer_env(lane, manifests, shim, mode))
+                                for shim in lane.shims for mode in Mode)
+    launcher = Launcher(env.python, preload, shared,
+                        targets=[m.target.module for m in planned], say=lambda line: progress(lane.name, line))
+    if launcher.alive:
+        failed = "".join(f"; {name} not preloaded ({why})" for name, why in launcher.failed.items())
+        progress(lane.name, f"launcher: imported {', '.join([m for m in launcher.preloaded if m not in PROTOCOL_MODULES])} once in {launcher.startup_s:.1f}s{failed}")
+    return launcher
 
 
 def _with_context(record: ValidationRecord, run_id: str, environment: dict) -> ValidationRecord:
@@ -274,11 +321,12 @@ def summary_table(runs: list[LaneRun]) -> str:
 def to_summary(run: LaneRun) -> dict:
     """What a lane run leaves for the cross-lane summary (JSON-able)."""
     return {"lane": run.lane, "status": run.status, "why": run.why, "planned": list(run.planned),
-            "seconds": round(run.seconds, 2),
+            "seconds": round(run.seconds, 2), "isolation": run.isolation, "note": run.note,
             "shims": [{"shim": s.shim, "outcome": s.outcome, "why": s.why} for s in run.shims]}
 
 
 def from_summary(data: dict) -> LaneRun:
     return LaneRun(data["lane"], data["status"], tuple(data.get("planned", ())), data.get("why", ""),
                    shims=tuple(ShimRun(data["lane"], s["shim"], ShimOutcome(s["outcome"]), s.get("why", "")) for s in data.get("shims", [])),
-                   seconds=data.get("seconds", 0.0))
+                   seconds=data.get("seconds", 0.0), isolation=data.get("isolation", "process"),
+                   note=data.get("note", ""))

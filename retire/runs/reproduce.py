@@ -19,7 +19,7 @@ from shims.reproducer import Mode, Sentinel, exit_code_for, parse_output
 from retire.core import times
 from retire.evidence.validation import MODES, RunOutcome, ValidationRecord
 
-__all__ = ["OUTPUT_TAIL_CHARS", "classify", "run_reproducer"]
+__all__ = ["OUTPUT_TAIL_CHARS", "child_environment", "classify", "finished_run", "run_reproducer"]
 
 #: How much of the output a record keeps (the end is where tracebacks and sentinels are).
 OUTPUT_TAIL_CHARS = 4000
@@ -59,7 +59,7 @@ def run_reproducer(
     mode = Mode(mode)
     limit = manifest.reproducer.timeout if timeout is None else timeout
     command = [os.fspath(python), os.fspath(manifest.reproducer_path), "--mode", mode]
-    child_env = _child_env(manifest, env)
+    child_env = child_environment(manifest, env)
     started_at = times.now().isoformat(timespec="microseconds")
     began = time.monotonic()
     try:
@@ -88,6 +88,19 @@ def run_reproducer(
             stdout_bytes, stderr_bytes = b"", b""
             process.kill()
             process.wait()
+    return finished_run(manifest, mode, lane, started_at, began, child_env, stdout_bytes, stderr_bytes,
+                        process.returncode, timed_out=timed_out, limit=limit)
+
+
+def finished_run(
+    manifest: ShimManifest, mode: str, lane: str, started_at: str, began: float, child_env: Mapping[str, str],
+    stdout_bytes: bytes, stderr_bytes: bytes, exit_code: int, *, timed_out: bool, limit: float,
+) -> ValidationRecord:
+    """The record of a run that ended (or was killed): what any isolation mode hands back.
+
+    ``exit_code`` as :mod:`subprocess` reports it (``-N`` for a signal), ``began`` a
+    :func:`time.monotonic` reading from before the run started.
+    """
     # Redacted before anything is cut or parsed: a secret must not survive in a tail's first
     # characters, nor in a skip reason.
     stdout = _redact(stdout_bytes.decode("utf-8", errors="replace"), child_env)
@@ -96,10 +109,10 @@ def run_reproducer(
     if timed_out:
         outcome, detail = RunOutcome.TIMEOUT, f"killed after {limit:g} s"
     else:
-        outcome, detail = classify(host, sentinel, skip_reason, process.returncode)
+        outcome, detail = classify(host, sentinel, skip_reason, exit_code)
     tail = _tail(stdout, stderr)
     return _record(manifest, mode, lane, started_at, began, host=host, sentinel=sentinel, outcome=outcome,
-                   exit_code=process.returncode, tail=tail, detail=detail)
+                   exit_code=exit_code, tail=tail, detail=detail)
 
 
 def classify(
@@ -116,7 +129,9 @@ def classify(
     return _OUTCOME_OF[sentinel], skip_reason or ""
 
 
-def _child_env(manifest: ShimManifest, env: Mapping[str, str] | None) -> dict[str, str]:
+def child_environment(manifest: ShimManifest, env: Mapping[str, str] | None) -> dict[str, str]:
+    """The environment a reproducer of ``manifest`` runs with (``env``, or ours, plus the path to
+    the ``shims`` package and the manifest's shim root)."""
     child = dict(os.environ if env is None else env)
     # The reproducer imports `shims` from this checkout (lane envs also have it installed).
     child["PYTHONPATH"] = os.pathsep.join(p for p in (str(_REPO_ROOT), child.get("PYTHONPATH", "")) if p)

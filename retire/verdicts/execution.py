@@ -5,6 +5,9 @@ Runs come as an :class:`~retire.evidence.values.ExecutionHistory`: the latest co
 
 - :func:`newest` — on the newest version any run covers (and at least the newest version a lane
   locks), does the bug reproduce? If it does, the shim is needed, whatever any probe says.
+- :func:`at_branch_tip` — for runs on an upstream revision (a package built from a commit, not
+  a release): does the bug reproduce on the newest commit of a branch the mirror follows? That
+  is to the branch what the newest locked release is to the releases.
 - :func:`first_clean` — restricted to versions inside proposed floors, is there a clean run and
   no run that reproduced the bug? A retirement needs exactly that.
 """
@@ -17,9 +20,9 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from retire.evidence.validation import FIXED, RunOutcome
-from retire.evidence.values import ExecutionEvidence, ExecutionHistory
+from retire.evidence.values import BranchTip, ExecutionEvidence, ExecutionHistory
 
-__all__ = ["Found", "first_clean", "newest", "runs_phrase"]
+__all__ = ["Found", "at_branch_tip", "first_clean", "newest", "runs_phrase"]
 
 BUG = RunOutcome.BUG_REPRODUCED
 
@@ -66,6 +69,27 @@ def newest(history: ExecutionHistory, dist: str, locked: Version | None) -> Foun
     if bugs:  # conflicting hosts on one version: the bug wins
         return Found("bug", f"BUG_REPRODUCED without the shim on {runs_phrase(bugs, dist)}", version=top, runs=tuple(bugs))
     return Found("clean", f"FIX_VALIDATED without the shim on {runs_phrase(at_top, dist)}", version=top, runs=tuple(at_top))
+
+
+def at_branch_tip(history: ExecutionHistory, dist: str, tips: Mapping[tuple[str, str], object]) -> Found:
+    """The state on the newest commit of a followed branch of a mirror, from runs whose ``dist``
+    was built from that commit (``tips``: (repository, commit) → :class:`BranchTip`)."""
+    found: list[tuple[ExecutionEvidence, BranchTip]] = []
+    for run in _conclusive(history):
+        commit = run.revision(dist)
+        for (_, recorded), tip in tips.items():
+            if commit and recorded == commit and isinstance(tip, BranchTip) and tip.is_tip:
+                found.append((run, tip))
+    if not found:
+        return Found("none", "no conclusive run without the shim on the newest commit of a followed branch")
+    bugs = [(run, tip) for run, tip in found if run.outcome == BUG]
+    state, chosen = ("bug", bugs) if bugs else ("clean", found)
+    run, tip = chosen[-1]
+    sentinel = "BUG_REPRODUCED" if state == "bug" else "FIX_VALIDATED"
+    fresh = f", mirror as of {tip.newest_commit_at.date()}" if tip.newest_commit_at else ""
+    return Found(state, f"{sentinel} without the shim on {runs_phrase([r for r, _ in chosen], dist)}, built from "
+                        f"{tip.commit[:10]}: the newest commit of {', '.join(tip.branches)} in the mirror of "
+                        f"{tip.repository}{fresh}", version=run.version(dist), runs=tuple(r for r, _ in chosen))
 
 
 def first_clean(history: ExecutionHistory, dist: str, floors: Mapping[str, Version] | None) -> Found:

@@ -19,7 +19,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from retire.core import times
-from retire.evidence.values import ProbeFailure, PullState, ReleaseList
+from retire.evidence.values import ExecutionHistory, ProbeFailure, PullState, ReleaseList
 from retire.verdicts.model import Decision, ShimEvidence, Verdict
 from retire.verdicts.rules import DEFAULT_STALE_DAYS, decide, link_urls
 
@@ -52,7 +52,8 @@ def lane_index_urls(lane, distribution: str, *, named: Mapping[str, str], defaul
 
 
 def _lock_packages(locks_dir: Path, lane_name: str) -> dict[str, str] | None:
-    """{canonical name: version} of a lane's lock (None: no readable lock)."""
+    """{canonical name: version} of a lane's lock (None: no readable lock). A package the lock takes
+    from a git revision ([lane.revisions]) is left out: its version names no release of the index."""
     from retire.locks import locking
 
     try:
@@ -62,7 +63,7 @@ def _lock_packages(locks_dir: Path, lane_name: str) -> dict[str, str] | None:
     if lock is None:
         return None
     return {canonicalize_name(p["name"]): str(p.get("version") or "")
-            for p in lock.get("packages", []) if isinstance(p, dict) and "name" in p}
+            for p in lock.get("packages", []) if isinstance(p, dict) and "name" in p and "vcs" not in p}
 
 
 def _guarded(kind: str, target: str, action: Callable[[], object]) -> object:
@@ -148,13 +149,23 @@ def gather(
                 elif condition.kind == "commit-in-tag":
                     key = ("git", condition.repository, condition.commit)
                     jobs[key] = (lambda r=condition.repository, c=condition.commit: mirrored.commit(r, c))
+            repositories: dict[str, None] = {}
             for url in link_urls(manifest):
                 ref = codehost.parse_link(url, web_host=web_host)
                 if ref is None:
                     continue
                 links[url] = None
+                if mirrored.has(ref.repository):
+                    repositories[ref.repository] = None
                 if ref.kind == "pull" and mirrored.has(ref.repository):
                     jobs[("mirror-pull", url)] = (lambda r=ref: mirrored.pull(r.repository, r.number))
+            # Runs on an upstream revision: is it the newest commit of a followed branch?
+            history = histories.get(manifest.id)
+            target = canonicalize_name(manifest.target.distribution)
+            for run in history.runs if isinstance(history, ExecutionHistory) else ():
+                commit = run.revision(target)
+                for repository in repositories if commit else ():
+                    jobs[("tip", repository, commit)] = (lambda r=repository, c=commit: mirrored.tip(r, c))
 
         if links:  # one job, first (it fans out itself): GraphQL batches with a token, REST per link without
             jobs = {("codehost", "every link"): (lambda: codehost.probe_links(
@@ -192,6 +203,7 @@ def gather(
                 links={key[1]: value for key, value in results.items() if key[0] == "link"},
                 mirror_pulls={key[1]: value for key, value in results.items() if key[0] == "mirror-pull"},
                 tags={(key[1], key[2]): value for key, value in results.items() if key[0] == "git"},
+                tips={(key[1], key[2]): value for key, value in results.items() if key[0] == "tip"},
                 execution=histories.get(manifest.id),
             )
             verdicts.append(_decide_safely(manifest, lanes, ev, now, stale_after_days))
@@ -234,6 +246,10 @@ class _Mirrors:
     def commit(self, repository: str, commit: str):
         repo = self._repo(repository)
         return repo if isinstance(repo, ProbeFailure) else repo.probe_commit(commit)
+
+    def tip(self, repository: str, commit: str):
+        repo = self._repo(repository)
+        return repo if isinstance(repo, ProbeFailure) else repo.probe_tip(commit)
 
 
 def _run_all(jobs: Mapping[tuple, Callable[[], object]], workers: int) -> dict[tuple, object]:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from retire.evidence.values import (
+    BranchTip,
     ExecutionHistory,
     IssueState,
     MirrorPull,
@@ -133,4 +134,6 @@ class ShimEvidence:
     mirror_pulls: Mapping[str, MirrorPull | ProbeFailure] = field(default_factory=dict)
     #: (repository URL, commit) → containment in the mirror's release tags.
     tags: Mapping[tuple[str, str], TagContainment | ProbeFailure] = field(default_factory=dict)
+    #: (repository URL, commit a run was built from) → the followed branches it is the newest commit of.
+    tips: Mapping[tuple[str, str], BranchTip | ProbeFailure] = field(default_factory=dict)
     execution: ExecutionHistory | ProbeFailure | None = None

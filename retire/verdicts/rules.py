@@ -4,7 +4,9 @@ Evidence decides in this order: execution (reproducer runs) over release and tag
 issue and pull-request states. ``docs/verdicts.md`` has the rules as a table; in short:
 
 1. **keep** when, without the shim, the bug reproduces on the newest version any run covers
-   (at least the newest version a lane locks). Nothing a probe says can change that.
+   (at least the newest version a lane locks) — or, where no run reaches that release, on the
+   newest commit of a branch a local mirror follows (a lane built from an upstream revision).
+   Nothing a probe says can change that.
 2. **retire** when the retirement conditions hold (``mode`` all / any, three-valued) **and** a
    run without the shim printed FIX_VALIDATED (or MEMORY_SAVE_VERIFIED) on a release inside every
    proposed floor, with no run there reproducing the bug.
@@ -137,6 +139,13 @@ def decide(manifest, lanes: Sequence, evidence: ShimEvidence, *, now: _dt.dateti
     runs = history if isinstance(history, ExecutionHistory) else ExecutionHistory(shim, ())
     locked = _newest_locked(dist, {name: evidence.locks.get(name) for name in listing})
     newest = execution.newest(runs, dist, locked)
+    scope = "the newest release any run or lock covers"
+    if newest.state == "none":  # no release reaches it: a run on a branch's newest commit may
+        at_tip = execution.at_branch_tip(runs, dist, evidence.tips)
+        if at_tip.state == "bug":
+            newest, scope = at_tip, "the newest revision the mirror knows"
+    for tip in evidence.tips.values():
+        used.add(tip)
     floors = _highest_floors(r for r in results if r.state == HOLDS) if combined == HOLDS else {}
     held = "; ".join(f"{r.kind}: {r.why}" for r in results if r.state == HOLDS)
     failing = "; ".join(f"{r.kind}: {r.why}" for r in results if r.state == FAILS)
@@ -144,7 +153,7 @@ def decide(manifest, lanes: Sequence, evidence: ShimEvidence, *, now: _dt.dateti
 
     decision, why, action, proposal = Decision.UNKNOWN, "", None, ()
     if newest.state == "bug":  # 1. execution first: nothing can turn this into unknown
-        decision, why = Decision.KEEP, f"{newest.why}, the newest release any run or lock covers"
+        decision, why = Decision.KEEP, f"{newest.why} — {scope}"
         ahead = {d: v for d, v in floors.items() if newest.version is None or d != dist or v > newest.version}
         if combined == HOLDS and ahead:
             flags.append(Flag(FlagKind.CANDIDATE, f"upstream looks fixed ({held})"))

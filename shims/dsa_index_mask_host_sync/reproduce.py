@@ -98,10 +98,7 @@ def _count_syncs(torch, fn, *args):
 
 
 def check(with_shim: bool) -> str:
-    try:
-        import torch
-    except ImportError:
-        raise reproducer.Skip("torch is not installed") from None
+    torch = reproducer.require("torch")
     try:
         name, helper, bounds = _helper()
     except ImportError as exc:

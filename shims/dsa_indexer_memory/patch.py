@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 
-from shims.shape import unknown_shape
+from shims.shape import unknown_shape, unpatched_source
 
 #: Normalised-source fingerprints (docstrings stripped, ``ast.unparse``) of the upstream
 #: functions this patch was written against, read from the released wheels.
@@ -46,11 +46,8 @@ def check_shape(module) -> str | None:
 
 def probe(module) -> str | None:
     owner, name, _ = _target(module)
-    current = getattr(owner, name)
-    if getattr(current, _PATCHED, False):
-        return None
-    source = inspect.getsource(current)
-    if "sbhd,tbd->sbht" in source:
+    source = unpatched_source(getattr(owner, name), _PATCHED)
+    if source is not None and "sbhd,tbd->sbht" in source:
         return "index scores materialise fp32 [sq, b, h, sk] via einsum before the head sum"
     return None
 

@@ -69,14 +69,8 @@ def _largest_allocation(fn, *args):
 
 
 def check(with_shim: bool) -> str:
-    try:
-        import torch
-    except ImportError:
-        raise reproducer.Skip("torch is not installed") from None
-    try:
-        from megatron.core.transformer.experimental_attention_variant import dsa
-    except ImportError as exc:
-        raise reproducer.Skip(f"megatron-core with DSA is not importable: {exc}") from None
+    torch = reproducer.require("torch")
+    dsa = reproducer.require("megatron.core.transformer.experimental_attention_variant.dsa", "megatron-core")
 
     fn, original = _index_score_fn(dsa)
     device = "cuda" if torch.cuda.is_available() else "cpu"

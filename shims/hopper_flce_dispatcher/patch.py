@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import functools
 import importlib
-import inspect
 import types
 
-from shims.shape import unknown_shape
+from shims.shape import unknown_shape, unpatched_source
 
 #: Platform.__init__ of Megatron-LM dev d48bd6be0a = 26.04-alpha.rc1 85bced0ae6 = rc2 99a108127d
 #: (one blob, b533fef7): cc[0] == 10 or ValueError.
@@ -43,11 +42,8 @@ def check_shape(module) -> str | None:
 
 
 def probe(module) -> str | None:
-    init = module.Platform.__dict__["__init__"]
-    if getattr(init, _PATCHED, False):
-        return None
-    source = inspect.getsource(init)
-    if "hopper" in source or "cc[0] == 9" in source:
+    source = unpatched_source(module.Platform.__dict__["__init__"], _PATCHED)
+    if source is None or "hopper" in source or "cc[0] == 9" in source:
         return None
     return "Platform.__init__ wires only cc 10 (Blackwell); cc 9 raises 'Unsupported architecture: 9'"
 

@@ -62,24 +62,10 @@ def _numerics(torch, flce, device) -> bool:
 
 
 def check(with_shim: bool) -> str:
-    try:
-        import torch
-    except ImportError:
-        raise reproducer.Skip("torch is not installed") from None
-    try:
-        from megatron.core.fusions import fused_linear_cross_entropy as flce
-    except ImportError as exc:
-        from importlib import metadata
-
-        try:
-            version = metadata.version("megatron-core")
-        except metadata.PackageNotFoundError:
-            version = "not installed"
-        raise reproducer.Skip(
-            f"megatron.core.fusions.fused_linear_cross_entropy is not importable with megatron-core "
-            f"{version} ({exc}); it exists only on Megatron-LM dev / 26.04-alpha.rc1,rc2: build "
-            "megatron-core from one of those revisions"
-        ) from None
+    torch = reproducer.require("torch")
+    flce = reproducer.require(
+        "megatron.core.fusions.fused_linear_cross_entropy", "megatron-core",
+        hint="it exists only on Megatron-LM dev / 26.04-alpha.rc1,rc2: build megatron-core from one of those revisions")
 
     real_hopper = torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
     fake = contextlib.ExitStack()

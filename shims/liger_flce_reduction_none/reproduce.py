@@ -31,10 +31,8 @@ def check(with_shim: bool) -> str:
     import torch
     import torch.nn.functional as F
 
-    try:
-        from liger_kernel.ops.fused_linear_cross_entropy import LigerFusedLinearCrossEntropyFunction
-    except ImportError as exc:
-        raise reproducer.Skip(f"liger-kernel is not importable: {exc}") from None
+    LigerFusedLinearCrossEntropyFunction = reproducer.require(
+        "liger_kernel.ops.fused_linear_cross_entropy", "liger-kernel").LigerFusedLinearCrossEntropyFunction
 
     gen = torch.Generator(device="cpu").manual_seed(0)
     x0 = (torch.randn(TOKENS, HIDDEN, generator=gen) * 0.5).cuda()

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import functools
-import inspect
 
-from shims.shape import changed_parameters, unknown_shape
+from shims.shape import changed_parameters, unknown_shape, unpatched_source
 
 KNOWN_SHAPES = {
     "b89cf4a3e0a830b1": "megatron-core 0.16.1-0.19.2 Float16Module.__init__ (module.bfloat16()/half())",
@@ -33,10 +32,9 @@ def check_shape(module) -> str | None:
 
 
 def probe(module) -> str | None:
-    init = module.Float16Module.__dict__["__init__"]
-    if getattr(init, _PATCHED, False):
+    source = unpatched_source(module.Float16Module.__dict__["__init__"], _PATCHED)
+    if source is None:
         return None
-    source = inspect.getsource(init)
     if ".bfloat16()" in source or ".half()" in source:
         return "Float16Module casts the whole wrapped module, fp32-contract parameters included"
     return None

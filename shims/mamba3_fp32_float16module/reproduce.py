@@ -26,15 +26,9 @@ FP32_PARAMS = ("A_log", "D", "dt_bias")
 
 
 def check(with_shim: bool) -> str:
-    try:
-        import torch
-    except ImportError:
-        raise reproducer.Skip("torch is not installed") from None
-    try:
-        from megatron.core.transformer.module import Float16Module
-        from megatron.core.transformer.transformer_config import TransformerConfig
-    except ImportError as exc:
-        raise reproducer.Skip(f"megatron-core is not importable: {exc}") from None
+    torch = reproducer.require("torch")
+    Float16Module = reproducer.require("megatron.core.transformer.module", "megatron-core").Float16Module
+    TransformerConfig = reproducer.require("megatron.core.transformer.transformer_config", "megatron-core").TransformerConfig
 
     class MambaContractStandIn(torch.nn.Module):
         """Stand-in for a Mamba-3 mixer: fp32 A_log / D / dt_bias next to bf16-able projections."""

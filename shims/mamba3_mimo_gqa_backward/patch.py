@@ -6,7 +6,7 @@ import functools
 import inspect
 import sys
 
-from shims.shape import changed_parameters
+from shims.shape import function_shape, unpatched_source
 
 FUNCTION = "mamba_mimo_bwd_combined"
 #: Modules that bind mamba_mimo_bwd_combined by value (``from ...mamba3_mimo_bwd import ...``):
@@ -18,19 +18,13 @@ _PATCHED = "__patchlane_mamba3_mimo_gqa_backward__"
 
 
 def check_shape(module) -> str | None:
-    function = getattr(module, FUNCTION, None)
-    if not callable(function):
-        return f"{FUNCTION} is missing"
-    if getattr(function, _PATCHED, False):
-        return None
-    return changed_parameters(function, PREFIX, FUNCTION)
+    return function_shape(module, FUNCTION, PREFIX, _PATCHED)
 
 
 def probe(module) -> str | None:
-    function = getattr(module, FUNCTION)
-    if getattr(function, _PATCHED, False):
+    source = unpatched_source(getattr(module, FUNCTION), _PATCHED)
+    if source is None:
         return None
-    source = inspect.getsource(function)
     if "is not currently supported" in source and "H % G" not in source:
         return "backward handles only G == 1 and G == H; 1 < G < H raises"
     return None

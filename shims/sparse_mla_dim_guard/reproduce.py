@@ -60,11 +60,9 @@ def check(with_shim: bool) -> str:
     reproducer.require_cuda(min_cc="9.0")
     import torch
 
-    try:
-        from megatron.core.transformer.experimental_attention_variant import dsa
-        from megatron.core.transformer.experimental_attention_variant.ops import tilelang_dsa
-    except ImportError as exc:
-        raise reproducer.Skip(f"megatron-core >= 0.19 DSA ops are not importable: {exc}") from None
+    dsa = reproducer.require("megatron.core.transformer.experimental_attention_variant.dsa", "megatron-core")
+    tilelang_dsa = reproducer.require("megatron.core.transformer.experimental_attention_variant.ops.tilelang_dsa",
+                                      "megatron-core", hint="the DSA ops need megatron-core >= 0.19")
     if getattr(tilelang_dsa, "SparseMLA", None) is None:
         raise reproducer.Skip("TileLang SparseMLA kernels are unavailable: pip install tilelang")
     scale = D_TOTAL ** -0.5

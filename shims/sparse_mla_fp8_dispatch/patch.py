@@ -6,7 +6,7 @@ import functools
 import inspect
 import warnings
 
-from shims.shape import changed_parameters
+from shims.shape import function_shape
 
 FUNCTION = "fused_sparse_mla_absorbed"
 PARAMS = ("query", "key", "topk_indices", "softmax_scale", "v_channels")
@@ -23,12 +23,7 @@ def is_quantized(tensor) -> bool:
 
 
 def check_shape(module) -> str | None:
-    function = getattr(module, FUNCTION, None)
-    if not callable(function):
-        return f"{FUNCTION} is missing"
-    if getattr(function, _PATCHED, False):
-        return None
-    return changed_parameters(function, PARAMS, FUNCTION)
+    return function_shape(module, FUNCTION, PARAMS, _PATCHED)
 
 
 def probe(module) -> str | None:

@@ -57,10 +57,8 @@ def check(with_shim: bool) -> str:
     reproducer.require_cuda(min_cc="9.0")
     import torch
 
-    try:
-        from megatron.core.transformer.experimental_attention_variant.ops import tilelang_dsa
-    except ImportError as exc:
-        raise reproducer.Skip(f"megatron-core >= 0.19 DSA ops are not importable: {exc}") from None
+    tilelang_dsa = reproducer.require("megatron.core.transformer.experimental_attention_variant.ops.tilelang_dsa",
+                                      "megatron-core", hint="the DSA ops need megatron-core >= 0.19")
     if getattr(tilelang_dsa, "SparseMLA", None) is None:
         raise reproducer.Skip("TileLang SparseMLA kernels are unavailable: pip install tilelang")
     gen = torch.Generator(device="cpu").manual_seed(0)

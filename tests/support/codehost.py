@@ -150,16 +150,23 @@ def _handler(host: CodeHost):
         def log_message(self, *args):
             pass
 
-        def do_GET(self):  # noqa: N802
+        def _begin(self, etag: str | None) -> tuple[str, Fault | None, bool]:
+            """Record the request, wait the latency, send an injected fault: (path, fault, answered)."""
             path = urlsplit(self.path).path
             with host._lock:
-                host.requests.append((path, self.headers.get("If-None-Match"), self.headers.get("Authorization")))
+                host.requests.append((path, etag, self.headers.get("Authorization")))
             if host.latency:
                 time.sleep(host.latency)
             fault: Fault | None = host.faults.take(path)
             if send_fault_or_none(self, fault):
                 with host._lock:
                     host.statuses.append(fault.status or 0)
+                return path, fault, True
+            return path, fault, False
+
+        def do_GET(self):  # noqa: N802
+            path, fault, answered = self._begin(self.headers.get("If-None-Match"))
+            if answered:
                 return
             data = host.lookup(path, self.headers.get("Authorization"))
             if data is None:
@@ -180,18 +187,11 @@ def _handler(host: CodeHost):
             return self._answer(200, data, fault)
 
         def do_POST(self):  # noqa: N802
-            path = urlsplit(self.path).path
             authorization = self.headers.get("Authorization")
             length = int(self.headers.get("Content-Length") or 0)
             payload = self.rfile.read(length)
-            with host._lock:
-                host.requests.append((path, None, authorization))
-            if host.latency:
-                time.sleep(host.latency)
-            fault: Fault | None = host.faults.take(path)
-            if send_fault_or_none(self, fault):
-                with host._lock:
-                    host.statuses.append(fault.status or 0)
+            path, fault, answered = self._begin(None)
+            if answered:
                 return
             if path != "/graphql":
                 return self._answer(404, {"message": "Not Found"}, fault)

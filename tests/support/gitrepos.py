@@ -52,3 +52,59 @@ def make_upstream(path: Path) -> Upstream:
     git(path, "tag", "nightly-2026-03-01")
     unreleased = commit(path, "CHANGES", "more\n", "another fix")
     return Upstream(path, first, fix, merge, unreleased)
+
+
+#: A PEP 517 backend inside the package's own repository (``backend-path``), needing nothing from an
+#: index: uv builds the package from a git checkout with no network, as it would a real project.
+_IN_TREE_BACKEND = '''
+import base64, hashlib, os, zipfile
+
+NAME, VERSION = "toyrev", "0.1"
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    info = f"{NAME}-{VERSION}.dist-info"
+    files = {f"{NAME}/__init__.py": open(os.path.join(NAME, "__init__.py"), "rb").read(),
+             f"{info}/METADATA": f"Metadata-Version: 2.1\\nName: {NAME}\\nVersion: {VERSION}\\n".encode(),
+             f"{info}/WHEEL": b"Wheel-Version: 1.0\\nGenerator: toy\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"}
+    record = [f"{p},sha256={base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b'=').decode()},{len(d)}"
+              for p, d in files.items()]
+    files[f"{info}/RECORD"] = ("\\n".join(record + [f"{info}/RECORD,,"]) + "\\n").encode()
+    name = f"{NAME}-{VERSION}-py3-none-any.whl"
+    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as archive:
+        for path, data in files.items():
+            archive.writestr(path, data)
+    return name
+'''
+_PYPROJECT = '''[build-system]
+requires = @REQUIRES@
+build-backend = "backend"
+backend-path = ["_build"]
+
+[project]
+name = "toyrev"
+version = "0.1"
+'''
+
+
+@dataclass(frozen=True)
+class PackageRepo:
+    path: Path
+    first: str  # tagged v1.0: toyrev.WHICH == "first"
+    second: str  # tagged v1.1: toyrev.WHICH == "second"
+
+
+def make_package_repo(path: Path, build_requires: tuple[str, ...] = ()) -> PackageRepo:
+    """A tiny pure-Python package ``toyrev`` (pyproject + module) in two commits, tagged v1.0 and v1.1;
+    ``build_requires`` is what its ``[build-system]`` asks a frontend to install (the backend needs none)."""
+    (path / "_build").mkdir(parents=True)
+    (path / "toyrev").mkdir()
+    git(path, "init", "-q", "-b", "main")
+    (path / "_build" / "backend.py").write_text(_IN_TREE_BACKEND)
+    (path / "pyproject.toml").write_text(_PYPROJECT.replace("@REQUIRES@", repr(list(build_requires)).replace("'", '"')))
+    git(path, "add", "_build", "pyproject.toml")
+    first = commit(path, "toyrev/__init__.py", 'WHICH = "first"\n', "toyrev: first")
+    git(path, "tag", "v1.0")
+    second = commit(path, "toyrev/__init__.py", 'WHICH = "second"\n', "toyrev: second")
+    git(path, "tag", "-a", "v1.1", "-m", "toyrev 1.1")
+    return PackageRepo(path, first, second)

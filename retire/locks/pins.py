@@ -1,0 +1,45 @@
+"""A lane's revisions resolved in this host's git mirrors: what its lock pins, and whether uv's lock took it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from retire.lanes import revisions
+from retire.lanes.model import Lane
+
+__all__ = ["RevisionPin", "revision_pins", "unpinned"]
+
+
+@dataclass(frozen=True)
+class RevisionPin:
+    """One lane revision resolved in this host's mirror."""
+
+    revision: revisions.Revision
+    mirror: Path
+    commit: str
+
+    @property
+    def local_url(self) -> str:
+        return self.mirror.as_uri()
+
+    @property
+    def requirement(self) -> str:
+        return revisions.pinned_requirement(self.revision, self.mirror, self.commit)
+
+
+def revision_pins(lane: Lane, mirrors) -> tuple[RevisionPin, ...]:
+    """The lane's revisions resolved to commits in the local mirrors; ConfigError (one line: the
+    lane file, the key, the fix) when a mirror or a revision is missing."""
+    return tuple(RevisionPin(r, *revisions.resolve(r, mirrors, lane.origin)) for r in lane.revisions)
+
+
+def unpinned(lock: dict, pinned: tuple[RevisionPin, ...]) -> str:
+    """Why uv's lock does not take every revision from its mirror at the resolved commit ("" when it does)."""
+    found = revisions.vcs_entries(lock)
+    for pin in pinned:
+        entry = found.get(pin.revision.distribution)
+        if entry is None or entry.get("commit-id") != pin.commit:
+            return (f"{pin.revision.key}: uv's lock does not take {pin.revision.distribution} from the mirror at "
+                    f"{pin.commit[:12]} (is that the distribution's name in the repository's pyproject.toml?)")
+    return ""

@@ -1,0 +1,277 @@
+"""Run reproducers as forks of one lane interpreter that imported the heavy stack once.
+
+``--isolation process`` (:func:`retire.runs.reproduce.run_reproducer`) starts one interpreter
+per run and pays ``import torch, megatron.core`` every time. A :class:`Launcher` starts
+``<lane python> -m shims.launcher --preload …`` once (the fork server in ``shims/launcher.py``,
+standard library only, so it runs in any lane env) and asks it for each run; every run is a
+fresh fork, so a crash, a patch or a leaked global never reaches the next one. What a run
+printed becomes the same :class:`~retire.evidence.validation.ValidationRecord` as in process
+isolation (:func:`retire.runs.reproduce.finished_run`), timeouts included.
+
+If the launcher cannot start, refuses (its imports initialised CUDA) or dies, the remaining runs
+fall back to process isolation and :attr:`Launcher.fallback` says why; a run the launcher was
+in the middle of is run again in a fresh interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+from shims.manifest import DEFAULT_ROOT, ShimManifest
+from shims.reproducer import Mode
+
+from retire.core import times
+from retire.evidence.validation import MODES, ValidationRecord
+from retire.runs.reproduce import child_environment, finished_run, run_reproducer
+
+__all__ = ["ISOLATIONS", "PROTOCOL_MODULES", "Launcher", "common_environment", "preload_of"]
+
+#: ``--isolation`` values: one interpreter per run, or forks of one per lane.
+ISOLATIONS = ("process", "launcher")
+#: What every reproducer imports (the protocol's own module and its argument parser): always preloaded.
+PROTOCOL_MODULES = ("shims.reproducer", "argparse")
+#: How long the launcher may take to import its preloads and say it is ready.
+READY_TIMEOUT_S = 600.0
+#: How long past a run's own timeout the launcher may take to answer before it counts as dead.
+_GRACE_S = 30.0
+
+
+class _Died(Exception):
+    """The launcher stopped answering (exited, closed its pipe, or hung)."""
+
+
+def preload_of(manifests: Iterable[ShimManifest]) -> tuple[str, ...]:
+    """What a launcher for these shims imports: their reproducers' ``preload`` lists, in order."""
+    return tuple(dict.fromkeys(module for manifest in manifests for module in manifest.reproducer.preload))
+
+
+def common_environment(environments: Iterable[Mapping[str, str]]) -> dict[str, str]:
+    """The variables every one of ``environments`` has with the same value: the launcher's own
+    environment, so its imports see nothing that only some runs would."""
+    environments = list(environments)
+    if not environments:
+        return {}
+    first, rest = environments[0], environments[1:]
+    return {name: value for name, value in first.items() if all(other.get(name) == value for other in rest)}
+
+
+class Launcher:
+    """One lane's fork server; :meth:`run` never raises for a launcher failure (it falls back).
+
+    ``env`` is the launcher's environment (see :func:`common_environment`); each run gets its own
+    in full. ``targets`` are the lanes' shim target modules: the launcher reports which of them
+    its preloads imported (:attr:`targets_loaded`; a with-shim run patches those after import).
+    """
+
+    def __init__(
+        self,
+        python: str | os.PathLike[str],
+        preload: Iterable[str],
+        env: Mapping[str, str],
+        *,
+        targets: Iterable[str] = (),
+        cwd: str | os.PathLike[str] | None = None,
+        say: Callable[[str], None] = lambda message: None,
+        ready_timeout: float = READY_TIMEOUT_S,
+    ) -> None:
+        self.python = os.fspath(python)
+        self.preload = tuple(dict.fromkeys((*PROTOCOL_MODULES, *preload)))
+        self.say = say
+        self.fallback: str | None = None
+        self.preloaded: tuple[str, ...] = ()
+        self.failed: dict[str, str] = {}
+        self.targets_loaded: tuple[str, ...] = ()
+        self.startup_s = 0.0
+        self.runs = 0
+        self._dir = Path(tempfile.mkdtemp(prefix="patchlane-launcher-"))
+        self._buffer = b""
+        self._next_id = 0
+        self._process: subprocess.Popen[bytes] | None = None
+        env = dict(env)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(DEFAULT_ROOT.parent), env.get("PYTHONPATH", "")) if p)
+        command = [self.python, "-m", "shims.launcher", "--preload", ",".join(self.preload),
+                   "--targets", ",".join(dict.fromkeys(targets))]
+        began = time.monotonic()
+        try:
+            with open(self._dir / "launcher.err", "wb") as errors:
+                self._process = subprocess.Popen(
+                    command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, env=env,
+                    cwd=os.fspath(cwd) if cwd is not None else None, start_new_session=True,
+                )
+        except OSError as exc:
+            self._give_up(f"the launcher could not start ({exc.strerror or exc})")
+            return
+        try:
+            ready = self._read(began + ready_timeout)
+        except _Died as exc:
+            self._give_up(f"the launcher did not start: {exc}")
+            return
+        if not ready.get("ready"):
+            self._give_up(f"the launcher refused: {ready.get('error', 'no reason given')}")
+            return
+        self.preloaded = tuple(ready.get("preloaded", ()))
+        self.failed = dict(ready.get("failed", {}))
+        self.targets_loaded = tuple(ready.get("targets_loaded", ()))
+        self.startup_s = time.monotonic() - began
+
+    @property
+    def alive(self) -> bool:
+        return self.fallback is None
+
+    def run(
+        self,
+        manifest: ShimManifest,
+        mode: str,
+        *,
+        env: Mapping[str, str] | None = None,
+        lane: str = "local",
+        timeout: float | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        sys_path_first: Iterable[str] = (),
+        python: str | os.PathLike[str] | None = None,
+    ) -> ValidationRecord:
+        """Run ``manifest``'s reproducer in ``mode`` as a fork; the same record as process isolation.
+
+        ``sys_path_first``: site folders the run imports from before the launcher's own (a
+        bisection candidate); the process fallback then runs ``python`` (the candidate's venv).
+        """
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        mode = Mode(mode)
+        fallback_python = python if python is not None else self.python
+        if self.fallback is not None:
+            return run_reproducer(manifest, mode, python=fallback_python, env=env, lane=lane, timeout=timeout, cwd=cwd)
+        limit = manifest.reproducer.timeout if timeout is None else timeout
+        child_env = child_environment(manifest, env)
+        self._next_id += 1
+        number = self._next_id
+        out, err = self._dir / f"{number}.out", self._dir / f"{number}.err"
+        request = {"id": number, "path": os.fspath(manifest.reproducer_path.resolve()), "args": ["--mode", str(mode)],
+                   "env": child_env, "cwd": os.fspath(Path(cwd).resolve()) if cwd is not None else os.getcwd(),
+                   "stdout": str(out), "stderr": str(err), "timeout": limit,
+                   "sys_path_first": [os.fspath(p) for p in sys_path_first]}
+        started_at = times.now().isoformat(timespec="microseconds")
+        began = time.monotonic()
+        pid = None
+        try:
+            self._send(request)
+            pid = self._read(began + 60.0).get("pid")
+            done = self._read(began + limit + _GRACE_S)
+        except _Died as exc:
+            self._kill_group(pid)
+            self._give_up(f"the launcher died during {manifest.id} {mode} ({exc})")
+            return run_reproducer(manifest, mode, python=fallback_python, env=env, lane=lane, timeout=timeout, cwd=cwd)
+        except BaseException:  # Ctrl-C: nothing this launcher started outlives us
+            self._kill_group(pid)
+            self.close()
+            raise
+        self.runs += 1
+        try:
+            stdout, stderr = out.read_bytes(), err.read_bytes()
+        finally:
+            out.unlink(missing_ok=True)
+            err.unlink(missing_ok=True)
+        return finished_run(manifest, mode, lane, started_at, began, child_env, stdout, stderr, done["exit"],
+                            timed_out=bool(done.get("timed_out")), limit=limit)
+
+    def close(self) -> None:
+        """Stop the launcher (closing its stdin ends it) and remove its scratch files."""
+        process, self._process = self._process, None
+        if process is not None:
+            try:
+                if process.stdin is not None:
+                    process.stdin.close()
+                process.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                self._kill_group(process.pid)
+                process.wait()
+            if process.stdout is not None:
+                process.stdout.close()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def __enter__(self) -> Launcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -----------------------------------------------------------------------------------------
+
+    def _give_up(self, why: str) -> None:
+        errors = self._stderr_tail()
+        self.fallback = why + (f"; its stderr ends: {errors}" if errors else "")
+        self.say(f"{self.fallback}; the remaining runs use one interpreter each (--isolation process)")
+        process, self._process = self._process, None
+        if process is not None:
+            self._kill_group(process.pid)
+            process.wait()
+            for pipe in (process.stdin, process.stdout):
+                if pipe is not None:
+                    try:
+                        pipe.close()
+                    except OSError:
+                        pass
+
+    def _stderr_tail(self) -> str:
+        try:
+            text = (self._dir / "launcher.err").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        return lines[-1][:300] if lines else ""
+
+    def _send(self, message: dict) -> None:
+        process = self._process
+        if process is None or process.stdin is None:
+            raise _Died("not running")
+        try:
+            process.stdin.write((json.dumps(message) + "\n").encode("utf-8"))
+            process.stdin.flush()
+        except (BrokenPipeError, OSError) as exc:
+            raise _Died(f"its pipe is closed ({exc})") from None
+
+    def _read(self, deadline: float) -> dict:
+        """The launcher's next reply, or :class:`_Died` when it exits or stays silent past ``deadline``."""
+        process = self._process
+        if process is None or process.stdout is None:
+            raise _Died("not running")
+        fd = process.stdout.fileno()
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while b"\n" not in self._buffer:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise _Died("no answer in time")
+                if not selector.select(left):
+                    continue
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    code = process.poll()
+                    raise _Died("it exited" + (f" with {code}" if code is not None else ""))
+                self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            raise _Died(f"it answered {line[:80]!r}") from None
+        if not isinstance(reply, dict):
+            raise _Died(f"it answered {line[:80]!r}")
+        return reply
+
+    @staticmethod
+    def _kill_group(pid: int | None) -> None:
+        if not pid:
+            return
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
