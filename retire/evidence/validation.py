@@ -12,13 +12,13 @@ import hashlib
 import json
 import os
 import re
-import stat
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from shims.filereading import read_bytes
 from shims.reproducer import Mode
 
 from retire.core import times
@@ -207,6 +207,8 @@ class ValidationRecord:
 _ESCAPE = re.compile("[\x85\u2028\u2029\ud800-\udfff]")
 #: Where damaged lines of ``manifest.jsonl`` are moved: ``manifest.jsonl.quarantine`` beside it.
 QUARANTINE_SUFFIX = ".quarantine"
+#: The largest manifest read (years of runs on many hosts are a few MiB).
+MAX_MANIFEST_BYTES = 1 << 30
 
 
 def dumps(record: ValidationRecord) -> str:
@@ -235,16 +237,10 @@ def quarantine_path(path: str | os.PathLike[str]) -> Path:
 
 def _read(path: Path) -> tuple[list[ValidationRecord], list[bytes], list[Damaged]]:
     """``(records, their lines, damaged lines)``; lines are split on ``\n`` only, as written."""
-    try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigError(path, None, "not a regular file", "point it at the validation manifest (a .jsonl file)")
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except FileNotFoundError:
+    # A folder or a FIFO is one error, never a block; a missing file is an empty manifest.
+    data = read_bytes(path, str(path), missing_ok=True, max_bytes=MAX_MANIFEST_BYTES)
+    if data is None:
         return [], [], []
-    except OSError as exc:
-        raise ConfigError(path, None, f"cannot read: {exc.strerror or exc}", "check the file") from None
     records, lines, damaged = [], [], []
     for number, line in enumerate(data.split(b"\n"), start=1):
         if not line.strip():
