@@ -161,6 +161,14 @@ def test_pack_export_refuses_a_link_in_the_destination(tmp_path, capsys):
     (("report", "--no-probe", "--week", "0001-W01"), "year 1 is out of range"),
     (("report", "--no-probe", "--week", "2026-W60"), "2026 has no ISO week 60"),
     (("verdicts", "--stale-after", "-1"), "--stale-after: must be more than zero"),
+    (("pack", "--window-days", "1e300", "plan"), "--window-days: must be at most 36500"),
+    (("pack", "--window-days", "1e6", "check"), "--window-days: must be at most 36500"),
+    (("run", "a", "--timeout", "1e300"), "--timeout: must be at most 1e+07"),
+    (("lock", "--jobs", "99999999999999999999"), "--jobs: must be at most 1e+06"),
+    (("pack", "check", "--max-code-lines", "9" * 30), "--max-code-lines: must be at most 1e+06"),
+    (("pack", "--now", "0001-01-01T00:00:00Z", "plan"), "write a time between 1900 and 9000"),
+    (("pack", "plan", "--day", "0001-01-01"), "write a date between 1900 and 9000"),
+    (("lockdiff", "/dev/zero", "/dev/null"), "/dev/zero: not a regular file (a device)"),
 ])
 def test_odd_flag_values_are_one_line(tmp_path, capsys, args, says):
     refused(capsys, minimal(tmp_path), *args, says=says)

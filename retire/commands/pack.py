@@ -6,7 +6,7 @@ import argparse
 import datetime as _dt
 from pathlib import Path
 
-from retire.commands.base import Command, ExitCode, emit_json, iso_date, positive_float, positive_int, say, shown, utc_moment
+from retire.commands.base import Command, ExitCode, emit_json, iso_date, positive_days, positive_int, say, shown, utc_moment
 from retire.core.project import Project
 
 
@@ -14,7 +14,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from retire.packs.checks import DEFAULT_MAX_CODE_LINES, DEFAULT_WINDOW
 
     p.add_argument("--now", type=utc_moment, help="evaluate as of this UTC time (default: now)")
-    p.add_argument("--window-days", type=positive_float, default=DEFAULT_WINDOW.days,
+    p.add_argument("--window-days", type=positive_days, default=DEFAULT_WINDOW.days,
                    help="how recent a BUG_REPRODUCED run must be (default: 1 day)")
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     a = actions.add_parser("check", help="readiness of packs; exit 1 if any is not ready")

@@ -86,7 +86,7 @@ def lock_path(locks_dir: Path, lane_name: str) -> Path:
 def read_lock(path: Path) -> dict | None:
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError):
+    except (OSError, ValueError, RecursionError):  # unreadable, not TOML (or UTF-8), nested too deeply
         return None
 
 
