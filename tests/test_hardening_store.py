@@ -10,6 +10,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import sys
 import threading
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import pytest
 from retire.commands import main
 from retire.core.errors import ConfigError
 from retire.evidence import validation
+from retire.runs.launcher import Launcher
 from retire.runs.reproduce import run_reproducer
 from shims.manifest import load_manifest
 from tests.support import shimtree
@@ -111,8 +113,22 @@ def test_a_reproducer_linked_out_of_its_shim_folder_is_never_run_nor_attached(tm
     manifest = load_manifest(folder / "manifest.toml")
     with pytest.raises(ConfigError, match=r"reproduce.py: reproducer.path: is a symbolic link .* not followed"):
         run_reproducer(manifest, "without", lane="toy", timeout=30)
+    env = shimtree.subprocess_env(tmp_path, project.shims, project.site)
+    with Launcher(sys.executable, (), env) as launcher, pytest.raises(ConfigError, match="is a symbolic link"):
+        launcher.run(manifest, "without", env=env, timeout=30)  # the fork server refuses it too
     assert not marker.exists()
     refused(capsys, project.root, "pack", "show", "toy_add", says="is a symbolic link")
+    code, out, _ = cli(capsys, project.root, "pack", "check")
+    assert code == 1 and "NOT READY   toy_add" in out and "is a symbolic link" in out  # never approvable
+
+
+def test_a_linked_shim_folder_is_never_run(tmp_path):
+    real = shimtree.write_shim(tmp_path / "elsewhere", "toy_add")
+    (tmp_path / "shims").mkdir()
+    (tmp_path / "shims" / "toy_add").symlink_to(real)
+    manifest = load_manifest(tmp_path / "shims" / "toy_add" / "manifest.toml")
+    with pytest.raises(ConfigError, match=r"shims/toy_add: reproducer.path: is a symbolic link"):
+        run_reproducer(manifest, "without", lane="toy", timeout=30)
 
 
 def test_pack_export_never_overwrites_the_reproducer_with_its_readme(tmp_path, capsys):

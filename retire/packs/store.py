@@ -108,7 +108,8 @@ def load_pack(root: str | Path, pack_id: str) -> LoadedPack:
     manifest = load_manifest(path.parent / "manifest.toml", check_files=False)
     display = _display(root, path)
     spec = parse_pack_spec(tomlreader.read_text(path, display), display, manifest.id)
-    reproducer = contained(manifest.directory, manifest.reproducer.path, key="reproducer.path")  # never a link
+    # Neither the reproducer nor its shim folder may be a link: what is attached is what was reviewed.
+    reproducer = contained(manifest.directory.parent, manifest.reproducer_path.absolute(), key="reproducer.path")
     reproducer_text = tomlreader.read_text(reproducer, _display(root, reproducer), missing_ok=True)
     lines = len(reproducer_text.splitlines()) if reproducer_text is not None else 0
     return LoadedPack(manifest, render(manifest, spec, lines), reproducer_text)
