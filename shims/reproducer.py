@@ -360,7 +360,7 @@ def parse_output(text: str) -> tuple[dict[str, object] | None, Sentinel | None, 
     if lines and lines[0].startswith(HOST_PREFIX):
         try:
             parsed = json.loads(lines[0][len(HOST_PREFIX):])
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deeply: no stamp
             parsed = None
         host = parsed if isinstance(parsed, dict) else None
 

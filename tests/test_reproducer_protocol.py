@@ -215,6 +215,7 @@ def test_parse_output():
     assert parse_output(f"{stamp}\nFIX_VALIDATED\nFIX_VALIDATED\n")[1] is None  # twice: off the protocol
     assert parse_output(f"{stamp}\nSKIPPED: a\nSKIPPED: a\n")[1] is None
     assert parse_output(f"{stamp}\nnoise\u2028FIX_VALIDATED\n")[1] is None  # U+2028 does not end a line
+    assert parse_output("PATCHLANE-HOST " + "[" * 100_000 + "\nFIX_VALIDATED\n") == (None, "FIX_VALIDATED", None)
     assert parse_output(f"{stamp}\nFIX_VALIDATED\nMEMORY_SAVE_VERIFIED\n")[1] is None
     assert parse_output(f"warning first\n{stamp}\nFIX_VALIDATED\n")[0] is None
     assert parse_output("PATCHLANE-HOST {not json\nFIX_VALIDATED\n") == (None, "FIX_VALIDATED", None)
