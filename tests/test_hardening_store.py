@@ -202,6 +202,18 @@ def test_bad_lane_files_are_one_line(tmp_path, capsys, lane, says):
     refused(capsys, root, "lock", "--check", says=says)
 
 
+def test_deep_files_the_engine_reads_are_one_line_or_ignored(tmp_path, capsys):
+    root = minimal(tmp_path)
+    deep = "a = " + "[" * 100_000 + "]" * 100_000 + "\n"
+    (root / "patchlane.toml").write_text(deep)
+    refused(capsys, root, "mirrors", says="patchlane.toml: invalid TOML: nested too deeply")
+    (root / "patchlane.toml").unlink()
+    (root / "locks" / "a").mkdir(parents=True)
+    (root / "locks" / "a" / "pylock.toml").write_text(deep)  # a lock nobody can parse is foreign, not a crash
+    code, out, err = cli(capsys, root, "lock", "--check")
+    assert code == 1 and "foreign a:" in out and "Traceback" not in err
+
+
 def test_a_lock_path_that_is_a_folder_is_one_line(tmp_path, capsys):
     root = minimal(tmp_path)
     (root / "locks" / "a" / "pylock.toml").mkdir(parents=True)

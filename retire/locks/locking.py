@@ -112,7 +112,7 @@ def read_provenance(path: Path) -> dict | None:
         if at >= 0:
             return provenance(tomllib.loads(text[at:]))
         return provenance(tomllib.loads(text))
-    except tomllib.TOMLDecodeError:
+    except (ValueError, RecursionError):  # not TOML, or nested too deeply
         return None
 
 

@@ -191,7 +191,7 @@ def _synced_nothing(uv_output: str) -> bool:
 def _parse_lock(lock_file: Path, data: bytes) -> dict:
     try:
         return tomllib.loads(data.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise BuildError(f"{lock_file} is not valid TOML ({exc})") from None
 
 
@@ -326,5 +326,5 @@ def _full_env_info(path: Path, lock: dict) -> dict | None:
 def _read_state(path: Path) -> dict:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
