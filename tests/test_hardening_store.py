@@ -283,6 +283,9 @@ def test_a_bad_pack_state_is_one_line(tmp_path, capsys, state, says):
     ('[lane]\npython = "3.05"\nrequirements = ["x"]\n', "invalid Python version '3.05'"),
     ('[lane]\npython = "3.7"\nrequirements = ["x"]\n', "invalid Python version '3.7'"),
     ('[lane]\npython = "2.7"\nrequirements = ["x"]\n', "invalid Python version '2.7'"),
+    ('[lane]\npython = "3.12"\nplatform = "x86_64-manylinux_2_99"\nrequirements = ["x"]\n', "unknown target platform"),
+    ('[lane]\npython = "3.12"\nplatform = "x86_64-manylinux2010"\nrequirements = ["x"]\n', "unknown target platform"),
+    ('[lane]\npython = "3.12"\nplatform = "i686-unknown-linux-gnu"\nrequirements = ["x"]\n', "unknown target platform"),
     ('[matrix]\nname = "c{a}"\n[matrix.base]\npython = "3.12"\nrequirements = ["x"]\n[matrix.axes.a."1"]\n'
      '[matrix.axes.a."2"]\n[[matrix.exclude]]\na = "1"\n[[matrix.exclude]]\na = "2"\n',
      "matrix.exclude: the excludes remove every cell"),

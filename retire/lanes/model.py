@@ -20,11 +20,12 @@ SHIM_ID = re.compile(r"[a-z][a-z0-9_]*")
 ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 #: The CPython minor versions a lane may name (uv supports 3.8 and later; 3.19 is years away).
 PYTHON_VERSION = re.compile(r"3\.(8|9|1[0-9])")
-# uv's --python-platform targets; a lane locks for exactly one of them.
+# uv's --python-platform targets (exactly the ones uv 0.13 accepts, so a lane is never refused
+# later by uv); a lane locks for exactly one of them.
 PLATFORM = re.compile(
     r"(linux|windows|macos"
-    r"|(x86_64|aarch64)-manylinux_2_\d{1,2}|(x86_64|aarch64)-manylinux20(10|14)"
-    r"|(x86_64|aarch64|i686)-unknown-linux-(gnu|musl)"
+    r"|(x86_64|aarch64)-manylinux_2_(17|28|3[1-9]|40)|(x86_64|aarch64)-manylinux2014"
+    r"|(x86_64|aarch64)-unknown-linux-(gnu|musl)|riscv64-unknown-linux"
     r"|(x86_64|aarch64)-apple-darwin|(x86_64|aarch64|i686)-pc-windows-msvc)"
 )
 PRERELEASE_MODES = ("allow", "disallow", "if-necessary", "explicit", "if-necessary-or-explicit")
