@@ -25,6 +25,7 @@ from shims.manifest import load_manifest
 from tests.support import shimtree
 from tests.support.packtree import PackProject, github_manifest
 from tests.test_locking import lane_text
+from tests.test_runs import lane, toy_index, toy_project  # noqa: F401 - fixtures
 from tests.test_validation import record
 
 
@@ -53,6 +54,34 @@ def minimal(root: Path, lane: str = '[lane]\npython = "3.12"\nrequirements = ["h
     (root / "lanes").mkdir(parents=True, exist_ok=True)
     (root / "lanes" / "a.toml").write_text(lane)
     return root
+
+
+# ---------------------------------------------------------------------------------------------
+# Class 1: the evidence store, through real lane runs
+
+ODD_REPRODUCER = shimtree.TOY_REPRODUCER.replace(
+    "def check(with_shim):\n", "def check(with_shim):\n    print('loss\\u2028nan\\u2029 step\\x85 done')\n")
+
+
+def test_a_reproducer_printing_line_separators_never_breaks_the_store(toy_project, capsys):  # noqa: F811
+    """The reported failure: output with U+2028/U+2029/U+0085 recorded, then every later run,
+    merge and verdict broke. Now it is one record that reads back, and the store goes on."""
+    p = toy_project
+    shimtree.write_shim(p.root / "shims", "toy_odd", reproducer=ODD_REPRODUCER)
+    p.write("a", lane(shims='["toy_odd"]'))
+    assert cli(capsys, p.root, "lock")[0] == 0
+    assert cli(capsys, p.root, "run", "a", "--run-id", "r1")[0] == 0
+    manifest = p.root / "validation" / "manifest.jsonl"
+    records = validation.load(manifest)
+    assert len(records) == 2 and all("loss\u2028nan\u2029 step\x85 done" in r.output_tail for r in records)
+    assert len(manifest.read_text(encoding="utf-8").splitlines()) == 2  # even str.splitlines sees two lines
+    assert cli(capsys, p.root, "run", "a", "--run-id", "r2")[0] == 0  # the next run records too
+    out = p.root / "merged.jsonl"
+    code, stdout, err = cli(capsys, p.root, "manifest", "merge", str(manifest), "-o", str(out))
+    assert code == 0 and "4 records (+4)" in stdout and err == ""
+    code, stdout, err = cli(capsys, p.root, "catalogue")
+    assert code == 0 and "toy_odd" in stdout and "Traceback" not in err
+    assert not (p.root / "validation" / "manifest.jsonl.quarantine").exists()
 
 
 # ---------------------------------------------------------------------------------------------
