@@ -119,7 +119,7 @@ class Project:
         if not _RUN_ID.fullmatch(run_id or ""):
             raise ConfigError(None, "--run-id", f"{run_id!r} is not a run id",
                               "use letters, digits, '.', '-' and '_' only (at most 64), e.g. --run-id nightly-42")
-        return self.state_dir / "runs" / run_id
+        return contained(self.state_dir / "runs", run_id, key="--run-id")  # and never a link
 
     def contained(self, path: str | os.PathLike[str], *, key: str | None = None) -> Path:
         """``path`` if it stays inside the project and follows no link (:func:`contained`)."""
