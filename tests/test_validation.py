@@ -112,6 +112,20 @@ def test_a_line_split_by_an_old_writer_is_quarantined_and_the_store_recovers(tmp
     assert load(out) == [good]
 
 
+def test_a_damaged_line_that_cannot_be_quarantined_is_kept_never_lost(tmp_path: Path, capsys):
+    path = tmp_path / "manifest.jsonl"
+    first, damaged = record(), '{"shim": "x", "mode": '
+    path.write_text(dumps(first) + "\n" + damaged + "\n")
+    (tmp_path / "manifest.jsonl.quarantine").mkdir()  # no room for the quarantine file
+    second = record(host="h200-b")
+    assert append(path, [second]) == 1  # the store still takes records …
+    assert path.read_text() == dumps(first) + "\n" + damaged + "\n" + dumps(second) + "\n"  # … and loses nothing
+    assert "line 2" in capsys.readouterr().err and load(path) == [first, second]
+    with pytest.raises(ConfigError, match="line 2: damaged, and could not copy it"):
+        write(path, [first])  # a full rewrite would drop it: refused, nothing written
+    assert damaged in path.read_text()
+
+
 def test_merging_a_manifest_that_does_not_exist_is_an_error(tmp_path: Path):
     present = tmp_path / "a.jsonl"
     append(present, [record()])

@@ -171,7 +171,6 @@ class ValidationRecord:
         for name in ("host", "versions", "environment"):
             if not isinstance(data.get(name, {}), dict):
                 raise ValueError(f"field {name!r} must be an object")
-
         exit_code = data.get("exit_code")
         if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int)):
             raise ValueError("field 'exit_code' must be an integer or null")
@@ -235,12 +234,12 @@ def quarantine_path(path: str | os.PathLike[str]) -> Path:
     return path.with_name(path.name + QUARANTINE_SUFFIX)
 
 
-def _read(path: Path) -> tuple[list[ValidationRecord], list[bytes], list[Damaged]]:
-    """``(records, their lines, damaged lines)``; lines are split on ``\n`` only, as written."""
+def _read(path: Path) -> tuple[list[ValidationRecord], list[bytes], list[Damaged], bytes]:
+    """``(records, their lines, damaged lines, the whole file)``; lines split on ``\n`` only, as written."""
     # A folder or a FIFO is one error, never a block; a missing file is an empty manifest.
     data = read_bytes(path, str(path), missing_ok=True, max_bytes=MAX_MANIFEST_BYTES)
     if data is None:
-        return [], [], []
+        return [], [], [], b""
     records, lines, damaged = [], [], []
     for number, line in enumerate(data.split(b"\n"), start=1):
         if not line.strip():
@@ -250,7 +249,7 @@ def _read(path: Path) -> tuple[list[ValidationRecord], list[bytes], list[Damaged
             lines.append(line)
         except ValueError as exc:
             damaged.append(Damaged(number, line, str(exc)))
-    return records, lines, damaged
+    return records, lines, damaged, data
 
 
 def _parse(line: bytes) -> ValidationRecord:
@@ -277,13 +276,13 @@ def _quarantine(path: Path, damaged: list[Damaged]) -> str:
     """Copy ``damaged`` lines to the quarantine file (once each); where they went, for the warning."""
     target = quarantine_path(path)
     try:
-        old = target.read_bytes() if target.exists() else b""
+        old = read_bytes(target, str(target), missing_ok=True, max_bytes=MAX_MANIFEST_BYTES) or b""
         kept = set(old.split(b"\n"))
         new = [d.line for d in damaged if d.line not in kept]
         if new:
             atomic_write(target, (old if not old or old.endswith(b"\n") else old + b"\n") + b"\n".join(new) + b"\n")
-    except OSError as exc:
-        return f"could not copy it to {target.name} ({exc.strerror or exc})"
+    except (OSError, ConfigError) as exc:  # it stays in the manifest then: skipped, never lost
+        return f"kept in place (could not copy it to {target.name}: {getattr(exc, 'strerror', None) or exc})"
     return f"copied to {target}"
 
 
@@ -307,7 +306,7 @@ def load(path: str | os.PathLike[str]) -> list[ValidationRecord]:
 def load_checked(path: str | os.PathLike[str]) -> tuple[list[ValidationRecord], list[Damaged]]:
     """:func:`load`, also saying which lines were damaged (a report notes that runs were left out)."""
     path = Path(path)
-    records, _, damaged = _read(path)
+    records, _, damaged, _ = _read(path)
     if damaged:
         with locked(path):
             where = _quarantine(path, damaged)
@@ -324,16 +323,19 @@ def append(path: str | os.PathLike[str], records: Iterable[ValidationRecord]) ->
     """
     path = Path(path)
     with locked(path):
-        existing, lines, damaged = _read(path)
+        existing, lines, damaged, data = _read(path)
         where = _quarantine(path, damaged) if damaged else ""
+        moved = bool(damaged) and where.startswith("copied")
         seen = {record.record_id for record in existing}
         added = []
         for record in records:
             if record.record_id not in seen:
                 seen.add(record.record_id)
                 added.append(record)
-        if added or (damaged and where.startswith("copied")):
-            kept = b"".join(line + b"\n" for line in lines)
+        if added or moved:
+            # Damaged lines leave the manifest only once the quarantine holds them.
+            kept = b"".join(line + b"\n" for line in lines) if not damaged or moved else \
+                (data if not data or data.endswith(b"\n") else data + b"\n")
             atomic_write(path, kept + "".join(dumps(record) + "\n" for record in added).encode("utf-8"))
     if damaged:
         _warn(path, damaged, where.replace("copied", "moved", 1))
@@ -358,5 +360,9 @@ def write(path: str | os.PathLike[str], records: Iterable[ValidationRecord]) -> 
     with locked(path):
         damaged = _read(path)[2]
         if damaged:
-            _warn(path, damaged, _quarantine(path, damaged).replace("copied", "moved", 1))
+            where = _quarantine(path, damaged)
+            if not where.startswith("copied"):
+                raise ConfigError(path, f"line {damaged[0].number}", f"damaged, and {where.removeprefix('kept in place (')[:-1]}",
+                                  "make room for the quarantine file beside it; nothing was written")
+            _warn(path, damaged, where.replace("copied", "moved", 1))
         atomic_write(path, "".join(dumps(record) + "\n" for record in records))
