@@ -30,7 +30,12 @@ warning filters from ``PYTHONWARNINGS``, and any value a preloaded module read f
 environment at import (the launcher starts with the variables all of a lane's runs share).
 
 CUDA is never initialised here: nothing is called on torch but ``torch.cuda.is_initialized()``,
-and a preload that initialised CUDA makes the launcher refuse to serve. A preload that fails to
+and a preload that initialised CUDA makes the launcher refuse to serve. A preload may still ask
+whether CUDA is available at import (Megatron-Core does): through the CUDA runtime that marks every
+later fork unable to use the GPU ("Cannot re-initialize CUDA in forked subprocess", seen on an
+H100), so preloads run with ``PYTORCH_NVML_BASED_CUDA_CHECK=1`` (torch then asks NVML, which
+leaves forks usable), and before serving the launcher forks once to check that a child is not in
+torch's "bad fork" state — if it is, it refuses, and the lane runs with one interpreter per run. A preload that fails to
 import is reported and skipped: the run imports it itself and fails the way a fresh interpreter
 would. ``sys_path_first`` (bisection) puts a candidate's site folder before everything but the
 script's own folder, so the child imports the candidate's version of a distribution that the
@@ -71,6 +76,23 @@ def _cuda_initialised() -> bool:
         return bool(check()) if callable(check) else False
     except Exception:  # a half-imported torch: it did not get as far as a CUDA context
         return False
+
+
+def _fork_unusable() -> bool:
+    """Whether a fork of this process could not use CUDA (torch's bad-fork state). A fresh child
+    answers, so nothing is initialised here."""
+    torch = sys.modules.get("torch")
+    probe = getattr(getattr(torch, "_C", None), "_cuda_isInBadFork", None)
+    if not callable(probe):
+        return False
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os._exit(1 if probe() else 0)
+        except BaseException:  # noqa: BLE001 - the child must never return into the launcher
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    return not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0)
 
 
 def preload(modules: list) -> tuple:
@@ -302,10 +324,17 @@ def main(argv=None) -> int:
         "errors": getattr(sys.stdout, "errors", None) or "strict",
     }
     started = time.monotonic()
+    # Children get the request's environment, so this reaches only the preloads' own checks.
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
     imported, failed = preload(modules)
     if _cuda_initialised():
         _reply(replies, {"ready": False, "error": f"importing {', '.join(modules)} initialised CUDA: a fork of this "
                          "process could not use the GPU; run these reproducers with --isolation process"})
+        return 3
+    if _fork_unusable():
+        _reply(replies, {"ready": False, "error": f"importing {', '.join(modules)} left torch unable to use CUDA in "
+                         "a fork (it asked the CUDA runtime whether a GPU exists); run these reproducers with "
+                         "--isolation process"})
         return 3
     if "shims" in sys.modules and getattr(sys.modules["shims"], "_activated", False):
         _reply(replies, {"ready": False, "error": f"importing {', '.join(modules)} activated the shims: "

@@ -129,3 +129,74 @@ def test_a_post_is_never_cached(api, tmp_path):
                                    headers={"Authorization": "bearer x"})
     assert isinstance(found, Fetched) and found.status == 200
     assert list(tmp_path.rglob("*.json")) == []
+
+
+class TrickleServer:
+    """A raw loopback server whose answer trickles one byte at a time forever: the status line,
+    then an endless header (``headers=True``) or an endless chunked body."""
+
+    def __init__(self, *, headers: bool, pace: float = 0.02) -> None:
+        import socket
+        import threading
+
+        self.headers, self.pace = headers, pace
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.05)  # so the accept loop sees the stop promptly
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def __enter__(self) -> "TrickleServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join(timeout=2)
+        self.listener.close()
+
+    def _serve(self) -> None:
+        import threading
+
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn) -> None:
+        with conn:
+            try:
+                conn.recv(65536)
+                head = b"HTTP/1.1 200 OK\r\nX-Pad: " if self.headers else \
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                conn.sendall(head)
+                piece = b"a" if self.headers else (b"1\r\na\r\n" if self.pace else b"1000\r\n" + b"a" * 4096 + b"\r\n")
+                while not self.stop.is_set():
+                    conn.sendall(piece)
+                    time.sleep(self.pace)
+            except OSError:
+                return
+
+
+@pytest.mark.parametrize("headers", [True, False], ids=["headers", "body"])
+def test_a_trickle_ends_at_the_total_deadline_in_the_headers_too(headers):
+    """One byte every 20 ms, well within the 2 s read timeout: only a total deadline ends it,
+    whether the server trickles its body or never finishes its headers."""
+    policy = FAST.__class__(attempts=3, timeout=2.0, budget=0.6, backoff=0.01)
+    with TrickleServer(headers=headers) as server:
+        started = time.monotonic()
+        found = fetcher(policy=policy).get(server.url + "/slow", probe="t")
+        elapsed = time.monotonic() - started
+    assert isinstance(found, ProbeFailure) and "within the 0.6s deadline" in found.reason, found
+    assert elapsed < 1.2, elapsed
+    assert found.attempts == 1
+
+
+def test_a_fast_endless_body_ends_at_the_size_cap():
+    with TrickleServer(headers=False, pace=0) as server:
+        found = fetcher(policy=FAST.__class__(attempts=1, max_body=64 * 2**10)).get(server.url + "/big", probe="t")
+    assert isinstance(found, ProbeFailure) and "over the 64 KiB cap" in found.reason, found

@@ -46,7 +46,7 @@ from retire.bisect.search import (
 )
 from retire.core.errors import PatchlaneError
 from retire.evidence.validation import ValidationRecord
-from retire.locks.locking import UNREACHABLE_MARKERS
+from retire.locks.failures import UNREACHABLE_MARKERS
 from retire.probes.records import BISECT_LANE
 from retire.runs import envs
 
@@ -91,7 +91,7 @@ def inspect_base(python: str | os.PathLike[str], distribution: str) -> BaseEnv:
 
     info = describe(python)
     proc = subprocess.run([os.fspath(python), "-c", _BASE_PROBE], capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL)
+                          stdin=subprocess.DEVNULL, env=envs.inspect_env())
     if proc.returncode != 0:
         raise PatchlaneError(f"cannot inspect the base interpreter {python}: {proc.stderr.strip()[-300:]}")
     extra = json.loads(proc.stdout)

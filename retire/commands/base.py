@@ -24,9 +24,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from retire.core.project import Project
+from retire.core.secrets import scrub
 
 __all__ = [
-    "Command", "ExitCode", "Level", "Parser", "configure", "emit_json", "iso_date", "json_mode", "live",
+    "Command", "ExitCode", "Level", "Parser", "Scrubbed", "configure", "emit_json", "emit_text", "iso_date", "json_mode", "live",
     "positive_float", "positive_int", "say", "shown", "utc_moment", "verbosity",
 ]
 
@@ -92,13 +93,34 @@ def say(line: str = "", *, err: bool = False, level: Level = Level.RESULT) -> No
     if level < _OUTPUT.threshold:
         return
     to_stderr = err or level >= Level.ERROR or _OUTPUT.json
-    print(line, file=sys.stderr if to_stderr else sys.stdout, flush=True)
+    print(scrub(line), file=sys.stderr if to_stderr else sys.stdout, flush=True)
 
 
 def emit_json(document: object) -> None:
-    """The command's one JSON document, on stdout (``--json``)."""
-    sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
+    """The command's one JSON document, on stdout (``--json``), scrubbed of every known secret."""
+    sys.stdout.write(scrub(json.dumps(document, indent=2, default=str)) + "\n")
     sys.stdout.flush()
+
+
+def emit_text(text: str) -> None:
+    """A document printed as it is (a report's JSON, a pack's body), scrubbed of every known secret."""
+    sys.stdout.write(scrub(text))
+    sys.stdout.flush()
+
+
+class Scrubbed:
+    """A text stream whose writes are scrubbed of secrets (for output a library prints itself,
+    e.g. the pytest view of a lane run); everything else is the wrapped stream's."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(scrub(text))
+        return len(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
 
 
 def live() -> bool:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from retire.commands.base import Command, ExitCode, emit_json, say, shown
+from retire.commands.base import Command, ExitCode, emit_json, emit_text, say, shown
 from retire.core.project import Project
 
 
@@ -45,7 +44,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
         atomic_write(args.output, text)
         say(f"wrote {shown(args.output)}")
     else:
-        sys.stdout.write(text)
+        emit_text(text)
     return ExitCode.OK
 
 

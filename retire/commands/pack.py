@@ -6,7 +6,9 @@ import argparse
 import datetime as _dt
 from pathlib import Path
 
-from retire.commands.base import Command, ExitCode, emit_json, iso_date, positive_days, positive_int, say, shown, utc_moment
+from retire.commands.base import (
+    Command, ExitCode, emit_json, emit_text, iso_date, positive_days, positive_int, say, shown, utc_moment,
+)
 from retire.core.project import Project
 
 
@@ -68,10 +70,10 @@ def run(project: Project, args: argparse.Namespace) -> int:
         if args.json:
             emit_json([e.to_json() for e in entries])
         else:
-            print(store.markdown_section(entries), end="", flush=True)
+            emit_text(store.markdown_section(entries))
         return ExitCode.OK
     if args.action == "show":
-        print(store.load_pack(root, args.id).pack.body, end="", flush=True)
+        emit_text(store.load_pack(root, args.id).pack.body)
         return ExitCode.OK
     if args.action == "approve":
         approval = store.approve(root, args.id, by=args.by, now=args.now, window=window)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from retire.commands.base import Command, ExitCode, say, shown
+from retire.commands.base import Command, ExitCode, emit_text, say, shown
 from retire.core.project import Project
 
 
@@ -42,7 +41,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     if args.json:
         for note in written.report.notes:
             say(f"patchlane: note: {note}", err=True)
-        sys.stdout.write(written.json_text)
+        emit_text(written.json_text)
     else:
         say(markdown.short_text(written.report, [shown(p) for p in written.paths]))
     return ExitCode.OK

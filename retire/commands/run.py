@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 
 from retire.commands.base import (
-    Command, ExitCode, Level, emit_json, json_mode, live, positive_float, positive_int, say, shown, verbosity,
+    Command, ExitCode, Level, Scrubbed, emit_json, json_mode, live, positive_float, positive_int, say, shown,
+    verbosity,
 )
 from retire.core.project import Project
 
@@ -47,7 +50,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     from retire.core.atomic import atomic_write
     from retire.evidence import validation
     from retire.lanes import lanefile
-    from retire.runs import lanerun, suite
+    from retire.runs import lanerun, reaper, suite
 
     if args.run_id:
         project.run_dir(args.run_id)  # a bad id fails before anything runs
@@ -67,15 +70,28 @@ def run(project: Project, args: argparse.Namespace) -> int:
         wheelhouse=args.wheelhouse, mirrors=project.mirrors(args.mirrors) if any(lane.revisions for lane in lanes) else None,
         **({"run_id": args.run_id} if args.run_id else {}),
     )
+    target = args.manifest or project.validation
+    recorded, counting = 0, threading.Lock()
+
+    def record(one) -> None:  # each record as it completes: an interrupted run keeps what finished
+        nonlocal recorded
+        added = validation.append(target, [one])
+        with counting:
+            recorded += added
+
+    if not args.no_record:
+        options = dataclasses.replace(options, on_record=record)
     say(f"run {options.run_id}: {len(lanes)} lane(s) on this host ({host.description}), {args.jobs} at a time",
         level=Level.PROGRESS)
-    results = lanerun.run_lanes(lanes, manifests, options, jobs=args.jobs,
-                                progress=lambda lane, msg: say(f"[{lane}] {msg}", level=Level.PROGRESS))
-    records = [record for run in results for shim in run.shims for record in shim.records]
-    target = args.manifest or project.validation
-    recorded = 0
-    if records and not args.no_record:
-        recorded = validation.append(target, records)
+    try:
+        with reaper.terminate_on_sigterm():
+            results = lanerun.run_lanes(lanes, manifests, options, jobs=args.jobs,
+                                        progress=lambda lane, msg: say(f"[{lane}] {msg}", level=Level.PROGRESS))
+    except KeyboardInterrupt:
+        if recorded:
+            say(f"interrupted: kept the {recorded} reproducer run(s) that finished in {shown(target)}", err=True)
+        raise
+    if recorded:
         say(f"recorded {recorded} reproducer run(s) in {shown(target)}")
     summaries = project.run_dir(options.run_id)
     for run in results:
@@ -83,7 +99,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     locations = {"lanes": Path(shown(project.lanes_dir))}
     locations.update({shim_id: Path(shown(m.reproducer_path)) for shim_id, m in manifests.items()})
     # The pytest view is for people: under --json it goes to stderr, so stdout stays one document.
-    with contextlib.redirect_stdout(sys.stderr) if json_mode() else contextlib.nullcontext():
+    with contextlib.redirect_stdout(Scrubbed(sys.stderr if json_mode() else sys.stdout)):
         suite.report(results, locations, verbose=verbosity() >= 0, colour=None if live() else False)
     say("")
     say(lanerun.summary_table(results))

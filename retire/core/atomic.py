@@ -9,12 +9,17 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from retire.core.secrets import scrub
+
 __all__ = ["atomic_write", "locked"]
 
 
 def atomic_write(path: str | os.PathLike[str], data: str | bytes, *, encoding: str = "utf-8") -> None:
     """Replace ``path`` with ``data`` atomically: readers see the old file or the new one.
 
+    Text is scrubbed of every known secret first (:func:`retire.core.secrets.scrub`): reports,
+    caches, manifests and locks are all written here, so none can carry a token. Bytes are
+    written as given (wheels and other binary artifacts; callers redact what they know).
     The temporary file lives in the same folder (``os.replace`` is only atomic within one file
     system), is flushed to disk before the rename, and takes over the old file's permissions.
     """
@@ -22,7 +27,7 @@ def atomic_write(path: str | os.PathLike[str], data: str | bytes, *, encoding: s
     if target.is_dir():  # say so by its name, not by the temporary file's
         raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", str(target))
     target.parent.mkdir(parents=True, exist_ok=True)
-    payload = data.encode(encoding) if isinstance(data, str) else data
+    payload = scrub(data).encode(encoding) if isinstance(data, str) else data
     try:
         mode = target.stat().st_mode & 0o7777
     except FileNotFoundError:

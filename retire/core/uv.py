@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from retire.core import childenv
 from retire.core.errors import ConfigError, PatchlaneError
 
 
@@ -52,9 +53,9 @@ INDEX_ENV = ("UV_INDEX", "UV_DEFAULT_INDEX", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL
 
 def base_env(extra: dict[str, str] | None = None, *, without_indexes: bool = False,
              progress: bool = False) -> dict[str, str]:
-    """The environment uv runs in: quiet (unless ``progress``), and never downloading
-    interpreters behind our back."""
-    env = dict(os.environ)
+    """The environment uv runs in: what :func:`retire.core.childenv.for_uv` allows (no token but
+    its index credentials), quiet (unless ``progress``), never downloading interpreters behind our back."""
+    env = childenv.for_uv()
     if without_indexes:
         for name in INDEX_ENV:
             env.pop(name, None)
@@ -63,6 +64,7 @@ def base_env(extra: dict[str, str] | None = None, *, without_indexes: bool = Fal
     env.setdefault("UV_PYTHON_DOWNLOADS", "never")
     for name in CALLER_PYTHON_ENV:  # a lane's tools never see the caller's venv or paths by accident
         env.pop(name, None)
+    env[childenv.RUN_TOKEN_ENV] = f"{childenv.RUN_TOKEN}.uv"  # an interrupted run kills uv and its builds too
     if extra:
         env.update(extra)
     return env

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -27,32 +26,20 @@ from packaging.pylock import Pylock, PylockValidationError
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from retire.core import uv
+from retire.core import times, uv
 from retire.core.atomic import atomic_write
 from retire.core.project import contained
-from retire.core import times
 from retire.core.errors import ConfigError
+from retire.core.secrets import scrub
 from retire.lanes import revisions
 from retire.locks.pins import revision_pins, unpinned
 from retire.lanes.model import LANE_NAME, Lane
+from retire.locks import integrity
 from retire.locks.cutoffs import Cutoffs, resolve_cutoffs
+from retire.locks.failures import explain_failure
+from retire.locks.integrity import CONTENT_KEY, PROVENANCE_HEADER as _PROVENANCE_HEADER
 
 LOCK_NAME = "pylock.toml"
-UNREACHABLE_MARKERS = (
-    "Could not connect",
-    "dns error",
-    "Connection refused",
-    "error sending request",
-    "operation timed out",
-    "Failed to fetch",
-    "failed to lookup address",
-)
-
-#: uv's words for an index that answered with an error status (reqwest's "HTTP status server error (500 …)").
-_HTTP_STATUS = re.compile(r"HTTP status (server|client) error|\b[45]\d\d (Internal Server Error|Service Unavailable|"
-                          r"Bad Gateway|Forbidden|Unauthorized|Not Found|Gateway Timeout)")
-
-
 @dataclass(frozen=True)
 class LockResult:
     lane: str
@@ -94,26 +81,20 @@ def provenance(lock: dict | None) -> dict:
     return ((lock or {}).get("tool") or {}).get("patchlane") or {}
 
 
-_PROVENANCE_HEADER = "\n[tool.patchlane]\n"
-
-
-def read_provenance(path: Path) -> dict | None:
-    """The ``[tool.patchlane]`` table of a lock, or None when there is no readable lock.
+def read_provenance(path: Path, *, with_text: bool = False):
+    """The ``[tool.patchlane]`` table of a lock, or None when there is no readable lock
+    (``with_text``: the pair (table, text), or None).
 
     patchlane writes that table last, so only the tail is parsed: deciding that a dozen GPU-stack
     locks are current must not cost a dozen full TOML parses.
     """
     try:
         text = path.read_text(encoding="utf-8")
-    except OSError:
+        at = text.rfind(_PROVENANCE_HEADER)
+        found = provenance(tomllib.loads(text[at:] if at >= 0 else text))
+    except (OSError, ValueError, RecursionError):  # unreadable, not TOML (or UTF-8), nested too deeply
         return None
-    at = text.rfind(_PROVENANCE_HEADER)
-    try:
-        if at >= 0:
-            return provenance(tomllib.loads(text[at:]))
-        return provenance(tomllib.loads(text))
-    except (ValueError, RecursionError):  # not TOML, or nested too deeply
-        return None
+    return (found, text) if with_text else found
 
 
 class Freshness(StrEnum):
@@ -123,6 +104,7 @@ class Freshness(StrEnum):
     STALE = "stale"  # made for this lane, from an earlier definition
     MISSING = "missing"  # no lock file
     FOREIGN = "foreign"  # a file patchlane cannot vouch for: unreadable, not ours, another lane's
+    TAMPERED = "tampered"  # its content is not what patchlane wrote, or holds a version the lane forbids
 
 
 @dataclass(frozen=True)
@@ -142,9 +124,10 @@ class LockState:
 
 
 def lock_state(lane: Lane, locks_dir: Path) -> LockState:
-    """The one answer to "is this lane's lock current?" (reads only the provenance table)."""
+    """The one answer to "is this lane's lock current?": parses only the provenance table, and
+    checks the content digest and locked versions on the text (:mod:`retire.locks.integrity`)."""
     path = lock_path(locks_dir, lane.name)
-    found = read_provenance(path)
+    found, text = read_provenance(path, with_text=True) or (None, "")
     if found is None:
         if path.exists():
             return LockState(lane.name, Freshness.FOREIGN, f"{LOCK_NAME} is not readable TOML")
@@ -155,6 +138,10 @@ def lock_state(lane: Lane, locks_dir: Path) -> LockState:
         return LockState(lane.name, Freshness.FOREIGN, f"made for lane {found.get('lane')!r}")
     if found.get("digest") != lane.digest:
         return LockState(lane.name, Freshness.STALE, "lane changed since it was locked")
+    if problem := integrity.content_problem(text, found):
+        return LockState(lane.name, Freshness.TAMPERED if CONTENT_KEY in found else Freshness.STALE, problem)
+    if outside := integrity.versions_outside(lane, text):
+        return LockState(lane.name, Freshness.TAMPERED, "; ".join(outside))
     return LockState(lane.name, Freshness.CURRENT)
 
 
@@ -269,18 +256,6 @@ def compile_args(lane: Lane, *, upgrade: bool = False, upgrade_packages: tuple[s
     return cmd
 
 
-def explain_failure(stderr: str) -> tuple[str, str]:
-    """(status, one-line message) from uv's stderr; the full text stays in the result's detail."""
-    lines = uv.failure_lines(stderr)
-    # An index that answered with an HTTP error (500, 403, 404) was reached: that is a failure, never
-    # "unreachable" (which keeps the old lock and exits 0) — uv says "Failed to fetch" for both.
-    answered = _HTTP_STATUS.search(stderr) is not None
-    status = "unreachable" if not answered and any(m in stderr for m in UNREACHABLE_MARKERS) else "failed"
-    errors = [line for line in lines if line.startswith(("error:", "cause:", "Caused by:", "╰─▶"))]
-    summary = " / ".join((errors or lines or ["uv failed without a message"])[:4])
-    return status, summary[:600]
-
-
 def stamp(lock_text: str, lane: Lane, origin: str, cutoffs: Cutoffs | None = None,
           revisions: dict[str, dict[str, str]] | None = None) -> str:
     """The lock with a patchlane header and the ``[tool.patchlane]`` provenance table.
@@ -303,7 +278,9 @@ def stamp(lock_text: str, lane: Lane, origin: str, cutoffs: Cutoffs | None = Non
         f"# Lock of lane {lane.name!r}, generated by patchlane with uv {uv.version()} — do not edit.\n"
         f"# Re-make it with `nox -s lock -- {lane.name}` after changing {origin}.\n"
     )
-    return header + lock_text.rstrip("\n") + "\n\n" + tomlkit.dumps({"tool": {"patchlane": table}})
+    body = scrub(header + lock_text.rstrip("\n") + "\n")  # as atomic_write will write it
+    table[CONTENT_KEY] = integrity.content_digest(body)  # the provenance covers the content
+    return body + "\n" + tomlkit.dumps({"tool": {"patchlane": table}})
 
 
 def validate(text: str) -> Pylock:
@@ -356,7 +333,7 @@ def lock_lane(
             (work / "constraints.txt").write_text("\n".join(lane.constraints) + "\n", encoding="utf-8")
         if lane.overrides:
             (work / "overrides.txt").write_text("\n".join(lane.overrides) + "\n", encoding="utf-8")
-        if previous is not None and not upgrade:
+        if previous is not None and not upgrade and state.freshness is not Freshness.TAMPERED:
             # uv prefers the versions already in its output file: unchanged packages stay put.
             if pinned:  # the committed lock names upstream; uv reads the mirrors
                 local = revisions.replace_urls(target.read_text(encoding="utf-8"), {v: k for k, v in portable.items()})

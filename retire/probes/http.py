@@ -28,89 +28,30 @@ a :class:`~retire.evidence.ProbeFailure` — they never raise.
 from __future__ import annotations
 
 import email.utils
-import functools
 import json
 import random
-import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TypeVar
 
 import httpx
 
 from retire.evidence.values import ProbeFailure
+from retire.core.secrets import scrub_bytes
 from retire.probes.cache import DEFAULT_CACHE_DIR, CacheEntry, HttpCache, freshness
-from retire.probes.redaction import REDACTED, mask_url, redact
+from retire.probes.client import MAX_IN_FLIGHT, USER_AGENT, deadline_scope, make_client
+from retire.probes.fetched import BadBody, Fetched, RetryPolicy, decode_json
+from retire.probes.redaction import mask_url, redact
 from retire.probes.watchdog import WATCHDOG
 
 __all__ = [
-    "DEFAULT_CACHE_DIR", "BadBody", "Fetched", "Fetcher", "HttpCache", "RetryPolicy", "make_client", "mask_url", "redact",
+    "DEFAULT_CACHE_DIR", "MAX_IN_FLIGHT", "USER_AGENT", "BadBody", "Fetched", "Fetcher", "HttpCache", "RetryPolicy",
+    "decode_json", "make_client", "mask_url", "redact",
 ]
 
-USER_AGENT = "patchlane-probe/0.1"
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    attempts: int = 4  # tries per request, the first included
-    backoff: float = 0.25  # seconds before the second try; doubles each time
-    max_backoff: float = 4.0
-    budget: float = 30.0  # the total deadline of one probe: attempts, waits, redirects and bodies
-    max_wait: float = 60.0  # longest Retry-After / rate-limit reset honoured
-    timeout: float = 10.0  # per connect / read, clamped to what is left of the budget
-    json_attempts: int = 2  # fetches of a body that does not decode
-    max_body: int = 64 * 2**20  # bytes of one body (a PyTorch nightly project page is a few MiB)
-    max_redirects: int = 5  # same-host redirects followed per request
-
-
-@dataclass(frozen=True)
-class Fetched:
-    url: str
-    status: int
-    body: bytes
-    headers: Mapping[str, str] = field(default_factory=dict)
-    from_cache: bool = False  # served without a request (fresh) or after a 304
-    attempts: int = 1
-
-    @property
-    def content_type(self) -> str:
-        """The media type, lower case, without parameters ('' when the server sent none)."""
-        return (self.headers.get("content-type") or "").split(";")[0].strip().lower()
-
-
-class BadBody(ValueError):
-    """A parser's complaint about a body; ``refetch`` when asking again may heal it (truncation)."""
-
-    def __init__(self, reason: str, *, refetch: bool = False) -> None:
-        super().__init__(reason)
-        self.reason, self.refetch = reason, refetch
-
-
-#: GitHub's secondary rate limit allows 100 concurrent requests; stay at it, never above.
-MAX_IN_FLIGHT = 100
-
-
-@functools.cache
-def _tls() -> ssl.SSLContext:
-    """One TLS context per process: loading the CA bundle costs ~50 ms, more than a warm run's requests."""
-    return ssl.create_default_context()
-
-
-def make_client(*, timeout: float = 10.0, transport: httpx.BaseTransport | None = None,
-                max_connections: int = MAX_IN_FLIGHT) -> httpx.Client:
-    """The client probes use when none is injected: pooled. (The :class:`Fetcher` follows
-    redirects itself, same host only, whatever the client's own setting.)"""
-    return httpx.Client(
-        timeout=timeout,
-        follow_redirects=True,
-        transport=transport,
-        verify=_tls(),
-        limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
-        headers={"User-Agent": USER_AGENT},
-    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -196,9 +137,7 @@ class Fetcher:
         return redact(text, self.secrets)
 
     def _clean(self, body: bytes) -> bytes:
-        for secret in self.secrets:
-            body = body.replace(secret.encode(), REDACTED.encode())
-        return body
+        return scrub_bytes(body, self.secrets)
 
     def _fail(self, probe: str, url: str, reason: str, *, retryable: bool, attempts: int) -> ProbeFailure:
         return ProbeFailure(probe, self.redact(mask_url(url)), self.redact(reason), retryable, attempts)
@@ -232,8 +171,9 @@ class Fetcher:
         """One request, with same-host redirects followed, the body read under the cap and deadline."""
         if not self._in_flight.acquire(timeout=max(0.0, deadline - self.monotonic())):
             return self._past_deadline()
-        try:
-            return self._attempt_in_flight(method, url, headers, content, deadline)
+        try:  # every read and write of the client's streams ends by the deadline, headers included
+            with deadline_scope(time.monotonic() + (deadline - self.monotonic())):
+                return self._attempt_in_flight(method, url, headers, content, deadline)
         finally:
             self._in_flight.release()
 
@@ -250,7 +190,7 @@ class Fetcher:
             try:
                 response = self.client.send(request, stream=True, follow_redirects=False)
             except httpx.TimeoutException:
-                if clamped:
+                if clamped or self.monotonic() >= deadline - 0.01:
                     return self._past_deadline()
                 return _Trouble(f"timed out after {self.policy.timeout:g}s", True)
             except httpx.ConnectError as exc:
@@ -444,28 +384,3 @@ class Fetcher:
             return
         content_type = headers.get("content-type") or (previous.content_type if previous else None)
         self.cache.put(CacheEntry(url, body, etag, modified, self.wall(), max_age, content_type), accept)
-
-
-def decode_json(fetched: Fetched) -> object:
-    """The JSON of a response; :class:`BadBody` for HTML (never misread) or a body that does not
-    decode (truncated or invalid: worth one more fetch)."""
-    if "html" in fetched.content_type:
-        raise BadBody(f"the server answered {fetched.content_type}, not JSON")
-    try:
-        return json.loads(fetched.body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        kind = "truncated JSON" if _truncated(exc, fetched.body) else "invalid JSON"
-        raise BadBody(f"{kind} in the response ({_short(exc)})", refetch=True) from None
-
-
-def _truncated(exc: Exception, body: bytes) -> bool:
-    """A body that stops mid-document (as opposed to one that was never JSON)."""
-    if not isinstance(exc, json.JSONDecodeError) or not body.lstrip()[:1] in (b"{", b"["):
-        return False
-    return exc.msg.startswith("Unterminated") or exc.pos >= len(body.rstrip()) - 1
-
-
-def _short(exc: Exception) -> str:
-    if isinstance(exc, json.JSONDecodeError):
-        return f"{exc.msg} at char {exc.pos}"
-    return str(exc)[:120]

@@ -5,16 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from urllib.parse import urlsplit, urlunsplit
 
+from retire.core.secrets import REDACTED, scrub
+
 __all__ = ["REDACTED", "mask_url", "redact"]
 
-REDACTED = "<redacted>"
 
 
 def redact(text: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, REDACTED)
-    return text
+    """``text`` without ``secrets`` nor any secret of the environment (:func:`retire.core.secrets.scrub`)."""
+    return scrub(text, secrets)
 
 
 def mask_url(url: str) -> str:

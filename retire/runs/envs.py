@@ -27,7 +27,8 @@ from packaging.markers import Marker
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from retire.core import uv
+from retire.core import childenv, uv
+from retire.runs import envcheck
 from retire.core.errors import PatchlaneError
 from retire.lanes.model import LANE_NAME, Lane
 
@@ -77,10 +78,16 @@ def env_path(envs_dir: Path, lane_name: str) -> Path:
     return envs_dir / lane_name
 
 
+def inspect_env() -> dict[str, str]:
+    """The environment an interpreter is inspected in: it is lane code, so the lane allow-list
+    (:mod:`retire.core.childenv`), without the caller's own Python setup."""
+    return {k: v for k, v in childenv.for_lane().items() if k not in uv.CALLER_PYTHON_ENV}
+
+
 def describe(python: str | Path) -> dict:
     """Python version, purelib and installed distributions of an interpreter."""
     proc = subprocess.run([str(python), "-c", _PROBE], capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                          env=uv.base_env())
+                          env=inspect_env())
     if proc.returncode != 0:
         raise BuildError(f"cannot inspect {python}", proc.stderr.strip())
     return json.loads(proc.stdout)
@@ -90,7 +97,7 @@ def describe_paths(python: str | Path) -> dict:
     """purelib of an interpreter (without listing its distributions)."""
     code = "import json, sysconfig; print(json.dumps({'purelib': sysconfig.get_paths()['purelib']}))"
     proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                          env=uv.base_env())
+                          env=inspect_env())
     if proc.returncode != 0:
         raise BuildError(f"cannot inspect {python}", proc.stderr.strip())
     return json.loads(proc.stdout)
@@ -221,6 +228,9 @@ def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = 
     identity = {"lock": hashlib.sha256(lock_bytes).hexdigest(), "overlay": overlay}
     if wheelhouse is not None:
         identity["wheelhouse"] = str(wheelhouse.resolve())
+    if path.exists() and (state.get("identity") or {}).get("lock") not in (None, identity["lock"]):
+        shutil.rmtree(path)  # another lock: a re-sync would only audit, so install afresh, hash-checked
+        state = {}
     lock: dict | None = None
     base: dict[str, str] = {}
     to_sync: dict | None = None  # the lock as this host installs it, when it differs from the file
@@ -251,22 +261,26 @@ def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = 
                      + (f" from the wheelhouse {wheelhouse}" if wheelhouse is not None else ""), live=live)
     if overlay:
         link_base(describe_paths(python)["purelib"], [base_info["purelib"], base_info["platlib"]])
-    if state.get("identity") == identity and _synced_nothing(output) and "synced" in state:
-        info, synced = state["info"], state["synced"]
+    if state.get("identity") == identity and _synced_nothing(output) and "expected" in state:
+        info, synced, expected = state["info"], state["synced"], state["expected"]
     else:
         if lock is None:
             lock = _parse_lock(lock_file, lock_bytes)
         if not overlay:
             synced = [p["name"] for p in lock.get("packages", [])]
         info = (None if overlay else _full_env_info(path, lock)) or describe(python)
+        expected = envcheck.expected_versions(to_sync if overlay else lock, info["python"])
     if not overlay and info["python"].rsplit(".", 1)[0] != lane.python:
         raise BuildError(f"the venv runs Python {info['python']}, the lane asks for {lane.python}")
+    if problems := envcheck.mismatches(expected, envcheck.installed_versions(info["purelib"], info["platlib"])):
+        raise BuildError(f"the env at {path} does not match {lock_file.name}: {'; '.join(problems[:3])}"
+                         f"{' …' if len(problems) > 3 else ''} (delete the env to rebuild it)")
     sources_dirs = _runtime_sources()
     runtime = _fingerprint(sources_dirs)
     if state.get("runtime") != runtime or not Path(info["purelib"], PTH_NAME).exists():
         _install_runtime(path, info["purelib"], sources_dirs)
     state_file.write_text(json.dumps({"made_from": made_from, "identity": identity, "info": info, "runtime": runtime,
-                                      "synced": list(synced)}), encoding="utf-8")
+                                      "synced": list(synced), "expected": expected}), encoding="utf-8")
     return LaneEnv(
         lane=lane.name, path=path, python=python, kind="overlay" if overlay else "full",
         python_version=info["python"], installed=info["packages"], base=base, base_python=overlay,

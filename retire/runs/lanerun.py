@@ -36,11 +36,12 @@ from packaging.utils import canonicalize_name
 
 from retire.runs import envs
 from retire.locks import locking
-from retire.core import times, uv
+from retire.core import childenv, times, uv
 from retire.core.errors import ConfigError
 from retire.lanes import revisions
 from retire.lanes.model import Lane
 from retire.runs.launcher import ISOLATIONS, PROTOCOL_MODULES, Launcher, common_environment, preload_of
+from retire.runs.reaper import REAPER
 from retire.runs.reproduce import child_environment, run_reproducer
 from retire.evidence.validation import FAILING, FAULTED, FIXED, Mode, RunOutcome, ShimOutcome, ValidationRecord
 from shims.manifest import ShimManifest
@@ -137,6 +138,9 @@ class RunOptions:
     wheelhouse: Path | None = None  # build from this folder only: no index, no network (docs/offline.md)
     mirrors: object = None  # a MirrorSet: where lane revisions install from on this host
     isolation: str | None = None  # process | launcher; None: launcher where the lane's shims declare preloads
+    # Called with each record as soon as it is made (the command appends it to the manifest), so
+    # an interrupted run keeps everything that finished.
+    on_record: Callable[[ValidationRecord], None] | None = field(default=None, compare=False)
 
 
 Progress = Callable[[str, str], None]  # (lane, message)
@@ -147,9 +151,10 @@ def reproducer_env(lane: Lane, manifests: dict[str, ShimManifest], shim: str, mo
     """The environment a reproducer runs in: the lane's variables and its env-constraint shims'.
 
     Without-mode leaves out the shim's own constraint: that run must see upstream as it is.
-    The controller's own virtualenv and Python path never leak into the lane.
+    The controller's own virtualenv and Python path never leak into the lane, nor anything the
+    allow-list (:mod:`retire.core.childenv`) does not name: no token reaches lane code.
     """
-    env = dict(os.environ if base is None else base)
+    env = childenv.for_lane(base)
     for name in uv.CALLER_PYTHON_ENV:
         env.pop(name, None)
     for other in lane.shims:
@@ -243,6 +248,8 @@ def run_lane(lane: Lane, manifests: dict[str, ShimManifest], options: RunOptions
                                                 timeout=options.timeout, env=run_env)
                 record = _with_context(record, options.run_id, _environment_facts(env, manifest, lane.digest))
                 records[mode] = record
+                if options.on_record is not None:
+                    options.on_record(record)
                 progress(lane.name, f"{shim} {mode} shim: {record.sentinel or record.outcome} ({record.duration_s:.1f}s)")
             outcome, why = judge(records.get(Mode.WITHOUT), records.get(Mode.WITH))
             results.append(ShimRun(lane.name, shim, outcome, why, records.get(Mode.WITHOUT), records.get(Mode.WITH)))
@@ -272,6 +279,10 @@ def _start_launcher(lane: Lane, manifests: dict[str, ShimManifest], env: envs.La
                         targets=[m.target.module for m in planned], say=lambda line: progress(lane.name, line))
     if launcher.alive:
         failed = "".join(f"; {name} not preloaded ({why})" for name, why in launcher.failed.items())
+        if launcher.targets_loaded:  # a with-shim run patches these after import (shims.activate does)
+            failed += f"; shim targets it imported: {', '.join(launcher.targets_loaded)}"
+        if launcher.threads > 1:  # e.g. a native pool started at import: forks carry only the main thread
+            failed += f"; {launcher.threads} native threads at fork"
         progress(lane.name, f"launcher: imported {', '.join([m for m in launcher.preloaded if m not in PROTOCOL_MODULES])} once in {launcher.startup_s:.1f}s{failed}")
     return launcher
 
@@ -294,8 +305,21 @@ def run_lanes(lanes: list[Lane], manifests: dict[str, ShimManifest], options: Ru
 
     if options.host is None:
         options = replace(options, host=Host.detect())  # detect once, not per lane
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    REAPER.ensure_guard()  # from here on, even this process's death leaves nothing running
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    try:
         return list(pool.map(lambda lane: run_lane(lane, manifests, options, say), lanes))
+    except BaseException:  # Ctrl-C, SIGTERM: kill every reproducer tree now, not at its timeout
+        while True:
+            try:
+                REAPER.stop()
+                break
+            except KeyboardInterrupt:  # a second Ctrl-C must not cut the stop short
+                continue
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # prompt: the workers' reproducers are dead
+        REAPER.resume()
 
 
 def summary_table(runs: list[LaneRun]) -> str:

@@ -31,6 +31,7 @@ from shims.reproducer import Mode
 
 from retire.core import times
 from retire.evidence.validation import MODES, ValidationRecord
+from retire.runs.reaper import REAPER
 from retire.runs.reproduce import child_environment, finished_run, reproducer_file, run_reproducer
 
 __all__ = ["ISOLATIONS", "PROTOCOL_MODULES", "Launcher", "common_environment", "preload_of"]
@@ -90,6 +91,7 @@ class Launcher:
         self.preloaded: tuple[str, ...] = ()
         self.failed: dict[str, str] = {}
         self.targets_loaded: tuple[str, ...] = ()
+        self.threads = 0
         self.startup_s = 0.0
         self.runs = 0
         self._dir = Path(tempfile.mkdtemp(prefix="patchlane-launcher-"))
@@ -103,9 +105,11 @@ class Launcher:
         began = time.monotonic()
         try:
             with open(self._dir / "launcher.err", "wb") as errors:
-                self._process = subprocess.Popen(
-                    command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, env=env,
-                    cwd=os.fspath(cwd) if cwd is not None else None, start_new_session=True,
+                # Marked like a reproducer: every fork inherits the marker, so a stop, a timeout or
+                # this process's death reaches the launcher and all its children (retire.runs.reaper).
+                self._process = REAPER.spawn(
+                    command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors,
+                    cwd=os.fspath(cwd) if cwd is not None else None,
                 )
         except OSError as exc:
             self._give_up(f"the launcher could not start ({exc.strerror or exc})")
@@ -121,6 +125,7 @@ class Launcher:
         self.preloaded = tuple(ready.get("preloaded", ()))
         self.failed = dict(ready.get("failed", {}))
         self.targets_loaded = tuple(ready.get("targets_loaded", ()))
+        self.threads = int(ready.get("threads") or 0)  # native threads at fork time (only the forking one survives)
         self.startup_s = time.monotonic() - began
 
     @property
@@ -196,6 +201,7 @@ class Launcher:
                 process.wait()
             if process.stdout is not None:
                 process.stdout.close()
+            REAPER.finish(process)  # whatever a child left running, in its session or out of it
         shutil.rmtree(self._dir, ignore_errors=True)
 
     def __enter__(self) -> Launcher:

@@ -7,7 +7,6 @@ the same module every reproducer writes with, so the two sides cannot drift apar
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -16,8 +15,9 @@ from collections.abc import Mapping
 from shims.manifest import DEFAULT_ROOT, ROOTS_ENV, ShimManifest
 from shims.reproducer import Mode, Sentinel, exit_code_for, parse_output
 
-from retire.core import times
+from retire.core import childenv, secrets, times
 from retire.evidence.validation import MODES, RunOutcome, ValidationRecord
+from retire.runs.reaper import REAPER
 
 __all__ = ["OUTPUT_TAIL_CHARS", "child_environment", "classify", "finished_run", "run_reproducer"]
 
@@ -30,8 +30,6 @@ _OUTCOME_OF = {
     Sentinel.MEMORY_SAVE_VERIFIED: RunOutcome.MEMORY_SAVE_VERIFIED,
     Sentinel.SKIPPED: RunOutcome.SKIPPED,
 }
-#: Environment variable names whose values never reach a record, even through printed output.
-_SECRET_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH")
 _REPO_ROOT = DEFAULT_ROOT.parent
 
 
@@ -47,7 +45,8 @@ def run_reproducer(
 ) -> ValidationRecord:
     """Run ``manifest``'s reproducer in ``mode`` ("without" or "with") and record what happened.
 
-    ``env`` replaces the inherited environment when given. ``timeout`` defaults to the
+    ``env`` replaces the inherited environment when given (:func:`retire.core.childenv.for_reproducer`:
+    never a secret-named variable). ``timeout`` defaults to the
     manifest's ``[reproducer] timeout``; past it the whole process group is killed and the
     outcome is ``timeout``. Environment values are never written into the record.
     """
@@ -61,31 +60,29 @@ def run_reproducer(
     started_at = times.now().isoformat(timespec="microseconds")
     began = time.monotonic()
     try:
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=child_env,
-            cwd=os.fspath(cwd) if cwd is not None else None,
-            start_new_session=True,  # its own process group, so a timeout kills its children too
-        )
+        # Its own session and a marker its children inherit: a timeout or a stop kills them all.
+        process = REAPER.spawn(command, env=child_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, cwd=os.fspath(cwd) if cwd is not None else None)
     except OSError as exc:
         return _record(manifest, mode, lane, started_at, began, host=None, sentinel=None, outcome=RunOutcome.CRASHED,
                        exit_code=None, tail="", detail=f"could not start {command[0]}: {exc.strerror or exc}")
 
     timed_out = False
     try:
-        stdout_bytes, stderr_bytes = process.communicate(timeout=limit)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(process)
         try:
-            stdout_bytes, stderr_bytes = process.communicate(timeout=10)
-        except subprocess.TimeoutExpired:  # a grandchild escaped the group and holds the pipes
-            stdout_bytes, stderr_bytes = b"", b""
-            process.kill()
-            process.wait()
+            stdout_bytes, stderr_bytes = process.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            REAPER.kill(process)  # the group, and any grandchild that left it (by its marker)
+            try:
+                stdout_bytes, stderr_bytes = process.communicate(timeout=10)
+            except subprocess.TimeoutExpired:  # something unmarked holds the pipes
+                stdout_bytes, stderr_bytes = b"", b""
+                process.kill()
+                process.wait()
+        REAPER.check()  # stopped (Ctrl-C, SIGTERM) while it ran: a killed run is no result
+    finally:
+        REAPER.finish(process)
     return finished_run(manifest, mode, lane, started_at, began, child_env, stdout_bytes, stderr_bytes,
                         process.returncode, timed_out=timed_out, limit=limit)
 
@@ -101,8 +98,8 @@ def finished_run(
     """
     # Redacted before anything is cut or parsed: a secret must not survive in a tail's first
     # characters, nor in a skip reason.
-    stdout = _redact(stdout_bytes.decode("utf-8", errors="replace"), child_env)
-    stderr = _redact(stderr_bytes.decode("utf-8", errors="replace"), child_env)
+    stdout = secrets.scrub(stdout_bytes.decode("utf-8", errors="replace"))
+    stderr = secrets.scrub(stderr_bytes.decode("utf-8", errors="replace"))
     host, sentinel, skip_reason = parse_output(stdout)
     if timed_out:
         outcome, detail = RunOutcome.TIMEOUT, f"killed after {limit:g} s"
@@ -128,9 +125,10 @@ def classify(
 
 
 def child_environment(manifest: ShimManifest, env: Mapping[str, str] | None) -> dict[str, str]:
-    """The environment a reproducer of ``manifest`` runs with (``env``, or ours, plus the path to
-    the ``shims`` package and the manifest's shim root)."""
-    child = dict(os.environ if env is None else env)
+    """The environment a reproducer of ``manifest`` runs with: ``env`` (or ours) through the
+    allow-list (:func:`retire.core.childenv.for_reproducer`: never a secret-named variable), plus
+    the path to the ``shims`` package and the manifest's shim root."""
+    child = childenv.for_reproducer(env)
     # The reproducer imports `shims` from this checkout (lane envs also have it installed).
     child["PYTHONPATH"] = os.pathsep.join(p for p in (str(_REPO_ROOT), child.get("PYTHONPATH", "")) if p)
     # A shim outside the catalogue (a test tree, a private root) must be findable by activate().
@@ -143,23 +141,9 @@ def child_environment(manifest: ShimManifest, env: Mapping[str, str] | None) -> 
     return child
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        process.kill()
-
-
 def _tail(stdout: str, stderr: str) -> str:
     text = stdout if not stderr.strip() else f"{stdout.rstrip()}\n--- stderr ---\n{stderr}"
     return text[-OUTPUT_TAIL_CHARS:]
-
-
-def _redact(text: str, env: Mapping[str, str]) -> str:
-    for name, value in env.items():
-        if len(value) >= 6 and any(marker in name.upper() for marker in _SECRET_MARKERS):
-            text = text.replace(value, f"<{name}>")
-    return text
 
 
 def _record(

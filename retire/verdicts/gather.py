@@ -18,6 +18,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from retire.core.secrets import remember
 from retire.core import times
 from retire.evidence.values import ExecutionHistory, ProbeFailure, PullState, ReleaseList
 from retire.verdicts.model import Decision, ShimEvidence, Verdict
@@ -110,6 +111,8 @@ def gather(
     web_host = web_host or codehost.DEFAULT_WEB_HOST
     mirrored = _Mirrors(MirrorSet.coerce(mirrors))
     secret = codehost.token_from_env() if token is _FROM_ENV else token
+    if isinstance(secret, str):
+        remember(secret)  # whatever carries it out of the process later is scrubbed too
     owned = client is None
     client = client or make_client(timeout=policy.timeout)
     fetcher = Fetcher(client, cache=HttpCache(cache_dir) if cache_dir else None, policy=policy,

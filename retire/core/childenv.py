@@ -1,0 +1,96 @@
+"""The one allow-list of what patchlane's child processes inherit from its environment.
+
+Lane code (reproducers, the lane interpreter being inspected) gets only what a program needs to
+run on this host: where things are (``PATH``, ``HOME``, temp and cache folders), the locale, and
+the runtime knobs of the GPU stack (``CUDA_*``, ``NCCL_*``, ``TORCH_*``, ``TRITON_*``, ``TL_*``…),
+plus patchlane's own non-secret settings. uv gets the same plus its own ``UV_*`` configuration,
+proxies and certificates, and the index credentials it may need (``UV_INDEX_<NAME>_PASSWORD``).
+
+A host adds names with ``PATCHLANE_PASS_ENV="NAME …"``. Whatever the list allows, a variable whose name looks like a secret (``*TOKEN*``, ``*KEY*``,
+``*SECRET*``, ``*PASSWORD*``, ``*CREDENTIAL*``, ``AUTH*``: :func:`retire.core.secrets.looks_secret`)
+never reaches lane code; only uv receives its index credentials.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Mapping
+
+from retire.core.secrets import looks_secret
+
+__all__ = ["RUN_TOKEN", "RUN_TOKEN_ENV", "for_lane", "for_reproducer", "for_uv", "lane_allows", "uv_allows"]
+
+#: Every process patchlane starts for a lane (reproducers, uv) carries ``RUN_TOKEN_ENV=<RUN_TOKEN>.<n>``,
+#: and so do their descendants: how an interrupted run finds them all (retire/runs/reaper.py).
+RUN_TOKEN_ENV = "PATCHLANE_RUN_TOKEN"
+RUN_TOKEN = uuid.uuid4().hex
+
+_EXACT = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TEMP", "TMP", "TERM",
+    "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "CI", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH",
+    "CC", "CXX", "CFLAGS", "CXXFLAGS", "LDFLAGS", "MAKEFLAGS",
+    "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR",
+    "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+    "SOURCE_DATE_EPOCH", "CONDA_PREFIX", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+    "MAX_JOBS", "CUDACXX", "CUDAHOSTCXX", "PKG_CONFIG_PATH", "CARGO_HOME", "RUSTUP_HOME",
+})
+_PREFIXES = (
+    "LC_", "CUDA_", "CUDNN_", "CUBLAS", "CUTLASS_", "NVIDIA_", "NV_", "NVTE_", "NCCL_", "GLOO_", "TORCH_",
+    "TORCHINDUCTOR_", "TORCHDYNAMO_", "PYTORCH_", "TRITON_", "TL_", "TILELANG_", "HF_", "TRANSFORMERS_",
+    "OMP_", "MKL_", "KMP_", "OPENBLAS_", "PYTHON", "PYENV_", "PATCHLANE_", "SHIMS_", "COVERAGE_",
+    # extension builds and JIT compilers (torch cpp_extension, TileLang/TVM, mamba, TE, flash-attn)
+    "CMAKE_", "NINJA_", "CCACHE_", "NVCC_", "TVM_", "MAMBA_", "CAUSAL_CONV1D_", "FLASH_ATTENTION_", "TE_",
+)
+#: Extra variable names (space-separated) a host passes to lane code; secret-named ones still never pass.
+PASS_ENV = "PATCHLANE_PASS_ENV"
+# uv also reads its own settings, proxies and certificate bundles.
+_UV_EXACT = frozenset({"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy",
+                       "all_proxy", "no_proxy", "NETRC", "XDG_CONFIG_DIRS", "XDG_DATA_DIRS", "XDG_BIN_HOME"})
+_UV_PREFIXES = ("UV_",)
+#: The credentials uv may need for a named index: passed to uv, never to lane code.
+_UV_CREDENTIAL = re.compile(r"UV_INDEX_[A-Z0-9_]+_(USERNAME|PASSWORD)")
+
+
+def lane_allows(name: str, extra: frozenset[str] = frozenset()) -> bool:
+    """Whether lane code may inherit the variable ``name`` (``extra``: names the host passes too)."""
+    if looks_secret(name):
+        return False
+    return name in _EXACT or name in extra or name.upper().startswith(_PREFIXES)
+
+
+def _extra(env: Mapping[str, str]) -> frozenset[str]:
+    return frozenset(env.get(PASS_ENV, "").split())
+
+
+def uv_allows(name: str, extra: frozenset[str] = frozenset()) -> bool:
+    """Whether uv may inherit the variable ``name`` (its index credentials included)."""
+    if _UV_CREDENTIAL.fullmatch(name):
+        return True
+    if looks_secret(name):
+        return False
+    return lane_allows(name, extra) or name in _UV_EXACT or name.startswith(_UV_PREFIXES)
+
+
+def for_lane(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The part of ``environ`` (default: this process's) that lane code may see."""
+    env = os.environ if environ is None else environ
+    extra = _extra(env)
+    return {name: value for name, value in env.items() if lane_allows(name, extra)}
+
+
+def for_uv(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The part of ``environ`` (default: this process's) that uv may see."""
+    env = os.environ if environ is None else environ
+    extra = _extra(env)
+    return {name: value for name, value in env.items() if uv_allows(name, extra)}
+
+
+def for_reproducer(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What a reproducer starts with: ``env`` as built by its caller (the lane's variables over
+    :func:`for_lane`), else :func:`for_lane` of this process; secret-named variables dropped either
+    way, so not even a caller's mistake hands lane code a token. Every launcher calls this."""
+    if env is None:
+        return for_lane()
+    return {name: value for name, value in env.items() if not looks_secret(name)}
