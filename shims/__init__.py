@@ -5,17 +5,20 @@ Usage in a training process (as early as possible, before the targets are import
     import shims
     shims.activate()
 
-For every shim ``shims/<id>/`` the runtime waits for ``[target] module`` to be imported (or
-acts at once if it already is), then calls ``patch.check_shape(module)`` (a mismatch: not
-applied, loud warning), ``patch.probe(module)`` (``None``: upstream is fine, not applied) and
-``patch.apply(module)``. Environment variables:
+The shims are the shop's catalogue, found by :mod:`shims.catalogue`: ``$PATCHLANE_SHIMS_PATH``,
+else ``[catalogue] path`` of the nearest ``patchlane.toml`` (default ``shims/``), else none — never
+this installed package. For every shim ``<catalogue>/<id>/`` the runtime waits for ``[target]
+module`` to be imported (or acts at once if it already is), then calls
+``patch.check_shape(module)`` (a mismatch: not applied, loud warning), ``patch.probe(module)``
+(``None``: upstream is fine, not applied) and ``patch.apply(module)``. Environment variables:
 
-- ``PATCHLANE_SHIMS_PATH``: shim roots to use instead of this package (``os.pathsep``-separated);
+- ``PATCHLANE_SHIMS_PATH``: the catalogue's folders (``os.pathsep``-separated), e.g. in a training image;
 - ``PATCHLANE_SHIMS_DISABLE``: comma-separated shim ids not to activate;
 - ``PATCHLANE_SHIMS_STRICT=1``: shape mismatches, patch errors and bad manifests raise
   :class:`ShimError` instead of warning (for CI).
 
-Importing this package imports nothing beyond what the interpreter has already loaded; the
+Importing this package imports nothing beyond what the interpreter has already loaded (activation
+adds ``shims.catalogue``, ``shims._index`` and ``marshal``; the validators only on a cache miss); the
 manifests are read through a small index cached next to them (``__pycache__``), so activation
 costs a directory listing and a few ``stat`` calls.
 """
@@ -39,7 +42,7 @@ __all__ = [
     "status",
 ]
 
-PATH_ENV = "PATCHLANE_SHIMS_PATH"
+PATH_ENV = "PATCHLANE_SHIMS_PATH"  # shims.catalogue.PATH_ENV (not imported here: import shims stays free)
 DISABLE_ENV = "PATCHLANE_SHIMS_DISABLE"
 STRICT_ENV = "PATCHLANE_SHIMS_STRICT"
 
@@ -93,12 +96,8 @@ class ShimNotAppliedWarning(UserWarning):
     """A shim was not applied because its target changed shape or its patch failed."""
 
 
-# Index entry fields (a plain tuple: it is what the marshal cache stores).
+# Index entry fields (a plain tuple: it is what the marshal cache stores; shims/_index.py builds them).
 _ID, _MODULE, _DIST, _FIX_CLASS, _ENV, _HAS_PATCH, _ERROR = range(7)
-_INDEX_FORMAT = 2
-#: The modules that validate manifests: the cached index depends on them.
-_PARSER_MODULES = ("manifest.py", "model.py", "tomlreader.py", "errors.py")
-_UNCACHEABLE = "cannot validate manifests in this environment: "
 _PATCHLESS = frozenset({"version-floor", "env-constraint", "packaging"})
 
 _lock = _thread.RLock()
@@ -341,134 +340,16 @@ class _PatchingLoader:
         return getattr(self._loader, name)
 
 
-# ---------------------------------------------------------------------------------------------
-# The index: what activation needs from each manifest, cached so no TOML is parsed per process
-
-
-def _roots() -> list[str]:
-    configured = [p for p in os.environ.get(PATH_ENV, "").split(os.pathsep) if p]
-    return [os.path.abspath(p) for p in configured] if configured else [os.path.dirname(os.path.abspath(__file__))]
-
-
 def _load_index() -> list[tuple]:
-    """Index entries for every shim under the roots, sorted by id (first root wins a clash)."""
-    roots = _roots()
-    package_path = __path__  # noqa: F821 - set by the import system for this package
-    entries: dict[str, tuple] = {}
-    for root in reversed(roots):
-        if root not in package_path:
-            package_path.insert(0, root)  # so "shims.<id>.patch" imports from this root
-    for root in roots:
-        for entry in _root_index(root):
-            if entry[_ID] in entries:
-                continue
-            entries[entry[_ID]] = entry
-    return [entries[key] for key in sorted(entries)]
+    """The catalogue's index entries (shims/_index.py); a bad ``patchlane.toml`` is one line, no shims."""
+    from shims import _index
+    from shims.errors import InputError
 
-
-def _root_index(root: str) -> list[tuple]:
-    stamp = _stamp(root)
-    if stamp is None:
+    try:
+        return _index.load(__path__)  # noqa: F821 - set by the import system for this package
+    except InputError as exc:
+        line = f"patchlane: no shims activated: {exc}"
+        if _strict():
+            raise ShimError(line) from None
+        print(line, file=sys.stderr, flush=True)
         return []
-    names = [item[0] for item in stamp[2:]]
-    cache_files = _cache_files(root)
-    for cache_file in cache_files:
-        cached = _read_cache(cache_file)
-        if cached is not None and cached.get("stamp") == stamp:
-            return list(cached["entries"])
-    entries = [_index_entry(root, name) for name in names]
-    if any(entry[_ERROR] and entry[_ERROR].startswith(_UNCACHEABLE) for entry in entries):
-        return entries  # a problem of this environment, not of the manifests: don't remember it
-    for cache_file in cache_files:
-        if _write_cache(cache_file, {"stamp": stamp, "entries": tuple(entries)}):
-            break
-    return entries
-
-
-def _stamp(root: str) -> tuple | None:
-    """What the cached index depends on: every manifest's size and mtime, and patch.py's presence."""
-    try:
-        scan = sorted(os.scandir(root), key=lambda item: item.name)
-    except OSError:
-        return None
-    here = os.path.dirname(os.path.abspath(__file__))
-    parser_mtimes = []
-    for module in _PARSER_MODULES:  # a changed validator re-validates every manifest
-        try:
-            parser_mtimes.append(os.stat(os.path.join(here, module)).st_mtime_ns)
-        except OSError:
-            parser_mtimes.append(0)
-    items: list[tuple] = [_INDEX_FORMAT, tuple(parser_mtimes)]
-    for item in scan:
-        if item.name.startswith((".", "_")) or not item.is_dir():
-            continue
-        try:
-            info = os.stat(os.path.join(item.path, "manifest.toml"))
-        except OSError:
-            continue
-        has_patch = os.path.isfile(os.path.join(item.path, "patch.py"))
-        items.append((item.name, info.st_mtime_ns, info.st_size, has_patch))
-    return tuple(items)
-
-
-def _index_entry(root: str, name: str) -> tuple:
-    # The slow path (a cache miss): the full validator, imported only now.
-    try:
-        from .manifest import ManifestError, load_manifest
-    except ImportError as exc:  # e.g. packaging missing from a hand-made env: report, don't crash
-        return (name, "", "", "", (), False, f"{_UNCACHEABLE}{exc} — install patchlane (or packaging) here")
-
-    folder = os.path.join(root, name)
-    has_patch = os.path.isfile(os.path.join(folder, "patch.py"))
-    try:
-        manifest = load_manifest(os.path.join(folder, "manifest.toml"), check_files=False)
-    except ManifestError as exc:
-        return (name, "", "", "", (), has_patch, str(exc))
-    return (
-        manifest.id,
-        manifest.target.module,
-        manifest.target.distribution,
-        manifest.fix_class,
-        manifest.env,
-        has_patch,
-        None,
-    )
-
-
-def _cache_files(root: str) -> list[str]:
-    name = f"patchlane-index.{sys.implementation.cache_tag}.marshal"
-    files = [os.path.join(root, "__pycache__", name)]
-    # Read-only installs (site-packages owned by root): fall back to the user's cache folder.
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    key = "".join(ch if ch.isalnum() else "_" for ch in root).strip("_")[-120:]
-    files.append(os.path.join(base, "patchlane", f"{key}.{name}"))
-    return files
-
-
-def _read_cache(path: str) -> dict | None:
-    import marshal
-
-    try:
-        with open(path, "rb") as handle:
-            data = marshal.load(handle)
-    except (OSError, EOFError, ValueError, TypeError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _write_cache(path: str, data: dict) -> bool:
-    import marshal
-
-    temporary = f"{path}.{os.getpid()}.tmp"
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(temporary, "wb") as handle:
-            marshal.dump(data, handle)
-        os.replace(temporary, path)  # atomic: concurrent processes never read half an index
-        return True
-    except OSError:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        return False

@@ -4,6 +4,8 @@
     python -m shims --json     the same rows as JSON
     python -m shims --probe    also import each installed target, so probes and shape checks run
     python -m shims --check    validate every manifest strictly (CI); exit 2 on the first errors
+    python -m shims --root DIR the catalogue of the project at DIR (its patchlane.toml), not the one
+                               found from $PATCHLANE_SHIMS_PATH or the current folder upwards
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 from importlib import metadata
 
@@ -23,9 +26,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--probe", action="store_true",
                         help="import each installed target module so its shape check and probe run")
     parser.add_argument("--check", action="store_true", help="validate every manifest and its files; exit 2 on errors")
+    parser.add_argument("--root", help="project folder whose catalogue to use (its patchlane.toml [catalogue] path)")
     args = parser.parse_args(argv)
-    if args.check:
-        return check()
+    from shims import catalogue
+    from shims.errors import InputError
+
+    try:
+        if args.root is not None:  # this process (and only it) uses that project's catalogue
+            os.environ[catalogue.PATH_ENV] = catalogue.configured(args.root)
+        if args.check:
+            return check()
+    except InputError as exc:
+        print(f"shims: error: {exc}", file=sys.stderr)
+        return 2
     found = rows(probe=args.probe)
     print(json.dumps(found, indent=2) if args.json else table(found))
     return 0
@@ -60,9 +73,16 @@ def rows(*, probe: bool = False) -> list[dict[str, object]]:
 
 def check(root: str | None = None) -> int:
     """Validate every manifest under ``root`` (default: the configured shim roots); 2 on errors."""
-    from shims.manifest import ManifestError, load_manifest, manifest_paths
+    from shims.manifest import RUNTIME_DIR, ManifestError, load_manifest, manifest_paths, shim_roots
 
     errors = 0
+    for base in shim_roots(root):
+        # A catalogue with __init__.py is a package named like its folder: from the shop's root,
+        # `import shims` would find it instead of the runtime (this repository's is the runtime).
+        if (base / "__init__.py").is_file() and base.resolve() != RUNTIME_DIR:
+            errors += 1
+            print(f"shims: error: {base / '__init__.py'}: the catalogue is a package and shadows the installed "
+                  "`shims` runtime — delete it (a catalogue is a plain folder)", file=sys.stderr)
     paths = manifest_paths(root)
     for path in paths:
         try:
@@ -99,7 +119,8 @@ def table(found: list[dict[str, object]]) -> str:
         for row in found
     ]
     if not body:
-        return "no shims found (roots: PATCHLANE_SHIMS_PATH or the shims package)"
+        return ("no shims found (the catalogue: $PATCHLANE_SHIMS_PATH, else [catalogue] path of the nearest "
+                "patchlane.toml, default shims/)")
     widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header) - 1)]
     lines = []
     for line in [header, *body]:

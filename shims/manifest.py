@@ -15,7 +15,7 @@ import os
 import re
 from pathlib import Path, PurePosixPath
 
-from shims import model, tomlreader
+from shims import catalogue, model, tomlreader
 from shims.errors import InputError
 from shims.model import (
     CONDITION_KINDS,
@@ -36,15 +36,15 @@ from shims.model import (
 from shims.tomlreader import Table, Value
 
 __all__ = [  # the model's names too: callers import everything about manifests from here
-    *model.__all__, "DEFAULT_ROOT", "RESERVED_IDS", "ManifestError",
+    *model.__all__, "RESERVED_IDS", "ROOTS_ENV", "RUNTIME_DIR", "ManifestError",
     "discover", "load_manifest", "manifest_paths", "parse_manifest", "shim_roots",
 ]
 
-#: The folder holding the catalogue: this package.
-DEFAULT_ROOT = Path(__file__).resolve().parent
+#: The runtime's own folder (not a catalogue: shims.catalogue finds the shop's).
+RUNTIME_DIR = Path(__file__).resolve().parent
 
-#: Environment variable naming other shim roots (``os.pathsep``-separated); replaces the default.
-ROOTS_ENV = "PATCHLANE_SHIMS_PATH"
+#: Environment variable naming the catalogue's folders (``os.pathsep``-separated).
+ROOTS_ENV = catalogue.PATH_ENV
 
 
 def _runtime_modules() -> frozenset[str]:
@@ -52,8 +52,8 @@ def _runtime_modules() -> frozenset[str]:
     import pkgutil
 
     return frozenset(
-        info.name for info in pkgutil.iter_modules([str(DEFAULT_ROOT)])
-        if not info.ispkg or not (DEFAULT_ROOT / info.name / "manifest.toml").is_file()
+        info.name for info in pkgutil.iter_modules([str(RUNTIME_DIR)])
+        if not info.ispkg or not (RUNTIME_DIR / info.name / "manifest.toml").is_file()
     )
 
 
@@ -77,12 +77,10 @@ ManifestError = InputError
 
 
 def shim_roots(root: str | os.PathLike[str] | None = None) -> tuple[Path, ...]:
-    """The folders holding shims: ``root`` if given, else ``$PATCHLANE_SHIMS_PATH``, else this package."""
+    """The folders holding shims: ``root`` if given, else the catalogue (:func:`shims.catalogue.roots`)."""
     if root is not None:
         return (Path(root),)
-    configured = os.environ.get(ROOTS_ENV, "")
-    parts = [Path(p) for p in configured.split(os.pathsep) if p]
-    return tuple(parts) if parts else (DEFAULT_ROOT,)
+    return tuple(Path(p) for p in catalogue.roots())
 
 
 def manifest_paths(root: str | os.PathLike[str] | None = None) -> list[Path]:

@@ -91,6 +91,22 @@ EXIT_CRASH = 1
 
 HOST_PREFIX = "PATCHLANE-HOST "
 
+
+def _catalogue_importable() -> None:
+    """A reproducer may import its own shim's modules (``from shims.<id>.helpers import …``) in
+    ``--mode without`` too, before any activation: put the catalogue on the package's path now."""
+    import shims
+    from shims import _index
+    from shims.errors import InputError
+
+    try:
+        _index.extend_path(shims.__path__)
+    except InputError:
+        pass  # a bad patchlane.toml: activate() says so, in one line, where it matters
+
+
+_catalogue_importable()
+
 _EXIT_CODES = {
     FIX_VALIDATED: EXIT_FIXED,
     MEMORY_SAVE_VERIFIED: EXIT_FIXED,

@@ -280,6 +280,7 @@ default = true
 def test_lane_outcomes_are_the_same_in_both_isolations(heavy_project, tmp_path, monkeypatch, capsys):
     p = heavy_project
     monkeypatch.setenv("HEAVY_LOG", str(tmp_path / "heavy.log"))
+    monkeypatch.setenv("PATCHLANE_PASS_ENV", "HEAVY_LOG")  # lane code sees only the allow-list and these
     assert run_cli(p.root, "lock", capsys=capsys)[0] == 0
     summaries = {}
     for isolation in ("process", "launcher"):

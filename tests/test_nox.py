@@ -108,3 +108,21 @@ def test_nox_reports_bad_lane_files_in_one_line_and_fails(nox_project, session):
     assert proc.returncode != 0  # the default session must fail too, not skip: CI stays red
     assert "lanes/bad.toml: lane.python: expected a string" in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_nox_runs_lanes_in_parallel_and_the_summary_after_them(nox_project):
+    """`nox -j N` runs each session in its own process with --no-dependencies, where nox refuses
+    notify(): the lanes must still run, and `-s lane summary -j N` must print the table after them."""
+    p = nox_project
+    assert nox(p, "-s", "lock").returncode == 0
+    parallel = nox(p, "-s", "lane", "-j", "2")
+    out = parallel.stdout
+    assert parallel.returncode == 0, out
+    assert "notify" not in out and out.count("was successful") >= 3
+    table = nox(p, "-s", "lane", "summary", "-j", "2")
+    out = table.stdout
+    assert table.returncode == 0, out
+    summary = out[out.rindex("shim "):]  # the table comes last: the summary ran after every lane
+    assert "needed" in summary and "upstream-fixed" in summary and "gpu: skipped" in summary
+    records = validation.load(p.root / "validation" / "manifest.jsonl")
+    assert len({r.run for r in records}) == 2  # two invocations, each lane of one run under one id

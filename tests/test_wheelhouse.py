@@ -185,7 +185,13 @@ def test_a_wheelhouse_that_does_not_match_the_lock_is_refused(carried, capsys):
     code, out, err = run_cli(root, "run", "cpu", "--wheelhouse", str(house), "--no-record", capsys=capsys)
     assert code == 1 and "missing from the wheelhouse" in out + err and "wheelhouse join" in out + err
     lock = root / "locks" / "cpu" / "pylock.toml"
-    lock.write_text(lock.read_text().replace("Re-make it", "Re-make  it"))  # another lock of the lane
+    # Another lock of the lane, as patchlane would have written it (its content digest re-made).
+    from retire.locks.integrity import CONTENT_KEY, PROVENANCE_HEADER, content_digest
+
+    text = lock.read_text().replace("Re-make it", "Re-make  it")
+    body = text[:text.rfind(PROVENANCE_HEADER)]
+    old_digest = next(line for line in text.splitlines() if line.startswith(f"{CONTENT_KEY} = "))
+    lock.write_text(text.replace(old_digest, f'{CONTENT_KEY} = "{content_digest(body)}"'))
     code, out, err = run_cli(root, "run", "cpu", "--wheelhouse", str(house), "--no-record", capsys=capsys)
     assert code == 1 and "gathered from another lock of lane cpu" in out + err
     code, out, err = run_cli(root, "run", "other", "--wheelhouse", str(house), capsys=capsys)

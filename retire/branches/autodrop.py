@@ -201,9 +201,9 @@ def _edit_tree(ctx: _Context, plan: DropPlan, work: Path) -> tuple[list[str], li
     from retire.core.project import Project
 
     tree = Project(work)  # the proposal's worktree is a project with the same layout
-    shim_dir = tree.shims_dir / plan.shim_id
+    shim_dir = tree.shims_dir / plan.shim_id  # [catalogue] path of the worktree's patchlane.toml
     if not (shim_dir / "manifest.toml").is_file():
-        raise Aborted(f"shims/{plan.shim_id}/ does not exist at {ctx.base_commit[:12]}: nothing to retire")
+        raise Aborted(f"{shim_dir.relative_to(work.resolve()).as_posix()}/ does not exist at {ctx.base_commit[:12]}: nothing to retire")
     lanes_dir, locks_dir = tree.lanes_dir, tree.locks_dir
     before = {l.name: l for l in lanefile.load_lanes(lanes_dir, root=work)} if lanes_dir.is_dir() else {}
     shutil.rmtree(shim_dir)
@@ -234,7 +234,7 @@ def _edit_tree(ctx: _Context, plan: DropPlan, work: Path) -> tuple[list[str], li
                                        f"(lane {lane.name} locks {dist} {locked_version})")
     _step(ctx, plan, "lanes-edited")
 
-    remaining = {p.parent.name for p in (work / "shims").glob("*/manifest.toml")}
+    remaining = {p.parent.name for p in tree.shims_dir.glob("*/manifest.toml")}
     try:
         after = lanefile.load_lanes(lanes_dir, root=work, known_shims=remaining) if lanes_dir.is_dir() else []
     except ConfigError as exc:

@@ -22,7 +22,7 @@ __all__ = ["REGISTRY", "build_parser", "main"]
 
 #: Command modules, in the order of `patchlane --help`.
 REGISTRY = (
-    "lanes", "lock", "lockdiff", "run", "summary", "manifest", "shims", "catalogue",
+    "init", "lanes", "lock", "lockdiff", "run", "summary", "manifest", "shims", "shim", "catalogue",
     "wheelhouse", "mirrors", "verdicts", "bisect", "report", "retire", "bump", "pack",
 )
 
@@ -38,6 +38,17 @@ def _version() -> str:
         return metadata.version("patchlane")
     except metadata.PackageNotFoundError:
         return "unknown"
+
+
+#: What the engine imports beyond the runtime (the `engine` extra of pyproject.toml).
+ENGINE_MODULES = ("uv", "nox", "tomlkit", "httpx")
+
+
+def missing_engine() -> list[str]:
+    """The engine's dependencies this interpreter cannot import (none after ``pip install 'patchlane[engine]'``)."""
+    from importlib.util import find_spec
+
+    return [name for name in ENGINE_MODULES if find_spec(name) is None]
 
 
 _EXIT_WORDS = {ExitCode.OK: "ok", ExitCode.FAILED: "something failed", ExitCode.BAD_INPUT: "bad input",
@@ -77,6 +88,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    missing = missing_engine()
+    if missing:  # the runtime-only install (`pip install patchlane`): one line, not an ImportError
+        say(f"patchlane: error: the engine is not installed here ({', '.join(missing)} missing) — "
+            f"install it with: {sys.executable} -m pip install 'patchlane[engine]'", level=Level.ERROR)
+        return ExitCode.FAILED
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     configure(verbosity=args.verbosity, json=bool(getattr(args, "json", False)))
     try:

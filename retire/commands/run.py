@@ -24,6 +24,8 @@ def _seconds_or_zero(text: str) -> float:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("lanes", nargs="*", metavar="LANE", help="only these lanes (default: all)")
+    p.add_argument("--tag", choices=("cpu", "gpu"),
+                   help="only the lanes with this tag: gpu for needs-cuda lanes, cpu for the others (nox's session tags)")
     p.add_argument("--jobs", type=positive_int, default=1, help="lanes run at once (default: 1)")
     p.add_argument("--overlay", metavar="PYTHON", default=os.environ.get("PATCHLANE_OVERLAY") or None,
                    help="build overlay envs on this base interpreter, e.g. a GPU image's python (env: PATCHLANE_OVERLAY)")
@@ -56,6 +58,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
         project.run_dir(args.run_id)  # a bad id fails before anything runs
     carried = _wheelhouse_lane(args.wheelhouse)  # [] without --wheelhouse
     lanes = lanefile.select(project.lanes(), args.lanes or carried)
+    if args.tag:
+        lanes = [lane for lane in lanes if lane.tag == args.tag]
     if carried and [lane.name for lane in lanes] != carried:
         from retire.core.errors import ConfigError
 

@@ -6,10 +6,11 @@ for a proposal branch is a project too: ``Project(worktree)``.
 
 The layout::
 
-    patchlane.toml             project settings (optional): git mirrors
+    patchlane.toml             project settings (optional): the catalogue's folder, git mirrors
     lanes/                     lane and matrix files
     locks/<lane>/pylock.toml   one lock per lane
-    shims/<id>/                the shop's catalogue (manifest.toml, patch.py, reproduce.py, pack.toml)
+    shims/<id>/                the shop's catalogue (manifest.toml, patch.py, reproduce.py, pack.toml);
+                               [catalogue] path in patchlane.toml names another folder
     validation/manifest.jsonl  recorded reproducer runs
     reports/                   weekly reports
     packs/                     filing state and deny list
@@ -81,8 +82,10 @@ class Project:
 
     @property
     def shims_dir(self) -> Path:
-        """The shop's shim catalogue: one folder per shim."""
-        return self.root / "shims"
+        """The shop's shim catalogue, one folder per shim: ``[catalogue] path`` of ``patchlane.toml`` (default ``shims``)."""
+        from shims.catalogue import configured
+
+        return Path(configured(self.root))
 
     @property
     def validation(self) -> Path:

@@ -30,7 +30,7 @@ def binary() -> str:
     except (ImportError, FileNotFoundError):
         found = shutil.which("uv")
         if found is None:
-            raise PatchlaneError("uv is not installed: install patchlane with its dependencies (pip install -e .)") from None
+            raise PatchlaneError("uv is not installed: install patchlane's engine (pip install 'patchlane[engine]')") from None
         return found
 
 

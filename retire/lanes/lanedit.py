@@ -219,3 +219,14 @@ def add_constraint(text: str, requirement: str) -> str:
     elif requirement not in table["constraints"]:
         table["constraints"].append(requirement)
     return tomlkit.dumps(doc)
+
+
+def add_shim(text: str, shim_id: str) -> str:
+    """Append ``shim_id`` to the file's ``[lane]`` (or ``[matrix.base]``) shims, once."""
+    doc = tomlkit.parse(text)
+    table = primary_body(doc)
+    if "shims" not in table:
+        table["shims"] = [shim_id]
+    elif shim_id not in table["shims"]:
+        table["shims"].append(shim_id)
+    return tomlkit.dumps(doc)

@@ -114,6 +114,11 @@ class Lane:
     origin: str = field(default="", compare=False)  # the file (and matrix cell) it came from
 
     @property
+    def tag(self) -> str:
+        """``gpu`` or ``cpu``: where the lane runs (nox's session tag, `patchlane run --tag`, the Action's lane-tag)."""
+        return "gpu" if self.needs_cuda else "cpu"
+
+    @property
     def env_dict(self) -> dict[str, str]:
         return dict(self.env)
 

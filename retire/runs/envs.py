@@ -181,7 +181,13 @@ def _install_runtime(env_dir: Path, purelib: str, sources: list[Path]) -> None:
     runtime = env_dir / RUNTIME_DIR
     if runtime.exists():
         shutil.rmtree(runtime)
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    pycache = shutil.ignore_patterns("__pycache__", "*.pyc")
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        # The runtime only: a catalogue that happens to sit in the runtime's folder (this
+        # repository's) is found through PATCHLANE_SHIMS_PATH like any shop's, never copied.
+        return set(pycache(folder, names)) | {n for n in names if Path(folder, n, "manifest.toml").is_file()}
+
     for source in sources:
         # packaging is appended after site-packages, so a lane that locks its own keeps it.
         shutil.copytree(source, runtime / source.name, ignore=ignore)

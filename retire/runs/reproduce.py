@@ -6,13 +6,17 @@ the same module every reproducer writes with, so the two sides cannot drift apar
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping
+from pathlib import Path
 
-from shims.manifest import DEFAULT_ROOT, ROOTS_ENV, ShimManifest
+from shims.manifest import ROOTS_ENV, RUNTIME_DIR, ShimManifest
 from shims.reproducer import Mode, Sentinel, exit_code_for, parse_output
 
 from retire.core import childenv, secrets, times
@@ -30,7 +34,28 @@ _OUTCOME_OF = {
     Sentinel.MEMORY_SAVE_VERIFIED: RunOutcome.MEMORY_SAVE_VERIFIED,
     Sentinel.SKIPPED: RunOutcome.SKIPPED,
 }
-_REPO_ROOT = DEFAULT_ROOT.parent
+def runtime_path() -> str:
+    """A folder holding the runtime alone (``shims``, a link to :data:`RUNTIME_DIR`), for a
+    reproducer's ``PYTHONPATH``: the folder the engine imports it from (an environment's
+    site-packages) would also put every other package of the engine's environment ahead of the lane's."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "patchlane"
+    folder = cache / f"runtime-{hashlib.sha256(str(RUNTIME_DIR).encode()).hexdigest()[:16]}"
+    link = folder / "shims"
+    if link.is_symlink() and link.resolve() == RUNTIME_DIR:
+        return str(folder)
+    cache.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".runtime-", dir=cache))
+    (staging / "shims").symlink_to(RUNTIME_DIR, target_is_directory=True)
+    for _attempt in range(2):
+        try:
+            os.replace(staging, folder)  # atomic; a concurrent run that got there first wins
+            return str(folder)
+        except OSError:
+            if link.is_symlink() and link.resolve() == RUNTIME_DIR:
+                break
+            shutil.rmtree(folder, ignore_errors=True)  # a stale or broken folder: replace it once
+    shutil.rmtree(staging, ignore_errors=True)
+    return str(folder)
 
 
 def run_reproducer(
@@ -127,16 +152,16 @@ def classify(
 def child_environment(manifest: ShimManifest, env: Mapping[str, str] | None) -> dict[str, str]:
     """The environment a reproducer of ``manifest`` runs with: ``env`` (or ours) through the
     allow-list (:func:`retire.core.childenv.for_reproducer`: never a secret-named variable), plus
-    the path to the ``shims`` package and the manifest's shim root."""
+    the runtime alone on ``PYTHONPATH`` and the manifest's catalogue."""
     child = childenv.for_reproducer(env)
-    # The reproducer imports `shims` from this checkout (lane envs also have it installed).
-    child["PYTHONPATH"] = os.pathsep.join(p for p in (str(_REPO_ROOT), child.get("PYTHONPATH", "")) if p)
-    # A shim outside the catalogue (a test tree, a private root) must be findable by activate().
+    # The reproducer imports `shims` from this runtime (lane envs also have it installed), and
+    # nothing else of the engine's environment.
+    child["PYTHONPATH"] = os.pathsep.join(p for p in (runtime_path(), child.get("PYTHONPATH", "")) if p)
+    # The shim's catalogue is named, never implied: activate() in the child finds exactly it.
     root = manifest.directory.resolve().parent
-    if root != DEFAULT_ROOT:
-        configured = [p for p in child.get(ROOTS_ENV, "").split(os.pathsep) if p]
-        if str(root) not in configured:
-            child[ROOTS_ENV] = os.pathsep.join([str(root), *configured])
+    configured = [p for p in child.get(ROOTS_ENV, "").split(os.pathsep) if p]
+    if str(root) not in configured:
+        child[ROOTS_ENV] = os.pathsep.join([str(root), *configured])
     child.setdefault("PYTHONUNBUFFERED", "1")  # keep partial output if it hangs and is killed
     return child
 

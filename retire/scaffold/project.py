@@ -1,0 +1,72 @@
+"""``patchlane init``: a working patchlane project in a folder (new or existing).
+
+The plan creates ``patchlane.toml``, ``lanes/cpu.toml`` (one CPU lane, pure Python), ``shims/``,
+``locks/``, ``validation/manifest.jsonl``, ``noxfile.py``, two workflows that use patchlane's
+GitHub Action, ``.pre-commit-config.yaml`` with its hooks, and a README section; an existing
+``README.md`` gets the section appended (once) and an existing ``.gitignore`` the state folder.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from retire.core.errors import ConfigError
+from retire.scaffold import Plan, template
+
+__all__ = ["ACTION", "action_version", "plan_init"]
+
+#: Where patchlane's GitHub Action and pre-commit hooks live (``owner/repo``).
+ACTION = "patchlane/patchlane"
+_ACTION_REF = re.compile(r"(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)@(?P<ref>[A-Za-z0-9_./-]+)")
+_README_HEADING = "## Patch lane"
+_IGNORED = (".patchlane/", ".nox/")
+
+
+def action_version() -> str:
+    """``owner/repo@vX.Y.Z`` of the Action matching this engine (``@main`` when its version is unknown)."""
+    from importlib import metadata
+
+    try:
+        return f"{ACTION}@v{metadata.version('patchlane')}"
+    except metadata.PackageNotFoundError:
+        return f"{ACTION}@main"
+
+
+def plan_init(root: Path, *, action: str | None = None, python: str | None = None) -> Plan:
+    """What ``patchlane init`` writes in ``root``; ``action`` is ``owner/repo@ref`` (default: :func:`action_version`)."""
+    action = action or action_version()
+    match = _ACTION_REF.fullmatch(action)
+    if match is None:
+        raise ConfigError(None, "--action", f"{action!r} is not owner/repo@ref", "write it like patchlane/patchlane@v0.1.0")
+    python = python or f"{sys.version_info.major}.{sys.version_info.minor}"
+    if not re.fullmatch(r"3\.[0-9]+", python):
+        raise ConfigError(None, "--python", f"{python!r} is not a Python version", 'write major.minor, e.g. "3.12"')
+    values = {"python": python, "action": action, "repository": f"https://github.com/{match['repo']}", "rev": match["ref"]}
+    create = {
+        "patchlane.toml": template("project/patchlane.toml"),
+        "lanes/cpu.toml": template("project/lanes-cpu.toml", **values),
+        "shims/README.md": template("project/shims-README.md"),
+        "locks/README.md": template("project/locks-README.md"),
+        "validation/manifest.jsonl": "",
+        "noxfile.py": template("project/noxfile.py.tmpl"),
+        ".github/workflows/patchlane-lanes.yml": template("project/lanes.yml", **values),
+        ".github/workflows/patchlane-report.yml": template("project/weekly-report.yml", **values),
+        ".pre-commit-config.yaml": template("project/pre-commit-config.yaml", **values),
+    }
+    edit: dict[str, str] = {}
+    section = template("project/README-section.md", **values)
+    readme = root / "README.md"
+    if not readme.exists():
+        create["README.md"] = f"# {root.resolve().name}\n{section}"
+    else:
+        text = readme.read_text(encoding="utf-8")
+        if _README_HEADING not in text:
+            edit["README.md"] = text.rstrip("\n") + "\n" + section
+    ignore = root / ".gitignore"
+    lines = ignore.read_text(encoding="utf-8").splitlines() if ignore.exists() else []
+    missing = [entry for entry in _IGNORED if entry not in lines]
+    if missing:
+        (edit if ignore.exists() else create)[".gitignore"] = "\n".join([*lines, *missing]) + "\n"
+    return Plan(root, create, edit)

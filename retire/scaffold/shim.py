@@ -1,0 +1,88 @@
+"""``patchlane shim new ID``: a shim that ``patchlane shims --check`` accepts, ready to be written.
+
+``<catalogue>/<id>/`` gets ``manifest.toml`` (every key, commented), ``patch.py``
+(``check_shape``/``probe``/``apply``, standing down until written) and ``reproduce.py`` (the
+protocol of :mod:`shims.reproducer`; it skips until written). The id is added to the lanes named.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import keyword
+import re
+
+from packaging.requirements import InvalidRequirement, Requirement
+
+from retire.core.errors import ConfigError
+from retire.core.project import Project
+from retire.scaffold import Plan, template
+
+__all__ = ["check_id", "plan_shim"]
+
+_ID = re.compile(r"[a-z][a-z0-9_]*")
+_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def check_id(shim_id: str) -> str:
+    """``shim_id`` when it can name a shim: a lowercase identifier that shadows no runtime module."""
+    from shims.manifest import RESERVED_IDS
+
+    if not _ID.fullmatch(shim_id) or keyword.iskeyword(shim_id):
+        raise ConfigError(None, "ID", f"{shim_id!r} is not a shim id",
+                          "use a lowercase Python identifier: a letter, then letters, digits and _ (e.g. my_fix)")
+    if shim_id in RESERVED_IDS:
+        raise ConfigError(None, "ID", f"{shim_id!r} would shadow the runtime's module shims.{shim_id}",
+                          f"pick another id (reserved: {', '.join(sorted(i for i in RESERVED_IDS if _ID.fullmatch(i)))})")
+    return shim_id
+
+
+def _lane_target(lane) -> str | None:
+    for text in lane.requirements:
+        try:
+            return Requirement(text).name
+        except InvalidRequirement:
+            continue
+    return None
+
+
+def plan_shim(project: Project, shim_id: str, *, lanes: list[str], distribution: str | None = None,
+              module: str | None = None, owner: str | None = None, today: _dt.date | None = None) -> Plan:
+    """What ``patchlane shim new`` writes: the shim's files, and each named lane with the id added.
+
+    ``lanes`` empty: the project's only lane, when it has exactly one. ``distribution`` defaults to
+    the first requirement of the first lane, ``module`` to the distribution's import name.
+    """
+    from retire.lanes import lanedit
+
+    check_id(shim_id)
+    catalogue = project.shims_dir
+    folder = catalogue / shim_id
+    if folder.exists():
+        raise ConfigError(str(folder), None, "exists", "pick another id, or edit that shim")
+    known = project.lanes()
+    by_name = {lane.name: lane for lane in known}
+    if not lanes and len(known) == 1:
+        lanes = [known[0].name]
+    unknown = [name for name in lanes if name not in by_name]
+    if unknown:
+        raise ConfigError(None, "--lane", f"unknown lane {unknown[0]!r}", f"known lanes: {', '.join(by_name) or 'none'}")
+    chosen = [by_name[name] for name in lanes]
+    distribution = distribution or (_lane_target(chosen[0]) if chosen else None)
+    if not distribution:
+        raise ConfigError(None, "--distribution", "no target distribution",
+                          "name the distribution that ships the bug, e.g. --distribution megatron-core")
+    module = module or re.sub(r"[-.]", "_", distribution).lower()
+    if not _MODULE.fullmatch(module):
+        raise ConfigError(None, "--module", f"{module!r} is not a module name", "use a dotted module such as megatron.core")
+    values = {"id": shim_id, "distribution": distribution, "module": module,
+              "owner": (owner or "someone@example.org").replace('"', "'"),
+              "today": (today or _dt.date.today()).isoformat()}
+    base = folder.relative_to(project.root).as_posix()
+    sources = {"manifest.toml": "manifest.toml", "patch.py": "patch.py.tmpl", "reproduce.py": "reproduce.py.tmpl"}
+    create = {f"{base}/{name}": template(f"shim/{source}", **values) for name, source in sources.items()}
+    edit = {}
+    for lane in chosen:
+        path = project.root / lane.origin.split(" ")[0]
+        text = edit.get(path.relative_to(project.root).as_posix()) or path.read_text(encoding="utf-8")
+        edit[path.relative_to(project.root).as_posix()] = lanedit.add_shim(text, shim_id)
+    return Plan(project.root, create, edit)

@@ -1,0 +1,114 @@
+"""The patch lane's nox sessions, shared by every shop's ``noxfile.py`` (``patchlane init`` writes
+one that imports this module; this repository's adds its own test sessions).
+
+    nox -s lane                      every lane: build from its lock, run its shim suites, then the summary
+    nox -s lane summary -j N         lanes N at a time (each in its own nox process), then the table
+    nox -s "lane(name='cpu')"        one lane (or: nox -s lane -- cpu)
+    nox -s lock [-- --check]         write or check locks/<lane>/pylock.toml
+    nox -s lanes                     list the expanded lanes
+    nox -s retire [-- --apply]       the weekly retirement report / auto-drop branches
+    nox -s bump                      lockfile bump branch (and PR with a token)
+
+Importing it registers the sessions with nox for the project in the folder nox runs the noxfile
+from. Every session is a thin call into the engine (``python -m retire``) in nox's own Python,
+where ``pip install "patchlane[engine]"`` put it; lane environments are built by patchlane with uv.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from pathlib import Path
+
+import nox
+
+__all__ = ["ROOT", "RUN_ID", "bump", "lane", "lanes", "lock", "patchlane", "retire", "summary"]
+
+#: The project: nox runs a noxfile from its own folder.
+ROOT = Path.cwd().resolve()
+
+nox.options.sessions = ["lane"]
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.reuse_venv = "yes"
+
+
+def _lane_params() -> tuple[list[nox.Param], str | None]:
+    """One parameter per lane, tagged gpu/cpu so CI can route it (`nox --list --json`, `nox -t cpu`)."""
+    from retire.core.errors import ConfigError
+    from retire.core.project import Project
+    from retire.lanes.lanefile import load_lanes
+
+    try:
+        lanes = load_lanes(Project(ROOT).lanes_dir, root=ROOT)
+    except ConfigError as exc:  # shown by every session instead of a traceback at import
+        return [], str(exc)
+    return [nox.param(lane.name, tags=[lane.tag]) for lane in lanes], None
+
+
+LANES, LANE_ERROR = _lane_params()
+if LANE_ERROR:  # one placeholder, so `nox -s lane` runs, reports the error and fails (not skips)
+    LANES = [nox.param("", id="invalid-lanes")]
+# One id per nox invocation: the lane sessions record under it, the summary reads it back. Put in
+# the environment so that `nox -j N`'s session processes (which import the noxfile again) share it.
+RUN_ID = os.environ.setdefault("PATCHLANE_RUN_ID", uuid.uuid4().hex[:12])
+
+
+def patchlane(session: nox.Session, *args: str) -> None:
+    """Run ``patchlane --root ROOT ARGS…`` with nox's Python; a missing engine is one line."""
+    from retire.commands import missing_engine
+
+    if LANE_ERROR:
+        session.error(LANE_ERROR)
+    if missing_engine():
+        session.error(f"patchlane's engine is not installed for nox's Python ({sys.executable}): "
+                      f"run `{sys.executable} -m pip install 'patchlane[engine]'`")
+    session.run(sys.executable, "-m", "retire", "--root", str(ROOT), *args, external=True)
+
+
+@nox.session(venv_backend="none", allow_parallel=True)
+@nox.parametrize("name", LANES)
+def lane(session: nox.Session, name: str) -> None:
+    """Build one lane from its lock and run its shim suites (`-- NAME…` keeps only those lanes)."""
+    names = {param.args[0] for param in LANES}
+    wanted = [arg for arg in session.posargs if arg in names]
+    if wanted and name not in wanted:
+        session.skip(f"not selected ({', '.join(wanted)})")
+    try:
+        session.notify("summary")
+    except ValueError:
+        # `nox -j N` runs each session in its own process with --no-dependencies, where nox refuses
+        # notify(): `nox -s lane summary -j N` names the summary, which runs alone, after the lanes.
+        pass
+    options = [arg for arg in session.posargs if arg not in names]  # e.g. --overlay PY, --manifest F
+    patchlane(session, "run", name, "--run-id", RUN_ID, *options)
+
+
+@nox.session(venv_backend="none", default=False)
+def summary(session: nox.Session) -> None:
+    """The lane × shim table of this invocation's lane sessions (run after them)."""
+    patchlane(session, "summary", "--run-id", RUN_ID)
+
+
+@nox.session(venv_backend="none")
+def lanes(session: nox.Session) -> None:
+    """List the expanded lanes and the state of their locks."""
+    patchlane(session, "lanes", *session.posargs)
+
+
+@nox.session(venv_backend="none")
+def lock(session: nox.Session) -> None:
+    """Lock every lane (or `-- NAME…`); `-- --check` fails on stale locks; `--upgrade[-package]`."""
+    patchlane(session, "lock", *session.posargs)
+
+
+@nox.session(venv_backend="none", default=False)
+def retire(session: nox.Session) -> None:
+    """The weekly retirement report; `-- --apply` proposes one branch per retire verdict."""
+    patchlane(session, "retire", *session.posargs)
+
+
+@nox.session(venv_backend="none", default=False)
+def bump(session: nox.Session) -> None:
+    """Lockfile bump: re-lock with upgrades on a branch (`-- LANE…`, `--package NAME`, `--cooldown N`)."""
+    patchlane(session, "bump", *session.posargs)
