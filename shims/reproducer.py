@@ -369,7 +369,7 @@ def parse_output(text: str) -> tuple[dict[str, object] | None, Sentinel | None, 
     The host stamp counts only on the first line. The sentinel is ``None`` unless exactly one
     sentinel line was printed: none, two different ones, or the same one twice are all off the
     protocol (the run counts as crashed). A skip comes back as ``(Sentinel.SKIPPED, reason)``.
-    Lines end at ``\n`` only (a U+2028 in a diagnostic does not start a line).
+    Lines end at ``\\n`` only (a U+2028 in a diagnostic does not start a line).
     """
     lines = text.replace("\r\n", "\n").split("\n")
     host: dict[str, object] | None = None

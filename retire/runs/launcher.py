@@ -26,13 +26,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from shims.manifest import DEFAULT_ROOT, ShimManifest
+from shims.manifest import ShimManifest
 from shims.reproducer import Mode
 
 from retire.core import times
 from retire.evidence.validation import MODES, ValidationRecord
 from retire.runs.reaper import REAPER
-from retire.runs.reproduce import child_environment, finished_run, reproducer_file, run_reproducer
+from retire.runs.reproduce import child_environment, finished_run, reproducer_file, run_reproducer, runtime_path
 
 __all__ = ["ISOLATIONS", "PROTOCOL_MODULES", "Launcher", "common_environment", "preload_of"]
 
@@ -99,7 +99,8 @@ class Launcher:
         self._next_id = 0
         self._process: subprocess.Popen[bytes] | None = None
         env = dict(env)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(DEFAULT_ROOT.parent), env.get("PYTHONPATH", "")) if p)
+        # The runtime alone (``shims.launcher`` is part of it), as a reproducer gets it.
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (runtime_path(), env.get("PYTHONPATH", "")) if p)
         command = [self.python, "-m", "shims.launcher", "--preload", ",".join(self.preload),
                    "--targets", ",".join(dict.fromkeys(targets))]
         began = time.monotonic()
