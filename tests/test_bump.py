@@ -74,7 +74,9 @@ def shop(tmp_path, capsys):
         git(repo, "add", "-A")
         git(repo, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "shop")
         # Upstream moves on: a fix, a helper release, and two releases inside the cooldown.
-        main.add(build_wheel(wheels, "toylib", "1.1", files={"toylib.py": textwrap.dedent(shimtree.FIXED_TARGET)}), "2026-04-01")
+        main.add(build_wheel(wheels, "toylib", "1.1", files={"toylib.py": textwrap.dedent(shimtree.FIXED_TARGET)},
+                             project_urls={"Source": "https://example.org/toylib",
+                                           "Release Notes": "https://example.org/toylib/releases/1.1"}), "2026-04-01")
         main.add(build_wheel(wheels, "helper", "1.1"), "2026-04-02")
         main.add(build_wheel(wheels, "helper", "2.0"), "2026-05-28")
         main.add(build_wheel(wheels, "toylib", "1.2", files={"toylib.py": "def add(a, b): return a + b\n"}), "2026-05-30")
@@ -120,6 +122,9 @@ def test_bump_makes_a_branch_with_the_diff_and_the_suites_word(shop, capsys):
     assert "Shims that became retirement candidates" in body and "`toy` on lane `toy`" in body
     assert "Lane `side` — failed" in body
     assert "2026-05-25" in body
+    # Release notes where the index's core metadata names them (toylib), none invented (helper).
+    assert toy.notes == (("toylib", "https://example.org/toylib/releases/1.1"),)
+    assert "Release notes: [toylib 1.1](https://example.org/toylib/releases/1.1)" in body
 
     # Running it again creates nothing new.
     again = bump.bump(repo, cooldown_days=7, now=NOW)
@@ -217,3 +222,17 @@ def test_json_is_one_document_with_each_lanes_diff(shop, capsys):
     [toy] = document["lanes"]
     assert toy["status"] == "bumped" and toy["changes"] and {"name", "old", "new", "kind", "marker"} <= set(toy["changes"][0])
     assert "proposed: patchlane/bump-toy-2026-06-01" in err  # the human summary went to stderr
+
+
+@pytest.mark.parametrize("metadata, url", [
+    ("Project-URL: Changelog, https://example.org/c\n", "https://example.org/c"),
+    ("Project-URL: Source, https://example.org/s\nProject-URL: What's New?, https://example.org/w\n", "https://example.org/w"),
+    ("Project-URL: changes, https://example.org/c\nProject-URL: Release-Notes, https://example.org/r\n", "https://example.org/r"),
+    ("Project-URL: Homepage, https://example.org/\n", None),
+    ("Project-URL: Changelog, javascript:alert(1)\n", None),  # only web links
+    ("Project-URL: Changelog\n", None),
+])
+def test_release_notes_come_from_project_urls(metadata, url):
+    from retire.probes.notes import notes_url
+
+    assert notes_url("Metadata-Version: 2.1\nName: x\nVersion: 1\n" + metadata) == url

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from retire.core.git import Git
 from retire.evidence import validation
 from tests.conftest import ROOT, run_cli
 from tests.support.index import IndexServer, PackageIndex
@@ -220,3 +221,39 @@ def test_the_hooks_entries_pass_on_a_scaffolded_shop_and_fail_in_one_line(shop):
     assert broken.returncode == 2 and broken.stderr.count("\n") == 1
     assert broken.stderr.startswith("shims: error: ") and "upstream.status" in broken.stderr
     assert json.loads(json.dumps(hooks["patchlane-manifest-check"]))["pass_filenames"] is False
+
+
+def _index_reachable(tmp_path: Path) -> bool:
+    """Whether pip can install from its configured index here (CI can; an air-gapped host cannot)."""
+    probe = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--dest", str(tmp_path / "probe"),
+                            "packaging==26.3"], capture_output=True, text=True, timeout=120, check=False)
+    return probe.returncode == 0
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pre_commit") is None, reason="pre-commit (test extra) runs the hooks")
+def test_the_hooks_pass_and_fail_under_pre_commit_try_repo(shop, tmp_path):
+    """The real thing: pre-commit installs this repository as a hook repository (the runtime, the
+    engine's pinned dependencies from the hook's additional_dependencies) and runs both hooks."""
+    if not _index_reachable(tmp_path):
+        pytest.skip("pip reaches no package index here: pre-commit installs the hooks' environments from one")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PATCHLANE_", "PYTHONPATH"))}
+    # try-repo commits the hook repository's uncommitted changes into a shadow copy: it needs an identity.
+    identity = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
+                "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
+    env.update(identity, PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"))
+    git = Git(shop, env=identity)
+    git.run("init", "-q")
+    git.run("add", "-A")
+
+    def try_repo() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), "--all-files"], cwd=shop,
+                              env=env, capture_output=True, text=True, timeout=600, check=False)
+
+    passed = try_repo()
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "patchlane locks match their lanes" in passed.stdout and "Passed" in passed.stdout
+    manifest = shop / "shims" / "my_fix" / "manifest.toml"
+    manifest.write_text(manifest.read_text().replace('status = "pending"', 'status = "filed"'))
+    git.run("add", "-A")
+    failed = try_repo()
+    assert failed.returncode == 1 and "upstream.status" in failed.stdout, failed.stdout

@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import hashlib
 import json
@@ -40,6 +41,9 @@ from retire.core import times
 from retire.core.errors import ConfigError
 from retire.core.git import Git, toplevel
 from retire.core.project import Project
+from retire.probes.client import make_client
+from retire.probes.http import Fetcher
+from retire.probes.notes import release_notes
 
 BRANCH_PREFIX = "patchlane/bump-"
 _TRAILER = "Patchlane-Bump"
@@ -52,6 +56,7 @@ class LaneBump:
     why: str = ""
     changes: tuple[lockdiff.PackageChange, ...] = ()
     outcomes: tuple[tuple[str, str, str | None], ...] = ()  # (shim, outcome now, outcome before)
+    notes: tuple[tuple[str, str], ...] = ()  # (package, release-notes URL) where the index names them
 
 
 @dataclass(frozen=True)
@@ -120,6 +125,10 @@ def pr_body(result_lanes: Sequence[LaneBump], *, cutoff: _dt.datetime, packages:
         lines += [f"### Lane `{lane.lane}` — {lane.status}" + (f": {lane.why}" if lane.why else ""), ""]
         if lane.status == "bumped":
             lines += [lockdiff.markdown_table(lane.changes), ""]
+            versions = {c.name: c.new for c in lane.changes}
+            if lane.notes:
+                lines += ["Release notes: " + ", ".join(f"[{name} {versions.get(name) or ''}]({url})".replace(" ]", "]")
+                                                        for name, url in lane.notes), ""]
         if lane.outcomes:
             lines += ["| shim | outcome | before |", "|---|---|---|"]
             lines += [f"| {s} | {now} | {before or '—'} |" for s, now, before in lane.outcomes]
@@ -144,7 +153,7 @@ def _files_of(lanes) -> dict[str, list]:
 
 
 def _edit(work: Path, *, selected: list[str], packages: tuple[str, ...], cutoff: _dt.datetime, run_suites: bool,
-          base_commit: str, records: list, say: Callable[[str], None], out: _Work) -> str | None:
+          base_commit: str, records: list, say: Callable[[str], None], out: _Work, fetcher=None) -> str | None:
     project = Project(work)
     locks_dir = project.locks_dir
     before = {lane.name: lane for lane in project.lanes()}
@@ -177,9 +186,12 @@ def _edit(work: Path, *, selected: list[str], packages: tuple[str, ...], cutoff:
         if file in failed_files:
             bumps.append(LaneBump(name, "reverted", f"another lane of {file} failed to re-resolve; lock untouched"))
             continue
-        changes = lockdiff.diff(old_locks.get(name), locking.read_lock(project.lock_path(name)))
+        new_lock = locking.read_lock(project.lock_path(name))
+        changes = lockdiff.diff(old_locks.get(name), new_lock)
+        taken = [(c.name, c.new) for c in changes if c.new and c.kind not in ("downgrade", "removed")]
+        notes = release_notes(fetcher, new_lock, taken) if fetcher is not None and taken else {}
         bumps.append(LaneBump(name, "bumped" if changes else "unchanged", "" if changes else "nothing newer to take",
-                              changes))
+                              changes, notes=tuple(sorted(notes.items()))))
     if not any(b.status == "bumped" for b in bumps):
         out.lanes = bumps
         return None
@@ -216,14 +228,14 @@ def _run_suites(work: Path, bumps: list[LaneBump], lanes: dict, records: list, s
             continue
         outcomes = tuple((s.shim, s.outcome, before.get((bump.lane, s.shim))) for s in run.shims)
         why = bump.why if run.status == "ran" else f"suites {run.status}: {run.why}"
-        updated.append(LaneBump(bump.lane, bump.status, why, bump.changes, outcomes))
+        updated.append(dataclasses.replace(bump, why=why, outcomes=outcomes))
     return updated
 
 
 def bump(root: Path, *, lanes: Sequence[str] = (), packages: Sequence[str] = (), cooldown_days: int = 7,
          now: _dt.datetime | None = None, base: str = "HEAD", run_suites: bool = True, open_pr: bool = False,
          repository: str | None = None, api_base: str | None = None, pr_base: str | None = None,
-         say: Callable[[str], None] = lambda line: None) -> BumpResult:
+         release_notes_links: bool = True, say: Callable[[str], None] = lambda line: None) -> BumpResult:
     if cooldown_days < 0:
         raise ConfigError(None, "--cooldown", "must be zero or more days", "e.g. --cooldown 7")
     repo = toplevel(root)
@@ -237,11 +249,13 @@ def bump(root: Path, *, lanes: Sequence[str] = (), packages: Sequence[str] = (),
     identity = hashlib.sha256(json.dumps([base_commit, selected, packages, cutoff.isoformat()]).encode()).hexdigest()[:16]
     records = validation.load(Project(repo).validation)
     work_state = _Work()
-    with proposals.session(repo):
+    with proposals.session(repo), make_client() as client:
+        fetcher = Fetcher(client) if release_notes_links else None  # the index: bump re-locks from it anyway
         made = proposals.propose_branch(
             repo, base_commit=base_commit, branch=branch, marker=f"{_TRAILER}: {identity}", folder="bump",
             edit=lambda work: _edit(work, selected=selected, packages=packages, cutoff=cutoff, run_suites=run_suites,
-                                    base_commit=base_commit, records=records, say=say, out=work_state),
+                                    base_commit=base_commit, records=records, say=say, out=work_state,
+                                    fetcher=fetcher),
         )
     lane_results = tuple(work_state.lanes)
     if made.status == "unchanged":

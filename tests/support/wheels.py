@@ -17,11 +17,13 @@ def _record_hash(data: bytes) -> str:
     return "sha256=" + digest.decode()
 
 
-def _metadata(name: str, version: str, requires: list[str], requires_python: str | None) -> str:
+def _metadata(name: str, version: str, requires: list[str], requires_python: str | None,
+              project_urls: dict[str, str] | None = None) -> str:
     lines = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     if requires_python:
         lines.append(f"Requires-Python: {requires_python}")
     lines += [f"Requires-Dist: {req}" for req in requires]
+    lines += [f"Project-URL: {label}, {url}" for label, url in (project_urls or {}).items()]
     return "\n".join(lines) + "\n"
 
 
@@ -34,6 +36,7 @@ def build_wheel(
     files: dict[str, str] | None = None,
     requires_python: str | None = None,
     tag: str = "py3-none-any",
+    project_urls: dict[str, str] | None = None,
 ) -> Path:
     """Write ``name-version-tag.whl`` into ``dest``; ``files`` maps archive paths to source text."""
     dest.mkdir(parents=True, exist_ok=True)
@@ -42,7 +45,7 @@ def build_wheel(
     if files is None:
         files = {f"{dist}/__init__.py": f'__version__ = "{version}"\n'}
     contents = dict(files)
-    contents[f"{info}/METADATA"] = _metadata(name, version, requires or [], requires_python)
+    contents[f"{info}/METADATA"] = _metadata(name, version, requires or [], requires_python, project_urls)
     contents[f"{info}/WHEEL"] = (
         f"Wheel-Version: 1.0\nGenerator: patchlane-tests\nRoot-Is-Purelib: true\nTag: {tag}\n"
     )
