@@ -96,8 +96,12 @@ def _catalogue_importable() -> None:
     """A reproducer may import its own shim's modules (``from shims.<id>.helpers import …``) in
     ``--mode without`` too, before any activation: put the catalogue on the package's path now."""
     import shims
-    from shims import _index
-    from shims.errors import InputError
+
+    try:
+        from shims import _index
+        from shims.errors import InputError
+    except ImportError:  # the protocol helper alone, as `patchlane pack export` attaches it
+        return
 
     try:
         _index.extend_path(shims.__path__)
