@@ -214,6 +214,8 @@ def test_pack_export_refuses_a_link_in_the_destination(tmp_path, capsys):
     (("pack", "--now", "0001-01-01T00:00:00Z", "plan"), "write a time between 1900 and 9000"),
     (("pack", "plan", "--day", "0001-01-01"), "write a date between 1900 and 9000"),
     (("lockdiff", "/dev/zero", "/dev/null"), "/dev/zero: not a regular file (a device)"),
+    (("bump", "--cooldown", "1000000", "--no-run", "--no-pr"), "--cooldown: must be at most 36500"),
+    (("bump", "--cooldown", "nan", "--no-run", "--no-pr"), "--cooldown: not a number"),
 ])
 def test_odd_flag_values_are_one_line(tmp_path, capsys, args, says):
     refused(capsys, minimal(tmp_path), *args, says=says)

@@ -196,6 +196,11 @@ def positive_float(text: str) -> float:
     return _number(float, text, allow_zero=False, maximum=MAX_SECONDS)
 
 
+def whole_days(text: str) -> int:
+    """argparse type: a whole number of days, zero or more (a cooldown), at most :data:`MAX_DAYS`."""
+    return _number(int, text, allow_zero=True, maximum=MAX_DAYS)
+
+
 def positive_days(text: str) -> float:
     """argparse type: a finite number of days > 0 (windows, staleness), at most :data:`MAX_DAYS`."""
     return _number(float, text, allow_zero=False, maximum=MAX_DAYS)
