@@ -216,6 +216,8 @@ def test_pack_export_refuses_a_link_in_the_destination(tmp_path, capsys):
     (("lockdiff", "/dev/zero", "/dev/null"), "/dev/zero: not a regular file (a device)"),
     (("bump", "--cooldown", "1000000", "--no-run", "--no-pr"), "--cooldown: must be at most 36500"),
     (("bump", "--cooldown", "nan", "--no-run", "--no-pr"), "--cooldown: not a number"),
+    (("catalogue", "--validation", "typo.jsonl"), "--validation: 'typo.jsonl': no such file"),
+    (("verdicts", "--validation", "/tmp"), "--validation: '/tmp': not a regular file"),
 ])
 def test_odd_flag_values_are_one_line(tmp_path, capsys, args, says):
     refused(capsys, minimal(tmp_path), *args, says=says)

@@ -196,6 +196,18 @@ def positive_float(text: str) -> float:
     return _number(float, text, allow_zero=False, maximum=MAX_SECONDS)
 
 
+def existing_file(text: str):
+    """argparse type: a file that exists (``--validation``): an input named on purpose never reads as empty."""
+    from pathlib import Path
+
+    path = Path(text)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"{text!r}: no such file: check the path")
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"{text!r}: not a regular file: give the file itself")
+    return path
+
+
 def whole_days(text: str) -> int:
     """argparse type: a whole number of days, zero or more (a cooldown), at most :data:`MAX_DAYS`."""
     return _number(int, text, allow_zero=True, maximum=MAX_DAYS)

@@ -9,6 +9,7 @@ from pathlib import Path
 from retire.commands.base import (
     Command, ExitCode, emit_json, emit_text, iso_date, positive_days, positive_int, say, shown, utc_moment,
 )
+from retire.commands.base import existing_file
 from retire.core.project import Project
 
 
@@ -22,7 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     a = actions.add_parser("check", help="readiness of packs; exit 1 if any is not ready")
     a.add_argument("ids", nargs="*", metavar="ID")
     a.add_argument("--max-code-lines", type=positive_int, default=DEFAULT_MAX_CODE_LINES)
-    a.add_argument("--validation", type=Path, help="validation manifest (default: validation/manifest.jsonl)")
+    a.add_argument("--validation", type=existing_file, help="validation manifest (default: validation/manifest.jsonl)")
     a.add_argument("--json", action="store_true", help='print one JSON document: {"ok", "packs": [...]}')
     a = actions.add_parser("plan", help="propose the next filing wave")
     a.add_argument("--day", type=iso_date, help="the day to plan for (default: today, UTC)")
