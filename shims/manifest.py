@@ -246,6 +246,10 @@ def _condition(table: Table, target: Target) -> RetirementCondition:
     return RetirementCondition(kind=kind)
 
 
+#: The longest a reproducer may run (four months): more is a typo, and no timer takes it.
+MAX_TIMEOUT_S = 1e7
+
+
 def _reproducer(table: Table) -> ReproducerSpec:
     table.check_keys(("path", "needs-cuda", "min-compute-capability", "packages", "timeout", "preload"))
     raw_path = table.string("path", None) or "reproduce.py"
@@ -266,7 +270,8 @@ def _reproducer(table: Table) -> ReproducerSpec:
         if not _DIST.fullmatch(package):
             raise table.error(f"packages[{index}]", f"not a distribution name: {package!r}",
                               'write packages = ["torch", "megatron-core"]')
-    timeout = table.get("timeout", 600).number(positive=True, what="a positive number of seconds", fix="write timeout = 600")
+    timeout = table.get("timeout", 600).number(positive=True, maximum=MAX_TIMEOUT_S, what="a positive number of seconds "
+                                               f"up to {MAX_TIMEOUT_S:.0f}", fix="write timeout = 600")
     preload = table.get("preload", []).strings(fix='write preload = ["torch", "megatron.core"]', empty_ok=False)
     for index, module in enumerate(preload):
         if not _MODULE.fullmatch(module):

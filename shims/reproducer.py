@@ -96,8 +96,12 @@ def _catalogue_importable() -> None:
     """A reproducer may import its own shim's modules (``from shims.<id>.helpers import …``) in
     ``--mode without`` too, before any activation: put the catalogue on the package's path now."""
     import shims
-    from shims import _index
-    from shims.errors import InputError
+
+    try:
+        from shims import _index
+        from shims.errors import InputError
+    except ImportError:  # the protocol helper alone, as `patchlane pack export` attaches it
+        return
 
     try:
         _index.extend_path(shims.__path__)
@@ -366,26 +370,27 @@ def _report_shim_state(shim_id: str) -> None:
 def parse_output(text: str) -> tuple[dict[str, object] | None, Sentinel | None, str | None]:
     """Read a reproducer's stdout: ``(host stamp or None, sentinel or None, skip reason or None)``.
 
-    The host stamp counts only on the first line. The sentinel is ``None`` when no sentinel line
-    was printed or when different sentinels were (the protocol allows exactly one). A skip comes
-    back as ``(Sentinel.SKIPPED, reason)``.
+    The host stamp counts only on the first line. The sentinel is ``None`` unless exactly one
+    sentinel line was printed: none, two different ones, or the same one twice are all off the
+    protocol (the run counts as crashed). A skip comes back as ``(Sentinel.SKIPPED, reason)``.
+    Lines end at ``\\n`` only (a U+2028 in a diagnostic does not start a line).
     """
-    lines = text.splitlines()
+    lines = text.replace("\r\n", "\n").split("\n")
     host: dict[str, object] | None = None
     if lines and lines[0].startswith(HOST_PREFIX):
         try:
             parsed = json.loads(lines[0][len(HOST_PREFIX):])
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deeply: no stamp
             parsed = None
         host = parsed if isinstance(parsed, dict) else None
 
-    found: set[tuple[Sentinel, str | None]] = set()
+    found: list[tuple[Sentinel, str | None]] = []
     for raw in lines[1:] if host is not None else lines:
         line = raw.rstrip()
         if line in _RESULTS:
-            found.add((Sentinel(line), None))
+            found.append((Sentinel(line), None))
         elif line.startswith(SKIPPED + ":"):
-            found.add((SKIPPED, line[len(SKIPPED) + 1:].strip() or "no reason given"))
+            found.append((SKIPPED, line[len(SKIPPED) + 1:].strip() or "no reason given"))
     if len(found) != 1:
         return host, None, None
     sentinel, reason = found.pop()

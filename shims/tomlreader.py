@@ -19,18 +19,16 @@ import datetime as _dt
 import math
 import os
 import re
-import stat
 import sys
 from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 
 from shims.errors import InputError
+from shims.filereading import MAX_BYTES, read_text, too_large as _too_large
 
 __all__ = ["CLOSE_MATCH_CUTOFF", "MAX_BYTES", "REQUIRED", "InputError", "Table", "Value", "close_match",
            "describe", "loads", "loads_json", "read", "read_text"]
 
-#: The largest file read (a hand-written lane file or manifest is a few KiB).
-MAX_BYTES = 1 << 20
 #: The one difflib ratio above which an unknown name gets "did you mean …?".
 CLOSE_MATCH_CUTOFF = 0.75
 #: ``default`` for a key that must be present.
@@ -40,38 +38,7 @@ _TOML_WHERE = re.compile(r"^(?P<what>.*) \(at (?P<where>line \d+, column \d+|end
 
 
 # ---------------------------------------------------------------------------------------------
-# Reading
-
-
-def read_text(path: str | os.PathLike[str], name: str | None = None, *, missing_ok: bool = False,
-              max_bytes: int = MAX_BYTES) -> str | None:
-    """The text of ``path`` (named ``name`` in errors); ``None`` for a missing file if ``missing_ok``.
-
-    Newlines are read as ``open()`` reads them (``\\r\\n`` and ``\\r`` become ``\\n``).
-    """
-    name = os.fspath(path) if name is None else name
-    try:
-        _regular(os.stat(path).st_mode, name)
-        # O_NONBLOCK: should the path have become a FIFO since the stat, opening it never waits.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-        with os.fdopen(fd, "rb") as handle:
-            _regular(os.fstat(fd).st_mode, name)
-            data = handle.read(max_bytes + 1)
-    except FileNotFoundError:
-        if missing_ok:
-            return None
-        raise InputError(name, None, "file not found", "create it or fix the path") from None
-    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
-        raise InputError(name, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}", "check the file") from None
-    if len(data) > max_bytes:
-        raise _too_large(name, max_bytes)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(name, None, f"not UTF-8 text at line {line} (byte {data[exc.start]:#04x})",
-                         "save the file as UTF-8") from None
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+# Reading (the file itself: shims/filereading.py)
 
 
 def read(path: str | os.PathLike[str], name: str | None = None, *, max_bytes: int = MAX_BYTES) -> Table:
@@ -116,19 +83,6 @@ def loads_json(text: str, name: str, *, fix: str | None = None) -> Value:
     except ValueError as exc:
         raise InputError(name, None, f"not valid JSON: {exc}", fix) from None
     return Value(data, "", name)
-
-
-def _regular(mode: int, name: str) -> None:
-    if not stat.S_ISREG(mode):
-        kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
-                else "a socket" if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-                else "not a regular file")
-        raise InputError(name, None, f"not a regular file ({kind})", "point it at a file")
-
-
-def _too_large(name: str, max_bytes: int) -> InputError:
-    return InputError(name, None, f"larger than {max_bytes // 1024} KiB",
-                      "a hand-written file is far smaller: check it is the right file")
 
 
 def _long_number_line(text: str) -> int:

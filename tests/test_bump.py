@@ -153,8 +153,10 @@ def test_cli_reports_and_refuses_bad_input(shop, capsys):
     repo = shop["repo"]
     code, out, err = run_cli(repo, "bump", "nope", capsys=capsys)
     assert code == 2 and "unknown lane 'nope'" in err
-    code, out, err = run_cli(repo, "bump", "--cooldown", "-1", capsys=capsys)
-    assert code == 2 and "--cooldown" in err
+    with pytest.raises(SystemExit) as refused:  # argparse's type: before anything runs
+        run_cli(repo, "bump", "--cooldown", "-1", capsys=capsys)
+    err = capsys.readouterr().err
+    assert refused.value.code == 2 and "--cooldown: must be zero or more" in err and err.count("\n") == 1
     code, out, _ = run_cli(repo, "bump", "toy", "--no-run", "--no-pr", "--now", "2026-06-01T12:00:00", capsys=capsys)
     assert code == 0 and "proposed: patchlane/bump-toy-2026-06-01" in out
 

@@ -2,11 +2,13 @@
 
 Generated inputs — random TOML documents, valid documents with values swapped for odd ones
 (NaN, infinities, huge integers, dates out of range, long names, wrong types), edits of valid
-text, random bytes, deep nesting — go through the lane/matrix reader, the shim manifest reader
-and the pack readers (``pack.toml``, the deny-list, the pack state). Each must either accept the
-input or raise :class:`shims.errors.InputError` whose message is one line starting with the file.
+text, random bytes, deep nesting — go through the lane/matrix reader (and, apart, fed matrices
+only), the shim manifest reader and the pack readers (``pack.toml``, the deny-list, the pack
+state). Each must either accept the input or raise :class:`shims.errors.InputError` whose message
+is one line starting with the file. ``tests/test_fuzz_records.py`` fuzzes the validation manifest
+and the run summaries.
 
-About 4,000 inputs in a few seconds; ``PATCHLANE_FUZZ_EXAMPLES=2000`` fuzzes longer (each example
+About 5,000 inputs in about ten seconds; ``PATCHLANE_FUZZ_EXAMPLES=2000`` fuzzes longer (each example
 is five inputs).
 """
 
@@ -68,6 +70,8 @@ class Project:
             assert lane.digest.startswith("sha256:")  # a lane that loads can be locked
             json.dumps(lane.lock_inputs())
 
+    matrix = lanes  # the same reader, fed matrix seeds only: mutations land in axes, excludes, includes
+
     def manifest(self, data: bytes | str) -> None:
         path = self.shim / "manifest.toml"
         self.write(path, data)
@@ -122,6 +126,10 @@ LANE_SEEDS = [_text(p) for p in sorted((REPO / "lanes").glob("*.toml"))] + [
     'requirements = ["torchlike>=2.3.0.dev0"]\nprerelease = "allow"\n[matrix.axes.helper."1"]\n'
     '[matrix.axes.helper."2"]\n[[matrix.exclude]]\ntorch = "nightly"\n[[matrix.include]]\ntorch = "nightly"\n'
     'helper = "2"\nlane = { description = "the nightly cell" }\n',
+]
+MATRIX_SEEDS = [seed for seed in LANE_SEEDS if "[matrix]" in seed] + [
+    '[matrix]\nname = "c{a}"\n[matrix.base]\npython = "3.12"\nrequirements = ["x"]\n[matrix.axes.a."1"]\n'
+    '[matrix.axes.a."2"]\n[[matrix.exclude]]\na = "1"\n',
 ]
 MANIFEST_SEEDS = [github_manifest("toy_add"), manifest_text("toy_add"),
                   manifest_text("toy_add", fix_class="env-constraint", env={"TL_X": "1"})]
@@ -270,6 +278,7 @@ INPUTS_PER_EXAMPLE = 5
 
 READERS = {
     "lanes": (Project.lanes, LANE_SEEDS),
+    "matrix": (Project.matrix, MATRIX_SEEDS),
     "manifest": (Project.manifest, MANIFEST_SEEDS),
     "pack": (Project.pack, PACK_SEEDS),
     "deny": (Project.deny, DENY_SEEDS),

@@ -144,8 +144,11 @@ def test_index_without_url_is_reported_unreachable_not_fatal(project, capsys):
     assert "unreachable night: index 'pytorch-nightly' has no URL on this host" in out
     assert project.lock_file("ok").exists()
     assert run_cli(project.root, "lock", "--require-all", capsys=capsys)[0] == 1  # … unless asked
-    # --check cannot judge a lane this host has never been able to lock: it says so, and passes.
+    # A missing lock fails --check, also one this host could not make …
     code, out, _ = run_cli(project.root, "lock", "--check", capsys=capsys)
+    assert code == 1 and "missing night: no lock, and its index has no URL on this host" in out
+    # … unless the host says it never reaches that index: then it is a note.
+    code, out, _ = run_cli(project.root, "lock", "--check", "--skip-unreachable", capsys=capsys)
     assert code == 0 and "note    night: never locked" in out and "1 of 2 locks match" in out
 
 

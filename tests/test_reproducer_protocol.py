@@ -215,7 +215,10 @@ def test_parse_output():
         {"python": "3.11.7", "gpu": None}, "BUG_REPRODUCED", None)
     assert parse_output(f"{stamp}\nSKIPPED: no CUDA device\r\n") == ({"python": "3.11.7", "gpu": None}, "SKIPPED", "no CUDA device")
     assert parse_output(f"{stamp}\nthe BUG_REPRODUCED word inside a line\n")[1] is None
-    assert parse_output(f"{stamp}\nFIX_VALIDATED\nFIX_VALIDATED\n")[1] == "FIX_VALIDATED"
+    assert parse_output(f"{stamp}\nFIX_VALIDATED\nFIX_VALIDATED\n")[1] is None  # twice: off the protocol
+    assert parse_output(f"{stamp}\nSKIPPED: a\nSKIPPED: a\n")[1] is None
+    assert parse_output(f"{stamp}\nnoise\u2028FIX_VALIDATED\n")[1] is None  # U+2028 does not end a line
+    assert parse_output("PATCHLANE-HOST " + "[" * 100_000 + "\nFIX_VALIDATED\n") == (None, "FIX_VALIDATED", None)
     assert parse_output(f"{stamp}\nFIX_VALIDATED\nMEMORY_SAVE_VERIFIED\n")[1] is None
     assert parse_output(f"warning first\n{stamp}\nFIX_VALIDATED\n")[0] is None
     assert parse_output("PATCHLANE-HOST {not json\nFIX_VALIDATED\n") == (None, "FIX_VALIDATED", None)

@@ -171,7 +171,10 @@ def test_reserved_ids_are_the_runtimes_own_modules(tmp_path: Path):
 def test_odd_values_are_one_line_errors(tmp_path: Path):
     text = manifest_text("toy_add").replace("timeout = 60", "timeout = nan")
     folder = write_shim(tmp_path, "toy_add", manifest=text)
-    with pytest.raises(ManifestError, match=r"reproducer.timeout: expected a positive number of seconds, got a number nan"):
+    with pytest.raises(ManifestError, match=r"reproducer.timeout: expected a positive number of seconds up to 10000000, got a number nan"):
+        load_manifest(folder / "manifest.toml")
+    (folder / "manifest.toml").write_text(text.replace("timeout = nan", "timeout = 1e300"))  # no timer takes it
+    with pytest.raises(ManifestError, match=r"reproducer.timeout: expected a positive number of seconds up to 10000000"):
         load_manifest(folder / "manifest.toml")
     text = manifest_text("toy_add").replace('url = "https://example.org/toylib/issues/1"', 'url = "https://["')
     (folder / "manifest.toml").write_text(text)

@@ -46,7 +46,7 @@ class ResultCache:
         try:
             data = json.loads(self._path(key).read_text(encoding="utf-8"))
             run = CandidateRun(**data["run"])
-        except (OSError, ValueError, TypeError, KeyError):
+        except (OSError, ValueError, TypeError, KeyError, RecursionError):
             return None  # missing or unreadable: just run it again
         return None if run.state == UNKNOWN else run
 

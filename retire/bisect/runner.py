@@ -46,7 +46,7 @@ from retire.bisect.search import (
 )
 from retire.core.errors import PatchlaneError
 from retire.evidence.validation import ValidationRecord
-from retire.locks.locking import UNREACHABLE_MARKERS
+from retire.locks.failures import UNREACHABLE_MARKERS
 from retire.probes.records import BISECT_LANE
 from retire.runs import envs
 

@@ -106,8 +106,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         say("patchlane: interrupted", level=Level.ERROR)
         return ExitCode.INTERRUPTED
+    except RecursionError:  # a reader missed deep nesting: still one line, never a traceback
+        say("patchlane: error: input nested too deeply to read", level=Level.ERROR)
+        return ExitCode.BAD_INPUT
     except BrokenPipeError:  # `patchlane … | head`: the reader left; no traceback, and no more writes
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return ExitCode.FAILED
+    except OSError as exc:  # the file system refused (a stray file, a full disk): one line naming the file
+        where = f"{exc.filename}: " if exc.filename else ""
+        say(f"patchlane: error: {where}{exc.strerror or exc}", level=Level.ERROR)
         return ExitCode.FAILED
     finally:
         configure()  # the next command in this process (tests, nox) starts from the defaults

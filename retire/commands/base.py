@@ -157,12 +157,22 @@ class Parser(argparse.ArgumentParser):
 def iso_date(text: str) -> _dt.date:
     """argparse type: an ISO 8601 date (``--day``)."""
     try:
-        return _dt.date.fromisoformat(text)
+        day = _dt.date.fromisoformat(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a date: {text!r}: write it like 2026-11-22") from None
+    if not 1900 <= day.year <= 9000:
+        raise argparse.ArgumentTypeError(f"{text!r} is out of range: write a date between 1900 and 9000, like 2026-11-22")
+    return day
 
 
-def _number(kind: type, text: str, *, allow_zero: bool):
+#: The largest count (jobs, lines) and number of seconds a flag takes: more is a typo, and would
+#: overflow a time computed from it. Days are capped at a century (``now - days`` stays a date).
+MAX_COUNT = 1_000_000
+MAX_SECONDS = 1e7
+MAX_DAYS = 36_500
+
+
+def _number(kind: type, text: str, *, allow_zero: bool, maximum: float):
     try:
         value = kind(text)
     except ValueError:
@@ -171,17 +181,41 @@ def _number(kind: type, text: str, *, allow_zero: bool):
         raise argparse.ArgumentTypeError(f"must be a finite number, not {text!r}")
     if value < 0 or (value == 0 and not allow_zero):
         raise argparse.ArgumentTypeError(f"must be {'zero or more' if allow_zero else 'more than zero'}, not {text!r}")
+    if value > maximum:
+        raise argparse.ArgumentTypeError(f"must be at most {maximum:g}, not {text[:40]!r}")
     return value
 
 
 def positive_int(text: str) -> int:
-    """argparse type: an integer > 0 (job counts)."""
-    return _number(int, text, allow_zero=False)
+    """argparse type: an integer > 0 (job counts, line counts), at most :data:`MAX_COUNT`."""
+    return _number(int, text, allow_zero=False, maximum=MAX_COUNT)
 
 
 def positive_float(text: str) -> float:
-    """argparse type: a finite number > 0 (timeouts, windows)."""
-    return _number(float, text, allow_zero=False)
+    """argparse type: a finite number > 0 (timeouts in seconds), at most :data:`MAX_SECONDS`."""
+    return _number(float, text, allow_zero=False, maximum=MAX_SECONDS)
+
+
+def existing_file(text: str):
+    """argparse type: a file that exists (``--validation``): an input named on purpose never reads as empty."""
+    from pathlib import Path
+
+    path = Path(text)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"{text!r}: no such file: check the path")
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"{text!r}: not a regular file: give the file itself")
+    return path
+
+
+def whole_days(text: str) -> int:
+    """argparse type: a whole number of days, zero or more (a cooldown), at most :data:`MAX_DAYS`."""
+    return _number(int, text, allow_zero=True, maximum=MAX_DAYS)
+
+
+def positive_days(text: str) -> float:
+    """argparse type: a finite number of days > 0 (windows, staleness), at most :data:`MAX_DAYS`."""
+    return _number(float, text, allow_zero=False, maximum=MAX_DAYS)
 
 
 def utc_moment(text: str) -> _dt.datetime:
@@ -189,6 +223,9 @@ def utc_moment(text: str) -> _dt.datetime:
     from retire.core import times
 
     try:
-        return times.parse(text, assume_utc=True)
+        moment = times.parse(text, assume_utc=True)
     except times.TimeError as exc:
         raise argparse.ArgumentTypeError(f"{exc}: write it like 2026-11-22T09:00Z") from None
+    if not 1900 <= moment.year <= 9000:  # windows and cooldowns are counted back and forth from it
+        raise argparse.ArgumentTypeError(f"{text!r} is out of range: write a time between 1900 and 9000, like 2026-11-22T09:00Z")
+    return moment

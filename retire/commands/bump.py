@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from retire.commands.base import Command, ExitCode, Level, emit_json, say, utc_moment
+from retire.commands.base import Command, ExitCode, Level, emit_json, say, utc_moment, whole_days
 from retire.core.project import Project
 
 
@@ -12,7 +12,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("lanes", nargs="*", metavar="LANE", help="only these lanes (default: all)")
     p.add_argument("--package", action="append", default=[], metavar="NAME",
                    help="upgrade only NAME (repeatable); default: every package")
-    p.add_argument("--cooldown", type=int, default=7, metavar="DAYS",
+    p.add_argument("--cooldown", type=whole_days, default=7, metavar="DAYS",
                    help="releases younger than DAYS are not taken, transitive ones included (default 7)")
     p.add_argument("--no-run", action="store_true", help="do not run the shim suites on the bumped locks")
     p.add_argument("--no-pr", action="store_true", help="make the branch only")

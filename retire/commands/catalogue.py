@@ -6,11 +6,12 @@ import argparse
 from pathlib import Path
 
 from retire.commands.base import Command, ExitCode, emit_json, emit_text, say, shown
+from retire.commands.base import existing_file
 from retire.core.project import Project
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--validation", type=Path, help="validation manifest (default: validation/manifest.jsonl)")
+    p.add_argument("--validation", type=existing_file, help="validation manifest (default: validation/manifest.jsonl)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("-o", "--output", type=Path, help="write here (atomically) instead of to stdout, e.g. docs/catalogue.md")
     out.add_argument("--json", action="store_true", help="print one JSON document: a row per shim with its proofs")

@@ -13,7 +13,7 @@ from retire.core.project import Project
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("lanes", nargs="*", metavar="LANE", help="only these lanes (default: all)")
     p.add_argument("--check", action="store_true",
-                   help="lock nothing; exit 1 naming every lane whose lock is missing, stale or foreign")
+                   help="lock nothing; exit 1 naming every lane whose lock is missing (always), stale or foreign")
     p.add_argument("--upgrade", action="store_true",
                    help="re-resolve everything to the newest allowed versions (cooldowns measured from now)")
     p.add_argument("--upgrade-package", action="append", metavar="NAME",
@@ -21,6 +21,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="re-lock even lanes whose lock is current (cutoffs kept)")
     p.add_argument("--jobs", type=positive_int, default=None, help="lanes locked at once (default: all, up to 16)")
     p.add_argument("--require-all", action="store_true", help="exit 1 also when a lane's index is unreachable from this host")
+    p.add_argument("--skip-unreachable", action="store_true",
+                   help="with --check: a lane never locked because its index has no URL on this host is noted, not failed")
     p.add_argument("--mirrors", type=Path, metavar="DIR",
                    help="folder of git mirrors for lane revisions (default: patchlane.toml's [mirrors] folder)")
     p.add_argument("--json", action="store_true", help="print one JSON document (docs/commands.md); notes go to stderr")
@@ -88,11 +90,16 @@ def _check(project: Project, lanes: list, args: argparse.Namespace) -> int:
     for lane in lanes:
         state = locking.lock_state(lane, project.locks_dir)
         shown_state, fix = str(state.freshness), None
-        # A lane never locked because its index has no URL on this host cannot be judged
-        # here; a lock that exists but no longer matches its lane is always an error.
+        # A missing lock fails, also where this host cannot lock the lane (its index has no URL
+        # here): a lane without a lock runs nowhere. Only --skip-unreachable lets such a host pass.
         if state.freshness is locking.Freshness.MISSING and isinstance(locking.resolve_index_urls(lane, named), str):
-            shown_state, unchecked = "unchecked", unchecked + 1
-            say(f"note    {lane.name}: never locked; its index has no URL on this host, so it cannot be checked here")
+            shown_state, unchecked, fix = "unchecked", unchecked + 1, f"nox -s lock -- {lane.name}"
+            if args.skip_unreachable:
+                say(f"note    {lane.name}: never locked; its index has no URL on this host, so it cannot be checked here")
+            else:
+                bad.append(lane.name)
+                say(f"missing {lane.name}: no lock, and its index has no URL on this host ({lane.origin}) — run "
+                    f"`{fix}` on a host that reaches it (or --skip-unreachable on hosts that never will)")
         elif not state.current:
             fix = f"nox -s lock -- {lane.name}"
             bad.append(lane.name)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import tomllib
 from pathlib import Path
 
 from retire.commands.base import Command, ExitCode, emit_json, say, shown
 from retire.core.errors import ConfigError
 from retire.core.project import Project
+from shims import tomlreader
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -19,14 +19,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     form.add_argument("--json", action="store_true", help="one JSON document: both locks' origins and the changes")
 
 
+#: The largest lock read (a GPU stack's lock is tens of KiB).
+MAX_LOCK_BYTES = 64 << 20
+
+
 def read(path: Path) -> dict:
     """A PEP 751 lock as parsed TOML; anything else is one line naming the file."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(path, None, f"cannot read the lock: {exc.strerror or exc}", "check the path") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(path, None, f"not TOML ({exc})", "give a pylock.toml") from None
+    # Safe reading: a device (/dev/zero), a FIFO or a folder is one error, never a block or a flood.
+    data = tomlreader.read(path, str(path), max_bytes=MAX_LOCK_BYTES).data
     if "lock-version" not in data or not isinstance(data.get("packages", []), list):
         raise ConfigError(path, None, "not a PEP 751 lock (no lock-version, or packages is not an array)",
                           "give a pylock.toml made by patchlane, pip lock or uv export --format pylock.toml")

@@ -7,8 +7,9 @@ import datetime as _dt
 from pathlib import Path
 
 from retire.commands.base import (
-    Command, ExitCode, emit_json, emit_text, iso_date, positive_float, positive_int, say, shown, utc_moment,
+    Command, ExitCode, emit_json, emit_text, iso_date, positive_days, positive_int, say, shown, utc_moment,
 )
+from retire.commands.base import existing_file
 from retire.core.project import Project
 
 
@@ -16,13 +17,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from retire.packs.checks import DEFAULT_MAX_CODE_LINES, DEFAULT_WINDOW
 
     p.add_argument("--now", type=utc_moment, help="evaluate as of this UTC time (default: now)")
-    p.add_argument("--window-days", type=positive_float, default=DEFAULT_WINDOW.days,
+    p.add_argument("--window-days", type=positive_days, default=DEFAULT_WINDOW.days,
                    help="how recent a BUG_REPRODUCED run must be (default: 1 day)")
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     a = actions.add_parser("check", help="readiness of packs; exit 1 if any is not ready")
     a.add_argument("ids", nargs="*", metavar="ID")
     a.add_argument("--max-code-lines", type=positive_int, default=DEFAULT_MAX_CODE_LINES)
-    a.add_argument("--validation", type=Path, help="validation manifest (default: validation/manifest.jsonl)")
+    a.add_argument("--validation", type=existing_file, help="validation manifest (default: validation/manifest.jsonl)")
     a.add_argument("--json", action="store_true", help='print one JSON document: {"ok", "packs": [...]}')
     a = actions.add_parser("plan", help="propose the next filing wave")
     a.add_argument("--day", type=iso_date, help="the day to plan for (default: today, UTC)")
@@ -80,7 +81,9 @@ def run(project: Project, args: argparse.Namespace) -> int:
         say(f"approved {args.id} by {approval.by} at {approval.at}; recorded in packs/state.json — commit it")
         return ExitCode.OK
     if args.action == "export":
-        for path in store.export(root, args.id, args.to, now=args.now, window=window):
+        from retire.packs.export import export
+
+        for path in export(root, args.id, args.to, now=args.now, window=window):
             say(f"wrote {path}")
         return ExitCode.OK
     filing = store.record_filing(root, args.id, args.url, now=args.now)

@@ -6,12 +6,13 @@ import argparse
 from pathlib import Path
 
 from retire.commands.base import Command, ExitCode, emit_text, say, shown
+from retire.commands.base import existing_file
 from retire.core.project import Project
 
 
 def add_evidence_arguments(p: argparse.ArgumentParser) -> None:
     """Where verdicts get their evidence: shared by report, retire and verdicts-like commands."""
-    p.add_argument("--validation", type=Path, help="validation manifest (default: validation/manifest.jsonl)")
+    p.add_argument("--validation", type=existing_file, help="validation manifest (default: validation/manifest.jsonl)")
     p.add_argument("--mirrors", type=Path, metavar="DIR",
                    help="folder of local clones as <owner>/<repo>[.git] (default: patchlane.toml's [mirrors] folder)")
     p.add_argument("--index-url", help="default package index when a lane names none (default: uv's configuration)")

@@ -76,7 +76,7 @@ def _plans_from_files(paths: list[Path]) -> list:
             found += [DropPlan.from_dict(d) for d in (data if isinstance(data, list) else [data])]
         except OSError as exc:
             raise ConfigError(path, None, f"cannot read the plan: {exc.strerror or exc}", "check the path") from None
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise ConfigError(path, None, f"not a retirement plan ({type(exc).__name__}: {exc})",
                               "give a JSON object (or list) with shim_id, why, floors, evidence_markdown") from None
     return found

@@ -8,6 +8,7 @@ import json
 from retire.commands.base import Command, ExitCode, emit_json, say
 from retire.core.errors import ConfigError
 from retire.core.project import Project
+from shims import tomlreader
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -25,8 +26,9 @@ def run(project: Project, args: argparse.Namespace) -> int:
     results = []
     for path in files:
         try:
-            results.append(lanerun.from_summary(json.loads(path.read_text(encoding="utf-8"))))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            text = tomlreader.read_text(path, str(path))  # a FIFO or a folder is an error, never a block
+            results.append(_checked(lanerun.from_summary(json.loads(text))))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise ConfigError(path, None, f"unreadable lane summary ({type(exc).__name__})",
                               "re-run that lane, or delete the file") from None
     failed = [run.lane for run in results if run.failed]
@@ -41,3 +43,12 @@ def run(project: Project, args: argparse.Namespace) -> int:
 
 
 COMMAND = Command("summary", "the lane × shim table of one run (after several `patchlane run` calls)", add_arguments, run)
+
+
+def _checked(result):
+    """A summary written by hand or cut short: every field of the type the table prints, else TypeError."""
+    fields = [result.lane, result.status, result.why, *result.planned, *(x for s in result.shims for x in (s.shim, s.why))]
+    if not all(isinstance(value, str) for value in fields) or isinstance(result.seconds, bool) \
+            or not isinstance(result.seconds, (int, float)):
+        raise TypeError("a field of the wrong type")
+    return result

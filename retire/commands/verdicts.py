@@ -7,6 +7,7 @@ from pathlib import Path
 
 from retire.commands.base import Command, ExitCode, emit_json, positive_int, say
 from retire.core.errors import ConfigError
+from retire.commands.base import existing_file
 from retire.core.project import Project
 
 
@@ -21,7 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="folder of local clones as <owner>/<repo>[.git] (default: patchlane.toml's [mirrors] folder)")
     p.add_argument("--cache-dir", type=Path, help="HTTP cache folder (default: .patchlane/cache/http)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the HTTP cache")
-    p.add_argument("--validation", type=Path, help="validation manifest (default: validation/manifest.jsonl)")
+    p.add_argument("--validation", type=existing_file, help="validation manifest (default: validation/manifest.jsonl)")
     p.add_argument("--stale-after", type=positive_int, default=DEFAULT_STALE_DAYS, metavar="DAYS",
                    help=f"days without upstream activity before a shim is stale (default {DEFAULT_STALE_DAYS})")
     p.add_argument("--jobs", type=positive_int, default=100, help="probes in flight at once (default 100)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from collections.abc import Iterator
@@ -23,6 +24,8 @@ def atomic_write(path: str | os.PathLike[str], data: str | bytes, *, encoding: s
     system), is flushed to disk before the rename, and takes over the old file's permissions.
     """
     target = Path(path)
+    if target.is_dir():  # say so by its name, not by the temporary file's
+        raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", str(target))
     target.parent.mkdir(parents=True, exist_ok=True)
     payload = scrub(data).encode(encoding) if isinstance(data, str) else data
     try:

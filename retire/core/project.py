@@ -19,16 +19,47 @@ The layout::
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from retire.core.errors import ConfigError
 
-__all__ = ["Project"]
+__all__ = ["Project", "contained"]
 
 # A run id names a folder under .patchlane/runs: letters, digits, dot, dash, underscore only.
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def contained(root: str | os.PathLike[str], path: str | os.PathLike[str], *, key: str | None = None) -> Path:
+    """``path`` (absolute, or relative to ``root``) if it stays inside ``root`` and nothing below
+    ``root`` on the way to it is a symbolic link; else a one-line :class:`ConfigError`.
+
+    The one check for "a path built from a name, a flag or a committed file never leaves the
+    project": committed links under ``locks/`` or ``reports/``, a ``reproduce.py`` linked out of
+    its shim folder, ``..`` in a name. ``root`` itself may be reached through links (a checkout
+    under a linked home folder); nothing is resolved, every part below it is checked with lstat.
+    """
+    base = Path(os.path.abspath(root))
+    target = Path(os.path.normpath(base / path))
+    if not target.is_relative_to(base):
+        raise ConfigError(os.fspath(path), key, f"leaves {_shown(base)}", "use a path inside it")
+    current = base
+    for part in target.relative_to(base).parts:
+        current = current / part
+        if current.is_symlink():
+            raise ConfigError(_shown(current), key, f"is a symbolic link (to {os.readlink(current)}): not followed",
+                              "replace the link with the file or folder itself")
+    return target
+
+
+def _shown(path: Path) -> str:
+    """Relative to the working folder when inside it (what a user types), else absolute."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except (ValueError, OSError):  # outside it, or no working folder any more
+        return str(path)
 
 
 @dataclass(frozen=True)
@@ -91,7 +122,11 @@ class Project:
         if not _RUN_ID.fullmatch(run_id or ""):
             raise ConfigError(None, "--run-id", f"{run_id!r} is not a run id",
                               "use letters, digits, '.', '-' and '_' only (at most 64), e.g. --run-id nightly-42")
-        return self.state_dir / "runs" / run_id
+        return contained(self.state_dir / "runs", run_id, key="--run-id")  # and never a link
+
+    def contained(self, path: str | os.PathLike[str], *, key: str | None = None) -> Path:
+        """``path`` if it stays inside the project and follows no link (:func:`contained`)."""
+        return contained(self.root, path, key=key)
 
     def lock_path(self, lane_name: str) -> Path:
         from retire.locks.locking import lock_path

@@ -200,7 +200,7 @@ def host_indexes() -> HostIndexes:
             continue
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:  # ValueError: TOML or UTF-8
             raise ConfigError(path, None, f"uv configuration is not readable ({exc})", "fix or remove the file") from None
         for index in data.get("index", []):
             if not (isinstance(index, dict) and isinstance(index.get("url"), str)):

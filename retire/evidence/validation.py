@@ -11,11 +11,14 @@ import datetime as _dt
 import hashlib
 import json
 import os
+import re
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from shims.filereading import read_bytes
 from shims.reproducer import Mode
 
 from retire.core import times
@@ -24,7 +27,8 @@ from retire.core.errors import ConfigError
 
 __all__ = [
     "FAILING", "FAULTED", "FIXED", "MODES", "OUTCOMES", "PROVING", "Mode", "RunOutcome", "ShimOutcome", "ValidationRecord",
-    "append", "compute_record_id", "dumps", "load", "merge", "write",
+    "Damaged", "QUARANTINE_SUFFIX",
+    "append", "compute_record_id", "dumps", "load", "load_checked", "merge", "quarantine_path", "write",
 ]
 
 
@@ -63,6 +67,8 @@ FAULTED = frozenset({RunOutcome.CRASHED, RunOutcome.TIMEOUT})
 #: Judged outcomes that fail a lane run.
 FAILING = frozenset({ShimOutcome.SHIM_BROKEN, ShimOutcome.CRASHED, ShimOutcome.TIMEOUT})
 
+#: Host stamp fields that are text (or null) wherever a record is shown or compared.
+_HOST_TEXT = ("hostname", "gpu", "python", "platform", "driver", "compute_capability", "cuda")
 _FIELDS = (
     "shim", "mode", "lane", "host", "versions", "sentinel", "outcome", "exit_code",
     "duration_s", "started_at", "output_tail", "detail", "run", "environment", "record_id",
@@ -74,7 +80,27 @@ def compute_record_id(
 ) -> str:
     """sha256 over what identifies one run: shim, mode, lane, host (name + GPU), start, sentinel."""
     identity = [shim, mode, lane, host.get("hostname"), host.get("gpu"), started_at, sentinel]
-    return hashlib.sha256(json.dumps(identity, separators=(",", ":")).encode()).hexdigest()
+    # sort_keys: a host stamp's odd values (objects) hash the same after a round trip.
+    return hashlib.sha256(json.dumps(identity, separators=(",", ":"), sort_keys=True).encode()).hexdigest()
+
+
+def _text(value: object) -> str | None:
+    return value if value is None or isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+def _text_values(mapping: object) -> dict[str, str | None]:
+    return {str(k): _text(v) for k, v in mapping.items()} if isinstance(mapping, Mapping) else {}
+
+
+def _normal_host(host: Mapping[str, object]) -> dict[str, object]:
+    """The host stamp with its known fields as text or null and ``packages`` as names to versions."""
+    normal = dict(host)
+    for name in _HOST_TEXT:
+        if name in normal:
+            normal[name] = _text(normal[name])
+    if "packages" in normal:
+        normal["packages"] = _text_values(normal["packages"])
+    return normal
 
 
 @dataclass(frozen=True)
@@ -102,6 +128,10 @@ class ValidationRecord:
     record_id: str = field(default="")
 
     def __post_init__(self) -> None:
+        # Text where text is shown and compared, whatever a reproducer printed in its host stamp:
+        # the writer and the reader normalise alike, so no record is written that reads back differently.
+        object.__setattr__(self, "host", _normal_host(self.host))
+        object.__setattr__(self, "versions", _text_values(self.versions))
         if not self.record_id:
             object.__setattr__(self, "record_id", self.computed_id())
 
@@ -145,8 +175,10 @@ class ValidationRecord:
         if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int)):
             raise ValueError("field 'exit_code' must be an integer or null")
         duration = data.get("duration_s", 0.0)
-        if isinstance(duration, bool) or not isinstance(duration, (int, float)):
-            raise ValueError("field 'duration_s' must be a number")
+        if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not -1e300 < duration < 1e300:
+            raise ValueError("field 'duration_s' must be a finite number")
+        if data.get("sentinel") is not None and not isinstance(data["sentinel"], str):
+            raise ValueError("field 'sentinel' must be a string or null")
         record = cls(
             shim=data["shim"],  # type: ignore[arg-type]
             mode=Mode(data["mode"]),
@@ -169,58 +201,144 @@ class ValidationRecord:
         return record
 
 
+#: Characters JSON may leave unescaped that some readers (``str.splitlines``, editors) take as a line
+#: break, and lone surrogates that cannot be written as UTF-8: always written as ``\\uXXXX``.
+_ESCAPE = re.compile("[\x85\u2028\u2029\ud800-\udfff]")
+#: Where damaged lines of ``manifest.jsonl`` are moved: ``manifest.jsonl.quarantine`` beside it.
+QUARANTINE_SUFFIX = ".quarantine"
+#: The largest manifest read (years of runs on many hosts are a few MiB).
+MAX_MANIFEST_BYTES = 1 << 30
+
+
 def dumps(record: ValidationRecord) -> str:
-    """One JSON Lines line (no newline), keys sorted so files diff cleanly."""
-    return json.dumps(record.to_json(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    """One JSON Lines line (no newline), keys sorted so files diff cleanly.
+
+    The line holds no character any reader takes as a line break (U+2028, U+2029, U+0085 are
+    escaped like the control characters) and no lone surrogate: it always reads back as one line.
+    """
+    text = json.dumps(record.to_json(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return _ESCAPE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
-def load(path: str | os.PathLike[str]) -> list[ValidationRecord]:
-    """Read a JSON Lines manifest; a missing file is empty, a bad line is a one-line ConfigError."""
+@dataclass(frozen=True)
+class Damaged:
+    """A line of a manifest that is not a record: its number, its bytes, and why."""
+
+    number: int
+    line: bytes
+    problem: str
+
+
+def quarantine_path(path: str | os.PathLike[str]) -> Path:
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(path, None, f"cannot read: {exc}", "check the file") from None
-    records = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    return path.with_name(path.name + QUARANTINE_SUFFIX)
+
+
+def _read(path: Path) -> tuple[list[ValidationRecord], list[bytes], list[Damaged], bytes]:
+    """``(records, their lines, damaged lines, the whole file)``; lines split on ``\n`` only, as written."""
+    # A folder or a FIFO is one error, never a block; a missing file is an empty manifest.
+    data = read_bytes(path, str(path), missing_ok=True, max_bytes=MAX_MANIFEST_BYTES)
+    if data is None:
+        return [], [], [], b""
+    records, lines, damaged = [], [], []
+    for number, line in enumerate(data.split(b"\n"), start=1):
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
+            records.append(_parse(line))
+            lines.append(line)
         except ValueError as exc:
-            raise ConfigError(path, f"line {number}", f"not valid JSON ({exc.msg} at column {exc.colno})",
-                              "fix or delete the line; every line is one record") from None
-        if not isinstance(data, dict):
-            raise ConfigError(path, f"line {number}", "expected a JSON object", "every line is one record")
-        try:
-            records.append(ValidationRecord.from_json(data))
-        except ValueError as exc:
-            raise ConfigError(path, f"line {number}", str(exc), "fix or delete the line") from None
-    return records
+            damaged.append(Damaged(number, line, str(exc)))
+    return records, lines, damaged, data
+
+
+def _parse(line: bytes) -> ValidationRecord:
+    """One line as a record; ``ValueError`` (one short line) for anything else."""
+    try:
+        data = json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8 text") from None
+    except RecursionError:
+        raise ValueError("not valid JSON (nested too deeply)") from None
+    except ValueError as exc:
+        raise ValueError(f"not valid JSON ({getattr(exc, 'msg', exc)} at column {getattr(exc, 'colno', '?')})") from None
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object")
+    try:
+        return ValidationRecord.from_json(data)
+    except RecursionError:
+        raise ValueError("a field is nested too deeply") from None
+    except ValueError as exc:
+        raise ValueError(str(exc)[:200]) from None
+
+
+def _quarantine(path: Path, damaged: list[Damaged]) -> str:
+    """Copy ``damaged`` lines to the quarantine file (once each); where they went, for the warning."""
+    target = quarantine_path(path)
+    try:
+        old = read_bytes(target, str(target), missing_ok=True, max_bytes=MAX_MANIFEST_BYTES) or b""
+        kept = set(old.split(b"\n"))
+        new = [d.line for d in damaged if d.line not in kept]
+        if new:
+            atomic_write(target, (old if not old or old.endswith(b"\n") else old + b"\n") + b"\n".join(new) + b"\n")
+    except (OSError, ConfigError) as exc:  # it stays in the manifest then: skipped, never lost
+        return f"kept in place (could not copy it to {target.name}: {getattr(exc, 'strerror', None) or exc})"
+    return f"copied to {target}"
+
+
+def _warn(path: Path, damaged: list[Damaged], where: str) -> None:
+    """One warning line per damaged line, on stderr: the store keeps working without it."""
+    for item in damaged:
+        print(f"patchlane: warning: {path}: line {item.number}: {item.problem} — skipped, {where}; "
+              "fix it there and `patchlane manifest merge` it back, or delete it", file=sys.stderr, flush=True)
+
+
+def load(path: str | os.PathLike[str]) -> list[ValidationRecord]:
+    """Read a JSON Lines manifest; a missing file is empty.
+
+    A damaged line (not JSON, not a record, a hand-edited record) never blocks the store: it is
+    skipped with a one-line warning naming the file and the line, and copied to
+    ``<manifest>.quarantine`` beside it; the next :func:`append` or :func:`write` moves it there.
+    """
+    return load_checked(path)[0]
+
+
+def load_checked(path: str | os.PathLike[str]) -> tuple[list[ValidationRecord], list[Damaged]]:
+    """:func:`load`, also saying which lines were damaged (a report notes that runs were left out)."""
+    path = Path(path)
+    records, _, damaged, _ = _read(path)
+    if damaged:
+        with locked(path):
+            where = _quarantine(path, damaged)
+        _warn(path, damaged, where)
+    return records, damaged
 
 
 def append(path: str | os.PathLike[str], records: Iterable[ValidationRecord]) -> int:
     """Add ``records`` that are not already in ``path``; returns how many were added.
 
     Read-modify-write under a lock file, then an atomic replace: concurrent lanes never lose
-    each other's records and a reader never sees half a line.
+    each other's records and a reader never sees half a line. Damaged lines are moved to the
+    quarantine file (never lost, never in the way).
     """
     path = Path(path)
     with locked(path):
-        existing = load(path)
+        existing, lines, damaged, data = _read(path)
+        where = _quarantine(path, damaged) if damaged else ""
+        moved = bool(damaged) and where.startswith("copied")
         seen = {record.record_id for record in existing}
         added = []
         for record in records:
             if record.record_id not in seen:
                 seen.add(record.record_id)
                 added.append(record)
-        if added:
-            old = path.read_text(encoding="utf-8") if path.exists() else ""
-            if old and not old.endswith("\n"):
-                old += "\n"
-            atomic_write(path, old + "".join(dumps(record) + "\n" for record in added))
+        if added or moved:
+            # Damaged lines leave the manifest only once the quarantine holds them.
+            kept = b"".join(line + b"\n" for line in lines) if not damaged or moved else \
+                (data if not data or data.endswith(b"\n") else data + b"\n")
+            atomic_write(path, kept + "".join(dumps(record) + "\n" for record in added).encode("utf-8"))
+    if damaged:
+        _warn(path, damaged, where.replace("copied", "moved", 1))
     return len(added)
 
 
@@ -228,12 +346,23 @@ def merge(paths: Iterable[str | os.PathLike[str]]) -> list[ValidationRecord]:
     """All records of ``paths``, each once (by record_id), stably sorted by ``started_at``."""
     by_id: dict[str, ValidationRecord] = {}
     for path in paths:
+        if not Path(path).exists():  # a host's records must never vanish because a path was mistyped
+            raise ConfigError(path, None, "file not found", "check the path of the manifest to merge")
         for record in load(path):
             by_id.setdefault(record.record_id, record)
     return sorted(by_id.values(), key=lambda record: record.started_at)
 
 
 def write(path: str | os.PathLike[str], records: Iterable[ValidationRecord]) -> None:
-    """Replace ``path`` with exactly ``records`` (e.g. the result of :func:`merge`)."""
+    """Replace ``path`` with exactly ``records`` (e.g. the result of :func:`merge`); damaged lines
+    of the old file are moved to the quarantine file first."""
+    path = Path(path)
     with locked(path):
+        damaged = _read(path)[2]
+        if damaged:
+            where = _quarantine(path, damaged)
+            if not where.startswith("copied"):
+                raise ConfigError(path, f"line {damaged[0].number}", f"damaged, and {where.removeprefix('kept in place (')[:-1]}",
+                                  "make room for the quarantine file beside it; nothing was written")
+            _warn(path, damaged, where.replace("copied", "moved", 1))
         atomic_write(path, "".join(dumps(record) + "\n" for record in records))

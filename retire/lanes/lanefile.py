@@ -23,6 +23,7 @@ from retire.lanes.model import (
     ENV_NAME,
     INDEX_NAME,
     LANE_NAME,
+    LANE_NAME_MAX,
     PLATFORM,
     PRERELEASE_MODES,
     PYTHON_VERSION,
@@ -89,7 +90,8 @@ class _Reader:
         if key == "python":
             text = value.string(fix=_as('a quoted version such as "3.12"'), empty_ok=True)
             if not PYTHON_VERSION.fullmatch(text):
-                raise value.error(f"invalid Python version {text!r}", 'use major.minor such as "3.12"')
+                raise value.error(f"invalid Python version {text!r}",
+                                  'use the major.minor of a CPython that exists, 3.8 to 3.19, such as "3.12"')
             return text
         if key == "platform":
             text = value.string(fix=_as('"x86_64-manylinux_2_28"'), empty_ok=True)
@@ -187,7 +189,8 @@ class _Reader:
     def lane(self, name: str, body: dict, key: str, origin: str) -> Lane:
         if not LANE_NAME.fullmatch(name):
             raise self.error(key, f"invalid lane name {name!r}",
-                             "lane names are lowercase letters, digits, '.', '_', '-', starting with a letter or digit")
+                             "lane names are lowercase letters, digits, '.', '_', '-', starting with a letter or digit, "
+                             f"at most {LANE_NAME_MAX} characters")
         for required, example in (("python", 'python = "3.12"'), ("requirements", 'requirements = ["torch"]')):
             if required not in body:
                 raise self.error(f"{key}.{required}", "missing", f"add {example}")
@@ -281,6 +284,9 @@ class _Reader:
             cells = matrix_mod.expand(template=template, base=base, axes=axes, exclude=exclude, include=include)
         except matrix_mod.MatrixConflict as exc:
             raise self.error(exc.key, exc.problem, exc.fix) from None
+        if not cells:  # a matrix that silently defines no lane would drop its cells from every run
+            raise self.error("matrix.exclude", "the excludes remove every cell: the matrix defines no lane",
+                             "drop an exclude, or delete the file")
         lanes = []
         for cell in cells:
             label = ", ".join(f"{a}={v}" for a, v in cell.values)

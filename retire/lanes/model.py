@@ -11,16 +11,21 @@ from datetime import datetime, timedelta
 from retire.core.times import format_span, format_utc
 from retire.lanes.revisions import Revision
 
-LANE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
+#: A lane name becomes a folder and file names (locks/<lane>/, .patchlane/envs/<lane>, <lane>.json):
+#: capped well below a file name's 255 bytes.
+LANE_NAME_MAX = 100
+LANE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,%d}" % (LANE_NAME_MAX - 1))
 INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
 SHIM_ID = re.compile(r"[a-z][a-z0-9_]*")
 ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
-PYTHON_VERSION = re.compile(r"3\.\d{1,2}")
-# uv's --python-platform targets; a lane locks for exactly one of them.
+#: The CPython minor versions a lane may name (uv supports 3.8 and later; 3.19 is years away).
+PYTHON_VERSION = re.compile(r"3\.(8|9|1[0-9])")
+# uv's --python-platform targets (exactly the ones uv 0.13 accepts, so a lane is never refused
+# later by uv); a lane locks for exactly one of them.
 PLATFORM = re.compile(
     r"(linux|windows|macos"
-    r"|(x86_64|aarch64)-manylinux_2_\d{1,2}|(x86_64|aarch64)-manylinux20(10|14)"
-    r"|(x86_64|aarch64|i686)-unknown-linux-(gnu|musl)"
+    r"|(x86_64|aarch64)-manylinux_2_(17|28|3[1-9]|40)|(x86_64|aarch64)-manylinux2014"
+    r"|(x86_64|aarch64)-unknown-linux-(gnu|musl)|riscv64-unknown-linux"
     r"|(x86_64|aarch64)-apple-darwin|(x86_64|aarch64|i686)-pc-windows-msvc)"
 )
 PRERELEASE_MODES = ("allow", "disallow", "if-necessary", "explicit", "if-necessary-or-explicit")

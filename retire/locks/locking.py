@@ -28,6 +28,7 @@ from packaging.utils import canonicalize_name
 
 from retire.core import times, uv
 from retire.core.atomic import atomic_write
+from retire.core.project import contained
 from retire.core.errors import ConfigError
 from retire.core.secrets import scrub
 from retire.lanes import revisions
@@ -35,20 +36,10 @@ from retire.locks.pins import revision_pins, unpinned
 from retire.lanes.model import LANE_NAME, Lane
 from retire.locks import integrity
 from retire.locks.cutoffs import Cutoffs, resolve_cutoffs
+from retire.locks.failures import explain_failure
 from retire.locks.integrity import CONTENT_KEY, PROVENANCE_HEADER as _PROVENANCE_HEADER
 
 LOCK_NAME = "pylock.toml"
-UNREACHABLE_MARKERS = (
-    "Could not connect",
-    "dns error",
-    "Connection refused",
-    "error sending request",
-    "operation timed out",
-    "Failed to fetch",
-    "failed to lookup address",
-)
-
-
 @dataclass(frozen=True)
 class LockResult:
     lane: str
@@ -69,15 +60,20 @@ class LockResult:
 
 
 def lock_path(locks_dir: Path, lane_name: str) -> Path:
+    """``locks/<lane>/pylock.toml``: never a committed link (followed out of the project), never a folder."""
     if not LANE_NAME.fullmatch(lane_name):  # names become paths: never let one climb out
         raise ValueError(f"invalid lane name {lane_name!r}")
-    return locks_dir / lane_name / LOCK_NAME
+    path = contained(locks_dir.parent, locks_dir / lane_name / LOCK_NAME)
+    if path.exists() and not path.is_file():
+        raise ConfigError(f"{locks_dir.name}/{lane_name}/{LOCK_NAME}", None, "not a regular file (a folder?)",
+                          f"delete it; `patchlane lock {lane_name}` writes the lock")
+    return path
 
 
 def read_lock(path: Path) -> dict | None:
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError):
+    except (OSError, ValueError, RecursionError):  # unreadable, not TOML (or UTF-8), nested too deeply
         return None
 
 
@@ -96,7 +92,7 @@ def read_provenance(path: Path, *, with_text: bool = False):
         text = path.read_text(encoding="utf-8")
         at = text.rfind(_PROVENANCE_HEADER)
         found = provenance(tomllib.loads(text[at:] if at >= 0 else text))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+    except (OSError, ValueError, RecursionError):  # unreadable, not TOML (or UTF-8), nested too deeply
         return None
     return (found, text) if with_text else found
 
@@ -258,15 +254,6 @@ def compile_args(lane: Lane, *, upgrade: bool = False, upgrade_packages: tuple[s
     for package in upgrade_packages:
         cmd += ["--upgrade-package", package]
     return cmd
-
-
-def explain_failure(stderr: str) -> tuple[str, str]:
-    """(status, one-line message) from uv's stderr; the full text stays in the result's detail."""
-    lines = uv.failure_lines(stderr)
-    status = "unreachable" if any(m in stderr for m in UNREACHABLE_MARKERS) else "failed"
-    errors = [line for line in lines if line.startswith(("error:", "cause:", "Caused by:", "╰─▶"))]
-    summary = " / ".join((errors or lines or ["uv failed without a message"])[:4])
-    return status, summary[:600]
 
 
 def stamp(lock_text: str, lane: Lane, origin: str, cutoffs: Cutoffs | None = None,

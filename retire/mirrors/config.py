@@ -170,6 +170,8 @@ def load_mirrors(root: Path, *, folder: Path | None = None) -> MirrorSet:
             raise _fail(path, None, f"cannot read it: {exc}", "check the file") from None
         except tomllib.TOMLDecodeError as exc:
             raise _fail(path, None, f"invalid TOML: {exc}", "fix the syntax") from None
+        except RecursionError:
+            raise _fail(path, None, "invalid TOML: nested too deeply", "flatten the value") from None
     section = data.get("mirrors", {})
     if not isinstance(section, Mapping):
         raise _fail(path, "mirrors", "expected a table", "write [mirrors]")

@@ -7,7 +7,7 @@ Where things live in a project (``root``):
 - ``packs/state.json``          approvals and filings (committed; the human gate's record);
 - ``validation/manifest.jsonl`` reproducer runs: the only evidence that a pack is ready.
 
-Nothing here files anything: ``export`` writes files for a human to post, ``filed`` records what
+Nothing here files anything: ``retire.packs.export`` writes files for a human to post, ``filed`` records what
 they posted. ``patchlane pack …`` is ``retire.commands.pack``; :func:`filing_queue` and
 :func:`markdown_section` feed the weekly report.
 """
@@ -28,7 +28,7 @@ from retire.evidence import validation
 from retire.core import times
 from retire.core.atomic import atomic_write, locked
 from retire.core.errors import ConfigError
-from retire.core.project import Project
+from retire.core.project import Project, contained
 from retire.packs.checks import (
     DEFAULT_MAX_CODE_LINES, DEFAULT_WINDOW, Blocker, DenyRule, parse_deny, readiness,
 )
@@ -42,7 +42,6 @@ __all__ = [
     "LoadedPack",
     "QueueEntry",
     "approve",
-    "export",
     "deny_file",
     "filing_queue",
     "load_pack",
@@ -109,8 +108,9 @@ def load_pack(root: str | Path, pack_id: str) -> LoadedPack:
     manifest = load_manifest(path.parent / "manifest.toml", check_files=False)
     display = _display(root, path)
     spec = parse_pack_spec(tomlreader.read_text(path, display), display, manifest.id)
-    reproducer_text = tomlreader.read_text(manifest.reproducer_path, _display(root, manifest.reproducer_path),
-                                           missing_ok=True)
+    # Neither the reproducer nor its shim folder may be a link: what is attached is what was reviewed.
+    reproducer = contained(manifest.directory.parent, manifest.reproducer_path.absolute(), key="reproducer.path")
+    reproducer_text = tomlreader.read_text(reproducer, _display(root, reproducer), missing_ok=True)
     lines = len(reproducer_text.splitlines()) if reproducer_text is not None else 0
     return LoadedPack(manifest, render(manifest, spec, lines), reproducer_text)
 
@@ -313,77 +313,6 @@ def approve(root: str | Path, pack_id: str, *, by: str, now: _dt.datetime | None
     approval = Approval(by=name, at=times.format_utc(now), digest=loaded.digest)
     _update_state(root, lambda state: state.approve(pack_id, approval))
     return approval
-
-
-def export(root: str | Path, pack_id: str, destination: str | Path, *, now: _dt.datetime | None = None,
-           window: _dt.timedelta = DEFAULT_WINDOW) -> list[Path]:
-    """Write an approved, still-ready pack for a human to post; returns the files written.
-
-    ``<BODY>.md`` (ISSUE.md, PR.md or COMMENT.md), the reproducer, the reproducer protocol helper
-    it imports (``shims/reproducer.py``, standard library only) and a README with the command.
-    """
-    root = Path(root)
-    assessed = _assess_all(root, [pack_id], now=now, window=window, max_code_lines=DEFAULT_MAX_CODE_LINES)[0]
-    if assessed.loaded is not None and assessed.entry.status in ("ready", "blocked") and assessed.entry.approved_by is None:
-        raise ConfigError(None, None, f"{pack_id}: not approved — nothing is exported before a human approves it",
-                          f"run `patchlane pack approve {pack_id} --by NAME` once it is ready")
-    loaded = _ready_or_raise(assessed, "export")
-    if assessed.entry.status != "approved":
-        raise ConfigError(None, None, f"{pack_id}: not approved", f"run `patchlane pack approve {pack_id} --by NAME`")
-    pack, spec = loaded.pack, loaded.pack.spec
-    destination = Path(destination)
-    if destination.exists() and not destination.is_dir():
-        raise ConfigError(destination, None, "exists and is not a folder", "choose a folder")
-    import shims.reproducer
-
-    helper = Path(shims.reproducer.__file__)
-    files = {
-        spec.body_name: pack.body,
-        pack.reproducer_name: loaded.reproducer_text or "",
-        "README.md": _readme(loaded, assessed.entry),
-    }
-    if "from shims import reproducer" in (loaded.reproducer_text or "") and helper.is_file():
-        files["shims/__init__.py"] = '"""The reproducer protocol helper only (host stamp, sentinels, exit codes)."""\n'
-        files["shims/reproducer.py"] = helper.read_text(encoding="utf-8")
-    written = []
-    for name, text in files.items():
-        target = destination / name
-        atomic_write(target, text)
-        written.append(target)
-    return written
-
-
-def _readme(loaded: LoadedPack, entry: QueueEntry) -> str:
-    spec, pack = loaded.pack.spec, loaded.pack
-    if spec.is_comment:
-        where = f"Post `{spec.body_name}` as a comment on {spec.upstream.thread} — do not open a competing pull request."
-    elif spec.kind == "pr":
-        where = (f"Open a pull request against https://github.com/{spec.repository}: title = the first line of "
-                 f"`{spec.body_name}` without the `# `, description = the rest.")
-    else:
-        where = (f"Open an issue at https://github.com/{spec.repository}/issues/new: title = the first line of "
-                 f"`{spec.body_name}` without the `# `, body = the rest.")
-    formatter = ("\n- [ ] NVIDIA/Megatron-LM: run the project's required formatter on the diff before attaching it."
-                 if spec.repository.lower() == "nvidia/megatron-lm" and spec.kind == "pr" else "")
-    return f"""# Pack `{pack.id}`: {pack.title}
-
-Approved by {entry.approved_by} on {entry.approved_at}. Nothing here was filed automatically.
-
-{where}
-
-Attach `{pack.reproducer_name}` as a file or a gist (with `shims/` if present: the protocol
-helper it imports). Run it against `{spec.against}` with:
-
-```sh
-{spec.command}
-```
-
-Before posting:
-
-- [ ] the reproducer printed `BUG_REPRODUCED` today on a host you can name;
-- [ ] the body reads cleanly in GitHub's preview (fences, tables, no non-public links);{formatter}
-- [ ] after posting: `patchlane pack filed {pack.id} --url <the issue, PR or comment URL>`.
-"""
 
 
 def record_filing(root: str | Path, pack_id: str, url: str, *, now: _dt.datetime | None = None) -> Filing:

@@ -55,7 +55,7 @@ class HttpCache:
                 last_modified=data.get("last_modified"), stored_at=float(data["stored_at"]),
                 max_age=data.get("max_age"), content_type=data.get("content_type"),
             )
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
             return None  # missing or corrupt: fetch again
 
     def drop(self, url: str, accept: str) -> None:

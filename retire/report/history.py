@@ -12,7 +12,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from retire.core.errors import ConfigError
 from retire.core.git import Git, GitError
+from retire.core.project import contained
+from shims.tomlreader import read_text
 from retire.report.model import BurnPoint, PreviousReport, iso_week, parse_week, week_bounds
 
 __all__ = ["History", "git_burndown", "read_previous_reports"]
@@ -32,6 +35,10 @@ def _display(path: Path) -> str:
         return str(path)
 
 
+#: The largest previous report read (a year of weekly reports is far smaller).
+_MAX_REPORT = 64 << 20
+
+
 def read_previous_reports(folder: str | os.PathLike[str], before_week: str) -> History:
     """Every ``<week>.json`` in ``folder`` older than ``before_week``; bad ones noted and skipped."""
     folder = Path(folder)
@@ -48,8 +55,14 @@ def read_previous_reports(folder: str | os.PathLike[str], before_week: str) -> H
         if week >= before_week:
             continue
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(read_text(contained(folder, path.name), _display(path), max_bytes=_MAX_REPORT) or "")
             report = PreviousReport.from_json(data)
+        except ConfigError as exc:  # a committed link (never followed), a FIFO or folder (never read)
+            notes.append(f"{_display(path)}: {exc.problem} — ignored")
+            continue
+        except RecursionError:
+            notes.append(f"{_display(path)}: previous report is nested too deeply — ignored")
+            continue
         except (OSError, UnicodeDecodeError) as exc:
             notes.append(f"{_display(path)}: cannot read previous report ({exc}) — ignored")
             continue

@@ -74,11 +74,13 @@ def parse_week(text: str) -> str:
     if not found:
         raise ValueError(f"expected an ISO week like 2026-W47, got {text!r}")
     year, week = int(found.group(1)), int(found.group(2))
+    if not 1970 <= year <= 9998:  # a report looks back and ahead some weeks: stay far from date's limits
+        raise ValueError(f"year {year} is out of range: write a week between 1970-W01 and 9998-W52")
     try:
         _dt.date.fromisocalendar(year, week, 1)
     except ValueError:
         raise ValueError(f"{year} has no ISO week {week}") from None
-    return f"{year}-W{week:02d}"
+    return f"{year:04d}-W{week:02d}"
 
 
 def week_bounds(label: str) -> tuple[_dt.date, _dt.date]:

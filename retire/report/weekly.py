@@ -31,7 +31,7 @@ from retire.report import markdown as report_render
 from retire.core import times
 from retire.core.atomic import atomic_write
 from retire.core.errors import ConfigError, PatchlaneError
-from retire.core.project import Project
+from retire.core.project import Project, contained
 
 try:  # the filing-queue section exists only where retire.packs does
     from retire.packs import store as _packs
@@ -70,9 +70,14 @@ def _records(path: Path) -> tuple[list, str | None]:
     from retire.evidence import validation
 
     try:
-        return validation.load(path), None
+        records, damaged = validation.load_checked(path)
     except ConfigError as exc:
         return [], str(exc)
+    if not damaged:
+        return records, None
+    first = damaged[0]
+    return records, (f"{path}: {len(damaged)} damaged line(s) left out, copied to {validation.quarantine_path(path).name} "
+                     f"(line {first.number}: {first.problem})")
 
 
 def gather_verdicts(project: Project, manifests, lanes, records_path: Path, *, probe: bool = True,
@@ -125,7 +130,7 @@ def write_report(out: Path, week: str, files: Sequence[tuple[str, str]]) -> tupl
     """
     paths = []
     for suffix, text in files:
-        path = out / f"{week}{suffix}"
+        path = contained(out, f"{week}{suffix}")  # a committed link is refused, never written through
         try:
             atomic_write(path, text)
         except OSError as exc:

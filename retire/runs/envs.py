@@ -204,7 +204,7 @@ def _synced_nothing(uv_output: str) -> bool:
 def _parse_lock(lock_file: Path, data: bytes) -> dict:
     try:
         return tomllib.loads(data.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise BuildError(f"{lock_file} is not valid TOML ({exc})") from None
 
 
@@ -224,7 +224,7 @@ def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = 
         raise BuildError(f"no lock at {lock_file}: run `nox -s lock -- {lane.name}`")
     lock_bytes = lock_file.read_bytes()
     path = env_path(envs_dir, lane.name)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _make_folder(path)
     state_file = path / STATE_NAME
     state = _read_state(state_file)
     made_from = ["overlay", overlay] if overlay else ["full", lane.python]
@@ -294,6 +294,17 @@ def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = 
     )
 
 
+def _make_folder(path: Path) -> None:
+    """The folder of lane envs; a stray file where it or the lane's env goes is one line, not a traceback."""
+    for folder in (path.parent, path):
+        if folder.exists() and not folder.is_dir():
+            raise BuildError(f"{folder} is a file where the lane env folder goes: delete it (patchlane makes the folder)")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BuildError(f"cannot make {path.parent}: {exc.strerror or exc} (a stray file on the way?)") from None
+
+
 def _localized(lock: dict, lane: Lane, lock_bytes: bytes, wheelhouse: Path | None, sources: dict[str, str]) -> dict:
     """The lock as this host installs it: revisions from the local mirrors, files from the wheelhouse."""
     from retire.core.errors import ConfigError
@@ -335,5 +346,5 @@ def _full_env_info(path: Path, lock: dict) -> dict | None:
 def _read_state(path: Path) -> dict:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}

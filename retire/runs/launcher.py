@@ -32,7 +32,7 @@ from shims.reproducer import Mode
 from retire.core import times
 from retire.evidence.validation import MODES, ValidationRecord
 from retire.runs.reaper import REAPER
-from retire.runs.reproduce import child_environment, finished_run, run_reproducer, runtime_path
+from retire.runs.reproduce import child_environment, finished_run, reproducer_file, run_reproducer, runtime_path
 
 __all__ = ["ISOLATIONS", "PROTOCOL_MODULES", "Launcher", "common_environment", "preload_of"]
 
@@ -161,7 +161,7 @@ class Launcher:
         self._next_id += 1
         number = self._next_id
         out, err = self._dir / f"{number}.out", self._dir / f"{number}.err"
-        request = {"id": number, "path": os.fspath(manifest.reproducer_path.resolve()), "args": ["--mode", str(mode)],
+        request = {"id": number, "path": os.fspath(reproducer_file(manifest).resolve()), "args": ["--mode", str(mode)],
                    "env": child_env, "cwd": os.fspath(Path(cwd).resolve()) if cwd is not None else os.getcwd(),
                    "stdout": str(out), "stderr": str(err), "timeout": limit,
                    "sys_path_first": [os.fspath(p) for p in sys_path_first]}

@@ -77,6 +77,7 @@ def run_reproducer(
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    reproducer_file(manifest)  # a reproduce.py linked out of its shim folder: refused, never run
     mode = Mode(mode)
     limit = manifest.reproducer.timeout if timeout is None else timeout
     command = [os.fspath(python), os.fspath(manifest.reproducer_path), "--mode", mode]
@@ -191,3 +192,11 @@ def _record(
         output_tail=tail,
         detail=detail,
     )
+
+
+def reproducer_file(manifest: ShimManifest):
+    """The reproducer of ``manifest``, checked before anything runs it (any isolation): neither the
+    file nor its shim folder may be a symbolic link (:func:`retire.core.project.contained`)."""
+    from retire.core.project import contained
+
+    return contained(manifest.directory.parent, manifest.reproducer_path.absolute(), key="reproducer.path")
