@@ -210,23 +210,22 @@ def edit_lane_text(text: str, shim_id: str, floors: Mapping[str, str]) -> tuple[
     return (tomlkit.dumps(doc) if changes else text), changes
 
 
-def add_constraint(text: str, requirement: str) -> str:
-    """Append ``requirement`` to the file's ``[lane]`` (or ``[matrix.base]``) constraints, once."""
+def _append_once(text: str, key: str, item: str) -> str:
+    """Append ``item`` to the list ``key`` of the file's ``[lane]`` (or ``[matrix.base]``), once."""
     doc = tomlkit.parse(text)
     table = primary_body(doc)
-    if "constraints" not in table:
-        table["constraints"] = [requirement]
-    elif requirement not in table["constraints"]:
-        table["constraints"].append(requirement)
+    if key not in table:
+        table[key] = [item]
+    elif item not in table[key]:
+        table[key].append(item)
     return tomlkit.dumps(doc)
+
+
+def add_constraint(text: str, requirement: str) -> str:
+    """Append ``requirement`` to the file's ``[lane]`` (or ``[matrix.base]``) constraints, once."""
+    return _append_once(text, "constraints", requirement)
 
 
 def add_shim(text: str, shim_id: str) -> str:
     """Append ``shim_id`` to the file's ``[lane]`` (or ``[matrix.base]``) shims, once."""
-    doc = tomlkit.parse(text)
-    table = primary_body(doc)
-    if "shims" not in table:
-        table["shims"] = [shim_id]
-    elif shim_id not in table["shims"]:
-        table["shims"].append(shim_id)
-    return tomlkit.dumps(doc)
+    return _append_once(text, "shims", shim_id)
