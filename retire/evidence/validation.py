@@ -84,6 +84,22 @@ def compute_record_id(
     return hashlib.sha256(json.dumps(identity, separators=(",", ":"), sort_keys=True).encode()).hexdigest()
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _paired(value):
+    """``value`` with surrogates as a JSON reader will read them back: an adjacent high and low
+    surrogate become the one character they encode, a lone one becomes U+FFFD. (A manifest line
+    escapes each surrogate on its own, and every JSON reader joins an escaped pair.)"""
+    if isinstance(value, str):
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace") if _SURROGATE.search(value) else value
+    if isinstance(value, Mapping):
+        return {_paired(k): _paired(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_paired(v) for v in value]
+    return value
+
+
 def _text(value: object) -> str | None:
     return value if value is None or isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
 
@@ -130,6 +146,11 @@ class ValidationRecord:
     def __post_init__(self) -> None:
         # Text where text is shown and compared, whatever a reproducer printed in its host stamp:
         # the writer and the reader normalise alike, so no record is written that reads back differently.
+        for name in ("shim", "lane", "started_at", "output_tail", "detail", "run", "sentinel", "host", "versions",
+                     "environment"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or _SURROGATE.search(value):
+                object.__setattr__(self, name, _paired(value))
         object.__setattr__(self, "host", _normal_host(self.host))
         object.__setattr__(self, "versions", _text_values(self.versions))
         if not self.record_id:
