@@ -14,6 +14,10 @@ from tests.support.wheels import build_sdist, build_wheel
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# `nox -s tests` runs this suite inside a nox session, whose noxfile exported the invocation's run
+# id for its own lane sessions; the nox runs and lane runs the tests start are invocations of their own.
+os.environ.pop("PATCHLANE_RUN_ID", None)
+
 
 @pytest.fixture(autouse=True)
 def _isolated_uv(tmp_path_factory, monkeypatch):
