@@ -105,3 +105,14 @@ def subprocess_env(**extra: str) -> dict[str, str]:
 
 
 PYTHON = sys.executable
+
+
+@pytest.fixture(scope="module")
+def einops_index(tmp_path_factory):
+    """A loopback index with a small pure-Python einops: what a scaffolded shop's CPU lane asks for."""
+    index = PackageIndex()
+    wheels = tmp_path_factory.mktemp("einops")
+    index.add(build_wheel(wheels, "einops", "0.8.1", files={"einops/__init__.py": '__version__ = "0.8.1"\n'}),
+              "2026-01-10")
+    with IndexServer(index) as server:
+        yield server

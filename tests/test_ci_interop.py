@@ -19,8 +19,6 @@ import yaml
 from retire.core.git import Git
 from retire.evidence import validation
 from tests.conftest import ROOT, run_cli
-from tests.support.index import IndexServer, PackageIndex
-from tests.support.wheels import build_wheel
 
 EXPRESSION = re.compile(r"\$\{\{\s*([^}]*?)\s*\}\}")
 
@@ -105,14 +103,6 @@ def test_the_lock_hook_installs_exactly_the_engine_extra():
 # A scaffolded shop, locked against a loopback index, for the Action and the hooks to run in.
 
 
-@pytest.fixture(scope="module")
-def einops_index(tmp_path_factory):
-    index = PackageIndex()
-    wheels = tmp_path_factory.mktemp("einops-ci")
-    index.add(build_wheel(wheels, "einops", "0.8.1", files={"einops/__init__.py": '__version__ = "0.8.1"\n'}),
-              "2026-01-10")
-    with IndexServer(index) as server:
-        yield server
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from retire.runs.reproduce import run_reproducer
 from shims.manifest import ManifestError, load_manifest, parse_manifest
 from tests.conftest import run_cli
 from tests.support import shimtree
+from tests.test_runs import CRASHING_REPRODUCER
 from tests.support.wheels import build_wheel
 
 #: A stand-in for torch: costly to import (it says how often it was), with module state a run can leak.
@@ -43,16 +44,6 @@ def check(with_shim):
     if seen:
         raise RuntimeError(f"state leaked from another run: {seen}")
     return reproducer.FIX_VALIDATED if toylib.add(2, 2) == 4 else reproducer.BUG_REPRODUCED
-
-if __name__ == "__main__":
-    reproducer.run("{shim_id}", check, packages=["toylib"])
-'''
-CRASHING_REPRODUCER = '''
-from shims import reproducer
-
-def check(with_shim):
-    import toylib
-    return toylib.no_such_function()
 
 if __name__ == "__main__":
     reproducer.run("{shim_id}", check, packages=["toylib"])

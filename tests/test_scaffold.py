@@ -11,19 +11,8 @@ import pytest
 
 from retire.evidence import validation
 from tests.conftest import ROOT, run_cli
-from tests.support.index import IndexServer, PackageIndex
-from tests.support.wheels import build_wheel
 
 
-@pytest.fixture(scope="module")
-def einops_index(tmp_path_factory):
-    """The scaffold's CPU lane asks for einops: a loopback index serves a small pure-Python one."""
-    index = PackageIndex()
-    wheels = tmp_path_factory.mktemp("einops")
-    index.add(build_wheel(wheels, "einops", "0.8.1", files={"einops/__init__.py": '__version__ = "0.8.1"\n'}),
-              "2026-01-10")
-    with IndexServer(index) as server:
-        yield server
 
 
 def _nox(root, *args):
