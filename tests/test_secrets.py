@@ -148,3 +148,11 @@ if __name__ == "__main__":
         assert TOKEN not in path.read_text()
     manifest = (p.root / "validation" / "manifest.jsonl").read_text()
     assert "echoed: <redacted>" in manifest and TOKEN not in manifest
+
+
+def test_the_gpu_hosts_safety_settings_reach_lane_code():
+    """GPU hosts here keep NVLink multicast off through these variables, which every program a lane
+    starts must keep (a program started with its own environment too)."""
+    safety = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+    assert childenv.for_lane({"PATH": "/bin", **safety}) == {"PATH": "/bin", **safety}
+    assert safety.items() <= childenv.for_uv({"PATH": "/bin", **safety}).items()

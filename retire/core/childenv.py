@@ -37,7 +37,7 @@ _EXACT = frozenset({
     "MAX_JOBS", "CUDACXX", "CUDAHOSTCXX", "PKG_CONFIG_PATH", "CARGO_HOME", "RUSTUP_HOME",
 })
 _PREFIXES = (
-    "LC_", "CUDA_", "CUDNN_", "CUBLAS", "CUTLASS_", "NVIDIA_", "NV_", "NVTE_", "NCCL_", "GLOO_", "TORCH_",
+    "LC_", "CUDA_", "CUDNN_", "CUBLAS", "CUTLASS_", "NVIDIA_", "NV_", "NVTE_", "NCCL_", "NVSHMEM_", "GLOO_", "TORCH_",
     "TORCHINDUCTOR_", "TORCHDYNAMO_", "PYTORCH_", "TRITON_", "TL_", "TILELANG_", "HF_", "TRANSFORMERS_",
     "OMP_", "MKL_", "KMP_", "OPENBLAS_", "PYTHON", "PYENV_", "PATCHLANE_", "SHIMS_", "COVERAGE_",
     # extension builds and JIT compilers (torch cpp_extension, TileLang/TVM, mamba, TE, flash-attn)
