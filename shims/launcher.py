@@ -78,12 +78,23 @@ def _cuda_initialised() -> bool:
         return False
 
 
+def _gpus_visible(torch) -> bool:
+    """Whether this host has a CUDA device, asked through NVML (which leaves forks usable); True
+    when that cannot be told (no such function in this torch)."""
+    count = getattr(getattr(torch, "cuda", None), "_device_count_nvml", None)
+    try:
+        return not callable(count) or count() != 0 and count() != -1  # -1: no NVML, so no NVIDIA driver
+    except Exception:  # noqa: BLE001 - an unexpected torch: assume a GPU, and check the fork
+        return True
+
+
 def _fork_unusable() -> bool:
-    """Whether a fork of this process could not use CUDA (torch's bad-fork state). A fresh child
-    answers, so nothing is initialised here."""
+    """Whether a fork of this process could not use a GPU this host has (torch's bad-fork state).
+    A fresh child answers, so nothing is initialised here. A host without a GPU loses nothing: its
+    runs find no CUDA device either way."""
     torch = sys.modules.get("torch")
     probe = getattr(getattr(torch, "_C", None), "_cuda_isInBadFork", None)
-    if not callable(probe):
+    if not callable(probe) or not _gpus_visible(torch):
         return False
     pid = os.fork()
     if pid == 0:

@@ -198,6 +198,10 @@ class cuda:
         return False
 
     @staticmethod
+    def _device_count_nvml():
+        return int(os.environ.get("FAKE_GPUS", "1"))
+
+    @staticmethod
     def is_available():
         global _poisoned_in
         if os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK") != "1":  # the CUDA runtime, not NVML
@@ -223,6 +227,11 @@ def test_a_preload_that_asks_for_cuda_leaves_forks_usable_or_is_refused(tree):
     with Launcher(sys.executable, ["torch", "asks_for_cuda"], forced) as refused:
         record = refused.run(manifest, "without", env=env)
     assert "unable to use CUDA in a fork" in refused.fallback and record.outcome == "bug-reproduced"
+    # A host without a GPU loses nothing in a poisoned fork (seen on CI's CPU host): served.
+    for no_gpu in ("0", "-1"):
+        with Launcher(sys.executable, ["torch", "asks_for_cuda"], {**forced, "FAKE_GPUS": no_gpu}) as cpu_only:
+            assert cpu_only.alive, cpu_only.fallback
+            assert cpu_only.run(manifest, "with", env=env).outcome == "fix-validated"
 
 
 def test_the_launcher_environment_is_what_every_run_shares():
