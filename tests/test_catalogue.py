@@ -439,3 +439,20 @@ def test_catalogue_reads_proof_from_records():
     ])}
     proof = rows["mamba3_fp32_float16module"].proofs[0]
     assert (proof.lane, proof.host, proof.verdict) == ("local-cpu", "CPU", "bug and fix proven")
+
+
+def test_catalogue_names_the_commit_a_package_was_built_from():
+    from retire.report.catalogue import build, render_markdown
+    from retire.evidence.validation import ValidationRecord
+
+    commit = "d48bd6be0a85cc0d6d3cc71e8750cf357cc6bdb1"
+    host = {"gpu": "NVIDIA H100 80GB HBM3", "hostname": "h100-1",
+            "revisions": {"megatron-core": f"file:///srv/mirrors/NVIDIA/Megatron-LM.git@{commit}"}}
+    runs = [ValidationRecord(shim="hopper_flce_dispatcher", mode=mode, lane="megatron-dev", host=host,
+                             versions={"megatron-core": "0.19.0+d48bd6b", "torch": "2.11.0"}, sentinel=sentinel,
+                             outcome=outcome, exit_code=code, duration_s=1.0, started_at="2026-11-25T10:00:00.000000+00:00")
+            for mode, sentinel, outcome, code in (("without", "BUG_REPRODUCED", "bug-reproduced", 10),
+                                                  ("with", "FIX_VALIDATED", "fix-validated", 0))]
+    text = render_markdown(build(list(_catalogue().values()), runs))
+    assert "(megatron-core 0.19.0+d48bd6b from commit d48bd6be0a85, torch 2.11.0)" in text
+    assert "bug and fix proven" in text

@@ -35,6 +35,8 @@ class LaneProof:
     versions: tuple[tuple[str, str], ...]
     without: str | None  # outcome of the latest `--mode without` run, if any
     with_: str | None  # outcome of the latest `--mode with` run, if any
+    #: (distribution, commit) of packages built from an upstream revision (the host stamp's PEP 610 revisions)
+    revisions: tuple[tuple[str, str], ...] = ()
 
     @property
     def verdict(self) -> str:
@@ -81,6 +83,9 @@ def build(manifests: Iterable[ShimManifest], records: Iterable[ValidationRecord]
             sample = with_ or without
             assert sample is not None
             versions = tuple(sorted((k, str(v)) for k, v in sample.versions.items() if v is not None))
+            stamped = sample.host.get("revisions")
+            revisions = tuple(sorted((str(k), str(v).rpartition("@")[2]) for k, v in stamped.items()
+                                     if "@" in str(v))) if isinstance(stamped, dict) else ()
             proofs.append(
                 LaneProof(
                     lane=lane,
@@ -88,6 +93,7 @@ def build(manifests: Iterable[ShimManifest], records: Iterable[ValidationRecord]
                     versions=versions,
                     without=without.outcome if without else None,
                     with_=with_.outcome if with_ else None,
+                    revisions=revisions,
                 )
             )
         rows.append(CatalogueRow(manifest, tuple(proofs)))
@@ -143,7 +149,8 @@ def render_markdown(rows: Sequence[CatalogueRow]) -> str:
             out.append("")
             continue
         for p in row.proofs:
-            versions = ", ".join(f"{k} {v}" for k, v in p.versions)
+            built = dict(p.revisions)
+            versions = ", ".join(f"{k} {v}" + (f" from commit {built[k][:12]}" if k in built else "") for k, v in p.versions)
             out.append(
                 f"- `{p.lane}` on {p.host} ({versions}): without → {p.without or 'not run'}, "
                 f"with → {p.with_ or 'not run'} — {p.verdict}"
