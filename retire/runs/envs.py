@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import tomlkit
-from packaging.markers import Marker
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
@@ -337,9 +336,7 @@ def _full_env_info(path: Path, lock: dict) -> dict | None:
     if config.get("implementation") != "CPython" or not purelib.is_dir():
         return None
     # A package whose marker does not hold here was not installed: judge markers as the venv would.
-    here = {"python_version": ".".join(version.split(".")[:2]), "python_full_version": version}
-    packages = {str(canonicalize_name(p["name"])): p["version"] for p in lock.get("packages", [])
-                if "version" in p and ("marker" not in p or Marker(p["marker"]).evaluate(here))}
+    packages = envcheck.expected_versions(lock, version)
     return {"python": version, "purelib": str(purelib), "platlib": str(purelib), "packages": packages}
 
 
