@@ -157,6 +157,15 @@ class ValidationRecord:
             object.__setattr__(self, "record_id", self.computed_id())
 
     @property
+    def revisions(self) -> dict[str, str]:
+        """{distribution: commit} of packages this run's interpreter had from a VCS checkout: the
+        host stamp's ``revisions``, ``"<repository URL>@<commit>"`` each (``shims.reproducer.vcs_revision``)."""
+        stamped = self.host.get("revisions")
+        if not isinstance(stamped, Mapping):
+            return {}
+        return {str(name): str(text).rpartition("@")[2] for name, text in stamped.items() if "@" in str(text)}
+
+    @property
     def started(self) -> _dt.datetime | None:
         """``started_at`` as a UTC moment (recorded as UTC), or None when it is not a readable time."""
         try:

@@ -46,10 +46,7 @@ def evidence_of(record: ValidationRecord) -> ExecutionEvidence:
     host = record.host or {}
     versions = tuple(sorted((canonicalize_name(name), version) for name, version in record.versions.items()))
     gpu = host.get("gpu")
-    stamped = host.get("revisions") if isinstance(host.get("revisions"), dict) else {}
-    # "<repository URL>@<commit>" per distribution (shims.reproducer.vcs_revision)
-    revisions = tuple(sorted((canonicalize_name(str(name)), str(text).rpartition("@")[2])
-                             for name, text in stamped.items() if "@" in str(text)))
+    revisions = tuple(sorted((canonicalize_name(name), commit) for name, commit in record.revisions.items()))
     return ExecutionEvidence(
         shim=record.shim, lane=record.lane, mode=record.mode, outcome=record.outcome, versions=versions,
         host=str(host.get("hostname") or "?"), gpu=str(gpu) if gpu else None, started_at=record.started_at,

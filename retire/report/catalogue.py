@@ -83,9 +83,7 @@ def build(manifests: Iterable[ShimManifest], records: Iterable[ValidationRecord]
             sample = with_ or without
             assert sample is not None
             versions = tuple(sorted((k, str(v)) for k, v in sample.versions.items() if v is not None))
-            stamped = sample.host.get("revisions")
-            revisions = tuple(sorted((str(k), str(v).rpartition("@")[2]) for k, v in stamped.items()
-                                     if "@" in str(v))) if isinstance(stamped, dict) else ()
+            revisions = tuple(sorted(sample.revisions.items()))
             proofs.append(
                 LaneProof(
                     lane=lane,
