@@ -28,6 +28,7 @@ from pathlib import Path
 from retire.core.atomic import atomic_write, locked
 from retire.core.errors import ConfigError
 from retire.core.git import Git, GitError
+from retire.core.secrets import scrub
 
 WORKTREES_DIR = Path(".patchlane") / "worktrees"
 PRS_DIR = Path(".patchlane") / "prs"
@@ -62,11 +63,9 @@ class PullRequests:
         return {**auth_headers(self.token), "Accept": "application/vnd.github+json"}
 
     def _error(self, what: str, exc_or_response) -> str:
-        from retire.probes.http import redact
-
         text = getattr(exc_or_response, "text", None)
         detail = f"HTTP {exc_or_response.status_code}: {text[:200]}" if text is not None else str(exc_or_response)
-        return redact(f"{what}: {detail}", [self.token])
+        return scrub(f"{what}: {detail}", [self.token])
 
     def find_or_open(self, *, head: str, base: str, title: str, body: str) -> tuple[str, str | None]:
         """(status, url): ``exists`` when a PR for ``head`` is already there, else ``opened``."""
@@ -178,7 +177,7 @@ def open_pull_request(repo: Path, *, branch: str, base_branch: str, title: str, 
                       client=None, token: str | None = None) -> tuple[str, str | None]:
     """Push ``branch`` (never forced) and find or open its pull request: (status, url)."""
     from retire.probes.codehost import token_from_env
-    from retire.probes.http import make_client, redact
+    from retire.probes.http import make_client
 
     token = token or token_from_env()
     if not token:
@@ -188,7 +187,7 @@ def open_pull_request(repo: Path, *, branch: str, base_branch: str, title: str, 
     try:
         Git(repo).run("push", "--quiet", remote, f"refs/heads/{branch}:refs/heads/{branch}")
     except GitError as exc:
-        return "failed: " + redact(str(exc), [token]), None
+        return "failed: " + scrub(str(exc), [token]), None
     owned = client is None
     client = client or make_client()
     try:

@@ -43,12 +43,13 @@ from retire.core.secrets import scrub_bytes
 from retire.probes.cache import DEFAULT_CACHE_DIR, CacheEntry, HttpCache, freshness
 from retire.probes.client import MAX_IN_FLIGHT, USER_AGENT, deadline_scope, make_client
 from retire.probes.fetched import BadBody, Fetched, RetryPolicy, decode_json
-from retire.probes.redaction import mask_url, redact
+from retire.core.secrets import scrub
+from retire.probes.redaction import mask_url
 from retire.probes.watchdog import WATCHDOG
 
 __all__ = [
     "DEFAULT_CACHE_DIR", "MAX_IN_FLIGHT", "USER_AGENT", "BadBody", "Fetched", "Fetcher", "HttpCache", "RetryPolicy",
-    "decode_json", "make_client", "mask_url", "redact",
+    "decode_json", "make_client", "mask_url",
 ]
 
 T = TypeVar("T")
@@ -134,7 +135,7 @@ class Fetcher:
 
     def redact(self, text: str) -> str:
         """``text`` without the secrets this fetcher knows (a server may echo them anywhere)."""
-        return redact(text, self.secrets)
+        return scrub(text, self.secrets)
 
     def _clean(self, body: bytes) -> bytes:
         return scrub_bytes(body, self.secrets)

@@ -1,19 +1,13 @@
-"""Secrets out of everything a probe returns or stores: the token replaced, URL credentials masked."""
+"""URL credentials masked in what a probe reports or stores (secret values themselves are
+scrubbed by :func:`retire.core.secrets.scrub`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from urllib.parse import urlsplit, urlunsplit
 
-from retire.core.secrets import REDACTED, scrub
+from retire.core.secrets import REDACTED
 
-__all__ = ["REDACTED", "mask_url", "redact"]
-
-
-
-def redact(text: str, secrets: Sequence[str]) -> str:
-    """``text`` without ``secrets`` nor any secret of the environment (:func:`retire.core.secrets.scrub`)."""
-    return scrub(text, secrets)
+__all__ = ["REDACTED", "mask_url"]
 
 
 def mask_url(url: str) -> str:
