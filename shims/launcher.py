@@ -82,8 +82,10 @@ def _gpus_visible(torch) -> bool:
     """Whether this host has a CUDA device, asked through NVML (which leaves forks usable); True
     when that cannot be told (no such function in this torch)."""
     count = getattr(getattr(torch, "cuda", None), "_device_count_nvml", None)
+    if not callable(count):
+        return True
     try:
-        return not callable(count) or count() != 0 and count() != -1  # -1: no NVML, so no NVIDIA driver
+        return count() not in (0, -1)  # -1: no NVML, so no NVIDIA driver
     except Exception:  # noqa: BLE001 - an unexpected torch: assume a GPU, and check the fork
         return True
 
