@@ -40,6 +40,13 @@ import is reported and skipped: the run imports it itself and fails the way a fr
 would. ``sys_path_first`` (bisection) puts a candidate's site folder before everything but the
 script's own folder, so the child imports the candidate's version of a distribution that the
 launcher did not preload.
+
+A run may start children of its own through :mod:`shims.child`: each arrives over a socket pair
+the run inherits, and is forked from this launcher as it was before any run (a ``python -c``
+child that skips the stack's import), unless it must import fresh a module the launcher already
+imported (then the run starts a fresh interpreter itself). Such a child leads its own session and
+ends with its run at the latest. The preloads are imported with the collector off and then frozen
+(``gc.freeze``): forks share those pages instead of touching them at their first collection.
 """
 
 import json
@@ -47,9 +54,9 @@ import os
 import sys
 import time
 
-__all__ = ["main"]
+from shims.forked import become
 
-_STARTUP_PATH = list(sys.path)
+__all__ = ["main"]
 
 
 def _reply(channel, message: dict) -> None:
@@ -123,189 +130,140 @@ def preload(modules: list) -> tuple:
     return imported, failed
 
 
-def _exit_code(code) -> int:
-    """What ``python script.py`` exits with after ``SystemExit(code)``."""
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
+def _pidfd(pid: int):
     try:
-        print(code, file=sys.stderr)
-    except Exception:
-        pass
-    return 1
+        return os.pidfd_open(pid) if hasattr(os, "pidfd_open") else None
+    except OSError:
+        return None
 
 
-def _text_stream(fd: int, encoding: str, errors: str, *, unbuffered: bool, line: bool):
-    import io
-
-    raw = io.FileIO(fd, "w", closefd=False)
-    binary = raw if unbuffered else io.BufferedWriter(raw)
-    return io.TextIOWrapper(binary, encoding=encoding, errors=errors, line_buffering=line,
-                            write_through=unbuffered)
-
-
-def _child(request: dict, channels: tuple, fresh: dict) -> None:
-    """In the forked child: become ``python <path> <args>`` and never return."""
-    code = 1
-    try:
-        os.setsid()
-        for channel in channels:
-            channel.close()
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        out = os.open(request["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        err = os.open(request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.dup2(out, 1)
-        os.dup2(err, 2)
-        for fd in (null, out, err):
-            os.close(fd)
-        import signal
-
-        for number, handler in fresh["signals"].items():
-            try:
-                signal.signal(number, handler)
-            except (OSError, ValueError):
-                pass
-        env = request.get("env")
-        if env is not None:
-            os.environ.clear()
-            os.environ.update(env)
-        unbuffered = bool(os.environ.get("PYTHONUNBUFFERED"))
-        sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
-        import io
-
-        sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding=fresh["encoding"])
-        sys.stdout = sys.__stdout__ = _text_stream(1, fresh["encoding"], fresh["errors"], unbuffered=unbuffered,
-                                                   line=False)
-        sys.stderr = sys.__stderr__ = _text_stream(2, fresh["encoding"], "backslashreplace", unbuffered=unbuffered,
-                                                   line=True)
-        if request.get("cwd"):
-            os.chdir(request["cwd"])
-        path = os.path.abspath(request["path"])
-        _fresh_path(path, request, fresh)
-        sys.argv = [request["path"], *request.get("args", [])]
-        if "warnings" in sys.modules:
-            warnings = sys.modules["warnings"]
-            warnings.filters[:] = fresh["warnings"]
-            warnings._filters_mutated()
-        code = _run(path)
-    except BaseException:  # noqa: BLE001 - the child must end here, whatever happened
-        try:
-            import traceback
-
-            traceback.print_exc()
-        except BaseException:  # noqa: BLE001
-            pass
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except BaseException:  # noqa: BLE001
-                pass
-        os._exit(code)
-
-
-def _fresh_path(path: str, request: dict, fresh: dict) -> None:
-    """``sys.path`` as ``python <path>`` would start with: the script's folder first, then this
-    run's ``PYTHONPATH`` entries, then the candidate's site folders (``sys_path_first``)."""
-    import importlib
-
-    pythonpath = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    first = []
-    if request.get("sys_path_first"):
-        import site
-
-        before = list(sys.path)
-        for folder in request["sys_path_first"]:
-            site.addsitedir(folder)  # runs the folder's .pth files, as a venv's site-packages would
-        first = [p for p in sys.path if p not in before]
-    rest = [p for p in _STARTUP_PATH[1:] if p not in first and p not in pythonpath]
-    # Where a venv's own site-packages would be: after the standard library, before the base's.
-    at = next((i for i, p in enumerate(rest) if os.path.basename(p) in ("site-packages", "dist-packages")), len(rest))
-    sys.path[:] = [os.path.dirname(path), *dict.fromkeys(pythonpath), *rest[:at], *first, *rest[at:]]
-    importlib.invalidate_caches()
-
-
-def _run(path: str) -> int:
-    import runpy
-
-    code = 0
-    try:
-        runpy.run_path(path, run_name="__main__")
-    except SystemExit as exc:
-        code = _exit_code(exc.code)
-    except BaseException:  # noqa: BLE001 - what an uncaught exception does to ``python script.py``
-        import traceback
-
-        traceback.print_exc()
-        code = 1
-    # A fresh interpreter's shutdown: wait for non-daemon threads, then the atexit handlers.
-    threading = sys.modules.get("threading")
-    if threading is not None and hasattr(threading, "_shutdown"):
-        try:
-            threading._shutdown()
-        except BaseException:  # noqa: BLE001
-            pass
-    try:
-        import atexit
-
-        atexit._run_exitfuncs()
-    except BaseException:  # noqa: BLE001
-        pass
-    return code
-
-
-def _wait(pid: int, timeout) -> tuple:
-    """``(exit code as subprocess reports it, timed out)``; past ``timeout`` the group is killed."""
+def _kill_group(pid: int) -> None:
     import signal
 
-    timed_out = False
-    deadline = None if timeout is None else time.monotonic() + float(timeout)
-    pidfd = None
-    if hasattr(os, "pidfd_open"):
-        try:
-            pidfd = os.pidfd_open(pid)
-        except OSError:
-            pidfd = None
     try:
-        while True:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+class _Run:
+    """One run's fork and the children it asked for (:mod:`shims.child`), watched until it ends."""
+
+    def __init__(self, pid: int, channel, serving: tuple, fresh: dict) -> None:
+        self.pid, self.channel, self.serving, self.fresh = pid, channel, serving, fresh
+        self.children: dict[int, tuple] = {}  # pid -> (request id, pidfd or None)
+        self.buffer = b""
+
+    def wait(self, timeout) -> tuple:
+        """``(exit code as subprocess reports it, timed out)``; past ``timeout`` the run's group
+        is killed. Its children are killed when it ends."""
+        import select
+
+        deadline = None if timeout is None else time.monotonic() + float(timeout)
+        pidfd = _pidfd(self.pid)
+        try:
+            while True:
+                done, status = os.waitpid(self.pid, os.WNOHANG)
+                if done:
+                    return os.waitstatus_to_exitcode(status), False
+                self._reap_children()
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    _kill_group(self.pid)
+                    _, status = os.waitpid(self.pid, 0)
+                    return os.waitstatus_to_exitcode(status), True
+                watched = [fd for fd in (pidfd, self.channel) if fd is not None]
+                watched += [fd for _, fd in self.children.values() if fd is not None]
+                polling = pidfd is None or any(fd is None for _, fd in self.children.values())
+                wait_s = min(left, 0.005) if polling and left is not None else 0.005 if polling else left
+                ready, _, _ = select.select(watched, [], [], wait_s)
+                if self.channel is not None and self.channel in ready:
+                    self._read_requests()
+        finally:
+            if pidfd is not None:
+                os.close(pidfd)
+            self._end_children()
+
+    def _read_requests(self) -> None:
+        try:
+            chunk = self.channel.recv(65536)
+        except OSError:
+            chunk = b""
+        if not chunk:  # the run closed its end (or exited): no more requests
+            self.channel.close()
+            self.channel = None
+            return
+        self.buffer += chunk
+        while b"\n" in self.buffer:
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            try:
+                request = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(request, dict):
+                self._start_child(request)
+
+    def _start_child(self, request: dict) -> None:
+        preloaded = [name for name in request.get("fresh") or () if name in sys.modules]
+        if preloaded:
+            self._say({"id": request.get("id"), "refused": f"the launcher imported {', '.join(preloaded)}, "
+                                                               "which the child must import itself"})
+            return
+        pid = os.fork()
+        if pid == 0:
+            become(request, (*self.serving, self.channel), self.fresh)
+        self.children[pid] = (request.get("id"), _pidfd(pid))
+        self._say({"id": request.get("id"), "pid": pid})
+
+    def _reap_children(self) -> None:
+        for pid, (number, fd) in list(self.children.items()):
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
-                break
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                timed_out = True
-                try:
-                    os.killpg(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-                _, status = os.waitpid(pid, 0)
-                break
-            if pidfd is not None:
-                import select
+                if fd is not None:
+                    os.close(fd)
+                del self.children[pid]
+                self._say({"id": number, "exit": os.waitstatus_to_exitcode(status)})
 
-                select.select([pidfd], [], [], left)
-            else:
-                time.sleep(0.005 if left is None else min(0.005, left))
-    finally:
-        if pidfd is not None:
-            os.close(pidfd)
-    return os.waitstatus_to_exitcode(status), timed_out
+    def _end_children(self) -> None:
+        for pid, (_, fd) in self.children.items():
+            _kill_group(pid)
+            os.waitpid(pid, 0)
+            if fd is not None:
+                os.close(fd)
+        self.children.clear()
+        if self.channel is not None:
+            self.channel.close()
+            self.channel = None
+
+    def _say(self, message: dict) -> None:
+        if self.channel is None:
+            return
+        try:
+            self.channel.sendall((json.dumps(message) + "\n").encode("utf-8"))
+        except OSError:  # the run is gone; its children end with it
+            pass
 
 
 def serve(requests, replies, fresh: dict) -> None:
     """Answer requests until stdin closes."""
+    import socket
+
     for line in requests:
         if not line.strip():
             continue
         request = json.loads(line)
         began = time.monotonic()
+        ours, theirs = socket.socketpair()
         pid = os.fork()
         if pid == 0:
-            _child(request, (requests, replies), fresh)
+            ours.close()
+            become(request, (requests, replies), fresh, run_channel=theirs)
+        theirs.close()
         _reply(replies, {"id": request.get("id"), "pid": pid})
-        code, timed_out = _wait(pid, request.get("timeout"))
+        code, timed_out = _Run(pid, ours, (requests, replies), fresh).wait(request.get("timeout"))
         _reply(replies, {"id": request.get("id"), "exit": code, "timed_out": timed_out,
                          "seconds": round(time.monotonic() - began, 6)})
 
@@ -339,7 +297,12 @@ def main(argv=None) -> int:
     started = time.monotonic()
     # Children get the request's environment, so this reaches only the preloads' own checks.
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+    import gc
+
+    gc.disable()  # importing allocates far more than it frees: a collection now is wasted work
     imported, failed = preload(modules)
+    gc.freeze()  # what the preloads made is never collected here, so forks leave its pages shared
+    gc.enable()
     if _cuda_initialised():
         _reply(replies, {"ready": False, "error": f"importing {', '.join(modules)} initialised CUDA: a fork of this "
                          "process could not use the GPU; run these reproducers with --isolation process"})

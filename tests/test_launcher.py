@@ -110,7 +110,7 @@ def test_forked_runs_match_fresh_interpreters_and_stay_isolated(tree):
     manifests = [_shim(root, "toy"), _shim(root, "toy_leaky", LEAKY_REPRODUCER), _shim(root, "toy_crash", CRASHING_REPRODUCER),
                  _shim(root, "toy_exit", EXITING_REPRODUCER)]
     with Launcher(sys.executable, preload_of(manifests), env, targets=["toylib"]) as launcher:
-        assert launcher.alive and launcher.preloaded == ("shims.reproducer", "argparse", "heavypkg", "toylib")
+        assert launcher.alive and launcher.preloaded == ("shims.reproducer", "argparse", "shims.child", "heavypkg", "toylib")
         assert launcher.targets_loaded == ("toylib",)  # the target was imported before any shim: patched later
         forked = [launcher.run(m, mode, env=env) for m in manifests for mode in ("without", "with", "without")]
         assert launcher.runs == len(forked) and launcher.fallback is None

@@ -38,8 +38,9 @@ __all__ = ["ISOLATIONS", "PROTOCOL_MODULES", "Launcher", "common_environment", "
 
 #: ``--isolation`` values: one interpreter per run, or forks of one per lane.
 ISOLATIONS = ("process", "launcher")
-#: What every reproducer imports (the protocol's own module and its argument parser): always preloaded.
-PROTOCOL_MODULES = ("shims.reproducer", "argparse")
+#: What every reproducer imports (the protocol's own module, its argument parser, and the module
+#: that starts a run's own Python children through the launcher): always preloaded.
+PROTOCOL_MODULES = ("shims.reproducer", "argparse", "shims.child")
 #: How long the launcher may take to import its preloads and say it is ready.
 READY_TIMEOUT_S = 600.0
 #: How long past a run's own timeout the launcher may take to answer before it counts as dead.

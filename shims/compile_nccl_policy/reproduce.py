@@ -17,9 +17,11 @@ with:    the shim's variables (checked to be in this process's environment), tim
 Without two CUDA devices:
 without: SKIPPED; PATCHLANE_NCCL_POLICY_BACKEND=gloo runs the same job as two CPU ranks instead
          (the collective-timeout class, without NCCL's watchdog and heartbeat monitor).
-with:    the policy check only, in a child process started the way a launcher starts a rank: every
-         variable carries the shim's value there and in a grandchild, torch._inductor's
-         max_autotune_gemm is False, and a value the environment already sets wins.
+with:    the policy check only, in child processes started the way a launcher starts a rank
+         (shims.child, two side by side, each importing torch._inductor.config under its own
+         environment): every variable carries the shim's value there and in a grandchild,
+         torch._inductor's max_autotune_gemm is False, and a value the environment already sets
+         wins.
 """
 
 from __future__ import annotations
@@ -167,20 +169,26 @@ def _job(backend: str, settings: dict[str, str]) -> bool:
 
 def _policy_in_child() -> str:
     import shims
+    from shims import child
 
     wanted = {k: v for k, v in shims.env_constraints().items() if k in POLICY}
     clean = {k: v for k, v in os.environ.items() if k not in wanted}
     clean["PATCHLANE_SHIMS_DISABLE"] = ""
 
-    def child(env: dict) -> dict:
-        result = subprocess.run([sys.executable, "-c", CHILD, str(_ROOT)], capture_output=True, text=True,
-                                env=env, timeout=240, check=False)
+    # Both children at once: each imports torch._inductor.config itself, after its environment is
+    # set (that import reads TORCHINDUCTOR_MAX_AUTOTUNE_GEMM), so neither may reuse one that a
+    # launcher imported; side by side they cost one import's time, not two.
+    started = [child.start(CHILD, str(_ROOT), env=env, fresh=["torch._inductor.config"])
+               for env in (clean, dict(clean, TORCHINDUCTOR_MAX_AUTOTUNE_GEMM="1"))]
+    answers = []
+    for process in started:
+        result = process.wait(timeout=240)
         if result.returncode != 0:
             raise RuntimeError(f"child process failed: {result.stderr.strip()[-2000:]}")
-        return json.loads(result.stdout.strip().splitlines()[-1])
-
-    seen = child(clean)
-    print("# fewer than 2 CUDA devices: policy check only, in a child process")
+        answers.append(json.loads(result.stdout.strip().splitlines()[-1]))
+    seen, override = answers
+    print("# fewer than 2 CUDA devices: policy check only, in two child processes "
+          f"({'forks of the launcher' if started[0].forked else 'fresh interpreters'})")
     print(f"# child: state={seen['state']} max_autotune_gemm={seen['max_autotune_gemm']}")
     print(f"# child env: {seen['env']}")
     in_effect = (
@@ -189,7 +197,6 @@ def _policy_in_child() -> str:
         and seen["grandchild"] == seen["env"]
         and seen["max_autotune_gemm"] is False
     )
-    override = child(dict(clean, TORCHINDUCTOR_MAX_AUTOTUNE_GEMM="1"))
     print(f"# with TORCHINDUCTOR_MAX_AUTOTUNE_GEMM=1 preset: state={override['state']} "
           f"max_autotune_gemm={override['max_autotune_gemm']}")
     environment_wins = override["state"] == "overridden" and override["max_autotune_gemm"] is True

@@ -16,7 +16,8 @@ with:    the shim sets TL_DISABLE_TMA_LOWER=1 and its patch turns it into the de
          runs and Y == 2 * X.
 Without such a device:
 without: SKIPPED (the failure is in lowering for sm_90, the proof needs the kernel to run).
-with:    the policy check only, in a child process started the way a launcher starts a rank:
+with:    the policy check only, in a child process started the way a launcher starts a rank
+         (shims.child: under patchlane's launcher a fork that imports tilelang itself):
          the variable is set, the patch applied, and the pass configs a compile receives carry
          tl.disable_tma_lower=True while an explicit per-kernel False still wins.
 """
@@ -26,14 +27,13 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import subprocess
 import sys
 
 _ROOT = pathlib.Path(__file__).resolve().parents[2]
 if (_ROOT / "shims" / "__init__.py").is_file() and str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
-from shims import reproducer  # noqa: E402
+from shims import child, reproducer  # noqa: E402
 
 SHIM = "tilelang_tma_lowering"
 S, R, N, CHUNK = 1024, 4, 64, 16  # N = 64 bf16 = 128-byte rows: eligible for a TMA bulk load
@@ -104,13 +104,14 @@ def _nvcc_available() -> bool:
 def _policy_in_child() -> str:
     env = {k: v for k, v in os.environ.items() if k != "TL_DISABLE_TMA_LOWER"}
     env["PATCHLANE_SHIMS_DISABLE"] = ""
-    result = subprocess.run(
-        [sys.executable, "-c", CHILD, str(_ROOT)], capture_output=True, text=True, env=env, timeout=240, check=False
-    )
+    # tilelang is imported in the child, after the shim is activated there (a launcher's fork
+    # with tilelang already imported would not show that).
+    result = child.run(CHILD, str(_ROOT), env=env, timeout=240, fresh=["tilelang"])
     if result.returncode != 0:
         raise RuntimeError(f"child process failed: {result.stderr.strip()[-2000:]}")
     seen = json.loads(result.stdout.strip().splitlines()[-1])
-    print(f"# no CUDA device with TMA here: policy check only, in a child process: {seen}")
+    how = "a fork of the launcher" if result.forked else "a fresh interpreter"
+    print(f"# no CUDA device with TMA here: policy check only, in a child process ({how}): {seen}")
     ok = (
         seen["env"] == "1" and seen["default"] is True and seen["explicit_false"] is False
         and seen["init_patched"] and seen["state"] == "applied"

@@ -1,0 +1,194 @@
+"""Fresh Python children for reproducers: ``python -c CODE ARGS`` started the way a job launcher
+starts a rank, under either isolation.
+
+An env-constraint shim is proven in a child process: the policy must reach a process that starts
+after it is set, and a module such as ``torch._inductor.config`` reads its variables once, at
+import. A reproducer starts such a child with::
+
+    from shims import child
+
+    done = child.run(CODE, str(root), env=env, timeout=240, fresh=["torch._inductor.config"])
+    done.returncode, done.stdout, done.stderr
+
+- Under ``--isolation process`` (or outside patchlane) the child is a fresh interpreter,
+  ``sys.executable -c CODE ARGS``.
+- Under ``--isolation launcher`` the run is a fork of a lane interpreter that imported the heavy
+  stack once; the child is then a fork of that launcher as it was before any run (its preloads
+  imported with the variables every run shares, no shim activated), set up like ``python -c``:
+  the given environment, ``sys.argv = ["-c", *args]``, ``sys.path[0] = ""``, a new ``__main__``.
+  That saves the child the stack's import. ``fresh`` names the modules the child must import
+  itself, after its environment is set (a module that reads a variable at import): if the
+  launcher imported any of them, the child is a fresh interpreter after all, and
+  :attr:`Finished.forked` says which it was.
+
+:func:`start` returns at once (start two, then wait for both: they run side by side); every child
+ends with its run at the latest. Standard library only: this runs in every lane's interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+__all__ = ["Child", "Finished", "run", "start"]
+
+# Set by the launcher in a run's fork (shims/forked.py): the run's end of a socket pair to the
+# launcher, which forks the children, and the process it belongs to (a fork of the run, from
+# multiprocessing say, starts fresh interpreters: replies on a shared channel would cross).
+_channel = None
+_owner = None
+_lock = threading.Lock()
+_replies: dict[int, list[dict]] = {}
+_buffer = b""
+_next_id = 0
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A child that ended: its exit code (negative: killed by that signal) and what it printed."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    forked: bool  # True: a fork of the launcher; False: a fresh interpreter
+
+
+class Child:
+    """A started child; :meth:`wait` for it (``subprocess.TimeoutExpired`` past ``timeout``, the
+    child killed first, as ``subprocess.run`` does)."""
+
+    def __init__(self, code: str, args: list[str], env: Mapping[str, str], cwd: str | None,
+                 fresh: Iterable[str]) -> None:
+        self._folder = tempfile.mkdtemp(prefix="patchlane-child-")
+        self._out = os.path.join(self._folder, "stdout")
+        self._err = os.path.join(self._folder, "stderr")
+        self._command = [sys.executable, "-c", code, *args]
+        self._process: subprocess.Popen | None = None
+        self._id: int | None = None
+        self.pid: int | None = None
+        self.refused = ""  # why the launcher did not fork it (then it is a fresh interpreter)
+        if _channel is not None and _owner == os.getpid():
+            self._fork(code, args, env, cwd, list(fresh))
+        if self.pid is None:
+            with open(self._out, "wb") as out, open(self._err, "wb") as err:
+                self._process = subprocess.Popen(self._command, env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL,
+                                                 stdout=out, stderr=err)
+            self.pid = self._process.pid
+
+    @property
+    def forked(self) -> bool:
+        return self._process is None
+
+    def _fork(self, code: str, args: list[str], env: Mapping[str, str], cwd: str | None, fresh: list[str]) -> None:
+        global _next_id
+        with _lock:
+            _next_id += 1
+            self._id = _next_id
+            request = {"id": self._id, "code": code, "args": list(args), "env": dict(env),
+                       "cwd": os.path.abspath(cwd) if cwd is not None else os.getcwd(),
+                       "stdout": self._out, "stderr": self._err, "fresh": fresh}
+            try:
+                _channel.sendall((json.dumps(request) + "\n").encode("utf-8"))
+            except OSError as exc:
+                self.refused = f"the launcher's channel is closed ({exc})"
+                return
+        reply = _next_reply(self._id, None)
+        if reply is None or "pid" not in reply:
+            self.refused = (reply or {}).get("refused", "the launcher did not answer")
+            return
+        self.pid = int(reply["pid"])
+
+    def wait(self, timeout: float | None = None) -> Finished:
+        try:
+            if self._process is not None:
+                try:
+                    code = self._process.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    self._process.kill()
+                    self._process.wait()
+                    raise subprocess.TimeoutExpired(self._command, timeout, *self._output()) from None
+            else:
+                deadline = None if timeout is None else time.monotonic() + timeout
+                reply = _next_reply(self._id, deadline)
+                if reply is None:
+                    self._kill()
+                    reply = _next_reply(self._id, None)  # the launcher reaps it and says so
+                    raise subprocess.TimeoutExpired(self._command, timeout, *self._output())
+                code = int(reply["exit"])
+            return Finished(code, *self._output(), forked=self.forked)
+        finally:
+            if self._process is None or self._process.returncode is not None:
+                shutil.rmtree(self._folder, ignore_errors=True)
+
+    def _kill(self) -> None:
+        import signal
+
+        try:
+            os.killpg(self.pid, signal.SIGKILL)  # a forked child leads its own session
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def _output(self) -> tuple[str, str]:
+        def text(path: str) -> str:
+            try:
+                with open(path, "rb") as handle:
+                    return handle.read().decode("utf-8", "replace")
+            except OSError:
+                return ""
+        return text(self._out), text(self._err)
+
+
+def start(code: str, *args: str, env: Mapping[str, str] | None = None, cwd: str | None = None,
+          fresh: Iterable[str] = ()) -> Child:
+    """Start ``python -c code args`` (see the module's docstring); ``env`` defaults to this
+    process's environment."""
+    return Child(code, [str(a) for a in args], os.environ if env is None else env, cwd, fresh)
+
+
+def run(code: str, *args: str, env: Mapping[str, str] | None = None, cwd: str | None = None,
+        fresh: Iterable[str] = (), timeout: float | None = None) -> Finished:
+    """:func:`start`, then wait for it."""
+    return start(code, *args, env=env, cwd=cwd, fresh=fresh).wait(timeout)
+
+
+def _next_reply(wanted: int, deadline: float | None) -> dict | None:
+    """The launcher's next message about child ``wanted``: None past ``deadline`` or when the
+    channel closes. Messages about other children are kept for their own :meth:`Child.wait`."""
+    import selectors
+
+    global _buffer
+    with _lock:
+        while True:
+            queued = _replies.get(wanted)
+            if queued:
+                return queued.pop(0)
+            if _channel is None:
+                return None
+            while b"\n" in _buffer:
+                line, _buffer = _buffer.split(b"\n", 1)
+                try:
+                    message = json.loads(line)
+                    _replies.setdefault(int(message["id"]), []).append(message)
+                except (ValueError, KeyError, TypeError):
+                    continue
+            if _replies.get(wanted):
+                continue
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return None
+            with selectors.DefaultSelector() as selector:
+                selector.register(_channel, selectors.EVENT_READ)
+                if not selector.select(left):
+                    continue
+            chunk = _channel.recv(65536)
+            if not chunk:
+                return None
+            _buffer += chunk

@@ -1,0 +1,169 @@
+"""A run's own Python children (shims.child) for real, under both isolations: a fork of the
+launcher as it was before any run where that is faithful, a fresh interpreter where the child
+must import a preloaded module itself, the same ``python -c`` in both, side by side, killed at
+their timeout and with their run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from retire.runs.launcher import Launcher
+from retire.runs.reproduce import run_reproducer
+from tests.support import shimtree
+from tests.test_launcher import _shim, _state, tree  # noqa: F401 - tree is a fixture
+
+#: What a child reports about itself, the same way in a fork and in a fresh interpreter.
+PROBE = r"""
+import json, os, sys, time
+print(json.dumps({"heavy_preloaded": "heavypkg" in sys.modules, "argv": sys.argv, "path0": sys.path[0],
+                  "name": __name__, "file": "__file__" in globals(), "x": os.environ.get("CHILD_X"),
+                  "shims_active": getattr(sys.modules.get("shims"), "_activated", False),
+                  "began": time.time()}))
+import heavypkg  # logs an import it has to do itself
+time.sleep(float(os.environ.get("CHILD_SLEEP", "0")))
+print(json.dumps({"ended": time.time()}))
+sys.stderr.write("to stderr\n")
+raise SystemExit(int(os.environ.get("CHILD_EXIT", "0")))
+"""
+
+CHILDREN_REPRODUCER = '''
+import json, os
+from shims import child, reproducer
+
+PROBE = {probe!r}
+
+def check(with_shim):
+    env = dict(os.environ, CHILD_X="x", CHILD_SLEEP="0.5")
+    both = [child.start(PROBE, "a1", "a2", env=env), child.start(PROBE, "b", env=dict(env, CHILD_EXIT="3"),
+                                                               fresh=["heavypkg"])]
+    for started in both:
+        done = started.wait(timeout=60)
+        lines = [json.loads(line) for line in done.stdout.splitlines()]
+        print("# child " + json.dumps({{"forked": done.forked, "code": done.returncode, "stderr": done.stderr,
+                                        **lines[0], **lines[1]}}))
+    return reproducer.FIX_VALIDATED
+
+if __name__ == "__main__":
+    reproducer.run("{{shim_id}}", check, packages=["toylib"])
+'''.format(probe=PROBE)
+
+#: Starts a child that would sleep for ten minutes and returns without waiting for it.
+ABANDONING_REPRODUCER = '''
+import os
+from shims import child, reproducer
+
+def check(with_shim):
+    started = child.start("import time; time.sleep(600)")
+    with open(os.environ["GRANDCHILD_LOG"], "w") as handle:
+        handle.write(str(started.pid))
+    return reproducer.FIX_VALIDATED
+
+if __name__ == "__main__":
+    reproducer.run("{shim_id}", check, packages=["toylib"])
+'''
+
+#: A child past its timeout: killed, and TimeoutExpired raised as subprocess.run raises it.
+TIMING_OUT_REPRODUCER = '''
+import os, subprocess
+from shims import child, reproducer
+
+def check(with_shim):
+    started = child.start("import time; print('started', flush=True); time.sleep(600)")
+    try:
+        started.wait(timeout=1)
+    except subprocess.TimeoutExpired as expired:
+        with open(os.environ["GRANDCHILD_LOG"], "w") as handle:
+            handle.write(str(started.pid))
+        print(f"# timed out after {expired.timeout} s; output {expired.output!r}")
+        return reproducer.BUG_REPRODUCED
+    return reproducer.FIX_VALIDATED
+
+if __name__ == "__main__":
+    reproducer.run("{shim_id}", check, packages=["toylib"])
+'''
+
+
+def _children(record) -> list[dict]:
+    return [json.loads(line[len("# child "):]) for line in record.output_tail.splitlines() if line.startswith("# child ")]
+
+
+def _gone(pid: int, within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while Path(f"/proc/{pid}").exists() and _state(pid) != "Z" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not Path(f"/proc/{pid}").exists() or _state(pid) == "Z"
+
+
+def test_children_are_forks_of_the_launcher_unless_they_must_import_fresh(tree):
+    root, env, tmp = tree
+    manifest = _shim(root, "toy_children", CHILDREN_REPRODUCER)
+    with Launcher(sys.executable, ["heavypkg"], env) as launcher:
+        forked = launcher.run(manifest, "with", env=env)
+    fresh = run_reproducer(manifest, "with", env=env)
+    assert forked.outcome == fresh.outcome == "fix-validated", forked.output_tail
+    under_launcher, in_process = _children(forked), _children(fresh)
+    # The plain child skipped the import (a fork of the launcher, where heavypkg was preloaded);
+    # the one that must import heavypkg itself is a fresh interpreter, as both are without a launcher.
+    assert [c["forked"] for c in under_launcher] == [True, False]
+    assert [c["heavy_preloaded"] for c in under_launcher] == [True, False]
+    assert [c["forked"] for c in in_process] == [False, False]
+    # heavypkg imports: the launcher's, the fresh child's under it, both fresh children's without it.
+    assert len((tmp / "heavy.log").read_text().split()) == 1 + 1 + 2
+    # Everything else is what ``python -c`` gives, whichever way the child started.
+    same = ("argv", "path0", "name", "file", "x", "code", "stderr", "shims_active")
+    assert [{k: c[k] for k in same} for c in under_launcher] == [{k: c[k] for k in same} for c in in_process]
+    assert under_launcher[0]["argv"] == ["-c", "a1", "a2"] and under_launcher[0]["path0"] == ""
+    assert under_launcher[0]["name"] == "__main__" and not under_launcher[0]["file"]
+    assert [c["code"] for c in under_launcher] == [0, 3] and under_launcher[0]["stderr"] == "to stderr\n"
+    assert not under_launcher[0]["shims_active"]  # the run's shim was activated in the run, not before the fork
+    # Started together, they ran side by side: each began before the other ended.
+    for children in (under_launcher, in_process):
+        first, second = children
+        assert second["began"] < first["ended"] and first["began"] < second["ended"]
+
+
+@pytest.mark.parametrize("isolation", ["launcher", "process"])
+def test_a_child_past_its_timeout_is_killed(tree, isolation):
+    root, env, tmp = tree
+    manifest = _shim(root, "toy_child_timeout", TIMING_OUT_REPRODUCER)
+    if isolation == "launcher":
+        with Launcher(sys.executable, ["heavypkg"], env) as launcher:
+            record = launcher.run(manifest, "without", env=env)
+    else:
+        record = run_reproducer(manifest, "without", env=env)
+    assert record.outcome == "bug-reproduced", record.output_tail
+    assert "# timed out after 1 s; output 'started\\n'" in record.output_tail
+    assert _gone(int((tmp / "grandchild.pid").read_text()))
+
+
+def test_a_child_ends_with_its_run(tree):
+    root, env, tmp = tree
+    manifest = _shim(root, "toy_child_abandoned", ABANDONING_REPRODUCER)
+    with Launcher(sys.executable, ["heavypkg"], env) as launcher:
+        record = launcher.run(manifest, "without", env=env)
+        assert record.outcome == "fix-validated", record.output_tail
+        assert _gone(int((tmp / "grandchild.pid").read_text()))  # while the launcher still serves
+        assert launcher.run(_shim(root, "toy"), "without", env=env).outcome == "bug-reproduced"
+
+
+def test_outside_patchlane_a_child_is_a_fresh_interpreter(tmp_path):
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "heavypkg.py").write_text("")
+    env = shimtree.subprocess_env(tmp_path, tmp_path / "shims", tmp_path / "site", CHILD_X="plain")
+    code = textwrap.dedent("""
+        import json
+        from shims import child
+        done = child.run(PROBE, "z", timeout=60)
+        print(json.dumps({"forked": done.forked, "code": done.returncode, "out": done.stdout.splitlines()[0]}))
+    """).replace("PROBE", repr(PROBE))
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=True)
+    answer = json.loads(result.stdout)
+    assert answer["forked"] is False and answer["code"] == 0
+    assert json.loads(answer["out"])["argv"] == ["-c", "z"] and json.loads(answer["out"])["x"] == "plain"
