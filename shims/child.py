@@ -75,6 +75,7 @@ class Child:
         self._id: int | None = None
         self.pid: int | None = None
         self.refused = ""  # why the launcher did not fork it (then it is a fresh interpreter)
+        self._finished: Finished | None = None
         if _channel is not None and _owner == os.getpid():
             self._fork(code, args, env, cwd, list(fresh))
         if self.pid is None:
@@ -107,6 +108,8 @@ class Child:
         self.pid = int(reply["pid"])
 
     def wait(self, timeout: float | None = None) -> Finished:
+        if self._finished is not None:
+            return self._finished
         try:
             if self._process is not None:
                 try:
@@ -120,10 +123,11 @@ class Child:
                 reply = _next_reply(self._id, deadline)
                 if reply is None:
                     self._kill()
-                    reply = _next_reply(self._id, None)  # the launcher reaps it and says so
+                    _next_reply(self._id, None)  # the launcher reaps it and says so
                     raise subprocess.TimeoutExpired(self._command, timeout, *self._output())
                 code = int(reply["exit"])
-            return Finished(code, *self._output(), forked=self.forked)
+            self._finished = Finished(code, *self._output(), forked=self.forked)
+            return self._finished
         finally:
             if self._process is None or self._process.returncode is not None:
                 shutil.rmtree(self._folder, ignore_errors=True)

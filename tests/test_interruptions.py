@@ -49,15 +49,21 @@ def carrying(text: str) -> list[int]:
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL], ids=["sigterm", "sigint", "sigkill"])
-def test_an_interrupted_run_leaves_nothing_running_and_keeps_what_finished(toy_project, capsys, sig):  # noqa: F811
+@pytest.mark.parametrize(("sig", "isolation"), [
+    (signal.SIGTERM, "process"), (signal.SIGINT, "process"), (signal.SIGKILL, "process"),
+    # Under the launcher the reproducer is a fork and its escaped grandchild a fresh interpreter
+    # it started: both must carry the run's marker as well.
+    (signal.SIGTERM, "launcher"), (signal.SIGKILL, "launcher"),
+], ids=["sigterm", "sigint", "sigkill", "sigterm-launcher", "sigkill-launcher"])
+def test_an_interrupted_run_leaves_nothing_running_and_keeps_what_finished(toy_project, capsys, sig, isolation):  # noqa: F811
     p = toy_project
     shimtree.write_shim(p.root / "shims", "toy_escape", reproducer=ESCAPING_REPRODUCER)
     p.write("old", lane(shims='["toy", "toy_escape"]'))
     assert run_cli(p.root, "lock", capsys=capsys)[0] == 0
     ready = p.root / "ready"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PATCHLANE_TEST_READY": str(ready)}
-    controller = subprocess.Popen([sys.executable, "-m", "retire", "--root", str(p.root), "run", "--run-id", "i1", "-q"],
+    controller = subprocess.Popen([sys.executable, "-m", "retire", "--root", str(p.root), "run", "--run-id", "i1", "-q",
+                                   "--isolation", isolation],
                                   env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   start_new_session=True)
     try:

@@ -25,6 +25,8 @@ import json, os, sys, time
 print(json.dumps({"heavy_preloaded": "heavypkg" in sys.modules, "argv": sys.argv, "path0": sys.path[0],
                   "name": __name__, "file": "__file__" in globals(), "x": os.environ.get("CHILD_X"),
                   "shims_active": getattr(sys.modules.get("shims"), "_activated", False),
+                  # what a stop or the guard looks for (retire.runs.reaper): it must reach this child too
+                  "marked": b"PATCHLANE_RUN_TOKEN=" in open("/proc/self/environ", "rb").read(),
                   "began": time.time()}))
 import heavypkg  # logs an import it has to do itself
 time.sleep(float(os.environ.get("CHILD_SLEEP", "0")))
@@ -117,11 +119,12 @@ def test_children_are_forks_of_the_launcher_unless_they_must_import_fresh(tree):
     # heavypkg imports: the launcher's, the fresh child's under it, both fresh children's without it.
     assert len((tmp / "heavy.log").read_text().split()) == 1 + 1 + 2
     # Everything else is what ``python -c`` gives, whichever way the child started.
-    same = ("argv", "path0", "name", "file", "x", "code", "stderr", "shims_active")
+    same = ("argv", "path0", "name", "file", "x", "code", "stderr", "shims_active", "marked")
     assert [{k: c[k] for k in same} for c in under_launcher] == [{k: c[k] for k in same} for c in in_process]
     assert under_launcher[0]["argv"] == ["-c", "a1", "a2"] and under_launcher[0]["path0"] == ""
     assert under_launcher[0]["name"] == "__main__" and not under_launcher[0]["file"]
     assert [c["code"] for c in under_launcher] == [0, 3] and under_launcher[0]["stderr"] == "to stderr\n"
+    assert all(c["marked"] for c in under_launcher)
     assert not under_launcher[0]["shims_active"]  # the run's shim was activated in the run, not before the fork
     # Started together, they ran side by side: each began before the other ended.
     for children in (under_launcher, in_process):

@@ -31,7 +31,7 @@ from shims.reproducer import Mode
 
 from retire.core import times
 from retire.evidence.validation import MODES, ValidationRecord
-from retire.runs.reaper import REAPER
+from retire.runs.reaper import REAPER, TOKEN_ENV
 from retire.runs.reproduce import child_environment, finished_run, reproducer_file, run_reproducer, runtime_path
 
 __all__ = ["ISOLATIONS", "PROTOCOL_MODULES", "Launcher", "common_environment", "preload_of"]
@@ -99,6 +99,7 @@ class Launcher:
         self._buffer = b""
         self._next_id = 0
         self._process: subprocess.Popen[bytes] | None = None
+        self._marker: str | None = None
         env = dict(env)
         # The runtime alone (``shims.launcher`` is part of it), as a reproducer gets it.
         env["PYTHONPATH"] = os.pathsep.join(p for p in (runtime_path(), env.get("PYTHONPATH", "")) if p)
@@ -124,6 +125,9 @@ class Launcher:
         if not ready.get("ready"):
             self._give_up(f"the launcher refused: {ready.get('error', 'no reason given')}")
             return
+        # Each run's environment carries the launcher's marker, as a spawned reproducer's does: a
+        # fresh interpreter a run starts inherits it, so a stop finds that one too.
+        self._marker = REAPER.marker(self._process)
         self.preloaded = tuple(ready.get("preloaded", ()))
         self.failed = dict(ready.get("failed", {}))
         self.targets_loaded = tuple(ready.get("targets_loaded", ()))
@@ -162,8 +166,9 @@ class Launcher:
         self._next_id += 1
         number = self._next_id
         out, err = self._dir / f"{number}.out", self._dir / f"{number}.err"
+        run_env = child_env if self._marker is None else {**child_env, TOKEN_ENV: self._marker}
         request = {"id": number, "path": os.fspath(reproducer_file(manifest).resolve()), "args": ["--mode", str(mode)],
-                   "env": child_env, "cwd": os.fspath(Path(cwd).resolve()) if cwd is not None else os.getcwd(),
+                   "env": run_env, "cwd": os.fspath(Path(cwd).resolve()) if cwd is not None else os.getcwd(),
                    "stdout": str(out), "stderr": str(err), "timeout": limit,
                    "sys_path_first": [os.fspath(p) for p in sys_path_first]}
         started_at = times.now().isoformat(timespec="microseconds")

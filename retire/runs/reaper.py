@@ -126,6 +126,12 @@ class Reaper:
             raise Stopped()
         return process
 
+    def marker(self, process: subprocess.Popen) -> str | None:
+        """The marker :meth:`spawn` gave ``process`` (None once it is finished or if it was not spawned here)."""
+        with self._lock:
+            entry = self._live.get(process.pid)
+        return entry[1] if entry is not None else None
+
     def kill(self, process: subprocess.Popen) -> None:
         """Kill ``process``'s group and every process that carries its marker."""
         with self._lock:
