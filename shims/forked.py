@@ -41,7 +41,8 @@ def become(request: dict, channels: tuple, fresh: dict, run_channel=None) -> Non
     try:
         os.setsid()
         for channel in channels:
-            channel.close()
+            if channel is not None:
+                channel.close()
         import gc
 
         gc.enable()  # as in a fresh interpreter (the launcher imported with it off, then froze)

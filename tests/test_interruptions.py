@@ -62,8 +62,11 @@ def test_an_interrupted_run_leaves_nothing_running_and_keeps_what_finished(toy_p
     assert run_cli(p.root, "lock", capsys=capsys)[0] == 0
     ready = p.root / "ready"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PATCHLANE_TEST_READY": str(ready)}
-    controller = subprocess.Popen([sys.executable, "-m", "retire", "--root", str(p.root), "run", "--run-id", "i1", "-q",
-                                   "--isolation", isolation],
+    # Ctrl-C as a terminal delivers it: SIGINT at its default, even where this test process
+    # inherited it ignored (a shell's background job), which the controller would inherit too.
+    command = [sys.executable, "-m", "retire", "--root", str(p.root), "run", "--run-id", "i1", "-q", "--isolation", isolation]
+    default_sigint = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+    controller = subprocess.Popen([sys.executable, "-c", default_sigint, *command],
                                   env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   start_new_session=True)
     try:
