@@ -56,40 +56,33 @@ if __name__ == "__main__":
     reproducer.run("{{shim_id}}", check, packages=["toylib"])
 '''.format(probe=PROBE)
 
+def _reproducer(check_body: str) -> str:
+    """A toy reproducer whose check() is ``check_body``; it writes its child's pid to GRANDCHILD_LOG."""
+    return (
+        "import os, subprocess\nfrom shims import child, reproducer\n\n"
+        "def _log(pid):\n    with open(os.environ['GRANDCHILD_LOG'], 'w') as handle:\n        handle.write(str(pid))\n\n"
+        "def check(with_shim):\n" + textwrap.indent(textwrap.dedent(check_body), "    ")
+        + '\nif __name__ == "__main__":\n    reproducer.run("{shim_id}", check, packages=["toylib"])\n'
+    )
+
+
 #: Starts a child that would sleep for ten minutes and returns without waiting for it.
-ABANDONING_REPRODUCER = '''
-import os
-from shims import child, reproducer
-
-def check(with_shim):
-    started = child.start("import time; time.sleep(600)")
-    with open(os.environ["GRANDCHILD_LOG"], "w") as handle:
-        handle.write(str(started.pid))
+ABANDONING_REPRODUCER = _reproducer("""
+    _log(child.start("import time; time.sleep(600)").pid)
     return reproducer.FIX_VALIDATED
-
-if __name__ == "__main__":
-    reproducer.run("{shim_id}", check, packages=["toylib"])
-'''
+""")
 
 #: A child past its timeout: killed, and TimeoutExpired raised as subprocess.run raises it.
-TIMING_OUT_REPRODUCER = '''
-import os, subprocess
-from shims import child, reproducer
-
-def check(with_shim):
+TIMING_OUT_REPRODUCER = _reproducer("""
     started = child.start("import time; print('started', flush=True); time.sleep(600)")
     try:
         started.wait(timeout=1)
     except subprocess.TimeoutExpired as expired:
-        with open(os.environ["GRANDCHILD_LOG"], "w") as handle:
-            handle.write(str(started.pid))
+        _log(started.pid)
         print(f"# timed out after {expired.timeout} s; output {expired.output!r}")
         return reproducer.BUG_REPRODUCED
     return reproducer.FIX_VALIDATED
-
-if __name__ == "__main__":
-    reproducer.run("{shim_id}", check, packages=["toylib"])
-'''
+""")
 
 
 def _children(record) -> list[dict]:
