@@ -166,9 +166,18 @@ class _Run:
         pidfd = _pidfd(self.pid)
         try:
             while True:
-                done, status = os.waitpid(self.pid, os.WNOHANG)
-                if done:
-                    return os.waitstatus_to_exitcode(status), False
+                # Seen exited but not yet reaped, the run's id is still its own: what it left in its
+                # process group (a fresh interpreter it started, say) ends with it, as it would
+                # under one interpreter per run.
+                if hasattr(os, "waitid"):
+                    if os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                        _kill_group(self.pid)
+                        _, status = os.waitpid(self.pid, 0)
+                        return os.waitstatus_to_exitcode(status), False
+                else:  # no waitid (macOS): the group is left to the lane's end (the marker)
+                    done, status = os.waitpid(self.pid, os.WNOHANG)
+                    if done:
+                        return os.waitstatus_to_exitcode(status), False
                 self._reap_children()
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:

@@ -57,7 +57,7 @@ if __name__ == "__main__":
 '''.format(probe=PROBE)
 
 def _reproducer(check_body: str) -> str:
-    """A toy reproducer whose check() is ``check_body``; it writes its child's pid to GRANDCHILD_LOG."""
+    """A toy reproducer whose check() is ``check_body``; ``_log`` writes its children's pids to GRANDCHILD_LOG."""
     return (
         "import os, subprocess\nfrom shims import child, reproducer\n\n"
         "def _log(pid):\n    with open(os.environ['GRANDCHILD_LOG'], 'w') as handle:\n        handle.write(str(pid))\n\n"
@@ -66,9 +66,12 @@ def _reproducer(check_body: str) -> str:
     )
 
 
-#: Starts a child that would sleep for ten minutes and returns without waiting for it.
+#: Starts two children that would sleep for ten minutes (a fork, and a fresh interpreter since it
+#: must import heavypkg itself) and returns without waiting for them.
 ABANDONING_REPRODUCER = _reproducer("""
-    _log(child.start("import time; time.sleep(600)").pid)
+    both = [child.start("import time; time.sleep(600)", fresh=fresh) for fresh in ([], ["heavypkg"])]
+    assert [c.forked for c in both] == [True, False]
+    _log(" ".join(str(c.pid) for c in both))
     return reproducer.FIX_VALIDATED
 """)
 
@@ -145,7 +148,8 @@ def test_a_child_ends_with_its_run(tree):
     with Launcher(sys.executable, ["heavypkg"], env) as launcher:
         record = launcher.run(manifest, "without", env=env)
         assert record.outcome == "fix-validated", record.output_tail
-        assert _gone(int((tmp / "grandchild.pid").read_text()))  # while the launcher still serves
+        pids = [int(pid) for pid in (tmp / "grandchild.pid").read_text().split()]
+        assert len(pids) == 2 and all(_gone(pid) for pid in pids)  # while the launcher still serves
         assert launcher.run(_shim(root, "toy"), "without", env=env).outcome == "bug-reproduced"
 
 
