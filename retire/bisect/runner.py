@@ -155,8 +155,12 @@ class OverlayRunner:
         self.preload = tuple(m for m in manifest.reproducer.preload if m.split(".")[0] != top)
         self.isolation = isolation or ("launcher" if self.preload else "process")
         self.launcher = None  # started at the first fresh run, so a cached bisection starts nothing
-        self.note = ""  # why launcher isolation fell back to process isolation, if it did
         self.say = say or (lambda message: None)
+
+    @property
+    def note(self) -> str:
+        """Why launcher isolation fell back to process isolation, if it did."""
+        return (self.launcher.fallback or "") if self.launcher is not None else ""
 
     def _key(self, version: str) -> str:
         return ResultCache.key(self.manifest.id, self._repro_hash, self.distribution, version, self.base.fingerprint)
@@ -195,7 +199,6 @@ class OverlayRunner:
             if launcher is not None:
                 record = launcher.run(self.manifest, "without", env=self.env, lane=self.lane, timeout=self.timeout,
                                       sys_path_first=[str(self.overlay_site(folder))], python=python)
-                self.note = launcher.fallback or ""
             else:
                 record = run_reproducer(self.manifest, "without", python=python, env=self.env, lane=self.lane,
                                         timeout=self.timeout)
@@ -219,14 +222,13 @@ class OverlayRunner:
 
     def _launcher(self):
         """The base interpreter's launcher (started once), or None under process isolation."""
-        from retire.runs.launcher import Launcher, common_environment
+        from retire.runs.launcher import Launcher
         from retire.runs.reproduce import child_environment
 
         if self.isolation != "launcher":
             return None
         if self.launcher is None:
-            env = child_environment(self.manifest, self.env)
-            self.launcher = Launcher(self.base.python, self.preload, common_environment([env]),
+            self.launcher = Launcher(self.base.python, self.preload, child_environment(self.manifest, self.env),
                                      targets=[self.manifest.target.module.split(".")[0]], say=self.say)
             if self.launcher.alive and self.launcher.targets_loaded:
                 self.launcher.close()

@@ -227,14 +227,14 @@ def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = 
     state_file = path / STATE_NAME
     state = _read_state(state_file)
     made_from = ["overlay", overlay] if overlay else ["full", lane.python]
-    if path.exists() and state.get("made_from") != made_from:
-        shutil.rmtree(path)  # another interpreter or kind: a re-sync cannot turn one into the other
-        state = {}
     identity = {"lock": hashlib.sha256(lock_bytes).hexdigest(), "overlay": overlay}
     if wheelhouse is not None:
         identity["wheelhouse"] = str(wheelhouse.resolve())
-    if path.exists() and (state.get("identity") or {}).get("lock") not in (None, identity["lock"]):
-        shutil.rmtree(path)  # another lock: a re-sync would only audit, so install afresh, hash-checked
+    # Another interpreter or kind (a re-sync cannot turn one into the other), or another lock (a
+    # re-sync would only audit): install afresh, hash-checked.
+    if path.exists() and (state.get("made_from") != made_from
+                          or (state.get("identity") or {}).get("lock") not in (None, identity["lock"])):
+        shutil.rmtree(path)
         state = {}
     lock: dict | None = None
     base: dict[str, str] = {}
@@ -251,7 +251,7 @@ def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = 
     if wheelhouse is not None or sources:
         if lock is None:
             lock = _parse_lock(lock_file, lock_bytes)
-        to_sync = _localized(to_sync or {k: v for k, v in lock.items() if k != "tool"}, lane, lock_bytes,
+        to_sync = _localized(to_sync or {k: v for k, v in lock.items() if k != "tool"}, lane, identity["lock"],
                              wheelhouse, sources or {})
     if to_sync is None:
         sync_from = lock_file  # uv reads (and hash-checks) the lock itself
@@ -304,7 +304,7 @@ def _make_folder(path: Path) -> None:
         raise BuildError(f"cannot make {path.parent}: {exc.strerror or exc} (a stray file on the way?)") from None
 
 
-def _localized(lock: dict, lane: Lane, lock_bytes: bytes, wheelhouse: Path | None, sources: dict[str, str]) -> dict:
+def _localized(lock: dict, lane: Lane, lock_sha256: str, wheelhouse: Path | None, sources: dict[str, str]) -> dict:
     """The lock as this host installs it: revisions from the local mirrors, files from the wheelhouse."""
     from retire.core.errors import ConfigError
     from retire.lanes.revisions import localize_vcs
@@ -316,7 +316,7 @@ def _localized(lock: dict, lane: Lane, lock_bytes: bytes, wheelhouse: Path | Non
     try:
         house = houses.Wheelhouse.load(wheelhouse)
         return houses.localize(lock, house, wheelhouse, lane=lane.name,
-                               lock_sha256=hashlib.sha256(lock_bytes).hexdigest())
+                               lock_sha256=lock_sha256)
     except ConfigError as exc:
         raise BuildError(str(exc)) from None
 

@@ -102,7 +102,8 @@ class Launcher:
         self._marker: str | None = None
         env = dict(env)
         # The runtime alone (``shims.launcher`` is part of it), as a reproducer gets it.
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (runtime_path(), env.get("PYTHONPATH", "")) if p)
+        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(
+            p for p in (runtime_path(), *env.get("PYTHONPATH", "").split(os.pathsep)) if p))
         command = [self.python, "-m", "shims.launcher", "--preload", ",".join(self.preload),
                    "--targets", ",".join(dict.fromkeys(targets))]
         began = time.monotonic()
@@ -192,7 +193,7 @@ class Launcher:
         finally:
             out.unlink(missing_ok=True)
             err.unlink(missing_ok=True)
-        return finished_run(manifest, mode, lane, started_at, began, child_env, stdout, stderr, done["exit"],
+        return finished_run(manifest, mode, lane, started_at, began, stdout, stderr, done["exit"],
                             timed_out=bool(done.get("timed_out")), limit=limit)
 
     def close(self) -> None:
@@ -204,11 +205,10 @@ class Launcher:
                     process.stdin.close()
                 process.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired):
-                self._kill_group(process.pid)
-                process.wait()
+                pass  # REAPER.finish kills it
             if process.stdout is not None:
                 process.stdout.close()
-            REAPER.finish(process)  # whatever a child left running, in its session or out of it
+            REAPER.finish(process)  # it, and whatever a child left running, in its session or out of it
         shutil.rmtree(self._dir, ignore_errors=True)
 
     def __enter__(self) -> Launcher:
@@ -225,8 +225,7 @@ class Launcher:
         self.say(f"{self.fallback}; the remaining runs use one interpreter each (--isolation process)")
         process, self._process = self._process, None
         if process is not None:
-            self._kill_group(process.pid)
-            process.wait()
+            REAPER.finish(process)  # its group and what it left carrying its marker; no longer tracked
             for pipe in (process.stdin, process.stdout):
                 if pipe is not None:
                     try:

@@ -108,12 +108,12 @@ def run_reproducer(
         REAPER.check()  # stopped (Ctrl-C, SIGTERM) while it ran: a killed run is no result
     finally:
         REAPER.finish(process)
-    return finished_run(manifest, mode, lane, started_at, began, child_env, stdout_bytes, stderr_bytes,
+    return finished_run(manifest, mode, lane, started_at, began, stdout_bytes, stderr_bytes,
                         process.returncode, timed_out=timed_out, limit=limit)
 
 
 def finished_run(
-    manifest: ShimManifest, mode: str, lane: str, started_at: str, began: float, child_env: Mapping[str, str],
+    manifest: ShimManifest, mode: str, lane: str, started_at: str, began: float,
     stdout_bytes: bytes, stderr_bytes: bytes, exit_code: int, *, timed_out: bool, limit: float,
 ) -> ValidationRecord:
     """The record of a run that ended (or was killed): what any isolation mode hands back.
