@@ -302,8 +302,9 @@ def _parse(line: bytes) -> ValidationRecord:
         raise ValueError(str(exc)[:200]) from None
 
 
-def _quarantine(path: Path, damaged: list[Damaged]) -> str:
-    """Copy ``damaged`` lines to the quarantine file (once each); where they went, for the warning."""
+def _quarantine(path: Path, damaged: list[Damaged]) -> str | None:
+    """Copy ``damaged`` lines to the quarantine file (once each); None when they are there, else
+    why not (they stay in the manifest then: skipped, never lost)."""
     target = quarantine_path(path)
     try:
         old = read_bytes(target, str(target), missing_ok=True, max_bytes=MAX_MANIFEST_BYTES) or b""
@@ -311,9 +312,14 @@ def _quarantine(path: Path, damaged: list[Damaged]) -> str:
         new = [d.line for d in damaged if d.line not in kept]
         if new:
             atomic_write(target, (old if not old or old.endswith(b"\n") else old + b"\n") + b"\n".join(new) + b"\n")
-    except (OSError, ConfigError) as exc:  # it stays in the manifest then: skipped, never lost
-        return f"kept in place (could not copy it to {target.name}: {getattr(exc, 'strerror', None) or exc})"
-    return f"copied to {target}"
+    except (OSError, ConfigError) as exc:
+        return f"could not copy it to {target.name}: {getattr(exc, 'strerror', None) or exc}"
+    return None
+
+
+def _where(path: Path, problem: str | None, verb: str) -> str:
+    """Where damaged lines went, for the warning: ``verb`` (copied, moved) to the quarantine file."""
+    return f"{verb} to {quarantine_path(path)}" if problem is None else f"kept in place ({problem})"
 
 
 def _warn(path: Path, damaged: list[Damaged], where: str) -> None:
@@ -339,8 +345,8 @@ def load_checked(path: str | os.PathLike[str]) -> tuple[list[ValidationRecord], 
     records, _, damaged, _ = _read(path)
     if damaged:
         with locked(path):
-            where = _quarantine(path, damaged)
-        _warn(path, damaged, where)
+            problem = _quarantine(path, damaged)
+        _warn(path, damaged, _where(path, problem, "copied"))
     return records, damaged
 
 
@@ -354,8 +360,8 @@ def append(path: str | os.PathLike[str], records: Iterable[ValidationRecord]) ->
     path = Path(path)
     with locked(path):
         existing, lines, damaged, data = _read(path)
-        where = _quarantine(path, damaged) if damaged else ""
-        moved = bool(damaged) and where.startswith("copied")
+        problem = _quarantine(path, damaged) if damaged else None
+        moved = bool(damaged) and problem is None
         seen = {record.record_id for record in existing}
         added = []
         for record in records:
@@ -368,7 +374,7 @@ def append(path: str | os.PathLike[str], records: Iterable[ValidationRecord]) ->
                 (data if not data or data.endswith(b"\n") else data + b"\n")
             atomic_write(path, kept + "".join(dumps(record) + "\n" for record in added).encode("utf-8"))
     if damaged:
-        _warn(path, damaged, where.replace("copied", "moved", 1))
+        _warn(path, damaged, _where(path, problem, "moved"))
     return len(added)
 
 
@@ -390,9 +396,9 @@ def write(path: str | os.PathLike[str], records: Iterable[ValidationRecord]) -> 
     with locked(path):
         damaged = _read(path)[2]
         if damaged:
-            where = _quarantine(path, damaged)
-            if not where.startswith("copied"):
-                raise ConfigError(path, f"line {damaged[0].number}", f"damaged, and {where.removeprefix('kept in place (')[:-1]}",
+            problem = _quarantine(path, damaged)
+            if problem is not None:
+                raise ConfigError(path, f"line {damaged[0].number}", f"damaged, and {problem}",
                                   "make room for the quarantine file beside it; nothing was written")
-            _warn(path, damaged, where.replace("copied", "moved", 1))
+            _warn(path, damaged, _where(path, None, "moved"))
         atomic_write(path, "".join(dumps(record) + "\n" for record in records))
