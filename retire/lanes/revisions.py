@@ -24,7 +24,7 @@ from packaging.utils import canonicalize_name
 
 from retire.core.errors import ConfigError
 
-__all__ = ["Revision", "local_urls", "parse_revisions", "pinned_requirement", "portable_vcs_url", "replace_urls",
+__all__ = ["Revision", "local_urls", "parse_revisions", "pinned_requirement", "replace_urls",
            "localize_vcs", "mirror_path", "resolve", "vcs_entries"]
 
 _REV = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/+-]{0,199}")
@@ -81,37 +81,21 @@ def resolve(revision: Revision, mirrors, origin: str | Path = "lane file") -> tu
     def fail(problem: str, fix: str) -> ConfigError:
         return ConfigError(origin, revision.key, problem, fix)
 
-    mirror = mirrors.for_repository(revision.repository) if mirrors is not None else None
-    if mirror is None:
-        fix = ("declare it in patchlane.toml as [[mirrors.repository]] url = "
-                      f'"{revision.repository}", then run `patchlane mirrors sync`')
-        raise fail(f"no mirror of {revision.repository} on this host", fix)
-    if not mirror.path.exists():
-        raise fail(f"the mirror of {revision.repository} is missing ({mirror.path})",
-                   "run `patchlane mirrors sync` (or copy the mirror there)")
+    path = mirror_path(revision, mirrors, origin)
     try:
-        commit = Git(mirror.path, search_parents=False).rev_parse(f"{revision.rev}^{{commit}}")
+        commit = Git(path, search_parents=False).rev_parse(f"{revision.rev}^{{commit}}")
     except GitError as exc:
-        raise fail(f"cannot read the mirror {mirror.path}: {exc}", "check the mirror, or sync it again") from None
+        raise fail(f"cannot read the mirror {path}: {exc}", "check the mirror, or sync it again") from None
     if commit is None:
-        raise fail(f"{revision.rev!r} is not in the mirror of {revision.repository} ({mirror.path})",
+        raise fail(f"{revision.rev!r} is not in the mirror of {revision.repository} ({path})",
                    "run `patchlane mirrors sync`, or fix the lane's rev")
-    return mirror.path.resolve(), commit
+    return path, commit
 
 
 def pinned_requirement(revision: Revision, mirror_path: Path, commit: str) -> str:
     """The PEP 508 direct reference uv locks: the local mirror at the full commit."""
     sub = f"#subdirectory={revision.subdirectory}" if revision.subdirectory else ""
     return f"{revision.distribution} @ git+{mirror_path.as_uri()}@{commit}{sub}"
-
-
-def portable_vcs_url(lock_url: str, revisions: Mapping[str, tuple[Path, str]], repositories: Mapping[str, str]) -> str:
-    """A lock's ``vcs.url`` for a mirror path, rewritten to the upstream repository it mirrors
-    (``file:///…/Megatron-LM.git`` → ``https://github.com/NVIDIA/Megatron-LM.git``)."""
-    for dist, (path, _) in revisions.items():
-        if lock_url.rstrip("/") == path.as_uri().rstrip("/"):
-            return repositories[dist].rstrip("/") + ".git"
-    return lock_url
 
 
 def vcs_entries(lock: Mapping) -> dict[str, Mapping]:
@@ -142,11 +126,16 @@ def localize_vcs(lock: Mapping, urls: Mapping[str, str]) -> dict:
 
 
 def mirror_path(revision: Revision, mirrors, origin: str | Path) -> Path:
-    """This host's mirror of ``revision``'s repository; the one-line ConfigError of :func:`resolve` when
-    there is none."""
+    """This host's mirror of ``revision``'s repository; a one-line ConfigError naming ``origin``
+    (the lane file), the revision's key and the fix when there is none."""
     mirror = mirrors.for_repository(revision.repository) if mirrors is not None else None
-    if mirror is None or not mirror.path.exists():
-        resolve(revision, mirrors, origin)  # raises the one-line error that says what to do
+    if mirror is None:
+        raise ConfigError(origin, revision.key, f"no mirror of {revision.repository} on this host",
+                          "declare it in patchlane.toml as [[mirrors.repository]] url = "
+                          f'"{revision.repository}", then run `patchlane mirrors sync`')
+    if not mirror.path.exists():
+        raise ConfigError(origin, revision.key, f"the mirror of {revision.repository} is missing ({mirror.path})",
+                          "run `patchlane mirrors sync` (or copy the mirror there)")
     return mirror.path.resolve()
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from retire.core import uv
 from retire.core.errors import ConfigError, PatchlaneError
 from retire.lanes.model import Lane
+from retire.locks.uvinputs import LOCK_NAME, index_table, pylock_compile_args, resolve_index_urls, uv_toml
 
 __all__ = ["build_requires", "lock_build_requirements", "with_build_requirements"]
 
@@ -44,27 +45,23 @@ def build_requires(mirror: Path, commit: str, subdirectory: str | None) -> tuple
 def lock_build_requirements(lane: Lane, requires: tuple[str, ...], provenance: Mapping) -> dict:
     """A PEP 751 lock (as a dict) of ``requires`` for the lane's target, resolved from its indexes
     under the freeze its lock was made with. Raises PatchlaneError when uv cannot resolve them."""
-    from retire.locks import locking
-
     host = uv.host_indexes()
-    urls = locking.resolve_index_urls(lane, host.named)
+    urls = resolve_index_urls(lane, host.named)
     if isinstance(urls, str):
         raise PatchlaneError(urls)
     with tempfile.TemporaryDirectory(prefix=f"patchlane-build-{lane.name}-") as scratch:
         work = Path(scratch)
         (work / "build.in").write_text("".join(f"{r}\n" for r in requires), encoding="utf-8")
-        (work / "uv.toml").write_text(locking.uv_toml(lane, locking.index_table(lane, urls, host.default)),
+        (work / "uv.toml").write_text(uv_toml(lane, index_table(lane, urls, host.default)),
                                       encoding="utf-8")
-        args = ["pip", "compile", "build.in", "--format", "pylock.toml", "--output-file", "pylock.toml",
-                "--python-version", lane.python, "--python-platform", lane.platform, "--generate-hashes",
-                "--no-header", "--quiet", "--config-file", "uv.toml"]
+        args = pylock_compile_args("build.in", lane)
         if provenance.get("exclude-newer"):  # the cutoff the lane's lock was made with
             args += ["--exclude-newer", str(provenance["exclude-newer"])]
         proc = uv.run(args, cwd=work, without_indexes=True)
         if proc.returncode != 0:
             raise PatchlaneError(f"lane {lane.name}: cannot resolve the build requirements {', '.join(requires)}: "
                                  + (" / ".join(uv.failure_lines(proc.stderr)[:3]) or "uv failed"))
-        return tomllib.loads((work / "pylock.toml").read_text(encoding="utf-8"))
+        return tomllib.loads((work / LOCK_NAME).read_text(encoding="utf-8"))
 
 
 def with_build_requirements(house, lane: Lane, lock: Mapping, mirrors):

@@ -39,8 +39,9 @@ def content_problem(text: str, provenance: dict) -> str | None:
     recorded = provenance.get(CONTENT_KEY)
     if not isinstance(recorded, str):
         return "it records no content digest (made by an older patchlane): re-lock it"
-    at = text.replace("\r\n", "\n").rfind(PROVENANCE_HEADER)
-    if at < 0 or content_digest(text.replace("\r\n", "\n")[:at]) != recorded:
+    text = text.replace("\r\n", "\n")
+    at = text.rfind(PROVENANCE_HEADER)
+    if at < 0 or content_digest(text[:at]) != recorded:
         return "its content changed after patchlane wrote it (edited by hand?): re-lock it, never edit it"
     return None
 

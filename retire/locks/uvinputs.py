@@ -14,7 +14,8 @@ from retire.core import times
 from retire.lanes.model import Lane
 from retire.locks.cutoffs import Cutoffs, resolve_cutoffs
 
-__all__ = ["LOCK_NAME", "compile_args", "index_table", "project_toml", "resolve_index_urls", "uv_toml"]
+__all__ = ["LOCK_NAME", "compile_args", "index_table", "project_toml", "pylock_compile_args", "resolve_index_urls",
+           "uv_toml"]
 
 LOCK_NAME = "pylock.toml"
 
@@ -92,18 +93,22 @@ def uv_toml(lane: Lane, indexes: list[dict]) -> str:
     return tomlkit.dumps(doc)
 
 
+def pylock_compile_args(source: str, lane: Lane) -> list[str]:
+    """``uv pip compile SOURCE`` into a hash-pinned PEP 751 ``pylock.toml`` for ``lane``'s Python and
+    platform, with the folder's ``uv.toml``: what every lock patchlane makes starts from."""
+    return ["pip", "compile", source,
+            "--format", "pylock.toml", "--output-file", LOCK_NAME,
+            "--python-version", lane.python,
+            "--python-platform", lane.platform,
+            "--generate-hashes", "--no-header", "--quiet",
+            "--config-file", "uv.toml"]
+
+
 def compile_args(lane: Lane, *, upgrade: bool = False, upgrade_packages: tuple[str, ...] = (),
                  cutoffs: Cutoffs | None = None) -> list[str]:
     """The ``uv`` arguments that lock ``lane``, run in the folder :func:`lock_lane` prepares."""
     cutoffs = cutoffs or resolve_cutoffs(lane, None, now=times.now(), roll=True)
-    cmd = [
-        "pip", "compile", "pyproject.toml",
-        "--format", "pylock.toml", "--output-file", LOCK_NAME,
-        "--python-version", lane.python,
-        "--python-platform", lane.platform,
-        "--generate-hashes", "--no-header", "--quiet",
-        "--config-file", "uv.toml",
-    ]
+    cmd = pylock_compile_args("pyproject.toml", lane)
     if lane.constraints:
         cmd += ["--constraints", "constraints.txt"]
     if lane.overrides:

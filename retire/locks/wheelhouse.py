@@ -131,7 +131,7 @@ def plan(lane_name: str, lock: Mapping, lock_sha256: str, *, base: Mapping[str, 
                               "lock it from an index or a lane revision (see docs/offline.md)")
         kind, entry = picked
         url = str(entry.get("url") or "")
-        filename = str(entry.get("name") or url.rsplit("/", 1)[-1].split("#", 1)[0])
+        filename = _entry_name(entry)
         digest = (entry.get("hashes") or {}).get("sha256")
         if not url or not digest or not _FILENAME.fullmatch(filename):
             raise ConfigError(None, f"packages.{name}", "the lock's file has no URL, sha256 or usable file name",
