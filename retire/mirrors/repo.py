@@ -67,8 +67,11 @@ class MirrorRepo:
         if not self.mirror.branches:
             return ["--branches"]
         heads = self.git.run("for-each-ref", "--format=%(refname:strip=2)", "refs/heads").splitlines()
-        return [f"refs/heads/{head}" for head in heads
-                if any(fnmatch.fnmatchcase(head, pattern) for pattern in self.mirror.branches)]
+        return [f"refs/heads/{head}" for head in heads if self._follows(head)]
+
+    def _follows(self, head: str) -> bool:
+        """Whether the branch named ``head`` is followed (every branch when none is configured)."""
+        return not self.mirror.branches or any(fnmatch.fnmatchcase(head, p) for p in self.mirror.branches)
 
     @cached_property
     def _history(self) -> tuple[dict[int, list[Landing]], int | None]:
@@ -171,9 +174,8 @@ class MirrorRepo:
     def probe_tip(self, commit: str) -> BranchTip | ProbeFailure:
         """Which followed branches end at ``commit`` (a revision a reproducer ran on)."""
         def read(full: str) -> BranchTip:
-            followed = {ref.removeprefix("refs/heads/") for ref in self._branch_args() if ref.startswith("refs/heads/")}
             heads = self.git.run("for-each-ref", "--points-at", full, "--format=%(refname:strip=2)", "refs/heads")
-            branches = tuple(sorted(h for h in heads.split() if not self.mirror.branches or h in followed))
+            branches = tuple(sorted(h for h in heads.split() if self._follows(h)))
             return BranchTip(self.mirror.repository, full, branches, self.newest_commit_at)
 
         return self._probe(commit, read)

@@ -74,12 +74,11 @@ def newest(history: ExecutionHistory, dist: str, locked: Version | None) -> Foun
 def at_branch_tip(history: ExecutionHistory, dist: str, tips: Mapping[tuple[str, str], object]) -> Found:
     """The state on the newest commit of a followed branch of a mirror, from runs whose ``dist``
     was built from that commit (``tips``: (repository, commit) → :class:`BranchTip`)."""
+    at_tip = [(recorded, tip) for (_, recorded), tip in tips.items() if isinstance(tip, BranchTip) and tip.is_tip]
     found: list[tuple[ExecutionEvidence, BranchTip]] = []
     for run in _conclusive(history):
         commit = run.revision(dist)
-        for (_, recorded), tip in tips.items():
-            if commit and recorded == commit and isinstance(tip, BranchTip) and tip.is_tip:
-                found.append((run, tip))
+        found += [(run, tip) for recorded, tip in at_tip if commit and recorded == commit]
     if not found:
         return Found("none", "no conclusive run without the shim on the newest commit of a followed branch")
     bugs = [(run, tip) for run, tip in found if run.outcome == BUG]

@@ -160,8 +160,8 @@ def gather(
                 links[url] = None
                 if mirrored.has(ref.repository):
                     repositories[ref.repository] = None
-                if ref.kind == "pull" and mirrored.has(ref.repository):
-                    jobs[("mirror-pull", url)] = (lambda r=ref: mirrored.pull(r.repository, r.number))
+                    if ref.kind == "pull":
+                        jobs[("mirror-pull", url)] = (lambda r=ref: mirrored.pull(r.repository, r.number))
             # Runs on an upstream revision: is it the newest commit of a followed branch?
             history = histories.get(manifest.id)
             target = canonicalize_name(manifest.target.distribution)
