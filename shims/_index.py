@@ -15,7 +15,7 @@ from shims import catalogue
 
 _INDEX_FORMAT = 2
 #: The modules that validate manifests: the cached index depends on them.
-_PARSER_MODULES = ("manifest.py", "model.py", "tomlreader.py", "errors.py")
+_PARSER_MODULES = ("manifest.py", "model.py", "tomlreader.py", "filereading.py", "errors.py")
 _UNCACHEABLE = "cannot validate manifests in this environment: "
 
 

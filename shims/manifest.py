@@ -36,7 +36,7 @@ from shims.model import (
 from shims.tomlreader import Table, Value
 
 __all__ = [  # the model's names too: callers import everything about manifests from here
-    *model.__all__, "RESERVED_IDS", "ROOTS_ENV", "RUNTIME_DIR", "ManifestError",
+    *model.__all__, "MODULE_NAME", "RESERVED_IDS", "ROOTS_ENV", "RUNTIME_DIR", "SHIM_ID", "ManifestError",
     "discover", "load_manifest", "manifest_paths", "parse_manifest", "shim_roots",
 ]
 
@@ -60,9 +60,10 @@ def _runtime_modules() -> frozenset[str]:
 #: Shim ids that would shadow the runtime's own modules inside the ``shims`` package.
 RESERVED_IDS = _runtime_modules()
 
-_ID = re.compile(r"[a-z][a-z0-9_]*")
+#: What a shim id is (a lowercase identifier) and what a dotted module name is.
+SHIM_ID = re.compile(r"[a-z][a-z0-9_]*")
 _DIST = re.compile(r"[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]")
-_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _COMPUTE_CAPABILITY = re.compile(r"[0-9]+\.[0-9]+")
 _COMMIT = re.compile(r"[0-9a-f]{7,64}")
@@ -153,7 +154,7 @@ def _manifest(doc: Table, path: Path) -> ShimManifest:
     doc.check_keys(TOP_KEYS)
     shim_id = doc.string("id")
     folder = path.parent.name
-    if not _ID.fullmatch(shim_id):
+    if not SHIM_ID.fullmatch(shim_id):
         raise doc.error("id", f"invalid shim id {shim_id!r}", "use [a-z][a-z0-9_]* (it is a package name)")
     if shim_id in RESERVED_IDS:
         raise doc.error("id", f"shim id {shim_id!r} is reserved by the runtime (shims/{shim_id}.py)", "pick another id")
@@ -193,7 +194,7 @@ def _distribution(table: Table, name: str, default: str | None = None) -> str:
 def _target(table: Table) -> Target:
     table.check_keys(("distribution", "module", "affected"))
     module = table.string("module")
-    if not _MODULE.fullmatch(module):
+    if not MODULE_NAME.fullmatch(module):
         raise table.error("module", f"not a module path: {module!r}", 'use the dotted import name, like "megatron.core"')
     affected = table.get("affected")
     return Target(
@@ -274,7 +275,7 @@ def _reproducer(table: Table) -> ReproducerSpec:
                                                f"up to {MAX_TIMEOUT_S:.0f}", fix="write timeout = 600")
     preload = table.get("preload", []).strings(fix='write preload = ["torch", "megatron.core"]', empty_ok=False)
     for index, module in enumerate(preload):
-        if not _MODULE.fullmatch(module):
+        if not MODULE_NAME.fullmatch(module):
             raise table.error(f"preload[{index}]", f"not a module path: {module!r}",
                               'write the dotted import name, like preload = ["torch", "megatron.core"]')
     return ReproducerSpec(path=relative, needs_cuda=needs_cuda, min_compute_capability=capability,

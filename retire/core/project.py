@@ -124,10 +124,6 @@ class Project:
                               "use letters, digits, '.', '-' and '_' only (at most 64), e.g. --run-id nightly-42")
         return contained(self.state_dir / "runs", run_id, key="--run-id")  # and never a link
 
-    def contained(self, path: str | os.PathLike[str], *, key: str | None = None) -> Path:
-        """``path`` if it stays inside the project and follows no link (:func:`contained`)."""
-        return contained(self.root, path, key=key)
-
     def lock_path(self, lane_name: str) -> Path:
         from retire.locks.locking import lock_path
 
@@ -138,15 +134,13 @@ class Project:
         """The shims of this project's catalogue by id (none when it has no ``shims/`` folder)."""
         from shims.manifest import discover
 
-        if not self.shims_dir.is_dir():
-            return {}
-        return {m.id: m for m in discover(self.shims_dir)}
+        folder = self.shims_dir  # read from patchlane.toml: once
+        return {m.id: m for m in discover(folder)} if folder.is_dir() else {}
 
     def shim_ids(self) -> set[str]:
         """Ids of the shims in this project's catalogue (folder names, without loading them)."""
-        if not self.shims_dir.is_dir():
-            return set()
-        return {p.parent.name for p in self.shims_dir.glob("*/manifest.toml")}
+        folder = self.shims_dir
+        return {p.parent.name for p in folder.glob("*/manifest.toml")} if folder.is_dir() else set()
 
     def mirrors(self, folder: Path | None = None):
         """The git mirrors ``patchlane.toml`` declares (``folder``, from ``--mirrors``, replaces its folder)."""

@@ -15,7 +15,7 @@ from retire.core.atomic import atomic_write
 from retire.core.errors import ConfigError
 from retire.core.project import contained
 from retire.packs.checks import DEFAULT_MAX_CODE_LINES, DEFAULT_WINDOW
-from retire.packs.store import LoadedPack, QueueEntry, _assess_all, _ready_or_raise
+from retire.packs.store import LoadedPack, QueueEntry, _assess_all, _display, _ready_or_raise
 
 __all__ = ["export"]
 
@@ -47,7 +47,7 @@ def export(root: str | Path, pack_id: str, destination: str | Path, *, now: _dt.
     if "from shims import reproducer" in (loaded.reproducer_text or "") and helper.is_file():
         files.append(("shims/__init__.py", '"""The reproducer protocol helper only (host stamp, sentinels, exit codes)."""\n'))
         files.append(("shims/reproducer.py", helper.read_text(encoding="utf-8")))
-    _no_collisions(loaded, [name for name, _ in files])
+    _no_collisions(root, loaded, [name for name, _ in files])
     written = []
     for name, text in files:
         target = contained(destination, name)  # a link already there is refused, never written through
@@ -56,21 +56,16 @@ def export(root: str | Path, pack_id: str, destination: str | Path, *, now: _dt.
     return written
 
 
-def _no_collisions(loaded: LoadedPack, names: list[str]) -> None:
+def _no_collisions(root: Path, loaded: LoadedPack, names: list[str]) -> None:
     """Every exported file gets its own name (case-insensitively: macOS and Windows folders), so the
     README or the body never replaces the attached reproducer."""
     seen: dict[str, str] = {}
     for name in names:
         other = seen.setdefault(name.casefold(), name)
         if other is not name:
-            raise ConfigError(_display_manifest(loaded), "reproducer.path",
+            raise ConfigError(_display(root, loaded.manifest.directory / "manifest.toml"), "reproducer.path",
                               f"the reproducer's file name {loaded.pack.reproducer_name!r} is also the exported {other!r}",
                               "rename the reproducer, e.g. reproduce.py")
-
-
-def _display_manifest(loaded: LoadedPack) -> str:
-    path = loaded.manifest.directory / "manifest.toml"
-    return f"shims/{path.parent.name}/manifest.toml"
 
 
 def _readme(loaded: LoadedPack, entry: QueueEntry) -> str:

@@ -16,23 +16,19 @@ from packaging.requirements import InvalidRequirement, Requirement
 from retire.core.errors import ConfigError
 from retire.core.project import Project
 from retire.scaffold import Plan, template
+from shims.manifest import MODULE_NAME, RESERVED_IDS, SHIM_ID
 
 __all__ = ["check_id", "plan_shim"]
 
-_ID = re.compile(r"[a-z][a-z0-9_]*")
-_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
-
-
 def check_id(shim_id: str) -> str:
     """``shim_id`` when it can name a shim: a lowercase identifier that shadows no runtime module."""
-    from shims.manifest import RESERVED_IDS
 
-    if not _ID.fullmatch(shim_id) or keyword.iskeyword(shim_id):
+    if not SHIM_ID.fullmatch(shim_id) or keyword.iskeyword(shim_id):
         raise ConfigError(None, "ID", f"{shim_id!r} is not a shim id",
                           "use a lowercase Python identifier: a letter, then letters, digits and _ (e.g. my_fix)")
     if shim_id in RESERVED_IDS:
         raise ConfigError(None, "ID", f"{shim_id!r} would shadow the runtime's module shims.{shim_id}",
-                          f"pick another id (reserved: {', '.join(sorted(i for i in RESERVED_IDS if _ID.fullmatch(i)))})")
+                          f"pick another id (reserved: {', '.join(sorted(i for i in RESERVED_IDS if SHIM_ID.fullmatch(i)))})")
     return shim_id
 
 
@@ -72,7 +68,7 @@ def plan_shim(project: Project, shim_id: str, *, lanes: list[str], distribution:
         raise ConfigError(None, "--distribution", "no target distribution",
                           "name the distribution that ships the bug, e.g. --distribution megatron-core")
     module = module or re.sub(r"[-.]", "_", distribution).lower()
-    if not _MODULE.fullmatch(module):
+    if not MODULE_NAME.fullmatch(module):
         raise ConfigError(None, "--module", f"{module!r} is not a module name", "use a dotted module such as megatron.core")
     values = {"id": shim_id, "distribution": distribution, "module": module,
               "owner": (owner or "someone@example.org").replace('"', "'"),
