@@ -97,27 +97,19 @@ class Reaper:
         self._stopping = threading.Event()
         self._guard: subprocess.Popen | None = None
 
-    @property
-    def stopping(self) -> bool:
-        return self._stopping.is_set()
-
     def check(self) -> None:
         """Raise :class:`Stopped` once the run is being stopped."""
         if self._stopping.is_set():
             raise Stopped()
 
-    def marked(self, env: Mapping[str, str]) -> tuple[dict[str, str], str]:
-        """``env`` with a fresh marker, and the marker (for a launcher that starts processes itself)."""
-        with self._lock:
-            self._count += 1
-            marker = f"{self.token}.{self._count}"
-        return {**env, TOKEN_ENV: marker}, marker
-
     def spawn(self, command: Sequence[str], *, env: Mapping[str, str], **popen: object) -> subprocess.Popen:
         """``Popen(command)`` in a new session, marked, tracked; :class:`Stopped` when stopping."""
         self.check()
         self.ensure_guard()
-        child_env, marker = self.marked(env)
+        with self._lock:
+            self._count += 1
+            marker = f"{self.token}.{self._count}"
+        child_env = {**env, TOKEN_ENV: marker}
         process = subprocess.Popen(list(command), env=child_env, start_new_session=True, **popen)  # type: ignore[call-overload]
         with self._lock:
             self._live[process.pid] = (process, marker)
