@@ -225,7 +225,7 @@ def _edit_tree(ctx: _Context, plan: DropPlan, work: Path) -> tuple[list[str], li
             for dist, floor in plan.floors.items():
                 locked_version = _lock_versions(locks_dir, lane.name, dist)
                 if locked_version and dist not in _names(lane) and Version(locked_version) < Version(floor):
-                    file = lanes_dir / lane.origin.split(" ")[0].removeprefix("lanes/")
+                    file = work / lane.file
                     text = file.read_text(encoding="utf-8")
                     edited = add_constraint(text, f"{dist}>={floor}")
                     if edited != text:  # a matrix's cells share one base: constrain it once

@@ -148,7 +148,7 @@ class _Work:
 def _files_of(lanes) -> dict[str, list]:
     files: dict[str, list] = {}
     for lane in lanes:
-        files.setdefault(lane.origin.split(" [")[0], []).append(lane)
+        files.setdefault(lane.file, []).append(lane)
     return files
 
 
@@ -178,7 +178,7 @@ def _edit(work: Path, *, selected: list[str], packages: tuple[str, ...], cutoff:
             Git(work).run("checkout", base_commit, "--", f"locks/{member.name}", check=False)
     bumps = []
     for name in selected:
-        file = after[name].origin.split(" [")[0]
+        file = after[name].file
         result = results[name]
         if not result.ok:
             bumps.append(LaneBump(name, "failed", f"{result.status}: {result.message}; its lock is untouched"))

@@ -225,6 +225,7 @@ class _Reader:
             description=body.get("description", ""),
             revisions=tuple(sorted(body.get("revisions", {}).values(), key=lambda r: r.distribution)),
             origin=origin,
+            file=self.display,
         )
 
     def _no_conflicting_pins(self, body: dict, key: str) -> None:

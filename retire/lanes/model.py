@@ -111,7 +111,8 @@ class Lane:
     needs_cuda: bool = False
     description: str = ""
     revisions: tuple[Revision, ...] = ()  # packages taken from a git mirror at a tag, branch or commit
-    origin: str = field(default="", compare=False)  # the file (and matrix cell) it came from
+    origin: str = field(default="", compare=False)  # the file (and matrix cell) it came from, for messages
+    file: str = field(default="", compare=False)  # that file, relative to the project root where it lies inside it
 
     @property
     def tag(self) -> str:

@@ -78,7 +78,7 @@ def plan_shim(project: Project, shim_id: str, *, lanes: list[str], distribution:
     create = {f"{base}/{name}": template(f"shim/{source}", **values) for name, source in sources.items()}
     edit = {}
     for lane in chosen:
-        path = project.root / lane.origin.split(" ")[0]
+        path = project.root / lane.file
         text = edit.get(path.relative_to(project.root).as_posix()) or path.read_text(encoding="utf-8")
         edit[path.relative_to(project.root).as_posix()] = lanedit.add_shim(text, shim_id)
     return Plan(project.root, create, edit)
