@@ -133,12 +133,9 @@ class Child:
                 shutil.rmtree(self._folder, ignore_errors=True)
 
     def _kill(self) -> None:
-        import signal
+        from shims.forked import kill_group
 
-        try:
-            os.killpg(self.pid, signal.SIGKILL)  # a forked child leads its own session
-        except (ProcessLookupError, PermissionError):
-            pass
+        kill_group(self.pid)
 
     def _output(self) -> tuple[str, str]:
         def text(path: str) -> str:

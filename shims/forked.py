@@ -6,10 +6,26 @@ the interpreter would. Standard library only."""
 import os
 import sys
 
-__all__ = ["become"]
+__all__ = ["become", "kill_group"]
 
 # The interpreter's own start-up path (the launcher imports this module before any preload).
 _STARTUP_PATH = list(sys.path)
+
+
+def kill_group(pid: int | None) -> None:
+    """Kill a forked run and whatever it started: become() made it the leader of its own session,
+    so its process group is theirs too. A process already gone is not an error."""
+    import signal
+
+    if not pid:
+        return
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        try:  # not (or no longer) a group leader: the process itself
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _exit_code(code) -> int:

@@ -54,7 +54,7 @@ import os
 import sys
 import time
 
-from shims.forked import become
+from shims.forked import become, kill_group
 
 __all__ = ["main"]
 
@@ -137,18 +137,6 @@ def _pidfd(pid: int):
         return None
 
 
-def _kill_group(pid: int) -> None:
-    import signal
-
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
 class _Run:
     """One run's fork and the children it asked for (:mod:`shims.child`), watched until it ends."""
 
@@ -171,7 +159,7 @@ class _Run:
                 # under one interpreter per run.
                 if hasattr(os, "waitid"):
                     if os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-                        _kill_group(self.pid)
+                        kill_group(self.pid)
                         _, status = os.waitpid(self.pid, 0)
                         return os.waitstatus_to_exitcode(status), False
                 else:  # no waitid (macOS): the group is left to the lane's end (the marker)
@@ -181,7 +169,7 @@ class _Run:
                 self._reap_children()
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
-                    _kill_group(self.pid)
+                    kill_group(self.pid)
                     _, status = os.waitpid(self.pid, 0)
                     return os.waitstatus_to_exitcode(status), True
                 watched = [fd for fd in (pidfd, self.channel) if fd is not None]
@@ -238,7 +226,7 @@ class _Run:
 
     def _end_children(self) -> None:
         for pid, (_, fd) in self.children.items():
-            _kill_group(pid)
+            kill_group(pid)
             os.waitpid(pid, 0)
             if fd is not None:
                 os.close(fd)

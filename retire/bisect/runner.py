@@ -231,10 +231,8 @@ class OverlayRunner:
             self.launcher = Launcher(self.base.python, self.preload, child_environment(self.manifest, self.env),
                                      targets=[self.manifest.target.module.split(".")[0]], say=self.say)
             if self.launcher.alive and self.launcher.targets_loaded:
-                self.launcher.close()
-                self.launcher.fallback = (f"preloading {', '.join(self.preload)} imported the target "
-                                          f"{self.launcher.targets_loaded[0]}, which a candidate must replace")
-                self.say(f"{self.launcher.fallback}: one interpreter per candidate (--isolation process)")
+                self.launcher.fall_back(f"preloading {', '.join(self.preload)} imported the target "
+                                        f"{self.launcher.targets_loaded[0]}, which a candidate must replace")
             elif self.launcher.alive:
                 self.say(f"launcher: imported {', '.join(self.preload)} once in {self.launcher.startup_s:.1f}s")
         return self.launcher

@@ -19,20 +19,19 @@ import json
 import os
 import selectors
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from shims.forked import kill_group
 from shims.manifest import ShimManifest
-from shims.reproducer import Mode
 
 from retire.core import times
-from retire.evidence.validation import MODES, ValidationRecord
+from retire.evidence.validation import ValidationRecord
 from retire.runs.reaper import REAPER, TOKEN_ENV
-from retire.runs.reproduce import child_environment, finished_run, reproducer_file, run_reproducer, runtime_path
+from retire.runs.reproduce import finished_run, prepare_run, reproducer_file, run_reproducer, runtime_path
 
 __all__ = ["ISOLATIONS", "PROTOCOL_MODULES", "Launcher", "common_environment", "preload_of"]
 
@@ -116,15 +115,15 @@ class Launcher:
                     cwd=os.fspath(cwd) if cwd is not None else None,
                 )
         except OSError as exc:
-            self._give_up(f"the launcher could not start ({exc.strerror or exc})")
+            self.fall_back(f"the launcher could not start ({exc.strerror or exc})")
             return
         try:
             ready = self._read(began + ready_timeout)
         except _Died as exc:
-            self._give_up(f"the launcher did not start: {exc}")
+            self.fall_back(f"the launcher did not start: {exc}")
             return
         if not ready.get("ready"):
-            self._give_up(f"the launcher refused: {ready.get('error', 'no reason given')}")
+            self.fall_back(f"the launcher refused: {ready.get('error', 'no reason given')}")
             return
         # Each run's environment carries the launcher's marker, as a spawned reproducer's does: a
         # fresh interpreter a run starts inherits it, so a stop finds that one too.
@@ -156,14 +155,10 @@ class Launcher:
         ``sys_path_first``: site folders the run imports from before the launcher's own (a
         bisection candidate); the process fallback then runs ``python`` (the candidate's venv).
         """
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-        mode = Mode(mode)
         fallback_python = python if python is not None else self.python
         if self.fallback is not None:
             return run_reproducer(manifest, mode, python=fallback_python, env=env, lane=lane, timeout=timeout, cwd=cwd)
-        limit = manifest.reproducer.timeout if timeout is None else timeout
-        child_env = child_environment(manifest, env)
+        mode, limit, child_env = prepare_run(manifest, mode, env, timeout)
         self._next_id += 1
         number = self._next_id
         out, err = self._dir / f"{number}.out", self._dir / f"{number}.err"
@@ -180,11 +175,11 @@ class Launcher:
             pid = self._read(began + 60.0).get("pid")
             done = self._read(began + limit + _GRACE_S)
         except _Died as exc:
-            self._kill_group(pid)
-            self._give_up(f"the launcher died during {manifest.id} {mode} ({exc})")
+            kill_group(pid)
+            self.fall_back(f"the launcher died during {manifest.id} {mode} ({exc})")
             return run_reproducer(manifest, mode, python=fallback_python, env=env, lane=lane, timeout=timeout, cwd=cwd)
         except BaseException:  # Ctrl-C: nothing this launcher started outlives us
-            self._kill_group(pid)
+            kill_group(pid)
             self.close()
             raise
         self.runs += 1
@@ -217,9 +212,9 @@ class Launcher:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -----------------------------------------------------------------------------------------
-
-    def _give_up(self, why: str) -> None:
+    def fall_back(self, why: str) -> None:
+        """Stop serving: the remaining runs use one interpreter each and :attr:`fallback` says why
+        (with the launcher's last line of stderr, if it printed one)."""
         errors = self._stderr_tail()
         self.fallback = why + (f"; its stderr ends: {errors}" if errors else "")
         self.say(f"{self.fallback}; the remaining runs use one interpreter each (--isolation process)")
@@ -232,6 +227,8 @@ class Launcher:
                         pipe.close()
                     except OSError:
                         pass
+
+    # -----------------------------------------------------------------------------------------
 
     def _stderr_tail(self) -> str:
         try:
@@ -279,11 +276,3 @@ class Launcher:
             raise _Died(f"it answered {line[:80]!r}")
         return reply
 
-    @staticmethod
-    def _kill_group(pid: int | None) -> None:
-        if not pid:
-            return
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass

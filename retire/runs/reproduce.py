@@ -23,7 +23,7 @@ from retire.core import childenv, secrets, times
 from retire.evidence.validation import MODES, RunOutcome, ValidationRecord
 from retire.runs.reaper import REAPER
 
-__all__ = ["OUTPUT_TAIL_CHARS", "child_environment", "classify", "finished_run", "run_reproducer"]
+__all__ = ["OUTPUT_TAIL_CHARS", "child_environment", "classify", "finished_run", "prepare_run", "run_reproducer"]
 
 #: How much of the output a record keeps (the end is where tracebacks and sentinels are).
 OUTPUT_TAIL_CHARS = 4000
@@ -75,13 +75,8 @@ def run_reproducer(
     manifest's ``[reproducer] timeout``; past it the whole process group is killed and the
     outcome is ``timeout``. Environment values are never written into the record.
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    reproducer_file(manifest)  # a reproduce.py linked out of its shim folder: refused, never run
-    mode = Mode(mode)
-    limit = manifest.reproducer.timeout if timeout is None else timeout
+    mode, limit, child_env = prepare_run(manifest, mode, env, timeout)
     command = [os.fspath(python), os.fspath(manifest.reproducer_path), "--mode", mode]
-    child_env = child_environment(manifest, env)
     started_at = times.now().isoformat(timespec="microseconds")
     began = time.monotonic()
     try:
@@ -147,6 +142,19 @@ def classify(
     if host is None:
         return RunOutcome.CRASHED, "no PATCHLANE-HOST stamp on the first line"
     return _OUTCOME_OF[sentinel], skip_reason or ""
+
+
+def prepare_run(manifest: ShimManifest, mode: str, env: Mapping[str, str] | None,
+                timeout: float | None) -> tuple[Mode, float, dict[str, str]]:
+    """What a run checks and works out before it starts, in either isolation: the mode (a
+    ValueError for anything but "without" or "with"), its time limit (the manifest's unless
+    ``timeout`` is given) and its environment (:func:`child_environment`). A reproduce.py linked
+    out of its shim folder is refused here, before anything runs it."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    reproducer_file(manifest)
+    limit = manifest.reproducer.timeout if timeout is None else timeout
+    return Mode(mode), limit, child_environment(manifest, env)
 
 
 def child_environment(manifest: ShimManifest, env: Mapping[str, str] | None) -> dict[str, str]:
