@@ -95,12 +95,9 @@ def _lane_python(project: Project, name: str):
     from retire.runs import envs
 
     [lane] = lanefile.select(project.lanes(), [name])
-    sources = None
-    if lane.revisions:  # installed from this host's mirrors, as `patchlane run` does
-        from retire.lanes.revisions import local_urls
-
-        sources = local_urls(lane.revisions, project.mirrors(), lane.origin)
-    env = envs.build(lane, project.lock_path(lane.name), project.envs_dir, sources=sources)
+    # A revision lane installs from this host's mirrors, as `patchlane run` does.
+    env = envs.build(lane, project.lock_path(lane.name), project.envs_dir,
+                     mirrors=project.mirrors() if lane.revisions else None)
     return lane, env.python
 
 

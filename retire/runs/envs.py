@@ -29,6 +29,7 @@ from packaging.version import InvalidVersion, Version
 from retire.core import childenv, uv
 from retire.runs import envcheck
 from retire.core.errors import PatchlaneError
+from retire.lanes import revisions
 from retire.lanes.model import LANE_NAME, Lane
 
 RUNTIME_DIR = "patchlane-runtime"
@@ -208,12 +209,13 @@ def _parse_lock(lock_file: Path, data: bytes) -> dict:
 
 
 def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = None, live: bool = False,
-          wheelhouse: Path | None = None, sources: dict[str, str] | None = None) -> LaneEnv:
+          wheelhouse: Path | None = None, mirrors=None) -> LaneEnv:
     """Build (or re-sync) the lane's environment from its lock. Raises :class:`BuildError`.
 
     ``wheelhouse`` (a folder from ``patchlane wheelhouse gather``/``join``) installs every file from
-    that folder with no index and no network, each checked against the lock's sha256; ``sources``
-    maps the upstream git URLs a revision lane's lock names to this host's mirrors.
+    that folder with no index and no network, each checked against the lock's sha256; ``mirrors``
+    (a MirrorSet) is where a revision lane's packages build from on this host: the lock's upstream
+    git URLs are mapped to them (a ConfigError, naming the lane file, when one is missing).
 
     A re-sync that changes nothing reuses what the last build learnt about the env (its
     packages, its runtime snapshot) and does not even parse the lock, so a warm rebuild costs
@@ -221,6 +223,7 @@ def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = 
     """
     if not lock_file.is_file():
         raise BuildError(f"no lock at {lock_file}: run `nox -s lock -- {lane.name}`")
+    sources = revisions.local_urls(lane.revisions, mirrors, lane.origin) if lane.revisions else {}
     lock_bytes = lock_file.read_bytes()
     path = env_path(envs_dir, lane.name)
     _make_folder(path)
@@ -252,7 +255,7 @@ def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = 
         if lock is None:
             lock = _parse_lock(lock_file, lock_bytes)
         to_sync = _localized(to_sync or {k: v for k, v in lock.items() if k != "tool"}, lane, identity["lock"],
-                             wheelhouse, sources or {})
+                             wheelhouse, sources)
     if to_sync is None:
         sync_from = lock_file  # uv reads (and hash-checks) the lock itself
     else:

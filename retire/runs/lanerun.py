@@ -38,7 +38,6 @@ from retire.runs import envs
 from retire.locks import locking
 from retire.core import childenv, times, uv
 from retire.core.errors import ConfigError
-from retire.lanes import revisions
 from retire.lanes.model import Lane
 from retire.runs.launcher import ISOLATIONS, PROTOCOL_MODULES, Launcher, common_environment, preload_of
 from retire.runs.reaper import REAPER
@@ -217,9 +216,8 @@ def run_lane(lane: Lane, manifests: dict[str, ShimManifest], options: RunOptions
     source = f", files from the wheelhouse {options.wheelhouse} only" if options.wheelhouse else ""
     progress(lane.name, f"building env ({kind}) from {lock_file.parent.name}/{lock_file.name}{source}")
     try:
-        sources = revisions.local_urls(lane.revisions, options.mirrors, lane.origin) if lane.revisions else None
         env = envs.build(lane, lock_file, options.envs_dir, overlay=options.overlay, live=options.live,
-                         wheelhouse=options.wheelhouse, sources=sources)
+                         wheelhouse=options.wheelhouse, mirrors=options.mirrors)
     except ConfigError as exc:  # a revision whose mirror is not on this host
         progress(lane.name, f"build failed: {exc}")
         return LaneRun(lane.name, "build-failed", lane.shims, str(exc), seconds=time.monotonic() - started)
