@@ -21,8 +21,8 @@ import. A reproducer starts such a child with::
   launcher imported any of them, the child is a fresh interpreter after all, and
   :attr:`Finished.forked` says which it was.
 
-:func:`start` returns at once (start two, then wait for both: they run side by side); every child
-ends with its run at the latest. Standard library only: this runs in every lane's interpreter.
+:func:`start` returns at once (start two, then wait for both: they run side by side; from one
+thread or several); every child ends with its run at the latest. Standard library only: this runs in every lane's interpreter.
 """
 
 from __future__ import annotations
@@ -45,9 +45,15 @@ __all__ = ["Child", "Finished", "run", "start"]
 # multiprocessing say, starts fresh interpreters: replies on a shared channel would cross).
 _channel = None
 _owner = None
-_lock = threading.Lock()
+# Replies arrive on the one channel in any order and are queued by child id. One thread at a time
+# reads the channel, outside the lock; the others wait on the condition for what it queues, so a
+# thread blocked in wait() never holds up another thread's start() or wait() (two ranks of one job).
+_state = threading.Condition()
+_sending = threading.Lock()
 _replies: dict[int, list[dict]] = {}
 _buffer = b""
+_reading = False
+_closed = False
 _next_id = 0
 
 
@@ -90,17 +96,18 @@ class Child:
 
     def _fork(self, code: str, args: list[str], env: Mapping[str, str], cwd: str | None, fresh: list[str]) -> None:
         global _next_id
-        with _lock:
+        with _state:
             _next_id += 1
             self._id = _next_id
-            request = {"id": self._id, "code": code, "args": list(args), "env": dict(env),
-                       "cwd": os.path.abspath(cwd) if cwd is not None else os.getcwd(),
-                       "stdout": self._out, "stderr": self._err, "fresh": fresh}
-            try:
+        request = {"id": self._id, "code": code, "args": list(args), "env": dict(env),
+                   "cwd": os.path.abspath(cwd) if cwd is not None else os.getcwd(),
+                   "stdout": self._out, "stderr": self._err, "fresh": fresh}
+        try:
+            with _sending:  # whole lines, one thread at a time
                 _channel.sendall((json.dumps(request) + "\n").encode("utf-8"))
-            except OSError as exc:
-                self.refused = f"the launcher's channel is closed ({exc})"
-                return
+        except OSError as exc:
+            self.refused = f"the launcher's channel is closed ({exc})"
+            return
         reply = _next_reply(self._id, None)
         if reply is None or "pid" not in reply:
             self.refused = (reply or {}).get("refused", "the launcher did not answer")
@@ -162,34 +169,60 @@ def run(code: str, *args: str, env: Mapping[str, str] | None = None, cwd: str | 
 
 def _next_reply(wanted: int, deadline: float | None) -> dict | None:
     """The launcher's next message about child ``wanted``: None past ``deadline`` or when the
-    channel closes. Messages about other children are kept for their own :meth:`Child.wait`."""
+    channel closes. Messages about other children are queued for their own :meth:`Child.wait`."""
+    global _reading
+    while True:
+        with _state:
+            while True:
+                queued = _replies.get(wanted)
+                if queued:
+                    return queued.pop(0)
+                if _channel is None or _closed:
+                    return None
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return None
+                if not _reading:
+                    break
+                _state.wait(left)  # another thread is reading: it wakes us when it has queued what came
+            _reading = True
+        chunk = None
+        try:
+            chunk = _receive(left)
+        finally:
+            with _state:
+                _reading = False
+                _queue(chunk)
+                _state.notify_all()
+
+
+def _receive(left: float | None) -> bytes | None:
+    """What the channel holds within ``left`` seconds: None if nothing came, b"" once it closed."""
     import selectors
 
-    global _buffer
-    with _lock:
-        while True:
-            queued = _replies.get(wanted)
-            if queued:
-                return queued.pop(0)
-            if _channel is None:
-                return None
-            while b"\n" in _buffer:
-                line, _buffer = _buffer.split(b"\n", 1)
-                try:
-                    message = json.loads(line)
-                    _replies.setdefault(int(message["id"]), []).append(message)
-                except (ValueError, KeyError, TypeError):
-                    continue
-            if _replies.get(wanted):
-                continue
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                return None
-            with selectors.DefaultSelector() as selector:
-                selector.register(_channel, selectors.EVENT_READ)
-                if not selector.select(left):
-                    continue
-            chunk = _channel.recv(65536)
-            if not chunk:
-                return None
-            _buffer += chunk
+    with selectors.DefaultSelector() as selector:
+        selector.register(_channel, selectors.EVENT_READ)
+        if not selector.select(left):
+            return None
+    try:
+        return _channel.recv(65536)
+    except OSError:
+        return b""
+
+
+def _queue(chunk: bytes | None) -> None:
+    """Under ``_state``: the whole lines of what arrived, queued by child id."""
+    global _buffer, _closed
+    if chunk is None:
+        return
+    if not chunk:
+        _closed = True
+        return
+    _buffer += chunk
+    while b"\n" in _buffer:
+        line, _buffer = _buffer.split(b"\n", 1)
+        try:
+            message = json.loads(line)
+            _replies.setdefault(int(message["id"]), []).append(message)
+        except (ValueError, KeyError, TypeError):
+            continue

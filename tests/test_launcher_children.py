@@ -87,6 +87,33 @@ TIMING_OUT_REPRODUCER = _reproducer("""
     return reproducer.FIX_VALIDATED
 """)
 
+#: Two threads, each running a child and waiting for it: the first child ends only once the second
+#: (started half a second later, from the other thread) has written its file, as one rank of a job
+#: waits for the other. Neither thread's wait may hold up the other's start.
+THREADED_REPRODUCER = _reproducer("""
+    import threading, time
+    flag = os.path.join(os.path.dirname(os.environ['GRANDCHILD_LOG']), 'second-started')
+    waits = "import os, sys, time\\nwhile not os.path.exists(sys.argv[1]): time.sleep(0.02)\\nprint('saw it')"
+    writes = "import sys\\nopen(sys.argv[1], 'w').close()\\nprint('wrote it')"
+    results = {}
+
+    def first():
+        results["first"] = child.run(waits, flag, timeout=20)
+
+    def second():
+        time.sleep(0.5)
+        results["second"] = child.run(writes, flag, timeout=20)
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    print("# threads " + " ".join(f"{name}={done.returncode}:{done.stdout.strip()}:{done.forked}"
+                                   for name, done in sorted(results.items())))
+    return reproducer.FIX_VALIDATED if len(results) == 2 else reproducer.BUG_REPRODUCED
+""")
+
 
 def _children(record) -> list[dict]:
     return [json.loads(line[len("# child "):]) for line in record.output_tail.splitlines() if line.startswith("# child ")]
@@ -151,6 +178,17 @@ def test_a_child_ends_with_its_run(tree):
         pids = [int(pid) for pid in (tmp / "grandchild.pid").read_text().split()]
         assert len(pids) == 2 and all(_gone(pid) for pid in pids)  # while the launcher still serves
         assert launcher.run(_shim(root, "toy"), "without", env=env).outcome == "bug-reproduced"
+
+
+def test_children_waited_for_from_two_threads_do_not_hold_each_other_up(tree):
+    root, env, tmp = tree
+    manifest = _shim(root, "toy_child_threads", THREADED_REPRODUCER)
+    began = time.monotonic()
+    with Launcher(sys.executable, ["heavypkg"], env) as launcher:
+        record = launcher.run(manifest, "without", env=env)
+    assert record.outcome == "fix-validated", record.output_tail
+    assert "# threads first=0:saw it:True second=0:wrote it:True" in record.output_tail
+    assert time.monotonic() - began < 15  # not the first child's 20 s timeout
 
 
 def test_outside_patchlane_a_child_is_a_fresh_interpreter(tmp_path):
