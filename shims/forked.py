@@ -59,9 +59,6 @@ def become(request: dict, channels: tuple, fresh: dict, run_channel=None) -> Non
         for channel in channels:
             if channel is not None:
                 channel.close()
-        import gc
-
-        gc.enable()  # as in a fresh interpreter (the launcher imported with it off, then froze)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         out = os.open(request["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

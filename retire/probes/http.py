@@ -38,12 +38,11 @@ from typing import TypeVar
 
 import httpx
 
+from retire.core.secrets import scrub, scrub_bytes
 from retire.evidence.values import ProbeFailure
-from retire.core.secrets import scrub_bytes
 from retire.probes.cache import DEFAULT_CACHE_DIR, CacheEntry, HttpCache, freshness
 from retire.probes.client import MAX_IN_FLIGHT, USER_AGENT, deadline_scope, make_client
 from retire.probes.fetched import BadBody, Fetched, RetryPolicy, decode_json
-from retire.core.secrets import scrub
 from retire.probes.redaction import mask_url
 from retire.probes.watchdog import WATCHDOG
 

@@ -20,9 +20,9 @@ from shims.manifest import MODULE_NAME, RESERVED_IDS, SHIM_ID
 
 __all__ = ["check_id", "plan_shim"]
 
+
 def check_id(shim_id: str) -> str:
     """``shim_id`` when it can name a shim: a lowercase identifier that shadows no runtime module."""
-
     if not SHIM_ID.fullmatch(shim_id) or keyword.iskeyword(shim_id):
         raise ConfigError(None, "ID", f"{shim_id!r} is not a shim id",
                           "use a lowercase Python identifier: a letter, then letters, digits and _ (e.g. my_fix)")
