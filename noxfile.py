@@ -23,7 +23,8 @@ from pathlib import Path
 import nox
 
 ROOT = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT))  # this checkout's engine, whatever else is installed
+# this checkout's engine, whatever else is installed
+sys.path.insert(0, str(ROOT))
 
 from retire.sessions import bump, lane, lanes, lock, retire, summary  # noqa: E402,F401 - registered with nox
 
@@ -40,8 +41,17 @@ def catalogue(session: nox.Session) -> None:
     """The catalogue's tests on the real stack: the `cpu` lane's lock (torch, Megatron-Core) + pytest."""
     from retire.core import uv
 
-    session.run_install(uv.binary(), "pip", "sync", "--preview-features", "pylock", "--python", session.virtualenv.location,
-                        "locks/cpu/pylock.toml", external=True)
+    session.run_install(
+        uv.binary(),
+        "pip",
+        "sync",
+        "--preview-features",
+        "pylock",
+        "--python",
+        session.virtualenv.location,
+        "locks/cpu/pylock.toml",
+        external=True,
+    )
     session.install("--no-deps", "-e", ".")
     session.install("pytest")
     session.run("pytest", "tests/test_catalogue.py", *session.posargs)

@@ -21,7 +21,16 @@ import statistics
 import time
 from collections.abc import Callable
 
-__all__ = ["QUICK_ENV", "ROW_KEYS", "interleaved", "median", "not_measured", "quick", "row", "timed"]
+__all__ = [
+    "QUICK_ENV",
+    "ROW_KEYS",
+    "interleaved",
+    "median",
+    "not_measured",
+    "quick",
+    "row",
+    "timed",
+]
 
 #: Set by ``python -m bench --quick``: modules do the fewest repetitions that still mean something.
 QUICK_ENV = "PATCHLANE_BENCH_QUICK"
@@ -33,7 +42,14 @@ def quick() -> bool:
 
 
 def row(name: str, value: float, goal: str, unit: str, ok: bool, detail: str = "") -> dict:
-    return {"name": name, "value": float(value), "goal": goal, "unit": unit, "ok": bool(ok), "detail": detail}
+    return {
+        "name": name,
+        "value": float(value),
+        "goal": goal,
+        "unit": unit,
+        "ok": bool(ok),
+        "detail": detail,
+    }
 
 
 def not_measured(name: str, goal: str, unit: str, reason: str) -> dict:
@@ -64,5 +80,7 @@ def interleaved(actions: dict[str, Callable[[], object]], repeats: int) -> dict[
         for name in order:
             started = time.perf_counter()
             reported = actions[name]()
-            samples[name].append(reported if isinstance(reported, float) else time.perf_counter() - started)
+            samples[name].append(
+                reported if isinstance(reported, float) else time.perf_counter() - started
+            )
     return samples

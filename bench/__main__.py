@@ -17,7 +17,7 @@ import platform
 import sys
 import time
 import traceback
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import bench
@@ -30,20 +30,31 @@ DEFAULT_OUTPUT = ROOT / ".patchlane" / "bench" / "latest.json"
 def discover() -> list[str]:
     """Benchmark module names in the ``bench`` package, sorted; ``_``-prefixed ones are helpers."""
     return sorted(
-        info.name for info in pkgutil.iter_modules(bench.__path__)
+        info.name
+        for info in pkgutil.iter_modules(bench.__path__)
         if not info.name.startswith("_") and not info.ispkg
     )
 
 
 def _error_row(module: str, message: str) -> dict:
-    return {"name": f"{module}", "value": math.nan, "goal": "-", "unit": "", "ok": False,
-            "detail": message, "module": module, "error": True}
+    return {
+        "name": f"{module}",
+        "value": math.nan,
+        "goal": "-",
+        "unit": "",
+        "ok": False,
+        "detail": message,
+        "module": module,
+        "error": True,
+    }
 
 
 def _checked(module: str, result: object) -> list[dict]:
     """The module's rows, each with its module; a row that breaks the convention is an error row."""
     if not isinstance(result, list):
-        return [_error_row(module, f"run() returned {type(result).__name__}, expected a list of rows")]
+        return [
+            _error_row(module, f"run() returned {type(result).__name__}, expected a list of rows")
+        ]
     rows = []
     for number, item in enumerate(result):
         missing = [key for key in ROW_KEYS if not isinstance(item, dict) or key not in item]
@@ -53,7 +64,9 @@ def _checked(module: str, result: object) -> list[dict]:
         try:
             value = float(item["value"])
         except (TypeError, ValueError):
-            rows.append(_error_row(module, f"row {item['name']!r}: value {item['value']!r} is not a number"))
+            rows.append(
+                _error_row(module, f"row {item['name']!r}: value {item['value']!r} is not a number")
+            )
             continue
         rows.append({**item, "value": value, "ok": bool(item["ok"]), "module": module})
     return rows
@@ -69,7 +82,8 @@ def run_module(module: str) -> tuple[list[dict], float]:
             rows = [_error_row(module, "module defines no run()")]
         else:
             rows = _checked(module, runner())
-    except Exception as exc:  # one broken benchmark must not hide the others' numbers
+    # one broken benchmark must not hide the others' numbers
+    except Exception as exc:
         last = traceback.extract_tb(exc.__traceback__)[-1]
         where = f"{Path(last.filename).name}:{last.lineno}"
         rows = [_error_row(module, f"{type(exc).__name__}: {exc} ({where})".replace("\n", " "))]
@@ -112,10 +126,21 @@ def table(rows: list[dict]) -> str:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", action="append", metavar="NAME",
-                        help="run only this benchmark module (repeatable), e.g. --only shims")
-    parser.add_argument("--quick", action="store_true", help="fewest repetitions (smoke test; numbers are rough)")
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help=f"JSON results (default: {DEFAULT_OUTPUT.relative_to(ROOT)})")
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="NAME",
+        help="run only this benchmark module (repeatable), e.g. --only shims",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="fewest repetitions (smoke test; numbers are rough)"
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=DEFAULT_OUTPUT,
+        help=f"JSON results (default: {DEFAULT_OUTPUT.relative_to(ROOT)})",
+    )
     parser.add_argument("--list", action="store_true", help="list the benchmark modules and exit")
     return parser.parse_args(argv)
 
@@ -131,11 +156,14 @@ def main(argv: list[str] | None = None) -> int:
     wanted = args.only or available
     unknown = [name for name in wanted if name not in available]
     if unknown:
-        print(f"python -m bench: error: unknown benchmark {unknown[0]!r} (known: {', '.join(available)})", file=sys.stderr)
+        print(
+            f"python -m bench: error: unknown benchmark {unknown[0]!r} (known: {', '.join(available)})",
+            file=sys.stderr,
+        )
         return 2
     if args.quick:
         os.environ[QUICK_ENV] = "1"
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     rows: list[dict] = []
     durations: dict[str, float] = {}
     for name in wanted:
@@ -153,11 +181,19 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "started_at": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "quick": args.quick,
-        "host": {"python": platform.python_version(), "platform": platform.platform(),
-                 "machine": platform.machine(), "cpus": os.cpu_count(), "node": platform.node()},
+        "host": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "machine": platform.machine(),
+            "cpus": os.cpu_count(),
+            "node": platform.node(),
+        },
         "module_seconds": durations,
         # JSON has no NaN: a row that was not measured has value null.
-        "rows": [{**r, "value": None if math.isnan(r["value"]) else r["value"], "result": verdict(r)} for r in rows],
+        "rows": [
+            {**r, "value": None if math.isnan(r["value"]) else r["value"], "result": verdict(r)}
+            for r in rows
+        ],
     }
     atomic_write(args.output, json.dumps(report, indent=2) + "\n")
     print(f"results: {args.output}", flush=True)

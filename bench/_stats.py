@@ -6,8 +6,14 @@ import random
 import statistics
 
 
-def median_difference_interval(a: list[float], b: list[float], *, resamples: int = 2000,
-                               confidence: float = 0.95, seed: int = 0) -> tuple[float, float]:
+def median_difference_interval(
+    a: list[float],
+    b: list[float],
+    *,
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float]:
     """A bootstrap interval for ``median(b) - median(a)`` (seeded: the same samples give the same
     interval). When it contains 0, the difference is not measurable with these samples."""
     rng = random.Random(seed)

@@ -28,10 +28,20 @@ PER_LAYER = 12
 VERSIONS = ("1.0.0", "1.1.0", "2.0.0")
 #: per request, like a nearby mirror; a CDN far away is slower still.
 LATENCY_S = 0.03
-LANE_PYTHON = "3.11"  # the interpreter running these benchmarks: no pyenv needed
+# the interpreter running these benchmarks: no pyenv needed
+LANE_PYTHON = "3.11"
 LANE_PLATFORM = "x86_64-manylinux_2_28"
-_HIDDEN_UV_SETTINGS = ("UV_INDEX", "UV_DEFAULT_INDEX", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_CONFIG_FILE",
-                       "UV_NO_CONFIG", "UV_OFFLINE", "UV_CACHE_DIR", "VIRTUAL_ENV")
+_HIDDEN_UV_SETTINGS = (
+    "UV_INDEX",
+    "UV_DEFAULT_INDEX",
+    "UV_INDEX_URL",
+    "UV_EXTRA_INDEX_URL",
+    "UV_CONFIG_FILE",
+    "UV_NO_CONFIG",
+    "UV_OFFLINE",
+    "UV_CACHE_DIR",
+    "VIRTUAL_ENV",
+)
 
 
 def package_name(layer: int, number: int) -> str:
@@ -81,7 +91,13 @@ def build_index(dest: Path, latency: float = LATENCY_S) -> PackageIndex:
     return index
 
 
-def lane_toml(requirements: list[str], index_url: str, *, python: str = LANE_PYTHON, shims: tuple[str, ...] = ()) -> str:
+def lane_toml(
+    requirements: list[str],
+    index_url: str,
+    *,
+    python: str = LANE_PYTHON,
+    shims: tuple[str, ...] = (),
+) -> str:
     listed = ", ".join(f'"{req}"' for req in requirements)
     shim_list = ", ".join(f'"{shim}"' for shim in shims)
     return (
@@ -101,7 +117,10 @@ def isolated_uv(work: Path) -> Iterator[None]:
     """uv sees no configuration of this host (no mirror, no user uv.toml), only the lanes' index."""
     empty = work / "no-uv-config"
     empty.mkdir(parents=True, exist_ok=True)
-    saved = {key: os.environ.get(key) for key in (*_HIDDEN_UV_SETTINGS, "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS")}
+    saved = {
+        key: os.environ.get(key)
+        for key in (*_HIDDEN_UV_SETTINGS, "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS")
+    }
     for key in _HIDDEN_UV_SETTINGS:
         os.environ.pop(key, None)
     os.environ["XDG_CONFIG_HOME"] = str(empty)
@@ -158,7 +177,11 @@ def serving(work: Path, latency: float = LATENCY_S) -> Iterator[RunningIndex]:
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     proc = subprocess.Popen(
         [sys.executable, "-m", "bench._universe", str(work / "wheels"), str(latency)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
     )
     try:
         first = proc.stdout.readline().split()
@@ -167,7 +190,8 @@ def serving(work: Path, latency: float = LATENCY_S) -> Iterator[RunningIndex]:
         with isolated_uv(work):
             yield RunningIndex(first[1], latency, proc.pid)
     finally:
-        proc.stdin.close()  # the server exits when its stdin closes
+        # the server exits when its stdin closes
+        proc.stdin.close()
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -179,7 +203,8 @@ def _serve(wheels: Path, latency: float) -> None:
     index = build_index(wheels, latency)
     with IndexServer(index) as server:
         print("SERVING", server.url, flush=True)
-        sys.stdin.read()  # until the benchmark closes our stdin (or dies)
+        # until the benchmark closes our stdin (or dies)
+        sys.stdin.read()
 
 
 if __name__ == "__main__":

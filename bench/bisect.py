@@ -26,7 +26,8 @@ from retire.core.project import Project
 from retire.evidence import validation
 
 RELEASES = 48
-API_FROM, FIXED_FROM = 12, 34  # 1.12 has the API, 1.34 is the first fixed release
+# 1.12 has the API, 1.34 is the first fixed release
+API_FROM, FIXED_FROM = 12, 34
 YANKED = {"1.25", "1.40"}
 NO_WHEEL_HERE = "1.47"
 RECORDED_BROKEN = "1.20"
@@ -42,10 +43,16 @@ def _index(folder: Path):
         version = f"1.{i}"
         files = {"toylib/__init__.py": f'__version__ = "{version}"\n'}
         if i >= API_FROM:
-            files["toylib/arith.py"] = f"def add(a, b):\n    return a {'+' if i >= FIXED_FROM else '-'} b\n"
+            files["toylib/arith.py"] = (
+                f"def add(a, b):\n    return a {'+' if i >= FIXED_FROM else '-'} b\n"
+            )
         needs = ">=3.99" if version == NO_WHEEL_HERE else None
-        index.add(build_wheel(folder, "toylib", version, files=files, requires_python=needs),
-                  f"2026-01-01T00:{i:02d}:00", yanked="bad upload" if version in YANKED else False, requires_python=needs)
+        index.add(
+            build_wheel(folder, "toylib", version, files=files, requires_python=needs),
+            f"2026-01-01T00:{i:02d}:00",
+            yanked="bad upload" if version in YANKED else False,
+            requires_python=needs,
+        )
     return index
 
 
@@ -56,8 +63,16 @@ def _project(root: Path) -> Project:
 
     write_shim(root / "shims", SHIM, reproducer=ARITH_REPRODUCER)
     project = Project(root)
-    merged = record(SHIM, "gpu", "without", "bug-reproduced", "2026-06-01T10:00:00.000000+00:00",
-                    host="h100-1", gpu="NVIDIA H100", version=RECORDED_BROKEN)
+    merged = record(
+        SHIM,
+        "gpu",
+        "without",
+        "bug-reproduced",
+        "2026-06-01T10:00:00.000000+00:00",
+        host="h100-1",
+        gpu="NVIDIA H100",
+        version=RECORDED_BROKEN,
+    )
     validation.append(project.validation, [merged])
     return project
 
@@ -71,7 +86,9 @@ def _worst_case(n: int, *, not_applicable: int = 0, known_broken: bool = True) -
 
         def probe(version: str, boundary: int = boundary) -> CandidateRun:
             i = int(version)
-            state = "not-applicable" if i < not_applicable else "fixed" if i >= boundary else "broken"
+            state = (
+                "not-applicable" if i < not_applicable else "fixed" if i >= boundary else "broken"
+            )
             return CandidateRun(version, state, state)
 
         out = find_boundary(versions, probe, known_broken="0" if known_broken else None)
@@ -96,16 +113,27 @@ def run() -> list[dict]:
             manifest = project.manifests()[SHIM]
             versions, yanked = list_releases(server.url, "toylib")
             bounds = project_bounds(project, manifest, versions)
-            options = {"yanked": yanked, "index_url": server.url, "cache_dir": work / "cache",
-                       "work_dir": work / "envs", "record_to": project.validation}
+            options = {
+                "yanked": yanked,
+                "index_url": server.url,
+                "cache_dir": work / "cache",
+                "work_dir": work / "envs",
+                "record_to": project.validation,
+            }
             started = time.perf_counter()
             cold = bisect(manifest, versions, bounds=bounds, **options)
             cold_s = time.perf_counter() - started
             started = time.perf_counter()
-            warm = bisect(manifest, versions, bounds=project_bounds(project, manifest, versions), **options)
+            warm = bisect(
+                manifest, versions, bounds=project_bounds(project, manifest, versions), **options
+            )
             warm_s = time.perf_counter() - started
-            every = bisect(manifest, versions, bounds=project_bounds(project, manifest, versions, every=True),
-                           **{**options, "cache_dir": work / "cache-all", "record_to": None})
+            every = bisect(
+                manifest,
+                versions,
+                bounds=project_bounds(project, manifest, versions, every=True),
+                **{**options, "cache_dir": work / "cache-all", "record_to": None},
+            )
     n, n_all = cold.releases_available, every.releases_available
     correct = cold.status == "found" and cold.first_fixed == f"1.{FIXED_FROM}"
     na = [p for p in cold.not_applicable if not p.cached]
@@ -113,28 +141,63 @@ def run() -> list[dict]:
     worst_all, worst_all_na = _worst_case(n_all, not_applicable=API_FROM, known_broken=False)
     per_run = cold_s / max(cold.runs, 1)
     return [
-        row("bisect.evidence-range-runs", cold.conclusive_runs, f"<= {_bound(n)} for {n}", "runs",
+        row(
+            "bisect.evidence-range-runs",
+            cold.conclusive_runs,
+            f"<= {_bound(n)} for {n}",
+            "runs",
             correct and cold.conclusive_runs <= _bound(n),
             f"range {cold.range_note} ({n} releases in range, {len(cold.candidates.out_of_range)} older out of it, "
             f"{len(yanked)} yanked skipped); {cold.conclusive_runs} conclusive runs, not applicable apart: "
             f"{len(na)} ({', '.join(f'{p.version} {p.outcome}' for p in na) or 'none'}); found {cold.last_broken} → "
-            f"{cold.first_fixed}: {'correct' if correct else 'WRONG'}; {cold_s:.1f} s, ~{per_run:.2f} s per overlay env + run"),
-        row("bisect.evidence-range-worst-case", worst, f"<= {_bound(n)}", "runs", worst <= _bound(n),
+            f"{cold.first_fixed}: {'correct' if correct else 'WRONG'}; {cold_s:.1f} s, ~{per_run:.2f} s per overlay env + run",
+        ),
+        row(
+            "bisect.evidence-range-worst-case",
+            worst,
+            f"<= {_bound(n)}",
+            "runs",
+            worst <= _bound(n),
             f"most conclusive runs over all {n - 1} fix positions in the range (search alone, lower end from the "
-            f"evidence); log2({n}) = {math.log2(n):.1f}"),
-        row("bisect.all-releases-runs", every.conclusive_runs, f"<= {_bound(n_all)} for {n_all}", "runs",
-            every.status == "found" and every.first_fixed == cold.first_fixed and every.conclusive_runs <= _bound(n_all),
+            f"evidence); log2({n}) = {math.log2(n):.1f}",
+        ),
+        row(
+            "bisect.all-releases-runs",
+            every.conclusive_runs,
+            f"<= {_bound(n_all)} for {n_all}",
+            "runs",
+            every.status == "found"
+            and every.first_fixed == cold.first_fixed
+            and every.conclusive_runs <= _bound(n_all),
             f"--all: {n_all} releases, the oldest {API_FROM} without the API; {every.conclusive_runs} conclusive, "
             f"{len([p for p in every.not_applicable if not p.cached])} not applicable (apart), {len(every.unknown)} unknown; "
-            f"worst case over every fix position: {worst_all} conclusive + {worst_all_na} not applicable"),
-        row("bisect.linear-vs-bisect", n / max(cold.conclusive_runs, 1), ">= 4x", "x", n / max(cold.conclusive_runs, 1) >= 4,
-            f"a linear scan of the range runs the reproducer up to {n} times, the bisection {cold.conclusive_runs}"),
-        row("bisect.recorded-runs", cold.records_added, f"== {cold.runs}", "records", cold.records_added == cold.runs,
-            "every fresh reproducer run lands in the validation manifest (lane bisect), skips included"),
-        row("bisect.cached-rerun-runs", warm.runs + warm.records_added, "== 0", "runs",
+            f"worst case over every fix position: {worst_all} conclusive + {worst_all_na} not applicable",
+        ),
+        row(
+            "bisect.linear-vs-bisect",
+            n / max(cold.conclusive_runs, 1),
+            ">= 4x",
+            "x",
+            n / max(cold.conclusive_runs, 1) >= 4,
+            f"a linear scan of the range runs the reproducer up to {n} times, the bisection {cold.conclusive_runs}",
+        ),
+        row(
+            "bisect.recorded-runs",
+            cold.records_added,
+            f"== {cold.runs}",
+            "records",
+            cold.records_added == cold.runs,
+            "every fresh reproducer run lands in the validation manifest (lane bisect), skips included",
+        ),
+        row(
+            "bisect.cached-rerun-runs",
+            warm.runs + warm.records_added,
+            "== 0",
+            "runs",
             warm.runs == 0 and warm.records_added == 0 and warm.first_fixed == cold.first_fixed,
             f"second bisection (range now {warm.range_note}) answered from the result cache in {warm_s:.2f} s, "
-            f"{warm.records_added} records added"),
+            f"{warm.records_added} records added",
+        ),
     ]
 
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from bench import interleaved, median, not_measured, quick, row, timed
 from bench._universe import LANE_PYTHON, closure, lane_toml, package_name, serving, uv_cache
-from retire.runs import envs
+from retire.core import uv
 from retire.lanes import lanefile
 from retire.locks import locking
-from retire.core import uv
+from retire.runs import envs
 
 #: top-level packages of the benchmark lane: 20 packages once resolved.
 LANE_TOP = [package_name(0, 0), package_name(0, 7)]
@@ -49,25 +49,43 @@ def run() -> list[dict]:
             lock_file = locking.lock_path(work / "locks", lane.name)
             envs_dir, bare_env = work / "envs", work / "bare-env"
             bare_python = bare_env / "bin" / "python"
-            sync = ["pip", "sync", "--preview-features", "pylock", "--python", str(bare_python), str(lock_file)]
+            sync = [
+                "pip",
+                "sync",
+                "--preview-features",
+                "pylock",
+                "--python",
+                str(bare_python),
+                str(lock_file),
+            ]
 
-            env = envs.build(lane, lock_file, envs_dir)  # warms the cache; later builds re-sync
+            # warms the cache; later builds re-sync
+            env = envs.build(lane, lock_file, envs_dir)
             assert len(env.synced) == len(closure(LANE_TOP)), env.synced
             _uv("venv", "--quiet", "--python", LANE_PYTHON, str(bare_env))
             _uv(*sync)
 
-            samples = interleaved({
-                "build": lambda: envs.build(lane, lock_file, envs_dir),
-                "uv": lambda: _uv(*sync),
-            }, repeats)
+            samples = interleaved(
+                {
+                    "build": lambda: envs.build(lane, lock_file, envs_dir),
+                    "uv": lambda: _uv(*sync),
+                },
+                repeats,
+            )
             describe = [timed(lambda: envs.describe(env.python)) for _ in range(repeats)]
             ratio = median(samples["build"]) / median(samples["uv"])
-            rows = [row(
-                "lanes.resync-vs-bare-uv", ratio, "<= 1.2x", "x", ratio <= 1.2,
-                f"envs.build() of an existing {len(env.synced)}-package lane env {median(samples['build']):.3f} s vs bare "
-                f"`uv pip sync` of the same lock into an equivalent venv {median(samples['uv']):.3f} s (warm cache; "
-                f"medians of {repeats}, interleaved); of build(), inspecting the env (envs.describe, one interpreter "
-                f"start) takes {median(describe):.3f} s"),
+            rows = [
+                row(
+                    "lanes.resync-vs-bare-uv",
+                    ratio,
+                    "<= 1.2x",
+                    "x",
+                    ratio <= 1.2,
+                    f"envs.build() of an existing {len(env.synced)}-package lane env {median(samples['build']):.3f} s vs bare "
+                    f"`uv pip sync` of the same lock into an equivalent venv {median(samples['uv']):.3f} s (warm cache; "
+                    f"medians of {repeats}, interleaved); of build(), inspecting the env (envs.describe, one interpreter "
+                    f"start) takes {median(describe):.3f} s",
+                ),
             ]
 
             def fresh_build() -> float:
@@ -76,14 +94,26 @@ def run() -> list[dict]:
 
             def fresh_bare() -> float:
                 shutil.rmtree(bare_env)
-                return timed(lambda: (_uv("venv", "--quiet", "--python", LANE_PYTHON, str(bare_env)), _uv(*sync)))
+                return timed(
+                    lambda: (
+                        _uv("venv", "--quiet", "--python", LANE_PYTHON, str(bare_env)),
+                        _uv(*sync),
+                    )
+                )
 
             fresh = interleaved({"build": fresh_build, "uv": fresh_bare}, fresh_repeats)
             fresh_ratio = median(fresh["build"]) / median(fresh["uv"])
-            rows.append(row(
-                "lanes.fresh-build-vs-bare-uv", fresh_ratio, "<= 1.2x", "x", fresh_ratio <= 1.2,
-                f"envs.build() into a new venv {median(fresh['build']):.3f} s vs bare `uv venv` + `uv pip sync` "
-                f"{median(fresh['uv']):.3f} s (warm cache; medians of {fresh_repeats}, interleaved)"))
+            rows.append(
+                row(
+                    "lanes.fresh-build-vs-bare-uv",
+                    fresh_ratio,
+                    "<= 1.2x",
+                    "x",
+                    fresh_ratio <= 1.2,
+                    f"envs.build() into a new venv {median(fresh['build']):.3f} s vs bare `uv venv` + `uv pip sync` "
+                    f"{median(fresh['uv']):.3f} s (warm cache; medians of {fresh_repeats}, interleaved)",
+                )
+            )
             rows.append(concurrent_runs(work, server.url, 1 if quick() else 3))
         return rows
 
@@ -104,23 +134,38 @@ def concurrent_runs(work: Path, server_url: str, repeats: int) -> dict:
     (project / "lanes").mkdir(parents=True)
     for number in range(RUN_LANES):
         requirements = ["toylib==1.0", package_name(0, number * 3)]
-        (project / "lanes" / f"run-{number}.toml").write_text(lane_toml(requirements, server_url, shims=("toy",)))
+        (project / "lanes" / f"run-{number}.toml").write_text(
+            lane_toml(requirements, server_url, shims=("toy",))
+        )
     lanes = lanefile.load_lanes(project / "lanes")
     failed = [r for r in locking.lock_lanes(lanes, project / "locks") if not r.ok]
     if failed:
         raise RuntimeError(f"cannot lock the run lanes: {failed[0].message}")
-    options = runs.RunOptions(project / "locks", project / "envs", host=runs.Host(False, "benchmark: no GPU wanted"))
+    options = runs.RunOptions(
+        project / "locks", project / "envs", host=runs.Host(False, "benchmark: no GPU wanted")
+    )
 
     def run_all(jobs: int) -> None:
         results = runs.run_lanes(lanes, manifests, options, jobs=jobs)
         outcomes = {(r.lane, s.shim): s.outcome for r in results for s in r.shims}
         if set(outcomes.values()) != {"needed"} or len(outcomes) != RUN_LANES:
-            raise RuntimeError(f"lane runs did not all end 'needed': {outcomes or [r.why for r in results]}")
+            raise RuntimeError(
+                f"lane runs did not all end 'needed': {outcomes or [r.why for r in results]}"
+            )
 
-    run_all(RUN_LANES)  # builds the envs once: both sides then re-sync and run the reproducers
-    samples = interleaved({"sequential": lambda: run_all(1), "concurrent": lambda: run_all(RUN_LANES)}, repeats)
+    # builds the envs once: both sides then re-sync and run the reproducers
+    run_all(RUN_LANES)
+    samples = interleaved(
+        {"sequential": lambda: run_all(1), "concurrent": lambda: run_all(RUN_LANES)}, repeats
+    )
     speedup = median(samples["sequential"]) / median(samples["concurrent"])
-    return row(name, speedup, goal, "x", speedup > 1.0,
-               f"runs.run_lanes() of {RUN_LANES} built lanes (toy shim, reproducer without + with each): "
-               f"one at a time {median(samples['sequential']):.2f} s, {RUN_LANES} at a time "
-               f"{median(samples['concurrent']):.2f} s ({os.cpu_count()} CPUs; medians of {repeats}, interleaved)")
+    return row(
+        name,
+        speedup,
+        goal,
+        "x",
+        speedup > 1.0,
+        f"runs.run_lanes() of {RUN_LANES} built lanes (toy shim, reproducer without + with each): "
+        f"one at a time {median(samples['sequential']):.2f} s, {RUN_LANES} at a time "
+        f"{median(samples['concurrent']):.2f} s ({os.cpu_count()} CPUs; medians of {repeats}, interleaved)",
+    )

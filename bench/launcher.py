@@ -39,15 +39,15 @@ SHIMS = 7
 CANDIDATES = 16
 TORCH_ENV = "PATCHLANE_BENCH_TORCH_PYTHON"
 #: The cost of a heavy import, simulated: many standard-library modules and a pause.
-SYNTHETIC_HEAVY = '''
+SYNTHETIC_HEAVY = """
 import asyncio, concurrent.futures, csv, dataclasses, decimal, email.mime.multipart, fractions, ftplib
 import http.client, http.server, imaplib, json, logging.handlers, mailbox, multiprocessing.pool
 import pickletools, pydoc, smtplib, sqlite3, statistics, tarfile, unittest.mock, urllib.request
 import uuid, xml.dom.minidom, xml.etree.ElementTree, xmlrpc.client, zipfile
 import time
 time.sleep(0.3)
-'''
-REPRODUCER = '''
+"""
+REPRODUCER = """
 from shims import reproducer
 
 def check(with_shim):
@@ -57,12 +57,19 @@ def check(with_shim):
 
 if __name__ == "__main__":
     reproducer.run("{shim_id}", check, packages=["toylib"])
-'''
+"""
 
 
 def _key(record) -> tuple:
-    return (record.shim, record.mode, record.outcome, record.sentinel, record.exit_code, record.detail,
-            tuple(sorted(record.host.items())) if isinstance(record.host, dict) else record.host)
+    return (
+        record.shim,
+        record.mode,
+        record.outcome,
+        record.sentinel,
+        record.exit_code,
+        record.detail,
+        tuple(sorted(record.host.items())) if isinstance(record.host, dict) else record.host,
+    )
 
 
 def _tree(work: Path, heavy: str) -> tuple[list, dict[str, str]]:
@@ -76,8 +83,9 @@ def _tree(work: Path, heavy: str) -> tuple[list, dict[str, str]]:
     for number in range(SHIMS):
         shim_id = f"bench_shim_{number}"
         text = shimtree.manifest_text(shim_id) + f'\npreload = ["{heavy}", "toylib"]\n'
-        folder = shimtree.write_shim(root, shim_id, manifest=text,
-                                     reproducer=REPRODUCER.replace("{heavy}", heavy))
+        folder = shimtree.write_shim(
+            root, shim_id, manifest=text, reproducer=REPRODUCER.replace("{heavy}", heavy)
+        )
         manifests.append(load_manifest(folder / "manifest.toml"))
     env = shimtree.subprocess_env(work, root, site)
     return manifests, env
@@ -95,51 +103,89 @@ def _fourteen(python: str, heavy: str, work: Path, repeats: int) -> tuple[dict, 
             if not server.alive:
                 raise RuntimeError(server.fallback)
             ready = time.perf_counter()
-            seen["launcher"] = [server.run(m, mode, env=env) for m in manifests for mode in ("without", "with")]
+            seen["launcher"] = [
+                server.run(m, mode, env=env) for m in manifests for mode in ("without", "with")
+            ]
             done = time.perf_counter()
         marginal.append((done - ready) / len(seen["launcher"]))
         return time.perf_counter() - began
 
     def process() -> float:
         began = time.perf_counter()
-        seen["process"] = [run_reproducer(m, mode, python=python, env=env) for m in manifests
-                           for mode in ("without", "with")]
+        seen["process"] = [
+            run_reproducer(m, mode, python=python, env=env)
+            for m in manifests
+            for mode in ("without", "with")
+        ]
         return time.perf_counter() - began
 
     samples = interleaved({"launcher": launcher, "process": process}, repeats)
     differing = sum(1 for a, b in zip(seen["launcher"], seen["process"]) if _key(a) != _key(b))
     own_work = median([r.duration_s for r in seen["process"]]) if heavy == "torch" else 0.0
-    return samples, {"marginal": median(marginal), "differing": differing, "runs": len(seen["launcher"]),
-                     "outcomes": sorted({r.outcome for r in seen["launcher"]}), "own": own_work}
+    return samples, {
+        "marginal": median(marginal),
+        "differing": differing,
+        "runs": len(seen["launcher"]),
+        "outcomes": sorted({r.outcome for r in seen["launcher"]}),
+        "own": own_work,
+    }
 
 
 def _ratio_rows(prefix: str, samples: dict, facts: dict, what: str) -> list[dict]:
     launcher_s, process_s = median(samples["launcher"]), median(samples["process"])
     ratio = process_s / launcher_s
     return [
-        row(f"launcher.{prefix}-14-runs", ratio, ">= 5x", "x", ratio >= 5 and facts["differing"] == 0,
+        row(
+            f"launcher.{prefix}-14-runs",
+            ratio,
+            ">= 5x",
+            "x",
+            ratio >= 5 and facts["differing"] == 0,
             f"{what}: {facts['runs']} runs, one interpreter each {process_s:.2f} s vs launcher {launcher_s:.2f} s "
             f"(startup included; median of {len(samples['launcher'])}, interleaved); outcomes "
-            f"{', '.join(facts['outcomes'])}, {facts['differing']} differing"),
-        row(f"launcher.{prefix}-marginal-run", facts["marginal"], "<= 1 s", "s", facts["marginal"] <= 1.0,
+            f"{', '.join(facts['outcomes'])}, {facts['differing']} differing",
+        ),
+        row(
+            f"launcher.{prefix}-marginal-run",
+            facts["marginal"],
+            "<= 1 s",
+            "s",
+            facts["marginal"] <= 1.0,
             f"{what}: one more run under the launcher (fork, stamp, the reproducer's own work, the record); "
-            f"one interpreter per run pays {process_s / facts['runs']:.2f} s each"),
+            f"one interpreter per run pays {process_s / facts['runs']:.2f} s each",
+        ),
     ]
 
 
 def _synthetic(repeats: int) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="patchlane-bench-launcher-") as scratch:
         samples, facts = _fourteen(sys.executable, "heavysynth", Path(scratch), repeats)
-    rows = _ratio_rows("synthetic", samples, facts, "synthetic heavy import (30 stdlib modules + 0.3 s)")
-    rows.append(row("launcher.synthetic-same-outcomes", facts["differing"], "== 0", "records", facts["differing"] == 0,
-                    "records (outcome, sentinel, exit code, detail, host stamp) that differ between the isolations"))
+    rows = _ratio_rows(
+        "synthetic", samples, facts, "synthetic heavy import (30 stdlib modules + 0.3 s)"
+    )
+    rows.append(
+        row(
+            "launcher.synthetic-same-outcomes",
+            facts["differing"],
+            "== 0",
+            "records",
+            facts["differing"] == 0,
+            "records (outcome, sentinel, exit code, detail, host stamp) that differ between the isolations",
+        )
+    )
     return rows
 
 
 def _torch(repeats: int, python: str | None) -> list[dict]:
     if not python:
-        return [not_measured("launcher.torch-14-runs", ">= 5x", "x",
-                             f"set {TORCH_ENV} to an interpreter with torch (e.g. a venv with the CPU wheel)")]
+        return [
+            not_measured(
+                "launcher.torch-14-runs",
+                ">= 5x",
+                "x",
+                f"set {TORCH_ENV} to an interpreter with torch (e.g. a venv with the CPU wheel)",
+            )
+        ]
     with tempfile.TemporaryDirectory(prefix="patchlane-bench-launcher-torch-") as scratch:
         samples, facts = _fourteen(python, "torch", Path(scratch), repeats)
     return _ratio_rows("torch", samples, facts, f"reproducers importing torch ({python})")
@@ -159,41 +205,67 @@ def _cpu_lane(repeats: int) -> tuple[list[dict], str | None]:
     try:
         [lane] = lanefile.select(project.lanes(), ["cpu"])
     except Exception as exc:  # noqa: BLE001 - a benchmark that cannot start says why
-        return [not_measured("launcher.cpu-lane-14-runs", goal, "x", f"no cpu lane here ({exc})")], None
+        return [
+            not_measured("launcher.cpu-lane-14-runs", goal, "x", f"no cpu lane here ({exc})")
+        ], None
     before = os.environ.get("UV_OFFLINE")
-    os.environ["UV_OFFLINE"] = "1"  # never download the multi-GB CUDA torch for a benchmark
+    # never download the multi-GB CUDA torch for a benchmark
+    os.environ["UV_OFFLINE"] = "1"
     try:
         env = envs.build(lane, project.lock_path("cpu"), project.envs_dir)
     except envs.BuildError as exc:
-        reason = (f"the cpu lane env could not be built offline from uv's cache ({exc}); its lock pulls a "
-                  f"multi-GB CUDA torch: build it once with `patchlane run cpu`, then re-run this benchmark")
-        return [not_measured("launcher.cpu-lane-14-runs", goal, "x", reason),
-                not_measured("launcher.cpu-lane-marginal-run", "<= 1 s", "s", "no cpu lane env (above)")], None
+        reason = (
+            f"the cpu lane env could not be built offline from uv's cache ({exc}); its lock pulls a "
+            f"multi-GB CUDA torch: build it once with `patchlane run cpu`, then re-run this benchmark"
+        )
+        return [
+            not_measured("launcher.cpu-lane-14-runs", goal, "x", reason),
+            not_measured(
+                "launcher.cpu-lane-marginal-run", "<= 1 s", "s", "no cpu lane env (above)"
+            ),
+        ], None
     finally:
         if before is None:
             os.environ.pop("UV_OFFLINE", None)
         else:
             os.environ["UV_OFFLINE"] = before
     manifests = project.manifests()
-    options = lanerun.RunOptions(locks_dir=project.locks_dir, envs_dir=project.envs_dir, heartbeat_s=0,
-                                 host=lanerun.Host.detect())
+    options = lanerun.RunOptions(
+        locks_dir=project.locks_dir,
+        envs_dir=project.envs_dir,
+        heartbeat_s=0,
+        host=lanerun.Host.detect(),
+    )
     runs: dict[str, lanerun.LaneRun] = {}
 
     def contender(isolation: str):
         def go() -> float:
             began = time.perf_counter()
-            runs[isolation] = lanerun.run_lane(lane, manifests, replace(options, isolation=isolation))
+            runs[isolation] = lanerun.run_lane(
+                lane, manifests, replace(options, isolation=isolation)
+            )
             return time.perf_counter() - began
+
         return go
 
-    samples = interleaved({"launcher": contender("launcher"), "process": contender("process")}, repeats)
+    samples = interleaved(
+        {"launcher": contender("launcher"), "process": contender("process")}, repeats
+    )
     records = {iso: [r for s in run.shims for r in s.records] for iso, run in runs.items()}
-    differing = sum(1 for a, b in zip(records["launcher"], records["process"]) if _key(a) != _key(b))
+    differing = sum(
+        1 for a, b in zip(records["launcher"], records["process"]) if _key(a) != _key(b)
+    )
     differing += abs(len(records["launcher"]) - len(records["process"]))
     own = median([r.duration_s for r in records["launcher"]]) if records["launcher"] else 0.0
-    facts = {"marginal": own, "differing": differing, "runs": len(records["launcher"]),
-             "outcomes": sorted({s.outcome for s in runs["launcher"].shims})}
-    rows = _ratio_rows("cpu-lane", samples, facts, f"cpu lane ({env.python_version}, {len(env.synced)} packages)")
+    facts = {
+        "marginal": own,
+        "differing": differing,
+        "runs": len(records["launcher"]),
+        "outcomes": sorted({s.outcome for s in runs["launcher"].shims}),
+    }
+    rows = _ratio_rows(
+        "cpu-lane", samples, facts, f"cpu lane ({env.python_version}, {len(env.synced)} packages)"
+    )
     rows[1]["detail"] += " (here: the median launcher run, its own work included)"
     if runs["launcher"].note:
         rows[0]["detail"] += f"; note: {runs['launcher'].note}"
@@ -201,13 +273,22 @@ def _cpu_lane(repeats: int) -> tuple[list[dict], str | None]:
     # interpreters of its own pays that in both isolations): the ratio without them, too.
     own = {(r.shim, r.mode) for r in records["launcher"] if r.duration_s > 1.0}
     if own:
+
         def without_own(iso: str) -> float:
-            return median(samples[iso]) - sum(r.duration_s for r in records[iso] if (r.shim, r.mode) in own)
+            return median(samples[iso]) - sum(
+                r.duration_s for r in records[iso] if (r.shim, r.mode) in own
+            )
+
         rows[0]["detail"] += (
-            "; runs whose own work exceeds 1 s: " + ", ".join(
-                f"{r.shim} {r.mode} {r.duration_s:.1f} s" for r in records["launcher"] if (r.shim, r.mode) in own)
+            "; runs whose own work exceeds 1 s: "
+            + ", ".join(
+                f"{r.shim} {r.mode} {r.duration_s:.1f} s"
+                for r in records["launcher"]
+                if (r.shim, r.mode) in own
+            )
             + f"; the other {len(records['launcher']) - len(own)} runs: "
-            f"{without_own('process') / without_own('launcher'):.1f}x")
+            f"{without_own('process') / without_own('launcher'):.1f}x"
+        )
     return rows, str(env.python)
 
 
@@ -222,48 +303,84 @@ def _bisect(repeats: int, torch_python: str | None) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="patchlane-bench-launcher-bisect-") as scratch:
         work = Path(scratch)
         index = PackageIndex()
-        for i in range(CANDIDATES):  # add() fixed from 1.11
+        # add() fixed from 1.11
+        for i in range(CANDIDATES):
             source = f'__version__ = "1.{i}"\n\ndef add(a, b):\n    return a {"+" if i >= 11 else "-"} b\n'
-            index.add(build_wheel(work / "wheels", "toylib", f"1.{i}", files={"toylib/__init__.py": source}),
-                      f"2026-01-{10 + i}")
+            index.add(
+                build_wheel(
+                    work / "wheels", "toylib", f"1.{i}", files={"toylib/__init__.py": source}
+                ),
+                f"2026-01-{10 + i}",
+            )
         site = work / "base-site"
         site.mkdir()
         (site / "heavysynth.py").write_text(textwrap.dedent(SYNTHETIC_HEAVY))
         text = shimtree.manifest_text("bench_bisect") + f'\npreload = ["{heavy}"]\n'
         from shims.manifest import load_manifest
 
-        folder = shimtree.write_shim(work / "shims", "bench_bisect", manifest=text,
-                                     reproducer=REPRODUCER.replace("{heavy}", heavy))
+        folder = shimtree.write_shim(
+            work / "shims",
+            "bench_bisect",
+            manifest=text,
+            reproducer=REPRODUCER.replace("{heavy}", heavy),
+        )
         manifest = load_manifest(folder / "manifest.toml")
         env = {**shimtree.subprocess_env(work, work / "shims", site)}
         versions = [f"1.{i}" for i in range(CANDIDATES)]
         results = {}
         with isolated_uv(work), uv_cache(), IndexServer(index) as server:
+
             def contender(isolation: str):
                 def go() -> float:
                     began = time.perf_counter()
-                    results[isolation] = bisect.bisect(manifest, versions, base_python=python, index_url=server.url,
-                                                       env=env, work_dir=work / "envs", isolation=isolation)
+                    results[isolation] = bisect.bisect(
+                        manifest,
+                        versions,
+                        base_python=python,
+                        index_url=server.url,
+                        env=env,
+                        work_dir=work / "envs",
+                        isolation=isolation,
+                    )
                     return time.perf_counter() - began
+
                 return go
 
-            samples = interleaved({"launcher": contender("launcher"), "process": contender("process")}, repeats)
+            samples = interleaved(
+                {"launcher": contender("launcher"), "process": contender("process")}, repeats
+            )
     launcher_s, process_s = median(samples["launcher"]), median(samples["process"])
-    same = [(p.version, p.state) for p in results["launcher"].probes] == [(p.version, p.state) for p in results["process"].probes]
+    same = [(p.version, p.state) for p in results["launcher"].probes] == [
+        (p.version, p.state) for p in results["process"].probes
+    ]
     found = results["launcher"].first_fixed == "1.11" and same
     runs = results["launcher"].runs
-    return [row("launcher.bisect-16-candidates", process_s / launcher_s, "> 1x", "x", found and process_s > launcher_s,
-                f"{CANDIDATES} releases, {runs} reproducer runs (one uv overlay venv each, in both); base import "
-                f"{heavy}: one interpreter per run {process_s:.2f} s vs launcher {launcher_s:.2f} s "
-                f"(median of {repeats}); same probes both ways: {same}; first fixed "
-                f"{results['launcher'].first_fixed}")]
+    return [
+        row(
+            "launcher.bisect-16-candidates",
+            process_s / launcher_s,
+            "> 1x",
+            "x",
+            found and process_s > launcher_s,
+            f"{CANDIDATES} releases, {runs} reproducer runs (one uv overlay venv each, in both); base import "
+            f"{heavy}: one interpreter per run {process_s:.2f} s vs launcher {launcher_s:.2f} s "
+            f"(median of {repeats}); same probes both ways: {same}; first fixed "
+            f"{results['launcher'].first_fixed}",
+        )
+    ]
 
 
 def run() -> list[dict]:
     repeats = 1 if quick() else 3
-    cpu_rows, lane_python = _cpu_lane(1)  # 14 real runs each way: minutes, once is enough
+    # 14 real runs each way: minutes, once is enough
+    cpu_rows, lane_python = _cpu_lane(1)
     torch_python = os.environ.get(TORCH_ENV) or lane_python
-    return [*cpu_rows, *_torch(1, torch_python), *_synthetic(repeats), *_bisect(1 if torch_python else repeats, torch_python)]
+    return [
+        *cpu_rows,
+        *_torch(1, torch_python),
+        *_synthetic(repeats),
+        *_bisect(1 if torch_python else repeats, torch_python),
+    ]
 
 
 if __name__ == "__main__":

@@ -23,9 +23,9 @@ from pathlib import Path
 
 from bench import interleaved, median, quick, row, timed
 from bench._universe import ROOT, closure, lane_requirements, lane_toml, serving, uv_cache
+from retire.core import uv
 from retire.lanes import lanefile
 from retire.locks import locking
-from retire.core import uv
 
 LANES = 12
 
@@ -35,17 +35,28 @@ def _cli(root: Path, *args: str) -> float:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "retire", "--root", str(root), *args], env=env,
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "retire", "--root", str(root), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=600,
+    )
     seconds = time.perf_counter() - started
     if proc.returncode != 0:
-        raise RuntimeError(f"patchlane {' '.join(args)} failed: {(proc.stdout + proc.stderr).strip()[-600:]}")
+        raise RuntimeError(
+            f"patchlane {' '.join(args)} failed: {(proc.stdout + proc.stderr).strip()[-600:]}"
+        )
     return seconds
 
 
 def _cpu_seconds() -> float:
     """CPU used so far by this process (the index server's threads included) and its children."""
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
@@ -91,7 +102,9 @@ def run() -> list[dict]:
             for number in range(LANES):
                 requirements = lane_requirements(number)
                 sizes[f"bench-{number:02d}"] = len(closure(requirements))
-                (project / "lanes" / f"bench-{number:02d}.toml").write_text(lane_toml(requirements, server.url))
+                (project / "lanes" / f"bench-{number:02d}.toml").write_text(
+                    lane_toml(requirements, server.url)
+                )
             lanes = lanefile.load_lanes(project / "lanes")
             scratch_locks = work / "scratch-locks"
 
@@ -102,16 +115,36 @@ def run() -> list[dict]:
                     scratch_s.append(_cli(project, "lock", "--force"))
                 for _ in range(3):
                     noop_s.append(_cli(project, "lock"))
-                    startup_s.append(timed(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True)))
+                    startup_s.append(
+                        timed(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True))
+                    )
                 results: list = []
-                parallel_s.append(_cold(lambda: results.extend(locking.lock_lanes(lanes, scratch_locks, force=True)), server, parallel_cpu))
+                parallel_s.append(
+                    _cold(
+                        lambda: results.extend(
+                            locking.lock_lanes(lanes, scratch_locks, force=True)
+                        ),
+                        server,
+                        parallel_cpu,
+                    )
+                )
                 _check(results)
                 for lane in lanes:
                     one: list = []
-                    single_s[lane.name].append(_cold(lambda: one.append(locking.lock_lane(lane, scratch_locks, force=True))))
+                    single_s[lane.name].append(
+                        _cold(
+                            lambda: one.append(locking.lock_lane(lane, scratch_locks, force=True))
+                        )
+                    )
                     _check(one)
-            packages = {lane.name: len(locking.read_lock(locking.lock_path(project / "locks", lane.name))["packages"]) for lane in lanes}
-            assert packages == sizes, (packages, sizes)  # the locks hold the graph we generated
+            packages = {
+                lane.name: len(
+                    locking.read_lock(locking.lock_path(project / "locks", lane.name))["packages"]
+                )
+                for lane in lanes
+            }
+            # the locks hold the graph we generated
+            assert packages == sizes, (packages, sizes)
 
             ratio_noop = median(scratch_s) / median(noop_s)
             slowest = max(single_s, key=lambda name: median(single_s[name]))
@@ -122,33 +155,56 @@ def run() -> list[dict]:
             cpu_floor = median(parallel_cpu) / (os.cpu_count() or 1)
             requests_note = f"loopback index with {server.latency * 1e3:.0f} ms per request"
             rows = [
-                row("locks.noop-vs-scratch", ratio_noop, ">= 50x faster", "x", ratio_noop >= 50,
+                row(
+                    "locks.noop-vs-scratch",
+                    ratio_noop,
+                    ">= 50x faster",
+                    "x",
+                    ratio_noop >= 50,
                     f"12 lanes ({min(sizes.values())}–{max(sizes.values())} packages each, {sum(sizes.values())} in all): "
                     f"`patchlane lock` with every lock current {median(noop_s):.3f} s vs `lock --force` with a cold uv cache "
                     f"{median(scratch_s):.2f} s (fresh processes; medians of {len(noop_s)} and {len(scratch_s)}; {requests_note}; "
-                    f"real indexes are slower and real lanes larger, so the from-scratch side is small here)"),
-                row("locks.noop-wall", median(noop_s), "< 1 s", "s", median(noop_s) < 1.0,
+                    f"real indexes are slower and real lanes larger, so the from-scratch side is small here)",
+                ),
+                row(
+                    "locks.noop-wall",
+                    median(noop_s),
+                    "< 1 s",
+                    "s",
+                    median(noop_s) < 1.0,
                     f"no-op `patchlane lock` of 12 current lanes, wall time of the whole process "
                     f"(min {min(noop_s):.3f} s, max {max(noop_s):.3f} s), of which {median(startup_s):.3f} s is the "
-                    f"interpreter starting (`python -c pass`, measured alongside)"),
-                row("locks.parallel-vs-slowest", ratio_parallel, "<= 1.5x", "x", ratio_parallel <= 1.5,
+                    f"interpreter starting (`python -c pass`, measured alongside)",
+                ),
+                row(
+                    "locks.parallel-vs-slowest",
+                    ratio_parallel,
+                    "<= 1.5x",
+                    "x",
+                    ratio_parallel <= 1.5,
                     f"lock_lanes() of 12 lanes, cold cache, {median(parallel_s):.2f} s vs the slowest lane alone "
                     f"({slowest}, {sizes[slowest]} packages) {median(single_s[slowest]):.2f} s, cold; the 12 alone one "
                     f"after another would take {total_single:.1f} s; the 12 used {median(parallel_cpu):.2f} CPU-s "
                     f"(uv, patchlane and the index server), so {os.cpu_count()} CPUs cannot finish them in under "
-                    f"{cpu_floor:.2f} s = {cpu_floor / median(single_s[slowest]):.2f}× the slowest lane (medians of {reps}; {requests_note})"),
+                    f"{cpu_floor:.2f} s = {cpu_floor / median(single_s[slowest]):.2f}× the slowest lane (medians of {reps}; {requests_note})",
+                ),
             ]
 
             largest = max(lanes, key=lambda lane: sizes[lane.name])
             wrapper_locks = work / "wrapper-locks"
             with uv_cache(work / "warm-uv-cache"):
-                _check([locking.lock_lane(largest, wrapper_locks, force=True)])  # warms the cache
-                bare_dir, command = _bare_workdir(largest, work / "bare", locking.lock_path(wrapper_locks, largest.name))
+                # warms the cache
+                _check([locking.lock_lane(largest, wrapper_locks, force=True)])
+                bare_dir, command = _bare_workdir(
+                    largest, work / "bare", locking.lock_path(wrapper_locks, largest.name)
+                )
 
                 def bare() -> None:
                     proc = uv.run(command, cwd=bare_dir)
                     if proc.returncode != 0:
-                        raise RuntimeError(f"bare uv pip compile failed: {proc.stderr.strip()[-400:]}")
+                        raise RuntimeError(
+                            f"bare uv pip compile failed: {proc.stderr.strip()[-400:]}"
+                        )
 
                 def wrapped() -> None:
                     _check([locking.lock_lane(largest, wrapper_locks, force=True)])
@@ -156,9 +212,16 @@ def run() -> list[dict]:
                 bare()
                 samples = interleaved({"patchlane": wrapped, "uv": bare}, wrapper_reps)
             ratio_wrapper = median(samples["patchlane"]) / median(samples["uv"])
-            rows.append(row(
-                "locks.wrapper-vs-bare-uv", ratio_wrapper, "<= 1.1x", "x", ratio_wrapper <= 1.1,
-                f"lock_lane({largest.name}, {sizes[largest.name]} packages, warm cache) {median(samples['patchlane']):.3f} s "
-                f"vs the bare `uv pip compile` it runs {median(samples['uv']):.3f} s (medians of {wrapper_reps}, interleaved; "
-                f"{requests_note}: uv revalidates each page)"))
+            rows.append(
+                row(
+                    "locks.wrapper-vs-bare-uv",
+                    ratio_wrapper,
+                    "<= 1.1x",
+                    "x",
+                    ratio_wrapper <= 1.1,
+                    f"lock_lane({largest.name}, {sizes[largest.name]} packages, warm cache) {median(samples['patchlane']):.3f} s "
+                    f"vs the bare `uv pip compile` it runs {median(samples['uv']):.3f} s (medians of {wrapper_reps}, interleaved; "
+                    f"{requests_note}: uv revalidates each page)",
+                )
+            )
             return rows

@@ -51,13 +51,16 @@ def _serve(root: str, connection) -> None:
             message = connection.recv()
             if message == "stop":
                 break
-            if message == "fresh":  # send max-age like the real services (API 60 s, index 600 s)
+            # send max-age like the real services (API 60 s, index 600 s)
+            if message == "fresh":
                 host.max_age, index_server.max_age = 60, 600
                 connection.send("ok")
-            if message == "statuses":  # what the code host answered since the last ask
+            # what the code host answered since the last ask
+            if message == "statuses":
                 connection.send(list(host.statuses))
                 host.statuses.clear()
-            if message == "graphql":  # nodes per GraphQL request since the last ask
+            # nodes per GraphQL request since the last ask
+            if message == "graphql":
                 connection.send(list(host.graphql_nodes))
                 host.graphql_nodes.clear()
 
@@ -67,13 +70,11 @@ def _names() -> list[str]:
 
 
 def run() -> list[dict]:
-    from retire.probes.http import RetryPolicy
-    from retire.verdicts.gather import gather
-    from tests.support.retirement import NOW
-
     import multiprocessing
 
-    from tests.support.retirement import VERSION_FLOOR, Project
+    from retire.probes.http import RetryPolicy
+    from retire.verdicts.gather import gather
+    from tests.support.retirement import NOW, VERSION_FLOOR, Project
 
     root = Path(tempfile.mkdtemp(prefix="patchlane-bench-probes-"))
     context = multiprocessing.get_context("spawn")
@@ -86,17 +87,33 @@ def run() -> list[dict]:
         index_url, api_url = parent.recv()
         project = Project(root / "project")
         for n, dist in enumerate(_names()):
-            project.shim(f"shim{n:03d}", VERSION_FLOOR, links=(("report", f"https://github.com/org/{dist}/issues/1"),),
-                         distribution=dist)
-        project.lane("bench", [f"shim{n:03d}" for n in range(SHIMS)], index_url=index_url, packages=_names())
+            project.shim(
+                f"shim{n:03d}",
+                VERSION_FLOOR,
+                links=(("report", f"https://github.com/org/{dist}/issues/1"),),
+                distribution=dist,
+            )
+        project.lane(
+            "bench", [f"shim{n:03d}" for n in range(SHIMS)], index_url=index_url, packages=_names()
+        )
         manifests, lanes = project.manifests(), project.lanes()
         policy = RetryPolicy(attempts=1, timeout=10.0)
         repeats = 1 if quick() else 3
 
         def probe(cache: Path | None, workers: int) -> float:
             started = time.perf_counter()
-            verdicts = gather(manifests, lanes, project.root / "locks", project.validation, api_base=api_url,
-                              token=None, cache_dir=cache, policy=policy, workers=workers, clock=lambda: NOW)
+            verdicts = gather(
+                manifests,
+                lanes,
+                project.root / "locks",
+                project.validation,
+                api_base=api_url,
+                token=None,
+                cache_dir=cache,
+                policy=policy,
+                workers=workers,
+                clock=lambda: NOW,
+            )
             elapsed = time.perf_counter() - started
             failed = [v for v in verdicts if v.failures]
             if failed:
@@ -127,17 +144,47 @@ def run() -> list[dict]:
         not_modified = answers.count(304)
         requests = 2 * SHIMS
         return [
-            row("probes.cold-concurrent", cold_s, "<= 1.5 s", "s", cold_s <= 1.5,
-                f"{SHIMS} shims, {requests} requests at {LATENCY * 1000:.0f} ms each, 100 in flight (median of {repeats})"),
-            row("probes.warm-etag", warm_s, "<= 0.3 s", "s", warm_s <= 0.3,
-                f"every request conditional: {not_modified}/{SHIMS} code-host answers were 304 (median of {repeats})"),
-            row("probes.warm-fresh", median(fresh), "<= 0.3 s", "s", median(fresh) <= 0.3,
+            row(
+                "probes.cold-concurrent",
+                cold_s,
+                "<= 1.5 s",
+                "s",
+                cold_s <= 1.5,
+                f"{SHIMS} shims, {requests} requests at {LATENCY * 1000:.0f} ms each, 100 in flight (median of {repeats})",
+            ),
+            row(
+                "probes.warm-etag",
+                warm_s,
+                "<= 0.3 s",
+                "s",
+                warm_s <= 0.3,
+                f"every request conditional: {not_modified}/{SHIMS} code-host answers were 304 (median of {repeats})",
+            ),
+            row(
+                "probes.warm-fresh",
+                median(fresh),
+                "<= 0.3 s",
+                "s",
+                median(fresh) <= 0.3,
                 "servers send Cache-Control max-age like the real ones (API 60 s, index 600 s): a warm run "
-                f"inside it makes no request (median of {repeats})"),
-            row("probes.sequential-vs-cold", sequential / cold_s, ">= 5x", "x", sequential / cold_s >= 5,
-                f"sequential cold {sequential:.2f} s vs concurrent cold {cold_s:.2f} s"),
-            row("probes.sequential-vs-warm", sequential / warm_s, ">= 20x", "x", sequential / warm_s >= 20,
-                f"sequential cold {sequential:.2f} s vs warm {warm_s:.2f} s"),
+                f"inside it makes no request (median of {repeats})",
+            ),
+            row(
+                "probes.sequential-vs-cold",
+                sequential / cold_s,
+                ">= 5x",
+                "x",
+                sequential / cold_s >= 5,
+                f"sequential cold {sequential:.2f} s vs concurrent cold {cold_s:.2f} s",
+            ),
+            row(
+                "probes.sequential-vs-warm",
+                sequential / warm_s,
+                ">= 20x",
+                "x",
+                sequential / warm_s >= 20,
+                f"sequential cold {sequential:.2f} s vs warm {warm_s:.2f} s",
+            ),
             *links_rows,
         ]
     finally:
@@ -159,25 +206,43 @@ def _links(api_url: str, parent, *, repeats: int) -> list[dict]:
     def probe(token: str | None) -> float:
         with make_client(timeout=policy.timeout) as client:
             started = time.perf_counter()
-            found = probe_links(Fetcher(client, policy=policy, secrets=(token,) if token else ()), urls,
-                                api_base=api_url, token=token)
+            found = probe_links(
+                Fetcher(client, policy=policy, secrets=(token,) if token else ()),
+                urls,
+                api_base=api_url,
+                token=token,
+            )
             elapsed = time.perf_counter() - started
         failed = [state for state in found.values() if not hasattr(state, "state")]
         if failed:
             raise RuntimeError(f"{len(failed)} links failed, e.g. {failed[0]}")
         return elapsed
 
-    samples = interleaved({"graphql": lambda: probe("ghp_benchtoken"), "rest": lambda: probe(None)}, repeats)
+    samples = interleaved(
+        {"graphql": lambda: probe("ghp_benchtoken"), "rest": lambda: probe(None)}, repeats
+    )
     parent.send("graphql")
     nodes = parent.recv()
     graphql_s, rest_s = median(samples["graphql"]), median(samples["rest"])
     per_run = len(nodes) // repeats if repeats else 0
     return [
-        row("probes.links-graphql-cold", graphql_s, "<= 0.3 s", "s", graphql_s <= 0.3,
+        row(
+            "probes.links-graphql-cold",
+            graphql_s,
+            "<= 0.3 s",
+            "s",
+            graphql_s <= 0.3,
             f"{SHIMS} links with a token, {per_run} GraphQL request(s) of <= 100 nodes at {LATENCY * 1000:.0f} ms "
-            f"(median of {repeats}, interleaved with REST)"),
-        row("probes.links-rest-vs-graphql", rest_s / graphql_s, ">= 2x", "x", rest_s / graphql_s >= 2,
-            f"anonymous REST cold {rest_s:.3f} s ({SHIMS} requests, 100 in flight) vs GraphQL cold {graphql_s:.3f} s"),
+            f"(median of {repeats}, interleaved with REST)",
+        ),
+        row(
+            "probes.links-rest-vs-graphql",
+            rest_s / graphql_s,
+            ">= 2x",
+            "x",
+            rest_s / graphql_s >= 2,
+            f"anonymous REST cold {rest_s:.3f} s ({SHIMS} requests, 100 in flight) vs GraphQL cold {graphql_s:.3f} s",
+        ),
     ]
 
 

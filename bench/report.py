@@ -19,19 +19,19 @@ import tempfile
 from pathlib import Path
 
 import bench
-from retire.report import html as report_html
-from retire.report import build as report_build
-from retire.report import model as report_model
-from retire.report import markdown as report_render
-from retire.report.weekly import write_report
+from retire.evidence.validation import ValidationRecord
 from retire.evidence.values import ProbeFailure
 from retire.lanes.model import Lane
-from retire.evidence.validation import ValidationRecord
+from retire.report import build as report_build
+from retire.report import html as report_html
+from retire.report import markdown as report_render
+from retire.report import model as report_model
+from retire.report.weekly import write_report
 from retire.verdicts.model import ConditionResult, Flag, Verdict
 from shims.manifest import FIX_CLASSES, parse_manifest
 
 SHIMS, LANES = 500, 50
-NOW = _dt.datetime(2026, 11, 18, 12, 0, tzinfo=_dt.timezone.utc)
+NOW = _dt.datetime(2026, 11, 18, 12, 0, tzinfo=_dt.UTC)
 GOAL_SECONDS = 1.0
 
 _MANIFEST = """
@@ -67,24 +67,48 @@ def _manifests(rng: random.Random) -> list:
     for n in range(SHIMS):
         fix_class = FIX_CLASSES[n % len(FIX_CLASSES)]
         linked = n % 4 != 0
-        links = (f'\n[[upstream.links]]\nrole = "report"\nurl = "https://github.com/org{n % 7}/lib{n % 40}/issues/{n}"\n'
-                 if linked else "")
+        links = (
+            f'\n[[upstream.links]]\nrole = "report"\nurl = "https://github.com/org{n % 7}/lib{n % 40}/issues/{n}"\n'
+            if linked
+            else ""
+        )
         text = _MANIFEST.format(
-            id=f"shim_{n:03d}", n=n, fix_class=fix_class, team=n % 9, dist=n % 40,
+            id=f"shim_{n:03d}",
+            n=n,
+            fix_class=fix_class,
+            team=n % 9,
+            dist=n % 40,
             created=(_dt.date(2025, 1, 1) + _dt.timedelta(days=rng.randrange(600))).isoformat(),
-            status="submitted" if linked else "pending", links=links,
-            env='\n[env]\nSYNTH_FLAG = "1"\n' if fix_class == "env-constraint" else "")
+            status="submitted" if linked else "pending",
+            links=links,
+            env='\n[env]\nSYNTH_FLAG = "1"\n' if fix_class == "env-constraint" else "",
+        )
         out.append(parse_manifest(text, f"shims/shim_{n:03d}/manifest.toml"))
     return out
 
 
 def _lanes(rng: random.Random, shim_ids: list[str]) -> list[Lane]:
-    return [Lane(name=f"lane-{i:02d}", python="3.12", platform="x86_64-manylinux_2_28", requirements=("torch",),
-                 shims=tuple(s for s in shim_ids if rng.random() < 0.4)) for i in range(LANES)]
+    return [
+        Lane(
+            name=f"lane-{i:02d}",
+            python="3.12",
+            platform="x86_64-manylinux_2_28",
+            requirements=("torch",),
+            shims=tuple(s for s in shim_ids if rng.random() < 0.4),
+        )
+        for i in range(LANES)
+    ]
 
 
-_PAIRS = [("bug-reproduced", "fix-validated"), ("bug-reproduced", "fix-validated"), ("bug-reproduced", "fix-validated"),
-          ("fix-validated", None), ("skipped", None), ("bug-reproduced", "bug-reproduced"), ("crashed", None)]
+_PAIRS = [
+    ("bug-reproduced", "fix-validated"),
+    ("bug-reproduced", "fix-validated"),
+    ("bug-reproduced", "fix-validated"),
+    ("fix-validated", None),
+    ("skipped", None),
+    ("bug-reproduced", "bug-reproduced"),
+    ("crashed", None),
+]
 
 
 def _records(rng: random.Random, lanes: list[Lane]) -> list[ValidationRecord]:
@@ -92,17 +116,33 @@ def _records(rng: random.Random, lanes: list[Lane]) -> list[ValidationRecord]:
     for lane in lanes:
         for shim in lane.shims:
             if rng.random() < 0.1:
-                continue  # never ran on this lane
+                # never ran on this lane
+                continue
             without, with_shim = rng.choice(_PAIRS)
             when = f"2026-11-{rng.randrange(10, 18):02d}T{rng.randrange(24):02d}:00:00.000000+00:00"
-            host = {"hostname": f"host{rng.randrange(6)}", "gpu": "NVIDIA H100" if rng.random() < 0.3 else None}
+            host = {
+                "hostname": f"host{rng.randrange(6)}",
+                "gpu": "NVIDIA H100" if rng.random() < 0.3 else None,
+            }
             for mode, outcome in (("without", without), ("with", with_shim)):
                 if outcome is None:
                     continue
-                records.append(ValidationRecord(
-                    shim=shim, mode=mode, lane=lane.name, host=host, versions={"torch": "2.11.0"}, sentinel=None,
-                    outcome=outcome, exit_code=0, duration_s=1.0, started_at=when, run=f"run-{lane.name}",
-                    detail="no CUDA device" if outcome == "skipped" else ""))
+                records.append(
+                    ValidationRecord(
+                        shim=shim,
+                        mode=mode,
+                        lane=lane.name,
+                        host=host,
+                        versions={"torch": "2.11.0"},
+                        sentinel=None,
+                        outcome=outcome,
+                        exit_code=0,
+                        duration_s=1.0,
+                        started_at=when,
+                        run=f"run-{lane.name}",
+                        detail="no CUDA device" if outcome == "skipped" else "",
+                    )
+                )
     return records
 
 
@@ -113,12 +153,31 @@ def _verdicts(rng: random.Random, manifests: list, lanes: list[Lane]) -> list[Ve
         kind = rng.choice(["keep"] * 6 + ["retire", "unknown", "stale", "drift"])
         flags = (Flag(kind, f"synthetic {kind}"),) if kind in ("stale", "drift") else ()
         kind = "keep" if flags else kind
-        conditions = (ConditionResult("version-floor", "fails", f"no release of {m.target.distribution} inside >=2.0"),
-                      ConditionResult("reproducer-clean", "fails", "BUG_REPRODUCED without the shim on lane-01"))
-        failures = (ProbeFailure("codehost", f"https://github.com/x/y/issues/{m.id}", "server error 502"),) if kind == "unknown" else ()
-        out.append(Verdict(m.id, kind, f"synthetic {kind}: " + "; ".join(c.why for c in conditions), flags=flags,
-                           lanes=listing, conditions=conditions, failures=failures,
-                           floors=(f"{m.target.distribution}>=2.0",) if kind == "retire" else ()))
+        conditions = (
+            ConditionResult(
+                "version-floor", "fails", f"no release of {m.target.distribution} inside >=2.0"
+            ),
+            ConditionResult(
+                "reproducer-clean", "fails", "BUG_REPRODUCED without the shim on lane-01"
+            ),
+        )
+        failures = (
+            (ProbeFailure("codehost", f"https://github.com/x/y/issues/{m.id}", "server error 502"),)
+            if kind == "unknown"
+            else ()
+        )
+        out.append(
+            Verdict(
+                m.id,
+                kind,
+                f"synthetic {kind}: " + "; ".join(c.why for c in conditions),
+                flags=flags,
+                lanes=listing,
+                conditions=conditions,
+                failures=failures,
+                floors=(f"{m.target.distribution}>=2.0",) if kind == "retire" else (),
+            )
+        )
     return out
 
 
@@ -132,15 +191,33 @@ def inputs(seed: int = 6) -> dict:
     manifests = _manifests(rng)
     lanes = _lanes(rng, [m.id for m in manifests])
     verdicts = _verdicts(rng, manifests, lanes)
-    history = [report_model.BurnPoint(report_model.iso_week(NOW.date() - _dt.timedelta(weeks=w)), 400 + w, None, "git")
-               for w in range(1, 80)]
-    return {"manifests": manifests, "lanes": lanes, "verdicts": verdicts, "records": _records(rng, lanes),
-            "previous": _previous(verdicts), "history": history}
+    history = [
+        report_model.BurnPoint(
+            report_model.iso_week(NOW.date() - _dt.timedelta(weeks=w)), 400 + w, None, "git"
+        )
+        for w in range(1, 80)
+    ]
+    return {
+        "manifests": manifests,
+        "lanes": lanes,
+        "verdicts": verdicts,
+        "records": _records(rng, lanes),
+        "previous": _previous(verdicts),
+        "history": history,
+    }
 
 
 def generate(data: dict) -> tuple[str, str, str]:
-    report = report_build.build(data["manifests"], data["lanes"], data["verdicts"], data["records"],
-                                week="2026-W47", now=NOW, previous=data["previous"], history=data["history"])
+    report = report_build.build(
+        data["manifests"],
+        data["lanes"],
+        data["verdicts"],
+        data["records"],
+        week="2026-W47",
+        now=NOW,
+        previous=data["previous"],
+        history=data["history"],
+    )
     markdown = report_render.to_markdown(report, full_report="reports/2026-W47.html (and .json)")
     json_text = json.dumps(report_render.to_json(report), indent=1)
     return markdown, json_text, report_html.to_html(report)
@@ -162,7 +239,18 @@ def run() -> list[dict]:
     seconds = bench.median(samples)
     markdown, json_text, page = generate(data)
     assert dataclasses.is_dataclass(data["verdicts"][0])
-    detail = (f"{SHIMS} shims × {LANES} lanes, {len(data['records'])} records: median of {repeats} "
-              f"{seconds:.3f} s (model + JSON + Markdown + HTML, three atomic writes); md {len(markdown) / 1e3:.0f} kB "
-              f"(issue body limit 65 kB), json {len(json_text) / 1e6:.1f} MB, html {len(page) / 1e6:.1f} MB")
-    return [bench.row("report.500x50-from-cache", seconds, f"<= {GOAL_SECONDS:g} s", "s", seconds <= GOAL_SECONDS, detail)]
+    detail = (
+        f"{SHIMS} shims × {LANES} lanes, {len(data['records'])} records: median of {repeats} "
+        f"{seconds:.3f} s (model + JSON + Markdown + HTML, three atomic writes); md {len(markdown) / 1e3:.0f} kB "
+        f"(issue body limit 65 kB), json {len(json_text) / 1e6:.1f} MB, html {len(page) / 1e6:.1f} MB"
+    )
+    return [
+        bench.row(
+            "report.500x50-from-cache",
+            seconds,
+            f"<= {GOAL_SECONDS:g} s",
+            "s",
+            seconds <= GOAL_SECONDS,
+            detail,
+        )
+    ]

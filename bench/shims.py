@@ -53,13 +53,19 @@ def snapshot_catalogue(dest: Path) -> list[str]:
     for folder in sorted(CATALOGUE.iterdir()):
         if folder.name.startswith(("_", ".")) or not (folder / "manifest.toml").is_file():
             continue
-        shutil.copytree(folder, dest / folder.name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        shutil.copytree(
+            folder, dest / folder.name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+        )
         ids.append(folder.name)
     return ids
 
 
 def _env(work: Path, shim_root: Path, site: Path) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("PATCHLANE_", "PYTHON"))}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("PATCHLANE_", "PYTHON"))
+    }
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(site)])
     env["PATCHLANE_SHIMS_PATH"] = str(shim_root)
     env["XDG_CACHE_HOME"] = str(work / "xdg-cache")
@@ -69,22 +75,36 @@ def _env(work: Path, shim_root: Path, site: Path) -> dict[str, str]:
 def _sample(body: str, env: dict[str, str], after: str = "") -> float:
     """Seconds the body took inside a fresh interpreter."""
     code = _TIMED.format(body=body, after=after)
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=300,
+    )
     for line in proc.stdout.splitlines():
         if line.startswith("PATCHLANE-BENCH-NS "):
             return int(line.split()[1]) / 1e9
-    raise RuntimeError(f"benchmark subprocess failed (exit {proc.returncode}): {(proc.stderr or proc.stdout).strip()[-400:]}")
+    raise RuntimeError(
+        f"benchmark subprocess failed (exit {proc.returncode}): {(proc.stderr or proc.stdout).strip()[-400:]}"
+    )
 
 
-def _compare(plain: str, shimmed: str, env_plain: dict, env_shimmed: dict, repeats: int) -> tuple[list[float], list[float]]:
-    for _ in range(2):  # warm-up: bytecode and the manifest index get written once, as in real use
+def _compare(
+    plain: str, shimmed: str, env_plain: dict, env_shimmed: dict, repeats: int
+) -> tuple[list[float], list[float]]:
+    # warm-up: bytecode and the manifest index get written once, as in real use
+    for _ in range(2):
         _sample(plain, env_plain)
         _sample(shimmed, env_shimmed)
-    samples = interleaved({
-        "plain": lambda: _sample(plain, env_plain),
-        "shimmed": lambda: _sample(shimmed, env_shimmed),
-    }, repeats)
+    samples = interleaved(
+        {
+            "plain": lambda: _sample(plain, env_plain),
+            "shimmed": lambda: _sample(shimmed, env_shimmed),
+        },
+        repeats,
+    )
     return samples["plain"], samples["shimmed"]
 
 
@@ -97,10 +117,14 @@ def _check_applied(env: dict[str, str]) -> tuple[str, list[str]]:
         "shims.activate()\nimport toylib\n"
         f"print(shims.status()[{TOY_SHIM!r}].state, toylib.add(2, 2))\nprint(' '.join(new))"
     )
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
     lines = proc.stdout.splitlines()
     if proc.returncode != 0 or not lines:
-        raise RuntimeError(f"activate() failed in a fresh interpreter: {proc.stderr.strip()[-400:]}")
+        raise RuntimeError(
+            f"activate() failed in a fresh interpreter: {proc.stderr.strip()[-400:]}"
+        )
     return lines[0], (lines[1].split() if len(lines) > 1 else [])
 
 
@@ -115,43 +139,76 @@ def activate_then_import(work: Path, repeats: int) -> list[dict]:
     write_target(site)
     env = _env(work, root, site)
     state, loaded = _check_applied(env)
-    loaded_note = (f"`import shims` itself loaded {len(loaded)} modules this interpreter had not: {', '.join(loaded)}"
-                   if loaded else "`import shims` loaded no module this interpreter had not already loaded")
-    plain, shimmed = _compare("import toylib", "import shims\nshims.activate()\nimport toylib", env, env, repeats)
+    loaded_note = (
+        f"`import shims` itself loaded {len(loaded)} modules this interpreter had not: {', '.join(loaded)}"
+        if loaded
+        else "`import shims` loaded no module this interpreter had not already loaded"
+    )
+    plain, shimmed = _compare(
+        "import toylib", "import shims\nshims.activate()\nimport toylib", env, env, repeats
+    )
     added = median(shimmed) - median(plain)
     low, high = median_difference_interval(plain, shimmed)
-    rows = [row(
-        "shims.activate-then-import", _ms(added), "<= 2 ms added", "ms", added <= 0.002,
-        f"{len(ids)} catalogue shims + 1 toy shim whose target is imported (state after import: {state}); "
-        f"import alone {_ms(median(plain)):.2f} ms, with activate() {_ms(median(shimmed)):.2f} ms "
-        f"(medians of {repeats} fresh interpreters each, interleaved; 95% interval of the difference "
-        f"{_ms(low):.2f}..{_ms(high):.2f} ms); {loaded_note}",
-    )]
+    rows = [
+        row(
+            "shims.activate-then-import",
+            _ms(added),
+            "<= 2 ms added",
+            "ms",
+            added <= 0.002,
+            f"{len(ids)} catalogue shims + 1 toy shim whose target is imported (state after import: {state}); "
+            f"import alone {_ms(median(plain)):.2f} ms, with activate() {_ms(median(shimmed)):.2f} ms "
+            f"(medians of {repeats} fresh interpreters each, interleaved; 95% interval of the difference "
+            f"{_ms(low):.2f}..{_ms(high):.2f} ms); {loaded_note}",
+        )
+    ]
     if importlib.util.find_spec("torch") is None:
-        rows.append(not_measured("shims.share-of-torch-import", "<= 1 % of import torch", "%",
-                                 "torch not installed in this environment"))
+        rows.append(
+            not_measured(
+                "shims.share-of-torch-import",
+                "<= 1 % of import torch",
+                "%",
+                "torch not installed in this environment",
+            )
+        )
         return rows
     torch_repeats = max(5, repeats // 4)
-    torch_plain, torch_shimmed = _compare("import torch", "import shims\nshims.activate()\nimport torch", env, env, torch_repeats)
+    torch_plain, torch_shimmed = _compare(
+        "import torch", "import shims\nshims.activate()\nimport torch", env, env, torch_repeats
+    )
     torch_added = median(torch_shimmed) - median(torch_plain)
     share = 100 * torch_added / median(torch_plain)
-    rows.append(row(
-        "shims.share-of-torch-import", share, "<= 1 % of import torch", "%", share <= 1.0,
-        f"import torch {_ms(median(torch_plain)):.0f} ms, with activate() first {_ms(median(torch_shimmed)):.0f} ms "
-        f"(+{_ms(torch_added):.2f} ms; medians of {torch_repeats}, interleaved)",
-    ))
+    rows.append(
+        row(
+            "shims.share-of-torch-import",
+            share,
+            "<= 1 % of import torch",
+            "%",
+            share <= 1.0,
+            f"import torch {_ms(median(torch_plain)):.0f} ms, with activate() first {_ms(median(torch_shimmed)):.0f} ms "
+            f"(+{_ms(torch_added):.2f} ms; medians of {torch_repeats}, interleaved)",
+        )
+    )
     return rows
 
 
 def _sections(code: str, env: dict[str, str]) -> tuple[float, float]:
     """(activate seconds, imports seconds) from one fresh interpreter."""
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=300,
+    )
     for line in proc.stdout.splitlines():
         if line.startswith("PATCHLANE-BENCH-NS "):
             activate_ns, imports_ns = line.split()[1:3]
             return int(activate_ns) / 1e9, int(imports_ns) / 1e9
-    raise RuntimeError(f"benchmark subprocess failed (exit {proc.returncode}): {(proc.stderr or proc.stdout).strip()[-400:]}")
+    raise RuntimeError(
+        f"benchmark subprocess failed (exit {proc.returncode}): {(proc.stderr or proc.stdout).strip()[-400:]}"
+    )
 
 
 _UNTOUCHED = """
@@ -174,7 +231,12 @@ def untouched_shims(work: Path, repeats: int) -> list[dict]:
     none.mkdir(parents=True, exist_ok=True)
     for number in range(UNTOUCHED_SHIMS):
         shim_id = f"never_{number:03d}"
-        write_shim(many, shim_id, module=f"never_imported_{number:03d}", distribution=f"never-imported-{number:03d}")
+        write_shim(
+            many,
+            shim_id,
+            module=f"never_imported_{number:03d}",
+            distribution=f"never-imported-{number:03d}",
+        )
     site.mkdir(parents=True, exist_ok=True)
     modules = [f"bench_unrelated_{number:03d}" for number in range(UNRELATED_MODULES)]
     for name in modules:
@@ -183,13 +245,20 @@ def untouched_shims(work: Path, repeats: int) -> list[dict]:
     code_many = _UNTOUCHED.format(imports=imports, pending=UNTOUCHED_SHIMS)
     code_none = _UNTOUCHED.format(imports=imports, pending=0)
     env_many, env_none = _env(work, many, site), _env(work, none, site)
-    for _ in range(2):  # warm-up: bytecode and the manifest index, as in real use
+    # warm-up: bytecode and the manifest index, as in real use
+    for _ in range(2):
         _sections(code_many, env_many)
         _sections(code_none, env_none)
     samples: dict[str, list[tuple[float, float]]] = {"none": [], "many": []}
-    for round_number in range(repeats):  # interleaved, alternating who goes first
-        for key in (("none", "many") if round_number % 2 == 0 else ("many", "none")):
-            samples[key].append(_sections(code_many if key == "many" else code_none, env_many if key == "many" else env_none))
+    # interleaved, alternating who goes first
+    for round_number in range(repeats):
+        for key in ("none", "many") if round_number % 2 == 0 else ("many", "none"):
+            samples[key].append(
+                _sections(
+                    code_many if key == "many" else code_none,
+                    env_many if key == "many" else env_none,
+                )
+            )
     rows = []
     for section, name, per, unit_count in (
         (0, "shims.untouched-activate-cost", "shim", UNTOUCHED_SHIMS),
@@ -201,13 +270,23 @@ def untouched_shims(work: Path, repeats: int) -> list[dict]:
         low, high = median_difference_interval(without, with_many)
         per_unit_us = added / unit_count * 1e6
         ok = low <= 0 or per_unit_us < 1.0
-        what = ("activate()" if section == 0 else f"{UNRELATED_MODULES} unrelated imports after activate()")
-        rows.append(row(
-            name, per_unit_us, f"≈ 0 (< 1 µs per {per}, or within noise)", "µs", ok,
-            f"{what}: {UNTOUCHED_SHIMS} shims whose targets are never imported {_ms(median(with_many)):.3f} ms "
-            f"vs no shims {_ms(median(without)):.3f} ms ({_ms(added):+.3f} ms in all = {per_unit_us:.2f} µs per {per}; "
-            f"95% interval of the difference {_ms(low):.3f}..{_ms(high):.3f} ms; medians of {repeats} fresh interpreters, interleaved)",
-        ))
+        what = (
+            "activate()"
+            if section == 0
+            else f"{UNRELATED_MODULES} unrelated imports after activate()"
+        )
+        rows.append(
+            row(
+                name,
+                per_unit_us,
+                f"≈ 0 (< 1 µs per {per}, or within noise)",
+                "µs",
+                ok,
+                f"{what}: {UNTOUCHED_SHIMS} shims whose targets are never imported {_ms(median(with_many)):.3f} ms "
+                f"vs no shims {_ms(median(without)):.3f} ms ({_ms(added):+.3f} ms in all = {per_unit_us:.2f} µs per {per}; "
+                f"95% interval of the difference {_ms(low):.3f}..{_ms(high):.3f} ms; medians of {repeats} fresh interpreters, interleaved)",
+            )
+        )
     return rows
 
 

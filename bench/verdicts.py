@@ -58,10 +58,19 @@ def run() -> list[dict]:
         per_repo = SHIMS // REPOS
         for r in range(REPOS):
             for k in range(per_repo + 1):
-                index.add(build_wheel(root / "wheels", f"repo{r}", f"1.{k}"), f"2026-01-{k + 1:02d}")
+                index.add(
+                    build_wheel(root / "wheels", f"repo{r}", f"1.{k}"), f"2026-01-{k + 1:02d}"
+                )
             for k in range(1, per_repo + 1):
-                host.add_pull("org", f"repo{r}", k, state="closed", merged=True,
-                              merged_at=f"2026-01-{k:02d}T12:00:00", updated_at="2026-06-01")
+                host.add_pull(
+                    "org",
+                    f"repo{r}",
+                    k,
+                    state="closed",
+                    merged=True,
+                    merged_at=f"2026-01-{k:02d}T12:00:00",
+                    updated_at="2026-06-01",
+                )
         project = Project(root / "project")
         shims, records = [], []
         for n in range(SHIMS):
@@ -69,37 +78,80 @@ def run() -> list[dict]:
             url = f"https://github.com/org/repo{r}/pull/{k + 1}"
             shim = f"shim{n:03d}"
             project.shim(shim, pr_released(url), links=(("fix", url),), distribution=f"repo{r}")
-            records.append(ValidationRecord(
-                shim=shim, mode="without", lane="bench", host={"hostname": "h100-1", "gpu": "H100"},
-                versions={f"repo{r}": f"1.{per_repo}"}, sentinel="FIX_VALIDATED", outcome="fix-validated",
-                exit_code=0, duration_s=1.0, started_at="2026-06-01T00:00:00+00:00"))
+            records.append(
+                ValidationRecord(
+                    shim=shim,
+                    mode="without",
+                    lane="bench",
+                    host={"hostname": "h100-1", "gpu": "H100"},
+                    versions={f"repo{r}": f"1.{per_repo}"},
+                    sentinel="FIX_VALIDATED",
+                    outcome="fix-validated",
+                    exit_code=0,
+                    duration_s=1.0,
+                    started_at="2026-06-01T00:00:00+00:00",
+                )
+            )
             shims.append(shim)
         append(project.validation, records)
         with FaultyIndexServer(index) as index_server, CodeHostServer(host) as api:
-            project.lane("bench", shims, index_url=index_server.url, packages=[f"repo{r}" for r in range(REPOS)])
+            project.lane(
+                "bench",
+                shims,
+                index_url=index_server.url,
+                packages=[f"repo{r}" for r in range(REPOS)],
+            )
             manifests, lanes = project.manifests(), project.lanes()
             policy = RetryPolicy(attempts=1, timeout=5.0)
             dead = f"http://127.0.0.1:{unused_port()}"
 
             def decide(api_base: str, mirrors) -> float:
                 started = time.perf_counter()
-                verdicts = gather(manifests, lanes, project.root / "locks", project.validation, api_base=api_base,
-                                  token=None, mirrors=mirrors, policy=policy, clock=lambda: NOW)
+                verdicts = gather(
+                    manifests,
+                    lanes,
+                    project.root / "locks",
+                    project.validation,
+                    api_base=api_base,
+                    token=None,
+                    mirrors=mirrors,
+                    policy=policy,
+                    clock=lambda: NOW,
+                )
                 elapsed = time.perf_counter() - started
                 wrong = [v for v in verdicts if v.decision != "retire"]
                 if wrong:
-                    raise RuntimeError(f"{len(wrong)} shims not retired, e.g. {wrong[0].shim}: {wrong[0].why}")
+                    raise RuntimeError(
+                        f"{len(wrong)} shims not retired, e.g. {wrong[0].shim}: {wrong[0].why}"
+                    )
                 return elapsed
 
-            samples = interleaved({"air-gapped": lambda: decide(dead, root / "mirrors"),
-                                   "online": lambda: decide(api.url, None)}, repeats=1 if quick() else 3)
+            samples = interleaved(
+                {
+                    "air-gapped": lambda: decide(dead, root / "mirrors"),
+                    "online": lambda: decide(api.url, None),
+                },
+                repeats=1 if quick() else 3,
+            )
         offline, online = median(samples["air-gapped"]), median(samples["online"])
         return [
-            row("verdicts.air-gapped-100", offline, "<= 1 s", "s", offline <= 1.0,
+            row(
+                "verdicts.air-gapped-100",
+                offline,
+                "<= 1 s",
+                "s",
+                offline <= 1.0,
                 f"{SHIMS} shims, {REPOS} mirrors, code host unreachable: every shim decided from the mirrors "
-                f"(median of {len(samples['air-gapped'])})"),
-            row("verdicts.air-gapped-vs-online", offline / online, "report", "x", True,
-                f"mirrors without the code host {offline:.2f} s vs the code host without mirrors {online:.2f} s"),
+                f"(median of {len(samples['air-gapped'])})",
+            ),
+            row(
+                "verdicts.air-gapped-vs-online",
+                offline / online,
+                "report",
+                "x",
+                True,
+                f"mirrors without the code host {offline:.2f} s vs the code host without mirrors {online:.2f} s",
+            ),
         ]
     finally:
         shutil.rmtree(root, ignore_errors=True)

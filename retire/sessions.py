@@ -41,13 +41,15 @@ def _lane_params() -> tuple[list[nox.Param], str | None]:
 
     try:
         lanes = load_lanes(Project(ROOT).lanes_dir, root=ROOT)
-    except ConfigError as exc:  # shown by every session instead of a traceback at import
+    # shown by every session instead of a traceback at import
+    except ConfigError as exc:
         return [], str(exc)
     return [nox.param(lane.name, tags=[lane.tag]) for lane in lanes], None
 
 
 LANES, LANE_ERROR = _lane_params()
-if LANE_ERROR:  # one placeholder, so `nox -s lane` runs, reports the error and fails (not skips)
+# one placeholder, so `nox -s lane` runs, reports the error and fails (not skips)
+if LANE_ERROR:
     LANES = [nox.param("", id="invalid-lanes")]
 # One id per nox invocation: the lane sessions record under it, the summary reads it back. Put in
 # the environment so that `nox -j N`'s session processes (which import the noxfile again) share it.
@@ -61,8 +63,10 @@ def patchlane(session: nox.Session, *args: str) -> None:
     if LANE_ERROR:
         session.error(LANE_ERROR)
     if missing_engine():
-        session.error(f"patchlane's engine is not installed for nox's Python ({sys.executable}): "
-                      f"run `{sys.executable} -m pip install 'patchlane[engine]'`")
+        session.error(
+            f"patchlane's engine is not installed for nox's Python ({sys.executable}): "
+            f"run `{sys.executable} -m pip install 'patchlane[engine]'`"
+        )
     session.run(sys.executable, "-m", "retire", "--root", str(ROOT), *args, external=True)
 
 
@@ -80,7 +84,8 @@ def lane(session: nox.Session, name: str) -> None:
         # `nox -j N` runs each session in its own process with --no-dependencies, where nox refuses
         # notify(): `nox -s lane summary -j N` names the summary, which runs alone, after the lanes.
         pass
-    options = [arg for arg in session.posargs if arg not in names]  # e.g. --overlay PY, --manifest F
+    # e.g. --overlay PY, --manifest F
+    options = [arg for arg in session.posargs if arg not in names]
     patchlane(session, "run", name, "--run-id", RUN_ID, *options)
 
 

@@ -23,7 +23,8 @@ manifests are read through a small index cached next to them (``__pycache__``), 
 costs a directory listing and a few ``stat`` calls.
 """
 
-import _thread  # not threading: that would pull functools and collections into every process
+# not threading: that would pull functools and collections into every process
+import _thread
 import importlib
 import os
 import sys
@@ -42,23 +43,32 @@ __all__ = [
     "status",
 ]
 
-PATH_ENV = "PATCHLANE_SHIMS_PATH"  # shims.catalogue.PATH_ENV (not imported here: import shims stays free)
+# shims.catalogue.PATH_ENV (not imported here: import shims stays free)
+PATH_ENV = "PATCHLANE_SHIMS_PATH"
 DISABLE_ENV = "PATCHLANE_SHIMS_DISABLE"
 STRICT_ENV = "PATCHLANE_SHIMS_STRICT"
 
 #: Every state a shim can be in, in this process.
 STATES = (
-    "inactive",  # activate() has not been called
-    "pending-import",  # waiting for its target module to be imported
-    "applied",  # patch applied (or, for env-constraint shims, variables in effect)
-    "not-needed",  # probe found the broken behaviour absent
-    "shape-mismatch",  # the target no longer has the shape the patch was written for
-    "disabled",  # PATCHLANE_SHIMS_DISABLE, or not selected by activate(only=...)
-    "overridden",  # env-constraint variable already set to another value; the environment wins
-    "lane-only",  # version-floor / packaging shim without patch.py: the lane's pins carry it
-    "error",  # bad manifest, or patch.py raised
+    # activate() has not been called
+    "inactive",
+    # waiting for its target module to be imported
+    "pending-import",
+    # patch applied (or, for env-constraint shims, variables in effect)
+    "applied",
+    # probe found the broken behaviour absent
+    "not-needed",
+    # the target no longer has the shape the patch was written for
+    "shape-mismatch",
+    # PATCHLANE_SHIMS_DISABLE, or not selected by activate(only=...)
+    "disabled",
+    # env-constraint variable already set to another value; the environment wins
+    "overridden",
+    # version-floor / packaging shim without patch.py: the lane's pins carry it
+    "lane-only",
+    # bad manifest, or patch.py raised
+    "error",
 )
-
 
 
 class ShimStatus(tuple):
@@ -71,7 +81,9 @@ class ShimStatus(tuple):
     __slots__ = ()
     _fields = ("id", "state", "reason", "target", "fix_class", "distribution")
 
-    def __new__(cls, id: str, state: str, reason: str, target: str, fix_class: str, distribution: str):  # noqa: A002
+    def __new__(
+        cls, id: str, state: str, reason: str, target: str, fix_class: str, distribution: str
+    ):
         return tuple.__new__(cls, (id, state, reason, target, fix_class, distribution))
 
     id = property(itemgetter(0))
@@ -85,7 +97,11 @@ class ShimStatus(tuple):
         return dict(zip(self._fields, self))
 
     def __repr__(self) -> str:
-        return "ShimStatus(" + ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self)) + ")"
+        return (
+            "ShimStatus("
+            + ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self))
+            + ")"
+        )
 
 
 class ShimError(RuntimeError):
@@ -96,23 +112,28 @@ class ShimNotAppliedWarning(UserWarning):
     """A shim was not applied because its target changed shape or its patch failed."""
 
 
-# Index entry fields (a plain tuple: it is what the marshal cache stores; shims/_index.py builds them).
+# Index entry fields (a plain tuple: it is what the marshal cache stores; shims/_index.py builds
+# them).
 _ID, _MODULE, _DIST, _FIX_CLASS, _ENV, _HAS_PATCH, _ERROR = range(7)
 _PATCHLESS = frozenset({"version-floor", "env-constraint", "packaging"})
 
 _lock = _thread.RLock()
 _activated = False
 _states: dict[str, ShimStatus] = {}
-_waiting: dict[str, list[tuple]] = {}  # target module -> index entries still to apply
+# target module -> index entries still to apply
+_waiting: dict[str, list[tuple]] = {}
 _env: dict[str, str] = {}
-_finder = None  # the installed _ShimFinder, while some shim still waits for its target
+# the installed _ShimFinder, while some shim still waits for its target
+_finder = None
 
 
 # ---------------------------------------------------------------------------------------------
 # Public API
 
 
-def activate(only: set[str] | frozenset[str] | list[str] | tuple[str, ...] | None = None) -> dict[str, ShimStatus]:
+def activate(
+    only: set[str] | frozenset[str] | list[str] | tuple[str, ...] | None = None,
+) -> dict[str, ShimStatus]:
     """Install the import hook for every shim (or only the ids in ``only``); returns :func:`status`.
 
     Idempotent: a second call changes nothing. Env-constraint variables are set with
@@ -130,8 +151,12 @@ def activate(only: set[str] | frozenset[str] | list[str] | tuple[str, ...] | Non
         selected = None if only is None else set(only)
         if selected is not None and selected - known:
             missing = ", ".join(sorted(selected - known))
-            raise ShimError(f"unknown shim id(s): {missing} (known: {', '.join(sorted(known)) or 'none'})")
-        disabled = {part.strip() for part in os.environ.get(DISABLE_ENV, "").split(",") if part.strip()}
+            raise ShimError(
+                f"unknown shim id(s): {missing} (known: {', '.join(sorted(known)) or 'none'})"
+            )
+        disabled = {
+            part.strip() for part in os.environ.get(DISABLE_ENV, "").split(",") if part.strip()
+        }
 
         # Activated before anything can raise: a retry after a strict ShimError must not queue
         # the shims that were already enabled a second time.
@@ -169,7 +194,9 @@ def status() -> dict[str, ShimStatus]:
         result = {}
         for entry in _load_index():
             reason = entry[_ERROR] or "shims.activate() was not called"
-            result[entry[_ID]] = ShimStatus(entry[_ID], "inactive", reason, entry[_MODULE], entry[_FIX_CLASS], entry[_DIST])
+            result[entry[_ID]] = ShimStatus(
+                entry[_ID], "inactive", reason, entry[_MODULE], entry[_FIX_CLASS], entry[_DIST]
+            )
         return result
 
 
@@ -182,7 +209,9 @@ def env_constraints() -> dict[str, str]:
     with _lock:
         if _activated:
             return dict(_env)
-        disabled = {part.strip() for part in os.environ.get(DISABLE_ENV, "").split(",") if part.strip()}
+        disabled = {
+            part.strip() for part in os.environ.get(DISABLE_ENV, "").split(",") if part.strip()
+        }
         merged: dict[str, str] = {}
         for entry in _load_index():
             if entry[_ERROR] is None and entry[_ID] not in disabled:
@@ -204,13 +233,16 @@ def _enable(entry: tuple, strict: bool) -> None:
             overridden.append(f"{name}={chosen!r} chosen by another shim, wanted {value!r}")
             continue
         actual = os.environ.setdefault(name, value)
-        _env[name] = actual  # what is in effect: launchers copy env_constraints() to their ranks
+        # what is in effect: launchers copy env_constraints() to their ranks
+        _env[name] = actual
         if actual != value:
             overridden.append(f"{name}={actual!r} set by the environment, shim wants {value!r}")
         else:
             notes.append(f"{name}={value}")
     if entry[_ENV] and entry[_MODULE] in sys.modules:
-        notes.append(f"warning: {entry[_MODULE]} was imported before activate(), settings read at its import came too late")
+        notes.append(
+            f"warning: {entry[_MODULE]} was imported before activate(), settings read at its import came too late"
+        )
     if overridden:
         _set(entry, "overridden", "; ".join(overridden))
         return
@@ -218,13 +250,21 @@ def _enable(entry: tuple, strict: bool) -> None:
         if entry[_ENV]:
             _set(entry, "applied", "env " + ", ".join(notes))
         elif entry[_FIX_CLASS] in _PATCHLESS:
-            _set(entry, "lane-only", f"{entry[_FIX_CLASS]} shim without patch.py: the lane's requirements carry it")
+            _set(
+                entry,
+                "lane-only",
+                f"{entry[_FIX_CLASS]} shim without patch.py: the lane's requirements carry it",
+            )
         else:
             reason = f"{entry[_FIX_CLASS]} shim has no patch.py"
             _set(entry, "error", reason)
             _complain(entry, reason, strict, fix="add patch.py or change the fix class")
         return
-    _set(entry, "pending-import", f"waiting for import of {entry[_MODULE]}" + (f"; env {', '.join(notes)}" if notes else ""))
+    _set(
+        entry,
+        "pending-import",
+        f"waiting for import of {entry[_MODULE]}" + (f"; env {', '.join(notes)}" if notes else ""),
+    )
     _waiting.setdefault(entry[_MODULE], []).append(entry)
 
 
@@ -233,8 +273,10 @@ def _on_imported(module_name: str, module: object) -> None:
     with _lock:
         entries = _waiting.pop(module_name, [])
         if not _waiting and _finder is not None and _finder in sys.meta_path:
-            sys.meta_path.remove(_finder)  # nothing left to wait for: leave imports untouched
-    module = sys.modules.get(module_name, module)  # a module may replace itself in sys.modules
+            # nothing left to wait for: leave imports untouched
+            sys.meta_path.remove(_finder)
+    # a module may replace itself in sys.modules
+    module = sys.modules.get(module_name, module)
     strict = _strict()
     for entry in entries:
         _apply(entry, module, strict)
@@ -261,30 +303,41 @@ def _apply(entry: tuple, module: object, strict: bool) -> None:
         _set(entry, "applied", str(present))
     except ShimError:
         raise
-    except Exception as exc:  # a broken shim must never stop the others (or the import)
+    # a broken shim must never stop the others (or the import)
+    except Exception as exc:
         reason = f"{type(exc).__name__}: {exc}"
         _set(entry, "error", reason)
         _complain(entry, reason, strict, cause=exc, fix="fix the shim's patch.py")
 
 
 def _set(entry: tuple, state: str, reason: str) -> None:
-    reason = " ".join(str(reason).split())  # one line, whatever the patch raised
-    _states[entry[_ID]] = ShimStatus(entry[_ID], state, reason, entry[_MODULE], entry[_FIX_CLASS], entry[_DIST])
+    # one line, whatever the patch raised
+    reason = " ".join(str(reason).split())
+    _states[entry[_ID]] = ShimStatus(
+        entry[_ID], state, reason, entry[_MODULE], entry[_FIX_CLASS], entry[_DIST]
+    )
 
 
 def _complain(
-    entry: tuple, reason: str, strict: bool, *, fix: str = "update the shim or retire it",
+    entry: tuple,
+    reason: str,
+    strict: bool,
+    *,
+    fix: str = "update the shim or retire it",
     cause: BaseException | None = None,
 ) -> None:
     """patch-package style: say which shim, which target, why — on stderr and as a warning."""
     target = entry[_MODULE] or "its target"
-    line = f"patchlane: shim {entry[_ID]!r} NOT applied to {target}: {reason}" + (f" — {fix}" if fix else "")
+    line = f"patchlane: shim {entry[_ID]!r} NOT applied to {target}: {reason}" + (
+        f" — {fix}" if fix else ""
+    )
     if strict:
         raise ShimError(line) from cause
     # Both: the stderr line survives `-W ignore` (common in launchers); the warning can be filtered
     # or turned into an error by category (ShimNotAppliedWarning) like any other.
     print(line, file=sys.stderr, flush=True)
-    import warnings  # only on this rare path: most processes never need the module
+    # only on this rare path: most processes never need the module
+    import warnings
 
     warnings.warn(line, ShimNotAppliedWarning, stacklevel=2)
 
@@ -296,7 +349,7 @@ def _strict() -> bool:
 class _ShimFinder:
     """A ``sys.meta_path`` finder that only reacts to target modules (one dict lookup per import)."""
 
-    def find_spec(self, fullname, path=None, target=None):  # noqa: ANN001 - importlib protocol
+    def find_spec(self, fullname, path=None, target=None):
         if fullname not in _waiting:
             return None
         for finder in sys.meta_path:
@@ -321,14 +374,14 @@ class _ShimFinder:
 class _PatchingLoader:
     """Wraps the real loader: runs the module, then its shims. Delegates everything else."""
 
-    def __init__(self, loader, fullname: str) -> None:  # noqa: ANN001
+    def __init__(self, loader, fullname: str) -> None:
         self._loader = loader
         self._fullname = fullname
 
-    def create_module(self, spec):  # noqa: ANN001
+    def create_module(self, spec):
         return self._loader.create_module(spec) if hasattr(self._loader, "create_module") else None
 
-    def exec_module(self, module) -> None:  # noqa: ANN001
+    def exec_module(self, module) -> None:
         # Put the real loader back first, so the module (and importlib.resources) see no wrapper.
         module.__loader__ = self._loader
         if getattr(module, "__spec__", None) is not None:
@@ -346,7 +399,7 @@ def _load_index() -> list[tuple]:
     from shims.errors import InputError
 
     try:
-        return _index.load(__path__)  # noqa: F821 - set by the import system for this package
+        return _index.load(__path__)
     except InputError as exc:
         line = f"patchlane: no shims activated: {exc}"
         if _strict():

@@ -1,11 +1,11 @@
 """``python -m shims``: every shim, whether it is active in this process, and why.
 
-    python -m shims            a table (activates the shims in this process first)
-    python -m shims --json     the same rows as JSON
-    python -m shims --probe    also import each installed target, so probes and shape checks run
-    python -m shims --check    validate every manifest strictly (CI); exit 2 on the first errors
-    python -m shims --root DIR the catalogue of the project at DIR (its patchlane.toml), not the one
-                               found from $PATCHLANE_SHIMS_PATH or the current folder upwards
+python -m shims            a table (activates the shims in this process first)
+python -m shims --json     the same rows as JSON
+python -m shims --probe    also import each installed target, so probes and shape checks run
+python -m shims --check    validate every manifest strictly (CI); exit 2 on the first errors
+python -m shims --root DIR the catalogue of the project at DIR (its patchlane.toml), not the one
+                           found from $PATCHLANE_SHIMS_PATH or the current folder upwards
 """
 
 from __future__ import annotations
@@ -21,18 +21,30 @@ import shims
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m shims", description="List patchlane shims and their state.")
+    parser = argparse.ArgumentParser(
+        prog="python -m shims", description="List patchlane shims and their state."
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    parser.add_argument("--probe", action="store_true",
-                        help="import each installed target module so its shape check and probe run")
-    parser.add_argument("--check", action="store_true", help="validate every manifest and its files; exit 2 on errors")
-    parser.add_argument("--root", help="project folder whose catalogue to use (its patchlane.toml [catalogue] path)")
+    parser.add_argument(
+        "--probe",
+        action="store_true",
+        help="import each installed target module so its shape check and probe run",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="validate every manifest and its files; exit 2 on errors",
+    )
+    parser.add_argument(
+        "--root", help="project folder whose catalogue to use (its patchlane.toml [catalogue] path)"
+    )
     args = parser.parse_args(argv)
     from shims import catalogue
     from shims.errors import InputError
 
     try:
-        if args.root is not None:  # this process (and only it) uses that project's catalogue
+        # this process (and only it) uses that project's catalogue
+        if args.root is not None:
             os.environ[catalogue.PATH_ENV] = catalogue.configured(args.root)
         if args.check:
             return check()
@@ -54,9 +66,14 @@ def rows(*, probe: bool = False) -> list[dict[str, object]]:
             try:
                 importlib.import_module(state.target)
             except ModuleNotFoundError:
-                pass  # not installed here: the shim stays pending-import, which is the truth
-            except Exception as exc:  # the target itself is broken here: say so, keep listing
-                print(f"shims: cannot import {state.target}: {type(exc).__name__}: {exc}", file=sys.stderr)
+                # not installed here: the shim stays pending-import, which is the truth
+                pass
+            # the target itself is broken here: say so, keep listing
+            except Exception as exc:
+                print(
+                    f"shims: cannot import {state.target}: {type(exc).__name__}: {exc}",
+                    file=sys.stderr,
+                )
     return [
         {
             "id": state.id,
@@ -81,8 +98,11 @@ def check(root: str | None = None) -> int:
         # `import shims` would find it instead of the runtime (this repository's is the runtime).
         if (base / "__init__.py").is_file() and base.resolve() != RUNTIME_DIR:
             errors += 1
-            print(f"shims: error: {base / '__init__.py'}: the catalogue is a package and shadows the installed "
-                  "`shims` runtime — delete it (a catalogue is a plain folder)", file=sys.stderr)
+            print(
+                f"shims: error: {base / '__init__.py'}: the catalogue is a package and shadows the installed "
+                "`shims` runtime — delete it (a catalogue is a plain folder)",
+                file=sys.stderr,
+            )
     paths = manifest_paths(root)
     for path in paths:
         try:
@@ -119,8 +139,10 @@ def table(found: list[dict[str, object]]) -> str:
         for row in found
     ]
     if not body:
-        return ("no shims found (the catalogue: $PATCHLANE_SHIMS_PATH, else [catalogue] path of the nearest "
-                "patchlane.toml, default shims/)")
+        return (
+            "no shims found (the catalogue: $PATCHLANE_SHIMS_PATH, else [catalogue] path of the nearest "
+            "patchlane.toml, default shims/)"
+        )
     widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header) - 1)]
     lines = []
     for line in [header, *body]:

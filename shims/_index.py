@@ -57,7 +57,8 @@ def _root_index(root: str) -> list[tuple]:
             return list(cached["entries"])
     entries = [_index_entry(root, name) for name in names]
     if any(entry[ERROR] and entry[ERROR].startswith(_UNCACHEABLE) for entry in entries):
-        return entries  # a problem of this environment, not of the manifests: don't remember it
+        # a problem of this environment, not of the manifests: don't remember it
+        return entries
     for cache_file in cache_files:
         if _write_cache(cache_file, {"stamp": stamp, "entries": tuple(entries)}):
             break
@@ -72,7 +73,8 @@ def _stamp(root: str) -> tuple | None:
         return None
     here = os.path.dirname(os.path.abspath(__file__))
     parser_mtimes = []
-    for module in _PARSER_MODULES:  # a changed validator re-validates every manifest
+    # a changed validator re-validates every manifest
+    for module in _PARSER_MODULES:
         try:
             parser_mtimes.append(os.stat(os.path.join(here, module)).st_mtime_ns)
         except OSError:
@@ -94,8 +96,17 @@ def _index_entry(root: str, name: str) -> tuple:
     # The slow path (a cache miss): the full validator, imported only now.
     try:
         from shims.manifest import ManifestError, load_manifest
-    except ImportError as exc:  # e.g. packaging missing from a hand-made env: report, don't crash
-        return (name, "", "", "", (), False, f"{_UNCACHEABLE}{exc} — install patchlane (or packaging) here")
+    # e.g. packaging missing from a hand-made env: report, don't crash
+    except ImportError as exc:
+        return (
+            name,
+            "",
+            "",
+            "",
+            (),
+            False,
+            f"{_UNCACHEABLE}{exc} — install patchlane (or packaging) here",
+        )
 
     folder = os.path.join(root, name)
     has_patch = os.path.isfile(os.path.join(folder, "patch.py"))
@@ -143,7 +154,8 @@ def _write_cache(path: str, data: dict) -> bool:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(temporary, "wb") as handle:
             marshal.dump(data, handle)
-        os.replace(temporary, path)  # atomic: concurrent processes never read half an index
+        # atomic: concurrent processes never read half an index
+        os.replace(temporary, path)
         return True
     except OSError:
         try:

@@ -57,11 +57,15 @@ def configured(project: str | os.PathLike[str]) -> str:
     except FileNotFoundError:
         return os.path.join(project, DEFAULT_PATH)
     except OSError as exc:
-        raise InputError(shown, None, f"cannot read it: {exc.strerror or exc}", "check the file") from None
-    if b"catalogue" not in raw:  # no section: no TOML parser imported
+        raise InputError(
+            shown, None, f"cannot read it: {exc.strerror or exc}", "check the file"
+        ) from None
+    # no section: no TOML parser imported
+    if b"catalogue" not in raw:
         return os.path.join(project, DEFAULT_PATH)
     section = _plain_section(raw)
-    if section is None:  # anything but the plain form: the real parser (tomllib costs ~4 ms to import)
+    # anything but the plain form: the real parser (tomllib costs ~4 ms to import)
+    if section is None:
         import tomllib
 
         try:
@@ -70,17 +74,30 @@ def configured(project: str | os.PathLike[str]) -> str:
             raise InputError(shown, None, f"not valid TOML ({exc})", "fix the syntax") from None
         section = data.get("catalogue", {})
     if not isinstance(section, dict):
-        raise InputError(shown, "catalogue", "expected a table", 'write [catalogue] with path = "shims"')
+        raise InputError(
+            shown, "catalogue", "expected a table", 'write [catalogue] with path = "shims"'
+        )
     unknown = sorted(set(section) - {"path"})
     if unknown:
-        raise InputError(shown, f"catalogue.{unknown[0]}", "unknown key", 'the only key is path, e.g. path = "shims"')
+        raise InputError(
+            shown,
+            f"catalogue.{unknown[0]}",
+            "unknown key",
+            'the only key is path, e.g. path = "shims"',
+        )
     path = section.get("path", DEFAULT_PATH)
     if not isinstance(path, str) or not path.strip():
-        raise InputError(shown, "catalogue.path", f"expected a folder name, got {path!r}", 'write path = "shims"')
+        raise InputError(
+            shown, "catalogue.path", f"expected a folder name, got {path!r}", 'write path = "shims"'
+        )
     folder = os.path.normpath(os.path.join(project, path))
     if os.path.isabs(path) or os.path.commonpath([project, folder]) != project:
-        raise InputError(shown, "catalogue.path", f"{path!r} leaves the project",
-                         'use a folder inside the project such as "shims"; elsewhere, set PATCHLANE_SHIMS_PATH')
+        raise InputError(
+            shown,
+            "catalogue.path",
+            f"{path!r} leaves the project",
+            'use a folder inside the project such as "shims"; elsewhere, set PATCHLANE_SHIMS_PATH',
+        )
     return folder
 
 
@@ -100,11 +117,19 @@ def _plain_section(raw: bytes) -> dict | None:
         elif inside:
             key, _, value = text.partition(b"=")
             value = value.strip()
-            if path is not None or key.strip() != b"path" or len(value) < 2 or value[:1] != b'"' \
-                    or value[-1:] != b'"' or b'"' in value[1:-1] or b"\\" in value:
+            if (
+                path is not None
+                or key.strip() != b"path"
+                or len(value) < 2
+                or value[:1] != b'"'
+                or value[-1:] != b'"'
+                or b'"' in value[1:-1]
+                or b"\\" in value
+            ):
                 return None
             path = value[1:-1]
-        elif b"catalogue" in text:  # a dotted key or an inline table: not the plain form
+        # a dotted key or an inline table: not the plain form
+        elif b"catalogue" in text:
             return None
     try:
         return {"path": path.decode("utf-8")} if path is not None else None

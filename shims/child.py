@@ -64,15 +64,22 @@ class Finished:
     returncode: int
     stdout: str
     stderr: str
-    forked: bool  # True: a fork of the launcher; False: a fresh interpreter
+    # True: a fork of the launcher; False: a fresh interpreter
+    forked: bool
 
 
 class Child:
     """A started child; :meth:`wait` for it (``subprocess.TimeoutExpired`` past ``timeout``, the
     child killed first, as ``subprocess.run`` does)."""
 
-    def __init__(self, code: str, args: list[str], env: Mapping[str, str], cwd: str | None,
-                 fresh: Iterable[str]) -> None:
+    def __init__(
+        self,
+        code: str,
+        args: list[str],
+        env: Mapping[str, str],
+        cwd: str | None,
+        fresh: Iterable[str],
+    ) -> None:
         self._folder = tempfile.mkdtemp(prefix="patchlane-child-")
         self._out = os.path.join(self._folder, "stdout")
         self._err = os.path.join(self._folder, "stderr")
@@ -80,30 +87,47 @@ class Child:
         self._process: subprocess.Popen | None = None
         self._id: int | None = None
         self.pid: int | None = None
-        self.refused = ""  # why the launcher did not fork it (then it is a fresh interpreter)
+        # why the launcher did not fork it (then it is a fresh interpreter)
+        self.refused = ""
         self._finished: Finished | None = None
         if _channel is not None and _owner == os.getpid():
             self._fork(code, args, env, cwd, list(fresh))
         if self.pid is None:
             with open(self._out, "wb") as out, open(self._err, "wb") as err:
-                self._process = subprocess.Popen(self._command, env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL,
-                                                 stdout=out, stderr=err)
+                self._process = subprocess.Popen(
+                    self._command,
+                    env=dict(env),
+                    cwd=cwd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                )
             self.pid = self._process.pid
 
     @property
     def forked(self) -> bool:
         return self._process is None
 
-    def _fork(self, code: str, args: list[str], env: Mapping[str, str], cwd: str | None, fresh: list[str]) -> None:
+    def _fork(
+        self, code: str, args: list[str], env: Mapping[str, str], cwd: str | None, fresh: list[str]
+    ) -> None:
         global _next_id
         with _state:
             _next_id += 1
             self._id = _next_id
-        request = {"id": self._id, "code": code, "args": list(args), "env": dict(env),
-                   "cwd": os.path.abspath(cwd) if cwd is not None else os.getcwd(),
-                   "stdout": self._out, "stderr": self._err, "fresh": fresh}
+        request = {
+            "id": self._id,
+            "code": code,
+            "args": list(args),
+            "env": dict(env),
+            "cwd": os.path.abspath(cwd) if cwd is not None else os.getcwd(),
+            "stdout": self._out,
+            "stderr": self._err,
+            "fresh": fresh,
+        }
         try:
-            with _sending:  # whole lines, one thread at a time
+            # whole lines, one thread at a time
+            with _sending:
                 _channel.sendall((json.dumps(request) + "\n").encode("utf-8"))
         except OSError as exc:
             self.refused = f"the launcher's channel is closed ({exc})"
@@ -124,13 +148,16 @@ class Child:
                 except subprocess.TimeoutExpired:
                     self._process.kill()
                     self._process.wait()
-                    raise subprocess.TimeoutExpired(self._command, timeout, *self._output()) from None
+                    raise subprocess.TimeoutExpired(
+                        self._command, timeout, *self._output()
+                    ) from None
             else:
                 deadline = None if timeout is None else time.monotonic() + timeout
                 reply = _next_reply(self._id, deadline)
                 if reply is None:
                     self._kill()
-                    _next_reply(self._id, None)  # the launcher reaps it and says so
+                    # the launcher reaps it and says so
+                    _next_reply(self._id, None)
                     raise subprocess.TimeoutExpired(self._command, timeout, *self._output())
                 code = int(reply["exit"])
             self._finished = Finished(code, *self._output(), forked=self.forked)
@@ -151,18 +178,30 @@ class Child:
                     return handle.read().decode("utf-8", "replace")
             except OSError:
                 return ""
+
         return text(self._out), text(self._err)
 
 
-def start(code: str, *args: str, env: Mapping[str, str] | None = None, cwd: str | None = None,
-          fresh: Iterable[str] = ()) -> Child:
+def start(
+    code: str,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    fresh: Iterable[str] = (),
+) -> Child:
     """Start ``python -c code args`` (see the module's docstring); ``env`` defaults to this
     process's environment."""
     return Child(code, [str(a) for a in args], os.environ if env is None else env, cwd, fresh)
 
 
-def run(code: str, *args: str, env: Mapping[str, str] | None = None, cwd: str | None = None,
-        fresh: Iterable[str] = (), timeout: float | None = None) -> Finished:
+def run(
+    code: str,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    fresh: Iterable[str] = (),
+    timeout: float | None = None,
+) -> Finished:
     """:func:`start`, then wait for it."""
     return start(code, *args, env=env, cwd=cwd, fresh=fresh).wait(timeout)
 
@@ -184,7 +223,8 @@ def _next_reply(wanted: int, deadline: float | None) -> dict | None:
                     return None
                 if not _reading:
                     break
-                _state.wait(left)  # another thread is reading: it wakes us when it has queued what came
+                # another thread is reading: it wakes us when it has queued what came
+                _state.wait(left)
             _reading = True
         chunk = None
         try:

@@ -24,8 +24,13 @@ class InputError(Exception):
     (a command-line option, a name). ``fix`` says what to do, and is printed after an em dash.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None, key: str | None, problem: str,
-                 fix: str | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None,
+        key: str | None,
+        problem: str,
+        fix: str | None = None,
+    ) -> None:
         self.path = os.fspath(path) if path is not None else None
         self.key = key or None
         self.problem = problem
@@ -37,7 +42,9 @@ class InputError(Exception):
         text = f"{where}: {self.problem}" if where else self.problem
         if self.fix:
             text += f" — {self.fix}"
-        return " ".join(text.split())  # one line, whatever the parts held
+        # one line, whatever the parts held
+        return " ".join(text.split())
 
-    def __reduce__(self):  # picklable (process pools) although __init__ takes four arguments
+    # picklable (process pools) although __init__ takes four arguments
+    def __reduce__(self):
         return (type(self), (self.path, self.key, self.problem, self.fix))

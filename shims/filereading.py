@@ -19,8 +19,13 @@ __all__ = ["MAX_BYTES", "read_bytes", "read_text", "too_large"]
 MAX_BYTES = 1 << 20
 
 
-def read_bytes(path: str | os.PathLike[str], name: str | None = None, *, missing_ok: bool = False,
-               max_bytes: int = MAX_BYTES) -> bytes | None:
+def read_bytes(
+    path: str | os.PathLike[str],
+    name: str | None = None,
+    *,
+    missing_ok: bool = False,
+    max_bytes: int = MAX_BYTES,
+) -> bytes | None:
     """The bytes of ``path`` (named ``name`` in errors); ``None`` for a missing file if ``missing_ok``."""
     name = os.fspath(path) if name is None else name
     try:
@@ -34,15 +39,23 @@ def read_bytes(path: str | os.PathLike[str], name: str | None = None, *, missing
         if missing_ok:
             return None
         raise InputError(name, None, "file not found", "create it or fix the path") from None
-    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
-        raise InputError(name, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}", "check the file") from None
+    # ValueError: a NUL in the path
+    except (OSError, ValueError) as exc:
+        raise InputError(
+            name, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}", "check the file"
+        ) from None
     if len(data) > max_bytes:
         raise too_large(name, max_bytes)
     return data
 
 
-def read_text(path: str | os.PathLike[str], name: str | None = None, *, missing_ok: bool = False,
-              max_bytes: int = MAX_BYTES) -> str | None:
+def read_text(
+    path: str | os.PathLike[str],
+    name: str | None = None,
+    *,
+    missing_ok: bool = False,
+    max_bytes: int = MAX_BYTES,
+) -> str | None:
     """The text of ``path`` (named ``name`` in errors); ``None`` for a missing file if ``missing_ok``.
 
     Newlines are read as ``open()`` reads them (``\\r\\n`` and ``\\r`` become ``\\n``).
@@ -55,19 +68,35 @@ def read_text(path: str | os.PathLike[str], name: str | None = None, *, missing_
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(name, None, f"not UTF-8 text at line {line} (byte {data[exc.start]:#04x})",
-                         "save the file as UTF-8") from None
+        raise InputError(
+            name,
+            None,
+            f"not UTF-8 text at line {line} (byte {data[exc.start]:#04x})",
+            "save the file as UTF-8",
+        ) from None
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _regular(mode: int, name: str) -> None:
     if not stat.S_ISREG(mode):
-        kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
-                else "a socket" if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-                else "not a regular file")
+        kind = (
+            "a directory"
+            if stat.S_ISDIR(mode)
+            else "a FIFO"
+            if stat.S_ISFIFO(mode)
+            else "a socket"
+            if stat.S_ISSOCK(mode)
+            else "a device"
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "not a regular file"
+        )
         raise InputError(name, None, f"not a regular file ({kind})", "point it at a file")
 
 
 def too_large(name: str, max_bytes: int) -> InputError:
-    return InputError(name, None, f"larger than {max_bytes // 1024} KiB",
-                      "a hand-written file is far smaller: check it is the right file")
+    return InputError(
+        name,
+        None,
+        f"larger than {max_bytes // 1024} KiB",
+        "a hand-written file is far smaller: check it is the right file",
+    )

@@ -22,7 +22,8 @@ def kill_group(pid: int | None) -> None:
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        try:  # not (or no longer) a group leader: the process itself
+        # not (or no longer) a group leader: the process itself
+        try:
             os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
@@ -46,8 +47,9 @@ def _text_stream(fd: int, encoding: str, errors: str, *, unbuffered: bool, line:
 
     raw = io.FileIO(fd, "w", closefd=False)
     binary = raw if unbuffered else io.BufferedWriter(raw)
-    return io.TextIOWrapper(binary, encoding=encoding, errors=errors, line_buffering=line,
-                            write_through=unbuffered)
+    return io.TextIOWrapper(
+        binary, encoding=encoding, errors=errors, line_buffering=line, write_through=unbuffered
+    )
 
 
 def become(request: dict, channels: tuple, fresh: dict, run_channel=None) -> None:
@@ -82,11 +84,15 @@ def become(request: dict, channels: tuple, fresh: dict, run_channel=None) -> Non
         sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
         import io
 
-        sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding=fresh["encoding"])
-        sys.stdout = sys.__stdout__ = _text_stream(1, fresh["encoding"], fresh["errors"], unbuffered=unbuffered,
-                                                   line=False)
-        sys.stderr = sys.__stderr__ = _text_stream(2, fresh["encoding"], "backslashreplace", unbuffered=unbuffered,
-                                                   line=True)
+        sys.stdin = sys.__stdin__ = io.TextIOWrapper(
+            io.FileIO(0, "r", closefd=False), encoding=fresh["encoding"]
+        )
+        sys.stdout = sys.__stdout__ = _text_stream(
+            1, fresh["encoding"], fresh["errors"], unbuffered=unbuffered, line=False
+        )
+        sys.stderr = sys.__stderr__ = _text_stream(
+            2, fresh["encoding"], "backslashreplace", unbuffered=unbuffered, line=True
+        )
         if request.get("cwd"):
             os.chdir(request["cwd"])
         source = request.get("code")
@@ -123,20 +129,35 @@ def _fresh_path(path, request: dict, fresh: dict) -> None:
     (``sys_path_first``)."""
     import importlib
 
-    pythonpath = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    pythonpath = [
+        os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p
+    ]
     first = []
     if request.get("sys_path_first"):
         import site
 
         before = list(sys.path)
         for folder in request["sys_path_first"]:
-            site.addsitedir(folder)  # runs the folder's .pth files, as a venv's site-packages would
+            # runs the folder's .pth files, as a venv's site-packages would
+            site.addsitedir(folder)
         first = [p for p in sys.path if p not in before]
     rest = [p for p in _STARTUP_PATH[1:] if p not in first and p not in pythonpath]
     # Where a venv's own site-packages would be: after the standard library, before the base's.
-    at = next((i for i, p in enumerate(rest) if os.path.basename(p) in ("site-packages", "dist-packages")), len(rest))
-    sys.path[:] = ["" if path is None else os.path.dirname(path), *dict.fromkeys(pythonpath), *rest[:at], *first,
-                   *rest[at:]]
+    at = next(
+        (
+            i
+            for i, p in enumerate(rest)
+            if os.path.basename(p) in ("site-packages", "dist-packages")
+        ),
+        len(rest),
+    )
+    sys.path[:] = [
+        "" if path is None else os.path.dirname(path),
+        *dict.fromkeys(pythonpath),
+        *rest[:at],
+        *first,
+        *rest[at:],
+    ]
     importlib.invalidate_caches()
 
 
@@ -147,7 +168,8 @@ def _run(path, source=None) -> int:
     try:
         if source is None:
             runpy.run_path(path, run_name="__main__")
-        else:  # what ``python -c`` does: the code runs as a new ``__main__``
+        # what ``python -c`` does: the code runs as a new ``__main__``
+        else:
             import types
 
             main = types.ModuleType("__main__")

@@ -81,7 +81,8 @@ def _cuda_initialised() -> bool:
     check = getattr(cuda, "is_initialized", None)
     try:
         return bool(check()) if callable(check) else False
-    except Exception:  # a half-imported torch: it did not get as far as a CUDA context
+    # a half-imported torch: it did not get as far as a CUDA context
+    except Exception:
         return False
 
 
@@ -92,7 +93,8 @@ def _gpus_visible(torch) -> bool:
     if not callable(count):
         return True
     try:
-        return count() not in (0, -1)  # -1: no NVML, so no NVIDIA driver
+        # -1: no NVML, so no NVIDIA driver
+        return count() not in (0, -1)
     except Exception:  # noqa: BLE001 - an unexpected torch: assume a GPU, and check the fork
         return True
 
@@ -142,7 +144,8 @@ class _Run:
 
     def __init__(self, pid: int, channel, serving: tuple, fresh: dict) -> None:
         self.pid, self.channel, self.serving, self.fresh = pid, channel, serving, fresh
-        self.children: dict[int, tuple] = {}  # pid -> (request id, pidfd or None)
+        # pid -> (request id, pidfd or None)
+        self.children: dict[int, tuple] = {}
         self.buffer = b""
 
     def wait(self, timeout) -> tuple:
@@ -158,11 +161,15 @@ class _Run:
                 # process group (a fresh interpreter it started, say) ends with it, as it would
                 # under one interpreter per run.
                 if hasattr(os, "waitid"):
-                    if os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                    if (
+                        os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+                        is not None
+                    ):
                         kill_group(self.pid)
                         _, status = os.waitpid(self.pid, 0)
                         return os.waitstatus_to_exitcode(status), False
-                else:  # no waitid (macOS): the group is left to the lane's end (the marker)
+                # no waitid (macOS): the group is left to the lane's end (the marker)
+                else:
                     done, status = os.waitpid(self.pid, os.WNOHANG)
                     if done:
                         return os.waitstatus_to_exitcode(status), False
@@ -175,7 +182,9 @@ class _Run:
                 watched = [fd for fd in (pidfd, self.channel) if fd is not None]
                 watched += [fd for _, fd in self.children.values() if fd is not None]
                 polling = pidfd is None or any(fd is None for _, fd in self.children.values())
-                wait_s = min(left, 0.005) if polling and left is not None else 0.005 if polling else left
+                wait_s = (
+                    min(left, 0.005) if polling and left is not None else 0.005 if polling else left
+                )
                 ready, _, _ = select.select(watched, [], [], wait_s)
                 if self.channel is not None and self.channel in ready:
                     self._read_requests()
@@ -189,7 +198,8 @@ class _Run:
             chunk = self.channel.recv(65536)
         except OSError:
             chunk = b""
-        if not chunk:  # the run closed its end (or exited): no more requests
+        # the run closed its end (or exited): no more requests
+        if not chunk:
             self.channel.close()
             self.channel = None
             return
@@ -206,8 +216,13 @@ class _Run:
     def _start_child(self, request: dict) -> None:
         preloaded = [name for name in request.get("fresh") or () if name in sys.modules]
         if preloaded:
-            self._say({"id": request.get("id"), "refused": f"the launcher imported {', '.join(preloaded)}, "
-                                                               "which the child must import itself"})
+            self._say(
+                {
+                    "id": request.get("id"),
+                    "refused": f"the launcher imported {', '.join(preloaded)}, "
+                    "which the child must import itself",
+                }
+            )
             return
         pid = os.fork()
         if pid == 0:
@@ -240,7 +255,8 @@ class _Run:
             return
         try:
             self.channel.sendall((json.dumps(message) + "\n").encode("utf-8"))
-        except OSError:  # the run is gone; its children end with it
+        # the run is gone; its children end with it
+        except OSError:
             pass
 
 
@@ -261,8 +277,15 @@ def serve(requests, replies, fresh: dict) -> None:
         theirs.close()
         _reply(replies, {"id": request.get("id"), "pid": pid})
         code, timed_out = _Run(pid, ours, (requests, replies), fresh).wait(request.get("timeout"))
-        _reply(replies, {"id": request.get("id"), "exit": code, "timed_out": timed_out,
-                         "seconds": round(time.monotonic() - began, 6)})
+        _reply(
+            replies,
+            {
+                "id": request.get("id"),
+                "exit": code,
+                "timed_out": timed_out,
+                "seconds": round(time.monotonic() - began, 6),
+            },
+        )
 
 
 def main(argv=None) -> int:
@@ -274,10 +297,14 @@ def main(argv=None) -> int:
     while args:
         flag = args.pop(0)
         if flag in ("--preload", "--targets") and args:
-            (modules if flag == "--preload" else targets).extend(p for p in args.pop(0).split(",") if p)
+            (modules if flag == "--preload" else targets).extend(
+                p for p in args.pop(0).split(",") if p
+            )
         else:
-            print(f"usage: python -m shims.launcher [--preload MODULE,…] [--targets MODULE,…] (got {flag!r})",
-                  file=sys.stderr)
+            print(
+                f"usage: python -m shims.launcher [--preload MODULE,…] [--targets MODULE,…] (got {flag!r})",
+                file=sys.stderr,
+            )
             return 2
     # The protocol gets its own descriptors; whatever a preloaded package prints goes to stderr.
     requests = os.fdopen(os.dup(0), "rb")
@@ -286,8 +313,11 @@ def main(argv=None) -> int:
     os.dup2(2, 1)
     fresh = {
         "warnings": list(warnings.filters),
-        "signals": {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD)
-                    if signal.getsignal(number) is not None},
+        "signals": {
+            number: signal.getsignal(number)
+            for number in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD)
+            if signal.getsignal(number) is not None
+        },
         "encoding": getattr(sys.stdout, "encoding", None) or "utf-8",
         "errors": getattr(sys.stdout, "errors", None) or "strict",
     }
@@ -296,26 +326,55 @@ def main(argv=None) -> int:
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
     import gc
 
-    gc.disable()  # importing allocates far more than it frees: a collection now is wasted work
+    # importing allocates far more than it frees: a collection now is wasted work
+    gc.disable()
     imported, failed = preload(modules)
-    gc.freeze()  # what the preloads made is never collected here, so forks leave its pages shared
+    # what the preloads made is never collected here, so forks leave its pages shared
+    gc.freeze()
     gc.enable()
     if _cuda_initialised():
-        _reply(replies, {"ready": False, "error": f"importing {', '.join(modules)} initialised CUDA: a fork of this "
-                         "process could not use the GPU; run these reproducers with --isolation process"})
+        _reply(
+            replies,
+            {
+                "ready": False,
+                "error": f"importing {', '.join(modules)} initialised CUDA: a fork of this "
+                "process could not use the GPU; run these reproducers with --isolation process",
+            },
+        )
         return 3
     if _fork_unusable():
-        _reply(replies, {"ready": False, "error": f"importing {', '.join(modules)} left torch unable to use CUDA in "
-                         "a fork (it asked the CUDA runtime whether a GPU exists); run these reproducers with "
-                         "--isolation process"})
+        _reply(
+            replies,
+            {
+                "ready": False,
+                "error": f"importing {', '.join(modules)} left torch unable to use CUDA in "
+                "a fork (it asked the CUDA runtime whether a GPU exists); run these reproducers with "
+                "--isolation process",
+            },
+        )
         return 3
     if "shims" in sys.modules and getattr(sys.modules["shims"], "_activated", False):
-        _reply(replies, {"ready": False, "error": f"importing {', '.join(modules)} activated the shims: "
-                         "a without-shim run would see them"})
+        _reply(
+            replies,
+            {
+                "ready": False,
+                "error": f"importing {', '.join(modules)} activated the shims: "
+                "a without-shim run would see them",
+            },
+        )
         return 3
-    _reply(replies, {"ready": True, "pid": os.getpid(), "preloaded": imported, "failed": failed,
-                     "seconds": round(time.monotonic() - started, 6),
-                     "targets_loaded": [t for t in targets if t in sys.modules], "threads": _native_threads()})
+    _reply(
+        replies,
+        {
+            "ready": True,
+            "pid": os.getpid(),
+            "preloaded": imported,
+            "failed": failed,
+            "seconds": round(time.monotonic() - started, 6),
+            "targets_loaded": [t for t in targets if t in sys.modules],
+            "threads": _native_threads(),
+        },
+    )
     serve(requests, replies, fresh)
     return 0
 

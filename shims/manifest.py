@@ -35,9 +35,20 @@ from shims.model import (
 )
 from shims.tomlreader import Table, Value
 
-__all__ = [  # the model's names too: callers import everything about manifests from here
-    *model.__all__, "MODULE_NAME", "RESERVED_IDS", "ROOTS_ENV", "RUNTIME_DIR", "SHIM_ID", "ManifestError",
-    "discover", "load_manifest", "manifest_paths", "parse_manifest", "shim_roots",
+# the model's names too: callers import everything about manifests from here
+__all__ = [
+    *model.__all__,
+    "MODULE_NAME",
+    "RESERVED_IDS",
+    "ROOTS_ENV",
+    "RUNTIME_DIR",
+    "SHIM_ID",
+    "ManifestError",
+    "discover",
+    "load_manifest",
+    "manifest_paths",
+    "parse_manifest",
+    "shim_roots",
 ]
 
 #: The runtime's own folder (not a catalogue: shims.catalogue finds the shop's).
@@ -52,7 +63,8 @@ def _runtime_modules() -> frozenset[str]:
     import pkgutil
 
     return frozenset(
-        info.name for info in pkgutil.iter_modules([str(RUNTIME_DIR)])
+        info.name
+        for info in pkgutil.iter_modules([str(RUNTIME_DIR)])
         if not info.ispkg or not (RUNTIME_DIR / info.name / "manifest.toml").is_file()
     )
 
@@ -69,7 +81,8 @@ _COMPUTE_CAPABILITY = re.compile(r"[0-9]+\.[0-9]+")
 _COMMIT = re.compile(r"[0-9a-f]{7,64}")
 
 
-#: The runtime's name for the one input-error type (``retire.core.errors.ConfigError`` is the same class).
+#: The runtime's name for the one input-error type (``retire.core.errors.ConfigError`` is the same
+#: class).
 ManifestError = InputError
 
 
@@ -129,11 +142,19 @@ def load_manifest(path: str | os.PathLike[str], *, check_files: bool = True) -> 
     directory = manifest.directory
     has_patch = (directory / "patch.py").is_file()
     if check_files and not (directory / manifest.reproducer.path).is_file():
-        raise ManifestError(_display(path), "reproducer.path", f"file not found: {manifest.reproducer.path}",
-                            "create the reproducer or fix the path")
+        raise ManifestError(
+            _display(path),
+            "reproducer.path",
+            f"file not found: {manifest.reproducer.path}",
+            "create the reproducer or fix the path",
+        )
     if check_files and not has_patch and manifest.fix_class not in PATCHLESS_FIX_CLASSES:
-        raise ManifestError(_display(path), "fix-class", f"{manifest.fix_class} shims need a patch.py next to the manifest",
-                            "add patch.py with check_shape(), probe() and apply()")
+        raise ManifestError(
+            _display(path),
+            "fix-class",
+            f"{manifest.fix_class} shims need a patch.py next to the manifest",
+            "add patch.py with check_shape(), probe() and apply()",
+        )
     return dataclasses.replace(manifest, has_patch=has_patch)
 
 
@@ -146,8 +167,20 @@ def parse_manifest(text: str, path: str | os.PathLike[str]) -> ShimManifest:
 # ---------------------------------------------------------------------------------------------
 # One function per table; the typed getters name every key in their errors
 
-TOP_KEYS = ("id", "title", "fix-class", "explanation", "numerics", "owner", "created",
-            "target", "upstream", "retirement", "reproducer", "env")
+TOP_KEYS = (
+    "id",
+    "title",
+    "fix-class",
+    "explanation",
+    "numerics",
+    "owner",
+    "created",
+    "target",
+    "upstream",
+    "retirement",
+    "reproducer",
+    "env",
+)
 
 
 def _manifest(doc: Table, path: Path) -> ShimManifest:
@@ -155,11 +188,21 @@ def _manifest(doc: Table, path: Path) -> ShimManifest:
     shim_id = doc.string("id")
     folder = path.parent.name
     if not SHIM_ID.fullmatch(shim_id):
-        raise doc.error("id", f"invalid shim id {shim_id!r}", "use [a-z][a-z0-9_]* (it is a package name)")
+        raise doc.error(
+            "id", f"invalid shim id {shim_id!r}", "use [a-z][a-z0-9_]* (it is a package name)"
+        )
     if shim_id in RESERVED_IDS:
-        raise doc.error("id", f"shim id {shim_id!r} is reserved by the runtime (shims/{shim_id}.py)", "pick another id")
+        raise doc.error(
+            "id",
+            f"shim id {shim_id!r} is reserved by the runtime (shims/{shim_id}.py)",
+            "pick another id",
+        )
     if shim_id != folder:
-        raise doc.error("id", f"id {shim_id!r} does not match its folder {folder!r}", f'rename the folder or set id = "{folder}"')
+        raise doc.error(
+            "id",
+            f"id {shim_id!r} does not match its folder {folder!r}",
+            f'rename the folder or set id = "{folder}"',
+        )
     fix_class = doc.choice("fix-class", FIX_CLASSES)
     created = doc.need("created").date()
     target = _target(doc.table("target"))
@@ -187,7 +230,11 @@ def _distribution(table: Table, name: str, default: str | None = None) -> str:
         return default
     value = table.string(name)
     if not _DIST.fullmatch(value):
-        raise table.error(name, f"not a distribution name: {value!r}", 'use the name pip installs, like "megatron-core"')
+        raise table.error(
+            name,
+            f"not a distribution name: {value!r}",
+            'use the name pip installs, like "megatron-core"',
+        )
     return value
 
 
@@ -195,7 +242,11 @@ def _target(table: Table) -> Target:
     table.check_keys(("distribution", "module", "affected"))
     module = table.string("module")
     if not MODULE_NAME.fullmatch(module):
-        raise table.error("module", f"not a module path: {module!r}", 'use the dotted import name, like "megatron.core"')
+        raise table.error(
+            "module",
+            f"not a module path: {module!r}",
+            'use the dotted import name, like "megatron.core"',
+        )
     affected = table.get("affected")
     return Target(
         distribution=_distribution(table, "distribution"),
@@ -212,8 +263,11 @@ def _upstream(table: Table) -> Upstream:
         link.check_keys(("role", "url"))
         links.append(UpstreamLink(role=link.choice("role", LINK_ROLES), url=link.need("url").url()))
     if status in LINKED_STATUSES and not links:
-        raise table.error("links", f"status {status!r} needs a link to the upstream report or fix",
-                          "add [[upstream.links]] with role and url")
+        raise table.error(
+            "links",
+            f"status {status!r} needs a link to the upstream report or fix",
+            "add [[upstream.links]] with role and url",
+        )
     return Upstream(status=status, links=tuple(links))
 
 
@@ -222,8 +276,11 @@ def _retirement(table: Table, target: Target) -> Retirement:
     mode = table.choice("mode", RETIREMENT_MODES, default="all")
     conditions = table.get("conditions", []).tables()
     if not conditions:
-        raise table.error("conditions", "no retirement condition: every shim must say when it can be deleted",
-                          'add [[retirement.conditions]] with kind = "reproducer-clean" or a version floor')
+        raise table.error(
+            "conditions",
+            "no retirement condition: every shim must say when it can be deleted",
+            'add [[retirement.conditions]] with kind = "reproducer-clean" or a version floor',
+        )
     return Retirement(mode=mode, conditions=tuple(_condition(item, target) for item in conditions))
 
 
@@ -231,18 +288,30 @@ def _condition(table: Table, target: Target) -> RetirementCondition:
     kind = table.choice("kind", CONDITION_KINDS)
     if kind == "version-floor":
         table.check_keys(("kind", "distribution", "version"))
-        return RetirementCondition(kind=kind, distribution=_distribution(table, "distribution", target.distribution),
-                                   version=table.need("version").specifier())
+        return RetirementCondition(
+            kind=kind,
+            distribution=_distribution(table, "distribution", target.distribution),
+            version=table.need("version").specifier(),
+        )
     if kind == "pr-released":
         table.check_keys(("kind", "url", "distribution"))
-        return RetirementCondition(kind=kind, url=table.need("url").url(),
-                                   distribution=_distribution(table, "distribution", target.distribution))
+        return RetirementCondition(
+            kind=kind,
+            url=table.need("url").url(),
+            distribution=_distribution(table, "distribution", target.distribution),
+        )
     if kind == "commit-in-tag":
         table.check_keys(("kind", "repository", "commit"))
         commit = table.string("commit")
         if not _COMMIT.fullmatch(commit):
-            raise table.error("commit", f"not a commit sha: {commit!r}", "use the lowercase hex sha (7 to 64 characters)")
-        return RetirementCondition(kind=kind, repository=table.need("repository").url(), commit=commit)
+            raise table.error(
+                "commit",
+                f"not a commit sha: {commit!r}",
+                "use the lowercase hex sha (7 to 64 characters)",
+            )
+        return RetirementCondition(
+            kind=kind, repository=table.need("repository").url(), commit=commit
+        )
     table.check_keys(("kind",))
     return RetirementCondition(kind=kind)
 
@@ -252,51 +321,98 @@ MAX_TIMEOUT_S = 1e7
 
 
 def _reproducer(table: Table) -> ReproducerSpec:
-    table.check_keys(("path", "needs-cuda", "min-compute-capability", "packages", "timeout", "preload"))
+    table.check_keys(
+        ("path", "needs-cuda", "min-compute-capability", "packages", "timeout", "preload")
+    )
     raw_path = table.string("path", None) or "reproduce.py"
     relative = PurePosixPath(raw_path)
-    if relative.is_absolute() or raw_path.startswith(("/", "\\")) or ".." in relative.parts or re.match(r"[A-Za-z]:", raw_path):
-        raise table.error("path", f"{raw_path!r} leaves the shim folder", 'use a path inside it, like "reproduce.py"')
+    if (
+        relative.is_absolute()
+        or raw_path.startswith(("/", "\\"))
+        or ".." in relative.parts
+        or re.match(r"[A-Za-z]:", raw_path)
+    ):
+        raise table.error(
+            "path",
+            f"{raw_path!r} leaves the shim folder",
+            'use a path inside it, like "reproduce.py"',
+        )
     needs_cuda = table.get("needs-cuda", False).boolean()
     capability = table.string("min-compute-capability", None)
     if capability is not None:
         if not _COMPUTE_CAPABILITY.fullmatch(capability):
-            raise table.error("min-compute-capability", f"expected major.minor, got {capability!r}", 'write it like "9.0"')
+            raise table.error(
+                "min-compute-capability",
+                f"expected major.minor, got {capability!r}",
+                'write it like "9.0"',
+            )
         if "needs-cuda" in table and not needs_cuda:
-            raise table.error("min-compute-capability", "set while needs-cuda = false",
-                              "set needs-cuda = true or drop the capability")
+            raise table.error(
+                "min-compute-capability",
+                "set while needs-cuda = false",
+                "set needs-cuda = true or drop the capability",
+            )
         needs_cuda = True
-    packages = table.get("packages", []).strings(fix='write packages = ["torch", "megatron-core"]', empty_ok=False)
+    packages = table.get("packages", []).strings(
+        fix='write packages = ["torch", "megatron-core"]', empty_ok=False
+    )
     for index, package in enumerate(packages):
         if not _DIST.fullmatch(package):
-            raise table.error(f"packages[{index}]", f"not a distribution name: {package!r}",
-                              'write packages = ["torch", "megatron-core"]')
-    timeout = table.get("timeout", 600).number(positive=True, maximum=MAX_TIMEOUT_S, what="a positive number of seconds "
-                                               f"up to {MAX_TIMEOUT_S:.0f}", fix="write timeout = 600")
-    preload = table.get("preload", []).strings(fix='write preload = ["torch", "megatron.core"]', empty_ok=False)
+            raise table.error(
+                f"packages[{index}]",
+                f"not a distribution name: {package!r}",
+                'write packages = ["torch", "megatron-core"]',
+            )
+    timeout = table.get("timeout", 600).number(
+        positive=True,
+        maximum=MAX_TIMEOUT_S,
+        what=f"a positive number of seconds up to {MAX_TIMEOUT_S:.0f}",
+        fix="write timeout = 600",
+    )
+    preload = table.get("preload", []).strings(
+        fix='write preload = ["torch", "megatron.core"]', empty_ok=False
+    )
     for index, module in enumerate(preload):
         if not MODULE_NAME.fullmatch(module):
-            raise table.error(f"preload[{index}]", f"not a module path: {module!r}",
-                              'write the dotted import name, like preload = ["torch", "megatron.core"]')
-    return ReproducerSpec(path=relative, needs_cuda=needs_cuda, min_compute_capability=capability,
-                          packages=tuple(packages), timeout=float(timeout), preload=tuple(dict.fromkeys(preload)))
+            raise table.error(
+                f"preload[{index}]",
+                f"not a module path: {module!r}",
+                'write the dotted import name, like preload = ["torch", "megatron.core"]',
+            )
+    return ReproducerSpec(
+        path=relative,
+        needs_cuda=needs_cuda,
+        min_compute_capability=capability,
+        packages=tuple(packages),
+        timeout=float(timeout),
+        preload=tuple(dict.fromkeys(preload)),
+    )
 
 
 def _env(doc: Table, fix_class: str) -> tuple[tuple[str, str], ...]:
     value: Value | None = doc.get("env")
     if value is None:
         if fix_class == "env-constraint":
-            raise doc.error("env", "env-constraint shims must say which variables they set", 'add [env] with NAME = "value"')
+            raise doc.error(
+                "env",
+                "env-constraint shims must say which variables they set",
+                'add [env] with NAME = "value"',
+            )
         return ()
     if fix_class != "env-constraint":
-        raise doc.error("env", f"only env-constraint shims set environment variables, this one is {fix_class}",
-                        'set fix-class = "env-constraint" or drop [env]')
+        raise doc.error(
+            "env",
+            f"only env-constraint shims set environment variables, this one is {fix_class}",
+            'set fix-class = "env-constraint" or drop [env]',
+        )
     if not isinstance(value.raw, dict) or not value.raw:
         raise value.expected("a non-empty table", 'write [env] with NAME = "value"')
     settings = []
     for name, setting in value.table().entries():
         if not _ENV_NAME.fullmatch(name):
-            raise doc.error(f"env.{name}", "not an environment variable name", "use letters, digits and _")
+            raise doc.error(
+                f"env.{name}", "not an environment variable name", "use letters, digits and _"
+            )
         settings.append((name, setting.string(empty_ok=True)))
     return tuple(sorted(settings))
 

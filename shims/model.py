@@ -28,8 +28,16 @@ __all__ = [
     "UpstreamLink",
 ]
 
-FIX_CLASSES = ("source-patch", "wrapper", "compat-gate", "version-floor", "env-constraint", "packaging")
-#: Fix classes whose mitigation lives outside the process (lane pins, env), so ``patch.py`` is optional.
+FIX_CLASSES = (
+    "source-patch",
+    "wrapper",
+    "compat-gate",
+    "version-floor",
+    "env-constraint",
+    "packaging",
+)
+#: Fix classes whose mitigation lives outside the process (lane pins, env), so ``patch.py`` is
+#: optional.
 PATCHLESS_FIX_CLASSES = frozenset({"version-floor", "env-constraint", "packaging"})
 UPSTREAM_STATUSES = ("pending", "submitted", "accepted", "rejected", "not-applicable")
 #: Statuses that claim an upstream conversation exists, so they must link to it.
@@ -51,7 +59,8 @@ class Target:
 
 @dataclass(frozen=True)
 class UpstreamLink:
-    role: str  # one of LINK_ROLES
+    # one of LINK_ROLES
+    role: str
     url: str
 
 
@@ -59,7 +68,8 @@ class UpstreamLink:
 class Upstream:
     """DEP-3-style state of the upstream conversation."""
 
-    status: str  # one of UPSTREAM_STATUSES
+    # one of UPSTREAM_STATUSES
+    status: str
     links: tuple[UpstreamLink, ...] = ()
 
 
@@ -83,7 +93,8 @@ class RetirementCondition:
 
 @dataclass(frozen=True)
 class Retirement:
-    mode: str  # "all": every condition must hold; "any": one is enough
+    # "all": every condition must hold; "any": one is enough
+    mode: str
     conditions: tuple[RetirementCondition, ...]
 
 

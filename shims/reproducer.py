@@ -48,10 +48,10 @@ __all__ = [
     "HOST_PREFIX",
     "MEMORY_SAVE_VERIFIED",
     "MODES",
-    "Mode",
     "SENTINELS",
-    "Sentinel",
     "SKIPPED",
+    "Mode",
+    "Sentinel",
     "Skip",
     "exit_code_for",
     "host_stamp",
@@ -60,6 +60,7 @@ __all__ = [
     "require_cuda",
     "run",
 ]
+
 
 class Sentinel(StrEnum):
     """The line a reproducer prints to say what it showed (the text is the protocol)."""
@@ -86,7 +87,8 @@ _RESULTS = (BUG_REPRODUCED, FIX_VALIDATED, MEMORY_SAVE_VERIFIED)
 
 EXIT_FIXED = 0
 EXIT_BUG = 10
-EXIT_SKIPPED = 77  # the automake / meson convention for "skipped"
+# the automake / meson convention for "skipped"
+EXIT_SKIPPED = 77
 EXIT_CRASH = 1
 
 HOST_PREFIX = "PATCHLANE-HOST "
@@ -100,13 +102,15 @@ def _catalogue_importable() -> None:
     try:
         from shims import _index
         from shims.errors import InputError
-    except ImportError:  # the protocol helper alone, as `patchlane pack export` attaches it
+    # the protocol helper alone, as `patchlane pack export` attaches it
+    except ImportError:
         return
 
     try:
         _index.extend_path(shims.__path__)
     except InputError:
-        pass  # a bad patchlane.toml: activate() says so, in one line, where it matters
+        # a bad patchlane.toml: activate() says so, in one line, where it matters
+        pass
 
 
 _catalogue_importable()
@@ -154,7 +158,8 @@ def host_stamp(packages: Iterable[str] = ()) -> dict[str, object]:
         "hostname": socket.gethostname(),
     }
     revisions = {name: rev for name in packages if (rev := vcs_revision(name))}
-    if revisions:  # a package built from an upstream revision, not a release: say which commit
+    # a package built from an upstream revision, not a release: say which commit
+    if revisions:
         stamp["revisions"] = revisions
     return stamp
 
@@ -201,7 +206,8 @@ def _torch_cuda() -> tuple[str | None, str | None, str | None]:
         index = torch.cuda.current_device()
         major, minor = torch.cuda.get_device_capability(index)
         return torch.cuda.get_device_name(index), f"{major}.{minor}", cuda
-    except Exception:  # a broken CUDA install must not stop the stamp; the check will say more
+    # a broken CUDA install must not stop the stamp; the check will say more
+    except Exception:
         return None, None, None
 
 
@@ -327,7 +333,8 @@ def run(
             if state.state == "disabled":
                 raise Skip(f"shim {shim_id} is disabled here ({state.reason})")
             if state.state == "error":
-                # A "with" run of a shim that cannot even load proves nothing: crash, don't report a bug.
+                # A "with" run of a shim that cannot even load proves nothing: crash, don't report a
+                # bug.
                 raise RuntimeError(f"shim {shim_id} could not be activated: {state.reason}")
         _running = True
         try:
@@ -379,8 +386,9 @@ def parse_output(text: str) -> tuple[dict[str, object] | None, Sentinel | None, 
     host: dict[str, object] | None = None
     if lines and lines[0].startswith(HOST_PREFIX):
         try:
-            parsed = json.loads(lines[0][len(HOST_PREFIX):])
-        except (ValueError, RecursionError):  # not JSON, or nested too deeply: no stamp
+            parsed = json.loads(lines[0][len(HOST_PREFIX) :])
+        # not JSON, or nested too deeply: no stamp
+        except (ValueError, RecursionError):
             parsed = None
         host = parsed if isinstance(parsed, dict) else None
 
@@ -390,7 +398,7 @@ def parse_output(text: str) -> tuple[dict[str, object] | None, Sentinel | None, 
         if line in _RESULTS:
             found.append((Sentinel(line), None))
         elif line.startswith(SKIPPED + ":"):
-            found.append((SKIPPED, line[len(SKIPPED) + 1:].strip() or "no reason given"))
+            found.append((SKIPPED, line[len(SKIPPED) + 1 :].strip() or "no reason given"))
     if len(found) != 1:
         return host, None, None
     sentinel, reason = found.pop()

@@ -22,8 +22,11 @@ def fingerprint(obj: object) -> str:
     for item in ast.walk(node):
         if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and item.body:
             first = item.body[0]
-            if isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant) \
-                    and isinstance(first.value.value, str):
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(getattr(first, "value", None), ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
                 item.body = item.body[1:] or [ast.Pass()]
     return hashlib.sha256(ast.unparse(node).encode()).hexdigest()[:16]
 

@@ -15,7 +15,7 @@ import re
 
 __all__ = ["UTC", "TimeError", "format_span", "format_utc", "now", "parse", "parse_span", "to_utc"]
 
-UTC = _dt.timezone.utc
+UTC = _dt.UTC
 
 
 class TimeError(ValueError):
@@ -69,7 +69,10 @@ def format_utc(moment: _dt.datetime) -> str:
 
 _SPAN_UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400}
 _FRIENDLY_SPAN = re.compile(r"(\d{1,6})\s*(second|minute|hour|day|week)s?", re.IGNORECASE)
-_ISO_SPAN = re.compile(r"P(?:(\d{1,6})W)?(?:(\d{1,6})D)?(?:T(?:(\d{1,6})H)?(?:(\d{1,6})M)?(?:(\d{1,6})S)?)?", re.IGNORECASE)
+_ISO_SPAN = re.compile(
+    r"P(?:(\d{1,6})W)?(?:(\d{1,6})D)?(?:T(?:(\d{1,6})H)?(?:(\d{1,6})M)?(?:(\d{1,6})S)?)?",
+    re.IGNORECASE,
+)
 
 
 def parse_span(text: str) -> _dt.timedelta:
@@ -82,12 +85,19 @@ def parse_span(text: str) -> _dt.timedelta:
     seconds = None
     if friendly := _FRIENDLY_SPAN.fullmatch(stripped):
         seconds = int(friendly.group(1)) * _SPAN_UNITS[friendly.group(2).lower()]
-    elif (iso := _ISO_SPAN.fullmatch(stripped)) and any(iso.groups()) and not stripped.upper().endswith("T"):
+    elif (
+        (iso := _ISO_SPAN.fullmatch(stripped))
+        and any(iso.groups())
+        and not stripped.upper().endswith("T")
+    ):
         weeks, days, hours, minutes, secs = (int(g or 0) for g in iso.groups())
         seconds = (((weeks * 7 + days) * 24 + hours) * 60 + minutes) * 60 + secs
     if seconds is None:
         varies = re.search(r"month|year|^P[^T]*[MY]", stripped, re.IGNORECASE)
-        raise TimeError(f"not a span of time: {text!r}" + (" (months and years vary in length)" if varies else ""))
+        raise TimeError(
+            f"not a span of time: {text!r}"
+            + (" (months and years vary in length)" if varies else "")
+        )
     if seconds == 0:
         raise TimeError(f"{text!r} is no time at all")
     return _dt.timedelta(seconds=seconds)
@@ -101,4 +111,5 @@ def format_span(span: _dt.timedelta) -> str:
         if seconds % size == 0:
             count = seconds // size
             return f"{count} {unit}{'' if count == 1 else 's'}"
-    raise AssertionError(seconds)  # every whole number of seconds divides by one
+    # every whole number of seconds divides by one
+    raise AssertionError(seconds)

@@ -24,24 +24,41 @@ from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 
 from shims.errors import InputError
-from shims.filereading import MAX_BYTES, read_text, too_large as _too_large
+from shims.filereading import MAX_BYTES, read_text
+from shims.filereading import too_large as _too_large
 
-__all__ = ["CLOSE_MATCH_CUTOFF", "MAX_BYTES", "REQUIRED", "InputError", "Table", "Value", "close_match",
-           "describe", "loads", "loads_json", "read", "read_text"]
+__all__ = [
+    "CLOSE_MATCH_CUTOFF",
+    "MAX_BYTES",
+    "REQUIRED",
+    "InputError",
+    "Table",
+    "Value",
+    "close_match",
+    "describe",
+    "loads",
+    "loads_json",
+    "read",
+    "read_text",
+]
 
 #: The one difflib ratio above which an unknown name gets "did you mean …?".
 CLOSE_MATCH_CUTOFF = 0.75
 #: ``default`` for a key that must be present.
 REQUIRED: Any = object()
 
-_TOML_WHERE = re.compile(r"^(?P<what>.*) \(at (?P<where>line \d+, column \d+|end of document)\)$", re.S)
+_TOML_WHERE = re.compile(
+    r"^(?P<what>.*) \(at (?P<where>line \d+, column \d+|end of document)\)$", re.DOTALL
+)
 
 
 # ---------------------------------------------------------------------------------------------
 # Reading (the file itself: shims/filereading.py)
 
 
-def read(path: str | os.PathLike[str], name: str | None = None, *, max_bytes: int = MAX_BYTES) -> Table:
+def read(
+    path: str | os.PathLike[str], name: str | None = None, *, max_bytes: int = MAX_BYTES
+) -> Table:
     """Read and parse the TOML file ``path``; errors name it ``name`` (default: the path)."""
     name = os.fspath(path) if name is None else name
     return loads(read_text(path, name, max_bytes=max_bytes) or "", name, max_bytes=max_bytes)
@@ -64,11 +81,20 @@ def loads(text: str, name: str, *, max_bytes: int = MAX_BYTES) -> Table:
             problem = f"invalid TOML: {exc}"
         raise InputError(name, None, problem, "fix the syntax") from None
     except RecursionError:
-        raise InputError(name, None, "invalid TOML: arrays or inline tables nested too deeply",
-                         "flatten the value") from None
-    except ValueError:  # an integer longer than Python converts (sys.get_int_max_str_digits)
-        raise InputError(name, None, f"invalid TOML at line {_long_number_line(text)}: integer too long",
-                         "write a number that fits in 64 bits") from None
+        raise InputError(
+            name,
+            None,
+            "invalid TOML: arrays or inline tables nested too deeply",
+            "flatten the value",
+        ) from None
+    # an integer longer than Python converts (sys.get_int_max_str_digits)
+    except ValueError:
+        raise InputError(
+            name,
+            None,
+            f"invalid TOML at line {_long_number_line(text)}: integer too long",
+            "write a number that fits in 64 bits",
+        ) from None
     return Table(data, "", name)
 
 
@@ -93,12 +119,28 @@ def _long_number_line(text: str) -> int:
 def describe(value: object) -> str:
     """A value as errors show it: its TOML type, then a short rendering (never the whole of it)."""
     if isinstance(value, (bool, dict, list)):
-        return "a table" if isinstance(value, dict) else "an array" if isinstance(value, list) \
+        return (
+            "a table"
+            if isinstance(value, dict)
+            else "an array"
+            if isinstance(value, list)
             else f"a boolean {'true' if value else 'false'}"
-    kind = ("an integer" if isinstance(value, int) else "a number" if isinstance(value, float)
-            else "a string" if isinstance(value, str) else "a date-time" if isinstance(value, _dt.datetime)
-            else "a date" if isinstance(value, _dt.date) else "a time" if isinstance(value, _dt.time)
-            else type(value).__name__)
+        )
+    kind = (
+        "an integer"
+        if isinstance(value, int)
+        else "a number"
+        if isinstance(value, float)
+        else "a string"
+        if isinstance(value, str)
+        else "a date-time"
+        if isinstance(value, _dt.datetime)
+        else "a date"
+        if isinstance(value, _dt.date)
+        else "a time"
+        if isinstance(value, _dt.time)
+        else type(value).__name__
+    )
     return f"{kind} {_short(value)}"
 
 
@@ -106,7 +148,8 @@ def _short(value: object) -> str:
     """``repr`` (dates in ISO form), cut to 40 characters."""
     try:
         text = value.isoformat() if isinstance(value, (_dt.date, _dt.time)) else repr(value)
-    except ValueError:  # an integer too long to print
+    # an integer too long to print
+    except ValueError:
         return "(too long to show)"
     return text if len(text) <= 40 else text[:37] + "..."
 
@@ -130,7 +173,7 @@ def join(key: str, name: str) -> str:
 class Value:
     """One value read from a file, with its key path: each getter returns it typed or raises."""
 
-    __slots__ = ("raw", "key", "name")
+    __slots__ = ("key", "name", "raw")
 
     def __init__(self, raw: object, key: str, name: str) -> None:
         self.raw, self.key, self.name = raw, key, name
@@ -158,8 +201,10 @@ class Value:
     def choice(self, choices: Collection[str], *, noun: str | None = None) -> str:
         value = self.string()
         if value not in choices:
-            raise self.error(f"unknown {noun or self.leaf.replace('-', ' ')} {value!r}",
-                             f"use one of {', '.join(choices)}")
+            raise self.error(
+                f"unknown {noun or self.leaf.replace('-', ' ')} {value!r}",
+                f"use one of {', '.join(choices)}",
+            )
         return value
 
     def boolean(self, *, fix: str | None = None) -> bool:
@@ -167,18 +212,36 @@ class Value:
             raise self.expected("true or false", fix or f"write {self.leaf} = true")
         return self.raw
 
-    def number(self, *, integer: bool = False, minimum: float | None = None, positive: bool = False,
-               maximum: float | None = None, what: str | None = None, fix: str | None = None) -> int | float:
+    def number(
+        self,
+        *,
+        integer: bool = False,
+        minimum: float | None = None,
+        positive: bool = False,
+        maximum: float | None = None,
+        what: str | None = None,
+        fix: str | None = None,
+    ) -> int | float:
         """An integer (``integer``) or any finite number, in range; NaN and infinities never pass."""
         value, kind = self.raw, "integer" if integer else "number"
         if what is None:
-            what = (f"a positive {kind}" if positive else f"{'an' if integer else 'a'} {kind}"
-                    + (f" >= {minimum}" if minimum is not None else "")) + (f" <= {maximum}" if maximum is not None else "")
+            what = (
+                f"a positive {kind}"
+                if positive
+                else f"{'an' if integer else 'a'} {kind}"
+                + (f" >= {minimum}" if minimum is not None else "")
+            ) + (f" <= {maximum}" if maximum is not None else "")
         ok = isinstance(value, (int,) if integer else (int, float)) and not isinstance(value, bool)
         try:
-            ok = ok and math.isfinite(value) and (not positive or value > 0) \
-                and (minimum is None or value >= minimum) and (maximum is None or value <= maximum)
-        except OverflowError:  # an integer beyond any float
+            ok = (
+                ok
+                and math.isfinite(value)
+                and (not positive or value > 0)
+                and (minimum is None or value >= minimum)
+                and (maximum is None or value <= maximum)
+            )
+        # an integer beyond any float
+        except OverflowError:
             ok = False
         if not ok:
             raise self.expected(what, fix or f"write {self.leaf} = …")
@@ -190,7 +253,9 @@ class Value:
             raise self.expected("a date", fix)
         return self.raw
 
-    def moment(self, *, fix: str = "write a date such as 2026-11-01 or 2026-11-01T12:00:00Z") -> _dt.datetime:
+    def moment(
+        self, *, fix: str = "write a date such as 2026-11-01 or 2026-11-01T12:00:00Z"
+    ) -> _dt.datetime:
         """A point in time from a TOML date, date-time or ISO string, in UTC; naive means UTC."""
         from shims import times
 
@@ -198,23 +263,39 @@ class Value:
         if not isinstance(value, (_dt.date, str)):
             raise self.expected("a date", fix)
         try:
-            return times.parse(value, assume_utc=True) if isinstance(value, str) else times.to_utc(value, assume_utc=True)
+            return (
+                times.parse(value, assume_utc=True)
+                if isinstance(value, str)
+                else times.to_utc(value, assume_utc=True)
+            )
         except times.TimeError as exc:
             if isinstance(value, str) and "not an ISO 8601" in str(exc):
                 raise self.error(f"malformed date {_short(value)}", fix) from None
-            raise self.error(f"date out of range: {describe(value)}", "write a date between years 1 and 9999 in UTC") from None
+            raise self.error(
+                f"date out of range: {describe(value)}",
+                "write a date between years 1 and 9999 in UTC",
+            ) from None
 
-    def url(self, *, schemes: Collection[str] = ("http", "https"), what: str = "an http(s) URL",
-            fix: str = "write the full https:// address") -> str:
+    def url(
+        self,
+        *,
+        schemes: Collection[str] = ("http", "https"),
+        what: str = "an http(s) URL",
+        fix: str = "write the full https:// address",
+    ) -> str:
         """An absolute URL with one of ``schemes`` (and a host, unless the scheme is ``file``)."""
         from urllib.parse import urlsplit
 
         value = self.string()
         try:
             parts = urlsplit(value)
-            ok = (not any(ch.isspace() for ch in value) and parts.scheme in schemes
-                  and (bool(parts.netloc) if parts.scheme != "file" else bool(parts.path)))
-        except ValueError:  # e.g. an unclosed [IPv6] host
+            ok = (
+                not any(ch.isspace() for ch in value)
+                and parts.scheme in schemes
+                and (bool(parts.netloc) if parts.scheme != "file" else bool(parts.path))
+            )
+        # e.g. an unclosed [IPv6] host
+        except ValueError:
             ok = False
         if not ok:
             raise self.error(f"not {what}: {value!r}", fix)
@@ -222,7 +303,9 @@ class Value:
 
     # -- Python packaging ---------------------------------------------------------------------
 
-    def requirement(self, *, fix: str = "write a PEP 508 requirement such as 'torch==2.9.1' or 'numpy>=2'") -> str:
+    def requirement(
+        self, *, fix: str = "write a PEP 508 requirement such as 'torch==2.9.1' or 'numpy>=2'"
+    ) -> str:
         """A PEP 508 requirement, returned as written."""
         from packaging.requirements import InvalidRequirement, Requirement
 
@@ -234,7 +317,9 @@ class Value:
             raise self.error(f"invalid requirement {text!r} ({first})", fix) from None
         for spec in requirement.specifier:
             if not _version_ok(spec):
-                raise self.error(f"invalid requirement {text!r} (version {spec.version!r} too long)", fix)
+                raise self.error(
+                    f"invalid requirement {text!r} (version {spec.version!r} too long)", fix
+                )
         return text
 
     def specifier(self, *, fix: str = 'use PEP 440 like ">=0.18" or ">=2.4,<2.6"'):
@@ -257,7 +342,8 @@ class Value:
         text = self.string(fix=fix, empty_ok=True)
         try:
             Version(text)
-        except ValueError:  # InvalidVersion, or a release number too long for int()
+        # InvalidVersion, or a release number too long for int()
+        except ValueError:
             raise self.error(f"invalid version {text!r}", fix) from None
         return text
 
@@ -270,11 +356,15 @@ class Value:
 
     def strings(self, *, fix: str = 'write ["…", …]', empty_ok: bool = True) -> list[str]:
         """An array of strings."""
-        return [item.string(fix=fix, empty_ok=empty_ok) for item in self.items(what="an array", fix=fix)]
+        return [
+            item.string(fix=fix, empty_ok=empty_ok) for item in self.items(what="an array", fix=fix)
+        ]
 
     def table(self, *, fix: str | None = None) -> Table:
         if not isinstance(self.raw, dict):
-            raise self.expected("a table", fix or (f"write [{self.key}]" if self.key else "write a table"))
+            raise self.expected(
+                "a table", fix or (f"write [{self.key}]" if self.key else "write a table")
+            )
         return Table(self.raw, self.key, self.name)
 
     def tables(self, *, fix: str | None = None) -> list[Table]:
@@ -289,7 +379,8 @@ def _version_ok(spec) -> bool:
 
     try:
         return spec.operator == "===" or bool(Version(spec.version.removesuffix(".*")))
-    except ValueError:  # InvalidVersion, or a release number too long for int()
+    # InvalidVersion, or a release number too long for int()
+    except ValueError:
         return False
 
 
@@ -312,7 +403,9 @@ class Table:
 
     def entries(self) -> list[tuple[str, Value]]:
         """Every ``(key, Value)`` in file order."""
-        return [(name, Value(raw, join(self.key, name), self.name)) for name, raw in self.data.items()]
+        return [
+            (name, Value(raw, join(self.key, name), self.name)) for name, raw in self.data.items()
+        ]
 
     def error(self, name: str | None, problem: str, fix: str | None = None) -> InputError:
         """An error about key ``name`` of this table (or the table itself when ``None``)."""
@@ -323,8 +416,13 @@ class Table:
         for name in self.data:
             if name not in allowed:
                 hint = close_match(name, allowed)
-                raise self.error(name, f"unknown key {name!r}",
-                                 f"did you mean {hint!r}?" if hint else fix or f"allowed keys: {', '.join(allowed)}")
+                raise self.error(
+                    name,
+                    f"unknown key {name!r}",
+                    f"did you mean {hint!r}?"
+                    if hint
+                    else fix or f"allowed keys: {', '.join(allowed)}",
+                )
         return self
 
     def get(self, name: str, default: object = None) -> Value | None:
@@ -341,12 +439,16 @@ class Table:
 
     # Shortcuts: an absent key is an error with ``default=REQUIRED``, else returns ``default``.
 
-    def string(self, name: str, default: Any = REQUIRED, *, missing: str | None = None, **options: Any) -> Any:
+    def string(
+        self, name: str, default: Any = REQUIRED, *, missing: str | None = None, **options: Any
+    ) -> Any:
         if name not in self.data and default is not REQUIRED:
             return default
         return self.need(name, fix=missing or f'add {name} = "…"').string(**options)
 
-    def choice(self, name: str, choices: Collection[str], default: Any = REQUIRED, **options: Any) -> Any:
+    def choice(
+        self, name: str, choices: Collection[str], default: Any = REQUIRED, **options: Any
+    ) -> Any:
         if name not in self.data and default is not REQUIRED:
             return default
         return self.need(name, fix=f'add {name} = "…"').choice(choices, **options)

@@ -15,7 +15,8 @@ from tests.support.wheels import build_sdist, build_wheel
 ROOT = Path(__file__).resolve().parent.parent
 
 # `nox -s tests` runs this suite inside a nox session, whose noxfile exported the invocation's run
-# id for its own lane sessions; the nox runs and lane runs the tests start are invocations of their own.
+# id for its own lane sessions; the nox runs and lane runs the tests start are invocations of their
+# own.
 os.environ.pop("PATCHLANE_RUN_ID", None)
 
 
@@ -48,16 +49,25 @@ def universe(tmp_path_factory):
     ``nightly`` (a ``.devYYYYMMDD`` series, plus a decoy ``helper`` that must never be taken)."""
     root = tmp_path_factory.mktemp("wheels")
     main, nightly = PackageIndex(), PackageIndex()
-    for version, when in [("2.0.0", "2026-01-10"), ("2.1.0", "2026-03-10"), ("2.2.0", "2026-06-10")]:
+    for version, when in [
+        ("2.0.0", "2026-01-10"),
+        ("2.1.0", "2026-03-10"),
+        ("2.2.0", "2026-06-10"),
+    ]:
         main.add(build_wheel(root / "main", "torchlike", version, requires=["helper>=1"]), when)
     main.add(build_wheel(root / "main", "torchlike", "2.1.1"), "2026-04-01", yanked="broken wheel")
     for version, when in [("1.0", "2026-01-01"), ("1.5", "2026-05-01"), ("2.0", "2026-10-01")]:
         main.add(build_wheel(root / "main", "helper", version), when)
-    main.add(build_wheel(root / "main", "kernels", "0.5.0", requires=["torchlike>=2.0", "cudaext"]), "2026-02-01")
+    main.add(
+        build_wheel(root / "main", "kernels", "0.5.0", requires=["torchlike>=2.0", "cudaext"]),
+        "2026-02-01",
+    )
     main.add(build_sdist(root / "main", "cudaext", "1.0.0", requires=["helper"]), "2026-02-01")
     for day in ("20260701", "20260702", "20260703"):
-        nightly.add(build_wheel(root / "nightly", "torchlike", f"2.3.0.dev{day}", requires=["helper>=1"]),
-                    f"{day[:4]}-{day[4:6]}-{day[6:]}")
+        nightly.add(
+            build_wheel(root / "nightly", "torchlike", f"2.3.0.dev{day}", requires=["helper>=1"]),
+            f"{day[:4]}-{day[4:6]}-{day[6:]}",
+        )
     nightly.add(build_wheel(root / "nightly", "helper", "99.0"), "2026-07-01")
     with IndexServer(main) as main_server, IndexServer(nightly) as nightly_server:
         yield {"main": main_server, "nightly": nightly_server, "root": root}
@@ -74,7 +84,9 @@ class LaneProject:
     def write(self, name: str, body: str) -> Path:
         path = self.root / "lanes" / f"{name}.toml"
         text = textwrap.dedent(body)
-        text = text.replace("@MAIN@", self.universe["main"].url).replace("@NIGHTLY@", self.universe["nightly"].url)
+        text = text.replace("@MAIN@", self.universe["main"].url).replace(
+            "@NIGHTLY@", self.universe["nightly"].url
+        )
         path.write_text(text)
         return path
 
@@ -112,7 +124,11 @@ def einops_index(tmp_path_factory):
     """A loopback index with a small pure-Python einops: what a scaffolded shop's CPU lane asks for."""
     index = PackageIndex()
     wheels = tmp_path_factory.mktemp("einops")
-    index.add(build_wheel(wheels, "einops", "0.8.1", files={"einops/__init__.py": '__version__ = "0.8.1"\n'}),
-              "2026-01-10")
+    index.add(
+        build_wheel(
+            wheels, "einops", "0.8.1", files={"einops/__init__.py": '__version__ = "0.8.1"\n'}
+        ),
+        "2026-01-10",
+    )
     with IndexServer(index) as server:
         yield server

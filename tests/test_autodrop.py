@@ -17,12 +17,12 @@ import pytest
 from packaging.pylock import Pylock
 
 from retire.branches import autodrop
+from retire.branches.autodrop import DropPlan
+from retire.commands import main as cli
 from retire.core.git import Git
 from retire.lanes import lanefile
-from retire.locks import locking
-from retire.branches.autodrop import DropPlan
 from retire.lanes.lanedit import FloorConflict, edit_lane_text, raise_floor
-from retire.commands import main as cli
+from retire.locks import locking
 from tests.support.index import IndexServer, PackageIndex
 from tests.support.shimtree import REPO_ROOT, write_shim
 from tests.support.wheels import build_wheel
@@ -77,8 +77,11 @@ PLAN = DropPlan(
     why="toylib 1.6 fixed add(); the reproducer prints FIX_VALIDATED from 1.6 on.",
     floors={"toylib": "1.6"},
     evidence_markdown="Bisection: toylib 1.6 is the first fixed release (last broken: 1.5).\n\n"
-                      "```\nBUG_REPRODUCED\n```\n",
-    upstream_links=(("fix", "https://example.org/toylib/pull/2"), "https://example.org/toylib/issues/1"),
+    "```\nBUG_REPRODUCED\n```\n",
+    upstream_links=(
+        ("fix", "https://example.org/toylib/pull/2"),
+        "https://example.org/toylib/issues/1",
+    ),
 )
 
 
@@ -87,7 +90,9 @@ def sh(repo: Path, *args: str) -> str:
 
 
 def toylib_wheel(folder: Path, version: str, *, fixed: bool) -> Path:
-    source = f'__version__ = "{version}"\n\ndef add(a, b):\n    return a {"+" if fixed else "-"} b\n'
+    source = (
+        f'__version__ = "{version}"\n\ndef add(a, b):\n    return a {"+" if fixed else "-"} b\n'
+    )
     return build_wheel(folder, "toylib", version, files={"toylib/__init__.py": source})
 
 
@@ -101,7 +106,12 @@ class Project:
         for version, when in [("1.0", "2026-01-01"), ("1.5", "2026-02-01")]:
             self.index.add(toylib_wheel(wheels, version, fixed=False), when)
         self.index.add(build_wheel(wheels, "helper", "1.0"), "2026-01-01")
-        self.index.add(build_wheel(wheels, "app", "1.0", requires=["toylib<1.6" if app_pins_old else "toylib"]), "2026-01-01")
+        self.index.add(
+            build_wheel(
+                wheels, "app", "1.0", requires=["toylib<1.6" if app_pins_old else "toylib"]
+            ),
+            "2026-01-01",
+        )
         self.server = IndexServer(self.index).__enter__()
         lanes = self.root / "lanes"
         lanes.mkdir(parents=True)
@@ -110,7 +120,9 @@ class Project:
         write_shim(self.root / "shims", "toylib_add")
         write_shim(self.root / "shims", "other_shim")
         (self.root / ".gitignore").write_text(".patchlane/\n__pycache__/\n")
-        results = locking.lock_lanes(lanefile.load_lanes(lanes, root=self.root), self.root / "locks")
+        results = locking.lock_lanes(
+            lanefile.load_lanes(lanes, root=self.root), self.root / "locks"
+        )
         assert all(r.ok for r in results), results
         # Upstream ships the fix after the locks were made.
         for version, when in [("1.6", "2026-03-01"), ("1.7", "2026-04-01")]:
@@ -159,42 +171,72 @@ def _lock_version(text: str, name: str) -> str:
 def test_drop_makes_one_commit_on_a_branch_and_leaves_the_checkout_alone(project, tmp_path):
     before = project.state()
     steps = []
-    [outcome] = autodrop.apply(project.root, [PLAN], open_prs=False, on_step=lambda s, step: steps.append(step))
+    [outcome] = autodrop.apply(
+        project.root, [PLAN], open_prs=False, on_step=lambda s, step: steps.append(step)
+    )
     assert outcome.status == "proposed", outcome.reason
     assert steps == ["worktree", "shim-removed", "lanes-edited", "locked", "committed"]
-    assert project.state() == before  # same HEAD, branch, index, files; no worktree left
+    # same HEAD, branch, index, files; no worktree left
+    assert project.state() == before
     branch = outcome.branch
     assert branch == "patchlane/retire-toylib_add"
     assert sh(project.root, "rev-list", "--count", f"main..{branch}") == "1"
     assert sh(project.root, "rev-parse", f"{branch}^") == before["head"]
 
-    changed = dict(line.split("\t", 1)[::-1] for line in sh(project.root, "diff", "--name-status", "main", branch).splitlines())
+    changed = dict(
+        line.split("\t", 1)[::-1]
+        for line in sh(project.root, "diff", "--name-status", "main", branch).splitlines()
+    )
     assert {p for p, s in changed.items() if s == "D"} == {
-        "shims/toylib_add/manifest.toml", "shims/toylib_add/patch.py", "shims/toylib_add/reproduce.py"}
+        "shims/toylib_add/manifest.toml",
+        "shims/toylib_add/patch.py",
+        "shims/toylib_add/reproduce.py",
+    }
     assert {p for p, s in changed.items() if s == "M"} == {
-        "lanes/cpu.toml", "lanes/pinned.toml", "lanes/viaapp.toml",
-        "locks/cpu/pylock.toml", "locks/pinned/pylock.toml", "locks/viaapp/pylock.toml"}
+        "lanes/cpu.toml",
+        "lanes/pinned.toml",
+        "lanes/viaapp.toml",
+        "locks/cpu/pylock.toml",
+        "locks/pinned/pylock.toml",
+        "locks/viaapp/pylock.toml",
+    }
 
     # Lane files: only the touched items changed; every comment line is byte-identical.
     cpu_before = (project.root / "lanes" / "cpu.toml").read_text()
-    expected = cpu_before.replace('"toylib>=1.0",', '"toylib>=1.6",').replace('    "toylib_add",\n', "")
+    expected = cpu_before.replace('"toylib>=1.0",', '"toylib>=1.6",').replace(
+        '    "toylib_add",\n', ""
+    )
     assert project.show("lanes/cpu.toml") == expected
     pinned = project.show("lanes/pinned.toml")
-    assert 'requirements = ["toylib==1.6"]  # pinned below the floor' in pinned and 'shims = []' in pinned
+    assert (
+        'requirements = ["toylib==1.6"]  # pinned below the floor' in pinned
+        and "shims = []" in pinned
+    )
     viaapp = project.show("lanes/viaapp.toml")
-    assert viaapp.startswith("# toylib only comes in through app.\n") and 'constraints = ["toylib>=1.6"]' in viaapp
+    assert (
+        viaapp.startswith("# toylib only comes in through app.\n")
+        and 'constraints = ["toylib>=1.6"]' in viaapp
+    )
 
     # Locks re-made by uv: valid PEP 751, toylib at or above the floor, provenance of the new lane.
     shown = tmp_path / "shown" / "lanes"
     shown.mkdir(parents=True)
-    for lane, old, new in [("cpu", "1.5", "1.7"), ("pinned", "1.0", "1.6"), ("viaapp", "1.5", "1.7")]:
+    for lane, old, new in [
+        ("cpu", "1.5", "1.7"),
+        ("pinned", "1.0", "1.6"),
+        ("viaapp", "1.5", "1.7"),
+    ]:
         text = project.show(f"locks/{lane}/pylock.toml")
         Pylock.from_dict(tomllib.loads(text))
         assert _lock_version(text, "toylib") == new
-        assert _lock_version((project.root / "locks" / lane / "pylock.toml").read_text(), "toylib") == old
+        assert (
+            _lock_version((project.root / "locks" / lane / "pylock.toml").read_text(), "toylib")
+            == old
+        )
         (shown / f"{lane}.toml").write_text(project.show(f"lanes/{lane}.toml"))
         [edited] = lanefile.load_lanes(shown)
-        assert tomllib.loads(text)["tool"]["patchlane"]["digest"] == edited.digest  # `lock --check` is green
+        # `lock --check` is green
+        assert tomllib.loads(text)["tool"]["patchlane"]["digest"] == edited.digest
         (shown / f"{lane}.toml").unlink()
     assert set(outcome.locks_remade) == {"cpu", "pinned", "viaapp"}
 
@@ -205,7 +247,9 @@ def test_drop_makes_one_commit_on_a_branch_and_leaves_the_checkout_alone(project
     assert sh(project.root, "log", "-1", "--format=%an", branch) == "Lane Keeper"
 
     body = Path(outcome.pr_body_path).read_text()
-    assert Path(outcome.pr_body_path) == project.root / ".patchlane/prs/patchlane/retire-toylib_add.md"
+    assert (
+        Path(outcome.pr_body_path) == project.root / ".patchlane/prs/patchlane/retire-toylib_add.md"
+    )
     assert "BUG_REPRODUCED" in body and "cpu: toylib 1.5 → 1.7" in body and "never merges" in body
 
     # Twice: nothing new.
@@ -221,8 +265,11 @@ def test_same_tree_with_other_evidence_is_already_proposed(project):
     refs = project.refs()
     [again] = autodrop.apply(project.root, [other], base="main", open_prs=False)
     assert again.status == "already-proposed" and project.refs() == refs
-    [higher] = autodrop.apply(project.root, [DropPlan(PLAN.shim_id, "x", {"toylib": "1.7"})], open_prs=False)
-    assert higher.status == "exists-differs" and project.refs() == refs  # never overwritten
+    [higher] = autodrop.apply(
+        project.root, [DropPlan(PLAN.shim_id, "x", {"toylib": "1.7"})], open_prs=False
+    )
+    # never overwritten
+    assert higher.status == "exists-differs" and project.refs() == refs
 
 
 def test_an_exception_midway_leaves_no_worktree_and_no_half_edited_lane(project):
@@ -250,7 +297,9 @@ def test_a_killed_run_is_cleaned_up_by_the_next(project):
                 os.kill(os.getpid(), signal.SIGKILL)  # no finally runs
         autodrop.apply({str(project.root)!r}, [PLAN], open_prs=False, on_step=die)
     """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=dict(os.environ))
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=dict(os.environ)
+    )
     assert proc.returncode == -9, proc.stderr
     leftovers = list((project.root / ".patchlane" / "worktrees").iterdir())
     assert leftovers and "retire-toylib_add" in sh(project.root, "worktree", "list")
@@ -262,11 +311,16 @@ def test_a_killed_run_is_cleaned_up_by_the_next(project):
 
 
 def test_a_lane_that_cannot_be_relocked_aborts_cleanly(tmp_path):
-    project = Project(tmp_path, app_pins_old=True)  # app requires toylib<1.6: the floor cannot hold
+    # app requires toylib<1.6: the floor cannot hold
+    project = Project(tmp_path, app_pins_old=True)
     try:
         before = project.state()
         [outcome] = autodrop.apply(project.root, [PLAN], open_prs=False)
-        assert outcome.status == "aborted" and "re-locking failed" in outcome.reason and "viaapp" in outcome.reason
+        assert (
+            outcome.status == "aborted"
+            and "re-locking failed" in outcome.reason
+            and "viaapp" in outcome.reason
+        )
         assert "retire" not in project.refs() and project.state() == before
         assert not (project.root / ".patchlane" / "prs").exists()
     finally:
@@ -285,16 +339,25 @@ def test_bisect_then_drop_end_to_end(project):
 
     manifest = load_manifest(project.root / "shims" / "toylib_add" / "manifest.toml")
     versions, yanked = bisect.list_releases(project.server.url, "toylib")
-    result = bisect.bisect(manifest, versions, yanked=yanked, index_url=project.server.url,
-                           cache_dir=project.root / ".patchlane" / "cache" / "bisect")
+    result = bisect.bisect(
+        manifest,
+        versions,
+        yanked=yanked,
+        index_url=project.server.url,
+        cache_dir=project.root / ".patchlane" / "cache" / "bisect",
+    )
     assert result.status == "found" and result.floor == "toylib>=1.6"
     plan = autodrop.plan_from_bisect(result, manifest)
-    assert plan.floors == {"toylib": "1.6"} and ("fix", "https://example.org/toylib/pull/2") in plan.upstream_links
+    assert (
+        plan.floors == {"toylib": "1.6"}
+        and ("fix", "https://example.org/toylib/pull/2") in plan.upstream_links
+    )
     [outcome] = autodrop.apply(project.root, [plan], open_prs=False)
     assert outcome.status == "proposed", outcome.reason
     body = Path(outcome.pr_body_path).read_text()
     assert "| 1.5 | broken | bug-reproduced |" in body and "| 1.6 | fixed | fix-validated |" in body
-    assert "BUG_REPRODUCED" in body and "FIX_VALIDATED" in body  # reproducer output before / after
+    # reproducer output before / after
+    assert "BUG_REPRODUCED" in body and "FIX_VALIDATED" in body
     assert 'requirements = ["toylib==1.6"]' in project.show("lanes/pinned.toml")
     # A Verdict's floors ("dist>=version" strings) map straight onto a plan.
     assert DropPlan("toylib_add", "x", ("toylib>=1.6",)).floors == {"toylib": "1.6"}
@@ -304,24 +367,39 @@ def test_bisect_then_drop_end_to_end(project):
 # The floor rule
 
 
-@pytest.mark.parametrize("before, floor, after", [
-    ("megatron-core==0.16.1", "0.16", "megatron-core==0.16.1"),  # a pin that satisfies stays
-    ("megatron-core>=0.15", "0.18", "megatron-core>=0.18"),
-    ("megatron-core==0.15.0", "0.18", "megatron-core==0.18"),  # a pin below is raised, still a pin
-    ("megatron-core", "0.18", "megatron-core>=0.18"),
-    ("megatron-core>=0.19", "0.18", "megatron-core>=0.19"),
-    ("megatron-core>=0.15,<0.20", "0.18", "megatron-core>=0.18,<0.20"),
-    ("megatron-core~=0.15", "0.18", "megatron-core>=0.18,<1"),
-    ("transformer-engine[pytorch]>=2.8; sys_platform == 'linux'", "2.10",
-     'transformer-engine[pytorch]>=2.10; sys_platform == "linux"'),
-    ("megatron-core==0.18.*", "0.18.2", "megatron-core>=0.18.2,==0.18.*"),
-])
+@pytest.mark.parametrize(
+    "before, floor, after",
+    [
+        # a pin that satisfies stays
+        ("megatron-core==0.16.1", "0.16", "megatron-core==0.16.1"),
+        ("megatron-core>=0.15", "0.18", "megatron-core>=0.18"),
+        # a pin below is raised, still a pin
+        ("megatron-core==0.15.0", "0.18", "megatron-core==0.18"),
+        ("megatron-core", "0.18", "megatron-core>=0.18"),
+        ("megatron-core>=0.19", "0.18", "megatron-core>=0.19"),
+        ("megatron-core>=0.15,<0.20", "0.18", "megatron-core>=0.18,<0.20"),
+        ("megatron-core~=0.15", "0.18", "megatron-core>=0.18,<1"),
+        (
+            "transformer-engine[pytorch]>=2.8; sys_platform == 'linux'",
+            "2.10",
+            'transformer-engine[pytorch]>=2.10; sys_platform == "linux"',
+        ),
+        ("megatron-core==0.18.*", "0.18.2", "megatron-core>=0.18.2,==0.18.*"),
+    ],
+)
 def test_floor_rule(before, floor, after):
     assert raise_floor(before, floor) == after
 
 
-@pytest.mark.parametrize("requirement", ["megatron-core<0.17", "megatron-core!=0.18", "megatron-core==0.15.*",
-                                         "megatron-core @ https://example.org/m.whl"])
+@pytest.mark.parametrize(
+    "requirement",
+    [
+        "megatron-core<0.17",
+        "megatron-core!=0.18",
+        "megatron-core==0.15.*",
+        "megatron-core @ https://example.org/m.whl",
+    ],
+)
 def test_floor_conflicts_need_a_human(requirement):
     with pytest.raises(FloorConflict):
         raise_floor(requirement, "0.18")
@@ -361,7 +439,9 @@ def test_matrix_edit_keeps_everything_else():
     assert len(changes) == 2
     old_lines, new_lines = text.splitlines(), new.splitlines()
     assert len(old_lines) == len(new_lines)
-    assert [l for l in old_lines if l.lstrip().startswith("#")] == [l for l in new_lines if l.lstrip().startswith("#")]
+    assert [l for l in old_lines if l.lstrip().startswith("#")] == [
+        l for l in new_lines if l.lstrip().startswith("#")
+    ]
     assert sum(a != b for a, b in zip(old_lines, new_lines)) == 2
 
 
@@ -389,26 +469,34 @@ class CodeHost:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def do_GET(self):  # noqa: N802
+            def do_GET(self):
                 host.requests.append(("GET", self.path, dict(self.headers)))
                 if self.path.startswith("/repos/acme/project/pulls?"):
-                    head = self.path.split("head=", 1)[1].split("&")[0].replace("%3A", ":").replace("%2F", "/")
+                    head = (
+                        self.path.split("head=", 1)[1]
+                        .split("&")[0]
+                        .replace("%3A", ":")
+                        .replace("%2F", "/")
+                    )
                     return self._reply(200, [p for p in host.pulls if f"acme:{p['head']}" == head])
                 return self._reply(404, {"message": "Not Found"})
 
-            def do_POST(self):  # noqa: N802
+            def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 host.requests.append(("POST", self.path, dict(self.headers)))
                 if self.path == "/repos/acme/project/pulls":
                     if self.headers.get("Authorization") != "Bearer s3cret-token-value":
                         return self._reply(401, {"message": "Bad credentials"})
-                    pull = {**body, "number": len(host.pulls) + 1,
-                            "html_url": f"http://codehost.invalid/acme/project/pull/{len(host.pulls) + 1}"}
+                    pull = {
+                        **body,
+                        "number": len(host.pulls) + 1,
+                        "html_url": f"http://codehost.invalid/acme/project/pull/{len(host.pulls) + 1}",
+                    }
                     host.pulls.append(pull)
                     return self._reply(201, pull)
                 return self._reply(404, {"message": "Not Found"})
 
-            def do_PUT(self):  # noqa: N802 - a merge would be PUT …/merge
+            def do_PUT(self):
                 host.requests.append(("PUT", self.path, dict(self.headers)))
                 return self._reply(405, {"message": "patchlane must never merge"})
 
@@ -438,10 +526,16 @@ def test_pr_is_opened_once_and_never_merged(project, codehost, monkeypatch):
     assert pull["head"] == "patchlane/retire-toylib_add" and pull["base"] == "main"
     assert "### Evidence" in pull["body"] and "toylib>=1.6" in pull["title"]
     # The branch was pushed (never forced) to the remote the PR is opened from.
-    assert sh(project.origin, "rev-parse", "refs/heads/patchlane/retire-toylib_add") == outcome.commit
+    assert (
+        sh(project.origin, "rev-parse", "refs/heads/patchlane/retire-toylib_add") == outcome.commit
+    )
 
     [again] = autodrop.apply(project.root, [PLAN], **options)
-    assert again.status == "already-proposed" and again.pr_status == "exists" and len(codehost.pulls) == 1
+    assert (
+        again.status == "already-proposed"
+        and again.pr_status == "exists"
+        and len(codehost.pulls) == 1
+    )
     assert [m for m, _, _ in codehost.requests].count("POST") == 1
     assert not any(m == "PUT" or "merge" in path for m, path, _ in codehost.requests)
     assert "s3cret-token-value" not in repr(outcome) + repr(again)
@@ -449,8 +543,12 @@ def test_pr_is_opened_once_and_never_merged(project, codehost, monkeypatch):
 
 def test_pr_failures_are_reported_without_the_token(project, codehost, monkeypatch):
     monkeypatch.setenv("GITHUB_TOKEN", "wrong-token-value")
-    [outcome] = autodrop.apply(project.root, [PLAN], repository="acme/project", api_base=codehost.url)
-    assert outcome.status == "proposed" and outcome.pr_status.startswith("failed: opening the pull request: HTTP 401")
+    [outcome] = autodrop.apply(
+        project.root, [PLAN], repository="acme/project", api_base=codehost.url
+    )
+    assert outcome.status == "proposed" and outcome.pr_status.startswith(
+        "failed: opening the pull request: HTTP 401"
+    )
     assert "wrong-token-value" not in outcome.pr_status
     monkeypatch.delenv("GITHUB_TOKEN")
     monkeypatch.delenv("GH_TOKEN", raising=False)
@@ -460,18 +558,33 @@ def test_pr_failures_are_reported_without_the_token(project, codehost, monkeypat
     dead.close()
     monkeypatch.setenv("GITHUB_TOKEN", "s3cret-token-value")
     [down] = autodrop.apply(project.root, [PLAN], repository="acme/project", api_base=dead.url)
-    assert down.status == "already-proposed" and down.pr_status.startswith("failed: the code host is unreachable")
+    assert down.status == "already-proposed" and down.pr_status.startswith(
+        "failed: the code host is unreachable"
+    )
 
 
 def test_cli_takes_plans_as_json(project, tmp_path, capsys):
     plan_file = tmp_path / "plan.json"
-    plan_file.write_text(json.dumps({"shim_id": "toylib_add", "why": "fixed in 1.6", "floors": ["toylib>=1.6"],
-                                     "upstream_links": [["fix", "https://example.org/toylib/pull/2"]]}))
+    plan_file.write_text(
+        json.dumps(
+            {
+                "shim_id": "toylib_add",
+                "why": "fixed in 1.6",
+                "floors": ["toylib>=1.6"],
+                "upstream_links": [["fix", "https://example.org/toylib/pull/2"]],
+            }
+        )
+    )
     args = ["--root", str(project.root), "--plan", str(plan_file), "--no-pr", "--json"]
     assert cli(["retire", "--apply", *args]) == 0
-    document = json.loads(capsys.readouterr().out)  # one document: {"ok", "proposals"} (docs/commands.md)
+    # one document: {"ok", "proposals"} (docs/commands.md)
+    document = json.loads(capsys.readouterr().out)
     [row] = document["proposals"]
-    assert document["ok"] and row["status"] == "proposed" and row["branch"] == "patchlane/retire-toylib_add"
+    assert (
+        document["ok"]
+        and row["status"] == "proposed"
+        and row["branch"] == "patchlane/retire-toylib_add"
+    )
     assert cli(["retire", "--apply", *args]) == 0
     assert json.loads(capsys.readouterr().out)["proposals"][0]["status"] == "already-proposed"
     plan_file.write_text(json.dumps({"shim_id": "../etc", "why": "x"}))

@@ -25,7 +25,11 @@ def test_quick_shims_bench_prints_the_table_and_writes_json(tmp_path):
     output = tmp_path / "latest.json"
     proc = subprocess.run(
         [sys.executable, "-m", "bench", "--only", "shims", "--quick", "--output", str(output)],
-        cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
@@ -39,9 +43,14 @@ def test_quick_shims_bench_prints_the_table_and_writes_json(tmp_path):
     assert report["quick"] is True and report["module_seconds"]["shims"] > 0
     measured = rows["shims.activate-then-import"]
     # A real measurement of a real patch: the toy shim was applied in the timed interpreters.
-    assert measured["unit"] == "ms" and 0 < measured["value"] < 1000 and "applied" in measured["detail"]
+    assert (
+        measured["unit"] == "ms"
+        and 0 < measured["value"] < 1000
+        and "applied" in measured["detail"]
+    )
     torch_row = rows["shims.share-of-torch-import"]
-    if torch_row["result"] == "SKIP":  # never a made-up number for what this host cannot measure
+    # never a made-up number for what this host cannot measure
+    if torch_row["result"] == "SKIP":
         assert torch_row["value"] is None and "torch not installed" in torch_row["detail"]
 
 
@@ -51,7 +60,9 @@ def test_discovery_skips_helpers():
     assert not [name for name in found if name.startswith("_")]
 
 
-def test_a_broken_module_becomes_an_error_row_and_the_others_still_run(monkeypatch, tmp_path, capsys):
+def test_a_broken_module_becomes_an_error_row_and_the_others_still_run(
+    monkeypatch, tmp_path, capsys
+):
     def boom() -> list[dict]:
         raise RuntimeError("index exploded")
 
@@ -60,8 +71,24 @@ def test_a_broken_module_becomes_an_error_row_and_the_others_still_run(monkeypat
     malformed = types.ModuleType("bench.zz_malformed")
     malformed.run = lambda: [{"name": "zz.half", "value": 1.0}]
     fine = types.ModuleType("bench.zz_fine")
-    fine.run = lambda: [{"name": "zz.ratio", "value": 1.05, "goal": "<= 1.1x", "unit": "x", "ok": True, "detail": "d"},
-                        {"name": "zz.slow", "value": 3.0, "goal": "<= 1.1x", "unit": "x", "ok": False, "detail": ""}]
+    fine.run = lambda: [
+        {
+            "name": "zz.ratio",
+            "value": 1.05,
+            "goal": "<= 1.1x",
+            "unit": "x",
+            "ok": True,
+            "detail": "d",
+        },
+        {
+            "name": "zz.slow",
+            "value": 3.0,
+            "goal": "<= 1.1x",
+            "unit": "x",
+            "ok": False,
+            "detail": "",
+        },
+    ]
     for module in (broken, malformed, fine):
         monkeypatch.setitem(sys.modules, module.__name__, module)
     monkeypatch.setattr(harness, "discover", lambda: ["zz_broken", "zz_malformed", "zz_fine"])
@@ -69,9 +96,19 @@ def test_a_broken_module_becomes_an_error_row_and_the_others_still_run(monkeypat
     output = tmp_path / "out.json"
     code = harness.main(["--output", str(output)])
     out = capsys.readouterr().out
-    assert code == 1  # a crashed benchmark is a bug; a MISS alone would exit 0
-    table = {line.split()[0]: line.split()[-1] for line in out.splitlines()[2:] if line.strip() and ":" not in line}
-    assert table == {"zz_broken": "ERROR", "zz_malformed": "ERROR", "zz.ratio": "PASS", "zz.slow": "MISS"}
+    # a crashed benchmark is a bug; a MISS alone would exit 0
+    assert code == 1
+    table = {
+        line.split()[0]: line.split()[-1]
+        for line in out.splitlines()[2:]
+        if line.strip() and ":" not in line
+    }
+    assert table == {
+        "zz_broken": "ERROR",
+        "zz_malformed": "ERROR",
+        "zz.ratio": "PASS",
+        "zz.slow": "MISS",
+    }
     assert "RuntimeError: index exploded" in out and "lacks goal, unit, ok, detail" in out
     assert "MISS: 1 goal(s) not met here: zz.slow" in out
     rows = json.loads(output.read_text())["rows"]
@@ -80,8 +117,17 @@ def test_a_broken_module_becomes_an_error_row_and_the_others_still_run(monkeypat
 
 def test_miss_alone_exits_zero_and_unknown_names_are_refused(monkeypatch, tmp_path, capsys):
     slow = types.ModuleType("bench.zz_slow")
-    slow.run = lambda: [{"name": "zz.slow", "value": math.nan, "goal": "g", "unit": "x", "ok": False, "detail": "not measured: x"},
-                        {"name": "zz.miss", "value": 9.0, "goal": "<= 1x", "unit": "x", "ok": False, "detail": ""}]
+    slow.run = lambda: [
+        {
+            "name": "zz.slow",
+            "value": math.nan,
+            "goal": "g",
+            "unit": "x",
+            "ok": False,
+            "detail": "not measured: x",
+        },
+        {"name": "zz.miss", "value": 9.0, "goal": "<= 1x", "unit": "x", "ok": False, "detail": ""},
+    ]
     monkeypatch.setitem(sys.modules, slow.__name__, slow)
     monkeypatch.setattr(harness, "discover", lambda: ["zz_slow"])
     assert harness.main(["--only", "zz_slow", "--output", str(tmp_path / "o.json")]) == 0
@@ -91,7 +137,15 @@ def test_miss_alone_exits_zero_and_unknown_names_are_refused(monkeypatch, tmp_pa
     assert "unknown benchmark 'nope'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("value", "unit", "text"), [(63.2, "x", "63.20×"), (250.0, "x", "250×"), (0.172, "s", "0.172 s"),
-                                                     (math.nan, "ms", "—"), (0.45, "%", "0.45 %")])
+@pytest.mark.parametrize(
+    ("value", "unit", "text"),
+    [
+        (63.2, "x", "63.20×"),
+        (250.0, "x", "250×"),
+        (0.172, "s", "0.172 s"),
+        (math.nan, "ms", "—"),
+        (0.45, "%", "0.45 %"),
+    ],
+)
 def test_values_are_formatted_with_their_unit(value, unit, text):
     assert harness.format_value(value, unit) == text

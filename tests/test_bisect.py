@@ -31,7 +31,7 @@ YANKED = "1.4"
 BROKEN_SOURCE = '__version__ = "{v}"\n\ndef add(a, b):\n    return a - b\n'
 FIXED_SOURCE = '__version__ = "{v}"\n\ndef add(a, b):\n    return a + b\n'
 CRASHING_SOURCE = 'raise RuntimeError("toylib {v}: a broken wheel")\n'
-HANGING_SOURCE = 'import time\ntime.sleep(120)\n'
+HANGING_SOURCE = "import time\ntime.sleep(120)\n"
 HANGS = "1.4"
 
 #: The API the second series' reproducer tests, toylib.arith, appears in 1.6.
@@ -40,7 +40,7 @@ ARITH_VERSIONS = [f"1.{i}" for i in range(12)]
 
 #: The arith test (shimtree.ARITH_REPRODUCER) written without require(): on an old release the
 #: import itself fails.
-BARE_IMPORT_REPRODUCER = '''
+BARE_IMPORT_REPRODUCER = """
 from toylib.arith import add
 
 from shims import reproducer
@@ -52,7 +52,7 @@ def check(with_shim):
 
 if __name__ == "__main__":
     reproducer.run("{shim_id}", check, packages=["toylib"])
-'''
+"""
 
 
 def _series(tmp_path_factory, name: str, *, crash: str | None = None) -> IndexServer:
@@ -65,8 +65,14 @@ def _series(tmp_path_factory, name: str, *, crash: str | None = None) -> IndexSe
         source = FIXED_SOURCE if fixed else BROKEN_SOURCE
         if crash:
             source = {crash: CRASHING_SOURCE, HANGS: HANGING_SOURCE}.get(version, source)
-        wheel = build_wheel(folder, "toylib", version, files={"toylib/__init__.py": source.format(v=version)})
-        index.add(wheel, f"2026-0{1 + i // 3}-{10 + i:02d}", yanked="wrong sums" if version == YANKED and not crash else False)
+        wheel = build_wheel(
+            folder, "toylib", version, files={"toylib/__init__.py": source.format(v=version)}
+        )
+        index.add(
+            wheel,
+            f"2026-0{1 + i // 3}-{10 + i:02d}",
+            yanked="wrong sums" if version == YANKED and not crash else False,
+        )
     return IndexServer(index)
 
 
@@ -94,7 +100,11 @@ def arith_series(tmp_path_factory):
             op = "+" if i >= ARITH_FIXED_FROM else "-"
             files["toylib/arith.py"] = f"def add(a, b):\n    return a {op} b\n"
         index.add(build_wheel(folder, "toylib", version, files=files), f"2026-01-{10 + i:02d}")
-    index.add(build_wheel(folder, "toylib", "1.12", requires_python=">=3.99"), "2026-02-01", requires_python=">=3.99")
+    index.add(
+        build_wheel(folder, "toylib", "1.12", requires_python=">=3.99"),
+        "2026-02-01",
+        requires_python=">=3.99",
+    )
     with IndexServer(index) as server:
         yield server
 
@@ -107,23 +117,41 @@ def shim(tmp_path):
 
 
 def _bisect(manifest, server, tmp_path, **options):
-    return bisect.bisect(manifest, options.pop("versions", VERSIONS), index_url=server.url,
-                         cache_dir=tmp_path / "cache", work_dir=tmp_path / "work", **options)
+    return bisect.bisect(
+        manifest,
+        options.pop("versions", VERSIONS),
+        index_url=server.url,
+        cache_dir=tmp_path / "cache",
+        work_dir=tmp_path / "work",
+        **options,
+    )
 
 
-def test_bisect_finds_the_first_fixed_release_in_log_runs_and_caches(shim, clean_series, tmp_path, capsys):
-    versions, yanked = bisect.list_releases(clean_series.url, "toylib")  # through the index probe
+def test_bisect_finds_the_first_fixed_release_in_log_runs_and_caches(
+    shim, clean_series, tmp_path, capsys
+):
+    # through the index probe
+    versions, yanked = bisect.list_releases(clean_series.url, "toylib")
     assert sorted(versions, key=Version) == VERSIONS and yanked == {YANKED}
     steps = []
-    result = _bisect(shim, clean_series, tmp_path, versions=versions, yanked=yanked,
-                     on_step=lambda i, run: steps.append((i, run.version, run.state)))
+    result = _bisect(
+        shim,
+        clean_series,
+        tmp_path,
+        versions=versions,
+        yanked=yanked,
+        on_step=lambda i, run: steps.append((i, run.version, run.state)),
+    )
     assert result.status == "found", result.summary()
     assert (result.last_broken, result.first_fixed) == ("1.5", FIRST_FIXED)
     assert result.floor == "toylib>=1.6"
     n = result.releases_available
     assert n == 9 and result.candidates.yanked == (YANKED,)
-    assert 0 < result.conclusive_runs == result.runs <= math.ceil(math.log2(n)) + 1 == result.run_bound
-    assert YANKED not in {p.version for p in result.probes}  # a yanked release is never installed
+    assert (
+        0 < result.conclusive_runs == result.runs <= math.ceil(math.log2(n)) + 1 == result.run_bound
+    )
+    # a yanked release is never installed
+    assert YANKED not in {p.version for p in result.probes}
     # The newest end first: were it still broken, there would be no floor to find.
     assert (result.probes[0].version, result.probes[0].state) == ("1.9", "fixed")
     assert all(p.outcome in ("bug-reproduced", "fix-validated") for p in result.probes)
@@ -131,19 +159,45 @@ def test_bisect_finds_the_first_fixed_release_in_log_runs_and_caches(shim, clean
     # The before/after output is the evidence a PR body carries.
     md = result.markdown()
     assert "BUG_REPRODUCED" in md and "FIX_VALIDATED" in md and "toylib>=1.6" in md
-    assert not list((tmp_path / "work").iterdir())  # overlay envs are thrown away
+    # overlay envs are thrown away
+    assert not list((tmp_path / "work").iterdir())
 
     # The same question again, through the CLI: every answer comes from the cache, none is
     # recorded again. The range comes from the manifest's `affected = ">=1.0,<1.1"`.
-    code = cli(["bisect", "toylib_add", "--root", str(tmp_path / "project"), "--index", clean_series.url,
-                "--cache", str(tmp_path / "cache"), "--python", sys.executable, "--json"])
+    code = cli(
+        [
+            "bisect",
+            "toylib_add",
+            "--root",
+            str(tmp_path / "project"),
+            "--index",
+            clean_series.url,
+            "--cache",
+            str(tmp_path / "cache"),
+            "--python",
+            sys.executable,
+            "--json",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err
     again = json.loads(out)
-    assert again["runs"] == 0 and all(p["cached"] for p in again["probes"]) and again["records_added"] == 0
-    assert (again["first_fixed"], again["last_broken"], again["floor"]) == ("1.6", "1.5", "toylib>=1.6")
-    assert again["range_note"] == 'from [target] affected = "<1.1,>=1.0": its newest listed release toylib 1.0'
-    assert "[1] toylib 1.9: fixed (fix-validated) (cached)" in err  # progress, one line per step
+    assert (
+        again["runs"] == 0
+        and all(p["cached"] for p in again["probes"])
+        and again["records_added"] == 0
+    )
+    assert (again["first_fixed"], again["last_broken"], again["floor"]) == (
+        "1.6",
+        "1.5",
+        "toylib>=1.6",
+    )
+    assert (
+        again["range_note"]
+        == 'from [target] affected = "<1.1,>=1.0": its newest listed release toylib 1.0'
+    )
+    # progress, one line per step
+    assert "[1] toylib 1.9: fixed (fix-validated) (cached)" in err
     assert "range from [target] affected" in err
 
 
@@ -153,19 +207,33 @@ def test_cache_key_changes_with_the_reproducer(shim, clean_series, tmp_path):
     assert first.status == "found" and first.runs == 2
     assert _bisect(shim, clean_series, tmp_path, bounds=window).runs == 0
     shim.reproducer_path.write_text(shim.reproducer_path.read_text() + "\n# edited\n")
-    assert _bisect(shim, clean_series, tmp_path, bounds=window).runs == 2  # a changed reproducer is asked again
+    # a changed reproducer is asked again
+    assert _bisect(shim, clean_series, tmp_path, bounds=window).runs == 2
 
 
 def test_no_transition_is_reported_not_invented(shim, clean_series, tmp_path):
     still = _bisect(shim, clean_series, tmp_path, bounds=Bounds(until="1.5"))
-    assert still.status == "no-transition" and "newest applicable candidate 1.5 still reproduces" in still.reason
+    assert (
+        still.status == "no-transition"
+        and "newest applicable candidate 1.5 still reproduces" in still.reason
+    )
     assert still.floor is None and still.first_fixed is None
-    assert [p.version for p in still.probes] == ["1.5"]  # one run: nothing to search
+    # one run: nothing to search
+    assert [p.version for p in still.probes] == ["1.5"]
     already = _bisect(shim, clean_series, tmp_path, bounds=Bounds(since="1.7"))
-    assert already.status == "no-transition" and "1.7 is already fixed" in already.reason and already.floor is None
+    assert (
+        already.status == "no-transition"
+        and "1.7 is already fixed" in already.reason
+        and already.floor is None
+    )
     # Evidence says 1.7 is broken, and here it is not: the bug depends on the environment.
-    recorded = _bisect(shim, clean_series, tmp_path, bounds=Bounds("1.7", None, "1.7", "lane gpu on h100-1"))
-    assert recorded.status == "no-transition" and "1.7 is recorded broken but does not reproduce here" in recorded.reason
+    recorded = _bisect(
+        shim, clean_series, tmp_path, bounds=Bounds("1.7", None, "1.7", "lane gpu on h100-1")
+    )
+    assert (
+        recorded.status == "no-transition"
+        and "1.7 is recorded broken but does not reproduce here" in recorded.reason
+    )
 
 
 def test_a_crashing_candidate_is_reported_never_guessed(tmp_path, crash_series):
@@ -179,8 +247,13 @@ def test_a_crashing_candidate_is_reported_never_guessed(tmp_path, crash_series):
     assert unknown == {HANGS: "timeout", FIRST_FIXED: "crashed"}
     # 1.5 broken, 1.6 unknown, 1.7 fixed: the boundary cannot be pinned and the result says so.
     assert result.status == "unpinned"
-    assert (result.last_broken, result.first_fixed, result.unknown_between) == ("1.5", "1.7", (FIRST_FIXED,))
-    assert result.floor == "toylib>=1.7"  # the conservative floor: the first release proven fixed
+    assert (result.last_broken, result.first_fixed, result.unknown_between) == (
+        "1.5",
+        "1.7",
+        (FIRST_FIXED,),
+    )
+    # the conservative floor: the first release proven fixed
+    assert result.floor == "toylib>=1.7"
     assert "not pinned" in result.summary() and "1.6" in result.summary()
     assert "| 1.4 | unknown | timeout |" in result.markdown()
     # Unknown results are not cached: the crash is asked again next time, the rest are not.
@@ -188,11 +261,16 @@ def test_a_crashing_candidate_is_reported_never_guessed(tmp_path, crash_series):
     assert again.runs == 1 and [p.version for p in again.probes if not p.cached] == [FIRST_FIXED]
 
 
-def test_old_releases_without_the_api_are_stepped_over_and_every_run_is_recorded(tmp_path, arith_series):
+def test_old_releases_without_the_api_are_stepped_over_and_every_run_is_recorded(
+    tmp_path, arith_series
+):
     """--all over releases whose oldest lack the tested API: the reproducer prints SKIPPED there.
     The boundary is found anyway, the skips are reported apart, every fresh run lands in the
     validation manifest (lane `bisect`, with the host stamp), and a re-run costs and adds nothing."""
-    shim = load_manifest(write_shim(tmp_path / "shims", "toylib_arith", reproducer=ARITH_REPRODUCER) / "manifest.toml")
+    shim = load_manifest(
+        write_shim(tmp_path / "shims", "toylib_arith", reproducer=ARITH_REPRODUCER)
+        / "manifest.toml"
+    )
     manifest_path = tmp_path / "validation" / "manifest.jsonl"
     versions, yanked = bisect.list_releases(arith_series.url, "toylib")
     options = {"versions": versions, "yanked": yanked, "record_to": manifest_path}
@@ -206,13 +284,18 @@ def test_old_releases_without_the_api_are_stepped_over_and_every_run_is_recorded
     assert f"{len([p for p in skipped if not p.cached])} not applicable" in result.summary()
 
     recorded = validation.load(manifest_path)
-    ran = [p for p in result.probes if p.outcome != "env-failed"]  # an env that was never built ran nothing
+    # an env that was never built ran nothing
+    ran = [p for p in result.probes if p.outcome != "env-failed"]
     assert result.records_added == len(recorded) == len(ran)
     assert {r.lane for r in recorded} == {"bisect"} and {r.mode for r in recorded} == {"without"}
-    assert all(r.host.get("hostname") and r.host.get("python") for r in recorded)  # the reproducer's own stamp
+    # the reproducer's own stamp
+    assert all(r.host.get("hostname") and r.host.get("python") for r in recorded)
     assert sorted(r.versions["toylib"] for r in recorded) == sorted(p.version for p in ran)
-    assert all(r.environment["kind"] == "overlay" and r.environment["installed"] == {"toylib": r.versions["toylib"]}
-               for r in recorded)
+    assert all(
+        r.environment["kind"] == "overlay"
+        and r.environment["installed"] == {"toylib": r.versions["toylib"]}
+        for r in recorded
+    )
     # The verdicts read them: the first fixed release found here is a clean run inside the floor.
     history = records.history(recorded, "toylib_arith")
     clean = execution.first_clean(history, "toylib", {"toylib": Version("1.9")})
@@ -220,35 +303,71 @@ def test_old_releases_without_the_api_are_stepped_over_and_every_run_is_recorded
     assert execution.newest(history, "toylib", None).state == "clean"
 
     again = _bisect(shim, arith_series, tmp_path, **options)
-    assert (again.status, again.first_fixed, again.runs, again.records_added) == ("found", "1.9", 0, 0)
+    assert (again.status, again.first_fixed, again.runs, again.records_added) == (
+        "found",
+        "1.9",
+        0,
+        0,
+    )
     assert len(validation.load(manifest_path)) == len(recorded)
 
 
 def test_an_import_error_or_no_installable_file_is_not_applicable(tmp_path, arith_series):
-    shim = load_manifest(write_shim(tmp_path / "shims", "toylib_bare", reproducer=BARE_IMPORT_REPRODUCER) / "manifest.toml")
+    shim = load_manifest(
+        write_shim(tmp_path / "shims", "toylib_bare", reproducer=BARE_IMPORT_REPRODUCER)
+        / "manifest.toml"
+    )
     # 1.2 has no toylib.arith (the reproducer dies importing it), 1.12 has no wheel for this Python,
     # 1.7.5 is listed but has no file at all.
-    result = _bisect(shim, arith_series, tmp_path, versions=["1.2", "1.7", "1.7.5", "1.8", "1.9", "1.12"],
-                     bounds=Bounds(since="1.2"), limits=bisect.Limits(max_unknown=1))
+    result = _bisect(
+        shim,
+        arith_series,
+        tmp_path,
+        versions=["1.2", "1.7", "1.7.5", "1.8", "1.9", "1.12"],
+        bounds=Bounds(since="1.2"),
+        limits=bisect.Limits(max_unknown=1),
+    )
     states = {p.version: (p.state, p.outcome) for p in result.probes}
-    assert states["1.12"] == ("not-applicable", "env-failed") and "Python>=3.99" in result.run_of("1.12").detail
+    assert (
+        states["1.12"] == ("not-applicable", "env-failed")
+        and "Python>=3.99" in result.run_of("1.12").detail
+    )
     assert result.status == "found" and (result.last_broken, result.first_fixed) == ("1.8", "1.9")
-    assert not result.unknown  # one unknown would have stopped it
-    below = _bisect(shim, arith_series, tmp_path, versions=["1.2", "1.7.5", "1.9"], limits=bisect.Limits(max_unknown=1))
+    # one unknown would have stopped it
+    assert not result.unknown
+    below = _bisect(
+        shim,
+        arith_series,
+        tmp_path,
+        versions=["1.2", "1.7.5", "1.9"],
+        limits=bisect.Limits(max_unknown=1),
+    )
     assert below.status == "no-transition" and "not applicable below it: 1.2, 1.7.5" in below.reason
     states = {p.version: (p.state, p.outcome) for p in below.probes}
     assert states["1.2"] == ("not-applicable", "crashed")
     assert "No module named 'toylib.arith'" in below.run_of("1.2").detail
-    assert states["1.7.5"] == ("not-applicable", "env-failed") and "toylib==1.7.5" in below.run_of("1.7.5").detail
+    assert (
+        states["1.7.5"] == ("not-applicable", "env-failed")
+        and "toylib==1.7.5" in below.run_of("1.7.5").detail
+    )
 
 
 def test_an_unreachable_index_is_unknown_not_inapplicable(tmp_path, shim, monkeypatch):
     monkeypatch.setenv("UV_HTTP_RETRIES", "0")
-    result = bisect.bisect(shim, ["1.0"], index_url="http://127.0.0.1:9/simple", cache_dir=tmp_path / "cache",
-                           work_dir=tmp_path / "work")
+    result = bisect.bisect(
+        shim,
+        ["1.0"],
+        index_url="http://127.0.0.1:9/simple",
+        cache_dir=tmp_path / "cache",
+        work_dir=tmp_path / "work",
+    )
     [run] = result.probes
-    assert (run.state, run.outcome) == ("unknown", "env-failed") and result.status == "no-transition"
-    assert not list((tmp_path / "cache").rglob("*.json"))  # not cached: asked again next time
+    assert (run.state, run.outcome) == (
+        "unknown",
+        "env-failed",
+    ) and result.status == "no-transition"
+    # not cached: asked again next time
+    assert not list((tmp_path / "cache").rglob("*.json"))
 
 
 def test_the_range_starts_at_the_newest_release_recorded_broken(tmp_path, arith_series, capsys):
@@ -257,27 +376,65 @@ def test_the_range_starts_at_the_newest_release_recorded_broken(tmp_path, arith_
     project = tmp_path / "project"
     write_shim(project / "shims", "toylib_arith", reproducer=ARITH_REPRODUCER)
     manifest_path = project / "validation" / "manifest.jsonl"
-    merged = record("toylib_arith", "gpu", "without", "bug-reproduced", "2026-06-01T10:00:00.000000+00:00",
-                    host="h100-1", gpu="NVIDIA H100", version="1.7")
+    merged = record(
+        "toylib_arith",
+        "gpu",
+        "without",
+        "bug-reproduced",
+        "2026-06-01T10:00:00.000000+00:00",
+        host="h100-1",
+        gpu="NVIDIA H100",
+        version="1.7",
+    )
     validation.append(manifest_path, [merged])
-    code = cli(["bisect", "toylib_arith", "--root", str(project), "--index", arith_series.url,
-                "--cache", str(tmp_path / "cache"), "--python", sys.executable])
+    code = cli(
+        [
+            "bisect",
+            "toylib_arith",
+            "--root",
+            str(project),
+            "--index",
+            arith_series.url,
+            "--cache",
+            str(tmp_path / "cache"),
+            "--python",
+            sys.executable,
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err + out
     assert "range from BUG_REPRODUCED on toylib 1.7, lane gpu on h100-1" in out
     assert "toylib 1.9 is the first fixed release (last broken: 1.8)" in out
     assert "proposed retirement floor: toylib>=1.9" in out
     runs = [line for line in out.splitlines() if line.startswith("  [")]
-    assert runs and not any(f"toylib 1.{i}:" in line for line in runs for i in range(NEW_API_FROM + 1))
+    assert runs and not any(
+        f"toylib 1.{i}:" in line for line in runs for i in range(NEW_API_FROM + 1)
+    )
     assert [line for line in out.splitlines() if line.startswith("not-applicable")] == [
-        line for line in out.splitlines() if line.startswith("not-applicable: 1.12 (env-failed)")]
+        line for line in out.splitlines() if line.startswith("not-applicable: 1.12 (env-failed)")
+    ]
     added = [r for r in validation.load(manifest_path) if r.record_id != merged.record_id]
     assert {r.lane for r in added} == {"bisect"} and f"recorded {len(added)} run(s)" in out
-    # --no-record: the same question with an edited reproducer (so it is asked again) records nothing.
+    # --no-record: the same question with an edited reproducer (so it is asked again) records
+    # nothing.
     reproducer = project / "shims" / "toylib_arith" / "reproduce.py"
     reproducer.write_text(reproducer.read_text() + "\n# edited\n")
-    code = cli(["bisect", "toylib_arith", "--root", str(project), "--index", arith_series.url,
-                "--cache", str(tmp_path / "cache"), "--python", sys.executable, "--no-record", "--all"])
+    code = cli(
+        [
+            "bisect",
+            "toylib_arith",
+            "--root",
+            str(project),
+            "--index",
+            arith_series.url,
+            "--cache",
+            str(tmp_path / "cache"),
+            "--python",
+            sys.executable,
+            "--no-record",
+            "--all",
+        ]
+    )
     out, _ = capsys.readouterr()
     assert code == 0 and "range every release (--all)" in out
     assert len(validation.load(manifest_path)) == len(added) + 1
@@ -296,11 +453,16 @@ def test_overlay_on_a_lane_env_shadows_the_lane_version(tmp_path, clean_series, 
     (project / "lanes" / "base.toml").write_text(
         f'[lane]\npython = "{sys.version_info[0]}.{sys.version_info[1]}"\nplatform = "linux"\n'
         f'requirements = ["toylib==1.5"]\nshims = ["toylib_add"]\n\n'
-        f'[lane.indexes.main]\nurl = "{clean_series.url}"\ndefault = true\n')
+        f'[lane.indexes.main]\nurl = "{clean_series.url}"\ndefault = true\n'
+    )
     [locked] = locking.lock_lanes(lanefile.load_lanes(project / "lanes"), project / "locks")
     assert locked.ok, locked.message
-    unversioned = record("toylib_add", "base", "without", "bug-reproduced", "2026-06-01T10:00:00.000000+00:00")
-    validation.append(project / "validation" / "manifest.jsonl", [replace(unversioned, versions={})])
+    unversioned = record(
+        "toylib_add", "base", "without", "bug-reproduced", "2026-06-01T10:00:00.000000+00:00"
+    )
+    validation.append(
+        project / "validation" / "manifest.jsonl", [replace(unversioned, versions={})]
+    )
     code = cli(["bisect", "toylib_add", "--root", str(project), "--lane", "base", "--json"])
     out, err = capsys.readouterr()
     assert code == 0, err
@@ -310,7 +472,8 @@ def test_overlay_on_a_lane_env_shadows_the_lane_version(tmp_path, clean_series, 
     assert (result["status"], result["first_fixed"]) == ("found", FIRST_FIXED)
     assert result["candidates"]["versions"] == ["1.5", "1.6", "1.7", "1.8", "1.9"]
     assert all(p["outcome"] in ("bug-reproduced", "fix-validated") for p in result["probes"])
-    assert result["base"] != bisect.inspect_base(sys.executable, "toylib").fingerprint  # other base, other keys
+    # other base, other keys
+    assert result["base"] != bisect.inspect_base(sys.executable, "toylib").fingerprint
     recorded = validation.load(project / "validation" / "manifest.jsonl")
     added = [r for r in recorded if r.lane != "base"]
     assert {r.lane for r in added} == {"bisect:base"} and all(r.environment["lock"] for r in added)
@@ -329,35 +492,74 @@ def test_releases_come_from_the_index_the_lane_pins_the_package_to(tmp_path, mon
     from retire.core.project import Project
     from retire.lanes.model import IndexSpec, Lane
 
-    lane = Lane("nightly", "3.12", "linux", ("torch",), indexes=(IndexSpec("pytorch-nightly"),),
-                sources=(("torch", "pytorch-nightly"),))
+    lane = Lane(
+        "nightly",
+        "3.12",
+        "linux",
+        ("torch",),
+        indexes=(IndexSpec("pytorch-nightly"),),
+        sources=(("torch", "pytorch-nightly"),),
+    )
     monkeypatch.setenv("UV_INDEX", "pytorch-nightly=http://127.0.0.1:10/whl/nightly")
-    assert _default_index(Project(tmp_path), "s", "torch", lane) == "http://127.0.0.1:10/whl/nightly"
-    assert _default_index(Project(tmp_path), "s", "numpy", lane) == "http://127.0.0.1:9/simple"  # the host default
+    assert (
+        _default_index(Project(tmp_path), "s", "torch", lane) == "http://127.0.0.1:10/whl/nightly"
+    )
+    # the host default
+    assert _default_index(Project(tmp_path), "s", "numpy", lane) == "http://127.0.0.1:9/simple"
     monkeypatch.delenv("UV_INDEX")
     with pytest.raises(ConfigError, match="has no URL on this host"):
         _default_index(Project(tmp_path), "s", "torch", lane)
 
 
-@pytest.mark.parametrize("argv, said", [
-    (["--until", "banana"], "--until: 'banana' is not a PEP 440 version"),
-    (["--since", "1.x"], "--since: '1.x' is not a PEP 440 version"),
-])
+@pytest.mark.parametrize(
+    "argv, said",
+    [
+        (["--until", "banana"], "--until: 'banana' is not a PEP 440 version"),
+        (["--since", "1.x"], "--since: '1.x' is not a PEP 440 version"),
+    ],
+)
 def test_a_bad_version_bound_is_one_line(tmp_path, capsys, argv, said):
     write_shim(tmp_path / "shims", "toylib_add")
-    code = cli(["bisect", "toylib_add", "--root", str(tmp_path), "--index", "http://127.0.0.1:9/simple", *argv])
+    code = cli(
+        [
+            "bisect",
+            "toylib_add",
+            "--root",
+            str(tmp_path),
+            "--index",
+            "http://127.0.0.1:9/simple",
+            *argv,
+        ]
+    )
     out, err = capsys.readouterr()
-    assert code == 2 and said in err and "Traceback" not in err and len(err.strip().splitlines()) <= 2
+    assert (
+        code == 2 and said in err and "Traceback" not in err and len(err.strip().splitlines()) <= 2
+    )
 
 
-def test_a_corrupt_validation_manifest_line_is_quarantined_and_the_bisection_records(tmp_path, clean_series, capsys):
+def test_a_corrupt_validation_manifest_line_is_quarantined_and_the_bisection_records(
+    tmp_path, clean_series, capsys
+):
     write_shim(tmp_path / "shims", "toylib_add")
     corrupt = tmp_path / "validation" / "manifest.jsonl"
     corrupt.parent.mkdir()
     corrupt.write_text("{not json\n")
-    code = cli(["bisect", "toylib_add", "--root", str(tmp_path), "--index", clean_series.url, "--python", sys.executable])
+    code = cli(
+        [
+            "bisect",
+            "toylib_add",
+            "--root",
+            str(tmp_path),
+            "--index",
+            clean_series.url,
+            "--python",
+            sys.executable,
+        ]
+    )
     _, err = capsys.readouterr()
     assert code == 0 and "Traceback" not in err
     assert "patchlane: warning: " in err and "manifest.jsonl: line 1: not valid JSON" in err
-    assert (tmp_path / "validation" / "manifest.jsonl.quarantine").read_text() == "{not json\n"  # kept, out of the way
-    assert "{not json" not in corrupt.read_text() and corrupt.read_text().count("\n") >= 1  # the runs were recorded
+    # kept, out of the way
+    assert (tmp_path / "validation" / "manifest.jsonl.quarantine").read_text() == "{not json\n"
+    # the runs were recorded
+    assert "{not json" not in corrupt.read_text() and corrupt.read_text().count("\n") >= 1

@@ -21,10 +21,18 @@ def _probe(states: dict[str, str], asked: list[str]):
 
 
 def test_candidates_are_ordered_and_skip_yanked_and_prereleases():
-    c = bisect.select_candidates(["1.10", "1.2", "1.9", "2.0rc1", "1.3.dev20260701", "1.4", "junk"], {"1.4"})
+    c = bisect.select_candidates(
+        ["1.10", "1.2", "1.9", "2.0rc1", "1.3.dev20260701", "1.4", "junk"], {"1.4"}
+    )
     assert c.versions == ("1.2", "1.9", "1.10")
-    assert c.yanked == ("1.4",) and c.prereleases == ("1.3.dev20260701", "2.0rc1") and c.invalid == ("junk",)
-    c = bisect.select_candidates(["1.2", "2.0rc1", "1.3.dev20260701"], include_prereleases=True, since="1.3.dev0")
+    assert (
+        c.yanked == ("1.4",)
+        and c.prereleases == ("1.3.dev20260701", "2.0rc1")
+        and c.invalid == ("junk",)
+    )
+    c = bisect.select_candidates(
+        ["1.2", "2.0rc1", "1.3.dev20260701"], include_prereleases=True, since="1.3.dev0"
+    )
     assert c.versions == ("1.3.dev20260701", "2.0rc1") and c.out_of_range == ("1.2",)
     # A bound with a local label (a CPU build of torch) bounds the release it builds on.
     c = bisect.select_candidates(["2.12.0", "2.13.0", "2.14.0"], since="2.13.0+cpu")
@@ -43,12 +51,16 @@ def test_conclusive_runs_stay_within_log2_n_plus_one_for_every_boundary(known_br
             out = bisect.find_boundary(versions, _probe(states, asked), known_broken=known_broken)
             assert len(asked) <= math.ceil(math.log2(n)) + 1, (n, first_fixed, asked)
             if 0 < first_fixed < n:
-                assert out.status == Status.FOUND and (out.last_broken, out.first_fixed) == (str(first_fixed - 1), str(first_fixed))
+                assert out.status == Status.FOUND and (out.last_broken, out.first_fixed) == (
+                    str(first_fixed - 1),
+                    str(first_fixed),
+                )
             elif first_fixed == n:
                 assert out.status == Status.NO_TRANSITION and "still reproduces" in out.reason
             else:
                 assert out.status == Status.NO_TRANSITION and out.first_fixed is None
-                # The evidence said the oldest is broken and here it is not: said so, never a boundary.
+                # The evidence said the oldest is broken and here it is not: said so, never a
+                # boundary.
                 assert ("recorded broken" if known_broken else "already fixed") in out.reason
 
 
@@ -56,13 +68,17 @@ def test_not_applicable_releases_are_stepped_over_and_do_not_count_as_unknown():
     """30 old releases lack the tested API (the reproducer skips): far more than the 4 unknowns
     the search tolerates. The boundary is still found, in few runs, and they are reported apart."""
     versions = [f"1.{i}" for i in range(60)]
-    states = {v: "not-applicable" if i < 30 else "broken" if i < 47 else "fixed" for i, v in enumerate(versions)}
+    states = {
+        v: "not-applicable" if i < 30 else "broken" if i < 47 else "fixed"
+        for i, v in enumerate(versions)
+    }
     asked: list[str] = []
     out = bisect.find_boundary(versions, _probe(states, asked), limits=Limits(max_unknown=4))
     assert out.status == Status.FOUND and (out.last_broken, out.first_fixed) == ("1.46", "1.47")
     conclusive = [v for v in asked if states[v] != "not-applicable"]
     assert len(conclusive) <= math.ceil(math.log2(60)) + 1
-    assert 1 <= len(asked) - len(conclusive) <= 3  # one or two looks into the old span, not a walk through it
+    # one or two looks into the old span, not a walk through it
+    assert 1 <= len(asked) - len(conclusive) <= 3
 
 
 def test_not_applicable_between_the_two_still_pins_the_boundary():
@@ -79,7 +95,8 @@ def test_unknowns_are_stepped_around_and_counted():
     asked: list[str] = []
     out = bisect.find_boundary([f"v{i}" for i in range(100)], _probe(truth, asked))
     assert out.status == Status.FOUND and (out.last_broken, out.first_fixed) == ("v69", "v70")
-    assert len(asked) <= math.ceil(math.log2(100)) + 1 + 2  # two unknowns cost one extra run each
+    # two unknowns cost one extra run each
+    assert len(asked) <= math.ceil(math.log2(100)) + 1 + 2
     # Four unknowns at the boundary: stop, say what is left, never guess.
     truth.update({f"v{i}": "unknown" for i in range(66, 72)})
     out = bisect.find_boundary([f"v{i}" for i in range(100)], _probe(truth, []))
@@ -89,7 +106,9 @@ def test_unknowns_are_stepped_around_and_counted():
 def test_answers_at_hand_cost_no_run_and_narrow_the_search():
     versions = [str(i) for i in range(16)]
     states = {v: "broken" if int(v) < 11 else "fixed" for v in versions}
-    known = {v: bisect.CandidateRun(v, states[v], states[v], cached=True) for v in ("10", "11", "15")}
+    known = {
+        v: bisect.CandidateRun(v, states[v], states[v], cached=True) for v in ("10", "11", "15")
+    }
     asked: list[str] = []
     out = bisect.find_boundary(versions, _probe(states, asked), known=known)
     assert out.status == Status.FOUND and out.first_fixed == "11" and asked == []
@@ -110,17 +129,32 @@ def test_a_host_where_nothing_applies_stops_with_the_reason():
     states = dict.fromkeys(versions, "not-applicable")
     asked: list[str] = []
     out = bisect.find_boundary(versions, _probe(states, asked), limits=Limits(max_not_applicable=5))
-    assert out.status == Status.NO_TRANSITION and len(asked) == 5 and "not applicable here" in out.reason
+    assert (
+        out.status == Status.NO_TRANSITION
+        and len(asked) == 5
+        and "not applicable here" in out.reason
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # The range
 
 
-def _record(lane: str, host: str, outcome: str, versions: dict, *, shim: str = "s", mode: str = "without") -> ValidationRecord:
-    return ValidationRecord(shim=shim, mode=mode, lane=lane, host={"hostname": host}, versions=versions,
-                            sentinel=outcome.upper().replace("-", "_"), outcome=outcome, exit_code=10,
-                            duration_s=1.0, started_at=f"2026-05-0{len(lane) % 9 + 1}T00:00:00+00:00")
+def _record(
+    lane: str, host: str, outcome: str, versions: dict, *, shim: str = "s", mode: str = "without"
+) -> ValidationRecord:
+    return ValidationRecord(
+        shim=shim,
+        mode=mode,
+        lane=lane,
+        host={"hostname": host},
+        versions=versions,
+        sentinel=outcome.upper().replace("-", "_"),
+        outcome=outcome,
+        exit_code=10,
+        duration_s=1.0,
+        started_at=f"2026-05-0{len(lane) % 9 + 1}T00:00:00+00:00",
+    )
 
 
 RELEASES = ["0.15.0", "0.16.0", "0.17.0", "0.18.0", "0.19.0", "0.19.1", "0.19.2", "0.20.0"]
@@ -129,9 +163,12 @@ RELEASES = ["0.15.0", "0.16.0", "0.17.0", "0.18.0", "0.19.0", "0.19.1", "0.19.2"
 def test_the_newest_recorded_broken_release_sets_the_range():
     records = [
         _record("cpu", "vm", "bug-reproduced", {"megatron-core": "0.16.1", "torch": "2.13.0+cpu"}),
-        _record("gpu", "h100-1", "bug-reproduced", {"Megatron_Core": "0.19.2"}),  # any spelling of the name
-        _record("gpu", "h100-1", "bug-reproduced", {"megatron-core": "0.20.0"}, mode="with"),  # with the shim: no
-        _record("gpu", "h100-1", "fix-validated", {"megatron-core": "0.20.0"}),  # not a broken one
+        # any spelling of the name
+        _record("gpu", "h100-1", "bug-reproduced", {"Megatron_Core": "0.19.2"}),
+        # with the shim: no
+        _record("gpu", "h100-1", "bug-reproduced", {"megatron-core": "0.20.0"}, mode="with"),
+        # not a broken one
+        _record("gpu", "h100-1", "fix-validated", {"megatron-core": "0.20.0"}),
         _record("gpu", "h100-1", "bug-reproduced", {"megatron-core": "0.20.0"}, shim="other"),
     ]
     evidence = bisect.broken_evidence("s", "megatron-core", records, releases=RELEASES)
@@ -143,29 +180,45 @@ def test_the_newest_recorded_broken_release_sets_the_range():
 
 
 def test_a_lane_lock_counts_where_the_lane_recorded_the_bug_without_saying_the_release():
-    records = [_record("gpu", "h100-1", "bug-reproduced", {"torch": "2.11.0"})]  # no megatron-core version
-    evidence = bisect.broken_evidence("s", "megatron-core", records, lane_locks={"gpu": "0.18.0", "cpu": "0.20.0"})
+    # no megatron-core version
+    records = [_record("gpu", "h100-1", "bug-reproduced", {"torch": "2.11.0"})]
+    evidence = bisect.broken_evidence(
+        "s", "megatron-core", records, lane_locks={"gpu": "0.18.0", "cpu": "0.20.0"}
+    )
     assert [(e.version, e.source) for e in evidence] == [("0.18.0", "lock")]
     assert "lane gpu's lock" in bisect.choose_bounds("megatron-core", evidence).note
     # A lane that never recorded the bug says nothing, whatever it locks; a lock that is not a
     # PEP 440 version (a hand-edited file) says nothing either.
     assert bisect.broken_evidence("s", "megatron-core", [], lane_locks={"gpu": "0.18.0"}) == []
-    assert bisect.broken_evidence("s", "megatron-core", records, lane_locks={"gpu": "main-branch"}) == []
+    assert (
+        bisect.broken_evidence("s", "megatron-core", records, lane_locks={"gpu": "main-branch"})
+        == []
+    )
 
 
-@pytest.mark.parametrize("affected, start", [
-    ("<0.19.1", "0.19.0"),
-    (">=0.16.0,<=0.19.2", "0.19.2"),
-    ("==0.17.*", "0.17.0"),
-    (">=0.16.0", None),  # no upper bound: it says nothing of where the bug ends
-    ("<0.1", None),  # nothing listed inside it
-])
+@pytest.mark.parametrize(
+    "affected, start",
+    [
+        ("<0.19.1", "0.19.0"),
+        (">=0.16.0,<=0.19.2", "0.19.2"),
+        ("==0.17.*", "0.17.0"),
+        # no upper bound: it says nothing of where the bug ends
+        (">=0.16.0", None),
+        # nothing listed inside it
+        ("<0.1", None),
+    ],
+)
 def test_the_affected_range_bounds_from_its_upper_end(affected, start):
-    evidence = bisect.broken_evidence("s", "megatron-core", [], affected=SpecifierSet(affected), releases=RELEASES)
+    evidence = bisect.broken_evidence(
+        "s", "megatron-core", [], affected=SpecifierSet(affected), releases=RELEASES
+    )
     bounds = bisect.choose_bounds("megatron-core", evidence)
     assert bounds.since == start
     if start:
-        assert bounds.note == f'from [target] affected = "{SpecifierSet(affected)}": its newest listed release megatron-core {start}'
+        assert (
+            bounds.note
+            == f'from [target] affected = "{SpecifierSet(affected)}": its newest listed release megatron-core {start}'
+        )
     else:
         assert bounds.note.startswith("every release: no recorded evidence")
 
@@ -176,5 +229,7 @@ def test_since_and_all_override_the_evidence():
     every = bisect.choose_bounds("d", evidence, every=True, until="0.19.1")
     assert (every.since, every.until, every.known_broken) == (None, "0.19.1", None)
     assert every.note == "every release (--all), up to --until 0.19.1"
-    newest = bisect.choose_bounds("d", [*evidence, bisect.BrokenEvidence("0.18.0", "affected", '"<0.18.1"')])
+    newest = bisect.choose_bounds(
+        "d", [*evidence, bisect.BrokenEvidence("0.18.0", "affected", '"<0.18.1"')]
+    )
     assert newest.since == "0.19.2"

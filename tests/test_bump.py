@@ -11,14 +11,15 @@ import pytest
 
 from retire.branches import bump
 from retire.core.git import Git
-from retire.locks import lockdiff
 from retire.evidence import validation
+from retire.locks import lockdiff
 from tests.conftest import run_cli
 from tests.support import shimtree
 from tests.support.index import IndexServer, PackageIndex
 from tests.support.wheels import build_wheel
 
-NOW = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.timezone.utc)  # cooldown 7 days → cutoff 2026-05-25
+# cooldown 7 days → cutoff 2026-05-25
+NOW = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.UTC)
 
 TOY_LANE = """\
 # The toy lane: this comment must survive the bump.
@@ -57,7 +58,12 @@ def shop(tmp_path, capsys):
     """A git repository with two lanes locked at 2026-03-01, and two indexes that will move."""
     wheels = tmp_path / "wheels"
     main, side = PackageIndex(), PackageIndex()
-    main.add(build_wheel(wheels, "toylib", "1.0", files={"toylib.py": textwrap.dedent(shimtree.BUGGY_TARGET)}), "2026-01-05")
+    main.add(
+        build_wheel(
+            wheels, "toylib", "1.0", files={"toylib.py": textwrap.dedent(shimtree.BUGGY_TARGET)}
+        ),
+        "2026-01-05",
+    )
     for index in (main, side):
         index.add(build_wheel(wheels, "helper", "1.0"), "2026-01-01")
     with IndexServer(main) as main_server, IndexServer(side) as side_server:
@@ -74,18 +80,40 @@ def shop(tmp_path, capsys):
         git(repo, "add", "-A")
         git(repo, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "shop")
         # Upstream moves on: a fix, a helper release, and two releases inside the cooldown.
-        main.add(build_wheel(wheels, "toylib", "1.1", files={"toylib.py": textwrap.dedent(shimtree.FIXED_TARGET)},
-                             project_urls={"Source": "https://example.org/toylib",
-                                           "Release Notes": "https://example.org/toylib/releases/1.1"}), "2026-04-01")
+        main.add(
+            build_wheel(
+                wheels,
+                "toylib",
+                "1.1",
+                files={"toylib.py": textwrap.dedent(shimtree.FIXED_TARGET)},
+                project_urls={
+                    "Source": "https://example.org/toylib",
+                    "Release Notes": "https://example.org/toylib/releases/1.1",
+                },
+            ),
+            "2026-04-01",
+        )
         main.add(build_wheel(wheels, "helper", "1.1"), "2026-04-02")
         main.add(build_wheel(wheels, "helper", "2.0"), "2026-05-28")
-        main.add(build_wheel(wheels, "toylib", "1.2", files={"toylib.py": "def add(a, b): return a + b\n"}), "2026-05-30")
-        yield {"repo": repo, "main": main_server, "side": side_server, "wheels": wheels, "side_index": side}
+        main.add(
+            build_wheel(
+                wheels, "toylib", "1.2", files={"toylib.py": "def add(a, b): return a + b\n"}
+            ),
+            "2026-05-30",
+        )
+        yield {
+            "repo": repo,
+            "main": main_server,
+            "side": side_server,
+            "wheels": wheels,
+            "side_index": side,
+        }
 
 
 def test_bump_makes_a_branch_with_the_diff_and_the_suites_word(shop, capsys):
     repo = shop["repo"]
-    shop["side"].__exit__(None, None, None)  # the side lane's index goes away: it cannot re-resolve
+    # the side lane's index goes away: it cannot re-resolve
+    shop["side"].__exit__(None, None, None)
     head, status = git(repo, "rev-parse", "HEAD"), git(repo, "status", "--porcelain")
     result = bump.bump(repo, cooldown_days=7, now=NOW)
     assert result.status == "proposed" and result.branch == "patchlane/bump-all-2026-06-01"
@@ -94,7 +122,9 @@ def test_bump_makes_a_branch_with_the_diff_and_the_suites_word(shop, capsys):
     assert toy.status == "bumped"
     # The cooldown kept helper 2.0 and toylib 1.2 (uploaded after 2026-05-25) out.
     assert {c.name: (c.old, c.new, c.kind) for c in toy.changes} == {
-        "toylib": ("1.0", "1.1", "minor"), "helper": ("1.0", "1.1", "minor")}
+        "toylib": ("1.0", "1.1", "minor"),
+        "helper": ("1.0", "1.1", "minor"),
+    }
     assert toy.outcomes == (("toy", "upstream-fixed", "needed"),)
     assert result.retirement_candidates == [("toy", "toy")] and result.newly_broken == []
     side = by_lane["side"]
@@ -107,12 +137,18 @@ def test_bump_makes_a_branch_with_the_diff_and_the_suites_word(shop, capsys):
     branch = result.branch
     assert git(repo, "rev-list", "--count", f"main..{branch}") == "1"
     lane_text = git(repo, "show", f"{branch}:lanes/toy.toml")
-    assert lane_text == TOY_LANE.replace("@MAIN@", shop["main"].url).replace("2026-03-01", "2026-05-25").rstrip("\n")
+    assert lane_text == TOY_LANE.replace("@MAIN@", shop["main"].url).replace(
+        "2026-03-01", "2026-05-25"
+    ).rstrip("\n")
     lock = tomllib.loads(git(repo, "show", f"{branch}:locks/toy/pylock.toml"))
     assert {p["name"]: p["version"] for p in lock["packages"]} == {"toylib": "1.1", "helper": "1.1"}
     # The failed lane's file and lock are untouched on the branch.
-    assert git(repo, "show", f"{branch}:lanes/side.toml") == git(repo, "show", "main:lanes/side.toml")
-    assert git(repo, "show", f"{branch}:locks/side/pylock.toml") == git(repo, "show", "main:locks/side/pylock.toml")
+    assert git(repo, "show", f"{branch}:lanes/side.toml") == git(
+        repo, "show", "main:lanes/side.toml"
+    )
+    assert git(repo, "show", f"{branch}:locks/side/pylock.toml") == git(
+        repo, "show", "main:locks/side/pylock.toml"
+    )
     # The suites' records travel with the branch.
     records = git(repo, "show", f"{branch}:validation/manifest.jsonl").splitlines()
     assert len(records) > len(git(repo, "show", "main:validation/manifest.jsonl").splitlines())
@@ -143,7 +179,9 @@ def test_nothing_new_means_no_branch(shop, capsys):
 
 def test_package_option_upgrades_only_that_package(shop, capsys):
     repo = shop["repo"]
-    result = bump.bump(repo, lanes=["toy"], packages=["helper"], cooldown_days=7, now=NOW, run_suites=False)
+    result = bump.bump(
+        repo, lanes=["toy"], packages=["helper"], cooldown_days=7, now=NOW, run_suites=False
+    )
     assert result.status == "proposed" and result.branch == "patchlane/bump-toy-2026-06-01"
     [toy] = result.lanes
     assert [(c.name, c.new) for c in toy.changes] == [("helper", "1.1")]
@@ -153,40 +191,68 @@ def test_cli_reports_and_refuses_bad_input(shop, capsys):
     repo = shop["repo"]
     code, out, err = run_cli(repo, "bump", "nope", capsys=capsys)
     assert code == 2 and "unknown lane 'nope'" in err
-    with pytest.raises(SystemExit) as refused:  # argparse's type: before anything runs
+    # argparse's type: before anything runs
+    with pytest.raises(SystemExit) as refused:
         run_cli(repo, "bump", "--cooldown", "-1", capsys=capsys)
     err = capsys.readouterr().err
-    assert refused.value.code == 2 and "--cooldown: must be zero or more" in err and err.count("\n") == 1
-    code, out, _ = run_cli(repo, "bump", "toy", "--no-run", "--no-pr", "--now", "2026-06-01T12:00:00", capsys=capsys)
+    assert (
+        refused.value.code == 2
+        and "--cooldown: must be zero or more" in err
+        and err.count("\n") == 1
+    )
+    code, out, _ = run_cli(
+        repo, "bump", "toy", "--no-run", "--no-pr", "--now", "2026-06-01T12:00:00", capsys=capsys
+    )
     assert code == 0 and "proposed: patchlane/bump-toy-2026-06-01" in out
 
 
-@pytest.mark.parametrize("old,new,kind", [
-    ("1.0", "2.0", "major"), ("1.0", "1.1", "minor"), ("1.0.1", "1.0.2", "patch"), ("2.1", "2.2.0rc1", "pre-release"),
-    ("2.12.0.dev20260101", "2.12.0.dev20260201", "nightly"), ("2.0", "1.9", "downgrade"), (None, "1.0", "added"),
-    ("1.0", None, "removed"),
-])
+@pytest.mark.parametrize(
+    "old,new,kind",
+    [
+        ("1.0", "2.0", "major"),
+        ("1.0", "1.1", "minor"),
+        ("1.0.1", "1.0.2", "patch"),
+        ("2.1", "2.2.0rc1", "pre-release"),
+        ("2.12.0.dev20260101", "2.12.0.dev20260201", "nightly"),
+        ("2.0", "1.9", "downgrade"),
+        (None, "1.0", "added"),
+        ("1.0", None, "removed"),
+    ],
+)
 def test_version_changes_are_classified(old, new, kind):
     assert lockdiff.classify(old, new) == kind
 
 
 def test_previous_outcomes_judge_the_latest_pair():
     def rec(mode, outcome, sentinel, when):
-        return validation.ValidationRecord(shim="s", mode=mode, lane="l", host={}, versions={}, sentinel=sentinel,
-                                           outcome=outcome, exit_code=0, duration_s=1, started_at=when)
-    records = [rec("without", "bug-reproduced", "BUG_REPRODUCED", "2026-01-01"),
-               rec("with", "fix-validated", "FIX_VALIDATED", "2026-01-01"),
-               rec("without", "fix-validated", "FIX_VALIDATED", "2026-02-01")]
+        return validation.ValidationRecord(
+            shim="s",
+            mode=mode,
+            lane="l",
+            host={},
+            versions={},
+            sentinel=sentinel,
+            outcome=outcome,
+            exit_code=0,
+            duration_s=1,
+            started_at=when,
+        )
+
+    records = [
+        rec("without", "bug-reproduced", "BUG_REPRODUCED", "2026-01-01"),
+        rec("with", "fix-validated", "FIX_VALIDATED", "2026-01-01"),
+        rec("without", "fix-validated", "FIX_VALIDATED", "2026-02-01"),
+    ]
     assert bump.previous_outcomes(records) == {("l", "s"): "upstream-fixed"}
 
 
 def test_the_freeze_roll_reaches_every_cell_of_a_matrix(tmp_path):
-    from retire.lanes import lanedit
-    from retire.lanes import lanefile
+    from retire.lanes import lanedit, lanefile
 
     (tmp_path / "lanes").mkdir()
     path = tmp_path / "lanes" / "grid.toml"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         # no base table, and only one axis value has a freeze date
         [matrix]
         [matrix.axes.torch."2.10"]
@@ -196,13 +262,15 @@ def test_the_freeze_roll_reaches_every_cell_of_a_matrix(tmp_path):
         [matrix.axes.torch."2.11"]
         python = "3.12"
         requirements = ["torch==2.11.0"]
-    """))
-    cutoff = dt.datetime(2026, 5, 25, tzinfo=dt.timezone.utc)
+    """)
+    )
+    cutoff = dt.datetime(2026, 5, 25, tzinfo=dt.UTC)
     assert lanedit.roll_exclude_newer(path, cutoff)
     frozen = {lane.name: lane.exclude_newer for lane in lanefile.load_lanes(tmp_path / "lanes")}
     assert frozen == {"grid-2.10": cutoff, "grid-2.11": cutoff}
     assert path.read_text().startswith("# no base table")
-    assert not lanedit.roll_exclude_newer(path, cutoff)  # nothing left to move
+    # nothing left to move
+    assert not lanedit.roll_exclude_newer(path, cutoff)
 
 
 def test_a_constraint_is_added_once():
@@ -216,24 +284,50 @@ def test_a_constraint_is_added_once():
 def test_json_is_one_document_with_each_lanes_diff(shop, capsys):
     import json
 
-    code, out, err = run_cli(shop["repo"], "bump", "toy", "--no-run", "--no-pr", "--now", "2026-06-01T12:00:00",
-                             "--json", capsys=capsys)
+    code, out, err = run_cli(
+        shop["repo"],
+        "bump",
+        "toy",
+        "--no-run",
+        "--no-pr",
+        "--now",
+        "2026-06-01T12:00:00",
+        "--json",
+        capsys=capsys,
+    )
     assert code == 0
     document = json.loads(out)
-    assert document["status"] == "proposed" and document["branch"] == "patchlane/bump-toy-2026-06-01"
+    assert (
+        document["status"] == "proposed" and document["branch"] == "patchlane/bump-toy-2026-06-01"
+    )
     [toy] = document["lanes"]
-    assert toy["status"] == "bumped" and toy["changes"] and {"name", "old", "new", "kind", "marker"} <= set(toy["changes"][0])
-    assert "proposed: patchlane/bump-toy-2026-06-01" in err  # the human summary went to stderr
+    assert (
+        toy["status"] == "bumped"
+        and toy["changes"]
+        and {"name", "old", "new", "kind", "marker"} <= set(toy["changes"][0])
+    )
+    # the human summary went to stderr
+    assert "proposed: patchlane/bump-toy-2026-06-01" in err
 
 
-@pytest.mark.parametrize("metadata, url", [
-    ("Project-URL: Changelog, https://example.org/c\n", "https://example.org/c"),
-    ("Project-URL: Source, https://example.org/s\nProject-URL: What's New?, https://example.org/w\n", "https://example.org/w"),
-    ("Project-URL: changes, https://example.org/c\nProject-URL: Release-Notes, https://example.org/r\n", "https://example.org/r"),
-    ("Project-URL: Homepage, https://example.org/\n", None),
-    ("Project-URL: Changelog, javascript:alert(1)\n", None),  # only web links
-    ("Project-URL: Changelog\n", None),
-])
+@pytest.mark.parametrize(
+    "metadata, url",
+    [
+        ("Project-URL: Changelog, https://example.org/c\n", "https://example.org/c"),
+        (
+            "Project-URL: Source, https://example.org/s\nProject-URL: What's New?, https://example.org/w\n",
+            "https://example.org/w",
+        ),
+        (
+            "Project-URL: changes, https://example.org/c\nProject-URL: Release-Notes, https://example.org/r\n",
+            "https://example.org/r",
+        ),
+        ("Project-URL: Homepage, https://example.org/\n", None),
+        # only web links
+        ("Project-URL: Changelog, javascript:alert(1)\n", None),
+        ("Project-URL: Changelog\n", None),
+    ],
+)
 def test_release_notes_come_from_project_urls(metadata, url):
     from retire.probes.notes import notes_url
 

@@ -95,7 +95,8 @@ def _module(name: str, **attrs) -> types.ModuleType:
 
 
 def _changed_compute_index_scores(q, weights, k):
-    return (q.float() * 2).sum(dim=2)  # some other implementation
+    # some other implementation
+    return (q.float() * 2).sum(dim=2)
 
 
 def _changed_scatter(index_mask, topk_indices, *, seq_chunk_size=256):
@@ -104,7 +105,8 @@ def _changed_scatter(index_mask, topk_indices, *, seq_chunk_size=256):
 
 class _ChangedFloat16Module:
     def __init__(self, config, module):
-        self.module = module  # no longer casts
+        # no longer casts
+        self.module = module
 
 
 class _ChangedPlatform:
@@ -131,18 +133,29 @@ def _changed_normalize(configs=None):
 
 
 CHANGED = {
-    "dsa_indexer_memory": lambda: _module("dsa", _compute_index_scores=_changed_compute_index_scores),
-    "dsa_index_mask_host_sync": lambda: _module("dsa", _scatter_topk_into_index_mask=_changed_scatter),
+    "dsa_indexer_memory": lambda: _module(
+        "dsa", _compute_index_scores=_changed_compute_index_scores
+    ),
+    "dsa_index_mask_host_sync": lambda: _module(
+        "dsa", _scatter_topk_into_index_mask=_changed_scatter
+    ),
     "mamba3_fp32_float16module": lambda: _module("module", Float16Module=_ChangedFloat16Module),
     "hopper_flce_dispatcher": lambda: _module("flce", Platform=_ChangedPlatform),
     "liger_flce_reduction_none": lambda: _module(
-        "flce", LigerFusedLinearCrossEntropyFunction=_ChangedLigerFunction,
+        "flce",
+        LigerFusedLinearCrossEntropyFunction=_ChangedLigerFunction,
         fused_linear_cross_entropy_forward=_changed_normalize,
     ),
     "mamba3_mimo_gqa_backward": lambda: _module("bwd", mamba_mimo_bwd_combined=_changed_mamba_bwd),
-    "sparse_mla_dim_guard": lambda: _module("fake.ops.tilelang_dsa", fused_sparse_mla_absorbed=_changed_sparse_mla),
-    "sparse_mla_fp8_dispatch": lambda: _module("tilelang_dsa", fused_sparse_mla_absorbed=_changed_sparse_mla),
-    "tilelang_tma_lowering": lambda: _module("pass_config", normalize_pass_configs=_changed_normalize),
+    "sparse_mla_dim_guard": lambda: _module(
+        "fake.ops.tilelang_dsa", fused_sparse_mla_absorbed=_changed_sparse_mla
+    ),
+    "sparse_mla_fp8_dispatch": lambda: _module(
+        "tilelang_dsa", fused_sparse_mla_absorbed=_changed_sparse_mla
+    ),
+    "tilelang_tma_lowering": lambda: _module(
+        "pass_config", normalize_pass_configs=_changed_normalize
+    ),
 }
 
 
@@ -155,7 +168,9 @@ def test_check_shape_detects_a_changed_target(shim_id):
 @pytest.mark.parametrize("shim_id", sorted(CHANGED))
 def test_check_shape_detects_a_missing_target(shim_id):
     if shim_id == "dsa_index_mask_host_sync":
-        pytest.skip("absence of the helper means 'nothing to patch' here (0.16-0.18, 0.19+), by design")
+        pytest.skip(
+            "absence of the helper means 'nothing to patch' here (0.16-0.18, 0.19+), by design"
+        )
     assert _patch(shim_id).check_shape(_module("empty")) is not None
 
 
@@ -190,19 +205,36 @@ def test_liger_row_broadcast_backward_matches_eager():
 
     class FakeLiger(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, _input, weight, target, bias=None, ce_weight=None, ignore_index=-100,
-                    lse_square_scale=0.0, label_smoothing=0.0, reduction="mean", softcap=None,
-                    return_z_loss=False):
+        def forward(
+            ctx,
+            _input,
+            weight,
+            target,
+            bias=None,
+            ce_weight=None,
+            ignore_index=-100,
+            lse_square_scale=0.0,
+            label_smoothing=0.0,
+            reduction="mean",
+            softcap=None,
+            return_z_loss=False,
+        ):
             logits = _input @ weight.t() + (bias if bias is not None else 0)
-            return F.cross_entropy(logits, target, reduction="none", ignore_index=ignore_index), None
+            return F.cross_entropy(
+                logits, target, reduction="none", ignore_index=ignore_index
+            ), None
 
         @staticmethod
-        def backward(ctx, *grads):  # the upstream path must not be taken
+        # the upstream path must not be taken
+        def backward(ctx, *grads):
             raise AssertionError("upstream backward used")
 
     patch = _patch("liger_flce_reduction_none")
-    module = _module("flce", LigerFusedLinearCrossEntropyFunction=FakeLiger,
-                     fused_linear_cross_entropy_forward=lambda reduction="mean": None)
+    module = _module(
+        "flce",
+        LigerFusedLinearCrossEntropyFunction=FakeLiger,
+        fused_linear_cross_entropy_forward=lambda reduction="mean": None,
+    )
     assert patch.check_shape(module) is None and patch.probe(module) is not None
     patch.apply(module)
     gen = torch.Generator().manual_seed(0)
@@ -215,7 +247,9 @@ def test_liger_row_broadcast_backward_matches_eager():
     loss, _ = FakeLiger.apply(x, w, y, b, None, -100, 0.0, 0.0, "none")
     (loss * mask).sum().backward()
     x2, w2, b2 = (t.detach().clone().requires_grad_(True) for t in (x, w, b))
-    (F.cross_entropy(x2 @ w2.t() + b2, y, reduction="none", ignore_index=-100) * mask).sum().backward()
+    (
+        F.cross_entropy(x2 @ w2.t() + b2, y, reduction="none", ignore_index=-100) * mask
+    ).sum().backward()
     for got, want in ((x.grad, x2.grad), (w.grad, w2.grad), (b.grad, b2.grad)):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
@@ -236,7 +270,13 @@ def test_branchless_index_mask_scatter_is_correct_and_sync_free():
 
     class Count(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            if func.overloadpacket.__name__ in ("_local_scalar_dense", "is_nonzero", "item", "equal", "nonzero"):
+            if func.overloadpacket.__name__ in (
+                "_local_scalar_dense",
+                "is_nonzero",
+                "item",
+                "equal",
+                "nonzero",
+            ):
                 syncs.append(func)
             return func(*args, **(kwargs or {}))
 
@@ -253,17 +293,25 @@ def test_streamed_index_scores_match_einsum():
     q = torch.randn(32, 2, 8, 16, generator=gen).bfloat16()
     w = torch.randn(32, 2, 8, generator=gen).bfloat16()
     k = torch.randn(48, 2, 16, generator=gen).bfloat16()
-    reference = (torch.relu(torch.einsum("sbhd,tbd->sbht", q.float(), k.float())) * w.unsqueeze(-1)).sum(2).transpose(0, 1)
-    torch.testing.assert_close(patch.streamed_index_scores(q, w, k), reference, rtol=1e-5, atol=1e-4)
+    reference = (
+        (torch.relu(torch.einsum("sbhd,tbd->sbht", q.float(), k.float())) * w.unsqueeze(-1))
+        .sum(2)
+        .transpose(0, 1)
+    )
+    torch.testing.assert_close(
+        patch.streamed_index_scores(q, w, k), reference, rtol=1e-5, atol=1e-4
+    )
 
 
 def test_mamba_gqa_expand_then_reduce_is_the_group_sum():
     torch = pytest.importorskip("torch")
     patch = _patch("mamba3_mimo_gqa_backward")
-    q = torch.randn(1, 3, 2, 2, 4)  # [B, S, R, G, N]
+    # [B, S, R, G, N]
+    q = torch.randn(1, 3, 2, 2, 4)
     expanded = patch.expand_groups(q, heads=6)
     assert expanded.shape == (1, 3, 2, 6, 4)
-    assert torch.equal(expanded[:, :, :, 0], expanded[:, :, :, 2])  # heads 0..2 read group 0
+    # heads 0..2 read group 0
+    assert torch.equal(expanded[:, :, :, 0], expanded[:, :, :, 2])
     torch.testing.assert_close(patch.reduce_heads(expanded, groups=2), q * 3)
 
 
@@ -271,7 +319,8 @@ def test_fp8_gate_dequantizes_quantized_inputs():
     torch = pytest.importorskip("torch")
     patch = _patch("sparse_mla_fp8_dispatch")
 
-    class QuantizedTensor:  # the lineage name is what the gate keys on
+    # the lineage name is what the gate keys on
+    class QuantizedTensor:
         def __init__(self, value):
             self.value = value
 
@@ -303,7 +352,9 @@ def test_fp8_gate_dequantizes_quantized_inputs():
 def _run(shim_id: str, mode: str):
     from retire.runs.reproduce import run_reproducer
 
-    return run_reproducer(load_manifest(SHIMS / shim_id / "manifest.toml"), mode, python=sys.executable, lane="test")
+    return run_reproducer(
+        load_manifest(SHIMS / shim_id / "manifest.toml"), mode, python=sys.executable, lane="test"
+    )
 
 
 def _cuda_available() -> bool:
@@ -314,7 +365,12 @@ def _cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
-GPU_SHIMS = ("liger_flce_reduction_none", "mamba3_mimo_gqa_backward", "sparse_mla_dim_guard", "sparse_mla_fp8_dispatch")
+GPU_SHIMS = (
+    "liger_flce_reduction_none",
+    "mamba3_mimo_gqa_backward",
+    "sparse_mla_dim_guard",
+    "sparse_mla_fp8_dispatch",
+)
 
 
 @pytest.mark.parametrize("mode", ["without", "with"])
@@ -346,19 +402,28 @@ def _expected_cpu(shim_id: str, mode: str) -> str:
 
         return "fix-validated" if _megatron_version() >= Version("0.19.0") else "skipped"
     if shim_id == "hopper_flce_dispatcher":
-        return "skipped"  # fused_linear_cross_entropy is on Megatron-LM main only
+        # fused_linear_cross_entropy is on Megatron-LM main only
+        return "skipped"
     raise KeyError(shim_id)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["without", "with"])
 @pytest.mark.parametrize(
-    "shim_id", ["dsa_indexer_memory", "mamba3_fp32_float16module", "dsa_index_mask_host_sync", "hopper_flce_dispatcher"]
+    "shim_id",
+    [
+        "dsa_indexer_memory",
+        "mamba3_fp32_float16module",
+        "dsa_index_mask_host_sync",
+        "hopper_flce_dispatcher",
+    ],
 )
 def test_cpu_reproducers_on_real_megatron_core(shim_id, mode):
     pytest.importorskip("torch")
     pytest.importorskip("megatron.core")
-    if shim_id == "hopper_flce_dispatcher" and importlib.util.find_spec("megatron.core.fusions.fused_linear_cross_entropy"):
+    if shim_id == "hopper_flce_dispatcher" and importlib.util.find_spec(
+        "megatron.core.fusions.fused_linear_cross_entropy"
+    ):
         pytest.skip("a Megatron-LM main checkout: expectations differ")
     record = _run(shim_id, mode)
     assert record.outcome == _expected_cpu(shim_id, mode), record.output_tail
@@ -385,11 +450,11 @@ def test_tilelang_tma_policy_in_effect_or_skipped():
 
 
 def test_catalogue_doc_is_current_output_of_retire_catalogue():
-    from retire.report.catalogue import build, render_markdown
-    from retire.evidence.validation import load
-
     import subprocess
     import tempfile
+
+    from retire.evidence.validation import load
+    from retire.report.catalogue import build, render_markdown
 
     doc = (ROOT / "docs" / "catalogue.md").read_text(encoding="utf-8")
     manifest = ROOT / "validation" / "manifest.jsonl"
@@ -397,24 +462,38 @@ def test_catalogue_doc_is_current_output_of_retire_catalogue():
         return
     # A lane run (CI's `nox -s lane` before this session) appends this host's records to the
     # working copy; the committed document is generated from the committed records.
-    committed = subprocess.run(["git", "-C", str(ROOT), "show", "HEAD:validation/manifest.jsonl"],
-                               capture_output=True, text=True, check=False)
+    committed = subprocess.run(
+        ["git", "-C", str(ROOT), "show", "HEAD:validation/manifest.jsonl"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if committed.returncode != 0:
-        pytest.fail("docs/catalogue.md is stale: regenerate it with `patchlane catalogue -o docs/catalogue.md`")
+        pytest.fail(
+            "docs/catalogue.md is stale: regenerate it with `patchlane catalogue -o docs/catalogue.md`"
+        )
     with tempfile.TemporaryDirectory() as scratch:
         head = Path(scratch) / "manifest.jsonl"
         head.write_text(committed.stdout, encoding="utf-8")
         assert doc == render_markdown(build(discover(SHIMS), load(head))), (
-            "docs/catalogue.md is stale: regenerate it with `patchlane catalogue -o docs/catalogue.md`")
+            "docs/catalogue.md is stale: regenerate it with `patchlane catalogue -o docs/catalogue.md`"
+        )
 
 
 def test_catalogue_marks_unproven_shims_not_yet_run():
-    from retire.report.catalogue import build, render_markdown
     from retire.evidence.validation import ValidationRecord
+    from retire.report.catalogue import build, render_markdown
 
     skipped = ValidationRecord(
-        shim="dsa_indexer_memory", mode="without", lane="x", host={"gpu": None}, versions={},
-        sentinel="SKIPPED", outcome="skipped", exit_code=77, duration_s=0.1,
+        shim="dsa_indexer_memory",
+        mode="without",
+        lane="x",
+        host={"gpu": None},
+        versions={},
+        sentinel="SKIPPED",
+        outcome="skipped",
+        exit_code=77,
+        duration_s=0.1,
         started_at="2026-01-01T00:00:00.000000+00:00",
     )
     rows = build(list(_catalogue().values()), [skipped])
@@ -423,36 +502,65 @@ def test_catalogue_marks_unproven_shims_not_yet_run():
 
 
 def test_catalogue_reads_proof_from_records():
-    from retire.report.catalogue import build
     from retire.evidence.validation import ValidationRecord
+    from retire.report.catalogue import build
 
     def record(mode, outcome, sentinel):
         return ValidationRecord(
-            shim="mamba3_fp32_float16module", mode=mode, lane="local-cpu", host={"gpu": None},
-            versions={"megatron-core": "0.16.1"}, sentinel=sentinel, outcome=outcome,
-            exit_code=0 if outcome != "bug-reproduced" else 10, duration_s=1.0,
+            shim="mamba3_fp32_float16module",
+            mode=mode,
+            lane="local-cpu",
+            host={"gpu": None},
+            versions={"megatron-core": "0.16.1"},
+            sentinel=sentinel,
+            outcome=outcome,
+            exit_code=0 if outcome != "bug-reproduced" else 10,
+            duration_s=1.0,
             started_at=f"2026-01-01T00:00:0{len(mode)}.000000+00:00",
         )
 
-    rows = {r.manifest.id: r for r in build(list(_catalogue().values()), [
-        record("without", "bug-reproduced", "BUG_REPRODUCED"), record("with", "fix-validated", "FIX_VALIDATED"),
-    ])}
+    rows = {
+        r.manifest.id: r
+        for r in build(
+            list(_catalogue().values()),
+            [
+                record("without", "bug-reproduced", "BUG_REPRODUCED"),
+                record("with", "fix-validated", "FIX_VALIDATED"),
+            ],
+        )
+    }
     proof = rows["mamba3_fp32_float16module"].proofs[0]
     assert (proof.lane, proof.host, proof.verdict) == ("local-cpu", "CPU", "bug and fix proven")
 
 
 def test_catalogue_names_the_commit_a_package_was_built_from():
-    from retire.report.catalogue import build, render_markdown
     from retire.evidence.validation import ValidationRecord
+    from retire.report.catalogue import build, render_markdown
 
     commit = "d48bd6be0a85cc0d6d3cc71e8750cf357cc6bdb1"
-    host = {"gpu": "NVIDIA H100 80GB HBM3", "hostname": "h100-1",
-            "revisions": {"megatron-core": f"file:///srv/mirrors/NVIDIA/Megatron-LM.git@{commit}"}}
-    runs = [ValidationRecord(shim="hopper_flce_dispatcher", mode=mode, lane="megatron-dev", host=host,
-                             versions={"megatron-core": "0.19.0+d48bd6b", "torch": "2.11.0"}, sentinel=sentinel,
-                             outcome=outcome, exit_code=code, duration_s=1.0, started_at="2026-11-25T10:00:00.000000+00:00")
-            for mode, sentinel, outcome, code in (("without", "BUG_REPRODUCED", "bug-reproduced", 10),
-                                                  ("with", "FIX_VALIDATED", "fix-validated", 0))]
+    host = {
+        "gpu": "NVIDIA H100 80GB HBM3",
+        "hostname": "h100-1",
+        "revisions": {"megatron-core": f"file:///srv/mirrors/NVIDIA/Megatron-LM.git@{commit}"},
+    }
+    runs = [
+        ValidationRecord(
+            shim="hopper_flce_dispatcher",
+            mode=mode,
+            lane="megatron-dev",
+            host=host,
+            versions={"megatron-core": "0.19.0+d48bd6b", "torch": "2.11.0"},
+            sentinel=sentinel,
+            outcome=outcome,
+            exit_code=code,
+            duration_s=1.0,
+            started_at="2026-11-25T10:00:00.000000+00:00",
+        )
+        for mode, sentinel, outcome, code in (
+            ("without", "BUG_REPRODUCED", "bug-reproduced", 10),
+            ("with", "FIX_VALIDATED", "fix-validated", 0),
+        )
+    ]
     text = render_markdown(build(list(_catalogue().values()), runs))
     assert "(megatron-core 0.19.0+d48bd6b from commit d48bd6be0a85, torch 2.11.0)" in text
     assert "bug and fix proven" in text

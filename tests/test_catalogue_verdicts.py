@@ -42,7 +42,8 @@ def locked_versions(project: Project) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for lane in project.lanes():
         for package in (read_lock(project.lock_path(lane.name)) or {}).get("packages", []):
-            if "vcs" in package:  # a branch build from a mirror ([lane.revisions]), not a release
+            # a branch build from a mirror ([lane.revisions]), not a release
+            if "vcs" in package:
                 continue
             found.setdefault(canonicalize_name(package["name"]), set()).add(str(package["version"]))
     return found
@@ -62,7 +63,8 @@ def air_gapped(tmp_path):
     manifests = project.manifests()
     locked = locked_versions(project)
     mirrors = project.mirrors(tmp_path / "mirrors")
-    # Every pull request a condition names lands (squash) and is released in the newest locked version.
+    # Every pull request a condition names lands (squash) and is released in the newest locked
+    # version.
     landed: dict[str, list[tuple[int, str]]] = {}
     for manifest in manifests.values():
         for condition in manifest.retirement.conditions:
@@ -83,51 +85,99 @@ def air_gapped(tmp_path):
             git(work, "tag", release_tag(mirror, version))
         mirror.path.parent.mkdir(parents=True, exist_ok=True)
         git(mirror.path.parent, "clone", "-q", "--mirror", str(work), str(mirror.path))
-    # The index: every version the locks and the records name, for every distribution a condition reads.
+    # The index: every version the locks and the records name, for every distribution a condition
+    # reads.
     index = PackageIndex()
-    wanted = {canonicalize_name(c.distribution) for m in manifests.values() for c in m.retirement.conditions
-              if c.kind in ("version-floor", "pr-released")}
-    recorded = {(canonicalize_name(d), v) for r in load(project.validation) for d, v in r.versions.items() if v}
+    wanted = {
+        canonicalize_name(c.distribution)
+        for m in manifests.values()
+        for c in m.retirement.conditions
+        if c.kind in ("version-floor", "pr-released")
+    }
+    recorded = {
+        (canonicalize_name(d), v)
+        for r in load(project.validation)
+        for d, v in r.versions.items()
+        if v
+    }
     for dist in sorted(wanted):
         versions = locked.get(dist, set()) | {v for d, v in recorded if d == dist}
         for day, version in enumerate(sorted(versions, key=Version), start=1):
-            index.add(build_wheel(tmp_path / "wheels", dist, version), f"2026-{(day % 12) + 1:02d}-01")
+            index.add(
+                build_wheel(tmp_path / "wheels", dist, version), f"2026-{(day % 12) + 1:02d}-01"
+            )
     with IndexServer(index) as server:
         yield project, server.url, tmp_path / "mirrors"
 
 
-def test_every_shim_with_decisive_evidence_gets_a_decision_without_the_code_host(air_gapped, capsys, monkeypatch):
+def test_every_shim_with_decisive_evidence_gets_a_decision_without_the_code_host(
+    air_gapped, capsys, monkeypatch
+):
     project, index_url, mirrors = air_gapped
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
     monkeypatch.delenv("GH_TOKEN", raising=False)
     monkeypatch.setenv("UV_INDEX", f"pytorch-nightly={index_url}")
     dead = f"http://127.0.0.1:{unused_port()}"
-    code = cli(["verdicts", "--root", str(project.root), "--json", "--no-cache", "--api-url", dead,
-                "--index-url", index_url, "--mirrors", str(mirrors)])
+    code = cli(
+        [
+            "verdicts",
+            "--root",
+            str(project.root),
+            "--json",
+            "--no-cache",
+            "--api-url",
+            dead,
+            "--index-url",
+            index_url,
+            "--mirrors",
+            str(mirrors),
+        ]
+    )
     assert code == 0
     verdicts = {v["shim"]: v for v in json.loads(capsys.readouterr().out)}
     assert set(verdicts) == set(project.manifests())
 
     for shim, verdict in verdicts.items():
-        if verdict["verdict"] == "unknown":  # only a missing reproducer run may leave a shim undecided
-            assert verdict["action"] and verdict["action"].startswith("run the reproducer"), (shim, verdict["why"])
-            assert "code host" not in verdict["why"] and "mirror" not in verdict["why"], (shim, verdict["why"])
-        for condition in verdict["conditions"]:  # mirrors answered every pull request
+        # only a missing reproducer run may leave a shim undecided
+        if verdict["verdict"] == "unknown":
+            assert verdict["action"] and verdict["action"].startswith("run the reproducer"), (
+                shim,
+                verdict["why"],
+            )
+            assert "code host" not in verdict["why"] and "mirror" not in verdict["why"], (
+                shim,
+                verdict["why"],
+            )
+        # mirrors answered every pull request
+        for condition in verdict["conditions"]:
             if condition["kind"] == "pr-released":
-                assert condition["state"] in ("holds", "fails") and "landed as" in condition["why"], (shim, condition)
+                assert (
+                    condition["state"] in ("holds", "fails") and "landed as" in condition["why"]
+                ), (shim, condition)
 
     # Execution decides: a bug reproduced without the shim on the newest locked release is keep.
     locked = locked_versions(project)
     for shim, manifest in project.manifests().items():
         dist = canonicalize_name(manifest.target.distribution)
-        runs = [r for r in load(project.validation) if r.shim == shim and r.mode == "without"
-                and r.outcome in ("bug-reproduced", "fix-validated", "memory-save-verified")]
-        versioned = [(Version(r.versions[d]), r.outcome) for r in runs for d in r.versions
-                     if canonicalize_name(d) == dist and r.versions[d]]
+        runs = [
+            r
+            for r in load(project.validation)
+            if r.shim == shim
+            and r.mode == "without"
+            and r.outcome in ("bug-reproduced", "fix-validated", "memory-save-verified")
+        ]
+        versioned = [
+            (Version(r.versions[d]), r.outcome)
+            for r in runs
+            for d in r.versions
+            if canonicalize_name(d) == dist and r.versions[d]
+        ]
         if not versioned or not locked.get(dist):
             continue
         top = max(v for v, _ in versioned)
-        if top >= max(map(Version, locked[dist])) and any(o == "bug-reproduced" for v, o in versioned if v == top):
+        if top >= max(map(Version, locked[dist])) and any(
+            o == "bug-reproduced" for v, o in versioned if v == top
+        ):
             assert verdicts[shim]["verdict"] == "keep", (shim, verdicts[shim]["why"])
 
     # The code host's failures are flags, never hidden and never decisive.
@@ -137,27 +187,41 @@ def test_every_shim_with_decisive_evidence_gets_a_decision_without_the_code_host
         assert "connection refused" in texts or "connect" in texts, (shim, verdicts[shim]["flags"])
 
 
-def test_a_bug_reproduced_on_the_newest_dev_commit_keeps_a_shim_no_release_carries(tmp_path, capsys, monkeypatch):
+def test_a_bug_reproduced_on_the_newest_dev_commit_keeps_a_shim_no_release_carries(
+    tmp_path, capsys, monkeypatch
+):
     """hopper_flce_dispatcher patches a file that is in no megatron-core release (its reproducer
     skips there) and reproduced on an H100 with megatron-core built from Megatron-LM's dev branch.
     Where the mirror's dev branch ends at that commit and the fix PR has landed nowhere, the
     verdict is keep — from the run, with the code host unreachable."""
     project = committed_copy(tmp_path / "shop")
-    mirror = project.mirrors(tmp_path / "mirrors").for_repository("https://github.com/NVIDIA/Megatron-LM")
+    mirror = project.mirrors(tmp_path / "mirrors").for_repository(
+        "https://github.com/NVIDIA/Megatron-LM"
+    )
     work = tmp_path / "upstream" / "Megatron-LM"
     work.mkdir(parents=True)
     git(work, "init", "-q", "-b", "main")
     commit(work, "README", "0\n", "Initial import (#1)")
     git(work, "tag", "core_v0.19.2")
     git(work, "checkout", "-q", "-b", "dev")
-    tip = commit(work, "fused_linear_cross_entropy.py", "blackwell only\n", "[Dev] Feature: linear cross entropy fusion (#2256)")
+    tip = commit(
+        work,
+        "fused_linear_cross_entropy.py",
+        "blackwell only\n",
+        "[Dev] Feature: linear cross entropy fusion (#2256)",
+    )
     mirror.path.parent.mkdir(parents=True, exist_ok=True)
     git(mirror.path.parent, "clone", "-q", "--mirror", str(work), str(mirror.path))
     # The committed dev-branch records, as if that commit were the one they were built from.
     lines = project.validation.read_text(encoding="utf-8").splitlines()
-    dev = "d48bd6be0a85cc0d6d3cc71e8750cf357cc6bdb1"  # in the version label, and in the host stamp's revisions
-    rewritten = [line.replace("0.19.0+d48bd6b", f"0.19.0+{tip[:7]}").replace(dev, tip) if '"megatron-dev"' in line
-                 else line for line in lines]
+    # in the version label, and in the host stamp's revisions
+    dev = "d48bd6be0a85cc0d6d3cc71e8750cf357cc6bdb1"
+    rewritten = [
+        line.replace("0.19.0+d48bd6b", f"0.19.0+{tip[:7]}").replace(dev, tip)
+        if '"megatron-dev"' in line
+        else line
+        for line in lines
+    ]
     assert rewritten != lines
     project.validation.write_text("\n".join(rewritten) + "\n", encoding="utf-8")
     index = PackageIndex()
@@ -166,9 +230,22 @@ def test_a_bug_reproduced_on_the_newest_dev_commit_keeps_a_shim_no_release_carri
     monkeypatch.delenv("GH_TOKEN", raising=False)
     with IndexServer(index) as server:
         monkeypatch.setenv("UV_INDEX", f"pytorch-nightly={server.url}")
-        code = cli(["verdicts", "hopper_flce_dispatcher", "--root", str(project.root), "--json", "--no-cache",
-                    "--api-url", f"http://127.0.0.1:{unused_port()}", "--index-url", server.url,
-                    "--mirrors", str(tmp_path / "mirrors")])
+        code = cli(
+            [
+                "verdicts",
+                "hopper_flce_dispatcher",
+                "--root",
+                str(project.root),
+                "--json",
+                "--no-cache",
+                "--api-url",
+                f"http://127.0.0.1:{unused_port()}",
+                "--index-url",
+                server.url,
+                "--mirrors",
+                str(tmp_path / "mirrors"),
+            ]
+        )
     assert code == 0
     (verdict,) = json.loads(capsys.readouterr().out)
     assert verdict["verdict"] == "keep", verdict["why"]
@@ -177,8 +254,21 @@ def test_a_bug_reproduced_on_the_newest_dev_commit_keeps_a_shim_no_release_carri
     commit(work, "other.py", "1\n", "Unrelated (#9999)")
     git(mirror.path, "fetch", "-q", str(work), "+refs/heads/*:refs/heads/*")
     with IndexServer(index) as server:
-        cli(["verdicts", "hopper_flce_dispatcher", "--root", str(project.root), "--json", "--no-cache",
-             "--api-url", f"http://127.0.0.1:{unused_port()}", "--index-url", server.url,
-             "--mirrors", str(tmp_path / "mirrors")])
+        cli(
+            [
+                "verdicts",
+                "hopper_flce_dispatcher",
+                "--root",
+                str(project.root),
+                "--json",
+                "--no-cache",
+                "--api-url",
+                f"http://127.0.0.1:{unused_port()}",
+                "--index-url",
+                server.url,
+                "--mirrors",
+                str(tmp_path / "mirrors"),
+            ]
+        )
     (verdict,) = json.loads(capsys.readouterr().out)
     assert verdict["verdict"] == "unknown" and verdict["action"], verdict["why"]

@@ -35,16 +35,20 @@ def test_version(capsys):
 def test_quiet_drops_progress_and_verbose_is_accepted_before_or_after_the_command(project, capsys):
     project.write("a", lane_text('"helper==1.0"'))
     code, out, err = run_cli(project.root, "-q", "lock", capsys=capsys)
-    assert code == 0 and "locking 1 of 1" not in out + err  # progress: gone
-    assert "locked      a:" in out and "done in" in out  # results: kept
+    # progress: gone
+    assert code == 0 and "locking 1 of 1" not in out + err
+    # results: kept
+    assert "locked      a:" in out and "done in" in out
     code, out, _ = run_cli(project.root, "lock", "--quiet", capsys=capsys)
     assert code == 0 and "up-to-date  a:" not in out and "done in 0.0s: 1 up-to-date" in out
     code, out, _ = run_cli(project.root, "lock", "-v", capsys=capsys)
     assert code == 0 and "up-to-date  a:" in out
     code, _, err = run_cli(project.root, "-q", "lock", "nope", capsys=capsys)
-    assert code == 2 and "unknown lane 'nope'" in err  # errors: never suppressed
+    # errors: never suppressed
+    assert code == 2 and "unknown lane 'nope'" in err
     with pytest.raises(SystemExit):
-        commands.main(["-q", "-v", "lanes"])  # one or the other
+        # one or the other
+        commands.main(["-q", "-v", "lanes"])
 
 
 def test_say_levels_and_json_mode(capsys):
@@ -65,34 +69,45 @@ def test_say_levels_and_json_mode(capsys):
 
 def json_and_notes(capsys, root, *args) -> tuple[int, object, str]:
     code, out, err = run_cli(root, *args, "--json", capsys=capsys)
-    return code, json.loads(out), err  # json.loads fails if anything else reached stdout
+    # json.loads fails if anything else reached stdout
+    return code, json.loads(out), err
 
 
 def test_lock_and_lock_check_print_one_json_document(project, capsys):
     project.write("a", lane_text('"helper==1.0"'))
-    project.write("b", lane_text('"torchlike==9.9"'))  # cannot resolve
+    # cannot resolve
+    project.write("b", lane_text('"torchlike==9.9"'))
     code, document, err = json_and_notes(capsys, project.root, "lock")
-    assert code == 1 and document["ok"] is False and document["counts"] == {"locked": 1, "failed": 1}
+    assert (
+        code == 1 and document["ok"] is False and document["counts"] == {"locked": 1, "failed": 1}
+    )
     by_lane = {row["lane"]: row for row in document["lanes"]}
     assert by_lane["a"]["status"] == "locked" and by_lane["a"]["packages"] == 1
     assert by_lane["b"]["status"] == "failed" and "torchlike" in by_lane["b"]["detail"]
-    assert "failed      b:" in err  # the lines a person reads went to stderr
+    # the lines a person reads went to stderr
+    assert "failed      b:" in err
     code, document, err = json_and_notes(capsys, project.root, "lock", "--check")
     assert code == 1 and document["ok"] is False
     assert {r["lane"]: r["state"] for r in document["lanes"]} == {"a": "current", "b": "missing"}
     assert "missing b: no lock" in err
 
 
-def test_run_and_summary_print_one_json_document(toy_project, capsys):  # noqa: F811
+def test_run_and_summary_print_one_json_document(toy_project, capsys):
     p = toy_project
     p.write("old", lane())
     p.write("fixed", lane(reqs='"toylib==1.1"'))
     assert run_cli(p.root, "lock", capsys=capsys)[0] == 0
     code, document, err = json_and_notes(capsys, p.root, "run", "--no-record", "--run-id", "j1")
-    assert code == 0 and document["ok"] is True and document["run_id"] == "j1" and document["recorded"] == 0
+    assert (
+        code == 0
+        and document["ok"] is True
+        and document["run_id"] == "j1"
+        and document["recorded"] == 0
+    )
     outcomes = {(l["lane"], s["shim"]): s["outcome"] for l in document["lanes"] for s in l["shims"]}
     assert outcomes == {("old", "toy"): "needed", ("fixed", "toy"): "upstream-fixed"}
-    assert "lane[old]::toy::with-shim PASSED" in err  # the pytest view, on stderr
+    # the pytest view, on stderr
+    assert "lane[old]::toy::with-shim PASSED" in err
     code, summary, _ = json_and_notes(capsys, p.root, "summary", "--run-id", "j1")
     assert code == 0 and summary["lanes"] == document["lanes"] and summary["failed"] == []
 
@@ -101,12 +116,14 @@ def test_catalogue_json_lists_every_shim_with_its_proofs(capsys):
     code, document, _ = json_and_notes(capsys, ROOT, "catalogue")
     assert code == 0
     ids = {row["id"] for row in document}
-    assert "dsa_indexer_memory" in ids and len(ids) == len(list((ROOT / "shims").glob("*/manifest.toml")))
+    assert "dsa_indexer_memory" in ids and len(ids) == len(
+        list((ROOT / "shims").glob("*/manifest.toml"))
+    )
     row = next(r for r in document if r["id"] == "dsa_indexer_memory")
     assert row["target"]["distribution"] == "megatron-core" and isinstance(row["proofs"], list)
 
 
-SLOW_REPRODUCER = '''
+SLOW_REPRODUCER = """
 import time
 from shims import reproducer
 
@@ -116,10 +133,10 @@ def check(with_shim):
 
 if __name__ == "__main__":
     reproducer.run("{shim_id}", check, packages=["toylib"])
-'''
+"""
 
 
-def test_a_long_reproducer_has_a_heartbeat(toy_project, capsys):  # noqa: F811
+def test_a_long_reproducer_has_a_heartbeat(toy_project, capsys):
     p = toy_project
     shimtree.write_shim(p.root / "shims", "toy_slow", reproducer=SLOW_REPRODUCER)
     p.write("old", lane(shims='["toy_slow"]'))
@@ -139,8 +156,15 @@ def test_a_long_reproducer_has_a_heartbeat(toy_project, capsys):  # noqa: F811
 def on_a_terminal(args: list[str], env: dict[str, str], cwd) -> str:
     """Run ``patchlane ARGS`` with a pseudo-terminal as stdin, stdout and stderr; what it drew."""
     leader, follower = pty.openpty()
-    proc = subprocess.Popen([PYTHON, "-m", "retire", *args], cwd=cwd, env=env, stdin=follower, stdout=follower,
-                            stderr=follower, close_fds=True)
+    proc = subprocess.Popen(
+        [PYTHON, "-m", "retire", *args],
+        cwd=cwd,
+        env=env,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        close_fds=True,
+    )
     os.close(follower)
     seen = bytearray()
     deadline = time.monotonic() + 240
@@ -161,21 +185,28 @@ def on_a_terminal(args: list[str], env: dict[str, str], cwd) -> str:
     return seen.decode(errors="replace")
 
 
-def test_lane_builds_stream_uvs_output_on_a_terminal_and_plain_lines_in_ci(toy_project, capsys):  # noqa: F811
+def test_lane_builds_stream_uvs_output_on_a_terminal_and_plain_lines_in_ci(toy_project, capsys):
     p = toy_project
     p.write("old", lane())
     assert run_cli(p.root, "lock", capsys=capsys)[0] == 0
     env = subprocess_env()
     for name in ("CI", "NO_COLOR"):
         env.pop(name, None)
-    drawn = on_a_terminal(["run", "--no-record", "--envs-dir", str(p.root / "term-envs")], env, p.root)
+    drawn = on_a_terminal(
+        ["run", "--no-record", "--envs-dir", str(p.root / "term-envs")], env, p.root
+    )
     # uv believed it was on a terminal: it drew in colour, and said what it installed.
     assert ANSI.search(drawn) and re.search(r"Installed \S*1 package", drawn), drawn[-3000:]
     assert "toy without shim: BUG_REPRODUCED" in drawn
     for plain_env in ({"CI": "true"}, {"NO_COLOR": "1"}):
-        drawn = on_a_terminal(["run", "--no-record", "--envs-dir", str(p.root / "ci-envs")], {**env, **plain_env}, p.root)
+        drawn = on_a_terminal(
+            ["run", "--no-record", "--envs-dir", str(p.root / "ci-envs")],
+            {**env, **plain_env},
+            p.root,
+        )
         assert "toy without shim: BUG_REPRODUCED" in drawn and "Installed" not in drawn
-        assert not ANSI.search(drawn), drawn[-2000:]  # not one escape, the pytest view's included
+        # not one escape, the pytest view's included
+        assert not ANSI.search(drawn), drawn[-2000:]
 
 
 def test_live_output_only_on_a_terminal_outside_ci(monkeypatch):
@@ -207,10 +238,15 @@ def test_live_output_only_on_a_terminal_outside_ci(monkeypatch):
 
 
 def test_a_closed_pipe_is_no_traceback():
-    proc = subprocess.Popen([PYTHON, "-m", "retire", "--root", str(ROOT), "catalogue"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=subprocess_env())
+    proc = subprocess.Popen(
+        [PYTHON, "-m", "retire", "--root", str(ROOT), "catalogue"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=subprocess_env(),
+    )
     proc.stdout.readline()
-    proc.stdout.close()  # the reader leaves, as `| head -1` does
+    # the reader leaves, as `| head -1` does
+    proc.stdout.close()
     err = proc.stderr.read().decode()
     proc.wait(timeout=60)
     assert "Traceback" not in err
@@ -220,12 +256,13 @@ def test_the_commands_page_documents_every_command_and_exit_code():
     page = (ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
     for command in commands.commands():
         assert re.search(rf"^## `patchlane {command.name}`", page, re.MULTILINE), command.name
-    table = page[page.index("## Exit codes"):]
+    table = page[page.index("## Exit codes") :]
     for code in ExitCode:
         assert re.search(rf"^\| {int(code)} \| `{code.name}` \|", table, re.MULTILINE), code
     assert "docs/commands.md" in commands.build_parser().epilog
     for name in ("lock", "run", "summary", "catalogue", "bump", "pack", "retire", "lockdiff"):
-        section = page[page.index(f"## `patchlane {name}`"):]
+        section = page[page.index(f"## `patchlane {name}`") :]
         section = section[: section.find("\n## ", 1)]
-        assert "--json" in section, name  # each machine-read command says what its document holds
+        # each machine-read command says what its document holds
+        assert "--json" in section, name
         assert "```json" in section or "same object as" in section, name

@@ -8,7 +8,7 @@ import pytest
 
 from retire.core import times
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def test_times_parse_accepts_z_and_offsets_and_returns_utc():
@@ -17,13 +17,16 @@ def test_times_parse_accepts_z_and_offsets_and_returns_utc():
     assert moment.tzinfo is UTC and moment == dt.datetime(2026, 11, 15, 9, 0, 0, 500000, tzinfo=UTC)
 
 
-@pytest.mark.parametrize("text, why", [
-    ("2026-11-15T09:00:00", "has no UTC offset"),
-    ("2026-11-15", "has no UTC offset"),
-    ("last tuesday", "not an ISO 8601 date or time"),
-    ("9999-12-31T23:00:00-05:00", "out of range in UTC"),
-    ("0001-01-01T00:00:00+01:00", "out of range in UTC"),
-])
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ("2026-11-15T09:00:00", "has no UTC offset"),
+        ("2026-11-15", "has no UTC offset"),
+        ("last tuesday", "not an ISO 8601 date or time"),
+        ("9999-12-31T23:00:00-05:00", "out of range in UTC"),
+        ("0001-01-01T00:00:00+01:00", "out of range in UTC"),
+    ],
+)
 def test_times_parse_rejects_naive_malformed_and_overflowing_values_in_one_line(text, why):
     with pytest.raises(times.TimeError, match=why) as caught:
         times.parse(text)
@@ -31,7 +34,9 @@ def test_times_parse_rejects_naive_malformed_and_overflowing_values_in_one_line(
 
 
 def test_times_naive_input_documented_as_utc_is_read_as_utc():
-    assert times.parse("2026-11-15T09:00", assume_utc=True) == dt.datetime(2026, 11, 15, 9, tzinfo=UTC)
+    assert times.parse("2026-11-15T09:00", assume_utc=True) == dt.datetime(
+        2026, 11, 15, 9, tzinfo=UTC
+    )
     assert times.parse("2026-11-15", assume_utc=True) == dt.datetime(2026, 11, 15, tzinfo=UTC)
     assert times.to_utc(dt.date(2026, 11, 15)) == dt.datetime(2026, 11, 15, tzinfo=UTC)
     with pytest.raises(times.TimeError):
@@ -39,8 +44,12 @@ def test_times_naive_input_documented_as_utc_is_read_as_utc():
 
 
 def test_times_format_utc_is_whole_seconds_with_z():
-    assert times.format_utc(dt.datetime(2026, 11, 15, 11, 0, 0, 999, tzinfo=dt.timezone(dt.timedelta(hours=2)))) \
+    assert (
+        times.format_utc(
+            dt.datetime(2026, 11, 15, 11, 0, 0, 999, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+        )
         == "2026-11-15T09:00:00Z"
+    )
     assert times.parse(times.format_utc(times.now())).tzinfo is UTC
 
 
@@ -60,7 +69,12 @@ def test_git_runs_in_a_clean_environment_and_fails_in_one_line(tmp_path, monkeyp
     monkeypatch.setenv("GIT_DIR", str(tmp_path / "elsewhere"))
     env = environment({"GIT_AUTHOR_NAME": "x"})
     assert "GIT_DIR" not in env and env["GIT_AUTHOR_NAME"] == "x"
-    assert (env["GIT_CONFIG_NOSYSTEM"], env["GIT_TERMINAL_PROMPT"], env["LC_ALL"], env["GIT_PAGER"]) == ("1", "0", "C", "cat")
+    assert (
+        env["GIT_CONFIG_NOSYSTEM"],
+        env["GIT_TERMINAL_PROMPT"],
+        env["LC_ALL"],
+        env["GIT_PAGER"],
+    ) == ("1", "0", "C", "cat")
     assert Git(repo).rev_parse("HEAD") == sha and Git(repo).rev_parse("nope") is None
     assert Git(repo).commits_touching("a.txt")[0][0] == sha
     with pytest.raises(GitError) as caught:
@@ -96,7 +110,10 @@ def test_uv_run_reports_failures_as_exit_codes_and_failure_lines_drop_warnings()
     assert uv.run(["--version"]).stdout.split()[1] == uv.version()
     failed = uv.run(["pip", "compile", "no-such-requirements.in", "--quiet"])
     assert failed.returncode != 0 and uv.failure_lines(failed.stderr)
-    assert uv.failure_lines("warning: slow\n\n  error: no\n  Caused by: x\n") == ["error: no", "Caused by: x"]
+    assert uv.failure_lines("warning: slow\n\n  error: no\n  Caused by: x\n") == [
+        "error: no",
+        "Caused by: x",
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -106,18 +123,37 @@ def test_uv_run_reports_failures_as_exit_codes_and_failure_lines_drop_warnings()
 def test_vocabularies_are_str_enums_whose_text_is_the_protocol():
     import json
 
-    from retire.evidence.validation import FAILING, FIXED, OUTCOMES, PROVING, RunOutcome, ShimOutcome
+    from retire.evidence.validation import (
+        FAILING,
+        FIXED,
+        OUTCOMES,
+        PROVING,
+        RunOutcome,
+        ShimOutcome,
+    )
     from retire.verdicts.model import ConditionState
     from shims.reproducer import MODES, SENTINELS, Mode, Sentinel, parse_output
 
     assert SENTINELS == ("BUG_REPRODUCED", "FIX_VALIDATED", "MEMORY_SAVE_VERIFIED", "SKIPPED")
     assert MODES == ("without", "with") and f"{Mode.WITH}-shim" == "with-shim"
-    assert OUTCOMES == ("bug-reproduced", "fix-validated", "memory-save-verified", "skipped", "crashed", "timeout")
-    assert FIXED == {"fix-validated", "memory-save-verified"} and PROVING == FIXED | {"bug-reproduced"}
-    assert FAILING == {"shim-broken", "crashed", "timeout"} and ShimOutcome.NOT_RUN == "not-run"
+    assert OUTCOMES == (
+        "bug-reproduced",
+        "fix-validated",
+        "memory-save-verified",
+        "skipped",
+        "crashed",
+        "timeout",
+    )
+    assert {"fix-validated", "memory-save-verified"} == FIXED and FIXED | {
+        "bug-reproduced"
+    } == PROVING
+    assert {"shim-broken", "crashed", "timeout"} == FAILING and ShimOutcome.NOT_RUN == "not-run"
     assert [str(s) for s in ConditionState] == ["holds", "fails", "unknown"]
-    assert json.dumps({RunOutcome.CRASHED: [Sentinel.SKIPPED, Mode.WITHOUT]}) == '{"crashed": ["SKIPPED", "without"]}'
-    _, sentinel, reason = parse_output('PATCHLANE-HOST {}\nSKIPPED: no GPU\n')
+    assert (
+        json.dumps({RunOutcome.CRASHED: [Sentinel.SKIPPED, Mode.WITHOUT]})
+        == '{"crashed": ["SKIPPED", "without"]}'
+    )
+    _, sentinel, reason = parse_output("PATCHLANE-HOST {}\nSKIPPED: no GPU\n")
     assert sentinel is Sentinel.SKIPPED and reason == "no GPU"
 
 
@@ -127,7 +163,13 @@ def test_every_outcome_and_condition_state_has_one_look():
     from retire.verdicts.model import ConditionState, Decision
 
     assert list(vocabulary.OUTCOMES) == list(ShimOutcome)
-    assert all(look.emoji and look.glyph and look.label and look.colour for look in vocabulary.OUTCOMES.values())
+    assert all(
+        look.emoji and look.glyph and look.label and look.colour
+        for look in vocabulary.OUTCOMES.values()
+    )
     assert set(vocabulary.CONDITIONS) == set(ConditionState)
     assert set(Decision) | {"stale", "drift"} == set(vocabulary.VERDICTS)
-    assert vocabulary.verdict("someday") == vocabulary.PLAIN and vocabulary.condition("maybe").emoji == "maybe"
+    assert (
+        vocabulary.verdict("someday") == vocabulary.PLAIN
+        and vocabulary.condition("maybe").emoji == "maybe"
+    )

@@ -39,8 +39,12 @@ from tests.support.shimtree import TOY_PATCH, manifest_text, write_shim
 REPO = Path(__file__).resolve().parents[1]
 #: Deny-list patterns such as "[[" compile with a FutureWarning; that is not what is tested here.
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
-FUZZ = settings(max_examples=int(os.environ.get("PATCHLANE_FUZZ_EXAMPLES", "60")), deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=int(os.environ.get("PATCHLANE_FUZZ_EXAMPLES", "60")),
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -54,7 +58,9 @@ class Project:
         self.root = root
         (root / "lanes").mkdir(parents=True, exist_ok=True)
         (root / "packs").mkdir(exist_ok=True)
-        self.shim = write_shim(root / "shims", "toy_add", manifest=github_manifest("toy_add"), patch=TOY_PATCH)
+        self.shim = write_shim(
+            root / "shims", "toy_add", manifest=github_manifest("toy_add"), patch=TOY_PATCH
+        )
         self.good_manifest = (self.shim / "manifest.toml").read_bytes()
         (self.shim / "pack.toml").write_text(pack_toml())
 
@@ -66,11 +72,15 @@ class Project:
         expect_input_error("lanes/fuzz.toml", self._lanes)
 
     def _lanes(self) -> None:
-        for lane in load_lanes(self.root / "lanes", root=self.root, known_shims={"toy_add", "a_shim"}):
-            assert lane.digest.startswith("sha256:")  # a lane that loads can be locked
+        for lane in load_lanes(
+            self.root / "lanes", root=self.root, known_shims={"toy_add", "a_shim"}
+        ):
+            # a lane that loads can be locked
+            assert lane.digest.startswith("sha256:")
             json.dumps(lane.lock_inputs())
 
-    matrix = lanes  # the same reader, fed matrix seeds only: mutations land in axes, excludes, includes
+    # the same reader, fed matrix seeds only: mutations land in axes, excludes, includes
+    matrix = lanes
 
     def manifest(self, data: bytes | str) -> None:
         path = self.shim / "manifest.toml"
@@ -82,7 +92,9 @@ class Project:
 
     def pack(self, data: bytes | str) -> None:
         self.write(self.shim / "pack.toml", data)
-        expect_input_error("shims/toy_add/pack.toml", lambda: load_pack(self.root, "toy_add").pack.body)
+        expect_input_error(
+            "shims/toy_add/pack.toml", lambda: load_pack(self.root, "toy_add").pack.body
+        )
 
     def deny(self, data: bytes | str) -> None:
         self.write(self.root / "packs" / "deny.toml", data)
@@ -131,15 +143,28 @@ MATRIX_SEEDS = [seed for seed in LANE_SEEDS if "[matrix]" in seed] + [
     '[matrix]\nname = "c{a}"\n[matrix.base]\npython = "3.12"\nrequirements = ["x"]\n[matrix.axes.a."1"]\n'
     '[matrix.axes.a."2"]\n[[matrix.exclude]]\na = "1"\n',
 ]
-MANIFEST_SEEDS = [github_manifest("toy_add"), manifest_text("toy_add"),
-                  manifest_text("toy_add", fix_class="env-constraint", env={"TL_X": "1"})]
-MANIFEST_SEEDS += [_text(p).replace(f'id = "{p.parent.name}"', 'id = "toy_add"')
-                   for p in sorted((REPO / "shims").glob("*/manifest.toml"))]
-PACK_SEEDS = [pack_toml(), pack_toml(state="overlap", thread="https://github.com/toyorg/toylib/pull/2")]
+MANIFEST_SEEDS = [
+    github_manifest("toy_add"),
+    manifest_text("toy_add"),
+    manifest_text("toy_add", fix_class="env-constraint", env={"TL_X": "1"}),
+]
+MANIFEST_SEEDS += [
+    _text(p).replace(f'id = "{p.parent.name}"', 'id = "toy_add"')
+    for p in sorted((REPO / "shims").glob("*/manifest.toml"))
+]
+PACK_SEEDS = [
+    pack_toml(),
+    pack_toml(state="overlap", thread="https://github.com/toyorg/toylib/pull/2"),
+]
 PACK_SEEDS += [_text(p) for p in sorted((REPO / "shims").glob("*/pack.toml"))]
 DENY_SEEDS = [DENY, _text(REPO / "packs" / "deny.toml")]
-STATE_SEEDS = [dumps_state(FilingState().approve("toy_add", Approval("Ann", "2026-11-20T10:00:00Z", "ab" * 32))
-                           .file("toy_add", Filing("https://github.com/o/r/issues/1", "2026-11-21T10:00:00Z", "o/r")))]
+STATE_SEEDS = [
+    dumps_state(
+        FilingState()
+        .approve("toy_add", Approval("Ann", "2026-11-20T10:00:00Z", "ab" * 32))
+        .file("toy_add", Filing("https://github.com/o/r/issues/1", "2026-11-21T10:00:00Z", "o/r"))
+    )
+]
 
 
 def _keys(value: object) -> set[str]:
@@ -151,7 +176,14 @@ def _keys(value: object) -> set[str]:
 
 
 #: Every key the seeds use, so random documents reach past the unknown-key checks.
-KNOWN_KEYS = sorted(set().union(*(_keys(tomllib.loads(seed)) for seed in LANE_SEEDS + MANIFEST_SEEDS + PACK_SEEDS + DENY_SEEDS)))
+KNOWN_KEYS = sorted(
+    set().union(
+        *(
+            _keys(tomllib.loads(seed))
+            for seed in LANE_SEEDS + MANIFEST_SEEDS + PACK_SEEDS + DENY_SEEDS
+        )
+    )
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -162,32 +194,116 @@ class Raw(str):
     """TOML text written as is (values no Python object round-trips: year 0, 5000-digit ints)."""
 
 
-RAW = [Raw("0000-01-01"), Raw("9999-12-31T23:59:59-23:59"), Raw("0001-01-01T00:00:00+01:00"), Raw("1" * 5000),
-       Raw("1e400"), Raw("-inf"), Raw("nan"), Raw("-nan"), Raw("[" * 3000 + "]" * 3000),
-       Raw("{a = " * 1500 + "1" + "}" * 1500), Raw("9223372036854775808"), Raw("0x7fffffffffffffffff"),
-       Raw("23:59:60"), Raw("1979-05-27T00:32:00.999999999-07:00")]
-ODD_STRINGS = ["", " ", "\t", "3.12", "3", "torch==2.9.1", "torch=2.9", ">=1.0", "=>1", ">=1,<2,", "==1.*",
-               "https://github.com/toyorg/toylib/pull/2", "https://[", "http://:99999", "http://", "file:///x", "ftp://x",
-               "toy_add", "a_shim", "../x.py", "/etc/passwd", "C:x", "\\x", "shape", "manifest", "tomlreader", "9.0",
-               "sm90", "2026-13-45", "2026-11-01T12:00:00Z", "9999-12-31T23:59:59-23:59", "0001-01-01T00:00:00+01:00",
-               "a\nb", "\u2028", "\x00", "\x7f", "x" * 3000, "torch==" + "1" * 5000, ">=" + "9" * 5000, "torch===x",
-               "NVIDIA/Megatron-LM", "overlap", "already-fixed", "new-report", "source-patch", "env-constraint",
-               "version-floor", "reproducer-clean", "(unclosed", "(" * 600 + ")" * 600, "a{99999999999}", "x{2,1}",
-               "{nope}", "{torch}", "nightly", "allow", "UPPER", "lower", "0123456789abcdef0", "python reproduce.py",
-               "toylib==1.0", "o/r@0123456"]
+RAW = [
+    Raw("0000-01-01"),
+    Raw("9999-12-31T23:59:59-23:59"),
+    Raw("0001-01-01T00:00:00+01:00"),
+    Raw("1" * 5000),
+    Raw("1e400"),
+    Raw("-inf"),
+    Raw("nan"),
+    Raw("-nan"),
+    Raw("[" * 3000 + "]" * 3000),
+    Raw("{a = " * 1500 + "1" + "}" * 1500),
+    Raw("9223372036854775808"),
+    Raw("0x7fffffffffffffffff"),
+    Raw("23:59:60"),
+    Raw("1979-05-27T00:32:00.999999999-07:00"),
+]
+ODD_STRINGS = [
+    "",
+    " ",
+    "\t",
+    "3.12",
+    "3",
+    "torch==2.9.1",
+    "torch=2.9",
+    ">=1.0",
+    "=>1",
+    ">=1,<2,",
+    "==1.*",
+    "https://github.com/toyorg/toylib/pull/2",
+    "https://[",
+    "http://:99999",
+    "http://",
+    "file:///x",
+    "ftp://x",
+    "toy_add",
+    "a_shim",
+    "../x.py",
+    "/etc/passwd",
+    "C:x",
+    "\\x",
+    "shape",
+    "manifest",
+    "tomlreader",
+    "9.0",
+    "sm90",
+    "2026-13-45",
+    "2026-11-01T12:00:00Z",
+    "9999-12-31T23:59:59-23:59",
+    "0001-01-01T00:00:00+01:00",
+    "a\nb",
+    "\u2028",
+    "\x00",
+    "\x7f",
+    "x" * 3000,
+    "torch==" + "1" * 5000,
+    ">=" + "9" * 5000,
+    "torch===x",
+    "NVIDIA/Megatron-LM",
+    "overlap",
+    "already-fixed",
+    "new-report",
+    "source-patch",
+    "env-constraint",
+    "version-floor",
+    "reproducer-clean",
+    "(unclosed",
+    "(" * 600 + ")" * 600,
+    "a{99999999999}",
+    "x{2,1}",
+    "{nope}",
+    "{torch}",
+    "nightly",
+    "allow",
+    "UPPER",
+    "lower",
+    "0123456789abcdef0",
+    "python reproduce.py",
+    "toylib==1.0",
+    "o/r@0123456",
+]
 text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
 scalars = st.one_of(
-    text, st.sampled_from(ODD_STRINGS), st.booleans(),
-    st.integers(), st.integers(min_value=2**63, max_value=10**100), st.integers(max_value=0),
-    st.floats(), st.sampled_from([math.nan, math.inf, -math.inf, 0.0, -0.0, 1e308, -1.0]),
-    st.dates(), st.times(),
-    st.datetimes(timezones=st.sampled_from([None, _dt.timezone.utc, _dt.timezone(_dt.timedelta(hours=-23, minutes=-59)),
-                                            _dt.timezone(_dt.timedelta(hours=14))])),
+    text,
+    st.sampled_from(ODD_STRINGS),
+    st.booleans(),
+    st.integers(),
+    st.integers(min_value=2**63, max_value=10**100),
+    st.integers(max_value=0),
+    st.floats(),
+    st.sampled_from([math.nan, math.inf, -math.inf, 0.0, -0.0, 1e308, -1.0]),
+    st.dates(),
+    st.times(),
+    st.datetimes(
+        timezones=st.sampled_from(
+            [
+                None,
+                _dt.UTC,
+                _dt.timezone(_dt.timedelta(hours=-23, minutes=-59)),
+                _dt.timezone(_dt.timedelta(hours=14)),
+            ]
+        )
+    ),
     st.sampled_from(RAW),
 )
 keys = st.one_of(st.sampled_from(KNOWN_KEYS), text)
-values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keys, inner, max_size=3),
-                      max_leaves=4)
+values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keys, inner, max_size=3),
+    max_leaves=4,
+)
 
 
 def _string(value: str) -> str:
@@ -203,7 +319,13 @@ def emit(value: object) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf") if math.isinf(value) else repr(value)
+        return (
+            "nan"
+            if math.isnan(value)
+            else ("inf" if value > 0 else "-inf")
+            if math.isinf(value)
+            else repr(value)
+        )
     if isinstance(value, str):
         return _string(value)
     if isinstance(value, (_dt.date, _dt.time)):
@@ -219,13 +341,13 @@ def document(doc: dict) -> str:
     return "".join(f"{_string(key)} = {emit(value)}\n" for key, value in doc.items())
 
 
-
 def mutated(rnd: random.Random, seed: dict, pool: list) -> dict:
     """``seed`` with one to three values replaced (from ``pool``), keys deleted or added, anywhere."""
     doc = copy.deepcopy(seed)
     for _ in range(rnd.choice([1, 1, 1, 2, 3])):
         container: dict | list = doc
-        while True:  # walk down to a random container
+        # walk down to a random container
+        while True:
             slots = list(container) if isinstance(container, dict) else list(range(len(container)))
             if not slots:
                 break
@@ -258,7 +380,7 @@ def edited(rnd: random.Random, text: str, pieces: list[str]) -> str:
         if action == "insert":
             text = text[:at] + rnd.choice(pieces + SYNTAX) + text[at:]
         elif action == "delete":
-            text = text[:at] + text[at + rnd.randint(1, 20):]
+            text = text[:at] + text[at + rnd.randint(1, 20) :]
         else:
             text = text[:at]
     return text
@@ -290,7 +412,8 @@ PARSED = {reader: [tomllib.loads(seed) for seed in seeds] for reader, (_, seeds)
 def test_the_seeds_are_valid(project, reader):
     feed = READERS[reader][0]
     for seed in PARSED[reader]:
-        feed(project, document(seed))  # the writer round-trips them
+        # the writer round-trips them
+        feed(project, document(seed))
 
 
 @pytest.mark.parametrize("start", ["valid", "empty"])
@@ -301,7 +424,10 @@ def test_documents_with_odd_values(project, reader, start, pool, rnd):
     """Valid documents with values swapped, keys dropped or added; or documents built from nothing."""
     feed = READERS[reader][0]
     for _ in range(INPUTS_PER_EXAMPLE):
-        feed(project, document(mutated(rnd, rnd.choice(PARSED[reader]) if start == "valid" else {}, pool)))
+        feed(
+            project,
+            document(mutated(rnd, rnd.choice(PARSED[reader]) if start == "valid" else {}, pool)),
+        )
 
 
 @pytest.mark.parametrize("reader", sorted(READERS))
@@ -310,7 +436,9 @@ def test_documents_with_odd_values(project, reader, start, pool, rnd):
 def test_edited_text_and_random_bytes(project, reader, parts, rnd):
     feed, seeds = READERS[reader]
     pieces = [part for part in parts if isinstance(part, str)] or ["x"]
-    raw = [part if isinstance(part, bytes) else part.encode("utf-8", "surrogatepass") for part in parts]
+    raw = [
+        part if isinstance(part, bytes) else part.encode("utf-8", "surrogatepass") for part in parts
+    ]
     for _ in range(INPUTS_PER_EXAMPLE):
         choice = rnd.choice(["edit", "edit", "bytes", "append"])
         if choice == "edit":
@@ -333,7 +461,11 @@ def test_pack_state_json(project, pool, parts, rnd):
         elif choice == "edit":
             project.state(edited(rnd, STATE_SEEDS[0], pieces))
         else:
-            project.state(b"".join(p if isinstance(p, bytes) else p.encode("utf-8", "surrogatepass") for p in parts))
+            project.state(
+                b"".join(
+                    p if isinstance(p, bytes) else p.encode("utf-8", "surrogatepass") for p in parts
+                )
+            )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -346,11 +478,18 @@ def test_deep_nesting_is_an_input_error(project, reader, depth):
     feed = getattr(Project, reader)
     if reader == "state":
         feed(project, "[" * depth + "]" * depth)
-        feed(project, '{"version": 1, "packs": {"toy_add": {"approval": {"by": ' + "[" * depth + "]" * depth + "}}}}")
+        feed(
+            project,
+            '{"version": 1, "packs": {"toy_add": {"approval": {"by": '
+            + "[" * depth
+            + "]" * depth
+            + "}}}}",
+        )
         return
     feed(project, "a = " + "[" * depth + "]" * depth + "\n")
     feed(project, "a = " + "{b = " * depth + "1" + "}" * depth + "\n")
-    feed(project, "[" + ".".join(["a"] * depth) + "]\nb = 1\n")  # deep tables need no recursion to parse
+    # deep tables need no recursion to parse
+    feed(project, "[" + ".".join(["a"] * depth) + "]\nb = 1\n")
 
 
 @pytest.mark.parametrize("reader", sorted(READERS) + ["state"])
@@ -365,7 +504,8 @@ def test_oversized_files_are_refused(project, reader, tmp_path):
 def test_a_fifo_or_a_folder_is_one_error_never_a_block(tmp_path):
     lanes = tmp_path / "lanes"
     lanes.mkdir()
-    os.mkfifo(lanes / "pipe.toml")  # nobody writes to it: an open() for reading would wait forever
+    # nobody writes to it: an open() for reading would wait forever
+    os.mkfifo(lanes / "pipe.toml")
     with pytest.raises(InputError) as caught:
         load_lanes(lanes, root=tmp_path)
     assert str(caught.value) == "lanes/pipe.toml: not a regular file (a FIFO) — point it at a file"

@@ -13,7 +13,9 @@ from retire.packs import store
 from retire.packs.render import codify
 from tests.conftest import ROOT
 
-cmarkgfm = pytest.importorskip("cmarkgfm", reason="the test extra installs cmarkgfm (GitHub's cmark-gfm)")
+cmarkgfm = pytest.importorskip(
+    "cmarkgfm", reason="the test extra installs cmarkgfm (GitHub's cmark-gfm)"
+)
 from cmarkgfm.cmark import Options  # noqa: E402
 
 PACKS = sorted(p.parent.name for p in (ROOT / "shims").glob("*/pack.toml"))
@@ -58,7 +60,9 @@ def parts(html: str) -> _Text:
 
 # An identifier a reader should see as code: a name with an underscore, a dotted module path, a
 # call, or a version. Written independently of codify's patterns, to check what was rendered.
-LOOSE_IDENTIFIER = re.compile(r"\b\w*_\w+\b|\b[a-z]\w+\.[a-z_]\w*(?:\.\w+)*\b|\b\w+\(\)|\b\d+\.\d+\.\d+\b")
+LOOSE_IDENTIFIER = re.compile(
+    r"\b\w*_\w+\b|\b[a-z]\w+\.[a-z_]\w*(?:\.\w+)*\b|\b\w+\(\)|\b\d+\.\d+\.\d+\b"
+)
 
 
 @pytest.fixture(scope="module", params=PACKS)
@@ -91,24 +95,47 @@ def test_identifiers_are_code_and_underscores_are_never_emphasis(body):
 
 def test_the_dsa_indexer_body_renders_its_identifiers_as_code():
     rendered = parts(github_html(store.load_pack(ROOT, "dsa_indexer_memory").pack.body))
-    for identifier in ("_compute_index_scores", "[seqlen_q, batch, index_n_heads, seqlen_k]", "0.19.2", "rtol=1e-5",
-                       "torch.sum", "einsum('sbhd,tbd->sbht', q.float(), k.float())"):
+    for identifier in (
+        "_compute_index_scores",
+        "[seqlen_q, batch, index_n_heads, seqlen_k]",
+        "0.19.2",
+        "rtol=1e-5",
+        "torch.sum",
+        "einsum('sbhd,tbd->sbht', q.float(), k.float())",
+    ):
         assert identifier in rendered.code, identifier
 
 
-@pytest.mark.parametrize(("prose", "expected"), [
-    ("the DSA indexer computes q.float() then _compute_index_scores",
-     "the DSA indexer computes `q.float()` then `_compute_index_scores`"),
-    ("fixed in megatron-core>=0.19.2 (commit 3f9a2b1c), e.g. torch 2.11.0+cu130",
-     "fixed in `megatron-core>=0.19.2` (commit `3f9a2b1c`), e.g. torch `2.11.0+cu130`"),
-    ("keep `already.code`, [a_link](https://example.org/a_b) and https://example.org/x_y.z as they are",
-     "keep `already.code`, [a_link](https://example.org/a_b) and https://example.org/x_y.z as they are"),
-    ("DeepSeek-V3.2 and i.e. prose, 1234567 and decade stay prose", "DeepSeek-V3.2 and i.e. prose, 1234567 and decade stay prose"),
-    ("set TL_DISABLE_TMA_LOWER=1 and pass --mode without to shims/x/reproduce.py",
-     "set `TL_DISABLE_TMA_LOWER=1` and pass `--mode` without to `shims/x/reproduce.py`"),
-    ("scales every row by grad_output[0] over a [sq, b, h, sk] tensor",
-     "scales every row by `grad_output[0]` over a `[sq, b, h, sk]` tensor"),
-])
+@pytest.mark.parametrize(
+    ("prose", "expected"),
+    [
+        (
+            "the DSA indexer computes q.float() then _compute_index_scores",
+            "the DSA indexer computes `q.float()` then `_compute_index_scores`",
+        ),
+        (
+            "fixed in megatron-core>=0.19.2 (commit 3f9a2b1c), e.g. torch 2.11.0+cu130",
+            "fixed in `megatron-core>=0.19.2` (commit `3f9a2b1c`), e.g. torch `2.11.0+cu130`",
+        ),
+        (
+            "keep `already.code`, [a_link](https://example.org/a_b) and https://example.org/x_y.z as they are",
+            "keep `already.code`, [a_link](https://example.org/a_b) and https://example.org/x_y.z as they are",
+        ),
+        (
+            "DeepSeek-V3.2 and i.e. prose, 1234567 and decade stay prose",
+            "DeepSeek-V3.2 and i.e. prose, 1234567 and decade stay prose",
+        ),
+        (
+            "set TL_DISABLE_TMA_LOWER=1 and pass --mode without to shims/x/reproduce.py",
+            "set `TL_DISABLE_TMA_LOWER=1` and pass `--mode` without to `shims/x/reproduce.py`",
+        ),
+        (
+            "scales every row by grad_output[0] over a [sq, b, h, sk] tensor",
+            "scales every row by `grad_output[0]` over a `[sq, b, h, sk]` tensor",
+        ),
+    ],
+)
 def test_codify(prose, expected):
     assert codify(prose) == expected
-    assert codify(expected) == expected  # idempotent: spans are never nested
+    # idempotent: spans are never nested
+    assert codify(expected) == expected

@@ -37,20 +37,26 @@ def test_writing_over_a_folder_names_the_folder_in_one_line(tmp_path, capsys):
         assert exc.filename == str(tmp_path / "out.md")
     else:
         raise AssertionError("wrote over a folder")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.md", "shims"]  # no temporary file left
+    # no temporary file left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.md", "shims"]
 
 
 def test_a_stray_file_where_a_folder_goes_is_one_line(tmp_path, capsys):
     shimtree.write_shim(tmp_path / "shims", "toy_add")
     (tmp_path / "docs").write_text("a file, not a folder\n")
-    code, out, err = cli(capsys, tmp_path, "catalogue", "-o", str(tmp_path / "docs" / "catalogue.md"))
+    code, out, err = cli(
+        capsys, tmp_path, "catalogue", "-o", str(tmp_path / "docs" / "catalogue.md")
+    )
     assert code == 1 and "Traceback" not in err and err.count("\n") == 1
     assert err.startswith("patchlane: error: ") and "docs" in err
 
 
 def test_damaged_caches_are_misses(tmp_path):
     http = HttpCache(tmp_path / "http")
-    http.put(CacheEntry("https://example.org/x", b"{}", None, None, 0.0, 60, "application/json"), "application/json")
+    http.put(
+        CacheEntry("https://example.org/x", b"{}", None, None, 0.0, 60, "application/json"),
+        "application/json",
+    )
     assert http.get("https://example.org/x", "application/json") is not None
     for entry in (tmp_path / "http").rglob("*.json"):
         entry.write_text(DEEP)

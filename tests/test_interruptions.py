@@ -18,7 +18,7 @@ from tests.conftest import ROOT, run_cli
 from tests.support import shimtree
 from tests.test_runs import lane, toy_index, toy_project  # noqa: F401  (fixtures)
 
-ESCAPING_REPRODUCER = '''
+ESCAPING_REPRODUCER = """
 import os, subprocess, sys, time
 from pathlib import Path
 from shims import reproducer
@@ -31,7 +31,7 @@ def check(with_shim):
 
 if __name__ == "__main__":
     reproducer.run("{shim_id}", check, packages=["toylib"])
-'''
+"""
 
 
 def carrying(text: str) -> list[int]:
@@ -49,13 +49,22 @@ def carrying(text: str) -> list[int]:
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
-@pytest.mark.parametrize(("sig", "isolation"), [
-    (signal.SIGTERM, "process"), (signal.SIGINT, "process"), (signal.SIGKILL, "process"),
-    # Under the launcher the reproducer is a fork and its escaped grandchild a fresh interpreter
-    # it started: both must carry the run's marker as well.
-    (signal.SIGTERM, "launcher"), (signal.SIGKILL, "launcher"),
-], ids=["sigterm", "sigint", "sigkill", "sigterm-launcher", "sigkill-launcher"])
-def test_an_interrupted_run_leaves_nothing_running_and_keeps_what_finished(toy_project, capsys, sig, isolation):  # noqa: F811
+@pytest.mark.parametrize(
+    ("sig", "isolation"),
+    [
+        (signal.SIGTERM, "process"),
+        (signal.SIGINT, "process"),
+        (signal.SIGKILL, "process"),
+        # Under the launcher the reproducer is a fork and its escaped grandchild a fresh interpreter
+        # it started: both must carry the run's marker as well.
+        (signal.SIGTERM, "launcher"),
+        (signal.SIGKILL, "launcher"),
+    ],
+    ids=["sigterm", "sigint", "sigkill", "sigterm-launcher", "sigkill-launcher"],
+)
+def test_an_interrupted_run_leaves_nothing_running_and_keeps_what_finished(
+    toy_project, capsys, sig, isolation
+):
     p = toy_project
     shimtree.write_shim(p.root / "shims", "toy_escape", reproducer=ESCAPING_REPRODUCER)
     p.write("old", lane(shims='["toy", "toy_escape"]'))
@@ -64,26 +73,47 @@ def test_an_interrupted_run_leaves_nothing_running_and_keeps_what_finished(toy_p
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PATCHLANE_TEST_READY": str(ready)}
     # Ctrl-C as a terminal delivers it: SIGINT at its default, even where this test process
     # inherited it ignored (a shell's background job), which the controller would inherit too.
-    command = [sys.executable, "-m", "retire", "--root", str(p.root), "run", "--run-id", "i1", "-q", "--isolation", isolation]
+    command = [
+        sys.executable,
+        "-m",
+        "retire",
+        "--root",
+        str(p.root),
+        "run",
+        "--run-id",
+        "i1",
+        "-q",
+        "--isolation",
+        isolation,
+    ]
     default_sigint = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
-    controller = subprocess.Popen([sys.executable, "-c", default_sigint, *command],
-                                  env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  start_new_session=True)
+    controller = subprocess.Popen(
+        [sys.executable, "-c", default_sigint, *command],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while not ready.exists():
             assert controller.poll() is None, controller.communicate()
             assert time.monotonic() < deadline, "the escaping reproducer never started"
             time.sleep(0.05)
-        time.sleep(0.2)  # the grandchild is running and the reproducer sleeps
+        # the grandchild is running and the reproducer sleeps
+        time.sleep(0.2)
         started = time.monotonic()
         tree = carrying(str(ready))
-        assert len(tree) >= 2  # the reproducer and its escaped grandchild carry the lane's environment
+        # the reproducer and its escaped grandchild carry the lane's environment
+        assert len(tree) >= 2
         os.kill(controller.pid, sig)
         code = controller.wait(timeout=10)
         while carrying(str(ready)) and time.monotonic() - started < 5:
             time.sleep(0.05)
-        assert carrying(str(ready)) == [], "a reproducer or its grandchild outlived the interrupted run"
+        assert carrying(str(ready)) == [], (
+            "a reproducer or its grandchild outlived the interrupted run"
+        )
         assert time.monotonic() - started < 5
     finally:
         if controller.poll() is None:
@@ -97,27 +127,30 @@ def test_an_interrupted_run_leaves_nothing_running_and_keeps_what_finished(toy_p
         assert code == 130, err
         assert b"Traceback" not in err and b"interrupted" in err, err
     records = validation.load(p.root / "validation" / "manifest.jsonl")
-    assert {(r.shim, r.mode) for r in records} == {("toy", "without"), ("toy", "with")}  # finished: kept
+    # finished: kept
+    assert {(r.shim, r.mode) for r in records} == {("toy", "without"), ("toy", "with")}
     assert all(r.run == "i1" for r in records)
     assert not any(TOKEN_ENV in r.output_tail for r in records)
 
 
 def test_an_escaped_grandchild_of_a_finished_reproducer_is_killed(tmp_path):
     """A reproducer that daemonises a helper and exits leaves nothing behind either."""
-    from shims.manifest import load_manifest
     from retire.runs.reproduce import run_reproducer
+    from shims.manifest import load_manifest
 
     root, site = tmp_path / "shims", tmp_path / "site"
     shimtree.write_target(site)
-    body = '''from shims import reproducer
+    body = """from shims import reproducer
 import subprocess, sys
 def check(with_shim):
     subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True,
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return reproducer.BUG_REPRODUCED
 reproducer.run("toy_daemon", check)
-'''
-    manifest = load_manifest(shimtree.write_shim(root, "toy_daemon", reproducer=body) / "manifest.toml")
+"""
+    manifest = load_manifest(
+        shimtree.write_shim(root, "toy_daemon", reproducer=body) / "manifest.toml"
+    )
     marker = str(tmp_path / "marker")
     env = shimtree.subprocess_env(tmp_path, root, site, PATCHLANE_TEST_MARK=marker)
     record = run_reproducer(manifest, "without", env=env)
@@ -141,7 +174,7 @@ def syncing(mark: str) -> bool:
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
-def test_an_interrupt_during_a_lane_build_does_not_wait_for_uv(toy_project, capsys, tmp_path, sig):  # noqa: F811
+def test_an_interrupt_during_a_lane_build_does_not_wait_for_uv(toy_project, capsys, tmp_path, sig):
     """uv is downloading a wheel the index never finishes sending: SIGTERM (or the controller's
     death) ends the run at once, uv included (it carries the run's marker too), instead of
     waiting out uv's own timeouts."""
@@ -153,7 +186,9 @@ def test_an_interrupt_during_a_lane_build_does_not_wait_for_uv(toy_project, caps
     index = PackageIndex()
     index.add(build_wheel(tmp_path / "wheels", "slowlib", "1.0"), "2026-01-05")
     with FaultyIndexServer(index) as server:
-        p.write("slow", f'''
+        p.write(
+            "slow",
+            f'''
 [lane]
 python = "3.11"
 requirements = ["slowlib==1.0"]
@@ -161,24 +196,36 @@ shims = ["toy"]
 [lane.indexes.main]
 url = "{server.url}"
 default = true
-''')
+''',
+        )
         code, out, err = run_cli(p.root, "lock", "slow", capsys=capsys)
         assert code == 0, out + err
         server.faults.add("/files/slowlib", Fault(latency=60))
 
         mark = str(tmp_path / "mark")
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "PATCHLANE_TEST_MARK": mark,
-               "UV_CACHE_DIR": str(tmp_path / "cold-cache")}  # nothing cached: uv must download
-        controller = subprocess.Popen([sys.executable, "-m", "retire", "--root", str(p.root), "run", "slow", "-q"],
-                                      env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, start_new_session=True)
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "PATCHLANE_TEST_MARK": mark,
+            # nothing cached: uv must download
+            "UV_CACHE_DIR": str(tmp_path / "cold-cache"),
+        }
+        controller = subprocess.Popen(
+            [sys.executable, "-m", "retire", "--root", str(p.root), "run", "slow", "-q"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         try:
             deadline = time.monotonic() + 60
             while not syncing(mark):
                 assert controller.poll() is None, controller.communicate()
                 assert time.monotonic() < deadline, "uv never started syncing"
                 time.sleep(0.05)
-            time.sleep(0.5)  # uv is waiting for the wheel that does not come
+            # uv is waiting for the wheel that does not come
+            time.sleep(0.5)
             started = time.monotonic()
             os.kill(controller.pid, sig)
             code = controller.wait(timeout=10)
@@ -192,4 +239,6 @@ default = true
             for pid in carrying(mark):
                 os.kill(pid, signal.SIGKILL)
         _, err = controller.communicate()
-    assert code == (130 if sig == signal.SIGTERM else -signal.SIGKILL) and b"Traceback" not in err, err
+    assert (
+        code == (130 if sig == signal.SIGTERM else -signal.SIGKILL) and b"Traceback" not in err
+    ), err

@@ -5,12 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
-from retire.lanes import lanefile
 from retire.core.errors import ConfigError
+from retire.lanes import lanefile
 from tests.conftest import run_cli, subprocess_env
 
 GOOD = """
@@ -28,7 +28,10 @@ def write(root, name, text):
 
 
 def test_lane_file_becomes_an_immutable_lane(tmp_path):
-    write(tmp_path, "stable", """
+    write(
+        tmp_path,
+        "stable",
+        """
         # comment survives nothing here: reading only
         [lane]
         description = "the stack"
@@ -49,18 +52,22 @@ def test_lane_file_becomes_an_immutable_lane(tmp_path):
         name = "cudaext"
         version = "1.0.0"
         requires-dist = ["helper"]
-    """)
+    """,
+    )
     [lane] = lanefile.load_lanes(tmp_path / "lanes", root=tmp_path)
     assert lane.name == "stable"
     assert lane.platform == "aarch64-manylinux_2_28"
-    assert lane.exclude_newer == datetime(2026, 11, 1, tzinfo=timezone.utc)
-    assert lane.shims == ("a_shim", "b_shim")  # de-duplicated, order kept
-    assert lane.sources_dict == {"torchlike": "nightly"}  # names are normalised
+    assert lane.exclude_newer == datetime(2026, 11, 1, tzinfo=UTC)
+    # de-duplicated, order kept
+    assert lane.shims == ("a_shim", "b_shim")
+    # names are normalised
+    assert lane.sources_dict == {"torchlike": "nightly"}
     assert lane.env_dict == {"TL_DISABLE_TMA_LOWER": "1"}
     assert lane.static_metadata[0].requires_dist == ("helper",)
     assert lane.needs_cuda is True
     with pytest.raises(AttributeError):
-        lane.python = "3.13"  # frozen
+        # frozen
+        lane.python = "3.13"
 
 
 def test_digest_changes_with_lock_inputs_only(tmp_path):
@@ -68,7 +75,8 @@ def test_digest_changes_with_lock_inputs_only(tmp_path):
     [before] = lanefile.load_lanes(tmp_path / "lanes")
     write(tmp_path, "a", GOOD + 'shims = ["x_y"]\ndescription = "words"\n[lane.env]\nA = "1"\n')
     [cosmetic] = lanefile.load_lanes(tmp_path / "lanes")
-    assert cosmetic.digest == before.digest  # env, shims, prose do not change what is locked
+    # env, shims, prose do not change what is locked
+    assert cosmetic.digest == before.digest
     write(tmp_path, "a", GOOD.replace("2.1.0", "2.2.0"))
     [changed] = lanefile.load_lanes(tmp_path / "lanes")
     assert changed.digest != before.digest
@@ -129,36 +137,98 @@ def test_select_rejects_unknown_lane(tmp_path):
 BAD_INPUT = [
     ("unknown-key", '[lane]\npythn = "3.12"\nrequirements = []\n', "lane.pythn: unknown key"),
     ("wrong-type", "[lane]\npython = 3.12\nrequirements = []\n", "lane.python: expected a string"),
-    ("bad-specifier", '[lane]\npython = "3.12"\nrequirements = ["torch=2.9"]\n', "lane.requirements[0]: invalid requirement"),
-    ("bad-specifier-static", '[lane]\npython = "3.12"\nrequirements = []\n[[lane.static-metadata]]\nname = "x"\nversion = "1"\nrequires-dist = ["y>>1"]\n',
-     "lane.static-metadata[0].requires-dist[0]: invalid requirement"),
-    ("climbing-name", '[matrix]\nname = "../{a}"\n[matrix.base]\npython = "3.12"\nrequirements = []\n[matrix.axes.a.x]\n',
-     "invalid lane name '../x'"),
-    ("dupes", '[matrix]\nname = "same"\n[matrix.base]\npython = "3.12"\nrequirements = []\n[matrix.axes.a.x]\n[matrix.axes.a.y]\n',
-     "duplicate lane name 'same'"),
-    ("exclude-axis", '[matrix]\n[matrix.base]\npython = "3.12"\nrequirements = []\n[matrix.axes.a.x]\n[[matrix.exclude]]\nb = "x"\n',
-     "matrix.exclude[0].b: names unknown axis 'b'"),
-    ("exclude-value", '[matrix]\n[matrix.base]\npython = "3.12"\nrequirements = []\n[matrix.axes.a.x]\n[[matrix.exclude]]\na = "q"\n',
-     "matrix.exclude[0].a: unknown value 'q'"),
-    ("include-partial", '[matrix]\n[matrix.base]\npython = "3.12"\nrequirements = []\n[matrix.axes.a.x]\n[matrix.axes.b.y]\n[[matrix.include]]\na = "x"\n',
-     "matrix.include[0]: an include must name every axis"),
-    ("conflicting-pins", '[lane]\npython = "3.12"\nrequirements = ["torch==2.9.1", "Torch==2.10.0"]\n',
-     "lane.requirements[1]: conflicting pins for torch"),
-    ("conflicting-axes", '[matrix]\n[matrix.base]\nrequirements = []\n[matrix.axes.a.x]\npython = "3.12"\n[matrix.axes.b.y]\npython = "3.13"\n',
-     "matrix.axes.b.y.python: set to two values"),
-    ("unknown-index", '[lane]\npython = "3.12"\nrequirements = ["torch"]\n[lane.sources]\ntorch = "nightly"\n',
-     "lane.sources.torch: unknown index name 'nightly'"),
-    ("bad-index-url", '[lane]\npython = "3.12"\nrequirements = []\n[lane.indexes.x]\nurl = "ftp:/nope"\n', "lane.indexes.x.url: not a URL"),
-    ("malformed-date", '[lane]\npython = "3.12"\nrequirements = []\nexclude-newer = "2026-13-45"\n', "lane.exclude-newer: malformed date"),
+    (
+        "bad-specifier",
+        '[lane]\npython = "3.12"\nrequirements = ["torch=2.9"]\n',
+        "lane.requirements[0]: invalid requirement",
+    ),
+    (
+        "bad-specifier-static",
+        '[lane]\npython = "3.12"\nrequirements = []\n[[lane.static-metadata]]\nname = "x"\nversion = "1"\nrequires-dist = ["y>>1"]\n',
+        "lane.static-metadata[0].requires-dist[0]: invalid requirement",
+    ),
+    (
+        "climbing-name",
+        '[matrix]\nname = "../{a}"\n[matrix.base]\npython = "3.12"\nrequirements = []\n[matrix.axes.a.x]\n',
+        "invalid lane name '../x'",
+    ),
+    (
+        "dupes",
+        '[matrix]\nname = "same"\n[matrix.base]\npython = "3.12"\nrequirements = []\n[matrix.axes.a.x]\n[matrix.axes.a.y]\n',
+        "duplicate lane name 'same'",
+    ),
+    (
+        "exclude-axis",
+        '[matrix]\n[matrix.base]\npython = "3.12"\nrequirements = []\n[matrix.axes.a.x]\n[[matrix.exclude]]\nb = "x"\n',
+        "matrix.exclude[0].b: names unknown axis 'b'",
+    ),
+    (
+        "exclude-value",
+        '[matrix]\n[matrix.base]\npython = "3.12"\nrequirements = []\n[matrix.axes.a.x]\n[[matrix.exclude]]\na = "q"\n',
+        "matrix.exclude[0].a: unknown value 'q'",
+    ),
+    (
+        "include-partial",
+        '[matrix]\n[matrix.base]\npython = "3.12"\nrequirements = []\n[matrix.axes.a.x]\n[matrix.axes.b.y]\n[[matrix.include]]\na = "x"\n',
+        "matrix.include[0]: an include must name every axis",
+    ),
+    (
+        "conflicting-pins",
+        '[lane]\npython = "3.12"\nrequirements = ["torch==2.9.1", "Torch==2.10.0"]\n',
+        "lane.requirements[1]: conflicting pins for torch",
+    ),
+    (
+        "conflicting-axes",
+        '[matrix]\n[matrix.base]\nrequirements = []\n[matrix.axes.a.x]\npython = "3.12"\n[matrix.axes.b.y]\npython = "3.13"\n',
+        "matrix.axes.b.y.python: set to two values",
+    ),
+    (
+        "unknown-index",
+        '[lane]\npython = "3.12"\nrequirements = ["torch"]\n[lane.sources]\ntorch = "nightly"\n',
+        "lane.sources.torch: unknown index name 'nightly'",
+    ),
+    (
+        "bad-index-url",
+        '[lane]\npython = "3.12"\nrequirements = []\n[lane.indexes.x]\nurl = "ftp:/nope"\n',
+        "lane.indexes.x.url: not a URL",
+    ),
+    (
+        "malformed-date",
+        '[lane]\npython = "3.12"\nrequirements = []\nexclude-newer = "2026-13-45"\n',
+        "lane.exclude-newer: malformed date",
+    ),
     ("missing-python", "[lane]\nrequirements = []\n", "lane.python: missing"),
-    ("bad-python", '[lane]\npython = "3"\nrequirements = []\n', "lane.python: invalid Python version"),
-    ("bad-platform", '[lane]\npython = "3.12"\nplatform = "amiga"\nrequirements = []\n', "lane.platform: unknown target platform"),
-    ("bad-env", '[lane]\npython = "3.12"\nrequirements = []\n[lane.env]\nlower = "1"\n', "lane.env.lower: invalid environment variable name"),
-    ("bad-prerelease", '[lane]\npython = "3.12"\nrequirements = []\nprerelease = "yes"\n', "lane.prerelease: unknown pre-release mode"),
-    ("two-tables", '[lane]\npython = "3.12"\nrequirements = []\n[matrix]\n', "holds exactly one [lane] or one [matrix]"),
+    (
+        "bad-python",
+        '[lane]\npython = "3"\nrequirements = []\n',
+        "lane.python: invalid Python version",
+    ),
+    (
+        "bad-platform",
+        '[lane]\npython = "3.12"\nplatform = "amiga"\nrequirements = []\n',
+        "lane.platform: unknown target platform",
+    ),
+    (
+        "bad-env",
+        '[lane]\npython = "3.12"\nrequirements = []\n[lane.env]\nlower = "1"\n',
+        "lane.env.lower: invalid environment variable name",
+    ),
+    (
+        "bad-prerelease",
+        '[lane]\npython = "3.12"\nrequirements = []\nprerelease = "yes"\n',
+        "lane.prerelease: unknown pre-release mode",
+    ),
+    (
+        "two-tables",
+        '[lane]\npython = "3.12"\nrequirements = []\n[matrix]\n',
+        "holds exactly one [lane] or one [matrix]",
+    ),
     ("not-toml", "[lane\npython=", "invalid TOML"),
-    ("bad-template", '[matrix]\nname = "{nope}"\n[matrix.base]\npython = "3.12"\nrequirements = []\n[matrix.axes.a.x]\n',
-     "matrix.name: placeholder {nope} names no axis"),
+    (
+        "bad-template",
+        '[matrix]\nname = "{nope}"\n[matrix.base]\npython = "3.12"\nrequirements = []\n[matrix.axes.a.x]\n',
+        "matrix.name: placeholder {nope} names no axis",
+    ),
 ]
 
 
@@ -172,9 +242,11 @@ def test_bad_input_is_one_line_naming_file_key_and_fix(tmp_path, capsys, name, t
     assert len(lines) == 1, err
     assert lines[0].startswith(f"patchlane: error: lanes/{name}.toml")
     assert expected in lines[0]
-    assert " — " in lines[0]  # every error says what to do
+    # every error says what to do
+    assert " — " in lines[0]
     assert "Traceback" not in err + out
-    assert not (tmp_path / "locks").exists()  # nothing written
+    # nothing written
+    assert not (tmp_path / "locks").exists()
 
 
 def test_unknown_shim_is_rejected_when_the_project_has_shims(tmp_path, capsys):
@@ -187,27 +259,46 @@ def test_unknown_shim_is_rejected_when_the_project_has_shims(tmp_path, capsys):
 
 def test_real_cli_process_prints_no_traceback(tmp_path):
     write(tmp_path, "x", "[lane]\npython = 3.12\nrequirements = []\n")
-    proc = subprocess.run([sys.executable, "-m", "retire", "--root", str(tmp_path), "lanes"],
-                          capture_output=True, text=True, env=subprocess_env())
+    proc = subprocess.run(
+        [sys.executable, "-m", "retire", "--root", str(tmp_path), "lanes"],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
         "patchlane: error: lanes/x.toml: lane.python: expected a string, got a number 3.12 "
-        "— write it as a quoted version such as \"3.12\""
+        '— write it as a quoted version such as "3.12"'
     )
     assert "Traceback" not in proc.stderr
 
 
-@pytest.mark.parametrize("pins", [
-    ('"torch==2.11"', '"torch==2.11.0"'),    # the same version, spelled twice
-    ('"torch==2.11.*"', '"torch==2.11.0"'),  # a wildcard is a range that holds the pin
-])
+@pytest.mark.parametrize(
+    "pins",
+    [
+        # the same version, spelled twice
+        ('"torch==2.11"', '"torch==2.11.0"'),
+        # a wildcard is a range that holds the pin
+        ('"torch==2.11.*"', '"torch==2.11.0"'),
+    ],
+)
 def test_agreeing_pins_are_not_a_conflict(tmp_path, pins):
-    write(tmp_path, "a", f'[lane]\npython = "3.12"\nrequirements = [{pins[0]}]\nconstraints = [{pins[1]}]\n')
+    write(
+        tmp_path,
+        "a",
+        f'[lane]\npython = "3.12"\nrequirements = [{pins[0]}]\nconstraints = [{pins[1]}]\n',
+    )
     assert lanefile.load_lanes(tmp_path / "lanes")[0].name == "a"
 
 
 def test_a_matrix_description_reaches_its_cells(tmp_path):
-    write(tmp_path, "m", '[matrix]\ndescription = "the grid"\n[matrix.base]\npython = "3.12"\nrequirements = []\n'
-                         '[matrix.axes.a.x]\n[matrix.axes.a.y]\ndescription = "the odd one"\n')
+    write(
+        tmp_path,
+        "m",
+        '[matrix]\ndescription = "the grid"\n[matrix.base]\npython = "3.12"\nrequirements = []\n'
+        '[matrix.axes.a.x]\n[matrix.axes.a.y]\ndescription = "the odd one"\n',
+    )
     assert [(l.name, l.description) for l in lanefile.load_lanes(tmp_path / "lanes")] == [
-        ("m-x", "the grid"), ("m-y", "the odd one")]
+        ("m-x", "the grid"),
+        ("m-y", "the odd one"),
+    ]

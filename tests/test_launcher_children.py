@@ -25,7 +25,8 @@ import json, os, sys, time
 print(json.dumps({"heavy_preloaded": "heavypkg" in sys.modules, "argv": sys.argv, "path0": sys.path[0],
                   "name": __name__, "file": "__file__" in globals(), "x": os.environ.get("CHILD_X"),
                   "shims_active": getattr(sys.modules.get("shims"), "_activated", False),
-                  # what a stop or the guard looks for (retire.runs.reaper): it must reach this child too
+                  # what a stop or the guard looks for (retire.runs.reaper): it must reach this
+                  # child too
                   "marked": b"PATCHLANE_RUN_TOKEN=" in open("/proc/self/environ", "rb").read(),
                   "began": time.time()}))
 import heavypkg  # logs an import it has to do itself
@@ -35,11 +36,11 @@ sys.stderr.write("to stderr\n")
 raise SystemExit(int(os.environ.get("CHILD_EXIT", "0")))
 """
 
-CHILDREN_REPRODUCER = '''
+CHILDREN_REPRODUCER = f"""
 import json, os
 from shims import child, reproducer
 
-PROBE = {probe!r}
+PROBE = {PROBE!r}
 
 def check(with_shim):
     env = dict(os.environ, CHILD_X="x", CHILD_SLEEP="0.5")
@@ -54,14 +55,16 @@ def check(with_shim):
 
 if __name__ == "__main__":
     reproducer.run("{{shim_id}}", check, packages=["toylib"])
-'''.format(probe=PROBE)
+"""
+
 
 def _reproducer(check_body: str) -> str:
     """A toy reproducer whose check() is ``check_body``; ``_log`` writes its children's pids to GRANDCHILD_LOG."""
     return (
         "import os, subprocess\nfrom shims import child, reproducer\n\n"
         "def _log(pid):\n    with open(os.environ['GRANDCHILD_LOG'], 'w') as handle:\n        handle.write(str(pid))\n\n"
-        "def check(with_shim):\n" + textwrap.indent(textwrap.dedent(check_body), "    ")
+        "def check(with_shim):\n"
+        + textwrap.indent(textwrap.dedent(check_body), "    ")
         + '\nif __name__ == "__main__":\n    reproducer.run("{shim_id}", check, packages=["toylib"])\n'
     )
 
@@ -116,7 +119,11 @@ THREADED_REPRODUCER = _reproducer("""
 
 
 def _children(record) -> list[dict]:
-    return [json.loads(line[len("# child "):]) for line in record.output_tail.splitlines() if line.startswith("# child ")]
+    return [
+        json.loads(line[len("# child ") :])
+        for line in record.output_tail.splitlines()
+        if line.startswith("# child ")
+    ]
 
 
 def _gone(pid: int, within: float = 5.0) -> bool:
@@ -135,20 +142,27 @@ def test_children_are_forks_of_the_launcher_unless_they_must_import_fresh(tree):
     assert forked.outcome == fresh.outcome == "fix-validated", forked.output_tail
     under_launcher, in_process = _children(forked), _children(fresh)
     # The plain child skipped the import (a fork of the launcher, where heavypkg was preloaded);
-    # the one that must import heavypkg itself is a fresh interpreter, as both are without a launcher.
+    # the one that must import heavypkg itself is a fresh interpreter, as both are without a
+    # launcher.
     assert [c["forked"] for c in under_launcher] == [True, False]
     assert [c["heavy_preloaded"] for c in under_launcher] == [True, False]
     assert [c["forked"] for c in in_process] == [False, False]
-    # heavypkg imports: the launcher's, the fresh child's under it, both fresh children's without it.
+    # heavypkg imports: the launcher's, the fresh child's under it, both fresh children's without
+    # it.
     assert len((tmp / "heavy.log").read_text().split()) == 1 + 1 + 2
     # Everything else is what ``python -c`` gives, whichever way the child started.
     same = ("argv", "path0", "name", "file", "x", "code", "stderr", "shims_active", "marked")
-    assert [{k: c[k] for k in same} for c in under_launcher] == [{k: c[k] for k in same} for c in in_process]
+    assert [{k: c[k] for k in same} for c in under_launcher] == [
+        {k: c[k] for k in same} for c in in_process
+    ]
     assert under_launcher[0]["argv"] == ["-c", "a1", "a2"] and under_launcher[0]["path0"] == ""
     assert under_launcher[0]["name"] == "__main__" and not under_launcher[0]["file"]
-    assert [c["code"] for c in under_launcher] == [0, 3] and under_launcher[0]["stderr"] == "to stderr\n"
+    assert [c["code"] for c in under_launcher] == [0, 3] and under_launcher[0][
+        "stderr"
+    ] == "to stderr\n"
     assert all(c["marked"] for c in under_launcher)
-    assert not under_launcher[0]["shims_active"]  # the run's shim was activated in the run, not before the fork
+    # the run's shim was activated in the run, not before the fork
+    assert not under_launcher[0]["shims_active"]
     # Started together, they ran side by side: each began before the other ended.
     for children in (under_launcher, in_process):
         first, second = children
@@ -176,7 +190,8 @@ def test_a_child_ends_with_its_run(tree):
         record = launcher.run(manifest, "without", env=env)
         assert record.outcome == "fix-validated", record.output_tail
         pids = [int(pid) for pid in (tmp / "grandchild.pid").read_text().split()]
-        assert len(pids) == 2 and all(_gone(pid) for pid in pids)  # while the launcher still serves
+        # while the launcher still serves
+        assert len(pids) == 2 and all(_gone(pid) for pid in pids)
         assert launcher.run(_shim(root, "toy"), "without", env=env).outcome == "bug-reproduced"
 
 
@@ -188,7 +203,8 @@ def test_children_waited_for_from_two_threads_do_not_hold_each_other_up(tree):
         record = launcher.run(manifest, "without", env=env)
     assert record.outcome == "fix-validated", record.output_tail
     assert "# threads first=0:saw it:True second=0:wrote it:True" in record.output_tail
-    assert time.monotonic() - began < 15  # not the first child's 20 s timeout
+    # not the first child's 20 s timeout
+    assert time.monotonic() - began < 15
 
 
 def test_outside_patchlane_a_child_is_a_fresh_interpreter(tmp_path):
@@ -201,7 +217,17 @@ def test_outside_patchlane_a_child_is_a_fresh_interpreter(tmp_path):
         done = child.run(PROBE, "z", timeout=60)
         print(json.dumps({"forked": done.forked, "code": done.returncode, "out": done.stdout.splitlines()[0]}))
     """).replace("PROBE", repr(PROBE))
-    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     answer = json.loads(result.stdout)
     assert answer["forked"] is False and answer["code"] == 0
-    assert json.loads(answer["out"])["argv"] == ["-c", "z"] and json.loads(answer["out"])["x"] == "plain"
+    assert (
+        json.loads(answer["out"])["argv"] == ["-c", "z"]
+        and json.loads(answer["out"])["x"] == "plain"
+    )

@@ -29,25 +29,38 @@ OLD_PY, NEW_PY = "python_full_version < '3.12'", "python_full_version >= '3.12'"
 
 
 def test_two_entries_of_one_package_for_different_pythons_are_two_rows():
-    before = lock(entry("numpy", "1.26.4", OLD_PY), entry("numpy", "2.0.0", NEW_PY), entry("six", "1.16"))
-    after = lock(entry("numpy", "1.26.4", OLD_PY), entry("numpy", "2.2.1", NEW_PY), entry("six", "1.17"))
+    before = lock(
+        entry("numpy", "1.26.4", OLD_PY), entry("numpy", "2.0.0", NEW_PY), entry("six", "1.16")
+    )
+    after = lock(
+        entry("numpy", "1.26.4", OLD_PY), entry("numpy", "2.2.1", NEW_PY), entry("six", "1.17")
+    )
     changes = lockdiff.diff(before, after)
     assert [(c.name, c.marker, c.old, c.new, c.kind) for c in changes] == [
-        ("numpy", NEW_PY, "2.0.0", "2.2.1", "minor"),  # the 3.11 entry did not change: no row for it
+        # the 3.11 entry did not change: no row for it
+        ("numpy", NEW_PY, "2.0.0", "2.2.1", "minor"),
         ("six", None, "1.16", "1.17", "minor"),
     ]
     # A package that splits in two is one removal and two additions, each with its marker.
     split = lockdiff.diff(lock(entry("numpy", "1.26.4")), before)
-    assert [(c.marker, c.kind) for c in split if c.name == "numpy"] == [(None, "removed"), (OLD_PY, "added"), (NEW_PY, "added")]
+    assert [(c.marker, c.kind) for c in split if c.name == "numpy"] == [
+        (None, "removed"),
+        (OLD_PY, "added"),
+        (NEW_PY, "added"),
+    ]
     # The only entry of a name whose marker was rewritten stays one row.
-    moved = lockdiff.diff(lock(entry("six", "1.16", "python_version >= '3'")), lock(entry("six", "1.17")))
+    moved = lockdiff.diff(
+        lock(entry("six", "1.16", "python_version >= '3'")), lock(entry("six", "1.17"))
+    )
     assert [(c.name, c.old, c.new) for c in moved] == [("six", "1.16", "1.17")]
     table = lockdiff.markdown_table(changes)
     assert "| package | marker | old | new | kind | uploaded |" in table and f"`{NEW_PY}`" in table
 
 
 def test_a_lock_with_no_markers_keeps_the_old_table():
-    table = lockdiff.markdown_table(lockdiff.diff(lock(entry("six", "1.16")), lock(entry("six", "1.17"))))
+    table = lockdiff.markdown_table(
+        lockdiff.diff(lock(entry("six", "1.16")), lock(entry("six", "1.17")))
+    )
     assert table.splitlines()[0] == "| package | old | new | kind | uploaded |"
 
 
@@ -57,32 +70,57 @@ def uv_export(project_dir, universe, *, exclude_newer: str) -> str:
     (project_dir / "pyproject.toml").write_text(
         '[project]\nname = "app"\nversion = "0"\nrequires-python = ">=3.11"\n'
         'dependencies = ["torchlike>=2", "helper<1.5; python_version < \'3.12\'", "helper>=1.5; python_version >= \'3.12\'"]\n'
-        f'[[tool.uv.index]]\nname = "main"\nurl = "{universe["main"].url}"\ndefault = true\n')
-    for args in (["lock", "--exclude-newer", exclude_newer, "--upgrade"],
-                 ["export", "--format", "pylock.toml", "--no-header", "--output-file", "pylock.toml", "--frozen"]):
-        proc = subprocess.run([uv.binary(), *args], cwd=project_dir, capture_output=True, text=True,
-                              env=uv.base_env(without_indexes=True))
+        f'[[tool.uv.index]]\nname = "main"\nurl = "{universe["main"].url}"\ndefault = true\n'
+    )
+    for args in (
+        ["lock", "--exclude-newer", exclude_newer, "--upgrade"],
+        [
+            "export",
+            "--format",
+            "pylock.toml",
+            "--no-header",
+            "--output-file",
+            "pylock.toml",
+            "--frozen",
+        ],
+    ):
+        proc = subprocess.run(
+            [uv.binary(), *args],
+            cwd=project_dir,
+            capture_output=True,
+            text=True,
+            env=uv.base_env(without_indexes=True),
+        )
         assert proc.returncode == 0, proc.stderr
     return (project_dir / "pylock.toml").read_text()
 
 
 def test_uv_export_locks_are_readable_and_diffable(project, tmp_path, capsys):
     old = tmp_path / "old.toml"
-    old.write_text(uv_export(tmp_path / "app", project.universe, exclude_newer="2026-05-15T00:00:00Z"))
+    old.write_text(
+        uv_export(tmp_path / "app", project.universe, exclude_newer="2026-05-15T00:00:00Z")
+    )
     new = tmp_path / "new.toml"
-    new.write_text(uv_export(tmp_path / "app", project.universe, exclude_newer="2026-11-01T00:00:00Z"))
+    new.write_text(
+        uv_export(tmp_path / "app", project.universe, exclude_newer="2026-11-01T00:00:00Z")
+    )
     helpers = [p for p in tomllib.loads(new.read_text())["packages"] if p["name"] == "helper"]
-    assert len(helpers) == 2 and all("marker" in p for p in helpers)  # one per Python range
+    # one per Python range
+    assert len(helpers) == 2 and all("marker" in p for p in helpers)
 
     code, out, _ = run_cli(project.root, "lockdiff", str(old), str(new), "--json", capsys=capsys)
     assert code == 0
     document = json.loads(out)
     assert document["old"]["origin"] == "foreign lock, created by uv"
     rows = {(c["name"], c["marker"]): (c["old"], c["new"], c["kind"]) for c in document["changes"]}
-    # helper for Python ≥ 3.12 moved 1.5 → 2.0; helper for 3.11 stayed 1.0 and is no row; torchlike moved.
-    assert rows == {("helper", "python_full_version >= '3.12'"): ("1.5", "2.0", "major"),
-                    ("torchlike", None): ("2.1.0", "2.2.0", "minor")}
-    assert "app" not in {name for name, _ in rows}  # the exported project itself is not a package change
+    # helper for Python ≥ 3.12 moved 1.5 → 2.0; helper for 3.11 stayed 1.0 and is no row; torchlike
+    # moved.
+    assert rows == {
+        ("helper", "python_full_version >= '3.12'"): ("1.5", "2.0", "major"),
+        ("torchlike", None): ("2.1.0", "2.2.0", "minor"),
+    }
+    # the exported project itself is not a package change
+    assert "app" not in {name for name, _ in rows}
     code, out, _ = run_cli(project.root, "lockdiff", str(old), str(new), capsys=capsys)
     assert code == 0 and "helper" in out and "; python_full_version >= '3.12'" in out
 
@@ -91,23 +129,43 @@ def test_lockdiff_refuses_what_is_not_a_lock_in_one_line(tmp_path, capsys):
     (tmp_path / "a.toml").write_text('name = "x"\n')
     (tmp_path / "b.toml").write_text("[[packages]\n")
     for bad in ("a.toml", "b.toml", "missing.toml"):
-        code, _, err = run_cli(tmp_path, "lockdiff", str(tmp_path / bad), str(tmp_path / "a.toml"), capsys=capsys)
+        code, _, err = run_cli(
+            tmp_path, "lockdiff", str(tmp_path / bad), str(tmp_path / "a.toml"), capsys=capsys
+        )
         assert code == 2 and err.count("\n") == 1 and bad in err, err
 
 
 def _pip_lock_works() -> bool:
-    proc = subprocess.run([sys.executable, "-m", "pip", "lock", "--help"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "lock", "--help"], capture_output=True, text=True
+    )
     return proc.returncode == 0
 
 
-needs_pip_lock = pytest.mark.skipif(not _pip_lock_works(), reason="pip lock needs pip >= 25.1 (the test extra installs it)")
+needs_pip_lock = pytest.mark.skipif(
+    not _pip_lock_works(), reason="pip lock needs pip >= 25.1 (the test extra installs it)"
+)
 
 
 def pip_lock(universe, tmp_path, *requirements: str):
     out = tmp_path / "pylock.toml"
-    proc = subprocess.run([sys.executable, "-m", "pip", "lock", "--no-cache-dir", "--disable-pip-version-check",
-                           "--index-url", universe["main"].url, "-o", str(out), *requirements],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "lock",
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+            "--index-url",
+            universe["main"].url,
+            "-o",
+            str(out),
+            *requirements,
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     return out
 
@@ -127,7 +185,9 @@ def test_a_pip_lock_is_foreign_readable_and_replaced(project, tmp_path, capsys):
     code, out, _ = run_cli(project.root, "run", "--no-record", capsys=capsys)
     assert code == 1 and "the lock is foreign (not made by patchlane" in out
     # … diffable as it is …
-    code, out, _ = run_cli(project.root, "lockdiff", str(made_by_pip), str(project.lock_file("a")), capsys=capsys)
+    code, out, _ = run_cli(
+        project.root, "lockdiff", str(made_by_pip), str(project.lock_file("a")), capsys=capsys
+    )
     assert code == 0 and "foreign lock, created by pip" in out
     # … and replaced by a patchlane lock that keeps its pins (uv reads it as preferences).
     code, out, _ = run_cli(project.root, "lock", capsys=capsys)

@@ -39,7 +39,8 @@ def test_lock_is_pep751_with_hashes_and_provenance(project, capsys):
     path = project.lock_file("base")
     assert is_valid_pylock_path(path)
     data = tomllib.loads(path.read_text())
-    lock = Pylock.from_dict(data)  # packaging's validator accepts it
+    # packaging's validator accepts it
+    lock = Pylock.from_dict(data)
     versions = {str(p.name): str(p.version) for p in lock.packages}
     # exclude-newer froze the universe at 2026-07-01: helper 2.0 (October) is not visible.
     assert versions == {"torchlike": "2.2.0", "helper": "1.5"}
@@ -47,7 +48,11 @@ def test_lock_is_pep751_with_hashes_and_provenance(project, capsys):
     tool = data["tool"]["patchlane"]
     [lane] = lanefile.load_lanes(project.root / "lanes")
     assert tool["digest"] == lane.digest
-    assert tool["lane"] == "base" and tool["uv-version"] and tool["exclude-newer"] == "2026-07-01T00:00:00Z"
+    assert (
+        tool["lane"] == "base"
+        and tool["uv-version"]
+        and tool["exclude-newer"] == "2026-07-01T00:00:00Z"
+    )
     assert "locked" in out and "base" in out
 
 
@@ -68,7 +73,8 @@ def test_unchanged_lane_is_skipped_without_asking_uv(project, universe, capsys):
     code, out, _ = run_cli(project.root, "lock", capsys=capsys)
     assert code == 0 and "up-to-date" in out
     assert project.lock_file("base").read_bytes() == before
-    assert len(universe["main"].index.requests) == requests  # no network at all
+    # no network at all
+    assert len(universe["main"].index.requests) == requests
 
 
 def test_check_names_stale_and_missing_locks(project, capsys):
@@ -83,16 +89,23 @@ def test_check_names_stale_and_missing_locks(project, capsys):
     # Each lock is named by its state: a lane that changed is stale, one never locked is missing.
     assert "stale   a: lane changed" in out and "missing c: no lock" in out
     assert " b:" not in out
-    assert not project.lock_file("c").exists()  # --check writes nothing
+    # --check writes nothing
+    assert not project.lock_file("c").exists()
 
 
 def test_nightly_comes_only_from_its_index(project, capsys):
-    project.write("nightly", lane_text('"torchlike>=2.3.0.dev0"', 'prerelease = "allow"\nexclude-newer = 2026-07-02T12:00:00Z') + """
+    project.write(
+        "nightly",
+        lane_text(
+            '"torchlike>=2.3.0.dev0"', 'prerelease = "allow"\nexclude-newer = 2026-07-02T12:00:00Z'
+        )
+        + """
 [lane.indexes.nightly]
 url = "@NIGHTLY@"
 [lane.sources]
 torchlike = "nightly"
-""")
+""",
+    )
     code, out, _ = run_cli(project.root, "lock", capsys=capsys)
     assert code == 0, out
     versions = packages(project.lock_file("nightly"))
@@ -105,12 +118,16 @@ torchlike = "nightly"
 
 
 def test_static_metadata_locks_an_unbuildable_sdist(project, capsys):
-    project.write("ext", lane_text('"kernels==0.5.0", "torchlike==2.2.0"') + """
+    project.write(
+        "ext",
+        lane_text('"kernels==0.5.0", "torchlike==2.2.0"')
+        + """
 [[lane.static-metadata]]
 name = "cudaext"
 version = "1.0.0"
 requires-dist = ["helper"]
-""")
+""",
+    )
     code, out, _ = run_cli(project.root, "lock", capsys=capsys)
     assert code == 0, out
     data = tomllib.loads(project.lock_file("ext").read_text())
@@ -123,27 +140,36 @@ def test_failing_lane_keeps_previous_lock_and_others_still_lock(project, capsys)
     project.write("bad", lane_text('"torchlike==2.1.0"'))
     assert run_cli(project.root, "lock", capsys=capsys)[0] == 0
     previous = project.lock_file("bad").read_bytes()
-    project.write("bad", lane_text('"torchlike==9.9"'))  # unresolvable
+    # unresolvable
+    project.write("bad", lane_text('"torchlike==9.9"'))
     project.write("good", lane_text('"helper==1.5"'))
     project.write("offline", lane_text('"helper"').replace("@MAIN@", "http://127.0.0.1:9/simple"))
     code, out, _ = run_cli(project.root, "lock", capsys=capsys)
     assert code == 1
     assert "failed      bad:" in out and "torchlike" in out
-    assert "| " in out  # uv's full explanation is shown under the failure
+    # uv's full explanation is shown under the failure
+    assert "| " in out
     assert "unreachable offline:" in out
-    assert project.lock_file("bad").read_bytes() == previous  # untouched
+    # untouched
+    assert project.lock_file("bad").read_bytes() == previous
     assert packages(project.lock_file("good")) == {"helper": "1.5"}
     assert not project.lock_file("offline").exists()
 
 
 def test_index_without_url_is_reported_unreachable_not_fatal(project, capsys):
-    project.write("night", lane_text('"torchlike"') + '[lane.indexes.pytorch-nightly]\n[lane.sources]\ntorchlike = "pytorch-nightly"\n')
+    project.write(
+        "night",
+        lane_text('"torchlike"')
+        + '[lane.indexes.pytorch-nightly]\n[lane.sources]\ntorchlike = "pytorch-nightly"\n',
+    )
     project.write("ok", lane_text('"helper==1.0"'))
     code, out, _ = run_cli(project.root, "lock", capsys=capsys)
-    assert code == 0  # an index this host cannot reach is not the lane's fault …
+    # an index this host cannot reach is not the lane's fault …
+    assert code == 0
     assert "unreachable night: index 'pytorch-nightly' has no URL on this host" in out
     assert project.lock_file("ok").exists()
-    assert run_cli(project.root, "lock", "--require-all", capsys=capsys)[0] == 1  # … unless asked
+    # … unless asked
+    assert run_cli(project.root, "lock", "--require-all", capsys=capsys)[0] == 1
     # A missing lock fails --check, also one this host could not make …
     code, out, _ = run_cli(project.root, "lock", "--check", capsys=capsys)
     assert code == 1 and "missing night: no lock, and its index has no URL on this host" in out
@@ -153,8 +179,11 @@ def test_index_without_url_is_reported_unreachable_not_fatal(project, capsys):
 
 
 def test_index_url_can_come_from_uv_configuration(project, monkeypatch, capsys):
-    project.write("night", lane_text('"torchlike>=2.3.0.dev0"', 'prerelease = "allow"') +
-                  '[lane.indexes.pytorch-nightly]\n[lane.sources]\ntorchlike = "pytorch-nightly"\n')
+    project.write(
+        "night",
+        lane_text('"torchlike>=2.3.0.dev0"', 'prerelease = "allow"')
+        + '[lane.indexes.pytorch-nightly]\n[lane.sources]\ntorchlike = "pytorch-nightly"\n',
+    )
     monkeypatch.setenv("UV_INDEX", f"pytorch-nightly={project.universe['nightly'].url}")
     code, out, _ = run_cli(project.root, "lock", capsys=capsys)
     assert code == 0, out
@@ -213,10 +242,16 @@ def test_lock_state_is_current_stale_missing_or_foreign(project, capsys):
 
     # b's lock copied over a's: the same definition, but made for another lane.
     project.lock_file("a").write_bytes(project.lock_file("b").read_bytes())
-    assert locking.lock_state(a, locks).freshness == "foreign" and "made for lane 'b'" in locking.lock_state(a, locks).why
+    assert (
+        locking.lock_state(a, locks).freshness == "foreign"
+        and "made for lane 'b'" in locking.lock_state(a, locks).why
+    )
     text = project.lock_file("b").read_text()
-    project.lock_file("a").write_text(text[:text.index("\n[tool.patchlane]")] + "\n")  # uv's own lock, no provenance
+    # uv's own lock, no provenance
+    project.lock_file("a").write_text(text[: text.index("\n[tool.patchlane]")] + "\n")
     assert "not made by patchlane" in locking.lock_state(a, locks).why
     project.lock_file("a").write_text("[[packages]\n")
     assert locking.lock_state(a, locks).freshness == "foreign"
-    assert [(lane.name, why) for lane, why in locking.stale_lanes([a, b], locks)] == [("a", "pylock.toml is not readable TOML")]
+    assert [(lane.name, why) for lane, why in locking.stale_lanes([a, b], locks)] == [
+        ("a", "pylock.toml is not readable TOML")
+    ]

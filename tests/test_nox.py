@@ -51,9 +51,14 @@ def nox_project(project, toy_wheels):
 
 def nox(project, *args, timeout=600):
     # One stream, in order: nox's own lines and patchlane's output interleave as a user sees them.
-    proc = subprocess.run([sys.executable, "-m", "nox", "-f", str(project.root / "noxfile.py"), *args],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=project.root,
-                          timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nox", "-f", str(project.root / "noxfile.py"), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=project.root,
+        timeout=timeout,
+    )
     proc.stderr = ""
     return proc
 
@@ -61,9 +66,13 @@ def nox(project, *args, timeout=600):
 def test_nox_lists_one_tagged_session_per_lane(nox_project):
     proc = nox(nox_project, "--list", "--json")
     assert proc.returncode == 0, proc.stdout
-    listing = proc.stdout[proc.stdout.index("["):]
+    listing = proc.stdout[proc.stdout.index("[") :]
     sessions = {s["session"]: s["tags"] for s in json.loads(listing) if s["name"] == "lane"}
-    assert sessions == {"lane(name='gpu')": ["gpu"], "lane(name='new')": ["cpu"], "lane(name='old')": ["cpu"]}
+    assert sessions == {
+        "lane(name='gpu')": ["gpu"],
+        "lane(name='new')": ["cpu"],
+        "lane(name='old')": ["cpu"],
+    }
 
 
 def test_nox_lock_then_lane_runs_the_matrix(nox_project):
@@ -80,12 +89,16 @@ def test_nox_lock_then_lane_runs_the_matrix(nox_project):
     # One session per lane, then the summary of this invocation.
     for name in ("old", "new", "gpu"):
         assert f"Session lane(name='{name}') was successful" in out
-    summary = out[out.index("Running session summary"):]
+    summary = out[out.index("Running session summary") :]
     assert "needed" in summary and "upstream-fixed" in summary and "gpu: skipped" in summary
     records = validation.load(p.root / "validation" / "manifest.jsonl")
     assert {(r.lane, r.mode, r.outcome) for r in records} >= {
-        ("old", "without", "bug-reproduced"), ("old", "with", "fix-validated"), ("new", "without", "fix-validated")}
-    assert len({r.run for r in records}) == 1  # one nox invocation, one run id
+        ("old", "without", "bug-reproduced"),
+        ("old", "with", "fix-validated"),
+        ("new", "without", "fix-validated"),
+    }
+    # one nox invocation, one run id
+    assert len({r.run for r in records}) == 1
 
 
 def test_nox_selects_lanes_by_session_name_and_by_posargs(nox_project):
@@ -103,9 +116,12 @@ def test_nox_selects_lanes_by_session_name_and_by_posargs(nox_project):
 
 @pytest.mark.parametrize("session", ["lanes", "lane"])
 def test_nox_reports_bad_lane_files_in_one_line_and_fails(nox_project, session):
-    (nox_project.root / "lanes" / "bad.toml").write_text('[lane]\npython = 3.12\nrequirements = []\n')
+    (nox_project.root / "lanes" / "bad.toml").write_text(
+        "[lane]\npython = 3.12\nrequirements = []\n"
+    )
     proc = nox(nox_project, "-s", session)
-    assert proc.returncode != 0  # the default session must fail too, not skip: CI stays red
+    # the default session must fail too, not skip: CI stays red
+    assert proc.returncode != 0
     assert "lanes/bad.toml: lane.python: expected a string" in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
 
@@ -122,7 +138,9 @@ def test_nox_runs_lanes_in_parallel_and_the_summary_after_them(nox_project):
     table = nox(p, "-s", "lane", "summary", "-j", "2")
     out = table.stdout
     assert table.returncode == 0, out
-    summary = out[out.rindex("shim "):]  # the table comes last: the summary ran after every lane
+    # the table comes last: the summary ran after every lane
+    summary = out[out.rindex("shim ") :]
     assert "needed" in summary and "upstream-fixed" in summary and "gpu: skipped" in summary
     records = validation.load(p.root / "validation" / "manifest.jsonl")
-    assert len({r.run for r in records}) == 2  # two invocations, each lane of one run under one id
+    # two invocations, each lane of one run under one id
+    assert len({r.run for r in records}) == 2

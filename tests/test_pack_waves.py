@@ -12,13 +12,20 @@ import pytest
 
 from retire.core.errors import ConfigError
 from retire.core.git import Git
-from retire.packs.waves import (
-    Approval, Candidate, Filing, FilingState, dumps_state, last_waves, parse_state, plan_wave,
-)
 from retire.packs.store import filing_queue, load_pack, markdown_section
+from retire.packs.waves import (
+    Approval,
+    Candidate,
+    Filing,
+    FilingState,
+    dumps_state,
+    last_waves,
+    parse_state,
+    plan_wave,
+)
 from tests.support.packtree import PackProject, github_manifest
 
-NOW = _dt.datetime.now(_dt.timezone.utc)
+NOW = _dt.datetime.now(_dt.UTC)
 DAY = _dt.date(2026, 11, 23)
 
 
@@ -44,25 +51,40 @@ def ids(plan) -> list[str]:
 def test_wave_takes_priority_order_two_per_repository_at_most_four():
     plan = plan_wave(QUEUE, {}, DAY)
     assert ids(plan) == ["mega_crash", "mega_crash_2", "mamba_crash", "mamba_refactor"]
-    assert [repo for repo, _ in plan.by_repository()] == ["NVIDIA/Megatron-LM", "state-spaces/mamba"]
+    assert [repo for repo, _ in plan.by_repository()] == [
+        "NVIDIA/Megatron-LM",
+        "state-spaces/mamba",
+    ]
     held = dict(plan.held)
     assert held["tile-ai/tilelang"] == "wave full (4 packs); waits for the next one"
     assert "NVIDIA/TransformerEngine" in held
 
 
 def test_wave_spacing_is_two_days_per_repository():
-    waves = {"nvidia/megatron-lm": DAY - _dt.timedelta(days=1), "state-spaces/mamba": DAY - _dt.timedelta(days=2)}
+    waves = {
+        "nvidia/megatron-lm": DAY - _dt.timedelta(days=1),
+        "state-spaces/mamba": DAY - _dt.timedelta(days=2),
+    }
     plan = plan_wave(QUEUE, waves, DAY)
     assert "NVIDIA/Megatron-LM" not in {c.repository for c in plan.packs}
     assert ids(plan) == ["mamba_crash", "mamba_refactor", "tl_refactor", "te_report"]
-    assert dict(plan.held)["NVIDIA/Megatron-LM"] == "last wave 2026-11-22; next on or after 2026-11-24"
+    assert (
+        dict(plan.held)["NVIDIA/Megatron-LM"] == "last wave 2026-11-22; next on or after 2026-11-24"
+    )
     # The day after, Megatron-LM is eligible again and its crash fixes come first.
-    assert ids(plan_wave(QUEUE, waves, DAY + _dt.timedelta(days=1)))[:2] == ["mega_crash", "mega_crash_2"]
+    assert ids(plan_wave(QUEUE, waves, DAY + _dt.timedelta(days=1)))[:2] == [
+        "mega_crash",
+        "mega_crash_2",
+    ]
 
 
 def test_priority_order_across_the_four_classes():
-    queue = [Candidate("d", "o/d", "report"), Candidate("c", "o/c", "refactor"),
-             Candidate("b", "o/b", "thread-comment"), Candidate("a", "o/a", "crash-fix")]
+    queue = [
+        Candidate("d", "o/d", "report"),
+        Candidate("c", "o/c", "refactor"),
+        Candidate("b", "o/b", "thread-comment"),
+        Candidate("a", "o/a", "crash-fix"),
+    ]
     assert ids(plan_wave(queue, {}, DAY)) == ["a", "b", "c", "d"]
 
 
@@ -79,8 +101,12 @@ def test_no_wave_below_two_packs_and_output_is_deterministic():
 
 def test_state_round_trip_and_last_waves():
     state = FilingState().approve("a", Approval("Ada", "2026-11-20T09:00:00Z", "d" * 64))
-    state = state.file("a", Filing("https://github.com/o/r/issues/9", "2026-11-20T10:00:00Z", "o/R"))
-    state = state.file("b", Filing("https://github.com/o/r/issues/10", "2026-11-21T10:00:00Z", "o/r"))
+    state = state.file(
+        "a", Filing("https://github.com/o/r/issues/9", "2026-11-20T10:00:00Z", "o/R")
+    )
+    state = state.file(
+        "b", Filing("https://github.com/o/r/issues/10", "2026-11-21T10:00:00Z", "o/r")
+    )
     assert parse_state(dumps_state(state), "s.json") == state
     assert last_waves(state) == {"o/r": _dt.date(2026, 11, 21)}
     with pytest.raises(ConfigError, match="not valid JSON"):
@@ -88,8 +114,10 @@ def test_state_round_trip_and_last_waves():
     with pytest.raises(ConfigError, match="approval needs by/at/digest"):
         parse_state('{"version": 1, "packs": {"a": {"approval": {"by": "x"}}}}', "packs/state.json")
     with pytest.raises(ConfigError, match=r"packs.a.filings\[0\].at: malformed date 'soon'"):
-        parse_state('{"version": 1, "packs": {"a": {"filings": [{"url": "u", "at": "soon", "repository": "o/r"}]}}}',
-                    "packs/state.json")
+        parse_state(
+            '{"version": 1, "packs": {"a": {"filings": [{"url": "u", "at": "soon", "repository": "o/r"}]}}}',
+            "packs/state.json",
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -98,22 +126,37 @@ def test_state_round_trip_and_last_waves():
 
 def test_plan_over_a_project_with_history(tmp_path, capsys):
     project = PackProject(tmp_path)
-    for shim_id, repo, priority in [("alpha_crash", "toyorg/alpha", "crash-fix"), ("alpha_report", "toyorg/alpha", "report"),
-                                    ("beta_refactor", "toyorg/beta", "refactor"), ("gamma_comment", "toyorg/gamma", "thread-comment"),
-                                    ("gamma_crash", "toyorg/gamma", "crash-fix")]:
+    for shim_id, repo, priority in [
+        ("alpha_crash", "toyorg/alpha", "crash-fix"),
+        ("alpha_report", "toyorg/alpha", "report"),
+        ("beta_refactor", "toyorg/beta", "refactor"),
+        ("gamma_comment", "toyorg/gamma", "thread-comment"),
+        ("gamma_crash", "toyorg/gamma", "crash-fix"),
+    ]:
         project.add(shim_id, repo=repo, priority=priority)
         project.record(shim_id, at=NOW)
-    project.add("blocked_one", repo="toyorg/beta", priority="crash-fix")  # never ran: not a candidate
+    # never ran: not a candidate
+    project.add("blocked_one", repo="toyorg/beta", priority="crash-fix")
     today = NOW.date()
-    state = FilingState().file("old", Filing("https://github.com/toyorg/gamma/issues/1",
-                                              f"{today - _dt.timedelta(days=1)}T12:00:00Z", "toyorg/gamma"))
+    state = FilingState().file(
+        "old",
+        Filing(
+            "https://github.com/toyorg/gamma/issues/1",
+            f"{today - _dt.timedelta(days=1)}T12:00:00Z",
+            "toyorg/gamma",
+        ),
+    )
     (project.root / "packs" / "state.json").write_text(dumps_state(state))
 
     assert project.cli("plan", "--json") == 0
     plan = json.loads(capsys.readouterr().out)
     assert [p["id"] for p in plan["wave"]] == ["alpha_crash", "alpha_report", "beta_refactor"]
-    assert plan["held"] == [{"repository": "toyorg/gamma",
-                             "reason": f"last wave {today - _dt.timedelta(days=1)}; next on or after {today + _dt.timedelta(days=1)}"}]
+    assert plan["held"] == [
+        {
+            "repository": "toyorg/gamma",
+            "reason": f"last wave {today - _dt.timedelta(days=1)}; next on or after {today + _dt.timedelta(days=1)}",
+        }
+    ]
     assert project.cli("plan") == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0] == f"wave for {today}: 3 pack(s)"
@@ -133,7 +176,8 @@ def git(cwd, *args: str) -> str:
 def repo(tmp_path) -> PackProject:
     project = PackProject(tmp_path)
     project.add("toy_add")
-    project.record_real_run("toy_add")  # a real run of the toy reproducer, today, on this host
+    # a real run of the toy reproducer, today, on this host
+    project.record_real_run("toy_add")
     git(project.root, "init", "-q", "-b", "main")
     git(project.root, "add", "-A")
     git(project.root, "commit", "-q", "-m", "shims, packs and validation")
@@ -163,24 +207,41 @@ def test_approve_commit_export_round_trip(repo, tmp_path, capsys):
     readme = (out / "README.md").read_text()
     assert "python reproduce.py --mode without" in readme and "Approved by Ada Lovelace" in readme
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
-        "ISSUE.md", "README.md", "reproduce.py", "shims/__init__.py", "shims/reproducer.py"]
+        "ISSUE.md",
+        "README.md",
+        "reproduce.py",
+        "shims/__init__.py",
+        "shims/reproducer.py",
+    ]
     # The export is self-contained: the documented command runs there, outside the project.
-    run = subprocess.run([sys.executable, "reproduce.py", "--mode", "without"], cwd=out, capture_output=True, text=True,
-                         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(repo.site)}, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "reproduce.py", "--mode", "without"],
+        cwd=out,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(repo.site)},
+        timeout=60,
+    )
     assert run.returncode == 10 and run.stdout.splitlines()[-1] == "BUG_REPRODUCED", run.stderr
-    assert git(repo.root, "status", "--porcelain") == ""  # exporting never touches the repository
+    # exporting never touches the repository
+    assert git(repo.root, "status", "--porcelain") == ""
 
 
 def test_change_after_approval_voids_it(repo, tmp_path, capsys):
     assert repo.cli("approve", "toy_add", "--by", "Ada") == 0
     manifest = repo.shims / "toy_add" / "manifest.toml"
-    manifest.write_text(manifest.read_text().replace("add() returns a - b in toylib 1.0.", "add() subtracts."))
+    manifest.write_text(
+        manifest.read_text().replace("add() returns a - b in toylib 1.0.", "add() subtracts.")
+    )
     [entry] = filing_queue(repo.root)
-    assert entry.status == "blocked" and entry.reasons[-1].startswith("approval: the body, command or reproducer changed")
+    assert entry.status == "blocked" and entry.reasons[-1].startswith(
+        "approval: the body, command or reproducer changed"
+    )
     assert repo.cli("export", "toy_add", "--to", str(tmp_path / "out")) == 2
     assert "not ready to export: approval:" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
-    assert repo.cli("approve", "toy_add", "--by", "Ada") == 0  # re-approval after review
+    # re-approval after review
+    assert repo.cli("approve", "toy_add", "--by", "Ada") == 0
     assert filing_queue(repo.root)[0].status == "approved"
 
 
@@ -188,7 +249,10 @@ def test_bad_input_is_refused_with_one_line(repo, tmp_path, capsys):
     cases = [
         (("approve", "nope", "--by", "Ada"), "unknown pack 'nope'"),
         (("approve", "toy_add", "--by", "  "), "empty approver"),
-        (("filed", "toy_add", "--url", "https://github.com/toyorg/toylib/issues/5"), "never approved"),
+        (
+            ("filed", "toy_add", "--url", "https://github.com/toyorg/toylib/issues/5"),
+            "never approved",
+        ),
         (("export", "nope", "--to", str(tmp_path / "x")), "unknown pack 'nope'"),
     ]
     for args, fragment in cases:
@@ -200,10 +264,17 @@ def test_bad_input_is_refused_with_one_line(repo, tmp_path, capsys):
     assert repo.cli("approve", "never_ran", "--by", "Ada") == 2
     assert "not ready to approve: validation: the reproducer never ran" in capsys.readouterr().err
     # Upstream link to another repository than the target: not approvable, nothing exported.
-    repo.add("elsewhere", manifest=github_manifest("elsewhere", repo="someone/else"), repo="toyorg/toylib")
+    repo.add(
+        "elsewhere",
+        manifest=github_manifest("elsewhere", repo="someone/else"),
+        repo="toyorg/toylib",
+    )
     repo.record("elsewhere", at=NOW)
     assert repo.cli("approve", "elsewhere", "--by", "Ada") == 2
-    assert "target: manifest report link https://github.com/someone/else/issues/1" in capsys.readouterr().err
+    assert (
+        "target: manifest report link https://github.com/someone/else/issues/1"
+        in capsys.readouterr().err
+    )
     assert not (repo.root / "packs" / "state.json").exists()
     assert not (tmp_path / "x").exists()
 
@@ -220,7 +291,9 @@ def test_filed_records_the_link_and_the_queue_shows_it(repo, capsys):
     assert repo.cli("export", "toy_add", "--to", str(repo.tmp / "again")) == 2
     assert "already filed" in capsys.readouterr().err
     # The filing starts the repository's two-day pause.
-    assert last_waves(parse_state((repo.root / "packs" / "state.json").read_text(), "s")) == {"toyorg/toylib": NOW.date()}
+    assert last_waves(parse_state((repo.root / "packs" / "state.json").read_text(), "s")) == {
+        "toyorg/toylib": NOW.date()
+    }
 
 
 def test_already_fixed_pack_is_regression_coverage_not_a_filing(repo, tmp_path, capsys):
@@ -228,12 +301,18 @@ def test_already_fixed_pack_is_regression_coverage_not_a_filing(repo, tmp_path, 
     entry = next(e for e in filing_queue(repo.root) if e.id == "fixed_up")
     assert entry.status == "already-fixed" and entry.reasons == ()
     assert repo.cli("approve", "fixed_up", "--by", "Ada") == 2
-    assert "already fixed upstream — regression coverage, nothing to approve" in capsys.readouterr().err
+    assert (
+        "already fixed upstream — regression coverage, nothing to approve"
+        in capsys.readouterr().err
+    )
     assert repo.cli("check", "fixed_up") == 0
     assert "regression  fixed_up: already fixed upstream" in capsys.readouterr().out
 
 
 def test_a_filing_time_without_offset_is_read_as_utc_when_planning():
-    state = parse_state('{"version": 1, "packs": {"a": {"filings": [{"url": "u", "at": "2026-11-21T23:30:00", '
-                        '"repository": "o/r"}]}}}', "packs/state.json")
+    state = parse_state(
+        '{"version": 1, "packs": {"a": {"filings": [{"url": "u", "at": "2026-11-21T23:30:00", '
+        '"repository": "o/r"}]}}}',
+        "packs/state.json",
+    )
     assert last_waves(state) == {"o/r": _dt.date(2026, 11, 21)}

@@ -18,7 +18,7 @@ from shims.manifest import discover
 from tests.support.packtree import PackProject, github_manifest, pack_toml
 
 REPO = Path(__file__).resolve().parents[1]
-NOW = _dt.datetime.now(_dt.timezone.utc)
+NOW = _dt.datetime.now(_dt.UTC)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -33,20 +33,30 @@ def test_real_catalogue_packs_render_with_title_command_and_state():
     for pack_id in ids:
         loaded = load_pack(REPO, pack_id)
         pack, spec, body = loaded.pack, loaded.pack.spec, loaded.pack.body
-        assert codify(loaded.manifest.title) in body  # identifiers in the title are code spans
+        # identifiers in the title are code spans
+        assert codify(loaded.manifest.title) in body
         assert f"```sh\n{spec.command}\n```" in body
         assert "**Upstream state:**" in body
-        state_words = {"new-report": "new report", "overlap": f"overlaps {spec.upstream.thread}",
-                       "already-fixed": "already fixed upstream"}
+        state_words = {
+            "new-report": "new report",
+            "overlap": f"overlaps {spec.upstream.thread}",
+            "already-fixed": "already fixed upstream",
+        }
         assert state_words[spec.upstream.state] in body, pack_id
         assert CATEGORIES[spec.category] in body
         assert f"Attached as `{pack.reproducer_name}`" in body
         # The structural rules hold for every real body; only evidence and pins may block them.
         assert check_markdown(body) == [], pack_id
         assert check_pasted(body, loaded.reproducer_text) == [], pack_id
-        texts = [("body", body), ("command", spec.command), (pack.reproducer_name, loaded.reproducer_text or "")]
+        texts = [
+            ("body", body),
+            ("command", spec.command),
+            (pack.reproducer_name, loaded.reproducer_text or ""),
+        ]
         assert check_deny(texts, deny) == [], pack_id
-        assert loaded.manifest.upstream.status != "not-applicable", f"{pack_id}: a local policy has no upstream pack"
+        assert loaded.manifest.upstream.status != "not-applicable", (
+            f"{pack_id}: a local policy has no upstream pack"
+        )
 
 
 def test_real_catalogue_states_follow_the_seeds():
@@ -74,7 +84,9 @@ def test_real_queue_never_trusts_the_body_and_reports_every_pack(tmp_path):
     for entry in entries:
         if entry.status != "already-fixed":
             assert entry.status == "blocked", entry
-            assert any(r.startswith("validation: the reproducer never ran") for r in entry.reasons), entry
+            assert any(
+                r.startswith("validation: the reproducer never ran") for r in entry.reasons
+            ), entry
     section = markdown_section(entries)
     assert section.startswith("## Filing queue")
     assert check_markdown(section) == []
@@ -85,8 +97,16 @@ def test_every_category_has_a_template_that_renders():
     assert set(TEMPLATES) == set(CATEGORIES)
     bodies = set()
     for category in CATEGORIES:
-        spec = PackSpec(shim=manifest.id, category=category, repository="o/r", kind="issue", priority="report",
-                        upstream=UpstreamState("new-report"), against="x==1", command="python reproduce.py")
+        spec = PackSpec(
+            shim=manifest.id,
+            category=category,
+            repository="o/r",
+            kind="issue",
+            priority="report",
+            upstream=UpstreamState("new-report"),
+            against="x==1",
+            command="python reproduce.py",
+        )
         body = render(manifest, spec, 10).body
         assert CATEGORIES[category] in body and check_markdown(body) == []
         bodies.add(body)
@@ -97,19 +117,25 @@ def test_every_category_has_a_template_that_renders():
 # pack.toml validation: one-line errors
 
 
-@pytest.mark.parametrize("text, fragment", [
-    (pack_toml(category="memory"), "unknown category 'memory'"),
-    (pack_toml(kind="gist"), "unknown kind 'gist'"),
-    (pack_toml(priority="urgent"), "unknown priority 'urgent'"),
-    (pack_toml(repo="not a repo"), "not an owner/repo name"),
-    (pack_toml(state="overlap"), "an overlap needs the thread"),
-    (pack_toml(state="already-fixed"), "already-fixed needs the fix"),
-    (pack_toml(thread="https://github.com/toyorg/toylib/pull/2"), "a new report has no existing thread"),
-    (pack_toml(state="overlap", thread="https://example.org/x/1"), "not a github.com URL"),
-    (pack_toml(extra='categroy = "x"'), "did you mean 'category'"),
-    (pack_toml().replace('against = "toylib==1.0"\n', ""), "reproducer.against: missing"),
-    ("category = [", "invalid TOML"),
-])
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        (pack_toml(category="memory"), "unknown category 'memory'"),
+        (pack_toml(kind="gist"), "unknown kind 'gist'"),
+        (pack_toml(priority="urgent"), "unknown priority 'urgent'"),
+        (pack_toml(repo="not a repo"), "not an owner/repo name"),
+        (pack_toml(state="overlap"), "an overlap needs the thread"),
+        (pack_toml(state="already-fixed"), "already-fixed needs the fix"),
+        (
+            pack_toml(thread="https://github.com/toyorg/toylib/pull/2"),
+            "a new report has no existing thread",
+        ),
+        (pack_toml(state="overlap", thread="https://example.org/x/1"), "not a github.com URL"),
+        (pack_toml(extra='categroy = "x"'), "did you mean 'category'"),
+        (pack_toml().replace('against = "toylib==1.0"\n', ""), "reproducer.against: missing"),
+        ("category = [", "invalid TOML"),
+    ],
+)
 def test_bad_pack_toml_is_one_line(text, fragment):
     with pytest.raises(ConfigError) as error:
         parse_pack_spec(text, "shims/x/pack.toml", "x")
@@ -153,24 +179,34 @@ def test_never_ran_blocks(project, capsys):
     project.add("toy_add")
     assert _reasons(project, "toy_add") == (
         "validation: the reproducer never ran (no --mode without record in the validation manifest) "
-        "— run it on a host (`patchlane run`) and record the result",)
+        "— run it on a host (`patchlane run`) and record the result",
+    )
     assert project.cli("check", "toy_add") == 1
     lines = capsys.readouterr().out.splitlines()
     assert "  toy_add: validation: the reproducer never ran" in "\n".join(lines)
 
 
 def test_body_text_claiming_validation_is_not_evidence(project):
-    project.add("toy_add", manifest=github_manifest(
-        "toy_add", explanation="Validated today on gpu-host-1: BUG_REPRODUCED, exit 10."))
+    project.add(
+        "toy_add",
+        manifest=github_manifest(
+            "toy_add", explanation="Validated today on gpu-host-1: BUG_REPRODUCED, exit 10."
+        ),
+    )
     assert "`BUG_REPRODUCED`, exit 10" in load_pack(project.root, "toy_add").pack.body
-    assert any(r.startswith("validation: the reproducer never ran") for r in _reasons(project, "toy_add"))
+    assert any(
+        r.startswith("validation: the reproducer never ran") for r in _reasons(project, "toy_add")
+    )
 
 
 def test_stale_run_blocks_and_the_window_is_configurable(project, capsys):
     project.add("toy_add")
     project.record("toy_add", at=NOW - _dt.timedelta(days=2))
     [reason] = _reasons(project, "toy_add", now=NOW)
-    assert re.fullmatch(r"validation: last BUG_REPRODUCED run was \S+ on gpu-host-1, older than 24 hours — rerun the reproducer today", reason), reason
+    assert re.fullmatch(
+        r"validation: last BUG_REPRODUCED run was \S+ on gpu-host-1, older than 24 hours — rerun the reproducer today",
+        reason,
+    ), reason
     assert _reasons(project, "toy_add", now=NOW, window=_dt.timedelta(days=3)) == ()
     assert project.cli("--window-days", "3", "check") == 0
 
@@ -181,7 +217,9 @@ def test_unnamed_host_skipped_and_wrong_version_block(project):
     assert "carry no host name" in _reasons(project, "nameless", now=NOW)[0]
 
     project.add("skipped")
-    project.record("skipped", at=NOW, outcome="skipped", sentinel="SKIPPED", detail="no CUDA device")
+    project.record(
+        "skipped", at=NOW, outcome="skipped", sentinel="SKIPPED", detail="no CUDA device"
+    )
     [reason] = _reasons(project, "skipped", now=NOW)
     assert "never printed BUG_REPRODUCED" in reason and "SKIPPED (no CUDA device)" in reason
 
@@ -191,20 +229,32 @@ def test_unnamed_host_skipped_and_wrong_version_block(project):
 
     project.add("other_version")
     project.record("other_version", at=NOW, versions={"toylib": "0.9"})
-    assert "no BUG_REPRODUCED run against toylib==1.0" in _reasons(project, "other_version", now=NOW)[0]
-    project.add("other_spelling", against="toy_lib==1.0")  # the pin spelled unlike the recorded name
+    assert (
+        "no BUG_REPRODUCED run against toylib==1.0"
+        in _reasons(project, "other_version", now=NOW)[0]
+    )
+    # the pin spelled unlike the recorded name
+    project.add("other_spelling", against="toy_lib==1.0")
     project.record("other_spelling", at=NOW, versions={"toy-lib": "0.9"})
-    assert "no BUG_REPRODUCED run against toy_lib==1.0" in _reasons(project, "other_spelling", now=NOW)[0]
+    assert (
+        "no BUG_REPRODUCED run against toy_lib==1.0"
+        in _reasons(project, "other_spelling", now=NOW)[0]
+    )
 
     project.add("with_mode_only")
-    project.record("with_mode_only", at=NOW, mode="with", outcome="fix-validated", sentinel="FIX_VALIDATED")
+    project.record(
+        "with_mode_only", at=NOW, mode="with", outcome="fix-validated", sentinel="FIX_VALIDATED"
+    )
     assert "never ran" in _reasons(project, "with_mode_only", now=NOW)[0]
 
 
 def test_missing_reproducer_blocks_without_crashing(project, capsys):
     project.add("no_repro", reproducer=None)
     reasons = _reasons(project, "no_repro")
-    assert reasons[0] == "reproducer: reproduce.py not found in shims/no_repro — a pack needs a reproducer to attach"
+    assert (
+        reasons[0]
+        == "reproducer: reproduce.py not found in shims/no_repro — a pack needs a reproducer to attach"
+    )
     assert project.cli("check") == 1
 
 
@@ -214,18 +264,26 @@ def _ready_project(project: PackProject, shim_id: str = "toy_add", **pack) -> No
 
 
 def test_deny_list_catches_hosts_and_people(project):
-    project.add("leaky", manifest=github_manifest("leaky", explanation="Seen on build-07.corp nightly runs."))
+    project.add(
+        "leaky",
+        manifest=github_manifest("leaky", explanation="Seen on build-07.corp nightly runs."),
+    )
     project.record("leaky", at=NOW)
     [reason] = _reasons(project, "leaky", now=NOW)
-    assert reason.startswith("deny-list: body line ") and "'build-07.corp' looks like an internal host name" in reason
+    assert (
+        reason.startswith("deny-list: body line ")
+        and "'build-07.corp' looks like an internal host name" in reason
+    )
 
     folder = project.add("leaky_repro")
     project.record("leaky_repro", at=NOW)
     reproducer = folder / "reproduce.py"
     reproducer.write_text("# ask Jane Roe about this\n" + reproducer.read_text())
     [reason] = _reasons(project, "leaky_repro", now=NOW)
-    assert reason == ("deny-list: reproduce.py line 1: 'Jane Roe' looks like a person who is not a named author "
-                      "— rewrite it in public terms")
+    assert reason == (
+        "deny-list: reproduce.py line 1: 'Jane Roe' looks like a person who is not a named author "
+        "— rewrite it in public terms"
+    )
 
 
 def test_pasted_reproducer_and_broken_markdown_block(project):
@@ -236,19 +294,32 @@ def test_pasted_reproducer_and_broken_markdown_block(project):
 
     def blockers(body: str) -> list[str]:
         pack = dataclasses.replace(loaded.pack, body=body)
-        found = readiness(pack, loaded.manifest, reproducer_text=loaded.reproducer_text, records=records,
-                          deny=deny, now=NOW)
+        found = readiness(
+            pack,
+            loaded.manifest,
+            reproducer_text=loaded.reproducer_text,
+            records=records,
+            deny=deny,
+            now=NOW,
+        )
         return [str(b) for b in found if b.rule != "validation"]
 
     assert blockers(loaded.pack.body) == []
     long_block = "".join(f"value_{i} = compute({i})\n" for i in range(20))
     pasted = loaded.pack.body + "\n```python\n" + long_block + "```\n"
-    assert any(b.startswith("pasted: body line") and "a 20-line code block (limit 12)" in b for b in blockers(pasted))
-    snippet = "\n".join(line for line in loaded.reproducer_text.splitlines() if len(line.strip()) >= 8)[:400]
+    assert any(
+        b.startswith("pasted: body line") and "a 20-line code block (limit 12)" in b
+        for b in blockers(pasted)
+    )
+    snippet = "\n".join(
+        line for line in loaded.reproducer_text.splitlines() if len(line.strip()) >= 8
+    )[:400]
     copied = loaded.pack.body + "\n```python\n" + snippet + "\n```\n"
     assert any("repeats" in b and "lines of the reproducer" in b for b in blockers(copied))
     unclosed = loaded.pack.body + "\n```python\nprint(1)\n"
-    assert any(b.startswith("markdown: body line") and "never closed" in b for b in blockers(unclosed))
+    assert any(
+        b.startswith("markdown: body line") and "never closed" in b for b in blockers(unclosed)
+    )
     bad_table = loaded.pack.body.replace("| Category |", "| Category | extra |", 1)
     assert any("table row has 3 cells, the header has 2" in b for b in blockers(bad_table))
 
@@ -257,36 +328,54 @@ def test_markdown_checker_rules():
     assert check_markdown("| a | b |\n|---|:-:|\n| 1 | x \\| y |\n") == []
     assert check_markdown("```\n| not | a table\n```\n~~~~\n``` inside\n~~~~\n") == []
     assert "without a |---| delimiter" in str(check_markdown("| a | b |\n| 1 | 2 |\n")[0])
-    assert "the delimiter row has 1 cells, the header has 2" in str(check_markdown("| a | b |\n|---|\n")[0])
-    assert "never closed" in str(check_markdown("````sh\nx\n```\n")[0])  # a shorter fence does not close
+    assert "the delimiter row has 1 cells, the header has 2" in str(
+        check_markdown("| a | b |\n|---|\n")[0]
+    )
+    # a shorter fence does not close
+    assert "never closed" in str(check_markdown("````sh\nx\n```\n")[0])
     assert "relative link" in str(check_markdown("see [the doc](docs/packs.md)\n")[0])
     assert check_markdown("see [the PR](https://github.com/o/r/pull/1)\n") == []
 
 
 def test_state_target_pin_and_command_rules(project):
     _ready_project(project, "no_state", state=None)
-    assert _reasons(project, "no_state", now=NOW)[0].startswith("upstream-state: not filled — search toyorg/toylib")
+    assert _reasons(project, "no_state", now=NOW)[0].startswith(
+        "upstream-state: not filled — search toyorg/toylib"
+    )
 
     project.add("wrong_link", manifest=github_manifest("wrong_link", repo="someone/else"))
     project.record("wrong_link", at=NOW)
     reasons = _reasons(project, "wrong_link", now=NOW)
-    assert reasons[0] == ("target: manifest report link https://github.com/someone/else/issues/1 is not in toyorg/toylib "
-                          "— fix repository in pack.toml or the link in the manifest")
+    assert reasons[0] == (
+        "target: manifest report link https://github.com/someone/else/issues/1 is not in toyorg/toylib "
+        "— fix repository in pack.toml or the link in the manifest"
+    )
 
-    _ready_project(project, "wrong_thread", state="overlap", thread="https://github.com/other/repo/pull/3")
-    assert any(r.startswith("target: upstream-state thread") for r in _reasons(project, "wrong_thread", now=NOW))
+    _ready_project(
+        project, "wrong_thread", state="overlap", thread="https://github.com/other/repo/pull/3"
+    )
+    assert any(
+        r.startswith("target: upstream-state thread")
+        for r in _reasons(project, "wrong_thread", now=NOW)
+    )
 
     _ready_project(project, "moving_ref", against="toyorg/toylib@main")
-    assert _reasons(project, "moving_ref", now=NOW)[0].startswith("against: 'toyorg/toylib@main' is not a pinned")
+    assert _reasons(project, "moving_ref", now=NOW)[0].startswith(
+        "against: 'toyorg/toylib@main' is not a pinned"
+    )
     _ready_project(project, "sha_ref", against="toyorg/toylib@0123abc")
     assert _reasons(project, "sha_ref", now=NOW) == ()
 
     _ready_project(project, "other_command", command="pytest tests/")
-    assert _reasons(project, "other_command", now=NOW)[0].startswith("command: the command does not run the attached reproduce.py")
+    assert _reasons(project, "other_command", now=NOW)[0].startswith(
+        "command: the command does not run the attached reproduce.py"
+    )
 
     project.add("policy", manifest=github_manifest("policy", status="not-applicable"))
     project.record("policy", at=NOW)
-    assert _reasons(project, "policy", now=NOW)[0].startswith("manifest: the manifest's upstream status is not-applicable")
+    assert _reasons(project, "policy", now=NOW)[0].startswith(
+        "manifest: the manifest's upstream status is not-applicable"
+    )
 
 
 def test_broken_pack_toml_is_a_blocked_entry_not_a_crash(project, capsys):
@@ -296,8 +385,10 @@ def test_broken_pack_toml_is_a_blocked_entry_not_a_crash(project, capsys):
     entries = {e.id: e for e in filing_queue(project.root, now=NOW)}
     assert entries["good"].status == "ready"
     assert entries["broken"].status == "blocked"
-    assert entries["broken"].reasons == ("pack: shims/broken/pack.toml: category: unknown category 'memory' — "
-                                         "use one of " + ", ".join(CATEGORIES),)
+    assert entries["broken"].reasons == (
+        "pack: shims/broken/pack.toml: category: unknown category 'memory' — "
+        "use one of " + ", ".join(CATEGORIES),
+    )
     assert project.cli("--now", NOW.isoformat(), "check") == 1
     out = capsys.readouterr().out
     assert "ready       good" in out and "NOT READY   broken" in out
@@ -307,7 +398,10 @@ def test_check_of_unknown_pack_is_one_line_error(project, capsys):
     _ready_project(project)
     assert project.cli("check", "nope") == 2
     err = capsys.readouterr().err
-    assert err == "patchlane: error: unknown pack 'nope': no shims/nope/pack.toml — packs here: toy_add\n"
+    assert (
+        err
+        == "patchlane: error: unknown pack 'nope': no shims/nope/pack.toml — packs here: toy_add\n"
+    )
     assert project.cli("check", "../etc") == 2
     assert "not a shim id" in capsys.readouterr().err
 
@@ -328,7 +422,12 @@ def test_check_json_is_one_document_with_notes_on_stderr(project, capsys):
     (project.add("broken") / "pack.toml").write_text(pack_toml(category="memory"))
     assert project.cli("--now", NOW.isoformat(), "check", "--json") == 1
     out, err = capsys.readouterr()
-    document = json.loads(out)  # stdout is the document and nothing else
+    # stdout is the document and nothing else
+    document = json.loads(out)
     assert document["ok"] is False
-    assert {p["id"]: p["status"] for p in document["packs"]} == {"good": "ready", "broken": "blocked"}
-    assert "NOT READY   broken" in err  # the human lines went to stderr
+    assert {p["id"]: p["status"] for p in document["packs"]} == {
+        "good": "ready",
+        "broken": "blocked",
+    }
+    # the human lines went to stderr
+    assert "NOT READY   broken" in err

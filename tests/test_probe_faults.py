@@ -16,11 +16,18 @@ import time
 
 import pytest
 
+from retire.commands import main as cli
 from retire.probes.http import RetryPolicy
 from retire.verdicts.gather import gather
-from retire.commands import main as cli
 from tests.support.codehost import CodeHost, CodeHostServer
-from tests.support.faults import Fault, FaultyIndexServer, oversized, redirect, slow_drip, unused_port
+from tests.support.faults import (
+    Fault,
+    FaultyIndexServer,
+    oversized,
+    redirect,
+    slow_drip,
+    unused_port,
+)
 from tests.support.gitrepos import git, make_upstream
 from tests.support.probing import toylib_index
 from tests.support.retirement import NOW, VERSION_FLOOR, Project, commit_in_tag, pr_released
@@ -31,7 +38,15 @@ REPO = "https://github.com/org/toylib"
 PR_PATH = "/repos/org/toylib/pulls/2"
 ISSUE_PATH = "/repos/org/toylib/issues/1"
 INDEX_PATH = "/simple/toylib/"
-POLICY = RetryPolicy(attempts=3, backoff=0.02, max_backoff=0.05, budget=5.0, max_wait=2.0, timeout=0.3, json_attempts=2)
+POLICY = RetryPolicy(
+    attempts=3,
+    backoff=0.02,
+    max_backoff=0.05,
+    budget=5.0,
+    max_wait=2.0,
+    timeout=0.3,
+    json_attempts=2,
+)
 
 
 @pytest.fixture(scope="module")
@@ -46,16 +61,36 @@ def upstream(tmp_path_factory):
 def world(tmp_path, upstream):
     mirrors = tmp_path / "mirrors"
     (mirrors / "org").mkdir(parents=True)
-    git(mirrors / "org", "clone", "-q", "--mirror", str(upstream.path), str(mirrors / "org" / "toylib.git"))
+    git(
+        mirrors / "org",
+        "clone",
+        "-q",
+        "--mirror",
+        str(upstream.path),
+        str(mirrors / "org" / "toylib.git"),
+    )
     host = CodeHost()
-    host.add_issue("org", "toylib", 1, state="closed", closed_at="2026-02-02", updated_at="2026-06-01")
-    host.add_pull("org", "toylib", 2, state="closed", merged=True, merged_at="2026-02-01",
-                  merge_commit_sha=upstream.merge, updated_at="2026-06-01")
+    host.add_issue(
+        "org", "toylib", 1, state="closed", closed_at="2026-02-02", updated_at="2026-06-01"
+    )
+    host.add_pull(
+        "org",
+        "toylib",
+        2,
+        state="closed",
+        merged=True,
+        merged_at="2026-02-01",
+        merge_commit_sha=upstream.merge,
+        updated_at="2026-06-01",
+    )
     p = Project(tmp_path / "project")
     with FaultyIndexServer(toylib_index(tmp_path / "wheels")) as index, CodeHostServer(host) as api:
-        p.shim("floor_fixed", VERSION_FLOOR, links=(("report", ISSUE),))          # index + code host
-        p.shim("pr_fixed", pr_released(PR), links=(("fix", PR),))                   # code host + index + git
-        p.shim("tagged_fix", commit_in_tag(REPO, upstream.fix), status="not-applicable")  # git only
+        # index + code host
+        p.shim("floor_fixed", VERSION_FLOOR, links=(("report", ISSUE),))
+        # code host + index + git
+        p.shim("pr_fixed", pr_released(PR), links=(("fix", PR),))
+        # git only
+        p.shim("tagged_fix", commit_in_tag(REPO, upstream.fix), status="not-applicable")
         p.lane("cpu", ["floor_fixed", "pr_fixed", "tagged_fix"], index_url=index.url)
         for shim in ("floor_fixed", "pr_fixed", "tagged_fix"):
             p.run(shim, "bug-reproduced", "1.0", when="2026-01-20T00:00:00.000000+00:00")
@@ -65,9 +100,18 @@ def world(tmp_path, upstream):
 
 def verdicts(world, *, api_base=None, mirrors=None, cache=True, policy=POLICY, token=None) -> dict:
     p = world["project"]
-    found = gather(p.manifests(), p.lanes(), p.root / "locks", p.validation,
-                   api_base=api_base or world["api"].url, token=token, mirrors=mirrors or world["mirrors"],
-                   cache_dir=world["tmp"] / "cache" if cache else None, policy=policy, clock=lambda: NOW)
+    found = gather(
+        p.manifests(),
+        p.lanes(),
+        p.root / "locks",
+        p.validation,
+        api_base=api_base or world["api"].url,
+        token=token,
+        mirrors=mirrors or world["mirrors"],
+        cache_dir=world["tmp"] / "cache" if cache else None,
+        policy=policy,
+        clock=lambda: NOW,
+    )
     return {v.shim: v for v in found}
 
 
@@ -75,7 +119,9 @@ def requests_to(world, path: str) -> int:
     return sum(1 for r in world["api"].host.requests if r[0] == path)
 
 
-def assert_unknown(found: dict, shims: tuple[str, ...], reason: str, *, probe_failed: bool = True) -> None:
+def assert_unknown(
+    found: dict, shims: tuple[str, ...], reason: str, *, probe_failed: bool = True
+) -> None:
     """``shims`` needed the faulty look-up: unknown, with the reason and the action to take."""
     for shim in shims:
         assert found[shim].decision == "unknown", (shim, found[shim].decision, found[shim].why)
@@ -88,12 +134,19 @@ def assert_flagged(found: dict, shims: tuple[str, ...], reason: str) -> None:
     """``shims`` did not need the faulty look-up: decided as without the fault, the fault a flag."""
     for shim in shims:
         assert found[shim].decision == "retire", (shim, found[shim].decision, found[shim].why)
-        assert any(f.kind == "probe-failed" and reason in f.text for f in found[shim].flags), (shim, found[shim].flags)
+        assert any(f.kind == "probe-failed" and reason in f.text for f in found[shim].flags), (
+            shim,
+            found[shim].flags,
+        )
 
 
 def test_baseline_every_shim_retires(world):
     found = verdicts(world)
-    assert {shim: v.decision for shim, v in found.items()} == {"floor_fixed": "retire", "pr_fixed": "retire", "tagged_fix": "retire"}
+    assert {shim: v.decision for shim, v in found.items()} == {
+        "floor_fixed": "retire",
+        "pr_fixed": "retire",
+        "tagged_fix": "retire",
+    }
     assert not any(v.failures for v in found.values())
 
 
@@ -105,7 +158,8 @@ def test_timeout_is_retried_then_unknown(world):
     assert_flagged(found, ("floor_fixed",), "timed out after 0.3s")
     assert any("after 3 attempts" in f.text for f in found["floor_fixed"].flags)
     assert requests_to(world, ISSUE_PATH) == 3
-    assert found["tagged_fix"].decision == "retire"  # an unrelated shim is not held back
+    # an unrelated shim is not held back
+    assert found["tagged_fix"].decision == "retire"
 
 
 def test_connection_refused(world):
@@ -115,19 +169,20 @@ def test_connection_refused(world):
     assert found["floor_fixed"].failures[0].attempts == 3
 
 
-
 def test_dns_failure_through_gather(world):
     found = verdicts(world, api_base="http://nonexistent.invalid", mirrors=world["tmp"])
     assert_unknown(found, ("pr_fixed",), "DNS lookup failed")
     assert_flagged(found, ("floor_fixed",), "DNS lookup failed")
-    assert "mirror" in found["pr_fixed"].action  # the air-gapped way to decide it
+    # the air-gapped way to decide it
+    assert "mirror" in found["pr_fixed"].action
 
 
 def test_server_error_5xx_is_retried(world):
     world["index"].faults.add(INDEX_PATH, Fault(status=503))
     found = verdicts(world, mirrors=world["tmp"])
     assert_unknown(found, ("floor_fixed", "pr_fixed"), "server error 503")
-    assert world["index"].index.requests.count(INDEX_PATH) == 0  # answered by the fault layer
+    # answered by the fault layer
+    assert world["index"].index.requests.count(INDEX_PATH) == 0
     assert len([f for f in world["index"].faults.fired if f[0] == INDEX_PATH]) == 3
 
 
@@ -157,7 +212,11 @@ def test_the_mirror_decides_what_the_code_host_cannot_answer(world):
     """Air-gapped: every code-host request fails, the mirror says which commit landed PR #2 and
     which release tags contain it; the informational issue link stays a flag."""
     found = verdicts(world, api_base="http://nonexistent.invalid")
-    assert {shim: v.decision for shim, v in found.items()} == {"floor_fixed": "retire", "pr_fixed": "retire", "tagged_fix": "retire"}
+    assert {shim: v.decision for shim, v in found.items()} == {
+        "floor_fixed": "retire",
+        "pr_fixed": "retire",
+        "tagged_fix": "retire",
+    }
     assert "landed as" in found["pr_fixed"].why and found["pr_fixed"].floors == ("toylib>=1.2",)
     assert_flagged(found, ("floor_fixed", "pr_fixed"), "DNS lookup failed")
 
@@ -223,13 +282,42 @@ def test_faults_are_shown_by_the_cli(world, capsys, monkeypatch):
     monkeypatch.delenv("GH_TOKEN", raising=False)
     root = world["project"].root
     world["api"].host.rate_remaining = 0
-    code = cli(["verdicts", "--root", str(root), "--api-url", world["api"].url, "--mirrors", str(world["mirrors"]), "--no-cache"])
+    code = cli(
+        [
+            "verdicts",
+            "--root",
+            str(root),
+            "--api-url",
+            world["api"].url,
+            "--mirrors",
+            str(world["mirrors"]),
+            "--no-cache",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     rows = {line.split()[0]: line for line in out.splitlines()[1:-1] if not line.startswith(" ")}
-    assert rows["floor_fixed"].split()[1] == "retire" and "⚑" in out and "403 rate limit exceeded" in out
-    assert rows["pr_fixed"].split()[1] in ("retire", "unknown")  # the mirror may decide it; the code host cannot
-    assert cli(["verdicts", "--root", str(root), "--api-url", "http://nonexistent.invalid", "--no-cache", "floor_fixed"]) == 0
+    assert (
+        rows["floor_fixed"].split()[1] == "retire"
+        and "⚑" in out
+        and "403 rate limit exceeded" in out
+    )
+    # the mirror may decide it; the code host cannot
+    assert rows["pr_fixed"].split()[1] in ("retire", "unknown")
+    assert (
+        cli(
+            [
+                "verdicts",
+                "--root",
+                str(root),
+                "--api-url",
+                "http://nonexistent.invalid",
+                "--no-cache",
+                "floor_fixed",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "DNS lookup failed" in out and "probe-failed" in out
 
@@ -243,33 +331,54 @@ def test_a_redirect_to_another_host_is_not_believed(world):
     server, which said "merged" — and the engine retired the shim on that other host's answer."""
     world["api"].host.add_pull("org", "toylib", 2, state="open", updated_at="2026-06-01")
     impostor = CodeHost()
-    impostor.add_pull("org", "toylib", 2, state="closed", merged=True, merged_at="2026-02-01",
-                      merge_commit_sha="f" * 40, updated_at="2026-06-01")
+    impostor.add_pull(
+        "org",
+        "toylib",
+        2,
+        state="closed",
+        merged=True,
+        merged_at="2026-02-01",
+        merge_commit_sha="f" * 40,
+        updated_at="2026-06-01",
+    )
     with CodeHostServer(impostor) as other:
         world["api"].host.faults.add(PR_PATH, redirect(other.url + PR_PATH))
         found = verdicts(world, mirrors=world["tmp"])
     assert found["pr_fixed"].decision == "unknown", found["pr_fixed"].why
     assert "redirected (302) to another host" in found["pr_fixed"].why
-    assert impostor.requests == []  # never even asked
-    assert requests_to(world, PR_PATH) == 1  # not retried: asking again cannot make it the right host
+    # never even asked
+    assert impostor.requests == []
+    # not retried: asking again cannot make it the right host
+    assert requests_to(world, PR_PATH) == 1
 
 
-@pytest.mark.parametrize("token", [None, "ghp_examplefaulttoken0123456789"], ids=["rest", "graphql"])
+@pytest.mark.parametrize(
+    "token", [None, "ghp_examplefaulttoken0123456789"], ids=["rest", "graphql"]
+)
 def test_a_slow_drip_ends_at_the_probe_deadline(world, token):
     """Every byte arrives well within the per-read timeout; the probe's total deadline ends it."""
-    body = json.dumps({"number": 2, "state": "closed", "merged": True, "padding": "x" * 300}).encode()
+    body = json.dumps(
+        {"number": 2, "state": "closed", "merged": True, "padding": "x" * 300}
+    ).encode()
     world["api"].host.faults.add(PR_PATH, slow_drip(body, 0.02))
     world["api"].host.faults.add("/graphql", slow_drip(body, 0.02))
     started = time.monotonic()
-    found = verdicts(world, mirrors=world["tmp"], policy=dataclasses.replace(POLICY, budget=0.8, timeout=2.0),
-                     token=token)
-    assert time.monotonic() - started < 2 * 0.8 + 1  # GraphQL's deadline, then REST's
+    found = verdicts(
+        world,
+        mirrors=world["tmp"],
+        policy=dataclasses.replace(POLICY, budget=0.8, timeout=2.0),
+        token=token,
+    )
+    # GraphQL's deadline, then REST's
+    assert time.monotonic() - started < 2 * 0.8 + 1
     assert_unknown(found, ("pr_fixed",), "within the 0.8s deadline")
 
 
 def test_an_oversized_body_is_a_failure(world):
     world["index"].faults.add(INDEX_PATH, oversized(3 * 2**20, chunked=True))
-    found = verdicts(world, mirrors=world["tmp"], policy=dataclasses.replace(POLICY, max_body=2**20))
+    found = verdicts(
+        world, mirrors=world["tmp"], policy=dataclasses.replace(POLICY, max_body=2**20)
+    )
     assert_unknown(found, ("floor_fixed", "pr_fixed"), "over the 1 MiB cap")
 
 

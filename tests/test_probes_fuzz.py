@@ -13,16 +13,74 @@ from retire.probes.codehost import WrongShape, _from_rest, parse_link
 from retire.probes.http import Fetcher
 from retire.probes.pages import PageError, parse_html_page, parse_json_page
 
-SCALARS = st.none() | st.booleans() | st.integers(-5, 10**6) | st.floats(allow_nan=False) | st.text(max_size=30) | \
-    st.sampled_from(["1.0", "1.1", "2.0", "OPEN", "CLOSED", "MERGED", "open", "closed", "2026-02-01T10:00:00Z",
-                     "x-1.0.tar.gz", "x-1.0-py3-none-any.whl", "Issue", "PullRequest", "NOT_FOUND"])
-KEYS = st.sampled_from(["meta", "api-version", "name", "files", "filename", "yanked", "upload-time", "hashes",
-                        "requires-python", "core-metadata", "data", "errors", "path", "type", "message", "r0", "n1",
-                        "n2", "__typename", "number", "state", "merged", "mergedAt", "mergeCommit", "oid",
-                        "stateReason", "updatedAt", "closedAt", "title", "merged_at", "merge_commit_sha",
-                        "state_reason", "updated_at", "closed_at"]) | st.text(max_size=8)
-JSON = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(KEYS, inner, max_size=6),
-                    max_leaves=25)
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 10**6)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=30)
+    | st.sampled_from(
+        [
+            "1.0",
+            "1.1",
+            "2.0",
+            "OPEN",
+            "CLOSED",
+            "MERGED",
+            "open",
+            "closed",
+            "2026-02-01T10:00:00Z",
+            "x-1.0.tar.gz",
+            "x-1.0-py3-none-any.whl",
+            "Issue",
+            "PullRequest",
+            "NOT_FOUND",
+        ]
+    )
+)
+KEYS = st.sampled_from(
+    [
+        "meta",
+        "api-version",
+        "name",
+        "files",
+        "filename",
+        "yanked",
+        "upload-time",
+        "hashes",
+        "requires-python",
+        "core-metadata",
+        "data",
+        "errors",
+        "path",
+        "type",
+        "message",
+        "r0",
+        "n1",
+        "n2",
+        "__typename",
+        "number",
+        "state",
+        "merged",
+        "mergedAt",
+        "mergeCommit",
+        "oid",
+        "stateReason",
+        "updatedAt",
+        "closedAt",
+        "title",
+        "merged_at",
+        "merge_commit_sha",
+        "state_reason",
+        "updated_at",
+        "closed_at",
+    ]
+) | st.text(max_size=8)
+JSON = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(KEYS, inner, max_size=6),
+    max_leaves=25,
+)
 FETCHER = Fetcher(httpx.Client(), secrets=("tok",))
 REFS = [parse_link("https://github.com/o/r/issues/1"), parse_link("https://github.com/o/r/pull/2")]
 
@@ -37,9 +95,33 @@ def test_json_pages(data):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(['<a href="', '">', "</a>", "<html>", "</html>", "x-1.0.tar.gz", "#sha256=ab",
-                                 " data-yanked", ' data-upload-time="', "2026-01-01", '"', "<meta name=", "&amp;",
-                                 "<", ">", "\x00", "ü"]) | st.text(max_size=10), max_size=30).map("".join))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                '<a href="',
+                '">',
+                "</a>",
+                "<html>",
+                "</html>",
+                "x-1.0.tar.gz",
+                "#sha256=ab",
+                " data-yanked",
+                ' data-upload-time="',
+                "2026-01-01",
+                '"',
+                "<meta name=",
+                "&amp;",
+                "<",
+                ">",
+                "\x00",
+                "ü",
+            ]
+        )
+        | st.text(max_size=10),
+        max_size=30,
+    ).map("".join)
+)
 def test_html_pages(text):
     try:
         assert isinstance(parse_html_page(text, "x", "u"), ReleaseList)

@@ -22,8 +22,15 @@ TOKEN = "ghp_exampleexampleexample0123456789"
 @pytest.fixture
 def api():
     host = CodeHost()
-    host.add_pull("org", "toylib", 2, state="closed", merged=True, merged_at="2026-02-01T10:00:00",
-                  merge_commit_sha="a" * 40)
+    host.add_pull(
+        "org",
+        "toylib",
+        2,
+        state="closed",
+        merged=True,
+        merged_at="2026-02-01T10:00:00",
+        merge_commit_sha="a" * 40,
+    )
     with CodeHostServer(host) as server:
         yield server
 
@@ -50,7 +57,10 @@ def test_a_redirect_to_another_host_is_a_failure_without_asking_it(api):
     other = CodeHost()
     other.add_pull("org", "toylib", 2, state="open")
     with CodeHostServer(other) as elsewhere:
-        for target in (elsewhere.url + PULL, elsewhere.url.replace("127.0.0.1", "localhost") + PULL):
+        for target in (
+            elsewhere.url + PULL,
+            elsewhere.url.replace("127.0.0.1", "localhost") + PULL,
+        ):
             api.host.faults.clear()
             api.host.faults.add(PULL, redirect(target, status=307))
             found = fetcher().get_json(api.url + PULL, probe="t")
@@ -61,25 +71,30 @@ def test_a_redirect_to_another_host_is_a_failure_without_asking_it(api):
 
 def test_a_post_is_never_redirected(api):
     api.host.faults.add("/graphql", redirect("/graphql-v2", status=308))
-    found = fetcher().post(api.url + "/graphql", {"query": "{}"}, probe="t", headers={"Authorization": "bearer x"})
+    found = fetcher().post(
+        api.url + "/graphql", {"query": "{}"}, probe="t", headers={"Authorization": "bearer x"}
+    )
     assert isinstance(found, ProbeFailure) and "redirected (308) a POST request" in found.reason
 
 
 def test_a_slow_drip_ends_at_the_total_deadline_not_per_read(api):
     """Each byte arrives well within the per-read timeout; only a total deadline ends it."""
     body = json.dumps({"state": "open", "padding": "x" * 400}).encode()
-    api.host.faults.add(PULL, slow_drip(body, 0.02))  # ~9 s to send it all
+    # ~9 s to send it all
+    api.host.faults.add(PULL, slow_drip(body, 0.02))
     policy = FAST.__class__(attempts=3, timeout=2.0, budget=0.6, backoff=0.01)
     started = time.monotonic()
     found = fetcher(policy=policy).get_json(api.url + PULL, probe="t")
     elapsed = time.monotonic() - started
     assert isinstance(found, ProbeFailure) and "within the 0.6s deadline" in found.reason, found
     assert elapsed < 1.2, elapsed
-    assert found.retryable and found.attempts == 1  # the deadline is total: no second attempt
+    # the deadline is total: no second attempt
+    assert found.retryable and found.attempts == 1
 
 
 def test_a_stalled_body_ends_at_the_deadline_even_with_long_read_timeouts(api):
-    api.host.faults.add(PULL, slow_drip(b'{"state": "open"}', 5.0))  # one byte, then silence
+    # one byte, then silence
+    api.host.faults.add(PULL, slow_drip(b'{"state": "open"}', 5.0))
     policy = FAST.__class__(attempts=1, timeout=30.0, budget=0.5)
     started = time.monotonic()
     found = fetcher(policy=policy).get(api.url + PULL, probe="t")
@@ -93,7 +108,8 @@ def test_a_body_over_the_cap_is_abandoned(api, chunked):
     policy = FAST.__class__(attempts=3, max_body=256 * 2**10)
     found = fetcher(policy=policy).get(api.url + PULL, probe="t")
     assert isinstance(found, ProbeFailure) and "over the 256 KiB cap" in found.reason, found
-    assert ("abandoned after" in found.reason) == chunked  # a declared length is refused unread
+    # a declared length is refused unread
+    assert ("abandoned after" in found.reason) == chunked
     assert found.attempts == 1 and not found.retryable
     api.host.faults.clear()
     api.host.faults.add(PULL, oversized(200 * 2**10, chunked=chunked))
@@ -115,18 +131,27 @@ def test_a_token_echoed_by_the_server_reaches_neither_the_body_nor_the_cache(api
 
 
 def test_credentials_in_urls_are_masked(api, tmp_path):
-    assert mask_url(f"https://x-access-token:{TOKEN}@ghe.corp/api/v3") == "https://x-access-token:<redacted>@ghe.corp/api/v3"
+    assert (
+        mask_url(f"https://x-access-token:{TOKEN}@ghe.corp/api/v3")
+        == "https://x-access-token:<redacted>@ghe.corp/api/v3"
+    )
     assert mask_url(f"https://{TOKEN}@ghe.corp/") == "https://<redacted>@ghe.corp/"
     assert mask_url("https://ghe.corp/a@b") == "https://ghe.corp/a@b"
     api.host.faults.add(PULL, Fault(status=500))
     base = api.url.replace("http://", f"http://user:{TOKEN}@")
-    found = fetcher(tmp_path).get(base + PULL, probe="t")  # the fetcher was not told the secret
-    assert isinstance(found, ProbeFailure) and TOKEN not in str(found) and "user:<redacted>@" in found.target
+    # the fetcher was not told the secret
+    found = fetcher(tmp_path).get(base + PULL, probe="t")
+    assert (
+        isinstance(found, ProbeFailure)
+        and TOKEN not in str(found)
+        and "user:<redacted>@" in found.target
+    )
 
 
 def test_a_post_is_never_cached(api, tmp_path):
-    found = fetcher(tmp_path).post(api.url + "/graphql", {"query": "{ x }"}, probe="t",
-                                   headers={"Authorization": "bearer x"})
+    found = fetcher(tmp_path).post(
+        api.url + "/graphql", {"query": "{ x }"}, probe="t", headers={"Authorization": "bearer x"}
+    )
     assert isinstance(found, Fetched) and found.status == 200
     assert list(tmp_path.rglob("*.json")) == []
 
@@ -141,12 +166,13 @@ class TrickleServer:
 
         self.headers, self.pace = headers, pace
         self.listener = socket.create_server(("127.0.0.1", 0))
-        self.listener.settimeout(0.05)  # so the accept loop sees the stop promptly
+        # so the accept loop sees the stop promptly
+        self.listener.settimeout(0.05)
         self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._serve, daemon=True)
 
-    def __enter__(self) -> "TrickleServer":
+    def __enter__(self) -> TrickleServer:
         self.thread.start()
         return self
 
@@ -171,10 +197,17 @@ class TrickleServer:
         with conn:
             try:
                 conn.recv(65536)
-                head = b"HTTP/1.1 200 OK\r\nX-Pad: " if self.headers else \
-                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                head = (
+                    b"HTTP/1.1 200 OK\r\nX-Pad: "
+                    if self.headers
+                    else b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                )
                 conn.sendall(head)
-                piece = b"a" if self.headers else (b"1\r\na\r\n" if self.pace else b"1000\r\n" + b"a" * 4096 + b"\r\n")
+                piece = (
+                    b"a"
+                    if self.headers
+                    else (b"1\r\na\r\n" if self.pace else b"1000\r\n" + b"a" * 4096 + b"\r\n")
+                )
                 while not self.stop.is_set():
                     conn.sendall(piece)
                     time.sleep(self.pace)
@@ -198,5 +231,7 @@ def test_a_trickle_ends_at_the_total_deadline_in_the_headers_too(headers):
 
 def test_a_fast_endless_body_ends_at_the_size_cap():
     with TrickleServer(headers=False, pace=0) as server:
-        found = fetcher(policy=FAST.__class__(attempts=1, max_body=64 * 2**10)).get(server.url + "/big", probe="t")
+        found = fetcher(policy=FAST.__class__(attempts=1, max_body=64 * 2**10)).get(
+            server.url + "/big", probe="t"
+        )
     assert isinstance(found, ProbeFailure) and "over the 64 KiB cap" in found.reason, found

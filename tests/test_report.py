@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from retire.report import weekly as report
-from retire.report import model as report_model
-from retire.report import markdown as report_render
-from retire.core.errors import ConfigError, PatchlaneError
-from retire.probes.http import RetryPolicy
-from retire.verdicts.model import Verdict
 from retire.commands import main as cli
+from retire.core.errors import ConfigError, PatchlaneError
 from retire.core.project import Project
+from retire.probes.http import RetryPolicy
+from retire.report import markdown as report_render
+from retire.report import model as report_model
+from retire.report import weekly as report
+from retire.verdicts.model import Verdict
 from tests.support import reportshop
 from tests.support.codehost import CodeHost, CodeHostServer
 from tests.support.faults import Fault
@@ -34,8 +34,11 @@ def shop(tmp_path) -> Path:
 def generate(root: Path, **options) -> report.Written:
     options.setdefault("now", NOW)
     options.setdefault("verdicts", shop_verdicts())
-    options.setdefault("packs", types.SimpleNamespace(  # never the real retire.packs: the shop has none
-        filing_queue=lambda root: [], markdown_section=lambda entries: ""))
+    # never the real retire.packs: the shop has none
+    options.setdefault(
+        "packs",
+        types.SimpleNamespace(filing_queue=lambda root: [], markdown_section=lambda entries: ""),
+    )
     return report.generate(Project(root), **options)
 
 
@@ -55,8 +58,17 @@ def test_writes_markdown_html_and_json_for_the_iso_week(shop):
     assert (shop / "reports" / "2026-W47.md").read_text() == written.markdown
     data = json.loads((shop / "reports" / "2026-W47.json").read_text())
     assert data["kind"] == "patchlane-report" and data["week"] == WEEK
-    assert data["headline"] == {"carried": 4, "retire": 1, "newly_broken": 1, "unknown": 1, "broken": 1,
-                                "keep": 2, "stale": 1, "drift": 0, "never_run": 1}
+    assert data["headline"] == {
+        "carried": 4,
+        "retire": 1,
+        "newly_broken": 1,
+        "unknown": 1,
+        "broken": 1,
+        "keep": 2,
+        "stale": 1,
+        "drift": 0,
+        "never_run": 1,
+    }
     assert not list((shop / "reports").glob(".*.tmp"))
 
 
@@ -68,28 +80,46 @@ def test_per_shim_rows_say_where_each_was_proven_or_that_it_never_ran(shop):
     assert alpha["upstream"]["status"] == "submitted"
     assert {"role": "fix", "url": "https://example.org/toylib/pull/2"} in alpha["upstream"]["links"]
     assert alpha["verdict"] == "keep" and alpha["why"] == "pr-released: PR #2 is open"
-    assert alpha["retirement"]["mode"] == "any" and "reproducer clean without the shim" in alpha["retirement"]["conditions"]
+    assert (
+        alpha["retirement"]["mode"] == "any"
+        and "reproducer clean without the shim" in alpha["retirement"]["conditions"]
+    )
     # Latest proof: the H200 overlay lane, a lane that exists only in the records.
-    assert alpha["last_proven"] == {"host": "gpu-node", "gpu": "NVIDIA H200", "lane": "h200-overlay", "date": "2026-11-17",
-                                    "started_at": "2026-11-17T10:00:04.000000+00:00", "outcome": "fix-validated",
-                                    "mode": "with", "detail": ""}
+    assert alpha["last_proven"] == {
+        "host": "gpu-node",
+        "gpu": "NVIDIA H200",
+        "lane": "h200-overlay",
+        "date": "2026-11-17",
+        "started_at": "2026-11-17T10:00:04.000000+00:00",
+        "outcome": "fix-validated",
+        "mode": "with",
+        "detail": "",
+    }
     assert rows["delta"]["proven"] == "never run" and rows["delta"]["last_run"] is None
-    assert rows["epsilon"]["proven"].startswith("never proven — last run skipped on ci-box · lane cpu · 2026-11-16")
+    assert rows["epsilon"]["proven"].startswith(
+        "never proven — last run skipped on ci-box · lane cpu · 2026-11-16"
+    )
     assert rows["delta"]["owner"] == "numerics@example.org"
     assert rows["beta"]["floors"] == ["toylib>=1.1"]
 
 
 def test_matrix_rebuilds_the_latest_run_per_lane_with_judge(shop):
     data = json.loads(generate(shop).json_text)
-    matrix = {shim: {lane: cell["outcome"] for lane, cell in lanes.items()} for shim, lanes in data["matrix"].items()}
+    matrix = {
+        shim: {lane: cell["outcome"] for lane, cell in lanes.items()}
+        for shim, lanes in data["matrix"].items()
+    }
     assert matrix == {
         "alpha": {"cpu": "needed", "gpu": "shim-broken", "h200-overlay": "needed"},
         "beta": {"cpu": "upstream-fixed"},
         "delta": {"cpu": "not-run", "gpu": "not-run"},
         "epsilon": {"cpu": "skipped"},
     }
-    assert data["lanes"] == [{"name": "cpu", "defined": True}, {"name": "gpu", "defined": True},
-                             {"name": "h200-overlay", "defined": False}]
+    assert data["lanes"] == [
+        {"name": "cpu", "defined": True},
+        {"name": "gpu", "defined": True},
+        {"name": "h200-overlay", "defined": False},
+    ]
 
 
 def test_changes_since_the_previous_report(shop):
@@ -98,7 +128,9 @@ def test_changes_since_the_previous_report(shop):
     assert changes["new"] == ["epsilon"]
     assert changes["retired"] == ["gamma"]
     assert [(c["shim"], c["before"], c["after"]) for c in changes["verdicts"]] == [
-        ("beta", "unknown", "retire"), ("delta", "keep", "unknown")]
+        ("beta", "unknown", "retire"),
+        ("delta", "keep", "unknown"),
+    ]
     assert changes["newly_broken"] == [{"shim": "alpha", "lane": "gpu", "outcome": "shim-broken"}]
 
 
@@ -114,10 +146,14 @@ def test_a_cell_broken_last_week_too_is_not_newly_broken(shop):
 def test_burn_down_from_git_history_and_previous_reports(shop):
     points = json.loads(generate(shop).json_text)["burndown"]
     assert [(p["week"], p["carried"], p["candidates"], p["source"]) for p in points] == [
-        ("2026-W44", 3, None, "git"),   # alpha, beta, gamma committed 2026-10-27
-        ("2026-W45", 4, None, "git"),   # + delta
-        ("2026-W46", 4, 0, "report"),   # no commit; last week's report wins over git for its week
-        ("2026-W47", 4, 1, "now"),      # - gamma + epsilon, counted from the tree as it is
+        # alpha, beta, gamma committed 2026-10-27
+        ("2026-W44", 3, None, "git"),
+        # + delta
+        ("2026-W45", 4, None, "git"),
+        # no commit; last week's report wins over git for its week
+        ("2026-W46", 4, 0, "report"),
+        # - gamma + epsilon, counted from the tree as it is
+        ("2026-W47", 4, 1, "now"),
     ]
 
 
@@ -127,8 +163,14 @@ def test_burn_down_counts_git_alone_when_there_is_no_report(tmp_path):
     reportshop.git(root, "commit", "-q", "-m", "retire beta", when="2026-11-18T09:00:00+00:00")
     written = generate(root, now=NOW + _dt.timedelta(days=7), week="2026-W48")
     points = [(p.week, p.carried, p.source) for p in written.report.burndown]
-    assert points == [("2026-W44", 3, "git"), ("2026-W45", 4, "git"), ("2026-W46", 4, "git"),
-                      ("2026-W47", 3, "git"), ("2026-W48", 4, "now")]  # beta's folder is still on disk
+    assert points == [
+        ("2026-W44", 3, "git"),
+        ("2026-W45", 4, "git"),
+        ("2026-W46", 4, "git"),
+        # beta's folder is still on disk
+        ("2026-W47", 3, "git"),
+        ("2026-W48", 4, "now"),
+    ]
     assert written.report.changes.previous_week is None
     assert "No previous report to compare with" in written.markdown
 
@@ -143,19 +185,32 @@ def test_no_git_repository_is_a_note_not_a_failure(tmp_path):
 def test_markdown_is_an_issue_body_with_tables_and_collapsible_evidence(shop):
     md = generate(shop).markdown
     assert md.startswith(report_render.MARKER + "\n# Shim retirement report — 2026-W47")
-    assert "**4 shims carried** · **1 retire candidate** · **1 newly broken** · **1 with unknown evidence**" in md
-    assert "| shim | fix class | owner | age | upstream | verdict | why | retire when | last proven |" in md
-    assert re.search(r"\| \[`delta`\]\(#evidence-delta\) \| source-patch \| numerics@example.org \| 218 d \|.*\| never run \|", md)
-    assert "| `alpha` | 🩹 | 🔴 | 🩹 |" in md  # cpu, gpu, h200-overlay
+    assert (
+        "**4 shims carried** · **1 retire candidate** · **1 newly broken** · **1 with unknown evidence**"
+        in md
+    )
+    assert (
+        "| shim | fix class | owner | age | upstream | verdict | why | retire when | last proven |"
+        in md
+    )
+    assert re.search(
+        r"\| \[`delta`\]\(#evidence-delta\) \| source-patch \| numerics@example.org \| 218 d \|.*\| never run \|",
+        md,
+    )
+    # cpu, gpu, h200-overlay
+    assert "| `alpha` | 🩹 | 🔴 | 🩹 |" in md
     assert "| shim | cpu | gpu | h200-overlay ⁺ |" in md
-    assert md.count("<details") == md.count("</details>") == 4 + 1  # one per shim + burn-down points
+    # one per shim + burn-down points
+    assert md.count("<details") == md.count("</details>") == 4 + 1
     assert '<details id="evidence-delta"><summary><code>delta</code> — ❔ unknown' in md
-    assert "⚠️ codehost https://example.org/toylib/pull/2: server error 500 Internal Server Error" in md
+    assert (
+        "⚠️ codehost https://example.org/toylib/pull/2: server error 500 Internal Server Error" in md
+    )
     assert "## Changes since 2026-W46" in md and "**Retired (gone from shims/):** `gamma`" in md
     assert "- `epsilon` — **stale**: no upstream movement since 2026-01-02 (318 days)" in md
     assert "```mermaid\nxychart-beta" in md and '"26-W44", "26-W45", "26-W46", "26-W47"' in md
     # Every table row has as many cells as its header: nothing breaks the table.
-    for block in re.findall(r"(?:^\|.*\|\n)+", md, flags=re.M):
+    for block in re.findall(r"(?:^\|.*\|\n)+", md, flags=re.MULTILINE):
         rows = [line for line in block.splitlines()]
         widths = {len(re.findall(r"(?<!\\)\|", line)) for line in rows}
         assert len(widths) == 1, block
@@ -171,9 +226,14 @@ def test_markdown_escapes_what_would_break_a_table_or_inject_html(shop):
 def test_markdown_is_trimmed_to_fit_an_issue_body(shop):
     written = generate(shop)
     full = report_render.to_markdown(written.report)
-    trimmed = report_render.to_markdown(written.report, limit=len(full) - 1, full_report="reports/2026-W47.html")
+    trimmed = report_render.to_markdown(
+        written.report, limit=len(full) - 1, full_report="reports/2026-W47.html"
+    )
     assert len(trimmed) < len(full) and "<details id=" not in trimmed
-    assert "Evidence sections left out to fit an issue body. The full report is in reports/2026-W47.html." in trimmed
+    assert (
+        "Evidence sections left out to fit an issue body. The full report is in reports/2026-W47.html."
+        in trimmed
+    )
     tiny = report_render.to_markdown(written.report, limit=3000)
     assert len(tiny) <= 3000 and "Truncated to fit an issue body" in tiny
 
@@ -193,10 +253,15 @@ def test_short_version_names_the_shims_that_need_attention(shop, capsys):
     written = generate(shop)
     text = report_render.short_text(written.report, ["reports/2026-W47.md"])
     lines = text.splitlines()
-    assert lines[0] == ("retirement report 2026-W47: 4 shims carried, 1 retire candidate(s), 1 newly broken, "
-                        "1 unknown evidence")
+    assert lines[0] == (
+        "retirement report 2026-W47: 4 shims carried, 1 retire candidate(s), 1 newly broken, "
+        "1 unknown evidence"
+    )
     assert "  alpha    newly broken on gpu — pr-released: PR #2 is open" in lines
-    assert any(line.startswith("  delta    unknown evidence; reproducer never run — codehost") for line in lines)
+    assert any(
+        line.startswith("  delta    unknown evidence; reproducer never run — codehost")
+        for line in lines
+    )
     assert any(line.startswith("  epsilon  stale; no upstream link") for line in lines)
     assert lines[-1] == "wrote reports/2026-W47.md"
 
@@ -206,48 +271,73 @@ def test_short_version_names_the_shims_that_need_attention(shop, capsys):
 
 
 def test_corrupted_previous_report_is_reported_in_one_line_and_ignored(shop):
-    (shop / "reports" / "2026-W45.json").write_text(json.dumps(reportshop.previous_report("2026-W45")))
-    (shop / "reports" / "2026-W46.json").write_text('{"kind": "patchlane-report", "week": "2026-W4')  # cut short
+    (shop / "reports" / "2026-W45.json").write_text(
+        json.dumps(reportshop.previous_report("2026-W45"))
+    )
+    # cut short
+    (shop / "reports" / "2026-W46.json").write_text('{"kind": "patchlane-report", "week": "2026-W4')
     written = generate(shop)
     notes = [n for n in written.report.notes if "2026-W46.json" in n]
     assert len(notes) == 1 and "\n" not in notes[0]
     assert "previous report is not valid JSON" in notes[0] and notes[0].endswith("— ignored")
-    assert written.report.changes.previous_week == "2026-W45"  # the newest report that reads
+    # the newest report that reads
+    assert written.report.changes.previous_week == "2026-W45"
     assert "2026-W46" not in [p.week for p in written.report.burndown if p.source == "report"]
     assert notes[0] in report_render.short_text(written.report)
     assert (shop / "reports" / "2026-W47.json").exists()
 
 
 def test_a_json_file_that_is_not_a_report_is_ignored_with_the_reason(shop):
-    (shop / "reports" / "2026-W46.json").write_text('[1, 2]')
+    (shop / "reports" / "2026-W46.json").write_text("[1, 2]")
     written = generate(shop)
     assert written.report.changes.previous_week is None
-    assert any("not a usable previous report (not a JSON object)" in n for n in written.report.notes)
+    assert any(
+        "not a usable previous report (not a JSON object)" in n for n in written.report.notes
+    )
 
 
 def test_unreadable_validation_records_never_claim_never_run(shop):
     manifest = shop / "validation" / "manifest.jsonl"
     manifest.write_text(manifest.read_text() + "{not json\n")
     written = generate(shop)
-    assert any(n.startswith("validation records unreadable, runs left out:") for n in written.report.notes)
+    assert any(
+        n.startswith("validation records unreadable, runs left out:") for n in written.report.notes
+    )
     rows = shims_of(written)
-    assert "never run" != rows["delta"]["proven"] and "records unreadable" in rows["delta"]["proven"]
+    assert (
+        rows["delta"]["proven"] != "never run" and "records unreadable" in rows["delta"]["proven"]
+    )
 
 
 @pytest.fixture
 def codehost_shop(tmp_path):
     """Two shims linked to GitHub issues served by the loopback stand-in; #2 answers 500."""
     root = tmp_path / "shop"
-    clean_only = '[retirement]\nmode = "all"\n\n[[retirement.conditions]]\nkind = "reproducer-clean"\n\n'
+    clean_only = (
+        '[retirement]\nmode = "all"\n\n[[retirement.conditions]]\nkind = "reproducer-clean"\n\n'
+    )
     for shim, number in (("healthy", 1), ("flaky", 2)):
-        reportshop.write_shim(root / "shims", shim, manifest=reportshop.shim_manifest(
-            shim, links=[("report", f"https://github.com/acme/toylib/issues/{number}")], conditions=clean_only))
+        reportshop.write_shim(
+            root / "shims",
+            shim,
+            manifest=reportshop.shim_manifest(
+                shim,
+                links=[("report", f"https://github.com/acme/toylib/issues/{number}")],
+                conditions=clean_only,
+            ),
+        )
     reportshop.write_lanes(root, {"cpu": ["healthy", "flaky"]})
     from retire.evidence import validation
 
-    validation.append(root / "validation" / "manifest.jsonl", [
-        reportshop.record(shim, "cpu", "without", "bug-reproduced", f"2026-11-16T08:0{i}:00.000000+00:00")
-        for i, shim in enumerate(("healthy", "flaky"))])
+    validation.append(
+        root / "validation" / "manifest.jsonl",
+        [
+            reportshop.record(
+                shim, "cpu", "without", "bug-reproduced", f"2026-11-16T08:0{i}:00.000000+00:00"
+            )
+            for i, shim in enumerate(("healthy", "flaky"))
+        ],
+    )
     host = CodeHost()
     for number in (1, 2):
         host.add_issue("acme", "toylib", number, updated_at="2026-11-10T00:00:00")
@@ -260,22 +350,36 @@ def test_failing_probes_still_write_a_report_and_never_hide_execution(codehost_s
     """Both shims reproduce their bug without the shim: keep, whatever the code host says; the
     failed look-up of flaky's (informational) issue link is a flag, shown, never decisive."""
     root, server = codehost_shop
-    options = {"api_base": server.url, "token": None, "clock": lambda: NOW, "index_url": "http://127.0.0.1:9/simple",
-               "policy": RetryPolicy(attempts=2, backoff=0.01, max_backoff=0.02)}
+    options = {
+        "api_base": server.url,
+        "token": None,
+        "clock": lambda: NOW,
+        "index_url": "http://127.0.0.1:9/simple",
+        "policy": RetryPolicy(attempts=2, backoff=0.01, max_backoff=0.02),
+    }
     written = report.generate(Project(root), now=NOW, gather_options=options, packs=None)
     rows = shims_of(written)
     assert rows["healthy"]["verdict"] == "keep", rows["healthy"]["why"]
     assert rows["flaky"]["verdict"] == "keep" and "BUG_REPRODUCED" in rows["flaky"]["why"]
-    assert any(f["kind"] == "probe-failed" and "server error 500" in f["text"] and "/repos/acme/toylib/issues/2" in f["text"]
-               for f in rows["flaky"]["flags"])
+    assert any(
+        f["kind"] == "probe-failed"
+        and "server error 500" in f["text"]
+        and "/repos/acme/toylib/issues/2" in f["text"]
+        for f in rows["flaky"]["flags"]
+    )
     assert any("server error 500" in f for f in rows["flaky"]["failures"])
     assert all(p.exists() for p in written.paths)
     assert "- ⚑ `probe-failed` — codehost" in written.markdown
 
     # --no-probe: the same report from the HTTP cache, without a single request.
     asked = len(server.host.requests)
-    cached = report.generate(Project(root), now=NOW, probe=False, packs=None, gather_options={
-        "api_base": server.url, "token": None, "clock": lambda: NOW})
+    cached = report.generate(
+        Project(root),
+        now=NOW,
+        probe=False,
+        packs=None,
+        gather_options={"api_base": server.url, "token": None, "clock": lambda: NOW},
+    )
     assert len(server.host.requests) == asked
     rows = shims_of(cached)
     assert rows["healthy"]["verdict"] == "keep"
@@ -311,18 +415,22 @@ def test_a_rendering_failure_writes_nothing(shop, monkeypatch):
     monkeypatch.setattr(report.report_html, "to_html", explode)
     with pytest.raises(RuntimeError):
         generate(shop, verdicts=shop_verdicts()[:1])
-    assert {p.name: p.read_bytes() for p in old.paths} == before  # last good files untouched
+    # last good files untouched
+    assert {p.name: p.read_bytes() for p in old.paths} == before
     assert not [p for p in (shop / "reports").iterdir() if p.name.endswith(".tmp")]
 
 
 def test_a_write_failure_leaves_no_partial_file_and_no_json(shop, capsys):
-    (shop / "reports" / "2026-W47.html").mkdir()  # the page cannot replace a folder
+    # the page cannot replace a folder
+    (shop / "reports" / "2026-W47.html").mkdir()
     code = cli(["report", "--root", str(shop), "--week", WEEK, "--no-probe"])
     err = capsys.readouterr().err
     assert code == 1 and err.startswith("patchlane: error: cannot write") and err.count("\n") == 1
-    assert not (shop / "reports" / "2026-W47.json").exists()  # JSON goes last: never ahead of its files
+    # JSON goes last: never ahead of its files
+    assert not (shop / "reports" / "2026-W47.json").exists()
     md = shop / "reports" / "2026-W47.md"
-    assert md.read_text().rstrip().endswith("</details>")  # complete, not cut
+    # complete, not cut
+    assert md.read_text().rstrip().endswith("</details>")
     assert not [p for p in (shop / "reports").iterdir() if p.name.endswith(".tmp")]
 
 
@@ -358,13 +466,16 @@ def test_a_broken_manifest_is_a_one_line_error(shop, capsys):
 
 
 def test_filing_queue_section_is_included_when_packs_provides_it(shop):
-    packs = types.SimpleNamespace(filing_queue=lambda root: ["one"],
-                                  markdown_section=lambda entries: f"## Filing queue\n\n{len(entries)} ready.\n")
+    packs = types.SimpleNamespace(
+        filing_queue=lambda root: ["one"],
+        markdown_section=lambda entries: f"## Filing queue\n\n{len(entries)} ready.\n",
+    )
     written = generate(shop, packs=packs)
     assert "## Filing queue\n\n1 ready." in written.markdown
     assert json.loads(written.json_text)["filing_queue"].startswith("## Filing queue")
     assert '<section id="filing-queue">' in written.paths[1].read_text()
-    empty = generate(shop)  # a packs module with nothing to say: no section
+    # a packs module with nothing to say: no section
+    empty = generate(shop)
     assert "Filing queue" not in empty.markdown
 
 
@@ -372,7 +483,9 @@ def test_a_failing_filing_queue_is_a_note(shop):
     def boom(root):
         raise OSError("packs folder unreadable")
 
-    written = generate(shop, packs=types.SimpleNamespace(filing_queue=boom, markdown_section=lambda e: ""))
+    written = generate(
+        shop, packs=types.SimpleNamespace(filing_queue=boom, markdown_section=lambda e: "")
+    )
     assert "filing queue left out: OSError: packs folder unreadable" in written.report.notes
 
 
@@ -392,7 +505,12 @@ def test_previous_report_round_trips_through_json(shop):
     data = json.loads(generate(shop).json_text)
     again = report_model.PreviousReport.from_json(data)
     assert again.week == WEEK and again.carried == 4 and again.candidates == 1
-    assert again.verdicts == {"alpha": "keep", "beta": "retire", "delta": "unknown", "epsilon": "keep"}
+    assert again.verdicts == {
+        "alpha": "keep",
+        "beta": "retire",
+        "delta": "unknown",
+        "epsilon": "keep",
+    }
     assert again.broken == {("alpha", "gpu")}
     with pytest.raises(ValueError, match="not a patchlane report"):
         report_model.PreviousReport.from_json({"week": WEEK, "shims": []})
@@ -417,9 +535,14 @@ def test_reports_name_indexes_instead_of_writing_their_urls(monkeypatch):
 
     monkeypatch.setenv("UV_DEFAULT_INDEX", "http://127.0.0.1:9/simple")
     monkeypatch.setenv("UV_INDEX", "pytorch-nightly=http://127.0.0.1:10/whl/nightly")
-    lane = Lane("l", "3.12", "linux", ("x",), indexes=(IndexSpec("mirror", "http://127.0.0.1:11/simple/"),))
+    lane = Lane(
+        "l", "3.12", "linux", ("x",), indexes=(IndexSpec("mirror", "http://127.0.0.1:11/simple/"),)
+    )
     names = index_names([lane])
-    text = ("releases on http://127.0.0.1:9/simple; nightly from http://127.0.0.1:10/whl/nightly; "
-            "mirror http://127.0.0.1:11/simple")
+    text = (
+        "releases on http://127.0.0.1:9/simple; nightly from http://127.0.0.1:10/whl/nightly; "
+        "mirror http://127.0.0.1:11/simple"
+    )
     assert name_indexes(text, names) == (
-        "releases on the default index; nightly from index 'pytorch-nightly'; mirror index 'mirror'")
+        "releases on the default index; nightly from index 'pytorch-nightly'; mirror index 'mirror'"
+    )

@@ -14,29 +14,53 @@ from pathlib import Path
 
 import pytest
 
+from retire.core.project import Project
 from retire.packs import store
 from retire.report import weekly as report
-from retire.core.project import Project
 from retire.report.vocabulary import OUTCOMES
-from tests.support import png
 from tests.conftest import ROOT
+from tests.support import png
 from tests.support.reportshop import NOW, build_shop, shop_verdicts
 
 CHROMIUM = Path("/usr/bin/chromium")
 
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(),
-                                reason="needs Debian's Chromium at /usr/bin/chromium (apt-get install -y chromium)")
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(),
+    reason="needs Debian's Chromium at /usr/bin/chromium (apt-get install -y chromium)",
+)
 
 
 def chromium(tmp_path: Path, page: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     profile = tmp_path / f"profile-{len(list(tmp_path.glob('profile-*')))}"
     command = [
-        str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
-        "--enable-logging=stderr", "--v=0", *extra, page.as_uri(),
+        str(CHROMIUM),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={profile}",
+        "--enable-logging=stderr",
+        "--v=0",
+        *extra,
+        page.as_uri(),
     ]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("http_", "https_", "HTTP_", "HTTPS_"))}
-    return subprocess.run(command, capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL, check=False)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("http_", "https_", "HTTP_", "HTTPS_"))
+    }
+    return subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
 
 
 def console_messages(stderr: str) -> list[str]:
@@ -48,15 +72,19 @@ def console_messages(stderr: str) -> list[str]:
 def page(tmp_path_factory) -> Path:
     root = build_shop(tmp_path_factory.mktemp("html") / "shop")
     # The committed catalogue's real filing queue: a table and long blocker lists to lay out.
-    queue = types.SimpleNamespace(filing_queue=lambda _: store.filing_queue(ROOT), markdown_section=store.markdown_section)
+    queue = types.SimpleNamespace(
+        filing_queue=lambda _: store.filing_queue(ROOT), markdown_section=store.markdown_section
+    )
     written = report.generate(Project(root), now=NOW, verdicts=shop_verdicts(), packs=queue)
     return written.paths[1]
 
 
 def test_the_console_check_can_fail(tmp_path):
     bad = tmp_path / "bad.html"
-    bad.write_text("<!doctype html><meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'\">"
-                   "<p>x</p><img src=\"http://127.0.0.1:9/x.png\">")
+    bad.write_text(
+        '<!doctype html><meta http-equiv="Content-Security-Policy" content="default-src \'none\'">'
+        '<p>x</p><img src="http://127.0.0.1:9/x.png">'
+    )
     done = chromium(tmp_path, bad, "--dump-dom")
     assert done.returncode == 0, done.stderr[-2000:]
     assert any("127.0.0.1:9" in line for line in console_messages(done.stderr))
@@ -74,16 +102,21 @@ def test_report_page_loads_without_console_messages_and_has_the_grid(page, tmp_p
 
 def test_screenshot_shows_the_grid_colours(page, tmp_path):
     shot = tmp_path / "report.png"
-    done = chromium(tmp_path, page, f"--screenshot={shot}", "--window-size=1400,1800", "--hide-scrollbars")
+    done = chromium(
+        tmp_path, page, f"--screenshot={shot}", "--window-size=1400,1800", "--hide-scrollbars"
+    )
     assert done.returncode == 0 and shot.exists(), done.stderr[-2000:]
     assert console_messages(done.stderr) == []
-    shown = ("needed", "upstream-fixed", "shim-broken", "skipped")  # the outcomes the shop has
+    # the outcomes the shop has
+    shown = ("needed", "upstream-fixed", "shim-broken", "skipped")
     wanted = {png.hex_colour(OUTCOMES[o].colour): o for o in shown}
     counts = png.colour_counts(shot.read_bytes(), wanted)
     # A 26 px cell is ~600 solid pixels (less its glyph); a stray anti-aliased pixel is not a cell.
     assert {wanted[c]: n for c, n in counts.items() if n < 200} == {}
-    absent = png.hex_colour(OUTCOMES["crashed"].colour)  # no crashed cell in the shop: not on screen
-    assert png.colour_counts(shot.read_bytes(), [absent])[absent] < 200  # its legend swatch only
+    # no crashed cell in the shop: not on screen
+    absent = png.hex_colour(OUTCOMES["crashed"].colour)
+    # its legend swatch only
+    assert png.colour_counts(shot.read_bytes(), [absent])[absent] < 200
 
 
 # Measured in the page by a script added to a copy of it (the report itself has none, and its
@@ -130,27 +163,45 @@ def measured(page: Path, tmp_path: Path, width: int) -> dict:
     """The page laid out in a frame ``width`` CSS pixels wide (headless windows have a minimum
     width; a frame has none, and its media queries see its own width, as a phone's would)."""
     probe = tmp_path / f"measure-{width}.html"
-    text = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page.read_text(encoding="utf-8"))
+    text = re.sub(
+        r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page.read_text(encoding="utf-8")
+    )
     probe.write_text(text.replace("</body>", LAYOUT_SCRIPT + "</body>"), encoding="utf-8")
     frame = tmp_path / f"frame-{width}.html"
-    frame.write_text(f'<!doctype html><body style="margin:0"><pre id="layout-check"></pre>'
-                     f'<iframe src="{probe.name}" style="width:{width}px;height:900px;border:0"></iframe>'
-                     '<script>addEventListener("message", function (e) {'
-                     ' document.getElementById("layout-check").textContent = e.data; });</script></body>')
-    done = chromium(tmp_path, frame, "--dump-dom", f"--window-size={width + 100},1000", "--virtual-time-budget=5000",
-                    "--allow-file-access-from-files")
+    frame.write_text(
+        f'<!doctype html><body style="margin:0"><pre id="layout-check"></pre>'
+        f'<iframe src="{probe.name}" style="width:{width}px;height:900px;border:0"></iframe>'
+        '<script>addEventListener("message", function (e) {'
+        ' document.getElementById("layout-check").textContent = e.data; });</script></body>'
+    )
+    done = chromium(
+        tmp_path,
+        frame,
+        "--dump-dom",
+        f"--window-size={width + 100},1000",
+        "--virtual-time-budget=5000",
+        "--allow-file-access-from-files",
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     found = re.search(r'<pre id="layout-check">(.*?)</pre>', done.stdout, re.DOTALL)
     assert found, done.stdout[-2000:]
-    return json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">"))
+    return json.loads(
+        found.group(1)
+        .replace("&quot;", '"')
+        .replace("&amp;", "&")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+    )
 
 
 @pytest.mark.parametrize("width", [390, 1400])
 def test_layout_holds_at_phone_width_with_nothing_clipped(page, tmp_path, width):
     found = measured(page, tmp_path, width)
     assert found["width"] <= width
-    assert found["scroll"] <= found["width"], found  # no sideways scrolling of the page itself
-    assert found["overflow"] == [], found["overflow"]  # only the lane grid scrolls, inside its own box
+    # no sideways scrolling of the page itself
+    assert found["scroll"] <= found["width"], found
+    # only the lane grid scrolls, inside its own box
+    assert found["overflow"] == [], found["overflow"]
     assert found["clipped"] == [], found["clipped"]
 
 
@@ -160,6 +211,11 @@ def test_every_text_has_contrast_of_at_least_4_5(page, tmp_path):
 
 def test_the_filing_queue_is_rendered_not_raw_markdown(page, tmp_path):
     done = chromium(tmp_path, page, "--dump-dom")
-    section = done.stdout[done.stdout.index('<section id="filing-queue">'):]
+    section = done.stdout[done.stdout.index('<section id="filing-queue">') :]
     section = section[: section.index("</section>")]
-    assert "<pre>" not in section and "<table" in section and "<code>" in section and "|---|" not in section
+    assert (
+        "<pre>" not in section
+        and "<table" in section
+        and "<code>" in section
+        and "|---|" not in section
+    )

@@ -19,10 +19,18 @@ from tests.conftest import ROOT
 from tests.support.index import IndexServer, PackageIndex
 from tests.support.wheels import build_wheel
 
-NOW = _dt.datetime(2026, 11, 23, 12, 0, tzinfo=_dt.timezone.utc)
+NOW = _dt.datetime(2026, 11, 23, 12, 0, tzinfo=_dt.UTC)
 TARGETS = ("torch", "megatron-core", "liger-kernel", "mamba-ssm", "tilelang", "transformer-engine")
-TAGS = [f"cp3{minor}-cp3{minor}-{platform}" for minor in (10, 11, 12, 13)
-        for platform in ("manylinux_2_28_x86_64", "manylinux_2_28_aarch64", "win_amd64", "macosx_11_0_arm64")]
+TAGS = [
+    f"cp3{minor}-cp3{minor}-{platform}"
+    for minor in (10, 11, 12, 13)
+    for platform in (
+        "manylinux_2_28_x86_64",
+        "manylinux_2_28_aarch64",
+        "win_amd64",
+        "macosx_11_0_arm64",
+    )
+]
 #: The bound: the catalogue's report with summarised evidence is a few dozen KB; 742 KB failed it.
 LIMIT = 150_000
 
@@ -41,7 +49,8 @@ def big_index(tmp_path_factory):
             for tag in TAGS:
                 path = root / "files" / f"{stem}-{version}-{tag}.whl"
                 path.parent.mkdir(parents=True, exist_ok=True)
-                os.link(template, path)  # the listing is what matters; the files are never installed
+                # the listing is what matters; the files are never installed
+                os.link(template, path)
                 index.add(path, when)
     with IndexServer(index) as server:
         yield server
@@ -51,16 +60,29 @@ def test_the_catalogues_weekly_json_summarises_release_lists(big_index, tmp_path
     shop = tmp_path / "shop"
     for folder in ("shims", "lanes", "locks", "validation"):
         shutil.copytree(ROOT / folder, shop / folder)
-    options = {"index_url": big_index.url, "api_base": "http://127.0.0.1:9", "token": None, "clock": lambda: NOW,
-               "policy": RetryPolicy(attempts=1, json_attempts=1), "mirrors": None}
-    written = weekly.generate(Project(shop), now=NOW, out=tmp_path / "reports", packs=None, gather_options=options)
+    options = {
+        "index_url": big_index.url,
+        "api_base": "http://127.0.0.1:9",
+        "token": None,
+        "clock": lambda: NOW,
+        "policy": RetryPolicy(attempts=1, json_attempts=1),
+        "mirrors": None,
+    }
+    written = weekly.generate(
+        Project(shop), now=NOW, out=tmp_path / "reports", packs=None, gather_options=options
+    )
     size = len(written.json_text.encode())
     data = json.loads(written.json_text)
     lists = [e for v in data["verdicts"] for e in v["evidence"] if e.get("type") == "ReleaseList"]
     assert lists, "the index was probed: release lists are part of the evidence"
-    # The evidence a verdict rested on is still there, in summary: counts, the newest, the used ones.
-    assert all(e["summarised"] and e["count"] == 60 and e["newest"]["version"] == "2.19.0" for e in lists)
-    assert all("files" not in (e["newest"] or {}) or isinstance(e["newest"]["files"], int) for e in lists)
+    # The evidence a verdict rested on is still there, in summary: counts, the newest, the used
+    # ones.
+    assert all(
+        e["summarised"] and e["count"] == 60 and e["newest"]["version"] == "2.19.0" for e in lists
+    )
+    assert all(
+        "files" not in (e["newest"] or {}) or isinstance(e["newest"]["files"], int) for e in lists
+    )
     assert size < LIMIT, f"the weekly JSON is {size} bytes for {len(data['shims'])} shims"
     # What the full lists would have cost (about 510 KB of verdicts alone): the bound could fail.
     full = len(json.dumps(list(written.report.verdicts), indent=1).encode())
@@ -68,24 +90,42 @@ def test_the_catalogues_weekly_json_summarises_release_lists(big_index, tmp_path
 
 
 def test_a_summary_keeps_the_releases_the_conditions_used():
-    from retire.evidence.values import Release, ReleaseFile, ReleaseList, to_json
     from packaging.version import Version
 
+    from retire.evidence.values import Release, ReleaseFile, ReleaseList, to_json
     from retire.report.evidence import summarise_verdict
 
     def release(version, yanked=False):
-        when = _dt.datetime(2026, 1, 1, tzinfo=_dt.timezone.utc)
-        return Release(Version(version),
-                       tuple(ReleaseFile(f"liger_kernel-{version}-{tag}.whl", when, yanked) for tag in TAGS))
+        when = _dt.datetime(2026, 1, 1, tzinfo=_dt.UTC)
+        return Release(
+            Version(version),
+            tuple(ReleaseFile(f"liger_kernel-{version}-{tag}.whl", when, yanked) for tag in TAGS),
+        )
 
-    releases = ReleaseList("liger-kernel", "https://index.example/simple",
-                           tuple(release(v, yanked=v == "0.8.3") for v in ("0.8.1", "0.8.3", "0.8.5", "0.9.0rc1")))
-    verdict = {"shim": "liger", "verdict": "retire", "why": "version-floor: liger-kernel 0.8.5 released",
-               "floors": ["liger-kernel>=0.8.5"], "conditions": [{"kind": "version-floor", "why": "0.8.5 is out", "floor": None}],
-               "evidence": [to_json(releases), {"type": "PullState", "url": "u"}]}
+    releases = ReleaseList(
+        "liger-kernel",
+        "https://index.example/simple",
+        tuple(release(v, yanked=v == "0.8.3") for v in ("0.8.1", "0.8.3", "0.8.5", "0.9.0rc1")),
+    )
+    verdict = {
+        "shim": "liger",
+        "verdict": "retire",
+        "why": "version-floor: liger-kernel 0.8.5 released",
+        "floors": ["liger-kernel>=0.8.5"],
+        "conditions": [{"kind": "version-floor", "why": "0.8.5 is out", "floor": None}],
+        "evidence": [to_json(releases), {"type": "PullState", "url": "u"}],
+    }
     summary = summarise_verdict(verdict)
     [listed, pull] = summary["evidence"]
-    assert pull == {"type": "PullState", "url": "u"}  # other evidence is kept as it was
-    assert (listed["count"], listed["yanked"], listed["newest"]["version"], listed["latest"]["version"]) == (4, 1, "0.9.0rc1", "0.8.5")
-    assert [r["version"] for r in listed["used"]] == ["0.8.5"] and listed["used"][0]["files"] == len(TAGS)
+    # other evidence is kept as it was
+    assert pull == {"type": "PullState", "url": "u"}
+    assert (
+        listed["count"],
+        listed["yanked"],
+        listed["newest"]["version"],
+        listed["latest"]["version"],
+    ) == (4, 1, "0.9.0rc1", "0.8.5")
+    assert [r["version"] for r in listed["used"]] == ["0.8.5"] and listed["used"][0][
+        "files"
+    ] == len(TAGS)
     assert len(json.dumps(summary)) < len(json.dumps(verdict)) / 4

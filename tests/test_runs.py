@@ -10,15 +10,15 @@ import textwrap
 
 import pytest
 
-from retire.runs import envs
-from retire.lanes import lanefile
-from retire.runs import lanerun as runs
 from retire.evidence import validation
+from retire.lanes import lanefile
+from retire.runs import envs
+from retire.runs import lanerun as runs
 from tests.conftest import run_cli
 from tests.support import shimtree
 from tests.support.wheels import build_wheel
 
-CUDA_REPRODUCER = '''
+CUDA_REPRODUCER = """
 from shims import reproducer
 
 def check(with_shim):
@@ -27,8 +27,8 @@ def check(with_shim):
 
 if __name__ == "__main__":
     reproducer.run("{shim_id}", check, packages=["toylib"])
-'''
-CRASHING_REPRODUCER = '''
+"""
+CRASHING_REPRODUCER = """
 from shims import reproducer
 
 def check(with_shim):
@@ -37,8 +37,8 @@ def check(with_shim):
 
 if __name__ == "__main__":
     reproducer.run("{shim_id}", check, packages=["toylib"])
-'''
-HANGING_REPRODUCER = '''
+"""
+HANGING_REPRODUCER = """
 import time
 from shims import reproducer
 
@@ -47,15 +47,18 @@ def check(with_shim):
 
 if __name__ == "__main__":
     reproducer.run("{shim_id}", check, packages=["toylib"])
-'''
+"""
 
 
 @pytest.fixture(scope="module")
 def toy_index(universe):
     """toylib on the main loopback index: 1.0 buggy, 1.1 fixed, 2.0 buggy with a new signature."""
     root = universe["root"] / "toylib"
-    for version, source, when in [("1.0", shimtree.BUGGY_TARGET, "2026-01-05"), ("1.1", shimtree.FIXED_TARGET, "2026-02-05"),
-                                  ("2.0", shimtree.RESHAPED_TARGET, "2026-03-05")]:
+    for version, source, when in [
+        ("1.0", shimtree.BUGGY_TARGET, "2026-01-05"),
+        ("1.1", shimtree.FIXED_TARGET, "2026-02-05"),
+        ("2.0", shimtree.RESHAPED_TARGET, "2026-03-05"),
+    ]:
         wheel = build_wheel(root, "toylib", version, files={"toylib.py": textwrap.dedent(source)})
         universe["main"].index.add(wheel, when)
     return universe
@@ -80,8 +83,12 @@ def toy_project(project, toy_index):
     shimtree.write_shim(shims_root, "toy")
     shimtree.write_shim(shims_root, "toy_cuda", reproducer=CUDA_REPRODUCER)
     shimtree.write_shim(shims_root, "toy_crash", reproducer=CRASHING_REPRODUCER)
-    shimtree.write_shim(shims_root, "toy_hang", reproducer=HANGING_REPRODUCER,
-                        manifest=shimtree.manifest_text("toy_hang").replace("timeout = 60", "timeout = 2"))
+    shimtree.write_shim(
+        shims_root,
+        "toy_hang",
+        reproducer=HANGING_REPRODUCER,
+        manifest=shimtree.manifest_text("toy_hang").replace("timeout = 60", "timeout = 2"),
+    )
     return project
 
 
@@ -93,13 +100,25 @@ def test_every_outcome_for_real(toy_project, capsys):
     p.write("gpu", lane(extra="needs-cuda = true"))
     assert run_cli(p.root, "lock", capsys=capsys)[0] == 0
     code, out, _ = run_cli(p.root, "run", "--jobs", "3", "--run-id", "t1", capsys=capsys)
-    assert code == 1  # a broken shim, a crash and a timeout fail the run
+    # a broken shim, a crash and a timeout fail the run
+    assert code == 1
 
     summary = json.loads((p.root / ".patchlane/runs/t1/old.json").read_text())
     outcomes = {s["shim"]: s["outcome"] for s in summary["shims"]}
-    assert outcomes == {"toy": "needed", "toy_cuda": "skipped", "toy_crash": "crashed", "toy_hang": "timeout"}
-    assert json.loads((p.root / ".patchlane/runs/t1/fixed.json").read_text())["shims"][0]["outcome"] == "upstream-fixed"
-    assert json.loads((p.root / ".patchlane/runs/t1/reshaped.json").read_text())["shims"][0]["outcome"] == "shim-broken"
+    assert outcomes == {
+        "toy": "needed",
+        "toy_cuda": "skipped",
+        "toy_crash": "crashed",
+        "toy_hang": "timeout",
+    }
+    assert (
+        json.loads((p.root / ".patchlane/runs/t1/fixed.json").read_text())["shims"][0]["outcome"]
+        == "upstream-fixed"
+    )
+    assert (
+        json.loads((p.root / ".patchlane/runs/t1/reshaped.json").read_text())["shims"][0]["outcome"]
+        == "shim-broken"
+    )
     gpu = json.loads((p.root / ".patchlane/runs/t1/gpu.json").read_text())
     assert gpu["status"] == "skipped" and "needs a CUDA host" in gpu["why"]
 
@@ -108,17 +127,22 @@ def test_every_outcome_for_real(toy_project, capsys):
     assert "shim broken: the bug still reproduces with the shim applied" in out
     assert "lane[fixed]::toy::without-shim XFAIL" in out
     assert "lane[old]::toy::with-shim PASSED" in out
-    table = out[out.rindex("shim "):]
+    table = out[out.rindex("shim ") :]
     assert "toy_hang" in table and "timeout" in table and "upstream-fixed" in table
 
     records = validation.load(p.root / "validation/manifest.jsonl")
     mine = [r for r in records if r.run == "t1"]
     old_toy = {r.mode: r for r in mine if r.lane == "old" and r.shim == "toy"}
-    assert old_toy["without"].sentinel == "BUG_REPRODUCED" and old_toy["with"].sentinel == "FIX_VALIDATED"
-    assert old_toy["without"].host["python"].startswith("3.11")  # the lane's interpreter ran it
+    assert (
+        old_toy["without"].sentinel == "BUG_REPRODUCED"
+        and old_toy["with"].sentinel == "FIX_VALIDATED"
+    )
+    # the lane's interpreter ran it
+    assert old_toy["without"].host["python"].startswith("3.11")
     assert old_toy["without"].environment["installed"] == {"toylib": "1.0"}
     assert old_toy["without"].environment["kind"] == "full"
-    assert {r.lane for r in mine} == {"old", "fixed", "reshaped"}  # nothing recorded for the skipped lane
+    # nothing recorded for the skipped lane
+    assert {r.lane for r in mine} == {"old", "fixed", "reshaped"}
     hang = next(r for r in mine if r.shim == "toy_hang")
     assert hang.outcome == "timeout"
 
@@ -133,7 +157,8 @@ def test_clean_run_exits_zero_and_reuses_the_env(toy_project, capsys):
     inode = python.resolve().stat().st_ino
     code, out, _ = run_cli(p.root, "run", "old", "--no-record", capsys=capsys)
     assert code == 0 and "needed" in out
-    assert python.resolve().stat().st_ino == inode  # the venv was re-synced, not rebuilt
+    # the venv was re-synced, not rebuilt
+    assert python.resolve().stat().st_ino == inode
     assert not (p.root / "validation/manifest.jsonl").exists()
 
 
@@ -145,13 +170,16 @@ def test_tampered_lock_refuses_to_install(toy_project, capsys):
     lock = p.lock_file("old")
     text = lock.read_text()
     start = text.index('sha256 = "') + len('sha256 = "')
-    lock.write_text(text[:start] + ("0" if text[start] != "0" else "1") + text[start + 1:])
-    code, out, _ = run_cli(p.root, "run", "--no-record", "--envs-dir", str(p.root / "fresh-envs"), capsys=capsys)
+    lock.write_text(text[:start] + ("0" if text[start] != "0" else "1") + text[start + 1 :])
+    code, out, _ = run_cli(
+        p.root, "run", "--no-record", "--envs-dir", str(p.root / "fresh-envs"), capsys=capsys
+    )
     assert code == 1
     # Its provenance no longer covers its content: refused before uv runs (with the digest
     # recomputed too, uv's own hash check refuses it: tests/test_lock_integrity.py).
     assert "old: build-failed" in out and "the lock is tampered" in out
-    assert "lane[other]::toy::without-shim XFAIL" in out  # the other lane still ran
+    # the other lane still ran
+    assert "lane[other]::toy::without-shim XFAIL" in out
 
 
 def test_stale_lock_is_refused_with_the_fix(toy_project, capsys):
@@ -170,36 +198,90 @@ def test_overlay_installs_only_what_the_lock_changes(toy_project, tmp_path, caps
     from retire.core import uv
 
     assert uv.run(["venv", "-q", "--python", "3.11", str(base)]).returncode == 0
-    assert uv.run(["pip", "install", "-q", "--python", str(base / "bin/python"), "--default-index",
-                   p.universe["main"].url, "toylib==1.0", "helper==1.5"], without_indexes=True).returncode == 0
+    assert (
+        uv.run(
+            [
+                "pip",
+                "install",
+                "-q",
+                "--python",
+                str(base / "bin/python"),
+                "--default-index",
+                p.universe["main"].url,
+                "toylib==1.0",
+                "helper==1.5",
+            ],
+            without_indexes=True,
+        ).returncode
+        == 0
+    )
     p.write("fixed", lane(reqs='"toylib==1.1", "helper==1.5"'))
     run_cli(p.root, "lock", capsys=capsys)
     [fixed] = lanefile.load_lanes(p.root / "lanes")
-    env = envs.build(fixed, p.lock_file("fixed"), p.root / ".patchlane/envs", overlay=str(base / "bin/python"))
+    env = envs.build(
+        fixed, p.lock_file("fixed"), p.root / ".patchlane/envs", overlay=str(base / "bin/python")
+    )
     assert env.kind == "overlay"
-    assert env.synced == ("toylib",)  # helper 1.5 comes from the base
+    # helper 1.5 comes from the base
+    assert env.synced == ("toylib",)
     assert env.installed["toylib"] == "1.1" and env.base["toylib"] == "1.0"
     # The base is itself a venv (as GPU images' pythons often are): its packages must be visible
     # behind the overlay's own.
-    probe = subprocess.run([str(env.python), "-c", "import helper, toylib; print(helper.__version__, toylib.__version__)"],
-                           capture_output=True, text=True)
+    probe = subprocess.run(
+        [
+            str(env.python),
+            "-c",
+            "import helper, toylib; print(helper.__version__, toylib.__version__)",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert probe.stdout.split() == ["1.5", "1.1"], probe.stderr
     assert env.installed["helper"] == "1.5"
-    code, out, _ = run_cli(p.root, "run", "--overlay", str(base / "bin/python"), "--run-id", "ov", capsys=capsys)
+    code, out, _ = run_cli(
+        p.root, "run", "--overlay", str(base / "bin/python"), "--run-id", "ov", capsys=capsys
+    )
     assert code == 0
-    [record] = [r for r in validation.load(p.root / "validation/manifest.jsonl") if r.run == "ov" and r.mode == "without"]
+    [record] = [
+        r
+        for r in validation.load(p.root / "validation/manifest.jsonl")
+        if r.run == "ov" and r.mode == "without"
+    ]
     assert record.outcome == "fix-validated"
-    assert record.environment["kind"] == "overlay" and record.environment["base"] == {"toylib": "1.0"}
+    assert record.environment["kind"] == "overlay" and record.environment["base"] == {
+        "toylib": "1.0"
+    }
 
 
 def test_judge_is_total():
     def rec(mode, outcome):
-        sentinel = {"bug-reproduced": "BUG_REPRODUCED", "fix-validated": "FIX_VALIDATED", "skipped": "SKIPPED"}.get(outcome)
-        return validation.ValidationRecord(shim="s", mode=mode, lane="l", host={}, versions={}, sentinel=sentinel,
-                                           outcome=outcome, exit_code=0, duration_s=0.1, started_at="2026-01-01T00:00:00")
+        sentinel = {
+            "bug-reproduced": "BUG_REPRODUCED",
+            "fix-validated": "FIX_VALIDATED",
+            "skipped": "SKIPPED",
+        }.get(outcome)
+        return validation.ValidationRecord(
+            shim="s",
+            mode=mode,
+            lane="l",
+            host={},
+            versions={},
+            sentinel=sentinel,
+            outcome=outcome,
+            exit_code=0,
+            duration_s=0.1,
+            started_at="2026-01-01T00:00:00",
+        )
+
     assert runs.judge(rec("without", "bug-reproduced"), rec("with", "fix-validated"))[0] == "needed"
-    assert runs.judge(rec("without", "fix-validated"), rec("with", "fix-validated"))[0] == "upstream-fixed"
-    assert runs.judge(rec("without", "bug-reproduced"), rec("with", "bug-reproduced"))[0] == "shim-broken"
+    assert (
+        runs.judge(rec("without", "fix-validated"), rec("with", "fix-validated"))[0]
+        == "upstream-fixed"
+    )
+    assert (
+        runs.judge(rec("without", "bug-reproduced"), rec("with", "bug-reproduced"))[0]
+        == "shim-broken"
+    )
     assert runs.judge(rec("without", "skipped"), None)[0] == "skipped"
     assert runs.judge(rec("without", "bug-reproduced"), rec("with", "crashed"))[0] == "crashed"
     assert runs.judge(rec("without", "timeout"), None)[0] == "timeout"
@@ -208,19 +290,34 @@ def test_judge_is_total():
 
 def test_manifest_merge_from_two_hosts(tmp_path, capsys):
     def rec(host, shim, started):
-        return validation.ValidationRecord(shim=shim, mode="without", lane="l", host={"hostname": host}, versions={},
-                                           sentinel="BUG_REPRODUCED", outcome="bug-reproduced", exit_code=10,
-                                           duration_s=1.0, started_at=started)
+        return validation.ValidationRecord(
+            shim=shim,
+            mode="without",
+            lane="l",
+            host={"hostname": host},
+            versions={},
+            sentinel="BUG_REPRODUCED",
+            outcome="bug-reproduced",
+            exit_code=10,
+            duration_s=1.0,
+            started_at=started,
+        )
+
     a, b, out = tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "merged.jsonl"
     shared = rec("gpu-1", "x", "2026-11-01T00:00:00")
     validation.append(a, [shared, rec("gpu-1", "y", "2026-11-01T00:01:00")])
     validation.append(b, [shared, rec("cpu-7", "x", "2026-11-01T00:00:30")])
-    assert run_cli(tmp_path, "manifest", "merge", str(a), str(b), "-o", str(out), capsys=capsys)[0] == 0
+    assert (
+        run_cli(tmp_path, "manifest", "merge", str(a), str(b), "-o", str(out), capsys=capsys)[0]
+        == 0
+    )
     merged = validation.load(out)
-    assert len(merged) == 3  # the shared record once, nothing lost
+    # the shared record once, nothing lost
+    assert len(merged) == 3
     assert [r.started_at for r in merged] == sorted(r.started_at for r in merged)
     run_cli(tmp_path, "manifest", "merge", str(a), str(b), "-o", str(out), capsys=capsys)
-    assert len(validation.load(out)) == 3  # merging again adds nothing
+    # merging again adds nothing
+    assert len(validation.load(out)) == 3
 
 
 def test_the_callers_python_path_never_leaks_into_a_base_description(tmp_path, monkeypatch):
@@ -233,22 +330,44 @@ def test_the_callers_python_path_never_leaks_into_a_base_description(tmp_path, m
     assert "carriedpkg" not in described["packages"]
 
 
-@pytest.mark.parametrize("without,with_shim,fails", [
-    ("skipped", "bug-reproduced", False),        # judged skipped
-    ("skipped", "fix-validated", False),         # judged skipped; a policy shim's mitigation in effect
-    ("fix-validated", "bug-reproduced", False),  # judged upstream-fixed
-    ("bug-reproduced", "bug-reproduced", True),  # judged shim-broken
-    ("bug-reproduced", "fix-validated", False),  # judged needed
-])
+@pytest.mark.parametrize(
+    "without,with_shim,fails",
+    [
+        # judged skipped
+        ("skipped", "bug-reproduced", False),
+        # judged skipped; a policy shim's mitigation in effect
+        ("skipped", "fix-validated", False),
+        # judged upstream-fixed
+        ("fix-validated", "bug-reproduced", False),
+        # judged shim-broken
+        ("bug-reproduced", "bug-reproduced", True),
+        # judged needed
+        ("bug-reproduced", "fix-validated", False),
+    ],
+)
 def test_the_pytest_report_fails_exactly_when_the_judged_outcome_fails(without, with_shim, fails):
     from retire.runs import suite
 
-    sentinels = {"bug-reproduced": "BUG_REPRODUCED", "fix-validated": "FIX_VALIDATED", "skipped": "SKIPPED"}
+    sentinels = {
+        "bug-reproduced": "BUG_REPRODUCED",
+        "fix-validated": "FIX_VALIDATED",
+        "skipped": "SKIPPED",
+    }
 
     def rec(mode, outcome):
-        return validation.ValidationRecord(shim="s", mode=mode, lane="l", host={}, versions={},
-                                           sentinel=sentinels[outcome], outcome=outcome, exit_code=0, duration_s=0.1,
-                                           started_at="2026-01-01T00:00:00")
+        return validation.ValidationRecord(
+            shim="s",
+            mode=mode,
+            lane="l",
+            host={},
+            versions={},
+            sentinel=sentinels[outcome],
+            outcome=outcome,
+            exit_code=0,
+            duration_s=0.1,
+            started_at="2026-01-01T00:00:00",
+        )
+
     a, b = rec("without", without), rec("with", with_shim)
     outcome, why = runs.judge(a, b)
     lane = runs.LaneRun("l", "ran", ("s",), shims=(runs.ShimRun("l", "s", outcome, why, a, b),))

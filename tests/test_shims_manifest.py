@@ -9,7 +9,13 @@ import pytest
 from packaging.version import Version
 
 from shims.manifest import ManifestError, discover, load_manifest, manifest_paths
-from tests.support.shimtree import manifest_text, run_python, subprocess_env, write_shim, write_target
+from tests.support.shimtree import (
+    manifest_text,
+    run_python,
+    subprocess_env,
+    write_shim,
+    write_target,
+)
 
 
 def test_a_valid_manifest_loads_into_values(tmp_path: Path):
@@ -19,14 +25,18 @@ def test_a_valid_manifest_loads_into_values(tmp_path: Path):
     assert manifest.fix_class == "source-patch"
     assert manifest.created == datetime.date(2026, 4, 14)
     assert manifest.target.distribution == "toylib" and manifest.target.module == "toylib"
-    assert Version("1.0") in manifest.target.affected and Version("1.1") not in manifest.target.affected
+    assert (
+        Version("1.0") in manifest.target.affected
+        and Version("1.1") not in manifest.target.affected
+    )
     assert manifest.upstream.status == "submitted"
     assert [link.role for link in manifest.upstream.links] == ["report", "fix"]
     assert manifest.retirement.mode == "any"
     kinds = [condition.kind for condition in manifest.retirement.conditions]
     assert kinds == ["version-floor", "pr-released", "commit-in-tag", "reproducer-clean"]
     floor = manifest.retirement.conditions[0]
-    assert floor.distribution == "toylib"  # defaults to the target's distribution
+    # defaults to the target's distribution
+    assert floor.distribution == "toylib"
     assert Version("1.1") in floor.version
     assert manifest.reproducer.path == PurePosixPath("reproduce.py")
     assert manifest.reproducer.timeout == 60.0
@@ -37,7 +47,8 @@ def test_a_valid_manifest_loads_into_values(tmp_path: Path):
 
 def test_defaults_and_env_constraint(tmp_path: Path):
     text = manifest_text("toy_env", fix_class="env-constraint")
-    text = text.replace('mode = "any"\n', "").split("[reproducer]")[0]  # no mode, no [reproducer] table
+    # no mode, no [reproducer] table
+    text = text.replace('mode = "any"\n', "").split("[reproducer]")[0]
     text += '[env]\nTL_DISABLE_TMA_LOWER = "1"\n'
     folder = write_shim(tmp_path, "toy_env", manifest=text, patch=None)
     manifest = load_manifest(folder / "manifest.toml")
@@ -67,6 +78,7 @@ def _swap(old: str, new: str):
     def mutate(text: str) -> str:
         assert old in text, old
         return text.replace(old, new, 1)
+
     return mutate
 
 
@@ -76,36 +88,80 @@ def _drop_conditions(text: str) -> str:
 
 
 BAD = {
-    "missing retirement condition": (_drop_conditions, "retirement.conditions: no retirement condition"),
-    "unknown fix class": (_swap('fix-class = "source-patch"', 'fix-class = "monkey-patch"'),
-                          "fix-class: unknown fix class 'monkey-patch' — use one of source-patch, wrapper"),
-    "bad affected specifier": (_swap('affected = ">=1.0,<1.1"', 'affected = "1.0 or newer"'),
-                               "target.affected: bad version specifier '1.0 or newer'"),
-    "bad floor specifier": (_swap('version = ">=1.1"', 'version = "=>1.1"'),
-                            "retirement.conditions[0].version: bad version specifier '=>1.1'"),
-    "link not a URL": (_swap('url = "https://example.org/toylib/issues/1"', 'url = "toylib#1"'),
-                       "upstream.links[0].url: not an http(s) URL: 'toylib#1'"),
-    "ftp link": (_swap('url = "https://example.org/toylib/pull/2"', 'url = "ftp://example.org/pull/2"'),
-                 "upstream.links[1].url: not an http(s) URL"),
-    "reproducer path escapes": (_swap('path = "reproduce.py"', 'path = "../other/reproduce.py"'),
-                                "reproducer.path: '../other/reproduce.py' leaves the shim folder"),
-    "reproducer path absolute": (_swap('path = "reproduce.py"', 'path = "/etc/passwd"'),
-                                 "reproducer.path: '/etc/passwd' leaves the shim folder"),
-    "unknown top-level key": (_swap('owner = ', 'ownr = "x"\nowner = '), "ownr: unknown key 'ownr' — did you mean 'owner'?"),
-    "unknown nested key": (_swap("needs-cuda = false", "needs-gpu = false"), "reproducer.needs-gpu: unknown key"),
-    "unknown condition kind": (_swap('kind = "reproducer-clean"', 'kind = "x"'),
-                               "retirement.conditions[3].kind: unknown kind 'x' — use one of version-floor, "
-                               "pr-released, commit-in-tag, reproducer-clean"),
-    "id does not match folder": (_swap('id = "toy_add"', 'id = "toy_other"'), "id: id 'toy_other' does not match its folder"),
-    "created not a date": (_swap("created = 2026-04-14", 'created = "yesterday"'), "created: expected a date"),
-    "bad upstream status": (_swap('status = "submitted"', 'status = "merged"'), "upstream.status: unknown status 'merged'"),
-    "bad commit": (_swap('commit = "0123456789abcdef0123456789abcdef01234567"', 'commit = "main"'),
-                   "retirement.conditions[2].commit: not a commit sha"),
-    "bad capability": (_swap("needs-cuda = false", 'needs-cuda = true\nmin-compute-capability = "sm90"'),
-                       "reproducer.min-compute-capability: expected major.minor"),
-    "env outside env-constraint": (lambda text: text + '\n[env]\nX = "1"\n', "env: only env-constraint shims"),
+    "missing retirement condition": (
+        _drop_conditions,
+        "retirement.conditions: no retirement condition",
+    ),
+    "unknown fix class": (
+        _swap('fix-class = "source-patch"', 'fix-class = "monkey-patch"'),
+        "fix-class: unknown fix class 'monkey-patch' — use one of source-patch, wrapper",
+    ),
+    "bad affected specifier": (
+        _swap('affected = ">=1.0,<1.1"', 'affected = "1.0 or newer"'),
+        "target.affected: bad version specifier '1.0 or newer'",
+    ),
+    "bad floor specifier": (
+        _swap('version = ">=1.1"', 'version = "=>1.1"'),
+        "retirement.conditions[0].version: bad version specifier '=>1.1'",
+    ),
+    "link not a URL": (
+        _swap('url = "https://example.org/toylib/issues/1"', 'url = "toylib#1"'),
+        "upstream.links[0].url: not an http(s) URL: 'toylib#1'",
+    ),
+    "ftp link": (
+        _swap('url = "https://example.org/toylib/pull/2"', 'url = "ftp://example.org/pull/2"'),
+        "upstream.links[1].url: not an http(s) URL",
+    ),
+    "reproducer path escapes": (
+        _swap('path = "reproduce.py"', 'path = "../other/reproduce.py"'),
+        "reproducer.path: '../other/reproduce.py' leaves the shim folder",
+    ),
+    "reproducer path absolute": (
+        _swap('path = "reproduce.py"', 'path = "/etc/passwd"'),
+        "reproducer.path: '/etc/passwd' leaves the shim folder",
+    ),
+    "unknown top-level key": (
+        _swap("owner = ", 'ownr = "x"\nowner = '),
+        "ownr: unknown key 'ownr' — did you mean 'owner'?",
+    ),
+    "unknown nested key": (
+        _swap("needs-cuda = false", "needs-gpu = false"),
+        "reproducer.needs-gpu: unknown key",
+    ),
+    "unknown condition kind": (
+        _swap('kind = "reproducer-clean"', 'kind = "x"'),
+        "retirement.conditions[3].kind: unknown kind 'x' — use one of version-floor, "
+        "pr-released, commit-in-tag, reproducer-clean",
+    ),
+    "id does not match folder": (
+        _swap('id = "toy_add"', 'id = "toy_other"'),
+        "id: id 'toy_other' does not match its folder",
+    ),
+    "created not a date": (
+        _swap("created = 2026-04-14", 'created = "yesterday"'),
+        "created: expected a date",
+    ),
+    "bad upstream status": (
+        _swap('status = "submitted"', 'status = "merged"'),
+        "upstream.status: unknown status 'merged'",
+    ),
+    "bad commit": (
+        _swap('commit = "0123456789abcdef0123456789abcdef01234567"', 'commit = "main"'),
+        "retirement.conditions[2].commit: not a commit sha",
+    ),
+    "bad capability": (
+        _swap("needs-cuda = false", 'needs-cuda = true\nmin-compute-capability = "sm90"'),
+        "reproducer.min-compute-capability: expected major.minor",
+    ),
+    "env outside env-constraint": (
+        lambda text: text + '\n[env]\nX = "1"\n',
+        "env: only env-constraint shims",
+    ),
     "invalid toml": (_swap("[target]", "[target"), "invalid TOML"),
-    "timeout not positive": (_swap("timeout = 60", "timeout = 0"), "reproducer.timeout: expected a positive number"),
+    "timeout not positive": (
+        _swap("timeout = 60", "timeout = 0"),
+        "reproducer.timeout: expected a positive number",
+    ),
 }
 
 
@@ -144,12 +200,18 @@ def test_submitted_needs_a_link(tmp_path: Path):
 def test_the_cli_reports_a_bad_manifest_without_a_traceback(tmp_path: Path):
     root, site = tmp_path / "shims", tmp_path / "site"
     write_target(site)
-    write_shim(root, "toy_add", manifest=manifest_text("toy_add").replace('path = "reproduce.py"', 'path = "../x.py"'))
+    write_shim(
+        root,
+        "toy_add",
+        manifest=manifest_text("toy_add").replace('path = "reproduce.py"', 'path = "../x.py"'),
+    )
     result = run_python("", subprocess_env(tmp_path, root, site), args=["-m", "shims", "--check"])
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert result.stderr.count("\n") == 1
-    assert "reproducer.path: '../x.py' leaves the shim folder — use a path inside it" in result.stderr
+    assert (
+        "reproducer.path: '../x.py' leaves the shim folder — use a path inside it" in result.stderr
+    )
 
 
 def test_reserved_ids_are_the_runtimes_own_modules(tmp_path: Path):
@@ -158,25 +220,41 @@ def test_reserved_ids_are_the_runtimes_own_modules(tmp_path: Path):
 
     package = Path(shims.__file__).parent
     modules = {p.stem for p in package.glob("*.py") if not p.stem.startswith("_")}
-    assert modules <= RESERVED_IDS  # derived from the package, so a new runtime module is reserved at once
+    # derived from the package, so a new runtime module is reserved at once
+    assert modules <= RESERVED_IDS
     assert {"manifest", "reproducer", "shape", "errors", "tomlreader"} <= RESERVED_IDS
-    assert not RESERVED_IDS & {m.id for m in discover(package)}  # no real shim is reserved
+    # no real shim is reserved
+    assert not RESERVED_IDS & {m.id for m in discover(package)}
     for shim_id in ("shape", "tomlreader"):
         folder = write_shim(tmp_path, shim_id)
         with pytest.raises(ManifestError) as caught:
             load_manifest(folder / "manifest.toml")
-        assert f"id: shim id {shim_id!r} is reserved by the runtime (shims/{shim_id}.py) — pick another id" in str(caught.value)
+        assert (
+            f"id: shim id {shim_id!r} is reserved by the runtime (shims/{shim_id}.py) — pick another id"
+            in str(caught.value)
+        )
 
 
 def test_odd_values_are_one_line_errors(tmp_path: Path):
     text = manifest_text("toy_add").replace("timeout = 60", "timeout = nan")
     folder = write_shim(tmp_path, "toy_add", manifest=text)
-    with pytest.raises(ManifestError, match=r"reproducer.timeout: expected a positive number of seconds up to 10000000, got a number nan"):
+    with pytest.raises(
+        ManifestError,
+        match=r"reproducer.timeout: expected a positive number of seconds up to 10000000, got a number nan",
+    ):
         load_manifest(folder / "manifest.toml")
-    (folder / "manifest.toml").write_text(text.replace("timeout = nan", "timeout = 1e300"))  # no timer takes it
-    with pytest.raises(ManifestError, match=r"reproducer.timeout: expected a positive number of seconds up to 10000000"):
+    # no timer takes it
+    (folder / "manifest.toml").write_text(text.replace("timeout = nan", "timeout = 1e300"))
+    with pytest.raises(
+        ManifestError,
+        match=r"reproducer.timeout: expected a positive number of seconds up to 10000000",
+    ):
         load_manifest(folder / "manifest.toml")
-    text = manifest_text("toy_add").replace('url = "https://example.org/toylib/issues/1"', 'url = "https://["')
+    text = manifest_text("toy_add").replace(
+        'url = "https://example.org/toylib/issues/1"', 'url = "https://["'
+    )
     (folder / "manifest.toml").write_text(text)
-    with pytest.raises(ManifestError, match=r"upstream.links\[0\].url: not an http\(s\) URL: 'https://\['"):
+    with pytest.raises(
+        ManifestError, match=r"upstream.links\[0\].url: not an http\(s\) URL: 'https://\['"
+    ):
         load_manifest(folder / "manifest.toml")

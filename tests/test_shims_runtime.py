@@ -40,15 +40,21 @@ def tree(tmp_path: Path):
 
 
 def run_report(tmp_path: Path, root: Path, site: Path, code: str, **env: str) -> tuple[dict, str]:
-    result = run_python("import shims\n" + code + REPORT, subprocess_env(tmp_path, root, site, **env))
+    result = run_python(
+        "import shims\n" + code + REPORT, subprocess_env(tmp_path, root, site, **env)
+    )
     assert result.returncode == 0, result.stderr
     line = next(line for line in result.stdout.splitlines() if line.startswith("REPORT "))
-    return json.loads(line[len("REPORT "):]), result.stderr
+    return json.loads(line[len("REPORT ") :]), result.stderr
 
 
 def test_applies_once_when_target_is_first_imported(tree):
     tmp_path, root, site = tree
-    report, stderr = run_report(tmp_path, root, site, """
+    report, stderr = run_report(
+        tmp_path,
+        root,
+        site,
+        """
 import importlib, sys
 shims.activate()
 assert "toylib" not in sys.modules
@@ -57,11 +63,15 @@ import toylib
 import toylib
 importlib.import_module("toylib")
 shims.activate()  # a second activation is a no-op
-""")
+""",
+    )
     assert report["applied"] == 1
     assert report["add"] == 4
     assert report["status"]["toy_add"][0] == "applied"
-    assert "returns -0" in report["status"]["toy_add"][1] or "returns 0" in report["status"]["toy_add"][1]
+    assert (
+        "returns -0" in report["status"]["toy_add"][1]
+        or "returns 0" in report["status"]["toy_add"][1]
+    )
     # The module looks untouched to introspection and the hook is gone once nothing waits.
     assert report["loader"] == "SourceFileLoader"
     assert "_ShimFinder" not in report["finders"]
@@ -70,7 +80,9 @@ shims.activate()  # a second activation is a no-op
 
 def test_applies_at_once_when_target_already_imported(tree):
     tmp_path, root, site = tree
-    report, _ = run_report(tmp_path, root, site, "import toylib\nshims.activate()\nshims.activate()\n")
+    report, _ = run_report(
+        tmp_path, root, site, "import toylib\nshims.activate()\nshims.activate()\n"
+    )
     assert report["applied"] == 1
     assert report["add"] == 4
     assert report["status"]["toy_add"][0] == "applied"
@@ -87,33 +99,52 @@ def test_probe_finding_upstream_fixed_means_not_applied(tree):
 def test_shape_mismatch_is_loud_and_not_applied(tree):
     tmp_path, root, site = tree
     write_target(site, RESHAPED_TARGET, version="2.0")
-    report, stderr = run_report(tmp_path, root, site, """
+    report, stderr = run_report(
+        tmp_path,
+        root,
+        site,
+        """
 import warnings
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     shims.activate()
     import toylib
 assert [w.category.__name__ for w in caught] == ["ShimNotAppliedWarning"], caught
-""")
+""",
+    )
     assert report["applied"] == 0
-    assert report["add"] == 0  # still the upstream behaviour: the patch did not touch it
-    assert report["status"]["toy_add"] == ["shape-mismatch", "toylib changed shape: add() signature changed"]
-    assert "patchlane: shim 'toy_add' NOT applied to toylib: toylib changed shape: add() signature changed" in stderr
+    # still the upstream behaviour: the patch did not touch it
+    assert report["add"] == 0
+    assert report["status"]["toy_add"] == [
+        "shape-mismatch",
+        "toylib changed shape: add() signature changed",
+    ]
+    assert (
+        "patchlane: shim 'toy_add' NOT applied to toylib: toylib changed shape: add() signature changed"
+        in stderr
+    )
 
 
 def test_strict_mode_turns_a_mismatch_into_an_error(tree):
     tmp_path, root, site = tree
     write_target(site, RESHAPED_TARGET, version="2.0")
-    result = run_python("import shims\nshims.activate()\nimport toylib\n",
-                        subprocess_env(tmp_path, root, site, PATCHLANE_SHIMS_STRICT="1"))
+    result = run_python(
+        "import shims\nshims.activate()\nimport toylib\n",
+        subprocess_env(tmp_path, root, site, PATCHLANE_SHIMS_STRICT="1"),
+    )
     assert result.returncode != 0
     assert "shims.ShimError: patchlane: shim 'toy_add' NOT applied to toylib" in result.stderr
 
 
 def test_disable_by_id(tree):
     tmp_path, root, site = tree
-    report, _ = run_report(tmp_path, root, site, "shims.activate()\nimport toylib\n",
-                           PATCHLANE_SHIMS_DISABLE=" other , toy_add")
+    report, _ = run_report(
+        tmp_path,
+        root,
+        site,
+        "shims.activate()\nimport toylib\n",
+        PATCHLANE_SHIMS_DISABLE=" other , toy_add",
+    )
     assert report["applied"] == 0
     assert report["status"]["toy_add"][0] == "disabled"
     assert "PATCHLANE_SHIMS_DISABLE" in report["status"]["toy_add"][1]
@@ -122,26 +153,38 @@ def test_disable_by_id(tree):
 def test_only_selects_and_rejects_unknown_ids(tree):
     tmp_path, root, site = tree
     write_shim(root, "toy_second")
-    report, _ = run_report(tmp_path, root, site, "shims.activate(only={'toy_second'})\nimport toylib\n")
+    report, _ = run_report(
+        tmp_path, root, site, "shims.activate(only={'toy_second'})\nimport toylib\n"
+    )
     assert report["applied"] == 1
     assert report["status"]["toy_add"][0] == "disabled"
     assert report["status"]["toy_second"][0] == "applied"
 
-    result = run_python("import shims\nshims.activate(only={'nope'})\n", subprocess_env(tmp_path, root, site))
+    result = run_python(
+        "import shims\nshims.activate(only={'nope'})\n", subprocess_env(tmp_path, root, site)
+    )
     assert result.returncode != 0 and "unknown shim id(s): nope" in result.stderr
 
 
 def test_a_broken_shim_never_stops_the_others(tree):
     tmp_path, root, site = tree
-    write_shim(root, "toy_aa_raises", patch="""
+    write_shim(
+        root,
+        "toy_aa_raises",
+        patch="""
 def check_shape(module):
     return None
 def probe(module):
     return "always"
 def apply(module):
     raise RuntimeError("boom in apply")
-""")
-    write_shim(root, "toy_ab_bad_manifest", manifest=manifest_text("toy_ab_bad_manifest").replace("source-patch", "monkey-patch"))
+""",
+    )
+    write_shim(
+        root,
+        "toy_ab_bad_manifest",
+        manifest=manifest_text("toy_ab_bad_manifest").replace("source-patch", "monkey-patch"),
+    )
     write_shim(root, "toy_ac_no_hooks", patch="x = 1\n")
     write_shim(root, "toy_ad_bad_import", patch="import does_not_exist_anywhere\n")
     report, stderr = run_report(tmp_path, root, site, "shims.activate()\nimport toylib\n")
@@ -151,7 +194,10 @@ def apply(module):
     assert status["toy_aa_raises"] == ["error", "RuntimeError: boom in apply"]
     assert status["toy_ab_bad_manifest"][0] == "error"
     assert "unknown fix class 'monkey-patch'" in status["toy_ab_bad_manifest"][1]
-    assert status["toy_ac_no_hooks"] == ["error", "AttributeError: patch.py defines no check_shape()"]
+    assert status["toy_ac_no_hooks"] == [
+        "error",
+        "AttributeError: patch.py defines no check_shape()",
+    ]
     assert status["toy_ad_bad_import"][0] == "error"
     assert "Traceback" not in stderr
     assert "NOT applied to toylib: RuntimeError: boom in apply" in stderr
@@ -159,13 +205,19 @@ def apply(module):
 
 def test_strict_mode_raises_for_a_failing_patch(tree):
     tmp_path, root, site = tree
-    write_shim(root, "toy_raises", patch="""
+    write_shim(
+        root,
+        "toy_raises",
+        patch="""
 def check_shape(module): return None
 def probe(module): return "always"
 def apply(module): raise RuntimeError("boom")
-""")
-    result = run_python("import shims\nshims.activate()\nimport toylib\n",
-                        subprocess_env(tmp_path, root, site, PATCHLANE_SHIMS_STRICT="1"))
+""",
+    )
+    result = run_python(
+        "import shims\nshims.activate()\nimport toylib\n",
+        subprocess_env(tmp_path, root, site, PATCHLANE_SHIMS_STRICT="1"),
+    )
     assert result.returncode != 0
     assert "ShimError" in result.stderr and "RuntimeError: boom" in result.stderr
 
@@ -173,7 +225,13 @@ def apply(module): raise RuntimeError("boom")
 def test_env_constraints_use_setdefault_and_report_overrides(tmp_path):
     root, site = tmp_path / "shims", tmp_path / "site"
     write_target(site)
-    write_shim(root, "toy_env", patch=None, fix_class="env-constraint", env={"TOY_FLAG": "1", "TOY_OTHER": "x"})
+    write_shim(
+        root,
+        "toy_env",
+        patch=None,
+        fix_class="env-constraint",
+        env={"TOY_FLAG": "1", "TOY_OTHER": "x"},
+    )
     code = """
 import os
 before = shims.env_constraints()
@@ -191,34 +249,60 @@ print("ENV " + json.dumps([before, shims.env_constraints(), os.environ.get("TOY_
     assert report["status"]["toy_env"][0] == "applied"
 
     # A value chosen by the launcher or the user wins over the shim, and the shim says so.
-    report, _ = run_report(tmp_path, root, site, "import os\nshims.activate()\nassert os.environ['TOY_FLAG'] == '0'\n", TOY_FLAG="0")
+    report, _ = run_report(
+        tmp_path,
+        root,
+        site,
+        "import os\nshims.activate()\nassert os.environ['TOY_FLAG'] == '0'\n",
+        TOY_FLAG="0",
+    )
     assert report["status"]["toy_env"][0] == "overridden"
     assert "TOY_FLAG='0' set by the environment" in report["status"]["toy_env"][1]
     # … and launchers copying env_constraints() to their ranks get what is in effect.
-    report, _ = run_report(tmp_path, root, site, "shims.activate()\nassert shims.env_constraints()['TOY_FLAG'] == '0'\n",
-                           TOY_FLAG="0")
+    report, _ = run_report(
+        tmp_path,
+        root,
+        site,
+        "shims.activate()\nassert shims.env_constraints()['TOY_FLAG'] == '0'\n",
+        TOY_FLAG="0",
+    )
 
 
 def test_a_strict_error_then_a_retry_never_applies_a_shim_twice(tree):
     tmp_path, root, site = tree
-    write_shim(root, "zz_bad", manifest=manifest_text("zz_bad").replace("source-patch", "monkey-patch"))
-    report, _ = run_report(tmp_path, root, site, """
+    write_shim(
+        root, "zz_bad", manifest=manifest_text("zz_bad").replace("source-patch", "monkey-patch")
+    )
+    report, _ = run_report(
+        tmp_path,
+        root,
+        site,
+        """
 try:
     shims.activate()
 except shims.ShimError:
     pass
 shims.activate()
 import toylib
-""", PATCHLANE_SHIMS_STRICT="1")
+""",
+        PATCHLANE_SHIMS_STRICT="1",
+    )
     assert report["applied"] == 1 and report["status"]["toy_add"][0] == "applied"
 
 
 def test_a_broken_shim_nobody_selected_does_not_stop_the_selected_one(tree):
     tmp_path, root, site = tree
-    write_shim(root, "zz_bad", manifest=manifest_text("zz_bad").replace("source-patch", "monkey-patch"))
+    write_shim(
+        root, "zz_bad", manifest=manifest_text("zz_bad").replace("source-patch", "monkey-patch")
+    )
     # What `reproduce.py --mode with` does, in strict mode (as CI runs it).
-    report, stderr = run_report(tmp_path, root, site, "shims.activate(only={'toy_add'})\nimport toylib\n",
-                                PATCHLANE_SHIMS_STRICT="1")
+    report, stderr = run_report(
+        tmp_path,
+        root,
+        site,
+        "shims.activate(only={'toy_add'})\nimport toylib\n",
+        PATCHLANE_SHIMS_STRICT="1",
+    )
     assert report["status"]["toy_add"][0] == "applied"
     assert report["status"]["zz_bad"][0] == "disabled"
     assert "zz_bad" not in stderr
@@ -252,14 +336,18 @@ print(after_import, after_activate)
 """
     first = run_python(probe_code, env)
     assert first.returncode == 0, first.stderr
-    assert first.stdout.startswith("[] [")  # import alone loads nothing; the first activate parses
+    # import alone loads nothing; the first activate parses
+    assert first.stdout.startswith("[] [")
     second = run_python(probe_code, env)
-    assert second.stdout.strip() == "[] []"  # the cached index: no TOML, no packaging
+    # the cached index: no TOML, no packaging
+    assert second.stdout.strip() == "[] []"
 
     # Editing a manifest invalidates the cache: the shim now waits for another module.
     manifest = root / "toy_add" / "manifest.toml"
     manifest.write_text(manifest.read_text().replace('module = "toylib"', 'module = "toylib_two"'))
-    third = run_python("import shims; shims.activate(); print(shims.status()['toy_add'].target)", env)
+    third = run_python(
+        "import shims; shims.activate(); print(shims.status()['toy_add'].target)", env
+    )
     assert third.stdout.strip() == "toylib_two"
 
 

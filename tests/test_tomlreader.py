@@ -13,7 +13,15 @@ from retire.core.errors import ConfigError
 from shims import tomlreader
 from shims.errors import InputError
 from shims.manifest import ManifestError
-from shims.tomlreader import CLOSE_MATCH_CUTOFF, Value, close_match, describe, loads, read, read_text
+from shims.tomlreader import (
+    CLOSE_MATCH_CUTOFF,
+    Value,
+    close_match,
+    describe,
+    loads,
+    read,
+    read_text,
+)
 
 
 def test_one_error_type_with_one_line_shape():
@@ -21,7 +29,10 @@ def test_one_error_type_with_one_line_shape():
     error = InputError("lanes/a.toml", "lane.python", "expected a string,\n got 3", "quote it")
     assert str(error) == "lanes/a.toml: lane.python: expected a string, got 3 — quote it"
     assert str(InputError(None, None, "unknown lane 'x'")) == "unknown lane 'x'"
-    assert str(InputError(None, "--week", "bad week", "e.g. 2026-W47")) == "--week: bad week — e.g. 2026-W47"
+    assert (
+        str(InputError(None, "--week", "bad week", "e.g. 2026-W47"))
+        == "--week: bad week — e.g. 2026-W47"
+    )
     copy = pickle.loads(pickle.dumps(error))
     assert type(copy) is InputError and str(copy) == str(error) and copy.key == "lane.python"
 
@@ -35,7 +46,9 @@ def test_files_that_cannot_be_read_are_one_error(tmp_path):
         read(tmp_path / "x.toml", "x.toml")
     assert read_text(tmp_path / "x.toml", missing_ok=True) is None
     (tmp_path / "folder.toml").mkdir()
-    with pytest.raises(InputError, match=r"^f: not a regular file \(a directory\) — point it at a file$"):
+    with pytest.raises(
+        InputError, match=r"^f: not a regular file \(a directory\) — point it at a file$"
+    ):
         read(tmp_path / "folder.toml", "f")
     (tmp_path / "big.toml").write_bytes(b"#" * (tomlreader.MAX_BYTES + 1))
     with pytest.raises(InputError, match=r"^big.toml: larger than 1024 KiB"):
@@ -44,7 +57,10 @@ def test_files_that_cannot_be_read_are_one_error(tmp_path):
     (tmp_path / "latin.toml").write_bytes(b'a = "x"\nb = "caf\xe9"\n')
     with pytest.raises(InputError) as caught:
         read(tmp_path / "latin.toml", "latin.toml")
-    assert str(caught.value) == "latin.toml: not UTF-8 text at line 2 (byte 0xe9) — save the file as UTF-8"
+    assert (
+        str(caught.value)
+        == "latin.toml: not UTF-8 text at line 2 (byte 0xe9) — save the file as UTF-8"
+    )
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
@@ -67,21 +83,26 @@ def test_a_fifo_never_blocks(tmp_path):
 
 def test_toml_errors_name_the_line():
     with pytest.raises(InputError) as caught:
-        loads('a = 1\nb = [1,\nc = 2\n', "x.toml")
+        loads("a = 1\nb = [1,\nc = 2\n", "x.toml")
     assert str(caught.value).startswith("x.toml: invalid TOML at line 3, column ")
     assert str(caught.value).endswith(" — fix the syntax")
     with pytest.raises(InputError, match=r"^x.toml: invalid TOML at the end of the file: "):
         loads("[a", "x.toml")
-    with pytest.raises(InputError, match=r"^x.toml: invalid TOML: arrays or inline tables nested too deeply"):
+    with pytest.raises(
+        InputError, match=r"^x.toml: invalid TOML: arrays or inline tables nested too deeply"
+    ):
         loads("a = " + "[" * 5000 + "]" * 5000, "x.toml")
     with pytest.raises(InputError, match=r"^x.toml: invalid TOML at line 2: integer too long"):
         loads("a = 1\nb = " + "7" * 5000, "x.toml")
-    assert loads("a = " + "[" * 50 + "]" * 50, "x.toml").data["a"]  # ordinary nesting reads fine
+    # ordinary nesting reads fine
+    assert loads("a = " + "[" * 50 + "]" * 50, "x.toml").data["a"]
 
 
 def test_json_state_errors():
     assert tomlreader.loads_json('{"a": 1}', "s.json").raw == {"a": 1}
-    with pytest.raises(InputError, match=r"^s.json: not valid JSON: nested too deeply — restore it"):
+    with pytest.raises(
+        InputError, match=r"^s.json: not valid JSON: nested too deeply — restore it"
+    ):
         tomlreader.loads_json("[" * 100_000, "s.json", fix="restore it")
     with pytest.raises(InputError, match=r"^s.json: not valid JSON: Expecting"):
         tomlreader.loads_json("{", "s.json")
@@ -100,7 +121,9 @@ def test_numbers_reject_nan_infinities_and_out_of_range():
     for bad in (float("nan"), float("inf"), float("-inf"), True, "3", 10**400):
         with pytest.raises(InputError, match=r"^f.toml: t.k: expected a number, got "):
             value(bad).number()
-    with pytest.raises(InputError, match=r"expected a positive number, got an integer 0 — write k = …"):
+    with pytest.raises(
+        InputError, match=r"expected a positive number, got an integer 0 — write k = …"
+    ):
         value(0).number(positive=True)
     with pytest.raises(InputError, match=r"expected an integer >= 0, got an integer -1"):
         value(-1).number(integer=True, minimum=0)
@@ -108,20 +131,34 @@ def test_numbers_reject_nan_infinities_and_out_of_range():
         value(1.5).number(integer=True)
     with pytest.raises(InputError, match=r"expected a number <= 10, got an integer 11"):
         value(11).number(maximum=10)
-    with pytest.raises(InputError, match=r"^f.toml: t.timeout: expected seconds, got a number nan — write timeout = 60$"):
-        value(float("nan"), "t.timeout").number(positive=True, what="seconds", fix="write timeout = 60")
+    with pytest.raises(
+        InputError,
+        match=r"^f.toml: t.timeout: expected seconds, got a number nan — write timeout = 60$",
+    ):
+        value(float("nan"), "t.timeout").number(
+            positive=True, what="seconds", fix="write timeout = 60"
+        )
 
 
 def test_strings_choices_and_booleans():
     assert value("x").string() == "x" and value("").string(empty_ok=True) == ""
-    with pytest.raises(InputError, match=r"^f.toml: t.k: is empty — write something useful or remove the key$"):
+    with pytest.raises(
+        InputError, match=r"^f.toml: t.k: is empty — write something useful or remove the key$"
+    ):
         value("  ").string()
-    with pytest.raises(InputError, match=r"^f.toml: t.k: expected a string, got a table — quote it$"):
+    with pytest.raises(
+        InputError, match=r"^f.toml: t.k: expected a string, got a table — quote it$"
+    ):
         value({}).string()
-    with pytest.raises(InputError, match=r"^f.toml: t.fix-class: unknown fix class 'x' — use one of a, b$"):
+    with pytest.raises(
+        InputError, match=r"^f.toml: t.fix-class: unknown fix class 'x' — use one of a, b$"
+    ):
         value("x", "t.fix-class").choice(("a", "b"))
-    with pytest.raises(InputError, match=r"^f.toml: t.needs-cuda: expected true or false, got a string 'yes' — "
-                                         r"write needs-cuda = true$"):
+    with pytest.raises(
+        InputError,
+        match=r"^f.toml: t.needs-cuda: expected true or false, got a string 'yes' — "
+        r"write needs-cuda = true$",
+    ):
         value("yes", "t.needs-cuda").boolean()
     with pytest.raises(InputError, match=r"expected an array, got a string 'x'"):
         value("x").strings()
@@ -131,23 +168,28 @@ def test_strings_choices_and_booleans():
 
 def test_unknown_keys_get_one_did_you_mean():
     table = loads('ownr = "x"\n', "f.toml")
-    with pytest.raises(InputError, match=r"^f.toml: ownr: unknown key 'ownr' — did you mean 'owner'\?$"):
+    with pytest.raises(
+        InputError, match=r"^f.toml: ownr: unknown key 'ownr' — did you mean 'owner'\?$"
+    ):
         table.check_keys(("owner", "id"))
-    with pytest.raises(InputError, match=r"^f.toml: ownr: unknown key 'ownr' — allowed keys: id, title$"):
+    with pytest.raises(
+        InputError, match=r"^f.toml: ownr: unknown key 'ownr' — allowed keys: id, title$"
+    ):
         table.check_keys(("id", "title"))
     with pytest.raises(InputError, match=r"— the file holds \[\[deny\]\] entries only$"):
         table.check_keys(("deny",), fix="the file holds [[deny]] entries only")
     # One cutoff for every "did you mean": a ratio just above it suggests, just below does not.
     assert CLOSE_MATCH_CUTOFF == 0.75
     assert close_match("categroy", ["category"]) == "category"
-    assert close_match("abcd", ["abxy"]) is None  # ratio 0.5
+    # ratio 0.5
+    assert close_match("abcd", ["abxy"]) is None
 
 
 def test_dates_and_moments():
     assert value(_dt.date(2026, 4, 14)).date() == _dt.date(2026, 4, 14)
     with pytest.raises(InputError, match=r"expected a date, got a date-time 2026-04-14T00:00:00"):
         value(_dt.datetime(2026, 4, 14)).date()
-    utc = _dt.timezone.utc
+    utc = _dt.UTC
     assert value("2026-11-01T12:00:00Z").moment() == _dt.datetime(2026, 11, 1, 12, tzinfo=utc)
     assert value(_dt.date(2026, 11, 1)).moment() == _dt.datetime(2026, 11, 1, tzinfo=utc)
     with pytest.raises(InputError, match=r"^f.toml: t.k: malformed date '2026-13-45'"):
@@ -164,7 +206,10 @@ def test_urls_requirements_specifiers_versions():
     for bad in ("https://[", "toylib#1", "ftp://x/y", "http://", "https://a b"):
         with pytest.raises(InputError, match=r"not an http\(s\) URL"):
             value(bad).url()
-    assert value("file:///srv/simple").url(schemes=("http", "https", "file"), what="a URL") == "file:///srv/simple"
+    assert (
+        value("file:///srv/simple").url(schemes=("http", "https", "file"), what="a URL")
+        == "file:///srv/simple"
+    )
     assert value("torch==2.9.1").requirement() == "torch==2.9.1"
     with pytest.raises(InputError, match=r"invalid requirement 'torch=2.9' \("):
         value("torch=2.9").requirement()

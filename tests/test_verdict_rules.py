@@ -34,7 +34,7 @@ from retire.verdicts.rules import decide
 from shims.manifest import parse_manifest
 from tests.support.retirement import NOW, manifest_toml, pr_released
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 PR = "https://github.com/org/toylib/pull/2"
 ISSUE = "https://github.com/org/toylib/issues/1"
 REPO = "https://github.com/org/toylib"
@@ -46,7 +46,9 @@ def at(day: str) -> dt.datetime:
 
 
 def run(outcome: str, version: str, host: str = "h100-1") -> ExecutionEvidence:
-    return ExecutionEvidence("toy", "gpu", "without", outcome, (("toylib", version),), host, "H100", "2026-06-01")
+    return ExecutionEvidence(
+        "toy", "gpu", "without", outcome, (("toylib", version),), host, "H100", "2026-06-01"
+    )
 
 
 # -- the dimensions -------------------------------------------------------------------------------
@@ -55,31 +57,59 @@ EXECUTION = {
     "none": (),
     "skipped": (run("skipped", "1.3"),),
     "bug-newest": (run("bug-reproduced", "1.3"),),
-    "bug-old": (run("bug-reproduced", "1.0"),),  # older than the newest locked release (1.3)
+    # older than the newest locked release (1.3)
+    "bug-old": (run("bug-reproduced", "1.0"),),
     "clean-newest": (run("fix-validated", "1.3"),),
     "fixed-later": (run("bug-reproduced", "1.0", "h100-2"), run("fix-validated", "1.3")),
     "split-newest": (run("bug-reproduced", "1.3", "h100-2"), run("fix-validated", "1.3")),
 }
 RELEASES = {
-    "up": ReleaseList("toylib", "http://index/simple", tuple(
-        Release(Version(v), (ReleaseFile(f"toylib-{v}.whl", at(d)),))
-        for v, d in (("1.0", "2026-01-10"), ("1.2", "2026-03-01"), ("1.3", "2026-05-01")))),
+    "up": ReleaseList(
+        "toylib",
+        "http://index/simple",
+        tuple(
+            Release(Version(v), (ReleaseFile(f"toylib-{v}.whl", at(d)),))
+            for v, d in (("1.0", "2026-01-10"), ("1.2", "2026-03-01"), ("1.3", "2026-05-01"))
+        ),
+    ),
     "down": ProbeFailure("index", "toylib", "server error 503", retryable=True),
 }
 ALL_TAGS = (("v1.0", "1.0"), ("v1.2", "1.2"), ("v1.3", "1.3"))
-TAGS = {  # what a local mirror says of PR #2
-    "contains": MirrorPull(REPO, 2, SHA, "squash", "Fix add (#2)", TagContainment(REPO, SHA, ("v1.2", "v1.3"), ("v1.2", "v1.3"), ALL_TAGS)),
-    "unreleased": MirrorPull(REPO, 2, SHA, "squash", "Fix add (#2)", TagContainment(REPO, SHA, (), (), ALL_TAGS)),
-    "behind": MirrorPull(REPO, 2, SHA, "squash", "Fix add (#2)", TagContainment(REPO, SHA, (), (), (("v1.0", "1.0"),))),
+# what a local mirror says of PR #2
+TAGS = {
+    "contains": MirrorPull(
+        REPO,
+        2,
+        SHA,
+        "squash",
+        "Fix add (#2)",
+        TagContainment(REPO, SHA, ("v1.2", "v1.3"), ("v1.2", "v1.3"), ALL_TAGS),
+    ),
+    "unreleased": MirrorPull(
+        REPO, 2, SHA, "squash", "Fix add (#2)", TagContainment(REPO, SHA, (), (), ALL_TAGS)
+    ),
+    "behind": MirrorPull(
+        REPO,
+        2,
+        SHA,
+        "squash",
+        "Fix add (#2)",
+        TagContainment(REPO, SHA, (), (), (("v1.0", "1.0"),)),
+    ),
     "not-landed": MirrorPull(REPO, 2, None, "none", newest_commit_at=at("2026-06-30")),
     "no-mirror": None,
     "broken": ProbeFailure("git", f"{REPO}#2", "no git repository at /srv/mirrors/org/toylib.git"),
 }
-LINK = {  # the code host's answer for PR #2
+# the code host's answer for PR #2
+LINK = {
     "merged": PullState(PR, 2, "closed", True, at("2026-02-15"), SHA, updated_at=at("2026-06-01")),
     "open": PullState(PR, 2, "open", False, updated_at=at("2026-06-01")),
     "down": ProbeFailure("codehost", PR, "DNS lookup failed", retryable=True, attempts=4),
-    "faulty": ProbeFailure("codehost", PR, "answered from another host (a redirect to http://evil.example): not trusted"),
+    "faulty": ProbeFailure(
+        "codehost",
+        PR,
+        "answered from another host (a redirect to http://evil.example): not trusted",
+    ),
 }
 ISSUE_LINK = {
     "up": IssueState(ISSUE, 1, "open", updated_at=at("2026-06-01")),
@@ -88,6 +118,7 @@ ISSUE_LINK = {
 
 
 # -- the documented table, restated ----------------------------------------------------------------
+
 
 def pr_condition(releases: str, tags: str, link: str) -> str:
     """pr-released: the mirror's tags first, then the code host; an index is needed to say
@@ -100,23 +131,31 @@ def pr_condition(releases: str, tags: str, link: str) -> str:
         return "unknown"
     if link == "open":
         return "fails"
-    if link == "merged":  # by upload time: 1.2 is the first release after the merge
+    # by upload time: 1.2 is the first release after the merge
+    if link == "merged":
         return "holds" if releases == "up" else "unknown"
     return "unknown"
 
 
 def expected(execution: str, releases: str, tags: str, link: str) -> str:
-    if execution in ("bug-newest", "split-newest"):  # rule 1
+    # rule 1
+    if execution in ("bug-newest", "split-newest"):
         return "keep"
     condition = pr_condition(releases, tags, link)
-    if condition == "holds":  # rules 2-3: floor toylib>=1.2 needs a clean run there
+    # rules 2-3: floor toylib>=1.2 needs a clean run there
+    if condition == "holds":
         return "retire" if execution in ("clean-newest", "fixed-later") else "unknown"
-    return "keep" if condition == "fails" else "unknown"  # rules 4-5
+    # rules 4-5
+    return "keep" if condition == "fails" else "unknown"
 
 
-MANIFEST = parse_manifest(manifest_toml("toy", pr_released(PR), links=(("report", ISSUE), ("fix", PR))),
-                          Path("/p/toy/manifest.toml"))
-LANES = [Lane(name="gpu", python="3.12", platform="linux", requirements=("toylib",), shims=("toy",))]
+MANIFEST = parse_manifest(
+    manifest_toml("toy", pr_released(PR), links=(("report", ISSUE), ("fix", PR))),
+    Path("/p/toy/manifest.toml"),
+)
+LANES = [
+    Lane(name="gpu", python="3.12", platform="linux", requirements=("toylib",), shims=("toy",))
+]
 ROWS = list(itertools.product(EXECUTION, RELEASES, TAGS, LINK, ISSUE_LINK))
 
 
@@ -138,15 +177,22 @@ def test_truth_table(row):
     assert verdict.decision == expected(execution, releases, tags, link), verdict.why
 
     # Invariants of every row.
-    if verdict.decision == "retire":  # never without a clean run inside the floor
+    # never without a clean run inside the floor
+    if verdict.decision == "retire":
         assert execution in ("clean-newest", "fixed-later") and verdict.floors == ("toylib>=1.2",)
-    if execution in ("bug-newest", "split-newest"):  # execution decides; no probe turns it into unknown
+    # execution decides; no probe turns it into unknown
+    if execution in ("bug-newest", "split-newest"):
         assert verdict.decision == "keep" and "BUG_REPRODUCED" in verdict.why
-    if verdict.decision == "unknown":  # the report can always say what to do
+    # the report can always say what to do
+    if verdict.decision == "unknown":
         assert verdict.action
-    for failure in verdict.failures:  # uncertain evidence is never hidden
-        assert failure.reason in verdict.why or any(failure.reason in f.text for f in verdict.flags), failure
-    if issue == "down":  # the informational link is a flag, whatever else happened
+    # uncertain evidence is never hidden
+    for failure in verdict.failures:
+        assert failure.reason in verdict.why or any(
+            failure.reason in f.text for f in verdict.flags
+        ), failure
+    # the informational link is a flag, whatever else happened
+    if issue == "down":
         assert any(f.kind == "probe-failed" and "timed out" in f.text for f in verdict.flags)
 
 
@@ -165,34 +211,66 @@ def test_the_table_covers_every_decision_and_every_path():
 
 # -- runs on an upstream revision (a lane built from a commit of a mirror) -------------------------
 
+
 def revision_run(outcome: str, version: str = "1.2+abc1234", revisions=()) -> ExecutionEvidence:
-    return ExecutionEvidence("toy", "dev", "without", outcome, (("toylib", version),), "h100-1", "H100",
-                             "2026-06-01", revisions=revisions)
+    return ExecutionEvidence(
+        "toy",
+        "dev",
+        "without",
+        outcome,
+        (("toylib", version),),
+        "h100-1",
+        "H100",
+        "2026-06-01",
+        revisions=revisions,
+    )
 
 
 def revision_evidence(runs, tips) -> ShimEvidence:
-    return ShimEvidence(locks={"gpu": {"toylib": "1.3"}}, releases={"toylib": RELEASES["down"]},
-                        links={PR: LINK["down"], ISSUE: ISSUE_LINK["down"]}, mirror_pulls={PR: TAGS["not-landed"]},
-                        execution=ExecutionHistory("toy", runs), tips=tips)
+    return ShimEvidence(
+        locks={"gpu": {"toylib": "1.3"}},
+        releases={"toylib": RELEASES["down"]},
+        links={PR: LINK["down"], ISSUE: ISSUE_LINK["down"]},
+        mirror_pulls={PR: TAGS["not-landed"]},
+        execution=ExecutionHistory("toy", runs),
+        tips=tips,
+    )
 
 
 TIP = BranchTip(REPO, "abc1234" + "0" * 33, ("dev",), at("2026-06-30"))
 
 
-@pytest.mark.parametrize("runs, tips, decision", [
-    # the bug reproduces on the newest commit of dev the mirror knows: keep, whatever the probes say
-    ((revision_run("bug-reproduced"),), {(REPO, "abc1234"): TIP}, "keep"),
-    # the host stamp's PEP 610 revision names the commit when the version carries no label
-    ((revision_run("bug-reproduced", "1.2", (("toylib", "abc1234"),)),), {(REPO, "abc1234"): TIP}, "keep"),
-    # the commit is in the mirror but no followed branch ends there: an old revision decides nothing
-    ((revision_run("bug-reproduced"),), {(REPO, "abc1234"): BranchTip(REPO, TIP.commit, ())}, "unknown"),
-    # the mirror lacks the commit
-    ((revision_run("bug-reproduced"),), {(REPO, "abc1234"): ProbeFailure("git", REPO, "not in the mirror")}, "unknown"),
-    # clean at the tip is no reason to keep, and not enough to retire (no release holds the fix)
-    ((revision_run("fix-validated"),), {(REPO, "abc1234"): TIP}, "unknown"),
-    # a version label that is no commit is never looked up
-    ((revision_run("bug-reproduced", "1.2+cu121"),), {(REPO, "abc1234"): TIP}, "unknown"),
-])
+@pytest.mark.parametrize(
+    "runs, tips, decision",
+    [
+        # the bug reproduces on the newest commit of dev the mirror knows: keep, whatever the probes
+        # say
+        ((revision_run("bug-reproduced"),), {(REPO, "abc1234"): TIP}, "keep"),
+        # the host stamp's PEP 610 revision names the commit when the version carries no label
+        (
+            (revision_run("bug-reproduced", "1.2", (("toylib", "abc1234"),)),),
+            {(REPO, "abc1234"): TIP},
+            "keep",
+        ),
+        # the commit is in the mirror but no followed branch ends there: an old revision decides
+        # nothing
+        (
+            (revision_run("bug-reproduced"),),
+            {(REPO, "abc1234"): BranchTip(REPO, TIP.commit, ())},
+            "unknown",
+        ),
+        # the mirror lacks the commit
+        (
+            (revision_run("bug-reproduced"),),
+            {(REPO, "abc1234"): ProbeFailure("git", REPO, "not in the mirror")},
+            "unknown",
+        ),
+        # clean at the tip is no reason to keep, and not enough to retire (no release holds the fix)
+        ((revision_run("fix-validated"),), {(REPO, "abc1234"): TIP}, "unknown"),
+        # a version label that is no commit is never looked up
+        ((revision_run("bug-reproduced", "1.2+cu121"),), {(REPO, "abc1234"): TIP}, "unknown"),
+    ],
+)
 def test_a_run_on_a_branch_tip_decides_like_a_run_on_the_newest_release(runs, tips, decision):
     verdict = decide(MANIFEST, LANES, revision_evidence(runs, tips), now=NOW)
     assert verdict.decision == decision, verdict.why
@@ -201,7 +279,9 @@ def test_a_run_on_a_branch_tip_decides_like_a_run_on_the_newest_release(runs, ti
     else:
         assert verdict.action
     for failure in verdict.failures:
-        assert failure.reason in verdict.why or any(failure.reason in f.text for f in verdict.flags), failure
+        assert failure.reason in verdict.why or any(
+            failure.reason in f.text for f in verdict.flags
+        ), failure
 
 
 def test_a_release_run_still_outranks_a_branch_tip():

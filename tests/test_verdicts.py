@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+from retire.commands import main as cli
 from retire.evidence.values import (
     ExecutionEvidence,
     ExecutionHistory,
@@ -26,7 +27,6 @@ from retire.lanes.model import Lane
 from retire.verdicts.gather import gather
 from retire.verdicts.model import ShimEvidence
 from retire.verdicts.rules import decide
-from retire.commands import main as cli
 from shims.manifest import parse_manifest
 from tests.support.codehost import CodeHost, CodeHostServer
 from tests.support.faults import FaultyIndexServer
@@ -45,7 +45,7 @@ from tests.support.retirement import (
 PR = "https://github.com/org/toylib/pull/2"
 ISSUE = "https://github.com/org/toylib/issues/1"
 REPO = "https://github.com/org/toylib"
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def when(text: str) -> dt.datetime:
@@ -53,7 +53,9 @@ def when(text: str) -> dt.datetime:
 
 
 def manifest(conditions: str, shim_id: str = "toy", **options):
-    return parse_manifest(manifest_toml(shim_id, conditions, **options), Path(f"/p/{shim_id}/manifest.toml"))
+    return parse_manifest(
+        manifest_toml(shim_id, conditions, **options), Path(f"/p/{shim_id}/manifest.toml")
+    )
 
 
 def lane(*shims: str, name: str = "cpu") -> Lane:
@@ -63,20 +65,53 @@ def lane(*shims: str, name: str = "cpu") -> Lane:
 def releases(*items: tuple[str, str] | tuple[str, str, str]) -> ReleaseList:
     out = []
     for version, uploaded, *yank in items:
-        out.append(Release(Version(version), (ReleaseFile(f"toylib-{version}.whl", when(uploaded), bool(yank), yank[0] if yank else None),)))
+        out.append(
+            Release(
+                Version(version),
+                (
+                    ReleaseFile(
+                        f"toylib-{version}.whl",
+                        when(uploaded),
+                        bool(yank),
+                        yank[0] if yank else None,
+                    ),
+                ),
+            )
+        )
     return ReleaseList("toylib", "http://index/simple", tuple(out))
 
 
-def run(outcome: str, version: str | None, *, lane_name: str = "cpu", host: str = "ci-1", at: str = "2026-06-01") -> ExecutionEvidence:
-    return ExecutionEvidence("toy", lane_name, "without", outcome, (("toylib", version),) if version else (),
-                             host, None, at, detail="no CUDA device" if outcome == "skipped" else "")
+def run(
+    outcome: str,
+    version: str | None,
+    *,
+    lane_name: str = "cpu",
+    host: str = "ci-1",
+    at: str = "2026-06-01",
+) -> ExecutionEvidence:
+    return ExecutionEvidence(
+        "toy",
+        lane_name,
+        "without",
+        outcome,
+        (("toylib", version),) if version else (),
+        host,
+        None,
+        at,
+        detail="no CUDA device" if outcome == "skipped" else "",
+    )
 
 
 def history(*runs: ExecutionEvidence) -> ExecutionHistory:
     return ExecutionHistory("toy", runs)
 
 
-RELEASES = releases(("1.0", "2026-01-10"), ("1.1", "2026-03-01", "broken"), ("1.2", "2026-04-01"), ("1.3", "2026-05-01"))
+RELEASES = releases(
+    ("1.0", "2026-01-10"),
+    ("1.1", "2026-03-01", "broken"),
+    ("1.2", "2026-04-01"),
+    ("1.3", "2026-05-01"),
+)
 LOCKED = {"cpu": {"toylib": "1.0"}}
 
 
@@ -87,7 +122,12 @@ def ev(**parts) -> ShimEvidence:
 
 
 def verdict(conditions: str, evidence: ShimEvidence, *, lanes=None, **options):
-    return decide(manifest(conditions, **options), lanes if lanes is not None else [lane("toy")], evidence, now=NOW)
+    return decide(
+        manifest(conditions, **options),
+        lanes if lanes is not None else [lane("toy")],
+        evidence,
+        now=NOW,
+    )
 
 
 def flags(found) -> dict[str, str]:
@@ -104,12 +144,17 @@ def test_drift_when_no_lane_lists_the_shim():
 
 
 def test_drift_when_the_target_is_in_no_lock():
-    found = verdict(VERSION_FLOOR, ev(locks={"cpu": {"numpy": "2.0"}}, execution=history(run("bug-reproduced", "1.0"))))
+    found = verdict(
+        VERSION_FLOOR,
+        ev(locks={"cpu": {"numpy": "2.0"}}, execution=history(run("bug-reproduced", "1.0"))),
+    )
     assert found.decision == "keep" and "toylib is in no lock" in flags(found)["drift"]
 
 
 def test_a_missing_lock_is_a_flag_not_a_decision():
-    found = verdict(VERSION_FLOOR, ev(locks={"cpu": None}, execution=history(run("fix-validated", "1.2"))))
+    found = verdict(
+        VERSION_FLOOR, ev(locks={"cpu": None}, execution=history(run("fix-validated", "1.2")))
+    )
     assert found.decision == "retire" and "nox -s lock" in flags(found)["probe-failed"]
 
 
@@ -120,10 +165,18 @@ def test_a_missing_lock_is_a_flag_not_a_decision():
 def test_a_bug_on_the_newest_locked_release_is_keep_whatever_the_probes_say():
     down = ProbeFailure("codehost", ISSUE, "DNS lookup failed", retryable=True, attempts=4)
     index_down = ProbeFailure("index", "toylib", "server error 503", retryable=True)
-    found = verdict(VERSION_FLOOR, ev(releases={"toylib": index_down}, links={ISSUE: down},
-                                      execution=history(run("bug-reproduced", "1.0"))), links=(("report", ISSUE),))
+    found = verdict(
+        VERSION_FLOOR,
+        ev(
+            releases={"toylib": index_down},
+            links={ISSUE: down},
+            execution=history(run("bug-reproduced", "1.0")),
+        ),
+        links=(("report", ISSUE),),
+    )
     assert found.decision == "keep" and "BUG_REPRODUCED" in found.why and "toylib 1.0" in found.why
-    assert "DNS lookup failed" in flags(found)["probe-failed"]  # shown, never decisive
+    # shown, never decisive
+    assert "DNS lookup failed" in flags(found)["probe-failed"]
     assert found.action is None
 
 
@@ -134,9 +187,13 @@ def test_a_bug_on_an_old_release_with_a_fix_released_is_a_candidate_with_the_run
 
 
 def test_runs_that_do_not_reach_the_newest_locked_release_decide_nothing():
-    found = verdict(REPRODUCER_CLEAN, ev(locks={"cpu": {"toylib": "1.3"}}, execution=history(run("bug-reproduced", "1.0"))),
-                    status="not-applicable")
-    assert found.decision == "keep"  # reproducer-clean fails on the only run: keep, by the condition
+    found = verdict(
+        REPRODUCER_CLEAN,
+        ev(locks={"cpu": {"toylib": "1.3"}}, execution=history(run("bug-reproduced", "1.0"))),
+        status="not-applicable",
+    )
+    # reproducer-clean fails on the only run: keep, by the condition
+    assert found.decision == "keep"
     assert "1.0" in found.why
 
 
@@ -145,7 +202,14 @@ def test_runs_that_do_not_reach_the_newest_locked_release_decide_nothing():
 
 
 def test_version_floor_and_a_clean_run_on_the_new_release_retires():
-    found = verdict(VERSION_FLOOR, ev(execution=history(run("bug-reproduced", "1.0"), run("fix-validated", "1.2", host="gpu-1"))))
+    found = verdict(
+        VERSION_FLOOR,
+        ev(
+            execution=history(
+                run("bug-reproduced", "1.0"), run("fix-validated", "1.2", host="gpu-1")
+            )
+        ),
+    )
     assert found.decision == "retire"
     assert found.floors == ("toylib>=1.2",)
     assert "FIX_VALIDATED" in found.why and "gpu-1" in found.why
@@ -158,35 +222,68 @@ def test_conditions_without_execution_never_retire():
     assert no_runs.decision == "unknown" and "no run of the reproducer" in no_runs.why
     assert "toylib>=1.2" in no_runs.action and "candidate" in flags(no_runs)
     skipped = verdict(VERSION_FLOOR, ev(execution=history(run("skipped", "1.2"))))
-    assert skipped.decision == "unknown" and "skipped" in skipped.why and "no CUDA device" in skipped.why
+    assert (
+        skipped.decision == "unknown"
+        and "skipped" in skipped.why
+        and "no CUDA device" in skipped.why
+    )
     crashed = verdict(VERSION_FLOOR, ev(execution=history(run("crashed", "1.2"))))
     assert crashed.decision == "unknown" and "crashed" in crashed.why
 
 
 def test_execution_beats_metadata_bug_still_reproduces_inside_the_floor():
-    found = verdict(VERSION_FLOOR, ev(execution=history(run("fix-validated", "1.3"), run("bug-reproduced", "1.2", host="gpu-2"))))
+    found = verdict(
+        VERSION_FLOOR,
+        ev(
+            execution=history(
+                run("fix-validated", "1.3"), run("bug-reproduced", "1.2", host="gpu-2")
+            )
+        ),
+    )
     assert found.decision == "keep"
-    assert "upstream looks fixed" in found.why and "BUG_REPRODUCED" in found.why and "gpu-2" in found.why
+    assert (
+        "upstream looks fixed" in found.why
+        and "BUG_REPRODUCED" in found.why
+        and "gpu-2" in found.why
+    )
     assert "conflict" in flags(found)
 
 
 def test_yanked_release_does_not_count():
     only_yanked = releases(("1.0", "2026-01-10"), ("1.2", "2026-04-01", "broken"))
-    found = verdict(VERSION_FLOOR, ev(releases={"toylib": only_yanked}, execution=history(run("fix-validated", "1.2"))),
-                    status="not-applicable")
+    found = verdict(
+        VERSION_FLOOR,
+        ev(releases={"toylib": only_yanked}, execution=history(run("fix-validated", "1.2"))),
+        status="not-applicable",
+    )
     assert found.decision == "keep" and "no release of toylib inside >=1.2" in found.why
-    assert "check the retirement conditions" in flags(found)["conflict"]  # clean runs, yet the floor fails
+    # clean runs, yet the floor fails
+    assert "check the retirement conditions" in flags(found)["conflict"]
 
 
 def test_reproducer_clean_alone_retires_with_the_first_clean_version_as_floor():
-    found = verdict(REPRODUCER_CLEAN, ev(execution=history(
-        run("bug-reproduced", "1.0", at="2026-01-01"), run("fix-validated", "1.3", lane_name="nightly"))))
+    found = verdict(
+        REPRODUCER_CLEAN,
+        ev(
+            execution=history(
+                run("bug-reproduced", "1.0", at="2026-01-01"),
+                run("fix-validated", "1.3", lane_name="nightly"),
+            )
+        ),
+    )
     assert found.decision == "retire" and found.floors == ("toylib>=1.3",)
 
 
 def test_reproducer_clean_fails_when_the_newest_run_reproduces():
-    found = verdict(REPRODUCER_CLEAN, ev(execution=history(
-        run("fix-validated", "1.0"), run("bug-reproduced", "1.3", lane_name="nightly"))), links=(("report", ISSUE),))
+    found = verdict(
+        REPRODUCER_CLEAN,
+        ev(
+            execution=history(
+                run("fix-validated", "1.0"), run("bug-reproduced", "1.3", lane_name="nightly")
+            )
+        ),
+        links=(("report", ISSUE),),
+    )
     assert found.decision == "keep" and "BUG_REPRODUCED" in found.why
 
 
@@ -197,17 +294,24 @@ def test_reproducer_clean_fails_when_the_newest_run_reproduces():
 def test_mode_all_needs_every_condition():
     conditions = VERSION_FLOOR + pr_released(PR)
     open_pr = PullState(PR, 2, "open", False, updated_at=when("2026-06-20"))
-    found = verdict(conditions, ev(links={PR: open_pr}, execution=history(run("fix-validated", "1.2"))),
-                    mode="all", links=(("fix", PR),))
+    found = verdict(
+        conditions,
+        ev(links={PR: open_pr}, execution=history(run("fix-validated", "1.2"))),
+        mode="all",
+        links=(("fix", PR),),
+    )
     assert found.decision == "keep" and "PR #2 is open" in found.why
 
 
 def test_mode_all_fails_beats_undecided_and_any_undecided_beats_fails():
-    conditions = '''
+    conditions = (
+        """
 [[retirement.conditions]]
 kind = "version-floor"
 version = ">=9"
-''' + REPRODUCER_CLEAN
+"""
+        + REPRODUCER_CLEAN
+    )
     evidence = ev(execution=history())
     assert verdict(conditions, evidence, mode="all", status="not-applicable").decision == "keep"
     found = verdict(conditions, evidence, mode="any")
@@ -216,24 +320,38 @@ version = ">=9"
 
 def test_a_failed_informational_link_is_a_flag_and_never_stops_a_retire():
     failure = ProbeFailure("codehost", ISSUE, "timed out after 10s", retryable=True, attempts=4)
-    found = verdict(VERSION_FLOOR, ev(links={ISSUE: failure}, execution=history(run("fix-validated", "1.2"))),
-                    links=(("report", ISSUE),))
+    found = verdict(
+        VERSION_FLOOR,
+        ev(links={ISSUE: failure}, execution=history(run("fix-validated", "1.2"))),
+        links=(("report", ISSUE),),
+    )
     assert found.decision == "retire" and found.floors == ("toylib>=1.2",)
-    assert "timed out" in flags(found)["probe-failed"] and "after 4 attempts" in flags(found)["probe-failed"]
+    assert (
+        "timed out" in flags(found)["probe-failed"]
+        and "after 4 attempts" in flags(found)["probe-failed"]
+    )
     assert found.failures == (failure,)
 
 
 def test_a_failed_probe_a_condition_needs_makes_it_unknown_with_the_action():
     failure = ProbeFailure("index", "toylib", "server error 503", retryable=True, attempts=3)
-    found = verdict(VERSION_FLOOR, ev(releases={"toylib": failure}, execution=history(run("fix-validated", "1.2"))))
+    found = verdict(
+        VERSION_FLOOR,
+        ev(releases={"toylib": failure}, execution=history(run("fix-validated", "1.2"))),
+    )
     assert found.decision == "unknown" and "503" in found.why and "index" in found.action
-    assert "probe-failed" not in flags(found)  # it is the reason, in why, not a side note
+    # it is the reason, in why, not a side note
+    assert "probe-failed" not in flags(found)
 
 
 def test_mode_any_one_holding_condition_makes_the_others_failures_flags():
     down = ProbeFailure("codehost", PR, "DNS lookup failed", retryable=True)
-    found = verdict(VERSION_FLOOR + pr_released(PR), ev(links={PR: down}, execution=history(run("fix-validated", "1.2"))),
-                    mode="any", links=(("fix", PR),))
+    found = verdict(
+        VERSION_FLOOR + pr_released(PR),
+        ev(links={PR: down}, execution=history(run("fix-validated", "1.2"))),
+        mode="any",
+        links=(("fix", PR),),
+    )
     assert found.decision == "retire" and "DNS lookup failed" in flags(found)["probe-failed"]
 
 
@@ -249,61 +367,133 @@ ALL_TAGS = (("v1.0", "1.0"), ("v1.2", "1.2"), ("v1.3", "1.3"))
 
 
 def landed(*containing: str, tags=ALL_TAGS, sha: str = "m" * 40) -> MirrorPull:
-    return MirrorPull(REPO, 2, sha, "squash", "Fix add (#2)", TagContainment(REPO, sha, containing, containing, tags),
-                      when("2026-06-30"))
+    return MirrorPull(
+        REPO,
+        2,
+        sha,
+        "squash",
+        "Fix add (#2)",
+        TagContainment(REPO, sha, containing, containing, tags),
+        when("2026-06-30"),
+    )
 
 
 def test_pr_released_by_upload_time_skips_yanked_and_backports():
-    backport = releases(("1.0", "2026-01-10"), ("1.2", "2026-03-01"), ("1.0.1", "2026-03-05"), ("1.3", "2026-04-01"))
-    found = verdict(pr_released(PR), ev(releases={"toylib": backport}, links={PR: merged("2026-02-15")},
-                                         execution=history(run("fix-validated", "1.3"))), links=(("fix", PR),))
+    backport = releases(
+        ("1.0", "2026-01-10"), ("1.2", "2026-03-01"), ("1.0.1", "2026-03-05"), ("1.3", "2026-04-01")
+    )
+    found = verdict(
+        pr_released(PR),
+        ev(
+            releases={"toylib": backport},
+            links={PR: merged("2026-02-15")},
+            execution=history(run("fix-validated", "1.3")),
+        ),
+        links=(("fix", PR),),
+    )
     assert found.decision == "retire" and found.floors == ("toylib>=1.2",)
     assert "by upload time" in found.why
     # merged after the newest release: not released yet
-    later = verdict(pr_released(PR), ev(links={PR: merged("2026-05-15")}, execution=history()), links=(("fix", PR),))
+    later = verdict(
+        pr_released(PR),
+        ev(links={PR: merged("2026-05-15")}, execution=history()),
+        links=(("fix", PR),),
+    )
     assert later.decision == "keep" and "no toylib release since" in later.why
 
 
 def test_pr_released_by_tags_when_there_is_a_mirror():
     sha = "m" * 40
     containment = TagContainment(REPO, sha, ("v1.3",), ("v1.3",), ALL_TAGS)
-    found = verdict(pr_released(PR), ev(links={PR: merged()}, tags={(REPO, sha): containment},
-                                        execution=history(run("fix-validated", "1.3"))), links=(("fix", PR),))
-    assert found.decision == "retire" and found.floors == ("toylib>=1.3",) and "release tag contains" in found.why
+    found = verdict(
+        pr_released(PR),
+        ev(
+            links={PR: merged()},
+            tags={(REPO, sha): containment},
+            execution=history(run("fix-validated", "1.3")),
+        ),
+        links=(("fix", PR),),
+    )
+    assert (
+        found.decision == "retire"
+        and found.floors == ("toylib>=1.3",)
+        and "release tag contains" in found.why
+    )
 
 
 def test_pr_released_from_the_mirror_alone_with_the_code_host_down():
     down = ProbeFailure("codehost", PR, "DNS lookup failed", retryable=True)
-    found = verdict(pr_released(PR), ev(links={PR: down}, mirror_pulls={PR: landed("v1.2", "v1.3")},
-                                        execution=history(run("fix-validated", "1.2", host="h100"))), links=(("fix", PR),))
-    assert found.decision == "retire" and found.floors == ("toylib>=1.2",) and "landed as mmmmmmmmmmmm" in found.why
+    found = verdict(
+        pr_released(PR),
+        ev(
+            links={PR: down},
+            mirror_pulls={PR: landed("v1.2", "v1.3")},
+            execution=history(run("fix-validated", "1.2", host="h100")),
+        ),
+        links=(("fix", PR),),
+    )
+    assert (
+        found.decision == "retire"
+        and found.floors == ("toylib>=1.2",)
+        and "landed as mmmmmmmmmmmm" in found.why
+    )
     assert any(isinstance(e, MirrorPull) for e in found.evidence)
 
 
 def test_a_mirror_that_is_behind_never_says_not_fixed():
-    behind = landed(tags=(("v1.0", "1.0"),))  # fetched before 1.2 and 1.3 were tagged
-    found = verdict(pr_released(PR), ev(mirror_pulls={PR: behind}, execution=history(run("fix-validated", "1.3"))),
-                    links=(("fix", PR),))
-    assert found.decision == "unknown" and "release 1.2 has no tag" in found.why and "mirrors sync" in found.action
+    # fetched before 1.2 and 1.3 were tagged
+    behind = landed(tags=(("v1.0", "1.0"),))
+    found = verdict(
+        pr_released(PR),
+        ev(mirror_pulls={PR: behind}, execution=history(run("fix-validated", "1.3"))),
+        links=(("fix", PR),),
+    )
+    assert (
+        found.decision == "unknown"
+        and "release 1.2 has no tag" in found.why
+        and "mirrors sync" in found.action
+    )
     not_landed = MirrorPull(REPO, 2, None, "none", newest_commit_at=when("2026-01-01"))
-    searched = verdict(pr_released(PR), ev(mirror_pulls={PR: not_landed}, execution=history(run("fix-validated", "1.3"))),
-                       links=(("fix", PR),))
+    searched = verdict(
+        pr_released(PR),
+        ev(mirror_pulls={PR: not_landed}, execution=history(run("fix-validated", "1.3"))),
+        links=(("fix", PR),),
+    )
     assert searched.decision == "unknown" and "newest commit is from 2026-01-01" in searched.why
-    released_later = verdict(pr_released(PR), ev(mirror_pulls={PR: landed()}, execution=history()), links=(("fix", PR),))
+    released_later = verdict(
+        pr_released(PR), ev(mirror_pulls={PR: landed()}, execution=history()), links=(("fix", PR),)
+    )
     assert released_later.decision == "keep" and "in no release tag yet" in released_later.why
 
 
 def test_pr_released_with_a_mirror_missing_the_release_tag_is_unknown():
     sha = "m" * 40
-    behind = TagContainment(REPO, sha, (), (), (("v1.0", "1.0"),))  # mirror fetched before 1.2 and 1.3
-    found = verdict(pr_released(PR), ev(links={PR: merged()}, tags={(REPO, sha): behind},
-                                        execution=history(run("fix-validated", "1.3"))), links=(("fix", PR),))
-    assert found.decision == "unknown" and "release 1.2 has no tag" in found.why and "mirrors sync" in found.action
+    # mirror fetched before 1.2 and 1.3
+    behind = TagContainment(REPO, sha, (), (), (("v1.0", "1.0"),))
+    found = verdict(
+        pr_released(PR),
+        ev(
+            links={PR: merged()},
+            tags={(REPO, sha): behind},
+            execution=history(run("fix-validated", "1.3")),
+        ),
+        links=(("fix", PR),),
+    )
+    assert (
+        found.decision == "unknown"
+        and "release 1.2 has no tag" in found.why
+        and "mirrors sync" in found.action
+    )
 
 
 def test_pr_released_on_a_url_that_is_an_issue_or_not_probed():
     issue = IssueState(PR, 2, "closed", updated_at=when("2026-06-01"))
-    assert verdict(pr_released(PR), ev(links={PR: issue}, execution=history()), links=(("fix", PR),)).decision == "unknown"
+    assert (
+        verdict(
+            pr_released(PR), ev(links={PR: issue}, execution=history()), links=(("fix", PR),)
+        ).decision
+        == "unknown"
+    )
     other = "https://example.org/toylib/pull/2"
     found = verdict(pr_released(other), ev(execution=history()), links=(("fix", other),))
     assert found.decision == "unknown" and "only GitHub" in found.why
@@ -311,15 +501,28 @@ def test_pr_released_on_a_url_that_is_an_issue_or_not_probed():
 
 def test_commit_in_tag():
     sha = "c" * 40
-    inside = TagContainment(REPO, sha, ("v1.2", "v1.3"), ("v1.2", "v1.3"), (("v1.2", "1.2"), ("v1.3", "1.3")))
-    found = verdict(commit_in_tag(REPO, sha), ev(tags={(REPO, sha): inside}, execution=history(run("fix-validated", "1.2"))),
-                    status="not-applicable")
+    inside = TagContainment(
+        REPO, sha, ("v1.2", "v1.3"), ("v1.2", "v1.3"), (("v1.2", "1.2"), ("v1.3", "1.3"))
+    )
+    found = verdict(
+        commit_in_tag(REPO, sha),
+        ev(tags={(REPO, sha): inside}, execution=history(run("fix-validated", "1.2"))),
+        status="not-applicable",
+    )
     assert found.decision == "retire" and found.floors == ("toylib>=1.2",)
     outside = TagContainment(REPO, sha, (), (), ALL_TAGS)
-    kept = verdict(commit_in_tag(REPO, sha), ev(tags={(REPO, sha): outside}, execution=history()), status="not-applicable")
+    kept = verdict(
+        commit_in_tag(REPO, sha),
+        ev(tags={(REPO, sha): outside}, execution=history()),
+        status="not-applicable",
+    )
     assert kept.decision == "keep" and "in no release tag yet" in kept.why
     behind = TagContainment(REPO, sha, (), (), (("v1.0", "1.0"),))
-    unsure = verdict(commit_in_tag(REPO, sha), ev(tags={(REPO, sha): behind}, execution=history()), status="not-applicable")
+    unsure = verdict(
+        commit_in_tag(REPO, sha),
+        ev(tags={(REPO, sha): behind}, execution=history()),
+        status="not-applicable",
+    )
     assert unsure.decision == "unknown" and "the mirror is behind" in unsure.why
     unprobed = verdict(commit_in_tag(REPO, sha), ev(execution=history()), status="not-applicable")
     assert unprobed.decision == "unknown" and "mirror" in unprobed.action
@@ -340,12 +543,19 @@ def test_no_upstream_link_is_a_flag_unless_not_applicable():
 
 
 def test_stale_after_days_without_movement():
-    evidence = ev(links={ISSUE: IssueState(ISSUE, 1, "open", updated_at=when("2025-06-01"))},
-                  execution=history(run("bug-reproduced", "1.3")))
+    evidence = ev(
+        links={ISSUE: IssueState(ISSUE, 1, "open", updated_at=when("2025-06-01"))},
+        execution=history(run("bug-reproduced", "1.3")),
+    )
     found = verdict(REPRODUCER_CLEAN, evidence, links=(("report", ISSUE),))
     assert found.decision == "keep" and "since 2025-06-01" in flags(found)["stale"]
-    fresh = decide(manifest(REPRODUCER_CLEAN, links=(("report", ISSUE),)), [lane("toy")], evidence, now=NOW,
-                   stale_after_days=400)
+    fresh = decide(
+        manifest(REPRODUCER_CLEAN, links=(("report", ISSUE),)),
+        [lane("toy")],
+        evidence,
+        now=NOW,
+        stale_after_days=400,
+    )
     assert fresh.decision == "keep" and "stale" not in flags(fresh)
 
 
@@ -354,7 +564,12 @@ def test_verdict_json_round_trips():
     data = json.loads(json.dumps(found.to_json()))
     assert data["verdict"] == "retire" and data["floors"] == ["toylib>=1.2"]
     assert {e["type"] for e in data["evidence"]} == {"ReleaseList", "ExecutionHistory"}
-    assert data["action"] is None and data["flags"] == [{"kind": "no-link", "text": "no upstream link (status pending): file it upstream and link it"}]
+    assert data["action"] is None and data["flags"] == [
+        {
+            "kind": "no-link",
+            "text": "no upstream link (status pending): file it upstream and link it",
+        }
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -366,31 +581,61 @@ def world(tmp_path):
     index = toylib_index(tmp_path / "wheels")
     host = CodeHost()
     upstream = make_upstream(tmp_path / "upstream" / "toylib")
-    git(upstream.path, "tag", "v1.2", upstream.merge)  # 1.1 (yanked on the index) and 1.2 contain the fix
+    # 1.1 (yanked on the index) and 1.2 contain the fix
+    git(upstream.path, "tag", "v1.2", upstream.merge)
     mirrors = tmp_path / "mirrors"
     (mirrors / "org").mkdir(parents=True)
-    git(mirrors / "org", "clone", "-q", "--mirror", str(upstream.path), str(mirrors / "org" / "toylib.git"))
-    host.add_issue("org", "toylib", 1, state="closed", closed_at="2026-02-02", updated_at="2026-06-01")
-    host.add_pull("org", "toylib", 2, state="closed", merged=True, merged_at="2026-02-01", merge_commit_sha=upstream.merge,
-                  updated_at="2026-06-01")
+    git(
+        mirrors / "org",
+        "clone",
+        "-q",
+        "--mirror",
+        str(upstream.path),
+        str(mirrors / "org" / "toylib.git"),
+    )
+    host.add_issue(
+        "org", "toylib", 1, state="closed", closed_at="2026-02-02", updated_at="2026-06-01"
+    )
+    host.add_pull(
+        "org",
+        "toylib",
+        2,
+        state="closed",
+        merged=True,
+        merged_at="2026-02-01",
+        merge_commit_sha=upstream.merge,
+        updated_at="2026-06-01",
+    )
     host.add_pull("org", "toylib", 3, state="open", updated_at="2026-06-20")
     project = Project(tmp_path / "project")
     with FaultyIndexServer(index) as index_server, CodeHostServer(host) as api:
-        yield {"project": project, "index": index_server, "api": api, "mirrors": mirrors, "upstream": upstream}
+        yield {
+            "project": project,
+            "index": index_server,
+            "api": api,
+            "mirrors": mirrors,
+            "upstream": upstream,
+        }
 
 
 def build_catalogue(world) -> Project:
     p, upstream = world["project"], world["upstream"]
     p.shim("floor_fixed", VERSION_FLOOR, links=(("report", ISSUE),))
     p.shim("pr_fixed", pr_released(PR), links=(("fix", PR),))
-    p.shim("pr_open", pr_released("https://github.com/org/toylib/pull/3"),
-           links=(("fix", "https://github.com/org/toylib/pull/3"),))
+    p.shim(
+        "pr_open",
+        pr_released("https://github.com/org/toylib/pull/3"),
+        links=(("fix", "https://github.com/org/toylib/pull/3"),),
+    )
     p.shim("commit_unreleased", commit_in_tag(REPO, upstream.unreleased), status="not-applicable")
     p.shim("never_ran", VERSION_FLOOR, status="not-applicable")
     p.shim("unlisted", VERSION_FLOOR, status="not-applicable")
     p.shim("elsewhere", REPRODUCER_CLEAN, status="not-applicable", distribution="numpy")
-    p.lane("cpu", ["floor_fixed", "pr_fixed", "pr_open", "commit_unreleased", "never_ran", "elsewhere"],
-           index_url=world["index"].url)
+    p.lane(
+        "cpu",
+        ["floor_fixed", "pr_fixed", "pr_open", "commit_unreleased", "never_ran", "elsewhere"],
+        index_url=world["index"].url,
+    )
     p.run("floor_fixed", "bug-reproduced", "1.0", when="2026-01-20T00:00:00.000000+00:00")
     p.run("floor_fixed", "fix-validated", "1.2", host="gpu-1")
     p.run("pr_fixed", "fix-validated", "1.2")
@@ -401,19 +646,34 @@ def build_catalogue(world) -> Project:
 
 def test_gather_decides_every_shim_from_real_servers(world, tmp_path):
     p = build_catalogue(world)
-    verdicts = gather(p.manifests(), p.lanes(), p.root / "locks", p.validation, api_base=world["api"].url,
-                      token=None, cache_dir=tmp_path / "cache", mirrors=world["mirrors"], policy=FAST, clock=lambda: NOW)
+    verdicts = gather(
+        p.manifests(),
+        p.lanes(),
+        p.root / "locks",
+        p.validation,
+        api_base=world["api"].url,
+        token=None,
+        cache_dir=tmp_path / "cache",
+        mirrors=world["mirrors"],
+        policy=FAST,
+        clock=lambda: NOW,
+    )
     by_id = {v.shim: v for v in verdicts}
-    assert by_id["floor_fixed"].decision == "retire" and by_id["floor_fixed"].floors == ("toylib>=1.2",)
+    assert by_id["floor_fixed"].decision == "retire" and by_id["floor_fixed"].floors == (
+        "toylib>=1.2",
+    )
     assert by_id["pr_fixed"].decision == "retire" and by_id["pr_fixed"].floors == ("toylib>=1.2",)
-    assert "release tag contains" in by_id["pr_fixed"].why  # checked against the mirror's tags
+    # checked against the mirror's tags
+    assert "release tag contains" in by_id["pr_fixed"].why
     assert by_id["pr_open"].decision == "keep" and "BUG_REPRODUCED" in by_id["pr_open"].why
     assert any("PR #3 is open" in c.why for c in by_id["pr_open"].conditions)
     assert by_id["commit_unreleased"].decision == "keep"
     assert any("no release tag" in c.why for c in by_id["commit_unreleased"].conditions)
     assert by_id["never_ran"].decision == "unknown" and by_id["never_ran"].action
     assert by_id["unlisted"].decision == "unknown" and by_id["unlisted"].flagged("drift")
-    assert by_id["elsewhere"].flagged("drift") and any("numpy is in no lock" in f.text for f in by_id["elsewhere"].flags)
+    assert by_id["elsewhere"].flagged("drift") and any(
+        "numpy is in no lock" in f.text for f in by_id["elsewhere"].flags
+    )
     # Each distinct probe ran once, though three shims need toylib's releases.
     assert world["index"].index.requests.count("/simple/toylib/") == 1
 
@@ -426,8 +686,17 @@ def test_pr_released_with_a_mirror_behind_the_index_is_unknown(world):
     p.shim("pr_fixed", pr_released(PR), links=(("fix", PR),))
     p.lane("cpu", ["pr_fixed"], index_url=world["index"].url)
     p.run("pr_fixed", "fix-validated", "1.2")
-    verdicts = gather(p.manifests(), p.lanes(), p.root / "locks", p.validation, api_base=world["api"].url, token=None,
-                      mirrors=world["mirrors"], policy=FAST, clock=lambda: NOW)
+    verdicts = gather(
+        p.manifests(),
+        p.lanes(),
+        p.root / "locks",
+        p.validation,
+        api_base=world["api"].url,
+        token=None,
+        mirrors=world["mirrors"],
+        policy=FAST,
+        clock=lambda: NOW,
+    )
     assert verdicts[0].decision == "unknown"
     assert "release 1.2 has no tag" in verdicts[0].why
 
@@ -436,7 +705,14 @@ def test_main_prints_a_table_and_json(world, tmp_path, capsys, monkeypatch):
     p = build_catalogue(world)
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
     monkeypatch.delenv("GH_TOKEN", raising=False)
-    args = ["--root", str(p.root), "--api-url", world["api"].url, "--mirrors", str(world["mirrors"])]
+    args = [
+        "--root",
+        str(p.root),
+        "--api-url",
+        world["api"].url,
+        "--mirrors",
+        str(world["mirrors"]),
+    ]
     assert cli(["verdicts", *args]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].split() == ["shim", "verdict", "why"]
@@ -444,7 +720,10 @@ def test_main_prints_a_table_and_json(world, tmp_path, capsys, monkeypatch):
     assert (p.root / ".patchlane" / "cache" / "http").is_dir()
     assert cli(["verdicts", *args, "--json", "floor_fixed", "unlisted"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [(r["shim"], r["verdict"]) for r in rows] == [("floor_fixed", "retire"), ("unlisted", "unknown")]
+    assert [(r["shim"], r["verdict"]) for r in rows] == [
+        ("floor_fixed", "retire"),
+        ("unlisted", "unknown"),
+    ]
     assert [f["kind"] for f in rows[1]["flags"]] == ["drift"]
 
 
@@ -463,20 +742,42 @@ def test_main_bad_input_is_one_line_exit_2(tmp_path, capsys, world):
 def test_a_later_hang_never_hides_a_reproduced_bug():
     # A bug that shows itself as a hang: the timeout on h100-a must not leave h100-b's clean run
     # alone to decide, or the shim would be retired while it is still needed.
-    from retire.probes import records as records_probe
     from retire.evidence.validation import ValidationRecord
+    from retire.probes import records as records_probe
 
     def rec(outcome, host, at):
-        sentinel = {"bug-reproduced": "BUG_REPRODUCED", "fix-validated": "FIX_VALIDATED"}.get(outcome)
-        return ValidationRecord(shim="toy", mode="without", lane="gpu", host={"hostname": host, "gpu": "H100"},
-                                versions={"toylib": "1.2"}, sentinel=sentinel, outcome=outcome, exit_code=0,
-                                duration_s=1.0, started_at=at)
-    runs = [rec("bug-reproduced", "h100-a", "2026-06-01T00:00:00"), rec("timeout", "h100-a", "2026-06-08T00:00:00"),
-            rec("fix-validated", "h100-b", "2026-06-02T00:00:00")]
+        sentinel = {"bug-reproduced": "BUG_REPRODUCED", "fix-validated": "FIX_VALIDATED"}.get(
+            outcome
+        )
+        return ValidationRecord(
+            shim="toy",
+            mode="without",
+            lane="gpu",
+            host={"hostname": host, "gpu": "H100"},
+            versions={"toylib": "1.2"},
+            sentinel=sentinel,
+            outcome=outcome,
+            exit_code=0,
+            duration_s=1.0,
+            started_at=at,
+        )
+
+    runs = [
+        rec("bug-reproduced", "h100-a", "2026-06-01T00:00:00"),
+        rec("timeout", "h100-a", "2026-06-08T00:00:00"),
+        rec("fix-validated", "h100-b", "2026-06-02T00:00:00"),
+    ]
     history = records_probe.history(runs, "toy")
-    assert [(r.host, r.outcome) for r in history.runs] == [("h100-a", "bug-reproduced"), ("h100-b", "fix-validated")]
-    verdict = decide(manifest(VERSION_FLOOR), [lane("toy", name="gpu")],
-                     ev(locks={"gpu": {"toylib": "1.2"}}, execution=history), now=NOW)
+    assert [(r.host, r.outcome) for r in history.runs] == [
+        ("h100-a", "bug-reproduced"),
+        ("h100-b", "fix-validated"),
+    ]
+    verdict = decide(
+        manifest(VERSION_FLOOR),
+        [lane("toy", name="gpu")],
+        ev(locks={"gpu": {"toylib": "1.2"}}, execution=history),
+        now=NOW,
+    )
     assert verdict.decision == "keep"
 
 
@@ -491,12 +792,32 @@ kind = "version-floor"
 distribution = "helper"
 version = ">=2.0"
 """
-    helper = ReleaseList("helper", "http://index/simple", releases(("1.0", "2026-01-01"), ("2.0", "2026-05-01")).releases)
-    run = ExecutionEvidence("toy", "cpu", "without", "fix-validated", (("helper", "1.0"), ("toylib", "1.2")), "ci-1",
-                            None, "2026-06-01")
-    verdict = decide(manifest(conditions, mode="all"), [lane("toy")],
-                     ev(releases={"toylib": RELEASES, "helper": helper}, execution=ExecutionHistory("toy", (run,))), now=NOW)
-    assert verdict.decision == "unknown" and "helper>=2.0" in verdict.why  # helper 2.0 never ran: no retire
+    helper = ReleaseList(
+        "helper",
+        "http://index/simple",
+        releases(("1.0", "2026-01-01"), ("2.0", "2026-05-01")).releases,
+    )
+    run = ExecutionEvidence(
+        "toy",
+        "cpu",
+        "without",
+        "fix-validated",
+        (("helper", "1.0"), ("toylib", "1.2")),
+        "ci-1",
+        None,
+        "2026-06-01",
+    )
+    verdict = decide(
+        manifest(conditions, mode="all"),
+        [lane("toy")],
+        ev(
+            releases={"toylib": RELEASES, "helper": helper},
+            execution=ExecutionHistory("toy", (run,)),
+        ),
+        now=NOW,
+    )
+    # helper 2.0 never ran: no retire
+    assert verdict.decision == "unknown" and "helper>=2.0" in verdict.why
     assert "helper>=2.0" in verdict.action
 
 
@@ -510,7 +831,16 @@ def test_retire_apply_turns_retire_verdicts_into_branches(world, capsys, monkeyp
     git(p.root, "add", "-A")
     git(p.root, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "shop")
     head = git(p.root, "rev-parse", "HEAD")
-    args = ["--root", str(p.root), "--apply", "--no-pr", "--api-url", world["api"].url, "--mirrors", str(world["mirrors"])]
+    args = [
+        "--root",
+        str(p.root),
+        "--apply",
+        "--no-pr",
+        "--api-url",
+        world["api"].url,
+        "--mirrors",
+        str(world["mirrors"]),
+    ]
     code = cli(["retire", *args])
     out = capsys.readouterr().out
     branches = git(p.root, "branch", "--list", "patchlane/*").split()
@@ -518,12 +848,18 @@ def test_retire_apply_turns_retire_verdicts_into_branches(world, capsys, monkeyp
     assert {"patchlane/retire-floor_fixed", "patchlane/retire-pr_fixed"} <= set(branches)
     assert not {"patchlane/retire-pr_open", "patchlane/retire-never_ran"} & set(branches)
     assert git(p.root, "rev-parse", "HEAD") == head
-    assert git(p.root, "show", "--stat", "--format=", "patchlane/retire-floor_fixed").count("shims/floor_fixed/") >= 1
+    assert (
+        git(p.root, "show", "--stat", "--format=", "patchlane/retire-floor_fixed").count(
+            "shims/floor_fixed/"
+        )
+        >= 1
+    )
     body = (p.root / ".patchlane" / "prs" / "patchlane" / "retire-floor_fixed.md").read_text()
     assert "**Before (bug reproduces without the shim):** BUG_REPRODUCED" in body
     assert "**After (upstream fixed):** FIX_VALIDATED" in body and "toylib 1.2" in body
     assert code == 0, out
     assert "proposed          patchlane/retire-floor_fixed" in out
-    assert cli(["retire", *args]) == 0  # a second run creates nothing new …
+    # a second run creates nothing new …
+    assert cli(["retire", *args]) == 0
     assert "already-proposed  patchlane/retire-floor_fixed" in capsys.readouterr().out
     assert git(p.root, "branch", "--list", "patchlane/*").split() == branches

@@ -54,21 +54,42 @@ def test_gather_takes_every_locked_file_checked_against_the_lock(locked, capsys,
 
 
 def test_parts_of_a_bounded_size_and_chunks_join_back(locked, capsys, tmp_path):
-    sizes = sorted(a.size or 0 for a in wheelhouse.Wheelhouse.load(_gathered(locked, capsys, tmp_path)).artifacts)
-    part = sizes[-1] // 2 + 1  # the larger file must be chunked
+    sizes = sorted(
+        a.size or 0
+        for a in wheelhouse.Wheelhouse.load(_gathered(locked, capsys, tmp_path)).artifacts
+    )
+    # the larger file must be chunked
+    part = sizes[-1] // 2 + 1
     code, out = gather(locked, capsys, "--out", str(tmp_path / "parts"), "--part-size", str(part))
     assert code == 0, out
     parts = sorted((tmp_path / "parts").glob("part-*"))
     assert len(parts) >= 3 and all(p.joinpath("wheelhouse.json").is_file() for p in parts)
-    assert all(sum(f.stat().st_size for f in p.iterdir() if f.name != "wheelhouse.json") <= part for p in parts)
-    code, out, _ = run_cli(locked.root, "wheelhouse", "join", *map(str, parts), "--out", str(tmp_path / "joined"),
-                           capsys=capsys)
+    assert all(
+        sum(f.stat().st_size for f in p.iterdir() if f.name != "wheelhouse.json") <= part
+        for p in parts
+    )
+    code, out, _ = run_cli(
+        locked.root,
+        "wheelhouse",
+        "join",
+        *map(str, parts),
+        "--out",
+        str(tmp_path / "joined"),
+        capsys=capsys,
+    )
     assert code == 0, out
     joined = wheelhouse.Wheelhouse.load(tmp_path / "joined")
     assert all((tmp_path / "joined" / a.filename).is_file() for a in joined.artifacts)
     # A part left behind is named, never silently skipped.
-    code, _, err = run_cli(locked.root, "wheelhouse", "join", *map(str, parts[:-1]), "--out", str(tmp_path / "short"),
-                           capsys=capsys)
+    code, _, err = run_cli(
+        locked.root,
+        "wheelhouse",
+        "join",
+        *map(str, parts[:-1]),
+        "--out",
+        str(tmp_path / "short"),
+        capsys=capsys,
+    )
     assert code == 2 and "missing from every given folder" in err and err.count("\n") == 1
 
 
@@ -79,7 +100,8 @@ def _gathered(project, capsys, tmp_path):
 
 def test_an_overlay_base_is_left_out(locked, capsys, tmp_path):
     base = tmp_path / "base.json"
-    base.write_text(json.dumps([{"name": "Torchlike", "version": "2.1.0+cu130"}]))  # the image's own build
+    # the image's own build
+    base.write_text(json.dumps([{"name": "Torchlike", "version": "2.1.0+cu130"}]))
     code, out = gather(locked, capsys, "--out", str(tmp_path / "wh"), "--base", str(base))
     assert code == 0, out
     house = wheelhouse.Wheelhouse.load(tmp_path / "wh")
@@ -95,11 +117,17 @@ def test_a_file_that_does_not_match_the_lock_is_refused(locked, tmp_path):
 
     lock = read_lock(locked.lock_file("cpu"))
     house = wheelhouse.plan("cpu", lock, "x")
-    tampered = wheelhouse.Wheelhouse("cpu", "x", tuple(
-        wheelhouse.Artifact(**{**a.__dict__, "sha256": "0" * 64}) for a in house.artifacts[:1]))
+    tampered = wheelhouse.Wheelhouse(
+        "cpu",
+        "x",
+        tuple(
+            wheelhouse.Artifact(**{**a.__dict__, "sha256": "0" * 64}) for a in house.artifacts[:1]
+        ),
+    )
     with make_client() as client, pytest.raises(PatchlaneError, match="is not the lock's"):
         wheelhouse.gather(tampered, tmp_path / "bad", client=client)
-    assert not any((tmp_path / "bad").glob("*.whl"))  # nothing half-written is left
+    # nothing half-written is left
+    assert not any((tmp_path / "bad").glob("*.whl"))
 
 
 def test_a_stale_lock_or_a_lock_without_files_is_one_line(locked, capsys, tmp_path):
@@ -107,11 +135,33 @@ def test_a_stale_lock_or_a_lock_without_files_is_one_line(locked, capsys, tmp_pa
     code, out = gather(locked, capsys)
     assert code == 2 and "stale" in out and "nox -s lock -- cpu" in out
     with pytest.raises(ConfigError, match="packages.megatron-core: the lock gives a local path"):
-        wheelhouse.plan("x", {"packages": [{"name": "megatron-core", "version": "0.18.0",
-                                            "directory": {"path": "/src/megatron"}}]}, "x")
+        wheelhouse.plan(
+            "x",
+            {
+                "packages": [
+                    {
+                        "name": "megatron-core",
+                        "version": "0.18.0",
+                        "directory": {"path": "/src/megatron"},
+                    }
+                ]
+            },
+            "x",
+        )
     # A lane revision is not a file to carry: it installs from the host's copy of the mirror.
-    house = wheelhouse.plan("x", {"packages": [{"name": "megatron-core", "version": "0.18.0",
-                                                "vcs": {"type": "git", "url": "file:///m", "commit-id": "a" * 40}}]}, "x")
+    house = wheelhouse.plan(
+        "x",
+        {
+            "packages": [
+                {
+                    "name": "megatron-core",
+                    "version": "0.18.0",
+                    "vcs": {"type": "git", "url": "file:///m", "commit-id": "a" * 40},
+                }
+            ]
+        },
+        "x",
+    )
     assert house.artifacts == () and house.from_mirrors == ("megatron-core",)
 
 
@@ -138,24 +188,46 @@ def carried(tmp_path, capsys, monkeypatch):
     (root / "lanes").mkdir(parents=True)
     shimtree.write_shim(root / "shims", "toy")
     index = PackageIndex()
-    index.add(build_wheel(tmp_path / "files", "toylib", "1.0", requires=["helper>=1"],
-                          files={"toylib.py": shimtree.BUGGY_TARGET}), "2026-01-05")
+    index.add(
+        build_wheel(
+            tmp_path / "files",
+            "toylib",
+            "1.0",
+            requires=["helper>=1"],
+            files={"toylib.py": shimtree.BUGGY_TARGET},
+        ),
+        "2026-01-05",
+    )
     index.add(build_wheel(tmp_path / "files", "helper", "1.5"), "2026-01-05")
     with IndexServer(index) as server:
         (root / "lanes" / "cpu.toml").write_text(OFFLINE_LANE.format(url=server.url))
         assert run_cli(root, "lock", capsys=capsys)[0] == 0
-        code, out, err = run_cli(root, "wheelhouse", "gather", "cpu", "--out", str(tmp_path / "parts"),
-                                 "--part-size", "1K", capsys=capsys)
+        code, out, err = run_cli(
+            root,
+            "wheelhouse",
+            "gather",
+            "cpu",
+            "--out",
+            str(tmp_path / "parts"),
+            "--part-size",
+            "1K",
+            capsys=capsys,
+        )
         assert code == 0, out + err
     asked = len(index.requests)
     parts = sorted((tmp_path / "parts").glob("part-*"))
     assert len(parts) >= 2
-    code, out, err = run_cli(root, "wheelhouse", "join", *map(str, parts), "--out", str(tmp_path / "wh"), capsys=capsys)
+    code, out, err = run_cli(
+        root, "wheelhouse", "join", *map(str, parts), "--out", str(tmp_path / "wh"), capsys=capsys
+    )
     assert code == 0, out + err
-    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "empty-cache"))  # nothing may come from a warm cache either
-    monkeypatch.setenv("UV_HTTP_RETRIES", "0")  # the index is gone: say so at once
+    # nothing may come from a warm cache either
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "empty-cache"))
+    # the index is gone: say so at once
+    monkeypatch.setenv("UV_HTTP_RETRIES", "0")
     yield root, tmp_path / "wh"
-    assert len(index.requests) == asked  # no index was asked anything after the gather
+    # no index was asked anything after the gather
+    assert len(index.requests) == asked
 
 
 def test_run_with_a_wheelhouse_builds_the_lane_offline_and_records(carried, capsys):
@@ -166,10 +238,17 @@ def test_run_with_a_wheelhouse_builds_the_lane_offline_and_records(carried, caps
     code, out, err = run_cli(root, "run", "--no-record", capsys=capsys)
     assert code == 1 and "build-failed" in out + err
     # The lane a wheelhouse was gathered for is the one it builds.
-    code, out, err = run_cli(root, "run", "--wheelhouse", str(house), "--run-id", "offline", capsys=capsys)
+    code, out, err = run_cli(
+        root, "run", "--wheelhouse", str(house), "--run-id", "offline", capsys=capsys
+    )
     assert code == 0, out + err
-    records = [r for r in validation.load(root / "validation" / "manifest.jsonl") if r.run == "offline"]
-    assert {(r.mode, r.sentinel) for r in records} == {("without", "BUG_REPRODUCED"), ("with", "FIX_VALIDATED")}
+    records = [
+        r for r in validation.load(root / "validation" / "manifest.jsonl") if r.run == "offline"
+    ]
+    assert {(r.mode, r.sentinel) for r in records} == {
+        ("without", "BUG_REPRODUCED"),
+        ("with", "FIX_VALIDATED"),
+    }
     assert records[0].environment["installed"] == {"toylib": "1.0"}
 
 
@@ -178,21 +257,30 @@ def test_a_wheelhouse_that_does_not_match_the_lock_is_refused(carried, capsys):
     name = next(house.glob("toylib-*.whl"))
     data = bytearray(name.read_bytes())
     data[-1] ^= 1
-    name.write_bytes(bytes(data))  # damaged in transit
-    code, out, err = run_cli(root, "run", "cpu", "--wheelhouse", str(house), "--no-record", capsys=capsys)
+    # damaged in transit
+    name.write_bytes(bytes(data))
+    code, out, err = run_cli(
+        root, "run", "cpu", "--wheelhouse", str(house), "--no-record", capsys=capsys
+    )
     assert code == 1 and f"{name}: sha256 does not match the lock" in out + err
     name.unlink()
-    code, out, err = run_cli(root, "run", "cpu", "--wheelhouse", str(house), "--no-record", capsys=capsys)
-    assert code == 1 and "missing from the wheelhouse" in out + err and "wheelhouse join" in out + err
+    code, out, err = run_cli(
+        root, "run", "cpu", "--wheelhouse", str(house), "--no-record", capsys=capsys
+    )
+    assert (
+        code == 1 and "missing from the wheelhouse" in out + err and "wheelhouse join" in out + err
+    )
     lock = root / "locks" / "cpu" / "pylock.toml"
     # Another lock of the lane, as patchlane would have written it (its content digest re-made).
     from retire.locks.integrity import CONTENT_KEY, PROVENANCE_HEADER, content_digest
 
     text = lock.read_text().replace("Re-make it", "Re-make  it")
-    body = text[:text.rfind(PROVENANCE_HEADER)]
+    body = text[: text.rfind(PROVENANCE_HEADER)]
     old_digest = next(line for line in text.splitlines() if line.startswith(f"{CONTENT_KEY} = "))
     lock.write_text(text.replace(old_digest, f'{CONTENT_KEY} = "{content_digest(body)}"'))
-    code, out, err = run_cli(root, "run", "cpu", "--wheelhouse", str(house), "--no-record", capsys=capsys)
+    code, out, err = run_cli(
+        root, "run", "cpu", "--wheelhouse", str(house), "--no-record", capsys=capsys
+    )
     assert code == 1 and "gathered from another lock of lane cpu" in out + err
     code, out, err = run_cli(root, "run", "other", "--wheelhouse", str(house), capsys=capsys)
     assert code == 2 and err.count("\n") == 1 and "unknown lane 'other'" in err
@@ -213,10 +301,31 @@ def test_an_overlay_builds_from_a_wheelhouse_on_the_images_python(carried, capsy
     root, house = carried
     base = tmp_path / "image"
     assert uv.run(["venv", "--quiet", "--python", "3.11", str(base)]).returncode == 0
-    proc = uv.run(["pip", "install", "--offline", "--no-index", "--find-links", str(house),
-                   "--python", str(base / "bin" / "python"), "helper==1.5"])
+    proc = uv.run(
+        [
+            "pip",
+            "install",
+            "--offline",
+            "--no-index",
+            "--find-links",
+            str(house),
+            "--python",
+            str(base / "bin" / "python"),
+            "helper==1.5",
+        ]
+    )
     assert proc.returncode == 0, proc.stderr
-    code, out, err = run_cli(root, "run", "--wheelhouse", str(house), "--overlay", str(base / "bin" / "python"),
-                             "--run-id", "ov", capsys=capsys)
+    code, out, err = run_cli(
+        root,
+        "run",
+        "--wheelhouse",
+        str(house),
+        "--overlay",
+        str(base / "bin" / "python"),
+        "--run-id",
+        "ov",
+        capsys=capsys,
+    )
     assert code == 0, out + err
-    assert "1 packages from the lock" in out + err  # toylib from the wheelhouse; helper is the image's
+    # toylib from the wheelhouse; helper is the image's
+    assert "1 packages from the lock" in out + err

@@ -19,8 +19,19 @@ _HOMES = {
     "cache": ("ResultCache",),
     "result": ("BisectResult",),
     "runner": ("OverlayRunner", "base_fingerprint", "inspect_base"),
-    "search": ("BROKEN", "FIXED", "NOT_APPLICABLE", "UNKNOWN", "CandidateRun", "Candidates", "Limits", "State",
-               "Status", "find_boundary", "select_candidates"),
+    "search": (
+        "BROKEN",
+        "FIXED",
+        "NOT_APPLICABLE",
+        "UNKNOWN",
+        "CandidateRun",
+        "Candidates",
+        "Limits",
+        "State",
+        "Status",
+        "find_boundary",
+        "select_candidates",
+    ),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 

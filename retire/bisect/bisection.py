@@ -71,8 +71,13 @@ def bisect(
     """
     began = time.monotonic()
     distribution = manifest.target.distribution
-    candidates = select_candidates(versions, yanked, include_prereleases=include_prereleases,
-                                   since=bounds.since, until=bounds.until)
+    candidates = select_candidates(
+        versions,
+        yanked,
+        include_prereleases=include_prereleases,
+        since=bounds.since,
+        until=bounds.until,
+    )
     added = 0
 
     def record(run: validation.ValidationRecord) -> None:
@@ -83,10 +88,20 @@ def bisect(
     if runner is None:
         base = inspect_base(base_python, distribution)
         fingerprint = base.fingerprint
-        runner = OverlayRunner(manifest, base, index_url=index_url, work_dir=work_dir, timeout=timeout, env=env,
-                               cache=ResultCache(cache_dir) if cache_dir is not None else None, lane=lane,
-                               lock_digest=lock_digest, on_record=record if record_to is not None else None,
-                               isolation=isolation, say=on_note)
+        runner = OverlayRunner(
+            manifest,
+            base,
+            index_url=index_url,
+            work_dir=work_dir,
+            timeout=timeout,
+            env=env,
+            cache=ResultCache(cache_dir) if cache_dir is not None else None,
+            lane=lane,
+            lock_digest=lock_digest,
+            on_record=record if record_to is not None else None,
+            isolation=isolation,
+            say=on_note,
+        )
     cached = getattr(runner, "cached", None)
     known = {v: hit for v in candidates.versions if cached and (hit := cached(v)) is not None}
     steps = 0
@@ -98,23 +113,42 @@ def bisect(
             on_step(steps, run)
 
     try:
-        outcome = find_boundary(candidates.versions, runner, known=known, known_broken=bounds.known_broken,
-                                limits=limits, on_run=consulted)
+        outcome = find_boundary(
+            candidates.versions,
+            runner,
+            known=known,
+            known_broken=bounds.known_broken,
+            limits=limits,
+            on_run=consulted,
+        )
     finally:
         close = getattr(runner, "close", None)
         if callable(close):
             close()
     found = outcome.status != Status.NO_TRANSITION
-    between = tuple(b if isinstance(b, str) else b.version for b in outcome.between
-                    if isinstance(b, str) or b.state == UNKNOWN)
+    between = tuple(
+        b if isinstance(b, str) else b.version
+        for b in outcome.between
+        if isinstance(b, str) or b.state == UNKNOWN
+    )
     return BisectResult(
-        shim=manifest.id, distribution=distribution, status=outcome.status, reason=outcome.reason,
-        first_fixed=outcome.first_fixed if found else None, last_broken=outcome.last_broken if found else None,
-        unknown_between=between, runs=sum(1 for r in outcome.runs if not r.cached and r.outcome != "env-failed"),
-        probes=outcome.runs, candidates=candidates, base=fingerprint, seconds=round(time.monotonic() - began, 3),
+        shim=manifest.id,
+        distribution=distribution,
+        status=outcome.status,
+        reason=outcome.reason,
+        first_fixed=outcome.first_fixed if found else None,
+        last_broken=outcome.last_broken if found else None,
+        unknown_between=between,
+        runs=sum(1 for r in outcome.runs if not r.cached and r.outcome != "env-failed"),
+        probes=outcome.runs,
+        candidates=candidates,
+        base=fingerprint,
+        seconds=round(time.monotonic() - began, 3),
         range_note=bounds.note,
         last_broken_evidence=bounds.evidence if found and not outcome.broken_here else "",
-        not_applicable_between=tuple(b.version for b in outcome.between if not isinstance(b, str) and b.state != UNKNOWN),
+        not_applicable_between=tuple(
+            b.version for b in outcome.between if not isinstance(b, str) and b.state != UNKNOWN
+        ),
         records_added=added,
     )
 
@@ -140,10 +174,22 @@ def project_bounds(
     for lane in project.lanes() if project.lanes_dir.is_dir() else ():
         if manifest.id in lane.shims:
             lock = locking.read_lock(project.lock_path(lane.name)) or {}
-            lane_locks[lane.name] = next((str(p.get("version")) for p in lock.get("packages", [])
-                                          if canonicalize_name(p.get("name", "")) == target and p.get("version")), None)
-    evidence = broken_evidence(manifest.id, distribution, validation.load(project.validation),
-                               lane_locks=lane_locks, affected=manifest.target.affected, releases=versions)
+            lane_locks[lane.name] = next(
+                (
+                    str(p.get("version"))
+                    for p in lock.get("packages", [])
+                    if canonicalize_name(p.get("name", "")) == target and p.get("version")
+                ),
+                None,
+            )
+    evidence = broken_evidence(
+        manifest.id,
+        distribution,
+        validation.load(project.validation),
+        lane_locks=lane_locks,
+        affected=manifest.target.affected,
+        releases=versions,
+    )
     return choose_bounds(distribution, evidence, until=until)
 
 
@@ -162,4 +208,6 @@ def list_releases(index_url: str, distribution: str, *, client=None) -> tuple[li
             client.close()
     if isinstance(found, ProbeFailure):
         raise PatchlaneError(f"cannot list the releases of {distribution}: {found}")
-    return [str(r.version) for r in found.releases], {str(r.version) for r in found.releases if r.yanked}
+    return [str(r.version) for r in found.releases], {
+        str(r.version) for r in found.releases if r.yanked
+    }

@@ -37,8 +37,10 @@ class BrokenEvidence:
     """One release shown broken, and by what."""
 
     version: str
-    source: str  # "record" | "lock" | "affected"
-    where: str  # "lane gpu on h100-1", "lane gpu's lock (BUG_REPRODUCED there on h100-1)", '"<0.8.2"'
+    # "record" | "lock" | "affected"
+    source: str
+    # "lane gpu on h100-1", "lane gpu's lock (BUG_REPRODUCED there on h100-1)", '"<0.8.2"'
+    where: str
 
     def describe(self, distribution: str) -> str:
         if self.source == "record":
@@ -54,9 +56,12 @@ class Bounds:
 
     since: str | None = None
     until: str | None = None
-    known_broken: str | None = None  # the evidence's release: the search's lower bound
-    evidence: str = ""  # what showed ``known_broken`` broken, for people
-    note: str = ""  # for people: which evidence set the range
+    # the evidence's release: the search's lower bound
+    known_broken: str | None = None
+    # what showed ``known_broken`` broken, for people
+    evidence: str = ""
+    # for people: which evidence set the range
+    note: str = ""
 
 
 def broken_evidence(
@@ -84,8 +89,13 @@ def broken_evidence(
             found.append(BrokenEvidence(str(recorded), "record", run.where))
         elif locked := _versions([lane_locks.get(run.lane) or ""]):
             # The run did not say which release it saw: the lock of its lane does.
-            found.append(BrokenEvidence(str(locked[0]), "lock", f"lane {run.lane}'s lock "
-                                        f"(BUG_REPRODUCED recorded on that lane on {run.host})"))
+            found.append(
+                BrokenEvidence(
+                    str(locked[0]),
+                    "lock",
+                    f"lane {run.lane}'s lock (BUG_REPRODUCED recorded on that lane on {run.host})",
+                )
+            )
     if affected is not None and any(spec.operator in _UPPER for spec in affected):
         inside = [v for v in _versions(releases) if affected.contains(v, prereleases=True)]
         if inside:
@@ -109,7 +119,9 @@ def choose_bounds(
         return Bounds(since, until, note=f"from --since {since}{upto}")
     newest = max(evidence, key=lambda e: Version(public(e.version)), default=None)
     if newest is None:
-        return Bounds(None, until, note=f"every release: no recorded evidence of a broken release{upto}")
+        return Bounds(
+            None, until, note=f"every release: no recorded evidence of a broken release{upto}"
+        )
     version, why = public(newest.version), newest.describe(distribution)
     return Bounds(version, until, version, why, f"from {why}{upto}")
 

@@ -24,7 +24,8 @@ from retire.core.atomic import atomic_write
 __all__ = ["CACHE_VERSION", "ResultCache", "reproducer_hash"]
 
 #: Bump when what a cached entry means changes, so old entries stop matching.
-CACHE_VERSION = 2  # 2: not-applicable results are kept
+# 2: not-applicable results are kept
+CACHE_VERSION = 2
 
 
 class ResultCache:
@@ -35,8 +36,17 @@ class ResultCache:
 
     @staticmethod
     def key(shim: str, reproducer_hash: str, distribution: str, version: str, base: str) -> str:
-        blob = json.dumps([CACHE_VERSION, shim, reproducer_hash, str(canonicalize_name(distribution)),
-                           normal(version), base], separators=(",", ":"))
+        blob = json.dumps(
+            [
+                CACHE_VERSION,
+                shim,
+                reproducer_hash,
+                str(canonicalize_name(distribution)),
+                normal(version),
+                base,
+            ],
+            separators=(",", ":"),
+        )
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def _path(self, key: str) -> Path:
@@ -47,15 +57,17 @@ class ResultCache:
             data = json.loads(self._path(key).read_text(encoding="utf-8"))
             run = CandidateRun(**data["run"])
         except (OSError, ValueError, TypeError, KeyError, RecursionError):
-            return None  # missing or unreadable: just run it again
+            # missing or unreadable: just run it again
+            return None
         return None if run.state == UNKNOWN else run
 
     def put(self, key: str, run: CandidateRun, inputs: Mapping[str, str]) -> None:
         if run.state != UNKNOWN:
-            atomic_write(self._path(key), json.dumps({"inputs": dict(inputs), "run": asdict(run)}, indent=1, sort_keys=True))
+            atomic_write(
+                self._path(key),
+                json.dumps({"inputs": dict(inputs), "run": asdict(run)}, indent=1, sort_keys=True),
+            )
 
 
 def reproducer_hash(manifest) -> str:
     return "sha256:" + hashlib.sha256(Path(manifest.reproducer_path).read_bytes()).hexdigest()
-
-

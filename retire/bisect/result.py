@@ -32,13 +32,18 @@ class BisectResult:
     reason: str
     first_fixed: str | None
     last_broken: str | None
-    unknown_between: tuple[str, ...]  # unknown or untested candidates between the two
-    runs: int  # reproducer runs made now (cached answers cost none)
-    probes: tuple[CandidateRun, ...]  # in the order they were asked
+    # unknown or untested candidates between the two
+    unknown_between: tuple[str, ...]
+    # reproducer runs made now (cached answers cost none)
+    runs: int
+    # in the order they were asked
+    probes: tuple[CandidateRun, ...]
     candidates: Candidates
-    base: str  # fingerprint of the base environment
+    # fingerprint of the base environment
+    base: str
     seconds: float = 0.0
-    #: Which evidence set the range: "from BUG_REPRODUCED on toylib 1.3, lane cpu on host-1", "--all", …
+    #: Which evidence set the range: "from BUG_REPRODUCED on toylib 1.3, lane cpu on host-1",
+    #: "--all", …
     range_note: str = ""
     #: Where ``last_broken`` was shown broken when no run here did (the evidence), else "".
     last_broken_evidence: str = ""
@@ -83,8 +88,12 @@ class BisectResult:
     def to_dict(self) -> dict:
         data = asdict(self)
         data["candidates"] = asdict(self.candidates)
-        data.update(floor=self.floor, releases_available=self.releases_available, run_bound=self.run_bound,
-                    conclusive_runs=self.conclusive_runs)
+        data.update(
+            floor=self.floor,
+            releases_available=self.releases_available,
+            run_bound=self.run_bound,
+            conclusive_runs=self.conclusive_runs,
+        )
         return data
 
     def summary(self) -> str:
@@ -94,12 +103,18 @@ class BisectResult:
             if self.not_applicable_between:
                 head += f"; not applicable in between: {', '.join(self.not_applicable_between)}"
         elif self.status == Status.UNPINNED:
-            head = (f"{self.distribution}: last broken {self.last_broken}, first proven fixed {self.first_fixed}; "
-                    f"boundary not pinned, unknown in between: {', '.join(self.unknown_between)}")
+            head = (
+                f"{self.distribution}: last broken {self.last_broken}, first proven fixed {self.first_fixed}; "
+                f"boundary not pinned, unknown in between: {', '.join(self.unknown_between)}"
+            )
         else:
             head = f"{self.distribution}: no transition — {self.reason}"
-        counts = [(f"{self.conclusive_runs} conclusive reproducer run(s) for {self.releases_available} release(s) "
-                   f"in range (bound {self.run_bound})")]
+        counts = [
+            (
+                f"{self.conclusive_runs} conclusive reproducer run(s) for {self.releases_available} release(s) "
+                f"in range (bound {self.run_bound})"
+            )
+        ]
         fresh_na = sum(1 for p in self.not_applicable if not p.cached)
         if fresh_na:
             counts.append(f"{fresh_na} not applicable")
@@ -110,7 +125,12 @@ class BisectResult:
 
     def markdown(self) -> str:
         """Evidence for a PR body: the range, the boundary, every probe, and the output before / after."""
-        lines = [f"### Release bisection of `{self.distribution}` for shim `{self.shim}`", "", self.summary(), ""]
+        lines = [
+            f"### Release bisection of `{self.distribution}` for shim `{self.shim}`",
+            "",
+            self.summary(),
+            "",
+        ]
         if self.range_note:
             lines += [f"Range: {self.range_note}.", ""]
         if self.floor:
@@ -124,15 +144,29 @@ class BisectResult:
             skipped.append(f"outside the range: {len(self.candidates.out_of_range)}")
         if skipped:
             lines += [f"Skipped releases — {'; '.join(skipped)}.", ""]
-        lines += ["| version | result | reproducer outcome | seconds | note |", "|---|---|---|---|---|"]
+        lines += [
+            "| version | result | reproducer outcome | seconds | note |",
+            "|---|---|---|---|---|",
+        ]
         for run in sorted(self.probes, key=lambda r: Version(r.version)):
             note = "cached" if run.cached else ""
             if run.detail:
                 note = f"{note}; {run.detail}" if note else run.detail
-            lines.append(f"| {run.version} | {run.state} | {run.outcome} | {run.duration_s:.2f} | {note.replace('|', '/')} |")
-        for label, version in (("before (last broken)", self.last_broken), ("after (first fixed)", self.first_fixed)):
+            lines.append(
+                f"| {run.version} | {run.state} | {run.outcome} | {run.duration_s:.2f} | {note.replace('|', '/')} |"
+            )
+        for label, version in (
+            ("before (last broken)", self.last_broken),
+            ("after (first fixed)", self.first_fixed),
+        ):
             run = self.run_of(version)
             if run and run.output_tail:
-                lines += ["", f"Reproducer `--mode without`, {label}: `{self.distribution}=={version}`", "",
-                          "```", run.output_tail.strip()[-1500:], "```"]
+                lines += [
+                    "",
+                    f"Reproducer `--mode without`, {label}: `{self.distribution}=={version}`",
+                    "",
+                    "```",
+                    run.output_tail.strip()[-1500:],
+                    "```",
+                ]
         return "\n".join(lines) + "\n"

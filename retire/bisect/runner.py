@@ -90,26 +90,43 @@ def inspect_base(python: str | os.PathLike[str], distribution: str) -> BaseEnv:
     from retire.runs.envs import describe
 
     info = describe(python)
-    proc = subprocess.run([os.fspath(python), "-c", _BASE_PROBE], capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, env=envs.inspect_env())
+    proc = subprocess.run(
+        [os.fspath(python), "-c", _BASE_PROBE],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env=envs.inspect_env(),
+    )
     if proc.returncode != 0:
-        raise PatchlaneError(f"cannot inspect the base interpreter {python}: {proc.stderr.strip()[-300:]}")
+        raise PatchlaneError(
+            f"cannot inspect the base interpreter {python}: {proc.stderr.strip()[-300:]}"
+        )
     extra = json.loads(proc.stdout)
     return BaseEnv(
-        python=os.fspath(python), executable=extra["executable"], site_dirs=tuple(extra["site_dirs"]),
-        python_version=info["python"], packages=info["packages"],
-        fingerprint=base_fingerprint(info["python"], info["packages"], distribution,
-                                     host=f"{extra['implementation']}-{extra['system']}-{extra['machine']}"),
+        python=os.fspath(python),
+        executable=extra["executable"],
+        site_dirs=tuple(extra["site_dirs"]),
+        python_version=info["python"],
+        packages=info["packages"],
+        fingerprint=base_fingerprint(
+            info["python"],
+            info["packages"],
+            distribution,
+            host=f"{extra['implementation']}-{extra['system']}-{extra['machine']}",
+        ),
     )
 
 
-def base_fingerprint(python_version: str, packages: Mapping[str, str], distribution: str, *, host: str = "") -> str:
+def base_fingerprint(
+    python_version: str, packages: Mapping[str, str], distribution: str, *, host: str = ""
+) -> str:
     """sha256 of what the base brings: interpreter, platform and every other package's version."""
     target = canonicalize_name(distribution)
-    others = sorted((canonicalize_name(k), v) for k, v in packages.items() if canonicalize_name(k) != target)
+    others = sorted(
+        (canonicalize_name(k), v) for k, v in packages.items() if canonicalize_name(k) != target
+    )
     blob = json.dumps([python_version, host, others], separators=(",", ":"))
     return "sha256:" + hashlib.sha256(blob.encode()).hexdigest()
-
 
 
 class OverlayRunner:
@@ -148,13 +165,16 @@ class OverlayRunner:
         self.lane = lane
         self.lock_digest = lock_digest
         self.on_record = on_record
-        self.runs = 0  # reproducer runs actually made
+        # reproducer runs actually made
+        self.runs = 0
         self._repro_hash = reproducer_hash(manifest)
         top = manifest.target.module.split(".")[0]
-        #: What the base launcher imports once: the reproducer's preloads, less the target's own package.
+        #: What the base launcher imports once: the reproducer's preloads, less the target's own
+        #: package.
         self.preload = tuple(m for m in manifest.reproducer.preload if m.split(".")[0] != top)
         self.isolation = isolation or ("launcher" if self.preload else "process")
-        self.launcher = None  # started at the first fresh run, so a cached bisection starts nothing
+        # started at the first fresh run, so a cached bisection starts nothing
+        self.launcher = None
         self.say = say or (lambda message: None)
 
     @property
@@ -163,7 +183,9 @@ class OverlayRunner:
         return (self.launcher.fallback or "") if self.launcher is not None else ""
 
     def _key(self, version: str) -> str:
-        return ResultCache.key(self.manifest.id, self._repro_hash, self.distribution, version, self.base.fingerprint)
+        return ResultCache.key(
+            self.manifest.id, self._repro_hash, self.distribution, version, self.base.fingerprint
+        )
 
     def cached(self, version: str) -> CandidateRun | None:
         """What the cache already knows of ``version`` (no run), or None."""
@@ -175,10 +197,19 @@ class OverlayRunner:
         if (hit := self.cached(version)) is not None:
             return hit
         run = self._run(version)
-        if self.cache is not None and run.outcome != "env-failed":  # the index may gain a file for it
-            self.cache.put(self._key(version), run, {
-                "shim": self.manifest.id, "reproducer": self._repro_hash, "distribution": self.distribution,
-                "version": version, "base": self.base.fingerprint})
+        # the index may gain a file for it
+        if self.cache is not None and run.outcome != "env-failed":
+            self.cache.put(
+                self._key(version),
+                run,
+                {
+                    "shim": self.manifest.id,
+                    "reproducer": self._repro_hash,
+                    "distribution": self.distribution,
+                    "version": version,
+                    "base": self.base.fingerprint,
+                },
+            )
         return run
 
     def _run(self, version: str) -> CandidateRun:
@@ -187,21 +218,41 @@ class OverlayRunner:
         began = time.monotonic()
         parent = self.work_dir or Path(tempfile.gettempdir())
         parent.mkdir(parents=True, exist_ok=True)
-        folder = Path(tempfile.mkdtemp(prefix=f"overlay-{canonicalize_name(self.distribution)}-", dir=parent))
+        folder = Path(
+            tempfile.mkdtemp(prefix=f"overlay-{canonicalize_name(self.distribution)}-", dir=parent)
+        )
         try:
             try:
                 python = self.build_overlay(folder, version)
             except PatchlaneError as exc:
-                return CandidateRun(version, _build_failure_state(exc), "env-failed", str(exc),
-                                    round(time.monotonic() - began, 3))
+                return CandidateRun(
+                    version,
+                    _build_failure_state(exc),
+                    "env-failed",
+                    str(exc),
+                    round(time.monotonic() - began, 3),
+                )
             self.runs += 1
             launcher = self._launcher()
             if launcher is not None:
-                record = launcher.run(self.manifest, "without", env=self.env, lane=self.lane, timeout=self.timeout,
-                                      sys_path_first=[str(self.overlay_site(folder))], python=python)
+                record = launcher.run(
+                    self.manifest,
+                    "without",
+                    env=self.env,
+                    lane=self.lane,
+                    timeout=self.timeout,
+                    sys_path_first=[str(self.overlay_site(folder))],
+                    python=python,
+                )
             else:
-                record = run_reproducer(self.manifest, "without", python=python, env=self.env, lane=self.lane,
-                                        timeout=self.timeout)
+                record = run_reproducer(
+                    self.manifest,
+                    "without",
+                    python=python,
+                    env=self.env,
+                    lane=self.lane,
+                    timeout=self.timeout,
+                )
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         record = self._recorded(record, version)
@@ -215,9 +266,14 @@ class OverlayRunner:
         dist = str(canonicalize_name(self.distribution))
         stamped = {str(canonicalize_name(k)) for k in record.versions}
         versions = dict(record.versions) if dist in stamped else {**record.versions, dist: version}
-        environment = {"kind": "overlay", "python": self.base.python_version, "lock": self.lock_digest,
-                       "installed": {dist: version}, "base": {dist: self.base.packages.get(dist)},
-                       "base_python": self.base.executable}
+        environment = {
+            "kind": "overlay",
+            "python": self.base.python_version,
+            "lock": self.lock_digest,
+            "installed": {dist: version},
+            "base": {dist: self.base.packages.get(dist)},
+            "base_python": self.base.executable,
+        }
         return replace(record, versions=versions, environment=environment)
 
     def _launcher(self):
@@ -228,13 +284,22 @@ class OverlayRunner:
         if self.isolation != "launcher":
             return None
         if self.launcher is None:
-            self.launcher = Launcher(self.base.python, self.preload, child_environment(self.manifest, self.env),
-                                     targets=[self.manifest.target.module.split(".")[0]], say=self.say)
+            self.launcher = Launcher(
+                self.base.python,
+                self.preload,
+                child_environment(self.manifest, self.env),
+                targets=[self.manifest.target.module.split(".")[0]],
+                say=self.say,
+            )
             if self.launcher.alive and self.launcher.targets_loaded:
-                self.launcher.fall_back(f"preloading {', '.join(self.preload)} imported the target "
-                                        f"{self.launcher.targets_loaded[0]}, which a candidate must replace")
+                self.launcher.fall_back(
+                    f"preloading {', '.join(self.preload)} imported the target "
+                    f"{self.launcher.targets_loaded[0]}, which a candidate must replace"
+                )
             elif self.launcher.alive:
-                self.say(f"launcher: imported {', '.join(self.preload)} once in {self.launcher.startup_s:.1f}s")
+                self.say(
+                    f"launcher: imported {', '.join(self.preload)} once in {self.launcher.startup_s:.1f}s"
+                )
         return self.launcher
 
     def close(self) -> None:
@@ -245,17 +310,30 @@ class OverlayRunner:
     def overlay_site(self, folder: Path) -> Path:
         """The site folder of the overlay venv in ``folder`` (where the candidate is installed)."""
         major_minor = ".".join(self.base.python_version.split(".")[:2])
-        purelib = folder / "lib" / f"python{major_minor}" / "site-packages"  # uv's POSIX venv layout
-        if not purelib.is_dir():  # another layout (Windows, PyPy): ask the interpreter
+        # uv's POSIX venv layout
+        purelib = folder / "lib" / f"python{major_minor}" / "site-packages"
+        # another layout (Windows, PyPy): ask the interpreter
+        if not purelib.is_dir():
             purelib = Path(envs.describe_paths(folder / "bin" / "python")["purelib"])
         return purelib
 
     def build_overlay(self, folder: Path, version: str) -> Path:
         """A venv in ``folder`` = the base's packages + ``<dist>==<version>``; returns its python."""
-        envs.run_uv(["venv", "--quiet", "--python", self.base.executable, str(folder)], "cannot create the overlay venv")
+        envs.run_uv(
+            ["venv", "--quiet", "--python", self.base.executable, str(folder)],
+            "cannot create the overlay venv",
+        )
         python = folder / "bin" / "python"
         envs.link_base(self.overlay_site(folder), list(self.base.site_dirs))
-        args = ["pip", "install", "--quiet", "--python", str(python), "--no-deps", f"{self.distribution}=={version}"]
+        args = [
+            "pip",
+            "install",
+            "--quiet",
+            "--python",
+            str(python),
+            "--no-deps",
+            f"{self.distribution}=={version}",
+        ]
         if self.index_url:
             args[2:2] = ["--default-index", self.index_url]
         try:
@@ -274,7 +352,9 @@ def _build_failure_state(exc: PatchlaneError) -> State:
     applicable; an index that could not be reached, or a venv that could not be made, is unknown."""
     if not isinstance(exc, _InstallFailed):
         return UNKNOWN
-    return UNKNOWN if any(marker in exc.detail for marker in UNREACHABLE_MARKERS) else NOT_APPLICABLE
+    return (
+        UNKNOWN if any(marker in exc.detail for marker in UNREACHABLE_MARKERS) else NOT_APPLICABLE
+    )
 
 
 def _read(record: ValidationRecord, version: str, distribution: str) -> CandidateRun:
@@ -283,11 +363,15 @@ def _read(record: ValidationRecord, version: str, distribution: str) -> Candidat
     if record.outcome == "crashed" and (failure := _import_failure(record.output_tail)):
         state, detail = NOT_APPLICABLE, f"cannot import what it tests: {failure}"
     target = str(canonicalize_name(distribution))
-    seen = next((v for k, v in record.versions.items() if str(canonicalize_name(k)) == target), None)
+    seen = next(
+        (v for k, v in record.versions.items() if str(canonicalize_name(k)) == target), None
+    )
     if seen is not None and normal(seen) != normal(version):
         # The overlay did not take: whatever it printed is not about this release.
         state, detail = UNKNOWN, f"the reproducer saw {distribution} {seen}, not {version}"
-    return CandidateRun(version, state, record.outcome, detail, record.duration_s, False, record.output_tail)
+    return CandidateRun(
+        version, state, record.outcome, detail, record.duration_s, False, record.output_tail
+    )
 
 
 def _import_failure(output: str) -> str | None:

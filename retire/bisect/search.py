@@ -29,8 +29,20 @@ from dataclasses import dataclass, field
 from packaging.version import InvalidVersion, Version
 
 __all__ = [
-    "BROKEN", "FIXED", "NOT_APPLICABLE", "UNKNOWN", "CandidateRun", "Candidates", "Limits", "SearchOutcome",
-    "State", "Status", "find_boundary", "normal", "public", "select_candidates",
+    "BROKEN",
+    "FIXED",
+    "NOT_APPLICABLE",
+    "UNKNOWN",
+    "CandidateRun",
+    "Candidates",
+    "Limits",
+    "SearchOutcome",
+    "State",
+    "Status",
+    "find_boundary",
+    "normal",
+    "public",
+    "select_candidates",
 ]
 
 
@@ -43,7 +55,12 @@ class State(enum.StrEnum):
     UNKNOWN = "unknown"
 
 
-BROKEN, FIXED, NOT_APPLICABLE, UNKNOWN = State.BROKEN, State.FIXED, State.NOT_APPLICABLE, State.UNKNOWN
+BROKEN, FIXED, NOT_APPLICABLE, UNKNOWN = (
+    State.BROKEN,
+    State.FIXED,
+    State.NOT_APPLICABLE,
+    State.UNKNOWN,
+)
 
 
 class Status(enum.StrEnum):
@@ -68,11 +85,15 @@ class Limits:
 class Candidates:
     """The ordered releases a bisection searches, and what was left out and why."""
 
-    versions: tuple[str, ...]  # ascending, PEP 440 order
+    # ascending, PEP 440 order
+    versions: tuple[str, ...]
     yanked: tuple[str, ...] = ()
-    prereleases: tuple[str, ...] = ()  # skipped pre-releases / dev releases (nightlies)
-    out_of_range: tuple[str, ...] = ()  # outside the range (evidence, --since / --until)
-    invalid: tuple[str, ...] = ()  # not PEP 440 versions
+    # skipped pre-releases / dev releases (nightlies)
+    prereleases: tuple[str, ...] = ()
+    # outside the range (evidence, --since / --until)
+    out_of_range: tuple[str, ...] = ()
+    # not PEP 440 versions
+    invalid: tuple[str, ...] = ()
     listed: int = 0
 
 
@@ -82,14 +103,16 @@ class CandidateRun:
 
     version: str
     state: State
-    outcome: str  # the reproducer's outcome, or "env-failed"
+    # the reproducer's outcome, or "env-failed"
+    outcome: str
     detail: str = ""
     duration_s: float = 0.0
     cached: bool = False
     output_tail: str = ""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "state", State(self.state))  # ValueError for a state that is none
+        # ValueError for a state that is none
+        object.__setattr__(self, "state", State(self.state))
 
     @property
     def conclusive(self) -> bool:
@@ -120,7 +143,8 @@ def select_candidates(
     keep, dropped_yanked, dropped_pre, outside = [], [], [], []
     seen: set[Version] = set()
     for version, text in parsed:
-        if version in seen:  # "1.0" and "1.0.0" are one release
+        # "1.0" and "1.0.0" are one release
+        if version in seen:
             continue
         seen.add(version)
         if str(version) in yanked_set:
@@ -131,7 +155,14 @@ def select_candidates(
             outside.append(text)
         else:
             keep.append(text)
-    return Candidates(tuple(keep), tuple(dropped_yanked), tuple(dropped_pre), tuple(outside), tuple(invalid), len(listed))
+    return Candidates(
+        tuple(keep),
+        tuple(dropped_yanked),
+        tuple(dropped_pre),
+        tuple(outside),
+        tuple(invalid),
+        len(listed),
+    )
 
 
 def normal(version: str) -> str:
@@ -163,7 +194,8 @@ class SearchOutcome:
     reason: str
     last_broken: str | None
     first_fixed: str | None
-    between: tuple[CandidateRun | str, ...]  # what lies between them: runs that could not tell, untested versions
+    # what lies between them: runs that could not tell, untested versions
+    between: tuple[CandidateRun | str, ...]
     runs: tuple[CandidateRun, ...]
     broken_here: bool = True
 
@@ -212,7 +244,9 @@ class _Search:
     def consult_known(self, lo: int, hi: int) -> tuple[int, int]:
         """Take what is already known between ``lo`` and ``hi`` (free: no run): the highest
         broken, then the lowest fixed above it."""
-        free = [i for i in range(lo + 1, hi) if i not in self.states and self.versions[i] in self.known]
+        free = [
+            i for i in range(lo + 1, hi) if i not in self.states and self.versions[i] in self.known
+        ]
         for i in free:
             self.ask(i)
         broken = [i for i in free if self.states[i].state == BROKEN]
@@ -223,7 +257,15 @@ class _Search:
     def next_probe(self, lo: int, hi: int) -> int | None:
         """The untested candidate nearest the middle, looking above the highest not-applicable
         candidate first (releases without the tested API are older than those with it)."""
-        walls = [lo, *(i for i in range(lo + 1, hi) if i in self.states and self.states[i].state == NOT_APPLICABLE), hi]
+        walls = [
+            lo,
+            *(
+                i
+                for i in range(lo + 1, hi)
+                if i in self.states and self.states[i].state == NOT_APPLICABLE
+            ),
+            hi,
+        ]
         for low, high in reversed(list(itertools.pairwise(walls))):
             untested = [i for i in range(low + 1, high) if i not in self.states]
             if untested:
@@ -253,11 +295,20 @@ def find_boundary(
     hi = s.newest_end()
     if hi is None:
         why = s.exhausted() or "no candidate could be told broken or fixed"
-        return _end(s, Status.NO_TRANSITION, f"the newest end could not be verified: {why} — "
-                    "narrow the range with --since/--until, or fix the reproducer")
+        return _end(
+            s,
+            Status.NO_TRANSITION,
+            f"the newest end could not be verified: {why} — "
+            "narrow the range with --since/--until, or fix the reproducer",
+        )
     if s.states[hi].state == BROKEN:
-        return _end(s, Status.NO_TRANSITION, f"the newest applicable candidate {versions[hi]} still reproduces the bug"
-                    + _skipped_above(s, hi), last_broken=versions[hi])
+        return _end(
+            s,
+            Status.NO_TRANSITION,
+            f"the newest applicable candidate {versions[hi]} still reproduces the bug"
+            + _skipped_above(s, hi),
+            last_broken=versions[hi],
+        )
     lo = -1
     stopped = None
     while True:
@@ -275,32 +326,54 @@ def find_boundary(
     return _conclude(s, lo, hi, known_broken, stopped)
 
 
-def _conclude(s: _Search, lo: int, hi: int, known_broken: str | None, stopped: str | None) -> SearchOutcome:
+def _conclude(
+    s: _Search, lo: int, hi: int, known_broken: str | None, stopped: str | None
+) -> SearchOutcome:
     versions, first_fixed = s.versions, s.versions[hi]
     broken_here = lo >= 0
     if not broken_here:
         if known_broken is None:
             return _nothing_broken(s, hi, stopped)
         at_first = normal(known_broken) == normal(versions[0])
-        if at_first and hi == 0:  # the evidence's release was run here and is fixed
-            return _end(s, Status.NO_TRANSITION,
-                        f"{versions[0]} is recorded broken but does not reproduce here: the bug depends on the "
-                        "environment — bisect where it was recorded (--lane, or a host like that one)")
+        # the evidence's release was run here and is fixed
+        if at_first and hi == 0:
+            return _end(
+                s,
+                Status.NO_TRANSITION,
+                f"{versions[0]} is recorded broken but does not reproduce here: the bug depends on the "
+                "environment — bisect where it was recorded (--lane, or a host like that one)",
+            )
         lo = 0 if at_first else -1
     between = tuple(s.states.get(i) or versions[i] for i in range(lo + 1, hi))
     last_broken = versions[lo] if lo >= 0 else known_broken
     if all(isinstance(b, CandidateRun) and b.state == NOT_APPLICABLE for b in between):
-        return _end(s, Status.FOUND, "", last_broken=last_broken, first_fixed=first_fixed, between=between,
-                    broken_here=broken_here)
+        return _end(
+            s,
+            Status.FOUND,
+            "",
+            last_broken=last_broken,
+            first_fixed=first_fixed,
+            between=between,
+            broken_here=broken_here,
+        )
     unknown = [b.version for b in between if isinstance(b, CandidateRun) and b.state == UNKNOWN]
     untested = [b for b in between if isinstance(b, str)]
     why = []
     if unknown:
         why.append(f"could not be told: {', '.join(unknown)}")
     if untested:
-        why.append(f"stopped before testing {', '.join(untested)}" + (f" ({stopped})" if stopped else ""))
-    return _end(s, Status.UNPINNED, "; ".join(why), last_broken=last_broken, first_fixed=first_fixed,
-                between=between, broken_here=broken_here)
+        why.append(
+            f"stopped before testing {', '.join(untested)}" + (f" ({stopped})" if stopped else "")
+        )
+    return _end(
+        s,
+        Status.UNPINNED,
+        "; ".join(why),
+        last_broken=last_broken,
+        first_fixed=first_fixed,
+        between=between,
+        broken_here=broken_here,
+    )
 
 
 def _nothing_broken(s: _Search, hi: int, stopped: str | None) -> SearchOutcome:
@@ -308,10 +381,18 @@ def _nothing_broken(s: _Search, hi: int, stopped: str | None) -> SearchOutcome:
     below = [s.states.get(i) for i in range(hi)]
     oldest = s.versions[hi]
     if below and all(r is not None and r.state == NOT_APPLICABLE for r in below):
-        return _end(s, Status.NO_TRANSITION, f"the oldest applicable candidate {oldest} is already fixed (the bug does "
-                    f"not reproduce there; not applicable below it: {', '.join(r.version for r in below)})")
+        return _end(
+            s,
+            Status.NO_TRANSITION,
+            f"the oldest applicable candidate {oldest} is already fixed (the bug does "
+            f"not reproduce there; not applicable below it: {', '.join(r.version for r in below)})",
+        )
     if not below:
-        return _end(s, Status.NO_TRANSITION, f"the oldest candidate {oldest} is already fixed (the bug does not reproduce there)")
+        return _end(
+            s,
+            Status.NO_TRANSITION,
+            f"the oldest candidate {oldest} is already fixed (the bug does not reproduce there)",
+        )
     unknown = ", ".join(r.version for r in below if r is not None and r.state == UNKNOWN)
     why = f"no candidate up to {oldest} reproduced the bug"
     if stopped:
@@ -326,6 +407,16 @@ def _skipped_above(s: _Search, hi: int) -> str:
     return f" (newer ones could not be told: {', '.join(above)})" if above else ""
 
 
-def _end(s: _Search, status: Status, reason: str, *, last_broken: str | None = None, first_fixed: str | None = None,
-         between: tuple = (), broken_here: bool = True) -> SearchOutcome:
-    return SearchOutcome(status, reason, last_broken, first_fixed, between, tuple(s.order), broken_here)
+def _end(
+    s: _Search,
+    status: Status,
+    reason: str,
+    *,
+    last_broken: str | None = None,
+    first_fixed: str | None = None,
+    between: tuple = (),
+    broken_here: bool = True,
+) -> SearchOutcome:
+    return SearchOutcome(
+        status, reason, last_broken, first_fixed, between, tuple(s.order), broken_here
+    )

@@ -78,15 +78,29 @@ class DropPlan:
 
     def __post_init__(self) -> None:
         if not SHIM_ID.fullmatch(self.shim_id):
-            raise ConfigError(None, "shim", f"invalid shim id {self.shim_id!r}", "ids match [a-z][a-z0-9_]*")
+            raise ConfigError(
+                None, "shim", f"invalid shim id {self.shim_id!r}", "ids match [a-z][a-z0-9_]*"
+            )
         floors = {}
-        pairs = self.floors.items() if isinstance(self.floors, Mapping) else map(_floor_pair, self.floors)
+        pairs = (
+            self.floors.items()
+            if isinstance(self.floors, Mapping)
+            else map(_floor_pair, self.floors)
+        )
         for dist, version in pairs:
             try:
                 floors[str(canonicalize_name(dist))] = str(Version(str(version)))
             except InvalidVersion:
-                raise ConfigError(None, f"floors.{dist}", f"not a version: {version!r}", 'use a release like "0.18.0"') from None
-        links = tuple((("link", l) if isinstance(l, str) else (str(l[0]), str(l[1]))) for l in self.upstream_links)
+                raise ConfigError(
+                    None,
+                    f"floors.{dist}",
+                    f"not a version: {version!r}",
+                    'use a release like "0.18.0"',
+                ) from None
+        links = tuple(
+            (("link", l) if isinstance(l, str) else (str(l[0]), str(l[1])))
+            for l in self.upstream_links
+        )
         object.__setattr__(self, "floors", dict(sorted(floors.items())))
         object.__setattr__(self, "upstream_links", links)
 
@@ -106,8 +120,13 @@ class DropPlan:
     @classmethod
     def from_dict(cls, data: Mapping) -> DropPlan:
         links = [tuple(l) if isinstance(l, list) else l for l in data.get("upstream_links", ())]
-        return cls(data["shim_id"], data.get("why", ""), data.get("floors", {}), data.get("evidence_markdown", ""),
-                   tuple(links))
+        return cls(
+            data["shim_id"],
+            data.get("why", ""),
+            data.get("floors", {}),
+            data.get("evidence_markdown", ""),
+            tuple(links),
+        )
 
 
 def _floor_pair(spec: str) -> tuple[str, str]:
@@ -115,20 +134,26 @@ def _floor_pair(spec: str) -> tuple[str, str]:
         req = Requirement(spec)
         [clause] = list(req.specifier)
     except (InvalidRequirement, ValueError):
-        raise ConfigError(None, "floors", f"not a floor: {spec!r}", 'write it as "<dist>>=<version>"') from None
+        raise ConfigError(
+            None, "floors", f"not a floor: {spec!r}", 'write it as "<dist>>=<version>"'
+        ) from None
     if clause.operator != ">=":
-        raise ConfigError(None, "floors", f"not a floor: {spec!r}", 'write it as "<dist>>=<version>"')
+        raise ConfigError(
+            None, "floors", f"not a floor: {spec!r}", 'write it as "<dist>>=<version>"'
+        )
     return req.name, clause.version
 
 
 def plan_from_bisect(result, manifest) -> DropPlan:
     """A plan from a bisection that proved a fixed release (``retire.bisect.BisectResult``)."""
     if not result.floor:
-        raise Aborted(f"the bisection of {result.distribution} proposes no floor: {result.summary()}")
+        raise Aborted(
+            f"the bisection of {result.distribution} proposes no floor: {result.summary()}"
+        )
     return DropPlan(
         manifest.id,
         why=f"{manifest.title}: fixed upstream in {result.distribution} {result.first_fixed} "
-            f"(the reproducer no longer reproduces without the shim).",
+        f"(the reproducer no longer reproduces without the shim).",
         floors={result.distribution: result.first_fixed},
         evidence_markdown=result.markdown(),
         upstream_links=tuple((link.role, link.url) for link in manifest.upstream.links),
@@ -144,10 +169,13 @@ class DropOutcome:
     status: str
     reason: str = ""
     commit: str | None = None
-    lane_changes: tuple[str, ...] = ()  # "lanes/cpu.toml: megatron-core>=0.15 → megatron-core>=0.18"
-    locks_remade: tuple[str, ...] = ()  # lane names
+    # "lanes/cpu.toml: megatron-core>=0.15 → megatron-core>=0.18"
+    lane_changes: tuple[str, ...] = ()
+    # lane names
+    locks_remade: tuple[str, ...] = ()
     pr_body_path: str | None = None
-    pr_status: str = "not-requested"  # opened | exists | skipped: … | failed: … | not-requested
+    # opened | exists | skipped: … | failed: … | not-requested
+    pr_status: str = "not-requested"
     pr_url: str | None = None
 
     @property
@@ -195,17 +223,22 @@ def _names(lane) -> set[str]:
 
 def _edit_tree(ctx: _Context, plan: DropPlan, work: Path) -> tuple[list[str], list[str], list[str]]:
     """Make the change inside the worktree; (lane changes, re-made locks, lock version notes)."""
+    from retire.core.project import Project
     from retire.lanes import lanefile
     from retire.locks import locking
 
-    from retire.core.project import Project
-
-    tree = Project(work)  # the proposal's worktree is a project with the same layout
-    shim_dir = tree.shims_dir / plan.shim_id  # [catalogue] path of the worktree's patchlane.toml
+    # the proposal's worktree is a project with the same layout
+    tree = Project(work)
+    # [catalogue] path of the worktree's patchlane.toml
+    shim_dir = tree.shims_dir / plan.shim_id
     if not (shim_dir / "manifest.toml").is_file():
-        raise Aborted(f"{shim_dir.relative_to(work.resolve()).as_posix()}/ does not exist at {ctx.base_commit[:12]}: nothing to retire")
+        raise Aborted(
+            f"{shim_dir.relative_to(work.resolve()).as_posix()}/ does not exist at {ctx.base_commit[:12]}: nothing to retire"
+        )
     lanes_dir, locks_dir = tree.lanes_dir, tree.locks_dir
-    before = {l.name: l for l in lanefile.load_lanes(lanes_dir, root=work)} if lanes_dir.is_dir() else {}
+    before = (
+        {l.name: l for l in lanefile.load_lanes(lanes_dir, root=work)} if lanes_dir.is_dir() else {}
+    )
     shutil.rmtree(shim_dir)
     _step(ctx, plan, "shim-removed")
 
@@ -224,41 +257,69 @@ def _edit_tree(ctx: _Context, plan: DropPlan, work: Path) -> tuple[list[str], li
         for lane in lanefile.load_lanes(lanes_dir, root=work):
             for dist, floor in plan.floors.items():
                 locked_version = _lock_versions(locks_dir, lane.name, dist)
-                if locked_version and dist not in _names(lane) and Version(locked_version) < Version(floor):
+                if (
+                    locked_version
+                    and dist not in _names(lane)
+                    and Version(locked_version) < Version(floor)
+                ):
                     file = work / lane.file
                     text = file.read_text(encoding="utf-8")
                     edited = add_constraint(text, f"{dist}>={floor}")
-                    if edited != text:  # a matrix's cells share one base: constrain it once
+                    # a matrix's cells share one base: constrain it once
+                    if edited != text:
                         atomic_write(file, edited)
-                        changes.append(f"lanes/{file.name}: constraint {dist}>={floor} added "
-                                       f"(lane {lane.name} locks {dist} {locked_version})")
+                        changes.append(
+                            f"lanes/{file.name}: constraint {dist}>={floor} added "
+                            f"(lane {lane.name} locks {dist} {locked_version})"
+                        )
     _step(ctx, plan, "lanes-edited")
 
     remaining = {p.parent.name for p in tree.shims_dir.glob("*/manifest.toml")}
     try:
-        after = lanefile.load_lanes(lanes_dir, root=work, known_shims=remaining) if lanes_dir.is_dir() else []
+        after = (
+            lanefile.load_lanes(lanes_dir, root=work, known_shims=remaining)
+            if lanes_dir.is_dir()
+            else []
+        )
     except ConfigError as exc:
         raise Aborted(f"the edited lanes do not load: {exc}") from None
-    relock = [l for l in after if l.name in before and before[l.name].digest != l.digest
-              and locking.lock_path(locks_dir, l.name).is_file()]
-    notes, old = [], {(l.name, d): _lock_versions(locks_dir, l.name, d) for l in relock for d in plan.floors}
+    relock = [
+        l
+        for l in after
+        if l.name in before
+        and before[l.name].digest != l.digest
+        and locking.lock_path(locks_dir, l.name).is_file()
+    ]
+    notes, old = (
+        [],
+        {(l.name, d): _lock_versions(locks_dir, l.name, d) for l in relock for d in plan.floors},
+    )
     if relock:
         results = locking.lock_lanes(relock, locks_dir)
         failed = [r for r in results if not r.ok]
         if failed:
-            raise Aborted("re-locking failed: " + "; ".join(f"{r.lane}: {r.status} {r.message}" for r in failed))
+            raise Aborted(
+                "re-locking failed: "
+                + "; ".join(f"{r.lane}: {r.status} {r.message}" for r in failed)
+            )
         for lane in relock:
             for dist, floor in plan.floors.items():
                 new_version = _lock_versions(locks_dir, lane.name, dist)
                 if new_version and Version(new_version) < Version(floor):
-                    raise Aborted(f"lane {lane.name} still locks {dist} {new_version} below the floor {floor}")
+                    raise Aborted(
+                        f"lane {lane.name} still locks {dist} {new_version} below the floor {floor}"
+                    )
                 if new_version != old[(lane.name, dist)]:
-                    notes.append(f"{lane.name}: {dist} {old[(lane.name, dist)] or '—'} → {new_version or '—'}")
+                    notes.append(
+                        f"{lane.name}: {dist} {old[(lane.name, dist)] or '—'} → {new_version or '—'}"
+                    )
     _step(ctx, plan, "locked")
     return changes, [l.name for l in relock], notes
 
 
-def commit_message(plan: DropPlan, changes: Sequence[str], relocked: Sequence[str], base: str) -> str:
+def commit_message(
+    plan: DropPlan, changes: Sequence[str], relocked: Sequence[str], base: str
+) -> str:
     first = plan.why.strip().splitlines()[0] if plan.why.strip() else "upstream fixed the bug"
     lines = [f"Retire shim {plan.shim_id}: {first}"[:72], "", plan.why.strip() or first, ""]
     if plan.floors:
@@ -281,16 +342,28 @@ def commit_message(plan: DropPlan, changes: Sequence[str], relocked: Sequence[st
 def _evidence_summary(markdown: str) -> str:
     """The first paragraph of the evidence that is prose, not a heading or table."""
     for block in markdown.split("\n\n"):
-        text = " ".join(line.strip() for line in block.splitlines()
-                        if line.strip() and not line.lstrip().startswith(("#", "|", "```")))
+        text = " ".join(
+            line.strip()
+            for line in block.splitlines()
+            if line.strip() and not line.lstrip().startswith(("#", "|", "```"))
+        )
         if text:
             return text[:600]
     return ""
 
 
-def pr_body(plan: DropPlan, changes: Sequence[str], relocked: Sequence[str], lock_notes: Sequence[str]) -> str:
-    lines = [f"## Retire shim `{plan.shim_id}`", "", plan.why.strip(), "", "### What this branch changes", "",
-             f"- removes `shims/{plan.shim_id}/`"]
+def pr_body(
+    plan: DropPlan, changes: Sequence[str], relocked: Sequence[str], lock_notes: Sequence[str]
+) -> str:
+    lines = [
+        f"## Retire shim `{plan.shim_id}`",
+        "",
+        plan.why.strip(),
+        "",
+        "### What this branch changes",
+        "",
+        f"- removes `shims/{plan.shim_id}/`",
+    ]
     lines += [f"- {c}" for c in changes]
     if relocked:
         lines.append(f"- locks re-made: {', '.join(f'`locks/{n}/pylock.toml`' for n in relocked)}")
@@ -298,11 +371,17 @@ def pr_body(plan: DropPlan, changes: Sequence[str], relocked: Sequence[str], loc
     if plan.floors:
         lines += ["", "Retirement floor: " + ", ".join(f"`{s}`" for s in plan.floor_specs)]
     if plan.upstream_links:
-        lines += ["", "### Upstream", ""] + [f"- {role}: {url}" for role, url in plan.upstream_links]
+        lines += ["", "### Upstream", ""] + [
+            f"- {role}: {url}" for role, url in plan.upstream_links
+        ]
     if plan.evidence_markdown.strip():
         lines += ["", "### Evidence", "", plan.evidence_markdown.strip()]
-    lines += ["", "---", "Proposed by `patchlane retire --apply`. patchlane never merges: review the evidence, "
-              "let CI run the lanes, then merge by hand."]
+    lines += [
+        "",
+        "---",
+        "Proposed by `patchlane retire --apply`. patchlane never merges: review the evidence, "
+        "let CI run the lanes, then merge by hand.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -315,15 +394,37 @@ def _propose(ctx: _Context, plan: DropPlan) -> DropOutcome:
         return commit_message(plan, found["changes"], found["relocked"], ctx.base_commit)
 
     marker = f"{_TRAILER}: {plan.shim_id} {plan.identity(ctx.base_commit)}"
-    branch = proposals.propose_branch(ctx.repo, base_commit=ctx.base_commit, branch=plan.branch, marker=marker,
-                                      folder=f"retire-{plan.shim_id}", edit=edit)
+    branch = proposals.propose_branch(
+        ctx.repo,
+        base_commit=ctx.base_commit,
+        branch=plan.branch,
+        marker=marker,
+        folder=f"retire-{plan.shim_id}",
+        edit=edit,
+    )
     changes, relocked = tuple(found.get("changes", ())), tuple(found.get("relocked", ()))
     if branch.status != "proposed":
-        return DropOutcome(plan.shim_id, plan.branch, branch.status, branch.reason, branch.commit, changes, relocked)
+        return DropOutcome(
+            plan.shim_id,
+            plan.branch,
+            branch.status,
+            branch.reason,
+            branch.commit,
+            changes,
+            relocked,
+        )
     _step(ctx, plan, "committed")
     body = pr_body(plan, changes, relocked, found["notes"])
-    return DropOutcome(plan.shim_id, plan.branch, "proposed", "", branch.commit, changes, relocked,
-                       pr_body_path=str(proposals.save_body(ctx.repo, plan.branch, body)))
+    return DropOutcome(
+        plan.shim_id,
+        plan.branch,
+        "proposed",
+        "",
+        branch.commit,
+        changes,
+        relocked,
+        pr_body_path=str(proposals.save_body(ctx.repo, plan.branch, body)),
+    )
 
 
 def apply(
@@ -351,7 +452,8 @@ def apply(
     base_commit, base_branch = proposals.base_of(repo, base, pr_base)
     ctx = _Context(repo, base_commit, base_branch, on_step)
     outcomes = []
-    with proposals.session(repo):  # one proposing run per repository at a time
+    # one proposing run per repository at a time
+    with proposals.session(repo):
         for plan in plans:
             try:
                 outcome = _propose(ctx, plan)
@@ -359,12 +461,26 @@ def apply(
                 outcome = DropOutcome(plan.shim_id, plan.branch, "aborted", str(exc))
             if outcome.ok and open_prs:
                 body_path = repo / proposals.PRS_DIR / f"{plan.branch}.md"
-                body = body_path.read_text(encoding="utf-8") if body_path.is_file() else \
-                    pr_body(plan, outcome.lane_changes, outcome.locks_remade, ())
-                title = f"Retire shim {plan.shim_id}" + (f" ({', '.join(plan.floor_specs)})" if plan.floors else "")
+                body = (
+                    body_path.read_text(encoding="utf-8")
+                    if body_path.is_file()
+                    else pr_body(plan, outcome.lane_changes, outcome.locks_remade, ())
+                )
+                title = f"Retire shim {plan.shim_id}" + (
+                    f" ({', '.join(plan.floor_specs)})" if plan.floors else ""
+                )
                 status, url = proposals.open_pull_request(
-                    repo, branch=plan.branch, base_branch=base_branch, title=title, body=body,
-                    repository=repository, api_base=api_base, remote=remote, client=client, token=token)
+                    repo,
+                    branch=plan.branch,
+                    base_branch=base_branch,
+                    title=title,
+                    body=body,
+                    repository=repository,
+                    api_base=api_base,
+                    remote=remote,
+                    client=client,
+                    token=token,
+                )
                 outcome = replace(outcome, pr_status=status, pr_url=url)
             outcomes.append(outcome)
     return outcomes

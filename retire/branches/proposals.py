@@ -51,7 +51,9 @@ class PullRequests:
         from retire.probes.codehost import DEFAULT_API_BASE
 
         if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repository):
-            raise ConfigError(None, "--repo", f"not an owner/name: {repository!r}", "pass --repo owner/name")
+            raise ConfigError(
+                None, "--repo", f"not an owner/name: {repository!r}", "pass --repo owner/name"
+            )
         self.client = client
         self.repository = repository
         self.api_base = (api_base or DEFAULT_API_BASE).rstrip("/")
@@ -64,24 +66,40 @@ class PullRequests:
 
     def _error(self, what: str, exc_or_response) -> str:
         text = getattr(exc_or_response, "text", None)
-        detail = f"HTTP {exc_or_response.status_code}: {text[:200]}" if text is not None else str(exc_or_response)
+        detail = (
+            f"HTTP {exc_or_response.status_code}: {text[:200]}"
+            if text is not None
+            else str(exc_or_response)
+        )
         return scrub(f"{what}: {detail}", [self.token])
 
-    def find_or_open(self, *, head: str, base: str, title: str, body: str) -> tuple[str, str | None]:
+    def find_or_open(
+        self, *, head: str, base: str, title: str, body: str
+    ) -> tuple[str, str | None]:
         """(status, url): ``exists`` when a PR for ``head`` is already there, else ``opened``."""
         import httpx
 
         owner = self.repository.split("/")[0]
         url = f"{self.api_base}/repos/{self.repository}/pulls"
         try:
-            found = self.client.get(url, params={"head": f"{owner}:{head}", "state": "all"}, headers=self._headers())
+            found = self.client.get(
+                url, params={"head": f"{owner}:{head}", "state": "all"}, headers=self._headers()
+            )
             if found.status_code == 200 and isinstance(found.json(), list) and found.json():
                 return "exists", found.json()[0].get("html_url")
             if found.status_code != 200:
                 return "failed: " + self._error("listing pull requests", found), None
-            made = self.client.post(url, headers=self._headers(),
-                                    json={"title": title, "head": head, "base": base, "body": body,
-                                          "maintainer_can_modify": True})
+            made = self.client.post(
+                url,
+                headers=self._headers(),
+                json={
+                    "title": title,
+                    "head": head,
+                    "base": base,
+                    "body": body,
+                    "maintainer_can_modify": True,
+                },
+            )
         except (httpx.HTTPError, ValueError) as exc:
             return "failed: " + self._error("the code host is unreachable", exc), None
         if made.status_code == 201:
@@ -95,7 +113,9 @@ def author_env(repo: Path) -> dict[str, str]:
     if not git.config("user.name"):
         env.update(GIT_AUTHOR_NAME="patchlane", GIT_COMMITTER_NAME="patchlane")
     if not git.config("user.email"):
-        env.update(GIT_AUTHOR_EMAIL="patchlane@localhost", GIT_COMMITTER_EMAIL="patchlane@localhost")
+        env.update(
+            GIT_AUTHOR_EMAIL="patchlane@localhost", GIT_COMMITTER_EMAIL="patchlane@localhost"
+        )
     return env
 
 
@@ -125,8 +145,15 @@ def session(repo: Path) -> Iterator[None]:
         yield
 
 
-def propose_branch(repo: Path, *, base_commit: str, branch: str, marker: str, folder: str,
-                   edit: Callable[[Path], str | None]) -> Branch:
+def propose_branch(
+    repo: Path,
+    *,
+    base_commit: str,
+    branch: str,
+    marker: str,
+    folder: str,
+    edit: Callable[[Path], str | None],
+) -> Branch:
     """Make ``branch`` = ``base_commit`` + what ``edit`` does in a worktree.
 
     ``edit(work)`` changes files in the worktree and returns the commit message, or None when
@@ -136,8 +163,11 @@ def propose_branch(repo: Path, *, base_commit: str, branch: str, marker: str, fo
     """
     ref, git = f"refs/heads/{branch}", Git(repo)
     existing = git.rev_parse(ref)
-    if existing and git.rev_parse(f"{existing}^") == base_commit \
-            and marker in git.run("log", "-1", "--format=%B", existing):
+    if (
+        existing
+        and git.rev_parse(f"{existing}^") == base_commit
+        and marker in git.run("log", "-1", "--format=%B", existing)
+    ):
         return Branch(branch, "already-proposed", "the branch holds this proposal", existing)
     work = repo / WORKTREES_DIR / folder
     work.parent.mkdir(parents=True, exist_ok=True)
@@ -152,11 +182,19 @@ def propose_branch(repo: Path, *, base_commit: str, branch: str, marker: str, fo
         tree = Git(work).run("write-tree")
         if existing:
             same = git.rev_parse(f"{existing}^{{tree}}") == tree
-            return Branch(branch, "already-proposed" if same else "exists-differs",
-                          "the branch already holds this change" if same else
-                          f"{branch} exists with other content; left as it is (delete it to re-propose)", existing)
-        commit = Git(work).run("commit-tree", tree, "-p", base_commit, input=message, env=author_env(repo))
-        # Creating the ref is the one step that publishes; it fails if the branch appeared meanwhile.
+            return Branch(
+                branch,
+                "already-proposed" if same else "exists-differs",
+                "the branch already holds this change"
+                if same
+                else f"{branch} exists with other content; left as it is (delete it to re-propose)",
+                existing,
+            )
+        commit = Git(work).run(
+            "commit-tree", tree, "-p", base_commit, input=message, env=author_env(repo)
+        )
+        # Creating the ref is the one step that publishes; it fails if the branch appeared
+        # meanwhile.
         git.run("update-ref", ref, commit, "0" * 40)
         return Branch(branch, "proposed", "", commit)
     finally:
@@ -172,9 +210,19 @@ def save_body(repo: Path, branch: str, body: str) -> Path:
     return path
 
 
-def open_pull_request(repo: Path, *, branch: str, base_branch: str, title: str, body: str,
-                      repository: str | None, api_base: str | None = None, remote: str = "origin",
-                      client=None, token: str | None = None) -> tuple[str, str | None]:
+def open_pull_request(
+    repo: Path,
+    *,
+    branch: str,
+    base_branch: str,
+    title: str,
+    body: str,
+    repository: str | None,
+    api_base: str | None = None,
+    remote: str = "origin",
+    client=None,
+    token: str | None = None,
+) -> tuple[str, str | None]:
     """Push ``branch`` (never forced) and find or open its pull request: (status, url)."""
     from retire.probes.codehost import token_from_env
     from retire.probes.http import make_client
@@ -192,7 +240,8 @@ def open_pull_request(repo: Path, *, branch: str, base_branch: str, title: str, 
     client = client or make_client()
     try:
         return PullRequests(client, repository, api_base=api_base, token=token).find_or_open(
-            head=branch, base=base_branch, title=title, body=body)
+            head=branch, base=base_branch, title=title, body=body
+        )
     finally:
         if owned:
             client.close()
@@ -203,6 +252,10 @@ def base_of(repo: Path, base: str, pr_base: str | None) -> tuple[str, str]:
     git = Git(repo)
     commit = git.rev_parse(f"{base}^{{commit}}")
     if commit is None:
-        raise ConfigError(None, "--base", f"{base!r} is not a commit in {repo}", "name a branch, tag or commit")
+        raise ConfigError(
+            None, "--base", f"{base!r} is not a commit in {repo}", "name a branch, tag or commit"
+        )
     full = git.run("rev-parse", "--symbolic-full-name", base, check=False)
-    return commit, pr_base or (full.removeprefix("refs/heads/") if full.startswith("refs/heads/") else "main")
+    return commit, pr_base or (
+        full.removeprefix("refs/heads/") if full.startswith("refs/heads/") else "main"
+    )

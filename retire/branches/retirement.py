@@ -7,10 +7,9 @@ verdict into a :class:`retire.branches.autodrop.DropPlan` here, and hands the pl
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from retire.evidence.validation import FIXED, Mode, RunOutcome, ValidationRecord
-
 
 
 def _fence(text: str) -> str:
@@ -19,7 +18,10 @@ def _fence(text: str) -> str:
 
 
 def _describe(record: ValidationRecord) -> str:
-    versions = ", ".join(f"{k} {v}" for k, v in sorted(record.versions.items()) if v) or "versions not reported"
+    versions = (
+        ", ".join(f"{k} {v}" for k, v in sorted(record.versions.items()) if v)
+        or "versions not reported"
+    )
     host = record.host.get("gpu") or "no CUDA"
     return f"lane `{record.lane}` on {record.host.get('hostname', '?')} ({host}), {record.started_at[:19]}Z — {versions}"
 
@@ -28,15 +30,30 @@ def evidence_markdown(verdict, records: Sequence[ValidationRecord]) -> str:
     """The evidence a reviewer needs: why, the conditions, and the reproducer before and after."""
     lines = [f"**Verdict:** retire — {verdict.why}", ""]
     if verdict.conditions:
-        lines += ["**Retirement conditions:**", *[f"- `{c.kind}`: {c.state} — {c.why}" for c in verdict.conditions], ""]
-    without = sorted((r for r in records if r.shim == verdict.shim and r.mode == Mode.WITHOUT), key=lambda r: r.started_at)
+        lines += [
+            "**Retirement conditions:**",
+            *[f"- `{c.kind}`: {c.state} — {c.why}" for c in verdict.conditions],
+            "",
+        ]
+    without = sorted(
+        (r for r in records if r.shim == verdict.shim and r.mode == Mode.WITHOUT),
+        key=lambda r: r.started_at,
+    )
     before = next((r for r in reversed(without) if r.outcome == RunOutcome.BUG_REPRODUCED), None)
     after = next((r for r in reversed(without) if r.outcome in FIXED), None)
-    for label, record in (("Before (bug reproduces without the shim)", before), ("After (upstream fixed)", after)):
+    for label, record in (
+        ("Before (bug reproduces without the shim)", before),
+        ("After (upstream fixed)", after),
+    ):
         if record is None:
             lines += [f"**{label}:** no recorded run", ""]
             continue
-        lines += [f"**{label}:** {record.sentinel} on {_describe(record)}", "", _fence(record.output_tail), ""]
+        lines += [
+            f"**{label}:** {record.sentinel} on {_describe(record)}",
+            "",
+            _fence(record.output_tail),
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -50,5 +67,13 @@ def plans(verdicts, manifests: dict, records: Sequence[ValidationRecord]):
             continue
         manifest = manifests[verdict.shim]
         links = tuple((link.role, link.url) for link in manifest.upstream.links)
-        out.append(DropPlan(verdict.shim, verdict.why, verdict.floors, evidence_markdown(verdict, records), links))
+        out.append(
+            DropPlan(
+                verdict.shim,
+                verdict.why,
+                verdict.floors,
+                evidence_markdown(verdict, records),
+                links,
+            )
+        )
     return out

@@ -22,8 +22,24 @@ __all__ = ["REGISTRY", "build_parser", "main"]
 
 #: Command modules, in the order of `patchlane --help`.
 REGISTRY = (
-    "init", "lanes", "lock", "lockdiff", "run", "summary", "manifest", "shims", "shim", "catalogue",
-    "wheelhouse", "mirrors", "verdicts", "bisect", "report", "retire", "bump", "pack",
+    "init",
+    "lanes",
+    "lock",
+    "lockdiff",
+    "run",
+    "summary",
+    "manifest",
+    "shims",
+    "shim",
+    "catalogue",
+    "wheelhouse",
+    "mirrors",
+    "verdicts",
+    "bisect",
+    "report",
+    "retire",
+    "bump",
+    "pack",
 )
 
 
@@ -51,17 +67,35 @@ def missing_engine() -> list[str]:
     return [name for name in ENGINE_MODULES if find_spec(name) is None]
 
 
-_EXIT_WORDS = {ExitCode.OK: "ok", ExitCode.FAILED: "something failed", ExitCode.BAD_INPUT: "bad input",
-               ExitCode.INTERRUPTED: "interrupted"}
+_EXIT_WORDS = {
+    ExitCode.OK: "ok",
+    ExitCode.FAILED: "something failed",
+    ExitCode.BAD_INPUT: "bad input",
+    ExitCode.INTERRUPTED: "interrupted",
+}
 
 
 def _add_verbosity(parser: argparse.ArgumentParser, *, default) -> None:
     """-q/-v, before or after the command (`patchlane -q lock`, `patchlane lock -q`)."""
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("-q", "--quiet", dest="verbosity", action="store_const", const=-1, default=default,
-                       help="print results and errors only, no progress")
-    group.add_argument("-v", "--verbose", dest="verbosity", action="store_const", const=1, default=default,
-                       help="also print detail (each step, the tools' full output)")
+    group.add_argument(
+        "-q",
+        "--quiet",
+        dest="verbosity",
+        action="store_const",
+        const=-1,
+        default=default,
+        help="print results and errors only, no progress",
+    )
+    group.add_argument(
+        "-v",
+        "--verbose",
+        dest="verbosity",
+        action="store_const",
+        const=1,
+        default=default,
+        help="also print detail (each step, the tools' full output)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,18 +103,29 @@ def build_parser() -> argparse.ArgumentParser:
         prog="patchlane",
         description="Pinned lanes, reproducible locks, and the shims that patch them — until upstream fixes land.",
         epilog=f"Exit codes: {', '.join(f'{int(c)} {_EXIT_WORDS[c]}' for c in ExitCode)}. "
-               "Every command, what it prints, its --json shape and its exit codes: docs/commands.md. "
-               "`patchlane COMMAND --help` describes one command.",
+        "Every command, what it prints, its --json shape and its exit codes: docs/commands.md. "
+        "`patchlane COMMAND --help` describes one command.",
     )
-    parser.add_argument("--root", type=Path, default=Path.cwd(),
-                        help="project folder holding lanes/, locks/, shims/ (default: the current folder)")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=Path.cwd(),
+        help="project folder holding lanes/, locks/, shims/ (default: the current folder)",
+    )
     parser.add_argument("--version", action="version", version=f"patchlane {_version()}")
     _add_verbosity(parser, default=0)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in commands():
-        p = sub.add_parser(command.name, help=command.help, description=command.description or command.help)
+        p = sub.add_parser(
+            command.name, help=command.help, description=command.description or command.help
+        )
         # --root may also follow the command (`patchlane verdicts --root DIR`): it wins when given.
-        p.add_argument("--root", type=Path, default=argparse.SUPPRESS, help="project folder (default: the current folder)")
+        p.add_argument(
+            "--root",
+            type=Path,
+            default=argparse.SUPPRESS,
+            help="project folder (default: the current folder)",
+        )
         _add_verbosity(p, default=argparse.SUPPRESS)
         command.add_arguments(p)
         p.set_defaults(run=command.run)
@@ -89,9 +134,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     missing = missing_engine()
-    if missing:  # the runtime-only install (`pip install patchlane`): one line, not an ImportError
-        say(f"patchlane: error: the engine is not installed here ({', '.join(missing)} missing) — "
-            f"install it with: {sys.executable} -m pip install 'patchlane[engine]'", level=Level.ERROR)
+    # the runtime-only install (`pip install patchlane`): one line, not an ImportError
+    if missing:
+        say(
+            f"patchlane: error: the engine is not installed here ({', '.join(missing)} missing) — "
+            f"install it with: {sys.executable} -m pip install 'patchlane[engine]'",
+            level=Level.ERROR,
+        )
         return ExitCode.FAILED
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     configure(verbosity=args.verbosity, json=bool(getattr(args, "json", False)))
@@ -106,15 +155,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         say("patchlane: interrupted", level=Level.ERROR)
         return ExitCode.INTERRUPTED
-    except RecursionError:  # a reader missed deep nesting: still one line, never a traceback
+    # a reader missed deep nesting: still one line, never a traceback
+    except RecursionError:
         say("patchlane: error: input nested too deeply to read", level=Level.ERROR)
         return ExitCode.BAD_INPUT
-    except BrokenPipeError:  # `patchlane … | head`: the reader left; no traceback, and no more writes
+    # `patchlane … | head`: the reader left; no traceback, and no more writes
+    except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return ExitCode.FAILED
-    except OSError as exc:  # the file system refused (a stray file, a full disk): one line naming the file
+    # the file system refused (a stray file, a full disk): one line naming the file
+    except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
         say(f"patchlane: error: {where}{exc.strerror or exc}", level=Level.ERROR)
         return ExitCode.FAILED
     finally:
-        configure()  # the next command in this process (tests, nox) starts from the defaults
+        # the next command in this process (tests, nox) starts from the defaults
+        configure()

@@ -27,36 +27,61 @@ from retire.core.project import Project
 from retire.core.secrets import scrub
 
 __all__ = [
-    "Command", "ExitCode", "Level", "Parser", "Scrubbed", "configure", "emit_json", "emit_text", "iso_date", "json_mode", "live",
-    "positive_float", "positive_int", "say", "shown", "utc_moment", "verbosity",
+    "Command",
+    "ExitCode",
+    "Level",
+    "Parser",
+    "Scrubbed",
+    "configure",
+    "emit_json",
+    "emit_text",
+    "iso_date",
+    "json_mode",
+    "live",
+    "positive_float",
+    "positive_int",
+    "say",
+    "shown",
+    "utc_moment",
+    "verbosity",
 ]
 
 
 class ExitCode(enum.IntEnum):
     """Exit codes of every ``patchlane`` command (docs/commands.md has the table)."""
 
-    OK = 0  #: done, and nothing failed
-    FAILED = 1  #: done, and something failed (a lane, a stale lock, a pack not ready) or a tool failed
-    BAD_INPUT = 2  #: bad input or usage: one line names the file, the key and the fix
-    INTERRUPTED = 130  #: Ctrl-C or SIGTERM: what had finished is kept
+    #: done, and nothing failed
+    OK = 0
+    #: done, and something failed (a lane, a stale lock, a pack not ready) or a tool failed
+    FAILED = 1
+    #: bad input or usage: one line names the file, the key and the fix
+    BAD_INPUT = 2
+    #: Ctrl-C or SIGTERM: what had finished is kept
+    INTERRUPTED = 130
 
 
 @dataclass(frozen=True)
 class Command:
     name: str
-    help: str  # one line for `patchlane --help`
+    # one line for `patchlane --help`
+    help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[Project, argparse.Namespace], int]
-    description: str = ""  # longer text for `patchlane NAME --help` (default: help)
+    # longer text for `patchlane NAME --help` (default: help)
+    description: str = ""
 
 
 class Level(enum.IntEnum):
     """How much a line matters: ``-q`` shows RESULT and up, ``-v`` shows DETAIL too."""
 
-    DETAIL = 10  #: what a person debugging wants (uv's full output, each step)
-    PROGRESS = 20  #: what is happening now (a lane building, a reproducer running)
-    RESULT = 30  #: what the command found or did
-    ERROR = 40  #: what went wrong (always on stderr)
+    #: what a person debugging wants (uv's full output, each step)
+    DETAIL = 10
+    #: what is happening now (a lane building, a reproducer running)
+    PROGRESS = 20
+    #: what the command found or did
+    RESULT = 30
+    #: what went wrong (always on stderr)
+    ERROR = 40
 
 
 @dataclass
@@ -70,7 +95,9 @@ _OUTPUT = _Output()
 
 def configure(*, verbosity: int = 0, json: bool = False) -> None:
     """Set up output for one command: ``verbosity`` -1 (``-q``), 0, or 1 and more (``-v``)."""
-    _OUTPUT.threshold = Level.RESULT if verbosity < 0 else (Level.DETAIL if verbosity > 0 else Level.PROGRESS)
+    _OUTPUT.threshold = (
+        Level.RESULT if verbosity < 0 else (Level.DETAIL if verbosity > 0 else Level.PROGRESS)
+    )
     _OUTPUT.json = json
 
 
@@ -132,7 +159,8 @@ def live() -> bool:
         return False
     try:
         return sys.stderr.isatty()
-    except (AttributeError, ValueError):  # replaced or closed stderr
+    # replaced or closed stderr
+    except (AttributeError, ValueError):
         return False
 
 
@@ -149,7 +177,7 @@ def shown(path) -> str:
 class Parser(argparse.ArgumentParser):
     """argparse, with usage errors on one line (``patchlane: error: …``) and exit code 2."""
 
-    def error(self, message: str):  # noqa: D102 - argparse's hook
+    def error(self, message: str):
         say(f"{self.prog}: error: {message} (see `{self.prog} --help`)", err=True)
         raise SystemExit(ExitCode.BAD_INPUT)
 
@@ -159,9 +187,13 @@ def iso_date(text: str) -> _dt.date:
     try:
         day = _dt.date.fromisoformat(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a date: {text!r}: write it like 2026-11-22") from None
+        raise argparse.ArgumentTypeError(
+            f"not a date: {text!r}: write it like 2026-11-22"
+        ) from None
     if not 1900 <= day.year <= 9000:
-        raise argparse.ArgumentTypeError(f"{text!r} is out of range: write a date between 1900 and 9000, like 2026-11-22")
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is out of range: write a date between 1900 and 9000, like 2026-11-22"
+        )
     return day
 
 
@@ -180,7 +212,9 @@ def _number(kind: type, text: str, *, allow_zero: bool, maximum: float):
     if isinstance(value, float) and not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be a finite number, not {text!r}")
     if value < 0 or (value == 0 and not allow_zero):
-        raise argparse.ArgumentTypeError(f"must be {'zero or more' if allow_zero else 'more than zero'}, not {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"must be {'zero or more' if allow_zero else 'more than zero'}, not {text!r}"
+        )
     if value > maximum:
         raise argparse.ArgumentTypeError(f"must be at most {maximum:g}, not {text[:40]!r}")
     return value
@@ -226,6 +260,9 @@ def utc_moment(text: str) -> _dt.datetime:
         moment = times.parse(text, assume_utc=True)
     except times.TimeError as exc:
         raise argparse.ArgumentTypeError(f"{exc}: write it like 2026-11-22T09:00Z") from None
-    if not 1900 <= moment.year <= 9000:  # windows and cooldowns are counted back and forth from it
-        raise argparse.ArgumentTypeError(f"{text!r} is out of range: write a time between 1900 and 9000, like 2026-11-22T09:00Z")
+    # windows and cooldowns are counted back and forth from it
+    if not 1900 <= moment.year <= 9000:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is out of range: write a time between 1900 and 9000, like 2026-11-22T09:00Z"
+        )
     return moment

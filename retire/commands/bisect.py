@@ -7,7 +7,15 @@ import sys
 from pathlib import Path
 
 from retire.bisect.search import Limits
-from retire.commands.base import Command, ExitCode, Level, emit_json, positive_float, positive_int, say
+from retire.commands.base import (
+    Command,
+    ExitCode,
+    Level,
+    emit_json,
+    positive_float,
+    positive_int,
+    say,
+)
 from retire.core.errors import ConfigError
 from retire.core.project import Project
 
@@ -28,28 +36,73 @@ DESCRIPTION = (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("shim", help="shim id")
-    p.add_argument("--index", metavar="URL", help="simple index (default: where a lane carrying the shim takes the target from)")
+    p.add_argument(
+        "--index",
+        metavar="URL",
+        help="simple index (default: where a lane carrying the shim takes the target from)",
+    )
     base = p.add_mutually_exclusive_group()
-    base.add_argument("--python", metavar="BASE", help="base interpreter the candidates are overlaid on (default: this one)")
-    base.add_argument("--lane", metavar="NAME", help="overlay the candidates on this lane's environment (built from its lock)")
-    p.add_argument("--include-prereleases", action="store_true", help="also test pre-releases and dev releases (nightlies)")
+    base.add_argument(
+        "--python",
+        metavar="BASE",
+        help="base interpreter the candidates are overlaid on (default: this one)",
+    )
+    base.add_argument(
+        "--lane",
+        metavar="NAME",
+        help="overlay the candidates on this lane's environment (built from its lock)",
+    )
+    p.add_argument(
+        "--include-prereleases",
+        action="store_true",
+        help="also test pre-releases and dev releases (nightlies)",
+    )
     lower = p.add_mutually_exclusive_group()
-    lower.add_argument("--since", metavar="VERSION", help="oldest release to consider (instead of the evidence's)")
-    lower.add_argument("--all", dest="every", action="store_true",
-                       help="search every release, ignoring the evidence of where the bug is known")
+    lower.add_argument(
+        "--since", metavar="VERSION", help="oldest release to consider (instead of the evidence's)"
+    )
+    lower.add_argument(
+        "--all",
+        dest="every",
+        action="store_true",
+        help="search every release, ignoring the evidence of where the bug is known",
+    )
     p.add_argument("--until", metavar="VERSION", help="newest release to consider")
-    p.add_argument("--timeout", type=positive_float, help="seconds per reproducer run (default: the manifest's)")
-    p.add_argument("--isolation", choices=("process", "launcher"),
-                   help="launcher: fork each candidate's run from one base interpreter that imported the reproducer's "
-                        "preloads (not the target) once; process: one interpreter per run (default: launcher when "
-                        "the reproducer declares preloads)")
-    p.add_argument("--max-unknown", type=positive_int, default=Limits.max_unknown, metavar="N",
-                   help="stop after N candidates crash or time out (default: %(default)s)")
-    p.add_argument("--max-not-applicable", type=positive_int, default=Limits.max_not_applicable, metavar="N",
-                   help="stop after N candidates the reproducer cannot run against (default: %(default)s)")
-    p.add_argument("--cache", type=Path, help="result cache folder (default: .patchlane/cache/bisect)")
-    p.add_argument("--no-record", dest="record", action="store_false",
-                   help="do not append the runs to the validation manifest")
+    p.add_argument(
+        "--timeout",
+        type=positive_float,
+        help="seconds per reproducer run (default: the manifest's)",
+    )
+    p.add_argument(
+        "--isolation",
+        choices=("process", "launcher"),
+        help="launcher: fork each candidate's run from one base interpreter that imported the reproducer's "
+        "preloads (not the target) once; process: one interpreter per run (default: launcher when "
+        "the reproducer declares preloads)",
+    )
+    p.add_argument(
+        "--max-unknown",
+        type=positive_int,
+        default=Limits.max_unknown,
+        metavar="N",
+        help="stop after N candidates crash or time out (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-not-applicable",
+        type=positive_int,
+        default=Limits.max_not_applicable,
+        metavar="N",
+        help="stop after N candidates the reproducer cannot run against (default: %(default)s)",
+    )
+    p.add_argument(
+        "--cache", type=Path, help="result cache folder (default: .patchlane/cache/bisect)"
+    )
+    p.add_argument(
+        "--no-record",
+        dest="record",
+        action="store_false",
+        help="do not append the runs to the validation manifest",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -62,13 +115,20 @@ def _check_versions(**bounds: str | None) -> None:
         try:
             Version(text)
         except InvalidVersion:
-            raise ConfigError(None, f"--{name}", f"{text!r} is not a PEP 440 version", "give a release such as 0.19.2") from None
+            raise ConfigError(
+                None,
+                f"--{name}",
+                f"{text!r} is not a PEP 440 version",
+                "give a release such as 0.19.2",
+            ) from None
 
 
 def _manifest(project: Project, shim_id: str):
     manifest = project.manifests().get(shim_id)
     if manifest is None:
-        raise ConfigError(None, None, f"unknown shim {shim_id!r}", "use an id listed by `patchlane shims`")
+        raise ConfigError(
+            None, None, f"unknown shim {shim_id!r}", "use an id listed by `patchlane shims`"
+        )
     return manifest
 
 
@@ -84,7 +144,8 @@ def _default_index(project: Project, shim_id: str, distribution: str, lane=None)
     if not lanes:
         return default
     urls = lane_index_urls(lanes[0], distribution, named=named, default=default)
-    if isinstance(urls, str):  # e.g. pinned to an index with no URL here: never guess another index
+    # e.g. pinned to an index with no URL here: never guess another index
+    if isinstance(urls, str):
         raise ConfigError(None, "--index", urls, "pass --index URL")
     return urls[0]
 
@@ -96,8 +157,12 @@ def _lane_python(project: Project, name: str):
 
     [lane] = lanefile.select(project.lanes(), [name])
     # A revision lane installs from this host's mirrors, as `patchlane run` does.
-    env = envs.build(lane, project.lock_path(lane.name), project.envs_dir,
-                     mirrors=project.mirrors() if lane.revisions else None)
+    env = envs.build(
+        lane,
+        project.lock_path(lane.name),
+        project.envs_dir,
+        mirrors=project.mirrors() if lane.revisions else None,
+    )
     return lane, env.python
 
 
@@ -113,24 +178,47 @@ def run(project: Project, args: argparse.Namespace) -> int:
         lane, base_python = _lane_python(project, args.lane)
     index_url = args.index or _default_index(project, args.shim, distribution, lane)
     if not index_url:
-        raise ConfigError(None, "--index", "no index to list releases from",
-                          "pass --index URL, or give a lane carrying the shim a default index")
+        raise ConfigError(
+            None,
+            "--index",
+            "no index to list releases from",
+            "pass --index URL, or give a lane carrying the shim a default index",
+        )
     versions, yanked = list_releases(index_url, distribution)
-    bounds = project_bounds(project, manifest, versions, since=args.since, until=args.until, every=args.every)
-    say(f"bisecting {distribution} for shim {manifest.id}: {len(versions)} listed release(s); range {bounds.note}",
-        level=Level.PROGRESS)
+    bounds = project_bounds(
+        project, manifest, versions, since=args.since, until=args.until, every=args.every
+    )
+    say(
+        f"bisecting {distribution} for shim {manifest.id}: {len(versions)} listed release(s); range {bounds.note}",
+        level=Level.PROGRESS,
+    )
 
     def progress(step: int, run: CandidateRun) -> None:
         note = " (cached)" if run.cached else f" {run.duration_s:.2f}s"
         extra = f" — {run.detail}" if run.detail and not run.conclusive else ""
-        say(f"  [{step}] {distribution} {run.version}: {run.state} ({run.outcome}){note}{extra}", level=Level.PROGRESS)
+        say(
+            f"  [{step}] {distribution} {run.version}: {run.state} ({run.outcome}){note}{extra}",
+            level=Level.PROGRESS,
+        )
 
-    result = bisect(manifest, versions, yanked=yanked, include_prereleases=args.include_prereleases, bounds=bounds,
-                    base_python=base_python, index_url=index_url, cache_dir=args.cache or project.bisect_cache,
-                    timeout=args.timeout, record_to=project.validation if args.record else None,
-                    lane=bisection_lane(lane.name if lane else None), lock_digest=lane.digest if lane else None,
-                    limits=Limits(args.max_unknown, args.max_not_applicable), on_step=progress,
-                    isolation=args.isolation, on_note=lambda line: say(f"  {line}", level=Level.PROGRESS))
+    result = bisect(
+        manifest,
+        versions,
+        yanked=yanked,
+        include_prereleases=args.include_prereleases,
+        bounds=bounds,
+        base_python=base_python,
+        index_url=index_url,
+        cache_dir=args.cache or project.bisect_cache,
+        timeout=args.timeout,
+        record_to=project.validation if args.record else None,
+        lane=bisection_lane(lane.name if lane else None),
+        lock_digest=lane.digest if lane else None,
+        limits=Limits(args.max_unknown, args.max_not_applicable),
+        on_step=progress,
+        isolation=args.isolation,
+        on_note=lambda line: say(f"  {line}", level=Level.PROGRESS),
+    )
     if args.json:
         emit_json(result.to_dict())
     else:
@@ -140,9 +228,16 @@ def run(project: Project, args: argparse.Namespace) -> int:
         for run in (*result.not_applicable, *result.unknown):
             say(f"{run.state}: {run.version} ({run.outcome}) {run.detail}")
         if args.record:
-            say(f"recorded {result.records_added} run(s) in {project.validation.relative_to(project.root)}")
+            say(
+                f"recorded {result.records_added} run(s) in {project.validation.relative_to(project.root)}"
+            )
     return ExitCode.OK if result.status == "found" else ExitCode.FAILED
 
 
-COMMAND = Command("bisect", "find the first release in which a shim's reproducer stops reproducing", add_arguments, run,
-                  DESCRIPTION)
+COMMAND = Command(
+    "bisect",
+    "find the first release in which a shim's reproducer stops reproducing",
+    add_arguments,
+    run,
+    DESCRIPTION,
+)

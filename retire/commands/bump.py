@@ -10,28 +10,57 @@ from retire.core.project import Project
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("lanes", nargs="*", metavar="LANE", help="only these lanes (default: all)")
-    p.add_argument("--package", action="append", default=[], metavar="NAME",
-                   help="upgrade only NAME (repeatable); default: every package")
-    p.add_argument("--cooldown", type=whole_days, default=7, metavar="DAYS",
-                   help="releases younger than DAYS are not taken, transitive ones included (default 7)")
-    p.add_argument("--no-run", action="store_true", help="do not run the shim suites on the bumped locks")
+    p.add_argument(
+        "--package",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="upgrade only NAME (repeatable); default: every package",
+    )
+    p.add_argument(
+        "--cooldown",
+        type=whole_days,
+        default=7,
+        metavar="DAYS",
+        help="releases younger than DAYS are not taken, transitive ones included (default 7)",
+    )
+    p.add_argument(
+        "--no-run", action="store_true", help="do not run the shim suites on the bumped locks"
+    )
     p.add_argument("--no-pr", action="store_true", help="make the branch only")
     p.add_argument("--repo", help="owner/name to open the pull request in (with a GITHUB_TOKEN)")
     p.add_argument("--api-url", help="code host REST API base URL")
     p.add_argument("--base", default="HEAD", help="commit the branch starts from (default: HEAD)")
-    p.add_argument("--json", action="store_true", help="print one JSON document: the branch, each lane's diff, the PR")
-    p.add_argument("--now", type=utc_moment, help=argparse.SUPPRESS)  # tests: evaluate as of this UTC time
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON document: the branch, each lane's diff, the PR",
+    )
+    # tests: evaluate as of this UTC time
+    p.add_argument("--now", type=utc_moment, help=argparse.SUPPRESS)
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
     from retire.branches.bump import bump
 
-    result = bump(project.root, lanes=args.lanes, packages=args.package, cooldown_days=args.cooldown,
-                  now=args.now, base=args.base, run_suites=not args.no_run,
-                  open_pr=not args.no_pr, repository=args.repo, api_base=args.api_url,
-                  say=lambda line: say(line, level=Level.PROGRESS))
+    result = bump(
+        project.root,
+        lanes=args.lanes,
+        packages=args.package,
+        cooldown_days=args.cooldown,
+        now=args.now,
+        base=args.base,
+        run_suites=not args.no_run,
+        open_pr=not args.no_pr,
+        repository=args.repo,
+        api_base=args.api_url,
+        say=lambda line: say(line, level=Level.PROGRESS),
+    )
     for lane in result.lanes:
-        say(f"  {lane.status:<9} {lane.lane}: " + (f"{len(lane.changes)} package(s) changed" if lane.changes else lane.why))
+        say(
+            f"  {lane.status:<9} {lane.lane}: "
+            + (f"{len(lane.changes)} package(s) changed" if lane.changes else lane.why)
+        )
     say(f"{result.status}: {result.branch}" + (f" — {result.reason}" if result.reason else ""))
     if result.body_path:
         say(f"PR body: {result.body_path}")
@@ -41,12 +70,27 @@ def run(project: Project, args: argparse.Namespace) -> int:
         from dataclasses import asdict
 
         document = asdict(result)
-        document["lanes"] = [{**asdict(lane), "changes": [change.to_json() for change in lane.changes],
-                              "outcomes": [{"shim": s, "now": now, "before": before} for s, now, before in lane.outcomes]}
-                             for lane in result.lanes]
-        document["retirement_candidates"] = [{"lane": l, "shim": s} for l, s in result.retirement_candidates]
+        document["lanes"] = [
+            {
+                **asdict(lane),
+                "changes": [change.to_json() for change in lane.changes],
+                "outcomes": [
+                    {"shim": s, "now": now, "before": before} for s, now, before in lane.outcomes
+                ],
+            }
+            for lane in result.lanes
+        ]
+        document["retirement_candidates"] = [
+            {"lane": l, "shim": s} for l, s in result.retirement_candidates
+        ]
         emit_json(document)
     return ExitCode.OK
 
-COMMAND = Command("bump", "re-lock lanes with upgrades on a branch, with the diff and the suites' outcome", add_arguments, run,
-                  "Re-lock lanes with upgrades on a branch, with the version diff and the shim suites' outcome; never merges.")
+
+COMMAND = Command(
+    "bump",
+    "re-lock lanes with upgrades on a branch, with the diff and the suites' outcome",
+    add_arguments,
+    run,
+    "Re-lock lanes with upgrades on a branch, with the version diff and the shim suites' outcome; never merges.",
+)

@@ -10,11 +10,23 @@ from retire.core.project import Project
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path", nargs="?", type=Path, help="the project folder (default: --root, the current folder)")
-    p.add_argument("--action", metavar="OWNER/REPO@REF",
-                   help="patchlane's GitHub Action and hooks the workflows use (default: patchlane/patchlane@v<version>)")
-    p.add_argument("--python", metavar="X.Y", help="the CPU lane's Python (default: the one running patchlane)")
-    p.add_argument("--no-lock", action="store_true", help="do not lock the new lane now (it needs its index)")
+    p.add_argument(
+        "path",
+        nargs="?",
+        type=Path,
+        help="the project folder (default: --root, the current folder)",
+    )
+    p.add_argument(
+        "--action",
+        metavar="OWNER/REPO@REF",
+        help="patchlane's GitHub Action and hooks the workflows use (default: patchlane/patchlane@v<version>)",
+    )
+    p.add_argument(
+        "--python", metavar="X.Y", help="the CPU lane's Python (default: the one running patchlane)"
+    )
+    p.add_argument(
+        "--no-lock", action="store_true", help="do not lock the new lane now (it needs its index)"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON document: the files written")
 
 
@@ -26,13 +38,25 @@ def run(project: Project, args: argparse.Namespace) -> int:
     plan = plan_init(root, action=args.action, python=args.python)
     written = write(plan, command="patchlane init")
     for path in written:
-        say(f"{'edited ' if path in plan.edit else 'created'} {shown(root / path)}", level=Level.PROGRESS)
+        say(
+            f"{'edited ' if path in plan.edit else 'created'} {shown(root / path)}",
+            level=Level.PROGRESS,
+        )
     locked = [] if args.no_lock else _lock(Project(root))
     if args.json:
-        emit_json({"root": str(root), "created": sorted(plan.create), "edited": sorted(plan.edit), "locked": locked})
+        emit_json(
+            {
+                "root": str(root),
+                "created": sorted(plan.create),
+                "edited": sorted(plan.edit),
+                "locked": locked,
+            }
+        )
         return ExitCode.OK
-    say(f"initialised {shown(root)}: {len(plan.create)} file(s) created, {len(plan.edit)} edited"
-        + (f", {len(locked)} lane(s) locked" if locked else ""))
+    say(
+        f"initialised {shown(root)}: {len(plan.create)} file(s) created, {len(plan.edit)} edited"
+        + (f", {len(locked)} lane(s) locked" if locked else "")
+    )
     say(f"next: cd {shown(root)} && patchlane shim new my_fix && nox -s lock && nox -s lane")
     return ExitCode.OK
 
@@ -45,9 +69,16 @@ def _lock(project: Project) -> list[str]:
     results = locking.lock_lanes(project.lanes(), project.locks_dir)
     for result in results:
         if not result.ok:
-            say(f"note: {result.lane} is not locked yet ({result.status}: {result.message}) — run `nox -s lock` "
-                "where its index is reachable")
+            say(
+                f"note: {result.lane} is not locked yet ({result.status}: {result.message}) — run `nox -s lock` "
+                "where its index is reachable"
+            )
     return [result.lane for result in results if result.ok]
 
 
-COMMAND = Command("init", "scaffold a patchlane project: a CPU lane, shims/, locks/, noxfile.py, CI workflows", add_arguments, run)
+COMMAND = Command(
+    "init",
+    "scaffold a patchlane project: a CPU lane, shims/, locks/, noxfile.py, CI workflows",
+    add_arguments,
+    run,
+)

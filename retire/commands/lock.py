@@ -12,21 +12,56 @@ from retire.core.project import Project
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("lanes", nargs="*", metavar="LANE", help="only these lanes (default: all)")
-    p.add_argument("--check", action="store_true",
-                   help="lock nothing; exit 1 naming every lane whose lock is missing (always), stale or foreign")
-    p.add_argument("--upgrade", action="store_true",
-                   help="re-resolve everything to the newest allowed versions (cooldowns measured from now)")
-    p.add_argument("--upgrade-package", action="append", metavar="NAME",
-                   help="re-resolve only NAME (repeatable); only lanes that hold it are touched")
-    p.add_argument("--force", action="store_true", help="re-lock even lanes whose lock is current (cutoffs kept)")
-    p.add_argument("--jobs", type=positive_int, default=None, help="lanes locked at once (default: all, up to 16)")
-    p.add_argument("--require-all", action="store_true", help="exit 1 also when a lane's index is unreachable from this host")
-    p.add_argument("--skip-unreachable", action="store_true",
-                   help="with --check: a lane never locked because its index has no URL on this host is noted, not failed")
-    p.add_argument("--mirrors", type=Path, metavar="DIR",
-                   help="folder of git mirrors for lane revisions (default: patchlane.toml's [mirrors] folder)")
-    p.add_argument("--json", action="store_true", help="print one JSON document (docs/commands.md); notes go to stderr")
-    p.add_argument("--now", type=utc_moment, help=argparse.SUPPRESS)  # tests: measure cooldowns from this UTC time
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="lock nothing; exit 1 naming every lane whose lock is missing (always), stale or foreign",
+    )
+    p.add_argument(
+        "--upgrade",
+        action="store_true",
+        help="re-resolve everything to the newest allowed versions (cooldowns measured from now)",
+    )
+    p.add_argument(
+        "--upgrade-package",
+        action="append",
+        metavar="NAME",
+        help="re-resolve only NAME (repeatable); only lanes that hold it are touched",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="re-lock even lanes whose lock is current (cutoffs kept)",
+    )
+    p.add_argument(
+        "--jobs",
+        type=positive_int,
+        default=None,
+        help="lanes locked at once (default: all, up to 16)",
+    )
+    p.add_argument(
+        "--require-all",
+        action="store_true",
+        help="exit 1 also when a lane's index is unreachable from this host",
+    )
+    p.add_argument(
+        "--skip-unreachable",
+        action="store_true",
+        help="with --check: a lane never locked because its index has no URL on this host is noted, not failed",
+    )
+    p.add_argument(
+        "--mirrors",
+        type=Path,
+        metavar="DIR",
+        help="folder of git mirrors for lane revisions (default: patchlane.toml's [mirrors] folder)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON document (docs/commands.md); notes go to stderr",
+    )
+    # tests: measure cooldowns from this UTC time
+    p.add_argument("--now", type=utc_moment, help=argparse.SUPPRESS)
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
@@ -40,12 +75,19 @@ def run(project: Project, args: argparse.Namespace) -> int:
     if upgrade_packages:
         lanes = locking.lanes_with_package(lanes, project.locks_dir, upgrade_packages)
     started = time.monotonic()
-    pending = lanes if (args.force or args.upgrade or upgrade_packages) else \
-        [lane for lane in lanes if not locking.is_current(lane, project.locks_dir)]
-    if pending:  # asking uv its version costs a process: only when uv will run anyway
+    pending = (
+        lanes
+        if (args.force or args.upgrade or upgrade_packages)
+        else [lane for lane in lanes if not locking.is_current(lane, project.locks_dir)]
+    )
+    # asking uv its version costs a process: only when uv will run anyway
+    if pending:
         from retire.core import uv
 
-        say(f"locking {len(pending)} of {len(lanes)} lane(s) with uv {uv.version()} …", level=Level.PROGRESS)
+        say(
+            f"locking {len(pending)} of {len(lanes)} lane(s) with uv {uv.version()} …",
+            level=Level.PROGRESS,
+        )
 
     def report(result: locking.LockResult) -> None:
         if result.ok:
@@ -53,17 +95,27 @@ def run(project: Project, args: argparse.Namespace) -> int:
             extra += f", nothing uploaded after {result.cutoff}" if result.cutoff else ""
         else:
             extra = result.message
-        say(f"  {result.status:<11} {result.lane}: {extra}", level=Level.RESULT if result.status != "up-to-date" else Level.PROGRESS)
+        say(
+            f"  {result.status:<11} {result.lane}: {extra}",
+            level=Level.RESULT if result.status != "up-to-date" else Level.PROGRESS,
+        )
         if result.replaced:
             say(f"      replaced a foreign lock ({result.replaced})")
         if result.status == "failed" and result.detail:
             for line in result.detail.splitlines():
                 say(f"      | {line}")
 
-    mirrors = project.mirrors(args.mirrors) if any(lane.revisions for lane in pending) else None  # revisions resolve in them
+    # revisions resolve in them
+    mirrors = project.mirrors(args.mirrors) if any(lane.revisions for lane in pending) else None
     results = locking.lock_lanes(
-        lanes, project.locks_dir, jobs=args.jobs, on_done=report,
-        upgrade=args.upgrade, upgrade_packages=upgrade_packages, force=args.force, mirrors=mirrors,
+        lanes,
+        project.locks_dir,
+        jobs=args.jobs,
+        on_done=report,
+        upgrade=args.upgrade,
+        upgrade_packages=upgrade_packages,
+        force=args.force,
+        mirrors=mirrors,
         **({"now": args.now} if args.now else {}),
     )
     counts: dict[str, int] = {}
@@ -73,11 +125,15 @@ def run(project: Project, args: argparse.Namespace) -> int:
     say(f"done in {time.monotonic() - started:.1f}s: {summary or 'nothing to lock'}")
     unreachable = [r.lane for r in results if r.status == "unreachable"]
     if unreachable:
-        say(f"note: {', '.join(unreachable)} could not reach an index from this host; their previous locks are kept")
+        say(
+            f"note: {', '.join(unreachable)} could not reach an index from this host; their previous locks are kept"
+        )
     failed = counts.get("failed", 0) + (len(unreachable) if args.require_all else 0)
     code = ExitCode.FAILED if failed else ExitCode.OK
     if args.json:
-        emit_json({"ok": code == ExitCode.OK, "counts": counts, "lanes": [r.to_json() for r in results]})
+        emit_json(
+            {"ok": code == ExitCode.OK, "counts": counts, "lanes": [r.to_json() for r in results]}
+        )
     return code
 
 
@@ -92,33 +148,58 @@ def _check(project: Project, lanes: list, args: argparse.Namespace) -> int:
         shown_state, fix = str(state.freshness), None
         # A missing lock fails, also where this host cannot lock the lane (its index has no URL
         # here): a lane without a lock runs nowhere. Only --skip-unreachable lets such a host pass.
-        if state.freshness is locking.Freshness.MISSING and isinstance(locking.resolve_index_urls(lane, named), str):
+        if state.freshness is locking.Freshness.MISSING and isinstance(
+            locking.resolve_index_urls(lane, named), str
+        ):
             shown_state, unchecked, fix = "unchecked", unchecked + 1, f"nox -s lock -- {lane.name}"
             if args.skip_unreachable:
-                say(f"note    {lane.name}: never locked; its index has no URL on this host, so it cannot be checked here")
+                say(
+                    f"note    {lane.name}: never locked; its index has no URL on this host, so it cannot be checked here"
+                )
             else:
                 bad.append(lane.name)
-                say(f"missing {lane.name}: no lock, and its index has no URL on this host ({lane.origin}) — run "
-                    f"`{fix}` on a host that reaches it (or --skip-unreachable on hosts that never will)")
+                say(
+                    f"missing {lane.name}: no lock, and its index has no URL on this host ({lane.origin}) — run "
+                    f"`{fix}` on a host that reaches it (or --skip-unreachable on hosts that never will)"
+                )
         elif not state.current:
             fix = f"nox -s lock -- {lane.name}"
             bad.append(lane.name)
-            say(f"{shown_state:<7} {lane.name}: {state.why} ({lane.origin}) — run `{fix}`"
-                + (" to replace it with a patchlane lock" if state.freshness is locking.Freshness.FOREIGN else ""))
-        rows.append({"lane": lane.name, "state": shown_state, "why": state.why, "origin": lane.origin, "fix": fix})
+            say(
+                f"{shown_state:<7} {lane.name}: {state.why} ({lane.origin}) — run `{fix}`"
+                + (
+                    " to replace it with a patchlane lock"
+                    if state.freshness is locking.Freshness.FOREIGN
+                    else ""
+                )
+            )
+        rows.append(
+            {
+                "lane": lane.name,
+                "state": shown_state,
+                "why": state.why,
+                "origin": lane.origin,
+                "fix": fix,
+            }
+        )
     if bad:
         say(f"{len(bad)} of {len(lanes)} locks do not match their lanes: {', '.join(bad)}")
     else:
-        say(f"{len(lanes) - unchecked} of {len(lanes)} locks match their lanes"
-            + (f"; {unchecked} cannot be checked on this host" if unchecked else ""))
+        say(
+            f"{len(lanes) - unchecked} of {len(lanes)} locks match their lanes"
+            + (f"; {unchecked} cannot be checked on this host" if unchecked else "")
+        )
     if args.json:
         emit_json({"ok": not bad, "lanes": rows})
     return ExitCode.FAILED if bad else ExitCode.OK
 
 
 COMMAND = Command(
-    "lock", "write locks/<lane>/pylock.toml for each lane through uv", add_arguments, run,
+    "lock",
+    "write locks/<lane>/pylock.toml for each lane through uv",
+    add_arguments,
+    run,
     "Lock lanes in parallel. Unchanged lanes are skipped; a lane that fails keeps its previous lock. "
-    "A cooldown (exclude-newer = \"7 days\") is resolved to a UTC cutoff when a lane is first locked and "
+    'A cooldown (exclude-newer = "7 days") is resolved to a UTC cutoff when a lane is first locked and '
     "recorded in the lock; re-locks keep it until --upgrade or --upgrade-package.",
 )

@@ -12,11 +12,20 @@ from shims import tomlreader
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("old", type=Path, metavar="OLD", help="a pylock.toml (patchlane's, pip lock's, uv export's …)")
+    p.add_argument(
+        "old",
+        type=Path,
+        metavar="OLD",
+        help="a pylock.toml (patchlane's, pip lock's, uv export's …)",
+    )
     p.add_argument("new", type=Path, metavar="NEW", help="the pylock.toml to compare it with")
     form = p.add_mutually_exclusive_group()
-    form.add_argument("--markdown", action="store_true", help="a Markdown table (as bump pull requests show)")
-    form.add_argument("--json", action="store_true", help="one JSON document: both locks' origins and the changes")
+    form.add_argument(
+        "--markdown", action="store_true", help="a Markdown table (as bump pull requests show)"
+    )
+    form.add_argument(
+        "--json", action="store_true", help="one JSON document: both locks' origins and the changes"
+    )
 
 
 #: The largest lock read (a GPU stack's lock is tens of KiB).
@@ -28,8 +37,12 @@ def read(path: Path) -> dict:
     # Safe reading: a device (/dev/zero), a FIFO or a folder is one error, never a block or a flood.
     data = tomlreader.read(path, str(path), max_bytes=MAX_LOCK_BYTES).data
     if "lock-version" not in data or not isinstance(data.get("packages", []), list):
-        raise ConfigError(path, None, "not a PEP 751 lock (no lock-version, or packages is not an array)",
-                          "give a pylock.toml made by patchlane, pip lock or uv export --format pylock.toml")
+        raise ConfigError(
+            path,
+            None,
+            "not a PEP 751 lock (no lock-version, or packages is not an array)",
+            "give a pylock.toml made by patchlane, pip lock or uv export --format pylock.toml",
+        )
     return data
 
 
@@ -49,9 +62,13 @@ def run(project: Project, args: argparse.Namespace) -> int:
     old, new = read(args.old), read(args.new)
     changes = lockdiff.diff(old, new)
     if args.json:
-        emit_json({"old": {"path": str(args.old), "origin": origin(old)},
-                   "new": {"path": str(args.new), "origin": origin(new)},
-                   "changes": [c.to_json() for c in changes]})
+        emit_json(
+            {
+                "old": {"path": str(args.old), "origin": origin(old)},
+                "new": {"path": str(args.new), "origin": origin(new)},
+                "changes": [c.to_json() for c in changes],
+            }
+        )
         return ExitCode.OK
     say(f"{shown(args.old)}: {origin(old)}")
     say(f"{shown(args.new)}: {origin(new)}")
@@ -59,7 +76,12 @@ def run(project: Project, args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-COMMAND = Command("lockdiff", "what changed between two pylock.toml files (any tool's)", add_arguments, run,
-                  "What changed between two PEP 751 locks, package by package (keyed by name and environment "
-                  "marker), classified major/minor/patch/pre-release/nightly. Reads locks made by patchlane, "
-                  "`pip lock` and `uv export --format pylock.toml` alike.")
+COMMAND = Command(
+    "lockdiff",
+    "what changed between two pylock.toml files (any tool's)",
+    add_arguments,
+    run,
+    "What changed between two PEP 751 locks, package by package (keyed by name and environment "
+    "marker), classified major/minor/patch/pre-release/nightly. Reads locks made by patchlane, "
+    "`pip lock` and `uv export --format pylock.toml` alike.",
+)

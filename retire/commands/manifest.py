@@ -11,9 +11,17 @@ from retire.core.project import Project
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
-    m = actions.add_parser("merge", help="merge manifests from several hosts without losing or duplicating records")
+    m = actions.add_parser(
+        "merge", help="merge manifests from several hosts without losing or duplicating records"
+    )
     m.add_argument("inputs", nargs="+", type=Path, metavar="MANIFEST")
-    m.add_argument("-o", "--output", type=Path, required=True, help="the merged manifest (existing records are kept)")
+    m.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        required=True,
+        help="the merged manifest (existing records are kept)",
+    )
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
@@ -21,12 +29,17 @@ def run(project: Project, args: argparse.Namespace) -> int:
 
     inputs = list(args.inputs)
     if args.output.exists() and args.output not in inputs:
-        inputs.insert(0, args.output)  # merging into a manifest keeps what it already holds
+        # merging into a manifest keeps what it already holds
+        inputs.insert(0, args.output)
     before = len(validation.load(args.output))
     merged = validation.merge(inputs)
     validation.write(args.output, merged)
-    say(f"{args.output}: {len(merged)} records ({len(merged) - before:+d}) from {len(inputs)} file(s)")
+    say(
+        f"{args.output}: {len(merged)} records ({len(merged) - before:+d}) from {len(inputs)} file(s)"
+    )
     return ExitCode.OK
 
 
-COMMAND = Command("manifest", "validation manifest tools (merge records from several hosts)", add_arguments, run)
+COMMAND = Command(
+    "manifest", "validation manifest tools (merge records from several hosts)", add_arguments, run
+)

@@ -11,13 +11,26 @@ from retire.core.project import Project
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--mirrors", type=Path, metavar="DIR", help="folder of clones (default: patchlane.toml's [mirrors] folder)")
+    p.add_argument(
+        "--mirrors",
+        type=Path,
+        metavar="DIR",
+        help="folder of clones (default: patchlane.toml's [mirrors] folder)",
+    )
     actions = p.add_subparsers(dest="action", metavar="ACTION")
-    a = actions.add_parser("list", help="each declared mirror: where it is, how fresh, its newest release tag (default)")
+    a = actions.add_parser(
+        "list",
+        help="each declared mirror: where it is, how fresh, its newest release tag (default)",
+    )
     a.add_argument("--json", action="store_true", help="machine-readable output")
-    a = actions.add_parser("sync", help="clone or fetch each mirror; where the network does not allow, a note and no change")
+    a = actions.add_parser(
+        "sync",
+        help="clone or fetch each mirror; where the network does not allow, a note and no change",
+    )
     a.add_argument("repositories", nargs="*", metavar="URL", help="only these repositories")
-    a.add_argument("--strict", action="store_true", help="exit 1 when a mirror could not be reached")
+    a.add_argument(
+        "--strict", action="store_true", help="exit 1 when a mirror could not be reached"
+    )
     a.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -31,8 +44,12 @@ def _selected(project: Project, args: argparse.Namespace) -> list:
     known = {repository_key(m.repository): m for m in mirrors}
     missing = [url for url in wanted if repository_key(url) not in known]
     if missing:
-        raise ConfigError(None, None, f"{missing[0]} is not declared in patchlane.toml",
-                          "add it as [[mirrors.repository]] url = \"…\"")
+        raise ConfigError(
+            None,
+            None,
+            f"{missing[0]} is not declared in patchlane.toml",
+            'add it as [[mirrors.repository]] url = "…"',
+        )
     return [known[repository_key(url)] for url in wanted]
 
 
@@ -40,9 +57,17 @@ def _describe(mirror) -> dict:
     from retire.evidence.values import ProbeFailure
     from retire.mirrors.repo import open_mirror
 
-    row = {"repository": mirror.repository, "path": str(mirror.path), "tags": mirror.tags,
-           "branches": list(mirror.branches), "present": False, "newest_commit": None,
-           "newest_release_tag": None, "release_tags": 0, "problem": None}
+    row = {
+        "repository": mirror.repository,
+        "path": str(mirror.path),
+        "tags": mirror.tags,
+        "branches": list(mirror.branches),
+        "present": False,
+        "newest_commit": None,
+        "newest_release_tag": None,
+        "release_tags": 0,
+        "problem": None,
+    }
     repo = open_mirror(mirror)
     if isinstance(repo, ProbeFailure):
         row["problem"] = repo.reason
@@ -56,8 +81,12 @@ def _describe(mirror) -> dict:
         row["problem"] = f"{type(exc).__name__}: {exc}"
         return row
     top = max(tags, key=lambda tv: Version(tv[1]), default=None)
-    row.update(present=True, newest_commit=newest.isoformat() if newest else None,
-               newest_release_tag=f"{top[0]} ({top[1]})" if top else None, release_tags=len(tags))
+    row.update(
+        present=True,
+        newest_commit=newest.isoformat() if newest else None,
+        newest_release_tag=f"{top[0]} ({top[1]})" if top else None,
+        release_tags=len(tags),
+    )
     return row
 
 
@@ -69,15 +98,19 @@ def run(project: Project, args: argparse.Namespace) -> int:
         emit_json(rows)
         return ExitCode.OK
     if not rows:
-        say("no mirrors declared: add [[mirrors.repository]] entries to patchlane.toml (docs/mirrors.md)")
+        say(
+            "no mirrors declared: add [[mirrors.repository]] entries to patchlane.toml (docs/mirrors.md)"
+        )
         return ExitCode.OK
     for row in rows:
         if row["problem"]:
             say(f"missing   {row['repository']}: {row['problem']}")
         else:
             newest = (row["newest_commit"] or "?")[:10]
-            say(f"present   {row['repository']}: newest commit {newest}, {row['release_tags']} release tag(s), "
-                f"newest {row['newest_release_tag'] or 'none'} — {row['path']}")
+            say(
+                f"present   {row['repository']}: newest commit {newest}, {row['release_tags']} release tag(s), "
+                f"newest {row['newest_release_tag'] or 'none'} — {row['path']}"
+            )
     return ExitCode.OK
 
 
@@ -98,16 +131,32 @@ def _sync(project: Project, args: argparse.Namespace) -> int:
             say(line + (f": {result.detail}" if result.detail else ""))
     unreachable = [r for r in results if r.status == "unreachable"]
     if unreachable and not args.json:
-        say(f"note: {len(unreachable)} mirror(s) could not be reached from this host and were left as they are; "
-            "verdicts read what they hold and say when a mirror is behind")
+        say(
+            f"note: {len(unreachable)} mirror(s) could not be reached from this host and were left as they are; "
+            "verdicts read what they hold and say when a mirror is behind"
+        )
     if args.json:
-        emit_json([{"repository": r.repository, "path": str(r.path), "status": r.status, "detail": r.detail,
-                         "newest_commit": r.newest_commit_at.isoformat() if r.newest_commit_at else None}
-                   for r in results])
+        emit_json(
+            [
+                {
+                    "repository": r.repository,
+                    "path": str(r.path),
+                    "status": r.status,
+                    "detail": r.detail,
+                    "newest_commit": r.newest_commit_at.isoformat() if r.newest_commit_at else None,
+                }
+                for r in results
+            ]
+        )
     failed = [r for r in results if not r.ok] + (unreachable if args.strict else [])
     return ExitCode.FAILED if failed else ExitCode.OK
 
 
-COMMAND = Command("mirrors", "local git mirrors: list them, or sync them where the network allows", add_arguments, run,
-                  "The git mirrors that answer for the code host on air-gapped hosts (declared in patchlane.toml). "
-                  "`sync` clones or fetches each; where the network does not allow, it changes nothing and says so.")
+COMMAND = Command(
+    "mirrors",
+    "local git mirrors: list them, or sync them where the network allows",
+    add_arguments,
+    run,
+    "The git mirrors that answer for the code host on air-gapped hosts (declared in patchlane.toml). "
+    "`sync` clones or fetches each; where the network does not allow, it changes nothing and says so.",
+)

@@ -7,9 +7,18 @@ import datetime as _dt
 from pathlib import Path
 
 from retire.commands.base import (
-    Command, ExitCode, emit_json, emit_text, iso_date, positive_days, positive_int, say, shown, utc_moment,
+    Command,
+    ExitCode,
+    emit_json,
+    emit_text,
+    existing_file,
+    iso_date,
+    positive_days,
+    positive_int,
+    say,
+    shown,
+    utc_moment,
 )
-from retire.commands.base import existing_file
 from retire.core.project import Project
 
 
@@ -17,14 +26,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from retire.packs.checks import DEFAULT_MAX_CODE_LINES, DEFAULT_WINDOW
 
     p.add_argument("--now", type=utc_moment, help="evaluate as of this UTC time (default: now)")
-    p.add_argument("--window-days", type=positive_days, default=DEFAULT_WINDOW.days,
-                   help="how recent a BUG_REPRODUCED run must be (default: 1 day)")
+    p.add_argument(
+        "--window-days",
+        type=positive_days,
+        default=DEFAULT_WINDOW.days,
+        help="how recent a BUG_REPRODUCED run must be (default: 1 day)",
+    )
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     a = actions.add_parser("check", help="readiness of packs; exit 1 if any is not ready")
     a.add_argument("ids", nargs="*", metavar="ID")
     a.add_argument("--max-code-lines", type=positive_int, default=DEFAULT_MAX_CODE_LINES)
-    a.add_argument("--validation", type=existing_file, help="validation manifest (default: validation/manifest.jsonl)")
-    a.add_argument("--json", action="store_true", help='print one JSON document: {"ok", "packs": [...]}')
+    a.add_argument(
+        "--validation",
+        type=existing_file,
+        help="validation manifest (default: validation/manifest.jsonl)",
+    )
+    a.add_argument(
+        "--json", action="store_true", help='print one JSON document: {"ok", "packs": [...]}'
+    )
     a = actions.add_parser("plan", help="propose the next filing wave")
     a.add_argument("--day", type=iso_date, help="the day to plan for (default: today, UTC)")
     a.add_argument("--json", action="store_true")
@@ -35,7 +54,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     a = actions.add_parser("approve", help="record that a named person approved a ready pack")
     a.add_argument("id", metavar="ID")
     a.add_argument("--by", required=True, metavar="NAME")
-    a = actions.add_parser("export", help="write an approved pack's body, reproducer and README to a folder")
+    a = actions.add_parser(
+        "export", help="write an approved pack's body, reproducer and README to a folder"
+    )
     a.add_argument("id", metavar="ID")
     a.add_argument("--to", required=True, type=Path, metavar="DIR")
     a = actions.add_parser("filed", help="record where a human filed an approved pack")
@@ -61,7 +82,11 @@ def run(project: Project, args: argparse.Namespace) -> int:
             for repo, packs in wave.by_repository():
                 say(f"  {repo}")
                 for c in packs:
-                    gate = "approved" if c.approved else f"needs `patchlane pack approve {c.id} --by NAME`"
+                    gate = (
+                        "approved"
+                        if c.approved
+                        else f"needs `patchlane pack approve {c.id} --by NAME`"
+                    )
                     say(f"    {c.priority:<14} {c.id}  ({gate})")
         for repo, why in wave.held:
             say(f"held  {repo}: {why}")
@@ -78,7 +103,9 @@ def run(project: Project, args: argparse.Namespace) -> int:
         return ExitCode.OK
     if args.action == "approve":
         approval = store.approve(root, args.id, by=args.by, now=args.now, window=window)
-        say(f"approved {args.id} by {approval.by} at {approval.at}; recorded in packs/state.json — commit it")
+        say(
+            f"approved {args.id} by {approval.by} at {approval.at}; recorded in packs/state.json — commit it"
+        )
         return ExitCode.OK
     if args.action == "export":
         from retire.packs.export import export
@@ -94,8 +121,14 @@ def run(project: Project, args: argparse.Namespace) -> int:
 def _check(project: Project, args: argparse.Namespace, window: _dt.timedelta) -> int:
     from retire.packs import store
 
-    entries = store.filing_queue(project.root, args.ids or None, now=args.now, window=window,
-                                 max_code_lines=args.max_code_lines, validation_path=args.validation)
+    entries = store.filing_queue(
+        project.root,
+        args.ids or None,
+        now=args.now,
+        window=window,
+        max_code_lines=args.max_code_lines,
+        validation_path=args.validation,
+    )
     deny = store.deny_file(project.root)
     if not deny.is_file():
         say(f"note: no {shown(deny)}: nothing checked for non-public language")
@@ -103,7 +136,9 @@ def _check(project: Project, args: argparse.Namespace, window: _dt.timedelta) ->
     for e in entries:
         if e.status == "already-fixed":
             fixed = ", ".join(x for x in (e.thread, e.fixed_in) if x)
-            say(f"regression  {e.id}: already fixed upstream ({fixed}) — kept as regression coverage, not filed")
+            say(
+                f"regression  {e.id}: already fixed upstream ({fixed}) — kept as regression coverage, not filed"
+            )
         elif e.status == "filed":
             say(f"filed       {e.id}: {', '.join(e.filed)}")
         elif e.reasons:
@@ -114,11 +149,18 @@ def _check(project: Project, args: argparse.Namespace, window: _dt.timedelta) ->
         else:
             extra = f" (approved by {e.approved_by})" if e.status == "approved" else ""
             say(f"ready       {e.id} → {e.repository} [{e.priority}]{extra}")
-    say(f"{len(entries) - not_ready} of {len(entries)} pack(s) ready or settled; {not_ready} not ready")
+    say(
+        f"{len(entries) - not_ready} of {len(entries)} pack(s) ready or settled; {not_ready} not ready"
+    )
     if args.json:
         emit_json({"ok": not not_ready, "packs": [e.to_json() for e in entries]})
     return ExitCode.FAILED if not_ready else ExitCode.OK
 
 
-COMMAND = Command("pack", "upstream packs: check, plan, queue, show, approve, export, filed", add_arguments, run,
-                  "Upstream packs: the filing queue and its human gate.")
+COMMAND = Command(
+    "pack",
+    "upstream packs: check, plan, queue, show, approve, export, filed",
+    add_arguments,
+    run,
+    "Upstream packs: the filing queue and its human gate.",
+)

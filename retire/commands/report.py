@@ -5,40 +5,64 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from retire.commands.base import Command, ExitCode, emit_text, say, shown
-from retire.commands.base import existing_file
+from retire.commands.base import Command, ExitCode, emit_text, existing_file, say, shown
 from retire.core.project import Project
 
 
 def add_evidence_arguments(p: argparse.ArgumentParser) -> None:
     """Where verdicts get their evidence: shared by report, retire and verdicts-like commands."""
-    p.add_argument("--validation", type=existing_file, help="validation manifest (default: validation/manifest.jsonl)")
-    p.add_argument("--mirrors", type=Path, metavar="DIR",
-                   help="folder of local clones as <owner>/<repo>[.git] (default: patchlane.toml's [mirrors] folder)")
-    p.add_argument("--index-url", help="default package index when a lane names none (default: uv's configuration)")
+    p.add_argument(
+        "--validation",
+        type=existing_file,
+        help="validation manifest (default: validation/manifest.jsonl)",
+    )
+    p.add_argument(
+        "--mirrors",
+        type=Path,
+        metavar="DIR",
+        help="folder of local clones as <owner>/<repo>[.git] (default: patchlane.toml's [mirrors] folder)",
+    )
+    p.add_argument(
+        "--index-url",
+        help="default package index when a lane names none (default: uv's configuration)",
+    )
     p.add_argument("--api-url", help="code host REST API base URL (default: the public API)")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--week", help="ISO week to report, e.g. 2026-W47 (default: this week)")
     p.add_argument("--out", type=Path, help="folder for the report files (default: reports/)")
-    p.add_argument("--no-probe", action="store_true",
-                   help="use cached evidence only (HTTP cache, local mirrors, records): no network")
-    p.add_argument("--json", action="store_true", help="print the JSON report instead of the short version")
+    p.add_argument(
+        "--no-probe",
+        action="store_true",
+        help="use cached evidence only (HTTP cache, local mirrors, records): no network",
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print the JSON report instead of the short version"
+    )
     add_evidence_arguments(p)
 
 
 def gather_options(project: Project, args: argparse.Namespace) -> dict:
     pairs = (("index_url", args.index_url), ("api_base", args.api_url))
-    return {"mirrors": project.mirrors(args.mirrors), **{key: value for key, value in pairs if value is not None}}
+    return {
+        "mirrors": project.mirrors(args.mirrors),
+        **{key: value for key, value in pairs if value is not None},
+    }
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
     """0 when the report was written (whatever it says), 2 for bad input, 1 when it could not be written."""
     from retire.report import markdown, weekly
 
-    written = weekly.generate(project, week=args.week, out=args.out, probe=not args.no_probe,
-                              gather_options=gather_options(project, args), records_path=args.validation)
+    written = weekly.generate(
+        project,
+        week=args.week,
+        out=args.out,
+        probe=not args.no_probe,
+        gather_options=gather_options(project, args),
+        records_path=args.validation,
+    )
     if args.json:
         for note in written.report.notes:
             say(f"patchlane: note: {note}", err=True)
@@ -48,5 +72,10 @@ def run(project: Project, args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-COMMAND = Command("report", "write the weekly retirement report (reports/<year>-W<week>.md/.json/.html)", add_arguments, run,
-                  "Write the weekly retirement report (reports/<week>.md, .html, .json) and print the short version.")
+COMMAND = Command(
+    "report",
+    "write the weekly retirement report (reports/<year>-W<week>.md/.json/.html)",
+    add_arguments,
+    run,
+    "Write the weekly retirement report (reports/<week>.md, .html, .json) and print the short version.",
+)

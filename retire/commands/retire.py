@@ -15,16 +15,33 @@ from retire.core.project import Project
 def add_arguments(p: argparse.ArgumentParser) -> None:
     report.add_arguments(p)
     apply = p.add_argument_group("auto-drop (--apply)")
-    apply.add_argument("--apply", action="store_true", help="propose one branch per shim whose verdict is retire")
-    apply.add_argument("--no-pr", action="store_true", help="with --apply: make branches only, open no pull request")
+    apply.add_argument(
+        "--apply", action="store_true", help="propose one branch per shim whose verdict is retire"
+    )
+    apply.add_argument(
+        "--no-pr",
+        action="store_true",
+        help="with --apply: make branches only, open no pull request",
+    )
     apply.add_argument("--repo", help="owner/name to open pull requests in (with a GITHUB_TOKEN)")
-    apply.add_argument("--base", default="HEAD", help="commit the branches start from (default: HEAD)")
-    apply.add_argument("--pr-base", help="branch the pull requests target (default: the --base branch)")
-    apply.add_argument("--remote", default="origin", help="remote the branches are pushed to (default: origin)")
+    apply.add_argument(
+        "--base", default="HEAD", help="commit the branches start from (default: HEAD)"
+    )
+    apply.add_argument(
+        "--pr-base", help="branch the pull requests target (default: the --base branch)"
+    )
+    apply.add_argument(
+        "--remote", default="origin", help="remote the branches are pushed to (default: origin)"
+    )
     # --json comes from the report's arguments: with --apply it prints {"ok", "proposals": [...]}
-    apply.add_argument("--plan", type=Path, action="append", metavar="FILE",
-                       help="apply these plans (JSON: shim_id, why, floors, evidence_markdown, upstream_links; "
-                            "one or a list) instead of the verdicts' (repeatable)")
+    apply.add_argument(
+        "--plan",
+        type=Path,
+        action="append",
+        metavar="FILE",
+        help="apply these plans (JSON: shim_id, why, floors, evidence_markdown, upstream_links; "
+        "one or a list) instead of the verdicts' (repeatable)",
+    )
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
@@ -38,11 +55,23 @@ def run(project: Project, args: argparse.Namespace) -> int:
         if args.json:
             emit_json({"ok": True, "proposals": []})
         return ExitCode.OK
-    outcomes = autodrop.apply(project.root, todo, base=args.base, open_prs=not args.no_pr, repository=args.repo,
-                              api_base=args.api_url, remote=args.remote, pr_base=args.pr_base,
-                              on_step=lambda shim, step: say(f"  {shim}: {step}", level=Level.PROGRESS))
+    outcomes = autodrop.apply(
+        project.root,
+        todo,
+        base=args.base,
+        open_prs=not args.no_pr,
+        repository=args.repo,
+        api_base=args.api_url,
+        remote=args.remote,
+        pr_base=args.pr_base,
+        on_step=lambda shim, step: say(f"  {shim}: {step}", level=Level.PROGRESS),
+    )
     for o in outcomes:
-        pr = f" [PR: {o.pr_status}{' ' + o.pr_url if o.pr_url else ''}]" if o.pr_status != "not-requested" else ""
+        pr = (
+            f" [PR: {o.pr_status}{' ' + o.pr_url if o.pr_url else ''}]"
+            if o.pr_status != "not-requested"
+            else ""
+        )
         say(f"{o.status:<17} {o.branch}" + (f" — {o.reason}" if o.reason else "") + pr)
     ok = all(o.ok for o in outcomes)
     if args.json:
@@ -58,8 +87,14 @@ def _plans_from_verdicts(project: Project, args: argparse.Namespace) -> list:
     manifests, lanes = project.manifests(), project.lanes()
     records_path = args.validation or project.validation
     records = validation.load(records_path)
-    verdicts = gather(list(manifests.values()), lanes, project.locks_dir, records_path,
-                      cache_dir=project.http_cache, **report.gather_options(project, args))
+    verdicts = gather(
+        list(manifests.values()),
+        lanes,
+        project.locks_dir,
+        records_path,
+        cache_dir=project.http_cache,
+        **report.gather_options(project, args),
+    )
     for verdict in verdicts:
         say(f"{verdict.shim:<28} {verdict.decision:<8} {verdict.why}", level=Level.PROGRESS)
     return plans(verdicts, manifests, records)
@@ -75,15 +110,24 @@ def _plans_from_files(paths: list[Path]) -> list:
             data = json.loads(path.read_text(encoding="utf-8"))
             found += [DropPlan.from_dict(d) for d in (data if isinstance(data, list) else [data])]
         except OSError as exc:
-            raise ConfigError(path, None, f"cannot read the plan: {exc.strerror or exc}", "check the path") from None
+            raise ConfigError(
+                path, None, f"cannot read the plan: {exc.strerror or exc}", "check the path"
+            ) from None
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
-            raise ConfigError(path, None, f"not a retirement plan ({type(exc).__name__}: {exc})",
-                              "give a JSON object (or list) with shim_id, why, floors, evidence_markdown") from None
+            raise ConfigError(
+                path,
+                None,
+                f"not a retirement plan ({type(exc).__name__}: {exc})",
+                "give a JSON object (or list) with shim_id, why, floors, evidence_markdown",
+            ) from None
     return found
 
 
 COMMAND = Command(
-    "retire", "the weekly report; with --apply, one auto-drop branch per retire verdict", add_arguments, run,
+    "retire",
+    "the weekly report; with --apply, one auto-drop branch per retire verdict",
+    add_arguments,
+    run,
     "Without --apply: the weekly retirement report (every report option applies). "
     "With --apply: one branch per shim whose verdict is retire, for a human to merge; never merges.",
 )

@@ -12,7 +12,17 @@ import threading
 from pathlib import Path
 
 from retire.commands.base import (
-    Command, ExitCode, Level, Scrubbed, emit_json, json_mode, live, positive_float, positive_int, say, shown,
+    Command,
+    ExitCode,
+    Level,
+    Scrubbed,
+    emit_json,
+    json_mode,
+    live,
+    positive_float,
+    positive_int,
+    say,
+    shown,
     verbosity,
 )
 from retire.core.project import Project
@@ -24,28 +34,66 @@ def _seconds_or_zero(text: str) -> float:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("lanes", nargs="*", metavar="LANE", help="only these lanes (default: all)")
-    p.add_argument("--tag", choices=("cpu", "gpu"),
-                   help="only the lanes with this tag: gpu for needs-cuda lanes, cpu for the others (nox's session tags)")
+    p.add_argument(
+        "--tag",
+        choices=("cpu", "gpu"),
+        help="only the lanes with this tag: gpu for needs-cuda lanes, cpu for the others (nox's session tags)",
+    )
     p.add_argument("--jobs", type=positive_int, default=1, help="lanes run at once (default: 1)")
-    p.add_argument("--overlay", metavar="PYTHON", default=os.environ.get("PATCHLANE_OVERLAY") or None,
-                   help="build overlay envs on this base interpreter, e.g. a GPU image's python (env: PATCHLANE_OVERLAY)")
-    p.add_argument("--timeout", type=positive_float, help="seconds per reproducer (default: each manifest's own)")
-    p.add_argument("--heartbeat", type=_seconds_or_zero, default=20.0, metavar="SECONDS",
-                   help="say 'still running …' this often while a reproducer runs (default 20; 0: never)")
-    p.add_argument("--isolation", choices=("process", "launcher"),
-                   help="launcher: fork every run from one interpreter per lane that imported the shims' preloads once; "
-                        "process: one interpreter per run (default: launcher where the lane's shims declare preloads)")
-    p.add_argument("--manifest", type=Path, help="validation manifest to append to (default: validation/manifest.jsonl)")
+    p.add_argument(
+        "--overlay",
+        metavar="PYTHON",
+        default=os.environ.get("PATCHLANE_OVERLAY") or None,
+        help="build overlay envs on this base interpreter, e.g. a GPU image's python (env: PATCHLANE_OVERLAY)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=positive_float,
+        help="seconds per reproducer (default: each manifest's own)",
+    )
+    p.add_argument(
+        "--heartbeat",
+        type=_seconds_or_zero,
+        default=20.0,
+        metavar="SECONDS",
+        help="say 'still running …' this often while a reproducer runs (default 20; 0: never)",
+    )
+    p.add_argument(
+        "--isolation",
+        choices=("process", "launcher"),
+        help="launcher: fork every run from one interpreter per lane that imported the shims' preloads once; "
+        "process: one interpreter per run (default: launcher where the lane's shims declare preloads)",
+    )
+    p.add_argument(
+        "--manifest",
+        type=Path,
+        help="validation manifest to append to (default: validation/manifest.jsonl)",
+    )
     p.add_argument("--no-record", action="store_true", help="do not record the results")
-    p.add_argument("--run-id", help="group this run's results under ID (nox passes one per invocation)")
-    p.add_argument("--envs-dir", type=Path, help="where lane environments live (default: .patchlane/envs)")
-    p.add_argument("--mirrors", type=Path, metavar="DIR",
-                   help="folder of git mirrors for lane revisions (default: patchlane.toml's [mirrors] folder)")
-    p.add_argument("--wheelhouse", type=Path, metavar="DIR",
-                   help="build the lane from DIR only (`patchlane wheelhouse gather`/`join`): no index, no network, "
-                        "every file checked against the lock's sha256 (default lane: the one DIR was gathered for)")
-    p.add_argument("--json", action="store_true",
-                   help="print one JSON document (the lanes' outcomes); the pytest view goes to stderr")
+    p.add_argument(
+        "--run-id", help="group this run's results under ID (nox passes one per invocation)"
+    )
+    p.add_argument(
+        "--envs-dir", type=Path, help="where lane environments live (default: .patchlane/envs)"
+    )
+    p.add_argument(
+        "--mirrors",
+        type=Path,
+        metavar="DIR",
+        help="folder of git mirrors for lane revisions (default: patchlane.toml's [mirrors] folder)",
+    )
+    p.add_argument(
+        "--wheelhouse",
+        type=Path,
+        metavar="DIR",
+        help="build the lane from DIR only (`patchlane wheelhouse gather`/`join`): no index, no network, "
+        "every file checked against the lock's sha256 (default lane: the one DIR was gathered for)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON document (the lanes' outcomes); the pytest view goes to stderr",
+    )
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
@@ -55,29 +103,43 @@ def run(project: Project, args: argparse.Namespace) -> int:
     from retire.runs import lanerun, reaper, suite
 
     if args.run_id:
-        project.run_dir(args.run_id)  # a bad id fails before anything runs
-    carried = _wheelhouse_lane(args.wheelhouse)  # [] without --wheelhouse
+        # a bad id fails before anything runs
+        project.run_dir(args.run_id)
+    # [] without --wheelhouse
+    carried = _wheelhouse_lane(args.wheelhouse)
     lanes = lanefile.select(project.lanes(), args.lanes or carried)
     if args.tag:
         lanes = [lane for lane in lanes if lane.tag == args.tag]
     if carried and [lane.name for lane in lanes] != carried:
         from retire.core.errors import ConfigError
 
-        raise ConfigError(None, "--wheelhouse", f"{shown(args.wheelhouse)} holds lane {carried[0]!r} and builds it alone",
-                          f"run `patchlane run {carried[0]} --wheelhouse DIR`, or gather a wheelhouse for each lane")
+        raise ConfigError(
+            None,
+            "--wheelhouse",
+            f"{shown(args.wheelhouse)} holds lane {carried[0]!r} and builds it alone",
+            f"run `patchlane run {carried[0]} --wheelhouse DIR`, or gather a wheelhouse for each lane",
+        )
     manifests = project.manifests()
     host = lanerun.Host.detect()
     options = lanerun.RunOptions(
-        locks_dir=project.locks_dir, envs_dir=args.envs_dir or project.envs_dir,
-        overlay=args.overlay, timeout=args.timeout, host=host, heartbeat_s=args.heartbeat, isolation=args.isolation,
-        live=live() and args.jobs == 1,  # uv's bars from several lanes at once would tear each other apart
-        wheelhouse=args.wheelhouse, mirrors=project.mirrors(args.mirrors) if any(lane.revisions for lane in lanes) else None,
+        locks_dir=project.locks_dir,
+        envs_dir=args.envs_dir or project.envs_dir,
+        overlay=args.overlay,
+        timeout=args.timeout,
+        host=host,
+        heartbeat_s=args.heartbeat,
+        isolation=args.isolation,
+        # uv's bars from several lanes at once would tear each other apart
+        live=live() and args.jobs == 1,
+        wheelhouse=args.wheelhouse,
+        mirrors=project.mirrors(args.mirrors) if any(lane.revisions for lane in lanes) else None,
         **({"run_id": args.run_id} if args.run_id else {}),
     )
     target = args.manifest or project.validation
     recorded, counting = 0, threading.Lock()
 
-    def record(one) -> None:  # each record as it completes: an interrupted run keeps what finished
+    # each record as it completes: an interrupted run keeps what finished
+    def record(one) -> None:
         nonlocal recorded
         added = validation.append(target, [one])
         with counting:
@@ -85,15 +147,25 @@ def run(project: Project, args: argparse.Namespace) -> int:
 
     if not args.no_record:
         options = dataclasses.replace(options, on_record=record)
-    say(f"run {options.run_id}: {len(lanes)} lane(s) on this host ({host.description}), {args.jobs} at a time",
-        level=Level.PROGRESS)
+    say(
+        f"run {options.run_id}: {len(lanes)} lane(s) on this host ({host.description}), {args.jobs} at a time",
+        level=Level.PROGRESS,
+    )
     try:
         with reaper.terminate_on_sigterm():
-            results = lanerun.run_lanes(lanes, manifests, options, jobs=args.jobs,
-                                        progress=lambda lane, msg: say(f"[{lane}] {msg}", level=Level.PROGRESS))
+            results = lanerun.run_lanes(
+                lanes,
+                manifests,
+                options,
+                jobs=args.jobs,
+                progress=lambda lane, msg: say(f"[{lane}] {msg}", level=Level.PROGRESS),
+            )
     except KeyboardInterrupt:
         if recorded:
-            say(f"interrupted: kept the {recorded} reproducer run(s) that finished in {shown(target)}", err=True)
+            say(
+                f"interrupted: kept the {recorded} reproducer run(s) that finished in {shown(target)}",
+                err=True,
+            )
         raise
     if recorded:
         say(f"recorded {recorded} reproducer run(s) in {shown(target)}")
@@ -111,9 +183,17 @@ def run(project: Project, args: argparse.Namespace) -> int:
     if failed:
         say(f"FAILED lanes: {', '.join(failed)}")
     if args.json:
-        emit_json({"ok": not failed, "run_id": options.run_id, "host": host.description,
-                   "recorded": recorded, "manifest": None if args.no_record else shown(target),
-                   "lanes": [lanerun.to_summary(run) for run in results], "failed": failed})
+        emit_json(
+            {
+                "ok": not failed,
+                "run_id": options.run_id,
+                "host": host.description,
+                "recorded": recorded,
+                "manifest": None if args.no_record else shown(target),
+                "lanes": [lanerun.to_summary(run) for run in results],
+                "failed": failed,
+            }
+        )
     return ExitCode.FAILED if failed else ExitCode.OK
 
 
@@ -127,7 +207,10 @@ def _wheelhouse_lane(folder: Path | None) -> list[str]:
 
 
 COMMAND = Command(
-    "run", "build lanes from their locks and run their shims' reproducers", add_arguments, run,
+    "run",
+    "build lanes from their locks and run their shims' reproducers",
+    add_arguments,
+    run,
     "Build each lane from its lock (uv, hash-checked) and run every shim's reproducer without and with the shim. "
     "With --wheelhouse DIR the lane is built from DIR alone, offline (docs/offline.md). "
     "Exit 1 only for broken shims, crashes and lanes that fail to build.",

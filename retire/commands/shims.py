@@ -11,8 +11,16 @@ from retire.core.project import Project
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.add_argument("--probe", action="store_true", help="import each installed target module so its shape check and probe run")
-    p.add_argument("--check", action="store_true", help="validate every manifest and its files; exit 2 on errors")
+    p.add_argument(
+        "--probe",
+        action="store_true",
+        help="import each installed target module so its shape check and probe run",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="validate every manifest and its files; exit 2 on errors",
+    )
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
@@ -34,4 +42,6 @@ def run(project: Project, args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-COMMAND = Command("shims", "list every shim of the project, whether it is active here and why", add_arguments, run)
+COMMAND = Command(
+    "shims", "list every shim of the project, whether it is active here and why", add_arguments, run
+)

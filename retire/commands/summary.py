@@ -13,7 +13,9 @@ from shims import tomlreader
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run-id", required=True, help="the id the lane runs recorded under")
-    p.add_argument("--json", action="store_true", help="print one JSON document: every lane's outcomes")
+    p.add_argument(
+        "--json", action="store_true", help="print one JSON document: every lane's outcomes"
+    )
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
@@ -26,15 +28,26 @@ def run(project: Project, args: argparse.Namespace) -> int:
     results = []
     for path in files:
         try:
-            text = tomlreader.read_text(path, str(path))  # a FIFO or a folder is an error, never a block
+            # a FIFO or a folder is an error, never a block
+            text = tomlreader.read_text(path, str(path))
             results.append(_checked(lanerun.from_summary(json.loads(text))))
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
-            raise ConfigError(path, None, f"unreadable lane summary ({type(exc).__name__})",
-                              "re-run that lane, or delete the file") from None
+            raise ConfigError(
+                path,
+                None,
+                f"unreadable lane summary ({type(exc).__name__})",
+                "re-run that lane, or delete the file",
+            ) from None
     failed = [run.lane for run in results if run.failed]
     if args.json:
-        emit_json({"ok": not failed, "run_id": args.run_id, "lanes": [lanerun.to_summary(r) for r in results],
-                   "failed": failed})
+        emit_json(
+            {
+                "ok": not failed,
+                "run_id": args.run_id,
+                "lanes": [lanerun.to_summary(r) for r in results],
+                "failed": failed,
+            }
+        )
         return ExitCode.FAILED if failed else ExitCode.OK
     say(lanerun.summary_table(results))
     if failed:
@@ -42,13 +55,27 @@ def run(project: Project, args: argparse.Namespace) -> int:
     return ExitCode.FAILED if failed else ExitCode.OK
 
 
-COMMAND = Command("summary", "the lane × shim table of one run (after several `patchlane run` calls)", add_arguments, run)
+COMMAND = Command(
+    "summary",
+    "the lane × shim table of one run (after several `patchlane run` calls)",
+    add_arguments,
+    run,
+)
 
 
 def _checked(result):
     """A summary written by hand or cut short: every field of the type the table prints, else TypeError."""
-    fields = [result.lane, result.status, result.why, *result.planned, *(x for s in result.shims for x in (s.shim, s.why))]
-    if not all(isinstance(value, str) for value in fields) or isinstance(result.seconds, bool) \
-            or not isinstance(result.seconds, (int, float)):
+    fields = [
+        result.lane,
+        result.status,
+        result.why,
+        *result.planned,
+        *(x for s in result.shims for x in (s.shim, s.why)),
+    ]
+    if (
+        not all(isinstance(value, str) for value in fields)
+        or isinstance(result.seconds, bool)
+        or not isinstance(result.seconds, (int, float))
+    ):
         raise TypeError("a field of the wrong type")
     return result

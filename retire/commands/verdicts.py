@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from retire.commands.base import Command, ExitCode, emit_json, positive_int, say
+from retire.commands.base import Command, ExitCode, emit_json, existing_file, positive_int, say
 from retire.core.errors import ConfigError
-from retire.commands.base import existing_file
 from retire.core.project import Project
 
 
@@ -16,16 +15,36 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("shims", nargs="*", metavar="SHIM", help="only these shims (default: all)")
     p.add_argument("--json", action="store_true", help="machine-readable output with the evidence")
-    p.add_argument("--index-url", help="default package index when a lane names none (default: uv's configuration)")
+    p.add_argument(
+        "--index-url",
+        help="default package index when a lane names none (default: uv's configuration)",
+    )
     p.add_argument("--api-url", help="GitHub REST API base URL (default: the public API)")
-    p.add_argument("--mirrors", type=Path, metavar="DIR",
-                   help="folder of local clones as <owner>/<repo>[.git] (default: patchlane.toml's [mirrors] folder)")
-    p.add_argument("--cache-dir", type=Path, help="HTTP cache folder (default: .patchlane/cache/http)")
+    p.add_argument(
+        "--mirrors",
+        type=Path,
+        metavar="DIR",
+        help="folder of local clones as <owner>/<repo>[.git] (default: patchlane.toml's [mirrors] folder)",
+    )
+    p.add_argument(
+        "--cache-dir", type=Path, help="HTTP cache folder (default: .patchlane/cache/http)"
+    )
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the HTTP cache")
-    p.add_argument("--validation", type=existing_file, help="validation manifest (default: validation/manifest.jsonl)")
-    p.add_argument("--stale-after", type=positive_int, default=DEFAULT_STALE_DAYS, metavar="DAYS",
-                   help=f"days without upstream activity before a shim is stale (default {DEFAULT_STALE_DAYS})")
-    p.add_argument("--jobs", type=positive_int, default=100, help="probes in flight at once (default 100)")
+    p.add_argument(
+        "--validation",
+        type=existing_file,
+        help="validation manifest (default: validation/manifest.jsonl)",
+    )
+    p.add_argument(
+        "--stale-after",
+        type=positive_int,
+        default=DEFAULT_STALE_DAYS,
+        metavar="DAYS",
+        help=f"days without upstream activity before a shim is stale (default {DEFAULT_STALE_DAYS})",
+    )
+    p.add_argument(
+        "--jobs", type=positive_int, default=100, help="probes in flight at once (default 100)"
+    )
 
 
 def selected_manifests(project: Project, wanted: list[str]) -> list:
@@ -33,8 +52,12 @@ def selected_manifests(project: Project, wanted: list[str]) -> list:
     manifests = project.manifests()
     unknown = [s for s in wanted if s not in manifests]
     if unknown:
-        raise ConfigError(None, None, f"unknown shim {unknown[0]!r}",
-                          f"known shims: {', '.join(sorted(manifests)) or 'none'}")
+        raise ConfigError(
+            None,
+            None,
+            f"unknown shim {unknown[0]!r}",
+            f"known shims: {', '.join(sorted(manifests)) or 'none'}",
+        )
     return [m for shim_id, m in sorted(manifests.items()) if not wanted or shim_id in wanted]
 
 
@@ -46,9 +69,16 @@ def run(project: Project, args: argparse.Namespace) -> int:
     lanes = project.lanes()
     cache_dir = None if args.no_cache else (args.cache_dir or project.http_cache)
     verdicts = gather(
-        manifests, lanes, project.locks_dir, args.validation or project.validation,
-        index_url=args.index_url, api_base=args.api_url, cache_dir=cache_dir, mirrors=project.mirrors(args.mirrors),
-        stale_after_days=args.stale_after, workers=args.jobs,
+        manifests,
+        lanes,
+        project.locks_dir,
+        args.validation or project.validation,
+        index_url=args.index_url,
+        api_base=args.api_url,
+        cache_dir=cache_dir,
+        mirrors=project.mirrors(args.mirrors),
+        stale_after_days=args.stale_after,
+        workers=args.jobs,
     )
     if args.json:
         emit_json([v.to_json() for v in verdicts])
@@ -64,12 +94,21 @@ def run(project: Project, args: argparse.Namespace) -> int:
             say(f"{'':<{width}}  {'⚑':<7}  {flag}")
     counts = {kind: sum(v.decision == kind for v in verdicts) for kind in Decision}
     flagged = sum(bool(v.flags) for v in verdicts)
-    say(", ".join(f"{n} {kind}" for kind, n in counts.items() if n) + (f"; {flagged} flagged" if flagged else "")
-        if verdicts else "no shims")
+    say(
+        ", ".join(f"{n} {kind}" for kind, n in counts.items() if n)
+        + (f"; {flagged} flagged" if flagged else "")
+        if verdicts
+        else "no shims"
+    )
     return ExitCode.OK
 
 
-COMMAND = Command("verdicts", "decide for each shim: keep, retire or unknown, with flags and the next action", add_arguments, run,
-                  "Gather evidence (recorded runs, indexes, mirrors, the code host) and decide for each shim: keep, "
-                  "retire or unknown. Flags need a person without changing the decision; `next` says what would "
-                  "decide an unknown. Rules: docs/verdicts.md.")
+COMMAND = Command(
+    "verdicts",
+    "decide for each shim: keep, retire or unknown, with flags and the next action",
+    add_arguments,
+    run,
+    "Gather evidence (recorded runs, indexes, mirrors, the code host) and decide for each shim: keep, "
+    "retire or unknown. Flags need a person without changing the decision; `next` says what would "
+    "decide an unknown. Rules: docs/verdicts.md.",
+)

@@ -14,7 +14,9 @@ from retire.core.secrets import scrub
 __all__ = ["atomic_write", "locked"]
 
 
-def atomic_write(path: str | os.PathLike[str], data: str | bytes, *, encoding: str = "utf-8") -> None:
+def atomic_write(
+    path: str | os.PathLike[str], data: str | bytes, *, encoding: str = "utf-8"
+) -> None:
     """Replace ``path`` with ``data`` atomically: readers see the old file or the new one.
 
     Text is scrubbed of every known secret first (:func:`retire.core.secrets.scrub`): reports,
@@ -24,7 +26,8 @@ def atomic_write(path: str | os.PathLike[str], data: str | bytes, *, encoding: s
     system), is flushed to disk before the rename, and takes over the old file's permissions.
     """
     target = Path(path)
-    if target.is_dir():  # say so by its name, not by the temporary file's
+    # say so by its name, not by the temporary file's
+    if target.is_dir():
         raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", str(target))
     target.parent.mkdir(parents=True, exist_ok=True)
     payload = scrub(data).encode(encoding) if isinstance(data, str) else data
@@ -33,8 +36,11 @@ def atomic_write(path: str | os.PathLike[str], data: str | bytes, *, encoding: s
     except FileNotFoundError:
         umask = os.umask(0)
         os.umask(umask)
-        mode = 0o666 & ~umask  # what a plain open() would have created
-    descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        # what a plain open() would have created
+        mode = 0o666 & ~umask
+    descriptor, temporary = tempfile.mkstemp(
+        dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
+    )
     try:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(payload)
@@ -59,7 +65,8 @@ def locked(path: str | os.PathLike[str]) -> Iterator[None]:
     folder.mkdir(parents=True, exist_ok=True)
     try:
         import fcntl
-    except ImportError:  # not POSIX: atomic replace still protects readers, not concurrent writers
+    # not POSIX: atomic replace still protects readers, not concurrent writers
+    except ImportError:
         yield
         return
     descriptor = os.open(folder, os.O_RDONLY)
@@ -67,4 +74,5 @@ def locked(path: str | os.PathLike[str]) -> Iterator[None]:
         fcntl.flock(descriptor, fcntl.LOCK_EX)
         yield
     finally:
-        os.close(descriptor)  # closing releases the lock
+        # closing releases the lock
+        os.close(descriptor)

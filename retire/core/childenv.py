@@ -20,34 +20,135 @@ from collections.abc import Mapping
 
 from retire.core.secrets import looks_secret
 
-__all__ = ["RUN_TOKEN", "RUN_TOKEN_ENV", "for_lane", "for_reproducer", "for_uv", "lane_allows", "uv_allows"]
+__all__ = [
+    "RUN_TOKEN",
+    "RUN_TOKEN_ENV",
+    "for_lane",
+    "for_reproducer",
+    "for_uv",
+    "lane_allows",
+    "uv_allows",
+]
 
-#: Every process patchlane starts for a lane (reproducers, uv) carries ``RUN_TOKEN_ENV=<RUN_TOKEN>.<n>``,
+#: Every process patchlane starts for a lane (reproducers, uv) carries
+#: ``RUN_TOKEN_ENV=<RUN_TOKEN>.<n>``,
 #: and so do their descendants: how an interrupted run finds them all (retire/runs/reaper.py).
 RUN_TOKEN_ENV = "PATCHLANE_RUN_TOKEN"
 RUN_TOKEN = uuid.uuid4().hex
 
-_EXACT = frozenset({
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TEMP", "TMP", "TERM",
-    "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "CI", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH",
-    "CC", "CXX", "CFLAGS", "CXXFLAGS", "LDFLAGS", "MAKEFLAGS",
-    "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR",
-    "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-    "SOURCE_DATE_EPOCH", "CONDA_PREFIX", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
-    "MAX_JOBS", "CUDACXX", "CUDAHOSTCXX", "PKG_CONFIG_PATH", "CARGO_HOME", "RUSTUP_HOME",
-})
-_PREFIXES = (
-    "LC_", "CUDA_", "CUDNN_", "CUBLAS", "CUTLASS_", "NVIDIA_", "NV_", "NVTE_", "NCCL_", "NVSHMEM_", "GLOO_", "TORCH_",
-    "TORCHINDUCTOR_", "TORCHDYNAMO_", "PYTORCH_", "TRITON_", "TL_", "TILELANG_", "HF_", "TRANSFORMERS_",
-    "OMP_", "MKL_", "KMP_", "OPENBLAS_", "PYTHON", "PYENV_", "PATCHLANE_", "SHIMS_", "COVERAGE_",
-    # extension builds and JIT compilers (torch cpp_extension, TileLang/TVM, mamba, TE, flash-attn)
-    "CMAKE_", "NINJA_", "CCACHE_", "NVCC_", "TVM_", "MAMBA_", "CAUSAL_CONV1D_", "FLASH_ATTENTION_", "TE_",
+_EXACT = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "TMPDIR",
+        "TEMP",
+        "TMP",
+        "TERM",
+        "COLUMNS",
+        "LINES",
+        "NO_COLOR",
+        "FORCE_COLOR",
+        "CI",
+        "LD_LIBRARY_PATH",
+        "LIBRARY_PATH",
+        "CPATH",
+        "CC",
+        "CXX",
+        "CFLAGS",
+        "CXXFLAGS",
+        "LDFLAGS",
+        "MAKEFLAGS",
+        "XDG_CACHE_HOME",
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_RUNTIME_DIR",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "WORLD_SIZE",
+        "RANK",
+        "LOCAL_RANK",
+        "LOCAL_WORLD_SIZE",
+        "SOURCE_DATE_EPOCH",
+        "CONDA_PREFIX",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "REQUESTS_CA_BUNDLE",
+        "CURL_CA_BUNDLE",
+        "MAX_JOBS",
+        "CUDACXX",
+        "CUDAHOSTCXX",
+        "PKG_CONFIG_PATH",
+        "CARGO_HOME",
+        "RUSTUP_HOME",
+    }
 )
-#: Extra variable names (space-separated) a host passes to lane code; secret-named ones still never pass.
+_PREFIXES = (
+    "LC_",
+    "CUDA_",
+    "CUDNN_",
+    "CUBLAS",
+    "CUTLASS_",
+    "NVIDIA_",
+    "NV_",
+    "NVTE_",
+    "NCCL_",
+    "NVSHMEM_",
+    "GLOO_",
+    "TORCH_",
+    "TORCHINDUCTOR_",
+    "TORCHDYNAMO_",
+    "PYTORCH_",
+    "TRITON_",
+    "TL_",
+    "TILELANG_",
+    "HF_",
+    "TRANSFORMERS_",
+    "OMP_",
+    "MKL_",
+    "KMP_",
+    "OPENBLAS_",
+    "PYTHON",
+    "PYENV_",
+    "PATCHLANE_",
+    "SHIMS_",
+    "COVERAGE_",
+    # extension builds and JIT compilers (torch cpp_extension, TileLang/TVM, mamba, TE, flash-attn)
+    "CMAKE_",
+    "NINJA_",
+    "CCACHE_",
+    "NVCC_",
+    "TVM_",
+    "MAMBA_",
+    "CAUSAL_CONV1D_",
+    "FLASH_ATTENTION_",
+    "TE_",
+)
+#: Extra variable names (space-separated) a host passes to lane code; secret-named ones still never
+#: pass.
 PASS_ENV = "PATCHLANE_PASS_ENV"
 # uv also reads its own settings, proxies and certificate bundles.
-_UV_EXACT = frozenset({"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy",
-                       "all_proxy", "no_proxy", "NETRC", "XDG_CONFIG_DIRS", "XDG_DATA_DIRS", "XDG_BIN_HOME"})
+_UV_EXACT = frozenset(
+    {
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "NO_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+        "no_proxy",
+        "NETRC",
+        "XDG_CONFIG_DIRS",
+        "XDG_DATA_DIRS",
+        "XDG_BIN_HOME",
+    }
+)
 _UV_PREFIXES = ("UV_",)
 #: The credentials uv may need for a named index: passed to uv, never to lane code.
 _UV_CREDENTIAL = re.compile(r"UV_INDEX_[A-Z0-9_]+_(USERNAME|PASSWORD)")

@@ -7,7 +7,8 @@ from shims.errors import InputError
 __all__ = ["ConfigError", "InputError", "PatchlaneError"]
 
 #: Bad user input, ``file: key: problem — fix`` on one line (exit code 2). The engine's name for
-#: the one input-error type: the shim runtime raises the same class (``shims.manifest.ManifestError``).
+#: the one input-error type: the shim runtime raises the same class
+#: (``shims.manifest.ManifestError``).
 ConfigError = InputError
 
 

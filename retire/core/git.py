@@ -25,8 +25,17 @@ DEFAULT_TIMEOUT = 300.0
 
 # Variables that point git at another repository, index or object store: set by hooks and
 # wrappers, they would silently redirect ``git -C <repo>``.
-_REDIRECTS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
-              "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_PREFIX", "GIT_CEILING_DIRECTORIES")
+_REDIRECTS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_COMMON_DIR",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_CEILING_DIRECTORIES",
+)
 
 
 class GitError(PatchlaneError):
@@ -36,8 +45,14 @@ class GitError(PatchlaneError):
 def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment git runs in: quiet, prompt-free, no system config, C locale."""
     env = {name: value for name, value in os.environ.items() if name not in _REDIRECTS}
-    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0", GIT_PAGER="cat", PAGER="cat",
-               LC_ALL="C", GIT_OPTIONAL_LOCKS="0")
+    env.update(
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_TERMINAL_PROMPT="0",
+        GIT_PAGER="cat",
+        PAGER="cat",
+        LC_ALL="C",
+        GIT_OPTIONAL_LOCKS="0",
+    )
     env.update(extra or {})
     return env
 
@@ -55,8 +70,14 @@ class Git:
     (a mirror path is checked as given).
     """
 
-    def __init__(self, repo: str | os.PathLike[str], *, env: dict[str, str] | None = None,
-                 timeout: float = DEFAULT_TIMEOUT, search_parents: bool = True) -> None:
+    def __init__(
+        self,
+        repo: str | os.PathLike[str],
+        *,
+        env: dict[str, str] | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        search_parents: bool = True,
+    ) -> None:
         self.repo = Path(repo)
         self.timeout = timeout
         self.env = dict(env or {})
@@ -66,18 +87,34 @@ class Git:
     def __repr__(self) -> str:
         return f"Git({os.fspath(self.repo)!r})"
 
-    def _exec(self, args: tuple[str, ...], *, input: str | None, env: dict[str, str] | None) -> subprocess.CompletedProcess[str]:
+    def _exec(
+        self, args: tuple[str, ...], *, input: str | None, env: dict[str, str] | None
+    ) -> subprocess.CompletedProcess[str]:
         try:
-            return subprocess.run(["git", "-C", os.fspath(self.repo), *args], capture_output=True, text=True,
-                                  env=environment({**self.env, **(env or {})}), timeout=self.timeout,
-                                  input=input, stdin=None if input is not None else subprocess.DEVNULL)
+            return subprocess.run(
+                ["git", "-C", os.fspath(self.repo), *args],
+                capture_output=True,
+                text=True,
+                env=environment({**self.env, **(env or {})}),
+                timeout=self.timeout,
+                input=input,
+                stdin=None if input is not None else subprocess.DEVNULL,
+            )
         except subprocess.TimeoutExpired:
-            raise GitError(f"git {args[0]} timed out after {self.timeout:g} s in {self.repo}") from None
-        except OSError as exc:  # no git on PATH, an unusable folder
+            raise GitError(
+                f"git {args[0]} timed out after {self.timeout:g} s in {self.repo}"
+            ) from None
+        # no git on PATH, an unusable folder
+        except OSError as exc:
             raise GitError(f"git {args[0]} could not run: {exc}") from None
 
-    def run(self, *args: str, check: bool = True, input: str | None = None,
-            env: dict[str, str] | None = None) -> str:
+    def run(
+        self,
+        *args: str,
+        check: bool = True,
+        input: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> str:
         """stdout of ``git args…`` without the trailing newline; a non-zero exit raises
         :class:`GitError` unless ``check`` is false (then stdout, possibly empty)."""
         proc = self._exec(args, input=input, env=env)
@@ -106,7 +143,10 @@ class Git:
 
     def rev_parse(self, ref: str) -> str | None:
         """The object name ``ref`` resolves to, or None if it does not exist."""
-        return self.run("rev-parse", "--verify", "--quiet", "--end-of-options", ref, check=False) or None
+        return (
+            self.run("rev-parse", "--verify", "--quiet", "--end-of-options", ref, check=False)
+            or None
+        )
 
     def is_shallow(self) -> bool:
         return self.run("rev-parse", "--is-shallow-repository") == "true"
@@ -125,7 +165,10 @@ class Git:
     def commits_touching(self, path: str, rev: str = "HEAD") -> list[tuple[str, int]]:
         """(sha, committer time in epoch seconds) of the commits on ``rev`` that touched ``path``."""
         out = self.run("log", "--format=%H %ct", rev, "--", path)
-        return [(sha, int(when)) for sha, when in (line.split() for line in out.splitlines() if line.strip())]
+        return [
+            (sha, int(when))
+            for sha, when in (line.split() for line in out.splitlines() if line.strip())
+        ]
 
     def files(self, commit: str, folder: str) -> list[PurePosixPath]:
         """Every file below ``folder`` in ``commit``'s tree, as paths relative to ``folder``."""
@@ -136,7 +179,9 @@ class Git:
     def worktree_paths(self) -> list[Path]:
         """Every worktree git knows of (the main one first), including ones whose folder is gone."""
         out = self.run("worktree", "list", "--porcelain")
-        return [Path(line.split(" ", 1)[1]) for line in out.splitlines() if line.startswith("worktree ")]
+        return [
+            Path(line.split(" ", 1)[1]) for line in out.splitlines() if line.startswith("worktree ")
+        ]
 
 
 def toplevel(path: str | os.PathLike[str]) -> Path:

@@ -32,7 +32,9 @@ __all__ = ["Project", "contained"]
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
-def contained(root: str | os.PathLike[str], path: str | os.PathLike[str], *, key: str | None = None) -> Path:
+def contained(
+    root: str | os.PathLike[str], path: str | os.PathLike[str], *, key: str | None = None
+) -> Path:
     """``path`` (absolute, or relative to ``root``) if it stays inside ``root`` and nothing below
     ``root`` on the way to it is a symbolic link; else a one-line :class:`ConfigError`.
 
@@ -49,8 +51,12 @@ def contained(root: str | os.PathLike[str], path: str | os.PathLike[str], *, key
     for part in target.relative_to(base).parts:
         current = current / part
         if current.is_symlink():
-            raise ConfigError(_shown(current), key, f"is a symbolic link (to {os.readlink(current)}): not followed",
-                              "replace the link with the file or folder itself")
+            raise ConfigError(
+                _shown(current),
+                key,
+                f"is a symbolic link (to {os.readlink(current)}): not followed",
+                "replace the link with the file or folder itself",
+            )
     return target
 
 
@@ -58,7 +64,8 @@ def _shown(path: Path) -> str:
     """Relative to the working folder when inside it (what a user types), else absolute."""
     try:
         return str(path.relative_to(Path.cwd()))
-    except (ValueError, OSError):  # outside it, or no working folder any more
+    # outside it, or no working folder any more
+    except (ValueError, OSError):
         return str(path)
 
 
@@ -120,9 +127,14 @@ class Project:
     def run_dir(self, run_id: str) -> Path:
         """Where one lane run's summaries live; a run id can never name a folder elsewhere."""
         if not _RUN_ID.fullmatch(run_id or ""):
-            raise ConfigError(None, "--run-id", f"{run_id!r} is not a run id",
-                              "use letters, digits, '.', '-' and '_' only (at most 64), e.g. --run-id nightly-42")
-        return contained(self.state_dir / "runs", run_id, key="--run-id")  # and never a link
+            raise ConfigError(
+                None,
+                "--run-id",
+                f"{run_id!r} is not a run id",
+                "use letters, digits, '.', '-' and '_' only (at most 64), e.g. --run-id nightly-42",
+            )
+        # and never a link
+        return contained(self.state_dir / "runs", run_id, key="--run-id")
 
     def lock_path(self, lane_name: str) -> Path:
         from retire.locks.locking import lock_path
@@ -134,7 +146,8 @@ class Project:
         """The shims of this project's catalogue by id (none when it has no ``shims/`` folder)."""
         from shims.manifest import discover
 
-        folder = self.shims_dir  # read from patchlane.toml: once
+        # read from patchlane.toml: once
+        folder = self.shims_dir
         return {m.id: m for m in discover(folder)} if folder.is_dir() else {}
 
     def shim_ids(self) -> set[str]:

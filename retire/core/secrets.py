@@ -18,17 +18,36 @@ import threading
 from collections.abc import Iterable, Mapping
 from urllib.parse import quote
 
-__all__ = ["REDACTED", "SECRET_MARKERS", "looks_secret", "remember", "scrub", "scrub_bytes", "secret_values"]
+__all__ = [
+    "REDACTED",
+    "SECRET_MARKERS",
+    "looks_secret",
+    "remember",
+    "scrub",
+    "scrub_bytes",
+    "secret_values",
+]
 
 REDACTED = "<redacted>"
 #: A variable whose name contains one of these (upper-cased) holds a secret.
 SECRET_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "COOKIE")
-#: ``AUTH`` as a word of the name (``AUTH_HEADER``, ``PROXY_AUTHORIZATION``), not ``GIT_AUTHOR_NAME``.
+#: ``AUTH`` as a word of the name (``AUTH_HEADER``, ``PROXY_AUTHORIZATION``), not
+#: ``GIT_AUTHOR_NAME``.
 _AUTH = re.compile(r"(?:^|_)AUTH(?:$|_|ORIZATION|ENTICATION|TOKEN)")
 #: Names that carry a marker but hold no secret (a socket path, a keyring's location, a NCCL knob).
-NOT_SECRET = frozenset({"SSH_AUTH_SOCK", "XAUTHORITY", "UV_KEYRING_PROVIDER", "KEYRING_BACKEND",
-                        "PYTHON_KEYRING_BACKEND", "GPG_AGENT_INFO", "NCCL_IB_PKEY"})
-#: Values shorter than this are not scrubbed: replacing "1", "true" or "python" everywhere would mangle
+NOT_SECRET = frozenset(
+    {
+        "SSH_AUTH_SOCK",
+        "XAUTHORITY",
+        "UV_KEYRING_PROVIDER",
+        "KEYRING_BACKEND",
+        "PYTHON_KEYRING_BACKEND",
+        "GPG_AGENT_INFO",
+        "NCCL_IB_PKEY",
+    }
+)
+#: Values shorter than this are not scrubbed: replacing "1", "true" or "python" everywhere would
+#: mangle
 #: files (real tokens are far longer).
 MIN_SECRET_LENGTH = 8
 
@@ -39,7 +58,9 @@ _lock = threading.Lock()
 def looks_secret(name: str) -> bool:
     """Whether an environment variable called ``name`` holds a secret (by its name)."""
     upper = name.upper()
-    return upper not in NOT_SECRET and (any(marker in upper for marker in SECRET_MARKERS) or bool(_AUTH.search(upper)))
+    return upper not in NOT_SECRET and (
+        any(marker in upper for marker in SECRET_MARKERS) or bool(_AUTH.search(upper))
+    )
 
 
 def remember(*values: str | None) -> None:
@@ -51,7 +72,11 @@ def remember(*values: str | None) -> None:
 def secret_values(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """Every secret value known now, longest first (so a secret that contains another goes whole)."""
     env = os.environ if environ is None else environ
-    found = {value for name, value in env.items() if looks_secret(name) and len(value) >= MIN_SECRET_LENGTH}
+    found = {
+        value
+        for name, value in env.items()
+        if looks_secret(name) and len(value) >= MIN_SECRET_LENGTH
+    }
     with _lock:
         found |= _remembered
     return tuple(sorted(found, key=len, reverse=True))
@@ -62,7 +87,12 @@ def _forms(extra: Iterable[str]) -> list[str]:
     forms: dict[str, None] = {}
     for secret in (*secret_values(), *extra):
         if secret:
-            for form in (secret, json.dumps(secret)[1:-1], html.escape(secret), quote(secret, safe="")):
+            for form in (
+                secret,
+                json.dumps(secret)[1:-1],
+                html.escape(secret),
+                quote(secret, safe=""),
+            ):
                 forms.setdefault(form)
     return list(forms)
 

@@ -30,7 +30,9 @@ def binary() -> str:
     except (ImportError, FileNotFoundError):
         found = shutil.which("uv")
         if found is None:
-            raise PatchlaneError("uv is not installed: install patchlane's engine (pip install 'patchlane[engine]')") from None
+            raise PatchlaneError(
+                "uv is not installed: install patchlane's engine (pip install 'patchlane[engine]')"
+            ) from None
         return found
 
 
@@ -38,7 +40,9 @@ def binary() -> str:
 def version() -> str:
     proc = run(["--version"])
     if proc.returncode != 0 or len(proc.stdout.split()) < 2:
-        raise PatchlaneError(f"uv --version failed: {' / '.join(failure_lines(proc.stderr)) or f'exit {proc.returncode}'}")
+        raise PatchlaneError(
+            f"uv --version failed: {' / '.join(failure_lines(proc.stderr)) or f'exit {proc.returncode}'}"
+        )
     return proc.stdout.split()[1]
 
 
@@ -51,8 +55,9 @@ CALLER_PYTHON_ENV = ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "__PYVENV_LAUNCH
 INDEX_ENV = ("UV_INDEX", "UV_DEFAULT_INDEX", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL")
 
 
-def base_env(extra: dict[str, str] | None = None, *, without_indexes: bool = False,
-             progress: bool = False) -> dict[str, str]:
+def base_env(
+    extra: dict[str, str] | None = None, *, without_indexes: bool = False, progress: bool = False
+) -> dict[str, str]:
     """The environment uv runs in: what :func:`retire.core.childenv.for_uv` allows (no token but
     its index credentials), quiet (unless ``progress``), never downloading interpreters behind our back."""
     env = childenv.for_uv()
@@ -62,16 +67,23 @@ def base_env(extra: dict[str, str] | None = None, *, without_indexes: bool = Fal
     if not progress:
         env.setdefault("UV_NO_PROGRESS", "1")
     env.setdefault("UV_PYTHON_DOWNLOADS", "never")
-    for name in CALLER_PYTHON_ENV:  # a lane's tools never see the caller's venv or paths by accident
+    # a lane's tools never see the caller's venv or paths by accident
+    for name in CALLER_PYTHON_ENV:
         env.pop(name, None)
-    env[childenv.RUN_TOKEN_ENV] = f"{childenv.RUN_TOKEN}.uv"  # an interrupted run kills uv and its builds too
+    # an interrupted run kills uv and its builds too
+    env[childenv.RUN_TOKEN_ENV] = f"{childenv.RUN_TOKEN}.uv"
     if extra:
         env.update(extra)
     return env
 
 
-def run(args: Sequence[str], *, cwd: str | os.PathLike[str] | None = None,
-        without_indexes: bool = False, live: bool = False) -> subprocess.CompletedProcess[str]:
+def run(
+    args: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    without_indexes: bool = False,
+    live: bool = False,
+) -> subprocess.CompletedProcess[str]:
     """``uv args…``: the pinned binary in :func:`base_env`, stdin closed, output captured as text.
 
     ``live`` also shows uv's stderr on this process's stderr as it comes, progress bars
@@ -82,8 +94,14 @@ def run(args: Sequence[str], *, cwd: str | os.PathLike[str] | None = None,
     if live and _PTY_OK:
         return _run_live(args, cwd=cwd, without_indexes=without_indexes)
     try:
-        return subprocess.run([binary(), *args], cwd=cwd, capture_output=True, text=True,
-                              env=base_env(without_indexes=without_indexes), stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            [binary(), *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            env=base_env(without_indexes=without_indexes),
+            stdin=subprocess.DEVNULL,
+        )
     except OSError as exc:
         raise PatchlaneError(f"uv could not be started: {exc}") from None
 
@@ -94,7 +112,8 @@ try:
     import termios
 
     _PTY_OK = True
-except ImportError:  # not POSIX: no live view, output stays captured
+# not POSIX: no live view, output stays captured
+except ImportError:
     _PTY_OK = False
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
@@ -115,22 +134,36 @@ def _echo(chunk: bytes) -> None:
     if hasattr(stream, "buffer"):
         stream.flush()
         stream.buffer.write(chunk)
-    else:  # a text-only stderr (a test's capture): the bytes as text
+    # a text-only stderr (a test's capture): the bytes as text
+    else:
         stream.write(chunk.decode(errors="replace"))
     stream.flush()
 
 
-def _run_live(args: Sequence[str], *, cwd, without_indexes: bool) -> subprocess.CompletedProcess[str]:
+def _run_live(
+    args: Sequence[str], *, cwd, without_indexes: bool
+) -> subprocess.CompletedProcess[str]:
     """Run uv with its stderr on a pseudo-terminal copied to ours as it comes, so it draws its
     progress; the text comes back too, as :func:`plain` lines, for the caller to parse."""
     master, follower = pty.openpty()
-    try:  # the bars fit our terminal's width
-        fcntl.ioctl(follower, termios.TIOCSWINSZ, fcntl.ioctl(sys.stderr.fileno(), termios.TIOCGWINSZ, b"\0" * 8))
+    # the bars fit our terminal's width
+    try:
+        fcntl.ioctl(
+            follower,
+            termios.TIOCSWINSZ,
+            fcntl.ioctl(sys.stderr.fileno(), termios.TIOCGWINSZ, b"\0" * 8),
+        )
     except (OSError, ValueError, AttributeError):
         pass
     try:
-        proc = subprocess.Popen([binary(), *args], cwd=cwd, stdout=subprocess.PIPE, stderr=follower,
-                                stdin=subprocess.DEVNULL, env=base_env(without_indexes=without_indexes, progress=True))
+        proc = subprocess.Popen(
+            [binary(), *args],
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            stdin=subprocess.DEVNULL,
+            env=base_env(without_indexes=without_indexes, progress=True),
+        )
     except OSError as exc:
         os.close(master)
         raise PatchlaneError(f"uv could not be started: {exc}") from None
@@ -144,7 +177,8 @@ def _run_live(args: Sequence[str], *, cwd, without_indexes: bool) -> subprocess.
         while True:
             try:
                 chunk = os.read(master, 65536)
-            except OSError:  # EIO: uv closed its end
+            # EIO: uv closed its end
+            except OSError:
                 break
             if not chunk:
                 break
@@ -155,12 +189,18 @@ def _run_live(args: Sequence[str], *, cwd, without_indexes: bool) -> subprocess.
     code = proc.wait()
     reader.join()
     stdout = b"".join(out).decode(errors="replace")
-    return subprocess.CompletedProcess([binary(), *args], code, stdout, plain(seen.decode(errors="replace")))
+    return subprocess.CompletedProcess(
+        [binary(), *args], code, stdout, plain(seen.decode(errors="replace"))
+    )
 
 
 def failure_lines(stderr: str) -> list[str]:
     """What uv said went wrong: its stderr without blank lines and warnings, stripped."""
-    return [line.strip() for line in stderr.splitlines() if line.strip() and not line.startswith("warning:")]
+    return [
+        line.strip()
+        for line in stderr.splitlines()
+        if line.strip() and not line.startswith("warning:")
+    ]
 
 
 def _config_files() -> list[Path]:
@@ -182,8 +222,10 @@ def _config_files() -> list[Path]:
 class HostIndexes:
     """What this host's uv configuration says about indexes."""
 
-    named: dict[str, str]  # name → URL, for lanes that name an index without a URL
-    default: str | None  # the default index, when the host replaces uv's own
+    # name → URL, for lanes that name an index without a URL
+    named: dict[str, str]
+    # the default index, when the host replaces uv's own
+    default: str | None
 
 
 def host_indexes() -> HostIndexes:
@@ -200,8 +242,11 @@ def host_indexes() -> HostIndexes:
             continue
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError) as exc:  # ValueError: TOML or UTF-8
-            raise ConfigError(path, None, f"uv configuration is not readable ({exc})", "fix or remove the file") from None
+        # ValueError: TOML or UTF-8
+        except (OSError, ValueError, RecursionError) as exc:
+            raise ConfigError(
+                path, None, f"uv configuration is not readable ({exc})", "fix or remove the file"
+            ) from None
         for index in data.get("index", []):
             if not (isinstance(index, dict) and isinstance(index.get("url"), str)):
                 continue
@@ -226,7 +271,17 @@ def builtin_default_index() -> str | None:
     with tempfile.TemporaryDirectory(prefix="patchlane-uv-") as scratch:
         empty = Path(scratch, "empty.in")
         empty.write_text("", encoding="utf-8")
-        proc = run(["pip", "compile", str(empty), "--emit-index-url", "--no-header", "--quiet", "--no-config"])
+        proc = run(
+            [
+                "pip",
+                "compile",
+                str(empty),
+                "--emit-index-url",
+                "--no-header",
+                "--quiet",
+                "--no-config",
+            ]
+        )
     for line in proc.stdout.splitlines():
         if line.startswith("--index-url "):
             return line.split(None, 1)[1].strip()

@@ -18,17 +18,33 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from shims.filereading import read_bytes
-from shims.reproducer import Mode
-
 from retire.core import times
 from retire.core.atomic import atomic_write, locked
 from retire.core.errors import ConfigError
+from shims.filereading import read_bytes
+from shims.reproducer import Mode
 
 __all__ = [
-    "FAILING", "FAULTED", "FIXED", "MODES", "OUTCOMES", "PROVING", "Mode", "RunOutcome", "ShimOutcome", "ValidationRecord",
-    "Damaged", "QUARANTINE_SUFFIX",
-    "append", "compute_record_id", "dumps", "load", "load_checked", "merge", "quarantine_path", "write",
+    "FAILING",
+    "FAULTED",
+    "FIXED",
+    "MODES",
+    "OUTCOMES",
+    "PROVING",
+    "QUARANTINE_SUFFIX",
+    "Damaged",
+    "Mode",
+    "RunOutcome",
+    "ShimOutcome",
+    "ValidationRecord",
+    "append",
+    "compute_record_id",
+    "dumps",
+    "load",
+    "load_checked",
+    "merge",
+    "quarantine_path",
+    "write",
 ]
 
 
@@ -47,9 +63,12 @@ class ShimOutcome(StrEnum):
     """What a lane makes of a shim's two runs (``runs.judge``), in legend order; ``not-run`` is a
     matrix cell the lane lists but nothing recorded."""
 
-    NEEDED = "needed"  # the bug reproduces, the shim fixes it
-    UPSTREAM_FIXED = "upstream-fixed"  # the bug is gone without the shim: a retirement candidate
-    SHIM_BROKEN = "shim-broken"  # the bug reproduces with the shim applied
+    # the bug reproduces, the shim fixes it
+    NEEDED = "needed"
+    # the bug is gone without the shim: a retirement candidate
+    UPSTREAM_FIXED = "upstream-fixed"
+    # the bug reproduces with the shim applied
+    SHIM_BROKEN = "shim-broken"
     CRASHED = "crashed"
     TIMEOUT = "timeout"
     SKIPPED = "skipped"
@@ -70,18 +89,39 @@ FAILING = frozenset({ShimOutcome.SHIM_BROKEN, ShimOutcome.CRASHED, ShimOutcome.T
 #: Host stamp fields that are text (or null) wherever a record is shown or compared.
 _HOST_TEXT = ("hostname", "gpu", "python", "platform", "driver", "compute_capability", "cuda")
 _FIELDS = (
-    "shim", "mode", "lane", "host", "versions", "sentinel", "outcome", "exit_code",
-    "duration_s", "started_at", "output_tail", "detail", "run", "environment", "record_id",
+    "shim",
+    "mode",
+    "lane",
+    "host",
+    "versions",
+    "sentinel",
+    "outcome",
+    "exit_code",
+    "duration_s",
+    "started_at",
+    "output_tail",
+    "detail",
+    "run",
+    "environment",
+    "record_id",
 )
 
 
 def compute_record_id(
-    *, shim: str, mode: str, lane: str, host: Mapping[str, object], started_at: str, sentinel: str | None
+    *,
+    shim: str,
+    mode: str,
+    lane: str,
+    host: Mapping[str, object],
+    started_at: str,
+    sentinel: str | None,
 ) -> str:
     """sha256 over what identifies one run: shim, mode, lane, host (name + GPU), start, sentinel."""
     identity = [shim, mode, lane, host.get("hostname"), host.get("gpu"), started_at, sentinel]
     # sort_keys: a host stamp's odd values (objects) hash the same after a round trip.
-    return hashlib.sha256(json.dumps(identity, separators=(",", ":"), sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(
+        json.dumps(identity, separators=(",", ":"), sort_keys=True).encode()
+    ).hexdigest()
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -92,7 +132,11 @@ def _paired(value):
     surrogate become the one character they encode, a lone one becomes U+FFFD. (A manifest line
     escapes each surrogate on its own, and every JSON reader joins an escaped pair.)"""
     if isinstance(value, str):
-        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace") if _SURROGATE.search(value) else value
+        return (
+            value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+            if _SURROGATE.search(value)
+            else value
+        )
     if isinstance(value, Mapping):
         return {_paired(k): _paired(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -101,7 +145,11 @@ def _paired(value):
 
 
 def _text(value: object) -> str | None:
-    return value if value is None or isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    return (
+        value
+        if value is None or isinstance(value, str)
+        else json.dumps(value, sort_keys=True, default=str)
+    )
 
 
 def _text_values(mapping: object) -> dict[str, str | None]:
@@ -124,15 +172,21 @@ class ValidationRecord:
     """One reproducer run. ``host`` is the parsed ``PATCHLANE-HOST`` stamp (``{}`` if none came)."""
 
     shim: str
-    mode: str  # a Mode
+    # a Mode
+    mode: str
     lane: str
     host: Mapping[str, object]
-    versions: Mapping[str, str | None]  # {distribution: version} of the packages it concerns
-    sentinel: str | None  # a shims.reproducer.Sentinel, or None
-    outcome: str  # a RunOutcome
-    exit_code: int | None  # None only when the process could not be started
+    # {distribution: version} of the packages it concerns
+    versions: Mapping[str, str | None]
+    # a shims.reproducer.Sentinel, or None
+    sentinel: str | None
+    # a RunOutcome
+    outcome: str
+    # None only when the process could not be started
+    exit_code: int | None
     duration_s: float
-    started_at: str  # UTC ISO 8601 with microseconds
+    # UTC ISO 8601 with microseconds
+    started_at: str
     output_tail: str = ""
     #: Why: the skip reason, or what made the run count as crashed / timed out.
     detail: str = ""
@@ -145,9 +199,20 @@ class ValidationRecord:
 
     def __post_init__(self) -> None:
         # Text where text is shown and compared, whatever a reproducer printed in its host stamp:
-        # the writer and the reader normalise alike, so no record is written that reads back differently.
-        for name in ("shim", "lane", "started_at", "output_tail", "detail", "run", "sentinel", "host", "versions",
-                     "environment"):
+        # the writer and the reader normalise alike, so no record is written that reads back
+        # differently.
+        for name in (
+            "shim",
+            "lane",
+            "started_at",
+            "output_tail",
+            "detail",
+            "run",
+            "sentinel",
+            "host",
+            "versions",
+            "environment",
+        ):
             value = getattr(self, name)
             if not isinstance(value, str) or _SURROGATE.search(value):
                 object.__setattr__(self, name, _paired(value))
@@ -163,7 +228,11 @@ class ValidationRecord:
         stamped = self.host.get("revisions")
         if not isinstance(stamped, Mapping):
             return {}
-        return {str(name): str(text).rpartition("@")[2] for name, text in stamped.items() if "@" in str(text)}
+        return {
+            str(name): str(text).rpartition("@")[2]
+            for name, text in stamped.items()
+            if "@" in str(text)
+        }
 
     @property
     def started(self) -> _dt.datetime | None:
@@ -175,8 +244,12 @@ class ValidationRecord:
 
     def computed_id(self) -> str:
         return compute_record_id(
-            shim=self.shim, mode=self.mode, lane=self.lane, host=self.host,
-            started_at=self.started_at, sentinel=self.sentinel,
+            shim=self.shim,
+            mode=self.mode,
+            lane=self.lane,
+            host=self.host,
+            started_at=self.started_at,
+            sentinel=self.sentinel,
         )
 
     def to_json(self) -> dict[str, object]:
@@ -202,10 +275,16 @@ class ValidationRecord:
             if not isinstance(data.get(name, {}), dict):
                 raise ValueError(f"field {name!r} must be an object")
         exit_code = data.get("exit_code")
-        if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int)):
+        if exit_code is not None and (
+            isinstance(exit_code, bool) or not isinstance(exit_code, int)
+        ):
             raise ValueError("field 'exit_code' must be an integer or null")
         duration = data.get("duration_s", 0.0)
-        if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not -1e300 < duration < 1e300:
+        if (
+            isinstance(duration, bool)
+            or not isinstance(duration, (int, float))
+            or not -1e300 < duration < 1e300
+        ):
             raise ValueError("field 'duration_s' must be a finite number")
         if data.get("sentinel") is not None and not isinstance(data["sentinel"], str):
             raise ValueError("field 'sentinel' must be a string or null")
@@ -231,7 +310,8 @@ class ValidationRecord:
         return record
 
 
-#: Characters JSON may leave unescaped that some readers (``str.splitlines``, editors) take as a line
+#: Characters JSON may leave unescaped that some readers (``str.splitlines``, editors) take as a
+#: line
 #: break, and lone surrogates that cannot be written as UTF-8: always written as ``\\uXXXX``.
 _ESCAPE = re.compile("[\x85\u2028\u2029\ud800-\udfff]")
 #: Where damaged lines of ``manifest.jsonl`` are moved: ``manifest.jsonl.quarantine`` beside it.
@@ -291,7 +371,9 @@ def _parse(line: bytes) -> ValidationRecord:
     except RecursionError:
         raise ValueError("not valid JSON (nested too deeply)") from None
     except ValueError as exc:
-        raise ValueError(f"not valid JSON ({getattr(exc, 'msg', exc)} at column {getattr(exc, 'colno', '?')})") from None
+        raise ValueError(
+            f"not valid JSON ({getattr(exc, 'msg', exc)} at column {getattr(exc, 'colno', '?')})"
+        ) from None
     if not isinstance(data, dict):
         raise ValueError("expected a JSON object")
     try:
@@ -311,7 +393,10 @@ def _quarantine(path: Path, damaged: list[Damaged]) -> str | None:
         kept = set(old.split(b"\n"))
         new = [d.line for d in damaged if d.line not in kept]
         if new:
-            atomic_write(target, (old if not old or old.endswith(b"\n") else old + b"\n") + b"\n".join(new) + b"\n")
+            atomic_write(
+                target,
+                (old if not old or old.endswith(b"\n") else old + b"\n") + b"\n".join(new) + b"\n",
+            )
     except (OSError, ConfigError) as exc:
         return f"could not copy it to {target.name}: {getattr(exc, 'strerror', None) or exc}"
     return None
@@ -325,8 +410,12 @@ def _where(path: Path, problem: str | None, verb: str) -> str:
 def _warn(path: Path, damaged: list[Damaged], where: str) -> None:
     """One warning line per damaged line, on stderr: the store keeps working without it."""
     for item in damaged:
-        print(f"patchlane: warning: {path}: line {item.number}: {item.problem} — skipped, {where}; "
-              "fix it there and `patchlane manifest merge` it back, or delete it", file=sys.stderr, flush=True)
+        print(
+            f"patchlane: warning: {path}: line {item.number}: {item.problem} — skipped, {where}; "
+            "fix it there and `patchlane manifest merge` it back, or delete it",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def load(path: str | os.PathLike[str]) -> list[ValidationRecord]:
@@ -370,9 +459,14 @@ def append(path: str | os.PathLike[str], records: Iterable[ValidationRecord]) ->
                 added.append(record)
         if added or moved:
             # Damaged lines leave the manifest only once the quarantine holds them.
-            kept = b"".join(line + b"\n" for line in lines) if not damaged or moved else \
-                (data if not data or data.endswith(b"\n") else data + b"\n")
-            atomic_write(path, kept + "".join(dumps(record) + "\n" for record in added).encode("utf-8"))
+            kept = (
+                b"".join(line + b"\n" for line in lines)
+                if not damaged or moved
+                else (data if not data or data.endswith(b"\n") else data + b"\n")
+            )
+            atomic_write(
+                path, kept + "".join(dumps(record) + "\n" for record in added).encode("utf-8")
+            )
     if damaged:
         _warn(path, damaged, _where(path, problem, "moved"))
     return len(added)
@@ -382,8 +476,11 @@ def merge(paths: Iterable[str | os.PathLike[str]]) -> list[ValidationRecord]:
     """All records of ``paths``, each once (by record_id), stably sorted by ``started_at``."""
     by_id: dict[str, ValidationRecord] = {}
     for path in paths:
-        if not Path(path).exists():  # a host's records must never vanish because a path was mistyped
-            raise ConfigError(path, None, "file not found", "check the path of the manifest to merge")
+        # a host's records must never vanish because a path was mistyped
+        if not Path(path).exists():
+            raise ConfigError(
+                path, None, "file not found", "check the path of the manifest to merge"
+            )
         for record in load(path):
             by_id.setdefault(record.record_id, record)
     return sorted(by_id.values(), key=lambda record: record.started_at)
@@ -398,7 +495,11 @@ def write(path: str | os.PathLike[str], records: Iterable[ValidationRecord]) -> 
         if damaged:
             problem = _quarantine(path, damaged)
             if problem is not None:
-                raise ConfigError(path, f"line {damaged[0].number}", f"damaged, and {problem}",
-                                  "make room for the quarantine file beside it; nothing was written")
+                raise ConfigError(
+                    path,
+                    f"line {damaged[0].number}",
+                    f"damaged, and {problem}",
+                    "make room for the quarantine file beside it; nothing was written",
+                )
             _warn(path, damaged, _where(path, None, "moved"))
         atomic_write(path, "".join(dumps(record) + "\n" for record in records))

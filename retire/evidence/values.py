@@ -38,10 +38,14 @@ __all__ = [
 class ProbeFailure:
     """A probe could not answer. The engine turns it into an *unknown* verdict, never an action."""
 
-    probe: str  # index | codehost | git | records | lock
-    target: str  # what was asked: a URL, "repo@commit", a file
-    reason: str  # one line, secrets redacted
-    retryable: bool = False  # asking again later may succeed (timeouts, 5xx, rate limits)
+    # index | codehost | git | records | lock
+    probe: str
+    # what was asked: a URL, "repo@commit", a file
+    target: str
+    # one line, secrets redacted
+    reason: str
+    # asking again later may succeed (timeouts, 5xx, rate limits)
+    retryable: bool = False
     attempts: int = 1
 
     def __post_init__(self) -> None:
@@ -59,12 +63,16 @@ class ProbeFailure:
 @dataclass(frozen=True)
 class ReleaseFile:
     filename: str
-    upload_time: _dt.datetime | None  # PEP 700; None when the index does not say
+    # PEP 700; None when the index does not say
+    upload_time: _dt.datetime | None
     yanked: bool = False
     yanked_reason: str | None = None
-    requires_python: str | None = None  # PEP 503 data-requires-python / PEP 691 requires-python
-    hashes: tuple[tuple[str, str], ...] = ()  # (algorithm, hex digest): the URL fragment or PEP 691 hashes
-    core_metadata: bool = False  # PEP 658 / 714: the METADATA is served beside the file
+    # PEP 503 data-requires-python / PEP 691 requires-python
+    requires_python: str | None = None
+    # (algorithm, hex digest): the URL fragment or PEP 691 hashes
+    hashes: tuple[tuple[str, str], ...] = ()
+    # PEP 658 / 714: the METADATA is served beside the file
+    core_metadata: bool = False
 
 
 def nightly_date(version: Version) -> _dt.date | None:
@@ -101,7 +109,8 @@ class Release:
 
     @property
     def prerelease(self) -> bool:
-        return self.version.is_prerelease  # a, b, rc and .dev (nightlies) alike
+        # a, b, rc and .dev (nightlies) alike
+        return self.version.is_prerelease
 
     @property
     def dev(self) -> bool:
@@ -121,8 +130,10 @@ class ReleaseList:
     read :attr:`has_upload_times` before concluding anything from when a release appeared.
     """
 
-    distribution: str  # canonical name
-    index_url: str  # credentials masked
+    # canonical name
+    distribution: str
+    # credentials masked
+    index_url: str
     releases: tuple[Release, ...]
     api: str = ""
 
@@ -164,8 +175,14 @@ class ReleaseList:
             for item in release.files:
                 bucket.setdefault(item.filename, item)
         releases = tuple(Release(v, tuple(files[v].values())) for v in sorted(files))
-        urls = self.index_url if other.index_url == self.index_url else f"{self.index_url} + {other.index_url}"
-        api = self.api if other.api == self.api else " + ".join(a for a in (self.api, other.api) if a)
+        urls = (
+            self.index_url
+            if other.index_url == self.index_url
+            else f"{self.index_url} + {other.index_url}"
+        )
+        api = (
+            self.api if other.api == self.api else " + ".join(a for a in (self.api, other.api) if a)
+        )
         return ReleaseList(self.distribution, urls, releases, api)
 
 
@@ -175,9 +192,11 @@ class ReleaseList:
 
 @dataclass(frozen=True)
 class PullState:
-    url: str  # the web URL the manifest names
+    # the web URL the manifest names
+    url: str
     number: int
-    state: str  # open | closed
+    # open | closed
+    state: str
     merged: bool
     merged_at: _dt.datetime | None = None
     merge_commit_sha: str | None = None
@@ -194,8 +213,10 @@ class PullState:
 class IssueState:
     url: str
     number: int
-    state: str  # open | closed
-    state_reason: str | None = None  # completed | not_planned | reopened
+    # open | closed
+    state: str
+    # completed | not_planned | reopened
+    state_reason: str | None = None
     updated_at: _dt.datetime | None = None
     closed_at: _dt.datetime | None = None
     title: str = ""
@@ -219,7 +240,8 @@ class TagContainment:
     """
 
     repository: str
-    commit: str  # the full sha
+    # the full sha
+    commit: str
     tags: tuple[str, ...]
     release_tags: tuple[str, ...]
     tag_versions: tuple[tuple[str, str], ...] = ()
@@ -237,7 +259,9 @@ class TagContainment:
 
     def released_versions(self) -> tuple[Version, ...]:
         """Versions of the release tags that contain the commit, ascending."""
-        return tuple(sorted({v for t in self.release_tags if (v := self.version_of(t)) is not None}))
+        return tuple(
+            sorted({v for t in self.release_tags if (v := self.version_of(t)) is not None})
+        )
 
     def known_versions(self) -> frozenset[Version]:
         return frozenset(v for t, _ in self.tag_versions if (v := self.version_of(t)) is not None)
@@ -251,7 +275,8 @@ class BranchTip:
     release is to the releases."""
 
     repository: str
-    commit: str  # the full sha
+    # the full sha
+    commit: str
     branches: tuple[str, ...]
     newest_commit_at: _dt.datetime | None = None
 
@@ -274,7 +299,8 @@ class MirrorPull:
     repository: str
     number: int
     commit: str | None
-    how: str  # squash | merge | none
+    # squash | merge | none
+    how: str
     subject: str = ""
     containment: TagContainment | None = None
     newest_commit_at: _dt.datetime | None = None
@@ -302,12 +328,17 @@ class ExecutionEvidence:
 
     shim: str
     lane: str
-    mode: str  # a shims.reproducer.Mode
-    outcome: str  # a validation.RunOutcome
-    versions: tuple[tuple[str, str | None], ...]  # (canonical distribution, version)
-    host: str  # the host stamp's hostname ("?" when the run printed none)
+    # a shims.reproducer.Mode
+    mode: str
+    # a validation.RunOutcome
+    outcome: str
+    # (canonical distribution, version)
+    versions: tuple[tuple[str, str | None], ...]
+    # the host stamp's hostname ("?" when the run printed none)
+    host: str
     gpu: str | None
-    started_at: str  # UTC ISO
+    # UTC ISO
+    started_at: str
     sentinel: str | None = None
     detail: str = ""
     record_id: str = ""
@@ -355,7 +386,8 @@ def to_json(value: object) -> object:
         data: dict[str, object] = {"type": type(value).__name__}
         for item in dataclasses.fields(value):
             data[item.name] = to_json(getattr(value, item.name))
-        for name in ("upload_time", "yanked", "prerelease"):  # derived, but what readers look for
+        # derived, but what readers look for
+        for name in ("upload_time", "yanked", "prerelease"):
             if isinstance(value, Release):
                 data[name] = to_json(getattr(value, name))
         return data

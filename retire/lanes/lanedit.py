@@ -145,11 +145,13 @@ def raise_floor(text: str, floor: str) -> str:
                 if Version(version) >= f:
                     return text
             except InvalidVersion:
-                raise FloorConflict(f"{text!r} pins a non-PEP 440 version; raise it by hand") from None
+                raise FloorConflict(
+                    f"{text!r} pins a non-PEP 440 version; raise it by hand"
+                ) from None
             pinned_below = True
-        elif op in (">=", ">", "~=") and Version(version) >= f:
-            return text
-        elif op == "==" and Version(version[:-2]) >= f:
+        elif (op in (">=", ">", "~=") and Version(version) >= f) or (
+            op == "==" and Version(version[:-2]) >= f
+        ):
             return text
     if pinned_below:
         clauses = [f"=={f}"]

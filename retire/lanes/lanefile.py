@@ -18,7 +18,6 @@ from packaging.version import Version
 from retire.core import times
 from retire.core.errors import ConfigError
 from retire.lanes import matrix as matrix_mod
-from retire.lanes.revisions import parse_revisions
 from retire.lanes.model import (
     ENV_NAME,
     INDEX_NAME,
@@ -35,6 +34,7 @@ from retire.lanes.model import (
     PackageFreeze,
     StaticMetadata,
 )
+from retire.lanes.revisions import parse_revisions
 from shims import tomlreader
 from shims.tomlreader import Table, Value
 
@@ -58,8 +58,10 @@ BODY_KEYS = {
 }
 MATRIX_KEYS = ("name", "description", "base", "axes", "exclude", "include")
 AXIS_VALUE_HINT = "axis names and values are lowercase: letters, digits, '.', '_', '-'"
-_DATE_TEXT = re.compile(r"\d{4}-")  # a quoted date or time, not a span
-_PROJECT_NAME = re.compile(r"[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]")  # PEP 508 / PEP 503
+# a quoted date or time, not a span
+_DATE_TEXT = re.compile(r"\d{4}-")
+# PEP 508 / PEP 503
+_PROJECT_NAME = re.compile(r"[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]")
 #: The most cells one matrix may expand to (each is a lane with its own lock).
 MAX_CELLS = 4096
 
@@ -90,65 +92,97 @@ class _Reader:
         if key == "python":
             text = value.string(fix=_as('a quoted version such as "3.12"'), empty_ok=True)
             if not PYTHON_VERSION.fullmatch(text):
-                raise value.error(f"invalid Python version {text!r}",
-                                  'use the major.minor of a CPython that exists, 3.8 to 3.19, such as "3.12"')
+                raise value.error(
+                    f"invalid Python version {text!r}",
+                    'use the major.minor of a CPython that exists, 3.8 to 3.19, such as "3.12"',
+                )
             return text
         if key == "platform":
             text = value.string(fix=_as('"x86_64-manylinux_2_28"'), empty_ok=True)
             if not PLATFORM.fullmatch(text):
-                raise value.error(f"unknown target platform {text!r}",
-                                  "use a uv --python-platform target such as x86_64-manylinux_2_28 or linux")
+                raise value.error(
+                    f"unknown target platform {text!r}",
+                    "use a uv --python-platform target such as x86_64-manylinux_2_28 or linux",
+                )
             return text
         if key in ("requirements", "constraints", "overrides"):
-            return [item.requirement() for item in value.items(fix=_as('a list of requirements such as ["torch==2.9.1"]'))]
+            return [
+                item.requirement()
+                for item in value.items(fix=_as('a list of requirements such as ["torch==2.9.1"]'))
+            ]
         if key == "indexes":
             return self._indexes(value)
         if key == "sources":
             table = value.table(fix=_as('{ torch = "pytorch-nightly" }'))
-            return {str(canonicalize_name(package)): index.string(fix=_as('"<index name>"'), empty_ok=True)
-                    for package, index in table.entries()}
+            return {
+                str(canonicalize_name(package)): index.string(
+                    fix=_as('"<index name>"'), empty_ok=True
+                )
+                for package, index in table.entries()
+            }
         if key == "exclude-newer":
             return self._freeze(value, exempt_ok=False)
         if key == "exclude-newer-package":
-            table = value.table(fix=_as('a table such as { torch = false, numpy = 2026-11-01 }'))
+            table = value.table(fix=_as("a table such as { torch = false, numpy = 2026-11-01 }"))
             for package, item in table.entries():
                 if not _PROJECT_NAME.fullmatch(package):
-                    raise item.error(f"not a package name: {package!r}", "use the name as the index lists it, e.g. torch")
-            return {str(canonicalize_name(package)): self._freeze(item, exempt_ok=True)
-                    for package, item in table.entries()}
+                    raise item.error(
+                        f"not a package name: {package!r}",
+                        "use the name as the index lists it, e.g. torch",
+                    )
+            return {
+                str(canonicalize_name(package)): self._freeze(item, exempt_ok=True)
+                for package, item in table.entries()
+            }
         if key == "prerelease":
             return value.choice(PRERELEASE_MODES, noun="pre-release mode")
         if key == "static-metadata":
-            return [self._static(item) for item in value.tables(fix=_as("an array of tables [[lane.static-metadata]]"))]
+            return [
+                self._static(item)
+                for item in value.tables(fix=_as("an array of tables [[lane.static-metadata]]"))
+            ]
         if key == "env":
             env = {}
             for name, text in value.table(fix=_as('{ NAME = "value" }')).entries():
                 if not ENV_NAME.fullmatch(name):
-                    raise text.error("invalid environment variable name", "use UPPER_CASE letters, digits and _")
+                    raise text.error(
+                        "invalid environment variable name", "use UPPER_CASE letters, digits and _"
+                    )
                 env[name] = text.string(fix=_as('a quoted string such as "1"'), empty_ok=True)
             return env
         if key == "shims":
             ids = value.strings(fix=_as('["shim_id", …]'))
             for i, shim in enumerate(ids):
                 if not SHIM_ID.fullmatch(shim):
-                    raise self.error(f"{value.key}[{i}]", f"invalid shim id {shim!r}", "shim ids look like dsa_indexer_memory")
+                    raise self.error(
+                        f"{value.key}[{i}]",
+                        f"invalid shim id {shim!r}",
+                        "shim ids look like dsa_indexer_memory",
+                    )
             return ids
         if key == "needs-cuda":
             return value.boolean(fix=_as("true or false"))
-        if key == "revisions":  # a table by distribution, so matrix cells merge it like sources
+        # a table by distribution, so matrix cells merge it like sources
+        if key == "revisions":
             return {r.distribution: r for r in parse_revisions(value.raw, self.display, value.key)}
-        raise AssertionError(key)  # BODY_KEYS and this dispatch list the same keys
+        # BODY_KEYS and this dispatch list the same keys
+        raise AssertionError(key)
 
     def _freeze(self, value: Value, *, exempt_ok: bool) -> Freeze:
         """A date or time (UTC when it names no offset), a span before lock time such as
         ``"7 days"``, or — for one package — ``false``: not frozen at all."""
-        examples = '2026-11-15, 2026-11-15T09:00:00Z, "7 days" or "24 hours"' + (", or false" if exempt_ok else "")
+        examples = '2026-11-15, 2026-11-15T09:00:00Z, "7 days" or "24 hours"' + (
+            ", or false" if exempt_ok else ""
+        )
         if isinstance(value.raw, bool):
             if exempt_ok and value.raw is False:
                 return None
-            raise value.error(f"{str(value.raw).lower()} is not a cutoff",
-                              "write false to exempt the package from the freeze, or a date" if exempt_ok
-                              else f"write {examples}")
+            raise value.error(
+                f"{str(value.raw).lower()} is not a cutoff",
+                "write false to exempt the package from the freeze, or a date"
+                if exempt_ok
+                else f"write {examples}",
+            )
         if isinstance(value.raw, str) and not _DATE_TEXT.match(value.raw.strip()):
             try:
                 return Cooldown(times.parse_span(value.raw))
@@ -160,13 +194,22 @@ class _Reader:
         out = {}
         for name, item in value.table(fix=_as("[lane.indexes.<name>] tables")).entries():
             if not INDEX_NAME.fullmatch(name):
-                raise item.error(f"invalid index name {name!r}", "use lowercase letters, digits, '.', '_', '-'")
-            spec = item.table(fix=_as("a table with url and/or default")).check_keys(("url", "default"))
+                raise item.error(
+                    f"invalid index name {name!r}", "use lowercase letters, digits, '.', '_', '-'"
+                )
+            spec = item.table(fix=_as("a table with url and/or default")).check_keys(
+                ("url", "default")
+            )
             url = spec.get("url")
             out[name] = IndexSpec(
                 name=name,
-                url=url.url(schemes=("http", "https", "file"), what="a URL", fix="use an http(s):// or file:// URL")
-                if url is not None else None,
+                url=url.url(
+                    schemes=("http", "https", "file"),
+                    what="a URL",
+                    fix="use an http(s):// or file:// URL",
+                )
+                if url is not None
+                else None,
                 default=spec.get("default", False).boolean(fix=_as("true or false")),
             )
         return out
@@ -177,32 +220,52 @@ class _Reader:
             table.need(key, fix="static metadata needs name and version")
         name = table.need("name").string(fix=_as('"mamba-ssm"'), empty_ok=True)
         version = table.need("version").version()
-        requires = [item.requirement() for item in table.get("requires-dist", []).items(fix=_as('["torch"]'))]
+        requires = [
+            item.requirement()
+            for item in table.get("requires-dist", []).items(fix=_as('["torch"]'))
+        ]
         requires_python = table.get("requires-python")
         extras = table.get("provides-extras", []).strings(fix=_as('["dev"]'))
-        return StaticMetadata(name, version, tuple(requires),
-                              requires_python.string(fix=_as('">=3.9"'), empty_ok=True) if requires_python else None,
-                              tuple(extras))
+        return StaticMetadata(
+            name,
+            version,
+            tuple(requires),
+            requires_python.string(fix=_as('">=3.9"'), empty_ok=True) if requires_python else None,
+            tuple(extras),
+        )
 
     # -- whole lanes -------------------------------------------------------------------
 
     def lane(self, name: str, body: dict, key: str, origin: str) -> Lane:
         if not LANE_NAME.fullmatch(name):
-            raise self.error(key, f"invalid lane name {name!r}",
-                             "lane names are lowercase letters, digits, '.', '_', '-', starting with a letter or digit, "
-                             f"at most {LANE_NAME_MAX} characters")
-        for required, example in (("python", 'python = "3.12"'), ("requirements", 'requirements = ["torch"]')):
+            raise self.error(
+                key,
+                f"invalid lane name {name!r}",
+                "lane names are lowercase letters, digits, '.', '_', '-', starting with a letter or digit, "
+                f"at most {LANE_NAME_MAX} characters",
+            )
+        for required, example in (
+            ("python", 'python = "3.12"'),
+            ("requirements", 'requirements = ["torch"]'),
+        ):
             if required not in body:
                 raise self.error(f"{key}.{required}", "missing", f"add {example}")
         indexes = body.get("indexes", {})
         for package, index in body.get("sources", {}).items():
             if index not in indexes:
                 known = ", ".join(indexes) or "none defined"
-                raise self.error(f"{key}.sources.{package}", f"unknown index name {index!r} (indexes: {known})",
-                                 f"define [lane.indexes.{index}] or fix the name")
+                raise self.error(
+                    f"{key}.sources.{package}",
+                    f"unknown index name {index!r} (indexes: {known})",
+                    f"define [lane.indexes.{index}] or fix the name",
+                )
         defaults = [i.name for i in indexes.values() if i.default]
         if len(defaults) > 1:
-            raise self.error(f"{key}.indexes", f"two default indexes: {', '.join(defaults)}", "mark only one default = true")
+            raise self.error(
+                f"{key}.indexes",
+                f"two default indexes: {', '.join(defaults)}",
+                "mark only one default = true",
+            )
         self._no_conflicting_pins(body, key)
         return Lane(
             name=name,
@@ -213,17 +276,23 @@ class _Reader:
             overrides=tuple(body.get("overrides", ())),
             indexes=tuple(indexes.values()),
             sources=tuple(sorted(body.get("sources", {}).items())),
-            exclude_newer=freeze if isinstance(freeze := body.get("exclude_newer"), datetime) else None,
+            exclude_newer=freeze
+            if isinstance(freeze := body.get("exclude_newer"), datetime)
+            else None,
             cooldown=freeze if isinstance(freeze, Cooldown) else None,
-            exclude_newer_package=tuple(PackageFreeze(name, when) for name, when
-                                        in sorted(body.get("exclude_newer_package", {}).items())),
+            exclude_newer_package=tuple(
+                PackageFreeze(name, when)
+                for name, when in sorted(body.get("exclude_newer_package", {}).items())
+            ),
             prerelease=body.get("prerelease"),
             static_metadata=tuple(body.get("static_metadata", ())),
             env=tuple(sorted(body.get("env", {}).items())),
             shims=tuple(dict.fromkeys(body.get("shims", ()))),
             needs_cuda=body.get("needs_cuda", False),
             description=body.get("description", ""),
-            revisions=tuple(sorted(body.get("revisions", {}).values(), key=lambda r: r.distribution)),
+            revisions=tuple(
+                sorted(body.get("revisions", {}).values(), key=lambda r: r.distribution)
+            ),
             origin=origin,
             file=self.display,
         )
@@ -251,14 +320,20 @@ class _Reader:
         raw = value.table(fix=_as("a [matrix] table")).check_keys(MATRIX_KEYS)
         axes_raw = raw.get("axes", {}).table(fix=_as("[matrix.axes.<axis>.<value>] tables"))
         if not len(axes_raw):
-            raise self.error("matrix.axes", "a matrix needs at least one axis", "add [matrix.axes.<axis>.<value>]")
+            raise self.error(
+                "matrix.axes",
+                "a matrix needs at least one axis",
+                "add [matrix.axes.<axis>.<value>]",
+            )
         axes: dict[str, dict[str, dict]] = {}
         for axis, item in axes_raw.entries():
             if not LANE_NAME.fullmatch(axis):
                 raise item.error(f"invalid axis name {axis!r}", AXIS_VALUE_HINT)
             values = item.table(fix=_as("tables, one per value"))
             if not len(values):
-                raise item.error("an axis needs at least one value", "add [matrix.axes.<axis>.<value>]")
+                raise item.error(
+                    "an axis needs at least one value", "add [matrix.axes.<axis>.<value>]"
+                )
             axes[axis] = {}
             for name, fragment in values.entries():
                 if not LANE_NAME.fullmatch(name):
@@ -266,32 +341,55 @@ class _Reader:
                 axes[axis][name] = self.body(fragment)
         cells = math.prod(len(values) for values in axes.values())
         if cells > MAX_CELLS:
-            raise self.error("matrix.axes", f"expands to {cells} cells, more than {MAX_CELLS}",
-                             "split the matrix, or exclude cells by fewer axis values")
+            raise self.error(
+                "matrix.axes",
+                f"expands to {cells} cells, more than {MAX_CELLS}",
+                "split the matrix, or exclude cells by fewer axis values",
+            )
         base = self.body(raw.get("base", {}))
-        if "description" in raw:  # the matrix's own description is every cell's unless one says otherwise
-            base.setdefault("description", raw.need("description").string(fix=_as('"one sentence"'), empty_ok=True))
-        exclude = [self._cell_rule(rule.table(fix=_as("a table of axis = value")), axes, full=False)
-                   for rule in raw.get("exclude", []).items(fix=_as("[[matrix.exclude]] tables"))]
+        # the matrix's own description is every cell's unless one says otherwise
+        if "description" in raw:
+            base.setdefault(
+                "description",
+                raw.need("description").string(fix=_as('"one sentence"'), empty_ok=True),
+            )
+        exclude = [
+            self._cell_rule(rule.table(fix=_as("a table of axis = value")), axes, full=False)
+            for rule in raw.get("exclude", []).items(fix=_as("[[matrix.exclude]] tables"))
+        ]
         include = []
         for item in raw.get("include", []).items(fix=_as("[[matrix.include]] tables")):
             rule = item.table(fix=_as("a table"))
             extra = self.body(rule.get("lane", {}))
             cell = Table({k: v for k, v in rule.data.items() if k != "lane"}, rule.key, rule.name)
             include.append((self._cell_rule(cell, axes, full=True), extra))
-        template = raw.string("name", "-".join([self.path.stem] + ["{" + a + "}" for a in axes]),
-                              fix=_as('"torch{torch}-te{te}"'), empty_ok=True)
+        template = raw.string(
+            "name",
+            "-".join([self.path.stem] + ["{" + a + "}" for a in axes]),
+            fix=_as('"torch{torch}-te{te}"'),
+            empty_ok=True,
+        )
         try:
-            cells = matrix_mod.expand(template=template, base=base, axes=axes, exclude=exclude, include=include)
+            cells = matrix_mod.expand(
+                template=template, base=base, axes=axes, exclude=exclude, include=include
+            )
         except matrix_mod.MatrixConflict as exc:
             raise self.error(exc.key, exc.problem, exc.fix) from None
-        if not cells:  # a matrix that silently defines no lane would drop its cells from every run
-            raise self.error("matrix.exclude", "the excludes remove every cell: the matrix defines no lane",
-                             "drop an exclude, or delete the file")
+        # a matrix that silently defines no lane would drop its cells from every run
+        if not cells:
+            raise self.error(
+                "matrix.exclude",
+                "the excludes remove every cell: the matrix defines no lane",
+                "drop an exclude, or delete the file",
+            )
         lanes = []
         for cell in cells:
             label = ", ".join(f"{a}={v}" for a, v in cell.values)
-            lanes.append(self.lane(cell.name, cell.body, f"matrix.name ({label})", f"{self.display} [{label}]"))
+            lanes.append(
+                self.lane(
+                    cell.name, cell.body, f"matrix.name ({label})", f"{self.display} [{label}]"
+                )
+            )
         return lanes
 
     def _cell_rule(self, rule: Table, axes: dict[str, dict], *, full: bool) -> dict[str, str]:
@@ -300,10 +398,17 @@ class _Reader:
                 raise value.error(f"names unknown axis {axis!r}", f"axes are: {', '.join(axes)}")
             text = value.string(fix=_as('"<value>"'), empty_ok=True)
             if text not in axes[axis]:
-                raise value.error(f"unknown value {text!r} for axis {axis!r}", f"values are: {', '.join(axes[axis])}")
+                raise value.error(
+                    f"unknown value {text!r} for axis {axis!r}",
+                    f"values are: {', '.join(axes[axis])}",
+                )
         if full and set(rule) != set(axes):
             missing = ", ".join(a for a in axes if a not in rule)
-            raise self.error(rule.key, f"an include must name every axis; missing: {missing}", "add the missing axes")
+            raise self.error(
+                rule.key,
+                f"an include must name every axis; missing: {missing}",
+                "add the missing axes",
+            )
         if not len(rule):
             raise self.error(rule.key, "empty rule", "name at least one axis = value")
         return dict(rule.data)
@@ -312,38 +417,59 @@ class _Reader:
 def _same_version(a: str, b: str) -> bool:
     try:
         return Version(a) == Version(b)
-    except ValueError:  # InvalidVersion: === arbitrary strings compare as text
+    # InvalidVersion: === arbitrary strings compare as text
+    except ValueError:
         return a == b
 
 
 def load_file(path: Path, root: Path | None = None) -> list[Lane]:
     display = str(path.relative_to(root)) if root and path.is_relative_to(root) else str(path)
     reader = _Reader(path, display)
-    doc = tomlreader.read(path, display).check_keys(("lane", "matrix"), fix="a lane file has [lane] or [matrix], nothing else")
+    doc = tomlreader.read(path, display).check_keys(
+        ("lane", "matrix"), fix="a lane file has [lane] or [matrix], nothing else"
+    )
     if len(doc) != 1:
-        raise reader.error(None, "a lane file holds exactly one [lane] or one [matrix] table", "split it into two files")
+        raise reader.error(
+            None,
+            "a lane file holds exactly one [lane] or one [matrix] table",
+            "split it into two files",
+        )
     if "lane" in doc:
         return [reader.lane(path.stem, reader.body(doc.need("lane")), "lane", display)]
     return reader.matrix(doc.need("matrix"))
 
 
-def load_lanes(lanes_dir: Path, *, root: Path | None = None, known_shims: set[str] | None = None) -> list[Lane]:
+def load_lanes(
+    lanes_dir: Path, *, root: Path | None = None, known_shims: set[str] | None = None
+) -> list[Lane]:
     """All lanes of a project, in file order; names are unique across files."""
     if not lanes_dir.is_dir():
-        raise ConfigError(lanes_dir, None, "no lanes folder", "create it and add a lane file such as lanes/cpu.toml")
+        raise ConfigError(
+            lanes_dir,
+            None,
+            "no lanes folder",
+            "create it and add a lane file such as lanes/cpu.toml",
+        )
     lanes: list[Lane] = []
     seen: dict[str, Lane] = {}
     for path in sorted(lanes_dir.glob("*.toml")):
         for lane in load_file(path, root):
             if lane.name in seen:
-                raise ConfigError(lane.origin, lane.name,
-                                  f"duplicate lane name {lane.name!r} (also from {seen[lane.name].origin})",
-                                  "rename one lane, or change the matrix name template")
+                raise ConfigError(
+                    lane.origin,
+                    lane.name,
+                    f"duplicate lane name {lane.name!r} (also from {seen[lane.name].origin})",
+                    "rename one lane, or change the matrix name template",
+                )
             if known_shims is not None:
                 for shim in lane.shims:
                     if shim not in known_shims:
-                        raise ConfigError(lane.origin, f"{lane.name}.shims", f"unknown shim {shim!r}",
-                                          "use an id listed by `patchlane shims`")
+                        raise ConfigError(
+                            lane.origin,
+                            f"{lane.name}.shims",
+                            f"unknown shim {shim!r}",
+                            "use an id listed by `patchlane shims`",
+                        )
             seen[lane.name] = lane
             lanes.append(lane)
     return lanes
@@ -356,5 +482,10 @@ def select(lanes: list[Lane], names: list[str]) -> list[Lane]:
     by_name = {lane.name: lane for lane in lanes}
     unknown = [n for n in names if n not in by_name]
     if unknown:
-        raise ConfigError(None, None, f"unknown lane {unknown[0]!r}", f"known lanes: {', '.join(by_name) or 'none'}")
+        raise ConfigError(
+            None,
+            None,
+            f"unknown lane {unknown[0]!r}",
+            f"known lanes: {', '.join(by_name) or 'none'}",
+        )
     return [lane for lane in lanes if lane.name in set(names)]

@@ -29,7 +29,8 @@ class MatrixConflict(Exception):
 @dataclass(frozen=True)
 class Cell:
     name: str
-    values: tuple[tuple[str, str], ...]  # (axis, value) in axis order
+    # (axis, value) in axis order
+    values: tuple[tuple[str, str], ...]
     body: dict
 
 
@@ -86,9 +87,12 @@ def expand(
     """Every cell of the matrix, in a deterministic order (axis order, value order, includes)."""
     axis_names = list(axes)
     combos: list[dict[str, str]] = [
-        dict(zip(axis_names, chosen)) for chosen in itertools.product(*(list(axes[a]) for a in axis_names))
+        dict(zip(axis_names, chosen))
+        for chosen in itertools.product(*(list(axes[a]) for a in axis_names))
     ]
-    combos = [c for c in combos if not any(all(c[a] == v for a, v in rule.items()) for rule in exclude)]
+    combos = [
+        c for c in combos if not any(all(c[a] == v for a, v in rule.items()) for rule in exclude)
+    ]
     extras: dict[tuple, list[dict]] = {}
     for values, extra in include:
         key = tuple(values[a] for a in axis_names)
@@ -103,7 +107,13 @@ def expand(
         label = ", ".join(f"{a}={v}" for a, v in combo.items())
         _merge(body, base, owners, "base", "matrix.base")
         for axis in axis_names:
-            _merge(body, axes[axis][combo[axis]], owners, f"axis {axis}={combo[axis]}", f"matrix.axes.{axis}.{combo[axis]}")
+            _merge(
+                body,
+                axes[axis][combo[axis]],
+                owners,
+                f"axis {axis}={combo[axis]}",
+                f"matrix.axes.{axis}.{combo[axis]}",
+            )
         for extra in extras.get(tuple(combo[a] for a in axis_names), []):
             _merge(body, extra, owners, f"include ({label})", "matrix.include")
         cells.append(Cell(render_name(template, combo), tuple(combo.items()), body))

@@ -40,7 +40,8 @@ class IndexSpec:
 
     name: str
     url: str | None = None
-    default: bool = False  # replaces the default index (PyPI) for this lane
+    # replaces the default index (PyPI) for this lane
+    default: bool = False
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,8 @@ class PackageFreeze:
     """uv's ``exclude-newer-package``: one package's own cutoff, or none at all (a nightly index
     without upload times, a package the shop must always take fresh)."""
 
-    name: str  # canonical
+    # canonical
+    name: str
     freeze: Freeze
 
 
@@ -100,9 +102,11 @@ class Lane:
     constraints: tuple[str, ...] = ()
     overrides: tuple[str, ...] = ()
     indexes: tuple[IndexSpec, ...] = ()
-    sources: tuple[tuple[str, str], ...] = ()  # (package, index name): where it must come from
+    # (package, index name): where it must come from
+    sources: tuple[tuple[str, str], ...] = ()
     exclude_newer: datetime | None = None
-    cooldown: Cooldown | None = None  # exclude-newer = "7 days": relative to lock time (never with exclude_newer)
+    # exclude-newer = "7 days": relative to lock time (never with exclude_newer)
+    cooldown: Cooldown | None = None
     exclude_newer_package: tuple[PackageFreeze, ...] = ()
     prerelease: str | None = None
     static_metadata: tuple[StaticMetadata, ...] = ()
@@ -110,9 +114,12 @@ class Lane:
     shims: tuple[str, ...] = ()
     needs_cuda: bool = False
     description: str = ""
-    revisions: tuple[Revision, ...] = ()  # packages taken from a git mirror at a tag, branch or commit
-    origin: str = field(default="", compare=False)  # the file (and matrix cell) it came from, for messages
-    file: str = field(default="", compare=False)  # that file, relative to the project root where it lies inside it
+    # packages taken from a git mirror at a tag, branch or commit
+    revisions: tuple[Revision, ...] = ()
+    # the file (and matrix cell) it came from, for messages
+    origin: str = field(default="", compare=False)
+    # that file, relative to the project root where it lies inside it
+    file: str = field(default="", compare=False)
 
     @property
     def tag(self) -> str:
@@ -149,9 +156,7 @@ class Lane:
             "requirements": list(self.requirements),
             "constraints": list(self.constraints),
             "overrides": list(self.overrides),
-            "indexes": [
-                {"name": i.name, "url": i.url, "default": i.default} for i in self.indexes
-            ],
+            "indexes": [{"name": i.name, "url": i.url, "default": i.default} for i in self.indexes],
             "sources": sorted(self.sources),
             "exclude-newer": freeze_text(self.freeze) if self.freeze else None,
             "prerelease": self.prerelease,
@@ -167,14 +172,22 @@ class Lane:
             ],
         }
         if self.exclude_newer_package:
-            inputs["exclude-newer-package"] = {p.name: freeze_text(p.freeze) for p in self.exclude_newer_package}
-        if self.revisions:  # the revision as written: a tag or branch moved in the mirror needs --upgrade-package
-            inputs["revisions"] = {r.distribution: {"repository": r.repository, "rev": r.rev, "subdirectory": r.subdirectory}
-                                   for r in self.revisions}
+            inputs["exclude-newer-package"] = {
+                p.name: freeze_text(p.freeze) for p in self.exclude_newer_package
+            }
+        # the revision as written: a tag or branch moved in the mirror needs --upgrade-package
+        if self.revisions:
+            inputs["revisions"] = {
+                r.distribution: {
+                    "repository": r.repository,
+                    "rev": r.rev,
+                    "subdirectory": r.subdirectory,
+                }
+                for r in self.revisions
+            }
         return inputs
 
     @property
     def digest(self) -> str:
         canonical = json.dumps(self.lock_inputs(), sort_keys=True, separators=(",", ":"))
         return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
-

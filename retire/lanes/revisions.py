@@ -24,8 +24,17 @@ from packaging.utils import canonicalize_name
 
 from retire.core.errors import ConfigError
 
-__all__ = ["Revision", "local_urls", "parse_revisions", "pinned_requirement", "replace_urls",
-           "localize_vcs", "mirror_path", "resolve", "vcs_entries"]
+__all__ = [
+    "Revision",
+    "local_urls",
+    "localize_vcs",
+    "mirror_path",
+    "parse_revisions",
+    "pinned_requirement",
+    "replace_urls",
+    "resolve",
+    "vcs_entries",
+]
 
 _REV = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/+-]{0,199}")
 _SUBDIRECTORY = re.compile(r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*")
@@ -33,11 +42,16 @@ _SUBDIRECTORY = re.compile(r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*")
 
 @dataclass(frozen=True)
 class Revision:
-    distribution: str  # canonical name
-    repository: str  # the mirror's repository URL, as patchlane.toml declares it
-    rev: str  # a tag, a branch or a commit
-    subdirectory: str | None = None  # where the package's pyproject.toml is, when not at the root
-    key: str = field(default="lane.revisions", compare=False)  # where the lane file declares it
+    # canonical name
+    distribution: str
+    # the mirror's repository URL, as patchlane.toml declares it
+    repository: str
+    # a tag, a branch or a commit
+    rev: str
+    # where the package's pyproject.toml is, when not at the root
+    subdirectory: str | None = None
+    # where the lane file declares it
+    key: str = field(default="lane.revisions", compare=False)
 
     @property
     def upstream_url(self) -> str:
@@ -45,31 +59,64 @@ class Revision:
         return self.repository + ".git"
 
 
-def parse_revisions(table: object, path: str | Path, key: str = "lane.revisions") -> tuple[Revision, ...]:
+def parse_revisions(
+    table: object, path: str | Path, key: str = "lane.revisions"
+) -> tuple[Revision, ...]:
     """``[lane.revisions]`` as values; one-line ConfigErrors for anything else."""
     if table is None:
         return ()
     if not isinstance(table, Mapping):
-        raise ConfigError(path, key, "expected a table of distribution = { mirror = …, rev = … }",
-                          'e.g. megatron-core = { mirror = "https://github.com/NVIDIA/Megatron-LM", rev = "26.04-alpha.rc1" }')
+        raise ConfigError(
+            path,
+            key,
+            "expected a table of distribution = { mirror = …, rev = … }",
+            'e.g. megatron-core = { mirror = "https://github.com/NVIDIA/Megatron-LM", rev = "26.04-alpha.rc1" }',
+        )
     found = []
     for name, entry in table.items():
         where = f"{key}.{name}"
         if not isinstance(entry, Mapping):
-            raise ConfigError(path, where, "expected an inline table", '{ mirror = "https://…", rev = "v1.2" }')
+            raise ConfigError(
+                path, where, "expected an inline table", '{ mirror = "https://…", rev = "v1.2" }'
+            )
         unknown = sorted(set(entry) - {"mirror", "rev", "subdirectory"})
         if unknown:
-            raise ConfigError(path, f"{where}.{unknown[0]}", "unknown key", "use mirror, rev and subdirectory")
+            raise ConfigError(
+                path, f"{where}.{unknown[0]}", "unknown key", "use mirror, rev and subdirectory"
+            )
         mirror, rev, sub = entry.get("mirror"), entry.get("rev"), entry.get("subdirectory")
         if not isinstance(mirror, str) or not mirror.startswith(("https://", "http://", "file://")):
-            raise ConfigError(path, f"{where}.mirror", f"expected the repository URL, got {mirror!r}",
-                              "name a repository declared in patchlane.toml [[mirrors.repository]]")
+            raise ConfigError(
+                path,
+                f"{where}.mirror",
+                f"expected the repository URL, got {mirror!r}",
+                "name a repository declared in patchlane.toml [[mirrors.repository]]",
+            )
         if not isinstance(rev, str) or not _REV.fullmatch(rev) or ".." in rev:
-            raise ConfigError(path, f"{where}.rev", f"expected a tag, branch or commit, got {rev!r}",
-                              'e.g. rev = "26.04-alpha.rc1" or a 40-character commit')
-        if sub is not None and (not isinstance(sub, str) or not _SUBDIRECTORY.fullmatch(sub) or ".." in sub.split("/")):
-            raise ConfigError(path, f"{where}.subdirectory", f"expected a relative folder, got {sub!r}", 'e.g. "python"')
-        found.append(Revision(canonicalize_name(str(name)), mirror.rstrip("/").removesuffix(".git"), rev, sub, where))
+            raise ConfigError(
+                path,
+                f"{where}.rev",
+                f"expected a tag, branch or commit, got {rev!r}",
+                'e.g. rev = "26.04-alpha.rc1" or a 40-character commit',
+            )
+        if sub is not None and (
+            not isinstance(sub, str) or not _SUBDIRECTORY.fullmatch(sub) or ".." in sub.split("/")
+        ):
+            raise ConfigError(
+                path,
+                f"{where}.subdirectory",
+                f"expected a relative folder, got {sub!r}",
+                'e.g. "python"',
+            )
+        found.append(
+            Revision(
+                canonicalize_name(str(name)),
+                mirror.rstrip("/").removesuffix(".git"),
+                rev,
+                sub,
+                where,
+            )
+        )
     return tuple(sorted(found, key=lambda r: r.distribution))
 
 
@@ -85,10 +132,14 @@ def resolve(revision: Revision, mirrors, origin: str | Path = "lane file") -> tu
     try:
         commit = Git(path, search_parents=False).rev_parse(f"{revision.rev}^{{commit}}")
     except GitError as exc:
-        raise fail(f"cannot read the mirror {path}: {exc}", "check the mirror, or sync it again") from None
+        raise fail(
+            f"cannot read the mirror {path}: {exc}", "check the mirror, or sync it again"
+        ) from None
     if commit is None:
-        raise fail(f"{revision.rev!r} is not in the mirror of {revision.repository} ({path})",
-                   "run `patchlane mirrors sync`, or fix the lane's rev")
+        raise fail(
+            f"{revision.rev!r} is not in the mirror of {revision.repository} ({path})",
+            "run `patchlane mirrors sync`, or fix the lane's rev",
+        )
     return path, commit
 
 
@@ -100,8 +151,11 @@ def pinned_requirement(revision: Revision, mirror_path: Path, commit: str) -> st
 
 def vcs_entries(lock: Mapping) -> dict[str, Mapping]:
     """The ``vcs`` table of every package a lock takes from a repository, by canonical name."""
-    return {canonicalize_name(str(p.get("name", ""))): p["vcs"] for p in lock.get("packages", [])
-            if isinstance(p, Mapping) and isinstance(p.get("vcs"), Mapping)}
+    return {
+        canonicalize_name(str(p.get("name", ""))): p["vcs"]
+        for p in lock.get("packages", [])
+        if isinstance(p, Mapping) and isinstance(p.get("vcs"), Mapping)
+    }
 
 
 def replace_urls(text: str, urls: Mapping[str, str]) -> str:
@@ -130,12 +184,20 @@ def mirror_path(revision: Revision, mirrors, origin: str | Path) -> Path:
     (the lane file), the revision's key and the fix when there is none."""
     mirror = mirrors.for_repository(revision.repository) if mirrors is not None else None
     if mirror is None:
-        raise ConfigError(origin, revision.key, f"no mirror of {revision.repository} on this host",
-                          "declare it in patchlane.toml as [[mirrors.repository]] url = "
-                          f'"{revision.repository}", then run `patchlane mirrors sync`')
+        raise ConfigError(
+            origin,
+            revision.key,
+            f"no mirror of {revision.repository} on this host",
+            "declare it in patchlane.toml as [[mirrors.repository]] url = "
+            f'"{revision.repository}", then run `patchlane mirrors sync`',
+        )
     if not mirror.path.exists():
-        raise ConfigError(origin, revision.key, f"the mirror of {revision.repository} is missing ({mirror.path})",
-                          "run `patchlane mirrors sync` (or copy the mirror there)")
+        raise ConfigError(
+            origin,
+            revision.key,
+            f"the mirror of {revision.repository} is missing ({mirror.path})",
+            "run `patchlane mirrors sync` (or copy the mirror there)",
+        )
     return mirror.path.resolve()
 
 

@@ -55,7 +55,8 @@ def lock_build_requirements(lane: Lane, requires: tuple[str, ...], provenance: M
         (work / "uv.toml").write_text(uv_toml(lane, index_table(lane, urls, host.default)),
                                       encoding="utf-8")
         args = pylock_compile_args("build.in", lane)
-        if provenance.get("exclude-newer"):  # the cutoff the lane's lock was made with
+        # the cutoff the lane's lock was made with
+        if provenance.get("exclude-newer"):
             args += ["--exclude-newer", str(provenance["exclude-newer"])]
         proc = uv.run(args, cwd=work, without_indexes=True)
         if proc.returncode != 0:

@@ -24,7 +24,8 @@ UNREACHABLE_MARKERS = (
     "failed to lookup address",
 )
 
-#: uv's words for an index that answered with an error status (reqwest's "HTTP status server error (500 …)").
+#: uv's words for an index that answered with an error status (reqwest's "HTTP status server error
+#: (500 …)").
 _HTTP_STATUS = re.compile(r"HTTP status (server|client) error|\b[45]\d\d (Internal Server Error|Service Unavailable|"
                           r"Bad Gateway|Forbidden|Unauthorized|Not Found|Gateway Timeout)")
 
@@ -32,7 +33,8 @@ _HTTP_STATUS = re.compile(r"HTTP status (server|client) error|\b[45]\d\d (Intern
 def explain_failure(stderr: str) -> tuple[str, str]:
     """(status, one-line message) from uv's stderr; the full text stays in the result's detail."""
     lines = uv.failure_lines(stderr)
-    # An index that answered with an HTTP error (500, 403, 404) was reached: that is a failure, never
+    # An index that answered with an HTTP error (500, 403, 404) was reached: that is a failure,
+    # never
     # "unreachable" (which keeps the old lock and exits 0) — uv says "Failed to fetch" for both.
     answered = _HTTP_STATUS.search(stderr) is not None
     status = "unreachable" if not answered and any(m in stderr for m in UNREACHABLE_MARKERS) else "failed"

@@ -65,14 +65,17 @@ def _rules(lane: Lane) -> list[tuple[Requirement, str]]:
             try:
                 requirement = Requirement(text)
             except InvalidRequirement:
-                continue  # the lane reader reports it
+                # the lane reader reports it
+                continue
             name = str(canonicalize_name(requirement.name))
             if requirement.marker is not None or requirement.url or not requirement.specifier:
-                continue  # platform-dependent or not a version rule: uv judged it
+                # platform-dependent or not a version rule: uv judged it
+                continue
             if kind == "overrides":
                 overridden.add(name)
             elif name in overridden:
-                continue  # an override replaces the lane's other rules for the package
+                # an override replaces the lane's other rules for the package
+                continue
             rules.append((requirement, kind))
     return rules
 

@@ -24,9 +24,12 @@ class PackageChange:
     name: str
     old: str | None
     new: str | None
-    kind: str  # one of KINDS
-    uploaded: _dt.datetime | None = None  # when the new version's files were uploaded
-    marker: str | None = None  # the entry's environment marker (the new one when it changed)
+    # one of KINDS
+    kind: str
+    # when the new version's files were uploaded
+    uploaded: _dt.datetime | None = None
+    # the entry's environment marker (the new one when it changed)
+    marker: str | None = None
 
     def to_json(self) -> dict:
         return {"name": self.name, "marker": self.marker, "old": self.old, "new": self.new, "kind": self.kind,
@@ -56,7 +59,8 @@ def classify(old: str | None, new: str | None) -> str:
     return "patch"
 
 
-Key = tuple[str, str]  # (canonical name, marker or "")
+# (canonical name, marker or "")
+Key = tuple[str, str]
 
 
 def _packages(lock: dict | None) -> dict[Key, dict]:
@@ -94,7 +98,8 @@ def _pair(before: dict[Key, dict], after: dict[Key, dict]) -> list[tuple[Key | N
     new = [key for key in after if key not in before]
     for name in {key[0] for key in gone} & {key[0] for key in new}:
         old_keys, new_keys = [k for k in gone if k[0] == name], [k for k in new if k[0] == name]
-        if len(old_keys) == 1 and len(new_keys) == 1:  # a marker rewritten, not a package split in two
+        # a marker rewritten, not a package split in two
+        if len(old_keys) == 1 and len(new_keys) == 1:
             pairs.append((old_keys[0], new_keys[0]))
             gone.remove(old_keys[0])
             new.remove(new_keys[0])
@@ -111,7 +116,8 @@ def diff(old_lock: dict | None, new_lock: dict | None) -> tuple[PackageChange, .
             continue
         key = new_key or old_key
         uploaded = _upload_time(after[new_key]) if new_key else None
-        kind = classify(old, new) if old != new else "other"  # same version, another marker
+        # same version, another marker
+        kind = classify(old, new) if old != new else "other"
         changes.append(PackageChange(key[0], old, new, kind, uploaded, key[1] or None))
     return tuple(sorted(changes, key=lambda c: (c.name, c.marker or "")))
 

@@ -40,15 +40,19 @@ _FILENAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*\.(whl|tar\.gz|zip|tar\.bz2)
 class Artifact:
     """One file of the wheelhouse."""
 
-    package: str  # canonical name
+    # canonical name
+    package: str
     version: str
     filename: str
     url: str
     sha256: str
     size: int | None = None
-    kind: str = "wheel"  # wheel | sdist | build (a wheel that builds a lane revision, found by --find-links)
-    part: int = 0  # which part folder holds it (0: unsplit wheelhouse)
-    chunks: int = 0  # > 0: stored as <filename>.partNNN pieces across parts
+    # wheel | sdist | build (a wheel that builds a lane revision, found by --find-links)
+    kind: str = "wheel"
+    # which part folder holds it (0: unsplit wheelhouse)
+    part: int = 0
+    # > 0: stored as <filename>.partNNN pieces across parts
+    chunks: int = 0
 
 
 @dataclass(frozen=True)
@@ -56,10 +60,12 @@ class Wheelhouse:
     lane: str
     lock_sha256: str
     artifacts: tuple[Artifact, ...]
-    skipped: tuple[str, ...] = ()  # packages the base carries (overlay)
+    # packages the base carries (overlay)
+    skipped: tuple[str, ...] = ()
     parts: int = 0
     version: int = FORMAT
-    from_mirrors: tuple[str, ...] = ()  # packages the lock takes from a git revision: carried as the mirror
+    # packages the lock takes from a git revision: carried as the mirror
+    from_mirrors: tuple[str, ...] = ()
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -121,7 +127,8 @@ def plan(lane_name: str, lock: Mapping, lock_sha256: str, *, base: Mapping[str, 
     artifacts, from_mirrors = [], []
     for package in packages:
         name = canonicalize_name(str(package.get("name", "")))
-        if "vcs" in package:  # a lane revision: the host installs it from its copy of the mirror
+        # a lane revision: the host installs it from its copy of the mirror
+        if "vcs" in package:
             from_mirrors.append(name)
             continue
         picked = _pick(package)
@@ -214,7 +221,8 @@ def gather(house: Wheelhouse, out: Path, *, client, part_size: int | None = None
         progress(f"[{number}/{len(artifacts)}] {artifact.filename} ({(artifact.size or 0) / 1e6:.1f} MB)")
         placed = _part_dir(out, artifact.part) / artifact.filename
         if not artifact.chunks and placed.is_file() and _sha256(placed) == artifact.sha256:
-            done += artifact.size or 0  # gathered before (an interrupted or repeated gather): kept
+            # gathered before (an interrupted or repeated gather): kept
+            done += artifact.size or 0
             continue
         whole = staging / artifact.filename
         _download(client, artifact, whole)
@@ -235,7 +243,8 @@ def gather(house: Wheelhouse, out: Path, *, client, part_size: int | None = None
                         from_mirrors=house.from_mirrors)
     for part in range(0, parts + 1) if parts else (0,):
         folder = _part_dir(out, part)
-        if folder.is_dir():  # every part carries the manifest, so any one tells what the set is
+        # every part carries the manifest, so any one tells what the set is
+        if folder.is_dir():
             atomic_write(folder / MANIFEST_NAME, result.to_json())
     progress(f"{len(artifacts)} file(s), {done / 1e6:.1f} MB" + (f" in {parts} part(s) of ≤ {part_size / 1e6:.0f} MB" if parts else ""))
     return result
@@ -296,7 +305,8 @@ def localize(lock: Mapping, house: Wheelhouse, folder: Path, *, lane: str, lock_
     if house.lock_sha256 != lock_sha256:
         raise ConfigError(where, "lock_sha256", f"the wheelhouse was gathered from another lock of lane {lane}",
                           f"gather it again from the lock this host has (`patchlane wheelhouse gather {lane}`), or carry that lock")
-    carried = {a.package: a for a in house.artifacts if a.kind != "build"}  # build: found by --find-links
+    # build: found by --find-links
+    carried = {a.package: a for a in house.artifacts if a.kind != "build"}
     packages = []
     for package in lock.get("packages", []):
         if "vcs" in package:
@@ -321,7 +331,8 @@ def localize(lock: Mapping, house: Wheelhouse, folder: Path, *, lane: str, lock_
         if not path.is_file():
             raise ConfigError(path, None, "missing from the wheelhouse",
                               "carry every part and run `patchlane wheelhouse join PART… --out DIR`")
-        if _sha256(path) != digest:  # uv checks again as it installs; this names the file and the fix
+        # uv checks again as it installs; this names the file and the fix
+        if _sha256(path) != digest:
             raise ConfigError(path, None, "sha256 does not match the lock", "carry that file (or its part) again and join")
         entry = {"name": artifact.filename, "path": str(path.resolve()), "hashes": {"sha256": digest},
                  **({"size": locked["size"]} if "size" in locked else {})}

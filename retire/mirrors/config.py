@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 from retire.core.errors import ConfigError
 
-__all__ = ["DEFAULT_TAGS", "Mirror", "MirrorSet", "PROJECT_FILE", "load_mirrors", "repository_key"]
+__all__ = ["DEFAULT_TAGS", "PROJECT_FILE", "Mirror", "MirrorSet", "load_mirrors", "repository_key"]
 
 PROJECT_FILE = "patchlane.toml"
 #: A release tag is ``v1.2`` or ``1.2.3`` unless a mirror says otherwise.
@@ -56,11 +56,15 @@ def repository_key(url: str) -> tuple[str, str] | None:
 class Mirror:
     """One upstream repository and its local clone."""
 
-    repository: str  # https://host/owner/repo, as links name it
+    # https://host/owner/repo, as links name it
+    repository: str
     path: Path
-    tags: str = DEFAULT_TAGS  # regex; the group named ``version`` (else the first group) is the version
-    branches: tuple[str, ...] = ()  # ref patterns under refs/heads where pull requests land; () = every branch
-    fetch: str | None = None  # the URL `mirrors sync` fetches from (default: repository + ".git")
+    # regex; the group named ``version`` (else the first group) is the version
+    tags: str = DEFAULT_TAGS
+    # ref patterns under refs/heads where pull requests land; () = every branch
+    branches: tuple[str, ...] = ()
+    # the URL `mirrors sync` fetches from (default: repository + ".git")
+    fetch: str | None = None
 
     @property
     def fetch_url(self) -> str:
@@ -106,7 +110,12 @@ class MirrorSet:
         if value is None:
             return cls()
         if isinstance(value, Mapping):
-            return cls(tuple(Mirror(url.rstrip("/").removesuffix(".git"), Path(path)) for url, path in value.items()))
+            return cls(
+                tuple(
+                    Mirror(url.rstrip("/").removesuffix(".git"), Path(path))
+                    for url, path in value.items()
+                )
+            )
         return cls(folder=Path(value))
 
 
@@ -119,43 +128,76 @@ def _fail(path: Path, key: str, problem: str, fix: str) -> ConfigError:
     return ConfigError(path, key, problem, fix)
 
 
-def _string(table: Mapping, key: str, where: str, path: Path, *, required: bool = False) -> str | None:
+def _string(
+    table: Mapping, key: str, where: str, path: Path, *, required: bool = False
+) -> str | None:
     value = table.get(key)
     if value is None:
         if required:
-            raise _fail(path, f"{where}.{key}", "missing", f"add {key} = \"…\"")
+            raise _fail(path, f"{where}.{key}", "missing", f'add {key} = "…"')
         return None
     if not isinstance(value, str) or not value.strip():
-        raise _fail(path, f"{where}.{key}", f"expected a non-empty string, got {value!r}", f"write {key} = \"…\"")
+        raise _fail(
+            path,
+            f"{where}.{key}",
+            f"expected a non-empty string, got {value!r}",
+            f'write {key} = "…"',
+        )
     return value.strip()
 
 
 def _mirror(entry: object, index: int, folder: Path, root: Path, path: Path) -> Mirror:
     where = f"mirrors.repository[{index}]"
     if not isinstance(entry, Mapping):
-        raise _fail(path, where, "expected a table", "write [[mirrors.repository]] with url = \"…\"")
+        raise _fail(path, where, "expected a table", 'write [[mirrors.repository]] with url = "…"')
     unknown = sorted(set(entry) - {"url", "tags", "branches", "path", "fetch"})
     if unknown:
-        raise _fail(path, f"{where}.{unknown[0]}", "unknown key", "use url, tags, branches, path or fetch")
+        raise _fail(
+            path, f"{where}.{unknown[0]}", "unknown key", "use url, tags, branches, path or fetch"
+        )
     url = _string(entry, "url", where, path, required=True)
     key = repository_key(url)
     if key is None:
-        raise _fail(path, f"{where}.url", f"not a repository URL: {url!r}", "write it like https://github.com/owner/repo")
+        raise _fail(
+            path,
+            f"{where}.url",
+            f"not a repository URL: {url!r}",
+            "write it like https://github.com/owner/repo",
+        )
     tags = _string(entry, "tags", where, path) or DEFAULT_TAGS
     try:
         compiled = re.compile(tags)
     except re.error as exc:
-        raise _fail(path, f"{where}.tags", f"not a regular expression: {exc}", "e.g. tags = 'v(?P<version>\\d+\\.\\d+\\.\\d+)'") from None
+        raise _fail(
+            path,
+            f"{where}.tags",
+            f"not a regular expression: {exc}",
+            "e.g. tags = 'v(?P<version>\\d+\\.\\d+\\.\\d+)'",
+        ) from None
     if "version" not in compiled.groupindex and compiled.groups < 1:
-        raise _fail(path, f"{where}.tags", "the pattern captures no version", "add a group: (?P<version>…)")
+        raise _fail(
+            path, f"{where}.tags", "the pattern captures no version", "add a group: (?P<version>…)"
+        )
     branches = entry.get("branches", [])
-    if not isinstance(branches, list) or not all(isinstance(b, str) and _BRANCH.fullmatch(b) for b in branches):
-        raise _fail(path, f"{where}.branches", f"expected a list of branch names or patterns, got {branches!r}",
-                    'e.g. branches = ["main", "release/*"]')
+    if not isinstance(branches, list) or not all(
+        isinstance(b, str) and _BRANCH.fullmatch(b) for b in branches
+    ):
+        raise _fail(
+            path,
+            f"{where}.branches",
+            f"expected a list of branch names or patterns, got {branches!r}",
+            'e.g. branches = ["main", "release/*"]',
+        )
     explicit = _string(entry, "path", where, path)
     owner, repo = _segments(url)
     clone = (root / explicit).resolve() if explicit else folder / owner / f"{repo}.git"
-    return Mirror(url.rstrip("/").removesuffix(".git"), clone, tags, tuple(branches), _string(entry, "fetch", where, path))
+    return Mirror(
+        url.rstrip("/").removesuffix(".git"),
+        clone,
+        tags,
+        tuple(branches),
+        _string(entry, "fetch", where, path),
+    )
 
 
 def load_mirrors(root: Path, *, folder: Path | None = None) -> MirrorSet:
@@ -171,21 +213,39 @@ def load_mirrors(root: Path, *, folder: Path | None = None) -> MirrorSet:
         except tomllib.TOMLDecodeError as exc:
             raise _fail(path, None, f"invalid TOML: {exc}", "fix the syntax") from None
         except RecursionError:
-            raise _fail(path, None, "invalid TOML: nested too deeply", "flatten the value") from None
+            raise _fail(
+                path, None, "invalid TOML: nested too deeply", "flatten the value"
+            ) from None
     section = data.get("mirrors", {})
     if not isinstance(section, Mapping):
         raise _fail(path, "mirrors", "expected a table", "write [mirrors]")
     unknown = sorted(set(section) - {"folder", "repository"})
     if unknown:
-        raise _fail(path, f"mirrors.{unknown[0]}", "unknown key", "use folder or [[mirrors.repository]]")
+        raise _fail(
+            path, f"mirrors.{unknown[0]}", "unknown key", "use folder or [[mirrors.repository]]"
+        )
     configured = _string(section, "folder", "mirrors", path)
-    home = folder.resolve() if folder is not None else (root / (configured or ".patchlane/mirrors")).resolve()
+    home = (
+        folder.resolve()
+        if folder is not None
+        else (root / (configured or ".patchlane/mirrors")).resolve()
+    )
     entries = section.get("repository", [])
     if not isinstance(entries, Sequence) or isinstance(entries, str):
-        raise _fail(path, "mirrors.repository", "expected an array of tables", "write [[mirrors.repository]]")
+        raise _fail(
+            path,
+            "mirrors.repository",
+            "expected an array of tables",
+            "write [[mirrors.repository]]",
+        )
     mirrors = tuple(_mirror(entry, i, home, root, path) for i, entry in enumerate(entries))
     keys = [repository_key(m.repository) for m in mirrors]
     duplicate = next((k for k in keys if keys.count(k) > 1), None)
     if duplicate:
-        raise _fail(path, "mirrors.repository", f"{'/'.join(duplicate)} is declared twice", "keep one entry per repository")
+        raise _fail(
+            path,
+            "mirrors.repository",
+            f"{'/'.join(duplicate)} is declared twice",
+            "keep one entry per repository",
+        )
     return MirrorSet(mirrors, home)

@@ -43,8 +43,10 @@ TIMEOUT = 120.0
 @dataclass(frozen=True)
 class Landing:
     sha: str
-    time: int  # committer time, epoch seconds
-    how: str  # squash | merge
+    # committer time, epoch seconds
+    time: int
+    # squash | merge
+    how: str
     subject: str
 
 
@@ -66,12 +68,16 @@ class MirrorRepo:
         name as ``NAME/*``). A pattern that matches nothing follows nothing."""
         if not self.mirror.branches:
             return ["--branches"]
-        heads = self.git.run("for-each-ref", "--format=%(refname:strip=2)", "refs/heads").splitlines()
+        heads = self.git.run(
+            "for-each-ref", "--format=%(refname:strip=2)", "refs/heads"
+        ).splitlines()
         return [f"refs/heads/{head}" for head in heads if self._follows(head)]
 
     def _follows(self, head: str) -> bool:
         """Whether the branch named ``head`` is followed (every branch when none is configured)."""
-        return not self.mirror.branches or any(fnmatch.fnmatchcase(head, p) for p in self.mirror.branches)
+        return not self.mirror.branches or any(
+            fnmatch.fnmatchcase(head, p) for p in self.mirror.branches
+        )
 
     @cached_property
     def _history(self) -> tuple[dict[int, list[Landing]], int | None]:
@@ -79,7 +85,8 @@ class MirrorRepo:
         out = self.git.run("log", "--format=%H%x1f%ct%x1f%s", *refs, "--") if refs else ""
         landed: dict[int, list[Landing]] = {}
         newest: int | None = None
-        for line in reversed(out.splitlines()):  # git log lists newest first; landings are kept oldest first
+        # git log lists newest first; landings are kept oldest first
+        for line in reversed(out.splitlines()):
             sha, _, rest = line.partition("\x1f")
             when, _, subject = rest.partition("\x1f")
             if not when.isdigit():
@@ -90,20 +97,23 @@ class MirrorRepo:
             merge = _MERGE.match(subject)
             numbers = {int(merge.group(1))} if merge else {int(n) for n in _SQUASH.findall(subject)}
             for number in numbers:
-                landed.setdefault(number, []).append(Landing(sha, int(when), "merge" if merge else "squash", subject))
+                landed.setdefault(number, []).append(
+                    Landing(sha, int(when), "merge" if merge else "squash", subject)
+                )
         return landed, newest
 
     def landings(self, number: int) -> list[Landing]:
         """Every commit that landed ``#number``, oldest first."""
         with self._lock:
             landed, _ = self._history
-        return sorted(landed.get(number, []), key=lambda l: l.time)  # stable: ties keep history order
+        # stable: ties keep history order
+        return sorted(landed.get(number, []), key=lambda l: l.time)
 
     @property
     def newest_commit_at(self) -> _dt.datetime | None:
         with self._lock:
             _, newest = self._history
-        return _dt.datetime.fromtimestamp(newest, _dt.timezone.utc) if newest else None
+        return _dt.datetime.fromtimestamp(newest, _dt.UTC) if newest else None
 
     # -- tags -----------------------------------------------------------------------------------
     @cached_property
@@ -135,7 +145,9 @@ class MirrorRepo:
                 if tag.strip() and tag.strip() not in containing:
                     containing.append(tag.strip())
         release_tags = tuple(t for t in containing if t in release)
-        return TagContainment(self.mirror.repository, commits[0], tuple(containing), release_tags, self.tag_versions())
+        return TagContainment(
+            self.mirror.repository, commits[0], tuple(containing), release_tags, self.tag_versions()
+        )
 
     # -- probes (never raise) -------------------------------------------------------------------
     def probe_pull(self, number: int) -> MirrorPull | ProbeFailure:
@@ -145,12 +157,23 @@ class MirrorRepo:
             found = self.landings(number)
             newest = self.newest_commit_at
             if not found:
-                return MirrorPull(self.mirror.repository, number, None, "none", newest_commit_at=newest)
+                return MirrorPull(
+                    self.mirror.repository, number, None, "none", newest_commit_at=newest
+                )
             first = found[0]
-            return MirrorPull(self.mirror.repository, number, first.sha, first.how, first.subject,
-                              self.containment([landing.sha for landing in found]), newest)
+            return MirrorPull(
+                self.mirror.repository,
+                number,
+                first.sha,
+                first.how,
+                first.subject,
+                self.containment([landing.sha for landing in found]),
+                newest,
+            )
         except GitError as exc:
-            return ProbeFailure("git", target, f"reading the mirror at {self.mirror.path} failed: {exc}")
+            return ProbeFailure(
+                "git", target, f"reading the mirror at {self.mirror.path} failed: {exc}"
+            )
 
     def _probe(self, commit: str, read):
         """``read(full sha)`` for a commit of the mirror, or why not (never raises); a commit the
@@ -161,11 +184,18 @@ class MirrorRepo:
         try:
             full = self.git.rev_parse(f"{commit}^{{commit}}")
             if full is None:
-                return ProbeFailure("git", target, f"commit {commit[:12]} is not in the mirror at {self.mirror.path}: "
-                                    f"the mirror is behind, or the sha is wrong — {_sync_hint(self.mirror)}", retryable=True)
+                return ProbeFailure(
+                    "git",
+                    target,
+                    f"commit {commit[:12]} is not in the mirror at {self.mirror.path}: "
+                    f"the mirror is behind, or the sha is wrong — {_sync_hint(self.mirror)}",
+                    retryable=True,
+                )
             return read(full)
         except GitError as exc:
-            return ProbeFailure("git", target, f"reading the mirror at {self.mirror.path} failed: {exc}")
+            return ProbeFailure(
+                "git", target, f"reading the mirror at {self.mirror.path} failed: {exc}"
+            )
 
     def probe_commit(self, commit: str) -> TagContainment | ProbeFailure:
         """Which release tags contain ``commit``."""
@@ -173,8 +203,11 @@ class MirrorRepo:
 
     def probe_tip(self, commit: str) -> BranchTip | ProbeFailure:
         """Which followed branches end at ``commit`` (a revision a reproducer ran on)."""
+
         def read(full: str) -> BranchTip:
-            heads = self.git.run("for-each-ref", "--points-at", full, "--format=%(refname:strip=2)", "refs/heads")
+            heads = self.git.run(
+                "for-each-ref", "--points-at", full, "--format=%(refname:strip=2)", "refs/heads"
+            )
             branches = tuple(sorted(h for h in heads.split() if self._follows(h)))
             return BranchTip(self.mirror.repository, full, branches, self.newest_commit_at)
 
@@ -185,11 +218,17 @@ def open_mirror(mirror: Mirror) -> MirrorRepo | ProbeFailure:
     """A readable mirror, or why not (missing folder, not a repository)."""
     target = mirror.repository
     if not mirror.path.exists():
-        return ProbeFailure("git", target, f"no mirror of {mirror.repository} at {mirror.path}: {_sync_hint(mirror)}")
+        return ProbeFailure(
+            "git",
+            target,
+            f"no mirror of {mirror.repository} at {mirror.path}: {_sync_hint(mirror)}",
+        )
     git = Git(mirror.path, search_parents=False, timeout=TIMEOUT)
     try:
         if not git.is_repository():
-            return ProbeFailure("git", target, f"{mirror.path} is not a git repository: {_sync_hint(mirror)}")
+            return ProbeFailure(
+                "git", target, f"{mirror.path} is not a git repository: {_sync_hint(mirror)}"
+            )
     except GitError as exc:
         return ProbeFailure("git", target, f"{mirror.path}: {exc}")
     return MirrorRepo(mirror, git)

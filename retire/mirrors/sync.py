@@ -20,16 +20,27 @@ __all__ = ["SyncResult", "sync"]
 
 #: Seconds a clone or fetch may take.
 TIMEOUT = 1800.0
-_UNREACHABLE = ("could not resolve host", "unable to access", "connection refused", "connection timed out",
-                "network is unreachable", "could not read from remote", "failed to connect", "no route to host",
-                "name or service not known", "temporary failure in name resolution", "does not appear to be a git repository")
+_UNREACHABLE = (
+    "could not resolve host",
+    "unable to access",
+    "connection refused",
+    "connection timed out",
+    "network is unreachable",
+    "could not read from remote",
+    "failed to connect",
+    "no route to host",
+    "name or service not known",
+    "temporary failure in name resolution",
+    "does not appear to be a git repository",
+)
 
 
 @dataclass(frozen=True)
 class SyncResult:
     repository: str
     path: Path
-    status: str  # cloned | updated | unchanged | unreachable | failed
+    # cloned | updated | unchanged | unreachable | failed
+    status: str
     detail: str = ""
     newest_commit_at: _dt.datetime | None = None
 
@@ -63,27 +74,57 @@ def sync(mirror: Mirror, *, timeout: float = TIMEOUT) -> SyncResult:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             Git(path.parent, search_parents=False, timeout=timeout).run(
-                "clone", "--mirror", "--quiet", "--", mirror.fetch_url, path.name)
+                "clone", "--mirror", "--quiet", "--", mirror.fetch_url, path.name
+            )
         except GitError as exc:
             status, text = _why(exc)
-            return SyncResult(mirror.repository, path, status, f"could not clone {mirror.fetch_url}: {text}")
+            return SyncResult(
+                mirror.repository, path, status, f"could not clone {mirror.fetch_url}: {text}"
+            )
         except OSError as exc:
-            return SyncResult(mirror.repository, path, "failed", f"cannot create {path.parent}: {exc.strerror or exc}")
+            return SyncResult(
+                mirror.repository,
+                path,
+                "failed",
+                f"cannot create {path.parent}: {exc.strerror or exc}",
+            )
         _, newest = _state(mirror)
         return SyncResult(mirror.repository, path, "cloned", f"from {mirror.fetch_url}", newest)
     before, newest = _state(mirror)
     git = Git(path, search_parents=False, timeout=timeout)
     try:
         if git.run("rev-parse", "--is-bare-repository") == "true":
-            git.run("fetch", "--quiet", "--prune", "--", mirror.fetch_url,
-                    "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
-        else:  # a working clone: update its remote-tracking refs and tags only
-            git.run("fetch", "--quiet", "--prune", "--tags", "--", mirror.fetch_url,
-                    "+refs/heads/*:refs/remotes/origin/*")
+            git.run(
+                "fetch",
+                "--quiet",
+                "--prune",
+                "--",
+                mirror.fetch_url,
+                "+refs/heads/*:refs/heads/*",
+                "+refs/tags/*:refs/tags/*",
+            )
+        # a working clone: update its remote-tracking refs and tags only
+        else:
+            git.run(
+                "fetch",
+                "--quiet",
+                "--prune",
+                "--tags",
+                "--",
+                mirror.fetch_url,
+                "+refs/heads/*:refs/remotes/origin/*",
+            )
     except GitError as exc:
         status, text = _why(exc)
         fresh = f" (newest commit {newest.date()})" if newest else ""
-        return SyncResult(mirror.repository, path, status,
-                          f"could not fetch {mirror.fetch_url}: {text}; the mirror is unchanged{fresh}", newest)
+        return SyncResult(
+            mirror.repository,
+            path,
+            status,
+            f"could not fetch {mirror.fetch_url}: {text}; the mirror is unchanged{fresh}",
+            newest,
+        )
     after, newest = _state(mirror)
-    return SyncResult(mirror.repository, path, "updated" if after != before else "unchanged", "", newest)
+    return SyncResult(
+        mirror.repository, path, "updated" if after != before else "unchanged", "", newest
+    )

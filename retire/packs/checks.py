@@ -15,12 +15,11 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from retire.evidence.validation import Mode, RunOutcome, ValidationRecord
+from retire.packs.model import Pack, github_repository, pinned_ref
 from shims import tomlreader
 from shims.manifest import ShimManifest
 from shims.reproducer import Sentinel
-
-from retire.packs.model import Pack, github_repository, pinned_ref
-from retire.evidence.validation import Mode, RunOutcome, ValidationRecord
 
 __all__ = [
     "DEFAULT_MAX_CODE_LINES",
@@ -44,14 +43,26 @@ DEFAULT_MAX_CODE_LINES = 12
 #: Lines a block may share with the reproducer before it counts as pasting it.
 DUPLICATE_LINES = 3
 
-RULES = ("manifest", "reproducer", "validation", "markdown", "deny-list", "pasted", "upstream-state", "target", "against", "command")
+RULES = (
+    "manifest",
+    "reproducer",
+    "validation",
+    "markdown",
+    "deny-list",
+    "pasted",
+    "upstream-state",
+    "target",
+    "against",
+    "command",
+)
 
 
 @dataclass(frozen=True)
 class Blocker:
     """One reason a pack is not ready; ``str()`` is one line: ``rule: problem — fix``."""
 
-    rule: str  # one of RULES
+    # one of RULES
+    rule: str
     message: str
 
     def __str__(self) -> str:
@@ -76,13 +87,21 @@ def parse_deny(text: str, path: str | Path) -> tuple[DenyRule, ...]:
     Literals match case-insensitively; patterns as written (``(?i)`` makes one insensitive), so
     a ticket-code pattern like ``[A-Z]+-[0-9]+`` does not catch ordinary hyphenated words.
     """
-    doc = tomlreader.loads(text, str(path)).check_keys(("deny",), fix="the file holds [[deny]] entries only")
+    doc = tomlreader.loads(text, str(path)).check_keys(
+        ("deny",), fix="the file holds [[deny]] entries only"
+    )
     rules = []
     for entry in doc.get("deny", []).tables(fix="write [[deny]] entries"):
         entry.check_keys(("pattern", "literal", "why"), fix="use pattern or literal, and why")
         if ("pattern" in entry) == ("literal" in entry):
-            raise entry.error(None, "needs exactly one of pattern or literal", 'add pattern = "…" (a regex) or literal = "…"')
-        why = entry.string("why", missing='say what the entry catches, e.g. why = "internal host name"')
+            raise entry.error(
+                None,
+                "needs exactly one of pattern or literal",
+                'add pattern = "…" (a regex) or literal = "…"',
+            )
+        why = entry.string(
+            "why", missing='say what the entry catches, e.g. why = "internal host name"'
+        )
         kind = "pattern" if "pattern" in entry else "literal"
         raw = entry.string(kind, empty_ok=True)
         if not raw:
@@ -91,7 +110,9 @@ def parse_deny(text: str, path: str | Path) -> tuple[DenyRule, ...]:
         try:
             compiled = re.compile(source)
         except (re.error, RecursionError, OverflowError, ValueError) as exc:
-            raise entry.error(kind, f"bad regular expression: {exc}", "fix the pattern (Python re syntax)") from None
+            raise entry.error(
+                kind, f"bad regular expression: {exc}", "fix the pattern (Python re syntax)"
+            ) from None
         rules.append(DenyRule(compiled, why.strip()))
     return tuple(rules)
 
@@ -104,8 +125,13 @@ def check_deny(texts: Iterable[tuple[str, str]], rules: Sequence[DenyRule]) -> l
             for rule in rules:
                 match = rule.pattern.search(line)
                 if match:
-                    found.append(Blocker("deny-list", f"{name} line {number}: {match.group(0)!r} looks like {rule.why} "
-                                                      "— rewrite it in public terms"))
+                    found.append(
+                        Blocker(
+                            "deny-list",
+                            f"{name} line {number}: {match.group(0)!r} looks like {rule.why} "
+                            "— rewrite it in public terms",
+                        )
+                    )
     return found
 
 
@@ -119,15 +145,15 @@ _LINK = re.compile(r"\[[^\]]*\]\((?P<target>[^)\s]*)")
 
 @dataclass(frozen=True)
 class _Block:
-    start: int  # 1-based line of the opening fence
+    # 1-based line of the opening fence
+    start: int
     lines: tuple[str, ...]
 
 
 def _cells(row: str) -> list[str]:
     """Split a table row on unescaped pipes, without the optional outer pipes."""
     text = row.strip()
-    if text.startswith("|"):
-        text = text[1:]
+    text = text.removeprefix("|")
     if text.endswith("|") and not text.endswith("\\|"):
         text = text[:-1]
     return re.split(r"(?<!\\)\|", text)
@@ -150,13 +176,23 @@ def _scan(body: str) -> tuple[list[_Block], list[tuple[int, str]], list[Blocker]
         start, index, content = index + 1, index + 1, []
         while index < len(lines):
             closing = _FENCE.match(lines[index])
-            if closing and closing["fence"][0] == fence[0] and len(closing["fence"]) >= len(fence) and not closing["info"].strip():
+            if (
+                closing
+                and closing["fence"][0] == fence[0]
+                and len(closing["fence"]) >= len(fence)
+                and not closing["info"].strip()
+            ):
                 break
             content.append(lines[index])
             index += 1
         else:
-            problems.append(Blocker("markdown", f"body line {start}: code fence {fence} is never closed "
-                                                f"— add a closing {fence} line"))
+            problems.append(
+                Blocker(
+                    "markdown",
+                    f"body line {start}: code fence {fence} is never closed "
+                    f"— add a closing {fence} line",
+                )
+            )
         blocks.append(_Block(start, tuple(content)))
         index += 1
     return blocks, outside, problems
@@ -175,48 +211,87 @@ def check_markdown(body: str) -> list[Blocker]:
             for link in _LINK.finditer(line):
                 target = link["target"]
                 if target and not target.startswith(("https://", "http://", "#", "mailto:")):
-                    problems.append(Blocker("markdown", f"body line {number}: relative link {target!r} does not resolve "
-                                                        "in an issue — use an absolute https:// URL"))
+                    problems.append(
+                        Blocker(
+                            "markdown",
+                            f"body line {number}: relative link {target!r} does not resolve "
+                            "in an issue — use an absolute https:// URL",
+                        )
+                    )
             position += 1
             continue
         # A table: consecutive rows starting with '|'; the second must be the delimiter row.
         table = []
-        while position < len(numbers) and rows[numbers[position]].lstrip().startswith("|") \
-                and (not table or numbers[position] == table[-1][0] + 1):
+        while (
+            position < len(numbers)
+            and rows[numbers[position]].lstrip().startswith("|")
+            and (not table or numbers[position] == table[-1][0] + 1)
+        ):
             table.append((numbers[position], rows[numbers[position]]))
             position += 1
         header = _cells(table[0][1])
-        if len(table) < 2 or not all(_DELIMITER_CELL.fullmatch(cell) for cell in _cells(table[1][1])):
-            problems.append(Blocker("markdown", f"body line {table[0][0]}: table row without a |---| delimiter row "
-                                                "under its header — add one, or escape the leading |"))
+        if len(table) < 2 or not all(
+            _DELIMITER_CELL.fullmatch(cell) for cell in _cells(table[1][1])
+        ):
+            problems.append(
+                Blocker(
+                    "markdown",
+                    f"body line {table[0][0]}: table row without a |---| delimiter row "
+                    "under its header — add one, or escape the leading |",
+                )
+            )
             continue
         delimiter = _cells(table[1][1])
         if len(delimiter) != len(header):
-            problems.append(Blocker("markdown", f"body line {table[1][0]}: the delimiter row has {len(delimiter)} cells, "
-                                                f"the header has {len(header)} — GitHub will not render it as a table"))
+            problems.append(
+                Blocker(
+                    "markdown",
+                    f"body line {table[1][0]}: the delimiter row has {len(delimiter)} cells, "
+                    f"the header has {len(header)} — GitHub will not render it as a table",
+                )
+            )
             continue
         for row_number, row in table[2:]:
             count = len(_cells(row))
             if count != len(header):
-                problems.append(Blocker("markdown", f"body line {row_number}: table row has {count} cells, the header has "
-                                                    f"{len(header)} — escape | inside cells as \\| or fix the row"))
+                problems.append(
+                    Blocker(
+                        "markdown",
+                        f"body line {row_number}: table row has {count} cells, the header has "
+                        f"{len(header)} — escape | inside cells as \\| or fix the row",
+                    )
+                )
     return problems
 
 
-def check_pasted(body: str, reproducer_text: str | None, max_code_lines: int = DEFAULT_MAX_CODE_LINES) -> list[Blocker]:
+def check_pasted(
+    body: str, reproducer_text: str | None, max_code_lines: int = DEFAULT_MAX_CODE_LINES
+) -> list[Blocker]:
     """The reproducer is attached, not pasted: no long code block, no block copied from it."""
     blocks, _, _ = _scan(body)
-    source = {line.strip() for line in (reproducer_text or "").splitlines() if len(line.strip()) >= 8}
+    source = {
+        line.strip() for line in (reproducer_text or "").splitlines() if len(line.strip()) >= 8
+    }
     problems = []
     for block in blocks:
         if len(block.lines) > max_code_lines:
-            problems.append(Blocker("pasted", f"body line {block.start}: a {len(block.lines)}-line code block "
-                                              f"(limit {max_code_lines}) — attach the code as a file and say how to run it"))
+            problems.append(
+                Blocker(
+                    "pasted",
+                    f"body line {block.start}: a {len(block.lines)}-line code block "
+                    f"(limit {max_code_lines}) — attach the code as a file and say how to run it",
+                )
+            )
             continue
         shared = sum(1 for line in block.lines if line.strip() in source)
         if shared >= DUPLICATE_LINES:
-            problems.append(Blocker("pasted", f"body line {block.start}: code block repeats {shared} lines of the "
-                                              "reproducer — it is attached; show only the command"))
+            problems.append(
+                Blocker(
+                    "pasted",
+                    f"body line {block.start}: code block repeats {shared} lines of the "
+                    "reproducer — it is attached; show only the command",
+                )
+            )
     return problems
 
 
@@ -224,8 +299,14 @@ def check_pasted(body: str, reproducer_text: str | None, max_code_lines: int = D
 # evidence, state and targeting
 
 
-def check_validation(shim: str, records: Sequence[ValidationRecord], *, now: _dt.datetime,
-                     window: _dt.timedelta = DEFAULT_WINDOW, against: str | None = None) -> list[Blocker]:
+def check_validation(
+    shim: str,
+    records: Sequence[ValidationRecord],
+    *,
+    now: _dt.datetime,
+    window: _dt.timedelta = DEFAULT_WINDOW,
+    against: str | None = None,
+) -> list[Blocker]:
     """A ``--mode without`` run printed ``BUG_REPRODUCED`` on a named host within ``window``.
 
     When ``against`` pins a release (``dist==1.2``) and a run recorded that distribution's
@@ -233,8 +314,13 @@ def check_validation(shim: str, records: Sequence[ValidationRecord], *, now: _dt
     """
     runs = [r for r in records if r.shim == shim and r.mode == Mode.WITHOUT]
     if not runs:
-        return [Blocker("validation", "the reproducer never ran (no --mode without record in the validation manifest) "
-                                      "— run it on a host (`patchlane run`) and record the result")]
+        return [
+            Blocker(
+                "validation",
+                "the reproducer never ran (no --mode without record in the validation manifest) "
+                "— run it on a host (`patchlane run`) and record the result",
+            )
+        ]
     pinned = None
     if against and "==" in against:
         dist, _, version = against.partition("==")
@@ -246,10 +332,22 @@ def check_validation(shim: str, records: Sequence[ValidationRecord], *, now: _dt
         recorded = {canonicalize_name(name): v for name, v in record.versions.items()}
         return pinned[0] not in recorded or recorded[pinned[0]] == pinned[1]
 
-    reproduced = [r for r in runs if r.outcome == RunOutcome.BUG_REPRODUCED and r.sentinel == Sentinel.BUG_REPRODUCED]
-    named = [r for r in reproduced if isinstance(r.host.get("hostname"), str) and r.host["hostname"].strip()]
+    reproduced = [
+        r
+        for r in runs
+        if r.outcome == RunOutcome.BUG_REPRODUCED and r.sentinel == Sentinel.BUG_REPRODUCED
+    ]
+    named = [
+        r
+        for r in reproduced
+        if isinstance(r.host.get("hostname"), str) and r.host["hostname"].strip()
+    ]
     pinned_runs = [r for r in named if matches_pin(r)]
-    fresh = [r for r in pinned_runs if (m := r.started) is not None and now - window <= m <= now + _dt.timedelta(minutes=5)]
+    fresh = [
+        r
+        for r in pinned_runs
+        if (m := r.started) is not None and now - window <= m <= now + _dt.timedelta(minutes=5)
+    ]
     if fresh:
         return []
     latest = max(runs, key=lambda r: r.started_at)
@@ -257,22 +355,42 @@ def check_validation(shim: str, records: Sequence[ValidationRecord], *, now: _dt
     limit = f"{hours:g} hours" if hours < 48 else f"{hours / 24:g} days"
     if pinned_runs:
         last = max(pinned_runs, key=lambda r: r.started_at)
-        return [Blocker("validation", f"last BUG_REPRODUCED run was {last.started_at[:16]}Z on {last.host.get('hostname')}, "
-                                      f"older than {limit} — rerun the reproducer today")]
+        return [
+            Blocker(
+                "validation",
+                f"last BUG_REPRODUCED run was {last.started_at[:16]}Z on {last.host.get('hostname')}, "
+                f"older than {limit} — rerun the reproducer today",
+            )
+        ]
     if named:
-        return [Blocker("validation", f"no BUG_REPRODUCED run against {against}: the runs recorded other versions "
-                                      "— run it against the version the body names")]
+        return [
+            Blocker(
+                "validation",
+                f"no BUG_REPRODUCED run against {against}: the runs recorded other versions "
+                "— run it against the version the body names",
+            )
+        ]
     if reproduced:
-        return [Blocker("validation", "BUG_REPRODUCED runs carry no host name in their host stamp "
-                                      "— rerun with the reproducer protocol so the host is named")]
+        return [
+            Blocker(
+                "validation",
+                "BUG_REPRODUCED runs carry no host name in their host stamp "
+                "— rerun with the reproducer protocol so the host is named",
+            )
+        ]
     what = latest.sentinel or latest.outcome
     hint = {
         RunOutcome.FIX_VALIDATED: 'upstream may have fixed it — re-check and set state = "already-fixed"',
         RunOutcome.SKIPPED: "run it on a host that meets its needs (see the skip reason)",
     }.get(latest.outcome, "fix the reproducer and run it again")
     detail = f" ({latest.detail})" if latest.detail else ""
-    return [Blocker("validation", f"the reproducer never printed BUG_REPRODUCED without the shim; latest run "
-                                  f"{latest.started_at[:16]}Z: {what}{detail} — {hint}")]
+    return [
+        Blocker(
+            "validation",
+            f"the reproducer never printed BUG_REPRODUCED without the shim; latest run "
+            f"{latest.started_at[:16]}Z: {what}{detail} — {hint}",
+        )
+    ]
 
 
 def check_target(pack: Pack, manifest: ShimManifest) -> list[Blocker]:
@@ -281,45 +399,98 @@ def check_target(pack: Pack, manifest: ShimManifest) -> list[Blocker]:
     problems = []
     for link in manifest.upstream.links:
         if link.role == "related":
-            continue  # context may live anywhere (a compiler issue next to a kernel bug)
+            # context may live anywhere (a compiler issue next to a kernel bug)
+            continue
         found = github_repository(link.url)
         if found is None or found.lower() != repo:
-            problems.append(Blocker("target", f"manifest {link.role} link {link.url} is not in {pack.spec.repository} "
-                                              "— fix repository in pack.toml or the link in the manifest"))
+            problems.append(
+                Blocker(
+                    "target",
+                    f"manifest {link.role} link {link.url} is not in {pack.spec.repository} "
+                    "— fix repository in pack.toml or the link in the manifest",
+                )
+            )
     thread = pack.spec.upstream.thread
     if thread and (github_repository(thread) or "").lower() != repo:
-        problems.append(Blocker("target", f"upstream-state thread {thread} is not in {pack.spec.repository} "
-                                          "— point it at the target repository's thread"))
+        problems.append(
+            Blocker(
+                "target",
+                f"upstream-state thread {thread} is not in {pack.spec.repository} "
+                "— point it at the target repository's thread",
+            )
+        )
     return problems
 
 
-def readiness(pack: Pack, manifest: ShimManifest, *, reproducer_text: str | None, records: Sequence[ValidationRecord],
-              deny: Sequence[DenyRule], now: _dt.datetime, window: _dt.timedelta = DEFAULT_WINDOW,
-              max_code_lines: int = DEFAULT_MAX_CODE_LINES) -> tuple[Blocker, ...]:
+def readiness(
+    pack: Pack,
+    manifest: ShimManifest,
+    *,
+    reproducer_text: str | None,
+    records: Sequence[ValidationRecord],
+    deny: Sequence[DenyRule],
+    now: _dt.datetime,
+    window: _dt.timedelta = DEFAULT_WINDOW,
+    max_code_lines: int = DEFAULT_MAX_CODE_LINES,
+) -> tuple[Blocker, ...]:
     """Every reason ``pack`` is not ready to file; empty when it is."""
     spec = pack.spec
     problems: list[Blocker] = []
     if manifest.upstream.status == "not-applicable":
-        problems.append(Blocker("manifest", "the manifest's upstream status is not-applicable (a local policy) "
-                                            "— delete pack.toml or change the status"))
+        problems.append(
+            Blocker(
+                "manifest",
+                "the manifest's upstream status is not-applicable (a local policy) "
+                "— delete pack.toml or change the status",
+            )
+        )
     if reproducer_text is None:
-        problems.append(Blocker("reproducer", f"{manifest.reproducer.path} not found in shims/{manifest.id} "
-                                              "— a pack needs a reproducer to attach"))
+        problems.append(
+            Blocker(
+                "reproducer",
+                f"{manifest.reproducer.path} not found in shims/{manifest.id} "
+                "— a pack needs a reproducer to attach",
+            )
+        )
     if spec.upstream.state is None:
-        problems.append(Blocker("upstream-state", f"not filled — search {spec.repository} issues and pull requests, then "
-                                                  'set [upstream-state] state = "new-report", "overlap" or "already-fixed"'))
+        problems.append(
+            Blocker(
+                "upstream-state",
+                f"not filled — search {spec.repository} issues and pull requests, then "
+                'set [upstream-state] state = "new-report", "overlap" or "already-fixed"',
+            )
+        )
     if not pinned_ref(spec.against):
-        problems.append(Blocker("against", f"{spec.against!r} is not a pinned upstream version or SHA "
-                                           '— write "dist==1.2.3" or "owner/repo@<commit sha>"'))
+        problems.append(
+            Blocker(
+                "against",
+                f"{spec.against!r} is not a pinned upstream version or SHA "
+                '— write "dist==1.2.3" or "owner/repo@<commit sha>"',
+            )
+        )
     if pack.reproducer_name not in spec.command.split() and not any(
-            part.endswith("/" + pack.reproducer_name) for part in spec.command.split()):
-        problems.append(Blocker("command", f"the command does not run the attached {pack.reproducer_name} "
-                                           "— document the one command that runs it"))
+        part.endswith("/" + pack.reproducer_name) for part in spec.command.split()
+    ):
+        problems.append(
+            Blocker(
+                "command",
+                f"the command does not run the attached {pack.reproducer_name} "
+                "— document the one command that runs it",
+            )
+        )
     problems += check_target(pack, manifest)
     problems += check_markdown(pack.body)
     problems += check_pasted(pack.body, reproducer_text, max_code_lines)
-    problems += check_deny([("body", pack.body), ("command", spec.command),
-                            (pack.reproducer_name, reproducer_text or "")], deny)
+    problems += check_deny(
+        [
+            ("body", pack.body),
+            ("command", spec.command),
+            (pack.reproducer_name, reproducer_text or ""),
+        ],
+        deny,
+    )
     if reproducer_text is not None:
-        problems += check_validation(spec.shim, records, now=now, window=window, against=spec.against)
+        problems += check_validation(
+            spec.shim, records, now=now, window=window, against=spec.against
+        )
     return tuple(problems)

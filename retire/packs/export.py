@@ -20,21 +20,42 @@ from retire.packs.store import LoadedPack, QueueEntry, _assess_all, _display, _r
 __all__ = ["export"]
 
 
-def export(root: str | Path, pack_id: str, destination: str | Path, *, now: _dt.datetime | None = None,
-           window: _dt.timedelta = DEFAULT_WINDOW) -> list[Path]:
+def export(
+    root: str | Path,
+    pack_id: str,
+    destination: str | Path,
+    *,
+    now: _dt.datetime | None = None,
+    window: _dt.timedelta = DEFAULT_WINDOW,
+) -> list[Path]:
     """Write an approved, still-ready pack for a human to post; returns the files written.
 
     ``<BODY>.md`` (ISSUE.md, PR.md or COMMENT.md), the reproducer, the reproducer protocol helper
     it imports (``shims/reproducer.py``, standard library only) and a README with the command.
     """
     root = Path(root)
-    assessed = _assess_all(root, [pack_id], now=now, window=window, max_code_lines=DEFAULT_MAX_CODE_LINES)[0]
-    if assessed.loaded is not None and assessed.entry.status in ("ready", "blocked") and assessed.entry.approved_by is None:
-        raise ConfigError(None, None, f"{pack_id}: not approved — nothing is exported before a human approves it",
-                          f"run `patchlane pack approve {pack_id} --by NAME` once it is ready")
+    assessed = _assess_all(
+        root, [pack_id], now=now, window=window, max_code_lines=DEFAULT_MAX_CODE_LINES
+    )[0]
+    if (
+        assessed.loaded is not None
+        and assessed.entry.status in ("ready", "blocked")
+        and assessed.entry.approved_by is None
+    ):
+        raise ConfigError(
+            None,
+            None,
+            f"{pack_id}: not approved — nothing is exported before a human approves it",
+            f"run `patchlane pack approve {pack_id} --by NAME` once it is ready",
+        )
     loaded = _ready_or_raise(assessed, "export")
     if assessed.entry.status != "approved":
-        raise ConfigError(None, None, f"{pack_id}: not approved", f"run `patchlane pack approve {pack_id} --by NAME`")
+        raise ConfigError(
+            None,
+            None,
+            f"{pack_id}: not approved",
+            f"run `patchlane pack approve {pack_id} --by NAME`",
+        )
     pack, spec = loaded.pack, loaded.pack.spec
     destination = Path(destination)
     if destination.exists() and not destination.is_dir():
@@ -42,15 +63,24 @@ def export(root: str | Path, pack_id: str, destination: str | Path, *, now: _dt.
     import shims.reproducer
 
     helper = Path(shims.reproducer.__file__)
-    files = [(spec.body_name, pack.body), (pack.reproducer_name, loaded.reproducer_text or ""),
-             ("README.md", _readme(loaded, assessed.entry))]
+    files = [
+        (spec.body_name, pack.body),
+        (pack.reproducer_name, loaded.reproducer_text or ""),
+        ("README.md", _readme(loaded, assessed.entry)),
+    ]
     if "from shims import reproducer" in (loaded.reproducer_text or "") and helper.is_file():
-        files.append(("shims/__init__.py", '"""The reproducer protocol helper only (host stamp, sentinels, exit codes)."""\n'))
+        files.append(
+            (
+                "shims/__init__.py",
+                '"""The reproducer protocol helper only (host stamp, sentinels, exit codes)."""\n',
+            )
+        )
         files.append(("shims/reproducer.py", helper.read_text(encoding="utf-8")))
     _no_collisions(root, loaded, [name for name, _ in files])
     written = []
     for name, text in files:
-        target = contained(destination, name)  # a link already there is refused, never written through
+        # a link already there is refused, never written through
+        target = contained(destination, name)
         atomic_write(target, text)
         written.append(target)
     return written
@@ -63,9 +93,12 @@ def _no_collisions(root: Path, loaded: LoadedPack, names: list[str]) -> None:
     for name in names:
         other = seen.setdefault(name.casefold(), name)
         if other is not name:
-            raise ConfigError(_display(root, loaded.manifest.directory / "manifest.toml"), "reproducer.path",
-                              f"the reproducer's file name {loaded.pack.reproducer_name!r} is also the exported {other!r}",
-                              "rename the reproducer, e.g. reproduce.py")
+            raise ConfigError(
+                _display(root, loaded.manifest.directory / "manifest.toml"),
+                "reproducer.path",
+                f"the reproducer's file name {loaded.pack.reproducer_name!r} is also the exported {other!r}",
+                "rename the reproducer, e.g. reproduce.py",
+            )
 
 
 def _readme(loaded: LoadedPack, entry: QueueEntry) -> str:
@@ -73,13 +106,20 @@ def _readme(loaded: LoadedPack, entry: QueueEntry) -> str:
     if spec.is_comment:
         where = f"Post `{spec.body_name}` as a comment on {spec.upstream.thread} — do not open a competing pull request."
     elif spec.kind == "pr":
-        where = (f"Open a pull request against https://github.com/{spec.repository}: title = the first line of "
-                 f"`{spec.body_name}` without the `# `, description = the rest.")
+        where = (
+            f"Open a pull request against https://github.com/{spec.repository}: title = the first line of "
+            f"`{spec.body_name}` without the `# `, description = the rest."
+        )
     else:
-        where = (f"Open an issue at https://github.com/{spec.repository}/issues/new: title = the first line of "
-                 f"`{spec.body_name}` without the `# `, body = the rest.")
-    formatter = ("\n- [ ] NVIDIA/Megatron-LM: run the project's required formatter on the diff before attaching it."
-                 if spec.repository.lower() == "nvidia/megatron-lm" and spec.kind == "pr" else "")
+        where = (
+            f"Open an issue at https://github.com/{spec.repository}/issues/new: title = the first line of "
+            f"`{spec.body_name}` without the `# `, body = the rest."
+        )
+    formatter = (
+        "\n- [ ] NVIDIA/Megatron-LM: run the project's required formatter on the diff before attaching it."
+        if spec.repository.lower() == "nvidia/megatron-lm" and spec.kind == "pr"
+        else ""
+    )
     return f"""# Pack `{pack.id}`: {pack.title}
 
 Approved by {entry.approved_by} on {entry.approved_at}. Nothing here was filed automatically.

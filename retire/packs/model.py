@@ -58,10 +58,14 @@ GITHUB_HOST = "github.com"
 class UpstreamState:
     """What a search of the target project found before filing (seed: the upstream-state field)."""
 
-    state: str | None  # one of UPSTREAM_STATES; None when not filled yet (the check says so)
-    searched: _dt.date | None = None  # when the target's issues and pull requests were searched
-    thread: str | None = None  # overlap: the thread to comment on; already-fixed: the fix
-    fixed_in: str | None = None  # already-fixed: the release that carries the fix, if known
+    # one of UPSTREAM_STATES; None when not filled yet (the check says so)
+    state: str | None
+    # when the target's issues and pull requests were searched
+    searched: _dt.date | None = None
+    # overlap: the thread to comment on; already-fixed: the fix
+    thread: str | None = None
+    # already-fixed: the release that carries the fix, if known
+    fixed_in: str | None = None
 
 
 @dataclass(frozen=True)
@@ -70,12 +74,17 @@ class PackSpec:
 
     shim: str
     category: str
-    repository: str  # "owner/repo" on GitHub
-    kind: str  # issue | pr
-    priority: str  # one of PRIORITIES
+    # "owner/repo" on GitHub
+    repository: str
+    # issue | pr
+    kind: str
+    # one of PRIORITIES
+    priority: str
     upstream: UpstreamState
-    against: str  # the named upstream version or SHA: "dist==1.2" or "owner/repo@<sha>"
-    command: str  # the single documented command that runs the attached reproducer
+    # the named upstream version or SHA: "dist==1.2" or "owner/repo@<sha>"
+    against: str
+    # the single documented command that runs the attached reproducer
+    command: str
     path: Path = Path("pack.toml")
 
     @property
@@ -101,7 +110,8 @@ class Pack:
     spec: PackSpec
     title: str
     body: str
-    reproducer_name: str  # the attached file's name (the shim's reproducer file name)
+    # the attached file's name (the shim's reproducer file name)
+    reproducer_name: str
 
     @property
     def id(self) -> str:
@@ -113,7 +123,8 @@ def github_repository(url: str) -> str | None:
     try:
         parts = urlsplit(url)
         host = (parts.hostname or "").lower()
-    except ValueError:  # not a URL at all (an unclosed [IPv6] host, a bad port)
+    # not a URL at all (an unclosed [IPv6] host, a bad port)
+    except ValueError:
         return None
     if parts.scheme not in ("http", "https") or host != GITHUB_HOST:
         return None
@@ -140,7 +151,11 @@ def parse_pack_spec(text: str, path: str | Path, shim: str) -> PackSpec:
     category = doc.choice("category", tuple(CATEGORIES))
     repository = doc.string("repository")
     if not _REPOSITORY.fullmatch(repository):
-        raise doc.error("repository", f"not an owner/repo name: {repository!r}", 'write it like "NVIDIA/Megatron-LM"')
+        raise doc.error(
+            "repository",
+            f"not an owner/repo name: {repository!r}",
+            'write it like "NVIDIA/Megatron-LM"',
+        )
     kind = doc.choice("kind", KINDS)
     priority = doc.choice("priority", PRIORITIES)
     upstream = _upstream(doc.get("upstream-state", {}).table())
@@ -150,8 +165,15 @@ def parse_pack_spec(text: str, path: str | Path, shim: str) -> PackSpec:
     if "\n" in command.strip():
         raise reproducer.error("command", "spans several lines", "document one command on one line")
     return PackSpec(
-        shim=shim, category=category, repository=repository, kind=kind, priority=priority,
-        upstream=upstream, against=against.strip(), command=command.strip(), path=path,
+        shim=shim,
+        category=category,
+        repository=repository,
+        kind=kind,
+        priority=priority,
+        upstream=upstream,
+        against=against.strip(),
+        command=command.strip(),
+        path=path,
     )
 
 
@@ -159,18 +181,35 @@ def _upstream(table: Table) -> UpstreamState:
     table.check_keys(("state", "searched", "thread", "fixed-in"))
     state = table.choice("state", UPSTREAM_STATES, None)
     searched = table.get("searched")
-    searched_on = searched.date(fix="write an unquoted date like 2026-11-22") if searched is not None else None
+    searched_on = (
+        searched.date(fix="write an unquoted date like 2026-11-22")
+        if searched is not None
+        else None
+    )
     thread = table.string("thread", None)
     if thread is not None and github_repository(thread) is None:
-        raise table.error("thread", f"not a github.com URL: {thread!r}", "link the issue or pull request on github.com")
+        raise table.error(
+            "thread",
+            f"not a github.com URL: {thread!r}",
+            "link the issue or pull request on github.com",
+        )
     fixed_in = table.string("fixed-in", None)
     if state == "overlap" and thread is None:
-        raise table.error("thread", "an overlap needs the thread it overlaps",
-                          'add thread = "https://github.com/<owner>/<repo>/pull/<n>" (the pack becomes a comment there)')
+        raise table.error(
+            "thread",
+            "an overlap needs the thread it overlaps",
+            'add thread = "https://github.com/<owner>/<repo>/pull/<n>" (the pack becomes a comment there)',
+        )
     if state == "already-fixed" and thread is None and fixed_in is None:
-        raise table.error(None, "already-fixed needs the fix: a thread or a release",
-                          'add thread = "<the fixing PR>" or fixed-in = "<dist> <version>"')
+        raise table.error(
+            None,
+            "already-fixed needs the fix: a thread or a release",
+            'add thread = "<the fixing PR>" or fixed-in = "<dist> <version>"',
+        )
     if state == "new-report" and thread is not None:
-        raise table.error("thread", "a new report has no existing thread",
-                          'set state = "overlap" (comment there) or drop thread')
+        raise table.error(
+            "thread",
+            "a new report has no existing thread",
+            'set state = "overlap" (comment there) or drop thread',
+        )
     return UpstreamState(state=state, searched=searched_on, thread=thread, fixed_in=fixed_in)

@@ -11,9 +11,8 @@ import re
 from dataclasses import dataclass
 from string import Template
 
-from shims.manifest import ShimManifest
-
 from retire.packs.model import CATEGORIES, Pack, PackSpec
+from shims.manifest import ShimManifest
 
 __all__ = ["TEMPLATES", "codify", "markdown_text", "render", "table_cell", "unwrap"]
 
@@ -33,10 +32,14 @@ $facts
 class _Framing:
     """A category's headings and its own prose around the manifest's facts."""
 
-    what: str  # heading over the explanation
-    intro: str = ""  # after the explanation, before the reproducer
-    numerics: str = "Numerics"  # heading over the numerics note
-    outro: str = ""  # after the numerics note, before the ask
+    # heading over the explanation
+    what: str
+    # after the explanation, before the reproducer
+    intro: str = ""
+    # heading over the numerics note
+    numerics: str = "Numerics"
+    # after the numerics note, before the ask
+    outro: str = ""
 
 
 # The prose is written wrapped for reading here and joined into one line per paragraph when the
@@ -50,27 +53,35 @@ _FRAMING = {
         usual remedy keeps eager behaviour intact: gate validations on
         `torch.cuda.is_current_stream_capturing()`, or make the branchy code branchless
         (clamp / scatter / fixup).
-        """),
+        """,
+    ),
     "tensor-wrapper-dispatch": _Framing(
         "The wrapper contract that breaks",
         """
         `__torch_dispatch__` wrappers look like ordinary tensors at the Python level (`.dtype`, `.shape`,
         `.contiguous()` all answer), so a dispatcher that decides from that metadata can hand the wrapper
         to code that needs the real storage, or silently change a dtype another library relies on.
-        """),
-    "kernel-numerics": _Framing("What the kernel gets wrong", numerics="Numerics and scope of the check"),
+        """,
+    ),
+    "kernel-numerics": _Framing(
+        "What the kernel gets wrong", numerics="Numerics and scope of the check"
+    ),
     "memory-footprint": _Framing(
         "Where the memory goes",
-        outro="The maths is unchanged; only the working set and the summation order described above differ."),
+        outro="The maths is unchanged; only the working set and the summation order described above differ.",
+    ),
     "integration-gap": _Framing(
         "The gap",
         """
         This is the kind of break CI misses when the tested hardware or configuration never takes the
         branch; the reproducer below takes it.
-        """),
+        """,
+    ),
     "toolchain-bug": _Framing("Compiler / lowering failure", numerics="Workaround and its cost"),
     "legality-refactor": _Framing(
-        "Why the refactor", "The change preserves behaviour; its purpose is to make a lowering path legal."),
+        "Why the refactor",
+        "The change preserves behaviour; its purpose is to make a lowering path legal.",
+    ),
 }
 
 
@@ -86,7 +97,6 @@ def _template(framing: _Framing) -> Template:
     return Template("".join(parts))
 
 
-
 _ASK = {
     "issue": "We have a fix and can open a pull request if that is welcome.",
     "pr": "This pull request carries the fix described above.",
@@ -99,12 +109,15 @@ def unwrap(text: str) -> str:
     """Join hard-wrapped manifest prose into paragraphs (GitHub renders single newlines in
     issue bodies as line breaks)."""
     paragraphs = re.split(r"\n\s*\n", text.strip())
-    return "\n\n".join(" ".join(line.strip() for line in p.splitlines() if line.strip()) for p in paragraphs)
+    return "\n\n".join(
+        " ".join(line.strip() for line in p.splitlines() if line.strip()) for p in paragraphs
+    )
 
 
 # Identifiers that belong in code spans, most specific first. Each alternative is tried only on
 # prose: existing code spans, links and URLs are left as they are (see _PROTECTED).
-_IDENTIFIER = re.compile(r"""
+_IDENTIFIER = re.compile(
+    r"""
     (?P<call>(?<![\w.`])\.?[A-Za-z_][\w.]*\((?:[^()\n]|\([^()\n]*\))*\))          # einsum(…), q.float(), .item()
   | (?P<subscript>(?<![\w`])[A-Za-z_][\w.]*\[[^\]\n]{1,30}\](?!\())               # grad_output[0]
   | (?P<shape>\[[A-Za-z_*][\w*]*(?:,\s*[A-Za-z_*][\w*]*)+\](?!\())               # [sq, b, h, sk]
@@ -120,17 +133,25 @@ _IDENTIFIER = re.compile(r"""
   | (?P<version>(?<![\w.`/-])v?\d+\.\d+(?:\.\d+)*(?:(?:a|b|rc|\.post|\.dev)\d+)?
         (?:\+[A-Za-z0-9.]+)?(?:\.x)?(?:-\d+\.\d+(?:\.\d+)*(?:\.x)?)?(?![\w-]|\.\w))  # 0.19.2, 0.16.x-0.18.x, 2.11.0+cu130
   | (?P<sha>(?<![\w`])[0-9a-f]{7,40}(?![\w`]))                                       # a commit
-""", re.VERBOSE)
-_PROTECTED = re.compile(r"(`+).+?\1|\[[^\]\n]*\]\([^)\s]*\)|<https?://[^>\s]+>|https?://[^\s)>\]]+", re.DOTALL)
+""",
+    re.VERBOSE,
+)
+_PROTECTED = re.compile(
+    r"(`+).+?\1|\[[^\]\n]*\]\([^)\s]*\)|<https?://[^>\s]+>|https?://[^\s)>\]]+", re.DOTALL
+)
 _NOT_DOTTED = {"e.g", "i.e", "etc", "vs"}
 
 
 def _span(match: re.Match) -> str:
     text, kind = match.group(0), match.lastgroup
-    if kind == "dotted" and (text.lower() in _NOT_DOTTED or all(len(part) == 1 for part in text.split("."))):
-        return text  # "e.g.", "i.e.": prose, not a module path
+    if kind == "dotted" and (
+        text.lower() in _NOT_DOTTED or all(len(part) == 1 for part in text.split("."))
+    ):
+        # "e.g.", "i.e.": prose, not a module path
+        return text
     if kind == "sha" and not (re.search(r"\d", text) and re.search(r"[a-f]", text)):
-        return text  # a plain number, or a hex-looking word
+        # a plain number, or a hex-looking word
+        return text
     return f"`{text}`"
 
 
@@ -140,7 +161,7 @@ def codify(text: str) -> str:
     never reads their underscores as emphasis. Existing code spans, links and URLs are kept."""
     out, position = [], 0
     for protected in _PROTECTED.finditer(text):
-        out.append(_IDENTIFIER.sub(_span, text[position:protected.start()]))
+        out.append(_IDENTIFIER.sub(_span, text[position : protected.start()]))
         out.append(protected.group(0))
         position = protected.end()
     out.append(_IDENTIFIER.sub(_span, text[position:]))
@@ -156,7 +177,7 @@ def markdown_text(text: str) -> str:
         return part.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
     for protected in _PROTECTED.finditer(text):
-        out.append(escaped(text[position:protected.start()]))
+        out.append(escaped(text[position : protected.start()]))
         out.append(protected.group(0))
         position = protected.end()
     out.append(escaped(text[position:]))
@@ -170,7 +191,9 @@ def table_cell(text: str) -> str:
 
 #: Category slug -> body template. ``$explanation``, ``$numerics``, ``$reproducer``, ``$ask``
 #: are filled from the manifest and pack.toml; the prose around them is the category's framing.
-TEMPLATES: dict[str, Template] = {category: _template(framing) for category, framing in _FRAMING.items()}
+TEMPLATES: dict[str, Template] = {
+    category: _template(framing) for category, framing in _FRAMING.items()
+}
 assert set(TEMPLATES) == set(CATEGORIES)
 
 
@@ -180,10 +203,16 @@ def _state_line(spec: PackSpec) -> str:
     if up.state == "new-report":
         return f"**Upstream state:** new report: no existing issue or pull request in {spec.repository}{searched}."
     if up.state == "overlap":
-        return (f"**Upstream state:** overlaps {up.thread}{searched}; this is a comment on that thread, "
-                "not a competing pull request.")
+        return (
+            f"**Upstream state:** overlaps {up.thread}{searched}; this is a comment on that thread, "
+            "not a competing pull request."
+        )
     if up.state == "already-fixed":
-        where = ", ".join(part for part in (up.thread, f"released in {up.fixed_in}" if up.fixed_in else None) if part)
+        where = ", ".join(
+            part
+            for part in (up.thread, f"released in {up.fixed_in}" if up.fixed_in else None)
+            if part
+        )
         return f"**Upstream state:** already fixed upstream ({where}); kept as regression coverage, not filed."
     return "**Upstream state:** not filled: search the target's issues and pull requests first."
 
@@ -226,4 +255,6 @@ def render(manifest: ShimManifest, spec: PackSpec, reproducer_lines: int) -> Pac
         reproducer=reproducer,
         ask=_ASK[kind],
     )
-    return Pack(spec=spec, title=manifest.title, body=body.rstrip() + "\n", reproducer_name=reproducer_name)
+    return Pack(
+        spec=spec, title=manifest.title, body=body.rstrip() + "\n", reproducer_name=reproducer_name
+    )

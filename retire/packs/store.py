@@ -21,22 +21,34 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from shims import tomlreader
-from shims.manifest import ShimManifest, load_manifest
-
-from retire.evidence import validation
 from retire.core import times
 from retire.core.atomic import atomic_write, locked
 from retire.core.errors import ConfigError
 from retire.core.project import Project, contained
+from retire.evidence import validation
 from retire.packs.checks import (
-    DEFAULT_MAX_CODE_LINES, DEFAULT_WINDOW, Blocker, DenyRule, parse_deny, readiness,
+    DEFAULT_MAX_CODE_LINES,
+    DEFAULT_WINDOW,
+    Blocker,
+    DenyRule,
+    parse_deny,
+    readiness,
 )
 from retire.packs.model import CATEGORIES, Pack, github_repository, parse_pack_spec
 from retire.packs.render import codify, markdown_text, render
 from retire.packs.waves import (
-    Approval, Candidate, Filing, FilingState, WavePlan, dumps_state, last_waves, parse_state, plan_wave,
+    Approval,
+    Candidate,
+    Filing,
+    FilingState,
+    WavePlan,
+    dumps_state,
+    last_waves,
+    parse_state,
+    plan_wave,
 )
+from shims import tomlreader
+from shims.manifest import ShimManifest, load_manifest
 
 __all__ = [
     "LoadedPack",
@@ -79,7 +91,8 @@ def pack_ids(root: str | Path) -> list[str]:
 class LoadedPack:
     manifest: ShimManifest
     pack: Pack
-    reproducer_text: str | None  # None when the shim has no reproducer file
+    # None when the shim has no reproducer file
+    reproducer_text: str | None
 
     @property
     def digest(self) -> str:
@@ -93,11 +106,21 @@ class LoadedPack:
 
 def _check_id(root: Path, pack_id: str) -> Path:
     if not _ID.fullmatch(pack_id):
-        raise ConfigError(None, None, f"unknown pack {pack_id!r}: not a shim id", "use an id from `patchlane pack check`")
+        raise ConfigError(
+            None,
+            None,
+            f"unknown pack {pack_id!r}: not a shim id",
+            "use an id from `patchlane pack check`",
+        )
     path = _paths(root)["shims"] / pack_id / "pack.toml"
     if not path.is_file():
         known = ", ".join(pack_ids(root)) or "none"
-        raise ConfigError(None, None, f"unknown pack {pack_id!r}: no shims/{pack_id}/pack.toml", f"packs here: {known}")
+        raise ConfigError(
+            None,
+            None,
+            f"unknown pack {pack_id!r}: no shims/{pack_id}/pack.toml",
+            f"packs here: {known}",
+        )
     return path
 
 
@@ -108,8 +131,11 @@ def load_pack(root: str | Path, pack_id: str) -> LoadedPack:
     manifest = load_manifest(path.parent / "manifest.toml", check_files=False)
     display = _display(root, path)
     spec = parse_pack_spec(tomlreader.read_text(path, display), display, manifest.id)
-    # Neither the reproducer nor its shim folder may be a link: what is attached is what was reviewed.
-    reproducer = contained(manifest.directory.parent, manifest.reproducer_path.absolute(), key="reproducer.path")
+    # Neither the reproducer nor its shim folder may be a link: what is attached is what was
+    # reviewed.
+    reproducer = contained(
+        manifest.directory.parent, manifest.reproducer_path.absolute(), key="reproducer.path"
+    )
     reproducer_text = tomlreader.read_text(reproducer, _display(root, reproducer), missing_ok=True)
     lines = len(reproducer_text.splitlines()) if reproducer_text is not None else 0
     return LoadedPack(manifest, render(manifest, spec, lines), reproducer_text)
@@ -143,7 +169,8 @@ class QueueEntry:
     """The filing state of one pack, for `pack check`, `pack plan` and the weekly report."""
 
     id: str
-    status: str  # one of STATUSES
+    # one of STATUSES
+    status: str
     title: str = ""
     repository: str = ""
     category: str = ""
@@ -155,15 +182,25 @@ class QueueEntry:
     reasons: tuple[str, ...] = ()
     approved_by: str | None = None
     approved_at: str | None = None
-    filed: tuple[str, ...] = ()  # filing URLs
+    # filing URLs
+    filed: tuple[str, ...] = ()
     fixed_in: str | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
-            "id": self.id, "status": self.status, "title": self.title, "repository": self.repository,
-            "category": self.category, "kind": self.kind, "priority": self.priority,
-            "upstream_state": self.upstream_state, "thread": self.thread, "reasons": list(self.reasons),
-            "approved_by": self.approved_by, "approved_at": self.approved_at, "filed": list(self.filed),
+            "id": self.id,
+            "status": self.status,
+            "title": self.title,
+            "repository": self.repository,
+            "category": self.category,
+            "kind": self.kind,
+            "priority": self.priority,
+            "upstream_state": self.upstream_state,
+            "thread": self.thread,
+            "reasons": list(self.reasons),
+            "approved_by": self.approved_by,
+            "approved_at": self.approved_at,
+            "filed": list(self.filed),
             "fixed_in": self.fixed_in,
         }
 
@@ -175,16 +212,31 @@ class _Assessed:
     blockers: tuple[Blocker, ...] = field(default=())
 
 
-def _assess(root: Path, pack_id: str, *, state: FilingState, records: Sequence[validation.ValidationRecord],
-            deny: Sequence[DenyRule], now: _dt.datetime, window: _dt.timedelta, max_code_lines: int) -> _Assessed:
+def _assess(
+    root: Path,
+    pack_id: str,
+    *,
+    state: FilingState,
+    records: Sequence[validation.ValidationRecord],
+    deny: Sequence[DenyRule],
+    now: _dt.datetime,
+    window: _dt.timedelta,
+    max_code_lines: int,
+) -> _Assessed:
     try:
         loaded = load_pack(root, pack_id)
     except ConfigError as exc:
         return _Assessed(QueueEntry(pack_id, "blocked", reasons=(f"pack: {exc}",)))
     spec, record = loaded.pack.spec, state.record(pack_id)
     base = dict(
-        id=pack_id, title=loaded.pack.title, repository=spec.repository, category=spec.category, kind=spec.kind,
-        priority=spec.priority, upstream_state=spec.upstream.state, thread=spec.upstream.thread,
+        id=pack_id,
+        title=loaded.pack.title,
+        repository=spec.repository,
+        category=spec.category,
+        kind=spec.kind,
+        priority=spec.priority,
+        upstream_state=spec.upstream.state,
+        thread=spec.upstream.thread,
         fixed_in=spec.upstream.fixed_in,
         approved_by=record.approval.by if record.approval else None,
         approved_at=record.approval.at if record.approval else None,
@@ -194,37 +246,85 @@ def _assess(root: Path, pack_id: str, *, state: FilingState, records: Sequence[v
         return _Assessed(QueueEntry(status="filed", **base), loaded)
     if spec.already_fixed:
         return _Assessed(QueueEntry(status="already-fixed", **base), loaded)
-    blockers = readiness(loaded.pack, loaded.manifest, reproducer_text=loaded.reproducer_text, records=records,
-                         deny=deny, now=now, window=window, max_code_lines=max_code_lines)
+    blockers = readiness(
+        loaded.pack,
+        loaded.manifest,
+        reproducer_text=loaded.reproducer_text,
+        records=records,
+        deny=deny,
+        now=now,
+        window=window,
+        max_code_lines=max_code_lines,
+    )
     if record.approval is not None and record.approval.digest != loaded.digest:
-        blockers += (Blocker("approval", f"the body, command or reproducer changed since {record.approval.by} approved it "
-                                         f"on {record.approval.at[:10]} — review it and approve again"),)
+        blockers += (
+            Blocker(
+                "approval",
+                f"the body, command or reproducer changed since {record.approval.by} approved it "
+                f"on {record.approval.at[:10]} — review it and approve again",
+            ),
+        )
         status = "blocked"
     elif record.approval is not None:
         status = "approved"
     else:
         status = "blocked" if blockers else "ready"
-    return _Assessed(QueueEntry(status=status, reasons=tuple(str(b) for b in blockers), **base), loaded, blockers)
+    return _Assessed(
+        QueueEntry(status=status, reasons=tuple(str(b) for b in blockers), **base), loaded, blockers
+    )
 
 
-def _assess_all(root: Path, ids: Sequence[str] | None, *, now: _dt.datetime | None, window: _dt.timedelta,
-                max_code_lines: int, validation_path: Path | None = None) -> list[_Assessed]:
+def _assess_all(
+    root: Path,
+    ids: Sequence[str] | None,
+    *,
+    now: _dt.datetime | None,
+    window: _dt.timedelta,
+    max_code_lines: int,
+    validation_path: Path | None = None,
+) -> list[_Assessed]:
     root = Path(root)
     records = validation.load(validation_path or _paths(root)["validation"])
     deny, state = load_deny(root), load_state(root)
     for pack_id in ids or ():
         _check_id(root, pack_id)
-    return [_assess(root, pack_id, state=state, records=records, deny=deny, now=now or times.now(), window=window,
-                    max_code_lines=max_code_lines) for pack_id in (ids or pack_ids(root))]
+    return [
+        _assess(
+            root,
+            pack_id,
+            state=state,
+            records=records,
+            deny=deny,
+            now=now or times.now(),
+            window=window,
+            max_code_lines=max_code_lines,
+        )
+        for pack_id in (ids or pack_ids(root))
+    ]
 
 
-def filing_queue(root: str | Path, ids: Sequence[str] | None = None, *, now: _dt.datetime | None = None,
-                 window: _dt.timedelta = DEFAULT_WINDOW, max_code_lines: int = DEFAULT_MAX_CODE_LINES,
-                 validation_path: str | Path | None = None) -> list[QueueEntry]:
+def filing_queue(
+    root: str | Path,
+    ids: Sequence[str] | None = None,
+    *,
+    now: _dt.datetime | None = None,
+    window: _dt.timedelta = DEFAULT_WINDOW,
+    max_code_lines: int = DEFAULT_MAX_CODE_LINES,
+    validation_path: str | Path | None = None,
+) -> list[QueueEntry]:
     """The state of every pack under ``root`` (or of ``ids``): ready, blocked (why), approved, filed
     (links), already fixed."""
-    return [a.entry for a in _assess_all(Path(root), ids, now=now, window=window, max_code_lines=max_code_lines,
-                                         validation_path=Path(validation_path) if validation_path else None)]
+    return [
+        a.entry
+        for a in _assess_all(
+            Path(root),
+            ids,
+            now=now,
+            window=window,
+            max_code_lines=max_code_lines,
+            validation_path=Path(validation_path) if validation_path else None,
+        )
+    ]
 
 
 def deny_file(root: str | Path) -> Path:
@@ -244,7 +344,9 @@ def markdown_section(entries: Sequence[QueueEntry], *, heading: str = "## Filing
         if e.status == "filed":
             detail = " ".join(f"<{url}>" for url in e.filed)
         elif e.status == "already-fixed":
-            detail = "regression coverage: " + ", ".join(x for x in (f"<{e.thread}>" if e.thread else "", e.fixed_in or "") if x)
+            detail = "regression coverage: " + ", ".join(
+                x for x in (f"<{e.thread}>" if e.thread else "", e.fixed_in or "") if x
+            )
         elif e.status == "approved":
             detail = f"approved by {e.approved_by} on {(e.approved_at or '')[:10]}"
             if e.reasons:
@@ -253,7 +355,13 @@ def markdown_section(entries: Sequence[QueueEntry], *, heading: str = "## Filing
             detail = f"{len(e.reasons)} blocker(s), below"
         else:
             detail = f"{e.priority}; waits for a wave"
-        cells = [f"`{e.id}`", e.repository or "?", CATEGORIES.get(e.category, e.category or "?"), e.status, detail]
+        cells = [
+            f"`{e.id}`",
+            e.repository or "?",
+            CATEGORIES.get(e.category, e.category or "?"),
+            e.status,
+            detail,
+        ]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     blocked = [e for e in entries if e.reasons and e.status in ("blocked", "approved")]
     if blocked:
@@ -268,14 +376,25 @@ def markdown_section(entries: Sequence[QueueEntry], *, heading: str = "## Filing
 # Waves, approval, export, filing
 
 
-def plan(root: str | Path, *, day: _dt.date | None = None, now: _dt.datetime | None = None,
-         window: _dt.timedelta = DEFAULT_WINDOW, **options: int) -> tuple[WavePlan, list[QueueEntry]]:
+def plan(
+    root: str | Path,
+    *,
+    day: _dt.date | None = None,
+    now: _dt.datetime | None = None,
+    window: _dt.timedelta = DEFAULT_WINDOW,
+    **options: int,
+) -> tuple[WavePlan, list[QueueEntry]]:
     """The next wave over the ready and approved packs, and the queue it was planned from."""
     now = now or times.now()
     entries = filing_queue(root, now=now, window=window)
-    candidates = [Candidate(e.id, e.repository, e.priority, approved=e.status == "approved")
-                  for e in entries if e.status == "ready" or (e.status == "approved" and not e.reasons)]
-    return plan_wave(candidates, last_waves(load_state(root)), day or now.date(), **options), entries
+    candidates = [
+        Candidate(e.id, e.repository, e.priority, approved=e.status == "approved")
+        for e in entries
+        if e.status == "ready" or (e.status == "approved" and not e.reasons)
+    ]
+    return plan_wave(
+        candidates, last_waves(load_state(root)), day or now.date(), **options
+    ), entries
 
 
 def _update_state(root: Path, change) -> FilingState:
@@ -286,50 +405,82 @@ def _update_state(root: Path, change) -> FilingState:
     return state
 
 
-def _ready_or_raise(assessed: _Assessed, action: str, *, ignore: tuple[str, ...] = ()) -> LoadedPack:
+def _ready_or_raise(
+    assessed: _Assessed, action: str, *, ignore: tuple[str, ...] = ()
+) -> LoadedPack:
     entry = assessed.entry
     if assessed.loaded is None:
         raise ConfigError(None, None, f"{entry.id}: {entry.reasons[0]}")
     if entry.status == "already-fixed":
-        raise ConfigError(None, None, f"{entry.id}: already fixed upstream — regression coverage, nothing to {action}")
+        raise ConfigError(
+            None,
+            None,
+            f"{entry.id}: already fixed upstream — regression coverage, nothing to {action}",
+        )
     if entry.status == "filed":
-        raise ConfigError(None, None, f"{entry.id}: already filed at {entry.filed[0]}", "nothing to do")
+        raise ConfigError(
+            None, None, f"{entry.id}: already filed at {entry.filed[0]}", "nothing to do"
+        )
     blockers = [b for b in assessed.blockers if b.rule not in ignore]
     if blockers:
-        more = f" (and {len(blockers) - 1} more; see `patchlane pack check {entry.id}`)" if len(blockers) > 1 else ""
+        more = (
+            f" (and {len(blockers) - 1} more; see `patchlane pack check {entry.id}`)"
+            if len(blockers) > 1
+            else ""
+        )
         raise ConfigError(None, None, f"{entry.id}: not ready to {action}: {blockers[0]}{more}")
     return assessed.loaded
 
 
-def approve(root: str | Path, pack_id: str, *, by: str, now: _dt.datetime | None = None,
-            window: _dt.timedelta = DEFAULT_WINDOW) -> Approval:
+def approve(
+    root: str | Path,
+    pack_id: str,
+    *,
+    by: str,
+    now: _dt.datetime | None = None,
+    window: _dt.timedelta = DEFAULT_WINDOW,
+) -> Approval:
     """Record that ``by`` approved ``pack_id`` as it reads now; only a ready pack can be approved."""
     root, now = Path(root), now or times.now()
     name = " ".join(by.split())
     if not name:
         raise ConfigError(None, "--by", "empty approver", "give the name of the person approving")
-    assessed = _assess_all(root, [pack_id], now=now, window=window, max_code_lines=DEFAULT_MAX_CODE_LINES)[0]
+    assessed = _assess_all(
+        root, [pack_id], now=now, window=window, max_code_lines=DEFAULT_MAX_CODE_LINES
+    )[0]
     loaded = _ready_or_raise(assessed, "approve", ignore=("approval",))
     approval = Approval(by=name, at=times.format_utc(now), digest=loaded.digest)
     _update_state(root, lambda state: state.approve(pack_id, approval))
     return approval
 
 
-def record_filing(root: str | Path, pack_id: str, url: str, *, now: _dt.datetime | None = None) -> Filing:
+def record_filing(
+    root: str | Path, pack_id: str, url: str, *, now: _dt.datetime | None = None
+) -> Filing:
     """Record that a human filed ``pack_id`` at ``url`` (in the target repository)."""
     root = Path(root)
     loaded = load_pack(root, pack_id)
     spec = loaded.pack.spec
     if spec.already_fixed:
-        raise ConfigError(None, None, f"{pack_id}: already fixed upstream — regression coverage is not filed")
+        raise ConfigError(
+            None, None, f"{pack_id}: already fixed upstream — regression coverage is not filed"
+        )
     state = load_state(root)
     if state.record(pack_id).approval is None:
-        raise ConfigError(None, None, f"{pack_id}: never approved — a filing must pass the human gate first",
-                          f"run `patchlane pack approve {pack_id} --by NAME`")
+        raise ConfigError(
+            None,
+            None,
+            f"{pack_id}: never approved — a filing must pass the human gate first",
+            f"run `patchlane pack approve {pack_id} --by NAME`",
+        )
     found = github_repository(url)
     if found is None or found.lower() != spec.repository.lower() or not url.startswith("https://"):
-        raise ConfigError(None, "--url", f"{url!r} is not in {spec.repository}",
-                          f"give the https://github.com/{spec.repository}/… URL of the issue, PR or comment")
+        raise ConfigError(
+            None,
+            "--url",
+            f"{url!r} is not in {spec.repository}",
+            f"give the https://github.com/{spec.repository}/… URL of the issue, PR or comment",
+        )
     filing = Filing(url=url, at=times.format_utc(now or times.now()), repository=spec.repository)
     _update_state(root, lambda s: s.file(pack_id, filing))
     return filing

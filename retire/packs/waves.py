@@ -17,8 +17,8 @@ from pathlib import Path
 
 from retire.core import times
 from retire.core.errors import ConfigError
-from shims import tomlreader
 from retire.packs.model import PRIORITIES
+from shims import tomlreader
 
 __all__ = [
     "Approval",
@@ -39,15 +39,19 @@ STATE_VERSION = 1
 @dataclass(frozen=True)
 class Approval:
     by: str
-    at: str  # UTC ISO 8601
-    digest: str  # sha256 of the body and the reproducer that were approved
+    # UTC ISO 8601
+    at: str
+    # sha256 of the body and the reproducer that were approved
+    digest: str
 
 
 @dataclass(frozen=True)
 class Filing:
     url: str
-    at: str  # UTC ISO 8601
-    repository: str  # where it went, kept so history survives a later pack.toml edit
+    # UTC ISO 8601
+    at: str
+    # where it went, kept so history survives a later pack.toml edit
+    repository: str
 
 
 @dataclass(frozen=True)
@@ -79,8 +83,14 @@ class FilingState:
 def parse_state(text: str, path: str | Path) -> FilingState:
     """Read ``packs/state.json``; a damaged file is a one-line ConfigError, never a guess."""
     data = tomlreader.loads_json(text, str(path), fix=_RESTORE).raw
-    if not isinstance(data, dict) or data.get("version") != STATE_VERSION or not isinstance(data.get("packs"), dict):
-        raise ConfigError(path, "version", f"expected version {STATE_VERSION} with a packs object", _RESTORE)
+    if (
+        not isinstance(data, dict)
+        or data.get("version") != STATE_VERSION
+        or not isinstance(data.get("packs"), dict)
+    ):
+        raise ConfigError(
+            path, "version", f"expected version {STATE_VERSION} with a packs object", _RESTORE
+        )
     packs = {}
     for pack_id, raw in data["packs"].items():
         key = f"packs.{pack_id}"
@@ -90,9 +100,13 @@ def parse_state(text: str, path: str | Path) -> FilingState:
         if not isinstance(filings, list):
             raise ConfigError(path, f"{key}.filings", _SHAPE, _RESTORE)
         packs[pack_id] = PackRecord(
-            approval=Approval(*_fields(path, f"{key}.approval", approval, ("by", "at", "digest"))) if approval else None,
-            filings=tuple(Filing(*_fields(path, f"{key}.filings[{i}]", f, ("url", "at", "repository")))
-                          for i, f in enumerate(filings)),
+            approval=Approval(*_fields(path, f"{key}.approval", approval, ("by", "at", "digest")))
+            if approval
+            else None,
+            filings=tuple(
+                Filing(*_fields(path, f"{key}.filings[{i}]", f, ("url", "at", "repository")))
+                for i, f in enumerate(filings)
+            ),
         )
     return FilingState(dict(sorted(packs.items())))
 
@@ -115,9 +129,15 @@ def dumps_state(state: FilingState) -> str:
     for pack_id, record in sorted(state.packs.items()):
         entry: dict[str, object] = {}
         if record.approval is not None:
-            entry["approval"] = {"by": record.approval.by, "at": record.approval.at, "digest": record.approval.digest}
+            entry["approval"] = {
+                "by": record.approval.by,
+                "at": record.approval.at,
+                "digest": record.approval.digest,
+            }
         if record.filings:
-            entry["filings"] = [{"url": f.url, "at": f.at, "repository": f.repository} for f in record.filings]
+            entry["filings"] = [
+                {"url": f.url, "at": f.at, "repository": f.repository} for f in record.filings
+            ]
         packs[pack_id] = entry
     return json.dumps({"version": STATE_VERSION, "packs": packs}, indent=2, sort_keys=True) + "\n"
 
@@ -127,7 +147,8 @@ def last_waves(state: FilingState) -> dict[str, _dt.date]:
     waves: dict[str, _dt.date] = {}
     for record in state.packs.values():
         for filing in record.filings:
-            day = times.parse(filing.at, assume_utc=True).date()  # read as parse_state accepts it: naive is UTC
+            # read as parse_state accepts it: naive is UTC
+            day = times.parse(filing.at, assume_utc=True).date()
             repo = filing.repository.lower()
             waves[repo] = max(waves.get(repo, day), day)
     return waves
@@ -139,7 +160,8 @@ class Candidate:
 
     id: str
     repository: str
-    priority: str  # one of PRIORITIES
+    # one of PRIORITIES
+    priority: str
     approved: bool = False
 
 
@@ -162,7 +184,15 @@ class WavePlan:
     def to_json(self) -> dict[str, object]:
         return {
             "day": self.day.isoformat(),
-            "wave": [{"id": c.id, "repository": c.repository, "priority": c.priority, "approved": c.approved} for c in self.packs],
+            "wave": [
+                {
+                    "id": c.id,
+                    "repository": c.repository,
+                    "priority": c.priority,
+                    "approved": c.approved,
+                }
+                for c in self.packs
+            ],
             "held": [{"repository": repo, "reason": why} for repo, why in self.held],
             "reason": self.reason,
         }
@@ -172,8 +202,16 @@ def _rank(candidate: Candidate) -> tuple[int, str, str]:
     return (PRIORITIES.index(candidate.priority), candidate.repository.lower(), candidate.id)
 
 
-def plan_wave(candidates: Sequence[Candidate], waves: Mapping[str, _dt.date], day: _dt.date, *,
-              min_size: int = 2, max_size: int = 4, spacing_days: int = 2, per_repository: int = 2) -> WavePlan:
+def plan_wave(
+    candidates: Sequence[Candidate],
+    waves: Mapping[str, _dt.date],
+    day: _dt.date,
+    *,
+    min_size: int = 2,
+    max_size: int = 4,
+    spacing_days: int = 2,
+    per_repository: int = 2,
+) -> WavePlan:
     """Propose the wave to file on ``day``; deterministic for the same inputs.
 
     A repository is eligible ``spacing_days`` after its last wave. Packs are taken in priority
@@ -189,7 +227,9 @@ def plan_wave(candidates: Sequence[Candidate], waves: Mapping[str, _dt.date], da
         last = waves.get(candidate.repository.lower())
         if last is not None and (day - last).days < spacing_days:
             next_day = last + _dt.timedelta(days=spacing_days)
-            held[candidate.repository] = f"last wave {last.isoformat()}; next on or after {next_day.isoformat()}"
+            held[candidate.repository] = (
+                f"last wave {last.isoformat()}; next on or after {next_day.isoformat()}"
+            )
             continue
         eligible.append(candidate)
     chosen: list[Candidate] = []
@@ -197,16 +237,24 @@ def plan_wave(candidates: Sequence[Candidate], waves: Mapping[str, _dt.date], da
     for candidate in eligible:
         repo = candidate.repository.lower()
         if len(chosen) == max_size:
-            held.setdefault(candidate.repository, f"wave full ({max_size} packs); waits for the next one")
+            held.setdefault(
+                candidate.repository, f"wave full ({max_size} packs); waits for the next one"
+            )
             continue
         if per_repo.get(repo, 0) == per_repository:
-            held.setdefault(candidate.repository, f"{per_repository} packs to this repository already in the wave")
+            held.setdefault(
+                candidate.repository,
+                f"{per_repository} packs to this repository already in the wave",
+            )
             continue
         per_repo[repo] = per_repo.get(repo, 0) + 1
         chosen.append(candidate)
     if len(chosen) < min_size:
-        reason = (f"{len(chosen)} eligible ready pack(s); a wave needs at least {min_size} — hold, a ready pack can wait"
-                  if candidates else "no ready packs")
+        reason = (
+            f"{len(chosen)} eligible ready pack(s); a wave needs at least {min_size} — hold, a ready pack can wait"
+            if candidates
+            else "no ready packs"
+        )
         for candidate in chosen:
             held.setdefault(candidate.repository, "waits for a wave of at least " + str(min_size))
         return WavePlan(day, (), tuple(sorted(held.items())), reason)

@@ -24,15 +24,14 @@ __all__ = ["DEFAULT_CACHE_DIR", "CacheEntry", "HttpCache", "freshness"]
 DEFAULT_CACHE_DIR = Path(".patchlane") / "cache" / "http"
 
 
-
-
 @dataclass(frozen=True)
 class CacheEntry:
     url: str
     body: bytes
     etag: str | None
     last_modified: str | None
-    stored_at: float  # wall-clock seconds
+    # wall-clock seconds
+    stored_at: float
     max_age: float | None
     content_type: str | None
 
@@ -51,12 +50,17 @@ class HttpCache:
         try:
             data = json.loads(self._path(url, accept).read_text(encoding="utf-8"))
             return CacheEntry(
-                url=data["url"], body=base64.b64decode(data["body"]), etag=data.get("etag"),
-                last_modified=data.get("last_modified"), stored_at=float(data["stored_at"]),
-                max_age=data.get("max_age"), content_type=data.get("content_type"),
+                url=data["url"],
+                body=base64.b64decode(data["body"]),
+                etag=data.get("etag"),
+                last_modified=data.get("last_modified"),
+                stored_at=float(data["stored_at"]),
+                max_age=data.get("max_age"),
+                content_type=data.get("content_type"),
             )
         except (OSError, ValueError, KeyError, TypeError, RecursionError):
-            return None  # missing or corrupt: fetch again
+            # missing or corrupt: fetch again
+            return None
 
     def drop(self, url: str, accept: str) -> None:
         """Forget a body its reader refused: the next run must ask again, not revalidate it."""
@@ -67,14 +71,19 @@ class HttpCache:
 
     def put(self, entry: CacheEntry, accept: str) -> None:
         data = {
-            "url": mask_url(entry.url), "body": base64.b64encode(entry.body).decode(), "etag": entry.etag,
-            "last_modified": entry.last_modified, "stored_at": entry.stored_at,
-            "max_age": entry.max_age, "content_type": entry.content_type,
+            "url": mask_url(entry.url),
+            "body": base64.b64encode(entry.body).decode(),
+            "etag": entry.etag,
+            "last_modified": entry.last_modified,
+            "stored_at": entry.stored_at,
+            "max_age": entry.max_age,
+            "content_type": entry.content_type,
         }
         try:
             atomic_write(self._path(entry.url, accept), json.dumps(data))
         except OSError:
-            pass  # a cache that cannot be written only costs speed
+            # a cache that cannot be written only costs speed
+            pass
 
 
 def freshness(headers: Mapping[str, str]) -> tuple[bool, float | None]:

@@ -63,10 +63,17 @@ class _DeadlineStream(httpcore.NetworkStream):
     def close(self) -> None:
         self._inner.close()
 
-    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
-                  timeout: float | None = None) -> httpcore.NetworkStream:
-        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname,
-                                                     _clamp(timeout, httpcore.ConnectTimeout)))
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        return _DeadlineStream(
+            self._inner.start_tls(
+                ssl_context, server_hostname, _clamp(timeout, httpcore.ConnectTimeout)
+            )
+        )
 
     def get_extra_info(self, info: str):
         return self._inner.get_extra_info(info)
@@ -77,12 +84,18 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         self._inner = inner
 
     def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
-        return _DeadlineStream(self._inner.connect_tcp(host, port, _clamp(timeout, httpcore.ConnectTimeout),
-                                                       local_address, socket_options))
+        return _DeadlineStream(
+            self._inner.connect_tcp(
+                host, port, _clamp(timeout, httpcore.ConnectTimeout), local_address, socket_options
+            )
+        )
 
     def connect_unix_socket(self, path, timeout=None, socket_options=None):
-        return _DeadlineStream(self._inner.connect_unix_socket(path, _clamp(timeout, httpcore.ConnectTimeout),
-                                                               socket_options))
+        return _DeadlineStream(
+            self._inner.connect_unix_socket(
+                path, _clamp(timeout, httpcore.ConnectTimeout), socket_options
+            )
+        )
 
     def sleep(self, seconds: float) -> None:
         self._inner.sleep(seconds)
@@ -96,18 +109,27 @@ def _tls() -> ssl.SSLContext:
 
 def _transport(limits: httpx.Limits) -> httpx.HTTPTransport:
     transport = httpx.HTTPTransport(verify=_tls(), limits=limits)
-    pool = getattr(transport, "_pool", None)  # httpx builds the pool without a backend hook
-    if pool is not None and isinstance(getattr(pool, "_network_backend", None), httpcore.NetworkBackend):
+    # httpx builds the pool without a backend hook
+    pool = getattr(transport, "_pool", None)
+    if pool is not None and isinstance(
+        getattr(pool, "_network_backend", None), httpcore.NetworkBackend
+    ):
         pool._network_backend = _DeadlineBackend(pool._network_backend)
     return transport
 
 
-def make_client(*, timeout: float = 10.0, transport: httpx.BaseTransport | None = None,
-                max_connections: int = MAX_IN_FLIGHT) -> httpx.Client:
+def make_client(
+    *,
+    timeout: float = 10.0,
+    transport: httpx.BaseTransport | None = None,
+    max_connections: int = MAX_IN_FLIGHT,
+) -> httpx.Client:
     """The client probes use when none is injected: pooled, every stream under the probe's
     deadline. (The :class:`Fetcher` follows redirects itself, same host only, whatever the
     client's own setting.)"""
-    limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+    limits = httpx.Limits(
+        max_connections=max_connections, max_keepalive_connections=max_connections
+    )
     return httpx.Client(
         timeout=timeout,
         follow_redirects=True,

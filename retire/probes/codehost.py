@@ -32,7 +32,13 @@ from retire.evidence.values import IssueState, ProbeFailure, PullState
 from retire.probes.http import Fetched, Fetcher
 
 __all__ = [
-    "DEFAULT_API_BASE", "DEFAULT_WEB_HOST", "LinkRef", "auth_headers", "parse_link", "probe_link", "probe_links",
+    "DEFAULT_API_BASE",
+    "DEFAULT_WEB_HOST",
+    "LinkRef",
+    "auth_headers",
+    "parse_link",
+    "probe_link",
+    "probe_links",
     "token_from_env",
 ]
 
@@ -40,7 +46,9 @@ __all__ = [
 DEFAULT_API_BASE = "https://api.github.com"
 DEFAULT_WEB_HOST = "github.com"
 TOKEN_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN")
-_PATH = re.compile(r"/(?P<owner>[A-Za-z0-9_.-]+)/(?P<repo>[A-Za-z0-9_.-]+)/(?P<kind>pull|pulls|issues)/(?P<number>\d+)/?")
+_PATH = re.compile(
+    r"/(?P<owner>[A-Za-z0-9_.-]+)/(?P<repo>[A-Za-z0-9_.-]+)/(?P<kind>pull|pulls|issues)/(?P<number>\d+)/?"
+)
 
 LinkState = PullState | IssueState | ProbeFailure
 
@@ -50,7 +58,8 @@ class LinkRef:
     url: str
     owner: str
     repo: str
-    kind: str  # pull | issue
+    # pull | issue
+    kind: str
     number: int
 
     @property
@@ -111,31 +120,60 @@ def field(data: Mapping[str, object], key: str, kinds: tuple[type, ...], *, requ
     value = data.get(key)
     if value is None and not required:
         return None
-    if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
+    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
         what = "missing" if key not in data else "null" if value is None else type(value).__name__
         raise WrongShape(f"{key} is {what}, not {' or '.join(k.__name__ for k in kinds)}")
     return value
 
 
-def state_of(fetcher: Fetcher, ref: LinkRef, *, state: str, merged: bool, merged_at: _dt.datetime | None,
-             merge_commit: str | None, state_reason: str | None, updated_at: _dt.datetime | None,
-             closed_at: _dt.datetime | None, title: str) -> PullState | IssueState:
+def state_of(
+    fetcher: Fetcher,
+    ref: LinkRef,
+    *,
+    state: str,
+    merged: bool,
+    merged_at: _dt.datetime | None,
+    merge_commit: str | None,
+    state_reason: str | None,
+    updated_at: _dt.datetime | None,
+    closed_at: _dt.datetime | None,
+    title: str,
+) -> PullState | IssueState:
     """The value for ``ref`` from checked fields, every string redacted."""
     if state not in ("open", "closed"):
         raise WrongShape(f"state is {state!r}, not open or closed")
     title = fetcher.redact(title)
     if ref.kind == "pull":
         merged = merged or merged_at is not None
-        return PullState(url=ref.url, number=ref.number, state=state, merged=merged, merged_at=merged_at,
-                         merge_commit_sha=merge_commit if merged else None, updated_at=updated_at,
-                         closed_at=closed_at, title=title)
-    return IssueState(url=ref.url, number=ref.number, state=state, state_reason=state_reason,
-                      updated_at=updated_at, closed_at=closed_at, title=title)
+        return PullState(
+            url=ref.url,
+            number=ref.number,
+            state=state,
+            merged=merged,
+            merged_at=merged_at,
+            merge_commit_sha=merge_commit if merged else None,
+            updated_at=updated_at,
+            closed_at=closed_at,
+            title=title,
+        )
+    return IssueState(
+        url=ref.url,
+        number=ref.number,
+        state=state,
+        state_reason=state_reason,
+        updated_at=updated_at,
+        closed_at=closed_at,
+        title=title,
+    )
 
 
 def not_found(ref: LinkRef, how: str, attempts: int = 1) -> ProbeFailure:
-    return ProbeFailure("codehost", ref.url, f"{ref.kind} not found ({how}): private, moved or mistyped",
-                        attempts=attempts)
+    return ProbeFailure(
+        "codehost",
+        ref.url,
+        f"{ref.kind} not found ({how}): private, moved or mistyped",
+        attempts=attempts,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -151,22 +189,35 @@ def _from_rest(fetcher: Fetcher, ref: LinkRef, data: object) -> PullState | Issu
     state = field(data, "state", (str,), required=True)
     merged = field(data, "merged", (bool,)) if ref.kind == "pull" else None
     return state_of(
-        fetcher, ref, state=state, merged=bool(merged), merged_at=moment(data, "merged_at"),
-        merge_commit=field(data, "merge_commit_sha", (str,)), state_reason=field(data, "state_reason", (str,)),
-        updated_at=moment(data, "updated_at"), closed_at=moment(data, "closed_at"),
+        fetcher,
+        ref,
+        state=state,
+        merged=bool(merged),
+        merged_at=moment(data, "merged_at"),
+        merge_commit=field(data, "merge_commit_sha", (str,)),
+        state_reason=field(data, "state_reason", (str,)),
+        updated_at=moment(data, "updated_at"),
+        closed_at=moment(data, "closed_at"),
         title=field(data, "title", (str,)) or "",
     )
 
 
-def probe_link(fetcher: Fetcher, url: str, *, api_base: str = DEFAULT_API_BASE, token: str | None = None,
-               web_host: str = DEFAULT_WEB_HOST) -> LinkState:
+def probe_link(
+    fetcher: Fetcher,
+    url: str,
+    *,
+    api_base: str = DEFAULT_API_BASE,
+    token: str | None = None,
+    web_host: str = DEFAULT_WEB_HOST,
+) -> LinkState:
     """The state of the issue or pull request at web ``url``, through REST; never raises."""
     ref = parse_link(url, web_host=web_host)
     if ref is None:
         return ProbeFailure("codehost", url, f"not an issue or pull request URL on {web_host}")
     api_url = api_base.rstrip("/") + ref.api_path()
-    answer = fetcher.get_json(api_url, probe="codehost", headers=auth_headers(token),
-                              accept="application/vnd.github+json")
+    answer = fetcher.get_json(
+        api_url, probe="codehost", headers=auth_headers(token), accept="application/vnd.github+json"
+    )
     if isinstance(answer, ProbeFailure):
         return answer
     if isinstance(answer, Fetched):
@@ -181,8 +232,15 @@ def probe_link(fetcher: Fetcher, url: str, *, api_base: str = DEFAULT_API_BASE, 
 # Many links at once
 
 
-def probe_links(fetcher: Fetcher, urls: Iterable[str], *, api_base: str = DEFAULT_API_BASE, token: str | None = None,
-                web_host: str = DEFAULT_WEB_HOST, workers: int = 100) -> dict[str, LinkState]:
+def probe_links(
+    fetcher: Fetcher,
+    urls: Iterable[str],
+    *,
+    api_base: str = DEFAULT_API_BASE,
+    token: str | None = None,
+    web_host: str = DEFAULT_WEB_HOST,
+    workers: int = 100,
+) -> dict[str, LinkState]:
     """``{url: state}`` for every URL: GraphQL batches with a token, REST per link without (or
     for a batch that failed as a whole); never raises."""
     from retire.probes import graphql
@@ -193,7 +251,9 @@ def probe_links(fetcher: Fetcher, urls: Iterable[str], *, api_base: str = DEFAUL
     for url in wanted:
         ref = parse_link(url, web_host=web_host)
         if ref is None:
-            found[url] = ProbeFailure("codehost", url, f"not an issue or pull request URL on {web_host}")
+            found[url] = ProbeFailure(
+                "codehost", url, f"not an issue or pull request URL on {web_host}"
+            )
         else:
             refs.append(ref)
     rest = refs
@@ -201,22 +261,36 @@ def probe_links(fetcher: Fetcher, urls: Iterable[str], *, api_base: str = DEFAUL
     if token and refs:
         batches = graphql.batches(refs)
         with ThreadPoolExecutor(max_workers=max(1, min(workers, len(batches)))) as pool:
-            answers = list(pool.map(lambda batch: graphql.probe_batch(fetcher, batch, api_base=api_base, token=token),
-                                    batches))
+            answers = list(
+                pool.map(
+                    lambda batch: graphql.probe_batch(
+                        fetcher, batch, api_base=api_base, token=token
+                    ),
+                    batches,
+                )
+            )
         rest = []
         for batch, answer in zip(batches, answers):
             if isinstance(answer, ProbeFailure):
-                rest += batch  # the whole batch failed: REST may still answer each link
+                # the whole batch failed: REST may still answer each link
+                rest += batch
                 batch_failed.update((ref.url, answer) for ref in batch)
             else:
                 found.update(answer)
     if rest:
         with ThreadPoolExecutor(max_workers=max(1, min(workers, len(rest)))) as pool:
-            states = pool.map(lambda ref: probe_link(fetcher, ref.url, api_base=api_base, token=token,
-                                                     web_host=web_host), rest)
+            states = pool.map(
+                lambda ref: probe_link(
+                    fetcher, ref.url, api_base=api_base, token=token, web_host=web_host
+                ),
+                rest,
+            )
             for ref, state in zip(rest, states):
                 first = batch_failed.get(ref.url)
-                if isinstance(state, ProbeFailure) and first is not None:  # say why GraphQL did not answer either
-                    state = dataclasses.replace(state, reason=f"{state.reason} (GraphQL: {first.reason})")
+                # say why GraphQL did not answer either
+                if isinstance(state, ProbeFailure) and first is not None:
+                    state = dataclasses.replace(
+                        state, reason=f"{state.reason} (GraphQL: {first.reason})"
+                    )
                 found[ref.url] = state
     return {url: found[url] for url in wanted}

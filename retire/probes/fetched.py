@@ -12,15 +12,23 @@ __all__ = ["BadBody", "Fetched", "RetryPolicy", "decode_json"]
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    attempts: int = 4  # tries per request, the first included
-    backoff: float = 0.25  # seconds before the second try; doubles each time
+    # tries per request, the first included
+    attempts: int = 4
+    # seconds before the second try; doubles each time
+    backoff: float = 0.25
     max_backoff: float = 4.0
-    budget: float = 30.0  # the total deadline of one probe: attempts, waits, redirects and bodies
-    max_wait: float = 60.0  # longest Retry-After / rate-limit reset honoured
-    timeout: float = 10.0  # per connect / read, clamped to what is left of the budget
-    json_attempts: int = 2  # fetches of a body that does not decode
-    max_body: int = 64 * 2**20  # bytes of one body (a PyTorch nightly project page is a few MiB)
-    max_redirects: int = 5  # same-host redirects followed per request
+    # the total deadline of one probe: attempts, waits, redirects and bodies
+    budget: float = 30.0
+    # longest Retry-After / rate-limit reset honoured
+    max_wait: float = 60.0
+    # per connect / read, clamped to what is left of the budget
+    timeout: float = 10.0
+    # fetches of a body that does not decode
+    json_attempts: int = 2
+    # bytes of one body (a PyTorch nightly project page is a few MiB)
+    max_body: int = 64 * 2**20
+    # same-host redirects followed per request
+    max_redirects: int = 5
 
 
 @dataclass(frozen=True)
@@ -29,7 +37,8 @@ class Fetched:
     status: int
     body: bytes
     headers: Mapping[str, str] = field(default_factory=dict)
-    from_cache: bool = False  # served without a request (fresh) or after a 304
+    # served without a request (fresh) or after a 304
+    from_cache: bool = False
     attempts: int = 1
 
     @property
@@ -46,7 +55,6 @@ class BadBody(ValueError):
         self.reason, self.refetch = reason, refetch
 
 
-
 def decode_json(fetched: Fetched) -> object:
     """The JSON of a response; :class:`BadBody` for HTML (never misread) or a body that does not
     decode (truncated or invalid: worth one more fetch)."""
@@ -61,7 +69,7 @@ def decode_json(fetched: Fetched) -> object:
 
 def _truncated(exc: Exception, body: bytes) -> bool:
     """A body that stops mid-document (as opposed to one that was never JSON)."""
-    if not isinstance(exc, json.JSONDecodeError) or not body.lstrip()[:1] in (b"{", b"["):
+    if not isinstance(exc, json.JSONDecodeError) or body.lstrip()[:1] not in (b"{", b"["):
         return False
     return exc.msg.startswith("Unterminated") or exc.pos >= len(body.rstrip()) - 1
 

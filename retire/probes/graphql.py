@@ -59,7 +59,10 @@ def batches(refs: Sequence[LinkRef], size: int = BATCH) -> list[list[LinkRef]]:
     for ref in refs:
         groups.setdefault((ref.owner, ref.repo, ref.number), []).append(ref)
     keys = list(groups)
-    return [[ref for key in keys[start:start + size] for ref in groups[key]] for start in range(0, len(keys), size)]
+    return [
+        [ref for key in keys[start : start + size] for ref in groups[key]]
+        for start in range(0, len(keys), size)
+    ]
 
 
 def _aliases(refs: Sequence[LinkRef]) -> dict[tuple[str, str], str]:
@@ -72,8 +75,13 @@ def query(refs: Sequence[LinkRef]) -> str:
     lines = ["query {"]
     for (owner, repo), alias in repos.items():
         numbers = sorted({r.number for r in refs if (r.owner, r.repo) == (owner, repo)})
-        lines.append(f"  {alias}: repository(owner: {json.dumps(owner)}, name: {json.dumps(repo)}) {{")
-        lines += [f"    n{number}: issueOrPullRequest(number: {number}) {{ ...link }}" for number in numbers]
+        lines.append(
+            f"  {alias}: repository(owner: {json.dumps(owner)}, name: {json.dumps(repo)}) {{"
+        )
+        lines += [
+            f"    n{number}: issueOrPullRequest(number: {number}) {{ ...link }}"
+            for number in numbers
+        ]
         lines.append("  }")
     lines.append("}")
     return "\n".join(lines) + "\n" + FRAGMENT
@@ -108,20 +116,28 @@ def _node_state(fetcher: Fetcher, ref: LinkRef, node: object) -> LinkState:
         merge_commit = field(commit, "oid", (str,), required=True) if commit is not None else None
     reason = field(node, "stateReason", (str,)) if kind == "Issue" else None
     return state_of(
-        fetcher, ref, state="open" if state == "OPEN" else "closed",
-        merged=bool(field(node, "merged", (bool,))) or state == "MERGED", merged_at=moment(node, "mergedAt"),
-        merge_commit=merge_commit, state_reason=reason.lower() if reason else None,
-        updated_at=moment(node, "updatedAt"), closed_at=moment(node, "closedAt"),
+        fetcher,
+        ref,
+        state="open" if state == "OPEN" else "closed",
+        merged=bool(field(node, "merged", (bool,))) or state == "MERGED",
+        merged_at=moment(node, "mergedAt"),
+        merge_commit=merge_commit,
+        state_reason=reason.lower() if reason else None,
+        updated_at=moment(node, "updatedAt"),
+        closed_at=moment(node, "closedAt"),
         title=field(node, "title", (str,)) or "",
     )
 
 
-def probe_batch(fetcher: Fetcher, refs: Sequence[LinkRef], *, api_base: str,
-                token: str) -> dict[str, LinkState] | ProbeFailure:
+def probe_batch(
+    fetcher: Fetcher, refs: Sequence[LinkRef], *, api_base: str, token: str
+) -> dict[str, LinkState] | ProbeFailure:
     """``{url: state}`` for ``refs`` from one GraphQL request, or why the request as a whole
     failed (the caller may ask REST instead); never raises."""
     url = endpoint(api_base)
-    answer = fetcher.get_json(url, probe="codehost", headers=auth_headers(token), payload={"query": query(refs)})
+    answer = fetcher.get_json(
+        url, probe="codehost", headers=auth_headers(token), payload={"query": query(refs)}
+    )
     if isinstance(answer, Fetched):
         return ProbeFailure("codehost", url, f"no GraphQL endpoint (HTTP {answer.status})")
     if isinstance(answer, ProbeFailure):
@@ -129,15 +145,28 @@ def probe_batch(fetcher: Fetcher, refs: Sequence[LinkRef], *, api_base: str,
     return read_answer(fetcher, refs, answer[0], url)
 
 
-def read_answer(fetcher: Fetcher, refs: Sequence[LinkRef], data: object, url: str) -> dict[str, LinkState] | ProbeFailure:
+def read_answer(
+    fetcher: Fetcher, refs: Sequence[LinkRef], data: object, url: str
+) -> dict[str, LinkState] | ProbeFailure:
     """The decoded answer to :func:`query` ``(refs)`` as ``{url: state}``, or why it is none (no I/O)."""
     top = data.get("data") if isinstance(data, dict) else None
     if not isinstance(top, dict):
         errors = data.get("errors") if isinstance(data, dict) else None
-        first = errors[0] if isinstance(errors, list) and errors and isinstance(errors[0], dict) else {}
-        why = f"{first.get('type') or 'error'}: {first.get('message')}" if first else "no 'data' object"
+        first = (
+            errors[0] if isinstance(errors, list) and errors and isinstance(errors[0], dict) else {}
+        )
+        why = (
+            f"{first.get('type') or 'error'}: {first.get('message')}"
+            if first
+            else "no 'data' object"
+        )
         limited = first.get("type") == "RATE_LIMITED"
-        return ProbeFailure("codehost", url, fetcher.redact(f"GraphQL answered without data ({why})"), retryable=limited)
+        return ProbeFailure(
+            "codehost",
+            url,
+            fetcher.redact(f"GraphQL answered without data ({why})"),
+            retryable=limited,
+        )
     errors = _errors_by_path(data)
     repos = _aliases(refs)
     found: dict[str, LinkState] = {}
@@ -152,10 +181,16 @@ def read_answer(fetcher: Fetcher, refs: Sequence[LinkRef], data: object, url: st
                     raise WrongShape(f"{repo_alias}.{item_alias} is null without an error")
                 if error is None:
                     raise WrongShape(f"{repo_alias}.{item_alias} is missing")
-                found[ref.url] = not_found(ref, fetcher.redact(f"GraphQL {error.get('type') or 'error'}: "
-                                                                f"{error.get('message')}"))
+                found[ref.url] = not_found(
+                    ref,
+                    fetcher.redact(
+                        f"GraphQL {error.get('type') or 'error'}: {error.get('message')}"
+                    ),
+                )
             else:
                 found[ref.url] = _node_state(fetcher, ref, node)
         except WrongShape as exc:
-            found[ref.url] = ProbeFailure("codehost", ref.url, f"unexpected GraphQL response: {fetcher.redact(str(exc))}")
+            found[ref.url] = ProbeFailure(
+                "codehost", ref.url, f"unexpected GraphQL response: {fetcher.redact(str(exc))}"
+            )
     return found

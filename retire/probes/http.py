@@ -47,8 +47,17 @@ from retire.probes.redaction import mask_url
 from retire.probes.watchdog import WATCHDOG
 
 __all__ = [
-    "DEFAULT_CACHE_DIR", "MAX_IN_FLIGHT", "USER_AGENT", "BadBody", "Fetched", "Fetcher", "HttpCache", "RetryPolicy",
-    "decode_json", "make_client", "mask_url",
+    "DEFAULT_CACHE_DIR",
+    "MAX_IN_FLIGHT",
+    "USER_AGENT",
+    "BadBody",
+    "Fetched",
+    "Fetcher",
+    "HttpCache",
+    "RetryPolicy",
+    "decode_json",
+    "make_client",
+    "mask_url",
 ]
 
 T = TypeVar("T")
@@ -64,8 +73,17 @@ _DNS_FAILED = "DNS lookup failed"
 def _connect_reason(exc: Exception) -> str:
     text = str(exc) or type(exc).__name__
     lowered = text.lower()
-    if any(m in lowered for m in ("name or service not known", "nodename nor servname", "name resolution",
-                                  "getaddrinfo", "no address associated", "not known")):
+    if any(
+        m in lowered
+        for m in (
+            "name or service not known",
+            "nodename nor servname",
+            "name resolution",
+            "getaddrinfo",
+            "no address associated",
+            "not known",
+        )
+    ):
         return f"{_DNS_FAILED} ({text})"
     if "refused" in lowered:
         return "connection refused"
@@ -78,9 +96,13 @@ def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
 
 
 def _size(count: int) -> str:
-    return f"{count / 2**20:g} MiB" if count >= 2**20 else f"{count / 2**10:g} KiB" if count >= 2**10 else f"{count} bytes"
-
-
+    return (
+        f"{count / 2**20:g} MiB"
+        if count >= 2**20
+        else f"{count / 2**10:g} KiB"
+        if count >= 2**10
+        else f"{count} bytes"
+    )
 
 
 @dataclass(frozen=True)
@@ -95,7 +117,8 @@ class _Reply:
 class _Trouble:
     reason: str
     retryable: bool
-    final: bool = False  # no further attempt (the deadline passed, the answer came from elsewhere)
+    # no further attempt (the deadline passed, the answer came from elsewhere)
+    final: bool = False
 
 
 class Fetcher:
@@ -139,12 +162,17 @@ class Fetcher:
     def _clean(self, body: bytes) -> bytes:
         return scrub_bytes(body, self.secrets)
 
-    def _fail(self, probe: str, url: str, reason: str, *, retryable: bool, attempts: int) -> ProbeFailure:
-        return ProbeFailure(probe, self.redact(mask_url(url)), self.redact(reason), retryable, attempts)
+    def _fail(
+        self, probe: str, url: str, reason: str, *, retryable: bool, attempts: int
+    ) -> ProbeFailure:
+        return ProbeFailure(
+            probe, self.redact(mask_url(url)), self.redact(reason), retryable, attempts
+        )
 
     def _backoff(self, attempt: int) -> float:
         ceiling = min(self.policy.max_backoff, self.policy.backoff * (2 ** (attempt - 1)))
-        return ceiling * (0.5 + self.jitter() / 2)  # jitter: many probes never retry in lockstep
+        # jitter: many probes never retry in lockstep
+        return ceiling * (0.5 + self.jitter() / 2)
 
     def _server_wait(self, headers: Mapping[str, str]) -> float | None:
         """Seconds the server asks us to wait (Retry-After or X-RateLimit-Reset), if it says."""
@@ -163,30 +191,52 @@ class Fetcher:
         return None
 
     def _past_deadline(self) -> _Trouble:
-        return _Trouble(f"no complete answer within the {self.policy.budget:g}s deadline "
-                        "(a total per probe, not per read)", retryable=True, final=True)
+        return _Trouble(
+            f"no complete answer within the {self.policy.budget:g}s deadline "
+            "(a total per probe, not per read)",
+            retryable=True,
+            final=True,
+        )
 
-    def _attempt(self, method: str, url: str, headers: Mapping[str, str], content: bytes | None,
-                 deadline: float) -> _Reply | _Trouble:
+    def _attempt(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
+        content: bytes | None,
+        deadline: float,
+    ) -> _Reply | _Trouble:
         """One request, with same-host redirects followed, the body read under the cap and deadline."""
         if not self._in_flight.acquire(timeout=max(0.0, deadline - self.monotonic())):
             return self._past_deadline()
-        try:  # every read and write of the client's streams ends by the deadline, headers included
+        # every read and write of the client's streams ends by the deadline, headers included
+        try:
             with deadline_scope(time.monotonic() + (deadline - self.monotonic())):
                 return self._attempt_in_flight(method, url, headers, content, deadline)
         finally:
             self._in_flight.release()
 
-    def _attempt_in_flight(self, method: str, url: str, headers: Mapping[str, str], content: bytes | None,
-                           deadline: float) -> _Reply | _Trouble:
+    def _attempt_in_flight(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
+        content: bytes | None,
+        deadline: float,
+    ) -> _Reply | _Trouble:
         current = httpx.URL(url)
         for hop in range(self.policy.max_redirects + 1):
             left = deadline - self.monotonic()
             if left <= 0:
                 return self._past_deadline()
             clamped = left < self.policy.timeout
-            request = self.client.build_request(method, current, headers=headers, content=content,
-                                                timeout=min(self.policy.timeout, left))
+            request = self.client.build_request(
+                method,
+                current,
+                headers=headers,
+                content=content,
+                timeout=min(self.policy.timeout, left),
+            )
             try:
                 response = self.client.send(request, stream=True, follow_redirects=False)
             except httpx.TimeoutException:
@@ -205,22 +255,38 @@ class Fetcher:
                 if response.has_redirect_location:
                     target = current.join(response.headers["location"])
                     if _origin(target) != _origin(current):
-                        return _Trouble(f"redirected ({response.status_code}) to another host, {mask_url(str(target))}: "
-                                        "an answer counts only from the host that was asked (point the URL there "
-                                        "if that host is the right one)", False, final=True)
+                        return _Trouble(
+                            f"redirected ({response.status_code}) to another host, {mask_url(str(target))}: "
+                            "an answer counts only from the host that was asked (point the URL there "
+                            "if that host is the right one)",
+                            False,
+                            final=True,
+                        )
                     if method != "GET":
-                        return _Trouble(f"redirected ({response.status_code}) a {method} request", False, final=True)
+                        return _Trouble(
+                            f"redirected ({response.status_code}) a {method} request",
+                            False,
+                            final=True,
+                        )
                     if hop == self.policy.max_redirects:
-                        return _Trouble(f"more than {self.policy.max_redirects} redirects", False, final=True)
+                        return _Trouble(
+                            f"more than {self.policy.max_redirects} redirects", False, final=True
+                        )
                     current = target
                     continue
                 body = self._read(response, deadline)
                 if isinstance(body, _Trouble):
                     return body
-                return _Reply(response.status_code, response.reason_phrase, response.headers, self._clean(body))
+                return _Reply(
+                    response.status_code,
+                    response.reason_phrase,
+                    response.headers,
+                    self._clean(body),
+                )
             finally:
                 response.close()
-        return _Trouble("redirect loop", False, final=True)  # not reached: the loop returns
+        # not reached: the loop returns
+        return _Trouble("redirect loop", False, final=True)
 
     def _read(self, response: httpx.Response, deadline: float) -> bytes | _Trouble:
         """The body, streamed: counted against the cap, under a watchdog that shuts the connection
@@ -228,7 +294,9 @@ class Fetcher:
         cap = self.policy.max_body
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > cap:
-            return _Trouble(f"the body ({_size(int(declared))}) is over the {_size(cap)} cap", False, final=True)
+            return _Trouble(
+                f"the body ({_size(int(declared))}) is over the {_size(cap)} cap", False, final=True
+            )
         left = deadline - self.monotonic()
         if left <= 0:
             return self._past_deadline()
@@ -238,8 +306,11 @@ class Fetcher:
             for chunk in response.iter_bytes():
                 size += len(chunk)
                 if size > cap:
-                    return _Trouble(f"the body is over the {_size(cap)} cap (abandoned after {_size(size)})",
-                                    False, final=True)
+                    return _Trouble(
+                        f"the body is over the {_size(cap)} cap (abandoned after {_size(size)})",
+                        False,
+                        final=True,
+                    )
                 if self.monotonic() >= deadline:
                     return self._past_deadline()
                 chunks.append(chunk)
@@ -255,13 +326,27 @@ class Fetcher:
 
     # -----------------------------------------------------------------------------------------
 
-    def get(self, url: str, *, probe: str, headers: Mapping[str, str] | None = None,
-            accept: str = "application/json", use_cache: bool = True, deadline: float | None = None) -> Fetched | ProbeFailure:
+    def get(
+        self,
+        url: str,
+        *,
+        probe: str,
+        headers: Mapping[str, str] | None = None,
+        accept: str = "application/json",
+        use_cache: bool = True,
+        deadline: float | None = None,
+    ) -> Fetched | ProbeFailure:
         """The response to ``GET url`` (any 2xx, 304 from cache, or a 404/410 for the caller
         to interpret), or why there is none."""
         cached = self.cache.get(url, accept) if (self.cache and use_cache) else None
-        if cached and cached.max_age is not None and self.wall() - cached.stored_at < cached.max_age:
-            return Fetched(url, 200, cached.body, {"content-type": cached.content_type or ""}, True, 0)
+        if (
+            cached
+            and cached.max_age is not None
+            and self.wall() - cached.stored_at < cached.max_age
+        ):
+            return Fetched(
+                url, 200, cached.body, {"content-type": cached.content_type or ""}, True, 0
+            )
         request_headers = {"Accept": accept, **(headers or {})}
         if cached and cached.etag:
             request_headers["If-None-Match"] = cached.etag
@@ -269,15 +354,32 @@ class Fetcher:
             request_headers["If-Modified-Since"] = cached.last_modified
         return self._exchange("GET", url, probe, request_headers, None, deadline, cached, accept)
 
-    def post(self, url: str, payload: object, *, probe: str, headers: Mapping[str, str] | None = None,
-             accept: str = "application/json", deadline: float | None = None) -> Fetched | ProbeFailure:
+    def post(
+        self,
+        url: str,
+        payload: object,
+        *,
+        probe: str,
+        headers: Mapping[str, str] | None = None,
+        accept: str = "application/json",
+        deadline: float | None = None,
+    ) -> Fetched | ProbeFailure:
         """``POST url`` with a JSON ``payload`` (a read-only query, so it may be retried); never cached."""
         request_headers = {"Accept": accept, "Content-Type": "application/json", **(headers or {})}
         content = json.dumps(payload).encode()
         return self._exchange("POST", url, probe, request_headers, content, deadline, None, accept)
 
-    def _exchange(self, method: str, url: str, probe: str, headers: Mapping[str, str], content: bytes | None,
-                  deadline: float | None, cached: CacheEntry | None, accept: str) -> Fetched | ProbeFailure:
+    def _exchange(
+        self,
+        method: str,
+        url: str,
+        probe: str,
+        headers: Mapping[str, str],
+        content: bytes | None,
+        deadline: float | None,
+        cached: CacheEntry | None,
+        accept: str,
+    ) -> Fetched | ProbeFailure:
         deadline = self.deadline() if deadline is None else deadline
         origin = _origin(httpx.URL(url))
         attempt = 0
@@ -285,14 +387,21 @@ class Fetcher:
             with self._unresolvable_lock:
                 known = self._unresolvable.get(origin)
             if known is not None:
-                return self._fail(probe, url, f"{known} (not asked again: the host's name does not resolve here)",
-                                  retryable=True, attempts=max(attempt, 1))
+                return self._fail(
+                    probe,
+                    url,
+                    f"{known} (not asked again: the host's name does not resolve here)",
+                    retryable=True,
+                    attempts=max(attempt, 1),
+                )
             attempt += 1
             wait: float | None = None
             answer = self._attempt(method, url, headers, content, deadline)
             if isinstance(answer, _Trouble):
                 if answer.final:
-                    return self._fail(probe, url, answer.reason, retryable=answer.retryable, attempts=attempt)
+                    return self._fail(
+                        probe, url, answer.reason, retryable=answer.retryable, attempts=attempt
+                    )
                 reason, retryable = answer.reason, answer.retryable
                 if reason.startswith(_DNS_FAILED) and attempt >= 2:
                     with self._unresolvable_lock:
@@ -300,7 +409,8 @@ class Fetcher:
             else:
                 status = answer.status
                 if status == 304 and cached is not None:
-                    if freshness(answer.headers)[1]:  # only freshness changed: rewrite just for it
+                    # only freshness changed: rewrite just for it
+                    if freshness(answer.headers)[1]:
                         self._store(url, accept, answer.headers, cached.body, previous=cached)
                     return Fetched(url, 200, cached.body, dict(answer.headers), True, attempt)
                 if 200 <= status < 300:
@@ -310,36 +420,71 @@ class Fetcher:
                 if status in (404, 410):
                     return Fetched(url, status, answer.body, dict(answer.headers), False, attempt)
                 limited = status == 429 or (
-                    status == 403 and (answer.headers.get("x-ratelimit-remaining") == "0"
-                                       or "retry-after" in answer.headers))
+                    status == 403
+                    and (
+                        answer.headers.get("x-ratelimit-remaining") == "0"
+                        or "retry-after" in answer.headers
+                    )
+                )
                 if limited:
                     wait = self._server_wait(answer.headers)
                     label = "429 Too Many Requests" if status == 429 else "403 rate limit exceeded"
                     if wait is not None and wait > self.policy.max_wait:
-                        return self._fail(probe, url, f"{label}: the server asks to wait {wait:.0f}s "
-                                          f"(more than {self.policy.max_wait:g}s); try later or set GITHUB_TOKEN",
-                                          retryable=True, attempts=attempt)
-                    reason, retryable = (f"{label}" + (f" (Retry-After {wait:.0f}s)" if wait is not None else "")), True
+                        return self._fail(
+                            probe,
+                            url,
+                            f"{label}: the server asks to wait {wait:.0f}s "
+                            f"(more than {self.policy.max_wait:g}s); try later or set GITHUB_TOKEN",
+                            retryable=True,
+                            attempts=attempt,
+                        )
+                    reason, retryable = (
+                        (f"{label}" + (f" (Retry-After {wait:.0f}s)" if wait is not None else "")),
+                        True,
+                    )
                 elif status >= 500:
                     reason, retryable = f"server error {status} {answer.reason_phrase}", True
                 elif status == 401:
-                    return self._fail(probe, url, "401 Unauthorized: the token is missing or invalid",
-                                      retryable=False, attempts=attempt)
+                    return self._fail(
+                        probe,
+                        url,
+                        "401 Unauthorized: the token is missing or invalid",
+                        retryable=False,
+                        attempts=attempt,
+                    )
                 else:
-                    return self._fail(probe, url, f"HTTP {status} {answer.reason_phrase}",
-                                      retryable=False, attempts=attempt)
+                    return self._fail(
+                        probe,
+                        url,
+                        f"HTTP {status} {answer.reason_phrase}",
+                        retryable=False,
+                        attempts=attempt,
+                    )
             # A retryable failure: wait and go again, within the attempts and the deadline.
             if not retryable or attempt >= self.policy.attempts:
                 return self._fail(probe, url, reason, retryable=retryable, attempts=attempt)
             delay = wait if wait is not None else self._backoff(attempt)
             if self.monotonic() + delay > deadline:
-                return self._fail(probe, url, f"{reason}; gave up within the {self.policy.budget:g}s budget",
-                                  retryable=True, attempts=attempt)
+                return self._fail(
+                    probe,
+                    url,
+                    f"{reason}; gave up within the {self.policy.budget:g}s budget",
+                    retryable=True,
+                    attempts=attempt,
+                )
             self.sleep(delay)
 
-    def get_parsed(self, url: str, parse: Callable[[Fetched], T], *, probe: str,
-                   headers: Mapping[str, str] | None = None, accept: str = "application/json",
-                   deadline: float | None = None, payload: object = None) -> tuple[T, Fetched] | Fetched | ProbeFailure:
+    def get_parsed(
+        self,
+        url: str,
+        parse: Callable[[Fetched], T],
+        *,
+        probe: str,
+        headers: Mapping[str, str] | None = None,
+        accept: str = "application/json",
+        deadline: float | None = None,
+        payload: object = None,
+    ) -> tuple[T, Fetched] | Fetched | ProbeFailure:
         """``parse(response)`` and the response; a 404/410 comes back as the bare :class:`Fetched`.
 
         ``parse`` raises :class:`BadBody`; one marked ``refetch`` is fetched again (bypassing the
@@ -351,30 +496,65 @@ class Fetcher:
         while True:
             attempts += 1
             if payload is None:
-                fetched = self.get(url, probe=probe, headers=headers, accept=accept, use_cache=use_cache, deadline=deadline)
+                fetched = self.get(
+                    url,
+                    probe=probe,
+                    headers=headers,
+                    accept=accept,
+                    use_cache=use_cache,
+                    deadline=deadline,
+                )
             else:
-                fetched = self.post(url, payload, probe=probe, headers=headers, accept=accept, deadline=deadline)
+                fetched = self.post(
+                    url, payload, probe=probe, headers=headers, accept=accept, deadline=deadline
+                )
             if isinstance(fetched, ProbeFailure) or fetched.status in (404, 410):
                 return fetched
             try:
                 return parse(fetched), fetched
             except BadBody as bad:
                 if self.cache is not None and payload is None:
-                    self.cache.drop(url, accept)  # never keep a body its reader refused
+                    # never keep a body its reader refused
+                    self.cache.drop(url, accept)
                 if not bad.refetch or attempts >= self.policy.json_attempts:
-                    return self._fail(probe, url, bad.reason, retryable=bad.refetch,
-                                      attempts=attempts if bad.refetch else fetched.attempts)
+                    return self._fail(
+                        probe,
+                        url,
+                        bad.reason,
+                        retryable=bad.refetch,
+                        attempts=attempts if bad.refetch else fetched.attempts,
+                    )
                 use_cache = False
 
-    def get_json(self, url: str, *, probe: str, headers: Mapping[str, str] | None = None,
-                 accept: str = "application/json", deadline: float | None = None,
-                 payload: object = None) -> tuple[object, Fetched] | Fetched | ProbeFailure:
+    def get_json(
+        self,
+        url: str,
+        *,
+        probe: str,
+        headers: Mapping[str, str] | None = None,
+        accept: str = "application/json",
+        deadline: float | None = None,
+        payload: object = None,
+    ) -> tuple[object, Fetched] | Fetched | ProbeFailure:
         """Decoded JSON and the response (see :meth:`get_parsed`); HTML is refused, not misread."""
-        return self.get_parsed(url, decode_json, probe=probe, headers=headers, accept=accept,
-                               deadline=deadline, payload=payload)
+        return self.get_parsed(
+            url,
+            decode_json,
+            probe=probe,
+            headers=headers,
+            accept=accept,
+            deadline=deadline,
+            payload=payload,
+        )
 
-    def _store(self, url: str, accept: str, headers: Mapping[str, str], body: bytes,
-               previous: CacheEntry | None = None) -> None:
+    def _store(
+        self,
+        url: str,
+        accept: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        previous: CacheEntry | None = None,
+    ) -> None:
         if self.cache is None:
             return
         etag = headers.get("etag") or (previous.etag if previous else None)
@@ -383,4 +563,6 @@ class Fetcher:
         if not storable or not (etag or modified or max_age):
             return
         content_type = headers.get("content-type") or (previous.content_type if previous else None)
-        self.cache.put(CacheEntry(url, body, etag, modified, self.wall(), max_age, content_type), accept)
+        self.cache.put(
+            CacheEntry(url, body, etag, modified, self.wall(), max_age, content_type), accept
+        )

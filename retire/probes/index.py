@@ -65,11 +65,14 @@ def _reader(distribution: str, index_url: str) -> Callable[[Fetched], ReleaseLis
             if form == "json":
                 return parse_json_page(decode_json(fetched), distribution, index_url)
             if form == "html":
-                return parse_html_page(fetched.body.decode("utf-8", errors="replace"), distribution, index_url)
+                return parse_html_page(
+                    fetched.body.decode("utf-8", errors="replace"), distribution, index_url
+                )
         except PageError as exc:
             api = "PEP 691" if form == "json" else "PEP 503"
             raise BadBody(f"invalid {api} page: {exc.reason}", refetch=exc.truncated) from None
-        except BadBody as bad:  # JSON that does not decode: the same as everywhere else
+        # JSON that does not decode: the same as everywhere else
+        except BadBody as bad:
             raise BadBody(f"{bad.reason} ({NEITHER})", refetch=bad.refetch) from None
         what = fetched.content_type or "no content type"
         raise BadBody(f"the index answered {what}: {NEITHER}")
@@ -77,22 +80,29 @@ def _reader(distribution: str, index_url: str) -> Callable[[Fetched], ReleaseLis
     return read
 
 
-def probe_releases(fetcher: Fetcher, distribution: str, index_urls: Sequence[str]) -> ReleaseList | ProbeFailure:
+def probe_releases(
+    fetcher: Fetcher, distribution: str, index_urls: Sequence[str]
+) -> ReleaseList | ProbeFailure:
     """The releases of ``distribution`` on the first of ``index_urls`` that has the project
     (uv's first-index rule), within one probe deadline; never raises."""
     name = canonicalize_name(distribution)
     if not index_urls:
-        return ProbeFailure("index", name, "no index URL: set UV_DEFAULT_INDEX or give the lane an index")
+        return ProbeFailure(
+            "index", name, "no index URL: set UV_DEFAULT_INDEX or give the lane an index"
+        )
     deadline = fetcher.deadline()
     for index_url in index_urls:
         url = project_url(index_url, name)
         read = _reader(name, mask_url(index_url))
         answer = fetcher.get_parsed(url, read, probe="index", accept=ACCEPT, deadline=deadline)
         if isinstance(answer, ProbeFailure) and answer.reason.startswith("HTTP 406"):
-            answer = fetcher.get_parsed(url, read, probe="index", accept="text/html", deadline=deadline)
+            answer = fetcher.get_parsed(
+                url, read, probe="index", accept="text/html", deadline=deadline
+            )
         if isinstance(answer, ProbeFailure):
             return answer
-        if isinstance(answer, Fetched):  # 404 / 410: try the next index
+        # 404 / 410: try the next index
+        if isinstance(answer, Fetched):
             continue
         return answer[0]
     where = ", ".join(mask_url(u) for u in index_urls)

@@ -46,8 +46,11 @@ def notes_url(metadata: str) -> str | None:
 
 def _wheel_url(lock: Mapping, name: str, version: str) -> str | None:
     for package in lock.get("packages", []):
-        if (isinstance(package, Mapping) and canonicalize_name(str(package.get("name", ""))) == name
-                and str(package.get("version")) == version):
+        if (
+            isinstance(package, Mapping)
+            and canonicalize_name(str(package.get("name", ""))) == name
+            and str(package.get("version")) == version
+        ):
             for wheel in package.get("wheels") or []:
                 url = wheel.get("url") if isinstance(wheel, Mapping) else None
                 if isinstance(url, str) and urlsplit(url).scheme in ("https", "http"):
@@ -55,7 +58,9 @@ def _wheel_url(lock: Mapping, name: str, version: str) -> str | None:
     return None
 
 
-def release_notes(fetcher, lock: Mapping | None, upgraded: Iterable[tuple[str, str]]) -> dict[str, str]:
+def release_notes(
+    fetcher, lock: Mapping | None, upgraded: Iterable[tuple[str, str]]
+) -> dict[str, str]:
     """``{canonical name: notes URL}`` for the ``(name, new version)`` pairs whose locked wheel's
     metadata names release notes. ``fetcher`` is a :class:`retire.probes.http.Fetcher`."""
     found: dict[str, str] = {}

@@ -62,7 +62,8 @@ def _version_of(filename: str, project: str) -> Version | None:
         else:
             name, version = parse_sdist_filename(filename)
     except (InvalidWheelFilename, InvalidSdistFilename, ValueError):
-        return None  # .egg, .exe, odd names: not something a lane installs
+        # .egg, .exe, odd names: not something a lane installs
+        return None
     return version if canonicalize_name(name) == project else None
 
 
@@ -158,7 +159,9 @@ def _html_file(anchor: dict[str, str | None]) -> ReleaseFile | None:
     yanked = "data-yanked" in anchor
     reason = anchor.get("data-yanked") or None
     metadata = anchor.get("data-core-metadata", anchor.get("data-dist-info-metadata"))
-    has_metadata = ("data-core-metadata" in anchor or "data-dist-info-metadata" in anchor) and metadata != "false"
+    has_metadata = (
+        "data-core-metadata" in anchor or "data-dist-info-metadata" in anchor
+    ) and metadata != "false"
     return ReleaseFile(
         filename=filename,
         upload_time=_moment(anchor.get("data-upload-time"), filename),
@@ -176,10 +179,13 @@ def parse_html_page(text: str, distribution: str, index_url: str) -> ReleaseList
     try:
         parser.feed(text)
         parser.close()
-    except (AssertionError, ValueError) as exc:  # html.parser's own complaints
+    # html.parser's own complaints
+    except (AssertionError, ValueError) as exc:
         raise PageError(f"unreadable HTML ({exc})") from None
     if parser.repository_version is not None and not parser.repository_version.startswith("1."):
-        raise PageError(f"unsupported repository version {parser.repository_version!r} (PEP 629: 1.x)")
+        raise PageError(
+            f"unsupported repository version {parser.repository_version!r} (PEP 629: 1.x)"
+        )
     if parser.opened and not parser.closed:
         raise PageError("the HTML page stops before </html>", truncated=True)
     files = [found for anchor in parser.anchors if (found := _html_file(anchor)) is not None]

@@ -15,10 +15,17 @@ from collections.abc import Iterable, Sequence
 from packaging.utils import canonicalize_name
 
 from retire.core.errors import ConfigError
-from retire.evidence.values import ExecutionEvidence, ExecutionHistory, ProbeFailure
 from retire.evidence.validation import PROVING, Mode, ValidationRecord
+from retire.evidence.values import ExecutionEvidence, ExecutionHistory, ProbeFailure
 
-__all__ = ["BISECT_LANE", "bisection_lane", "evidence_of", "history", "is_bisection", "load_records"]
+__all__ = [
+    "BISECT_LANE",
+    "bisection_lane",
+    "evidence_of",
+    "history",
+    "is_bisection",
+    "load_records",
+]
 
 #: The lane a bisection records its runs under; ``bisect:<lane>`` when overlaid on a lane's env.
 BISECT_LANE = "bisect"
@@ -44,17 +51,32 @@ def load_records(path: str | os.PathLike[str]) -> list[ValidationRecord] | Probe
 
 def evidence_of(record: ValidationRecord) -> ExecutionEvidence:
     host = record.host or {}
-    versions = tuple(sorted((canonicalize_name(name), version) for name, version in record.versions.items()))
+    versions = tuple(
+        sorted((canonicalize_name(name), version) for name, version in record.versions.items())
+    )
     gpu = host.get("gpu")
-    revisions = tuple(sorted((canonicalize_name(name), commit) for name, commit in record.revisions.items()))
+    revisions = tuple(
+        sorted((canonicalize_name(name), commit) for name, commit in record.revisions.items())
+    )
     return ExecutionEvidence(
-        shim=record.shim, lane=record.lane, mode=record.mode, outcome=record.outcome, versions=versions,
-        host=str(host.get("hostname") or "?"), gpu=str(gpu) if gpu else None, started_at=record.started_at,
-        sentinel=record.sentinel, detail=record.detail, record_id=record.record_id, revisions=revisions,
+        shim=record.shim,
+        lane=record.lane,
+        mode=record.mode,
+        outcome=record.outcome,
+        versions=versions,
+        host=str(host.get("hostname") or "?"),
+        gpu=str(gpu) if gpu else None,
+        started_at=record.started_at,
+        sentinel=record.sentinel,
+        detail=record.detail,
+        record_id=record.record_id,
+        revisions=revisions,
     )
 
 
-def history(records: Iterable[ValidationRecord], shim: str, *, mode: str = Mode.WITHOUT) -> ExecutionHistory:
+def history(
+    records: Iterable[ValidationRecord], shim: str, *, mode: str = Mode.WITHOUT
+) -> ExecutionHistory:
     """The latest conclusive ``mode`` run of ``shim`` per (lane, host), oldest first.
 
     A later timeout, crash or skip says nothing about the bug, so it never hides an earlier
@@ -74,7 +96,9 @@ def history(records: Iterable[ValidationRecord], shim: str, *, mode: str = Mode.
     return ExecutionHistory(shim, tuple(sorted(latest.values(), key=lambda r: r.started_at)))
 
 
-def histories(records: Sequence[ValidationRecord] | ProbeFailure, shims: Iterable[str]) -> dict[str, ExecutionHistory | ProbeFailure]:
+def histories(
+    records: Sequence[ValidationRecord] | ProbeFailure, shims: Iterable[str]
+) -> dict[str, ExecutionHistory | ProbeFailure]:
     if isinstance(records, ProbeFailure):
-        return {shim: records for shim in shims}
+        return dict.fromkeys(shims, records)
     return {shim: history(records, shim) for shim in shims}

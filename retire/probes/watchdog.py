@@ -44,7 +44,9 @@ class Watchdog:
             heapq.heappush(self._due, (at, self._count, response))
             self._live.add(self._count)
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="probe-deadlines", daemon=True)
+                self._thread = threading.Thread(
+                    target=self._run, name="probe-deadlines", daemon=True
+                )
                 self._thread.start()
             if self._due[0][1] == self._count:
                 self._wake.notify()

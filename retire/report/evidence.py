@@ -22,13 +22,25 @@ def summarise_verdict(verdict: dict) -> dict:
     evidence = verdict.get("evidence")
     if not isinstance(evidence, list):
         return verdict
-    said = " ".join(str(c.get(key) or "") for c in verdict.get("conditions") or [] if isinstance(c, dict)
-                    for key in ("why", "floor", "action"))
-    said += " " + " ".join(map(str, verdict.get("floors") or [])) + " " + str(verdict.get("why") or "")
+    said = " ".join(
+        str(c.get(key) or "")
+        for c in verdict.get("conditions") or []
+        if isinstance(c, dict)
+        for key in ("why", "floor", "action")
+    )
+    said += (
+        " " + " ".join(map(str, verdict.get("floors") or [])) + " " + str(verdict.get("why") or "")
+    )
     named = _versions_in(said)
-    return {**verdict, "evidence": [_summarise_releases(item, named)
-                                    if isinstance(item, dict) and item.get("type") == "ReleaseList" else item
-                                    for item in evidence]}
+    return {
+        **verdict,
+        "evidence": [
+            _summarise_releases(item, named)
+            if isinstance(item, dict) and item.get("type") == "ReleaseList"
+            else item
+            for item in evidence
+        ],
+    }
 
 
 def _versions_in(text: str) -> set:
@@ -42,8 +54,12 @@ def _versions_in(text: str) -> set:
 
 
 def _release_line(release: dict) -> dict:
-    return {"version": release.get("version"), "upload_time": release.get("upload_time"),
-            "yanked": bool(release.get("yanked")), "files": len(release.get("files") or [])}
+    return {
+        "version": release.get("version"),
+        "upload_time": release.get("upload_time"),
+        "yanked": bool(release.get("yanked")),
+        "files": len(release.get("files") or []),
+    }
 
 
 def _summarise_releases(item: dict, named: set) -> dict:
@@ -58,8 +74,12 @@ def _summarise_releases(item: dict, named: set) -> dict:
             return False
 
     return {
-        "type": "ReleaseList", "distribution": item.get("distribution"), "index_url": item.get("index_url"),
-        "summarised": True, "count": len(releases), "yanked": len(releases) - len(available),
+        "type": "ReleaseList",
+        "distribution": item.get("distribution"),
+        "index_url": item.get("index_url"),
+        "summarised": True,
+        "count": len(releases),
+        "yanked": len(releases) - len(available),
         "newest": _release_line(releases[-1]) if releases else None,
         "latest": _release_line((finals or available)[-1]) if available else None,
         "used": [_release_line(r) for r in releases if named_here(r)],

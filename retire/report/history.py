@@ -15,17 +15,20 @@ from pathlib import Path
 from retire.core.errors import ConfigError
 from retire.core.git import Git, GitError
 from retire.core.project import contained
-from shims.tomlreader import read_text
 from retire.report.model import BurnPoint, PreviousReport, iso_week, parse_week, week_bounds
+from shims.tomlreader import read_text
 
 __all__ = ["History", "git_burndown", "read_previous_reports"]
 
 
 @dataclass(frozen=True)
 class History:
-    previous: PreviousReport | None  # the newest valid report before this week
-    reports: tuple[PreviousReport, ...]  # every valid earlier report, oldest first
-    notes: tuple[str, ...]  # one line per report that could not be read
+    # the newest valid report before this week
+    previous: PreviousReport | None
+    # every valid earlier report, oldest first
+    reports: tuple[PreviousReport, ...]
+    # one line per report that could not be read
+    notes: tuple[str, ...]
 
 
 def _display(path: Path) -> str:
@@ -46,18 +49,24 @@ def read_previous_reports(folder: str | os.PathLike[str], before_week: str) -> H
     try:
         candidates = sorted(folder.glob("*.json"))
     except OSError as exc:
-        return History(None, (), (f"{_display(folder)}: cannot list previous reports ({exc}) — ignored",))
+        return History(
+            None, (), (f"{_display(folder)}: cannot list previous reports ({exc}) — ignored",)
+        )
     for path in candidates:
         try:
             week = parse_week(path.stem)
         except ValueError:
-            continue  # not a weekly report (e.g. a bench file someone dropped there)
+            # not a weekly report (e.g. a bench file someone dropped there)
+            continue
         if week >= before_week:
             continue
         try:
-            data = json.loads(read_text(contained(folder, path.name), _display(path), max_bytes=_MAX_REPORT) or "")
+            data = json.loads(
+                read_text(contained(folder, path.name), _display(path), max_bytes=_MAX_REPORT) or ""
+            )
             report = PreviousReport.from_json(data)
-        except ConfigError as exc:  # a committed link (never followed), a FIFO or folder (never read)
+        # a committed link (never followed), a FIFO or folder (never read)
+        except ConfigError as exc:
             notes.append(f"{_display(path)}: {exc.problem} — ignored")
             continue
         except RecursionError:
@@ -67,14 +76,18 @@ def read_previous_reports(folder: str | os.PathLike[str], before_week: str) -> H
             notes.append(f"{_display(path)}: cannot read previous report ({exc}) — ignored")
             continue
         except json.JSONDecodeError as exc:
-            notes.append(f"{_display(path)}: previous report is not valid JSON ({exc.msg} at line {exc.lineno} "
-                         f"column {exc.colno}) — ignored")
+            notes.append(
+                f"{_display(path)}: previous report is not valid JSON ({exc.msg} at line {exc.lineno} "
+                f"column {exc.colno}) — ignored"
+            )
             continue
         except ValueError as exc:
             notes.append(f"{_display(path)}: not a usable previous report ({exc}) — ignored")
             continue
         if report.week != week:
-            notes.append(f"{_display(path)}: says it is the report of {report.week}, not {week} — ignored")
+            notes.append(
+                f"{_display(path)}: says it is the report of {report.week}, not {week} — ignored"
+            )
             continue
         reports.append(report)
     reports.sort(key=lambda r: r.week)
@@ -85,7 +98,9 @@ def report_points(reports: tuple[PreviousReport, ...]) -> list[BurnPoint]:
     return [BurnPoint(r.week, r.carried, r.candidates, "report") for r in reports]
 
 
-def git_burndown(root: str | os.PathLike[str], *, until: _dt.date, shims_dir: str = "shims") -> tuple[list[BurnPoint], str | None]:
+def git_burndown(
+    root: str | os.PathLike[str], *, until: _dt.date, shims_dir: str = "shims"
+) -> tuple[list[BurnPoint], str | None]:
     """Shims carried at the end of every ISO week, from the first commit that touched
     ``<root>/<shims_dir>`` to the week of ``until``, counted as ``<id>/manifest.toml`` folders in
     the tree of the newest commit (on HEAD's history) that touched them by then.
@@ -110,17 +125,23 @@ def git_burndown(root: str | os.PathLike[str], *, until: _dt.date, shims_dir: st
         counts: dict[str, int] = {}
 
         def count(sha: str) -> int:
-            if sha not in counts:  # <shims_dir>/<id>/manifest.toml, one level down
-                counts[sha] = sum(1 for path in repo.files(sha, relative)
-                                  if len(path.parts) == 2 and path.name == "manifest.toml")
+            # <shims_dir>/<id>/manifest.toml, one level down
+            if sha not in counts:
+                counts[sha] = sum(
+                    1
+                    for path in repo.files(sha, relative)
+                    if len(path.parts) == 2 and path.name == "manifest.toml"
+                )
             return counts[sha]
 
-        first_day = _dt.datetime.fromtimestamp(times[0], _dt.timezone.utc).date()
+        first_day = _dt.datetime.fromtimestamp(times[0], _dt.UTC).date()
         week, last_week = iso_week(first_day), iso_week(until)
         points = []
         while week <= last_week:
             sunday = week_bounds(week)[1]
-            end = _dt.datetime.combine(sunday + _dt.timedelta(days=1), _dt.time(), _dt.timezone.utc).timestamp()
+            end = _dt.datetime.combine(
+                sunday + _dt.timedelta(days=1), _dt.time(), _dt.UTC
+            ).timestamp()
             index = bisect.bisect_left(times, end) - 1
             if index >= 0:
                 points.append(BurnPoint(week, count(touching[index][0]), None, "git"))

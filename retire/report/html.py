@@ -11,9 +11,9 @@ from __future__ import annotations
 import datetime as _dt
 from html import escape
 
+from retire.report.mdhtml import to_html as markdown_html
 from retire.report.model import CELL_OUTCOMES, BurnPoint, Report, ShimRow, short_link
 from retire.report.vocabulary import OUTCOMES, PLAIN, VERDICTS
-from retire.report.mdhtml import to_html as markdown_html
 
 __all__ = ["OUTCOME_COLOURS", "VERDICT_COLOURS", "to_html"]
 
@@ -25,14 +25,30 @@ OUTCOME_GLYPHS = {str(outcome): look.glyph for outcome, look in OUTCOMES.items()
 VERDICT_COLOURS = {str(name): (look.colour, look.ink) for name, look in VERDICTS.items()}
 
 #: Headline cards: the number's colour on white.
-CARD_COLOURS = {"carried": "#334155", "retire": "#15803d", "broken": "#dc2626", "unknown": "#b45309"}
+CARD_COLOURS = {
+    "carried": "#334155",
+    "retire": "#15803d",
+    "broken": "#dc2626",
+    "unknown": "#b45309",
+}
 #: Every text colour the stylesheet uses, on every background it is used on (a test checks
 #: each pair for 4.5:1, and that no other colour appears in a page).
 TEXT_PAIRS = (
-    ("#0f172a", "#ffffff"), ("#0f172a", "#f8fafc"), ("#0f172a", "#fff7ed"),  # ink on paper, wash, notes
-    ("#475569", "#ffffff"), ("#475569", "#f8fafc"), ("#475569", "#fff7ed"),  # muted
-    ("#334155", "#ffffff"), ("#1d4ed8", "#ffffff"), ("#1d4ed8", "#f8fafc"), ("#1d4ed8", "#fff7ed"),
-    ("#b91c1c", "#ffffff"), ("#334155", "#e2e8f0"),  # never-proven text; an unrecognised verdict tag
+    # ink on paper, wash, notes
+    ("#0f172a", "#ffffff"),
+    ("#0f172a", "#f8fafc"),
+    ("#0f172a", "#fff7ed"),
+    # muted
+    ("#475569", "#ffffff"),
+    ("#475569", "#f8fafc"),
+    ("#475569", "#fff7ed"),
+    ("#334155", "#ffffff"),
+    ("#1d4ed8", "#ffffff"),
+    ("#1d4ed8", "#f8fafc"),
+    ("#1d4ed8", "#fff7ed"),
+    # never-proven text; an unrecognised verdict tag
+    ("#b91c1c", "#ffffff"),
+    ("#334155", "#e2e8f0"),
     *((fore, back) for back, fore in VERDICT_COLOURS.values()),
     *((OUTCOME_INK[o], OUTCOME_COLOURS[o]) for o in OUTCOME_COLOURS),
     *((colour, "#ffffff") for colour in CARD_COLOURS.values()),
@@ -126,11 +142,17 @@ def _cards(report: Report) -> str:
         (h.newly_broken, "newly broken", CARD_COLOURS["broken"]),
         (h.unknown, "with unknown evidence", CARD_COLOURS["unknown"]),
     ]
-    body = "".join(f'<div class="card" style="--c:{c}"><div class="n">{n}</div><div class="l">{_e(l)}</div></div>'
-                   for n, l, c in cards)
-    stats = (f"{h.keep} keep · {h.stale} stale · {h.drift} drift · {h.broken} broken on some lane · "
-             f"{h.never_run} never run")
-    return f'<section class="cards" aria-label="headline">{body}</section><p class="stats">{stats}</p>'
+    body = "".join(
+        f'<div class="card" style="--c:{c}"><div class="n">{n}</div><div class="l">{_e(l)}</div></div>'
+        for n, l, c in cards
+    )
+    stats = (
+        f"{h.keep} keep · {h.stale} stale · {h.drift} drift · {h.broken} broken on some lane · "
+        f"{h.never_run} never run"
+    )
+    return (
+        f'<section class="cards" aria-label="headline">{body}</section><p class="stats">{stats}</p>'
+    )
 
 
 def _notes(report: Report) -> str:
@@ -147,16 +169,22 @@ def _attention(report: Report) -> str:
     items = "".join(
         f'<li><a href="#shim-{_e(r.shim)}"><code>{_e(r.shim)}</code></a> '
         f"<b>{_e('; '.join(r.attention))}</b> — {_e(r.why)}"
-        + (f"<br><b>Next:</b> {_e(r.action)}" if r.action else "") + "</li>" for r in rows)
+        + (f"<br><b>Next:</b> {_e(r.action)}" if r.action else "")
+        + "</li>"
+        for r in rows
+    )
     return f'<section id="attention"><h2>Needs attention ({len(rows)})</h2><ul class="attention">{items}</ul></section>'
 
 
 def _legend() -> str:
     items = "".join(
         f'<span><span class="sw" style="background:{OUTCOME_COLOURS[o]}"></span>{OUTCOME_GLYPHS[o]} {_e(OUTCOMES[o].label)}</span>'
-        for o in CELL_OUTCOMES)
-    return (f'<div class="legend">{items}<span><span class="sw" style="background:#f8fafc"></span>'
-            f"blank: the lane does not list the shim</span><span>▣ outlined: newly broken since the last report</span></div>")
+        for o in CELL_OUTCOMES
+    )
+    return (
+        f'<div class="legend">{items}<span><span class="sw" style="background:#f8fafc"></span>'
+        f"blank: the lane does not list the shim</span><span>▣ outlined: newly broken since the last report</span></div>"
+    )
 
 
 def _grid(report: Report) -> str:
@@ -166,9 +194,12 @@ def _grid(report: Report) -> str:
     newly = {(s, l) for s, l, _ in report.changes.newly_broken}
     head = "".join(
         f'<th class="lane{"" if lane in m.defined else " extra"}" scope="col"><div title="{_e(lane)}">{_e(lane)}</div></th>'
-        for lane in m.lanes)
-    out = [f'<section id="matrix"><h2>Lane × shim matrix</h2>{_legend()}<div class="grid-wrap"><table class="grid">',
-           f'<thead><tr><th></th>{head}</tr></thead><tbody>']
+        for lane in m.lanes
+    )
+    out = [
+        f'<section id="matrix"><h2>Lane × shim matrix</h2>{_legend()}<div class="grid-wrap"><table class="grid">',
+        f"<thead><tr><th></th>{head}</tr></thead><tbody>",
+    ]
     for shim in m.shims:
         cells = []
         for lane in m.lanes:
@@ -179,10 +210,14 @@ def _grid(report: Report) -> str:
             when = f" ({cell.host}, {cell.date})" if cell.date else ""
             title = f"{shim} on {lane}: {cell.outcome} — {cell.why}{when}"
             extra = " new" if (shim, lane) in newly else ""
-            cells.append(f'<td class="o-{cell.outcome}{extra}" style="background:{OUTCOME_COLOURS[cell.outcome]};'
-                         f'color:{OUTCOME_INK[cell.outcome]}" '
-                         f'title="{_e(title)}">{OUTCOME_GLYPHS[cell.outcome]}</td>')
-        out.append(f'<tr><th class="shim" scope="row"><a href="#shim-{_e(shim)}">{_e(shim)}</a></th>{"".join(cells)}</tr>')
+            cells.append(
+                f'<td class="o-{cell.outcome}{extra}" style="background:{OUTCOME_COLOURS[cell.outcome]};'
+                f'color:{OUTCOME_INK[cell.outcome]}" '
+                f'title="{_e(title)}">{OUTCOME_GLYPHS[cell.outcome]}</td>'
+            )
+        out.append(
+            f'<tr><th class="shim" scope="row"><a href="#shim-{_e(shim)}">{_e(shim)}</a></th>{"".join(cells)}</tr>'
+        )
     notes = ""
     if any(lane not in m.defined for lane in m.lanes):
         notes = '<p class="title">Lanes in italics appear only in the validation records (e.g. a GPU host\'s overlay lane), not in lanes/.</p>'
@@ -213,45 +248,61 @@ def burndown_svg(points: tuple[BurnPoint, ...], *, width: int = 1240, height: in
     def y(value: float) -> float:
         return top + plot_h * (1 - value / ceiling)
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" role="img" '
-             f'aria-labelledby="burn-title"><title id="burn-title">Shims carried per ISO week</title>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" role="img" '
+        f'aria-labelledby="burn-title"><title id="burn-title">Shims carried per ISO week</title>'
+    ]
     step = max(1, ceiling // 5)
     for tick in range(0, ceiling + 1, step):
-        parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="#e2e8f0"/>'
-                     f'<text x="{left - 8}" y="{y(tick) + 4:.1f}" text-anchor="end">{tick}</text>')
+        parts.append(
+            f'<line x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="#e2e8f0"/>'
+            f'<text x="{left - 8}" y="{y(tick) + 4:.1f}" text-anchor="end">{tick}</text>'
+        )
     bar = max(2.0, min(14.0, plot_w / (span + 1) * 0.6))
     for point, offset in zip(points, offsets):
         if point.candidates:
-            parts.append(f'<rect x="{x(offset) - bar / 2:.1f}" y="{y(point.candidates):.1f}" width="{bar:.1f}" '
-                         f'height="{y(0) - y(point.candidates):.1f}" fill="#86efac"><title>{_e(point.week)}: '
-                         f'{point.candidates} retire candidate(s)</title></rect>')
+            parts.append(
+                f'<rect x="{x(offset) - bar / 2:.1f}" y="{y(point.candidates):.1f}" width="{bar:.1f}" '
+                f'height="{y(0) - y(point.candidates):.1f}" fill="#86efac"><title>{_e(point.week)}: '
+                f"{point.candidates} retire candidate(s)</title></rect>"
+            )
     coords = [(x(o), y(p.carried)) for p, o in zip(points, offsets)]
     line = " ".join(f"{cx:.1f},{cy:.1f}" for cx, cy in coords)
     area = f"{coords[0][0]:.1f},{y(0):.1f} {line} {coords[-1][0]:.1f},{y(0):.1f}"
     parts.append(f'<polygon points="{area}" fill="#334155" fill-opacity="0.07"/>')
-    parts.append(f'<polyline points="{line}" fill="none" stroke="#334155" stroke-width="2.5" stroke-linejoin="round"/>')
+    parts.append(
+        f'<polyline points="{line}" fill="none" stroke="#334155" stroke-width="2.5" stroke-linejoin="round"/>'
+    )
     for point, (cx, cy) in zip(points, coords):
         radius, fill = (4.5, "#334155") if point.source != "git" else (2.5, "#94a3b8")
-        parts.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{radius}" fill="{fill}"><title>{_e(point.week)}: '
-                     f"{point.carried} shims carried (from {point.source})</title></circle>")
+        parts.append(
+            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{radius}" fill="{fill}"><title>{_e(point.week)}: '
+            f"{point.carried} shims carried (from {point.source})</title></circle>"
+        )
     label_every = max(1, len(points) // 8)
     for index, (point, (cx, _)) in enumerate(zip(points, coords)):
         last_one = index == len(points) - 1
         if (index % label_every == 0 and len(points) - 1 - index >= label_every / 2) or last_one:
             anchor = "end" if last_one else ("start" if index == 0 else "middle")
             shift = 6 if last_one else 0
-            parts.append(f'<text x="{cx + shift:.1f}" y="{height - 12}" text-anchor="{anchor}">{_e(point.week)}</text>')
+            parts.append(
+                f'<text x="{cx + shift:.1f}" y="{height - 12}" text-anchor="{anchor}">{_e(point.week)}</text>'
+            )
     last = points[-1]
-    parts.append(f'<text x="{coords[-1][0] - 6:.1f}" y="{coords[-1][1] - 9:.1f}" text-anchor="end" '
-                 f'style="font-weight:700;fill:#0f172a">{last.carried} now</text>')
+    parts.append(
+        f'<text x="{coords[-1][0] - 6:.1f}" y="{coords[-1][1] - 9:.1f}" text-anchor="end" '
+        f'style="font-weight:700;fill:#0f172a">{last.carried} now</text>'
+    )
     parts.append("</svg>")
     return "".join(parts)
 
 
 def _burndown(report: Report) -> str:
-    key = ('<div class="legend"><span><span class="sw" style="background:#334155"></span>shims carried '
-           '(large dots: weekly reports, small: counted in git history)</span><span><span class="sw" '
-           'style="background:#86efac"></span>retire candidates (from reports)</span></div>')
+    key = (
+        '<div class="legend"><span><span class="sw" style="background:#334155"></span>shims carried '
+        '(large dots: weekly reports, small: counted in git history)</span><span><span class="sw" '
+        'style="background:#86efac"></span>retire candidates (from reports)</span></div>'
+    )
     if len(report.burndown) < 2:
         body = f"<p>Only this week's count so far: {report.headline.carried}. The chart grows with each report.</p>"
     else:
@@ -267,18 +318,35 @@ def _changes(report: Report) -> str:
         return f'<section id="changes"><h2>Changes since {_e(c.previous_week)}</h2><p>Nothing changed.</p></section>'
     items = []
     if c.new:
-        items.append("<li><b>New shims:</b> " + ", ".join(f"<code>{_e(s)}</code>" for s in c.new) + "</li>")
+        items.append(
+            "<li><b>New shims:</b> " + ", ".join(f"<code>{_e(s)}</code>" for s in c.new) + "</li>"
+        )
     if c.retired:
-        items.append("<li><b>Retired (gone from shims/):</b> " + ", ".join(f"<code>{_e(s)}</code>" for s in c.retired) + "</li>")
+        items.append(
+            "<li><b>Retired (gone from shims/):</b> "
+            + ", ".join(f"<code>{_e(s)}</code>" for s in c.retired)
+            + "</li>"
+        )
     if c.newly_broken:
-        items.append("<li><b>Newly broken:</b> " + ", ".join(f"<code>{_e(s)}</code> on {_e(l)} ({_e(o)})" for s, l, o in c.newly_broken) + "</li>")
+        items.append(
+            "<li><b>Newly broken:</b> "
+            + ", ".join(f"<code>{_e(s)}</code> on {_e(l)} ({_e(o)})" for s, l, o in c.newly_broken)
+            + "</li>"
+        )
     if c.repaired:
-        items.append("<li><b>No longer broken:</b> " + ", ".join(f"<code>{_e(s)}</code> on {_e(l)}" for s, l in c.repaired) + "</li>")
+        items.append(
+            "<li><b>No longer broken:</b> "
+            + ", ".join(f"<code>{_e(s)}</code> on {_e(l)}" for s, l in c.repaired)
+            + "</li>"
+        )
     table = ""
     if c.verdicts:
-        rows = "".join(f'<tr><td><code>{_e(v.shim)}</code></td><td data-label="before">{_verdict_tag(v.before)}</td>'
-                       f'<td data-label="now">{_verdict_tag(v.after)}</td>'
-                       f'<td class="why" data-label="why">{_e(v.why)}</td></tr>' for v in c.verdicts)
+        rows = "".join(
+            f'<tr><td><code>{_e(v.shim)}</code></td><td data-label="before">{_verdict_tag(v.before)}</td>'
+            f'<td data-label="now">{_verdict_tag(v.after)}</td>'
+            f'<td class="why" data-label="why">{_e(v.why)}</td></tr>'
+            for v in c.verdicts
+        )
         table = f'<table class="rows"><thead><tr><th>shim</th><th>before</th><th>now</th><th>why</th></tr></thead><tbody>{rows}</tbody></table>'
     return f'<section id="changes"><h2>Changes since {_e(c.previous_week)}</h2><ul>{"".join(items)}</ul>{table}</section>'
 
@@ -286,8 +354,10 @@ def _changes(report: Report) -> str:
 def _links(row: ShimRow) -> str:
     if not row.links:
         return '<span class="never">no link</span>'
-    return "<br>".join(f'<a href="{_e(url)}">{_e(short_link(url))}</a> <span class="title">{_e(role)}</span>'
-                       for role, url in row.links)
+    return "<br>".join(
+        f'<a href="{_e(url)}">{_e(short_link(url))}</a> <span class="title">{_e(role)}</span>'
+        for role, url in row.links
+    )
 
 
 def _proven(row: ShimRow) -> str:
@@ -296,9 +366,11 @@ def _proven(row: ShimRow) -> str:
 
 
 def _shim_table(report: Report) -> str:
-    out = ['<section id="shims"><h2>Shims</h2><div class="grid-wrap" style="max-height:none"><table class="rows"><thead><tr>',
-           "<th>shim</th><th>fix class</th><th>owner</th><th>age</th><th>upstream</th><th>verdict</th><th>why</th>"
-           "<th>retire when</th><th>last proven</th></tr></thead><tbody>"]
+    out = [
+        '<section id="shims"><h2>Shims</h2><div class="grid-wrap" style="max-height:none"><table class="rows"><thead><tr>',
+        "<th>shim</th><th>fix class</th><th>owner</th><th>age</th><th>upstream</th><th>verdict</th><th>why</th>"
+        "<th>retire when</th><th>last proven</th></tr></thead><tbody>",
+    ]
     for row in report.rows:
         joiner = " <b>and</b> " if row.retirement_mode == "all" else " <b>or</b> "
         out.append(
@@ -310,7 +382,8 @@ def _shim_table(report: Report) -> str:
             f'<td data-label="verdict">{_verdict_tag(row.verdict)}</td>'
             f'<td class="why" data-label="why">{_e(row.why)}</td>'
             f'<td data-label="retire when">{joiner.join(_e(w) for w in row.retire_when)}</td>'
-            f'<td data-label="last proven">{_proven(row)}</td></tr>')
+            f'<td data-label="last proven">{_proven(row)}</td></tr>'
+        )
     out.append("</tbody></table></div></section>")
     return "".join(out)
 
@@ -324,9 +397,13 @@ def _unlinked(report: Report) -> str:
         if why == "stale":
             items.append(f"<li><code>{_e(row.shim)}</code> {_verdict_tag('stale')} {_e(text)}</li>")
         elif why == "policy":
-            items.append(f"<li><code>{_e(row.shim)}</code> no upstream link — status not-applicable (local policy, nothing to file)</li>")
+            items.append(
+                f"<li><code>{_e(row.shim)}</code> no upstream link — status not-applicable (local policy, nothing to file)</li>"
+            )
         else:
-            items.append(f"<li><code>{_e(row.shim)}</code> <b>no upstream link</b> (status {_e(text)}): file it and link it</li>")
+            items.append(
+                f"<li><code>{_e(row.shim)}</code> <b>no upstream link</b> (status {_e(text)}): file it and link it</li>"
+            )
     return f'<section id="unlinked"><h2>Stale or without an upstream link</h2><ul>{"".join(items)}</ul></section>'
 
 
@@ -334,31 +411,70 @@ def _evidence(report: Report) -> str:
     state_mark = {"holds": "✅", "fails": "❌", "unknown": "❔"}
     out = ['<section id="evidence"><h2>Evidence per shim</h2>']
     for row in report.rows:
-        bits = [f'<p><b>Why:</b> {_e(row.why)}</p>',
-                *([f'<p><b>Next:</b> {_e(row.action)}</p>'] if row.action else []),
-                *(['<ul class="flags">' + "".join(f"<li>⚑ <code>{_e(k)}</code> {_e(x)}</li>" for k, x in row.flags) + "</ul>"]
-                  if row.flags else []),
-                f"<p><b>Retire when</b> ({_e(row.retirement_mode)} of):</p><ul>"
-                + "".join(f"<li>{_e(w)}</li>" for w in row.retire_when) + "</ul>"]
+        bits = [
+            f"<p><b>Why:</b> {_e(row.why)}</p>",
+            *([f"<p><b>Next:</b> {_e(row.action)}</p>"] if row.action else []),
+            *(
+                [
+                    '<ul class="flags">'
+                    + "".join(f"<li>⚑ <code>{_e(k)}</code> {_e(x)}</li>" for k, x in row.flags)
+                    + "</ul>"
+                ]
+                if row.flags
+                else []
+            ),
+            f"<p><b>Retire when</b> ({_e(row.retirement_mode)} of):</p><ul>"
+            + "".join(f"<li>{_e(w)}</li>" for w in row.retire_when)
+            + "</ul>",
+        ]
         if row.conditions:
-            bits.append("<p><b>Conditions now:</b></p><ul>" + "".join(
-                f"<li>{state_mark.get(s, _e(s))} <code>{_e(k)}</code> — {_e(w)}</li>" for k, s, w in row.conditions) + "</ul>")
+            bits.append(
+                "<p><b>Conditions now:</b></p><ul>"
+                + "".join(
+                    f"<li>{state_mark.get(s, _e(s))} <code>{_e(k)}</code> — {_e(w)}</li>"
+                    for k, s, w in row.conditions
+                )
+                + "</ul>"
+            )
         if row.floors:
-            bits.append("<p><b>Proposed floors:</b> " + ", ".join(f"<code>{_e(f)}</code>" for f in row.floors) + "</p>")
+            bits.append(
+                "<p><b>Proposed floors:</b> "
+                + ", ".join(f"<code>{_e(f)}</code>" for f in row.floors)
+                + "</p>"
+            )
         if row.failures:
-            bits.append("<p><b>Probe failures:</b></p><ul>" + "".join(f"<li>⚠️ {_e(f)}</li>" for f in row.failures) + "</ul>")
+            bits.append(
+                "<p><b>Probe failures:</b></p><ul>"
+                + "".join(f"<li>⚠️ {_e(f)}</li>" for f in row.failures)
+                + "</ul>"
+            )
         if row.evidence:
-            bits.append("<p><b>Evidence:</b></p><ul>" + "".join(f"<li>{_e(e)}</li>" for e in row.evidence) + "</ul>")
-        runs = [c for lane in report.matrix.lanes if (c := report.matrix.cells.get((row.shim, lane)))]
+            bits.append(
+                "<p><b>Evidence:</b></p><ul>"
+                + "".join(f"<li>{_e(e)}</li>" for e in row.evidence)
+                + "</ul>"
+            )
+        runs = [
+            c for lane in report.matrix.lanes if (c := report.matrix.cells.get((row.shim, lane)))
+        ]
         if runs:
-            bits.append('<table class="rows"><thead><tr><th>lane</th><th>outcome</th><th>host</th><th>date</th><th>why</th></tr></thead><tbody>'
-                        + "".join(f'<tr><td>{_e(c.lane)}</td><td data-label="outcome"><span class="sw" style="display:inline-block;width:10px;height:10px;'
-                                  f'border-radius:2px;background:{OUTCOME_COLOURS[c.outcome]};border:1px solid #94a3b8"></span> {_e(c.outcome)}</td>'
-                                  f'<td data-label="host">{_e(c.host)}</td><td data-label="date">{_e(c.date)}</td><td class="why" data-label="why">{_e(c.why)}</td></tr>' for c in runs)
-                        + "</tbody></table>")
-        bits.append(f"<p><b>Last proven:</b> {_proven(row)} · <b>owner</b> {_e(row.owner)} · created {row.created.isoformat()}</p>")
-        out.append(f'<details id="shim-{_e(row.shim)}"><summary><code>{_e(row.shim)}</code> {_verdict_tag(row.verdict)} '
-                   f'{_e(row.title)}</summary>{"".join(bits)}</details>')
+            bits.append(
+                '<table class="rows"><thead><tr><th>lane</th><th>outcome</th><th>host</th><th>date</th><th>why</th></tr></thead><tbody>'
+                + "".join(
+                    f'<tr><td>{_e(c.lane)}</td><td data-label="outcome"><span class="sw" style="display:inline-block;width:10px;height:10px;'
+                    f'border-radius:2px;background:{OUTCOME_COLOURS[c.outcome]};border:1px solid #94a3b8"></span> {_e(c.outcome)}</td>'
+                    f'<td data-label="host">{_e(c.host)}</td><td data-label="date">{_e(c.date)}</td><td class="why" data-label="why">{_e(c.why)}</td></tr>'
+                    for c in runs
+                )
+                + "</tbody></table>"
+            )
+        bits.append(
+            f"<p><b>Last proven:</b> {_proven(row)} · <b>owner</b> {_e(row.owner)} · created {row.created.isoformat()}</p>"
+        )
+        out.append(
+            f'<details id="shim-{_e(row.shim)}"><summary><code>{_e(row.shim)}</code> {_verdict_tag(row.verdict)} '
+            f"{_e(row.title)}</summary>{''.join(bits)}</details>"
+        )
     out.append("</section>")
     return "".join(out)
 
@@ -367,21 +483,36 @@ def _filing_queue(report: Report) -> str:
     if not report.filing_queue:
         return ""
     text = report.filing_queue.strip()
-    body = text.split("\n", 1)[1] if text.startswith("## ") else text  # the section's own heading is the <h2>
+    # the section's own heading is the <h2>
+    body = text.split("\n", 1)[1] if text.startswith("## ") else text
     return f'<section id="filing-queue"><h2>Filing queue</h2>{markdown_html(body, heading_offset=0)}</section>'
 
 
 def to_html(report: Report) -> str:
     """The whole page, as one string."""
-    since = f"previous report {report.changes.previous_week}" if report.changes.previous_week else "no previous report"
-    return "".join([
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">",
-        f"<title>Shim retirement report {_e(report.week)}</title><style>{_CSS}</style></head><body><main>",
-        f'<header><h1>Shim retirement report — {_e(report.week)}</h1><p class="sub">as of {report.as_of.isoformat()} · '
-        f"generated {_e(report.generated_at)} · {_e(since)}</p></header>",
-        _cards(report), _notes(report), _attention(report), _grid(report), _burndown(report), _changes(report),
-        _shim_table(report), _unlinked(report), _filing_queue(report), _evidence(report),
-        "<footer>patchlane weekly retirement report · the same data as JSON beside this file</footer></main></body></html>\n",
-    ])
+    since = (
+        f"previous report {report.changes.previous_week}"
+        if report.changes.previous_week
+        else "no previous report"
+    )
+    return "".join(
+        [
+            '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">",
+            f"<title>Shim retirement report {_e(report.week)}</title><style>{_CSS}</style></head><body><main>",
+            f'<header><h1>Shim retirement report — {_e(report.week)}</h1><p class="sub">as of {report.as_of.isoformat()} · '
+            f"generated {_e(report.generated_at)} · {_e(since)}</p></header>",
+            _cards(report),
+            _notes(report),
+            _attention(report),
+            _grid(report),
+            _burndown(report),
+            _changes(report),
+            _shim_table(report),
+            _unlinked(report),
+            _filing_queue(report),
+            _evidence(report),
+            "<footer>patchlane weekly retirement report · the same data as JSON beside this file</footer></main></body></html>\n",
+        ]
+    )

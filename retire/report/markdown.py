@@ -27,7 +27,6 @@ ISSUE_BODY_LIMIT = 65_000
 MARKER = "<!-- patchlane:weekly-retirement-report -->"
 
 
-
 # ---------------------------------------------------------------------------------------------
 # JSON
 
@@ -44,21 +43,29 @@ def to_json(report: Report) -> dict:
         "headline": h.to_json(),
         "notes": list(report.notes),
         "shims": [_row_json(row) for row in report.rows],
-        "lanes": [{"name": lane, "defined": lane in report.matrix.defined} for lane in report.matrix.lanes],
+        "lanes": [
+            {"name": lane, "defined": lane in report.matrix.defined} for lane in report.matrix.lanes
+        ],
         "matrix": _matrix_json(report),
         "changes": {
             "previous_week": report.changes.previous_week,
             "new": list(report.changes.new),
             "retired": list(report.changes.retired),
-            "verdicts": [{"shim": c.shim, "before": c.before, "after": c.after, "why": c.why}
-                         for c in report.changes.verdicts],
-            "newly_broken": [{"shim": s, "lane": l, "outcome": o} for s, l, o in report.changes.newly_broken],
+            "verdicts": [
+                {"shim": c.shim, "before": c.before, "after": c.after, "why": c.why}
+                for c in report.changes.verdicts
+            ],
+            "newly_broken": [
+                {"shim": s, "lane": l, "outcome": o} for s, l, o in report.changes.newly_broken
+            ],
             "repaired": [{"shim": s, "lane": l} for s, l in report.changes.repaired],
         },
         "attention": {row.shim: list(row.attention) for row in report.attention},
         "stale_or_unlinked": [row.shim for row, _, _ in report.stale_or_unlinked],
-        "burndown": [{"week": p.week, "carried": p.carried, "candidates": p.candidates, "source": p.source}
-                     for p in report.burndown],
+        "burndown": [
+            {"week": p.week, "carried": p.carried, "candidates": p.candidates, "source": p.source}
+            for p in report.burndown
+        ],
         "filing_queue": report.filing_queue,
         "verdicts": [summarise_verdict(v) for v in report.verdicts],
     }
@@ -66,19 +73,32 @@ def to_json(report: Report) -> dict:
 
 def _row_json(row: ShimRow) -> dict:
     return {
-        "shim": row.shim, "title": row.title, "fix_class": row.fix_class, "owner": row.owner,
-        "created": row.created.isoformat(), "age_days": row.age_days,
-        "upstream": {"status": row.upstream_status, "links": [{"role": r, "url": u} for r, u in row.links]},
-        "verdict": row.verdict, "why": row.why, "action": row.action,
+        "shim": row.shim,
+        "title": row.title,
+        "fix_class": row.fix_class,
+        "owner": row.owner,
+        "created": row.created.isoformat(),
+        "age_days": row.age_days,
+        "upstream": {
+            "status": row.upstream_status,
+            "links": [{"role": r, "url": u} for r, u in row.links],
+        },
+        "verdict": row.verdict,
+        "why": row.why,
+        "action": row.action,
         "flags": [{"kind": k, "text": x} for k, x in row.flags],
         "retirement": {"mode": row.retirement_mode, "conditions": list(row.retire_when)},
         "conditions": [{"kind": k, "state": s, "why": w} for k, s, w in row.conditions],
-        "failures": list(row.failures), "floors": list(row.floors), "lanes": list(row.lanes),
+        "failures": list(row.failures),
+        "floors": list(row.floors),
+        "lanes": list(row.lanes),
         "last_proven": row.last_proven.to_json() if row.last_proven else None,
         "last_run": row.last_run.to_json() if row.last_run else None,
         "proven": row.proven_text,
-        "broken_lanes": list(row.broken_lanes), "newly_broken_lanes": list(row.newly_broken_lanes),
-        "attention": list(row.attention), "evidence": list(row.evidence),
+        "broken_lanes": list(row.broken_lanes),
+        "newly_broken_lanes": list(row.newly_broken_lanes),
+        "attention": list(row.attention),
+        "evidence": list(row.evidence),
     }
 
 
@@ -112,7 +132,11 @@ def _link(role: str, url: str) -> str:
 
 def _headline_md(report: Report) -> list[str]:
     h = report.headline
-    since = f"previous report {report.changes.previous_week}" if report.changes.previous_week else "no previous report"
+    since = (
+        f"previous report {report.changes.previous_week}"
+        if report.changes.previous_week
+        else "no previous report"
+    )
     lines = [
         MARKER,
         f"# Shim retirement report — {report.week}",
@@ -133,11 +157,18 @@ def _headline_md(report: Report) -> list[str]:
 def _attention_md(report: Report) -> list[str]:
     rows = report.attention
     if not rows:
-        return ["## Needs attention", "", "Nothing: every shim is needed, proven and linked upstream.", ""]
+        return [
+            "## Needs attention",
+            "",
+            "Nothing: every shim is needed, proven and linked upstream.",
+            "",
+        ]
     lines = ["## Needs attention", ""]
     for row in rows:
-        lines.append(f"- **`{row.shim}`** — {cell_text('; '.join(row.attention))}: {cell_text(row.why, 300)}"
-                     + (f" **Next:** {cell_text(row.action, 300)}" if row.action else ""))
+        lines.append(
+            f"- **`{row.shim}`** — {cell_text('; '.join(row.attention))}: {cell_text(row.why, 300)}"
+            + (f" **Next:** {cell_text(row.action, 300)}" if row.action else "")
+        )
     return lines + [""]
 
 
@@ -167,9 +198,23 @@ def _matrix_md(report: Report, only: set[str] | None = None) -> list[str]:
     m = report.matrix
     if not m.lanes:
         return ["## Lane × shim matrix", "", "No lanes defined and no runs recorded.", ""]
-    legend = " · ".join(f"{OUTCOMES[o].emoji} {o}" for o in CELL_OUTCOMES) + " · blank: the lane does not list it"
-    header = "| shim | " + " | ".join(cell_text(l) + ("" if l in m.defined else " ⁺") for l in m.lanes) + " |"
-    lines = ["## Lane × shim matrix", "", legend, "", header, "|---|" + "|".join(":-:" for _ in m.lanes) + "|"]
+    legend = (
+        " · ".join(f"{OUTCOMES[o].emoji} {o}" for o in CELL_OUTCOMES)
+        + " · blank: the lane does not list it"
+    )
+    header = (
+        "| shim | "
+        + " | ".join(cell_text(l) + ("" if l in m.defined else " ⁺") for l in m.lanes)
+        + " |"
+    )
+    lines = [
+        "## Lane × shim matrix",
+        "",
+        legend,
+        "",
+        header,
+        "|---|" + "|".join(":-:" for _ in m.lanes) + "|",
+    ]
     for shim in m.shims:
         if only is not None and shim not in only:
             continue
@@ -177,7 +222,9 @@ def _matrix_md(report: Report, only: set[str] | None = None) -> list[str]:
         lines.append(f"| `{shim}` | " + " | ".join(cells) + " |")
     notes = []
     if any(l not in m.defined for l in m.lanes):
-        notes.append("⁺ a lane only seen in the validation records (e.g. a GPU host's overlay lane), not in lanes/.")
+        notes.append(
+            "⁺ a lane only seen in the validation records (e.g. a GPU host's overlay lane), not in lanes/."
+        )
     if only is not None:
         notes.append(f"Showing {len(only)} of {len(m.shims)} shims (those that need attention).")
     return lines + [""] + [f"<sub>{n}</sub>" for n in notes] + ([""] if notes else [])
@@ -195,13 +242,21 @@ def _changes_md(report: Report) -> list[str]:
     if c.retired:
         lines.append("- **Retired (gone from shims/):** " + ", ".join(f"`{s}`" for s in c.retired))
     if c.newly_broken:
-        lines.append("- **Newly broken:** " + ", ".join(f"`{s}` on {cell_text(l)} ({o})" for s, l, o in c.newly_broken))
+        lines.append(
+            "- **Newly broken:** "
+            + ", ".join(f"`{s}` on {cell_text(l)} ({o})" for s, l, o in c.newly_broken)
+        )
     if c.repaired:
-        lines.append("- **No longer broken:** " + ", ".join(f"`{s}` on {cell_text(l)}" for s, l in c.repaired))
+        lines.append(
+            "- **No longer broken:** "
+            + ", ".join(f"`{s}` on {cell_text(l)}" for s, l in c.repaired)
+        )
     if c.verdicts:
         lines += ["", "| shim | before | now | why |", "|---|---|---|---|"]
-        lines += [f"| `{v.shim}` | {v.before} | {vocabulary.verdict(v.after).emoji} **{v.after}** | {cell_text(v.why, 200)} |"
-                  for v in c.verdicts]
+        lines += [
+            f"| `{v.shim}` | {v.before} | {vocabulary.verdict(v.after).emoji} **{v.after}** | {cell_text(v.why, 200)} |"
+            for v in c.verdicts
+        ]
     return lines + [""]
 
 
@@ -214,9 +269,13 @@ def _unlinked_md(report: Report) -> list[str]:
         if why == "stale":
             lines.append(f"- `{row.shim}` — **stale**: {cell_text(text, 240)}")
         elif why == "policy":
-            lines.append(f"- `{row.shim}` — no upstream link (status not-applicable: local policy, nothing to file)")
+            lines.append(
+                f"- `{row.shim}` — no upstream link (status not-applicable: local policy, nothing to file)"
+            )
         else:
-            lines.append(f"- `{row.shim}` — **no upstream link** (status {text}): file it and link it")
+            lines.append(
+                f"- `{row.shim}` — **no upstream link** (status {text}): file it and link it"
+            )
     return lines + [""]
 
 
@@ -239,7 +298,10 @@ def _burndown_md(report: Report) -> list[str]:
         "",
         "| week | carried | retire candidates | from |",
         "|---|---:|---:|---|",
-        *[f"| {p.week} | {p.carried} | {'' if p.candidates is None else p.candidates} | {p.source} |" for p in points],
+        *[
+            f"| {p.week} | {p.carried} | {'' if p.candidates is None else p.candidates} | {p.source} |"
+            for p in points
+        ],
         "",
         "</details>",
         "",
@@ -257,13 +319,24 @@ def _evidence_md(report: Report) -> list[str]:
             f"**Why:** {cell_text(row.why)}",
             "",
             *([f"**Next:** {cell_text(row.action)}", ""] if row.action else []),
-            *([*[f"- {vocabulary.FLAG.emoji} `{k}` — {cell_text(x)}" for k, x in row.flags], ""] if row.flags else []),
+            *(
+                [*[f"- {vocabulary.FLAG.emoji} `{k}` — {cell_text(x)}" for k, x in row.flags], ""]
+                if row.flags
+                else []
+            ),
             f"**Retire when** ({row.retirement_mode} of):",
             *[f"- {cell_text(w)}" for w in row.retire_when],
             "",
         ]
         if row.conditions:
-            lines += ["**Conditions now:**", *[f"- {vocabulary.condition(s).emoji} `{k}` — {cell_text(w)}" for k, s, w in row.conditions], ""]
+            lines += [
+                "**Conditions now:**",
+                *[
+                    f"- {vocabulary.condition(s).emoji} `{k}` — {cell_text(w)}"
+                    for k, s, w in row.conditions
+                ],
+                "",
+            ]
         if row.floors:
             lines += ["**Proposed floors:** " + ", ".join(f"`{f}`" for f in row.floors), ""]
         if row.failures:
@@ -273,15 +346,25 @@ def _evidence_md(report: Report) -> list[str]:
         runs = [c for lane in report.matrix.lanes if (c := report.matrix.cell(row.shim, lane))]
         if runs:
             lines += ["| lane | outcome | host | date | why |", "|---|---|---|---|---|"]
-            lines += [f"| {cell_text(c.lane)} | {OUTCOMES[c.outcome].emoji} {c.outcome} | {cell_text(c.host)} | {c.date} "
-                      f"| {cell_text(c.why, 160)} |" for c in runs]
+            lines += [
+                f"| {cell_text(c.lane)} | {OUTCOMES[c.outcome].emoji} {c.outcome} | {cell_text(c.host)} | {c.date} "
+                f"| {cell_text(c.why, 160)} |"
+                for c in runs
+            ]
             lines.append("")
-        lines += [f"**Last proven:** {cell_text(row.proven_text)} · **owner** {cell_text(row.owner)} · "
-                  f"created {row.created.isoformat()}", "", "</details>", ""]
+        lines += [
+            f"**Last proven:** {cell_text(row.proven_text)} · **owner** {cell_text(row.owner)} · "
+            f"created {row.created.isoformat()}",
+            "",
+            "</details>",
+            "",
+        ]
     return lines
 
 
-def to_markdown(report: Report, *, limit: int = ISSUE_BODY_LIMIT, full_report: str | None = None) -> str:
+def to_markdown(
+    report: Report, *, limit: int = ISSUE_BODY_LIMIT, full_report: str | None = None
+) -> str:
     """A GitHub issue body: headline, attention list, tables, matrix, changes, burn-down and a
     collapsible evidence section per shim; trimmed (with a note) to stay under ``limit``."""
     head = _headline_md(report) + _attention_md(report)
@@ -294,8 +377,18 @@ def to_markdown(report: Report, *, limit: int = ISSUE_BODY_LIMIT, full_report: s
     attempts = [
         (report.rows, None, True, ""),
         (report.rows, None, False, f"Evidence sections left out to fit an issue body.{pointer}"),
-        (report.rows, attention, False, f"Matrix trimmed to the shims that need attention.{pointer}"),
-        (attention_rows, attention, False, f"Tables trimmed to the {len(attention_rows)} shims that need attention.{pointer}"),
+        (
+            report.rows,
+            attention,
+            False,
+            f"Matrix trimmed to the shims that need attention.{pointer}",
+        ),
+        (
+            attention_rows,
+            attention,
+            False,
+            f"Tables trimmed to the {len(attention_rows)} shims that need attention.{pointer}",
+        ),
     ]
     text = ""
     for rows, only, evidence, note in attempts:
@@ -339,7 +432,11 @@ def short_text(report: Report, written: list[str] | tuple[str, ...] = ()) -> str
         lines.append("nothing needs attention")
     if report.changes.previous_week and not report.changes.empty:
         c = report.changes
-        parts = [f"{len(c.new)} new", f"{len(c.retired)} retired", f"{len(c.verdicts)} verdict change(s)"]
+        parts = [
+            f"{len(c.new)} new",
+            f"{len(c.retired)} retired",
+            f"{len(c.verdicts)} verdict change(s)",
+        ]
         lines.append(f"since {c.previous_week}: " + ", ".join(parts))
     if written:
         lines.append("wrote " + ", ".join(written))

@@ -33,11 +33,12 @@ def inline(text: str) -> str:
     """One line of Markdown text as escaped HTML with its code spans, links and bold."""
     out, position = [], 0
     for match in _INLINE.finditer(text):
-        out.append(_text(text[position:match.start()]))
+        out.append(_text(text[position : match.start()]))
         if match["code"]:
             body = match["code_text"]
             if body.startswith(" ") and body.endswith(" ") and body.strip():
-                body = body[1:-1]  # CommonMark strips one space from each side
+                # CommonMark strips one space from each side
+                body = body[1:-1]
             out.append(f"<code>{escape(body)}</code>")
         elif match["auto"]:
             out.append(f'<a href="{escape(match["auto"])}">{escape(match["auto"])}</a>')
@@ -53,7 +54,7 @@ def inline(text: str) -> str:
 def _cells(row: str) -> list[str]:
     """A pipe-table row's cells; ``\\|`` is a pipe inside a cell."""
     body = row.strip()
-    body = body[1:] if body.startswith("|") else body
+    body = body.removeprefix("|")
     body = body[:-1] if body.endswith("|") and not body.endswith("\\|") else body
     return [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", body)]
 
@@ -64,9 +65,17 @@ def _table(lines: list[str]) -> str:
     rows = []
     for line in lines[2:]:
         cells = (_cells(line) + [""] * len(header))[: len(header)]
-        rows.append("<tr>" + "".join(f'<td data-label="{escape(label)}">{inline(cell)}</td>'
-                                     for label, cell in zip(header, cells)) + "</tr>")
-    return f'<table class="rows"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+        rows.append(
+            "<tr>"
+            + "".join(
+                f'<td data-label="{escape(label)}">{inline(cell)}</td>'
+                for label, cell in zip(header, cells)
+            )
+            + "</tr>"
+        )
+    return (
+        f'<table class="rows"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    )
 
 
 def _list(lines: list[str]) -> str:
@@ -102,7 +111,11 @@ def to_html(markdown: str, *, heading_offset: int = 0) -> str:
             level = min(6, len(heading[1]) + heading_offset)
             blocks.append(f"<h{level}>{inline(heading[2])}</h{level}>")
             i += 1
-        elif line.lstrip().startswith("|") and i + 1 < len(lines) and _DELIMITER.fullmatch(lines[i + 1]):
+        elif (
+            line.lstrip().startswith("|")
+            and i + 1 < len(lines)
+            and _DELIMITER.fullmatch(lines[i + 1])
+        ):
             end = i + 2
             while end < len(lines) and lines[end].lstrip().startswith("|"):
                 end += 1
@@ -116,8 +129,13 @@ def to_html(markdown: str, *, heading_offset: int = 0) -> str:
             i = end
         else:
             end = i
-            while end < len(lines) and lines[end].strip() and not _HEADING.fullmatch(lines[end]) \
-                    and not _BULLET.fullmatch(lines[end]) and not lines[end].lstrip().startswith("|"):
+            while (
+                end < len(lines)
+                and lines[end].strip()
+                and not _HEADING.fullmatch(lines[end])
+                and not _BULLET.fullmatch(lines[end])
+                and not lines[end].lstrip().startswith("|")
+            ):
                 end += 1
             blocks.append("<p>" + " ".join(inline(text.strip()) for text in lines[i:end]) + "</p>")
             i = end

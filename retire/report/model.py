@@ -74,7 +74,8 @@ def parse_week(text: str) -> str:
     if not found:
         raise ValueError(f"expected an ISO week like 2026-W47, got {text!r}")
     year, week = int(found.group(1)), int(found.group(2))
-    if not 1970 <= year <= 9998:  # a report looks back and ahead some weeks: stay far from date's limits
+    # a report looks back and ahead some weeks: stay far from date's limits
+    if not 1970 <= year <= 9998:
         raise ValueError(f"year {year} is out of range: write a week between 1970-W01 and 9998-W52")
     try:
         _dt.date.fromisocalendar(year, week, 1)
@@ -101,8 +102,10 @@ class RunStamp:
     host: str
     gpu: str | None
     lane: str
-    started_at: str  # UTC ISO
-    outcome: str  # a validation.RunOutcome
+    # UTC ISO
+    started_at: str
+    # a validation.RunOutcome
+    outcome: str
     mode: str
     detail: str = ""
 
@@ -116,17 +119,27 @@ class RunStamp:
         return f"{machine} · lane {self.lane}"
 
     def to_json(self) -> dict:
-        return {"host": self.host, "gpu": self.gpu, "lane": self.lane, "date": self.date,
-                "started_at": self.started_at, "outcome": self.outcome, "mode": self.mode, "detail": self.detail}
+        return {
+            "host": self.host,
+            "gpu": self.gpu,
+            "lane": self.lane,
+            "date": self.date,
+            "started_at": self.started_at,
+            "outcome": self.outcome,
+            "mode": self.mode,
+            "detail": self.detail,
+        }
 
 
 @dataclass(frozen=True)
 class Cell:
     shim: str
     lane: str
-    outcome: str  # a validation.ShimOutcome
+    # a validation.ShimOutcome
+    outcome: str
     why: str
-    date: str = ""  # day of the without-shim run ("" for not-run)
+    # day of the without-shim run ("" for not-run)
+    date: str = ""
     host: str = ""
 
     @property
@@ -139,15 +152,17 @@ class Matrix:
     """Lanes across, shims down. A missing cell: the lane neither lists nor ran the shim."""
 
     lanes: tuple[str, ...]
-    defined: frozenset[str]  # lanes from the lane files (the others only appear in records)
+    # lanes from the lane files (the others only appear in records)
+    defined: frozenset[str]
     shims: tuple[str, ...]
-    cells: Mapping[tuple[str, str], Cell]  # (shim, lane) → cell
+    # (shim, lane) → cell
+    cells: Mapping[tuple[str, str], Cell]
 
     def cell(self, shim: str, lane: str) -> Cell | None:
         return self.cells.get((shim, lane))
 
     def counts(self) -> dict[str, int]:
-        counted = {outcome: 0 for outcome in CELL_OUTCOMES}
+        counted = dict.fromkeys(CELL_OUTCOMES, 0)
         for cell in self.cells.values():
             counted[cell.outcome] = counted.get(cell.outcome, 0) + 1
         return counted
@@ -162,22 +177,29 @@ class ShimRow:
     created: _dt.date
     age_days: int
     upstream_status: str
-    links: tuple[tuple[str, str], ...]  # (role, url)
+    # (role, url)
+    links: tuple[tuple[str, str], ...]
     verdict: str
     why: str
     retirement_mode: str
-    retire_when: tuple[str, ...]  # each manifest condition, as words
-    conditions: tuple[tuple[str, str, str], ...]  # (kind, holds|fails|unknown, why) from the verdict
+    # each manifest condition, as words
+    retire_when: tuple[str, ...]
+    # (kind, holds|fails|unknown, why) from the verdict
+    conditions: tuple[tuple[str, str, str], ...]
     failures: tuple[str, ...]
     floors: tuple[str, ...]
-    lanes: tuple[str, ...]  # lanes that list the shim
+    # lanes that list the shim
+    lanes: tuple[str, ...]
     last_proven: RunStamp | None
     last_run: RunStamp | None
     broken_lanes: tuple[str, ...] = ()
     newly_broken_lanes: tuple[str, ...] = ()
-    evidence: tuple[str, ...] = ()  # one line per piece of evidence the verdict rested on
-    action: str | None = None  # the one thing that would decide an unknown (or confirm a candidate)
-    flags: tuple[tuple[str, str], ...] = ()  # (kind, text): what needs a person without changing the verdict
+    # one line per piece of evidence the verdict rested on
+    evidence: tuple[str, ...] = ()
+    # the one thing that would decide an unknown (or confirm a candidate)
+    action: str | None = None
+    # (kind, text): what needs a person without changing the verdict
+    flags: tuple[tuple[str, str], ...] = ()
 
     def flagged(self, kind: str) -> bool:
         return any(k == kind for k, _ in self.flags)
@@ -212,8 +234,13 @@ class ShimRow:
             reasons.append("unknown evidence")
         for kind in ("candidate", "conflict", "drift", "stale", "not-filed", "no-link"):
             if self.flagged(kind):
-                reasons.append({"candidate": "one run from retiring", "no-link": "no upstream link",
-                                "not-filed": "not filed upstream"}.get(kind, kind))
+                reasons.append(
+                    {
+                        "candidate": "one run from retiring",
+                        "no-link": "no upstream link",
+                        "not-filed": "not filed upstream",
+                    }.get(kind, kind)
+                )
         if self.never_run:
             reasons.append("reproducer never run")
         return tuple(reasons)
@@ -229,12 +256,15 @@ class VerdictChange:
 
 @dataclass(frozen=True)
 class Changes:
-    previous_week: str | None  # None: no previous report to compare with
+    # None: no previous report to compare with
+    previous_week: str | None
     new: tuple[str, ...] = ()
     retired: tuple[str, ...] = ()
     verdicts: tuple[VerdictChange, ...] = ()
-    newly_broken: tuple[tuple[str, str, str], ...] = ()  # (shim, lane, outcome)
-    repaired: tuple[tuple[str, str], ...] = ()  # (shim, lane) broken before, not now
+    # (shim, lane, outcome)
+    newly_broken: tuple[tuple[str, str, str], ...] = ()
+    # (shim, lane) broken before, not now
+    repaired: tuple[tuple[str, str], ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -245,17 +275,21 @@ class Changes:
 class BurnPoint:
     week: str
     carried: int
-    candidates: int | None = None  # retire candidates that week (known from reports only)
-    source: str = "git"  # git | report | now
+    # retire candidates that week (known from reports only)
+    candidates: int | None = None
+    # git | report | now
+    source: str = "git"
 
 
 @dataclass(frozen=True)
 class Headline:
     carried: int
     retire: int
-    newly_broken: int  # shims with a newly broken cell
+    # shims with a newly broken cell
+    newly_broken: int
     unknown: int
-    broken: int = 0  # shims with any broken cell
+    # shims with any broken cell
+    broken: int = 0
     keep: int = 0
     stale: int = 0
     drift: int = 0
@@ -270,8 +304,10 @@ class PreviousReport:
     """What this report needs of an earlier one (read from its JSON)."""
 
     week: str
-    verdicts: Mapping[str, str]  # shim → verdict
-    broken: frozenset[tuple[str, str]] = frozenset()  # (shim, lane)
+    # shim → verdict
+    verdicts: Mapping[str, str]
+    # (shim, lane)
+    broken: frozenset[tuple[str, str]] = frozenset()
     carried: int = 0
     candidates: int | None = None
 
@@ -281,16 +317,18 @@ class PreviousReport:
         if not isinstance(data, dict):
             raise ValueError("not a JSON object")
         if data.get("kind") != "patchlane-report":
-            raise ValueError("not a patchlane report (no \"kind\": \"patchlane-report\")")
+            raise ValueError('not a patchlane report (no "kind": "patchlane-report")')
         week = parse_week(str(data.get("week", "")))
         shims = data.get("shims")
-        if not isinstance(shims, list) or not all(isinstance(s, dict) and isinstance(s.get("shim"), str) for s in shims):
-            raise ValueError("\"shims\" must be a list of objects with a \"shim\" name")
+        if not isinstance(shims, list) or not all(
+            isinstance(s, dict) and isinstance(s.get("shim"), str) for s in shims
+        ):
+            raise ValueError('"shims" must be a list of objects with a "shim" name')
         verdicts = {s["shim"]: str(s.get("verdict", "unknown")) for s in shims}
         broken: set[tuple[str, str]] = set()
         matrix = data.get("matrix", {})
         if not isinstance(matrix, dict):
-            raise ValueError("\"matrix\" must be an object")
+            raise ValueError('"matrix" must be an object')
         for shim, lanes in matrix.items():
             if not isinstance(lanes, dict):
                 raise ValueError(f"matrix.{shim} must be an object")
@@ -301,24 +339,32 @@ class PreviousReport:
         headline = data.get("headline", {})
         candidates = headline.get("retire") if isinstance(headline, dict) else None
         carried = headline.get("carried") if isinstance(headline, dict) else None
-        return cls(week, verdicts, frozenset(broken),
-                   carried if isinstance(carried, int) else len(verdicts),
-                   candidates if isinstance(candidates, int) else None)
+        return cls(
+            week,
+            verdicts,
+            frozenset(broken),
+            carried if isinstance(carried, int) else len(verdicts),
+            candidates if isinstance(candidates, int) else None,
+        )
 
 
 @dataclass(frozen=True)
 class Report:
     week: str
-    generated_at: str  # UTC ISO
+    # UTC ISO
+    generated_at: str
     as_of: _dt.date
     headline: Headline
     rows: tuple[ShimRow, ...]
     matrix: Matrix
     changes: Changes
     burndown: tuple[BurnPoint, ...]
-    notes: tuple[str, ...] = ()  # faults met while gathering (bad previous report, unreadable records …)
-    filing_queue: str | None = None  # Markdown of retire.packs, when that module exists
-    verdicts: tuple[dict, ...] = field(default=(), compare=False)  # Verdict.to_json() for machines
+    # faults met while gathering (bad previous report, unreadable records …)
+    notes: tuple[str, ...] = ()
+    # Markdown of retire.packs, when that module exists
+    filing_queue: str | None = None
+    # Verdict.to_json() for machines
+    verdicts: tuple[dict, ...] = field(default=(), compare=False)
 
     @property
     def attention(self) -> tuple[ShimRow, ...]:
@@ -334,7 +380,13 @@ class Report:
             if stale:
                 found.append((row, "stale", stale))
             elif not row.links:
-                found.append((row, "policy" if row.upstream_status == "not-applicable" else "unlinked", row.upstream_status))
+                found.append(
+                    (
+                        row,
+                        "policy" if row.upstream_status == "not-applicable" else "unlinked",
+                        row.upstream_status,
+                    )
+                )
         return tuple(found)
 
 

@@ -17,22 +17,40 @@ __all__ = ["CONDITIONS", "FLAG", "OUTCOMES", "PLAIN", "VERDICTS", "Look", "condi
 
 @dataclass(frozen=True)
 class Look:
-    emoji: str = ""  # Markdown
-    glyph: str = ""  # HTML grid cell
-    label: str = ""  # legend text
-    colour: str = ""  # HTML background
-    ink: str = ""  # HTML text on that background
+    # Markdown
+    emoji: str = ""
+    # HTML grid cell
+    glyph: str = ""
+    # legend text
+    label: str = ""
+    # HTML background
+    colour: str = ""
+    # HTML text on that background
+    ink: str = ""
 
 
-#: Lane × shim outcomes, in legend order: glyph in ``ink`` on ``colour``, each pair ≥ 4.5:1 contrast.
+#: Lane × shim outcomes, in legend order: glyph in ``ink`` on ``colour``, each pair ≥ 4.5:1
+#: contrast.
 OUTCOMES: dict[ShimOutcome, Look] = {
-    ShimOutcome.NEEDED: Look("🩹", "✓", "needed — bug reproduces, shim fixes it", "#2563eb", "#ffffff"),
-    ShimOutcome.UPSTREAM_FIXED: Look("🟢", "★", "upstream fixed — bug gone without the shim", "#15803d", "#ffffff"),
-    ShimOutcome.SHIM_BROKEN: Look("🔴", "✗", "shim broken — bug reproduces with the shim", "#dc2626", "#ffffff"),
-    ShimOutcome.CRASHED: Look("💥", "!", "crashed — a reproducer crashed or broke the protocol", "#a21caf", "#ffffff"),
+    ShimOutcome.NEEDED: Look(
+        "🩹", "✓", "needed — bug reproduces, shim fixes it", "#2563eb", "#ffffff"
+    ),
+    ShimOutcome.UPSTREAM_FIXED: Look(
+        "🟢", "★", "upstream fixed — bug gone without the shim", "#15803d", "#ffffff"
+    ),
+    ShimOutcome.SHIM_BROKEN: Look(
+        "🔴", "✗", "shim broken — bug reproduces with the shim", "#dc2626", "#ffffff"
+    ),
+    ShimOutcome.CRASHED: Look(
+        "💥", "!", "crashed — a reproducer crashed or broke the protocol", "#a21caf", "#ffffff"
+    ),
     ShimOutcome.TIMEOUT: Look("⏱️", "◷", "timeout — a reproducer was killed", "#c2410c", "#ffffff"),
-    ShimOutcome.SKIPPED: Look("⏭️", "–", "skipped — the host lacks what it needs", "#cbd5e1", "#334155"),
-    ShimOutcome.NOT_RUN: Look("⬜", "?", "not run — the lane lists it, nothing recorded", "#ffffff", "#475569"),
+    ShimOutcome.SKIPPED: Look(
+        "⏭️", "–", "skipped — the host lacks what it needs", "#cbd5e1", "#334155"
+    ),
+    ShimOutcome.NOT_RUN: Look(
+        "⬜", "?", "not run — the lane lists it, nothing recorded", "#ffffff", "#475569"
+    ),
 }
 
 #: Verdict tags: the decisions, and the flags that are shown as a tag of their own.

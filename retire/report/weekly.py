@@ -24,24 +24,29 @@ from pathlib import Path
 
 import httpx
 
-from retire.report import html as report_html
-from retire.report import build as report_build
-from retire.report import model as report_model
-from retire.report import markdown as report_render
 from retire.core import times
 from retire.core.atomic import atomic_write
 from retire.core.errors import ConfigError, PatchlaneError
 from retire.core.project import Project, contained
+from retire.report import build as report_build
+from retire.report import html as report_html
+from retire.report import markdown as report_render
+from retire.report import model as report_model
 
-try:  # the filing-queue section exists only where retire.packs does
+# the filing-queue section exists only where retire.packs does
+try:
     from retire.packs import store as _packs
+
     _PACKS_PROBLEM: str | None = None
-except ImportError as _exc:  # noqa: N816
+except ImportError as _exc:
     _packs = None
-    _PACKS_PROBLEM = None if getattr(_exc, "name", None) == "retire.packs.store" else f"filing queue left out: {_exc}"
+    _PACKS_PROBLEM = (
+        None
+        if getattr(_exc, "name", None) == "retire.packs.store"
+        else f"filing queue left out: {_exc}"
+    )
 
 __all__ = ["CacheOnlyTransport", "Written", "generate", "write_report"]
-
 
 
 class CacheOnlyTransport(httpx.BaseTransport):
@@ -55,7 +60,9 @@ class CacheOnlyTransport(httpx.BaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         if "if-none-match" in request.headers or "if-modified-since" in request.headers:
             return httpx.Response(304, request=request)
-        raise httpx.ConnectError("not in the HTTP cache, and --no-probe makes no requests", request=request)
+        raise httpx.ConnectError(
+            "not in the HTTP cache, and --no-probe makes no requests", request=request
+        )
 
 
 @dataclass(frozen=True)
@@ -76,12 +83,22 @@ def _records(path: Path) -> tuple[list, str | None]:
     if not damaged:
         return records, None
     first = damaged[0]
-    return records, (f"{path}: {len(damaged)} damaged line(s) left out, copied to {validation.quarantine_path(path).name} "
-                     f"(line {first.number}: {first.problem})")
+    return records, (
+        f"{path}: {len(damaged)} damaged line(s) left out, copied to {validation.quarantine_path(path).name} "
+        f"(line {first.number}: {first.problem})"
+    )
 
 
-def gather_verdicts(project: Project, manifests, lanes, records_path: Path, *, probe: bool = True,
-                    gather: Callable | None = None, **options) -> tuple[list, list[str]]:
+def gather_verdicts(
+    project: Project,
+    manifests,
+    lanes,
+    records_path: Path,
+    *,
+    probe: bool = True,
+    gather: Callable | None = None,
+    **options,
+) -> tuple[list, list[str]]:
     """Verdicts for every shim, and notes. ``gather`` defaults to ``retire.verdicts.gather``;
     without ``probe`` it runs on a :class:`CacheOnlyTransport`. Never raises."""
     from retire.evidence.values import ProbeFailure
@@ -97,7 +114,9 @@ def gather_verdicts(project: Project, manifests, lanes, records_path: Path, *, p
         client = make_client(transport=CacheOnlyTransport())
         options.setdefault("client", client)
         options.setdefault("policy", RetryPolicy(attempts=1, json_attempts=1))
-        notes.append("evidence from the cache only (--no-probe): whatever was never fetched is unknown")
+        notes.append(
+            "evidence from the cache only (--no-probe): whatever was never fetched is unknown"
+        )
     try:
         verdicts = list(gather(manifests, lanes, project.locks_dir, records_path, **options))
     except Exception as exc:  # noqa: BLE001 - a broken engine still leaves a report with every row unknown
@@ -130,7 +149,8 @@ def write_report(out: Path, week: str, files: Sequence[tuple[str, str]]) -> tupl
     """
     paths = []
     for suffix, text in files:
-        path = contained(out, f"{week}{suffix}")  # a committed link is refused, never written through
+        # a committed link is refused, never written through
+        path = contained(out, f"{week}{suffix}")
         try:
             atomic_write(path, text)
         except OSError as exc:
@@ -171,8 +191,15 @@ def generate(
     notes: list[str] = []
 
     if verdicts is None:
-        verdicts, gather_notes = gather_verdicts(project, manifests, lanes, records_file, probe=probe,
-                                                 gather=gather, **(gather_options or {}))
+        verdicts, gather_notes = gather_verdicts(
+            project,
+            manifests,
+            lanes,
+            records_file,
+            probe=probe,
+            gather=gather,
+            **(gather_options or {}),
+        )
         notes += gather_notes
     records, records_problem = _records(records_file)
     if records_problem:
@@ -191,14 +218,27 @@ def generate(
         notes.append(queue_note)
 
     report = report_build.build(
-        manifests, lanes, verdicts, records, week=label, now=now, previous=history.previous,
-        history=[*git_points, *report_points(history.reports)], notes=notes,
-        records_failure=records_problem, filing_queue=queue,
+        manifests,
+        lanes,
+        verdicts,
+        records,
+        week=label,
+        now=now,
+        previous=history.previous,
+        history=[*git_points, *report_points(history.reports)],
+        notes=notes,
+        records_failure=records_problem,
+        filing_queue=queue,
     )
     html_name = f"{label}.html"
     names = index_names(lanes)
-    markdown = name_indexes(report_render.to_markdown(report, full_report=f"{out_dir.name}/{html_name} (and .json)"), names)
-    json_text = name_indexes(json.dumps(report_render.to_json(report), indent=1, sort_keys=False) + "\n", names)
+    markdown = name_indexes(
+        report_render.to_markdown(report, full_report=f"{out_dir.name}/{html_name} (and .json)"),
+        names,
+    )
+    json_text = name_indexes(
+        json.dumps(report_render.to_json(report), indent=1, sort_keys=False) + "\n", names
+    )
     page = name_indexes(report_html.to_html(report), names)
     paths = write_report(out_dir, label, [(".md", markdown), (".html", page), (".json", json_text)])
     return Written(report, paths, markdown, json_text)
@@ -227,6 +267,7 @@ def index_names(lanes) -> dict[str, str]:
 
 
 def name_indexes(text: str, names: dict[str, str]) -> str:
-    for url in sorted(names, key=len, reverse=True):  # longest first: a URL may prefix another
+    # longest first: a URL may prefix another
+    for url in sorted(names, key=len, reverse=True):
         text = text.replace(url.rstrip("/"), names[url])
     return text

@@ -19,9 +19,15 @@ __all__ = ["expected_versions", "installed_versions", "mismatches"]
 
 def expected_versions(lock: dict, python_full_version: str) -> dict[str, str]:
     """Canonical name → version of every lock entry whose marker holds for this interpreter."""
-    here = {"python_version": ".".join(python_full_version.split(".")[:2]), "python_full_version": python_full_version}
-    return {str(canonicalize_name(p["name"])): p["version"] for p in lock.get("packages", [])
-            if "version" in p and ("marker" not in p or Marker(p["marker"]).evaluate(here))}
+    here = {
+        "python_version": ".".join(python_full_version.split(".")[:2]),
+        "python_full_version": python_full_version,
+    }
+    return {
+        str(canonicalize_name(p["name"])): p["version"]
+        for p in lock.get("packages", [])
+        if "version" in p and ("marker" not in p or Marker(p["marker"]).evaluate(here))
+    }
 
 
 def installed_versions(*site_dirs: str | Path) -> dict[str, str]:

@@ -27,15 +27,17 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from retire.core import childenv, uv
-from retire.runs import envcheck
 from retire.core.errors import PatchlaneError
 from retire.lanes import revisions
 from retire.lanes.model import LANE_NAME, Lane
+from retire.runs import envcheck
 
 RUNTIME_DIR = "patchlane-runtime"
-STATE_NAME = "patchlane-env.json"  # what the last build learnt, to skip work on a re-sync
+# what the last build learnt, to skip work on a re-sync
+STATE_NAME = "patchlane-env.json"
 PTH_NAME = "patchlane-shims.pth"
-BASE_PTH_NAME = "patchlane-overlay-base.pth"  # overlay envs: the base's site-packages, after ours
+# overlay envs: the base's site-packages, after ours
+BASE_PTH_NAME = "patchlane-overlay-base.pth"
 # Run inside an interpreter: its version, install paths and distributions. The first of two
 # same-named distributions on sys.path is the one imports get, so it is the one recorded.
 _PROBE = """
@@ -64,12 +66,16 @@ class LaneEnv:
     lane: str
     path: Path
     python: Path
-    kind: str  # "full" | "overlay"
+    # "full" | "overlay"
+    kind: str
     python_version: str
-    installed: dict[str, str] = field(default_factory=dict)  # canonical name → version, base included
-    base: dict[str, str] = field(default_factory=dict)  # overlay only: the base's versions
+    # canonical name → version, base included
+    installed: dict[str, str] = field(default_factory=dict)
+    # overlay only: the base's versions
+    base: dict[str, str] = field(default_factory=dict)
     base_python: str | None = None
-    synced: tuple[str, ...] = ()  # the packages the lock put into this venv
+    # the packages the lock put into this venv
+    synced: tuple[str, ...] = ()
 
 
 def env_path(envs_dir: Path, lane_name: str) -> Path:
@@ -86,8 +92,13 @@ def inspect_env() -> dict[str, str]:
 
 def describe(python: str | Path) -> dict:
     """Python version, purelib and installed distributions of an interpreter."""
-    proc = subprocess.run([str(python), "-c", _PROBE], capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                          env=inspect_env())
+    proc = subprocess.run(
+        [str(python), "-c", _PROBE],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env=inspect_env(),
+    )
     if proc.returncode != 0:
         raise BuildError(f"cannot inspect {python}", proc.stderr.strip())
     return json.loads(proc.stdout)
@@ -95,9 +106,16 @@ def describe(python: str | Path) -> dict:
 
 def describe_paths(python: str | Path) -> dict:
     """purelib of an interpreter (without listing its distributions)."""
-    code = "import json, sysconfig; print(json.dumps({'purelib': sysconfig.get_paths()['purelib']}))"
-    proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                          env=inspect_env())
+    code = (
+        "import json, sysconfig; print(json.dumps({'purelib': sysconfig.get_paths()['purelib']}))"
+    )
+    proc = subprocess.run(
+        [str(python), "-c", code],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env=inspect_env(),
+    )
     if proc.returncode != 0:
         raise BuildError(f"cannot inspect {python}", proc.stderr.strip())
     return json.loads(proc.stdout)
@@ -108,7 +126,10 @@ def run_uv(args: list[str], what: str, *, live: bool = False) -> str:
     ``live`` shows uv's progress on this terminal as well (see :func:`retire.core.uv.run`)."""
     proc = uv.run(args, live=live)
     if proc.returncode != 0:
-        raise BuildError(f"{what}: {' / '.join(uv.failure_lines(proc.stderr)[:3]) or 'uv failed'}", proc.stderr.strip())
+        raise BuildError(
+            f"{what}: {' / '.join(uv.failure_lines(proc.stderr)[:3]) or 'uv failed'}",
+            proc.stderr.strip(),
+        )
     return proc.stderr
 
 
@@ -118,8 +139,10 @@ def _venv(path: Path, python: str) -> Path:
         return interpreter
     if path.exists():
         shutil.rmtree(path)
-    run_uv(["venv", "--quiet", "--python", python, str(path)],
-            f"cannot create a Python {python} venv (is that interpreter installed? uv looks on PATH)")
+    run_uv(
+        ["venv", "--quiet", "--python", python, str(path)],
+        f"cannot create a Python {python} venv (is that interpreter installed? uv looks on PATH)",
+    )
     return interpreter
 
 
@@ -150,8 +173,11 @@ def overlay_lock(lock: dict, base: dict[str, str]) -> tuple[dict, list[str]]:
     A GPU image's ``torch 2.11.0+cu130`` counts as the lock's ``torch 2.11.0``: the image's own
     build of that release is the point of an overlay. The base's versions are recorded anyway.
     """
-    keep = [p for p in lock.get("packages", [])
-            if not _same_release(base.get(str(canonicalize_name(p["name"]))), p.get("version"))]
+    keep = [
+        p
+        for p in lock.get("packages", [])
+        if not _same_release(base.get(str(canonicalize_name(p["name"]))), p.get("version"))
+    ]
     cut = {k: v for k, v in lock.items() if k not in ("packages", "tool")}
     cut["packages"] = keep
     return cut, [p["name"] for p in keep]
@@ -186,7 +212,9 @@ def _install_runtime(env_dir: Path, purelib: str, sources: list[Path]) -> None:
     def ignore(folder: str, names: list[str]) -> set[str]:
         # The runtime only: a catalogue that happens to sit in the runtime's folder (this
         # repository's) is found through PATCHLANE_SHIMS_PATH like any shop's, never copied.
-        return set(pycache(folder, names)) | {n for n in names if Path(folder, n, "manifest.toml").is_file()}
+        return set(pycache(folder, names)) | {
+            n for n in names if Path(folder, n, "manifest.toml").is_file()
+        }
 
     for source in sources:
         # packaging is appended after site-packages, so a lane that locks its own keeps it.
@@ -208,8 +236,16 @@ def _parse_lock(lock_file: Path, data: bytes) -> dict:
         raise BuildError(f"{lock_file} is not valid TOML ({exc})") from None
 
 
-def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = None, live: bool = False,
-          wheelhouse: Path | None = None, mirrors=None) -> LaneEnv:
+def build(
+    lane: Lane,
+    lock_file: Path,
+    envs_dir: Path,
+    *,
+    overlay: str | None = None,
+    live: bool = False,
+    wheelhouse: Path | None = None,
+    mirrors=None,
+) -> LaneEnv:
     """Build (or re-sync) the lane's environment from its lock. Raises :class:`BuildError`.
 
     ``wheelhouse`` (a folder from ``patchlane wheelhouse gather``/``join``) installs every file from
@@ -235,13 +271,16 @@ def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = 
         identity["wheelhouse"] = str(wheelhouse.resolve())
     # Another interpreter or kind (a re-sync cannot turn one into the other), or another lock (a
     # re-sync would only audit): install afresh, hash-checked.
-    if path.exists() and (state.get("made_from") != made_from
-                          or (state.get("identity") or {}).get("lock") not in (None, identity["lock"])):
+    if path.exists() and (
+        state.get("made_from") != made_from
+        or (state.get("identity") or {}).get("lock") not in (None, identity["lock"])
+    ):
         shutil.rmtree(path)
         state = {}
     lock: dict | None = None
     base: dict[str, str] = {}
-    to_sync: dict | None = None  # the lock as this host installs it, when it differs from the file
+    # the lock as this host installs it, when it differs from the file
+    to_sync: dict | None = None
     if overlay:
         base_info = describe(overlay)
         base = base_info["packages"]
@@ -254,19 +293,42 @@ def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = 
     if wheelhouse is not None or sources:
         if lock is None:
             lock = _parse_lock(lock_file, lock_bytes)
-        to_sync = _localized(to_sync or {k: v for k, v in lock.items() if k != "tool"}, lane, identity["lock"],
-                             wheelhouse, sources)
+        to_sync = _localized(
+            to_sync or {k: v for k, v in lock.items() if k != "tool"},
+            lane,
+            identity["lock"],
+            wheelhouse,
+            sources,
+        )
     if to_sync is None:
-        sync_from = lock_file  # uv reads (and hash-checks) the lock itself
+        # uv reads (and hash-checks) the lock itself
+        sync_from = lock_file
     else:
         sync_from = path / ("overlay" if overlay else "local") / "pylock.toml"
         sync_from.parent.mkdir(exist_ok=True)
         sync_from.write_text(tomlkit.dumps(to_sync), encoding="utf-8")
-    # --find-links: an sdist's or a revision's build requirements, where their wheels were put in the folder
-    offline = ["--offline", "--no-index", "--find-links", str(wheelhouse)] if wheelhouse is not None else []
-    output = run_uv(["pip", "sync", "--preview-features", "pylock", *offline, "--python", str(python), str(sync_from)],
-                     f"cannot install {lock_file.parent.name}/{lock_file.name} into the lane"
-                     + (f" from the wheelhouse {wheelhouse}" if wheelhouse is not None else ""), live=live)
+    # --find-links: an sdist's or a revision's build requirements, where their wheels were put in
+    # the folder
+    offline = (
+        ["--offline", "--no-index", "--find-links", str(wheelhouse)]
+        if wheelhouse is not None
+        else []
+    )
+    output = run_uv(
+        [
+            "pip",
+            "sync",
+            "--preview-features",
+            "pylock",
+            *offline,
+            "--python",
+            str(python),
+            str(sync_from),
+        ],
+        f"cannot install {lock_file.parent.name}/{lock_file.name} into the lane"
+        + (f" from the wheelhouse {wheelhouse}" if wheelhouse is not None else ""),
+        live=live,
+    )
     if overlay:
         link_base(describe_paths(python)["purelib"], [base_info["purelib"], base_info["platlib"]])
     if state.get("identity") == identity and _synced_nothing(output) and "expected" in state:
@@ -280,18 +342,39 @@ def build(lane: Lane, lock_file: Path, envs_dir: Path, *, overlay: str | None = 
         expected = envcheck.expected_versions(to_sync if overlay else lock, info["python"])
     if not overlay and info["python"].rsplit(".", 1)[0] != lane.python:
         raise BuildError(f"the venv runs Python {info['python']}, the lane asks for {lane.python}")
-    if problems := envcheck.mismatches(expected, envcheck.installed_versions(info["purelib"], info["platlib"])):
-        raise BuildError(f"the env at {path} does not match {lock_file.name}: {'; '.join(problems[:3])}"
-                         f"{' …' if len(problems) > 3 else ''} (delete the env to rebuild it)")
+    if problems := envcheck.mismatches(
+        expected, envcheck.installed_versions(info["purelib"], info["platlib"])
+    ):
+        raise BuildError(
+            f"the env at {path} does not match {lock_file.name}: {'; '.join(problems[:3])}"
+            f"{' …' if len(problems) > 3 else ''} (delete the env to rebuild it)"
+        )
     sources_dirs = _runtime_sources()
     runtime = _fingerprint(sources_dirs)
     if state.get("runtime") != runtime or not Path(info["purelib"], PTH_NAME).exists():
         _install_runtime(path, info["purelib"], sources_dirs)
-    state_file.write_text(json.dumps({"made_from": made_from, "identity": identity, "info": info, "runtime": runtime,
-                                      "synced": list(synced), "expected": expected}), encoding="utf-8")
+    state_file.write_text(
+        json.dumps(
+            {
+                "made_from": made_from,
+                "identity": identity,
+                "info": info,
+                "runtime": runtime,
+                "synced": list(synced),
+                "expected": expected,
+            }
+        ),
+        encoding="utf-8",
+    )
     return LaneEnv(
-        lane=lane.name, path=path, python=python, kind="overlay" if overlay else "full",
-        python_version=info["python"], installed=info["packages"], base=base, base_python=overlay,
+        lane=lane.name,
+        path=path,
+        python=python,
+        kind="overlay" if overlay else "full",
+        python_version=info["python"],
+        installed=info["packages"],
+        base=base,
+        base_python=overlay,
         synced=tuple(synced),
     )
 
@@ -300,14 +383,20 @@ def _make_folder(path: Path) -> None:
     """The folder of lane envs; a stray file where it or the lane's env goes is one line, not a traceback."""
     for folder in (path.parent, path):
         if folder.exists() and not folder.is_dir():
-            raise BuildError(f"{folder} is a file where the lane env folder goes: delete it (patchlane makes the folder)")
+            raise BuildError(
+                f"{folder} is a file where the lane env folder goes: delete it (patchlane makes the folder)"
+            )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise BuildError(f"cannot make {path.parent}: {exc.strerror or exc} (a stray file on the way?)") from None
+        raise BuildError(
+            f"cannot make {path.parent}: {exc.strerror or exc} (a stray file on the way?)"
+        ) from None
 
 
-def _localized(lock: dict, lane: Lane, lock_sha256: str, wheelhouse: Path | None, sources: dict[str, str]) -> dict:
+def _localized(
+    lock: dict, lane: Lane, lock_sha256: str, wheelhouse: Path | None, sources: dict[str, str]
+) -> dict:
     """The lock as this host installs it: revisions from the local mirrors, files from the wheelhouse."""
     from retire.core.errors import ConfigError
     from retire.lanes.revisions import localize_vcs
@@ -318,8 +407,7 @@ def _localized(lock: dict, lane: Lane, lock_sha256: str, wheelhouse: Path | None
         return lock
     try:
         house = houses.Wheelhouse.load(wheelhouse)
-        return houses.localize(lock, house, wheelhouse, lane=lane.name,
-                               lock_sha256=lock_sha256)
+        return houses.localize(lock, house, wheelhouse, lane=lane.name, lock_sha256=lock_sha256)
     except ConfigError as exc:
         raise BuildError(str(exc)) from None
 
@@ -331,7 +419,11 @@ def _full_env_info(path: Path, lock: dict) -> dict | None:
     interpreter's version; None where the layout is not the one uv makes on POSIX.
     """
     try:
-        config = dict(line.split(" = ", 1) for line in (path / "pyvenv.cfg").read_text().splitlines() if " = " in line)
+        config = dict(
+            line.split(" = ", 1)
+            for line in (path / "pyvenv.cfg").read_text().splitlines()
+            if " = " in line
+        )
     except OSError:
         return None
     version = config.get("version_info", "")
@@ -340,7 +432,12 @@ def _full_env_info(path: Path, lock: dict) -> dict | None:
         return None
     # A package whose marker does not hold here was not installed: judge markers as the venv would.
     packages = envcheck.expected_versions(lock, version)
-    return {"python": version, "purelib": str(purelib), "platlib": str(purelib), "packages": packages}
+    return {
+        "python": version,
+        "purelib": str(purelib),
+        "platlib": str(purelib),
+        "packages": packages,
+    }
 
 
 def _read_state(path: Path) -> dict:

@@ -27,22 +27,36 @@ import subprocess
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterator
 
 from packaging.utils import canonicalize_name
 
-from retire.runs import envs
-from retire.locks import locking
 from retire.core import childenv, times, uv
 from retire.core.errors import ConfigError
+from retire.evidence.validation import (
+    FAILING,
+    FAULTED,
+    FIXED,
+    Mode,
+    RunOutcome,
+    ShimOutcome,
+    ValidationRecord,
+)
 from retire.lanes.model import Lane
-from retire.runs.launcher import ISOLATIONS, PROTOCOL_MODULES, Launcher, common_environment, preload_of
+from retire.locks import locking
+from retire.runs import envs
+from retire.runs.launcher import (
+    ISOLATIONS,
+    PROTOCOL_MODULES,
+    Launcher,
+    common_environment,
+    preload_of,
+)
 from retire.runs.reaper import REAPER
 from retire.runs.reproduce import child_environment, run_reproducer
-from retire.evidence.validation import FAILING, FAULTED, FIXED, Mode, RunOutcome, ShimOutcome, ValidationRecord
 from shims.manifest import ShimManifest
 
 
@@ -50,7 +64,8 @@ from shims.manifest import ShimManifest
 class ShimRun:
     lane: str
     shim: str
-    outcome: str  # a ShimOutcome
+    # a ShimOutcome
+    outcome: str
     why: str
     without: ValidationRecord | None = None
     with_shim: ValidationRecord | None = None
@@ -63,26 +78,34 @@ class ShimRun:
 @dataclass(frozen=True)
 class LaneRun:
     lane: str
-    status: str  # ran | skipped | build-failed
-    planned: tuple[str, ...] = ()  # the lane's shims, whether or not they ran
+    # ran | skipped | build-failed
+    status: str
+    # the lane's shims, whether or not they ran
+    planned: tuple[str, ...] = ()
     why: str = ""
     detail: str = ""
     env: envs.LaneEnv | None = None
     shims: tuple[ShimRun, ...] = ()
     seconds: float = 0.0
-    isolation: str = "process"  # how its reproducers ran: process | launcher (see --isolation)
-    note: str = ""  # why a launcher lane fell back to process isolation
+    # how its reproducers ran: process | launcher (see --isolation)
+    isolation: str = "process"
+    # why a launcher lane fell back to process isolation
+    note: str = ""
 
     @property
     def failed(self) -> bool:
         return self.status == "build-failed" or any(s.outcome in FAILING for s in self.shims)
 
 
-def judge(without: ValidationRecord | None, with_shim: ValidationRecord | None) -> tuple[ShimOutcome, str]:
+def judge(
+    without: ValidationRecord | None, with_shim: ValidationRecord | None
+) -> tuple[ShimOutcome, str]:
     """One outcome (and why) from the two modes' records. Pure."""
     for record in (without, with_shim):
         if record is not None and record.outcome in FAULTED:
-            return ShimOutcome(record.outcome), f"{record.mode} shim: {record.detail or record.outcome}"
+            return ShimOutcome(
+                record.outcome
+            ), f"{record.mode} shim: {record.detail or record.outcome}"
     if without is None:
         return ShimOutcome.CRASHED, "the reproducer did not run"
     if without.outcome == RunOutcome.SKIPPED:
@@ -91,7 +114,10 @@ def judge(without: ValidationRecord | None, with_shim: ValidationRecord | None) 
             reason += f"; with the shim: {with_shim.sentinel} (the mitigation is in effect)"
         return ShimOutcome.SKIPPED, reason
     if without.outcome in FIXED:
-        return ShimOutcome.UPSTREAM_FIXED, "the bug does not reproduce without the shim: a retirement candidate"
+        return (
+            ShimOutcome.UPSTREAM_FIXED,
+            "the bug does not reproduce without the shim: a retirement candidate",
+        )
     # without: the bug reproduced
     if with_shim is None:
         return ShimOutcome.CRASHED, "the with-shim run is missing"
@@ -128,25 +154,40 @@ class Host:
 class RunOptions:
     locks_dir: Path
     envs_dir: Path
-    overlay: str | None = None  # base interpreter of a GPU image: build overlay lanes on it
-    timeout: float | None = None  # per reproducer; default: each manifest's own
-    run_id: str = field(default_factory=lambda: times.now().strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6])
+    # base interpreter of a GPU image: build overlay lanes on it
+    overlay: str | None = None
+    # per reproducer; default: each manifest's own
+    timeout: float | None = None
+    run_id: str = field(
+        default_factory=lambda: times.now().strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
+    )
     host: Host | None = None
-    heartbeat_s: float = 20.0  # a reproducer still running says so this often (0: never)
-    live: bool = False  # show uv's progress while building (a terminal, one lane at a time)
-    wheelhouse: Path | None = None  # build from this folder only: no index, no network (docs/offline.md)
-    mirrors: object = None  # a MirrorSet: where lane revisions install from on this host
-    isolation: str | None = None  # process | launcher; None: launcher where the lane's shims declare preloads
+    # a reproducer still running says so this often (0: never)
+    heartbeat_s: float = 20.0
+    # show uv's progress while building (a terminal, one lane at a time)
+    live: bool = False
+    # build from this folder only: no index, no network (docs/offline.md)
+    wheelhouse: Path | None = None
+    # a MirrorSet: where lane revisions install from on this host
+    mirrors: object = None
+    # process | launcher; None: launcher where the lane's shims declare preloads
+    isolation: str | None = None
     # Called with each record as soon as it is made (the command appends it to the manifest), so
     # an interrupted run keeps everything that finished.
     on_record: Callable[[ValidationRecord], None] | None = field(default=None, compare=False)
 
 
-Progress = Callable[[str, str], None]  # (lane, message)
+# (lane, message)
+Progress = Callable[[str, str], None]
 
 
-def reproducer_env(lane: Lane, manifests: dict[str, ShimManifest], shim: str, mode: str,
-                   base: dict[str, str] | None = None) -> dict[str, str]:
+def reproducer_env(
+    lane: Lane,
+    manifests: dict[str, ShimManifest],
+    shim: str,
+    mode: str,
+    base: dict[str, str] | None = None,
+) -> dict[str, str]:
     """The environment a reproducer runs in: the lane's variables and its env-constraint shims'.
 
     Without-mode leaves out the shim's own constraint: that run must see upstream as it is.
@@ -164,9 +205,17 @@ def reproducer_env(lane: Lane, manifests: dict[str, ShimManifest], shim: str, mo
 
 
 def _environment_facts(env: envs.LaneEnv, manifest: ShimManifest, lock_digest: str | None) -> dict:
-    wanted = {str(canonicalize_name(n)) for n in (manifest.target.distribution, *manifest.reproducer.packages) if n}
-    facts: dict = {"kind": env.kind, "python": env.python_version, "lock": lock_digest,
-                   "installed": {n: env.installed.get(n) for n in sorted(wanted)}}
+    wanted = {
+        str(canonicalize_name(n))
+        for n in (manifest.target.distribution, *manifest.reproducer.packages)
+        if n
+    }
+    facts: dict = {
+        "kind": env.kind,
+        "python": env.python_version,
+        "lock": lock_digest,
+        "installed": {n: env.installed.get(n) for n in sorted(wanted)},
+    }
     if env.kind == "overlay":
         facts["base"] = {n: env.base.get(n) for n in sorted(wanted)}
         facts["base_python"] = env.base_python
@@ -195,8 +244,12 @@ def heartbeat(say: Callable[[str], None], label: str, every: float) -> Iterator[
         thread.join()
 
 
-def run_lane(lane: Lane, manifests: dict[str, ShimManifest], options: RunOptions,
-             progress: Progress = lambda lane, msg: None) -> LaneRun:
+def run_lane(
+    lane: Lane,
+    manifests: dict[str, ShimManifest],
+    options: RunOptions,
+    progress: Progress = lambda lane, msg: None,
+) -> LaneRun:
     """Build one lane and run its shims. Never raises for the lane's own failures."""
     started = time.monotonic()
     host = options.host or Host.detect()
@@ -204,27 +257,61 @@ def run_lane(lane: Lane, manifests: dict[str, ShimManifest], options: RunOptions
     if lane.needs_cuda and not host.cuda and not options.overlay:
         why = f"lane needs a CUDA host ({host.description})"
         progress(lane.name, f"skipped: {why}")
-        return LaneRun(lane.name, "skipped", lane.shims, why,
-                       shims=tuple(ShimRun(lane.name, s, ShimOutcome.SKIPPED, why) for s in lane.shims))
+        return LaneRun(
+            lane.name,
+            "skipped",
+            lane.shims,
+            why,
+            shims=tuple(ShimRun(lane.name, s, ShimOutcome.SKIPPED, why) for s in lane.shims),
+        )
     lock_file = locking.lock_path(options.locks_dir, lane.name)
     state = locking.lock_state(lane, options.locks_dir)
     if not state.current:
-        return LaneRun(lane.name, "build-failed", lane.shims, f"{state.summary}: run `nox -s lock -- {lane.name}`")
+        return LaneRun(
+            lane.name,
+            "build-failed",
+            lane.shims,
+            f"{state.summary}: run `nox -s lock -- {lane.name}`",
+        )
     if missing:
-        return LaneRun(lane.name, "build-failed", lane.shims, f"unknown shims: {', '.join(missing)}")
+        return LaneRun(
+            lane.name, "build-failed", lane.shims, f"unknown shims: {', '.join(missing)}"
+        )
     kind = "overlay on " + options.overlay if options.overlay else "full"
     source = f", files from the wheelhouse {options.wheelhouse} only" if options.wheelhouse else ""
-    progress(lane.name, f"building env ({kind}) from {lock_file.parent.name}/{lock_file.name}{source}")
+    progress(
+        lane.name, f"building env ({kind}) from {lock_file.parent.name}/{lock_file.name}{source}"
+    )
     try:
-        env = envs.build(lane, lock_file, options.envs_dir, overlay=options.overlay, live=options.live,
-                         wheelhouse=options.wheelhouse, mirrors=options.mirrors)
-    except ConfigError as exc:  # a revision whose mirror is not on this host
+        env = envs.build(
+            lane,
+            lock_file,
+            options.envs_dir,
+            overlay=options.overlay,
+            live=options.live,
+            wheelhouse=options.wheelhouse,
+            mirrors=options.mirrors,
+        )
+    # a revision whose mirror is not on this host
+    except ConfigError as exc:
         progress(lane.name, f"build failed: {exc}")
-        return LaneRun(lane.name, "build-failed", lane.shims, str(exc), seconds=time.monotonic() - started)
+        return LaneRun(
+            lane.name, "build-failed", lane.shims, str(exc), seconds=time.monotonic() - started
+        )
     except envs.BuildError as exc:
         progress(lane.name, f"build failed: {exc}")
-        return LaneRun(lane.name, "build-failed", lane.shims, str(exc), exc.detail, seconds=time.monotonic() - started)
-    progress(lane.name, f"env ready: Python {env.python_version}, {len(env.synced)} packages from the lock")
+        return LaneRun(
+            lane.name,
+            "build-failed",
+            lane.shims,
+            str(exc),
+            exc.detail,
+            seconds=time.monotonic() - started,
+        )
+    progress(
+        lane.name,
+        f"env ready: Python {env.python_version}, {len(env.synced)} packages from the lock",
+    )
 
     launcher = _start_launcher(lane, manifests, env, options, progress)
     results = []
@@ -234,33 +321,69 @@ def run_lane(lane: Lane, manifests: dict[str, ShimManifest], options: RunOptions
             records: dict[str, ValidationRecord] = {}
             for mode in Mode:
                 if mode == Mode.WITH and records[Mode.WITHOUT].outcome in FAULTED:
-                    break  # the reproducer is broken: a with-run would say nothing new
-                # A skipped without-run still gets its with-run: an env-constraint or policy shim can
-                # prove its mitigation is in effect on a host where the failure itself cannot happen.
+                    # the reproducer is broken: a with-run would say nothing new
+                    break
+                # A skipped without-run still gets its with-run: an env-constraint or policy shim
+                # can
+                # prove its mitigation is in effect on a host where the failure itself cannot
+                # happen.
                 run_env = reproducer_env(lane, manifests, shim, mode)
-                with heartbeat(lambda line: progress(lane.name, line), f"{shim} {mode} shim", options.heartbeat_s):
+                with heartbeat(
+                    lambda line: progress(lane.name, line),
+                    f"{shim} {mode} shim",
+                    options.heartbeat_s,
+                ):
                     if launcher is not None:
-                        record = launcher.run(manifest, mode, lane=lane.name, timeout=options.timeout, env=run_env)
+                        record = launcher.run(
+                            manifest, mode, lane=lane.name, timeout=options.timeout, env=run_env
+                        )
                     else:
-                        record = run_reproducer(manifest, mode, python=env.python, lane=lane.name,
-                                                timeout=options.timeout, env=run_env)
-                record = _with_context(record, options.run_id, _environment_facts(env, manifest, lane.digest))
+                        record = run_reproducer(
+                            manifest,
+                            mode,
+                            python=env.python,
+                            lane=lane.name,
+                            timeout=options.timeout,
+                            env=run_env,
+                        )
+                record = _with_context(
+                    record, options.run_id, _environment_facts(env, manifest, lane.digest)
+                )
                 records[mode] = record
                 if options.on_record is not None:
                     options.on_record(record)
-                progress(lane.name, f"{shim} {mode} shim: {record.sentinel or record.outcome} ({record.duration_s:.1f}s)")
+                progress(
+                    lane.name,
+                    f"{shim} {mode} shim: {record.sentinel or record.outcome} ({record.duration_s:.1f}s)",
+                )
             outcome, why = judge(records.get(Mode.WITHOUT), records.get(Mode.WITH))
-            results.append(ShimRun(lane.name, shim, outcome, why, records.get(Mode.WITHOUT), records.get(Mode.WITH)))
+            results.append(
+                ShimRun(
+                    lane.name, shim, outcome, why, records.get(Mode.WITHOUT), records.get(Mode.WITH)
+                )
+            )
     finally:
         if launcher is not None:
             launcher.close()
-    return LaneRun(lane.name, "ran", lane.shims, env=env, shims=tuple(results), seconds=time.monotonic() - started,
-                   isolation="launcher" if launcher is not None else "process",
-                   note=(launcher.fallback or "") if launcher is not None else "")
+    return LaneRun(
+        lane.name,
+        "ran",
+        lane.shims,
+        env=env,
+        shims=tuple(results),
+        seconds=time.monotonic() - started,
+        isolation="launcher" if launcher is not None else "process",
+        note=(launcher.fallback or "") if launcher is not None else "",
+    )
 
 
-def _start_launcher(lane: Lane, manifests: dict[str, ShimManifest], env: envs.LaneEnv, options: RunOptions,
-                    progress: Progress) -> Launcher | None:
+def _start_launcher(
+    lane: Lane,
+    manifests: dict[str, ShimManifest],
+    env: envs.LaneEnv,
+    options: RunOptions,
+    progress: Progress,
+) -> Launcher | None:
     """The lane's fork server, when this lane runs under launcher isolation (else None)."""
     planned = [manifests[shim] for shim in lane.shims]
     preload = preload_of(planned)
@@ -271,17 +394,30 @@ def _start_launcher(lane: Lane, manifests: dict[str, ShimManifest], env: envs.La
         return None
     # Its imports see only what every run's environment shares: a variable one shim's runs set
     # reaches those runs alone (after the preload; see docs/commands.md, Isolation).
-    shared = common_environment(child_environment(manifests[shim], reproducer_env(lane, manifests, shim, mode))
-                                for shim in lane.shims for mode in Mode)
-    launcher = Launcher(env.python, preload, shared,
-                        targets=[m.target.module for m in planned], say=lambda line: progress(lane.name, line))
+    shared = common_environment(
+        child_environment(manifests[shim], reproducer_env(lane, manifests, shim, mode))
+        for shim in lane.shims
+        for mode in Mode
+    )
+    launcher = Launcher(
+        env.python,
+        preload,
+        shared,
+        targets=[m.target.module for m in planned],
+        say=lambda line: progress(lane.name, line),
+    )
     if launcher.alive:
         failed = "".join(f"; {name} not preloaded ({why})" for name, why in launcher.failed.items())
-        if launcher.targets_loaded:  # a with-shim run patches these after import (shims.activate does)
+        # a with-shim run patches these after import (shims.activate does)
+        if launcher.targets_loaded:
             failed += f"; shim targets it imported: {', '.join(launcher.targets_loaded)}"
-        if launcher.threads > 1:  # e.g. a native pool started at import: forks carry only the main thread
+        # e.g. a native pool started at import: forks carry only the main thread
+        if launcher.threads > 1:
             failed += f"; {launcher.threads} native threads at fork"
-        progress(lane.name, f"launcher: imported {', '.join([m for m in launcher.preloaded if m not in PROTOCOL_MODULES])} once in {launcher.startup_s:.1f}s{failed}")
+        progress(
+            lane.name,
+            f"launcher: imported {', '.join([m for m in launcher.preloaded if m not in PROTOCOL_MODULES])} once in {launcher.startup_s:.1f}s{failed}",
+        )
     return launcher
 
 
@@ -289,8 +425,14 @@ def _with_context(record: ValidationRecord, run_id: str, environment: dict) -> V
     return replace(record, run=run_id, environment=environment)
 
 
-def run_lanes(lanes: list[Lane], manifests: dict[str, ShimManifest], options: RunOptions, *,
-              jobs: int = 1, progress: Progress | None = None) -> list[LaneRun]:
+def run_lanes(
+    lanes: list[Lane],
+    manifests: dict[str, ShimManifest],
+    options: RunOptions,
+    *,
+    jobs: int = 1,
+    progress: Progress | None = None,
+) -> list[LaneRun]:
     """Run lanes, ``jobs`` at a time; results in lane order, each lane independent of the others."""
     lock = threading.Lock()
     began = time.monotonic()
@@ -302,21 +444,26 @@ def run_lanes(lanes: list[Lane], manifests: dict[str, ShimManifest], options: Ru
             progress(lane, f"{time.monotonic() - began:6.1f}s  {message}")
 
     if options.host is None:
-        options = replace(options, host=Host.detect())  # detect once, not per lane
-    REAPER.ensure_guard()  # from here on, even this process's death leaves nothing running
+        # detect once, not per lane
+        options = replace(options, host=Host.detect())
+    # from here on, even this process's death leaves nothing running
+    REAPER.ensure_guard()
     pool = ThreadPoolExecutor(max_workers=max(1, jobs))
     try:
         return list(pool.map(lambda lane: run_lane(lane, manifests, options, say), lanes))
-    except BaseException:  # Ctrl-C, SIGTERM: kill every reproducer tree now, not at its timeout
+    # Ctrl-C, SIGTERM: kill every reproducer tree now, not at its timeout
+    except BaseException:
         while True:
             try:
                 REAPER.stop()
                 break
-            except KeyboardInterrupt:  # a second Ctrl-C must not cut the stop short
+            # a second Ctrl-C must not cut the stop short
+            except KeyboardInterrupt:
                 continue
         raise
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)  # prompt: the workers' reproducers are dead
+        # prompt: the workers' reproducers are dead
+        pool.shutdown(wait=True, cancel_futures=True)
         REAPER.resume()
 
 
@@ -331,7 +478,9 @@ def summary_table(runs: list[LaneRun]) -> str:
     for shim in shims:
         row = []
         for run, col in zip(runs, cols):
-            word = cell.get((run.lane, shim)) or ("build-failed" if run.status == "build-failed" else "")
+            word = cell.get((run.lane, shim)) or (
+                "build-failed" if run.status == "build-failed" else ""
+            )
             row.append((word if shim in run.planned else "-").ljust(col))
         lines.append(shim.ljust(width) + "  " + "  ".join(row))
     for run in runs:
@@ -342,13 +491,29 @@ def summary_table(runs: list[LaneRun]) -> str:
 
 def to_summary(run: LaneRun) -> dict:
     """What a lane run leaves for the cross-lane summary (JSON-able)."""
-    return {"lane": run.lane, "status": run.status, "why": run.why, "planned": list(run.planned),
-            "seconds": round(run.seconds, 2), "isolation": run.isolation, "note": run.note,
-            "shims": [{"shim": s.shim, "outcome": s.outcome, "why": s.why} for s in run.shims]}
+    return {
+        "lane": run.lane,
+        "status": run.status,
+        "why": run.why,
+        "planned": list(run.planned),
+        "seconds": round(run.seconds, 2),
+        "isolation": run.isolation,
+        "note": run.note,
+        "shims": [{"shim": s.shim, "outcome": s.outcome, "why": s.why} for s in run.shims],
+    }
 
 
 def from_summary(data: dict) -> LaneRun:
-    return LaneRun(data["lane"], data["status"], tuple(data.get("planned", ())), data.get("why", ""),
-                   shims=tuple(ShimRun(data["lane"], s["shim"], ShimOutcome(s["outcome"]), s.get("why", "")) for s in data.get("shims", [])),
-                   seconds=data.get("seconds", 0.0), isolation=data.get("isolation", "process"),
-                   note=data.get("note", ""))
+    return LaneRun(
+        data["lane"],
+        data["status"],
+        tuple(data.get("planned", ())),
+        data.get("why", ""),
+        shims=tuple(
+            ShimRun(data["lane"], s["shim"], ShimOutcome(s["outcome"]), s.get("why", ""))
+            for s in data.get("shims", [])
+        ),
+        seconds=data.get("seconds", 0.0),
+        isolation=data.get("isolation", "process"),
+        note=data.get("note", ""),
+    )

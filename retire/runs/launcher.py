@@ -25,13 +25,18 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from shims.forked import kill_group
-from shims.manifest import ShimManifest
-
 from retire.core import times
 from retire.evidence.validation import ValidationRecord
 from retire.runs.reaper import REAPER, TOKEN_ENV
-from retire.runs.reproduce import finished_run, prepare_run, reproducer_file, run_reproducer, runtime_path
+from retire.runs.reproduce import (
+    finished_run,
+    prepare_run,
+    reproducer_file,
+    run_reproducer,
+    runtime_path,
+)
+from shims.forked import kill_group
+from shims.manifest import ShimManifest
 
 __all__ = ["ISOLATIONS", "PROTOCOL_MODULES", "Launcher", "common_environment", "preload_of"]
 
@@ -52,7 +57,9 @@ class _Died(Exception):
 
 def preload_of(manifests: Iterable[ShimManifest]) -> tuple[str, ...]:
     """What a launcher for these shims imports: their reproducers' ``preload`` lists, in order."""
-    return tuple(dict.fromkeys(module for manifest in manifests for module in manifest.reproducer.preload))
+    return tuple(
+        dict.fromkeys(module for manifest in manifests for module in manifest.reproducer.preload)
+    )
 
 
 def common_environment(environments: Iterable[Mapping[str, str]]) -> dict[str, str]:
@@ -62,7 +69,11 @@ def common_environment(environments: Iterable[Mapping[str, str]]) -> dict[str, s
     if not environments:
         return {}
     first, rest = environments[0], environments[1:]
-    return {name: value for name, value in first.items() if all(other.get(name) == value for other in rest)}
+    return {
+        name: value
+        for name, value in first.items()
+        if all(other.get(name) == value for other in rest)
+    }
 
 
 class Launcher:
@@ -101,17 +112,32 @@ class Launcher:
         self._marker: str | None = None
         env = dict(env)
         # The runtime alone (``shims.launcher`` is part of it), as a reproducer gets it.
-        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(
-            p for p in (runtime_path(), *env.get("PYTHONPATH", "").split(os.pathsep)) if p))
-        command = [self.python, "-m", "shims.launcher", "--preload", ",".join(self.preload),
-                   "--targets", ",".join(dict.fromkeys(targets))]
+        env["PYTHONPATH"] = os.pathsep.join(
+            dict.fromkeys(
+                p for p in (runtime_path(), *env.get("PYTHONPATH", "").split(os.pathsep)) if p
+            )
+        )
+        command = [
+            self.python,
+            "-m",
+            "shims.launcher",
+            "--preload",
+            ",".join(self.preload),
+            "--targets",
+            ",".join(dict.fromkeys(targets)),
+        ]
         began = time.monotonic()
         try:
             with open(self._dir / "launcher.err", "wb") as errors:
                 # Marked like a reproducer: every fork inherits the marker, so a stop, a timeout or
-                # this process's death reaches the launcher and all its children (retire.runs.reaper).
+                # this process's death reaches the launcher and all its children
+                # (retire.runs.reaper).
                 self._process = REAPER.spawn(
-                    command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors,
+                    command,
+                    env=env,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=errors,
                     cwd=os.fspath(cwd) if cwd is not None else None,
                 )
         except OSError as exc:
@@ -131,7 +157,8 @@ class Launcher:
         self.preloaded = tuple(ready.get("preloaded", ()))
         self.failed = dict(ready.get("failed", {}))
         self.targets_loaded = tuple(ready.get("targets_loaded", ()))
-        self.threads = int(ready.get("threads") or 0)  # native threads at fork time (only the forking one survives)
+        # native threads at fork time (only the forking one survives)
+        self.threads = int(ready.get("threads") or 0)
         self.startup_s = time.monotonic() - began
 
     @property
@@ -157,16 +184,25 @@ class Launcher:
         """
         fallback_python = python if python is not None else self.python
         if self.fallback is not None:
-            return run_reproducer(manifest, mode, python=fallback_python, env=env, lane=lane, timeout=timeout, cwd=cwd)
+            return run_reproducer(
+                manifest, mode, python=fallback_python, env=env, lane=lane, timeout=timeout, cwd=cwd
+            )
         mode, limit, child_env = prepare_run(manifest, mode, env, timeout)
         self._next_id += 1
         number = self._next_id
         out, err = self._dir / f"{number}.out", self._dir / f"{number}.err"
         run_env = child_env if self._marker is None else {**child_env, TOKEN_ENV: self._marker}
-        request = {"id": number, "path": os.fspath(reproducer_file(manifest).resolve()), "args": ["--mode", str(mode)],
-                   "env": run_env, "cwd": os.fspath(Path(cwd).resolve()) if cwd is not None else os.getcwd(),
-                   "stdout": str(out), "stderr": str(err), "timeout": limit,
-                   "sys_path_first": [os.fspath(p) for p in sys_path_first]}
+        request = {
+            "id": number,
+            "path": os.fspath(reproducer_file(manifest).resolve()),
+            "args": ["--mode", str(mode)],
+            "env": run_env,
+            "cwd": os.fspath(Path(cwd).resolve()) if cwd is not None else os.getcwd(),
+            "stdout": str(out),
+            "stderr": str(err),
+            "timeout": limit,
+            "sys_path_first": [os.fspath(p) for p in sys_path_first],
+        }
         started_at = times.now().isoformat(timespec="microseconds")
         began = time.monotonic()
         pid = None
@@ -177,8 +213,11 @@ class Launcher:
         except _Died as exc:
             kill_group(pid)
             self.fall_back(f"the launcher died during {manifest.id} {mode} ({exc})")
-            return run_reproducer(manifest, mode, python=fallback_python, env=env, lane=lane, timeout=timeout, cwd=cwd)
-        except BaseException:  # Ctrl-C: nothing this launcher started outlives us
+            return run_reproducer(
+                manifest, mode, python=fallback_python, env=env, lane=lane, timeout=timeout, cwd=cwd
+            )
+        # Ctrl-C: nothing this launcher started outlives us
+        except BaseException:
             kill_group(pid)
             self.close()
             raise
@@ -188,8 +227,18 @@ class Launcher:
         finally:
             out.unlink(missing_ok=True)
             err.unlink(missing_ok=True)
-        return finished_run(manifest, mode, lane, started_at, began, stdout, stderr, done["exit"],
-                            timed_out=bool(done.get("timed_out")), limit=limit)
+        return finished_run(
+            manifest,
+            mode,
+            lane,
+            started_at,
+            began,
+            stdout,
+            stderr,
+            done["exit"],
+            timed_out=bool(done.get("timed_out")),
+            limit=limit,
+        )
 
     def close(self) -> None:
         """Stop the launcher (closing its stdin ends it) and remove its scratch files."""
@@ -200,10 +249,12 @@ class Launcher:
                     process.stdin.close()
                 process.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired):
-                pass  # REAPER.finish kills it
+                # REAPER.finish kills it
+                pass
             if process.stdout is not None:
                 process.stdout.close()
-            REAPER.finish(process)  # it, and whatever a child left running, in its session or out of it
+            # it, and whatever a child left running, in its session or out of it
+            REAPER.finish(process)
         shutil.rmtree(self._dir, ignore_errors=True)
 
     def __enter__(self) -> Launcher:
@@ -217,10 +268,13 @@ class Launcher:
         (with the launcher's last line of stderr, if it printed one)."""
         errors = self._stderr_tail()
         self.fallback = why + (f"; its stderr ends: {errors}" if errors else "")
-        self.say(f"{self.fallback}; the remaining runs use one interpreter each (--isolation process)")
+        self.say(
+            f"{self.fallback}; the remaining runs use one interpreter each (--isolation process)"
+        )
         process, self._process = self._process, None
         if process is not None:
-            REAPER.finish(process)  # its group and what it left carrying its marker; no longer tracked
+            # its group and what it left carrying its marker; no longer tracked
+            REAPER.finish(process)
             for pipe in (process.stdin, process.stdout):
                 if pipe is not None:
                     try:
@@ -275,4 +329,3 @@ class Launcher:
         if not isinstance(reply, dict):
             raise _Died(f"it answered {line[:80]!r}")
         return reply
-

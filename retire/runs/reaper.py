@@ -36,7 +36,15 @@ from pathlib import Path
 
 from retire.core.childenv import RUN_TOKEN, RUN_TOKEN_ENV
 
-__all__ = ["REAPER", "TOKEN_ENV", "Reaper", "Stopped", "kill_marked", "marked_pids", "terminate_on_sigterm"]
+__all__ = [
+    "REAPER",
+    "TOKEN_ENV",
+    "Reaper",
+    "Stopped",
+    "kill_marked",
+    "marked_pids",
+    "terminate_on_sigterm",
+]
 
 TOKEN_ENV = RUN_TOKEN_ENV
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]
@@ -53,7 +61,8 @@ def marked_pids(marker: str, *, prefix: bool = False) -> list[int]:
     own = os.getpid()
     try:
         entries = os.listdir("/proc")
-    except OSError:  # not Linux: process groups are all there is
+    # not Linux: process groups are all there is
+    except OSError:
         return []
     for entry in entries:
         if not entry.isdigit() or int(entry) == own:
@@ -61,7 +70,8 @@ def marked_pids(marker: str, *, prefix: bool = False) -> list[int]:
         try:
             with open(f"/proc/{entry}/environ", "rb") as handle:
                 environ = b"\0" + handle.read() + b"\0"
-        except OSError:  # gone, or another user's
+        # gone, or another user's
+        except OSError:
             continue
         if needle in environ:
             found.append(int(entry))
@@ -76,13 +86,17 @@ def kill_marked(marker: str, *, prefix: bool = False, rounds: int = 50) -> int:
         if not pids:
             break
         for pid in pids:
-            for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+            for kill in (
+                lambda: os.killpg(pid, signal.SIGKILL),
+                lambda: os.kill(pid, signal.SIGKILL),
+            ):
                 try:
                     kill()
                 except (ProcessLookupError, PermissionError):
                     pass
             killed.add(pid)
-        time.sleep(0.01)  # a zombie's environ reads empty: the next round sees only the living
+        # a zombie's environ reads empty: the next round sees only the living
+        time.sleep(0.01)
     return len(killed)
 
 
@@ -90,7 +104,8 @@ class Reaper:
     """Starts reproducers marked and in sessions of their own; stops them all on demand."""
 
     def __init__(self) -> None:
-        self.token = RUN_TOKEN  # uv's processes carry it too (retire.core.uv.base_env)
+        # uv's processes carry it too (retire.core.uv.base_env)
+        self.token = RUN_TOKEN
         self._lock = threading.Lock()
         self._live: dict[int, tuple[subprocess.Popen, str]] = {}
         self._count = 0
@@ -102,7 +117,9 @@ class Reaper:
         if self._stopping.is_set():
             raise Stopped()
 
-    def spawn(self, command: Sequence[str], *, env: Mapping[str, str], **popen: object) -> subprocess.Popen:
+    def spawn(
+        self, command: Sequence[str], *, env: Mapping[str, str], **popen: object
+    ) -> subprocess.Popen:
         """``Popen(command)`` in a new session, marked, tracked; :class:`Stopped` when stopping."""
         self.check()
         self.ensure_guard()
@@ -113,7 +130,8 @@ class Reaper:
         process = subprocess.Popen(list(command), env=child_env, start_new_session=True, **popen)  # type: ignore[call-overload]
         with self._lock:
             self._live[process.pid] = (process, marker)
-        if self._stopping.is_set():  # stopped while it started: it must not outlive the stop
+        # stopped while it started: it must not outlive the stop
+        if self._stopping.is_set():
             self.kill(process)
             raise Stopped()
         return process
@@ -143,13 +161,15 @@ class Reaper:
         killed, it is waited for and no longer tracked."""
         with self._lock:
             entry = self._live.pop(process.pid, None)
-        if process.poll() is None:  # not yet waited for, so its group id cannot have been reused
+        # not yet waited for, so its group id cannot have been reused
+        if process.poll() is None:
             try:
                 os.killpg(process.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 process.kill()
             process.wait()
-        if entry is not None:  # what it left running, in its group or out of it, carries its marker
+        # what it left running, in its group or out of it, carries its marker
+        if entry is not None:
             kill_marked(entry[1])
 
     def stop(self) -> None:
@@ -177,11 +197,16 @@ class Reaper:
             env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(_PACKAGE_ROOT)}
             try:
                 self._guard = subprocess.Popen(
-                    [sys.executable, "-m", "retire.runs.reaper", self.token], stdin=subprocess.PIPE,
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True,
+                    [sys.executable, "-m", "retire.runs.reaper", self.token],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    env=env,
+                    start_new_session=True,
                 )
             except OSError:
-                self._guard = None  # no guard: SIGTERM and Ctrl-C are still handled in-process
+                # no guard: SIGTERM and Ctrl-C are still handled in-process
+                self._guard = None
 
 
 REAPER = Reaper()
@@ -198,7 +223,7 @@ def terminate_on_sigterm():
             yield
             return
 
-        def interrupt(signum, frame):  # noqa: ARG001 - signal's signature
+        def interrupt(signum, frame):
             raise KeyboardInterrupt(signal.Signals(signum).name)
 
         previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}

@@ -16,14 +16,20 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from shims.manifest import ROOTS_ENV, RUNTIME_DIR, ShimManifest
-from shims.reproducer import Mode, Sentinel, exit_code_for, parse_output
-
 from retire.core import childenv, secrets, times
 from retire.evidence.validation import MODES, RunOutcome, ValidationRecord
 from retire.runs.reaper import REAPER
+from shims.manifest import ROOTS_ENV, RUNTIME_DIR, ShimManifest
+from shims.reproducer import Mode, Sentinel, exit_code_for, parse_output
 
-__all__ = ["OUTPUT_TAIL_CHARS", "child_environment", "classify", "finished_run", "prepare_run", "run_reproducer"]
+__all__ = [
+    "OUTPUT_TAIL_CHARS",
+    "child_environment",
+    "classify",
+    "finished_run",
+    "prepare_run",
+    "run_reproducer",
+]
 
 #: How much of the output a record keeps (the end is where tracebacks and sentinels are).
 OUTPUT_TAIL_CHARS = 4000
@@ -34,6 +40,8 @@ _OUTCOME_OF = {
     Sentinel.MEMORY_SAVE_VERIFIED: RunOutcome.MEMORY_SAVE_VERIFIED,
     Sentinel.SKIPPED: RunOutcome.SKIPPED,
 }
+
+
 def runtime_path() -> str:
     """A folder holding the runtime alone (``shims``, a link to :data:`RUNTIME_DIR`), for a
     reproducer's ``PYTHONPATH``: the folder the engine imports it from (an environment's
@@ -48,12 +56,14 @@ def runtime_path() -> str:
     (staging / "shims").symlink_to(RUNTIME_DIR, target_is_directory=True)
     for _attempt in range(2):
         try:
-            os.replace(staging, folder)  # atomic; a concurrent run that got there first wins
+            # atomic; a concurrent run that got there first wins
+            os.replace(staging, folder)
             return str(folder)
         except OSError:
             if link.is_symlink() and link.resolve() == RUNTIME_DIR:
                 break
-            shutil.rmtree(folder, ignore_errors=True)  # a stale or broken folder: replace it once
+            # a stale or broken folder: replace it once
+            shutil.rmtree(folder, ignore_errors=True)
     shutil.rmtree(staging, ignore_errors=True)
     return str(folder)
 
@@ -81,11 +91,28 @@ def run_reproducer(
     began = time.monotonic()
     try:
         # Its own session and a marker its children inherit: a timeout or a stop kills them all.
-        process = REAPER.spawn(command, env=child_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, cwd=os.fspath(cwd) if cwd is not None else None)
+        process = REAPER.spawn(
+            command,
+            env=child_env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=os.fspath(cwd) if cwd is not None else None,
+        )
     except OSError as exc:
-        return _record(manifest, mode, lane, started_at, began, host=None, sentinel=None, outcome=RunOutcome.CRASHED,
-                       exit_code=None, tail="", detail=f"could not start {command[0]}: {exc.strerror or exc}")
+        return _record(
+            manifest,
+            mode,
+            lane,
+            started_at,
+            began,
+            host=None,
+            sentinel=None,
+            outcome=RunOutcome.CRASHED,
+            exit_code=None,
+            tail="",
+            detail=f"could not start {command[0]}: {exc.strerror or exc}",
+        )
 
     timed_out = False
     try:
@@ -93,23 +120,45 @@ def run_reproducer(
             stdout_bytes, stderr_bytes = process.communicate(timeout=limit)
         except subprocess.TimeoutExpired:
             timed_out = True
-            REAPER.kill(process)  # the group, and any grandchild that left it (by its marker)
+            # the group, and any grandchild that left it (by its marker)
+            REAPER.kill(process)
             try:
                 stdout_bytes, stderr_bytes = process.communicate(timeout=10)
-            except subprocess.TimeoutExpired:  # something unmarked holds the pipes
+            # something unmarked holds the pipes
+            except subprocess.TimeoutExpired:
                 stdout_bytes, stderr_bytes = b"", b""
                 process.kill()
                 process.wait()
-        REAPER.check()  # stopped (Ctrl-C, SIGTERM) while it ran: a killed run is no result
+        # stopped (Ctrl-C, SIGTERM) while it ran: a killed run is no result
+        REAPER.check()
     finally:
         REAPER.finish(process)
-    return finished_run(manifest, mode, lane, started_at, began, stdout_bytes, stderr_bytes,
-                        process.returncode, timed_out=timed_out, limit=limit)
+    return finished_run(
+        manifest,
+        mode,
+        lane,
+        started_at,
+        began,
+        stdout_bytes,
+        stderr_bytes,
+        process.returncode,
+        timed_out=timed_out,
+        limit=limit,
+    )
 
 
 def finished_run(
-    manifest: ShimManifest, mode: str, lane: str, started_at: str, began: float,
-    stdout_bytes: bytes, stderr_bytes: bytes, exit_code: int, *, timed_out: bool, limit: float,
+    manifest: ShimManifest,
+    mode: str,
+    lane: str,
+    started_at: str,
+    began: float,
+    stdout_bytes: bytes,
+    stderr_bytes: bytes,
+    exit_code: int,
+    *,
+    timed_out: bool,
+    limit: float,
 ) -> ValidationRecord:
     """The record of a run that ended (or was killed): what any isolation mode hands back.
 
@@ -126,8 +175,19 @@ def finished_run(
     else:
         outcome, detail = classify(host, sentinel, skip_reason, exit_code)
     tail = _tail(stdout, stderr)
-    return _record(manifest, mode, lane, started_at, began, host=host, sentinel=sentinel, outcome=outcome,
-                   exit_code=exit_code, tail=tail, detail=detail)
+    return _record(
+        manifest,
+        mode,
+        lane,
+        started_at,
+        began,
+        host=host,
+        sentinel=sentinel,
+        outcome=outcome,
+        exit_code=exit_code,
+        tail=tail,
+        detail=detail,
+    )
 
 
 def classify(
@@ -138,14 +198,18 @@ def classify(
         return RunOutcome.CRASHED, f"exit code {exit_code} and no single sentinel line"
     expected = exit_code_for(sentinel)
     if exit_code != expected:
-        return RunOutcome.CRASHED, f"printed {sentinel} but exited {exit_code} (the protocol says {expected})"
+        return (
+            RunOutcome.CRASHED,
+            f"printed {sentinel} but exited {exit_code} (the protocol says {expected})",
+        )
     if host is None:
         return RunOutcome.CRASHED, "no PATCHLANE-HOST stamp on the first line"
     return _OUTCOME_OF[sentinel], skip_reason or ""
 
 
-def prepare_run(manifest: ShimManifest, mode: str, env: Mapping[str, str] | None,
-                timeout: float | None) -> tuple[Mode, float, dict[str, str]]:
+def prepare_run(
+    manifest: ShimManifest, mode: str, env: Mapping[str, str] | None, timeout: float | None
+) -> tuple[Mode, float, dict[str, str]]:
     """What a run checks and works out before it starts, in either isolation: the mode (a
     ValueError for anything but "without" or "with"), its time limit (the manifest's unless
     ``timeout`` is given) and its environment (:func:`child_environment`). A reproduce.py linked
@@ -164,13 +228,16 @@ def child_environment(manifest: ShimManifest, env: Mapping[str, str] | None) -> 
     child = childenv.for_reproducer(env)
     # The reproducer imports `shims` from this runtime (lane envs also have it installed), and
     # nothing else of the engine's environment.
-    child["PYTHONPATH"] = os.pathsep.join(p for p in (runtime_path(), child.get("PYTHONPATH", "")) if p)
+    child["PYTHONPATH"] = os.pathsep.join(
+        p for p in (runtime_path(), child.get("PYTHONPATH", "")) if p
+    )
     # The shim's catalogue is named, never implied: activate() in the child finds exactly it.
     root = manifest.directory.resolve().parent
     configured = [p for p in child.get(ROOTS_ENV, "").split(os.pathsep) if p]
     if str(root) not in configured:
         child[ROOTS_ENV] = os.pathsep.join([str(root), *configured])
-    child.setdefault("PYTHONUNBUFFERED", "1")  # keep partial output if it hangs and is killed
+    # keep partial output if it hangs and is killed
+    child.setdefault("PYTHONUNBUFFERED", "1")
     return child
 
 
@@ -180,9 +247,18 @@ def _tail(stdout: str, stderr: str) -> str:
 
 
 def _record(
-    manifest: ShimManifest, mode: str, lane: str, started_at: str, began: float, *,
-    host: Mapping[str, object] | None, sentinel: str | None, outcome: str, exit_code: int | None,
-    tail: str, detail: str,
+    manifest: ShimManifest,
+    mode: str,
+    lane: str,
+    started_at: str,
+    began: float,
+    *,
+    host: Mapping[str, object] | None,
+    sentinel: str | None,
+    outcome: str,
+    exit_code: int | None,
+    tail: str,
+    detail: str,
 ) -> ValidationRecord:
     host = dict(host or {})
     packages = host.get("packages")
@@ -207,4 +283,6 @@ def reproducer_file(manifest: ShimManifest):
     file nor its shim folder may be a symbolic link (:func:`retire.core.project.contained`)."""
     from retire.core.project import contained
 
-    return contained(manifest.directory.parent, manifest.reproducer_path.absolute(), key="reproducer.path")
+    return contained(
+        manifest.directory.parent, manifest.reproducer_path.absolute(), key="reproducer.path"
+    )

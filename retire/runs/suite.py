@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from retire.runs.lanerun import LaneRun, ShimRun
 from retire.evidence.validation import FAULTED, FIXED, RunOutcome, ShimOutcome, ValidationRecord
+from retire.runs.lanerun import LaneRun, ShimRun
 
 
 class ReproducerFailure(Exception):
@@ -24,11 +24,17 @@ class ReproducerFailure(Exception):
 
 
 def _record_text(record: ValidationRecord) -> str:
-    versions = ", ".join(f"{k} {v}" for k, v in sorted(record.versions.items()) if v) or "no versions reported"
-    return (f"{record.shim} ({record.mode} shim) on lane {record.lane}: {record.outcome}"
-            f"{' — ' + record.detail if record.detail else ''}\n"
-            f"  sentinel: {record.sentinel}  exit code: {record.exit_code}  [{versions}]\n"
-            f"  output (tail):\n" + "\n".join("    " + line for line in record.output_tail.splitlines()[-30:]))
+    versions = (
+        ", ".join(f"{k} {v}" for k, v in sorted(record.versions.items()) if v)
+        or "no versions reported"
+    )
+    return (
+        f"{record.shim} ({record.mode} shim) on lane {record.lane}: {record.outcome}"
+        f"{' — ' + record.detail if record.detail else ''}\n"
+        f"  sentinel: {record.sentinel}  exit code: {record.exit_code}  [{versions}]\n"
+        f"  output (tail):\n"
+        + "\n".join("    " + line for line in record.output_tail.splitlines()[-30:])
+    )
 
 
 def _skip(reason: str) -> None:
@@ -41,7 +47,9 @@ def _check_build(run: LaneRun) -> None:
         _skip(run.why)
     if run.status == "build-failed":
         detail = "\n".join("    " + line for line in run.detail.splitlines()[-30:])
-        raise ReproducerFailure(f"lane {run.lane} could not be built: {run.why}" + (f"\n{detail}" if detail else ""))
+        raise ReproducerFailure(
+            f"lane {run.lane} could not be built: {run.why}" + (f"\n{detail}" if detail else "")
+        )
 
 
 def _check_ran(record: ValidationRecord | None, not_run: str) -> ValidationRecord:
@@ -58,7 +66,9 @@ def _check_ran(record: ValidationRecord | None, not_run: str) -> ValidationRecor
 def _check_without(run: ShimRun | None, record: ValidationRecord | None, why: str) -> None:
     record = _check_ran(record, why or "not run")
     if record.outcome in FIXED:
-        pytest.xfail("upstream fixed: the bug no longer reproduces without the shim — a retirement candidate")
+        pytest.xfail(
+            "upstream fixed: the bug no longer reproduces without the shim — a retirement candidate"
+        )
 
 
 def _check_with(run: ShimRun | None, record: ValidationRecord | None, why: str) -> None:
@@ -66,14 +76,20 @@ def _check_with(run: ShimRun | None, record: ValidationRecord | None, why: str) 
     record = _check_ran(record, why or "not run: the without-shim run did not reproduce the bug")
     outcome = run.outcome if run is not None else None
     if outcome == ShimOutcome.SHIM_BROKEN:
-        raise ReproducerFailure("shim broken: the bug still reproduces with the shim applied\n" + _record_text(record))
+        raise ReproducerFailure(
+            "shim broken: the bug still reproduces with the shim applied\n" + _record_text(record)
+        )
     if record.outcome in FIXED:
-        return  # the shim's fix (or a policy shim's mitigation) is in effect
+        # the shim's fix (or a policy shim's mitigation) is in effect
+        return
     if outcome == ShimOutcome.SKIPPED:
         _skip(run.why)
-    if record.outcome == RunOutcome.BUG_REPRODUCED:  # judged upstream-fixed: the without-shim run was clean
-        pytest.xfail("the with-shim run reproduced the bug but the without-shim run did not: "
-                     "the lane counts it as upstream-fixed — look at both runs")
+    # judged upstream-fixed: the without-shim run was clean
+    if record.outcome == RunOutcome.BUG_REPRODUCED:
+        pytest.xfail(
+            "the with-shim run reproduced the bug but the without-shim run did not: "
+            "the lane counts it as upstream-fixed — look at both runs"
+        )
 
 
 class _Item(pytest.Item):
@@ -108,8 +124,14 @@ class _LanePlugin:
     def pytest_collection(self, session):
         items = []
         for run in self.runs:
-            items.append(_item(session, f"lane[{run.lane}]::build", lambda run=run: _check_build(run),
-                               self.locations.get("lanes", Path("lanes"))))
+            items.append(
+                _item(
+                    session,
+                    f"lane[{run.lane}]::build",
+                    lambda run=run: _check_build(run),
+                    self.locations.get("lanes", Path("lanes")),
+                )
+            )
             by_shim = {s.shim: s for s in run.shims}
             for shim in run.planned:
                 result = by_shim.get(shim)
@@ -117,27 +139,54 @@ class _LanePlugin:
                 without = result.without if result else None
                 with_shim = result.with_shim if result else None
                 where = self.locations.get(shim, Path(shim))
-                items.append(_item(session, f"lane[{run.lane}]::{shim}::without-shim",
-                                   lambda s=result, r=without, w=why: _check_without(s, r, w), where))
-                items.append(_item(session, f"lane[{run.lane}]::{shim}::with-shim",
-                                   lambda s=result, r=with_shim, w=why: _check_with(s, r, w), where))
+                items.append(
+                    _item(
+                        session,
+                        f"lane[{run.lane}]::{shim}::without-shim",
+                        lambda s=result, r=without, w=why: _check_without(s, r, w),
+                        where,
+                    )
+                )
+                items.append(
+                    _item(
+                        session,
+                        f"lane[{run.lane}]::{shim}::with-shim",
+                        lambda s=result, r=with_shim, w=why: _check_with(s, r, w),
+                        where,
+                    )
+                )
         session.items = items
         session.testscollected = len(items)
         return True
 
 
-def report(runs: list[LaneRun], locations: dict[str, Path] | None = None, *, verbose: bool = True,
-           colour: bool | None = None) -> int:
+def report(
+    runs: list[LaneRun],
+    locations: dict[str, Path] | None = None,
+    *,
+    verbose: bool = True,
+    colour: bool | None = None,
+) -> int:
     """Print the results as a pytest session; returns pytest's exit code.
 
     ``locations`` maps shim ids (and ``"lanes"``) to the files that skips and failures point at;
     ``colour`` False means plain text even on a terminal (CI, ``NO_COLOR``), None pytest's choice.
     """
     with tempfile.TemporaryDirectory(prefix="patchlane-suite-") as scratch:
-        ini = os.path.join(scratch, "pytest.ini")  # an empty config: the project's own stays out
+        # an empty config: the project's own stays out
+        ini = os.path.join(scratch, "pytest.ini")
         with open(ini, "w", encoding="utf-8") as handle:
             handle.write("[pytest]\n")
-        args = ["-c", ini, "--rootdir", os.getcwd(), "-p", "no:cacheprovider", "-rfExs", "--no-header"]
+        args = [
+            "-c",
+            ini,
+            "--rootdir",
+            os.getcwd(),
+            "-p",
+            "no:cacheprovider",
+            "-rfExs",
+            "--no-header",
+        ]
         args.append("-v" if verbose else "-q")
         if colour is not None:
             args.append(f"--color={'yes' if colour else 'no'}")

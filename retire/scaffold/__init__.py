@@ -23,7 +23,11 @@ _PLACEHOLDER = re.compile(r"@@([A-Z]+)@@")
 
 def template(name: str, **values: str) -> str:
     """The template ``templates/<name>`` with every ``@@KEY@@`` replaced (a missing value is a bug)."""
-    text = resources.files(__name__).joinpath("templates", *name.split("/")).read_text(encoding="utf-8")
+    text = (
+        resources.files(__name__)
+        .joinpath("templates", *name.split("/"))
+        .read_text(encoding="utf-8")
+    )
     return _PLACEHOLDER.sub(lambda m: values[m.group(1).lower()], text)
 
 
@@ -32,8 +36,10 @@ class Plan:
     """What a scaffold writes under ``root``: new files, and edits of files that exist (full new text)."""
 
     root: Path
-    create: dict[str, str] = field(default_factory=dict)  # relative path -> text
-    edit: dict[str, str] = field(default_factory=dict)  # relative path -> new text
+    # relative path -> text
+    create: dict[str, str] = field(default_factory=dict)
+    # relative path -> new text
+    edit: dict[str, str] = field(default_factory=dict)
 
 
 def write(plan: Plan, *, command: str) -> list[str]:
@@ -41,12 +47,19 @@ def write(plan: Plan, *, command: str) -> list[str]:
     root = plan.root.resolve()
     for relative in [*plan.create, *plan.edit]:
         target = (root / relative).resolve()
-        if target != root and root not in target.parents:  # a template or an id can never leave the project
-            raise ConfigError(None, None, f"{relative} is outside {root}", "report this as a patchlane bug")
+        # a template or an id can never leave the project
+        if target != root and root not in target.parents:
+            raise ConfigError(
+                None, None, f"{relative} is outside {root}", "report this as a patchlane bug"
+            )
     existing = [relative for relative in plan.create if (root / relative).exists()]
     if existing:
-        raise ConfigError(str(root / existing[0]), None, f"exists; {command} writes only new files",
-                          "move it aside, or run it in a folder without it")
+        raise ConfigError(
+            str(root / existing[0]),
+            None,
+            f"exists; {command} writes only new files",
+            "move it aside, or run it in a folder without it",
+        )
     for relative, text in {**plan.create, **plan.edit}.items():
         atomic_write(root / relative, text)
     return [*plan.create, *plan.edit]

@@ -39,11 +39,26 @@ def plan_init(root: Path, *, action: str | None = None, python: str | None = Non
     action = action or action_version()
     match = _ACTION_REF.fullmatch(action)
     if match is None:
-        raise ConfigError(None, "--action", f"{action!r} is not owner/repo@ref", "write it like patchlane/patchlane@v0.1.0")
+        raise ConfigError(
+            None,
+            "--action",
+            f"{action!r} is not owner/repo@ref",
+            "write it like patchlane/patchlane@v0.1.0",
+        )
     python = python or f"{sys.version_info.major}.{sys.version_info.minor}"
     if not re.fullmatch(r"3\.[0-9]+", python):
-        raise ConfigError(None, "--python", f"{python!r} is not a Python version", 'write major.minor, e.g. "3.12"')
-    values = {"python": python, "action": action, "repository": f"https://github.com/{match['repo']}", "rev": match["ref"]}
+        raise ConfigError(
+            None,
+            "--python",
+            f"{python!r} is not a Python version",
+            'write major.minor, e.g. "3.12"',
+        )
+    values = {
+        "python": python,
+        "action": action,
+        "repository": f"https://github.com/{match['repo']}",
+        "rev": match["ref"],
+    }
     create = {
         "patchlane.toml": template("project/patchlane.toml"),
         "lanes/cpu.toml": template("project/lanes-cpu.toml", **values),

@@ -24,11 +24,19 @@ __all__ = ["check_id", "plan_shim"]
 def check_id(shim_id: str) -> str:
     """``shim_id`` when it can name a shim: a lowercase identifier that shadows no runtime module."""
     if not SHIM_ID.fullmatch(shim_id) or keyword.iskeyword(shim_id):
-        raise ConfigError(None, "ID", f"{shim_id!r} is not a shim id",
-                          "use a lowercase Python identifier: a letter, then letters, digits and _ (e.g. my_fix)")
+        raise ConfigError(
+            None,
+            "ID",
+            f"{shim_id!r} is not a shim id",
+            "use a lowercase Python identifier: a letter, then letters, digits and _ (e.g. my_fix)",
+        )
     if shim_id in RESERVED_IDS:
-        raise ConfigError(None, "ID", f"{shim_id!r} would shadow the runtime's module shims.{shim_id}",
-                          f"pick another id (reserved: {', '.join(sorted(i for i in RESERVED_IDS if SHIM_ID.fullmatch(i)))})")
+        raise ConfigError(
+            None,
+            "ID",
+            f"{shim_id!r} would shadow the runtime's module shims.{shim_id}",
+            f"pick another id (reserved: {', '.join(sorted(i for i in RESERVED_IDS if SHIM_ID.fullmatch(i)))})",
+        )
     return shim_id
 
 
@@ -41,8 +49,16 @@ def _lane_target(lane) -> str | None:
     return None
 
 
-def plan_shim(project: Project, shim_id: str, *, lanes: list[str], distribution: str | None = None,
-              module: str | None = None, owner: str | None = None, today: _dt.date | None = None) -> Plan:
+def plan_shim(
+    project: Project,
+    shim_id: str,
+    *,
+    lanes: list[str],
+    distribution: str | None = None,
+    module: str | None = None,
+    owner: str | None = None,
+    today: _dt.date | None = None,
+) -> Plan:
     """What ``patchlane shim new`` writes: the shim's files, and each named lane with the id added.
 
     ``lanes`` empty: the project's only lane, when it has exactly one. ``distribution`` defaults to
@@ -61,24 +77,50 @@ def plan_shim(project: Project, shim_id: str, *, lanes: list[str], distribution:
         lanes = [known[0].name]
     unknown = [name for name in lanes if name not in by_name]
     if unknown:
-        raise ConfigError(None, "--lane", f"unknown lane {unknown[0]!r}", f"known lanes: {', '.join(by_name) or 'none'}")
+        raise ConfigError(
+            None,
+            "--lane",
+            f"unknown lane {unknown[0]!r}",
+            f"known lanes: {', '.join(by_name) or 'none'}",
+        )
     chosen = [by_name[name] for name in lanes]
     distribution = distribution or (_lane_target(chosen[0]) if chosen else None)
     if not distribution:
-        raise ConfigError(None, "--distribution", "no target distribution",
-                          "name the distribution that ships the bug, e.g. --distribution megatron-core")
+        raise ConfigError(
+            None,
+            "--distribution",
+            "no target distribution",
+            "name the distribution that ships the bug, e.g. --distribution megatron-core",
+        )
     module = module or re.sub(r"[-.]", "_", distribution).lower()
     if not MODULE_NAME.fullmatch(module):
-        raise ConfigError(None, "--module", f"{module!r} is not a module name", "use a dotted module such as megatron.core")
-    values = {"id": shim_id, "distribution": distribution, "module": module,
-              "owner": (owner or "someone@example.org").replace('"', "'"),
-              "today": (today or _dt.date.today()).isoformat()}
+        raise ConfigError(
+            None,
+            "--module",
+            f"{module!r} is not a module name",
+            "use a dotted module such as megatron.core",
+        )
+    values = {
+        "id": shim_id,
+        "distribution": distribution,
+        "module": module,
+        "owner": (owner or "someone@example.org").replace('"', "'"),
+        "today": (today or _dt.date.today()).isoformat(),
+    }
     base = folder.relative_to(project.root).as_posix()
-    sources = {"manifest.toml": "manifest.toml", "patch.py": "patch.py.tmpl", "reproduce.py": "reproduce.py.tmpl"}
-    create = {f"{base}/{name}": template(f"shim/{source}", **values) for name, source in sources.items()}
+    sources = {
+        "manifest.toml": "manifest.toml",
+        "patch.py": "patch.py.tmpl",
+        "reproduce.py": "reproduce.py.tmpl",
+    }
+    create = {
+        f"{base}/{name}": template(f"shim/{source}", **values) for name, source in sources.items()
+    }
     edit = {}
     for lane in chosen:
         path = project.root / lane.file
-        text = edit.get(path.relative_to(project.root).as_posix()) or path.read_text(encoding="utf-8")
+        text = edit.get(path.relative_to(project.root).as_posix()) or path.read_text(
+            encoding="utf-8"
+        )
         edit[path.relative_to(project.root).as_posix()] = lanedit.add_shim(text, shim_id)
     return Plan(project.root, create, edit)

@@ -53,8 +53,10 @@ def _sync(repository: str) -> str:
 
 def _failure_action(failure: ProbeFailure, *, mirror_of: str | None = None) -> str:
     if failure.probe == "codehost" and mirror_of:
-        return (f"reach the code host (a GITHUB_TOKEN helps with rate limits) or add a mirror of {mirror_of} "
-                "to patchlane.toml and run `patchlane mirrors sync`")
+        return (
+            f"reach the code host (a GITHUB_TOKEN helps with rate limits) or add a mirror of {mirror_of} "
+            "to patchlane.toml and run `patchlane mirrors sync`"
+        )
     if failure.probe == "index":
         return f"make the index reachable from this host: {failure.reason}"
     if failure.probe == "git":
@@ -78,47 +80,92 @@ def _version_floor(condition, ev: ShimEvidence, used) -> ConditionResult:
     releases = ev.releases.get(dist)
     used.add(releases)
     if releases is None:
-        return ConditionResult(kind, UNDECIDED, f"releases of {dist} not probed",
-                               action=f"list {dist} on a lane that carries this shim")
+        return ConditionResult(
+            kind,
+            UNDECIDED,
+            f"releases of {dist} not probed",
+            action=f"list {dist} on a lane that carries this shim",
+        )
     if isinstance(releases, ProbeFailure):
-        return ConditionResult(kind, UNDECIDED, f"releases of {dist}: {releases.reason}", action=_failure_action(releases))
+        return ConditionResult(
+            kind,
+            UNDECIDED,
+            f"releases of {dist}: {releases.reason}",
+            action=_failure_action(releases),
+        )
     inside = releases.matching(condition.version)
     if inside:
         first = inside[0]
-        return ConditionResult(kind, HOLDS, f"{dist} {first.version} released {_day(first.upload_time)} "
-                               f"(inside {condition.version})", floor_text(dist, first.version))
+        return ConditionResult(
+            kind,
+            HOLDS,
+            f"{dist} {first.version} released {_day(first.upload_time)} "
+            f"(inside {condition.version})",
+            floor_text(dist, first.version),
+        )
     newest = releases.latest
-    return ConditionResult(kind, FAILS, f"no release of {dist} inside {condition.version} "
-                           f"(newest {newest.version if newest else 'none'})")
+    return ConditionResult(
+        kind,
+        FAILS,
+        f"no release of {dist} inside {condition.version} "
+        f"(newest {newest.version if newest else 'none'})",
+    )
 
 
-def _released_by_tags(kind: str, subject: str, containment: TagContainment, releases: ReleaseList | ProbeFailure | None,
-                      dist: str, since: _dt.datetime | None) -> ConditionResult:
+def _released_by_tags(
+    kind: str,
+    subject: str,
+    containment: TagContainment,
+    releases: ReleaseList | ProbeFailure | None,
+    dist: str,
+    since: _dt.datetime | None,
+) -> ConditionResult:
     """Whether a release contains ``subject`` (a landed PR's commit, or a fix commit), by the
     mirror's release tags. Saying "in no release yet" needs the index too: without it a mirror
     that is behind looks the same."""
     failure = releases if isinstance(releases, ProbeFailure) else None
     releases = releases if isinstance(releases, ReleaseList) else None
-    installable = (lambda v: True) if releases is None else (lambda v: (r := releases.get(v)) is not None and not r.yanked)
+    installable = (
+        (lambda v: True)
+        if releases is None
+        else (lambda v: (r := releases.get(v)) is not None and not r.yanked)
+    )
     inside = [v for v in containment.released_versions() if installable(v)]
     if inside:
-        return ConditionResult(kind, HOLDS, f"{subject} is in release {inside[0]} (a release tag contains it: "
-                               f"{', '.join(containment.release_tags[:3])})", floor_text(dist, inside[0]))
+        return ConditionResult(
+            kind,
+            HOLDS,
+            f"{subject} is in release {inside[0]} (a release tag contains it: "
+            f"{', '.join(containment.release_tags[:3])})",
+            floor_text(dist, inside[0]),
+        )
     if releases is None:
         reason = failure.reason if failure else "not probed"
-        return ConditionResult(kind, UNDECIDED, f"{subject} is in no release tag of the mirror; releases of {dist}: "
-                               f"{reason} (a mirror that is behind looks the same)",
-                               action=_failure_action(failure) if failure else f"list {dist} on a lane's index")
+        return ConditionResult(
+            kind,
+            UNDECIDED,
+            f"{subject} is in no release tag of the mirror; releases of {dist}: "
+            f"{reason} (a mirror that is behind looks the same)",
+            action=_failure_action(failure) if failure else f"list {dist} on a lane's index",
+        )
     behind = _untagged_releases(containment, releases, since)
     if behind:
-        return ConditionResult(kind, UNDECIDED, f"{subject}; release {behind[0]} has no tag in the mirror of "
-                               f"{containment.repository} (the mirror is behind)", action=_sync(containment.repository))
+        return ConditionResult(
+            kind,
+            UNDECIDED,
+            f"{subject}; release {behind[0]} has no tag in the mirror of "
+            f"{containment.repository} (the mirror is behind)",
+            action=_sync(containment.repository),
+        )
     newest = max(containment.known_versions(), default=None)
-    return ConditionResult(kind, FAILS, f"{subject} is in no release tag yet (newest release tag {newest or 'none'})")
+    return ConditionResult(
+        kind, FAILS, f"{subject} is in no release tag yet (newest release tag {newest or 'none'})"
+    )
 
 
-def _untagged_releases(containment: TagContainment, releases: ReleaseList | None,
-                       since: _dt.datetime | None) -> list[Version]:
+def _untagged_releases(
+    containment: TagContainment, releases: ReleaseList | None, since: _dt.datetime | None
+) -> list[Version]:
     """Releases on the index newer than the mirror knows: newer than every mapped tag, or uploaded
     after ``since`` with no tag. Either means the mirror cannot say "not released"."""
     if releases is None:
@@ -130,7 +177,9 @@ def _untagged_releases(containment: TagContainment, releases: ReleaseList | None
         if release.version in known:
             continue
         newer = newest_tag is None or release.version > newest_tag
-        after = since is not None and release.upload_time is not None and release.upload_time > since
+        after = (
+            since is not None and release.upload_time is not None and release.upload_time > since
+        )
         if newer or after:
             out.append(release.version)
     return out
@@ -147,14 +196,24 @@ def _pr_released(condition, ev: ShimEvidence, used) -> ConditionResult:
         used.add(mirror)
         used.add(releases)
         merged_at = state.merged_at if isinstance(state, PullState) else None
-        return _released_by_tags(kind, f"{mirror.label} landed as {mirror.commit[:12]}", mirror.containment,
-                                 releases, dist, merged_at)
+        return _released_by_tags(
+            kind,
+            f"{mirror.label} landed as {mirror.commit[:12]}",
+            mirror.containment,
+            releases,
+            dist,
+            merged_at,
+        )
 
     # 2. The code host's answer.
     used.add(state)
     if isinstance(state, IssueState):
-        return ConditionResult(kind, UNDECIDED, f"{url} is an issue, not a pull request",
-                               action="point the pr-released condition at the pull request that fixes it")
+        return ConditionResult(
+            kind,
+            UNDECIDED,
+            f"{url} is an issue, not a pull request",
+            action="point the pr-released condition at the pull request that fixes it",
+        )
     if isinstance(state, PullState):
         if not state.merged:
             how = "open" if state.state == "open" else "closed without merging"
@@ -166,51 +225,106 @@ def _pr_released(condition, ev: ShimEvidence, used) -> ConditionResult:
     if isinstance(mirror, ProbeFailure):
         used.add(mirror)
         host = f"; code host: {state.reason}" if isinstance(state, ProbeFailure) else ""
-        return ConditionResult(kind, UNDECIDED, f"{url}: mirror: {mirror.reason}{host}", action=f"repair the mirror: {mirror.reason}")
-    if isinstance(mirror, MirrorPull):  # searched, not landed: not merged yet, or the mirror is behind
+        return ConditionResult(
+            kind,
+            UNDECIDED,
+            f"{url}: mirror: {mirror.reason}{host}",
+            action=f"repair the mirror: {mirror.reason}",
+        )
+    # searched, not landed: not merged yet, or the mirror is behind
+    if isinstance(mirror, MirrorPull):
         used.add(mirror)
-        fresh = f" (its newest commit is from {_day(mirror.newest_commit_at)})" if mirror.newest_commit_at else ""
+        fresh = (
+            f" (its newest commit is from {_day(mirror.newest_commit_at)})"
+            if mirror.newest_commit_at
+            else ""
+        )
         why = f"{mirror.label} has landed on no branch of the mirror of {mirror.repository}{fresh}"
         if isinstance(state, ProbeFailure):
             why += f"; code host: {state.reason}"
-        return ConditionResult(kind, UNDECIDED, why, action=_sync(mirror.repository) + " or reach the code host")
+        return ConditionResult(
+            kind, UNDECIDED, why, action=_sync(mirror.repository) + " or reach the code host"
+        )
     if isinstance(state, ProbeFailure):
-        return ConditionResult(kind, UNDECIDED, f"{url}: {state.reason}", action=_failure_action(state, mirror_of=repository))
-    return ConditionResult(kind, UNDECIDED, f"{url} not probed (only GitHub pull requests are)",
-                           action=f"add a mirror of {repository} to patchlane.toml" if repository else None)
+        return ConditionResult(
+            kind,
+            UNDECIDED,
+            f"{url}: {state.reason}",
+            action=_failure_action(state, mirror_of=repository),
+        )
+    return ConditionResult(
+        kind,
+        UNDECIDED,
+        f"{url} not probed (only GitHub pull requests are)",
+        action=f"add a mirror of {repository} to patchlane.toml" if repository else None,
+    )
 
 
-def _merged_by_code_host(kind: str, state: PullState, dist: str, ev: ShimEvidence, used) -> ConditionResult:
+def _merged_by_code_host(
+    kind: str, state: PullState, dist: str, ev: ShimEvidence, used
+) -> ConditionResult:
     releases = ev.releases.get(dist)
     used.add(releases)
-    containment = ev.tags.get((_repository_of(state.url), state.merge_commit_sha)) if state.merge_commit_sha else None
+    containment = (
+        ev.tags.get((_repository_of(state.url), state.merge_commit_sha))
+        if state.merge_commit_sha
+        else None
+    )
     used.add(containment)
     listed = releases if isinstance(releases, ReleaseList) else None
     if isinstance(containment, TagContainment):
-        return _released_by_tags(kind, f"{state.label} merged as {containment.commit[:12]}", containment, releases,
-                                 dist, state.merged_at)
+        return _released_by_tags(
+            kind,
+            f"{state.label} merged as {containment.commit[:12]}",
+            containment,
+            releases,
+            dist,
+            state.merged_at,
+        )
     if listed is None:
         reason = releases.reason if isinstance(releases, ProbeFailure) else "not probed"
         action = _failure_action(releases) if isinstance(releases, ProbeFailure) else None
-        return ConditionResult(kind, UNDECIDED, f"{state.label} merged; releases of {dist}: {reason}", action=action)
-    if isinstance(containment, ProbeFailure):  # the mirror lacks the merge commit: behind, or the sha is wrong
-        return ConditionResult(kind, UNDECIDED, f"{state.label} merged; {containment.reason}",
-                               action=_sync(_repository_of(state.url)))
+        return ConditionResult(
+            kind, UNDECIDED, f"{state.label} merged; releases of {dist}: {reason}", action=action
+        )
+    # the mirror lacks the merge commit: behind, or the sha is wrong
+    if isinstance(containment, ProbeFailure):
+        return ConditionResult(
+            kind,
+            UNDECIDED,
+            f"{state.label} merged; {containment.reason}",
+            action=_sync(_repository_of(state.url)),
+        )
     if state.merged_at is None:
-        return ConditionResult(kind, UNDECIDED, f"{state.label} merged, but the code host gave no merge time",
-                               action=f"add a mirror of {_repository_of(state.url)} so release tags can decide")
+        return ConditionResult(
+            kind,
+            UNDECIDED,
+            f"{state.label} merged, but the code host gave no merge time",
+            action=f"add a mirror of {_repository_of(state.url)} so release tags can decide",
+        )
     timed = [r for r in listed.available() if r.upload_time is not None]
     if not timed:
-        return ConditionResult(kind, UNDECIDED, f"{state.label} merged; the index {listed.source} gives no upload "
-                               f"times for {dist}, so which release first contains the merge cannot be told by date",
-                               action=f"add a mirror of {_repository_of(state.url)} so release tags can decide")
-    first = _first_release_after(timed, state.merged_at, finals_only=True) or \
-        _first_release_after(timed, state.merged_at, finals_only=False)
+        return ConditionResult(
+            kind,
+            UNDECIDED,
+            f"{state.label} merged; the index {listed.source} gives no upload "
+            f"times for {dist}, so which release first contains the merge cannot be told by date",
+            action=f"add a mirror of {_repository_of(state.url)} so release tags can decide",
+        )
+    first = _first_release_after(timed, state.merged_at, finals_only=True) or _first_release_after(
+        timed, state.merged_at, finals_only=False
+    )
     if first is None:
-        return ConditionResult(kind, FAILS, f"{state.label} merged {_day(state.merged_at)}, no {dist} release since")
-    return ConditionResult(kind, HOLDS, f"{state.label} merged {_day(state.merged_at)}, {dist} {first.version} released "
-                           f"{_day(first.upload_time)} (by upload time: no mirror to check tags)",
-                           floor_text(dist, first.version))
+        return ConditionResult(
+            kind, FAILS, f"{state.label} merged {_day(state.merged_at)}, no {dist} release since"
+        )
+    return ConditionResult(
+        kind,
+        HOLDS,
+        f"{state.label} merged {_day(state.merged_at)}, {dist} {first.version} released "
+        f"{_day(first.upload_time)} (by upload time: no mirror to check tags)",
+        floor_text(dist, first.version),
+    )
 
 
 def _first_release_after(timed, moment: _dt.datetime, *, finals_only: bool):
@@ -231,14 +345,24 @@ def _commit_in_tag(condition, target_dist: str, ev: ShimEvidence, used) -> Condi
     containment = ev.tags.get((condition.repository, condition.commit))
     used.add(containment)
     if containment is None:
-        return ConditionResult(kind, UNDECIDED, f"{condition.repository}@{condition.commit[:12]} not probed",
-                               action=f"add a mirror of {condition.repository} to patchlane.toml")
+        return ConditionResult(
+            kind,
+            UNDECIDED,
+            f"{condition.repository}@{condition.commit[:12]} not probed",
+            action=f"add a mirror of {condition.repository} to patchlane.toml",
+        )
     if isinstance(containment, ProbeFailure):
-        return ConditionResult(kind, UNDECIDED, containment.reason, action=_sync(condition.repository)
-                               if containment.retryable else containment.reason)
+        return ConditionResult(
+            kind,
+            UNDECIDED,
+            containment.reason,
+            action=_sync(condition.repository) if containment.retryable else containment.reason,
+        )
     releases = ev.releases.get(canonicalize_name(target_dist))
     used.add(releases)
-    return _released_by_tags(kind, f"commit {containment.commit[:12]}", containment, releases, target_dist, None)
+    return _released_by_tags(
+        kind, f"commit {containment.commit[:12]}", containment, releases, target_dist, None
+    )
 
 
 def _reproducer_clean(condition, dist: str, ev: ShimEvidence, used) -> ConditionResult:
@@ -247,17 +371,31 @@ def _reproducer_clean(condition, dist: str, ev: ShimEvidence, used) -> Condition
     if ev.execution is None:
         return ConditionResult(kind, UNDECIDED, "execution records not probed")
     if isinstance(ev.execution, ProbeFailure):
-        return ConditionResult(kind, UNDECIDED, ev.execution.reason, action=f"repair the validation manifest: {ev.execution.reason}")
+        return ConditionResult(
+            kind,
+            UNDECIDED,
+            ev.execution.reason,
+            action=f"repair the validation manifest: {ev.execution.reason}",
+        )
     found = first_clean(ev.execution, dist, None)
     state = {"clean": HOLDS, "bug": FAILS, "none": UNDECIDED}[found.state]
-    return ConditionResult(kind, state, found.why, floor_text(dist, found.floor) if found.floor else None,
-                           action=None if state != UNDECIDED else "run the reproducer without the shim where it can run")
+    return ConditionResult(
+        kind,
+        state,
+        found.why,
+        floor_text(dist, found.floor) if found.floor else None,
+        action=None
+        if state != UNDECIDED
+        else "run the reproducer without the shim where it can run",
+    )
 
 
 def _repository_of(url: str) -> str:
     """``https://github.com/o/r`` of a ``…/o/r/pull/N`` URL ('' when it is not one)."""
     parts = url.split("/")
-    return "/".join(parts[:5]) if len(parts) >= 7 and parts[5] in ("pull", "pulls", "issues") else ""
+    return (
+        "/".join(parts[:5]) if len(parts) >= 7 and parts[5] in ("pull", "pulls", "issues") else ""
+    )
 
 
 def combine(mode: str, states: Sequence[ConditionState]) -> ConditionState:

@@ -29,10 +29,13 @@ BUG = RunOutcome.BUG_REPRODUCED
 
 @dataclass(frozen=True)
 class Found:
-    state: str  # clean | bug | none
+    # clean | bug | none
+    state: str
     why: str
-    floor: Version | None = None  # first_clean: the oldest clean version
-    version: Version | None = None  # newest: the version the state is about
+    # first_clean: the oldest clean version
+    floor: Version | None = None
+    # newest: the version the state is about
+    version: Version | None = None
     runs: tuple[ExecutionEvidence, ...] = ()
 
 
@@ -54,44 +57,78 @@ def newest(history: ExecutionHistory, dist: str, locked: Version | None) -> Foun
     if not conclusive:
         return Found("none", "no conclusive run without the shim is recorded")
     versioned = [(v, r) for r in conclusive if (v := r.version(dist)) is not None]
-    if not versioned:  # runs that did not say which version they saw: a bug is still a bug
+    # runs that did not say which version they saw: a bug is still a bug
+    if not versioned:
         bugs = [r for r in conclusive if r.outcome == BUG]
         if bugs and len(bugs) == len(conclusive):
-            return Found("bug", f"BUG_REPRODUCED without the shim ({bugs[-1].where}; {dist} version not recorded)",
-                         runs=tuple(bugs))
+            return Found(
+                "bug",
+                f"BUG_REPRODUCED without the shim ({bugs[-1].where}; {dist} version not recorded)",
+                runs=tuple(bugs),
+            )
         return Found("none", f"the runs did not record which {dist} they saw")
     top = max(v for v, _ in versioned)
     if locked is not None and top < locked:
-        return Found("none", f"no run without the shim on {dist} {locked}, the newest version a lane locks "
-                             f"(newest run: {top})", version=locked)
+        return Found(
+            "none",
+            f"no run without the shim on {dist} {locked}, the newest version a lane locks "
+            f"(newest run: {top})",
+            version=locked,
+        )
     at_top = [r for v, r in versioned if v == top]
     bugs = [r for r in at_top if r.outcome == BUG]
-    if bugs:  # conflicting hosts on one version: the bug wins
-        return Found("bug", f"BUG_REPRODUCED without the shim on {runs_phrase(bugs, dist)}", version=top, runs=tuple(bugs))
-    return Found("clean", f"FIX_VALIDATED without the shim on {runs_phrase(at_top, dist)}", version=top, runs=tuple(at_top))
+    # conflicting hosts on one version: the bug wins
+    if bugs:
+        return Found(
+            "bug",
+            f"BUG_REPRODUCED without the shim on {runs_phrase(bugs, dist)}",
+            version=top,
+            runs=tuple(bugs),
+        )
+    return Found(
+        "clean",
+        f"FIX_VALIDATED without the shim on {runs_phrase(at_top, dist)}",
+        version=top,
+        runs=tuple(at_top),
+    )
 
 
-def at_branch_tip(history: ExecutionHistory, dist: str, tips: Mapping[tuple[str, str], object]) -> Found:
+def at_branch_tip(
+    history: ExecutionHistory, dist: str, tips: Mapping[tuple[str, str], object]
+) -> Found:
     """The state on the newest commit of a followed branch of a mirror, from runs whose ``dist``
     was built from that commit (``tips``: (repository, commit) → :class:`BranchTip`)."""
-    at_tip = [(recorded, tip) for (_, recorded), tip in tips.items() if isinstance(tip, BranchTip) and tip.is_tip]
+    at_tip = [
+        (recorded, tip)
+        for (_, recorded), tip in tips.items()
+        if isinstance(tip, BranchTip) and tip.is_tip
+    ]
     found: list[tuple[ExecutionEvidence, BranchTip]] = []
     for run in _conclusive(history):
         commit = run.revision(dist)
         found += [(run, tip) for recorded, tip in at_tip if commit and recorded == commit]
     if not found:
-        return Found("none", "no conclusive run without the shim on the newest commit of a followed branch")
+        return Found(
+            "none", "no conclusive run without the shim on the newest commit of a followed branch"
+        )
     bugs = [(run, tip) for run, tip in found if run.outcome == BUG]
     state, chosen = ("bug", bugs) if bugs else ("clean", found)
     run, tip = chosen[-1]
     sentinel = "BUG_REPRODUCED" if state == "bug" else "FIX_VALIDATED"
     fresh = f", mirror as of {tip.newest_commit_at.date()}" if tip.newest_commit_at else ""
-    return Found(state, f"{sentinel} without the shim on {runs_phrase([r for r, _ in chosen], dist)}, built from "
-                        f"{tip.commit[:10]}: the newest commit of {', '.join(tip.branches)} in the mirror of "
-                        f"{tip.repository}{fresh}", version=run.version(dist), runs=tuple(r for r, _ in chosen))
+    return Found(
+        state,
+        f"{sentinel} without the shim on {runs_phrase([r for r, _ in chosen], dist)}, built from "
+        f"{tip.commit[:10]}: the newest commit of {', '.join(tip.branches)} in the mirror of "
+        f"{tip.repository}{fresh}",
+        version=run.version(dist),
+        runs=tuple(r for r, _ in chosen),
+    )
 
 
-def first_clean(history: ExecutionHistory, dist: str, floors: Mapping[str, Version] | None) -> Found:
+def first_clean(
+    history: ExecutionHistory, dist: str, floors: Mapping[str, Version] | None
+) -> Found:
     """Clean runs (and no bug) on the versions that matter: with ``floors``, only runs on releases
     inside every floor count (a retirement proposes all of them, so each must have been run);
     without, clean means no run at or above the oldest clean version reproduced the bug."""
@@ -99,24 +136,47 @@ def first_clean(history: ExecutionHistory, dist: str, floors: Mapping[str, Versi
     if not runs:
         return Found("none", "no run of the reproducer without the shim is recorded")
     if floors:
-        runs = [r for r in runs if all((v := r.version(d)) is not None and v >= floor for d, floor in floors.items())]
+        runs = [
+            r
+            for r in runs
+            if all((v := r.version(d)) is not None and v >= floor for d, floor in floors.items())
+        ]
         if not runs:
             wanted = ", ".join(f"{d}>={floor}" for d, floor in sorted(floors.items()))
-            seen = sorted({str(v) for r in history.runs if (v := r.version(dist))}) or ["unrecorded versions"]
-            return Found("none", f"no without-shim run on {wanted} (runs were on {', '.join(seen)})")
+            seen = sorted({str(v) for r in history.runs if (v := r.version(dist))}) or [
+                "unrecorded versions"
+            ]
+            return Found(
+                "none", f"no without-shim run on {wanted} (runs were on {', '.join(seen)})"
+            )
     clean = [r for r in runs if r.outcome in FIXED]
     bug = [r for r in runs if r.outcome == BUG]
     if clean:
         clean_versions = [v for r in clean if (v := r.version(dist)) is not None]
         oldest_clean = min(clean_versions) if clean_versions else None
-        newer_bug = [r for r in bug if floors or oldest_clean is None
-                     or (v := r.version(dist)) is None or v >= oldest_clean]
+        newer_bug = [
+            r
+            for r in bug
+            if floors or oldest_clean is None or (v := r.version(dist)) is None or v >= oldest_clean
+        ]
         if not newer_bug:
-            return Found("clean", f"FIX_VALIDATED without the shim on {runs_phrase(clean, dist)}",
-                         floor=oldest_clean, runs=tuple(clean))
-        return Found("bug", f"BUG_REPRODUCED without the shim on {runs_phrase(newer_bug, dist)}", runs=tuple(newer_bug))
+            return Found(
+                "clean",
+                f"FIX_VALIDATED without the shim on {runs_phrase(clean, dist)}",
+                floor=oldest_clean,
+                runs=tuple(clean),
+            )
+        return Found(
+            "bug",
+            f"BUG_REPRODUCED without the shim on {runs_phrase(newer_bug, dist)}",
+            runs=tuple(newer_bug),
+        )
     if bug:
-        return Found("bug", f"BUG_REPRODUCED without the shim on {runs_phrase(bug, dist)}", runs=tuple(bug))
+        return Found(
+            "bug", f"BUG_REPRODUCED without the shim on {runs_phrase(bug, dist)}", runs=tuple(bug)
+        )
     other = runs[-1]
     detail = f": {other.detail}" if other.detail else ""
-    return Found("none", f"the reproducer never ran to a verdict ({other.outcome} on {other.where}{detail})")
+    return Found(
+        "none", f"the reproducer never ran to a verdict ({other.outcome} on {other.where}{detail})"
+    )

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from retire.core.secrets import remember
 from retire.core import times
+from retire.core.secrets import remember
 from retire.evidence.values import ExecutionHistory, ProbeFailure, PullState, ReleaseList
 from retire.verdicts.model import Decision, ShimEvidence, Verdict
 from retire.verdicts.rules import DEFAULT_STALE_DAYS, decide, link_urls
@@ -27,7 +27,9 @@ from retire.verdicts.rules import DEFAULT_STALE_DAYS, decide, link_urls
 __all__ = ["gather", "lane_index_urls"]
 
 
-def lane_index_urls(lane, distribution: str, *, named: Mapping[str, str], default: str | None) -> tuple[str, ...] | str:
+def lane_index_urls(
+    lane, distribution: str, *, named: Mapping[str, str], default: str | None
+) -> tuple[str, ...] | str:
     """Where ``lane`` takes ``distribution`` from, in uv's priority order (the index it is
     pinned to; else the lane's extra indexes, then its default — the lane's own, else
     ``default``), or why none is known."""
@@ -41,14 +43,22 @@ def lane_index_urls(lane, distribution: str, *, named: Mapping[str, str], defaul
     if pinned is not None:
         spec = lane.index(pinned)
         url = url_of(spec) if spec else None
-        return (url,) if url else f"lane {lane.name}: index {pinned!r} has no URL on this host (set UV_INDEX={pinned}=<url>)"
+        return (
+            (url,)
+            if url
+            else f"lane {lane.name}: index {pinned!r} has no URL on this host (set UV_INDEX={pinned}=<url>)"
+        )
     explicit = set(sources.values())
-    extras = [url for i in lane.indexes if not i.default and i.name not in explicit and (url := url_of(i))]
+    extras = [
+        url for i in lane.indexes if not i.default and i.name not in explicit and (url := url_of(i))
+    ]
     lane_default = next((url_of(i) for i in lane.indexes if i.default), None)
     chosen = lane_default or default
     urls = tuple(extras + ([chosen] if chosen else []))
     if not urls:
-        return f"lane {lane.name}: no index URL for {name} — set UV_DEFAULT_INDEX or pass --index-url"
+        return (
+            f"lane {lane.name}: no index URL for {name} — set UV_DEFAULT_INDEX or pass --index-url"
+        )
     return urls
 
 
@@ -63,8 +73,11 @@ def _lock_packages(locks_dir: Path, lane_name: str) -> dict[str, str] | None:
         return None
     if lock is None:
         return None
-    return {canonicalize_name(p["name"]): str(p.get("version") or "")
-            for p in lock.get("packages", []) if isinstance(p, dict) and "name" in p and "vcs" not in p}
+    return {
+        canonicalize_name(p["name"]): str(p.get("version") or "")
+        for p in lock.get("packages", [])
+        if isinstance(p, dict) and "name" in p and "vcs" not in p
+    }
 
 
 def _guarded(kind: str, target: str, action: Callable[[], object]) -> object:
@@ -112,11 +125,16 @@ def gather(
     mirrored = _Mirrors(MirrorSet.coerce(mirrors))
     secret = codehost.token_from_env() if token is _FROM_ENV else token
     if isinstance(secret, str):
-        remember(secret)  # whatever carries it out of the process later is scrubbed too
+        # whatever carries it out of the process later is scrubbed too
+        remember(secret)
     owned = client is None
     client = client or make_client(timeout=policy.timeout)
-    fetcher = Fetcher(client, cache=HttpCache(cache_dir) if cache_dir else None, policy=policy,
-                      secrets=(secret,) if isinstance(secret, str) else ())
+    fetcher = Fetcher(
+        client,
+        cache=HttpCache(cache_dir) if cache_dir else None,
+        policy=policy,
+        secrets=(secret,) if isinstance(secret, str) else (),
+    )
     try:
         from retire.core import uv
 
@@ -134,7 +152,8 @@ def gather(
         histories = records.histories(loaded, [m.id for m in active])
 
         jobs: dict[tuple, Callable[[], object]] = {}
-        links: dict[str, None] = {}  # every issue / PR URL, asked in one batched job below
+        # every issue / PR URL, asked in one batched job below
+        links: dict[str, None] = {}
         plan_releases: dict[str, dict[str, list[tuple]]] = {}
         for manifest in active:
             wanted = plan_releases.setdefault(manifest.id, {})
@@ -145,13 +164,15 @@ def gather(
                         urls = lane_index_urls(lane, dist, named=named, default=default)
                         key = ("index", dist, urls)
                         if isinstance(urls, str):
-                            jobs[key] = (lambda reason=urls, d=dist: ProbeFailure("index", d, reason))
+                            jobs[key] = lambda reason=urls, d=dist: ProbeFailure("index", d, reason)
                         else:
-                            jobs[key] = (lambda d=dist, u=urls: index.probe_releases(fetcher, d, u))
+                            jobs[key] = lambda d=dist, u=urls: index.probe_releases(fetcher, d, u)
                         wanted.setdefault(dist, []).append(key)
                 elif condition.kind == "commit-in-tag":
                     key = ("git", condition.repository, condition.commit)
-                    jobs[key] = (lambda r=condition.repository, c=condition.commit: mirrored.commit(r, c))
+                    jobs[key] = lambda r=condition.repository, c=condition.commit: mirrored.commit(
+                        r, c
+                    )
             repositories: dict[str, None] = {}
             for url in link_urls(manifest):
                 ref = codehost.parse_link(url, web_host=web_host)
@@ -161,21 +182,42 @@ def gather(
                 if mirrored.has(ref.repository):
                     repositories[ref.repository] = None
                     if ref.kind == "pull":
-                        jobs[("mirror-pull", url)] = (lambda r=ref: mirrored.pull(r.repository, r.number))
+                        jobs[("mirror-pull", url)] = lambda r=ref: mirrored.pull(
+                            r.repository, r.number
+                        )
             # Runs on an upstream revision: is it the newest commit of a followed branch?
             history = histories.get(manifest.id)
             target = canonicalize_name(manifest.target.distribution)
             for run in history.runs if isinstance(history, ExecutionHistory) else ():
                 commit = run.revision(target)
                 for repository in repositories if commit else ():
-                    jobs[("tip", repository, commit)] = (lambda r=repository, c=commit: mirrored.tip(r, c))
+                    jobs[("tip", repository, commit)] = lambda r=repository, c=commit: mirrored.tip(
+                        r, c
+                    )
 
-        if links:  # one job, first (it fans out itself): GraphQL batches with a token, REST per link without
-            jobs = {("codehost", "every link"): (lambda: codehost.probe_links(
-                fetcher, list(links), api_base=api_base, token=secret, web_host=web_host, workers=workers)), **jobs}
+        # one job, first (it fans out itself): GraphQL batches with a token, REST per link without
+        if links:
+            jobs = {
+                ("codehost", "every link"): (
+                    lambda: codehost.probe_links(
+                        fetcher,
+                        list(links),
+                        api_base=api_base,
+                        token=secret,
+                        web_host=web_host,
+                        workers=workers,
+                    )
+                ),
+                **jobs,
+            }
         results = _run_all(jobs, workers)
         states = results.pop(("codehost", "every link"), {})
-        results.update({("link", url): states if isinstance(states, ProbeFailure) else states[url] for url in links})
+        results.update(
+            {
+                ("link", url): states if isinstance(states, ProbeFailure) else states[url]
+                for url in links
+            }
+        )
         # Second round: merge commits of merged PRs, checked against a mirror when there is one.
         second: dict[tuple, Callable[[], object]] = {}
         for (kind, *rest), value in list(results.items()):
@@ -183,7 +225,8 @@ def gather(
                 ref = codehost.parse_link(rest[0], web_host=web_host)
                 if ref and mirrored.has(ref.repository):
                     second[("git", ref.repository, value.merge_commit_sha)] = (
-                        lambda r=ref.repository, c=value.merge_commit_sha: mirrored.commit(r, c))
+                        lambda r=ref.repository, c=value.merge_commit_sha: mirrored.commit(r, c)
+                    )
         results.update(_run_all(second, workers))
 
         now = clock()
@@ -204,7 +247,9 @@ def gather(
                 locks={lane.name: locks.get(lane.name) for lane in by_shim[manifest.id]},
                 releases=releases,
                 links={key[1]: value for key, value in results.items() if key[0] == "link"},
-                mirror_pulls={key[1]: value for key, value in results.items() if key[0] == "mirror-pull"},
+                mirror_pulls={
+                    key[1]: value for key, value in results.items() if key[0] == "mirror-pull"
+                },
                 tags={(key[1], key[2]): value for key, value in results.items() if key[0] == "git"},
                 tips={(key[1], key[2]): value for key, value in results.items() if key[0] == "tip"},
                 execution=histories.get(manifest.id),
@@ -213,7 +258,9 @@ def gather(
         return verdicts
     except Exception as exc:  # noqa: BLE001 - gather never raises: every shim becomes unknown
         failure = ProbeFailure("engine", "gather", f"internal error: {type(exc).__name__}: {exc}")
-        return [Verdict(m.id, Decision.UNKNOWN, str(failure), failures=(failure,)) for m in manifests]
+        return [
+            Verdict(m.id, Decision.UNKNOWN, str(failure), failures=(failure,)) for m in manifests
+        ]
     finally:
         if owned:
             client.close()
@@ -235,8 +282,12 @@ class _Mirrors:
 
         mirror = self.mirrors.for_repository(repository)
         if mirror is None:
-            return ProbeFailure("git", repository, f"no mirror of {repository}: declare one in patchlane.toml "
-                                "([[mirrors.repository]]) and run `patchlane mirrors sync`, or pass --mirrors DIR")
+            return ProbeFailure(
+                "git",
+                repository,
+                f"no mirror of {repository}: declare one in patchlane.toml "
+                "([[mirrors.repository]]) and run `patchlane mirrors sync`, or pass --mirrors DIR",
+            )
         with self._lock:
             if mirror.repository not in self._open:
                 self._open[mirror.repository] = open_mirror(mirror)
@@ -259,13 +310,19 @@ def _run_all(jobs: Mapping[tuple, Callable[[], object]], workers: int) -> dict[t
     if not jobs:
         return {}
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(jobs)))) as pool:
-        futures = {key: pool.submit(_guarded, key[0], str(key[1]), job) for key, job in jobs.items()}
+        futures = {
+            key: pool.submit(_guarded, key[0], str(key[1]), job) for key, job in jobs.items()
+        }
         return {key: future.result() for key, future in futures.items()}
 
 
-def _decide_safely(manifest, lanes, ev: ShimEvidence, now: _dt.datetime, stale_after_days: int) -> Verdict:
+def _decide_safely(
+    manifest, lanes, ev: ShimEvidence, now: _dt.datetime, stale_after_days: int
+) -> Verdict:
     try:
         return decide(manifest, lanes, ev, now=now, stale_after_days=stale_after_days)
     except Exception as exc:  # noqa: BLE001
-        failure = ProbeFailure("engine", manifest.id, f"internal error: {type(exc).__name__}: {exc}")
+        failure = ProbeFailure(
+            "engine", manifest.id, f"internal error: {type(exc).__name__}: {exc}"
+        )
         return Verdict(manifest.id, Decision.UNKNOWN, str(failure), failures=(failure,))

@@ -36,31 +36,43 @@ __all__ = [
 
 
 class Decision(enum.StrEnum):
-    KEEP = "keep"  #: the shim is needed (the bug is still there, or upstream has not fixed it)
-    RETIRE = "retire"  #: upstream fixed it, and a run without the shim proved it inside the new floors
-    UNKNOWN = "unknown"  #: the evidence the decision rests on is missing; ``action`` says how to get it
+    #: the shim is needed (the bug is still there, or upstream has not fixed it)
+    KEEP = "keep"
+    #: upstream fixed it, and a run without the shim proved it inside the new floors
+    RETIRE = "retire"
+    #: the evidence the decision rests on is missing; ``action`` says how to get it
+    UNKNOWN = "unknown"
 
 
 class ConditionState(enum.StrEnum):
     HOLDS = "holds"
     FAILS = "fails"
-    UNDECIDED = "unknown"  # the JSON keeps the word readers already know
+    # the JSON keeps the word readers already know
+    UNDECIDED = "unknown"
 
 
 class FlagKind(enum.StrEnum):
-    STALE = "stale"  #: no upstream movement on any linked thread for a long time
-    NOT_FILED = "not-filed"  #: status pending and nothing filed upstream
-    NO_LINK = "no-link"  #: no upstream link although the shim is not a policy (status not-applicable)
-    DRIFT = "drift"  #: no lane lists the shim, or its target is in no lock of those that do
-    PROBE_FAILED = "probe-failed"  #: a look-up the decision did not need failed (with its reason)
-    CANDIDATE = "candidate"  #: upstream looks fixed; one run on the new release would decide
-    CONFLICT = "conflict"  #: execution and upstream metadata disagree; a person should look
+    #: no upstream movement on any linked thread for a long time
+    STALE = "stale"
+    #: status pending and nothing filed upstream
+    NOT_FILED = "not-filed"
+    #: no upstream link although the shim is not a policy (status not-applicable)
+    NO_LINK = "no-link"
+    #: no lane lists the shim, or its target is in no lock of those that do
+    DRIFT = "drift"
+    #: a look-up the decision did not need failed (with its reason)
+    PROBE_FAILED = "probe-failed"
+    #: upstream looks fixed; one run on the new release would decide
+    CANDIDATE = "candidate"
+    #: execution and upstream metadata disagree; a person should look
+    CONFLICT = "conflict"
 
 
 @dataclass(frozen=True)
 class Flag:
     kind: FlagKind
-    text: str  # one line
+    # one line
+    text: str
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", FlagKind(self.kind))
@@ -75,11 +87,14 @@ class Flag:
 
 @dataclass(frozen=True)
 class ConditionResult:
-    kind: str  # the retirement condition's kind (version-floor, pr-released, …)
+    # the retirement condition's kind (version-floor, pr-released, …)
+    kind: str
     state: ConditionState
     why: str
-    floor: str | None = None  # "dist>=version" when the condition holds at a known release
-    action: str | None = None  # what would decide it, when undecided
+    # "dist>=version" when the condition holds at a known release
+    floor: str | None = None
+    # what would decide it, when undecided
+    action: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "state", ConditionState(self.state))
@@ -89,14 +104,18 @@ class ConditionResult:
 class Verdict:
     shim: str
     decision: Decision
-    why: str  # one line
-    action: str | None = None  # the single thing a person can do to decide an unknown (or confirm a candidate)
+    # one line
+    why: str
+    # the single thing a person can do to decide an unknown (or confirm a candidate)
+    action: str | None = None
     flags: tuple[Flag, ...] = ()
     lanes: tuple[str, ...] = ()
     conditions: tuple[ConditionResult, ...] = ()
     evidence: tuple[object, ...] = ()
-    failures: tuple[ProbeFailure, ...] = ()  # every probe failure met, decisive or not
-    floors: tuple[str, ...] = ()  # proposed requirement floors when retiring
+    # every probe failure met, decisive or not
+    failures: tuple[ProbeFailure, ...] = ()
+    # proposed requirement floors when retiring
+    floors: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "decision", Decision(self.decision))
@@ -113,9 +132,15 @@ class Verdict:
 
     def to_json(self) -> dict:
         return {
-            "shim": self.shim, "verdict": str(self.decision), "why": self.why, "action": self.action,
-            "flags": [f.to_json() for f in self.flags], "lanes": list(self.lanes), "floors": list(self.floors),
-            "conditions": to_json(self.conditions), "failures": to_json(self.failures),
+            "shim": self.shim,
+            "verdict": str(self.decision),
+            "why": self.why,
+            "action": self.action,
+            "flags": [f.to_json() for f in self.flags],
+            "lanes": list(self.lanes),
+            "floors": list(self.floors),
+            "conditions": to_json(self.conditions),
+            "failures": to_json(self.failures),
             "evidence": to_json(self.evidence),
         }
 
@@ -134,6 +159,7 @@ class ShimEvidence:
     mirror_pulls: Mapping[str, MirrorPull | ProbeFailure] = field(default_factory=dict)
     #: (repository URL, commit) → containment in the mirror's release tags.
     tags: Mapping[tuple[str, str], TagContainment | ProbeFailure] = field(default_factory=dict)
-    #: (repository URL, commit a run was built from) → the followed branches it is the newest commit of.
+    #: (repository URL, commit a run was built from) → the followed branches it is the newest commit
+    #: of.
     tips: Mapping[tuple[str, str], BranchTip | ProbeFailure] = field(default_factory=dict)
     execution: ExecutionHistory | ProbeFailure | None = None

@@ -88,51 +88,99 @@ def _run_action(manifest, floors: Mapping[str, Version], lanes: Sequence = ()) -
     how = f"`patchlane run {carrying[0]}`" if carrying else "a lane that lists it"
     if floors:
         how += f" with {wanted} in its lock, or `patchlane bisect {manifest.id}`"
-    return (f"run the reproducer without the shim on {wanted or 'the newest locked release'} on {where} "
-            f"({how}) and merge its records (`patchlane manifest merge`)")
+    return (
+        f"run the reproducer without the shim on {wanted or 'the newest locked release'} on {where} "
+        f"({how}) and merge its records (`patchlane manifest merge`)"
+    )
 
 
 def _drift(manifest, dist: str, listing: Sequence[str], ev: ShimEvidence) -> list[Flag]:
     if not listing:
-        return [Flag(FlagKind.DRIFT, "no lane lists this shim: it is dead code — add it to a lane or delete it")]
+        return [
+            Flag(
+                FlagKind.DRIFT,
+                "no lane lists this shim: it is dead code — add it to a lane or delete it",
+            )
+        ]
     locks = {name: ev.locks.get(name) for name in listing}
     unlocked = [name for name, packages in locks.items() if packages is None]
-    holding = [name for name, packages in locks.items() if packages is not None and dist in packages]
+    holding = [
+        name for name, packages in locks.items() if packages is not None and dist in packages
+    ]
     if not holding and not unlocked:
-        return [Flag(FlagKind.DRIFT, f"{dist} is in no lock of the lanes that list this shim ({', '.join(listing)})")]
+        return [
+            Flag(
+                FlagKind.DRIFT,
+                f"{dist} is in no lock of the lanes that list this shim ({', '.join(listing)})",
+            )
+        ]
     if unlocked:
-        return [Flag(FlagKind.PROBE_FAILED, f"no lock for {', '.join(unlocked)}: run `nox -s lock -- {' '.join(unlocked)}`")]
+        return [
+            Flag(
+                FlagKind.PROBE_FAILED,
+                f"no lock for {', '.join(unlocked)}: run `nox -s lock -- {' '.join(unlocked)}`",
+            )
+        ]
     return []
 
 
-def _upstream_flags(manifest, link_states: Sequence[object], decision: Decision, now: _dt.datetime,
-                    stale_after_days: int) -> list[Flag]:
+def _upstream_flags(
+    manifest,
+    link_states: Sequence[object],
+    decision: Decision,
+    now: _dt.datetime,
+    stale_after_days: int,
+) -> list[Flag]:
     status, links = manifest.upstream.status, manifest.upstream.links
     if status == "not-applicable":
         return []
     flags = []
     if not links:
-        flags.append(Flag(FlagKind.NO_LINK, f"no upstream link (status {status}): file it upstream and link it"))
+        flags.append(
+            Flag(
+                FlagKind.NO_LINK,
+                f"no upstream link (status {status}): file it upstream and link it",
+            )
+        )
     elif status == "pending" and not any(link.role in ("report", "fix") for link in links):
-        flags.append(Flag(FlagKind.NOT_FILED, "status pending and only related links: nothing is filed upstream yet"))
+        flags.append(
+            Flag(
+                FlagKind.NOT_FILED,
+                "status pending and only related links: nothing is filed upstream yet",
+            )
+        )
     if decision == Decision.KEEP:
-        moments = [m for s in link_states if isinstance(s, (PullState, IssueState)) and (m := s.updated_at or s.closed_at)]
+        moments = [
+            m
+            for s in link_states
+            if isinstance(s, (PullState, IssueState)) and (m := s.updated_at or s.closed_at)
+        ]
         if moments:
             last = max(moments)
             idle = (now - last).days
             if idle > stale_after_days:
-                flags.append(Flag(FlagKind.STALE, f"no upstream movement since {last.date()} ({idle} days)"))
+                flags.append(
+                    Flag(FlagKind.STALE, f"no upstream movement since {last.date()} ({idle} days)")
+                )
     return flags
 
 
-def decide(manifest, lanes: Sequence, evidence: ShimEvidence, *, now: _dt.datetime,
-           stale_after_days: int = DEFAULT_STALE_DAYS) -> Verdict:
+def decide(
+    manifest,
+    lanes: Sequence,
+    evidence: ShimEvidence,
+    *,
+    now: _dt.datetime,
+    stale_after_days: int = DEFAULT_STALE_DAYS,
+) -> Verdict:
     """The verdict for one shim; see the module docstring and ``docs/verdicts.md``."""
     shim, dist = manifest.id, canonicalize_name(manifest.target.distribution)
     listing = tuple(lane.name for lane in lanes if manifest.id in lane.shims)
     used = _Used()
     flags = _drift(manifest, dist, listing, evidence)
-    results = [evaluate(condition, dist, evidence, used) for condition in manifest.retirement.conditions]
+    results = [
+        evaluate(condition, dist, evidence, used) for condition in manifest.retirement.conditions
+    ]
     combined = combine(manifest.retirement.mode, [r.state for r in results])
     history = evidence.execution
     used.add(history)
@@ -140,7 +188,8 @@ def decide(manifest, lanes: Sequence, evidence: ShimEvidence, *, now: _dt.dateti
     locked = _newest_locked(dist, {name: evidence.locks.get(name) for name in listing})
     newest = execution.newest(runs, dist, locked)
     scope = "the newest release any run or lock covers"
-    if newest.state == "none":  # no release reaches it: a run on a branch's newest commit may
+    # no release reaches it: a run on a branch's newest commit may
+    if newest.state == "none":
         at_tip = execution.at_branch_tip(runs, dist, evidence.tips)
         if at_tip.state == "bug":
             newest, scope = at_tip, "the newest revision the mirror knows"
@@ -152,19 +201,33 @@ def decide(manifest, lanes: Sequence, evidence: ShimEvidence, *, now: _dt.dateti
     undecided = [r for r in results if r.state == UNDECIDED]
 
     decision, why, action, proposal = Decision.UNKNOWN, "", None, ()
-    if newest.state == "bug":  # 1. execution first: nothing can turn this into unknown
+    # 1. execution first: nothing can turn this into unknown
+    if newest.state == "bug":
         decision, why = Decision.KEEP, f"{newest.why} — {scope}"
-        ahead = {d: v for d, v in floors.items() if newest.version is None or d != dist or v > newest.version}
+        ahead = {
+            d: v
+            for d, v in floors.items()
+            if newest.version is None or d != dist or v > newest.version
+        }
         if combined == HOLDS and ahead:
             flags.append(Flag(FlagKind.CANDIDATE, f"upstream looks fixed ({held})"))
             action = _run_action(manifest, ahead, lanes)
         elif combined == HOLDS:
-            flags.append(Flag(FlagKind.CONFLICT, f"the conditions say fixed ({held}) but the bug reproduces there: "
-                                                 "the fix did not work, or a condition is wrong"))
-    elif combined == HOLDS:  # 2 and 3: conditions hold; a run inside every floor decides
+            flags.append(
+                Flag(
+                    FlagKind.CONFLICT,
+                    f"the conditions say fixed ({held}) but the bug reproduces there: "
+                    "the fix did not work, or a condition is wrong",
+                )
+            )
+    # 2 and 3: conditions hold; a run inside every floor decides
+    elif combined == HOLDS:
         checked = dist if dist in floors else next(iter(floors), dist)
         if isinstance(history, ProbeFailure):
-            why, action = f"conditions hold ({held}) but {history.reason}", f"repair the validation manifest: {history.reason}"
+            why, action = (
+                f"conditions hold ({held}) but {history.reason}",
+                f"repair the validation manifest: {history.reason}",
+            )
         else:
             found = execution.first_clean(runs, checked, floors)
             if found.state == "clean":
@@ -174,18 +237,39 @@ def decide(manifest, lanes: Sequence, evidence: ShimEvidence, *, now: _dt.dateti
                 proposal = tuple(floor_text(d, v) for d, v in sorted(floors.items()))
             elif found.state == "bug":
                 decision, why = Decision.KEEP, f"upstream looks fixed ({held}) but {found.why}"
-                flags.append(Flag(FlagKind.CONFLICT, "the conditions say fixed but a run inside the new floor reproduces the bug"))
+                flags.append(
+                    Flag(
+                        FlagKind.CONFLICT,
+                        "the conditions say fixed but a run inside the new floor reproduces the bug",
+                    )
+                )
             else:
-                why, action = f"conditions hold ({held}) but nothing confirms it: {found.why}", _run_action(manifest, floors, lanes)
-                flags.append(Flag(FlagKind.CANDIDATE, "upstream looks fixed; one run without the shim decides"))
-    elif combined == FAILS:  # 4
+                why, action = (
+                    f"conditions hold ({held}) but nothing confirms it: {found.why}",
+                    _run_action(manifest, floors, lanes),
+                )
+                flags.append(
+                    Flag(
+                        FlagKind.CANDIDATE, "upstream looks fixed; one run without the shim decides"
+                    )
+                )
+    # 4
+    elif combined == FAILS:
         decision, why = Decision.KEEP, failing
         if newest.state == "clean":
-            flags.append(Flag(FlagKind.CONFLICT, f"{newest.why} but {failing}: check the retirement conditions"))
-    else:  # 5
+            flags.append(
+                Flag(
+                    FlagKind.CONFLICT,
+                    f"{newest.why} but {failing}: check the retirement conditions",
+                )
+            )
+    # 5
+    else:
         why = "; ".join(f"{r.kind}: {r.why}" for r in undecided)
         # The strongest evidence first: a missing run is decided by running it.
-        if any(r.kind == "reproducer-clean" for r in undecided) and not isinstance(history, ProbeFailure):
+        if any(r.kind == "reproducer-clean" for r in undecided) and not isinstance(
+            history, ProbeFailure
+        ):
             action = _run_action(manifest, {}, lanes)
         else:
             action = next((r.action for r in undecided if r.action), None)
@@ -198,5 +282,15 @@ def decide(manifest, lanes: Sequence, evidence: ShimEvidence, *, now: _dt.dateti
         if decision != Decision.UNKNOWN or failure.reason not in why:
             flags.append(Flag(FlagKind.PROBE_FAILED, str(failure)))
     flags += _upstream_flags(manifest, link_states, decision, now, stale_after_days)
-    return Verdict(shim, decision, why, action, tuple(flags), listing, tuple(results), tuple(used.evidence),
-                   tuple(used.failures), proposal)
+    return Verdict(
+        shim,
+        decision,
+        why,
+        action,
+        tuple(flags),
+        listing,
+        tuple(results),
+        tuple(used.evidence),
+        tuple(used.failures),
+        proposal,
+    )

@@ -41,17 +41,25 @@ if (_ROOT / "shims" / "__init__.py").is_file() and str(_ROOT) not in sys.path:
 from shims import reproducer  # noqa: E402
 
 SHIM = "compile_nccl_policy"
-SCALE = 60.0  # production seconds per reproducer second
-TORCH_DEFAULTS = {  # torch 2.x defaults, production seconds
+# production seconds per reproducer second
+SCALE = 60.0
+# torch 2.x defaults, production seconds
+TORCH_DEFAULTS = {
     "TORCH_NCCL_ENABLE_MONITORING": "1",
     "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC": "480",
-    "TORCH_DISTRIBUTED_DEFAULT_TIMEOUT": "600",  # default_pg_nccl_timeout: 10 min
+    # default_pg_nccl_timeout: 10 min
+    "TORCH_DISTRIBUTED_DEFAULT_TIMEOUT": "600",
 }
 SECONDS = ("TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC", "TORCH_DISTRIBUTED_DEFAULT_TIMEOUT")
-STALL_S = 20.0  # rank 1's first compile: 20 min in production
+# rank 1's first compile: 20 min in production
+STALL_S = 20.0
 JOB_LIMIT_S = 180.0
-POLICY = ("TORCH_NCCL_ENABLE_MONITORING", "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC",
-          "TORCH_DISTRIBUTED_DEFAULT_TIMEOUT", "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM")
+POLICY = (
+    "TORCH_NCCL_ENABLE_MONITORING",
+    "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC",
+    "TORCH_DISTRIBUTED_DEFAULT_TIMEOUT",
+    "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM",
+)
 
 RANK = r"""
 import datetime, json, os, sys, time
@@ -129,15 +137,29 @@ def _job(backend: str, settings: dict[str, str]) -> bool:
     """Run the two-rank job; True when both ranks finish the all_reduce with the right sum."""
     env = {k: v for k, v in os.environ.items() if k not in POLICY}
     env.update(settings)
-    env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()), WORLD_SIZE="2",
-               PL_BACKEND=backend, PL_STALL_S=f"{STALL_S:g}", PYTHONUNBUFFERED="1")
-    env.setdefault("NCCL_NVLS_ENABLE", "0")  # no NVLink multicast on shared hosts
-    print(f"# job: {backend}, 2 ranks, rank 1 stalls {STALL_S:g} s in its first compile; "
-          + ", ".join(f"{k}={settings.get(k)}" for k in POLICY if k in settings))
+    env.update(
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(_free_port()),
+        WORLD_SIZE="2",
+        PL_BACKEND=backend,
+        PL_STALL_S=f"{STALL_S:g}",
+        PYTHONUNBUFFERED="1",
+    )
+    # no NVLink multicast on shared hosts
+    env.setdefault("NCCL_NVLS_ENABLE", "0")
+    print(
+        f"# job: {backend}, 2 ranks, rank 1 stalls {STALL_S:g} s in its first compile; "
+        + ", ".join(f"{k}={settings.get(k)}" for k in POLICY if k in settings)
+    )
     start = time.monotonic()
     ranks = [
-        subprocess.Popen([sys.executable, "-c", RANK], env=dict(env, RANK=str(r), LOCAL_RANK=str(r)),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", RANK],
+            env=dict(env, RANK=str(r), LOCAL_RANK=str(r)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for r in range(2)
     ]
     results = []
@@ -153,13 +175,33 @@ def _job(backend: str, settings: dict[str, str]) -> bool:
     for r, code, out, err in results:
         events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
         done = [e for e in events if e["event"] == "all_reduce-done"]
-        print(f"# rank {r}: exit {code}; events: " + "; ".join(
-            f"{e['event']}@{e['t']}s" + (f" value={e['value']}" if "value" in e else "")
-            + (f" compile={e['real_compile_s']}s stall={e['stall_s']}s" if "stall_s" in e else "") for e in events))
+        print(
+            f"# rank {r}: exit {code}; events: "
+            + "; ".join(
+                f"{e['event']}@{e['t']}s"
+                + (f" value={e['value']}" if "value" in e else "")
+                + (
+                    f" compile={e['real_compile_s']}s stall={e['stall_s']}s"
+                    if "stall_s" in e
+                    else ""
+                )
+                for e in events
+            )
+        )
         shown = 0
         for line in err.splitlines():
-            if shown < 6 and any(word in line.lower() for word in ("watchdog", "timed out", "timeout", "killed",
-                                                                   "heartbeat", "terminat", "abort")):
+            if shown < 6 and any(
+                word in line.lower()
+                for word in (
+                    "watchdog",
+                    "timed out",
+                    "timeout",
+                    "killed",
+                    "heartbeat",
+                    "terminat",
+                    "abort",
+                )
+            ):
                 print(f"#   rank {r} stderr: {line.strip()[:300]}")
                 shown += 1
         survived = survived and code == 0 and bool(done) and done[0]["value"] == 3.0
@@ -178,8 +220,10 @@ def _policy_in_child() -> str:
     # Both children at once: each imports torch._inductor.config itself, after its environment is
     # set (that import reads TORCHINDUCTOR_MAX_AUTOTUNE_GEMM), so neither may reuse one that a
     # launcher imported; side by side they cost one import's time, not two.
-    started = [child.start(CHILD, str(_ROOT), env=env, fresh=["torch._inductor.config"])
-               for env in (clean, dict(clean, TORCHINDUCTOR_MAX_AUTOTUNE_GEMM="1"))]
+    started = [
+        child.start(CHILD, str(_ROOT), env=env, fresh=["torch._inductor.config"])
+        for env in (clean, dict(clean, TORCHINDUCTOR_MAX_AUTOTUNE_GEMM="1"))
+    ]
     answers = []
     for process in started:
         result = process.wait(timeout=240)
@@ -187,8 +231,10 @@ def _policy_in_child() -> str:
             raise RuntimeError(f"child process failed: {result.stderr.strip()[-2000:]}")
         answers.append(json.loads(result.stdout.strip().splitlines()[-1]))
     seen, override = answers
-    print("# fewer than 2 CUDA devices: policy check only, in two child processes "
-          f"({'forks of the launcher' if started[0].forked else 'fresh interpreters'})")
+    print(
+        "# fewer than 2 CUDA devices: policy check only, in two child processes "
+        f"({'forks of the launcher' if started[0].forked else 'fresh interpreters'})"
+    )
     print(f"# child: state={seen['state']} max_autotune_gemm={seen['max_autotune_gemm']}")
     print(f"# child env: {seen['env']}")
     in_effect = (
@@ -197,8 +243,10 @@ def _policy_in_child() -> str:
         and seen["grandchild"] == seen["env"]
         and seen["max_autotune_gemm"] is False
     )
-    print(f"# with TORCHINDUCTOR_MAX_AUTOTUNE_GEMM=1 preset: state={override['state']} "
-          f"max_autotune_gemm={override['max_autotune_gemm']}")
+    print(
+        f"# with TORCHINDUCTOR_MAX_AUTOTUNE_GEMM=1 preset: state={override['state']} "
+        f"max_autotune_gemm={override['max_autotune_gemm']}"
+    )
     environment_wins = override["state"] == "overridden" and override["max_autotune_gemm"] is True
     return reproducer.FIX_VALIDATED if in_effect and environment_wins else reproducer.BUG_REPRODUCED
 
@@ -214,7 +262,9 @@ def check(with_shim: bool) -> str:
     backend = os.environ.get("PATCHLANE_NCCL_POLICY_BACKEND", "nccl")
     if backend not in ("nccl", "gloo"):
         raise reproducer.Skip(f"PATCHLANE_NCCL_POLICY_BACKEND={backend!r}: use nccl or gloo")
-    if backend == "nccl" and not (torch.cuda.is_available() and torch.cuda.device_count() >= 2 and dist.is_nccl_available()):
+    if backend == "nccl" and not (
+        torch.cuda.is_available() and torch.cuda.device_count() >= 2 and dist.is_nccl_available()
+    ):
         if with_shim:
             return _policy_in_child()
         raise reproducer.Skip(

@@ -20,8 +20,10 @@ from shims.shape import fingerprint, unknown_shape
 
 #: (owner module suffix, scatter helper, bounds builder)
 LOCATIONS = (
-    ("dsa", "_scatter_topk_into_index_mask", "_build_fused_indexer_varlen_bounds"),  # seed fork layout
-    ("dsa_masking", "scatter_topk_into_index_mask", "build_fused_indexer_varlen_bounds"),  # upstream
+    # seed fork layout
+    ("dsa", "_scatter_topk_into_index_mask", "_build_fused_indexer_varlen_bounds"),
+    # upstream
+    ("dsa_masking", "scatter_topk_into_index_mask", "build_fused_indexer_varlen_bounds"),
 )
 #: Host-syncing shapes this patch was written for.
 KNOWN_SHAPES = {
@@ -63,9 +65,11 @@ def _syncs(function) -> bool:
 def check_shape(module) -> str | None:
     owner, scatter_name, _, scatter = _found(module)
     if scatter is None or getattr(scatter, _PATCHED, False):
-        return None  # no sentinel-aware helper (0.16-0.18): probe says not needed
+        # no sentinel-aware helper (0.16-0.18): probe says not needed
+        return None
     if owner is not module and not _syncs(scatter):
-        return None  # upstream's capture-safe helper (core_v0.19.0 on): probe says not needed
+        # upstream's capture-safe helper (core_v0.19.0 on): probe says not needed
+        return None
     return unknown_shape(scatter, KNOWN_SHAPES, scatter_name)
 
 
@@ -75,11 +79,15 @@ def probe(module) -> str | None:
         return None
     if fingerprint(scatter) not in KNOWN_SHAPES and not _syncs(scatter):
         return None
-    return (f"{scatter_name} branches on torch.any()/.any() (and {bounds_name} validates with "
-            "torch.equal): host syncs that fail CUDA-graph capture")
+    return (
+        f"{scatter_name} branches on torch.any()/.any() (and {bounds_name} validates with "
+        "torch.equal): host syncs that fail CUDA-graph capture"
+    )
 
 
-def branchless_scatter_topk_into_index_mask(index_mask, topk_indices, *, seq_chunk_size: int = 256) -> None:
+def branchless_scatter_topk_into_index_mask(
+    index_mask, topk_indices, *, seq_chunk_size: int = 256
+) -> None:
     """Set index_mask[b, q, k] = 0 for every valid (>= 0) top-k k; -1 sentinels change nothing.
 
     Clamp the sentinels to a legal index, scatter with amax where invalid slots carry -inf
@@ -101,7 +109,9 @@ def branchless_scatter_topk_into_index_mask(index_mask, topk_indices, *, seq_chu
             idx_chunk = idx_chunk.to(dtype=torch.int64, device=device)
         valid = idx_chunk >= 0
         src = torch.where(valid, zero, minus_inf)
-        index_mask[:, s0:s1].scatter_reduce_(-1, idx_chunk.clamp_min(0), src, reduce="amax", include_self=True)
+        index_mask[:, s0:s1].scatter_reduce_(
+            -1, idx_chunk.clamp_min(0), src, reduce="amax", include_self=True
+        )
 
 
 def apply(module) -> None:
@@ -113,7 +123,9 @@ def apply(module) -> None:
 
     @functools.wraps(scatter)
     def _scatter(index_mask, topk_indices, *, seq_chunk_size: int = 256):
-        return branchless_scatter_topk_into_index_mask(index_mask, topk_indices, seq_chunk_size=seq_chunk_size)
+        return branchless_scatter_topk_into_index_mask(
+            index_mask, topk_indices, seq_chunk_size=seq_chunk_size
+        )
 
     setattr(_scatter, _PATCHED, True)
     setattr(owner, scatter_name, _scatter)

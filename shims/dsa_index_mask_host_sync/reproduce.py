@@ -35,21 +35,28 @@ def _helper():
     from megatron.core.transformer.experimental_attention_variant import dsa
 
     if callable(getattr(dsa, "_scatter_topk_into_index_mask", None)):
-        return ("dsa._scatter_topk_into_index_mask", dsa._scatter_topk_into_index_mask,
-                getattr(dsa, "_build_fused_indexer_varlen_bounds", None))
+        return (
+            "dsa._scatter_topk_into_index_mask",
+            dsa._scatter_topk_into_index_mask,
+            getattr(dsa, "_build_fused_indexer_varlen_bounds", None),
+        )
     try:
         from megatron.core.transformer.experimental_attention_variant import dsa_masking
     except ImportError:
         return None, None, None
-    return ("dsa_masking.scatter_topk_into_index_mask", dsa_masking.scatter_topk_into_index_mask,
-            getattr(dsa_masking, "build_fused_indexer_varlen_bounds", None))
+    return (
+        "dsa_masking.scatter_topk_into_index_mask",
+        dsa_masking.scatter_topk_into_index_mask,
+        getattr(dsa_masking, "build_fused_indexer_varlen_bounds", None),
+    )
 
 
 def _capture(torch, label, fn):
     """Capture fn() in a CUDA graph and replay it; True when capture works."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):  # warm-up outside capture
+    # warm-up outside capture
+    with torch.cuda.stream(stream):
         fn()
     torch.cuda.current_stream().wait_stream(stream)
     torch.cuda.synchronize()
@@ -129,8 +136,15 @@ def check(with_shim: bool) -> str:
         if callable(bounds):
             sq = skv = 256
             causal = torch.full((sq, skv), float("-inf"), device="cuda").triu_(1)
-            kwargs = dict(sq=sq, skv=skv, device=torch.device("cuda"), mask=causal,
-                          varlen_starts=None, varlen_ends=None, key_positions=None)
+            kwargs = dict(
+                sq=sq,
+                skv=skv,
+                device=torch.device("cuda"),
+                mask=causal,
+                varlen_starts=None,
+                varlen_ends=None,
+                key_positions=None,
+            )
             eager = bounds(**kwargs)
             print(f"# {bounds.__name__} eager: {'fused bounds' if eager is not None else 'None'}")
             broken = not _capture(torch, bounds.__name__, lambda: bounds(**kwargs)) or broken

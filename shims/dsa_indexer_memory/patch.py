@@ -40,7 +40,8 @@ def check_shape(module) -> str | None:
     owner, name, _ = found
     current = owner.__dict__[name] if name in owner.__dict__ else getattr(owner, name)
     if getattr(current, _PATCHED, False):
-        return None  # already ours (activate() in a process that applied it before)
+        # already ours (activate() in a process that applied it before)
+        return None
     return unknown_shape(current, KNOWN_SHAPES, name)
 
 
@@ -61,11 +62,13 @@ def streamed_index_scores(q, weights, k, use_relu: bool = True):
 
     sq, b, heads, _ = q.shape
     sk = k.shape[0]
-    key_t = k.float().permute(1, 2, 0)  # [b, d, sk]
+    # [b, d, sk]
+    key_t = k.float().permute(1, 2, 0)
     w = weights.float()
     out = torch.zeros((b, sq, sk), dtype=torch.float32, device=q.device)
     for head in range(heads):
-        scores = torch.bmm(q[:, :, head, :].float().transpose(0, 1), key_t)  # [b, sq, sk]
+        # [b, sq, sk]
+        scores = torch.bmm(q[:, :, head, :].float().transpose(0, 1), key_t)
         if use_relu:
             scores.relu_()
         scores.mul_(w[:, :, head].transpose(0, 1).unsqueeze(-1))
@@ -80,15 +83,18 @@ def apply(module) -> None:
     if getattr(original, _PATCHED, False):
         return
     if is_method:
+
         def _compute_index_scores(self, q, weights, k):
             return streamed_index_scores(q, weights, k)
     else:
         accepts_relu = "use_relu" in inspect.signature(original).parameters
 
         if accepts_relu:
+
             def _compute_index_scores(q, weights, k, use_relu: bool = True):
                 return streamed_index_scores(q, weights, k, use_relu=use_relu)
         else:
+
             def _compute_index_scores(q, weights, k):
                 return streamed_index_scores(q, weights, k)
 

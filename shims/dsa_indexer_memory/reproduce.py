@@ -70,7 +70,9 @@ def _largest_allocation(fn, *args):
 
 def check(with_shim: bool) -> str:
     torch = reproducer.require("torch")
-    dsa = reproducer.require("megatron.core.transformer.experimental_attention_variant.dsa", "megatron-core")
+    dsa = reproducer.require(
+        "megatron.core.transformer.experimental_attention_variant.dsa", "megatron-core"
+    )
 
     fn, original = _index_score_fn(dsa)
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -87,8 +89,10 @@ def check(with_shim: bool) -> str:
     out_bytes = result.numel() * result.element_size()
     print(f"# shapes: sq={SQ} sk={SK} b={BATCH} index_heads={HEADS} head_dim={DIM} device={device}")
     print(f"# output [b, sq, sk] fp32: {out_bytes / 2**20:.1f} MiB")
-    print(f"# largest single-op allocation: {largest / 2**20:.1f} MiB by {op} "
-          f"({largest / out_bytes:.1f}x the output)")
+    print(
+        f"# largest single-op allocation: {largest / 2**20:.1f} MiB by {op} "
+        f"({largest / out_bytes:.1f}x the output)"
+    )
     if device == "cuda":
         torch.cuda.synchronize()
         peak = torch.cuda.max_memory_allocated() - base

@@ -25,7 +25,9 @@ from shims.shape import unknown_shape, unpatched_source
 
 #: Platform.__init__ of Megatron-LM dev d48bd6be0a = 26.04-alpha.rc1 85bced0ae6 = rc2 99a108127d
 #: (one blob, b533fef7): cc[0] == 10 or ValueError.
-KNOWN_SHAPES = {"ebd7bb2095ae907f": "Megatron-LM dev / 26.04-alpha.rc1,rc2 fused_linear_cross_entropy.Platform.__init__ (Blackwell only)"}
+KNOWN_SHAPES = {
+    "ebd7bb2095ae907f": "Megatron-LM dev / 26.04-alpha.rc1,rc2 fused_linear_cross_entropy.Platform.__init__ (Blackwell only)"
+}
 #: fp32 logits elements per chunk in the torch entry (256 Mi elements = 1 GiB).
 CHUNK_ELEMENTS = 1 << 28
 _PATCHED = "__patchlane_hopper_flce_dispatcher__"
@@ -45,7 +47,9 @@ def probe(module) -> str | None:
     source = unpatched_source(module.Platform.__dict__["__init__"], _PATCHED)
     if source is None or "hopper" in source or "cc[0] == 9" in source:
         return None
-    return "Platform.__init__ wires only cc 10 (Blackwell); cc 9 raises 'Unsupported architecture: 9'"
+    return (
+        "Platform.__init__ wires only cc 10 (Blackwell); cc 9 raises 'Unsupported architecture: 9'"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -68,7 +72,15 @@ def _chunks(num_tokens: int, vocab: int):
         yield start, min(start + step, num_tokens)
 
 
-def _forward(hidden, weight, labels, tp_group=None, reduction="mean", ignore_index=-100, sequence_parallel=False):
+def _forward(
+    hidden,
+    weight,
+    labels,
+    tp_group=None,
+    reduction="mean",
+    ignore_index=-100,
+    sequence_parallel=False,
+):
     """(logprobs, maximum, accumulate, num_valid_tokens, tp_rank, tp_world_size, global_hidden).
 
     logprobs is the cross-entropy loss, fp32: [tokens] for reduction "none" (0 where ignored),
@@ -104,9 +116,21 @@ def _forward(hidden, weight, labels, tp_group=None, reduction="mean", ignore_ind
     return logprobs, maximum, accumulate, num_valid_tokens, 0, 1, hidden
 
 
-def _backward(dlogprobs, global_hidden, weight, labels, maximum, accumulate, num_valid_tokens,
-              reduction="mean", ignore_index=-100, tp_group=None, tp_rank=0, tp_world_size=1,
-              sequence_parallel=False):
+def _backward(
+    dlogprobs,
+    global_hidden,
+    weight,
+    labels,
+    maximum,
+    accumulate,
+    num_valid_tokens,
+    reduction="mean",
+    ignore_index=-100,
+    tp_group=None,
+    tp_rank=0,
+    tp_world_size=1,
+    sequence_parallel=False,
+):
     """(d_hidden, d_weight): softmax minus one-hot, scaled by the incoming gradient per token."""
     import torch
 
@@ -125,7 +149,9 @@ def _backward(dlogprobs, global_hidden, weight, labels, maximum, accumulate, num
     d_weight = torch.zeros(weight.shape, device=weight.device, dtype=torch.float32)
     for start, end in _chunks(num_tokens, vocab):
         logits = torch.matmul(hidden_view[start:end], weight.t()).float()
-        probs = (logits - maximum[start:end].unsqueeze(-1)).exp_() / accumulate[start:end].unsqueeze(-1)
+        probs = (logits - maximum[start:end].unsqueeze(-1)).exp_() / accumulate[
+            start:end
+        ].unsqueeze(-1)
         target = labels_view[start:end].clamp(0, vocab - 1).unsqueeze(-1)
         probs.scatter_add_(-1, target, -valid[start:end].unsqueeze(-1))
         d_logits = probs * scale[start:end].unsqueeze(-1)
@@ -134,7 +160,9 @@ def _backward(dlogprobs, global_hidden, weight, labels, maximum, accumulate, num
     return d_hidden.view(global_hidden.shape).type_as(global_hidden), d_weight.type_as(weight)
 
 
-torch_entry = types.SimpleNamespace(forward=_forward, backward=_backward, __name__="patchlane torch entry")
+torch_entry = types.SimpleNamespace(
+    forward=_forward, backward=_backward, __name__="patchlane torch entry"
+)
 
 
 def hopper_entry(package: str):
@@ -145,7 +173,8 @@ def hopper_entry(package: str):
         return torch_entry
     if callable(getattr(entry, "forward", None)) and callable(getattr(entry, "backward", None)):
         return entry
-    return torch_entry  # present, but its CuTe DSL imports failed: it defines no entry points
+    # present, but its CuTe DSL imports failed: it defines no entry points
+    return torch_entry
 
 
 def apply(module) -> None:

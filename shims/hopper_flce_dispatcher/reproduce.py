@@ -40,7 +40,8 @@ def _numerics(torch, flce, device) -> bool:
     labels = torch.randint(0, VOCAB, (TOKENS,), generator=gen)
     labels[torch.rand(TOKENS, generator=gen) < 0.2] = IGNORE
     labels = labels.to(device)
-    upstream = torch.rand(TOKENS, generator=gen).to(device)  # a loss mask: not uniform
+    # a loss mask: not uniform
+    upstream = torch.rand(TOKENS, generator=gen).to(device)
     ok = True
     for reduction in ("none", "mean"):
         h1, w1 = hidden.clone().requires_grad_(True), weight.clone().requires_grad_(True)
@@ -48,15 +49,27 @@ def _numerics(torch, flce, device) -> bool:
         (loss * upstream).sum().backward() if reduction == "none" else loss.backward()
         h2, w2 = hidden.clone().requires_grad_(True), weight.clone().requires_grad_(True)
         logits = (h2 @ w2.t()).float()
-        ref = torch.nn.functional.cross_entropy(logits, labels, reduction=reduction, ignore_index=IGNORE)
+        ref = torch.nn.functional.cross_entropy(
+            logits, labels, reduction=reduction, ignore_index=IGNORE
+        )
         (ref * upstream).sum().backward() if reduction == "none" else ref.backward()
-        for name, got, want in (("loss", loss, ref), ("dhidden", h1.grad, h2.grad), ("dweight", w1.grad, w2.grad)):
+        for name, got, want in (
+            ("loss", loss, ref),
+            ("dhidden", h1.grad, h2.grad),
+            ("dweight", w1.grad, w2.grad),
+        ):
             got, want = got.float(), want.float()
             diff = (got - want).abs().max().item()
-            bound = 2e-2 * max(want.abs().max().item(), 1e-6) if dtype == torch.bfloat16 else 1e-4 * max(want.abs().max().item(), 1e-6)
+            bound = (
+                2e-2 * max(want.abs().max().item(), 1e-6)
+                if dtype == torch.bfloat16
+                else 1e-4 * max(want.abs().max().item(), 1e-6)
+            )
             close = got.shape == want.shape and bool(torch.isfinite(got).all()) and diff <= bound
-            print(f"#   reduction={reduction:4s} {name:8s} {str(tuple(got.shape)):14s} max|diff| {diff:.3e} "
-                  f"(bound {bound:.3e}) {'ok' if close else 'MISMATCH'}")
+            print(
+                f"#   reduction={reduction:4s} {name:8s} {tuple(got.shape)!s:14s} max|diff| {diff:.3e} "
+                f"(bound {bound:.3e}) {'ok' if close else 'MISMATCH'}"
+            )
             ok = ok and close
     return ok
 
@@ -64,17 +77,23 @@ def _numerics(torch, flce, device) -> bool:
 def check(with_shim: bool) -> str:
     torch = reproducer.require("torch")
     flce = reproducer.require(
-        "megatron.core.fusions.fused_linear_cross_entropy", "megatron-core",
-        hint="it exists only on Megatron-LM dev / 26.04-alpha.rc1,rc2: build megatron-core from one of those revisions")
+        "megatron.core.fusions.fused_linear_cross_entropy",
+        "megatron-core",
+        hint="it exists only on Megatron-LM dev / 26.04-alpha.rc1,rc2: build megatron-core from one of those revisions",
+    )
 
     real_hopper = torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
     fake = contextlib.ExitStack()
     if not real_hopper:
         fake.enter_context(mock.patch.object(torch.cuda, "is_available", return_value=True))
         fake.enter_context(mock.patch.object(torch.cuda, "current_device", return_value=0))
-        fake.enter_context(mock.patch.object(torch.cuda, "get_device_capability", return_value=(9, 0)))
+        fake.enter_context(
+            mock.patch.object(torch.cuda, "get_device_capability", return_value=(9, 0))
+        )
     device = "cuda" if real_hopper else "cpu"
-    print(f"# compute capability: {'real ' + torch.cuda.get_device_name() if real_hopper else 'faked'} 9.x")
+    print(
+        f"# compute capability: {'real ' + torch.cuda.get_device_name() if real_hopper else 'faked'} 9.x"
+    )
     flce.Platform._instance = None
     getattr(flce._get_platform, "cache_clear", lambda: None)()
     with fake:
@@ -93,10 +112,13 @@ def check(with_shim: bool) -> str:
             raise reproducer.Skip(
                 f"upstream dispatches cc 9 to its Hopper entry, unusable here ({exc}): install nvidia-cutlass-dsl"
             ) from None
-        where = getattr(platform, "entry_name", None) or getattr(platform.forward_func, "__module__", "?")
+        where = getattr(platform, "entry_name", None) or getattr(
+            platform.forward_func, "__module__", "?"
+        )
         print(f"# cc 9 dispatched to: {where}")
         if not with_shim:
-            return reproducer.FIX_VALIDATED  # upstream dispatches cc 9 itself
+            # upstream dispatches cc 9 itself
+            return reproducer.FIX_VALIDATED
         try:
             ok = _numerics(torch, flce, device)
         except ImportError as exc:

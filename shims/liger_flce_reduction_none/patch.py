@@ -9,8 +9,18 @@ from shims.shape import changed_parameters
 
 #: The leading forward() parameters this wrapper binds by name (same in liger-kernel 0.6.5-0.8.5).
 FORWARD_PREFIX = (
-    "ctx", "_input", "weight", "target", "bias", "ce_weight", "ignore_index",
-    "lse_square_scale", "label_smoothing", "reduction", "softcap", "return_z_loss",
+    "ctx",
+    "_input",
+    "weight",
+    "target",
+    "bias",
+    "ce_weight",
+    "ignore_index",
+    "lse_square_scale",
+    "label_smoothing",
+    "reduction",
+    "softcap",
+    "return_z_loss",
 )
 _ORIGINAL = "__patchlane_original_apply__"
 _warned: set[str] = set()
@@ -22,7 +32,9 @@ def check_shape(module) -> str | None:
         return "LigerFusedLinearCrossEntropyFunction is missing"
     if not callable(getattr(module, "fused_linear_cross_entropy_forward", None)):
         return "fused_linear_cross_entropy_forward is missing"
-    return changed_parameters(cls.forward, FORWARD_PREFIX, "LigerFusedLinearCrossEntropyFunction.forward")
+    return changed_parameters(
+        cls.forward, FORWARD_PREFIX, "LigerFusedLinearCrossEntropyFunction.forward"
+    )
 
 
 def probe(module) -> str | None:
@@ -30,12 +42,14 @@ def probe(module) -> str | None:
         return None
     params = inspect.signature(module.fused_linear_cross_entropy_forward).parameters
     if "token_grad_output" in params:
-        return None  # 0.8.2+: per-token grad_output folded into the chunked logits gradient
+        # 0.8.2+: per-token grad_output folded into the chunked logits gradient
+        return None
     return "reduction='none' backward scales every row by grad_output[0] (element_mul_kernel)"
 
 
 def _chunk_rows(vocab: int) -> int:
-    return max(1, min(4096, (1 << 26) // max(1, vocab)))  # <= 256 MiB of fp32 logits per chunk
+    # <= 256 MiB of fp32 logits per chunk
+    return max(1, min(4096, (1 << 26) // max(1, vocab)))
 
 
 def _make_function():
@@ -58,7 +72,11 @@ def _make_function():
             w32 = weight.float()
             grad_input = torch.empty_like(_input) if ctx.needs_input_grad[1] else None
             grad_weight = torch.zeros_like(w32) if ctx.needs_input_grad[2] else None
-            grad_bias = torch.zeros(weight.shape[0], dtype=torch.float32, device=weight.device) if ctx.has_bias and ctx.needs_input_grad[3] else None
+            grad_bias = (
+                torch.zeros(weight.shape[0], dtype=torch.float32, device=weight.device)
+                if ctx.has_bias and ctx.needs_input_grad[3]
+                else None
+            )
             go = grad_output.reshape(-1).float()
             step = _chunk_rows(weight.shape[0])
             for start in range(0, rows, step):
@@ -143,7 +161,12 @@ def apply(module) -> None:
         single = not isinstance(outputs, tuple)
         loss = outputs if single else outputs[0]
         loss = row_broadcast.apply(
-            loss, values["_input"], values["weight"], values.get("bias"), values["target"], values["ignore_index"]
+            loss,
+            values["_input"],
+            values["weight"],
+            values.get("bias"),
+            values["target"],
+            values["ignore_index"],
         )
         return loss if single else (loss, *outputs[1:])
 

@@ -12,7 +12,19 @@ KNOWN_SHAPES = {
 
 #: Parameter names the Mamba-2/Mamba-3 kernels consume in fp32 (inside a *Mamba* module).
 FP32_NAMES = frozenset(
-    {"A_log", "D", "dt_bias", "q_bias", "k_bias", "B_bias", "C_bias", "mimo_x", "mimo_v", "mimo_o", "mimo_z"}
+    {
+        "A_log",
+        "D",
+        "dt_bias",
+        "q_bias",
+        "k_bias",
+        "B_bias",
+        "C_bias",
+        "mimo_x",
+        "mimo_v",
+        "mimo_o",
+        "mimo_z",
+    }
 )
 KEEP_ATTR = "_keep_fp32"
 _PATCHED = "__patchlane_mamba3_fp32_float16module__"
@@ -27,8 +39,9 @@ def check_shape(module) -> str | None:
         return "Float16Module defines no __init__"
     if getattr(init, _PATCHED, False):
         return None
-    return (changed_parameters(init, ("self", "config", "module"), "Float16Module.__init__")
-            or unknown_shape(init, KNOWN_SHAPES, "Float16Module.__init__"))
+    return changed_parameters(
+        init, ("self", "config", "module"), "Float16Module.__init__"
+    ) or unknown_shape(init, KNOWN_SHAPES, "Float16Module.__init__")
 
 
 def probe(module) -> str | None:

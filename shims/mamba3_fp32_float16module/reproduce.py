@@ -27,8 +27,12 @@ FP32_PARAMS = ("A_log", "D", "dt_bias")
 
 def check(with_shim: bool) -> str:
     torch = reproducer.require("torch")
-    Float16Module = reproducer.require("megatron.core.transformer.module", "megatron-core").Float16Module
-    TransformerConfig = reproducer.require("megatron.core.transformer.transformer_config", "megatron-core").TransformerConfig
+    Float16Module = reproducer.require(
+        "megatron.core.transformer.module", "megatron-core"
+    ).Float16Module
+    TransformerConfig = reproducer.require(
+        "megatron.core.transformer.transformer_config", "megatron-core"
+    ).TransformerConfig
 
     class MambaContractStandIn(torch.nn.Module):
         """Stand-in for a Mamba-3 mixer: fp32 A_log / D / dt_bias next to bf16-able projections."""
@@ -39,7 +43,8 @@ def check(with_shim: bool) -> str:
             self.out_proj = torch.nn.Linear(width, width, bias=False)
             gen = torch.Generator().manual_seed(0)
             a = torch.empty(heads).uniform_(1, 16, generator=gen)
-            self.A_log = torch.nn.Parameter(torch.log(a))  # Mamba keeps A_log in fp32
+            # Mamba keeps A_log in fp32
+            self.A_log = torch.nn.Parameter(torch.log(a))
             self.D = torch.nn.Parameter(torch.rand(heads, generator=gen) + 0.5)
             self.dt_bias = torch.nn.Parameter(torch.randn(heads, generator=gen) * 1e-3)
 
@@ -60,7 +65,9 @@ def check(with_shim: bool) -> str:
             broken.append(name)
     a_true = -torch.exp(before["A_log"])
     a_used = -torch.exp(mixer.A_log.detach().float())
-    print(f"# decay A = -exp(A_log): max relative error {((a_used - a_true).abs() / a_true.abs()).max().item():.3e}")
+    print(
+        f"# decay A = -exp(A_log): max relative error {((a_used - a_true).abs() / a_true.abs()).max().item():.3e}"
+    )
     print(f"# in_proj.weight dtype={mixer.in_proj.weight.dtype}")
     if mixer.in_proj.weight.dtype != torch.bfloat16:
         raise RuntimeError("Float16Module did not cast the ordinary weights to bf16")

@@ -48,7 +48,9 @@ def _load_api():
             ) from None
         # mamba_ssm/__init__ imports the CUDA extensions (and, on main, the HF model helpers); the
         # TileLang Mamba-3 ops need none of it.
-        print(f"# importing mamba_ssm/__init__ failed ({exc}); loading the TileLang Mamba-3 ops without it")
+        print(
+            f"# importing mamba_ssm/__init__ failed ({exc}); loading the TileLang Mamba-3 ops without it"
+        )
     spec = importlib.util.find_spec("mamba_ssm")
     package = types.ModuleType("mamba_ssm")
     package.__path__ = list(spec.submodule_search_locations)
@@ -57,7 +59,9 @@ def _load_api():
     try:
         return importlib.import_module(name)
     except ImportError as exc:
-        raise reproducer.Skip(f"mamba-ssm's TileLang Mamba-3 kernels are not importable: {exc}") from None
+        raise reproducer.Skip(
+            f"mamba-ssm's TileLang Mamba-3 kernels are not importable: {exc}"
+        ) from None
 
 
 def _inputs(torch):
@@ -70,20 +74,31 @@ def _inputs(torch):
     dt = torch.nn.functional.softplus(torch.randn(B, H, S, generator=gen) - 1.0).cuda()
     a = -torch.nn.functional.softplus(torch.randn(B, H, S, generator=gen)).cuda()
     return dict(
-        Q=rnd(B, S, R, G, N), K=rnd(B, S, R, G, N), V=rnd(B, S, H, P),
-        ADT=a * dt, DT=dt, Trap=rnd(B, H, S),
-        Q_bias=1 + rnd(H, R, N, dtype=f32, scale=0.1), K_bias=1 + rnd(H, R, N, dtype=f32, scale=0.1),
-        MIMO_V=rnd(H, R, P, dtype=f32, scale=0.25), MIMO_Z=rnd(H, R, P, dtype=f32, scale=0.25),
-        MIMO_Out=rnd(H, R, P, dtype=f32, scale=0.25), Angles=rnd(B, S, H, N // ROT, dtype=f32),
-        D=rnd(H, dtype=f32), Z=None,
+        Q=rnd(B, S, R, G, N),
+        K=rnd(B, S, R, G, N),
+        V=rnd(B, S, H, P),
+        ADT=a * dt,
+        DT=dt,
+        Trap=rnd(B, H, S),
+        Q_bias=1 + rnd(H, R, N, dtype=f32, scale=0.1),
+        K_bias=1 + rnd(H, R, N, dtype=f32, scale=0.1),
+        MIMO_V=rnd(H, R, P, dtype=f32, scale=0.25),
+        MIMO_Z=rnd(H, R, P, dtype=f32, scale=0.25),
+        MIMO_Out=rnd(H, R, P, dtype=f32, scale=0.25),
+        Angles=rnd(B, S, H, N // ROT, dtype=f32),
+        D=rnd(H, dtype=f32),
+        Z=None,
     )
 
 
 def _run(api, torch, inputs, dout, expand: bool):
     """Forward + backward; returns (output, {name: grad}) for every differentiable input."""
-    leaves = {k: v.detach().clone().requires_grad_(True) for k, v in inputs.items() if v is not None}
+    leaves = {
+        k: v.detach().clone().requires_grad_(True) for k, v in inputs.items() if v is not None
+    }
     call = dict(inputs, **leaves)
-    if expand:  # the G == H reference: autograd sums dQ/dK of the H / G heads of each group
+    # the G == H reference: autograd sums dQ/dK of the H / G heads of each group
+    if expand:
         call["Q"] = leaves["Q"].repeat_interleave(H // G, dim=3)
         call["K"] = leaves["K"].repeat_interleave(H // G, dim=3)
     out = api.mamba3_mimo(**call, chunk_size=CHUNK, rotary_dim_divisor=ROT, dtype=torch.bfloat16)
@@ -99,10 +114,14 @@ def check(with_shim: bool) -> str:
     api = _load_api()
     from importlib import metadata
 
-    print(f"# mamba-ssm {metadata.version('mamba-ssm')}, tilelang {metadata.version('tilelang')}; "
-          f"B={B} S={S} R={R} G={G} H={H} N={N} P={P} chunk={CHUNK}")
+    print(
+        f"# mamba-ssm {metadata.version('mamba-ssm')}, tilelang {metadata.version('tilelang')}; "
+        f"B={B} S={S} R={R} G={G} H={H} N={N} P={P} chunk={CHUNK}"
+    )
     inputs = _inputs(torch)
-    dout = (torch.randn(B, S, H, P, generator=torch.Generator().manual_seed(1)) * 0.5).to("cuda", torch.bfloat16)
+    dout = (torch.randn(B, S, H, P, generator=torch.Generator().manual_seed(1)) * 0.5).to(
+        "cuda", torch.bfloat16
+    )
     try:
         out, grads = _run(api, torch, inputs, dout, expand=False)
     except ValueError as exc:
@@ -111,16 +130,22 @@ def check(with_shim: bool) -> str:
             return reproducer.BUG_REPRODUCED
         raise
     ref_out, ref_grads = _run(api, torch, inputs, dout, expand=True)
-    print(f"# backward with G={G}, H={H} ran; dQ {tuple(grads['Q'].shape)}, dK {tuple(grads['K'].shape)}")
+    print(
+        f"# backward with G={G}, H={H} ran; dQ {tuple(grads['Q'].shape)}, dK {tuple(grads['K'].shape)}"
+    )
     ok = set(grads) == set(ref_grads)
-    pairs = [("out", out, ref_out)] + [(f"d{k}", grads[k], ref_grads[k]) for k in sorted(ref_grads) if k in grads]
+    pairs = [("out", out, ref_out)] + [
+        (f"d{k}", grads[k], ref_grads[k]) for k in sorted(ref_grads) if k in grads
+    ]
     for name, got, want in pairs:
         got, want = got.float(), want.float()
         finite = bool(torch.isfinite(got).all())
         diff = (got - want).abs().max().item()
         scale = want.abs().max().item()
         close = finite and got.shape == want.shape and diff <= 1e-2 * max(scale, 1e-3)
-        print(f"#   {name:10s} {str(tuple(got.shape)):22s} max|diff| {diff:.3e}  max|ref| {scale:.3e}  {'ok' if close else 'MISMATCH'}")
+        print(
+            f"#   {name:10s} {tuple(got.shape)!s:22s} max|diff| {diff:.3e}  max|ref| {scale:.3e}  {'ok' if close else 'MISMATCH'}"
+        )
         ok = ok and close
     return reproducer.FIX_VALIDATED if ok else reproducer.BUG_REPRODUCED
 

@@ -35,7 +35,9 @@ def _inputs(torch):
     # A causal top-k, as DSA's indexer produces: query i picks TOPK keys among 0..i, and the first
     # rows, with fewer than TOPK candidates, pad with -1 sentinels. (The unfused path also applies
     # the causal mask; the fused kernel only reads the indices.)
-    scores = torch.rand(BATCH, SQ, SQ, generator=gen).masked_fill(torch.ones(SQ, SQ, dtype=torch.bool).triu(1), -1.0)
+    scores = torch.rand(BATCH, SQ, SQ, generator=gen).masked_fill(
+        torch.ones(SQ, SQ, dtype=torch.bool).triu(1), -1.0
+    )
     best = scores.topk(TOPK, dim=-1)
     topk = best.indices.masked_fill(best.values < 0, -1).to("cuda", torch.int32)
     return query, key, topk
@@ -60,12 +62,17 @@ def check(with_shim: bool) -> str:
     reproducer.require_cuda(min_cc="9.0")
     import torch
 
-    dsa = reproducer.require("megatron.core.transformer.experimental_attention_variant.dsa", "megatron-core")
-    tilelang_dsa = reproducer.require("megatron.core.transformer.experimental_attention_variant.ops.tilelang_dsa",
-                                      "megatron-core", hint="the DSA ops need megatron-core >= 0.19")
+    dsa = reproducer.require(
+        "megatron.core.transformer.experimental_attention_variant.dsa", "megatron-core"
+    )
+    tilelang_dsa = reproducer.require(
+        "megatron.core.transformer.experimental_attention_variant.ops.tilelang_dsa",
+        "megatron-core",
+        hint="the DSA ops need megatron-core >= 0.19",
+    )
     if getattr(tilelang_dsa, "SparseMLA", None) is None:
         raise reproducer.Skip("TileLang SparseMLA kernels are unavailable: pip install tilelang")
-    scale = D_TOTAL ** -0.5
+    scale = D_TOTAL**-0.5
     query, key, topk = _inputs(torch)
     print(f"# sq=skv={SQ} b={BATCH} np={HEADS} d_total={D_TOTAL} v_channels={D_V} topk={TOPK}")
 
@@ -77,21 +84,29 @@ def check(with_shim: bool) -> str:
 
     out, dq, dk, fused_peak = _measured(torch, fused, query, key)
     ref, ref_dq, ref_dk, unfused_peak = _measured(torch, unfused, query, key)
-    print(f"# unfused fallback (_unfused_absorbed_dsa_fn) fwd+bwd peak: {unfused_peak / 2**20:.0f} MiB")
+    print(
+        f"# unfused fallback (_unfused_absorbed_dsa_fn) fwd+bwd peak: {unfused_peak / 2**20:.0f} MiB"
+    )
     if out is None:
-        print(f"# fused_sparse_mla_absorbed(d_total={D_TOTAL}, v_channels={D_V}) returned None: "
-              "DSA takes the unfused fallback above")
+        print(
+            f"# fused_sparse_mla_absorbed(d_total={D_TOTAL}, v_channels={D_V}) returned None: "
+            "DSA takes the unfused fallback above"
+        )
         return reproducer.BUG_REPRODUCED
-    print(f"# fused SparseMLA fwd+bwd peak: {fused_peak / 2**20:.0f} MiB "
-          f"({unfused_peak / max(fused_peak, 1):.1f}x less than unfused)")
+    print(
+        f"# fused SparseMLA fwd+bwd peak: {fused_peak / 2**20:.0f} MiB "
+        f"({unfused_peak / max(fused_peak, 1):.1f}x less than unfused)"
+    )
     ok = tuple(out.shape) == (SQ, BATCH, HEADS, D_V)
     for name, got, want in (("out", out, ref), ("dQ", dq, ref_dq), ("dK", dk, ref_dk)):
         got, want = got.float(), want.float()
         diff = (got - want).abs().max().item()
         bound = 2e-2 * max(want.abs().max().item(), 1e-6)
         close = bool(torch.isfinite(got).all()) and diff <= bound
-        print(f"#   fused vs unfused {name}: {tuple(got.shape)} max|diff| {diff:.3e} (bound {bound:.3e}) "
-              f"{'ok' if close else 'MISMATCH'}")
+        print(
+            f"#   fused vs unfused {name}: {tuple(got.shape)} max|diff| {diff:.3e} (bound {bound:.3e}) "
+            f"{'ok' if close else 'MISMATCH'}"
+        )
         ok = ok and close
     return reproducer.FIX_VALIDATED if ok else reproducer.BUG_REPRODUCED
 

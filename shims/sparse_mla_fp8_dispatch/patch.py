@@ -32,10 +32,12 @@ def probe(module) -> str | None:
         return None
     try:
         dispatches = "QuantizedTensor" in inspect.getsource(function)
-    except (OSError, TypeError):  # re-compiled by another shim without a source file
+    # re-compiled by another shim without a source file
+    except (OSError, TypeError):
         dispatches = "QuantizedTensor" in function.__code__.co_names
     if dispatches:
-        return None  # upstream dispatches on the wrapper itself
+        # upstream dispatches on the wrapper itself
+        return None
     return "dispatcher trusts .dtype, which a TE QuantizedTensor reports as bf16 over FP8 storage"
 
 
@@ -45,12 +47,16 @@ def apply(module) -> None:
         return
 
     @functools.wraps(original)
-    def fused_sparse_mla_absorbed(query, key, topk_indices, softmax_scale, v_channels, *args, **kwargs):
+    def fused_sparse_mla_absorbed(
+        query, key, topk_indices, softmax_scale, v_channels, *args, **kwargs
+    ):
         global _warned
         if is_quantized(query) or is_quantized(key):
             fp8_variant = getattr(module, FP8_VARIANT, None)
             if callable(fp8_variant):
-                return fp8_variant(query, key, topk_indices, softmax_scale, v_channels, *args, **kwargs)
+                return fp8_variant(
+                    query, key, topk_indices, softmax_scale, v_channels, *args, **kwargs
+                )
             if not _warned:
                 _warned = True
                 warnings.warn(

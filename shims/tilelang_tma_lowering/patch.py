@@ -50,7 +50,10 @@ def check_shape(module) -> str | None:
         return "JITKernel.__init__ is missing"
     if getattr(cache.cached, _PATCHED, False):
         return None
-    for owner, name in ((cache.cached, "KernelCache.cached"), (kernel.__init__, "JITKernel.__init__")):
+    for owner, name in (
+        (cache.cached, "KernelCache.cached"),
+        (kernel.__init__, "JITKernel.__init__"),
+    ):
         if "pass_configs" not in inspect.signature(owner).parameters:
             return f"{name} takes no pass_configs any more"
     return None

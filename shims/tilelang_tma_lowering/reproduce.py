@@ -36,7 +36,8 @@ if (_ROOT / "shims" / "__init__.py").is_file() and str(_ROOT) not in sys.path:
 from shims import child, reproducer  # noqa: E402
 
 SHIM = "tilelang_tma_lowering"
-S, R, N, CHUNK = 1024, 4, 64, 16  # N = 64 bf16 = 128-byte rows: eligible for a TMA bulk load
+# N = 64 bf16 = 128-byte rows: eligible for a TMA bulk load
+S, R, N, CHUNK = 1024, 4, 64, 16
 CHILD = r"""
 import json, os, sys
 from unittest import mock
@@ -81,13 +82,14 @@ def build_kernel(tilelang, T):
         with T.Kernel(batch, T.ceildiv(S, CHUNK), threads=128) as (bx, by):
             flat = T.alloc_shared([CHUNK * R, N], dtype)
             T.annotate_layout({flat: tilelang.layout.make_swizzled_layout(flat)})
-            staged = T.view(flat, shape=[CHUNK, R, N])  # the rank-3 shared descriptor
+            # the rank-3 shared descriptor
+            staged = T.view(flat, shape=[CHUNK, R, N])
             frag = T.alloc_fragment([CHUNK, R, N], "float32")
-            T.copy(X[bx, by * CHUNK:(by + 1) * CHUNK, :, :], staged)
+            T.copy(X[bx, by * CHUNK : (by + 1) * CHUNK, :, :], staged)
             T.copy(staged, frag)
             for i, j, k in T.Parallel(CHUNK, R, N):
                 frag[i, j, k] = frag[i, j, k] * 2.0
-            T.copy(frag, Y[bx, by * CHUNK:(by + 1) * CHUNK, :, :])
+            T.copy(frag, Y[bx, by * CHUNK : (by + 1) * CHUNK, :, :])
 
     return rank3_tma_copy
 
@@ -113,8 +115,11 @@ def _policy_in_child() -> str:
     how = "a fork of the launcher" if result.forked else "a fresh interpreter"
     print(f"# no CUDA device with TMA here: policy check only, in a child process ({how}): {seen}")
     ok = (
-        seen["env"] == "1" and seen["default"] is True and seen["explicit_false"] is False
-        and seen["init_patched"] and seen["state"] == "applied"
+        seen["env"] == "1"
+        and seen["default"] is True
+        and seen["explicit_false"] is False
+        and seen["init_patched"]
+        and seen["state"] == "applied"
     )
     return reproducer.FIX_VALIDATED if ok else reproducer.BUG_REPRODUCED
 
@@ -123,7 +128,9 @@ def check(with_shim: bool) -> str:
     from importlib.util import find_spec
 
     if find_spec("tilelang") is None:
-        raise reproducer.Skip("tilelang is not installed (pip install tilelang; 0.1.8 reproduces, 0.1.15 falls back)")
+        raise reproducer.Skip(
+            "tilelang is not installed (pip install tilelang; 0.1.8 reproduces, 0.1.15 falls back)"
+        )
     try:
         capability = reproducer.require_cuda(min_cc="9.0")
         missing = None
@@ -132,22 +139,30 @@ def check(with_shim: bool) -> str:
     if missing is not None:
         if with_shim:
             return _policy_in_child()
-        raise reproducer.Skip(f"{missing}: TMA lowering of a rank-3 shared copy needs a Hopper (cc >= 9.0) GPU")
-    import torch
+        raise reproducer.Skip(
+            f"{missing}: TMA lowering of a rank-3 shared copy needs a Hopper (cc >= 9.0) GPU"
+        )
     import tilelang
     import tilelang.language as T
+    import torch
 
     if not _nvcc_available():
         raise reproducer.Skip("tilelang finds no nvcc (set CUDA_HOME to a CUDA 12.x/13.x toolkit)")
     if hasattr(tilelang, "disable_cache"):
-        tilelang.disable_cache()  # a kernel cached by an earlier run must not stand in for this compile
-    print(f"# tilelang {tilelang.__version__}, cc {capability[0]}.{capability[1]}, "
-          f"TL_DISABLE_TMA_LOWER={os.environ.get('TL_DISABLE_TMA_LOWER')!r}")
+        # a kernel cached by an earlier run must not stand in for this compile
+        tilelang.disable_cache()
+    print(
+        f"# tilelang {tilelang.__version__}, cc {capability[0]}.{capability[1]}, "
+        f"TL_DISABLE_TMA_LOWER={os.environ.get('TL_DISABLE_TMA_LOWER')!r}"
+    )
     try:
         kernel = tilelang.compile(build_kernel(tilelang, T), out_idx=[1])
-    except Exception as exc:  # TVM raises InternalError / TVMError subclasses; all are lowering failures here
+    # TVM raises InternalError / TVMError subclasses; all are lowering failures here
+    except Exception as exc:
         lines = [line for line in str(exc).strip().splitlines() if line.strip()]
-        print(f"# compile with TMA lowering failed: {type(exc).__name__}: {lines[-1] if lines else exc!r}")
+        print(
+            f"# compile with TMA lowering failed: {type(exc).__name__}: {lines[-1] if lines else exc!r}"
+        )
         return reproducer.BUG_REPRODUCED
     source = kernel.get_kernel_source()
     tma_ops = source.count("tma_load")

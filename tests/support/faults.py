@@ -23,17 +23,25 @@ from tests.support.index import IndexServer, PackageIndex, _make_handler
 class Fault:
     """What to do to a request instead of (or on top of) answering it normally."""
 
-    latency: float = 0.0  # seconds to sleep before anything else (beyond a client timeout: a timeout)
-    status: int | None = None  # answer with this status and ``body`` instead of the real answer
+    # seconds to sleep before anything else (beyond a client timeout: a timeout)
+    latency: float = 0.0
+    # answer with this status and ``body`` instead of the real answer
+    status: int | None = None
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b'{"message": "injected fault"}'
     content_type: str = "application/json"
-    truncate: bool = False  # the real body cut in half, Content-Length matching: broken JSON
-    short: bool = False  # Content-Length of the whole body, half sent, connection closed
-    drop: bool = False  # close the connection without any response
-    drip: float = 0.0  # with ``status``: the body one byte every ``drip`` seconds (a total deadline must end it)
-    chunked: bool = False  # with ``status``: the body chunked, no Content-Length (only counting can cap it)
-    times: int | None = None  # requests it applies to (None: all)
+    # the real body cut in half, Content-Length matching: broken JSON
+    truncate: bool = False
+    # Content-Length of the whole body, half sent, connection closed
+    short: bool = False
+    # close the connection without any response
+    drop: bool = False
+    # with ``status``: the body one byte every ``drip`` seconds (a total deadline must end it)
+    drip: float = 0.0
+    # with ``status``: the body chunked, no Content-Length (only counting can cap it)
+    chunked: bool = False
+    # requests it applies to (None: all)
+    times: int | None = None
 
 
 def redirect(location: str, status: int = 302) -> Fault:
@@ -48,7 +56,12 @@ def slow_drip(body: bytes, every: float, *, content_type: str = "application/jso
 
 def oversized(size: int, *, chunked: bool = False, content_type: str = "application/json") -> Fault:
     """A 200 with a body of ``size`` bytes (a JSON string, valid whatever its length)."""
-    return Fault(status=200, body=b'"' + b"x" * max(0, size - 2) + b'"', content_type=content_type, chunked=chunked)
+    return Fault(
+        status=200,
+        body=b'"' + b"x" * max(0, size - 2) + b'"',
+        content_type=content_type,
+        chunked=chunked,
+    )
 
 
 class FaultPlan:
@@ -85,7 +98,8 @@ class LoopbackServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 512
 
-    def handle_error(self, request, client_address) -> None:  # a client that gave up is normal here
+    # a client that gave up is normal here
+    def handle_error(self, request, client_address) -> None:
         pass
 
 
@@ -123,7 +137,8 @@ def send_fault_or_none(handler, fault: Fault | None) -> bool:
         try:
             _write_fault_body(handler, fault)
         except OSError:
-            drop_connection(handler)  # the client gave up (a deadline, a cap): that is the point
+            # the client gave up (a deadline, a cap): that is the point
+            drop_connection(handler)
         return True
     return False
 
@@ -131,24 +146,35 @@ def send_fault_or_none(handler, fault: Fault | None) -> bool:
 def _write_fault_body(handler, fault: Fault) -> None:
     if fault.drip:
         for byte in range(len(fault.body)):
-            handler.wfile.write(fault.body[byte:byte + 1])
+            handler.wfile.write(fault.body[byte : byte + 1])
             handler.wfile.flush()
             time.sleep(fault.drip)
     elif fault.chunked:
         for start in range(0, len(fault.body), 65536):
-            piece = fault.body[start:start + 65536]
+            piece = fault.body[start : start + 65536]
             handler.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
         handler.wfile.write(b"0\r\n\r\n")
     else:
         handler.wfile.write(fault.body)
 
 
-def send_body(handler, status: int, body: bytes, content_type: str, fault: Fault | None,
-              extra_headers: dict[str, str] | None = None, etag: str | bool | None = None) -> None:
+def send_body(
+    handler,
+    status: int,
+    body: bytes,
+    content_type: str,
+    fault: Fault | None,
+    extra_headers: dict[str, str] | None = None,
+    etag: str | bool | None = None,
+) -> None:
     """Send a body, honouring ``If-None-Match`` (304) and the body-mangling faults; ``etag=False``
     sends none (a POST answer)."""
     tag = (etag or etag_of(body)) if status == 200 and etag is not False else None
-    if tag and handler.headers.get("If-None-Match") == tag and not (fault and (fault.truncate or fault.short)):
+    if (
+        tag
+        and handler.headers.get("If-None-Match") == tag
+        and not (fault and (fault.truncate or fault.short))
+    ):
         handler.send_response(304)
         handler.send_header("ETag", tag)
         for name, value in (extra_headers or {}).items():
@@ -186,8 +212,17 @@ def project_state_tag(index: PackageIndex, path: str, accept: str) -> str | None
     entries = index.files.get(parts[1])
     if not entries:
         return None
-    state = [(e.path.name, e.path.stat().st_size, e.path.stat().st_mtime_ns, str(e.yanked), e.upload_time.isoformat(),
-              e.requires_python) for e in entries]
+    state = [
+        (
+            e.path.name,
+            e.path.stat().st_size,
+            e.path.stat().st_mtime_ns,
+            str(e.yanked),
+            e.upload_time.isoformat(),
+            e.requires_python,
+        )
+        for e in entries
+    ]
     return '"' + hashlib.sha256(repr((accept, state)).encode()).hexdigest()[:32] + '"'
 
 
@@ -196,7 +231,8 @@ class FaultyIndexServer(IndexServer):
 
     def __init__(self, index: PackageIndex | None = None, faults: FaultPlan | None = None) -> None:
         super().__init__(index)
-        self._server.server_close()  # replaced below by one that knows about faults
+        # replaced below by one that knows about faults
+        self._server.server_close()
         self.faults = faults or FaultPlan()
         #: Cache-Control max-age to send (like a real index's 600 s); None sends none.
         self.max_age: int | None = None
@@ -208,7 +244,8 @@ class FaultyIndexServer(IndexServer):
             _tag: str | None = None
             _sized = False
             disable_nagle_algorithm = True
-            protocol_version = "HTTP/1.1"  # keep-alive: a warm run's 304s skip the TCP handshakes
+            # keep-alive: a warm run's 304s skip the TCP handshakes
+            protocol_version = "HTTP/1.1"
 
             def send_header(self, keyword, value):
                 if keyword.lower() == "content-length":
@@ -231,7 +268,8 @@ class FaultyIndexServer(IndexServer):
                 self._tag = project_state_tag(index, path, self.headers.get("Accept") or "")
                 mangled = self._fault is not None and (self._fault.truncate or self._fault.short)
                 if self._tag and self.headers.get("If-None-Match") == self._tag and not mangled:
-                    index.requests.append(self.path)  # what the base handler records, then its latency
+                    # what the base handler records, then its latency
+                    index.requests.append(self.path)
                     if index.latency:
                         time.sleep(index.latency)
                     self.send_response(304)
@@ -244,11 +282,17 @@ class FaultyIndexServer(IndexServer):
                 return super().do_GET()
 
             def _send(self, status: int, body: bytes, content_type: str) -> None:
-                extra = {"Cache-Control": f"max-age={server.max_age}"} if server.max_age is not None else None
+                extra = (
+                    {"Cache-Control": f"max-age={server.max_age}"}
+                    if server.max_age is not None
+                    else None
+                )
                 send_body(self, status, body, content_type, self._fault, extra, etag=self._tag)
 
         self._server = LoopbackServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), daemon=True
+        )
 
 
 def unused_port() -> int:

@@ -10,9 +10,12 @@ from pathlib import Path
 from retire.core.git import Git
 
 _ENV = {
-    "GIT_AUTHOR_NAME": "upstream", "GIT_AUTHOR_EMAIL": "upstream@example.org",
-    "GIT_COMMITTER_NAME": "upstream", "GIT_COMMITTER_EMAIL": "upstream@example.org",
-    "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "upstream",
+    "GIT_AUTHOR_EMAIL": "upstream@example.org",
+    "GIT_COMMITTER_NAME": "upstream",
+    "GIT_COMMITTER_EMAIL": "upstream@example.org",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
 }
 
 
@@ -30,10 +33,14 @@ def commit(repo: Path, name: str, text: str, message: str) -> str:
 @dataclass(frozen=True)
 class Upstream:
     path: Path
-    first: str  # in v1.0
-    fix: str  # the fix commit on its branch
-    merge: str  # the merge commit of the fix (in v1.1)
-    unreleased: str  # a later fix, in no release tag
+    # in v1.0
+    first: str
+    # the fix commit on its branch
+    fix: str
+    # the merge commit of the fix (in v1.1)
+    merge: str
+    # a later fix, in no release tag
+    unreleased: str
 
 
 def make_upstream(path: Path) -> Upstream:
@@ -56,7 +63,7 @@ def make_upstream(path: Path) -> Upstream:
 
 #: A PEP 517 backend inside the package's own repository (``backend-path``), needing nothing from an
 #: index: uv builds the package from a git checkout with no network, as it would a real project.
-_IN_TREE_BACKEND = '''
+_IN_TREE_BACKEND = """
 import base64, hashlib, os, zipfile
 
 NAME, VERSION = "toyrev", "0.1"
@@ -75,8 +82,8 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
         for path, data in files.items():
             archive.writestr(path, data)
     return name
-'''
-_PYPROJECT = '''[build-system]
+"""
+_PYPROJECT = """[build-system]
 requires = @REQUIRES@
 build-backend = "backend"
 backend-path = ["_build"]
@@ -84,14 +91,16 @@ backend-path = ["_build"]
 [project]
 name = "toyrev"
 version = "0.1"
-'''
+"""
 
 
 @dataclass(frozen=True)
 class PackageRepo:
     path: Path
-    first: str  # tagged v1.0: toyrev.WHICH == "first"
-    second: str  # tagged v1.1: toyrev.WHICH == "second"
+    # tagged v1.0: toyrev.WHICH == "first"
+    first: str
+    # tagged v1.1: toyrev.WHICH == "second"
+    second: str
 
 
 def make_package_repo(path: Path, build_requires: tuple[str, ...] = ()) -> PackageRepo:
@@ -101,7 +110,9 @@ def make_package_repo(path: Path, build_requires: tuple[str, ...] = ()) -> Packa
     (path / "toyrev").mkdir()
     git(path, "init", "-q", "-b", "main")
     (path / "_build" / "backend.py").write_text(_IN_TREE_BACKEND)
-    (path / "pyproject.toml").write_text(_PYPROJECT.replace("@REQUIRES@", repr(list(build_requires)).replace("'", '"')))
+    (path / "pyproject.toml").write_text(
+        _PYPROJECT.replace("@REQUIRES@", repr(list(build_requires)).replace("'", '"'))
+    )
     git(path, "add", "_build", "pyproject.toml")
     first = commit(path, "toyrev/__init__.py", 'WHICH = "first"\n', "toyrev: first")
     git(path, "tag", "v1.0")

@@ -14,7 +14,9 @@ import json
 import re
 from dataclasses import dataclass, field
 
-_TOKEN = re.compile(r'\s+|,|#[^\n]*|(?P<p>\.\.\.|[{}():])|(?P<name>[_A-Za-z][_0-9A-Za-z]*)|(?P<int>-?\d+)|(?P<str>"(?:[^"\\]|\\.)*")')
+_TOKEN = re.compile(
+    r'\s+|,|#[^\n]*|(?P<p>\.\.\.|[{}():])|(?P<name>[_A-Za-z][_0-9A-Za-z]*)|(?P<int>-?\d+)|(?P<str>"(?:[^"\\]|\\.)*")'
+)
 
 
 class GraphQLSyntaxError(ValueError):
@@ -31,9 +33,11 @@ class Field:
 
 @dataclass
 class Fragment:
-    on: str | None  # type condition (None: always)
+    # type condition (None: always)
+    on: str | None
     selections: list | None = None
-    spread: str | None = None  # a named fragment to look up
+    # a named fragment to look up
+    spread: str | None = None
 
 
 def _tokens(text: str) -> list[tuple[str, object]]:
@@ -64,7 +68,9 @@ class _Parser:
     def take(self, kind: str, value: object = None) -> object:
         token = self.peek()
         if token is None or token[0] != kind or (value is not None and token[1] != value):
-            raise GraphQLSyntaxError(f"expected {value or kind}, found {token[1] if token else 'the end'}")
+            raise GraphQLSyntaxError(
+                f"expected {value or kind}, found {token[1] if token else 'the end'}"
+            )
         self.at += 1
         return token[1]
 
@@ -147,7 +153,9 @@ def execute(text: str, root: dict, *, unions: dict[str, set[str]] | None = None)
             if callable(value):
                 value, error = value(item.args)
                 if error:
-                    errors.append({"type": "NOT_FOUND", "path": [*path, item.alias], "message": error})
+                    errors.append(
+                        {"type": "NOT_FOUND", "path": [*path, item.alias], "message": error}
+                    )
             if isinstance(value, dict) and item.selections is not None:
                 value = run(item.selections, value, [*path, item.alias])
             out[item.alias] = value

@@ -26,7 +26,7 @@ import threading
 import time
 import zipfile
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -39,7 +39,8 @@ JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 @dataclass
 class IndexFile:
     path: Path
-    upload_time: datetime | None  # None: the index does not say (no PEP 700 upload-time)
+    # None: the index does not say (no PEP 700 upload-time)
+    upload_time: datetime | None
     yanked: bool | str = False
     requires_python: str | None = None
 
@@ -72,15 +73,23 @@ class PackageIndex:
     files: dict[str, list[IndexFile]] = field(default_factory=dict)
     latency: float = 0.0
     requests: list[str] = field(default_factory=list)
-    api: str = "both"  # both | html (PEP 503 only: HTML whatever the Accept header says)
-    upload_times: bool = True  # PEP 700 upload-time / data-upload-time
+    # both | html (PEP 503 only: HTML whatever the Accept header says)
+    api: str = "both"
+    # PEP 700 upload-time / data-upload-time
+    upload_times: bool = True
 
-    def add(self, path: Path, upload_time: datetime | str | None, *, yanked: bool | str = False,
-            requires_python: str | None = None) -> IndexFile:
+    def add(
+        self,
+        path: Path,
+        upload_time: datetime | str | None,
+        *,
+        yanked: bool | str = False,
+        requires_python: str | None = None,
+    ) -> IndexFile:
         if isinstance(upload_time, str):
             upload_time = datetime.fromisoformat(upload_time)
         if upload_time is not None and upload_time.tzinfo is None:
-            upload_time = upload_time.replace(tzinfo=timezone.utc)
+            upload_time = upload_time.replace(tzinfo=UTC)
         project, _ = _project_of(path.name)
         entry = IndexFile(path, upload_time, yanked, requires_python)
         self.files.setdefault(project, []).append(entry)
@@ -95,7 +104,7 @@ class PackageIndex:
 
 
 def _upload_time(entry: IndexFile) -> str:
-    return entry.upload_time.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return entry.upload_time.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _file_json(base: str, entry: IndexFile, upload_times: bool = True) -> dict:
@@ -129,12 +138,19 @@ def project_page(index: PackageIndex, entries: list[IndexFile], files_url: str) 
             attrs += f' data-requires-python="{html.escape(e.requires_python)}"'
         if e.core_metadata is not None:
             digest = hashlib.sha256(e.core_metadata).hexdigest()
-            attrs += f' data-core-metadata="sha256={digest}" data-dist-info-metadata="sha256={digest}"'
+            attrs += (
+                f' data-core-metadata="sha256={digest}" data-dist-info-metadata="sha256={digest}"'
+            )
         if index.upload_times and e.upload_time is not None:
             attrs += f' data-upload-time="{_upload_time(e)}"'
-        rows.append(f'<a href="{files_url}{e.path.name}#sha256={e.sha256}"{attrs}>{e.path.name}</a>')
-    return ('<!DOCTYPE html>\n<html><head><meta name="pypi:repository-version" content="1.0"></head><body>\n'
-            + "\n".join(rows) + "\n</body></html>\n")
+        rows.append(
+            f'<a href="{files_url}{e.path.name}#sha256={e.sha256}"{attrs}>{e.path.name}</a>'
+        )
+    return (
+        '<!DOCTYPE html>\n<html><head><meta name="pypi:repository-version" content="1.0"></head><body>\n'
+        + "\n".join(rows)
+        + "\n</body></html>\n"
+    )
 
 
 def write_static_tree(index: PackageIndex, root: Path) -> Path:
@@ -144,13 +160,17 @@ def write_static_tree(index: PackageIndex, root: Path) -> Path:
     names = sorted(index.files)
     (root / "simple").mkdir(parents=True, exist_ok=True)
     links = "".join(f'<a href="{n}/">{n}</a>\n' for n in names)
-    (root / "simple" / "index.html").write_text(f"<!DOCTYPE html>\n<html><body>\n{links}</body></html>\n")
+    (root / "simple" / "index.html").write_text(
+        f"<!DOCTYPE html>\n<html><body>\n{links}</body></html>\n"
+    )
     for name in names:
         entries = index.files[name]
         for entry in entries:
             shutil.copyfile(entry.path, root / "files" / entry.path.name)
         (root / "simple" / name).mkdir(exist_ok=True)
-        (root / "simple" / name / "index.html").write_text(project_page(index, entries, "../../files/"))
+        (root / "simple" / name / "index.html").write_text(
+            project_page(index, entries, "../../files/")
+        )
     return root
 
 
@@ -185,7 +205,8 @@ class _QuietFiles(SimpleHTTPRequestHandler):
 
 def _make_handler(index: PackageIndex):
     class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):  # keep test output clean
+        # keep test output clean
+        def log_message(self, *args):
             pass
 
         def _send(self, status: int, body: bytes, content_type: str) -> None:
@@ -196,10 +217,10 @@ def _make_handler(index: PackageIndex):
             if self.command != "HEAD":
                 self.wfile.write(body)
 
-        def do_HEAD(self):  # noqa: N802
+        def do_HEAD(self):
             self.do_GET()
 
-        def do_GET(self):  # noqa: N802 - http.server's naming
+        def do_GET(self):
             index.requests.append(self.path)
             if index.latency:
                 time.sleep(index.latency)
@@ -209,7 +230,10 @@ def _make_handler(index: PackageIndex):
             if parts == ["simple"]:
                 names = sorted(index.files)
                 if wants_json:
-                    body = {"meta": {"api-version": "1.1"}, "projects": [{"name": n} for n in names]}
+                    body = {
+                        "meta": {"api-version": "1.1"},
+                        "projects": [{"name": n} for n in names],
+                    }
                     return self._send(200, json.dumps(body).encode(), JSON_TYPE)
                 links = "".join(f'<a href="/simple/{n}/">{n}</a>\n' for n in names)
                 return self._send(200, f"<html><body>{links}</body></html>".encode(), "text/html")
@@ -232,7 +256,9 @@ def _make_handler(index: PackageIndex):
                         "files": [_file_json(base, e, index.upload_times) for e in entries],
                     }
                     return self._send(200, json.dumps(body).encode(), JSON_TYPE)
-                return self._send(200, project_page(index, entries, f"{base}/files/").encode(), "text/html")
+                return self._send(
+                    200, project_page(index, entries, f"{base}/files/").encode(), "text/html"
+                )
             if len(parts) == 2 and parts[0] == "files" and parts[1].endswith(".metadata"):
                 entry = index.find(parts[1].removesuffix(".metadata"))
                 metadata = entry.core_metadata if entry else None

@@ -13,12 +13,12 @@ import textwrap
 from pathlib import Path
 
 from retire.evidence import validation
-from retire.runs.reproduce import run_reproducer
 from retire.evidence.validation import ValidationRecord
+from retire.runs.reproduce import run_reproducer
 from shims.manifest import load_manifest
 from tests.support import shimtree
 
-DENY = '''
+DENY = """
 [[deny]]
 pattern = '(?i)\\b[a-z0-9-]+\\.corp\\b'
 why = "an internal host name"
@@ -26,28 +26,57 @@ why = "an internal host name"
 [[deny]]
 literal = "Jane Roe"
 why = "a person who is not a named author"
-'''
+"""
 
 
-def github_manifest(shim_id: str, repo: str = "toyorg/toylib", *, status: str = "submitted", title: str | None = None,
-                    explanation: str | None = None) -> str:
-    text = shimtree.manifest_text(shim_id).replace("https://example.org/toylib", f"https://github.com/{repo}")
+def github_manifest(
+    shim_id: str,
+    repo: str = "toyorg/toylib",
+    *,
+    status: str = "submitted",
+    title: str | None = None,
+    explanation: str | None = None,
+) -> str:
+    text = shimtree.manifest_text(shim_id).replace(
+        "https://example.org/toylib", f"https://github.com/{repo}"
+    )
     text = text.replace('status = "submitted"', f'status = "{status}"')
     if status in ("pending", "not-applicable"):
-        text = text.split("[[upstream.links]]")[0] + "[retirement]" + text.split("[retirement]", 1)[1]
+        text = (
+            text.split("[[upstream.links]]")[0] + "[retirement]" + text.split("[retirement]", 1)[1]
+        )
     if title is not None:
         text = text.replace('title = "toylib add() subtracts"', f"title = {title!r}")
     if explanation is not None:
-        text = text.replace('explanation = "add() returns a - b in toylib 1.0."', f'explanation = """{explanation}"""')
+        text = text.replace(
+            'explanation = "add() returns a - b in toylib 1.0."',
+            f'explanation = """{explanation}"""',
+        )
     return text
 
 
-def pack_toml(*, repo: str = "toyorg/toylib", category: str = "kernel-numerics", kind: str = "issue",
-              priority: str = "crash-fix", state: str | None = "new-report", thread: str | None = None,
-              against: str = "toylib==1.0", command: str = "python reproduce.py --mode without",
-              extra: str = "") -> str:
-    lines = [f'category = "{category}"', f'repository = "{repo}"', f'kind = "{kind}"', f'priority = "{priority}"', extra,
-             "", "[upstream-state]", "searched = 2026-11-20"]
+def pack_toml(
+    *,
+    repo: str = "toyorg/toylib",
+    category: str = "kernel-numerics",
+    kind: str = "issue",
+    priority: str = "crash-fix",
+    state: str | None = "new-report",
+    thread: str | None = None,
+    against: str = "toylib==1.0",
+    command: str = "python reproduce.py --mode without",
+    extra: str = "",
+) -> str:
+    lines = [
+        f'category = "{category}"',
+        f'repository = "{repo}"',
+        f'kind = "{kind}"',
+        f'priority = "{priority}"',
+        extra,
+        "",
+        "[upstream-state]",
+        "searched = 2026-11-20",
+    ]
     if state is not None:
         lines.append(f'state = "{state}"')
     if thread is not None:
@@ -73,10 +102,21 @@ class PackProject:
     def manifest_path(self) -> Path:
         return self.root / "validation" / "manifest.jsonl"
 
-    def add(self, shim_id: str, *, manifest: str | None = None, reproducer: str | None = shimtree.TOY_REPRODUCER,
-            repo: str = "toyorg/toylib", **pack: object) -> Path:
-        folder = shimtree.write_shim(self.shims, shim_id, manifest=manifest or github_manifest(shim_id, repo),
-                                     reproducer=reproducer)
+    def add(
+        self,
+        shim_id: str,
+        *,
+        manifest: str | None = None,
+        reproducer: str | None = shimtree.TOY_REPRODUCER,
+        repo: str = "toyorg/toylib",
+        **pack: object,
+    ) -> Path:
+        folder = shimtree.write_shim(
+            self.shims,
+            shim_id,
+            manifest=manifest or github_manifest(shim_id, repo),
+            reproducer=reproducer,
+        )
         (folder / "pack.toml").write_text(pack_toml(repo=repo, **pack))  # type: ignore[arg-type]
         return folder
 
@@ -88,14 +128,30 @@ class PackProject:
         validation.append(self.manifest_path, [record])
         return record
 
-    def record(self, shim_id: str, *, at: _dt.datetime, hostname: str = "gpu-host-1", outcome: str = "bug-reproduced",
-               sentinel: str | None = "BUG_REPRODUCED", versions: dict | None = None, mode: str = "without",
-               detail: str = "") -> ValidationRecord:
+    def record(
+        self,
+        shim_id: str,
+        *,
+        at: _dt.datetime,
+        hostname: str = "gpu-host-1",
+        outcome: str = "bug-reproduced",
+        sentinel: str | None = "BUG_REPRODUCED",
+        versions: dict | None = None,
+        mode: str = "without",
+        detail: str = "",
+    ) -> ValidationRecord:
         record = ValidationRecord(
-            shim=shim_id, mode=mode, lane="toy", host={"hostname": hostname, "gpu": None},
-            versions=versions if versions is not None else {"toylib": "1.0"}, sentinel=sentinel, outcome=outcome,
-            exit_code={"bug-reproduced": 10, "skipped": 77, "fix-validated": 0}.get(outcome, 1), duration_s=0.1,
-            started_at=at.astimezone(_dt.timezone.utc).isoformat(timespec="microseconds"), detail=detail,
+            shim=shim_id,
+            mode=mode,
+            lane="toy",
+            host={"hostname": hostname, "gpu": None},
+            versions=versions if versions is not None else {"toylib": "1.0"},
+            sentinel=sentinel,
+            outcome=outcome,
+            exit_code={"bug-reproduced": 10, "skipped": 77, "fix-validated": 0}.get(outcome, 1),
+            duration_s=0.1,
+            started_at=at.astimezone(_dt.UTC).isoformat(timespec="microseconds"),
+            detail=detail,
         )
         validation.append(self.manifest_path, [record])
         return record

@@ -15,8 +15,8 @@ def _chunks(data: bytes) -> Iterator[tuple[bytes, bytes]]:
         raise ValueError("not a PNG file")
     at = len(SIGNATURE)
     while at < len(data):
-        length, kind = struct.unpack(">I4s", data[at:at + 8])
-        yield kind, data[at + 8:at + 8 + length]
+        length, kind = struct.unpack(">I4s", data[at : at + 8])
+        yield kind, data[at + 8 : at + 8 + length]
         at += 12 + length
 
 
@@ -32,13 +32,15 @@ def rows(data: bytes) -> Iterator[tuple[int, bytes]]:
         raise ValueError("no IHDR chunk")
     width, _height, depth, colour, _, _, interlace = header
     if depth != 8 or colour not in (2, 6) or interlace:
-        raise ValueError(f"unsupported PNG (depth {depth}, colour type {colour}, interlace {interlace})")
+        raise ValueError(
+            f"unsupported PNG (depth {depth}, colour type {colour}, interlace {interlace})"
+        )
     bpp = 3 if colour == 2 else 4
     stride = width * bpp
     raw = zlib.decompress(b"".join(idat))
     previous = bytearray(stride)
     for start in range(0, len(raw), stride + 1):
-        kind, line = raw[start], bytearray(raw[start + 1:start + 1 + stride])
+        kind, line = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
         if kind == 1:
             for i in range(bpp, stride):
                 line[i] = (line[i] + line[i - bpp]) & 0xFF
@@ -62,14 +64,16 @@ def rows(data: bytes) -> Iterator[tuple[int, bytes]]:
         previous = line
 
 
-def colour_counts(data: bytes, wanted: Iterable[tuple[int, int, int]], *, enough: int = 200) -> dict[tuple[int, int, int], int]:
+def colour_counts(
+    data: bytes, wanted: Iterable[tuple[int, int, int]], *, enough: int = 200
+) -> dict[tuple[int, int, int], int]:
     """How many pixels of each ``wanted`` colour the image has, counting each up to ``enough``
     (decoding stops once every colour has that many: the grid is near the top of the page)."""
-    counts = {colour: 0 for colour in wanted}
+    counts = dict.fromkeys(wanted, 0)
     keys = {bytes(c): c for c in counts}
     for bpp, line in rows(data):
         for x in range(0, len(line), bpp):
-            colour = keys.get(line[x:x + 3])
+            colour = keys.get(line[x : x + 3])
             if colour is not None:
                 counts[colour] += 1
         if all(n >= enough for n in counts.values()):

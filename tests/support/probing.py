@@ -12,9 +12,17 @@ from tests.support.wheels import build_wheel
 FAST = RetryPolicy(attempts=3, backoff=0.02, max_backoff=0.1, budget=5.0, max_wait=2.0, timeout=2.0)
 
 
-def fetcher(cache_dir: Path | None = None, *, policy: RetryPolicy = FAST, secrets=(), **options) -> Fetcher:
+def fetcher(
+    cache_dir: Path | None = None, *, policy: RetryPolicy = FAST, secrets=(), **options
+) -> Fetcher:
     client = make_client(timeout=policy.timeout)
-    return Fetcher(client, cache=HttpCache(cache_dir) if cache_dir else None, policy=policy, secrets=secrets, **options)
+    return Fetcher(
+        client,
+        cache=HttpCache(cache_dir) if cache_dir else None,
+        policy=policy,
+        secrets=secrets,
+        **options,
+    )
 
 
 def toylib_index(root: Path) -> PackageIndex:

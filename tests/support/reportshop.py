@@ -26,12 +26,12 @@ from pathlib import Path
 
 from retire.core.git import Git
 from retire.evidence import validation
-from retire.evidence.values import ProbeFailure
 from retire.evidence.validation import ValidationRecord
+from retire.evidence.values import ProbeFailure
 from retire.verdicts.model import ConditionResult, Flag, Verdict
 from tests.support.shimtree import manifest_text, write_shim
 
-NOW = _dt.datetime(2026, 11, 18, 12, 0, tzinfo=_dt.timezone.utc)
+NOW = _dt.datetime(2026, 11, 18, 12, 0, tzinfo=_dt.UTC)
 WEEK = "2026-W47"
 
 LANES = {
@@ -40,8 +40,14 @@ LANES = {
 }
 
 
-def shim_manifest(shim_id: str, *, linked: bool = True, links: list[tuple[str, str]] | None = None,
-                  conditions: str | None = None, owner: str = "kernels@example.org") -> str:
+def shim_manifest(
+    shim_id: str,
+    *,
+    linked: bool = True,
+    links: list[tuple[str, str]] | None = None,
+    conditions: str | None = None,
+    owner: str = "kernels@example.org",
+) -> str:
     """A valid manifest; ``linked=False`` makes it pending with no upstream link; ``links``
     replaces the default ones; ``conditions`` replaces the [retirement] tables."""
     text = manifest_text(shim_id).replace('owner = "kernels@example.org"', f'owner = "{owner}"')
@@ -52,7 +58,8 @@ def shim_manifest(shim_id: str, *, linked: bool = True, links: list[tuple[str, s
         upstream = 'status = "pending"\n\n'
     elif links is not None:
         upstream = 'status = "submitted"\n\n' + "".join(
-            f'[[upstream.links]]\nrole = "{role}"\nurl = "{url}"\n\n' for role, url in links)
+            f'[[upstream.links]]\nrole = "{role}"\nurl = "{url}"\n\n' for role, url in links
+        )
     else:
         upstream = rest[:upstream_end]
     if conditions is not None:
@@ -62,8 +69,10 @@ def shim_manifest(shim_id: str, *, linked: bool = True, links: list[tuple[str, s
 
 def lane_toml(name: str, shims: list[str]) -> str:
     listed = ", ".join(f'"{s}"' for s in shims)
-    return (f'[lane]\ndescription = "{name} lane"\npython = "3.12"\nplatform = "x86_64-manylinux_2_28"\n'
-            f'requirements = ["toylib==1.0"]\nshims = [{listed}]\n')
+    return (
+        f'[lane]\ndescription = "{name} lane"\npython = "3.12"\nplatform = "x86_64-manylinux_2_28"\n'
+        f'requirements = ["toylib==1.0"]\nshims = [{listed}]\n'
+    )
 
 
 def write_lanes(root: Path, lanes: dict[str, list[str]]) -> None:
@@ -72,66 +81,196 @@ def write_lanes(root: Path, lanes: dict[str, list[str]]) -> None:
         (root / "lanes" / f"{name}.toml").write_text(lane_toml(name, shims))
         lock = root / "locks" / name / "pylock.toml"
         lock.parent.mkdir(parents=True, exist_ok=True)
-        lock.write_text('lock-version = "1.0"\ncreated-by = "test"\n\n[[packages]]\nname = "toylib"\nversion = "1.0"\n')
+        lock.write_text(
+            'lock-version = "1.0"\ncreated-by = "test"\n\n[[packages]]\nname = "toylib"\nversion = "1.0"\n'
+        )
 
 
-def record(shim: str, lane: str, mode: str, outcome: str, when: str, *, host: str = "ci-box",
-           gpu: str | None = None, detail: str = "", run: str = "", version: str = "1.0") -> ValidationRecord:
-    sentinel = {"bug-reproduced": "BUG_REPRODUCED", "fix-validated": "FIX_VALIDATED",
-                "memory-save-verified": "MEMORY_SAVE_VERIFIED", "skipped": "SKIPPED"}.get(outcome)
-    code = {"bug-reproduced": 10, "fix-validated": 0, "memory-save-verified": 0, "skipped": 77, "crashed": 1}.get(outcome)
+def record(
+    shim: str,
+    lane: str,
+    mode: str,
+    outcome: str,
+    when: str,
+    *,
+    host: str = "ci-box",
+    gpu: str | None = None,
+    detail: str = "",
+    run: str = "",
+    version: str = "1.0",
+) -> ValidationRecord:
+    sentinel = {
+        "bug-reproduced": "BUG_REPRODUCED",
+        "fix-validated": "FIX_VALIDATED",
+        "memory-save-verified": "MEMORY_SAVE_VERIFIED",
+        "skipped": "SKIPPED",
+    }.get(outcome)
+    code = {
+        "bug-reproduced": 10,
+        "fix-validated": 0,
+        "memory-save-verified": 0,
+        "skipped": 77,
+        "crashed": 1,
+    }.get(outcome)
     return ValidationRecord(
-        shim=shim, mode=mode, lane=lane,
+        shim=shim,
+        mode=mode,
+        lane=lane,
         host={"hostname": host, "gpu": gpu, "python": "3.12.1", "platform": "linux-x86_64"},
-        versions={"toylib": version}, sentinel=sentinel, outcome=outcome, exit_code=code, duration_s=0.5,
-        started_at=when, detail=detail, run=run,
+        versions={"toylib": version},
+        sentinel=sentinel,
+        outcome=outcome,
+        exit_code=code,
+        duration_s=0.5,
+        started_at=when,
+        detail=detail,
+        run=run,
     )
 
 
 def shop_records() -> list[ValidationRecord]:
     return [
-        record("alpha", "cpu", "without", "bug-reproduced", "2026-11-16T08:00:00.000000+00:00", run="r1"),
-        record("alpha", "cpu", "with", "fix-validated", "2026-11-16T08:00:05.000000+00:00", run="r1"),
-        record("alpha", "gpu", "without", "bug-reproduced", "2026-11-16T09:00:00.000000+00:00", host="gpu-box", gpu="NVIDIA H100", run="r2"),
-        record("alpha", "gpu", "with", "bug-reproduced", "2026-11-16T09:00:05.000000+00:00", host="gpu-box", gpu="NVIDIA H100", run="r2"),
-        record("alpha", "h200-overlay", "without", "bug-reproduced", "2026-11-17T10:00:00.000000+00:00", host="gpu-node", gpu="NVIDIA H200"),
-        record("alpha", "h200-overlay", "with", "fix-validated", "2026-11-17T10:00:04.000000+00:00", host="gpu-node", gpu="NVIDIA H200"),
-        record("beta", "cpu", "without", "fix-validated", "2026-11-16T08:01:00.000000+00:00", run="r1", version="1.1"),
-        record("epsilon", "cpu", "without", "skipped", "2026-11-16T08:02:00.000000+00:00", detail="no CUDA device", run="r1"),
+        record(
+            "alpha",
+            "cpu",
+            "without",
+            "bug-reproduced",
+            "2026-11-16T08:00:00.000000+00:00",
+            run="r1",
+        ),
+        record(
+            "alpha", "cpu", "with", "fix-validated", "2026-11-16T08:00:05.000000+00:00", run="r1"
+        ),
+        record(
+            "alpha",
+            "gpu",
+            "without",
+            "bug-reproduced",
+            "2026-11-16T09:00:00.000000+00:00",
+            host="gpu-box",
+            gpu="NVIDIA H100",
+            run="r2",
+        ),
+        record(
+            "alpha",
+            "gpu",
+            "with",
+            "bug-reproduced",
+            "2026-11-16T09:00:05.000000+00:00",
+            host="gpu-box",
+            gpu="NVIDIA H100",
+            run="r2",
+        ),
+        record(
+            "alpha",
+            "h200-overlay",
+            "without",
+            "bug-reproduced",
+            "2026-11-17T10:00:00.000000+00:00",
+            host="gpu-node",
+            gpu="NVIDIA H200",
+        ),
+        record(
+            "alpha",
+            "h200-overlay",
+            "with",
+            "fix-validated",
+            "2026-11-17T10:00:04.000000+00:00",
+            host="gpu-node",
+            gpu="NVIDIA H200",
+        ),
+        record(
+            "beta",
+            "cpu",
+            "without",
+            "fix-validated",
+            "2026-11-16T08:01:00.000000+00:00",
+            run="r1",
+            version="1.1",
+        ),
+        record(
+            "epsilon",
+            "cpu",
+            "without",
+            "skipped",
+            "2026-11-16T08:02:00.000000+00:00",
+            detail="no CUDA device",
+            run="r1",
+        ),
     ]
 
 
 def shop_verdicts() -> list[Verdict]:
-    failure = ProbeFailure("codehost", "https://example.org/toylib/pull/2", "server error 500 Internal Server Error")
+    failure = ProbeFailure(
+        "codehost", "https://example.org/toylib/pull/2", "server error 500 Internal Server Error"
+    )
     return [
-        Verdict("alpha", "keep", "pr-released: PR #2 is open", lanes=("cpu", "gpu"),
-                conditions=(ConditionResult("pr-released", "fails", "PR #2 is open"),)),
-        Verdict("beta", "retire", "version-floor: toylib 1.1 released; confirmed: FIX_VALIDATED without the shim",
-                lanes=("cpu",), conditions=(ConditionResult("version-floor", "holds", "toylib 1.1 released", "toylib>=1.1"),),
-                floors=("toylib>=1.1",)),
-        Verdict("delta", "unknown", str(failure), action="make the code host reachable", lanes=("cpu", "gpu"),
-                failures=(failure,)),
-        Verdict("epsilon", "keep", "reproducer-clean: BUG_REPRODUCED without the shim", lanes=("cpu",),
-                flags=(Flag("stale", "no upstream movement since 2026-01-02 (318 days)"),
-                       Flag("no-link", "no upstream link (status pending): file it upstream and link it"))),
+        Verdict(
+            "alpha",
+            "keep",
+            "pr-released: PR #2 is open",
+            lanes=("cpu", "gpu"),
+            conditions=(ConditionResult("pr-released", "fails", "PR #2 is open"),),
+        ),
+        Verdict(
+            "beta",
+            "retire",
+            "version-floor: toylib 1.1 released; confirmed: FIX_VALIDATED without the shim",
+            lanes=("cpu",),
+            conditions=(
+                ConditionResult("version-floor", "holds", "toylib 1.1 released", "toylib>=1.1"),
+            ),
+            floors=("toylib>=1.1",),
+        ),
+        Verdict(
+            "delta",
+            "unknown",
+            str(failure),
+            action="make the code host reachable",
+            lanes=("cpu", "gpu"),
+            failures=(failure,),
+        ),
+        Verdict(
+            "epsilon",
+            "keep",
+            "reproducer-clean: BUG_REPRODUCED without the shim",
+            lanes=("cpu",),
+            flags=(
+                Flag("stale", "no upstream movement since 2026-01-02 (318 days)"),
+                Flag("no-link", "no upstream link (status pending): file it upstream and link it"),
+            ),
+        ),
     ]
 
 
 def previous_report(week: str = "2026-W46") -> dict:
     """What the report of ``week`` said (the parts a later report reads)."""
     return {
-        "kind": "patchlane-report", "schema": 1, "week": week,
+        "kind": "patchlane-report",
+        "schema": 1,
+        "week": week,
         "headline": {"carried": 4, "retire": 0, "newly_broken": 0, "unknown": 1},
-        "shims": [{"shim": "alpha", "verdict": "keep"}, {"shim": "beta", "verdict": "unknown"},
-                  {"shim": "gamma", "verdict": "keep"}, {"shim": "delta", "verdict": "keep"}],
-        "matrix": {"alpha": {"cpu": {"outcome": "needed"}, "gpu": {"outcome": "needed"}},
-                   "gamma": {"cpu": {"outcome": "crashed"}}},
+        "shims": [
+            {"shim": "alpha", "verdict": "keep"},
+            {"shim": "beta", "verdict": "unknown"},
+            {"shim": "gamma", "verdict": "keep"},
+            {"shim": "delta", "verdict": "keep"},
+        ],
+        "matrix": {
+            "alpha": {"cpu": {"outcome": "needed"}, "gpu": {"outcome": "needed"}},
+            "gamma": {"cpu": {"outcome": "crashed"}},
+        },
     }
 
 
 def git(root: Path, *args: str, when: str | None = None) -> str:
-    env = dict(HOME=str(root), GIT_AUTHOR_NAME="Shop", GIT_AUTHOR_EMAIL="shop@example.org",
-               GIT_COMMITTER_NAME="Shop", GIT_COMMITTER_EMAIL="shop@example.org")
+    env = dict(
+        HOME=str(root),
+        GIT_AUTHOR_NAME="Shop",
+        GIT_AUTHOR_EMAIL="shop@example.org",
+        GIT_COMMITTER_NAME="Shop",
+        GIT_COMMITTER_EMAIL="shop@example.org",
+    )
     if when:
         env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = when
     return Git(root, env=env).run(*args)
@@ -163,7 +302,14 @@ def build_shop(root: Path, *, with_git: bool = True, with_previous: bool = True)
     write_shim(shims, "epsilon", manifest=shim_manifest("epsilon", linked=False))
     if with_git:
         git(root, "add", "-A")
-        git(root, "commit", "-q", "-m", "retire gamma, add epsilon", when="2026-11-17T10:00:00+00:00")
+        git(
+            root,
+            "commit",
+            "-q",
+            "-m",
+            "retire gamma, add epsilon",
+            when="2026-11-17T10:00:00+00:00",
+        )
     write_lanes(root, LANES)
     validation.append(root / "validation" / "manifest.jsonl", shop_records())
     if with_previous:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from retire.evidence.validation import ValidationRecord, append
 
-NOW = dt.datetime(2026, 7, 1, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2026, 7, 1, tzinfo=dt.UTC)
 OUTCOME_SENTINEL = {
     "bug-reproduced": ("BUG_REPRODUCED", 10),
     "fix-validated": ("FIX_VALIDATED", 0),
@@ -19,12 +19,22 @@ OUTCOME_SENTINEL = {
 }
 
 
-def manifest_toml(shim_id: str, conditions: str, *, mode: str = "any", links: tuple[tuple[str, str], ...] = (),
-                  status: str | None = None, distribution: str = "toylib") -> str:
+def manifest_toml(
+    shim_id: str,
+    conditions: str,
+    *,
+    mode: str = "any",
+    links: tuple[tuple[str, str], ...] = (),
+    status: str | None = None,
+    distribution: str = "toylib",
+) -> str:
     """A valid manifest; ``conditions`` is the TOML of its ``[[retirement.conditions]]`` tables."""
     status = status or ("submitted" if links else "pending")
-    link_tables = "".join(f'\n[[upstream.links]]\nrole = "{role}"\nurl = "{url}"\n' for role, url in links)
-    return textwrap.dedent(f'''\
+    link_tables = "".join(
+        f'\n[[upstream.links]]\nrole = "{role}"\nurl = "{url}"\n' for role, url in links
+    )
+    return (
+        textwrap.dedent(f'''\
         id = "{shim_id}"
         title = "toylib add() subtracts"
         fix-class = "version-floor"
@@ -39,8 +49,12 @@ def manifest_toml(shim_id: str, conditions: str, *, mode: str = "any", links: tu
 
         [upstream]
         status = "{status}"
-        ''') + link_tables + f'\n[retirement]\nmode = "{mode}"\n' + textwrap.dedent(conditions) + \
-        '\n[reproducer]\npackages = ["toylib"]\n'
+        ''')
+        + link_tables
+        + f'\n[retirement]\nmode = "{mode}"\n'
+        + textwrap.dedent(conditions)
+        + '\n[reproducer]\npackages = ["toylib"]\n'
+    )
 
 
 class Project:
@@ -62,23 +76,52 @@ class Project:
         (folder / "reproduce.py").write_text("raise SystemExit(0)\n")
         return folder
 
-    def lane(self, name: str, shims: list[str], *, index_url: str | None, packages: list[str] | None = ("toylib",)) -> None:
+    def lane(
+        self,
+        name: str,
+        shims: list[str],
+        *,
+        index_url: str | None,
+        packages: list[str] | None = ("toylib",),
+    ) -> None:
         index = f'\n[lane.indexes.main]\nurl = "{index_url}"\ndefault = true\n' if index_url else ""
         shim_list = ", ".join(f'"{s}"' for s in shims)
         (self.root / "lanes" / f"{name}.toml").write_text(
-            f'[lane]\npython = "3.12"\nplatform = "linux"\nrequirements = ["toylib"]\nshims = [{shim_list}]\n{index}')
+            f'[lane]\npython = "3.12"\nplatform = "linux"\nrequirements = ["toylib"]\nshims = [{shim_list}]\n{index}'
+        )
         if packages is not None:
             lock = self.root / "locks" / name / "pylock.toml"
             lock.parent.mkdir(parents=True, exist_ok=True)
-            lock.write_text('lock-version = "1.0"\ncreated-by = "test"\n' + "".join(
-                f'\n[[packages]]\nname = "{p}"\nversion = "1.0"\n' for p in packages))
+            lock.write_text(
+                'lock-version = "1.0"\ncreated-by = "test"\n'
+                + "".join(f'\n[[packages]]\nname = "{p}"\nversion = "1.0"\n' for p in packages)
+            )
 
-    def run(self, shim: str, outcome: str, version: str, *, lane: str = "cpu", host: str = "ci-1",
-            when: str = "2026-06-01T00:00:00.000000+00:00", mode: str = "without", detail: str = "") -> ValidationRecord:
+    def run(
+        self,
+        shim: str,
+        outcome: str,
+        version: str,
+        *,
+        lane: str = "cpu",
+        host: str = "ci-1",
+        when: str = "2026-06-01T00:00:00.000000+00:00",
+        mode: str = "without",
+        detail: str = "",
+    ) -> ValidationRecord:
         sentinel, code = OUTCOME_SENTINEL[outcome]
         record = ValidationRecord(
-            shim=shim, mode=mode, lane=lane, host={"hostname": host, "gpu": None}, versions={"toylib": version},
-            sentinel=sentinel, outcome=outcome, exit_code=code, duration_s=0.1, started_at=when, detail=detail,
+            shim=shim,
+            mode=mode,
+            lane=lane,
+            host={"hostname": host, "gpu": None},
+            versions={"toylib": version},
+            sentinel=sentinel,
+            outcome=outcome,
+            exit_code=code,
+            duration_s=0.1,
+            started_at=when,
+            detail=detail,
         )
         append(self.validation, [record])
         return record
@@ -94,15 +137,15 @@ class Project:
         return lanefile.load_lanes(self.root / "lanes", root=self.root)
 
 
-VERSION_FLOOR = '''
+VERSION_FLOOR = """
 [[retirement.conditions]]
 kind = "version-floor"
 version = ">=1.2"
-'''
-REPRODUCER_CLEAN = '''
+"""
+REPRODUCER_CLEAN = """
 [[retirement.conditions]]
 kind = "reproducer-clean"
-'''
+"""
 
 
 def pr_released(url: str) -> str:

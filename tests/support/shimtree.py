@@ -20,21 +20,21 @@ def add(a, b):
     return a - b
 '''
 #: toylib 1.1: upstream fixed add(); the shim's probe must notice and stand down.
-FIXED_TARGET = '''
+FIXED_TARGET = """
 __version__ = "1.1"
 
 def add(a, b):
     return a + b
-'''
+"""
 #: toylib 2.0: add() was renamed its parameters; the patch no longer fits.
-RESHAPED_TARGET = '''
+RESHAPED_TARGET = """
 __version__ = "2.0"
 
 def add(x, y, *, strict=False):
     return x - y
-'''
+"""
 
-TOY_PATCH = '''
+TOY_PATCH = """
 def check_shape(module):
     add = getattr(module, "add", None)
     if add is None:
@@ -54,9 +54,9 @@ def apply(module):
 
     module.add = add
     module.APPLIED = getattr(module, "APPLIED", 0) + 1
-'''
+"""
 
-TOY_REPRODUCER = '''
+TOY_REPRODUCER = """
 from shims import reproducer
 
 
@@ -68,11 +68,11 @@ def check(with_shim):
 
 if __name__ == "__main__":
     reproducer.run("{shim_id}", check, packages=["toylib"])
-'''
+"""
 
 #: The same test of a newer API, ``toylib.arith.add``, imported with ``require()``: on a release
 #: without that module it prints SKIPPED (what bisection reads as "not applicable").
-ARITH_REPRODUCER = '''
+ARITH_REPRODUCER = """
 from shims import reproducer
 
 
@@ -83,7 +83,7 @@ def check(with_shim):
 
 if __name__ == "__main__":
     reproducer.run("{shim_id}", check, packages=["toylib"])
-'''
+"""
 
 
 def manifest_text(
@@ -150,12 +150,15 @@ timeout = 60
     return text
 
 
-def write_target(site: Path, source: str = BUGGY_TARGET, *, name: str = "toylib", version: str = "1.0") -> Path:
+def write_target(
+    site: Path, source: str = BUGGY_TARGET, *, name: str = "toylib", version: str = "1.0"
+) -> Path:
     """Write module ``name`` (and a dist-info so importlib.metadata knows its version)."""
     site.mkdir(parents=True, exist_ok=True)
     module = site / f"{name}.py"
     module.write_text(textwrap.dedent(source))
-    for stale in site.glob(f"{name}-*.dist-info"):  # an "upgrade": one version installed at a time
+    # an "upgrade": one version installed at a time
+    for stale in site.glob(f"{name}-*.dist-info"):
         for item in stale.iterdir():
             item.unlink()
         stale.rmdir()
@@ -176,11 +179,15 @@ def write_shim(
 ) -> Path:
     folder = root / shim_id
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "manifest.toml").write_text(manifest if manifest is not None else manifest_text(shim_id, **manifest_options))  # type: ignore[arg-type]
+    (folder / "manifest.toml").write_text(
+        manifest if manifest is not None else manifest_text(shim_id, **manifest_options)
+    )  # type: ignore[arg-type]
     if patch is not None:
         (folder / "patch.py").write_text(textwrap.dedent(patch))
     if reproducer is not None:
-        (folder / "reproduce.py").write_text(textwrap.dedent(reproducer).replace("{shim_id}", shim_id))
+        (folder / "reproduce.py").write_text(
+            textwrap.dedent(reproducer).replace("{shim_id}", shim_id)
+        )
     return folder
 
 
@@ -189,12 +196,19 @@ def subprocess_env(tmp_path: Path, root: Path, site: Path, **extra: str) -> dict
     env = {key: value for key, value in os.environ.items() if not key.startswith("PATCHLANE_")}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), str(site)])
     env["PATCHLANE_SHIMS_PATH"] = str(root)
-    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg-cache")  # never touch the real user cache
+    # never touch the real user cache
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg-cache")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.update(extra)
     return env
 
 
-def run_python(code: str, env: dict[str, str], *, args: list[str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-c", textwrap.dedent(code)] if args is None else [sys.executable, *args]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+def run_python(
+    code: str, env: dict[str, str], *, args: list[str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    command = (
+        [sys.executable, "-c", textwrap.dedent(code)] if args is None else [sys.executable, *args]
+    )
+    return subprocess.run(
+        command, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )

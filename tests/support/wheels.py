@@ -17,8 +17,13 @@ def _record_hash(data: bytes) -> str:
     return "sha256=" + digest.decode()
 
 
-def _metadata(name: str, version: str, requires: list[str], requires_python: str | None,
-              project_urls: dict[str, str] | None = None) -> str:
+def _metadata(
+    name: str,
+    version: str,
+    requires: list[str],
+    requires_python: str | None,
+    project_urls: dict[str, str] | None = None,
+) -> str:
     lines = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     if requires_python:
         lines.append(f"Requires-Python: {requires_python}")
@@ -45,11 +50,16 @@ def build_wheel(
     if files is None:
         files = {f"{dist}/__init__.py": f'__version__ = "{version}"\n'}
     contents = dict(files)
-    contents[f"{info}/METADATA"] = _metadata(name, version, requires or [], requires_python, project_urls)
+    contents[f"{info}/METADATA"] = _metadata(
+        name, version, requires or [], requires_python, project_urls
+    )
     contents[f"{info}/WHEEL"] = (
         f"Wheel-Version: 1.0\nGenerator: patchlane-tests\nRoot-Is-Purelib: true\nTag: {tag}\n"
     )
-    record = [f"{path},{_record_hash(text.encode())},{len(text.encode())}" for path, text in contents.items()]
+    record = [
+        f"{path},{_record_hash(text.encode())},{len(text.encode())}"
+        for path, text in contents.items()
+    ]
     record.append(f"{info}/RECORD,,")
     contents[f"{info}/RECORD"] = "\n".join(record) + "\n"
     path = dest / f"{dist}-{version}-{tag}.whl"
