@@ -8,7 +8,9 @@ noxfile imports) and this repository's own tests and benchmarks.
     nox -s lanes                     list the expanded lanes
     nox -s retire [-- --apply]       the weekly retirement report / auto-drop branches
     nox -s bump                      lockfile bump branch (and PR with a token)
+    nox -s lint                      ruff, mypy and the code's shape (docs/architecture.md)
     nox -s tests / nox -s bench      the project's own tests and benchmarks
+    nox -s tests -- -m "not slow"    the fast tier, for every change
 
 Engine sessions run in nox's own Python, where `pip install -e ".[engine]"` put patchlane (the
 engine extra brings nox); the lane environments themselves are built by patchlane with uv. Tests
@@ -27,6 +29,16 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
 from retire.sessions import bump, lane, lanes, lock, retire, summary  # noqa: E402,F401 - registered with nox
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """The gate every change passes: ruff's rules and format, mypy, and the code's shape."""
+    session.install("-e", ".[lint]")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.run("mypy")
+    session.run("pytest", "-q", "-p", "no:cacheprovider", "tests/test_architecture.py")
 
 
 @nox.session

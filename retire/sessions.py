@@ -35,14 +35,14 @@ nox.options.reuse_venv = "yes"
 
 def _lane_params() -> tuple[list[nox.Param], str | None]:
     """One parameter per lane, tagged gpu/cpu so CI can route it (`nox --list --json`, `nox -t cpu`)."""
-    from retire.core.errors import ConfigError
+    from retire.core.errors import InputError
     from retire.core.project import Project
     from retire.lanes.lanefile import load_lanes
 
     try:
         lanes = load_lanes(Project(ROOT).lanes_dir, root=ROOT)
     # shown by every session instead of a traceback at import
-    except ConfigError as exc:
+    except InputError as exc:
         return [], str(exc)
     return [nox.param(lane.name, tags=[lane.tag]) for lane in lanes], None
 

@@ -90,7 +90,8 @@ def rows(*, probe: bool = False) -> list[dict[str, object]]:
 
 def check(root: str | None = None) -> int:
     """Validate every manifest under ``root`` (default: the configured shim roots); 2 on errors."""
-    from shims.manifest import RUNTIME_DIR, ManifestError, load_manifest, manifest_paths, shim_roots
+    from shims.errors import InputError
+    from shims.manifest import RUNTIME_DIR, load_manifest, manifest_paths, shim_roots
 
     errors = 0
     for base in shim_roots(root):
@@ -107,7 +108,7 @@ def check(root: str | None = None) -> int:
     for path in paths:
         try:
             load_manifest(path)
-        except ManifestError as exc:
+        except InputError as exc:
             errors += 1
             print(f"shims: error: {exc}", file=sys.stderr)
     if errors:

@@ -95,7 +95,8 @@ def _stamp(root: str) -> tuple | None:
 def _index_entry(root: str, name: str) -> tuple:
     # The slow path (a cache miss): the full validator, imported only now.
     try:
-        from shims.manifest import ManifestError, load_manifest
+        from shims.errors import InputError
+        from shims.manifest import load_manifest
     # e.g. packaging missing from a hand-made env: report, don't crash
     except ImportError as exc:
         return (
@@ -112,7 +113,7 @@ def _index_entry(root: str, name: str) -> tuple:
     has_patch = os.path.isfile(os.path.join(folder, "patch.py"))
     try:
         manifest = load_manifest(os.path.join(folder, "manifest.toml"), check_files=False)
-    except ManifestError as exc:
+    except InputError as exc:
         return (name, "", "", "", (), has_patch, str(exc))
     return (
         manifest.id,

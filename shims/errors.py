@@ -5,7 +5,7 @@ deny-list) raises :class:`InputError`; ``str()`` is one line::
 
     lanes/stable.toml: lane.python: expected a string, got a number 3.12 — write it as a quoted version such as "3.12"
 
-``shims.manifest.ManifestError`` and ``retire.core.errors.ConfigError`` are this same class under
+``shims.manifest.InputError`` and ``retire.core.errors.InputError`` are this same class under
 the names each side has always used, so one ``except InputError`` catches bad input anywhere.
 """
 

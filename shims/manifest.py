@@ -1,6 +1,6 @@
 """The shim manifest: ``shims/<id>/manifest.toml`` read into immutable values.
 
-Every problem is a :class:`ManifestError` (the one input-error type,
+Every problem is a :class:`InputError` (the one input-error type,
 :class:`shims.errors.InputError`) whose ``str()`` is one line, ``<file>: <key>: <problem> — <fix>``;
 the typed getters of :mod:`shims.tomlreader` do the checking. docs/shims.md documents every key.
 
@@ -43,7 +43,6 @@ __all__ = [
     "ROOTS_ENV",
     "RUNTIME_DIR",
     "SHIM_ID",
-    "ManifestError",
     "discover",
     "load_manifest",
     "manifest_paths",
@@ -81,11 +80,6 @@ _COMPUTE_CAPABILITY = re.compile(r"[0-9]+\.[0-9]+")
 _COMMIT = re.compile(r"[0-9a-f]{7,64}")
 
 
-#: The runtime's name for the one input-error type (``retire.core.errors.ConfigError`` is the same
-#: class).
-ManifestError = InputError
-
-
 # ---------------------------------------------------------------------------------------------
 # Loading
 
@@ -118,7 +112,7 @@ def discover(root: str | os.PathLike[str] | None = None) -> list[ShimManifest]:
     seen: dict[str, ShimManifest] = {}
     for manifest in manifests:
         if manifest.id in seen:
-            raise ManifestError(
+            raise InputError(
                 _display(manifest.manifest_path),
                 "id",
                 f"shim id {manifest.id!r} is also defined by {_display(seen[manifest.id].manifest_path)}",
@@ -142,14 +136,14 @@ def load_manifest(path: str | os.PathLike[str], *, check_files: bool = True) -> 
     directory = manifest.directory
     has_patch = (directory / "patch.py").is_file()
     if check_files and not (directory / manifest.reproducer.path).is_file():
-        raise ManifestError(
+        raise InputError(
             _display(path),
             "reproducer.path",
             f"file not found: {manifest.reproducer.path}",
             "create the reproducer or fix the path",
         )
     if check_files and not has_patch and manifest.fix_class not in PATCHLESS_FIX_CLASSES:
-        raise ManifestError(
+        raise InputError(
             _display(path),
             "fix-class",
             f"{manifest.fix_class} shims need a patch.py next to the manifest",

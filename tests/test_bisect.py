@@ -488,7 +488,7 @@ def test_overlay_on_a_lane_env_shadows_the_lane_version(tmp_path, clean_series, 
 
 def test_releases_come_from_the_index_the_lane_pins_the_package_to(tmp_path, monkeypatch):
     from retire.commands.bisect import _default_index
-    from retire.core.errors import ConfigError
+    from retire.core.errors import InputError
     from retire.core.project import Project
     from retire.lanes.model import IndexSpec, Lane
 
@@ -507,7 +507,7 @@ def test_releases_come_from_the_index_the_lane_pins_the_package_to(tmp_path, mon
     # the host default
     assert _default_index(Project(tmp_path), "s", "numpy", lane) == "http://127.0.0.1:9/simple"
     monkeypatch.delenv("UV_INDEX")
-    with pytest.raises(ConfigError, match="has no URL on this host"):
+    with pytest.raises(InputError, match="has no URL on this host"):
         _default_index(Project(tmp_path), "s", "torch", lane)
 
 

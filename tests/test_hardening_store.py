@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from retire.commands import main
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 from retire.evidence import validation
 from retire.runs.launcher import Launcher
 from retire.runs.reproduce import run_reproducer
@@ -163,13 +163,13 @@ def test_a_reproducer_linked_out_of_its_shim_folder_is_never_run_nor_attached(tm
     (folder / "reproduce.py").symlink_to(evil)
     manifest = load_manifest(folder / "manifest.toml")
     with pytest.raises(
-        ConfigError, match=r"reproduce.py: reproducer.path: is a symbolic link .* not followed"
+        InputError, match=r"reproduce.py: reproducer.path: is a symbolic link .* not followed"
     ):
         run_reproducer(manifest, "without", lane="toy", timeout=30)
     env = shimtree.subprocess_env(tmp_path, project.shims, project.site)
     with (
         Launcher(sys.executable, (), env) as launcher,
-        pytest.raises(ConfigError, match="is a symbolic link"),
+        pytest.raises(InputError, match="is a symbolic link"),
     ):
         # the fork server refuses it too
         launcher.run(manifest, "without", env=env, timeout=30)
@@ -185,7 +185,7 @@ def test_a_linked_shim_folder_is_never_run(tmp_path):
     (tmp_path / "shims").mkdir()
     (tmp_path / "shims" / "toy_add").symlink_to(real)
     manifest = load_manifest(tmp_path / "shims" / "toy_add" / "manifest.toml")
-    with pytest.raises(ConfigError, match=r"shims/toy_add: reproducer.path: is a symbolic link"):
+    with pytest.raises(InputError, match=r"shims/toy_add: reproducer.path: is a symbolic link"):
         run_reproducer(manifest, "without", lane="toy", timeout=30)
 
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 from retire.lanes import lanefile
 from tests.conftest import run_cli, subprocess_env
 
@@ -129,7 +129,7 @@ def test_select_rejects_unknown_lane(tmp_path):
     write(tmp_path, "a", GOOD)
     lanes = lanefile.load_lanes(tmp_path / "lanes")
     assert [l.name for l in lanefile.select(lanes, ["a"])] == ["a"]
-    with pytest.raises(ConfigError, match="unknown lane 'zz'.*known lanes: a"):
+    with pytest.raises(InputError, match="unknown lane 'zz'.*known lanes: a"):
         lanefile.select(lanes, ["zz"])
 
 

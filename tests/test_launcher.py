@@ -16,7 +16,8 @@ import pytest
 
 from retire.runs.launcher import Launcher, common_environment, preload_of
 from retire.runs.reproduce import run_reproducer
-from shims.manifest import ManifestError, load_manifest, parse_manifest
+from shims.errors import InputError
+from shims.manifest import load_manifest, parse_manifest
 from tests.conftest import run_cli
 from tests.support import shimtree
 from tests.support.wheels import build_wheel
@@ -316,7 +317,7 @@ def test_preload_is_validated_and_documented(tmp_path):
     assert parse_manifest(
         text + '\npreload = ["torch", "megatron.core", "torch"]\n', "shims/toy/manifest.toml"
     ).reproducer.preload == ("torch", "megatron.core")
-    with pytest.raises(ManifestError) as bad:
+    with pytest.raises(InputError) as bad:
         parse_manifest(text + '\npreload = ["megatron-core"]\n', "shims/toy/manifest.toml")
     assert "reproducer.preload[0]" in str(bad.value) and "megatron.core" in str(bad.value)
     docs = (Path(__file__).resolve().parents[1] / "docs" / "shims.md").read_text()

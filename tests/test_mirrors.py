@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from retire.commands import main as cli
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 from retire.evidence.values import BranchTip, MirrorPull, ProbeFailure, TagContainment
 from retire.mirrors.config import Mirror, MirrorSet, load_mirrors
 from retire.mirrors.repo import open_mirror
@@ -275,7 +275,7 @@ fetch = "file:///srv/liger.git"
 )
 def test_bad_config_is_one_line_naming_the_key(tmp_path, text, key, words):
     write_config(tmp_path, text)
-    with pytest.raises(ConfigError) as caught:
+    with pytest.raises(InputError) as caught:
         load_mirrors(tmp_path)
     message = str(caught.value)
     assert "\n" not in message and "patchlane.toml" in message and words in message

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 from retire.core.git import Git
 from retire.packs.store import filing_queue, load_pack, markdown_section
 from retire.packs.waves import (
@@ -109,11 +109,11 @@ def test_state_round_trip_and_last_waves():
     )
     assert parse_state(dumps_state(state), "s.json") == state
     assert last_waves(state) == {"o/r": _dt.date(2026, 11, 21)}
-    with pytest.raises(ConfigError, match="not valid JSON"):
+    with pytest.raises(InputError, match="not valid JSON"):
         parse_state("{", "packs/state.json")
-    with pytest.raises(ConfigError, match="approval needs by/at/digest"):
+    with pytest.raises(InputError, match="approval needs by/at/digest"):
         parse_state('{"version": 1, "packs": {"a": {"approval": {"by": "x"}}}}', "packs/state.json")
-    with pytest.raises(ConfigError, match=r"packs.a.filings\[0\].at: malformed date 'soon'"):
+    with pytest.raises(InputError, match=r"packs.a.filings\[0\].at: malformed date 'soon'"):
         parse_state(
             '{"version": 1, "packs": {"a": {"filings": [{"url": "u", "at": "soon", "repository": "o/r"}]}}}',
             "packs/state.json",

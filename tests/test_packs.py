@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 from retire.packs.checks import check_deny, check_markdown, check_pasted, parse_deny, readiness
 from retire.packs.model import CATEGORIES, PackSpec, UpstreamState, parse_pack_spec
 from retire.packs.render import TEMPLATES, codify, render
@@ -137,7 +137,7 @@ def test_every_category_has_a_template_that_renders():
     ],
 )
 def test_bad_pack_toml_is_one_line(text, fragment):
-    with pytest.raises(ConfigError) as error:
+    with pytest.raises(InputError) as error:
         parse_pack_spec(text, "shims/x/pack.toml", "x")
     message = str(error.value)
     assert fragment in message and "\n" not in message
@@ -145,9 +145,9 @@ def test_bad_pack_toml_is_one_line(text, fragment):
 
 
 def test_bad_deny_list_is_one_line():
-    with pytest.raises(ConfigError, match=r"deny\[0\]\.pattern: bad regular expression"):
+    with pytest.raises(InputError, match=r"deny\[0\]\.pattern: bad regular expression"):
         parse_deny("[[deny]]\npattern = '(unclosed'\nwhy = 'x'\n", "packs/deny.toml")
-    with pytest.raises(ConfigError, match="exactly one of pattern or literal"):
+    with pytest.raises(InputError, match="exactly one of pattern or literal"):
         parse_deny("[[deny]]\nwhy = 'x'\n", "packs/deny.toml")
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from retire.commands import main as cli
-from retire.core.errors import ConfigError, PatchlaneError
+from retire.core.errors import InputError, PatchlaneError
 from retire.core.project import Project
 from retire.probes.http import RetryPolicy
 from retire.report import markdown as report_render
@@ -523,7 +523,7 @@ def test_a_report_run_twice_the_same_week_compares_with_the_week_before(shop):
 
 
 def test_config_errors_are_config_errors(shop):
-    with pytest.raises(ConfigError):
+    with pytest.raises(InputError):
         generate(shop, week="W47")
     assert issubclass(PatchlaneError, Exception)
 

@@ -12,7 +12,7 @@ import tomllib
 import pytest
 
 from retire.core import uv
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 from retire.lanes import lanefile
 from tests.conftest import ROOT, run_cli
 from tests.support import shimtree
@@ -184,7 +184,7 @@ def test_a_bad_revision_entry_is_one_line(tmp_path, entry, key, problem):
     (tmp_path / "lanes" / "dev.toml").write_text(
         f'[lane]\npython = "3.11"\nrequirements = ["toyrev"]\n[lane.revisions]\n{entry}\n'
     )
-    with pytest.raises(ConfigError) as caught:
+    with pytest.raises(InputError) as caught:
         lanefile.load_lanes(tmp_path / "lanes", root=tmp_path)
     assert str(caught.value).startswith(f"lanes/dev.toml: {key}: ") and problem in str(caught.value)
 

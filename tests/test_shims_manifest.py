@@ -8,7 +8,8 @@ from pathlib import Path, PurePosixPath
 import pytest
 from packaging.version import Version
 
-from shims.manifest import ManifestError, discover, load_manifest, manifest_paths
+from shims.errors import InputError
+from shims.manifest import discover, load_manifest, manifest_paths
 from tests.support.shimtree import (
     manifest_text,
     run_python,
@@ -169,7 +170,7 @@ BAD = {
 def test_bad_manifests_fail_in_one_line(tmp_path: Path, case: str):
     mutate, expected = BAD[case]
     folder = write_shim(tmp_path, "toy_add", manifest=mutate(manifest_text("toy_add")))
-    with pytest.raises(ManifestError) as caught:
+    with pytest.raises(InputError) as caught:
         load_manifest(folder / "manifest.toml")
     message = str(caught.value)
     assert "\n" not in message
@@ -180,10 +181,10 @@ def test_bad_manifests_fail_in_one_line(tmp_path: Path, case: str):
 
 def test_missing_files_are_named(tmp_path: Path):
     folder = write_shim(tmp_path, "toy_add", reproducer=None)
-    with pytest.raises(ManifestError, match=r"reproducer.path: file not found: reproduce.py"):
+    with pytest.raises(InputError, match=r"reproducer.path: file not found: reproduce.py"):
         load_manifest(folder / "manifest.toml")
     folder = write_shim(tmp_path, "toy_nopatch", patch=None)
-    with pytest.raises(ManifestError, match=r"fix-class: source-patch shims need a patch.py"):
+    with pytest.raises(InputError, match=r"fix-class: source-patch shims need a patch.py"):
         load_manifest(folder / "manifest.toml")
     # The runtime only needs the manifest itself.
     assert load_manifest(folder / "manifest.toml", check_files=False).has_patch is False
@@ -193,7 +194,7 @@ def test_submitted_needs_a_link(tmp_path: Path):
     text = manifest_text("toy_add")
     text = text.split("[[upstream.links]]")[0] + "[retirement]" + text.split("[retirement]")[1]
     folder = write_shim(tmp_path, "toy_add", manifest=text)
-    with pytest.raises(ManifestError, match=r"upstream.links: status 'submitted' needs a link"):
+    with pytest.raises(InputError, match=r"upstream.links: status 'submitted' needs a link"):
         load_manifest(folder / "manifest.toml")
 
 
@@ -227,7 +228,7 @@ def test_reserved_ids_are_the_runtimes_own_modules(tmp_path: Path):
     assert not RESERVED_IDS & {m.id for m in discover(package)}
     for shim_id in ("shape", "tomlreader"):
         folder = write_shim(tmp_path, shim_id)
-        with pytest.raises(ManifestError) as caught:
+        with pytest.raises(InputError) as caught:
             load_manifest(folder / "manifest.toml")
         assert (
             f"id: shim id {shim_id!r} is reserved by the runtime (shims/{shim_id}.py) — pick another id"
@@ -239,14 +240,14 @@ def test_odd_values_are_one_line_errors(tmp_path: Path):
     text = manifest_text("toy_add").replace("timeout = 60", "timeout = nan")
     folder = write_shim(tmp_path, "toy_add", manifest=text)
     with pytest.raises(
-        ManifestError,
+        InputError,
         match=r"reproducer.timeout: expected a positive number of seconds up to 10000000, got a number nan",
     ):
         load_manifest(folder / "manifest.toml")
     # no timer takes it
     (folder / "manifest.toml").write_text(text.replace("timeout = nan", "timeout = 1e300"))
     with pytest.raises(
-        ManifestError,
+        InputError,
         match=r"reproducer.timeout: expected a positive number of seconds up to 10000000",
     ):
         load_manifest(folder / "manifest.toml")
@@ -255,6 +256,6 @@ def test_odd_values_are_one_line_errors(tmp_path: Path):
     )
     (folder / "manifest.toml").write_text(text)
     with pytest.raises(
-        ManifestError, match=r"upstream.links\[0\].url: not an http\(s\) URL: 'https://\['"
+        InputError, match=r"upstream.links\[0\].url: not an http\(s\) URL: 'https://\['"
     ):
         load_manifest(folder / "manifest.toml")

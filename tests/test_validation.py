@@ -12,7 +12,7 @@ import pytest
 
 from retire.core import atomic
 from retire.core.atomic import atomic_write
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 from retire.evidence.validation import (
     ValidationRecord,
     append,
@@ -172,7 +172,7 @@ def test_a_damaged_line_that_cannot_be_quarantined_is_kept_never_lost(tmp_path: 
     # … and loses nothing
     assert path.read_text() == dumps(first) + "\n" + damaged + "\n" + dumps(second) + "\n"
     assert "line 2" in capsys.readouterr().err and load(path) == [first, second]
-    with pytest.raises(ConfigError, match="line 2: damaged, and could not copy it"):
+    with pytest.raises(InputError, match="line 2: damaged, and could not copy it"):
         # a full rewrite would drop it: refused, nothing written
         write(path, [first])
     assert damaged in path.read_text()
@@ -181,9 +181,9 @@ def test_a_damaged_line_that_cannot_be_quarantined_is_kept_never_lost(tmp_path: 
 def test_merging_a_manifest_that_does_not_exist_is_an_error(tmp_path: Path):
     present = tmp_path / "a.jsonl"
     append(present, [record()])
-    with pytest.raises(ConfigError, match=r"missing.jsonl: file not found — check the path"):
+    with pytest.raises(InputError, match=r"missing.jsonl: file not found — check the path"):
         merge([present, tmp_path / "missing.jsonl"])
-    with pytest.raises(ConfigError, match="not a regular file"):
+    with pytest.raises(InputError, match="not a regular file"):
         merge([tmp_path])
 
 

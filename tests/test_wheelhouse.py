@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from retire.core.errors import ConfigError, PatchlaneError
+from retire.core.errors import InputError, PatchlaneError
 from retire.locks import wheelhouse
 from tests.conftest import run_cli
 
@@ -134,7 +134,7 @@ def test_a_stale_lock_or_a_lock_without_files_is_one_line(locked, capsys, tmp_pa
     locked.write("cpu", LANE.replace("2.1.0", "2.0.0"))
     code, out = gather(locked, capsys)
     assert code == 2 and "stale" in out and "nox -s lock -- cpu" in out
-    with pytest.raises(ConfigError, match="packages.megatron-core: the lock gives a local path"):
+    with pytest.raises(InputError, match="packages.megatron-core: the lock gives a local path"):
         wheelhouse.plan(
             "x",
             {

@@ -37,7 +37,7 @@ from packaging.version import InvalidVersion, Version
 
 from retire.branches import proposals
 from retire.core.atomic import atomic_write
-from retire.core.errors import ConfigError, PatchlaneError
+from retire.core.errors import InputError, PatchlaneError
 from retire.core.git import GitError, toplevel
 from retire.lanes.lanedit import FloorConflict, add_constraint, edit_lane_text, raise_floor
 from retire.lanes.model import SHIM_ID
@@ -78,7 +78,7 @@ class DropPlan:
 
     def __post_init__(self) -> None:
         if not SHIM_ID.fullmatch(self.shim_id):
-            raise ConfigError(
+            raise InputError(
                 None, "shim", f"invalid shim id {self.shim_id!r}", "ids match [a-z][a-z0-9_]*"
             )
         floors = {}
@@ -91,7 +91,7 @@ class DropPlan:
             try:
                 floors[str(canonicalize_name(dist))] = str(Version(str(version)))
             except InvalidVersion:
-                raise ConfigError(
+                raise InputError(
                     None,
                     f"floors.{dist}",
                     f"not a version: {version!r}",
@@ -134,11 +134,11 @@ def _floor_pair(spec: str) -> tuple[str, str]:
         req = Requirement(spec)
         [clause] = list(req.specifier)
     except (InvalidRequirement, ValueError):
-        raise ConfigError(
+        raise InputError(
             None, "floors", f"not a floor: {spec!r}", 'write it as "<dist>>=<version>"'
         ) from None
     if clause.operator != ">=":
-        raise ConfigError(
+        raise InputError(
             None, "floors", f"not a floor: {spec!r}", 'write it as "<dist>>=<version>"'
         )
     return req.name, clause.version
@@ -281,7 +281,7 @@ def _edit_tree(ctx: _Context, plan: DropPlan, work: Path) -> tuple[list[str], li
             if lanes_dir.is_dir()
             else []
         )
-    except ConfigError as exc:
+    except InputError as exc:
         raise Aborted(f"the edited lanes do not load: {exc}") from None
     relock = [
         l

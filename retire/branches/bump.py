@@ -31,7 +31,7 @@ from pathlib import Path
 
 from retire.branches import proposals
 from retire.core import times
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 from retire.core.git import Git, toplevel
 from retire.core.project import Project
 from retire.evidence import validation
@@ -356,7 +356,7 @@ def bump(
     say: Callable[[str], None] = lambda line: None,
 ) -> BumpResult:
     if cooldown_days < 0:
-        raise ConfigError(None, "--cooldown", "must be zero or more days", "e.g. --cooldown 7")
+        raise InputError(None, "--cooldown", "must be zero or more days", "e.g. --cooldown 7")
     repo = toplevel(root)
     now = now or times.now()
     all_lanes = Project(repo).lanes()

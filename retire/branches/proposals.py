@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from retire.core.atomic import atomic_write, locked
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 from retire.core.git import Git, GitError
 from retire.core.secrets import scrub
 
@@ -51,7 +51,7 @@ class PullRequests:
         from retire.probes.codehost import DEFAULT_API_BASE
 
         if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repository):
-            raise ConfigError(
+            raise InputError(
                 None, "--repo", f"not an owner/name: {repository!r}", "pass --repo owner/name"
             )
         self.client = client
@@ -252,7 +252,7 @@ def base_of(repo: Path, base: str, pr_base: str | None) -> tuple[str, str]:
     git = Git(repo)
     commit = git.rev_parse(f"{base}^{{commit}}")
     if commit is None:
-        raise ConfigError(
+        raise InputError(
             None, "--base", f"{base!r} is not a commit in {repo}", "name a branch, tag or commit"
         )
     full = git.run("rev-parse", "--symbolic-full-name", base, check=False)

@@ -16,7 +16,7 @@ from retire.commands.base import (
     positive_int,
     say,
 )
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 from retire.core.project import Project
 
 DESCRIPTION = (
@@ -115,7 +115,7 @@ def _check_versions(**bounds: str | None) -> None:
         try:
             Version(text)
         except InvalidVersion:
-            raise ConfigError(
+            raise InputError(
                 None,
                 f"--{name}",
                 f"{text!r} is not a PEP 440 version",
@@ -126,7 +126,7 @@ def _check_versions(**bounds: str | None) -> None:
 def _manifest(project: Project, shim_id: str):
     manifest = project.manifests().get(shim_id)
     if manifest is None:
-        raise ConfigError(
+        raise InputError(
             None, None, f"unknown shim {shim_id!r}", "use an id listed by `patchlane shims`"
         )
     return manifest
@@ -146,7 +146,7 @@ def _default_index(project: Project, shim_id: str, distribution: str, lane=None)
     urls = lane_index_urls(lanes[0], distribution, named=named, default=default)
     # e.g. pinned to an index with no URL here: never guess another index
     if isinstance(urls, str):
-        raise ConfigError(None, "--index", urls, "pass --index URL")
+        raise InputError(None, "--index", urls, "pass --index URL")
     return urls[0]
 
 
@@ -178,7 +178,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
         lane, base_python = _lane_python(project, args.lane)
     index_url = args.index or _default_index(project, args.shim, distribution, lane)
     if not index_url:
-        raise ConfigError(
+        raise InputError(
             None,
             "--index",
             "no index to list releases from",

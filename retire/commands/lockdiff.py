@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from retire.commands.base import Command, ExitCode, emit_json, say, shown
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 from retire.core.project import Project
 from shims import tomlreader
 
@@ -37,7 +37,7 @@ def read(path: Path) -> dict:
     # Safe reading: a device (/dev/zero), a FIFO or a folder is one error, never a block or a flood.
     data = tomlreader.read(path, str(path), max_bytes=MAX_LOCK_BYTES).data
     if "lock-version" not in data or not isinstance(data.get("packages", []), list):
-        raise ConfigError(
+        raise InputError(
             path,
             None,
             "not a PEP 751 lock (no lock-version, or packages is not an array)",

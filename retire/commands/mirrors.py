@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from retire.commands.base import Command, ExitCode, Level, emit_json, say
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 from retire.core.project import Project
 
 
@@ -44,7 +44,7 @@ def _selected(project: Project, args: argparse.Namespace) -> list:
     known = {repository_key(m.repository): m for m in mirrors}
     missing = [url for url in wanted if repository_key(url) not in known]
     if missing:
-        raise ConfigError(
+        raise InputError(
             None,
             None,
             f"{missing[0]} is not declared in patchlane.toml",

@@ -102,7 +102,7 @@ def _plans_from_verdicts(project: Project, args: argparse.Namespace) -> list:
 
 def _plans_from_files(paths: list[Path]) -> list:
     from retire.branches.autodrop import DropPlan
-    from retire.core.errors import ConfigError
+    from retire.core.errors import InputError
 
     found = []
     for path in paths:
@@ -110,11 +110,11 @@ def _plans_from_files(paths: list[Path]) -> list:
             data = json.loads(path.read_text(encoding="utf-8"))
             found += [DropPlan.from_dict(d) for d in (data if isinstance(data, list) else [data])]
         except OSError as exc:
-            raise ConfigError(
+            raise InputError(
                 path, None, f"cannot read the plan: {exc.strerror or exc}", "check the path"
             ) from None
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
-            raise ConfigError(
+            raise InputError(
                 path,
                 None,
                 f"not a retirement plan ({type(exc).__name__}: {exc})",

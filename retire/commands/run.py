@@ -111,9 +111,9 @@ def run(project: Project, args: argparse.Namespace) -> int:
     if args.tag:
         lanes = [lane for lane in lanes if lane.tag == args.tag]
     if carried and [lane.name for lane in lanes] != carried:
-        from retire.core.errors import ConfigError
+        from retire.core.errors import InputError
 
-        raise ConfigError(
+        raise InputError(
             None,
             "--wheelhouse",
             f"{shown(args.wheelhouse)} holds lane {carried[0]!r} and builds it alone",
@@ -198,7 +198,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
 
 
 def _wheelhouse_lane(folder: Path | None) -> list[str]:
-    """The lane a wheelhouse was gathered for (one-line ConfigError when DIR holds none)."""
+    """The lane a wheelhouse was gathered for (one-line InputError when DIR holds none)."""
     if folder is None:
         return []
     from retire.locks.wheelhouse import Wheelhouse

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from retire.commands.base import Command, ExitCode, emit_json, say
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 from retire.core.project import Project
 from shims import tomlreader
 
@@ -24,7 +24,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     folder = project.run_dir(args.run_id)
     files = sorted(folder.glob("*.json")) if folder.is_dir() else []
     if not files:
-        raise ConfigError(folder, None, "no lane results for this run", "run `nox -s lane` first")
+        raise InputError(folder, None, "no lane results for this run", "run `nox -s lane` first")
     results = []
     for path in files:
         try:
@@ -32,7 +32,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
             text = tomlreader.read_text(path, str(path))
             results.append(_checked(lanerun.from_summary(json.loads(text))))
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
-            raise ConfigError(
+            raise InputError(
                 path,
                 None,
                 f"unreadable lane summary ({type(exc).__name__})",

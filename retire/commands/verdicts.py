@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from retire.commands.base import Command, ExitCode, emit_json, existing_file, positive_int, say
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 from retire.core.project import Project
 
 
@@ -52,7 +52,7 @@ def selected_manifests(project: Project, wanted: list[str]) -> list:
     manifests = project.manifests()
     unknown = [s for s in wanted if s not in manifests]
     if unknown:
-        raise ConfigError(
+        raise InputError(
             None,
             None,
             f"unknown shim {unknown[0]!r}",

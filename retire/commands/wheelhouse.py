@@ -76,9 +76,9 @@ def run(project: Project, args: argparse.Namespace) -> int:
     [lane] = lanefile.select(project.lanes(), [args.lane])
     state = locking.lock_state(lane, project.locks_dir)
     if not state.current:
-        from retire.core.errors import ConfigError
+        from retire.core.errors import InputError
 
-        raise ConfigError(
+        raise InputError(
             project.lock_path(lane.name),
             None,
             state.summary,

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from shims.errors import InputError
 
-__all__ = ["ConfigError", "InputError", "PatchlaneError"]
-
-#: Bad user input, ``file: key: problem — fix`` on one line (exit code 2). The engine's name for
-#: the one input-error type: the shim runtime raises the same class
-#: (``shims.manifest.ManifestError``).
-ConfigError = InputError
+#: ``InputError`` is bad user input, ``file: key: problem — fix`` on one line (exit code 2). It is
+#: defined by the runtime (``shims.errors``), whose readers raise it too; the engine imports it
+#: from here.
+__all__ = ["InputError", "PatchlaneError"]
 
 
 class PatchlaneError(Exception):

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 
 __all__ = ["Project", "contained"]
 
@@ -36,7 +36,7 @@ def contained(
     root: str | os.PathLike[str], path: str | os.PathLike[str], *, key: str | None = None
 ) -> Path:
     """``path`` (absolute, or relative to ``root``) if it stays inside ``root`` and nothing below
-    ``root`` on the way to it is a symbolic link; else a one-line :class:`ConfigError`.
+    ``root`` on the way to it is a symbolic link; else a one-line :class:`InputError`.
 
     The one check for "a path built from a name, a flag or a committed file never leaves the
     project": committed links under ``locks/`` or ``reports/``, a ``reproduce.py`` linked out of
@@ -46,12 +46,12 @@ def contained(
     base = Path(os.path.abspath(root))
     target = Path(os.path.normpath(base / path))
     if not target.is_relative_to(base):
-        raise ConfigError(os.fspath(path), key, f"leaves {_shown(base)}", "use a path inside it")
+        raise InputError(os.fspath(path), key, f"leaves {_shown(base)}", "use a path inside it")
     current = base
     for part in target.relative_to(base).parts:
         current = current / part
         if current.is_symlink():
-            raise ConfigError(
+            raise InputError(
                 _shown(current),
                 key,
                 f"is a symbolic link (to {os.readlink(current)}): not followed",
@@ -127,7 +127,7 @@ class Project:
     def run_dir(self, run_id: str) -> Path:
         """Where one lane run's summaries live; a run id can never name a folder elsewhere."""
         if not _RUN_ID.fullmatch(run_id or ""):
-            raise ConfigError(
+            raise InputError(
                 None,
                 "--run-id",
                 f"{run_id!r} is not a run id",

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from retire.core import childenv
-from retire.core.errors import ConfigError, PatchlaneError
+from retire.core.errors import InputError, PatchlaneError
 
 
 @functools.cache
@@ -244,7 +244,7 @@ def host_indexes() -> HostIndexes:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         # ValueError: TOML or UTF-8
         except (OSError, ValueError, RecursionError) as exc:
-            raise ConfigError(
+            raise InputError(
                 path, None, f"uv configuration is not readable ({exc})", "fix or remove the file"
             ) from None
         for index in data.get("index", []):

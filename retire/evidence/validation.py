@@ -20,7 +20,7 @@ from pathlib import Path
 
 from retire.core import times
 from retire.core.atomic import atomic_write, locked
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 from shims.filereading import read_bytes
 from shims.reproducer import Mode
 
@@ -397,7 +397,7 @@ def _quarantine(path: Path, damaged: list[Damaged]) -> str | None:
                 target,
                 (old if not old or old.endswith(b"\n") else old + b"\n") + b"\n".join(new) + b"\n",
             )
-    except (OSError, ConfigError) as exc:
+    except (OSError, InputError) as exc:
         return f"could not copy it to {target.name}: {getattr(exc, 'strerror', None) or exc}"
     return None
 
@@ -478,7 +478,7 @@ def merge(paths: Iterable[str | os.PathLike[str]]) -> list[ValidationRecord]:
     for path in paths:
         # a host's records must never vanish because a path was mistyped
         if not Path(path).exists():
-            raise ConfigError(
+            raise InputError(
                 path, None, "file not found", "check the path of the manifest to merge"
             )
         for record in load(path):
@@ -495,7 +495,7 @@ def write(path: str | os.PathLike[str], records: Iterable[ValidationRecord]) -> 
         if damaged:
             problem = _quarantine(path, damaged)
             if problem is not None:
-                raise ConfigError(
+                raise InputError(
                     path,
                     f"line {damaged[0].number}",
                     f"damaged, and {problem}",

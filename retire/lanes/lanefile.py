@@ -16,7 +16,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from retire.core import times
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 from retire.lanes import matrix as matrix_mod
 from retire.lanes.model import (
     ENV_NAME,
@@ -77,8 +77,8 @@ class _Reader:
         self.path = path
         self.display = display
 
-    def error(self, key: str | None, problem: str, fix: str | None = None) -> ConfigError:
-        return ConfigError(self.display, key, problem, fix)
+    def error(self, key: str | None, problem: str, fix: str | None = None) -> InputError:
+        return InputError(self.display, key, problem, fix)
 
     # -- one lane body (also a matrix base, axis value or include fragment) -------------
 
@@ -444,7 +444,7 @@ def load_lanes(
 ) -> list[Lane]:
     """All lanes of a project, in file order; names are unique across files."""
     if not lanes_dir.is_dir():
-        raise ConfigError(
+        raise InputError(
             lanes_dir,
             None,
             "no lanes folder",
@@ -455,7 +455,7 @@ def load_lanes(
     for path in sorted(lanes_dir.glob("*.toml")):
         for lane in load_file(path, root):
             if lane.name in seen:
-                raise ConfigError(
+                raise InputError(
                     lane.origin,
                     lane.name,
                     f"duplicate lane name {lane.name!r} (also from {seen[lane.name].origin})",
@@ -464,7 +464,7 @@ def load_lanes(
             if known_shims is not None:
                 for shim in lane.shims:
                     if shim not in known_shims:
-                        raise ConfigError(
+                        raise InputError(
                             lane.origin,
                             f"{lane.name}.shims",
                             f"unknown shim {shim!r}",
@@ -482,7 +482,7 @@ def select(lanes: list[Lane], names: list[str]) -> list[Lane]:
     by_name = {lane.name: lane for lane in lanes}
     unknown = [n for n in names if n not in by_name]
     if unknown:
-        raise ConfigError(
+        raise InputError(
             None,
             None,
             f"unknown lane {unknown[0]!r}",

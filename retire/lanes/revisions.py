@@ -22,7 +22,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 
 __all__ = [
     "Revision",
@@ -66,7 +66,7 @@ def parse_revisions(
     if table is None:
         return ()
     if not isinstance(table, Mapping):
-        raise ConfigError(
+        raise InputError(
             path,
             key,
             "expected a table of distribution = { mirror = …, rev = … }",
@@ -76,24 +76,24 @@ def parse_revisions(
     for name, entry in table.items():
         where = f"{key}.{name}"
         if not isinstance(entry, Mapping):
-            raise ConfigError(
+            raise InputError(
                 path, where, "expected an inline table", '{ mirror = "https://…", rev = "v1.2" }'
             )
         unknown = sorted(set(entry) - {"mirror", "rev", "subdirectory"})
         if unknown:
-            raise ConfigError(
+            raise InputError(
                 path, f"{where}.{unknown[0]}", "unknown key", "use mirror, rev and subdirectory"
             )
         mirror, rev, sub = entry.get("mirror"), entry.get("rev"), entry.get("subdirectory")
         if not isinstance(mirror, str) or not mirror.startswith(("https://", "http://", "file://")):
-            raise ConfigError(
+            raise InputError(
                 path,
                 f"{where}.mirror",
                 f"expected the repository URL, got {mirror!r}",
                 "name a repository declared in patchlane.toml [[mirrors.repository]]",
             )
         if not isinstance(rev, str) or not _REV.fullmatch(rev) or ".." in rev:
-            raise ConfigError(
+            raise InputError(
                 path,
                 f"{where}.rev",
                 f"expected a tag, branch or commit, got {rev!r}",
@@ -102,7 +102,7 @@ def parse_revisions(
         if sub is not None and (
             not isinstance(sub, str) or not _SUBDIRECTORY.fullmatch(sub) or ".." in sub.split("/")
         ):
-            raise ConfigError(
+            raise InputError(
                 path,
                 f"{where}.subdirectory",
                 f"expected a relative folder, got {sub!r}",
@@ -122,11 +122,11 @@ def parse_revisions(
 
 def resolve(revision: Revision, mirrors, origin: str | Path = "lane file") -> tuple[Path, str]:
     """(local mirror path, full commit) of ``revision``. A missing mirror or revision is a one-line
-    ConfigError naming ``origin`` (the lane file), the revision's key and the fix."""
+    InputError naming ``origin`` (the lane file), the revision's key and the fix."""
     from retire.core.git import Git, GitError
 
-    def fail(problem: str, fix: str) -> ConfigError:
-        return ConfigError(origin, revision.key, problem, fix)
+    def fail(problem: str, fix: str) -> InputError:
+        return InputError(origin, revision.key, problem, fix)
 
     path = mirror_path(revision, mirrors, origin)
     try:
@@ -180,11 +180,11 @@ def localize_vcs(lock: Mapping, urls: Mapping[str, str]) -> dict:
 
 
 def mirror_path(revision: Revision, mirrors, origin: str | Path) -> Path:
-    """This host's mirror of ``revision``'s repository; a one-line ConfigError naming ``origin``
+    """This host's mirror of ``revision``'s repository; a one-line InputError naming ``origin``
     (the lane file), the revision's key and the fix when there is none."""
     mirror = mirrors.for_repository(revision.repository) if mirrors is not None else None
     if mirror is None:
-        raise ConfigError(
+        raise InputError(
             origin,
             revision.key,
             f"no mirror of {revision.repository} on this host",
@@ -192,7 +192,7 @@ def mirror_path(revision: Revision, mirrors, origin: str | Path) -> Path:
             f'"{revision.repository}", then run `patchlane mirrors sync`',
         )
     if not mirror.path.exists():
-        raise ConfigError(
+        raise InputError(
             origin,
             revision.key,
             f"the mirror of {revision.repository} is missing ({mirror.path})",
@@ -203,5 +203,5 @@ def mirror_path(revision: Revision, mirrors, origin: str | Path) -> Path:
 
 def local_urls(revisions: tuple[Revision, ...], mirrors, origin: str | Path) -> dict[str, str]:
     """``{upstream git URL: local mirror file:// URL}`` for installing a lane's revisions from the
-    mirrors on this host; a one-line ConfigError (lane file, key, fix) when one is missing."""
+    mirrors on this host; a one-line InputError (lane file, key, fix) when one is missing."""
     return {r.upstream_url: mirror_path(r, mirrors, origin).as_uri() for r in revisions}

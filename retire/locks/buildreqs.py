@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from retire.core import uv
-from retire.core.errors import ConfigError, PatchlaneError
+from retire.core.errors import InputError, PatchlaneError
 from retire.lanes.model import Lane
 from retire.locks.uvinputs import LOCK_NAME, index_table, pylock_compile_args, resolve_index_urls, uv_toml
 
@@ -36,7 +36,7 @@ def build_requires(mirror: Path, commit: str, subdirectory: str | None) -> tuple
     try:
         system = tomllib.loads(text).get("build-system") or {}
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{mirror}@{commit[:12]}:{where}", None, f"not valid TOML ({exc})",
+        raise InputError(f"{mirror}@{commit[:12]}:{where}", None, f"not valid TOML ({exc})",
                           "pin the lane's revision to a commit whose pyproject.toml parses") from None
     requires = system.get("requires", list(LEGACY_BUILD)) if isinstance(system, Mapping) else list(LEGACY_BUILD)
     return tuple(str(r) for r in requires)

@@ -29,7 +29,7 @@ from packaging.utils import canonicalize_name
 from retire.core import times, uv
 from retire.core.atomic import atomic_write
 from retire.core.project import contained
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 from retire.core.secrets import scrub
 from retire.lanes import revisions
 from retire.locks.pins import revision_pins, unpinned
@@ -70,7 +70,7 @@ def lock_path(locks_dir: Path, lane_name: str) -> Path:
         raise ValueError(f"invalid lane name {lane_name!r}")
     path = contained(locks_dir.parent, locks_dir / lane_name / LOCK_NAME)
     if path.exists() and not path.is_file():
-        raise ConfigError(f"{locks_dir.name}/{lane_name}/{LOCK_NAME}", None, "not a regular file (a folder?)",
+        raise InputError(f"{locks_dir.name}/{lane_name}/{LOCK_NAME}", None, "not a regular file (a folder?)",
                           f"delete it; `patchlane lock {lane_name}` writes the lock")
     return path
 
@@ -233,7 +233,7 @@ def lock_lane(
     try:
         pinned = revision_pins(lane, mirrors)
     # no mirror, or the rev is not in it: one line, the previous lock kept
-    except ConfigError as exc:
+    except InputError as exc:
         return LockResult(lane.name, "failed", str(exc), seconds=time.monotonic() - started)
     portable = {pin.local_url: pin.revision.upstream_url for pin in pinned}
 

@@ -29,7 +29,7 @@ class RevisionPin:
 
 
 def revision_pins(lane: Lane, mirrors) -> tuple[RevisionPin, ...]:
-    """The lane's revisions resolved to commits in the local mirrors; ConfigError (one line: the
+    """The lane's revisions resolved to commits in the local mirrors; InputError (one line: the
     lane file, the key, the fix) when a mirror or a revision is missing."""
     return tuple(RevisionPin(r, *revisions.resolve(r, mirrors, lane.origin)) for r in lane.revisions)
 

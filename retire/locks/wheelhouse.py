@@ -26,7 +26,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from retire.core.atomic import atomic_write
-from retire.core.errors import ConfigError, PatchlaneError
+from retire.core.errors import InputError, PatchlaneError
 
 __all__ = ["Artifact", "MANIFEST_NAME", "Wheelhouse", "gather", "join", "plan", "read_base", "requirements"]
 
@@ -80,10 +80,10 @@ class Wheelhouse:
             return cls(data["lane"], data["lock_sha256"], artifacts, tuple(data.get("skipped", ())),
                        int(data.get("parts", 0)), int(data.get("version", 0)), tuple(data.get("from_mirrors", ())))
         except FileNotFoundError:
-            raise ConfigError(path, None, "no wheelhouse here", "run `patchlane wheelhouse gather LANE --out DIR` "
+            raise InputError(path, None, "no wheelhouse here", "run `patchlane wheelhouse gather LANE --out DIR` "
                               "(and `patchlane wheelhouse join` for parts)") from None
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise ConfigError(path, None, f"not a wheelhouse manifest ({type(exc).__name__}: {exc})",
+            raise InputError(path, None, f"not a wheelhouse manifest ({type(exc).__name__}: {exc})",
                               "gather the wheelhouse again") from None
 
 
@@ -92,14 +92,14 @@ def read_base(path: Path) -> dict[str, str]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise ConfigError(path, None, f"cannot read the base's package list: {exc}",
+        raise InputError(path, None, f"cannot read the base's package list: {exc}",
                           "write it on the host with `python -m pip list --format json > base.json`") from None
     if isinstance(data, dict):
         pairs = data.items()
     elif isinstance(data, list) and all(isinstance(d, dict) and "name" in d and "version" in d for d in data):
         pairs = ((d["name"], d["version"]) for d in data)
     else:
-        raise ConfigError(path, None, "expected pip's JSON list of {name, version} (or a {name: version} object)",
+        raise InputError(path, None, "expected pip's JSON list of {name, version} (or a {name: version} object)",
                           "write it with `python -m pip list --format json`")
     return {canonicalize_name(str(name)): str(version) for name, version in pairs}
 
@@ -114,7 +114,7 @@ def _pick(package: Mapping) -> tuple[str, Mapping] | None:
 
 
 def plan(lane_name: str, lock: Mapping, lock_sha256: str, *, base: Mapping[str, str] | None = None) -> Wheelhouse:
-    """Which files the lock needs (pure). Raises ConfigError for a lock entry with nothing to carry."""
+    """Which files the lock needs (pure). Raises InputError for a lock entry with nothing to carry."""
     from retire.runs.envs import overlay_lock
 
     packages = list(lock.get("packages", []))
@@ -134,14 +134,14 @@ def plan(lane_name: str, lock: Mapping, lock_sha256: str, *, base: Mapping[str, 
         picked = _pick(package)
         if picked is None:
             kind = "a local path" if ("directory" in package or "archive" in package) else "no file"
-            raise ConfigError(None, f"packages.{name}", f"the lock gives {kind} for {name}, not a wheel or sdist",
+            raise InputError(None, f"packages.{name}", f"the lock gives {kind} for {name}, not a wheel or sdist",
                               "lock it from an index or a lane revision (see docs/offline.md)")
         kind, entry = picked
         url = str(entry.get("url") or "")
         filename = _entry_name(entry)
         digest = (entry.get("hashes") or {}).get("sha256")
         if not url or not digest or not _FILENAME.fullmatch(filename):
-            raise ConfigError(None, f"packages.{name}", "the lock's file has no URL, sha256 or usable file name",
+            raise InputError(None, f"packages.{name}", "the lock's file has no URL, sha256 or usable file name",
                               "re-lock the lane")
         artifacts.append(Artifact(name, str(package.get("version", "")), filename, url, str(digest),
                                   entry.get("size"), kind))
@@ -252,11 +252,11 @@ def gather(house: Wheelhouse, out: Path, *, client, part_size: int | None = None
 
 def join(sources: Iterable[Path], out: Path) -> Wheelhouse:
     """Reassemble a wheelhouse from its part folders (or folders holding their files) into ``out``,
-    verifying every file's sha256. Raises ConfigError naming what is missing or damaged."""
+    verifying every file's sha256. Raises InputError naming what is missing or damaged."""
     sources = [Path(s) for s in sources]
     manifest = next((s / MANIFEST_NAME for s in sources if (s / MANIFEST_NAME).is_file()), None)
     if manifest is None:
-        raise ConfigError(sources[0] if sources else None, None, "no wheelhouse.json in the given folders",
+        raise InputError(sources[0] if sources else None, None, "no wheelhouse.json in the given folders",
                           "pass the part folders made by `patchlane wheelhouse gather --part-size`")
     house = Wheelhouse.load(manifest.parent)
     out.mkdir(parents=True, exist_ok=True)
@@ -266,7 +266,7 @@ def join(sources: Iterable[Path], out: Path) -> Wheelhouse:
             for candidate in (source / name, *source.glob(f"part-*/{name}")):
                 if candidate.is_file():
                     return candidate
-        raise ConfigError(None, name, "missing from every given folder", "carry every part, then join again")
+        raise InputError(None, name, "missing from every given folder", "carry every part, then join again")
 
     for artifact in house.artifacts:
         target = out / artifact.filename
@@ -283,7 +283,7 @@ def join(sources: Iterable[Path], out: Path) -> Wheelhouse:
             atomic_write(target, data)
         if _sha256(target) != artifact.sha256:
             target.unlink()
-            raise ConfigError(target, None, "sha256 does not match the lock", "carry that file (or part) again")
+            raise InputError(target, None, "sha256 does not match the lock", "carry that file (or part) again")
     joined = Wheelhouse(house.lane, house.lock_sha256, tuple(Artifact(**{**asdict(a), "part": 0, "chunks": 0})
                                                            for a in house.artifacts), house.skipped, 0,
                        from_mirrors=house.from_mirrors)
@@ -296,14 +296,14 @@ def localize(lock: Mapping, house: Wheelhouse, folder: Path, *, lane: str, lock_
     under the lock's own sha256, so uv installs from the folder alone (``--offline --no-index``).
 
     Packages taken from a git revision keep their ``vcs`` entry (they install from the local mirror).
-    Raises ConfigError when the wheelhouse was gathered for another lane or lock, or lacks a file.
+    Raises InputError when the wheelhouse was gathered for another lane or lock, or lacks a file.
     """
     where = folder / MANIFEST_NAME
     if house.lane != lane:
-        raise ConfigError(where, "lane", f"the wheelhouse was gathered for lane {house.lane!r}, not {lane!r}",
+        raise InputError(where, "lane", f"the wheelhouse was gathered for lane {house.lane!r}, not {lane!r}",
                           f"gather one for {lane}: `patchlane wheelhouse gather {lane}`")
     if house.lock_sha256 != lock_sha256:
-        raise ConfigError(where, "lock_sha256", f"the wheelhouse was gathered from another lock of lane {lane}",
+        raise InputError(where, "lock_sha256", f"the wheelhouse was gathered from another lock of lane {lane}",
                           f"gather it again from the lock this host has (`patchlane wheelhouse gather {lane}`), or carry that lock")
     # build: found by --find-links
     carried = {a.package: a for a in house.artifacts if a.kind != "build"}
@@ -316,7 +316,7 @@ def localize(lock: Mapping, house: Wheelhouse, folder: Path, *, lane: str, lock_
         artifact = carried.get(name)
         if artifact is None:
             overlaid = name in house.skipped
-            raise ConfigError(where, f"artifacts.{name}",
+            raise InputError(where, f"artifacts.{name}",
                               f"{name} {package.get('version', '')} is {'left out as the base’s' if overlaid else 'not in it'}, "
                               "but this build needs it", "gather the wheelhouse again" + (
                                   " with the base this host has (--base), or run with --overlay" if overlaid else ""))
@@ -325,15 +325,15 @@ def localize(lock: Mapping, house: Wheelhouse, folder: Path, *, lane: str, lock_
         locked = next((e for e in entries if _entry_name(e) == artifact.filename), None)
         digest = ((locked or {}).get("hashes") or {}).get("sha256")
         if digest != artifact.sha256:
-            raise ConfigError(where, f"artifacts.{name}", f"{artifact.filename} is not a file of the lock",
+            raise InputError(where, f"artifacts.{name}", f"{artifact.filename} is not a file of the lock",
                               f"gather the wheelhouse again (`patchlane wheelhouse gather {lane}`)")
         path = folder / artifact.filename
         if not path.is_file():
-            raise ConfigError(path, None, "missing from the wheelhouse",
+            raise InputError(path, None, "missing from the wheelhouse",
                               "carry every part and run `patchlane wheelhouse join PART… --out DIR`")
         # uv checks again as it installs; this names the file and the fix
         if _sha256(path) != digest:
-            raise ConfigError(path, None, "sha256 does not match the lock", "carry that file (or its part) again and join")
+            raise InputError(path, None, "sha256 does not match the lock", "carry that file (or its part) again and join")
         entry = {"name": artifact.filename, "path": str(path.resolve()), "hashes": {"sha256": digest},
                  **({"size": locked["size"]} if "size" in locked else {})}
         local = {k: v for k, v in package.items() if k not in ("wheels", "sdist")}

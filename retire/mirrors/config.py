@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 
 __all__ = ["DEFAULT_TAGS", "PROJECT_FILE", "Mirror", "MirrorSet", "load_mirrors", "repository_key"]
 
@@ -124,8 +124,8 @@ def _segments(url: str) -> tuple[str, str]:
     return segments[-2], segments[-1].removesuffix(".git")
 
 
-def _fail(path: Path, key: str, problem: str, fix: str) -> ConfigError:
-    return ConfigError(path, key, problem, fix)
+def _fail(path: Path, key: str, problem: str, fix: str) -> InputError:
+    return InputError(path, key, problem, fix)
 
 
 def _string(

@@ -12,7 +12,7 @@ import datetime as _dt
 from pathlib import Path
 
 from retire.core.atomic import atomic_write
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 from retire.core.project import contained
 from retire.packs.checks import DEFAULT_MAX_CODE_LINES, DEFAULT_WINDOW
 from retire.packs.store import LoadedPack, QueueEntry, _assess_all, _display, _ready_or_raise
@@ -42,7 +42,7 @@ def export(
         and assessed.entry.status in ("ready", "blocked")
         and assessed.entry.approved_by is None
     ):
-        raise ConfigError(
+        raise InputError(
             None,
             None,
             f"{pack_id}: not approved — nothing is exported before a human approves it",
@@ -50,7 +50,7 @@ def export(
         )
     loaded = _ready_or_raise(assessed, "export")
     if assessed.entry.status != "approved":
-        raise ConfigError(
+        raise InputError(
             None,
             None,
             f"{pack_id}: not approved",
@@ -59,7 +59,7 @@ def export(
     pack, spec = loaded.pack, loaded.pack.spec
     destination = Path(destination)
     if destination.exists() and not destination.is_dir():
-        raise ConfigError(destination, None, "exists and is not a folder", "choose a folder")
+        raise InputError(destination, None, "exists and is not a folder", "choose a folder")
     import shims.reproducer
 
     helper = Path(shims.reproducer.__file__)
@@ -93,7 +93,7 @@ def _no_collisions(root: Path, loaded: LoadedPack, names: list[str]) -> None:
     for name in names:
         other = seen.setdefault(name.casefold(), name)
         if other is not name:
-            raise ConfigError(
+            raise InputError(
                 _display(root, loaded.manifest.directory / "manifest.toml"),
                 "reproducer.path",
                 f"the reproducer's file name {loaded.pack.reproducer_name!r} is also the exported {other!r}",

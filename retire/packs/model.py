@@ -140,7 +140,7 @@ def pinned_ref(against: str) -> bool:
 
 
 def parse_pack_spec(text: str, path: str | Path, shim: str) -> PackSpec:
-    """Validate ``pack.toml`` text for shim ``shim``; every problem is a one-line ConfigError.
+    """Validate ``pack.toml`` text for shim ``shim``; every problem is a one-line InputError.
 
     A missing ``[upstream-state] state`` is allowed here (the pack still renders) and reported
     by the readiness check, which is where "fill the upstream-state field" belongs.

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from retire.core import times
 from retire.core.atomic import atomic_write, locked
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 from retire.core.project import Project, contained
 from retire.evidence import validation
 from retire.packs.checks import (
@@ -106,7 +106,7 @@ class LoadedPack:
 
 def _check_id(root: Path, pack_id: str) -> Path:
     if not _ID.fullmatch(pack_id):
-        raise ConfigError(
+        raise InputError(
             None,
             None,
             f"unknown pack {pack_id!r}: not a shim id",
@@ -115,7 +115,7 @@ def _check_id(root: Path, pack_id: str) -> Path:
     path = _paths(root)["shims"] / pack_id / "pack.toml"
     if not path.is_file():
         known = ", ".join(pack_ids(root)) or "none"
-        raise ConfigError(
+        raise InputError(
             None,
             None,
             f"unknown pack {pack_id!r}: no shims/{pack_id}/pack.toml",
@@ -125,7 +125,7 @@ def _check_id(root: Path, pack_id: str) -> Path:
 
 
 def load_pack(root: str | Path, pack_id: str) -> LoadedPack:
-    """Read and render one pack; bad input is a one-line ConfigError."""
+    """Read and render one pack; bad input is a one-line InputError."""
     root = Path(root)
     path = _check_id(root, pack_id)
     manifest = load_manifest(path.parent / "manifest.toml", check_files=False)
@@ -225,7 +225,7 @@ def _assess(
 ) -> _Assessed:
     try:
         loaded = load_pack(root, pack_id)
-    except ConfigError as exc:
+    except InputError as exc:
         return _Assessed(QueueEntry(pack_id, "blocked", reasons=(f"pack: {exc}",)))
     spec, record = loaded.pack.spec, state.record(pack_id)
     base = dict(
@@ -410,15 +410,15 @@ def _ready_or_raise(
 ) -> LoadedPack:
     entry = assessed.entry
     if assessed.loaded is None:
-        raise ConfigError(None, None, f"{entry.id}: {entry.reasons[0]}")
+        raise InputError(None, None, f"{entry.id}: {entry.reasons[0]}")
     if entry.status == "already-fixed":
-        raise ConfigError(
+        raise InputError(
             None,
             None,
             f"{entry.id}: already fixed upstream — regression coverage, nothing to {action}",
         )
     if entry.status == "filed":
-        raise ConfigError(
+        raise InputError(
             None, None, f"{entry.id}: already filed at {entry.filed[0]}", "nothing to do"
         )
     blockers = [b for b in assessed.blockers if b.rule not in ignore]
@@ -428,7 +428,7 @@ def _ready_or_raise(
             if len(blockers) > 1
             else ""
         )
-        raise ConfigError(None, None, f"{entry.id}: not ready to {action}: {blockers[0]}{more}")
+        raise InputError(None, None, f"{entry.id}: not ready to {action}: {blockers[0]}{more}")
     return assessed.loaded
 
 
@@ -444,7 +444,7 @@ def approve(
     root, now = Path(root), now or times.now()
     name = " ".join(by.split())
     if not name:
-        raise ConfigError(None, "--by", "empty approver", "give the name of the person approving")
+        raise InputError(None, "--by", "empty approver", "give the name of the person approving")
     assessed = _assess_all(
         root, [pack_id], now=now, window=window, max_code_lines=DEFAULT_MAX_CODE_LINES
     )[0]
@@ -462,12 +462,12 @@ def record_filing(
     loaded = load_pack(root, pack_id)
     spec = loaded.pack.spec
     if spec.already_fixed:
-        raise ConfigError(
+        raise InputError(
             None, None, f"{pack_id}: already fixed upstream — regression coverage is not filed"
         )
     state = load_state(root)
     if state.record(pack_id).approval is None:
-        raise ConfigError(
+        raise InputError(
             None,
             None,
             f"{pack_id}: never approved — a filing must pass the human gate first",
@@ -475,7 +475,7 @@ def record_filing(
         )
     found = github_repository(url)
     if found is None or found.lower() != spec.repository.lower() or not url.startswith("https://"):
-        raise ConfigError(
+        raise InputError(
             None,
             "--url",
             f"{url!r} is not in {spec.repository}",

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from retire.core import times
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 from retire.packs.model import PRIORITIES
 from shims import tomlreader
 
@@ -81,24 +81,24 @@ class FilingState:
 
 
 def parse_state(text: str, path: str | Path) -> FilingState:
-    """Read ``packs/state.json``; a damaged file is a one-line ConfigError, never a guess."""
+    """Read ``packs/state.json``; a damaged file is a one-line InputError, never a guess."""
     data = tomlreader.loads_json(text, str(path), fix=_RESTORE).raw
     if (
         not isinstance(data, dict)
         or data.get("version") != STATE_VERSION
         or not isinstance(data.get("packs"), dict)
     ):
-        raise ConfigError(
+        raise InputError(
             path, "version", f"expected version {STATE_VERSION} with a packs object", _RESTORE
         )
     packs = {}
     for pack_id, raw in data["packs"].items():
         key = f"packs.{pack_id}"
         if not isinstance(raw, dict):
-            raise ConfigError(path, key, "expected an object", _RESTORE)
+            raise InputError(path, key, "expected an object", _RESTORE)
         approval, filings = raw.get("approval"), raw.get("filings", [])
         if not isinstance(filings, list):
-            raise ConfigError(path, f"{key}.filings", _SHAPE, _RESTORE)
+            raise InputError(path, f"{key}.filings", _SHAPE, _RESTORE)
         packs[pack_id] = PackRecord(
             approval=Approval(*_fields(path, f"{key}.approval", approval, ("by", "at", "digest")))
             if approval
@@ -118,7 +118,7 @@ _SHAPE = "approval needs by/at/digest, filings need url/at/repository"
 def _fields(path: str | Path, key: str, raw: object, names: tuple[str, ...]) -> list[str]:
     """The string fields ``names`` of one record; ``at`` must be an ISO time (the waves read it back)."""
     if not isinstance(raw, dict) or not all(isinstance(raw.get(name), str) for name in names):
-        raise ConfigError(path, key, _SHAPE, _RESTORE)
+        raise InputError(path, key, _SHAPE, _RESTORE)
     tomlreader.Value(raw["at"], f"{key}.at", str(path)).moment(fix=_RESTORE)
     return [raw[name] for name in names]
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 from packaging.utils import canonicalize_name
 
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 from retire.evidence.validation import PROVING, Mode, ValidationRecord
 from retire.evidence.values import ExecutionEvidence, ExecutionHistory, ProbeFailure
 
@@ -45,7 +45,7 @@ def load_records(path: str | os.PathLike[str]) -> list[ValidationRecord] | Probe
 
     try:
         return validation.load(path)
-    except ConfigError as exc:
+    except InputError as exc:
         return ProbeFailure("records", str(path), str(exc))
 
 

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 from retire.core.git import Git, GitError
 from retire.core.project import contained
 from retire.report.model import BurnPoint, PreviousReport, iso_week, parse_week, week_bounds
@@ -66,7 +66,7 @@ def read_previous_reports(folder: str | os.PathLike[str], before_week: str) -> H
             )
             report = PreviousReport.from_json(data)
         # a committed link (never followed), a FIFO or folder (never read)
-        except ConfigError as exc:
+        except InputError as exc:
             notes.append(f"{_display(path)}: {exc.problem} — ignored")
             continue
         except RecursionError:

@@ -26,7 +26,7 @@ import httpx
 
 from retire.core import times
 from retire.core.atomic import atomic_write
-from retire.core.errors import ConfigError, PatchlaneError
+from retire.core.errors import InputError, PatchlaneError
 from retire.core.project import Project, contained
 from retire.report import build as report_build
 from retire.report import html as report_html
@@ -78,7 +78,7 @@ def _records(path: Path) -> tuple[list, str | None]:
 
     try:
         records, damaged = validation.load_checked(path)
-    except ConfigError as exc:
+    except InputError as exc:
         return [], str(exc)
     if not damaged:
         return records, None
@@ -176,13 +176,13 @@ def generate(
 
     ``verdicts`` skips gathering (cached or synthetic verdicts); ``gather`` replaces
     ``retire.verdicts.gather`` and ``gather_options`` go to it (client, api_base, mirrors …).
-    Raises ``ConfigError`` for bad input and ``PatchlaneError`` when a file cannot be written.
+    Raises ``InputError`` for bad input and ``PatchlaneError`` when a file cannot be written.
     """
     now = now or times.now()
     try:
         label = report_model.parse_week(week) if week else report_model.iso_week(now.date())
     except ValueError as exc:
-        raise ConfigError(None, "--week", str(exc), "e.g. --week 2026-W47") from None
+        raise InputError(None, "--week", str(exc), "e.g. --week 2026-W47") from None
     out_dir = Path(out) if out is not None else project.reports_dir
     if not out_dir.is_absolute():
         out_dir = project.root / out_dir
@@ -256,7 +256,7 @@ def index_names(lanes) -> dict[str, str]:
     try:
         names.update({url: name for name, url in uv.host_indexes().named.items()})
         default = uv.default_index()
-    except (ConfigError, OSError):
+    except (InputError, OSError):
         default = None
     names = {url: f"index {name!r}" for url, name in names.items()}
     for lane in lanes:

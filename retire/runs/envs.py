@@ -251,7 +251,7 @@ def build(
     ``wheelhouse`` (a folder from ``patchlane wheelhouse gather``/``join``) installs every file from
     that folder with no index and no network, each checked against the lock's sha256; ``mirrors``
     (a MirrorSet) is where a revision lane's packages build from on this host: the lock's upstream
-    git URLs are mapped to them (a ConfigError, naming the lane file, when one is missing).
+    git URLs are mapped to them (a InputError, naming the lane file, when one is missing).
 
     A re-sync that changes nothing reuses what the last build learnt about the env (its
     packages, its runtime snapshot) and does not even parse the lock, so a warm rebuild costs
@@ -398,7 +398,7 @@ def _localized(
     lock: dict, lane: Lane, lock_sha256: str, wheelhouse: Path | None, sources: dict[str, str]
 ) -> dict:
     """The lock as this host installs it: revisions from the local mirrors, files from the wheelhouse."""
-    from retire.core.errors import ConfigError
+    from retire.core.errors import InputError
     from retire.lanes.revisions import localize_vcs
     from retire.locks import wheelhouse as houses
 
@@ -408,7 +408,7 @@ def _localized(
     try:
         house = houses.Wheelhouse.load(wheelhouse)
         return houses.localize(lock, house, wheelhouse, lane=lane.name, lock_sha256=lock_sha256)
-    except ConfigError as exc:
+    except InputError as exc:
         raise BuildError(str(exc)) from None
 
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from retire.core import childenv, times, uv
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 from retire.evidence.validation import (
     FAILING,
     FAULTED,
@@ -293,7 +293,7 @@ def run_lane(
             mirrors=options.mirrors,
         )
     # a revision whose mirror is not on this host
-    except ConfigError as exc:
+    except InputError as exc:
         progress(lane.name, f"build failed: {exc}")
         return LaneRun(
             lane.name, "build-failed", lane.shims, str(exc), seconds=time.monotonic() - started

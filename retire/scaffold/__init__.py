@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 
 from retire.core.atomic import atomic_write
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 
 __all__ = ["Plan", "template", "write"]
 
@@ -49,12 +49,12 @@ def write(plan: Plan, *, command: str) -> list[str]:
         target = (root / relative).resolve()
         # a template or an id can never leave the project
         if target != root and root not in target.parents:
-            raise ConfigError(
+            raise InputError(
                 None, None, f"{relative} is outside {root}", "report this as a patchlane bug"
             )
     existing = [relative for relative in plan.create if (root / relative).exists()]
     if existing:
-        raise ConfigError(
+        raise InputError(
             str(root / existing[0]),
             None,
             f"exists; {command} writes only new files",

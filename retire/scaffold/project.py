@@ -12,7 +12,7 @@ import re
 import sys
 from pathlib import Path
 
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 from retire.scaffold import Plan, template
 
 __all__ = ["ACTION", "action_version", "plan_init"]
@@ -39,7 +39,7 @@ def plan_init(root: Path, *, action: str | None = None, python: str | None = Non
     action = action or action_version()
     match = _ACTION_REF.fullmatch(action)
     if match is None:
-        raise ConfigError(
+        raise InputError(
             None,
             "--action",
             f"{action!r} is not owner/repo@ref",
@@ -47,7 +47,7 @@ def plan_init(root: Path, *, action: str | None = None, python: str | None = Non
         )
     python = python or f"{sys.version_info.major}.{sys.version_info.minor}"
     if not re.fullmatch(r"3\.[0-9]+", python):
-        raise ConfigError(
+        raise InputError(
             None,
             "--python",
             f"{python!r} is not a Python version",

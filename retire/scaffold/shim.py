@@ -13,7 +13,7 @@ import re
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from retire.core.errors import ConfigError
+from retire.core.errors import InputError
 from retire.core.project import Project
 from retire.scaffold import Plan, template
 from shims.manifest import MODULE_NAME, RESERVED_IDS, SHIM_ID
@@ -24,14 +24,14 @@ __all__ = ["check_id", "plan_shim"]
 def check_id(shim_id: str) -> str:
     """``shim_id`` when it can name a shim: a lowercase identifier that shadows no runtime module."""
     if not SHIM_ID.fullmatch(shim_id) or keyword.iskeyword(shim_id):
-        raise ConfigError(
+        raise InputError(
             None,
             "ID",
             f"{shim_id!r} is not a shim id",
             "use a lowercase Python identifier: a letter, then letters, digits and _ (e.g. my_fix)",
         )
     if shim_id in RESERVED_IDS:
-        raise ConfigError(
+        raise InputError(
             None,
             "ID",
             f"{shim_id!r} would shadow the runtime's module shims.{shim_id}",
@@ -70,14 +70,14 @@ def plan_shim(
     catalogue = project.shims_dir
     folder = catalogue / shim_id
     if folder.exists():
-        raise ConfigError(str(folder), None, "exists", "pick another id, or edit that shim")
+        raise InputError(str(folder), None, "exists", "pick another id, or edit that shim")
     known = project.lanes()
     by_name = {lane.name: lane for lane in known}
     if not lanes and len(known) == 1:
         lanes = [known[0].name]
     unknown = [name for name in lanes if name not in by_name]
     if unknown:
-        raise ConfigError(
+        raise InputError(
             None,
             "--lane",
             f"unknown lane {unknown[0]!r}",
@@ -86,7 +86,7 @@ def plan_shim(
     chosen = [by_name[name] for name in lanes]
     distribution = distribution or (_lane_target(chosen[0]) if chosen else None)
     if not distribution:
-        raise ConfigError(
+        raise InputError(
             None,
             "--distribution",
             "no target distribution",
@@ -94,7 +94,7 @@ def plan_shim(
         )
     module = module or re.sub(r"[-.]", "_", distribution).lower()
     if not MODULE_NAME.fullmatch(module):
-        raise ConfigError(
+        raise InputError(
             None,
             "--module",
             f"{module!r} is not a module name",
