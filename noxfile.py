@@ -50,7 +50,8 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python="3.12", default=False)
 def catalogue(session: nox.Session) -> None:
-    """The catalogue's tests on the real stack: the `cpu` lane's lock (torch, Megatron-Core) + pytest."""
+    """The catalogue's tests on the real stack: the `cpu` lane's lock (torch, Megatron-Core) +
+    pytest."""
     from retire.core import uv
 
     session.run_install(

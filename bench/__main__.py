@@ -157,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [name for name in wanted if name not in available]
     if unknown:
         print(
-            f"python -m bench: error: unknown benchmark {unknown[0]!r} (known: {', '.join(available)})",
+            f"python -m bench: error: unknown benchmark {unknown[0]!r} (known: "
+            f"{', '.join(available)})",
             file=sys.stderr,
         )
         return 2

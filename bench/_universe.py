@@ -49,7 +49,8 @@ def package_name(layer: int, number: int) -> str:
 
 
 def dependencies(layer: int, number: int) -> list[str]:
-    """Two packages of the next layer down (leaves have none): a graph that fans out and overlaps."""
+    """Two packages of the next layer down (leaves have none): a graph that fans out and
+    overlaps."""
     if layer == LAYERS - 1:
         return []
     picks = sorted({(number * 5 + 1) % PER_LAYER, (number * 7 + 3) % PER_LAYER})
@@ -172,7 +173,8 @@ class RunningIndex:
 @contextlib.contextmanager
 def serving(work: Path, latency: float = LATENCY_S) -> Iterator[RunningIndex]:
     """The universe's index on loopback, in a process of its own (so the server's Python never
-    competes with patchlane's threads for one GIL), with uv isolated from the host's configuration."""
+    competes with patchlane's threads for one GIL), with uv isolated from the host's
+    configuration."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     proc = subprocess.Popen(

@@ -147,10 +147,14 @@ def run() -> list[dict]:
             f"<= {_bound(n)} for {n}",
             "runs",
             correct and cold.conclusive_runs <= _bound(n),
-            f"range {cold.range_note} ({n} releases in range, {len(cold.candidates.out_of_range)} older out of it, "
-            f"{len(yanked)} yanked skipped); {cold.conclusive_runs} conclusive runs, not applicable apart: "
-            f"{len(na)} ({', '.join(f'{p.version} {p.outcome}' for p in na) or 'none'}); found {cold.last_broken} → "
-            f"{cold.first_fixed}: {'correct' if correct else 'WRONG'}; {cold_s:.1f} s, ~{per_run:.2f} s per overlay env + run",
+            f"range {cold.range_note} ({n} releases in range, {len(cold.candidates.out_of_range)} "
+            f"older out of it, "
+            f"{len(yanked)} yanked skipped); {cold.conclusive_runs} conclusive runs, not "
+            f"applicable apart: "
+            f"{len(na)} ({', '.join(f'{p.version} {p.outcome}' for p in na) or 'none'}); found "
+            f"{cold.last_broken} → "
+            f"{cold.first_fixed}: {'correct' if correct else 'WRONG'}; {cold_s:.1f} s, "
+            f"~{per_run:.2f} s per overlay env + run",
         ),
         row(
             "bisect.evidence-range-worst-case",
@@ -158,7 +162,8 @@ def run() -> list[dict]:
             f"<= {_bound(n)}",
             "runs",
             worst <= _bound(n),
-            f"most conclusive runs over all {n - 1} fix positions in the range (search alone, lower end from the "
+            f"most conclusive runs over all {n - 1} fix positions in the range (search alone, "
+            f"lower end from the "
             f"evidence); log2({n}) = {math.log2(n):.1f}",
         ),
         row(
@@ -169,9 +174,12 @@ def run() -> list[dict]:
             every.status == "found"
             and every.first_fixed == cold.first_fixed
             and every.conclusive_runs <= _bound(n_all),
-            f"--all: {n_all} releases, the oldest {API_FROM} without the API; {every.conclusive_runs} conclusive, "
-            f"{len([p for p in every.not_applicable if not p.cached])} not applicable (apart), {len(every.unknown)} unknown; "
-            f"worst case over every fix position: {worst_all} conclusive + {worst_all_na} not applicable",
+            f"--all: {n_all} releases, the oldest {API_FROM} without the API; "
+            f"{every.conclusive_runs} conclusive, "
+            f"{len([p for p in every.not_applicable if not p.cached])} not applicable (apart), "
+            f"{len(every.unknown)} unknown; "
+            f"worst case over every fix position: {worst_all} conclusive + {worst_all_na} not "
+            f"applicable",
         ),
         row(
             "bisect.linear-vs-bisect",
@@ -179,7 +187,8 @@ def run() -> list[dict]:
             ">= 4x",
             "x",
             n / max(cold.conclusive_runs, 1) >= 4,
-            f"a linear scan of the range runs the reproducer up to {n} times, the bisection {cold.conclusive_runs}",
+            f"a linear scan of the range runs the reproducer up to {n} times, the bisection "
+            f"{cold.conclusive_runs}",
         ),
         row(
             "bisect.recorded-runs",
@@ -187,7 +196,8 @@ def run() -> list[dict]:
             f"== {cold.runs}",
             "records",
             cold.records_added == cold.runs,
-            "every fresh reproducer run lands in the validation manifest (lane bisect), skips included",
+            "every fresh reproducer run lands in the validation manifest (lane bisect), skips "
+            "included",
         ),
         row(
             "bisect.cached-rerun-runs",
@@ -195,7 +205,8 @@ def run() -> list[dict]:
             "== 0",
             "runs",
             warm.runs == 0 and warm.records_added == 0 and warm.first_fixed == cold.first_fixed,
-            f"second bisection (range now {warm.range_note}) answered from the result cache in {warm_s:.2f} s, "
+            f"second bisection (range now {warm.range_note}) answered from the result cache in "
+            f"{warm_s:.2f} s, "
             f"{warm.records_added} records added",
         ),
     ]

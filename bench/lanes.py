@@ -81,9 +81,12 @@ def run() -> list[dict]:
                     "<= 1.2x",
                     "x",
                     ratio <= 1.2,
-                    f"envs.build() of an existing {len(env.synced)}-package lane env {median(samples['build']):.3f} s vs bare "
-                    f"`uv pip sync` of the same lock into an equivalent venv {median(samples['uv']):.3f} s (warm cache; "
-                    f"medians of {repeats}, interleaved); of build(), inspecting the env (envs.describe, one interpreter "
+                    f"envs.build() of an existing {len(env.synced)}-package lane env "
+                    f"{median(samples['build']):.3f} s vs bare "
+                    f"`uv pip sync` of the same lock into an equivalent venv "
+                    f"{median(samples['uv']):.3f} s (warm cache; "
+                    f"medians of {repeats}, interleaved); of build(), inspecting the env "
+                    f"(envs.describe, one interpreter "
                     f"start) takes {median(describe):.3f} s",
                 ),
             ]
@@ -110,8 +113,10 @@ def run() -> list[dict]:
                     "<= 1.2x",
                     "x",
                     fresh_ratio <= 1.2,
-                    f"envs.build() into a new venv {median(fresh['build']):.3f} s vs bare `uv venv` + `uv pip sync` "
-                    f"{median(fresh['uv']):.3f} s (warm cache; medians of {fresh_repeats}, interleaved)",
+                    f"envs.build() into a new venv {median(fresh['build']):.3f} s vs bare `uv "
+                    f"venv` + `uv pip sync` "
+                    f"{median(fresh['uv']):.3f} s (warm cache; medians of {fresh_repeats}, "
+                    f"interleaved)",
                 )
             )
             rows.append(concurrent_runs(work, server.url, 1 if quick() else 3))
@@ -167,5 +172,6 @@ def concurrent_runs(work: Path, server_url: str, repeats: int) -> dict:
         speedup > 1.0,
         f"runs.run_lanes() of {RUN_LANES} built lanes (toy shim, reproducer without + with each): "
         f"one at a time {median(samples['sequential']):.2f} s, {RUN_LANES} at a time "
-        f"{median(samples['concurrent']):.2f} s ({os.cpu_count()} CPUs; medians of {repeats}, interleaved)",
+        f"{median(samples['concurrent']):.2f} s ({os.cpu_count()} CPUs; medians of {repeats}, "
+        f"interleaved)",
     )

@@ -141,7 +141,8 @@ def _ratio_rows(prefix: str, samples: dict, facts: dict, what: str) -> list[dict
             ">= 5x",
             "x",
             ratio >= 5 and facts["differing"] == 0,
-            f"{what}: {facts['runs']} runs, one interpreter each {process_s:.2f} s vs launcher {launcher_s:.2f} s "
+            f"{what}: {facts['runs']} runs, one interpreter each {process_s:.2f} s vs launcher "
+            f"{launcher_s:.2f} s "
             f"(startup included; median of {len(samples['launcher'])}, interleaved); outcomes "
             f"{', '.join(facts['outcomes'])}, {facts['differing']} differing",
         ),
@@ -151,7 +152,8 @@ def _ratio_rows(prefix: str, samples: dict, facts: dict, what: str) -> list[dict
             "<= 1 s",
             "s",
             facts["marginal"] <= 1.0,
-            f"{what}: one more run under the launcher (fork, stamp, the reproducer's own work, the record); "
+            f"{what}: one more run under the launcher (fork, stamp, the reproducer's own work, the "
+            f"record); "
             f"one interpreter per run pays {process_s / facts['runs']:.2f} s each",
         ),
     ]
@@ -170,7 +172,8 @@ def _synthetic(repeats: int) -> list[dict]:
             "== 0",
             "records",
             facts["differing"] == 0,
-            "records (outcome, sentinel, exit code, detail, host stamp) that differ between the isolations",
+            "records (outcome, sentinel, exit code, detail, host stamp) that differ between the "
+            "isolations",
         )
     )
     return rows
@@ -215,8 +218,10 @@ def _cpu_lane(repeats: int) -> tuple[list[dict], str | None]:
         env = envs.build(lane, project.lock_path("cpu"), project.envs_dir)
     except envs.BuildError as exc:
         reason = (
-            f"the cpu lane env could not be built offline from uv's cache ({exc}); its lock pulls a "
-            f"multi-GB CUDA torch: build it once with `patchlane run cpu`, then re-run this benchmark"
+            f"the cpu lane env could not be built offline from uv's cache ({exc}); its lock pulls "
+            f"a "
+            f"multi-GB CUDA torch: build it once with `patchlane run cpu`, then re-run this "
+            f"benchmark"
         )
         return [
             not_measured("launcher.cpu-lane-14-runs", goal, "x", reason),
@@ -305,7 +310,10 @@ def _bisect(repeats: int, torch_python: str | None) -> list[dict]:
         index = PackageIndex()
         # add() fixed from 1.11
         for i in range(CANDIDATES):
-            source = f'__version__ = "1.{i}"\n\ndef add(a, b):\n    return a {"+" if i >= 11 else "-"} b\n'
+            source = (
+                f'__version__ = "1.{i}"\n\ndef add(a, b):\n    return a '
+                f"{'+' if i >= 11 else '-'} b\n"
+            )
             index.add(
                 build_wheel(
                     work / "wheels", "toylib", f"1.{i}", files={"toylib/__init__.py": source}
@@ -362,7 +370,8 @@ def _bisect(repeats: int, torch_python: str | None) -> list[dict]:
             "> 1x",
             "x",
             found and process_s > launcher_s,
-            f"{CANDIDATES} releases, {runs} reproducer runs (one uv overlay venv each, in both); base import "
+            f"{CANDIDATES} releases, {runs} reproducer runs (one uv overlay venv each, in both); "
+            f"base import "
             f"{heavy}: one interpreter per run {process_s:.2f} s vs launcher {launcher_s:.2f} s "
             f"(median of {repeats}); same probes both ways: {same}; first fixed "
             f"{results['launcher'].first_fixed}",

@@ -31,7 +31,8 @@ LANES = 12
 
 
 def _cli(root: Path, *args: str) -> float:
-    """Wall seconds of ``patchlane --root ROOT ARGS`` in a fresh interpreter (what a user waits for)."""
+    """Wall seconds of ``patchlane --root ROOT ARGS`` in a fresh interpreter (what a user waits
+    for)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     started = time.perf_counter()
@@ -161,10 +162,14 @@ def run() -> list[dict]:
                     ">= 50x faster",
                     "x",
                     ratio_noop >= 50,
-                    f"12 lanes ({min(sizes.values())}–{max(sizes.values())} packages each, {sum(sizes.values())} in all): "
-                    f"`patchlane lock` with every lock current {median(noop_s):.3f} s vs `lock --force` with a cold uv cache "
-                    f"{median(scratch_s):.2f} s (fresh processes; medians of {len(noop_s)} and {len(scratch_s)}; {requests_note}; "
-                    f"real indexes are slower and real lanes larger, so the from-scratch side is small here)",
+                    f"12 lanes ({min(sizes.values())}–{max(sizes.values())} packages each, "
+                    f"{sum(sizes.values())} in all): "
+                    f"`patchlane lock` with every lock current {median(noop_s):.3f} s vs `lock "
+                    f"--force` with a cold uv cache "
+                    f"{median(scratch_s):.2f} s (fresh processes; medians of {len(noop_s)} and "
+                    f"{len(scratch_s)}; {requests_note}; "
+                    f"real indexes are slower and real lanes larger, so the from-scratch side is "
+                    f"small here)",
                 ),
                 row(
                     "locks.noop-wall",
@@ -173,7 +178,8 @@ def run() -> list[dict]:
                     "s",
                     median(noop_s) < 1.0,
                     f"no-op `patchlane lock` of 12 current lanes, wall time of the whole process "
-                    f"(min {min(noop_s):.3f} s, max {max(noop_s):.3f} s), of which {median(startup_s):.3f} s is the "
+                    f"(min {min(noop_s):.3f} s, max {max(noop_s):.3f} s), of which "
+                    f"{median(startup_s):.3f} s is the "
                     f"interpreter starting (`python -c pass`, measured alongside)",
                 ),
                 row(
@@ -182,11 +188,16 @@ def run() -> list[dict]:
                     "<= 1.5x",
                     "x",
                     ratio_parallel <= 1.5,
-                    f"lock_lanes() of 12 lanes, cold cache, {median(parallel_s):.2f} s vs the slowest lane alone "
-                    f"({slowest}, {sizes[slowest]} packages) {median(single_s[slowest]):.2f} s, cold; the 12 alone one "
-                    f"after another would take {total_single:.1f} s; the 12 used {median(parallel_cpu):.2f} CPU-s "
-                    f"(uv, patchlane and the index server), so {os.cpu_count()} CPUs cannot finish them in under "
-                    f"{cpu_floor:.2f} s = {cpu_floor / median(single_s[slowest]):.2f}× the slowest lane (medians of {reps}; {requests_note})",
+                    f"lock_lanes() of 12 lanes, cold cache, {median(parallel_s):.2f} s vs the "
+                    f"slowest lane alone "
+                    f"({slowest}, {sizes[slowest]} packages) {median(single_s[slowest]):.2f} s, "
+                    f"cold; the 12 alone one "
+                    f"after another would take {total_single:.1f} s; the 12 used "
+                    f"{median(parallel_cpu):.2f} CPU-s "
+                    f"(uv, patchlane and the index server), so {os.cpu_count()} CPUs cannot finish "
+                    f"them in under "
+                    f"{cpu_floor:.2f} s = {cpu_floor / median(single_s[slowest]):.2f}× the slowest "
+                    f"lane (medians of {reps}; {requests_note})",
                 ),
             ]
 
@@ -219,8 +230,10 @@ def run() -> list[dict]:
                     "<= 1.1x",
                     "x",
                     ratio_wrapper <= 1.1,
-                    f"lock_lane({largest.name}, {sizes[largest.name]} packages, warm cache) {median(samples['patchlane']):.3f} s "
-                    f"vs the bare `uv pip compile` it runs {median(samples['uv']):.3f} s (medians of {wrapper_reps}, interleaved; "
+                    f"lock_lane({largest.name}, {sizes[largest.name]} packages, warm cache) "
+                    f"{median(samples['patchlane']):.3f} s "
+                    f"vs the bare `uv pip compile` it runs {median(samples['uv']):.3f} s (medians "
+                    f"of {wrapper_reps}, interleaved; "
                     f"{requests_note}: uv revalidates each page)",
                 )
             )

@@ -150,7 +150,8 @@ def run() -> list[dict]:
                 "<= 1.5 s",
                 "s",
                 cold_s <= 1.5,
-                f"{SHIMS} shims, {requests} requests at {LATENCY * 1000:.0f} ms each, 100 in flight (median of {repeats})",
+                f"{SHIMS} shims, {requests} requests at {LATENCY * 1000:.0f} ms each, 100 in "
+                f"flight (median of {repeats})",
             ),
             row(
                 "probes.warm-etag",
@@ -158,7 +159,8 @@ def run() -> list[dict]:
                 "<= 0.3 s",
                 "s",
                 warm_s <= 0.3,
-                f"every request conditional: {not_modified}/{SHIMS} code-host answers were 304 (median of {repeats})",
+                f"every request conditional: {not_modified}/{SHIMS} code-host answers were 304 "
+                f"(median of {repeats})",
             ),
             row(
                 "probes.warm-fresh",
@@ -166,7 +168,8 @@ def run() -> list[dict]:
                 "<= 0.3 s",
                 "s",
                 median(fresh) <= 0.3,
-                "servers send Cache-Control max-age like the real ones (API 60 s, index 600 s): a warm run "
+                "servers send Cache-Control max-age like the real ones (API 60 s, index 600 s): a "
+                "warm run "
                 f"inside it makes no request (median of {repeats})",
             ),
             row(
@@ -232,7 +235,8 @@ def _links(api_url: str, parent, *, repeats: int) -> list[dict]:
             "<= 0.3 s",
             "s",
             graphql_s <= 0.3,
-            f"{SHIMS} links with a token, {per_run} GraphQL request(s) of <= 100 nodes at {LATENCY * 1000:.0f} ms "
+            f"{SHIMS} links with a token, {per_run} GraphQL request(s) of <= 100 nodes at "
+            f"{LATENCY * 1000:.0f} ms "
             f"(median of {repeats}, interleaved with REST)",
         ),
         row(
@@ -241,7 +245,8 @@ def _links(api_url: str, parent, *, repeats: int) -> list[dict]:
             ">= 2x",
             "x",
             rest_s / graphql_s >= 2,
-            f"anonymous REST cold {rest_s:.3f} s ({SHIMS} requests, 100 in flight) vs GraphQL cold {graphql_s:.3f} s",
+            f"anonymous REST cold {rest_s:.3f} s ({SHIMS} requests, 100 in flight) vs GraphQL cold "
+            f"{graphql_s:.3f} s",
         ),
     ]
 

@@ -5,7 +5,8 @@ Synthetic but shaped like the real thing: 500 manifests (every fix class, linked
 pair (without + with shim, ~20,000 records), verdicts as the engine would return them (with
 conditions and failures), and a previous report to compare with. Timed: the pure model
 (``report_model.build``) and the three renderers (JSON, Markdown, HTML) — what ``patchlane report
---no-probe`` does after reading its inputs — and the three atomic writes. Goal: at most 1 s. The sizes of the files are in the
+--no-probe`` does after reading its inputs — and the three atomic writes. Goal: at most 1 s. The
+sizes of the files are in the
 detail (the Markdown is trimmed to fit one GitHub issue body).
 """
 
@@ -68,7 +69,8 @@ def _manifests(rng: random.Random) -> list:
         fix_class = FIX_CLASSES[n % len(FIX_CLASSES)]
         linked = n % 4 != 0
         links = (
-            f'\n[[upstream.links]]\nrole = "report"\nurl = "https://github.com/org{n % 7}/lib{n % 40}/issues/{n}"\n'
+            f'\n[[upstream.links]]\nrole = "report"\nurl = '
+            f'"https://github.com/org{n % 7}/lib{n % 40}/issues/{n}"\n'
             if linked
             else ""
         )
@@ -241,8 +243,10 @@ def run() -> list[dict]:
     assert dataclasses.is_dataclass(data["verdicts"][0])
     detail = (
         f"{SHIMS} shims × {LANES} lanes, {len(data['records'])} records: median of {repeats} "
-        f"{seconds:.3f} s (model + JSON + Markdown + HTML, three atomic writes); md {len(markdown) / 1e3:.0f} kB "
-        f"(issue body limit 65 kB), json {len(json_text) / 1e6:.1f} MB, html {len(page) / 1e6:.1f} MB"
+        f"{seconds:.3f} s (model + JSON + Markdown + HTML, three atomic writes); md "
+        f"{len(markdown) / 1e3:.0f} kB "
+        f"(issue body limit 65 kB), json {len(json_text) / 1e6:.1f} MB, html {len(page) / 1e6:.1f} "
+        f"MB"
     )
     return [
         bench.row(

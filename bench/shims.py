@@ -87,7 +87,8 @@ def _sample(body: str, env: dict[str, str], after: str = "") -> float:
         if line.startswith("PATCHLANE-BENCH-NS "):
             return int(line.split()[1]) / 1e9
     raise RuntimeError(
-        f"benchmark subprocess failed (exit {proc.returncode}): {(proc.stderr or proc.stdout).strip()[-400:]}"
+        f"benchmark subprocess failed (exit {proc.returncode}): "
+        f"{(proc.stderr or proc.stdout).strip()[-400:]}"
     )
 
 
@@ -140,7 +141,8 @@ def activate_then_import(work: Path, repeats: int) -> list[dict]:
     env = _env(work, root, site)
     state, loaded = _check_applied(env)
     loaded_note = (
-        f"`import shims` itself loaded {len(loaded)} modules this interpreter had not: {', '.join(loaded)}"
+        f"`import shims` itself loaded {len(loaded)} modules this interpreter had not: "
+        f"{', '.join(loaded)}"
         if loaded
         else "`import shims` loaded no module this interpreter had not already loaded"
     )
@@ -156,9 +158,12 @@ def activate_then_import(work: Path, repeats: int) -> list[dict]:
             "<= 2 ms added",
             "ms",
             added <= 0.002,
-            f"{len(ids)} catalogue shims + 1 toy shim whose target is imported (state after import: {state}); "
-            f"import alone {_ms(median(plain)):.2f} ms, with activate() {_ms(median(shimmed)):.2f} ms "
-            f"(medians of {repeats} fresh interpreters each, interleaved; 95% interval of the difference "
+            f"{len(ids)} catalogue shims + 1 toy shim whose target is imported (state after "
+            f"import: {state}); "
+            f"import alone {_ms(median(plain)):.2f} ms, with activate() {_ms(median(shimmed)):.2f} "
+            f"ms "
+            f"(medians of {repeats} fresh interpreters each, interleaved; 95% interval of the "
+            f"difference "
             f"{_ms(low):.2f}..{_ms(high):.2f} ms); {loaded_note}",
         )
     ]
@@ -185,7 +190,8 @@ def activate_then_import(work: Path, repeats: int) -> list[dict]:
             "<= 1 % of import torch",
             "%",
             share <= 1.0,
-            f"import torch {_ms(median(torch_plain)):.0f} ms, with activate() first {_ms(median(torch_shimmed)):.0f} ms "
+            f"import torch {_ms(median(torch_plain)):.0f} ms, with activate() first "
+            f"{_ms(median(torch_shimmed)):.0f} ms "
             f"(+{_ms(torch_added):.2f} ms; medians of {torch_repeats}, interleaved)",
         )
     )
@@ -207,7 +213,8 @@ def _sections(code: str, env: dict[str, str]) -> tuple[float, float]:
             activate_ns, imports_ns = line.split()[1:3]
             return int(activate_ns) / 1e9, int(imports_ns) / 1e9
     raise RuntimeError(
-        f"benchmark subprocess failed (exit {proc.returncode}): {(proc.stderr or proc.stdout).strip()[-400:]}"
+        f"benchmark subprocess failed (exit {proc.returncode}): "
+        f"{(proc.stderr or proc.stdout).strip()[-400:]}"
     )
 
 
@@ -282,9 +289,12 @@ def untouched_shims(work: Path, repeats: int) -> list[dict]:
                 f"≈ 0 (< 1 µs per {per}, or within noise)",
                 "µs",
                 ok,
-                f"{what}: {UNTOUCHED_SHIMS} shims whose targets are never imported {_ms(median(with_many)):.3f} ms "
-                f"vs no shims {_ms(median(without)):.3f} ms ({_ms(added):+.3f} ms in all = {per_unit_us:.2f} µs per {per}; "
-                f"95% interval of the difference {_ms(low):.3f}..{_ms(high):.3f} ms; medians of {repeats} fresh interpreters, interleaved)",
+                f"{what}: {UNTOUCHED_SHIMS} shims whose targets are never imported "
+                f"{_ms(median(with_many)):.3f} ms "
+                f"vs no shims {_ms(median(without)):.3f} ms ({_ms(added):+.3f} ms in all = "
+                f"{per_unit_us:.2f} µs per {per}; "
+                f"95% interval of the difference {_ms(low):.3f}..{_ms(high):.3f} ms; medians of "
+                f"{repeats} fresh interpreters, interleaved)",
             )
         )
     return rows

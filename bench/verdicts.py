@@ -21,7 +21,8 @@ REPOS = 5
 
 
 def _upstreams(root: Path) -> dict[str, Path]:
-    """Five bare mirrors, each with 20 squash-merged PRs: PR #k lands, then release v1.k is tagged."""
+    """Five bare mirrors, each with 20 squash-merged PRs: PR #k lands, then release v1.k is
+    tagged."""
     from tests.support.gitrepos import commit, git
 
     mirrors = {}
@@ -141,7 +142,8 @@ def run() -> list[dict]:
                 "<= 1 s",
                 "s",
                 offline <= 1.0,
-                f"{SHIMS} shims, {REPOS} mirrors, code host unreachable: every shim decided from the mirrors "
+                f"{SHIMS} shims, {REPOS} mirrors, code host unreachable: every shim decided from "
+                f"the mirrors "
                 f"(median of {len(samples['air-gapped'])})",
             ),
             row(
@@ -150,7 +152,8 @@ def run() -> list[dict]:
                 "report",
                 "x",
                 True,
-                f"mirrors without the code host {offline:.2f} s vs the code host without mirrors {online:.2f} s",
+                f"mirrors without the code host {offline:.2f} s vs the code host without mirrors "
+                f"{online:.2f} s",
             ),
         ]
     finally:

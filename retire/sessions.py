@@ -1,7 +1,8 @@
 """The patch lane's nox sessions, shared by every shop's ``noxfile.py`` (``patchlane init`` writes
 one that imports this module; this repository's adds its own test sessions).
 
-    nox -s lane                      every lane: build from its lock, run its shim suites, then the summary
+    nox -s lane                      every lane: build from its lock, run its shim suites, then
+the summary
     nox -s lane summary -j N         lanes N at a time (each in its own nox process), then the table
     nox -s "lane(name='cpu')"        one lane (or: nox -s lane -- cpu)
     nox -s lock [-- --check]         write or check locks/<lane>/pylock.toml
@@ -34,7 +35,8 @@ nox.options.reuse_venv = "yes"
 
 
 def _lane_params() -> tuple[list[nox.Param], str | None]:
-    """One parameter per lane, tagged gpu/cpu so CI can route it (`nox --list --json`, `nox -t cpu`)."""
+    """One parameter per lane, tagged gpu/cpu so CI can route it (`nox --list --json`, `nox -t
+    cpu`)."""
     from retire.core.errors import InputError
     from retire.core.project import Project
     from retire.lanes.lanefile import load_lanes
@@ -115,5 +117,6 @@ def retire(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none", default=False)
 def bump(session: nox.Session) -> None:
-    """Lockfile bump: re-lock with upgrades on a branch (`-- LANE…`, `--package NAME`, `--cooldown N`)."""
+    """Lockfile bump: re-lock with upgrades on a branch (`-- LANE…`, `--package NAME`, `--cooldown
+    N`)."""
     patchlane(session, "bump", *session.posargs)

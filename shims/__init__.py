@@ -12,13 +12,15 @@ module`` to be imported (or acts at once if it already is), then calls
 ``patch.check_shape(module)`` (a mismatch: not applied, loud warning), ``patch.probe(module)``
 (``None``: upstream is fine, not applied) and ``patch.apply(module)``. Environment variables:
 
-- ``PATCHLANE_SHIMS_PATH``: the catalogue's folders (``os.pathsep``-separated), e.g. in a training image;
+- ``PATCHLANE_SHIMS_PATH``: the catalogue's folders (``os.pathsep``-separated), e.g. in a training
+image;
 - ``PATCHLANE_SHIMS_DISABLE``: comma-separated shim ids not to activate;
 - ``PATCHLANE_SHIMS_STRICT=1``: shape mismatches, patch errors and bad manifests raise
   :class:`ShimError` instead of warning (for CI).
 
 Importing this package imports nothing beyond what the interpreter has already loaded (activation
-adds ``shims.catalogue``, ``shims._index`` and ``marshal``; the validators only on a cache miss); the
+adds ``shims.catalogue``, ``shims._index`` and ``marshal``; the validators only on a cache miss);
+the
 manifests are read through a small index cached next to them (``__pycache__``), so activation
 costs a directory listing and a few ``stat`` calls.
 """
@@ -72,7 +74,8 @@ STATES = (
 
 
 class ShimStatus(tuple):
-    """One shim's state in this process and why; ``target`` is the module, ``distribution`` ships it.
+    """One shim's state in this process and why; ``target`` is the module, ``distribution`` ships
+    it.
 
     An immutable tuple with named fields (a hand-written namedtuple: creating one with
     ``collections.namedtuple`` costs more than the rest of ``import shims``).
@@ -241,7 +244,8 @@ def _enable(entry: tuple, strict: bool) -> None:
             notes.append(f"{name}={value}")
     if entry[_ENV] and entry[_MODULE] in sys.modules:
         notes.append(
-            f"warning: {entry[_MODULE]} was imported before activate(), settings read at its import came too late"
+            f"warning: {entry[_MODULE]} was imported before activate(), settings read at its "
+            f"import came too late"
         )
     if overridden:
         _set(entry, "overridden", "; ".join(overridden))
@@ -347,7 +351,8 @@ def _strict() -> bool:
 
 
 class _ShimFinder:
-    """A ``sys.meta_path`` finder that only reacts to target modules (one dict lookup per import)."""
+    """A ``sys.meta_path`` finder that only reacts to target modules (one dict lookup per
+    import)."""
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname not in _waiting:
@@ -394,7 +399,8 @@ class _PatchingLoader:
 
 
 def _load_index() -> list[tuple]:
-    """The catalogue's index entries (shims/_index.py); a bad ``patchlane.toml`` is one line, no shims."""
+    """The catalogue's index entries (shims/_index.py); a bad ``patchlane.toml`` is one line, no
+    shims."""
     from shims import _index
     from shims.errors import InputError
 

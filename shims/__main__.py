@@ -57,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def rows(*, probe: bool = False) -> list[dict[str, object]]:
-    """Activate the shims in this process (importing installed targets with ``probe``); one row each."""
+    """Activate the shims in this process (importing installed targets with ``probe``); one row
+    each."""
     shims.activate()
     if probe:
         for state in shims.status().values():
@@ -100,7 +101,8 @@ def check(root: str | None = None) -> int:
         if (base / "__init__.py").is_file() and base.resolve() != RUNTIME_DIR:
             errors += 1
             print(
-                f"shims: error: {base / '__init__.py'}: the catalogue is a package and shadows the installed "
+                f"shims: error: {base / '__init__.py'}: the catalogue is a package and shadows the "
+                f"installed "
                 "`shims` runtime — delete it (a catalogue is a plain folder)",
                 file=sys.stderr,
             )
@@ -141,7 +143,8 @@ def table(found: list[dict[str, object]]) -> str:
     ]
     if not body:
         return (
-            "no shims found (the catalogue: $PATCHLANE_SHIMS_PATH, else [catalogue] path of the nearest "
+            "no shims found (the catalogue: $PATCHLANE_SHIMS_PATH, else [catalogue] path of the "
+            "nearest "
             "patchlane.toml, default shims/)"
         )
     widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header) - 1)]

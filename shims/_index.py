@@ -37,7 +37,8 @@ def load(package_path: list, project: str | None = None) -> list[tuple]:
 
 
 def extend_path(package_path: list, project: str | None = None) -> list[str]:
-    """Put the catalogue's roots on ``package_path`` after the runtime's own folder; returns the roots."""
+    """Put the catalogue's roots on ``package_path`` after the runtime's own folder; returns the
+    roots."""
     roots = catalogue.roots(project)
     for root in reversed(roots):
         if root not in package_path:
@@ -66,7 +67,8 @@ def _root_index(root: str) -> list[tuple]:
 
 
 def _stamp(root: str) -> tuple | None:
-    """What the cached index depends on: every manifest's size and mtime, and patch.py's presence."""
+    """What the cached index depends on: every manifest's size and mtime, and patch.py's
+    presence."""
     try:
         scan = sorted(os.scandir(root), key=lambda item: item.name)
     except OSError:

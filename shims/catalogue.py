@@ -31,7 +31,8 @@ DEFAULT_PATH = "shims"
 
 
 def find_project(start: str | os.PathLike[str] | None = None) -> str | None:
-    """The nearest folder from ``start`` (default: the current folder) upwards with a ``patchlane.toml``."""
+    """The nearest folder from ``start`` (default: the current folder) upwards with a
+    ``patchlane.toml``."""
     folder = os.path.abspath(os.fspath(start) if start is not None else os.getcwd())
     while True:
         if os.path.isfile(os.path.join(folder, CONFIG_NAME)):
@@ -46,7 +47,8 @@ def configured(project: str | os.PathLike[str]) -> str:
     """The catalogue folder of the project at ``project`` (absolute; it need not exist yet).
 
     Raises :class:`~shims.errors.InputError` (one line) for a ``patchlane.toml`` that is not TOML, a
-    ``[catalogue]`` that is not a table, an unknown key, or a path that is absolute or leaves the project.
+    ``[catalogue]`` that is not a table, an unknown key, or a path that is absolute or leaves the
+    project.
     """
     project = os.path.abspath(os.fspath(project))
     config = os.path.join(project, CONFIG_NAME)
@@ -102,7 +104,8 @@ def configured(project: str | os.PathLike[str]) -> str:
 
 
 def _plain_section(raw: bytes) -> dict | None:
-    """``{"path": …}`` when the catalogue is written in the plain form — a ``[catalogue]`` line, then
+    """``{"path": …}`` when the catalogue is written in the plain form — a ``[catalogue]`` line,
+    then
     ``path = "…"`` (comments and blank lines around) — else ``None``: parse the file for real."""
     path = None
     inside = False
@@ -138,7 +141,8 @@ def _plain_section(raw: bytes) -> dict | None:
 
 
 def roots(project: str | os.PathLike[str] | None = None) -> list[str]:
-    """The catalogue roots: ``project``'s when given, else ``$PATCHLANE_SHIMS_PATH``, else the nearest project's."""
+    """The catalogue roots: ``project``'s when given, else ``$PATCHLANE_SHIMS_PATH``, else the
+    nearest project's."""
     if project is not None:
         return [configured(project)]
     from_env = [os.path.abspath(p) for p in os.environ.get(PATH_ENV, "").split(os.pathsep) if p]

@@ -22,7 +22,8 @@ import. A reproducer starts such a child with::
   :attr:`Finished.forked` says which it was.
 
 :func:`start` returns at once (start two, then wait for both: they run side by side; from one
-thread or several); every child ends with its run at the latest. Standard library only: this runs in every lane's interpreter.
+thread or several); every child ends with its run at the latest. Standard library only: this runs
+in every lane's interpreter.
 """
 
 from __future__ import annotations

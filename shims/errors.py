@@ -3,7 +3,8 @@
 Every reader of user files (lane and matrix files, shim manifests, pack files, the pack state and
 deny-list) raises :class:`InputError`; ``str()`` is one line::
 
-    lanes/stable.toml: lane.python: expected a string, got a number 3.12 — write it as a quoted version such as "3.12"
+    lanes/stable.toml: lane.python: expected a string, got a number 3.12 — write it as a quoted
+version such as "3.12"
 
 ``shims.manifest.InputError`` and ``retire.core.errors.InputError`` are this same class under
 the names each side has always used, so one ``except InputError`` catches bad input anywhere.

@@ -1,6 +1,8 @@
-"""Reading a file people point patchlane at, safely: never a block, never too much, never a traceback.
+"""Reading a file people point patchlane at, safely: never a block, never too much, never a
+traceback.
 
-:func:`read_bytes` and :func:`read_text` refuse what is not a regular file before opening it (a FIFO would block a
+:func:`read_bytes` and :func:`read_text` refuse what is not a regular file before opening it (a
+FIFO would block a
 reader forever, a folder or a device is never meant), opens without blocking should the path have
 changed since, refuses more than :data:`MAX_BYTES` and names the line of bad UTF-8. Every problem
 is one :class:`~shims.errors.InputError`. Standard library only: the shim runtime uses it too.
@@ -26,7 +28,8 @@ def read_bytes(
     missing_ok: bool = False,
     max_bytes: int = MAX_BYTES,
 ) -> bytes | None:
-    """The bytes of ``path`` (named ``name`` in errors); ``None`` for a missing file if ``missing_ok``."""
+    """The bytes of ``path`` (named ``name`` in errors); ``None`` for a missing file if
+    ``missing_ok``."""
     name = os.fspath(path) if name is None else name
     try:
         _regular(os.stat(path).st_mode, name)
@@ -56,7 +59,8 @@ def read_text(
     missing_ok: bool = False,
     max_bytes: int = MAX_BYTES,
 ) -> str | None:
-    """The text of ``path`` (named ``name`` in errors); ``None`` for a missing file if ``missing_ok``.
+    """The text of ``path`` (named ``name`` in errors); ``None`` for a missing file if
+    ``missing_ok``.
 
     Newlines are read as ``open()`` reads them (``\\r\\n`` and ``\\r`` become ``\\n``).
     """

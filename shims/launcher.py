@@ -35,7 +35,8 @@ whether CUDA is available at import (Megatron-Core does): through the CUDA runti
 later fork unable to use the GPU ("Cannot re-initialize CUDA in forked subprocess", seen on an
 H100), so preloads run with ``PYTORCH_NVML_BASED_CUDA_CHECK=1`` (torch then asks NVML, which
 leaves forks usable), and before serving the launcher forks once to check that a child is not in
-torch's "bad fork" state — if it is, it refuses, and the lane runs with one interpreter per run. A preload that fails to
+torch's "bad fork" state — if it is, it refuses, and the lane runs with one interpreter per run. A
+preload that fails to
 import is reported and skipped: the run imports it itself and fails the way a fresh interpreter
 would. ``sys_path_first`` (bisection) puts a candidate's site folder before everything but the
 script's own folder, so the child imports the candidate's version of a distribution that the
@@ -302,7 +303,8 @@ def main(argv=None) -> int:
             )
         else:
             print(
-                f"usage: python -m shims.launcher [--preload MODULE,…] [--targets MODULE,…] (got {flag!r})",
+                f"usage: python -m shims.launcher [--preload MODULE,…] [--targets MODULE,…] (got "
+                f"{flag!r})",
                 file=sys.stderr,
             )
             return 2
@@ -348,7 +350,8 @@ def main(argv=None) -> int:
             {
                 "ready": False,
                 "error": f"importing {', '.join(modules)} left torch unable to use CUDA in "
-                "a fork (it asked the CUDA runtime whether a GPU exists); run these reproducers with "
+                "a fork (it asked the CUDA runtime whether a GPU exists); run these reproducers "
+                "with "
                 "--isolation process",
             },
         )

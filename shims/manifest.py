@@ -58,7 +58,8 @@ ROOTS_ENV = catalogue.PATH_ENV
 
 
 def _runtime_modules() -> frozenset[str]:
-    """The runtime's own modules (and any sub-package that is not a shim): listed, never typed out."""
+    """The runtime's own modules (and any sub-package that is not a shim): listed, never typed
+    out."""
     import pkgutil
 
     return frozenset(
@@ -85,7 +86,8 @@ _COMMIT = re.compile(r"[0-9a-f]{7,64}")
 
 
 def shim_roots(root: str | os.PathLike[str] | None = None) -> tuple[Path, ...]:
-    """The folders holding shims: ``root`` if given, else the catalogue (:func:`shims.catalogue.roots`)."""
+    """The folders holding shims: ``root`` if given, else the catalogue
+    (:func:`shims.catalogue.roots`)."""
     if root is not None:
         return (Path(root),)
     return tuple(Path(p) for p in catalogue.roots())
@@ -115,7 +117,8 @@ def discover(root: str | os.PathLike[str] | None = None) -> list[ShimManifest]:
             raise InputError(
                 _display(manifest.manifest_path),
                 "id",
-                f"shim id {manifest.id!r} is also defined by {_display(seen[manifest.id].manifest_path)}",
+                f"shim id {manifest.id!r} is also defined by "
+                f"{_display(seen[manifest.id].manifest_path)}",
                 "give each shim a unique id",
             )
         seen[manifest.id] = manifest

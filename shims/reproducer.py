@@ -124,7 +124,8 @@ _EXIT_CODES = {
 
 
 class Skip(Exception):
-    """Raised by a check when the host lacks what the reproducer needs; the message is the reason."""
+    """Raised by a check when the host lacks what the reproducer needs; the message is the
+    reason."""
 
 
 def exit_code_for(sentinel: str) -> int:

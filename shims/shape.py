@@ -44,7 +44,8 @@ def unknown_shape(obj: object, known: Mapping[str, str] | str, what: str) -> str
 
 
 def changed_parameters(fn: object, leading: tuple[str, ...], what: str) -> str | None:
-    """None when ``fn``'s parameters start with ``leading`` (the ones a wrapper relies on), else why not."""
+    """None when ``fn``'s parameters start with ``leading`` (the ones a wrapper relies on), else
+    why not."""
     try:
         params = tuple(inspect.signature(fn).parameters)
     except (TypeError, ValueError) as exc:

@@ -76,7 +76,8 @@ _ISO_SPAN = re.compile(
 
 
 def parse_span(text: str) -> _dt.timedelta:
-    """A span of time as uv's ``exclude-newer`` reads one: ``"7 days"``, ``"1 week"``, ``"24 hours"``
+    """A span of time as uv's ``exclude-newer`` reads one: ``"7 days"``, ``"1 week"``, ``"24
+    hours"``
     or ISO 8601 ``"P7D"`` / ``"PT24H"``. Days are 24 hours; months and years are refused (their
     length varies). Raises :class:`TimeError` for anything else, including a zero span."""
     if not isinstance(text, str):
@@ -104,7 +105,8 @@ def parse_span(text: str) -> _dt.timedelta:
 
 
 def format_span(span: _dt.timedelta) -> str:
-    """``7 days``, ``36 hours``, ``90 minutes``: the largest whole unit (how lanes and locks record a cooldown)."""
+    """``7 days``, ``36 hours``, ``90 minutes``: the largest whole unit (how lanes and locks
+    record a cooldown)."""
     seconds = int(span.total_seconds())
     for unit in ("day", "hour", "minute", "second"):
         size = _SPAN_UNITS[unit]

@@ -3,7 +3,8 @@
 Lane and matrix files, shim manifests, ``pack.toml``, the deny-list and the pack state all go
 through here, so every problem is the same one-line :class:`~shims.errors.InputError`::
 
-    shims/x/manifest.toml: reproducer.timeout: expected a positive number of seconds, got a number nan — write timeout = 600
+    shims/x/manifest.toml: reproducer.timeout: expected a positive number of seconds, got a number
+nan — write timeout = 600
 
 :func:`read_text` never blocks (a FIFO or a folder is an error), refuses files over
 :data:`MAX_BYTES` and names the line of bad UTF-8; :func:`loads` names the line of a TOML error and
@@ -99,7 +100,8 @@ def loads(text: str, name: str, *, max_bytes: int = MAX_BYTES) -> Table:
 
 
 def loads_json(text: str, name: str, *, fix: str | None = None) -> Value:
-    """Parse JSON ``text`` (state files the tool writes) into a :class:`Value`, with the same errors."""
+    """Parse JSON ``text`` (state files the tool writes) into a :class:`Value`, with the same
+    errors."""
     import json
 
     try:
@@ -222,7 +224,8 @@ class Value:
         what: str | None = None,
         fix: str | None = None,
     ) -> int | float:
-        """An integer (``integer``) or any finite number, in range; NaN and infinities never pass."""
+        """An integer (``integer``) or any finite number, in range; NaN and infinities never
+        pass."""
         value, kind = self.raw, "integer" if integer else "number"
         if what is None:
             what = (
@@ -412,7 +415,8 @@ class Table:
         return InputError(self.name, join(self.key, name) if name else self.key, problem, fix)
 
     def check_keys(self, allowed: Collection[str], *, fix: str | None = None) -> Table:
-        """Reject the first key not in ``allowed``: "did you mean" when one is close, else ``fix``."""
+        """Reject the first key not in ``allowed``: "did you mean" when one is close, else
+        ``fix``."""
         for name in self.data:
             if name not in allowed:
                 hint = close_match(name, allowed)

@@ -1,4 +1,5 @@
-"""Shared fixtures: a loopback package index (and a second one for nightlies) over wheels built here."""
+"""Shared fixtures: a loopback package index (and a second one for nightlies) over wheels built
+here."""
 
 from __future__ import annotations
 
@@ -121,7 +122,8 @@ PYTHON = sys.executable
 
 @pytest.fixture(scope="module")
 def einops_index(tmp_path_factory):
-    """A loopback index with a small pure-Python einops: what a scaffolded shop's CPU lane asks for."""
+    """A loopback index with a small pure-Python einops: what a scaffolded shop's CPU lane asks
+    for."""
     index = PackageIndex()
     wheels = tmp_path_factory.mktemp("einops")
     index.add(

@@ -266,7 +266,8 @@ def test_old_releases_without_the_api_are_stepped_over_and_every_run_is_recorded
 ):
     """--all over releases whose oldest lack the tested API: the reproducer prints SKIPPED there.
     The boundary is found anyway, the skips are reported apart, every fresh run lands in the
-    validation manifest (lane `bisect`, with the host stamp), and a re-run costs and adds nothing."""
+    validation manifest (lane `bisect`, with the host stamp), and a re-run costs and adds
+    nothing."""
     shim = load_manifest(
         write_shim(tmp_path / "shims", "toylib_arith", reproducer=ARITH_REPRODUCER)
         / "manifest.toml"

@@ -217,7 +217,8 @@ def test_the_affected_range_bounds_from_its_upper_end(affected, start):
     if start:
         assert (
             bounds.note
-            == f'from [target] affected = "{SpecifierSet(affected)}": its newest listed release megatron-core {start}'
+            == f'from [target] affected = "{SpecifierSet(affected)}": its newest listed release '
+            f"megatron-core {start}"
         )
     else:
         assert bounds.note.startswith("every release: no recorded evidence")

@@ -470,13 +470,15 @@ def test_catalogue_doc_is_current_output_of_retire_catalogue():
     )
     if committed.returncode != 0:
         pytest.fail(
-            "docs/catalogue.md is stale: regenerate it with `patchlane catalogue -o docs/catalogue.md`"
+            "docs/catalogue.md is stale: regenerate it with `patchlane catalogue -o "
+            "docs/catalogue.md`"
         )
     with tempfile.TemporaryDirectory() as scratch:
         head = Path(scratch) / "manifest.jsonl"
         head.write_text(committed.stdout, encoding="utf-8")
         assert doc == render_markdown(build(discover(SHIMS), load(head))), (
-            "docs/catalogue.md is stale: regenerate it with `patchlane catalogue -o docs/catalogue.md`"
+            "docs/catalogue.md is stale: regenerate it with `patchlane catalogue -o "
+            "docs/catalogue.md`"
         )
 
 

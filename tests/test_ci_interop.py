@@ -149,7 +149,8 @@ def shop(tmp_path, einops_index, monkeypatch, capsys):
 
 
 def _runner_env(tmp_path: Path, venv: Path) -> dict[str, str]:
-    """A runner's environment: the venv's python first on PATH, pip offline, no PYTHONPATH to this checkout."""
+    """A runner's environment: the venv's python first on PATH, pip offline, no PYTHONPATH to this
+    checkout."""
     pip_conf = tmp_path / "pip.conf"
     # no-build-isolation = false is pip's spelling of --no-build-isolation (hatchling: test extra).
     pip_conf.write_text("[global]\nno-index = true\n[install]\nno-build-isolation = false\n")
@@ -182,7 +183,8 @@ def _render(value: object, inputs: dict[str, str]) -> str:
 def run_action(
     with_: dict[str, str], env: dict[str, str], cwd: Path
 ) -> list[subprocess.CompletedProcess[str]]:
-    """Each step of action.yml as the runner runs a `shell: bash` step: its env: rendered, its script as a file."""
+    """Each step of action.yml as the runner runs a `shell: bash` step: its env: rendered, its
+    script as a file."""
     action = _load(ROOT / "action.yml")
     inputs = {name: str(spec.get("default", "")) for name, spec in action["inputs"].items()} | with_
     results = []
@@ -256,7 +258,8 @@ def test_the_actions_steps_run_as_a_script_on_a_scaffolded_shop(shop, tmp_path):
 
 
 def test_the_hooks_entries_pass_on_a_scaffolded_shop_and_fail_in_one_line(shop):
-    """What `pre-commit try-repo` would run: each hook's entry, in the shop, with the engine installed."""
+    """What `pre-commit try-repo` would run: each hook's entry, in the shop, with the engine
+    installed."""
     hooks = {hook["id"]: hook for hook in _load(ROOT / ".pre-commit-hooks.yaml")}
     env = {k: v for k, v in os.environ.items() if not k.startswith("PATCHLANE_")}
     env["PYTHONPATH"] = str(ROOT)
@@ -289,7 +292,8 @@ def test_the_hooks_entries_pass_on_a_scaffolded_shop_and_fail_in_one_line(shop):
 
 
 def _index_reachable(tmp_path: Path) -> bool:
-    """Whether pip can install from its configured index here (CI can; an air-gapped host cannot)."""
+    """Whether pip can install from its configured index here (CI can; an air-gapped host
+    cannot)."""
     probe = subprocess.run(
         [
             sys.executable,
@@ -318,7 +322,8 @@ def test_the_hooks_pass_and_fail_under_pre_commit_try_repo(shop, tmp_path):
     engine's pinned dependencies from the hook's additional_dependencies) and runs both hooks."""
     if not _index_reachable(tmp_path):
         pytest.skip(
-            "pip reaches no package index here: pre-commit installs the hooks' environments from one"
+            "pip reaches no package index here: pre-commit installs the hooks' environments from "
+            "one"
         )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PATCHLANE_", "PYTHONPATH"))}
     # try-repo commits the hook repository's uncommitted changes into a shadow copy: it needs an

@@ -8,7 +8,8 @@ state). Each must either accept the input or raise :class:`shims.errors.InputErr
 is one line starting with the file. ``tests/test_fuzz_records.py`` fuzzes the validation manifest
 and the run summaries.
 
-About 5,000 inputs in about ten seconds; ``PATCHLANE_FUZZ_EXAMPLES=2000`` fuzzes longer (each example
+About 5,000 inputs in about ten seconds; ``PATCHLANE_FUZZ_EXAMPLES=2000`` fuzzes longer (each
+example
 is five inputs).
 """
 
@@ -106,7 +107,8 @@ class Project:
 
 
 def expect_input_error(name: str, read) -> None:
-    """``read()`` succeeds or raises InputError in one line naming ``name``; nothing else escapes."""
+    """``read()`` succeeds or raises InputError in one line naming ``name``; nothing else
+    escapes."""
     try:
         read()
     except InputError as exc:
@@ -130,18 +132,32 @@ def _text(path: Path) -> str:
 
 
 LANE_SEEDS = [_text(p) for p in sorted((REPO / "lanes").glob("*.toml"))] + [
-    '[lane]\npython = "3.12"\nrequirements = ["torchlike==2.1.0"]\nexclude-newer = 2026-11-01\nshims = ["toy_add"]\n'
-    '[lane.indexes.nightly]\nurl = "http://127.0.0.1:9/simple"\n[lane.sources]\ntorchlike = "nightly"\n'
-    '[lane.env]\nA = "1"\n[[lane.static-metadata]]\nname = "cudaext"\nversion = "1.0.0"\nrequires-dist = ["helper"]\n',
-    '[matrix]\nname = "t{torch}-h{helper}"\n[matrix.base]\npython = "3.12"\nrequirements = ["kernels"]\n'
-    '[matrix.axes.torch."2.1"]\nrequirements = ["torchlike==2.1.0"]\n[matrix.axes.torch.nightly]\n'
-    'requirements = ["torchlike>=2.3.0.dev0"]\nprerelease = "allow"\n[matrix.axes.helper."1"]\n'
-    '[matrix.axes.helper."2"]\n[[matrix.exclude]]\ntorch = "nightly"\n[[matrix.include]]\ntorch = "nightly"\n'
-    'helper = "2"\nlane = { description = "the nightly cell" }\n',
+    (
+        '[lane]\npython = "3.12"\nrequirements = ["torchlike==2.1.0"]\nexclude-newer = '
+        '2026-11-01\nshims = ["toy_add"]\n'
+        '[lane.indexes.nightly]\nurl = "http://127.0.0.1:9/simple"\n[lane.sources]\ntorchlike = '
+        '"nightly"\n'
+        '[lane.env]\nA = "1"\n[[lane.static-metadata]]\nname = "cudaext"\nversion = '
+        '"1.0.0"\nrequires-dist = ["helper"]\n'
+    ),
+    (
+        '[matrix]\nname = "t{torch}-h{helper}"\n[matrix.base]\npython = "3.12"\nrequirements = '
+        '["kernels"]\n'
+        '[matrix.axes.torch."2.1"]\nrequirements = '
+        '["torchlike==2.1.0"]\n[matrix.axes.torch.nightly]\n'
+        'requirements = ["torchlike>=2.3.0.dev0"]\nprerelease = "allow"\n[matrix.axes.helper."1"]\n'
+        '[matrix.axes.helper."2"]\n[[matrix.exclude]]\ntorch = '
+        '"nightly"\n[[matrix.include]]\ntorch = '
+        '"nightly"\n'
+        'helper = "2"\nlane = { description = "the nightly cell" }\n'
+    ),
 ]
 MATRIX_SEEDS = [seed for seed in LANE_SEEDS if "[matrix]" in seed] + [
-    '[matrix]\nname = "c{a}"\n[matrix.base]\npython = "3.12"\nrequirements = ["x"]\n[matrix.axes.a."1"]\n'
-    '[matrix.axes.a."2"]\n[[matrix.exclude]]\na = "1"\n',
+    (
+        '[matrix]\nname = "c{a}"\n[matrix.base]\npython = "3.12"\nrequirements = '
+        '["x"]\n[matrix.axes.a."1"]\n'
+        '[matrix.axes.a."2"]\n[[matrix.exclude]]\na = "1"\n'
+    ),
 ]
 MANIFEST_SEEDS = [
     github_manifest("toy_add"),
@@ -342,7 +358,8 @@ def document(doc: dict) -> str:
 
 
 def mutated(rnd: random.Random, seed: dict, pool: list) -> dict:
-    """``seed`` with one to three values replaced (from ``pool``), keys deleted or added, anywhere."""
+    """``seed`` with one to three values replaced (from ``pool``), keys deleted or added,
+    anywhere."""
     doc = copy.deepcopy(seed)
     for _ in range(rnd.choice([1, 1, 1, 2, 3])):
         container: dict | list = doc
@@ -421,7 +438,8 @@ def test_the_seeds_are_valid(project, reader):
 @FUZZ
 @given(pool=pools, rnd=st.randoms(use_true_random=True))
 def test_documents_with_odd_values(project, reader, start, pool, rnd):
-    """Valid documents with values swapped, keys dropped or added; or documents built from nothing."""
+    """Valid documents with values swapped, keys dropped or added; or documents built from
+    nothing."""
     feed = READERS[reader][0]
     for _ in range(INPUTS_PER_EXAMPLE):
         feed(

@@ -118,8 +118,16 @@ def test_the_dsa_indexer_body_renders_its_identifiers_as_code():
             "fixed in `megatron-core>=0.19.2` (commit `3f9a2b1c`), e.g. torch `2.11.0+cu130`",
         ),
         (
-            "keep `already.code`, [a_link](https://example.org/a_b) and https://example.org/x_y.z as they are",
-            "keep `already.code`, [a_link](https://example.org/a_b) and https://example.org/x_y.z as they are",
+            (
+                "keep `already.code`, [a_link](https://example.org/a_b) and "
+                "https://example.org/x_y.z "
+                "as they are"
+            ),
+            (
+                "keep `already.code`, [a_link](https://example.org/a_b) and "
+                "https://example.org/x_y.z "
+                "as they are"
+            ),
         ),
         (
             "DeepSeek-V3.2 and i.e. prose, 1234567 and decade stay prose",

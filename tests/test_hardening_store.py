@@ -372,15 +372,13 @@ def test_a_run_summary_that_is_a_fifo_is_one_line_not_a_block(tmp_path, capsys):
     "state, says",
     [
         (
-            '{"version": 1, "packs": {"toy_add": {"approval": {"by": "a", "at": "2026-13-45", "digest": "'
-            + "ab" * 32
-            + '"}}}}',
+            '{"version": 1, "packs": {"toy_add": {"approval": {"by": "a", "at": "2026-13-45", '
+            '"digest": "' + "ab" * 32 + '"}}}}',
             "malformed date",
         ),
         (
-            '{"version": 1, "packs": {"toy_add": {"approval": {"by": "a", "at": "9999-12-31T23:59:59-23:59", "digest": "'
-            + "ab" * 32
-            + '"}}}}',
+            '{"version": 1, "packs": {"toy_add": {"approval": {"by": "a", "at": '
+            '"9999-12-31T23:59:59-23:59", "digest": "' + "ab" * 32 + '"}}}}',
             "out of range",
         ),
         ("[" * 100_000, "nested too deeply"),
@@ -418,12 +416,16 @@ def test_a_bad_pack_state_is_one_line(tmp_path, capsys, state, says):
             "unknown target platform",
         ),
         (
-            '[matrix]\nname = "c{a}"\n[matrix.base]\npython = "3.12"\nrequirements = ["x"]\n[matrix.axes.a."1"]\n'
-            '[matrix.axes.a."2"]\n[[matrix.exclude]]\na = "1"\n[[matrix.exclude]]\na = "2"\n',
+            (
+                '[matrix]\nname = "c{a}"\n[matrix.base]\npython = "3.12"\nrequirements = '
+                '["x"]\n[matrix.axes.a."1"]\n'
+                '[matrix.axes.a."2"]\n[[matrix.exclude]]\na = "1"\n[[matrix.exclude]]\na = "2"\n'
+            ),
             "matrix.exclude: the excludes remove every cell",
         ),
         (
-            '[matrix]\nname = "c{a0}{a1}{a2}{a3}{a4}{a5}"\n[matrix.base]\npython = "3.12"\nrequirements = ["x"]\n'
+            '[matrix]\nname = "c{a0}{a1}{a2}{a3}{a4}{a5}"\n[matrix.base]\npython = '
+            '"3.12"\nrequirements = ["x"]\n'
             + "".join(f'[matrix.axes.a{i}."{j}"]\n' for i in range(6) for j in range(10)),
             "expands to 1000000 cells, more than 4096",
         ),
@@ -441,7 +443,10 @@ def test_a_lane_file_that_is_a_fifo_is_refused_not_waited_on(tmp_path, capsys):
 
 
 def test_a_sentinel_printed_twice_is_a_crashed_run(tmp_path):
-    twice = 'print(\'PATCHLANE-HOST {"hostname": "h"}\')\nprint("BUG_REPRODUCED")\nprint("BUG_REPRODUCED")\nraise SystemExit(10)\n'
+    twice = (
+        'print(\'PATCHLANE-HOST {"hostname": '
+        '"h"}\')\nprint("BUG_REPRODUCED")\nprint("BUG_REPRODUCED")\nraise SystemExit(10)\n'
+    )
     folder = shimtree.write_shim(tmp_path / "shims", "toy_add", reproducer=twice)
     made = run_reproducer(
         load_manifest(folder / "manifest.toml"), "without", lane="toy", timeout=60

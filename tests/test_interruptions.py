@@ -86,7 +86,10 @@ def test_an_interrupted_run_leaves_nothing_running_and_keeps_what_finished(
         "--isolation",
         isolation,
     ]
-    default_sigint = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+    default_sigint = (
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+        "os.execv(sys.argv[1], sys.argv[1:])"
+    )
     controller = subprocess.Popen(
         [sys.executable, "-c", default_sigint, *command],
         env=env,

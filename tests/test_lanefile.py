@@ -1,4 +1,5 @@
-"""Lane and matrix files: the model they produce, and one-line errors for every kind of bad input."""
+"""Lane and matrix files: the model they produce, and one-line errors for every kind of bad
+input."""
 
 from __future__ import annotations
 
@@ -144,32 +145,51 @@ BAD_INPUT = [
     ),
     (
         "bad-specifier-static",
-        '[lane]\npython = "3.12"\nrequirements = []\n[[lane.static-metadata]]\nname = "x"\nversion = "1"\nrequires-dist = ["y>>1"]\n',
+        (
+            '[lane]\npython = "3.12"\nrequirements = []\n[[lane.static-metadata]]\nname = '
+            '"x"\nversion '
+            '= "1"\nrequires-dist = ["y>>1"]\n'
+        ),
         "lane.static-metadata[0].requires-dist[0]: invalid requirement",
     ),
     (
         "climbing-name",
-        '[matrix]\nname = "../{a}"\n[matrix.base]\npython = "3.12"\nrequirements = []\n[matrix.axes.a.x]\n',
+        (
+            '[matrix]\nname = "../{a}"\n[matrix.base]\npython = "3.12"\nrequirements = '
+            "[]\n[matrix.axes.a.x]\n"
+        ),
         "invalid lane name '../x'",
     ),
     (
         "dupes",
-        '[matrix]\nname = "same"\n[matrix.base]\npython = "3.12"\nrequirements = []\n[matrix.axes.a.x]\n[matrix.axes.a.y]\n',
+        (
+            '[matrix]\nname = "same"\n[matrix.base]\npython = "3.12"\nrequirements = '
+            "[]\n[matrix.axes.a.x]\n[matrix.axes.a.y]\n"
+        ),
         "duplicate lane name 'same'",
     ),
     (
         "exclude-axis",
-        '[matrix]\n[matrix.base]\npython = "3.12"\nrequirements = []\n[matrix.axes.a.x]\n[[matrix.exclude]]\nb = "x"\n',
+        (
+            '[matrix]\n[matrix.base]\npython = "3.12"\nrequirements = '
+            '[]\n[matrix.axes.a.x]\n[[matrix.exclude]]\nb = "x"\n'
+        ),
         "matrix.exclude[0].b: names unknown axis 'b'",
     ),
     (
         "exclude-value",
-        '[matrix]\n[matrix.base]\npython = "3.12"\nrequirements = []\n[matrix.axes.a.x]\n[[matrix.exclude]]\na = "q"\n',
+        (
+            '[matrix]\n[matrix.base]\npython = "3.12"\nrequirements = '
+            '[]\n[matrix.axes.a.x]\n[[matrix.exclude]]\na = "q"\n'
+        ),
         "matrix.exclude[0].a: unknown value 'q'",
     ),
     (
         "include-partial",
-        '[matrix]\n[matrix.base]\npython = "3.12"\nrequirements = []\n[matrix.axes.a.x]\n[matrix.axes.b.y]\n[[matrix.include]]\na = "x"\n',
+        (
+            '[matrix]\n[matrix.base]\npython = "3.12"\nrequirements = '
+            '[]\n[matrix.axes.a.x]\n[matrix.axes.b.y]\n[[matrix.include]]\na = "x"\n'
+        ),
         "matrix.include[0]: an include must name every axis",
     ),
     (
@@ -179,7 +199,10 @@ BAD_INPUT = [
     ),
     (
         "conflicting-axes",
-        '[matrix]\n[matrix.base]\nrequirements = []\n[matrix.axes.a.x]\npython = "3.12"\n[matrix.axes.b.y]\npython = "3.13"\n',
+        (
+            "[matrix]\n[matrix.base]\nrequirements = []\n[matrix.axes.a.x]\npython = "
+            '"3.12"\n[matrix.axes.b.y]\npython = "3.13"\n'
+        ),
         "matrix.axes.b.y.python: set to two values",
     ),
     (
@@ -226,7 +249,10 @@ BAD_INPUT = [
     ("not-toml", "[lane\npython=", "invalid TOML"),
     (
         "bad-template",
-        '[matrix]\nname = "{nope}"\n[matrix.base]\npython = "3.12"\nrequirements = []\n[matrix.axes.a.x]\n',
+        (
+            '[matrix]\nname = "{nope}"\n[matrix.base]\npython = "3.12"\nrequirements = '
+            "[]\n[matrix.axes.a.x]\n"
+        ),
         "matrix.name: placeholder {nope} names no axis",
     ),
 ]

@@ -59,13 +59,16 @@ if __name__ == "__main__":
 
 
 def _reproducer(check_body: str) -> str:
-    """A toy reproducer whose check() is ``check_body``; ``_log`` writes its children's pids to GRANDCHILD_LOG."""
+    """A toy reproducer whose check() is ``check_body``; ``_log`` writes its children's pids to
+    GRANDCHILD_LOG."""
     return (
         "import os, subprocess\nfrom shims import child, reproducer\n\n"
-        "def _log(pid):\n    with open(os.environ['GRANDCHILD_LOG'], 'w') as handle:\n        handle.write(str(pid))\n\n"
+        "def _log(pid):\n    with open(os.environ['GRANDCHILD_LOG'], 'w') as handle:\n        "
+        "handle.write(str(pid))\n\n"
         "def check(with_shim):\n"
         + textwrap.indent(textwrap.dedent(check_body), "    ")
-        + '\nif __name__ == "__main__":\n    reproducer.run("{shim_id}", check, packages=["toylib"])\n'
+        + '\nif __name__ == "__main__":\n    reproducer.run("{shim_id}", check, '
+        'packages=["toylib"])\n'
     )
 
 

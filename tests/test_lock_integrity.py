@@ -77,7 +77,8 @@ def test_a_version_the_lane_forbids_fails_even_with_a_consistent_hash_and_digest
 
 
 def test_a_hash_tampered_after_the_env_was_built_is_caught_by_the_next_run(toy_project, capsys):
-    """The warm re-sync only audits an env; a lock that changed gets a fresh env, installed hash-checked."""
+    """The warm re-sync only audits an env; a lock that changed gets a fresh env, installed
+    hash-checked."""
     p = toy_project
     p.write("old", lane())
     assert run_cli(p.root, "lock", capsys=capsys)[0] == 0

@@ -69,7 +69,8 @@ def uv_export(project_dir, universe, *, exclude_newer: str) -> str:
     project_dir.mkdir(exist_ok=True)
     (project_dir / "pyproject.toml").write_text(
         '[project]\nname = "app"\nversion = "0"\nrequires-python = ">=3.11"\n'
-        'dependencies = ["torchlike>=2", "helper<1.5; python_version < \'3.12\'", "helper>=1.5; python_version >= \'3.12\'"]\n'
+        'dependencies = ["torchlike>=2", "helper<1.5; python_version < \'3.12\'", "helper>=1.5; '
+        "python_version >= '3.12'\"]\n"
         f'[[tool.uv.index]]\nname = "main"\nurl = "{universe["main"].url}"\ndefault = true\n'
     )
     for args in (

@@ -324,7 +324,8 @@ def test_mirrors_cli_lists_and_syncs(tmp_path, capsys):
     root = tmp_path / "project"
     write_config(
         root,
-        f'[[mirrors.repository]]\nurl = "https://github.com/org/toylib"\nfetch = "{upstream.path.as_uri()}"\n'
+        f'[[mirrors.repository]]\nurl = "https://github.com/org/toylib"\nfetch = '
+        f'"{upstream.path.as_uri()}"\n'
         '[[mirrors.repository]]\nurl = "https://github.com/org/gone"\nfetch = "http://127.0.0.1:9/gone.git"\n',
     )
     assert cli(["--root", str(root), "mirrors"]) == 0

@@ -128,7 +128,8 @@ def test_nox_reports_bad_lane_files_in_one_line_and_fails(nox_project, session):
 
 def test_nox_runs_lanes_in_parallel_and_the_summary_after_them(nox_project):
     """`nox -j N` runs each session in its own process with --no-dependencies, where nox refuses
-    notify(): the lanes must still run, and `-s lane summary -j N` must print the table after them."""
+    notify(): the lanes must still run, and `-s lane summary -j N` must print the table after
+    them."""
     p = nox_project
     assert nox(p, "-s", "lock").returncode == 0
     parallel = nox(p, "-s", "lane", "-j", "2")

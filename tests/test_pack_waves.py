@@ -115,7 +115,8 @@ def test_state_round_trip_and_last_waves():
         parse_state('{"version": 1, "packs": {"a": {"approval": {"by": "x"}}}}', "packs/state.json")
     with pytest.raises(InputError, match=r"packs.a.filings\[0\].at: malformed date 'soon'"):
         parse_state(
-            '{"version": 1, "packs": {"a": {"filings": [{"url": "u", "at": "soon", "repository": "o/r"}]}}}',
+            '{"version": 1, "packs": {"a": {"filings": [{"url": "u", "at": "soon", "repository": '
+            '"o/r"}]}}}',
             "packs/state.json",
         )
 
@@ -154,7 +155,8 @@ def test_plan_over_a_project_with_history(tmp_path, capsys):
     assert plan["held"] == [
         {
             "repository": "toyorg/gamma",
-            "reason": f"last wave {today - _dt.timedelta(days=1)}; next on or after {today + _dt.timedelta(days=1)}",
+            "reason": f"last wave {today - _dt.timedelta(days=1)}; next on or after "
+            f"{today + _dt.timedelta(days=1)}",
         }
     ]
     assert project.cli("plan") == 0

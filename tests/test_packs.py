@@ -178,8 +178,11 @@ def test_a_real_run_today_makes_the_pack_ready(project, capsys):
 def test_never_ran_blocks(project, capsys):
     project.add("toy_add")
     assert _reasons(project, "toy_add") == (
-        "validation: the reproducer never ran (no --mode without record in the validation manifest) "
-        "— run it on a host (`patchlane run`) and record the result",
+        (
+            "validation: the reproducer never ran (no --mode without record in the validation "
+            "manifest) "
+            "— run it on a host (`patchlane run`) and record the result"
+        ),
     )
     assert project.cli("check", "toy_add") == 1
     lines = capsys.readouterr().out.splitlines()
@@ -204,7 +207,8 @@ def test_stale_run_blocks_and_the_window_is_configurable(project, capsys):
     project.record("toy_add", at=NOW - _dt.timedelta(days=2))
     [reason] = _reasons(project, "toy_add", now=NOW)
     assert re.fullmatch(
-        r"validation: last BUG_REPRODUCED run was \S+ on gpu-host-1, older than 24 hours — rerun the reproducer today",
+        r"validation: last BUG_REPRODUCED run was \S+ on gpu-host-1, older than 24 hours — rerun "
+        r"the reproducer today",
         reason,
     ), reason
     assert _reasons(project, "toy_add", now=NOW, window=_dt.timedelta(days=3)) == ()
@@ -253,7 +257,8 @@ def test_missing_reproducer_blocks_without_crashing(project, capsys):
     reasons = _reasons(project, "no_repro")
     assert (
         reasons[0]
-        == "reproducer: reproduce.py not found in shims/no_repro — a pack needs a reproducer to attach"
+        == "reproducer: reproduce.py not found in shims/no_repro — a pack needs a reproducer to "
+        "attach"
     )
     assert project.cli("check") == 1
 
@@ -347,7 +352,8 @@ def test_state_target_pin_and_command_rules(project):
     project.record("wrong_link", at=NOW)
     reasons = _reasons(project, "wrong_link", now=NOW)
     assert reasons[0] == (
-        "target: manifest report link https://github.com/someone/else/issues/1 is not in toyorg/toylib "
+        "target: manifest report link https://github.com/someone/else/issues/1 is not in "
+        "toyorg/toylib "
         "— fix repository in pack.toml or the link in the manifest"
     )
 

@@ -1,5 +1,6 @@
 """The Fetcher's limits against real loopback servers: redirects only on the host that was asked,
-a total deadline (not per read), a size cap on the streamed body, secrets out of bodies and cache."""
+a total deadline (not per read), a size cap on the streamed body, secrets out of bodies and
+cache."""
 
 from __future__ import annotations
 
@@ -200,7 +201,8 @@ class TrickleServer:
                 head = (
                     b"HTTP/1.1 200 OK\r\nX-Pad: "
                     if self.headers
-                    else b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    else b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: "
+                    b"chunked\r\n\r\n"
                 )
                 conn.sendall(head)
                 piece = (

@@ -226,7 +226,8 @@ def test_a_static_simple_tree(wheels, tmp_path):
 def test_html_to_a_json_request_is_read_as_html(tmp_path):
     page = (
         b'<!DOCTYPE html><html><body><a href="/files/toylib-2.0-py3-none-any.whl#sha256=ab">'
-        b'toylib-2.0-py3-none-any.whl</a><a href="../other-1.0.tar.gz">other-1.0.tar.gz</a></body></html>'
+        b"toylib-2.0-py3-none-any.whl</a><a "
+        b'href="../other-1.0.tar.gz">other-1.0.tar.gz</a></body></html>'
     )
     with FaultyIndexServer(toylib_index(tmp_path)) as server:
         server.faults.add("/simple/toylib/", Fault(status=200, body=page, content_type="text/html"))

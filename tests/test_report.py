@@ -186,15 +186,16 @@ def test_markdown_is_an_issue_body_with_tables_and_collapsible_evidence(shop):
     md = generate(shop).markdown
     assert md.startswith(report_render.MARKER + "\n# Shim retirement report — 2026-W47")
     assert (
-        "**4 shims carried** · **1 retire candidate** · **1 newly broken** · **1 with unknown evidence**"
-        in md
+        "**4 shims carried** · **1 retire candidate** · **1 newly broken** · **1 with unknown "
+        "evidence**" in md
     )
     assert (
         "| shim | fix class | owner | age | upstream | verdict | why | retire when | last proven |"
         in md
     )
     assert re.search(
-        r"\| \[`delta`\]\(#evidence-delta\) \| source-patch \| numerics@example.org \| 218 d \|.*\| never run \|",
+        r"\| \[`delta`\]\(#evidence-delta\) \| source-patch \| numerics@example.org \| 218 d "
+        r"\|.*\| never run \|",
         md,
     )
     # cpu, gpu, h200-overlay
@@ -231,8 +232,8 @@ def test_markdown_is_trimmed_to_fit_an_issue_body(shop):
     )
     assert len(trimmed) < len(full) and "<details id=" not in trimmed
     assert (
-        "Evidence sections left out to fit an issue body. The full report is in reports/2026-W47.html."
-        in trimmed
+        "Evidence sections left out to fit an issue body. The full report is in "
+        "reports/2026-W47.html." in trimmed
     )
     tiny = report_render.to_markdown(written.report, limit=3000)
     assert len(tiny) <= 3000 and "Truncated to fit an issue body" in tiny

@@ -138,8 +138,11 @@ def test_the_filing_queue_renders_as_github_renders_it(page):
     [
         (
             "a `x|y` and <https://example.org/a_b> and [t](https://e.org) **b**",
-            '<p>a <code>x|y</code> and <a href="https://example.org/a_b">https://example.org/a_b</a> and '
-            '<a href="https://e.org">t</a> <strong>b</strong></p>',
+            (
+                "<p>a <code>x|y</code> and <a "
+                'href="https://example.org/a_b">https://example.org/a_b</a> and '
+                '<a href="https://e.org">t</a> <strong>b</strong></p>'
+            ),
         ),
         (
             "<script>alert(1)</script> & [x](javascript:alert(1))",

@@ -37,7 +37,8 @@ LIMIT = 150_000
 
 @pytest.fixture(scope="module")
 def big_index(tmp_path_factory):
-    """Each target: 60 releases × 16 wheels, uploaded over the last five years (a torch-sized history)."""
+    """Each target: 60 releases × 16 wheels, uploaded over the last five years (a torch-sized
+    history)."""
     root = tmp_path_factory.mktemp("big-index")
     template = build_wheel(root / "template", "placeholder", "1.0")
     index = PackageIndex()

@@ -1,4 +1,5 @@
-"""The reproducer protocol end to end: real reproducers in real subprocesses, read back by the engine."""
+"""The reproducer protocol end to end: real reproducers in real subprocesses, read back by the
+engine."""
 
 from __future__ import annotations
 
@@ -129,7 +130,10 @@ reproducer.run("toy_crash", check)
         ),
         # No host stamp on line 1.
         (
-            "print('hello'); print('PATCHLANE-HOST {}'); print('BUG_REPRODUCED'); raise SystemExit(10)",
+            (
+                "print('hello'); print('PATCHLANE-HOST {}'); print('BUG_REPRODUCED'); raise "
+                "SystemExit(10)"
+            ),
             "no PATCHLANE-HOST stamp",
         ),
         # Two different sentinels.

@@ -1,6 +1,8 @@
 """Lanes pinned to upstream revisions, for real: a git repository holding a tiny package, its mirror
-declared in patchlane.toml, uv locking the lane from the mirror at the tag's commit (the PEP 751 lock
-records the VCS entry under the upstream URL), the tag moving, the lane env installed from the mirror,
+declared in patchlane.toml, uv locking the lane from the mirror at the tag's commit (the PEP 751
+lock
+records the VCS entry under the upstream URL), the tag moving, the lane env installed from the
+mirror,
 and the host stamp naming the commit."""
 
 from __future__ import annotations
@@ -203,8 +205,11 @@ def test_the_host_stamp_names_the_commit_a_package_was_installed_from(
         [
             str(venv / "bin" / "python"),
             "-c",
-            "import json, sys; sys.path.insert(0, sys.argv[1]); from shims.reproducer import host_stamp; "
-            "print(json.dumps(host_stamp(['toyrev'])))",
+            (
+                "import json, sys; sys.path.insert(0, sys.argv[1]); from shims.reproducer import "
+                "host_stamp; "
+                "print(json.dumps(host_stamp(['toyrev'])))"
+            ),
             str(ROOT),
         ],
         capture_output=True,

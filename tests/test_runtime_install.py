@@ -1,5 +1,6 @@
 """The product apart from the shop's data: the runtime installs with only `packaging`, and a
-training venv holding nothing else activates the shop's catalogue, found by path or patchlane.toml."""
+training venv holding nothing else activates the shop's catalogue, found by path or
+patchlane.toml."""
 
 from __future__ import annotations
 
@@ -52,7 +53,8 @@ def _clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def runtime_venv(tmp_path_factory) -> Path:
-    """`python -m venv` + pip install of the runtime wheel with --no-deps, plus packaging: nothing else."""
+    """`python -m venv` + pip install of the runtime wheel with --no-deps, plus packaging: nothing
+    else."""
     if importlib.util.find_spec("hatchling") is None:
         pytest.skip("hatchling (test extra) is needed to build the wheel offline")
     work = tmp_path_factory.mktemp("runtime")
@@ -228,7 +230,8 @@ def test_every_listing_honours_root_in_an_empty_repository(tmp_path, command):
 
 
 def test_dependency_floors_are_the_releases_that_brought_the_features_used():
-    """nox 2026.8.10 brought allow_parallel (retire/sessions.py), packaging 26.0 packaging.pylock (the
+    """nox 2026.8.10 brought allow_parallel (retire/sessions.py), packaging 26.0 packaging.pylock
+    (the
     locks); tests/test_nox.py, test_locking.py and this file passed with exactly those releases."""
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
     assert "packaging>=26" in project["dependencies"]
@@ -279,7 +282,10 @@ if __name__ == "__main__":
         "",
         "# no catalogue here\n[mirrors]\nfolder = 'm'\n",
         '[catalogue]\npath = "fixes"\n',
-        '# the catalogue\n[catalogue]  # ours\n\npath = "fixes"   # one folder per shim\n[mirrors]\n',
+        (
+            '# the catalogue\n[catalogue]  # ours\n\npath = "fixes"   # one folder per '
+            "shim\n[mirrors]\n"
+        ),
         "[catalogue]\npath = 'fixes'\n",
         'catalogue.path = "fixes"\n',
         'catalogue = { path = "fixes" }\n',
@@ -288,7 +294,8 @@ if __name__ == "__main__":
     ],
 )
 def test_the_catalogue_setting_reads_as_toml_reads_it(tmp_path, text):
-    """The runtime reads the plain form without importing a TOML parser; whatever it reads, tomllib agrees."""
+    """The runtime reads the plain form without importing a TOML parser; whatever it reads,
+    tomllib agrees."""
     from shims.catalogue import configured
 
     (tmp_path / "patchlane.toml").write_text(text)

@@ -131,8 +131,10 @@ BAD = {
     ),
     "unknown condition kind": (
         _swap('kind = "reproducer-clean"', 'kind = "x"'),
-        "retirement.conditions[3].kind: unknown kind 'x' — use one of version-floor, "
-        "pr-released, commit-in-tag, reproducer-clean",
+        (
+            "retirement.conditions[3].kind: unknown kind 'x' — use one of version-floor, "
+            "pr-released, commit-in-tag, reproducer-clean"
+        ),
     ),
     "id does not match folder": (
         _swap('id = "toy_add"', 'id = "toy_other"'),
@@ -231,8 +233,8 @@ def test_reserved_ids_are_the_runtimes_own_modules(tmp_path: Path):
         with pytest.raises(InputError) as caught:
             load_manifest(folder / "manifest.toml")
         assert (
-            f"id: shim id {shim_id!r} is reserved by the runtime (shims/{shim_id}.py) — pick another id"
-            in str(caught.value)
+            f"id: shim id {shim_id!r} is reserved by the runtime (shims/{shim_id}.py) — pick "
+            f"another id" in str(caught.value)
         )
 
 
@@ -241,7 +243,8 @@ def test_odd_values_are_one_line_errors(tmp_path: Path):
     folder = write_shim(tmp_path, "toy_add", manifest=text)
     with pytest.raises(
         InputError,
-        match=r"reproducer.timeout: expected a positive number of seconds up to 10000000, got a number nan",
+        match=r"reproducer.timeout: expected a positive number of seconds up to 10000000, got a "
+        r"number nan",
     ):
         load_manifest(folder / "manifest.toml")
     # no timer takes it

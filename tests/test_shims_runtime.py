@@ -120,8 +120,8 @@ assert [w.category.__name__ for w in caught] == ["ShimNotAppliedWarning"], caugh
         "toylib changed shape: add() signature changed",
     ]
     assert (
-        "patchlane: shim 'toy_add' NOT applied to toylib: toylib changed shape: add() signature changed"
-        in stderr
+        "patchlane: shim 'toy_add' NOT applied to toylib: toylib changed shape: add() signature "
+        "changed" in stderr
     )
 
 
@@ -316,7 +316,8 @@ def test_submodule_target(tmp_path):
     (package / "ops.py").write_text("def add(a, b):\n    return a - b\n")
     write_shim(root, "toy_sub", module="toypkg.ops")
     result = run_python(
-        "import shims; shims.activate()\nfrom toypkg import ops\nprint(ops.add(2, 2), ops.APPLIED, shims.status()['toy_sub'].state)\n",
+        "import shims; shims.activate()\nfrom toypkg import ops\nprint(ops.add(2, 2), ops.APPLIED, "
+        "shims.status()['toy_sub'].state)\n",
         subprocess_env(tmp_path, root, site),
     )
     assert result.returncode == 0, result.stderr

@@ -97,7 +97,8 @@ LINE_BREAKERS = "\u2028\u2029\x85\x0b\x0c\x1c\x1d\x1e\r"
 def test_output_with_unicode_line_separators_round_trips_through_append_load_and_merge(
     tmp_path: Path, capsys
 ):
-    """A reproducer's output holding U+2028/U+2029/U+0085 (str.splitlines breaks on them) stays one line."""
+    """A reproducer's output holding U+2028/U+2029/U+0085 (str.splitlines breaks on them) stays
+    one line."""
     path = tmp_path / "validation" / "manifest.jsonl"
     odd = record(
         output_tail=f"loss{LINE_BREAKERS}nan\ud800 tail", detail="a\u2028b", host="h\u2029\x85"
@@ -127,7 +128,8 @@ def test_a_damaged_line_is_quarantined_never_blocks_appends_merges_or_loads(tmp_
     err = capsys.readouterr().err.strip()
     quarantine = tmp_path / "manifest.jsonl.quarantine"
     assert err == (
-        f"patchlane: warning: {path}: line 2: not valid JSON (Expecting value at column 23) — skipped, "
+        f"patchlane: warning: {path}: line 2: not valid JSON (Expecting value at column 23) — "
+        f"skipped, "
         f"copied to {quarantine}; fix it there and `patchlane manifest merge` it back, or delete it"
     )
     assert quarantine.read_text() == damaged + "\n"
@@ -146,7 +148,8 @@ def test_a_damaged_line_is_quarantined_never_blocks_appends_merges_or_loads(tmp_
 def test_a_line_split_by_an_old_writer_is_quarantined_and_the_store_recovers(
     tmp_path: Path, capsys
 ):
-    """The failure seen: a record cut at a raw U+2028 by a splitlines reader. Both halves go; the rest stays."""
+    """The failure seen: a record cut at a raw U+2028 by a splitlines reader. Both halves go; the
+    rest stays."""
     path = tmp_path / "manifest.jsonl"
     good = record(host="h200-b")
     # a raw newline inside a string

@@ -1,4 +1,5 @@
-"""Wheelhouses for offline hosts, with real uv locks against the loopback index: gather (hash-checked,
+"""Wheelhouses for offline hosts, with real uv locks against the loopback index: gather
+(hash-checked,
 in bounded parts, chunks for large files), join on the other side, an overlay base left out, and
 refusals for files the index tampered with."""
 
@@ -179,7 +180,8 @@ default = true
 
 @pytest.fixture
 def carried(tmp_path, capsys, monkeypatch):
-    """A lane locked and gathered in parts from its own loopback index, joined — and the index gone."""
+    """A lane locked and gathered in parts from its own loopback index, joined — and the index
+    gone."""
     from tests.support import shimtree
     from tests.support.index import IndexServer, PackageIndex
     from tests.support.wheels import build_wheel

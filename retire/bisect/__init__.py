@@ -1,4 +1,5 @@
-"""Release bisection: the first release of a shim's target in which its reproducer stops reproducing.
+"""Release bisection: the first release of a shim's target in which its reproducer stops
+reproducing.
 
 ``search`` (pure: candidates, the search over their states), ``result`` (the value it ends in),
 ``bounds`` (pure: the range, from the evidence of where the bug is known), ``runner`` (overlay

@@ -47,7 +47,10 @@ class BrokenEvidence:
             return f"BUG_REPRODUCED on {distribution} {self.version}, {self.where}"
         if self.source == "lock":
             return f"{distribution} {self.version} locked by {self.where}"
-        return f"[target] affected = {self.where}: its newest listed release {distribution} {self.version}"
+        return (
+            f"[target] affected = {self.where}: its newest listed release {distribution} "
+            f"{self.version}"
+        )
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,8 @@ def choose_bounds(
     until: str | None = None,
     every: bool = False,
 ) -> Bounds:
-    """The range: ``since`` (or every release with ``every``) overrides the evidence's lower bound."""
+    """The range: ``since`` (or every release with ``every``) overrides the evidence's lower
+    bound."""
     upto = f", up to --until {until}" if until else ""
     if every:
         return Bounds(None, until, note=f"every release (--all){upto}")

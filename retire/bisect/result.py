@@ -98,20 +98,25 @@ class BisectResult:
 
     def summary(self) -> str:
         if self.status == Status.FOUND:
-            head = f"{self.distribution} {self.first_fixed} is the first fixed release (last broken: {self.last_broken}"
+            head = (
+                f"{self.distribution} {self.first_fixed} is the first fixed release (last "
+                f"broken: {self.last_broken}"
+            )
             head += f", recorded {self.last_broken_evidence})" if self.last_broken_evidence else ")"
             if self.not_applicable_between:
                 head += f"; not applicable in between: {', '.join(self.not_applicable_between)}"
         elif self.status == Status.UNPINNED:
             head = (
-                f"{self.distribution}: last broken {self.last_broken}, first proven fixed {self.first_fixed}; "
+                f"{self.distribution}: last broken {self.last_broken}, first proven fixed "
+                f"{self.first_fixed}; "
                 f"boundary not pinned, unknown in between: {', '.join(self.unknown_between)}"
             )
         else:
             head = f"{self.distribution}: no transition — {self.reason}"
         counts = [
             (
-                f"{self.conclusive_runs} conclusive reproducer run(s) for {self.releases_available} release(s) "
+                f"{self.conclusive_runs} conclusive reproducer run(s) for "
+                f"{self.releases_available} release(s) "
                 f"in range (bound {self.run_bound})"
             )
         ]
@@ -124,7 +129,8 @@ class BisectResult:
         return f"{head}. {'; '.join(counts)}."
 
     def markdown(self) -> str:
-        """Evidence for a PR body: the range, the boundary, every probe, and the output before / after."""
+        """Evidence for a PR body: the range, the boundary, every probe, and the output before /
+        after."""
         lines = [
             f"### Release bisection of `{self.distribution}` for shim `{self.shim}`",
             "",
@@ -153,7 +159,8 @@ class BisectResult:
             if run.detail:
                 note = f"{note}; {run.detail}" if note else run.detail
             lines.append(
-                f"| {run.version} | {run.state} | {run.outcome} | {run.duration_s:.2f} | {note.replace('|', '/')} |"
+                f"| {run.version} | {run.state} | {run.outcome} | {run.duration_s:.2f} | "
+                f"{note.replace('|', '/')} |"
             )
         for label, version in (
             ("before (last broken)", self.last_broken),

@@ -68,8 +68,10 @@ _BASE_PROBE = (
     "dirs = list(site.getsitepackages()) if hasattr(site, 'getsitepackages') else [];"
     "u = site.getusersitepackages() if site.ENABLE_USER_SITE else None;"
     "dirs += [u] if u and os.path.isdir(u) else [];"
-    "print(json.dumps({'executable': sys.executable, 'site_dirs': [d for d in dirs if os.path.isdir(d)],"
-    " 'machine': platform.machine(), 'system': platform.system(), 'implementation': sys.implementation.name}))"
+    "print(json.dumps({'executable': sys.executable, 'site_dirs': [d for d in dirs if "
+    "os.path.isdir(d)],"
+    " 'machine': platform.machine(), 'system': platform.system(), 'implementation': "
+    "sys.implementation.name}))"
 )
 
 
@@ -298,7 +300,8 @@ class OverlayRunner:
                 )
             elif self.launcher.alive:
                 self.say(
-                    f"launcher: imported {', '.join(self.preload)} once in {self.launcher.startup_s:.1f}s"
+                    f"launcher: imported {', '.join(self.preload)} once in "
+                    f"{self.launcher.startup_s:.1f}s"
                 )
         return self.launcher
 
@@ -318,7 +321,8 @@ class OverlayRunner:
         return purelib
 
     def build_overlay(self, folder: Path, version: str) -> Path:
-        """A venv in ``folder`` = the base's packages + ``<dist>==<version>``; returns its python."""
+        """A venv in ``folder`` = the base's packages + ``<dist>==<version>``; returns its
+        python."""
         envs.run_uv(
             ["venv", "--quiet", "--python", self.base.executable, str(folder)],
             "cannot create the overlay venv",

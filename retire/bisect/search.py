@@ -174,7 +174,8 @@ def normal(version: str) -> str:
 
 
 def public(version: str) -> str:
-    """``version`` without its local label (``2.13.0+cpu`` → ``2.13.0``): the release it builds on."""
+    """``version`` without its local label (``2.13.0+cpu`` → ``2.13.0``): the release it builds
+    on."""
     try:
         return Version(version).public
     except InvalidVersion:
@@ -226,7 +227,10 @@ class _Search:
         if self.fresh(UNKNOWN) >= self.limits.max_unknown:
             return f"{self.fresh(UNKNOWN)} candidate(s) could not be told ({self._listed(UNKNOWN)})"
         if self.fresh(NOT_APPLICABLE) >= self.limits.max_not_applicable:
-            return f"{self.fresh(NOT_APPLICABLE)} candidate(s) are not applicable here ({self._listed(NOT_APPLICABLE)})"
+            return (
+                f"{self.fresh(NOT_APPLICABLE)} candidate(s) are not applicable here "
+                f"({self._listed(NOT_APPLICABLE)})"
+            )
         return None
 
     def _listed(self, state: State) -> str:
@@ -340,7 +344,8 @@ def _conclude(
             return _end(
                 s,
                 Status.NO_TRANSITION,
-                f"{versions[0]} is recorded broken but does not reproduce here: the bug depends on the "
+                f"{versions[0]} is recorded broken but does not reproduce here: the bug depends on "
+                f"the "
                 "environment — bisect where it was recorded (--lane, or a host like that one)",
             )
         lo = 0 if at_first else -1

@@ -162,7 +162,8 @@ def plan_from_bisect(result, manifest) -> DropPlan:
 
 @dataclass(frozen=True)
 class DropOutcome:
-    """What happened to one plan. ``status``: proposed, already-proposed, exists-differs, aborted."""
+    """What happened to one plan. ``status``: proposed, already-proposed, exists-differs,
+    aborted."""
 
     shim_id: str
     branch: str
@@ -233,7 +234,8 @@ def _edit_tree(ctx: _Context, plan: DropPlan, work: Path) -> tuple[list[str], li
     shim_dir = tree.shims_dir / plan.shim_id
     if not (shim_dir / "manifest.toml").is_file():
         raise Aborted(
-            f"{shim_dir.relative_to(work.resolve()).as_posix()}/ does not exist at {ctx.base_commit[:12]}: nothing to retire"
+            f"{shim_dir.relative_to(work.resolve()).as_posix()}/ does not exist at "
+            f"{ctx.base_commit[:12]}: nothing to retire"
         )
     lanes_dir, locks_dir = tree.lanes_dir, tree.locks_dir
     before = (
@@ -311,7 +313,8 @@ def _edit_tree(ctx: _Context, plan: DropPlan, work: Path) -> tuple[list[str], li
                     )
                 if new_version != old[(lane.name, dist)]:
                     notes.append(
-                        f"{lane.name}: {dist} {old[(lane.name, dist)] or '—'} → {new_version or '—'}"
+                        f"{lane.name}: {dist} {old[(lane.name, dist)] or '—'} → "
+                        f"{new_version or '—'}"
                     )
     _step(ctx, plan, "locked")
     return changes, [l.name for l in relock], notes
@@ -379,8 +382,10 @@ def pr_body(
     lines += [
         "",
         "---",
-        "Proposed by `patchlane retire --apply`. patchlane never merges: review the evidence, "
-        "let CI run the lanes, then merge by hand.",
+        (
+            "Proposed by `patchlane retire --apply`. patchlane never merges: review the evidence, "
+            "let CI run the lanes, then merge by hand."
+        ),
     ]
     return "\n".join(lines) + "\n"
 

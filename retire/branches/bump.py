@@ -133,8 +133,11 @@ def pr_body(
 ) -> str:
     scope = f"`--upgrade-package {' '.join(packages)}`" if packages else "all packages"
     lines = [
-        f"Re-locked with upgrades ({scope}); nothing uploaded after **{cutoff.date()}** is taken "
-        "(cooldown, transitive dependencies included).",
+        (
+            f"Re-locked with upgrades ({scope}); nothing uploaded after **{cutoff.date()}** is "
+            f"taken "
+            "(cooldown, transitive dependencies included)."
+        ),
         "",
     ]
     candidates, broken = retirement_candidates(result_lanes), newly_broken(result_lanes)
@@ -169,12 +172,20 @@ def pr_body(
             lines.append("")
     if not suites_ran:
         lines += [
-            "_The shim suites were not run for this bump (`--no-run`, or no lane could run on this host)._",
+            (
+                "_The shim suites were not run for this bump (`--no-run`, or no lane could run on "
+                "this "
+                "host)._"
+            ),
             "",
         ]
     lines += [
         "---",
-        "Proposed by `patchlane bump`. patchlane never merges: let the lane matrix run, then merge by hand.",
+        (
+            "Proposed by `patchlane bump`. patchlane never merges: let the lane matrix run, then "
+            "merge "
+            "by hand."
+        ),
     ]
     return "\n".join(lines) + "\n"
 
@@ -294,7 +305,8 @@ def _edit(
         f"{b.lane} ({len(b.changes)} change{'s' if len(b.changes) != 1 else ''})" for b in changed
     )
     return (
-        f"Bump locks: {head}\n\nRe-locked with uv, upgrades taken up to {cutoff.date()} (cooldown).\n\n"
+        f"Bump locks: {head}\n\nRe-locked with uv, upgrades taken up to {cutoff.date()} "
+        f"(cooldown).\n\n"
         + "\n".join(
             f"{b.lane}: {c.name} {c.old or '-'} -> {c.new or '-'} ({c.kind})"
             for b in changed
@@ -401,7 +413,10 @@ def bump(
     body_path = proposals.save_body(repo, branch, body)
     result = BumpResult(branch, "proposed", "", lane_results, str(body_path))
     if open_pr:
-        title = f"Bump locks: {', '.join(l.lane for l in lane_results if l.status == 'bumped')} ({now.date()})"
+        title = (
+            f"Bump locks: {', '.join(l.lane for l in lane_results if l.status == 'bumped')} "
+            f"({now.date()})"
+        )
         status, url = proposals.open_pull_request(
             repo,
             branch=branch,

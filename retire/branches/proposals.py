@@ -36,7 +36,8 @@ PRS_DIR = Path(".patchlane") / "prs"
 
 @dataclass(frozen=True)
 class Branch:
-    """What proposing a branch did. ``status``: proposed, already-proposed, exists-differs, unchanged."""
+    """What proposing a branch did. ``status``: proposed, already-proposed, exists-differs,
+    unchanged."""
 
     name: str
     status: str

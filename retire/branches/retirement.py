@@ -23,7 +23,10 @@ def _describe(record: ValidationRecord) -> str:
         or "versions not reported"
     )
     host = record.host.get("gpu") or "no CUDA"
-    return f"lane `{record.lane}` on {record.host.get('hostname', '?')} ({host}), {record.started_at[:19]}Z — {versions}"
+    return (
+        f"lane `{record.lane}` on {record.host.get('hostname', '?')} ({host}), "
+        f"{record.started_at[:19]}Z — {versions}"
+    )
 
 
 def evidence_markdown(verdict, records: Sequence[ValidationRecord]) -> str:

@@ -61,7 +61,8 @@ ENGINE_MODULES = ("uv", "nox", "tomlkit", "httpx")
 
 
 def missing_engine() -> list[str]:
-    """The engine's dependencies this interpreter cannot import (none after ``pip install 'patchlane[engine]'``)."""
+    """The engine's dependencies this interpreter cannot import (none after ``pip install
+    'patchlane[engine]'``)."""
     from importlib.util import find_spec
 
     return [name for name in ENGINE_MODULES if find_spec(name) is None]
@@ -101,7 +102,8 @@ def _add_verbosity(parser: argparse.ArgumentParser, *, default) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="patchlane",
-        description="Pinned lanes, reproducible locks, and the shims that patch them — until upstream fixes land.",
+        description="Pinned lanes, reproducible locks, and the shims that patch them — until "
+        "upstream fixes land.",
         epilog=f"Exit codes: {', '.join(f'{int(c)} {_EXIT_WORDS[c]}' for c in ExitCode)}. "
         "Every command, what it prints, its --json shape and its exit codes: docs/commands.md. "
         "`patchlane COMMAND --help` describes one command.",

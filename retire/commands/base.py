@@ -130,7 +130,8 @@ def emit_json(document: object) -> None:
 
 
 def emit_text(text: str) -> None:
-    """A document printed as it is (a report's JSON, a pack's body), scrubbed of every known secret."""
+    """A document printed as it is (a report's JSON, a pack's body), scrubbed of every known
+    secret."""
     sys.stdout.write(scrub(text))
     sys.stdout.flush()
 
@@ -231,7 +232,8 @@ def positive_float(text: str) -> float:
 
 
 def existing_file(text: str):
-    """argparse type: a file that exists (``--validation``): an input named on purpose never reads as empty."""
+    """argparse type: a file that exists (``--validation``): an input named on purpose never reads
+    as empty."""
     from pathlib import Path
 
     path = Path(text)
@@ -243,7 +245,8 @@ def existing_file(text: str):
 
 
 def whole_days(text: str) -> int:
-    """argparse type: a whole number of days, zero or more (a cooldown), at most :data:`MAX_DAYS`."""
+    """argparse type: a whole number of days, zero or more (a cooldown), at most
+    :data:`MAX_DAYS`."""
     return _number(int, text, allow_zero=True, maximum=MAX_DAYS)
 
 

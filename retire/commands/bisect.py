@@ -1,4 +1,5 @@
-"""``patchlane bisect``: the first release of a shim's target in which its reproducer stops reproducing."""
+"""``patchlane bisect``: the first release of a shim's target in which its reproducer stops
+reproducing."""
 
 from __future__ import annotations
 
@@ -20,16 +21,25 @@ from retire.core.errors import InputError
 from retire.core.project import Project
 
 DESCRIPTION = (
-    "Find the first release of a shim's target in which its reproducer (run without the shim) stops "
-    "reproducing: a binary search over the index's releases (yanked ones skipped), one overlay env per "
-    "candidate. By default the range starts at the newest release the project has evidence is broken — "
-    "a without-shim BUG_REPRODUCED record of the shim (any lane, any host), the lock of a lane that "
-    "recorded the bug, or the upper bound of the manifest's [target] affected — and ends at the newest "
+    "Find the first release of a shim's target in which its reproducer (run without the shim) "
+    "stops "
+    "reproducing: a binary search over the index's releases (yanked ones skipped), one overlay env "
+    "per "
+    "candidate. By default the range starts at the newest release the project has evidence is "
+    "broken — "
+    "a without-shim BUG_REPRODUCED record of the shim (any lane, any host), the lock of a lane "
+    "that "
+    "recorded the bug, or the upper bound of the manifest's [target] affected — and ends at the "
+    "newest "
     "release; the output says which evidence set it. A candidate the reproducer cannot run against "
-    "(SKIPPED, an ImportError, no installable file for this interpreter) is not applicable: stepped over "
-    "and reported apart; crashes and timeouts are unknown and never guessed through. Every fresh run is "
-    "recorded in the validation manifest (lane 'bisect', or 'bisect:LANE' with --lane) so verdicts use "
-    "it; answers are cached, and a cached answer is neither re-run nor re-recorded. Exit 0 when the "
+    "(SKIPPED, an ImportError, no installable file for this interpreter) is not applicable: "
+    "stepped over "
+    "and reported apart; crashes and timeouts are unknown and never guessed through. Every fresh "
+    "run is "
+    "recorded in the validation manifest (lane 'bisect', or 'bisect:LANE' with --lane) so verdicts "
+    "use "
+    "it; answers are cached, and a cached answer is neither re-run nor re-recorded. Exit 0 when "
+    "the "
     "boundary is found, 1 otherwise."
 )
 
@@ -76,7 +86,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--isolation",
         choices=("process", "launcher"),
-        help="launcher: fork each candidate's run from one base interpreter that imported the reproducer's "
+        help="launcher: fork each candidate's run from one base interpreter that imported the "
+        "reproducer's "
         "preloads (not the target) once; process: one interpreter per run (default: launcher when "
         "the reproducer declares preloads)",
     )
@@ -189,7 +200,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
         project, manifest, versions, since=args.since, until=args.until, every=args.every
     )
     say(
-        f"bisecting {distribution} for shim {manifest.id}: {len(versions)} listed release(s); range {bounds.note}",
+        f"bisecting {distribution} for shim {manifest.id}: {len(versions)} listed release(s); "
+        f"range {bounds.note}",
         level=Level.PROGRESS,
     )
 
@@ -229,7 +241,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
             say(f"{run.state}: {run.version} ({run.outcome}) {run.detail}")
         if args.record:
             say(
-                f"recorded {result.records_added} run(s) in {project.validation.relative_to(project.root)}"
+                f"recorded {result.records_added} run(s) in "
+                f"{project.validation.relative_to(project.root)}"
             )
     return ExitCode.OK if result.status == "found" else ExitCode.FAILED
 

@@ -1,4 +1,5 @@
-"""``patchlane bump``: re-lock lanes with upgrades on a branch, with the diff and the suites' outcome."""
+"""``patchlane bump``: re-lock lanes with upgrades on a branch, with the diff and the suites'
+outcome."""
 
 from __future__ import annotations
 
@@ -92,5 +93,6 @@ COMMAND = Command(
     "re-lock lanes with upgrades on a branch, with the diff and the suites' outcome",
     add_arguments,
     run,
-    "Re-lock lanes with upgrades on a branch, with the version diff and the shim suites' outcome; never merges.",
+    "Re-lock lanes with upgrades on a branch, with the version diff and the shim suites' outcome; "
+    "never merges.",
 )

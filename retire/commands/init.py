@@ -19,7 +19,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--action",
         metavar="OWNER/REPO@REF",
-        help="patchlane's GitHub Action and hooks the workflows use (default: patchlane/patchlane@v<version>)",
+        help="patchlane's GitHub Action and hooks the workflows use (default: "
+        "patchlane/patchlane@v<version>)",
     )
     p.add_argument(
         "--python", metavar="X.Y", help="the CPU lane's Python (default: the one running patchlane)"
@@ -70,7 +71,8 @@ def _lock(project: Project) -> list[str]:
     for result in results:
         if not result.ok:
             say(
-                f"note: {result.lane} is not locked yet ({result.status}: {result.message}) — run `nox -s lock` "
+                f"note: {result.lane} is not locked yet ({result.status}: {result.message}) — run "
+                f"`nox -s lock` "
                 "where its index is reachable"
             )
     return [result.lane for result in results if result.ok]

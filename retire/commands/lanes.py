@@ -94,17 +94,20 @@ def run(project: Project, args: argparse.Namespace) -> int:
         return ExitCode.OK
     width = max([len(r["name"]) for r in rows] + [4])
     say(
-        f"{'lane':<{width}}  {'python':<6}  {'platform':<22}  {'lock':<7}  {'packages'}  shims  from"
+        f"{'lane':<{width}}  {'python':<6}  {'platform':<22}  {'lock':<7}  {'packages'}  shims  "
+        f"from"
     )
     for r in rows:
         say(
             f"{r['name']:<{width}}  {r['python']:<6}  {r['platform']:<22}  {r['lock']:<7}  "
-            f"{len(r['requirements']):>8}  {len(r['shims']):>5}  {r['origin']}{_freeze_words(r)}{_revision_words(r)}"
+            f"{len(r['requirements']):>8}  {len(r['shims']):>5}  "
+            f"{r['origin']}{_freeze_words(r)}{_revision_words(r)}"
         )
     for r in rows:
         if r["lock"] == "foreign":
             say(
-                f"note: {r['name']}: the lock is foreign ({r['lock_why']}); `patchlane lock {r['name']}` replaces it"
+                f"note: {r['name']}: the lock is foreign ({r['lock_why']}); `patchlane lock "
+                f"{r['name']}` replaces it"
             )
     say(f"{len(rows)} lanes")
     return ExitCode.OK

@@ -15,7 +15,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--check",
         action="store_true",
-        help="lock nothing; exit 1 naming every lane whose lock is missing (always), stale or foreign",
+        help="lock nothing; exit 1 naming every lane whose lock is missing (always), stale or "
+        "foreign",
     )
     p.add_argument(
         "--upgrade",
@@ -47,7 +48,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--skip-unreachable",
         action="store_true",
-        help="with --check: a lane never locked because its index has no URL on this host is noted, not failed",
+        help="with --check: a lane never locked because its index has no URL on this host is "
+        "noted, not failed",
     )
     p.add_argument(
         "--mirrors",
@@ -126,7 +128,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
     unreachable = [r.lane for r in results if r.status == "unreachable"]
     if unreachable:
         say(
-            f"note: {', '.join(unreachable)} could not reach an index from this host; their previous locks are kept"
+            f"note: {', '.join(unreachable)} could not reach an index from this host; their "
+            f"previous locks are kept"
         )
     failed = counts.get("failed", 0) + (len(unreachable) if args.require_all else 0)
     code = ExitCode.FAILED if failed else ExitCode.OK
@@ -154,13 +157,16 @@ def _check(project: Project, lanes: list, args: argparse.Namespace) -> int:
             shown_state, unchecked, fix = "unchecked", unchecked + 1, f"nox -s lock -- {lane.name}"
             if args.skip_unreachable:
                 say(
-                    f"note    {lane.name}: never locked; its index has no URL on this host, so it cannot be checked here"
+                    f"note    {lane.name}: never locked; its index has no URL on this host, so it "
+                    f"cannot be checked here"
                 )
             else:
                 bad.append(lane.name)
                 say(
-                    f"missing {lane.name}: no lock, and its index has no URL on this host ({lane.origin}) — run "
-                    f"`{fix}` on a host that reaches it (or --skip-unreachable on hosts that never will)"
+                    f"missing {lane.name}: no lock, and its index has no URL on this host "
+                    f"({lane.origin}) — run "
+                    f"`{fix}` on a host that reaches it (or --skip-unreachable on hosts that never "
+                    f"will)"
                 )
         elif not state.current:
             fix = f"nox -s lock -- {lane.name}"
@@ -199,7 +205,9 @@ COMMAND = Command(
     "write locks/<lane>/pylock.toml for each lane through uv",
     add_arguments,
     run,
-    "Lock lanes in parallel. Unchanged lanes are skipped; a lane that fails keeps its previous lock. "
-    'A cooldown (exclude-newer = "7 days") is resolved to a UTC cutoff when a lane is first locked and '
+    "Lock lanes in parallel. Unchanged lanes are skipped; a lane that fails keeps its previous "
+    "lock. "
+    'A cooldown (exclude-newer = "7 days") is resolved to a UTC cutoff when a lane is first locked '
+    "and "
     "recorded in the lock; re-locks keep it until --upgrade or --upgrade-package.",
 )

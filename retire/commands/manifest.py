@@ -35,7 +35,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
     merged = validation.merge(inputs)
     validation.write(args.output, merged)
     say(
-        f"{args.output}: {len(merged)} records ({len(merged) - before:+d}) from {len(inputs)} file(s)"
+        f"{args.output}: {len(merged)} records ({len(merged) - before:+d}) from {len(inputs)} "
+        f"file(s)"
     )
     return ExitCode.OK
 

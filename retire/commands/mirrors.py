@@ -1,4 +1,5 @@
-"""``patchlane mirrors``: the local git mirrors verdicts read, and syncing them where the network allows."""
+"""``patchlane mirrors``: the local git mirrors verdicts read, and syncing them where the network
+allows."""
 
 from __future__ import annotations
 
@@ -99,7 +100,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
         return ExitCode.OK
     if not rows:
         say(
-            "no mirrors declared: add [[mirrors.repository]] entries to patchlane.toml (docs/mirrors.md)"
+            "no mirrors declared: add [[mirrors.repository]] entries to patchlane.toml "
+            "(docs/mirrors.md)"
         )
         return ExitCode.OK
     for row in rows:
@@ -108,7 +110,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
         else:
             newest = (row["newest_commit"] or "?")[:10]
             say(
-                f"present   {row['repository']}: newest commit {newest}, {row['release_tags']} release tag(s), "
+                f"present   {row['repository']}: newest commit {newest}, {row['release_tags']} "
+                f"release tag(s), "
                 f"newest {row['newest_release_tag'] or 'none'} — {row['path']}"
             )
     return ExitCode.OK
@@ -132,7 +135,8 @@ def _sync(project: Project, args: argparse.Namespace) -> int:
     unreachable = [r for r in results if r.status == "unreachable"]
     if unreachable and not args.json:
         say(
-            f"note: {len(unreachable)} mirror(s) could not be reached from this host and were left as they are; "
+            f"note: {len(unreachable)} mirror(s) could not be reached from this host and were left "
+            f"as they are; "
             "verdicts read what they hold and say when a mirror is behind"
         )
     if args.json:
@@ -157,6 +161,8 @@ COMMAND = Command(
     "local git mirrors: list them, or sync them where the network allows",
     add_arguments,
     run,
-    "The git mirrors that answer for the code host on air-gapped hosts (declared in patchlane.toml). "
-    "`sync` clones or fetches each; where the network does not allow, it changes nothing and says so.",
+    "The git mirrors that answer for the code host on air-gapped hosts (declared in "
+    "patchlane.toml). "
+    "`sync` clones or fetches each; where the network does not allow, it changes nothing and says "
+    "so.",
 )

@@ -104,7 +104,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
     if args.action == "approve":
         approval = store.approve(root, args.id, by=args.by, now=args.now, window=window)
         say(
-            f"approved {args.id} by {approval.by} at {approval.at}; recorded in packs/state.json — commit it"
+            f"approved {args.id} by {approval.by} at {approval.at}; recorded in packs/state.json — "
+            f"commit it"
         )
         return ExitCode.OK
     if args.action == "export":
@@ -137,7 +138,8 @@ def _check(project: Project, args: argparse.Namespace, window: _dt.timedelta) ->
         if e.status == "already-fixed":
             fixed = ", ".join(x for x in (e.thread, e.fixed_in) if x)
             say(
-                f"regression  {e.id}: already fixed upstream ({fixed}) — kept as regression coverage, not filed"
+                f"regression  {e.id}: already fixed upstream ({fixed}) — kept as regression "
+                f"coverage, not filed"
             )
         elif e.status == "filed":
             say(f"filed       {e.id}: {', '.join(e.filed)}")
@@ -150,7 +152,8 @@ def _check(project: Project, args: argparse.Namespace, window: _dt.timedelta) ->
             extra = f" (approved by {e.approved_by})" if e.status == "approved" else ""
             say(f"ready       {e.id} → {e.repository} [{e.priority}]{extra}")
     say(
-        f"{len(entries) - not_ready} of {len(entries)} pack(s) ready or settled; {not_ready} not ready"
+        f"{len(entries) - not_ready} of {len(entries)} pack(s) ready or settled; {not_ready} not "
+        f"ready"
     )
     if args.json:
         emit_json({"ok": not not_ready, "packs": [e.to_json() for e in entries]})

@@ -20,7 +20,8 @@ def add_evidence_arguments(p: argparse.ArgumentParser) -> None:
         "--mirrors",
         type=Path,
         metavar="DIR",
-        help="folder of local clones as <owner>/<repo>[.git] (default: patchlane.toml's [mirrors] folder)",
+        help="folder of local clones as <owner>/<repo>[.git] (default: patchlane.toml's [mirrors] "
+        "folder)",
     )
     p.add_argument(
         "--index-url",
@@ -52,7 +53,8 @@ def gather_options(project: Project, args: argparse.Namespace) -> dict:
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
-    """0 when the report was written (whatever it says), 2 for bad input, 1 when it could not be written."""
+    """0 when the report was written (whatever it says), 2 for bad input, 1 when it could not be
+    written."""
     from retire.report import markdown, weekly
 
     written = weekly.generate(
@@ -77,5 +79,6 @@ COMMAND = Command(
     "write the weekly retirement report (reports/<year>-W<week>.md/.json/.html)",
     add_arguments,
     run,
-    "Write the weekly retirement report (reports/<week>.md, .html, .json) and print the short version.",
+    "Write the weekly retirement report (reports/<week>.md, .html, .json) and print the short "
+    "version.",
 )

@@ -1,4 +1,5 @@
-"""``patchlane retire``: the weekly report; with ``--apply``, one auto-drop branch per retire verdict."""
+"""``patchlane retire``: the weekly report; with ``--apply``, one auto-drop branch per retire
+verdict."""
 
 from __future__ import annotations
 

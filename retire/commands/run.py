@@ -37,14 +37,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--tag",
         choices=("cpu", "gpu"),
-        help="only the lanes with this tag: gpu for needs-cuda lanes, cpu for the others (nox's session tags)",
+        help="only the lanes with this tag: gpu for needs-cuda lanes, cpu for the others (nox's "
+        "session tags)",
     )
     p.add_argument("--jobs", type=positive_int, default=1, help="lanes run at once (default: 1)")
     p.add_argument(
         "--overlay",
         metavar="PYTHON",
         default=os.environ.get("PATCHLANE_OVERLAY") or None,
-        help="build overlay envs on this base interpreter, e.g. a GPU image's python (env: PATCHLANE_OVERLAY)",
+        help="build overlay envs on this base interpreter, e.g. a GPU image's python (env: "
+        "PATCHLANE_OVERLAY)",
     )
     p.add_argument(
         "--timeout",
@@ -61,8 +63,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--isolation",
         choices=("process", "launcher"),
-        help="launcher: fork every run from one interpreter per lane that imported the shims' preloads once; "
-        "process: one interpreter per run (default: launcher where the lane's shims declare preloads)",
+        help="launcher: fork every run from one interpreter per lane that imported the shims' "
+        "preloads once; "
+        "process: one interpreter per run (default: launcher where the lane's shims declare "
+        "preloads)",
     )
     p.add_argument(
         "--manifest",
@@ -86,7 +90,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--wheelhouse",
         type=Path,
         metavar="DIR",
-        help="build the lane from DIR only (`patchlane wheelhouse gather`/`join`): no index, no network, "
+        help="build the lane from DIR only (`patchlane wheelhouse gather`/`join`): no index, no "
+        "network, "
         "every file checked against the lock's sha256 (default lane: the one DIR was gathered for)",
     )
     p.add_argument(
@@ -117,7 +122,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
             None,
             "--wheelhouse",
             f"{shown(args.wheelhouse)} holds lane {carried[0]!r} and builds it alone",
-            f"run `patchlane run {carried[0]} --wheelhouse DIR`, or gather a wheelhouse for each lane",
+            f"run `patchlane run {carried[0]} --wheelhouse DIR`, or gather a wheelhouse for each "
+            f"lane",
         )
     manifests = project.manifests()
     host = lanerun.Host.detect()
@@ -148,7 +154,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
     if not args.no_record:
         options = dataclasses.replace(options, on_record=record)
     say(
-        f"run {options.run_id}: {len(lanes)} lane(s) on this host ({host.description}), {args.jobs} at a time",
+        f"run {options.run_id}: {len(lanes)} lane(s) on this host ({host.description}), "
+        f"{args.jobs} at a time",
         level=Level.PROGRESS,
     )
     try:
@@ -163,7 +170,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         if recorded:
             say(
-                f"interrupted: kept the {recorded} reproducer run(s) that finished in {shown(target)}",
+                f"interrupted: kept the {recorded} reproducer run(s) that finished in "
+                f"{shown(target)}",
                 err=True,
             )
         raise
@@ -211,7 +219,8 @@ COMMAND = Command(
     "build lanes from their locks and run their shims' reproducers",
     add_arguments,
     run,
-    "Build each lane from its lock (uv, hash-checked) and run every shim's reproducer without and with the shim. "
+    "Build each lane from its lock (uv, hash-checked) and run every shim's reproducer without and "
+    "with the shim. "
     "With --wheelhouse DIR the lane is built from DIR alone, offline (docs/offline.md). "
     "Exit 1 only for broken shims, crashes and lanes that fail to build.",
 )

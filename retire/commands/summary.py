@@ -1,4 +1,5 @@
-"""``patchlane summary``: the lane × shim table of one run (after several ``patchlane run`` calls)."""
+"""``patchlane summary``: the lane × shim table of one run (after several ``patchlane run``
+calls)."""
 
 from __future__ import annotations
 
@@ -64,7 +65,8 @@ COMMAND = Command(
 
 
 def _checked(result):
-    """A summary written by hand or cut short: every field of the type the table prints, else TypeError."""
+    """A summary written by hand or cut short: every field of the type the table prints, else
+    TypeError."""
     fields = [
         result.lane,
         result.status,

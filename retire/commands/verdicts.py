@@ -24,7 +24,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--mirrors",
         type=Path,
         metavar="DIR",
-        help="folder of local clones as <owner>/<repo>[.git] (default: patchlane.toml's [mirrors] folder)",
+        help="folder of local clones as <owner>/<repo>[.git] (default: patchlane.toml's [mirrors] "
+        "folder)",
     )
     p.add_argument(
         "--cache-dir", type=Path, help="HTTP cache folder (default: .patchlane/cache/http)"
@@ -108,7 +109,8 @@ COMMAND = Command(
     "decide for each shim: keep, retire or unknown, with flags and the next action",
     add_arguments,
     run,
-    "Gather evidence (recorded runs, indexes, mirrors, the code host) and decide for each shim: keep, "
+    "Gather evidence (recorded runs, indexes, mirrors, the code host) and decide for each shim: "
+    "keep, "
     "retire or unknown. Flags need a person without changing the decision; `next` says what would "
     "decide an unknown. Rules: docs/verdicts.md.",
 )

@@ -66,7 +66,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
     if args.action == "join":
         house = wheelhouse.join(args.parts, args.out)
         say(
-            f"{shown(args.out)}: {len(house.artifacts)} file(s) of lane {house.lane}, every sha256 checked"
+            f"{shown(args.out)}: {len(house.artifacts)} file(s) of lane {house.lane}, every sha256 "
+            f"checked"
         )
         return ExitCode.OK
     from retire.lanes import lanefile
@@ -107,7 +108,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
     if house.from_mirrors:
         build = [a.filename for a in house.artifacts if a.kind == "build"]
         say(
-            f"  {', '.join(house.from_mirrors)}: from a git revision, not gathered — carry the lane's mirror too "
+            f"  {', '.join(house.from_mirrors)}: from a git revision, not gathered — carry the "
+            f"lane's mirror too "
             f"(docs/offline.md); {len(build)} wheel(s) that build it gathered"
         )
     with make_client(timeout=60.0) as client:
@@ -130,7 +132,9 @@ COMMAND = Command(
     "carry a lane to an offline host: gather its lock's files here, join them there",
     add_arguments,
     run,
-    "Gather every wheel and sdist a lane's lock needs (checked against the lock's sha256) into a folder, "
-    "optionally in parts of a bounded size; join the parts on the offline host and build the lane from "
+    "Gather every wheel and sdist a lane's lock needs (checked against the lock's sha256) into a "
+    "folder, "
+    "optionally in parts of a bounded size; join the parts on the offline host and build the lane "
+    "from "
     "them with `patchlane run LANE --wheelhouse DIR`. docs/offline.md has the whole path.",
 )

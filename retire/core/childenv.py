@@ -6,7 +6,8 @@ the runtime knobs of the GPU stack (``CUDA_*``, ``NCCL_*``, ``TORCH_*``, ``TRITO
 plus patchlane's own non-secret settings. uv gets the same plus its own ``UV_*`` configuration,
 proxies and certificates, and the index credentials it may need (``UV_INDEX_<NAME>_PASSWORD``).
 
-A host adds names with ``PATCHLANE_PASS_ENV="NAME …"``. Whatever the list allows, a variable whose name looks like a secret (``*TOKEN*``, ``*KEY*``,
+A host adds names with ``PATCHLANE_PASS_ENV="NAME …"``. Whatever the list allows, a variable whose
+name looks like a secret (``*TOKEN*``, ``*KEY*``,
 ``*SECRET*``, ``*PASSWORD*``, ``*CREDENTIAL*``, ``AUTH*``: :func:`retire.core.secrets.looks_secret`)
 never reaches lane code; only uv receives its index credentials.
 """
@@ -155,7 +156,8 @@ _UV_CREDENTIAL = re.compile(r"UV_INDEX_[A-Z0-9_]+_(USERNAME|PASSWORD)")
 
 
 def lane_allows(name: str, extra: frozenset[str] = frozenset()) -> bool:
-    """Whether lane code may inherit the variable ``name`` (``extra``: names the host passes too)."""
+    """Whether lane code may inherit the variable ``name`` (``extra``: names the host passes
+    too)."""
     if looks_secret(name):
         return False
     return name in _EXACT or name in extra or name.upper().startswith(_PREFIXES)

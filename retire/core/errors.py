@@ -1,4 +1,5 @@
-"""The engine's error types: bad input (one line naming the file, the key and the fix), and the rest."""
+"""The engine's error types: bad input (one line naming the file, the key and the fix), and the
+rest."""
 
 from __future__ import annotations
 
@@ -11,4 +12,5 @@ __all__ = ["InputError", "PatchlaneError"]
 
 
 class PatchlaneError(Exception):
-    """A failure the user can act on that is not bad input (a missing tool, a refused install). Exit code 1."""
+    """A failure the user can act on that is not bad input (a missing tool, a refused install).
+    Exit code 1."""

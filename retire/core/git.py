@@ -163,7 +163,8 @@ class Git:
         return self.test("merge-base", "--is-ancestor", ancestor, descendant)
 
     def commits_touching(self, path: str, rev: str = "HEAD") -> list[tuple[str, int]]:
-        """(sha, committer time in epoch seconds) of the commits on ``rev`` that touched ``path``."""
+        """(sha, committer time in epoch seconds) of the commits on ``rev`` that touched
+        ``path``."""
         out = self.run("log", "--format=%H %ct", rev, "--", path)
         return [
             (sha, int(when))

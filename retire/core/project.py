@@ -9,7 +9,8 @@ The layout::
     patchlane.toml             project settings (optional): the catalogue's folder, git mirrors
     lanes/                     lane and matrix files
     locks/<lane>/pylock.toml   one lock per lane
-    shims/<id>/                the shop's catalogue (manifest.toml, patch.py, reproduce.py, pack.toml);
+    shims/<id>/                the shop's catalogue (manifest.toml, patch.py, reproduce.py,
+pack.toml);
                                [catalogue] path in patchlane.toml names another folder
     validation/manifest.jsonl  recorded reproducer runs
     reports/                   weekly reports
@@ -89,7 +90,8 @@ class Project:
 
     @property
     def shims_dir(self) -> Path:
-        """The shop's shim catalogue, one folder per shim: ``[catalogue] path`` of ``patchlane.toml`` (default ``shims``)."""
+        """The shop's shim catalogue, one folder per shim: ``[catalogue] path`` of
+        ``patchlane.toml`` (default ``shims``)."""
         from shims.catalogue import configured
 
         return Path(configured(self.root))
@@ -156,7 +158,8 @@ class Project:
         return {p.parent.name for p in folder.glob("*/manifest.toml")} if folder.is_dir() else set()
 
     def mirrors(self, folder: Path | None = None):
-        """The git mirrors ``patchlane.toml`` declares (``folder``, from ``--mirrors``, replaces its folder)."""
+        """The git mirrors ``patchlane.toml`` declares (``folder``, from ``--mirrors``, replaces
+        its folder)."""
         from retire.mirrors.config import load_mirrors
 
         return load_mirrors(self.root, folder=folder)

@@ -64,13 +64,15 @@ def looks_secret(name: str) -> bool:
 
 
 def remember(*values: str | None) -> None:
-    """Scrub ``values`` too from now on (a secret read from a file or a flag, not the environment)."""
+    """Scrub ``values`` too from now on (a secret read from a file or a flag, not the
+    environment)."""
     with _lock:
         _remembered.update(v for v in values if v and len(v) >= MIN_SECRET_LENGTH)
 
 
 def secret_values(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """Every secret value known now, longest first (so a secret that contains another goes whole)."""
+    """Every secret value known now, longest first (so a secret that contains another goes
+    whole)."""
     env = os.environ if environ is None else environ
     found = {
         value

@@ -41,7 +41,8 @@ def version() -> str:
     proc = run(["--version"])
     if proc.returncode != 0 or len(proc.stdout.split()) < 2:
         raise PatchlaneError(
-            f"uv --version failed: {' / '.join(failure_lines(proc.stderr)) or f'exit {proc.returncode}'}"
+            f"uv --version failed: "
+            f"{' / '.join(failure_lines(proc.stderr)) or f'exit {proc.returncode}'}"
         )
     return proc.stdout.split()[1]
 
@@ -59,7 +60,8 @@ def base_env(
     extra: dict[str, str] | None = None, *, without_indexes: bool = False, progress: bool = False
 ) -> dict[str, str]:
     """The environment uv runs in: what :func:`retire.core.childenv.for_uv` allows (no token but
-    its index credentials), quiet (unless ``progress``), never downloading interpreters behind our back."""
+    its index credentials), quiet (unless ``progress``), never downloading interpreters behind our
+    back."""
     env = childenv.for_uv()
     if without_indexes:
         for name in INDEX_ENV:
@@ -120,7 +122,8 @@ _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 
 
 def plain(text: str) -> str:
-    """Terminal output as the lines it leaves: escapes dropped, each line what its last redraw said."""
+    """Terminal output as the lines it leaves: escapes dropped, each line what its last redraw
+    said."""
     lines = []
     for line in _ANSI.sub("", text).split("\n"):
         segments = [part for part in line.split("\r") if part.strip()]

@@ -157,7 +157,8 @@ def _text_values(mapping: object) -> dict[str, str | None]:
 
 
 def _normal_host(host: Mapping[str, object]) -> dict[str, object]:
-    """The host stamp with its known fields as text or null and ``packages`` as names to versions."""
+    """The host stamp with its known fields as text or null and ``packages`` as names to
+    versions."""
     normal = dict(host)
     for name in _HOST_TEXT:
         if name in normal:
@@ -224,7 +225,8 @@ class ValidationRecord:
     @property
     def revisions(self) -> dict[str, str]:
         """{distribution: commit} of packages this run's interpreter had from a VCS checkout: the
-        host stamp's ``revisions``, ``"<repository URL>@<commit>"`` each (``shims.reproducer.vcs_revision``)."""
+        host stamp's ``revisions``, ``"<repository URL>@<commit>"`` each
+        (``shims.reproducer.vcs_revision``)."""
         stamped = self.host.get("revisions")
         if not isinstance(stamped, Mapping):
             return {}
@@ -236,7 +238,8 @@ class ValidationRecord:
 
     @property
     def started(self) -> _dt.datetime | None:
-        """``started_at`` as a UTC moment (recorded as UTC), or None when it is not a readable time."""
+        """``started_at`` as a UTC moment (recorded as UTC), or None when it is not a readable
+        time."""
         try:
             return times.parse(self.started_at, assume_utc=True)
         except times.TimeError:
@@ -345,7 +348,8 @@ def quarantine_path(path: str | os.PathLike[str]) -> Path:
 
 
 def _read(path: Path) -> tuple[list[ValidationRecord], list[bytes], list[Damaged], bytes]:
-    """``(records, their lines, damaged lines, the whole file)``; lines split on ``\n`` only, as written."""
+    """``(records, their lines, damaged lines, the whole file)``; lines split on ``\n`` only, as
+    written."""
     # A folder or a FIFO is one error, never a block; a missing file is an empty manifest.
     data = read_bytes(path, str(path), missing_ok=True, max_bytes=MAX_MANIFEST_BYTES)
     if data is None:
@@ -403,7 +407,8 @@ def _quarantine(path: Path, damaged: list[Damaged]) -> str | None:
 
 
 def _where(path: Path, problem: str | None, verb: str) -> str:
-    """Where damaged lines went, for the warning: ``verb`` (copied, moved) to the quarantine file."""
+    """Where damaged lines went, for the warning: ``verb`` (copied, moved) to the quarantine
+    file."""
     return f"{verb} to {quarantine_path(path)}" if problem is None else f"kept in place ({problem})"
 
 
@@ -429,7 +434,8 @@ def load(path: str | os.PathLike[str]) -> list[ValidationRecord]:
 
 
 def load_checked(path: str | os.PathLike[str]) -> tuple[list[ValidationRecord], list[Damaged]]:
-    """:func:`load`, also saying which lines were damaged (a report notes that runs were left out)."""
+    """:func:`load`, also saying which lines were damaged (a report notes that runs were left
+    out)."""
     path = Path(path)
     records, _, damaged, _ = _read(path)
     if damaged:

@@ -80,7 +80,8 @@ def _is_span(value: object) -> bool:
 
 
 def primary_body(doc: tomlkit.TOMLDocument) -> Table:
-    """The table that speaks for the whole file: ``[lane]``, or ``[matrix.base]`` (made if absent)."""
+    """The table that speaks for the whole file: ``[lane]``, or ``[matrix.base]`` (made if
+    absent)."""
     if "lane" in doc:
         return doc["lane"]
     matrix = doc["matrix"]

@@ -241,7 +241,8 @@ class _Reader:
             raise self.error(
                 key,
                 f"invalid lane name {name!r}",
-                "lane names are lowercase letters, digits, '.', '_', '-', starting with a letter or digit, "
+                "lane names are lowercase letters, digits, '.', '_', '-', starting with a letter "
+                "or digit, "
                 f"at most {LANE_NAME_MAX} characters",
             )
         for required, example in (
@@ -311,7 +312,8 @@ class _Reader:
                     if name in pins and not _same_version(pins[name][0], spec.version):
                         raise self.error(
                             f"{key}.{field}[{i}]",
-                            f"conflicting pins for {name}: =={pins[name][0]} ({pins[name][1]}) and =={spec.version}",
+                            f"conflicting pins for {name}: =={pins[name][0]} ({pins[name][1]}) and "
+                            f"=={spec.version}",
                             "keep one pin",
                         )
                     pins[name] = (spec.version, f"{field}[{i}]")

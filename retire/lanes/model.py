@@ -77,7 +77,8 @@ Freeze = datetime | Cooldown | None
 
 
 def freeze_text(freeze: Freeze) -> str | bool:
-    """How a freeze is written in digests and provenance: a UTC time, a span, or ``False`` (none)."""
+    """How a freeze is written in digests and provenance: a UTC time, a span, or ``False``
+    (none)."""
     if freeze is None:
         return False
     return str(freeze) if isinstance(freeze, Cooldown) else format_utc(freeze)
@@ -123,7 +124,8 @@ class Lane:
 
     @property
     def tag(self) -> str:
-        """``gpu`` or ``cpu``: where the lane runs (nox's session tag, `patchlane run --tag`, the Action's lane-tag)."""
+        """``gpu`` or ``cpu``: where the lane runs (nox's session tag, `patchlane run --tag`, the
+        Action's lane-tag)."""
         return "gpu" if self.needs_cuda else "cpu"
 
     @property

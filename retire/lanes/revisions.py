@@ -70,7 +70,8 @@ def parse_revisions(
             path,
             key,
             "expected a table of distribution = { mirror = …, rev = … }",
-            'e.g. megatron-core = { mirror = "https://github.com/NVIDIA/Megatron-LM", rev = "26.04-alpha.rc1" }',
+            'e.g. megatron-core = { mirror = "https://github.com/NVIDIA/Megatron-LM", rev = '
+            '"26.04-alpha.rc1" }',
         )
     found = []
     for name, entry in table.items():
@@ -167,7 +168,8 @@ def replace_urls(text: str, urls: Mapping[str, str]) -> str:
 
 
 def localize_vcs(lock: Mapping, urls: Mapping[str, str]) -> dict:
-    """The lock (as a dict) with each ``vcs.url`` found in ``urls`` replaced by its local mirror (pure)."""
+    """The lock (as a dict) with each ``vcs.url`` found in ``urls`` replaced by its local mirror
+    (pure)."""
     if not urls:
         return dict(lock)
     packages = []

@@ -1,4 +1,5 @@
-"""Which local git mirrors answer for which upstream repositories (values, and where they are declared).
+"""Which local git mirrors answer for which upstream repositories (values, and where they are
+declared).
 
 Mirrors are how an air-gapped host learns what the code host would have said: which commit
 landed a pull request and which release tags contain it. They are declared in the project file
@@ -10,7 +11,8 @@ landed a pull request and which release tags contain it. They are declared in th
     [[mirrors.repository]]
     url = "https://github.com/NVIDIA/Megatron-LM"
     tags = 'core_v(?P<version>\\d+\\.\\d+\\.\\d+(?:rc\\d+)?)'   # release tag → version
-    branches = ["main", "dev", "core_r*"]    # where merged pull requests land (default: every branch)
+    branches = ["main", "dev", "core_r*"]    # where merged pull requests land (default: every
+branch)
     # path = "/srv/mirrors/Megatron-LM.git"  # default: <folder>/<owner>/<repo>.git
     # fetch = "https://github.com/NVIDIA/Megatron-LM.git"   # what `patchlane mirrors sync` fetches
 

@@ -10,7 +10,8 @@ How a pull request lands, as upstreams do it:
 - a squash merge: the subject ends with ``(#N)`` (``Fix the FLCE backward (#1298)``);
 - a merge commit: ``Merge pull request #N from owner/branch``;
 - a cherry-pick onto a release branch that keeps the number: another commit whose subject has
-  ``(#N)``, possibly next to the pick's own number (``cp: `Fix (#4711)` into `core_r0.19.0` (#4790)``).
+  ``(#N)``, possibly next to the pick's own number (``cp: `Fix (#4711)` into `core_r0.19.0`
+(#4790)``).
 
 Every such commit counts (the release tags of any of them contain the fix), except reverts.
 """
@@ -118,7 +119,8 @@ class MirrorRepo:
     # -- tags -----------------------------------------------------------------------------------
     @cached_property
     def _tags(self) -> tuple[tuple[str, str], ...]:
-        """(tag, version) of every release tag: the mirror's pattern matched and the version is PEP 440."""
+        """(tag, version) of every release tag: the mirror's pattern matched and the version is
+        PEP 440."""
         out = self.git.run("for-each-ref", "--format=%(refname:strip=2)", "refs/tags")
         found = []
         for tag in out.splitlines():

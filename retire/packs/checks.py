@@ -82,7 +82,8 @@ class DenyRule:
 
 
 def parse_deny(text: str, path: str | Path) -> tuple[DenyRule, ...]:
-    """``packs/deny.toml``: ``[[deny]]`` entries with ``pattern`` (a regex) or ``literal``, and ``why``.
+    """``packs/deny.toml``: ``[[deny]]`` entries with ``pattern`` (a regex) or ``literal``, and
+    ``why``.
 
     Literals match case-insensitively; patterns as written (``(?i)`` makes one insensitive), so
     a ticket-code pattern like ``[A-Z]+-[0-9]+`` does not catch ordinary hyphenated words.
@@ -358,7 +359,8 @@ def check_validation(
         return [
             Blocker(
                 "validation",
-                f"last BUG_REPRODUCED run was {last.started_at[:16]}Z on {last.host.get('hostname')}, "
+                f"last BUG_REPRODUCED run was {last.started_at[:16]}Z on "
+                f"{last.host.get('hostname')}, "
                 f"older than {limit} — rerun the reproducer today",
             )
         ]
@@ -380,7 +382,8 @@ def check_validation(
         ]
     what = latest.sentinel or latest.outcome
     hint = {
-        RunOutcome.FIX_VALIDATED: 'upstream may have fixed it — re-check and set state = "already-fixed"',
+        RunOutcome.FIX_VALIDATED: "upstream may have fixed it — re-check and set state = "
+        '"already-fixed"',
         RunOutcome.SKIPPED: "run it on a host that meets its needs (see the skip reason)",
     }.get(latest.outcome, "fix the reproducer and run it again")
     detail = f" ({latest.detail})" if latest.detail else ""

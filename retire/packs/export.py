@@ -96,7 +96,8 @@ def _no_collisions(root: Path, loaded: LoadedPack, names: list[str]) -> None:
             raise InputError(
                 _display(root, loaded.manifest.directory / "manifest.toml"),
                 "reproducer.path",
-                f"the reproducer's file name {loaded.pack.reproducer_name!r} is also the exported {other!r}",
+                f"the reproducer's file name {loaded.pack.reproducer_name!r} is also the exported "
+                f"{other!r}",
                 "rename the reproducer, e.g. reproduce.py",
             )
 
@@ -104,19 +105,25 @@ def _no_collisions(root: Path, loaded: LoadedPack, names: list[str]) -> None:
 def _readme(loaded: LoadedPack, entry: QueueEntry) -> str:
     spec, pack = loaded.pack.spec, loaded.pack
     if spec.is_comment:
-        where = f"Post `{spec.body_name}` as a comment on {spec.upstream.thread} — do not open a competing pull request."
+        where = (
+            f"Post `{spec.body_name}` as a comment on {spec.upstream.thread} — do not open a "
+            f"competing pull request."
+        )
     elif spec.kind == "pr":
         where = (
-            f"Open a pull request against https://github.com/{spec.repository}: title = the first line of "
+            f"Open a pull request against https://github.com/{spec.repository}: title = the first "
+            f"line of "
             f"`{spec.body_name}` without the `# `, description = the rest."
         )
     else:
         where = (
-            f"Open an issue at https://github.com/{spec.repository}/issues/new: title = the first line of "
+            f"Open an issue at https://github.com/{spec.repository}/issues/new: title = the first "
+            f"line of "
             f"`{spec.body_name}` without the `# `, body = the rest."
         )
     formatter = (
-        "\n- [ ] NVIDIA/Megatron-LM: run the project's required formatter on the diff before attaching it."
+        "\n- [ ] NVIDIA/Megatron-LM: run the project's required formatter on the diff before "
+        "attaching it."
         if spec.repository.lower() == "nvidia/megatron-lm" and spec.kind == "pr"
         else ""
     )

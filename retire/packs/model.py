@@ -135,7 +135,8 @@ def github_repository(url: str) -> str | None:
 
 
 def pinned_ref(against: str) -> bool:
-    """Whether ``against`` names an exact release (``dist==1.2``) or a commit (``owner/repo@sha``)."""
+    """Whether ``against`` names an exact release (``dist==1.2``) or a commit
+    (``owner/repo@sha``)."""
     return bool(_PINNED_VERSION.fullmatch(against) or _PINNED_SHA.fullmatch(against))
 
 
@@ -198,7 +199,8 @@ def _upstream(table: Table) -> UpstreamState:
         raise table.error(
             "thread",
             "an overlap needs the thread it overlaps",
-            'add thread = "https://github.com/<owner>/<repo>/pull/<n>" (the pack becomes a comment there)',
+            'add thread = "https://github.com/<owner>/<repo>/pull/<n>" (the pack becomes a comment '
+            "there)",
         )
     if state == "already-fixed" and thread is None and fixed_in is None:
         raise table.error(

@@ -68,7 +68,8 @@ _FRAMING = {
     ),
     "memory-footprint": _Framing(
         "Where the memory goes",
-        outro="The maths is unchanged; only the working set and the summation order described above differ.",
+        outro="The maths is unchanged; only the working set and the summation order described "
+        "above differ.",
     ),
     "integration-gap": _Framing(
         "The gap",
@@ -100,7 +101,8 @@ def _template(framing: _Framing) -> Template:
 _ASK = {
     "issue": "We have a fix and can open a pull request if that is welcome.",
     "pr": "This pull request carries the fix described above.",
-    "comment": "Posting here rather than opening a competing pull request; happy to adapt the change to this thread.",
+    "comment": "Posting here rather than opening a competing pull request; happy to adapt the "
+    "change to this thread.",
     "regression": "Already fixed upstream: kept as regression coverage on our side, not filed.",
 }
 
@@ -201,10 +203,14 @@ def _state_line(spec: PackSpec) -> str:
     up = spec.upstream
     searched = f" (searched {up.searched.isoformat()})" if up.searched else ""
     if up.state == "new-report":
-        return f"**Upstream state:** new report: no existing issue or pull request in {spec.repository}{searched}."
+        return (
+            f"**Upstream state:** new report: no existing issue or pull request in "
+            f"{spec.repository}{searched}."
+        )
     if up.state == "overlap":
         return (
-            f"**Upstream state:** overlaps {up.thread}{searched}; this is a comment on that thread, "
+            f"**Upstream state:** overlaps {up.thread}{searched}; this is a comment on that "
+            f"thread, "
             "not a competing pull request."
         )
     if up.state == "already-fixed":
@@ -213,7 +219,10 @@ def _state_line(spec: PackSpec) -> str:
             for part in (up.thread, f"released in {up.fixed_in}" if up.fixed_in else None)
             if part
         )
-        return f"**Upstream state:** already fixed upstream ({where}); kept as regression coverage, not filed."
+        return (
+            f"**Upstream state:** already fixed upstream ({where}); kept as regression "
+            f"coverage, not filed."
+        )
     return "**Upstream state:** not filled: search the target's issues and pull requests first."
 
 
@@ -225,7 +234,8 @@ def _needs(manifest: ShimManifest) -> str:
 
 
 def render(manifest: ShimManifest, spec: PackSpec, reproducer_lines: int) -> Pack:
-    """The pack for ``manifest`` as ``spec`` describes it; the reproducer is referenced, never pasted."""
+    """The pack for ``manifest`` as ``spec`` describes it; the reproducer is referenced, never
+    pasted."""
     reproducer_name = manifest.reproducer.path.name
     kind = "regression" if spec.already_fixed else ("comment" if spec.is_comment else spec.kind)
     title = codify(manifest.title)
@@ -243,7 +253,8 @@ def render(manifest: ShimManifest, spec: PackSpec, reproducer_lines: int) -> Pac
         f"Run it against `{spec.against}` with:\n\n"
         f"```sh\n{spec.command}\n```\n\n"
         "The first line of its output stamps the host (GPU, compute capability, package versions). "
-        "It then prints `BUG_REPRODUCED` (exit 10) while the bug is present, `FIX_VALIDATED` (exit 0) "
+        "It then prints `BUG_REPRODUCED` (exit 10) while the bug is present, `FIX_VALIDATED` (exit "
+        "0) "
         "once it is fixed, or `SKIPPED: <reason>` (exit 77) on a host that cannot run it."
     )
     body = TEMPLATES[spec.category].substitute(

@@ -7,7 +7,8 @@ Where things live in a project (``root``):
 - ``packs/state.json``          approvals and filings (committed; the human gate's record);
 - ``validation/manifest.jsonl`` reproducer runs: the only evidence that a pack is ready.
 
-Nothing here files anything: ``retire.packs.export`` writes files for a human to post, ``filed`` records what
+Nothing here files anything: ``retire.packs.export`` writes files for a human to post, ``filed``
+records what
 they posted. ``patchlane pack …`` is ``retire.commands.pack``; :func:`filing_queue` and
 :func:`markdown_section` feed the weekly report.
 """
@@ -440,7 +441,8 @@ def approve(
     now: _dt.datetime | None = None,
     window: _dt.timedelta = DEFAULT_WINDOW,
 ) -> Approval:
-    """Record that ``by`` approved ``pack_id`` as it reads now; only a ready pack can be approved."""
+    """Record that ``by`` approved ``pack_id`` as it reads now; only a ready pack can be
+    approved."""
     root, now = Path(root), now or times.now()
     name = " ".join(by.split())
     if not name:

@@ -116,7 +116,8 @@ _SHAPE = "approval needs by/at/digest, filings need url/at/repository"
 
 
 def _fields(path: str | Path, key: str, raw: object, names: tuple[str, ...]) -> list[str]:
-    """The string fields ``names`` of one record; ``at`` must be an ISO time (the waves read it back)."""
+    """The string fields ``names`` of one record; ``at`` must be an ISO time (the waves read it
+    back)."""
     if not isinstance(raw, dict) or not all(isinstance(raw.get(name), str) for name in names):
         raise InputError(path, key, _SHAPE, _RESTORE)
     tomlreader.Value(raw["at"], f"{key}.at", str(path)).moment(fix=_RESTORE)
@@ -251,7 +252,8 @@ def plan_wave(
         chosen.append(candidate)
     if len(chosen) < min_size:
         reason = (
-            f"{len(chosen)} eligible ready pack(s); a wave needs at least {min_size} — hold, a ready pack can wait"
+            f"{len(chosen)} eligible ready pack(s); a wave needs at least {min_size} — hold, a "
+            f"ready pack can wait"
             if candidates
             else "no ready packs"
         )

@@ -103,7 +103,8 @@ class _DeadlineBackend(httpcore.NetworkBackend):
 
 @functools.cache
 def _tls() -> ssl.SSLContext:
-    """One TLS context per process: loading the CA bundle costs ~50 ms, more than a warm run's requests."""
+    """One TLS context per process: loading the CA bundle costs ~50 ms, more than a warm run's
+    requests."""
     return ssl.create_default_context()
 
 

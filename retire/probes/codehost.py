@@ -105,7 +105,8 @@ class WrongShape(ValueError):
 
 
 def moment(data: Mapping[str, object], key: str) -> _dt.datetime | None:
-    """A time the API sent (``2026-02-01T10:00:00Z``) or None when null; WrongShape when unreadable."""
+    """A time the API sent (``2026-02-01T10:00:00Z``) or None when null; WrongShape when
+    unreadable."""
     value = data.get(key)
     if value is None:
         return None

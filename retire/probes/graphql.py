@@ -148,7 +148,8 @@ def probe_batch(
 def read_answer(
     fetcher: Fetcher, refs: Sequence[LinkRef], data: object, url: str
 ) -> dict[str, LinkState] | ProbeFailure:
-    """The decoded answer to :func:`query` ``(refs)`` as ``{url: state}``, or why it is none (no I/O)."""
+    """The decoded answer to :func:`query` ``(refs)`` as ``{url: state}``, or why it is none (no
+    I/O)."""
     top = data.get("data") if isinstance(data, dict) else None
     if not isinstance(top, dict):
         errors = data.get("errors") if isinstance(data, dict) else None

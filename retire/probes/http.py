@@ -122,7 +122,8 @@ class _Trouble:
 
 
 class Fetcher:
-    """GET / POST with retries, rate-limit handling, limits and the conditional cache; never raises."""
+    """GET / POST with retries, rate-limit handling, limits and the conditional cache; never
+    raises."""
 
     def __init__(
         self,
@@ -206,7 +207,8 @@ class Fetcher:
         content: bytes | None,
         deadline: float,
     ) -> _Reply | _Trouble:
-        """One request, with same-host redirects followed, the body read under the cap and deadline."""
+        """One request, with same-host redirects followed, the body read under the cap and
+        deadline."""
         if not self._in_flight.acquire(timeout=max(0.0, deadline - self.monotonic())):
             return self._past_deadline()
         # every read and write of the client's streams ends by the deadline, headers included
@@ -256,8 +258,10 @@ class Fetcher:
                     target = current.join(response.headers["location"])
                     if _origin(target) != _origin(current):
                         return _Trouble(
-                            f"redirected ({response.status_code}) to another host, {mask_url(str(target))}: "
-                            "an answer counts only from the host that was asked (point the URL there "
+                            f"redirected ({response.status_code}) to another host, "
+                            f"{mask_url(str(target))}: "
+                            "an answer counts only from the host that was asked (point the URL "
+                            "there "
                             "if that host is the right one)",
                             False,
                             final=True,
@@ -364,7 +368,8 @@ class Fetcher:
         accept: str = "application/json",
         deadline: float | None = None,
     ) -> Fetched | ProbeFailure:
-        """``POST url`` with a JSON ``payload`` (a read-only query, so it may be retried); never cached."""
+        """``POST url`` with a JSON ``payload`` (a read-only query, so it may be retried); never
+        cached."""
         request_headers = {"Accept": accept, "Content-Type": "application/json", **(headers or {})}
         content = json.dumps(payload).encode()
         return self._exchange("POST", url, probe, request_headers, content, deadline, None, accept)

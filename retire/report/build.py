@@ -70,7 +70,10 @@ def evidence_line(value: object) -> str:
         latest = value.latest
         when = f", {latest.upload_time.date()}" if latest and latest.upload_time else ""
         newest = f"newest {latest.version}{when}" if latest else "no installable release"
-        return f"index: {value.distribution} has {len(value.releases)} release(s) on {value.index_url}; {newest}"
+        return (
+            f"index: {value.distribution} has {len(value.releases)} release(s) on "
+            f"{value.index_url}; {newest}"
+        )
     if isinstance(value, PullState):
         state = (
             f"merged {value.merged_at.date()}" if value.merged and value.merged_at else value.state

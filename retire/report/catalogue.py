@@ -143,7 +143,8 @@ def render_markdown(rows: Sequence[CatalogueRow]) -> str:
         else:
             proof = "**not yet run**"
         out.append(
-            f"| `{m.id}` | {_cell(m.title)} | {m.fix_class} | {target} | {_cell(upstream)} | {_cell(proof)} |"
+            f"| `{m.id}` | {_cell(m.title)} | {m.fix_class} | {target} | {_cell(upstream)} | "
+            f"{_cell(proof)} |"
         )
     out += ["", "## Runs behind the proofs", ""]
     for row in rows:
@@ -156,7 +157,8 @@ def render_markdown(rows: Sequence[CatalogueRow]) -> str:
                 needs.append(f"CUDA{f' >= {cc}' if cc else ''}")
             needs.extend(row.manifest.reproducer.packages)
             out.append(
-                f"Not yet run (every recorded run skipped, or none). Needs: {', '.join(needs) or 'nothing special'}."
+                f"Not yet run (every recorded run skipped, or none). Needs: "
+                f"{', '.join(needs) or 'nothing special'}."
             )
             out.append("")
             continue

@@ -18,7 +18,8 @@ __all__ = ["summarise_verdict"]
 def summarise_verdict(verdict: dict) -> dict:
     """A verdict's JSON with each release list summarised: how many releases, the newest, the
     latest final, and the releases its conditions and floors name. The full lists (every file of
-    every release of torch …) are what the probes' cache holds; a report needs what was decided on."""
+    every release of torch …) are what the probes' cache holds; a report needs what was decided
+    on."""
     evidence = verdict.get("evidence")
     if not isinstance(evidence, list):
         return verdict

@@ -43,7 +43,8 @@ _MAX_REPORT = 64 << 20
 
 
 def read_previous_reports(folder: str | os.PathLike[str], before_week: str) -> History:
-    """Every ``<week>.json`` in ``folder`` older than ``before_week``; bad ones noted and skipped."""
+    """Every ``<week>.json`` in ``folder`` older than ``before_week``; bad ones noted and
+    skipped."""
     folder = Path(folder)
     reports, notes = [], []
     try:
@@ -77,7 +78,8 @@ def read_previous_reports(folder: str | os.PathLike[str], before_week: str) -> H
             continue
         except json.JSONDecodeError as exc:
             notes.append(
-                f"{_display(path)}: previous report is not valid JSON ({exc.msg} at line {exc.lineno} "
+                f"{_display(path)}: previous report is not valid JSON ({exc.msg} at line "
+                f"{exc.lineno} "
                 f"column {exc.colno}) — ignored"
             )
             continue
@@ -148,7 +150,10 @@ def git_burndown(
             week = iso_week(sunday + _dt.timedelta(days=1))
         note = None
         if repo.is_shallow():
-            note = "git history is shallow (a CI checkout?): the burn-down starts where the clone does — fetch with depth 0"
+            note = (
+                "git history is shallow (a CI checkout?): the burn-down starts where the clone "
+                "does — fetch with depth 0"
+            )
         return points, note
     except (GitError, OSError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -143,7 +143,8 @@ def _cards(report: Report) -> str:
         (h.unknown, "with unknown evidence", CARD_COLOURS["unknown"]),
     ]
     body = "".join(
-        f'<div class="card" style="--c:{c}"><div class="n">{n}</div><div class="l">{_e(l)}</div></div>'
+        f'<div class="card" style="--c:{c}"><div class="n">{n}</div><div '
+        f'class="l">{_e(l)}</div></div>'
         for n, l, c in cards
     )
     stats = (
@@ -165,7 +166,10 @@ def _notes(report: Report) -> str:
 def _attention(report: Report) -> str:
     rows = report.attention
     if not rows:
-        return '<section id="attention"><h2>Needs attention</h2><p>Nothing: every shim is needed, proven and linked upstream.</p></section>'
+        return (
+            '<section id="attention"><h2>Needs attention</h2><p>Nothing: every shim is needed, '
+            "proven and linked upstream.</p></section>"
+        )
     items = "".join(
         f'<li><a href="#shim-{_e(r.shim)}"><code>{_e(r.shim)}</code></a> '
         f"<b>{_e('; '.join(r.attention))}</b> — {_e(r.why)}"
@@ -173,31 +177,44 @@ def _attention(report: Report) -> str:
         + "</li>"
         for r in rows
     )
-    return f'<section id="attention"><h2>Needs attention ({len(rows)})</h2><ul class="attention">{items}</ul></section>'
+    return (
+        f'<section id="attention"><h2>Needs attention ({len(rows)})</h2><ul '
+        f'class="attention">{items}</ul></section>'
+    )
 
 
 def _legend() -> str:
     items = "".join(
-        f'<span><span class="sw" style="background:{OUTCOME_COLOURS[o]}"></span>{OUTCOME_GLYPHS[o]} {_e(OUTCOMES[o].label)}</span>'
+        f'<span><span class="sw" '
+        f'style="background:{OUTCOME_COLOURS[o]}"></span>{OUTCOME_GLYPHS[o]} '
+        f"{_e(OUTCOMES[o].label)}</span>"
         for o in CELL_OUTCOMES
     )
     return (
         f'<div class="legend">{items}<span><span class="sw" style="background:#f8fafc"></span>'
-        f"blank: the lane does not list the shim</span><span>▣ outlined: newly broken since the last report</span></div>"
+        f"blank: the lane does not list the shim</span><span>▣ outlined: newly broken since the "
+        f"last report</span></div>"
     )
 
 
 def _grid(report: Report) -> str:
     m = report.matrix
     if not m.lanes or not m.shims:
-        return '<section id="matrix"><h2>Lane × shim matrix</h2><p>No lanes defined and no runs recorded.</p></section>'
+        return (
+            '<section id="matrix"><h2>Lane × shim matrix</h2><p>No lanes defined and no runs '
+            "recorded.</p></section>"
+        )
     newly = {(s, l) for s, l, _ in report.changes.newly_broken}
     head = "".join(
-        f'<th class="lane{"" if lane in m.defined else " extra"}" scope="col"><div title="{_e(lane)}">{_e(lane)}</div></th>'
+        f'<th class="lane{"" if lane in m.defined else " extra"}" scope="col"><div '
+        f'title="{_e(lane)}">{_e(lane)}</div></th>'
         for lane in m.lanes
     )
     out = [
-        f'<section id="matrix"><h2>Lane × shim matrix</h2>{_legend()}<div class="grid-wrap"><table class="grid">',
+        (
+            f'<section id="matrix"><h2>Lane × shim matrix</h2>{_legend()}<div class="grid-wrap"><table '
+            f'class="grid">'
+        ),
         f"<thead><tr><th></th>{head}</tr></thead><tbody>",
     ]
     for shim in m.shims:
@@ -211,16 +228,21 @@ def _grid(report: Report) -> str:
             title = f"{shim} on {lane}: {cell.outcome} — {cell.why}{when}"
             extra = " new" if (shim, lane) in newly else ""
             cells.append(
-                f'<td class="o-{cell.outcome}{extra}" style="background:{OUTCOME_COLOURS[cell.outcome]};'
+                f'<td class="o-{cell.outcome}{extra}" '
+                f'style="background:{OUTCOME_COLOURS[cell.outcome]};'
                 f'color:{OUTCOME_INK[cell.outcome]}" '
                 f'title="{_e(title)}">{OUTCOME_GLYPHS[cell.outcome]}</td>'
             )
         out.append(
-            f'<tr><th class="shim" scope="row"><a href="#shim-{_e(shim)}">{_e(shim)}</a></th>{"".join(cells)}</tr>'
+            f'<tr><th class="shim" scope="row"><a '
+            f'href="#shim-{_e(shim)}">{_e(shim)}</a></th>{"".join(cells)}</tr>'
         )
     notes = ""
     if any(lane not in m.defined for lane in m.lanes):
-        notes = '<p class="title">Lanes in italics appear only in the validation records (e.g. a GPU host\'s overlay lane), not in lanes/.</p>'
+        notes = (
+            '<p class="title">Lanes in italics appear only in the validation records (e.g. a '
+            "GPU host's overlay lane), not in lanes/.</p>"
+        )
     out.append(f"</tbody></table></div>{notes}</section>")
     return "".join(out)
 
@@ -231,7 +253,8 @@ def _monday(week: str) -> _dt.date:
 
 
 def burndown_svg(points: tuple[BurnPoint, ...], *, width: int = 1240, height: int = 260) -> str:
-    """An inline SVG line chart of shims carried per week (report weeks dotted), candidates as bars."""
+    """An inline SVG line chart of shims carried per week (report weeks dotted), candidates as
+    bars."""
     if not points:
         return "<p>No history yet.</p>"
     left, right, top, bottom = 44, 40, 14, 34
@@ -249,21 +272,27 @@ def burndown_svg(points: tuple[BurnPoint, ...], *, width: int = 1240, height: in
         return top + plot_h * (1 - value / ceiling)
 
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" role="img" '
-        f'aria-labelledby="burn-title"><title id="burn-title">Shims carried per ISO week</title>'
+        (
+            f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" '
+            f'role="img" '
+            f'aria-labelledby="burn-title"><title id="burn-title">Shims carried per ISO week</title>'
+        )
     ]
     step = max(1, ceiling // 5)
     for tick in range(0, ceiling + 1, step):
         parts.append(
-            f'<line x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="#e2e8f0"/>'
+            f'<line x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" '
+            f'stroke="#e2e8f0"/>'
             f'<text x="{left - 8}" y="{y(tick) + 4:.1f}" text-anchor="end">{tick}</text>'
         )
     bar = max(2.0, min(14.0, plot_w / (span + 1) * 0.6))
     for point, offset in zip(points, offsets):
         if point.candidates:
             parts.append(
-                f'<rect x="{x(offset) - bar / 2:.1f}" y="{y(point.candidates):.1f}" width="{bar:.1f}" '
-                f'height="{y(0) - y(point.candidates):.1f}" fill="#86efac"><title>{_e(point.week)}: '
+                f'<rect x="{x(offset) - bar / 2:.1f}" y="{y(point.candidates):.1f}" '
+                f'width="{bar:.1f}" '
+                f'height="{y(0) - y(point.candidates):.1f}" '
+                f'fill="#86efac"><title>{_e(point.week)}: '
                 f"{point.candidates} retire candidate(s)</title></rect>"
             )
     coords = [(x(o), y(p.carried)) for p, o in zip(points, offsets)]
@@ -271,12 +300,14 @@ def burndown_svg(points: tuple[BurnPoint, ...], *, width: int = 1240, height: in
     area = f"{coords[0][0]:.1f},{y(0):.1f} {line} {coords[-1][0]:.1f},{y(0):.1f}"
     parts.append(f'<polygon points="{area}" fill="#334155" fill-opacity="0.07"/>')
     parts.append(
-        f'<polyline points="{line}" fill="none" stroke="#334155" stroke-width="2.5" stroke-linejoin="round"/>'
+        f'<polyline points="{line}" fill="none" stroke="#334155" stroke-width="2.5" '
+        f'stroke-linejoin="round"/>'
     )
     for point, (cx, cy) in zip(points, coords):
         radius, fill = (4.5, "#334155") if point.source != "git" else (2.5, "#94a3b8")
         parts.append(
-            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{radius}" fill="{fill}"><title>{_e(point.week)}: '
+            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{radius}" '
+            f'fill="{fill}"><title>{_e(point.week)}: '
             f"{point.carried} shims carried (from {point.source})</title></circle>"
         )
     label_every = max(1, len(points) // 8)
@@ -286,7 +317,8 @@ def burndown_svg(points: tuple[BurnPoint, ...], *, width: int = 1240, height: in
             anchor = "end" if last_one else ("start" if index == 0 else "middle")
             shift = 6 if last_one else 0
             parts.append(
-                f'<text x="{cx + shift:.1f}" y="{height - 12}" text-anchor="{anchor}">{_e(point.week)}</text>'
+                f'<text x="{cx + shift:.1f}" y="{height - 12}" '
+                f'text-anchor="{anchor}">{_e(point.week)}</text>'
             )
     last = points[-1]
     parts.append(
@@ -299,12 +331,16 @@ def burndown_svg(points: tuple[BurnPoint, ...], *, width: int = 1240, height: in
 
 def _burndown(report: Report) -> str:
     key = (
-        '<div class="legend"><span><span class="sw" style="background:#334155"></span>shims carried '
+        '<div class="legend"><span><span class="sw" style="background:#334155"></span>shims '
+        "carried "
         '(large dots: weekly reports, small: counted in git history)</span><span><span class="sw" '
         'style="background:#86efac"></span>retire candidates (from reports)</span></div>'
     )
     if len(report.burndown) < 2:
-        body = f"<p>Only this week's count so far: {report.headline.carried}. The chart grows with each report.</p>"
+        body = (
+            f"<p>Only this week's count so far: {report.headline.carried}. The chart grows with "
+            f"each report.</p>"
+        )
     else:
         body = key + burndown_svg(report.burndown)
     return f'<section id="burndown"><h2>Burn-down: shims carried</h2>{body}</section>'
@@ -313,9 +349,15 @@ def _burndown(report: Report) -> str:
 def _changes(report: Report) -> str:
     c = report.changes
     if c.previous_week is None:
-        return '<section id="changes"><h2>Changes</h2><p>No previous report to compare with: this is the first one.</p></section>'
+        return (
+            '<section id="changes"><h2>Changes</h2><p>No previous report to compare with: this '
+            "is the first one.</p></section>"
+        )
     if c.empty:
-        return f'<section id="changes"><h2>Changes since {_e(c.previous_week)}</h2><p>Nothing changed.</p></section>'
+        return (
+            f'<section id="changes"><h2>Changes since {_e(c.previous_week)}</h2><p>Nothing '
+            f"changed.</p></section>"
+        )
     items = []
     if c.new:
         items.append(
@@ -342,13 +384,17 @@ def _changes(report: Report) -> str:
     table = ""
     if c.verdicts:
         rows = "".join(
-            f'<tr><td><code>{_e(v.shim)}</code></td><td data-label="before">{_verdict_tag(v.before)}</td>'
+            f"<tr><td><code>{_e(v.shim)}</code></td><td "
+            f'data-label="before">{_verdict_tag(v.before)}</td>'
             f'<td data-label="now">{_verdict_tag(v.after)}</td>'
             f'<td class="why" data-label="why">{_e(v.why)}</td></tr>'
             for v in c.verdicts
         )
         table = f'<table class="rows"><thead><tr><th>shim</th><th>before</th><th>now</th><th>why</th></tr></thead><tbody>{rows}</tbody></table>'
-    return f'<section id="changes"><h2>Changes since {_e(c.previous_week)}</h2><ul>{"".join(items)}</ul>{table}</section>'
+    return (
+        f'<section id="changes"><h2>Changes since '
+        f"{_e(c.previous_week)}</h2><ul>{''.join(items)}</ul>{table}</section>"
+    )
 
 
 def _links(row: ShimRow) -> str:
@@ -367,16 +413,24 @@ def _proven(row: ShimRow) -> str:
 
 def _shim_table(report: Report) -> str:
     out = [
-        '<section id="shims"><h2>Shims</h2><div class="grid-wrap" style="max-height:none"><table class="rows"><thead><tr>',
-        "<th>shim</th><th>fix class</th><th>owner</th><th>age</th><th>upstream</th><th>verdict</th><th>why</th>"
-        "<th>retire when</th><th>last proven</th></tr></thead><tbody>",
+        (
+            '<section id="shims"><h2>Shims</h2><div class="grid-wrap" style="max-height:none"><table '
+            'class="rows"><thead><tr>'
+        ),
+        (
+            "<th>shim</th><th>fix "
+            "class</th><th>owner</th><th>age</th><th>upstream</th><th>verdict</th><th>why</th>"
+            "<th>retire when</th><th>last proven</th></tr></thead><tbody>"
+        ),
     ]
     for row in report.rows:
         joiner = " <b>and</b> " if row.retirement_mode == "all" else " <b>or</b> "
         out.append(
             f'<tr id="row-{_e(row.shim)}" class="{"attn" if row.attention else ""}">'
-            f'<td><a href="#shim-{_e(row.shim)}"><code>{_e(row.shim)}</code></a><div class="title">{_e(row.title)}</div></td>'
-            f'<td data-label="fix class">{_e(row.fix_class)}</td><td data-label="owner">{_e(row.owner)}</td>'
+            f'<td><a href="#shim-{_e(row.shim)}"><code>{_e(row.shim)}</code></a><div '
+            f'class="title">{_e(row.title)}</div></td>'
+            f'<td data-label="fix class">{_e(row.fix_class)}</td><td '
+            f'data-label="owner">{_e(row.owner)}</td>'
             f'<td class="num" data-label="age">{row.age_days} d</td>'
             f'<td data-label="upstream">{_e(row.upstream_status)}<br>{_links(row)}</td>'
             f'<td data-label="verdict">{_verdict_tag(row.verdict)}</td>'
@@ -391,20 +445,28 @@ def _shim_table(report: Report) -> str:
 def _unlinked(report: Report) -> str:
     rows = report.stale_or_unlinked
     if not rows:
-        return '<section id="unlinked"><h2>Stale or without an upstream link</h2><p>None.</p></section>'
+        return (
+            '<section id="unlinked"><h2>Stale or without an upstream '
+            "link</h2><p>None.</p></section>"
+        )
     items = []
     for row, why, text in rows:
         if why == "stale":
             items.append(f"<li><code>{_e(row.shim)}</code> {_verdict_tag('stale')} {_e(text)}</li>")
         elif why == "policy":
             items.append(
-                f"<li><code>{_e(row.shim)}</code> no upstream link — status not-applicable (local policy, nothing to file)</li>"
+                f"<li><code>{_e(row.shim)}</code> no upstream link — status not-applicable (local "
+                f"policy, nothing to file)</li>"
             )
         else:
             items.append(
-                f"<li><code>{_e(row.shim)}</code> <b>no upstream link</b> (status {_e(text)}): file it and link it</li>"
+                f"<li><code>{_e(row.shim)}</code> <b>no upstream link</b> (status {_e(text)}): "
+                f"file it and link it</li>"
             )
-    return f'<section id="unlinked"><h2>Stale or without an upstream link</h2><ul>{"".join(items)}</ul></section>'
+    return (
+        f'<section id="unlinked"><h2>Stale or without an upstream '
+        f"link</h2><ul>{''.join(items)}</ul></section>"
+    )
 
 
 def _evidence(report: Report) -> str:
@@ -461,18 +523,24 @@ def _evidence(report: Report) -> str:
             bits.append(
                 '<table class="rows"><thead><tr><th>lane</th><th>outcome</th><th>host</th><th>date</th><th>why</th></tr></thead><tbody>'
                 + "".join(
-                    f'<tr><td>{_e(c.lane)}</td><td data-label="outcome"><span class="sw" style="display:inline-block;width:10px;height:10px;'
-                    f'border-radius:2px;background:{OUTCOME_COLOURS[c.outcome]};border:1px solid #94a3b8"></span> {_e(c.outcome)}</td>'
-                    f'<td data-label="host">{_e(c.host)}</td><td data-label="date">{_e(c.date)}</td><td class="why" data-label="why">{_e(c.why)}</td></tr>'
+                    f'<tr><td>{_e(c.lane)}</td><td data-label="outcome"><span class="sw" '
+                    f'style="display:inline-block;width:10px;height:10px;'
+                    f"border-radius:2px;background:{OUTCOME_COLOURS[c.outcome]};border:1px solid "
+                    f'#94a3b8"></span> {_e(c.outcome)}</td>'
+                    f'<td data-label="host">{_e(c.host)}</td><td '
+                    f'data-label="date">{_e(c.date)}</td><td class="why" '
+                    f'data-label="why">{_e(c.why)}</td></tr>'
                     for c in runs
                 )
                 + "</tbody></table>"
             )
         bits.append(
-            f"<p><b>Last proven:</b> {_proven(row)} · <b>owner</b> {_e(row.owner)} · created {row.created.isoformat()}</p>"
+            f"<p><b>Last proven:</b> {_proven(row)} · <b>owner</b> {_e(row.owner)} · created "
+            f"{row.created.isoformat()}</p>"
         )
         out.append(
-            f'<details id="shim-{_e(row.shim)}"><summary><code>{_e(row.shim)}</code> {_verdict_tag(row.verdict)} '
+            f'<details id="shim-{_e(row.shim)}"><summary><code>{_e(row.shim)}</code> '
+            f"{_verdict_tag(row.verdict)} "
             f"{_e(row.title)}</summary>{''.join(bits)}</details>"
         )
     out.append("</section>")
@@ -485,7 +553,10 @@ def _filing_queue(report: Report) -> str:
     text = report.filing_queue.strip()
     # the section's own heading is the <h2>
     body = text.split("\n", 1)[1] if text.startswith("## ") else text
-    return f'<section id="filing-queue"><h2>Filing queue</h2>{markdown_html(body, heading_offset=0)}</section>'
+    return (
+        f'<section id="filing-queue"><h2>Filing '
+        f"queue</h2>{markdown_html(body, heading_offset=0)}</section>"
+    )
 
 
 def to_html(report: Report) -> str:
@@ -499,10 +570,19 @@ def to_html(report: Report) -> str:
         [
             '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">",
-            f"<title>Shim retirement report {_e(report.week)}</title><style>{_CSS}</style></head><body><main>",
-            f'<header><h1>Shim retirement report — {_e(report.week)}</h1><p class="sub">as of {report.as_of.isoformat()} · '
-            f"generated {_e(report.generated_at)} · {_e(since)}</p></header>",
+            (
+                '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src '
+                "'unsafe-inline'; img-src data:\">"
+            ),
+            (
+                f"<title>Shim retirement report "
+                f"{_e(report.week)}</title><style>{_CSS}</style></head><body><main>"
+            ),
+            (
+                f'<header><h1>Shim retirement report — {_e(report.week)}</h1><p class="sub">as of '
+                f"{report.as_of.isoformat()} · "
+                f"generated {_e(report.generated_at)} · {_e(since)}</p></header>"
+            ),
             _cards(report),
             _notes(report),
             _attention(report),
@@ -513,6 +593,9 @@ def to_html(report: Report) -> str:
             _unlinked(report),
             _filing_queue(report),
             _evidence(report),
-            "<footer>patchlane weekly retirement report · the same data as JSON beside this file</footer></main></body></html>\n",
+            (
+                "<footer>patchlane weekly retirement report · the same data as JSON beside this "
+                "file</footer></main></body></html>\n"
+            ),
         ]
     )

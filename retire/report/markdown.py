@@ -141,12 +141,17 @@ def _headline_md(report: Report) -> list[str]:
         MARKER,
         f"# Shim retirement report — {report.week}",
         "",
-        f"**{h.carried} shims carried** · **{h.retire} retire candidate{'s' if h.retire != 1 else ''}** · "
-        f"**{h.newly_broken} newly broken** · **{h.unknown} with unknown evidence**",
+        (
+            f"**{h.carried} shims carried** · **{h.retire} retire "
+            f"candidate{'s' if h.retire != 1 else ''}** · "
+            f"**{h.newly_broken} newly broken** · **{h.unknown} with unknown evidence**"
+        ),
         "",
-        f"<sub>as of {report.as_of.isoformat()} · generated {report.generated_at} · {since} · "
-        f"{h.keep} keep, {h.stale} stale, {h.drift} drift, {h.broken} broken somewhere, "
-        f"{h.never_run} never run</sub>",
+        (
+            f"<sub>as of {report.as_of.isoformat()} · generated {report.generated_at} · {since} · "
+            f"{h.keep} keep, {h.stale} stale, {h.drift} drift, {h.broken} broken somewhere, "
+            f"{h.never_run} never run</sub>"
+        ),
         "",
     ]
     if report.notes:
@@ -183,9 +188,12 @@ def _shim_table_md(rows: tuple[ShimRow, ...]) -> list[str]:
         links = "<br>".join(_link(r, u) for r, u in row.links) or "**no link**"
         joiner = " and " if row.retirement_mode == "all" else " or "
         lines.append(
-            f"| [`{row.shim}`](#{_anchor(row.shim)}) | {row.fix_class} | {cell_text(row.owner)} | {row.age_days} d "
-            f"| {row.upstream_status}<br>{links} | {vocabulary.verdict(row.verdict).emoji} **{row.verdict}** "
-            f"| {cell_text(row.why, 220)} | {cell_text(joiner.join(row.retire_when))} | {cell_text(row.proven_text, 160)} |"
+            f"| [`{row.shim}`](#{_anchor(row.shim)}) | {row.fix_class} | {cell_text(row.owner)} | "
+            f"{row.age_days} d "
+            f"| {row.upstream_status}<br>{links} | {vocabulary.verdict(row.verdict).emoji} "
+            f"**{row.verdict}** "
+            f"| {cell_text(row.why, 220)} | {cell_text(joiner.join(row.retire_when))} | "
+            f"{cell_text(row.proven_text, 160)} |"
         )
     return lines + [""]
 
@@ -223,7 +231,8 @@ def _matrix_md(report: Report, only: set[str] | None = None) -> list[str]:
     notes = []
     if any(l not in m.defined for l in m.lanes):
         notes.append(
-            "⁺ a lane only seen in the validation records (e.g. a GPU host's overlay lane), not in lanes/."
+            "⁺ a lane only seen in the validation records (e.g. a GPU host's overlay lane), not in "
+            "lanes/."
         )
     if only is not None:
         notes.append(f"Showing {len(only)} of {len(m.shims)} shims (those that need attention).")
@@ -254,7 +263,8 @@ def _changes_md(report: Report) -> list[str]:
     if c.verdicts:
         lines += ["", "| shim | before | now | why |", "|---|---|---|---|"]
         lines += [
-            f"| `{v.shim}` | {v.before} | {vocabulary.verdict(v.after).emoji} **{v.after}** | {cell_text(v.why, 200)} |"
+            f"| `{v.shim}` | {v.before} | {vocabulary.verdict(v.after).emoji} **{v.after}** | "
+            f"{cell_text(v.why, 200)} |"
             for v in c.verdicts
         ]
     return lines + [""]
@@ -270,7 +280,8 @@ def _unlinked_md(report: Report) -> list[str]:
             lines.append(f"- `{row.shim}` — **stale**: {cell_text(text, 240)}")
         elif why == "policy":
             lines.append(
-                f"- `{row.shim}` — no upstream link (status not-applicable: local policy, nothing to file)"
+                f"- `{row.shim}` — no upstream link (status not-applicable: local policy, nothing "
+                f"to file)"
             )
         else:
             lines.append(
@@ -299,7 +310,8 @@ def _burndown_md(report: Report) -> list[str]:
         "| week | carried | retire candidates | from |",
         "|---|---:|---:|---|",
         *[
-            f"| {p.week} | {p.carried} | {'' if p.candidates is None else p.candidates} | {p.source} |"
+            f"| {p.week} | {p.carried} | {'' if p.candidates is None else p.candidates} | "
+            f"{p.source} |"
             for p in points
         ],
         "",
@@ -313,8 +325,11 @@ def _evidence_md(report: Report) -> list[str]:
     lines = ["## Evidence", ""]
     for row in report.rows:
         lines += [
-            f'<details id="{_anchor(row.shim)}"><summary><code>{row.shim}</code> — '
-            f"{vocabulary.verdict(row.verdict).emoji} {row.verdict}: {cell_text(row.title, 120)}</summary>",
+            (
+                f'<details id="{_anchor(row.shim)}"><summary><code>{row.shim}</code> — '
+                f"{vocabulary.verdict(row.verdict).emoji} {row.verdict}: "
+                f"{cell_text(row.title, 120)}</summary>"
+            ),
             "",
             f"**Why:** {cell_text(row.why)}",
             "",
@@ -347,14 +362,18 @@ def _evidence_md(report: Report) -> list[str]:
         if runs:
             lines += ["| lane | outcome | host | date | why |", "|---|---|---|---|---|"]
             lines += [
-                f"| {cell_text(c.lane)} | {OUTCOMES[c.outcome].emoji} {c.outcome} | {cell_text(c.host)} | {c.date} "
+                f"| {cell_text(c.lane)} | {OUTCOMES[c.outcome].emoji} {c.outcome} | "
+                f"{cell_text(c.host)} | {c.date} "
                 f"| {cell_text(c.why, 160)} |"
                 for c in runs
             ]
             lines.append("")
         lines += [
-            f"**Last proven:** {cell_text(row.proven_text)} · **owner** {cell_text(row.owner)} · "
-            f"created {row.created.isoformat()}",
+            (
+                f"**Last proven:** {cell_text(row.proven_text)} · **owner** {cell_text(row.owner)} "
+                f"· "
+                f"created {row.created.isoformat()}"
+            ),
             "",
             "</details>",
             "",
@@ -413,8 +432,11 @@ def short_text(report: Report, written: list[str] | tuple[str, ...] = ()) -> str
     """What a person reads in the terminal: the headline and the shims that need attention."""
     h = report.headline
     lines = [
-        f"retirement report {report.week}: {h.carried} shims carried, {h.retire} retire candidate(s), "
-        f"{h.newly_broken} newly broken, {h.unknown} unknown evidence",
+        (
+            f"retirement report {report.week}: {h.carried} shims carried, {h.retire} retire "
+            f"candidate(s), "
+            f"{h.newly_broken} newly broken, {h.unknown} unknown evidence"
+        ),
     ]
     for note in report.notes:
         lines.append(f"note: {note}")

@@ -84,7 +84,8 @@ def _records(path: Path) -> tuple[list, str | None]:
         return records, None
     first = damaged[0]
     return records, (
-        f"{path}: {len(damaged)} damaged line(s) left out, copied to {validation.quarantine_path(path).name} "
+        f"{path}: {len(damaged)} damaged line(s) left out, copied to "
+        f"{validation.quarantine_path(path).name} "
         f"(line {first.number}: {first.problem})"
     )
 
@@ -130,7 +131,8 @@ def gather_verdicts(
 
 
 def filing_queue_section(project: Project, packs=None) -> tuple[str | None, str | None]:
-    """The Markdown of ``retire.packs`` (section, note); (None, None) where that module is absent."""
+    """The Markdown of ``retire.packs`` (section, note); (None, None) where that module is
+    absent."""
     packs = packs if packs is not None else _packs
     if packs is None:
         return None, _PACKS_PROBLEM

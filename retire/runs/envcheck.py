@@ -31,7 +31,8 @@ def expected_versions(lock: dict, python_full_version: str) -> dict[str, str]:
 
 
 def installed_versions(*site_dirs: str | Path) -> dict[str, str]:
-    """Canonical name → version of the distributions installed in ``site_dirs`` (no interpreter started)."""
+    """Canonical name → version of the distributions installed in ``site_dirs`` (no interpreter
+    started)."""
     found: dict[str, str] = {}
     for folder in dict.fromkeys(str(d) for d in site_dirs):
         try:

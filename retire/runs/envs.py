@@ -122,7 +122,8 @@ def describe_paths(python: str | Path) -> dict:
 
 
 def run_uv(args: list[str], what: str, *, live: bool = False) -> str:
-    """uv's stderr (its summary) when it succeeds; a :class:`BuildError` saying ``what`` failed otherwise.
+    """uv's stderr (its summary) when it succeeds; a :class:`BuildError` saying ``what`` failed
+    otherwise.
     ``live`` shows uv's progress on this terminal as well (see :func:`retire.core.uv.run`)."""
     proc = uv.run(args, live=live)
     if proc.returncode != 0:
@@ -380,11 +381,13 @@ def build(
 
 
 def _make_folder(path: Path) -> None:
-    """The folder of lane envs; a stray file where it or the lane's env goes is one line, not a traceback."""
+    """The folder of lane envs; a stray file where it or the lane's env goes is one line, not a
+    traceback."""
     for folder in (path.parent, path):
         if folder.exists() and not folder.is_dir():
             raise BuildError(
-                f"{folder} is a file where the lane env folder goes: delete it (patchlane makes the folder)"
+                f"{folder} is a file where the lane env folder goes: delete it (patchlane makes "
+                f"the folder)"
             )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -397,7 +400,8 @@ def _make_folder(path: Path) -> None:
 def _localized(
     lock: dict, lane: Lane, lock_sha256: str, wheelhouse: Path | None, sources: dict[str, str]
 ) -> dict:
-    """The lock as this host installs it: revisions from the local mirrors, files from the wheelhouse."""
+    """The lock as this host installs it: revisions from the local mirrors, files from the
+    wheelhouse."""
     from retire.core.errors import InputError
     from retire.lanes.revisions import localize_vcs
     from retire.locks import wheelhouse as houses

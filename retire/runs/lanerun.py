@@ -354,7 +354,8 @@ def run_lane(
                     options.on_record(record)
                 progress(
                     lane.name,
-                    f"{shim} {mode} shim: {record.sentinel or record.outcome} ({record.duration_s:.1f}s)",
+                    f"{shim} {mode} shim: {record.sentinel or record.outcome} "
+                    f"({record.duration_s:.1f}s)",
                 )
             outcome, why = judge(records.get(Mode.WITHOUT), records.get(Mode.WITH))
             results.append(
@@ -416,7 +417,9 @@ def _start_launcher(
             failed += f"; {launcher.threads} native threads at fork"
         progress(
             lane.name,
-            f"launcher: imported {', '.join([m for m in launcher.preloaded if m not in PROTOCOL_MODULES])} once in {launcher.startup_s:.1f}s{failed}",
+            f"launcher: imported "
+            f"{', '.join([m for m in launcher.preloaded if m not in PROTOCOL_MODULES])} once in "
+            f"{launcher.startup_s:.1f}s{failed}",
         )
     return launcher
 

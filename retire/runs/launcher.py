@@ -177,7 +177,8 @@ class Launcher:
         sys_path_first: Iterable[str] = (),
         python: str | os.PathLike[str] | None = None,
     ) -> ValidationRecord:
-        """Run ``manifest``'s reproducer in ``mode`` as a fork; the same record as process isolation.
+        """Run ``manifest``'s reproducer in ``mode`` as a fork; the same record as process
+        isolation.
 
         ``sys_path_first``: site folders the run imports from before the launcher's own (a
         bisection candidate); the process fallback then runs ``python`` (the candidate's venv).
@@ -303,7 +304,8 @@ class Launcher:
             raise _Died(f"its pipe is closed ({exc})") from None
 
     def _read(self, deadline: float) -> dict:
-        """The launcher's next reply, or :class:`_Died` when it exits or stays silent past ``deadline``."""
+        """The launcher's next reply, or :class:`_Died` when it exits or stays silent past
+        ``deadline``."""
         process = self._process
         if process is None or process.stdout is None:
             raise _Died("not running")

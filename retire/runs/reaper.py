@@ -51,7 +51,8 @@ _PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 
 
 class Stopped(KeyboardInterrupt):
-    """The run is being stopped (Ctrl-C, SIGTERM): no further reproducer starts, none is recorded."""
+    """The run is being stopped (Ctrl-C, SIGTERM): no further reproducer starts, none is
+    recorded."""
 
 
 def marked_pids(marker: str, *, prefix: bool = False) -> list[int]:
@@ -137,7 +138,8 @@ class Reaper:
         return process
 
     def marker(self, process: subprocess.Popen) -> str | None:
-        """The marker :meth:`spawn` gave ``process`` (None once it is finished or if it was not spawned here)."""
+        """The marker :meth:`spawn` gave ``process`` (None once it is finished or if it was not
+        spawned here)."""
         with self._lock:
             entry = self._live.get(process.pid)
         return entry[1] if entry is not None else None

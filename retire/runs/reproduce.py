@@ -45,7 +45,8 @@ _OUTCOME_OF = {
 def runtime_path() -> str:
     """A folder holding the runtime alone (``shims``, a link to :data:`RUNTIME_DIR`), for a
     reproducer's ``PYTHONPATH``: the folder the engine imports it from (an environment's
-    site-packages) would also put every other package of the engine's environment ahead of the lane's."""
+    site-packages) would also put every other package of the engine's environment ahead of the
+    lane's."""
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "patchlane"
     folder = cache / f"runtime-{hashlib.sha256(str(RUNTIME_DIR).encode()).hexdigest()[:16]}"
     link = folder / "shims"
@@ -80,7 +81,8 @@ def run_reproducer(
 ) -> ValidationRecord:
     """Run ``manifest``'s reproducer in ``mode`` ("without" or "with") and record what happened.
 
-    ``env`` replaces the inherited environment when given (:func:`retire.core.childenv.for_reproducer`:
+    ``env`` replaces the inherited environment when given
+    (:func:`retire.core.childenv.for_reproducer`:
     never a secret-named variable). ``timeout`` defaults to the
     manifest's ``[reproducer] timeout``; past it the whole process group is killed and the
     outcome is ``timeout``. Environment values are never written into the record.

@@ -22,7 +22,8 @@ _PLACEHOLDER = re.compile(r"@@([A-Z]+)@@")
 
 
 def template(name: str, **values: str) -> str:
-    """The template ``templates/<name>`` with every ``@@KEY@@`` replaced (a missing value is a bug)."""
+    """The template ``templates/<name>`` with every ``@@KEY@@`` replaced (a missing value is a
+    bug)."""
     text = (
         resources.files(__name__)
         .joinpath("templates", *name.split("/"))
@@ -33,7 +34,8 @@ def template(name: str, **values: str) -> str:
 
 @dataclass(frozen=True)
 class Plan:
-    """What a scaffold writes under ``root``: new files, and edits of files that exist (full new text)."""
+    """What a scaffold writes under ``root``: new files, and edits of files that exist (full new
+    text)."""
 
     root: Path
     # relative path -> text
@@ -43,7 +45,8 @@ class Plan:
 
 
 def write(plan: Plan, *, command: str) -> list[str]:
-    """Write ``plan``; refuses (one line, nothing written) when a file to create exists. Returns the paths."""
+    """Write ``plan``; refuses (one line, nothing written) when a file to create exists. Returns
+    the paths."""
     root = plan.root.resolve()
     for relative in [*plan.create, *plan.edit]:
         target = (root / relative).resolve()

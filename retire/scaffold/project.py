@@ -25,7 +25,8 @@ _IGNORED = (".patchlane/", ".nox/")
 
 
 def action_version() -> str:
-    """``owner/repo@vX.Y.Z`` of the Action matching this engine (``@main`` when its version is unknown)."""
+    """``owner/repo@vX.Y.Z`` of the Action matching this engine (``@main`` when its version is
+    unknown)."""
     from importlib import metadata
 
     try:
@@ -35,7 +36,8 @@ def action_version() -> str:
 
 
 def plan_init(root: Path, *, action: str | None = None, python: str | None = None) -> Plan:
-    """What ``patchlane init`` writes in ``root``; ``action`` is ``owner/repo@ref`` (default: :func:`action_version`)."""
+    """What ``patchlane init`` writes in ``root``; ``action`` is ``owner/repo@ref`` (default:
+    :func:`action_version`)."""
     action = action or action_version()
     match = _ACTION_REF.fullmatch(action)
     if match is None:

@@ -22,7 +22,8 @@ __all__ = ["check_id", "plan_shim"]
 
 
 def check_id(shim_id: str) -> str:
-    """``shim_id`` when it can name a shim: a lowercase identifier that shadows no runtime module."""
+    """``shim_id`` when it can name a shim: a lowercase identifier that shadows no runtime
+    module."""
     if not SHIM_ID.fullmatch(shim_id) or keyword.iskeyword(shim_id):
         raise InputError(
             None,
@@ -35,7 +36,8 @@ def check_id(shim_id: str) -> str:
             None,
             "ID",
             f"{shim_id!r} would shadow the runtime's module shims.{shim_id}",
-            f"pick another id (reserved: {', '.join(sorted(i for i in RESERVED_IDS if SHIM_ID.fullmatch(i)))})",
+            f"pick another id (reserved: "
+            f"{', '.join(sorted(i for i in RESERVED_IDS if SHIM_ID.fullmatch(i)))})",
         )
     return shim_id
 

@@ -48,13 +48,17 @@ def _day(moment: _dt.datetime | None) -> str:
 
 
 def _sync(repository: str) -> str:
-    return f"sync the mirror of {repository} (`patchlane mirrors sync`) where the network allows, or copy a fresher one here"
+    return (
+        f"sync the mirror of {repository} (`patchlane mirrors sync`) where the network allows, "
+        f"or copy a fresher one here"
+    )
 
 
 def _failure_action(failure: ProbeFailure, *, mirror_of: str | None = None) -> str:
     if failure.probe == "codehost" and mirror_of:
         return (
-            f"reach the code host (a GITHUB_TOKEN helps with rate limits) or add a mirror of {mirror_of} "
+            f"reach the code host (a GITHUB_TOKEN helps with rate limits) or add a mirror of "
+            f"{mirror_of} "
             "to patchlane.toml and run `patchlane mirrors sync`"
         )
     if failure.probe == "index":

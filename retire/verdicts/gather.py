@@ -46,7 +46,8 @@ def lane_index_urls(
         return (
             (url,)
             if url
-            else f"lane {lane.name}: index {pinned!r} has no URL on this host (set UV_INDEX={pinned}=<url>)"
+            else f"lane {lane.name}: index {pinned!r} has no URL on this host (set "
+            f"UV_INDEX={pinned}=<url>)"
         )
     explicit = set(sources.values())
     extras = [
@@ -64,7 +65,8 @@ def lane_index_urls(
 
 def _lock_packages(locks_dir: Path, lane_name: str) -> dict[str, str] | None:
     """{canonical name: version} of a lane's lock (None: no readable lock). A package the lock takes
-    from a git revision ([lane.revisions]) is left out: its version names no release of the index."""
+    from a git revision ([lane.revisions]) is left out: its version names no release of the
+    index."""
     from retire.locks import locking
 
     try:
@@ -113,7 +115,8 @@ def gather(
     ``client`` is an injected ``httpx.Client`` (one is made and closed when None); ``token``
     defaults to ``GITHUB_TOKEN`` / ``GH_TOKEN``; ``cache_dir`` holds the HTTP cache (None: no
     cache); ``mirrors`` is a :class:`~retire.mirrors.config.MirrorSet` (or ``{url: path}``, or a
-    folder of ``<owner>/<repo>`` clones). Each distinct probe runs once even when many shims need it.
+    folder of ``<owner>/<repo>`` clones). Each distinct probe runs once even when many shims need
+    it.
     """
     from retire.mirrors.config import MirrorSet
     from retire.probes import codehost, index, records

@@ -89,7 +89,8 @@ def _run_action(manifest, floors: Mapping[str, Version], lanes: Sequence = ()) -
     if floors:
         how += f" with {wanted} in its lock, or `patchlane bisect {manifest.id}`"
     return (
-        f"run the reproducer without the shim on {wanted or 'the newest locked release'} on {where} "
+        f"run the reproducer without the shim on {wanted or 'the newest locked release'} on "
+        f"{where} "
         f"({how}) and merge its records (`patchlane manifest merge`)"
     )
 

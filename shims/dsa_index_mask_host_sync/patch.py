@@ -28,7 +28,8 @@ LOCATIONS = (
 #: Host-syncing shapes this patch was written for.
 KNOWN_SHAPES = {
     "3bbcec71c8d33588": "seed fork dsa._scatter_topk_into_index_mask (torch.any / .any() branches)",
-    "5e313354896eb76e": "Megatron-LM main da482cf5c8..027fa4aaba dsa_masking.scatter_topk_into_index_mask",
+    "5e313354896eb76e": "Megatron-LM main da482cf5c8..027fa4aaba "
+    "dsa_masking.scatter_topk_into_index_mask",
 }
 #: Host syncs that break CUDA-graph capture when they appear in the helpers' source.
 SYNCS = ("torch.any(", ".any():", "torch.where(valid", "torch.equal(")

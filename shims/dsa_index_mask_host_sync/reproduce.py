@@ -114,8 +114,10 @@ def check(with_shim: bool) -> str:
         from importlib import metadata
 
         raise reproducer.Skip(
-            f"megatron-core {metadata.version('megatron-core')} has no sentinel-aware index-mask helper "
-            "(0.16-0.18 build the mask with a plain scatter_ in unfused_dsa_fn); nothing to reproduce"
+            f"megatron-core {metadata.version('megatron-core')} has no sentinel-aware index-mask "
+            f"helper "
+            "(0.16-0.18 build the mask with a plain scatter_ in unfused_dsa_fn); nothing to "
+            "reproduce"
         )
     print(f"# helper under test: {name}")
 

@@ -26,7 +26,8 @@ from shims.shape import unknown_shape, unpatched_source
 #: Platform.__init__ of Megatron-LM dev d48bd6be0a = 26.04-alpha.rc1 85bced0ae6 = rc2 99a108127d
 #: (one blob, b533fef7): cc[0] == 10 or ValueError.
 KNOWN_SHAPES = {
-    "ebd7bb2095ae907f": "Megatron-LM dev / 26.04-alpha.rc1,rc2 fused_linear_cross_entropy.Platform.__init__ (Blackwell only)"
+    "ebd7bb2095ae907f": "Megatron-LM dev / 26.04-alpha.rc1,rc2 "
+    "fused_linear_cross_entropy.Platform.__init__ (Blackwell only)"
 }
 #: fp32 logits elements per chunk in the torch entry (256 Mi elements = 1 GiB).
 CHUNK_ELEMENTS = 1 << 28

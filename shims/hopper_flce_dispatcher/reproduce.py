@@ -67,7 +67,8 @@ def _numerics(torch, flce, device) -> bool:
             )
             close = got.shape == want.shape and bool(torch.isfinite(got).all()) and diff <= bound
             print(
-                f"#   reduction={reduction:4s} {name:8s} {tuple(got.shape)!s:14s} max|diff| {diff:.3e} "
+                f"#   reduction={reduction:4s} {name:8s} {tuple(got.shape)!s:14s} max|diff| "
+                f"{diff:.3e} "
                 f"(bound {bound:.3e}) {'ok' if close else 'MISMATCH'}"
             )
             ok = ok and close
@@ -79,7 +80,8 @@ def check(with_shim: bool) -> str:
     flce = reproducer.require(
         "megatron.core.fusions.fused_linear_cross_entropy",
         "megatron-core",
-        hint="it exists only on Megatron-LM dev / 26.04-alpha.rc1,rc2: build megatron-core from one of those revisions",
+        hint="it exists only on Megatron-LM dev / 26.04-alpha.rc1,rc2: build megatron-core from "
+        "one of those revisions",
     )
 
     real_hopper = torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
@@ -92,7 +94,8 @@ def check(with_shim: bool) -> str:
         )
     device = "cuda" if real_hopper else "cpu"
     print(
-        f"# compute capability: {'real ' + torch.cuda.get_device_name() if real_hopper else 'faked'} 9.x"
+        f"# compute capability: "
+        f"{'real ' + torch.cuda.get_device_name() if real_hopper else 'faked'} 9.x"
     )
     flce.Platform._instance = None
     getattr(flce._get_platform, "cache_clear", lambda: None)()
@@ -110,7 +113,8 @@ def check(with_shim: bool) -> str:
             # Upstream dispatches cc 9 (NVIDIA/Megatron-LM#3345), but its entry module defines
             # nothing when its CuTe DSL imports fail.
             raise reproducer.Skip(
-                f"upstream dispatches cc 9 to its Hopper entry, unusable here ({exc}): install nvidia-cutlass-dsl"
+                f"upstream dispatches cc 9 to its Hopper entry, unusable here ({exc}): install "
+                f"nvidia-cutlass-dsl"
             ) from None
         where = getattr(platform, "entry_name", None) or getattr(
             platform.forward_func, "__module__", "?"

@@ -7,7 +7,8 @@ import functools
 from shims.shape import changed_parameters, unknown_shape, unpatched_source
 
 KNOWN_SHAPES = {
-    "b89cf4a3e0a830b1": "megatron-core 0.16.1-0.19.2 Float16Module.__init__ (module.bfloat16()/half())",
+    "b89cf4a3e0a830b1": "megatron-core 0.16.1-0.19.2 Float16Module.__init__ "
+    "(module.bfloat16()/half())",
 }
 
 #: Parameter names the Mamba-2/Mamba-3 kernels consume in fp32 (inside a *Mamba* module).

@@ -66,7 +66,8 @@ def check(with_shim: bool) -> str:
     a_true = -torch.exp(before["A_log"])
     a_used = -torch.exp(mixer.A_log.detach().float())
     print(
-        f"# decay A = -exp(A_log): max relative error {((a_used - a_true).abs() / a_true.abs()).max().item():.3e}"
+        f"# decay A = -exp(A_log): max relative error "
+        f"{((a_used - a_true).abs() / a_true.abs()).max().item():.3e}"
     )
     print(f"# in_proj.weight dtype={mixer.in_proj.weight.dtype}")
     if mixer.in_proj.weight.dtype != torch.bfloat16:

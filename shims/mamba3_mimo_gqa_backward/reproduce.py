@@ -9,7 +9,8 @@ MIMO projections fp32 [H, R, *], Angles fp32 [B, S, H, N / 4], D fp32 [H]).
 
 without: BUG_REPRODUCED when backward raises ValueError("G value of 2 is not currently supported!").
 with:    FIX_VALIDATED when backward runs and every gradient and the output match the reference:
-         the same call with Q/K expanded to G == H (head h reads group h // (H / G), what the kernels
+         the same call with Q/K expanded to G == H (head h reads group h // (H / G), what the
+kernels
          index) inside autograd, so autograd itself sums the per-head dQ/dK over each group.
 
 A mamba-ssm installed with MAMBA_SKIP_CUDA_BUILD=TRUE has no selective_scan_cuda, which the package
@@ -49,7 +50,8 @@ def _load_api():
         # mamba_ssm/__init__ imports the CUDA extensions (and, on main, the HF model helpers); the
         # TileLang Mamba-3 ops need none of it.
         print(
-            f"# importing mamba_ssm/__init__ failed ({exc}); loading the TileLang Mamba-3 ops without it"
+            f"# importing mamba_ssm/__init__ failed ({exc}); loading the TileLang Mamba-3 ops "
+            f"without it"
         )
     spec = importlib.util.find_spec("mamba_ssm")
     package = types.ModuleType("mamba_ssm")
@@ -131,7 +133,8 @@ def check(with_shim: bool) -> str:
         raise
     ref_out, ref_grads = _run(api, torch, inputs, dout, expand=True)
     print(
-        f"# backward with G={G}, H={H} ran; dQ {tuple(grads['Q'].shape)}, dK {tuple(grads['K'].shape)}"
+        f"# backward with G={G}, H={H} ran; dQ {tuple(grads['Q'].shape)}, dK "
+        f"{tuple(grads['K'].shape)}"
     )
     ok = set(grads) == set(ref_grads)
     pairs = [("out", out, ref_out)] + [
@@ -144,7 +147,8 @@ def check(with_shim: bool) -> str:
         scale = want.abs().max().item()
         close = finite and got.shape == want.shape and diff <= 1e-2 * max(scale, 1e-3)
         print(
-            f"#   {name:10s} {tuple(got.shape)!s:22s} max|diff| {diff:.3e}  max|ref| {scale:.3e}  {'ok' if close else 'MISMATCH'}"
+            f"#   {name:10s} {tuple(got.shape)!s:22s} max|diff| {diff:.3e}  max|ref| {scale:.3e}  "
+            f"{'ok' if close else 'MISMATCH'}"
         )
         ok = ok and close
     return reproducer.FIX_VALIDATED if ok else reproducer.BUG_REPRODUCED

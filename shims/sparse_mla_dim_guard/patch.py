@@ -19,7 +19,10 @@ EDITS = (
         [
             (
                 "if query.size(-1) != 576 or v_channels != 512:",
-                "if v_channels % 16 != 0 or query.size(-1) <= v_channels or (query.size(-1) - v_channels) % 16 != 0:",
+                (
+                    "if v_channels % 16 != 0 or query.size(-1) <= v_channels or (query.size(-1) - "
+                    "v_channels) % 16 != 0:"
+                ),
                 1,
             ),
             (
@@ -105,7 +108,10 @@ def probe(module) -> str | None:
     if getattr(module, "SparseMLA", None) is None:
         # no TileLang: the fused SparseMLA path does not exist, nothing to widen
         return None
-    return "fused SparseMLA admits only dim_plus_tail_dim=576, v_channels=512; other MLA dims fall back to the unfused path"
+    return (
+        "fused SparseMLA admits only dim_plus_tail_dim=576, v_channels=512; other MLA dims fall "
+        "back to the unfused path"
+    )
 
 
 def apply(module) -> None:

@@ -2,7 +2,8 @@
 
 A non-DeepSeek absorbed MLA: d_total = 128 (64 latent + 64 rope tail), v_channels = 64, 16 heads,
 sq = skv = 4096, top-k 256, bf16 query [sq, b, np, 128], key [skv, b, 1, 128], indices
-[b, sq, topk] (a causal top-k, -1 padded). Calls megatron-core's dispatcher fused_sparse_mla_absorbed, the hook DSA's
+[b, sq, topk] (a causal top-k, -1 padded). Calls megatron-core's dispatcher
+fused_sparse_mla_absorbed, the hook DSA's
 _run_sparse_attention tries before it falls back to _unfused_absorbed_dsa_fn.
 
 without: BUG_REPRODUCED when the dispatcher returns None; then runs the unfused fallback forward
@@ -44,7 +45,8 @@ def _inputs(torch):
 
 
 def _measured(torch, fn, query, key):
-    """fn(q, k) forward + backward under a fresh peak counter: (out, dq, dk, peak bytes above start)."""
+    """fn(q, k) forward + backward under a fresh peak counter: (out, dq, dk, peak bytes above
+    start)."""
     q = query.detach().clone().requires_grad_(True)
     k = key.detach().clone().requires_grad_(True)
     torch.cuda.synchronize()
@@ -85,7 +87,8 @@ def check(with_shim: bool) -> str:
     out, dq, dk, fused_peak = _measured(torch, fused, query, key)
     ref, ref_dq, ref_dk, unfused_peak = _measured(torch, unfused, query, key)
     print(
-        f"# unfused fallback (_unfused_absorbed_dsa_fn) fwd+bwd peak: {unfused_peak / 2**20:.0f} MiB"
+        f"# unfused fallback (_unfused_absorbed_dsa_fn) fwd+bwd peak: {unfused_peak / 2**20:.0f} "
+        f"MiB"
     )
     if out is None:
         print(
@@ -104,7 +107,8 @@ def check(with_shim: bool) -> str:
         bound = 2e-2 * max(want.abs().max().item(), 1e-6)
         close = bool(torch.isfinite(got).all()) and diff <= bound
         print(
-            f"#   fused vs unfused {name}: {tuple(got.shape)} max|diff| {diff:.3e} (bound {bound:.3e}) "
+            f"#   fused vs unfused {name}: {tuple(got.shape)} max|diff| {diff:.3e} (bound "
+            f"{bound:.3e}) "
             f"{'ok' if close else 'MISMATCH'}"
         )
         ok = ok and close

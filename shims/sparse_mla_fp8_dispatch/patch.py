@@ -60,8 +60,10 @@ def apply(module) -> None:
             if not _warned:
                 _warned = True
                 warnings.warn(
-                    "patchlane sparse_mla_fp8_dispatch: FP8 QuantizedTensor inputs to SparseMLA are "
-                    "dequantized to bf16 (no FP8 SparseMLA variant registered); the FP8 storage win is lost",
+                    "patchlane sparse_mla_fp8_dispatch: FP8 QuantizedTensor inputs to SparseMLA "
+                    "are "
+                    "dequantized to bf16 (no FP8 SparseMLA variant registered); the FP8 storage "
+                    "win is lost",
                     RuntimeWarning,
                     stacklevel=2,
                 )

@@ -58,7 +58,8 @@ def _describe(name, tensor) -> None:
         pointer = f"raises {str(exc).splitlines()[0]!r}"
     print(
         f"# {name}: {type(tensor).__name__}, .dtype reports {tensor.dtype}, "
-        f"._data is {getattr(storage, 'dtype', None)} at 0x{storage.data_ptr():x}, .data_ptr() {pointer}"
+        f"._data is {getattr(storage, 'dtype', None)} at 0x{storage.data_ptr():x}, .data_ptr() "
+        f"{pointer}"
         if storage is not None
         else f"# {name}: {type(tensor).__name__}, .dtype {tensor.dtype}, .data_ptr() {pointer}"
     )
@@ -103,12 +104,14 @@ def check(with_shim: bool) -> str:
             out = tilelang_dsa.fused_sparse_mla_absorbed(q8, k8, topk, scale, D_V)
         except (RuntimeError, ValueError, TypeError) as exc:
             print(
-                f"# fused SparseMLA on Float8Tensor inputs failed: {type(exc).__name__}: {str(exc).splitlines()[0]}"
+                f"# fused SparseMLA on Float8Tensor inputs failed: {type(exc).__name__}: "
+                f"{str(exc).splitlines()[0]}"
             )
             return reproducer.BUG_REPRODUCED
     decision = [str(w.message) for w in caught if "sparse_mla_fp8_dispatch" in str(w.message)]
     print(
-        f"# dispatcher returned {None if out is None else (type(out).__name__, str(out.dtype), tuple(out.shape))}; "
+        f"# dispatcher returned "
+        f"{None if out is None else (type(out).__name__, str(out.dtype), tuple(out.shape))}; "
         f"explicit FP8 decision: {decision[0] if decision else 'none'}"
     )
     if out is None:
@@ -118,11 +121,13 @@ def check(with_shim: bool) -> str:
         reference.float().abs().max().item(), 1e-6
     )
     print(
-        f"# output vs the bf16 kernel on the dequantised values: max|diff| {diff:.3e} -> {'equal' if same else 'DIFFERENT'}"
+        f"# output vs the bf16 kernel on the dequantised values: max|diff| {diff:.3e} -> "
+        f"{'equal' if same else 'DIFFERENT'}"
     )
     if not decision:
         print(
-            "# the kernel ran on a bf16 copy the dispatcher made without deciding to: FP8 storage silently dropped"
+            "# the kernel ran on a bf16 copy the dispatcher made without deciding to: FP8 storage "
+            "silently dropped"
         )
         return reproducer.BUG_REPRODUCED
     return reproducer.FIX_VALIDATED if same else reproducer.BUG_REPRODUCED

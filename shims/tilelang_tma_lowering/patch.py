@@ -63,7 +63,10 @@ def probe(module) -> str | None:
     cache, _ = _targets(module)
     if getattr(cache.cached, _PATCHED, False) or not _enabled():
         return None
-    return f"{ENV}=1 is set but tilelang ignores the variable: TMA lowering stays on unless each kernel opts out"
+    return (
+        f"{ENV}=1 is set but tilelang ignores the variable: TMA lowering stays on unless each "
+        f"kernel opts out"
+    )
 
 
 def apply(module) -> None:

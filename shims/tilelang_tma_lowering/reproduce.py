@@ -161,7 +161,8 @@ def check(with_shim: bool) -> str:
     except Exception as exc:
         lines = [line for line in str(exc).strip().splitlines() if line.strip()]
         print(
-            f"# compile with TMA lowering failed: {type(exc).__name__}: {lines[-1] if lines else exc!r}"
+            f"# compile with TMA lowering failed: {type(exc).__name__}: "
+            f"{lines[-1] if lines else exc!r}"
         )
         return reproducer.BUG_REPRODUCED
     source = kernel.get_kernel_source()

@@ -212,7 +212,8 @@ class CodeHost:
                 found,
                 None
                 if found
-                else f"Could not resolve to a Repository with the name '{args.get('owner')}/{args.get('name')}'.",
+                else f"Could not resolve to a Repository with the name "
+                f"'{args.get('owner')}/{args.get('name')}'.",
             )
 
         with self._lock:
@@ -235,7 +236,8 @@ def _handler(host: CodeHost):
             pass
 
         def _begin(self, etag: str | None) -> tuple[str, Fault | None, bool]:
-            """Record the request, wait the latency, send an injected fault: (path, fault, answered)."""
+            """Record the request, wait the latency, send an injected fault: (path, fault,
+            answered)."""
             path = urlsplit(self.path).path
             with host._lock:
                 host.requests.append((path, etag, self.headers.get("Authorization")))

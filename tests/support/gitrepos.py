@@ -44,7 +44,8 @@ class Upstream:
 
 
 def make_upstream(path: Path) -> Upstream:
-    """v1.0 → fix branch merged with a merge commit → v1.1 (+ a non-release tag) → an unreleased commit."""
+    """v1.0 → fix branch merged with a merge commit → v1.1 (+ a non-release tag) → an unreleased
+    commit."""
     path.mkdir(parents=True)
     git(path, "init", "-q", "-b", "main")
     first = commit(path, "toylib.py", "def add(a, b):\n    return a - b\n", "toylib 1.0")
@@ -104,8 +105,10 @@ class PackageRepo:
 
 
 def make_package_repo(path: Path, build_requires: tuple[str, ...] = ()) -> PackageRepo:
-    """A tiny pure-Python package ``toyrev`` (pyproject + module) in two commits, tagged v1.0 and v1.1;
-    ``build_requires`` is what its ``[build-system]`` asks a frontend to install (the backend needs none)."""
+    """A tiny pure-Python package ``toyrev`` (pyproject + module) in two commits, tagged v1.0 and
+    v1.1;
+    ``build_requires`` is what its ``[build-system]`` asks a frontend to install (the backend
+    needs none)."""
     (path / "_build").mkdir(parents=True)
     (path / "toyrev").mkdir()
     git(path, "init", "-q", "-b", "main")

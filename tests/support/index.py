@@ -127,7 +127,8 @@ def _file_json(base: str, entry: IndexFile, upload_times: bool = True) -> dict:
 
 def project_page(index: PackageIndex, entries: list[IndexFile], files_url: str) -> str:
     """The PEP 503 page of one project: an anchor per file, its hash in the fragment, the
-    ``data-*`` attributes of PEP 592 / 503 / 714 (and ``data-upload-time`` when the index has them)."""
+    ``data-*`` attributes of PEP 592 / 503 / 714 (and ``data-upload-time`` when the index has
+    them)."""
     rows = []
     for e in entries:
         attrs = ""
@@ -147,9 +148,8 @@ def project_page(index: PackageIndex, entries: list[IndexFile], files_url: str) 
             f'<a href="{files_url}{e.path.name}#sha256={e.sha256}"{attrs}>{e.path.name}</a>'
         )
     return (
-        '<!DOCTYPE html>\n<html><head><meta name="pypi:repository-version" content="1.0"></head><body>\n'
-        + "\n".join(rows)
-        + "\n</body></html>\n"
+        '<!DOCTYPE html>\n<html><head><meta name="pypi:repository-version" '
+        'content="1.0"></head><body>\n' + "\n".join(rows) + "\n</body></html>\n"
     )
 
 

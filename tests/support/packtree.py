@@ -86,7 +86,8 @@ def pack_toml(
 
 
 class PackProject:
-    """``root/shims/<id>``, ``root/packs/deny.toml``, ``root/validation/manifest.jsonl``; toylib in ``site``."""
+    """``root/shims/<id>``, ``root/packs/deny.toml``, ``root/validation/manifest.jsonl``; toylib
+    in ``site``."""
 
     def __init__(self, tmp_path: Path) -> None:
         self.tmp = tmp_path

@@ -70,7 +70,8 @@ def shim_manifest(
 def lane_toml(name: str, shims: list[str]) -> str:
     listed = ", ".join(f'"{s}"' for s in shims)
     return (
-        f'[lane]\ndescription = "{name} lane"\npython = "3.12"\nplatform = "x86_64-manylinux_2_28"\n'
+        f'[lane]\ndescription = "{name} lane"\npython = "3.12"\nplatform = '
+        f'"x86_64-manylinux_2_28"\n'
         f'requirements = ["toylib==1.0"]\nshims = [{listed}]\n'
     )
 
@@ -82,7 +83,8 @@ def write_lanes(root: Path, lanes: dict[str, list[str]]) -> None:
         lock = root / "locks" / name / "pylock.toml"
         lock.parent.mkdir(parents=True, exist_ok=True)
         lock.write_text(
-            'lock-version = "1.0"\ncreated-by = "test"\n\n[[packages]]\nname = "toylib"\nversion = "1.0"\n'
+            'lock-version = "1.0"\ncreated-by = "test"\n\n[[packages]]\nname = "toylib"\nversion = '
+            '"1.0"\n'
         )
 
 

@@ -87,7 +87,8 @@ class Project:
         index = f'\n[lane.indexes.main]\nurl = "{index_url}"\ndefault = true\n' if index_url else ""
         shim_list = ", ".join(f'"{s}"' for s in shims)
         (self.root / "lanes" / f"{name}.toml").write_text(
-            f'[lane]\npython = "3.12"\nplatform = "linux"\nrequirements = ["toylib"]\nshims = [{shim_list}]\n{index}'
+            f'[lane]\npython = "3.12"\nplatform = "linux"\nrequirements = ["toylib"]\nshims = '
+            f"[{shim_list}]\n{index}"
         )
         if packages is not None:
             lock = self.root / "locks" / name / "pylock.toml"
@@ -153,4 +154,7 @@ def pr_released(url: str) -> str:
 
 
 def commit_in_tag(repository: str, commit: str) -> str:
-    return f'\n[[retirement.conditions]]\nkind = "commit-in-tag"\nrepository = "{repository}"\ncommit = "{commit}"\n'
+    return (
+        f'\n[[retirement.conditions]]\nkind = "commit-in-tag"\nrepository = '
+        f'"{repository}"\ncommit = "{commit}"\n'
+    )
