@@ -8,9 +8,8 @@ Where things live in a project (``root``):
 - ``validation/manifest.jsonl`` reproducer runs: the only evidence that a pack is ready.
 
 Nothing here files anything: ``retire.packs.export`` writes files for a human to post, ``filed``
-records what
-they posted. ``patchlane pack …`` is ``retire.commands.pack``; :func:`filing_queue` and
-:func:`markdown_section` feed the weekly report.
+records what they posted. ``patchlane pack …`` is ``retire.commands.pack``; :func:`filing_queue`
+and :func:`markdown_section` feed the weekly report.
 """
 
 from __future__ import annotations
