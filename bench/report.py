@@ -195,7 +195,10 @@ def inputs(seed: int = 6) -> dict:
     verdicts = _verdicts(rng, manifests, lanes)
     history = [
         report_model.BurnPoint(
-            report_model.iso_week(NOW.date() - _dt.timedelta(weeks=w)), 400 + w, None, "git"
+            report_model.iso_week(NOW.date() - _dt.timedelta(weeks=w)),
+            400 + w,
+            None,
+            report_model.BurnSource.GIT,
         )
         for w in range(1, 80)
     ]

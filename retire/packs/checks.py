@@ -18,7 +18,7 @@ from packaging.utils import canonicalize_name
 from retire.evidence.validation import Mode, RunOutcome, ValidationRecord
 from retire.packs.model import Pack, github_repository, pinned_ref
 from shims import tomlreader
-from shims.manifest import ShimManifest
+from shims.model import ShimManifest
 from shims.reproducer import Sentinel
 
 __all__ = [

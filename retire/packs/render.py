@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from string import Template
 
 from retire.packs.model import CATEGORIES, Pack, PackSpec
-from shims.manifest import ShimManifest
+from shims.model import ShimManifest
 
 __all__ = ["TEMPLATES", "codify", "markdown_text", "render", "table_cell", "unwrap"]
 

@@ -48,7 +48,8 @@ from retire.packs.waves import (
     plan_wave,
 )
 from shims import tomlreader
-from shims.manifest import ShimManifest, load_manifest
+from shims.manifest import load_manifest
+from shims.model import ShimManifest
 
 __all__ = [
     "LoadedPack",

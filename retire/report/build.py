@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from retire.core import times
-from retire.evidence.validation import PROVING, Mode, ShimOutcome
+from retire.evidence.validation import PROVING, Mode, ShimOutcome, ValidationRecord
 from retire.evidence.values import (
     ExecutionHistory,
     IssueState,
@@ -17,9 +18,11 @@ from retire.evidence.values import (
     ReleaseList,
     TagContainment,
 )
+from retire.lanes.model import Lane
 from retire.report.model import (
     BURNDOWN_WEEKS,
     BurnPoint,
+    BurnSource,
     Cell,
     Changes,
     Headline,
@@ -34,11 +37,13 @@ from retire.report.model import (
     week_bounds,
 )
 from retire.runs.lanerun import judge
+from retire.verdicts.model import Decision, FlagKind, Verdict
+from shims.model import RetirementCondition, ShimManifest
 
 __all__ = ["build", "build_matrix", "evidence_line", "merge_burndown"]
 
 
-def _stamp(record) -> RunStamp:
+def _stamp(record: ValidationRecord) -> RunStamp:
     host = record.host or {}
     gpu = host.get("gpu")
     return RunStamp(
@@ -52,14 +57,15 @@ def _stamp(record) -> RunStamp:
     )
 
 
-def _condition_words(condition) -> str:
+def _condition_words(condition: RetirementCondition) -> str:
     if condition.kind == "version-floor":
         return f"{condition.distribution} {condition.version} released"
     if condition.kind == "pr-released":
         return f"{short_link(condition.url)} merged and released"
     if condition.kind == "commit-in-tag":
         return (
-            f"commit {condition.commit[:10]} of {short_link(condition.repository)} in a release tag"
+            f"commit {(condition.commit or '?')[:10]} of {short_link(condition.repository)} "
+            "in a release tag"
         )
     return "reproducer clean without the shim"
 
@@ -95,7 +101,7 @@ def evidence_line(value: object) -> str:
     return f"{type(value).__name__}"
 
 
-def _latest(records: Iterable, mode: str):
+def _latest(records: Iterable[ValidationRecord], mode: Mode) -> ValidationRecord | None:
     best = None
     for record in records:
         if record.mode == mode and (best is None or record.started_at >= best.started_at):
@@ -103,7 +109,9 @@ def _latest(records: Iterable, mode: str):
     return best
 
 
-def _pair(records: Sequence):
+def _pair(
+    records: Sequence[ValidationRecord],
+) -> tuple[ValidationRecord | None, ValidationRecord | None]:
     """The latest without-shim run and the with-shim run that belongs to it."""
     without = _latest(records, Mode.WITHOUT)
     if without is None:
@@ -116,7 +124,9 @@ def _pair(records: Sequence):
 
 
 def build_matrix(
-    lanes: Sequence, shim_ids: Sequence[str], records_by_cell: Mapping[tuple[str, str], list]
+    lanes: Sequence[Lane],
+    shim_ids: Sequence[str],
+    records_by_cell: Mapping[tuple[str, str], Sequence[ValidationRecord]],
 ) -> Matrix:
     """The lane × shim matrix from the latest records of each (shim, lane). Pure."""
     defined = [lane.name for lane in lanes]
@@ -124,15 +134,16 @@ def build_matrix(
     order = tuple(defined + extra)
     known = set(shim_ids)
     cells: dict[tuple[str, str], Cell] = {}
-    for (shim, lane), group in records_by_cell.items():
-        if shim not in known:
-            continue
+    for (shim, lane_name), group in records_by_cell.items():
         without, with_shim = _pair(group)
-        outcome, why = judge(without, with_shim)
         anchor = without or with_shim
-        cells[(shim, lane)] = Cell(
+        # an empty group: nothing ran there, so there is nothing to judge
+        if shim not in known or anchor is None:
+            continue
+        outcome, why = judge(without, with_shim)
+        cells[(shim, lane_name)] = Cell(
             shim,
-            lane,
+            lane_name,
             outcome,
             why,
             anchor.started_at[:10],
@@ -154,7 +165,10 @@ def _changes(previous: PreviousReport | None, rows: Sequence[ShimRow], matrix: M
     broken_now = {(c.shim, c.lane): c.outcome for c in matrix.cells.values() if c.broken}
     if previous is None:
         return Changes(
-            None, newly_broken=tuple((s, l, o) for (s, l), o in sorted(broken_now.items()))
+            None,
+            newly_broken=tuple(
+                (shim, lane, outcome) for (shim, lane), outcome in sorted(broken_now.items())
+            ),
         )
     now = {row.shim: row for row in rows}
     new = tuple(s for s in now if s not in previous.verdicts)
@@ -165,7 +179,9 @@ def _changes(previous: PreviousReport | None, rows: Sequence[ShimRow], matrix: M
         if s in previous.verdicts and previous.verdicts[s] != row.verdict
     )
     newly = tuple(
-        (s, l, o) for (s, l), o in sorted(broken_now.items()) if (s, l) not in previous.broken
+        (shim, lane, outcome)
+        for (shim, lane), outcome in sorted(broken_now.items())
+        if (shim, lane) not in previous.broken
     )
     repaired = tuple(
         sorted(cell for cell in previous.broken if cell not in broken_now and cell[0] in now)
@@ -176,7 +192,7 @@ def _changes(previous: PreviousReport | None, rows: Sequence[ShimRow], matrix: M
 def merge_burndown(history: Iterable[BurnPoint], current: BurnPoint) -> tuple[BurnPoint, ...]:
     """One point per week: a report's own count beats git's for its week; ``current`` is last."""
     by_week: dict[str, BurnPoint] = {}
-    rank = {"git": 0, "report": 1, "now": 2}
+    rank = {source: order for order, source in enumerate(BurnSource)}
     for point in (*history, current):
         if point.week > current.week:
             continue
@@ -187,17 +203,126 @@ def merge_burndown(history: Iterable[BurnPoint], current: BurnPoint) -> tuple[Bu
     return tuple(ordered[-BURNDOWN_WEEKS:])
 
 
-def _missing_verdict(shim: str):
-    from retire.verdicts.model import Verdict
+def _missing_verdict(shim: str) -> Verdict:
+    return Verdict(shim, Decision.UNKNOWN, "no verdict: the probes returned nothing for this shim")
 
-    return Verdict(shim, "unknown", "no verdict: the probes returned nothing for this shim")
+
+@dataclass(frozen=True)
+class _Runs:
+    """The validation records grouped as the report reads them, and the matrix built from them."""
+
+    by_shim: Mapping[str, Sequence[ValidationRecord]]
+    matrix: Matrix
+    # shim → its broken lanes, in the matrix's lane order
+    broken: Mapping[str, tuple[str, ...]]
+
+
+def _group_runs(
+    lanes: Sequence[Lane], shim_ids: Sequence[str], records: Iterable[ValidationRecord]
+) -> _Runs:
+    by_shim: dict[str, list[ValidationRecord]] = {}
+    by_cell: dict[tuple[str, str], list[ValidationRecord]] = {}
+    for record in records:
+        by_shim.setdefault(record.shim, []).append(record)
+        by_cell.setdefault((record.shim, record.lane), []).append(record)
+    matrix = build_matrix(lanes, shim_ids, by_cell)
+    broken: dict[str, list[str]] = {}
+    for cell in matrix.cells.values():
+        if cell.broken:
+            broken.setdefault(cell.shim, []).append(cell.lane)
+    lane_order = {lane: i for i, lane in enumerate(matrix.lanes)}
+    return _Runs(
+        by_shim,
+        matrix,
+        {shim: tuple(sorted(found, key=lane_order.__getitem__)) for shim, found in broken.items()},
+    )
+
+
+def _last_runs(
+    mine: Sequence[ValidationRecord], records_failure: str | None
+) -> tuple[RunStamp | None, RunStamp | None]:
+    """The shim's last proving run and its last run of any kind (stamped unreadable when the
+    records could not be read: "never run" would be a claim the report cannot make)."""
+    proven = [r for r in mine if r.outcome in PROVING]
+    last_proven = _stamp(max(proven, key=lambda r: r.started_at)) if proven else None
+    last_run = _stamp(max(mine, key=lambda r: r.started_at)) if mine else None
+    if records_failure and last_run is None:
+        last_run = RunStamp(
+            "?", None, "?", "", "unknown", "-", f"records unreadable: {records_failure}"
+        )
+    return last_proven, last_run
+
+
+def _row(
+    manifest: ShimManifest,
+    verdict: Verdict,
+    lanes: Sequence[Lane],
+    runs: _Runs,
+    *,
+    as_of: _dt.date,
+    previous_broken: frozenset[tuple[str, str]] | None,
+    records_failure: str | None,
+) -> ShimRow:
+    last_proven, last_run = _last_runs(runs.by_shim.get(manifest.id, []), records_failure)
+    broken = runs.broken.get(manifest.id, ())
+    newly = tuple(
+        lane
+        for lane in broken
+        if previous_broken is None or (manifest.id, lane) not in previous_broken
+    )
+    return ShimRow(
+        shim=manifest.id,
+        title=manifest.title,
+        fix_class=manifest.fix_class,
+        owner=manifest.owner,
+        created=manifest.created,
+        age_days=(as_of - manifest.created).days,
+        upstream_status=manifest.upstream.status,
+        links=tuple((link.role, link.url) for link in manifest.upstream.links),
+        verdict=verdict.decision,
+        why=verdict.why,
+        retirement_mode=manifest.retirement.mode,
+        retire_when=tuple(_condition_words(c) for c in manifest.retirement.conditions),
+        conditions=tuple((c.kind, c.state, c.why) for c in verdict.conditions),
+        failures=tuple(str(f) for f in verdict.failures),
+        floors=tuple(verdict.floors),
+        lanes=tuple(verdict.lanes)
+        or tuple(lane.name for lane in lanes if manifest.id in lane.shims),
+        last_proven=last_proven,
+        last_run=last_run,
+        broken_lanes=broken,
+        newly_broken_lanes=newly,
+        evidence=tuple(evidence_line(e) for e in (*verdict.evidence, *verdict.failures)),
+        action=verdict.action,
+        flags=tuple((f.kind, f.text) for f in verdict.flags),
+    )
+
+
+def _headline(rows: Sequence[ShimRow]) -> Headline:
+    def decided(decision: Decision) -> int:
+        return sum(r.verdict == decision for r in rows)
+
+    def flagged(kind: FlagKind) -> int:
+        return sum(r.flagged(kind) for r in rows)
+
+    return Headline(
+        carried=len(rows),
+        retire=decided(Decision.RETIRE),
+        newly_broken=sum(bool(r.newly_broken_lanes) for r in rows),
+        unknown=decided(Decision.UNKNOWN),
+        broken=sum(bool(r.broken_lanes) for r in rows),
+        keep=decided(Decision.KEEP),
+        stale=flagged(FlagKind.STALE),
+        drift=flagged(FlagKind.DRIFT),
+        never_run=sum(r.never_run for r in rows),
+    )
 
 
 def build(
-    manifests: Sequence,
-    lanes: Sequence,
-    verdicts: Sequence,
-    records: Sequence,
+    manifests: Sequence[ShimManifest],
+    lanes: Sequence[Lane],
+    verdicts: Sequence[Verdict],
+    records: Sequence[ValidationRecord],
     *,
     week: str,
     now: _dt.datetime,
@@ -211,102 +336,44 @@ def build(
     then no row is called "never run" (that would be a claim the report cannot make)."""
     week = parse_week(week)
     as_of = min(now.date(), week_bounds(week)[1])
-    manifests = sorted(manifests, key=lambda m: m.id)
+    ordered = sorted(manifests, key=lambda m: m.id)
     by_verdict = {v.shim: v for v in verdicts}
-    shim_ids = [m.id for m in manifests]
-
-    by_shim: dict[str, list] = {}
-    by_cell: dict[tuple[str, str], list] = {}
-    for record in records:
-        by_shim.setdefault(record.shim, []).append(record)
-        by_cell.setdefault((record.shim, record.lane), []).append(record)
-    matrix = build_matrix(lanes, shim_ids, by_cell)
-    broken_by_shim: dict[str, list[str]] = {}
-    for cell in matrix.cells.values():
-        if cell.broken:
-            broken_by_shim.setdefault(cell.shim, []).append(cell.lane)
-    lane_order = {lane: i for i, lane in enumerate(matrix.lanes)}
-    previous_broken = previous.broken if previous is not None else None
-
-    rows = []
-    for manifest in manifests:
-        verdict = by_verdict.get(manifest.id) or _missing_verdict(manifest.id)
-        mine = by_shim.get(manifest.id, [])
-        proven = [r for r in mine if r.outcome in PROVING]
-        last_proven = _stamp(max(proven, key=lambda r: r.started_at)) if proven else None
-        last_run = _stamp(max(mine, key=lambda r: r.started_at)) if mine else None
-        if records_failure and last_run is None:
-            last_run = RunStamp(
-                "?", None, "?", "", "unknown", "-", f"records unreadable: {records_failure}"
-            )
-        broken = tuple(sorted(broken_by_shim.get(manifest.id, []), key=lane_order.__getitem__))
-        newly = tuple(
-            l for l in broken if previous_broken is None or (manifest.id, l) not in previous_broken
+    chosen = [by_verdict.get(m.id) or _missing_verdict(m.id) for m in ordered]
+    runs = _group_runs(lanes, [m.id for m in ordered], records)
+    rows = tuple(
+        _row(
+            manifest,
+            verdict,
+            lanes,
+            runs,
+            as_of=as_of,
+            previous_broken=previous.broken if previous is not None else None,
+            records_failure=records_failure,
         )
-        rows.append(
-            ShimRow(
-                shim=manifest.id,
-                title=manifest.title,
-                fix_class=manifest.fix_class,
-                owner=manifest.owner,
-                created=manifest.created,
-                age_days=(as_of - manifest.created).days,
-                upstream_status=manifest.upstream.status,
-                links=tuple((link.role, link.url) for link in manifest.upstream.links),
-                verdict=str(verdict.decision),
-                why=verdict.why,
-                retirement_mode=manifest.retirement.mode,
-                retire_when=tuple(_condition_words(c) for c in manifest.retirement.conditions),
-                conditions=tuple((c.kind, str(c.state), c.why) for c in verdict.conditions),
-                failures=tuple(str(f) for f in verdict.failures),
-                floors=tuple(verdict.floors),
-                lanes=tuple(verdict.lanes)
-                or tuple(l.name for l in lanes if manifest.id in l.shims),
-                last_proven=last_proven,
-                last_run=last_run,
-                broken_lanes=broken,
-                newly_broken_lanes=newly,
-                evidence=tuple(evidence_line(e) for e in (*verdict.evidence, *verdict.failures)),
-                action=verdict.action,
-                flags=tuple((str(f.kind), f.text) for f in verdict.flags),
-            )
-        )
-    rows_t = tuple(rows)
-    count = {kind: sum(r.verdict == kind for r in rows_t) for kind in ("keep", "retire", "unknown")}
-    count.update({kind: sum(r.flagged(kind) for r in rows_t) for kind in ("stale", "drift")})
-    headline = Headline(
-        carried=len(rows_t),
-        retire=count["retire"],
-        newly_broken=sum(bool(r.newly_broken_lanes) for r in rows_t),
-        unknown=count["unknown"],
-        broken=sum(bool(r.broken_lanes) for r in rows_t),
-        keep=count["keep"],
-        stale=count["stale"],
-        drift=count["drift"],
-        never_run=sum(r.never_run for r in rows_t),
+        for manifest, verdict in zip(ordered, chosen, strict=True)
     )
-    burndown = merge_burndown(history, BurnPoint(week, headline.carried, headline.retire, "now"))
+    headline = _headline(rows)
+    current = BurnPoint(week, headline.carried, headline.retire, BurnSource.NOW)
     return Report(
         week=week,
         generated_at=times.to_utc(now).isoformat(timespec="seconds"),
         as_of=as_of,
         headline=headline,
-        rows=rows_t,
-        matrix=matrix,
-        changes=_changes(previous, rows_t, matrix),
-        burndown=burndown,
+        rows=rows,
+        matrix=runs.matrix,
+        changes=_changes(previous, rows, runs.matrix),
+        burndown=merge_burndown(history, current),
         notes=tuple(notes),
         filing_queue=filing_queue,
-        verdicts=tuple(
-            _verdict_json(by_verdict.get(m.id) or _missing_verdict(m.id)) for m in manifests
-        ),
+        verdicts=tuple(_verdict_json(verdict) for verdict in chosen),
     )
 
 
-def _verdict_json(verdict) -> dict:
+def _verdict_json(verdict: Verdict) -> dict[str, object]:
     try:
         return verdict.to_json()
-    except Exception as exc:  # noqa: BLE001 - evidence that will not serialise must not cost the report
+    # evidence that will not serialise must not cost the report
+    except Exception as exc:  # noqa: BLE001
         return {
             "shim": verdict.shim,
             "verdict": str(verdict.decision),

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from retire.evidence.validation import FAULTED, FIXED, PROVING, Mode, RunOutcome, ValidationRecord
-from shims.manifest import ShimManifest
+from shims.model import ShimManifest
 
 __all__ = ["CatalogueRow", "LaneProof", "build", "render_markdown"]
 

@@ -15,7 +15,14 @@ from pathlib import Path
 from retire.core.errors import InputError
 from retire.core.git import Git, GitError
 from retire.core.project import contained
-from retire.report.model import BurnPoint, PreviousReport, iso_week, parse_week, week_bounds
+from retire.report.model import (
+    BurnPoint,
+    BurnSource,
+    PreviousReport,
+    iso_week,
+    parse_week,
+    week_bounds,
+)
 from shims.tomlreader import read_text
 
 __all__ = ["History", "git_burndown", "read_previous_reports"]
@@ -97,7 +104,7 @@ def read_previous_reports(folder: str | os.PathLike[str], before_week: str) -> H
 
 
 def report_points(reports: tuple[PreviousReport, ...]) -> list[BurnPoint]:
-    return [BurnPoint(r.week, r.carried, r.candidates, "report") for r in reports]
+    return [BurnPoint(r.week, r.carried, r.candidates, BurnSource.REPORT) for r in reports]
 
 
 def git_burndown(
@@ -146,7 +153,7 @@ def git_burndown(
             ).timestamp()
             index = bisect.bisect_left(times, end) - 1
             if index >= 0:
-                points.append(BurnPoint(week, count(touching[index][0]), None, "git"))
+                points.append(BurnPoint(week, count(touching[index][0]), None, BurnSource.GIT))
             week = iso_week(sunday + _dt.timedelta(days=1))
         note = None
         if repo.is_shallow():

@@ -12,8 +12,16 @@ import datetime as _dt
 from html import escape
 
 from retire.report.mdhtml import to_html as markdown_html
-from retire.report.model import CELL_OUTCOMES, BurnPoint, Report, ShimRow, short_link
-from retire.report.vocabulary import OUTCOMES, PLAIN, VERDICTS
+from retire.report.model import (
+    CELL_OUTCOMES,
+    BurnPoint,
+    BurnSource,
+    Chase,
+    Report,
+    ShimRow,
+    short_link,
+)
+from retire.report.vocabulary import OUTCOMES, PLAIN, VERDICTS, condition
 
 __all__ = ["OUTCOME_COLOURS", "VERDICT_COLOURS", "to_html"]
 
@@ -59,15 +67,27 @@ DECORATION = ("#e2e8f0", "#fdba74", "#f59e0b", "#94a3b8", "#86efac", "#cbd5e1", 
 _CSS = """
 :root { --ink:#0f172a; --muted:#475569; --line:#e2e8f0; --paper:#ffffff; --wash:#f8fafc; }
 * { box-sizing: border-box; }
-body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
-       color: var(--ink); background: var(--wash); }
+body {
+  margin: 0;
+  font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
+  color: var(--ink); background: var(--wash);
+}
 main { max-width: 1320px; margin: 0 auto; padding: 24px 28px 48px; overflow-wrap: anywhere; }
 header h1 { font-size: 26px; margin: 0 0 2px; letter-spacing: -0.01em; }
 header .sub { color: var(--muted); margin: 0 0 18px; }
 h2 { font-size: 18px; margin: 0 0 10px; }
-section { background: var(--paper); border: 1px solid var(--line); border-radius: 10px; padding: 16px 18px; margin: 0 0 18px; }
-.cards { display: grid; grid-template-columns: repeat(4, 1fr); gap: 12px; background: none; border: 0; padding: 0; }
-.card { background: var(--paper); border: 1px solid var(--line); border-radius: 10px; padding: 14px 16px; border-top: 4px solid var(--c); }
+section {
+  background: var(--paper); border: 1px solid var(--line); border-radius: 10px; padding: 16px 18px;
+  margin: 0 0 18px;
+}
+.cards {
+  display: grid; grid-template-columns: repeat(4, 1fr); gap: 12px; background: none; border: 0;
+  padding: 0;
+}
+.card {
+  background: var(--paper); border: 1px solid var(--line); border-radius: 10px; padding: 14px 16px;
+  border-top: 4px solid var(--c);
+}
 .card .n { font-size: 34px; font-weight: 700; line-height: 1.1; color: var(--c); }
 .card .l { color: var(--muted); }
 .stats { color: var(--muted); margin: -6px 0 18px; }
@@ -75,25 +95,46 @@ section { background: var(--paper); border: 1px solid var(--line); border-radius
 .notes li { margin: 2px 0; }
 ul.attention { margin: 0; padding-left: 18px; }
 ul.attention li { margin: 3px 0; }
-.tag { display: inline-block; padding: 0 7px; border-radius: 999px; font-size: 12px; font-weight: 600; white-space: nowrap; }
+.tag {
+  display: inline-block; padding: 0 7px; border-radius: 999px; font-size: 12px; font-weight: 600;
+  white-space: nowrap;
+}
 .legend { display: flex; flex-wrap: wrap; gap: 6px 16px; margin: 0 0 12px; color: var(--muted); }
-.legend span.sw { display: inline-block; width: 14px; height: 14px; border-radius: 3px; vertical-align: -2px; margin-right: 5px; border: 1px solid rgba(0,0,0,.12); }
+.legend span.sw {
+  display: inline-block; width: 14px; height: 14px; border-radius: 3px; vertical-align: -2px;
+  margin-right: 5px; border: 1px solid rgba(0,0,0,.12);
+}
 .grid-wrap { overflow: auto; max-height: 78vh; }
 table.grid { border-collapse: separate; border-spacing: 3px; }
-table.grid th.lane { vertical-align: bottom; padding: 0 0 4px; font-weight: 500; font-size: 12px; color: #334155; }
-table.grid th.lane div { writing-mode: vertical-rl; transform: rotate(180deg); white-space: nowrap; }
+table.grid th.lane {
+  vertical-align: bottom; padding: 0 0 4px; font-weight: 500; font-size: 12px; color: #334155;
+}
+table.grid th.lane div {
+  writing-mode: vertical-rl; transform: rotate(180deg); white-space: nowrap;
+}
 table.grid th.lane.extra div { font-style: italic; color: var(--muted); }
-table.grid th.shim { text-align: right; font: 12px/1.2 ui-monospace, "DejaVu Sans Mono", monospace; font-weight: 500; padding-right: 8px; white-space: nowrap; position: sticky; left: 0; background: var(--paper); }
+table.grid th.shim {
+  text-align: right; font: 12px/1.2 ui-monospace, "DejaVu Sans Mono", monospace; font-weight: 500;
+  padding-right: 8px; white-space: nowrap; position: sticky; left: 0; background: var(--paper);
+}
 table.grid th.shim a { color: inherit; text-decoration: none; }
-table.grid td { width: 26px; height: 26px; min-width: 26px; border-radius: 4px; text-align: center; color: #fff; font-size: 13px; font-weight: 700; padding: 0; }
+table.grid td {
+  width: 26px; height: 26px; min-width: 26px; border-radius: 4px; text-align: center; color: #fff;
+  font-size: 13px; font-weight: 700; padding: 0;
+}
 table.grid td.none { background: var(--wash); }
 table.grid td.o-not-run { border: 1px dashed #94a3b8; }
 table.grid td.new { outline: 3px solid #0f172a; outline-offset: -3px; }
 svg text { font: 11px system-ui, "DejaVu Sans", sans-serif; fill: #475569; }
 table.rows td { overflow-wrap: anywhere; }
 table.rows { border-collapse: collapse; width: 100%; }
-table.rows th, table.rows td { text-align: left; vertical-align: top; padding: 7px 8px; border-bottom: 1px solid var(--line); }
-table.rows th { font-size: 12px; color: var(--muted); font-weight: 600; position: sticky; top: 0; background: var(--paper); }
+table.rows th, table.rows td {
+  text-align: left; vertical-align: top; padding: 7px 8px; border-bottom: 1px solid var(--line);
+}
+table.rows th {
+  font-size: 12px; color: var(--muted); font-weight: 600; position: sticky; top: 0;
+  background: var(--paper);
+}
 table.rows tr.attn td:first-child { box-shadow: inset 4px 0 0 #f59e0b; }
 table.rows td:first-child { min-width: 190px; }
 table.rows td:first-child code { white-space: nowrap; }
@@ -118,7 +159,9 @@ footer { color: var(--muted); font-size: 12px; text-align: center; }
   table.rows thead { display: none; }
   table.rows tr { border-bottom: 1px solid var(--line); padding: 6px 0; }
   table.rows td { border: 0; padding: 2px 0; min-width: 0 !important; }
-  table.rows td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); font-size: 12px; font-weight: 600; }
+  table.rows td[data-label]::before {
+    content: attr(data-label) ": "; color: var(--muted); font-size: 12px; font-weight: 600;
+  }
   table.rows td:first-child code { white-space: normal; }
   .why { max-width: none; }
 }
@@ -143,9 +186,9 @@ def _cards(report: Report) -> str:
         (h.unknown, "with unknown evidence", CARD_COLOURS["unknown"]),
     ]
     body = "".join(
-        f'<div class="card" style="--c:{c}"><div class="n">{n}</div><div '
-        f'class="l">{_e(l)}</div></div>'
-        for n, l, c in cards
+        f'<div class="card" style="--c:{c}"><div class="n">{n}</div>'
+        f'<div class="l">{_e(label)}</div></div>'
+        for n, label, c in cards
     )
     stats = (
         f"{h.keep} keep · {h.stale} stale · {h.drift} drift · {h.broken} broken on some lane · "
@@ -204,7 +247,7 @@ def _grid(report: Report) -> str:
             '<section id="matrix"><h2>Lane × shim matrix</h2><p>No lanes defined and no runs '
             "recorded.</p></section>"
         )
-    newly = {(s, l) for s, l, _ in report.changes.newly_broken}
+    newly = {(shim, lane) for shim, lane, _ in report.changes.newly_broken}
     head = "".join(
         f'<th class="lane{"" if lane in m.defined else " extra"}" scope="col"><div '
         f'title="{_e(lane)}">{_e(lane)}</div></th>'
@@ -212,8 +255,8 @@ def _grid(report: Report) -> str:
     )
     out = [
         (
-            f'<section id="matrix"><h2>Lane × shim matrix</h2>{_legend()}<div class="grid-wrap"><table '
-            f'class="grid">'
+            f'<section id="matrix"><h2>Lane × shim matrix</h2>{_legend()}'
+            '<div class="grid-wrap"><table class="grid">'
         ),
         f"<thead><tr><th></th>{head}</tr></thead><tbody>",
     ]
@@ -274,8 +317,8 @@ def burndown_svg(points: tuple[BurnPoint, ...], *, width: int = 1240, height: in
     parts = [
         (
             f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" '
-            f'role="img" '
-            f'aria-labelledby="burn-title"><title id="burn-title">Shims carried per ISO week</title>'
+            'role="img" aria-labelledby="burn-title">'
+            '<title id="burn-title">Shims carried per ISO week</title>'
         )
     ]
     step = max(1, ceiling // 5)
@@ -286,7 +329,7 @@ def burndown_svg(points: tuple[BurnPoint, ...], *, width: int = 1240, height: in
             f'<text x="{left - 8}" y="{y(tick) + 4:.1f}" text-anchor="end">{tick}</text>'
         )
     bar = max(2.0, min(14.0, plot_w / (span + 1) * 0.6))
-    for point, offset in zip(points, offsets):
+    for point, offset in zip(points, offsets, strict=True):
         if point.candidates:
             parts.append(
                 f'<rect x="{x(offset) - bar / 2:.1f}" y="{y(point.candidates):.1f}" '
@@ -295,7 +338,7 @@ def burndown_svg(points: tuple[BurnPoint, ...], *, width: int = 1240, height: in
                 f'fill="#86efac"><title>{_e(point.week)}: '
                 f"{point.candidates} retire candidate(s)</title></rect>"
             )
-    coords = [(x(o), y(p.carried)) for p, o in zip(points, offsets)]
+    coords = [(x(o), y(p.carried)) for p, o in zip(points, offsets, strict=True)]
     line = " ".join(f"{cx:.1f},{cy:.1f}" for cx, cy in coords)
     area = f"{coords[0][0]:.1f},{y(0):.1f} {line} {coords[-1][0]:.1f},{y(0):.1f}"
     parts.append(f'<polygon points="{area}" fill="#334155" fill-opacity="0.07"/>')
@@ -303,15 +346,15 @@ def burndown_svg(points: tuple[BurnPoint, ...], *, width: int = 1240, height: in
         f'<polyline points="{line}" fill="none" stroke="#334155" stroke-width="2.5" '
         f'stroke-linejoin="round"/>'
     )
-    for point, (cx, cy) in zip(points, coords):
-        radius, fill = (4.5, "#334155") if point.source != "git" else (2.5, "#94a3b8")
+    for point, (cx, cy) in zip(points, coords, strict=True):
+        radius, fill = (4.5, "#334155") if point.source != BurnSource.GIT else (2.5, "#94a3b8")
         parts.append(
             f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{radius}" '
             f'fill="{fill}"><title>{_e(point.week)}: '
             f"{point.carried} shims carried (from {point.source})</title></circle>"
         )
     label_every = max(1, len(points) // 8)
-    for index, (point, (cx, _)) in enumerate(zip(points, coords)):
+    for index, (point, (cx, _)) in enumerate(zip(points, coords, strict=True)):
         last_one = index == len(points) - 1
         if (index % label_every == 0 and len(points) - 1 - index >= label_every / 2) or last_one:
             anchor = "end" if last_one else ("start" if index == 0 else "middle")
@@ -372,13 +415,16 @@ def _changes(report: Report) -> str:
     if c.newly_broken:
         items.append(
             "<li><b>Newly broken:</b> "
-            + ", ".join(f"<code>{_e(s)}</code> on {_e(l)} ({_e(o)})" for s, l, o in c.newly_broken)
+            + ", ".join(
+                f"<code>{_e(shim)}</code> on {_e(lane)} ({_e(outcome)})"
+                for shim, lane, outcome in c.newly_broken
+            )
             + "</li>"
         )
     if c.repaired:
         items.append(
             "<li><b>No longer broken:</b> "
-            + ", ".join(f"<code>{_e(s)}</code> on {_e(l)}" for s, l in c.repaired)
+            + ", ".join(f"<code>{_e(shim)}</code> on {_e(lane)}" for shim, lane in c.repaired)
             + "</li>"
         )
     table = ""
@@ -390,7 +436,10 @@ def _changes(report: Report) -> str:
             f'<td class="why" data-label="why">{_e(v.why)}</td></tr>'
             for v in c.verdicts
         )
-        table = f'<table class="rows"><thead><tr><th>shim</th><th>before</th><th>now</th><th>why</th></tr></thead><tbody>{rows}</tbody></table>'
+        table = (
+            '<table class="rows"><thead><tr><th>shim</th><th>before</th><th>now</th><th>why</th>'
+            f"</tr></thead><tbody>{rows}</tbody></table>"
+        )
     return (
         f'<section id="changes"><h2>Changes since '
         f"{_e(c.previous_week)}</h2><ul>{''.join(items)}</ul>{table}</section>"
@@ -414,13 +463,13 @@ def _proven(row: ShimRow) -> str:
 def _shim_table(report: Report) -> str:
     out = [
         (
-            '<section id="shims"><h2>Shims</h2><div class="grid-wrap" style="max-height:none"><table '
-            'class="rows"><thead><tr>'
+            '<section id="shims"><h2>Shims</h2><div class="grid-wrap" style="max-height:none">'
+            '<table class="rows"><thead><tr>'
         ),
         (
-            "<th>shim</th><th>fix "
-            "class</th><th>owner</th><th>age</th><th>upstream</th><th>verdict</th><th>why</th>"
-            "<th>retire when</th><th>last proven</th></tr></thead><tbody>"
+            "<th>shim</th><th>fix class</th><th>owner</th><th>age</th><th>upstream</th>"
+            "<th>verdict</th><th>why</th><th>retire when</th><th>last proven</th></tr></thead>"
+            "<tbody>"
         ),
     ]
     for row in report.rows:
@@ -451,9 +500,9 @@ def _unlinked(report: Report) -> str:
         )
     items = []
     for row, why, text in rows:
-        if why == "stale":
+        if why == Chase.STALE:
             items.append(f"<li><code>{_e(row.shim)}</code> {_verdict_tag('stale')} {_e(text)}</li>")
-        elif why == "policy":
+        elif why == Chase.POLICY:
             items.append(
                 f"<li><code>{_e(row.shim)}</code> no upstream link — status not-applicable (local "
                 f"policy, nothing to file)</li>"
@@ -470,7 +519,6 @@ def _unlinked(report: Report) -> str:
 
 
 def _evidence(report: Report) -> str:
-    state_mark = {"holds": "✅", "fails": "❌", "unknown": "❔"}
     out = ['<section id="evidence"><h2>Evidence per shim</h2>']
     for row in report.rows:
         bits = [
@@ -493,7 +541,7 @@ def _evidence(report: Report) -> str:
             bits.append(
                 "<p><b>Conditions now:</b></p><ul>"
                 + "".join(
-                    f"<li>{state_mark.get(s, _e(s))} <code>{_e(k)}</code> — {_e(w)}</li>"
+                    f"<li>{_e(condition(s).emoji)} <code>{_e(k)}</code> — {_e(w)}</li>"
                     for k, s, w in row.conditions
                 )
                 + "</ul>"
@@ -521,7 +569,8 @@ def _evidence(report: Report) -> str:
         ]
         if runs:
             bits.append(
-                '<table class="rows"><thead><tr><th>lane</th><th>outcome</th><th>host</th><th>date</th><th>why</th></tr></thead><tbody>'
+                '<table class="rows"><thead><tr><th>lane</th><th>outcome</th><th>host</th>'
+                "<th>date</th><th>why</th></tr></thead><tbody>"
                 + "".join(
                     f'<tr><td>{_e(c.lane)}</td><td data-label="outcome"><span class="sw" '
                     f'style="display:inline-block;width:10px;height:10px;'
@@ -571,8 +620,8 @@ def to_html(report: Report) -> str:
             '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
             (
-                '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src '
-                "'unsafe-inline'; img-src data:\">"
+                '<meta http-equiv="Content-Security-Policy" '
+                "content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">"
             ),
             (
                 f"<title>Shim retirement report "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from retire.report import vocabulary
 from retire.report.evidence import summarise_verdict
-from retire.report.model import CELL_OUTCOMES, SCHEMA, Report, ShimRow
+from retire.report.model import CELL_OUTCOMES, SCHEMA, Chase, Report, ShimRow
 from retire.report.vocabulary import OUTCOMES
 
 __all__ = [
@@ -56,9 +56,10 @@ def to_json(report: Report) -> dict:
                 for c in report.changes.verdicts
             ],
             "newly_broken": [
-                {"shim": s, "lane": l, "outcome": o} for s, l, o in report.changes.newly_broken
+                {"shim": shim, "lane": lane, "outcome": outcome}
+                for shim, lane, outcome in report.changes.newly_broken
             ],
-            "repaired": [{"shim": s, "lane": l} for s, l in report.changes.repaired],
+            "repaired": [{"shim": shim, "lane": lane} for shim, lane in report.changes.repaired],
         },
         "attention": {row.shim: list(row.attention) for row in report.attention},
         "stale_or_unlinked": [row.shim for row, _, _ in report.stale_or_unlinked],
@@ -174,7 +175,7 @@ def _attention_md(report: Report) -> list[str]:
             f"- **`{row.shim}`** — {cell_text('; '.join(row.attention))}: {cell_text(row.why, 300)}"
             + (f" **Next:** {cell_text(row.action, 300)}" if row.action else "")
         )
-    return lines + [""]
+    return [*lines, ""]
 
 
 def _shim_table_md(rows: tuple[ShimRow, ...]) -> list[str]:
@@ -195,7 +196,7 @@ def _shim_table_md(rows: tuple[ShimRow, ...]) -> list[str]:
             f"| {cell_text(row.why, 220)} | {cell_text(joiner.join(row.retire_when))} | "
             f"{cell_text(row.proven_text, 160)} |"
         )
-    return lines + [""]
+    return [*lines, ""]
 
 
 def _anchor(shim: str) -> str:
@@ -212,7 +213,7 @@ def _matrix_md(report: Report, only: set[str] | None = None) -> list[str]:
     )
     header = (
         "| shim | "
-        + " | ".join(cell_text(l) + ("" if l in m.defined else " ⁺") for l in m.lanes)
+        + " | ".join(cell_text(lane) + ("" if lane in m.defined else " ⁺") for lane in m.lanes)
         + " |"
     )
     lines = [
@@ -229,7 +230,7 @@ def _matrix_md(report: Report, only: set[str] | None = None) -> list[str]:
         cells = [OUTCOMES[c.outcome].emoji if (c := m.cell(shim, lane)) else "" for lane in m.lanes]
         lines.append(f"| `{shim}` | " + " | ".join(cells) + " |")
     notes = []
-    if any(l not in m.defined for l in m.lanes):
+    if any(lane not in m.defined for lane in m.lanes):
         notes.append(
             "⁺ a lane only seen in the validation records (e.g. a GPU host's overlay lane), not in "
             "lanes/."
@@ -245,7 +246,7 @@ def _changes_md(report: Report) -> list[str]:
         return ["## Changes", "", "No previous report to compare with: this is the first one.", ""]
     lines = [f"## Changes since {c.previous_week}", ""]
     if c.empty:
-        return lines + ["Nothing changed.", ""]
+        return [*lines, "Nothing changed.", ""]
     if c.new:
         lines.append("- **New shims:** " + ", ".join(f"`{s}`" for s in c.new))
     if c.retired:
@@ -253,12 +254,15 @@ def _changes_md(report: Report) -> list[str]:
     if c.newly_broken:
         lines.append(
             "- **Newly broken:** "
-            + ", ".join(f"`{s}` on {cell_text(l)} ({o})" for s, l, o in c.newly_broken)
+            + ", ".join(
+                f"`{shim}` on {cell_text(lane)} ({outcome})"
+                for shim, lane, outcome in c.newly_broken
+            )
         )
     if c.repaired:
         lines.append(
             "- **No longer broken:** "
-            + ", ".join(f"`{s}` on {cell_text(l)}" for s, l in c.repaired)
+            + ", ".join(f"`{shim}` on {cell_text(lane)}" for shim, lane in c.repaired)
         )
     if c.verdicts:
         lines += ["", "| shim | before | now | why |", "|---|---|---|---|"]
@@ -267,18 +271,18 @@ def _changes_md(report: Report) -> list[str]:
             f"{cell_text(v.why, 200)} |"
             for v in c.verdicts
         ]
-    return lines + [""]
+    return [*lines, ""]
 
 
 def _unlinked_md(report: Report) -> list[str]:
     rows = report.stale_or_unlinked
     lines = ["## Stale or without an upstream link", ""]
     if not rows:
-        return lines + ["None.", ""]
+        return [*lines, "None.", ""]
     for row, why, text in rows:
-        if why == "stale":
+        if why == Chase.STALE:
             lines.append(f"- `{row.shim}` — **stale**: {cell_text(text, 240)}")
-        elif why == "policy":
+        elif why == Chase.POLICY:
             lines.append(
                 f"- `{row.shim}` — no upstream link (status not-applicable: local policy, nothing "
                 f"to file)"
@@ -287,14 +291,14 @@ def _unlinked_md(report: Report) -> list[str]:
             lines.append(
                 f"- `{row.shim}` — **no upstream link** (status {text}): file it and link it"
             )
-    return lines + [""]
+    return [*lines, ""]
 
 
 def _burndown_md(report: Report) -> list[str]:
     points = report.burndown
     lines = ["## Burn-down: shims carried", ""]
     if len(points) < 2:
-        return lines + [f"Only this week's count so far: {report.headline.carried}.", ""]
+        return [*lines, f"Only this week's count so far: {report.headline.carried}.", ""]
     top = max(p.carried for p in points)
     lines += [
         "```mermaid",

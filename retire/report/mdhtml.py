@@ -64,12 +64,13 @@ def _table(lines: list[str]) -> str:
     head = "".join(f"<th>{inline(cell)}</th>" for cell in header)
     rows = []
     for line in lines[2:]:
+        # GitHub pads a short row and drops a long row's extra cells
         cells = (_cells(line) + [""] * len(header))[: len(header)]
         rows.append(
             "<tr>"
             + "".join(
                 f'<td data-label="{escape(label)}">{inline(cell)}</td>'
-                for label, cell in zip(header, cells)
+                for label, cell in zip(header, cells, strict=True)
             )
             + "</tr>"
         )
@@ -78,11 +79,11 @@ def _table(lines: list[str]) -> str:
     )
 
 
-def _list(lines: list[str]) -> str:
+def _list(bullets: list[re.Match[str]]) -> str:
     """Bullets; a bullet indented by two or more spaces more than the one before nests under it."""
-    out, depths = [], []
-    for line in lines:
-        match = _BULLET.fullmatch(line)
+    out: list[str] = []
+    depths: list[int] = []
+    for match in bullets:
         depth = len(match[1]) // 2
         if not depths or depth > depths[-1]:
             out.append("<ul>")
@@ -122,10 +123,12 @@ def to_html(markdown: str, *, heading_offset: int = 0) -> str:
             blocks.append(_table(lines[i:end]))
             i = end
         elif _BULLET.fullmatch(line):
+            bullets = []
             end = i
-            while end < len(lines) and _BULLET.fullmatch(lines[end]):
+            while end < len(lines) and (bullet := _BULLET.fullmatch(lines[end])):
+                bullets.append(bullet)
                 end += 1
-            blocks.append(_list(lines[i:end]))
+            blocks.append(_list(bullets))
             i = end
         else:
             end = i

@@ -23,18 +23,22 @@ proven        a run that printed a verdict sentinel (bug reproduced, fix validat
 from __future__ import annotations
 
 import datetime as _dt
+import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from retire.evidence.validation import FAILING, ShimOutcome
+from retire.verdicts.model import ConditionState, Decision, FlagKind
 
 __all__ = [
     "CELL_OUTCOMES",
     "SCHEMA",
     "BurnPoint",
+    "BurnSource",
     "Cell",
     "Changes",
+    "Chase",
     "Headline",
     "Matrix",
     "PreviousReport",
@@ -118,7 +122,7 @@ class RunStamp:
         machine = f"{self.host} ({self.gpu})" if self.gpu else self.host
         return f"{machine} · lane {self.lane}"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         return {
             "host": self.host,
             "gpu": self.gpu,
@@ -135,8 +139,7 @@ class RunStamp:
 class Cell:
     shim: str
     lane: str
-    # a validation.ShimOutcome
-    outcome: str
+    outcome: ShimOutcome
     why: str
     # day of the without-shim run ("" for not-run)
     date: str = ""
@@ -161,11 +164,38 @@ class Matrix:
     def cell(self, shim: str, lane: str) -> Cell | None:
         return self.cells.get((shim, lane))
 
-    def counts(self) -> dict[str, int]:
+    def counts(self) -> dict[ShimOutcome, int]:
         counted = dict.fromkeys(CELL_OUTCOMES, 0)
         for cell in self.cells.values():
             counted[cell.outcome] = counted.get(cell.outcome, 0) + 1
         return counted
+
+
+#: The flags that make a shim need attention, most urgent first, and how the list says them.
+_ATTENTION_FLAGS = (
+    FlagKind.CANDIDATE,
+    FlagKind.CONFLICT,
+    FlagKind.DRIFT,
+    FlagKind.STALE,
+    FlagKind.NOT_FILED,
+    FlagKind.NO_LINK,
+)
+_ATTENTION_WORDS: Mapping[FlagKind, str] = {
+    FlagKind.CANDIDATE: "one run from retiring",
+    FlagKind.NO_LINK: "no upstream link",
+    FlagKind.NOT_FILED: "not filed upstream",
+}
+
+
+class Chase(enum.StrEnum):
+    """Why a person must chase a shim upstream (:attr:`Report.stale_or_unlinked`)."""
+
+    # linked, but no upstream movement for a long time
+    STALE = "stale"
+    # no link, and none is due: the shim is a local policy
+    POLICY = "policy"
+    # no link although one is due
+    UNLINKED = "unlinked"
 
 
 @dataclass(frozen=True)
@@ -179,13 +209,13 @@ class ShimRow:
     upstream_status: str
     # (role, url)
     links: tuple[tuple[str, str], ...]
-    verdict: str
+    verdict: Decision
     why: str
     retirement_mode: str
     # each manifest condition, as words
     retire_when: tuple[str, ...]
-    # (kind, holds|fails|unknown, why) from the verdict
-    conditions: tuple[tuple[str, str, str], ...]
+    # (kind, state, why) from the verdict
+    conditions: tuple[tuple[str, ConditionState, str], ...]
     failures: tuple[str, ...]
     floors: tuple[str, ...]
     # lanes that list the shim
@@ -199,9 +229,9 @@ class ShimRow:
     # the one thing that would decide an unknown (or confirm a candidate)
     action: str | None = None
     # (kind, text): what needs a person without changing the verdict
-    flags: tuple[tuple[str, str], ...] = ()
+    flags: tuple[tuple[FlagKind, str], ...] = ()
 
-    def flagged(self, kind: str) -> bool:
+    def flagged(self, kind: FlagKind) -> bool:
         return any(k == kind for k, _ in self.flags)
 
     @property
@@ -228,19 +258,13 @@ class ShimRow:
             reasons.append(f"newly broken on {', '.join(self.newly_broken_lanes)}")
         elif self.broken_lanes:
             reasons.append(f"broken on {', '.join(self.broken_lanes)}")
-        if self.verdict == "retire":
+        if self.verdict == Decision.RETIRE:
             reasons.append("retire candidate")
-        elif self.verdict == "unknown":
+        elif self.verdict == Decision.UNKNOWN:
             reasons.append("unknown evidence")
-        for kind in ("candidate", "conflict", "drift", "stale", "not-filed", "no-link"):
+        for kind in _ATTENTION_FLAGS:
             if self.flagged(kind):
-                reasons.append(
-                    {
-                        "candidate": "one run from retiring",
-                        "no-link": "no upstream link",
-                        "not-filed": "not filed upstream",
-                    }.get(kind, kind)
-                )
+                reasons.append(_ATTENTION_WORDS.get(kind, kind))
         if self.never_run:
             reasons.append("reproducer never run")
         return tuple(reasons)
@@ -262,7 +286,7 @@ class Changes:
     retired: tuple[str, ...] = ()
     verdicts: tuple[VerdictChange, ...] = ()
     # (shim, lane, outcome)
-    newly_broken: tuple[tuple[str, str, str], ...] = ()
+    newly_broken: tuple[tuple[str, str, ShimOutcome], ...] = ()
     # (shim, lane) broken before, not now
     repaired: tuple[tuple[str, str], ...] = ()
 
@@ -271,14 +295,24 @@ class Changes:
         return not (self.new or self.retired or self.verdicts or self.newly_broken or self.repaired)
 
 
+class BurnSource(enum.StrEnum):
+    """Where a burn-down point's count comes from, weakest first."""
+
+    # counted in the git history of shims/*/manifest.toml
+    GIT = "git"
+    # an earlier report's own count
+    REPORT = "report"
+    # this report
+    NOW = "now"
+
+
 @dataclass(frozen=True)
 class BurnPoint:
     week: str
     carried: int
     # retire candidates that week (known from reports only)
     candidates: int | None = None
-    # git | report | now
-    source: str = "git"
+    source: BurnSource = BurnSource.GIT
 
 
 @dataclass(frozen=True)
@@ -295,7 +329,7 @@ class Headline:
     drift: int = 0
     never_run: int = 0
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, int]:
         return dict(self.__dict__)
 
 
@@ -364,29 +398,25 @@ class Report:
     # Markdown of retire.packs, when that module exists
     filing_queue: str | None = None
     # Verdict.to_json() for machines
-    verdicts: tuple[dict, ...] = field(default=(), compare=False)
+    verdicts: tuple[dict[str, object], ...] = field(default=(), compare=False)
 
     @property
     def attention(self) -> tuple[ShimRow, ...]:
         return tuple(row for row in self.rows if row.attention)
 
     @property
-    def stale_or_unlinked(self) -> tuple[tuple[ShimRow, str, str], ...]:
+    def stale_or_unlinked(self) -> tuple[tuple[ShimRow, Chase, str], ...]:
         """(row, why, text) for each shim a person must chase: ``stale`` (text: the flag's),
         ``policy`` (no link, and none is due) or ``unlinked`` (text: the upstream status)."""
         found = []
         for row in self.rows:
-            stale = next((text for kind, text in row.flags if kind == "stale"), None)
+            stale = next((text for kind, text in row.flags if kind == FlagKind.STALE), None)
             if stale:
-                found.append((row, "stale", stale))
+                found.append((row, Chase.STALE, stale))
             elif not row.links:
-                found.append(
-                    (
-                        row,
-                        "policy" if row.upstream_status == "not-applicable" else "unlinked",
-                        row.upstream_status,
-                    )
-                )
+                # a shims.model upstream status: "not-applicable" is a local policy
+                policy = row.upstream_status == "not-applicable"
+                found.append((row, Chase.POLICY if policy else Chase.UNLINKED, row.upstream_status))
         return tuple(found)
 
 

@@ -80,4 +80,7 @@ def verdict(name: str) -> Look:
 
 def condition(state: str) -> Look:
     """The look of a condition state; one this table does not know shows as its own word."""
-    return CONDITIONS.get(state) or Look(str(state))  # type: ignore[call-overload]
+    try:
+        return CONDITIONS[ConditionState(state)]
+    except ValueError:
+        return Look(str(state))

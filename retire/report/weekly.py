@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 import httpx
 
@@ -32,11 +33,32 @@ from retire.report import build as report_build
 from retire.report import html as report_html
 from retire.report import markdown as report_render
 from retire.report import model as report_model
+from retire.verdicts.model import Decision, Verdict
+
+if TYPE_CHECKING:
+    from retire.evidence.validation import ValidationRecord
+    from retire.lanes.model import Lane
+    from retire.packs.store import QueueEntry
+    from shims.model import ShimManifest
+
+
+class Packs(Protocol):
+    """What the report needs of ``retire.packs.store`` (tests hand in a stand-in)."""
+
+    def filing_queue(self, root: Path, /) -> Sequence[QueueEntry]: ...
+
+    def markdown_section(self, entries: Sequence[QueueEntry], /) -> str: ...
+
+
+#: Gathers the verdicts: ``retire.verdicts.gather``'s signature.
+Gather = Callable[..., Iterable[Verdict]]
 
 # the filing-queue section exists only where retire.packs does
+_packs: Packs | None
 try:
-    from retire.packs import store as _packs
+    from retire.packs import store as _store
 
+    _packs = _store
     _PACKS_PROBLEM: str | None = None
 except ImportError as _exc:
     _packs = None
@@ -73,7 +95,7 @@ class Written:
     json_text: str
 
 
-def _records(path: Path) -> tuple[list, str | None]:
+def _records(path: Path) -> tuple[list[ValidationRecord], str | None]:
     from retire.evidence import validation
 
     try:
@@ -90,24 +112,29 @@ def _records(path: Path) -> tuple[list, str | None]:
     )
 
 
+def _engine_gather() -> Gather:
+    # loaded when a report gathers: the probes and their HTTP stack are not needed otherwise
+    from retire.verdicts.gather import gather
+
+    return gather
+
+
 def gather_verdicts(
     project: Project,
-    manifests,
-    lanes,
+    manifests: Sequence[ShimManifest],
+    lanes: Sequence[Lane],
     records_path: Path,
     *,
     probe: bool = True,
-    gather: Callable | None = None,
-    **options,
-) -> tuple[list, list[str]]:
+    gather: Gather | None = None,
+    **options: object,
+) -> tuple[list[Verdict], list[str]]:
     """Verdicts for every shim, and notes. ``gather`` defaults to ``retire.verdicts.gather``;
     without ``probe`` it runs on a :class:`CacheOnlyTransport`. Never raises."""
     from retire.evidence.values import ProbeFailure
     from retire.probes.http import RetryPolicy, make_client
-    from retire.verdicts.model import Verdict
 
-    if gather is None:
-        from retire.verdicts.gather import gather
+    run = gather if gather is not None else _engine_gather()
     notes = []
     options.setdefault("cache_dir", project.http_cache)
     client = None
@@ -119,10 +146,13 @@ def gather_verdicts(
             "evidence from the cache only (--no-probe): whatever was never fetched is unknown"
         )
     try:
-        verdicts = list(gather(manifests, lanes, project.locks_dir, records_path, **options))
-    except Exception as exc:  # noqa: BLE001 - a broken engine still leaves a report with every row unknown
+        verdicts = list(run(manifests, lanes, project.locks_dir, records_path, **options))
+    # a broken engine still leaves a report with every row unknown
+    except Exception as exc:  # noqa: BLE001
         failure = ProbeFailure("engine", "gather", f"internal error: {type(exc).__name__}: {exc}")
-        verdicts = [Verdict(m.id, "unknown", str(failure), failures=(failure,)) for m in manifests]
+        verdicts = [
+            Verdict(m.id, Decision.UNKNOWN, str(failure), failures=(failure,)) for m in manifests
+        ]
         notes.append(f"gathering verdicts failed: {type(exc).__name__}: {exc}")
     finally:
         if client is not None:
@@ -130,7 +160,9 @@ def gather_verdicts(
     return verdicts, notes
 
 
-def filing_queue_section(project: Project, packs=None) -> tuple[str | None, str | None]:
+def filing_queue_section(
+    project: Project, packs: Packs | None = None
+) -> tuple[str | None, str | None]:
     """The Markdown of ``retire.packs`` (section, note); (None, None) where that module is
     absent."""
     packs = packs if packs is not None else _packs
@@ -138,7 +170,8 @@ def filing_queue_section(project: Project, packs=None) -> tuple[str | None, str 
         return None, _PACKS_PROBLEM
     try:
         section = packs.markdown_section(packs.filing_queue(project.root))
-    except Exception as exc:  # noqa: BLE001 - the queue is a bonus, the report is the point
+    # the queue is a bonus, the report is the point
+    except Exception as exc:  # noqa: BLE001
         return None, f"filing queue left out: {type(exc).__name__}: {exc}"
     return (section or None), None
 
@@ -161,6 +194,47 @@ def write_report(out: Path, week: str, files: Sequence[tuple[str, str]]) -> tupl
     return tuple(paths)
 
 
+def _week_label(week: str | None, now: _dt.datetime) -> str:
+    try:
+        return report_model.parse_week(week) if week else report_model.iso_week(now.date())
+    except ValueError as exc:
+        raise InputError(None, "--week", str(exc), "e.g. --week 2026-W47") from None
+
+
+def _out_dir(project: Project, out: str | Path | None) -> Path:
+    out_dir = Path(out) if out is not None else project.reports_dir
+    return out_dir if out_dir.is_absolute() else project.root / out_dir
+
+
+def _history(
+    project: Project, out_dir: Path, label: str, now: _dt.datetime
+) -> tuple[report_model.PreviousReport | None, list[report_model.BurnPoint], list[str]]:
+    """The previous report, the burn-down so far (git's counts, then the reports'), and notes."""
+    from retire.report.history import git_burndown, read_previous_reports, report_points
+
+    history = read_previous_reports(out_dir, label)
+    notes = list(history.notes)
+    as_of = min(now.date(), report_model.week_bounds(label)[1])
+    git_points, git_note = git_burndown(project.root, until=as_of)
+    if git_note:
+        notes.append(git_note)
+    return history.previous, [*git_points, *report_points(history.reports)], notes
+
+
+def _render(
+    report: report_model.Report, out_dir: Path, lanes: Sequence[Lane]
+) -> tuple[str, str, str]:
+    """Markdown, HTML and JSON of ``report``, with index URLs replaced by their names."""
+    names = index_names(lanes)
+    full_report = f"{out_dir.name}/{report.week}.html (and .json)"
+    markdown = name_indexes(report_render.to_markdown(report, full_report=full_report), names)
+    json_text = name_indexes(
+        json.dumps(report_render.to_json(report), indent=1, sort_keys=False) + "\n", names
+    )
+    page = name_indexes(report_html.to_html(report), names)
+    return markdown, page, json_text
+
+
 def generate(
     project: Project,
     *,
@@ -168,11 +242,11 @@ def generate(
     out: str | Path | None = None,
     probe: bool = True,
     now: _dt.datetime | None = None,
-    verdicts: Sequence | None = None,
-    gather: Callable | None = None,
-    gather_options: dict | None = None,
+    verdicts: Sequence[Verdict] | None = None,
+    gather: Gather | None = None,
+    gather_options: dict[str, object] | None = None,
     records_path: str | Path | None = None,
-    packs=None,
+    packs: Packs | None = None,
 ) -> Written:
     """Build, render and write the report of ``week`` (default: this ISO week).
 
@@ -181,13 +255,8 @@ def generate(
     Raises ``InputError`` for bad input and ``PatchlaneError`` when a file cannot be written.
     """
     now = now or times.now()
-    try:
-        label = report_model.parse_week(week) if week else report_model.iso_week(now.date())
-    except ValueError as exc:
-        raise InputError(None, "--week", str(exc), "e.g. --week 2026-W47") from None
-    out_dir = Path(out) if out is not None else project.reports_dir
-    if not out_dir.is_absolute():
-        out_dir = project.root / out_dir
+    label = _week_label(week, now)
+    out_dir = _out_dir(project, out)
     manifests, lanes = list(project.manifests().values()), project.lanes()
     records_file = Path(records_path) if records_path else project.validation
     notes: list[str] = []
@@ -206,15 +275,8 @@ def generate(
     records, records_problem = _records(records_file)
     if records_problem:
         notes.append(f"validation records unreadable, runs left out: {records_problem}")
-
-    from retire.report.history import git_burndown, read_previous_reports, report_points
-
-    history = read_previous_reports(out_dir, label)
-    notes += history.notes
-    as_of = min(now.date(), report_model.week_bounds(label)[1])
-    git_points, git_note = git_burndown(project.root, until=as_of)
-    if git_note:
-        notes.append(git_note)
+    previous, history, history_notes = _history(project, out_dir, label, now)
+    notes += history_notes
     queue, queue_note = filing_queue_section(project, packs)
     if queue_note:
         notes.append(queue_note)
@@ -226,27 +288,18 @@ def generate(
         records,
         week=label,
         now=now,
-        previous=history.previous,
-        history=[*git_points, *report_points(history.reports)],
+        previous=previous,
+        history=history,
         notes=notes,
         records_failure=records_problem,
         filing_queue=queue,
     )
-    html_name = f"{label}.html"
-    names = index_names(lanes)
-    markdown = name_indexes(
-        report_render.to_markdown(report, full_report=f"{out_dir.name}/{html_name} (and .json)"),
-        names,
-    )
-    json_text = name_indexes(
-        json.dumps(report_render.to_json(report), indent=1, sort_keys=False) + "\n", names
-    )
-    page = name_indexes(report_html.to_html(report), names)
+    markdown, page, json_text = _render(report, out_dir, lanes)
     paths = write_report(out_dir, label, [(".md", markdown), (".html", page), (".json", json_text)])
     return Written(report, paths, markdown, json_text)
 
 
-def index_names(lanes) -> dict[str, str]:
+def index_names(lanes: Sequence[Lane]) -> dict[str, str]:
     """Index URL → the name the lanes and uv's configuration give it.
 
     Reports are committed; like everything else in the repository they name indexes, never
