@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
+from packaging.utils import NormalizedName, canonicalize_name
 
 from retire.evidence.validation import Mode, RunOutcome, ValidationRecord
 from retire.packs.model import Pack, github_repository, pinned_ref
@@ -92,7 +92,8 @@ def parse_deny(text: str, path: str | Path) -> tuple[DenyRule, ...]:
         ("deny",), fix="the file holds [[deny]] entries only"
     )
     rules = []
-    for entry in doc.get("deny", []).tables(fix="write [[deny]] entries"):
+    entries = doc.get("deny")
+    for entry in entries.tables(fix="write [[deny]] entries") if entries is not None else ():
         entry.check_keys(("pattern", "literal", "why"), fix="use pattern or literal, and why")
         if ("pattern" in entry) == ("literal" in entry):
             raise entry.error(
@@ -202,7 +203,7 @@ def _scan(body: str) -> tuple[list[_Block], list[tuple[int, str]], list[Blocker]
 def check_markdown(body: str) -> list[Blocker]:
     """Fences balanced, tables well formed (header, delimiter, same cell count), links absolute."""
     _, outside, problems = _scan(body)
-    rows = {number: line for number, line in outside}
+    rows = dict(outside)
     numbers = [number for number, _ in outside]
     position = 0
     while position < len(numbers):
@@ -222,7 +223,7 @@ def check_markdown(body: str) -> list[Blocker]:
             position += 1
             continue
         # A table: consecutive rows starting with '|'; the second must be the delimiter row.
-        table = []
+        table: list[tuple[int, str]] = []
         while (
             position < len(numbers)
             and rows[numbers[position]].lstrip().startswith("|")
@@ -300,6 +301,93 @@ def check_pasted(
 # evidence, state and targeting
 
 
+def _pin(against: str | None) -> tuple[NormalizedName, str] | None:
+    """(canonical distribution, version) when ``against`` pins a release (``dist==1.2``)."""
+    if not against or "==" not in against:
+        return None
+    dist, _, version = against.partition("==")
+    return canonicalize_name(dist.strip()), version.strip()
+
+
+def _matches_pin(record: ValidationRecord, pinned: tuple[NormalizedName, str] | None) -> bool:
+    """A run counts against a pin unless it recorded another version of that distribution."""
+    if pinned is None:
+        return True
+    recorded = {canonicalize_name(name): v for name, v in record.versions.items()}
+    return pinned[0] not in recorded or recorded[pinned[0]] == pinned[1]
+
+
+def _host_named(record: ValidationRecord) -> bool:
+    hostname = record.host.get("hostname")
+    return isinstance(hostname, str) and bool(hostname.strip())
+
+
+@dataclass(frozen=True)
+class _Sifted:
+    """A shim's ``--mode without`` runs, narrowed step by step to the ones that prove the bug."""
+
+    runs: Sequence[ValidationRecord]
+    # printed BUG_REPRODUCED
+    reproduced: Sequence[ValidationRecord]
+    # … on a named host
+    named: Sequence[ValidationRecord]
+    # … against the version the body names
+    pinned: Sequence[ValidationRecord]
+
+
+def _sift(runs: Sequence[ValidationRecord], against: str | None) -> _Sifted:
+    reproduced = [
+        r
+        for r in runs
+        if r.outcome == RunOutcome.BUG_REPRODUCED and r.sentinel == Sentinel.BUG_REPRODUCED
+    ]
+    named = [r for r in reproduced if _host_named(r)]
+    pin = _pin(against)
+    return _Sifted(runs, reproduced, named, [r for r in named if _matches_pin(r, pin)])
+
+
+#: What to do when the latest run printed no BUG_REPRODUCED, by its outcome.
+_NOT_REPRODUCED_HINTS: Mapping[str, str] = {
+    RunOutcome.FIX_VALIDATED: "upstream may have fixed it — re-check and set state = "
+    '"already-fixed"',
+    RunOutcome.SKIPPED: "run it on a host that meets its needs (see the skip reason)",
+}
+
+
+def _not_proven(sifted: _Sifted, against: str | None, window: _dt.timedelta) -> Blocker:
+    """Why no fresh run proves the bug: the first step of the sifting that came up short."""
+    if sifted.pinned:
+        hours = window.total_seconds() / 3600
+        limit = f"{hours:g} hours" if hours < 48 else f"{hours / 24:g} days"
+        last = max(sifted.pinned, key=lambda r: r.started_at)
+        return Blocker(
+            "validation",
+            f"last BUG_REPRODUCED run was {last.started_at[:16]}Z on "
+            f"{last.host.get('hostname')}, older than {limit} — rerun the reproducer today",
+        )
+    if sifted.named:
+        return Blocker(
+            "validation",
+            f"no BUG_REPRODUCED run against {against}: the runs recorded other versions "
+            "— run it against the version the body names",
+        )
+    if sifted.reproduced:
+        return Blocker(
+            "validation",
+            "BUG_REPRODUCED runs carry no host name in their host stamp "
+            "— rerun with the reproducer protocol so the host is named",
+        )
+    latest = max(sifted.runs, key=lambda r: r.started_at)
+    what = latest.sentinel or latest.outcome
+    hint = _NOT_REPRODUCED_HINTS.get(latest.outcome, "fix the reproducer and run it again")
+    detail = f" ({latest.detail})" if latest.detail else ""
+    return Blocker(
+        "validation",
+        f"the reproducer never printed BUG_REPRODUCED without the shim; latest run "
+        f"{latest.started_at[:16]}Z: {what}{detail} — {hint}",
+    )
+
+
 def check_validation(
     shim: str,
     records: Sequence[ValidationRecord],
@@ -322,78 +410,15 @@ def check_validation(
                 "— run it on a host (`patchlane run`) and record the result",
             )
         ]
-    pinned = None
-    if against and "==" in against:
-        dist, _, version = against.partition("==")
-        pinned = (canonicalize_name(dist.strip()), version.strip())
-
-    def matches_pin(record: ValidationRecord) -> bool:
-        if pinned is None:
-            return True
-        recorded = {canonicalize_name(name): v for name, v in record.versions.items()}
-        return pinned[0] not in recorded or recorded[pinned[0]] == pinned[1]
-
-    reproduced = [
-        r
-        for r in runs
-        if r.outcome == RunOutcome.BUG_REPRODUCED and r.sentinel == Sentinel.BUG_REPRODUCED
-    ]
-    named = [
-        r
-        for r in reproduced
-        if isinstance(r.host.get("hostname"), str) and r.host["hostname"].strip()
-    ]
-    pinned_runs = [r for r in named if matches_pin(r)]
-    fresh = [
-        r
-        for r in pinned_runs
-        if (m := r.started) is not None and now - window <= m <= now + _dt.timedelta(minutes=5)
-    ]
-    if fresh:
+    sifted = _sift(runs, against)
+    # a clock a few minutes ahead on the host is not a run from the future
+    latest_allowed = now + _dt.timedelta(minutes=5)
+    if any(
+        (started := r.started) is not None and now - window <= started <= latest_allowed
+        for r in sifted.pinned
+    ):
         return []
-    latest = max(runs, key=lambda r: r.started_at)
-    hours = window.total_seconds() / 3600
-    limit = f"{hours:g} hours" if hours < 48 else f"{hours / 24:g} days"
-    if pinned_runs:
-        last = max(pinned_runs, key=lambda r: r.started_at)
-        return [
-            Blocker(
-                "validation",
-                f"last BUG_REPRODUCED run was {last.started_at[:16]}Z on "
-                f"{last.host.get('hostname')}, "
-                f"older than {limit} — rerun the reproducer today",
-            )
-        ]
-    if named:
-        return [
-            Blocker(
-                "validation",
-                f"no BUG_REPRODUCED run against {against}: the runs recorded other versions "
-                "— run it against the version the body names",
-            )
-        ]
-    if reproduced:
-        return [
-            Blocker(
-                "validation",
-                "BUG_REPRODUCED runs carry no host name in their host stamp "
-                "— rerun with the reproducer protocol so the host is named",
-            )
-        ]
-    what = latest.sentinel or latest.outcome
-    hint = {
-        RunOutcome.FIX_VALIDATED: "upstream may have fixed it — re-check and set state = "
-        '"already-fixed"',
-        RunOutcome.SKIPPED: "run it on a host that meets its needs (see the skip reason)",
-    }.get(latest.outcome, "fix the reproducer and run it again")
-    detail = f" ({latest.detail})" if latest.detail else ""
-    return [
-        Blocker(
-            "validation",
-            f"the reproducer never printed BUG_REPRODUCED without the shim; latest run "
-            f"{latest.started_at[:16]}Z: {what}{detail} — {hint}",
-        )
-    ]
+    return [_not_proven(sifted, against, window)]
 
 
 def check_target(pack: Pack, manifest: ShimManifest) -> list[Blocker]:

@@ -15,7 +15,14 @@ from retire.core.atomic import atomic_write
 from retire.core.errors import InputError
 from retire.core.project import contained
 from retire.packs.checks import DEFAULT_MAX_CODE_LINES, DEFAULT_WINDOW
-from retire.packs.store import LoadedPack, QueueEntry, _assess_all, _display, _ready_or_raise
+from retire.packs.store import (
+    LoadedPack,
+    PackStatus,
+    QueueEntry,
+    _assess_all,
+    _display,
+    _ready_or_raise,
+)
 
 __all__ = ["export"]
 
@@ -39,7 +46,7 @@ def export(
     )[0]
     if (
         assessed.loaded is not None
-        and assessed.entry.status in ("ready", "blocked")
+        and assessed.entry.status in (PackStatus.READY, PackStatus.BLOCKED)
         and assessed.entry.approved_by is None
     ):
         raise InputError(
@@ -49,7 +56,7 @@ def export(
             f"run `patchlane pack approve {pack_id} --by NAME` once it is ready",
         )
     loaded = _ready_or_raise(assessed, "export")
-    if assessed.entry.status != "approved":
+    if assessed.entry.status != PackStatus.APPROVED:
         raise InputError(
             None,
             None,

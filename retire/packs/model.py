@@ -10,6 +10,7 @@ upstream version or SHA, and the upstream-state field. Pack metadata lives next 
 from __future__ import annotations
 
 import datetime as _dt
+import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ __all__ = [
     "UPSTREAM_STATES",
     "Pack",
     "PackSpec",
+    "Searched",
     "UpstreamState",
     "github_repository",
     "parse_pack_spec",
@@ -46,7 +48,21 @@ KINDS = ("issue", "pr")
 #: The seed's filing priority, first to last: crash-in-training defensive fixes, comments on open
 #: upstream threads, larger refactors, reports without a fix.
 PRIORITIES = ("crash-fix", "thread-comment", "refactor", "report")
-UPSTREAM_STATES = ("new-report", "overlap", "already-fixed")
+
+
+class Searched(enum.StrEnum):
+    """What a search of the target project found before filing (pack.toml's
+    ``[upstream-state] state``)."""
+
+    # nothing upstream: the pack is an issue or a PR
+    NEW_REPORT = "new-report"
+    # an open thread covers it: the pack is a comment there, never a competing PR
+    OVERLAP = "overlap"
+    # fixed upstream: kept as regression coverage, not filed
+    ALREADY_FIXED = "already-fixed"
+
+
+UPSTREAM_STATES = tuple(Searched)
 
 _REPOSITORY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+")
 _PINNED_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*==[0-9][0-9A-Za-z.+!-]*")
@@ -58,14 +74,18 @@ GITHUB_HOST = "github.com"
 class UpstreamState:
     """What a search of the target project found before filing (seed: the upstream-state field)."""
 
-    # one of UPSTREAM_STATES; None when not filled yet (the check says so)
-    state: str | None
+    # None when not filled yet (the check says so)
+    state: Searched | None
     # when the target's issues and pull requests were searched
     searched: _dt.date | None = None
     # overlap: the thread to comment on; already-fixed: the fix
     thread: str | None = None
     # already-fixed: the release that carries the fix, if known
     fixed_in: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.state is not None:
+            object.__setattr__(self, "state", Searched(self.state))
 
 
 @dataclass(frozen=True)
@@ -89,12 +109,12 @@ class PackSpec:
 
     @property
     def already_fixed(self) -> bool:
-        return self.upstream.state == "already-fixed"
+        return self.upstream.state == Searched.ALREADY_FIXED
 
     @property
     def is_comment(self) -> bool:
         """Overlap: the pack is a comment on an existing thread, never a competing PR."""
-        return self.upstream.state == "overlap"
+        return self.upstream.state == Searched.OVERLAP
 
     @property
     def body_name(self) -> str:
@@ -159,7 +179,8 @@ def parse_pack_spec(text: str, path: str | Path, shim: str) -> PackSpec:
         )
     kind = doc.choice("kind", KINDS)
     priority = doc.choice("priority", PRIORITIES)
-    upstream = _upstream(doc.get("upstream-state", {}).table())
+    section = doc.get("upstream-state")
+    upstream = _upstream(section.table()) if section is not None else UpstreamState(None)
     reproducer = doc.table("reproducer").check_keys(("against", "command"))
     against = reproducer.string("against")
     command = reproducer.string("command")
@@ -180,7 +201,8 @@ def parse_pack_spec(text: str, path: str | Path, shim: str) -> PackSpec:
 
 def _upstream(table: Table) -> UpstreamState:
     table.check_keys(("state", "searched", "thread", "fixed-in"))
-    state = table.choice("state", UPSTREAM_STATES, None)
+    chosen = table.choice("state", UPSTREAM_STATES, None)
+    state = Searched(chosen) if chosen is not None else None
     searched = table.get("searched")
     searched_on = (
         searched.date(fix="write an unquoted date like 2026-11-22")
@@ -195,20 +217,20 @@ def _upstream(table: Table) -> UpstreamState:
             "link the issue or pull request on github.com",
         )
     fixed_in = table.string("fixed-in", None)
-    if state == "overlap" and thread is None:
+    if state == Searched.OVERLAP and thread is None:
         raise table.error(
             "thread",
             "an overlap needs the thread it overlaps",
             'add thread = "https://github.com/<owner>/<repo>/pull/<n>" (the pack becomes a comment '
             "there)",
         )
-    if state == "already-fixed" and thread is None and fixed_in is None:
+    if state == Searched.ALREADY_FIXED and thread is None and fixed_in is None:
         raise table.error(
             None,
             "already-fixed needs the fix: a thread or a release",
             'add thread = "<the fixing PR>" or fixed-in = "<dist> <version>"',
         )
-    if state == "new-report" and thread is not None:
+    if state == Searched.NEW_REPORT and thread is not None:
         raise table.error(
             "thread",
             "a new report has no existing thread",

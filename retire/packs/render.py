@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from string import Template
 
-from retire.packs.model import CATEGORIES, Pack, PackSpec
+from retire.packs.model import CATEGORIES, Pack, PackSpec, Searched
 from shims.model import ShimManifest
 
 __all__ = ["TEMPLATES", "codify", "markdown_text", "render", "table_cell", "unwrap"]
@@ -48,9 +48,10 @@ _FRAMING = {
     "graph-capture": _Framing(
         "What breaks under CUDA-graph capture",
         """
-        Calls that read a device value on the host (`torch.equal`, `tensor.any()`, `.item()`, `nonzero`)
-        are harmless in eager mode and abort stream capture (`cudaErrorStreamCaptureUnsupported`). The
-        usual remedy keeps eager behaviour intact: gate validations on
+        Calls that read a device value on the host (`torch.equal`, `tensor.any()`, `.item()`,
+        `nonzero`) are harmless in eager mode and abort stream capture
+        (`cudaErrorStreamCaptureUnsupported`). The usual remedy keeps eager behaviour intact: gate
+        validations on
         `torch.cuda.is_current_stream_capturing()`, or make the branchy code branchless
         (clamp / scatter / fixup).
         """,
@@ -58,9 +59,10 @@ _FRAMING = {
     "tensor-wrapper-dispatch": _Framing(
         "The wrapper contract that breaks",
         """
-        `__torch_dispatch__` wrappers look like ordinary tensors at the Python level (`.dtype`, `.shape`,
-        `.contiguous()` all answer), so a dispatcher that decides from that metadata can hand the wrapper
-        to code that needs the real storage, or silently change a dtype another library relies on.
+        `__torch_dispatch__` wrappers look like ordinary tensors at the Python level (`.dtype`,
+        `.shape`, `.contiguous()` all answer), so a dispatcher that decides from that metadata can
+        hand the wrapper to code that needs the real storage, or silently change a dtype another
+        library relies on.
         """,
     ),
     "kernel-numerics": _Framing(
@@ -74,8 +76,8 @@ _FRAMING = {
     "integration-gap": _Framing(
         "The gap",
         """
-        This is the kind of break CI misses when the tested hardware or configuration never takes the
-        branch; the reproducer below takes it.
+        This is the kind of break CI misses when the tested hardware or configuration never takes
+        the branch; the reproducer below takes it.
         """,
     ),
     "toolchain-bug": _Framing("Compiler / lowering failure", numerics="Workaround and its cost"),
@@ -120,21 +122,34 @@ def unwrap(text: str) -> str:
 # prose: existing code spans, links and URLs are left as they are (see _PROTECTED).
 _IDENTIFIER = re.compile(
     r"""
-    (?P<call>(?<![\w.`])\.?[A-Za-z_][\w.]*\((?:[^()\n]|\([^()\n]*\))*\))          # einsum(…), q.float(), .item()
-  | (?P<subscript>(?<![\w`])[A-Za-z_][\w.]*\[[^\]\n]{1,30}\](?!\())               # grad_output[0]
-  | (?P<shape>\[[A-Za-z_*][\w*]*(?:,\s*[A-Za-z_*][\w*]*)+\](?!\())               # [sq, b, h, sk]
+    # einsum(…), q.float(), .item()
+    (?P<call>(?<![\w.`])\.?[A-Za-z_][\w.]*\((?:[^()\n]|\([^()\n]*\))*\))
+    # grad_output[0]
+  | (?P<subscript>(?<![\w`])[A-Za-z_][\w.]*\[[^\]\n]{1,30}\](?!\())
+    # [sq, b, h, sk]
+  | (?P<shape>\[[A-Za-z_*][\w*]*(?:,\s*[A-Za-z_*][\w*]*)+\](?!\())
+    # megatron-core>=0.19.2
   | (?P<spec>(?<![\w`])[A-Za-z][\w.-]*\s?(?:===|==|>=|<=|~=|!=|<|>)\s?\d[\w.*+!]*
-        (?:,\s?(?:==|>=|<=|~=|!=|<|>)\s?\d[\w.*+!]*)*)                             # megatron-core>=0.19.2
-  | (?P<assign>(?<![\w`])[A-Za-z_][\w.]*=(?:"[^"\n]*"|'[^'\n]*'|[\w+-]+(?:\.[\w+-]+)*))  # rtol=1e-5, reduction="none"
-  | (?P<path>(?<![\w/`])[\w.-]+(?:/[\w.-]+)*/[\w-]+\.\w+)                         # shims/x/patch.py
-  | (?P<flag>(?<![\w`-])--[a-z][\w-]*)                                                # --mode
-  | (?P<attribute>(?<![\w.`])\.[A-Za-z_]\w*(?![\w(]))                                # .dtype, ._data
-  | (?P<dotted>(?<![\w.`])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?=[^\w(]|$))              # megatron.core.x, torch.sum
-  | (?P<snake>(?<![\w`])_{0,2}[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_{0,2}(?![\w`]))   # _compute_index_scores
-  | (?P<inplace>(?<![\w`])[a-z][a-z0-9]*_(?![\w`]))                                     # scatter_
+        (?:,\s?(?:==|>=|<=|~=|!=|<|>)\s?\d[\w.*+!]*)*)
+    # rtol=1e-5, reduction="none"
+  | (?P<assign>(?<![\w`])[A-Za-z_][\w.]*=(?:"[^"\n]*"|'[^'\n]*'|[\w+-]+(?:\.[\w+-]+)*))
+    # shims/x/patch.py
+  | (?P<path>(?<![\w/`])[\w.-]+(?:/[\w.-]+)*/[\w-]+\.\w+)
+    # --mode
+  | (?P<flag>(?<![\w`-])--[a-z][\w-]*)
+    # .dtype, ._data
+  | (?P<attribute>(?<![\w.`])\.[A-Za-z_]\w*(?![\w(]))
+    # megatron.core.x, torch.sum
+  | (?P<dotted>(?<![\w.`])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?=[^\w(]|$))
+    # _compute_index_scores
+  | (?P<snake>(?<![\w`])_{0,2}[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_{0,2}(?![\w`]))
+    # scatter_
+  | (?P<inplace>(?<![\w`])[a-z][a-z0-9]*_(?![\w`]))
+    # 0.19.2, 0.16.x-0.18.x, 2.11.0+cu130
   | (?P<version>(?<![\w.`/-])v?\d+\.\d+(?:\.\d+)*(?:(?:a|b|rc|\.post|\.dev)\d+)?
-        (?:\+[A-Za-z0-9.]+)?(?:\.x)?(?:-\d+\.\d+(?:\.\d+)*(?:\.x)?)?(?![\w-]|\.\w))  # 0.19.2, 0.16.x-0.18.x, 2.11.0+cu130
-  | (?P<sha>(?<![\w`])[0-9a-f]{7,40}(?![\w`]))                                       # a commit
+        (?:\+[A-Za-z0-9.]+)?(?:\.x)?(?:-\d+\.\d+(?:\.\d+)*(?:\.x)?)?(?![\w-]|\.\w))
+    # a commit
+  | (?P<sha>(?<![\w`])[0-9a-f]{7,40}(?![\w`]))
 """,
     re.VERBOSE,
 )
@@ -202,18 +217,17 @@ assert set(TEMPLATES) == set(CATEGORIES)
 def _state_line(spec: PackSpec) -> str:
     up = spec.upstream
     searched = f" (searched {up.searched.isoformat()})" if up.searched else ""
-    if up.state == "new-report":
+    if up.state == Searched.NEW_REPORT:
         return (
             f"**Upstream state:** new report: no existing issue or pull request in "
             f"{spec.repository}{searched}."
         )
-    if up.state == "overlap":
+    if up.state == Searched.OVERLAP:
         return (
             f"**Upstream state:** overlaps {up.thread}{searched}; this is a comment on that "
-            f"thread, "
-            "not a competing pull request."
+            "thread, not a competing pull request."
         )
-    if up.state == "already-fixed":
+    if up.state == Searched.ALREADY_FIXED:
         where = ", ".join(
             part
             for part in (up.thread, f"released in {up.fixed_in}" if up.fixed_in else None)
@@ -253,9 +267,8 @@ def render(manifest: ShimManifest, spec: PackSpec, reproducer_lines: int) -> Pac
         f"Run it against `{spec.against}` with:\n\n"
         f"```sh\n{spec.command}\n```\n\n"
         "The first line of its output stamps the host (GPU, compute capability, package versions). "
-        "It then prints `BUG_REPRODUCED` (exit 10) while the bug is present, `FIX_VALIDATED` (exit "
-        "0) "
-        "once it is fixed, or `SKIPPED: <reason>` (exit 77) on a host that cannot run it."
+        "It then prints `BUG_REPRODUCED` (exit 10) while the bug is present, `FIX_VALIDATED` "
+        "(exit 0) once it is fixed, or `SKIPPED: <reason>` (exit 77) on a host that cannot run it."
     )
     body = TEMPLATES[spec.category].substitute(
         heading=heading,

@@ -15,6 +15,7 @@ and :func:`markdown_section` feed the weekly report.
 from __future__ import annotations
 
 import datetime as _dt
+import enum
 import hashlib
 import re
 from collections.abc import Sequence
@@ -34,13 +35,14 @@ from retire.packs.checks import (
     parse_deny,
     readiness,
 )
-from retire.packs.model import CATEGORIES, Pack, github_repository, parse_pack_spec
+from retire.packs.model import CATEGORIES, Pack, Searched, github_repository, parse_pack_spec
 from retire.packs.render import codify, markdown_text, render
 from retire.packs.waves import (
     Approval,
     Candidate,
     Filing,
     FilingState,
+    PackRecord,
     WavePlan,
     dumps_state,
     last_waves,
@@ -53,6 +55,7 @@ from shims.model import ShimManifest
 
 __all__ = [
     "LoadedPack",
+    "PackStatus",
     "QueueEntry",
     "approve",
     "deny_file",
@@ -64,7 +67,23 @@ __all__ = [
     "record_filing",
 ]
 
-STATUSES = ("ready", "blocked", "approved", "filed", "already-fixed")
+
+class PackStatus(enum.StrEnum):
+    """Where a pack stands in the filing queue, in the order the queue lists them."""
+
+    # passes every check; waits for a person's approval and a wave
+    READY = "ready"
+    # a check fails (or the pack cannot be read): the reasons say what to fix
+    BLOCKED = "blocked"
+    # a person approved it as it reads now
+    APPROVED = "approved"
+    # a person filed it upstream
+    FILED = "filed"
+    # fixed upstream meanwhile: regression coverage, never filed
+    ALREADY_FIXED = "already-fixed"
+
+
+STATUSES = tuple(PackStatus)
 _ID = re.compile(r"[a-z][a-z0-9_]*")
 
 
@@ -131,7 +150,10 @@ def load_pack(root: str | Path, pack_id: str) -> LoadedPack:
     path = _check_id(root, pack_id)
     manifest = load_manifest(path.parent / "manifest.toml", check_files=False)
     display = _display(root, path)
-    spec = parse_pack_spec(tomlreader.read_text(path, display), display, manifest.id)
+    text = tomlreader.read_text(path, display)
+    # _check_id found the file; read_text raises for a missing one unless missing_ok
+    assert text is not None
+    spec = parse_pack_spec(text, display, manifest.id)
     # Neither the reproducer nor its shim folder may be a link: what is attached is what was
     # reviewed.
     reproducer = contained(
@@ -170,14 +192,13 @@ class QueueEntry:
     """The filing state of one pack, for `pack check`, `pack plan` and the weekly report."""
 
     id: str
-    # one of STATUSES
-    status: str
+    status: PackStatus
     title: str = ""
     repository: str = ""
     category: str = ""
     kind: str = ""
     priority: str = ""
-    upstream_state: str | None = None
+    upstream_state: Searched | None = None
     thread: str | None = None
     #: Why it is blocked (or, when approved, what blocks its export right now): one line each.
     reasons: tuple[str, ...] = ()
@@ -227,26 +248,12 @@ def _assess(
     try:
         loaded = load_pack(root, pack_id)
     except InputError as exc:
-        return _Assessed(QueueEntry(pack_id, "blocked", reasons=(f"pack: {exc}",)))
-    spec, record = loaded.pack.spec, state.record(pack_id)
-    base = dict(
-        id=pack_id,
-        title=loaded.pack.title,
-        repository=spec.repository,
-        category=spec.category,
-        kind=spec.kind,
-        priority=spec.priority,
-        upstream_state=spec.upstream.state,
-        thread=spec.upstream.thread,
-        fixed_in=spec.upstream.fixed_in,
-        approved_by=record.approval.by if record.approval else None,
-        approved_at=record.approval.at if record.approval else None,
-        filed=tuple(f.url for f in record.filings),
-    )
+        return _Assessed(QueueEntry(pack_id, PackStatus.BLOCKED, reasons=(f"pack: {exc}",)))
+    record = state.record(pack_id)
     if record.filings:
-        return _Assessed(QueueEntry(status="filed", **base), loaded)
-    if spec.already_fixed:
-        return _Assessed(QueueEntry(status="already-fixed", **base), loaded)
+        return _Assessed(_entry(pack_id, loaded, record, PackStatus.FILED), loaded)
+    if loaded.pack.spec.already_fixed:
+        return _Assessed(_entry(pack_id, loaded, record, PackStatus.ALREADY_FIXED), loaded)
     blockers = readiness(
         loaded.pack,
         loaded.manifest,
@@ -265,13 +272,38 @@ def _assess(
                 f"on {record.approval.at[:10]} — review it and approve again",
             ),
         )
-        status = "blocked"
+        status = PackStatus.BLOCKED
     elif record.approval is not None:
-        status = "approved"
+        status = PackStatus.APPROVED
     else:
-        status = "blocked" if blockers else "ready"
-    return _Assessed(
-        QueueEntry(status=status, reasons=tuple(str(b) for b in blockers), **base), loaded, blockers
+        status = PackStatus.BLOCKED if blockers else PackStatus.READY
+    reasons = tuple(str(b) for b in blockers)
+    return _Assessed(_entry(pack_id, loaded, record, status, reasons), loaded, blockers)
+
+
+def _entry(
+    pack_id: str,
+    loaded: LoadedPack,
+    record: PackRecord,
+    status: PackStatus,
+    reasons: tuple[str, ...] = (),
+) -> QueueEntry:
+    spec, approval = loaded.pack.spec, record.approval
+    return QueueEntry(
+        id=pack_id,
+        status=status,
+        title=loaded.pack.title,
+        repository=spec.repository,
+        category=spec.category,
+        kind=spec.kind,
+        priority=spec.priority,
+        upstream_state=spec.upstream.state,
+        thread=spec.upstream.thread,
+        reasons=reasons,
+        approved_by=approval.by if approval else None,
+        approved_at=approval.at if approval else None,
+        filed=tuple(f.url for f in record.filings),
+        fixed_in=spec.upstream.fixed_in,
     )
 
 
@@ -342,17 +374,17 @@ def markdown_section(entries: Sequence[QueueEntry], *, heading: str = "## Filing
         return "\n".join(lines)
     lines += ["| pack | target | category | state | detail |", "|---|---|---|---|---|"]
     for e in sorted(entries, key=lambda e: (STATUSES.index(e.status), e.id)):
-        if e.status == "filed":
+        if e.status == PackStatus.FILED:
             detail = " ".join(f"<{url}>" for url in e.filed)
-        elif e.status == "already-fixed":
+        elif e.status == PackStatus.ALREADY_FIXED:
             detail = "regression coverage: " + ", ".join(
                 x for x in (f"<{e.thread}>" if e.thread else "", e.fixed_in or "") if x
             )
-        elif e.status == "approved":
+        elif e.status == PackStatus.APPROVED:
             detail = f"approved by {e.approved_by} on {(e.approved_at or '')[:10]}"
             if e.reasons:
                 detail += f"; export blocked ({len(e.reasons)})"
-        elif e.status == "blocked":
+        elif e.status == PackStatus.BLOCKED:
             detail = f"{len(e.reasons)} blocker(s), below"
         else:
             detail = f"{e.priority}; waits for a wave"
@@ -364,7 +396,9 @@ def markdown_section(entries: Sequence[QueueEntry], *, heading: str = "## Filing
             detail,
         ]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    blocked = [e for e in entries if e.reasons and e.status in ("blocked", "approved")]
+    blocked = [
+        e for e in entries if e.reasons and e.status in (PackStatus.BLOCKED, PackStatus.APPROVED)
+    ]
     if blocked:
         lines += ["", "### Blocked packs", ""]
         for e in blocked:
@@ -389,9 +423,9 @@ def plan(
     now = now or times.now()
     entries = filing_queue(root, now=now, window=window)
     candidates = [
-        Candidate(e.id, e.repository, e.priority, approved=e.status == "approved")
+        Candidate(e.id, e.repository, e.priority, approved=e.status == PackStatus.APPROVED)
         for e in entries
-        if e.status == "ready" or (e.status == "approved" and not e.reasons)
+        if e.status == PackStatus.READY or (e.status == PackStatus.APPROVED and not e.reasons)
     ]
     return plan_wave(
         candidates, last_waves(load_state(root)), day or now.date(), **options
@@ -412,13 +446,13 @@ def _ready_or_raise(
     entry = assessed.entry
     if assessed.loaded is None:
         raise InputError(None, None, f"{entry.id}: {entry.reasons[0]}")
-    if entry.status == "already-fixed":
+    if entry.status == PackStatus.ALREADY_FIXED:
         raise InputError(
             None,
             None,
             f"{entry.id}: already fixed upstream — regression coverage, nothing to {action}",
         )
-    if entry.status == "filed":
+    if entry.status == PackStatus.FILED:
         raise InputError(
             None, None, f"{entry.id}: already filed at {entry.filed[0]}", "nothing to do"
         )
