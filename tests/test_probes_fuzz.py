@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from retire.evidence.values import IssueState, ProbeFailure, PullState, ReleaseList
 from retire.probes import graphql
-from retire.probes.codehost import WrongShape, _from_rest, parse_link
+from retire.probes.codehost import WrongShapeError, _from_rest, parse_link
 from retire.probes.http import Fetcher
 from retire.probes.pages import PageError, parse_html_page, parse_json_page
 
@@ -135,7 +135,7 @@ def test_rest_answers(data):
     for ref in REFS:
         try:
             assert isinstance(_from_rest(FETCHER, ref, data), (PullState, IssueState))
-        except WrongShape as exc:
+        except WrongShapeError as exc:
             assert str(exc)
 
 

@@ -36,7 +36,31 @@ _HOMES = {
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
-__all__ = sorted(_HOME_OF)
+__all__ = [
+    "BROKEN",
+    "FIXED",
+    "NOT_APPLICABLE",
+    "UNKNOWN",
+    "BisectResult",
+    "Bounds",
+    "BrokenEvidence",
+    "CandidateRun",
+    "Candidates",
+    "Limits",
+    "OverlayRunner",
+    "ResultCache",
+    "State",
+    "Status",
+    "base_fingerprint",
+    "bisect",
+    "broken_evidence",
+    "choose_bounds",
+    "find_boundary",
+    "inspect_base",
+    "list_releases",
+    "project_bounds",
+    "select_candidates",
+]
 
 
 def __getattr__(name: str):

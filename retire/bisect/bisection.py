@@ -23,9 +23,12 @@ from retire.bisect.cache import ResultCache
 from retire.bisect.result import BisectResult
 from retire.bisect.runner import OverlayRunner, inspect_base
 from retire.bisect.search import (
+    ENV_FAILED,
     UNKNOWN,
     CandidateRun,
+    Candidates,
     Limits,
+    SearchOutcome,
     Status,
     find_boundary,
     select_candidates,
@@ -33,17 +36,23 @@ from retire.bisect.search import (
 from retire.core.errors import PatchlaneError
 from retire.evidence import validation
 from retire.probes.records import BISECT_LANE
+from shims.model import ShimManifest
 
-__all__ = ["bisect", "list_releases", "project_bounds"]
+__all__ = ["DEFAULT_LIMITS", "EVERY_RELEASE", "bisect", "list_releases", "project_bounds"]
+
+
+#: The defaults of :func:`bisect` (immutable, so one value serves every call).
+EVERY_RELEASE = Bounds()
+DEFAULT_LIMITS = Limits()
 
 
 def bisect(
-    manifest,
+    manifest: ShimManifest,
     versions: Iterable[str],
     *,
     yanked: Iterable[str] = (),
     include_prereleases: bool = False,
-    bounds: Bounds = Bounds(),
+    bounds: Bounds = EVERY_RELEASE,
     base_python: str | os.PathLike[str] = sys.executable,
     index_url: str | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
@@ -53,7 +62,7 @@ def bisect(
     record_to: str | os.PathLike[str] | None = None,
     lane: str = BISECT_LANE,
     lock_digest: str | None = None,
-    limits: Limits = Limits(),
+    limits: Limits = DEFAULT_LIMITS,
     runner: Callable[[str], CandidateRun] | None = None,
     on_step: Callable[[int, CandidateRun], None] | None = None,
     isolation: str | None = None,
@@ -70,7 +79,6 @@ def bisect(
     ``on_note`` hears what the launcher did (its imports, a fall-back to process isolation).
     """
     began = time.monotonic()
-    distribution = manifest.target.distribution
     candidates = select_candidates(
         versions,
         yanked,
@@ -78,15 +86,10 @@ def bisect(
         since=bounds.since,
         until=bounds.until,
     )
-    added = 0
-
-    def record(run: validation.ValidationRecord) -> None:
-        nonlocal added
-        added += validation.append(record_to, [run])
-
+    journal = _Journal(record_to) if record_to is not None else None
     fingerprint = ""
     if runner is None:
-        base = inspect_base(base_python, distribution)
+        base = inspect_base(base_python, manifest.target.distribution)
         fingerprint = base.fingerprint
         runner = OverlayRunner(
             manifest,
@@ -98,10 +101,42 @@ def bisect(
             cache=ResultCache(cache_dir) if cache_dir is not None else None,
             lane=lane,
             lock_digest=lock_digest,
-            on_record=record if record_to is not None else None,
+            on_record=journal.append if journal is not None else None,
             isolation=isolation,
             say=on_note,
         )
+    outcome = _search(candidates, runner, bounds, limits, on_step)
+    return _result(
+        manifest,
+        candidates,
+        outcome,
+        bounds,
+        base=fingerprint,
+        added=journal.added if journal is not None else 0,
+        seconds=round(time.monotonic() - began, 3),
+    )
+
+
+class _Journal:
+    """Appends each fresh reproducer run to a validation manifest as it ends, and counts them."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = path
+        self.added = 0
+
+    def append(self, run: validation.ValidationRecord) -> None:
+        self.added += validation.append(self.path, [run])
+
+
+def _search(
+    candidates: Candidates,
+    runner: Callable[[str], CandidateRun],
+    bounds: Bounds,
+    limits: Limits,
+    on_step: Callable[[int, CandidateRun], None] | None,
+) -> SearchOutcome:
+    """The search over ``candidates``: what the runner's cache knows first, then fresh runs;
+    the runner is closed however it ends."""
     cached = getattr(runner, "cached", None)
     known = {v: hit for v in candidates.versions if cached and (hit := cached(v)) is not None}
     steps = 0
@@ -113,7 +148,7 @@ def bisect(
             on_step(steps, run)
 
     try:
-        outcome = find_boundary(
+        return find_boundary(
             candidates.versions,
             runner,
             known=known,
@@ -125,6 +160,19 @@ def bisect(
         close = getattr(runner, "close", None)
         if callable(close):
             close()
+
+
+def _result(
+    manifest: ShimManifest,
+    candidates: Candidates,
+    outcome: SearchOutcome,
+    bounds: Bounds,
+    *,
+    base: str,
+    added: int,
+    seconds: float,
+) -> BisectResult:
+    """The bisection's answer: a boundary only where the search found one."""
     found = outcome.status != Status.NO_TRANSITION
     between = tuple(
         b if isinstance(b, str) else b.version
@@ -133,17 +181,17 @@ def bisect(
     )
     return BisectResult(
         shim=manifest.id,
-        distribution=distribution,
+        distribution=manifest.target.distribution,
         status=outcome.status,
         reason=outcome.reason,
         first_fixed=outcome.first_fixed if found else None,
         last_broken=outcome.last_broken if found else None,
         unknown_between=between,
-        runs=sum(1 for r in outcome.runs if not r.cached and r.outcome != "env-failed"),
+        runs=sum(1 for r in outcome.runs if not r.cached and r.outcome != ENV_FAILED),
         probes=outcome.runs,
         candidates=candidates,
-        base=fingerprint,
-        seconds=round(time.monotonic() - began, 3),
+        base=base,
+        seconds=seconds,
         range_note=bounds.note,
         last_broken_evidence=bounds.evidence if found and not outcome.broken_here else "",
         not_applicable_between=tuple(

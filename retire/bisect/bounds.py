@@ -23,7 +23,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from retire.bisect.search import public
-from retire.evidence.validation import ValidationRecord
+from retire.evidence.validation import Mode, RunOutcome, ValidationRecord
 from retire.probes.records import evidence_of
 
 __all__ = ["Bounds", "BrokenEvidence", "broken_evidence", "choose_bounds"]
@@ -84,7 +84,11 @@ def broken_evidence(
     lane_locks = lane_locks or {}
     found = []
     for record in records:
-        if record.shim != shim or record.mode != "without" or record.outcome != "bug-reproduced":
+        if (
+            record.shim != shim
+            or record.mode != Mode.WITHOUT
+            or record.outcome != RunOutcome.BUG_REPRODUCED
+        ):
             continue
         run = evidence_of(record)
         recorded = run.version(dist)

@@ -166,14 +166,14 @@ class BisectResult:
             ("before (last broken)", self.last_broken),
             ("after (first fixed)", self.first_fixed),
         ):
-            run = self.run_of(version)
-            if run and run.output_tail:
+            shown = self.run_of(version)
+            if shown and shown.output_tail:
                 lines += [
                     "",
                     f"Reproducer `--mode without`, {label}: `{self.distribution}=={version}`",
                     "",
                     "```",
-                    run.output_tail.strip()[-1500:],
+                    shown.output_tail.strip()[-1500:],
                     "```",
                 ]
         return "\n".join(lines) + "\n"

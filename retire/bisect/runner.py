@@ -31,12 +31,14 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name
 
 from retire.bisect.cache import ResultCache, reproducer_hash
 from retire.bisect.search import (
     BROKEN,
+    ENV_FAILED,
     FIXED,
     NOT_APPLICABLE,
     UNKNOWN,
@@ -45,19 +47,23 @@ from retire.bisect.search import (
     normal,
 )
 from retire.core.errors import PatchlaneError
-from retire.evidence.validation import ValidationRecord
+from retire.evidence.validation import Mode, RunOutcome, ValidationRecord
 from retire.locks.failures import UNREACHABLE_MARKERS
 from retire.probes.records import BISECT_LANE
 from retire.runs import envs
 
+if TYPE_CHECKING:
+    # at run time only where a launcher is started: a cached bisection never loads it
+    from retire.runs.launcher import Launcher
+
 __all__ = ["BaseEnv", "OverlayRunner", "base_fingerprint", "inspect_base"]
 
 #: How a reproducer outcome reads for the search.
-_STATE_OF = {
-    "bug-reproduced": BROKEN,
-    "fix-validated": FIXED,
-    "memory-save-verified": FIXED,
-    "skipped": NOT_APPLICABLE,
+_STATE_OF: dict[str, State] = {
+    RunOutcome.BUG_REPRODUCED: BROKEN,
+    RunOutcome.FIX_VALIDATED: FIXED,
+    RunOutcome.MEMORY_SAVE_VERIFIED: FIXED,
+    RunOutcome.SKIPPED: NOT_APPLICABLE,
 }
 #: The last line of a traceback that says the reproducer could not import what it tests.
 _IMPORT_ERROR = re.compile(r"^(ImportError|ModuleNotFoundError)\b")
@@ -176,7 +182,7 @@ class OverlayRunner:
         self.preload = tuple(m for m in manifest.reproducer.preload if m.split(".")[0] != top)
         self.isolation = isolation or ("launcher" if self.preload else "process")
         # started at the first fresh run, so a cached bisection starts nothing
-        self.launcher = None
+        self.launcher: Launcher | None = None
         self.say = say or (lambda message: None)
 
     @property
@@ -200,7 +206,7 @@ class OverlayRunner:
             return hit
         run = self._run(version)
         # the index may gain a file for it
-        if self.cache is not None and run.outcome != "env-failed":
+        if self.cache is not None and run.outcome != ENV_FAILED:
             self.cache.put(
                 self._key(version),
                 run,
@@ -230,7 +236,7 @@ class OverlayRunner:
                 return CandidateRun(
                     version,
                     _build_failure_state(exc),
-                    "env-failed",
+                    ENV_FAILED,
                     str(exc),
                     round(time.monotonic() - began, 3),
                 )
@@ -239,7 +245,7 @@ class OverlayRunner:
             if launcher is not None:
                 record = launcher.run(
                     self.manifest,
-                    "without",
+                    Mode.WITHOUT,
                     env=self.env,
                     lane=self.lane,
                     timeout=self.timeout,
@@ -249,7 +255,7 @@ class OverlayRunner:
             else:
                 record = run_reproducer(
                     self.manifest,
-                    "without",
+                    Mode.WITHOUT,
                     python=python,
                     env=self.env,
                     lane=self.lane,
@@ -278,7 +284,7 @@ class OverlayRunner:
         }
         return replace(record, versions=versions, environment=environment)
 
-    def _launcher(self):
+    def _launcher(self) -> Launcher | None:
         """The base interpreter's launcher (started once), or None under process isolation."""
         from retire.runs.launcher import Launcher
         from retire.runs.reproduce import child_environment
@@ -364,7 +370,7 @@ def _build_failure_state(exc: PatchlaneError) -> State:
 def _read(record: ValidationRecord, version: str, distribution: str) -> CandidateRun:
     """How one reproducer run reads for the search."""
     state, detail = _STATE_OF.get(record.outcome, UNKNOWN), record.detail
-    if record.outcome == "crashed" and (failure := _import_failure(record.output_tail)):
+    if record.outcome == RunOutcome.CRASHED and (failure := _import_failure(record.output_tail)):
         state, detail = NOT_APPLICABLE, f"cannot import what it tests: {failure}"
     target = str(canonicalize_name(distribution))
     seen = next(

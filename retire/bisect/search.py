@@ -30,6 +30,7 @@ from packaging.version import InvalidVersion, Version
 
 __all__ = [
     "BROKEN",
+    "ENV_FAILED",
     "FIXED",
     "NOT_APPLICABLE",
     "UNKNOWN",
@@ -61,6 +62,10 @@ BROKEN, FIXED, NOT_APPLICABLE, UNKNOWN = (
     State.NOT_APPLICABLE,
     State.UNKNOWN,
 )
+
+
+#: A candidate's outcome when its overlay env could not be built: no reproducer ran.
+ENV_FAILED = "env-failed"
 
 
 class Status(enum.StrEnum):
@@ -103,7 +108,7 @@ class CandidateRun:
 
     version: str
     state: State
-    # the reproducer's outcome, or "env-failed"
+    # the reproducer's outcome (a RunOutcome), or ENV_FAILED
     outcome: str
     detail: str = ""
     duration_s: float = 0.0
@@ -384,13 +389,14 @@ def _conclude(
 def _nothing_broken(s: _Search, hi: int, stopped: str | None) -> SearchOutcome:
     """No candidate reproduced and no evidence says one below does: the oldest end is fixed."""
     below = [s.states.get(i) for i in range(hi)]
+    tested = [r for r in below if r is not None]
     oldest = s.versions[hi]
-    if below and all(r is not None and r.state == NOT_APPLICABLE for r in below):
+    if below and len(tested) == len(below) and all(r.state == NOT_APPLICABLE for r in tested):
         return _end(
             s,
             Status.NO_TRANSITION,
-            f"the oldest applicable candidate {oldest} is already fixed (the bug does "
-            f"not reproduce there; not applicable below it: {', '.join(r.version for r in below)})",
+            f"the oldest applicable candidate {oldest} is already fixed (the bug does not "
+            f"reproduce there; not applicable below it: {', '.join(r.version for r in tested)})",
         )
     if not below:
         return _end(

@@ -1,0 +1,6 @@
+"""Evidence: what runs and probes found, as values the verdicts read.
+
+``validation`` (the validation manifest: one JSON Lines record per reproducer run, with its
+loading, merging and quarantine of damaged lines) and ``values`` (the typed, immutable evidence
+values of the probes, or a ``ProbeFailure``; no I/O).
+"""

@@ -267,50 +267,69 @@ class ValidationRecord:
         unknown = sorted(set(data) - set(_FIELDS))
         if unknown:
             raise ValueError(f"unknown field {unknown[0]!r}")
-        for name in ("shim", "mode", "lane", "outcome", "started_at"):
-            if not isinstance(data.get(name), str):
-                raise ValueError(f"field {name!r} must be a string")
-        if data["mode"] not in MODES:
-            raise ValueError(f"mode {data['mode']!r} is not one of {', '.join(MODES)}")
-        if data["outcome"] not in OUTCOMES:
-            raise ValueError(f"outcome {data['outcome']!r} is not one of {', '.join(OUTCOMES)}")
-        for name in ("host", "versions", "environment"):
-            if not isinstance(data.get(name, {}), dict):
-                raise ValueError(f"field {name!r} must be an object")
-        exit_code = data.get("exit_code")
-        if exit_code is not None and (
-            isinstance(exit_code, bool) or not isinstance(exit_code, int)
-        ):
-            raise ValueError("field 'exit_code' must be an integer or null")
-        duration = data.get("duration_s", 0.0)
-        if (
-            isinstance(duration, bool)
-            or not isinstance(duration, (int, float))
-            or not -1e300 < duration < 1e300
-        ):
-            raise ValueError("field 'duration_s' must be a finite number")
-        if data.get("sentinel") is not None and not isinstance(data["sentinel"], str):
+        shim, mode, lane, outcome, started_at = (
+            _string(data, name) for name in ("shim", "mode", "lane", "outcome", "started_at")
+        )
+        if mode not in MODES:
+            raise ValueError(f"mode {mode!r} is not one of {', '.join(MODES)}")
+        if outcome not in OUTCOMES:
+            raise ValueError(f"outcome {outcome!r} is not one of {', '.join(OUTCOMES)}")
+        host, versions, environment = (
+            _object(data, name) for name in ("host", "versions", "environment")
+        )
+        exit_code = _exit_code(data.get("exit_code"))
+        duration = _duration(data.get("duration_s", 0.0))
+        sentinel = data.get("sentinel")
+        if sentinel is not None and not isinstance(sentinel, str):
             raise ValueError("field 'sentinel' must be a string or null")
         record = cls(
-            shim=data["shim"],  # type: ignore[arg-type]
-            mode=Mode(data["mode"]),
-            lane=data["lane"],  # type: ignore[arg-type]
-            host=dict(data.get("host", {})),  # type: ignore[arg-type]
-            versions=dict(data.get("versions", {})),  # type: ignore[arg-type]
-            sentinel=data.get("sentinel"),  # type: ignore[arg-type]
-            outcome=RunOutcome(data["outcome"]),
-            exit_code=exit_code,  # type: ignore[arg-type]
-            duration_s=float(duration),
-            started_at=data["started_at"],  # type: ignore[arg-type]
+            shim=shim,
+            mode=Mode(mode),
+            lane=lane,
+            host=host,
+            versions=_text_values(_paired(versions)),
+            sentinel=sentinel,
+            outcome=RunOutcome(outcome),
+            exit_code=exit_code,
+            duration_s=duration,
+            started_at=started_at,
             output_tail=str(data.get("output_tail", "")),
             detail=str(data.get("detail", "")),
             run=str(data.get("run", "")),
-            environment=dict(data.get("environment", {})),  # type: ignore[arg-type]
+            environment=environment,
         )
         stored = data.get("record_id")
         if stored is not None and stored != record.record_id:
             raise ValueError("record_id does not match the record's fields (edited by hand?)")
         return record
+
+
+def _string(data: Mapping[str, object], name: str) -> str:
+    value = data.get(name)
+    if not isinstance(value, str):
+        raise ValueError(f"field {name!r} must be a string")
+    return value
+
+
+def _object(data: Mapping[str, object], name: str) -> dict[str, object]:
+    value = data.get(name, {})
+    if not isinstance(value, dict):
+        raise ValueError(f"field {name!r} must be an object")
+    return dict(value)
+
+
+def _exit_code(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise ValueError("field 'exit_code' must be an integer or null")
+
+
+def _duration(value: object) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and -1e300 < value < 1e300:
+        return float(value)
+    raise ValueError("field 'duration_s' must be a finite number")
 
 
 #: Characters JSON may leave unescaped that some readers (``str.splitlines``, editors) take as a

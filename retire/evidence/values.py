@@ -12,6 +12,7 @@ import datetime as _dt
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -22,6 +23,7 @@ __all__ = [
     "ExecutionEvidence",
     "ExecutionHistory",
     "IssueState",
+    "LinkStatus",
     "MirrorPull",
     "ProbeFailure",
     "PullState",
@@ -165,7 +167,8 @@ class ReleaseList:
     def latest(self) -> Release | None:
         available = self.available()
         finals = [r for r in available if not r.prerelease]
-        return (finals or list(available) or [None])[-1]
+        newest = finals or list(available)
+        return newest[-1] if newest else None
 
     def merged(self, other: ReleaseList) -> ReleaseList:
         """The union of two indexes' answers (lanes that resolve the distribution differently)."""
@@ -189,14 +192,16 @@ class ReleaseList:
 # ---------------------------------------------------------------------------------------------
 # Code host
 
+#: An issue's or pull request's state on the code host (a merged pull request is closed).
+LinkStatus = Literal["open", "closed"]
+
 
 @dataclass(frozen=True)
 class PullState:
     # the web URL the manifest names
     url: str
     number: int
-    # open | closed
-    state: str
+    state: LinkStatus
     merged: bool
     merged_at: _dt.datetime | None = None
     merge_commit_sha: str | None = None
@@ -213,8 +218,7 @@ class PullState:
 class IssueState:
     url: str
     number: int
-    # open | closed
-    state: str
+    state: LinkStatus
     # completed | not_planned | reopened
     state_reason: str | None = None
     updated_at: _dt.datetime | None = None

@@ -1,8 +1,11 @@
 """Probes of upstream: each returns typed evidence (``retire.evidence``) or a ``ProbeFailure``.
 
-- ``index``: releases of a distribution (PEP 691 JSON simple API);
-- ``codehost``: issue and pull request state (GitHub REST API);
-- ``gitrepo``: whether a fix commit is in a release tag of a local mirror;
+- ``index`` (with ``pages``): releases of a distribution (PEP 691 JSON or PEP 503 HTML simple
+  API); ``notes``: release notes where the index gives them;
+- ``codehost``: issue and pull request state (GitHub REST, batched through ``graphql`` with a
+  token); ``links`` (web URLs → ``LinkRef``, authentication) and ``linkstate`` (an answer,
+  checked) are what both ways share;
 - ``records``: recorded reproducer runs without the shim (validation manifest);
-- ``http``: the shared HTTP layer (retries, rate limits, ETag cache).
+- ``http``: the shared HTTP layer (retries, rate limits, deadline, size cap, same-host
+  redirects), with ``client``, ``fetched``, ``cache`` (ETag), ``watchdog`` and ``redaction``.
 """

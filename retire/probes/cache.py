@@ -8,6 +8,7 @@ entry fresh (no request at all); ``ETag`` / ``Last-Modified`` make the next requ
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import re
@@ -64,10 +65,8 @@ class HttpCache:
 
     def drop(self, url: str, accept: str) -> None:
         """Forget a body its reader refused: the next run must ask again, not revalidate it."""
-        try:
+        with contextlib.suppress(OSError):
             self._path(url, accept).unlink()
-        except OSError:
-            pass
 
     def put(self, entry: CacheEntry, accept: str) -> None:
         data = {
@@ -79,11 +78,9 @@ class HttpCache:
             "max_age": entry.max_age,
             "content_type": entry.content_type,
         }
-        try:
+        # a cache that cannot be written only costs speed
+        with contextlib.suppress(OSError):
             atomic_write(self._path(entry.url, accept), json.dumps(data))
-        except OSError:
-            # a cache that cannot be written only costs speed
-            pass
 
 
 def freshness(headers: Mapping[str, str]) -> tuple[bool, float | None]:

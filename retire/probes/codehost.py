@@ -19,162 +19,33 @@ failure that says what was wrong, never a guess.
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
-import os
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from urllib.parse import urlsplit
 
-from retire.core import times
 from retire.evidence.values import IssueState, ProbeFailure, PullState
+from retire.probes import graphql
 from retire.probes.http import Fetched, Fetcher
+from retire.probes.links import (
+    DEFAULT_API_BASE,
+    DEFAULT_WEB_HOST,
+    LinkRef,
+    auth_headers,
+    parse_link,
+    token_from_env,
+)
+from retire.probes.linkstate import LinkState, WrongShapeError, field, moment, not_found, state_of
 
 __all__ = [
     "DEFAULT_API_BASE",
     "DEFAULT_WEB_HOST",
     "LinkRef",
+    "LinkState",
     "auth_headers",
     "parse_link",
     "probe_link",
     "probe_links",
     "token_from_env",
 ]
-
-#: The public GitHub REST API; override with ``api_base`` (GitHub Enterprise, tests).
-DEFAULT_API_BASE = "https://api.github.com"
-DEFAULT_WEB_HOST = "github.com"
-TOKEN_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN")
-_PATH = re.compile(
-    r"/(?P<owner>[A-Za-z0-9_.-]+)/(?P<repo>[A-Za-z0-9_.-]+)/(?P<kind>pull|pulls|issues)/(?P<number>\d+)/?"
-)
-
-LinkState = PullState | IssueState | ProbeFailure
-
-
-@dataclass(frozen=True)
-class LinkRef:
-    url: str
-    owner: str
-    repo: str
-    # pull | issue
-    kind: str
-    number: int
-
-    @property
-    def repository(self) -> str:
-        return f"https://{DEFAULT_WEB_HOST}/{self.owner}/{self.repo}"
-
-    def api_path(self) -> str:
-        noun = "pulls" if self.kind == "pull" else "issues"
-        return f"/repos/{self.owner}/{self.repo}/{noun}/{self.number}"
-
-
-def parse_link(url: str, *, web_host: str = DEFAULT_WEB_HOST) -> LinkRef | None:
-    """The issue / pull request a web URL names, or None if it is not one on ``web_host``."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or parts.hostname != web_host:
-        return None
-    found = _PATH.fullmatch(parts.path)
-    if not found:
-        return None
-    kind = "issue" if found["kind"] == "issues" else "pull"
-    repo = found["repo"].removesuffix(".git")
-    return LinkRef(url, found["owner"], repo, kind, int(found["number"]))
-
-
-def token_from_env(environ: Mapping[str, str] | None = None) -> str | None:
-    environ = os.environ if environ is None else environ
-    return next((environ[name] for name in TOKEN_VARIABLES if environ.get(name)), None)
-
-
-def auth_headers(token: str | None) -> dict[str, str]:
-    headers = {"X-GitHub-Api-Version": "2022-11-28"}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    return headers
-
-
-# ---------------------------------------------------------------------------------------------
-# The answer, checked: both APIs end here
-
-
-class WrongShape(ValueError):
-    """An answer that is not the object asked for; the message says what was wrong."""
-
-
-def moment(data: Mapping[str, object], key: str) -> _dt.datetime | None:
-    """A time the API sent (``2026-02-01T10:00:00Z``) or None when null; WrongShape when
-    unreadable."""
-    value = data.get(key)
-    if value is None:
-        return None
-    try:
-        return times.parse(value)
-    except times.TimeError:
-        raise WrongShape(f"{key} is {str(value)[:40]!r}, not a time") from None
-
-
-def field(data: Mapping[str, object], key: str, kinds: tuple[type, ...], *, required: bool = False):
-    """``data[key]`` when of one of ``kinds`` (or absent / null unless ``required``)."""
-    value = data.get(key)
-    if value is None and not required:
-        return None
-    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
-        what = "missing" if key not in data else "null" if value is None else type(value).__name__
-        raise WrongShape(f"{key} is {what}, not {' or '.join(k.__name__ for k in kinds)}")
-    return value
-
-
-def state_of(
-    fetcher: Fetcher,
-    ref: LinkRef,
-    *,
-    state: str,
-    merged: bool,
-    merged_at: _dt.datetime | None,
-    merge_commit: str | None,
-    state_reason: str | None,
-    updated_at: _dt.datetime | None,
-    closed_at: _dt.datetime | None,
-    title: str,
-) -> PullState | IssueState:
-    """The value for ``ref`` from checked fields, every string redacted."""
-    if state not in ("open", "closed"):
-        raise WrongShape(f"state is {state!r}, not open or closed")
-    title = fetcher.redact(title)
-    if ref.kind == "pull":
-        merged = merged or merged_at is not None
-        return PullState(
-            url=ref.url,
-            number=ref.number,
-            state=state,
-            merged=merged,
-            merged_at=merged_at,
-            merge_commit_sha=merge_commit if merged else None,
-            updated_at=updated_at,
-            closed_at=closed_at,
-            title=title,
-        )
-    return IssueState(
-        url=ref.url,
-        number=ref.number,
-        state=state,
-        state_reason=state_reason,
-        updated_at=updated_at,
-        closed_at=closed_at,
-        title=title,
-    )
-
-
-def not_found(ref: LinkRef, how: str, attempts: int = 1) -> ProbeFailure:
-    return ProbeFailure(
-        "codehost",
-        ref.url,
-        f"{ref.kind} not found ({how}): private, moved or mistyped",
-        attempts=attempts,
-    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -183,10 +54,10 @@ def not_found(ref: LinkRef, how: str, attempts: int = 1) -> ProbeFailure:
 
 def _from_rest(fetcher: Fetcher, ref: LinkRef, data: object) -> PullState | IssueState:
     if not isinstance(data, dict):
-        raise WrongShape(f"the answer is a JSON {type(data).__name__}, not an object")
+        raise WrongShapeError(f"the answer is a JSON {type(data).__name__}, not an object")
     number = field(data, "number", (int,))
     if number is not None and number != ref.number:
-        raise WrongShape(f"the answer is for #{number}, not #{ref.number}")
+        raise WrongShapeError(f"the answer is for #{number}, not #{ref.number}")
     state = field(data, "state", (str,), required=True)
     merged = field(data, "merged", (bool,)) if ref.kind == "pull" else None
     return state_of(
@@ -225,7 +96,7 @@ def probe_link(
         return not_found(ref, f"HTTP {answer.status}", answer.attempts)
     try:
         return _from_rest(fetcher, ref, answer[0])
-    except WrongShape as exc:
+    except WrongShapeError as exc:
         return ProbeFailure("codehost", url, f"unexpected API response: {fetcher.redact(str(exc))}")
 
 
@@ -244,8 +115,6 @@ def probe_links(
 ) -> dict[str, LinkState]:
     """``{url: state}`` for every URL: GraphQL batches with a token, REST per link without (or
     for a batch that failed as a whole); never raises."""
-    from retire.probes import graphql
-
     wanted = list(dict.fromkeys(urls))
     found: dict[str, LinkState] = {}
     refs = []
@@ -271,7 +140,7 @@ def probe_links(
                 )
             )
         rest = []
-        for batch, answer in zip(batches, answers):
+        for batch, answer in zip(batches, answers, strict=True):
             if isinstance(answer, ProbeFailure):
                 # the whole batch failed: REST may still answer each link
                 rest += batch
@@ -286,7 +155,7 @@ def probe_links(
                 ),
                 rest,
             )
-            for ref, state in zip(rest, states):
+            for ref, state in zip(rest, states, strict=True):
                 first = batch_failed.get(ref.url)
                 # say why GraphQL did not answer either
                 if isinstance(state, ProbeFailure) and first is not None:

@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["BadBody", "Fetched", "RetryPolicy", "decode_json"]
+__all__ = ["BadBodyError", "Fetched", "RetryPolicy", "decode_json"]
 
 
 @dataclass(frozen=True)
@@ -37,8 +37,6 @@ class Fetched:
     status: int
     body: bytes
     headers: Mapping[str, str] = field(default_factory=dict)
-    # served without a request (fresh) or after a 304
-    from_cache: bool = False
     attempts: int = 1
 
     @property
@@ -47,7 +45,7 @@ class Fetched:
         return (self.headers.get("content-type") or "").split(";")[0].strip().lower()
 
 
-class BadBody(ValueError):
+class BadBodyError(ValueError):
     """A parser's complaint about a body; ``refetch`` when asking again may heal it (truncation)."""
 
     def __init__(self, reason: str, *, refetch: bool = False) -> None:
@@ -56,15 +54,15 @@ class BadBody(ValueError):
 
 
 def decode_json(fetched: Fetched) -> object:
-    """The JSON of a response; :class:`BadBody` for HTML (never misread) or a body that does not
-    decode (truncated or invalid: worth one more fetch)."""
+    """The JSON of a response; :class:`BadBodyError` for HTML (never misread) or a body that does
+    not decode (truncated or invalid: worth one more fetch)."""
     if "html" in fetched.content_type:
-        raise BadBody(f"the server answered {fetched.content_type}, not JSON")
+        raise BadBodyError(f"the server answered {fetched.content_type}, not JSON")
     try:
         return json.loads(fetched.body)
     except (ValueError, UnicodeDecodeError) as exc:
         kind = "truncated JSON" if _truncated(exc, fetched.body) else "invalid JSON"
-        raise BadBody(f"{kind} in the response ({_short(exc)})", refetch=True) from None
+        raise BadBodyError(f"{kind} in the response ({_short(exc)})", refetch=True) from None
 
 
 def _truncated(exc: Exception, body: bytes) -> bool:

@@ -23,17 +23,16 @@ import json
 from collections.abc import Sequence
 
 from retire.evidence.values import ProbeFailure
-from retire.probes.codehost import (
-    LinkRef,
+from retire.probes.http import Fetched, Fetcher
+from retire.probes.links import LinkRef, auth_headers
+from retire.probes.linkstate import (
     LinkState,
-    WrongShape,
-    auth_headers,
+    WrongShapeError,
     field,
     moment,
     not_found,
     state_of,
 )
-from retire.probes.http import Fetched, Fetcher
 
 __all__ = ["BATCH", "batches", "endpoint", "probe_batch", "query", "read_answer"]
 
@@ -87,7 +86,7 @@ def query(refs: Sequence[LinkRef]) -> str:
     return "\n".join(lines) + "\n" + FRAGMENT
 
 
-def _errors_by_path(answer: dict) -> dict[tuple[str, ...], dict]:
+def _errors_by_path(answer: dict[str, object]) -> dict[tuple[str, ...], dict[str, object]]:
     errors = answer.get("errors")
     found = {}
     for error in errors if isinstance(errors, list) else ():
@@ -99,17 +98,17 @@ def _errors_by_path(answer: dict) -> dict[tuple[str, ...], dict]:
 
 def _node_state(fetcher: Fetcher, ref: LinkRef, node: object) -> LinkState:
     if not isinstance(node, dict):
-        raise WrongShape(f"the node is a JSON {type(node).__name__}, not an object")
+        raise WrongShapeError(f"the node is a JSON {type(node).__name__}, not an object")
     kind = field(node, "__typename", (str,), required=True)
     if kind not in ("PullRequest", "Issue"):
-        raise WrongShape(f"__typename is {kind!r}, not PullRequest or Issue")
+        raise WrongShapeError(f"__typename is {kind!r}, not PullRequest or Issue")
     if field(node, "number", (int,), required=True) != ref.number:
-        raise WrongShape(f"the node is #{node['number']}, not #{ref.number}")
+        raise WrongShapeError(f"the node is #{node['number']}, not #{ref.number}")
     if ref.kind == "pull" and kind == "Issue":
         return not_found(ref, f"#{ref.number} is an issue")
     state = field(node, "state", (str,), required=True)
     if state not in ("OPEN", "CLOSED", "MERGED"):
-        raise WrongShape(f"state is {state!r}, not OPEN, CLOSED or MERGED")
+        raise WrongShapeError(f"state is {state!r}, not OPEN, CLOSED or MERGED")
     merge_commit = None
     if kind == "PullRequest":
         commit = field(node, "mergeCommit", (dict,))
@@ -151,7 +150,7 @@ def read_answer(
     """The decoded answer to :func:`query` ``(refs)`` as ``{url: state}``, or why it is none (no
     I/O)."""
     top = data.get("data") if isinstance(data, dict) else None
-    if not isinstance(top, dict):
+    if not isinstance(data, dict) or not isinstance(top, dict):
         errors = data.get("errors") if isinstance(data, dict) else None
         first = (
             errors[0] if isinstance(errors, list) and errors and isinstance(errors[0], dict) else {}
@@ -179,9 +178,9 @@ def read_answer(
         try:
             if node is None:
                 if error is None and repo_alias in top and (repo is None or item_alias in repo):
-                    raise WrongShape(f"{repo_alias}.{item_alias} is null without an error")
+                    raise WrongShapeError(f"{repo_alias}.{item_alias} is null without an error")
                 if error is None:
-                    raise WrongShape(f"{repo_alias}.{item_alias} is missing")
+                    raise WrongShapeError(f"{repo_alias}.{item_alias} is missing")
                 found[ref.url] = not_found(
                     ref,
                     fetcher.redact(
@@ -190,7 +189,7 @@ def read_answer(
                 )
             else:
                 found[ref.url] = _node_state(fetcher, ref, node)
-        except WrongShape as exc:
+        except WrongShapeError as exc:
             found[ref.url] = ProbeFailure(
                 "codehost", ref.url, f"unexpected GraphQL response: {fetcher.redact(str(exc))}"
             )

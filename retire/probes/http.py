@@ -42,7 +42,7 @@ from retire.core.secrets import scrub, scrub_bytes
 from retire.evidence.values import ProbeFailure
 from retire.probes.cache import DEFAULT_CACHE_DIR, CacheEntry, HttpCache, freshness
 from retire.probes.client import MAX_IN_FLIGHT, USER_AGENT, deadline_scope, make_client
-from retire.probes.fetched import BadBody, Fetched, RetryPolicy, decode_json
+from retire.probes.fetched import BadBodyError, Fetched, RetryPolicy, decode_json
 from retire.probes.redaction import mask_url
 from retire.probes.watchdog import WATCHDOG
 
@@ -50,7 +50,7 @@ __all__ = [
     "DEFAULT_CACHE_DIR",
     "MAX_IN_FLIGHT",
     "USER_AGENT",
-    "BadBody",
+    "BadBodyError",
     "Fetched",
     "Fetcher",
     "HttpCache",
@@ -61,6 +61,9 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+#: The policy a Fetcher follows unless given another (immutable, so one serves every Fetcher).
+DEFAULT_POLICY = RetryPolicy()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -90,7 +93,11 @@ def _connect_reason(exc: Exception) -> str:
     return f"cannot connect ({text})"
 
 
-def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+#: scheme, host and port: where an answer may come from
+_Origin = tuple[str, str, int | None]
+
+
+def _origin(url: httpx.URL) -> _Origin:
     default = {"http": 80, "https": 443}.get(url.scheme)
     return url.scheme, url.host, url.port or default
 
@@ -121,6 +128,29 @@ class _Trouble:
     final: bool = False
 
 
+@dataclass(frozen=True)
+class _Exchange:
+    """One GET or POST as the retry loop sees it: what is sent, and the cached copy a 304
+    confirms."""
+
+    method: str
+    url: str
+    probe: str
+    headers: Mapping[str, str]
+    content: bytes | None
+    cached: CacheEntry | None
+    accept: str
+
+
+@dataclass(frozen=True)
+class _Retry:
+    """An attempt that failed in a way another may not: why, and the wait the server asked for."""
+
+    reason: str
+    retryable: bool
+    wait: float | None = None
+
+
 class Fetcher:
     """GET / POST with retries, rate-limit handling, limits and the conditional cache; never
     raises."""
@@ -130,7 +160,7 @@ class Fetcher:
         client: httpx.Client,
         *,
         cache: HttpCache | None = None,
-        policy: RetryPolicy = RetryPolicy(),
+        policy: RetryPolicy = DEFAULT_POLICY,
         secrets: Sequence[str] = (),
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
@@ -149,7 +179,7 @@ class Fetcher:
         # Hosts whose name does not resolve here (an air-gapped cluster and the code host): after
         # a second failed lookup they are not asked again by this fetcher, so a hundred links cost
         # two lookups, not four hundred.
-        self._unresolvable: dict[tuple[str, str, int | None], str] = {}
+        self._unresolvable: dict[_Origin, str] = {}
         self._unresolvable_lock = threading.Lock()
 
     def deadline(self) -> float:
@@ -348,15 +378,14 @@ class Fetcher:
             and cached.max_age is not None
             and self.wall() - cached.stored_at < cached.max_age
         ):
-            return Fetched(
-                url, 200, cached.body, {"content-type": cached.content_type or ""}, True, 0
-            )
+            return Fetched(url, 200, cached.body, {"content-type": cached.content_type or ""}, 0)
         request_headers = {"Accept": accept, **(headers or {})}
         if cached and cached.etag:
             request_headers["If-None-Match"] = cached.etag
         elif cached and cached.last_modified:
             request_headers["If-Modified-Since"] = cached.last_modified
-        return self._exchange("GET", url, probe, request_headers, None, deadline, cached, accept)
+        ask = _Exchange("GET", url, probe, request_headers, None, cached, accept)
+        return self._exchange(ask, deadline)
 
     def post(
         self,
@@ -372,112 +401,122 @@ class Fetcher:
         cached."""
         request_headers = {"Accept": accept, "Content-Type": "application/json", **(headers or {})}
         content = json.dumps(payload).encode()
-        return self._exchange("POST", url, probe, request_headers, content, deadline, None, accept)
+        ask = _Exchange("POST", url, probe, request_headers, content, None, accept)
+        return self._exchange(ask, deadline)
 
-    def _exchange(
-        self,
-        method: str,
-        url: str,
-        probe: str,
-        headers: Mapping[str, str],
-        content: bytes | None,
-        deadline: float | None,
-        cached: CacheEntry | None,
-        accept: str,
-    ) -> Fetched | ProbeFailure:
+    def _exchange(self, ask: _Exchange, deadline: float | None) -> Fetched | ProbeFailure:
+        """``ask`` sent until it is answered, fails for good, or runs out of attempts or time."""
         deadline = self.deadline() if deadline is None else deadline
-        origin = _origin(httpx.URL(url))
+        origin = _origin(httpx.URL(ask.url))
         attempt = 0
         while True:
             with self._unresolvable_lock:
                 known = self._unresolvable.get(origin)
             if known is not None:
                 return self._fail(
-                    probe,
-                    url,
+                    ask.probe,
+                    ask.url,
                     f"{known} (not asked again: the host's name does not resolve here)",
                     retryable=True,
                     attempts=max(attempt, 1),
                 )
             attempt += 1
-            wait: float | None = None
-            answer = self._attempt(method, url, headers, content, deadline)
+            answer = self._attempt(ask.method, ask.url, ask.headers, ask.content, deadline)
+            outcome: Fetched | ProbeFailure | _Retry
             if isinstance(answer, _Trouble):
-                if answer.final:
-                    return self._fail(
-                        probe, url, answer.reason, retryable=answer.retryable, attempts=attempt
-                    )
-                reason, retryable = answer.reason, answer.retryable
-                if reason.startswith(_DNS_FAILED) and attempt >= 2:
-                    with self._unresolvable_lock:
-                        self._unresolvable.setdefault(origin, reason)
+                outcome = self._from_trouble(ask, answer, origin, attempt)
             else:
-                status = answer.status
-                if status == 304 and cached is not None:
-                    # only freshness changed: rewrite just for it
-                    if freshness(answer.headers)[1]:
-                        self._store(url, accept, answer.headers, cached.body, previous=cached)
-                    return Fetched(url, 200, cached.body, dict(answer.headers), True, attempt)
-                if 200 <= status < 300:
-                    if method == "GET":
-                        self._store(url, accept, answer.headers, answer.body)
-                    return Fetched(url, status, answer.body, dict(answer.headers), False, attempt)
-                if status in (404, 410):
-                    return Fetched(url, status, answer.body, dict(answer.headers), False, attempt)
-                limited = status == 429 or (
-                    status == 403
-                    and (
-                        answer.headers.get("x-ratelimit-remaining") == "0"
-                        or "retry-after" in answer.headers
-                    )
+                outcome = self._from_reply(ask, answer, attempt)
+            if not isinstance(outcome, _Retry):
+                return outcome
+            failure = self._wait_to_retry(ask, outcome, attempt, deadline)
+            if failure is not None:
+                return failure
+
+    def _from_trouble(
+        self, ask: _Exchange, trouble: _Trouble, origin: _Origin, attempt: int
+    ) -> ProbeFailure | _Retry:
+        """An attempt that got no answer: a failure when final, else one to try again."""
+        if trouble.final:
+            return self._fail(
+                ask.probe, ask.url, trouble.reason, retryable=trouble.retryable, attempts=attempt
+            )
+        if trouble.reason.startswith(_DNS_FAILED) and attempt >= 2:
+            with self._unresolvable_lock:
+                self._unresolvable.setdefault(origin, trouble.reason)
+        return _Retry(trouble.reason, trouble.retryable)
+
+    def _from_reply(
+        self, ask: _Exchange, reply: _Reply, attempt: int
+    ) -> Fetched | ProbeFailure | _Retry:
+        """What an answer means: the response (2xx, 304 from the cache, 404/410), a failure, or
+        one to try again (rate limits, 5xx)."""
+        status = reply.status
+        if status == 304 and ask.cached is not None:
+            # only freshness changed: rewrite just for it
+            if freshness(reply.headers)[1]:
+                self._store(
+                    ask.url, ask.accept, reply.headers, ask.cached.body, previous=ask.cached
                 )
-                if limited:
-                    wait = self._server_wait(answer.headers)
-                    label = "429 Too Many Requests" if status == 429 else "403 rate limit exceeded"
-                    if wait is not None and wait > self.policy.max_wait:
-                        return self._fail(
-                            probe,
-                            url,
-                            f"{label}: the server asks to wait {wait:.0f}s "
-                            f"(more than {self.policy.max_wait:g}s); try later or set GITHUB_TOKEN",
-                            retryable=True,
-                            attempts=attempt,
-                        )
-                    reason, retryable = (
-                        (f"{label}" + (f" (Retry-After {wait:.0f}s)" if wait is not None else "")),
-                        True,
-                    )
-                elif status >= 500:
-                    reason, retryable = f"server error {status} {answer.reason_phrase}", True
-                elif status == 401:
-                    return self._fail(
-                        probe,
-                        url,
-                        "401 Unauthorized: the token is missing or invalid",
-                        retryable=False,
-                        attempts=attempt,
-                    )
-                else:
-                    return self._fail(
-                        probe,
-                        url,
-                        f"HTTP {status} {answer.reason_phrase}",
-                        retryable=False,
-                        attempts=attempt,
-                    )
-            # A retryable failure: wait and go again, within the attempts and the deadline.
-            if not retryable or attempt >= self.policy.attempts:
-                return self._fail(probe, url, reason, retryable=retryable, attempts=attempt)
-            delay = wait if wait is not None else self._backoff(attempt)
-            if self.monotonic() + delay > deadline:
-                return self._fail(
-                    probe,
-                    url,
-                    f"{reason}; gave up within the {self.policy.budget:g}s budget",
-                    retryable=True,
-                    attempts=attempt,
-                )
-            self.sleep(delay)
+            return Fetched(ask.url, 200, ask.cached.body, dict(reply.headers), attempt)
+        if 200 <= status < 300:
+            if ask.method == "GET":
+                self._store(ask.url, ask.accept, reply.headers, reply.body)
+            return Fetched(ask.url, status, reply.body, dict(reply.headers), attempt)
+        if status in (404, 410):
+            return Fetched(ask.url, status, reply.body, dict(reply.headers), attempt)
+        if status == 429 or (
+            status == 403
+            and (
+                reply.headers.get("x-ratelimit-remaining") == "0" or "retry-after" in reply.headers
+            )
+        ):
+            return self._rate_limited(ask, reply, attempt)
+        if status >= 500:
+            return _Retry(f"server error {status} {reply.reason_phrase}", True)
+        if status == 401:
+            why = "401 Unauthorized: the token is missing or invalid"
+        else:
+            why = f"HTTP {status} {reply.reason_phrase}"
+        return self._fail(ask.probe, ask.url, why, retryable=False, attempts=attempt)
+
+    def _rate_limited(self, ask: _Exchange, reply: _Reply, attempt: int) -> ProbeFailure | _Retry:
+        """A 429 or 403 rate limit: wait as the server asks, unless that is longer than
+        ``max_wait``."""
+        wait = self._server_wait(reply.headers)
+        label = "429 Too Many Requests" if reply.status == 429 else "403 rate limit exceeded"
+        if wait is not None and wait > self.policy.max_wait:
+            return self._fail(
+                ask.probe,
+                ask.url,
+                f"{label}: the server asks to wait {wait:.0f}s "
+                f"(more than {self.policy.max_wait:g}s); try later or set GITHUB_TOKEN",
+                retryable=True,
+                attempts=attempt,
+            )
+        asked = f" (Retry-After {wait:.0f}s)" if wait is not None else ""
+        return _Retry(f"{label}{asked}", True, wait)
+
+    def _wait_to_retry(
+        self, ask: _Exchange, retry: _Retry, attempt: int, deadline: float
+    ) -> ProbeFailure | None:
+        """Sleep before the next attempt (None), or the failure when none is left within the
+        attempts and the deadline."""
+        if not retry.retryable or attempt >= self.policy.attempts:
+            return self._fail(
+                ask.probe, ask.url, retry.reason, retryable=retry.retryable, attempts=attempt
+            )
+        delay = retry.wait if retry.wait is not None else self._backoff(attempt)
+        if self.monotonic() + delay > deadline:
+            return self._fail(
+                ask.probe,
+                ask.url,
+                f"{retry.reason}; gave up within the {self.policy.budget:g}s budget",
+                retryable=True,
+                attempts=attempt,
+            )
+        self.sleep(delay)
+        return None
 
     def get_parsed(
         self,
@@ -492,8 +531,8 @@ class Fetcher:
     ) -> tuple[T, Fetched] | Fetched | ProbeFailure:
         """``parse(response)`` and the response; a 404/410 comes back as the bare :class:`Fetched`.
 
-        ``parse`` raises :class:`BadBody`; one marked ``refetch`` is fetched again (bypassing the
-        cache) at most ``json_attempts`` times in all, then reported. With ``payload`` it POSTs.
+        ``parse`` raises :class:`BadBodyError`; one marked ``refetch`` is fetched again (bypassing
+        the cache) at most ``json_attempts`` times in all, then reported. With ``payload`` it POSTs.
         """
         deadline = self.deadline() if deadline is None else deadline
         attempts = 0
@@ -517,7 +556,7 @@ class Fetcher:
                 return fetched
             try:
                 return parse(fetched), fetched
-            except BadBody as bad:
+            except BadBodyError as bad:
                 if self.cache is not None and payload is None:
                     # never keep a body its reader refused
                     self.cache.drop(url, accept)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from packaging.utils import canonicalize_name
 
 from retire.evidence.values import ProbeFailure, ReleaseList
-from retire.probes.http import BadBody, Fetched, Fetcher, decode_json, mask_url
+from retire.probes.http import BadBodyError, Fetched, Fetcher, decode_json, mask_url
 from retire.probes.pages import PageError, parse_html_page, parse_json_page
 
 __all__ = ["ACCEPT", "JSON_TYPE", "parse_project", "probe_releases", "project_url"]
@@ -70,12 +70,12 @@ def _reader(distribution: str, index_url: str) -> Callable[[Fetched], ReleaseLis
                 )
         except PageError as exc:
             api = "PEP 691" if form == "json" else "PEP 503"
-            raise BadBody(f"invalid {api} page: {exc.reason}", refetch=exc.truncated) from None
+            raise BadBodyError(f"invalid {api} page: {exc.reason}", refetch=exc.truncated) from None
         # JSON that does not decode: the same as everywhere else
-        except BadBody as bad:
-            raise BadBody(f"{bad.reason} ({NEITHER})", refetch=bad.refetch) from None
+        except BadBodyError as bad:
+            raise BadBodyError(f"{bad.reason} ({NEITHER})", refetch=bad.refetch) from None
         what = fetched.content_type or "no content type"
-        raise BadBody(f"the index answered {what}: {NEITHER}")
+        raise BadBodyError(f"the index answered {what}: {NEITHER}")
 
     return read
 

@@ -83,7 +83,8 @@ def history(
     conclusive run on the same lane and host (a bug that shows itself as a hang must not end up
     retired on another host's clean run); it counts only where nothing conclusive exists.
     """
-    latest: dict[tuple[str, str], ExecutionEvidence] = {}
+    # (lane, host, and the versions of a bisection's run: each candidate is one of its own)
+    latest: dict[tuple[str, str, tuple[tuple[str, str | None], ...]], ExecutionEvidence] = {}
     for record in records:
         if record.shim != shim or record.mode != mode:
             continue

@@ -7,6 +7,7 @@ watchdog ends it at the deadline whatever the pace. One daemon thread serves eve
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import socket
 import threading
@@ -22,10 +23,8 @@ def _shut(response: httpx.Response) -> None:
     stream = response.extensions.get("network_stream")
     sock = stream.get_extra_info("socket") if stream is not None else None
     if sock is not None:
-        try:
+        with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
 
 
 class Watchdog:

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
 
 import tomlkit
 from packaging.utils import canonicalize_name
@@ -30,6 +32,7 @@ from retire.core import childenv, uv
 from retire.core.errors import PatchlaneError
 from retire.lanes import revisions
 from retire.lanes.model import LANE_NAME, Lane
+from retire.mirrors.config import MirrorSet
 from retire.runs import envcheck
 
 RUNTIME_DIR = "patchlane-runtime"
@@ -61,6 +64,16 @@ class BuildError(PatchlaneError):
         self.detail = detail
 
 
+class EnvInfo(TypedDict):
+    """What :func:`describe` reads from an interpreter."""
+
+    python: str
+    purelib: str
+    platlib: str
+    # canonical name → version
+    packages: dict[str, str]
+
+
 @dataclass(frozen=True)
 class LaneEnv:
     lane: str
@@ -90,7 +103,7 @@ def inspect_env() -> dict[str, str]:
     return {k: v for k, v in childenv.for_lane().items() if k not in uv.CALLER_PYTHON_ENV}
 
 
-def describe(python: str | Path) -> dict:
+def describe(python: str | os.PathLike[str]) -> EnvInfo:
     """Python version, purelib and installed distributions of an interpreter."""
     proc = subprocess.run(
         [str(python), "-c", _PROBE],
@@ -104,7 +117,7 @@ def describe(python: str | Path) -> dict:
     return json.loads(proc.stdout)
 
 
-def describe_paths(python: str | Path) -> dict:
+def describe_paths(python: str | Path) -> dict[str, str]:
     """purelib of an interpreter (without listing its distributions)."""
     code = (
         "import json, sysconfig; print(json.dumps({'purelib': sysconfig.get_paths()['purelib']}))"
@@ -237,6 +250,59 @@ def _parse_lock(lock_file: Path, data: bytes) -> dict:
         raise BuildError(f"{lock_file} is not valid TOML ({exc})") from None
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What one build is made from, settled before anything is installed."""
+
+    lane: Lane
+    lock_file: Path
+    lock_bytes: bytes
+    path: Path
+    # the base interpreter of an overlay env (None: a full env)
+    overlay: str | None
+    wheelhouse: Path | None
+    # upstream git URL → this host's mirror (a revision lane's packages)
+    sources: dict[str, str]
+
+    @property
+    def made_from(self) -> list[str]:
+        return ["overlay", self.overlay] if self.overlay else ["full", self.lane.python]
+
+    @property
+    def lock_sha256(self) -> str:
+        return hashlib.sha256(self.lock_bytes).hexdigest()
+
+    def parse_lock(self) -> dict:
+        return _parse_lock(self.lock_file, self.lock_bytes)
+
+
+@dataclass(frozen=True)
+class _Venv:
+    """The venv made (or found) for a plan, and the lock as this host installs into it."""
+
+    python: Path
+    # what the state file compares: lock, overlay, wheelhouse, base
+    identity: dict[str, str | None]
+    # the parsed lock, where a step needed it
+    lock: dict | None
+    # the lock as this host installs it, when it differs from the file
+    to_sync: dict | None
+    # overlay only: the base interpreter and its packages
+    base: EnvInfo | None
+    # overlay only: what the lock adds to the base
+    synced: list[str] | None
+
+
+@dataclass(frozen=True)
+class _Learnt:
+    """What a build knows of the env once synced: its interpreter, packages and what the lock
+    puts there."""
+
+    info: EnvInfo
+    synced: list[str]
+    expected: dict[str, str]
+
+
 def build(
     lane: Lane,
     lock_file: Path,
@@ -245,7 +311,7 @@ def build(
     overlay: str | None = None,
     live: bool = False,
     wheelhouse: Path | None = None,
-    mirrors=None,
+    mirrors: MirrorSet | None = None,
 ) -> LaneEnv:
     """Build (or re-sync) the lane's environment from its lock. Raises :class:`BuildError`.
 
@@ -261,53 +327,84 @@ def build(
     if not lock_file.is_file():
         raise BuildError(f"no lock at {lock_file}: run `nox -s lock -- {lane.name}`")
     sources = revisions.local_urls(lane.revisions, mirrors, lane.origin) if lane.revisions else {}
-    lock_bytes = lock_file.read_bytes()
-    path = env_path(envs_dir, lane.name)
-    _make_folder(path)
-    state_file = path / STATE_NAME
-    state = _read_state(state_file)
-    made_from = ["overlay", overlay] if overlay else ["full", lane.python]
-    identity = {"lock": hashlib.sha256(lock_bytes).hexdigest(), "overlay": overlay}
-    if wheelhouse is not None:
-        identity["wheelhouse"] = str(wheelhouse.resolve())
+    plan = _Plan(
+        lane,
+        lock_file,
+        lock_file.read_bytes(),
+        env_path(envs_dir, lane.name),
+        overlay,
+        wheelhouse,
+        sources,
+    )
+    _make_folder(plan.path)
+    state = _usable_state(plan)
+    venv = _make_venv(plan)
+    output = _sync(plan, venv, live=live)
+    if venv.base is not None:
+        link_base(
+            describe_paths(venv.python)["purelib"], [venv.base["purelib"], venv.base["platlib"]]
+        )
+    learnt = _learn(plan, venv, state, output)
+    _check(plan, learnt)
+    return _finish(plan, venv, learnt, state)
+
+
+def _usable_state(plan: _Plan) -> dict:
+    """What the last build learnt, or nothing when the env must be made afresh."""
+    state = _read_state(plan.path / STATE_NAME)
     # Another interpreter or kind (a re-sync cannot turn one into the other), or another lock (a
     # re-sync would only audit): install afresh, hash-checked.
-    if path.exists() and (
-        state.get("made_from") != made_from
-        or (state.get("identity") or {}).get("lock") not in (None, identity["lock"])
+    if plan.path.exists() and (
+        state.get("made_from") != plan.made_from
+        or (state.get("identity") or {}).get("lock") not in (None, plan.lock_sha256)
     ):
-        shutil.rmtree(path)
-        state = {}
+        shutil.rmtree(plan.path)
+        return {}
+    return state
+
+
+def _make_venv(plan: _Plan) -> _Venv:
+    """The venv (kept when it is one), and the lock cut down to what this host installs."""
+    identity: dict[str, str | None] = {"lock": plan.lock_sha256, "overlay": plan.overlay}
+    if plan.wheelhouse is not None:
+        identity["wheelhouse"] = str(plan.wheelhouse.resolve())
     lock: dict | None = None
-    base: dict[str, str] = {}
-    # the lock as this host installs it, when it differs from the file
     to_sync: dict | None = None
-    if overlay:
-        base_info = describe(overlay)
-        base = base_info["packages"]
-        identity["base"] = hashlib.sha256(json.dumps(base, sort_keys=True).encode()).hexdigest()
-        python = _venv(path, overlay)
-        lock = _parse_lock(lock_file, lock_bytes)
-        to_sync, synced = overlay_lock(lock, base)
+    base: EnvInfo | None = None
+    synced: list[str] | None = None
+    if plan.overlay:
+        base = describe(plan.overlay)
+        identity["base"] = hashlib.sha256(
+            json.dumps(base["packages"], sort_keys=True).encode()
+        ).hexdigest()
+        python = _venv(plan.path, plan.overlay)
+        lock = plan.parse_lock()
+        to_sync, synced = overlay_lock(lock, base["packages"])
     else:
-        python = _venv(path, lane.python)
-    if wheelhouse is not None or sources:
+        python = _venv(plan.path, plan.lane.python)
+    if plan.wheelhouse is not None or plan.sources:
         if lock is None:
-            lock = _parse_lock(lock_file, lock_bytes)
+            lock = plan.parse_lock()
         to_sync = _localized(
             to_sync or {k: v for k, v in lock.items() if k != "tool"},
-            lane,
-            identity["lock"],
-            wheelhouse,
-            sources,
+            plan.lane,
+            plan.lock_sha256,
+            plan.wheelhouse,
+            plan.sources,
         )
-    if to_sync is None:
+    return _Venv(python, identity, lock, to_sync, base, synced)
+
+
+def _sync(plan: _Plan, venv: _Venv, *, live: bool) -> str:
+    """``uv pip sync`` of the lock (or of what this host installs of it); uv's summary."""
+    if venv.to_sync is None:
         # uv reads (and hash-checks) the lock itself
-        sync_from = lock_file
+        sync_from = plan.lock_file
     else:
-        sync_from = path / ("overlay" if overlay else "local") / "pylock.toml"
+        sync_from = plan.path / ("overlay" if plan.overlay else "local") / "pylock.toml"
         sync_from.parent.mkdir(exist_ok=True)
-        sync_from.write_text(tomlkit.dumps(to_sync), encoding="utf-8")
+        sync_from.write_text(tomlkit.dumps(venv.to_sync), encoding="utf-8")
+    wheelhouse = plan.wheelhouse
     # --find-links: an sdist's or a revision's build requirements, where their wheels were put in
     # the folder
     offline = (
@@ -315,7 +412,7 @@ def build(
         if wheelhouse is not None
         else []
     )
-    output = run_uv(
+    return run_uv(
         [
             "pip",
             "sync",
@@ -323,60 +420,78 @@ def build(
             "pylock",
             *offline,
             "--python",
-            str(python),
+            str(venv.python),
             str(sync_from),
         ],
-        f"cannot install {lock_file.parent.name}/{lock_file.name} into the lane"
+        f"cannot install {plan.lock_file.parent.name}/{plan.lock_file.name} into the lane"
         + (f" from the wheelhouse {wheelhouse}" if wheelhouse is not None else ""),
         live=live,
     )
-    if overlay:
-        link_base(describe_paths(python)["purelib"], [base_info["purelib"], base_info["platlib"]])
-    if state.get("identity") == identity and _synced_nothing(output) and "expected" in state:
-        info, synced, expected = state["info"], state["synced"], state["expected"]
-    else:
-        if lock is None:
-            lock = _parse_lock(lock_file, lock_bytes)
-        if not overlay:
-            synced = [p["name"] for p in lock.get("packages", [])]
-        info = (None if overlay else _full_env_info(path, lock)) or describe(python)
-        expected = envcheck.expected_versions(to_sync if overlay else lock, info["python"])
-    if not overlay and info["python"].rsplit(".", 1)[0] != lane.python:
-        raise BuildError(f"the venv runs Python {info['python']}, the lane asks for {lane.python}")
+
+
+def _learn(plan: _Plan, venv: _Venv, state: dict, output: str) -> _Learnt:
+    """The env's interpreter and packages: from the last build when uv changed nothing, else
+    read afresh."""
+    if state.get("identity") == venv.identity and _synced_nothing(output) and "expected" in state:
+        return _Learnt(state["info"], state["synced"], state["expected"])
+    lock = venv.lock if venv.lock is not None else plan.parse_lock()
+    if venv.base is not None and venv.synced is not None and venv.to_sync is not None:
+        info = describe(venv.python)
+        return _Learnt(info, venv.synced, envcheck.expected_versions(venv.to_sync, info["python"]))
+    info = _full_env_info(plan.path, lock) or describe(venv.python)
+    synced = [p["name"] for p in lock.get("packages", [])]
+    return _Learnt(info, synced, envcheck.expected_versions(lock, info["python"]))
+
+
+def _check(plan: _Plan, learnt: _Learnt) -> None:
+    """A :class:`BuildError` unless the env runs the lane's Python and holds what the lock
+    says."""
+    info = learnt.info
+    if not plan.overlay and info["python"].rsplit(".", 1)[0] != plan.lane.python:
+        raise BuildError(
+            f"the venv runs Python {info['python']}, the lane asks for {plan.lane.python}"
+        )
     if problems := envcheck.mismatches(
-        expected, envcheck.installed_versions(info["purelib"], info["platlib"])
+        learnt.expected, envcheck.installed_versions(info["purelib"], info["platlib"])
     ):
         raise BuildError(
-            f"the env at {path} does not match {lock_file.name}: {'; '.join(problems[:3])}"
+            f"the env at {plan.path} does not match {plan.lock_file.name}: "
+            f"{'; '.join(problems[:3])}"
             f"{' …' if len(problems) > 3 else ''} (delete the env to rebuild it)"
         )
+
+
+def _finish(plan: _Plan, venv: _Venv, learnt: _Learnt, state: dict) -> LaneEnv:
+    """The runtime snapshot refreshed where it changed, what was learnt kept for the next
+    build, and the env."""
+    info = learnt.info
     sources_dirs = _runtime_sources()
     runtime = _fingerprint(sources_dirs)
     if state.get("runtime") != runtime or not Path(info["purelib"], PTH_NAME).exists():
-        _install_runtime(path, info["purelib"], sources_dirs)
-    state_file.write_text(
+        _install_runtime(plan.path, info["purelib"], sources_dirs)
+    (plan.path / STATE_NAME).write_text(
         json.dumps(
             {
-                "made_from": made_from,
-                "identity": identity,
+                "made_from": plan.made_from,
+                "identity": venv.identity,
                 "info": info,
                 "runtime": runtime,
-                "synced": list(synced),
-                "expected": expected,
+                "synced": list(learnt.synced),
+                "expected": learnt.expected,
             }
         ),
         encoding="utf-8",
     )
     return LaneEnv(
-        lane=lane.name,
-        path=path,
-        python=python,
-        kind="overlay" if overlay else "full",
+        lane=plan.lane.name,
+        path=plan.path,
+        python=venv.python,
+        kind="overlay" if plan.overlay else "full",
         python_version=info["python"],
         installed=info["packages"],
-        base=base,
-        base_python=overlay,
-        synced=tuple(synced),
+        base=venv.base["packages"] if venv.base is not None else {},
+        base_python=plan.overlay,
+        synced=tuple(learnt.synced),
     )
 
 
@@ -416,7 +531,7 @@ def _localized(
         raise BuildError(str(exc)) from None
 
 
-def _full_env_info(path: Path, lock: dict) -> dict | None:
+def _full_env_info(path: Path, lock: dict) -> EnvInfo | None:
     """What :func:`describe` would say of a full env, without starting its interpreter.
 
     ``uv pip sync`` leaves exactly the lock's packages in the venv, and uv's pyvenv.cfg names the

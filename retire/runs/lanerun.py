@@ -30,6 +30,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -47,6 +48,7 @@ from retire.evidence.validation import (
 )
 from retire.lanes.model import Lane
 from retire.locks import locking
+from retire.mirrors.config import MirrorSet
 from retire.runs import envs
 from retire.runs.launcher import (
     ISOLATIONS,
@@ -57,15 +59,23 @@ from retire.runs.launcher import (
 )
 from retire.runs.reaper import REAPER
 from retire.runs.reproduce import child_environment, run_reproducer
-from shims.manifest import ShimManifest
+from shims.model import ShimManifest
+
+
+class LaneStatus(StrEnum):
+    """How a lane run ended: its shims ran, it was skipped on this host, or it could not be
+    built (a lock out of date, an unknown shim, uv's refusal)."""
+
+    RAN = "ran"
+    SKIPPED = "skipped"
+    BUILD_FAILED = "build-failed"
 
 
 @dataclass(frozen=True)
 class ShimRun:
     lane: str
     shim: str
-    # a ShimOutcome
-    outcome: str
+    outcome: ShimOutcome
     why: str
     without: ValidationRecord | None = None
     with_shim: ValidationRecord | None = None
@@ -78,8 +88,7 @@ class ShimRun:
 @dataclass(frozen=True)
 class LaneRun:
     lane: str
-    # ran | skipped | build-failed
-    status: str
+    status: LaneStatus
     # the lane's shims, whether or not they ran
     planned: tuple[str, ...] = ()
     why: str = ""
@@ -94,7 +103,9 @@ class LaneRun:
 
     @property
     def failed(self) -> bool:
-        return self.status == "build-failed" or any(s.outcome in FAILING for s in self.shims)
+        return self.status == LaneStatus.BUILD_FAILED or any(
+            s.outcome in FAILING for s in self.shims
+        )
 
 
 def judge(
@@ -169,7 +180,7 @@ class RunOptions:
     # build from this folder only: no index, no network (docs/offline.md)
     wheelhouse: Path | None = None
     # a MirrorSet: where lane revisions install from on this host
-    mirrors: object = None
+    mirrors: MirrorSet | None = None
     # process | launcher; None: launcher where the lane's shims declare preloads
     isolation: str | None = None
     # Called with each record as soon as it is made (the command appends it to the manifest), so
@@ -253,37 +264,84 @@ def run_lane(
     """Build one lane and run its shims. Never raises for the lane's own failures."""
     started = time.monotonic()
     host = options.host or Host.detect()
-    missing = [s for s in lane.shims if s not in manifests]
+    refused = _refusal(lane, manifests, options, host, progress)
+    if refused is not None:
+        return refused
+    env = _build_env(lane, options, progress, started)
+    if isinstance(env, LaneRun):
+        return env
+    progress(
+        lane.name,
+        f"env ready: Python {env.python_version}, {len(env.synced)} packages from the lock",
+    )
+    launcher = _start_launcher(lane, manifests, env, options, progress)
+    try:
+        results = tuple(
+            _run_shim(lane, shim, manifests, env, launcher, options, progress)
+            for shim in lane.shims
+        )
+    finally:
+        if launcher is not None:
+            launcher.close()
+    return LaneRun(
+        lane.name,
+        LaneStatus.RAN,
+        lane.shims,
+        env=env,
+        shims=results,
+        seconds=time.monotonic() - started,
+        isolation="launcher" if launcher is not None else "process",
+        note=(launcher.fallback or "") if launcher is not None else "",
+    )
+
+
+def _refusal(
+    lane: Lane,
+    manifests: dict[str, ShimManifest],
+    options: RunOptions,
+    host: Host,
+    progress: Progress,
+) -> LaneRun | None:
+    """Why the lane cannot run here before anything is built (no CUDA, a stale lock, a shim
+    the catalogue lacks), or None."""
     if lane.needs_cuda and not host.cuda and not options.overlay:
         why = f"lane needs a CUDA host ({host.description})"
         progress(lane.name, f"skipped: {why}")
         return LaneRun(
             lane.name,
-            "skipped",
+            LaneStatus.SKIPPED,
             lane.shims,
             why,
             shims=tuple(ShimRun(lane.name, s, ShimOutcome.SKIPPED, why) for s in lane.shims),
         )
-    lock_file = locking.lock_path(options.locks_dir, lane.name)
     state = locking.lock_state(lane, options.locks_dir)
     if not state.current:
         return LaneRun(
             lane.name,
-            "build-failed",
+            LaneStatus.BUILD_FAILED,
             lane.shims,
             f"{state.summary}: run `nox -s lock -- {lane.name}`",
         )
+    missing = [s for s in lane.shims if s not in manifests]
     if missing:
         return LaneRun(
-            lane.name, "build-failed", lane.shims, f"unknown shims: {', '.join(missing)}"
+            lane.name, LaneStatus.BUILD_FAILED, lane.shims, f"unknown shims: {', '.join(missing)}"
         )
+    return None
+
+
+def _build_env(
+    lane: Lane, options: RunOptions, progress: Progress, started: float
+) -> envs.LaneEnv | LaneRun:
+    """The lane's environment, or the failed lane run that says why it could not be built."""
+    lock_file = locking.lock_path(options.locks_dir, lane.name)
     kind = "overlay on " + options.overlay if options.overlay else "full"
     source = f", files from the wheelhouse {options.wheelhouse} only" if options.wheelhouse else ""
     progress(
         lane.name, f"building env ({kind}) from {lock_file.parent.name}/{lock_file.name}{source}"
     )
     try:
-        env = envs.build(
+        return envs.build(
             lane,
             lock_file,
             options.envs_dir,
@@ -296,86 +354,88 @@ def run_lane(
     except InputError as exc:
         progress(lane.name, f"build failed: {exc}")
         return LaneRun(
-            lane.name, "build-failed", lane.shims, str(exc), seconds=time.monotonic() - started
+            lane.name,
+            LaneStatus.BUILD_FAILED,
+            lane.shims,
+            str(exc),
+            seconds=time.monotonic() - started,
         )
     except envs.BuildError as exc:
         progress(lane.name, f"build failed: {exc}")
         return LaneRun(
             lane.name,
-            "build-failed",
+            LaneStatus.BUILD_FAILED,
             lane.shims,
             str(exc),
             exc.detail,
             seconds=time.monotonic() - started,
         )
-    progress(
-        lane.name,
-        f"env ready: Python {env.python_version}, {len(env.synced)} packages from the lock",
-    )
 
-    launcher = _start_launcher(lane, manifests, env, options, progress)
-    results = []
-    try:
-        for shim in lane.shims:
-            manifest = manifests[shim]
-            records: dict[str, ValidationRecord] = {}
-            for mode in Mode:
-                if mode == Mode.WITH and records[Mode.WITHOUT].outcome in FAULTED:
-                    # the reproducer is broken: a with-run would say nothing new
-                    break
-                # A skipped without-run still gets its with-run: an env-constraint or policy shim
-                # can
-                # prove its mitigation is in effect on a host where the failure itself cannot
-                # happen.
-                run_env = reproducer_env(lane, manifests, shim, mode)
-                with heartbeat(
-                    lambda line: progress(lane.name, line),
-                    f"{shim} {mode} shim",
-                    options.heartbeat_s,
-                ):
-                    if launcher is not None:
-                        record = launcher.run(
-                            manifest, mode, lane=lane.name, timeout=options.timeout, env=run_env
-                        )
-                    else:
-                        record = run_reproducer(
-                            manifest,
-                            mode,
-                            python=env.python,
-                            lane=lane.name,
-                            timeout=options.timeout,
-                            env=run_env,
-                        )
-                record = _with_context(
-                    record, options.run_id, _environment_facts(env, manifest, lane.digest)
-                )
-                records[mode] = record
-                if options.on_record is not None:
-                    options.on_record(record)
-                progress(
-                    lane.name,
-                    f"{shim} {mode} shim: {record.sentinel or record.outcome} "
-                    f"({record.duration_s:.1f}s)",
-                )
-            outcome, why = judge(records.get(Mode.WITHOUT), records.get(Mode.WITH))
-            results.append(
-                ShimRun(
-                    lane.name, shim, outcome, why, records.get(Mode.WITHOUT), records.get(Mode.WITH)
-                )
-            )
-    finally:
+
+def _run_shim(
+    lane: Lane,
+    shim: str,
+    manifests: dict[str, ShimManifest],
+    env: envs.LaneEnv,
+    launcher: Launcher | None,
+    options: RunOptions,
+    progress: Progress,
+) -> ShimRun:
+    """One shim's reproducer without the shim, then with it (unless the first run faulted),
+    judged."""
+    records: dict[Mode, ValidationRecord] = {}
+    for mode in Mode:
+        if mode == Mode.WITH and records[Mode.WITHOUT].outcome in FAULTED:
+            # the reproducer is broken: a with-run would say nothing new
+            break
+        # A skipped without-run still gets its with-run: an env-constraint or policy shim can
+        # prove its mitigation is in effect on a host where the failure itself cannot happen.
+        record = _run_mode(lane, shim, manifests, mode, env, launcher, options, progress)
+        records[mode] = record
+        if options.on_record is not None:
+            options.on_record(record)
+        progress(
+            lane.name,
+            f"{shim} {mode} shim: {record.sentinel or record.outcome} ({record.duration_s:.1f}s)",
+        )
+    without, with_shim = records.get(Mode.WITHOUT), records.get(Mode.WITH)
+    outcome, why = judge(without, with_shim)
+    return ShimRun(lane.name, shim, outcome, why, without, with_shim)
+
+
+def _run_mode(
+    lane: Lane,
+    shim: str,
+    manifests: dict[str, ShimManifest],
+    mode: Mode,
+    env: envs.LaneEnv,
+    launcher: Launcher | None,
+    options: RunOptions,
+    progress: Progress,
+) -> ValidationRecord:
+    """One reproducer run in one mode (forked from the launcher, or its own interpreter), with
+    the run and environment it belongs to."""
+    manifest = manifests[shim]
+    run_env = reproducer_env(lane, manifests, shim, mode)
+    with heartbeat(
+        lambda line: progress(lane.name, line),
+        f"{shim} {mode} shim",
+        options.heartbeat_s,
+    ):
         if launcher is not None:
-            launcher.close()
-    return LaneRun(
-        lane.name,
-        "ran",
-        lane.shims,
-        env=env,
-        shims=tuple(results),
-        seconds=time.monotonic() - started,
-        isolation="launcher" if launcher is not None else "process",
-        note=(launcher.fallback or "") if launcher is not None else "",
-    )
+            record = launcher.run(
+                manifest, mode, lane=lane.name, timeout=options.timeout, env=run_env
+            )
+        else:
+            record = run_reproducer(
+                manifest,
+                mode,
+                python=env.python,
+                lane=lane.name,
+                timeout=options.timeout,
+                env=run_env,
+            )
+    return _with_context(record, options.run_id, _environment_facts(env, manifest, lane.digest))
 
 
 def _start_launcher(
@@ -477,17 +537,21 @@ def summary_table(runs: list[LaneRun]) -> str:
     cell = {(s.lane, s.shim): s.outcome for run in runs for s in run.shims}
     width = max([len(s) for s in shims] + [4])
     cols = [max(len(lane), 14) for lane in lanes]
-    lines = ["shim".ljust(width) + "  " + "  ".join(l.ljust(c) for l, c in zip(lanes, cols))]
+    lines = [
+        "shim".ljust(width)
+        + "  "
+        + "  ".join(name.ljust(c) for name, c in zip(lanes, cols, strict=True))
+    ]
     for shim in shims:
         row = []
-        for run, col in zip(runs, cols):
+        for run, col in zip(runs, cols, strict=True):
             word = cell.get((run.lane, shim)) or (
-                "build-failed" if run.status == "build-failed" else ""
+                LaneStatus.BUILD_FAILED if run.status == LaneStatus.BUILD_FAILED else ""
             )
             row.append((word if shim in run.planned else "-").ljust(col))
         lines.append(shim.ljust(width) + "  " + "  ".join(row))
     for run in runs:
-        if run.status != "ran":
+        if run.status != LaneStatus.RAN:
             lines.append(f"{run.lane}: {run.status} — {run.why}")
     return "\n".join(line.rstrip() for line in lines)
 
@@ -509,7 +573,7 @@ def to_summary(run: LaneRun) -> dict:
 def from_summary(data: dict) -> LaneRun:
     return LaneRun(
         data["lane"],
-        data["status"],
+        LaneStatus(data["status"]),
         tuple(data.get("planned", ())),
         data.get("why", ""),
         shims=tuple(

@@ -15,6 +15,7 @@ in the middle of is run again in a fresh interpreter.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
@@ -24,6 +25,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Self
 
 from retire.core import times
 from retire.evidence.validation import ValidationRecord
@@ -36,7 +38,7 @@ from retire.runs.reproduce import (
     runtime_path,
 )
 from shims.forked import kill_group
-from shims.manifest import ShimManifest
+from shims.model import ShimManifest
 
 __all__ = ["ISOLATIONS", "PROTOCOL_MODULES", "Launcher", "common_environment", "preload_of"]
 
@@ -51,7 +53,7 @@ READY_TIMEOUT_S = 600.0
 _GRACE_S = 30.0
 
 
-class _Died(Exception):
+class _LauncherDiedError(Exception):
     """The launcher stopped answering (exited, closed its pipe, or hung)."""
 
 
@@ -145,7 +147,7 @@ class Launcher:
             return
         try:
             ready = self._read(began + ready_timeout)
-        except _Died as exc:
+        except _LauncherDiedError as exc:
             self.fall_back(f"the launcher did not start: {exc}")
             return
         if not ready.get("ready"):
@@ -211,7 +213,7 @@ class Launcher:
             self._send(request)
             pid = self._read(began + 60.0).get("pid")
             done = self._read(began + limit + _GRACE_S)
-        except _Died as exc:
+        except _LauncherDiedError as exc:
             kill_group(pid)
             self.fall_back(f"the launcher died during {manifest.id} {mode} ({exc})")
             return run_reproducer(
@@ -258,7 +260,7 @@ class Launcher:
             REAPER.finish(process)
         shutil.rmtree(self._dir, ignore_errors=True)
 
-    def __enter__(self) -> Launcher:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -278,10 +280,8 @@ class Launcher:
             REAPER.finish(process)
             for pipe in (process.stdin, process.stdout):
                 if pipe is not None:
-                    try:
+                    with contextlib.suppress(OSError):
                         pipe.close()
-                    except OSError:
-                        pass
 
     # -----------------------------------------------------------------------------------------
 
@@ -296,38 +296,40 @@ class Launcher:
     def _send(self, message: dict) -> None:
         process = self._process
         if process is None or process.stdin is None:
-            raise _Died("not running")
+            raise _LauncherDiedError("not running")
         try:
             process.stdin.write((json.dumps(message) + "\n").encode("utf-8"))
             process.stdin.flush()
         except (BrokenPipeError, OSError) as exc:
-            raise _Died(f"its pipe is closed ({exc})") from None
+            raise _LauncherDiedError(f"its pipe is closed ({exc})") from None
 
     def _read(self, deadline: float) -> dict:
-        """The launcher's next reply, or :class:`_Died` when it exits or stays silent past
-        ``deadline``."""
+        """The launcher's next reply, or :class:`_LauncherDiedError` when it exits or stays silent
+        past ``deadline``."""
         process = self._process
         if process is None or process.stdout is None:
-            raise _Died("not running")
+            raise _LauncherDiedError("not running")
         fd = process.stdout.fileno()
         with selectors.DefaultSelector() as selector:
             selector.register(fd, selectors.EVENT_READ)
             while b"\n" not in self._buffer:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise _Died("no answer in time")
+                    raise _LauncherDiedError("no answer in time")
                 if not selector.select(left):
                     continue
                 chunk = os.read(fd, 65536)
                 if not chunk:
                     code = process.poll()
-                    raise _Died("it exited" + (f" with {code}" if code is not None else ""))
+                    raise _LauncherDiedError(
+                        "it exited" + (f" with {code}" if code is not None else "")
+                    )
                 self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
         try:
             reply = json.loads(line)
         except ValueError:
-            raise _Died(f"it answered {line[:80]!r}") from None
+            raise _LauncherDiedError(f"it answered {line[:80]!r}") from None
         if not isinstance(reply, dict):
-            raise _Died(f"it answered {line[:80]!r}")
+            raise _LauncherDiedError(f"it answered {line[:80]!r}")
         return reply

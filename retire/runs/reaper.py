@@ -25,6 +25,7 @@ sync or an extension build in progress too, so an interrupt never waits for a do
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -83,18 +84,14 @@ def kill_marked(marker: str, *, prefix: bool = False, rounds: int = 50) -> int:
     """SIGKILL every process carrying ``marker`` (and its group), until none is left; how many."""
     killed: set[int] = set()
     for _ in range(rounds):
-        pids = [pid for pid in marked_pids(marker, prefix=prefix)]
+        pids = marked_pids(marker, prefix=prefix)
         if not pids:
             break
         for pid in pids:
-            for kill in (
-                lambda: os.killpg(pid, signal.SIGKILL),
-                lambda: os.kill(pid, signal.SIGKILL),
-            ):
-                try:
-                    kill()
-                except (ProcessLookupError, PermissionError):
-                    pass
+            # the group first, then the process itself (one that left its group)
+            for kill in (os.killpg, os.kill):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    kill(pid, signal.SIGKILL)
             killed.add(pid)
         # a zombie's environ reads empty: the next round sees only the living
         time.sleep(0.01)
@@ -151,10 +148,8 @@ class Reaper:
         try:
             os.killpg(process.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
-            try:
+            with contextlib.suppress(OSError):
                 process.kill()
-            except OSError:
-                pass
         if entry is not None:
             kill_marked(entry[1])
 
@@ -180,10 +175,8 @@ class Reaper:
         with self._lock:
             live = list(self._live.values())
         for process, _ in live:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
         kill_marked(self.token, prefix=True)
 
     def resume(self) -> None:

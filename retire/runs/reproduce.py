@@ -19,7 +19,8 @@ from pathlib import Path
 from retire.core import childenv, secrets, times
 from retire.evidence.validation import MODES, RunOutcome, ValidationRecord
 from retire.runs.reaper import REAPER
-from shims.manifest import ROOTS_ENV, RUNTIME_DIR, ShimManifest
+from shims.manifest import ROOTS_ENV, RUNTIME_DIR
+from shims.model import ShimManifest
 from shims.reproducer import Mode, Sentinel, exit_code_for, parse_output
 
 __all__ = [
@@ -193,8 +194,11 @@ def finished_run(
 
 
 def classify(
-    host: Mapping[str, object] | None, sentinel: str | None, skip_reason: str | None, exit_code: int
-) -> tuple[str, str]:
+    host: Mapping[str, object] | None,
+    sentinel: Sentinel | None,
+    skip_reason: str | None,
+    exit_code: int,
+) -> tuple[RunOutcome, str]:
     """``(outcome, detail)`` for a finished run; anything off-protocol counts as ``crashed``."""
     if sentinel is None:
         return RunOutcome.CRASHED, f"exit code {exit_code} and no single sentinel line"

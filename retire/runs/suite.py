@@ -12,15 +12,17 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
 from retire.evidence.validation import FAULTED, FIXED, RunOutcome, ShimOutcome, ValidationRecord
-from retire.runs.lanerun import LaneRun, ShimRun
+from retire.runs.lanerun import LaneRun, LaneStatus, ShimRun
 
 
-class ReproducerFailure(Exception):
-    pass
+class ReproducerFailedError(Exception):
+    """A lane that could not be built, or a reproducer run that faulted or a shim that does not
+    fix its bug: the item fails with this message, not a traceback."""
 
 
 def _record_text(record: ValidationRecord) -> str:
@@ -37,17 +39,17 @@ def _record_text(record: ValidationRecord) -> str:
     )
 
 
-def _skip(reason: str) -> None:
+def _skip(reason: str) -> NoReturn:
     # Reported at the item (lane::shim::mode), not at this line of the plugin.
     raise pytest.skip.Exception(reason, _use_item_location=True)
 
 
 def _check_build(run: LaneRun) -> None:
-    if run.status == "skipped":
+    if run.status == LaneStatus.SKIPPED:
         _skip(run.why)
-    if run.status == "build-failed":
+    if run.status == LaneStatus.BUILD_FAILED:
         detail = "\n".join("    " + line for line in run.detail.splitlines()[-30:])
-        raise ReproducerFailure(
+        raise ReproducerFailedError(
             f"lane {run.lane} could not be built: {run.why}" + (f"\n{detail}" if detail else "")
         )
 
@@ -57,7 +59,7 @@ def _check_ran(record: ValidationRecord | None, not_run: str) -> ValidationRecor
     if record is None:
         _skip(not_run)
     if record.outcome in FAULTED:
-        raise ReproducerFailure(_record_text(record))
+        raise ReproducerFailedError(_record_text(record))
     if record.outcome == RunOutcome.SKIPPED:
         _skip(record.detail or "skipped by the reproducer")
     return record
@@ -76,13 +78,13 @@ def _check_with(run: ShimRun | None, record: ValidationRecord | None, why: str) 
     record = _check_ran(record, why or "not run: the without-shim run did not reproduce the bug")
     outcome = run.outcome if run is not None else None
     if outcome == ShimOutcome.SHIM_BROKEN:
-        raise ReproducerFailure(
+        raise ReproducerFailedError(
             "shim broken: the bug still reproduces with the shim applied\n" + _record_text(record)
         )
     if record.outcome in FIXED:
         # the shim's fix (or a policy shim's mitigation) is in effect
         return
-    if outcome == ShimOutcome.SKIPPED:
+    if run is not None and run.outcome == ShimOutcome.SKIPPED:
         _skip(run.why)
     # judged upstream-fixed: the without-shim run was clean
     if record.outcome == RunOutcome.BUG_REPRODUCED:
@@ -102,7 +104,7 @@ class _Item(pytest.Item):
         self._check()
 
     def repr_failure(self, excinfo, style=None):
-        if isinstance(excinfo.value, ReproducerFailure):
+        if isinstance(excinfo.value, ReproducerFailedError):
             return str(excinfo.value)
         return super().repr_failure(excinfo, style=style)
 
