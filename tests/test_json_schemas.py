@@ -312,7 +312,13 @@ def test_pack_check_plan_and_queue(tmp_path, capsys):
 
 def test_a_class_name_tag_is_no_part_of_any_document():
     """The tags that leaked before the schemas (``"type": "ConditionResult"``) are refused."""
-    condition = {"kind": "version-floor", "state": "holds", "why": "out", "floor": None}
+    condition = {
+        "kind": "version-floor",
+        "state": "holds",
+        "why": "out",
+        "floor": None,
+        "action": None,
+    }
     verdict = {
         "shim": "s",
         "verdict": "keep",
