@@ -74,7 +74,7 @@ def test_the_catalogues_weekly_json_summarises_release_lists(big_index, tmp_path
     )
     size = len(written.json_text.encode())
     data = json.loads(written.json_text)
-    lists = [e for v in data["verdicts"] for e in v["evidence"] if e.get("type") == "ReleaseList"]
+    lists = [e for v in data["verdicts"] for e in v["evidence"] if e.get("kind") == "release-list"]
     assert lists, "the index was probed: release lists are part of the evidence"
     # The evidence a verdict rested on is still there, in summary: counts, the newest, the used
     # ones.
@@ -114,12 +114,12 @@ def test_a_summary_keeps_the_releases_the_conditions_used():
         "why": "version-floor: liger-kernel 0.8.5 released",
         "floors": ["liger-kernel>=0.8.5"],
         "conditions": [{"kind": "version-floor", "why": "0.8.5 is out", "floor": None}],
-        "evidence": [to_json(releases), {"type": "PullState", "url": "u"}],
+        "evidence": [to_json(releases), {"kind": "pull-request", "url": "u"}],
     }
     summary = summarise_verdict(verdict)
     [listed, pull] = summary["evidence"]
     # other evidence is kept as it was
-    assert pull == {"type": "PullState", "url": "u"}
+    assert pull == {"kind": "pull-request", "url": "u"}
     assert (
         listed["count"],
         listed["yanked"],

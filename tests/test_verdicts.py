@@ -563,7 +563,7 @@ def test_verdict_json_round_trips():
     found = verdict(VERSION_FLOOR, ev(execution=history(run("fix-validated", "1.2"))))
     data = json.loads(json.dumps(found.to_json()))
     assert data["verdict"] == "retire" and data["floors"] == ["toylib>=1.2"]
-    assert {e["type"] for e in data["evidence"]} == {"ReleaseList", "ExecutionHistory"}
+    assert {e["kind"] for e in data["evidence"]} == {"release-list", "execution-history"}
     assert data["action"] is None and data["flags"] == [
         {
             "kind": "no-link",

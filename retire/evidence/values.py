@@ -18,6 +18,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 __all__ = [
+    "EVIDENCE_KINDS",
     "BranchTip",
     "Evidence",
     "ExecutionEvidence",
@@ -384,10 +385,26 @@ class ExecutionHistory:
 Evidence = ReleaseList | PullState | IssueState | TagContainment | BranchTip | ExecutionHistory
 
 
+#: The ``kind`` each evidence value carries in JSON, so a reader tells them apart
+#: (retire/schemas/verdicts.schema.json); the values inside them (a release, a file, a run, a
+#: condition, a probe failure) carry none: where they sit says what they are.
+EVIDENCE_KINDS: dict[type, str] = {
+    ReleaseList: "release-list",
+    PullState: "pull-request",
+    IssueState: "issue",
+    TagContainment: "tag-containment",
+    BranchTip: "branch-tip",
+    MirrorPull: "mirror-pull",
+    ExecutionHistory: "execution-history",
+}
+
+
 def to_json(value: object) -> object:
-    """Any evidence / verdict value as plain JSON data (versions and times as strings)."""
+    """Any evidence / verdict value as plain JSON data (versions and times as strings); evidence
+    values are tagged with their :data:`EVIDENCE_KINDS` ``kind``, never a class name."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        data: dict[str, object] = {"type": type(value).__name__}
+        kind = EVIDENCE_KINDS.get(type(value))
+        data: dict[str, object] = {} if kind is None else {"kind": kind}
         for item in dataclasses.fields(value):
             data[item.name] = to_json(getattr(value, item.name))
         # derived, but what readers look for

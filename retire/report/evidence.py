@@ -37,7 +37,7 @@ def summarise_verdict(verdict: dict) -> dict:
         **verdict,
         "evidence": [
             _summarise_releases(item, named)
-            if isinstance(item, dict) and item.get("type") == "ReleaseList"
+            if isinstance(item, dict) and item.get("kind") == "release-list"
             else item
             for item in evidence
         ],
@@ -75,7 +75,7 @@ def _summarise_releases(item: dict, named: set) -> dict:
             return False
 
     return {
-        "type": "ReleaseList",
+        "kind": "release-list",
         "distribution": item.get("distribution"),
         "index_url": item.get("index_url"),
         "summarised": True,

@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 #: Version of the JSON layout; a previous report of another schema is still read where it can be.
-SCHEMA = 1
+SCHEMA = 2
 #: Matrix outcomes in legend order (what runs.judge says, plus "not-run").
 CELL_OUTCOMES = tuple(ShimOutcome)
 #: Longest burn-down kept (three years of weekly points).
