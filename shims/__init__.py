@@ -18,9 +18,9 @@ image;
 - ``PATCHLANE_SHIMS_STRICT=1``: shape mismatches, patch errors and bad manifests raise
   :class:`ShimError` instead of warning (for CI).
 
-Importing this package imports nothing beyond what the interpreter has already loaded (activation
-adds ``shims.catalogue``, ``shims._index`` and ``marshal``; the validators only on a cache miss);
-the
+Importing this package imports nothing beyond what the interpreter has already loaded but the
+index entry's field names (``shims._entry``, no imports of its own); activation adds
+``shims.catalogue``, ``shims._index`` and ``marshal``, the validators only on a cache miss. The
 manifests are read through a small index cached next to them (``__pycache__``), so activation
 costs a directory listing and a few ``stat`` calls.
 """
@@ -30,7 +30,30 @@ import _thread
 import importlib
 import os
 import sys
-from operator import itemgetter
+
+from shims._entry import DIST, ENV, ERROR, FIX_CLASS, HAS_PATCH, ID, MODULE, Entry
+
+# The annotations below name these in strings: `typing` and importlib's machinery stay unloaded.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from importlib.abc import Loader
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
+    from typing import Literal, Self
+
+    #: A shim's state in this process (the values of :data:`STATES`).
+    State = Literal[
+        "inactive",
+        "pending-import",
+        "applied",
+        "not-needed",
+        "shape-mismatch",
+        "disabled",
+        "overridden",
+        "lane-only",
+        "error",
+    ]
 
 __all__ = [
     "DISABLE_ENV",
@@ -51,7 +74,7 @@ DISABLE_ENV = "PATCHLANE_SHIMS_DISABLE"
 STRICT_ENV = "PATCHLANE_SHIMS_STRICT"
 
 #: Every state a shim can be in, in this process.
-STATES = (
+STATES: "tuple[State, ...]" = (
     # activate() has not been called
     "inactive",
     # waiting for its target module to be imported
@@ -73,7 +96,7 @@ STATES = (
 )
 
 
-class ShimStatus(tuple):
+class ShimStatus(tuple[str, "State", str, str, str, str]):
     """One shim's state in this process and why; ``target`` is the module, ``distribution`` ships
     it.
 
@@ -85,24 +108,47 @@ class ShimStatus(tuple):
     _fields = ("id", "state", "reason", "target", "fix_class", "distribution")
 
     def __new__(
-        cls, id: str, state: str, reason: str, target: str, fix_class: str, distribution: str
-    ):
+        cls,
+        id: str,
+        state: "State",
+        reason: str,
+        target: str,
+        fix_class: str,
+        distribution: str,
+    ) -> "Self":
         return tuple.__new__(cls, (id, state, reason, target, fix_class, distribution))
 
-    id = property(itemgetter(0))
-    state = property(itemgetter(1))
-    reason = property(itemgetter(2))
-    target = property(itemgetter(3))
-    fix_class = property(itemgetter(4))
-    distribution = property(itemgetter(5))
+    @property
+    def id(self) -> str:
+        return self[0]
 
-    def _asdict(self) -> dict:
-        return dict(zip(self._fields, self))
+    @property
+    def state(self) -> "State":
+        return self[1]
+
+    @property
+    def reason(self) -> str:
+        return self[2]
+
+    @property
+    def target(self) -> str:
+        return self[3]
+
+    @property
+    def fix_class(self) -> str:
+        return self[4]
+
+    @property
+    def distribution(self) -> str:
+        return self[5]
+
+    def _asdict(self) -> dict[str, str]:
+        return dict(zip(self._fields, self, strict=True))
 
     def __repr__(self) -> str:
         return (
             "ShimStatus("
-            + ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self))
+            + ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self, strict=True))
             + ")"
         )
 
@@ -115,19 +161,16 @@ class ShimNotAppliedWarning(UserWarning):
     """A shim was not applied because its target changed shape or its patch failed."""
 
 
-# Index entry fields (a plain tuple: it is what the marshal cache stores; shims/_index.py builds
-# them).
-_ID, _MODULE, _DIST, _FIX_CLASS, _ENV, _HAS_PATCH, _ERROR = range(7)
 _PATCHLESS = frozenset({"version-floor", "env-constraint", "packaging"})
 
 _lock = _thread.RLock()
 _activated = False
 _states: dict[str, ShimStatus] = {}
 # target module -> index entries still to apply
-_waiting: dict[str, list[tuple]] = {}
+_waiting: dict[str, list[Entry]] = {}
 _env: dict[str, str] = {}
 # the installed _ShimFinder, while some shim still waits for its target
-_finder = None
+_finder: "_ShimFinder | None" = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -150,7 +193,7 @@ def activate(
             return status()
         strict = _strict()
         entries = _load_index()
-        known = {entry[_ID] for entry in entries}
+        known = {entry[ID] for entry in entries}
         selected = None if only is None else set(only)
         if selected is not None and selected - known:
             missing = ", ".join(sorted(selected - known))
@@ -166,15 +209,15 @@ def activate(
         _activated = True
         try:
             for entry in entries:
-                shim_id = entry[_ID]
+                shim_id = entry[ID]
                 # Selection first: a broken shim nobody asked for must not stop the others.
                 if shim_id in disabled:
                     _set(entry, "disabled", f"listed in {DISABLE_ENV}")
                 elif selected is not None and shim_id not in selected:
                     _set(entry, "disabled", "not selected by activate(only=...)")
-                elif entry[_ERROR] is not None:
-                    _set(entry, "error", entry[_ERROR])
-                    _complain(entry, entry[_ERROR], strict, fix="")
+                elif entry[ERROR] is not None:
+                    _set(entry, "error", entry[ERROR])
+                    _complain(entry, entry[ERROR], strict, fix="")
                 else:
                     _enable(entry, strict)
         finally:
@@ -196,9 +239,9 @@ def status() -> dict[str, ShimStatus]:
             return dict(sorted(_states.items()))
         result = {}
         for entry in _load_index():
-            reason = entry[_ERROR] or "shims.activate() was not called"
-            result[entry[_ID]] = ShimStatus(
-                entry[_ID], "inactive", reason, entry[_MODULE], entry[_FIX_CLASS], entry[_DIST]
+            reason = entry[ERROR] or "shims.activate() was not called"
+            result[entry[ID]] = ShimStatus(
+                entry[ID], "inactive", reason, entry[MODULE], entry[FIX_CLASS], entry[DIST]
             )
         return result
 
@@ -217,8 +260,8 @@ def env_constraints() -> dict[str, str]:
         }
         merged: dict[str, str] = {}
         for entry in _load_index():
-            if entry[_ERROR] is None and entry[_ID] not in disabled:
-                for name, value in entry[_ENV]:
+            if entry[ERROR] is None and entry[ID] not in disabled:
+                for name, value in entry[ENV]:
                     merged.setdefault(name, value)
         return merged
 
@@ -227,10 +270,10 @@ def env_constraints() -> dict[str, str]:
 # Activation
 
 
-def _enable(entry: tuple, strict: bool) -> None:
+def _enable(entry: Entry, strict: bool) -> None:
     notes = []
     overridden = []
-    for name, value in entry[_ENV]:
+    for name, value in entry[ENV]:
         chosen = _env.get(name, value)
         if chosen != value:
             overridden.append(f"{name}={chosen!r} chosen by another shim, wanted {value!r}")
@@ -242,37 +285,37 @@ def _enable(entry: tuple, strict: bool) -> None:
             overridden.append(f"{name}={actual!r} set by the environment, shim wants {value!r}")
         else:
             notes.append(f"{name}={value}")
-    if entry[_ENV] and entry[_MODULE] in sys.modules:
+    if entry[ENV] and entry[MODULE] in sys.modules:
         notes.append(
-            f"warning: {entry[_MODULE]} was imported before activate(), settings read at its "
+            f"warning: {entry[MODULE]} was imported before activate(), settings read at its "
             f"import came too late"
         )
     if overridden:
         _set(entry, "overridden", "; ".join(overridden))
         return
-    if not entry[_HAS_PATCH]:
-        if entry[_ENV]:
+    if not entry[HAS_PATCH]:
+        if entry[ENV]:
             _set(entry, "applied", "env " + ", ".join(notes))
-        elif entry[_FIX_CLASS] in _PATCHLESS:
+        elif entry[FIX_CLASS] in _PATCHLESS:
             _set(
                 entry,
                 "lane-only",
-                f"{entry[_FIX_CLASS]} shim without patch.py: the lane's requirements carry it",
+                f"{entry[FIX_CLASS]} shim without patch.py: the lane's requirements carry it",
             )
         else:
-            reason = f"{entry[_FIX_CLASS]} shim has no patch.py"
+            reason = f"{entry[FIX_CLASS]} shim has no patch.py"
             _set(entry, "error", reason)
             _complain(entry, reason, strict, fix="add patch.py or change the fix class")
         return
     _set(
         entry,
         "pending-import",
-        f"waiting for import of {entry[_MODULE]}" + (f"; env {', '.join(notes)}" if notes else ""),
+        f"waiting for import of {entry[MODULE]}" + (f"; env {', '.join(notes)}" if notes else ""),
     )
-    _waiting.setdefault(entry[_MODULE], []).append(entry)
+    _waiting.setdefault(entry[MODULE], []).append(entry)
 
 
-def _on_imported(module_name: str, module: object) -> None:
+def _on_imported(module_name: str, module: "ModuleType") -> None:
     """Apply every shim waiting for ``module_name``; each at most once."""
     with _lock:
         entries = _waiting.pop(module_name, [])
@@ -286,8 +329,8 @@ def _on_imported(module_name: str, module: object) -> None:
         _apply(entry, module, strict)
 
 
-def _apply(entry: tuple, module: object, strict: bool) -> None:
-    shim_id, target = entry[_ID], entry[_MODULE]
+def _apply(entry: Entry, module: "ModuleType", strict: bool) -> None:
+    shim_id, target = entry[ID], entry[MODULE]
     try:
         patch = importlib.import_module(f"shims.{shim_id}.patch")
         for hook in ("check_shape", "probe", "apply"):
@@ -308,22 +351,22 @@ def _apply(entry: tuple, module: object, strict: bool) -> None:
     except ShimError:
         raise
     # a broken shim must never stop the others (or the import)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001
         reason = f"{type(exc).__name__}: {exc}"
         _set(entry, "error", reason)
         _complain(entry, reason, strict, cause=exc, fix="fix the shim's patch.py")
 
 
-def _set(entry: tuple, state: str, reason: str) -> None:
+def _set(entry: Entry, state: "State", reason: str) -> None:
     # one line, whatever the patch raised
     reason = " ".join(str(reason).split())
-    _states[entry[_ID]] = ShimStatus(
-        entry[_ID], state, reason, entry[_MODULE], entry[_FIX_CLASS], entry[_DIST]
+    _states[entry[ID]] = ShimStatus(
+        entry[ID], state, reason, entry[MODULE], entry[FIX_CLASS], entry[DIST]
     )
 
 
 def _complain(
-    entry: tuple,
+    entry: Entry,
     reason: str,
     strict: bool,
     *,
@@ -331,8 +374,8 @@ def _complain(
     cause: BaseException | None = None,
 ) -> None:
     """patch-package style: say which shim, which target, why — on stderr and as a warning."""
-    target = entry[_MODULE] or "its target"
-    line = f"patchlane: shim {entry[_ID]!r} NOT applied to {target}: {reason}" + (
+    target = entry[MODULE] or "its target"
+    line = f"patchlane: shim {entry[ID]!r} NOT applied to {target}: {reason}" + (
         f" — {fix}" if fix else ""
     )
     if strict:
@@ -354,16 +397,22 @@ class _ShimFinder:
     """A ``sys.meta_path`` finder that only reacts to target modules (one dict lookup per
     import)."""
 
-    def find_spec(self, fullname, path=None, target=None):
+    def find_spec(
+        self,
+        fullname: str,
+        path: "Sequence[str] | None" = None,
+        target: "ModuleType | None" = None,
+    ) -> "ModuleSpec | None":
         if fullname not in _waiting:
             return None
         for finder in sys.meta_path:
             if finder is self:
                 continue
+            # a legacy finder may have no find_spec
             find_spec = getattr(finder, "find_spec", None)
             if find_spec is None:
                 continue
-            spec = find_spec(fullname, path, target)
+            spec: ModuleSpec | None = find_spec(fullname, path, target)
             if spec is not None:
                 break
         else:
@@ -376,29 +425,41 @@ class _ShimFinder:
         pass
 
 
-class _PatchingLoader:
+# A loader to the type checker; at run time a plain class (importlib.abc costs an import), which
+# importlib accepts as it accepts any object with exec_module.
+if TYPE_CHECKING:
+    _LoaderBase = Loader
+else:
+    _LoaderBase = object
+
+
+class _PatchingLoader(_LoaderBase):
     """Wraps the real loader: runs the module, then its shims. Delegates everything else."""
 
-    def __init__(self, loader, fullname: str) -> None:
+    def __init__(self, loader: "Loader", fullname: str) -> None:
         self._loader = loader
         self._fullname = fullname
 
-    def create_module(self, spec):
-        return self._loader.create_module(spec) if hasattr(self._loader, "create_module") else None
+    def create_module(self, spec: "ModuleSpec") -> "ModuleType | None":
+        if not hasattr(self._loader, "create_module"):
+            return None
+        module: ModuleType | None = self._loader.create_module(spec)
+        return module
 
-    def exec_module(self, module) -> None:
+    def exec_module(self, module: "ModuleType") -> None:
         # Put the real loader back first, so the module (and importlib.resources) see no wrapper.
         module.__loader__ = self._loader
-        if getattr(module, "__spec__", None) is not None:
-            module.__spec__.loader = self._loader
+        spec = getattr(module, "__spec__", None)
+        if spec is not None:
+            spec.loader = self._loader
         self._loader.exec_module(module)
         _on_imported(self._fullname, module)
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> object:
         return getattr(self._loader, name)
 
 
-def _load_index() -> list[tuple]:
+def _load_index() -> list[Entry]:
     """The catalogue's index entries (shims/_index.py); a bad ``patchlane.toml`` is one line, no
     shims."""
     from shims import _index

@@ -70,7 +70,7 @@ def rows(*, probe: bool = False) -> list[dict[str, object]]:
                 # not installed here: the shim stays pending-import, which is the truth
                 pass
             # the target itself is broken here: say so, keep listing
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001
                 print(
                     f"shims: cannot import {state.target}: {type(exc).__name__}: {exc}",
                     file=sys.stderr,
@@ -144,13 +144,13 @@ def table(found: list[dict[str, object]]) -> str:
     if not body:
         return (
             "no shims found (the catalogue: $PATCHLANE_SHIMS_PATH, else [catalogue] path of the "
-            "nearest "
-            "patchlane.toml, default shims/)"
+            "nearest patchlane.toml, default shims/)"
         )
     widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header) - 1)]
     lines = []
     for line in [header, *body]:
-        cells = [cell.ljust(width) for cell, width in zip(line, widths)]
+        # every cell but the last is padded (it has no width: nothing follows it)
+        cells = [cell.ljust(width) for cell, width in zip(line, widths, strict=False)]
         lines.append("  ".join([*cells, line[-1]]).rstrip())
     return "\n".join(lines)
 

@@ -1,7 +1,8 @@
 """The index: what activation needs from each manifest, cached so no TOML is parsed per process.
 
 Private to the runtime (``shims/__init__.py``). An entry is a plain tuple (what the marshal cache
-stores): id, target module, distribution, fix class, env pairs, has patch.py, error or ``None``.
+stores, :mod:`shims._entry`): id, target module, distribution, fix class, env pairs, has patch.py,
+error or ``None``.
 The cache lives next to the manifests (``__pycache__``) or, for read-only catalogues, in the user's
 cache folder; it is keyed by every manifest's size and mtime and by the validators' own mtimes.
 """
@@ -9,9 +10,13 @@ cache folder; it is keyed by every manifest's size and mtime and by the validato
 import os
 import sys
 
-from shims import _ERROR as ERROR
-from shims import _ID as ID
 from shims import catalogue
+from shims._entry import ERROR, ID, Entry
+
+#: One shim folder as the stamp sees it: name, manifest mtime and size, has patch.py.
+_Scanned = tuple[str, int, int, bool]
+#: What a cached index depends on: format, the validators' mtimes, then every scanned folder.
+_Stamp = tuple[object, ...]
 
 _INDEX_FORMAT = 2
 #: The modules that validate manifests: the cached index depends on them.
@@ -19,7 +24,7 @@ _PARSER_MODULES = ("manifest.py", "model.py", "tomlreader.py", "filereading.py",
 _UNCACHEABLE = "cannot validate manifests in this environment: "
 
 
-def load(package_path: list, project: str | None = None) -> list[tuple]:
+def load(package_path: list[str], project: str | None = None) -> list[Entry]:
     """Index entries for every shim of the catalogue, sorted by id (first root wins a clash).
 
     Each root is put on ``package_path`` (the ``shims`` package's ``__path__``) right after the
@@ -27,7 +32,7 @@ def load(package_path: list, project: str | None = None) -> list[tuple]:
     runtime module. Raises :class:`~shims.errors.InputError` for a bad ``patchlane.toml``.
     """
     roots = extend_path(package_path, project)
-    entries: dict[str, tuple] = {}
+    entries: dict[str, Entry] = {}
     for root in roots:
         for entry in _root_index(root):
             if entry[ID] in entries:
@@ -36,7 +41,7 @@ def load(package_path: list, project: str | None = None) -> list[tuple]:
     return [entries[key] for key in sorted(entries)]
 
 
-def extend_path(package_path: list, project: str | None = None) -> list[str]:
+def extend_path(package_path: list[str], project: str | None = None) -> list[str]:
     """Put the catalogue's roots on ``package_path`` after the runtime's own folder; returns the
     roots."""
     roots = catalogue.roots(project)
@@ -46,42 +51,37 @@ def extend_path(package_path: list, project: str | None = None) -> list[str]:
     return roots
 
 
-def _root_index(root: str) -> list[tuple]:
-    stamp = _stamp(root)
-    if stamp is None:
+def _root_index(root: str) -> list[Entry]:
+    scanned = _scan(root)
+    if scanned is None:
         return []
-    names = [item[0] for item in stamp[2:]]
+    stamp = _stamp(scanned)
     cache_files = _cache_files(root)
     for cache_file in cache_files:
         cached = _read_cache(cache_file)
         if cached is not None and cached.get("stamp") == stamp:
-            return list(cached["entries"])
-    entries = [_index_entry(root, name) for name in names]
-    if any(entry[ERROR] and entry[ERROR].startswith(_UNCACHEABLE) for entry in entries):
+            entries = cached.get("entries")
+            # written by _write_cache below for this very stamp: the entries as they were built
+            if isinstance(entries, tuple):
+                return list(entries)
+    built = [_index_entry(root, name) for name, *_ in scanned]
+    if any((error := entry[ERROR]) and error.startswith(_UNCACHEABLE) for entry in built):
         # a problem of this environment, not of the manifests: don't remember it
-        return entries
+        return built
     for cache_file in cache_files:
-        if _write_cache(cache_file, {"stamp": stamp, "entries": tuple(entries)}):
+        if _write_cache(cache_file, {"stamp": stamp, "entries": tuple(built)}):
             break
-    return entries
+    return built
 
 
-def _stamp(root: str) -> tuple | None:
-    """What the cached index depends on: every manifest's size and mtime, and patch.py's
-    presence."""
+def _scan(root: str) -> list[_Scanned] | None:
+    """Every shim folder of ``root`` with a manifest, sorted by name; None if ``root`` cannot be
+    listed."""
     try:
         scan = sorted(os.scandir(root), key=lambda item: item.name)
     except OSError:
         return None
-    here = os.path.dirname(os.path.abspath(__file__))
-    parser_mtimes = []
-    # a changed validator re-validates every manifest
-    for module in _PARSER_MODULES:
-        try:
-            parser_mtimes.append(os.stat(os.path.join(here, module)).st_mtime_ns)
-        except OSError:
-            parser_mtimes.append(0)
-    items: list[tuple] = [_INDEX_FORMAT, tuple(parser_mtimes)]
+    scanned = []
     for item in scan:
         if item.name.startswith((".", "_")) or not item.is_dir():
             continue
@@ -90,11 +90,25 @@ def _stamp(root: str) -> tuple | None:
         except OSError:
             continue
         has_patch = os.path.isfile(os.path.join(item.path, "patch.py"))
-        items.append((item.name, info.st_mtime_ns, info.st_size, has_patch))
-    return tuple(items)
+        scanned.append((item.name, info.st_mtime_ns, info.st_size, has_patch))
+    return scanned
 
 
-def _index_entry(root: str, name: str) -> tuple:
+def _stamp(scanned: list[_Scanned]) -> _Stamp:
+    """What the cached index depends on: every manifest's size and mtime, and patch.py's
+    presence."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    parser_mtimes = []
+    # a changed validator re-validates every manifest
+    for module in _PARSER_MODULES:
+        try:
+            parser_mtimes.append(os.stat(os.path.join(here, module)).st_mtime_ns)
+        except OSError:
+            parser_mtimes.append(0)
+    return (_INDEX_FORMAT, tuple(parser_mtimes), *scanned)
+
+
+def _index_entry(root: str, name: str) -> Entry:
     # The slow path (a cache miss): the full validator, imported only now.
     try:
         from shims.errors import InputError
@@ -138,7 +152,7 @@ def _cache_files(root: str) -> list[str]:
     return files
 
 
-def _read_cache(path: str) -> dict | None:
+def _read_cache(path: str) -> dict[str, object] | None:
     import marshal
 
     try:
@@ -149,7 +163,7 @@ def _read_cache(path: str) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def _write_cache(path: str, data: dict) -> bool:
+def _write_cache(path: str, data: dict[str, object]) -> bool:
     import marshal
 
     temporary = f"{path}.{os.getpid()}.tmp"
@@ -161,8 +175,9 @@ def _write_cache(path: str, data: dict) -> bool:
         os.replace(temporary, path)
         return True
     except OSError:
-        try:
+        # only on this rare path: contextlib would pull functools and collections into activation
+        import contextlib
+
+        with contextlib.suppress(OSError):
             os.unlink(temporary)
-        except OSError:
-            pass
         return False

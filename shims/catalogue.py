@@ -103,10 +103,10 @@ def configured(project: str | os.PathLike[str]) -> str:
     return folder
 
 
-def _plain_section(raw: bytes) -> dict | None:
+def _plain_section(raw: bytes) -> dict[str, str] | None:
     """``{"path": …}`` when the catalogue is written in the plain form — a ``[catalogue]`` line,
-    then
-    ``path = "…"`` (comments and blank lines around) — else ``None``: parse the file for real."""
+    then ``path = "…"`` (comments and blank lines around) — else ``None``: parse the file for
+    real."""
     path = None
     inside = False
     for line in raw.split(b"\n"):

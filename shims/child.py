@@ -39,19 +39,37 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+# `typing` stays unloaded in every run that imports this module: the types are the checker's.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import socket
+    from typing import TypedDict
+
+    class _Reply(TypedDict, total=False):
+        """The launcher's message about one child (shims/launcher.py, ``_Run``)."""
+
+        id: int
+        # forked, with this process id
+        pid: int
+        # not forked, and why
+        refused: str
+        # ended, with this exit code (negative: killed by that signal)
+        exit: int
+
+
 __all__ = ["Child", "Finished", "run", "start"]
 
 # Set by the launcher in a run's fork (shims/forked.py): the run's end of a socket pair to the
 # launcher, which forks the children, and the process it belongs to (a fork of the run, from
 # multiprocessing say, starts fresh interpreters: replies on a shared channel would cross).
-_channel = None
-_owner = None
+_channel: socket.socket | None = None
+_owner: int | None = None
 # Replies arrive on the one channel in any order and are queued by child id. One thread at a time
 # reads the channel, outside the lock; the others wait on the condition for what it queues, so a
 # thread blocked in wait() never holds up another thread's start() or wait() (two ranks of one job).
 _state = threading.Condition()
 _sending = threading.Lock()
-_replies: dict[int, list[dict]] = {}
+_replies: dict[int, list[_Reply]] = {}
 _buffer = b""
 _reading = False
 _closed = False
@@ -85,14 +103,15 @@ class Child:
         self._out = os.path.join(self._folder, "stdout")
         self._err = os.path.join(self._folder, "stderr")
         self._command = [sys.executable, "-c", code, *args]
-        self._process: subprocess.Popen | None = None
-        self._id: int | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        # the launcher's number for it (0: not asked for; numbers start at 1)
+        self._id = 0
         self.pid: int | None = None
         # why the launcher did not fork it (then it is a fresh interpreter)
         self.refused = ""
         self._finished: Finished | None = None
         if _channel is not None and _owner == os.getpid():
-            self._fork(code, args, env, cwd, list(fresh))
+            self._fork(_channel, code, args, env, cwd, list(fresh))
         if self.pid is None:
             with open(self._out, "wb") as out, open(self._err, "wb") as err:
                 self._process = subprocess.Popen(
@@ -110,7 +129,13 @@ class Child:
         return self._process is None
 
     def _fork(
-        self, code: str, args: list[str], env: Mapping[str, str], cwd: str | None, fresh: list[str]
+        self,
+        channel: socket.socket,
+        code: str,
+        args: list[str],
+        env: Mapping[str, str],
+        cwd: str | None,
+        fresh: list[str],
     ) -> None:
         global _next_id
         with _state:
@@ -129,7 +154,7 @@ class Child:
         try:
             # whole lines, one thread at a time
             with _sending:
-                _channel.sendall((json.dumps(request) + "\n").encode("utf-8"))
+                channel.sendall((json.dumps(request) + "\n").encode("utf-8"))
         except OSError as exc:
             self.refused = f"the launcher's channel is closed ({exc})"
             return
@@ -146,11 +171,11 @@ class Child:
             if self._process is not None:
                 try:
                     code = self._process.wait(timeout)
-                except subprocess.TimeoutExpired:
+                except subprocess.TimeoutExpired as expired:
                     self._process.kill()
                     self._process.wait()
                     raise subprocess.TimeoutExpired(
-                        self._command, timeout, *self._output()
+                        self._command, expired.timeout, *self._output()
                     ) from None
             else:
                 deadline = None if timeout is None else time.monotonic() + timeout
@@ -159,6 +184,12 @@ class Child:
                     self._kill()
                     # the launcher reaps it and says so
                     _next_reply(self._id, None)
+                    # without a timeout, only a closed channel ends the wait: the launcher is gone
+                    if timeout is None:
+                        raise ChildProcessError(
+                            f"the launcher's channel closed before child {self.pid} ended; "
+                            "it was killed"
+                        )
                     raise subprocess.TimeoutExpired(self._command, timeout, *self._output())
                 code = int(reply["exit"])
             self._finished = Finished(code, *self._output(), forked=self.forked)
@@ -207,7 +238,7 @@ def run(
     return start(code, *args, env=env, cwd=cwd, fresh=fresh).wait(timeout)
 
 
-def _next_reply(wanted: int, deadline: float | None) -> dict | None:
+def _next_reply(wanted: int, deadline: float | None) -> _Reply | None:
     """The launcher's next message about child ``wanted``: None past ``deadline`` or when the
     channel closes. Messages about other children are queued for their own :meth:`Child.wait`."""
     global _reading
@@ -217,7 +248,8 @@ def _next_reply(wanted: int, deadline: float | None) -> dict | None:
                 queued = _replies.get(wanted)
                 if queued:
                     return queued.pop(0)
-                if _channel is None or _closed:
+                channel = _channel
+                if channel is None or _closed:
                     return None
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
@@ -229,7 +261,7 @@ def _next_reply(wanted: int, deadline: float | None) -> dict | None:
             _reading = True
         chunk = None
         try:
-            chunk = _receive(left)
+            chunk = _receive(channel, left)
         finally:
             with _state:
                 _reading = False
@@ -237,16 +269,17 @@ def _next_reply(wanted: int, deadline: float | None) -> dict | None:
                 _state.notify_all()
 
 
-def _receive(left: float | None) -> bytes | None:
-    """What the channel holds within ``left`` seconds: None if nothing came, b"" once it closed."""
+def _receive(channel: socket.socket, left: float | None) -> bytes | None:
+    """What ``channel`` holds within ``left`` seconds: None if nothing came, b"" once it
+    closed."""
     import selectors
 
     with selectors.DefaultSelector() as selector:
-        selector.register(_channel, selectors.EVENT_READ)
+        selector.register(channel, selectors.EVENT_READ)
         if not selector.select(left):
             return None
     try:
-        return _channel.recv(65536)
+        return channel.recv(65536)
     except OSError:
         return b""
 

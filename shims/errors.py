@@ -47,5 +47,5 @@ class InputError(Exception):
         return " ".join(text.split())
 
     # picklable (process pools) although __init__ takes four arguments
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[InputError], tuple[str | None, str | None, str, str | None]]:
         return (type(self), (self.path, self.key, self.problem, self.fix))

@@ -3,10 +3,64 @@
 ``sys.argv``, ``sys.path``, warning filters and signal handlers — run it, and exit with the code
 the interpreter would. Standard library only."""
 
+from __future__ import annotations
+
+import contextlib
 import os
 import sys
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import io
+    import signal
+    import socket
+    from collections.abc import Callable, Sequence
+    from types import FrameType
+    from typing import Protocol, Required, TypedDict
+
+    #: A signal handler as ``signal.getsignal`` returns it (``None`` left out).
+    Handler = Callable[[int, FrameType | None], object] | int | signal.Handlers
+
+    class Request(TypedDict, total=False):
+        """What to become: a run (the engine's request) or a run's child (:mod:`shims.child`)."""
+
+        id: int
+        # a script's path; or the code of ``python -c``, then no path
+        path: str
+        code: str
+        args: list[str]
+        # the whole environment (absent or None: the launcher's)
+        env: dict[str, str] | None
+        cwd: str | None
+        stdout: Required[str]
+        stderr: Required[str]
+        timeout: float | None
+        # site folders imported from before the launcher's own (bisection)
+        sys_path_first: list[str]
+        # target modules the engine asks about (the launcher's ready message)
+        targets: list[str]
+        # modules a run's child must import itself (shims.child)
+        fresh: list[str]
+
+    class Fresh(TypedDict):
+        """What a fresh interpreter starts with and a fork must get back, read in the launcher
+        before any preload (a plain dict at run time: the launcher imports nothing it needn't)."""
+
+        # the entries of warnings.filters
+        warnings: list[object]
+        signals: dict[int, Handler]
+        # sys.stdout's encoding and errors
+        encoding: str
+        errors: str
+
+    class Closable(Protocol):
+        """A descriptor the launcher holds: its protocol streams, a run's socket."""
+
+        def close(self) -> None: ...
+
+
 __all__ = ["become", "kill_group"]
+
 
 # The interpreter's own start-up path (the launcher imports this module before any preload).
 _STARTUP_PATH = list(sys.path)
@@ -23,26 +77,25 @@ def kill_group(pid: int | None) -> None:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         # not (or no longer) a group leader: the process itself
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
-def _exit_code(code) -> int:
+def _exit_code(code: object) -> int:
     """What ``python script.py`` exits with after ``SystemExit(code)``."""
     if code is None:
         return 0
     if isinstance(code, int):
         return code & 0xFF
-    try:
+    # the interpreter prints it however it can; a broken stderr must not change the code
+    with contextlib.suppress(Exception):
         print(code, file=sys.stderr)
-    except Exception:
-        pass
     return 1
 
 
-def _text_stream(fd: int, encoding: str, errors: str, *, unbuffered: bool, line: bool):
+def _text_stream(
+    fd: int, encoding: str, errors: str, *, unbuffered: bool, line: bool
+) -> io.TextIOWrapper:
     import io
 
     raw = io.FileIO(fd, "w", closefd=False)
@@ -52,7 +105,12 @@ def _text_stream(fd: int, encoding: str, errors: str, *, unbuffered: bool, line:
     )
 
 
-def become(request: dict, channels: tuple, fresh: dict, run_channel=None) -> None:
+def become(
+    request: Request,
+    channels: Sequence[Closable | None],
+    fresh: Fresh,
+    run_channel: socket.socket | None = None,
+) -> None:
     """In the forked child: become ``python <path> <args>`` (or ``python -c <code> <args>``)
     and never return. ``run_channel``: a run's end of its socket pair for :mod:`shims.child`."""
     code = 1
@@ -72,10 +130,8 @@ def become(request: dict, channels: tuple, fresh: dict, run_channel=None) -> Non
         import signal
 
         for number, handler in fresh["signals"].items():
-            try:
+            with contextlib.suppress(OSError, ValueError):
                 signal.signal(number, handler)
-            except (OSError, ValueError):
-                pass
         env = request.get("env")
         if env is not None:
             os.environ.clear()
@@ -84,17 +140,19 @@ def become(request: dict, channels: tuple, fresh: dict, run_channel=None) -> Non
         sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
         import io
 
-        sys.stdin = sys.__stdin__ = io.TextIOWrapper(
-            io.FileIO(0, "r", closefd=False), encoding=fresh["encoding"]
-        )
-        sys.stdout = sys.__stdout__ = _text_stream(
+        sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding=fresh["encoding"])
+        sys.stdout = _text_stream(
             1, fresh["encoding"], fresh["errors"], unbuffered=unbuffered, line=False
         )
-        sys.stderr = sys.__stderr__ = _text_stream(
+        sys.stderr = _text_stream(
             2, fresh["encoding"], "backslashreplace", unbuffered=unbuffered, line=True
         )
-        if request.get("cwd"):
-            os.chdir(request["cwd"])
+        # A fresh interpreter's sys.__stdin__ (and the others) are its streams too. Type checkers
+        # hold them final; a fork that becomes a new program rebinds them all the same.
+        vars(sys).update(__stdin__=sys.stdin, __stdout__=sys.stdout, __stderr__=sys.stderr)
+        cwd = request.get("cwd")
+        if cwd:
+            os.chdir(cwd)
         source = request.get("code")
         path = None if source is not None else os.path.abspath(request["path"])
         _fresh_path(path, request, fresh)
@@ -104,26 +162,24 @@ def become(request: dict, channels: tuple, fresh: dict, run_channel=None) -> Non
             warnings.filters[:] = fresh["warnings"]
             warnings._filters_mutated()
         if run_channel is not None and "shims.child" in sys.modules:
-            children = sys.modules["shims.child"]
-            children._channel, children._owner = run_channel, os.getpid()
+            # The run's channel to the launcher, where the run's shims.child reads it. Set through
+            # the module's namespace: importing shims.child here would close an import circle.
+            vars(sys.modules["shims.child"]).update(_channel=run_channel, _owner=os.getpid())
         code = _run(path, source)
-    except BaseException:  # noqa: BLE001 - the child must end here, whatever happened
-        try:
+    # the child must end here, whatever happened
+    except BaseException:  # noqa: BLE001
+        with contextlib.suppress(BaseException):
             import traceback
 
             traceback.print_exc()
-        except BaseException:  # noqa: BLE001
-            pass
     finally:
         for stream in (sys.stdout, sys.stderr):
-            try:
+            with contextlib.suppress(BaseException):
                 stream.flush()
-            except BaseException:  # noqa: BLE001
-                pass
         os._exit(code)
 
 
-def _fresh_path(path, request: dict, fresh: dict) -> None:
+def _fresh_path(path: str | None, request: Request, fresh: Fresh) -> None:
     """``sys.path`` as ``python <path>`` would start with: the script's folder first (``""``
     for ``-c``), then this run's ``PYTHONPATH`` entries, then the candidate's site folders
     (``sys_path_first``)."""
@@ -132,7 +188,7 @@ def _fresh_path(path, request: dict, fresh: dict) -> None:
     pythonpath = [
         os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p
     ]
-    first = []
+    first: list[str] = []
     if request.get("sys_path_first"):
         import site
 
@@ -161,39 +217,41 @@ def _fresh_path(path, request: dict, fresh: dict) -> None:
     importlib.invalidate_caches()
 
 
-def _run(path, source=None) -> int:
+def _run(path: str | None, source: str | None) -> int:
+    """Run the script at ``path``, else ``source`` as ``python -c`` does; the exit code."""
     import runpy
 
     code = 0
     try:
-        if source is None:
+        if path is not None:
             runpy.run_path(path, run_name="__main__")
         # what ``python -c`` does: the code runs as a new ``__main__``
-        else:
+        elif source is not None:
             import types
 
             main = types.ModuleType("__main__")
             sys.modules["__main__"] = main
             # The run's own child program, as the interpreter runs ``-c``: lane code, like the run.
-            exec(compile(source, "<string>", "exec"), main.__dict__)
+            exec(compile(source, "<string>", "exec"), main.__dict__)  # noqa: S102
     except SystemExit as exc:
         code = _exit_code(exc.code)
-    except BaseException:  # noqa: BLE001 - what an uncaught exception does to ``python script.py``
+    # what an uncaught exception does to ``python script.py``
+    except BaseException:  # noqa: BLE001
         import traceback
 
         traceback.print_exc()
         code = 1
-    # A fresh interpreter's shutdown: wait for non-daemon threads, then the atexit handlers.
+    _shut_down()
+    return code
+
+
+def _shut_down() -> None:
+    """A fresh interpreter's shutdown: wait for non-daemon threads, then the atexit handlers."""
     threading = sys.modules.get("threading")
     if threading is not None and hasattr(threading, "_shutdown"):
-        try:
+        with contextlib.suppress(BaseException):
             threading._shutdown()
-        except BaseException:  # noqa: BLE001
-            pass
-    try:
+    with contextlib.suppress(BaseException):
         import atexit
 
         atexit._run_exitfuncs()
-    except BaseException:  # noqa: BLE001
-        pass
-    return code

@@ -4,52 +4,14 @@ Runs *inside* the lane's interpreter (standard library only)::
 
     <lane python> -m shims.launcher --preload torch,megatron.core
 
-It imports the ``--preload`` modules, then answers requests, one JSON object per line on stdin;
-answers go to stdout, one JSON object per line:
-
-- on start: ``{"ready": true, "pid": …, "preloaded": [...], "failed": {module: reason},
-  "seconds": …, "targets_loaded": [...], "threads": …}``, or ``{"ready": false, "error": …}``
-  (then it exits): CUDA was initialised while importing, which would poison every fork;
-- a request ``{"id": 1, "path": "…/reproduce.py", "args": ["--mode", "with"], "env": {...},
-  "cwd": "…", "stdout": "<file>", "stderr": "<file>", "timeout": 600, "sys_path_first": [...],
-  "targets": [...]}`` is answered with ``{"id": 1, "pid": …}`` once the child is forked and
-  ``{"id": 1, "exit": 10, "timed_out": false, "seconds": …}`` when it is done.
-
-Each child starts like ``python <path> <args>`` would: its own session (a timeout kills its
-process group), stdin from /dev/null, stdout and stderr to the given files, the given
-environment, working directory, ``sys.argv`` and ``sys.path[0]``, the warning filters and
-signal handlers of a fresh interpreter; then ``runpy.run_path(path, run_name="__main__")`` and
-its exit code (``SystemExit`` read as the interpreter reads it, a traceback and 1 otherwise).
-The launcher never calls ``shims.activate()``: a ``--mode with`` reproducer activates its one
-shim in the child (``shims.reproducer.run`` does), which patches target modules the launcher
-had already imported as well; a ``--mode without`` child never sees a shim. Whatever a run
-patches, leaks or crashes stays in its child.
-
-What an interpreter fixes at start-up stays the launcher's: the hash seed, ``sys.flags``, the
-warning filters from ``PYTHONWARNINGS``, and any value a preloaded module read from the
-environment at import (the launcher starts with the variables all of a lane's runs share).
-
-CUDA is never initialised here: nothing is called on torch but ``torch.cuda.is_initialized()``,
-and a preload that initialised CUDA makes the launcher refuse to serve. A preload may still ask
-whether CUDA is available at import (Megatron-Core does): through the CUDA runtime that marks every
-later fork unable to use the GPU ("Cannot re-initialize CUDA in forked subprocess", seen on an
-H100), so preloads run with ``PYTORCH_NVML_BASED_CUDA_CHECK=1`` (torch then asks NVML, which
-leaves forks usable), and before serving the launcher forks once to check that a child is not in
-torch's "bad fork" state — if it is, it refuses, and the lane runs with one interpreter per run. A
-preload that fails to
-import is reported and skipped: the run imports it itself and fails the way a fresh interpreter
-would. ``sys_path_first`` (bisection) puts a candidate's site folder before everything but the
-script's own folder, so the child imports the candidate's version of a distribution that the
-launcher did not preload.
-
-A run may start children of its own through :mod:`shims.child`: each arrives over a socket pair
-the run inherits, and is forked from this launcher as it was before any run (a ``python -c``
-child that skips the stack's import), unless it must import fresh a module the launcher already
-imported (then the run starts a fresh interpreter itself). Such a child leads its own session and
-ends with its run at the latest. The preloads are imported with the collector off and then frozen
-(``gc.freeze``): forks share those pages instead of touching them at their first collection.
+Requests and answers are JSON lines on stdin and stdout. docs/shims.md ("The lane launcher")
+describes the protocol, what each forked child gets back of a fresh interpreter, and why CUDA is
+never initialised here.
 """
 
+from __future__ import annotations
+
+import contextlib
 import json
 import os
 import sys
@@ -57,10 +19,22 @@ import time
 
 from shims.forked import become, kill_group
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import io
+    import socket
+    from collections.abc import Iterable, Sequence
+    from types import ModuleType
+
+    from shims.forked import Closable, Fresh, Handler, Request
+
 __all__ = ["main"]
 
+#: Exit codes: the command line was wrong; the launcher refused to serve.
+_USAGE, _REFUSED = 2, 3
 
-def _reply(channel, message: dict) -> None:
+
+def _reply(channel: io.BufferedWriter, message: dict[str, object]) -> None:
     channel.write((json.dumps(message) + "\n").encode("utf-8"))
     channel.flush()
 
@@ -83,11 +57,11 @@ def _cuda_initialised() -> bool:
     try:
         return bool(check()) if callable(check) else False
     # a half-imported torch: it did not get as far as a CUDA context
-    except Exception:
+    except Exception:  # noqa: BLE001
         return False
 
 
-def _gpus_visible(torch) -> bool:
+def _gpus_visible(torch: ModuleType | None) -> bool:
     """Whether this host has a CUDA device, asked through NVML (which leaves forks usable); True
     when that cannot be told (no such function in this torch)."""
     count = getattr(getattr(torch, "cuda", None), "_device_count_nvml", None)
@@ -96,7 +70,8 @@ def _gpus_visible(torch) -> bool:
     try:
         # -1: no NVML, so no NVIDIA driver
         return count() not in (0, -1)
-    except Exception:  # noqa: BLE001 - an unexpected torch: assume a GPU, and check the fork
+    # an unexpected torch: assume a GPU, and check the fork
+    except Exception:  # noqa: BLE001
         return True
 
 
@@ -112,28 +87,31 @@ def _fork_unusable() -> bool:
     if pid == 0:
         try:
             os._exit(1 if probe() else 0)
-        except BaseException:  # noqa: BLE001 - the child must never return into the launcher
+        # the child must never return into the launcher
+        except BaseException:  # noqa: BLE001
             os._exit(2)
     _, status = os.waitpid(pid, 0)
     return not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0)
 
 
-def preload(modules: list) -> tuple:
+def preload(modules: Iterable[str]) -> tuple[list[str], dict[str, str]]:
     """Import ``modules``; ``(imported, {module: reason})``. Never raises for an import."""
     import importlib
 
-    imported, failed = [], {}
+    imported: list[str] = []
+    failed: dict[str, str] = {}
     for name in modules:
         try:
             importlib.import_module(name)
-        except BaseException as exc:  # noqa: BLE001 - SystemExit at import must not end the launcher
+        # SystemExit at import must not end the launcher
+        except BaseException as exc:  # noqa: BLE001
             failed[name] = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
         else:
             imported.append(name)
     return imported, failed
 
 
-def _pidfd(pid: int):
+def _pidfd(pid: int) -> int | None:
     try:
         return os.pidfd_open(pid) if hasattr(os, "pidfd_open") else None
     except OSError:
@@ -143,13 +121,17 @@ def _pidfd(pid: int):
 class _Run:
     """One run's fork and the children it asked for (:mod:`shims.child`), watched until it ends."""
 
-    def __init__(self, pid: int, channel, serving: tuple, fresh: dict) -> None:
-        self.pid, self.channel, self.serving, self.fresh = pid, channel, serving, fresh
+    def __init__(
+        self, pid: int, channel: socket.socket, serving: tuple[Closable, ...], fresh: Fresh
+    ) -> None:
+        self.pid, self.serving, self.fresh = pid, serving, fresh
+        # None once the run closed its end
+        self.channel: socket.socket | None = channel
         # pid -> (request id, pidfd or None)
-        self.children: dict[int, tuple] = {}
+        self.children: dict[int, tuple[int | None, int | None]] = {}
         self.buffer = b""
 
-    def wait(self, timeout) -> tuple:
+    def wait(self, timeout: float | None) -> tuple[int, bool]:
         """``(exit code as subprocess reports it, timed out)``; past ``timeout`` the run's group
         is killed. Its children are killed when it ends."""
         import select
@@ -195,26 +177,30 @@ class _Run:
             self._end_children()
 
     def _read_requests(self) -> None:
+        channel = self.channel
+        if channel is None:
+            return
         try:
-            chunk = self.channel.recv(65536)
+            chunk = channel.recv(65536)
         except OSError:
             chunk = b""
         # the run closed its end (or exited): no more requests
         if not chunk:
-            self.channel.close()
+            channel.close()
             self.channel = None
             return
         self.buffer += chunk
         while b"\n" in self.buffer:
             line, self.buffer = self.buffer.split(b"\n", 1)
             try:
-                request = json.loads(line)
+                # what the run's shims.child sends; a run's own code could send anything
+                request: Request = json.loads(line)
             except ValueError:
                 continue
             if isinstance(request, dict):
                 self._start_child(request)
 
-    def _start_child(self, request: dict) -> None:
+    def _start_child(self, request: Request) -> None:
         preloaded = [name for name in request.get("fresh") or () if name in sys.modules]
         if preloaded:
             self._say(
@@ -251,24 +237,22 @@ class _Run:
             self.channel.close()
             self.channel = None
 
-    def _say(self, message: dict) -> None:
+    def _say(self, message: dict[str, object]) -> None:
         if self.channel is None:
             return
-        try:
-            self.channel.sendall((json.dumps(message) + "\n").encode("utf-8"))
         # the run is gone; its children end with it
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):
+            self.channel.sendall((json.dumps(message) + "\n").encode("utf-8"))
 
 
-def serve(requests, replies, fresh: dict) -> None:
+def serve(requests: io.BufferedReader, replies: io.BufferedWriter, fresh: Fresh) -> None:
     """Answer requests until stdin closes."""
     import socket
 
     for line in requests:
         if not line.strip():
             continue
-        request = json.loads(line)
+        request: Request = json.loads(line)
         began = time.monotonic()
         ours, theirs = socket.socketpair()
         pid = os.fork()
@@ -289,83 +273,20 @@ def serve(requests, replies, fresh: dict) -> None:
         )
 
 
-def main(argv=None) -> int:
-    import signal
-    import warnings
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    modules, targets = [], []
-    while args:
-        flag = args.pop(0)
-        if flag in ("--preload", "--targets") and args:
-            (modules if flag == "--preload" else targets).extend(
-                p for p in args.pop(0).split(",") if p
-            )
-        else:
-            print(
-                f"usage: python -m shims.launcher [--preload MODULE,…] [--targets MODULE,…] (got "
-                f"{flag!r})",
-                file=sys.stderr,
-            )
-            return 2
-    # The protocol gets its own descriptors; whatever a preloaded package prints goes to stderr.
-    requests = os.fdopen(os.dup(0), "rb")
-    replies = os.fdopen(os.dup(1), "wb")
-    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-    os.dup2(2, 1)
-    fresh = {
-        "warnings": list(warnings.filters),
-        "signals": {
-            number: signal.getsignal(number)
-            for number in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD)
-            if signal.getsignal(number) is not None
-        },
-        "encoding": getattr(sys.stdout, "encoding", None) or "utf-8",
-        "errors": getattr(sys.stdout, "errors", None) or "strict",
-    }
+def main(argv: Sequence[str] | None = None) -> int:
+    parsed = _arguments(list(sys.argv[1:] if argv is None else argv))
+    if isinstance(parsed, str):
+        print(parsed, file=sys.stderr)
+        return _USAGE
+    modules, targets = parsed
+    requests, replies = _protocol_streams()
+    fresh = _fresh_state()
     started = time.monotonic()
-    # Children get the request's environment, so this reaches only the preloads' own checks.
-    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
-    import gc
-
-    # importing allocates far more than it frees: a collection now is wasted work
-    gc.disable()
-    imported, failed = preload(modules)
-    # what the preloads made is never collected here, so forks leave its pages shared
-    gc.freeze()
-    gc.enable()
-    if _cuda_initialised():
-        _reply(
-            replies,
-            {
-                "ready": False,
-                "error": f"importing {', '.join(modules)} initialised CUDA: a fork of this "
-                "process could not use the GPU; run these reproducers with --isolation process",
-            },
-        )
-        return 3
-    if _fork_unusable():
-        _reply(
-            replies,
-            {
-                "ready": False,
-                "error": f"importing {', '.join(modules)} left torch unable to use CUDA in "
-                "a fork (it asked the CUDA runtime whether a GPU exists); run these reproducers "
-                "with "
-                "--isolation process",
-            },
-        )
-        return 3
-    if "shims" in sys.modules and getattr(sys.modules["shims"], "_activated", False):
-        _reply(
-            replies,
-            {
-                "ready": False,
-                "error": f"importing {', '.join(modules)} activated the shims: "
-                "a without-shim run would see them",
-            },
-        )
-        return 3
+    imported, failed = _preload_frozen(modules)
+    refusal = _refusal(modules)
+    if refusal is not None:
+        _reply(replies, {"ready": False, "error": refusal})
+        return _REFUSED
     _reply(
         replies,
         {
@@ -380,6 +301,88 @@ def main(argv=None) -> int:
     )
     serve(requests, replies, fresh)
     return 0
+
+
+def _arguments(args: list[str]) -> tuple[list[str], list[str]] | str:
+    """``(modules to preload, target modules)`` from the command line, or the usage line."""
+    modules: list[str] = []
+    targets: list[str] = []
+    while args:
+        flag = args.pop(0)
+        if flag in ("--preload", "--targets") and args:
+            (modules if flag == "--preload" else targets).extend(
+                p for p in args.pop(0).split(",") if p
+            )
+        else:
+            return (
+                "usage: python -m shims.launcher [--preload MODULE,…] [--targets MODULE,…] (got "
+                f"{flag!r})"
+            )
+    return modules, targets
+
+
+def _protocol_streams() -> tuple[io.BufferedReader, io.BufferedWriter]:
+    """The protocol gets its own descriptors; whatever a preloaded package prints goes to
+    stderr."""
+    requests = os.fdopen(os.dup(0), "rb")
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    os.dup2(2, 1)
+    return requests, replies
+
+
+def _fresh_state() -> Fresh:
+    """What every fork gets back of a fresh interpreter, read before any preload changes it."""
+    import signal
+    import warnings
+
+    signals: dict[int, Handler] = {}
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
+        handler = signal.getsignal(number)
+        if handler is not None:
+            signals[number] = handler
+    return {
+        "warnings": list(warnings.filters),
+        "signals": signals,
+        "encoding": getattr(sys.stdout, "encoding", None) or "utf-8",
+        "errors": getattr(sys.stdout, "errors", None) or "strict",
+    }
+
+
+def _preload_frozen(modules: list[str]) -> tuple[list[str], dict[str, str]]:
+    """:func:`preload`, with the collector off, then what it made frozen (``gc.freeze``)."""
+    # Children get the request's environment, so this reaches only the preloads' own checks.
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+    import gc
+
+    # importing allocates far more than it frees: a collection now is wasted work
+    gc.disable()
+    imported, failed = preload(modules)
+    # what the preloads made is never collected here, so forks leave its pages shared
+    gc.freeze()
+    gc.enable()
+    return imported, failed
+
+
+def _refusal(modules: list[str]) -> str | None:
+    """Why this launcher must not serve after importing ``modules`` (each fork would differ from
+    a fresh interpreter where it matters), or None."""
+    if _cuda_initialised():
+        return (
+            f"importing {', '.join(modules)} initialised CUDA: a fork of this "
+            "process could not use the GPU; run these reproducers with --isolation process"
+        )
+    if _fork_unusable():
+        return (
+            f"importing {', '.join(modules)} left torch unable to use CUDA in "
+            "a fork (it asked the CUDA runtime whether a GPU exists); run these reproducers "
+            "with --isolation process"
+        )
+    if "shims" in sys.modules and getattr(sys.modules["shims"], "_activated", False):
+        return (
+            f"importing {', '.join(modules)} activated the shims: a without-shim run would see them"
+        )
+    return None
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import os
 import re
 from pathlib import Path, PurePosixPath
 
-from shims import catalogue, model, tomlreader
+from shims import catalogue, tomlreader
 from shims.errors import InputError
 from shims.model import (
     CONDITION_KINDS,
@@ -35,14 +35,27 @@ from shims.model import (
 )
 from shims.tomlreader import Table, Value
 
-# the model's names too: callers import everything about manifests from here
+# the model's names too (shims.model.__all__): callers import everything about manifests from here
 __all__ = [
-    *model.__all__,
+    "CONDITION_KINDS",
+    "FIX_CLASSES",
+    "LINKED_STATUSES",
+    "LINK_ROLES",
     "MODULE_NAME",
+    "PATCHLESS_FIX_CLASSES",
     "RESERVED_IDS",
+    "RETIREMENT_MODES",
     "ROOTS_ENV",
     "RUNTIME_DIR",
     "SHIM_ID",
+    "UPSTREAM_STATUSES",
+    "ReproducerSpec",
+    "Retirement",
+    "RetirementCondition",
+    "ShimManifest",
+    "Target",
+    "Upstream",
+    "UpstreamLink",
     "discover",
     "load_manifest",
     "manifest_paths",

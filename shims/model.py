@@ -98,11 +98,15 @@ class Retirement:
     conditions: tuple[RetirementCondition, ...]
 
 
+#: Where a reproducer is when the manifest does not say (one value: paths are immutable).
+_DEFAULT_REPRODUCER = PurePosixPath("reproduce.py")
+
+
 @dataclass(frozen=True)
 class ReproducerSpec:
     """Where the reproducer is (relative to the shim folder) and what the host needs to run it."""
 
-    path: PurePosixPath = PurePosixPath("reproduce.py")
+    path: PurePosixPath = _DEFAULT_REPRODUCER
     needs_cuda: bool = False
     min_compute_capability: str | None = None
     packages: tuple[str, ...] = ()

@@ -27,6 +27,7 @@ A reproducer is written as::
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import platform
@@ -37,6 +38,7 @@ import traceback
 from collections.abc import Callable, Iterable
 from enum import StrEnum
 from importlib import metadata
+from types import ModuleType
 
 __all__ = [
     "BUG_REPRODUCED",
@@ -106,16 +108,14 @@ def _catalogue_importable() -> None:
     except ImportError:
         return
 
-    try:
+    # a bad patchlane.toml: activate() says so, in one line, where it matters
+    with contextlib.suppress(InputError):
         _index.extend_path(shims.__path__)
-    except InputError:
-        # a bad patchlane.toml: activate() says so, in one line, where it matters
-        pass
 
 
 _catalogue_importable()
 
-_EXIT_CODES = {
+_EXIT_CODES: dict[str, int] = {
     FIX_VALIDATED: EXIT_FIXED,
     MEMORY_SAVE_VERIFIED: EXIT_FIXED,
     BUG_REPRODUCED: EXIT_BUG,
@@ -123,7 +123,9 @@ _EXIT_CODES = {
 }
 
 
-class Skip(Exception):
+# The protocol's name, as reproducers have always raised it (`raise reproducer.Skip(reason)`):
+# a skip is not an error.
+class Skip(Exception):  # noqa: N818
     """Raised by a check when the host lacks what the reproducer needs; the message is the
     reason."""
 
@@ -199,8 +201,8 @@ def _torch_cuda() -> tuple[str | None, str | None, str | None]:
         if find_spec("torch") is None:
             return None, None, None
     try:
-        import torch
-
+        # the lane's, never the engine's environment: no types to check against
+        torch = importlib.import_module("torch")
         cuda = getattr(torch.version, "cuda", None)
         if not torch.cuda.is_available():
             return None, None, cuda
@@ -208,7 +210,7 @@ def _torch_cuda() -> tuple[str | None, str | None, str | None]:
         major, minor = torch.cuda.get_device_capability(index)
         return torch.cuda.get_device_name(index), f"{major}.{minor}", cuda
     # a broken CUDA install must not stop the stamp; the check will say more
-    except Exception:
+    except Exception:  # noqa: BLE001
         return None, None, None
 
 
@@ -243,20 +245,24 @@ def _nvidia_smi(field: str) -> str | None:
 def require_cuda(min_cc: str | None = None) -> tuple[int, int]:
     """Return the device's ``(major, minor)``, or raise :class:`Skip` saying what is missing."""
     try:
-        import torch
+        # the lane's, never the engine's environment: no types to check against
+        torch = importlib.import_module("torch")
     except ImportError:
         raise Skip("torch is not installed") from None
     if not torch.cuda.is_available():
         raise Skip("no CUDA device")
-    have = tuple(torch.cuda.get_device_capability(torch.cuda.current_device()))
+    major, minor = torch.cuda.get_device_capability(torch.cuda.current_device())
+    have = (int(major), int(minor))
     if min_cc is not None:
         need = tuple(int(part) for part in min_cc.split("."))
         if have < need:
             raise Skip(f"needs compute capability >= {min_cc}, this host has {have[0]}.{have[1]}")
-    return have  # type: ignore[return-value]
+    return have
 
 
-def require(module: str, dist: str | None = None, *, packages: Iterable[str] = (), hint: str = ""):
+def require(
+    module: str, dist: str | None = None, *, packages: Iterable[str] = (), hint: str = ""
+) -> ModuleType:
     """Import ``module`` and return it, or skip the reproducer saying exactly why.
 
     The prologue every reproducer repeated (``try: import …; except ImportError: raise Skip``)
@@ -351,7 +357,8 @@ def run(
         reason = " ".join(str(skip).split()) or "no reason given"
         print(f"{SKIPPED}: {reason}", flush=True)
         raise SystemExit(EXIT_SKIPPED) from None
-    except Exception:
+    # whatever the check raised is the run's crash: its traceback, then the crash's exit code
+    except Exception:  # noqa: BLE001
         sys.stdout.flush()
         traceback.print_exc()
         sys.stderr.flush()

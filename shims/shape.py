@@ -10,10 +10,14 @@ import ast
 import hashlib
 import inspect
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from types import ModuleType
+
+#: What has source to read: a module, a class, a function or method (``inspect.getsource``).
+Sourced = ModuleType | type | Callable[..., object]
 
 
-def fingerprint(obj: object) -> str:
+def fingerprint(obj: Sourced) -> str:
     """sha256[:16] of the object's source, docstrings stripped, normalised through the AST.
 
     Formatting and docstring edits keep the fingerprint; any change to the code changes it.
@@ -24,14 +28,14 @@ def fingerprint(obj: object) -> str:
             first = item.body[0]
             if (
                 isinstance(first, ast.Expr)
-                and isinstance(getattr(first, "value", None), ast.Constant)
+                and isinstance(first.value, ast.Constant)
                 and isinstance(first.value.value, str)
             ):
                 item.body = item.body[1:] or [ast.Pass()]
     return hashlib.sha256(ast.unparse(node).encode()).hexdigest()[:16]
 
 
-def unknown_shape(obj: object, known: Mapping[str, str] | str, what: str) -> str | None:
+def unknown_shape(obj: Sourced, known: Mapping[str, str] | str, what: str) -> str | None:
     """None when ``obj``'s fingerprint is one of ``known`` (digest → description), else why not."""
     try:
         digest = fingerprint(obj)
@@ -43,7 +47,9 @@ def unknown_shape(obj: object, known: Mapping[str, str] | str, what: str) -> str
     return None
 
 
-def changed_parameters(fn: object, leading: tuple[str, ...], what: str) -> str | None:
+def changed_parameters(
+    fn: Callable[..., object], leading: tuple[str, ...], what: str
+) -> str | None:
     """None when ``fn``'s parameters start with ``leading`` (the ones a wrapper relies on), else
     why not."""
     try:
@@ -67,7 +73,7 @@ def function_shape(module: object, name: str, leading: tuple[str, ...], marker: 
     return changed_parameters(function, leading, name)
 
 
-def unpatched_source(obj: object, marker: str) -> str | None:
+def unpatched_source(obj: Sourced, marker: str) -> str | None:
     """The source a ``probe`` reads to tell whether upstream still has the bug, or None when
     ``obj`` is the shim's own wrapper (``marker`` set on it): nothing left to probe."""
     if getattr(obj, marker, False):

@@ -22,11 +22,14 @@ import os
 import re
 import sys
 from collections.abc import Collection, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from shims.errors import InputError
 from shims.filereading import MAX_BYTES, read_text
 from shims.filereading import too_large as _too_large
+
+if TYPE_CHECKING:
+    from packaging.specifiers import Specifier, SpecifierSet
 
 __all__ = [
     "CLOSE_MATCH_CUTOFF",
@@ -47,6 +50,9 @@ __all__ = [
 CLOSE_MATCH_CUTOFF = 0.75
 #: ``default`` for a key that must be present.
 REQUIRED: Any = object()
+
+#: The type of a shortcut's ``default`` (what an absent key returns).
+_Default = TypeVar("_Default")
 
 _TOML_WHERE = re.compile(
     r"^(?P<what>.*) \(at (?P<where>line \d+, column \d+|end of document)\)$", re.DOTALL
@@ -114,7 +120,8 @@ def loads_json(text: str, name: str, *, fix: str | None = None) -> Value:
 
 
 def _long_number_line(text: str) -> int:
-    found = re.search(r"[0-9_]{%d,}" % min(sys.get_int_max_str_digits() or 4300, 4300), text)
+    digits = min(sys.get_int_max_str_digits() or 4300, 4300)
+    found = re.search(rf"[0-9_]{{{digits},}}", text)
     return text.count("\n", 0, found.start()) + 1 if found else 1
 
 
@@ -234,21 +241,14 @@ class Value:
                 else f"{'an' if integer else 'a'} {kind}"
                 + (f" >= {minimum}" if minimum is not None else "")
             ) + (f" <= {maximum}" if maximum is not None else "")
-        ok = isinstance(value, (int,) if integer else (int, float)) and not isinstance(value, bool)
-        try:
-            ok = (
-                ok
-                and math.isfinite(value)
-                and (not positive or value > 0)
-                and (minimum is None or value >= minimum)
-                and (maximum is None or value <= maximum)
-            )
-        # an integer beyond any float
-        except OverflowError:
-            ok = False
-        if not ok:
+        number = (
+            value
+            if isinstance(value, int if integer else (int, float)) and not isinstance(value, bool)
+            else None
+        )
+        if number is None or not _within(number, positive, minimum, maximum):
             raise self.expected(what, fix or f"write {self.leaf} = …")
-        return value
+        return number
 
     def date(self, *, fix: str = "write an unquoted date like 2026-04-14") -> _dt.date:
         """A TOML date (not a date-time, not a quoted string)."""
@@ -325,7 +325,7 @@ class Value:
                 )
         return text
 
-    def specifier(self, *, fix: str = 'use PEP 440 like ">=0.18" or ">=2.4,<2.6"'):
+    def specifier(self, *, fix: str = 'use PEP 440 like ">=0.18" or ">=2.4,<2.6"') -> SpecifierSet:
         """A PEP 440 version specifier set (``packaging.specifiers.SpecifierSet``)."""
         from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
@@ -376,7 +376,20 @@ class Value:
         return [item.table(fix=fix) for item in self.items(what="an array of tables", fix=fix)]
 
 
-def _version_ok(spec) -> bool:
+def _within(number: float, positive: bool, minimum: float | None, maximum: float | None) -> bool:
+    """Whether ``number`` is finite and in range (an integer beyond any float is not)."""
+    try:
+        return (
+            math.isfinite(number)
+            and (not positive or number > 0)
+            and (minimum is None or number >= minimum)
+            and (maximum is None or number <= maximum)
+        )
+    except OverflowError:
+        return False
+
+
+def _version_ok(spec: Specifier) -> bool:
     """Whether a specifier's version parses (``===`` takes any text; ``.*`` is a prefix)."""
     from packaging.version import Version
 
@@ -392,7 +405,7 @@ class Table:
 
     __slots__ = ("data", "key", "name")
 
-    def __init__(self, data: dict, key: str, name: str) -> None:
+    def __init__(self, data: dict[str, object], key: str, name: str) -> None:
         self.data, self.key, self.name = data, key, name
 
     def __contains__(self, item: object) -> bool:
@@ -429,6 +442,12 @@ class Table:
                 )
         return self
 
+    @overload
+    def get(self, name: str, default: None = None) -> Value | None: ...
+
+    @overload
+    def get(self, name: str, default: object) -> Value: ...
+
     def get(self, name: str, default: object = None) -> Value | None:
         """The value of ``name``; when absent, ``default`` as a value (``None``: no value)."""
         if name in self.data:
@@ -443,6 +462,22 @@ class Table:
 
     # Shortcuts: an absent key is an error with ``default=REQUIRED``, else returns ``default``.
 
+    @overload
+    def string(
+        self, name: str, *, missing: str | None = None, fix: str = ..., empty_ok: bool = ...
+    ) -> str: ...
+
+    @overload
+    def string(
+        self,
+        name: str,
+        default: _Default,
+        *,
+        missing: str | None = None,
+        fix: str = ...,
+        empty_ok: bool = ...,
+    ) -> str | _Default: ...
+
     def string(
         self, name: str, default: Any = REQUIRED, *, missing: str | None = None, **options: Any
     ) -> Any:
@@ -450,12 +485,33 @@ class Table:
             return default
         return self.need(name, fix=missing or f'add {name} = "…"').string(**options)
 
+    @overload
+    def choice(self, name: str, choices: Collection[str], *, noun: str | None = None) -> str: ...
+
+    @overload
+    def choice(
+        self,
+        name: str,
+        choices: Collection[str],
+        default: _Default,
+        *,
+        noun: str | None = None,
+    ) -> str | _Default: ...
+
     def choice(
         self, name: str, choices: Collection[str], default: Any = REQUIRED, **options: Any
     ) -> Any:
         if name not in self.data and default is not REQUIRED:
             return default
         return self.need(name, fix=f'add {name} = "…"').choice(choices, **options)
+
+    @overload
+    def table(self, name: str, *, fix: str | None = None) -> Table: ...
+
+    @overload
+    def table(
+        self, name: str, default: _Default, *, fix: str | None = None
+    ) -> Table | _Default: ...
 
     def table(self, name: str, default: Any = REQUIRED, *, fix: str | None = None) -> Any:
         if name not in self.data and default is not REQUIRED:

@@ -28,17 +28,12 @@ from __future__ import annotations
 
 import json
 import os
-import pathlib
 import socket
 import subprocess
 import sys
 import time
 
-_ROOT = pathlib.Path(__file__).resolve().parents[2]
-if (_ROOT / "shims" / "__init__.py").is_file() and str(_ROOT) not in sys.path:
-    sys.path.insert(0, str(_ROOT))
-
-from shims import reproducer  # noqa: E402
+from shims import reproducer
 
 SHIM = "compile_nccl_policy"
 # production seconds per reproducer second
@@ -68,7 +63,8 @@ import torch.distributed as dist
 
 rank, backend = int(os.environ["RANK"]), os.environ["PL_BACKEND"]
 def say(event, **kw):
-    print(json.dumps(dict(rank=rank, event=event, t=round(time.monotonic() - T0, 2), **kw)), flush=True)
+    t = round(time.monotonic() - T0, 2)
+    print(json.dumps(dict(rank=rank, event=event, t=t, **kw)), flush=True)
 T0 = time.monotonic()
 # The launcher's reading of the policy: torch does not read TORCH_DISTRIBUTED_DEFAULT_TIMEOUT.
 timeout = datetime.timedelta(seconds=float(os.environ["TORCH_DISTRIBUTED_DEFAULT_TIMEOUT"]))
@@ -82,7 +78,9 @@ else:
 warm = torch.ones(1, device=device)
 dist.all_reduce(warm)  # the communicator is up before the compile, as after a parameter broadcast
 say("ready", world=dist.get_world_size(), timeout_s=timeout.total_seconds())
-model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.GELU(), torch.nn.Linear(512, 256)).to(device)
+model = torch.nn.Sequential(
+    torch.nn.Linear(256, 512), torch.nn.GELU(), torch.nn.Linear(512, 256)
+).to(device)
 x = torch.randn(64, 256, device=device)
 if rank == 1:  # the rank whose first compile is long
     start = time.monotonic()
@@ -106,16 +104,22 @@ dist.destroy_process_group()
 
 CHILD = r"""
 import json, os, subprocess, sys
-sys.path.insert(0, sys.argv[1])
 import shims
 shims.activate(only={"compile_nccl_policy"})
 import torch._inductor.config as inductor
 names = sorted(shims.env_constraints())
-grandchild = subprocess.run([sys.executable, "-c", "import json, os, sys; print(json.dumps({n: os.environ.get(n) for n in sys.argv[1:]}))", *names],
-                            capture_output=True, text=True, check=True)
+ECHO = "import json, os, sys; print(json.dumps({n: os.environ.get(n) for n in sys.argv[1:]}))"
+grandchild = subprocess.run(
+    [sys.executable, "-c", ECHO, *names], capture_output=True, text=True, check=True
+)
 state = shims.status()["compile_nccl_policy"]
-print(json.dumps({"env": {n: os.environ.get(n) for n in names}, "grandchild": json.loads(grandchild.stdout),
-                  "max_autotune_gemm": inductor.max_autotune_gemm, "state": state.state, "reason": state.reason}))
+print(json.dumps({
+    "env": {n: os.environ.get(n) for n in names},
+    "grandchild": json.loads(grandchild.stdout),
+    "max_autotune_gemm": inductor.max_autotune_gemm,
+    "state": state.state,
+    "reason": state.reason,
+}))
 """
 
 
@@ -221,7 +225,7 @@ def _policy_in_child() -> str:
     # set (that import reads TORCHINDUCTOR_MAX_AUTOTUNE_GEMM), so neither may reuse one that a
     # launcher imported; side by side they cost one import's time, not two.
     started = [
-        child.start(CHILD, str(_ROOT), env=env, fresh=["torch._inductor.config"])
+        child.start(CHILD, env=env, fresh=["torch._inductor.config"])
         for env in (clean, dict(clean, TORCHINDUCTOR_MAX_AUTOTUNE_GEMM="1"))
     ]
     answers = []

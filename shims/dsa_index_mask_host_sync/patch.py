@@ -75,7 +75,7 @@ def check_shape(module) -> str | None:
 
 
 def probe(module) -> str | None:
-    owner, scatter_name, bounds_name, scatter = _found(module)
+    _, scatter_name, bounds_name, scatter = _found(module)
     if scatter is None or getattr(scatter, _PATCHED, False):
         return None
     if fingerprint(scatter) not in KNOWN_SHAPES and not _syncs(scatter):

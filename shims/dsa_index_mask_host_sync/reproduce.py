@@ -17,14 +17,7 @@ such helper (0.16-0.18 build the mask with a plain scatter_ and no sentinels).
 
 from __future__ import annotations
 
-import pathlib
-import sys
-
-_ROOT = pathlib.Path(__file__).resolve().parents[2]
-if (_ROOT / "shims" / "__init__.py").is_file() and str(_ROOT) not in sys.path:
-    sys.path.insert(0, str(_ROOT))
-
-from shims import reproducer  # noqa: E402
+from shims import reproducer
 
 SHIM = "dsa_index_mask_host_sync"
 SYNC_OPS = ("_local_scalar_dense", "is_nonzero", "item", "equal", "nonzero", "allclose")
@@ -138,15 +131,15 @@ def check(with_shim: bool) -> str:
         if callable(bounds):
             sq = skv = 256
             causal = torch.full((sq, skv), float("-inf"), device="cuda").triu_(1)
-            kwargs = dict(
-                sq=sq,
-                skv=skv,
-                device=torch.device("cuda"),
-                mask=causal,
-                varlen_starts=None,
-                varlen_ends=None,
-                key_positions=None,
-            )
+            kwargs = {
+                "sq": sq,
+                "skv": skv,
+                "device": torch.device("cuda"),
+                "mask": causal,
+                "varlen_starts": None,
+                "varlen_ends": None,
+                "key_positions": None,
+            }
             eager = bounds(**kwargs)
             print(f"# {bounds.__name__} eager: {'fused bounds' if eager is not None else 'None'}")
             broken = not _capture(torch, bounds.__name__, lambda: bounds(**kwargs)) or broken

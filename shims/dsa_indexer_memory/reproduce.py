@@ -12,14 +12,7 @@ with:    MEMORY_SAVE_VERIFIED when the shimmed function's largest intermediate i
 
 from __future__ import annotations
 
-import pathlib
-import sys
-
-_ROOT = pathlib.Path(__file__).resolve().parents[2]
-if (_ROOT / "shims" / "__init__.py").is_file() and str(_ROOT) not in sys.path:
-    sys.path.insert(0, str(_ROOT))
-
-from shims import reproducer  # noqa: E402
+from shims import reproducer
 
 SHIM = "dsa_indexer_memory"
 SQ = SK = 512

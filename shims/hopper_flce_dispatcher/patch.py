@@ -187,8 +187,9 @@ def apply(module) -> None:
         return
     package = module.__name__.rpartition(".")[0]
 
+    # functools.wraps names it __init__, as the method it replaces
     @functools.wraps(original)
-    def __init__(self) -> None:
+    def patched_init(self) -> None:
         if getattr(self, "_initialized", False):
             return
         if torch.cuda.is_available():
@@ -202,5 +203,5 @@ def apply(module) -> None:
                 return
         original(self)
 
-    setattr(__init__, _PATCHED, True)
-    platform.__init__ = __init__
+    setattr(patched_init, _PATCHED, True)
+    platform.__init__ = patched_init

@@ -12,14 +12,7 @@ with:    FIX_VALIDATED when the shimmed gradients match eager.
 
 from __future__ import annotations
 
-import pathlib
-import sys
-
-_ROOT = pathlib.Path(__file__).resolve().parents[2]
-if (_ROOT / "shims" / "__init__.py").is_file() and str(_ROOT) not in sys.path:
-    sys.path.insert(0, str(_ROOT))
-
-from shims import reproducer  # noqa: E402
+from shims import reproducer
 
 SHIM = "liger_flce_reduction_none"
 TOKENS, HIDDEN, VOCAB = 1024, 256, 4096
@@ -30,11 +23,9 @@ TOLERANCE = 2e-2
 def check(with_shim: bool) -> str:
     reproducer.require_cuda(min_cc="8.0")
     import torch
-    import torch.nn.functional as F
+    from torch.nn import functional
 
-    LigerFusedLinearCrossEntropyFunction = reproducer.require(
-        "liger_kernel.ops.fused_linear_cross_entropy", "liger-kernel"
-    ).LigerFusedLinearCrossEntropyFunction
+    liger = reproducer.require("liger_kernel.ops.fused_linear_cross_entropy", "liger-kernel")
 
     gen = torch.Generator(device="cpu").manual_seed(0)
     x0 = (torch.randn(TOKENS, HIDDEN, generator=gen) * 0.5).cuda()
@@ -48,14 +39,16 @@ def check(with_shim: bool) -> str:
     # eager reference
     x_ref = x0.clone().requires_grad_(True)
     w_ref = w0.clone().requires_grad_(True)
-    loss_ref = F.cross_entropy(x_ref @ w_ref.t(), target, reduction="none", ignore_index=-100)
+    loss_ref = functional.cross_entropy(
+        x_ref @ w_ref.t(), target, reduction="none", ignore_index=-100
+    )
     (loss_ref * mask).sum().backward()
 
     # Liger, reduction="none": (_input, weight, target, bias, ce_weight, ignore_index,
     # lse_square_scale, label_smoothing, reduction)
     x = x0.clone().requires_grad_(True)
     w = w0.clone().requires_grad_(True)
-    out = LigerFusedLinearCrossEntropyFunction.apply(
+    out = liger.LigerFusedLinearCrossEntropyFunction.apply(
         x, w, target, None, None, -100, 0.0, 0.0, "none"
     )
     loss = out[0] if isinstance(out, tuple) else out

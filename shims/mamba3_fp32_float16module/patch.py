@@ -75,8 +75,9 @@ def apply(module) -> None:
     if getattr(original, _PATCHED, False):
         return
 
+    # functools.wraps names it __init__, as the method it replaces
     @functools.wraps(original)
-    def __init__(self, config, module, *args, **kwargs):
+    def patched_init(self, config, module, *args, **kwargs):
         keep = fp32_parameters(module)
         saved = {name: param.detach().clone() for name, (_, _, param) in keep.items()}
         original(self, config, module, *args, **kwargs)
@@ -85,5 +86,5 @@ def apply(module) -> None:
             current.data = saved[name]
         self._patchlane_fp32_params = tuple(sorted(keep))
 
-    setattr(__init__, _PATCHED, True)
-    cls.__init__ = __init__
+    setattr(patched_init, _PATCHED, True)
+    cls.__init__ = patched_init

@@ -12,14 +12,7 @@ with:    FIX_VALIDATED when they stay fp32 and bitwise equal to their pre-wrap v
 
 from __future__ import annotations
 
-import pathlib
-import sys
-
-_ROOT = pathlib.Path(__file__).resolve().parents[2]
-if (_ROOT / "shims" / "__init__.py").is_file() and str(_ROOT) not in sys.path:
-    sys.path.insert(0, str(_ROOT))
-
-from shims import reproducer  # noqa: E402
+from shims import reproducer
 
 SHIM = "mamba3_fp32_float16module"
 FP32_PARAMS = ("A_log", "D", "dt_bias")
@@ -27,12 +20,10 @@ FP32_PARAMS = ("A_log", "D", "dt_bias")
 
 def check(with_shim: bool) -> str:
     torch = reproducer.require("torch")
-    Float16Module = reproducer.require(
-        "megatron.core.transformer.module", "megatron-core"
-    ).Float16Module
-    TransformerConfig = reproducer.require(
+    transformer_module = reproducer.require("megatron.core.transformer.module", "megatron-core")
+    transformer_config = reproducer.require(
         "megatron.core.transformer.transformer_config", "megatron-core"
-    ).TransformerConfig
+    )
 
     class MambaContractStandIn(torch.nn.Module):
         """Stand-in for a Mamba-3 mixer: fp32 A_log / D / dt_bias next to bf16-able projections."""
@@ -51,8 +42,10 @@ def check(with_shim: bool) -> str:
     torch.manual_seed(0)
     model = torch.nn.Sequential(MambaContractStandIn())
     before = {name: getattr(model[0], name).detach().clone() for name in FP32_PARAMS}
-    config = TransformerConfig(num_layers=1, hidden_size=64, num_attention_heads=8, bf16=True)
-    wrapped = Float16Module(config, model)
+    config = transformer_config.TransformerConfig(
+        num_layers=1, hidden_size=64, num_attention_heads=8, bf16=True
+    )
+    wrapped = transformer_module.Float16Module(config, model)
     mixer = wrapped.module[0]
 
     broken = []

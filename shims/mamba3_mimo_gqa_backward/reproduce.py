@@ -21,15 +21,10 @@ reproducer loads the mamba_ssm package without running it (and says so).
 from __future__ import annotations
 
 import importlib.util
-import pathlib
 import sys
 import types
 
-_ROOT = pathlib.Path(__file__).resolve().parents[2]
-if (_ROOT / "shims" / "__init__.py").is_file() and str(_ROOT) not in sys.path:
-    sys.path.insert(0, str(_ROOT))
-
-from shims import reproducer  # noqa: E402
+from shims import reproducer
 
 SHIM = "mamba3_mimo_gqa_backward"
 B, S, R, G, H, N, P, CHUNK, ROT = 1, 128, 4, 2, 4, 64, 64, 16, 4
@@ -75,22 +70,22 @@ def _inputs(torch):
 
     dt = torch.nn.functional.softplus(torch.randn(B, H, S, generator=gen) - 1.0).cuda()
     a = -torch.nn.functional.softplus(torch.randn(B, H, S, generator=gen)).cuda()
-    return dict(
-        Q=rnd(B, S, R, G, N),
-        K=rnd(B, S, R, G, N),
-        V=rnd(B, S, H, P),
-        ADT=a * dt,
-        DT=dt,
-        Trap=rnd(B, H, S),
-        Q_bias=1 + rnd(H, R, N, dtype=f32, scale=0.1),
-        K_bias=1 + rnd(H, R, N, dtype=f32, scale=0.1),
-        MIMO_V=rnd(H, R, P, dtype=f32, scale=0.25),
-        MIMO_Z=rnd(H, R, P, dtype=f32, scale=0.25),
-        MIMO_Out=rnd(H, R, P, dtype=f32, scale=0.25),
-        Angles=rnd(B, S, H, N // ROT, dtype=f32),
-        D=rnd(H, dtype=f32),
-        Z=None,
-    )
+    return {
+        "Q": rnd(B, S, R, G, N),
+        "K": rnd(B, S, R, G, N),
+        "V": rnd(B, S, H, P),
+        "ADT": a * dt,
+        "DT": dt,
+        "Trap": rnd(B, H, S),
+        "Q_bias": 1 + rnd(H, R, N, dtype=f32, scale=0.1),
+        "K_bias": 1 + rnd(H, R, N, dtype=f32, scale=0.1),
+        "MIMO_V": rnd(H, R, P, dtype=f32, scale=0.25),
+        "MIMO_Z": rnd(H, R, P, dtype=f32, scale=0.25),
+        "MIMO_Out": rnd(H, R, P, dtype=f32, scale=0.25),
+        "Angles": rnd(B, S, H, N // ROT, dtype=f32),
+        "D": rnd(H, dtype=f32),
+        "Z": None,
+    }
 
 
 def _run(api, torch, inputs, dout, expand: bool):

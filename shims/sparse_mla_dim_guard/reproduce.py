@@ -15,14 +15,7 @@ with:    FIX_VALIDATED when the fused TileLang kernel runs forward and backward 
 
 from __future__ import annotations
 
-import pathlib
-import sys
-
-_ROOT = pathlib.Path(__file__).resolve().parents[2]
-if (_ROOT / "shims" / "__init__.py").is_file() and str(_ROOT) not in sys.path:
-    sys.path.insert(0, str(_ROOT))
-
-from shims import reproducer  # noqa: E402
+from shims import reproducer
 
 SHIM = "sparse_mla_dim_guard"
 SQ, BATCH, HEADS, D_TOTAL, D_V, TOPK = 4096, 1, 16, 128, 64, 256

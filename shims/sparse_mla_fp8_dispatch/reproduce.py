@@ -15,15 +15,9 @@ with:    FIX_VALIDATED when the gate makes the decision explicit (an FP8 variant
 
 from __future__ import annotations
 
-import pathlib
-import sys
 import warnings
 
-_ROOT = pathlib.Path(__file__).resolve().parents[2]
-if (_ROOT / "shims" / "__init__.py").is_file() and str(_ROOT) not in sys.path:
-    sys.path.insert(0, str(_ROOT))
-
-from shims import reproducer  # noqa: E402
+from shims import reproducer
 
 SHIM = "sparse_mla_fp8_dispatch"
 SQ, BATCH, HEADS, D_TOTAL, D_V, TOPK = 256, 1, 16, 576, 512, 64
