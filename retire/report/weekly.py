@@ -104,6 +104,7 @@ def gather_verdicts(
     without ``probe`` it runs on a :class:`CacheOnlyTransport`. Never raises."""
     from retire.evidence.values import ProbeFailure
     from retire.probes.http import RetryPolicy, make_client
+    from retire.verdicts.gather import GatherOptions
     from retire.verdicts.model import Verdict
 
     if gather is None:
@@ -119,7 +120,9 @@ def gather_verdicts(
             "evidence from the cache only (--no-probe): whatever was never fetched is unknown"
         )
     try:
-        verdicts = list(gather(manifests, lanes, project.locks_dir, records_path, **options))
+        verdicts = list(
+            gather(manifests, lanes, project.locks_dir, records_path, GatherOptions(**options))
+        )
     except Exception as exc:  # noqa: BLE001 - a broken engine still leaves a report with every row unknown
         failure = ProbeFailure("engine", "gather", f"internal error: {type(exc).__name__}: {exc}")
         verdicts = [Verdict(m.id, "unknown", str(failure), failures=(failure,)) for m in manifests]
