@@ -73,7 +73,7 @@ def run() -> list[dict]:
     import multiprocessing
 
     from retire.probes.http import RetryPolicy
-    from retire.verdicts.gather import gather
+    from retire.verdicts.gather import GatherOptions, gather
     from tests.support.retirement import NOW, VERSION_FLOOR, Project
 
     root = Path(tempfile.mkdtemp(prefix="patchlane-bench-probes-"))
@@ -107,12 +107,14 @@ def run() -> list[dict]:
                 lanes,
                 project.root / "locks",
                 project.validation,
-                api_base=api_url,
-                token=None,
-                cache_dir=cache,
-                policy=policy,
-                workers=workers,
-                clock=lambda: NOW,
+                GatherOptions(
+                    api_base=api_url,
+                    token=None,
+                    cache_dir=cache,
+                    policy=policy,
+                    workers=workers,
+                    clock=lambda: NOW,
+                ),
             )
             elapsed = time.perf_counter() - started
             failed = [v for v in verdicts if v.failures]

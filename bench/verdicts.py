@@ -45,7 +45,7 @@ def _upstreams(root: Path) -> dict[str, Path]:
 def run() -> list[dict]:
     from retire.evidence.validation import ValidationRecord, append
     from retire.probes.http import RetryPolicy
-    from retire.verdicts.gather import gather
+    from retire.verdicts.gather import GatherOptions, gather
     from tests.support.codehost import CodeHost, CodeHostServer
     from tests.support.faults import FaultyIndexServer, unused_port
     from tests.support.index import PackageIndex
@@ -113,11 +113,13 @@ def run() -> list[dict]:
                     lanes,
                     project.root / "locks",
                     project.validation,
-                    api_base=api_base,
-                    token=None,
-                    mirrors=mirrors,
-                    policy=policy,
-                    clock=lambda: NOW,
+                    GatherOptions(
+                        api_base=api_base,
+                        token=None,
+                        mirrors=mirrors,
+                        policy=policy,
+                        clock=lambda: NOW,
+                    ),
                 )
                 elapsed = time.perf_counter() - started
                 wrong = [v for v in verdicts if v.decision != "retire"]

@@ -18,7 +18,7 @@ import pytest
 
 from retire.commands import main as cli
 from retire.probes.http import RetryPolicy
-from retire.verdicts.gather import gather
+from retire.verdicts.gather import GatherOptions, gather
 from tests.support.codehost import CodeHost, CodeHostServer
 from tests.support.faults import (
     Fault,
@@ -105,12 +105,14 @@ def verdicts(world, *, api_base=None, mirrors=None, cache=True, policy=POLICY, t
         p.lanes(),
         p.root / "locks",
         p.validation,
-        api_base=api_base or world["api"].url,
-        token=token,
-        mirrors=mirrors or world["mirrors"],
-        cache_dir=world["tmp"] / "cache" if cache else None,
-        policy=policy,
-        clock=lambda: NOW,
+        GatherOptions(
+            api_base=api_base or world["api"].url,
+            token=token,
+            mirrors=mirrors or world["mirrors"],
+            cache_dir=world["tmp"] / "cache" if cache else None,
+            policy=policy,
+            clock=lambda: NOW,
+        ),
     )
     return {v.shim: v for v in found}
 

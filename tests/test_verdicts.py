@@ -24,7 +24,7 @@ from retire.evidence.values import (
     TagContainment,
 )
 from retire.lanes.model import Lane
-from retire.verdicts.gather import gather
+from retire.verdicts.gather import GatherOptions, gather
 from retire.verdicts.model import ShimEvidence
 from retire.verdicts.rules import decide
 from shims.manifest import parse_manifest
@@ -651,12 +651,14 @@ def test_gather_decides_every_shim_from_real_servers(world, tmp_path):
         p.lanes(),
         p.root / "locks",
         p.validation,
-        api_base=world["api"].url,
-        token=None,
-        cache_dir=tmp_path / "cache",
-        mirrors=world["mirrors"],
-        policy=FAST,
-        clock=lambda: NOW,
+        GatherOptions(
+            api_base=world["api"].url,
+            token=None,
+            cache_dir=tmp_path / "cache",
+            mirrors=world["mirrors"],
+            policy=FAST,
+            clock=lambda: NOW,
+        ),
     )
     by_id = {v.shim: v for v in verdicts}
     assert by_id["floor_fixed"].decision == "retire" and by_id["floor_fixed"].floors == (
@@ -691,11 +693,13 @@ def test_pr_released_with_a_mirror_behind_the_index_is_unknown(world):
         p.lanes(),
         p.root / "locks",
         p.validation,
-        api_base=world["api"].url,
-        token=None,
-        mirrors=world["mirrors"],
-        policy=FAST,
-        clock=lambda: NOW,
+        GatherOptions(
+            api_base=world["api"].url,
+            token=None,
+            mirrors=world["mirrors"],
+            policy=FAST,
+            clock=lambda: NOW,
+        ),
     )
     assert verdicts[0].decision == "unknown"
     assert "release 1.2 has no tag" in verdicts[0].why

@@ -23,13 +23,15 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import enum
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from retire.branches import proposals
+from retire.branches.proposals import BranchStatus
 from retire.core import times
 from retire.core.errors import InputError
 from retire.core.git import Git, toplevel
@@ -37,7 +39,9 @@ from retire.core.project import Project
 from retire.evidence import validation
 from retire.evidence.validation import FAILING, ShimOutcome
 from retire.lanes import lanedit, lanefile
+from retire.lanes.model import Lane
 from retire.locks import lockdiff, locking
+from retire.locks.locking import LockResult
 from retire.probes.client import make_client
 from retire.probes.http import Fetcher
 from retire.probes.notes import release_notes
@@ -47,11 +51,22 @@ BRANCH_PREFIX = "patchlane/bump-"
 _TRAILER = "Patchlane-Bump"
 
 
+class LaneStatus(enum.StrEnum):
+    """What the bump did to one lane."""
+
+    BUMPED = "bumped"
+    #: nothing newer to take
+    UNCHANGED = "unchanged"
+    #: the lane could not be re-resolved; its lock is untouched
+    FAILED = "failed"
+    #: another lane of its file failed, so the file and its locks were put back
+    REVERTED = "reverted"
+
+
 @dataclass(frozen=True)
 class LaneBump:
     lane: str
-    # bumped | unchanged | failed | reverted (another lane of its file failed)
-    status: str
+    status: LaneStatus
     why: str = ""
     changes: tuple[lockdiff.PackageChange, ...] = ()
     # (shim, outcome now, outcome before)
@@ -59,17 +74,22 @@ class LaneBump:
     # (package, release-notes URL) where the index names them
     notes: tuple[tuple[str, str], ...] = ()
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", LaneStatus(self.status))
+
 
 @dataclass(frozen=True)
 class BumpResult:
     branch: str
-    # proposed | already-proposed | exists-differs | unchanged
-    status: str
+    status: BranchStatus
     reason: str = ""
     lanes: tuple[LaneBump, ...] = ()
     body_path: str | None = None
     pr_status: str = "not-requested"
     pr_url: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", BranchStatus(self.status))
 
     @property
     def retirement_candidates(self) -> list[tuple[str, str]]:
@@ -83,9 +103,9 @@ class BumpResult:
 def retirement_candidates(lanes: Sequence[LaneBump]) -> list[tuple[str, str]]:
     """(lane, shim) that the bump made upstream-fixed."""
     return [
-        (l.lane, shim)
-        for l in lanes
-        for shim, now, before in l.outcomes
+        (lane.lane, shim)
+        for lane in lanes
+        for shim, now, before in lane.outcomes
         if now == ShimOutcome.UPSTREAM_FIXED and before != ShimOutcome.UPSTREAM_FIXED
     ]
 
@@ -93,9 +113,9 @@ def retirement_candidates(lanes: Sequence[LaneBump]) -> list[tuple[str, str]]:
 def newly_broken(lanes: Sequence[LaneBump]) -> list[tuple[str, str]]:
     """(lane, shim) that fail on the bumped locks and did not before."""
     return [
-        (l.lane, shim)
-        for l in lanes
-        for shim, now, before in l.outcomes
+        (lane.lane, shim)
+        for lane in lanes
+        for shim, now, before in lane.outcomes
         if now in FAILING and before not in FAILING
     ]
 
@@ -110,7 +130,9 @@ def cutoff_for(now: _dt.datetime, cooldown_days: int) -> _dt.datetime:
     return times.to_utc((times.to_utc(now) - _dt.timedelta(days=cooldown_days)).date())
 
 
-def previous_outcomes(records: Sequence[validation.ValidationRecord]) -> dict[tuple[str, str], str]:
+def previous_outcomes(
+    records: Sequence[validation.ValidationRecord],
+) -> dict[tuple[str, str], ShimOutcome]:
     """The latest judged outcome per (lane, shim) from recorded runs."""
     latest: dict[tuple[str, str, str], validation.ValidationRecord] = {}
     for record in sorted(records, key=lambda r: r.started_at):
@@ -144,17 +166,21 @@ def pr_body(
     if candidates:
         lines += [
             "### Shims that became retirement candidates",
-            *[f"- `{s}` on lane `{l}`" for l, s in candidates],
+            *[f"- `{shim}` on lane `{lane}`" for lane, shim in candidates],
             "",
         ]
     if broken:
-        lines += ["### Shims that newly break", *[f"- `{s}` on lane `{l}`" for l, s in broken], ""]
+        lines += [
+            "### Shims that newly break",
+            *[f"- `{shim}` on lane `{lane}`" for lane, shim in broken],
+            "",
+        ]
     for lane in result_lanes:
         lines += [
             f"### Lane `{lane.lane}` — {lane.status}" + (f": {lane.why}" if lane.why else ""),
             "",
         ]
-        if lane.status == "bumped":
+        if lane.status == LaneStatus.BUMPED:
             lines += [lockdiff.markdown_table(lane.changes), ""]
             versions = {c.name: c.new for c in lane.changes}
             if lane.notes:
@@ -192,115 +218,113 @@ def pr_body(
 
 @dataclass
 class _Work:
+    """What the edit found, for the caller (the edit itself returns only the commit message)."""
+
     lanes: list[LaneBump] = field(default_factory=list)
     suites_ran: bool = False
 
 
-def _files_of(lanes) -> dict[str, list]:
-    files: dict[str, list] = {}
+@dataclass(frozen=True)
+class _BumpRequest:
+    """What one bump asks of its worktree."""
+
+    selected: tuple[str, ...]
+    packages: tuple[str, ...]
+    cutoff: _dt.datetime
+    run_suites: bool
+    base_commit: str
+    records: tuple[validation.ValidationRecord, ...]
+    say: Callable[[str], None]
+    fetcher: Fetcher | None = None
+
+
+def _files_of(lanes: Iterable[Lane]) -> dict[str, list[Lane]]:
+    files: dict[str, list[Lane]] = {}
     for lane in lanes:
         files.setdefault(lane.file, []).append(lane)
     return files
 
 
-def _edit(
-    work: Path,
-    *,
-    selected: list[str],
-    packages: tuple[str, ...],
-    cutoff: _dt.datetime,
-    run_suites: bool,
-    base_commit: str,
-    records: list,
-    say: Callable[[str], None],
-    out: _Work,
-    fetcher=None,
-) -> str | None:
-    project = Project(work)
-    locks_dir = project.locks_dir
-    before = {lane.name: lane for lane in project.lanes()}
-    old_locks = {name: locking.read_lock(project.lock_path(name)) for name in before}
+def _roll(work: Path, request: _BumpRequest, before: Mapping[str, Lane]) -> list[str]:
+    """Move the selected lanes' files' freeze dates forward to the cutoff; the files rolled."""
     rolled = [
         file
-        for file in _files_of(before[name] for name in selected)
-        if lanedit.roll_exclude_newer(work / file, cutoff)
+        for file in _files_of(before[name] for name in request.selected)
+        if lanedit.roll_exclude_newer(work / file, request.cutoff)
     ]
     for file in rolled:
-        say(f"{file}: exclude-newer → {cutoff.date()}")
-    after = {lane.name: lane for lane in project.lanes()}
-    # A file bumps as a unit: its other lanes are re-locked (without upgrades) when their lock is
-    # not current.
+        request.say(f"{file}: exclude-newer → {request.cutoff.date()}")
+    return rolled
+
+
+def _relock(
+    request: _BumpRequest, after: Mapping[str, Lane], rolled: Sequence[str], locks_dir: Path
+) -> dict[str, LockResult]:
+    """Re-lock the selected lanes with upgrades, and the other lanes of a rolled file whose lock
+    the roll made stale (a file bumps as a unit) without."""
     stale = [
         lane
         for file in rolled
         for lane in _files_of(after.values()).get(file, [])
-        if lane.name not in selected and not locking.lock_state(lane, locks_dir).current
+        if lane.name not in request.selected and not locking.lock_state(lane, locks_dir).current
     ]
-    say(
-        f"re-locking {len(selected)} lane(s) with upgrades"
+    request.say(
+        f"re-locking {len(request.selected)} lane(s) with upgrades"
         + (f", {len(stale)} touched by the roll" if stale else "")
     )
     results = {
         r.lane: r
         for r in locking.lock_lanes(
-            [after[n] for n in selected],
+            [after[n] for n in request.selected],
             locks_dir,
             force=True,
-            upgrade=not packages,
-            upgrade_packages=packages,
+            upgrade=not request.packages,
+            upgrade_packages=request.packages,
         )
     }
     results.update({r.lane: r for r in locking.lock_lanes(stale, locks_dir)})
-    failed_files = {
+    return results
+
+
+def _put_back_failed(
+    work: Path, base_commit: str, after: Mapping[str, Lane], results: Mapping[str, LockResult]
+) -> set[str]:
+    """A file bumps as a unit: one whose lane failed goes back as it was, with its locks."""
+    files = _files_of(after.values())
+    failed = {
         file
-        for file, members in _files_of(after.values()).items()
+        for file, members in files.items()
         if any(m.name in results and not results[m.name].ok for m in members)
     }
-    # a file bumps as a unit: put it and its locks back as they were
-    for file in failed_files:
+    for file in failed:
         Git(work).run("checkout", base_commit, "--", file)
-        for member in _files_of(after.values())[file]:
+        for member in files[file]:
             Git(work).run("checkout", base_commit, "--", f"locks/{member.name}", check=False)
-    bumps = []
-    for name in selected:
-        file = after[name].file
-        result = results[name]
-        if not result.ok:
-            bumps.append(
-                LaneBump(
-                    name, "failed", f"{result.status}: {result.message}; its lock is untouched"
-                )
-            )
-            continue
-        if file in failed_files:
-            bumps.append(
-                LaneBump(
-                    name, "reverted", f"another lane of {file} failed to re-resolve; lock untouched"
-                )
-            )
-            continue
-        new_lock = locking.read_lock(project.lock_path(name))
-        changes = lockdiff.diff(old_locks.get(name), new_lock)
-        taken = [
-            (c.name, c.new) for c in changes if c.new and c.kind not in ("downgrade", "removed")
-        ]
-        notes = release_notes(fetcher, new_lock, taken) if fetcher is not None and taken else {}
-        bumps.append(
-            LaneBump(
-                name,
-                "bumped" if changes else "unchanged",
-                "" if changes else "nothing newer to take",
-                changes,
-                notes=tuple(sorted(notes.items())),
-            )
-        )
-    if not any(b.status == "bumped" for b in bumps):
-        out.lanes = bumps
-        return None
-    if run_suites:
-        bumps = _run_suites(work, bumps, after, records, say, out)
-    out.lanes = bumps
-    changed = [b for b in bumps if b.status == "bumped"]
+    return failed
+
+
+def _lane_bump(
+    project: Project,
+    name: str,
+    result: LockResult,
+    old_lock: dict | None,
+    fetcher: Fetcher | None,
+) -> LaneBump:
+    """One re-locked lane: the diff of its lock and the release notes of what it takes."""
+    if not result.ok:
+        why = f"{result.status}: {result.message}; its lock is untouched"
+        return LaneBump(name, LaneStatus.FAILED, why)
+    new_lock = locking.read_lock(project.lock_path(name))
+    changes = lockdiff.diff(old_lock, new_lock)
+    if not changes:
+        return LaneBump(name, LaneStatus.UNCHANGED, "nothing newer to take")
+    taken = [(c.name, c.new) for c in changes if c.new and c.kind not in ("downgrade", "removed")]
+    notes = release_notes(fetcher, new_lock, taken) if fetcher is not None and taken else {}
+    return LaneBump(name, LaneStatus.BUMPED, "", changes, notes=tuple(sorted(notes.items())))
+
+
+def _commit_message(bumps: Sequence[LaneBump], cutoff: _dt.datetime) -> str:
+    changed = [b for b in bumps if b.status == LaneStatus.BUMPED]
     head = ", ".join(
         f"{b.lane} ({len(b.changes)} change{'s' if len(b.changes) != 1 else ''})" for b in changed
     )
@@ -316,12 +340,44 @@ def _edit(
     )
 
 
+def _edit(work: Path, request: _BumpRequest, out: _Work) -> str | None:
+    """Roll, re-lock, diff (and run the suites) inside the worktree; the commit message, or None
+    when no lane has anything newer to take."""
+    project = Project(work)
+    before: dict[str, Lane] = {lane.name: lane for lane in project.lanes()}
+    old_locks = {name: locking.read_lock(project.lock_path(name)) for name in before}
+    rolled = _roll(work, request, before)
+    after: dict[str, Lane] = {lane.name: lane for lane in project.lanes()}
+    results = _relock(request, after, rolled, project.locks_dir)
+    failed_files = _put_back_failed(work, request.base_commit, after, results)
+    bumps = []
+    for name in request.selected:
+        file = after[name].file
+        if results[name].ok and file in failed_files:
+            why = f"another lane of {file} failed to re-resolve; lock untouched"
+            bumps.append(LaneBump(name, LaneStatus.REVERTED, why))
+            continue
+        bumps.append(_lane_bump(project, name, results[name], old_locks.get(name), request.fetcher))
+    if not any(b.status == LaneStatus.BUMPED for b in bumps):
+        out.lanes = bumps
+        return None
+    if request.run_suites:
+        bumps = _run_suites(work, bumps, after, list(request.records), request.say, out)
+    out.lanes = bumps
+    return _commit_message(bumps, request.cutoff)
+
+
 def _run_suites(
-    work: Path, bumps: list[LaneBump], lanes: dict, records: list, say, out: _Work
+    work: Path,
+    bumps: list[LaneBump],
+    lanes: Mapping[str, Lane],
+    records: Sequence[validation.ValidationRecord],
+    say: Callable[[str], None],
+    out: _Work,
 ) -> list[LaneBump]:
     project = Project(work)
     manifests = project.manifests()
-    chosen = [lanes[b.lane] for b in bumps if b.status == "bumped" and lanes[b.lane].shims]
+    chosen = [lanes[b.lane] for b in bumps if b.status == LaneStatus.BUMPED and lanes[b.lane].shims]
     if not chosen:
         return bumps
     say(f"running the shim suites of {len(chosen)} bumped lane(s)")
@@ -345,7 +401,9 @@ def _run_suites(
         if run is None:
             updated.append(bump)
             continue
-        outcomes = tuple((s.shim, s.outcome, before.get((bump.lane, s.shim))) for s in run.shims)
+        outcomes: tuple[tuple[str, str, str | None], ...] = tuple(
+            (s.shim, s.outcome, before.get((bump.lane, s.shim))) for s in run.shims
+        )
         why = bump.why if run.status == "ran" else f"suites {run.status}: {run.why}"
         updated.append(dataclasses.replace(bump, why=why, outcomes=outcomes))
     return updated
@@ -373,12 +431,12 @@ def bump(
     now = now or times.now()
     all_lanes = Project(repo).lanes()
     selected = [lane.name for lane in lanefile.select(all_lanes, list(lanes))]
-    packages = tuple(packages)
+    upgrades = tuple(packages)
     cutoff = cutoff_for(now, cooldown_days)
     base_commit, base_branch = proposals.base_of(repo, base, pr_base)
     branch = branch_name(selected, not lanes, now.date())
     identity = hashlib.sha256(
-        json.dumps([base_commit, selected, packages, cutoff.isoformat()]).encode()
+        json.dumps([base_commit, selected, upgrades, cutoff.isoformat()]).encode()
     ).hexdigest()[:16]
     records = validation.load(Project(repo).validation)
     work_state = _Work()
@@ -393,30 +451,31 @@ def bump(
             folder="bump",
             edit=lambda work: _edit(
                 work,
-                selected=selected,
-                packages=packages,
-                cutoff=cutoff,
-                run_suites=run_suites,
-                base_commit=base_commit,
-                records=records,
-                say=say,
-                out=work_state,
-                fetcher=fetcher,
+                _BumpRequest(
+                    tuple(selected),
+                    upgrades,
+                    cutoff,
+                    run_suites,
+                    base_commit,
+                    tuple(records),
+                    say,
+                    fetcher,
+                ),
+                work_state,
             ),
         )
     lane_results = tuple(work_state.lanes)
-    if made.status == "unchanged":
-        return BumpResult(branch, "unchanged", "no lane has anything newer to take", lane_results)
-    if made.status != "proposed":
+    if made.status == BranchStatus.UNCHANGED:
+        why = "no lane has anything newer to take"
+        return BumpResult(branch, BranchStatus.UNCHANGED, why, lane_results)
+    if made.status != BranchStatus.PROPOSED:
         return BumpResult(branch, made.status, made.reason, lane_results)
-    body = pr_body(lane_results, cutoff=cutoff, packages=packages, suites_ran=work_state.suites_ran)
+    body = pr_body(lane_results, cutoff=cutoff, packages=upgrades, suites_ran=work_state.suites_ran)
     body_path = proposals.save_body(repo, branch, body)
-    result = BumpResult(branch, "proposed", "", lane_results, str(body_path))
+    result = BumpResult(branch, BranchStatus.PROPOSED, "", lane_results, str(body_path))
     if open_pr:
-        title = (
-            f"Bump locks: {', '.join(l.lane for l in lane_results if l.status == 'bumped')} "
-            f"({now.date()})"
-        )
+        bumped = ", ".join(b.lane for b in lane_results if b.status == LaneStatus.BUMPED)
+        title = f"Bump locks: {bumped} ({now.date()})"
         status, url = proposals.open_pull_request(
             repo,
             branch=branch,
@@ -426,5 +485,5 @@ def bump(
             repository=repository,
             api_base=api_base,
         )
-        result = BumpResult(branch, "proposed", "", lane_results, str(body_path), status, url)
+        result = dataclasses.replace(result, pr_status=status, pr_url=url)
     return result

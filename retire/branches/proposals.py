@@ -19,11 +19,14 @@ Work happens in try/finally; a run killed outright leaves at most a worktree fol
 from __future__ import annotations
 
 import contextlib
+import enum
 import re
 import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import httpx
 
 from retire.core.atomic import atomic_write, locked
 from retire.core.errors import InputError
@@ -34,13 +37,24 @@ WORKTREES_DIR = Path(".patchlane") / "worktrees"
 PRS_DIR = Path(".patchlane") / "prs"
 
 
+class BranchStatus(enum.StrEnum):
+    """What proposing a branch did."""
+
+    PROPOSED = "proposed"
+    #: the branch already holds this very proposal
+    ALREADY_PROPOSED = "already-proposed"
+    #: the branch exists with other content; left as it is
+    EXISTS_DIFFERS = "exists-differs"
+    #: the edit changed nothing: no branch
+    UNCHANGED = "unchanged"
+
+
 @dataclass(frozen=True)
 class Branch:
-    """What proposing a branch did. ``status``: proposed, already-proposed, exists-differs,
-    unchanged."""
+    """What proposing a branch did."""
 
     name: str
-    status: str
+    status: BranchStatus
     reason: str = ""
     commit: str | None = None
 
@@ -48,7 +62,9 @@ class Branch:
 class PullRequests:
     """Find-or-open a pull request through the GitHub REST API. There is no merge method."""
 
-    def __init__(self, client, repository: str, *, api_base: str | None = None, token: str) -> None:
+    def __init__(
+        self, client: httpx.Client, repository: str, *, api_base: str | None = None, token: str
+    ) -> None:
         from retire.probes.codehost import DEFAULT_API_BASE
 
         if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repository):
@@ -110,7 +126,8 @@ class PullRequests:
 
 def author_env(repo: Path) -> dict[str, str]:
     """The repository's identity when it has one; a patchlane identity otherwise."""
-    env, git = {}, Git(repo)
+    env: dict[str, str] = {}
+    git = Git(repo)
     if not git.config("user.name"):
         env.update(GIT_AUTHOR_NAME="patchlane", GIT_COMMITTER_NAME="patchlane")
     if not git.config("user.email"):
@@ -169,14 +186,16 @@ def propose_branch(
         and git.rev_parse(f"{existing}^") == base_commit
         and marker in git.run("log", "-1", "--format=%B", existing)
     ):
-        return Branch(branch, "already-proposed", "the branch holds this proposal", existing)
+        return Branch(
+            branch, BranchStatus.ALREADY_PROPOSED, "the branch holds this proposal", existing
+        )
     work = repo / WORKTREES_DIR / folder
     work.parent.mkdir(parents=True, exist_ok=True)
     try:
         git.run("worktree", "add", "--detach", "--quiet", str(work), base_commit)
         message = edit(work)
         if message is None:
-            return Branch(branch, "unchanged", "nothing to change")
+            return Branch(branch, BranchStatus.UNCHANGED, "nothing to change")
         if marker not in message:
             message = message.rstrip("\n") + f"\n\n{marker}\n"
         Git(work).run("add", "--all")
@@ -185,7 +204,7 @@ def propose_branch(
             same = git.rev_parse(f"{existing}^{{tree}}") == tree
             return Branch(
                 branch,
-                "already-proposed" if same else "exists-differs",
+                BranchStatus.ALREADY_PROPOSED if same else BranchStatus.EXISTS_DIFFERS,
                 "the branch already holds this change"
                 if same
                 else f"{branch} exists with other content; left as it is (delete it to re-propose)",
@@ -197,7 +216,7 @@ def propose_branch(
         # Creating the ref is the one step that publishes; it fails if the branch appeared
         # meanwhile.
         git.run("update-ref", ref, commit, "0" * 40)
-        return Branch(branch, "proposed", "", commit)
+        return Branch(branch, BranchStatus.PROPOSED, "", commit)
     finally:
         git.run("worktree", "remove", "--force", str(work), check=False)
         shutil.rmtree(work, ignore_errors=True)
@@ -221,7 +240,7 @@ def open_pull_request(
     repository: str | None,
     api_base: str | None = None,
     remote: str = "origin",
-    client=None,
+    client: httpx.Client | None = None,
     token: str | None = None,
 ) -> tuple[str, str | None]:
     """Push ``branch`` (never forced) and find or open its pull request: (status, url)."""

@@ -7,9 +7,12 @@ verdict into a :class:`retire.branches.autodrop.DropPlan` here, and hands the pl
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
+from retire.branches.autodrop import DropPlan
 from retire.evidence.validation import FIXED, Mode, RunOutcome, ValidationRecord
+from retire.verdicts.model import Decision, Verdict
+from shims.model import ShimManifest
 
 
 def _fence(text: str) -> str:
@@ -29,7 +32,7 @@ def _describe(record: ValidationRecord) -> str:
     )
 
 
-def evidence_markdown(verdict, records: Sequence[ValidationRecord]) -> str:
+def evidence_markdown(verdict: Verdict, records: Sequence[ValidationRecord]) -> str:
     """The evidence a reviewer needs: why, the conditions, and the reproducer before and after."""
     lines = [f"**Verdict:** retire — {verdict.why}", ""]
     if verdict.conditions:
@@ -60,13 +63,15 @@ def evidence_markdown(verdict, records: Sequence[ValidationRecord]) -> str:
     return "\n".join(lines)
 
 
-def plans(verdicts, manifests: dict, records: Sequence[ValidationRecord]):
+def plans(
+    verdicts: Iterable[Verdict],
+    manifests: Mapping[str, ShimManifest],
+    records: Sequence[ValidationRecord],
+) -> list[DropPlan]:
     """One auto-drop plan per *retire* verdict; every other verdict is left alone."""
-    from retire.branches.autodrop import DropPlan
-
     out = []
     for verdict in verdicts:
-        if verdict.decision != "retire":
+        if verdict.decision != Decision.RETIRE:
             continue
         manifest = manifests[verdict.shim]
         links = tuple((link.role, link.url) for link in manifest.upstream.links)

@@ -146,9 +146,10 @@ def _manifest(project: Project, shim_id: str):
 def _default_index(project: Project, shim_id: str, distribution: str, lane=None) -> str | None:
     """Where ``distribution`` comes from for ``lane`` (or a lane carrying the shim): the index its
     sources pin it to, else the lane's default, else the host's — the same answer the verdicts'
-    release probe gets (:func:`retire.verdicts.gather.lane_index_urls`)."""
+    release probe gets (:func:`retire.verdicts.plan.lane_index_urls`)."""
     from retire.core import uv
-    from retire.verdicts.gather import lane_index_urls
+    from retire.evidence.values import ProbeFailure
+    from retire.verdicts.plan import lane_index_urls
 
     lanes = [lane] if lane is not None else [l for l in project.lanes() if shim_id in l.shims]
     named, default = uv.host_indexes().named, uv.default_index()
@@ -156,8 +157,8 @@ def _default_index(project: Project, shim_id: str, distribution: str, lane=None)
         return default
     urls = lane_index_urls(lanes[0], distribution, named=named, default=default)
     # e.g. pinned to an index with no URL here: never guess another index
-    if isinstance(urls, str):
-        raise InputError(None, "--index", urls, "pass --index URL")
+    if isinstance(urls, ProbeFailure):
+        raise InputError(None, "--index", urls.reason, "pass --index URL")
     return urls[0]
 
 

@@ -83,7 +83,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
 def _plans_from_verdicts(project: Project, args: argparse.Namespace) -> list:
     from retire.branches.retirement import plans
     from retire.evidence import validation
-    from retire.verdicts.gather import gather
+    from retire.verdicts.gather import GatherOptions, gather
 
     manifests, lanes = project.manifests(), project.lanes()
     records_path = args.validation or project.validation
@@ -93,8 +93,7 @@ def _plans_from_verdicts(project: Project, args: argparse.Namespace) -> list:
         lanes,
         project.locks_dir,
         records_path,
-        cache_dir=project.http_cache,
-        **report.gather_options(project, args),
+        GatherOptions(cache_dir=project.http_cache, **report.gather_options(project, args)),
     )
     for verdict in verdicts:
         say(f"{verdict.shim:<28} {verdict.decision:<8} {verdict.why}", level=Level.PROGRESS)

@@ -63,7 +63,7 @@ def selected_manifests(project: Project, wanted: list[str]) -> list:
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
-    from retire.verdicts.gather import gather
+    from retire.verdicts.gather import GatherOptions, gather
     from retire.verdicts.model import Decision
 
     manifests = selected_manifests(project, args.shims)
@@ -74,12 +74,14 @@ def run(project: Project, args: argparse.Namespace) -> int:
         lanes,
         project.locks_dir,
         args.validation or project.validation,
-        index_url=args.index_url,
-        api_base=args.api_url,
-        cache_dir=cache_dir,
-        mirrors=project.mirrors(args.mirrors),
-        stale_after_days=args.stale_after,
-        workers=args.jobs,
+        GatherOptions(
+            index_url=args.index_url,
+            api_base=args.api_url,
+            cache_dir=cache_dir,
+            mirrors=project.mirrors(args.mirrors),
+            stale_after_days=args.stale_after,
+            workers=args.jobs,
+        ),
     )
     if args.json:
         emit_json([v.to_json() for v in verdicts])

@@ -133,6 +133,7 @@ def gather_verdicts(
     without ``probe`` it runs on a :class:`CacheOnlyTransport`. Never raises."""
     from retire.evidence.values import ProbeFailure
     from retire.probes.http import RetryPolicy, make_client
+    from retire.verdicts.options import GatherOptions
 
     run = gather if gather is not None else _engine_gather()
     notes = []
@@ -146,7 +147,9 @@ def gather_verdicts(
             "evidence from the cache only (--no-probe): whatever was never fetched is unknown"
         )
     try:
-        verdicts = list(run(manifests, lanes, project.locks_dir, records_path, **options))
+        verdicts = list(
+            run(manifests, lanes, project.locks_dir, records_path, GatherOptions(**options))
+        )
     # a broken engine still leaves a report with every row unknown
     except Exception as exc:  # noqa: BLE001
         failure = ProbeFailure("engine", "gather", f"internal error: {type(exc).__name__}: {exc}")

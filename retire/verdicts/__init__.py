@@ -1,0 +1,9 @@
+"""Verdicts: pure rules (decision + flags) apart from gathering the evidence.
+
+``model`` holds the values (Verdict, Flag, ConditionResult, ShimEvidence and their enums);
+``conditions`` judges each retirement condition, ``execution`` reads the recorded runs and
+``rules`` decides — one function per numbered rule of ``docs/verdicts.md``, all pure.
+``gather`` is the I/O: ``plan`` lists every distinct look-up as a typed job (``jobs``), gather
+runs them concurrently (``mirrored`` opens local mirrors once) and assembles each shim's
+evidence; ``options`` is how it probes.
+"""

@@ -18,7 +18,8 @@ condition fail: it is undecided, and the action says to sync the mirror.
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import TypeVar
 
 from packaging.utils import canonicalize_name
 from packaging.version import Version
@@ -28,15 +29,27 @@ from retire.evidence.values import (
     MirrorPull,
     ProbeFailure,
     PullState,
+    Release,
     ReleaseList,
     TagContainment,
 )
 from retire.verdicts.execution import first_clean
-from retire.verdicts.model import ConditionResult, ConditionState, ShimEvidence
+from retire.verdicts.model import ConditionResult, ConditionState, ExecutionState, ShimEvidence
+from retire.verdicts.used import Used
+from shims.model import RetirementCondition
 
-__all__ = ["evaluate", "floor_text"]
+__all__ = ["combine", "evaluate", "floor_text"]
 
 HOLDS, FAILS, UNDECIDED = ConditionState.HOLDS, ConditionState.FAILS, ConditionState.UNDECIDED
+
+_T = TypeVar("_T")
+
+
+def _given(value: _T | None, condition: RetirementCondition, name: str) -> _T:
+    """A field the manifest reader requires for this kind of condition."""
+    if value is None:
+        raise ValueError(f"a {condition.kind} condition without its {name}")
+    return value
 
 
 def floor_text(distribution: str, version: Version) -> str:
@@ -68,7 +81,9 @@ def _failure_action(failure: ProbeFailure, *, mirror_of: str | None = None) -> s
     return f"fix the {failure.probe} probe: {failure.reason}"
 
 
-def evaluate(condition, target_dist: str, ev: ShimEvidence, used) -> ConditionResult:
+def evaluate(
+    condition: RetirementCondition, target_dist: str, ev: ShimEvidence, used: Used
+) -> ConditionResult:
     """One condition's result; ``used`` collects the evidence and failures it rested on."""
     if condition.kind == "version-floor":
         return _version_floor(condition, ev, used)
@@ -79,8 +94,10 @@ def evaluate(condition, target_dist: str, ev: ShimEvidence, used) -> ConditionRe
     return _reproducer_clean(condition, target_dist, ev, used)
 
 
-def _version_floor(condition, ev: ShimEvidence, used) -> ConditionResult:
-    kind, dist = condition.kind, canonicalize_name(condition.distribution)
+def _version_floor(condition: RetirementCondition, ev: ShimEvidence, used: Used) -> ConditionResult:
+    kind = condition.kind
+    dist = canonicalize_name(_given(condition.distribution, condition, "distribution"))
+    specifier = _given(condition.version, condition, "version")
     releases = ev.releases.get(dist)
     used.add(releases)
     if releases is None:
@@ -97,22 +114,20 @@ def _version_floor(condition, ev: ShimEvidence, used) -> ConditionResult:
             f"releases of {dist}: {releases.reason}",
             action=_failure_action(releases),
         )
-    inside = releases.matching(condition.version)
+    inside = releases.matching(specifier)
     if inside:
         first = inside[0]
         return ConditionResult(
             kind,
             HOLDS,
-            f"{dist} {first.version} released {_day(first.upload_time)} "
-            f"(inside {condition.version})",
+            f"{dist} {first.version} released {_day(first.upload_time)} (inside {specifier})",
             floor_text(dist, first.version),
         )
     newest = releases.latest
     return ConditionResult(
         kind,
         FAILS,
-        f"no release of {dist} inside {condition.version} "
-        f"(newest {newest.version if newest else 'none'})",
+        f"no release of {dist} inside {specifier} (newest {newest.version if newest else 'none'})",
     )
 
 
@@ -129,12 +144,7 @@ def _released_by_tags(
     that is behind looks the same."""
     failure = releases if isinstance(releases, ProbeFailure) else None
     releases = releases if isinstance(releases, ReleaseList) else None
-    installable = (
-        (lambda v: True)
-        if releases is None
-        else (lambda v: (r := releases.get(v)) is not None and not r.yanked)
-    )
-    inside = [v for v in containment.released_versions() if installable(v)]
+    inside = [v for v in containment.released_versions() if _installable(releases, v)]
     if inside:
         return ConditionResult(
             kind,
@@ -167,6 +177,14 @@ def _released_by_tags(
     )
 
 
+def _installable(releases: ReleaseList | None, version: Version) -> bool:
+    """Without the index's list every tagged release counts; with it, a yanked one does not."""
+    if releases is None:
+        return True
+    release = releases.get(version)
+    return release is not None and not release.yanked
+
+
 def _untagged_releases(
     containment: TagContainment, releases: ReleaseList | None, since: _dt.datetime | None
 ) -> list[Version]:
@@ -189,14 +207,20 @@ def _untagged_releases(
     return out
 
 
-def _pr_released(condition, ev: ShimEvidence, used) -> ConditionResult:
-    kind, dist, url = condition.kind, canonicalize_name(condition.distribution), condition.url
+def _pr_released(condition: RetirementCondition, ev: ShimEvidence, used: Used) -> ConditionResult:
+    kind = condition.kind
+    dist = canonicalize_name(_given(condition.distribution, condition, "distribution"))
+    url = _given(condition.url, condition, "url")
     releases = ev.releases.get(dist)
     mirror = ev.mirror_pulls.get(url)
     state = ev.links.get(url)
 
     # 1. The mirror first: the commit that landed the PR and the release tags that contain it.
-    if isinstance(mirror, MirrorPull) and mirror.landed and mirror.containment is not None:
+    if (
+        isinstance(mirror, MirrorPull)
+        and mirror.commit is not None
+        and mirror.containment is not None
+    ):
         used.add(mirror)
         used.add(releases)
         merged_at = state.merged_at if isinstance(state, PullState) else None
@@ -265,7 +289,7 @@ def _pr_released(condition, ev: ShimEvidence, used) -> ConditionResult:
 
 
 def _merged_by_code_host(
-    kind: str, state: PullState, dist: str, ev: ShimEvidence, used
+    kind: str, state: PullState, dist: str, ev: ShimEvidence, used: Used
 ) -> ConditionResult:
     releases = ev.releases.get(dist)
     used.add(releases)
@@ -331,36 +355,43 @@ def _merged_by_code_host(
     )
 
 
-def _first_release_after(timed, moment: _dt.datetime, *, finals_only: bool):
+def _first_release_after(
+    timed: Iterable[Release], moment: _dt.datetime, *, finals_only: bool
+) -> Release | None:
     """The first release uploaded after ``moment`` that was the newest version at its upload:
     a backport (1.0.1 uploaded after 1.2) is on an old branch and may well lack the fix."""
     newest: Version | None = None
-    for release in sorted(timed, key=lambda r: (r.upload_time, r.version)):
+    uploads = [(r.upload_time, r) for r in timed if r.upload_time is not None]
+    for uploaded, release in sorted(uploads, key=lambda pair: (pair[0], pair[1].version)):
         if finals_only and release.prerelease:
             continue
-        if release.upload_time > moment and (newest is None or release.version > newest):
+        if uploaded > moment and (newest is None or release.version > newest):
             return release
         newest = release.version if newest is None else max(newest, release.version)
     return None
 
 
-def _commit_in_tag(condition, target_dist: str, ev: ShimEvidence, used) -> ConditionResult:
+def _commit_in_tag(
+    condition: RetirementCondition, target_dist: str, ev: ShimEvidence, used: Used
+) -> ConditionResult:
     kind = condition.kind
-    containment = ev.tags.get((condition.repository, condition.commit))
+    repository = _given(condition.repository, condition, "repository")
+    commit = _given(condition.commit, condition, "commit")
+    containment = ev.tags.get((repository, commit))
     used.add(containment)
     if containment is None:
         return ConditionResult(
             kind,
             UNDECIDED,
-            f"{condition.repository}@{condition.commit[:12]} not probed",
-            action=f"add a mirror of {condition.repository} to patchlane.toml",
+            f"{repository}@{commit[:12]} not probed",
+            action=f"add a mirror of {repository} to patchlane.toml",
         )
     if isinstance(containment, ProbeFailure):
         return ConditionResult(
             kind,
             UNDECIDED,
             containment.reason,
-            action=_sync(condition.repository) if containment.retryable else containment.reason,
+            action=_sync(repository) if containment.retryable else containment.reason,
         )
     releases = ev.releases.get(canonicalize_name(target_dist))
     used.add(releases)
@@ -369,7 +400,16 @@ def _commit_in_tag(condition, target_dist: str, ev: ShimEvidence, used) -> Condi
     )
 
 
-def _reproducer_clean(condition, dist: str, ev: ShimEvidence, used) -> ConditionResult:
+_STATE_OF_RUNS = {
+    ExecutionState.CLEAN: HOLDS,
+    ExecutionState.BUG: FAILS,
+    ExecutionState.NONE: UNDECIDED,
+}
+
+
+def _reproducer_clean(
+    condition: RetirementCondition, dist: str, ev: ShimEvidence, used: Used
+) -> ConditionResult:
     kind = condition.kind
     used.add(ev.execution)
     if ev.execution is None:
@@ -382,7 +422,7 @@ def _reproducer_clean(condition, dist: str, ev: ShimEvidence, used) -> Condition
             action=f"repair the validation manifest: {ev.execution.reason}",
         )
     found = first_clean(ev.execution, dist, None)
-    state = {"clean": HOLDS, "bug": FAILS, "none": UNDECIDED}[found.state]
+    state = _STATE_OF_RUNS[found.state]
     return ConditionResult(
         kind,
         state,

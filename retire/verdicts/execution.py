@@ -20,17 +20,18 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from retire.evidence.validation import FIXED, RunOutcome
-from retire.evidence.values import BranchTip, ExecutionEvidence, ExecutionHistory
+from retire.evidence.values import BranchTip, ExecutionEvidence, ExecutionHistory, ProbeFailure
+from retire.verdicts.model import ExecutionState
 
 __all__ = ["Found", "at_branch_tip", "first_clean", "newest", "runs_phrase"]
 
 BUG = RunOutcome.BUG_REPRODUCED
+CLEAN, BUGGY, NONE = ExecutionState.CLEAN, ExecutionState.BUG, ExecutionState.NONE
 
 
 @dataclass(frozen=True)
 class Found:
-    # clean | bug | none
-    state: str
+    state: ExecutionState
     why: str
     # first_clean: the oldest clean version
     floor: Version | None = None
@@ -55,22 +56,22 @@ def newest(history: ExecutionHistory, dist: str, locked: Version | None) -> Foun
     (the newest version of ``dist`` a lane locks). ``none`` when no run reaches it."""
     conclusive = _conclusive(history)
     if not conclusive:
-        return Found("none", "no conclusive run without the shim is recorded")
+        return Found(NONE, "no conclusive run without the shim is recorded")
     versioned = [(v, r) for r in conclusive if (v := r.version(dist)) is not None]
     # runs that did not say which version they saw: a bug is still a bug
     if not versioned:
         bugs = [r for r in conclusive if r.outcome == BUG]
         if bugs and len(bugs) == len(conclusive):
             return Found(
-                "bug",
+                BUGGY,
                 f"BUG_REPRODUCED without the shim ({bugs[-1].where}; {dist} version not recorded)",
                 runs=tuple(bugs),
             )
-        return Found("none", f"the runs did not record which {dist} they saw")
+        return Found(NONE, f"the runs did not record which {dist} they saw")
     top = max(v for v, _ in versioned)
     if locked is not None and top < locked:
         return Found(
-            "none",
+            NONE,
             f"no run without the shim on {dist} {locked}, the newest version a lane locks "
             f"(newest run: {top})",
             version=locked,
@@ -80,13 +81,13 @@ def newest(history: ExecutionHistory, dist: str, locked: Version | None) -> Foun
     # conflicting hosts on one version: the bug wins
     if bugs:
         return Found(
-            "bug",
+            BUGGY,
             f"BUG_REPRODUCED without the shim on {runs_phrase(bugs, dist)}",
             version=top,
             runs=tuple(bugs),
         )
     return Found(
-        "clean",
+        CLEAN,
         f"FIX_VALIDATED without the shim on {runs_phrase(at_top, dist)}",
         version=top,
         runs=tuple(at_top),
@@ -94,7 +95,9 @@ def newest(history: ExecutionHistory, dist: str, locked: Version | None) -> Foun
 
 
 def at_branch_tip(
-    history: ExecutionHistory, dist: str, tips: Mapping[tuple[str, str], object]
+    history: ExecutionHistory,
+    dist: str,
+    tips: Mapping[tuple[str, str], BranchTip | ProbeFailure],
 ) -> Found:
     """The state on the newest commit of a followed branch of a mirror, from runs whose ``dist``
     was built from that commit (``tips``: (repository, commit) → :class:`BranchTip`)."""
@@ -109,12 +112,12 @@ def at_branch_tip(
         found += [(run, tip) for recorded, tip in at_tip if commit and recorded == commit]
     if not found:
         return Found(
-            "none", "no conclusive run without the shim on the newest commit of a followed branch"
+            NONE, "no conclusive run without the shim on the newest commit of a followed branch"
         )
     bugs = [(run, tip) for run, tip in found if run.outcome == BUG]
-    state, chosen = ("bug", bugs) if bugs else ("clean", found)
+    state, chosen = (BUGGY, bugs) if bugs else (CLEAN, found)
     run, tip = chosen[-1]
-    sentinel = "BUG_REPRODUCED" if state == "bug" else "FIX_VALIDATED"
+    sentinel = "BUG_REPRODUCED" if state == BUGGY else "FIX_VALIDATED"
     fresh = f", mirror as of {tip.newest_commit_at.date()}" if tip.newest_commit_at else ""
     return Found(
         state,
@@ -134,7 +137,7 @@ def first_clean(
     without, clean means no run at or above the oldest clean version reproduced the bug."""
     runs = list(history.runs)
     if not runs:
-        return Found("none", "no run of the reproducer without the shim is recorded")
+        return Found(NONE, "no run of the reproducer without the shim is recorded")
     if floors:
         runs = [
             r
@@ -146,9 +149,7 @@ def first_clean(
             seen = sorted({str(v) for r in history.runs if (v := r.version(dist))}) or [
                 "unrecorded versions"
             ]
-            return Found(
-                "none", f"no without-shim run on {wanted} (runs were on {', '.join(seen)})"
-            )
+            return Found(NONE, f"no without-shim run on {wanted} (runs were on {', '.join(seen)})")
     clean = [r for r in runs if r.outcome in FIXED]
     bug = [r for r in runs if r.outcome == BUG]
     if clean:
@@ -161,22 +162,22 @@ def first_clean(
         ]
         if not newer_bug:
             return Found(
-                "clean",
+                CLEAN,
                 f"FIX_VALIDATED without the shim on {runs_phrase(clean, dist)}",
                 floor=oldest_clean,
                 runs=tuple(clean),
             )
         return Found(
-            "bug",
+            BUGGY,
             f"BUG_REPRODUCED without the shim on {runs_phrase(newer_bug, dist)}",
             runs=tuple(newer_bug),
         )
     if bug:
         return Found(
-            "bug", f"BUG_REPRODUCED without the shim on {runs_phrase(bug, dist)}", runs=tuple(bug)
+            BUGGY, f"BUG_REPRODUCED without the shim on {runs_phrase(bug, dist)}", runs=tuple(bug)
         )
     other = runs[-1]
     detail = f": {other.detail}" if other.detail else ""
     return Found(
-        "none", f"the reproducer never ran to a verdict ({other.outcome} on {other.where}{detail})"
+        NONE, f"the reproducer never ran to a verdict ({other.outcome} on {other.where}{detail})"
     )

@@ -28,6 +28,7 @@ __all__ = [
     "ConditionResult",
     "ConditionState",
     "Decision",
+    "ExecutionState",
     "Flag",
     "FlagKind",
     "ShimEvidence",
@@ -49,6 +50,17 @@ class ConditionState(enum.StrEnum):
     FAILS = "fails"
     # the JSON keeps the word readers already know
     UNDECIDED = "unknown"
+
+
+class ExecutionState(enum.StrEnum):
+    """What the recorded runs without the shim say about the versions a reading looks at."""
+
+    #: FIX_VALIDATED (or MEMORY_SAVE_VERIFIED) and no run that reproduced the bug
+    CLEAN = "clean"
+    #: BUG_REPRODUCED
+    BUG = "bug"
+    #: no conclusive run
+    NONE = "none"
 
 
 class FlagKind(enum.StrEnum):
@@ -81,7 +93,7 @@ class Flag:
     def __str__(self) -> str:
         return f"{self.kind}: {self.text}"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         return {"kind": str(self.kind), "text": self.text}
 
 
@@ -130,7 +142,7 @@ class Verdict:
     def reasons(self) -> tuple[str, ...]:
         return tuple(str(f) for f in self.failures)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         return {
             "shim": self.shim,
             "verdict": str(self.decision),

@@ -4,54 +4,59 @@ Evidence decides in this order: execution (reproducer runs) over release and tag
 issue and pull-request states. ``docs/verdicts.md`` has the rules as a table; in short:
 
 1. **keep** when, without the shim, the bug reproduces on the newest version any run covers
-   (at least the newest version a lane locks) — or, where no run reaches that release, on the
+   (at least the newest version a lane locks); 1b. or, where no run reaches that release, on the
    newest commit of a branch a local mirror follows (a lane built from an upstream revision).
    Nothing a probe says can change that.
 2. **retire** when the retirement conditions hold (``mode`` all / any, three-valued) **and** a
    run without the shim printed FIX_VALIDATED (or MEMORY_SAVE_VERIFIED) on a release inside every
    proposed floor, with no run there reproducing the bug.
-3. conditions hold but no such run → **unknown**, the action names the run that would decide it;
-   a run there that reproduces → **keep**.
+3. conditions hold and 3a. a run inside the floors reproduces the bug → **keep**; 3b. no such
+   run → **unknown**, the action names the run that would decide it.
 4. conditions fail → **keep**.
 5. conditions undecided → **unknown**: a failed probe counts only here, where a condition the
    decision rests on needed its answer; the action names the look-up that would decide it.
 
 Everything else is a flag: drift, stale, not filed, no link, failures of look-ups the decision
 did not need, a retirement candidate waiting for its run, execution and metadata that disagree.
+
+Each numbered rule is one function (``_rule_1`` … ``_rule_5``); :func:`decide` reads the
+evidence once into :class:`_Facts` and takes the first rule that gives a :class:`_Ruling`.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from retire.evidence.values import ExecutionHistory, IssueState, ProbeFailure, PullState
+from retire.lanes.model import Lane
 from retire.verdicts import execution
 from retire.verdicts.conditions import FAILS, HOLDS, UNDECIDED, combine, evaluate, floor_text
-from retire.verdicts.model import ConditionResult, Decision, Flag, FlagKind, ShimEvidence, Verdict
+from retire.verdicts.execution import Found
+from retire.verdicts.model import (
+    ConditionResult,
+    ConditionState,
+    Decision,
+    ExecutionState,
+    Flag,
+    FlagKind,
+    ShimEvidence,
+    Verdict,
+)
+from retire.verdicts.used import Used
+from shims.model import ShimManifest
 
 __all__ = ["DEFAULT_STALE_DAYS", "decide", "link_urls"]
 
 DEFAULT_STALE_DAYS = 180
 
 
-class _Used:
-    """The evidence and failures a verdict met, each once, in the order met."""
-
-    def __init__(self) -> None:
-        self.evidence: list[object] = []
-        self.failures: list[ProbeFailure] = []
-
-    def add(self, value: object) -> None:
-        bucket = self.failures if isinstance(value, ProbeFailure) else self.evidence
-        if value is not None and not any(value is seen for seen in bucket):
-            bucket.append(value)
-
-
-def link_urls(manifest) -> list[str]:
+def link_urls(manifest: ShimManifest) -> list[str]:
     """Every upstream URL of a shim: its links, then pull requests its conditions name."""
     urls = [link.url for link in manifest.upstream.links]
     urls += [c.url for c in manifest.retirement.conditions if c.kind == "pr-released" and c.url]
@@ -59,11 +64,13 @@ def link_urls(manifest) -> list[str]:
 
 
 def _newest_locked(dist: str, locks: Mapping[str, Mapping[str, str] | None]) -> Version | None:
-    versions = []
+    versions: list[Version] = []
     for packages in locks.values():
         text = (packages or {}).get(dist)
+        if not text:
+            continue
         try:
-            versions.append(Version(text)) if text else None
+            versions.append(Version(text))
         except InvalidVersion:
             continue
     return max(versions, default=None)
@@ -78,7 +85,9 @@ def _highest_floors(results: Iterable[ConditionResult]) -> dict[str, Version]:
     return floors
 
 
-def _run_action(manifest, floors: Mapping[str, Version], lanes: Sequence = ()) -> str:
+def _run_action(
+    manifest: ShimManifest, floors: Mapping[str, Version], lanes: Sequence[Lane] = ()
+) -> str:
     """The run that would decide: where (the host it needs), on what (the floors), how (a lane)."""
     where = "a host with a CUDA GPU" if manifest.reproducer.needs_cuda else "any host"
     if manifest.reproducer.min_compute_capability:
@@ -95,7 +104,7 @@ def _run_action(manifest, floors: Mapping[str, Version], lanes: Sequence = ()) -
     )
 
 
-def _drift(manifest, dist: str, listing: Sequence[str], ev: ShimEvidence) -> list[Flag]:
+def _drift(dist: str, listing: Sequence[str], ev: ShimEvidence) -> list[Flag]:
     if not listing:
         return [
             Flag(
@@ -126,7 +135,7 @@ def _drift(manifest, dist: str, listing: Sequence[str], ev: ShimEvidence) -> lis
 
 
 def _upstream_flags(
-    manifest,
+    manifest: ShimManifest,
     link_states: Sequence[object],
     decision: Decision,
     now: _dt.datetime,
@@ -135,7 +144,7 @@ def _upstream_flags(
     status, links = manifest.upstream.status, manifest.upstream.links
     if status == "not-applicable":
         return []
-    flags = []
+    flags: list[Flag] = []
     if not links:
         flags.append(
             Flag(
@@ -166,132 +175,293 @@ def _upstream_flags(
     return flags
 
 
+# ---------------------------------------------------------------------------------------------
+# What every rule reads, and what a rule gives
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """The evidence of one shim, read once: the conditions' results and what the runs say."""
+
+    manifest: ShimManifest
+    lanes: Sequence[Lane]
+    # canonical name of the shim's target distribution
+    dist: str
+    results: tuple[ConditionResult, ...]
+    combined: ConditionState
+    history: ExecutionHistory | ProbeFailure | None
+    # the history's runs (none when it is missing or unreadable)
+    runs: ExecutionHistory
+    # on the newest version any run or lock covers
+    newest: Found
+    evidence: ShimEvidence
+    # the proposed floors, highest per distribution; empty unless the conditions hold
+    floors: Mapping[str, Version]
+
+    def _whys(self, state: ConditionState) -> str:
+        return "; ".join(f"{r.kind}: {r.why}" for r in self.results if r.state == state)
+
+    @property
+    def held(self) -> str:
+        return self._whys(HOLDS)
+
+    @property
+    def failing(self) -> str:
+        return self._whys(FAILS)
+
+    @property
+    def undecided(self) -> list[ConditionResult]:
+        return [r for r in self.results if r.state == UNDECIDED]
+
+    @cached_property
+    def at_tip(self) -> Found:
+        """On the newest commit of a branch a mirror follows (runs on upstream revisions)."""
+        return execution.at_branch_tip(self.runs, self.dist, self.evidence.tips)
+
+    @cached_property
+    def checked(self) -> str:
+        """The distribution whose runs a retirement checks: the target's, when it has a floor."""
+        return self.dist if self.dist in self.floors else next(iter(self.floors), self.dist)
+
+    @cached_property
+    def inside_floors(self) -> Found:
+        """The runs on releases inside every proposed floor."""
+        return execution.first_clean(self.runs, self.checked, self.floors)
+
+    def run_action(self, floors: Mapping[str, Version]) -> str:
+        return _run_action(self.manifest, floors, self.lanes)
+
+
+@dataclass(frozen=True)
+class _Ruling:
+    """What the first rule that matched decided."""
+
+    decision: Decision
+    why: str
+    action: str | None = None
+    flags: tuple[Flag, ...] = ()
+    # proposed requirement floors ("dist>=version"), when retiring
+    floors: tuple[str, ...] = ()
+
+
+_SCOPE_RELEASE = "the newest release any run or lock covers"
+_SCOPE_BRANCH = "the newest revision the mirror knows"
+
+
+def _keep_for_bug(facts: _Facts, found: Found, scope: str) -> _Ruling:
+    """Rules 1 and 1b: the bug reproduces where it matters; the conditions only add flags."""
+    why = f"{found.why} — {scope}"
+    if facts.combined != HOLDS:
+        return _Ruling(Decision.KEEP, why)
+    ahead = {
+        d: v
+        for d, v in facts.floors.items()
+        if found.version is None or d != facts.dist or v > found.version
+    }
+    if ahead:
+        candidate = Flag(FlagKind.CANDIDATE, f"upstream looks fixed ({facts.held})")
+        return _Ruling(Decision.KEEP, why, facts.run_action(ahead), (candidate,))
+    conflict = Flag(
+        FlagKind.CONFLICT,
+        f"the conditions say fixed ({facts.held}) but the bug reproduces there: "
+        "the fix did not work, or a condition is wrong",
+    )
+    return _Ruling(Decision.KEEP, why, flags=(conflict,))
+
+
+# ---------------------------------------------------------------------------------------------
+# The rules of docs/verdicts.md, one function each, tried in order
+
+
+def _rule_1(facts: _Facts) -> _Ruling | None:
+    """Keep: the bug reproduces on the newest version any run covers (≥ the newest locked)."""
+    if facts.newest.state != ExecutionState.BUG:
+        return None
+    return _keep_for_bug(facts, facts.newest, _SCOPE_RELEASE)
+
+
+def _rule_1b(facts: _Facts) -> _Ruling | None:
+    """Keep: no run reaches that release, but the bug reproduces on a followed branch's tip."""
+    if facts.newest.state != ExecutionState.NONE or facts.at_tip.state != ExecutionState.BUG:
+        return None
+    return _keep_for_bug(facts, facts.at_tip, _SCOPE_BRANCH)
+
+
+def _conditions_hold_with_runs(facts: _Facts) -> bool:
+    return facts.combined == HOLDS and not isinstance(facts.history, ProbeFailure)
+
+
+def _rule_2(facts: _Facts) -> _Ruling | None:
+    """Retire: the conditions hold and a run inside every floor is clean."""
+    if not _conditions_hold_with_runs(facts):
+        return None
+    found = facts.inside_floors
+    if found.state != ExecutionState.CLEAN:
+        return None
+    floors = dict(facts.floors)
+    if not floors and found.floor is not None:
+        floors[facts.checked] = found.floor
+    proposal = tuple(floor_text(d, v) for d, v in sorted(floors.items()))
+    return _Ruling(Decision.RETIRE, f"{facts.held}; confirmed: {found.why}", floors=proposal)
+
+
+def _rule_3a(facts: _Facts) -> _Ruling | None:
+    """Keep: the conditions hold but a run inside the floors reproduces the bug."""
+    if not _conditions_hold_with_runs(facts):
+        return None
+    found = facts.inside_floors
+    if found.state != ExecutionState.BUG:
+        return None
+    conflict = Flag(
+        FlagKind.CONFLICT,
+        "the conditions say fixed but a run inside the new floor reproduces the bug",
+    )
+    return _Ruling(
+        Decision.KEEP, f"upstream looks fixed ({facts.held}) but {found.why}", flags=(conflict,)
+    )
+
+
+def _rule_3b(facts: _Facts) -> _Ruling | None:
+    """Unknown: the conditions hold and no conclusive run inside the floors (or no readable
+    records); the action names the run that would decide."""
+    if facts.combined != HOLDS:
+        return None
+    if isinstance(facts.history, ProbeFailure):
+        reason = facts.history.reason
+        return _Ruling(
+            Decision.UNKNOWN,
+            f"conditions hold ({facts.held}) but {reason}",
+            f"repair the validation manifest: {reason}",
+        )
+    candidate = Flag(FlagKind.CANDIDATE, "upstream looks fixed; one run without the shim decides")
+    return _Ruling(
+        Decision.UNKNOWN,
+        f"conditions hold ({facts.held}) but nothing confirms it: {facts.inside_floors.why}",
+        facts.run_action(facts.floors),
+        (candidate,),
+    )
+
+
+def _rule_4(facts: _Facts) -> _Ruling | None:
+    """Keep: the conditions fail (a conflict when the newest run is clean)."""
+    if facts.combined != FAILS:
+        return None
+    if facts.newest.state != ExecutionState.CLEAN:
+        return _Ruling(Decision.KEEP, facts.failing)
+    conflict = Flag(
+        FlagKind.CONFLICT,
+        f"{facts.newest.why} but {facts.failing}: check the retirement conditions",
+    )
+    return _Ruling(Decision.KEEP, facts.failing, flags=(conflict,))
+
+
+def _rule_5(facts: _Facts) -> _Ruling:
+    """Unknown: the conditions are undecided; the action is the look-up that would decide."""
+    undecided = facts.undecided
+    why = "; ".join(f"{r.kind}: {r.why}" for r in undecided)
+    # The strongest evidence first: a missing run is decided by running it.
+    if any(r.kind == "reproducer-clean" for r in undecided) and not isinstance(
+        facts.history, ProbeFailure
+    ):
+        return _Ruling(Decision.UNKNOWN, why, facts.run_action({}))
+    return _Ruling(Decision.UNKNOWN, why, next((r.action for r in undecided if r.action), None))
+
+
+_RULES: tuple[Callable[[_Facts], _Ruling | None], ...] = (
+    _rule_1,
+    _rule_1b,
+    _rule_2,
+    _rule_3a,
+    _rule_3b,
+    _rule_4,
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# The verdict
+
+
+def _facts(
+    manifest: ShimManifest,
+    lanes: Sequence[Lane],
+    evidence: ShimEvidence,
+    listing: Sequence[str],
+    used: Used,
+) -> _Facts:
+    """Read the evidence once; ``used`` collects what it rests on, in the order read."""
+    dist = canonicalize_name(manifest.target.distribution)
+    results = tuple(
+        evaluate(condition, dist, evidence, used) for condition in manifest.retirement.conditions
+    )
+    combined = combine(manifest.retirement.mode, [r.state for r in results])
+    history = evidence.execution
+    used.add(history)
+    runs = history if isinstance(history, ExecutionHistory) else ExecutionHistory(manifest.id, ())
+    locked = _newest_locked(dist, {name: evidence.locks.get(name) for name in listing})
+    for tip in evidence.tips.values():
+        used.add(tip)
+    return _Facts(
+        manifest,
+        lanes,
+        dist,
+        results,
+        combined,
+        history,
+        runs,
+        execution.newest(runs, dist, locked),
+        evidence,
+        _highest_floors(results) if combined == HOLDS else {},
+    )
+
+
+def _rule(facts: _Facts) -> _Ruling:
+    """The first rule that matches decides."""
+    for rule in _RULES:
+        ruling = rule(facts)
+        if ruling is not None:
+            return ruling
+    return _rule_5(facts)
+
+
+def _failure_flags(ruling: _Ruling, failures: Iterable[ProbeFailure]) -> list[Flag]:
+    """Every failure met is shown: in ``why`` when the decision rests on it, else as a flag."""
+    return [
+        Flag(FlagKind.PROBE_FAILED, str(failure))
+        for failure in failures
+        if ruling.decision != Decision.UNKNOWN or failure.reason not in ruling.why
+    ]
+
+
 def decide(
-    manifest,
-    lanes: Sequence,
+    manifest: ShimManifest,
+    lanes: Sequence[Lane],
     evidence: ShimEvidence,
     *,
     now: _dt.datetime,
     stale_after_days: int = DEFAULT_STALE_DAYS,
 ) -> Verdict:
     """The verdict for one shim; see the module docstring and ``docs/verdicts.md``."""
-    shim, dist = manifest.id, canonicalize_name(manifest.target.distribution)
+    dist = canonicalize_name(manifest.target.distribution)
     listing = tuple(lane.name for lane in lanes if manifest.id in lane.shims)
-    used = _Used()
-    flags = _drift(manifest, dist, listing, evidence)
-    results = [
-        evaluate(condition, dist, evidence, used) for condition in manifest.retirement.conditions
-    ]
-    combined = combine(manifest.retirement.mode, [r.state for r in results])
-    history = evidence.execution
-    used.add(history)
-    runs = history if isinstance(history, ExecutionHistory) else ExecutionHistory(shim, ())
-    locked = _newest_locked(dist, {name: evidence.locks.get(name) for name in listing})
-    newest = execution.newest(runs, dist, locked)
-    scope = "the newest release any run or lock covers"
-    # no release reaches it: a run on a branch's newest commit may
-    if newest.state == "none":
-        at_tip = execution.at_branch_tip(runs, dist, evidence.tips)
-        if at_tip.state == "bug":
-            newest, scope = at_tip, "the newest revision the mirror knows"
-    for tip in evidence.tips.values():
-        used.add(tip)
-    floors = _highest_floors(r for r in results if r.state == HOLDS) if combined == HOLDS else {}
-    held = "; ".join(f"{r.kind}: {r.why}" for r in results if r.state == HOLDS)
-    failing = "; ".join(f"{r.kind}: {r.why}" for r in results if r.state == FAILS)
-    undecided = [r for r in results if r.state == UNDECIDED]
-
-    decision, why, action, proposal = Decision.UNKNOWN, "", None, ()
-    # 1. execution first: nothing can turn this into unknown
-    if newest.state == "bug":
-        decision, why = Decision.KEEP, f"{newest.why} — {scope}"
-        ahead = {
-            d: v
-            for d, v in floors.items()
-            if newest.version is None or d != dist or v > newest.version
-        }
-        if combined == HOLDS and ahead:
-            flags.append(Flag(FlagKind.CANDIDATE, f"upstream looks fixed ({held})"))
-            action = _run_action(manifest, ahead, lanes)
-        elif combined == HOLDS:
-            flags.append(
-                Flag(
-                    FlagKind.CONFLICT,
-                    f"the conditions say fixed ({held}) but the bug reproduces there: "
-                    "the fix did not work, or a condition is wrong",
-                )
-            )
-    # 2 and 3: conditions hold; a run inside every floor decides
-    elif combined == HOLDS:
-        checked = dist if dist in floors else next(iter(floors), dist)
-        if isinstance(history, ProbeFailure):
-            why, action = (
-                f"conditions hold ({held}) but {history.reason}",
-                f"repair the validation manifest: {history.reason}",
-            )
-        else:
-            found = execution.first_clean(runs, checked, floors)
-            if found.state == "clean":
-                if not floors and found.floor is not None:
-                    floors[checked] = found.floor
-                decision, why = Decision.RETIRE, f"{held}; confirmed: {found.why}"
-                proposal = tuple(floor_text(d, v) for d, v in sorted(floors.items()))
-            elif found.state == "bug":
-                decision, why = Decision.KEEP, f"upstream looks fixed ({held}) but {found.why}"
-                flags.append(
-                    Flag(
-                        FlagKind.CONFLICT,
-                        "the conditions say fixed but a run inside the new floor reproduces the bug",
-                    )
-                )
-            else:
-                why, action = (
-                    f"conditions hold ({held}) but nothing confirms it: {found.why}",
-                    _run_action(manifest, floors, lanes),
-                )
-                flags.append(
-                    Flag(
-                        FlagKind.CANDIDATE, "upstream looks fixed; one run without the shim decides"
-                    )
-                )
-    # 4
-    elif combined == FAILS:
-        decision, why = Decision.KEEP, failing
-        if newest.state == "clean":
-            flags.append(
-                Flag(
-                    FlagKind.CONFLICT,
-                    f"{newest.why} but {failing}: check the retirement conditions",
-                )
-            )
-    # 5
-    else:
-        why = "; ".join(f"{r.kind}: {r.why}" for r in undecided)
-        # The strongest evidence first: a missing run is decided by running it.
-        if any(r.kind == "reproducer-clean" for r in undecided) and not isinstance(
-            history, ProbeFailure
-        ):
-            action = _run_action(manifest, {}, lanes)
-        else:
-            action = next((r.action for r in undecided if r.action), None)
-
-    # Every failure met is shown: in ``why`` when the decision rests on it, else as a flag.
+    used = Used()
+    flags = _drift(dist, listing, evidence)
+    facts = _facts(manifest, lanes, evidence, listing, used)
+    ruling = _rule(facts)
     link_states = [evidence.links[url] for url in link_urls(manifest) if url in evidence.links]
     for state in link_states:
         used.add(state)
-    for failure in used.failures:
-        if decision != Decision.UNKNOWN or failure.reason not in why:
-            flags.append(Flag(FlagKind.PROBE_FAILED, str(failure)))
-    flags += _upstream_flags(manifest, link_states, decision, now, stale_after_days)
+    flags += ruling.flags
+    flags += _failure_flags(ruling, used.failures)
+    flags += _upstream_flags(manifest, link_states, ruling.decision, now, stale_after_days)
     return Verdict(
-        shim,
-        decision,
-        why,
-        action,
+        manifest.id,
+        ruling.decision,
+        ruling.why,
+        ruling.action,
         tuple(flags),
         listing,
-        tuple(results),
+        facts.results,
         tuple(used.evidence),
         tuple(used.failures),
-        proposal,
+        ruling.floors,
     )

@@ -1,0 +1,251 @@
+"""The plan of one gather (no network): the local evidence, and every distinct look-up as a job.
+
+:func:`plan` reads the lanes' locks and the recorded runs, and lists what the shims' conditions
+and links need asked — the releases of a distribution per lane (on the indexes the lane takes it
+from, :func:`lane_index_urls`), the mirrors' view of linked pull requests and of fix commits,
+whether a run's upstream revision is a followed branch's tip, every issue and pull-request state —
+each job once, however many shims need it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from packaging.utils import canonicalize_name
+
+from retire.evidence.values import ExecutionHistory, ProbeFailure
+from retire.lanes.model import IndexSpec, Lane
+from retire.locks import locking
+from retire.mirrors.config import MirrorSet
+from retire.probes import codehost, records
+from retire.verdicts.jobs import CommitJob, LinksJob, PullJob, ReleasesJob, TipJob
+from retire.verdicts.rules import link_urls
+from shims.model import ShimManifest
+
+__all__ = [
+    "GatherPlan",
+    "LockPackages",
+    "ReleaseLookup",
+    "ShimPlan",
+    "Sources",
+    "lane_index_urls",
+    "lock_packages",
+    "plan",
+    "unique",
+]
+
+#: canonical package name → version, of one lane's lock (None: the lane has no readable lock)
+LockPackages = Mapping[str, str] | None
+
+_J = TypeVar("_J", bound=Hashable)
+
+
+def lane_index_urls(
+    lane: Lane, distribution: str, *, named: Mapping[str, str], default: str | None
+) -> tuple[str, ...] | ProbeFailure:
+    """Where ``lane`` takes ``distribution`` from, in uv's priority order (the index it is
+    pinned to; else the lane's extra indexes, then its default — the lane's own, else
+    ``default``), or why none is known (an ``index`` failure naming the distribution)."""
+    name = canonicalize_name(distribution)
+    sources = {canonicalize_name(package): index for package, index in lane.sources}
+
+    def url_of(spec: IndexSpec) -> str | None:
+        return spec.url or named.get(spec.name)
+
+    pinned = sources.get(name)
+    if pinned is not None:
+        spec = lane.index(pinned)
+        url = url_of(spec) if spec else None
+        if url:
+            return (url,)
+        return ProbeFailure(
+            "index",
+            name,
+            f"lane {lane.name}: index {pinned!r} has no URL on this host (set "
+            f"UV_INDEX={pinned}=<url>)",
+        )
+    explicit = set(sources.values())
+    extras = [
+        url for i in lane.indexes if not i.default and i.name not in explicit and (url := url_of(i))
+    ]
+    lane_default = next((url_of(i) for i in lane.indexes if i.default), None)
+    chosen = lane_default or default
+    urls = tuple(extras + ([chosen] if chosen else []))
+    if not urls:
+        return ProbeFailure(
+            "index",
+            name,
+            f"lane {lane.name}: no index URL for {name} — set UV_DEFAULT_INDEX or pass --index-url",
+        )
+    return urls
+
+
+def lock_packages(locks_dir: Path, lane_name: str) -> LockPackages:
+    """{canonical name: version} of a lane's lock (None: no readable lock). A package the lock takes
+    from a git revision ([lane.revisions]) is left out: its version names no release of the
+    index."""
+    try:
+        lock = locking.read_lock(locking.lock_path(Path(locks_dir), lane_name))
+    except ValueError:
+        return None
+    if lock is None:
+        return None
+    return {
+        canonicalize_name(p["name"]): str(p.get("version") or "")
+        for p in lock.get("packages", [])
+        if isinstance(p, dict) and "name" in p and "vcs" not in p
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Plan: the local evidence, and every distinct look-up as a job
+
+
+@dataclass(frozen=True)
+class ReleaseLookup:
+    """One lane's look-up of the releases of a distribution a shim's conditions name."""
+
+    lane: str
+    distribution: str
+    job: ReleasesJob
+
+
+@dataclass(frozen=True)
+class ShimPlan:
+    manifest: ShimManifest
+    # the lanes that list the shim
+    lanes: tuple[Lane, ...]
+    releases: tuple[ReleaseLookup, ...] = ()
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Where releases and links are looked up: the host's named indexes and default index, the
+    code host's web host, the mirrors."""
+
+    named: Mapping[str, str]
+    default: str | None
+    web_host: str
+    mirrors: MirrorSet
+
+
+@dataclass(frozen=True)
+class GatherPlan:
+    shims: tuple[ShimPlan, ...]
+    locks: Mapping[str, LockPackages]
+    histories: Mapping[str, ExecutionHistory | ProbeFailure]
+    # one job for every link (None: no link to ask about)
+    links: LinksJob | None
+    releases: tuple[ReleasesJob, ...]
+    commits: tuple[CommitJob, ...]
+    pulls: tuple[PullJob, ...]
+    tips: tuple[TipJob, ...]
+
+
+def _release_lookups(
+    manifest: ShimManifest, lanes: Sequence[Lane], sources: Sources
+) -> tuple[ReleaseLookup, ...]:
+    """A look-up per lane for each condition that reads the index (version-floor, pr-released)."""
+    found: list[ReleaseLookup] = []
+    for condition in manifest.retirement.conditions:
+        if condition.kind not in ("version-floor", "pr-released") or not condition.distribution:
+            continue
+        dist = canonicalize_name(condition.distribution)
+        for lane in lanes:
+            urls = lane_index_urls(lane, dist, named=sources.named, default=sources.default)
+            found.append(ReleaseLookup(lane.name, dist, ReleasesJob(dist, urls)))
+    return tuple(found)
+
+
+def _commit_jobs(manifest: ShimManifest) -> list[CommitJob]:
+    return [
+        CommitJob(c.repository, c.commit)
+        for c in manifest.retirement.conditions
+        if c.kind == "commit-in-tag" and c.repository and c.commit
+    ]
+
+
+def _mirrored_links(
+    manifest: ShimManifest, sources: Sources
+) -> tuple[list[str], list[PullJob], list[str]]:
+    """(every issue / PR URL the code host is asked about, the pull requests a mirror is asked
+    about, the mirrored repositories the links name)."""
+    urls: list[str] = []
+    pulls: list[PullJob] = []
+    repositories: dict[str, None] = {}
+    for url in link_urls(manifest):
+        ref = codehost.parse_link(url, web_host=sources.web_host)
+        if ref is None:
+            continue
+        urls.append(url)
+        if sources.mirrors.for_repository(ref.repository) is None:
+            continue
+        repositories[ref.repository] = None
+        if ref.kind == "pull":
+            pulls.append(PullJob(url, ref.repository, ref.number))
+    return urls, pulls, list(repositories)
+
+
+def _tip_jobs(
+    manifest: ShimManifest,
+    history: ExecutionHistory | ProbeFailure | None,
+    repositories: Iterable[str],
+) -> list[TipJob]:
+    """Runs on an upstream revision: is it the newest commit of a followed branch?"""
+    if not isinstance(history, ExecutionHistory):
+        return []
+    target = canonicalize_name(manifest.target.distribution)
+    commits = [commit for run in history.runs if (commit := run.revision(target))]
+    return [TipJob(repository, commit) for commit in commits for repository in repositories]
+
+
+def unique(jobs: Iterable[_J]) -> tuple[_J, ...]:
+    return tuple(dict.fromkeys(jobs))
+
+
+def plan(
+    manifests: Sequence[ShimManifest],
+    lanes: Sequence[Lane],
+    locks_dir: Path,
+    validation_path: str | os.PathLike[str],
+    sources: Sources,
+) -> GatherPlan:
+    listing = {m.id: tuple(lane for lane in lanes if m.id in lane.shims) for m in manifests}
+    active = [m for m in manifests if listing[m.id]]
+    lock_names = sorted({lane.name for m in active for lane in listing[m.id]})
+    histories = records.histories(records.load_records(validation_path), [m.id for m in active])
+    shims: list[ShimPlan] = []
+    links: list[str] = []
+    commits: list[CommitJob] = []
+    pulls: list[PullJob] = []
+    tips: list[TipJob] = []
+    for manifest in manifests:
+        if not listing[manifest.id]:
+            shims.append(ShimPlan(manifest, ()))
+            continue
+        shims.append(
+            ShimPlan(
+                manifest,
+                listing[manifest.id],
+                _release_lookups(manifest, listing[manifest.id], sources),
+            )
+        )
+        commits += _commit_jobs(manifest)
+        urls, mirrored, repositories = _mirrored_links(manifest, sources)
+        links += urls
+        pulls += mirrored
+        tips += _tip_jobs(manifest, histories.get(manifest.id), repositories)
+    return GatherPlan(
+        tuple(shims),
+        {name: lock_packages(locks_dir, name) for name in lock_names},
+        histories,
+        LinksJob(unique(links)) if links else None,
+        unique(lookup.job for shim in shims for lookup in shim.releases),
+        unique(commits),
+        unique(pulls),
+        unique(tips),
+    )
