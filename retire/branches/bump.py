@@ -218,8 +218,8 @@ def _edit(
 ) -> str | None:
     project = Project(work)
     locks_dir = project.locks_dir
-    before = {lane.name: lane for lane in project.lanes()}
-    old_locks = {name: locking.read_lock(project.lock_path(name)) for name in before}
+    before = {lane.name: lane for lane in lanefile.project_lanes(project)}
+    old_locks = {name: locking.read_lock(locking.lock_path(locks_dir, name)) for name in before}
     rolled = [
         file
         for file in _files_of(before[name] for name in selected)
@@ -227,7 +227,7 @@ def _edit(
     ]
     for file in rolled:
         say(f"{file}: exclude-newer → {cutoff.date()}")
-    after = {lane.name: lane for lane in project.lanes()}
+    after = {lane.name: lane for lane in lanefile.project_lanes(project)}
     # A file bumps as a unit: its other lanes are re-locked (without upgrades) when their lock is
     # not current.
     stale = [
@@ -279,7 +279,7 @@ def _edit(
                 )
             )
             continue
-        new_lock = locking.read_lock(project.lock_path(name))
+        new_lock = locking.read_lock(locking.lock_path(locks_dir, name))
         changes = lockdiff.diff(old_locks.get(name), new_lock)
         taken = [
             (c.name, c.new) for c in changes if c.new and c.kind not in ("downgrade", "removed")
@@ -371,7 +371,7 @@ def bump(
         raise InputError(None, "--cooldown", "must be zero or more days", "e.g. --cooldown 7")
     repo = toplevel(root)
     now = now or times.now()
-    all_lanes = Project(repo).lanes()
+    all_lanes = lanefile.project_lanes(Project(repo))
     selected = [lane.name for lane in lanefile.select(all_lanes, list(lanes))]
     packages = tuple(packages)
     cutoff = cutoff_for(now, cooldown_days)

@@ -148,9 +148,14 @@ def _default_index(project: Project, shim_id: str, distribution: str, lane=None)
     sources pin it to, else the lane's default, else the host's — the same answer the verdicts'
     release probe gets (:func:`retire.verdicts.gather.lane_index_urls`)."""
     from retire.core import uv
+    from retire.lanes import lanefile
     from retire.verdicts.gather import lane_index_urls
 
-    lanes = [lane] if lane is not None else [l for l in project.lanes() if shim_id in l.shims]
+    lanes = (
+        [lane]
+        if lane is not None
+        else [l for l in lanefile.project_lanes(project) if shim_id in l.shims]
+    )
     named, default = uv.host_indexes().named, uv.default_index()
     if not lanes:
         return default
@@ -164,15 +169,17 @@ def _default_index(project: Project, shim_id: str, distribution: str, lane=None)
 def _lane_python(project: Project, name: str):
     """(lane, python of the lane's environment): built from its lock, or re-synced (cheap)."""
     from retire.lanes import lanefile
+    from retire.locks import locking
+    from retire.mirrors.config import project_mirrors
     from retire.runs import envs
 
-    [lane] = lanefile.select(project.lanes(), [name])
+    [lane] = lanefile.select(lanefile.project_lanes(project), [name])
     # A revision lane installs from this host's mirrors, as `patchlane run` does.
     env = envs.build(
         lane,
-        project.lock_path(lane.name),
+        locking.lock_path(project.locks_dir, lane.name),
         project.envs_dir,
-        mirrors=project.mirrors() if lane.revisions else None,
+        mirrors=project_mirrors(project) if lane.revisions else None,
     )
     return lane, env.python
 

@@ -69,8 +69,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(project: Project, args: argparse.Namespace) -> int:
     from retire.lanes import lanefile
     from retire.locks import locking
+    from retire.mirrors.config import project_mirrors
 
-    lanes = lanefile.select(project.lanes(), args.lanes)
+    lanes = lanefile.select(lanefile.project_lanes(project), args.lanes)
     if args.check:
         return _check(project, lanes, args)
     upgrade_packages = tuple(args.upgrade_package or ())
@@ -108,7 +109,9 @@ def run(project: Project, args: argparse.Namespace) -> int:
                 say(f"      | {line}")
 
     # revisions resolve in them
-    mirrors = project.mirrors(args.mirrors) if any(lane.revisions for lane in pending) else None
+    mirrors = (
+        project_mirrors(project, args.mirrors) if any(lane.revisions for lane in pending) else None
+    )
     results = locking.lock_lanes(
         lanes,
         project.locks_dir,

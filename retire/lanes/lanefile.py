@@ -17,6 +17,7 @@ from packaging.version import Version
 
 from retire.core import times
 from retire.core.errors import InputError
+from retire.core.project import Project
 from retire.lanes import matrix as matrix_mod
 from retire.lanes.model import (
     ENV_NAME,
@@ -475,6 +476,11 @@ def load_lanes(
             seen[lane.name] = lane
             lanes.append(lane)
     return lanes
+
+
+def project_lanes(project: Project) -> list[Lane]:
+    """Every lane of the project's ``lanes/``, with shim ids checked against its catalogue."""
+    return load_lanes(project.lanes_dir, root=project.root, known_shims=project.shim_ids())
 
 
 def select(lanes: list[Lane], names: list[str]) -> list[Lane]:

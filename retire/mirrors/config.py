@@ -30,8 +30,17 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from retire.core.errors import InputError
+from retire.core.project import Project
 
-__all__ = ["DEFAULT_TAGS", "PROJECT_FILE", "Mirror", "MirrorSet", "load_mirrors", "repository_key"]
+__all__ = [
+    "DEFAULT_TAGS",
+    "PROJECT_FILE",
+    "Mirror",
+    "MirrorSet",
+    "load_mirrors",
+    "project_mirrors",
+    "repository_key",
+]
 
 PROJECT_FILE = "patchlane.toml"
 #: A release tag is ``v1.2`` or ``1.2.3`` unless a mirror says otherwise.
@@ -251,3 +260,9 @@ def load_mirrors(root: Path, *, folder: Path | None = None) -> MirrorSet:
             "keep one entry per repository",
         )
     return MirrorSet(mirrors, home)
+
+
+def project_mirrors(project: Project, folder: Path | None = None) -> MirrorSet:
+    """The git mirrors the project's ``patchlane.toml`` declares (``folder``, from ``--mirrors``,
+    replaces its folder)."""
+    return load_mirrors(project.root, folder=folder)

@@ -28,6 +28,7 @@ from retire.core import times
 from retire.core.atomic import atomic_write
 from retire.core.errors import InputError, PatchlaneError
 from retire.core.project import Project, contained
+from retire.lanes import lanefile
 from retire.report import build as report_build
 from retire.report import html as report_html
 from retire.report import markdown as report_render
@@ -188,7 +189,7 @@ def generate(
     out_dir = Path(out) if out is not None else project.reports_dir
     if not out_dir.is_absolute():
         out_dir = project.root / out_dir
-    manifests, lanes = list(project.manifests().values()), project.lanes()
+    manifests, lanes = list(project.manifests().values()), lanefile.project_lanes(project)
     records_file = Path(records_path) if records_path else project.validation
     notes: list[str] = []
 
