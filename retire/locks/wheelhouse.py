@@ -27,6 +27,7 @@ from packaging.utils import canonicalize_name
 
 from retire.core.atomic import atomic_write
 from retire.core.errors import InputError, PatchlaneError
+from retire.locks.overlay import overlay_lock
 
 __all__ = ["Artifact", "MANIFEST_NAME", "Wheelhouse", "gather", "join", "plan", "read_base", "requirements"]
 
@@ -115,8 +116,6 @@ def _pick(package: Mapping) -> tuple[str, Mapping] | None:
 
 def plan(lane_name: str, lock: Mapping, lock_sha256: str, *, base: Mapping[str, str] | None = None) -> Wheelhouse:
     """Which files the lock needs (pure). Raises InputError for a lock entry with nothing to carry."""
-    from retire.runs.envs import overlay_lock
-
     packages = list(lock.get("packages", []))
     skipped: list[str] = []
     if base is not None:
