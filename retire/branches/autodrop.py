@@ -39,14 +39,14 @@ from retire.branches import proposals
 from retire.core.atomic import atomic_write
 from retire.core.errors import InputError, PatchlaneError
 from retire.core.git import GitError, toplevel
-from retire.lanes.lanedit import FloorConflict, add_constraint, edit_lane_text, raise_floor
+from retire.lanes.lanedit import FloorConflictError, add_constraint, edit_lane_text, raise_floor
 from retire.lanes.model import SHIM_ID
 
 __all__ = [
     "BRANCH_PREFIX",
     "DropOutcome",
     "DropPlan",
-    "FloorConflict",
+    "FloorConflictError",
     "apply",
     "edit_lane_text",
     "plan_from_bisect",
@@ -250,7 +250,7 @@ def _edit_tree(ctx: _Context, plan: DropPlan, work: Path) -> tuple[list[str], li
             text = path.read_text(encoding="utf-8")
             try:
                 new, edits = edit_lane_text(text, plan.shim_id, plan.floors)
-            except FloorConflict as exc:
+            except FloorConflictError as exc:
                 raise Aborted(f"lanes/{path.name}: {exc}") from None
             if edits:
                 atomic_write(path, new)

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from retire.branches import proposals
-from retire.core import times
 from retire.core.errors import InputError
 from retire.core.git import Git, toplevel
 from retire.core.project import Project
@@ -42,6 +41,7 @@ from retire.probes.client import make_client
 from retire.probes.http import Fetcher
 from retire.probes.notes import release_notes
 from retire.runs import lanerun as runs
+from shims import times
 
 BRANCH_PREFIX = "patchlane/bump-"
 _TRAILER = "Patchlane-Bump"

@@ -146,6 +146,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
 def _check(project: Project, lanes: list, args: argparse.Namespace) -> int:
     from retire.core import uv
     from retire.locks import locking
+    from retire.locks.uvinputs import IndexWithoutURL, resolve_index_urls
 
     named = uv.host_indexes().named
     rows, bad, unchecked = [], [], 0
@@ -155,7 +156,7 @@ def _check(project: Project, lanes: list, args: argparse.Namespace) -> int:
         # A missing lock fails, also where this host cannot lock the lane (its index has no URL
         # here): a lane without a lock runs nowhere. Only --skip-unreachable lets such a host pass.
         if state.freshness is locking.Freshness.MISSING and isinstance(
-            locking.resolve_index_urls(lane, named), str
+            resolve_index_urls(lane, named), IndexWithoutURL
         ):
             shown_state, unchecked, fix = "unchecked", unchecked + 1, f"nox -s lock -- {lane.name}"
             if args.skip_unreachable:

@@ -27,7 +27,8 @@ from pathlib import Path
 
 from retire.core.errors import InputError
 from shims.catalogue import configured
-from shims.manifest import ShimManifest, discover
+from shims.manifest import discover
+from shims.model import ShimManifest
 
 __all__ = ["Project", "contained"]
 

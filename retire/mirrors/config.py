@@ -22,6 +22,7 @@ A repository that is not declared is still found under ``folder`` (or ``--mirror
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -114,7 +115,9 @@ class MirrorSet:
         return None
 
     @classmethod
-    def coerce(cls, value: MirrorSet | Mapping[str, object] | str | Path | None) -> MirrorSet:
+    def coerce(
+        cls, value: MirrorSet | Mapping[str, str | os.PathLike[str]] | str | Path | None
+    ) -> MirrorSet:
         """A MirrorSet from what callers pass: a set, ``{url: path}``, a folder, or None."""
         if isinstance(value, MirrorSet):
             return value
@@ -135,17 +138,14 @@ def _segments(url: str) -> tuple[str, str]:
     return segments[-2], segments[-1].removesuffix(".git")
 
 
-def _fail(path: Path, key: str, problem: str, fix: str) -> InputError:
+def _fail(path: Path, key: str | None, problem: str, fix: str) -> InputError:
     return InputError(path, key, problem, fix)
 
 
-def _string(
-    table: Mapping, key: str, where: str, path: Path, *, required: bool = False
-) -> str | None:
+def _string(table: Mapping[str, object], key: str, where: str, path: Path) -> str | None:
+    """The stripped string at ``key``, None when absent; anything else is an error."""
     value = table.get(key)
     if value is None:
-        if required:
-            raise _fail(path, f"{where}.{key}", "missing", f'add {key} = "…"')
         return None
     if not isinstance(value, str) or not value.strip():
         raise _fail(
@@ -157,6 +157,13 @@ def _string(
     return value.strip()
 
 
+def _required_string(table: Mapping[str, object], key: str, where: str, path: Path) -> str:
+    value = _string(table, key, where, path)
+    if value is None:
+        raise _fail(path, f"{where}.{key}", "missing", f'add {key} = "…"')
+    return value
+
+
 def _mirror(entry: object, index: int, folder: Path, root: Path, path: Path) -> Mirror:
     where = f"mirrors.repository[{index}]"
     if not isinstance(entry, Mapping):
@@ -166,7 +173,7 @@ def _mirror(entry: object, index: int, folder: Path, root: Path, path: Path) -> 
         raise _fail(
             path, f"{where}.{unknown[0]}", "unknown key", "use url, tags, branches, path or fetch"
         )
-    url = _string(entry, "url", where, path, required=True)
+    url = _required_string(entry, "url", where, path)
     key = repository_key(url)
     if key is None:
         raise _fail(

@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from retire.core import times
 from retire.core.atomic import atomic_write, locked
 from retire.core.errors import InputError
 from retire.core.project import Project, contained
@@ -48,7 +47,7 @@ from retire.packs.waves import (
     parse_state,
     plan_wave,
 )
-from shims import tomlreader
+from shims import times, tomlreader
 from shims.manifest import ShimManifest, load_manifest
 
 __all__ = [

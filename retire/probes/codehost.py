@@ -27,9 +27,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from retire.core import times
 from retire.evidence.values import IssueState, ProbeFailure, PullState
 from retire.probes.http import Fetched, Fetcher
+from shims import times
 
 __all__ = [
     "DEFAULT_API_BASE",

@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Iterable, Mapping, Sequence
 
-from retire.core import times
 from retire.evidence.validation import PROVING, Mode, ShimOutcome
 from retire.evidence.values import (
     ExecutionHistory,
@@ -34,6 +33,7 @@ from retire.report.model import (
     week_bounds,
 )
 from retire.runs.lanerun import judge
+from shims import times
 
 __all__ = ["build", "build_matrix", "evidence_line", "merge_burndown"]
 

@@ -24,7 +24,6 @@ from pathlib import Path
 
 import httpx
 
-from retire.core import times
 from retire.core.atomic import atomic_write
 from retire.core.errors import InputError, PatchlaneError
 from retire.core.project import Project, contained
@@ -33,6 +32,7 @@ from retire.report import build as report_build
 from retire.report import html as report_html
 from retire.report import markdown as report_render
 from retire.report import model as report_model
+from shims import times
 
 # the filing-queue section exists only where retire.packs does
 try:

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from retire.core import childenv, times, uv
+from retire.core import childenv, uv
 from retire.core.errors import InputError
 from retire.evidence.validation import (
     FAILING,
@@ -57,6 +57,7 @@ from retire.runs.launcher import (
 )
 from retire.runs.reaper import REAPER
 from retire.runs.reproduce import child_environment, run_reproducer
+from shims import times
 from shims.manifest import ShimManifest
 
 

@@ -25,7 +25,6 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from retire.core import times
 from retire.evidence.validation import ValidationRecord
 from retire.runs.reaper import REAPER, TOKEN_ENV
 from retire.runs.reproduce import (
@@ -35,6 +34,7 @@ from retire.runs.reproduce import (
     run_reproducer,
     runtime_path,
 )
+from shims import times
 from shims.forked import kill_group
 from shims.manifest import ShimManifest
 

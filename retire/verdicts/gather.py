@@ -18,11 +18,11 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from retire.core import times
 from retire.core.secrets import remember
 from retire.evidence.values import ExecutionHistory, ProbeFailure, PullState, ReleaseList
 from retire.verdicts.model import Decision, ShimEvidence, Verdict
 from retire.verdicts.rules import DEFAULT_STALE_DAYS, decide, link_urls
+from shims import times
 
 __all__ = ["gather", "lane_index_urls"]
 
