@@ -201,12 +201,13 @@ def _cpu_lane(repeats: int) -> tuple[list[dict], str | None]:
 
     from retire.core.project import Project
     from retire.lanes import lanefile
+    from retire.locks import locking
     from retire.runs import envs, lanerun
 
     goal = ">= 5x"
     project = Project(ROOT)
     try:
-        [lane] = lanefile.select(project.lanes(), ["cpu"])
+        [lane] = lanefile.select(lanefile.project_lanes(project), ["cpu"])
     except Exception as exc:  # noqa: BLE001 - a benchmark that cannot start says why
         return [
             not_measured("launcher.cpu-lane-14-runs", goal, "x", f"no cpu lane here ({exc})")
@@ -215,7 +216,7 @@ def _cpu_lane(repeats: int) -> tuple[list[dict], str | None]:
     # never download the multi-GB CUDA torch for a benchmark
     os.environ["UV_OFFLINE"] = "1"
     try:
-        env = envs.build(lane, project.lock_path("cpu"), project.envs_dir)
+        env = envs.build(lane, locking.lock_path(project.locks_dir, "cpu"), project.envs_dir)
     except envs.BuildError as exc:
         reason = (
             f"the cpu lane env could not be built offline from uv's cache ({exc}); its lock pulls "

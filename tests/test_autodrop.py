@@ -21,7 +21,7 @@ from retire.branches.autodrop import DropPlan
 from retire.commands import main as cli
 from retire.core.git import Git
 from retire.lanes import lanefile
-from retire.lanes.lanedit import FloorConflict, edit_lane_text, raise_floor
+from retire.lanes.lanedit import FloorConflictError, edit_lane_text, raise_floor
 from retire.locks import locking
 from tests.support.index import IndexServer, PackageIndex
 from tests.support.shimtree import REPO_ROOT, write_shim
@@ -401,7 +401,7 @@ def test_floor_rule(before, floor, after):
     ],
 )
 def test_floor_conflicts_need_a_human(requirement):
-    with pytest.raises(FloorConflict):
+    with pytest.raises(FloorConflictError):
         raise_floor(requirement, "0.18")
 
 

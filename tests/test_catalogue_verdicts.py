@@ -21,8 +21,9 @@ from packaging.version import Version
 from retire.commands import main as cli
 from retire.core.project import Project
 from retire.evidence.validation import load
-from retire.locks.locking import read_lock
-from retire.mirrors.config import repository_key
+from retire.lanes.lanefile import project_lanes
+from retire.locks.locking import lock_path, read_lock
+from retire.mirrors.config import project_mirrors, repository_key
 from tests.support.faults import unused_port
 from tests.support.gitrepos import commit, git
 from tests.support.index import IndexServer, PackageIndex
@@ -40,8 +41,9 @@ def committed_copy(root: Path) -> Project:
 
 def locked_versions(project: Project) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
-    for lane in project.lanes():
-        for package in (read_lock(project.lock_path(lane.name)) or {}).get("packages", []):
+    for lane in project_lanes(project):
+        lock = read_lock(lock_path(project.locks_dir, lane.name)) or {}
+        for package in lock.get("packages", []):
             # a branch build from a mirror ([lane.revisions]), not a release
             if "vcs" in package:
                 continue
@@ -62,7 +64,7 @@ def air_gapped(tmp_path):
     project = committed_copy(tmp_path / "shop")
     manifests = project.manifests()
     locked = locked_versions(project)
-    mirrors = project.mirrors(tmp_path / "mirrors")
+    mirrors = project_mirrors(project, tmp_path / "mirrors")
     # Every pull request a condition names lands (squash) and is released in the newest locked
     # version.
     landed: dict[str, list[tuple[int, str]]] = {}
@@ -195,7 +197,7 @@ def test_a_bug_reproduced_on_the_newest_dev_commit_keeps_a_shim_no_release_carri
     Where the mirror's dev branch ends at that commit and the fix PR has landed nowhere, the
     verdict is keep — from the run, with the code host unreachable."""
     project = committed_copy(tmp_path / "shop")
-    mirror = project.mirrors(tmp_path / "mirrors").for_repository(
+    mirror = project_mirrors(project, tmp_path / "mirrors").for_repository(
         "https://github.com/NVIDIA/Megatron-LM"
     )
     work = tmp_path / "upstream" / "Megatron-LM"

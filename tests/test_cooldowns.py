@@ -14,9 +14,9 @@ import tomllib
 
 import pytest
 
-from retire.core import times
 from retire.lanes import lanefile
 from retire.locks import locking
+from shims import times
 from tests.conftest import run_cli
 from tests.support.index import IndexServer, PackageIndex
 from tests.support.wheels import build_wheel

@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from retire.core import times
+from shims import times
 
 UTC = dt.UTC
 

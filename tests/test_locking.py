@@ -252,6 +252,7 @@ def test_lock_state_is_current_stale_missing_or_foreign(project, capsys):
     assert "not made by patchlane" in locking.lock_state(a, locks).why
     project.lock_file("a").write_text("[[packages]\n")
     assert locking.lock_state(a, locks).freshness == "foreign"
-    assert [(lane.name, why) for lane, why in locking.stale_lanes([a, b], locks)] == [
+    states = [locking.lock_state(lane, locks) for lane in (a, b)]
+    assert [(state.lane, state.why) for state in states if not state.current] == [
         ("a", "pylock.toml is not readable TOML")
     ]

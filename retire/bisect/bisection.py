@@ -212,6 +212,7 @@ def project_bounds(
 ) -> Bounds:
     """The range for ``manifest``'s bisection from what ``project`` knows: its validation
     manifest, the locks of the lanes carrying the shim, the manifest's ``affected`` range."""
+    from retire.lanes import lanefile
     from retire.locks import locking
 
     distribution = manifest.target.distribution
@@ -219,9 +220,9 @@ def project_bounds(
         return choose_bounds(distribution, (), since=since, until=until, every=every)
     target = canonicalize_name(distribution)
     lane_locks = {}
-    for lane in project.lanes() if project.lanes_dir.is_dir() else ():
+    for lane in lanefile.project_lanes(project) if project.lanes_dir.is_dir() else ():
         if manifest.id in lane.shims:
-            lock = locking.read_lock(project.lock_path(lane.name)) or {}
+            lock = locking.read_lock(locking.lock_path(project.locks_dir, lane.name)) or {}
             lane_locks[lane.name] = next(
                 (
                     str(p.get("version"))

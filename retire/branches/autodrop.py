@@ -45,7 +45,7 @@ from retire.core.errors import InputError, PatchlaneError
 from retire.core.git import GitError, toplevel
 from retire.core.project import Project
 from retire.lanes import lanefile
-from retire.lanes.lanedit import FloorConflict, add_constraint, edit_lane_text, raise_floor
+from retire.lanes.lanedit import FloorConflictError, add_constraint, edit_lane_text, raise_floor
 from retire.lanes.model import SHIM_ID, Lane
 from retire.locks import locking
 from shims.model import ShimManifest
@@ -56,7 +56,7 @@ __all__ = [
     "DropOutcome",
     "DropPlan",
     "DropStatus",
-    "FloorConflict",
+    "FloorConflictError",
     "apply",
     "edit_lane_text",
     "plan_from_bisect",
@@ -320,7 +320,7 @@ def _drop_from_lane_files(plan: DropPlan, lanes_dir: Path) -> list[str]:
         text = path.read_text(encoding="utf-8")
         try:
             new, edits = edit_lane_text(text, plan.shim_id, plan.floor_versions)
-        except FloorConflict as exc:
+        except FloorConflictError as exc:
             raise AbortedError(f"lanes/{path.name}: {exc}") from None
         if edits:
             atomic_write(path, new)

@@ -32,7 +32,6 @@ from pathlib import Path
 
 from retire.branches import proposals
 from retire.branches.proposals import BranchStatus
-from retire.core import times
 from retire.core.errors import InputError
 from retire.core.git import Git, toplevel
 from retire.core.project import Project
@@ -46,6 +45,7 @@ from retire.probes.client import make_client
 from retire.probes.http import Fetcher
 from retire.probes.notes import release_notes
 from retire.runs import lanerun as runs
+from shims import times
 
 BRANCH_PREFIX = "patchlane/bump-"
 _TRAILER = "Patchlane-Bump"
@@ -314,7 +314,7 @@ def _lane_bump(
     if not result.ok:
         why = f"{result.status}: {result.message}; its lock is untouched"
         return LaneBump(name, LaneStatus.FAILED, why)
-    new_lock = locking.read_lock(project.lock_path(name))
+    new_lock = locking.read_lock(locking.lock_path(project.locks_dir, name))
     changes = lockdiff.diff(old_lock, new_lock)
     if not changes:
         return LaneBump(name, LaneStatus.UNCHANGED, "nothing newer to take")
@@ -344,10 +344,12 @@ def _edit(work: Path, request: _BumpRequest, out: _Work) -> str | None:
     """Roll, re-lock, diff (and run the suites) inside the worktree; the commit message, or None
     when no lane has anything newer to take."""
     project = Project(work)
-    before: dict[str, Lane] = {lane.name: lane for lane in project.lanes()}
-    old_locks = {name: locking.read_lock(project.lock_path(name)) for name in before}
+    before: dict[str, Lane] = {lane.name: lane for lane in lanefile.project_lanes(project)}
+    old_locks = {
+        name: locking.read_lock(locking.lock_path(project.locks_dir, name)) for name in before
+    }
     rolled = _roll(work, request, before)
-    after: dict[str, Lane] = {lane.name: lane for lane in project.lanes()}
+    after: dict[str, Lane] = {lane.name: lane for lane in lanefile.project_lanes(project)}
     results = _relock(request, after, rolled, project.locks_dir)
     failed_files = _put_back_failed(work, request.base_commit, after, results)
     bumps = []
@@ -429,7 +431,7 @@ def bump(
         raise InputError(None, "--cooldown", "must be zero or more days", "e.g. --cooldown 7")
     repo = toplevel(root)
     now = now or times.now()
-    all_lanes = Project(repo).lanes()
+    all_lanes = lanefile.project_lanes(Project(repo))
     selected = [lane.name for lane in lanefile.select(all_lanes, list(lanes))]
     upgrades = tuple(packages)
     cutoff = cutoff_for(now, cooldown_days)

@@ -257,7 +257,7 @@ def positive_days(text: str) -> float:
 
 def utc_moment(text: str) -> _dt.datetime:
     """argparse type: an ISO 8601 time, UTC when it names no offset (``--now``)."""
-    from retire.core import times
+    from shims import times
 
     try:
         moment = times.parse(text, assume_utc=True)

@@ -149,9 +149,14 @@ def _default_index(project: Project, shim_id: str, distribution: str, lane=None)
     release probe gets (:func:`retire.verdicts.plan.lane_index_urls`)."""
     from retire.core import uv
     from retire.evidence.values import ProbeFailure
+    from retire.lanes import lanefile
     from retire.verdicts.plan import lane_index_urls
 
-    lanes = [lane] if lane is not None else [l for l in project.lanes() if shim_id in l.shims]
+    lanes = (
+        [lane]
+        if lane is not None
+        else [each for each in lanefile.project_lanes(project) if shim_id in each.shims]
+    )
     named, default = uv.host_indexes().named, uv.default_index()
     if not lanes:
         return default
@@ -165,15 +170,17 @@ def _default_index(project: Project, shim_id: str, distribution: str, lane=None)
 def _lane_python(project: Project, name: str):
     """(lane, python of the lane's environment): built from its lock, or re-synced (cheap)."""
     from retire.lanes import lanefile
+    from retire.locks import locking
+    from retire.mirrors.config import project_mirrors
     from retire.runs import envs
 
-    [lane] = lanefile.select(project.lanes(), [name])
+    [lane] = lanefile.select(lanefile.project_lanes(project), [name])
     # A revision lane installs from this host's mirrors, as `patchlane run` does.
     env = envs.build(
         lane,
-        project.lock_path(lane.name),
+        locking.lock_path(project.locks_dir, lane.name),
         project.envs_dir,
-        mirrors=project.mirrors() if lane.revisions else None,
+        mirrors=project_mirrors(project) if lane.revisions else None,
     )
     return lane, env.python
 

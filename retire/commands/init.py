@@ -65,9 +65,10 @@ def run(project: Project, args: argparse.Namespace) -> int:
 def _lock(project: Project) -> list[str]:
     """Lock the new project's lanes now, so `nox -s lock -- --check` passes at once; an index that
     cannot be reached here is a note (the files are written either way)."""
+    from retire.lanes import lanefile
     from retire.locks import locking
 
-    results = locking.lock_lanes(project.lanes(), project.locks_dir)
+    results = locking.lock_lanes(lanefile.project_lanes(project), project.locks_dir)
     for result in results:
         if not result.ok:
             say(

@@ -43,10 +43,12 @@ def run(project: Project, args: argparse.Namespace) -> int:
     from retire.locks import locking
 
     rows = []
-    for lane in lanefile.select(project.lanes(), args.lanes):
+    for lane in lanefile.select(lanefile.project_lanes(project), args.lanes):
         state = locking.lock_state(lane, project.locks_dir)
         recorded = (
-            locking.read_provenance(project.lock_path(lane.name)) or {} if state.current else {}
+            locking.read_provenance(locking.lock_path(project.locks_dir, lane.name)) or {}
+            if state.current
+            else {}
         )
         rows.append(
             {

@@ -69,8 +69,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(project: Project, args: argparse.Namespace) -> int:
     from retire.lanes import lanefile
     from retire.locks import locking
+    from retire.mirrors.config import project_mirrors
 
-    lanes = lanefile.select(project.lanes(), args.lanes)
+    lanes = lanefile.select(lanefile.project_lanes(project), args.lanes)
     if args.check:
         return _check(project, lanes, args)
     upgrade_packages = tuple(args.upgrade_package or ())
@@ -108,7 +109,9 @@ def run(project: Project, args: argparse.Namespace) -> int:
                 say(f"      | {line}")
 
     # revisions resolve in them
-    mirrors = project.mirrors(args.mirrors) if any(lane.revisions for lane in pending) else None
+    mirrors = (
+        project_mirrors(project, args.mirrors) if any(lane.revisions for lane in pending) else None
+    )
     results = locking.lock_lanes(
         lanes,
         project.locks_dir,
@@ -143,6 +146,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
 def _check(project: Project, lanes: list, args: argparse.Namespace) -> int:
     from retire.core import uv
     from retire.locks import locking
+    from retire.locks.uvinputs import IndexWithoutURL, resolve_index_urls
 
     named = uv.host_indexes().named
     rows, bad, unchecked = [], [], 0
@@ -152,7 +156,7 @@ def _check(project: Project, lanes: list, args: argparse.Namespace) -> int:
         # A missing lock fails, also where this host cannot lock the lane (its index has no URL
         # here): a lane without a lock runs nowhere. Only --skip-unreachable lets such a host pass.
         if state.freshness is locking.Freshness.MISSING and isinstance(
-            locking.resolve_index_urls(lane, named), str
+            resolve_index_urls(lane, named), IndexWithoutURL
         ):
             shown_state, unchecked, fix = "unchecked", unchecked + 1, f"nox -s lock -- {lane.name}"
             if args.skip_unreachable:

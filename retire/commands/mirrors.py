@@ -36,12 +36,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _selected(project: Project, args: argparse.Namespace) -> list:
-    mirrors = project.mirrors(args.mirrors).mirrors
+    from retire.mirrors.config import project_mirrors, repository_key
+
+    mirrors = project_mirrors(project, args.mirrors).mirrors
     wanted = getattr(args, "repositories", None) or []
     if not wanted:
         return list(mirrors)
-    from retire.mirrors.config import repository_key
-
     known = {repository_key(m.repository): m for m in mirrors}
     missing = [url for url in wanted if repository_key(url) not in known]
     if missing:

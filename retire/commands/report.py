@@ -45,9 +45,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def gather_options(project: Project, args: argparse.Namespace) -> dict:
+    from retire.mirrors.config import project_mirrors
+
     pairs = (("index_url", args.index_url), ("api_base", args.api_url))
     return {
-        "mirrors": project.mirrors(args.mirrors),
+        "mirrors": project_mirrors(project, args.mirrors),
         **{key: value for key, value in pairs if value is not None},
     }
 

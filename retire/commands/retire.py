@@ -83,9 +83,10 @@ def run(project: Project, args: argparse.Namespace) -> int:
 def _plans_from_verdicts(project: Project, args: argparse.Namespace) -> list:
     from retire.branches.retirement import plans
     from retire.evidence import validation
+    from retire.lanes import lanefile
     from retire.verdicts.gather import GatherOptions, gather
 
-    manifests, lanes = project.manifests(), project.lanes()
+    manifests, lanes = project.manifests(), lanefile.project_lanes(project)
     records_path = args.validation or project.validation
     records = validation.load(records_path)
     verdicts = gather(

@@ -105,6 +105,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     from retire.core.atomic import atomic_write
     from retire.evidence import validation
     from retire.lanes import lanefile
+    from retire.mirrors.config import project_mirrors
     from retire.runs import lanerun, reaper, suite
 
     if args.run_id:
@@ -112,7 +113,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
         project.run_dir(args.run_id)
     # [] without --wheelhouse
     carried = _wheelhouse_lane(args.wheelhouse)
-    lanes = lanefile.select(project.lanes(), args.lanes or carried)
+    lanes = lanefile.select(lanefile.project_lanes(project), args.lanes or carried)
     if args.tag:
         lanes = [lane for lane in lanes if lane.tag == args.tag]
     if carried and [lane.name for lane in lanes] != carried:
@@ -138,7 +139,11 @@ def run(project: Project, args: argparse.Namespace) -> int:
         # uv's bars from several lanes at once would tear each other apart
         live=live() and args.jobs == 1,
         wheelhouse=args.wheelhouse,
-        mirrors=project.mirrors(args.mirrors) if any(lane.revisions for lane in lanes) else None,
+        mirrors=(
+            project_mirrors(project, args.mirrors)
+            if any(lane.revisions for lane in lanes)
+            else None
+        ),
         **({"run_id": args.run_id} if args.run_id else {}),
     )
     target = args.manifest or project.validation

@@ -63,11 +63,13 @@ def selected_manifests(project: Project, wanted: list[str]) -> list:
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
+    from retire.lanes import lanefile
+    from retire.mirrors.config import project_mirrors
     from retire.verdicts.gather import GatherOptions, gather
     from retire.verdicts.model import Decision
 
     manifests = selected_manifests(project, args.shims)
-    lanes = project.lanes()
+    lanes = lanefile.project_lanes(project)
     cache_dir = None if args.no_cache else (args.cache_dir or project.http_cache)
     verdicts = gather(
         manifests,
@@ -78,7 +80,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
             index_url=args.index_url,
             api_base=args.api_url,
             cache_dir=cache_dir,
-            mirrors=project.mirrors(args.mirrors),
+            mirrors=project_mirrors(project, args.mirrors),
             stale_after_days=args.stale_after,
             workers=args.jobs,
         ),

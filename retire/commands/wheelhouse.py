@@ -74,18 +74,18 @@ def run(project: Project, args: argparse.Namespace) -> int:
     from retire.locks import locking
     from retire.probes.http import make_client
 
-    [lane] = lanefile.select(project.lanes(), [args.lane])
+    [lane] = lanefile.select(lanefile.project_lanes(project), [args.lane])
     state = locking.lock_state(lane, project.locks_dir)
     if not state.current:
         from retire.core.errors import InputError
 
         raise InputError(
-            project.lock_path(lane.name),
+            locking.lock_path(project.locks_dir, lane.name),
             None,
             state.summary,
             f"run `nox -s lock -- {lane.name}` first",
         )
-    lock_file = project.lock_path(lane.name)
+    lock_file = locking.lock_path(project.locks_dir, lane.name)
     data = lock_file.read_bytes()
     base = wheelhouse.read_base(args.base) if args.base else None
     lock = locking.read_lock(lock_file) or {}
@@ -93,8 +93,9 @@ def run(project: Project, args: argparse.Namespace) -> int:
     # revisions build on the host: carry their build requirements' wheels too
     if house.from_mirrors:
         from retire.locks.buildreqs import with_build_requirements
+        from retire.mirrors.config import project_mirrors
 
-        house = with_build_requirements(house, lane, lock, project.mirrors())
+        house = with_build_requirements(house, lane, lock, project_mirrors(project))
     out = args.out or project.state_dir / "wheelhouse" / lane.name
     size = sum(a.size or 0 for a in house.artifacts)
     say(

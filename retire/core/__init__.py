@@ -1,0 +1,9 @@
+"""The engine's ground floor: what every part shares, importing nothing of the engine above it.
+
+``errors`` (the one input-error type and the rest), ``atomic`` (all-or-nothing writes), ``git``
+(the one git runner), ``uv`` (the pinned uv binary, the one way to run it, the host's indexes),
+``project`` (:class:`~retire.core.project.Project`: where everything lives, and ``contained()``,
+the one check that a path stays inside the project), ``childenv`` (the allow-list of what child
+processes inherit) and ``secrets`` (the one scrubber every outgoing string passes). The one ISO
+8601 time parser is the runtime's, ``shims.times``.
+"""

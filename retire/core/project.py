@@ -26,6 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from retire.core.errors import InputError
+from shims.catalogue import configured
+from shims.manifest import discover
+from shims.model import ShimManifest
 
 __all__ = ["Project", "contained"]
 
@@ -72,7 +75,11 @@ def _shown(path: Path) -> str:
 
 @dataclass(frozen=True)
 class Project:
-    """A project folder. Paths only; loading lanes and manifests goes through the loaders."""
+    """A project folder: paths, and the shim catalogue (the ground floor's own data).
+
+    Lanes, mirrors and locks are loaded by the packages that own them:
+    :func:`retire.lanes.lanefile.project_lanes`, :func:`retire.mirrors.config.project_mirrors`
+    and :func:`retire.locks.locking.lock_path`."""
 
     root: Path
 
@@ -92,8 +99,6 @@ class Project:
     def shims_dir(self) -> Path:
         """The shop's shim catalogue, one folder per shim: ``[catalogue] path`` of
         ``patchlane.toml`` (default ``shims``)."""
-        from shims.catalogue import configured
-
         return Path(configured(self.root))
 
     @property
@@ -138,16 +143,9 @@ class Project:
         # and never a link
         return contained(self.state_dir / "runs", run_id, key="--run-id")
 
-    def lock_path(self, lane_name: str) -> Path:
-        from retire.locks.locking import lock_path
-
-        return lock_path(self.locks_dir, lane_name)
-
     # Loading --------------------------------------------------------------------------------
-    def manifests(self) -> dict:
+    def manifests(self) -> dict[str, ShimManifest]:
         """The shims of this project's catalogue by id (none when it has no ``shims/`` folder)."""
-        from shims.manifest import discover
-
         # read from patchlane.toml: once
         folder = self.shims_dir
         return {m.id: m for m in discover(folder)} if folder.is_dir() else {}
@@ -156,16 +154,3 @@ class Project:
         """Ids of the shims in this project's catalogue (folder names, without loading them)."""
         folder = self.shims_dir
         return {p.parent.name for p in folder.glob("*/manifest.toml")} if folder.is_dir() else set()
-
-    def mirrors(self, folder: Path | None = None):
-        """The git mirrors ``patchlane.toml`` declares (``folder``, from ``--mirrors``, replaces
-        its folder)."""
-        from retire.mirrors.config import load_mirrors
-
-        return load_mirrors(self.root, folder=folder)
-
-    def lanes(self) -> list:
-        """Every lane of ``lanes/``, with shim ids checked against the catalogue."""
-        from retire.lanes import lanefile
-
-        return lanefile.load_lanes(self.lanes_dir, root=self.root, known_shims=self.shim_ids())

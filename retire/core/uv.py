@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -144,20 +145,18 @@ def _echo(chunk: bytes) -> None:
 
 
 def _run_live(
-    args: Sequence[str], *, cwd, without_indexes: bool
+    args: Sequence[str], *, cwd: str | os.PathLike[str] | None, without_indexes: bool
 ) -> subprocess.CompletedProcess[str]:
     """Run uv with its stderr on a pseudo-terminal copied to ours as it comes, so it draws its
     progress; the text comes back too, as :func:`plain` lines, for the caller to parse."""
     master, follower = pty.openpty()
-    # the bars fit our terminal's width
-    try:
+    # the bars fit our terminal's width; no terminal (or no size) leaves uv's default
+    with contextlib.suppress(OSError, ValueError, AttributeError):
         fcntl.ioctl(
             follower,
             termios.TIOCSWINSZ,
             fcntl.ioctl(sys.stderr.fileno(), termios.TIOCGWINSZ, b"\0" * 8),
         )
-    except (OSError, ValueError, AttributeError):
-        pass
     try:
         proc = subprocess.Popen(
             [binary(), *args],
@@ -173,7 +172,11 @@ def _run_live(
     finally:
         os.close(follower)
     out: list[bytes] = []
-    reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)
+    # stdout=PIPE always gives a stream; without one there is nothing to read
+    reader = threading.Thread(
+        target=lambda: out.append(proc.stdout.read() if proc.stdout is not None else b""),
+        daemon=True,
+    )
     reader.start()
     seen = bytearray()
     try:
@@ -257,8 +260,8 @@ def host_indexes() -> HostIndexes:
                 named.setdefault(index["name"], index["url"])
             if index.get("default") is True and default is None:
                 default = index["url"]
-        pip = data.get("pip") if isinstance(data.get("pip"), dict) else {}
-        for table in (data, pip):
+        pip = data.get("pip")
+        for table in (data, pip if isinstance(pip, dict) else {}):
             if default is None and isinstance(table.get("index-url"), str):
                 default = table["index-url"]
     return HostIndexes(named, default)

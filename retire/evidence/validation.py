@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from retire.core import times
 from retire.core.atomic import atomic_write, locked
 from retire.core.errors import InputError
+from shims import times
 from shims.filereading import read_bytes
 from shims.reproducer import Mode
 

@@ -33,8 +33,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from tomlkit.items import Table
 
-from retire.core import times
 from retire.core.atomic import atomic_write
+from shims import times
 
 REQUIREMENT_KEYS = ("requirements", "constraints", "overrides")
 
@@ -50,8 +50,7 @@ def lane_bodies(doc: tomlkit.TOMLDocument) -> Iterator[Table]:
     if "base" in matrix:
         yield matrix["base"]
     for values in matrix.get("axes", {}).values():
-        for fragment in values.values():
-            yield fragment
+        yield from values.values()
     for include in matrix.get("include", []):
         if "lane" in include:
             yield include["lane"]
@@ -119,7 +118,7 @@ def roll_exclude_newer(path: Path, cutoff: _dt.datetime) -> bool:
     return changed
 
 
-class FloorConflict(ValueError):
+class FloorConflictError(ValueError):
     """A requirement cannot be raised to the floor automatically."""
 
 
@@ -135,7 +134,7 @@ def raise_floor(text: str, floor: str) -> str:
     """``text`` with its lower bound raised to ``floor`` (see the module docstring for the rule)."""
     req = Requirement(text)
     if req.url:
-        raise FloorConflict(f"{text!r} points at a URL; raise it to >={floor} by hand")
+        raise FloorConflictError(f"{text!r} points at a URL; raise it to >={floor} by hand")
     f = Version(floor)
     specs = sorted(req.specifier, key=str)
     pinned_below = False
@@ -146,7 +145,7 @@ def raise_floor(text: str, floor: str) -> str:
                 if Version(version) >= f:
                     return text
             except InvalidVersion:
-                raise FloorConflict(
+                raise FloorConflictError(
                     f"{text!r} pins a non-PEP 440 version; raise it by hand"
                 ) from None
             pinned_below = True
@@ -166,7 +165,7 @@ def raise_floor(text: str, floor: str) -> str:
             else:
                 clauses.append(str(spec))
         if not SpecifierSet(",".join(clauses)).contains(f, prereleases=True):
-            raise FloorConflict(f"{text!r} excludes {req.name} {f}; the lane needs a human")
+            raise FloorConflictError(f"{text!r} excludes {req.name} {f}; the lane needs a human")
     extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
     marker = f"; {req.marker}" if req.marker else ""
     return f"{req.name}{extras}{','.join(clauses)}{marker}"
@@ -192,8 +191,8 @@ def _edit_body(body, shim_id: str, floors: Mapping[str, str], changes: list[str]
             if name in floors:
                 try:
                     raised = raise_floor(str(item), floors[name])
-                except FloorConflict as exc:
-                    raise FloorConflict(f"{key}[{i}]: {exc}") from None
+                except FloorConflictError as exc:
+                    raise FloorConflictError(f"{key}[{i}]: {exc}") from None
                 if raised != str(item):
                     items[i] = raised
                     changes.append(f"{item} → {raised}")

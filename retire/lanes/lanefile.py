@@ -15,8 +15,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from retire.core import times
 from retire.core.errors import InputError
+from retire.core.project import Project
 from retire.lanes import matrix as matrix_mod
 from retire.lanes.model import (
     ENV_NAME,
@@ -35,7 +35,7 @@ from retire.lanes.model import (
     StaticMetadata,
 )
 from retire.lanes.revisions import parse_revisions
-from shims import tomlreader
+from shims import times, tomlreader
 from shims.tomlreader import Table, Value
 
 BODY_KEYS = {
@@ -70,6 +70,14 @@ def _as(example: str) -> str:
     return f"write it as {example}"
 
 
+def _or_default(table: Table, name: str, default: object) -> Value:
+    """The value of ``name`` in ``table``, or ``default`` read as if the file had written it."""
+    found = table.get(name)
+    return (
+        found if found is not None else Value(default, tomlreader.join(table.key, name), table.name)
+    )
+
+
 class _Reader:
     """Validates one file; every error names this file and the key path."""
 
@@ -87,24 +95,13 @@ class _Reader:
         return {BODY_KEYS[key]: self._value(key, item) for key, item in table.entries()}
 
     def _value(self, key: str, value: Value) -> object:
+        """One body key's value, checked by the reader of that key."""
         if key == "description":
             return value.string(fix=_as('"one sentence"'), empty_ok=True)
         if key == "python":
-            text = value.string(fix=_as('a quoted version such as "3.12"'), empty_ok=True)
-            if not PYTHON_VERSION.fullmatch(text):
-                raise value.error(
-                    f"invalid Python version {text!r}",
-                    'use the major.minor of a CPython that exists, 3.8 to 3.19, such as "3.12"',
-                )
-            return text
+            return self._python(value)
         if key == "platform":
-            text = value.string(fix=_as('"x86_64-manylinux_2_28"'), empty_ok=True)
-            if not PLATFORM.fullmatch(text):
-                raise value.error(
-                    f"unknown target platform {text!r}",
-                    "use a uv --python-platform target such as x86_64-manylinux_2_28 or linux",
-                )
-            return text
+            return self._platform(value)
         if key in ("requirements", "constraints", "overrides"):
             return [
                 item.requirement()
@@ -113,27 +110,11 @@ class _Reader:
         if key == "indexes":
             return self._indexes(value)
         if key == "sources":
-            table = value.table(fix=_as('{ torch = "pytorch-nightly" }'))
-            return {
-                str(canonicalize_name(package)): index.string(
-                    fix=_as('"<index name>"'), empty_ok=True
-                )
-                for package, index in table.entries()
-            }
+            return self._sources(value)
         if key == "exclude-newer":
             return self._freeze(value, exempt_ok=False)
         if key == "exclude-newer-package":
-            table = value.table(fix=_as("a table such as { torch = false, numpy = 2026-11-01 }"))
-            for package, item in table.entries():
-                if not _PROJECT_NAME.fullmatch(package):
-                    raise item.error(
-                        f"not a package name: {package!r}",
-                        "use the name as the index lists it, e.g. torch",
-                    )
-            return {
-                str(canonicalize_name(package)): self._freeze(item, exempt_ok=True)
-                for package, item in table.entries()
-            }
+            return self._package_freezes(value)
         if key == "prerelease":
             return value.choice(PRERELEASE_MODES, noun="pre-release mode")
         if key == "static-metadata":
@@ -142,24 +123,9 @@ class _Reader:
                 for item in value.tables(fix=_as("an array of tables [[lane.static-metadata]]"))
             ]
         if key == "env":
-            env = {}
-            for name, text in value.table(fix=_as('{ NAME = "value" }')).entries():
-                if not ENV_NAME.fullmatch(name):
-                    raise text.error(
-                        "invalid environment variable name", "use UPPER_CASE letters, digits and _"
-                    )
-                env[name] = text.string(fix=_as('a quoted string such as "1"'), empty_ok=True)
-            return env
+            return self._env(value)
         if key == "shims":
-            ids = value.strings(fix=_as('["shim_id", …]'))
-            for i, shim in enumerate(ids):
-                if not SHIM_ID.fullmatch(shim):
-                    raise self.error(
-                        f"{value.key}[{i}]",
-                        f"invalid shim id {shim!r}",
-                        "shim ids look like dsa_indexer_memory",
-                    )
-            return ids
+            return self._shims(value)
         if key == "needs-cuda":
             return value.boolean(fix=_as("true or false"))
         # a table by distribution, so matrix cells merge it like sources
@@ -167,6 +133,67 @@ class _Reader:
             return {r.distribution: r for r in parse_revisions(value.raw, self.display, value.key)}
         # BODY_KEYS and this dispatch list the same keys
         raise AssertionError(key)
+
+    def _python(self, value: Value) -> str:
+        text = value.string(fix=_as('a quoted version such as "3.12"'), empty_ok=True)
+        if not PYTHON_VERSION.fullmatch(text):
+            raise value.error(
+                f"invalid Python version {text!r}",
+                'use the major.minor of a CPython that exists, 3.8 to 3.19, such as "3.12"',
+            )
+        return text
+
+    def _platform(self, value: Value) -> str:
+        text = value.string(fix=_as('"x86_64-manylinux_2_28"'), empty_ok=True)
+        if not PLATFORM.fullmatch(text):
+            raise value.error(
+                f"unknown target platform {text!r}",
+                "use a uv --python-platform target such as x86_64-manylinux_2_28 or linux",
+            )
+        return text
+
+    def _sources(self, value: Value) -> dict[str, str]:
+        """Package → the name of the index it is taken from."""
+        table = value.table(fix=_as('{ torch = "pytorch-nightly" }'))
+        return {
+            str(canonicalize_name(package)): index.string(fix=_as('"<index name>"'), empty_ok=True)
+            for package, index in table.entries()
+        }
+
+    def _package_freezes(self, value: Value) -> dict[str, Freeze]:
+        """Package → its own freeze (``false``: not frozen at all)."""
+        table = value.table(fix=_as("a table such as { torch = false, numpy = 2026-11-01 }"))
+        for package, item in table.entries():
+            if not _PROJECT_NAME.fullmatch(package):
+                raise item.error(
+                    f"not a package name: {package!r}",
+                    "use the name as the index lists it, e.g. torch",
+                )
+        return {
+            str(canonicalize_name(package)): self._freeze(item, exempt_ok=True)
+            for package, item in table.entries()
+        }
+
+    def _env(self, value: Value) -> dict[str, str]:
+        env = {}
+        for name, item in value.table(fix=_as('{ NAME = "value" }')).entries():
+            if not ENV_NAME.fullmatch(name):
+                raise item.error(
+                    "invalid environment variable name", "use UPPER_CASE letters, digits and _"
+                )
+            env[name] = item.string(fix=_as('a quoted string such as "1"'), empty_ok=True)
+        return env
+
+    def _shims(self, value: Value) -> list[str]:
+        ids = value.strings(fix=_as('["shim_id", …]'))
+        for i, shim in enumerate(ids):
+            if not SHIM_ID.fullmatch(shim):
+                raise self.error(
+                    f"{value.key}[{i}]",
+                    f"invalid shim id {shim!r}",
+                    "shim ids look like dsa_indexer_memory",
+                )
+        return ids
 
     def _freeze(self, value: Value, *, exempt_ok: bool) -> Freeze:
         """A date or time (UTC when it names no offset), a span before lock time such as
@@ -210,7 +237,7 @@ class _Reader:
                 )
                 if url is not None
                 else None,
-                default=spec.get("default", False).boolean(fix=_as("true or false")),
+                default=_or_default(spec, "default", False).boolean(fix=_as("true or false")),
             )
         return out
 
@@ -222,10 +249,10 @@ class _Reader:
         version = table.need("version").version()
         requires = [
             item.requirement()
-            for item in table.get("requires-dist", []).items(fix=_as('["torch"]'))
+            for item in _or_default(table, "requires-dist", []).items(fix=_as('["torch"]'))
         ]
         requires_python = table.get("requires-python")
-        extras = table.get("provides-extras", []).strings(fix=_as('["dev"]'))
+        extras = _or_default(table, "provides-extras", []).strings(fix=_as('["dev"]'))
         return StaticMetadata(
             name,
             version,
@@ -320,7 +347,58 @@ class _Reader:
 
     def matrix(self, value: Value) -> list[Lane]:
         raw = value.table(fix=_as("a [matrix] table")).check_keys(MATRIX_KEYS)
-        axes_raw = raw.get("axes", {}).table(fix=_as("[matrix.axes.<axis>.<value>] tables"))
+        axes = self._axes(raw)
+        base = self.body(_or_default(raw, "base", {}))
+        # the matrix's own description is every cell's unless one says otherwise
+        if "description" in raw:
+            base.setdefault(
+                "description",
+                raw.need("description").string(fix=_as('"one sentence"'), empty_ok=True),
+            )
+        exclude = [
+            self._cell_rule(rule.table(fix=_as("a table of axis = value")), axes, full=False)
+            for rule in _or_default(raw, "exclude", []).items(fix=_as("[[matrix.exclude]] tables"))
+        ]
+        include = []
+        for item in _or_default(raw, "include", []).items(fix=_as("[[matrix.include]] tables")):
+            rule = item.table(fix=_as("a table"))
+            extra = self.body(_or_default(rule, "lane", {}))
+            picked = Table({k: v for k, v in rule.data.items() if k != "lane"}, rule.key, rule.name)
+            include.append((self._cell_rule(picked, axes, full=True), extra))
+        template = raw.string(
+            "name",
+            "-".join([self.path.stem] + ["{" + a + "}" for a in axes]),
+            fix=_as('"torch{torch}-te{te}"'),
+            empty_ok=True,
+        )
+        try:
+            cells = matrix_mod.expand(
+                template=template, base=base, axes=axes, exclude=exclude, include=include
+            )
+        except matrix_mod.MatrixConflictError as exc:
+            raise self.error(exc.key, exc.problem, exc.fix) from None
+        # a matrix that silently defines no lane would drop its cells from every run
+        if not cells:
+            raise self.error(
+                "matrix.exclude",
+                "the excludes remove every cell: the matrix defines no lane",
+                "drop an exclude, or delete the file",
+            )
+        lanes = []
+        for cell in cells:
+            label = ", ".join(f"{a}={v}" for a, v in cell.values)
+            lanes.append(
+                self.lane(
+                    cell.name, cell.body, f"matrix.name ({label})", f"{self.display} [{label}]"
+                )
+            )
+        return lanes
+
+    def _axes(self, raw: Table) -> dict[str, dict[str, dict]]:
+        """Axis → value → the lane body that value sets; at most ``MAX_CELLS`` combinations."""
+        axes_raw = _or_default(raw, "axes", {}).table(
+            fix=_as("[matrix.axes.<axis>.<value>] tables")
+        )
         if not len(axes_raw):
             raise self.error(
                 "matrix.axes",
@@ -341,60 +419,17 @@ class _Reader:
                 if not LANE_NAME.fullmatch(name):
                     raise fragment.error(f"invalid axis value {name!r}", AXIS_VALUE_HINT)
                 axes[axis][name] = self.body(fragment)
-        cells = math.prod(len(values) for values in axes.values())
-        if cells > MAX_CELLS:
+        count = math.prod(len(values) for values in axes.values())
+        if count > MAX_CELLS:
             raise self.error(
                 "matrix.axes",
-                f"expands to {cells} cells, more than {MAX_CELLS}",
+                f"expands to {count} cells, more than {MAX_CELLS}",
                 "split the matrix, or exclude cells by fewer axis values",
             )
-        base = self.body(raw.get("base", {}))
-        # the matrix's own description is every cell's unless one says otherwise
-        if "description" in raw:
-            base.setdefault(
-                "description",
-                raw.need("description").string(fix=_as('"one sentence"'), empty_ok=True),
-            )
-        exclude = [
-            self._cell_rule(rule.table(fix=_as("a table of axis = value")), axes, full=False)
-            for rule in raw.get("exclude", []).items(fix=_as("[[matrix.exclude]] tables"))
-        ]
-        include = []
-        for item in raw.get("include", []).items(fix=_as("[[matrix.include]] tables")):
-            rule = item.table(fix=_as("a table"))
-            extra = self.body(rule.get("lane", {}))
-            cell = Table({k: v for k, v in rule.data.items() if k != "lane"}, rule.key, rule.name)
-            include.append((self._cell_rule(cell, axes, full=True), extra))
-        template = raw.string(
-            "name",
-            "-".join([self.path.stem] + ["{" + a + "}" for a in axes]),
-            fix=_as('"torch{torch}-te{te}"'),
-            empty_ok=True,
-        )
-        try:
-            cells = matrix_mod.expand(
-                template=template, base=base, axes=axes, exclude=exclude, include=include
-            )
-        except matrix_mod.MatrixConflict as exc:
-            raise self.error(exc.key, exc.problem, exc.fix) from None
-        # a matrix that silently defines no lane would drop its cells from every run
-        if not cells:
-            raise self.error(
-                "matrix.exclude",
-                "the excludes remove every cell: the matrix defines no lane",
-                "drop an exclude, or delete the file",
-            )
-        lanes = []
-        for cell in cells:
-            label = ", ".join(f"{a}={v}" for a, v in cell.values)
-            lanes.append(
-                self.lane(
-                    cell.name, cell.body, f"matrix.name ({label})", f"{self.display} [{label}]"
-                )
-            )
-        return lanes
+        return axes
 
     def _cell_rule(self, rule: Table, axes: dict[str, dict], *, full: bool) -> dict[str, str]:
+        chosen: dict[str, str] = {}
         for axis, value in rule.entries():
             if axis not in axes:
                 raise value.error(f"names unknown axis {axis!r}", f"axes are: {', '.join(axes)}")
@@ -404,6 +439,7 @@ class _Reader:
                     f"unknown value {text!r} for axis {axis!r}",
                     f"values are: {', '.join(axes[axis])}",
                 )
+            chosen[axis] = text
         if full and set(rule) != set(axes):
             missing = ", ".join(a for a in axes if a not in rule)
             raise self.error(
@@ -413,7 +449,7 @@ class _Reader:
             )
         if not len(rule):
             raise self.error(rule.key, "empty rule", "name at least one axis = value")
-        return dict(rule.data)
+        return chosen
 
 
 def _same_version(a: str, b: str) -> bool:
@@ -475,6 +511,11 @@ def load_lanes(
             seen[lane.name] = lane
             lanes.append(lane)
     return lanes
+
+
+def project_lanes(project: Project) -> list[Lane]:
+    """Every lane of the project's ``lanes/``, with shim ids checked against its catalogue."""
+    return load_lanes(project.lanes_dir, root=project.root, known_shims=project.shim_ids())
 
 
 def select(lanes: list[Lane], names: list[str]) -> list[Lane]:

@@ -20,7 +20,7 @@ TABLE_KEYS = ("env", "indexes", "sources", "exclude_newer_package", "revisions")
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 
 
-class MatrixConflict(Exception):
+class MatrixConflictError(Exception):
     def __init__(self, key: str, problem: str, fix: str) -> None:
         self.key, self.problem, self.fix = key, problem, fix
         super().__init__(problem)
@@ -42,7 +42,7 @@ def _merge(into: dict, fragment: dict, owners: dict, who: str, key_prefix: str) 
             merged = dict(into.get(key, {}))
             for sub, subvalue in value.items():
                 if sub in merged and merged[sub] != subvalue:
-                    raise MatrixConflict(
+                    raise MatrixConflictError(
                         f"{key_prefix}.{key}.{sub}",
                         f"set to two values, by {owners.get((key, sub), 'base')} and {who}",
                         "set it in one place (the base or a single axis)",
@@ -53,7 +53,7 @@ def _merge(into: dict, fragment: dict, owners: dict, who: str, key_prefix: str) 
         else:
             previous = owners.get(key)
             if previous not in (None, "base") and into.get(key) != value:
-                raise MatrixConflict(
+                raise MatrixConflictError(
                     f"{key_prefix}.{key}",
                     f"set to two values, by {previous} and {who}",
                     "set it in one axis only, or in the base",
@@ -66,7 +66,7 @@ def render_name(template: str, values: dict[str, str]) -> str:
     def substitute(match: re.Match) -> str:
         axis = match.group(1)
         if axis not in values:
-            raise MatrixConflict(
+            raise MatrixConflictError(
                 "matrix.name",
                 f"placeholder {{{axis}}} names no axis",
                 f"use one of {', '.join('{' + a + '}' for a in values)}",
@@ -87,7 +87,7 @@ def expand(
     """Every cell of the matrix, in a deterministic order (axis order, value order, includes)."""
     axis_names = list(axes)
     combos: list[dict[str, str]] = [
-        dict(zip(axis_names, chosen))
+        dict(zip(axis_names, chosen, strict=True))
         for chosen in itertools.product(*(list(axes[a]) for a in axis_names))
     ]
     combos = [

@@ -8,13 +8,13 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from retire.core.times import format_span, format_utc
 from retire.lanes.revisions import Revision
+from shims.times import format_span, format_utc
 
 #: A lane name becomes a folder and file names (locks/<lane>/, .patchlane/envs/<lane>, <lane>.json):
 #: capped well below a file name's 255 bytes.
 LANE_NAME_MAX = 100
-LANE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,%d}" % (LANE_NAME_MAX - 1))
+LANE_NAME = re.compile(rf"[a-z0-9][a-z0-9._-]{{0,{LANE_NAME_MAX - 1}}}")
 INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
 SHIM_ID = re.compile(r"[a-z][a-z0-9_]*")
 ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
@@ -144,14 +144,14 @@ class Lane:
         """The lane's ``exclude-newer``: a date, a cooldown, or None."""
         return self.exclude_newer or self.cooldown
 
-    def lock_inputs(self) -> dict:
+    def lock_inputs(self) -> dict[str, object]:
         """Everything that decides the lock's contents, in a canonical, JSON-able form.
 
         Index URLs that come from the host's uv configuration are not part of the lane, so
         they are not digested: the same lane locks the same way behind a mirror. Keys added
         after digest version 1 appear only when set, so existing locks stay current.
         """
-        inputs = {
+        inputs: dict[str, object] = {
             "digest-version": DIGEST_VERSION,
             "python": self.python,
             "platform": self.platform,

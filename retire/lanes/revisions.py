@@ -19,12 +19,15 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from packaging.utils import canonicalize_name
 
 from retire.core.errors import InputError
 
 __all__ = [
+    "LocalClone",
+    "MirrorLookup",
     "Revision",
     "local_urls",
     "localize_vcs",
@@ -35,6 +38,22 @@ __all__ = [
     "resolve",
     "vcs_entries",
 ]
+
+
+class LocalClone(Protocol):
+    """A local clone of an upstream repository (a :class:`retire.mirrors.config.Mirror`)."""
+
+    @property
+    def path(self) -> Path: ...
+
+
+class MirrorLookup(Protocol):
+    """Where this host keeps its clones of upstream repositories: a
+    :class:`retire.mirrors.config.MirrorSet`. Lanes sit on the floor below mirrors, so they name
+    only what they ask of one."""
+
+    def for_repository(self, url: str) -> LocalClone | None: ...
+
 
 _REV = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/+-]{0,199}")
 _SUBDIRECTORY = re.compile(r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*")
@@ -121,7 +140,9 @@ def parse_revisions(
     return tuple(sorted(found, key=lambda r: r.distribution))
 
 
-def resolve(revision: Revision, mirrors, origin: str | Path = "lane file") -> tuple[Path, str]:
+def resolve(
+    revision: Revision, mirrors: MirrorLookup | None, origin: str | Path = "lane file"
+) -> tuple[Path, str]:
     """(local mirror path, full commit) of ``revision``. A missing mirror or revision is a one-line
     InputError naming ``origin`` (the lane file), the revision's key and the fix."""
     from retire.core.git import Git, GitError
@@ -181,7 +202,7 @@ def localize_vcs(lock: Mapping, urls: Mapping[str, str]) -> dict:
     return {**lock, "packages": packages}
 
 
-def mirror_path(revision: Revision, mirrors, origin: str | Path) -> Path:
+def mirror_path(revision: Revision, mirrors: MirrorLookup | None, origin: str | Path) -> Path:
     """This host's mirror of ``revision``'s repository; a one-line InputError naming ``origin``
     (the lane file), the revision's key and the fix when there is none."""
     mirror = mirrors.for_repository(revision.repository) if mirrors is not None else None
@@ -203,7 +224,9 @@ def mirror_path(revision: Revision, mirrors, origin: str | Path) -> Path:
     return mirror.path.resolve()
 
 
-def local_urls(revisions: tuple[Revision, ...], mirrors, origin: str | Path) -> dict[str, str]:
+def local_urls(
+    revisions: tuple[Revision, ...], mirrors: MirrorLookup | None, origin: str | Path
+) -> dict[str, str]:
     """``{upstream git URL: local mirror file:// URL}`` for installing a lane's revisions from the
     mirrors on this host; a one-line InputError (lane file, key, fix) when one is missing."""
     return {r.upstream_url: mirror_path(r, mirrors, origin).as_uri() for r in revisions}

@@ -13,8 +13,8 @@ from datetime import datetime
 
 import tomlkit
 
-from retire.core import times
-from retire.lanes.model import Cooldown, Lane
+from retire.lanes.model import Cooldown, Freeze, Lane
+from shims import times
 
 __all__ = ["Cutoffs", "resolve_cutoffs"]
 
@@ -42,7 +42,9 @@ class Cutoffs:
             table["cooldown-resolved-at"] = times.format_utc(self.resolved_at)
         if self.packages:
             packages = tomlkit.inline_table()
-            packages.update({name: times.format_utc(at) if at else False for name, at in self.packages})
+            packages.update(
+                {name: times.format_utc(at) if at else False for name, at in self.packages}
+            )
             table["exclude-newer-package"] = packages
         return table
 
@@ -56,17 +58,28 @@ def resolve_cutoffs(lane: Lane, previous: dict | None, *, now: datetime, roll: b
     ``--upgrade-package``, ``bump``) measures from ``now`` instead.
     """
     relative = [lane.cooldown, *(p.freeze for p in lane.exclude_newer_package)]
-    resolved_at = None
-    if any(isinstance(f, Cooldown) for f in relative):
-        recorded = (previous or {}).get("cooldown-resolved-at") if (previous or {}).get("lane") == lane.name else None
-        try:
-            resolved_at = times.parse(recorded) if recorded and not roll else None
-        except times.TimeError:
-            resolved_at = None
-        resolved_at = resolved_at or times.to_utc(now).replace(microsecond=0)
+    anchor = _cooldown_anchor(lane, previous, now=now, roll=roll)
 
-    def absolute(freeze):
-        return freeze.cutoff(resolved_at) if isinstance(freeze, Cooldown) else freeze
+    def absolute(freeze: Freeze) -> datetime | None:
+        return freeze.cutoff(anchor) if isinstance(freeze, Cooldown) else freeze
 
-    return Cutoffs(absolute(lane.freeze), tuple((p.name, absolute(p.freeze)) for p in lane.exclude_newer_package),
-                   resolved_at)
+    return Cutoffs(
+        absolute(lane.freeze),
+        tuple((p.name, absolute(p.freeze)) for p in lane.exclude_newer_package),
+        anchor if any(isinstance(f, Cooldown) for f in relative) else None,
+    )
+
+
+def _cooldown_anchor(lane: Lane, previous: dict | None, *, now: datetime, roll: bool) -> datetime:
+    """The moment cooldowns are measured from: the one the previous lock of this lane recorded,
+    unless ``roll`` (or it recorded none readable), else ``now`` to the second."""
+    recorded = (
+        (previous or {}).get("cooldown-resolved-at")
+        if (previous or {}).get("lane") == lane.name
+        else None
+    )
+    try:
+        resolved_at = times.parse(recorded) if recorded and not roll else None
+    except times.TimeError:
+        resolved_at = None
+    return resolved_at or times.to_utc(now).replace(microsecond=0)

@@ -26,8 +26,10 @@ UNREACHABLE_MARKERS = (
 
 #: uv's words for an index that answered with an error status (reqwest's "HTTP status server error
 #: (500 …)").
-_HTTP_STATUS = re.compile(r"HTTP status (server|client) error|\b[45]\d\d (Internal Server Error|Service Unavailable|"
-                          r"Bad Gateway|Forbidden|Unauthorized|Not Found|Gateway Timeout)")
+_HTTP_STATUS = re.compile(
+    r"HTTP status (server|client) error|\b[45]\d\d (Internal Server Error|Service Unavailable|"
+    r"Bad Gateway|Forbidden|Unauthorized|Not Found|Gateway Timeout)"
+)
 
 
 def explain_failure(stderr: str) -> tuple[str, str]:
@@ -37,7 +39,11 @@ def explain_failure(stderr: str) -> tuple[str, str]:
     # never
     # "unreachable" (which keeps the old lock and exits 0) — uv says "Failed to fetch" for both.
     answered = _HTTP_STATUS.search(stderr) is not None
-    status = "unreachable" if not answered and any(m in stderr for m in UNREACHABLE_MARKERS) else "failed"
+    status = (
+        "unreachable"
+        if not answered and any(m in stderr for m in UNREACHABLE_MARKERS)
+        else "failed"
+    )
     errors = [line for line in lines if line.startswith(("error:", "cause:", "Caused by:", "╰─▶"))]
     summary = " / ".join((errors or lines or ["uv failed without a message"])[:4])
     return status, summary[:600]

@@ -1,4 +1,5 @@
-"""What makes a lock trustworthy after it was written: its content digest, and versions its lane allows.
+"""What makes a lock trustworthy after it was written: its content digest, and versions its lane
+allows.
 
 patchlane records ``content = "sha256:…"`` in a lock's ``[tool.patchlane]`` table: the digest of
 everything above that table (uv's lock and patchlane's header). A lock edited by hand — a version
@@ -21,12 +22,20 @@ from packaging.version import InvalidVersion, Version
 
 from retire.lanes.model import Lane
 
-__all__ = ["CONTENT_KEY", "PROVENANCE_HEADER", "content_digest", "content_problem", "locked_versions",
-           "versions_outside"]
+__all__ = [
+    "CONTENT_KEY",
+    "PROVENANCE_HEADER",
+    "content_digest",
+    "content_problem",
+    "locked_versions",
+    "versions_outside",
+]
 
 CONTENT_KEY = "content"
 PROVENANCE_HEADER = "\n[tool.patchlane]\n"
-_PACKAGE = re.compile(r'^\[\[packages\]\]\nname = "([^"\n]+)"\n(?:version = "([^"\n]+)")?', re.MULTILINE)
+_PACKAGE = re.compile(
+    r'^\[\[packages\]\]\nname = "([^"\n]+)"\n(?:version = "([^"\n]+)")?', re.MULTILINE
+)
 
 
 def content_digest(body: str) -> str:
@@ -42,7 +51,10 @@ def content_problem(text: str, provenance: dict) -> str | None:
     text = text.replace("\r\n", "\n")
     at = text.rfind(PROVENANCE_HEADER)
     if at < 0 or content_digest(text[:at]) != recorded:
-        return "its content changed after patchlane wrote it (edited by hand?): re-lock it, never edit it"
+        return (
+            "its content changed after patchlane wrote it (edited by hand?): re-lock it, "
+            "never edit it"
+        )
     return None
 
 
@@ -59,8 +71,11 @@ def _rules(lane: Lane) -> list[tuple[Requirement, str]]:
     """The lane's version rules that hold on every platform: (requirement, where it is written)."""
     rules: list[tuple[Requirement, str]] = []
     overridden: set[str] = set()
-    for kind, texts in (("overrides", lane.overrides), ("constraints", lane.constraints),
-                        ("requirements", lane.requirements)):
+    for kind, texts in (
+        ("overrides", lane.overrides),
+        ("constraints", lane.constraints),
+        ("requirements", lane.requirements),
+    ):
         for text in texts:
             try:
                 requirement = Requirement(text)
@@ -91,5 +106,8 @@ def versions_outside(lane: Lane, text: str) -> list[str]:
             except InvalidVersion:
                 allowed = False
             if not allowed:
-                problems.append(f"{requirement.name} {version} is locked, but the lane's {kind} say {requirement}")
+                problems.append(
+                    f"{requirement.name} {version} is locked, but the lane's {kind} say "
+                    f"{requirement}"
+                )
     return problems

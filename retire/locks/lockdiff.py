@@ -16,7 +16,17 @@ from packaging.version import InvalidVersion, Version
 
 from retire.evidence.values import nightly_date
 
-KINDS = ("major", "minor", "patch", "pre-release", "nightly", "downgrade", "added", "removed", "other")
+KINDS = (
+    "major",
+    "minor",
+    "patch",
+    "pre-release",
+    "nightly",
+    "downgrade",
+    "added",
+    "removed",
+    "other",
+)
 
 
 @dataclass(frozen=True)
@@ -32,8 +42,14 @@ class PackageChange:
     marker: str | None = None
 
     def to_json(self) -> dict:
-        return {"name": self.name, "marker": self.marker, "old": self.old, "new": self.new, "kind": self.kind,
-                "uploaded": self.uploaded.isoformat() if self.uploaded else None}
+        return {
+            "name": self.name,
+            "marker": self.marker,
+            "old": self.old,
+            "new": self.new,
+            "kind": self.kind,
+            "uploaded": self.uploaded.isoformat() if self.uploaded else None,
+        }
 
 
 def classify(old: str | None, new: str | None) -> str:
@@ -51,7 +67,7 @@ def classify(old: str | None, new: str | None) -> str:
         return "nightly"
     if after.is_prerelease:
         return "pre-release"
-    a, b = (before.release + (0, 0, 0))[:3], (after.release + (0, 0, 0))[:3]
+    a, b = (*before.release, 0, 0, 0)[:3], (*after.release, 0, 0, 0)[:3]
     if a[0] != b[0]:
         return "major"
     if a[1] != b[1]:
@@ -72,7 +88,7 @@ def _packages(lock: dict | None) -> dict[Key, dict]:
             continue
         if "version" not in package and isinstance(package.get("directory"), dict):
             continue
-        marker = package.get("marker") if isinstance(package.get("marker"), str) else ""
+        marker = package["marker"] if isinstance(package.get("marker"), str) else ""
         found[(str(canonicalize_name(package["name"])), marker)] = package
     return found
 
@@ -86,9 +102,9 @@ def _version(package: dict | None) -> str | None:
 
 def _upload_time(package: dict) -> _dt.datetime | None:
     files = [package.get("sdist") or {}, package.get("archive") or {}, *package.get("wheels", [])]
-    times = [f.get("upload-time") for f in files if isinstance(f, dict)]
-    times = [t for t in times if isinstance(t, _dt.datetime)]
-    return max(times) if times else None
+    stamps = [f.get("upload-time") for f in files if isinstance(f, dict)]
+    uploaded = [t for t in stamps if isinstance(t, _dt.datetime)]
+    return max(uploaded) if uploaded else None
 
 
 def _pair(before: dict[Key, dict], after: dict[Key, dict]) -> list[tuple[Key | None, Key | None]]:
@@ -107,14 +123,19 @@ def _pair(before: dict[Key, dict], after: dict[Key, dict]) -> list[tuple[Key | N
 
 
 def diff(old_lock: dict | None, new_lock: dict | None) -> tuple[PackageChange, ...]:
-    """Changes from ``old_lock`` to ``new_lock`` (parsed TOML), sorted by package name, then marker."""
+    """Changes from ``old_lock`` to ``new_lock`` (parsed TOML), sorted by package name, then
+    marker."""
     before, after = _packages(old_lock), _packages(new_lock)
     changes = []
     for old_key, new_key in _pair(before, after):
-        old, new = _version(before.get(old_key)), _version(after.get(new_key))
+        old = _version(before[old_key]) if old_key else None
+        new = _version(after[new_key]) if new_key else None
         if old == new and (old_key and new_key) and old_key[1] == new_key[1]:
             continue
         key = new_key or old_key
+        # _pair gives every key with its match or None, never two Nones
+        if key is None:
+            continue
         uploaded = _upload_time(after[new_key]) if new_key else None
         # same version, another marker
         kind = classify(old, new) if old != new else "other"
@@ -131,7 +152,9 @@ def markdown_table(changes: tuple[PackageChange, ...]) -> str:
     for c in changes:
         uploaded = c.uploaded.date().isoformat() if c.uploaded else ""
         marker = f"`{c.marker}` | " if c.marker else ("| " if with_markers else "")
-        rows.append(f"| {c.name} | {marker}{c.old or '—'} | {c.new or '—'} | {c.kind} | {uploaded} |")
+        rows.append(
+            f"| {c.name} | {marker}{c.old or '—'} | {c.new or '—'} | {c.kind} | {uploaded} |"
+        )
     return "\n".join(rows)
 
 
@@ -140,5 +163,10 @@ def text_table(changes: tuple[PackageChange, ...]) -> str:
     if not changes:
         return "no package changed"
     width = max(len(c.name) for c in changes)
-    return "\n".join((f"{c.name:<{width}}  {c.old or '—':>12} → {c.new or '—':<12}  {c.kind:<11}"
-                      + (f"  ; {c.marker}" if c.marker else "")).rstrip() for c in changes)
+    return "\n".join(
+        (
+            f"{c.name:<{width}}  {c.old or '—':>12} → {c.new or '—':<12}  {c.kind:<11}"
+            + (f"  ; {c.marker}" if c.marker else "")
+        ).rstrip()
+        for c in changes
+    )

@@ -14,31 +14,42 @@ import shutil
 import tempfile
 import time
 import tomllib
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Callable
 
 import tomlkit
 from packaging.pylock import Pylock, PylockValidationError
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from retire.core import times, uv
+from retire.core import uv
 from retire.core.atomic import atomic_write
-from retire.core.project import contained
 from retire.core.errors import InputError
+from retire.core.project import contained
 from retire.core.secrets import scrub
 from retire.lanes import revisions
-from retire.locks.pins import revision_pins, unpinned
 from retire.lanes.model import LANE_NAME, Lane
 from retire.locks import integrity
 from retire.locks.cutoffs import Cutoffs, resolve_cutoffs
 from retire.locks.failures import explain_failure
-from retire.locks.uvinputs import LOCK_NAME, compile_args, index_table, project_toml, resolve_index_urls, uv_toml
-from retire.locks.integrity import CONTENT_KEY, PROVENANCE_HEADER as _PROVENANCE_HEADER
+from retire.locks.integrity import CONTENT_KEY
+from retire.locks.integrity import PROVENANCE_HEADER as _PROVENANCE_HEADER
+from retire.locks.pins import RevisionPin, revision_pins, unpinned
+from retire.locks.uvinputs import (
+    LOCK_NAME,
+    IndexWithoutURL,
+    compile_args,
+    index_table,
+    project_toml,
+    resolve_index_urls,
+    uv_toml,
+)
+from shims import times
+
 
 @dataclass(frozen=True)
 class LockResult:
@@ -64,14 +75,19 @@ class LockResult:
 
 
 def lock_path(locks_dir: Path, lane_name: str) -> Path:
-    """``locks/<lane>/pylock.toml``: never a committed link (followed out of the project), never a folder."""
+    """``locks/<lane>/pylock.toml``: never a committed link (followed out of the project), never
+    a folder."""
     # names become paths: never let one climb out
     if not LANE_NAME.fullmatch(lane_name):
         raise ValueError(f"invalid lane name {lane_name!r}")
     path = contained(locks_dir.parent, locks_dir / lane_name / LOCK_NAME)
     if path.exists() and not path.is_file():
-        raise InputError(f"{locks_dir.name}/{lane_name}/{LOCK_NAME}", None, "not a regular file (a folder?)",
-                          f"delete it; `patchlane lock {lane_name}` writes the lock")
+        raise InputError(
+            f"{locks_dir.name}/{lane_name}/{LOCK_NAME}",
+            None,
+            "not a regular file (a folder?)",
+            f"delete it; `patchlane lock {lane_name}` writes the lock",
+        )
     return path
 
 
@@ -133,7 +149,11 @@ class LockState:
     @property
     def summary(self) -> str:
         """``no lock`` or ``the lock is stale (why)``: what a refusal to use it says."""
-        return self.why if self.freshness is Freshness.MISSING else f"the lock is {self.freshness} ({self.why})"
+        return (
+            self.why
+            if self.freshness is Freshness.MISSING
+            else f"the lock is {self.freshness} ({self.why})"
+        )
 
 
 def lock_state(lane: Lane, locks_dir: Path) -> LockState:
@@ -146,13 +166,17 @@ def lock_state(lane: Lane, locks_dir: Path) -> LockState:
             return LockState(lane.name, Freshness.FOREIGN, f"{LOCK_NAME} is not readable TOML")
         return LockState(lane.name, Freshness.MISSING, "no lock")
     if not found:
-        return LockState(lane.name, Freshness.FOREIGN, "not made by patchlane: no [tool.patchlane] table")
+        return LockState(
+            lane.name, Freshness.FOREIGN, "not made by patchlane: no [tool.patchlane] table"
+        )
     if found.get("lane", lane.name) != lane.name:
         return LockState(lane.name, Freshness.FOREIGN, f"made for lane {found.get('lane')!r}")
     if found.get("digest") != lane.digest:
         return LockState(lane.name, Freshness.STALE, "lane changed since it was locked")
     if problem := integrity.content_problem(text, found):
-        return LockState(lane.name, Freshness.TAMPERED if CONTENT_KEY in found else Freshness.STALE, problem)
+        return LockState(
+            lane.name, Freshness.TAMPERED if CONTENT_KEY in found else Freshness.STALE, problem
+        )
     if outside := integrity.versions_outside(lane, text):
         return LockState(lane.name, Freshness.TAMPERED, "; ".join(outside))
     return LockState(lane.name, Freshness.CURRENT)
@@ -162,13 +186,13 @@ def is_current(lane: Lane, locks_dir: Path) -> bool:
     return lock_state(lane, locks_dir).current
 
 
-def stale_lanes(lanes: list[Lane], locks_dir: Path) -> list[tuple[Lane, str]]:
-    """Lanes whose lock is not current, with why (``no lock`` when there is none)."""
-    return [(lane, state.why) for lane in lanes if not (state := lock_state(lane, locks_dir)).current]
-
-
-def stamp(lock_text: str, lane: Lane, origin: str, cutoffs: Cutoffs | None = None,
-          revisions: dict[str, dict[str, str]] | None = None) -> str:
+def stamp(
+    lock_text: str,
+    lane: Lane,
+    origin: str,
+    cutoffs: Cutoffs | None = None,
+    revisions: dict[str, dict[str, str]] | None = None,
+) -> str:
     """The lock with a patchlane header and the ``[tool.patchlane]`` provenance table.
 
     Text, not a parse-and-dump: uv writes no ``[tool]`` table of its own, and a lock of a GPU
@@ -186,7 +210,8 @@ def stamp(lock_text: str, lane: Lane, origin: str, cutoffs: Cutoffs | None = Non
         "locked-at": times.format_utc(times.now()),
     }
     header = (
-        f"# Lock of lane {lane.name!r}, generated by patchlane with uv {uv.version()} — do not edit.\n"
+        f"# Lock of lane {lane.name!r}, generated by patchlane with uv {uv.version()} — "
+        "do not edit.\n"
         f"# Re-make it with `nox -s lock -- {lane.name}` after changing {origin}.\n"
     )
     # as atomic_write will write it
@@ -209,7 +234,7 @@ def lock_lane(
     force: bool = False,
     host: uv.HostIndexes | None = None,
     now: datetime | None = None,
-    mirrors=None,
+    mirrors: revisions.MirrorLookup | None = None,
 ) -> LockResult:
     """Lock one lane. Never raises for uv's failures: they come back as a failed result.
 
@@ -220,63 +245,117 @@ def lock_lane(
     target = lock_path(locks_dir, lane.name)
     state = lock_state(lane, locks_dir)
     if not (force or upgrade or upgrade_packages) and state.current:
-        return LockResult(lane.name, "up-to-date", packages=target.read_text(encoding="utf-8").count("\n[[packages]]"))
-    replaced = state.why if state.freshness is Freshness.FOREIGN else ""
+        return _up_to_date(lane, target)
     previous = read_lock(target)
-    cutoffs = resolve_cutoffs(lane, provenance(previous), now=now or times.now(),
-                              roll=upgrade or bool(upgrade_packages))
-
+    cutoffs = resolve_cutoffs(
+        lane, provenance(previous), now=now or times.now(), roll=upgrade or bool(upgrade_packages)
+    )
     host = host or uv.host_indexes()
     urls = resolve_index_urls(lane, host.named)
-    if isinstance(urls, str):
-        return LockResult(lane.name, "unreachable", urls, seconds=time.monotonic() - started)
+    if isinstance(urls, IndexWithoutURL):
+        return LockResult(
+            lane.name, "unreachable", urls.message, seconds=time.monotonic() - started
+        )
     try:
         pinned = revision_pins(lane, mirrors)
     # no mirror, or the rev is not in it: one line, the previous lock kept
     except InputError as exc:
         return LockResult(lane.name, "failed", str(exc), seconds=time.monotonic() - started)
-    portable = {pin.local_url: pin.revision.upstream_url for pin in pinned}
-
+    # uv prefers the versions already in its output file: unchanged packages stay put
+    keep = previous is not None and not upgrade and state.freshness is not Freshness.TAMPERED
     with tempfile.TemporaryDirectory(prefix=f"patchlane-lock-{lane.name}-") as scratch:
         work = Path(scratch)
-        indexes = index_table(lane, urls, host.default)
-        (work / "pyproject.toml").write_text(project_toml(lane, indexes, tuple(p.requirement for p in pinned)),
-                                             encoding="utf-8")
-        (work / "uv.toml").write_text(uv_toml(lane, indexes), encoding="utf-8")
-        if lane.constraints:
-            (work / "constraints.txt").write_text("\n".join(lane.constraints) + "\n", encoding="utf-8")
-        if lane.overrides:
-            (work / "overrides.txt").write_text("\n".join(lane.overrides) + "\n", encoding="utf-8")
-        if previous is not None and not upgrade and state.freshness is not Freshness.TAMPERED:
-            # uv prefers the versions already in its output file: unchanged packages stay put.
-            # the committed lock names upstream; uv reads the mirrors
-            if pinned:
-                local = revisions.replace_urls(target.read_text(encoding="utf-8"), {v: k for k, v in portable.items()})
-                (work / LOCK_NAME).write_text(local, encoding="utf-8")
-            else:
-                shutil.copyfile(target, work / LOCK_NAME)
-        proc = uv.run(compile_args(lane, upgrade=upgrade, upgrade_packages=upgrade_packages, cutoffs=cutoffs),
-                      cwd=work, without_indexes=True)
-        seconds = time.monotonic() - started
-        if proc.returncode != 0:
-            status, message = explain_failure(proc.stderr)
-            return LockResult(lane.name, status, message, proc.stderr.strip(), seconds)
-        made = (work / LOCK_NAME).read_text(encoding="utf-8")
-        if pinned:
-            problem = unpinned(tomllib.loads(made), pinned)
-            if problem:
-                return LockResult(lane.name, "failed", problem, seconds=seconds)
-            made = revisions.replace_urls(made, portable)
-        text = stamp(made, lane, lane.origin, cutoffs,
-                     {p.revision.distribution: {"rev": p.revision.rev, "commit": p.commit} for p in pinned})
+        _write_inputs(work, lane, index_table(lane, urls, host.default), pinned)
+        if keep:
+            _seed_previous(work, target, pinned)
+        args = compile_args(
+            lane, upgrade=upgrade, upgrade_packages=upgrade_packages, cutoffs=cutoffs
+        )
+        made = _compile(work, lane, args, pinned, started)
+    if isinstance(made, LockResult):
+        return made
+    text = stamp(made, lane, lane.origin, cutoffs, _pinned_provenance(pinned))
+    seconds = time.monotonic() - started
     try:
         lock = validate(text)
     except (PylockValidationError, tomllib.TOMLDecodeError) as exc:
-        return LockResult(lane.name, "failed", f"uv wrote a lock that packaging.pylock rejects: {exc}", seconds=seconds)
+        return LockResult(
+            lane.name,
+            "failed",
+            f"uv wrote a lock that packaging.pylock rejects: {exc}",
+            seconds=seconds,
+        )
     atomic_write(target, text)
-    cutoff = times.format_utc(cutoffs.exclude_newer) if cutoffs.exclude_newer else None
-    return LockResult(lane.name, "locked", seconds=time.monotonic() - started, packages=len(lock.packages),
-                      cutoff=cutoff, replaced=replaced)
+    return LockResult(
+        lane.name,
+        "locked",
+        seconds=time.monotonic() - started,
+        packages=len(lock.packages),
+        cutoff=times.format_utc(cutoffs.exclude_newer) if cutoffs.exclude_newer else None,
+        replaced=state.why if state.freshness is Freshness.FOREIGN else "",
+    )
+
+
+def _up_to_date(lane: Lane, target: Path) -> LockResult:
+    """A lane whose lock is current: counted, not parsed."""
+    return LockResult(
+        lane.name,
+        "up-to-date",
+        packages=target.read_text(encoding="utf-8").count("\n[[packages]]"),
+    )
+
+
+def _write_inputs(
+    work: Path, lane: Lane, indexes: list[dict], pinned: tuple[RevisionPin, ...]
+) -> None:
+    """The throwaway project uv resolves: pyproject.toml, uv.toml, constraints and overrides."""
+    requirements = tuple(p.requirement for p in pinned)
+    (work / "pyproject.toml").write_text(
+        project_toml(lane, indexes, requirements), encoding="utf-8"
+    )
+    (work / "uv.toml").write_text(uv_toml(lane, indexes), encoding="utf-8")
+    if lane.constraints:
+        (work / "constraints.txt").write_text("\n".join(lane.constraints) + "\n", encoding="utf-8")
+    if lane.overrides:
+        (work / "overrides.txt").write_text("\n".join(lane.overrides) + "\n", encoding="utf-8")
+
+
+def _seed_previous(work: Path, target: Path, pinned: tuple[RevisionPin, ...]) -> None:
+    """The committed lock as uv's output file; it names upstream, so revisions point back at
+    this host's mirrors, which uv reads."""
+    if pinned:
+        local = revisions.replace_urls(
+            target.read_text(encoding="utf-8"),
+            {pin.revision.upstream_url: pin.local_url for pin in pinned},
+        )
+        (work / LOCK_NAME).write_text(local, encoding="utf-8")
+    else:
+        shutil.copyfile(target, work / LOCK_NAME)
+
+
+def _compile(
+    work: Path, lane: Lane, args: list[str], pinned: tuple[RevisionPin, ...], started: float
+) -> str | LockResult:
+    """uv's lock text, with revisions named by their upstream repository; or the failed result."""
+    proc = uv.run(args, cwd=work, without_indexes=True)
+    seconds = time.monotonic() - started
+    if proc.returncode != 0:
+        status, message = explain_failure(proc.stderr)
+        return LockResult(lane.name, status, message, proc.stderr.strip(), seconds)
+    made = (work / LOCK_NAME).read_text(encoding="utf-8")
+    if not pinned:
+        return made
+    missed = unpinned(tomllib.loads(made), pinned)
+    if missed is not None:
+        return LockResult(lane.name, "failed", missed.message, seconds=seconds)
+    return revisions.replace_urls(
+        made, {pin.local_url: pin.revision.upstream_url for pin in pinned}
+    )
+
+
+def _pinned_provenance(pinned: tuple[RevisionPin, ...]) -> dict[str, dict[str, str]]:
+    """What the provenance table records of each revision: the rev as written, its commit."""
+    return {p.revision.distribution: {"rev": p.revision.rev, "commit": p.commit} for p in pinned}
 
 
 def lanes_with_package(lanes: list[Lane], locks_dir: Path, packages: tuple[str, ...]) -> list[Lane]:
@@ -307,8 +386,7 @@ def lock_lanes(
         current = [lane for lane in lanes if is_current(lane, locks_dir)]
         # nothing to do: no uv, no network, no threads
         if len(current) == len(lanes):
-            results = [LockResult(lane.name, "up-to-date", packages=lock_path(locks_dir, lane.name)
-                                  .read_text(encoding="utf-8").count("\n[[packages]]")) for lane in lanes]
+            results = [_up_to_date(lane, lock_path(locks_dir, lane.name)) for lane in lanes]
             for result in results:
                 if on_done:
                     on_done(result)

@@ -1,4 +1,5 @@
-"""A lane's revisions resolved in this host's git mirrors: what its lock pins, and whether uv's lock took it."""
+"""A lane's revisions resolved in this host's git mirrors: what its lock pins, and whether uv's
+lock took it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 from retire.lanes import revisions
 from retire.lanes.model import Lane
 
-__all__ = ["RevisionPin", "revision_pins", "unpinned"]
+__all__ = ["RevisionNotTaken", "RevisionPin", "revision_pins", "unpinned"]
 
 
 @dataclass(frozen=True)
@@ -28,18 +29,36 @@ class RevisionPin:
         return revisions.pinned_requirement(self.revision, self.mirror, self.commit)
 
 
-def revision_pins(lane: Lane, mirrors) -> tuple[RevisionPin, ...]:
+def revision_pins(lane: Lane, mirrors: revisions.MirrorLookup | None) -> tuple[RevisionPin, ...]:
     """The lane's revisions resolved to commits in the local mirrors; InputError (one line: the
     lane file, the key, the fix) when a mirror or a revision is missing."""
-    return tuple(RevisionPin(r, *revisions.resolve(r, mirrors, lane.origin)) for r in lane.revisions)
+    return tuple(
+        RevisionPin(r, *revisions.resolve(r, mirrors, lane.origin)) for r in lane.revisions
+    )
 
 
-def unpinned(lock: dict, pinned: tuple[RevisionPin, ...]) -> str:
-    """Why uv's lock does not take every revision from its mirror at the resolved commit ("" when it does)."""
+@dataclass(frozen=True)
+class RevisionNotTaken:
+    """uv's lock does not take a lane revision from its mirror at the resolved commit."""
+
+    pin: RevisionPin
+
+    @property
+    def message(self) -> str:
+        revision = self.pin.revision
+        return (
+            f"{revision.key}: uv's lock does not take {revision.distribution} from the mirror at "
+            f"{self.pin.commit[:12]} (is that the distribution's name in the repository's "
+            "pyproject.toml?)"
+        )
+
+
+def unpinned(lock: dict, pinned: tuple[RevisionPin, ...]) -> RevisionNotTaken | None:
+    """The first revision uv's lock does not take from its mirror at the resolved commit; None
+    when it takes every one."""
     found = revisions.vcs_entries(lock)
     for pin in pinned:
         entry = found.get(pin.revision.distribution)
         if entry is None or entry.get("commit-id") != pin.commit:
-            return (f"{pin.revision.key}: uv's lock does not take {pin.revision.distribution} from the mirror at "
-                    f"{pin.commit[:12]} (is that the distribution's name in the repository's pyproject.toml?)")
-    return ""
+            return RevisionNotTaken(pin)
+    return None

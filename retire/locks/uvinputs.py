@@ -8,28 +8,53 @@ command line (Python, platform, freezes, upgrades).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 import tomlkit
 
-from retire.core import times
 from retire.lanes.model import Lane
 from retire.locks.cutoffs import Cutoffs, resolve_cutoffs
+from shims import times
 
-__all__ = ["LOCK_NAME", "compile_args", "index_table", "project_toml", "pylock_compile_args", "resolve_index_urls",
-           "uv_toml"]
+__all__ = [
+    "LOCK_NAME",
+    "IndexWithoutURL",
+    "compile_args",
+    "index_table",
+    "project_toml",
+    "pylock_compile_args",
+    "resolve_index_urls",
+    "uv_toml",
+]
 
 LOCK_NAME = "pylock.toml"
 
 
-def resolve_index_urls(lane: Lane, configured: dict[str, str]) -> dict[str, str] | str:
-    """URL per index name, or the reason one is missing."""
+@dataclass(frozen=True)
+class IndexWithoutURL:
+    """Why a lane cannot be locked on this host: one of its named indexes has no URL here (the
+    lane names it without one, and this host's uv configuration does not give one)."""
+
+    index: str
+
+    @property
+    def message(self) -> str:
+        return (
+            f"index {self.index!r} has no URL on this host, so it cannot be reached: "
+            f'set UV_INDEX={self.index}=<url> or add [[index]] name = "{self.index}" to uv.toml'
+        )
+
+
+def resolve_index_urls(
+    lane: Lane, configured: Mapping[str, str]
+) -> dict[str, str] | IndexWithoutURL:
+    """URL per index name, or the first index that has none on this host."""
     urls = {}
     for index in lane.indexes:
         url = index.url or configured.get(index.name)
         if url is None:
-            return (
-                f"index {index.name!r} has no URL on this host, so it cannot be reached: "
-                f"set UV_INDEX={index.name}=<url> or add [[index]] name = \"{index.name}\" to uv.toml"
-            )
+            return IndexWithoutURL(index.name)
         urls[index.name] = url
     return urls
 
@@ -43,8 +68,12 @@ def index_table(lane: Lane, urls: dict[str, str], host_default: str | None) -> l
     """
     pinned = set(lane.sources_dict.values())
     indexes = [
-        {"name": i.name, "url": urls[i.name], **({"default": True} if i.default else {}),
-         **({"explicit": True} if i.name in pinned and not i.default else {})}
+        {
+            "name": i.name,
+            "url": urls[i.name],
+            **({"default": True} if i.default else {}),
+            **({"explicit": True} if i.name in pinned and not i.default else {}),
+        }
         for i in lane.indexes
     ]
     if host_default and not any(i.default for i in lane.indexes):
@@ -67,10 +96,12 @@ def project_toml(lane: Lane, indexes: list[dict], pinned: tuple[str, ...] = ()) 
         "dependencies": list(lane.requirements) + list(pinned),
     }
     if lane.sources:
-        doc["tool"] = {"uv": {
-            "index": indexes,
-            "sources": {package: {"index": index} for package, index in lane.sources},
-        }}
+        doc["tool"] = {
+            "uv": {
+                "index": indexes,
+                "sources": {package: {"index": index} for package, index in lane.sources},
+            }
+        }
     return tomlkit.dumps(doc)
 
 
@@ -94,18 +125,35 @@ def uv_toml(lane: Lane, indexes: list[dict]) -> str:
 
 
 def pylock_compile_args(source: str, lane: Lane) -> list[str]:
-    """``uv pip compile SOURCE`` into a hash-pinned PEP 751 ``pylock.toml`` for ``lane``'s Python and
-    platform, with the folder's ``uv.toml``: what every lock patchlane makes starts from."""
-    return ["pip", "compile", source,
-            "--format", "pylock.toml", "--output-file", LOCK_NAME,
-            "--python-version", lane.python,
-            "--python-platform", lane.platform,
-            "--generate-hashes", "--no-header", "--quiet",
-            "--config-file", "uv.toml"]
+    """``uv pip compile SOURCE`` into a hash-pinned PEP 751 ``pylock.toml`` for ``lane``'s Python
+    and platform, with the folder's ``uv.toml``: what every lock patchlane makes starts from."""
+    return [
+        "pip",
+        "compile",
+        source,
+        "--format",
+        "pylock.toml",
+        "--output-file",
+        LOCK_NAME,
+        "--python-version",
+        lane.python,
+        "--python-platform",
+        lane.platform,
+        "--generate-hashes",
+        "--no-header",
+        "--quiet",
+        "--config-file",
+        "uv.toml",
+    ]
 
 
-def compile_args(lane: Lane, *, upgrade: bool = False, upgrade_packages: tuple[str, ...] = (),
-                 cutoffs: Cutoffs | None = None) -> list[str]:
+def compile_args(
+    lane: Lane,
+    *,
+    upgrade: bool = False,
+    upgrade_packages: tuple[str, ...] = (),
+    cutoffs: Cutoffs | None = None,
+) -> list[str]:
     """The ``uv`` arguments that lock ``lane``, run in the folder :func:`lock_lane` prepares."""
     cutoffs = cutoffs or resolve_cutoffs(lane, None, now=times.now(), roll=True)
     cmd = pylock_compile_args("pyproject.toml", lane)

@@ -1,4 +1,5 @@
-"""Wheelhouses: every file a lane's lock needs, gathered into a folder an offline host can install from.
+"""Wheelhouses: every file a lane's lock needs, gathered into a folder an offline host can install
+from.
 
 GPU clusters often have no network at all. ``patchlane wheelhouse gather LANE`` downloads the
 wheels (or, where the lock has none, the sdists) the lane's lock names — each checked against the
@@ -23,12 +24,23 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import httpx
 from packaging.utils import canonicalize_name
 
 from retire.core.atomic import atomic_write
 from retire.core.errors import InputError, PatchlaneError
+from retire.locks.overlay import overlay_lock
 
-__all__ = ["Artifact", "MANIFEST_NAME", "Wheelhouse", "gather", "join", "plan", "read_base", "requirements"]
+__all__ = [
+    "MANIFEST_NAME",
+    "Artifact",
+    "Wheelhouse",
+    "gather",
+    "join",
+    "plan",
+    "read_base",
+    "requirements",
+]
 
 MANIFEST_NAME = "wheelhouse.json"
 FORMAT = 1
@@ -77,14 +89,30 @@ class Wheelhouse:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             artifacts = tuple(Artifact(**entry) for entry in data["artifacts"])
-            return cls(data["lane"], data["lock_sha256"], artifacts, tuple(data.get("skipped", ())),
-                       int(data.get("parts", 0)), int(data.get("version", 0)), tuple(data.get("from_mirrors", ())))
+            return cls(
+                data["lane"],
+                data["lock_sha256"],
+                artifacts,
+                tuple(data.get("skipped", ())),
+                int(data.get("parts", 0)),
+                int(data.get("version", 0)),
+                tuple(data.get("from_mirrors", ())),
+            )
         except FileNotFoundError:
-            raise InputError(path, None, "no wheelhouse here", "run `patchlane wheelhouse gather LANE --out DIR` "
-                              "(and `patchlane wheelhouse join` for parts)") from None
+            raise InputError(
+                path,
+                None,
+                "no wheelhouse here",
+                "run `patchlane wheelhouse gather LANE --out DIR` "
+                "(and `patchlane wheelhouse join` for parts)",
+            ) from None
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise InputError(path, None, f"not a wheelhouse manifest ({type(exc).__name__}: {exc})",
-                              "gather the wheelhouse again") from None
+            raise InputError(
+                path,
+                None,
+                f"not a wheelhouse manifest ({type(exc).__name__}: {exc})",
+                "gather the wheelhouse again",
+            ) from None
 
 
 def read_base(path: Path) -> dict[str, str]:
@@ -92,20 +120,32 @@ def read_base(path: Path) -> dict[str, str]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise InputError(path, None, f"cannot read the base's package list: {exc}",
-                          "write it on the host with `python -m pip list --format json > base.json`") from None
+        raise InputError(
+            path,
+            None,
+            f"cannot read the base's package list: {exc}",
+            "write it on the host with `python -m pip list --format json > base.json`",
+        ) from None
+    pairs: Iterable[tuple[object, object]]
     if isinstance(data, dict):
         pairs = data.items()
-    elif isinstance(data, list) and all(isinstance(d, dict) and "name" in d and "version" in d for d in data):
+    elif isinstance(data, list) and all(
+        isinstance(d, dict) and "name" in d and "version" in d for d in data
+    ):
         pairs = ((d["name"], d["version"]) for d in data)
     else:
-        raise InputError(path, None, "expected pip's JSON list of {name, version} (or a {name: version} object)",
-                          "write it with `python -m pip list --format json`")
+        raise InputError(
+            path,
+            None,
+            "expected pip's JSON list of {name, version} (or a {name: version} object)",
+            "write it with `python -m pip list --format json`",
+        )
     return {canonicalize_name(str(name)): str(version) for name, version in pairs}
 
 
 def _pick(package: Mapping) -> tuple[str, Mapping] | None:
-    """The one file to carry: the lock's wheel (it was locked for the lane's target), else its sdist."""
+    """The one file to carry: the lock's wheel (it was locked for the lane's target), else its
+    sdist."""
     wheels = package.get("wheels") or []
     if wheels:
         return "wheel", wheels[0]
@@ -113,16 +153,21 @@ def _pick(package: Mapping) -> tuple[str, Mapping] | None:
     return ("sdist", sdist) if sdist else None
 
 
-def plan(lane_name: str, lock: Mapping, lock_sha256: str, *, base: Mapping[str, str] | None = None) -> Wheelhouse:
-    """Which files the lock needs (pure). Raises InputError for a lock entry with nothing to carry."""
-    from retire.runs.envs import overlay_lock
-
+def plan(
+    lane_name: str, lock: Mapping, lock_sha256: str, *, base: Mapping[str, str] | None = None
+) -> Wheelhouse:
+    """Which files the lock needs (pure). Raises InputError for a lock entry with nothing to
+    carry."""
     packages = list(lock.get("packages", []))
     skipped: list[str] = []
     if base is not None:
         cut, kept = overlay_lock(dict(lock), dict(base))
         keep = {canonicalize_name(name) for name in kept}
-        skipped = sorted(canonicalize_name(p["name"]) for p in packages if canonicalize_name(p["name"]) not in keep)
+        skipped = sorted(
+            canonicalize_name(p["name"])
+            for p in packages
+            if canonicalize_name(p["name"]) not in keep
+        )
         packages = cut["packages"]
     artifacts, from_mirrors = [], []
     for package in packages:
@@ -134,18 +179,37 @@ def plan(lane_name: str, lock: Mapping, lock_sha256: str, *, base: Mapping[str, 
         picked = _pick(package)
         if picked is None:
             kind = "a local path" if ("directory" in package or "archive" in package) else "no file"
-            raise InputError(None, f"packages.{name}", f"the lock gives {kind} for {name}, not a wheel or sdist",
-                              "lock it from an index or a lane revision (see docs/offline.md)")
+            raise InputError(
+                None,
+                f"packages.{name}",
+                f"the lock gives {kind} for {name}, not a wheel or sdist",
+                "lock it from an index or a lane revision (see docs/offline.md)",
+            )
         kind, entry = picked
         url = str(entry.get("url") or "")
         filename = _entry_name(entry)
         digest = (entry.get("hashes") or {}).get("sha256")
         if not url or not digest or not _FILENAME.fullmatch(filename):
-            raise InputError(None, f"packages.{name}", "the lock's file has no URL, sha256 or usable file name",
-                              "re-lock the lane")
-        artifacts.append(Artifact(name, str(package.get("version", "")), filename, url, str(digest),
-                                  entry.get("size"), kind))
-    return Wheelhouse(lane_name, lock_sha256, tuple(artifacts), tuple(skipped), from_mirrors=tuple(from_mirrors))
+            raise InputError(
+                None,
+                f"packages.{name}",
+                "the lock's file has no URL, sha256 or usable file name",
+                "re-lock the lane",
+            )
+        artifacts.append(
+            Artifact(
+                name,
+                str(package.get("version", "")),
+                filename,
+                url,
+                str(digest),
+                entry.get("size"),
+                kind,
+            )
+        )
+    return Wheelhouse(
+        lane_name, lock_sha256, tuple(artifacts), tuple(skipped), from_mirrors=tuple(from_mirrors)
+    )
 
 
 def _sha256(path: Path) -> str:
@@ -156,8 +220,9 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _download(client, artifact: Artifact, target: Path) -> None:
-    """Stream one file to ``target`` (atomically), checking its sha256; an existing good file is kept."""
+def _download(client: httpx.Client, artifact: Artifact, target: Path) -> None:
+    """Stream one file to ``target`` (atomically), checking its sha256; an existing good file is
+    kept."""
     if target.is_file() and _sha256(target) == artifact.sha256:
         return
     partial = target.with_name(target.name + ".download")
@@ -165,23 +230,32 @@ def _download(client, artifact: Artifact, target: Path) -> None:
     try:
         with client.stream("GET", artifact.url) as response:
             if response.status_code != 200:
-                raise PatchlaneError(f"{artifact.filename}: the index answered {response.status_code} for {artifact.url}")
+                raise PatchlaneError(
+                    f"{artifact.filename}: the index answered {response.status_code} for "
+                    f"{artifact.url}"
+                )
             with partial.open("wb") as out:
                 for block in response.iter_bytes(_CHUNK):
                     digest.update(block)
                     out.write(block)
         if digest.hexdigest() != artifact.sha256:
-            raise PatchlaneError(f"{artifact.filename}: sha256 {digest.hexdigest()[:16]}… is not the lock's "
-                                 f"{artifact.sha256[:16]}…: refusing it")
+            raise PatchlaneError(
+                f"{artifact.filename}: sha256 {digest.hexdigest()[:16]}… is not the lock's "
+                f"{artifact.sha256[:16]}…: refusing it"
+            )
         os.replace(partial, target)
     except Exception as exc:
         partial.unlink(missing_ok=True)
         if isinstance(exc, PatchlaneError):
             raise
-        raise PatchlaneError(f"{artifact.filename}: download failed: {type(exc).__name__}: {exc}") from None
+        raise PatchlaneError(
+            f"{artifact.filename}: download failed: {type(exc).__name__}: {exc}"
+        ) from None
 
 
-def _assign_parts(artifacts: Iterable[Artifact], part_size: int | None) -> tuple[list[Artifact], int]:
+def _assign_parts(
+    artifacts: Iterable[Artifact], part_size: int | None
+) -> tuple[list[Artifact], int]:
     """Pack files into parts of at most ``part_size`` bytes (first fit, largest first); a file
     larger than a part is split into chunks that take whole parts of their own."""
     if not part_size:
@@ -209,8 +283,14 @@ def _part_dir(out: Path, part: int) -> Path:
     return out if part == 0 else out / f"part-{part:03d}"
 
 
-def gather(house: Wheelhouse, out: Path, *, client, part_size: int | None = None,
-           progress: Callable[[str], None] = lambda line: None) -> Wheelhouse:
+def gather(
+    house: Wheelhouse,
+    out: Path,
+    *,
+    client: httpx.Client,
+    part_size: int | None = None,
+    progress: Callable[[str], None] = lambda line: None,
+) -> Wheelhouse:
     """Download every file of ``house`` into ``out`` (in parts when ``part_size`` is given)."""
     artifacts, parts = _assign_parts(house.artifacts, part_size)
     out.mkdir(parents=True, exist_ok=True)
@@ -218,7 +298,9 @@ def gather(house: Wheelhouse, out: Path, *, client, part_size: int | None = None
     staging.mkdir(exist_ok=True)
     done = 0
     for number, artifact in enumerate(artifacts, 1):
-        progress(f"[{number}/{len(artifacts)}] {artifact.filename} ({(artifact.size or 0) / 1e6:.1f} MB)")
+        progress(
+            f"[{number}/{len(artifacts)}] {artifact.filename} ({(artifact.size or 0) / 1e6:.1f} MB)"
+        )
         placed = _part_dir(out, artifact.part) / artifact.filename
         if not artifact.chunks and placed.is_file() and _sha256(placed) == artifact.sha256:
             # gathered before (an interrupted or repeated gather): kept
@@ -231,7 +313,9 @@ def gather(house: Wheelhouse, out: Path, *, client, part_size: int | None = None
                 for index in range(artifact.chunks):
                     folder = _part_dir(out, artifact.part + index)
                     folder.mkdir(exist_ok=True)
-                    atomic_write(folder / f"{artifact.filename}.part{index:03d}", source.read(part_size))
+                    atomic_write(
+                        folder / f"{artifact.filename}.part{index:03d}", source.read(part_size)
+                    )
             whole.unlink()
         else:
             folder = _part_dir(out, artifact.part)
@@ -239,14 +323,23 @@ def gather(house: Wheelhouse, out: Path, *, client, part_size: int | None = None
             os.replace(whole, folder / artifact.filename)
         done += artifact.size or 0
     staging.rmdir()
-    result = Wheelhouse(house.lane, house.lock_sha256, tuple(artifacts), house.skipped, parts,
-                        from_mirrors=house.from_mirrors)
-    for part in range(0, parts + 1) if parts else (0,):
+    result = Wheelhouse(
+        house.lane,
+        house.lock_sha256,
+        tuple(artifacts),
+        house.skipped,
+        parts,
+        from_mirrors=house.from_mirrors,
+    )
+    for part in range(parts + 1) if parts else (0,):
         folder = _part_dir(out, part)
         # every part carries the manifest, so any one tells what the set is
         if folder.is_dir():
             atomic_write(folder / MANIFEST_NAME, result.to_json())
-    progress(f"{len(artifacts)} file(s), {done / 1e6:.1f} MB" + (f" in {parts} part(s) of ≤ {part_size / 1e6:.0f} MB" if parts else ""))
+    progress(
+        f"{len(artifacts)} file(s), {done / 1e6:.1f} MB"
+        + (f" in {parts} part(s) of ≤ {part_size / 1e6:.0f} MB" if parts and part_size else "")
+    )
     return result
 
 
@@ -256,8 +349,12 @@ def join(sources: Iterable[Path], out: Path) -> Wheelhouse:
     sources = [Path(s) for s in sources]
     manifest = next((s / MANIFEST_NAME for s in sources if (s / MANIFEST_NAME).is_file()), None)
     if manifest is None:
-        raise InputError(sources[0] if sources else None, None, "no wheelhouse.json in the given folders",
-                          "pass the part folders made by `patchlane wheelhouse gather --part-size`")
+        raise InputError(
+            sources[0] if sources else None,
+            None,
+            "no wheelhouse.json in the given folders",
+            "pass the part folders made by `patchlane wheelhouse gather --part-size`",
+        )
     house = Wheelhouse.load(manifest.parent)
     out.mkdir(parents=True, exist_ok=True)
 
@@ -266,7 +363,9 @@ def join(sources: Iterable[Path], out: Path) -> Wheelhouse:
             for candidate in (source / name, *source.glob(f"part-*/{name}")):
                 if candidate.is_file():
                     return candidate
-        raise InputError(None, name, "missing from every given folder", "carry every part, then join again")
+        raise InputError(
+            None, name, "missing from every given folder", "carry every part, then join again"
+        )
 
     for artifact in house.artifacts:
         target = out / artifact.filename
@@ -283,28 +382,34 @@ def join(sources: Iterable[Path], out: Path) -> Wheelhouse:
             atomic_write(target, data)
         if _sha256(target) != artifact.sha256:
             target.unlink()
-            raise InputError(target, None, "sha256 does not match the lock", "carry that file (or part) again")
-    joined = Wheelhouse(house.lane, house.lock_sha256, tuple(Artifact(**{**asdict(a), "part": 0, "chunks": 0})
-                                                           for a in house.artifacts), house.skipped, 0,
-                       from_mirrors=house.from_mirrors)
+            raise InputError(
+                target, None, "sha256 does not match the lock", "carry that file (or part) again"
+            )
+    joined = Wheelhouse(
+        house.lane,
+        house.lock_sha256,
+        tuple(Artifact(**{**asdict(a), "part": 0, "chunks": 0}) for a in house.artifacts),
+        house.skipped,
+        0,
+        from_mirrors=house.from_mirrors,
+    )
     atomic_write(out / MANIFEST_NAME, joined.to_json())
     return joined
 
 
-def localize(lock: Mapping, house: Wheelhouse, folder: Path, *, lane: str, lock_sha256: str) -> dict:
-    """The lock (a dict) with each package's files replaced by the one file ``folder`` carries for it,
-    under the lock's own sha256, so uv installs from the folder alone (``--offline --no-index``).
+def localize(
+    lock: Mapping, house: Wheelhouse, folder: Path, *, lane: str, lock_sha256: str
+) -> dict:
+    """The lock (a dict) with each package's files replaced by the one file ``folder`` carries
+    for it, under the lock's own sha256, so uv installs from the folder alone (``--offline
+    --no-index``).
 
-    Packages taken from a git revision keep their ``vcs`` entry (they install from the local mirror).
-    Raises InputError when the wheelhouse was gathered for another lane or lock, or lacks a file.
+    Packages taken from a git revision keep their ``vcs`` entry (they install from the local
+    mirror). Raises InputError when the wheelhouse was gathered for another lane or lock, or
+    lacks a file.
     """
     where = folder / MANIFEST_NAME
-    if house.lane != lane:
-        raise InputError(where, "lane", f"the wheelhouse was gathered for lane {house.lane!r}, not {lane!r}",
-                          f"gather one for {lane}: `patchlane wheelhouse gather {lane}`")
-    if house.lock_sha256 != lock_sha256:
-        raise InputError(where, "lock_sha256", f"the wheelhouse was gathered from another lock of lane {lane}",
-                          f"gather it again from the lock this host has (`patchlane wheelhouse gather {lane}`), or carry that lock")
+    _check_made_for(house, where, lane=lane, lock_sha256=lock_sha256)
     # build: found by --find-links
     carried = {a.package: a for a in house.artifacts if a.kind != "build"}
     packages = []
@@ -316,30 +421,83 @@ def localize(lock: Mapping, house: Wheelhouse, folder: Path, *, lane: str, lock_
         artifact = carried.get(name)
         if artifact is None:
             overlaid = name in house.skipped
-            raise InputError(where, f"artifacts.{name}",
-                              f"{name} {package.get('version', '')} is {'left out as the base’s' if overlaid else 'not in it'}, "
-                              "but this build needs it", "gather the wheelhouse again" + (
-                                  " with the base this host has (--base), or run with --overlay" if overlaid else ""))
-        kind = "wheels" if artifact.kind == "wheel" else "sdist"
-        entries = (package.get("wheels") or []) if kind == "wheels" else [package.get("sdist") or {}]
-        locked = next((e for e in entries if _entry_name(e) == artifact.filename), None)
-        digest = ((locked or {}).get("hashes") or {}).get("sha256")
-        if digest != artifact.sha256:
-            raise InputError(where, f"artifacts.{name}", f"{artifact.filename} is not a file of the lock",
-                              f"gather the wheelhouse again (`patchlane wheelhouse gather {lane}`)")
-        path = folder / artifact.filename
-        if not path.is_file():
-            raise InputError(path, None, "missing from the wheelhouse",
-                              "carry every part and run `patchlane wheelhouse join PART… --out DIR`")
-        # uv checks again as it installs; this names the file and the fix
-        if _sha256(path) != digest:
-            raise InputError(path, None, "sha256 does not match the lock", "carry that file (or its part) again and join")
-        entry = {"name": artifact.filename, "path": str(path.resolve()), "hashes": {"sha256": digest},
-                 **({"size": locked["size"]} if "size" in locked else {})}
-        local = {k: v for k, v in package.items() if k not in ("wheels", "sdist")}
-        local[kind] = [entry] if kind == "wheels" else entry
-        packages.append(local)
+            raise InputError(
+                where,
+                f"artifacts.{name}",
+                f"{name} {package.get('version', '')} is "
+                f"{'left out as the base’s' if overlaid else 'not in it'}, but this build needs it",
+                "gather the wheelhouse again"
+                + (
+                    " with the base this host has (--base), or run with --overlay"
+                    if overlaid
+                    else ""
+                ),
+            )
+        packages.append(_local_package(package, artifact, folder, where, lane))
     return {**{k: v for k, v in lock.items() if k != "tool"}, "packages": packages}
+
+
+def _check_made_for(house: Wheelhouse, where: Path, *, lane: str, lock_sha256: str) -> None:
+    """InputError unless ``house`` was gathered for this lane from this very lock."""
+    if house.lane != lane:
+        raise InputError(
+            where,
+            "lane",
+            f"the wheelhouse was gathered for lane {house.lane!r}, not {lane!r}",
+            f"gather one for {lane}: `patchlane wheelhouse gather {lane}`",
+        )
+    if house.lock_sha256 != lock_sha256:
+        raise InputError(
+            where,
+            "lock_sha256",
+            f"the wheelhouse was gathered from another lock of lane {lane}",
+            "gather it again from the lock this host has "
+            f"(`patchlane wheelhouse gather {lane}`), or carry that lock",
+        )
+
+
+def _local_package(
+    package: Mapping, artifact: Artifact, folder: Path, where: Path, lane: str
+) -> dict:
+    """One lock package whose files are the one file the wheelhouse carries for it, checked
+    against the lock's sha256."""
+    name = artifact.package
+    kind = "wheels" if artifact.kind == "wheel" else "sdist"
+    entries = (package.get("wheels") or []) if kind == "wheels" else [package.get("sdist") or {}]
+    locked = next((e for e in entries if _entry_name(e) == artifact.filename), None)
+    digest = ((locked or {}).get("hashes") or {}).get("sha256")
+    if locked is None or digest != artifact.sha256:
+        raise InputError(
+            where,
+            f"artifacts.{name}",
+            f"{artifact.filename} is not a file of the lock",
+            f"gather the wheelhouse again (`patchlane wheelhouse gather {lane}`)",
+        )
+    path = folder / artifact.filename
+    if not path.is_file():
+        raise InputError(
+            path,
+            None,
+            "missing from the wheelhouse",
+            "carry every part and run `patchlane wheelhouse join PART… --out DIR`",
+        )
+    # uv checks again as it installs; this names the file and the fix
+    if _sha256(path) != digest:
+        raise InputError(
+            path,
+            None,
+            "sha256 does not match the lock",
+            "carry that file (or its part) again and join",
+        )
+    entry = {
+        "name": artifact.filename,
+        "path": str(path.resolve()),
+        "hashes": {"sha256": digest},
+        **({"size": locked["size"]} if "size" in locked else {}),
+    }
+    local = {k: v for k, v in package.items() if k not in ("wheels", "sdist")}
+    local[kind] = [entry] if kind == "wheels" else entry
+    return local
 
 
 def _entry_name(entry: Mapping) -> str:

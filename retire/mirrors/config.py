@@ -22,6 +22,7 @@ A repository that is not declared is still found under ``folder`` (or ``--mirror
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -30,8 +31,17 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from retire.core.errors import InputError
+from retire.core.project import Project
 
-__all__ = ["DEFAULT_TAGS", "PROJECT_FILE", "Mirror", "MirrorSet", "load_mirrors", "repository_key"]
+__all__ = [
+    "DEFAULT_TAGS",
+    "PROJECT_FILE",
+    "Mirror",
+    "MirrorSet",
+    "load_mirrors",
+    "project_mirrors",
+    "repository_key",
+]
 
 PROJECT_FILE = "patchlane.toml"
 #: A release tag is ``v1.2`` or ``1.2.3`` unless a mirror says otherwise.
@@ -105,7 +115,9 @@ class MirrorSet:
         return None
 
     @classmethod
-    def coerce(cls, value: MirrorSet | Mapping[str, object] | str | Path | None) -> MirrorSet:
+    def coerce(
+        cls, value: MirrorSet | Mapping[str, str | os.PathLike[str]] | str | Path | None
+    ) -> MirrorSet:
         """A MirrorSet from what callers pass: a set, ``{url: path}``, a folder, or None."""
         if isinstance(value, MirrorSet):
             return value
@@ -126,17 +138,14 @@ def _segments(url: str) -> tuple[str, str]:
     return segments[-2], segments[-1].removesuffix(".git")
 
 
-def _fail(path: Path, key: str, problem: str, fix: str) -> InputError:
+def _fail(path: Path, key: str | None, problem: str, fix: str) -> InputError:
     return InputError(path, key, problem, fix)
 
 
-def _string(
-    table: Mapping, key: str, where: str, path: Path, *, required: bool = False
-) -> str | None:
+def _string(table: Mapping[str, object], key: str, where: str, path: Path) -> str | None:
+    """The stripped string at ``key``, None when absent; anything else is an error."""
     value = table.get(key)
     if value is None:
-        if required:
-            raise _fail(path, f"{where}.{key}", "missing", f'add {key} = "…"')
         return None
     if not isinstance(value, str) or not value.strip():
         raise _fail(
@@ -148,6 +157,13 @@ def _string(
     return value.strip()
 
 
+def _required_string(table: Mapping[str, object], key: str, where: str, path: Path) -> str:
+    value = _string(table, key, where, path)
+    if value is None:
+        raise _fail(path, f"{where}.{key}", "missing", f'add {key} = "…"')
+    return value
+
+
 def _mirror(entry: object, index: int, folder: Path, root: Path, path: Path) -> Mirror:
     where = f"mirrors.repository[{index}]"
     if not isinstance(entry, Mapping):
@@ -157,7 +173,7 @@ def _mirror(entry: object, index: int, folder: Path, root: Path, path: Path) -> 
         raise _fail(
             path, f"{where}.{unknown[0]}", "unknown key", "use url, tags, branches, path or fetch"
         )
-    url = _string(entry, "url", where, path, required=True)
+    url = _required_string(entry, "url", where, path)
     key = repository_key(url)
     if key is None:
         raise _fail(
@@ -251,3 +267,9 @@ def load_mirrors(root: Path, *, folder: Path | None = None) -> MirrorSet:
             "keep one entry per repository",
         )
     return MirrorSet(mirrors, home)
+
+
+def project_mirrors(project: Project, folder: Path | None = None) -> MirrorSet:
+    """The git mirrors the project's ``patchlane.toml`` declares (``folder``, from ``--mirrors``,
+    replaces its folder)."""
+    return load_mirrors(project.root, folder=folder)

@@ -108,7 +108,7 @@ class MirrorRepo:
         with self._lock:
             landed, _ = self._history
         # stable: ties keep history order
-        return sorted(landed.get(number, []), key=lambda l: l.time)
+        return sorted(landed.get(number, []), key=lambda landing: landing.time)
 
     @property
     def newest_commit_at(self) -> _dt.datetime | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from retire.core.git import Git, GitError
 from retire.mirrors.config import Mirror
-from retire.mirrors.repo import open_mirror
+from retire.mirrors.repo import MirrorRepo, open_mirror
 
 __all__ = ["SyncResult", "sync"]
 
@@ -52,7 +52,7 @@ class SyncResult:
 def _state(mirror: Mirror) -> tuple[str, _dt.datetime | None]:
     """A fingerprint of the refs (to tell updated from unchanged) and the newest commit time."""
     repo = open_mirror(mirror)
-    if not hasattr(repo, "git"):
+    if not isinstance(repo, MirrorRepo):
         return "", None
     try:
         refs = repo.git.run("for-each-ref", "--format=%(objectname) %(refname)")

@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from retire.core import times
 from retire.core.atomic import atomic_write, locked
 from retire.core.errors import InputError
 from retire.core.project import Project, contained
@@ -49,7 +48,7 @@ from retire.packs.waves import (
     parse_state,
     plan_wave,
 )
-from shims import tomlreader
+from shims import times, tomlreader
 from shims.manifest import load_manifest
 from shims.model import ShimManifest
 

@@ -15,10 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from retire.core import times
 from retire.core.errors import InputError
 from retire.packs.model import PRIORITIES
-from shims import tomlreader
+from shims import times, tomlreader
 
 __all__ = [
     "Approval",

@@ -11,10 +11,10 @@ import datetime as _dt
 from collections.abc import Mapping
 from typing import Literal, TypeVar, overload
 
-from retire.core import times
 from retire.evidence.values import IssueState, LinkStatus, ProbeFailure, PullState
 from retire.probes.http import Fetcher
 from retire.probes.links import LinkRef
+from shims import times
 
 __all__ = ["LinkState", "WrongShapeError", "field", "moment", "not_found", "state_of"]
 

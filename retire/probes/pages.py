@@ -26,8 +26,8 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
-from retire.core import times
 from retire.evidence.values import Release, ReleaseFile, ReleaseList
+from shims import times
 
 __all__ = ["HTML_API", "JSON_API", "parse_html_page", "parse_json_page"]
 

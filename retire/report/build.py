@@ -8,7 +8,6 @@ import datetime as _dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from retire.core import times
 from retire.evidence.validation import PROVING, Mode, ShimOutcome, ValidationRecord
 from retire.evidence.values import (
     ExecutionHistory,
@@ -38,6 +37,7 @@ from retire.report.model import (
 )
 from retire.runs.lanerun import judge
 from retire.verdicts.model import Decision, FlagKind, Verdict
+from shims import times
 from shims.model import RetirementCondition, ShimManifest
 
 __all__ = ["build", "build_matrix", "evidence_line", "merge_burndown"]

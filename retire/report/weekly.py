@@ -21,19 +21,20 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
-from retire.core import times
 from retire.core.atomic import atomic_write
 from retire.core.errors import InputError, PatchlaneError
 from retire.core.project import Project, contained
+from retire.lanes import lanefile
 from retire.report import build as report_build
 from retire.report import html as report_html
 from retire.report import markdown as report_render
 from retire.report import model as report_model
 from retire.verdicts.model import Decision, Verdict
+from shims import times
 
 if TYPE_CHECKING:
     from retire.evidence.validation import ValidationRecord
@@ -127,7 +128,8 @@ def gather_verdicts(
     *,
     probe: bool = True,
     gather: Gather | None = None,
-    **options: object,
+    # GatherOptions' keywords, passed through (the commands' and the tests' dicts)
+    **options: Any,
 ) -> tuple[list[Verdict], list[str]]:
     """Verdicts for every shim, and notes. ``gather`` defaults to ``retire.verdicts.gather``;
     without ``probe`` it runs on a :class:`CacheOnlyTransport`. Never raises."""
@@ -260,7 +262,7 @@ def generate(
     now = now or times.now()
     label = _week_label(week, now)
     out_dir = _out_dir(project, out)
-    manifests, lanes = list(project.manifests().values()), project.lanes()
+    manifests, lanes = list(project.manifests().values()), lanefile.project_lanes(project)
     records_file = Path(records_path) if records_path else project.validation
     notes: list[str] = []
 

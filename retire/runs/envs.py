@@ -25,13 +25,12 @@ from pathlib import Path
 from typing import TypedDict
 
 import tomlkit
-from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
 
 from retire.core import childenv, uv
 from retire.core.errors import PatchlaneError
 from retire.lanes import revisions
 from retire.lanes.model import LANE_NAME, Lane
+from retire.locks.overlay import overlay_lock
 from retire.mirrors.config import MirrorSet
 from retire.runs import envcheck
 
@@ -169,32 +168,6 @@ def link_base(purelib: str | Path, site_dirs: list[str], name: str = BASE_PTH_NA
     """
     lines = "".join(f"import site; site.addsitedir({d!r})\n" for d in dict.fromkeys(site_dirs))
     Path(purelib, name).write_text(lines, encoding="utf-8")
-
-
-def _same_release(base_version: str | None, locked: str | None) -> bool:
-    """A base build of the locked release: equal, or equal but for a local label (+cu130)."""
-    if base_version is None or locked is None:
-        return False
-    try:
-        return Version(base_version).public == Version(locked).public
-    except InvalidVersion:
-        return base_version == locked
-
-
-def overlay_lock(lock: dict, base: dict[str, str]) -> tuple[dict, list[str]]:
-    """The lock cut down to the packages the base lacks or has at another release.
-
-    A GPU image's ``torch 2.11.0+cu130`` counts as the lock's ``torch 2.11.0``: the image's own
-    build of that release is the point of an overlay. The base's versions are recorded anyway.
-    """
-    keep = [
-        p
-        for p in lock.get("packages", [])
-        if not _same_release(base.get(str(canonicalize_name(p["name"]))), p.get("version"))
-    ]
-    cut = {k: v for k, v in lock.items() if k not in ("packages", "tool")}
-    cut["packages"] = keep
-    return cut, [p["name"] for p in keep]
 
 
 def _runtime_sources() -> list[Path]:

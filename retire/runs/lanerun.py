@@ -35,7 +35,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from retire.core import childenv, times, uv
+from retire.core import childenv, uv
 from retire.core.errors import InputError
 from retire.evidence.validation import (
     FAILING,
@@ -59,6 +59,7 @@ from retire.runs.launcher import (
 )
 from retire.runs.reaper import REAPER
 from retire.runs.reproduce import child_environment, run_reproducer
+from shims import times
 from shims.model import ShimManifest
 
 

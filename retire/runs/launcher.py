@@ -27,7 +27,6 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Self
 
-from retire.core import times
 from retire.evidence.validation import ValidationRecord
 from retire.runs.reaper import REAPER, TOKEN_ENV
 from retire.runs.reproduce import (
@@ -37,6 +36,7 @@ from retire.runs.reproduce import (
     run_reproducer,
     runtime_path,
 )
+from shims import times
 from shims.forked import kill_group
 from shims.model import ShimManifest
 

@@ -16,9 +16,10 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from retire.core import childenv, secrets, times
+from retire.core import childenv, secrets
 from retire.evidence.validation import MODES, RunOutcome, ValidationRecord
 from retire.runs.reaper import REAPER
+from shims import times
 from shims.manifest import ROOTS_ENV, RUNTIME_DIR
 from shims.model import ShimManifest
 from shims.reproducer import Mode, Sentinel, exit_code_for, parse_output

@@ -66,14 +66,14 @@ def plan_shim(
     ``lanes`` empty: the project's only lane, when it has exactly one. ``distribution`` defaults to
     the first requirement of the first lane, ``module`` to the distribution's import name.
     """
-    from retire.lanes import lanedit
+    from retire.lanes import lanedit, lanefile
 
     check_id(shim_id)
     catalogue = project.shims_dir
     folder = catalogue / shim_id
     if folder.exists():
         raise InputError(str(folder), None, "exists", "pick another id, or edit that shim")
-    known = project.lanes()
+    known = lanefile.project_lanes(project)
     by_name = {lane.name: lane for lane in known}
     if not lanes and len(known) == 1:
         lanes = [known[0].name]

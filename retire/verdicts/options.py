@@ -15,10 +15,10 @@ from pathlib import Path
 
 import httpx
 
-from retire.core import times
 from retire.mirrors.config import MirrorSet
 from retire.probes.fetched import RetryPolicy
 from retire.verdicts.rules import DEFAULT_STALE_DAYS
+from shims import times
 
 __all__ = ["FROM_ENV", "FromEnv", "GatherOptions", "Mirrors"]
 
@@ -32,7 +32,7 @@ class FromEnv(enum.Enum):
 FROM_ENV = FromEnv.TOKEN
 
 #: A :class:`MirrorSet`, ``{repository URL: path}``, a folder of ``<owner>/<repo>`` clones, or None.
-Mirrors = MirrorSet | Mapping[str, object] | str | Path | None
+Mirrors = MirrorSet | Mapping[str, str | os.PathLike[str]] | str | Path | None
 
 
 @dataclass(frozen=True)
