@@ -139,6 +139,11 @@ BAD_INPUT = [
     ("unknown-key", '[lane]\npythn = "3.12"\nrequirements = []\n', "lane.pythn: unknown key"),
     ("wrong-type", "[lane]\npython = 3.12\nrequirements = []\n", "lane.python: expected a string"),
     (
+        "bad-policy",
+        '[lane]\npython = "3.12"\nrequirements = []\npolicy = "freeze"\n',
+        "lane.policy: unknown lane policy 'freeze' — use one of follow, hold",
+    ),
+    (
         "bad-specifier",
         '[lane]\npython = "3.12"\nrequirements = ["torch=2.9"]\n',
         "lane.requirements[0]: invalid requirement",
@@ -328,3 +333,27 @@ def test_a_matrix_description_reaches_its_cells(tmp_path):
         ("m-x", "the grid"),
         ("m-y", "the odd one"),
     ]
+
+
+def test_a_lane_follows_upstream_unless_it_holds_and_the_policy_is_no_lock_input(tmp_path):
+    write(tmp_path, "follows", GOOD)
+    write(tmp_path, "holds", GOOD.replace("[lane]\n", '[lane]\npolicy = "hold"\n'))
+    write(
+        tmp_path,
+        "cells",
+        """
+        [matrix]
+        name = "cell-{a}"
+        [matrix.base]
+        python = "3.12"
+        requirements = ["torchlike==2.1.0"]
+        policy = "hold"
+        [matrix.axes.a.x]
+        [matrix.axes.a.y]
+        """,
+    )
+    lanes = {lane.name: lane for lane in lanefile.load_lanes(tmp_path / "lanes", root=tmp_path)}
+    assert lanes["follows"].policy == "follow" and lanes["holds"].policy == "hold"
+    assert {lanes["cell-x"].policy, lanes["cell-y"].policy} == {"hold"}
+    # a policy edit never makes a lock stale: the lock's inputs leave it out
+    assert lanes["follows"].digest == lanes["holds"].digest

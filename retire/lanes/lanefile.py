@@ -31,6 +31,7 @@ from retire.lanes.model import (
     Freeze,
     IndexSpec,
     Lane,
+    LanePolicy,
     PackageFreeze,
     StaticMetadata,
 )
@@ -54,6 +55,7 @@ BODY_KEYS = {
     "env": "env",
     "shims": "shims",
     "needs-cuda": "needs_cuda",
+    "policy": "policy",
     "revisions": "revisions",
 }
 MATRIX_KEYS = ("name", "description", "base", "axes", "exclude", "include")
@@ -128,6 +130,8 @@ class _Reader:
             return self._shims(value)
         if key == "needs-cuda":
             return value.boolean(fix=_as("true or false"))
+        if key == "policy":
+            return LanePolicy(value.choice(tuple(LanePolicy), noun="lane policy"))
         # a table by distribution, so matrix cells merge it like sources
         if key == "revisions":
             return {r.distribution: r for r in parse_revisions(value.raw, self.display, value.key)}
@@ -317,6 +321,7 @@ class _Reader:
             env=tuple(sorted(body.get("env", {}).items())),
             shims=tuple(dict.fromkeys(body.get("shims", ()))),
             needs_cuda=body.get("needs_cuda", False),
+            policy=body.get("policy", LanePolicy.FOLLOW),
             description=body.get("description", ""),
             revisions=tuple(
                 sorted(body.get("revisions", {}).values(), key=lambda r: r.distribution)

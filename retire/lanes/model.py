@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 import re
@@ -94,6 +95,16 @@ class PackageFreeze:
     freeze: Freeze
 
 
+class LanePolicy(enum.StrEnum):
+    """What a lane does when upstream fixes a bug one of its shims works around."""
+
+    #: the lane follows upstream: a landed fix may raise its pins, and its shims go
+    FOLLOW = "follow"
+    #: the lane holds its pins by policy (a floor or compatibility lane): its shims stay until
+    #: the lane's own pins reach the fix
+    HOLD = "hold"
+
+
 @dataclass(frozen=True)
 class Lane:
     name: str
@@ -114,6 +125,8 @@ class Lane:
     env: tuple[tuple[str, str], ...] = ()
     shims: tuple[str, ...] = ()
     needs_cuda: bool = False
+    # follow or hold upstream fixes; not a lock input (a policy edit never makes a lock stale)
+    policy: LanePolicy = LanePolicy.FOLLOW
     description: str = ""
     # packages taken from a git mirror at a tag, branch or commit
     revisions: tuple[Revision, ...] = ()

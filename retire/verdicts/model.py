@@ -23,6 +23,7 @@ from retire.evidence.values import (
     TagContainment,
     to_json,
 )
+from retire.lanes.model import LanePolicy
 
 __all__ = [
     "ConditionResult",
@@ -31,6 +32,8 @@ __all__ = [
     "ExecutionState",
     "Flag",
     "FlagKind",
+    "LaneStep",
+    "LaneVerdict",
     "ShimEvidence",
     "Verdict",
 ]
@@ -39,8 +42,11 @@ __all__ = [
 class Decision(enum.StrEnum):
     #: the shim is needed (the bug is still there, or upstream has not fixed it)
     KEEP = "keep"
-    #: upstream fixed it, and a run without the shim proved it inside the new floors
+    #: upstream fixed it, a run without the shim proved it inside the new floors, and every lane
+    #: that carries the shim can let it go (drop it, or raise its pins)
     RETIRE = "retire"
+    #: upstream fixed it and some lanes can let it go; the others hold, are blocked or need a run
+    RETIRE_IN_SOME = "retire-in-some"
     #: the evidence the decision rests on is missing; ``action`` says how to get it
     UNKNOWN = "unknown"
 
@@ -112,6 +118,76 @@ class ConditionResult:
         object.__setattr__(self, "state", ConditionState(self.state))
 
 
+class LaneStep(enum.StrEnum):
+    """What one lane does with one shim (docs/verdicts.md, "Per lane")."""
+
+    #: the lane's locked target is at or above the proven floor (or it installs no target): the
+    #: id goes, no pin moves
+    DROP = "drop"
+    #: a follow lane below the floor: its pins rise to the floor (or its revision moves past the
+    #: fix), and a trial re-lock resolved
+    RAISE = "raise"
+    #: a hold lane below the floor: the shim stays while the lane's pins do
+    HOLD = "hold"
+    #: a follow lane whose raise does not resolve: the resolver's reason is the blocker
+    BLOCKED = "blocked"
+    #: the shim is needed in this lane
+    KEEP = "keep"
+    #: nothing decides this lane yet; ``action`` says what would
+    UNKNOWN = "unknown"
+
+
+#: The steps that let a shim leave a lane.
+LEAVING = frozenset({LaneStep.DROP, LaneStep.RAISE})
+
+
+@dataclass(frozen=True)
+class LaneVerdict:
+    """The verdict for one (shim, lane): its step, why, and what it waits for."""
+
+    lane: str
+    step: LaneStep
+    # one line
+    why: str
+    policy: LanePolicy = LanePolicy.FOLLOW
+    # the lane file, relative to the project
+    file: str = ""
+    # what the lane installs of the target: "liger-kernel 0.6.0", "megatron-core @ d98e8a64dd"
+    locked: str | None = None
+    # raise: what the lane's requirements become ("tilelang>=0.1.15")
+    floors: tuple[str, ...] = ()
+    # blocked: the resolver's explanation, one line
+    blocker: str | None = None
+    # hold: what would let the shim go
+    until: str | None = None
+    # unknown: the one thing that would decide it
+    action: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "step", LaneStep(self.step))
+        object.__setattr__(self, "policy", LanePolicy(self.policy))
+        object.__setattr__(self, "why", " ".join(self.why.split()))
+
+    @property
+    def leaves(self) -> bool:
+        """The shim can leave this lane on a branch (drop or raise)."""
+        return self.step in LEAVING
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "lane": self.lane,
+            "step": str(self.step),
+            "why": self.why,
+            "policy": str(self.policy),
+            "file": self.file,
+            "locked": self.locked,
+            "floors": list(self.floors),
+            "blocker": self.blocker,
+            "until": self.until,
+            "action": self.action,
+        }
+
+
 @dataclass(frozen=True)
 class Verdict:
     shim: str
@@ -128,6 +204,8 @@ class Verdict:
     failures: tuple[ProbeFailure, ...] = ()
     # proposed requirement floors when retiring
     floors: tuple[str, ...] = ()
+    # one per lane that carries the shim, in the order of ``lanes``
+    lane_verdicts: tuple[LaneVerdict, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "decision", Decision(self.decision))
@@ -137,6 +215,15 @@ class Verdict:
 
     def flagged(self, kind: FlagKind) -> bool:
         return any(f.kind == kind for f in self.flags)
+
+    def lanes_at(self, *steps: LaneStep) -> tuple[LaneVerdict, ...]:
+        """The lane verdicts whose step is one of ``steps``."""
+        return tuple(lane for lane in self.lane_verdicts if lane.step in steps)
+
+    @property
+    def leaving(self) -> tuple[LaneVerdict, ...]:
+        """The lanes a retirement branch edits: those that drop the shim or raise their pins."""
+        return tuple(lane for lane in self.lane_verdicts if lane.leaves)
 
     @property
     def reasons(self) -> tuple[str, ...]:
@@ -151,6 +238,7 @@ class Verdict:
             "flags": [f.to_json() for f in self.flags],
             "lanes": list(self.lanes),
             "floors": list(self.floors),
+            "lane_verdicts": [lane.to_json() for lane in self.lane_verdicts],
             "conditions": to_json(self.conditions),
             "failures": to_json(self.failures),
             "evidence": to_json(self.evidence),
