@@ -327,6 +327,7 @@ def test_a_class_name_tag_is_no_part_of_any_document():
         "flags": [],
         "lanes": [],
         "floors": [],
+        "lane_verdicts": [],
         "conditions": [condition],
         "failures": [],
         "evidence": [],

@@ -56,6 +56,7 @@ OUTCOMES: dict[ShimOutcome, Look] = {
 #: Verdict tags: the decisions, and the flags that are shown as a tag of their own.
 VERDICTS: dict[str, Look] = {
     Decision.RETIRE: Look("🟢", colour="#dcfce7", ink="#166534"),
+    Decision.RETIRE_IN_SOME: Look("🟩", colour="#ecfccb", ink="#3f6212"),
     Decision.KEEP: Look("🔵", colour="#dbeafe", ink="#1e40af"),
     Decision.UNKNOWN: Look("❔", colour="#fef3c7", ink="#92400e"),
     FlagKind.STALE: Look("🟠", colour="#ffedd5", ink="#9a3412"),
