@@ -266,3 +266,30 @@ def test_the_commands_page_documents_every_command_and_exit_code():
         # each machine-read command says what its document holds
         assert "--json" in section, name
         assert "```json" in section or "same object as" in section, name
+
+
+def test_the_old_command_names_still_work_for_one_release_and_say_so(tmp_path, capsys):
+    from retire.evidence import validation
+    from tests.test_validation import record
+
+    listed = run_cli(ROOT, "shim", "list", "--json", capsys=capsys)
+    old = run_cli(ROOT, "shims", "--json", capsys=capsys)
+    # the same document on stdout; one line on stderr names the new spelling
+    assert listed[0] == old[0] == 0 and json.loads(old[1]) == json.loads(listed[1])
+    assert old[2] == (
+        "patchlane: note: `patchlane shims` is deprecated and goes in the next release: "
+        "use `patchlane shim list`\n"
+    )
+    records = tmp_path / "a.jsonl"
+    validation.append(records, [record()])
+    code, out, err = run_cli(
+        tmp_path, "manifest", "merge", str(records), "-o", str(tmp_path / "m.jsonl"), capsys=capsys
+    )
+    assert code == 0 and "1 records (+1)" in out
+    assert err.splitlines() == [
+        "patchlane: note: `patchlane manifest` is deprecated and goes in the next release: "
+        "use `patchlane validation`"
+    ]
+    # hidden from the list of commands
+    page = commands.build_parser().format_help()
+    assert "validation" in page and not re.search(r"^\s+(manifest|shims)\s", page, re.MULTILINE)

@@ -136,7 +136,7 @@ def test_damaged_manifests_never_block_the_store(tmp_path_factory, pool, rnd):
 
 @FUZZ
 @given(pool=pools, rnd=st.randoms(use_true_random=True))
-def test_manifest_merge_through_the_cli_never_tracebacks(tmp_path_factory, pool, rnd):
+def test_validation_merge_through_the_cli_never_tracebacks(tmp_path_factory, pool, rnd):
     folder = tmp_path_factory.mktemp("merge")
     inputs = []
     for index in range(2):
@@ -149,7 +149,7 @@ def test_manifest_merge_through_the_cli_never_tracebacks(tmp_path_factory, pool,
             [
                 "--root",
                 str(folder),
-                "manifest",
+                "validation",
                 "merge",
                 *inputs,
                 "-o",

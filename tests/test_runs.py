@@ -288,7 +288,7 @@ def test_judge_is_total():
     assert runs.judge(None, None)[0] == "crashed"
 
 
-def test_manifest_merge_from_two_hosts(tmp_path, capsys):
+def test_validation_merge_from_two_hosts(tmp_path, capsys):
     def rec(host, shim, started):
         return validation.ValidationRecord(
             shim=shim,
@@ -308,14 +308,14 @@ def test_manifest_merge_from_two_hosts(tmp_path, capsys):
     validation.append(a, [shared, rec("gpu-1", "y", "2026-11-01T00:01:00")])
     validation.append(b, [shared, rec("cpu-7", "x", "2026-11-01T00:00:30")])
     assert (
-        run_cli(tmp_path, "manifest", "merge", str(a), str(b), "-o", str(out), capsys=capsys)[0]
+        run_cli(tmp_path, "validation", "merge", str(a), str(b), "-o", str(out), capsys=capsys)[0]
         == 0
     )
     merged = validation.load(out)
     # the shared record once, nothing lost
     assert len(merged) == 3
     assert [r.started_at for r in merged] == sorted(r.started_at for r in merged)
-    run_cli(tmp_path, "manifest", "merge", str(a), str(b), "-o", str(out), capsys=capsys)
+    run_cli(tmp_path, "validation", "merge", str(a), str(b), "-o", str(out), capsys=capsys)
     # merging again adds nothing
     assert len(validation.load(out)) == 3
 

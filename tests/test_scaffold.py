@@ -68,7 +68,7 @@ def test_init_then_shim_new_then_nox_lock_and_lane(tmp_path, einops_index, monke
         "reproduce.py",
     ]
     assert 'shims = ["my_fix"]' in (shop / "lanes" / "cpu.toml").read_text()
-    assert run_cli(shop, "shims", "--check", capsys=capsys)[0] == 0
+    assert run_cli(shop, "shim", "list", "--check", capsys=capsys)[0] == 0
 
     code, out = _nox(shop, "-s", "lock")
     assert code == 0, out
@@ -148,7 +148,7 @@ def test_shim_new_needs_a_target_when_no_lane_names_one(tmp_path, capsys):
         capsys=capsys,
     )
     assert code == 0, err
-    assert run_cli(tmp_path, "shims", "--check", capsys=capsys)[0] == 0
+    assert run_cli(tmp_path, "shim", "list", "--check", capsys=capsys)[0] == 0
     assert (
         'module = "megatron.core"' in (tmp_path / "shims" / "my_fix" / "manifest.toml").read_text()
     )
@@ -157,7 +157,7 @@ def test_shim_new_needs_a_target_when_no_lane_names_one(tmp_path, capsys):
 def test_a_catalogue_with_init_py_is_refused_by_the_check(tmp_path, capsys):
     assert run_cli(tmp_path, "init", "--no-lock", capsys=capsys)[0] == 0
     (tmp_path / "shims" / "__init__.py").write_text("")
-    code, out, err = run_cli(tmp_path, "shims", "--check", capsys=capsys)
+    code, out, err = run_cli(tmp_path, "shim", "list", "--check", capsys=capsys)
     assert code == 2
     assert err.strip() == (
         f"shims: error: {tmp_path / 'shims' / '__init__.py'}: the catalogue is a package and "

@@ -130,7 +130,7 @@ def test_a_damaged_line_is_quarantined_never_blocks_appends_merges_or_loads(tmp_
     assert err == (
         f"patchlane: warning: {path}: line 2: not valid JSON (Expecting value at column 23) — "
         f"skipped, "
-        f"copied to {quarantine}; fix it there and `patchlane manifest merge` it back, or delete it"
+        f"copied to {quarantine}; fix it there and `patchlane validation merge` it back, or delete it"
     )
     assert quarantine.read_text() == damaged + "\n"
     assert merge([path]) == [first, second]

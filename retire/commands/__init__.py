@@ -1,7 +1,8 @@
 """``patchlane``: one registry of commands, one parser, one place where errors are printed.
 
 Each module here defines ``COMMAND`` (:class:`retire.commands.base.Command`); :data:`REGISTRY`
-lists them in the order ``patchlane --help`` shows. nox sessions are thin calls to these.
+lists them in the order ``patchlane --help`` shows. ``aliases`` holds the deprecated spellings
+(hidden, one release). nox sessions are thin calls to these.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from retire.commands.base import Command, ExitCode, Level, Parser, configure, say
@@ -28,8 +29,7 @@ REGISTRY = (
     "lockdiff",
     "run",
     "summary",
-    "manifest",
-    "shims",
+    "validation",
     "shim",
     "catalogue",
     "wheelhouse",
@@ -44,7 +44,22 @@ REGISTRY = (
 
 
 def commands() -> list[Command]:
+    """The documented commands, in the order of `patchlane --help` (no deprecated alias)."""
     return [importlib.import_module(f"retire.commands.{name}").COMMAND for name in REGISTRY]
+
+
+def _noting(command: Command) -> Callable[[Project, argparse.Namespace], int]:
+    """A deprecated alias's run: one line on stderr naming its replacement, then the command."""
+
+    def run(project: Project, args: argparse.Namespace) -> int:
+        say(
+            f"patchlane: note: `patchlane {command.name}` is deprecated and goes in the next "
+            f"release: use `{command.replaced_by}`",
+            err=True,
+        )
+        return command.run(project, args)
+
+    return run
 
 
 def _version() -> str:
@@ -117,10 +132,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"patchlane {_version()}")
     _add_verbosity(parser, default=0)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in commands():
-        p = sub.add_parser(
-            command.name, help=command.help, description=command.description or command.help
-        )
+    from retire.commands.aliases import ALIASES
+
+    for command in [*commands(), *ALIASES]:
+        description = command.description or command.help or f"use `{command.replaced_by}`"
+        # a parser added without help= is left out of the list of commands
+        shown_help = {} if command.replaced_by else {"help": command.help}
+        p = sub.add_parser(command.name, description=description, **shown_help)
         # --root may also follow the command (`patchlane verdicts --root DIR`): it wins when given.
         p.add_argument(
             "--root",
@@ -130,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
         )
         _add_verbosity(p, default=argparse.SUPPRESS)
         command.add_arguments(p)
-        p.set_defaults(run=command.run)
+        p.set_defaults(run=_noting(command) if command.replaced_by else command.run)
     return parser
 
 

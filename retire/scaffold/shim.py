@@ -1,4 +1,5 @@
-"""``patchlane shim new ID``: a shim that ``patchlane shims --check`` accepts, ready to be written.
+"""``patchlane shim new ID``: a shim that ``patchlane shim list --check`` accepts, ready to be
+written.
 
 ``<catalogue>/<id>/`` gets ``manifest.toml`` (every key, commented), ``patch.py``
 (``check_shape``/``probe``/``apply``, standing down until written) and ``reproduce.py`` (the
