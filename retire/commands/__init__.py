@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from retire.commands.aliases import ALIASES
 from retire.commands.base import Command, ExitCode, Level, Parser, configure, say
 from retire.core.errors import PatchlaneError
 from retire.core.project import Project
@@ -132,24 +133,30 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"patchlane {_version()}")
     _add_verbosity(parser, default=0)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    from retire.commands.aliases import ALIASES
-
-    for command in [*commands(), *ALIASES]:
-        description = command.description or command.help or f"use `{command.replaced_by}`"
-        # a parser added without help= is left out of the list of commands
-        shown_help = {} if command.replaced_by else {"help": command.help}
-        p = sub.add_parser(command.name, description=description, **shown_help)
-        # --root may also follow the command (`patchlane verdicts --root DIR`): it wins when given.
-        p.add_argument(
-            "--root",
-            type=Path,
-            default=argparse.SUPPRESS,
-            help="project folder (default: the current folder)",
+    for command in commands():
+        p = sub.add_parser(
+            command.name, help=command.help, description=command.description or command.help
         )
-        _add_verbosity(p, default=argparse.SUPPRESS)
-        command.add_arguments(p)
-        p.set_defaults(run=_noting(command) if command.replaced_by else command.run)
+        _add_command_arguments(p, command)
+    for alias in ALIASES:
+        # a parser added without help= is left out of the list of commands
+        p = sub.add_parser(alias.name, description=f"use `{alias.replaced_by}`")
+        _add_command_arguments(p, alias)
     return parser
+
+
+def _add_command_arguments(p: argparse.ArgumentParser, command: Command) -> None:
+    """The options every command takes, the command's own, and what runs it."""
+    # --root may also follow the command (`patchlane verdicts --root DIR`): it wins when given.
+    p.add_argument(
+        "--root",
+        type=Path,
+        default=argparse.SUPPRESS,
+        help="project folder (default: the current folder)",
+    )
+    _add_verbosity(p, default=argparse.SUPPRESS)
+    command.add_arguments(p)
+    p.set_defaults(run=_noting(command) if command.replaced_by else command.run)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

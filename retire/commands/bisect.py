@@ -150,7 +150,7 @@ def _default_index(project: Project, shim_id: str, distribution: str, lane=None)
     from retire.core import uv
     from retire.verdicts.gather import lane_index_urls
 
-    lanes = [lane] if lane is not None else [l for l in project.lanes() if shim_id in l.shims]
+    lanes = [lane] if lane is not None else [one for one in project.lanes() if shim_id in one.shims]
     named, default = uv.host_indexes().named, uv.default_index()
     if not lanes:
         return default
