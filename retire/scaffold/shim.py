@@ -119,7 +119,7 @@ def plan_shim(
     create = {
         f"{base}/{name}": template(f"shim/{source}", **values) for name, source in sources.items()
     }
-    edit = {}
+    edit: dict[str, str] = {}
     for lane in chosen:
         path = project.root / lane.file
         text = edit.get(path.relative_to(project.root).as_posix()) or path.read_text(

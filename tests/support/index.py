@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Self
 from urllib.parse import unquote, urlsplit
 
 from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
@@ -189,7 +190,7 @@ class StaticIndexServer:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}/simple"
 
-    def __enter__(self) -> StaticIndexServer:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
@@ -296,7 +297,7 @@ class IndexServer:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}/simple"
 
-    def __enter__(self) -> IndexServer:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
