@@ -10,11 +10,11 @@ import tomllib
 import pytest
 
 from retire.branches import bump
-from retire.core.git import Git
 from retire.evidence import validation
 from retire.locks import lockdiff
 from tests.conftest import run_cli
 from tests.support import shimtree
+from tests.support.gitrepos import git
 from tests.support.index import IndexServer, PackageIndex
 from tests.support.wheels import build_wheel
 
@@ -49,10 +49,6 @@ default = true
 """
 
 
-def git(repo, *args):
-    return Git(repo).run(*args).strip()
-
-
 @pytest.fixture
 def shop(tmp_path, capsys):
     """A git repository with two lanes locked at 2026-03-01, and two indexes that will move."""
@@ -78,7 +74,7 @@ def shop(tmp_path, capsys):
         assert run_cli(repo, "run", "toy", "--run-id", "before", capsys=capsys)[0] == 0
         git(repo, "init", "-q", "-b", "main")
         git(repo, "add", "-A")
-        git(repo, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "shop")
+        git(repo, "commit", "-qm", "shop")
         # Upstream moves on: a fix, a helper release, and two releases inside the cooldown.
         main.add(
             build_wheel(
