@@ -259,7 +259,7 @@ def test_drop_makes_one_commit_on_a_branch_and_leaves_the_checkout_alone(drop_pr
 
 
 def test_same_tree_with_other_evidence_is_already_proposed(drop_project):
-    [first] = autodrop.apply(drop_project.root, [PLAN], open_prs=False)
+    [_first] = autodrop.apply(drop_project.root, [PLAN], open_prs=False)
     other = DropPlan(PLAN.shim_id, "a different explanation", PLAN.floors, "new evidence")
     refs = drop_project.refs()
     [again] = autodrop.apply(drop_project.root, [other], base="main", open_prs=False)
@@ -440,10 +440,10 @@ def test_matrix_edit_keeps_everything_else():
     assert len(changes) == 2
     old_lines, new_lines = text.splitlines(), new.splitlines()
     assert len(old_lines) == len(new_lines)
-    assert [l for l in old_lines if l.lstrip().startswith("#")] == [
-        l for l in new_lines if l.lstrip().startswith("#")
+    assert [line for line in old_lines if line.lstrip().startswith("#")] == [
+        line for line in new_lines if line.lstrip().startswith("#")
     ]
-    assert sum(a != b for a, b in zip(old_lines, new_lines)) == 2
+    assert sum(a != b for a, b in zip(old_lines, new_lines, strict=True)) == 2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -491,7 +491,8 @@ class CodeHost:
                     pull = {
                         **body,
                         "number": len(host.pulls) + 1,
-                        "html_url": f"http://codehost.invalid/acme/project/pull/{len(host.pulls) + 1}",
+                        "html_url": "http://codehost.invalid/acme/project/pull/"
+                        f"{len(host.pulls) + 1}",
                     }
                     host.pulls.append(pull)
                     return self._reply(201, pull)
@@ -519,7 +520,7 @@ def codehost():
 
 def test_pr_is_opened_once_and_never_merged(drop_project, codehost, monkeypatch):
     monkeypatch.setenv("GITHUB_TOKEN", "s3cret-token-value")
-    options = dict(repository="acme/project", api_base=codehost.url)
+    options = {"repository": "acme/project", "api_base": codehost.url}
     [outcome] = autodrop.apply(drop_project.root, [PLAN], **options)
     assert outcome.status == "proposed" and outcome.pr_status == "opened", outcome
     assert outcome.pr_url.endswith("/pull/1")

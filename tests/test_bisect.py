@@ -532,7 +532,7 @@ def test_a_bad_version_bound_is_one_line(tmp_path, capsys, argv, said):
             *argv,
         ]
     )
-    out, err = capsys.readouterr()
+    _out, err = capsys.readouterr()
     assert (
         code == 2 and said in err and "Traceback" not in err and len(err.strip().splitlines()) <= 2
     )

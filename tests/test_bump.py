@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import textwrap
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -149,7 +150,7 @@ def test_bump_makes_a_branch_with_the_diff_and_the_suites_word(shop, capsys):
     records = git(repo, "show", f"{branch}:validation/manifest.jsonl").splitlines()
     assert len(records) > len(git(repo, "show", "main:validation/manifest.jsonl").splitlines())
     # The PR body says it all.
-    body = open(result.body_path).read()
+    body = Path(result.body_path).read_text()
     assert "| toylib | 1.0 | 1.1 | minor |" in body
     assert "Shims that became retirement candidates" in body and "`toy` on lane `toy`" in body
     assert "Lane `side` — failed" in body

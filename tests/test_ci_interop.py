@@ -143,7 +143,7 @@ def shop(tmp_path, einops_index, monkeypatch, capsys):
         run_cli(root, "shim", "new", "my_fix", "--owner", "kernels@example.org", capsys=capsys)[0]
         == 0
     )
-    code, out, err = run_cli(root, "lock", capsys=capsys)
+    code, _out, err = run_cli(root, "lock", capsys=capsys)
     assert code == 0, err
     return root
 
@@ -225,7 +225,7 @@ def test_the_actions_steps_run_as_a_script_on_a_scaffolded_shop(shop, tmp_path):
     env = _runner_env(tmp_path, venv)
     results = run_action({"lane-tag": "cpu", "report": "true", "no-probe": "true"}, env, cwd=shop)
     assert [r.returncode for r in results] == [0, 0, 0, 0], results[-1].stdout + results[-1].stderr
-    install, check, lanes, report = results
+    install, check, _lanes, _report = results
     assert install.stdout.startswith("patchlane ")
     site = next((venv / "lib").glob("python*/site-packages"))
     # the Action installed its own source

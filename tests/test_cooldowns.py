@@ -242,7 +242,7 @@ def test_bad_freezes_are_one_line_errors(tmp_path, capsys, body, message):
     (tmp_path / "lanes" / "x.toml").write_text(
         f'[lane]\npython = "3.12"\nrequirements = ["x"]\n{body}\n'
     )
-    code, out, err = run_cli(tmp_path, "lanes", capsys=capsys)
+    code, _out, err = run_cli(tmp_path, "lanes", capsys=capsys)
     assert code == 2 and err.count("\n") == 1 and message in err, err
 
 

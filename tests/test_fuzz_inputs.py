@@ -403,7 +403,7 @@ def edited(rnd: random.Random, text: str, pieces: list[str]) -> str:
     return text
 
 
-KEY_POOL = KNOWN_KEYS + ["", "x" * 500, "a.b", "pythn", "ownr", "categroy", "\u2028", "\n"]
+KEY_POOL = [*KNOWN_KEYS, "", "x" * 500, "a.b", "pythn", "ownr", "categroy", "\u2028", "\n"]
 #: Each example draws a few odd values with Hypothesis, then builds several inputs from them and
 #: the fixed odd values with a seeded Random: Hypothesis draws are slow, and this keeps a few
 #: thousand inputs within seconds.
@@ -490,7 +490,7 @@ def test_pack_state_json(fuzz_project, pool, parts, rnd):
 # Deterministic corners: deep nesting, huge files, paths that are not regular files
 
 
-@pytest.mark.parametrize("reader", sorted(READERS) + ["state"])
+@pytest.mark.parametrize("reader", [*sorted(READERS), "state"])
 @pytest.mark.parametrize("depth", [10, 200, 1000, 5000])
 def test_deep_nesting_is_an_input_error(fuzz_project, reader, depth):
     feed = getattr(FuzzProject, reader)
@@ -510,7 +510,7 @@ def test_deep_nesting_is_an_input_error(fuzz_project, reader, depth):
     feed(fuzz_project, "[" + ".".join(["a"] * depth) + "]\nb = 1\n")
 
 
-@pytest.mark.parametrize("reader", sorted(READERS) + ["state"])
+@pytest.mark.parametrize("reader", [*sorted(READERS), "state"])
 def test_oversized_files_are_refused(fuzz_project, reader, tmp_path):
     getattr(FuzzProject, reader)(fuzz_project, "# " + "x" * tomlreader.MAX_BYTES + "\n")
     (tmp_path / "big.toml").write_text("# " + "x" * tomlreader.MAX_BYTES + "\n")

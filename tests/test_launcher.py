@@ -373,7 +373,7 @@ def test_lane_outcomes_are_the_same_in_both_isolations(
         (tmp_path / "heavy.log").write_text("")
         # The default where the lane's shims declare preloads is the launcher.
         flags = ["--isolation", isolation] if isolation == "process" else []
-        code, out, err = run_cli(p.root, "run", *flags, "--run-id", isolation, capsys=capsys)
+        code, _out, _err = run_cli(p.root, "run", *flags, "--run-id", isolation, capsys=capsys)
         # a crash fails the run, in either isolation
         assert code == 1
         summaries[isolation] = json.loads(

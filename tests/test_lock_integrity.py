@@ -87,7 +87,7 @@ def test_a_hash_tampered_after_the_env_was_built_is_caught_by_the_next_run(toy_p
     text = path.read_text()
     digest = re.search(r'sha256 = "([0-9a-f]+)"', toylib_block(text)).group(1)
     path.write_text(restamp(text.replace(digest, "f" * 64)))
-    code, out, err = run_cli(p.root, "run", "old", "--no-record", "--run-id", "r2", capsys=capsys)
+    code, _out, _err = run_cli(p.root, "run", "old", "--no-record", "--run-id", "r2", capsys=capsys)
     summary = json.loads((p.root / ".patchlane/runs/r2/old.json").read_text())
     assert code == 1 and summary["status"] == "build-failed", summary
     assert "hash" in summary["why"].lower(), summary["why"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+from typing import Self
 
 import pytest
 
@@ -173,7 +174,7 @@ class TrickleServer:
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._serve, daemon=True)
 
-    def __enter__(self) -> TrickleServer:
+    def __enter__(self) -> Self:
         self.thread.start()
         return self
 

@@ -213,7 +213,7 @@ def test_markdown_is_an_issue_body_with_tables_and_collapsible_evidence(shop):
     assert "```mermaid\nxychart-beta" in md and '"26-W44", "26-W45", "26-W46", "26-W47"' in md
     # Every table row has as many cells as its header: nothing breaks the table.
     for block in re.findall(r"(?:^\|.*\|\n)+", md, flags=re.MULTILINE):
-        rows = [line for line in block.splitlines()]
+        rows = list(block.splitlines())
         widths = {len(re.findall(r"(?<!\\)\|", line)) for line in rows}
         assert len(widths) == 1, block
 

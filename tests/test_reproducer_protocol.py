@@ -35,7 +35,7 @@ def _shim(root: Path, shim_id: str, body: str, **options) -> object:
 
 
 def test_both_modes_prove_bug_and_fix(lane_env):
-    root, site, env = lane_env
+    root, _site, env = lane_env
     manifest = load_manifest(write_shim(root, "toy_add") / "manifest.toml")
 
     without = run_reproducer(manifest, "without", env=env, lane="toy-lane")

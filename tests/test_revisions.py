@@ -131,7 +131,7 @@ def test_a_missing_mirror_or_revision_is_one_line_naming_the_lane_file_key_and_f
     root, mirror = revproject
     write_lane(root, rev="v9.9")
     code, out, err = run_cli(root, "lock", capsys=capsys)
-    [line] = [l for l in (out + err).splitlines() if "dev:" in l]
+    [line] = [each for each in (out + err).splitlines() if "dev:" in each]
     assert (
         code == 1 and "lanes/dev.toml: lane.revisions.toyrev: 'v9.9' is not in the mirror" in line
     )
@@ -143,7 +143,7 @@ def test_a_missing_mirror_or_revision_is_one_line_naming_the_lane_file_key_and_f
     subprocess.run(["rm", "-rf", str(mirror)], check=True)
     write_lane(root, rev="v1.1")
     code, out, err = run_cli(root, "lock", capsys=capsys)
-    lines = [l for l in (out + err).splitlines() if "toyrev" in l]
+    lines = [each for each in (out + err).splitlines() if "toyrev" in each]
     assert code == 1 and len(lines) == 1, out + err
     assert (
         "lanes/dev.toml: lane.revisions.toyrev: the mirror of " + UPSTREAM + " is missing"

@@ -238,7 +238,7 @@ def test_overlay_installs_only_what_the_lock_changes(toy_project, tmp_path, caps
     )
     assert probe.stdout.split() == ["1.5", "1.1"], probe.stderr
     assert env.installed["helper"] == "1.5"
-    code, out, _ = run_cli(
+    code, _out, _ = run_cli(
         p.root, "run", "--overlay", str(base / "bin/python"), "--run-id", "ov", capsys=capsys
     )
     assert code == 0

@@ -110,9 +110,9 @@ print(json.dumps({
     "runtime": shims.__file__,
     "states": {k: v.state for k, v in shims.status().items()},
     "fixed": toylib.add(2, 2),
-    "engine": [m for m in %r if importlib.util.find_spec(m) is not None],
+    "engine": [m for m in @ENGINE@ if importlib.util.find_spec(m) is not None],
 }))
-""" % (ENGINE,)
+""".replace("@ENGINE@", repr(ENGINE))
 
 
 def _run(

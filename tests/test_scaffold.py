@@ -98,7 +98,7 @@ def test_init_refuses_to_overwrite_and_appends_to_a_readme(tmp_path, capsys):
     assert (tmp_path / ".gitignore").read_text() == "*.pyc\n.patchlane/\n.nox/\n"
     (tmp_path / "lanes" / "cpu.toml").write_text("# ours\n")
     (tmp_path / "noxfile.py").unlink()
-    code, out, err = run_cli(tmp_path, "init", "--no-lock", capsys=capsys)
+    code, _out, err = run_cli(tmp_path, "init", "--no-lock", capsys=capsys)
     assert code == 2
     assert err.strip() == (
         f"patchlane: error: {tmp_path / 'patchlane.toml'}: exists; patchlane init writes only new "
@@ -125,7 +125,7 @@ def test_shim_new_rejects_ids_that_are_not_identifiers_or_shadow_the_runtime(
     tmp_path, capsys, shim_id, problem
 ):
     assert run_cli(tmp_path, "init", "--no-lock", capsys=capsys)[0] == 0
-    code, out, err = run_cli(tmp_path, "shim", "new", shim_id, capsys=capsys)
+    code, _out, err = run_cli(tmp_path, "shim", "new", shim_id, capsys=capsys)
     assert (
         code == 2 and err.startswith(f"patchlane: error: ID: {problem} — ") and err.count("\n") == 1
     )
@@ -134,9 +134,9 @@ def test_shim_new_rejects_ids_that_are_not_identifiers_or_shadow_the_runtime(
 
 def test_shim_new_needs_a_target_when_no_lane_names_one(tmp_path, capsys):
     (tmp_path / "lanes").mkdir()
-    code, out, err = run_cli(tmp_path, "shim", "new", "my_fix", capsys=capsys)
+    code, _out, err = run_cli(tmp_path, "shim", "new", "my_fix", capsys=capsys)
     assert code == 2 and "--distribution: no target distribution" in err
-    code, out, err = run_cli(
+    code, _out, err = run_cli(
         tmp_path,
         "shim",
         "new",
@@ -157,7 +157,7 @@ def test_shim_new_needs_a_target_when_no_lane_names_one(tmp_path, capsys):
 def test_a_catalogue_with_init_py_is_refused_by_the_check(tmp_path, capsys):
     assert run_cli(tmp_path, "init", "--no-lock", capsys=capsys)[0] == 0
     (tmp_path / "shims" / "__init__.py").write_text("")
-    code, out, err = run_cli(tmp_path, "shim", "list", "--check", capsys=capsys)
+    code, _out, err = run_cli(tmp_path, "shim", "list", "--check", capsys=capsys)
     assert code == 2
     assert err.strip() == (
         f"shims: error: {tmp_path / 'shims' / '__init__.py'}: the catalogue is a package and "

@@ -135,7 +135,7 @@ def test_a_stale_lock_or_a_lock_without_files_is_one_line(locked, capsys, tmp_pa
     locked.write("cpu", LANE.replace("2.1.0", "2.0.0"))
     code, out = gather(locked, capsys)
     assert code == 2 and "stale" in out and "nox -s lock -- cpu" in out
-    with pytest.raises(InputError, match="packages.megatron-core: the lock gives a local path"):
+    with pytest.raises(InputError, match=r"packages\.megatron-core: the lock gives a local path"):
         wheelhouse.plan(
             "x",
             {
@@ -293,7 +293,7 @@ def test_a_wheelhouse_that_does_not_match_the_lock_is_refused(carried, capsys):
 def test_a_wheelhouse_builds_only_its_own_lane(carried, capsys):
     root, house = carried
     (root / "lanes" / "second.toml").write_text((root / "lanes" / "cpu.toml").read_text())
-    code, out, err = run_cli(root, "run", "second", "--wheelhouse", str(house), capsys=capsys)
+    code, _out, err = run_cli(root, "run", "second", "--wheelhouse", str(house), capsys=capsys)
     assert code == 2 and err.count("\n") == 1 and "holds lane 'cpu' and builds it alone" in err
 
 
