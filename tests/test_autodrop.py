@@ -164,6 +164,7 @@ def _lock_version(text: str, name: str) -> str:
     return next(p["version"] for p in tomllib.loads(text)["packages"] if p["name"] == name)
 
 
+@pytest.mark.slow
 def test_drop_makes_one_commit_on_a_branch_and_leaves_the_checkout_alone(drop_project, tmp_path):
     before = drop_project.state()
     steps = []
@@ -258,6 +259,7 @@ def test_drop_makes_one_commit_on_a_branch_and_leaves_the_checkout_alone(drop_pr
     assert drop_project.refs() == refs and drop_project.state() == before
 
 
+@pytest.mark.slow
 def test_same_tree_with_other_evidence_is_already_proposed(drop_project):
     [_first] = autodrop.apply(drop_project.root, [PLAN], open_prs=False)
     other = DropPlan(PLAN.shim_id, "a different explanation", PLAN.floors, "new evidence")
@@ -271,6 +273,7 @@ def test_same_tree_with_other_evidence_is_already_proposed(drop_project):
     assert higher.status == "exists-differs" and drop_project.refs() == refs
 
 
+@pytest.mark.slow
 def test_an_exception_midway_leaves_no_worktree_and_no_half_edited_lane(drop_project):
     before = drop_project.state()
 
@@ -285,6 +288,7 @@ def test_an_exception_midway_leaves_no_worktree_and_no_half_edited_lane(drop_pro
     assert "retire" not in drop_project.refs()
 
 
+@pytest.mark.slow
 def test_a_killed_run_is_cleaned_up_by_the_next(drop_project):
     script = textwrap.dedent(f"""
         import os, signal, sys
@@ -309,6 +313,7 @@ def test_a_killed_run_is_cleaned_up_by_the_next(drop_project):
     assert not list((drop_project.root / ".patchlane" / "worktrees").iterdir())
 
 
+@pytest.mark.slow
 def test_a_lane_that_cannot_be_relocked_aborts_cleanly(tmp_path):
     # app requires toylib<1.6: the floor cannot hold
     drop_project = DropProject(tmp_path, app_pins_old=True)
@@ -326,6 +331,7 @@ def test_a_lane_that_cannot_be_relocked_aborts_cleanly(tmp_path):
         drop_project.close()
 
 
+@pytest.mark.slow
 def test_unknown_shim_aborts(drop_project):
     [outcome] = autodrop.apply(
         drop_project.root, [DropPlan("no_such_shim", "x", {})], open_prs=False
@@ -333,6 +339,7 @@ def test_unknown_shim_aborts(drop_project):
     assert outcome.status == "aborted" and "does not exist" in outcome.reason
 
 
+@pytest.mark.slow
 def test_bisect_then_drop_end_to_end(drop_project):
     """The flagship flow: bisect the shim's target on the lane's index, then propose the drop."""
     from retire import bisect
@@ -518,6 +525,7 @@ def codehost():
     host.close()
 
 
+@pytest.mark.slow
 def test_pr_is_opened_once_and_never_merged(drop_project, codehost, monkeypatch):
     monkeypatch.setenv("GITHUB_TOKEN", "s3cret-token-value")
     options = {"repository": "acme/project", "api_base": codehost.url}
@@ -544,6 +552,7 @@ def test_pr_is_opened_once_and_never_merged(drop_project, codehost, monkeypatch)
     assert "s3cret-token-value" not in repr(outcome) + repr(again)
 
 
+@pytest.mark.slow
 def test_pr_failures_are_reported_without_the_token(drop_project, codehost, monkeypatch):
     monkeypatch.setenv("GITHUB_TOKEN", "wrong-token-value")
     [outcome] = autodrop.apply(
@@ -568,6 +577,7 @@ def test_pr_failures_are_reported_without_the_token(drop_project, codehost, monk
     )
 
 
+@pytest.mark.slow
 def test_cli_takes_plans_as_json(drop_project, tmp_path, capsys):
     plan_file = tmp_path / "plan.json"
     plan_file.write_text(

@@ -21,6 +21,7 @@ SHIM_ROWS = (
 )
 
 
+@pytest.mark.slow
 def test_quick_shims_bench_prints_the_table_and_writes_json(tmp_path):
     output = tmp_path / "latest.json"
     proc = subprocess.run(

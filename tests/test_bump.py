@@ -107,6 +107,7 @@ def shop(tmp_path, capsys):
         }
 
 
+@pytest.mark.slow
 def test_bump_makes_a_branch_with_the_diff_and_the_suites_word(shop, capsys):
     repo = shop["repo"]
     # the side lane's index goes away: it cannot re-resolve
@@ -166,6 +167,7 @@ def test_bump_makes_a_branch_with_the_diff_and_the_suites_word(shop, capsys):
     assert not list((repo / ".patchlane" / "worktrees").glob("bump*"))
 
 
+@pytest.mark.slow
 def test_nothing_new_means_no_branch(shop, capsys):
     repo = shop["repo"]
     # With a long cooldown none of the new releases is old enough yet.
@@ -174,6 +176,7 @@ def test_nothing_new_means_no_branch(shop, capsys):
     assert git(repo, "branch", "--list", "patchlane/*") == ""
 
 
+@pytest.mark.slow
 def test_package_option_upgrades_only_that_package(shop, capsys):
     repo = shop["repo"]
     result = bump.bump(
@@ -184,6 +187,7 @@ def test_package_option_upgrades_only_that_package(shop, capsys):
     assert [(c.name, c.new) for c in toy.changes] == [("helper", "1.1")]
 
 
+@pytest.mark.slow
 def test_cli_reports_and_refuses_bad_input(shop, capsys):
     repo = shop["repo"]
     code, out, err = run_cli(repo, "bump", "nope", capsys=capsys)
@@ -278,6 +282,7 @@ def test_a_constraint_is_added_once():
     assert add_constraint(once, "numpy>=2") == once and once.count("numpy>=2") == 1
 
 
+@pytest.mark.slow
 def test_json_is_one_document_with_each_lanes_diff(shop, capsys):
     import json
 

@@ -209,6 +209,7 @@ def run_action(
     return results
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     importlib.util.find_spec("hatchling") is None,
     reason="hatchling (test extra) builds the Action's install offline",
@@ -257,6 +258,7 @@ def test_the_actions_steps_run_as_a_script_on_a_scaffolded_shop(shop, tmp_path):
     assert "pwned" not in bad[-1].stdout and not (shop / "pwned").exists()
 
 
+@pytest.mark.slow
 def test_the_hooks_entries_pass_on_a_scaffolded_shop_and_fail_in_one_line(shop):
     """What `pre-commit try-repo` would run: each hook's entry, in the shop, with the engine
     installed."""
@@ -314,6 +316,7 @@ def _index_reachable(tmp_path: Path) -> bool:
     return probe.returncode == 0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     importlib.util.find_spec("pre_commit") is None, reason="pre-commit (test extra) runs the hooks"
 )

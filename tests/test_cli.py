@@ -32,6 +32,7 @@ def test_version(capsys):
     assert done.value.code == 0 and re.fullmatch(r"patchlane \S+\n", capsys.readouterr().out)
 
 
+@pytest.mark.slow
 def test_quiet_drops_progress_and_verbose_is_accepted_before_or_after_the_command(project, capsys):
     project.write("a", lane_text('"helper==1.0"'))
     code, out, err = run_cli(project.root, "-q", "lock", capsys=capsys)
@@ -73,6 +74,7 @@ def json_and_notes(capsys, root, *args) -> tuple[int, object, str]:
     return code, json.loads(out), err
 
 
+@pytest.mark.slow
 def test_lock_and_lock_check_print_one_json_document(project, capsys):
     project.write("a", lane_text('"helper==1.0"'))
     # cannot resolve
@@ -92,6 +94,7 @@ def test_lock_and_lock_check_print_one_json_document(project, capsys):
     assert "missing b: no lock" in err
 
 
+@pytest.mark.slow
 def test_run_and_summary_print_one_json_document(toy_project, capsys):
     p = toy_project
     p.write("old", lane())
@@ -138,6 +141,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 def test_a_long_reproducer_has_a_heartbeat(toy_project, capsys):
     p = toy_project
     shimtree.write_shim(p.root / "shims", "toy_slow", reproducer=SLOW_REPRODUCER)
@@ -187,6 +191,7 @@ def on_a_terminal(args: list[str], env: dict[str, str], cwd) -> str:
     return seen.decode(errors="replace")
 
 
+@pytest.mark.slow
 def test_lane_builds_stream_uvs_output_on_a_terminal_and_plain_lines_in_ci(toy_project, capsys):
     p = toy_project
     p.write("old", lane())

@@ -68,6 +68,7 @@ ODD_REPRODUCER = shimtree.TOY_REPRODUCER.replace(
 )
 
 
+@pytest.mark.slow
 def test_a_reproducer_printing_line_separators_never_breaks_the_store(toy_project, capsys):
     """The reported failure: output with U+2028/U+2029/U+0085 recorded, then every later run,
     merge and verdict broke. Now it is one record that reads back, and the store goes on."""
@@ -317,6 +318,7 @@ def test_a_lock_path_that_is_a_folder_is_one_line(tmp_path, capsys):
         refused(capsys, root, *args, says="locks/a/pylock.toml: not a regular file")
 
 
+@pytest.mark.slow
 def test_a_stray_file_where_an_env_folder_goes_fails_the_lane_in_one_line(project, capsys):
     project.write("a", lane_text('"helper==1.0"'))
     assert cli(capsys, project.root, "lock")[0] == 0
@@ -505,6 +507,7 @@ class _Failing(http.server.BaseHTTPRequestHandler):
         pass
 
 
+@pytest.mark.slow
 def test_lock_fails_when_the_index_answers_500(tmp_path, capsys, monkeypatch):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Failing)
     threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -19,6 +19,9 @@ from retire.runs.reproduce import run_reproducer
 from tests.support import shimtree
 from tests.test_launcher import _shim, _state, tree  # noqa: F401 - tree is a fixture
 
+# every test forks children from a launcher
+pytestmark = pytest.mark.slow
+
 #: What a child reports about itself, the same way in a fork and in a fresh interpreter.
 PROBE = r"""
 import json, os, sys, time

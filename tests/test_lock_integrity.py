@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from retire.lanes import lanefile
 from retire.locks import locking
 from retire.locks.integrity import PROVENANCE_HEADER, content_digest
@@ -76,6 +78,7 @@ def test_a_version_the_lane_forbids_fails_even_with_a_consistent_hash_and_digest
     assert code == 1 and rows["old"]["state"] == "tampered" and rows["fixed"]["state"] == "current"
 
 
+@pytest.mark.slow
 def test_a_hash_tampered_after_the_env_was_built_is_caught_by_the_next_run(toy_project, capsys):
     """The warm re-sync only audits an env; a lock that changed gets a fresh env, installed
     hash-checked."""

@@ -79,6 +79,7 @@ def test_a_post_is_never_redirected(api):
     assert isinstance(found, ProbeFailure) and "redirected (308) a POST request" in found.reason
 
 
+@pytest.mark.slow
 def test_a_slow_drip_ends_at_the_total_deadline_not_per_read(api):
     """Each byte arrives well within the per-read timeout; only a total deadline ends it."""
     body = json.dumps({"state": "open", "padding": "x" * 400}).encode()
@@ -94,6 +95,7 @@ def test_a_slow_drip_ends_at_the_total_deadline_not_per_read(api):
     assert found.retryable and found.attempts == 1
 
 
+@pytest.mark.slow
 def test_a_stalled_body_ends_at_the_deadline_even_with_long_read_timeouts(api):
     # one byte, then silence
     api.host.faults.add(PULL, slow_drip(b'{"state": "open"}', 5.0))
@@ -218,6 +220,7 @@ class TrickleServer:
                 return
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("headers", [True, False], ids=["headers", "body"])
 def test_a_trickle_ends_at_the_total_deadline_in_the_headers_too(headers):
     """One byte every 20 ms, well within the 2 s read timeout: only a total deadline ends it,

@@ -24,10 +24,14 @@ from tests.support.reportshop import NOW, build_shop, shop_verdicts
 
 CHROMIUM = Path("/usr/bin/chromium")
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(),
-    reason="needs Debian's Chromium at /usr/bin/chromium (apt-get install -y chromium)",
-)
+pytestmark = [
+    # each test starts a browser
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(),
+        reason="needs Debian's Chromium at /usr/bin/chromium (apt-get install -y chromium)",
+    ),
+]
 
 
 def chromium(tmp_path: Path, page: Path, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -153,6 +153,7 @@ def test_protocol_violations_are_crashes(lane_env, body, detail):
     assert detail in record.detail
 
 
+@pytest.mark.slow
 def test_a_hanging_reproducer_is_killed_at_its_timeout(lane_env, tmp_path: Path):
     root, _, env = lane_env
     pid_file = tmp_path / "child.pid"
@@ -194,6 +195,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_manifest_timeout_is_the_default(lane_env):
     root, _, env = lane_env
     text = manifest_text("toy_slow").replace("timeout = 60", "timeout = 1.5")

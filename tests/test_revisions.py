@@ -84,6 +84,7 @@ def locked_vcs(root) -> tuple[dict, dict]:
     return package["vcs"], lock["tool"]["patchlane"]
 
 
+@pytest.mark.slow
 def test_a_lane_pinned_to_a_tag_locks_the_commit_and_follows_the_tag(revproject, upstream, capsys):
     root, mirror = revproject
     write_lane(root)
@@ -191,6 +192,7 @@ def test_a_bad_revision_entry_is_one_line(tmp_path, entry, key, problem):
     assert str(caught.value).startswith(f"lanes/dev.toml: {key}: ") and problem in str(caught.value)
 
 
+@pytest.mark.slow
 def test_the_host_stamp_names_the_commit_a_package_was_installed_from(
     revproject, upstream, tmp_path
 ):
@@ -219,6 +221,7 @@ def test_the_host_stamp_names_the_commit_a_package_was_installed_from(
     assert json.loads(stamp)["revisions"] == {"toyrev": f"{mirror.as_uri()}@{upstream.second}"}
 
 
+@pytest.mark.slow
 def test_a_revision_lane_runs_from_the_mirror_and_records_the_commit(revproject, upstream, capsys):
     root, _ = revproject
     shimtree.write_shim(
@@ -242,6 +245,7 @@ def test_a_revision_lane_runs_from_the_mirror_and_records_the_commit(revproject,
         assert record["host"]["revisions"]["toyrev"].endswith("@" + upstream.second)
 
 
+@pytest.mark.slow
 def test_a_revision_lane_runs_offline_from_a_wheelhouse_and_the_mirror(
     revproject, upstream, capsys, tmp_path, monkeypatch
 ):
@@ -290,6 +294,7 @@ def test_a_revision_lane_runs_offline_from_a_wheelhouse_and_the_mirror(
     )
 
 
+@pytest.mark.slow
 def test_a_wheelhouse_carries_the_wheels_that_build_a_revision(
     tmp_path, universe, capsys, monkeypatch
 ):

@@ -92,6 +92,7 @@ def toy_project(project, toy_index):
     return project
 
 
+@pytest.mark.slow
 def test_every_outcome_for_real(toy_project, capsys):
     p = toy_project
     p.write("old", lane(shims='["toy", "toy_cuda", "toy_crash", "toy_hang"]'))
@@ -147,6 +148,7 @@ def test_every_outcome_for_real(toy_project, capsys):
     assert hang.outcome == "timeout"
 
 
+@pytest.mark.slow
 def test_clean_run_exits_zero_and_reuses_the_env(toy_project, capsys):
     p = toy_project
     p.write("old", lane())
@@ -162,6 +164,7 @@ def test_clean_run_exits_zero_and_reuses_the_env(toy_project, capsys):
     assert not (p.root / "validation/manifest.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_tampered_lock_refuses_to_install(toy_project, capsys):
     p = toy_project
     p.write("old", lane())
@@ -191,6 +194,7 @@ def test_stale_lock_is_refused_with_the_fix(toy_project, capsys):
     assert code == 1 and "the lock is stale" in out and "nox -s lock -- old" in out
 
 
+@pytest.mark.slow
 def test_overlay_installs_only_what_the_lock_changes(toy_project, tmp_path, capsys):
     p = toy_project
     # A "GPU image": an interpreter whose site-packages already has toylib 1.0 and helper 1.5.

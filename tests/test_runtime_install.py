@@ -129,6 +129,7 @@ def _run(
     )
 
 
+@pytest.mark.slow
 def test_a_training_venv_with_only_the_runtime_activates_the_shops_catalogue(
     runtime_venv, tmp_path
 ):
@@ -189,6 +190,7 @@ def test_a_training_venv_with_only_the_runtime_activates_the_shops_catalogue(
     assert cli.stderr.strip().count("\n") == 0 and "patchlane[engine]" in cli.stderr
 
 
+@pytest.mark.slow
 def test_a_catalogue_path_that_leaves_the_project_is_one_line(runtime_venv, tmp_path):
     shop = tmp_path / "shop"
     shop.mkdir()

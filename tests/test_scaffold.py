@@ -29,6 +29,7 @@ def _nox(root, *args):
     return proc.returncode, proc.stdout
 
 
+@pytest.mark.slow
 def test_init_then_shim_new_then_nox_lock_and_lane(tmp_path, einops_index, monkeypatch, capsys):
     monkeypatch.setenv("UV_DEFAULT_INDEX", einops_index.url)
     shop = tmp_path / "shop"

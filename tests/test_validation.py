@@ -260,6 +260,7 @@ def _append_many(path: str, worker: int) -> None:
         )
 
 
+@pytest.mark.slow
 def test_concurrent_appends_keep_every_record(tmp_path: Path):
     path = tmp_path / "manifest.jsonl"
     context = multiprocessing.get_context("spawn")

@@ -183,7 +183,9 @@ class StaticIndexServer:
     def __init__(self, root: Path) -> None:
         handler = functools.partial(_QuietFiles, directory=str(root))
         self._server = _Server(("127.0.0.1", 0), handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), daemon=True
+        )
 
     @property
     def url(self) -> str:
@@ -290,7 +292,9 @@ class IndexServer:
         self.index = index or PackageIndex()
         self._server = _Server(("127.0.0.1", 0), _make_handler(self.index))
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), daemon=True
+        )
 
     @property
     def url(self) -> str:
