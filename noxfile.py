@@ -28,7 +28,8 @@ ROOT = Path(__file__).resolve().parent
 # this checkout's engine, whatever else is installed
 sys.path.insert(0, str(ROOT))
 
-from retire.sessions import bump, lane, lanes, lock, retire, summary  # noqa: E402,F401 - registered with nox
+# imported to register them with nox, after sys.path names this checkout's engine
+from retire.sessions import bump, lane, lanes, lock, retire, summary  # noqa: E402,F401
 
 
 @nox.session

@@ -83,7 +83,7 @@ def run_module(module: str) -> tuple[list[dict], float]:
         else:
             rows = _checked(module, runner())
     # one broken benchmark must not hide the others' numbers
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001
         last = traceback.extract_tb(exc.__traceback__)[-1]
         where = f"{Path(last.filename).name}:{last.lineno}"
         rows = [_error_row(module, f"{type(exc).__name__}: {exc} ({where})".replace("\n", " "))]
@@ -115,7 +115,9 @@ def table(rows: list[dict]) -> str:
     widths = [max(len(cells[i]) for cells in [header, *lines]) for i in range(4)]
 
     def fmt(cells: tuple[str, ...]) -> str:
-        return "  ".join(cell.ljust(width) for cell, width in zip(cells, widths)).rstrip()
+        return "  ".join(
+            cell.ljust(width) for cell, width in zip(cells, widths, strict=True)
+        ).rstrip()
 
     out = [fmt(header), fmt(tuple("-" * w for w in widths))]
     out += [fmt(cells) for cells in lines]

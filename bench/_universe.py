@@ -141,7 +141,7 @@ def uv_cache(path: Path | None = None) -> Iterator[Path]:
     """``UV_CACHE_DIR`` for the duration: ``path`` (a warm cache kept by the caller), or a fresh,
     empty one that is deleted afterwards (a cold cache)."""
     fresh = path is None
-    folder = Path(tempfile.mkdtemp(prefix="patchlane-bench-uv-cache-")) if fresh else path
+    folder = Path(tempfile.mkdtemp(prefix="patchlane-bench-uv-cache-")) if path is None else path
     previous = os.environ.get("UV_CACHE_DIR")
     os.environ["UV_CACHE_DIR"] = str(folder)
     try:
@@ -185,15 +185,20 @@ def serving(work: Path, latency: float = LATENCY_S) -> Iterator[RunningIndex]:
         env=env,
         cwd=ROOT,
     )
+    # both are pipes (PIPE above); the check tells the type checker so
+    stdout, stdin = proc.stdout, proc.stdin
+    if stdout is None or stdin is None:
+        proc.kill()
+        raise RuntimeError("the loopback index's pipes did not open")
     try:
-        first = proc.stdout.readline().split()
+        first = stdout.readline().split()
         if first[:1] != ["SERVING"]:
             raise RuntimeError(f"the loopback index did not start (exit {proc.poll()})")
         with isolated_uv(work):
             yield RunningIndex(first[1], latency, proc.pid)
     finally:
         # the server exits when its stdin closes
-        proc.stdin.close()
+        stdin.close()
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:

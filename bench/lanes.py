@@ -95,14 +95,13 @@ def run() -> list[dict]:
                 shutil.rmtree(envs_dir / lane.name)
                 return timed(lambda: envs.build(lane, lock_file, envs_dir))
 
+            def bare() -> None:
+                _uv("venv", "--quiet", "--python", LANE_PYTHON, str(bare_env))
+                _uv(*sync)
+
             def fresh_bare() -> float:
                 shutil.rmtree(bare_env)
-                return timed(
-                    lambda: (
-                        _uv("venv", "--quiet", "--python", LANE_PYTHON, str(bare_env)),
-                        _uv(*sync),
-                    )
-                )
+                return timed(bare)
 
             fresh = interleaved({"build": fresh_build, "uv": fresh_bare}, fresh_repeats)
             fresh_ratio = median(fresh["build"]) / median(fresh["uv"])

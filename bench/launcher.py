@@ -40,10 +40,11 @@ CANDIDATES = 16
 TORCH_ENV = "PATCHLANE_BENCH_TORCH_PYTHON"
 #: The cost of a heavy import, simulated: many standard-library modules and a pause.
 SYNTHETIC_HEAVY = """
-import asyncio, concurrent.futures, csv, dataclasses, decimal, email.mime.multipart, fractions, ftplib
-import http.client, http.server, imaplib, json, logging.handlers, mailbox, multiprocessing.pool
-import pickletools, pydoc, smtplib, sqlite3, statistics, tarfile, unittest.mock, urllib.request
-import uuid, xml.dom.minidom, xml.etree.ElementTree, xmlrpc.client, zipfile
+import asyncio, concurrent.futures, csv, dataclasses, decimal, email.mime.multipart, fractions
+import ftplib, http.client, http.server, imaplib, json, logging.handlers, mailbox
+import multiprocessing.pool, pickletools, pydoc, smtplib, sqlite3, statistics, tarfile
+import unittest.mock, urllib.request, uuid, xml.dom.minidom, xml.etree.ElementTree, xmlrpc.client
+import zipfile
 import time
 time.sleep(0.3)
 """
@@ -120,7 +121,9 @@ def _fourteen(python: str, heavy: str, work: Path, repeats: int) -> tuple[dict, 
         return time.perf_counter() - began
 
     samples = interleaved({"launcher": launcher, "process": process}, repeats)
-    differing = sum(1 for a, b in zip(seen["launcher"], seen["process"]) if _key(a) != _key(b))
+    # both ran every manifest in both modes
+    pairs = zip(seen["launcher"], seen["process"], strict=True)
+    differing = sum(1 for a, b in pairs if _key(a) != _key(b))
     own_work = median([r.duration_s for r in seen["process"]]) if heavy == "torch" else 0.0
     return samples, {
         "marginal": median(marginal),
@@ -258,9 +261,9 @@ def _cpu_lane(repeats: int) -> tuple[list[dict], str | None]:
         {"launcher": contender("launcher"), "process": contender("process")}, repeats
     )
     records = {iso: [r for s in run.shims for r in s.records] for iso, run in runs.items()}
-    differing = sum(
-        1 for a, b in zip(records["launcher"], records["process"]) if _key(a) != _key(b)
-    )
+    # a lane run may record fewer runs under one isolation: the extra ones count as differing
+    pairs = zip(records["launcher"], records["process"], strict=False)
+    differing = sum(1 for a, b in pairs if _key(a) != _key(b))
     differing += abs(len(records["launcher"]) - len(records["process"]))
     own = median([r.duration_s for r in records["launcher"]]) if records["launcher"] else 0.0
     facts = {
@@ -277,12 +280,12 @@ def _cpu_lane(repeats: int) -> tuple[list[dict], str | None]:
         rows[0]["detail"] += f"; note: {runs['launcher'].note}"
     # Runs whose own work takes over a second under the launcher (a reproducer that starts fresh
     # interpreters of its own pays that in both isolations): the ratio without them, too.
-    own = {(r.shim, r.mode) for r in records["launcher"] if r.duration_s > 1.0}
-    if own:
+    heavy = {(r.shim, r.mode) for r in records["launcher"] if r.duration_s > 1.0}
+    if heavy:
 
         def without_own(iso: str) -> float:
             return median(samples[iso]) - sum(
-                r.duration_s for r in records[iso] if (r.shim, r.mode) in own
+                r.duration_s for r in records[iso] if (r.shim, r.mode) in heavy
             )
 
         rows[0]["detail"] += (
@@ -290,9 +293,9 @@ def _cpu_lane(repeats: int) -> tuple[list[dict], str | None]:
             + ", ".join(
                 f"{r.shim} {r.mode} {r.duration_s:.1f} s"
                 for r in records["launcher"]
-                if (r.shim, r.mode) in own
+                if (r.shim, r.mode) in heavy
             )
-            + f"; the other {len(records['launcher']) - len(own)} runs: "
+            + f"; the other {len(records['launcher']) - len(heavy)} runs: "
             f"{without_own('process') / without_own('launcher'):.1f}x"
         )
     return rows, str(env.python)

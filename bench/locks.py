@@ -13,19 +13,32 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import resource
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from bench import interleaved, median, quick, row, timed
-from bench._universe import ROOT, closure, lane_requirements, lane_toml, serving, uv_cache
+from bench._universe import (
+    ROOT,
+    RunningIndex,
+    closure,
+    lane_requirements,
+    lane_toml,
+    serving,
+    uv_cache,
+)
 from retire.core import uv
 from retire.lanes import lanefile
 from retire.locks import locking
+
+_T = TypeVar("_T")
 
 LANES = 12
 
@@ -61,15 +74,26 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def _cold(action, server=None, cpu: list[float] | None = None) -> float:
+def _cold(
+    action: Callable[[], _T], server: RunningIndex | None = None, cpu: list[float] | None = None
+) -> tuple[float, _T]:
+    """``action`` on a cold uv cache: its seconds (and CPU seconds, into ``cpu``) and its result."""
     with uv_cache():
         cpu_before = _cpu_seconds() + (server.cpu_seconds() if server else 0.0)
         started = time.perf_counter()
-        action()
+        result = action()
         seconds = time.perf_counter() - started
         if cpu is not None:
             cpu.append(_cpu_seconds() + (server.cpu_seconds() if server else 0.0) - cpu_before)
-        return seconds
+        return seconds, result
+
+
+def _locked_packages(project: Path, lane: str) -> int:
+    """How many packages the lane's lock holds (the lock must be there: it was just written)."""
+    lock = locking.read_lock(locking.lock_path(project / "locks", lane))
+    if lock is None:
+        raise RuntimeError(f"{lane}: no readable lock after locking")
+    return len(lock["packages"])
 
 
 def _check(results: list[locking.LockResult]) -> None:
@@ -109,7 +133,11 @@ def run() -> list[dict]:
             lanes = lanefile.load_lanes(project / "lanes")
             scratch_locks = work / "scratch-locks"
 
-            scratch_s, noop_s, parallel_s, parallel_cpu, startup_s = [], [], [], [], []
+            scratch_s: list[float] = []
+            noop_s: list[float] = []
+            parallel_s: list[float] = []
+            parallel_cpu: list[float] = []
+            startup_s: list[float] = []
             single_s: dict[str, list[float]] = {lane.name: [] for lane in lanes}
             for _ in range(reps):
                 with uv_cache():
@@ -119,31 +147,20 @@ def run() -> list[dict]:
                     startup_s.append(
                         timed(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True))
                     )
-                results: list = []
-                parallel_s.append(
-                    _cold(
-                        lambda: results.extend(
-                            locking.lock_lanes(lanes, scratch_locks, force=True)
-                        ),
-                        server,
-                        parallel_cpu,
-                    )
+                seconds, results = _cold(
+                    functools.partial(locking.lock_lanes, lanes, scratch_locks, force=True),
+                    server,
+                    parallel_cpu,
                 )
+                parallel_s.append(seconds)
                 _check(results)
                 for lane in lanes:
-                    one: list = []
-                    single_s[lane.name].append(
-                        _cold(
-                            lambda: one.append(locking.lock_lane(lane, scratch_locks, force=True))
-                        )
+                    seconds, one = _cold(
+                        functools.partial(locking.lock_lane, lane, scratch_locks, force=True)
                     )
-                    _check(one)
-            packages = {
-                lane.name: len(
-                    locking.read_lock(locking.lock_path(project / "locks", lane.name))["packages"]
-                )
-                for lane in lanes
-            }
+                    single_s[lane.name].append(seconds)
+                    _check([one])
+            packages = {lane.name: _locked_packages(project, lane.name) for lane in lanes}
             # the locks hold the graph we generated
             assert packages == sizes, (packages, sizes)
 

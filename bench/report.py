@@ -28,8 +28,16 @@ from retire.report import html as report_html
 from retire.report import markdown as report_render
 from retire.report import model as report_model
 from retire.report.weekly import write_report
-from retire.verdicts.model import ConditionResult, Flag, Verdict
-from shims.manifest import FIX_CLASSES, parse_manifest
+from retire.verdicts.model import (
+    ConditionResult,
+    ConditionState,
+    Decision,
+    Flag,
+    FlagKind,
+    Verdict,
+)
+from shims.manifest import parse_manifest
+from shims.model import FIX_CLASSES, ShimManifest
 
 SHIMS, LANES = 500, 50
 NOW = _dt.datetime(2026, 11, 18, 12, 0, tzinfo=_dt.UTC)
@@ -63,7 +71,7 @@ kind = "reproducer-clean"
 {env}"""
 
 
-def _manifests(rng: random.Random) -> list:
+def _manifests(rng: random.Random) -> list[ShimManifest]:
     out = []
     for n in range(SHIMS):
         fix_class = FIX_CLASSES[n % len(FIX_CLASSES)]
@@ -148,36 +156,39 @@ def _records(rng: random.Random, lanes: list[Lane]) -> list[ValidationRecord]:
     return records
 
 
-def _verdicts(rng: random.Random, manifests: list, lanes: list[Lane]) -> list[Verdict]:
+def _verdicts(
+    rng: random.Random, manifests: list[ShimManifest], lanes: list[Lane]
+) -> list[Verdict]:
     out = []
     for m in manifests:
-        listing = tuple(l.name for l in lanes if m.id in l.shims)
+        listing = tuple(lane.name for lane in lanes if m.id in lane.shims)
         kind = rng.choice(["keep"] * 6 + ["retire", "unknown", "stale", "drift"])
-        flags = (Flag(kind, f"synthetic {kind}"),) if kind in ("stale", "drift") else ()
-        kind = "keep" if flags else kind
+        flags = (Flag(FlagKind(kind), f"synthetic {kind}"),) if kind in ("stale", "drift") else ()
+        decision = Decision.KEEP if flags else Decision(kind)
+        fails = ConditionState.FAILS
         conditions = (
             ConditionResult(
-                "version-floor", "fails", f"no release of {m.target.distribution} inside >=2.0"
+                "version-floor", fails, f"no release of {m.target.distribution} inside >=2.0"
             ),
             ConditionResult(
-                "reproducer-clean", "fails", "BUG_REPRODUCED without the shim on lane-01"
+                "reproducer-clean", fails, "BUG_REPRODUCED without the shim on lane-01"
             ),
         )
         failures = (
             (ProbeFailure("codehost", f"https://github.com/x/y/issues/{m.id}", "server error 502"),)
-            if kind == "unknown"
+            if decision is Decision.UNKNOWN
             else ()
         )
         out.append(
             Verdict(
                 m.id,
-                kind,
-                f"synthetic {kind}: " + "; ".join(c.why for c in conditions),
+                decision,
+                f"synthetic {decision}: " + "; ".join(c.why for c in conditions),
                 flags=flags,
                 lanes=listing,
                 conditions=conditions,
                 failures=failures,
-                floors=(f"{m.target.distribution}>=2.0",) if kind == "retire" else (),
+                floors=(f"{m.target.distribution}>=2.0",) if decision is Decision.RETIRE else (),
             )
         )
     return out

@@ -226,7 +226,8 @@ shims.activate()
 _t1 = time.perf_counter_ns()
 {imports}
 _t2 = time.perf_counter_ns()
-assert sum(s.state == "pending-import" for s in shims.status().values()) == {pending}, shims.status()
+_waiting = sum(s.state == "pending-import" for s in shims.status().values())
+assert _waiting == {pending}, shims.status()
 print("PATCHLANE-BENCH-NS", _t1 - _t0, _t2 - _t1)
 """
 

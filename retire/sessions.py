@@ -1,8 +1,7 @@
 """The patch lane's nox sessions, shared by every shop's ``noxfile.py`` (``patchlane init`` writes
 one that imports this module; this repository's adds its own test sessions).
 
-    nox -s lane                      every lane: build from its lock, run its shim suites, then
-the summary
+    nox -s lane                      every lane: built from its lock, suites run, then the summary
     nox -s lane summary -j N         lanes N at a time (each in its own nox process), then the table
     nox -s "lane(name='cpu')"        one lane (or: nox -s lane -- cpu)
     nox -s lock [-- --check]         write or check locks/<lane>/pylock.toml
@@ -17,6 +16,7 @@ where ``pip install "patchlane[engine]"`` put it; lane environments are built by
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import uuid
@@ -34,7 +34,7 @@ nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_venv = "yes"
 
 
-def _lane_params() -> tuple[list[nox.Param], str | None]:
+def _lane_params() -> tuple[list[nox.param], str | None]:
     """One parameter per lane, tagged gpu/cpu so CI can route it (`nox --list --json`, `nox -t
     cpu`)."""
     from retire.core.errors import InputError
@@ -75,17 +75,15 @@ def patchlane(session: nox.Session, *args: str) -> None:
 @nox.session(venv_backend="none", allow_parallel=True)
 @nox.parametrize("name", LANES)
 def lane(session: nox.Session, name: str) -> None:
-    """Build one lane from its lock and run its shim suites (`-- NAME…` keeps only those lanes)."""
+    """Build one lane from its lock and run its shim suites (`-- NAME…`: only those lanes)."""
     names = {param.args[0] for param in LANES}
     wanted = [arg for arg in session.posargs if arg in names]
     if wanted and name not in wanted:
         session.skip(f"not selected ({', '.join(wanted)})")
-    try:
+    # `nox -j N` runs each session in its own process with --no-dependencies, where nox refuses
+    # notify(): `nox -s lane summary -j N` names the summary, which runs alone, after the lanes.
+    with contextlib.suppress(ValueError):
         session.notify("summary")
-    except ValueError:
-        # `nox -j N` runs each session in its own process with --no-dependencies, where nox refuses
-        # notify(): `nox -s lane summary -j N` names the summary, which runs alone, after the lanes.
-        pass
     # e.g. --overlay PY, --manifest F
     options = [arg for arg in session.posargs if arg not in names]
     patchlane(session, "run", name, "--run-id", RUN_ID, *options)
@@ -105,7 +103,8 @@ def lanes(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def lock(session: nox.Session) -> None:
-    """Lock every lane (or `-- NAME…`); `-- --check` fails on stale locks; `--upgrade[-package]`."""
+    """Lock every lane (or `-- NAME…`); `-- --check` fails on stale locks;
+    `--upgrade[-package]`."""
     patchlane(session, "lock", *session.posargs)
 
 

@@ -19,10 +19,10 @@ from packaging.pylock import Pylock
 from retire.branches import autodrop
 from retire.branches.autodrop import DropPlan
 from retire.commands import main as cli
-from retire.core.git import Git
 from retire.lanes import lanefile
 from retire.lanes.lanedit import FloorConflictError, edit_lane_text, raise_floor
 from retire.locks import locking
+from tests.support.gitrepos import git
 from tests.support.index import IndexServer, PackageIndex
 from tests.support.shimtree import REPO_ROOT, write_shim
 from tests.support.wheels import build_wheel
@@ -85,10 +85,6 @@ PLAN = DropPlan(
 )
 
 
-def sh(repo: Path, *args: str) -> str:
-    return Git(repo).run(*args).strip()
-
-
 def toylib_wheel(folder: Path, version: str, *, fixed: bool) -> Path:
     source = (
         f'__version__ = "{version}"\n\ndef add(a, b):\n    return a {"+" if fixed else "-"} b\n'
@@ -96,7 +92,7 @@ def toylib_wheel(folder: Path, version: str, *, fixed: bool) -> Path:
     return build_wheel(folder, "toylib", version, files={"toylib/__init__.py": source})
 
 
-class Project:
+class DropProject:
     """A patchlane project in a git repository; its locks hold toylib 1.5 until 1.6 ships."""
 
     def __init__(self, tmp: Path, *, app_pins_old: bool = False) -> None:
@@ -127,14 +123,14 @@ class Project:
         # Upstream ships the fix after the locks were made.
         for version, when in [("1.6", "2026-03-01"), ("1.7", "2026-04-01")]:
             self.index.add(toylib_wheel(wheels, version, fixed=True), when)
-        sh(self.root, "init", "--quiet", "-b", "main")
-        sh(self.root, "config", "user.name", "Lane Keeper")
-        sh(self.root, "config", "user.email", "keeper@example.org")
-        sh(self.root, "add", "-A")
-        sh(self.root, "commit", "--quiet", "-m", "a patchlane project")
+        git(self.root, "init", "--quiet", "-b", "main")
+        git(self.root, "config", "user.name", "Lane Keeper")
+        git(self.root, "config", "user.email", "keeper@example.org")
+        git(self.root, "add", "-A")
+        git(self.root, "commit", "--quiet", "-m", "a patchlane project")
         self.origin = tmp / "origin.git"
-        sh(tmp, "init", "--quiet", "--bare", str(self.origin))
-        sh(self.root, "remote", "add", "origin", str(self.origin))
+        git(tmp, "init", "--quiet", "--bare", str(self.origin))
+        git(self.root, "remote", "add", "origin", str(self.origin))
 
     def close(self) -> None:
         self.server.__exit__(None, None, None)
@@ -142,24 +138,24 @@ class Project:
     def state(self) -> dict:
         """Everything about the user's checkout that auto-drop must leave alone."""
         return {
-            "head": sh(self.root, "rev-parse", "HEAD"),
-            "branch": sh(self.root, "symbolic-ref", "HEAD"),
-            "status": sh(self.root, "status", "--porcelain", "--untracked-files=all"),
-            "index": sh(self.root, "ls-files", "--stage"),
+            "head": git(self.root, "rev-parse", "HEAD"),
+            "branch": git(self.root, "symbolic-ref", "HEAD"),
+            "status": git(self.root, "status", "--porcelain", "--untracked-files=all"),
+            "index": git(self.root, "ls-files", "--stage"),
             "lanes": {p.name: p.read_bytes() for p in (self.root / "lanes").iterdir()},
-            "worktrees": sh(self.root, "worktree", "list", "--porcelain").count("worktree "),
+            "worktrees": git(self.root, "worktree", "list", "--porcelain").count("worktree "),
         }
 
     def refs(self) -> str:
-        return sh(self.root, "for-each-ref", "--format=%(refname) %(objectname)")
+        return git(self.root, "for-each-ref", "--format=%(refname) %(objectname)")
 
     def show(self, path: str, ref: str = autodrop.BRANCH_PREFIX + "toylib_add") -> str:
-        return sh(self.root, "show", f"{ref}:{path}") + "\n"
+        return git(self.root, "show", f"{ref}:{path}") + "\n"
 
 
 @pytest.fixture
-def project(tmp_path):
-    made = Project(tmp_path)
+def drop_project(tmp_path):
+    made = DropProject(tmp_path)
     yield made
     made.close()
 
@@ -168,24 +164,25 @@ def _lock_version(text: str, name: str) -> str:
     return next(p["version"] for p in tomllib.loads(text)["packages"] if p["name"] == name)
 
 
-def test_drop_makes_one_commit_on_a_branch_and_leaves_the_checkout_alone(project, tmp_path):
-    before = project.state()
+@pytest.mark.slow
+def test_drop_makes_one_commit_on_a_branch_and_leaves_the_checkout_alone(drop_project, tmp_path):
+    before = drop_project.state()
     steps = []
     [outcome] = autodrop.apply(
-        project.root, [PLAN], open_prs=False, on_step=lambda s, step: steps.append(step)
+        drop_project.root, [PLAN], open_prs=False, on_step=lambda s, step: steps.append(step)
     )
     assert outcome.status == "proposed", outcome.reason
     assert steps == ["worktree", "shim-removed", "lanes-edited", "locked", "committed"]
     # same HEAD, branch, index, files; no worktree left
-    assert project.state() == before
+    assert drop_project.state() == before
     branch = outcome.branch
     assert branch == "patchlane/retire-toylib_add"
-    assert sh(project.root, "rev-list", "--count", f"main..{branch}") == "1"
-    assert sh(project.root, "rev-parse", f"{branch}^") == before["head"]
+    assert git(drop_project.root, "rev-list", "--count", f"main..{branch}") == "1"
+    assert git(drop_project.root, "rev-parse", f"{branch}^") == before["head"]
 
     changed = dict(
         line.split("\t", 1)[::-1]
-        for line in sh(project.root, "diff", "--name-status", "main", branch).splitlines()
+        for line in git(drop_project.root, "diff", "--name-status", "main", branch).splitlines()
     )
     assert {p for p, s in changed.items() if s == "D"} == {
         "shims/toylib_add/manifest.toml",
@@ -202,17 +199,17 @@ def test_drop_makes_one_commit_on_a_branch_and_leaves_the_checkout_alone(project
     }
 
     # Lane files: only the touched items changed; every comment line is byte-identical.
-    cpu_before = (project.root / "lanes" / "cpu.toml").read_text()
+    cpu_before = (drop_project.root / "lanes" / "cpu.toml").read_text()
     expected = cpu_before.replace('"toylib>=1.0",', '"toylib>=1.6",').replace(
         '    "toylib_add",\n', ""
     )
-    assert project.show("lanes/cpu.toml") == expected
-    pinned = project.show("lanes/pinned.toml")
+    assert drop_project.show("lanes/cpu.toml") == expected
+    pinned = drop_project.show("lanes/pinned.toml")
     assert (
         'requirements = ["toylib==1.6"]  # pinned below the floor' in pinned
         and "shims = []" in pinned
     )
-    viaapp = project.show("lanes/viaapp.toml")
+    viaapp = drop_project.show("lanes/viaapp.toml")
     assert (
         viaapp.startswith("# toylib only comes in through app.\n")
         and 'constraints = ["toylib>=1.6"]' in viaapp
@@ -226,67 +223,73 @@ def test_drop_makes_one_commit_on_a_branch_and_leaves_the_checkout_alone(project
         ("pinned", "1.0", "1.6"),
         ("viaapp", "1.5", "1.7"),
     ]:
-        text = project.show(f"locks/{lane}/pylock.toml")
+        text = drop_project.show(f"locks/{lane}/pylock.toml")
         Pylock.from_dict(tomllib.loads(text))
         assert _lock_version(text, "toylib") == new
         assert (
-            _lock_version((project.root / "locks" / lane / "pylock.toml").read_text(), "toylib")
+            _lock_version(
+                (drop_project.root / "locks" / lane / "pylock.toml").read_text(), "toylib"
+            )
             == old
         )
-        (shown / f"{lane}.toml").write_text(project.show(f"lanes/{lane}.toml"))
+        (shown / f"{lane}.toml").write_text(drop_project.show(f"lanes/{lane}.toml"))
         [edited] = lanefile.load_lanes(shown)
         # `lock --check` is green
         assert tomllib.loads(text)["tool"]["patchlane"]["digest"] == edited.digest
         (shown / f"{lane}.toml").unlink()
     assert set(outcome.locks_remade) == {"cpu", "pinned", "viaapp"}
 
-    message = sh(project.root, "log", "-1", "--format=%B", branch)
+    message = git(drop_project.root, "log", "-1", "--format=%B", branch)
     assert message.startswith("Retire shim toylib_add: toylib 1.6 fixed add()")
     assert "https://example.org/toylib/pull/2" in message and "Floors: toylib>=1.6" in message
     assert "Bisection: toylib 1.6 is the first fixed release" in message
-    assert sh(project.root, "log", "-1", "--format=%an", branch) == "Lane Keeper"
+    assert git(drop_project.root, "log", "-1", "--format=%an", branch) == "Lane Keeper"
 
     body = Path(outcome.pr_body_path).read_text()
     assert (
-        Path(outcome.pr_body_path) == project.root / ".patchlane/prs/patchlane/retire-toylib_add.md"
+        Path(outcome.pr_body_path)
+        == drop_project.root / ".patchlane/prs/patchlane/retire-toylib_add.md"
     )
     assert "BUG_REPRODUCED" in body and "cpu: toylib 1.5 → 1.7" in body and "never merges" in body
 
     # Twice: nothing new.
-    refs = project.refs()
-    [again] = autodrop.apply(project.root, [PLAN], open_prs=False)
+    refs = drop_project.refs()
+    [again] = autodrop.apply(drop_project.root, [PLAN], open_prs=False)
     assert again.status == "already-proposed" and again.commit == outcome.commit
-    assert project.refs() == refs and project.state() == before
+    assert drop_project.refs() == refs and drop_project.state() == before
 
 
-def test_same_tree_with_other_evidence_is_already_proposed(project):
-    [first] = autodrop.apply(project.root, [PLAN], open_prs=False)
+@pytest.mark.slow
+def test_same_tree_with_other_evidence_is_already_proposed(drop_project):
+    [_first] = autodrop.apply(drop_project.root, [PLAN], open_prs=False)
     other = DropPlan(PLAN.shim_id, "a different explanation", PLAN.floors, "new evidence")
-    refs = project.refs()
-    [again] = autodrop.apply(project.root, [other], base="main", open_prs=False)
-    assert again.status == "already-proposed" and project.refs() == refs
+    refs = drop_project.refs()
+    [again] = autodrop.apply(drop_project.root, [other], base="main", open_prs=False)
+    assert again.status == "already-proposed" and drop_project.refs() == refs
     [higher] = autodrop.apply(
-        project.root, [DropPlan(PLAN.shim_id, "x", {"toylib": "1.7"})], open_prs=False
+        drop_project.root, [DropPlan(PLAN.shim_id, "x", {"toylib": "1.7"})], open_prs=False
     )
     # never overwritten
-    assert higher.status == "exists-differs" and project.refs() == refs
+    assert higher.status == "exists-differs" and drop_project.refs() == refs
 
 
-def test_an_exception_midway_leaves_no_worktree_and_no_half_edited_lane(project):
-    before = project.state()
+@pytest.mark.slow
+def test_an_exception_midway_leaves_no_worktree_and_no_half_edited_lane(drop_project):
+    before = drop_project.state()
 
     def boom(shim, step):
         if step == "lanes-edited":
             raise RuntimeError("interrupted")
 
     with pytest.raises(RuntimeError):
-        autodrop.apply(project.root, [PLAN], open_prs=False, on_step=boom)
-    assert project.state() == before
-    assert not list((project.root / ".patchlane" / "worktrees").iterdir())
-    assert "retire" not in project.refs()
+        autodrop.apply(drop_project.root, [PLAN], open_prs=False, on_step=boom)
+    assert drop_project.state() == before
+    assert not list((drop_project.root / ".patchlane" / "worktrees").iterdir())
+    assert "retire" not in drop_project.refs()
 
 
-def test_a_killed_run_is_cleaned_up_by_the_next(project):
+@pytest.mark.slow
+def test_a_killed_run_is_cleaned_up_by_the_next(drop_project):
     script = textwrap.dedent(f"""
         import os, signal, sys
         sys.path.insert(0, {str(REPO_ROOT)!r})
@@ -295,56 +298,61 @@ def test_a_killed_run_is_cleaned_up_by_the_next(project):
         def die(shim, step):
             if step == "lanes-edited":
                 os.kill(os.getpid(), signal.SIGKILL)  # no finally runs
-        autodrop.apply({str(project.root)!r}, [PLAN], open_prs=False, on_step=die)
+        autodrop.apply({str(drop_project.root)!r}, [PLAN], open_prs=False, on_step=die)
     """)
     proc = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, env=dict(os.environ)
     )
     assert proc.returncode == -9, proc.stderr
-    leftovers = list((project.root / ".patchlane" / "worktrees").iterdir())
-    assert leftovers and "retire-toylib_add" in sh(project.root, "worktree", "list")
-    assert "retire" not in project.refs()
-    [outcome] = autodrop.apply(project.root, [PLAN], open_prs=False)
+    leftovers = list((drop_project.root / ".patchlane" / "worktrees").iterdir())
+    assert leftovers and "retire-toylib_add" in git(drop_project.root, "worktree", "list")
+    assert "retire" not in drop_project.refs()
+    [outcome] = autodrop.apply(drop_project.root, [PLAN], open_prs=False)
     assert outcome.status == "proposed"
-    assert sh(project.root, "worktree", "list", "--porcelain").count("worktree ") == 1
-    assert not list((project.root / ".patchlane" / "worktrees").iterdir())
+    assert git(drop_project.root, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert not list((drop_project.root / ".patchlane" / "worktrees").iterdir())
 
 
+@pytest.mark.slow
 def test_a_lane_that_cannot_be_relocked_aborts_cleanly(tmp_path):
     # app requires toylib<1.6: the floor cannot hold
-    project = Project(tmp_path, app_pins_old=True)
+    drop_project = DropProject(tmp_path, app_pins_old=True)
     try:
-        before = project.state()
-        [outcome] = autodrop.apply(project.root, [PLAN], open_prs=False)
+        before = drop_project.state()
+        [outcome] = autodrop.apply(drop_project.root, [PLAN], open_prs=False)
         assert (
             outcome.status == "aborted"
             and "re-locking failed" in outcome.reason
             and "viaapp" in outcome.reason
         )
-        assert "retire" not in project.refs() and project.state() == before
-        assert not (project.root / ".patchlane" / "prs").exists()
+        assert "retire" not in drop_project.refs() and drop_project.state() == before
+        assert not (drop_project.root / ".patchlane" / "prs").exists()
     finally:
-        project.close()
+        drop_project.close()
 
 
-def test_unknown_shim_aborts(project):
-    [outcome] = autodrop.apply(project.root, [DropPlan("no_such_shim", "x", {})], open_prs=False)
+@pytest.mark.slow
+def test_unknown_shim_aborts(drop_project):
+    [outcome] = autodrop.apply(
+        drop_project.root, [DropPlan("no_such_shim", "x", {})], open_prs=False
+    )
     assert outcome.status == "aborted" and "does not exist" in outcome.reason
 
 
-def test_bisect_then_drop_end_to_end(project):
+@pytest.mark.slow
+def test_bisect_then_drop_end_to_end(drop_project):
     """The flagship flow: bisect the shim's target on the lane's index, then propose the drop."""
     from retire import bisect
     from shims.manifest import load_manifest
 
-    manifest = load_manifest(project.root / "shims" / "toylib_add" / "manifest.toml")
-    versions, yanked = bisect.list_releases(project.server.url, "toylib")
+    manifest = load_manifest(drop_project.root / "shims" / "toylib_add" / "manifest.toml")
+    versions, yanked = bisect.list_releases(drop_project.server.url, "toylib")
     result = bisect.bisect(
         manifest,
         versions,
         yanked=yanked,
-        index_url=project.server.url,
-        cache_dir=project.root / ".patchlane" / "cache" / "bisect",
+        index_url=drop_project.server.url,
+        cache_dir=drop_project.root / ".patchlane" / "cache" / "bisect",
     )
     assert result.status == "found" and result.floor == "toylib>=1.6"
     plan = autodrop.plan_from_bisect(result, manifest)
@@ -352,13 +360,13 @@ def test_bisect_then_drop_end_to_end(project):
         plan.floors == {"toylib": "1.6"}
         and ("fix", "https://example.org/toylib/pull/2") in plan.upstream_links
     )
-    [outcome] = autodrop.apply(project.root, [plan], open_prs=False)
+    [outcome] = autodrop.apply(drop_project.root, [plan], open_prs=False)
     assert outcome.status == "proposed", outcome.reason
     body = Path(outcome.pr_body_path).read_text()
     assert "| 1.5 | broken | bug-reproduced |" in body and "| 1.6 | fixed | fix-validated |" in body
     # reproducer output before / after
     assert "BUG_REPRODUCED" in body and "FIX_VALIDATED" in body
-    assert 'requirements = ["toylib==1.6"]' in project.show("lanes/pinned.toml")
+    assert 'requirements = ["toylib==1.6"]' in drop_project.show("lanes/pinned.toml")
     # A Verdict's floors ("dist>=version" strings) map straight onto a plan.
     assert DropPlan("toylib_add", "x", ("toylib>=1.6",)).floors == {"toylib": "1.6"}
 
@@ -439,10 +447,10 @@ def test_matrix_edit_keeps_everything_else():
     assert len(changes) == 2
     old_lines, new_lines = text.splitlines(), new.splitlines()
     assert len(old_lines) == len(new_lines)
-    assert [l for l in old_lines if l.lstrip().startswith("#")] == [
-        l for l in new_lines if l.lstrip().startswith("#")
+    assert [line for line in old_lines if line.lstrip().startswith("#")] == [
+        line for line in new_lines if line.lstrip().startswith("#")
     ]
-    assert sum(a != b for a, b in zip(old_lines, new_lines)) == 2
+    assert sum(a != b for a, b in zip(old_lines, new_lines, strict=True)) == 2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -490,7 +498,8 @@ class CodeHost:
                     pull = {
                         **body,
                         "number": len(host.pulls) + 1,
-                        "html_url": f"http://codehost.invalid/acme/project/pull/{len(host.pulls) + 1}",
+                        "html_url": "http://codehost.invalid/acme/project/pull/"
+                        f"{len(host.pulls) + 1}",
                     }
                     host.pulls.append(pull)
                     return self._reply(201, pull)
@@ -516,10 +525,11 @@ def codehost():
     host.close()
 
 
-def test_pr_is_opened_once_and_never_merged(project, codehost, monkeypatch):
+@pytest.mark.slow
+def test_pr_is_opened_once_and_never_merged(drop_project, codehost, monkeypatch):
     monkeypatch.setenv("GITHUB_TOKEN", "s3cret-token-value")
-    options = dict(repository="acme/project", api_base=codehost.url)
-    [outcome] = autodrop.apply(project.root, [PLAN], **options)
+    options = {"repository": "acme/project", "api_base": codehost.url}
+    [outcome] = autodrop.apply(drop_project.root, [PLAN], **options)
     assert outcome.status == "proposed" and outcome.pr_status == "opened", outcome
     assert outcome.pr_url.endswith("/pull/1")
     [pull] = codehost.pulls
@@ -527,10 +537,11 @@ def test_pr_is_opened_once_and_never_merged(project, codehost, monkeypatch):
     assert "### Evidence" in pull["body"] and "toylib>=1.6" in pull["title"]
     # The branch was pushed (never forced) to the remote the PR is opened from.
     assert (
-        sh(project.origin, "rev-parse", "refs/heads/patchlane/retire-toylib_add") == outcome.commit
+        git(drop_project.origin, "rev-parse", "refs/heads/patchlane/retire-toylib_add")
+        == outcome.commit
     )
 
-    [again] = autodrop.apply(project.root, [PLAN], **options)
+    [again] = autodrop.apply(drop_project.root, [PLAN], **options)
     assert (
         again.status == "already-proposed"
         and again.pr_status == "exists"
@@ -541,10 +552,11 @@ def test_pr_is_opened_once_and_never_merged(project, codehost, monkeypatch):
     assert "s3cret-token-value" not in repr(outcome) + repr(again)
 
 
-def test_pr_failures_are_reported_without_the_token(project, codehost, monkeypatch):
+@pytest.mark.slow
+def test_pr_failures_are_reported_without_the_token(drop_project, codehost, monkeypatch):
     monkeypatch.setenv("GITHUB_TOKEN", "wrong-token-value")
     [outcome] = autodrop.apply(
-        project.root, [PLAN], repository="acme/project", api_base=codehost.url
+        drop_project.root, [PLAN], repository="acme/project", api_base=codehost.url
     )
     assert outcome.status == "proposed" and outcome.pr_status.startswith(
         "failed: opening the pull request: HTTP 401"
@@ -552,18 +564,21 @@ def test_pr_failures_are_reported_without_the_token(project, codehost, monkeypat
     assert "wrong-token-value" not in outcome.pr_status
     monkeypatch.delenv("GITHUB_TOKEN")
     monkeypatch.delenv("GH_TOKEN", raising=False)
-    [again] = autodrop.apply(project.root, [PLAN], repository="acme/project", api_base=codehost.url)
+    [again] = autodrop.apply(
+        drop_project.root, [PLAN], repository="acme/project", api_base=codehost.url
+    )
     assert again.pr_status.startswith("skipped: no GITHUB_TOKEN")
     dead = CodeHost()
     dead.close()
     monkeypatch.setenv("GITHUB_TOKEN", "s3cret-token-value")
-    [down] = autodrop.apply(project.root, [PLAN], repository="acme/project", api_base=dead.url)
+    [down] = autodrop.apply(drop_project.root, [PLAN], repository="acme/project", api_base=dead.url)
     assert down.status == "already-proposed" and down.pr_status.startswith(
         "failed: the code host is unreachable"
     )
 
 
-def test_cli_takes_plans_as_json(project, tmp_path, capsys):
+@pytest.mark.slow
+def test_cli_takes_plans_as_json(drop_project, tmp_path, capsys):
     plan_file = tmp_path / "plan.json"
     plan_file.write_text(
         json.dumps(
@@ -575,7 +590,7 @@ def test_cli_takes_plans_as_json(project, tmp_path, capsys):
             }
         )
     )
-    args = ["--root", str(project.root), "--plan", str(plan_file), "--no-pr", "--json"]
+    args = ["--root", str(drop_project.root), "--plan", str(plan_file), "--no-pr", "--json"]
     assert cli(["retire", "--apply", *args]) == 0
     # one document: {"ok", "proposals"} (docs/commands.md)
     document = json.loads(capsys.readouterr().out)

@@ -21,6 +21,7 @@ SHIM_ROWS = (
 )
 
 
+@pytest.mark.slow
 def test_quick_shims_bench_prints_the_table_and_writes_json(tmp_path):
     output = tmp_path / "latest.json"
     proc = subprocess.run(
@@ -35,7 +36,7 @@ def test_quick_shims_bench_prints_the_table_and_writes_json(tmp_path):
     lines = proc.stdout.splitlines()
     assert lines[0].split() == ["benchmark", "measured", "goal", "result"]
     for name in SHIM_ROWS:
-        [line] = [l for l in lines if l.startswith(name + " ")]
+        [line] = [each for each in lines if each.startswith(name + " ")]
         assert line.split()[-1] in ("PASS", "MISS", "SKIP"), line
     report = json.loads(output.read_text())
     rows = {r["name"]: r for r in report["rows"]}

@@ -127,6 +127,7 @@ def _bisect(manifest, server, tmp_path, **options):
     )
 
 
+@pytest.mark.slow
 def test_bisect_finds_the_first_fixed_release_in_log_runs_and_caches(
     shim, clean_series, tmp_path, capsys
 ):
@@ -201,6 +202,7 @@ def test_bisect_finds_the_first_fixed_release_in_log_runs_and_caches(
     assert "range from [target] affected" in err
 
 
+@pytest.mark.slow
 def test_cache_key_changes_with_the_reproducer(shim, clean_series, tmp_path):
     window = Bounds(since="1.5", until="1.6")
     first = _bisect(shim, clean_series, tmp_path, bounds=window)
@@ -211,6 +213,7 @@ def test_cache_key_changes_with_the_reproducer(shim, clean_series, tmp_path):
     assert _bisect(shim, clean_series, tmp_path, bounds=window).runs == 2
 
 
+@pytest.mark.slow
 def test_no_transition_is_reported_not_invented(shim, clean_series, tmp_path):
     still = _bisect(shim, clean_series, tmp_path, bounds=Bounds(until="1.5"))
     assert (
@@ -236,6 +239,7 @@ def test_no_transition_is_reported_not_invented(shim, clean_series, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_a_crashing_candidate_is_reported_never_guessed(tmp_path, crash_series):
     folder = write_shim(tmp_path / "shims", "toylib_crash")
     shim = load_manifest(folder / "manifest.toml")
@@ -261,6 +265,7 @@ def test_a_crashing_candidate_is_reported_never_guessed(tmp_path, crash_series):
     assert again.runs == 1 and [p.version for p in again.probes if not p.cached] == [FIRST_FIXED]
 
 
+@pytest.mark.slow
 def test_old_releases_without_the_api_are_stepped_over_and_every_run_is_recorded(
     tmp_path, arith_series
 ):
@@ -313,6 +318,7 @@ def test_old_releases_without_the_api_are_stepped_over_and_every_run_is_recorded
     assert len(validation.load(manifest_path)) == len(recorded)
 
 
+@pytest.mark.slow
 def test_an_import_error_or_no_installable_file_is_not_applicable(tmp_path, arith_series):
     shim = load_manifest(
         write_shim(tmp_path / "shims", "toylib_bare", reproducer=BARE_IMPORT_REPRODUCER)
@@ -371,6 +377,7 @@ def test_an_unreachable_index_is_unknown_not_inapplicable(tmp_path, shim, monkey
     assert not list((tmp_path / "cache").rglob("*.json"))
 
 
+@pytest.mark.slow
 def test_the_range_starts_at_the_newest_release_recorded_broken(tmp_path, arith_series, capsys):
     """A run merged from a GPU host recorded the bug on 1.7: the CLI searches 1.7 … 1.11 only, says
     so, never touches the releases without the API, and records its runs for the verdicts."""
@@ -441,6 +448,7 @@ def test_the_range_starts_at_the_newest_release_recorded_broken(tmp_path, arith_
     assert len(validation.load(manifest_path)) == len(added) + 1
 
 
+@pytest.mark.slow
 def test_overlay_on_a_lane_env_shadows_the_lane_version(tmp_path, clean_series, capsys):
     """``--lane``: the base is the lane's venv (which locks the broken 1.5); each overlay sees the
     lane's packages but its own toylib, and the index comes from the lane. The lane recorded the
@@ -532,12 +540,13 @@ def test_a_bad_version_bound_is_one_line(tmp_path, capsys, argv, said):
             *argv,
         ]
     )
-    out, err = capsys.readouterr()
+    _out, err = capsys.readouterr()
     assert (
         code == 2 and said in err and "Traceback" not in err and len(err.strip().splitlines()) <= 2
     )
 
 
+@pytest.mark.slow
 def test_a_corrupt_validation_manifest_line_is_quarantined_and_the_bisection_records(
     tmp_path, clean_series, capsys
 ):

@@ -6,15 +6,16 @@ from __future__ import annotations
 import datetime as dt
 import textwrap
 import tomllib
+from pathlib import Path
 
 import pytest
 
 from retire.branches import bump
-from retire.core.git import Git
 from retire.evidence import validation
 from retire.locks import lockdiff
 from tests.conftest import run_cli
 from tests.support import shimtree
+from tests.support.gitrepos import git
 from tests.support.index import IndexServer, PackageIndex
 from tests.support.wheels import build_wheel
 
@@ -49,10 +50,6 @@ default = true
 """
 
 
-def git(repo, *args):
-    return Git(repo).run(*args).strip()
-
-
 @pytest.fixture
 def shop(tmp_path, capsys):
     """A git repository with two lanes locked at 2026-03-01, and two indexes that will move."""
@@ -78,7 +75,7 @@ def shop(tmp_path, capsys):
         assert run_cli(repo, "run", "toy", "--run-id", "before", capsys=capsys)[0] == 0
         git(repo, "init", "-q", "-b", "main")
         git(repo, "add", "-A")
-        git(repo, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "shop")
+        git(repo, "commit", "-qm", "shop")
         # Upstream moves on: a fix, a helper release, and two releases inside the cooldown.
         main.add(
             build_wheel(
@@ -110,6 +107,7 @@ def shop(tmp_path, capsys):
         }
 
 
+@pytest.mark.slow
 def test_bump_makes_a_branch_with_the_diff_and_the_suites_word(shop, capsys):
     repo = shop["repo"]
     # the side lane's index goes away: it cannot re-resolve
@@ -153,7 +151,7 @@ def test_bump_makes_a_branch_with_the_diff_and_the_suites_word(shop, capsys):
     records = git(repo, "show", f"{branch}:validation/manifest.jsonl").splitlines()
     assert len(records) > len(git(repo, "show", "main:validation/manifest.jsonl").splitlines())
     # The PR body says it all.
-    body = open(result.body_path).read()
+    body = Path(result.body_path).read_text()
     assert "| toylib | 1.0 | 1.1 | minor |" in body
     assert "Shims that became retirement candidates" in body and "`toy` on lane `toy`" in body
     assert "Lane `side` — failed" in body
@@ -169,6 +167,7 @@ def test_bump_makes_a_branch_with_the_diff_and_the_suites_word(shop, capsys):
     assert not list((repo / ".patchlane" / "worktrees").glob("bump*"))
 
 
+@pytest.mark.slow
 def test_nothing_new_means_no_branch(shop, capsys):
     repo = shop["repo"]
     # With a long cooldown none of the new releases is old enough yet.
@@ -177,6 +176,7 @@ def test_nothing_new_means_no_branch(shop, capsys):
     assert git(repo, "branch", "--list", "patchlane/*") == ""
 
 
+@pytest.mark.slow
 def test_package_option_upgrades_only_that_package(shop, capsys):
     repo = shop["repo"]
     result = bump.bump(
@@ -187,6 +187,7 @@ def test_package_option_upgrades_only_that_package(shop, capsys):
     assert [(c.name, c.new) for c in toy.changes] == [("helper", "1.1")]
 
 
+@pytest.mark.slow
 def test_cli_reports_and_refuses_bad_input(shop, capsys):
     repo = shop["repo"]
     code, out, err = run_cli(repo, "bump", "nope", capsys=capsys)
@@ -281,6 +282,7 @@ def test_a_constraint_is_added_once():
     assert add_constraint(once, "numpy>=2") == once and once.count("numpy>=2") == 1
 
 
+@pytest.mark.slow
 def test_json_is_one_document_with_each_lanes_diff(shop, capsys):
     import json
 

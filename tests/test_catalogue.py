@@ -201,7 +201,7 @@ def test_changed_parameters_reads_the_leading_parameters():
 
 def test_liger_row_broadcast_backward_matches_eager():
     torch = pytest.importorskip("torch")
-    F = torch.nn.functional
+    functional = torch.nn.functional
 
     class FakeLiger(torch.autograd.Function):
         @staticmethod
@@ -220,7 +220,7 @@ def test_liger_row_broadcast_backward_matches_eager():
             return_z_loss=False,
         ):
             logits = _input @ weight.t() + (bias if bias is not None else 0)
-            return F.cross_entropy(
+            return functional.cross_entropy(
                 logits, target, reduction="none", ignore_index=ignore_index
             ), None
 
@@ -248,7 +248,7 @@ def test_liger_row_broadcast_backward_matches_eager():
     (loss * mask).sum().backward()
     x2, w2, b2 = (t.detach().clone().requires_grad_(True) for t in (x, w, b))
     (
-        F.cross_entropy(x2 @ w2.t() + b2, y, reduction="none", ignore_index=-100) * mask
+        functional.cross_entropy(x2 @ w2.t() + b2, y, reduction="none", ignore_index=-100) * mask
     ).sum().backward()
     for got, want in ((x.grad, x2.grad), (w.grad, w2.grad), (b.grad, b2.grad)):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)

@@ -31,6 +31,9 @@ from tests.support.wheels import build_wheel
 
 REPO = Path(__file__).resolve().parents[1]
 
+# real git mirrors of the catalogue's upstreams and a full verdicts run
+pytestmark = pytest.mark.slow
+
 
 def committed_copy(root: Path) -> Project:
     for folder in ("shims", "lanes", "locks", "validation"):

@@ -143,7 +143,7 @@ def shop(tmp_path, einops_index, monkeypatch, capsys):
         run_cli(root, "shim", "new", "my_fix", "--owner", "kernels@example.org", capsys=capsys)[0]
         == 0
     )
-    code, out, err = run_cli(root, "lock", capsys=capsys)
+    code, _out, err = run_cli(root, "lock", capsys=capsys)
     assert code == 0, err
     return root
 
@@ -209,6 +209,7 @@ def run_action(
     return results
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     importlib.util.find_spec("hatchling") is None,
     reason="hatchling (test extra) builds the Action's install offline",
@@ -225,7 +226,7 @@ def test_the_actions_steps_run_as_a_script_on_a_scaffolded_shop(shop, tmp_path):
     env = _runner_env(tmp_path, venv)
     results = run_action({"lane-tag": "cpu", "report": "true", "no-probe": "true"}, env, cwd=shop)
     assert [r.returncode for r in results] == [0, 0, 0, 0], results[-1].stdout + results[-1].stderr
-    install, check, lanes, report = results
+    install, check, _lanes, _report = results
     assert install.stdout.startswith("patchlane ")
     site = next((venv / "lib").glob("python*/site-packages"))
     # the Action installed its own source
@@ -257,6 +258,7 @@ def test_the_actions_steps_run_as_a_script_on_a_scaffolded_shop(shop, tmp_path):
     assert "pwned" not in bad[-1].stdout and not (shop / "pwned").exists()
 
 
+@pytest.mark.slow
 def test_the_hooks_entries_pass_on_a_scaffolded_shop_and_fail_in_one_line(shop):
     """What `pre-commit try-repo` would run: each hook's entry, in the shop, with the engine
     installed."""
@@ -314,6 +316,7 @@ def _index_reachable(tmp_path: Path) -> bool:
     return probe.returncode == 0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     importlib.util.find_spec("pre_commit") is None, reason="pre-commit (test extra) runs the hooks"
 )

@@ -32,6 +32,7 @@ def test_version(capsys):
     assert done.value.code == 0 and re.fullmatch(r"patchlane \S+\n", capsys.readouterr().out)
 
 
+@pytest.mark.slow
 def test_quiet_drops_progress_and_verbose_is_accepted_before_or_after_the_command(project, capsys):
     project.write("a", lane_text('"helper==1.0"'))
     code, out, err = run_cli(project.root, "-q", "lock", capsys=capsys)
@@ -73,6 +74,7 @@ def json_and_notes(capsys, root, *args) -> tuple[int, object, str]:
     return code, json.loads(out), err
 
 
+@pytest.mark.slow
 def test_lock_and_lock_check_print_one_json_document(project, capsys):
     project.write("a", lane_text('"helper==1.0"'))
     # cannot resolve
@@ -92,6 +94,7 @@ def test_lock_and_lock_check_print_one_json_document(project, capsys):
     assert "missing b: no lock" in err
 
 
+@pytest.mark.slow
 def test_run_and_summary_print_one_json_document(toy_project, capsys):
     p = toy_project
     p.write("old", lane())
@@ -104,7 +107,9 @@ def test_run_and_summary_print_one_json_document(toy_project, capsys):
         and document["run_id"] == "j1"
         and document["recorded"] == 0
     )
-    outcomes = {(l["lane"], s["shim"]): s["outcome"] for l in document["lanes"] for s in l["shims"]}
+    outcomes = {
+        (lane["lane"], s["shim"]): s["outcome"] for lane in document["lanes"] for s in lane["shims"]
+    }
     assert outcomes == {("old", "toy"): "needed", ("fixed", "toy"): "upstream-fixed"}
     # the pytest view, on stderr
     assert "lane[old]::toy::with-shim PASSED" in err
@@ -136,6 +141,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 def test_a_long_reproducer_has_a_heartbeat(toy_project, capsys):
     p = toy_project
     shimtree.write_shim(p.root / "shims", "toy_slow", reproducer=SLOW_REPRODUCER)
@@ -185,6 +191,7 @@ def on_a_terminal(args: list[str], env: dict[str, str], cwd) -> str:
     return seen.decode(errors="replace")
 
 
+@pytest.mark.slow
 def test_lane_builds_stream_uvs_output_on_a_terminal_and_plain_lines_in_ci(toy_project, capsys):
     p = toy_project
     p.write("old", lane())
@@ -229,8 +236,9 @@ def test_live_output_only_on_a_terminal_outside_ci(monkeypatch):
         base.configure(json=True)
         assert not base.live()
         base.configure()
-        monkeypatch.setattr(sys, "stderr", open(os.devnull, "w"))
-        assert not base.live()
+        with open(os.devnull, "w") as devnull:
+            monkeypatch.setattr(sys, "stderr", devnull)
+            assert not base.live()
     finally:
         base.configure()
         terminal.close()
@@ -266,3 +274,30 @@ def test_the_commands_page_documents_every_command_and_exit_code():
         # each machine-read command says what its document holds
         assert "--json" in section, name
         assert "```json" in section or "same object as" in section, name
+
+
+def test_the_old_command_names_still_work_for_one_release_and_say_so(tmp_path, capsys):
+    from retire.evidence import validation
+    from tests.test_validation import record
+
+    listed = run_cli(ROOT, "shim", "list", "--json", capsys=capsys)
+    old = run_cli(ROOT, "shims", "--json", capsys=capsys)
+    # the same document on stdout; one line on stderr names the new spelling
+    assert listed[0] == old[0] == 0 and json.loads(old[1]) == json.loads(listed[1])
+    assert old[2] == (
+        "patchlane: note: `patchlane shims` is deprecated and goes in the next release: "
+        "use `patchlane shim list`\n"
+    )
+    records = tmp_path / "a.jsonl"
+    validation.append(records, [record()])
+    code, out, err = run_cli(
+        tmp_path, "manifest", "merge", str(records), "-o", str(tmp_path / "m.jsonl"), capsys=capsys
+    )
+    assert code == 0 and "1 records (+1)" in out
+    assert err == (
+        "patchlane: note: `patchlane manifest` is deprecated and goes in the next release: "
+        "use `patchlane validation`\n"
+    )
+    # hidden from the list of commands
+    page = commands.build_parser().format_help()
+    assert "validation" in page and not re.search(r"^\s+(manifest|shims)\s", page, re.MULTILINE)

@@ -27,6 +27,7 @@ def provenance(project, lane: str) -> dict:
     return tomllib.loads(project.lock_file(lane).read_text())["tool"]["patchlane"]
 
 
+@pytest.mark.slow
 def test_a_cooldown_is_resolved_at_lock_time_and_recorded(project, capsys):
     project.write("cool", lane_text('"torchlike>=2"', 'exclude-newer = "7 days"'))
     code, out, _ = run_cli(project.root, "lock", "--now", "2026-06-15T00:00:00Z", capsys=capsys)
@@ -48,6 +49,7 @@ def test_a_cooldown_is_resolved_at_lock_time_and_recorded(project, capsys):
     )
 
 
+@pytest.mark.slow
 def test_a_relock_keeps_the_cutoff_until_upgrade(project, capsys):
     project.write("cool", lane_text('"torchlike>=2"', 'exclude-newer = "P7D"'))
     assert run_cli(project.root, "lock", "--now", "2026-06-15T00:00:00Z", capsys=capsys)[0] == 0
@@ -105,6 +107,7 @@ def fresh_index(tmp_path_factory):
         yield server
 
 
+@pytest.mark.slow
 def test_a_cooldown_against_the_real_clock(project, fresh_index, capsys):
     project.write(
         "cool",
@@ -142,6 +145,7 @@ torchlike = "nightly"
 """
 
 
+@pytest.mark.slow
 def test_freeze_everything_but_a_nightly_index_without_upload_times(
     project, timeless_nightly, capsys
 ):
@@ -176,6 +180,7 @@ def test_freeze_everything_but_a_nightly_index_without_upload_times(
     assert "not torchlike" in run_cli(project.root, "lanes", capsys=capsys)[1]
 
 
+@pytest.mark.slow
 def test_one_package_can_have_its_own_date_or_cooldown(project, capsys):
     project.write(
         "mixed",
@@ -195,6 +200,7 @@ def test_one_package_can_have_its_own_date_or_cooldown(project, capsys):
     assert tool["cooldown-resolved-at"] == "2026-06-20T00:00:00Z" and "cooldown" not in tool
 
 
+@pytest.mark.slow
 def test_changing_a_package_freeze_makes_the_lock_stale(project, capsys):
     project.write("a", lane_text('"helper"', "exclude-newer = 2026-05-15"))
     assert run_cli(project.root, "lock", capsys=capsys)[0] == 0
@@ -242,7 +248,7 @@ def test_bad_freezes_are_one_line_errors(tmp_path, capsys, body, message):
     (tmp_path / "lanes" / "x.toml").write_text(
         f'[lane]\npython = "3.12"\nrequirements = ["x"]\n{body}\n'
     )
-    code, out, err = run_cli(tmp_path, "lanes", capsys=capsys)
+    code, _out, err = run_cli(tmp_path, "lanes", capsys=capsys)
     assert code == 2 and err.count("\n") == 1 and message in err, err
 
 

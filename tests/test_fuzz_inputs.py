@@ -52,7 +52,7 @@ FUZZ = settings(
 # The readers, each fed one file of a throwaway project
 
 
-class Project:
+class FuzzProject:
     """``root/lanes/fuzz.toml``, ``root/shims/toy_add/{manifest,pack}.toml``, ``root/packs/*``."""
 
     def __init__(self, root: Path) -> None:
@@ -119,8 +119,8 @@ def expect_input_error(name: str, read) -> None:
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Project:
-    return Project(tmp_path_factory.mktemp("fuzz"))
+def fuzz_project(tmp_path_factory) -> FuzzProject:
+    return FuzzProject(tmp_path_factory.mktemp("fuzz"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -403,7 +403,7 @@ def edited(rnd: random.Random, text: str, pieces: list[str]) -> str:
     return text
 
 
-KEY_POOL = KNOWN_KEYS + ["", "x" * 500, "a.b", "pythn", "ownr", "categroy", "\u2028", "\n"]
+KEY_POOL = [*KNOWN_KEYS, "", "x" * 500, "a.b", "pythn", "ownr", "categroy", "\u2028", "\n"]
 #: Each example draws a few odd values with Hypothesis, then builds several inputs from them and
 #: the fixed odd values with a seeded Random: Hypothesis draws are slow, and this keeps a few
 #: thousand inputs within seconds.
@@ -416,34 +416,34 @@ INPUTS_PER_EXAMPLE = 5
 # The fuzz tests
 
 READERS = {
-    "lanes": (Project.lanes, LANE_SEEDS),
-    "matrix": (Project.matrix, MATRIX_SEEDS),
-    "manifest": (Project.manifest, MANIFEST_SEEDS),
-    "pack": (Project.pack, PACK_SEEDS),
-    "deny": (Project.deny, DENY_SEEDS),
+    "lanes": (FuzzProject.lanes, LANE_SEEDS),
+    "matrix": (FuzzProject.matrix, MATRIX_SEEDS),
+    "manifest": (FuzzProject.manifest, MANIFEST_SEEDS),
+    "pack": (FuzzProject.pack, PACK_SEEDS),
+    "deny": (FuzzProject.deny, DENY_SEEDS),
 }
 PARSED = {reader: [tomllib.loads(seed) for seed in seeds] for reader, (_, seeds) in READERS.items()}
 
 
 @pytest.mark.parametrize("reader", sorted(READERS))
-def test_the_seeds_are_valid(project, reader):
+def test_the_seeds_are_valid(fuzz_project, reader):
     feed = READERS[reader][0]
     for seed in PARSED[reader]:
         # the writer round-trips them
-        feed(project, document(seed))
+        feed(fuzz_project, document(seed))
 
 
 @pytest.mark.parametrize("start", ["valid", "empty"])
 @pytest.mark.parametrize("reader", sorted(READERS))
 @FUZZ
 @given(pool=pools, rnd=st.randoms(use_true_random=True))
-def test_documents_with_odd_values(project, reader, start, pool, rnd):
+def test_documents_with_odd_values(fuzz_project, reader, start, pool, rnd):
     """Valid documents with values swapped, keys dropped or added; or documents built from
     nothing."""
     feed = READERS[reader][0]
     for _ in range(INPUTS_PER_EXAMPLE):
         feed(
-            project,
+            fuzz_project,
             document(mutated(rnd, rnd.choice(PARSED[reader]) if start == "valid" else {}, pool)),
         )
 
@@ -451,7 +451,7 @@ def test_documents_with_odd_values(project, reader, start, pool, rnd):
 @pytest.mark.parametrize("reader", sorted(READERS))
 @FUZZ
 @given(parts=chunks, rnd=st.randoms(use_true_random=True))
-def test_edited_text_and_random_bytes(project, reader, parts, rnd):
+def test_edited_text_and_random_bytes(fuzz_project, reader, parts, rnd):
     feed, seeds = READERS[reader]
     pieces = [part for part in parts if isinstance(part, str)] or ["x"]
     raw = [
@@ -460,26 +460,26 @@ def test_edited_text_and_random_bytes(project, reader, parts, rnd):
     for _ in range(INPUTS_PER_EXAMPLE):
         choice = rnd.choice(["edit", "edit", "bytes", "append"])
         if choice == "edit":
-            feed(project, edited(rnd, rnd.choice(seeds), pieces))
+            feed(fuzz_project, edited(rnd, rnd.choice(seeds), pieces))
         elif choice == "bytes":
-            feed(project, b"".join(rnd.sample(raw, len(raw))))
+            feed(fuzz_project, b"".join(rnd.sample(raw, len(raw))))
         else:
-            feed(project, rnd.choice(seeds).encode() + rnd.choice(raw))
+            feed(fuzz_project, rnd.choice(seeds).encode() + rnd.choice(raw))
 
 
 @FUZZ
 @given(pool=pools, parts=chunks, rnd=st.randoms(use_true_random=True))
-def test_pack_state_json(project, pool, parts, rnd):
+def test_pack_state_json(fuzz_project, pool, parts, rnd):
     seed = json.loads(STATE_SEEDS[0])
     pieces = [part for part in parts if isinstance(part, str)] or ["x"]
     for _ in range(INPUTS_PER_EXAMPLE):
         choice = rnd.choice(["mutate", "mutate", "edit", "bytes"])
         if choice == "mutate":
-            project.state(json.dumps(mutated(rnd, seed, pool), default=emit))
+            fuzz_project.state(json.dumps(mutated(rnd, seed, pool), default=emit))
         elif choice == "edit":
-            project.state(edited(rnd, STATE_SEEDS[0], pieces))
+            fuzz_project.state(edited(rnd, STATE_SEEDS[0], pieces))
         else:
-            project.state(
+            fuzz_project.state(
                 b"".join(
                     p if isinstance(p, bytes) else p.encode("utf-8", "surrogatepass") for p in parts
                 )
@@ -490,29 +490,29 @@ def test_pack_state_json(project, pool, parts, rnd):
 # Deterministic corners: deep nesting, huge files, paths that are not regular files
 
 
-@pytest.mark.parametrize("reader", sorted(READERS) + ["state"])
+@pytest.mark.parametrize("reader", [*sorted(READERS), "state"])
 @pytest.mark.parametrize("depth", [10, 200, 1000, 5000])
-def test_deep_nesting_is_an_input_error(project, reader, depth):
-    feed = getattr(Project, reader)
+def test_deep_nesting_is_an_input_error(fuzz_project, reader, depth):
+    feed = getattr(FuzzProject, reader)
     if reader == "state":
-        feed(project, "[" * depth + "]" * depth)
+        feed(fuzz_project, "[" * depth + "]" * depth)
         feed(
-            project,
+            fuzz_project,
             '{"version": 1, "packs": {"toy_add": {"approval": {"by": '
             + "[" * depth
             + "]" * depth
             + "}}}}",
         )
         return
-    feed(project, "a = " + "[" * depth + "]" * depth + "\n")
-    feed(project, "a = " + "{b = " * depth + "1" + "}" * depth + "\n")
+    feed(fuzz_project, "a = " + "[" * depth + "]" * depth + "\n")
+    feed(fuzz_project, "a = " + "{b = " * depth + "1" + "}" * depth + "\n")
     # deep tables need no recursion to parse
-    feed(project, "[" + ".".join(["a"] * depth) + "]\nb = 1\n")
+    feed(fuzz_project, "[" + ".".join(["a"] * depth) + "]\nb = 1\n")
 
 
-@pytest.mark.parametrize("reader", sorted(READERS) + ["state"])
-def test_oversized_files_are_refused(project, reader, tmp_path):
-    getattr(Project, reader)(project, "# " + "x" * tomlreader.MAX_BYTES + "\n")
+@pytest.mark.parametrize("reader", [*sorted(READERS), "state"])
+def test_oversized_files_are_refused(fuzz_project, reader, tmp_path):
+    getattr(FuzzProject, reader)(fuzz_project, "# " + "x" * tomlreader.MAX_BYTES + "\n")
     (tmp_path / "big.toml").write_text("# " + "x" * tomlreader.MAX_BYTES + "\n")
     with pytest.raises(InputError, match=r"^big.toml: larger than 1024 KiB — "):
         tomlreader.read(tmp_path / "big.toml", "big.toml")

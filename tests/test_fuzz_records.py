@@ -107,6 +107,7 @@ def _line(rnd: random.Random, pool: list) -> bytes:
     return bytes(rnd.randrange(256) for _ in range(rnd.randint(1, 60)))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(pool=pools, rnd=st.randoms(use_true_random=True))
 def test_damaged_manifests_never_block_the_store(tmp_path_factory, pool, rnd):
@@ -134,9 +135,10 @@ def test_damaged_manifests_never_block_the_store(tmp_path_factory, pool, rnd):
         path.unlink()
 
 
+@pytest.mark.slow
 @FUZZ
 @given(pool=pools, rnd=st.randoms(use_true_random=True))
-def test_manifest_merge_through_the_cli_never_tracebacks(tmp_path_factory, pool, rnd):
+def test_validation_merge_through_the_cli_never_tracebacks(tmp_path_factory, pool, rnd):
     folder = tmp_path_factory.mktemp("merge")
     inputs = []
     for index in range(2):
@@ -149,7 +151,7 @@ def test_manifest_merge_through_the_cli_never_tracebacks(tmp_path_factory, pool,
             [
                 "--root",
                 str(folder),
-                "manifest",
+                "validation",
                 "merge",
                 *inputs,
                 "-o",
@@ -171,6 +173,7 @@ SUMMARY_SEED = {
 }
 
 
+@pytest.mark.slow
 @FUZZ
 @given(pool=pools, rnd=st.randoms(use_true_random=True))
 def test_run_summaries_are_read_or_refused_in_one_line(tmp_path_factory, pool, rnd):

@@ -28,7 +28,7 @@ def cli(capsys, root, *args: str) -> tuple[int, str, str]:
 def test_writing_over_a_folder_names_the_folder_in_one_line(tmp_path, capsys):
     shimtree.write_shim(tmp_path / "shims", "toy_add")
     (tmp_path / "out.md").mkdir()
-    code, out, err = cli(capsys, tmp_path, "catalogue", "-o", str(tmp_path / "out.md"))
+    code, _out, err = cli(capsys, tmp_path, "catalogue", "-o", str(tmp_path / "out.md"))
     assert code == 1 and "Traceback" not in err
     assert err == f"patchlane: error: {tmp_path / 'out.md'}: is a folder, not a file\n"
     try:
@@ -44,7 +44,7 @@ def test_writing_over_a_folder_names_the_folder_in_one_line(tmp_path, capsys):
 def test_a_stray_file_where_a_folder_goes_is_one_line(tmp_path, capsys):
     shimtree.write_shim(tmp_path / "shims", "toy_add")
     (tmp_path / "docs").write_text("a file, not a folder\n")
-    code, out, err = cli(
+    code, _out, err = cli(
         capsys, tmp_path, "catalogue", "-o", str(tmp_path / "docs" / "catalogue.md")
     )
     assert code == 1 and "Traceback" not in err and err.count("\n") == 1

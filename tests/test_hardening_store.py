@@ -68,6 +68,7 @@ ODD_REPRODUCER = shimtree.TOY_REPRODUCER.replace(
 )
 
 
+@pytest.mark.slow
 def test_a_reproducer_printing_line_separators_never_breaks_the_store(toy_project, capsys):
     """The reported failure: output with U+2028/U+2029/U+0085 recorded, then every later run,
     merge and verdict broke. Now it is one record that reads back, and the store goes on."""
@@ -86,7 +87,7 @@ def test_a_reproducer_printing_line_separators_never_breaks_the_store(toy_projec
     # the next run records too
     assert cli(capsys, p.root, "run", "a", "--run-id", "r2")[0] == 0
     out = p.root / "merged.jsonl"
-    code, stdout, err = cli(capsys, p.root, "manifest", "merge", str(manifest), "-o", str(out))
+    code, stdout, err = cli(capsys, p.root, "validation", "merge", str(manifest), "-o", str(out))
     assert code == 0 and "4 records (+4)" in stdout and err == ""
     code, stdout, err = cli(capsys, p.root, "catalogue")
     assert code == 0 and "toy_odd" in stdout and "Traceback" not in err
@@ -317,6 +318,7 @@ def test_a_lock_path_that_is_a_folder_is_one_line(tmp_path, capsys):
         refused(capsys, root, *args, says="locks/a/pylock.toml: not a regular file")
 
 
+@pytest.mark.slow
 def test_a_stray_file_where_an_env_folder_goes_fails_the_lane_in_one_line(project, capsys):
     project.write("a", lane_text('"helper==1.0"'))
     assert cli(capsys, project.root, "lock")[0] == 0
@@ -466,7 +468,7 @@ def test_merging_a_manifest_that_does_not_exist_fails_and_writes_nothing(tmp_pat
     refused(
         capsys,
         tmp_path,
-        "manifest",
+        "validation",
         "merge",
         str(good),
         str(tmp_path / "typo.jsonl"),
@@ -477,14 +479,14 @@ def test_merging_a_manifest_that_does_not_exist_fails_and_writes_nothing(tmp_pat
     assert not out.exists()
 
 
-def test_manifest_merge_goes_on_past_a_damaged_line_and_keeps_odd_output(tmp_path, capsys):
+def test_validation_merge_goes_on_past_a_damaged_line_and_keeps_odd_output(tmp_path, capsys):
     host_a, host_b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     odd = record(output_tail="step 1\u2028step 2\u2029done\x85", host="h\u2028")
     validation.append(host_a, [odd])
     host_b.write_text(validation.dumps(record(host="h200-b")) + "\n" + '{"cut": "in the mid\n')
     out = tmp_path / "merged.jsonl"
     code, stdout, err = cli(
-        capsys, tmp_path, "manifest", "merge", str(host_a), str(host_b), "-o", str(out)
+        capsys, tmp_path, "validation", "merge", str(host_a), str(host_b), "-o", str(out)
     )
     assert code == 0 and "2 records (+2)" in stdout
     assert err.count("patchlane: warning:") == 1 and "b.jsonl: line 2: not valid JSON" in err
@@ -505,6 +507,7 @@ class _Failing(http.server.BaseHTTPRequestHandler):
         pass
 
 
+@pytest.mark.slow
 def test_lock_fails_when_the_index_answers_500(tmp_path, capsys, monkeypatch):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Failing)
     threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -48,6 +48,7 @@ def carrying(text: str) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
 @pytest.mark.parametrize(
     ("sig", "isolation"),
@@ -175,6 +176,7 @@ def syncing(mark: str) -> bool:
     return False
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
 def test_an_interrupt_during_a_lane_build_does_not_wait_for_uv(toy_project, capsys, tmp_path, sig):

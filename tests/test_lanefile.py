@@ -117,7 +117,8 @@ def test_matrix_expands_with_exclude_include_and_deterministic_names(tmp_path):
     assert nightly.description == "the one nightly cell we ship"
     assert nightly.origin == "lanes/compat.toml [torch=nightly, helper=2]"
     # Same input, same output: expansion is deterministic.
-    assert [l.digest for l in lanefile.load_lanes(tmp_path / "lanes")] == [l.digest for l in lanes]
+    again = lanefile.load_lanes(tmp_path / "lanes")
+    assert [lane.digest for lane in again] == [lane.digest for lane in lanes]
 
 
 def test_default_matrix_names_use_file_stem(tmp_path):
@@ -129,8 +130,8 @@ def test_default_matrix_names_use_file_stem(tmp_path):
 def test_select_rejects_unknown_lane(tmp_path):
     write(tmp_path, "a", GOOD)
     lanes = lanefile.load_lanes(tmp_path / "lanes")
-    assert [l.name for l in lanefile.select(lanes, ["a"])] == ["a"]
-    with pytest.raises(InputError, match="unknown lane 'zz'.*known lanes: a"):
+    assert [lane.name for lane in lanefile.select(lanes, ["a"])] == ["a"]
+    with pytest.raises(InputError, match=r"unknown lane 'zz'.*known lanes: a"):
         lanefile.select(lanes, ["zz"])
 
 
@@ -329,7 +330,7 @@ def test_a_matrix_description_reaches_its_cells(tmp_path):
         '[matrix]\ndescription = "the grid"\n[matrix.base]\npython = "3.12"\nrequirements = []\n'
         '[matrix.axes.a.x]\n[matrix.axes.a.y]\ndescription = "the odd one"\n',
     )
-    assert [(l.name, l.description) for l in lanefile.load_lanes(tmp_path / "lanes")] == [
+    assert [(lane.name, lane.description) for lane in lanefile.load_lanes(tmp_path / "lanes")] == [
         ("m-x", "the grid"),
         ("m-y", "the odd one"),
     ]

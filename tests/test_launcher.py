@@ -131,6 +131,7 @@ def _same(record) -> tuple:
     )
 
 
+@pytest.mark.slow
 def test_forked_runs_match_fresh_interpreters_and_stay_isolated(tree):
     root, env, tmp = tree
     manifests = [
@@ -177,6 +178,7 @@ def test_forked_runs_match_fresh_interpreters_and_stay_isolated(tree):
     assert len((tmp / "heavy.log").read_text().split()) == 1 + 3
 
 
+@pytest.mark.slow
 def test_a_timeout_kills_the_whole_process_group(tree):
     root, env, tmp = tree
     manifest = _shim(root, "toy_hang", HANGING_REPRODUCER, timeout=1)
@@ -278,6 +280,7 @@ class cuda:
 """
 
 
+@pytest.mark.slow
 def test_a_preload_that_asks_for_cuda_leaves_forks_usable_or_is_refused(tree):
     root, env, tmp = tree
     fake = tmp / "fake-torch"
@@ -360,6 +363,7 @@ default = true
     return project
 
 
+@pytest.mark.slow
 def test_lane_outcomes_are_the_same_in_both_isolations(
     heavy_project, tmp_path, monkeypatch, capsys
 ):
@@ -373,7 +377,7 @@ def test_lane_outcomes_are_the_same_in_both_isolations(
         (tmp_path / "heavy.log").write_text("")
         # The default where the lane's shims declare preloads is the launcher.
         flags = ["--isolation", isolation] if isolation == "process" else []
-        code, out, err = run_cli(p.root, "run", *flags, "--run-id", isolation, capsys=capsys)
+        code, _out, _err = run_cli(p.root, "run", *flags, "--run-id", isolation, capsys=capsys)
         # a crash fails the run, in either isolation
         assert code == 1
         summaries[isolation] = json.loads(
@@ -438,6 +442,7 @@ def toylib_series(tmp_path_factory):
         yield server
 
 
+@pytest.mark.slow
 def test_bisection_forks_each_candidate_from_one_base(tmp_path, toylib_series):
     from retire import bisect
 

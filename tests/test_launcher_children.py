@@ -19,11 +19,15 @@ from retire.runs.reproduce import run_reproducer
 from tests.support import shimtree
 from tests.test_launcher import _shim, _state, tree  # noqa: F401 - tree is a fixture
 
+# every test forks children from a launcher
+pytestmark = pytest.mark.slow
+
 #: What a child reports about itself, the same way in a fork and in a fresh interpreter.
 PROBE = r"""
 import json, os, sys, time
-print(json.dumps({"heavy_preloaded": "heavypkg" in sys.modules, "argv": sys.argv, "path0": sys.path[0],
-                  "name": __name__, "file": "__file__" in globals(), "x": os.environ.get("CHILD_X"),
+print(json.dumps({"heavy_preloaded": "heavypkg" in sys.modules, "argv": sys.argv,
+                  "path0": sys.path[0], "name": __name__, "file": "__file__" in globals(),
+                  "x": os.environ.get("CHILD_X"),
                   "shims_active": getattr(sys.modules.get("shims"), "_activated", False),
                   # what a stop or the guard looks for (retire.runs.reaper): it must reach this
                   # child too
@@ -44,13 +48,13 @@ PROBE = {PROBE!r}
 
 def check(with_shim):
     env = dict(os.environ, CHILD_X="x", CHILD_SLEEP="0.5")
-    both = [child.start(PROBE, "a1", "a2", env=env), child.start(PROBE, "b", env=dict(env, CHILD_EXIT="3"),
-                                                               fresh=["heavypkg"])]
+    both = [child.start(PROBE, "a1", "a2", env=env),
+            child.start(PROBE, "b", env=dict(env, CHILD_EXIT="3"), fresh=["heavypkg"])]
     for started in both:
         done = started.wait(timeout=60)
         lines = [json.loads(line) for line in done.stdout.splitlines()]
-        print("# child " + json.dumps({{"forked": done.forked, "code": done.returncode, "stderr": done.stderr,
-                                        **lines[0], **lines[1]}}))
+        print("# child " + json.dumps({{"forked": done.forked, "code": done.returncode,
+                                        "stderr": done.stderr, **lines[0], **lines[1]}}))
     return reproducer.FIX_VALIDATED
 
 if __name__ == "__main__":
@@ -75,7 +79,8 @@ def _reproducer(check_body: str) -> str:
 #: Starts two children that would sleep for ten minutes (a fork, and a fresh interpreter since it
 #: must import heavypkg itself) and returns without waiting for them.
 ABANDONING_REPRODUCER = _reproducer("""
-    both = [child.start("import time; time.sleep(600)", fresh=fresh) for fresh in ([], ["heavypkg"])]
+    sleeping = "import time; time.sleep(600)"
+    both = [child.start(sleeping, fresh=fresh) for fresh in ([], ["heavypkg"])]
     assert [c.forked for c in both] == [True, False]
     _log(" ".join(str(c.pid) for c in both))
     return reproducer.FIX_VALIDATED
@@ -99,7 +104,8 @@ TIMING_OUT_REPRODUCER = _reproducer("""
 THREADED_REPRODUCER = _reproducer("""
     import threading, time
     flag = os.path.join(os.path.dirname(os.environ['GRANDCHILD_LOG']), 'second-started')
-    waits = "import os, sys, time\\nwhile not os.path.exists(sys.argv[1]): time.sleep(0.02)\\nprint('saw it')"
+    waits = ("import os, sys, time\\nwhile not os.path.exists(sys.argv[1]): time.sleep(0.02)\\n"
+             "print('saw it')")
     writes = "import sys\\nopen(sys.argv[1], 'w').close()\\nprint('wrote it')"
     results = {}
 
@@ -199,7 +205,7 @@ def test_a_child_ends_with_its_run(tree):
 
 
 def test_children_waited_for_from_two_threads_do_not_hold_each_other_up(tree):
-    root, env, tmp = tree
+    root, env, _tmp = tree
     manifest = _shim(root, "toy_child_threads", THREADED_REPRODUCER)
     began = time.monotonic()
     with Launcher(sys.executable, ["heavypkg"], env) as launcher:
@@ -218,7 +224,8 @@ def test_outside_patchlane_a_child_is_a_fresh_interpreter(tmp_path):
         import json
         from shims import child
         done = child.run(PROBE, "z", timeout=60)
-        print(json.dumps({"forked": done.forked, "code": done.returncode, "out": done.stdout.splitlines()[0]}))
+        first = done.stdout.splitlines()[0]
+        print(json.dumps({"forked": done.forked, "code": done.returncode, "out": first}))
     """).replace("PROBE", repr(PROBE))
     result = subprocess.run(
         [sys.executable, "-c", code],

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from retire.lanes import lanefile
 from retire.locks import locking
 from retire.locks.integrity import PROVENANCE_HEADER, content_digest
@@ -76,6 +78,7 @@ def test_a_version_the_lane_forbids_fails_even_with_a_consistent_hash_and_digest
     assert code == 1 and rows["old"]["state"] == "tampered" and rows["fixed"]["state"] == "current"
 
 
+@pytest.mark.slow
 def test_a_hash_tampered_after_the_env_was_built_is_caught_by_the_next_run(toy_project, capsys):
     """The warm re-sync only audits an env; a lock that changed gets a fresh env, installed
     hash-checked."""
@@ -87,7 +90,7 @@ def test_a_hash_tampered_after_the_env_was_built_is_caught_by_the_next_run(toy_p
     text = path.read_text()
     digest = re.search(r'sha256 = "([0-9a-f]+)"', toylib_block(text)).group(1)
     path.write_text(restamp(text.replace(digest, "f" * 64)))
-    code, out, err = run_cli(p.root, "run", "old", "--no-record", "--run-id", "r2", capsys=capsys)
+    code, _out, _err = run_cli(p.root, "run", "old", "--no-record", "--run-id", "r2", capsys=capsys)
     summary = json.loads((p.root / ".patchlane/runs/r2/old.json").read_text())
     assert code == 1 and summary["status"] == "build-failed", summary
     assert "hash" in summary["why"].lower(), summary["why"]

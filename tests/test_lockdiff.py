@@ -96,6 +96,7 @@ def uv_export(project_dir, universe, *, exclude_newer: str) -> str:
     return (project_dir / "pylock.toml").read_text()
 
 
+@pytest.mark.slow
 def test_uv_export_locks_are_readable_and_diffable(project, tmp_path, capsys):
     old = tmp_path / "old.toml"
     old.write_text(
@@ -171,6 +172,7 @@ def pip_lock(universe, tmp_path, *requirements: str):
     return out
 
 
+@pytest.mark.slow
 @needs_pip_lock
 def test_a_pip_lock_is_foreign_readable_and_replaced(project, tmp_path, capsys):
     made_by_pip = pip_lock(project.universe, tmp_path, "torchlike==2.1.0")

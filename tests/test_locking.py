@@ -32,6 +32,7 @@ def packages(path) -> dict[str, str]:
     return {str(p.name): str(p.version) for p in lock.packages}
 
 
+@pytest.mark.slow
 def test_lock_is_pep751_with_hashes_and_provenance(project, capsys):
     project.write("base", lane_text('"torchlike>=2"', "exclude-newer = 2026-07-01"))
     code, out, _ = run_cli(project.root, "lock", capsys=capsys)
@@ -56,6 +57,7 @@ def test_lock_is_pep751_with_hashes_and_provenance(project, capsys):
     assert "locked" in out and "base" in out
 
 
+@pytest.mark.slow
 def test_yanked_release_is_never_chosen(project, capsys):
     project.write("pin", lane_text('"torchlike>2.1.0,<2.2"'))
     code, out, _ = run_cli(project.root, "lock", capsys=capsys)
@@ -65,6 +67,7 @@ def test_yanked_release_is_never_chosen(project, capsys):
     assert not project.lock_file("pin").exists()
 
 
+@pytest.mark.slow
 def test_unchanged_lane_is_skipped_without_asking_uv(project, universe, capsys):
     project.write("base", lane_text('"torchlike==2.1.0"'))
     assert run_cli(project.root, "lock", capsys=capsys)[0] == 0
@@ -77,6 +80,7 @@ def test_unchanged_lane_is_skipped_without_asking_uv(project, universe, capsys):
     assert len(universe["main"].index.requests) == requests
 
 
+@pytest.mark.slow
 def test_check_names_stale_and_missing_locks(project, capsys):
     project.write("a", lane_text('"torchlike==2.1.0"'))
     project.write("b", lane_text('"helper==1.0"'))
@@ -93,6 +97,7 @@ def test_check_names_stale_and_missing_locks(project, capsys):
     assert not project.lock_file("c").exists()
 
 
+@pytest.mark.slow
 def test_nightly_comes_only_from_its_index(project, capsys):
     project.write(
         "nightly",
@@ -117,6 +122,7 @@ torchlike = "nightly"
     assert project.universe["nightly"].url.rsplit("/", 1)[0] + "/files/torchlike" in text
 
 
+@pytest.mark.slow
 def test_static_metadata_locks_an_unbuildable_sdist(project, capsys):
     project.write(
         "ext",
@@ -135,6 +141,7 @@ requires-dist = ["helper"]
     assert "sdist" in cudaext and cudaext["sdist"]["hashes"]["sha256"]
 
 
+@pytest.mark.slow
 def test_failing_lane_keeps_previous_lock_and_others_still_lock(project, capsys):
     project.write("good", lane_text('"helper==1.0"'))
     project.write("bad", lane_text('"torchlike==2.1.0"'))
@@ -156,6 +163,7 @@ def test_failing_lane_keeps_previous_lock_and_others_still_lock(project, capsys)
     assert not project.lock_file("offline").exists()
 
 
+@pytest.mark.slow
 def test_index_without_url_is_reported_unreachable_not_fatal(project, capsys):
     project.write(
         "night",
@@ -178,6 +186,7 @@ def test_index_without_url_is_reported_unreachable_not_fatal(project, capsys):
     assert code == 0 and "note    night: never locked" in out and "1 of 2 locks match" in out
 
 
+@pytest.mark.slow
 def test_index_url_can_come_from_uv_configuration(project, monkeypatch, capsys):
     project.write(
         "night",
@@ -190,6 +199,7 @@ def test_index_url_can_come_from_uv_configuration(project, monkeypatch, capsys):
     assert packages(project.lock_file("night"))["torchlike"] == "2.3.0.dev20260703"
 
 
+@pytest.mark.slow
 def test_upgrade_package_moves_only_that_package(project, capsys):
     project.write("a", lane_text('"torchlike>=2.0"', "exclude-newer = 2026-05-15"))
     assert run_cli(project.root, "lock", capsys=capsys)[0] == 0
@@ -206,6 +216,7 @@ def test_upgrade_package_moves_only_that_package(project, capsys):
     assert packages(project.lock_file("a")) == {"torchlike": "2.2.0", "helper": "2.0"}
 
 
+@pytest.mark.slow
 def test_lanes_command_shows_lock_state(project, capsys):
     project.write("a", lane_text('"helper==1.0"'))
     code, out, _ = run_cli(project.root, "lanes", capsys=capsys)
@@ -224,6 +235,7 @@ def test_lock_path_refuses_names_that_escape(tmp_path, name):
         locking.lock_path(tmp_path, name)
 
 
+@pytest.mark.slow
 def test_lock_state_is_current_stale_missing_or_foreign(project, capsys):
     project.write("a", lane_text('"helper==1.0"'))
     project.write("b", lane_text('"helper==1.5"'))

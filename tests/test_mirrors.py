@@ -98,7 +98,7 @@ def test_a_pull_request_on_dev_only_is_landed_but_in_no_release(megatron_mirror)
 
 def test_reverts_do_not_land_a_pull_request_and_unknown_numbers_are_not_landed(megatron_mirror):
     repo = open_mirror(megatron_mirror)
-    assert [l.subject for l in repo.landings(3345)] == ["Hopper FLCE entry (#3345)"]
+    assert [landing.subject for landing in repo.landings(3345)] == ["Hopper FLCE entry (#3345)"]
     missing = repo.probe_pull(9999)
     assert (
         isinstance(missing, MirrorPull)
@@ -116,7 +116,7 @@ def test_followed_branches_limit_where_a_pull_request_may_land(megatron, tmp_pat
     assert not repo.probe_pull(3345).landed
     # on main (a plain name is that branch, not main/*)
     assert repo.probe_pull(4711).landed
-    assert [l.subject.startswith("cp:") for l in repo.landings(4711)] == [False, True]
+    assert [landing.subject.startswith("cp:") for landing in repo.landings(4711)] == [False, True]
     nothing = open_mirror(
         Mirror("https://github.com/NVIDIA/Megatron-LM", path, branches=("gone",))
     ).probe_pull(4711)

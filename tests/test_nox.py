@@ -75,6 +75,7 @@ def test_nox_lists_one_tagged_session_per_lane(nox_project):
     }
 
 
+@pytest.mark.slow
 def test_nox_lock_then_lane_runs_the_matrix(nox_project):
     p = nox_project
     locked = nox(p, "-s", "lock")
@@ -101,6 +102,7 @@ def test_nox_lock_then_lane_runs_the_matrix(nox_project):
     assert len({r.run for r in records}) == 1
 
 
+@pytest.mark.slow
 def test_nox_selects_lanes_by_session_name_and_by_posargs(nox_project):
     p = nox_project
     assert nox(p, "-s", "lock").returncode == 0
@@ -126,6 +128,7 @@ def test_nox_reports_bad_lane_files_in_one_line_and_fails(nox_project, session):
     assert "Traceback" not in proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_nox_runs_lanes_in_parallel_and_the_summary_after_them(nox_project):
     """`nox -j N` runs each session in its own process with --no-dependencies, where nox refuses
     notify(): the lanes must still run, and `-s lane summary -j N` must print the table after

@@ -11,7 +11,6 @@ import sys
 import pytest
 
 from retire.core.errors import InputError
-from retire.core.git import Git
 from retire.packs.store import filing_queue, load_pack, markdown_section
 from retire.packs.waves import (
     Approval,
@@ -23,6 +22,7 @@ from retire.packs.waves import (
     parse_state,
     plan_wave,
 )
+from tests.support.gitrepos import git
 from tests.support.packtree import PackProject, github_manifest
 
 NOW = _dt.datetime.now(_dt.UTC)
@@ -168,10 +168,6 @@ def test_plan_over_a_project_with_history(tmp_path, capsys):
 
 # ---------------------------------------------------------------------------------------------
 # The human gate through git
-
-
-def git(cwd, *args: str) -> str:
-    return Git(cwd).run("-c", "user.name=Test", "-c", "user.email=test@example.org", *args)
 
 
 @pytest.fixture

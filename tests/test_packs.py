@@ -156,145 +156,148 @@ def test_bad_deny_list_is_one_line():
 
 
 @pytest.fixture
-def project(tmp_path) -> PackProject:
+def pack_project(tmp_path) -> PackProject:
     return PackProject(tmp_path)
 
 
-def _reasons(project: PackProject, pack_id: str, **options) -> tuple[str, ...]:
-    entry = next(e for e in filing_queue(project.root, **options) if e.id == pack_id)
+def _reasons(pack_project: PackProject, pack_id: str, **options) -> tuple[str, ...]:
+    entry = next(e for e in filing_queue(pack_project.root, **options) if e.id == pack_id)
     return entry.reasons
 
 
-def test_a_real_run_today_makes_the_pack_ready(project, capsys):
-    project.add("toy_add")
-    record = project.record_real_run("toy_add")
+def test_a_real_run_today_makes_the_pack_ready(pack_project, capsys):
+    pack_project.add("toy_add")
+    record = pack_project.record_real_run("toy_add")
     assert record.outcome == "bug-reproduced" and record.host["hostname"]
-    [entry] = filing_queue(project.root)
+    [entry] = filing_queue(pack_project.root)
     assert (entry.status, entry.reasons) == ("ready", ())
-    assert project.cli("check") == 0
+    assert pack_project.cli("check") == 0
     assert "ready       toy_add → toyorg/toylib [crash-fix]" in capsys.readouterr().out
 
 
-def test_never_ran_blocks(project, capsys):
-    project.add("toy_add")
-    assert _reasons(project, "toy_add") == (
+def test_never_ran_blocks(pack_project, capsys):
+    pack_project.add("toy_add")
+    assert _reasons(pack_project, "toy_add") == (
         (
             "validation: the reproducer never ran (no --mode without record in the validation "
             "manifest) "
             "— run it on a host (`patchlane run`) and record the result"
         ),
     )
-    assert project.cli("check", "toy_add") == 1
+    assert pack_project.cli("check", "toy_add") == 1
     lines = capsys.readouterr().out.splitlines()
     assert "  toy_add: validation: the reproducer never ran" in "\n".join(lines)
 
 
-def test_body_text_claiming_validation_is_not_evidence(project):
-    project.add(
+def test_body_text_claiming_validation_is_not_evidence(pack_project):
+    pack_project.add(
         "toy_add",
         manifest=github_manifest(
             "toy_add", explanation="Validated today on gpu-host-1: BUG_REPRODUCED, exit 10."
         ),
     )
-    assert "`BUG_REPRODUCED`, exit 10" in load_pack(project.root, "toy_add").pack.body
+    assert "`BUG_REPRODUCED`, exit 10" in load_pack(pack_project.root, "toy_add").pack.body
     assert any(
-        r.startswith("validation: the reproducer never ran") for r in _reasons(project, "toy_add")
+        r.startswith("validation: the reproducer never ran")
+        for r in _reasons(pack_project, "toy_add")
     )
 
 
-def test_stale_run_blocks_and_the_window_is_configurable(project, capsys):
-    project.add("toy_add")
-    project.record("toy_add", at=NOW - _dt.timedelta(days=2))
-    [reason] = _reasons(project, "toy_add", now=NOW)
+def test_stale_run_blocks_and_the_window_is_configurable(pack_project, capsys):
+    pack_project.add("toy_add")
+    pack_project.record("toy_add", at=NOW - _dt.timedelta(days=2))
+    [reason] = _reasons(pack_project, "toy_add", now=NOW)
     assert re.fullmatch(
         r"validation: last BUG_REPRODUCED run was \S+ on gpu-host-1, older than 24 hours — rerun "
         r"the reproducer today",
         reason,
     ), reason
-    assert _reasons(project, "toy_add", now=NOW, window=_dt.timedelta(days=3)) == ()
-    assert project.cli("--window-days", "3", "check") == 0
+    assert _reasons(pack_project, "toy_add", now=NOW, window=_dt.timedelta(days=3)) == ()
+    assert pack_project.cli("--window-days", "3", "check") == 0
 
 
-def test_unnamed_host_skipped_and_wrong_version_block(project):
-    project.add("nameless")
-    project.record("nameless", at=NOW, hostname="")
-    assert "carry no host name" in _reasons(project, "nameless", now=NOW)[0]
+def test_unnamed_host_skipped_and_wrong_version_block(pack_project):
+    pack_project.add("nameless")
+    pack_project.record("nameless", at=NOW, hostname="")
+    assert "carry no host name" in _reasons(pack_project, "nameless", now=NOW)[0]
 
-    project.add("skipped")
-    project.record(
+    pack_project.add("skipped")
+    pack_project.record(
         "skipped", at=NOW, outcome="skipped", sentinel="SKIPPED", detail="no CUDA device"
     )
-    [reason] = _reasons(project, "skipped", now=NOW)
+    [reason] = _reasons(pack_project, "skipped", now=NOW)
     assert "never printed BUG_REPRODUCED" in reason and "SKIPPED (no CUDA device)" in reason
 
-    project.add("fixed_meanwhile")
-    project.record("fixed_meanwhile", at=NOW, outcome="fix-validated", sentinel="FIX_VALIDATED")
-    assert 'set state = "already-fixed"' in _reasons(project, "fixed_meanwhile", now=NOW)[0]
+    pack_project.add("fixed_meanwhile")
+    pack_project.record(
+        "fixed_meanwhile", at=NOW, outcome="fix-validated", sentinel="FIX_VALIDATED"
+    )
+    assert 'set state = "already-fixed"' in _reasons(pack_project, "fixed_meanwhile", now=NOW)[0]
 
-    project.add("other_version")
-    project.record("other_version", at=NOW, versions={"toylib": "0.9"})
+    pack_project.add("other_version")
+    pack_project.record("other_version", at=NOW, versions={"toylib": "0.9"})
     assert (
         "no BUG_REPRODUCED run against toylib==1.0"
-        in _reasons(project, "other_version", now=NOW)[0]
+        in _reasons(pack_project, "other_version", now=NOW)[0]
     )
     # the pin spelled unlike the recorded name
-    project.add("other_spelling", against="toy_lib==1.0")
-    project.record("other_spelling", at=NOW, versions={"toy-lib": "0.9"})
+    pack_project.add("other_spelling", against="toy_lib==1.0")
+    pack_project.record("other_spelling", at=NOW, versions={"toy-lib": "0.9"})
     assert (
         "no BUG_REPRODUCED run against toy_lib==1.0"
-        in _reasons(project, "other_spelling", now=NOW)[0]
+        in _reasons(pack_project, "other_spelling", now=NOW)[0]
     )
 
-    project.add("with_mode_only")
-    project.record(
+    pack_project.add("with_mode_only")
+    pack_project.record(
         "with_mode_only", at=NOW, mode="with", outcome="fix-validated", sentinel="FIX_VALIDATED"
     )
-    assert "never ran" in _reasons(project, "with_mode_only", now=NOW)[0]
+    assert "never ran" in _reasons(pack_project, "with_mode_only", now=NOW)[0]
 
 
-def test_missing_reproducer_blocks_without_crashing(project, capsys):
-    project.add("no_repro", reproducer=None)
-    reasons = _reasons(project, "no_repro")
+def test_missing_reproducer_blocks_without_crashing(pack_project, capsys):
+    pack_project.add("no_repro", reproducer=None)
+    reasons = _reasons(pack_project, "no_repro")
     assert (
         reasons[0]
         == "reproducer: reproduce.py not found in shims/no_repro — a pack needs a reproducer to "
         "attach"
     )
-    assert project.cli("check") == 1
+    assert pack_project.cli("check") == 1
 
 
-def _ready_project(project: PackProject, shim_id: str = "toy_add", **pack) -> None:
-    project.add(shim_id, **pack)
-    project.record(shim_id, at=NOW)
+def _ready_project(pack_project: PackProject, shim_id: str = "toy_add", **pack) -> None:
+    pack_project.add(shim_id, **pack)
+    pack_project.record(shim_id, at=NOW)
 
 
-def test_deny_list_catches_hosts_and_people(project):
-    project.add(
+def test_deny_list_catches_hosts_and_people(pack_project):
+    pack_project.add(
         "leaky",
         manifest=github_manifest("leaky", explanation="Seen on build-07.corp nightly runs."),
     )
-    project.record("leaky", at=NOW)
-    [reason] = _reasons(project, "leaky", now=NOW)
+    pack_project.record("leaky", at=NOW)
+    [reason] = _reasons(pack_project, "leaky", now=NOW)
     assert (
         reason.startswith("deny-list: body line ")
         and "'build-07.corp' looks like an internal host name" in reason
     )
 
-    folder = project.add("leaky_repro")
-    project.record("leaky_repro", at=NOW)
+    folder = pack_project.add("leaky_repro")
+    pack_project.record("leaky_repro", at=NOW)
     reproducer = folder / "reproduce.py"
     reproducer.write_text("# ask Jane Roe about this\n" + reproducer.read_text())
-    [reason] = _reasons(project, "leaky_repro", now=NOW)
+    [reason] = _reasons(pack_project, "leaky_repro", now=NOW)
     assert reason == (
         "deny-list: reproduce.py line 1: 'Jane Roe' looks like a person who is not a named author "
         "— rewrite it in public terms"
     )
 
 
-def test_pasted_reproducer_and_broken_markdown_block(project):
-    _ready_project(project)
-    loaded = load_pack(project.root, "toy_add")
-    deny = load_deny(project.root)
+def test_pasted_reproducer_and_broken_markdown_block(pack_project):
+    _ready_project(pack_project)
+    loaded = load_pack(pack_project.root, "toy_add")
+    deny = load_deny(pack_project.root)
     records = []
 
     def blockers(body: str) -> list[str]:
@@ -342,15 +345,15 @@ def test_markdown_checker_rules():
     assert check_markdown("see [the PR](https://github.com/o/r/pull/1)\n") == []
 
 
-def test_state_target_pin_and_command_rules(project):
-    _ready_project(project, "no_state", state=None)
-    assert _reasons(project, "no_state", now=NOW)[0].startswith(
+def test_state_target_pin_and_command_rules(pack_project):
+    _ready_project(pack_project, "no_state", state=None)
+    assert _reasons(pack_project, "no_state", now=NOW)[0].startswith(
         "upstream-state: not filled — search toyorg/toylib"
     )
 
-    project.add("wrong_link", manifest=github_manifest("wrong_link", repo="someone/else"))
-    project.record("wrong_link", at=NOW)
-    reasons = _reasons(project, "wrong_link", now=NOW)
+    pack_project.add("wrong_link", manifest=github_manifest("wrong_link", repo="someone/else"))
+    pack_project.record("wrong_link", at=NOW)
+    reasons = _reasons(pack_project, "wrong_link", now=NOW)
     assert reasons[0] == (
         "target: manifest report link https://github.com/someone/else/issues/1 is not in "
         "toyorg/toylib "
@@ -358,75 +361,75 @@ def test_state_target_pin_and_command_rules(project):
     )
 
     _ready_project(
-        project, "wrong_thread", state="overlap", thread="https://github.com/other/repo/pull/3"
+        pack_project, "wrong_thread", state="overlap", thread="https://github.com/other/repo/pull/3"
     )
     assert any(
         r.startswith("target: upstream-state thread")
-        for r in _reasons(project, "wrong_thread", now=NOW)
+        for r in _reasons(pack_project, "wrong_thread", now=NOW)
     )
 
-    _ready_project(project, "moving_ref", against="toyorg/toylib@main")
-    assert _reasons(project, "moving_ref", now=NOW)[0].startswith(
+    _ready_project(pack_project, "moving_ref", against="toyorg/toylib@main")
+    assert _reasons(pack_project, "moving_ref", now=NOW)[0].startswith(
         "against: 'toyorg/toylib@main' is not a pinned"
     )
-    _ready_project(project, "sha_ref", against="toyorg/toylib@0123abc")
-    assert _reasons(project, "sha_ref", now=NOW) == ()
+    _ready_project(pack_project, "sha_ref", against="toyorg/toylib@0123abc")
+    assert _reasons(pack_project, "sha_ref", now=NOW) == ()
 
-    _ready_project(project, "other_command", command="pytest tests/")
-    assert _reasons(project, "other_command", now=NOW)[0].startswith(
+    _ready_project(pack_project, "other_command", command="pytest tests/")
+    assert _reasons(pack_project, "other_command", now=NOW)[0].startswith(
         "command: the command does not run the attached reproduce.py"
     )
 
-    project.add("policy", manifest=github_manifest("policy", status="not-applicable"))
-    project.record("policy", at=NOW)
-    assert _reasons(project, "policy", now=NOW)[0].startswith(
+    pack_project.add("policy", manifest=github_manifest("policy", status="not-applicable"))
+    pack_project.record("policy", at=NOW)
+    assert _reasons(pack_project, "policy", now=NOW)[0].startswith(
         "manifest: the manifest's upstream status is not-applicable"
     )
 
 
-def test_broken_pack_toml_is_a_blocked_entry_not_a_crash(project, capsys):
-    _ready_project(project, "good")
-    folder = project.add("broken")
+def test_broken_pack_toml_is_a_blocked_entry_not_a_crash(pack_project, capsys):
+    _ready_project(pack_project, "good")
+    folder = pack_project.add("broken")
     (folder / "pack.toml").write_text(pack_toml(category="memory"))
-    entries = {e.id: e for e in filing_queue(project.root, now=NOW)}
+    entries = {e.id: e for e in filing_queue(pack_project.root, now=NOW)}
     assert entries["good"].status == "ready"
     assert entries["broken"].status == "blocked"
     assert entries["broken"].reasons == (
         "pack: shims/broken/pack.toml: category: unknown category 'memory' — "
         "use one of " + ", ".join(CATEGORIES),
     )
-    assert project.cli("--now", NOW.isoformat(), "check") == 1
+    assert pack_project.cli("--now", NOW.isoformat(), "check") == 1
     out = capsys.readouterr().out
     assert "ready       good" in out and "NOT READY   broken" in out
 
 
-def test_check_of_unknown_pack_is_one_line_error(project, capsys):
-    _ready_project(project)
-    assert project.cli("check", "nope") == 2
+def test_check_of_unknown_pack_is_one_line_error(pack_project, capsys):
+    _ready_project(pack_project)
+    assert pack_project.cli("check", "nope") == 2
     err = capsys.readouterr().err
     assert (
         err
         == "patchlane: error: unknown pack 'nope': no shims/nope/pack.toml — packs here: toy_add\n"
     )
-    assert project.cli("check", "../etc") == 2
+    assert pack_project.cli("check", "../etc") == 2
     assert "not a shim id" in capsys.readouterr().err
 
 
-def test_queue_json_is_json_able(project, capsys):
+def test_queue_json_is_json_able(pack_project, capsys):
     import json
 
-    _ready_project(project)
-    assert project.cli("queue", "--json") == 0
+    _ready_project(pack_project)
+    assert pack_project.cli("queue", "--json") == 0
     [data] = json.loads(capsys.readouterr().out)
     assert data["id"] == "toy_add" and data["status"] == "ready" and data["reasons"] == []
 
 
-def test_check_json_is_one_document_with_notes_on_stderr(project, capsys):
+def test_check_json_is_one_document_with_notes_on_stderr(pack_project, capsys):
     import json
 
-    _ready_project(project, "good")
-    (project.add("broken") / "pack.toml").write_text(pack_toml(category="memory"))
-    assert project.cli("--now", NOW.isoformat(), "check", "--json") == 1
+    _ready_project(pack_project, "good")
+    (pack_project.add("broken") / "pack.toml").write_text(pack_toml(category="memory"))
+    assert pack_project.cli("--now", NOW.isoformat(), "check", "--json") == 1
     out, err = capsys.readouterr()
     # stdout is the document and nothing else
     document = json.loads(out)

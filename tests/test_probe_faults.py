@@ -152,6 +152,7 @@ def test_baseline_every_shim_retires(world):
     assert not any(v.failures for v in found.values())
 
 
+@pytest.mark.slow
 def test_timeout_is_retried_then_unknown(world):
     world["api"].host.faults.add(ISSUE_PATH, Fault(latency=1.0))
     started = time.monotonic()
@@ -279,6 +280,7 @@ def test_commit_missing_from_the_mirror_and_no_mirror(world, tmp_path):
     assert_unknown(found, ("tagged_fix",), "not in the mirror")
 
 
+@pytest.mark.slow
 def test_faults_are_shown_by_the_cli(world, capsys, monkeypatch):
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
     monkeypatch.delenv("GH_TOKEN", raising=False)
@@ -354,6 +356,7 @@ def test_a_redirect_to_another_host_is_not_believed(world):
     assert requests_to(world, PR_PATH) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "token", [None, "ghp_examplefaulttoken0123456789"], ids=["rest", "graphql"]
 )

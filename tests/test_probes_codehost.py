@@ -315,7 +315,7 @@ def test_a_failed_graphql_request_falls_back_to_rest(api, tmp_path):
     api.host.faults.add("/graphql", Fault(status=404, body=b'{"message": "Not Found"}'))
     found = probe_links(fetcher(tmp_path), [PR, ISSUE], api_base=api.url, token=TOKEN)
     assert isinstance(found[PR], PullState) and isinstance(found[ISSUE], IssueState)
-    assert [r[0] for r in api.host.requests][0] == "/graphql" and len(api.host.requests) == 3
+    assert next(r[0] for r in api.host.requests) == "/graphql" and len(api.host.requests) == 3
 
 
 def test_graphql_nodes_of_the_wrong_shape_are_failures(api):

@@ -4,6 +4,7 @@ exception (hypothesis over arbitrary JSON and HTML-ish text)."""
 from __future__ import annotations
 
 import httpx
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -85,6 +86,7 @@ FETCHER = Fetcher(httpx.Client(), secrets=("tok",))
 REFS = [parse_link("https://github.com/o/r/issues/1"), parse_link("https://github.com/o/r/pull/2")]
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(JSON)
 def test_json_pages(data):
@@ -129,6 +131,7 @@ def test_html_pages(text):
         assert exc.reason
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(JSON)
 def test_rest_answers(data):
@@ -139,6 +142,7 @@ def test_rest_answers(data):
             assert str(exc)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(JSON)
 def test_graphql_answers(data):

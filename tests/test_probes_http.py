@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+from typing import Self
 
 import pytest
 
@@ -78,6 +79,7 @@ def test_a_post_is_never_redirected(api):
     assert isinstance(found, ProbeFailure) and "redirected (308) a POST request" in found.reason
 
 
+@pytest.mark.slow
 def test_a_slow_drip_ends_at_the_total_deadline_not_per_read(api):
     """Each byte arrives well within the per-read timeout; only a total deadline ends it."""
     body = json.dumps({"state": "open", "padding": "x" * 400}).encode()
@@ -93,6 +95,7 @@ def test_a_slow_drip_ends_at_the_total_deadline_not_per_read(api):
     assert found.retryable and found.attempts == 1
 
 
+@pytest.mark.slow
 def test_a_stalled_body_ends_at_the_deadline_even_with_long_read_timeouts(api):
     # one byte, then silence
     api.host.faults.add(PULL, slow_drip(b'{"state": "open"}', 5.0))
@@ -173,7 +176,7 @@ class TrickleServer:
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._serve, daemon=True)
 
-    def __enter__(self) -> TrickleServer:
+    def __enter__(self) -> Self:
         self.thread.start()
         return self
 
@@ -217,6 +220,7 @@ class TrickleServer:
                 return
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("headers", [True, False], ids=["headers", "body"])
 def test_a_trickle_ends_at_the_total_deadline_in_the_headers_too(headers):
     """One byte every 20 ms, well within the 2 s read timeout: only a total deadline ends it,

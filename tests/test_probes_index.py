@@ -297,7 +297,7 @@ def test_json_of_the_wrong_shape_says_what_is_wrong():
 def test_html_pages_of_an_unknown_repository_version_are_refused():
     from retire.probes.pages import PageError, parse_html_page
 
-    with pytest.raises(PageError, match="repository version '2.0'"):
+    with pytest.raises(PageError, match=r"repository version '2\.0'"):
         parse_html_page(
             '<html><head><meta name="pypi:repository-version" content="2.0"></head></html>',
             "x",

@@ -23,6 +23,7 @@ from retire.verdicts.model import Verdict
 from tests.support import reportshop
 from tests.support.codehost import CodeHost, CodeHostServer
 from tests.support.faults import Fault
+from tests.support.gitrepos import git
 from tests.support.reportshop import NOW, WEEK, build_shop, shop_verdicts
 
 
@@ -159,8 +160,8 @@ def test_burn_down_from_git_history_and_previous_reports(shop):
 
 def test_burn_down_counts_git_alone_when_there_is_no_report(tmp_path):
     root = build_shop(tmp_path / "shop", with_previous=False)
-    reportshop.git(root, "rm", "-q", "-r", "--cached", "shims/beta")
-    reportshop.git(root, "commit", "-q", "-m", "retire beta", when="2026-11-18T09:00:00+00:00")
+    git(root, "rm", "-q", "-r", "--cached", "shims/beta")
+    git(root, "commit", "-q", "-m", "retire beta", when="2026-11-18T09:00:00+00:00")
     written = generate(root, now=NOW + _dt.timedelta(days=7), week="2026-W48")
     points = [(p.week, p.carried, p.source) for p in written.report.burndown]
     assert points == [
@@ -212,7 +213,7 @@ def test_markdown_is_an_issue_body_with_tables_and_collapsible_evidence(shop):
     assert "```mermaid\nxychart-beta" in md and '"26-W44", "26-W45", "26-W46", "26-W47"' in md
     # Every table row has as many cells as its header: nothing breaks the table.
     for block in re.findall(r"(?:^\|.*\|\n)+", md, flags=re.MULTILINE):
-        rows = [line for line in block.splitlines()]
+        rows = list(block.splitlines())
         widths = {len(re.findall(r"(?<!\\)\|", line)) for line in rows}
         assert len(widths) == 1, block
 

@@ -24,10 +24,14 @@ from tests.support.reportshop import NOW, build_shop, shop_verdicts
 
 CHROMIUM = Path("/usr/bin/chromium")
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(),
-    reason="needs Debian's Chromium at /usr/bin/chromium (apt-get install -y chromium)",
-)
+pytestmark = [
+    # each test starts a browser
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(),
+        reason="needs Debian's Chromium at /usr/bin/chromium (apt-get install -y chromium)",
+    ),
+]
 
 
 def chromium(tmp_path: Path, page: Path, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -127,7 +131,10 @@ LAYOUT_SCRIPT = """
 (function () {
   function rgb(text) { var m = text.match(/[\\d.]+/g) || []; return m.map(Number); }
   function lum(c) {
-    var v = c.slice(0, 3).map(function (x) { x /= 255; return x <= 0.03928 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4); });
+    var v = c.slice(0, 3).map(function (x) {
+      x /= 255;
+      return x <= 0.03928 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4);
+    });
     return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2];
   }
   function behind(el) {
@@ -140,20 +147,29 @@ LAYOUT_SCRIPT = """
   var width = document.documentElement.clientWidth, overflow = [], clipped = [], contrast = [];
   document.querySelectorAll("body *").forEach(function (el) {
     var r = el.getBoundingClientRect(), cs = getComputedStyle(el);
-    var name = el.tagName.toLowerCase() + (el.className && el.className.baseVal === undefined ? "." + el.className : "") + (el.id ? "#" + el.id : "");
-    if (!el.closest(".grid-wrap") && r.width > 0 && r.right > width + 1) overflow.push(name + " ends at " + Math.round(r.right));
-    if (!el.closest(".grid-wrap") && el.clientWidth > 0 && el.scrollWidth > el.clientWidth + 1 && cs.overflowX === "visible")
+    var name = el.tagName.toLowerCase()
+      + (el.className && el.className.baseVal === undefined ? "." + el.className : "")
+      + (el.id ? "#" + el.id : "");
+    var inGrid = el.closest(".grid-wrap"), wider = el.scrollWidth > el.clientWidth + 1;
+    if (!inGrid && r.width > 0 && r.right > width + 1)
+      overflow.push(name + " ends at " + Math.round(r.right));
+    if (!inGrid && el.clientWidth > 0 && wider && cs.overflowX === "visible")
       overflow.push(name + " holds text " + el.scrollWidth + " px wide in " + el.clientWidth);
-    if ((cs.overflowX === "hidden" || cs.textOverflow === "ellipsis") && el.scrollWidth > el.clientWidth + 1) clipped.push(name);
-    var own = Array.prototype.some.call(el.childNodes, function (n) { return n.nodeType === 3 && n.textContent.trim(); });
+    if ((cs.overflowX === "hidden" || cs.textOverflow === "ellipsis") && wider) clipped.push(name);
+    var own = Array.prototype.some.call(el.childNodes, function (n) {
+      return n.nodeType === 3 && n.textContent.trim();
+    });
     if (own && cs.visibility !== "hidden" && r.width > 0) {
       var fore = el.namespaceURI === "http://www.w3.org/2000/svg" ? rgb(cs.fill) : rgb(cs.color);
-      var a = lum(fore), b = lum(behind(el)), ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
-      if (ratio < 4.5) contrast.push(name + " " + cs.color + " on " + behind(el) + ": " + ratio.toFixed(2));
+      var a = lum(fore), b = lum(behind(el));
+      var ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+      if (ratio < 4.5)
+        contrast.push(name + " " + cs.color + " on " + behind(el) + ": " + ratio.toFixed(2));
     }
   });
-  parent.postMessage(JSON.stringify({width: width, scroll: document.documentElement.scrollWidth,
-                                     overflow: overflow, clipped: clipped, contrast: contrast}), "*");
+  var found = {width: width, scroll: document.documentElement.scrollWidth,
+               overflow: overflow, clipped: clipped, contrast: contrast};
+  parent.postMessage(JSON.stringify(found), "*");
 })();
 </script>
 """

@@ -57,6 +57,7 @@ def big_index(tmp_path_factory):
         yield server
 
 
+@pytest.mark.slow
 def test_the_catalogues_weekly_json_summarises_release_lists(big_index, tmp_path):
     shop = tmp_path / "shop"
     for folder in ("shims", "lanes", "locks", "validation"):

@@ -35,7 +35,7 @@ def _shim(root: Path, shim_id: str, body: str, **options) -> object:
 
 
 def test_both_modes_prove_bug_and_fix(lane_env):
-    root, site, env = lane_env
+    root, _site, env = lane_env
     manifest = load_manifest(write_shim(root, "toy_add") / "manifest.toml")
 
     without = run_reproducer(manifest, "without", env=env, lane="toy-lane")
@@ -153,6 +153,7 @@ def test_protocol_violations_are_crashes(lane_env, body, detail):
     assert detail in record.detail
 
 
+@pytest.mark.slow
 def test_a_hanging_reproducer_is_killed_at_its_timeout(lane_env, tmp_path: Path):
     root, _, env = lane_env
     pid_file = tmp_path / "child.pid"
@@ -194,6 +195,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_manifest_timeout_is_the_default(lane_env):
     root, _, env = lane_env
     text = manifest_text("toy_slow").replace("timeout = 60", "timeout = 1.5")

@@ -84,6 +84,7 @@ def locked_vcs(root) -> tuple[dict, dict]:
     return package["vcs"], lock["tool"]["patchlane"]
 
 
+@pytest.mark.slow
 def test_a_lane_pinned_to_a_tag_locks_the_commit_and_follows_the_tag(revproject, upstream, capsys):
     root, mirror = revproject
     write_lane(root)
@@ -131,7 +132,7 @@ def test_a_missing_mirror_or_revision_is_one_line_naming_the_lane_file_key_and_f
     root, mirror = revproject
     write_lane(root, rev="v9.9")
     code, out, err = run_cli(root, "lock", capsys=capsys)
-    [line] = [l for l in (out + err).splitlines() if "dev:" in l]
+    [line] = [each for each in (out + err).splitlines() if "dev:" in each]
     assert (
         code == 1 and "lanes/dev.toml: lane.revisions.toyrev: 'v9.9' is not in the mirror" in line
     )
@@ -143,7 +144,7 @@ def test_a_missing_mirror_or_revision_is_one_line_naming_the_lane_file_key_and_f
     subprocess.run(["rm", "-rf", str(mirror)], check=True)
     write_lane(root, rev="v1.1")
     code, out, err = run_cli(root, "lock", capsys=capsys)
-    lines = [l for l in (out + err).splitlines() if "toyrev" in l]
+    lines = [each for each in (out + err).splitlines() if "toyrev" in each]
     assert code == 1 and len(lines) == 1, out + err
     assert (
         "lanes/dev.toml: lane.revisions.toyrev: the mirror of " + UPSTREAM + " is missing"
@@ -191,6 +192,7 @@ def test_a_bad_revision_entry_is_one_line(tmp_path, entry, key, problem):
     assert str(caught.value).startswith(f"lanes/dev.toml: {key}: ") and problem in str(caught.value)
 
 
+@pytest.mark.slow
 def test_the_host_stamp_names_the_commit_a_package_was_installed_from(
     revproject, upstream, tmp_path
 ):
@@ -219,6 +221,7 @@ def test_the_host_stamp_names_the_commit_a_package_was_installed_from(
     assert json.loads(stamp)["revisions"] == {"toyrev": f"{mirror.as_uri()}@{upstream.second}"}
 
 
+@pytest.mark.slow
 def test_a_revision_lane_runs_from_the_mirror_and_records_the_commit(revproject, upstream, capsys):
     root, _ = revproject
     shimtree.write_shim(
@@ -242,6 +245,7 @@ def test_a_revision_lane_runs_from_the_mirror_and_records_the_commit(revproject,
         assert record["host"]["revisions"]["toyrev"].endswith("@" + upstream.second)
 
 
+@pytest.mark.slow
 def test_a_revision_lane_runs_offline_from_a_wheelhouse_and_the_mirror(
     revproject, upstream, capsys, tmp_path, monkeypatch
 ):
@@ -290,6 +294,7 @@ def test_a_revision_lane_runs_offline_from_a_wheelhouse_and_the_mirror(
     )
 
 
+@pytest.mark.slow
 def test_a_wheelhouse_carries_the_wheels_that_build_a_revision(
     tmp_path, universe, capsys, monkeypatch
 ):

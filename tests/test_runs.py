@@ -92,6 +92,7 @@ def toy_project(project, toy_index):
     return project
 
 
+@pytest.mark.slow
 def test_every_outcome_for_real(toy_project, capsys):
     p = toy_project
     p.write("old", lane(shims='["toy", "toy_cuda", "toy_crash", "toy_hang"]'))
@@ -147,6 +148,7 @@ def test_every_outcome_for_real(toy_project, capsys):
     assert hang.outcome == "timeout"
 
 
+@pytest.mark.slow
 def test_clean_run_exits_zero_and_reuses_the_env(toy_project, capsys):
     p = toy_project
     p.write("old", lane())
@@ -162,6 +164,7 @@ def test_clean_run_exits_zero_and_reuses_the_env(toy_project, capsys):
     assert not (p.root / "validation/manifest.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_tampered_lock_refuses_to_install(toy_project, capsys):
     p = toy_project
     p.write("old", lane())
@@ -191,6 +194,7 @@ def test_stale_lock_is_refused_with_the_fix(toy_project, capsys):
     assert code == 1 and "the lock is stale" in out and "nox -s lock -- old" in out
 
 
+@pytest.mark.slow
 def test_overlay_installs_only_what_the_lock_changes(toy_project, tmp_path, capsys):
     p = toy_project
     # A "GPU image": an interpreter whose site-packages already has toylib 1.0 and helper 1.5.
@@ -238,7 +242,7 @@ def test_overlay_installs_only_what_the_lock_changes(toy_project, tmp_path, caps
     )
     assert probe.stdout.split() == ["1.5", "1.1"], probe.stderr
     assert env.installed["helper"] == "1.5"
-    code, out, _ = run_cli(
+    code, _out, _ = run_cli(
         p.root, "run", "--overlay", str(base / "bin/python"), "--run-id", "ov", capsys=capsys
     )
     assert code == 0
@@ -288,7 +292,7 @@ def test_judge_is_total():
     assert runs.judge(None, None)[0] == "crashed"
 
 
-def test_manifest_merge_from_two_hosts(tmp_path, capsys):
+def test_validation_merge_from_two_hosts(tmp_path, capsys):
     def rec(host, shim, started):
         return validation.ValidationRecord(
             shim=shim,
@@ -308,14 +312,14 @@ def test_manifest_merge_from_two_hosts(tmp_path, capsys):
     validation.append(a, [shared, rec("gpu-1", "y", "2026-11-01T00:01:00")])
     validation.append(b, [shared, rec("cpu-7", "x", "2026-11-01T00:00:30")])
     assert (
-        run_cli(tmp_path, "manifest", "merge", str(a), str(b), "-o", str(out), capsys=capsys)[0]
+        run_cli(tmp_path, "validation", "merge", str(a), str(b), "-o", str(out), capsys=capsys)[0]
         == 0
     )
     merged = validation.load(out)
     # the shared record once, nothing lost
     assert len(merged) == 3
     assert [r.started_at for r in merged] == sorted(r.started_at for r in merged)
-    run_cli(tmp_path, "manifest", "merge", str(a), str(b), "-o", str(out), capsys=capsys)
+    run_cli(tmp_path, "validation", "merge", str(a), str(b), "-o", str(out), capsys=capsys)
     # merging again adds nothing
     assert len(validation.load(out)) == 3
 

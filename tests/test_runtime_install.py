@@ -110,9 +110,9 @@ print(json.dumps({
     "runtime": shims.__file__,
     "states": {k: v.state for k, v in shims.status().items()},
     "fixed": toylib.add(2, 2),
-    "engine": [m for m in %r if importlib.util.find_spec(m) is not None],
+    "engine": [m for m in @ENGINE@ if importlib.util.find_spec(m) is not None],
 }))
-""" % (ENGINE,)
+""".replace("@ENGINE@", repr(ENGINE))
 
 
 def _run(
@@ -129,6 +129,7 @@ def _run(
     )
 
 
+@pytest.mark.slow
 def test_a_training_venv_with_only_the_runtime_activates_the_shops_catalogue(
     runtime_venv, tmp_path
 ):
@@ -189,6 +190,7 @@ def test_a_training_venv_with_only_the_runtime_activates_the_shops_catalogue(
     assert cli.stderr.strip().count("\n") == 0 and "patchlane[engine]" in cli.stderr
 
 
+@pytest.mark.slow
 def test_a_catalogue_path_that_leaves_the_project_is_one_line(runtime_venv, tmp_path):
     shop = tmp_path / "shop"
     shop.mkdir()

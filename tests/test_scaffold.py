@@ -29,6 +29,7 @@ def _nox(root, *args):
     return proc.returncode, proc.stdout
 
 
+@pytest.mark.slow
 def test_init_then_shim_new_then_nox_lock_and_lane(tmp_path, einops_index, monkeypatch, capsys):
     monkeypatch.setenv("UV_DEFAULT_INDEX", einops_index.url)
     shop = tmp_path / "shop"
@@ -68,7 +69,7 @@ def test_init_then_shim_new_then_nox_lock_and_lane(tmp_path, einops_index, monke
         "reproduce.py",
     ]
     assert 'shims = ["my_fix"]' in (shop / "lanes" / "cpu.toml").read_text()
-    assert run_cli(shop, "shims", "--check", capsys=capsys)[0] == 0
+    assert run_cli(shop, "shim", "list", "--check", capsys=capsys)[0] == 0
 
     code, out = _nox(shop, "-s", "lock")
     assert code == 0, out
@@ -98,7 +99,7 @@ def test_init_refuses_to_overwrite_and_appends_to_a_readme(tmp_path, capsys):
     assert (tmp_path / ".gitignore").read_text() == "*.pyc\n.patchlane/\n.nox/\n"
     (tmp_path / "lanes" / "cpu.toml").write_text("# ours\n")
     (tmp_path / "noxfile.py").unlink()
-    code, out, err = run_cli(tmp_path, "init", "--no-lock", capsys=capsys)
+    code, _out, err = run_cli(tmp_path, "init", "--no-lock", capsys=capsys)
     assert code == 2
     assert err.strip() == (
         f"patchlane: error: {tmp_path / 'patchlane.toml'}: exists; patchlane init writes only new "
@@ -125,7 +126,7 @@ def test_shim_new_rejects_ids_that_are_not_identifiers_or_shadow_the_runtime(
     tmp_path, capsys, shim_id, problem
 ):
     assert run_cli(tmp_path, "init", "--no-lock", capsys=capsys)[0] == 0
-    code, out, err = run_cli(tmp_path, "shim", "new", shim_id, capsys=capsys)
+    code, _out, err = run_cli(tmp_path, "shim", "new", shim_id, capsys=capsys)
     assert (
         code == 2 and err.startswith(f"patchlane: error: ID: {problem} — ") and err.count("\n") == 1
     )
@@ -134,9 +135,9 @@ def test_shim_new_rejects_ids_that_are_not_identifiers_or_shadow_the_runtime(
 
 def test_shim_new_needs_a_target_when_no_lane_names_one(tmp_path, capsys):
     (tmp_path / "lanes").mkdir()
-    code, out, err = run_cli(tmp_path, "shim", "new", "my_fix", capsys=capsys)
+    code, _out, err = run_cli(tmp_path, "shim", "new", "my_fix", capsys=capsys)
     assert code == 2 and "--distribution: no target distribution" in err
-    code, out, err = run_cli(
+    code, _out, err = run_cli(
         tmp_path,
         "shim",
         "new",
@@ -148,7 +149,7 @@ def test_shim_new_needs_a_target_when_no_lane_names_one(tmp_path, capsys):
         capsys=capsys,
     )
     assert code == 0, err
-    assert run_cli(tmp_path, "shims", "--check", capsys=capsys)[0] == 0
+    assert run_cli(tmp_path, "shim", "list", "--check", capsys=capsys)[0] == 0
     assert (
         'module = "megatron.core"' in (tmp_path / "shims" / "my_fix" / "manifest.toml").read_text()
     )
@@ -157,7 +158,7 @@ def test_shim_new_needs_a_target_when_no_lane_names_one(tmp_path, capsys):
 def test_a_catalogue_with_init_py_is_refused_by_the_check(tmp_path, capsys):
     assert run_cli(tmp_path, "init", "--no-lock", capsys=capsys)[0] == 0
     (tmp_path / "shims" / "__init__.py").write_text("")
-    code, out, err = run_cli(tmp_path, "shims", "--check", capsys=capsys)
+    code, _out, err = run_cli(tmp_path, "shim", "list", "--check", capsys=capsys)
     assert code == 2
     assert err.strip() == (
         f"shims: error: {tmp_path / 'shims' / '__init__.py'}: the catalogue is a package and "

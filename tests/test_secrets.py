@@ -181,6 +181,7 @@ def test_secret_names_are_told_from_look_alikes():
         assert not secrets.looks_secret(name), name
 
 
+@pytest.mark.slow
 def test_a_lane_run_leaks_no_secret_a_reproducer_learnt(toy_project, capsys, monkeypatch):
     """The reproducer cannot read the token, but prints it anyway (a server echoed it): neither the
     pytest view, the --json document, the run summaries nor the validation manifest carry it."""

@@ -236,7 +236,8 @@ def test_env_constraints_use_setdefault_and_report_overrides(tmp_path):
 import os
 before = shims.env_constraints()
 shims.activate()
-print("ENV " + json.dumps([before, shims.env_constraints(), os.environ.get("TOY_FLAG"), os.environ.get("TOY_OTHER")]))
+after = shims.env_constraints()
+print("ENV " + json.dumps([before, after, os.environ.get("TOY_FLAG"), os.environ.get("TOY_OTHER")]))
 """
     result = run_python("import json, shims\n" + code, subprocess_env(tmp_path, root, site))
     assert result.returncode == 0, result.stderr
@@ -330,9 +331,10 @@ def test_import_shims_is_cheap_and_the_index_is_cached(tree):
     probe_code = """
 import sys
 import shims
-after_import = sorted(m for m in ("packaging", "tomllib", "dataclasses", "shims.manifest") if m in sys.modules)
+watched = ("packaging", "tomllib", "dataclasses", "shims.manifest")
+after_import = sorted(m for m in watched if m in sys.modules)
 shims.activate()
-after_activate = sorted(m for m in ("packaging", "tomllib", "dataclasses", "shims.manifest") if m in sys.modules)
+after_activate = sorted(m for m in watched if m in sys.modules)
 print(after_import, after_activate)
 """
     first = run_python(probe_code, env)

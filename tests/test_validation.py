@@ -33,18 +33,18 @@ def record(
     sentinel: str = "BUG_REPRODUCED",
     **changes: object,
 ) -> ValidationRecord:
-    fields: dict[str, object] = dict(
-        shim=shim,
-        mode=mode,
-        lane="stable",
-        host={"hostname": host, "gpu": "NVIDIA H100 80GB HBM3", "python": "3.12.1"},
-        versions={"toylib": "1.0"},
-        sentinel=sentinel,
-        outcome="bug-reproduced" if sentinel == "BUG_REPRODUCED" else "fix-validated",
-        exit_code=10 if sentinel == "BUG_REPRODUCED" else 0,
-        duration_s=1.25,
-        started_at=started,
-    )
+    fields: dict[str, object] = {
+        "shim": shim,
+        "mode": mode,
+        "lane": "stable",
+        "host": {"hostname": host, "gpu": "NVIDIA H100 80GB HBM3", "python": "3.12.1"},
+        "versions": {"toylib": "1.0"},
+        "sentinel": sentinel,
+        "outcome": "bug-reproduced" if sentinel == "BUG_REPRODUCED" else "fix-validated",
+        "exit_code": 10 if sentinel == "BUG_REPRODUCED" else 0,
+        "duration_s": 1.25,
+        "started_at": started,
+    }
     fields.update(changes)
     return ValidationRecord(**fields)  # type: ignore[arg-type]
 
@@ -129,8 +129,8 @@ def test_a_damaged_line_is_quarantined_never_blocks_appends_merges_or_loads(tmp_
     quarantine = tmp_path / "manifest.jsonl.quarantine"
     assert err == (
         f"patchlane: warning: {path}: line 2: not valid JSON (Expecting value at column 23) — "
-        f"skipped, "
-        f"copied to {quarantine}; fix it there and `patchlane manifest merge` it back, or delete it"
+        f"skipped, copied to {quarantine}; fix it there and `patchlane validation merge` it back, "
+        "or delete it"
     )
     assert quarantine.read_text() == damaged + "\n"
     assert merge([path]) == [first, second]
@@ -260,6 +260,7 @@ def _append_many(path: str, worker: int) -> None:
         )
 
 
+@pytest.mark.slow
 def test_concurrent_appends_keep_every_record(tmp_path: Path):
     path = tmp_path / "manifest.jsonl"
     context = multiprocessing.get_context("spawn")

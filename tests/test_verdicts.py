@@ -825,6 +825,7 @@ version = ">=2.0"
     assert "helper>=2.0" in verdict.action
 
 
+@pytest.mark.slow
 def test_retire_apply_turns_retire_verdicts_into_branches(world, capsys, monkeypatch):
     """`patchlane retire --apply`, end to end: verdicts from real servers, one branch per retire
     verdict, with the evidence (before/after runs) in the PR body; nothing else is touched."""

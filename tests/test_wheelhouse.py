@@ -37,6 +37,7 @@ def gather(project, capsys, *args: str) -> tuple[int, str]:
     return code, out + err
 
 
+@pytest.mark.slow
 def test_gather_takes_every_locked_file_checked_against_the_lock(locked, capsys, tmp_path):
     code, out = gather(locked, capsys, "--out", str(tmp_path / "wh"))
     assert code == 0, out
@@ -54,6 +55,7 @@ def test_gather_takes_every_locked_file_checked_against_the_lock(locked, capsys,
     assert not [r for r in files[asked:] if r.endswith(".whl")]
 
 
+@pytest.mark.slow
 def test_parts_of_a_bounded_size_and_chunks_join_back(locked, capsys, tmp_path):
     sizes = sorted(
         a.size or 0
@@ -99,6 +101,7 @@ def _gathered(project, capsys, tmp_path):
     return tmp_path / "whole"
 
 
+@pytest.mark.slow
 def test_an_overlay_base_is_left_out(locked, capsys, tmp_path):
     base = tmp_path / "base.json"
     # the image's own build
@@ -112,6 +115,7 @@ def test_an_overlay_base_is_left_out(locked, capsys, tmp_path):
     assert code == 2 and "pip list --format json" in out
 
 
+@pytest.mark.slow
 def test_a_file_that_does_not_match_the_lock_is_refused(locked, tmp_path):
     from retire.locks.locking import read_lock
     from retire.probes.http import make_client
@@ -131,11 +135,12 @@ def test_a_file_that_does_not_match_the_lock_is_refused(locked, tmp_path):
     assert not any((tmp_path / "bad").glob("*.whl"))
 
 
+@pytest.mark.slow
 def test_a_stale_lock_or_a_lock_without_files_is_one_line(locked, capsys, tmp_path):
     locked.write("cpu", LANE.replace("2.1.0", "2.0.0"))
     code, out = gather(locked, capsys)
     assert code == 2 and "stale" in out and "nox -s lock -- cpu" in out
-    with pytest.raises(InputError, match="packages.megatron-core: the lock gives a local path"):
+    with pytest.raises(InputError, match=r"packages\.megatron-core: the lock gives a local path"):
         wheelhouse.plan(
             "x",
             {
@@ -232,6 +237,7 @@ def carried(tmp_path, capsys, monkeypatch):
     assert len(index.requests) == asked
 
 
+@pytest.mark.slow
 def test_run_with_a_wheelhouse_builds_the_lane_offline_and_records(carried, capsys):
     from retire.evidence import validation
 
@@ -254,6 +260,7 @@ def test_run_with_a_wheelhouse_builds_the_lane_offline_and_records(carried, caps
     assert records[0].environment["installed"] == {"toylib": "1.0"}
 
 
+@pytest.mark.slow
 def test_a_wheelhouse_that_does_not_match_the_lock_is_refused(carried, capsys):
     root, house = carried
     name = next(house.glob("toylib-*.whl"))
@@ -290,13 +297,15 @@ def test_a_wheelhouse_that_does_not_match_the_lock_is_refused(carried, capsys):
     assert code == 2 and "no wheelhouse here" in err and err.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_a_wheelhouse_builds_only_its_own_lane(carried, capsys):
     root, house = carried
     (root / "lanes" / "second.toml").write_text((root / "lanes" / "cpu.toml").read_text())
-    code, out, err = run_cli(root, "run", "second", "--wheelhouse", str(house), capsys=capsys)
+    code, _out, err = run_cli(root, "run", "second", "--wheelhouse", str(house), capsys=capsys)
     assert code == 2 and err.count("\n") == 1 and "holds lane 'cpu' and builds it alone" in err
 
 
+@pytest.mark.slow
 def test_an_overlay_builds_from_a_wheelhouse_on_the_images_python(carried, capsys, tmp_path):
     from retire.core import uv
 

@@ -323,6 +323,7 @@ def _plan(project: Path, step: dict, tmp_path: Path, **env: str):
     return proc, outputs
 
 
+@pytest.mark.slow
 def test_the_plan_job_gives_one_matrix_entry_per_lane_on_a_runner_for_its_tag(tmp_path):
     lanes = (WORKFLOWS / "lanes.yml").read_text()
     step = _jobs(lanes)["plan"]["steps"][-1]
@@ -408,6 +409,7 @@ def locked_shop(tmp_path, einops_index, monkeypatch, capsys):
     return shop
 
 
+@pytest.mark.slow
 def test_the_actions_lanes_input_runs_those_lanes_instead_of_the_tags(locked_shop, tmp_path):
     step = _run_the_lanes_step()
     env = {
@@ -534,6 +536,7 @@ def _check_version(tree: Path, tag: str) -> subprocess.CompletedProcess[str]:
     return _bash(step["run"], cwd=tree, env={"PATH": os.environ["PATH"], "TAG": tag})
 
 
+@pytest.mark.slow
 def test_the_release_goes_on_only_for_the_tag_of_pyprojects_version(release_tree):
     tree, version = release_tree
     assert _check_version(tree, f"v{version}").returncode == 0

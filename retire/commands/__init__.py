@@ -1,7 +1,8 @@
 """``patchlane``: one registry of commands, one parser, one place where errors are printed.
 
 Each module here defines ``COMMAND`` (:class:`retire.commands.base.Command`); :data:`REGISTRY`
-lists them in the order ``patchlane --help`` shows. nox sessions are thin calls to these.
+lists them in the order ``patchlane --help`` shows. ``aliases`` holds the deprecated spellings
+(hidden, one release). nox sessions are thin calls to these.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from retire.commands.aliases import ALIASES
 from retire.commands.base import Command, ExitCode, Level, Parser, configure, say
 from retire.core.errors import PatchlaneError
 from retire.core.project import Project
@@ -28,8 +30,7 @@ REGISTRY = (
     "lockdiff",
     "run",
     "summary",
-    "manifest",
-    "shims",
+    "validation",
     "shim",
     "catalogue",
     "wheelhouse",
@@ -44,7 +45,22 @@ REGISTRY = (
 
 
 def commands() -> list[Command]:
+    """The documented commands, in the order of `patchlane --help` (no deprecated alias)."""
     return [importlib.import_module(f"retire.commands.{name}").COMMAND for name in REGISTRY]
+
+
+def _noting(command: Command) -> Callable[[Project, argparse.Namespace], int]:
+    """A deprecated alias's run: one line on stderr naming its replacement, then the command."""
+
+    def run(project: Project, args: argparse.Namespace) -> int:
+        say(
+            f"patchlane: note: `patchlane {command.name}` is deprecated and goes in the next "
+            f"release: use `{command.replaced_by}`",
+            err=True,
+        )
+        return command.run(project, args)
+
+    return run
 
 
 def _version() -> str:
@@ -121,17 +137,26 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(
             command.name, help=command.help, description=command.description or command.help
         )
-        # --root may also follow the command (`patchlane verdicts --root DIR`): it wins when given.
-        p.add_argument(
-            "--root",
-            type=Path,
-            default=argparse.SUPPRESS,
-            help="project folder (default: the current folder)",
-        )
-        _add_verbosity(p, default=argparse.SUPPRESS)
-        command.add_arguments(p)
-        p.set_defaults(run=command.run)
+        _add_command_arguments(p, command)
+    for alias in ALIASES:
+        # a parser added without help= is left out of the list of commands
+        p = sub.add_parser(alias.name, description=f"use `{alias.replaced_by}`")
+        _add_command_arguments(p, alias)
     return parser
+
+
+def _add_command_arguments(p: argparse.ArgumentParser, command: Command) -> None:
+    """The options every command takes, the command's own, and what runs it."""
+    # --root may also follow the command (`patchlane verdicts --root DIR`): it wins when given.
+    p.add_argument(
+        "--root",
+        type=Path,
+        default=argparse.SUPPRESS,
+        help="project folder (default: the current folder)",
+    )
+    _add_verbosity(p, default=argparse.SUPPRESS)
+    command.add_arguments(p)
+    p.set_defaults(run=_noting(command) if command.replaced_by else command.run)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

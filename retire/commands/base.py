@@ -69,6 +69,8 @@ class Command:
     run: Callable[[Project, argparse.Namespace], int]
     # longer text for `patchlane NAME --help` (default: help)
     description: str = ""
+    # a deprecated spelling: hidden from `patchlane --help`, it names its replacement on stderr
+    replaced_by: str = ""
 
 
 class Level(enum.IntEnum):

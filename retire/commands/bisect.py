@@ -138,7 +138,7 @@ def _manifest(project: Project, shim_id: str):
     manifest = project.manifests().get(shim_id)
     if manifest is None:
         raise InputError(
-            None, None, f"unknown shim {shim_id!r}", "use an id listed by `patchlane shims`"
+            None, None, f"unknown shim {shim_id!r}", "use an id listed by `patchlane shim list`"
         )
     return manifest
 

@@ -82,7 +82,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
             for lane in result.lanes
         ]
         document["retirement_candidates"] = [
-            {"lane": l, "shim": s} for l, s in result.retirement_candidates
+            {"lane": lane, "shim": shim} for lane, shim in result.retirement_candidates
         ]
         emit_json(document)
     return ExitCode.OK

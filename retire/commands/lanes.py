@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from retire.commands.base import Command, ExitCode, emit_json, say
 from retire.core.project import Project
+
+if TYPE_CHECKING:
+    from retire.lanes.model import Lane
+    from retire.locks.locking import LockState
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -13,7 +19,38 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
-def _freeze_words(row: dict) -> str:
+class RevisionRow(TypedDict):
+    repository: str
+    # as the lane file writes it: a tag, a branch or a commit
+    rev: str
+    # the commit the current lock resolved it to (None: not locked yet)
+    commit: str | None
+
+
+class LaneRow(TypedDict):
+    """One lane as ``patchlane lanes --json`` prints it (docs/commands.md)."""
+
+    name: str
+    python: str
+    platform: str
+    requirements: list[str]
+    indexes: list[str]
+    exclude_newer: str | None
+    cooldown: str | None
+    # the absolute cutoff the current lock was made with (a cooldown resolved at lock time)
+    cutoff: str | None
+    exclude_newer_package: dict[str, str | bool]
+    shims: list[str]
+    needs_cuda: bool
+    lock: str
+    lock_why: str
+    origin: str
+    description: str
+    # only for a lane with [lane.revisions]
+    revisions: NotRequired[dict[str, RevisionRow]]
+
+
+def _freeze_words(row: LaneRow) -> str:
     """`frozen 2026-11-15`, `cooldown 7 days → 2026-11-16`, `cooldown 7 days (not locked yet)`."""
     if row["cooldown"]:
         cutoff = f"→ {row['cutoff'][:10]}" if row["cutoff"] else "(not locked yet)"
@@ -29,7 +66,7 @@ def _freeze_words(row: dict) -> str:
     return " " + words
 
 
-def _revision_words(row: dict) -> str:
+def _revision_words(row: LaneRow) -> str:
     """`, megatron-core@dev → d48bd6be0a85`: each revision and the commit its current lock took."""
     return "".join(
         f", {name}@{r['rev']}" + (f" → {r['commit'][:12]}" if r["commit"] else "")
@@ -37,63 +74,57 @@ def _revision_words(row: dict) -> str:
     )
 
 
-def run(project: Project, args: argparse.Namespace) -> int:
-    from retire.lanes import lanefile
-    from retire.lanes.model import freeze_text
-    from retire.locks import locking
+def _text(value: object) -> str | None:
+    """A provenance value that should be text, or None (absent, or not what patchlane writes)."""
+    return value if isinstance(value, str) else None
 
-    rows = []
-    for lane in lanefile.select(lanefile.project_lanes(project), args.lanes):
-        state = locking.lock_state(lane, project.locks_dir)
-        recorded = (
-            locking.read_provenance(locking.lock_path(project.locks_dir, lane.name)) or {}
-            if state.current
-            else {}
-        )
-        rows.append(
-            {
-                "name": lane.name,
-                "python": lane.python,
-                "platform": lane.platform,
-                "requirements": list(lane.requirements),
-                "indexes": [i.name for i in lane.indexes],
-                "exclude_newer": lane.exclude_newer.isoformat() if lane.exclude_newer else None,
-                "cooldown": str(lane.cooldown) if lane.cooldown else None,
-                # the absolute cutoff the current lock was made with (a cooldown resolved at lock
-                # time)
-                "cutoff": recorded.get("exclude-newer"),
-                "exclude_newer_package": {
-                    p.name: freeze_text(p.freeze) for p in lane.exclude_newer_package
-                },
-                "shims": list(lane.shims),
-                "needs_cuda": lane.needs_cuda,
-                "lock": str(state.freshness),
-                "lock_why": state.why,
-                "origin": lane.origin,
-                "description": lane.description,
-                # [lane.revisions]: the rev as written and the commit the current lock resolved it
-                # to
-                **(
-                    {
-                        "revisions": {
-                            r.distribution: {
-                                "repository": r.repository,
-                                "rev": r.rev,
-                                "commit": (recorded.get("revisions") or {})
-                                .get(r.distribution, {})
-                                .get("commit"),
-                            }
-                            for r in lane.revisions
-                        }
-                    }
-                    if lane.revisions
-                    else {}
-                ),
-            }
-        )
-    if args.json:
-        emit_json(rows)
-        return ExitCode.OK
+
+def _locked_commits(recorded: Mapping[str, object]) -> dict[str, str | None]:
+    """Distribution → the commit the current lock resolved its revision to."""
+    revisions = recorded.get("revisions")
+    if not isinstance(revisions, Mapping):
+        return {}
+    return {
+        str(name): _text(entry.get("commit")) if isinstance(entry, Mapping) else None
+        for name, entry in revisions.items()
+    }
+
+
+def _row(lane: Lane, state: LockState, recorded: Mapping[str, object]) -> LaneRow:
+    """The lane, its lock's state and what its current lock recorded (``recorded``: empty when
+    the lock is not current)."""
+    from retire.lanes.model import freeze_text
+
+    row = LaneRow(
+        name=lane.name,
+        python=lane.python,
+        platform=lane.platform,
+        requirements=list(lane.requirements),
+        indexes=[i.name for i in lane.indexes],
+        exclude_newer=lane.exclude_newer.isoformat() if lane.exclude_newer else None,
+        cooldown=str(lane.cooldown) if lane.cooldown else None,
+        cutoff=_text(recorded.get("exclude-newer")),
+        exclude_newer_package={p.name: freeze_text(p.freeze) for p in lane.exclude_newer_package},
+        shims=list(lane.shims),
+        needs_cuda=lane.needs_cuda,
+        lock=str(state.freshness),
+        lock_why=state.why,
+        origin=lane.origin,
+        description=lane.description,
+    )
+    if lane.revisions:
+        commits = _locked_commits(recorded)
+        row["revisions"] = {
+            r.distribution: RevisionRow(
+                repository=r.repository, rev=r.rev, commit=commits.get(r.distribution)
+            )
+            for r in lane.revisions
+        }
+    return row
+
+
+def _table(rows: list[LaneRow]) -> None:
+    """One line per lane, then a note per foreign lock."""
     width = max([len(r["name"]) for r in rows] + [4])
     say(
         f"{'lane':<{width}}  {'python':<6}  {'platform':<22}  {'lock':<7}  {'packages'}  shims  "
@@ -112,6 +143,25 @@ def run(project: Project, args: argparse.Namespace) -> int:
                 f"{r['name']}` replaces it"
             )
     say(f"{len(rows)} lanes")
+
+
+def run(project: Project, args: argparse.Namespace) -> int:
+    from retire.lanes import lanefile
+    from retire.locks import locking
+
+    rows = []
+    for lane in lanefile.select(lanefile.project_lanes(project), args.lanes):
+        state = locking.lock_state(lane, project.locks_dir)
+        provenance = (
+            locking.read_provenance(locking.lock_path(project.locks_dir, lane.name))
+            if state.current
+            else None
+        )
+        rows.append(_row(lane, state, provenance or {}))
+    if args.json:
+        emit_json(rows)
+    else:
+        _table(rows)
     return ExitCode.OK
 
 

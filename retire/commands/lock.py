@@ -55,7 +55,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--mirrors",
         type=Path,
         metavar="DIR",
-        help="folder of git mirrors for lane revisions (default: patchlane.toml's [mirrors] folder)",
+        help="folder of git mirrors for lane revisions (default: patchlane.toml's [mirrors] "
+        "folder)",
     )
     p.add_argument(
         "--json",

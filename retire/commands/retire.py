@@ -130,5 +130,6 @@ COMMAND = Command(
     add_arguments,
     run,
     "Without --apply: the weekly retirement report (every report option applies). "
-    "With --apply: one branch per shim whose verdict is retire, for a human to merge; never merges.",
+    "With --apply: one branch per shim whose verdict is retire, for a human to merge; never "
+    "merges.",
 )

@@ -10,6 +10,7 @@ import os
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from retire.commands.base import (
     Command,
@@ -26,6 +27,12 @@ from retire.commands.base import (
     verbosity,
 )
 from retire.core.project import Project
+
+if TYPE_CHECKING:
+    from retire.evidence.validation import ValidationRecord
+    from retire.lanes.model import Lane
+    from retire.runs.lanerun import Host, LaneRun, RunOptions
+    from shims.model import ShimManifest
 
 
 def _seconds_or_zero(text: str) -> float:
@@ -84,7 +91,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--mirrors",
         type=Path,
         metavar="DIR",
-        help="folder of git mirrors for lane revisions (default: patchlane.toml's [mirrors] folder)",
+        help="folder of git mirrors for lane revisions (default: patchlane.toml's [mirrors] "
+        "folder)",
     )
     p.add_argument(
         "--wheelhouse",
@@ -102,15 +110,46 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
-    from retire.core.atomic import atomic_write
-    from retire.evidence import validation
-    from retire.lanes import lanefile
-    from retire.mirrors.config import project_mirrors
-    from retire.runs import lanerun, reaper, suite
+    from retire.runs import lanerun
 
     if args.run_id:
         # a bad id fails before anything runs
         project.run_dir(args.run_id)
+    lanes = _selected_lanes(project, args)
+    manifests = project.manifests()
+    host = lanerun.Host.detect()
+    options = _run_options(project, args, lanes, host)
+    target = args.manifest or project.validation
+    recorder = _Recorder(target)
+    if not args.no_record:
+        options = dataclasses.replace(options, on_record=recorder)
+    say(
+        f"run {options.run_id}: {len(lanes)} lane(s) on this host ({host.description}), "
+        f"{args.jobs} at a time",
+        level=Level.PROGRESS,
+    )
+    results = _run_lanes(lanes, manifests, options, jobs=args.jobs, recorder=recorder)
+    _write_summaries(project, options.run_id, results)
+    failed = _show(project, manifests, results)
+    if args.json:
+        emit_json(
+            {
+                "ok": not failed,
+                "run_id": options.run_id,
+                "host": host.description,
+                "recorded": recorder.count,
+                "manifest": None if args.no_record else shown(target),
+                "lanes": [lanerun.to_summary(run) for run in results],
+                "failed": failed,
+            }
+        )
+    return ExitCode.FAILED if failed else ExitCode.OK
+
+
+def _selected_lanes(project: Project, args: argparse.Namespace) -> list[Lane]:
+    """The lanes named (or all), narrowed by ``--tag``; a wheelhouse builds only its own lane."""
+    from retire.lanes import lanefile
+
     # [] without --wheelhouse
     carried = _wheelhouse_lane(args.wheelhouse)
     lanes = lanefile.select(lanefile.project_lanes(project), args.lanes or carried)
@@ -126,9 +165,17 @@ def run(project: Project, args: argparse.Namespace) -> int:
             f"run `patchlane run {carried[0]} --wheelhouse DIR`, or gather a wheelhouse for each "
             f"lane",
         )
-    manifests = project.manifests()
-    host = lanerun.Host.detect()
-    options = lanerun.RunOptions(
+    return lanes
+
+
+def _run_options(
+    project: Project, args: argparse.Namespace, lanes: list[Lane], host: Host
+) -> RunOptions:
+    """What every lane of this run shares: where locks and environments live, the host, limits."""
+    from retire.mirrors.config import project_mirrors
+    from retire.runs import lanerun
+
+    return lanerun.RunOptions(
         locks_dir=project.locks_dir,
         envs_dir=args.envs_dir or project.envs_dir,
         overlay=args.overlay,
@@ -146,45 +193,75 @@ def run(project: Project, args: argparse.Namespace) -> int:
         ),
         **({"run_id": args.run_id} if args.run_id else {}),
     )
-    target = args.manifest or project.validation
-    recorded, counting = 0, threading.Lock()
 
-    # each record as it completes: an interrupted run keeps what finished
-    def record(one) -> None:
-        nonlocal recorded
-        added = validation.append(target, [one])
-        with counting:
-            recorded += added
 
-    if not args.no_record:
-        options = dataclasses.replace(options, on_record=record)
-    say(
-        f"run {options.run_id}: {len(lanes)} lane(s) on this host ({host.description}), "
-        f"{args.jobs} at a time",
-        level=Level.PROGRESS,
-    )
+class _Recorder:
+    """Appends each record to the validation file as it completes (an interrupted run keeps what
+    finished) and counts them; lanes run on several threads at once."""
+
+    def __init__(self, target: Path) -> None:
+        self.target = target
+        self.count = 0
+        self._counting = threading.Lock()
+
+    def __call__(self, record: ValidationRecord) -> None:
+        from retire.evidence import validation
+
+        added = validation.append(self.target, [record])
+        with self._counting:
+            self.count += added
+
+
+def _run_lanes(
+    lanes: list[Lane],
+    manifests: dict[str, ShimManifest],
+    options: RunOptions,
+    *,
+    jobs: int,
+    recorder: _Recorder,
+) -> list[LaneRun]:
+    """Every lane's run, stopped as a whole by SIGTERM; says what was recorded, interrupted or
+    not."""
+    from retire.runs import lanerun, reaper
+
     try:
         with reaper.terminate_on_sigterm():
             results = lanerun.run_lanes(
                 lanes,
                 manifests,
                 options,
-                jobs=args.jobs,
+                jobs=jobs,
                 progress=lambda lane, msg: say(f"[{lane}] {msg}", level=Level.PROGRESS),
             )
     except KeyboardInterrupt:
-        if recorded:
+        if recorder.count:
             say(
-                f"interrupted: kept the {recorded} reproducer run(s) that finished in "
-                f"{shown(target)}",
+                f"interrupted: kept the {recorder.count} reproducer run(s) that finished in "
+                f"{shown(recorder.target)}",
                 err=True,
             )
         raise
-    if recorded:
-        say(f"recorded {recorded} reproducer run(s) in {shown(target)}")
-    summaries = project.run_dir(options.run_id)
+    if recorder.count:
+        say(f"recorded {recorder.count} reproducer run(s) in {shown(recorder.target)}")
+    return results
+
+
+def _write_summaries(project: Project, run_id: str, results: list[LaneRun]) -> None:
+    """One summary per lane under the run's folder, for `patchlane summary --run-id`."""
+    from retire.core.atomic import atomic_write
+    from retire.runs import lanerun
+
+    summaries = project.run_dir(run_id)
     for run in results:
         atomic_write(summaries / f"{run.lane}.json", json.dumps(lanerun.to_summary(run), indent=2))
+
+
+def _show(
+    project: Project, manifests: dict[str, ShimManifest], results: list[LaneRun]
+) -> list[str]:
+    """The pytest view, the lane × shim table and the failed lanes, which it returns."""
+    from retire.runs import lanerun, suite
+
     locations = {"lanes": Path(shown(project.lanes_dir))}
     locations.update({shim_id: Path(shown(m.reproducer_path)) for shim_id, m in manifests.items()})
     # The pytest view is for people: under --json it goes to stderr, so stdout stays one document.
@@ -195,19 +272,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     failed = [run.lane for run in results if run.failed]
     if failed:
         say(f"FAILED lanes: {', '.join(failed)}")
-    if args.json:
-        emit_json(
-            {
-                "ok": not failed,
-                "run_id": options.run_id,
-                "host": host.description,
-                "recorded": recorded,
-                "manifest": None if args.no_record else shown(target),
-                "lanes": [lanerun.to_summary(run) for run in results],
-                "failed": failed,
-            }
-        )
-    return ExitCode.FAILED if failed else ExitCode.OK
+    return failed
 
 
 def _wheelhouse_lane(folder: Path | None) -> list[str]:

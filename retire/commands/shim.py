@@ -1,46 +1,98 @@
-"""``patchlane shim new ID``: scaffold a shim (manifest, patch, reproducer) and add it to a lane."""
+"""``patchlane shim``: the project's shims — ``shim list`` (whether each is active here and why)
+and ``shim new ID`` (scaffold a shim: manifest, patch, reproducer, added to a lane)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from retire.commands.base import Command, ExitCode, emit_json, say, shown
 from retire.core.project import Project
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
-    new = sub.add_parser(
-        "new",
-        help="scaffold <catalogue>/ID/ with manifest.toml, patch.py and reproduce.py",
-        description="Scaffold a shim that `patchlane shims --check` accepts and add it to lanes.",
-    )
-    new.add_argument("id", metavar="ID", help="the shim id: a lowercase identifier, e.g. my_fix")
-    new.add_argument(
+def _add_root(p: argparse.ArgumentParser) -> None:
+    # --root may also follow the action (`patchlane shim new ID --root DIR`)
+    p.add_argument(
         "--root",
         type=Path,
         default=argparse.SUPPRESS,
         help="project folder (default: the current folder)",
     )
-    new.add_argument(
+
+
+def add_list_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument(
+        "--probe",
+        action="store_true",
+        help="import each installed target module so its shape check and probe run",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="validate every manifest and its files; exit 2 on errors",
+    )
+
+
+def _add_new_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("id", metavar="ID", help="the shim id: a lowercase identifier, e.g. my_fix")
+    p.add_argument(
         "--lane",
         action="append",
         default=[],
         metavar="LANE",
         help="add the shim to this lane (repeatable; default: the only lane, if there is one)",
     )
-    new.add_argument(
+    p.add_argument(
         "--distribution",
         help="the distribution that ships the bug (default: the lane's first requirement)",
     )
-    new.add_argument(
+    p.add_argument(
         "--module", help="the module the patch applies to (default: the distribution's import name)"
     )
-    new.add_argument("--owner", help="who answers for the shim (default: git's user.email)")
-    new.add_argument(
-        "--json", action="store_true", help="print one JSON document: the files written"
+    p.add_argument("--owner", help="who answers for the shim (default: git's user.email)")
+    p.add_argument("--json", action="store_true", help="print one JSON document: the files written")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    listing = actions.add_parser(
+        "list",
+        help="every shim of the project, whether it is active here and why",
+        description="List every shim of the project's catalogue, whether it is active here and "
+        "why; --check validates them.",
     )
+    _add_root(listing)
+    add_list_arguments(listing)
+    new = actions.add_parser(
+        "new",
+        help="scaffold <catalogue>/ID/ with manifest.toml, patch.py and reproduce.py",
+        description="Scaffold a shim that `patchlane shim list --check` accepts and add it to "
+        "lanes.",
+    )
+    _add_root(new)
+    _add_new_arguments(new)
+
+
+def run_list(project: Project, args: argparse.Namespace) -> int:
+    """``shim list``: the catalogue's rows (a table, or ``--json``), or ``--check``'s verdict."""
+    import shims
+    from shims import __main__ as listing
+
+    if args.check:
+        if not project.shims_dir.is_dir():
+            say(f"no shim catalogue at {project.shims_dir}: nothing to check")
+            return ExitCode.OK
+        return listing.check(str(project.shims_dir))
+    # This process activates the project's catalogue, never whatever the installed package holds.
+    os.environ[shims.PATH_ENV] = str(project.shims_dir)
+    found = listing.rows(probe=args.probe)
+    if args.json:
+        emit_json(found)
+    else:
+        say(listing.table(found))
+    return ExitCode.OK
 
 
 def _owner(project: Project) -> str | None:
@@ -52,7 +104,8 @@ def _owner(project: Project) -> str | None:
         return None
 
 
-def run(project: Project, args: argparse.Namespace) -> int:
+def run_new(project: Project, args: argparse.Namespace) -> int:
+    """``shim new ID``: the scaffolded files, written at once or not at all."""
     from retire.scaffold import write
     from retire.scaffold.shim import plan_shim
 
@@ -70,8 +123,17 @@ def run(project: Project, args: argparse.Namespace) -> int:
         return ExitCode.OK
     for path in written:
         say(f"{'edited ' if path in plan.edit else 'created'} {shown(project.root / path)}")
-    say("next: write the reproducer, then `patchlane shims --check` and `nox -s lane`")
+    say("next: write the reproducer, then `patchlane shim list --check` and `nox -s lane`")
     return ExitCode.OK
 
 
-COMMAND = Command("shim", "scaffold a shim: `patchlane shim new ID`", add_arguments, run)
+def run(project: Project, args: argparse.Namespace) -> int:
+    return {"list": run_list, "new": run_new}[args.action](project, args)
+
+
+COMMAND = Command(
+    "shim",
+    "the project's shims: `shim list` (active here, and why), `shim new ID` (scaffold one)",
+    add_arguments,
+    run,
+)

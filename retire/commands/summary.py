@@ -30,7 +30,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
     for path in files:
         try:
             # a FIFO or a folder is an error, never a block
-            text = tomlreader.read_text(path, str(path))
+            # (None only for a missing file, which missing_ok=False raises for instead)
+            text = tomlreader.read_text(path, str(path)) or ""
             results.append(_checked(lanerun.from_summary(json.loads(text))))
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise InputError(

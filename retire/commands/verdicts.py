@@ -41,7 +41,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=positive_int,
         default=DEFAULT_STALE_DAYS,
         metavar="DAYS",
-        help=f"days without upstream activity before a shim is stale (default {DEFAULT_STALE_DAYS})",
+        help="days without upstream activity before a shim is stale "
+        f"(default {DEFAULT_STALE_DAYS})",
     )
     p.add_argument(
         "--jobs", type=positive_int, default=100, help="probes in flight at once (default 100)"

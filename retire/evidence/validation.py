@@ -436,7 +436,7 @@ def _warn(path: Path, damaged: list[Damaged], where: str) -> None:
     for item in damaged:
         print(
             f"patchlane: warning: {path}: line {item.number}: {item.problem} — skipped, {where}; "
-            "fix it there and `patchlane manifest merge` it back, or delete it",
+            "fix it there and `patchlane validation merge` it back, or delete it",
             file=sys.stderr,
             flush=True,
         )

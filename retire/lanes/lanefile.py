@@ -511,7 +511,7 @@ def load_lanes(
                             lane.origin,
                             f"{lane.name}.shims",
                             f"unknown shim {shim!r}",
-                            "use an id listed by `patchlane shims`",
+                            "use an id listed by `patchlane shim list`",
                         )
             seen[lane.name] = lane
             lanes.append(lane)

@@ -1,4 +1,5 @@
-"""``patchlane shim new ID``: a shim that ``patchlane shims --check`` accepts, ready to be written.
+"""``patchlane shim new ID``: a shim that ``patchlane shim list --check`` accepts, ready to be
+written.
 
 ``<catalogue>/<id>/`` gets ``manifest.toml`` (every key, commented), ``patch.py``
 (``check_shape``/``probe``/``apply``, standing down until written) and ``reproduce.py`` (the
@@ -118,7 +119,7 @@ def plan_shim(
     create = {
         f"{base}/{name}": template(f"shim/{source}", **values) for name, source in sources.items()
     }
-    edit = {}
+    edit: dict[str, str] = {}
     for lane in chosen:
         path = project.root / lane.file
         text = edit.get(path.relative_to(project.root).as_posix()) or path.read_text(

@@ -100,7 +100,7 @@ def _run_action(
     return (
         f"run the reproducer without the shim on {wanted or 'the newest locked release'} on "
         f"{where} "
-        f"({how}) and merge its records (`patchlane manifest merge`)"
+        f"({how}) and merge its records (`patchlane validation merge`)"
     )
 
 

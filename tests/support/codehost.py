@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler
+from typing import Self
 from urllib.parse import urlsplit
 
 from tests.support.faults import (
@@ -337,7 +338,7 @@ class CodeHostServer:
         address, port = self._server.server_address[:2]
         return f"http://{address}:{port}"
 
-    def __enter__(self) -> CodeHostServer:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 

@@ -1,5 +1,6 @@
-"""Real git repositories for tests: an upstream with releases, a fix branch merged by a merge
-commit, and tags — the shape the git probe reads in a mirror."""
+"""Real git repositories for tests: the one ``git`` helper every test runs git with, an upstream
+with releases, a fix branch merged by a merge commit, and tags — the shape the git probe reads in
+a mirror."""
 
 from __future__ import annotations
 
@@ -9,18 +10,22 @@ from pathlib import Path
 
 from retire.core.git import Git
 
+# a fixed identity and no user or system configuration: the same commits on every machine
 _ENV = {
-    "GIT_AUTHOR_NAME": "upstream",
-    "GIT_AUTHOR_EMAIL": "upstream@example.org",
-    "GIT_COMMITTER_NAME": "upstream",
-    "GIT_COMMITTER_EMAIL": "upstream@example.org",
+    "GIT_AUTHOR_NAME": "patchlane tests",
+    "GIT_AUTHOR_EMAIL": "tests@example.org",
+    "GIT_COMMITTER_NAME": "patchlane tests",
+    "GIT_COMMITTER_EMAIL": "tests@example.org",
     "GIT_CONFIG_GLOBAL": os.devnull,
     "GIT_CONFIG_NOSYSTEM": "1",
 }
 
 
-def git(repo: Path, *args: str) -> str:
-    return Git(repo, env=_ENV).run(*args).strip()
+def git(repo: Path, *args: str, when: str | None = None) -> str:
+    """``git ARGS…`` in ``repo`` as the tests' identity; its output, stripped. ``when`` (ISO 8601)
+    dates the commit it makes, as author and committer."""
+    dated = {"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when} if when else {}
+    return Git(repo, env={**_ENV, **dated}).run(*args).strip()
 
 
 def commit(repo: Path, name: str, text: str, message: str) -> str:
@@ -70,13 +75,22 @@ import base64, hashlib, os, zipfile
 NAME, VERSION = "toyrev", "0.1"
 
 
+def _digest(data):
+    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     info = f"{NAME}-{VERSION}.dist-info"
-    files = {f"{NAME}/__init__.py": open(os.path.join(NAME, "__init__.py"), "rb").read(),
-             f"{info}/METADATA": f"Metadata-Version: 2.1\\nName: {NAME}\\nVersion: {VERSION}\\n".encode(),
-             f"{info}/WHEEL": b"Wheel-Version: 1.0\\nGenerator: toy\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"}
-    record = [f"{p},sha256={base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b'=').decode()},{len(d)}"
-              for p, d in files.items()]
+    files = {
+        f"{NAME}/__init__.py": open(os.path.join(NAME, "__init__.py"), "rb").read(),
+        f"{info}/METADATA": (
+            f"Metadata-Version: 2.1\\nName: {NAME}\\nVersion: {VERSION}\\n".encode()
+        ),
+        f"{info}/WHEEL": (
+            b"Wheel-Version: 1.0\\nGenerator: toy\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"
+        ),
+    }
+    record = [f"{p},sha256={_digest(d)},{len(d)}" for p, d in files.items()]
     files[f"{info}/RECORD"] = ("\\n".join(record + [f"{info}/RECORD,,"]) + "\\n").encode()
     name = f"{NAME}-{VERSION}-py3-none-any.whl"
     with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as archive:
@@ -106,9 +120,8 @@ class PackageRepo:
 
 def make_package_repo(path: Path, build_requires: tuple[str, ...] = ()) -> PackageRepo:
     """A tiny pure-Python package ``toyrev`` (pyproject + module) in two commits, tagged v1.0 and
-    v1.1;
-    ``build_requires`` is what its ``[build-system]`` asks a frontend to install (the backend
-    needs none)."""
+    v1.1; ``build_requires`` is what its ``[build-system]`` asks a frontend to install (the
+    backend needs none)."""
     (path / "_build").mkdir(parents=True)
     (path / "toyrev").mkdir()
     git(path, "init", "-q", "-b", "main")

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Self
 from urllib.parse import unquote, urlsplit
 
 from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
@@ -182,14 +183,16 @@ class StaticIndexServer:
     def __init__(self, root: Path) -> None:
         handler = functools.partial(_QuietFiles, directory=str(root))
         self._server = _Server(("127.0.0.1", 0), handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), daemon=True
+        )
 
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}/simple"
 
-    def __enter__(self) -> StaticIndexServer:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
@@ -289,14 +292,16 @@ class IndexServer:
         self.index = index or PackageIndex()
         self._server = _Server(("127.0.0.1", 0), _make_handler(self.index))
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), daemon=True
+        )
 
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}/simple"
 
-    def __enter__(self) -> IndexServer:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 

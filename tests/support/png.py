@@ -45,7 +45,7 @@ def rows(data: bytes) -> Iterator[tuple[int, bytes]]:
             for i in range(bpp, stride):
                 line[i] = (line[i] + line[i - bpp]) & 0xFF
         elif kind == 2:
-            line = bytearray((a + b) & 0xFF for a, b in zip(line, previous))
+            line = bytearray((a + b) & 0xFF for a, b in zip(line, previous, strict=True))
         elif kind == 3:
             for i in range(stride):
                 left = line[i - bpp] if i >= bpp else 0

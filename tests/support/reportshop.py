@@ -24,11 +24,11 @@ import datetime as _dt
 import json
 from pathlib import Path
 
-from retire.core.git import Git
 from retire.evidence import validation
 from retire.evidence.validation import ValidationRecord
 from retire.evidence.values import ProbeFailure
 from retire.verdicts.model import ConditionResult, Flag, Verdict
+from tests.support.gitrepos import git
 from tests.support.shimtree import manifest_text, write_shim
 
 NOW = _dt.datetime(2026, 11, 18, 12, 0, tzinfo=_dt.UTC)
@@ -263,19 +263,6 @@ def previous_report(week: str = "2026-W46") -> dict:
             "gamma": {"cpu": {"outcome": "crashed"}},
         },
     }
-
-
-def git(root: Path, *args: str, when: str | None = None) -> str:
-    env = dict(
-        HOME=str(root),
-        GIT_AUTHOR_NAME="Shop",
-        GIT_AUTHOR_EMAIL="shop@example.org",
-        GIT_COMMITTER_NAME="Shop",
-        GIT_COMMITTER_EMAIL="shop@example.org",
-    )
-    if when:
-        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = when
-    return Git(root, env=env).run(*args)
 
 
 def _remove_shim(root: Path, shim_id: str) -> None:

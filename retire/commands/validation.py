@@ -1,4 +1,4 @@
-"""``patchlane manifest merge``: validation manifests from several hosts, merged without loss."""
+"""``patchlane validation merge``: validation records from several hosts, merged without loss."""
 
 from __future__ import annotations
 
@@ -12,15 +12,16 @@ from retire.core.project import Project
 def add_arguments(p: argparse.ArgumentParser) -> None:
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     m = actions.add_parser(
-        "merge", help="merge manifests from several hosts without losing or duplicating records"
+        "merge",
+        help="merge validation records from several hosts without losing or duplicating one",
     )
-    m.add_argument("inputs", nargs="+", type=Path, metavar="MANIFEST")
+    m.add_argument("inputs", nargs="+", type=Path, metavar="RECORDS")
     m.add_argument(
         "-o",
         "--output",
         type=Path,
         required=True,
-        help="the merged manifest (existing records are kept)",
+        help="the merged records, e.g. validation/manifest.jsonl (existing records are kept)",
     )
 
 
@@ -29,7 +30,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
 
     inputs = list(args.inputs)
     if args.output.exists() and args.output not in inputs:
-        # merging into a manifest keeps what it already holds
+        # merging into a file of records keeps what it already holds
         inputs.insert(0, args.output)
     before = len(validation.load(args.output))
     merged = validation.merge(inputs)
@@ -42,5 +43,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
 
 
 COMMAND = Command(
-    "manifest", "validation manifest tools (merge records from several hosts)", add_arguments, run
+    "validation",
+    "validation records: merge the records of several hosts (`validation merge`)",
+    add_arguments,
+    run,
 )
