@@ -15,7 +15,7 @@ __all__ = ["DOCUMENTS", "load", "names"]
 #: The command (its words, as typed after ``patchlane``) → the schema(s) of what ``--json`` prints.
 #: ``lock`` prints one document when locking and another with ``--check``; ``retire`` prints the
 #: report without ``--apply`` and the proposals with it. ``python -m shims --json`` prints the rows
-#: of ``patchlane shims --json``.
+#: of ``patchlane shim list --json``.
 DOCUMENTS: dict[str, tuple[str, ...]] = {
     "init": ("init",),
     "lanes": ("lanes",),
@@ -23,7 +23,7 @@ DOCUMENTS: dict[str, tuple[str, ...]] = {
     "lockdiff": ("lockdiff",),
     "run": ("run",),
     "summary": ("summary",),
-    "shims": ("shims",),
+    "shim list": ("shims",),
     "shim new": ("shim-new",),
     "catalogue": ("catalogue",),
     "mirrors list": ("mirrors-list",),
