@@ -151,11 +151,27 @@ def test_drift_when_the_target_is_in_no_lock():
     assert found.decision == "keep" and "toylib is in no lock" in flags(found)["drift"]
 
 
-def test_a_missing_lock_is_a_flag_not_a_decision():
+def test_a_missing_lock_is_a_flag_and_leaves_the_lane_undecided():
+    # The evidence says retire, but whether the lane is below the floor needs its lock (or an
+    # exact pin): the lane is unknown, and so is the shim, with the lock to make as the action.
     found = verdict(
         VERSION_FLOOR, ev(locks={"cpu": None}, execution=history(run("fix-validated", "1.2")))
     )
-    assert found.decision == "retire" and "nox -s lock" in flags(found)["probe-failed"]
+    assert "nox -s lock" in flags(found)["probe-failed"]
+    assert found.decision == "unknown" and found.action == "lock the lane: `nox -s lock -- cpu`"
+    (cpu,) = found.lane_verdicts
+    assert cpu.step == "unknown" and cpu.locked is None
+    # an exact pin in the lane's requirements stands in for the lock
+    pinned = Lane(
+        name="cpu", python="3.12", platform="linux", requirements=("toylib==1.2",), shims=("toy",)
+    )
+    found = verdict(
+        VERSION_FLOOR,
+        ev(locks={"cpu": None}, execution=history(run("fix-validated", "1.2"))),
+        lanes=[pinned],
+    )
+    assert found.decision == "retire" and found.lane_verdicts[0].step == "drop"
+    assert found.lane_verdicts[0].locked == "toylib 1.2"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -670,7 +686,9 @@ def test_gather_decides_every_shim_from_real_servers(world, tmp_path):
     assert by_id["pr_open"].decision == "keep" and "BUG_REPRODUCED" in by_id["pr_open"].why
     assert any("PR #3 is open" in c.why for c in by_id["pr_open"].conditions)
     assert by_id["commit_unreleased"].decision == "keep"
-    assert any("no release tag" in c.why for c in by_id["commit_unreleased"].conditions)
+    # the target's releases are always probed now, so commit-in-tag reads the index as
+    # pr-released does: 1.3rc1 has no tag in the mirror, so "in no release" would be a guess
+    assert any("release 1.3rc1 has no tag" in c.why for c in by_id["commit_unreleased"].conditions)
     assert by_id["never_ran"].decision == "unknown" and by_id["never_ran"].action
     assert by_id["unlisted"].decision == "unknown" and by_id["unlisted"].flagged("drift")
     assert by_id["elsewhere"].flagged("drift") and any(
