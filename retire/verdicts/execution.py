@@ -101,6 +101,11 @@ def version_of(run: ExecutionEvidence, dist: str, order: Order | None = None) ->
     return run.version(dist)
 
 
+def _placed(run: ExecutionEvidence, dist: str, order: Order | None) -> bool:
+    commit = run.revision(dist)
+    return bool(order and commit and commit in order)
+
+
 def _conclusive(history: ExecutionHistory) -> list[ExecutionEvidence]:
     return [r for r in history.runs if r.outcome in FIXED or r.outcome == BUG]
 
@@ -109,11 +114,18 @@ def newest(
     history: ExecutionHistory, dist: str, locked: Version | None, order: Order | None = None
 ) -> Found:
     """The state on the newest version a conclusive run covers, if that is at least ``locked``
-    (the newest version of ``dist`` a lane locks). ``none`` when no run reaches it."""
-    conclusive = _conclusive(history)
-    if not conclusive:
+    (the newest version of ``dist`` a lane locks). ``none`` when no run reaches it.
+
+    A run on a commit a mirror placed among releases (``order``) is not a release: it speaks
+    for its commit (the lanes locked there) and, on a followed branch's newest commit, for that
+    branch (:func:`at_branch_tip`), never for "the newest release"."""
+    every = _conclusive(history)
+    if not every:
         return Found(NONE, "no conclusive run without the shim is recorded")
-    versioned = [(v, r) for r in conclusive if (v := version_of(r, dist, order)) is not None]
+    conclusive = [r for r in every if not _placed(r, dist, order)]
+    if not conclusive:
+        return Found(NONE, "the conclusive runs without the shim are all on upstream revisions")
+    versioned = [(v, r) for r in conclusive if (v := r.version(dist)) is not None]
     # runs that did not say which version they saw: a bug is still a bug
     if not versioned:
         bugs = [r for r in conclusive if r.outcome == BUG]
