@@ -114,6 +114,8 @@ def run() -> list[dict]:
                     policy=policy,
                     workers=workers,
                     clock=lambda: NOW,
+                    # the probes are measured here; trial re-locks have their own row
+                    resolve=False,
                 ),
             )
             elapsed = time.perf_counter() - started

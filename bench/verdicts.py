@@ -119,6 +119,8 @@ def run() -> list[dict]:
                         mirrors=mirrors,
                         policy=policy,
                         clock=lambda: NOW,
+                        # the probes are measured here; trial re-locks have their own row
+                        resolve=False,
                     ),
                 )
                 elapsed = time.perf_counter() - started

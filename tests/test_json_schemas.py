@@ -342,3 +342,37 @@ def test_a_class_name_tag_is_no_part_of_any_document():
     leaked = {**verdict, "conditions": [{**condition, "type": "ConditionResult"}]}
     with pytest.raises(AssertionError, match="'type' was unexpected"):
         check("verdicts", [leaked])
+
+
+def test_a_verdict_per_lane_with_ancestry_evidence_matches_the_schema():
+    """Lane verdicts of every kind and an ``ancestry`` evidence value, as decide makes them."""
+    from retire.evidence.values import Ancestry
+    from tests.test_verdicts import (
+        CLEAN_ON_1_2,
+        REPO,
+        VERSION_FLOOR,
+        ev,
+        lane_at,
+        revision_lane,
+        verdict,
+    )
+
+    commit = "d" * 40
+    found = verdict(
+        VERSION_FLOOR,
+        ev(
+            locks={"floor": {"toylib": "1.0"}, "stable": {"toylib": "1.2"}, "main": {}},
+            commits={"main": {"toylib": commit}},
+            ancestry={(REPO, commit): Ancestry(REPO, commit, ("v1.2", "1.2"), None)},
+            execution=CLEAN_ON_1_2,
+        ),
+        lanes=[
+            lane_at("floor", policy="hold"),
+            lane_at("stable"),
+            revision_lane("main", "main", "http://index/simple"),
+        ],
+    )
+    assert {lv.step for lv in found.lane_verdicts} == {"hold", "drop"}
+    document = [found.to_json()]
+    assert "ancestry" in {e["kind"] for e in document[0]["evidence"]}
+    check("verdicts", document)

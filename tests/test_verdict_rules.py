@@ -8,6 +8,7 @@ lines; the invariants below it must hold in every row whatever the table says.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import itertools
 from pathlib import Path
@@ -28,8 +29,9 @@ from retire.evidence.values import (
     ReleaseList,
     TagContainment,
 )
-from retire.lanes.model import Lane
-from retire.verdicts.model import ShimEvidence
+from retire.lanes.model import Lane, LanePolicy
+from retire.locks.trial import RaiseTrial
+from retire.verdicts.model import Decision, LaneStep, ShimEvidence
 from retire.verdicts.rules import decide
 from shims.manifest import parse_manifest
 from tests.support.retirement import NOW, manifest_toml, pr_released
@@ -288,3 +290,150 @@ def test_a_release_run_still_outranks_a_branch_tip():
     runs = (revision_run("fix-validated"), run("bug-reproduced", "1.3"))
     verdict = decide(MANIFEST, LANES, revision_evidence(runs, {(REPO, "abc1234"): TIP}), now=NOW)
     assert verdict.decision == "keep" and "the newest release" in verdict.why
+
+
+# -- the lane dimension: what each lane carrying the shim does with it ---------------------------
+#
+# The shim's evidence decision (retire by a clean run inside toylib>=1.2, keep by a bug on the
+# newest release, unknown without a run) × the lane's policy × where the lane's toylib stands
+# against the floor × the trial re-lock of a raise × a second lane that can always let it go.
+
+SHIM_EVIDENCE = {
+    "retire": ("clean-newest", "up", "contains", "merged"),
+    # retire, with the bug reproduced on the old release the lanes below the floor lock
+    "retire-bug-below": ("fixed-later", "up", "contains", "merged"),
+    "keep": ("bug-newest", "up", "contains", "merged"),
+    "unknown": ("none", "up", "contains", "merged"),
+}
+# (requirements, lock of the lane: None = no lock)
+LOCKED = {
+    "absent": (("other",), {"other": "1.0"}),
+    "below": (("toylib",), {"toylib": "1.0"}),
+    "at": (("toylib",), {"toylib": "1.2"}),
+    "above": (("toylib",), {"toylib": "1.3"}),
+    "pinned-below": (("toylib==1.0",), None),
+    "pinned-above": (("toylib==1.3",), None),
+    "unlocked": (("toylib>=1.0",), None),
+}
+FLOOR = ("toylib>=1.2",)
+TRIAL = {
+    "not-run": None,
+    "resolved": RaiseTrial("x", FLOOR, True, {"toylib": "1.2"}),
+    "blocked": RaiseTrial("x", FLOOR, False, blocker="otherlib==2.0 depends on toylib==1.0"),
+    "failed": RaiseTrial("x", FLOOR, False, failure="index http://index/simple: 503"),
+}
+LANE_ROWS = list(
+    itertools.product(SHIM_EVIDENCE, LanePolicy, LOCKED, TRIAL, ("alone", "with-companion"))
+)
+
+
+def lane_expected(shim: str, policy: str, locked: str, trial: str) -> str:
+    """The rules of docs/verdicts.md, "Per lane", restated."""
+    if shim == "unknown":
+        return "unknown"
+    if shim == "keep":
+        return "keep"
+    if locked == "absent":
+        return "drop"
+    if locked == "unlocked":
+        return "unknown"
+    if locked in ("at", "above", "pinned-above"):
+        return "drop"
+    if policy == "hold":
+        return "hold"
+    return {"not-run": "raise", "resolved": "raise", "blocked": "blocked", "failed": "unknown"}[
+        trial
+    ]
+
+
+def shim_expected(shim: str, steps: list[str]) -> str:
+    if shim in ("keep", "unknown"):
+        return shim
+    going = [s for s in steps if s in ("drop", "raise")]
+    if len(going) == len(steps):
+        return "retire"
+    if going:
+        return "retire-in-some"
+    return "unknown" if "unknown" in steps else "keep"
+
+
+def lane_evidence(shim: str, locked: str, trial: str) -> ShimEvidence:
+    execution, releases, tags, link = SHIM_EVIDENCE[shim]
+    base = evidence(execution, releases, tags, link, "up")
+    chosen = TRIAL[trial]
+    return dataclasses.replace(
+        base,
+        locks={"x": LOCKED[locked][1], "gpu": {"toylib": "1.3"}},
+        trials={} if chosen is None else {("x", FLOOR): chosen},
+    )
+
+
+@pytest.mark.parametrize("row", LANE_ROWS, ids=["-".join(map(str, r)) for r in LANE_ROWS])
+def test_lane_truth_table(row):
+    shim, policy, locked, trial, companion = row
+    lane = Lane(
+        name="x",
+        python="3.12",
+        platform="linux",
+        requirements=LOCKED[locked][0],
+        shims=("toy",),
+        policy=policy,
+        file="lanes/x.toml",
+    )
+    lanes = [lane] + (LANES if companion == "with-companion" else [])
+    verdict = decide(MANIFEST, lanes, lane_evidence(shim, locked, trial), now=NOW)
+    by_lane = {lv.lane: lv for lv in verdict.lane_verdicts}
+    subject = by_lane["x"]
+    assert subject.step == lane_expected(shim, policy, locked, trial), subject.why
+    steps = [lv.step for lv in verdict.lane_verdicts]
+    assert verdict.decision == shim_expected(shim, steps), verdict.why
+
+    # Invariants of every row.
+    evidence_retires = shim in ("retire", "retire-bug-below")
+    # no lane lets the shim go unless the evidence retires it
+    if not evidence_retires:
+        assert not verdict.leaving
+    # a hold lane below the floor never lets it go
+    if policy == "hold" and locked in ("below", "pinned-below"):
+        assert not subject.leaves and (shim != "retire" or subject.step == "hold")
+    # a bug on the lane's own locked release never drops it there (a raise moves the pin past it)
+    if shim == "retire-bug-below" and locked in ("below", "pinned-below"):
+        assert subject.step != "drop"
+        if subject.step == "raise":
+            assert subject.floors == FLOOR
+    # each step says what it rests on, and what would change it
+    for lv in verdict.lane_verdicts:
+        assert lv.why and lv.policy in tuple(LanePolicy)
+        if lv.step == "unknown":
+            assert lv.action
+        if lv.step == "blocked":
+            assert lv.blocker and lv.blocker in lv.why
+        if lv.step == "hold":
+            assert lv.until and "1.2" in lv.until
+        if lv.step == "raise":
+            assert lv.floors == FLOOR
+            assert ("not re-locked" in lv.why) == (trial == "not-run")
+    # the why names the lanes that stay when only some can go
+    if verdict.decision == "retire-in-some":
+        assert "x" in verdict.why and "can go in gpu" in verdict.why
+    if verdict.decision == "unknown":
+        assert verdict.action
+
+
+def test_the_lane_table_covers_every_step_and_every_derived_decision():
+    steps, decisions = set(), set()
+    for shim, policy, locked, trial, companion in LANE_ROWS:
+        lane = Lane(
+            name="x",
+            python="3.12",
+            platform="linux",
+            requirements=LOCKED[locked][0],
+            shims=("toy",),
+            policy=policy,
+        )
+        lanes = [lane] + (LANES if companion == "with-companion" else [])
+        verdict = decide(MANIFEST, lanes, lane_evidence(shim, locked, trial), now=NOW)
+        steps |= {str(lv.step) for lv in verdict.lane_verdicts}
+        decisions.add(str(verdict.decision))
+    assert steps == {str(s) for s in LaneStep}
+    assert decisions == {str(d) for d in Decision}

@@ -12,6 +12,7 @@ from packaging.version import Version
 
 from retire.commands import main as cli
 from retire.evidence.values import (
+    Ancestry,
     ExecutionEvidence,
     ExecutionHistory,
     IssueState,
@@ -23,14 +24,18 @@ from retire.evidence.values import (
     ReleaseList,
     TagContainment,
 )
-from retire.lanes.model import Lane
+from retire.lanes.model import IndexSpec, Lane, LanePolicy
+from retire.lanes.revisions import Revision
+from retire.locks.trial import RaiseTrial
 from retire.verdicts.gather import GatherOptions, gather
 from retire.verdicts.model import ShimEvidence
 from retire.verdicts.rules import decide
 from shims.manifest import parse_manifest
 from tests.support.codehost import CodeHost, CodeHostServer
 from tests.support.faults import FaultyIndexServer
+from tests.support.gitrepos import commit as gitcommit
 from tests.support.gitrepos import git, make_upstream
+from tests.support.index import IndexServer, PackageIndex
 from tests.support.probing import FAST, toylib_index
 from tests.support.retirement import (
     NOW,
@@ -41,6 +46,7 @@ from tests.support.retirement import (
     manifest_toml,
     pr_released,
 )
+from tests.support.wheels import build_wheel
 
 PR = "https://github.com/org/toylib/pull/2"
 ISSUE = "https://github.com/org/toylib/issues/1"
@@ -151,11 +157,27 @@ def test_drift_when_the_target_is_in_no_lock():
     assert found.decision == "keep" and "toylib is in no lock" in flags(found)["drift"]
 
 
-def test_a_missing_lock_is_a_flag_not_a_decision():
+def test_a_missing_lock_is_a_flag_and_leaves_the_lane_undecided():
+    # The evidence says retire, but whether the lane is below the floor needs its lock (or an
+    # exact pin): the lane is unknown, and so is the shim, with the lock to make as the action.
     found = verdict(
         VERSION_FLOOR, ev(locks={"cpu": None}, execution=history(run("fix-validated", "1.2")))
     )
-    assert found.decision == "retire" and "nox -s lock" in flags(found)["probe-failed"]
+    assert "nox -s lock" in flags(found)["probe-failed"]
+    assert found.decision == "unknown" and found.action == "lock the lane: `nox -s lock -- cpu`"
+    (cpu,) = found.lane_verdicts
+    assert cpu.step == "unknown" and cpu.locked is None
+    # an exact pin in the lane's requirements stands in for the lock
+    pinned = Lane(
+        name="cpu", python="3.12", platform="linux", requirements=("toylib==1.2",), shims=("toy",)
+    )
+    found = verdict(
+        VERSION_FLOOR,
+        ev(locks={"cpu": None}, execution=history(run("fix-validated", "1.2"))),
+        lanes=[pinned],
+    )
+    assert found.decision == "retire" and found.lane_verdicts[0].step == "drop"
+    assert found.lane_verdicts[0].locked == "toylib 1.2"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -670,7 +692,9 @@ def test_gather_decides_every_shim_from_real_servers(world, tmp_path):
     assert by_id["pr_open"].decision == "keep" and "BUG_REPRODUCED" in by_id["pr_open"].why
     assert any("PR #3 is open" in c.why for c in by_id["pr_open"].conditions)
     assert by_id["commit_unreleased"].decision == "keep"
-    assert any("no release tag" in c.why for c in by_id["commit_unreleased"].conditions)
+    # the target's releases are always probed now, so commit-in-tag reads the index as
+    # pr-released does: 1.3rc1 has no tag in the mirror, so "in no release" would be a guess
+    assert any("release 1.3rc1 has no tag" in c.why for c in by_id["commit_unreleased"].conditions)
     assert by_id["never_ran"].decision == "unknown" and by_id["never_ran"].action
     assert by_id["unlisted"].decision == "unknown" and by_id["unlisted"].flagged("drift")
     assert by_id["elsewhere"].flagged("drift") and any(
@@ -729,6 +753,31 @@ def test_main_prints_a_table_and_json(world, tmp_path, capsys, monkeypatch):
         ("unlisted", "unknown"),
     ]
     assert [f["kind"] for f in rows[1]["flags"]] == ["drift"]
+    # one line per lane under the shim: lane, step, what it locks, and why (or until / blocker /
+    # action); --no-resolve leaves a raise not re-locked
+    assert cli(["verdicts", *args, "--no-resolve", "floor_fixed", "pr_open"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    lane_line = next(line for line in lines if line.split()[:2] == ["lane", "cpu"])
+    assert lane_line.split()[2:5] == ["raise", "toylib", "1.0"]
+    assert lane_line.endswith("raise to toylib>=1.2 (not re-locked)")
+    # a shim whose evidence decided every lane alike gets one line
+    assert any(line.split()[:3] == ["lanes", "keep", "in"] for line in lines)
+    assert cli(["verdicts", *args, "--json", "--no-resolve", "floor_fixed"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["lane_verdicts"] == [
+        {
+            "lane": "cpu",
+            "step": "raise",
+            "why": "locked toylib 1.0 is below 1.2: raise to toylib>=1.2 (not re-locked)",
+            "policy": "follow",
+            "file": "lanes/cpu.toml",
+            "locked": "toylib 1.0",
+            "floors": ["toylib>=1.2"],
+            "blocker": None,
+            "until": None,
+            "action": None,
+        }
+    ]
 
 
 def test_main_bad_input_is_one_line_exit_2(tmp_path, capsys, world):
@@ -868,3 +917,400 @@ def test_retire_apply_turns_retire_verdicts_into_branches(world, capsys, monkeyp
     assert cli(["retire", *args]) == 0
     assert "already-proposed  patchlane/retire-floor_fixed" in capsys.readouterr().out
     assert git(p.root, "branch", "--list", "patchlane/*").split() == branches
+
+
+# ---------------------------------------------------------------------------------------------
+# per lane: a fix upstream leaves each lane by its own road (docs/verdicts.md, "Per lane")
+
+
+def lane_at(name: str, *, policy: str = "follow", file: str = "", requirement: str = "toylib"):
+    return Lane(
+        name=name,
+        python="3.12",
+        platform="linux",
+        requirements=(requirement,),
+        shims=("toy",),
+        policy=LanePolicy(policy),
+        file=file or f"lanes/{name}.toml",
+    )
+
+
+CLEAN_ON_1_2 = history(run("bug-reproduced", "1.0"), run("fix-validated", "1.2", host="gpu-1"))
+
+
+def by_lane(found) -> dict:
+    return {lv.lane: lv for lv in found.lane_verdicts}
+
+
+def test_a_hold_lane_keeps_the_shim_until_its_own_pin_reaches_the_floor():
+    found = verdict(
+        VERSION_FLOOR,
+        ev(
+            locks={"floor": {"toylib": "1.0"}, "stable": {"toylib": "1.2"}},
+            execution=CLEAN_ON_1_2,
+        ),
+        lanes=[
+            lane_at("floor", policy="hold", requirement="toylib==1.0"),
+            lane_at("stable"),
+        ],
+    )
+    lanes = by_lane(found)
+    assert found.decision == "retire-in-some" and found.floors == ("toylib>=1.2",)
+    assert lanes["stable"].step == "drop" and lanes["stable"].locked == "toylib 1.2"
+    assert lanes["floor"].step == "hold" and lanes["floor"].policy == "hold"
+    assert lanes["floor"].until == "until the lane's toylib==1.0 reaches 1.2"
+    assert "can go in stable" in found.why and "floor holds" in found.why
+    assert [lv.lane for lv in found.leaving] == ["stable"]
+
+
+def test_a_follow_lane_below_the_floor_raises_and_a_hold_lane_alone_keeps():
+    found = verdict(VERSION_FLOOR, ev(execution=CLEAN_ON_1_2), lanes=[lane_at("cpu")])
+    (cpu,) = found.lane_verdicts
+    assert found.decision == "retire" and cpu.step == "raise"
+    assert cpu.floors == ("toylib>=1.2",) and "not re-locked" in cpu.why
+    held = verdict(VERSION_FLOOR, ev(execution=CLEAN_ON_1_2), lanes=[lane_at("cpu", policy="hold")])
+    assert held.decision == "keep" and held.lane_verdicts[0].step == "hold"
+    assert "upstream fixed it" in held.why and "cpu holds" in held.why
+
+
+def test_a_lane_without_the_target_drops_the_id_and_moves_no_pin():
+    found = verdict(
+        VERSION_FLOOR,
+        ev(locks={"cpu": {"numpy": "2.0"}}, execution=CLEAN_ON_1_2),
+        lanes=[lane_at("cpu", requirement="numpy")],
+    )
+    (cpu,) = found.lane_verdicts
+    assert found.decision == "retire" and cpu.step == "drop" and cpu.floors == ()
+    assert "installs no toylib" in cpu.why
+
+
+def test_cells_of_one_matrix_file_let_the_shim_go_together_or_not_at_all():
+    matrix = "lanes/compat.toml"
+    found = verdict(
+        VERSION_FLOOR,
+        ev(
+            locks={
+                "new-cell": {"toylib": "1.2"},
+                "old-cell": {"toylib": "1.0"},
+                "stable": {"toylib": "1.3"},
+            },
+            execution=CLEAN_ON_1_2,
+        ),
+        lanes=[
+            lane_at("new-cell", policy="hold", file=matrix),
+            lane_at("old-cell", policy="hold", file=matrix),
+            lane_at("stable"),
+        ],
+    )
+    lanes = by_lane(found)
+    # new-cell alone would drop it, but its shim list is old-cell's too
+    assert lanes["new-cell"].step == "keep"
+    assert "lanes/compat.toml's cells share one shim list" in lanes["new-cell"].why
+    assert "old-cell hold" in lanes["new-cell"].why
+    assert lanes["old-cell"].step == "hold" and lanes["stable"].step == "drop"
+    assert found.decision == "retire-in-some"
+    # when every cell can go, they go together
+    found = verdict(
+        VERSION_FLOOR,
+        ev(
+            locks={"new-cell": {"toylib": "1.2"}, "old-cell": {"toylib": "1.3"}},
+            execution=CLEAN_ON_1_2,
+        ),
+        lanes=[lane_at("new-cell", file=matrix), lane_at("old-cell", file=matrix)],
+    )
+    assert found.decision == "retire" and {lv.step for lv in found.lane_verdicts} == {"drop"}
+
+
+def test_conflict_names_the_condition_and_the_run_and_the_floor_comes_from_execution():
+    # PR #2 is in release 1.2 by the mirror's tags, but the bug reproduced without the shim on
+    # 1.2; 1.3 is clean: the floor is 1.3, from execution, and the flag names both sides.
+    found = verdict(
+        pr_released(PR) + REPRODUCER_CLEAN,
+        ev(
+            locks={"cpu": {"toylib": "1.3"}},
+            mirror_pulls={PR: landed("v1.2", "v1.3")},
+            links={PR: merged()},
+            execution=history(
+                run("bug-reproduced", "1.2", lane_name="mamba3", host="h100-1"),
+                run("fix-validated", "1.3", host="h100-2"),
+            ),
+        ),
+        mode="all",
+        links=(("fix", PR),),
+    )
+    assert found.decision == "retire" and found.floors == ("toylib>=1.3",)
+    conflict = flags(found)["conflict"]
+    assert "PR #2" in conflict and "is in release 1.2" in conflict
+    assert "BUG_REPRODUCED without the shim on toylib 1.2 (lane mamba3 on h100-1)" in conflict
+    assert "the floor comes from execution: toylib>=1.3" in conflict
+    # no conflict where the runs agree with the condition
+    quiet = verdict(
+        pr_released(PR) + REPRODUCER_CLEAN,
+        ev(
+            locks={"cpu": {"toylib": "1.3"}},
+            mirror_pulls={PR: landed("v1.2", "v1.3")},
+            links={PR: merged()},
+            execution=history(run("bug-reproduced", "1.0"), run("fix-validated", "1.2")),
+        ),
+        mode="all",
+        links=(("fix", PR),),
+    )
+    assert quiet.decision == "retire" and "conflict" not in flags(quiet)
+
+
+def many_releases(root: Path, versions: list[str]) -> PackageIndex:
+    index = PackageIndex()
+    for day, version in enumerate(versions, start=1):
+        index.add(build_wheel(root, "toylib", version), f"2026-03-{day:02d}")
+    return index
+
+
+def test_a_keep_on_an_old_pin_with_newer_releases_on_the_index_is_a_candidate(tmp_path):
+    # A small pure-Python shop pins toylib 1.0, where the bug reproduces; the index has 13 newer
+    # releases no run or lock covers: one bisection would decide.
+    newer = [f"1.{n}" for n in range(1, 14)]
+    index = many_releases(tmp_path / "wheels", ["1.0", *newer, "2.0rc1"])
+    p = Project(tmp_path / "project")
+    p.shim("toy", REPRODUCER_CLEAN, status="not-applicable")
+    with IndexServer(index) as server:
+        p.lane("cpu", ["toy"], index_url=server.url)
+        p.run("toy", "bug-reproduced", "1.0")
+        (found,) = gather(
+            p.manifests(),
+            p.lanes(),
+            p.root / "locks",
+            p.validation,
+            GatherOptions(token=None, policy=FAST, clock=lambda: NOW, resolve=False),
+        )
+    assert found.decision == "keep"
+    candidate = flags(found)["candidate"]
+    assert "13 release(s) of toylib newer than any run or lock covers (1.0)" in candidate
+    assert "1.1, 1.2, 1.3, …" in candidate and "2.0rc1" not in candidate
+    assert candidate.endswith("`patchlane bisect toy --since 1.0`")
+    assert any(isinstance(e, ReleaseList) for e in found.evidence)
+
+
+def test_no_candidate_when_the_runs_cover_the_newest_release(tmp_path):
+    index = many_releases(tmp_path / "wheels", ["1.0", "1.1"])
+    p = Project(tmp_path / "project")
+    p.shim("toy", REPRODUCER_CLEAN, status="not-applicable")
+    with IndexServer(index) as server:
+        p.lane("cpu", ["toy"], index_url=server.url)
+        p.run("toy", "bug-reproduced", "1.1")
+        (found,) = gather(
+            p.manifests(),
+            p.lanes(),
+            p.root / "locks",
+            p.validation,
+            GatherOptions(token=None, policy=FAST, clock=lambda: NOW, resolve=False),
+        )
+    assert found.decision == "keep" and "candidate" not in flags(found)
+
+
+def write_lock(p: Project, lane_name: str, packages: dict[str, str]) -> None:
+    lock = p.root / "locks" / lane_name / "pylock.toml"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text(
+        'lock-version = "1.0"\ncreated-by = "test"\n'
+        + "".join(
+            f'\n[[packages]]\nname = "{name}"\nversion = "{version}"\n'
+            for name, version in packages.items()
+        )
+    )
+
+
+class Trials:
+    """A resolver for gather: lane ``blocked`` does not resolve, every other lane does; it
+    records each call, as the real trial re-lock would be called."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, str]]] = []
+
+    def __call__(self, lane: Lane, floors) -> RaiseTrial:
+        self.calls.append((lane.name, dict(floors)))
+        wanted = tuple(f"{d}>={v}" for d, v in sorted(floors.items()))
+        if lane.name == "blocked":
+            return RaiseTrial(
+                lane.name, wanted, False, blocker="otherlib==2.0 depends on toylib==1.0"
+            )
+        return RaiseTrial(lane.name, wanted, True, {"toylib": floors["toylib"]})
+
+
+def test_gather_re_locks_each_proposed_raise_once_and_a_refusal_blocks_the_lane(world):
+    p = world["project"]
+    p.shim("floor_fixed", VERSION_FLOOR, status="not-applicable")
+    p.shim("also_fixed", VERSION_FLOOR, status="not-applicable")
+    shims = ["floor_fixed", "also_fixed"]
+    for name in ("raised", "blocked", "current"):
+        p.lane(name, shims, index_url=world["index"].url)
+    write_lock(p, "current", {"toylib": "1.2"})
+    for shim in shims:
+        p.run(shim, "fix-validated", "1.2")
+    resolver = Trials()
+
+    def verdicts(**options):
+        return {
+            v.shim: v
+            for v in gather(
+                p.manifests(),
+                p.lanes(),
+                p.root / "locks",
+                p.validation,
+                GatherOptions(token=None, policy=FAST, clock=lambda: NOW, **options),
+            )
+        }
+
+    found = verdicts(resolver=resolver)
+    # two shims propose the same raise of each lane: one trial each
+    assert sorted(resolver.calls) == [
+        ("blocked", {"toylib": "1.2"}),
+        ("raised", {"toylib": "1.2"}),
+    ]
+    for shim in shims:
+        lanes = by_lane(found[shim])
+        assert found[shim].decision == "retire-in-some", found[shim].why
+        assert lanes["current"].step == "drop"
+        assert lanes["raised"].step == "raise" and "trial re-lock resolved" in lanes["raised"].why
+        assert lanes["blocked"].step == "blocked"
+        assert lanes["blocked"].blocker == "otherlib==2.0 depends on toylib==1.0"
+        assert "blocked is blocked (otherlib==2.0 depends on toylib==1.0)" in found[shim].why
+    # --no-resolve: no trial, the raise is shown as not re-locked and counts as proposed
+    resolver.calls.clear()
+    quick = verdicts(resolver=resolver, resolve=False)
+    assert resolver.calls == []
+    assert quick["floor_fixed"].decision == "retire"
+    assert "not re-locked" in by_lane(quick["floor_fixed"])["blocked"].why
+
+
+def revision_lane(name: str, rev: str, index_url: str, *, policy: str = "follow") -> Lane:
+    return Lane(
+        name=name,
+        python="3.12",
+        platform="linux",
+        requirements=("toylib",),
+        indexes=(IndexSpec("main", index_url, default=True),),
+        shims=("toy",),
+        policy=LanePolicy(policy),
+        revisions=(Revision("toylib", REPO, rev),),
+        file=f"lanes/{name}.toml",
+    )
+
+
+def write_revision_lock(locks: Path, lane_name: str, commit: str) -> None:
+    lock = locks / lane_name / "pylock.toml"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text(
+        'lock-version = "1.0"\ncreated-by = "test"\n\n[[packages]]\nname = "toylib"\n'
+        # the version label says 1.3: only ancestry tells where the commit really is
+        f'version = "1.3+g{commit[:7]}"\n'
+        f'vcs = {{ type = "git", url = "{REPO}.git", commit-id = "{commit}" }}\n'
+    )
+
+
+@pytest.mark.slow
+def test_revision_lanes_are_placed_by_ancestry_in_a_real_mirror(world, tmp_path):
+    """v1.0 → B → v1.2 → D on main; a `stale` branch from v1.0; a `side` branch that left the
+    release line. Each revision lane's step comes from git ancestry, never its version label."""
+    work = tmp_path / "rev-upstream"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    first = gitcommit(work, "toylib.py", "0\n", "toylib 1.0")
+    git(work, "tag", "v1.0")
+    before = gitcommit(work, "toylib.py", "1\n", "work")
+    gitcommit(work, "toylib.py", "2\n", "fix add (#2)")
+    git(work, "tag", "v1.2")
+    newest = gitcommit(work, "toylib.py", "3\n", "more")
+    git(work, "checkout", "-q", "-b", "stale", first)
+    gitcommit(work, "stale.py", "s\n", "a stale branch")
+    git(work, "checkout", "-q", "-b", "side", first)
+    experiment = gitcommit(work, "side.py", "e\n", "an experiment")
+    side = gitcommit(work, "side.py", "f\n", "another experiment")
+    mirrors = tmp_path / "rev-mirrors" / "org"
+    mirrors.mkdir(parents=True)
+    git(mirrors, "clone", "-q", "--mirror", str(work), str(mirrors / "toylib.git"))
+
+    p = world["project"]
+    p.shim("toy", VERSION_FLOOR, status="not-applicable")
+    p.run("toy", "fix-validated", "1.2")
+    # the bug reproduced on the side commit, in the lane locked there
+    record = p.run("toy", "bug-reproduced", f"1.3+g{side[:7]}", lane="ran")
+    assert record.versions["toylib"].endswith(side[:7])
+    url = world["index"].url
+    lanes = [
+        revision_lane("ahead", "main", url),
+        revision_lane("behind", "main", url),
+        revision_lane("behind-hold", "main", url, policy="hold"),
+        revision_lane("stuck", "stale", url),
+        revision_lane("diverged", "side", url),
+        revision_lane("ran", "side", url),
+    ]
+    locks = p.root / "locks"
+    for name, commit in (
+        ("ahead", newest),
+        ("behind", before),
+        ("behind-hold", before),
+        ("stuck", first),
+        ("diverged", experiment),
+        ("ran", side),
+    ):
+        write_revision_lock(locks, name, commit)
+    resolver = Trials()
+    (found,) = gather(
+        p.manifests(),
+        lanes,
+        locks,
+        p.validation,
+        GatherOptions(
+            token=None,
+            policy=FAST,
+            clock=lambda: NOW,
+            mirrors=tmp_path / "rev-mirrors",
+            resolver=resolver,
+        ),
+    )
+    steps = {lv.lane: lv for lv in found.lane_verdicts}
+    assert steps["ahead"].step == "drop" and "contains release v1.2" in steps["ahead"].why
+    assert steps["ahead"].locked == f"toylib @ {newest[:10]}"
+    assert steps["behind"].step == "raise"
+    assert f"move it to main's newest commit {newest[:10]}" in steps["behind"].why
+    assert steps["behind-hold"].step == "hold" and "v1.2" in steps["behind"].why
+    assert steps["stuck"].step == "blocked"
+    assert steps["stuck"].blocker.startswith("stale's newest commit")
+    assert "contains no release ≥ 1.2" in steps["stuck"].blocker
+    assert steps["diverged"].step == "unknown"
+    assert steps["diverged"].action.endswith("`patchlane run diverged`")
+    assert steps["ran"].step == "keep" and "BUG_REPRODUCED" in steps["ran"].why
+    # a revision raise moves the lock, no requirement: nothing for the trial re-lock to try
+    assert resolver.calls == []
+    # the run on the side commit (label 1.3+g…, above every release) speaks for its lane only
+    assert found.decision == "retire-in-some" and found.floors == ("toylib>=1.2",)
+    assert any(isinstance(e, Ancestry) for e in found.evidence)
+
+    # Without a mirror only the version label orders the run on the side commit: 1.3+g… is above
+    # every release, and a bug there keeps the shim everywhere (uncertain evidence never retires).
+    (blind,) = gather(
+        p.manifests(),
+        lanes,
+        locks,
+        p.validation,
+        GatherOptions(token=None, policy=FAST, clock=lambda: NOW, resolve=False),
+    )
+    assert blind.decision == "keep" and f"toylib 1.3+g{side[:7]}" in blind.why
+
+
+def test_a_revision_lane_no_mirror_places_is_unknown_never_dropped_on_its_label():
+    commit = "d" * 40
+    found = verdict(
+        VERSION_FLOOR,
+        ev(
+            locks={"main-lane": {}},
+            commits={"main-lane": {"toylib": commit}},
+            ancestry={(REPO, commit): ProbeFailure("git", REPO, "no mirror of org/toylib")},
+            execution=CLEAN_ON_1_2,
+        ),
+        lanes=[revision_lane("main-lane", "main", "http://index/simple")],
+    )
+    (lane,) = found.lane_verdicts
+    assert lane.step == "unknown" and lane.locked == f"toylib @ {commit[:10]}"
+    assert "no mirror of org/toylib" in lane.why and "`patchlane run main-lane`" in lane.action
+    assert found.decision == "unknown" and found.action == lane.action

@@ -47,6 +47,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--jobs", type=positive_int, default=100, help="probes in flight at once (default 100)"
     )
+    p.add_argument(
+        "--no-resolve",
+        dest="resolve",
+        action="store_false",
+        help="skip the trial re-lock of each lane a raise is proposed for (fast: a raise is shown "
+        "as not re-locked; the pre-commit hook's call)",
+    )
 
 
 def selected_manifests(project: Project, wanted: list[str]) -> list:
@@ -67,7 +74,6 @@ def run(project: Project, args: argparse.Namespace) -> int:
     from retire.lanes import lanefile
     from retire.mirrors.config import project_mirrors
     from retire.verdicts.gather import GatherOptions, gather
-    from retire.verdicts.model import Decision
 
     manifests = selected_manifests(project, args.shims)
     lanes = lanefile.project_lanes(project)
@@ -84,20 +90,50 @@ def run(project: Project, args: argparse.Namespace) -> int:
             mirrors=project_mirrors(project, args.mirrors),
             stale_after_days=args.stale_after,
             workers=args.jobs,
+            resolve=args.resolve,
+            scratch_dir=project.state_dir / "trial",
         ),
     )
     if args.json:
         emit_json([v.to_json() for v in verdicts])
         return ExitCode.OK
+    _print_table(verdicts)
+    return ExitCode.OK
+
+
+def _lane_detail(lane) -> str:
+    """What a lane line ends with: the blocker, the until, the action, else the why."""
+    return lane.blocker or lane.until or lane.action or lane.why
+
+
+def _print_table(verdicts: list) -> None:
+    from retire.verdicts.model import Decision
+
     width = max([len(v.shim) for v in verdicts] + [4])
-    say(f"{'shim':<{width}}  {'verdict':<7}  why")
+    decided = max([len(str(v.decision)) for v in verdicts] + [7])
+    lanes = [lane for v in verdicts for lane in v.lane_verdicts]
+    named = max([len(lane.lane) for lane in lanes] + [4])
+    locked = max([len(lane.locked or "?") for lane in lanes] + [6])
+    say(f"{'shim':<{width}}  {'verdict':<{decided}}  why")
     for v in verdicts:
         floors = f" → {', '.join(v.floors)}" if v.floors else ""
-        say(f"{v.shim:<{width}}  {v.decision:<7}  {v.why}{floors}")
+        say(f"{v.shim:<{width}}  {v.decision:<{decided}}  {v.why}{floors}")
+        pad = f"{'':<{width}}  "
+        steps = {lane.step for lane in v.lane_verdicts}
+        if len(steps) == 1 and all(lane.why == v.why for lane in v.lane_verdicts):
+            # the evidence decided every lane alike: one line, not the why again per lane
+            names = ", ".join(lane.lane for lane in v.lane_verdicts)
+            say(f"{pad}{'lanes':<{decided}}  {steps.pop()} in {names}")
+        else:
+            for lane in v.lane_verdicts:
+                say(
+                    f"{pad}{'lane':<{decided}}  {lane.lane:<{named}}  {lane.step:<7}  "
+                    f"{lane.locked or '?':<{locked}}  {_lane_detail(lane)}"
+                )
         if v.action:
-            say(f"{'':<{width}}  {'next':<7}  {v.action}")
+            say(f"{pad}{'next':<{decided}}  {v.action}")
         for flag in v.flags:
-            say(f"{'':<{width}}  {'⚑':<7}  {flag}")
+            say(f"{pad}{'⚑':<{decided}}  {flag}")
     counts = {kind: sum(v.decision == kind for v in verdicts) for kind in Decision}
     flagged = sum(bool(v.flags) for v in verdicts)
     say(
@@ -106,16 +142,18 @@ def run(project: Project, args: argparse.Namespace) -> int:
         if verdicts
         else "no shims"
     )
-    return ExitCode.OK
 
 
 COMMAND = Command(
     "verdicts",
-    "decide for each shim: keep, retire or unknown, with flags and the next action",
+    "decide for each shim and each lane carrying it: keep, retire (in all or some lanes) or "
+    "unknown, with flags and the next action",
     add_arguments,
     run,
     "Gather evidence (recorded runs, indexes, mirrors, the code host) and decide for each shim: "
-    "keep, "
-    "retire or unknown. Flags need a person without changing the decision; `next` says what would "
-    "decide an unknown. Rules: docs/verdicts.md.",
+    "keep, retire, retire-in-some or unknown. Each lane carrying the shim gets a line: drop (at "
+    "or above the proven floor), raise (a follow lane whose re-lock with the floor resolves), "
+    "hold (a hold lane below the floor: until when), blocked (the resolver's reason), keep or "
+    "unknown (what would decide it). Flags need a person without changing the decision; `next` "
+    "says what would decide an unknown. Rules: docs/verdicts.md.",
 )

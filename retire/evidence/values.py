@@ -19,6 +19,7 @@ from packaging.version import Version
 
 __all__ = [
     "EVIDENCE_KINDS",
+    "Ancestry",
     "BranchTip",
     "Evidence",
     "ExecutionEvidence",
@@ -291,6 +292,58 @@ class BranchTip:
 
 
 @dataclass(frozen=True)
+class Ancestry:
+    """Where a commit stands among a local mirror's release tags, by git ancestry.
+
+    ``contains`` is the newest release (by version) whose tag is an ancestor of the commit: the
+    commit has everything that release has. ``within`` is the oldest release whose tag has the
+    commit as an ancestor: the commit is part of that release. A commit on a branch that split
+    from the release line (``main`` beside ``core_r0.19.0``) may have neither above a given
+    release: then it is neither at nor below that release, and only a run on it can say.
+    ``branch`` is the branch asked for, when ``commit`` is that branch's newest commit.
+    """
+
+    repository: str
+    # the full sha
+    commit: str
+    # (tag, version) of the newest release the commit contains
+    contains: tuple[str, str] | None = None
+    # (tag, version) of the oldest release that contains the commit
+    within: tuple[str, str] | None = None
+    branch: str | None = None
+
+    @property
+    def contained_version(self) -> Version | None:
+        return Version(self.contains[1]) if self.contains else None
+
+    @property
+    def within_version(self) -> Version | None:
+        return Version(self.within[1]) if self.within else None
+
+    def reaches(self, floor: Version) -> bool | None:
+        """True: the commit contains a release at or above ``floor``; False: it is part of a
+        release at or below ``floor`` (and contains none at or above it); None: neither — the
+        ancestry does not order it against ``floor``."""
+        contained, within = self.contained_version, self.within_version
+        if contained is not None and contained >= floor:
+            return True
+        if within is not None and within <= floor:
+            return False
+        return None
+
+    @property
+    def order(self) -> Version:
+        """A version that sorts the commit among releases by ancestry: just above the newest
+        release it contains (``0.15.0rc7+gd98e8a64d``), below every later release."""
+        base = self.contains[1] if self.contains else "0"
+        return Version(f"{base}+g{self.commit[:9]}")
+
+    def label(self) -> str:
+        """``d98e8a64dd (main)``: the commit and the branch it was asked as."""
+        return f"{self.commit[:10]}" + (f" ({self.branch})" if self.branch else "")
+
+
+@dataclass(frozen=True)
 class MirrorPull:
     """What a local git mirror says of pull request ``#number`` of ``repository``.
 
@@ -382,7 +435,9 @@ class ExecutionHistory:
     runs: tuple[ExecutionEvidence, ...]
 
 
-Evidence = ReleaseList | PullState | IssueState | TagContainment | BranchTip | ExecutionHistory
+Evidence = (
+    ReleaseList | PullState | IssueState | TagContainment | BranchTip | Ancestry | ExecutionHistory
+)
 
 
 #: The ``kind`` each evidence value carries in JSON, so a reader tells them apart
@@ -394,6 +449,7 @@ EVIDENCE_KINDS: dict[type, str] = {
     IssueState: "issue",
     TagContainment: "tag-containment",
     BranchTip: "branch-tip",
+    Ancestry: "ancestry",
     MirrorPull: "mirror-pull",
     ExecutionHistory: "execution-history",
 }

@@ -28,7 +28,7 @@ from functools import cached_property
 from packaging.version import InvalidVersion, Version
 
 from retire.core.git import Git, GitError
-from retire.evidence.values import BranchTip, MirrorPull, ProbeFailure, TagContainment
+from retire.evidence.values import Ancestry, BranchTip, MirrorPull, ProbeFailure, TagContainment
 from retire.mirrors.config import Mirror
 
 __all__ = ["Landing", "MirrorRepo", "open_mirror"]
@@ -177,11 +177,12 @@ class MirrorRepo:
                 "git", target, f"reading the mirror at {self.mirror.path} failed: {exc}"
             )
 
-    def _probe(self, commit: str, read):
-        """``read(full sha)`` for a commit of the mirror, or why not (never raises); a commit the
-        mirror lacks is a retryable failure: the mirror may be behind."""
-        target = f"{self.mirror.repository}@{commit[:12]}"
-        if not _COMMIT.fullmatch(commit):
+    def _probe(self, commit: str, read, *, target: str | None = None):
+        """``read(full sha)`` for a commit of the mirror (or a ``refs/heads/`` branch), or why not
+        (never raises); a commit the mirror lacks is a retryable failure: the mirror may be
+        behind."""
+        target = f"{self.mirror.repository}@{(target or commit)[:12]}"
+        if not commit.startswith("refs/heads/") and not _COMMIT.fullmatch(commit):
             return ProbeFailure("git", target, f"not a commit sha: {commit!r}")
         try:
             full = self.git.rev_parse(f"{commit}^{{commit}}")
@@ -202,6 +203,34 @@ class MirrorRepo:
     def probe_commit(self, commit: str) -> TagContainment | ProbeFailure:
         """Which release tags contain ``commit``."""
         return self._probe(commit, lambda full: self.containment([full]))
+
+    def _release_bounds(
+        self, listing: str
+    ) -> tuple[tuple[str, str] | None, tuple[str, str] | None]:
+        """(newest, oldest) release tag by version among ``git tag`` output ``listing``."""
+        versions = dict(self.tag_versions())
+        tags = {line.strip() for line in listing.splitlines()} & versions.keys()
+        found = sorted((Version(versions[tag]), tag) for tag in tags)
+        if not found:
+            return None, None
+        high, low = found[-1][1], found[0][1]
+        return (high, versions[high]), (low, versions[low])
+
+    def probe_ancestry(self, rev: str) -> Ancestry | ProbeFailure:
+        """Where ``rev`` (a commit, or a followed branch: its newest commit) stands among the
+        release tags: the newest release it contains and the oldest release that contains it."""
+        branch = rev if not _COMMIT.fullmatch(rev) and self._is_branch(rev) else None
+        asked = f"refs/heads/{rev}" if branch else rev
+
+        def read(full: str) -> Ancestry:
+            contains, _ = self._release_bounds(self.git.run("tag", "--merged", full))
+            _, within = self._release_bounds(self.git.run("tag", "--contains", full))
+            return Ancestry(self.mirror.repository, full, contains, within, branch)
+
+        return self._probe(asked, read, target=rev)
+
+    def _is_branch(self, name: str) -> bool:
+        return self.git.rev_parse(f"refs/heads/{name}") is not None
 
     def probe_tip(self, commit: str) -> BranchTip | ProbeFailure:
         """Which followed branches end at ``commit`` (a revision a reproducer ran on)."""

@@ -33,7 +33,7 @@ from retire.evidence.values import (
     ReleaseList,
     TagContainment,
 )
-from retire.verdicts.execution import first_clean
+from retire.verdicts.execution import first_clean, ordering
 from retire.verdicts.model import ConditionResult, ConditionState, ExecutionState, ShimEvidence
 from retire.verdicts.used import Used
 from shims.model import RetirementCondition
@@ -421,7 +421,7 @@ def _reproducer_clean(
             ev.execution.reason,
             action=f"repair the validation manifest: {ev.execution.reason}",
         )
-    found = first_clean(ev.execution, dist, None)
+    found = first_clean(ev.execution, dist, None, ordering(ev.execution, dist, ev.ancestry))
     state = _STATE_OF_RUNS[found.state]
     return ConditionResult(
         kind,

@@ -10,6 +10,11 @@ Runs come as an :class:`~retire.evidence.values.ExecutionHistory`: the latest co
   is to the branch what the newest locked release is to the releases.
 - :func:`first_clean` — restricted to versions inside proposed floors, is there a clean run and
   no run that reproduced the bug? A retirement needs exactly that.
+
+A run on a package built from a revision is placed among releases by git ancestry where a mirror
+answers (:func:`ordering`: just above the newest release its commit contains), by its version
+label (``0.19.0+027fa4a``) only where none does: a label says which release the branch was
+heading for, not which releases the commit contains.
 """
 
 from __future__ import annotations
@@ -20,10 +25,29 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from retire.evidence.validation import FIXED, RunOutcome
-from retire.evidence.values import BranchTip, ExecutionEvidence, ExecutionHistory, ProbeFailure
+from retire.evidence.values import (
+    Ancestry,
+    BranchTip,
+    ExecutionEvidence,
+    ExecutionHistory,
+    ProbeFailure,
+)
 from retire.verdicts.model import ExecutionState
 
-__all__ = ["Found", "at_branch_tip", "first_clean", "newest", "runs_phrase"]
+__all__ = [
+    "Found",
+    "Order",
+    "at_branch_tip",
+    "built_from",
+    "first_clean",
+    "newest",
+    "ordering",
+    "runs_phrase",
+    "version_of",
+]
+
+#: commit a run's target was built from → its place among releases by ancestry
+Order = Mapping[str, Version]
 
 BUG = RunOutcome.BUG_REPRODUCED
 CLEAN, BUGGY, NONE = ExecutionState.CLEAN, ExecutionState.BUG, ExecutionState.NONE
@@ -47,16 +71,60 @@ def runs_phrase(runs: Sequence[ExecutionEvidence], dist: str) -> str:
     return f"{dist} {version or '?'} ({run.where}{more})"
 
 
+def built_from(commit: str, full: str) -> bool:
+    """Whether ``commit`` (a run's, possibly abbreviated) names the full sha ``full``."""
+    return len(commit) >= 7 and full.lower().startswith(commit.lower())
+
+
+def ordering(
+    history: ExecutionHistory,
+    dist: str,
+    ancestry: Mapping[tuple[str, str], Ancestry | ProbeFailure],
+) -> dict[str, Version]:
+    """Each commit a run's ``dist`` was built from that a mirror placed, with its place among
+    releases (:attr:`Ancestry.order`)."""
+    answers = [a for a in ancestry.values() if isinstance(a, Ancestry)]
+    found: dict[str, Version] = {}
+    for run in history.runs:
+        commit = run.revision(dist)
+        placed = next((a for a in answers if commit and built_from(commit, a.commit)), None)
+        if commit and placed is not None:
+            found[commit] = placed.order
+    return found
+
+
+def version_of(run: ExecutionEvidence, dist: str, order: Order | None = None) -> Version | None:
+    """The run's version of ``dist`` for ordering: by ancestry when its commit was placed."""
+    commit = run.revision(dist) if order else None
+    if order and commit and commit in order:
+        return order[commit]
+    return run.version(dist)
+
+
+def _placed(run: ExecutionEvidence, dist: str, order: Order | None) -> bool:
+    commit = run.revision(dist)
+    return bool(order and commit and commit in order)
+
+
 def _conclusive(history: ExecutionHistory) -> list[ExecutionEvidence]:
     return [r for r in history.runs if r.outcome in FIXED or r.outcome == BUG]
 
 
-def newest(history: ExecutionHistory, dist: str, locked: Version | None) -> Found:
+def newest(
+    history: ExecutionHistory, dist: str, locked: Version | None, order: Order | None = None
+) -> Found:
     """The state on the newest version a conclusive run covers, if that is at least ``locked``
-    (the newest version of ``dist`` a lane locks). ``none`` when no run reaches it."""
-    conclusive = _conclusive(history)
-    if not conclusive:
+    (the newest version of ``dist`` a lane locks). ``none`` when no run reaches it.
+
+    A run on a commit a mirror placed among releases (``order``) is not a release: it speaks
+    for its commit (the lanes locked there) and, on a followed branch's newest commit, for that
+    branch (:func:`at_branch_tip`), never for "the newest release"."""
+    every = _conclusive(history)
+    if not every:
         return Found(NONE, "no conclusive run without the shim is recorded")
+    conclusive = [r for r in every if not _placed(r, dist, order)]
+    if not conclusive:
+        return Found(NONE, "the conclusive runs without the shim are all on upstream revisions")
     versioned = [(v, r) for r in conclusive if (v := r.version(dist)) is not None]
     # runs that did not say which version they saw: a bug is still a bug
     if not versioned:
@@ -130,7 +198,10 @@ def at_branch_tip(
 
 
 def first_clean(
-    history: ExecutionHistory, dist: str, floors: Mapping[str, Version] | None
+    history: ExecutionHistory,
+    dist: str,
+    floors: Mapping[str, Version] | None,
+    order: Order | None = None,
 ) -> Found:
     """Clean runs (and no bug) on the versions that matter: with ``floors``, only runs on releases
     inside every floor count (a retirement proposes all of them, so each must have been run);
@@ -142,7 +213,10 @@ def first_clean(
         runs = [
             r
             for r in runs
-            if all((v := r.version(d)) is not None and v >= floor for d, floor in floors.items())
+            if all(
+                (v := version_of(r, d, order if d == dist else None)) is not None and v >= floor
+                for d, floor in floors.items()
+            )
         ]
         if not runs:
             wanted = ", ".join(f"{d}>={floor}" for d, floor in sorted(floors.items()))
@@ -153,12 +227,15 @@ def first_clean(
     clean = [r for r in runs if r.outcome in FIXED]
     bug = [r for r in runs if r.outcome == BUG]
     if clean:
-        clean_versions = [v for r in clean if (v := r.version(dist)) is not None]
+        clean_versions = [v for r in clean if (v := version_of(r, dist, order)) is not None]
         oldest_clean = min(clean_versions) if clean_versions else None
         newer_bug = [
             r
             for r in bug
-            if floors or oldest_clean is None or (v := r.version(dist)) is None or v >= oldest_clean
+            if floors
+            or oldest_clean is None
+            or (v := version_of(r, dist, order)) is None
+            or v >= oldest_clean
         ]
         if not newer_bug:
             return Found(

@@ -9,7 +9,10 @@
 - **run** runs each job once, concurrently, then a second round for the merge commits of merged
   pull requests;
 - **assemble** gives each shim its :class:`ShimEvidence` and calls
-  :func:`retire.verdicts.rules.decide`.
+  :func:`retire.verdicts.rules.decide`, which gives each lane carrying the shim its step;
+- **trial** re-locks, once per (lane, floors), every follow lane a raise is proposed for
+  (:data:`GatherOptions.resolver`), and assembles again with the trials as evidence: a raise
+  that resolves stands, one that does not is *blocked* by the resolver's explanation.
 
 It never raises: an internal error becomes an *unknown* verdict with the reason.
 """
@@ -17,9 +20,12 @@ It never raises: an internal error becomes an *unknown* verdict with the reason.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import os
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +34,7 @@ import httpx
 from retire.core import uv
 from retire.core.secrets import remember
 from retire.evidence.values import (
+    Ancestry,
     BranchTip,
     MirrorPull,
     ProbeFailure,
@@ -36,14 +43,17 @@ from retire.evidence.values import (
     TagContainment,
 )
 from retire.lanes.model import Lane
+from retire.locks import trial
+from retire.locks.trial import RaiseTrial
 from retire.mirrors.config import MirrorSet
 from retire.probes import codehost
 from retire.probes.codehost import LinkState
 from retire.probes.http import Fetcher, HttpCache, RetryPolicy, make_client
 from retire.verdicts.jobs import CommitJob, Probes, ReleasesJob, start
+from retire.verdicts.lanes import floors_of, trial_key
 from retire.verdicts.mirrored import OpenMirrors
-from retire.verdicts.model import Decision, ShimEvidence, Verdict
-from retire.verdicts.options import FROM_ENV, GatherOptions
+from retire.verdicts.model import Decision, LaneStep, ShimEvidence, Verdict
+from retire.verdicts.options import FROM_ENV, GatherOptions, Resolver
 from retire.verdicts.plan import GatherPlan, ShimPlan, Sources, unique
 from retire.verdicts.plan import plan as make_plan
 from retire.verdicts.rules import decide
@@ -65,6 +75,11 @@ class Answers:
     mirror_pulls: dict[str, MirrorPull | ProbeFailure] = field(default_factory=dict)
     tags: dict[tuple[str, str], TagContainment | ProbeFailure] = field(default_factory=dict)
     tips: dict[tuple[str, str], BranchTip | ProbeFailure] = field(default_factory=dict)
+    ancestry: dict[tuple[str, str], Ancestry | ProbeFailure] = field(default_factory=dict)
+
+
+#: (lane, floors) → the trial re-lock of that lane with those floors raised
+Trials = Mapping[tuple[str, tuple[str, ...]], RaiseTrial]
 
 
 def _pool_size(workers: int, jobs: int) -> int:
@@ -74,6 +89,7 @@ def _pool_size(workers: int, jobs: int) -> int:
 def _first_round(plan: GatherPlan, probes: Probes) -> Answers:
     links = (plan.links,) if plan.links else ()
     size = len(links) + len(plan.releases) + len(plan.commits) + len(plan.pulls) + len(plan.tips)
+    size += len(plan.ancestry)
     with ThreadPoolExecutor(max_workers=_pool_size(probes.workers, size)) as pool:
         # first: it fans out itself
         asked = start(pool, probes, links)
@@ -81,6 +97,7 @@ def _first_round(plan: GatherPlan, probes: Probes) -> Answers:
         commits = start(pool, probes, plan.commits)
         pulls = start(pool, probes, plan.pulls)
         tips = start(pool, probes, plan.tips)
+        ancestry = start(pool, probes, plan.ancestry)
     answers = Answers(
         releases={job: f.result() for job, f in zip(plan.releases, releases, strict=True)},
         mirror_pulls={job.url: f.result() for job, f in zip(plan.pulls, pulls, strict=True)},
@@ -90,6 +107,10 @@ def _first_round(plan: GatherPlan, probes: Probes) -> Answers:
         },
         tips={
             (job.repository, job.commit): f.result() for job, f in zip(plan.tips, tips, strict=True)
+        },
+        ancestry={
+            (job.repository, job.rev): f.result()
+            for job, f in zip(plan.ancestry, ancestry, strict=True)
         },
     )
     for job, future in zip(links, asked, strict=True):
@@ -146,7 +167,7 @@ def _releases_of(shim: ShimPlan, answers: Answers) -> dict[str, ReleaseList | Pr
     return releases
 
 
-def _evidence(shim: ShimPlan, plan: GatherPlan, answers: Answers) -> ShimEvidence:
+def _evidence(shim: ShimPlan, plan: GatherPlan, answers: Answers, trials: Trials) -> ShimEvidence:
     return ShimEvidence(
         locks={lane.name: plan.locks.get(lane.name) for lane in shim.lanes},
         releases=_releases_of(shim, answers),
@@ -155,6 +176,9 @@ def _evidence(shim: ShimPlan, plan: GatherPlan, answers: Answers) -> ShimEvidenc
         tags=answers.tags,
         tips=answers.tips,
         execution=plan.histories.get(shim.manifest.id),
+        commits={lane.name: plan.locked_commits.get(lane.name, {}) for lane in shim.lanes},
+        ancestry=answers.ancestry,
+        trials=trials,
     )
 
 
@@ -177,15 +201,73 @@ def _decide_safely(
 
 
 def _assemble(
-    plan: GatherPlan, answers: Answers, lanes: Sequence[Lane], options: GatherOptions
+    plan: GatherPlan,
+    answers: Answers,
+    lanes: Sequence[Lane],
+    options: GatherOptions,
+    trials: Trials | None = None,
 ) -> list[Verdict]:
     now = options.clock()
     return [
         _decide_safely(
-            shim.manifest, lanes, _evidence(shim, plan, answers), now, options.stale_after_days
+            shim.manifest,
+            lanes,
+            _evidence(shim, plan, answers, trials or {}),
+            now,
+            options.stale_after_days,
         )
         for shim in plan.shims
     ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Trial: one re-lock per (lane, floors) a raise is proposed for
+
+
+def _try(resolver: Resolver, lane: Lane, floors: tuple[str, ...]) -> RaiseTrial | None:
+    wanted = {dist: str(version) for dist, version in floors_of(floors).items()}
+    try:
+        return resolver(lane, wanted)
+    except NotImplementedError:
+        # the trial re-lock is not built into this version yet: the raise stays "not re-locked"
+        return None
+    except Exception as exc:  # noqa: BLE001 - one lane's broken trial must not stop the others
+        return RaiseTrial(lane.name, floors, False, failure=f"{type(exc).__name__}: {exc}")
+
+
+def _trials(
+    verdicts: Sequence[Verdict], lanes: Sequence[Lane], resolver: Resolver, workers: int
+) -> dict[tuple[str, tuple[str, ...]], RaiseTrial]:
+    by_name = {lane.name: lane for lane in lanes}
+    wanted = unique(
+        trial_key(lv.lane, lv.floors)
+        for verdict in verdicts
+        for lv in verdict.lane_verdicts
+        if lv.step == LaneStep.RAISE and lv.floors and lv.lane in by_name
+    )
+    if not wanted:
+        return {}
+    with ThreadPoolExecutor(max_workers=_pool_size(workers, len(wanted))) as pool:
+        futures = [pool.submit(_try, resolver, by_name[name], floors) for name, floors in wanted]
+    return {
+        key: result
+        for key, future in zip(wanted, futures, strict=True)
+        if (result := future.result()) is not None
+    }
+
+
+@contextmanager
+def _resolver(options: GatherOptions, locks_dir: Path, sources: Sources) -> Iterator[Resolver]:
+    """The options' resolver, or :func:`retire.locks.trial.try_raise` bound to the locks, a
+    scratch folder (the options', else a temporary one) and the mirrors."""
+    if options.resolver is not None:
+        yield options.resolver
+        return
+    with tempfile.TemporaryDirectory(prefix="patchlane-trial-") as temporary:
+        scratch = Path(options.scratch_dir) if options.scratch_dir else Path(temporary)
+        yield functools.partial(
+            trial.try_raise, locks_dir=locks_dir, scratch_dir=scratch, mirrors=sources.mirrors
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -244,8 +326,9 @@ def gather(
     """Probe upstream for every shim concurrently and decide each; never raises.
 
     ``options`` (:class:`GatherOptions`) says how to probe: the client, indexes, code host, token
-    (default ``GITHUB_TOKEN`` / ``GH_TOKEN``), HTTP cache, mirrors. Each distinct probe runs once
-    even when many shims need it.
+    (default ``GITHUB_TOKEN`` / ``GH_TOKEN``), HTTP cache, mirrors, and how to re-lock a lane on
+    trial. Each distinct probe runs once even when many shims need it, and each (lane, floors)
+    is re-locked once even when many shims propose it.
     """
     options = options or GatherOptions()
     policy = options.policy or RetryPolicy()
@@ -255,7 +338,12 @@ def gather(
         probes = _probes(options, client, policy, sources)
         plan = make_plan(manifests, lanes, Path(locks_dir), validation_path, sources)
         answers = _run(plan, probes, sources)
-        return _assemble(plan, answers, lanes, options)
+        verdicts = _assemble(plan, answers, lanes, options)
+        if not options.resolve:
+            return verdicts
+        with _resolver(options, Path(locks_dir), sources) as resolver:
+            trials = _trials(verdicts, lanes, resolver, options.trial_workers)
+        return _assemble(plan, answers, lanes, options, trials) if trials else verdicts
     except Exception as exc:  # noqa: BLE001 - gather never raises: every shim becomes unknown
         return [_internal_error(m.id, "gather", exc) for m in manifests]
     finally:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Protocol, TypeVar
 
 from retire.evidence.values import (
+    Ancestry,
     BranchTip,
     MirrorPull,
     ProbeFailure,
@@ -26,6 +27,7 @@ from retire.probes.http import Fetcher
 from retire.verdicts.mirrored import OpenMirrors
 
 __all__ = [
+    "AncestryJob",
     "CommitJob",
     "Job",
     "LinksJob",
@@ -128,6 +130,23 @@ class TipJob:
 
     def run(self, probes: Probes) -> BranchTip | ProbeFailure:
         return probes.mirrors.tip(self.repository, self.commit)
+
+
+@dataclass(frozen=True)
+class AncestryJob:
+    """Where ``rev`` (a commit a lane locked or a run was built from, or a branch a lane follows:
+    its newest commit) stands among the release tags of the mirror of ``repository``."""
+
+    kind: ClassVar[str] = "ancestry"
+    repository: str
+    rev: str
+
+    @property
+    def target(self) -> str:
+        return self.repository
+
+    def run(self, probes: Probes) -> Ancestry | ProbeFailure:
+        return probes.mirrors.ancestry(self.repository, self.rev)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from retire.evidence.values import BranchTip, MirrorPull, ProbeFailure, TagContainment
+from retire.evidence.values import Ancestry, BranchTip, MirrorPull, ProbeFailure, TagContainment
 from retire.mirrors.config import MirrorSet
 from retire.mirrors.repo import MirrorRepo, open_mirror
 
@@ -47,3 +47,7 @@ class OpenMirrors:
     def tip(self, repository: str, commit: str) -> BranchTip | ProbeFailure:
         repo = self._repo(repository)
         return repo if isinstance(repo, ProbeFailure) else repo.probe_tip(commit)
+
+    def ancestry(self, repository: str, rev: str) -> Ancestry | ProbeFailure:
+        repo = self._repo(repository)
+        return repo if isinstance(repo, ProbeFailure) else repo.probe_ancestry(rev)

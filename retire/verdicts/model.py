@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from retire.evidence.values import (
+    Ancestry,
     BranchTip,
     ExecutionHistory,
     IssueState,
@@ -24,6 +25,7 @@ from retire.evidence.values import (
     to_json,
 )
 from retire.lanes.model import LanePolicy
+from retire.locks.trial import RaiseTrial
 
 __all__ = [
     "ConditionResult",
@@ -263,3 +265,13 @@ class ShimEvidence:
     #: of.
     tips: Mapping[tuple[str, str], BranchTip | ProbeFailure] = field(default_factory=dict)
     execution: ExecutionHistory | ProbeFailure | None = None
+    #: lane → {canonical name: commit} of what its lock takes from a git revision
+    #: ([lane.revisions]: the lock's ``vcs.commit-id``).
+    commits: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: (repository URL, commit or followed branch) → where it stands among the mirror's release
+    #: tags: a revision lane's locked commit, the newest commit of the branch it follows, a
+    #: commit a run was built from.
+    ancestry: Mapping[tuple[str, str], Ancestry | ProbeFailure] = field(default_factory=dict)
+    #: (lane, floors) → the trial re-lock of that lane with those floors raised (absent: not
+    #: re-locked, e.g. ``verdicts --no-resolve``).
+    trials: Mapping[tuple[str, tuple[str, ...]], RaiseTrial] = field(default_factory=dict)

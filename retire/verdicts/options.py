@@ -15,12 +15,14 @@ from pathlib import Path
 
 import httpx
 
+from retire.lanes.model import Lane
+from retire.locks.trial import RaiseTrial
 from retire.mirrors.config import MirrorSet
 from retire.probes.fetched import RetryPolicy
 from retire.verdicts.rules import DEFAULT_STALE_DAYS
 from shims import times
 
-__all__ = ["FROM_ENV", "FromEnv", "GatherOptions", "Mirrors"]
+__all__ = ["FROM_ENV", "FromEnv", "GatherOptions", "Mirrors", "Resolver"]
 
 
 class FromEnv(enum.Enum):
@@ -33,6 +35,11 @@ FROM_ENV = FromEnv.TOKEN
 
 #: A :class:`MirrorSet`, ``{repository URL: path}``, a folder of ``<owner>/<repo>`` clones, or None.
 Mirrors = MirrorSet | Mapping[str, str | os.PathLike[str]] | str | Path | None
+
+
+#: A trial re-lock: would ``lane`` resolve with ``floors`` ({distribution: version}) raised?
+#: (:func:`retire.locks.trial.try_raise` with its folders and mirrors bound.)
+Resolver = Callable[[Lane, Mapping[str, str]], RaiseTrial]
 
 
 @dataclass(frozen=True)
@@ -55,3 +62,13 @@ class GatherOptions:
     stale_after_days: int = DEFAULT_STALE_DAYS
     #: probes in flight at once
     workers: int = 100
+    #: run a trial re-lock for every raise a lane is proposed (False: a raise stays "not
+    #: re-locked", as `patchlane verdicts --no-resolve` and the pre-commit hook leave it)
+    resolve: bool = True
+    #: the trial re-lock (None: :func:`retire.locks.trial.try_raise` with the gather's locks
+    #: folder, ``scratch_dir`` and the mirrors)
+    resolver: Resolver | None = None
+    #: where trial locks are written (None: a temporary folder, removed afterwards)
+    scratch_dir: str | os.PathLike[str] | None = None
+    #: trial re-locks at once
+    trial_workers: int = 4

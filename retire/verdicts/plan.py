@@ -10,6 +10,7 @@ each job once, however many shims need it.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,10 +20,11 @@ from packaging.utils import canonicalize_name
 
 from retire.evidence.values import ExecutionHistory, ProbeFailure
 from retire.lanes.model import IndexSpec, Lane
+from retire.lanes.revisions import vcs_entries
 from retire.locks import locking
 from retire.mirrors.config import MirrorSet
 from retire.probes import codehost, records
-from retire.verdicts.jobs import CommitJob, LinksJob, PullJob, ReleasesJob, TipJob
+from retire.verdicts.jobs import AncestryJob, CommitJob, LinksJob, PullJob, ReleasesJob, TipJob
 from retire.verdicts.rules import link_urls
 from shims.model import ShimManifest
 
@@ -33,6 +35,7 @@ __all__ = [
     "ShimPlan",
     "Sources",
     "lane_index_urls",
+    "lock_commits",
     "lock_packages",
     "plan",
     "unique",
@@ -40,6 +43,9 @@ __all__ = [
 
 #: canonical package name → version, of one lane's lock (None: the lane has no readable lock)
 LockPackages = Mapping[str, str] | None
+
+#: A full or abbreviated commit sha (a rev that is none of these is a branch or a tag).
+_SHA = re.compile(r"[0-9a-fA-F]{7,64}")
 
 _J = TypeVar("_J", bound=Hashable)
 
@@ -101,6 +107,22 @@ def lock_packages(locks_dir: Path, lane_name: str) -> LockPackages:
     }
 
 
+def lock_commits(locks_dir: Path, lane_name: str) -> Mapping[str, str]:
+    """{canonical name: commit} of the packages a lane's lock takes from a git revision
+    ([lane.revisions]: the lock's ``vcs.commit-id``); empty without a readable lock."""
+    try:
+        lock = locking.read_lock(locking.lock_path(Path(locks_dir), lane_name))
+    except ValueError:
+        return {}
+    if lock is None:
+        return {}
+    return {
+        name: str(vcs["commit-id"])
+        for name, vcs in vcs_entries(lock).items()
+        if isinstance(vcs.get("commit-id"), str)
+    }
+
+
 # ---------------------------------------------------------------------------------------------
 # Plan: the local evidence, and every distinct look-up as a job
 
@@ -138,23 +160,28 @@ class GatherPlan:
     shims: tuple[ShimPlan, ...]
     locks: Mapping[str, LockPackages]
     histories: Mapping[str, ExecutionHistory | ProbeFailure]
+    # lane → {canonical name: commit} of what its lock takes from a git revision
+    locked_commits: Mapping[str, Mapping[str, str]]
     # one job for every link (None: no link to ask about)
     links: LinksJob | None
     releases: tuple[ReleasesJob, ...]
     commits: tuple[CommitJob, ...]
     pulls: tuple[PullJob, ...]
     tips: tuple[TipJob, ...]
+    ancestry: tuple[AncestryJob, ...] = ()
 
 
 def _release_lookups(
     manifest: ShimManifest, lanes: Sequence[Lane], sources: Sources
 ) -> tuple[ReleaseLookup, ...]:
-    """A look-up per lane for each condition that reads the index (version-floor, pr-released)."""
-    found: list[ReleaseLookup] = []
+    """A look-up per lane for each condition that reads the index (version-floor, pr-released),
+    and for the target itself, always: releases newer than any run covers make a candidate."""
+    wanted = {canonicalize_name(manifest.target.distribution): None}
     for condition in manifest.retirement.conditions:
-        if condition.kind not in ("version-floor", "pr-released") or not condition.distribution:
-            continue
-        dist = canonicalize_name(condition.distribution)
+        if condition.kind in ("version-floor", "pr-released") and condition.distribution:
+            wanted[canonicalize_name(condition.distribution)] = None
+    found: list[ReleaseLookup] = []
+    for dist in wanted:
         for lane in lanes:
             urls = lane_index_urls(lane, dist, named=sources.named, default=sources.default)
             found.append(ReleaseLookup(lane.name, dist, ReleasesJob(dist, urls)))
@@ -203,6 +230,45 @@ def _tip_jobs(
     return [TipJob(repository, commit) for commit in commits for repository in repositories]
 
 
+def _ancestry_jobs(
+    manifest: ShimManifest,
+    carrying: Sequence[Lane],
+    commits: Mapping[str, Mapping[str, str]],
+    history: ExecutionHistory | ProbeFailure | None,
+    repositories: Sequence[str],
+) -> list[AncestryJob]:
+    """Revisions ordered against releases by ancestry: each revision lane's locked commit and the
+    newest commit of the branch it follows, and every commit a run's target was built from (in
+    the mirrors of the target's revision lanes and of the shim's links)."""
+    jobs: list[AncestryJob] = []
+    for lane in carrying:
+        for revision in lane.revisions:
+            locked = commits.get(lane.name, {}).get(revision.distribution)
+            if locked:
+                jobs.append(AncestryJob(revision.repository, locked))
+            if not _SHA.fullmatch(revision.rev):
+                jobs.append(AncestryJob(revision.repository, revision.rev))
+    if isinstance(history, ExecutionHistory):
+        target = canonicalize_name(manifest.target.distribution)
+        built = [commit for run in history.runs if (commit := run.revision(target))]
+        jobs += [AncestryJob(repository, c) for c in built for repository in repositories]
+    return jobs
+
+
+def _target_repositories(
+    manifest: ShimManifest, lanes: Sequence[Lane], linked: Sequence[str], sources: Sources
+) -> list[str]:
+    """The mirrored repositories the shim's target is built from: its revision lanes' and its
+    links'."""
+    target = canonicalize_name(manifest.target.distribution)
+    named = [r.repository for lane in lanes for r in lane.revisions if r.distribution == target]
+    return [
+        repository
+        for repository in dict.fromkeys([*named, *linked])
+        if sources.mirrors.for_repository(repository) is not None
+    ]
+
+
 def unique(jobs: Iterable[_J]) -> tuple[_J, ...]:
     return tuple(dict.fromkeys(jobs))
 
@@ -223,6 +289,8 @@ def plan(
     commits: list[CommitJob] = []
     pulls: list[PullJob] = []
     tips: list[TipJob] = []
+    ancestry: list[AncestryJob] = []
+    locked = {name: lock_commits(locks_dir, name) for name in lock_names}
     for manifest in manifests:
         if not listing[manifest.id]:
             shims.append(ShimPlan(manifest, ()))
@@ -239,13 +307,22 @@ def plan(
         links += urls
         pulls += mirrored
         tips += _tip_jobs(manifest, histories.get(manifest.id), repositories)
+        ancestry += _ancestry_jobs(
+            manifest,
+            listing[manifest.id],
+            locked,
+            histories.get(manifest.id),
+            _target_repositories(manifest, lanes, repositories, sources),
+        )
     return GatherPlan(
         tuple(shims),
         {name: lock_packages(locks_dir, name) for name in lock_names},
         histories,
+        locked,
         LinksJob(unique(links)) if links else None,
         unique(lookup.job for shim in shims for lookup in shim.releases),
         unique(commits),
         unique(pulls),
         unique(tips),
+        unique(ancestry),
     )

@@ -33,11 +33,19 @@ from functools import cached_property
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from retire.evidence.values import ExecutionHistory, IssueState, ProbeFailure, PullState
+from retire.evidence.validation import RunOutcome
+from retire.evidence.values import (
+    ExecutionHistory,
+    IssueState,
+    ProbeFailure,
+    PullState,
+    ReleaseList,
+)
 from retire.lanes.model import Lane
 from retire.verdicts import execution
 from retire.verdicts.conditions import FAILS, HOLDS, UNDECIDED, combine, evaluate, floor_text
-from retire.verdicts.execution import Found
+from retire.verdicts.execution import Found, Order, version_of
+from retire.verdicts.lanes import ShimRuling, derive, floors_of, lane_steps
 from retire.verdicts.model import (
     ConditionResult,
     ConditionState,
@@ -197,6 +205,8 @@ class _Facts:
     evidence: ShimEvidence
     # the proposed floors, highest per distribution; empty unless the conditions hold
     floors: Mapping[str, Version]
+    # commits runs were built from → their place among releases by ancestry
+    order: Order
 
     def _whys(self, state: ConditionState) -> str:
         return "; ".join(f"{r.kind}: {r.why}" for r in self.results if r.state == state)
@@ -226,7 +236,9 @@ class _Facts:
     @cached_property
     def inside_floors(self) -> Found:
         """The runs on releases inside every proposed floor."""
-        return execution.first_clean(self.runs, self.checked, self.floors)
+        return execution.first_clean(
+            self.runs, self.checked, self.floors, self.order if self.checked == self.dist else None
+        )
 
     def run_action(self, floors: Mapping[str, Version]) -> str:
         return _run_action(self.manifest, floors, self.lanes)
@@ -400,6 +412,10 @@ def _facts(
     locked = _newest_locked(dist, {name: evidence.locks.get(name) for name in listing})
     for tip in evidence.tips.values():
         used.add(tip)
+    order = execution.ordering(runs, dist, evidence.ancestry)
+    for key, placed in evidence.ancestry.items():
+        if key[1] in order:
+            used.add(placed)
     return _Facts(
         manifest,
         lanes,
@@ -408,9 +424,10 @@ def _facts(
         combined,
         history,
         runs,
-        execution.newest(runs, dist, locked),
+        execution.newest(runs, dist, locked, order),
         evidence,
         _highest_floors(results) if combined == HOLDS else {},
+        order,
     )
 
 
@@ -423,12 +440,73 @@ def _rule(facts: _Facts) -> _Ruling:
     return _rule_5(facts)
 
 
-def _failure_flags(ruling: _Ruling, failures: Iterable[ProbeFailure]) -> list[Flag]:
+def _conflicts(facts: _Facts, ruling: _Ruling) -> list[Flag]:
+    """A holding condition puts the fix in release R while a run without the shim reproduced the
+    bug on a release at or above R: both sides named; the floor comes from execution."""
+    if any(f.kind == FlagKind.CONFLICT for f in ruling.flags):
+        return []
+    bugs = [r for r in facts.runs.runs if r.outcome == RunOutcome.BUG_REPRODUCED]
+    ending = (
+        f"the floor comes from execution: {', '.join(ruling.floors)}"
+        if ruling.floors
+        else "the floor comes from execution, and no run without the shim is clean above it yet"
+    )
+    flags = []
+    for result in facts.results:
+        if result.state != HOLDS or not result.floor or result.kind == "reproducer-clean":
+            continue
+        dist, floor = next(iter(floors_of((result.floor,)).items()))
+        order = facts.order if dist == facts.dist else None
+        above = [
+            (v, r) for r in bugs if (v := version_of(r, dist, order)) is not None and v >= floor
+        ]
+        if not above:
+            continue
+        _, run = max(above, key=lambda pair: pair[0])
+        flags.append(
+            Flag(
+                FlagKind.CONFLICT,
+                f"{result.kind}: {result.why} — but BUG_REPRODUCED without the shim on {dist} "
+                f"{run.version(dist)} ({run.where}); {ending}",
+            )
+        )
+    return flags
+
+
+def _newer_releases(facts: _Facts, ruling: _Ruling, used: Used) -> list[Flag]:
+    """Keep on the newest run, while the index lists releases newer than any run or lock covers:
+    one bisection decides."""
+    covered = facts.newest.version
+    releases = facts.evidence.releases.get(facts.dist)
+    if (
+        ruling.decision != Decision.KEEP
+        or facts.newest.state != ExecutionState.BUG
+        or covered is None
+        or any(f.kind == FlagKind.CANDIDATE for f in ruling.flags)
+        or not isinstance(releases, ReleaseList)
+    ):
+        return []
+    newer = [r.version for r in releases.available() if not r.prerelease and r.version > covered]
+    if not newer:
+        return []
+    used.add(releases)
+    shown = ", ".join(str(v) for v in newer[:3]) + (", …" if len(newer) > 3 else "")
+    return [
+        Flag(
+            FlagKind.CANDIDATE,
+            f"the index lists {len(newer)} release(s) of {facts.dist} newer than any run or lock "
+            f"covers ({covered.public}): {shown} — one bisection decides: "
+            f"`patchlane bisect {facts.manifest.id} --since {covered.public}`",
+        )
+    ]
+
+
+def _failure_flags(decision: Decision, why: str, failures: Iterable[ProbeFailure]) -> list[Flag]:
     """Every failure met is shown: in ``why`` when the decision rests on it, else as a flag."""
     return [
         Flag(FlagKind.PROBE_FAILED, str(failure))
         for failure in failures
-        if ruling.decision != Decision.UNKNOWN or failure.reason not in ruling.why
+        if decision != Decision.UNKNOWN or failure.reason not in why
     ]
 
 
@@ -440,28 +518,44 @@ def decide(
     now: _dt.datetime,
     stale_after_days: int = DEFAULT_STALE_DAYS,
 ) -> Verdict:
-    """The verdict for one shim; see the module docstring and ``docs/verdicts.md``."""
+    """The verdict for one shim; see the module docstring and ``docs/verdicts.md``: the evidence
+    decides, then each lane that carries the shim gets its step and the decision derives from
+    them (:mod:`retire.verdicts.lanes`)."""
     dist = canonicalize_name(manifest.target.distribution)
     listing = tuple(lane.name for lane in lanes if manifest.id in lane.shims)
     used = Used()
     flags = _drift(dist, listing, evidence)
     facts = _facts(manifest, lanes, evidence, listing, used)
     ruling = _rule(facts)
+    shim = ShimRuling(
+        manifest.id,
+        dist,
+        ruling.decision,
+        ruling.why,
+        ruling.action,
+        floors_of(ruling.floors),
+        facts.runs,
+    )
+    lane_verdicts = lane_steps(shim, lanes, evidence, used)
+    decision, why, action = derive(shim, lane_verdicts)
     link_states = [evidence.links[url] for url in link_urls(manifest) if url in evidence.links]
     for state in link_states:
         used.add(state)
     flags += ruling.flags
-    flags += _failure_flags(ruling, used.failures)
+    flags += _conflicts(facts, ruling)
+    flags += _newer_releases(facts, ruling, used)
+    flags += _failure_flags(decision, why, used.failures)
     flags += _upstream_flags(manifest, link_states, ruling.decision, now, stale_after_days)
     return Verdict(
         manifest.id,
-        ruling.decision,
-        ruling.why,
-        ruling.action,
+        decision,
+        why,
+        action,
         tuple(flags),
         listing,
         facts.results,
         tuple(used.evidence),
         tuple(used.failures),
         ruling.floors,
+        lane_verdicts,
     )
