@@ -51,7 +51,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     root = (args.path if args.path is not None else project.root).resolve()
     source = _source(args, root)
     plan = plan_init(root, source, action=args.action, python=args.python)
-    written = write(plan, command="patchlane init")
+    written = write(plan, command="patchlane init", append_only=True)
     for path in written:
         say(
             f"{'edited ' if path in plan.edit else 'created'} {shown(root / path)}",

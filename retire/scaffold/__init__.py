@@ -47,9 +47,9 @@ class Plan:
     notes: tuple[str, ...] = ()
 
 
-def write(plan: Plan, *, command: str) -> list[str]:
-    """Write ``plan``; refuses (one line, nothing written) when a file to create exists. Returns
-    the paths."""
+def write(plan: Plan, *, command: str, append_only: bool = False) -> list[str]:
+    """Write ``plan``; refuses (one line, nothing written) when a file to create exists, or, with
+    ``append_only``, when an edit would change what a file holds. Returns the paths."""
     root = plan.root.resolve()
     for relative in [*plan.create, *plan.edit]:
         target = (root / relative).resolve()
@@ -66,7 +66,7 @@ def write(plan: Plan, *, command: str) -> list[str]:
             f"exists; {command} writes only new files",
             "move it aside, or run it in a folder without it",
         )
-    for relative, text in plan.edit.items():
+    for relative, text in plan.edit.items() if append_only else ():
         # an edit appends: what the file holds stays, byte for byte
         if not text.startswith((root / relative).read_text(encoding="utf-8")):
             raise InputError(

@@ -111,8 +111,8 @@ def merge_precommit(text: str, entry: str, name: str = ".pre-commit-config.yaml"
     if indent is None:
         return Merged(
             None,
-            f"{name}: its repos: list is not the last block of the file (or is written inline); "
-            "add this under it",
+            f"{name} cannot be appended to as text (its repos: list is written inline, or is not "
+            "the last block of the file); add this under its repos:",
             entry,
         )
     block = "".join(f"{' ' * indent}{line}\n" if line else "\n" for line in entry.splitlines())
