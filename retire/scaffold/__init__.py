@@ -1,10 +1,12 @@
 """Scaffolds: a new patchlane project (``patchlane init``) and a new shim (``patchlane shim new``).
 
-Both are plans first (:class:`Plan`: the files to create, the files to edit, the notes), then one
-write: nothing is written when any file to create already exists, an existing file is only
-appended to (never rewritten), every file is written atomically, and nothing outside the project
-is touched. The texts are the files under ``templates/``, with ``@@NAME@@`` placeholders (no
-``$``: the workflows hold shell and GitHub expressions).
+``source`` says where patchlane comes from (``init --from``); ``merge`` appends to a shop's
+noxfile and pre-commit config. Both scaffolds are plans first (:class:`Plan`: the files to
+create, the files to edit, the notes), then one write: nothing is written when any file to create
+already exists, an existing file is only appended to by ``init`` (never rewritten), every file is
+written atomically, and nothing outside the project is touched. The texts are the files under
+``templates/``, with ``@@NAME@@`` placeholders (no ``$``: the workflows hold shell and GitHub
+expressions).
 """
 
 from __future__ import annotations
