@@ -31,6 +31,11 @@ sys.path.insert(0, str(ROOT))
 # imported to register them with nox, after sys.path names this checkout's engine
 from retire.sessions import bump, lane, lanes, lock, retire, summary  # noqa: E402,F401
 
+# `nox` alone runs the lanes; tests and benchmarks get uv's virtualenvs, reused between runs.
+nox.options.sessions = ["lane"]
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.reuse_venv = "yes"
+
 
 @nox.session
 def lint(session: nox.Session) -> None:

@@ -29,9 +29,9 @@ __all__ = ["ROOT", "RUN_ID", "bump", "lane", "lanes", "lock", "patchlane", "reti
 #: The project: nox runs a noxfile from its own folder.
 ROOT = Path.cwd().resolve()
 
-nox.options.sessions = ["lane"]
-nox.options.default_venv_backend = "uv|virtualenv"
-nox.options.reuse_venv = "yes"
+# No nox.options here: a shop's noxfile keeps its own defaults (which sessions `nox` alone runs, its
+# venv backend) when it imports these sessions; patchlane's own sessions need no venv
+# (venv_backend="none"), and `patchlane init`'s noxfile sets `nox.options.sessions = ["lane"]`.
 
 
 def _lane_params() -> tuple[list[nox.param], str | None]:
@@ -95,13 +95,13 @@ def summary(session: nox.Session) -> None:
     patchlane(session, "summary", "--run-id", RUN_ID)
 
 
-@nox.session(venv_backend="none")
+@nox.session(venv_backend="none", default=False)
 def lanes(session: nox.Session) -> None:
     """List the expanded lanes and the state of their locks."""
     patchlane(session, "lanes", *session.posargs)
 
 
-@nox.session(venv_backend="none")
+@nox.session(venv_backend="none", default=False)
 def lock(session: nox.Session) -> None:
     """Lock every lane (or `-- NAME…`); `-- --check` fails on stale locks;
     `--upgrade[-package]`."""

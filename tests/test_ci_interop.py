@@ -29,8 +29,11 @@ def _load(path: Path) -> object:
 
 def _scaffolded_workflows(tmp_path: Path) -> dict[str, object]:
     from retire.scaffold.project import plan_init
+    from retire.scaffold.source import parse_source
 
-    plan = plan_init(tmp_path)
+    plan = plan_init(
+        tmp_path, parse_source("git+https://github.com/acme/patchlane@v0.1.0", tmp_path)
+    )
     return {
         name: yaml.safe_load(text)
         for name, text in plan.create.items()
@@ -90,7 +93,8 @@ def test_the_repositorys_workflows_use_the_action_and_the_hooks(tmp_path):
         if isinstance(doc, dict)
         for step in _steps(doc)
     ]
-    assert sum(u.startswith("patchlane/patchlane@v") for u in uses) == 2
+    # --from a github.com repository: the Action is that repository's at the same ref
+    assert sum(u == "acme/patchlane@v0.1.0" for u in uses) == 2
     config = scaffolded[".pre-commit-config.yaml"]
     assert [hook["id"] for hook in config["repos"][0]["hooks"]] == [
         "patchlane-lock-check",

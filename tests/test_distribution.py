@@ -33,7 +33,7 @@ PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf
 VERSION = PYPROJECT["project"]["version"]
 WHEEL = f"patchlane-{VERSION}-py3-none-any.whl"
 SDIST = f"patchlane-{VERSION}.tar.gz"
-ENGINE = ("uv", "nox", "httpx", "tomlkit")
+ENGINE = ("uv", "nox", "httpx", "tomlkit", "yaml")
 
 
 def _clean_env(home: Path, **extra: str) -> dict[str, str]:

@@ -102,6 +102,14 @@ def test_per_shim_rows_say_where_each_was_proven_or_that_it_never_ran(shop):
     )
     assert rows["delta"]["owner"] == "numerics@example.org"
     assert rows["beta"]["floors"] == ["toylib>=1.1"]
+    # Unproven: no lane that lists the shim has latest runs judged needed or upstream-fixed (a
+    # lane that exists only in the records, like h200-overlay, proves nothing for today's lanes).
+    assert {shim: row["unproven"] for shim, row in rows.items()} == {
+        "alpha": None,
+        "beta": None,
+        "delta": "cpu: no run recorded; gpu: no run recorded",
+        "epsilon": "cpu: skipped — no CUDA device",
+    }
 
 
 def test_matrix_rebuilds_the_latest_run_per_lane_with_judge(shop):
@@ -196,7 +204,7 @@ def test_markdown_is_an_issue_body_with_tables_and_collapsible_evidence(shop):
     )
     assert re.search(
         r"\| \[`delta`\]\(#evidence-delta\) \| source-patch \| numerics@example.org \| 218 d "
-        r"\|.*\| never run \|",
+        r"\|.*\| \*\*unproven\*\*: [^|]*<br>never run \|",
         md,
     )
     # cpu, gpu, h200-overlay

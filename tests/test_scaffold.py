@@ -3,6 +3,7 @@ against a loopback index, nox runs its lane, and the scaffolded shim's reproduce
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -86,6 +87,10 @@ def test_init_then_shim_new_then_nox_lock_and_lane(tmp_path, einops_index, monke
         "my_fix: the reproducer is not written yet (einops imports)" in r.detail for r in records
     )
     assert records[0].versions.get("einops") == "0.8.1"
+    # The lane passed, but it proved nothing: the summary says so, and --strict fails on it.
+    assert "unproven: my_fix — cpu: skipped — my_fix: the reproducer is not written yet" in out
+    code, out = _nox(shop, "-s", "lane", "--", "--strict")
+    assert code != 0 and "FAILED (--strict): 1 shim(s) that no lane proves: my_fix" in out, out
 
 
 def test_init_refuses_to_overwrite_and_appends_to_a_readme(tmp_path, capsys):
@@ -177,3 +182,258 @@ def test_init_without_a_reachable_index_writes_the_project_and_says_to_lock_late
     assert code == 0, err
     assert "note: cpu is not locked yet" in out + err and "run `nox -s lock`" in out + err
     assert (tmp_path / "lanes" / "cpu.toml").is_file() and not (tmp_path / "locks" / "cpu").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# init in the repository a shop already has, and where patchlane comes from
+
+SHOP_NOXFILE = '''"""Our sessions."""
+import nox
+
+nox.options.sessions = ["tests"]
+
+
+@nox.session
+def tests(session):
+    session.run("pytest")
+'''
+SHOP_PRECOMMIT = """# our hooks
+repos:
+- repo: https://github.com/pre-commit/pre-commit-hooks
+  rev: v5.0.0   # pinned
+  hooks:
+  - id: trailing-whitespace
+    args: ['--markdown-linebreak-ext=md']
+"""
+
+
+def _git_repository(path):
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    return path
+
+
+def test_init_appends_to_an_existing_noxfile_and_pre_commit_config(tmp_path, capsys):
+    import yaml
+
+    shop = _git_repository(tmp_path / "shop")
+    (shop / "noxfile.py").write_text(SHOP_NOXFILE)
+    (shop / ".pre-commit-config.yaml").write_text(SHOP_PRECOMMIT)
+    code, out, err = run_cli(
+        shop, "init", "--no-lock", "--from", "patchlane[engine]==0.1.0", "--json", capsys=capsys
+    )
+    assert code == 0, err
+    document = json.loads(out)
+    assert document["edited"] == [".pre-commit-config.yaml", "noxfile.py"]
+    assert document["notes"] == [] and document["from"] == "patchlane[engine]==0.1.0"
+    noxfile = (shop / "noxfile.py").read_text()
+    assert noxfile.startswith(SHOP_NOXFILE)
+    assert noxfile.endswith(
+        "from retire.sessions import bump, lane, lanes, lock, retire, summary  "
+        "# noqa: E402,F401 - patchlane's sessions\n"
+    )
+    config = (shop / ".pre-commit-config.yaml").read_text()
+    # the shop's text stays as written (comments, quoting, its zero-indent list), one entry after it
+    assert config.startswith(SHOP_PRECOMMIT)
+    repos = yaml.safe_load(config)["repos"]
+    assert repos[0] == yaml.safe_load(SHOP_PRECOMMIT)["repos"][0]
+    assert repos[1]["repo"] == "local"
+    assert [h["id"] for h in repos[1]["hooks"]] == [
+        "patchlane-lock-check",
+        "patchlane-manifest-check",
+    ]
+    assert repos[1]["hooks"][0]["additional_dependencies"] == ["patchlane[engine]==0.1.0"]
+    assert repos[1]["hooks"][1]["additional_dependencies"] == ["patchlane==0.1.0"]
+    # The shop's nox runs its own default sessions and sees patchlane's.
+    listed = _nox(shop, "--list")[1]
+    assert "* tests" in listed and "- lock" in listed and "lane(name='cpu')" in listed, listed
+    # A second init: patchlane.toml exists; nothing is appended twice.
+    code, _out, err = run_cli(shop, "init", "--no-lock", capsys=capsys)
+    assert code == 2 and "patchlane.toml: exists" in err
+    assert (shop / "noxfile.py").read_text() == noxfile
+
+
+@pytest.mark.parametrize(
+    ("noxfile", "note"),
+    [
+        ("def lane(:\n", "noxfile.py does not parse"),
+        ("import nox\n\n\ndef lock():\n    pass\n", "noxfile.py defines lock already"),
+        ("from retire.sessions import lane\n", "noxfile.py already imports patchlane's sessions"),
+    ],
+)
+def test_a_noxfile_that_cannot_take_the_line_is_left_alone_with_a_note(
+    tmp_path, capsys, noxfile, note
+):
+    shop = _git_repository(tmp_path / "shop")
+    (shop / "noxfile.py").write_text(noxfile)
+    code, out, err = run_cli(shop, "init", "--no-lock", capsys=capsys)
+    assert code == 0, err
+    assert (shop / "noxfile.py").read_text() == noxfile
+    assert f"note: {note}" in out
+    if "already" not in note:
+        # the exact lines to add
+        assert "from retire.sessions import " in out.split(f"note: {note}")[1]
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        "repos: [\n",
+        "repos: []\n",
+        "repos:\n  - repo: local\n    hooks: []\nci:\n  autofix_prs: false\n",
+        (
+            "repos:\n  - repo: https://host/patchlane\n    rev: v1\n    hooks:\n"
+            "      - id: patchlane-lock-check\n"
+        ),
+    ],
+    ids=["not-yaml", "inline-list", "repos-not-last", "already-there"],
+)
+def test_a_pre_commit_config_that_cannot_be_appended_to_is_left_alone(tmp_path, capsys, config):
+    shop = _git_repository(tmp_path / "shop")
+    (shop / ".pre-commit-config.yaml").write_text(config)
+    code, out, err = run_cli(shop, "init", "--no-lock", capsys=capsys)
+    assert code == 0, err
+    assert (shop / ".pre-commit-config.yaml").read_text() == config
+    assert "note: .pre-commit-config.yaml " in out
+    if "patchlane-lock-check" not in config:
+        assert "- id: patchlane-lock-check" in out.split("note: .pre-commit-config.yaml")[1]
+
+
+def test_init_outside_a_git_repository_says_how_to_make_one(tmp_path, capsys):
+    # a folder with no repository above it (tmp_path may sit in one)
+    env = os.environ.get("GIT_CEILING_DIRECTORIES")
+    os.environ["GIT_CEILING_DIRECTORIES"] = str(tmp_path)
+    try:
+        code, out, err = run_cli(tmp_path / "shop", "init", "--no-lock", capsys=capsys)
+    finally:
+        if env is None:
+            os.environ.pop("GIT_CEILING_DIRECTORIES")
+        else:
+            os.environ["GIT_CEILING_DIRECTORIES"] = env
+    assert code == 0, err
+    assert "is not a git repository" in out and "git init && git add -A && git commit" in out
+    shop = _git_repository(tmp_path / "other")
+    code, out, _err = run_cli(shop, "init", "--no-lock", capsys=capsys)
+    assert code == 0 and "not a git repository" not in out
+
+
+def _written(tmp_path, capsys, *options):
+    import yaml
+
+    shop = tmp_path / "shop"
+    code, _out, err = run_cli(tmp_path, "init", "--no-lock", *options, str(shop), capsys=capsys)
+    assert code == 0, err
+    workflows = shop / ".github" / "workflows"
+    lanes = yaml.safe_load((workflows / "patchlane-lanes.yml").read_text())
+    report = yaml.safe_load((workflows / "patchlane-report.yml").read_text())
+    steps = [*lanes["jobs"]["lane"]["steps"], *report["jobs"]["report"]["steps"]]
+    return {
+        "hooks": yaml.safe_load((shop / ".pre-commit-config.yaml").read_text())["repos"],
+        "installs": sorted(
+            {
+                s["run"]
+                for job in lanes["jobs"].values()
+                for s in job["steps"]
+                if s.get("run", "").startswith("python -m pip install")
+            }
+            | {s["run"] for s in steps if s.get("run", "").startswith("python -m pip install")}
+        ),
+        "uses": [s["uses"] for s in steps if "patchlane" in s.get("uses", "")],
+        "with": [s.get("with", {}) for s in steps if "patchlane" in s.get("uses", "")],
+        "runs": [s["run"] for s in steps if s.get("run", "").startswith("patchlane ")],
+        "readme": (shop / "README.md").read_text(),
+    }
+
+
+def test_from_a_github_git_url_the_hooks_are_its_repository_and_the_action_its_own(
+    tmp_path, capsys
+):
+    written = _written(tmp_path, capsys, "--from", "git+https://github.com/acme/patchlane@v0.1.0")
+    assert written["hooks"] == [
+        {
+            "repo": "https://github.com/acme/patchlane",
+            "rev": "v0.1.0",
+            "hooks": [{"id": "patchlane-lock-check"}, {"id": "patchlane-manifest-check"}],
+        }
+    ]
+    assert written["uses"] == ["acme/patchlane@v0.1.0"] * 2
+    # the lane job is strict; the Action installs its own source (the same)
+    assert written["with"][0] == {"lanes": "${{ matrix.lane }}", "strict": "true"}
+    assert written["installs"] == [
+        'python -m pip install "patchlane[engine] @ git+https://github.com/acme/patchlane@v0.1.0"'
+    ]
+    assert "[patchlane](https://github.com/acme/patchlane)" in written["readme"]
+
+
+def test_from_another_git_host_or_an_index_the_workflows_run_the_commands(tmp_path, capsys):
+    written = _written(
+        tmp_path, capsys, "--from", "git+https://git.example.org/tools/patchlane@abc123"
+    )
+    assert written["hooks"][0]["repo"] == "https://git.example.org/tools/patchlane"
+    assert written["hooks"][0]["rev"] == "abc123" and written["uses"] == []
+    assert written["runs"] == [
+        "patchlane lock --check --skip-unreachable",
+        'patchlane run --strict -- "$LANE"',
+        "patchlane report",
+    ]
+    (tmp_path / "shop").rename(tmp_path / "first")
+    written = _written(tmp_path, capsys, "--from", "patchlane[engine]>=0.1,<0.2")
+    assert written["installs"] == ['python -m pip install "patchlane[engine]<0.2,>=0.1"']
+    assert written["hooks"][0]["repo"] == "local" and written["uses"] == []
+    assert 'python -m pip install "patchlane[engine]<0.2,>=0.1"' in written["readme"]
+
+
+def test_action_alone_still_names_a_github_repository_and_with_from_it_gets_the_engine(
+    tmp_path, capsys
+):
+    pinned = "acme/patchlane@3d3c42e5aac5ba805825da76410c181273ba90b1"
+    written = _written(tmp_path, capsys, "--action", pinned)
+    assert written["uses"] == [pinned] * 2 and written["hooks"][0]["rev"] == pinned.split("@")[1]
+    (tmp_path / "shop").rename(tmp_path / "first")
+    written = _written(
+        tmp_path,
+        capsys,
+        "--action",
+        pinned,
+        "--from",
+        "git+https://github.com/acme/patchlane@v0.1.0",
+    )
+    # the Action pinned by commit installs the engine --from names (the tag)
+    assert written["uses"] == [pinned] * 2 and written["hooks"][0]["rev"] == "v0.1.0"
+    engine = "patchlane[engine] @ git+https://github.com/acme/patchlane@v0.1.0"
+    assert [w.get("engine") for w in written["with"]] == [engine, engine]
+
+
+def test_from_a_wheel_inside_the_repository_ci_installs_it_from_the_workspace(tmp_path, capsys):
+    shop = tmp_path / "shop"
+    wheel = shop / "vendor" / "patchlane-0.1.0-py3-none-any.whl"
+    wheel.parent.mkdir(parents=True)
+    wheel.write_bytes(b"PK")
+    written = _written(tmp_path, capsys, "--from", str(wheel))
+    assert written["installs"] == [
+        (
+            'python -m pip install "patchlane[engine] @ '
+            'file://${GITHUB_WORKSPACE}/vendor/patchlane-0.1.0-py3-none-any.whl"'
+        )
+    ]
+    assert written["hooks"][0]["hooks"][0]["additional_dependencies"] == [
+        f"patchlane[engine] @ {wheel.as_uri()}"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("source", "problem"),
+    [
+        ("git+https://github.com/acme/patchlane", "names no ref"),
+        ("https://example.org/patchlane.whl", "is a URL but not a git URL"),
+        ("requests==2.0", "is not a requirement on patchlane"),
+        ("patchlane[engine] >", "is not a requirement"),
+        ("./no-such-wheel/patchlane-0.1.0-py3-none-any.whl", "is no wheel, sdist or checkout"),
+    ],
+)
+def test_a_from_that_names_no_patchlane_is_one_line_and_nothing_is_written(
+    tmp_path, capsys, source, problem
+):
+    code, _out, err = run_cli(tmp_path, "init", "--no-lock", "--from", source, capsys=capsys)
+    assert code == 2 and problem in err and err.count("\n") == 1 and "--from" in err, err
+    assert not (tmp_path / "patchlane.toml").exists()

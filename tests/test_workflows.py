@@ -48,11 +48,10 @@ PINNED = re.compile(r"(?P<action>[\w.-]+/[\w.-]+)@(?P<sha>[0-9a-f]{40})")
 RELEASE = re.compile(r"v(?P<major>\d+)\.\d+\.\d+")
 
 
-def _scaffold(tmp_path: Path, capsys, action: str = PINNED_ACTION) -> Path:
+def _scaffold(tmp_path: Path, capsys, action: str = PINNED_ACTION, *options: str) -> Path:
     shop = tmp_path / "shop"
-    code, _, err = run_cli(
-        tmp_path, "init", "--no-lock", "--action", action, str(shop), capsys=capsys
-    )
+    chosen = list(options) or ["--action", action]
+    code, _, err = run_cli(tmp_path, "init", "--no-lock", *chosen, str(shop), capsys=capsys)
     assert code == 0, err
     return shop
 
@@ -150,8 +149,25 @@ def test_zizmor_finds_nothing_in_the_repositorys_workflows():
     assert findings == [], _summary(findings)
 
 
-def test_zizmor_finds_nothing_in_the_workflows_init_writes(tmp_path, capsys):
-    shop = _scaffold(tmp_path, capsys)
+#: init's ways to name patchlane in the workflows: its Action pinned by commit; the same Action
+#: installing the engine from a tag (--from); no Action (an index, or a git host that is not
+#: github.com): the workflows run patchlane's commands themselves.
+SOURCES = {
+    "action": ("--action", PINNED_ACTION),
+    "action+from": (
+        "--action",
+        PINNED_ACTION,
+        "--from",
+        "git+https://github.com/patchlane/patchlane@v0.1.0",
+    ),
+    "index": ("--from", "patchlane[engine]==0.1.0"),
+    "other-git-host": ("--from", "git+https://git.example.org/tools/patchlane@v0.1.0"),
+}
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_zizmor_finds_nothing_in_the_workflows_init_writes(tmp_path, capsys, source):
+    shop = _scaffold(tmp_path, capsys, PINNED_ACTION, *SOURCES[source])
     findings = _zizmor_findings("--no-config", "--collect=all", shop, cwd=tmp_path)
     assert findings == [], _summary(findings)
 
@@ -184,8 +200,9 @@ def test_actionlint_finds_nothing_in_the_repositorys_workflows():
     assert proc.returncode == 0 and proc.stdout == "", proc.stdout + proc.stderr
 
 
-def test_actionlint_finds_nothing_in_the_workflows_init_writes(tmp_path, capsys):
-    shop = _scaffold(tmp_path, capsys)
+@pytest.mark.parametrize("source", SOURCES)
+def test_actionlint_finds_nothing_in_the_workflows_init_writes(tmp_path, capsys, source):
+    shop = _scaffold(tmp_path, capsys, PINNED_ACTION, *SOURCES[source])
     files = sorted(str(p) for p in (shop / ".github" / "workflows").glob("*.yml"))
     assert len(files) == 2
     proc = subprocess.run(

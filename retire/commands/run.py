@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from retire.evidence.validation import ValidationRecord
     from retire.lanes.model import Lane
     from retire.runs.lanerun import Host, LaneRun, RunOptions
+    from retire.runs.proof import Proof
     from shims.model import ShimManifest
 
 
@@ -79,6 +80,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--manifest",
         type=Path,
         help="validation manifest to append to (default: validation/manifest.jsonl)",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="also fail (exit 1) on a shim that no lane proves: its reproducer still skips, its "
+        "target is not in the lane, no lane lists it (evidence: each lane's latest recorded runs)",
     )
     p.add_argument("--no-record", action="store_true", help="do not record the results")
     p.add_argument(
@@ -131,19 +138,62 @@ def run(project: Project, args: argparse.Namespace) -> int:
     results = _run_lanes(lanes, manifests, options, jobs=args.jobs, recorder=recorder)
     _write_summaries(project, options.run_id, results)
     failed = _show(project, manifests, results)
+    # this run's records are in the manifest already, unless it recorded nothing
+    unrecorded = (
+        [r for run in results for s in run.shims for r in s.records] if args.no_record else []
+    )
+    proofs = unproven(project, [run.lane for run in results], target, unrecorded)
+    stopped = _say_unproven(proofs, strict=args.strict)
     if args.json:
         emit_json(
             {
-                "ok": not failed,
+                "ok": not failed and not stopped,
                 "run_id": options.run_id,
                 "host": host.description,
                 "recorded": recorder.count,
                 "manifest": None if args.no_record else shown(target),
                 "lanes": [lanerun.to_summary(run) for run in results],
                 "failed": failed,
+                "unproven": [proof.to_json() for proof in proofs],
+                "strict": args.strict,
             }
         )
-    return ExitCode.FAILED if failed else ExitCode.OK
+    return ExitCode.FAILED if failed or stopped else ExitCode.OK
+
+
+def unproven(
+    project: Project,
+    lanes: list[str],
+    manifest: Path,
+    extra: list[ValidationRecord] | None = None,
+) -> list[Proof]:
+    """The shims of ``lanes`` (and those no lane lists) that no lane of the project proves, from
+    the latest runs in ``manifest`` and ``extra`` (retire.runs.proof)."""
+    from retire.evidence import validation
+    from retire.lanes import lanefile
+    from retire.runs import proof
+
+    every = lanefile.project_lanes(project)
+    listed = {shim for lane in every for shim in lane.shims}
+    ran = [lane for lane in every if lane.name in set(lanes)]
+    planned = dict.fromkeys(shim for lane in ran for shim in lane.shims)
+    planned.update(dict.fromkeys(sorted(project.shim_ids() - listed)))
+    records = [*validation.load(manifest), *(extra or [])]
+    return [p for p in proof.assess(list(planned), every, records) if not p.proven]
+
+
+def _say_unproven(proofs: list[Proof], *, strict: bool) -> bool:
+    """One line per shim that no lane proves; True when --strict makes that a failure."""
+    for found in proofs:
+        say(f"unproven: {found.shim} — {found.why}")
+    if proofs and strict:
+        say(
+            f"FAILED (--strict): {len(proofs)} shim(s) that no lane proves: "
+            f"{', '.join(p.shim for p in proofs)} — write each reproducer so that it reproduces "
+            "the bug without the shim and not with it (docs/shims.md), on a lane that installs "
+            "its target"
+        )
+    return bool(proofs) and strict
 
 
 def _selected_lanes(project: Project, args: argparse.Namespace) -> list[Lane]:
@@ -292,5 +342,8 @@ COMMAND = Command(
     "Build each lane from its lock (uv, hash-checked) and run every shim's reproducer without and "
     "with the shim. "
     "With --wheelhouse DIR the lane is built from DIR alone, offline (docs/offline.md). "
-    "Exit 1 only for broken shims, crashes and lanes that fail to build.",
+    "A shim that no lane proves (its reproducer still skips, its target is not in the lane, no "
+    "lane lists it) is listed as unproven. "
+    "Exit 1 for broken shims, crashes and lanes that fail to build, and with --strict for an "
+    "unproven shim.",
 )

@@ -7,6 +7,7 @@ import argparse
 import json
 
 from retire.commands.base import Command, ExitCode, emit_json, say
+from retire.commands.run import unproven
 from retire.core.errors import InputError
 from retire.core.project import Project
 from shims import tomlreader
@@ -41,6 +42,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
                 "re-run that lane, or delete the file",
             ) from None
     failed = [run.lane for run in results if run.failed]
+    # the run's lanes recorded into the project's manifest (retire.runs.proof: latest runs)
+    proofs = unproven(project, [run.lane for run in results], project.validation)
     if args.json:
         emit_json(
             {
@@ -48,10 +51,13 @@ def run(project: Project, args: argparse.Namespace) -> int:
                 "run_id": args.run_id,
                 "lanes": [lanerun.to_summary(r) for r in results],
                 "failed": failed,
+                "unproven": [proof.to_json() for proof in proofs],
             }
         )
         return ExitCode.FAILED if failed else ExitCode.OK
     say(lanerun.summary_table(results))
+    for found in proofs:
+        say(f"unproven: {found.shim} — {found.why}")
     if failed:
         say(f"FAILED lanes: {', '.join(failed)}")
     return ExitCode.FAILED if failed else ExitCode.OK

@@ -8,7 +8,7 @@ import datetime as _dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from retire.evidence.validation import PROVING, Mode, ShimOutcome, ValidationRecord
+from retire.evidence.validation import PROVING, ShimOutcome, ValidationRecord
 from retire.evidence.values import (
     ExecutionHistory,
     IssueState,
@@ -36,6 +36,7 @@ from retire.report.model import (
     week_bounds,
 )
 from retire.runs.lanerun import judge
+from retire.runs.proof import Proof, assess, latest_pair
 from retire.verdicts.model import Decision, FlagKind, Verdict
 from shims import times
 from shims.model import RetirementCondition, ShimManifest
@@ -101,28 +102,6 @@ def evidence_line(value: object) -> str:
     return f"{type(value).__name__}"
 
 
-def _latest(records: Iterable[ValidationRecord], mode: Mode) -> ValidationRecord | None:
-    best = None
-    for record in records:
-        if record.mode == mode and (best is None or record.started_at >= best.started_at):
-            best = record
-    return best
-
-
-def _pair(
-    records: Sequence[ValidationRecord],
-) -> tuple[ValidationRecord | None, ValidationRecord | None]:
-    """The latest without-shim run and the with-shim run that belongs to it."""
-    without = _latest(records, Mode.WITHOUT)
-    if without is None:
-        return None, _latest(records, Mode.WITH)
-    withs = [r for r in records if r.mode == Mode.WITH and r.started_at >= without.started_at]
-    if without.run:
-        same = [r for r in withs if r.run == without.run]
-        withs = same or withs
-    return without, _latest(withs, Mode.WITH)
-
-
 def build_matrix(
     lanes: Sequence[Lane],
     shim_ids: Sequence[str],
@@ -135,7 +114,7 @@ def build_matrix(
     known = set(shim_ids)
     cells: dict[tuple[str, str], Cell] = {}
     for (shim, lane_name), group in records_by_cell.items():
-        without, with_shim = _pair(group)
+        without, with_shim = latest_pair(group)
         anchor = without or with_shim
         # an empty group: nothing ran there, so there is nothing to judge
         if shim not in known or anchor is None:
@@ -262,6 +241,7 @@ def _row(
     as_of: _dt.date,
     previous_broken: frozenset[tuple[str, str]] | None,
     records_failure: str | None,
+    proof: Proof,
 ) -> ShimRow:
     last_proven, last_run = _last_runs(runs.by_shim.get(manifest.id, []), records_failure)
     broken = runs.broken.get(manifest.id, ())
@@ -295,6 +275,8 @@ def _row(
         evidence=tuple(evidence_line(e) for e in (*verdict.evidence, *verdict.failures)),
         action=verdict.action,
         flags=tuple((f.kind, f.text) for f in verdict.flags),
+        # unreadable records prove nothing either way: no claim
+        unproven=None if records_failure else proof.why if not proof.proven else None,
     )
 
 
@@ -340,6 +322,7 @@ def build(
     by_verdict = {v.shim: v for v in verdicts}
     chosen = [by_verdict.get(m.id) or _missing_verdict(m.id) for m in ordered]
     runs = _group_runs(lanes, [m.id for m in ordered], records)
+    proofs = assess([m.id for m in ordered], lanes, records)
     rows = tuple(
         _row(
             manifest,
@@ -349,8 +332,9 @@ def build(
             as_of=as_of,
             previous_broken=previous.broken if previous is not None else None,
             records_failure=records_failure,
+            proof=proof,
         )
-        for manifest, verdict in zip(ordered, chosen, strict=True)
+        for manifest, verdict, proof in zip(ordered, chosen, proofs, strict=True)
     )
     headline = _headline(rows)
     current = BurnPoint(week, headline.carried, headline.retire, BurnSource.NOW)

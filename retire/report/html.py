@@ -457,7 +457,11 @@ def _links(row: ShimRow) -> str:
 
 def _proven(row: ShimRow) -> str:
     text = _e(row.proven_text)
-    return f'<span class="never">{text}</span>' if row.last_proven is None else text
+    shown = f'<span class="never">{text}</span>' if row.last_proven is None else text
+    if row.unproven is None:
+        return shown
+    # no lane proves it (retire.runs.proof): the label comes first
+    return f'<strong class="never">unproven</strong>: {_e(row.unproven)}<br>{shown}'
 
 
 def _shim_table(report: Report) -> str:

@@ -96,6 +96,7 @@ def _row_json(row: ShimRow) -> dict:
         "last_proven": row.last_proven.to_json() if row.last_proven else None,
         "last_run": row.last_run.to_json() if row.last_run else None,
         "proven": row.proven_text,
+        "unproven": row.unproven,
         "broken_lanes": list(row.broken_lanes),
         "newly_broken_lanes": list(row.newly_broken_lanes),
         "attention": list(row.attention),
@@ -194,9 +195,14 @@ def _shim_table_md(rows: tuple[ShimRow, ...]) -> list[str]:
             f"| {row.upstream_status}<br>{links} | {vocabulary.verdict(row.verdict).emoji} "
             f"**{row.verdict}** "
             f"| {cell_text(row.why, 220)} | {cell_text(joiner.join(row.retire_when))} | "
-            f"{cell_text(row.proven_text, 160)} |"
+            f"{_unproven_md(row)}{cell_text(row.proven_text, 160)} |"
         )
     return [*lines, ""]
+
+
+def _unproven_md(row: ShimRow) -> str:
+    """The label of a shim that no lane proves, before where it was last proven."""
+    return f"**unproven**: {cell_text(row.unproven, 160)}<br>" if row.unproven is not None else ""
 
 
 def _anchor(shim: str) -> str:

@@ -18,6 +18,8 @@ newly broken  a broken cell that was not broken in the previous report (every br
               there is no previous report).
 proven        a run that printed a verdict sentinel (bug reproduced, fix validated, memory save
               verified); a skipped or crashed run proves nothing.
+unproven      a shim that no lane proves: no lane listing it has latest runs judged needed or
+              upstream-fixed (:mod:`retire.runs.proof`, the rule of ``patchlane run --strict``).
 """
 
 from __future__ import annotations
@@ -230,6 +232,8 @@ class ShimRow:
     action: str | None = None
     # (kind, text): what needs a person without changing the verdict
     flags: tuple[tuple[FlagKind, str], ...] = ()
+    # why no lane proves the shim (retire.runs.proof), None when one does
+    unproven: str | None = None
 
     def flagged(self, kind: FlagKind) -> bool:
         return any(k == kind for k, _ in self.flags)

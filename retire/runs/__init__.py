@@ -5,5 +5,6 @@
 subprocess → a validation record), ``launcher`` (reproducers forked from one lane interpreter
 that imported the heavy stack once), ``reaper`` (every reproducer tree started, and how the whole
 of it is stopped), ``lanerun`` (build each lane, run its shims in both modes, judge; the
-lane × shim table) and ``suite`` (lane-run results as pytest tests).
+lane × shim table), ``proof`` (which shims some lane proves: the unproven ones fail
+``run --strict``) and ``suite`` (lane-run results as pytest tests).
 """

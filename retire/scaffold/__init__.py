@@ -1,9 +1,12 @@
 """Scaffolds: a new patchlane project (``patchlane init``) and a new shim (``patchlane shim new``).
 
-Both are plans first (:class:`Plan`: the files to create, the files to edit), then one write:
-nothing is written when any file to create already exists, every file is written atomically,
-and nothing outside the project is touched. The texts are the files under ``templates/``, with
-``@@NAME@@`` placeholders (no ``$``: the workflows hold shell and GitHub expressions).
+``source`` says where patchlane comes from (``init --from``); ``merge`` appends to a shop's
+noxfile and pre-commit config. Both scaffolds are plans first (:class:`Plan`: the files to
+create, the files to edit, the notes), then one write: nothing is written when any file to create
+already exists, an existing file is only appended to by ``init`` (never rewritten), every file is
+written atomically, and nothing outside the project is touched. The texts are the files under
+``templates/``, with ``@@NAME@@`` placeholders (no ``$``: the workflows hold shell and GitHub
+expressions).
 """
 
 from __future__ import annotations
@@ -42,11 +45,13 @@ class Plan:
     create: dict[str, str] = field(default_factory=dict)
     # relative path -> new text
     edit: dict[str, str] = field(default_factory=dict)
+    # what to tell the person: a file left alone and the lines to add to it by hand, …
+    notes: tuple[str, ...] = ()
 
 
-def write(plan: Plan, *, command: str) -> list[str]:
-    """Write ``plan``; refuses (one line, nothing written) when a file to create exists. Returns
-    the paths."""
+def write(plan: Plan, *, command: str, append_only: bool = False) -> list[str]:
+    """Write ``plan``; refuses (one line, nothing written) when a file to create exists, or, with
+    ``append_only``, when an edit would change what a file holds. Returns the paths."""
     root = plan.root.resolve()
     for relative in [*plan.create, *plan.edit]:
         target = (root / relative).resolve()
@@ -63,6 +68,12 @@ def write(plan: Plan, *, command: str) -> list[str]:
             f"exists; {command} writes only new files",
             "move it aside, or run it in a folder without it",
         )
+    for relative, text in plan.edit.items() if append_only else ():
+        # an edit appends: what the file holds stays, byte for byte
+        if not text.startswith((root / relative).read_text(encoding="utf-8")):
+            raise InputError(
+                str(root / relative), None, "would be rewritten", "report this as a patchlane bug"
+            )
     for relative, text in {**plan.create, **plan.edit}.items():
         atomic_write(root / relative, text)
     return [*plan.create, *plan.edit]

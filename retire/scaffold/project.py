@@ -1,52 +1,79 @@
 """``patchlane init``: a working patchlane project in a folder (new or existing).
 
 The plan creates ``patchlane.toml``, ``lanes/cpu.toml`` (one CPU lane, pure Python), ``shims/``,
-``locks/``, ``validation/manifest.jsonl``, ``noxfile.py``, two workflows that use patchlane's
-GitHub Action, ``.pre-commit-config.yaml`` with its hooks, and a README section; an existing
-``README.md`` gets the section appended (once) and an existing ``.gitignore`` the state folder.
+``locks/``, ``validation/manifest.jsonl``, ``noxfile.py``, two workflows and
+``.pre-commit-config.yaml`` with patchlane's hooks, and a README section. In a repository that has
+them already, ``README.md`` gets the section appended (once), ``.gitignore`` the state folders,
+``noxfile.py`` one import line and ``.pre-commit-config.yaml`` one ``repos:`` entry
+(:mod:`retire.scaffold.merge`); what cannot be appended safely is a note with the lines to add.
+
+Every file that names patchlane names it from one :class:`~retire.scaffold.source.Source`
+(``--from``): the install lines, the hooks, the Action (or, with no Action, the same commands in
+the workflows).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
 
 from retire.core.errors import InputError
 from retire.scaffold import Plan, template
+from retire.scaffold.merge import Merged, merge_noxfile, merge_precommit
+from retire.scaffold.source import Source
 
-__all__ = ["ACTION", "action_version", "plan_init"]
+__all__ = ["plan_init"]
 
-#: Where patchlane's GitHub Action and pre-commit hooks live (``owner/repo``).
-ACTION = "patchlane/patchlane"
-_ACTION_REF = re.compile(r"(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)@(?P<ref>[A-Za-z0-9_./-]+)")
 _README_HEADING = "## Patch lane"
 _IGNORED = (".patchlane/", ".nox/")
 
 
-def action_version() -> str:
-    """``owner/repo@vX.Y.Z`` of the Action matching this engine (``@main`` when its version is
-    unknown)."""
-    from importlib import metadata
+def _values(source: Source, action: str | None, python: str) -> dict[str, str]:
+    """What the templates' placeholders become."""
+    uses = action or source.action
+    # The Action installs its own source unless told otherwise: tell it when that is not --from.
+    engine_input = (
+        f"\n          engine: {json.dumps(source.ci_engine)}"
+        if uses and uses != source.action
+        else ""
+    )
+    values = {
+        "python": python,
+        "action": uses or "",
+        "engineinput": engine_input,
+        "engine": source.engine,
+        "runtime": source.runtime,
+        "ciengine": source.ci_engine,
+        "source": source.ci_engine.removeprefix("patchlane[engine]").lstrip(" @") or "the index",
+        "patchlane": f"[patchlane]({source.home})" if source.home else "patchlane",
+        "repository": source.repository or "",
+        "rev": source.rev or "",
+    }
+    kind = "action" if uses else "commands"
+    values["lanesteps"] = template(f"project/steps/lane-{kind}.yml", **values).rstrip("\n")
+    values["reportsteps"] = template(f"project/steps/report-{kind}.yml", **values).rstrip("\n")
+    return values
 
-    try:
-        return f"{ACTION}@v{metadata.version('patchlane')}"
-    except metadata.PackageNotFoundError:
-        return f"{ACTION}@main"
+
+def _hooks_entry(source: Source) -> str:
+    """The one ``repos:`` item of patchlane's hooks (at indent 0): its repository at the ref, or
+    local hooks that pip installs the source for."""
+    if source.repository and source.rev:
+        return template("project/precommit-git.yaml", repository=source.repository, rev=source.rev)
+    return template(
+        "project/precommit-local.yaml",
+        engine=json.dumps(source.engine),
+        runtime=json.dumps(source.runtime),
+    )
 
 
-def plan_init(root: Path, *, action: str | None = None, python: str | None = None) -> Plan:
-    """What ``patchlane init`` writes in ``root``; ``action`` is ``owner/repo@ref`` (default:
-    :func:`action_version`)."""
-    action = action or action_version()
-    match = _ACTION_REF.fullmatch(action)
-    if match is None:
-        raise InputError(
-            None,
-            "--action",
-            f"{action!r} is not owner/repo@ref",
-            "write it like patchlane/patchlane@v0.1.0",
-        )
+def plan_init(
+    root: Path, source: Source, *, action: str | None = None, python: str | None = None
+) -> Plan:
+    """What ``patchlane init`` writes in ``root``: patchlane from ``source``; ``action``
+    (``owner/repo@ref``) the Action the workflows use (default: the source's, if it has one)."""
     python = python or f"{sys.version_info.major}.{sys.version_info.minor}"
     if not re.fullmatch(r"3\.[0-9]+", python):
         raise InputError(
@@ -55,35 +82,70 @@ def plan_init(root: Path, *, action: str | None = None, python: str | None = Non
             f"{python!r} is not a Python version",
             'write major.minor, e.g. "3.12"',
         )
-    values = {
-        "python": python,
-        "action": action,
-        "repository": f"https://github.com/{match['repo']}",
-        "rev": match["ref"],
-    }
+    values = _values(source, action, python)
+    entry = _hooks_entry(source)
     create = {
         "patchlane.toml": template("project/patchlane.toml"),
         "lanes/cpu.toml": template("project/lanes-cpu.toml", **values),
         "shims/README.md": template("project/shims-README.md"),
         "locks/README.md": template("project/locks-README.md"),
         "validation/manifest.jsonl": "",
-        "noxfile.py": template("project/noxfile.py.tmpl"),
         ".github/workflows/patchlane-lanes.yml": template("project/lanes.yml", **values),
         ".github/workflows/patchlane-report.yml": template("project/weekly-report.yml", **values),
-        ".pre-commit-config.yaml": template("project/pre-commit-config.yaml", **values),
     }
     edit: dict[str, str] = {}
+    notes: list[str] = []
+    merges = {
+        "noxfile.py": (template("project/noxfile.py.tmpl", **values), merge_noxfile),
+        ".pre-commit-config.yaml": (
+            template("project/pre-commit-config.yaml", entry=_indented(entry, 2)),
+            lambda text, name: merge_precommit(text, entry, name),
+        ),
+    }
+    for name, (fresh, merge) in merges.items():
+        path = root / name
+        if not path.exists():
+            create[name] = fresh
+            continue
+        merged: Merged = merge(path.read_text(encoding="utf-8"), name)
+        if merged.text is not None:
+            edit[name] = merged.text
+        else:
+            notes.append(merged.note + (":\n" + merged.lines.rstrip("\n") if merged.lines else ""))
+    _readme(root, values, create, edit)
+    _gitignore(root, create, edit)
+    if source.local_only:
+        notes.append(
+            f"patchlane comes from {source.local_only}, which only this machine has: the "
+            "workflows and the hooks name that path, and no CI runner or other clone can install "
+            "from it — put the wheel in this repository and run `patchlane init --from` with that "
+            "copy, or name a git URL and a ref (--from git+https://HOST/OWNER/patchlane@v0.1.0)"
+        )
+    return Plan(root, create, edit, tuple(notes))
+
+
+def _indented(text: str, by: int) -> str:
+    return "".join(f"{' ' * by}{line}\n" if line else "\n" for line in text.splitlines()).rstrip(
+        "\n"
+    )
+
+
+def _readme(root: Path, values: dict[str, str], create: dict, edit: dict) -> None:
     section = template("project/README-section.md", **values)
     readme = root / "README.md"
     if not readme.exists():
         create["README.md"] = f"# {root.resolve().name}\n{section}"
-    else:
-        text = readme.read_text(encoding="utf-8")
-        if _README_HEADING not in text:
-            edit["README.md"] = text.rstrip("\n") + "\n" + section
+        return
+    text = readme.read_text(encoding="utf-8")
+    if _README_HEADING not in text:
+        edit["README.md"] = text.rstrip("\n") + "\n" + section
+
+
+def _gitignore(root: Path, create: dict, edit: dict) -> None:
     ignore = root / ".gitignore"
-    lines = ignore.read_text(encoding="utf-8").splitlines() if ignore.exists() else []
+    text = ignore.read_text(encoding="utf-8") if ignore.exists() else ""
+    lines = text.splitlines()
     missing = [entry for entry in _IGNORED if entry not in lines]
     if missing:
-        (edit if ignore.exists() else create)[".gitignore"] = "\n".join([*lines, *missing]) + "\n"
-    return Plan(root, create, edit)
+        head = text if text.endswith("\n") or not text else text + "\n"
+        (edit if ignore.exists() else create)[".gitignore"] = head + "\n".join(missing) + "\n"

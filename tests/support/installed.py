@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import stat
 import sysconfig
 import zipfile
 from collections.abc import Iterable
@@ -107,7 +108,8 @@ def repack(distribution: metadata.Distribution, dest: Path) -> Path:
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
         for name, (body, mode) in entries.items():
             entry = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
-            entry.external_attr = (mode or 0o644) << 16
+            # a regular file's type bits too: pip makes a file executable only when they say so
+            entry.external_attr = (stat.S_IFREG | (mode or 0o644)) << 16
             entry.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(entry, body)
     return path
