@@ -17,6 +17,7 @@ import pytest
 from packaging.version import Version
 
 from retire.evidence.values import (
+    Ancestry,
     BranchTip,
     ExecutionEvidence,
     ExecutionHistory,
@@ -31,6 +32,7 @@ from retire.evidence.values import (
 )
 from retire.lanes.model import Lane, LanePolicy
 from retire.locks.trial import RaiseTrial
+from retire.verdicts.execution import first_clean, ordering, version_of
 from retire.verdicts.model import Decision, LaneStep, ShimEvidence
 from retire.verdicts.rules import decide
 from shims.manifest import parse_manifest
@@ -437,3 +439,52 @@ def test_the_lane_table_covers_every_step_and_every_derived_decision():
         decisions.add(str(verdict.decision))
     assert steps == {str(s) for s in LaneStep}
     assert decisions == {str(d) for d in Decision}
+
+
+# -- revision runs among releases ----------------------------------------------------------------
+
+
+def _on_commit(outcome: str, label: str, commit: str) -> ExecutionEvidence:
+    return dataclasses.replace(run(outcome, label), revisions=(("toylib", commit),))
+
+
+@pytest.mark.parametrize(
+    ("outcome", "contains", "within", "placed"),
+    [
+        # a bug outlived every release its commit contains
+        ("bug-reproduced", "1.0", "1.2", "1.0+gbbbbbbbbb"),
+        # a clean commit is carried by the oldest release that contains it
+        ("fix-validated", "1.0", "1.2", "1.2"),
+        # a clean commit no release contains (a branch that left the release line): no place
+        ("fix-validated", "1.0", None, None),
+    ],
+)
+def test_ancestry_places_each_outcome_where_it_is_safe(outcome, contains, within, placed):
+    commit = "b" * 40
+    ancestry = Ancestry(
+        REPO, commit, ("v" + contains, contains), ("v" + within, within) if within else None
+    )
+    history = ExecutionHistory("toy", (_on_commit(outcome, "2.0.0+bbbbbbb", commit),))
+    order = ordering(history, "toylib", {(REPO, commit): ancestry})
+    placed_at = version_of(history.runs[0], "toylib", order)
+    assert placed_at == (Version(placed) if placed else None)
+
+
+def test_a_clean_run_off_the_release_line_never_lowers_the_floor():
+    """main left the release line after 1.0 and is clean there; releases were clean only from
+    1.3: the floor the runs prove is 1.3, never "just above 1.0"."""
+    side = "c" * 40
+    history = ExecutionHistory(
+        "toy",
+        (
+            run("bug-reproduced", "1.2"),
+            run("fix-validated", "1.3"),
+            _on_commit("fix-validated", "2.0.0+ccccccc", side),
+        ),
+    )
+    order = ordering(history, "toylib", {(REPO, side): Ancestry(REPO, side, ("v1.0", "1.0"), None)})
+    found = first_clean(history, "toylib", None, order)
+    assert found.state == "clean" and found.floor == Version("1.3")
+    # alone, it proves nothing about releases
+    alone = ExecutionHistory("toy", history.runs[2:])
+    assert first_clean(alone, "toylib", None, order).state != "clean"

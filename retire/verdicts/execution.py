@@ -12,9 +12,12 @@ Runs come as an :class:`~retire.evidence.values.ExecutionHistory`: the latest co
   no run that reproduced the bug? A retirement needs exactly that.
 
 A run on a package built from a revision is placed among releases by git ancestry where a mirror
-answers (:func:`ordering`: just above the newest release its commit contains), by its version
-label (``0.19.0+027fa4a``) only where none does: a label says which release the branch was
-heading for, not which releases the commit contains.
+answers (:func:`ordering`, :func:`version_of`), by its version label (``0.19.0+027fa4a``) only
+where none does: a label says which release the branch was heading for, not which releases the
+commit contains. Ancestry places each outcome where it is safe: a bug just above the newest
+release its commit contains (the bug outlived that release), a clean run at the oldest release
+that contains its commit (that release carries the fix) — and a clean run on a commit no release
+contains (a branch that left the release line) says nothing about releases at all.
 """
 
 from __future__ import annotations
@@ -46,8 +49,8 @@ __all__ = [
     "version_of",
 ]
 
-#: commit a run's target was built from → its place among releases by ancestry
-Order = Mapping[str, Version]
+#: commit a run's target was built from → where a mirror placed it among releases
+Order = Mapping[str, Ancestry]
 
 BUG = RunOutcome.BUG_REPRODUCED
 CLEAN, BUGGY, NONE = ExecutionState.CLEAN, ExecutionState.BUG, ExecutionState.NONE
@@ -80,25 +83,28 @@ def ordering(
     history: ExecutionHistory,
     dist: str,
     ancestry: Mapping[tuple[str, str], Ancestry | ProbeFailure],
-) -> dict[str, Version]:
-    """Each commit a run's ``dist`` was built from that a mirror placed, with its place among
-    releases (:attr:`Ancestry.order`)."""
+) -> dict[str, Ancestry]:
+    """Each commit a run's ``dist`` was built from that a mirror placed among releases."""
     answers = [a for a in ancestry.values() if isinstance(a, Ancestry)]
-    found: dict[str, Version] = {}
+    found: dict[str, Ancestry] = {}
     for run in history.runs:
         commit = run.revision(dist)
         placed = next((a for a in answers if commit and built_from(commit, a.commit)), None)
         if commit and placed is not None:
-            found[commit] = placed.order
+            found[commit] = placed
     return found
 
 
 def version_of(run: ExecutionEvidence, dist: str, order: Order | None = None) -> Version | None:
-    """The run's version of ``dist`` for ordering: by ancestry when its commit was placed."""
+    """The run's version of ``dist`` for ordering against releases. A commit a mirror placed is
+    ordered by ancestry, as its outcome allows (module docstring): a bug just above the newest
+    release the commit contains, a clean run at the oldest release that contains it, or None
+    when no release does (the run then says nothing about releases)."""
     commit = run.revision(dist) if order else None
-    if order and commit and commit in order:
-        return order[commit]
-    return run.version(dist)
+    if not (order and commit and commit in order):
+        return run.version(dist)
+    placed = order[commit]
+    return placed.order if run.outcome == BUG else placed.within_version
 
 
 def _placed(run: ExecutionEvidence, dist: str, order: Order | None) -> bool:
@@ -224,7 +230,13 @@ def first_clean(
                 "unrecorded versions"
             ]
             return Found(NONE, f"no without-shim run on {wanted} (runs were on {', '.join(seen)})")
-    clean = [r for r in runs if r.outcome in FIXED]
+    # a clean commit that no release contains says nothing about releases
+    clean = [
+        r
+        for r in runs
+        if r.outcome in FIXED
+        and not (_placed(r, dist, order) and version_of(r, dist, order) is None)
+    ]
     bug = [r for r in runs if r.outcome == BUG]
     if clean:
         clean_versions = [v for r in clean if (v := version_of(r, dist, order)) is not None]
