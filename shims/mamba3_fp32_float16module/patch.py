@@ -9,6 +9,11 @@ from shims.shape import changed_parameters, unknown_shape, unpatched_source
 KNOWN_SHAPES = {
     "b89cf4a3e0a830b1": "megatron-core 0.16.1-0.19.2 Float16Module.__init__ "
     "(module.bfloat16()/half())",
+    # Megatron-LM main from 86e928a97f (#5929, 2026-08-11) casts through
+    # convert_module_to_dtype_except_fp32_marked: tensors marked keep_in_fp32 stay fp32, but
+    # nothing marks the Mamba parameters, so the bug stays and the same repair applies.
+    "2f8a92e6f8777cde": "megatron-core main 0.20.0 (d98e8a64dd) Float16Module.__init__ "
+    "(convert_module_to_dtype_except_fp32_marked)",
 }
 
 #: Parameter names the Mamba-2/Mamba-3 kernels consume in fp32 (inside a *Mamba* module).
