@@ -548,3 +548,47 @@ def test_reports_name_indexes_instead_of_writing_their_urls(monkeypatch):
     assert name_indexes(text, names) == (
         "releases on the default index; nightly from index 'pytorch-nightly'; mirror index 'mirror'"
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Bisection records are evidence, not a lane (issue 19, item 6)
+
+
+def test_a_bisection_of_a_still_broken_shim_is_not_a_lane(shop):
+    """`patchlane bisect alpha` ran without the shim only, on releases 1.0 … 1.9, and the bug
+    reproduced on each (lane ``bisect``; ``bisect:cpu`` when overlaid on the cpu lane's env). Its
+    runs are evidence about releases: no matrix column, nothing newly broken, no "with-shim run
+    missing" cell; last week's report, written before this rule, listed one as broken."""
+    from retire.evidence import validation
+
+    previous = reportshop.previous_report()
+    previous["matrix"]["alpha"]["bisect"] = {"outcome": "crashed"}
+    (shop / "reports" / "2026-W46.json").write_text(json.dumps(previous))
+    bisection = [
+        reportshop.record(
+            "alpha",
+            lane,
+            "without",
+            "bug-reproduced",
+            f"2026-11-17T12:0{i}:00.000000+00:00",
+            version=f"1.{i}",
+        )
+        for i, lane in enumerate(["bisect"] * 5 + ["bisect:cpu"] * 5)
+    ]
+    validation.append(shop / "validation" / "manifest.jsonl", bisection)
+    written = generate(shop)
+    data = json.loads(written.json_text)
+    assert [lane["name"] for lane in data["lanes"]] == ["cpu", "gpu", "h200-overlay"]
+    assert set(data["matrix"]["alpha"]) == {"cpu", "gpu", "h200-overlay"}
+    assert data["changes"]["newly_broken"] == [
+        {"shim": "alpha", "lane": "gpu", "outcome": "shim-broken"}
+    ]
+    assert data["changes"]["repaired"] == []
+    assert shims_of(written)["alpha"]["newly_broken_lanes"] == ["gpu"]
+    for text in (written.markdown, written.paths[1].read_text(), written.json_text):
+        assert "with-shim run is missing" not in text
+        assert "on bisect" not in text and "lane bisect" not in text
+    # still evidence: the newest proving run is the bisection's, and says so
+    assert shims_of(written)["alpha"]["proven"] == (
+        "ci-box · bisection on lane cpu's environment · 2026-11-17 (bug-reproduced, without shim)"
+    )

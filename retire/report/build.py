@@ -18,6 +18,7 @@ from retire.evidence.values import (
     TagContainment,
 )
 from retire.lanes.model import Lane
+from retire.probes.records import is_bisection
 from retire.report.model import (
     BURNDOWN_WEEKS,
     BurnPoint,
@@ -163,6 +164,12 @@ def build_matrix(
 
 def _changes(previous: PreviousReport | None, rows: Sequence[ShimRow], matrix: Matrix) -> Changes:
     broken_now = {(c.shim, c.lane): c.outcome for c in matrix.cells.values() if c.broken}
+    # a report written before bisections were left out of the matrix may list one
+    broken_before = (
+        frozenset(cell for cell in previous.broken if not is_bisection(cell[1]))
+        if previous is not None
+        else frozenset()
+    )
     if previous is None:
         return Changes(
             None,
@@ -181,10 +188,10 @@ def _changes(previous: PreviousReport | None, rows: Sequence[ShimRow], matrix: M
     newly = tuple(
         (shim, lane, outcome)
         for (shim, lane), outcome in sorted(broken_now.items())
-        if (shim, lane) not in previous.broken
+        if (shim, lane) not in broken_before
     )
     repaired = tuple(
-        sorted(cell for cell in previous.broken if cell not in broken_now and cell[0] in now)
+        sorted(cell for cell in broken_before if cell not in broken_now and cell[0] in now)
     )
     return Changes(previous.week, new, retired, changed, newly, repaired)
 
@@ -224,7 +231,10 @@ def _group_runs(
     by_cell: dict[tuple[str, str], list[ValidationRecord]] = {}
     for record in records:
         by_shim.setdefault(record.shim, []).append(record)
-        by_cell.setdefault((record.shim, record.lane), []).append(record)
+        # a bisection's runs are evidence about releases (the verdicts read them), not a lane:
+        # they run without the shim only, so as a cell they would read "with-shim run missing"
+        if not is_bisection(record.lane):
+            by_cell.setdefault((record.shim, record.lane), []).append(record)
     matrix = build_matrix(lanes, shim_ids, by_cell)
     broken: dict[str, list[str]] = {}
     for cell in matrix.cells.values():

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from retire.evidence.validation import FAILING, ShimOutcome
+from retire.probes.records import is_bisection
 from retire.verdicts.model import ConditionState, Decision, FlagKind
 
 __all__ = [
@@ -120,6 +121,11 @@ class RunStamp:
     @property
     def where(self) -> str:
         machine = f"{self.host} ({self.gpu})" if self.gpu else self.host
+        # a bisection's runs are evidence about releases, not a lane (``bisect:LANE``: overlaid
+        # on that lane's environment)
+        if is_bisection(self.lane):
+            over = self.lane.partition(":")[2]
+            return f"{machine} · bisection" + (f" on lane {over}'s environment" if over else "")
         return f"{machine} · lane {self.lane}"
 
     def to_json(self) -> dict[str, object]:
