@@ -21,6 +21,7 @@ from retire.lanes.model import Lane
 from retire.probes.records import is_bisection
 from retire.report.model import (
     BURNDOWN_WEEKS,
+    Bisections,
     BurnPoint,
     BurnSource,
     Cell,
@@ -37,7 +38,7 @@ from retire.report.model import (
     week_bounds,
 )
 from retire.runs.lanerun import judge
-from retire.verdicts.model import Decision, FlagKind, Verdict
+from retire.verdicts.model import Decision, FlagKind, LaneStep, Verdict
 from shims import times
 from shims.model import RetirementCondition, ShimManifest
 
@@ -305,6 +306,7 @@ def _row(
         evidence=tuple(evidence_line(e) for e in (*verdict.evidence, *verdict.failures)),
         action=verdict.action,
         flags=tuple((f.kind, f.text) for f in verdict.flags),
+        lane_verdicts=verdict.lane_verdicts,
     )
 
 
@@ -325,6 +327,8 @@ def _headline(rows: Sequence[ShimRow]) -> Headline:
         stale=flagged(FlagKind.STALE),
         drift=flagged(FlagKind.DRIFT),
         never_run=sum(r.never_run for r in rows),
+        retire_in_some=decided(Decision.RETIRE_IN_SOME),
+        blocked=sum(len(r.lanes_at(LaneStep.BLOCKED)) for r in rows),
     )
 
 
@@ -341,6 +345,7 @@ def build(
     notes: Sequence[str] = (),
     records_failure: str | None = None,
     filing_queue: str | None = None,
+    bisections: Bisections | None = None,
 ) -> Report:
     """The report for ``week`` (pure). ``records_failure`` says why no records could be read:
     then no row is called "never run" (that would be a claim the report cannot make)."""
@@ -376,6 +381,7 @@ def build(
         notes=tuple(notes),
         filing_queue=filing_queue,
         verdicts=tuple(_verdict_json(verdict) for verdict in chosen),
+        bisections=bisections,
     )
 
 
