@@ -11,13 +11,22 @@ from __future__ import annotations
 from retire.report import vocabulary
 from retire.report.evidence import summarise_verdict
 from retire.report.mdhtml import code_spans
-from retire.report.model import CELL_OUTCOMES, SCHEMA, Chase, Report, ShimRow, lane_next
+from retire.report.model import (
+    CELL_OUTCOMES,
+    SCHEMA,
+    Bisections,
+    Chase,
+    Report,
+    ShimRow,
+    lane_next,
+)
 from retire.report.vocabulary import OUTCOMES, STEPS
 from retire.verdicts.model import LaneStep, LaneVerdict
 
 __all__ = [
     "ISSUE_BODY_LIMIT",
     "MARKER",
+    "bisections_text",
     "short_text",
     "to_json",
     "to_markdown",
@@ -602,6 +611,17 @@ def to_markdown(
 # Short text
 
 
+def bisections_text(done: Bisections) -> list[str]:
+    """The candidate bisections in a few terminal lines: the budget, each that ran, each left."""
+    runs = f"{done.runs} reproducer run{'s' if done.runs != 1 else ''}"
+    lines = [f"candidate bisections (budget: {done.budget}): {len(done.ran)} ran, {runs}"]
+    for b in done.ran:
+        stopped = f" — stopped: {b.stopped}" if b.stopped else ""
+        lines.append(f"  {b.shim}: {b.status}, {b.runs} run(s): {b.summary}{stopped}")
+    lines += [f"  {b.shim}: not run — {b.why} ({b.command})" for b in done.left]
+    return lines
+
+
 def short_text(report: Report, written: list[str] | tuple[str, ...] = ()) -> str:
     """What a person reads in the terminal: the headline and the shims that need attention."""
     h = report.headline
@@ -634,6 +654,8 @@ def short_text(report: Report, written: list[str] | tuple[str, ...] = ()) -> str
             f"{len(c.verdicts)} verdict change(s)",
         ]
         lines.append(f"since {c.previous_week}: " + ", ".join(parts))
+    if report.bisections is not None:
+        lines += bisections_text(report.bisections)
     if written:
         lines.append("wrote " + ", ".join(written))
     return "\n".join(lines)
