@@ -420,7 +420,7 @@ def _bisections(report: Report) -> str:
         )
     if done.left:
         items = "".join(f"<li><code>{_e(b.command)}</code> — {_t(b.why)}</li>" for b in done.left)
-        body.append(f"<h3>Left for lack of budget</h3><ul>{items}</ul>")
+        body.append(f"<h3>Not run this time</h3><ul>{items}</ul>")
     return f'<section id="bisections"><h2>Bisections</h2>{"".join(body)}</section>'
 
 

@@ -321,7 +321,7 @@ def _bisections_md(report: Report) -> list[str]:
         lines.append("")
     if done.left:
         lines += [
-            "**Left for lack of budget:**",
+            "**Not run this time:**",
             *[f"- {code_cell(b.command, table=False)} — {cell_text(b.why)}" for b in done.left],
             "",
         ]
