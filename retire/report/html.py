@@ -154,6 +154,7 @@ table.rows td.num { text-align: right; white-space: nowrap; }
 table.rows code, details code { font: 12px ui-monospace, "DejaVu Sans Mono", monospace; }
 .title { color: var(--muted); font-size: 12px; }
 .why { max-width: 380px; }
+table.rows td.why { min-width: 200px; }
 .never { color: #b91c1c; font-weight: 600; }
 a { color: #1d4ed8; }
 details { border-top: 1px solid var(--line); padding: 8px 0; }
