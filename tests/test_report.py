@@ -720,8 +720,18 @@ def test_per_lane_html_has_the_step_grid_the_blocked_list_and_the_holds(per_lane
     assert '<div class="n">2</div><div class="l">lanes blocked</div>' in page
 
 
-def test_without_lane_verdicts_the_sections_say_so(shop):
-    written = generate(shop)
+def test_without_lane_verdicts_the_sections_say_so_and_conflicts_still_show(shop):
+    from retire.verdicts.model import Flag
+
+    verdicts = shop_verdicts()
+    alpha = verdicts[0]
+    verdicts[0] = Verdict(
+        alpha.shim, alpha.decision, alpha.why, flags=(Flag("conflict", reportshop.CONFLICT),)
+    )
+    written = generate(shop, verdicts=verdicts)
     assert "No per-lane verdicts" in written.markdown
     assert "## Blocked\n\nNone: no lane's raise is blocked." in written.markdown
     assert json.loads(written.json_text)["blocked"] == []
+    assert f"- ⚑ `alpha` — {reportshop.CONFLICT}" in written.markdown
+    lanes = written.paths[1].read_text().split('<section id="lanes">', 1)[1].split("</section>")[0]
+    assert "<h3>Conflicts</h3>" in lanes and "the floor comes from execution: 1.1" in lanes

@@ -353,7 +353,7 @@ def _lanes(report: Report) -> str:
     if not columns:
         return (
             '<section id="lanes"><h2>Retirement per lane</h2><p>No per-lane verdicts (the '
-            "verdicts were gathered without lanes).</p></section>"
+            f"verdicts were gathered without lanes).</p>{_lane_notes(report)}</section>"
         )
     head = "".join(
         f'<th class="lane" scope="col"><div title="{_e(lane)}">{_e(lane)}</div></th>'

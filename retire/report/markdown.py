@@ -232,7 +232,8 @@ def _per_lane_md(report: Report, only: set[str] | None = None) -> list[str]:
     lines = ["## Retirement per lane", ""]
     rows = [r for r in report.rows if r.lane_verdicts and (only is None or r.shim in only)]
     if not rows:
-        return [*lines, "No per-lane verdicts (the verdicts were gathered without lanes).", ""]
+        lines += ["No per-lane verdicts (the verdicts were gathered without lanes).", ""]
+        return lines + _conflicts_md(report, only)
     legend = " · ".join(f"{look.emoji} {cell_text(look.label)}" for look in STEPS.values())
     lines += [legend, "", "| shim | verdict | lanes |", "|---|---|---|"]
     for row in rows:
@@ -259,17 +260,21 @@ def _per_lane_md(report: Report, only: set[str] | None = None) -> list[str]:
                 ],
                 "",
             ]
-    conflicts = [(r, text) for r, text in report.conflicts if r.shim in shown]
-    if conflicts:
-        lines += [
-            "**Conflicts** (two sources disagree; the floor comes from execution):",
-            *[
-                f"- {vocabulary.FLAG.emoji} `{r.shim}` — {cell_text(text, 400)}"
-                for r, text in conflicts
-            ],
-            "",
-        ]
-    return lines
+    return lines + _conflicts_md(report, only)
+
+
+def _conflicts_md(report: Report, only: set[str] | None) -> list[str]:
+    conflicts = [(r, text) for r, text in report.conflicts if only is None or r.shim in only]
+    if not conflicts:
+        return []
+    return [
+        "**Conflicts** (two sources disagree; the floor comes from execution):",
+        *[
+            f"- {vocabulary.FLAG.emoji} `{r.shim}` — {cell_text(text, 400)}"
+            for r, text in conflicts
+        ],
+        "",
+    ]
 
 
 def _blocked_md(report: Report) -> list[str]:
