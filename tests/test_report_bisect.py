@@ -162,3 +162,28 @@ def test_the_candidate_command_comes_from_the_flag(flags, action, command):
         "toy", "keep", "why", action=action, flags=tuple(Flag(k, t) for k, t in flags)
     )
     assert candidate_command(verdict) == command
+
+
+@pytest.mark.slow
+def test_retire_apply_bisects_first_then_plans_on_the_new_verdicts(shop, capsys):
+    """`retire --apply --bisect-budget`: the candidates' bisections run, the verdicts are gathered
+    again on their runs, and the shims they prove fixed get their branches in the same run."""
+    from tests.support.gitrepos import git
+
+    (shop.root / ".gitignore").write_text(".patchlane/\n__pycache__/\n")
+    git(shop.root, "init", "-q", "-b", "main")
+    git(shop.root, "config", "user.name", "Lane Keeper")
+    git(shop.root, "config", "user.email", "keeper@example.org")
+    git(shop.root, "add", "-A")
+    git(shop.root, "commit", "-q", "-m", "a shop")
+    code, out, err = run_cli(
+        shop.root, "retire", "--apply", "--no-pr", "--bisect-budget", "10", "--json", capsys=capsys
+    )
+    assert code == 0, err
+    assert "candidate bisections (budget: 10 reproducer runs): 2 ran" in err
+    assert "  add_a: found" in err and "  add_b: found" in err
+    proposals = json.loads(out)["proposals"]
+    assert [(p["shim_id"], p["status"]) for p in proposals] == [
+        ("add_a", "proposed"),
+        ("add_b", "proposed"),
+    ]
