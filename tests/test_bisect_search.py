@@ -234,3 +234,34 @@ def test_since_and_all_override_the_evidence():
         "d", [*evidence, bisect.BrokenEvidence("0.18.0", "affected", '"<0.18.1"')]
     )
     assert newest.since == "0.19.2"
+
+
+def test_a_budget_stops_the_search_where_it_is_and_cached_answers_cost_nothing():
+    """``stop`` is a budget the caller keeps (``--bisect-budget``): asked before each fresh run;
+    its reason ends the search with what it found so far, and a later search with those answers
+    cached resumes where it stopped."""
+    versions = [str(i) for i in range(16)]
+    states = {v: "broken" if int(v) < 11 else "fixed" for v in versions}
+    asked: list[str] = []
+    budget = 2
+
+    def stop() -> str | None:
+        return "the budget of 2 reproducer runs is spent" if len(asked) >= budget else None
+
+    first = bisect.find_boundary(versions, _probe(states, asked), stop=stop)
+    assert len(asked) == 2 and first.status == Status.UNPINNED
+    assert "the budget of 2 reproducer runs is spent" in first.reason
+    # nothing asked at all: the newest end is not verified
+    none_asked: list[str] = []
+    nothing = bisect.find_boundary(versions, _probe(states, none_asked), stop=lambda: "spent")
+    assert none_asked == [] and nothing.status == Status.NO_TRANSITION
+    assert nothing.reason == "stopped before the newest end was verified: spent"
+    # next week: the two answers are cached (free even with no budget left for them)
+    known = {r.version: bisect.CandidateRun(r.version, r.state, r.outcome) for r in first.runs}
+    again: list[str] = []
+    budget = 10
+    done = bisect.find_boundary(
+        versions, _probe(states, again), known=known, stop=lambda: None if len(again) < 10 else "x"
+    )
+    assert done.status == Status.FOUND and done.first_fixed == "11"
+    assert not set(again) & set(known) and len(again) + len(known) <= math.ceil(math.log2(16)) + 1

@@ -5,6 +5,7 @@ or gathered for real against the loopback code-host stand-in (with injected faul
 from __future__ import annotations
 
 import datetime as _dt
+import html
 import json
 import re
 import types
@@ -69,6 +70,8 @@ def test_writes_markdown_html_and_json_for_the_iso_week(shop):
         "stale": 1,
         "drift": 0,
         "never_run": 1,
+        "retire_in_some": 0,
+        "blocked": 0,
     }
     assert not list((shop / "reports").glob(".*.tmp"))
 
@@ -556,3 +559,187 @@ def test_reports_name_indexes_instead_of_writing_their_urls(monkeypatch):
     assert name_indexes(text, names) == (
         "releases on the default index; nightly from index 'pytorch-nightly'; mirror index 'mirror'"
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Bisection records are evidence, not a lane (issue 19, item 6)
+
+
+def test_a_bisection_of_a_still_broken_shim_is_not_a_lane(shop):
+    """`patchlane bisect alpha` ran without the shim only, on releases 1.0 … 1.9, and the bug
+    reproduced on each (lane ``bisect``; ``bisect:cpu`` when overlaid on the cpu lane's env). Its
+    runs are evidence about releases: no matrix column, nothing newly broken, no "with-shim run
+    missing" cell; last week's report, written before this rule, listed one as broken."""
+    from retire.evidence import validation
+
+    previous = reportshop.previous_report()
+    previous["matrix"]["alpha"]["bisect"] = {"outcome": "crashed"}
+    (shop / "reports" / "2026-W46.json").write_text(json.dumps(previous))
+    bisection = [
+        reportshop.record(
+            "alpha",
+            lane,
+            "without",
+            "bug-reproduced",
+            f"2026-11-17T12:0{i}:00.000000+00:00",
+            version=f"1.{i}",
+        )
+        for i, lane in enumerate(["bisect"] * 5 + ["bisect:cpu"] * 5)
+    ]
+    validation.append(shop / "validation" / "manifest.jsonl", bisection)
+    written = generate(shop)
+    data = json.loads(written.json_text)
+    assert [lane["name"] for lane in data["lanes"]] == ["cpu", "gpu", "h200-overlay"]
+    assert set(data["matrix"]["alpha"]) == {"cpu", "gpu", "h200-overlay"}
+    assert data["changes"]["newly_broken"] == [
+        {"shim": "alpha", "lane": "gpu", "outcome": "shim-broken"}
+    ]
+    assert data["changes"]["repaired"] == []
+    assert shims_of(written)["alpha"]["newly_broken_lanes"] == ["gpu"]
+    for text in (written.markdown, written.paths[1].read_text(), written.json_text):
+        assert "with-shim run is missing" not in text
+        assert "on bisect" not in text and "lane bisect" not in text
+    # still evidence: the newest proving run is the bisection's, and says so
+    assert shims_of(written)["alpha"]["proven"] == (
+        "ci-box · bisection on lane cpu's environment · 2026-11-17 (bug-reproduced, without shim)"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Retirement per lane (issue 19): steps, blockers, holds, unknown lanes, conflicts
+
+
+@pytest.fixture
+def per_lane(tmp_path) -> report.Written:
+    root = build_shop(tmp_path / "shop", beta_title=reportshop.TRICKY_TITLE)
+    return generate(root, verdicts=reportshop.per_lane_verdicts())
+
+
+def github_html(markdown: str) -> str:
+    """What GitHub shows for an issue body (its renderer, raw HTML kept as GitHub keeps
+    <details> and <summary>)."""
+    cmarkgfm = pytest.importorskip("cmarkgfm", reason="the test extra installs cmarkgfm")
+    from cmarkgfm.cmark import Options
+
+    return cmarkgfm.github_flavored_markdown_to_html(
+        markdown, options=Options.CMARK_OPT_HARDBREAKS | Options.CMARK_OPT_UNSAFE
+    )
+
+
+def test_per_lane_steps_and_blockers_are_in_the_json(per_lane):
+    from jsonschema import Draft202012Validator
+
+    from retire import schemas
+
+    data = json.loads(per_lane.json_text)
+    errors = list(Draft202012Validator(schemas.load("report")).iter_errors(data))
+    assert not errors, [e.message[:200] for e in errors]
+    assert data["schema"] == 3
+    assert data["headline"]["retire_in_some"] == 1 and data["headline"]["blocked"] == 2
+    beta = shims_of(per_lane)["beta"]
+    assert beta["verdict"] == "retire-in-some"
+    assert [(lane["lane"], lane["step"]) for lane in beta["lane_verdicts"]] == [
+        ("cpu", "drop"),
+        ("nightly", "raise"),
+        ("floor", "hold"),
+        ("stable", "blocked"),
+        ("mamba3", "blocked"),
+        ("megatron-main", "unknown"),
+    ]
+    assert beta["attention"][:2] == ["retire in cpu, nightly", "blocked on stable, mamba3"]
+    assert data["blocked"] == [
+        {
+            "shim": "beta",
+            "lane": lane,
+            "blocker": reportshop.BLOCKER,
+            "floors": ["toylib>=1.1"],
+            "file": f"lanes/{lane}.toml",
+            "locked": "toylib 1.0",
+            "why": "raising toylib to 1.1 does not resolve",
+        }
+        for lane in ("stable", "mamba3")
+    ]
+    assert data["bisections"] is None
+
+
+def test_per_lane_markdown_renders_on_github(per_lane):
+    md = per_lane.markdown
+    assert "· **1 retire in some lanes** · **2 lanes blocked**" in md
+    # a legend naming every step
+    for step in ("drop", "raise", "hold", "blocked", "keep", "unknown"):
+        assert re.search(rf"\S+ {step} — ", md), step
+    page = github_html(md)
+    beta_row = re.search(r"<tr>\s*<td><a href=\"#evidence-beta\">.*?</tr>", page, re.DOTALL)
+    assert beta_row, page[:3000]
+    cells = re.findall(r"<td>(.*?)</td>", beta_row.group(0), re.DOTALL)
+    assert "retire-in-some" in cells[1]
+    assert cells[2] == (
+        "✂️ cpu (drop) · ⏫ nightly (raise) · ✋ floor (hold) · ⛔ stable (blocked) · "
+        "⛔ mamba3 (blocked) · ❔ megatron-main (unknown)"
+    )
+    blocked = page[page.index("<h2>Blocked</h2>") :]
+    blocked = blocked[: blocked.index("</table>")]
+    rows = re.findall(r"<tr>(.*?)</tr>", blocked, re.DOTALL)[1:]
+    assert [re.findall(r"<td>(.*?)</td>", row, re.DOTALL)[1:] for row in rows] == [
+        [lane, "<code>toylib&gt;=1.1</code>", reportshop.BLOCKER] for lane in ("stable", "mamba3")
+    ]
+    assert (
+        "<li><code>beta</code> on <strong>floor</strong> — the lane holds its pins (policy hold); "
+        "toylib 1.0 &lt; 1.1 <strong>Until:</strong> the lane's toylib==1.0 reaches 1.1</li>"
+        in page
+    ), page
+    assert "<strong>Next:</strong> run <code>patchlane run megatron-main</code></li>" in page, page
+    # the conflict names both sides
+    assert reportshop.CONFLICT in page
+    # the shim's own lane table in its evidence section
+    assert "| floor | ✋ hold | hold | toylib 1.0 |" in md
+
+
+def test_a_title_with_backticks_and_pipes_renders_in_summary(per_lane):
+    page = github_html(per_lane.markdown)
+    summary = re.search(r'<details id="evidence-beta"><summary>(.*?)</summary>', page).group(1)
+    assert summary.endswith(
+        "<code>LigerFusedLinearCrossEntropy</code> with reduction='none' | <code>a|b</code> "
+        "&lt;sums&gt;"
+    ), summary
+    html_page = per_lane.paths[1].read_text()
+    assert (
+        "<code>LigerFusedLinearCrossEntropy</code> with reduction='none' | "
+        "<code>a|b</code> &lt;sums&gt;</summary>" in html_page
+    )
+    assert "`" not in re.sub(r"<code>.*?</code>", "", html_page.split("<summary>", 1)[1][:300])
+
+
+def test_per_lane_html_has_the_step_grid_the_blocked_list_and_the_holds(per_lane):
+    page = per_lane.paths[1].read_text()
+    lanes = page[page.index('<section id="lanes">') :]
+    lanes = lanes[: lanes.index("</section>")]
+    for step in ("drop", "raise", "hold", "blocked", "keep", "unknown"):
+        assert f'class="s-{step}"' in lanes, step
+    assert lanes.count('class="s-blocked"') == 2
+    text = html.unescape(re.sub(r"<[^>]+>", "", lanes))
+    assert "Until: the lane's toylib==1.0 reaches 1.1" in text
+    assert "<b>Next:</b> run <code>patchlane run megatron-main</code>" in lanes
+    assert reportshop.CONFLICT in text
+    blocked = page[page.index('<section id="blocked">') :]
+    blocked = blocked[: blocked.index("</section>")]
+    text = html.unescape(re.sub(r"<[^>]+>", "", blocked))
+    assert text.count(reportshop.BLOCKER) == 2 and "<h2>Blocked (2)</h2>" in blocked
+    assert '<div class="n">2</div><div class="l">lanes blocked</div>' in page
+
+
+def test_without_lane_verdicts_the_sections_say_so_and_conflicts_still_show(shop):
+    from retire.verdicts.model import Flag
+
+    verdicts = shop_verdicts()
+    alpha = verdicts[0]
+    verdicts[0] = Verdict(
+        alpha.shim, alpha.decision, alpha.why, flags=(Flag("conflict", reportshop.CONFLICT),)
+    )
+    written = generate(shop, verdicts=verdicts)
+    assert "No per-lane verdicts" in written.markdown
+    assert "## Blocked\n\nNone: no lane's raise is blocked." in written.markdown
+    assert json.loads(written.json_text)["blocked"] == []
+    assert f"- ⚑ `alpha` — {reportshop.CONFLICT}" in written.markdown
+    lanes = written.paths[1].read_text().split('<section id="lanes">', 1)[1].split("</section>")[0]
+    assert "<h3>Conflicts</h3>" in lanes and "the floor comes from execution: 1.1" in lanes

@@ -20,7 +20,13 @@ from retire.report import weekly as report
 from retire.report.vocabulary import OUTCOMES
 from tests.conftest import ROOT
 from tests.support import png
-from tests.support.reportshop import NOW, build_shop, shop_verdicts
+from tests.support.reportshop import (
+    NOW,
+    TRICKY_TITLE,
+    build_shop,
+    per_lane_verdicts,
+    sample_bisections,
+)
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -74,12 +80,19 @@ def console_messages(stderr: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory) -> Path:
-    root = build_shop(tmp_path_factory.mktemp("html") / "shop")
+    root = build_shop(tmp_path_factory.mktemp("html") / "shop", beta_title=TRICKY_TITLE)
     # The committed catalogue's real filing queue: a table and long blocker lists to lay out.
     queue = types.SimpleNamespace(
         filing_queue=lambda _: store.filing_queue(ROOT), markdown_section=store.markdown_section
     )
-    written = report.generate(Project(root), now=NOW, verdicts=shop_verdicts(), packs=queue)
+    # with every section: per-lane steps, blockers, bisections, a title with Markdown in it
+    written = report.generate(
+        Project(root),
+        now=NOW,
+        verdicts=per_lane_verdicts(),
+        packs=queue,
+        bisect=lambda _: sample_bisections(),
+    )
     return written.paths[1]
 
 
@@ -167,8 +180,28 @@ LAYOUT_SCRIPT = """
         contrast.push(name + " " + cs.color + " on " + behind(el) + ": " + ratio.toFixed(2));
     }
   });
+  // Short words split across two lines ("sourc" / "e-patch"): a break inside a word of up to 18
+  // characters between spaces, hyphens and slashes. Long tokens (URLs, hashes) may wrap.
+  var broken = [], walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (var node = walker.nextNode(); node; node = walker.nextNode()) {
+    // a long token marked breakable (.brk) may wrap anywhere
+    var skip = ".grid-wrap table.grid, svg, .brk";
+    if (!node.parentElement || node.parentElement.closest(skip)) continue;
+    var re = /[^\\s\\-\\/]+/g, m;
+    while ((m = re.exec(node.textContent)) !== null) {
+      if (m[0].length > 18) continue;
+      var range = document.createRange();
+      range.setStart(node, m.index);
+      range.setEnd(node, m.index + m[0].length);
+      var tops = {};
+      Array.prototype.forEach.call(range.getClientRects(), function (rect) {
+        if (rect.width > 0) tops[Math.round(rect.top)] = true;
+      });
+      if (Object.keys(tops).length > 1) broken.push(m[0] + " in " + node.parentElement.tagName);
+    }
+  }
   var found = {width: width, scroll: document.documentElement.scrollWidth,
-               overflow: overflow, clipped: clipped, contrast: contrast};
+               overflow: overflow, clipped: clipped, contrast: contrast, broken: broken};
   parent.postMessage(JSON.stringify(found), "*");
 })();
 </script>
@@ -210,7 +243,7 @@ def measured(page: Path, tmp_path: Path, width: int) -> dict:
     )
 
 
-@pytest.mark.parametrize("width", [390, 1400])
+@pytest.mark.parametrize("width", [390, 1280, 1400])
 def test_layout_holds_at_phone_width_with_nothing_clipped(page, tmp_path, width):
     found = measured(page, tmp_path, width)
     assert found["width"] <= width
@@ -219,6 +252,8 @@ def test_layout_holds_at_phone_width_with_nothing_clipped(page, tmp_path, width)
     # only the lane grid scrolls, inside its own box
     assert found["overflow"] == [], found["overflow"]
     assert found["clipped"] == [], found["clipped"]
+    # no short word split mid-word ("sourc e-patch" in the shims table at 1280 px)
+    assert found["broken"] == [], "; ".join(found["broken"])
 
 
 def test_every_text_has_contrast_of_at_least_4_5(page, tmp_path):

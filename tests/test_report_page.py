@@ -17,7 +17,13 @@ from retire.packs import store
 from retire.report import html as report_html
 from retire.report import mdhtml, weekly
 from tests.conftest import ROOT
-from tests.support.reportshop import NOW, build_shop, shop_verdicts
+from tests.support.reportshop import (
+    NOW,
+    TRICKY_TITLE,
+    build_shop,
+    per_lane_verdicts,
+    sample_bisections,
+)
 
 
 def luminance(colour: str) -> float:
@@ -44,12 +50,18 @@ def test_every_text_colour_pair_has_contrast_of_at_least_4_5(fore, back):
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory) -> str:
-    root = build_shop(tmp_path_factory.mktemp("page") / "shop")
+    root = build_shop(tmp_path_factory.mktemp("page") / "shop", beta_title=TRICKY_TITLE)
     queue = types.SimpleNamespace(
         filing_queue=lambda _: store.filing_queue(ROOT), markdown_section=store.markdown_section
     )
     return (
-        weekly.generate(Project(root), now=NOW, verdicts=shop_verdicts(), packs=queue)
+        weekly.generate(
+            Project(root),
+            now=NOW,
+            verdicts=per_lane_verdicts(),
+            packs=queue,
+            bisect=lambda _: sample_bisections(),
+        )
         .paths[1]
         .read_text()
     )

@@ -2,7 +2,8 @@
 reproducing.
 
 ``search`` (pure: candidates, the search over their states), ``result`` (the value it ends in),
-``bounds`` (pure: the range, from the evidence of where the bug is known), ``runner`` (overlay
+``bounds`` (pure: the range, from the evidence of where the bug is known), ``budget`` (how many
+runs and minutes the bisections of a weekly run may spend), ``runner`` (overlay
 envs and the reproducer run), ``cache`` (answers on disk), ``bisection`` (``bisect()`` tying them
 together, ``project_bounds``, ``list_releases``).
 
@@ -17,6 +18,7 @@ import importlib
 _HOMES = {
     "bisection": ("bisect", "list_releases", "project_bounds"),
     "bounds": ("Bounds", "BrokenEvidence", "broken_evidence", "choose_bounds"),
+    "budget": ("Budget", "Meter"),
     "cache": ("ResultCache",),
     "result": ("BisectResult",),
     "runner": ("OverlayRunner", "base_fingerprint", "inspect_base"),
@@ -44,9 +46,11 @@ __all__ = [
     "BisectResult",
     "Bounds",
     "BrokenEvidence",
+    "Budget",
     "CandidateRun",
     "Candidates",
     "Limits",
+    "Meter",
     "OverlayRunner",
     "ResultCache",
     "State",

@@ -67,6 +67,7 @@ def bisect(
     on_step: Callable[[int, CandidateRun], None] | None = None,
     isolation: str | None = None,
     on_note: Callable[[str], None] | None = None,
+    stop: Callable[[], str | None] | None = None,
 ) -> BisectResult:
     """Bisect ``manifest``'s target over ``versions`` (any order; yanked ones are skipped) inside
     ``bounds`` (default: every release).
@@ -77,6 +78,9 @@ def bisect(
     the overlay runner runs the reproducer (``process`` | ``launcher``; default: launcher when
     the reproducer declares ``preload``, see :class:`~retire.bisect.runner.OverlayRunner`);
     ``on_note`` hears what the launcher did (its imports, a fall-back to process isolation).
+    ``stop`` is asked before each fresh run (a budget, :class:`~retire.bisect.budget.Meter`): a
+    reason ends the search there, with what it found so far (each run is cached and recorded, so
+    a later bisection resumes for free).
     """
     began = time.monotonic()
     candidates = select_candidates(
@@ -105,7 +109,7 @@ def bisect(
             isolation=isolation,
             say=on_note,
         )
-    outcome = _search(candidates, runner, bounds, limits, on_step)
+    outcome = _search(candidates, runner, bounds, limits, on_step, stop)
     return _result(
         manifest,
         candidates,
@@ -134,6 +138,7 @@ def _search(
     bounds: Bounds,
     limits: Limits,
     on_step: Callable[[int, CandidateRun], None] | None,
+    stop: Callable[[], str | None] | None = None,
 ) -> SearchOutcome:
     """The search over ``candidates``: what the runner's cache knows first, then fresh runs;
     the runner is closed however it ends."""
@@ -155,6 +160,7 @@ def _search(
             known_broken=bounds.known_broken,
             limits=limits,
             on_run=consulted,
+            stop=stop,
         )
     finally:
         close = getattr(runner, "close", None)

@@ -213,8 +213,12 @@ class _Search:
     known: Mapping[str, CandidateRun]
     limits: Limits
     on_run: Callable[[CandidateRun], None] | None = None
+    # a budget the caller keeps: why no further run may be asked, or None
+    stop: Callable[[], str | None] | None = None
     states: dict[int, CandidateRun] = field(default_factory=dict)
     order: list[CandidateRun] = field(default_factory=list)
+    # why ``stop`` refused a run the search wanted
+    halted: str | None = None
 
     def ask(self, i: int) -> CandidateRun:
         run = self.known.get(self.versions[i]) or self.probe(self.versions[i])
@@ -229,6 +233,9 @@ class _Search:
 
     def exhausted(self) -> str | None:
         """Why no further run may be asked, or None."""
+        if self.stop is not None and (spent := self.stop()) is not None:
+            self.halted = spent
+            return spent
         if self.fresh(UNKNOWN) >= self.limits.max_unknown:
             return f"{self.fresh(UNKNOWN)} candidate(s) could not be told ({self._listed(UNKNOWN)})"
         if self.fresh(NOT_APPLICABLE) >= self.limits.max_not_applicable:
@@ -244,7 +251,8 @@ class _Search:
     def newest_end(self) -> int | None:
         """The newest candidate that tells broken from fixed, stepping down over the rest."""
         for i in range(len(self.versions) - 1, -1, -1):
-            if self.exhausted():
+            # an answer at hand costs no run
+            if self.versions[i] not in self.known and self.exhausted():
                 return None
             if self.ask(i).conclusive:
                 return i
@@ -291,17 +299,24 @@ def find_boundary(
     known_broken: str | None = None,
     limits: Limits = Limits(),
     on_run: Callable[[CandidateRun], None] | None = None,
+    stop: Callable[[], str | None] | None = None,
 ) -> SearchOutcome:
     """Binary-search ascending ``versions`` for the broken → fixed boundary.
 
     ``known``: results already at hand (a cache), consulted for free. ``known_broken``: a release
     that evidence recorded elsewhere shows broken, ``versions[0]`` or older than all of them: the
     lower bound the search starts from. ``on_run`` sees every result as it is consulted.
+    ``stop``: asked before each run (a budget the caller keeps); a reason ends the search there,
+    with what it found so far.
     """
-    s = _Search(versions, probe, dict(known or {}), limits, on_run)
+    s = _Search(versions, probe, dict(known or {}), limits, on_run, stop)
     if not versions:
         return _end(s, Status.NO_TRANSITION, "no candidate releases")
     hi = s.newest_end()
+    if hi is None and s.halted:
+        return _end(
+            s, Status.NO_TRANSITION, f"stopped before the newest end was verified: {s.halted}"
+        )
     if hi is None:
         why = s.exhausted() or "no candidate could be told broken or fixed"
         return _end(

@@ -4,10 +4,15 @@ reproducing."""
 from __future__ import annotations
 
 import argparse
+import re
+import shlex
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
-from retire.bisect.search import Limits
+from retire.bisect.budget import Budget, Meter
+from retire.bisect.search import CandidateRun, Limits
 from retire.commands.base import (
     Command,
     ExitCode,
@@ -17,8 +22,13 @@ from retire.commands.base import (
     positive_int,
     say,
 )
-from retire.core.errors import InputError
+from retire.core.errors import InputError, PatchlaneError
 from retire.core.project import Project
+
+if TYPE_CHECKING:
+    from retire.bisect.result import BisectResult
+    from retire.report.model import BisectionRan, Bisections
+    from retire.verdicts.model import Verdict
 
 DESCRIPTION = (
     "Find the first release of a shim's target in which its reproducer (run without the shim) "
@@ -185,8 +195,17 @@ def _lane_python(project: Project, name: str):
     return lane, env.python
 
 
-def run(project: Project, args: argparse.Namespace) -> int:
-    from retire.bisect import CandidateRun, bisect, list_releases, project_bounds
+def bisection(
+    project: Project,
+    args: argparse.Namespace,
+    *,
+    stop: Callable[[], str | None] | None = None,
+    count: Callable[[CandidateRun], None] | None = None,
+) -> BisectResult:
+    """The bisection ``args`` (this command's arguments) ask for, as ``patchlane bisect`` runs
+    it: the range from the project's evidence, every fresh run recorded unless ``--no-record``.
+    ``stop`` and ``count`` are a budget's (:class:`retire.bisect.Meter`)."""
+    from retire.bisect import bisect, list_releases, project_bounds
     from retire.probes.records import bisection_lane
 
     _check_versions(since=args.since, until=args.until)
@@ -214,6 +233,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
     )
 
     def progress(step: int, run: CandidateRun) -> None:
+        if count is not None:
+            count(run)
         note = " (cached)" if run.cached else f" {run.duration_s:.2f}s"
         extra = f" — {run.detail}" if run.detail and not run.conclusive else ""
         say(
@@ -221,7 +242,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
             level=Level.PROGRESS,
         )
 
-    result = bisect(
+    return bisect(
         manifest,
         versions,
         yanked=yanked,
@@ -238,7 +259,12 @@ def run(project: Project, args: argparse.Namespace) -> int:
         on_step=progress,
         isolation=args.isolation,
         on_note=lambda line: say(f"  {line}", level=Level.PROGRESS),
+        stop=stop,
     )
+
+
+def run(project: Project, args: argparse.Namespace) -> int:
+    result = bisection(project, args)
     if args.json:
         emit_json(result.to_dict())
     else:
@@ -253,6 +279,132 @@ def run(project: Project, args: argparse.Namespace) -> int:
                 f"{project.validation.relative_to(project.root)}"
             )
     return ExitCode.OK if result.status == "found" else ExitCode.FAILED
+
+
+# ---------------------------------------------------------------------------------------------
+# Candidate bisections within a budget (`patchlane report` / `retire` --bisect-budget)
+
+#: A bisect command in a candidate flag's text or a verdict's action.
+_COMMAND = re.compile(r"patchlane bisect [^`\n;]*[^`\n;.,)\s]")
+
+
+def add_budget_arguments(p: argparse.ArgumentParser) -> None:
+    """``--bisect-budget`` and ``--bisect-minutes``: nothing is bisected unless one is given."""
+    group = p.add_argument_group(
+        "candidate bisections (run the `patchlane bisect` a candidate verdict names, within a "
+        "budget, then decide again)"
+    )
+    group.add_argument(
+        "--bisect-budget",
+        type=positive_int,
+        metavar="RUNS",
+        help="at most RUNS fresh reproducer runs over all candidate bisections (cached answers "
+        "are free; default: none — nothing is bisected unless asked)",
+    )
+    group.add_argument(
+        "--bisect-minutes",
+        type=positive_float,
+        metavar="M",
+        help="at most M minutes of candidate bisections (no bisection starts after that, a "
+        "running one stops before its next run)",
+    )
+
+
+def budget_of(args: argparse.Namespace) -> Budget:
+    return Budget(getattr(args, "bisect_budget", None), getattr(args, "bisect_minutes", None))
+
+
+def candidate_command(verdict: Verdict) -> str | None:
+    """The `patchlane bisect` a verdict flagged ``candidate`` asks for: the command its flag (or
+    action) names for this shim, else the shim's plain bisection; None without the flag."""
+    from retire.verdicts.model import FlagKind
+
+    if not verdict.flagged(FlagKind.CANDIDATE):
+        return None
+    texts = [f.text for f in verdict.flags if f.kind == FlagKind.CANDIDATE]
+    for text in (*texts, verdict.action or ""):
+        for found in _COMMAND.finditer(text):
+            words = found.group(0).split()
+            if len(words) > 2 and words[2] == verdict.shim:
+                return " ".join(words)
+    return f"patchlane bisect {verdict.shim}"
+
+
+class _CommandError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """This command's parser, for a command read from a verdict: errors raise, never exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _CommandError(message)
+
+
+def _arguments(command: str) -> argparse.Namespace:
+    parser = _Parser(prog="patchlane bisect", add_help=False)
+    add_arguments(parser)
+    try:
+        args = parser.parse_args(shlex.split(command)[2:])
+    except ValueError as exc:
+        raise _CommandError(str(exc)) from None
+    # every run of a weekly bisection is evidence
+    args.record, args.json = True, False
+    return args
+
+
+def _one_candidate(project: Project, verdict: Verdict, command: str, meter: Meter) -> BisectionRan:
+    """Run one candidate's bisection on ``meter``'s budget; a failure is its row, never raised."""
+    from retire.report.model import BisectionRan
+
+    meter.refused = None
+    try:
+        result = bisection(project, _arguments(command), stop=meter.stop, count=meter.count)
+    except (PatchlaneError, InputError, OSError, _CommandError) as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        return BisectionRan(verdict.shim, command, "failed", f"could not run: {reason}")
+    return BisectionRan(
+        verdict.shim,
+        command,
+        str(result.status),
+        result.summary(),
+        result.runs,
+        result.floor,
+        meter.refused,
+    )
+
+
+def candidate_bisections(
+    project: Project, verdicts: Sequence[Verdict], budget: Budget
+) -> Bisections:
+    """For every verdict flagged ``candidate``, in order, the bisection its flag names, until
+    ``budget`` is spent: each run recorded in the validation manifest (the verdicts read it
+    next), each bisection's end in the report; those the budget does not reach are listed."""
+    from retire.report.model import BisectionLeft, Bisections
+    from retire.runs.lanerun import Host
+
+    meter = Meter(budget)
+    manifests = project.manifests()
+    host: Host | None = None
+    ran: list[BisectionRan] = []
+    left: list[BisectionLeft] = []
+    for verdict in verdicts:
+        command = candidate_command(verdict)
+        if command is None:
+            continue
+        manifest = manifests.get(verdict.shim)
+        if (spent := meter.spent()) is not None:
+            left.append(BisectionLeft(verdict.shim, command, spent))
+            continue
+        if manifest is not None and manifest.reproducer.needs_cuda:
+            host = host or Host.detect()
+            if not host.cuda:
+                why = f"its reproducer needs a CUDA GPU and this host has none ({host.description})"
+                left.append(BisectionLeft(verdict.shim, command, why))
+                continue
+        say(f"candidate {verdict.shim}: {command}", level=Level.PROGRESS)
+        ran.append(_one_candidate(project, verdict, command, meter))
+    return Bisections(budget.runs, budget.minutes, tuple(ran), tuple(left))
 
 
 COMMAND = Command(

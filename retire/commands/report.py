@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from retire.bisect.budget import Budget
 from retire.commands.base import Command, ExitCode, emit_text, existing_file, say, shown
+from retire.commands.bisect import add_budget_arguments, budget_of, candidate_bisections
+from retire.core.errors import InputError
 from retire.core.project import Project
 
 
@@ -42,6 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--json", action="store_true", help="print the JSON report instead of the short version"
     )
     add_evidence_arguments(p)
+    add_budget_arguments(p)
 
 
 def gather_options(project: Project, args: argparse.Namespace) -> dict:
@@ -54,11 +58,25 @@ def gather_options(project: Project, args: argparse.Namespace) -> dict:
     }
 
 
+def checked_budget(args: argparse.Namespace) -> Budget:
+    """The candidate-bisection budget; with ``--no-probe`` (no request at all) there is none."""
+    budget = budget_of(args)
+    if budget.asked and args.no_probe:
+        raise InputError(
+            None,
+            "--bisect-budget" if args.bisect_budget is not None else "--bisect-minutes",
+            "a bisection installs releases from the index, and --no-probe makes no request",
+            "drop --no-probe, or the bisection budget",
+        )
+    return budget
+
+
 def run(project: Project, args: argparse.Namespace) -> int:
     """0 when the report was written (whatever it says), 2 for bad input, 1 when it could not be
     written."""
     from retire.report import markdown, weekly
 
+    budget = checked_budget(args)
     written = weekly.generate(
         project,
         week=args.week,
@@ -66,6 +84,11 @@ def run(project: Project, args: argparse.Namespace) -> int:
         probe=not args.no_probe,
         gather_options=gather_options(project, args),
         records_path=args.validation,
+        bisect=(
+            (lambda verdicts: candidate_bisections(project, verdicts, budget))
+            if budget.asked
+            else None
+        ),
     )
     if args.json:
         for note in written.report.notes:

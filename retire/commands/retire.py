@@ -82,20 +82,34 @@ def run(project: Project, args: argparse.Namespace) -> int:
 
 def _plans_from_verdicts(project: Project, args: argparse.Namespace) -> list:
     from retire.branches.retirement import plans
+    from retire.commands.bisect import candidate_bisections
     from retire.evidence import validation
     from retire.lanes import lanefile
+    from retire.report.markdown import bisections_text
     from retire.verdicts.gather import GatherOptions, gather
 
     manifests, lanes = project.manifests(), lanefile.project_lanes(project)
     records_path = args.validation or project.validation
+    budget = report.checked_budget(args)
+
+    def gathered() -> list:
+        return gather(
+            list(manifests.values()),
+            lanes,
+            project.locks_dir,
+            records_path,
+            GatherOptions(cache_dir=project.http_cache, **report.gather_options(project, args)),
+        )
+
+    verdicts = gathered()
+    if budget.asked:
+        done = candidate_bisections(project, verdicts, budget)
+        for line in bisections_text(done):
+            say(line)
+        # the new runs are evidence: decide again on them
+        if done.runs:
+            verdicts = gathered()
     records = validation.load(records_path)
-    verdicts = gather(
-        list(manifests.values()),
-        lanes,
-        project.locks_dir,
-        records_path,
-        GatherOptions(cache_dir=project.http_cache, **report.gather_options(project, args)),
-    )
     for verdict in verdicts:
         say(f"{verdict.shim:<28} {verdict.decision:<8} {verdict.why}", level=Level.PROGRESS)
     return plans(verdicts, manifests, records)

@@ -18,8 +18,10 @@ from retire.evidence.values import (
     TagContainment,
 )
 from retire.lanes.model import Lane
+from retire.probes.records import is_bisection
 from retire.report.model import (
     BURNDOWN_WEEKS,
+    Bisections,
     BurnPoint,
     BurnSource,
     Cell,
@@ -37,7 +39,7 @@ from retire.report.model import (
 )
 from retire.runs.lanerun import judge
 from retire.runs.proof import Proof, assess, latest_pair
-from retire.verdicts.model import Decision, FlagKind, Verdict
+from retire.verdicts.model import Decision, FlagKind, LaneStep, Verdict
 from shims import times
 from shims.model import RetirementCondition, ShimManifest
 
@@ -142,6 +144,12 @@ def build_matrix(
 
 def _changes(previous: PreviousReport | None, rows: Sequence[ShimRow], matrix: Matrix) -> Changes:
     broken_now = {(c.shim, c.lane): c.outcome for c in matrix.cells.values() if c.broken}
+    # a report written before bisections were left out of the matrix may list one
+    broken_before = (
+        frozenset(cell for cell in previous.broken if not is_bisection(cell[1]))
+        if previous is not None
+        else frozenset()
+    )
     if previous is None:
         return Changes(
             None,
@@ -160,10 +168,10 @@ def _changes(previous: PreviousReport | None, rows: Sequence[ShimRow], matrix: M
     newly = tuple(
         (shim, lane, outcome)
         for (shim, lane), outcome in sorted(broken_now.items())
-        if (shim, lane) not in previous.broken
+        if (shim, lane) not in broken_before
     )
     repaired = tuple(
-        sorted(cell for cell in previous.broken if cell not in broken_now and cell[0] in now)
+        sorted(cell for cell in broken_before if cell not in broken_now and cell[0] in now)
     )
     return Changes(previous.week, new, retired, changed, newly, repaired)
 
@@ -203,7 +211,10 @@ def _group_runs(
     by_cell: dict[tuple[str, str], list[ValidationRecord]] = {}
     for record in records:
         by_shim.setdefault(record.shim, []).append(record)
-        by_cell.setdefault((record.shim, record.lane), []).append(record)
+        # a bisection's runs are evidence about releases (the verdicts read them), not a lane:
+        # they run without the shim only, so as a cell they would read "with-shim run missing"
+        if not is_bisection(record.lane):
+            by_cell.setdefault((record.shim, record.lane), []).append(record)
     matrix = build_matrix(lanes, shim_ids, by_cell)
     broken: dict[str, list[str]] = {}
     for cell in matrix.cells.values():
@@ -277,6 +288,7 @@ def _row(
         flags=tuple((f.kind, f.text) for f in verdict.flags),
         # unreadable records prove nothing either way: no claim
         unproven=None if records_failure else proof.why if not proof.proven else None,
+        lane_verdicts=verdict.lane_verdicts,
     )
 
 
@@ -297,6 +309,8 @@ def _headline(rows: Sequence[ShimRow]) -> Headline:
         stale=flagged(FlagKind.STALE),
         drift=flagged(FlagKind.DRIFT),
         never_run=sum(r.never_run for r in rows),
+        retire_in_some=decided(Decision.RETIRE_IN_SOME),
+        blocked=sum(len(r.lanes_at(LaneStep.BLOCKED)) for r in rows),
     )
 
 
@@ -313,6 +327,7 @@ def build(
     notes: Sequence[str] = (),
     records_failure: str | None = None,
     filing_queue: str | None = None,
+    bisections: Bisections | None = None,
 ) -> Report:
     """The report for ``week`` (pure). ``records_failure`` says why no records could be read:
     then no row is called "never run" (that would be a claim the report cannot make)."""
@@ -350,6 +365,7 @@ def build(
         notes=tuple(notes),
         filing_queue=filing_queue,
         verdicts=tuple(_verdict_json(verdict) for verdict in chosen),
+        bisections=bisections,
     )
 
 

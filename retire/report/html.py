@@ -9,8 +9,10 @@ grid reads without colour vision too. Pure: a function of a ``report_model.Repor
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from html import escape
 
+from retire.report.mdhtml import code_spans
 from retire.report.mdhtml import to_html as markdown_html
 from retire.report.model import (
     CELL_OUTCOMES,
@@ -19,9 +21,11 @@ from retire.report.model import (
     Chase,
     Report,
     ShimRow,
+    lane_next,
     short_link,
 )
-from retire.report.vocabulary import OUTCOMES, PLAIN, VERDICTS, condition
+from retire.report.vocabulary import OUTCOMES, PLAIN, STEPS, VERDICTS, condition, step
+from retire.verdicts.model import LaneStep, LaneVerdict
 
 __all__ = ["OUTCOME_COLOURS", "VERDICT_COLOURS", "to_html"]
 
@@ -31,6 +35,8 @@ OUTCOME_COLOURS = {str(outcome): look.colour for outcome, look in OUTCOMES.items
 OUTCOME_INK = {str(outcome): look.ink for outcome, look in OUTCOMES.items()}
 OUTCOME_GLYPHS = {str(outcome): look.glyph for outcome, look in OUTCOMES.items()}
 VERDICT_COLOURS = {str(name): (look.colour, look.ink) for name, look in VERDICTS.items()}
+#: Lane steps: (background, ink) of each step's cell and tag.
+STEP_COLOURS = {str(name): (look.colour, look.ink) for name, look in STEPS.items()}
 
 #: Headline cards: the number's colour on white.
 CARD_COLOURS = {
@@ -38,6 +44,7 @@ CARD_COLOURS = {
     "retire": "#15803d",
     "broken": "#dc2626",
     "unknown": "#b45309",
+    "blocked": "#b91c1c",
 }
 #: Every text colour the stylesheet uses, on every background it is used on (a test checks
 #: each pair for 4.5:1, and that no other colour appears in a page).
@@ -58,6 +65,7 @@ TEXT_PAIRS = (
     ("#b91c1c", "#ffffff"),
     ("#334155", "#e2e8f0"),
     *((fore, back) for back, fore in VERDICT_COLOURS.values()),
+    *((fore, back) for back, fore in STEP_COLOURS.values()),
     *((OUTCOME_INK[o], OUTCOME_COLOURS[o]) for o in OUTCOME_COLOURS),
     *((colour, "#ffffff") for colour in CARD_COLOURS.values()),
 )
@@ -72,7 +80,8 @@ body {
   font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
   color: var(--ink); background: var(--wash);
 }
-main { max-width: 1320px; margin: 0 auto; padding: 24px 28px 48px; overflow-wrap: anywhere; }
+main { max-width: 1320px; margin: 0 auto; padding: 24px 28px 48px; overflow-wrap: break-word; }
+.brk { overflow-wrap: anywhere; }
 header h1 { font-size: 26px; margin: 0 0 2px; letter-spacing: -0.01em; }
 header .sub { color: var(--muted); margin: 0 0 18px; }
 h2 { font-size: 18px; margin: 0 0 10px; }
@@ -81,8 +90,8 @@ section {
   margin: 0 0 18px;
 }
 .cards {
-  display: grid; grid-template-columns: repeat(4, 1fr); gap: 12px; background: none; border: 0;
-  padding: 0;
+  display: grid; grid-template-columns: repeat(auto-fit, minmax(170px, 1fr)); gap: 12px;
+  background: none; border: 0; padding: 0;
 }
 .card {
   background: var(--paper); border: 1px solid var(--line); border-radius: 10px; padding: 14px 16px;
@@ -123,10 +132,13 @@ table.grid td {
   font-size: 13px; font-weight: 700; padding: 0;
 }
 table.grid td.none { background: var(--wash); }
+table.grid td.verdict { width: auto; padding: 0 8px 0 0; text-align: left; background: none; }
+section h3 { font-size: 15px; margin: 14px 0 6px; }
 table.grid td.o-not-run { border: 1px dashed #94a3b8; }
 table.grid td.new { outline: 3px solid #0f172a; outline-offset: -3px; }
 svg text { font: 11px system-ui, "DejaVu Sans", sans-serif; fill: #475569; }
-table.rows td { overflow-wrap: anywhere; }
+table.rows td { overflow-wrap: break-word; }
+table.rows td[data-label="fix class"] { white-space: nowrap; }
 table.rows { border-collapse: collapse; width: 100%; }
 table.rows th, table.rows td {
   text-align: left; vertical-align: top; padding: 7px 8px; border-bottom: 1px solid var(--line);
@@ -142,12 +154,12 @@ table.rows td.num { text-align: right; white-space: nowrap; }
 table.rows code, details code { font: 12px ui-monospace, "DejaVu Sans Mono", monospace; }
 .title { color: var(--muted); font-size: 12px; }
 .why { max-width: 380px; }
+table.rows td.why { min-width: 200px; }
 .never { color: #b91c1c; font-weight: 600; }
 a { color: #1d4ed8; }
 details { border-top: 1px solid var(--line); padding: 8px 0; }
 details summary { cursor: pointer; }
 details ul { margin: 6px 0; }
-#filing-queue h3 { font-size: 15px; margin: 14px 0 6px; }
 footer { color: var(--muted); font-size: 12px; text-align: center; }
 @media (max-width: 720px) {
   main { padding: 12px 10px 32px; }
@@ -172,6 +184,40 @@ def _e(value: object) -> str:
     return escape(str(value), quote=True)
 
 
+#: Longer than this, a token (a URL, a hash, a path) may break anywhere; shorter words never do.
+LONG_TOKEN = 16
+
+
+def _wrappable(text: str, after: str) -> str:
+    """``text`` (a link, an address) that may wrap after each ``after`` (``<wbr>``), each long
+    piece between them breakable anywhere."""
+    pieces = text.split(after)
+    return f"{_e(after)}<wbr>".join(
+        f'<span class="brk">{_e(p)}</span>' if len(p) > LONG_TOKEN else _e(p) for p in pieces
+    )
+
+
+def _owner(text: str) -> str:
+    """An address may wrap before its ``@``, never inside a word."""
+    name, at, host = text.partition("@")
+    return f"{_t(name)}<wbr>{_e(at)}{_t(host)}" if at else _t(text)
+
+
+def _t(value: object) -> str:
+    """Free text, escaped, its backtick spans as ``<code>`` (actions name commands that way),
+    each long token marked breakable (``.brk``): a table column is then never narrower than its
+    longest short word, and a URL still wraps."""
+    out = []
+    for i, piece in enumerate(re.split(r"`([^`\n]+)`", str(value))):
+        words = re.split(r"(\s+)", piece)
+        text = "".join(
+            f'<span class="brk">{_e(word)}</span>' if len(word) > LONG_TOKEN else _e(word)
+            for word in words
+        )
+        out.append(f"<code>{text}</code>" if i % 2 else text)
+    return "".join(out)
+
+
 def _verdict_tag(verdict: str) -> str:
     back, fore = VERDICT_COLOURS.get(verdict, (PLAIN.colour, PLAIN.ink))
     return f'<span class="tag" style="background:{back};color:{fore}">{_e(verdict)}</span>'
@@ -184,6 +230,7 @@ def _cards(report: Report) -> str:
         (h.retire, "retire candidates", CARD_COLOURS["retire"]),
         (h.newly_broken, "newly broken", CARD_COLOURS["broken"]),
         (h.unknown, "with unknown evidence", CARD_COLOURS["unknown"]),
+        (h.blocked, f"lane{'s' if h.blocked != 1 else ''} blocked", CARD_COLOURS["blocked"]),
     ]
     body = "".join(
         f'<div class="card" style="--c:{c}"><div class="n">{n}</div>'
@@ -191,8 +238,8 @@ def _cards(report: Report) -> str:
         for n, label, c in cards
     )
     stats = (
-        f"{h.keep} keep · {h.stale} stale · {h.drift} drift · {h.broken} broken on some lane · "
-        f"{h.never_run} never run"
+        f"{h.retire_in_some} retire in some lanes · {h.keep} keep · {h.stale} stale · "
+        f"{h.drift} drift · {h.broken} broken on some lane · {h.never_run} never run"
     )
     return (
         f'<section class="cards" aria-label="headline">{body}</section><p class="stats">{stats}</p>'
@@ -202,7 +249,7 @@ def _cards(report: Report) -> str:
 def _notes(report: Report) -> str:
     if not report.notes:
         return ""
-    items = "".join(f"<li>{_e(n)}</li>" for n in report.notes)
+    items = "".join(f"<li>{_t(n)}</li>" for n in report.notes)
     return f'<section class="notes"><h2>Notes</h2><ul>{items}</ul></section>'
 
 
@@ -215,14 +262,184 @@ def _attention(report: Report) -> str:
         )
     items = "".join(
         f'<li><a href="#shim-{_e(r.shim)}"><code>{_e(r.shim)}</code></a> '
-        f"<b>{_e('; '.join(r.attention))}</b> — {_e(r.why)}"
-        + (f"<br><b>Next:</b> {_e(r.action)}" if r.action else "")
+        f"<b>{_e('; '.join(r.attention))}</b> — {_t(r.why)}"
+        + (f"<br><b>Next:</b> {_t(r.action)}" if r.action else "")
         + "</li>"
         for r in rows
     )
     return (
         f'<section id="attention"><h2>Needs attention ({len(rows)})</h2><ul '
         f'class="attention">{items}</ul></section>'
+    )
+
+
+def _step_tag(name: str) -> str:
+    back, fore = STEP_COLOURS.get(name, (PLAIN.colour, PLAIN.ink))
+    return f'<span class="tag" style="background:{back};color:{fore}">{_e(name)}</span>'
+
+
+def _step_legend() -> str:
+    items = "".join(
+        f'<span><span class="sw" style="background:{look.colour}"></span>{look.glyph} '
+        f"{_e(look.label)}</span>"
+        for look in STEPS.values()
+    )
+    return (
+        f'<div class="legend">{items}<span><span class="sw" style="background:#f8fafc"></span>'
+        "blank: the lane does not carry the shim</span></div>"
+    )
+
+
+def _lane_title(row: ShimRow, lane: LaneVerdict) -> str:
+    locked = f" (locked: {lane.locked})" if lane.locked else ""
+    after = f" — {lane_next(lane)}" if lane_next(lane) else ""
+    return f"{row.shim} on {lane.lane}{locked}: {lane.step} — {lane.why}{after}"
+
+
+def _lane_rows(report: Report, columns: tuple[str, ...]) -> str:
+    out = []
+    for row in report.rows:
+        if not row.lane_verdicts:
+            continue
+        by_lane = {lane.lane: lane for lane in row.lane_verdicts}
+        cells = []
+        for name in columns:
+            lane = by_lane.get(name)
+            if lane is None:
+                cells.append('<td class="none"></td>')
+                continue
+            look = step(lane.step)
+            cells.append(
+                f'<td class="s-{_e(lane.step)}" style="background:{look.colour};color:{look.ink}" '
+                f'title="{_e(_lane_title(row, lane))}">{_e(look.glyph)}</td>'
+            )
+        out.append(
+            f'<tr><th class="shim" scope="row"><a href="#shim-{_e(row.shim)}">{_e(row.shim)}</a>'
+            f'</th><td class="verdict">{_verdict_tag(row.verdict)}</td>{"".join(cells)}</tr>'
+        )
+    return "".join(out)
+
+
+def _lane_notes(report: Report) -> str:
+    """Every hold with its until, every lane without a decision with its next step, every
+    conflict with both its sides."""
+    parts = []
+    for kind, heading, label in (
+        (LaneStep.HOLD, "Held by the lane's policy", "Until"),
+        (LaneStep.UNKNOWN, "Lanes without a decision", "Next"),
+    ):
+        found = report.lanes_at(kind)
+        if found:
+            items = "".join(
+                f"<li><code>{_e(row.shim)}</code> on <b>{_e(lane.lane)}</b> — {_t(lane.why)}"
+                f"<br><b>{label}:</b> {_t(lane_next(lane).removeprefix('until ') or '—')}</li>"
+                for row, lane in found
+            )
+            parts.append(f"<h3>{_e(heading)}</h3><ul>{items}</ul>")
+    if report.conflicts:
+        items = "".join(
+            f"<li>⚑ <code>{_e(row.shim)}</code> {_t(text)}</li>" for row, text in report.conflicts
+        )
+        parts.append(
+            "<h3>Conflicts</h3><p>Two evidence sources disagree; the floor comes from execution."
+            f"</p><ul>{items}</ul>"
+        )
+    return "".join(parts)
+
+
+def _lanes(report: Report) -> str:
+    """Retirement per lane at a glance: shims down, lanes across, one step per cell."""
+    columns = report.lane_columns
+    if not columns:
+        return (
+            '<section id="lanes"><h2>Retirement per lane</h2><p>No per-lane verdicts (the '
+            f"verdicts were gathered without lanes).</p>{_lane_notes(report)}</section>"
+        )
+    head = "".join(
+        f'<th class="lane" scope="col"><div title="{_e(lane)}">{_e(lane)}</div></th>'
+        for lane in columns
+    )
+    return (
+        f'<section id="lanes"><h2>Retirement per lane</h2>{_step_legend()}'
+        '<div class="grid-wrap"><table class="grid steps">'
+        f'<thead><tr><th></th><th class="lane" scope="col"><div>verdict</div></th>{head}</tr>'
+        f"</thead><tbody>{_lane_rows(report, columns)}</tbody></table></div>"
+        f"{_lane_notes(report)}</section>"
+    )
+
+
+def _blocked(report: Report) -> str:
+    found = report.blocked
+    if not found:
+        return (
+            '<section id="blocked"><h2>Blocked</h2><p>None: no lane\'s raise is blocked.</p>'
+            "</section>"
+        )
+    rows = "".join(
+        f'<tr><td><a href="#shim-{_e(row.shim)}"><code>{_e(row.shim)}</code></a></td>'
+        f'<td data-label="lane">{_e(lane.lane)}</td>'
+        f'<td data-label="raise to">'
+        + (", ".join(f"<code>{_e(f)}</code>" for f in lane.floors) or "—")
+        + f'</td><td class="why" data-label="blocker">{_t(lane.blocker or lane.why)}</td></tr>'
+        for row, lane in found
+    )
+    return (
+        f'<section id="blocked"><h2>Blocked ({len(found)})</h2><p class="title">Lanes that would '
+        "let the shim go if their pins could rise; the blocker is the resolver's own explanation "
+        "— what has to change. The next report checks again.</p>"
+        '<table class="rows"><thead><tr><th>shim</th><th>lane</th><th>raise to</th>'
+        f"<th>blocker</th></tr></thead><tbody>{rows}</tbody></table></section>"
+    )
+
+
+def _bisections(report: Report) -> str:
+    done = report.bisections
+    if done is None:
+        return ""
+    runs = f"{done.runs} reproducer run{'s' if done.runs != 1 else ''}"
+    body = [
+        (
+            f"<p>Budget: {_e(done.budget)} — {runs} spent; every run is recorded in the "
+            "validation manifest, and the verdicts read it.</p>"
+        )
+    ]
+    if not done.ran and not done.left:
+        body.append("<p>No verdict is flagged candidate: nothing to bisect.</p>")
+    if done.ran:
+        rows = "".join(
+            f"<tr><td><code>{_e(b.shim)}</code></td>"
+            f'<td data-label="command"><code>{_e(b.command)}</code></td>'
+            f'<td class="num" data-label="runs">{b.runs}</td>'
+            f'<td class="why" data-label="result">{_t(b.summary)}'
+            + (f"<br><b>Stopped:</b> {_t(b.stopped)}" if b.stopped else "")
+            + "</td></tr>"
+            for b in done.ran
+        )
+        body.append(
+            '<table class="rows"><thead><tr><th>shim</th><th>command</th><th>runs</th>'
+            f"<th>result</th></tr></thead><tbody>{rows}</tbody></table>"
+        )
+    if done.left:
+        items = "".join(f"<li><code>{_e(b.command)}</code> — {_t(b.why)}</li>" for b in done.left)
+        body.append(f"<h3>Not run this time</h3><ul>{items}</ul>")
+    return f'<section id="bisections"><h2>Bisections</h2>{"".join(body)}</section>'
+
+
+def _lanes_table(row: ShimRow) -> str:
+    if not row.lane_verdicts:
+        return ""
+    rows = "".join(
+        f"<tr><td>{_e(lane.lane)}</td>"
+        f'<td data-label="step">{_step_tag(lane.step)}</td>'
+        f'<td data-label="policy">{_e(lane.policy)}</td>'
+        f'<td data-label="locked">{_e(lane.locked or "—")}</td>'
+        f'<td class="why" data-label="why">{_t(lane.why)}</td>'
+        f'<td class="why" data-label="next">{_t(lane_next(lane))}</td></tr>'
+        for lane in row.lane_verdicts
+    )
+    return (
+        '<table class="rows"><thead><tr><th>lane</th><th>step</th><th>policy</th><th>locked</th>'
+        f"<th>why</th><th>next</th></tr></thead><tbody>{rows}</tbody></table>"
     )
 
 
@@ -433,7 +650,7 @@ def _changes(report: Report) -> str:
             f"<tr><td><code>{_e(v.shim)}</code></td><td "
             f'data-label="before">{_verdict_tag(v.before)}</td>'
             f'<td data-label="now">{_verdict_tag(v.after)}</td>'
-            f'<td class="why" data-label="why">{_e(v.why)}</td></tr>'
+            f'<td class="why" data-label="why">{_t(v.why)}</td></tr>'
             for v in c.verdicts
         )
         table = (
@@ -450,13 +667,14 @@ def _links(row: ShimRow) -> str:
     if not row.links:
         return '<span class="never">no link</span>'
     return "<br>".join(
-        f'<a href="{_e(url)}">{_e(short_link(url))}</a> <span class="title">{_e(role)}</span>'
+        f'<a href="{_e(url)}">{_wrappable(short_link(url), "/")}</a> '
+        f'<span class="title">{_e(role)}</span>'
         for role, url in row.links
     )
 
 
 def _proven(row: ShimRow) -> str:
-    text = _e(row.proven_text)
+    text = _t(row.proven_text)
     shown = f'<span class="never">{text}</span>' if row.last_proven is None else text
     if row.unproven is None:
         return shown
@@ -481,14 +699,14 @@ def _shim_table(report: Report) -> str:
         out.append(
             f'<tr id="row-{_e(row.shim)}" class="{"attn" if row.attention else ""}">'
             f'<td><a href="#shim-{_e(row.shim)}"><code>{_e(row.shim)}</code></a><div '
-            f'class="title">{_e(row.title)}</div></td>'
+            f'class="title">{code_spans(row.title)}</div></td>'
             f'<td data-label="fix class">{_e(row.fix_class)}</td><td '
-            f'data-label="owner">{_e(row.owner)}</td>'
+            f'data-label="owner">{_owner(row.owner)}</td>'
             f'<td class="num" data-label="age">{row.age_days} d</td>'
             f'<td data-label="upstream">{_e(row.upstream_status)}<br>{_links(row)}</td>'
             f'<td data-label="verdict">{_verdict_tag(row.verdict)}</td>'
-            f'<td class="why" data-label="why">{_e(row.why)}</td>'
-            f'<td data-label="retire when">{joiner.join(_e(w) for w in row.retire_when)}</td>'
+            f'<td class="why" data-label="why">{_t(row.why)}</td>'
+            f'<td data-label="retire when">{joiner.join(_t(w) for w in row.retire_when)}</td>'
             f'<td data-label="last proven">{_proven(row)}</td></tr>'
         )
     out.append("</tbody></table></div></section>")
@@ -505,7 +723,7 @@ def _unlinked(report: Report) -> str:
     items = []
     for row, why, text in rows:
         if why == Chase.STALE:
-            items.append(f"<li><code>{_e(row.shim)}</code> {_verdict_tag('stale')} {_e(text)}</li>")
+            items.append(f"<li><code>{_e(row.shim)}</code> {_verdict_tag('stale')} {_t(text)}</li>")
         elif why == Chase.POLICY:
             items.append(
                 f"<li><code>{_e(row.shim)}</code> no upstream link — status not-applicable (local "
@@ -513,7 +731,7 @@ def _unlinked(report: Report) -> str:
             )
         else:
             items.append(
-                f"<li><code>{_e(row.shim)}</code> <b>no upstream link</b> (status {_e(text)}): "
+                f"<li><code>{_e(row.shim)}</code> <b>no upstream link</b> (status {_t(text)}): "
                 f"file it and link it</li>"
             )
     return (
@@ -526,26 +744,26 @@ def _evidence(report: Report) -> str:
     out = ['<section id="evidence"><h2>Evidence per shim</h2>']
     for row in report.rows:
         bits = [
-            f"<p><b>Why:</b> {_e(row.why)}</p>",
-            *([f"<p><b>Next:</b> {_e(row.action)}</p>"] if row.action else []),
+            f"<p><b>Why:</b> {_t(row.why)}</p>",
+            *([f"<p><b>Next:</b> {_t(row.action)}</p>"] if row.action else []),
             *(
                 [
                     '<ul class="flags">'
-                    + "".join(f"<li>⚑ <code>{_e(k)}</code> {_e(x)}</li>" for k, x in row.flags)
+                    + "".join(f"<li>⚑ <code>{_e(k)}</code> {_t(x)}</li>" for k, x in row.flags)
                     + "</ul>"
                 ]
                 if row.flags
                 else []
             ),
             f"<p><b>Retire when</b> ({_e(row.retirement_mode)} of):</p><ul>"
-            + "".join(f"<li>{_e(w)}</li>" for w in row.retire_when)
+            + "".join(f"<li>{_t(w)}</li>" for w in row.retire_when)
             + "</ul>",
         ]
         if row.conditions:
             bits.append(
                 "<p><b>Conditions now:</b></p><ul>"
                 + "".join(
-                    f"<li>{_e(condition(s).emoji)} <code>{_e(k)}</code> — {_e(w)}</li>"
+                    f"<li>{_e(condition(s).emoji)} <code>{_e(k)}</code> — {_t(w)}</li>"
                     for k, s, w in row.conditions
                 )
                 + "</ul>"
@@ -556,16 +774,17 @@ def _evidence(report: Report) -> str:
                 + ", ".join(f"<code>{_e(f)}</code>" for f in row.floors)
                 + "</p>"
             )
+        bits.append(_lanes_table(row))
         if row.failures:
             bits.append(
                 "<p><b>Probe failures:</b></p><ul>"
-                + "".join(f"<li>⚠️ {_e(f)}</li>" for f in row.failures)
+                + "".join(f"<li>⚠️ {_t(f)}</li>" for f in row.failures)
                 + "</ul>"
             )
         if row.evidence:
             bits.append(
                 "<p><b>Evidence:</b></p><ul>"
-                + "".join(f"<li>{_e(e)}</li>" for e in row.evidence)
+                + "".join(f"<li>{_t(e)}</li>" for e in row.evidence)
                 + "</ul>"
             )
         runs = [
@@ -582,19 +801,19 @@ def _evidence(report: Report) -> str:
                     f'#94a3b8"></span> {_e(c.outcome)}</td>'
                     f'<td data-label="host">{_e(c.host)}</td><td '
                     f'data-label="date">{_e(c.date)}</td><td class="why" '
-                    f'data-label="why">{_e(c.why)}</td></tr>'
+                    f'data-label="why">{_t(c.why)}</td></tr>'
                     for c in runs
                 )
                 + "</tbody></table>"
             )
         bits.append(
-            f"<p><b>Last proven:</b> {_proven(row)} · <b>owner</b> {_e(row.owner)} · created "
+            f"<p><b>Last proven:</b> {_proven(row)} · <b>owner</b> {_t(row.owner)} · created "
             f"{row.created.isoformat()}</p>"
         )
         out.append(
             f'<details id="shim-{_e(row.shim)}"><summary><code>{_e(row.shim)}</code> '
             f"{_verdict_tag(row.verdict)} "
-            f"{_e(row.title)}</summary>{''.join(bits)}</details>"
+            f"{code_spans(row.title)}</summary>{''.join(bits)}</details>"
         )
     out.append("</section>")
     return "".join(out)
@@ -639,8 +858,11 @@ def to_html(report: Report) -> str:
             _cards(report),
             _notes(report),
             _attention(report),
+            _lanes(report),
+            _blocked(report),
             _grid(report),
             _burndown(report),
+            _bisections(report),
             _changes(report),
             _shim_table(report),
             _unlinked(report),

@@ -10,12 +10,23 @@ from __future__ import annotations
 
 from retire.report import vocabulary
 from retire.report.evidence import summarise_verdict
-from retire.report.model import CELL_OUTCOMES, SCHEMA, Chase, Report, ShimRow
-from retire.report.vocabulary import OUTCOMES
+from retire.report.mdhtml import code_spans
+from retire.report.model import (
+    CELL_OUTCOMES,
+    SCHEMA,
+    Bisections,
+    Chase,
+    Report,
+    ShimRow,
+    lane_next,
+)
+from retire.report.vocabulary import OUTCOMES, STEPS
+from retire.verdicts.model import LaneStep, LaneVerdict
 
 __all__ = [
     "ISSUE_BODY_LIMIT",
     "MARKER",
+    "bisections_text",
     "short_text",
     "to_json",
     "to_markdown",
@@ -69,6 +80,19 @@ def to_json(report: Report) -> dict:
         ],
         "filing_queue": report.filing_queue,
         "verdicts": [summarise_verdict(v) for v in report.verdicts],
+        "blocked": [
+            {
+                "shim": row.shim,
+                "lane": lane.lane,
+                "blocker": lane.blocker or "",
+                "floors": list(lane.floors),
+                "file": lane.file,
+                "locked": lane.locked,
+                "why": lane.why,
+            }
+            for row, lane in report.blocked
+        ],
+        "bisections": report.bisections.to_json() if report.bisections is not None else None,
     }
 
 
@@ -101,6 +125,7 @@ def _row_json(row: ShimRow) -> dict:
         "newly_broken_lanes": list(row.newly_broken_lanes),
         "attention": list(row.attention),
         "evidence": list(row.evidence),
+        "lane_verdicts": [lane.to_json() for lane in row.lane_verdicts],
     }
 
 
@@ -126,6 +151,17 @@ def cell_text(text: str, limit: int | None = None) -> str:
     return flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
 
 
+def code_cell(text: str, *, table: bool = True) -> str:
+    """A code span (inside a table cell unless ``table`` is false): GFM reads ``\\|`` in a
+    table as a pipe, and a code span shows entities as written, so nothing else is escaped (a
+    backtick in the text widens the fence)."""
+    flat = " ".join(str(text).split())
+    flat = flat.replace("|", "\\|") if table else flat
+    fence = "``" if "`" in flat else "`"
+    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
+    return f"{fence}{pad}{flat}{pad}{fence}"
+
+
 def _link(role: str, url: str) -> str:
     from retire.report.model import short_link
 
@@ -139,6 +175,14 @@ def _headline_md(report: Report) -> list[str]:
         if report.changes.previous_week
         else "no previous report"
     )
+    extra = "".join(
+        f" · **{n} {words}**"
+        for n, words in (
+            (h.retire_in_some, "retire in some lanes"),
+            (h.blocked, f"lane{'s' if h.blocked != 1 else ''} blocked"),
+        )
+        if n
+    )
     lines = [
         MARKER,
         f"# Shim retirement report — {report.week}",
@@ -146,7 +190,7 @@ def _headline_md(report: Report) -> list[str]:
         (
             f"**{h.carried} shims carried** · **{h.retire} retire "
             f"candidate{'s' if h.retire != 1 else ''}** · "
-            f"**{h.newly_broken} newly broken** · **{h.unknown} with unknown evidence**"
+            f"**{h.newly_broken} newly broken** · **{h.unknown} with unknown evidence**{extra}"
         ),
         "",
         (
@@ -177,6 +221,117 @@ def _attention_md(report: Report) -> list[str]:
             + (f" **Next:** {cell_text(row.action, 300)}" if row.action else "")
         )
     return [*lines, ""]
+
+
+def _lane_word(lane: LaneVerdict) -> str:
+    return f"{vocabulary.step(lane.step).emoji} {cell_text(lane.lane)} ({lane.step})"
+
+
+def _per_lane_md(report: Report, only: set[str] | None = None) -> list[str]:
+    """Each shim's lanes with their step, then every hold with its until, every lane without a
+    decision with its next step, and every conflict with both its sides."""
+    lines = ["## Retirement per lane", ""]
+    rows = [r for r in report.rows if r.lane_verdicts and (only is None or r.shim in only)]
+    if not rows:
+        lines += ["No per-lane verdicts (the verdicts were gathered without lanes).", ""]
+        return lines + _conflicts_md(report, only)
+    legend = " · ".join(f"{look.emoji} {cell_text(look.label)}" for look in STEPS.values())
+    lines += [legend, "", "| shim | verdict | lanes |", "|---|---|---|"]
+    for row in rows:
+        lines.append(
+            f"| [`{row.shim}`](#{_anchor(row.shim)}) | "
+            f"{vocabulary.verdict(row.verdict).emoji} **{row.verdict}** | "
+            + " · ".join(_lane_word(lane) for lane in row.lane_verdicts)
+            + " |"
+        )
+    lines.append("")
+    shown = {row.shim for row in rows}
+    for step, heading, label in (
+        (LaneStep.HOLD, "**Held by the lane's policy:**", "Until"),
+        (LaneStep.UNKNOWN, "**Lanes without a decision:**", "Next"),
+    ):
+        found = [(r, lane) for r, lane in report.lanes_at(step) if r.shim in shown]
+        if found:
+            lines += [
+                heading,
+                *[
+                    f"- `{r.shim}` on **{cell_text(lane.lane)}** — {cell_text(lane.why, 300)} "
+                    f"**{label}:** {cell_text(lane_next(lane).removeprefix('until ') or '—', 300)}"
+                    for r, lane in found
+                ],
+                "",
+            ]
+    return lines + _conflicts_md(report, only)
+
+
+def _conflicts_md(report: Report, only: set[str] | None) -> list[str]:
+    conflicts = [(r, text) for r, text in report.conflicts if only is None or r.shim in only]
+    if not conflicts:
+        return []
+    return [
+        "**Conflicts** (two sources disagree; the floor comes from execution):",
+        *[
+            f"- {vocabulary.FLAG.emoji} `{r.shim}` — {cell_text(text, 400)}"
+            for r, text in conflicts
+        ],
+        "",
+    ]
+
+
+def _blocked_md(report: Report) -> list[str]:
+    lines = ["## Blocked", ""]
+    if not report.blocked:
+        return [*lines, "None: no lane's raise is blocked.", ""]
+    lines += [
+        (
+            "Lanes that would let the shim go if their pins could rise; the blocker is the "
+            "resolver's own explanation — what has to change. The next report checks again."
+        ),
+        "",
+        "| shim | lane | raise to | blocker |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| [`{row.shim}`](#{_anchor(row.shim)}) | {cell_text(lane.lane)} | "
+        + (", ".join(code_cell(f) for f in lane.floors) or "—")
+        + f" | {cell_text(lane.blocker or lane.why, 400)} |"
+        for row, lane in report.blocked
+    ]
+    return [*lines, ""]
+
+
+def _bisections_md(report: Report) -> list[str]:
+    done = report.bisections
+    if done is None:
+        return []
+    lines = [
+        "## Bisections",
+        "",
+        (
+            f"Budget: {done.budget} — {done.runs} reproducer run{'s' if done.runs != 1 else ''} "
+            "spent; every run is recorded in the validation manifest, and the verdicts read it."
+        ),
+        "",
+    ]
+    if not done.ran and not done.left:
+        return [*lines, "No verdict is flagged candidate: nothing to bisect.", ""]
+    if done.ran:
+        lines += ["| shim | command | runs | result |", "|---|---|---:|---|"]
+        lines += [
+            f"| `{b.shim}` | {code_cell(b.command)} | {b.runs} | "
+            f"{cell_text(b.summary, 400)}"
+            + (f" **Stopped:** {cell_text(b.stopped)}" if b.stopped else "")
+            + " |"
+            for b in done.ran
+        ]
+        lines.append("")
+    if done.left:
+        lines += [
+            "**Not run this time:**",
+            *[f"- {code_cell(b.command, table=False)} — {cell_text(b.why)}" for b in done.left],
+            "",
+        ]
+    return lines
 
 
 def _shim_table_md(rows: tuple[ShimRow, ...]) -> list[str]:
@@ -338,7 +493,7 @@ def _evidence_md(report: Report) -> list[str]:
             (
                 f'<details id="{_anchor(row.shim)}"><summary><code>{row.shim}</code> — '
                 f"{vocabulary.verdict(row.verdict).emoji} {row.verdict}: "
-                f"{cell_text(row.title, 120)}</summary>"
+                f"{summary_title(row.title)}</summary>"
             ),
             "",
             f"**Why:** {cell_text(row.why)}",
@@ -364,6 +519,7 @@ def _evidence_md(report: Report) -> list[str]:
             ]
         if row.floors:
             lines += ["**Proposed floors:** " + ", ".join(f"`{f}`" for f in row.floors), ""]
+        lines += _lanes_table_md(row)
         if row.failures:
             lines += ["**Probe failures:**", *[f"- ⚠️ {cell_text(f)}" for f in row.failures], ""]
         if row.evidence:
@@ -391,13 +547,41 @@ def _evidence_md(report: Report) -> list[str]:
     return lines
 
 
+def summary_title(title: str, limit: int = 120) -> str:
+    """A title inside ``<summary>``: raw HTML to GitHub, so Markdown is not rendered there — the
+    title's backtick spans become ``<code>``, the rest is escaped (a ``|`` stays a ``|``)."""
+    flat = " ".join(str(title).split())
+    if len(flat) > limit:
+        flat = flat[: limit - 1].rstrip() + "…"
+    return code_spans(flat)
+
+
+def _lanes_table_md(row: ShimRow) -> list[str]:
+    if not row.lane_verdicts:
+        return []
+    lines = ["| lane | step | policy | locked | why | next |", "|---|---|---|---|---|---|"]
+    lines += [
+        f"| {cell_text(lane.lane)} | {vocabulary.step(lane.step).emoji} {lane.step} | "
+        f"{lane.policy} | {cell_text(lane.locked or '—')} | {cell_text(lane.why, 300)} | "
+        f"{cell_text(lane_next(lane), 300)} |"
+        for lane in row.lane_verdicts
+    ]
+    return [*lines, ""]
+
+
 def to_markdown(
     report: Report, *, limit: int = ISSUE_BODY_LIMIT, full_report: str | None = None
 ) -> str:
     """A GitHub issue body: headline, attention list, tables, matrix, changes, burn-down and a
     collapsible evidence section per shim; trimmed (with a note) to stay under ``limit``."""
     head = _headline_md(report) + _attention_md(report)
-    tail = _changes_md(report) + _unlinked_md(report) + _burndown_md(report)
+    tail = (
+        _blocked_md(report)
+        + _bisections_md(report)
+        + _changes_md(report)
+        + _unlinked_md(report)
+        + _burndown_md(report)
+    )
     if report.filing_queue:
         tail += [report.filing_queue.rstrip(), ""]
     pointer = f" The full report is in {full_report}." if full_report else ""
@@ -424,7 +608,7 @@ def to_markdown(
         body = list(head)
         if note:
             body += [f"> [!NOTE]\n> {note}", ""]
-        body += _shim_table_md(rows) + _matrix_md(report, only) + tail
+        body += _per_lane_md(report, only) + _shim_table_md(rows) + _matrix_md(report, only) + tail
         if evidence:
             body += _evidence_md(report)
         text = "\n".join(body).rstrip() + "\n"
@@ -436,6 +620,17 @@ def to_markdown(
 
 # ---------------------------------------------------------------------------------------------
 # Short text
+
+
+def bisections_text(done: Bisections) -> list[str]:
+    """The candidate bisections in a few terminal lines: the budget, each that ran, each left."""
+    runs = f"{done.runs} reproducer run{'s' if done.runs != 1 else ''}"
+    lines = [f"candidate bisections (budget: {done.budget}): {len(done.ran)} ran, {runs}"]
+    for b in done.ran:
+        stopped = f" — stopped: {b.stopped}" if b.stopped else ""
+        lines.append(f"  {b.shim}: {b.status}, {b.runs} run(s): {b.summary}{stopped}")
+    lines += [f"  {b.shim}: not run — {b.why} ({b.command})" for b in done.left]
+    return lines
 
 
 def short_text(report: Report, written: list[str] | tuple[str, ...] = ()) -> str:
@@ -470,6 +665,8 @@ def short_text(report: Report, written: list[str] | tuple[str, ...] = ()) -> str
             f"{len(c.verdicts)} verdict change(s)",
         ]
         lines.append(f"since {c.previous_week}: " + ", ".join(parts))
+    if report.bisections is not None:
+        lines += bisections_text(report.bisections)
     if written:
         lines.append("wrote " + ", ".join(written))
     return "\n".join(lines)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from html import escape, unescape
 
-__all__ = ["to_html"]
+__all__ = ["code_spans", "to_html"]
 
 _INLINE = re.compile(
     r"(?P<code>(`+)(?P<code_text>.+?)\2)"
@@ -22,6 +22,25 @@ _INLINE = re.compile(
 _HEADING = re.compile(r"(#{1,6})\s+(.*?)\s*#*\s*$")
 _BULLET = re.compile(r"( *)[-*+]\s+(.*)")
 _DELIMITER = re.compile(r"\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*")
+
+
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+
+
+def code_spans(text: str) -> str:
+    """Plain text (a shim's title) as escaped HTML whose backtick spans are ``<code>``: what
+    GitHub would show for it as Markdown, for places Markdown is not rendered (``<summary>``).
+    Text, never an attribute value: quotes stay as they are."""
+    out, position = [], 0
+    for match in _CODE_SPAN.finditer(text):
+        body = match[2]
+        if body.startswith(" ") and body.endswith(" ") and body.strip():
+            body = body[1:-1]
+        out.append(escape(text[position : match.start()], quote=False))
+        out.append(f"<code>{escape(body, quote=False)}</code>")
+        position = match.end()
+    out.append(escape(text[position:], quote=False))
+    return "".join(out)
 
 
 def _text(markdown: str) -> str:

@@ -20,6 +20,13 @@ proven        a run that printed a verdict sentinel (bug reproduced, fix validat
               verified); a skipped or crashed run proves nothing.
 unproven      a shim that no lane proves: no lane listing it has latest runs judged needed or
               upstream-fixed (:mod:`retire.runs.proof`, the rule of ``patchlane run --strict``).
+lane step     what one lane does with one shim (``retire.verdicts.model.LaneStep``: drop, raise,
+              hold, blocked, keep, unknown), from the verdict's ``lane_verdicts``.
+blocked       a follow lane whose raise does not resolve; its blocker is the resolver's own
+              explanation, the thing that would have to change (:attr:`Report.blocked`).
+bisection     a ``patchlane bisect`` run the report made itself within a budget
+              (``--bisect-budget``, ``--bisect-minutes``) for a verdict flagged ``candidate``
+              (:class:`Bisections`); its runs are evidence, never a lane of the matrix.
 """
 
 from __future__ import annotations
@@ -31,11 +38,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from retire.evidence.validation import FAILING, ShimOutcome
-from retire.verdicts.model import ConditionState, Decision, FlagKind
+from retire.probes.records import is_bisection
+from retire.verdicts.model import ConditionState, Decision, FlagKind, LaneStep, LaneVerdict
 
 __all__ = [
     "CELL_OUTCOMES",
     "SCHEMA",
+    "BisectionLeft",
+    "BisectionRan",
+    "Bisections",
     "BurnPoint",
     "BurnSource",
     "Cell",
@@ -49,13 +60,15 @@ __all__ = [
     "ShimRow",
     "VerdictChange",
     "iso_week",
+    "lane_next",
     "parse_week",
     "short_link",
     "week_bounds",
 ]
 
 #: Version of the JSON layout; a previous report of another schema is still read where it can be.
-SCHEMA = 2
+#: 3: per-lane verdicts (``lane_verdicts`` per shim, ``blocked``), ``bisections``.
+SCHEMA = 3
 #: Matrix outcomes in legend order (what runs.judge says, plus "not-run").
 CELL_OUTCOMES = tuple(ShimOutcome)
 #: Longest burn-down kept (three years of weekly points).
@@ -122,6 +135,11 @@ class RunStamp:
     @property
     def where(self) -> str:
         machine = f"{self.host} ({self.gpu})" if self.gpu else self.host
+        # a bisection's runs are evidence about releases, not a lane (``bisect:LANE``: overlaid
+        # on that lane's environment)
+        if is_bisection(self.lane):
+            over = self.lane.partition(":")[2]
+            return f"{machine} · bisection" + (f" on lane {over}'s environment" if over else "")
         return f"{machine} · lane {self.lane}"
 
     def to_json(self) -> dict[str, object]:
@@ -234,9 +252,14 @@ class ShimRow:
     flags: tuple[tuple[FlagKind, str], ...] = ()
     # why no lane proves the shim (retire.runs.proof), None when one does
     unproven: str | None = None
+    # one per lane carrying the shim (empty where the verdicts were gathered without lanes)
+    lane_verdicts: tuple[LaneVerdict, ...] = ()
 
     def flagged(self, kind: FlagKind) -> bool:
         return any(k == kind for k, _ in self.flags)
+
+    def lanes_at(self, *steps: LaneStep) -> tuple[LaneVerdict, ...]:
+        return tuple(lane for lane in self.lane_verdicts if lane.step in steps)
 
     @property
     def never_run(self) -> bool:
@@ -264,8 +287,14 @@ class ShimRow:
             reasons.append(f"broken on {', '.join(self.broken_lanes)}")
         if self.verdict == Decision.RETIRE:
             reasons.append("retire candidate")
+        elif self.verdict == Decision.RETIRE_IN_SOME:
+            going = ", ".join(lane.lane for lane in self.lanes_at(LaneStep.DROP, LaneStep.RAISE))
+            reasons.append(f"retire in {going}" if going else "retire in some lanes")
         elif self.verdict == Decision.UNKNOWN:
             reasons.append("unknown evidence")
+        blocked = self.lanes_at(LaneStep.BLOCKED)
+        if blocked:
+            reasons.append(f"blocked on {', '.join(lane.lane for lane in blocked)}")
         for kind in _ATTENTION_FLAGS:
             if self.flagged(kind):
                 reasons.append(_ATTENTION_WORDS.get(kind, kind))
@@ -332,9 +361,77 @@ class Headline:
     stale: int = 0
     drift: int = 0
     never_run: int = 0
+    retire_in_some: int = 0
+    # (shim, lane) pairs whose raise is blocked
+    blocked: int = 0
 
     def to_json(self) -> dict[str, int]:
         return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class BisectionRan:
+    """One candidate bisection the report ran: the command a person would have typed, how it
+    ended and how many reproducer runs it took (answers from the cache cost none)."""
+
+    shim: str
+    command: str
+    # a retire.bisect Status (found, unpinned, no-transition), or "failed" (it could not start)
+    status: str
+    # BisectResult.summary(), or why it could not run
+    summary: str
+    runs: int = 0
+    floor: str | None = None
+    # why it stopped before its end: the budget ran out mid-way
+    stopped: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class BisectionLeft:
+    """A candidate bisection the budget did not reach."""
+
+    shim: str
+    command: str
+    why: str
+
+    def to_json(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Bisections:
+    """The candidate bisections of one report: within ``runs`` reproducer runs and ``minutes``
+    (None: no such limit), which ran and which were left."""
+
+    runs_budget: int | None
+    minutes_budget: float | None
+    ran: tuple[BisectionRan, ...] = ()
+    left: tuple[BisectionLeft, ...] = ()
+
+    @property
+    def runs(self) -> int:
+        return sum(b.runs for b in self.ran)
+
+    @property
+    def budget(self) -> str:
+        """``12 reproducer runs, 30 minutes``."""
+        parts = []
+        if self.runs_budget is not None:
+            parts.append(f"{self.runs_budget} reproducer run{'s' if self.runs_budget != 1 else ''}")
+        if self.minutes_budget is not None:
+            parts.append(f"{self.minutes_budget:g} minute{'s' if self.minutes_budget != 1 else ''}")
+        return ", ".join(parts) or "no limit"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "budget": {"runs": self.runs_budget, "minutes": self.minutes_budget},
+            "runs": self.runs,
+            "ran": [b.to_json() for b in self.ran],
+            "left": [b.to_json() for b in self.left],
+        }
 
 
 @dataclass(frozen=True)
@@ -403,10 +500,39 @@ class Report:
     filing_queue: str | None = None
     # Verdict.to_json() for machines
     verdicts: tuple[dict[str, object], ...] = field(default=(), compare=False)
+    # the candidate bisections run for this report (None: none were asked for)
+    bisections: Bisections | None = None
 
     @property
     def attention(self) -> tuple[ShimRow, ...]:
         return tuple(row for row in self.rows if row.attention)
+
+    def lanes_at(self, *steps: LaneStep) -> tuple[tuple[ShimRow, LaneVerdict], ...]:
+        """(row, lane verdict) for every lane of every shim whose step is one of ``steps``."""
+        return tuple((row, lane) for row in self.rows for lane in row.lanes_at(*steps))
+
+    @property
+    def blocked(self) -> tuple[tuple[ShimRow, LaneVerdict], ...]:
+        """Every blocked (shim, lane), with its blocker: what would have to change upstream or
+        in another pin for the shim to leave that lane."""
+        return self.lanes_at(LaneStep.BLOCKED)
+
+    @property
+    def lane_columns(self) -> tuple[str, ...]:
+        """The lanes any shim has a lane verdict for: the matrix's order, then the others."""
+        named = {lane.lane for row in self.rows for lane in row.lane_verdicts}
+        ordered = [lane for lane in self.matrix.lanes if lane in named]
+        return (*ordered, *sorted(named - set(ordered)))
+
+    @property
+    def conflicts(self) -> tuple[tuple[ShimRow, str], ...]:
+        """(row, text) of every conflict flag: two evidence sources that disagree, both named."""
+        return tuple(
+            (row, text)
+            for row in self.rows
+            for kind, text in row.flags
+            if kind == FlagKind.CONFLICT
+        )
 
     @property
     def stale_or_unlinked(self) -> tuple[tuple[ShimRow, Chase, str], ...]:
@@ -422,6 +548,20 @@ class Report:
                 policy = row.upstream_status == "not-applicable"
                 found.append((row, Chase.POLICY if policy else Chase.UNLINKED, row.upstream_status))
         return tuple(found)
+
+
+def lane_next(lane: LaneVerdict) -> str:
+    """What one lane waits for or does next, one line: its blocker, what it holds until, the
+    action that would decide it, or the floors it rises to ("" when there is nothing to say)."""
+    if lane.blocker:
+        return f"blocked by {lane.blocker}"
+    if lane.until:
+        return lane.until if lane.until.startswith("until ") else f"until {lane.until}"
+    if lane.action:
+        return lane.action
+    if lane.floors:
+        return "raise to " + ", ".join(lane.floors)
+    return ""
 
 
 def short_link(url: str | None) -> str:

@@ -10,9 +10,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from retire.evidence.validation import ShimOutcome
-from retire.verdicts.model import ConditionState, Decision, FlagKind
+from retire.verdicts.model import ConditionState, Decision, FlagKind, LaneStep
 
-__all__ = ["CONDITIONS", "FLAG", "OUTCOMES", "PLAIN", "VERDICTS", "Look", "condition", "verdict"]
+__all__ = [
+    "CONDITIONS",
+    "FLAG",
+    "OUTCOMES",
+    "PLAIN",
+    "STEPS",
+    "VERDICTS",
+    "Look",
+    "condition",
+    "step",
+    "verdict",
+]
 
 
 @dataclass(frozen=True)
@@ -53,6 +64,47 @@ OUTCOMES: dict[ShimOutcome, Look] = {
     ),
 }
 
+#: Lane steps (what one lane does with one shim), in legend order: glyph in ``ink`` on
+#: ``colour``, each pair ≥ 4.5:1 contrast.
+STEPS: dict[LaneStep, Look] = {
+    LaneStep.DROP: Look(
+        "✂️",
+        "−",
+        "drop — the lane is at or past the fix: the id goes, no pin moves",
+        "#15803d",
+        "#ffffff",
+    ),
+    LaneStep.RAISE: Look(
+        "⏫",
+        "↑",
+        "raise — a follow lane below the fix: its pin rises past it",
+        "#0f766e",
+        "#ffffff",
+    ),
+    LaneStep.HOLD: Look(
+        "✋",
+        "‖",
+        "hold — the lane holds its pins by policy: the shim stays until they move",
+        "#475569",
+        "#ffffff",
+    ),
+    LaneStep.BLOCKED: Look(
+        "⛔",
+        "⊘",
+        "blocked — raising does not resolve: the blocker is named",
+        "#b91c1c",
+        "#ffffff",
+    ),
+    LaneStep.KEEP: Look("📌", "●", "keep — the shim is needed in this lane", "#1d4ed8", "#ffffff"),
+    LaneStep.UNKNOWN: Look(
+        "❔",
+        "?",
+        "unknown — nothing decides this lane yet: the next step says what would",
+        "#fef3c7",
+        "#92400e",
+    ),
+}
+
 #: Verdict tags: the decisions, and the flags that are shown as a tag of their own.
 VERDICTS: dict[str, Look] = {
     Decision.RETIRE: Look("🟢", colour="#dcfce7", ink="#166534"),
@@ -77,6 +129,14 @@ PLAIN = Look(colour="#e2e8f0", ink="#334155")
 
 def verdict(name: str) -> Look:
     return VERDICTS.get(name, PLAIN)
+
+
+def step(name: str) -> Look:
+    """The look of a lane step; one this table does not know (a newer report's) is plain."""
+    try:
+        return STEPS[LaneStep(name)]
+    except ValueError:
+        return Look(label=str(name), colour=PLAIN.colour, ink=PLAIN.ink)
 
 
 def condition(state: str) -> Look:

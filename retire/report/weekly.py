@@ -53,6 +53,9 @@ class Packs(Protocol):
 
 #: Gathers the verdicts: ``retire.verdicts.gather``'s signature.
 Gather = Callable[..., Iterable[Verdict]]
+#: Runs the candidate bisections of these verdicts within a budget (``patchlane report
+#: --bisect-budget``: :func:`retire.commands.bisect.candidate_bisections`).
+BisectCandidates = Callable[[Sequence[Verdict]], report_model.Bisections]
 
 # the filing-queue section exists only where retire.packs does
 _packs: Packs | None
@@ -252,11 +255,14 @@ def generate(
     gather_options: dict[str, object] | None = None,
     records_path: str | Path | None = None,
     packs: Packs | None = None,
+    bisect: BisectCandidates | None = None,
 ) -> Written:
     """Build, render and write the report of ``week`` (default: this ISO week).
 
     ``verdicts`` skips gathering (cached or synthetic verdicts); ``gather`` replaces
     ``retire.verdicts.gather`` and ``gather_options`` go to it (client, api_base, mirrors …).
+    ``bisect`` runs the candidate bisections of the verdicts (within its budget); when one
+    made a run, the verdicts are gathered again, so the report reads the new evidence.
     Raises ``InputError`` for bad input and ``PatchlaneError`` when a file cannot be written.
     """
     now = now or times.now()
@@ -266,8 +272,8 @@ def generate(
     records_file = Path(records_path) if records_path else project.validation
     notes: list[str] = []
 
-    if verdicts is None:
-        verdicts, gather_notes = gather_verdicts(
+    def gathered() -> list[Verdict]:
+        found, gather_notes = gather_verdicts(
             project,
             manifests,
             lanes,
@@ -276,7 +282,15 @@ def generate(
             gather=gather,
             **(gather_options or {}),
         )
-        notes += gather_notes
+        notes.extend(note for note in gather_notes if note not in notes)
+        return found
+
+    given = verdicts is not None
+    verdicts = verdicts if verdicts is not None else gathered()
+    bisections = bisect(verdicts) if bisect is not None else None
+    if bisections is not None and bisections.runs and not given:
+        # the new runs are evidence: decide again on them
+        verdicts = gathered()
     records, records_problem = _records(records_file)
     if records_problem:
         notes.append(f"validation records unreadable, runs left out: {records_problem}")
@@ -298,6 +312,7 @@ def generate(
         notes=notes,
         records_failure=records_problem,
         filing_queue=queue,
+        bisections=bisections,
     )
     markdown, page, json_text = _render(report, out_dir, lanes)
     paths = write_report(out_dir, label, [(".md", markdown), (".html", page), (".json", json_text)])

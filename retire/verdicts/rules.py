@@ -314,7 +314,9 @@ def _rule_2(facts: _Facts) -> _Ruling | None:
     if not floors and found.floor is not None:
         floors[facts.checked] = found.floor
     proposal = tuple(floor_text(d, v) for d, v in sorted(floors.items()))
-    return _Ruling(Decision.RETIRE, f"{facts.held}; confirmed: {found.why}", floors=proposal)
+    # a held reproducer-clean condition already names the clean run: say it once
+    why = facts.held if found.why in facts.held else f"{facts.held}; confirmed: {found.why}"
+    return _Ruling(Decision.RETIRE, why, floors=proposal)
 
 
 def _rule_3a(facts: _Facts) -> _Ruling | None:

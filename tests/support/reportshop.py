@@ -27,7 +27,7 @@ from pathlib import Path
 from retire.evidence import validation
 from retire.evidence.validation import ValidationRecord
 from retire.evidence.values import ProbeFailure
-from retire.verdicts.model import ConditionResult, Flag, Verdict
+from retire.verdicts.model import ConditionResult, Flag, LaneVerdict, Verdict
 from tests.support.gitrepos import git
 from tests.support.shimtree import manifest_text, write_shim
 
@@ -245,6 +245,108 @@ def shop_verdicts() -> list[Verdict]:
     ]
 
 
+#: The title of beta in the per-lane story: Markdown a manifest may carry.
+TRICKY_TITLE = "`LigerFusedLinearCrossEntropy` with reduction='none' | `a|b` <sums>"
+
+#: tilelang's blocker as uv explains it (one line), and the conflict naming both sides.
+BLOCKER = "mamba-ssm==2.3.2.post1 depends on toylib==1.0"
+CONFLICT = (
+    "pr-released: PR #2 is in 1.0.post1, but BUG_REPRODUCED without the shim on toylib 1.0 "
+    "(lane gpu on gpu-box); the floor comes from execution: 1.1"
+)
+
+
+def per_lane_verdicts() -> list[Verdict]:
+    """The shop's verdicts with lanes (issue 19): beta goes from cpu and nightly, holds on the
+    floor lane, is blocked on stable and mamba3 by mamba-ssm's pin and has no decision on
+    megatron-main; alpha carries a conflict."""
+    alpha, beta, delta, epsilon = shop_verdicts()
+    lanes = (
+        LaneVerdict(
+            "cpu", "drop", "the lane's locked toylib 1.1 is at or above 1.1", locked="toylib 1.1"
+        ),
+        LaneVerdict(
+            "nightly",
+            "raise",
+            "toylib 1.0 < 1.1; the trial re-lock resolved toylib 1.1",
+            locked="toylib 1.0",
+            floors=("toylib>=1.1",),
+        ),
+        LaneVerdict(
+            "floor",
+            "hold",
+            "the lane holds its pins (policy hold); toylib 1.0 < 1.1",
+            policy="hold",
+            file="lanes/floor.toml",
+            locked="toylib 1.0",
+            until="until the lane's toylib==1.0 reaches 1.1",
+        ),
+        *(
+            LaneVerdict(
+                name,
+                "blocked",
+                "raising toylib to 1.1 does not resolve",
+                file=f"lanes/{name}.toml",
+                locked="toylib 1.0",
+                floors=("toylib>=1.1",),
+                blocker=BLOCKER,
+            )
+            for name in ("stable", "mamba3")
+        ),
+        LaneVerdict(
+            "megatron-main",
+            "unknown",
+            "the locked commit abc1234 neither contains v1.1 nor has a run",
+            locked="toylib @ abc1234",
+            action="run `patchlane run megatron-main`",
+        ),
+    )
+    beta = Verdict(
+        "beta",
+        "retire-in-some",
+        "version-floor: toylib 1.1 released; retire in cpu, nightly; floor holds, stable and "
+        "mamba3 are blocked, megatron-main is unknown",
+        lanes=tuple(lane.lane for lane in lanes),
+        conditions=beta.conditions,
+        floors=beta.floors,
+        lane_verdicts=lanes,
+    )
+    alpha = Verdict(
+        alpha.shim,
+        alpha.decision,
+        alpha.why,
+        lanes=alpha.lanes,
+        conditions=alpha.conditions,
+        flags=(Flag("conflict", CONFLICT),),
+        lane_verdicts=tuple(
+            LaneVerdict(name, "keep", alpha.why, locked="toylib 1.0") for name in alpha.lanes
+        ),
+    )
+    return [alpha, beta, delta, epsilon]
+
+
+def sample_bisections():
+    """What ``--bisect-budget 6`` made of two candidates: one bisection ran, one was left."""
+    from retire.report.model import BisectionLeft, BisectionRan, Bisections
+
+    return Bisections(
+        6,
+        None,
+        (
+            BisectionRan(
+                "delta",
+                "patchlane bisect delta --since 1.0",
+                "found",
+                "toylib 1.6 is the first fixed release (last broken: 1.5). 4 conclusive "
+                "reproducer run(s) for 9 release(s) in range (bound 5); 0 from cache.",
+                4,
+                "toylib>=1.6",
+            ),
+        ),
+        (BisectionLeft("epsilon", "patchlane bisect epsilon", "the 6-run budget is spent"),),
+    )
+
+
 def previous_report(week: str = "2026-W46") -> dict:
     """What the report of ``week`` said (the parts a later report reads)."""
     return {
@@ -272,14 +374,21 @@ def _remove_shim(root: Path, shim_id: str) -> None:
     folder.rmdir()
 
 
-def build_shop(root: Path, *, with_git: bool = True, with_previous: bool = True) -> Path:
-    """The whole shop under ``root`` (see the module docstring); returns ``root``."""
+def build_shop(
+    root: Path, *, with_git: bool = True, with_previous: bool = True, beta_title: str | None = None
+) -> Path:
+    """The whole shop under ``root`` (see the module docstring); returns ``root``.
+    ``beta_title`` replaces beta's title."""
     root.mkdir(parents=True, exist_ok=True)
     shims = root / "shims"
     if with_git:
         git(root, "init", "-q", "-b", "main")
     for shim in ("alpha", "beta", "gamma"):
-        write_shim(shims, shim, manifest=shim_manifest(shim))
+        text = shim_manifest(shim)
+        if shim == "beta" and beta_title is not None:
+            quoted = json.dumps(beta_title)
+            text = text.replace('title = "toylib add() subtracts"', f"title = {quoted}")
+        write_shim(shims, shim, manifest=text)
     if with_git:
         git(root, "add", "-A")
         git(root, "commit", "-q", "-m", "alpha, beta, gamma", when="2026-10-27T10:00:00+00:00")
