@@ -38,13 +38,14 @@ def _all_moves(plan: DropPlan, edit: TreeEdit) -> tuple[list[LaneMove], list[Lan
     return [m for m in moves if m.left], [m for m in moves if not m.left]
 
 
+def _changes(move: LaneMove) -> list[str]:
+    """The move's changes without its file's name (the line names the file once)."""
+    return [c.removeprefix(f"{move.file}: ") if move.file else c for c in move.changes]
+
+
 def _lane_line(move: LaneMove) -> str:
     where = f" ({move.file})" if move.file else ""
-    detail = "; ".join(
-        c.removeprefix(f"{move.file}: ") for c in move.changes if c.startswith(move.file)
-    )
-    notes = [c for c in move.changes if not c.startswith(move.file)]
-    said = "; ".join(x for x in (detail, *notes) if x) or move.reason
+    said = "; ".join(_changes(move)) or move.reason
     return f"{move.lane}{where}: {move.step}" + (f" — {said}" if said else "")
 
 
@@ -112,7 +113,7 @@ def _lane_sections(plan: DropPlan, edit: TreeEdit) -> list[str]:
     left, kept = _all_moves(plan, edit)
     lines = ["### Lanes the shim leaves", "", "| lane | step | what changed |", "|---|---|---|"]
     lines += [
-        f"| `{m.lane}` | {m.step} | {'<br>'.join(m.changes) or 'the id leaves its shims'} |"
+        f"| `{m.lane}` | {m.step} | {'<br>'.join(_changes(m)) or 'the id leaves its shims'} |"
         for m in left
     ]
     if kept:
