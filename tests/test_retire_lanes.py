@@ -510,3 +510,78 @@ def test_retire_apply_end_to_end_per_lane(shop, capsys):
     [blocked] = [m for m in proposals[SHIM]["lanes"] if m["lane"] == "blocked"]
     assert blocked["reason"] == "pinner 1.0 requires toylib==1.5"
     assert proposals[SHIM]["folder_removed"] is False
+
+
+PLAIN_LANE = """\
+[lane]
+python = "3.12"
+platform = "linux"
+exclude-newer = 2026-02-01
+requirements = ["toylib"]
+"""
+
+
+@pytest.mark.slow
+def test_bump_relocks_with_the_commands_mirrors_and_index(tmp_path, capsys, monkeypatch):
+    # no index from this host's configuration: only --index-url names one
+    for name in ("UV_INDEX", "UV_DEFAULT_INDEX", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("UV_NO_CONFIG", "1")
+    upstream = make_package_repo(tmp_path / "upstream" / "toyrev")
+    index = PackageIndex()
+    index.add(toylib(tmp_path / "wheels", "1.5"), "2026-01-01")
+    root, mirrors = tmp_path / "project", tmp_path / "elsewhere"
+    mirror = mirrors / "acme" / "toyrev.git"
+    git(tmp_path, "clone", "-q", "--mirror", str(upstream.path), str(mirror))
+    git(mirror, "update-ref", "refs/heads/main", upstream.first)
+    (root / "lanes").mkdir(parents=True)
+    (root / "lanes" / "dev.toml").write_text(REVISION_LANE.format(shim="toyrev_fix"))
+    (root / "lanes" / "plain.toml").write_text(PLAIN_LANE)
+    write_shim(root / "shims", "toyrev_fix")
+    (root / "patchlane.toml").write_text(
+        '[[mirrors.repository]]\nurl = "https://git.example/acme/toyrev"\n'
+    )
+    (root / ".gitignore").write_text(".patchlane/\n__pycache__/\n")
+    with IndexServer(index) as server:
+        host = uv.HostIndexes({}, server.url)
+        lanes = lanefile.load_lanes(root / "lanes", root=root)
+        results = locking.lock_lanes(
+            lanes, root / "locks", host=host, mirrors=load_mirrors(root, folder=mirrors)
+        )
+        assert all(r.ok for r in results), results
+        git(root, "init", "-q", "-b", "main")
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", "a shop")
+        index.add(toylib(tmp_path / "wheels", "1.6"), "2026-03-01")
+        git(mirror, "update-ref", "refs/heads/main", upstream.second)
+        args = ("bump", "--no-run", "--no-pr", "--json", "--now", "2026-06-01T12:00:00")
+        overrides = ("--mirrors", str(mirrors), "--index-url", server.url)
+        code, out, err = run_cli(root, *args, *overrides, capsys=capsys)
+    assert code == 0, err
+    document = json.loads(out)
+    assert {lane["lane"]: lane["status"] for lane in document["lanes"]} == {
+        "dev": "bumped",
+        "plain": "bumped",
+    }, err
+    branch = document["branch"]
+    dev = tomllib.loads(git(root, "show", f"{branch}:locks/dev/pylock.toml"))
+    [toyrev] = [p for p in dev["packages"] if p["name"] == "toyrev"]
+    assert toyrev["vcs"]["commit-id"] == upstream.second
+    plain = git(root, "show", f"{branch}:locks/plain/pylock.toml")
+    assert _lock_versions(plain)["toylib"] == "1.6" and server.url.split("/simple")[0] in plain
+
+
+def test_a_moved_revision_is_a_lock_change():
+    from retire.locks import lockdiff
+
+    def lock(commit: str) -> dict:
+        vcs = {"type": "git", "url": "https://git.example/a/b.git", "commit-id": commit}
+        return {"packages": [{"name": "toyrev", "version": "0.1", "vcs": vcs}]}
+
+    [change] = lockdiff.diff(lock("a" * 40), lock("b" * 40))
+    assert (change.old, change.new, change.kind) == (
+        "0.1 @ aaaaaaaaaa",
+        "0.1 @ bbbbbbbbbb",
+        "other",
+    )
+    assert lockdiff.diff(lock("a" * 40), lock("a" * 40)) == ()
