@@ -32,7 +32,6 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from retire.core.atomic import atomic_write
-from retire.core.errors import InputError
 from retire.core.project import Project
 from retire.lanes import lanefile
 from retire.lanes.lanedit import FloorConflictError, add_constraint, edit_lane_text
@@ -283,10 +282,12 @@ def move_lanes(
     notes = _lock_notes([lane.name for lane in todo], floored, versions, tree.locks_dir)
     changes: list[str] = []
     relocked: list[str] = []
+    put_back: set[str] = set()
     for file in edited:
         problem = _relock_problem(file, results, tree.locks_dir)
         if problem is not None:
             _put_back(tree, file, saved)
+            put_back.add(file.path)
             moves += [
                 LaneMove(v.lane, LaneStep.BLOCKED, file.path, reason=problem) for v in file.leaving
             ]
@@ -296,7 +297,12 @@ def move_lanes(
         for verdict in file.leaving:
             lane_changes = (*file.changes, *notes.get(verdict.lane, ()))
             moves.append(LaneMove(verdict.lane, verdict.step, file.path, lane_changes))
-    removed = _remove_folder(tree, shim_id)
+    # the lanes as they end up: edited, or put back as they were
+    final = [
+        *(m for m in after.values() if m.file not in put_back),
+        *(m for m in before if m.file in put_back),
+    ]
+    removed = _remove_folder(tree, shim_id, final)
     order = {v.lane: i for i, v in enumerate(plan_lanes)}
     moves.sort(key=lambda m: order.get(m.lane, len(order)))
     return TreeEdit(
@@ -321,12 +327,8 @@ def _load(tree: Project) -> list[Lane]:
     return lanefile.load_lanes(tree.lanes_dir, root=tree.root)
 
 
-def _remove_folder(tree: Project, shim_id: str) -> bool:
+def _remove_folder(tree: Project, shim_id: str, lanes: Sequence[Lane]) -> bool:
     """Delete ``shims/<id>/`` when no lane lists the id any more; whether it was deleted."""
-    try:
-        lanes = _load(tree)
-    except InputError:
-        return False
     if any(shim_id in lane.shims for lane in lanes):
         return False
     shutil.rmtree(tree.shims_dir / shim_id)
