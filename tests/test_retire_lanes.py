@@ -585,3 +585,60 @@ def test_a_moved_revision_is_a_lock_change():
         "other",
     )
     assert lockdiff.diff(lock("a" * 40), lock("a" * 40)) == ()
+
+
+MATRIX = """\
+# cells share one shim list
+[matrix]
+name = "mx-{a}"
+
+[matrix.base]
+python = "3.12"
+platform = "linux"
+requirements = ["toylib"]
+shims = ["toylib_add"]
+
+[matrix.axes.a."1"]
+requirements = ["helper==1.0"]
+
+[matrix.axes.a."2"]
+requirements = ["helper==2.0"]
+"""
+
+
+@pytest.mark.slow
+def test_a_matrix_file_is_edited_only_when_every_cell_leaves(tmp_path):
+    root = tmp_path / "project"
+    write_shim(root / "shims", SHIM)
+    (root / "lanes").mkdir(parents=True)
+    (root / "lanes" / "mx.toml").write_text(MATRIX)
+    (root / ".gitignore").write_text(".patchlane/\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "a matrix")
+
+    def cell(name: str, step: LaneStep) -> LaneVerdict:
+        return LaneVerdict(name, step, "x", file="lanes/mx.toml", until="the shop moves")
+
+    # one cell holds: the other cannot go alone (defensive: the rules already say keep)
+    coupled = plan_of(cell("mx-1", LaneStep.DROP), cell("mx-2", LaneStep.HOLD))
+    [outcome] = autodrop.apply(root, [coupled], open_prs=False)
+    assert outcome.status == "blocked" and "retire" not in git(root, "branch", "--list")
+    [mx1] = [m for m in outcome.lanes if m.lane == "mx-1"]
+    assert (
+        mx1.step == "keep"
+        and mx1.reason == "lanes/mx.toml's cells share one shim list; mx-2 keep(s) it"
+    )
+    # every cell leaves: the file is edited once, the folder goes
+    both = plan_of(cell("mx-1", LaneStep.DROP), cell("mx-2", LaneStep.DROP))
+    [outcome] = autodrop.apply(root, [both], open_prs=False)
+    assert outcome.status == "proposed" and outcome.folder_removed is True
+    assert outcome.lane_changes == ("lanes/mx.toml: dropped shim toylib_add",)
+    text = git(root, "show", f"{BRANCH}:lanes/mx.toml") + "\n"
+    assert text == MATRIX.replace('shims = ["toylib_add"]', "shims = []")
+
+
+def plan_of(*lanes: LaneVerdict):
+    from retire.branches.dropplan import DropPlan
+
+    return DropPlan(SHIM, "fixed", ("toylib>=1.6",), lanes=lanes)
