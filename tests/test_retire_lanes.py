@@ -490,9 +490,10 @@ def test_retire_apply_end_to_end_per_lane(shop, capsys):
 
     floor = '[[retirement.conditions]]\nkind = "version-floor"\nversion = ">=1.6"\n'
     (shop.root / "shims" / SHIM / "manifest.toml").write_text(manifest_toml(SHIM, floor))
+    # evidence about releases (a bisection's records), not about one of the shop's lanes
     for lane, version, outcome, sentinel, code in (
-        ("follow", "1.5", "bug-reproduced", "BUG_REPRODUCED", 10),
-        ("drop", "1.6", "fix-validated", "FIX_VALIDATED", 0),
+        ("bisect", "1.5", "bug-reproduced", "BUG_REPRODUCED", 10),
+        ("bisect", "1.6", "fix-validated", "FIX_VALIDATED", 0),
     ):
         record = ValidationRecord(
             shim=SHIM, mode="without", lane=lane, host={"hostname": "ci-1", "gpu": None},
