@@ -3,13 +3,18 @@
 For each :class:`DropPlan`, in a separate git worktree under ``.patchlane/worktrees/`` (the
 user's checkout, index and current branch are never touched):
 
-1. ``shims/<id>/`` is removed;
-2. every lane file drops the id from its ``shims`` lists and gets its requirement floors raised
-   (tomlkit: comments, order and formatting of everything else survive byte for byte);
-3. the locks of lanes whose definition changed are re-made with ``retire.locking``; if a lane
-   cannot be re-locked the branch is abandoned and nothing is created;
-4. one commit whose message says why, and the branch ``patchlane/retire-<id>`` pointing at it;
-5. the PR body (Markdown, with the evidence) is saved as ``.patchlane/prs/<branch>.md`` and,
+1. a plan made from a verdict names its lanes: exactly the lanes the shim leaves are edited and
+   re-locked, once per branch, and a lane that cannot move is put back and reported *blocked*
+   while the branch goes on without it; ``shims/<id>/`` is deleted only when no lane lists the
+   id afterwards (:mod:`retire.branches.lanemoves`). A plan without lanes (a ``--plan`` file that
+   names none, a bisection's plan) removes ``shims/<id>/``, drops the id from every lane file,
+   raises every floor (a constraint where a lane holds the target only as a dependency) and is
+   abandoned when one lane cannot be re-locked;
+2. lane files are edited with tomlkit: comments, order and formatting of everything else survive
+   byte for byte; every re-lock gets the command's mirrors and indexes;
+3. one commit whose message says, per lane, what changed and which lanes keep the shim and why,
+   and the branch ``patchlane/retire-<id>`` pointing at it;
+4. the PR body (Markdown, with the evidence) is saved as ``.patchlane/prs/<branch>.md`` and,
    with a token and a reachable API, the branch is pushed and a pull request opened. patchlane
    never merges.
 
@@ -17,37 +22,41 @@ Running twice creates nothing new: a branch whose tree equals what would be comm
 reported as *already proposed*. Work happens in try/finally; a run killed outright leaves at
 most a worktree folder, which the next run removes (with ``git worktree prune``) before it starts.
 
-The floor rule and the lane edits live in :mod:`retire.lanedit`.
+The floor rule and the lane edits live in :mod:`retire.lanes.lanedit`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import enum
-import hashlib
-import json
 import os
 import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import httpx
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from retire.bisect.result import BisectResult
 from retire.branches import proposals
+from retire.branches.dropmessage import TRAILER, commit_message, kept_moves, pr_body, title
+from retire.branches.dropplan import BRANCH_PREFIX, DropPlan
+from retire.branches.lanemoves import LaneMove, TreeEdit, lock_versions, move_lanes
 from retire.branches.proposals import BranchStatus
+from retire.core import uv
 from retire.core.atomic import atomic_write
 from retire.core.errors import InputError, PatchlaneError
 from retire.core.git import GitError, toplevel
 from retire.core.project import Project
 from retire.lanes import lanefile
 from retire.lanes.lanedit import FloorConflictError, add_constraint, edit_lane_text, raise_floor
-from retire.lanes.model import SHIM_ID, Lane
+from retire.lanes.model import Lane
+from retire.lanes.revisions import MirrorLookup
 from retire.locks import locking
+from retire.locks.locking import LockResult
 from shims.model import ShimManifest
 
 __all__ = [
@@ -57,140 +66,16 @@ __all__ = [
     "DropPlan",
     "DropStatus",
     "FloorConflictError",
+    "LaneMove",
     "apply",
     "edit_lane_text",
     "plan_from_bisect",
     "raise_floor",
 ]
 
-BRANCH_PREFIX = "patchlane/retire-"
-_TRAILER = "Patchlane-Retire"
-
 
 # ---------------------------------------------------------------------------------------------
 # Values
-
-
-@dataclass(frozen=True)
-class DropPlan:
-    """One retire decision: which shim goes, why, and the floors that replace it.
-
-    ``floors`` maps a distribution to the first fixed version (``{"megatron-core": "0.18.0"}``),
-    or lists floors as requirements (``("megatron-core>=0.18.0",)``, a Verdict's ``floors``);
-    ``upstream_links`` holds URLs, or ``(role, url)`` pairs.
-    """
-
-    shim_id: str
-    why: str
-    floors: Mapping[str, str] | Sequence[str] = field(default_factory=dict)
-    evidence_markdown: str = ""
-    upstream_links: tuple[str | tuple[str, str], ...] = ()
-
-    def __post_init__(self) -> None:
-        if not SHIM_ID.fullmatch(self.shim_id):
-            raise InputError(
-                None, "shim", f"invalid shim id {self.shim_id!r}", "ids match [a-z][a-z0-9_]*"
-            )
-        object.__setattr__(self, "floors", _floor_versions(self.floors))
-        object.__setattr__(self, "upstream_links", _link_pairs(self.upstream_links))
-
-    @property
-    def floor_versions(self) -> dict[str, str]:
-        """``floors`` as {canonical distribution: version}, sorted."""
-        return _floor_versions(self.floors)
-
-    @property
-    def links(self) -> tuple[tuple[str, str], ...]:
-        """``upstream_links`` as (role, URL) pairs."""
-        return _link_pairs(self.upstream_links)
-
-    @property
-    def branch(self) -> str:
-        return BRANCH_PREFIX + self.shim_id
-
-    @property
-    def floor_specs(self) -> list[str]:
-        return [f"{dist}>={version}" for dist, version in self.floor_versions.items()]
-
-    def identity(self, base_commit: str) -> str:
-        """What decides the branch's tree: the shim, the floors, the base commit."""
-        blob = json.dumps([self.shim_id, self.floor_versions, base_commit], sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> DropPlan:
-        """A plan from its JSON form (KeyError / TypeError say what is missing or wrong)."""
-        floors = data.get("floors", {})
-        if not isinstance(floors, Mapping | list | tuple):
-            raise TypeError(f"floors: not an object or a list: {floors!r}")
-        links = [
-            tuple(link) if isinstance(link, list) else link
-            for link in _sequence(data.get("upstream_links", ()))
-        ]
-        return cls(
-            _text(data["shim_id"]),
-            _text(data.get("why", "")),
-            floors,
-            _text(data.get("evidence_markdown", "")),
-            _link_pairs(links),
-        )
-
-
-def _text(value: object) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"not a string: {value!r}")
-    return value
-
-
-def _sequence(value: object) -> Sequence[object]:
-    if not isinstance(value, list | tuple):
-        raise TypeError(f"not a list: {value!r}")
-    return value
-
-
-def _floor_versions(floors: Mapping[str, str] | Sequence[str]) -> dict[str, str]:
-    """{canonical distribution: version}, sorted, from a mapping or ``dist>=version`` specs."""
-    pairs = floors.items() if isinstance(floors, Mapping) else map(_floor_pair, floors)
-    found: dict[str, str] = {}
-    for dist, version in pairs:
-        try:
-            found[str(canonicalize_name(dist))] = str(Version(str(version)))
-        except InvalidVersion:
-            raise InputError(
-                None,
-                f"floors.{dist}",
-                f"not a version: {version!r}",
-                'use a release like "0.18.0"',
-            ) from None
-    return dict(sorted(found.items()))
-
-
-def _link_pairs(links: Iterable[object]) -> tuple[tuple[str, str], ...]:
-    """(role, URL) pairs; a bare URL has the role ``link``."""
-    pairs: list[tuple[str, str]] = []
-    for link in links:
-        if isinstance(link, str):
-            pairs.append(("link", link))
-        elif isinstance(link, list | tuple):
-            pairs.append((str(link[0]), str(link[1])))
-        else:
-            raise TypeError(f"not a link: {link!r}")
-    return tuple(pairs)
-
-
-def _floor_pair(spec: str) -> tuple[str, str]:
-    try:
-        req = Requirement(spec)
-        [clause] = list(req.specifier)
-    except (InvalidRequirement, ValueError):
-        raise InputError(
-            None, "floors", f"not a floor: {spec!r}", 'write it as "<dist>>=<version>"'
-        ) from None
-    if clause.operator != ">=":
-        raise InputError(
-            None, "floors", f"not a floor: {spec!r}", 'write it as "<dist>>=<version>"'
-        )
-    return req.name, clause.version
 
 
 def plan_from_bisect(result: BisectResult, manifest: ShimManifest) -> DropPlan:
@@ -215,6 +100,8 @@ class DropStatus(enum.StrEnum):
     PROPOSED = "proposed"
     ALREADY_PROPOSED = "already-proposed"
     EXISTS_DIFFERS = "exists-differs"
+    #: no lane of the plan could move (each was put back, with its reason): no branch
+    BLOCKED = "blocked"
     #: the plan could not become a branch; nothing was created
     ABORTED = "aborted"
 
@@ -236,6 +123,10 @@ class DropOutcome:
     # opened | exists | skipped: … | failed: … | not-requested
     pr_status: str = "not-requested"
     pr_url: str | None = None
+    # a plan that names its lanes: per lane, what the branch did or why the lane keeps the shim
+    lanes: tuple[LaneMove, ...] = ()
+    # shims/<id>/ is deleted on the branch (None: no branch was made)
+    folder_removed: bool | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", DropStatus(self.status))
@@ -259,6 +150,17 @@ class _Context:
     base_commit: str
     base_branch: str
     on_step: Callable[[str, str], None] | None
+    # every re-lock gets the command's location overrides
+    mirrors: MirrorLookup | None = None
+    host: uv.HostIndexes | None = None
+
+    def relock(
+        self, lanes: Sequence[Lane], locks_dir: Path, upgrades: Mapping[str, tuple[str, ...]]
+    ) -> list[LockResult]:
+        """One ``lock_lanes`` call for every lane the branch re-locks."""
+        return locking.lock_lanes(
+            list(lanes), locks_dir, host=self.host, mirrors=self.mirrors, lane_upgrades=upgrades
+        )
 
 
 def _step(ctx: _Context, plan: DropPlan, name: str) -> None:
@@ -267,13 +169,7 @@ def _step(ctx: _Context, plan: DropPlan, name: str) -> None:
 
 
 def _lock_versions(locks_dir: Path, lane: str, dist: str) -> str | None:
-    for package in (locking.read_lock(locking.lock_path(locks_dir, lane)) or {}).get(
-        "packages", []
-    ):
-        if canonicalize_name(package.get("name", "")) == dist:
-            version = package.get("version")
-            return str(version) if version is not None else None
-    return None
+    return lock_versions(locks_dir, lane).get(dist)
 
 
 def _names(lane: Lane) -> set[str]:
@@ -282,18 +178,6 @@ def _names(lane: Lane) -> set[str]:
         with contextlib.suppress(InvalidRequirement):
             names.add(str(canonicalize_name(Requirement(text).name)))
     return names
-
-
-@dataclass(frozen=True)
-class TreeEdit:
-    """What the edit of one worktree did."""
-
-    # "lanes/cpu.toml: …" lines
-    changes: tuple[str, ...] = ()
-    # names of the lanes whose locks were re-made
-    relocked: tuple[str, ...] = ()
-    # "lane: dist old → new" lines
-    notes: tuple[str, ...] = ()
 
 
 def _shim_dir(ctx: _Context, plan: DropPlan, tree: Project) -> Path:
@@ -374,13 +258,13 @@ def _to_relock(before: Mapping[str, Lane], after: Sequence[Lane], locks_dir: Pat
     ]
 
 
-def _relock(plan: DropPlan, lanes: Sequence[Lane], locks_dir: Path) -> list[str]:
+def _relock(ctx: _Context, plan: DropPlan, lanes: Sequence[Lane], locks_dir: Path) -> list[str]:
     """Re-make the locks; every lane must lock at or above the floors. The notes say what moved."""
     floors = plan.floor_versions
     old = {
         (lane.name, d): _lock_versions(locks_dir, lane.name, d) for lane in lanes for d in floors
     }
-    failed = [r for r in locking.lock_lanes(list(lanes), locks_dir) if not r.ok]
+    failed = [r for r in ctx.relock(lanes, locks_dir, {}) if not r.ok]
     if failed:
         raise AbortedError(
             "re-locking failed: " + "; ".join(f"{r.lane}: {r.status} {r.message}" for r in failed)
@@ -400,10 +284,29 @@ def _relock(plan: DropPlan, lanes: Sequence[Lane], locks_dir: Path) -> list[str]
     return notes
 
 
+def _edit_lanes(ctx: _Context, plan: DropPlan, tree: Project) -> TreeEdit:
+    """A plan that names its lanes: exactly those lanes edited, re-locked once, put back where
+    they cannot move; the shim's folder removed only when no lane lists it any more."""
+    _shim_dir(ctx, plan, tree)
+    done = move_lanes(
+        tree,
+        plan.shim_id,
+        plan.lanes or (),
+        lambda lanes, upgrades: ctx.relock(lanes, tree.locks_dir, upgrades),
+    )
+    _step(ctx, plan, "lanes-edited")
+    _step(ctx, plan, "locked")
+    if done.folder_removed:
+        _step(ctx, plan, "shim-removed")
+    return done
+
+
 def _edit_tree(ctx: _Context, plan: DropPlan, work: Path) -> TreeEdit:
     """Make the change inside the worktree: shim removed, lanes edited, locks re-made."""
     # the proposal's worktree is a project with the same layout ([catalogue] path included)
     tree = Project(work)
+    if plan.per_lane:
+        return _edit_lanes(ctx, plan, tree)
     shim_dir = _shim_dir(ctx, plan, tree)
     before = {lane.name: lane for lane in _load_lanes(tree)}
     shutil.rmtree(shim_dir)
@@ -414,89 +317,30 @@ def _edit_tree(ctx: _Context, plan: DropPlan, work: Path) -> TreeEdit:
         changes += _constrain_dependencies(plan, tree)
     _step(ctx, plan, "lanes-edited")
     relock = _to_relock(before, _edited_lanes(tree), tree.locks_dir)
-    notes = _relock(plan, relock, tree.locks_dir) if relock else []
+    notes = _relock(ctx, plan, relock, tree.locks_dir) if relock else []
     _step(ctx, plan, "locked")
-    return TreeEdit(tuple(changes), tuple(lane.name for lane in relock), tuple(notes))
-
-
-def commit_message(
-    plan: DropPlan, changes: Sequence[str], relocked: Sequence[str], base: str
-) -> str:
-    first = plan.why.strip().splitlines()[0] if plan.why.strip() else "upstream fixed the bug"
-    lines = [f"Retire shim {plan.shim_id}: {first}"[:72], "", plan.why.strip() or first, ""]
-    if plan.floor_versions:
-        lines.append("Floors: " + ", ".join(plan.floor_specs))
-    if plan.links:
-        lines.append("Upstream:")
-        lines += [f"- {role}: {url}" for role, url in plan.links]
-    if changes:
-        lines.append("Lanes:")
-        lines += [f"- {c}" for c in changes]
-    if relocked:
-        lines.append("Locks re-made: " + ", ".join(relocked))
-    summary = _evidence_summary(plan.evidence_markdown)
-    if summary:
-        lines += ["", "Evidence:", summary]
-    lines += ["", f"{_TRAILER}: {plan.shim_id} {plan.identity(base)}"]
-    return "\n".join(lines) + "\n"
-
-
-def _evidence_summary(markdown: str) -> str:
-    """The first paragraph of the evidence that is prose, not a heading or table."""
-    for block in markdown.split("\n\n"):
-        text = " ".join(
-            line.strip()
-            for line in block.splitlines()
-            if line.strip() and not line.lstrip().startswith(("#", "|", "```"))
-        )
-        if text:
-            return text[:600]
-    return ""
-
-
-def pr_body(
-    plan: DropPlan, changes: Sequence[str], relocked: Sequence[str], lock_notes: Sequence[str]
-) -> str:
-    lines = [
-        f"## Retire shim `{plan.shim_id}`",
-        "",
-        plan.why.strip(),
-        "",
-        "### What this branch changes",
-        "",
-        f"- removes `shims/{plan.shim_id}/`",
-    ]
-    lines += [f"- {c}" for c in changes]
-    if relocked:
-        lines.append(f"- locks re-made: {', '.join(f'`locks/{n}/pylock.toml`' for n in relocked)}")
-        lines += [f"  - {n}" for n in lock_notes]
-    if plan.floor_versions:
-        lines += ["", "Retirement floor: " + ", ".join(f"`{s}`" for s in plan.floor_specs)]
-    if plan.links:
-        lines += ["", "### Upstream", ""] + [f"- {role}: {url}" for role, url in plan.links]
-    if plan.evidence_markdown.strip():
-        lines += ["", "### Evidence", "", plan.evidence_markdown.strip()]
-    lines += [
-        "",
-        "---",
-        (
-            "Proposed by `patchlane retire --apply`. patchlane never merges: review the evidence, "
-            "let CI run the lanes, then merge by hand."
-        ),
-    ]
-    return "\n".join(lines) + "\n"
+    return TreeEdit(
+        tuple(changes),
+        tuple(lane.name for lane in relock),
+        tuple(notes),
+        relock_calls=1 if relock else 0,
+    )
 
 
 def _propose(ctx: _Context, plan: DropPlan) -> DropOutcome:
     # what the edit did, when it ran (an already-proposed branch needs no edit)
     edited: list[TreeEdit] = []
 
-    def edit(work: Path) -> str:
+    def edit(work: Path) -> str | None:
         _step(ctx, plan, "worktree")
-        edited.append(_edit_tree(ctx, plan, work))
-        return commit_message(plan, edited[0].changes, edited[0].relocked, ctx.base_commit)
+        done = _edit_tree(ctx, plan, work)
+        edited.append(done)
+        if plan.per_lane and not done.changes and not done.folder_removed:
+            # every lane was put back: nothing to propose
+            return None
+        return commit_message(plan, done, ctx.base_commit)
 
-    marker = f"{_TRAILER}: {plan.shim_id} {plan.identity(ctx.base_commit)}"
+    marker = f"{TRAILER}: {plan.shim_id} {plan.identity(ctx.base_commit)}"
     branch = proposals.propose_branch(
         ctx.repo,
         base_commit=ctx.base_commit,
@@ -505,21 +349,36 @@ def _propose(ctx: _Context, plan: DropPlan) -> DropOutcome:
         folder=f"retire-{plan.shim_id}",
         edit=edit,
     )
-    done = edited[0] if edited else TreeEdit()
+    done = edited[0] if edited else _planned(plan)
+    blocked = branch.status == BranchStatus.UNCHANGED
     outcome = DropOutcome(
         plan.shim_id,
         plan.branch,
-        DropStatus(branch.status),
-        branch.reason,
+        DropStatus.BLOCKED if blocked else DropStatus(branch.status),
+        "no lane of the plan could move: " + _blocked_reasons(done) if blocked else branch.reason,
         branch.commit,
         done.changes,
         done.relocked,
+        lanes=(*done.moves, *kept_moves(plan)) if plan.per_lane else (),
+        folder_removed=None if blocked else done.folder_removed,
     )
     if branch.status != BranchStatus.PROPOSED:
         return outcome
     _step(ctx, plan, "committed")
-    body = pr_body(plan, done.changes, done.relocked, done.notes)
+    body = pr_body(plan, done)
     return replace(outcome, pr_body_path=str(proposals.save_body(ctx.repo, plan.branch, body)))
+
+
+def _planned(plan: DropPlan) -> TreeEdit:
+    """What an already proposed branch did, as its plan says (the branch is not edited again)."""
+    moves = tuple(
+        LaneMove(lane.lane, lane.step, lane.file, lane.floors) for lane in plan.lanes or ()
+    )
+    return TreeEdit(moves=moves, folder_removed=not plan.keeping)
+
+
+def _blocked_reasons(done: TreeEdit) -> str:
+    return "; ".join(f"{m.lane}: {m.reason}" for m in done.moves if not m.left) or "none left"
 
 
 @dataclass(frozen=True)
@@ -539,19 +398,18 @@ def _open_pull_request(
 ) -> DropOutcome:
     """Push the branch and find or open its pull request, with the saved body."""
     body_path = repo / proposals.PRS_DIR / f"{plan.branch}.md"
-    body = (
-        body_path.read_text(encoding="utf-8")
-        if body_path.is_file()
-        else pr_body(plan, outcome.lane_changes, outcome.locks_remade, ())
+    edit = TreeEdit(
+        outcome.lane_changes,
+        outcome.locks_remade,
+        moves=tuple(m for m in outcome.lanes if m.left),
+        folder_removed=outcome.folder_removed is not False,
     )
-    title = f"Retire shim {plan.shim_id}" + (
-        f" ({', '.join(plan.floor_specs)})" if plan.floor_versions else ""
-    )
+    body = body_path.read_text(encoding="utf-8") if body_path.is_file() else pr_body(plan, edit)
     status, url = proposals.open_pull_request(
         repo,
         branch=plan.branch,
         base_branch=target.base_branch,
-        title=title,
+        title=title(plan, edit),
         body=body,
         repository=target.repository,
         api_base=target.api_base,
@@ -575,8 +433,13 @@ def apply(
     token: str | None = None,
     on_step: Callable[[str, str], None] | None = None,
     pr_base: str | None = None,
+    mirrors: MirrorLookup | None = None,
+    host: uv.HostIndexes | None = None,
 ) -> list[DropOutcome]:
     """Propose one branch per plan. Never touches the checkout; never merges.
+
+    ``mirrors`` (this host's git mirrors, for lanes pinned to revisions) and ``host`` (the index
+    URLs; default: this host's uv configuration) reach every re-lock the branches make.
 
     With ``open_prs``, a token (``token`` or ``GITHUB_TOKEN``/``GH_TOKEN``) and a ``repository``
     (``owner/name``), each new or existing branch is pushed to ``remote`` (never forced) and a
@@ -585,7 +448,7 @@ def apply(
     """
     repo = toplevel(project)
     base_commit, base_branch = proposals.base_of(repo, base, pr_base)
-    ctx = _Context(repo, base_commit, base_branch, on_step)
+    ctx = _Context(repo, base_commit, base_branch, on_step, mirrors, host)
     target = _PullRequestTarget(base_branch, repository, api_base, remote, client, token)
     outcomes = []
     # one proposing run per repository at a time
@@ -599,7 +462,3 @@ def apply(
                 outcome = _open_pull_request(repo, plan, outcome, target)
             outcomes.append(outcome)
     return outcomes
-
-
-# ---------------------------------------------------------------------------------------------
-# CLI: `patchlane retire --apply` maps verdicts onto plans; this entry takes plans as JSON.

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from retire.branches import proposals
 from retire.branches.proposals import BranchStatus
+from retire.core import uv
 from retire.core.errors import InputError
 from retire.core.git import Git, toplevel
 from retire.core.project import Project
@@ -39,6 +40,7 @@ from retire.evidence import validation
 from retire.evidence.validation import FAILING, ShimOutcome
 from retire.lanes import lanedit, lanefile
 from retire.lanes.model import Lane
+from retire.lanes.revisions import MirrorLookup
 from retire.locks import lockdiff, locking
 from retire.locks.locking import LockResult
 from retire.probes.client import make_client
@@ -236,6 +238,9 @@ class _BumpRequest:
     records: tuple[validation.ValidationRecord, ...]
     say: Callable[[str], None]
     fetcher: Fetcher | None = None
+    # where every re-lock finds revisions and indexes (the command's --mirrors, --index-url)
+    mirrors: MirrorLookup | None = None
+    host: uv.HostIndexes | None = None
 
 
 def _files_of(lanes: Iterable[Lane]) -> dict[str, list[Lane]]:
@@ -280,9 +285,18 @@ def _relock(
             force=True,
             upgrade=not request.packages,
             upgrade_packages=request.packages,
+            host=request.host,
+            mirrors=request.mirrors,
         )
     }
-    results.update({r.lane: r for r in locking.lock_lanes(stale, locks_dir)})
+    results.update(
+        {
+            r.lane: r
+            for r in locking.lock_lanes(
+                stale, locks_dir, host=request.host, mirrors=request.mirrors
+            )
+        }
+    )
     return results
 
 
@@ -426,7 +440,11 @@ def bump(
     pr_base: str | None = None,
     release_notes_links: bool = True,
     say: Callable[[str], None] = lambda line: None,
+    mirrors: MirrorLookup | None = None,
+    host: uv.HostIndexes | None = None,
 ) -> BumpResult:
+    """Propose the bump branch (the module docstring says how). ``mirrors`` and ``host`` reach
+    every re-lock: this host's git mirrors for lanes pinned to revisions, the index URLs."""
     if cooldown_days < 0:
         raise InputError(None, "--cooldown", "must be zero or more days", "e.g. --cooldown 7")
     repo = toplevel(root)
@@ -440,31 +458,22 @@ def bump(
     identity = hashlib.sha256(
         json.dumps([base_commit, selected, upgrades, cutoff.isoformat()]).encode()
     ).hexdigest()[:16]
-    records = validation.load(Project(repo).validation)
+    records = tuple(validation.load(Project(repo).validation))
     work_state = _Work()
     with proposals.session(repo), make_client() as client:
         # the index: bump re-locks from it anyway
         fetcher = Fetcher(client) if release_notes_links else None
+        request = _BumpRequest(
+            tuple(selected), upgrades, cutoff, run_suites, base_commit, records, say, fetcher,
+            mirrors, host,
+        )  # fmt: skip
         made = proposals.propose_branch(
             repo,
             base_commit=base_commit,
             branch=branch,
             marker=f"{_TRAILER}: {identity}",
             folder="bump",
-            edit=lambda work: _edit(
-                work,
-                _BumpRequest(
-                    tuple(selected),
-                    upgrades,
-                    cutoff,
-                    run_suites,
-                    base_commit,
-                    tuple(records),
-                    say,
-                    fetcher,
-                ),
-                work_state,
-            ),
+            edit=lambda work: _edit(work, request, work_state),
         )
     lane_results = tuple(work_state.lanes)
     if made.status == BranchStatus.UNCHANGED:

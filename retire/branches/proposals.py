@@ -8,7 +8,9 @@ Auto-drop (retire a shim) and bump (re-lock with upgrades) both propose their ch
 3. the tree is committed with a message carrying a marker line, and the branch ref is created
    only if it does not exist yet (``update-ref … 0000…``), so a concurrent run cannot clobber it;
 4. running again with the same change is *already proposed*; a branch holding something else
-   is left alone (*exists-differs*);
+   is left alone (*exists-differs*), unless it is already merged into the base (every commit of
+   it is in the base: nothing on it can be lost), which a new proposal replaces — so a shim that
+   left some lanes on a merged branch can leave the rest on the next run;
 5. with a token and a repository, the branch is pushed (never forced) and a pull request is
    found or opened. There is no merge code path.
 
@@ -181,6 +183,10 @@ def propose_branch(
     """
     ref, git = f"refs/heads/{branch}", Git(repo)
     existing = git.rev_parse(ref)
+    # a branch already merged into the base holds nothing the base lacks: a new proposal replaces it
+    merged = existing if existing and git.is_ancestor(existing, base_commit) else None
+    if merged:
+        existing = None
     if (
         existing
         and git.rev_parse(f"{existing}^") == base_commit
@@ -213,9 +219,9 @@ def propose_branch(
         commit = Git(work).run(
             "commit-tree", tree, "-p", base_commit, input=message, env=author_env(repo)
         )
-        # Creating the ref is the one step that publishes; it fails if the branch appeared
-        # meanwhile.
-        git.run("update-ref", ref, commit, "0" * 40)
+        # Creating the ref is the one step that publishes; it fails if the branch appeared (or
+        # moved) meanwhile.
+        git.run("update-ref", ref, commit, merged or "0" * 40)
         return Branch(branch, BranchStatus.PROPOSED, "", commit)
     finally:
         git.run("worktree", "remove", "--force", str(work), check=False)

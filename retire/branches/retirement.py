@@ -1,15 +1,16 @@
 """From retire verdicts to auto-drop plans: the evidence a reviewer reads in the pull request.
 
 ``patchlane retire --apply`` (``retire.commands.retire``) gathers verdicts, turns each *retire*
-verdict into a :class:`retire.branches.autodrop.DropPlan` here, and hands the plans to
-:func:`retire.branches.autodrop.apply`.
+or *retire-in-some* verdict into a :class:`retire.branches.dropplan.DropPlan` here, and hands the
+plans to :func:`retire.branches.autodrop.apply`. A plan lists exactly the lanes the shim leaves
+(``Verdict.leaving``: drop or raise) and the lanes that keep it, with why.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from retire.branches.autodrop import DropPlan
+from retire.branches.dropplan import DropPlan
 from retire.evidence.validation import FIXED, Mode, RunOutcome, ValidationRecord
 from retire.verdicts.model import Decision, Verdict
 from shims.model import ShimManifest
@@ -34,7 +35,7 @@ def _describe(record: ValidationRecord) -> str:
 
 def evidence_markdown(verdict: Verdict, records: Sequence[ValidationRecord]) -> str:
     """The evidence a reviewer needs: why, the conditions, and the reproducer before and after."""
-    lines = [f"**Verdict:** retire — {verdict.why}", ""]
+    lines = [f"**Verdict:** {verdict.decision} — {verdict.why}", ""]
     if verdict.conditions:
         lines += [
             "**Retirement conditions:**",
@@ -68,10 +69,18 @@ def plans(
     manifests: Mapping[str, ShimManifest],
     records: Sequence[ValidationRecord],
 ) -> list[DropPlan]:
-    """One auto-drop plan per *retire* verdict; every other verdict is left alone."""
+    """One auto-drop plan per *retire* or *retire-in-some* verdict that some lane can leave;
+    every other verdict is left alone.
+
+    A verdict without per-lane verdicts although lanes carry the shim (made before lanes were
+    judged one by one) gives a plan without lanes: every lane file, as auto-drop always did.
+    """
     out = []
     for verdict in verdicts:
-        if verdict.decision != Decision.RETIRE:
+        if verdict.decision not in (Decision.RETIRE, Decision.RETIRE_IN_SOME):
+            continue
+        per_lane = bool(verdict.lane_verdicts) or not verdict.lanes
+        if per_lane and verdict.lane_verdicts and not verdict.leaving:
             continue
         manifest = manifests[verdict.shim]
         links = tuple((link.role, link.url) for link in manifest.upstream.links)
@@ -82,6 +91,7 @@ def plans(
                 verdict.floors,
                 evidence_markdown(verdict, records),
                 links,
+                lanes=verdict.lane_verdicts if per_lane else None,
             )
         )
     return out

@@ -4,6 +4,7 @@ outcome."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from retire.commands.base import Command, ExitCode, Level, emit_json, say, utc_moment, whole_days
 from retire.core.project import Project
@@ -31,6 +32,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-pr", action="store_true", help="make the branch only")
     p.add_argument("--repo", help="owner/name to open the pull request in (with a GITHUB_TOKEN)")
     p.add_argument("--api-url", help="code host REST API base URL")
+    p.add_argument(
+        "--mirrors",
+        type=Path,
+        metavar="DIR",
+        help="folder of git mirrors for lane revisions, as <owner>/<repo>[.git] (default: "
+        "patchlane.toml's [mirrors] folder)",
+    )
+    p.add_argument(
+        "--index-url",
+        help="default package index when a lane names none (default: uv's configuration)",
+    )
     p.add_argument("--base", default="HEAD", help="commit the branch starts from (default: HEAD)")
     p.add_argument(
         "--json",
@@ -43,7 +55,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(project: Project, args: argparse.Namespace) -> int:
     from retire.branches.bump import bump
+    from retire.commands.retire import relock_locations
 
+    mirrors, host = relock_locations(project, args)
     result = bump(
         project.root,
         lanes=args.lanes,
@@ -56,6 +70,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
         repository=args.repo,
         api_base=args.api_url,
         say=lambda line: say(line, level=Level.PROGRESS),
+        mirrors=mirrors,
+        host=host,
     )
     for lane in result.lanes:
         say(

@@ -1,5 +1,5 @@
-"""``patchlane retire``: the weekly report; with ``--apply``, one auto-drop branch per retire
-verdict."""
+"""``patchlane retire``: the weekly report; with ``--apply``, one branch per shim that some lane
+can let go (a retire or retire-in-some verdict), editing exactly those lanes."""
 
 from __future__ import annotations
 
@@ -17,7 +17,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     report.add_arguments(p)
     apply = p.add_argument_group("auto-drop (--apply)")
     apply.add_argument(
-        "--apply", action="store_true", help="propose one branch per shim whose verdict is retire"
+        "--apply",
+        action="store_true",
+        help="propose one branch per shim whose verdict is retire or retire-in-some: it edits "
+        "exactly the lanes the shim leaves (re-locked with --mirrors and --index-url)",
     )
     apply.add_argument(
         "--no-pr",
@@ -40,8 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=Path,
         action="append",
         metavar="FILE",
-        help="apply these plans (JSON: shim_id, why, floors, evidence_markdown, upstream_links; "
-        "one or a list) instead of the verdicts' (repeatable)",
+        help="apply these plans (JSON: shim_id, why, floors, evidence_markdown, upstream_links, "
+        "and optionally lanes/keeping as in `verdicts --json`'s lane_verdicts; one or a list) "
+        "instead of the verdicts' (repeatable)",
     )
 
 
@@ -52,10 +56,11 @@ def run(project: Project, args: argparse.Namespace) -> int:
 
     todo = _plans_from_files(args.plan) if args.plan else _plans_from_verdicts(project, args)
     if not todo:
-        say("no shim has a retire verdict: nothing to propose")
+        say("no shim has a retire or retire-in-some verdict: nothing to propose")
         if args.json:
             emit_json({"ok": True, "proposals": []})
         return ExitCode.OK
+    mirrors, host = relock_locations(project, args)
     outcomes = autodrop.apply(
         project.root,
         todo,
@@ -66,6 +71,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
         remote=args.remote,
         pr_base=args.pr_base,
         on_step=lambda shim, step: say(f"  {shim}: {step}", level=Level.PROGRESS),
+        mirrors=mirrors,
+        host=host,
     )
     for o in outcomes:
         pr = (
@@ -74,10 +81,28 @@ def run(project: Project, args: argparse.Namespace) -> int:
             else ""
         )
         say(f"{o.status:<17} {o.branch}" + (f" — {o.reason}" if o.reason else "") + pr)
-    ok = all(o.ok for o in outcomes)
+        for move in o.lanes:
+            said = move.reason or "; ".join(move.changes)
+            say(f"  {move.step:<8} {move.lane}" + (f" — {said}" if said else ""))
+    # a shim no lane could move is reported, not a failure: its lanes keep it, and say why
+    ok = all(o.ok or o.status == autodrop.DropStatus.BLOCKED for o in outcomes)
     if args.json:
         emit_json({"ok": ok, "proposals": [asdict(o) for o in outcomes]})
     return ExitCode.OK if ok else ExitCode.FAILED
+
+
+def relock_locations(project: Project, args: argparse.Namespace) -> tuple:
+    """(mirrors, host indexes) every re-lock of the command uses: ``--mirrors`` (else
+    patchlane.toml's folder, under ``--root``) and ``--index-url`` (else uv's configuration)."""
+    import dataclasses
+
+    from retire.core import uv
+    from retire.mirrors.config import project_mirrors
+
+    host = uv.host_indexes()
+    if getattr(args, "index_url", None):
+        host = dataclasses.replace(host, default=args.index_url)
+    return project_mirrors(project, getattr(args, "mirrors", None)), host
 
 
 def _plans_from_verdicts(project: Project, args: argparse.Namespace) -> list:
@@ -111,7 +136,7 @@ def _plans_from_verdicts(project: Project, args: argparse.Namespace) -> list:
             verdicts = gathered()
     records = validation.load(records_path)
     for verdict in verdicts:
-        say(f"{verdict.shim:<28} {verdict.decision:<8} {verdict.why}", level=Level.PROGRESS)
+        say(f"{verdict.shim:<28} {verdict.decision:<14} {verdict.why}", level=Level.PROGRESS)
     return plans(verdicts, manifests, records)
 
 
@@ -140,10 +165,11 @@ def _plans_from_files(paths: list[Path]) -> list:
 
 COMMAND = Command(
     "retire",
-    "the weekly report; with --apply, one auto-drop branch per retire verdict",
+    "the weekly report; with --apply, one branch per shim some lane can let go",
     add_arguments,
     run,
     "Without --apply: the weekly retirement report (every report option applies). "
-    "With --apply: one branch per shim whose verdict is retire, for a human to merge; never "
-    "merges.",
+    "With --apply: one branch per shim whose verdict is retire or retire-in-some, editing exactly "
+    "the lanes the shim leaves (a lane that cannot re-lock is left out and reported blocked), for "
+    "a human to merge; never merges.",
 )

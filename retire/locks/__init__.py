@@ -4,5 +4,6 @@
 ``cutoffs`` (freezes and cooldowns as absolute cutoffs), ``pins`` (revisions resolved in the
 mirrors), ``integrity`` (content digest, versions the lane allows), ``failures`` (what uv's
 failure means), ``lockdiff`` (lock diffs keyed by name and marker), ``overlay`` (a lock cut to
-what a base image lacks), ``wheelhouse`` and ``buildreqs`` (wheelhouses for offline hosts).
+what a base image lacks), ``wheelhouse`` and ``buildreqs`` (wheelhouses for offline hosts),
+``trial`` (would a lane resolve with its pins raised to a retirement floor, or what blocks it).
 """

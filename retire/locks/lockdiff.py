@@ -3,7 +3,9 @@
 Any PEP 751 lock reads: patchlane's own, ``pip lock``'s, ``uv export --format pylock.toml``'s. A
 package is keyed by its name *and* its environment marker, so a lock that carries one package
 twice (``numpy`` 2.0 for Python < 3.12, 2.2 for the rest) diffs as two rows; an entry whose
-marker changed but that is the only one of its name on both sides stays one row.
+marker changed but that is the only one of its name on both sides stays one row. A package
+taken from a repository is compared by its commit too: a revision that moved is a change (kind
+``other``) even when its version label stayed.
 """
 
 from __future__ import annotations
@@ -94,9 +96,15 @@ def _packages(lock: dict | None) -> dict[Key, dict]:
 
 
 def _version(package: dict | None) -> str | None:
+    """The entry's version; for one taken from a repository also its commit (``0.1 @
+    a1b2c3d4e5``), so a revision that moved is a change even where its version label is not."""
     if package is None:
         return None
     version = package.get("version")
+    vcs = package.get("vcs")
+    commit = vcs.get("commit-id") if isinstance(vcs, dict) else None
+    if isinstance(commit, str) and commit:
+        return f"{version} @ {commit[:10]}" if version is not None else f"@ {commit[:10]}"
     return str(version) if version is not None else None
 
 

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 import time
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -377,12 +377,25 @@ def lock_lanes(
     *,
     jobs: int | None = None,
     on_done: Callable[[LockResult], None] | None = None,
+    host: uv.HostIndexes | None = None,
+    lane_upgrades: Mapping[str, tuple[str, ...]] | None = None,
     **options,
 ) -> list[LockResult]:
-    """Lock lanes in parallel (uv is I/O-bound); results come back in lane order."""
+    """Lock lanes in parallel (uv is I/O-bound); results come back in lane order.
+
+    ``host`` names the indexes (default: this host's uv configuration, read once);
+    ``lane_upgrades`` gives single lanes their own ``upgrade_packages`` (a retirement branch
+    moves one lane's revision without upgrading that package in the others).
+    """
     if not lanes:
         return []
-    if not (options.get("force") or options.get("upgrade") or options.get("upgrade_packages")):
+    lane_upgrades = lane_upgrades or {}
+    if not (
+        options.get("force")
+        or options.get("upgrade")
+        or options.get("upgrade_packages")
+        or any(lane_upgrades.get(lane.name) for lane in lanes)
+    ):
         current = [lane for lane in lanes if is_current(lane, locks_dir)]
         # nothing to do: no uv, no network, no threads
         if len(current) == len(lanes):
@@ -391,14 +404,16 @@ def lock_lanes(
                 if on_done:
                     on_done(result)
             return results
-    host = uv.host_indexes()
+    host = host or uv.host_indexes()
     # resolve once before the threads start
     uv.version()
     # uv is multi-threaded itself: about two locks per core keeps the CPUs busy without thrashing.
     workers = jobs or min(len(lanes), 2 * (os.cpu_count() or 2))
 
     def one(lane: Lane) -> LockResult:
-        result = lock_lane(lane, locks_dir, host=host, **options)
+        upgrades = lane_upgrades.get(lane.name)
+        extra = {"upgrade_packages": upgrades} if upgrades else {}
+        result = lock_lane(lane, locks_dir, host=host, **{**options, **extra})
         if on_done:
             on_done(result)
         return result
