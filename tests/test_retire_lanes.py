@@ -243,6 +243,14 @@ UV_SAYS = {
     "can conclude that your requirements are unsatisfiable.": (
         "no release of tilelang>=0.1.15 is visible to the lane (its index, its exclude-newer)"
     ),
+    # the raised target needs something the lane pins (the real mamba3 lane, uv 0.13.9)
+    "Because tilelang>=0.1.15 depends on apache-tvm-ffi>=0.1.11,<0.1.13 and patchlane-lane depends "
+    "on tilelang==0.1.15, we can conclude that patchlane-lane depends on "
+    "apache-tvm-ffi>=0.1.11,<0.1.13.\n  And because patchlane-lane depends on "
+    "apache-tvm-ffi==0.1.9, we can conclude that your requirements are unsatisfiable.": (
+        "tilelang>=0.1.15 requires apache-tvm-ffi>=0.1.11,<0.1.13, and the lane requires "
+        "apache-tvm-ffi==0.1.9"
+    ),
     "Because patchlane-lane depends on tilelang<0.1.10 and tilelang>=0.1.15, we can conclude that "
     "your requirements are unsatisfiable.": (
         "the lane depends on tilelang<0.1.10 and tilelang>=0.1.15"

@@ -54,6 +54,8 @@ def gather_options(project: Project, args: argparse.Namespace) -> dict:
     pairs = (("index_url", args.index_url), ("api_base", args.api_url))
     return {
         "mirrors": project_mirrors(project, args.mirrors),
+        "scratch_dir": project.trial_dir,
+        "trial_cache": project.trial_cache,
         **{key: value for key, value in pairs if value is not None},
     }
 

@@ -30,7 +30,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--cache-dir", type=Path, help="HTTP cache folder (default: .patchlane/cache/http)"
     )
-    p.add_argument("--no-cache", action="store_true", help="neither read nor write the HTTP cache")
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither read nor write the HTTP cache nor the trial re-locks' answers",
+    )
     p.add_argument(
         "--validation",
         type=existing_file,
@@ -91,7 +95,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
             stale_after_days=args.stale_after,
             workers=args.jobs,
             resolve=args.resolve,
-            scratch_dir=project.state_dir / "trial",
+            scratch_dir=project.trial_dir,
+            trial_cache=None if args.no_cache else project.trial_cache,
         ),
     )
     if args.json:

@@ -128,6 +128,16 @@ class Project:
         return self.state_dir / "cache" / "http"
 
     @property
+    def trial_cache(self) -> Path:
+        """Answers of trial re-locks of frozen lanes (retire.locks.trial)."""
+        return self.state_dir / "cache" / "trials"
+
+    @property
+    def trial_dir(self) -> Path:
+        """Scratch locks of trial re-locks."""
+        return self.state_dir / "trial"
+
+    @property
     def bisect_cache(self) -> Path:
         return self.state_dir / "cache" / "bisect"
 

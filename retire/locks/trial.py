@@ -318,6 +318,25 @@ def _subject(lhs: str, locked: Mapping[str, str]) -> str:
     return f"every release of {bare}" if every else lhs
 
 
+def _target_needs_what_the_lane_pins(text: str, targets: set[str]) -> str | None:
+    """ "tilelang 0.1.15 requires apache-tvm-ffi>=0.1.11,<0.1.13, and the lane requires
+    apache-tvm-ffi==0.1.9": a floored target's own dependency against the lane's requirement."""
+    facts = [(f.group("lhs"), f.group("rhs").rstrip(".,")) for f in _DEPENDS.finditer(text)]
+    lane_needs = {
+        str(canonicalize_name(name.group(0))): rhs
+        for lhs, rhs in facts
+        if lhs == _PROJECT and (name := re.match(_NAME, rhs))
+    }
+    for lhs, rhs in facts:
+        lhs_name, rhs_name = re.match(_NAME, lhs), re.match(_NAME, rhs)
+        if lhs == _PROJECT or not lhs_name or not rhs_name:
+            continue
+        needed = str(canonicalize_name(rhs_name.group(0)))
+        if str(canonicalize_name(lhs_name.group(0))) in targets and needed in lane_needs:
+            return f"{lhs} requires {rhs}, and the lane requires {lane_needs[needed]}"
+    return None
+
+
 def parse_blocker(
     stderr: str, floors: Mapping[str, str], locked: Mapping[str, str] | None = None
 ) -> str:
@@ -335,6 +354,10 @@ def parse_blocker(
         rhs_name = re.match(_NAME, rhs)
         if lhs != _PROJECT and rhs_name and str(canonicalize_name(rhs_name.group(0))) in targets:
             return f"{_subject(lhs, locked or {})} requires {rhs}"
+    # the raised target itself needs something the lane holds elsewhere
+    clash = _target_needs_what_the_lane_pins(text, targets)
+    if clash is not None:
+        return clash
     for found in _NOTHING.finditer(text):
         name = str(canonicalize_name(found.group("only") or found.group("none")))
         if name in targets:

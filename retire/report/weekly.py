@@ -147,6 +147,8 @@ def gather_verdicts(
     if not probe:
         client = make_client(transport=CacheOnlyTransport())
         options.setdefault("client", client)
+        # a trial re-lock asks the index: with no request at all, a raise stays "not re-locked"
+        options["resolve"] = False
         options.setdefault("policy", RetryPolicy(attempts=1, json_attempts=1))
         notes.append(
             "evidence from the cache only (--no-probe): whatever was never fetched is unknown"

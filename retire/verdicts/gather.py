@@ -259,14 +259,20 @@ def _trials(
 @contextmanager
 def _resolver(options: GatherOptions, locks_dir: Path, sources: Sources) -> Iterator[Resolver]:
     """The options' resolver, or :func:`retire.locks.trial.try_raise` bound to the locks, a
-    scratch folder (the options', else a temporary one) and the mirrors."""
+    scratch folder (the options', else a temporary one), the trial cache, the mirrors and the
+    indexes the probes use (``--index-url`` included), as every re-lock of the command."""
     if options.resolver is not None:
         yield options.resolver
         return
     with tempfile.TemporaryDirectory(prefix="patchlane-trial-") as temporary:
         scratch = Path(options.scratch_dir) if options.scratch_dir else Path(temporary)
         yield functools.partial(
-            trial.try_raise, locks_dir=locks_dir, scratch_dir=scratch, mirrors=sources.mirrors
+            trial.try_raise,
+            locks_dir=locks_dir,
+            scratch_dir=scratch,
+            mirrors=sources.mirrors,
+            host=uv.HostIndexes(dict(sources.named), sources.default),
+            cache_dir=Path(options.trial_cache) if options.trial_cache else None,
         )
 
 

@@ -66,9 +66,11 @@ class GatherOptions:
     #: re-locked", as `patchlane verdicts --no-resolve` and the pre-commit hook leave it)
     resolve: bool = True
     #: the trial re-lock (None: :func:`retire.locks.trial.try_raise` with the gather's locks
-    #: folder, ``scratch_dir`` and the mirrors)
+    #: folder, ``scratch_dir``, ``trial_cache``, the mirrors and the indexes)
     resolver: Resolver | None = None
     #: where trial locks are written (None: a temporary folder, removed afterwards)
     scratch_dir: str | os.PathLike[str] | None = None
+    #: where the answers of frozen lanes' trials are kept (None: asked every time)
+    trial_cache: str | os.PathLike[str] | None = None
     #: trial re-locks at once
     trial_workers: int = 4
