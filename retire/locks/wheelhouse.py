@@ -25,11 +25,20 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import httpx
-from packaging.utils import canonicalize_name
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
+from packaging.version import InvalidVersion
 
 from retire.core.atomic import atomic_write
 from retire.core.errors import InputError, PatchlaneError
 from retire.locks.overlay import overlay_lock
+from shims.filereading import read_text
+from shims.tomlreader import Table, loads_json
 
 __all__ = [
     "MANIFEST_NAME",
@@ -46,6 +55,25 @@ MANIFEST_NAME = "wheelhouse.json"
 FORMAT = 1
 _CHUNK = 1 << 20
 _FILENAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*\.(whl|tar\.gz|zip|tar\.bz2)")
+# a file name's limit is 255 bytes, and a chunk adds ".partNNN"
+_MAX_NAME = 240
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+#: wheelhouse.json lists every file of a lock: a few hundred entries, well under a MiB each
+MAX_MANIFEST_BYTES = 64 << 20
+_MAX_PARTS = 100_000
+_REGATHER = "gather the wheelhouse again (`patchlane wheelhouse gather LANE`)"
+_HOUSE_KEYS = ("lane", "lock_sha256", "artifacts", "skipped", "parts", "version", "from_mirrors")
+_ARTIFACT_KEYS = (
+    "package",
+    "version",
+    "filename",
+    "url",
+    "sha256",
+    "size",
+    "kind",
+    "part",
+    "chunks",
+)
 
 
 @dataclass(frozen=True)
@@ -85,47 +113,95 @@ class Wheelhouse:
 
     @classmethod
     def load(cls, folder: Path) -> Wheelhouse:
+        """The wheelhouse described by ``folder/wheelhouse.json``; every entry is checked as input
+        (a carried file can be edited on the way): one :class:`InputError` naming the file and
+        the entry otherwise."""
         path = folder / MANIFEST_NAME
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            artifacts = tuple(Artifact(**entry) for entry in data["artifacts"])
-            return cls(
-                data["lane"],
-                data["lock_sha256"],
-                artifacts,
-                tuple(data.get("skipped", ())),
-                int(data.get("parts", 0)),
-                int(data.get("version", 0)),
-                tuple(data.get("from_mirrors", ())),
-            )
-        except FileNotFoundError:
+        text = read_text(path, _shown(path), missing_ok=True, max_bytes=MAX_MANIFEST_BYTES)
+        if text is None:
             raise InputError(
-                path,
+                _shown(path),
                 None,
                 "no wheelhouse here",
                 "run `patchlane wheelhouse gather LANE --out DIR` "
                 "(and `patchlane wheelhouse join` for parts)",
-            ) from None
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise InputError(
-                path,
-                None,
-                f"not a wheelhouse manifest ({type(exc).__name__}: {exc})",
-                "gather the wheelhouse again",
-            ) from None
+            )
+        return _from_document(loads_json(text, _shown(path), fix=_REGATHER).table(fix=_REGATHER))
+
+
+def _from_document(doc: Table) -> Wheelhouse:
+    """A :class:`Wheelhouse` from the JSON object ``gather`` wrote, each field checked."""
+    doc.check_keys(_HOUSE_KEYS, fix=_REGATHER)
+    return Wheelhouse(
+        doc.need("lane", fix=_REGATHER).string(fix=_REGATHER),
+        doc.need("lock_sha256", fix=_REGATHER).string(fix=_REGATHER),
+        tuple(_artifact(entry) for entry in doc.need("artifacts").tables(fix=_REGATHER)),
+        tuple(doc.get("skipped", []).strings(fix=_REGATHER)),
+        int(doc.get("parts", 0).number(integer=True, minimum=0, maximum=_MAX_PARTS, fix=_REGATHER)),
+        int(doc.get("version", 0).number(integer=True, minimum=0, fix=_REGATHER)),
+        tuple(doc.get("from_mirrors", []).strings(fix=_REGATHER)),
+    )
+
+
+def _artifact(entry: Table) -> Artifact:
+    """One ``artifacts[i]`` entry; its file name must be one ``gather`` writes (never a path)."""
+    entry.check_keys(_ARTIFACT_KEYS, fix=_REGATHER)
+    filename = entry.need("filename", fix=_REGATHER).string(fix=_REGATHER)
+    if not carried_name(filename):
+        raise entry.error(
+            "filename",
+            f"{filename[:100]!r} is not a wheel or sdist file name",
+            "gather the wheelhouse again; a carried file name is never a path",
+        )
+    digest = entry.need("sha256", fix=_REGATHER).string(fix=_REGATHER)
+    if not _SHA256.fullmatch(digest):
+        raise entry.error("sha256", "not a sha256 (64 lowercase hex digits)", _REGATHER)
+    size = entry.get("size")
+    return Artifact(
+        entry.need("package", fix=_REGATHER).string(fix=_REGATHER),
+        entry.need("version", fix=_REGATHER).string(fix=_REGATHER, empty_ok=True),
+        filename,
+        entry.need("url", fix=_REGATHER).string(fix=_REGATHER, empty_ok=True),
+        digest,
+        None
+        if size is None or size.raw is None
+        else int(size.number(integer=True, minimum=0, fix=_REGATHER)),
+        entry.choice("kind", ("wheel", "sdist", "build"), "wheel"),
+        int(entry.get("part", 0).number(integer=True, minimum=0, maximum=_MAX_PARTS)),
+        int(entry.get("chunks", 0).number(integer=True, minimum=0, maximum=_MAX_PARTS)),
+    )
+
+
+def carried_name(filename: str) -> bool:
+    """Whether ``filename`` is a file name ``gather`` writes: a wheel's or an sdist's name as
+    ``packaging.utils`` parses it, in plain characters (never a path, never hidden)."""
+    if not _FILENAME.fullmatch(filename) or len(filename) > _MAX_NAME:
+        return False
+    try:
+        if filename.endswith(".whl"):
+            parse_wheel_filename(filename)
+        else:
+            # a legacy .tar.bz2 sdist is named as a .tar.gz one is
+            parse_sdist_filename(re.sub(r"\.tar\.bz2$", ".tar.gz", filename))
+    except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
+        return False
+    return True
+
+
+def _shown(path: Path) -> str:
+    """A path as errors name it: relative to the working folder when inside it."""
+    try:
+        return str(path.absolute().relative_to(Path.cwd()))
+    # outside it, or no working folder any more
+    except (ValueError, OSError):
+        return str(path)
 
 
 def read_base(path: Path) -> dict[str, str]:
     """A base interpreter's packages from ``pip list --format json`` (or ``{name: version}``)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(
-            path,
-            None,
-            f"cannot read the base's package list: {exc}",
-            "write it on the host with `python -m pip list --format json > base.json`",
-        ) from None
+    fix = "write it on the host with `python -m pip list --format json > base.json`"
+    text = read_text(path, _shown(path), max_bytes=MAX_MANIFEST_BYTES) or ""
+    data = loads_json(text, _shown(path), fix=fix).raw
     pairs: Iterable[tuple[object, object]]
     if isinstance(data, dict):
         pairs = data.items()
@@ -189,7 +265,7 @@ def plan(
         url = str(entry.get("url") or "")
         filename = _entry_name(entry)
         digest = (entry.get("hashes") or {}).get("sha256")
-        if not url or not digest or not _FILENAME.fullmatch(filename):
+        if not url or not digest or not carried_name(filename):
             raise InputError(
                 None,
                 f"packages.{name}",
