@@ -167,3 +167,146 @@ def test_a_good_carried_name_still_joins(tmp_path, capsys, monkeypatch):
     assert code == 0, text
     assert (tmp_path / "out" / WHEEL).read_bytes() == data
     assert wheelhouse.Wheelhouse.load(tmp_path / "out").artifacts[0].filename == WHEEL
+
+
+# ---------------------------------------------------------------------------------------------
+# Scaffolding and lane input edge cases (class 8)
+
+
+def _patchlane(root: Path, *args: str, timeout: float = 30) -> tuple[int, str]:
+    """``python -m retire`` in a child: a hang fails the test instead of hanging it."""
+    import subprocess
+    import sys
+
+    from tests.conftest import subprocess_env
+
+    done = subprocess.run(
+        [sys.executable, "-m", "retire", "--root", str(root), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=subprocess_env(),
+        check=False,
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [".gitignore", "README.md"])
+def test_init_refuses_a_fifo_instead_of_hanging(tmp_path, name):
+    import os
+
+    os.mkfifo(tmp_path / name)
+    code, text = _patchlane(tmp_path, "init")
+    _one_line(code, text, f"{tmp_path / name}: not a regular file (a FIFO)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+
+
+@pytest.mark.parametrize("python", ["3.99", "3.7", "3.20", "3." + "1" * 400])
+def test_init_writes_no_lane_the_lane_reader_refuses(tmp_path, capsys, python):
+    code, out, err = run_cli(tmp_path, "init", "--python", python, capsys=capsys)
+    _one_line(code, out + err, "--python", "3.8 to 3.19")
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_every_python_init_accepts_is_a_lane(tmp_path, capsys):
+    for python in ("3.8", "3.19"):
+        root = tmp_path / python
+        assert run_cli(root, "init", "--python", python, capsys=capsys)[0] == 0
+        code, out, err = run_cli(root, "lanes", capsys=capsys)
+        assert code == 0, out + err
+
+
+@pytest.fixture
+def scaffolded(tmp_path):
+    """A project with the lane ``init`` writes (no workflows: ``init`` fsyncs a dozen files)."""
+    from retire.scaffold import template
+
+    (tmp_path / "lanes").mkdir()
+    (tmp_path / "shims").mkdir()
+    (tmp_path / "shims" / "README.md").write_text("the catalogue\n")
+    (tmp_path / "lanes" / "cpu.toml").write_text(
+        template(
+            "project/lanes-cpu.toml",
+            python="3.12",
+            action="patchlane/patchlane@main",
+            repository="https://github.com/patchlane/patchlane",
+            rev="main",
+        )
+    )
+    return tmp_path
+
+
+LONG_ID = "a" * 300
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("shim", "new", LONG_ID),
+        ("shim", "new", "a" * 65),
+        ("pack", "show", LONG_ID),
+        ("pack", "check", LONG_ID),
+        ("pack", "export", LONG_ID, "--to", "out"),
+    ],
+)
+def test_a_long_shim_id_on_the_command_line_is_one_line(scaffolded, capsys, args):
+    code, out, err = run_cli(scaffolded, *args, capsys=capsys)
+    _one_line(code, out + err, "not a shim id")
+    assert "File name too long" not in err and LONG_ID not in err
+    assert sorted(p.name for p in (scaffolded / "shims").iterdir()) == ["README.md"]
+
+
+def test_the_longest_shim_id_is_still_one(scaffolded, capsys):
+    code, out, err = run_cli(scaffolded, "shim", "new", "a" * 64, capsys=capsys)
+    assert code == 0, out + err
+    assert (scaffolded / "shims" / ("a" * 64) / "manifest.toml").is_file()
+    assert run_cli(scaffolded, "shim", "list", "--check", capsys=capsys)[0] == 0
+
+
+def test_a_long_shim_id_in_a_lane_or_a_manifest_is_caught_where_it_is_read(scaffolded, capsys):
+    lane = scaffolded / "lanes" / "cpu.toml"
+    lane.write_text(lane.read_text().replace("shims = []", f'shims = ["{LONG_ID}"]'))
+    code, out, err = run_cli(scaffolded, "lanes", capsys=capsys)
+    _one_line(code, out + err, "lanes/cpu.toml: lane.shims[0]: invalid shim id", "at most 64")
+    from shims.errors import InputError
+    from shims.manifest import load_manifest
+    from tests.support.shimtree import write_shim
+
+    folder = write_shim(scaffolded / "other", "toy")
+    manifest = folder / "manifest.toml"
+    manifest.write_text(manifest.read_text().replace('id = "toy"', f'id = "{"t" * 65}"'))
+    with pytest.raises(InputError, match=r"id: invalid shim id .* at most 64"):
+        load_manifest(manifest)
+
+
+@pytest.mark.parametrize("spec", ["not a specifier", "3.9", "=>3.9", "~=3"])
+def test_static_requires_python_is_a_specifier_when_the_lane_is_read(scaffolded, capsys, spec):
+    lane = scaffolded / "lanes" / "cpu.toml"
+    lane.write_text(
+        lane.read_text()
+        + '[[lane.static-metadata]]\nname = "cudaext"\nversion = "1.0"\n'
+        + f"requires-python = {json.dumps(spec)}\n"
+    )
+    code, out, err = run_cli(scaffolded, "lanes", capsys=capsys)
+    _one_line(
+        code,
+        out + err,
+        "lanes/cpu.toml: lane.static-metadata[0].requires-python: bad version specifier",
+    )
+    code, out, err = run_cli(scaffolded, "lock", capsys=capsys)
+    _one_line(code, out + err, "lane.static-metadata[0].requires-python")
+
+
+def test_a_static_requires_python_is_kept_as_written(scaffolded):
+    from retire.lanes.lanefile import load_lanes
+
+    lane = scaffolded / "lanes" / "cpu.toml"
+    lane.write_text(
+        lane.read_text()
+        + '[[lane.static-metadata]]\nname = "cudaext"\nversion = "1.0"\n'
+        + 'requires-python = ">= 3.9"\n'
+    )
+    (loaded,) = load_lanes(scaffolded / "lanes", root=scaffolded)
+    assert loaded.static_metadata[0].requires_python == ">= 3.9"

@@ -13,7 +13,9 @@ import sys
 from pathlib import Path
 
 from retire.core.errors import InputError
+from retire.lanes.model import PYTHON_VERSION
 from retire.scaffold import Plan, template
+from shims.filereading import read_text
 
 __all__ = ["ACTION", "action_version", "plan_init"]
 
@@ -48,11 +50,12 @@ def plan_init(root: Path, *, action: str | None = None, python: str | None = Non
             "write it like patchlane/patchlane@v0.1.0",
         )
     python = python or f"{sys.version_info.major}.{sys.version_info.minor}"
-    if not re.fullmatch(r"3\.[0-9]+", python):
+    # the lane reader's own rule: init never writes a lane that `patchlane lanes` refuses
+    if not PYTHON_VERSION.fullmatch(python):
         raise InputError(
             None,
             "--python",
-            f"{python!r} is not a Python version",
+            f"{python[:40]!r} is not the major.minor of a CPython that exists (3.8 to 3.19)",
             'write major.minor, e.g. "3.12"',
         )
     values = {
@@ -74,16 +77,17 @@ def plan_init(root: Path, *, action: str | None = None, python: str | None = Non
     }
     edit: dict[str, str] = {}
     section = template("project/README-section.md", **values)
-    readme = root / "README.md"
-    if not readme.exists():
+    # read safely: a FIFO, a folder or a device there is one line, never a block
+    text = read_text(root / "README.md", str(root / "README.md"), missing_ok=True)
+    if text is None:
         create["README.md"] = f"# {root.resolve().name}\n{section}"
-    else:
-        text = readme.read_text(encoding="utf-8")
-        if _README_HEADING not in text:
-            edit["README.md"] = text.rstrip("\n") + "\n" + section
-    ignore = root / ".gitignore"
-    lines = ignore.read_text(encoding="utf-8").splitlines() if ignore.exists() else []
+    elif _README_HEADING not in text:
+        edit["README.md"] = text.rstrip("\n") + "\n" + section
+    ignored = read_text(root / ".gitignore", str(root / ".gitignore"), missing_ok=True)
+    lines = ignored.splitlines() if ignored is not None else []
     missing = [entry for entry in _IGNORED if entry not in lines]
     if missing:
-        (edit if ignore.exists() else create)[".gitignore"] = "\n".join([*lines, *missing]) + "\n"
+        (edit if ignored is not None else create)[".gitignore"] = (
+            "\n".join([*lines, *missing]) + "\n"
+        )
     return Plan(root, create, edit)
