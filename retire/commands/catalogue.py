@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from retire.commands.base import Command, ExitCode, emit_json, emit_text, existing_file, say, shown
-from retire.core.project import Project
+from retire.core.project import Project, boundary
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -79,7 +79,9 @@ def run(project: Project, args: argparse.Namespace) -> int:
         return ExitCode.OK
     text = render_markdown(rows)
     if args.output:
-        atomic_write(args.output, text)
+        # inside the project, never through a link on the way; elsewhere, where the user said
+        output = Path(args.output).absolute()
+        atomic_write(output, text, within=boundary(project.root, output.parent))
         say(f"wrote {shown(args.output)}")
     else:
         emit_text(text)

@@ -253,7 +253,11 @@ def _write_summaries(project: Project, run_id: str, results: list[LaneRun]) -> N
 
     summaries = project.run_dir(run_id)
     for run in results:
-        atomic_write(summaries / f"{run.lane}.json", json.dumps(lanerun.to_summary(run), indent=2))
+        atomic_write(
+            summaries / f"{run.lane}.json",
+            json.dumps(lanerun.to_summary(run), indent=2),
+            within=project.root,
+        )
 
 
 def _show(

@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -34,8 +34,9 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion
 
-from retire.core.atomic import atomic_write
+from retire.core.atomic import atomic_stream, atomic_write, make_folder
 from retire.core.errors import InputError, PatchlaneError
+from retire.core.project import contained
 from retire.locks.overlay import overlay_lock
 from shims.filereading import read_text
 from shims.tomlreader import Table, loads_json
@@ -296,37 +297,46 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _download(client: httpx.Client, artifact: Artifact, target: Path) -> None:
-    """Stream one file to ``target`` (atomically), checking its sha256; an existing good file is
-    kept."""
+def _download(client: httpx.Client, artifact: Artifact, target: Path, within: Path) -> None:
+    """Stream one file to ``target`` (atomically, never through a link below ``within``),
+    checking its sha256; an existing good file is kept."""
     if target.is_file() and _sha256(target) == artifact.sha256:
         return
-    partial = target.with_name(target.name + ".download")
-    digest = hashlib.sha256()
     try:
-        with client.stream("GET", artifact.url) as response:
-            if response.status_code != 200:
-                raise PatchlaneError(
-                    f"{artifact.filename}: the index answered {response.status_code} for "
-                    f"{artifact.url}"
-                )
-            with partial.open("wb") as out:
-                for block in response.iter_bytes(_CHUNK):
-                    digest.update(block)
-                    out.write(block)
-        if digest.hexdigest() != artifact.sha256:
-            raise PatchlaneError(
-                f"{artifact.filename}: sha256 {digest.hexdigest()[:16]}… is not the lock's "
-                f"{artifact.sha256[:16]}…: refusing it"
-            )
-        os.replace(partial, target)
+        atomic_stream(target, _checked_body(client, artifact), within=within)
+    except (PatchlaneError, InputError):
+        raise
     except Exception as exc:
-        partial.unlink(missing_ok=True)
-        if isinstance(exc, PatchlaneError):
-            raise
         raise PatchlaneError(
             f"{artifact.filename}: download failed: {type(exc).__name__}: {exc}"
         ) from None
+
+
+def _checked_body(client: httpx.Client, artifact: Artifact) -> Iterator[bytes]:
+    """The body of ``artifact``'s URL, block by block; raises (so nothing is kept) on an HTTP
+    error or when its sha256 is not the lock's."""
+    digest = hashlib.sha256()
+    with client.stream("GET", artifact.url) as response:
+        if response.status_code != 200:
+            raise PatchlaneError(
+                f"{artifact.filename}: the index answered {response.status_code} for "
+                f"{artifact.url}"
+            )
+        for block in response.iter_bytes(_CHUNK):
+            digest.update(block)
+            yield block
+    if digest.hexdigest() != artifact.sha256:
+        raise PatchlaneError(
+            f"{artifact.filename}: sha256 {digest.hexdigest()[:16]}… is not the lock's "
+            f"{artifact.sha256[:16]}…: refusing it"
+        )
+
+
+def _file_blocks(paths: Iterable[Path]) -> Iterator[bytes]:
+    """The bytes of ``paths``, one after the other, block by block."""
+    for path in paths:
+        with path.open("rb") as handle:
+            yield from iter(lambda: handle.read(_CHUNK), b"")
 
 
 def _assign_parts(
@@ -363,40 +373,41 @@ def gather(
     house: Wheelhouse,
     out: Path,
     *,
+    within: Path,
     client: httpx.Client,
     part_size: int | None = None,
     progress: Callable[[str], None] = lambda line: None,
 ) -> Wheelhouse:
-    """Download every file of ``house`` into ``out`` (in parts when ``part_size`` is given)."""
+    """Download every file of ``house`` into ``out`` (in parts when ``part_size`` is given),
+    never through a link below ``within`` (the project's root, or ``out`` outside it)."""
     artifacts, parts = _assign_parts(house.artifacts, part_size)
-    out.mkdir(parents=True, exist_ok=True)
-    staging = out / ".downloads"
-    staging.mkdir(exist_ok=True)
+    out = make_folder(out, within=within)
+    staging = make_folder(out / ".downloads", within=within)
     done = 0
     for number, artifact in enumerate(artifacts, 1):
         progress(
             f"[{number}/{len(artifacts)}] {artifact.filename} ({(artifact.size or 0) / 1e6:.1f} MB)"
         )
-        placed = _part_dir(out, artifact.part) / artifact.filename
+        placed = contained(within, _part_dir(out, artifact.part) / artifact.filename)
         if not artifact.chunks and placed.is_file() and _sha256(placed) == artifact.sha256:
             # gathered before (an interrupted or repeated gather): kept
             done += artifact.size or 0
             continue
         whole = staging / artifact.filename
-        _download(client, artifact, whole)
+        _download(client, artifact, whole, within)
         if artifact.chunks:
             with whole.open("rb") as source:
                 for index in range(artifact.chunks):
-                    folder = _part_dir(out, artifact.part + index)
-                    folder.mkdir(exist_ok=True)
+                    folder = make_folder(_part_dir(out, artifact.part + index), within=within)
                     atomic_write(
-                        folder / f"{artifact.filename}.part{index:03d}", source.read(part_size)
+                        folder / f"{artifact.filename}.part{index:03d}",
+                        source.read(part_size),
+                        within=within,
                     )
             whole.unlink()
         else:
-            folder = _part_dir(out, artifact.part)
-            folder.mkdir(exist_ok=True)
-            os.replace(whole, folder / artifact.filename)
+            make_folder(placed.parent, within=within)
+            os.replace(whole, placed)
         done += artifact.size or 0
     staging.rmdir()
     result = Wheelhouse(
@@ -411,7 +422,7 @@ def gather(
         folder = _part_dir(out, part)
         # every part carries the manifest, so any one tells what the set is
         if folder.is_dir():
-            atomic_write(folder / MANIFEST_NAME, result.to_json())
+            atomic_write(folder / MANIFEST_NAME, result.to_json(), within=within)
     progress(
         f"{len(artifacts)} file(s), {done / 1e6:.1f} MB"
         + (f" in {parts} part(s) of ≤ {part_size / 1e6:.0f} MB" if parts and part_size else "")
@@ -419,9 +430,13 @@ def gather(
     return result
 
 
-def join(sources: Iterable[Path], out: Path) -> Wheelhouse:
+def join(sources: Iterable[Path], out: Path, *, within: Path | None = None) -> Wheelhouse:
     """Reassemble a wheelhouse from its part folders (or folders holding their files) into ``out``,
-    verifying every file's sha256. Raises InputError naming what is missing or damaged."""
+    verifying every file's sha256. Raises InputError naming what is missing or damaged.
+
+    Nothing is written outside ``out``, nor through a link below ``within`` (default ``out``):
+    file names come from ``wheelhouse.json``, which :meth:`Wheelhouse.load` checks."""
+    within = within or out
     sources = [Path(s) for s in sources]
     manifest = next((s / MANIFEST_NAME for s in sources if (s / MANIFEST_NAME).is_file()), None)
     if manifest is None:
@@ -432,7 +447,7 @@ def join(sources: Iterable[Path], out: Path) -> Wheelhouse:
             "pass the part folders made by `patchlane wheelhouse gather --part-size`",
         )
     house = Wheelhouse.load(manifest.parent)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_folder(out, within=within)
 
     def find(name: str) -> Path:
         for source in sources:
@@ -444,18 +459,15 @@ def join(sources: Iterable[Path], out: Path) -> Wheelhouse:
         )
 
     for artifact in house.artifacts:
-        target = out / artifact.filename
+        # a checked name, and no link there either
+        target = contained(out, out / artifact.filename)
         if target.is_file() and _sha256(target) == artifact.sha256:
             continue
         if artifact.chunks:
             pieces = [find(f"{artifact.filename}.part{i:03d}") for i in range(artifact.chunks)]
-            with target.with_name(target.name + ".joining").open("wb") as handle:
-                for piece in pieces:
-                    handle.write(piece.read_bytes())
-            os.replace(target.with_name(target.name + ".joining"), target)
+            atomic_stream(target, _file_blocks(pieces), within=within)
         elif find(artifact.filename).resolve() != target.resolve():
-            data = find(artifact.filename).read_bytes()
-            atomic_write(target, data)
+            atomic_stream(target, _file_blocks([find(artifact.filename)]), within=within)
         if _sha256(target) != artifact.sha256:
             target.unlink()
             raise InputError(
@@ -469,7 +481,7 @@ def join(sources: Iterable[Path], out: Path) -> Wheelhouse:
         0,
         from_mirrors=house.from_mirrors,
     )
-    atomic_write(out / MANIFEST_NAME, joined.to_json())
+    atomic_write(out / MANIFEST_NAME, joined.to_json(), within=within)
     return joined
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from retire.core.errors import InputError
-from retire.core.project import Project
+from retire.core.project import Project, contained
 
 __all__ = [
     "DEFAULT_TAGS",
@@ -208,7 +208,11 @@ def _mirror(entry: object, index: int, folder: Path, root: Path, path: Path) -> 
         )
     explicit = _string(entry, "path", where, path)
     owner, repo = _segments(url)
-    clone = (root / explicit).resolve() if explicit else folder / owner / f"{repo}.git"
+    clone = (
+        _placed(root, explicit, path, f"{where}.path")
+        if explicit
+        else folder / owner / f"{repo}.git"
+    )
     return Mirror(
         url.rstrip("/").removesuffix(".git"),
         clone,
@@ -216,6 +220,22 @@ def _mirror(entry: object, index: int, folder: Path, root: Path, path: Path) -> 
         tuple(branches),
         _string(entry, "fetch", where, path),
     )
+
+
+def _placed(root: Path, text: str, path: Path, key: str) -> Path:
+    """Where a configured folder is: inside the project, never through a link on the way (a
+    clone is written there); outside it (``/srv/mirrors/…``), where it says."""
+    try:
+        where = Path(os.path.normpath(root.absolute() / text))
+    # a NUL in the path
+    except ValueError:
+        raise _fail(path, key, f"not a path: {text[:80]!r}", "write a folder path") from None
+    if not where.is_relative_to(root.absolute()):
+        return where.resolve()
+    try:
+        return contained(root.absolute(), where, key=key)
+    except InputError as exc:
+        raise _fail(path, key, f"{exc.path}: {exc.problem}", exc.fix or "") from None
 
 
 def load_mirrors(root: Path, *, folder: Path | None = None) -> MirrorSet:
@@ -246,7 +266,7 @@ def load_mirrors(root: Path, *, folder: Path | None = None) -> MirrorSet:
     home = (
         folder.resolve()
         if folder is not None
-        else (root / (configured or ".patchlane/mirrors")).resolve()
+        else _placed(root, configured or ".patchlane/mirrors", path, "mirrors.folder")
     )
     entries = section.get("repository", [])
     if not isinstance(entries, Sequence) or isinstance(entries, str):

@@ -432,9 +432,11 @@ def plan(
 
 def _update_state(root: Path, change) -> FilingState:
     path = _paths(root)["state"]
-    with locked(path):
+    # the project's own (resolved) root: the path was built from it
+    within = Project(root).root
+    with locked(path, within=within):
         state = change(load_state(root))
-        atomic_write(path, dumps_state(state))
+        atomic_write(path, dumps_state(state), within=within)
     return state
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from retire.core.atomic import atomic_write
 from retire.core.errors import InputError
+from retire.core.project import contained
 
 __all__ = ["Plan", "template", "write"]
 
@@ -49,12 +50,9 @@ def write(plan: Plan, *, command: str) -> list[str]:
     the paths."""
     root = plan.root.resolve()
     for relative in [*plan.create, *plan.edit]:
-        target = (root / relative).resolve()
-        # a template or an id can never leave the project
-        if target != root and root not in target.parents:
-            raise InputError(
-                None, None, f"{relative} is outside {root}", "report this as a patchlane bug"
-            )
+        # a template or an id never leaves the project, nor goes through a link in it: checked
+        # for every file before the first is written
+        contained(root, relative)
     existing = [relative for relative in plan.create if (root / relative).exists()]
     if existing:
         raise InputError(
@@ -64,5 +62,5 @@ def write(plan: Plan, *, command: str) -> list[str]:
             "move it aside, or run it in a folder without it",
         )
     for relative, text in {**plan.create, **plan.edit}.items():
-        atomic_write(root / relative, text)
+        atomic_write(root / relative, text, within=root)
     return [*plan.create, *plan.edit]
