@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from retire.commands.base import Command, ExitCode, emit_json, emit_text, existing_file, say, shown
-from retire.core.project import Project, boundary
+from retire.core.project import Project
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -80,8 +80,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
     text = render_markdown(rows)
     if args.output:
         # inside the project, never through a link on the way; elsewhere, where the user said
-        output = Path(args.output).absolute()
-        atomic_write(output, text, within=boundary(project.root, output.parent))
+        output = project.output_file(args.output)
+        atomic_write(output, text, within=output.parent)
         say(f"wrote {shown(args.output)}")
     else:
         emit_text(text)

@@ -119,7 +119,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     manifests = project.manifests()
     host = lanerun.Host.detect()
     options = _run_options(project, args, lanes, host)
-    target = args.manifest or project.validation
+    target = project.output_file(args.manifest) if args.manifest else project.validation
     recorder = _Recorder(target)
     if not args.no_record:
         options = dataclasses.replace(options, on_record=recorder)

@@ -155,6 +155,12 @@ class Project:
         within = boundary(self.root, path)
         return contained(within, path), within
 
+    def output_file(self, path: str | os.PathLike[str]) -> Path:
+        """A file named by a flag (``-o``, ``--manifest``; relative to the working folder):
+        inside the project, refused in one line when a link is on the way from the root."""
+        target = Path(path).absolute()
+        return contained(boundary(self.root, target.parent), target)
+
     def run_dir(self, run_id: str) -> Path:
         """Where one lane run's summaries live; a run id can never name a folder elsewhere."""
         if not _RUN_ID.fullmatch(run_id or ""):
