@@ -310,3 +310,26 @@ def test_a_static_requires_python_is_kept_as_written(scaffolded):
     )
     (loaded,) = load_lanes(scaffolded / "lanes", root=scaffolded)
     assert loaded.static_metadata[0].requires_python == ">= 3.9"
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("[mirrors]\nfolder = " + "1" * 5000 + "\n", "integer too long"),
+        ('[[mirrors.repository]]\nurl = "https://[x/o/r"\n', "mirrors.repository[0].url"),
+        (f'[mirrors]\nfolder = "{"x" * 5000}"\n', "mirrors.folder"),
+        ("[mirrors]\nfolder = " + "[" * 3000 + "]" * 3000 + "\n", "nested too deeply"),
+    ],
+)
+def test_the_mirrors_section_is_one_line_whatever_it_holds(tmp_path, capsys, text, says):
+    """Found by fuzzing [mirrors]: a long integer, an unclosed IPv6 host, a folder name longer
+    than the file system takes."""
+    from retire.mirrors.config import load_mirrors
+    from shims.errors import InputError
+
+    (tmp_path / "patchlane.toml").write_text(text)
+    with pytest.raises(InputError) as caught:
+        load_mirrors(tmp_path)
+    message = str(caught.value)
+    assert "patchlane.toml" in message and says in message and "\n" not in message
+    assert len(message) < 1000

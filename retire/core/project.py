@@ -54,7 +54,17 @@ def contained(
     current = base
     for part in target.relative_to(base).parts:
         current = current / part
-        if current.is_symlink():
+        try:
+            linked = current.is_symlink()
+        # a name too long for the file system, or a folder that cannot be searched
+        except OSError as exc:
+            raise InputError(
+                _shown(current)[:200],
+                key,
+                f"cannot be used: {exc.strerror or exc}",
+                "use a shorter path that patchlane can reach",
+            ) from None
+        if linked:
             raise InputError(
                 _shown(current),
                 key,

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +31,7 @@ from urllib.parse import urlsplit
 
 from retire.core.errors import InputError
 from retire.core.project import Project, contained
+from shims import tomlreader
 
 __all__ = [
     "DEFAULT_TAGS",
@@ -54,7 +54,11 @@ def repository_key(url: str) -> tuple[str, str] | None:
     """``(owner, repo)`` of ``https://host/owner/repo[.git]``, lowercased; None if it is not one.
 
     Names become folder names, so only plain segments are accepted (never ``..``)."""
-    parts = urlsplit(url.strip())
+    try:
+        parts = urlsplit(url.strip())
+    # an unclosed [IPv6] host
+    except ValueError:
+        return None
     segments = [s for s in parts.path.split("/") if s]
     if parts.scheme not in ("http", "https", "ssh", "git", "file") or len(segments) < 2:
         return None
@@ -179,7 +183,7 @@ def _mirror(entry: object, index: int, folder: Path, root: Path, path: Path) -> 
         raise _fail(
             path,
             f"{where}.url",
-            f"not a repository URL: {url!r}",
+            f"not a repository URL: {url[:200]!r}",
             "write it like https://github.com/owner/repo",
         )
     tags = _string(entry, "tags", where, path) or DEFAULT_TAGS
@@ -243,17 +247,10 @@ def load_mirrors(root: Path, *, folder: Path | None = None) -> MirrorSet:
     replaces the configured folder for repositories that are not declared with a path."""
     path = root / PROJECT_FILE
     data: dict = {}
-    if path.is_file():
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise _fail(path, None, f"cannot read it: {exc}", "check the file") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise _fail(path, None, f"invalid TOML: {exc}", "fix the syntax") from None
-        except RecursionError:
-            raise _fail(
-                path, None, "invalid TOML: nested too deeply", "flatten the value"
-            ) from None
+    if path.exists():
+        # the one safe reader: a FIFO, a huge file, bad UTF-8, deep nesting or an integer too
+        # long for Python is one line
+        data = tomlreader.read(path, str(path)).data
     section = data.get("mirrors", {})
     if not isinstance(section, Mapping):
         raise _fail(path, "mirrors", "expected a table", "write [mirrors]")
