@@ -373,13 +373,15 @@ def gather(
     house: Wheelhouse,
     out: Path,
     *,
-    within: Path,
     client: httpx.Client,
+    within: Path | None = None,
     part_size: int | None = None,
     progress: Callable[[str], None] = lambda line: None,
 ) -> Wheelhouse:
     """Download every file of ``house`` into ``out`` (in parts when ``part_size`` is given),
-    never through a link below ``within`` (the project's root, or ``out`` outside it)."""
+    never through a link below ``within`` (the project's root, or ``out`` outside it; default
+    ``out``)."""
+    within = within or out
     artifacts, parts = _assign_parts(house.artifacts, part_size)
     out = make_folder(out, within=within)
     staging = make_folder(out / ".downloads", within=within)
