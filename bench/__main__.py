@@ -149,6 +149,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     from retire.core.atomic import atomic_write
+    from retire.core.project import boundary
 
     args = parse_args(argv)
     available = discover()
@@ -198,7 +199,9 @@ def main(argv: list[str] | None = None) -> int:
             for r in rows
         ],
     }
-    atomic_write(args.output, json.dumps(report, indent=2) + "\n")
+    output = Path(args.output).absolute()
+    # inside the repository, never through a link on the way (.patchlane/bench by default)
+    atomic_write(output, json.dumps(report, indent=2) + "\n", within=boundary(ROOT, output.parent))
     print(f"results: {args.output}", flush=True)
     return 1 if any(r.get("error") for r in rows) else 0
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 
 from shims.errors import InputError
+from shims.filereading import read_bytes
 
 __all__ = ["CONFIG_NAME", "DEFAULT_PATH", "PATH_ENV", "configured", "find_project", "roots"]
 
@@ -53,15 +54,10 @@ def configured(project: str | os.PathLike[str]) -> str:
     project = os.path.abspath(os.fspath(project))
     config = os.path.join(project, CONFIG_NAME)
     shown = os.path.join(os.path.basename(project) or project, CONFIG_NAME)
-    try:
-        with open(config, "rb") as handle:
-            raw = handle.read(1 << 20)
-    except FileNotFoundError:
+    # never a block: a FIFO or a folder there is one line
+    raw = read_bytes(config, shown, missing_ok=True)
+    if raw is None:
         return os.path.join(project, DEFAULT_PATH)
-    except OSError as exc:
-        raise InputError(
-            shown, None, f"cannot read it: {exc.strerror or exc}", "check the file"
-        ) from None
     # no section: no TOML parser imported
     if b"catalogue" not in raw:
         return os.path.join(project, DEFAULT_PATH)

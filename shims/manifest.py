@@ -85,8 +85,12 @@ def _runtime_modules() -> frozenset[str]:
 #: Shim ids that would shadow the runtime's own modules inside the ``shims`` package.
 RESERVED_IDS = _runtime_modules()
 
-#: What a shim id is (a lowercase identifier) and what a dotted module name is.
-SHIM_ID = re.compile(r"[a-z][a-z0-9_]*")
+#: The longest shim id: it names a folder, a package and files under it, well under a file
+#: name's 255 bytes.
+MAX_SHIM_ID = 64
+#: What a shim id is (a lowercase identifier, at most :data:`MAX_SHIM_ID` characters) and what a
+#: dotted module name is.
+SHIM_ID = re.compile(rf"[a-z][a-z0-9_]{{0,{MAX_SHIM_ID - 1}}}")
 _DIST = re.compile(r"[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]")
 MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -199,7 +203,9 @@ def _manifest(doc: Table, path: Path) -> ShimManifest:
     folder = path.parent.name
     if not SHIM_ID.fullmatch(shim_id):
         raise doc.error(
-            "id", f"invalid shim id {shim_id!r}", "use [a-z][a-z0-9_]* (it is a package name)"
+            "id",
+            f"invalid shim id {shim_id[:80]!r}",
+            f"use [a-z][a-z0-9_]*, at most {MAX_SHIM_ID} characters (it is a package name)",
         )
     if shim_id in RESERVED_IDS:
         raise doc.error(

@@ -266,12 +266,12 @@ def test_the_freeze_roll_reaches_every_cell_of_a_matrix(tmp_path):
     """)
     )
     cutoff = dt.datetime(2026, 5, 25, tzinfo=dt.UTC)
-    assert lanedit.roll_exclude_newer(path, cutoff)
+    assert lanedit.roll_exclude_newer(path, cutoff, within=tmp_path)
     frozen = {lane.name: lane.exclude_newer for lane in lanefile.load_lanes(tmp_path / "lanes")}
     assert frozen == {"grid-2.10": cutoff, "grid-2.11": cutoff}
     assert path.read_text().startswith("# no base table")
     # nothing left to move
-    assert not lanedit.roll_exclude_newer(path, cutoff)
+    assert not lanedit.roll_exclude_newer(path, cutoff, within=tmp_path)
 
 
 def test_a_constraint_is_added_once():

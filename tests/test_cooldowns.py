@@ -260,6 +260,8 @@ def test_a_bump_roll_leaves_a_cooldown_as_written(tmp_path):
         '[lane]\npython = "3.12"\nrequirements = ["x"]\nexclude-newer = "7 days"  # our cooldown\n'
     )
     before = path.read_text()
-    assert not lanedit.roll_exclude_newer(path, _dt.datetime(2026, 5, 25, tzinfo=_dt.UTC))
+    assert not lanedit.roll_exclude_newer(
+        path, _dt.datetime(2026, 5, 25, tzinfo=_dt.UTC), within=tmp_path
+    )
     # the re-lock with --upgrade measures it from now instead
     assert path.read_text() == before

@@ -536,3 +536,180 @@ def test_a_fifo_or_a_folder_is_one_error_never_a_block(tmp_path):
     os.mkfifo(shim / "manifest.toml")
     with pytest.raises(InputError, match="not a regular file"):
         load_manifest(shim / "manifest.toml")
+
+
+# ---------------------------------------------------------------------------------------------
+# Carried and project files (issue 20): wheelhouse.json through `wheelhouse join`, and
+# patchlane.toml's [mirrors] section. No traceback, nothing written outside --out or the project.
+
+_WHEEL_DATA = b"not really a wheel\n"
+_WHEEL = "toylib-1.0-py3-none-any.whl"
+WHEELHOUSE_SEEDS = [
+    {
+        "lane": "cpu",
+        "lock_sha256": "0" * 64,
+        "artifacts": [
+            {
+                "package": "toylib",
+                "version": "1.0",
+                "filename": _WHEEL,
+                "url": "http://127.0.0.1/toylib-1.0-py3-none-any.whl",
+                "sha256": __import__("hashlib").sha256(_WHEEL_DATA).hexdigest(),
+                "size": len(_WHEEL_DATA),
+                "kind": "wheel",
+                "part": 1,
+                "chunks": 0,
+            }
+        ],
+        "skipped": [],
+        "parts": 1,
+        "version": 1,
+        "from_mirrors": [],
+    }
+]
+#: Names a hostile wheelhouse.json would carry: paths, links, hidden files, chunk names.
+PATHY = [
+    "../" + _WHEEL,
+    "../../" + _WHEEL,
+    "/tmp/" + _WHEEL,
+    "part-001/../../" + _WHEEL,
+    "." + _WHEEL,
+    _WHEEL + ".part000",
+    _WHEEL.replace("any", "../x"),
+    "toylib-1.0.tar.gz",
+    "toylib-1.0-py3-none-any.whl\x00.txt",
+    "C:\\\\x\\\\" + _WHEEL,
+    "~/" + _WHEEL,
+    "x" * 300 + ".whl",
+]
+MIRROR_SEEDS = [
+    _text(REPO / "patchlane.toml"),
+    (
+        '[mirrors]\nfolder = ".patchlane/mirrors"\n[[mirrors.repository]]\n'
+        "url = \"https://github.com/o/r\"\ntags = 'v(?P<version>\\d+(?:\\.\\d+)*)'\n"
+        'branches = ["main", "release/*"]\npath = "mirrors/r.git"\n'
+        'fetch = "https://github.com/o/r.git"\n'
+    ),
+]
+
+
+class CarriedSandbox:
+    """``root/part-001`` (a carried part), ``root/out`` (where join writes), ``root/project``
+    (patchlane.toml) and files beside them that must never change."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.part, self.out, self.project = root / "part-001", root / "out", root / "project"
+        for folder in (self.part, self.project / ".patchlane"):
+            folder.mkdir(parents=True, exist_ok=True)
+        (self.part / _WHEEL).write_bytes(_WHEEL_DATA)
+        (self.part / f"{_WHEEL}.part000").write_bytes(_WHEEL_DATA)
+        (root / _WHEEL).write_bytes(b"outside: keep me\n")
+        self.before = self.snapshot()
+
+    def snapshot(self) -> dict[str, bytes]:
+        """Every file but the ones join may write (under ``out``) and the inputs fed."""
+        return {
+            str(p.relative_to(self.root)): p.read_bytes()
+            for p in sorted(self.root.rglob("*"))
+            if p.is_file()
+            and not p.is_relative_to(self.out)
+            and p.name not in ("wheelhouse.json", "patchlane.toml")
+        }
+
+    def wheelhouse(self, data: bytes | str) -> None:
+        from retire.locks import wheelhouse
+
+        (self.part / "wheelhouse.json").write_bytes(
+            data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+        )
+        try:
+            wheelhouse.join([self.part], self.out, within=self.out)
+        except InputError as exc:
+            message = str(exc)
+            assert "\n" not in message and len(message) < 20_000, message
+        assert self.snapshot() == self.before
+        if self.out.exists():
+            # only names gather writes, right under --out
+            for path in self.out.rglob("*"):
+                assert path.parent == self.out and (
+                    path.name == "wheelhouse.json" or wheelhouse.carried_name(path.name)
+                ), path
+            import shutil
+
+            shutil.rmtree(self.out)
+
+    def mirrors(self, data: bytes | str) -> None:
+        from retire.mirrors.config import load_mirrors
+
+        path = self.project / "patchlane.toml"
+        path.write_bytes(data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data)
+        expect_input_error(str(path), lambda: load_mirrors(self.project))
+        assert self.snapshot() == self.before
+        assert sorted(p.name for p in self.project.iterdir()) == [".patchlane", "patchlane.toml"]
+
+
+@pytest.fixture(scope="module")
+def carried(tmp_path_factory) -> CarriedSandbox:
+    return CarriedSandbox(tmp_path_factory.mktemp("carried"))
+
+
+def test_the_carried_seeds_are_valid(carried):
+    from retire.locks import wheelhouse
+    from retire.mirrors.config import load_mirrors
+
+    for seed in WHEELHOUSE_SEEDS:
+        carried.wheelhouse(json.dumps(seed))
+    # the seed really joins: a fuzzed document starts from something that works
+    (carried.part / "wheelhouse.json").write_text(json.dumps(WHEELHOUSE_SEEDS[0]))
+    assert wheelhouse.join([carried.part], carried.out, within=carried.out).artifacts
+    for seed in MIRROR_SEEDS:
+        (carried.project / "patchlane.toml").write_text(seed)
+        assert load_mirrors(carried.project).mirrors
+
+
+@FUZZ
+@given(pool=pools, parts=chunks, rnd=st.randoms(use_true_random=True))
+def test_wheelhouse_json(carried, pool, parts, rnd):
+    pool = pool + PATHY
+    pieces = [part for part in parts if isinstance(part, str)] or ["x"]
+    for _ in range(INPUTS_PER_EXAMPLE):
+        seed = rnd.choice(WHEELHOUSE_SEEDS)
+        choice = rnd.choice(["mutate", "mutate", "name", "edit", "bytes"])
+        if choice == "mutate":
+            carried.wheelhouse(json.dumps(mutated(rnd, seed, pool), default=emit))
+        elif choice == "name":
+            # the one field that becomes a path, with the others left valid
+            doc = copy.deepcopy(seed)
+            doc["artifacts"][0]["filename"] = rnd.choice(PATHY + pieces)
+            doc["artifacts"][0]["chunks"] = rnd.choice([0, 0, 1, 2])
+            carried.wheelhouse(json.dumps(doc))
+        elif choice == "edit":
+            carried.wheelhouse(edited(rnd, json.dumps(seed), pieces))
+        else:
+            carried.wheelhouse(
+                b"".join(
+                    p if isinstance(p, bytes) else p.encode("utf-8", "surrogatepass") for p in parts
+                )
+            )
+
+
+@pytest.mark.parametrize("depth", [10, 1000, 100_000])
+def test_a_deep_wheelhouse_json_is_an_input_error(carried, depth):
+    carried.wheelhouse("[" * depth + "]" * depth)
+    carried.wheelhouse('{"artifacts": [' + "{" * depth + "}" * depth + "]}")
+
+
+@pytest.mark.parametrize("start", ["valid", "empty"])
+@FUZZ
+@given(pool=pools, parts=chunks, rnd=st.randoms(use_true_random=True))
+def test_mirrors_section(carried, start, pool, parts, rnd):
+    parsed = [tomllib.loads(seed) for seed in MIRROR_SEEDS]
+    pool = pool + PATHY + ["..", "/", ".patchlane", "(a+)+$", "(?P<version>", "[", "*"]
+    pieces = [part for part in parts if isinstance(part, str)] or ["x"]
+    for _ in range(INPUTS_PER_EXAMPLE):
+        if rnd.random() < 0.7:
+            seed = rnd.choice(parsed) if start == "valid" else {"mirrors": {}}
+            carried.mirrors(document(mutated(rnd, seed, pool)))
+        else:
+            carried.mirrors(edited(rnd, rnd.choice(MIRROR_SEEDS), pieces))

@@ -32,7 +32,7 @@ def test_writing_over_a_folder_names_the_folder_in_one_line(tmp_path, capsys):
     assert code == 1 and "Traceback" not in err
     assert err == f"patchlane: error: {tmp_path / 'out.md'}: is a folder, not a file\n"
     try:
-        atomic_write(tmp_path / "out.md", "x")
+        atomic_write(tmp_path / "out.md", "x", within=tmp_path)
     except IsADirectoryError as exc:
         assert exc.filename == str(tmp_path / "out.md")
     else:

@@ -302,7 +302,12 @@ def test_deep_files_the_engine_reads_are_one_line_or_ignored(tmp_path, capsys):
     root = minimal(tmp_path)
     deep = "a = " + "[" * 100_000 + "]" * 100_000 + "\n"
     (root / "patchlane.toml").write_text(deep)
-    refused(capsys, root, "mirrors", says="patchlane.toml: invalid TOML: nested too deeply")
+    refused(
+        capsys,
+        root,
+        "mirrors",
+        says="patchlane.toml: invalid TOML: arrays or inline tables nested too deeply",
+    )
     (root / "patchlane.toml").unlink()
     (root / "locks" / "a").mkdir(parents=True)
     # a lock nobody can parse is foreign, not a crash

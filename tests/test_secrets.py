@@ -105,7 +105,7 @@ reproducer.run("toy_env", check)
 
 def test_text_written_anywhere_is_scrubbed(tmp_path, monkeypatch):
     monkeypatch.setenv("MY_API_KEY", "key-1234567")
-    atomic_write(tmp_path / "r.md", 'token key-1234567 and {"k": "key-1234567"}')
+    atomic_write(tmp_path / "r.md", 'token key-1234567 and {"k": "key-1234567"}', within=tmp_path)
     assert (tmp_path / "r.md").read_text() == 'token <redacted> and {"k": "<redacted>"}'
     # a secret as JSON, HTML and URLs escape it
     monkeypatch.setenv("ODD_TOKEN", 'quo"te\\1234&<x>')
@@ -113,7 +113,7 @@ def test_text_written_anywhere_is_scrubbed(tmp_path, monkeypatch):
     assert secrets.scrub("<td>quo&quot;te\\1234&amp;&lt;x&gt;</td>") == "<td><redacted></td>"
     assert secrets.scrub("?t=quo%22te%5C1234%26%3Cx%3E&u=1") == "?t=<redacted>&u=1"
     # bytes (wheels) are written as given
-    atomic_write(tmp_path / "w.bin", b"key-1234567")
+    atomic_write(tmp_path / "w.bin", b"key-1234567", within=tmp_path)
     assert (tmp_path / "w.bin").read_bytes() == b"key-1234567"
 
 

@@ -279,9 +279,9 @@ def test_atomic_write_keeps_the_old_file_on_failure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     path = tmp_path / "lock.toml"
-    atomic_write(path, "old\n")
+    atomic_write(path, "old\n", within=tmp_path)
     os.chmod(path, 0o640)
-    atomic_write(path, "new\n")
+    atomic_write(path, "new\n", within=tmp_path)
     assert path.read_text() == "new\n"
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
 
@@ -290,12 +290,12 @@ def test_atomic_write_keeps_the_old_file_on_failure(
 
     monkeypatch.setattr(atomic.os, "replace", refuse)
     with pytest.raises(OSError, match="disk full"):
-        atomic_write(path, "half\n")
+        atomic_write(path, "half\n", within=tmp_path)
     assert path.read_text() == "new\n"
     assert sorted(os.listdir(tmp_path)) == ["lock.toml"]
 
 
 def test_atomic_write_creates_folders_and_takes_bytes(tmp_path: Path):
     path = tmp_path / "deep" / "er" / "file.bin"
-    atomic_write(path, b"\x00\x01")
+    atomic_write(path, b"\x00\x01", within=tmp_path)
     assert path.read_bytes() == b"\x00\x01"

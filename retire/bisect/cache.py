@@ -66,6 +66,7 @@ class ResultCache:
             atomic_write(
                 self._path(key),
                 json.dumps({"inputs": dict(inputs), "run": asdict(run)}, indent=1, sort_keys=True),
+                within=self.directory,
             )
 
 

@@ -50,7 +50,7 @@ from retire.core import uv
 from retire.core.atomic import atomic_write
 from retire.core.errors import InputError, PatchlaneError
 from retire.core.git import GitError, toplevel
-from retire.core.project import Project
+from retire.core.project import Project, contained
 from retire.lanes import lanefile
 from retire.lanes.lanedit import FloorConflictError, add_constraint, edit_lane_text, raise_floor
 from retire.lanes.model import Lane
@@ -182,7 +182,8 @@ def _names(lane: Lane) -> set[str]:
 
 def _shim_dir(ctx: _Context, plan: DropPlan, tree: Project) -> Path:
     """The folder of the shim to remove; there must be one at the base commit."""
-    shim_dir = tree.shims_dir / plan.shim_id
+    # removed with everything under it: never through a link
+    shim_dir = contained(tree.root, tree.shims_dir / plan.shim_id)
     if not (shim_dir / "manifest.toml").is_file():
         raise AbortedError(
             f"{shim_dir.relative_to(tree.root).as_posix()}/ does not exist at "
@@ -207,7 +208,7 @@ def _drop_from_lane_files(plan: DropPlan, lanes_dir: Path) -> list[str]:
         except FloorConflictError as exc:
             raise AbortedError(f"lanes/{path.name}: {exc}") from None
         if edits:
-            atomic_write(path, new)
+            atomic_write(path, new, within=lanes_dir.parent)
             changes += [f"lanes/{path.name}: {e}" for e in edits]
     return changes
 
@@ -230,7 +231,7 @@ def _constrain_dependencies(plan: DropPlan, tree: Project) -> list[str]:
             edited = add_constraint(text, f"{dist}>={floor}")
             # a matrix's cells share one base: constrain it once
             if edited != text:
-                atomic_write(file, edited)
+                atomic_write(file, edited, within=tree.root)
                 changes.append(
                     f"lanes/{file.name}: constraint {dist}>={floor} added "
                     f"(lane {lane.name} locks {dist} {locked_version})"

@@ -255,7 +255,7 @@ def _roll(work: Path, request: _BumpRequest, before: Mapping[str, Lane]) -> list
     rolled = [
         file
         for file in _files_of(before[name] for name in request.selected)
-        if lanedit.roll_exclude_newer(work / file, request.cutoff)
+        if lanedit.roll_exclude_newer(work / file, request.cutoff, within=work)
     ]
     for file in rolled:
         request.say(f"{file}: exclude-newer → {request.cutoff.date()}")

@@ -167,7 +167,7 @@ def _edit_file(tree: Project, file: _File, shim_id: str) -> str | None:
             elif dist in moved:
                 edits.append(f"{dist}: revision moved to its branch's newest commit")
         file.upgrades[verdict.lane] = tuple(floors)
-    atomic_write(tree.root / file.path, text)
+    atomic_write(tree.root / file.path, text, within=tree.root)
     file.changes = [f"{file.path}: {e}" for e in edits]
     return None
 
@@ -198,12 +198,12 @@ def _plan_files(
 
 def _put_back(tree: Project, file: _File, saved: Mapping[str, bytes | None]) -> None:
     """A lane file and its lanes' locks as they were at the base."""
-    atomic_write(tree.root / file.path, file.text)
+    atomic_write(tree.root / file.path, file.text, within=tree.root)
     for member in file.members:
         path = locking.lock_path(tree.locks_dir, member.name)
         before = saved.get(member.name)
         if before is not None:
-            atomic_write(path, before.decode("utf-8"))
+            atomic_write(path, before.decode("utf-8"), within=tree.root)
 
 
 def _relock_problem(file: _File, results: Mapping[str, LockResult], locks_dir: Path) -> str | None:

@@ -30,9 +30,10 @@ from pathlib import Path
 
 import httpx
 
-from retire.core.atomic import atomic_write, locked
+from retire.core.atomic import atomic_write, locked, make_folder
 from retire.core.errors import InputError
 from retire.core.git import Git, GitError
+from retire.core.project import contained
 from retire.core.secrets import scrub
 
 WORKTREES_DIR = Path(".patchlane") / "worktrees"
@@ -141,7 +142,8 @@ def author_env(repo: Path) -> dict[str, str]:
 
 def cleanup_worktrees(repo: Path) -> list[Path]:
     """Remove worktrees that an earlier, interrupted run left under ``.patchlane/worktrees``."""
-    root, git = (repo / WORKTREES_DIR).resolve(), Git(repo)
+    # never through a link: what is under it is deleted
+    root, git = contained(repo, WORKTREES_DIR), Git(repo)
     removed = []
     for path in git.worktree_paths():
         if path.resolve().is_relative_to(root):
@@ -160,7 +162,7 @@ def cleanup_worktrees(repo: Path) -> list[Path]:
 @contextlib.contextmanager
 def session(repo: Path) -> Iterator[None]:
     """One proposing run per repository at a time, starting from a clean worktrees folder."""
-    with locked(repo / WORKTREES_DIR / "lock"):
+    with locked(repo / WORKTREES_DIR / "lock", within=repo):
         cleanup_worktrees(repo)
         yield
 
@@ -195,8 +197,7 @@ def propose_branch(
         return Branch(
             branch, BranchStatus.ALREADY_PROPOSED, "the branch holds this proposal", existing
         )
-    work = repo / WORKTREES_DIR / folder
-    work.parent.mkdir(parents=True, exist_ok=True)
+    work = contained(repo, make_folder(repo / WORKTREES_DIR, within=repo) / folder)
     try:
         git.run("worktree", "add", "--detach", "--quiet", str(work), base_commit)
         message = edit(work)
@@ -232,7 +233,7 @@ def propose_branch(
 def save_body(repo: Path, branch: str, body: str) -> Path:
     """The PR body beside the branch (``.patchlane/prs/<branch>.md``), for a human or a later PR."""
     path = repo / PRS_DIR / f"{branch}.md"
-    atomic_write(path, body)
+    atomic_write(path, body, within=repo)
     return path
 
 

@@ -79,7 +79,9 @@ def run(project: Project, args: argparse.Namespace) -> int:
         return ExitCode.OK
     text = render_markdown(rows)
     if args.output:
-        atomic_write(args.output, text)
+        # inside the project, never through a link on the way; elsewhere, where the user said
+        output = project.output_file(args.output)
+        atomic_write(output, text, within=output.parent)
         say(f"wrote {shown(args.output)}")
     else:
         emit_text(text)

@@ -126,7 +126,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     manifests = project.manifests()
     host = lanerun.Host.detect()
     options = _run_options(project, args, lanes, host)
-    target = args.manifest or project.validation
+    target = project.output_file(args.manifest) if args.manifest else project.validation
     recorder = _Recorder(target)
     if not args.no_record:
         options = dataclasses.replace(options, on_record=recorder)
@@ -303,7 +303,11 @@ def _write_summaries(project: Project, run_id: str, results: list[LaneRun]) -> N
 
     summaries = project.run_dir(run_id)
     for run in results:
-        atomic_write(summaries / f"{run.lane}.json", json.dumps(lanerun.to_summary(run), indent=2))
+        atomic_write(
+            summaries / f"{run.lane}.json",
+            json.dumps(lanerun.to_summary(run), indent=2),
+            within=project.root,
+        )
 
 
 def _show(

@@ -29,6 +29,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
     from retire.evidence import validation
 
     inputs = list(args.inputs)
+    # written below: never through a link inside the project
+    project.output_file(args.output)
     if args.output.exists() and args.output not in inputs:
         # merging into a file of records keeps what it already holds
         inputs.insert(0, args.output)

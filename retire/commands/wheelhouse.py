@@ -64,7 +64,9 @@ def run(project: Project, args: argparse.Namespace) -> int:
     from retire.locks import wheelhouse
 
     if args.action == "join":
-        house = wheelhouse.join(args.parts, args.out)
+        # inside the project, never through a link on the way
+        out, within = project.output(args.out.absolute())
+        house = wheelhouse.join(args.parts, out, within=within)
         say(
             f"{shown(args.out)}: {len(house.artifacts)} file(s) of lane {house.lane}, every sha256 "
             f"checked"
@@ -96,7 +98,9 @@ def run(project: Project, args: argparse.Namespace) -> int:
         from retire.mirrors.config import project_mirrors
 
         house = with_build_requirements(house, lane, lock, project_mirrors(project))
-    out = args.out or project.state_dir / "wheelhouse" / lane.name
+    out, within = project.output(
+        args.out.absolute() if args.out else Path(".patchlane", "wheelhouse", lane.name)
+    )
     size = sum(a.size or 0 for a in house.artifacts)
     say(
         f"wheelhouse for lane {lane.name}: {len(house.artifacts)} file(s), {size / 1e6:.1f} MB"
@@ -117,6 +121,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
         wheelhouse.gather(
             house,
             out,
+            within=within,
             client=client,
             part_size=args.part_size,
             progress=lambda line: say(f"  {line}"),

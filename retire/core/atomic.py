@@ -1,4 +1,12 @@
-"""The one place files are written: all or nothing, never half a lock or half a manifest."""
+"""The one place files are written: all or nothing, never half a lock or half a manifest, never
+through a link.
+
+Every write names the folder it must stay in (``within``: the project's root, or a folder the
+user named outside it) and goes through the one containment check,
+:func:`retire.core.project.contained`: a symbolic link anywhere below that folder on the way to
+the file is refused in one line (:class:`~retire.core.errors.InputError`, exit 2), never
+followed; so is a link at the file itself.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +14,35 @@ import contextlib
 import errno
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from retire.core.project import contained
 from retire.core.secrets import scrub
 
-__all__ = ["atomic_write", "locked"]
+__all__ = ["atomic_stream", "atomic_write", "locked", "make_folder"]
+
+Folder = str | os.PathLike[str]
+
+
+def make_folder(path: Folder, *, within: Folder) -> Path:
+    """``path`` as a folder inside ``within`` (made with its parents when missing); a link below
+    ``within`` on the way to it, ``path`` itself included, is one line, never followed.
+
+    For folders other programs fill (lane envs, git worktrees, mirrors, wheelhouse parts)."""
+    folder = contained(within, path)
+    folder.mkdir(parents=True, exist_ok=True)
+    # made just now by someone else as a link: still refused
+    return contained(within, folder)
 
 
 def atomic_write(
-    path: str | os.PathLike[str], data: str | bytes, *, encoding: str = "utf-8"
+    path: str | os.PathLike[str], data: str | bytes, *, within: Folder, encoding: str = "utf-8"
 ) -> None:
     """Replace ``path`` with ``data`` atomically: readers see the old file or the new one.
+
+    ``path`` must stay inside ``within`` with no link below it on the way
+    (:func:`make_folder`); the file's folders are made as needed.
 
     Text is scrubbed of every known secret first (:func:`retire.core.secrets.scrub`): reports,
     caches, manifests and locks are all written here, so none can carry a token. Bytes are
@@ -25,12 +50,19 @@ def atomic_write(
     The temporary file lives in the same folder (``os.replace`` is only atomic within one file
     system), is flushed to disk before the rename, and takes over the old file's permissions.
     """
-    target = Path(path)
+    payload = scrub(data).encode(encoding) if isinstance(data, str) else data
+    atomic_stream(path, (payload,), within=within)
+
+
+def atomic_stream(path: Folder, blocks: Iterable[bytes], *, within: Folder) -> None:
+    """:func:`atomic_write` of the bytes ``blocks`` yields, without holding them all (wheels,
+    joined chunks). An exception from ``blocks`` (a hash that does not match) leaves the old
+    file as it was."""
+    target = contained(within, path)
     # say so by its name, not by the temporary file's
     if target.is_dir():
         raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", str(target))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    payload = scrub(data).encode(encoding) if isinstance(data, str) else data
+    make_folder(target.parent, within=within)
     try:
         mode = target.stat().st_mode & 0o7777
     except FileNotFoundError:
@@ -43,7 +75,8 @@ def atomic_write(
     )
     try:
         with os.fdopen(descriptor, "wb") as handle:
-            handle.write(payload)
+            for block in blocks:
+                handle.write(block)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temporary, mode)
@@ -55,14 +88,14 @@ def atomic_write(
 
 
 @contextlib.contextmanager
-def locked(path: str | os.PathLike[str]) -> Iterator[None]:
+def locked(path: str | os.PathLike[str], *, within: Folder) -> Iterator[None]:
     """Hold an exclusive advisory lock for a read-modify-write of ``path`` across processes.
 
     The lock is taken on the file's folder (Linux and macOS can ``flock`` a directory), so no
-    lock file is left beside committed files; writers of that folder take turns.
+    lock file is left beside committed files; writers of that folder take turns. The folder is
+    made as :func:`make_folder` makes it (never through a link below ``within``).
     """
-    folder = Path(path).parent
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = make_folder(contained(within, path).parent, within=within)
     try:
         import fcntl
     # not POSIX: atomic replace still protects readers, not concurrent writers

@@ -30,7 +30,7 @@ from shims.catalogue import configured
 from shims.manifest import discover
 from shims.model import ShimManifest
 
-__all__ = ["Project", "contained"]
+__all__ = ["Project", "boundary", "contained"]
 
 # A run id names a folder under .patchlane/runs: letters, digits, dot, dash, underscore only.
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -54,7 +54,17 @@ def contained(
     current = base
     for part in target.relative_to(base).parts:
         current = current / part
-        if current.is_symlink():
+        try:
+            linked = current.is_symlink()
+        # a name too long for the file system, or a folder that cannot be searched
+        except OSError as exc:
+            raise InputError(
+                _shown(current)[:200],
+                key,
+                f"cannot be used: {exc.strerror or exc}",
+                "use a shorter path that patchlane can reach",
+            ) from None
+        if linked:
             raise InputError(
                 _shown(current),
                 key,
@@ -62,6 +72,15 @@ def contained(
                 "replace the link with the file or folder itself",
             )
     return target
+
+
+def boundary(root: str | os.PathLike[str], folder: str | os.PathLike[str]) -> Path:
+    """The folder a write into ``folder`` must stay inside: the project ``root`` when ``folder``
+    is in it (so no link from the root down is followed), else ``folder`` itself (one the user
+    named outside the project, where only links below it are refused)."""
+    base = Path(os.path.abspath(root))
+    target = Path(os.path.normpath(base / folder))
+    return base if target.is_relative_to(base) else target
 
 
 def _shown(path: Path) -> str:
@@ -87,13 +106,15 @@ class Project:
         object.__setattr__(self, "root", Path(self.root).resolve())
 
     # Committed data -------------------------------------------------------------------------
+    # The folders patchlane writes in are checked as they are handed out: no link from the root
+    # down to them (contained()); atomic_write checks from there down to each file.
     @property
     def lanes_dir(self) -> Path:
         return self.root / "lanes"
 
     @property
     def locks_dir(self) -> Path:
-        return self.root / "locks"
+        return self.inside("locks")
 
     @property
     def shims_dir(self) -> Path:
@@ -104,42 +125,61 @@ class Project:
     @property
     def validation(self) -> Path:
         """The validation manifest (JSON Lines of reproducer runs)."""
-        return self.root / "validation" / "manifest.jsonl"
+        return self.inside("validation", "manifest.jsonl")
 
     @property
     def reports_dir(self) -> Path:
-        return self.root / "reports"
+        return self.inside("reports")
 
     @property
     def packs_dir(self) -> Path:
-        return self.root / "packs"
+        return self.inside("packs")
 
     # Local state, never committed ------------------------------------------------------------
     @property
     def state_dir(self) -> Path:
-        return self.root / ".patchlane"
+        return self.inside(".patchlane")
 
     @property
     def envs_dir(self) -> Path:
-        return self.state_dir / "envs"
+        return self.inside(".patchlane", "envs")
 
     @property
     def http_cache(self) -> Path:
-        return self.state_dir / "cache" / "http"
+        return self.inside(".patchlane", "cache", "http")
 
     @property
     def trial_cache(self) -> Path:
         """Answers of trial re-locks of frozen lanes (retire.locks.trial)."""
-        return self.state_dir / "cache" / "trials"
+        return self.inside(".patchlane", "cache", "trials")
 
     @property
     def trial_dir(self) -> Path:
         """Scratch locks of trial re-locks."""
-        return self.state_dir / "trial"
+        return self.inside(".patchlane", "trial")
 
     @property
     def bisect_cache(self) -> Path:
-        return self.state_dir / "cache" / "bisect"
+        return self.inside(".patchlane", "cache", "bisect")
+
+    def inside(self, *parts: str | os.PathLike[str]) -> Path:
+        """``root/<parts>``, refused in one line when it leaves the root or a link is on the way
+        (:func:`contained`)."""
+        return contained(self.root, Path(*parts))
+
+    def output(self, folder: str | os.PathLike[str]) -> tuple[Path, Path]:
+        """A folder named by a flag (``--out``), relative to the root, and the folder its writes
+        must stay inside (:func:`boundary`); inside the project, a link on the way is refused
+        here."""
+        path = Path(os.path.normpath(self.root / folder))
+        within = boundary(self.root, path)
+        return contained(within, path), within
+
+    def output_file(self, path: str | os.PathLike[str]) -> Path:
+        """A file named by a flag (``-o``, ``--manifest``; relative to the working folder):
+        inside the project, refused in one line when a link is on the way from the root."""
+        target = Path(path).absolute()
+        return contained(boundary(self.root, target.parent), target)
 
     def run_dir(self, run_id: str) -> Path:
         """Where one lane run's summaries live; a run id can never name a folder elsewhere."""
@@ -151,7 +191,7 @@ class Project:
                 "use letters, digits, '.', '-' and '_' only (at most 64), e.g. --run-id nightly-42",
             )
         # and never a link
-        return contained(self.state_dir / "runs", run_id, key="--run-id")
+        return contained(self.root, Path(".patchlane", "runs", run_id), key="--run-id")
 
     # Loading --------------------------------------------------------------------------------
     def manifests(self) -> dict[str, ShimManifest]:

@@ -419,6 +419,7 @@ def _quarantine(path: Path, damaged: list[Damaged]) -> str | None:
             atomic_write(
                 target,
                 (old if not old or old.endswith(b"\n") else old + b"\n") + b"\n".join(new) + b"\n",
+                within=path.parent,
             )
     except (OSError, InputError) as exc:
         return f"could not copy it to {target.name}: {getattr(exc, 'strerror', None) or exc}"
@@ -458,7 +459,7 @@ def load_checked(path: str | os.PathLike[str]) -> tuple[list[ValidationRecord], 
     path = Path(path)
     records, _, damaged, _ = _read(path)
     if damaged:
-        with locked(path):
+        with locked(path, within=path.parent):
             problem = _quarantine(path, damaged)
         _warn(path, damaged, _where(path, problem, "copied"))
     return records, damaged
@@ -472,7 +473,7 @@ def append(path: str | os.PathLike[str], records: Iterable[ValidationRecord]) ->
     quarantine file (never lost, never in the way).
     """
     path = Path(path)
-    with locked(path):
+    with locked(path, within=path.parent):
         existing, lines, damaged, data = _read(path)
         problem = _quarantine(path, damaged) if damaged else None
         moved = bool(damaged) and problem is None
@@ -490,7 +491,9 @@ def append(path: str | os.PathLike[str], records: Iterable[ValidationRecord]) ->
                 else (data if not data or data.endswith(b"\n") else data + b"\n")
             )
             atomic_write(
-                path, kept + "".join(dumps(record) + "\n" for record in added).encode("utf-8")
+                path,
+                kept + "".join(dumps(record) + "\n" for record in added).encode("utf-8"),
+                within=path.parent,
             )
     if damaged:
         _warn(path, damaged, _where(path, problem, "moved"))
@@ -515,7 +518,7 @@ def write(path: str | os.PathLike[str], records: Iterable[ValidationRecord]) -> 
     """Replace ``path`` with exactly ``records`` (e.g. the result of :func:`merge`); damaged lines
     of the old file are moved to the quarantine file first."""
     path = Path(path)
-    with locked(path):
+    with locked(path, within=path.parent):
         damaged = _read(path)[2]
         if damaged:
             problem = _quarantine(path, damaged)
@@ -527,4 +530,4 @@ def write(path: str | os.PathLike[str], records: Iterable[ValidationRecord]) -> 
                     "make room for the quarantine file beside it; nothing was written",
                 )
             _warn(path, damaged, _where(path, None, "moved"))
-        atomic_write(path, "".join(dumps(record) + "\n" for record in records))
+        atomic_write(path, "".join(dumps(record) + "\n" for record in records), within=path.parent)

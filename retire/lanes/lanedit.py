@@ -89,7 +89,7 @@ def primary_body(doc: tomlkit.TOMLDocument) -> Table:
     return matrix["base"]
 
 
-def roll_exclude_newer(path: Path, cutoff: _dt.datetime) -> bool:
+def roll_exclude_newer(path: Path, cutoff: _dt.datetime, *, within: Path) -> bool:
     """Move every ``exclude-newer`` in the file forward to ``cutoff`` (never backward), and give
     the file's lane (or matrix base) one if it has none, so every lane or cell is frozen.
 
@@ -114,7 +114,7 @@ def roll_exclude_newer(path: Path, cutoff: _dt.datetime) -> bool:
         primary["exclude-newer"] = _as_toml_date(cutoff)
         changed = True
     if changed:
-        atomic_write(path, tomlkit.dumps(doc))
+        atomic_write(path, tomlkit.dumps(doc), within=within)
     return changed
 
 

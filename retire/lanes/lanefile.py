@@ -23,6 +23,7 @@ from retire.lanes.model import (
     INDEX_NAME,
     LANE_NAME,
     LANE_NAME_MAX,
+    MAX_SHIM_ID,
     PLATFORM,
     PRERELEASE_MODES,
     PYTHON_VERSION,
@@ -78,6 +79,14 @@ def _or_default(table: Table, name: str, default: object) -> Value:
     return (
         found if found is not None else Value(default, tomlreader.join(table.key, name), table.name)
     )
+
+
+def _requires_python(value: Value) -> str:
+    """A static ``requires-python``, as written: a PEP 440 specifier, checked when the lane is
+    read rather than when uv reads it at lock time."""
+    text = value.string(fix=_as('">=3.9"'), empty_ok=True)
+    value.specifier(fix=_as('a PEP 440 specifier such as ">=3.9"'))
+    return text
 
 
 class _Reader:
@@ -194,8 +203,9 @@ class _Reader:
             if not SHIM_ID.fullmatch(shim):
                 raise self.error(
                     f"{value.key}[{i}]",
-                    f"invalid shim id {shim!r}",
-                    "shim ids look like dsa_indexer_memory",
+                    f"invalid shim id {shim[:80]!r}",
+                    "shim ids look like dsa_indexer_memory "
+                    f"(a lowercase identifier, at most {MAX_SHIM_ID} characters)",
                 )
         return ids
 
@@ -261,7 +271,7 @@ class _Reader:
             name,
             version,
             tuple(requires),
-            requires_python.string(fix=_as('">=3.9"'), empty_ok=True) if requires_python else None,
+            _requires_python(requires_python) if requires_python else None,
             tuple(extras),
         )
 

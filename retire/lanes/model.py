@@ -10,6 +10,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from retire.lanes.revisions import Revision
+
+# one rule for shim ids: the manifest reader's
+from shims.manifest import MAX_SHIM_ID as MAX_SHIM_ID
+from shims.manifest import SHIM_ID as SHIM_ID
 from shims.times import format_span, format_utc
 
 #: A lane name becomes a folder and file names (locks/<lane>/, .patchlane/envs/<lane>, <lane>.json):
@@ -17,7 +21,6 @@ from shims.times import format_span, format_utc
 LANE_NAME_MAX = 100
 LANE_NAME = re.compile(rf"[a-z0-9][a-z0-9._-]{{0,{LANE_NAME_MAX - 1}}}")
 INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
-SHIM_ID = re.compile(r"[a-z][a-z0-9_]*")
 ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 #: The CPython minor versions a lane may name (uv supports 3.8 and later; 3.19 is years away).
 PYTHON_VERSION = re.compile(r"3\.(8|9|1[0-9])")

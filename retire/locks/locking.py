@@ -285,7 +285,7 @@ def lock_lane(
             f"uv wrote a lock that packaging.pylock rejects: {exc}",
             seconds=seconds,
         )
-    atomic_write(target, text)
+    atomic_write(target, text, within=locks_dir.parent)
     return LockResult(
         lane.name,
         "locked",

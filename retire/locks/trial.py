@@ -36,7 +36,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from retire.core import uv
-from retire.core.atomic import atomic_write
+from retire.core.atomic import atomic_write, make_folder
 from retire.core.errors import InputError
 from retire.lanes.lanedit import FloorConflictError, raise_floor
 from retire.lanes.model import Cooldown, Lane
@@ -197,7 +197,9 @@ def _cached(cache_dir: Path | None, key: str | None) -> RaiseTrial | None:
 
 def _remember(cache_dir: Path | None, key: str | None, trial: RaiseTrial) -> None:
     if cache_dir is not None and key is not None and trial.failure is None:
-        atomic_write(cache_dir / f"{key}.json", json.dumps(trial.to_json(), sort_keys=True))
+        atomic_write(
+            cache_dir / f"{key}.json", json.dumps(trial.to_json(), sort_keys=True), within=cache_dir
+        )
 
 
 def try_raise(
@@ -229,7 +231,7 @@ def try_raise(
         return found
     own = locking.lock_path(locks_dir, lane.name)
     seed_lock = locking.read_lock(own) if own.is_file() else None
-    scratch_dir.mkdir(parents=True, exist_ok=True)
+    scratch_dir = make_folder(scratch_dir, within=scratch_dir.parent)
     with tempfile.TemporaryDirectory(prefix=f"trial-{lane.name}-", dir=scratch_dir) as folder:
         scratch = Path(folder) / "locks"
         if own.is_file():

@@ -20,16 +20,26 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import httpx
-from packaging.utils import canonicalize_name
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
+from packaging.version import InvalidVersion
 
-from retire.core.atomic import atomic_write
+from retire.core.atomic import atomic_stream, atomic_write, make_folder
 from retire.core.errors import InputError, PatchlaneError
+from retire.core.project import contained
 from retire.locks.overlay import overlay_lock
+from shims.filereading import read_text
+from shims.tomlreader import Table, loads_json
 
 __all__ = [
     "MANIFEST_NAME",
@@ -46,6 +56,25 @@ MANIFEST_NAME = "wheelhouse.json"
 FORMAT = 1
 _CHUNK = 1 << 20
 _FILENAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*\.(whl|tar\.gz|zip|tar\.bz2)")
+# a file name's limit is 255 bytes, and a chunk adds ".partNNN"
+_MAX_NAME = 240
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+#: wheelhouse.json lists every file of a lock: a few hundred entries, well under a MiB each
+MAX_MANIFEST_BYTES = 64 << 20
+_MAX_PARTS = 100_000
+_REGATHER = "gather the wheelhouse again (`patchlane wheelhouse gather LANE`)"
+_HOUSE_KEYS = ("lane", "lock_sha256", "artifacts", "skipped", "parts", "version", "from_mirrors")
+_ARTIFACT_KEYS = (
+    "package",
+    "version",
+    "filename",
+    "url",
+    "sha256",
+    "size",
+    "kind",
+    "part",
+    "chunks",
+)
 
 
 @dataclass(frozen=True)
@@ -85,47 +114,95 @@ class Wheelhouse:
 
     @classmethod
     def load(cls, folder: Path) -> Wheelhouse:
+        """The wheelhouse described by ``folder/wheelhouse.json``; every entry is checked as input
+        (a carried file can be edited on the way): one :class:`InputError` naming the file and
+        the entry otherwise."""
         path = folder / MANIFEST_NAME
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            artifacts = tuple(Artifact(**entry) for entry in data["artifacts"])
-            return cls(
-                data["lane"],
-                data["lock_sha256"],
-                artifacts,
-                tuple(data.get("skipped", ())),
-                int(data.get("parts", 0)),
-                int(data.get("version", 0)),
-                tuple(data.get("from_mirrors", ())),
-            )
-        except FileNotFoundError:
+        text = read_text(path, _shown(path), missing_ok=True, max_bytes=MAX_MANIFEST_BYTES)
+        if text is None:
             raise InputError(
-                path,
+                _shown(path),
                 None,
                 "no wheelhouse here",
                 "run `patchlane wheelhouse gather LANE --out DIR` "
                 "(and `patchlane wheelhouse join` for parts)",
-            ) from None
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise InputError(
-                path,
-                None,
-                f"not a wheelhouse manifest ({type(exc).__name__}: {exc})",
-                "gather the wheelhouse again",
-            ) from None
+            )
+        return _from_document(loads_json(text, _shown(path), fix=_REGATHER).table(fix=_REGATHER))
+
+
+def _from_document(doc: Table) -> Wheelhouse:
+    """A :class:`Wheelhouse` from the JSON object ``gather`` wrote, each field checked."""
+    doc.check_keys(_HOUSE_KEYS, fix=_REGATHER)
+    return Wheelhouse(
+        doc.need("lane", fix=_REGATHER).string(fix=_REGATHER),
+        doc.need("lock_sha256", fix=_REGATHER).string(fix=_REGATHER),
+        tuple(_artifact(entry) for entry in doc.need("artifacts").tables(fix=_REGATHER)),
+        tuple(doc.get("skipped", []).strings(fix=_REGATHER)),
+        int(doc.get("parts", 0).number(integer=True, minimum=0, maximum=_MAX_PARTS, fix=_REGATHER)),
+        int(doc.get("version", 0).number(integer=True, minimum=0, fix=_REGATHER)),
+        tuple(doc.get("from_mirrors", []).strings(fix=_REGATHER)),
+    )
+
+
+def _artifact(entry: Table) -> Artifact:
+    """One ``artifacts[i]`` entry; its file name must be one ``gather`` writes (never a path)."""
+    entry.check_keys(_ARTIFACT_KEYS, fix=_REGATHER)
+    filename = entry.need("filename", fix=_REGATHER).string(fix=_REGATHER)
+    if not carried_name(filename):
+        raise entry.error(
+            "filename",
+            f"{filename[:100]!r} is not a wheel or sdist file name",
+            "gather the wheelhouse again; a carried file name is never a path",
+        )
+    digest = entry.need("sha256", fix=_REGATHER).string(fix=_REGATHER)
+    if not _SHA256.fullmatch(digest):
+        raise entry.error("sha256", "not a sha256 (64 lowercase hex digits)", _REGATHER)
+    size = entry.get("size")
+    return Artifact(
+        entry.need("package", fix=_REGATHER).string(fix=_REGATHER),
+        entry.need("version", fix=_REGATHER).string(fix=_REGATHER, empty_ok=True),
+        filename,
+        entry.need("url", fix=_REGATHER).string(fix=_REGATHER, empty_ok=True),
+        digest,
+        None
+        if size is None or size.raw is None
+        else int(size.number(integer=True, minimum=0, fix=_REGATHER)),
+        entry.choice("kind", ("wheel", "sdist", "build"), "wheel"),
+        int(entry.get("part", 0).number(integer=True, minimum=0, maximum=_MAX_PARTS)),
+        int(entry.get("chunks", 0).number(integer=True, minimum=0, maximum=_MAX_PARTS)),
+    )
+
+
+def carried_name(filename: str) -> bool:
+    """Whether ``filename`` is a file name ``gather`` writes: a wheel's or an sdist's name as
+    ``packaging.utils`` parses it, in plain characters (never a path, never hidden)."""
+    if not _FILENAME.fullmatch(filename) or len(filename) > _MAX_NAME:
+        return False
+    try:
+        if filename.endswith(".whl"):
+            parse_wheel_filename(filename)
+        else:
+            # a legacy .tar.bz2 sdist is named as a .tar.gz one is
+            parse_sdist_filename(re.sub(r"\.tar\.bz2$", ".tar.gz", filename))
+    except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
+        return False
+    return True
+
+
+def _shown(path: Path) -> str:
+    """A path as errors name it: relative to the working folder when inside it."""
+    try:
+        return str(path.absolute().relative_to(Path.cwd()))
+    # outside it, or no working folder any more
+    except (ValueError, OSError):
+        return str(path)
 
 
 def read_base(path: Path) -> dict[str, str]:
     """A base interpreter's packages from ``pip list --format json`` (or ``{name: version}``)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(
-            path,
-            None,
-            f"cannot read the base's package list: {exc}",
-            "write it on the host with `python -m pip list --format json > base.json`",
-        ) from None
+    fix = "write it on the host with `python -m pip list --format json > base.json`"
+    text = read_text(path, _shown(path), max_bytes=MAX_MANIFEST_BYTES) or ""
+    data = loads_json(text, _shown(path), fix=fix).raw
     pairs: Iterable[tuple[object, object]]
     if isinstance(data, dict):
         pairs = data.items()
@@ -189,7 +266,7 @@ def plan(
         url = str(entry.get("url") or "")
         filename = _entry_name(entry)
         digest = (entry.get("hashes") or {}).get("sha256")
-        if not url or not digest or not _FILENAME.fullmatch(filename):
+        if not url or not digest or not carried_name(filename):
             raise InputError(
                 None,
                 f"packages.{name}",
@@ -220,37 +297,46 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _download(client: httpx.Client, artifact: Artifact, target: Path) -> None:
-    """Stream one file to ``target`` (atomically), checking its sha256; an existing good file is
-    kept."""
+def _download(client: httpx.Client, artifact: Artifact, target: Path, within: Path) -> None:
+    """Stream one file to ``target`` (atomically, never through a link below ``within``),
+    checking its sha256; an existing good file is kept."""
     if target.is_file() and _sha256(target) == artifact.sha256:
         return
-    partial = target.with_name(target.name + ".download")
-    digest = hashlib.sha256()
     try:
-        with client.stream("GET", artifact.url) as response:
-            if response.status_code != 200:
-                raise PatchlaneError(
-                    f"{artifact.filename}: the index answered {response.status_code} for "
-                    f"{artifact.url}"
-                )
-            with partial.open("wb") as out:
-                for block in response.iter_bytes(_CHUNK):
-                    digest.update(block)
-                    out.write(block)
-        if digest.hexdigest() != artifact.sha256:
-            raise PatchlaneError(
-                f"{artifact.filename}: sha256 {digest.hexdigest()[:16]}… is not the lock's "
-                f"{artifact.sha256[:16]}…: refusing it"
-            )
-        os.replace(partial, target)
+        atomic_stream(target, _checked_body(client, artifact), within=within)
+    except (PatchlaneError, InputError):
+        raise
     except Exception as exc:
-        partial.unlink(missing_ok=True)
-        if isinstance(exc, PatchlaneError):
-            raise
         raise PatchlaneError(
             f"{artifact.filename}: download failed: {type(exc).__name__}: {exc}"
         ) from None
+
+
+def _checked_body(client: httpx.Client, artifact: Artifact) -> Iterator[bytes]:
+    """The body of ``artifact``'s URL, block by block; raises (so nothing is kept) on an HTTP
+    error or when its sha256 is not the lock's."""
+    digest = hashlib.sha256()
+    with client.stream("GET", artifact.url) as response:
+        if response.status_code != 200:
+            raise PatchlaneError(
+                f"{artifact.filename}: the index answered {response.status_code} for "
+                f"{artifact.url}"
+            )
+        for block in response.iter_bytes(_CHUNK):
+            digest.update(block)
+            yield block
+    if digest.hexdigest() != artifact.sha256:
+        raise PatchlaneError(
+            f"{artifact.filename}: sha256 {digest.hexdigest()[:16]}… is not the lock's "
+            f"{artifact.sha256[:16]}…: refusing it"
+        )
+
+
+def _file_blocks(paths: Iterable[Path]) -> Iterator[bytes]:
+    """The bytes of ``paths``, one after the other, block by block."""
+    for path in paths:
+        with path.open("rb") as handle:
+            yield from iter(lambda: handle.read(_CHUNK), b"")
 
 
 def _assign_parts(
@@ -288,39 +374,42 @@ def gather(
     out: Path,
     *,
     client: httpx.Client,
+    within: Path | None = None,
     part_size: int | None = None,
     progress: Callable[[str], None] = lambda line: None,
 ) -> Wheelhouse:
-    """Download every file of ``house`` into ``out`` (in parts when ``part_size`` is given)."""
+    """Download every file of ``house`` into ``out`` (in parts when ``part_size`` is given),
+    never through a link below ``within`` (the project's root, or ``out`` outside it; default
+    ``out``)."""
+    within = within or out
     artifacts, parts = _assign_parts(house.artifacts, part_size)
-    out.mkdir(parents=True, exist_ok=True)
-    staging = out / ".downloads"
-    staging.mkdir(exist_ok=True)
+    out = make_folder(out, within=within)
+    staging = make_folder(out / ".downloads", within=within)
     done = 0
     for number, artifact in enumerate(artifacts, 1):
         progress(
             f"[{number}/{len(artifacts)}] {artifact.filename} ({(artifact.size or 0) / 1e6:.1f} MB)"
         )
-        placed = _part_dir(out, artifact.part) / artifact.filename
+        placed = contained(within, _part_dir(out, artifact.part) / artifact.filename)
         if not artifact.chunks and placed.is_file() and _sha256(placed) == artifact.sha256:
             # gathered before (an interrupted or repeated gather): kept
             done += artifact.size or 0
             continue
         whole = staging / artifact.filename
-        _download(client, artifact, whole)
+        _download(client, artifact, whole, within)
         if artifact.chunks:
             with whole.open("rb") as source:
                 for index in range(artifact.chunks):
-                    folder = _part_dir(out, artifact.part + index)
-                    folder.mkdir(exist_ok=True)
+                    folder = make_folder(_part_dir(out, artifact.part + index), within=within)
                     atomic_write(
-                        folder / f"{artifact.filename}.part{index:03d}", source.read(part_size)
+                        folder / f"{artifact.filename}.part{index:03d}",
+                        source.read(part_size),
+                        within=within,
                     )
             whole.unlink()
         else:
-            folder = _part_dir(out, artifact.part)
-            folder.mkdir(exist_ok=True)
-            os.replace(whole, folder / artifact.filename)
+            make_folder(placed.parent, within=within)
+            os.replace(whole, placed)
         done += artifact.size or 0
     staging.rmdir()
     result = Wheelhouse(
@@ -335,7 +424,7 @@ def gather(
         folder = _part_dir(out, part)
         # every part carries the manifest, so any one tells what the set is
         if folder.is_dir():
-            atomic_write(folder / MANIFEST_NAME, result.to_json())
+            atomic_write(folder / MANIFEST_NAME, result.to_json(), within=within)
     progress(
         f"{len(artifacts)} file(s), {done / 1e6:.1f} MB"
         + (f" in {parts} part(s) of ≤ {part_size / 1e6:.0f} MB" if parts and part_size else "")
@@ -343,9 +432,13 @@ def gather(
     return result
 
 
-def join(sources: Iterable[Path], out: Path) -> Wheelhouse:
+def join(sources: Iterable[Path], out: Path, *, within: Path | None = None) -> Wheelhouse:
     """Reassemble a wheelhouse from its part folders (or folders holding their files) into ``out``,
-    verifying every file's sha256. Raises InputError naming what is missing or damaged."""
+    verifying every file's sha256. Raises InputError naming what is missing or damaged.
+
+    Nothing is written outside ``out``, nor through a link below ``within`` (default ``out``):
+    file names come from ``wheelhouse.json``, which :meth:`Wheelhouse.load` checks."""
+    within = within or out
     sources = [Path(s) for s in sources]
     manifest = next((s / MANIFEST_NAME for s in sources if (s / MANIFEST_NAME).is_file()), None)
     if manifest is None:
@@ -356,7 +449,7 @@ def join(sources: Iterable[Path], out: Path) -> Wheelhouse:
             "pass the part folders made by `patchlane wheelhouse gather --part-size`",
         )
     house = Wheelhouse.load(manifest.parent)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_folder(out, within=within)
 
     def find(name: str) -> Path:
         for source in sources:
@@ -368,18 +461,15 @@ def join(sources: Iterable[Path], out: Path) -> Wheelhouse:
         )
 
     for artifact in house.artifacts:
-        target = out / artifact.filename
+        # a checked name, and no link there either
+        target = contained(out, out / artifact.filename)
         if target.is_file() and _sha256(target) == artifact.sha256:
             continue
         if artifact.chunks:
             pieces = [find(f"{artifact.filename}.part{i:03d}") for i in range(artifact.chunks)]
-            with target.with_name(target.name + ".joining").open("wb") as handle:
-                for piece in pieces:
-                    handle.write(piece.read_bytes())
-            os.replace(target.with_name(target.name + ".joining"), target)
+            atomic_stream(target, _file_blocks(pieces), within=within)
         elif find(artifact.filename).resolve() != target.resolve():
-            data = find(artifact.filename).read_bytes()
-            atomic_write(target, data)
+            atomic_stream(target, _file_blocks([find(artifact.filename)]), within=within)
         if _sha256(target) != artifact.sha256:
             target.unlink()
             raise InputError(
@@ -393,7 +483,7 @@ def join(sources: Iterable[Path], out: Path) -> Wheelhouse:
         0,
         from_mirrors=house.from_mirrors,
     )
-    atomic_write(out / MANIFEST_NAME, joined.to_json())
+    atomic_write(out / MANIFEST_NAME, joined.to_json(), within=within)
     return joined
 
 

@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from retire.core.errors import InputError
-from retire.core.project import Project
+from retire.core.project import Project, contained
+from shims import tomlreader
 
 __all__ = [
     "DEFAULT_TAGS",
@@ -54,7 +54,11 @@ def repository_key(url: str) -> tuple[str, str] | None:
     """``(owner, repo)`` of ``https://host/owner/repo[.git]``, lowercased; None if it is not one.
 
     Names become folder names, so only plain segments are accepted (never ``..``)."""
-    parts = urlsplit(url.strip())
+    try:
+        parts = urlsplit(url.strip())
+    # an unclosed [IPv6] host
+    except ValueError:
+        return None
     segments = [s for s in parts.path.split("/") if s]
     if parts.scheme not in ("http", "https", "ssh", "git", "file") or len(segments) < 2:
         return None
@@ -179,7 +183,7 @@ def _mirror(entry: object, index: int, folder: Path, root: Path, path: Path) -> 
         raise _fail(
             path,
             f"{where}.url",
-            f"not a repository URL: {url!r}",
+            f"not a repository URL: {url[:200]!r}",
             "write it like https://github.com/owner/repo",
         )
     tags = _string(entry, "tags", where, path) or DEFAULT_TAGS
@@ -208,7 +212,11 @@ def _mirror(entry: object, index: int, folder: Path, root: Path, path: Path) -> 
         )
     explicit = _string(entry, "path", where, path)
     owner, repo = _segments(url)
-    clone = (root / explicit).resolve() if explicit else folder / owner / f"{repo}.git"
+    clone = (
+        _placed(root, explicit, path, f"{where}.path")
+        if explicit
+        else folder / owner / f"{repo}.git"
+    )
     return Mirror(
         url.rstrip("/").removesuffix(".git"),
         clone,
@@ -218,22 +226,31 @@ def _mirror(entry: object, index: int, folder: Path, root: Path, path: Path) -> 
     )
 
 
+def _placed(root: Path, text: str, path: Path, key: str) -> Path:
+    """Where a configured folder is: inside the project, never through a link on the way (a
+    clone is written there); outside it (``/srv/mirrors/…``), where it says."""
+    try:
+        where = Path(os.path.normpath(root.absolute() / text))
+    # a NUL in the path
+    except ValueError:
+        raise _fail(path, key, f"not a path: {text[:80]!r}", "write a folder path") from None
+    if not where.is_relative_to(root.absolute()):
+        return where.resolve()
+    try:
+        return contained(root.absolute(), where, key=key)
+    except InputError as exc:
+        raise _fail(path, key, f"{exc.path}: {exc.problem}", exc.fix or "") from None
+
+
 def load_mirrors(root: Path, *, folder: Path | None = None) -> MirrorSet:
     """The mirrors of the project at ``root`` (its ``patchlane.toml``); ``folder`` (``--mirrors``)
     replaces the configured folder for repositories that are not declared with a path."""
     path = root / PROJECT_FILE
     data: dict = {}
-    if path.is_file():
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise _fail(path, None, f"cannot read it: {exc}", "check the file") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise _fail(path, None, f"invalid TOML: {exc}", "fix the syntax") from None
-        except RecursionError:
-            raise _fail(
-                path, None, "invalid TOML: nested too deeply", "flatten the value"
-            ) from None
+    if path.exists():
+        # the one safe reader: a FIFO, a huge file, bad UTF-8, deep nesting or an integer too
+        # long for Python is one line
+        data = tomlreader.read(path, str(path)).data
     section = data.get("mirrors", {})
     if not isinstance(section, Mapping):
         raise _fail(path, "mirrors", "expected a table", "write [mirrors]")
@@ -246,7 +263,7 @@ def load_mirrors(root: Path, *, folder: Path | None = None) -> MirrorSet:
     home = (
         folder.resolve()
         if folder is not None
-        else (root / (configured or ".patchlane/mirrors")).resolve()
+        else _placed(root, configured or ".patchlane/mirrors", path, "mirrors.folder")
     )
     entries = section.get("repository", [])
     if not isinstance(entries, Sequence) or isinstance(entries, str):

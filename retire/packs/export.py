@@ -13,7 +13,7 @@ from pathlib import Path
 
 from retire.core.atomic import atomic_write
 from retire.core.errors import InputError
-from retire.core.project import contained
+from retire.core.project import boundary, contained
 from retire.packs.checks import DEFAULT_MAX_CODE_LINES, DEFAULT_WINDOW
 from retire.packs.store import (
     LoadedPack,
@@ -86,9 +86,10 @@ def export(
     _no_collisions(root, loaded, [name for name, _ in files])
     written = []
     for name, text in files:
-        # a link already there is refused, never written through
+        # a link already there is refused, never written through (nor one on the way inside
+        # the project)
         target = contained(destination, name)
-        atomic_write(target, text)
+        atomic_write(target, text, within=boundary(root, destination.absolute()))
         written.append(target)
     return written
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import datetime as _dt
 import enum
 import hashlib
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,7 +48,7 @@ from retire.packs.waves import (
     plan_wave,
 )
 from shims import times, tomlreader
-from shims.manifest import load_manifest
+from shims.manifest import SHIM_ID, load_manifest
 from shims.model import ShimManifest
 
 __all__ = [
@@ -83,7 +82,6 @@ class PackStatus(enum.StrEnum):
 
 
 STATUSES = tuple(PackStatus)
-_ID = re.compile(r"[a-z][a-z0-9_]*")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -103,7 +101,8 @@ def _paths(root: Path) -> dict[str, Path]:
 def pack_ids(root: str | Path) -> list[str]:
     """Ids of the shims that carry a ``pack.toml``, sorted."""
     folder = _paths(Path(root))["shims"]
-    return sorted(p.parent.name for p in folder.glob("*/pack.toml") if _ID.fullmatch(p.parent.name))
+    names = (p.parent.name for p in folder.glob("*/pack.toml"))
+    return sorted(name for name in names if SHIM_ID.fullmatch(name))
 
 
 @dataclass(frozen=True)
@@ -124,11 +123,11 @@ class LoadedPack:
 
 
 def _check_id(root: Path, pack_id: str) -> Path:
-    if not _ID.fullmatch(pack_id):
+    if not SHIM_ID.fullmatch(pack_id):
         raise InputError(
             None,
             None,
-            f"unknown pack {pack_id!r}: not a shim id",
+            f"unknown pack {pack_id[:80]!r}: not a shim id",
             "use an id from `patchlane pack check`",
         )
     path = _paths(root)["shims"] / pack_id / "pack.toml"
@@ -433,9 +432,11 @@ def plan(
 
 def _update_state(root: Path, change) -> FilingState:
     path = _paths(root)["state"]
-    with locked(path):
+    # the project's own (resolved) root: the path was built from it
+    within = Project(root).root
+    with locked(path, within=within):
         state = change(load_state(root))
-        atomic_write(path, dumps_state(state))
+        atomic_write(path, dumps_state(state), within=within)
     return state
 
 

@@ -80,7 +80,7 @@ class HttpCache:
         }
         # a cache that cannot be written only costs speed
         with contextlib.suppress(OSError):
-            atomic_write(self._path(entry.url, accept), json.dumps(data))
+            atomic_write(self._path(entry.url, accept), json.dumps(data), within=self.folder)
 
 
 def freshness(headers: Mapping[str, str]) -> tuple[bool, float | None]:

@@ -186,8 +186,11 @@ def filing_queue_section(
     return (section or None), None
 
 
-def write_report(out: Path, week: str, files: Sequence[tuple[str, str]]) -> tuple[Path, ...]:
-    """Write ``(suffix, text)`` files as ``<out>/<week><suffix>``, each atomically, in order.
+def write_report(
+    out: Path, week: str, files: Sequence[tuple[str, str]], *, within: Path | None = None
+) -> tuple[Path, ...]:
+    """Write ``(suffix, text)`` files as ``<out>/<week><suffix>``, each atomically, in order,
+    never through a link below ``within`` (the project's root; default ``out`` itself).
 
     Callers render everything first, so a rendering failure writes nothing; the JSON goes last
     because it is what next week's report reads: it never describes files that were not written.
@@ -195,9 +198,9 @@ def write_report(out: Path, week: str, files: Sequence[tuple[str, str]]) -> tupl
     paths = []
     for suffix, text in files:
         # a committed link is refused, never written through
-        path = contained(out, f"{week}{suffix}")
+        path = contained(within or out, out / f"{week}{suffix}")
         try:
-            atomic_write(path, text)
+            atomic_write(path, text, within=within or out)
         except OSError as exc:
             raise PatchlaneError(f"cannot write {path}: {exc.strerror or exc}") from None
         paths.append(path)
@@ -211,9 +214,11 @@ def _week_label(week: str | None, now: _dt.datetime) -> str:
         raise InputError(None, "--week", str(exc), "e.g. --week 2026-W47") from None
 
 
-def _out_dir(project: Project, out: str | Path | None) -> Path:
-    out_dir = Path(out) if out is not None else project.reports_dir
-    return out_dir if out_dir.is_absolute() else project.root / out_dir
+def _out_dir(project: Project, out: str | Path | None) -> tuple[Path, Path]:
+    """The report folder (``--out``, relative to the root; default ``reports/``) and the folder
+    writes stay inside; a link on the way inside the project is refused before anything is
+    read or written."""
+    return project.output(Path(out) if out is not None else Path("reports"))
 
 
 def _history(
@@ -269,7 +274,7 @@ def generate(
     """
     now = now or times.now()
     label = _week_label(week, now)
-    out_dir = _out_dir(project, out)
+    out_dir, within = _out_dir(project, out)
     manifests, lanes = list(project.manifests().values()), lanefile.project_lanes(project)
     records_file = Path(records_path) if records_path else project.validation
     notes: list[str] = []
@@ -317,7 +322,12 @@ def generate(
         bisections=bisections,
     )
     markdown, page, json_text = _render(report, out_dir, lanes)
-    paths = write_report(out_dir, label, [(".md", markdown), (".html", page), (".json", json_text)])
+    paths = write_report(
+        out_dir,
+        label,
+        [(".md", markdown), (".html", page), (".json", json_text)],
+        within=within,
+    )
     return Written(report, paths, markdown, json_text)
 
 

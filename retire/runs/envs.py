@@ -27,7 +27,8 @@ from typing import TypedDict
 import tomlkit
 
 from retire.core import childenv, uv
-from retire.core.errors import PatchlaneError
+from retire.core.errors import InputError, PatchlaneError
+from retire.core.project import contained
 from retire.lanes import revisions
 from retire.lanes.model import LANE_NAME, Lane
 from retire.locks.overlay import overlay_lock
@@ -469,8 +470,12 @@ def _finish(plan: _Plan, venv: _Venv, learnt: _Learnt, state: dict) -> LaneEnv:
 
 
 def _make_folder(path: Path) -> None:
-    """The folder of lane envs; a stray file where it or the lane's env goes is one line, not a
-    traceback."""
+    """The folder of lane envs; a stray file or a link where it or the lane's env goes is one
+    line, not a traceback (a link is never followed: the env is deleted and remade)."""
+    try:
+        contained(path.parent, path)
+    except InputError as exc:
+        raise BuildError(str(exc)) from None
     for folder in (path.parent, path):
         if folder.exists() and not folder.is_dir():
             raise BuildError(

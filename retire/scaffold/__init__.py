@@ -18,6 +18,7 @@ from pathlib import Path
 
 from retire.core.atomic import atomic_write
 from retire.core.errors import InputError
+from retire.core.project import contained
 
 __all__ = ["Plan", "template", "write"]
 
@@ -54,12 +55,9 @@ def write(plan: Plan, *, command: str, append_only: bool = False) -> list[str]:
     ``append_only``, when an edit would change what a file holds. Returns the paths."""
     root = plan.root.resolve()
     for relative in [*plan.create, *plan.edit]:
-        target = (root / relative).resolve()
-        # a template or an id can never leave the project
-        if target != root and root not in target.parents:
-            raise InputError(
-                None, None, f"{relative} is outside {root}", "report this as a patchlane bug"
-            )
+        # a template or an id never leaves the project, nor goes through a link in it: checked
+        # for every file before the first is written
+        contained(root, relative)
     existing = [relative for relative in plan.create if (root / relative).exists()]
     if existing:
         raise InputError(
@@ -75,5 +73,5 @@ def write(plan: Plan, *, command: str, append_only: bool = False) -> list[str]:
                 str(root / relative), None, "would be rewritten", "report this as a patchlane bug"
             )
     for relative, text in {**plan.create, **plan.edit}.items():
-        atomic_write(root / relative, text)
+        atomic_write(root / relative, text, within=root)
     return [*plan.create, *plan.edit]

@@ -15,14 +15,15 @@ the workflows).
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 
 from retire.core.errors import InputError
+from retire.lanes.model import PYTHON_VERSION
 from retire.scaffold import Plan, template
 from retire.scaffold.merge import Merged, merge_noxfile, merge_precommit
 from retire.scaffold.source import Source
+from shims.filereading import read_text
 
 __all__ = ["plan_init"]
 
@@ -75,11 +76,12 @@ def plan_init(
     """What ``patchlane init`` writes in ``root``: patchlane from ``source``; ``action``
     (``owner/repo@ref``) the Action the workflows use (default: the source's, if it has one)."""
     python = python or f"{sys.version_info.major}.{sys.version_info.minor}"
-    if not re.fullmatch(r"3\.[0-9]+", python):
+    # the lane reader's own rule: init never writes a lane that `patchlane lanes` refuses
+    if not PYTHON_VERSION.fullmatch(python):
         raise InputError(
             None,
             "--python",
-            f"{python!r} is not a Python version",
+            f"{python[:40]!r} is not the major.minor of a CPython that exists (3.8 to 3.19)",
             'write major.minor, e.g. "3.12"',
         )
     values = _values(source, action, python)
@@ -103,11 +105,12 @@ def plan_init(
         ),
     }
     for name, (fresh, merge) in merges.items():
-        path = root / name
-        if not path.exists():
+        # read safely: a FIFO, a folder or a device there is one line, never a block
+        text = read_text(root / name, str(root / name), missing_ok=True)
+        if text is None:
             create[name] = fresh
             continue
-        merged: Merged = merge(path.read_text(encoding="utf-8"), name)
+        merged: Merged = merge(text, name)
         if merged.text is not None:
             edit[name] = merged.text
         else:
@@ -132,20 +135,21 @@ def _indented(text: str, by: int) -> str:
 
 def _readme(root: Path, values: dict[str, str], create: dict, edit: dict) -> None:
     section = template("project/README-section.md", **values)
-    readme = root / "README.md"
-    if not readme.exists():
+    # read safely: a FIFO, a folder or a device there is one line, never a block
+    text = read_text(root / "README.md", str(root / "README.md"), missing_ok=True)
+    if text is None:
         create["README.md"] = f"# {root.resolve().name}\n{section}"
         return
-    text = readme.read_text(encoding="utf-8")
     if _README_HEADING not in text:
         edit["README.md"] = text.rstrip("\n") + "\n" + section
 
 
 def _gitignore(root: Path, create: dict, edit: dict) -> None:
-    ignore = root / ".gitignore"
-    text = ignore.read_text(encoding="utf-8") if ignore.exists() else ""
-    lines = text.splitlines()
-    missing = [entry for entry in _IGNORED if entry not in lines]
+    # read safely: a FIFO there is one line, never a block
+    text = read_text(root / ".gitignore", str(root / ".gitignore"), missing_ok=True)
+    existing = text is not None
+    text = text or ""
+    missing = [entry for entry in _IGNORED if entry not in text.splitlines()]
     if missing:
         head = text if text.endswith("\n") or not text else text + "\n"
-        (edit if ignore.exists() else create)[".gitignore"] = head + "\n".join(missing) + "\n"
+        (edit if existing else create)[".gitignore"] = head + "\n".join(missing) + "\n"

@@ -17,7 +17,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from retire.core.errors import InputError
 from retire.core.project import Project
 from retire.scaffold import Plan, template
-from shims.manifest import MODULE_NAME, RESERVED_IDS, SHIM_ID
+from shims.manifest import MAX_SHIM_ID, MODULE_NAME, RESERVED_IDS, SHIM_ID
 
 __all__ = ["check_id", "plan_shim"]
 
@@ -29,8 +29,9 @@ def check_id(shim_id: str) -> str:
         raise InputError(
             None,
             "ID",
-            f"{shim_id!r} is not a shim id",
-            "use a lowercase Python identifier: a letter, then letters, digits and _ (e.g. my_fix)",
+            f"{shim_id[:80]!r} is not a shim id",
+            "use a lowercase Python identifier: a letter, then letters, digits and _, at most "
+            f"{MAX_SHIM_ID} characters (e.g. my_fix)",
         )
     if shim_id in RESERVED_IDS:
         raise InputError(
