@@ -680,6 +680,8 @@ def test_gather_decides_every_shim_from_real_servers(world, tmp_path):
             mirrors=world["mirrors"],
             policy=FAST,
             clock=lambda: NOW,
+            # the probes alone: a trial re-lock is uv asking the index too (tests/test_retire_lanes)
+            resolve=False,
         ),
     )
     by_id = {v.shim: v for v in verdicts}
