@@ -119,8 +119,17 @@ def run_new(project: Project, args: argparse.Namespace) -> int:
     )
     written = write(plan, command="patchlane shim new")
     if args.json:
-        emit_json({"id": args.id, "created": sorted(plan.create), "edited": sorted(plan.edit)})
+        emit_json(
+            {
+                "id": args.id,
+                "created": sorted(plan.create),
+                "edited": sorted(plan.edit),
+                "chosen": list(plan.notes),
+            }
+        )
         return ExitCode.OK
+    for note in plan.notes:
+        say(f"chose {note}")
     for path in written:
         say(f"{'edited ' if path in plan.edit else 'created'} {shown(project.root / path)}")
     say("next: write the reproducer, then `patchlane shim list --check` and `nox -s lane`")

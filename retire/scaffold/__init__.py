@@ -42,6 +42,8 @@ class Plan:
     create: dict[str, str] = field(default_factory=dict)
     # relative path -> new text
     edit: dict[str, str] = field(default_factory=dict)
+    # what the scaffold chose for the user (defaults), one line each, printed with the files
+    notes: tuple[str, ...] = ()
 
 
 def write(plan: Plan, *, command: str) -> list[str]:
