@@ -186,7 +186,7 @@ def test_a_catalogue_with_init_py_is_refused_by_the_check(tmp_path, capsys):
     code, _out, err = run_cli(tmp_path, "shim", "list", "--check", capsys=capsys)
     assert code == 2
     assert err.strip() == (
-        f"shims: error: {tmp_path / 'shims' / '__init__.py'}: the catalogue is a package and "
+        f"patchlane: error: {tmp_path / 'shims' / '__init__.py'}: the catalogue is a package and "
         f"shadows "
         "the installed `shims` runtime — delete it (a catalogue is a plain folder)"
     )

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from retire.commands.aliases import ALIASES
-from retire.commands.base import Command, ExitCode, Level, Parser, configure, say
+from retire.commands.base import Command, ExitCode, Parser, configure, print_error, say
 from retire.core.errors import PatchlaneError
 from retire.core.project import Project
 from shims.errors import InputError
@@ -160,41 +160,55 @@ def _add_command_arguments(p: argparse.ArgumentParser, command: Command) -> None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    missing = missing_engine()
-    # the runtime-only install (`pip install patchlane`): one line, not an ImportError
-    if missing:
-        say(
-            f"patchlane: error: the engine is not installed here ({', '.join(missing)} missing) — "
-            f"install it with: {sys.executable} -m pip install 'patchlane[engine]'",
-            level=Level.ERROR,
-        )
-        return ExitCode.FAILED
-    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    configure(verbosity=args.verbosity, json=bool(getattr(args, "json", False)))
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    # --json before parsing: a usage error or a missing engine still prints the error document
+    configure(json="--json" in arguments[: _end_of_options(arguments)])
+    try:
+        missing = missing_engine()
+        # the runtime-only install (`pip install patchlane`): one line, not an ImportError
+        if missing:
+            return print_error(
+                ExitCode.FAILED,
+                f"the engine is not installed here ({', '.join(missing)} missing)",
+                fix=f"install it with: {sys.executable} -m pip install 'patchlane[engine]'",
+            )
+        args = build_parser().parse_args(arguments)
+        configure(verbosity=args.verbosity, json=bool(getattr(args, "json", False)))
+        return _run(args)
+    finally:
+        # the next command in this process (tests, nox) starts from the defaults
+        configure()
+
+
+def _end_of_options(arguments: list[str]) -> int:
+    return arguments.index("--") if "--" in arguments else len(arguments)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the chosen command; every error is printed once, by :func:`print_error`."""
     try:
         return int(args.run(Project(args.root), args))
     except InputError as exc:
-        say(f"patchlane: error: {exc}", level=Level.ERROR)
-        return ExitCode.BAD_INPUT
+        return print_error(
+            ExitCode.BAD_INPUT,
+            exc.problem,
+            file=exc.path,
+            key=exc.key,
+            fix=exc.fix,
+            line=f"patchlane: error: {exc}",
+        )
     except PatchlaneError as exc:
-        say(f"patchlane: error: {exc}", level=Level.ERROR)
-        return ExitCode.FAILED
+        return print_error(ExitCode.FAILED, str(exc))
     except KeyboardInterrupt:
-        say("patchlane: interrupted", level=Level.ERROR)
-        return ExitCode.INTERRUPTED
+        return print_error(ExitCode.INTERRUPTED, "interrupted", line="patchlane: interrupted")
     # a reader missed deep nesting: still one line, never a traceback
     except RecursionError:
-        say("patchlane: error: input nested too deeply to read", level=Level.ERROR)
-        return ExitCode.BAD_INPUT
+        return print_error(ExitCode.BAD_INPUT, "input nested too deeply to read")
     # `patchlane … | head`: the reader left; no traceback, and no more writes
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return ExitCode.FAILED
     # the file system refused (a stray file, a full disk): one line naming the file
     except OSError as exc:
-        where = f"{exc.filename}: " if exc.filename else ""
-        say(f"patchlane: error: {where}{exc.strerror or exc}", level=Level.ERROR)
-        return ExitCode.FAILED
-    finally:
-        # the next command in this process (tests, nox) starts from the defaults
-        configure()
+        filename = os.fsdecode(exc.filename) if exc.filename else None
+        return print_error(ExitCode.FAILED, str(exc.strerror or exc), file=filename)

@@ -7,7 +7,7 @@ import argparse
 import os
 from pathlib import Path
 
-from retire.commands.base import Command, ExitCode, emit_json, say, shown
+from retire.commands.base import Command, ExitCode, Level, emit_json, say, shown
 from retire.core.project import Project
 
 
@@ -83,8 +83,18 @@ def run_list(project: Project, args: argparse.Namespace) -> int:
     if args.check:
         if not project.shims_dir.is_dir():
             say(f"no shim catalogue at {project.shims_dir}: nothing to check")
-            return ExitCode.OK
-        return listing.check(str(project.shims_dir))
+            if not args.json:
+                return ExitCode.OK
+        else:
+            # every problem on stderr, the last raised (with --json: the error document)
+            errors, checked = listing.problems(str(project.shims_dir))
+            for error in errors[:-1]:
+                say(f"patchlane: error: {error}", level=Level.ERROR)
+            if errors:
+                raise errors[-1]
+            say(f"{checked} shim manifest(s) OK")
+            if not args.json:
+                return ExitCode.OK
     # This process activates the project's catalogue, never whatever the installed package holds.
     os.environ[shims.PATH_ENV] = str(project.shims_dir)
     found = listing.rows(probe=args.probe)
