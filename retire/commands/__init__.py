@@ -17,7 +17,7 @@ from pathlib import Path
 from retire.commands.aliases import ALIASES
 from retire.commands.base import Command, ExitCode, Parser, configure, print_error, say
 from retire.core.errors import PatchlaneError
-from retire.core.project import Project
+from retire.core.project import Project, find_root
 from shims.errors import InputError
 
 __all__ = ["REGISTRY", "build_parser", "main"]
@@ -41,6 +41,8 @@ REGISTRY = (
     "retire",
     "bump",
     "pack",
+    "completion",
+    "docs",
 )
 
 
@@ -70,6 +72,13 @@ def _version() -> str:
         return metadata.version("patchlane")
     except metadata.PackageNotFoundError:
         return "unknown"
+
+
+def _docs_folder() -> str:
+    from retire.commands.docs import folder
+
+    where = folder()
+    return str(where) if where is not None else "not in this copy"
 
 
 #: What the engine imports beyond the runtime (the `engine` extra of pyproject.toml).
@@ -121,16 +130,18 @@ def build_parser() -> argparse.ArgumentParser:
         description="Pinned lanes, reproducible locks, and the shims that patch them — until "
         "upstream fixes land.",
         epilog=f"Exit codes: {', '.join(f'{int(c)} {_EXIT_WORDS[c]}' for c in ExitCode)}. "
-        "Every command, what it prints, its --json shape and its exit codes: docs/commands.md. "
+        "Every command, what it prints, its --json shape and its exit codes: `patchlane docs "
+        f"commands` (the docs ship with patchlane: {_docs_folder()}). "
         "`patchlane COMMAND --help` describes one command.",
     )
     parser.add_argument(
         "--root",
         type=Path,
-        default=Path.cwd(),
-        help="project folder holding lanes/, locks/, shims/ (default: the current folder)",
+        default=None,
+        help="project folder holding lanes/, locks/, shims/ (default: like git, the nearest "
+        "folder from here up with a patchlane.toml, else with lanes/, else here)",
     )
-    parser.add_argument("--version", action="version", version=f"patchlane {_version()}")
+    parser.add_argument("-V", "--version", action="version", version=f"patchlane {_version()}")
     _add_verbosity(parser, default=0)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in commands():
@@ -152,7 +163,7 @@ def _add_command_arguments(p: argparse.ArgumentParser, command: Command) -> None
         "--root",
         type=Path,
         default=argparse.SUPPRESS,
-        help="project folder (default: the current folder)",
+        help="project folder (default: the nearest from here up with patchlane.toml or lanes/)",
     )
     _add_verbosity(p, default=argparse.SUPPRESS)
     command.add_arguments(p)
@@ -180,6 +191,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         configure()
 
 
+#: Commands that make a project where they are asked to, never in a project above.
+_HERE = frozenset({"init"})
+
+
+def _root(args: argparse.Namespace) -> Path:
+    """``--root``, else the project found from the current folder up (``init``: the current
+    folder)."""
+    if args.root is not None:
+        return Path(args.root)
+    here = Path.cwd()
+    return here if args.command in _HERE else find_root(here)
+
+
 def _end_of_options(arguments: list[str]) -> int:
     return arguments.index("--") if "--" in arguments else len(arguments)
 
@@ -187,7 +211,7 @@ def _end_of_options(arguments: list[str]) -> int:
 def _run(args: argparse.Namespace) -> int:
     """Run the chosen command; every error is printed once, by :func:`print_error`."""
     try:
-        return int(args.run(Project(args.root), args))
+        return int(args.run(Project(_root(args)), args))
     except InputError as exc:
         return print_error(
             ExitCode.BAD_INPUT,

@@ -17,7 +17,7 @@ def _add_root(p: argparse.ArgumentParser) -> None:
         "--root",
         type=Path,
         default=argparse.SUPPRESS,
-        help="project folder (default: the current folder)",
+        help="project folder (default: the nearest from here up with patchlane.toml or lanes/)",
     )
 
 
