@@ -15,6 +15,7 @@ import importlib
 import json
 import os
 import sys
+import warnings
 from importlib import metadata
 
 import shims
@@ -60,7 +61,10 @@ def main(argv: list[str] | None = None) -> int:
 def rows(*, probe: bool = False) -> list[dict[str, object]]:
     """Activate the shims in this process (importing installed targets with ``probe``); one row
     each."""
-    shims.activate()
+    # a listing says "no shims found" itself: the runtime's warning would say it twice
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", shims.CatalogueNotFoundWarning)
+        shims.activate()
     if probe:
         for state in shims.status().values():
             if state.state != "pending-import":
