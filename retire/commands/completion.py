@@ -132,9 +132,8 @@ complete -o default -F {function} {prog}
 
 def zsh(nodes: dict[str, Node], prog: str = "patchlane") -> str:
     """A zsh script: the bash one through zsh's ``bashcompinit`` (``source <(patchlane completion
-    zsh)``, or save it as ``_patchlane`` on ``$fpath``)."""
+    zsh)`` in ``~/.zshrc``, after ``compinit``)."""
     return (
-        f"#compdef {prog}\n"
         f"# {prog} completion for zsh, generated from its parser: source <({prog} completion zsh)\n"
         "autoload -U +X bashcompinit && bashcompinit\n" + bash(nodes, prog).split("\n", 2)[2]
     )
@@ -199,6 +198,6 @@ COMMAND = Command(
     run,
     "Print a completion script for bash, zsh or fish, generated from patchlane's own parser. "
     "bash: `source <(patchlane completion bash)` in ~/.bashrc; zsh: `source <(patchlane "
-    "completion zsh)` in ~/.zshrc; fish: `patchlane completion fish > "
+    "completion zsh)` in ~/.zshrc after compinit; fish: `patchlane completion fish > "
     "~/.config/fish/completions/patchlane.fish`.",
 )
