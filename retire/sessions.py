@@ -16,7 +16,6 @@ where ``pip install "patchlane[engine]"`` put it; lane environments are built by
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import uuid
@@ -82,16 +81,25 @@ def lane(session: nox.Session, name: str) -> None:
         session.skip(f"not selected ({', '.join(wanted)})")
     # `nox -j N` runs each session in its own process with --no-dependencies, where nox refuses
     # notify(): `nox -s lane summary -j N` names the summary, which runs alone, after the lanes.
-    with contextlib.suppress(ValueError):
-        session.notify("summary")
-    # e.g. --overlay PY, --manifest F
     options = [arg for arg in session.posargs if arg not in names]
+    try:
+        session.notify("summary")
+    except ValueError:
+        pass
+    else:
+        # the summary session prints the table once, for every lane of this invocation
+        options.append("--no-summary")
     patchlane(session, "run", name, "--run-id", RUN_ID, *options)
 
 
 @nox.session(venv_backend="none", default=False)
 def summary(session: nox.Session) -> None:
-    """The lane × shim table of this invocation's lane sessions (run after them)."""
+    """The lane × shim table of this invocation's lane sessions (run after them); none after an
+    interrupted lane."""
+    from retire.core.project import Project
+
+    if Project(ROOT).interrupted_mark(RUN_ID).exists():
+        session.skip("a lane was interrupted: no summary of a partial run (run the lanes again)")
     patchlane(session, "summary", "--run-id", RUN_ID)
 
 

@@ -15,19 +15,22 @@ module`` to be imported (or acts at once if it already is), then calls
 - ``PATCHLANE_SHIMS_PATH``: the catalogue's folders (``os.pathsep``-separated), e.g. in a training
 image;
 - ``PATCHLANE_SHIMS_DISABLE``: comma-separated shim ids not to activate;
-- ``PATCHLANE_SHIMS_STRICT=1``: shape mismatches, patch errors and bad manifests raise
-  :class:`ShimError` instead of warning (for CI).
+- ``PATCHLANE_STRICT=1`` (or ``PATCHLANE_SHIMS_STRICT=1``): no catalogue found, shape
+  mismatches, patch errors and bad manifests raise :class:`ShimError` instead of warning (for CI).
+
+No catalogue at all is never silent: :func:`activate` warns once
+(:class:`CatalogueNotFoundWarning`, naming where it looked).
 
 Importing this package imports nothing beyond what the interpreter has already loaded but the
 index entry's field names (``shims._entry``, no imports of its own); activation adds
-``shims.catalogue``, ``shims._index`` and ``marshal``, the validators only on a cache miss. The
-manifests are read through a small index cached next to them (``__pycache__``), so activation
-costs a directory listing and a few ``stat`` calls.
+``shims.catalogue`` and ``shims._index``, the validators only on a cache miss, ``warnings`` only
+to warn. The manifests are read through a small index cached in the project's ``.patchlane/``
+(or the user's cache folder), so activation costs a directory listing and two ``stat`` calls per
+shim.
 """
 
 # not threading: that would pull functools and collections into every process
 import _thread
-import importlib
 import os
 import sys
 
@@ -60,6 +63,8 @@ __all__ = [
     "PATH_ENV",
     "STATES",
     "STRICT_ENV",
+    "STRICT_ENVS",
+    "CatalogueNotFoundWarning",
     "ShimError",
     "ShimNotAppliedWarning",
     "ShimStatus",
@@ -72,6 +77,9 @@ __all__ = [
 PATH_ENV = "PATCHLANE_SHIMS_PATH"
 DISABLE_ENV = "PATCHLANE_SHIMS_DISABLE"
 STRICT_ENV = "PATCHLANE_SHIMS_STRICT"
+#: Either turns warnings into :class:`ShimError`: ``PATCHLANE_STRICT`` is the one CI sets for
+#: every part of patchlane, ``PATCHLANE_SHIMS_STRICT`` the runtime's own older name.
+STRICT_ENVS = ("PATCHLANE_STRICT", STRICT_ENV)
 
 #: Every state a shim can be in, in this process.
 STATES: "tuple[State, ...]" = (
@@ -161,6 +169,10 @@ class ShimNotAppliedWarning(UserWarning):
     """A shim was not applied because its target changed shape or its patch failed."""
 
 
+class CatalogueNotFoundWarning(UserWarning):
+    """:func:`activate` found no shim catalogue: the process runs with no shim at all."""
+
+
 _PATCHLESS = frozenset({"version-floor", "env-constraint", "packaging"})
 
 _lock = _thread.RLock()
@@ -192,7 +204,7 @@ def activate(
         if _activated:
             return status()
         strict = _strict()
-        entries = _load_index()
+        entries = _load_index(warn=True)
         known = {entry[ID] for entry in entries}
         selected = None if only is None else set(only)
         if selected is not None and selected - known:
@@ -332,7 +344,10 @@ def _on_imported(module_name: str, module: "ModuleType") -> None:
 def _apply(entry: Entry, module: "ModuleType", strict: bool) -> None:
     shim_id, target = entry[ID], entry[MODULE]
     try:
-        patch = importlib.import_module(f"shims.{shim_id}.patch")
+        # __import__, not importlib.import_module: importlib would cost every process an import
+        name = f"shims.{shim_id}.patch"
+        __import__(name)
+        patch = sys.modules[name]
         for hook in ("check_shape", "probe", "apply"):
             if not callable(getattr(patch, hook, None)):
                 raise AttributeError(f"patch.py defines no {hook}()")
@@ -390,7 +405,10 @@ def _complain(
 
 
 def _strict() -> bool:
-    return os.environ.get(STRICT_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    return any(
+        os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+        for name in STRICT_ENVS
+    )
 
 
 class _ShimFinder:
@@ -459,17 +477,36 @@ class _PatchingLoader(_LoaderBase):
         return getattr(self._loader, name)
 
 
-def _load_index() -> list[Entry]:
+def _load_index(*, warn: bool = False) -> list[Entry]:
     """The catalogue's index entries (shims/_index.py); a bad ``patchlane.toml`` is one line, no
-    shims."""
+    shims. ``warn`` (activation): no catalogue at all is a :class:`CatalogueNotFoundWarning`, or a
+    :class:`ShimError` in strict mode — a training job never runs unpatched in silence."""
     from shims import _index
-    from shims.errors import InputError
 
     try:
-        return _index.load(__path__)
-    except InputError as exc:
+        entries, roots = _index.load(__path__)
+    except Exception as exc:
+        # shims.errors only now: the common path never needs it
+        from shims.errors import InputError
+
+        if not isinstance(exc, InputError):
+            raise
         line = f"patchlane: no shims activated: {exc}"
         if _strict():
             raise ShimError(line) from None
         print(line, file=sys.stderr, flush=True)
         return []
+    if warn and not entries:
+        missing = _index.unfound(roots)
+        if missing is not None:
+            line = (
+                f"patchlane: {missing} — no shim is active; set ${PATH_ENV} to the catalogue "
+                f"folder (PATCHLANE_STRICT=1 makes this an error)"
+            )
+            if _strict():
+                raise ShimError(line)
+            # only on this rare path: most processes never need the module
+            import warnings
+
+            warnings.warn(line, CatalogueNotFoundWarning, stacklevel=3)
+    return entries

@@ -15,9 +15,11 @@ import importlib
 import json
 import os
 import sys
+import warnings
 from importlib import metadata
 
 import shims
+from shims.errors import InputError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,7 +61,10 @@ def main(argv: list[str] | None = None) -> int:
 def rows(*, probe: bool = False) -> list[dict[str, object]]:
     """Activate the shims in this process (importing installed targets with ``probe``); one row
     each."""
-    shims.activate()
+    # a listing says "no shims found" itself: the runtime's warning would say it twice
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", shims.CatalogueNotFoundWarning)
+        shims.activate()
     if probe:
         for state in shims.status().values():
             if state.state != "pending-import":
@@ -91,32 +96,40 @@ def rows(*, probe: bool = False) -> list[dict[str, object]]:
 
 def check(root: str | None = None) -> int:
     """Validate every manifest under ``root`` (default: the configured shim roots); 2 on errors."""
-    from shims.errors import InputError
+    errors, checked = problems(root)
+    for error in errors:
+        print(f"shims: error: {error}", file=sys.stderr)
+    if errors:
+        return 2
+    print(f"{checked} shim manifest(s) OK")
+    return 0
+
+
+def problems(root: str | None = None) -> tuple[list[InputError], int]:
+    """Every problem of the catalogue under ``root`` (one :class:`InputError` each), and how many
+    manifests were checked."""
     from shims.manifest import RUNTIME_DIR, load_manifest, manifest_paths, shim_roots
 
-    errors = 0
+    errors: list[InputError] = []
     for base in shim_roots(root):
         # A catalogue with __init__.py is a package named like its folder: from the shop's root,
         # `import shims` would find it instead of the runtime (this repository's is the runtime).
         if (base / "__init__.py").is_file() and base.resolve() != RUNTIME_DIR:
-            errors += 1
-            print(
-                f"shims: error: {base / '__init__.py'}: the catalogue is a package and shadows the "
-                f"installed "
-                "`shims` runtime — delete it (a catalogue is a plain folder)",
-                file=sys.stderr,
+            errors.append(
+                InputError(
+                    base / "__init__.py",
+                    None,
+                    "the catalogue is a package and shadows the installed `shims` runtime",
+                    "delete it (a catalogue is a plain folder)",
+                )
             )
     paths = manifest_paths(root)
     for path in paths:
         try:
             load_manifest(path)
         except InputError as exc:
-            errors += 1
-            print(f"shims: error: {exc}", file=sys.stderr)
-    if errors:
-        return 2
-    print(f"{len(paths)} shim manifest(s) OK")
-    return 0
+            errors.append(exc)
+    return errors, len(paths)
 
 
 def _installed(distribution: str) -> str | None:

@@ -15,12 +15,14 @@ A catalogue folder is plain data plus Python files: it needs no ``__init__.py``,
 on ``sys.path`` beats a folder without ``__init__.py``). Its shims import as ``shims.<id>``.
 """
 
-from __future__ import annotations
-
 import os
 
-from shims.errors import InputError
 from shims.filereading import read_bytes
+
+# Annotations only: shims.errors is imported on the error path (activation stays a few stat calls).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from shims.errors import InputError
 
 __all__ = ["CONFIG_NAME", "DEFAULT_PATH", "PATH_ENV", "configured", "find_project", "roots"]
 
@@ -69,15 +71,15 @@ def configured(project: str | os.PathLike[str]) -> str:
         try:
             data = tomllib.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise InputError(shown, None, f"not valid TOML ({exc})", "fix the syntax") from None
+            raise _input_error(shown, None, f"not valid TOML ({exc})", "fix the syntax") from None
         section = data.get("catalogue", {})
     if not isinstance(section, dict):
-        raise InputError(
+        raise _input_error(
             shown, "catalogue", "expected a table", 'write [catalogue] with path = "shims"'
         )
     unknown = sorted(set(section) - {"path"})
     if unknown:
-        raise InputError(
+        raise _input_error(
             shown,
             f"catalogue.{unknown[0]}",
             "unknown key",
@@ -85,18 +87,25 @@ def configured(project: str | os.PathLike[str]) -> str:
         )
     path = section.get("path", DEFAULT_PATH)
     if not isinstance(path, str) or not path.strip():
-        raise InputError(
+        raise _input_error(
             shown, "catalogue.path", f"expected a folder name, got {path!r}", 'write path = "shims"'
         )
     folder = os.path.normpath(os.path.join(project, path))
     if os.path.isabs(path) or os.path.commonpath([project, folder]) != project:
-        raise InputError(
+        raise _input_error(
             shown,
             "catalogue.path",
             f"{path!r} leaves the project",
             'use a folder inside the project such as "shims"; elsewhere, set PATCHLANE_SHIMS_PATH',
         )
     return folder
+
+
+def _input_error(path: str, key: str | None, problem: str, fix: str) -> "InputError":
+    """The one input-error type, imported only when there is an error to raise."""
+    from shims.errors import InputError
+
+    return InputError(path, key, problem, fix)
 
 
 def _plain_section(raw: bytes) -> dict[str, str] | None:

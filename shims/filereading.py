@@ -2,18 +2,20 @@
 traceback.
 
 :func:`read_bytes` and :func:`read_text` refuse what is not a regular file before opening it (a
-FIFO would block a
-reader forever, a folder or a device is never meant), opens without blocking should the path have
-changed since, refuses more than :data:`MAX_BYTES` and names the line of bad UTF-8. Every problem
-is one :class:`~shims.errors.InputError`. Standard library only: the shim runtime uses it too.
+FIFO would block a reader forever, a folder or a device is never meant), opens without blocking
+should the path have changed since, refuses more than :data:`MAX_BYTES` and names the line of bad
+UTF-8. Every problem is one :class:`~shims.errors.InputError`. Standard library only: the shim
+runtime uses it too, at activation — so it imports nothing but ``os`` and ``stat`` (loaded with
+``os`` anyway) until there is an error to raise.
 """
-
-from __future__ import annotations
 
 import os
 import stat
 
-from shims.errors import InputError
+# Annotations only: shims.errors is imported on the error path.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from shims.errors import InputError
 
 __all__ = ["MAX_BYTES", "read_bytes", "read_text", "too_large"]
 
@@ -41,11 +43,11 @@ def read_bytes(
     except FileNotFoundError:
         if missing_ok:
             return None
-        raise InputError(name, None, "file not found", "create it or fix the path") from None
+        raise _error(name, "file not found", "create it or fix the path") from None
     # ValueError: a NUL in the path
     except (OSError, ValueError) as exc:
-        raise InputError(
-            name, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}", "check the file"
+        raise _error(
+            name, f"cannot read: {getattr(exc, 'strerror', None) or exc}", "check the file"
         ) from None
     if len(data) > max_bytes:
         raise too_large(name, max_bytes)
@@ -72,9 +74,8 @@ def read_text(
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(
+        raise _error(
             name,
-            None,
             f"not UTF-8 text at line {line} (byte {data[exc.start]:#04x})",
             "save the file as UTF-8",
         ) from None
@@ -94,13 +95,19 @@ def _regular(mode: int, name: str) -> None:
             if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
             else "not a regular file"
         )
-        raise InputError(name, None, f"not a regular file ({kind})", "point it at a file")
+        raise _error(name, f"not a regular file ({kind})", "point it at a file")
 
 
-def too_large(name: str, max_bytes: int) -> InputError:
-    return InputError(
+def _error(name: str, problem: str, fix: str) -> "InputError":
+    """The one input-error type, imported only when there is an error to raise."""
+    from shims.errors import InputError
+
+    return InputError(name, None, problem, fix)
+
+
+def too_large(name: str, max_bytes: int) -> "InputError":
+    return _error(
         name,
-        None,
         f"larger than {max_bytes // 1024} KiB",
         "a hand-written file is far smaller: check it is the right file",
     )

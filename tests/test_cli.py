@@ -9,6 +9,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import subprocess
 import sys
 import time
@@ -267,7 +268,7 @@ def test_the_commands_page_documents_every_command_and_exit_code():
     table = page[page.index("## Exit codes") :]
     for code in ExitCode:
         assert re.search(rf"^\| {int(code)} \| `{code.name}` \|", table, re.MULTILINE), code
-    assert "docs/commands.md" in commands.build_parser().epilog
+    assert "`patchlane docs commands`" in commands.build_parser().epilog
     for name in ("lock", "run", "summary", "catalogue", "bump", "pack", "retire", "lockdiff"):
         section = page[page.index(f"## `patchlane {name}`") :]
         section = section[: section.find("\n## ", 1)]
@@ -301,3 +302,185 @@ def test_the_old_command_names_still_work_for_one_release_and_say_so(tmp_path, c
     # hidden from the list of commands
     page = commands.build_parser().format_help()
     assert "validation" in page and not re.search(r"^\s+(manifest|shims)\s", page, re.MULTILINE)
+
+
+# ---------------------------------------------------------------------------------------------
+# Conventions (issue 21, item 5): the project found from here up, -V, completion, shipped docs
+
+
+def test_dash_capital_v_is_the_version(capsys):
+    with pytest.raises(SystemExit) as done:
+        commands.main(["-V"])
+    assert done.value.code == 0 and re.fullmatch(r"patchlane \S+\n", capsys.readouterr().out)
+
+
+def _lanes_here(monkeypatch, capsys, folder, *args: str) -> list[str]:
+    monkeypatch.chdir(folder)
+    assert commands.main([*args, "lanes", "--json"]) == 0, capsys.readouterr().err
+    return [row["name"] for row in json.loads(capsys.readouterr().out)]
+
+
+def test_the_project_is_found_from_the_current_folder_up(tmp_path, monkeypatch, capsys):
+    shop = tmp_path / "shop"
+    (shop / "lanes").mkdir(parents=True)
+    (shop / "lanes" / "cpu.toml").write_text(
+        lane_text('"helper==1.0"').replace("@MAIN@", "http://127.0.0.1:9/simple")
+    )
+    deep = shop / "models" / "llm" / "configs"
+    deep.mkdir(parents=True)
+    # like git: from a folder deep inside, the lanes of the project around it
+    assert _lanes_here(monkeypatch, capsys, deep) == ["cpu"]
+    # patchlane.toml marks the project before any lanes/ folder does
+    inner = shop / "models" / "llm"
+    (inner / "lanes").mkdir()
+    assert _lanes_here(monkeypatch, capsys, deep) == []
+    (shop / "patchlane.toml").write_text("")
+    assert _lanes_here(monkeypatch, capsys, deep) == ["cpu"]
+    # --root still wins, before or after the command
+    assert _lanes_here(monkeypatch, capsys, deep, "--root", str(inner)) == []
+
+
+def test_init_works_where_it_is_asked_to_not_in_the_project_above(tmp_path, monkeypatch, capsys):
+    outer = tmp_path / "outer"
+    (outer / "lanes").mkdir(parents=True)
+    (outer / "patchlane.toml").write_text("")
+    inner = outer / "new-shop"
+    inner.mkdir()
+    monkeypatch.chdir(inner)
+    assert commands.main(["init", "--no-lock", "--json"]) == 0, capsys.readouterr().err
+    assert (inner / "lanes" / "cpu.toml").is_file()
+    assert sorted(p.name for p in (outer / "lanes").iterdir()) == []
+
+
+def test_bash_completion_is_generated_from_the_parser(tmp_path, capsys):
+    code, out, _err = run_cli(tmp_path, "completion", "bash", capsys=capsys)
+    assert code == 0
+    script = tmp_path / "patchlane.bash"
+    script.write_text(out)
+    probe = f"""
+source {script}
+c() {{ COMP_WORDS=("$@"); COMP_CWORD=$((${{#COMP_WORDS[@]}}-1)); COMPREPLY=()
+      _patchlane_complete; echo "${{COMPREPLY[*]}}"; }}
+c patchlane lo
+c patchlane --root /tmp shim n
+c patchlane run --tag ""
+c patchlane run --root ""
+c patchlane shim new --d
+c patchlane completion ""
+"""
+    result = subprocess.run(
+        ["bash", "--norc", "-c", probe], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert result.stdout.splitlines() == [
+        "lock lockdiff",
+        "new",
+        "cpu gpu",
+        # a path: left to the shell's own file completion
+        "",
+        "--distribution",
+        "bash zsh fish -h --help --root -q --quiet -v --verbose",
+    ]
+    # the deprecated spellings stay out, as in --help
+    assert (
+        "shims"
+        not in script.read_text()
+        .split("declare -A _patchlane_values")[0]
+        .split("[patchlane]=")[1]
+        .split("\n")[0]
+        .split()
+    )
+
+
+@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
+def test_fish_completion_completes_commands_actions_and_choices(tmp_path, capsys):
+    code, out, _err = run_cli(tmp_path, "completion", "fish", capsys=capsys)
+    assert code == 0
+    script = tmp_path / "patchlane.fish"
+    script.write_text(out)
+    # fish completes only commands it can find
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "patchlane").write_text("#!/bin/sh\n")
+    (bin_ / "patchlane").chmod(0o755)
+    probe = (
+        f"source {script}; complete -C 'patchlane lo'; echo ==; complete -C 'patchlane shim '; "
+        "echo ==; complete -C 'patchlane run --tag '"
+    )
+    result = subprocess.run(
+        ["fish", "--no-config", "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        env={**os.environ, "PATH": f"{bin_}{os.pathsep}{os.environ['PATH']}"},
+    )
+    assert result.returncode == 0, result.stderr
+    lock, shim, tag = (
+        [line.split("\t")[0] for line in part.strip().splitlines()]
+        for part in result.stdout.split("==\n")
+    )
+    assert lock == ["lock", "lockdiff"] and shim == ["list", "new"] and tag == ["cpu", "gpu"]
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
+def test_zsh_completion_loads_and_offers_the_actions(tmp_path, capsys):
+    code, out, _err = run_cli(tmp_path, "completion", "zsh", capsys=capsys)
+    assert code == 0
+    script = tmp_path / "_patchlane"
+    script.write_text(out)
+    # zsh filters by the prefix itself (compadd): the function offers the words of the position
+    probe = f"""
+autoload -U compinit && compinit -u -d {tmp_path}/zcompdump
+source {script}
+setopt ksharrays
+COMP_WORDS=(patchlane shim ""); COMP_CWORD=2; COMPREPLY=(); _patchlane_complete
+print -r -- "${{COMPREPLY[*]}}"
+"""
+    result = subprocess.run(
+        ["zsh", "-f", "-c", probe], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert result.stdout.split()[:2] == ["list", "new"]
+
+
+def test_the_docs_ship_and_print(tmp_path, capsys):
+    from retire.commands.docs import folder
+
+    code, out, _err = run_cli(tmp_path, "docs", capsys=capsys)
+    assert code == 0
+    assert "commands      Commands" in out and f"(in {folder()};" in out
+    code, out, _err = run_cli(tmp_path, "docs", "commands", capsys=capsys)
+    assert code == 0 and out == (ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
+    code, out, err = run_cli(tmp_path, "docs", "nope", capsys=capsys)
+    assert code == 2 and out == "" and "TOPIC: no page 'nope' — pick one of: architecture" in err
+    assert str(folder()) in commands.build_parser().epilog
+
+
+@pytest.mark.slow
+def test_summary_defaults_to_the_latest_run_and_run_can_leave_the_table_to_it(toy_project, capsys):
+    p = toy_project
+    p.write("old", lane())
+    assert run_cli(p.root, "lock", capsys=capsys)[0] == 0
+    code, out, err = run_cli(p.root, "run", "--no-record", "--run-id", "first", capsys=capsys)
+    assert code == 0 and "needed" in out, err
+    # nox's lane sessions: the table is the summary session's, printed once
+    code, out, err = run_cli(
+        p.root, "run", "--no-record", "--run-id", "second", "--no-summary", capsys=capsys
+    )
+    assert code == 0 and "needed" not in out, out
+    code, summary, _ = json_and_notes(capsys, p.root, "summary")
+    assert code == 0 and summary["run_id"] == "second"
+    # the latest is the run whose lanes finished last, whatever its name
+    first = p.root / ".patchlane" / "runs" / "first" / "old.json"
+    os.utime(first, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
+    code, summary, _ = json_and_notes(capsys, p.root, "summary")
+    assert summary["run_id"] == "first"
+
+
+def test_summary_without_any_run_says_how_to_make_one(tmp_path, capsys):
+    code, out, err = run_cli(tmp_path, "summary", capsys=capsys)
+    assert code == 2 and out == ""
+    assert err == (
+        "patchlane: error: --run-id: no lane run is recorded here — run `nox -s lane` first\n"
+    )

@@ -158,8 +158,14 @@ def test_freeze_everything_but_a_nightly_index_without_upload_times(
     )
     code, out, _ = run_cli(project.root, "lock", capsys=capsys)
     assert code == 1 and "failed      night:" in out, out
-    # uv's own hint, shown under the failure
-    assert "exclude-newer-package" in out
+    # the fix, named: the table, the package and the file (uv's own hint stays under it)
+    assert (
+        "failed      night: exclude-newer hides every version of torchlike the lane accepts "
+        "(none uploaded before 2026-05-15T00:00:00Z, or the index serves no upload times) — "
+        "exempt it in lanes/night.toml: [lane.exclude-newer-package] torchlike = false (or give "
+        "it its own date or cooldown)\n"
+    ) in out, out
+    assert "hint: `torchlike` was filtered by `exclude-newer`" in out
     # torchlike = false: the nightly is exempt, everything else stays frozen (helper 1.5, not 2.0).
     project.write(
         "night",
@@ -169,6 +175,8 @@ def test_freeze_everything_but_a_nightly_index_without_upload_times(
     )
     code, out, _ = run_cli(project.root, "lock", capsys=capsys)
     assert code == 0, out
+    # the exempt package named as `patchlane lanes` names it
+    assert "nothing uploaded after 2026-05-15T00:00:00Z, not torchlike\n" in out, out
     assert packages(project.lock_file("night")) == {
         "torchlike": "2.3.0.dev20260702",
         "helper": "1.5",
@@ -189,6 +197,7 @@ def test_one_package_can_have_its_own_date_or_cooldown(project, capsys):
     )
     code, out, _ = run_cli(project.root, "lock", "--now", "2026-06-20T00:00:00Z", capsys=capsys)
     assert code == 0, out
+    assert ", own dates: helper, torchlike\n" in out, out
     # helper's own date admits 2.0 (October); torchlike's cooldown (2026-06-13) admits 2.2.0 (June
     # 10).
     assert packages(project.lock_file("mixed")) == {"torchlike": "2.2.0", "helper": "2.0"}

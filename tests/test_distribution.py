@@ -179,7 +179,8 @@ def test_the_wheel_holds_the_runtime_and_the_engine_and_none_of_the_catalogue(bu
         meta = HeaderParser().parsestr(archive.read(f"{info}/METADATA").decode())
         entry_points = archive.read(f"{info}/entry_points.txt").decode()
     product = {name for name in names if not name.startswith(f"{info}/")}
-    assert product == _product_files()
+    # the docs travel with the engine (`patchlane docs`), under retire/docs/
+    assert product == _product_files() | {f"retire/{name}" for name in _checkout_files("docs")}
     # the engine's templates travel with it: `patchlane init` works from an installed copy
     assert "retire/scaffold/templates/project/lanes.yml" in product
     assert not any(name.startswith("shims/") and name.count("/") > 1 for name in product)
@@ -283,6 +284,12 @@ def _check_engine(venv: Path, env: dict[str, str], tmp_path: Path) -> None:
     assert version.stdout.strip() == f"patchlane {VERSION}"
     usage = _ok(_run(bin_ / "patchlane", "--help", env=env))
     assert "init" in usage.stdout and "lanes" in usage.stdout
+    # the installed copy documents itself, and --help says where
+    docs = _ok(_run(bin_ / "patchlane", "docs", env=env, cwd=tmp_path)).stdout
+    assert f"(in {venv}" in docs and "/retire/docs;" in docs
+    page = _ok(_run(bin_ / "patchlane", "docs", "commands", env=env, cwd=tmp_path)).stdout
+    assert page == (REPO_ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
+    assert "/retire/docs" in " ".join(usage.stdout.split())
     where = _ok(
         _run(
             bin_ / "python",

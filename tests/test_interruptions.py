@@ -130,6 +130,10 @@ def test_an_interrupted_run_leaves_nothing_running_and_keeps_what_finished(
     else:
         assert code == 130, err
         assert b"Traceback" not in err and b"interrupted" in err, err
+    # no summary of a partial run reads as whole (a SIGKILL leaves no chance to mark it)
+    code, _out, err = run_cli(p.root, "summary", "--run-id", "i1", capsys=capsys)
+    if sig != signal.SIGKILL:
+        assert code == 2 and "run i1 was interrupted" in err, err
     records = validation.load(p.root / "validation" / "manifest.jsonl")
     # finished: kept
     assert {(r.shim, r.mode) for r in records} == {("toy", "without"), ("toy", "with")}

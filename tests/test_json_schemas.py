@@ -85,8 +85,9 @@ def test_every_json_command_has_a_schema():
     }
     assert found == set(schemas.DOCUMENTS)
     named = {name for names in schemas.DOCUMENTS.values() for name in names}
-    # each schema describes a command's document, and each document has its schema
-    assert named == set(schemas.names())
+    # each schema describes a command's document (or every command's error), and each document
+    # has its schema
+    assert named | {schemas.ERROR} == set(schemas.names())
 
 
 def test_shared_definitions_are_the_same_in_every_schema():
@@ -376,3 +377,81 @@ def test_a_verdict_per_lane_with_ancestry_evidence_matches_the_schema():
     document = [found.to_json()]
     assert "ancestry" in {e["kind"] for e in document[0]["evidence"]}
     check("verdicts", document)
+
+
+# ---------------------------------------------------------------------------------------------
+# Failures keep the contract: one error document on stdout (issue 20, class 9)
+
+#: A command line that fails in the broken project below, for every command that takes --json.
+FAILING: dict[str, tuple[list[str], int]] = {
+    "init": (["init", "--python", "3.x", "new"], 2),
+    "lanes": (["lanes"], 2),
+    "lock": (["lock"], 2),
+    "lockdiff": (["lockdiff", "old.toml", "new.toml"], 2),
+    "run": (["run"], 2),
+    "summary": (["summary", "--run-id", "never"], 2),
+    "shim list": (["shim", "list", "--check"], 2),
+    "shim new": (["shim", "new", "Not-An-Id"], 2),
+    "catalogue": (["catalogue"], 2),
+    "mirrors list": (["mirrors", "list"], 2),
+    "mirrors sync": (["mirrors", "sync"], 2),
+    "verdicts": (["verdicts", "--no-cache"], 2),
+    "bisect": (["bisect", "no_such_shim"], 2),
+    "report": (["report", "--no-probe"], 2),
+    "retire": (["retire", "--no-probe"], 2),
+    "bump": (["bump", "no-such-lane", "--no-run", "--no-pr"], 1),
+    "pack check": (["pack", "check"], 2),
+    "pack plan": (["pack", "plan"], 2),
+    "pack queue": (["pack", "queue"], 2),
+}
+
+
+@pytest.fixture
+def broken(tmp_path):
+    """A project where every reader finds something wrong (and no git repository)."""
+    root = tmp_path / "broken"
+    (root / "lanes").mkdir(parents=True)
+    (root / "lanes" / "x.toml").write_text("lane = 3\n")
+    write_shim(root / "shims", "bad_one", manifest="id = 3\n")
+    (root / "packs").mkdir()
+    (root / "packs" / "deny.toml").write_text("[[[\n")
+    (root / "patchlane.toml").write_text("[mirrors\n")
+    return root
+
+
+def test_every_failing_command_table_covers_every_json_command():
+    assert set(FAILING) == set(schemas.DOCUMENTS)
+
+
+@pytest.mark.parametrize("words", sorted(FAILING))
+def test_a_failure_with_json_prints_one_error_document(broken, capsys, words):
+    args, expected = FAILING[words]
+    code, out, err = run_cli(broken, *args, capsys=capsys)
+    assert code == expected and out == "" and err.startswith("patchlane"), (out, err)
+    code, out, json_err = run_cli(broken, *args, "--json", capsys=capsys)
+    # the exit code and the stderr line are unchanged; stdout is exactly one document
+    assert code == expected
+    assert json_err == err
+    document = json.loads(out)
+    check("error", document)
+    assert document["exit_code"] == expected
+    assert json_err.splitlines()[-1].endswith(
+        document["error"]["message"]
+        + (f" — {document['error']['fix']}" if document["error"]["fix"] else "")
+    )
+
+
+def test_a_usage_error_with_json_is_an_error_document_too(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        run_cli(tmp_path, "lanes", "--json", "--no-such-option")
+    assert exit_.value.code == 2
+    out, err = capsys.readouterr()
+    assert err.startswith("patchlane: error: unrecognized arguments: --no-such-option")
+    document = json.loads(out)
+    check("error", document)
+    assert document["error"]["kind"] == "usage"
+    assert document["error"]["fix"] == "see `patchlane --help`"
+    # `--json` after `--` is an argument, not the option
+    with pytest.raises(SystemExit):
+        run_cli(tmp_path, "lanes", "--no-such-option", "--", "--json")
+    assert capsys.readouterr().out == ""

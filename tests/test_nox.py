@@ -4,6 +4,7 @@ resolve against the loopback index."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -92,6 +93,9 @@ def test_nox_lock_then_lane_runs_the_matrix(nox_project):
         assert f"Session lane(name='{name}') was successful" in out
     summary = out[out.index("Running session summary") :]
     assert "needed" in summary and "upstream-fixed" in summary and "gpu: skipped" in summary
+    # the lane × shim table: once per `nox -s lane`, by the summary session
+    tables = [line for line in out.splitlines() if re.match(r"shim +(old|new|gpu)\b", line)]
+    assert len(tables) == 1, out
     records = validation.load(p.root / "validation" / "manifest.jsonl")
     assert {(r.lane, r.mode, r.outcome) for r in records} >= {
         ("old", "without", "bug-reproduced"),

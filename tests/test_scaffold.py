@@ -154,10 +154,34 @@ def test_shim_new_needs_a_target_when_no_lane_names_one(tmp_path, capsys):
         capsys=capsys,
     )
     assert code == 0, err
+    # both named: nothing chosen for the user
+    assert "chose" not in _out
     assert run_cli(tmp_path, "shim", "list", "--check", capsys=capsys)[0] == 0
     assert (
         'module = "megatron.core"' in (tmp_path / "shims" / "my_fix" / "manifest.toml").read_text()
     )
+
+
+def test_shim_new_says_which_distribution_and_module_it_chose(tmp_path, capsys):
+    assert run_cli(tmp_path, "init", "--no-lock", capsys=capsys)[0] == 0
+    code, out, err = run_cli(tmp_path, "shim", "new", "my_fix", capsys=capsys)
+    assert code == 0, err
+    distribution, module = out.splitlines()[:2]
+    assert distribution == (
+        "chose distribution einops: the first requirement of lane cpu (--distribution to name "
+        "another)"
+    )
+    assert module == (
+        "chose module einops: the import name einops usually has (--module to name another, e.g. "
+        "a submodule)"
+    )
+    code, out, err = run_cli(
+        tmp_path, "shim", "new", "other_fix", "--module", "einops.layers", "--json", capsys=capsys
+    )
+    assert code == 0, err
+    assert json.loads(out)["chosen"] == [
+        "distribution einops: the first requirement of lane cpu (--distribution to name another)"
+    ]
 
 
 def test_a_catalogue_with_init_py_is_refused_by_the_check(tmp_path, capsys):
@@ -166,7 +190,7 @@ def test_a_catalogue_with_init_py_is_refused_by_the_check(tmp_path, capsys):
     code, _out, err = run_cli(tmp_path, "shim", "list", "--check", capsys=capsys)
     assert code == 2
     assert err.strip() == (
-        f"shims: error: {tmp_path / 'shims' / '__init__.py'}: the catalogue is a package and "
+        f"patchlane: error: {tmp_path / 'shims' / '__init__.py'}: the catalogue is a package and "
         f"shadows "
         "the installed `shims` runtime — delete it (a catalogue is a plain folder)"
     )

@@ -378,3 +378,100 @@ def test_python_m_shims_lists_every_shim(tree):
     assert check.returncode == 2
     assert "Traceback" not in check.stderr
     assert "toy_bad/manifest.toml: fix-class: missing" in check.stderr
+
+
+# --- no catalogue is never silent (issue 21, item 4) -------------------------------------------
+
+_ACTIVATE_TWICE = """
+import shims
+states = shims.activate()
+shims.activate()
+print("STATES", len(states))
+"""
+
+
+def _without_catalogue_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = subprocess_env(tmp_path, tmp_path / "unused", tmp_path / "site", **extra)
+    del env["PATCHLANE_SHIMS_PATH"]
+    return env
+
+
+def test_no_catalogue_warns_once_naming_where_it_looked(tmp_path):
+    # a training image: no $PATCHLANE_SHIMS_PATH, no patchlane.toml from here up
+    work = tmp_path / "job"
+    work.mkdir()
+    result = run_python(_ACTIVATE_TWICE, _without_catalogue_env(tmp_path), cwd=work)
+    assert result.returncode == 0, result.stderr
+    assert "STATES 0" in result.stdout
+    lines = [line for line in result.stderr.splitlines() if "CatalogueNotFoundWarning" in line]
+    assert len(lines) == 1, result.stderr
+    assert "PATCHLANE_SHIMS_PATH is unset" in lines[0]
+    assert f"no patchlane.toml in {work} or above" in lines[0]
+
+
+def test_no_catalogue_is_an_error_under_patchlane_strict(tmp_path):
+    result = run_python(
+        "import shims\nshims.activate()\n",
+        _without_catalogue_env(tmp_path, PATCHLANE_STRICT="1"),
+        cwd=tmp_path,
+    )
+    assert result.returncode == 1
+    assert "shims.ShimError: patchlane: no shim catalogue" in result.stderr
+
+
+def test_a_catalogue_path_that_is_no_folder_is_named(tmp_path):
+    missing = tmp_path / "image" / "shims"
+    env = subprocess_env(tmp_path, missing, tmp_path / "site")
+    result = run_python(_ACTIVATE_TWICE, env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert f"$PATCHLANE_SHIMS_PATH names {missing}, which is no folder" in result.stderr
+
+
+def test_an_empty_catalogue_is_a_catalogue(tmp_path):
+    # a new project's shims/ folder: nothing to warn about
+    empty = tmp_path / "shims"
+    empty.mkdir()
+    result = run_python(
+        _ACTIVATE_TWICE,
+        subprocess_env(tmp_path, empty, tmp_path / "site", PATCHLANE_STRICT="1"),
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+
+
+def test_activation_imports_nothing_a_fresh_interpreter_lacks(tree):
+    tmp_path, root, site = tree
+    code = """
+import sys
+before = set(sys.modules)
+import shims
+shims.activate()
+import toylib
+new = sorted(set(sys.modules) - before)
+print(" ".join(name for name in new if not name.startswith(("shims", "toylib"))))
+"""
+    env = subprocess_env(tmp_path, root, site)
+    # the first run validates the manifests (a cache miss); every later one reads the index
+    assert run_python(code, env).returncode == 0
+    result = run_python(code, env)
+    assert result.returncode == 0, result.stderr
+    # importlib (+ warnings), __future__: what activation cost before, ~0.6 ms a process
+    assert result.stdout.strip() == ""
+
+
+def test_the_index_cache_lives_in_the_project_state_folder(tmp_path):
+    shop = tmp_path / "shop"
+    write_shim(shop / "shims", "toy_add")
+    (shop / "patchlane.toml").write_text("")
+    env = subprocess_env(tmp_path, shop / "shims", tmp_path / "site")
+    del env["PATCHLANE_SHIMS_PATH"]
+    for _ in range(2):
+        result = run_python("import shims; print(sorted(shims.activate()))", env, cwd=shop)
+        assert result.stdout.strip() == "['toy_add']", result.stderr
+    # nothing the shop would commit: the catalogue holds only what it held
+    assert sorted(p.name for p in (shop / "shims").rglob("*")) == sorted(
+        ["toy_add", "manifest.toml", "patch.py", "reproduce.py"]
+    )
+    assert len(list((shop / ".patchlane" / "cache" / "shims-index").glob("*.marshal"))) == 1
+    assert not (tmp_path / "xdg-cache").exists()

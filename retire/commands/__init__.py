@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from retire.commands.aliases import ALIASES
-from retire.commands.base import Command, ExitCode, Level, Parser, configure, say
+from retire.commands.base import Command, ExitCode, Parser, configure, print_error, say
 from retire.core.errors import PatchlaneError
-from retire.core.project import Project
+from retire.core.project import Project, find_root
 from shims.errors import InputError
 
 __all__ = ["REGISTRY", "build_parser", "main"]
@@ -41,6 +41,8 @@ REGISTRY = (
     "retire",
     "bump",
     "pack",
+    "completion",
+    "docs",
 )
 
 
@@ -70,6 +72,13 @@ def _version() -> str:
         return metadata.version("patchlane")
     except metadata.PackageNotFoundError:
         return "unknown"
+
+
+def _docs_folder() -> str:
+    from retire.commands.docs import folder
+
+    where = folder()
+    return str(where) if where is not None else "not in this copy"
 
 
 #: What the engine imports beyond the runtime (the `engine` extra of pyproject.toml).
@@ -121,16 +130,18 @@ def build_parser() -> argparse.ArgumentParser:
         description="Pinned lanes, reproducible locks, and the shims that patch them — until "
         "upstream fixes land.",
         epilog=f"Exit codes: {', '.join(f'{int(c)} {_EXIT_WORDS[c]}' for c in ExitCode)}. "
-        "Every command, what it prints, its --json shape and its exit codes: docs/commands.md. "
+        "Every command, what it prints, its --json shape and its exit codes: `patchlane docs "
+        f"commands` (the docs ship with patchlane: {_docs_folder()}). "
         "`patchlane COMMAND --help` describes one command.",
     )
     parser.add_argument(
         "--root",
         type=Path,
-        default=Path.cwd(),
-        help="project folder holding lanes/, locks/, shims/ (default: the current folder)",
+        default=None,
+        help="project folder holding lanes/, locks/, shims/ (default: like git, the nearest "
+        "folder from here up with a patchlane.toml, else with lanes/, else here)",
     )
-    parser.add_argument("--version", action="version", version=f"patchlane {_version()}")
+    parser.add_argument("-V", "--version", action="version", version=f"patchlane {_version()}")
     _add_verbosity(parser, default=0)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in commands():
@@ -152,7 +163,7 @@ def _add_command_arguments(p: argparse.ArgumentParser, command: Command) -> None
         "--root",
         type=Path,
         default=argparse.SUPPRESS,
-        help="project folder (default: the current folder)",
+        help="project folder (default: the nearest from here up with patchlane.toml or lanes/)",
     )
     _add_verbosity(p, default=argparse.SUPPRESS)
     command.add_arguments(p)
@@ -160,41 +171,68 @@ def _add_command_arguments(p: argparse.ArgumentParser, command: Command) -> None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    missing = missing_engine()
-    # the runtime-only install (`pip install patchlane`): one line, not an ImportError
-    if missing:
-        say(
-            f"patchlane: error: the engine is not installed here ({', '.join(missing)} missing) — "
-            f"install it with: {sys.executable} -m pip install 'patchlane[engine]'",
-            level=Level.ERROR,
-        )
-        return ExitCode.FAILED
-    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    configure(verbosity=args.verbosity, json=bool(getattr(args, "json", False)))
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    # --json before parsing: a usage error or a missing engine still prints the error document
+    configure(json="--json" in arguments[: _end_of_options(arguments)])
     try:
-        return int(args.run(Project(args.root), args))
+        missing = missing_engine()
+        # the runtime-only install (`pip install patchlane`): one line, not an ImportError
+        if missing:
+            return print_error(
+                ExitCode.FAILED,
+                f"the engine is not installed here ({', '.join(missing)} missing)",
+                fix=f"install it with: {sys.executable} -m pip install 'patchlane[engine]'",
+            )
+        args = build_parser().parse_args(arguments)
+        configure(verbosity=args.verbosity, json=bool(getattr(args, "json", False)))
+        return _run(args)
+    finally:
+        # the next command in this process (tests, nox) starts from the defaults
+        configure()
+
+
+#: Commands that make a project where they are asked to, never in a project above.
+_HERE = frozenset({"init"})
+
+
+def _root(args: argparse.Namespace) -> Path:
+    """``--root``, else the project found from the current folder up (``init``: the current
+    folder)."""
+    if args.root is not None:
+        return Path(args.root)
+    here = Path.cwd()
+    return here if args.command in _HERE else find_root(here)
+
+
+def _end_of_options(arguments: list[str]) -> int:
+    return arguments.index("--") if "--" in arguments else len(arguments)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the chosen command; every error is printed once, by :func:`print_error`."""
+    try:
+        return int(args.run(Project(_root(args)), args))
     except InputError as exc:
-        say(f"patchlane: error: {exc}", level=Level.ERROR)
-        return ExitCode.BAD_INPUT
+        return print_error(
+            ExitCode.BAD_INPUT,
+            exc.problem,
+            file=exc.path,
+            key=exc.key,
+            fix=exc.fix,
+            line=f"patchlane: error: {exc}",
+        )
     except PatchlaneError as exc:
-        say(f"patchlane: error: {exc}", level=Level.ERROR)
-        return ExitCode.FAILED
+        return print_error(ExitCode.FAILED, str(exc))
     except KeyboardInterrupt:
-        say("patchlane: interrupted", level=Level.ERROR)
-        return ExitCode.INTERRUPTED
+        return print_error(ExitCode.INTERRUPTED, "interrupted", line="patchlane: interrupted")
     # a reader missed deep nesting: still one line, never a traceback
     except RecursionError:
-        say("patchlane: error: input nested too deeply to read", level=Level.ERROR)
-        return ExitCode.BAD_INPUT
+        return print_error(ExitCode.BAD_INPUT, "input nested too deeply to read")
     # `patchlane … | head`: the reader left; no traceback, and no more writes
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return ExitCode.FAILED
     # the file system refused (a stray file, a full disk): one line naming the file
     except OSError as exc:
-        where = f"{exc.filename}: " if exc.filename else ""
-        say(f"patchlane: error: {where}{exc.strerror or exc}", level=Level.ERROR)
-        return ExitCode.FAILED
-    finally:
-        # the next command in this process (tests, nox) starts from the defaults
-        configure()
+        filename = os.fsdecode(exc.filename) if exc.filename else None
+        return print_error(ExitCode.FAILED, str(exc.strerror or exc), file=filename)

@@ -40,6 +40,7 @@ __all__ = [
     "live",
     "positive_float",
     "positive_int",
+    "print_error",
     "say",
     "shown",
     "utc_moment",
@@ -90,6 +91,8 @@ class Level(enum.IntEnum):
 class _Output:
     threshold: Level = Level.PROGRESS
     json: bool = False
+    # a document reached stdout: an error after it prints no second one
+    emitted: bool = False
 
 
 _OUTPUT = _Output()
@@ -101,6 +104,7 @@ def configure(*, verbosity: int = 0, json: bool = False) -> None:
         Level.RESULT if verbosity < 0 else (Level.DETAIL if verbosity > 0 else Level.PROGRESS)
     )
     _OUTPUT.json = json
+    _OUTPUT.emitted = False
 
 
 def verbosity() -> int:
@@ -127,6 +131,7 @@ def say(line: str = "", *, err: bool = False, level: Level = Level.RESULT) -> No
 
 def emit_json(document: object) -> None:
     """The command's one JSON document, on stdout (``--json``), scrubbed of every known secret."""
+    _OUTPUT.emitted = True
     sys.stdout.write(scrub(json.dumps(document, indent=2, default=str)) + "\n")
     sys.stdout.flush()
 
@@ -134,6 +139,7 @@ def emit_json(document: object) -> None:
 def emit_text(text: str) -> None:
     """A document printed as it is (a report's JSON, a pack's body), scrubbed of every known
     secret."""
+    _OUTPUT.emitted = True
     sys.stdout.write(scrub(text))
     sys.stdout.flush()
 
@@ -177,11 +183,62 @@ def shown(path) -> str:
         return str(path)
 
 
+#: What kind of failure an error document reports, by exit code.
+_ERROR_KINDS = {
+    ExitCode.FAILED: "failed",
+    ExitCode.BAD_INPUT: "bad-input",
+    ExitCode.INTERRUPTED: "interrupted",
+}
+
+
+def print_error(
+    code: ExitCode,
+    message: str,
+    *,
+    file: str | None = None,
+    key: str | None = None,
+    fix: str | None = None,
+    line: str | None = None,
+    kind: str | None = None,
+) -> ExitCode:
+    """The one error printer: one line on stderr (``patchlane: error: file: key: message — fix``),
+    with ``--json`` when no document was printed yet, the error document on stdout
+    (``error.schema.json``) — ``--json`` keeps its contract on failure too. ``line`` is the
+    whole stderr line. Returns ``code``."""
+    if line is None:
+        where = ": ".join(part for part in (file, key) if part)
+        text = (f"{where}: {message}" if where else message) + (f" — {fix}" if fix else "")
+        line = " ".join(f"patchlane: error: {text}".split())
+    say(line, level=Level.ERROR)
+    if _OUTPUT.json and not _OUTPUT.emitted:
+        emit_json(
+            {
+                "ok": False,
+                "exit_code": int(code),
+                "error": {
+                    "kind": kind or _ERROR_KINDS.get(code, "failed"),
+                    "file": file,
+                    "key": key,
+                    # one line, as on stderr
+                    "message": " ".join(message.split()),
+                    "fix": " ".join(fix.split()) if fix else None,
+                },
+            }
+        )
+    return code
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, with usage errors on one line (``patchlane: error: …``) and exit code 2."""
 
     def error(self, message: str):
-        say(f"{self.prog}: error: {message} (see `{self.prog} --help`)", err=True)
+        print_error(
+            ExitCode.BAD_INPUT,
+            message,
+            fix=f"see `{self.prog} --help`",
+            line=f"{self.prog}: error: {message} (see `{self.prog} --help`)",
+            kind="usage",
+        )
         raise SystemExit(ExitCode.BAD_INPUT)
 
 

@@ -97,11 +97,14 @@ def run(project: Project, args: argparse.Namespace) -> int:
         if result.ok:
             extra = f"{result.packages} packages, {result.seconds:.1f}s"
             extra += f", nothing uploaded after {result.cutoff}" if result.cutoff else ""
+            extra += _exceptions(result.exclude_newer_package)
         else:
             extra = result.message
+        # one write: lanes finish on several threads at once
+        note = f"\n      {result.message}" if result.ok and result.message else ""
         say(
-            f"  {result.status:<11} {result.lane}: {extra}",
-            level=Level.RESULT if result.status != "up-to-date" else Level.PROGRESS,
+            f"  {result.status:<11} {result.lane}: {extra}{note}",
+            level=Level.RESULT if result.status != "up-to-date" or note else Level.PROGRESS,
         )
         if result.replaced:
             say(f"      replaced a foreign lock ({result.replaced})")
@@ -216,3 +219,12 @@ COMMAND = Command(
     "and "
     "recorded in the lock; re-locks keep it until --upgrade or --upgrade-package.",
 )
+
+
+def _exceptions(packages: dict[str, str | bool]) -> str:
+    """`, not torchlike, own dates: helper`: the freeze's exceptions, as `lanes` words them."""
+    exempt = [name for name, value in packages.items() if value is False]
+    own = [name for name, value in packages.items() if value is not False]
+    return (f", not {', '.join(exempt)}" if exempt else "") + (
+        f", own dates: {', '.join(own)}" if own else ""
+    )

@@ -92,6 +92,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--run-id", help="group this run's results under ID (nox passes one per invocation)"
     )
     p.add_argument(
+        "--no-summary",
+        action="store_true",
+        help="leave the lane × shim table to `patchlane summary` (nox's lane sessions pass it "
+        "when the summary session follows them)",
+    )
+    p.add_argument(
         "--envs-dir", type=Path, help="where lane environments live (default: .patchlane/envs)"
     )
     p.add_argument(
@@ -135,9 +141,14 @@ def run(project: Project, args: argparse.Namespace) -> int:
         f"{args.jobs} at a time",
         level=Level.PROGRESS,
     )
-    results = _run_lanes(lanes, manifests, options, jobs=args.jobs, recorder=recorder)
+    try:
+        results = _run_lanes(lanes, manifests, options, jobs=args.jobs, recorder=recorder)
+    except KeyboardInterrupt:
+        # the run's summary must never read as whole (`patchlane summary`, nox's summary session)
+        _mark_interrupted(project, options.run_id)
+        raise
     _write_summaries(project, options.run_id, results)
-    failed = _show(project, manifests, results)
+    failed = _show(project, manifests, results, table=not args.no_summary)
     # this run's records are in the manifest already, unless it recorded nothing
     unrecorded = (
         [r for run in results for s in run.shims for r in s.records] if args.no_record else []
@@ -310,10 +321,23 @@ def _write_summaries(project: Project, run_id: str, results: list[LaneRun]) -> N
         )
 
 
+def _mark_interrupted(project: Project, run_id: str) -> None:
+    from retire.core.atomic import atomic_write
+    from shims import times
+
+    stamp = times.format_utc(times.now())
+    atomic_write(project.interrupted_mark(run_id), f"interrupted at {stamp}\n", within=project.root)
+
+
 def _show(
-    project: Project, manifests: dict[str, ShimManifest], results: list[LaneRun]
+    project: Project,
+    manifests: dict[str, ShimManifest],
+    results: list[LaneRun],
+    *,
+    table: bool = True,
 ) -> list[str]:
-    """The pytest view, the lane × shim table and the failed lanes, which it returns."""
+    """The pytest view, the lane × shim table (unless ``table`` is off) and the failed lanes,
+    which it returns."""
     from retire.runs import lanerun, suite
 
     locations = {"lanes": Path(shown(project.lanes_dir))}
@@ -321,8 +345,9 @@ def _show(
     # The pytest view is for people: under --json it goes to stderr, so stdout stays one document.
     with contextlib.redirect_stdout(Scrubbed(sys.stderr if json_mode() else sys.stdout)):
         suite.report(results, locations, verbose=verbosity() >= 0, colour=None if live() else False)
-    say("")
-    say(lanerun.summary_table(results))
+    if table:
+        say("")
+        say(lanerun.summary_table(results))
     failed = [run.lane for run in results if run.failed]
     if failed:
         say(f"FAILED lanes: {', '.join(failed)}")

@@ -7,7 +7,7 @@ import argparse
 import os
 from pathlib import Path
 
-from retire.commands.base import Command, ExitCode, emit_json, say, shown
+from retire.commands.base import Command, ExitCode, Level, emit_json, say, shown
 from retire.core.project import Project
 
 
@@ -17,7 +17,7 @@ def _add_root(p: argparse.ArgumentParser) -> None:
         "--root",
         type=Path,
         default=argparse.SUPPRESS,
-        help="project folder (default: the current folder)",
+        help="project folder (default: the nearest from here up with patchlane.toml or lanes/)",
     )
 
 
@@ -83,8 +83,18 @@ def run_list(project: Project, args: argparse.Namespace) -> int:
     if args.check:
         if not project.shims_dir.is_dir():
             say(f"no shim catalogue at {project.shims_dir}: nothing to check")
-            return ExitCode.OK
-        return listing.check(str(project.shims_dir))
+            if not args.json:
+                return ExitCode.OK
+        else:
+            # every problem on stderr, the last raised (with --json: the error document)
+            errors, checked = listing.problems(str(project.shims_dir))
+            for error in errors[:-1]:
+                say(f"patchlane: error: {error}", level=Level.ERROR)
+            if errors:
+                raise errors[-1]
+            say(f"{checked} shim manifest(s) OK")
+            if not args.json:
+                return ExitCode.OK
     # This process activates the project's catalogue, never whatever the installed package holds.
     os.environ[shims.PATH_ENV] = str(project.shims_dir)
     found = listing.rows(probe=args.probe)
@@ -119,8 +129,17 @@ def run_new(project: Project, args: argparse.Namespace) -> int:
     )
     written = write(plan, command="patchlane shim new")
     if args.json:
-        emit_json({"id": args.id, "created": sorted(plan.create), "edited": sorted(plan.edit)})
+        emit_json(
+            {
+                "id": args.id,
+                "created": sorted(plan.create),
+                "edited": sorted(plan.edit),
+                "chosen": list(plan.notes),
+            }
+        )
         return ExitCode.OK
+    for note in plan.notes:
+        say(f"chose {note}")
     for path in written:
         say(f"{'edited ' if path in plan.edit else 'created'} {shown(project.root / path)}")
     say("next: write the reproducer, then `patchlane shim list --check` and `nox -s lane`")

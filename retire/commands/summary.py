@@ -14,7 +14,11 @@ from shims import tomlreader
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--run-id", required=True, help="the id the lane runs recorded under")
+    p.add_argument(
+        "--run-id",
+        help="the id the lane runs recorded under (default: the latest run, the one whose lanes "
+        "finished last)",
+    )
     p.add_argument(
         "--json", action="store_true", help="print one JSON document: every lane's outcomes"
     )
@@ -23,7 +27,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(project: Project, args: argparse.Namespace) -> int:
     from retire.runs import lanerun
 
-    folder = project.run_dir(args.run_id)
+    run_id = args.run_id or project.latest_run()
+    if run_id is None:
+        raise InputError(
+            None, "--run-id", "no lane run is recorded here", "run `nox -s lane` first"
+        )
+    if project.interrupted_mark(run_id).exists():
+        # what finished is kept, but a table of it would read as the whole run
+        raise InputError(
+            None,
+            "--run-id",
+            f"run {run_id} was interrupted: its summary would leave out what did not finish",
+            "run the lanes again (`nox -s lane`)",
+        )
+    folder = project.run_dir(run_id)
     files = sorted(folder.glob("*.json")) if folder.is_dir() else []
     if not files:
         raise InputError(folder, None, "no lane results for this run", "run `nox -s lane` first")
@@ -48,7 +65,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
         emit_json(
             {
                 "ok": not failed,
-                "run_id": args.run_id,
+                "run_id": run_id,
                 "lanes": [lanerun.to_summary(r) for r in results],
                 "failed": failed,
                 "unproven": [proof.to_json() for proof in proofs],

@@ -30,7 +30,7 @@ from shims.catalogue import configured
 from shims.manifest import discover
 from shims.model import ShimManifest
 
-__all__ = ["Project", "boundary", "contained"]
+__all__ = ["Project", "boundary", "contained", "find_root"]
 
 # A run id names a folder under .patchlane/runs: letters, digits, dot, dash, underscore only.
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -81,6 +81,21 @@ def boundary(root: str | os.PathLike[str], folder: str | os.PathLike[str]) -> Pa
     base = Path(os.path.abspath(root))
     target = Path(os.path.normpath(base / folder))
     return base if target.is_relative_to(base) else target
+
+
+def find_root(start: Path) -> Path:
+    """The project a command run in ``start`` works on, found as git and nox find theirs: the
+    nearest folder from ``start`` upwards with a ``patchlane.toml``, else the nearest with a
+    ``lanes/`` folder, else ``start`` itself (a folder that is no project yet)."""
+    start = start.absolute()
+    folders = [start, *start.parents]
+    for folder in folders:
+        if (folder / "patchlane.toml").is_file():
+            return folder
+    for folder in folders:
+        if (folder / "lanes").is_dir():
+            return folder
+    return start
 
 
 def _shown(path: Path) -> str:
@@ -192,6 +207,26 @@ class Project:
             )
         # and never a link
         return contained(self.root, Path(".patchlane", "runs", run_id), key="--run-id")
+
+    def interrupted_mark(self, run_id: str) -> Path:
+        """Present when a lane of the run was interrupted: its summary is never printed as if
+        whole."""
+        return self.run_dir(run_id) / "interrupted"
+
+    def latest_run(self) -> str | None:
+        """The id of the run whose lanes finished last (``summary`` without ``--run-id``)."""
+        runs = self.state_dir / "runs"
+        newest: tuple[int, str] | None = None
+        for folder in runs.iterdir() if runs.is_dir() else ():
+            if not _RUN_ID.fullmatch(folder.name) or folder.is_symlink():
+                continue
+            for summary in folder.glob("*.json"):
+                try:
+                    stamp = (summary.stat().st_mtime_ns, folder.name)
+                except OSError:
+                    continue
+                newest = max(newest or stamp, stamp)
+        return newest[1] if newest else None
 
     # Loading --------------------------------------------------------------------------------
     def manifests(self) -> dict[str, ShimManifest]:

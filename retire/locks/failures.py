@@ -12,7 +12,7 @@ import re
 
 from retire.core import uv
 
-__all__ = ["UNREACHABLE_MARKERS", "explain_failure"]
+__all__ = ["UNREACHABLE_MARKERS", "explain_failure", "frozen_out"]
 
 UNREACHABLE_MARKERS = (
     "Could not connect",
@@ -32,8 +32,36 @@ _HTTP_STATUS = re.compile(
 )
 
 
-def explain_failure(stderr: str) -> tuple[str, str]:
-    """(status, one-line message) from uv's stderr; the full text stays in the result's detail."""
+#: uv's hint when the lane's freeze hides a package: every version it would take is newer than the
+#: cutoff, or its index serves no upload times (a nightly index) and uv can date none of them.
+_FROZEN_OUT = re.compile(
+    r"`([^`\s]+)` was filtered by `exclude-newer` to only include packages uploaded before (\S+?)\."
+    r"(?:\s|$)"
+)
+
+
+def frozen_out(stderr: str, origin: str) -> str | None:
+    """The fix, in one line, when the lane's ``exclude-newer`` hid the packages uv needed: the
+    table and the package to write in the lane file ``origin``; None for any other failure."""
+    found = _FROZEN_OUT.findall(stderr)
+    if not found:
+        return None
+    names = list(dict.fromkeys(name for name, _cutoff in found))
+    one = len(names) == 1
+    return (
+        f"exclude-newer hides every version of {', '.join(names)} the lane accepts (none "
+        f"uploaded before {found[0][1]}, or the index serves no upload times) — exempt "
+        f"{'it' if one else 'them'} in {origin}: [lane.exclude-newer-package] "
+        f"{', '.join(f'{name} = false' for name in names)} (or give {'it' if one else 'each'} "
+        f"its own date or cooldown)"
+    )
+
+
+def explain_failure(stderr: str, *, origin: str | None = None) -> tuple[str, str]:
+    """(status, one-line message) from uv's stderr; the full text stays in the result's detail.
+    ``origin`` (the lane file) lets a freeze that hid a package name its fix there."""
+    if origin is not None and (fix := frozen_out(stderr, origin)) is not None:
+        return "failed", fix
     lines = uv.failure_lines(stderr)
     # An index that answered with an HTTP error (500, 403, 404) was reached: that is a failure,
     # never

@@ -386,21 +386,35 @@ def _sync(plan: _Plan, venv: _Venv, *, live: bool) -> str:
         if wheelhouse is not None
         else []
     )
-    return run_uv(
-        [
-            "pip",
-            "sync",
-            "--preview-features",
-            "pylock",
-            *offline,
-            "--python",
-            str(venv.python),
-            str(sync_from),
-        ],
-        f"cannot install {plan.lock_file.parent.name}/{plan.lock_file.name} into the lane"
-        + (f" from the wheelhouse {wheelhouse}" if wheelhouse is not None else ""),
-        live=live,
-    )
+    shown = f"{plan.lock_file.parent.name}/{plan.lock_file.name}"
+    try:
+        return run_uv(
+            [
+                "pip",
+                "sync",
+                "--preview-features",
+                "pylock",
+                *offline,
+                "--python",
+                str(venv.python),
+                str(sync_from),
+            ],
+            f"cannot install {shown} into the lane"
+            + (f" from the wheelhouse {wheelhouse}" if wheelhouse is not None else ""),
+            live=live,
+        )
+    except BuildError as exc:
+        # uv's "the target environment is not supported by the lockfile": say which one it is for
+        if "not supported by the lock" not in exc.detail:
+            raise
+        lock = venv.lock if venv.lock is not None else plan.parse_lock()
+        declared = " or ".join(str(m) for m in lock.get("environments") or ()) or "?"
+        raise BuildError(
+            f"{shown} is for {declared}; {venv.python} is not such an interpreter — run this "
+            f"lane on a host it was locked for, or lock it for this one (the lane's platform and "
+            f"python)",
+            exc.detail,
+        ) from None
 
 
 def _learn(plan: _Plan, venv: _Venv, state: dict, output: str) -> _Learnt:

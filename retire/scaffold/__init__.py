@@ -46,7 +46,8 @@ class Plan:
     create: dict[str, str] = field(default_factory=dict)
     # relative path -> new text
     edit: dict[str, str] = field(default_factory=dict)
-    # what to tell the person: a file left alone and the lines to add to it by hand, …
+    # what to tell the person, one line each, printed with the files: a file left alone and the
+    # lines to add to it by hand, the defaults the scaffold chose, …
     notes: tuple[str, ...] = ()
 
 

@@ -16,6 +16,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from retire.core.errors import InputError
 from retire.core.project import Project
+from retire.lanes.model import Lane
 from retire.scaffold import Plan, template
 from shims.manifest import MAX_SHIM_ID, MODULE_NAME, RESERVED_IDS, SHIM_ID
 
@@ -44,13 +45,47 @@ def check_id(shim_id: str) -> str:
     return shim_id
 
 
-def _lane_target(lane) -> str | None:
+def _lane_target(lane: Lane) -> str | None:
     for text in lane.requirements:
         try:
             return Requirement(text).name
         except InvalidRequirement:
             continue
     return None
+
+
+def _target(
+    chosen: list[Lane], distribution: str | None, module: str | None
+) -> tuple[str, str, list[str]]:
+    """The shim's distribution and module — named, or defaulted from the first lane — and a note
+    for each default taken (``shim new`` prints them)."""
+    notes = []
+    if not distribution and chosen and (distribution := _lane_target(chosen[0])):
+        notes.append(
+            f"distribution {distribution}: the first requirement of lane {chosen[0].name} "
+            f"(--distribution to name another)"
+        )
+    if not distribution:
+        raise InputError(
+            None,
+            "--distribution",
+            "no target distribution",
+            "name the distribution that ships the bug, e.g. --distribution megatron-core",
+        )
+    if not module:
+        module = re.sub(r"[-.]", "_", distribution).lower()
+        notes.append(
+            f"module {module}: the import name {distribution} usually has (--module to name "
+            f"another, e.g. a submodule)"
+        )
+    if not MODULE_NAME.fullmatch(module):
+        raise InputError(
+            None,
+            "--module",
+            f"{module!r} is not a module name",
+            "use a dotted module such as megatron.core",
+        )
+    return distribution, module, notes
 
 
 def plan_shim(
@@ -88,22 +123,7 @@ def plan_shim(
             f"known lanes: {', '.join(by_name) or 'none'}",
         )
     chosen = [by_name[name] for name in lanes]
-    distribution = distribution or (_lane_target(chosen[0]) if chosen else None)
-    if not distribution:
-        raise InputError(
-            None,
-            "--distribution",
-            "no target distribution",
-            "name the distribution that ships the bug, e.g. --distribution megatron-core",
-        )
-    module = module or re.sub(r"[-.]", "_", distribution).lower()
-    if not MODULE_NAME.fullmatch(module):
-        raise InputError(
-            None,
-            "--module",
-            f"{module!r} is not a module name",
-            "use a dotted module such as megatron.core",
-        )
+    distribution, module, notes = _target(chosen, distribution, module)
     values = {
         "id": shim_id,
         "distribution": distribution,
@@ -127,4 +147,4 @@ def plan_shim(
             encoding="utf-8"
         )
         edit[path.relative_to(project.root).as_posix()] = lanedit.add_shim(text, shim_id)
-    return Plan(project.root, create, edit)
+    return Plan(project.root, create, edit, tuple(notes))

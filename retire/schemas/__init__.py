@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from importlib import resources
 
-__all__ = ["DOCUMENTS", "load", "names"]
+__all__ = ["DOCUMENTS", "ERROR", "load", "names"]
 
 #: The command (its words, as typed after ``patchlane``) → the schema(s) of what ``--json`` prints.
 #: ``lock`` prints one document when locking and another with ``--check``; ``retire`` prints the
@@ -37,6 +37,11 @@ DOCUMENTS: dict[str, tuple[str, ...]] = {
     "pack plan": ("pack-plan",),
     "pack queue": ("pack-queue",),
 }
+
+
+#: What every command above prints with ``--json`` instead of its document when it fails first
+#: (bad input, usage, a failed tool, an interruption): ``error.schema.json``.
+ERROR = "error"
 
 
 def names() -> list[str]:

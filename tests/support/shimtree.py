@@ -204,11 +204,16 @@ def subprocess_env(tmp_path: Path, root: Path, site: Path, **extra: str) -> dict
 
 
 def run_python(
-    code: str, env: dict[str, str], *, args: list[str] | None = None, timeout: float = 60
+    code: str,
+    env: dict[str, str],
+    *,
+    args: list[str] | None = None,
+    timeout: float = 60,
+    cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     command = (
         [sys.executable, "-c", textwrap.dedent(code)] if args is None else [sys.executable, *args]
     )
     return subprocess.run(
-        command, env=env, capture_output=True, text=True, timeout=timeout, check=False
+        command, env=env, capture_output=True, text=True, timeout=timeout, check=False, cwd=cwd
     )
