@@ -9,14 +9,26 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from retire.core.errors import InputError
 from retire.evidence.values import ProbeFailure, ReleaseList
+from retire.mirrors import repo
+from retire.mirrors.config import Mirror, load_mirrors
+from retire.mirrors.repo import open_mirror
+from retire.mirrors.tagpattern import MAX_TAG_LENGTH
 from retire.probes.index import probe_releases
 from retire.probes.pages import PageError, PageTimeoutError, parse_html_page, parse_json_page
 from tests.support.faults import Fault, FaultyIndexServer
+from tests.support.gitrepos import git, make_upstream
 from tests.support.probing import FAST, fetcher, toylib_index
 from tests.test_probe_faults import INDEX_PATH, upstream, verdicts, world  # noqa: F401
 
@@ -201,3 +213,129 @@ def test_a_page_error_is_never_anything_else():
             parse_html_page(body.decode("utf-8", "replace"), "toylib", "u")
         except PageError as exc:
             assert exc.reason
+
+
+# -- release-tag patterns cannot hang a run ------------------------------------------------------
+
+CATASTROPHIC = [
+    r"v(?P<version>(\d+)+)",
+    r"core_v(?P<version>(\d+\.?)+)",
+    r"(?P<version>(a|a)*)",
+    r"v(?P<version>([0-9]+-?)+)",
+    r"(?P<version>(\w+\s?)+)",
+    r"v(?P<version>\d*\d*\d*\d*\d*\d*x)",
+]
+SOUND = [
+    r"v?(?P<version>\d+(?:\.\d+)*)",
+    r"core_v(?P<version>\d+\.\d+\.\d+(?:rc\d+)?)",
+    r"release-(?P<version>\d+(\.\d+)*)",
+    r"v(?P<version>[\d.]+)",
+    r"(?P<version>\d+\.\d+)(?:-post\d+)?",
+]
+
+
+def mirror_config(root: Path, pattern: str) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "patchlane.toml").write_text(
+        f"[[mirrors.repository]]\nurl = \"https://github.com/org/toylib\"\ntags = '{pattern}'\n"
+    )
+
+
+@pytest.mark.parametrize("pattern", CATASTROPHIC)
+def test_a_catastrophic_tag_pattern_is_refused_when_read(tmp_path, pattern):
+    mirror_config(tmp_path, pattern)
+    began = time.monotonic()
+    with pytest.raises(InputError) as caught:
+        load_mirrors(tmp_path)
+    message = str(caught.value)
+    assert "\n" not in message and "patchlane.toml" in message
+    assert "mirrors.repository[0].tags" in message and "backtracks" in message
+    assert time.monotonic() - began < 3
+
+
+@pytest.mark.parametrize("pattern", SOUND)
+def test_sound_tag_patterns_are_accepted(tmp_path, pattern):
+    mirror_config(tmp_path, pattern)
+    found = load_mirrors(tmp_path).for_repository("https://github.com/org/toylib")
+    assert found is not None and found.tags == pattern
+
+
+def test_a_long_tag_is_never_a_release_tag():
+    """Even a pattern that was never checked (a Mirror built in code) sees no tag over the length
+    the checks cover."""
+    mirror = Mirror("https://github.com/org/toylib", Path("/nonexistent"), r"v(?P<version>(\d+)+)")
+    began = time.monotonic()
+    assert mirror.tag_version("v" + "1" * (MAX_TAG_LENGTH + 5) + "x") is None
+    assert mirror.tag_version("v12") == "12"
+    assert time.monotonic() - began < 1
+
+
+def test_tags_read_past_their_budget_are_a_failure_not_a_hang(tmp_path, monkeypatch):
+    upstream = make_upstream(tmp_path / "toylib")
+    git(upstream.path, "tag", "v1.2", upstream.merge)
+    monkeypatch.setattr(repo, "TAGS_BUDGET_S", -1.0)
+    opened = open_mirror(Mirror("https://github.com/org/toylib", upstream.path))
+    assert not isinstance(opened, ProbeFailure)
+    found = opened.probe_commit(upstream.fix)
+    assert isinstance(found, ProbeFailure) and "took over" in found.reason, found
+    # the failure is kept: no other look-up pays for the tags again
+    assert isinstance(opened.probe_commit(upstream.fix), ProbeFailure)
+
+
+@pytest.mark.slow
+def test_the_cli_refuses_the_pattern_instead_of_running_without_end(tmp_path):
+    """Before: `patchlane mirrors list` matched a 45-character tag against v(\\d+)+ and never
+    ended. Now: exit 2, one line naming the key — well within the limit this test sets."""
+    upstream = make_upstream(tmp_path / "toylib")
+    git(upstream.path, "tag", "v" + "1" * 44 + "x", upstream.merge)
+    root = tmp_path / "project"
+    mirror_config(root, r"v(?P<version>(\d+)+)")
+    (root / "patchlane.toml").write_text(
+        (root / "patchlane.toml").read_text() + f'path = "{upstream.path}"\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "retire", "--root", str(root), "mirrors", "list"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2, done
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "mirrors.repository[0].tags" in lines[0], done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["(", ")", "+", "*", "?", "|", r"\d", r"\w", ".", "a", "v", "{2,}", "[0-9]"]
+        )
+        | st.just("(?P<version>"),
+        max_size=14,
+    ).map("".join),
+    st.sampled_from(["tags", "branches", "path", "fetch", "url", "folder", "unknown"]),
+)
+def test_generated_mirror_sections_are_read_or_refused_in_one_line(pattern, key):
+    """Generated ``[mirrors]`` sections: a MirrorSet or one InputError line, each within a bound."""
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        value = json.dumps(pattern)
+        extra = f"{key} = {value}\n" if key != "folder" else ""
+        head = f"[mirrors]\nfolder = {value}\n" if key == "folder" else ""
+        (root / "patchlane.toml").write_text(
+            head + '[[mirrors.repository]]\nurl = "https://github.com/o/r"\n' + extra
+        )
+        began = time.monotonic()
+        try:
+            found = load_mirrors(root)
+        except InputError as exc:
+            assert "\n" not in str(exc) and "patchlane.toml" in str(exc)
+        else:
+            for mirror in found.mirrors:
+                # an accepted pattern matches the worst tags quickly
+                mirror.tag_version("v" + "1" * MAX_TAG_LENGTH)
+                mirror.tag_version("a" * (MAX_TAG_LENGTH - 1) + "!")
+        assert time.monotonic() - began < 5
