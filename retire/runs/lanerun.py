@@ -350,6 +350,7 @@ def _build_env(
             live=options.live,
             wheelhouse=options.wheelhouse,
             mirrors=options.mirrors,
+            say=lambda message: progress(lane.name, message),
         )
     # a revision whose mirror is not on this host
     except InputError as exc:
