@@ -135,3 +135,101 @@ def test_a_missing_interpreter_is_blamed_only_when_uv_says_so(toy_index, tmp_pat
     with pytest.raises(envs.BuildError) as caught:
         envs._venv(tmp_path / "file" / "env", "3.11")
     assert "installed?" not in str(caught.value) and str(tmp_path / "file") in str(caught.value)
+
+
+# -- class 2: lane code cannot read patchlane's secrets --------------------------------------------
+
+TOKEN = "ghp_p4bIssue20TokenThatMustStayHidden"
+SNOOPER = """
+import json, os
+from shims import reproducer
+
+TOKEN = {token!r}
+OUT = {out!r}
+
+
+def ancestors():
+    pid, chain = os.getpid(), []
+    while pid > 1 and len(chain) < 32:
+        chain.append(pid)
+        try:
+            with open(f"/proc/{{pid}}/stat") as stat:
+                pid = int(stat.read().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            break
+    return chain
+
+
+def look(pid):
+    try:
+        with open(f"/proc/{{pid}}/environ", "rb") as environ:
+            block = environ.read()
+    except OSError as exc:
+        return {{"pid": pid, "readable": False, "why": type(exc).__name__}}
+    with open(f"/proc/{{pid}}/cmdline", "rb") as cmdline:
+        command = cmdline.read().replace(b"\\0", b" ").decode(errors="replace")[:200]
+    return {{"pid": pid, "readable": True, "found": TOKEN.encode() in block, "cmd": command}}
+
+
+def check(with_shim):
+    seen = [look(pid) for pid in ancestors()]
+    seen.append({{"pid": "os.environ", "found": any(TOKEN in v for v in os.environ.values())}})
+    with open(OUT, "a") as out:
+        out.write(json.dumps({{"with_shim": with_shim, "seen": seen}}) + "\\n")
+    return reproducer.BUG_REPRODUCED
+
+
+if __name__ == "__main__":
+    reproducer.run("snoop", check)
+"""
+
+
+@pytest.mark.parametrize("isolation", ["process", "launcher"])
+def test_lane_code_finds_no_token_in_any_ancestor_environment(toy_index, tmp_path, isolation):
+    """A reproducer reads its own environment and /proc/<pid>/environ of every ancestor it can
+    (its launcher, the engine, what started the engine) while the engine runs with GITHUB_TOKEN
+    and another secret in its environment. Before: the engine's start-up environment carried
+    both. Now: the engine re-executed itself without them (and closed its /proc files), so no
+    block lane code can read holds them."""
+    out = tmp_path / "seen.jsonl"
+    reproducer = SNOOPER.format(token=TOKEN, out=str(out))
+    root = make_project(tmp_path / "project", toy_index, {"snoop": reproducer})
+    env = subprocess_env(GITHUB_TOKEN=TOKEN, MY_SERVICE_PASSWORD=TOKEN + "-pw")
+    done = patchlane(root, "run", "--isolation", isolation, "--run-id", "snoop", env=env)
+    assert done.returncode in (0, 1), done.stderr
+    looks = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(looks) == 2, done.stdout
+    for look in looks:
+        assert not any(entry.get("found") for entry in look["seen"]), look["seen"]
+        # the reproducer itself, its parent (launcher or engine) and beyond were looked at
+        assert len(look["seen"]) >= 4, look["seen"]
+    engine = [
+        entry
+        for entry in looks[0]["seen"]
+        if "retire" in entry.get("cmd", "") and "run" in entry.get("cmd", "")
+    ]
+    assert engine or any(not entry.get("readable", True) for entry in looks[0]["seen"]), looks
+    # the token still worked where the engine needs it: nothing here probes, but it was held
+    assert TOKEN not in done.stdout + done.stderr
+
+
+def test_the_engine_keeps_its_secrets_in_memory_only(tmp_path):
+    """`patchlane` started with a token: its own environment block no longer holds it, yet the
+    engine still reads it (the probes' GITHUB_TOKEN, uv's index credentials)."""
+    probe = (
+        "import os, sys\n"
+        "from retire.core import heldsecrets\n"
+        "heldsecrets.shed()\n"
+        "block = open('/proc/self/environ', 'rb').read()\n"
+        "print(os.environ.get('GITHUB_TOKEN') == sys.argv[1], sys.argv[1].encode() in block)\n"
+    )
+    script = tmp_path / "probe.py"
+    script.write_text(probe)
+    done = subprocess.run(
+        [sys.executable, str(script), TOKEN],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(GITHUB_TOKEN=TOKEN),
+        timeout=60,
+    )
+    assert done.stdout.split() == ["True", "False"], done

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from retire.commands.aliases import ALIASES
 from retire.commands.base import Command, ExitCode, Level, Parser, configure, say
+from retire.core import heldsecrets
 from retire.core.errors import PatchlaneError
 from retire.core.project import Project
 from shims.errors import InputError
@@ -160,6 +161,9 @@ def _add_command_arguments(p: argparse.ArgumentParser, command: Command) -> None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:
+        # the command line itself: keep secrets out of the environment lane code can read
+        heldsecrets.shed()
     missing = missing_engine()
     # the runtime-only install (`pip install patchlane`): one line, not an ImportError
     if missing:
