@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from retire.runs import envs
+from retire.runs import envs, launcher
 from tests.conftest import ROOT, subprocess_env
 from tests.support import shimtree
 from tests.support.index import IndexServer, PackageIndex
@@ -233,3 +233,67 @@ def test_the_engine_keeps_its_secrets_in_memory_only(tmp_path):
         timeout=60,
     )
     assert done.stdout.split() == ["True", "False"], done
+
+
+# -- class 7: the same outcome under both isolations ---------------------------------------------
+
+#: toylib, as a module file in the shim's own folder: add() is right here
+SHADOW = '''
+"""A module beside the reproducer, named like the library the launcher preloads."""
+__version__ = "1.0"
+
+def add(a, b):
+    return a + b
+'''
+
+
+@pytest.mark.parametrize("preload", [True, False], ids=["preloaded", "not-preloaded"])
+def test_a_module_beside_the_reproducer_gives_one_outcome_under_both_isolations(
+    toy_index, tmp_path, preload
+):
+    """``shims/toy/toylib.py`` shadows the lane's toylib in a fresh interpreter (the script's
+    folder is first on sys.path), not in a fork of a launcher that imported toylib. Before: the
+    without-shim run was fix-validated under process isolation and bug-reproduced under the
+    launcher. Now: the launcher sends that shim's runs to a fresh interpreter, with a note."""
+    root = tmp_path / "project"
+    folder = shimtree.write_shim(root / "shims", "toy")
+    (folder / "toylib.py").write_text(SHADOW)
+    if preload:
+        manifest = folder / "manifest.toml"
+        manifest.write_text(
+            manifest.read_text().replace("timeout = 60", 'timeout = 60\npreload = ["toylib"]')
+        )
+    make_project(root, toy_index, {})
+    (root / "lanes" / "cpu.toml").write_text(LANE.format(shims='["toy"]', url=toy_index.url))
+    assert patchlane(root, "lock").returncode == 0
+    found = {}
+    for isolation in ("process", "launcher"):
+        done = patchlane(root, "run", "--isolation", isolation, "--run-id", isolation)
+        assert done.returncode in (0, 1), done.stdout + done.stderr
+        records = [
+            json.loads(line)
+            for line in (root / "validation" / "manifest.jsonl").read_text().splitlines()
+            if json.loads(line).get("run") == isolation
+        ]
+        found[isolation] = (
+            outcomes(root, isolation),
+            sorted((r["mode"], r["outcome"]) for r in records),
+            done.stdout,
+        )
+    assert found["process"][:2] == found["launcher"][:2], found
+    assert ("without", "fix-validated") in found["process"][1], found
+    if preload:
+        summary = json.loads((root / ".patchlane/runs/launcher/cpu.json").read_text())
+        assert "toylib, which the launcher imported" in summary["note"], summary
+        assert "runs in a fresh interpreter" in found["launcher"][2]
+
+
+def test_shadowing_names_module_files_and_packages_only(tmp_path):
+    for name in ("toylib.py", "numpy.cpython-311-x86_64-linux-gnu.so", "json.pyc", "notes.txt"):
+        (tmp_path / name).write_text("")
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text("")
+    # a namespace folder does not shadow a regular package
+    (tmp_path / "triton").mkdir()
+    held = {"toylib", "numpy", "json", "notes", "torch", "triton", "os"}
+    assert launcher.shadowing(tmp_path, held) == ["json", "numpy", "torch", "toylib"]
