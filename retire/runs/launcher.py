@@ -200,13 +200,17 @@ class Launcher:
         # Each run's environment carries the launcher's marker, as a spawned reproducer's does: a
         # fresh interpreter a run starts inherits it, so a stop finds that one too.
         self._marker = REAPER.marker(self._process)
+        self._learn(ready)
+        self.startup_s = time.monotonic() - began
+
+    def _learn(self, ready: dict) -> None:
+        """What the launcher's ready message says it holds."""
         self.preloaded = tuple(ready.get("preloaded", ()))
         self.failed = dict(ready.get("failed", {}))
         self.targets_loaded = tuple(ready.get("targets_loaded", ()))
         self.modules = frozenset(ready.get("modules", ()))
         # native threads at fork time (only the forking one survives)
         self.threads = int(ready.get("threads") or 0)
-        self.startup_s = time.monotonic() - began
 
     @property
     def alive(self) -> bool:
