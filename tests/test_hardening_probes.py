@@ -59,6 +59,12 @@ NOT_PAGES = {
         "text/html",
         b'<html><body><a href="/f/other-1.0.tar.gz">other-1.0.tar.gz</a></body></html>',
     ),
+    "json-files-of-another-project": (
+        "application/vnd.pypi.simple.v1+json",
+        json.dumps(
+            {"meta": {"api-version": "1.1"}, "files": [{"filename": "other-1.0.tar.gz"}]}
+        ).encode(),
+    ),
     "json-of-another-project": (
         "application/vnd.pypi.simple.v1+json",
         json.dumps({"meta": {"api-version": "1.1"}, "name": "other", "files": []}).encode(),

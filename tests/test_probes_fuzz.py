@@ -222,7 +222,7 @@ NOTICE_WORDS = st.lists(
     st.sampled_from(
         ["Service", "unavailable", "maintenance", "back", "soon", "log", "in", "please", "503"]
     )
-    | st.text(alphabet="abcdefghijklmnopqrstuvw ", min_size=1, max_size=12),
+    | st.text(alphabet="abcdefghijklmnopqrstuvw", min_size=1, max_size=12),
     min_size=1,
     max_size=12,
 ).map(" ".join)

@@ -206,7 +206,10 @@ def parse_json_page(
     if not isinstance(files, list):
         raise PageError("no 'files' list in the project page")
     read = [_json_file(item) for item in _bounded(files, expired, "files read")]
-    return _release_list(read, project, index_url, JSON_API, expired)[0]
+    releases, others = _release_list(read, project, index_url, JSON_API, expired)
+    if read and len(others) == len(read):
+        raise PageError(f"every file on the page is another project's ({others[0]!r}, …)")
+    return releases
 
 
 #: Characters of a page's text kept to tell an empty project page from a notice.
