@@ -297,6 +297,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "seconds": round(time.monotonic() - started, 6),
             "targets_loaded": [t for t in targets if t in sys.modules],
             "threads": _native_threads(),
+            # what a module of the same name beside a reproducer cannot shadow in a fork
+            "modules": sorted({name.partition(".")[0] for name in sys.modules}),
         },
     )
     serve(requests, replies, fresh)

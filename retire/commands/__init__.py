@@ -16,6 +16,7 @@ from pathlib import Path
 
 from retire.commands.aliases import ALIASES
 from retire.commands.base import Command, ExitCode, Parser, configure, print_error, say
+from retire.core import heldsecrets
 from retire.core.errors import PatchlaneError
 from retire.core.project import Project, find_root
 from shims.errors import InputError
@@ -171,6 +172,9 @@ def _add_command_arguments(p: argparse.ArgumentParser, command: Command) -> None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:
+        # the command line itself: keep secrets out of the environment lane code can read
+        heldsecrets.shed()
     arguments = list(sys.argv[1:] if argv is None else argv)
     # --json before parsing: a usage error or a missing engine still prints the error document
     configure(json="--json" in arguments[: _end_of_options(arguments)])

@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 
 from retire.core.errors import InputError
 from retire.core.project import Project, contained
+from retire.mirrors.tagpattern import MAX_TAG_LENGTH, pattern_problem
 from shims import tomlreader
 
 __all__ = [
@@ -87,7 +88,10 @@ class Mirror:
         return self.fetch or self.repository.rstrip("/") + ".git"
 
     def tag_version(self, tag: str) -> str | None:
-        """The version a release tag stands for, or None when ``tag`` is not a release tag."""
+        """The version a release tag stands for, or None when ``tag`` is not a release tag (one
+        longer than :data:`MAX_TAG_LENGTH` never is: the pattern was checked up to that length)."""
+        if len(tag) > MAX_TAG_LENGTH:
+            return None
         found = re.fullmatch(self.tags, tag)
         if not found:
             return None
@@ -199,6 +203,15 @@ def _mirror(entry: object, index: int, folder: Path, root: Path, path: Path) -> 
     if "version" not in compiled.groupindex and compiled.groups < 1:
         raise _fail(
             path, f"{where}.tags", "the pattern captures no version", "add a group: (?P<version>…)"
+        )
+    slow = pattern_problem(compiled)
+    if slow is not None:
+        raise _fail(
+            path,
+            f"{where}.tags",
+            slow,
+            "quantify a group only where its repetitions cannot overlap, e.g. "
+            "tags = 'v(?P<version>\\d+(?:\\.\\d+)*)'",
         )
     branches = entry.get("branches", [])
     if not isinstance(branches, list) or not all(

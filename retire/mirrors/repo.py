@@ -22,6 +22,7 @@ import datetime as _dt
 import fnmatch
 import re
 import threading
+import time
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -39,6 +40,13 @@ _REVERT = re.compile(r"^Revert\b", re.IGNORECASE)
 _COMMIT = re.compile(r"[0-9a-fA-F]{4,64}")
 #: Seconds one read of a mirror may take (a large monorepo's history included).
 TIMEOUT = 120.0
+#: Seconds matching every tag of a mirror against its release-tag pattern may take (the patterns
+#: are checked when read, so this is a last bound, as a probe's deadline is).
+TAGS_BUDGET_S = 30.0
+
+
+class TagsTooSlowError(GitError):
+    """Matching the tags took past :data:`TAGS_BUDGET_S`: a failure of the look-up, never a hang."""
 
 
 @dataclass(frozen=True)
@@ -118,12 +126,19 @@ class MirrorRepo:
 
     # -- tags -----------------------------------------------------------------------------------
     @cached_property
-    def _tags(self) -> tuple[tuple[str, str], ...]:
+    def _tags(self) -> tuple[tuple[str, str], ...] | TagsTooSlowError:
         """(tag, version) of every release tag: the mirror's pattern matched and the version is
-        PEP 440."""
+        PEP 440; or, kept so that no other look-up waits again, why the tags could not be read in
+        time."""
         out = self.git.run("for-each-ref", "--format=%(refname:strip=2)", "refs/tags")
         found = []
-        for tag in out.splitlines():
+        began = time.monotonic()
+        for count, tag in enumerate(out.splitlines()):
+            if count % 64 == 0 and time.monotonic() - began > TAGS_BUDGET_S:
+                return TagsTooSlowError(
+                    f"matching its tags against the pattern {self.mirror.tags!r} took over "
+                    f"{TAGS_BUDGET_S:g}s ({count} tags): simplify tags in patchlane.toml"
+                )
             text = self.mirror.tag_version(tag.strip())
             if text is None:
                 continue
@@ -136,7 +151,10 @@ class MirrorRepo:
 
     def tag_versions(self) -> tuple[tuple[str, str], ...]:
         with self._lock:
-            return self._tags
+            found = self._tags
+        if isinstance(found, TagsTooSlowError):
+            raise found
+        return found
 
     def containment(self, commits: list[str]) -> TagContainment:
         """The tags containing any of ``commits`` (the first is named as *the* commit)."""

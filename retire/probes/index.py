@@ -22,7 +22,7 @@ from packaging.utils import canonicalize_name
 
 from retire.evidence.values import ProbeFailure, ReleaseList
 from retire.probes.http import BadBodyError, Fetched, Fetcher, decode_json, mask_url
-from retire.probes.pages import PageError, parse_html_page, parse_json_page
+from retire.probes.pages import PageError, PageTimeoutError, parse_html_page, parse_json_page
 
 __all__ = ["ACCEPT", "JSON_TYPE", "parse_project", "probe_releases", "project_url"]
 
@@ -58,16 +58,20 @@ def _form(fetched: Fetched) -> str | None:
     return {b"{": "json", b"<": "html"}.get(start)
 
 
-def _reader(distribution: str, index_url: str) -> Callable[[Fetched], ReleaseList]:
+def _reader(
+    distribution: str, index_url: str, expired: Callable[[], bool]
+) -> Callable[[Fetched], ReleaseList]:
     def read(fetched: Fetched) -> ReleaseList:
         form = _form(fetched)
         try:
             if form == "json":
-                return parse_json_page(decode_json(fetched), distribution, index_url)
+                data = decode_json(fetched)
+                return parse_json_page(data, distribution, index_url, expired=expired)
             if form == "html":
-                return parse_html_page(
-                    fetched.body.decode("utf-8", errors="replace"), distribution, index_url
-                )
+                text = fetched.body.decode("utf-8", errors="replace")
+                return parse_html_page(text, distribution, index_url, expired=expired)
+        except PageTimeoutError as late:
+            raise BadBodyError(late.reason) from None
         except PageError as exc:
             api = "PEP 691" if form == "json" else "PEP 503"
             raise BadBodyError(f"invalid {api} page: {exc.reason}", refetch=exc.truncated) from None
@@ -91,9 +95,14 @@ def probe_releases(
             "index", name, "no index URL: set UV_DEFAULT_INDEX or give the lane an index"
         )
     deadline = fetcher.deadline()
+
+    # reading the page counts against the probe's deadline too
+    def expired() -> bool:
+        return fetcher.monotonic() >= deadline
+
     for index_url in index_urls:
         url = project_url(index_url, name)
-        read = _reader(name, mask_url(index_url))
+        read = _reader(name, mask_url(index_url), expired)
         answer = fetcher.get_parsed(url, read, probe="index", accept=ACCEPT, deadline=deadline)
         if isinstance(answer, ProbeFailure) and answer.reason.startswith("HTTP 406"):
             answer = fetcher.get_parsed(

@@ -10,16 +10,23 @@ Two kinds:
 
 Either way the shims runtime is made importable through a ``.pth`` file pointing at a snapshot
 of this checkout's ``shims`` package (plus ``packaging``, used only where the lane lacks it).
+
+A build holds the lane's build lock (``<envs>/.build-locks/<lane>.lock``, ``flock``): a second
+run of the lane on this host waits for the first one's build, saying so, then re-syncs the
+finished env (which costs an audit), instead of tearing down a venv still being made.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
 import subprocess
+import time
 import tomllib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypedDict
@@ -41,6 +48,8 @@ STATE_NAME = "patchlane-env.json"
 PTH_NAME = "patchlane-shims.pth"
 # overlay envs: the base's site-packages, after ours
 BASE_PTH_NAME = "patchlane-overlay-base.pth"
+# one lock file per lane, beside the envs (never inside one: a rebuild removes the env's folder)
+BUILD_LOCKS = ".build-locks"
 # Run inside an interpreter: its version, install paths and distributions. The first of two
 # same-named distributions on sys.path is the one imports get, so it is the one recorded.
 _PROBE = """
@@ -147,16 +156,62 @@ def run_uv(args: list[str], what: str, *, live: bool = False) -> str:
     return proc.stderr
 
 
+@contextlib.contextmanager
+def build_lock(
+    envs_dir: Path, lane_name: str, say: Callable[[str], None] = lambda message: None
+) -> Iterator[None]:
+    """Hold the lane's build lock; when another process holds it, say so and wait for it."""
+    try:
+        import fcntl
+    # not POSIX: builds are not serialised
+    except ImportError:
+        yield
+        return
+    folder = env_path(envs_dir, lane_name).parent / BUILD_LOCKS
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+        descriptor = os.open(folder / f"{lane_name}.lock", flags, 0o644)
+    except OSError as exc:
+        raise BuildError(
+            f"cannot take the build lock of lane {lane_name} under {folder}: {exc.strerror or exc}"
+        ) from None
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(descriptor, 32, 0).decode("ascii", "replace").strip() or "?"
+            say(f"waiting: another run (pid {holder}) is building this lane's env")
+            began = time.monotonic()
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            say(f"the other run's build ended after {time.monotonic() - began:.0f} s: re-syncing")
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        # closing releases the lock
+        os.close(descriptor)
+
+
 def _venv(path: Path, python: str) -> Path:
     interpreter = path / "bin" / "python"
     if interpreter.exists() and (path / "pyvenv.cfg").exists():
         return interpreter
     if path.exists():
         shutil.rmtree(path)
-    run_uv(
-        ["venv", "--quiet", "--python", python, str(path)],
-        f"cannot create a Python {python} venv (is that interpreter installed? uv looks on PATH)",
-    )
+    try:
+        run_uv(
+            ["venv", "--quiet", "--python", python, str(path)], f"cannot create a venv at {path}"
+        )
+    except BuildError as exc:
+        # blame the interpreter only when uv did
+        if "no interpreter found" in exc.detail.lower() or "no python" in exc.detail.lower():
+            raise BuildError(
+                f"{exc} (is Python {python} installed? uv looks on PATH and in its own "
+                "installations)",
+                exc.detail,
+            ) from None
+        raise
     return interpreter
 
 
@@ -286,8 +341,10 @@ def build(
     live: bool = False,
     wheelhouse: Path | None = None,
     mirrors: MirrorSet | None = None,
+    say: Callable[[str], None] = lambda message: None,
 ) -> LaneEnv:
-    """Build (or re-sync) the lane's environment from its lock. Raises :class:`BuildError`.
+    """Build (or re-sync) the lane's environment from its lock, holding the lane's build lock
+    (:func:`build_lock`; ``say`` tells of a wait for it). Raises :class:`BuildError`.
 
     ``wheelhouse`` (a folder from ``patchlane wheelhouse gather``/``join``) installs every file from
     that folder with no index and no network, each checked against the lock's sha256; ``mirrors``
@@ -311,16 +368,18 @@ def build(
         sources,
     )
     _make_folder(plan.path)
-    state = _usable_state(plan)
-    venv = _make_venv(plan)
-    output = _sync(plan, venv, live=live)
-    if venv.base is not None:
-        link_base(
-            describe_paths(venv.python)["purelib"], [venv.base["purelib"], venv.base["platlib"]]
-        )
-    learnt = _learn(plan, venv, state, output)
-    _check(plan, learnt)
-    return _finish(plan, venv, learnt, state)
+    with build_lock(envs_dir, lane.name, say):
+        state = _usable_state(plan)
+        venv = _make_venv(plan)
+        output = _sync(plan, venv, live=live)
+        if venv.base is not None:
+            link_base(
+                describe_paths(venv.python)["purelib"],
+                [venv.base["purelib"], venv.base["platlib"]],
+            )
+        learnt = _learn(plan, venv, state, output)
+        _check(plan, learnt)
+        return _finish(plan, venv, learnt, state)
 
 
 def _usable_state(plan: _Plan) -> dict:

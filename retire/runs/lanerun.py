@@ -292,8 +292,15 @@ def run_lane(
         shims=results,
         seconds=time.monotonic() - started,
         isolation="launcher" if launcher is not None else "process",
-        note=(launcher.fallback or "") if launcher is not None else "",
+        note=_launcher_note(launcher),
     )
+
+
+def _launcher_note(launcher: Launcher | None) -> str:
+    """Why runs left the launcher: it fell back, or shims it could not run faithfully."""
+    if launcher is None:
+        return ""
+    return "; ".join(filter(None, (launcher.fallback, *launcher.notes.values())))
 
 
 def _refusal(
@@ -350,6 +357,7 @@ def _build_env(
             live=options.live,
             wheelhouse=options.wheelhouse,
             mirrors=options.mirrors,
+            say=lambda message: progress(lane.name, message),
         )
     # a revision whose mirror is not on this host
     except InputError as exc:

@@ -11,6 +11,13 @@ isolation (:func:`retire.runs.reproduce.finished_run`), timeouts included.
 If the launcher cannot start, refuses (its imports initialised CUDA) or dies, the remaining runs
 fall back to process isolation and :attr:`Launcher.fallback` says why; a run the launcher was
 in the middle of is run again in a fresh interpreter.
+
+A run the launcher cannot make faithful runs in a fresh interpreter too, with a note
+(:attr:`Launcher.notes`): a reproducer whose folder holds a module named like one the launcher
+imported (``toylib.py`` beside ``reproduce.py`` while the launcher holds ``toylib``). In a fresh
+interpreter the script's folder comes first on ``sys.path`` and that file is what ``import toylib``
+gets; in a fork the launcher's module is already in ``sys.modules``, so the same reproducer would
+see another module — and could report another outcome.
 """
 
 from __future__ import annotations
@@ -40,7 +47,14 @@ from shims import times
 from shims.forked import kill_group
 from shims.model import ShimManifest
 
-__all__ = ["ISOLATIONS", "PROTOCOL_MODULES", "Launcher", "common_environment", "preload_of"]
+__all__ = [
+    "ISOLATIONS",
+    "PROTOCOL_MODULES",
+    "Launcher",
+    "common_environment",
+    "preload_of",
+    "shadowing",
+]
 
 #: ``--isolation`` values: one interpreter per run, or forks of one per lane.
 ISOLATIONS = ("process", "launcher")
@@ -62,6 +76,31 @@ def preload_of(manifests: Iterable[ShimManifest]) -> tuple[str, ...]:
     return tuple(
         dict.fromkeys(module for manifest in manifests for module in manifest.reproducer.preload)
     )
+
+
+#: What a file or folder beside a reproducer is imported as (``name.py``, ``name.cpython-311-….so``,
+#: a package ``name/__init__.py``): the part before the first dot of a module file's name.
+_MODULE_SUFFIXES = (".py", ".pyc", ".so", ".pyd")
+
+
+def shadowing(folder: Path, modules: Iterable[str]) -> list[str]:
+    """The names in ``modules`` (top-level modules a launcher imported) that a module file or
+    package in ``folder`` (a reproducer's, first on ``sys.path`` in a fresh interpreter) would
+    shadow."""
+    held = set(modules)
+    found: set[str] = set()
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return []
+    for entry in entries:
+        name = entry.name.partition(".")[0]
+        if name not in held:
+            continue
+        module_file = entry.name.endswith(_MODULE_SUFFIXES) and entry.is_file()
+        if module_file or (entry / "__init__.py").is_file():
+            found.add(name)
+    return sorted(found)
 
 
 def common_environment(environments: Iterable[Mapping[str, str]]) -> dict[str, str]:
@@ -104,6 +143,11 @@ class Launcher:
         self.preloaded: tuple[str, ...] = ()
         self.failed: dict[str, str] = {}
         self.targets_loaded: tuple[str, ...] = ()
+        # top-level modules the launcher holds (a module file beside a reproducer cannot shadow
+        # them in a fork)
+        self.modules: frozenset[str] = frozenset()
+        # runs that went to a fresh interpreter, and why (one line per shim)
+        self.notes: dict[str, str] = {}
         self.threads = 0
         self.startup_s = 0.0
         self.runs = 0
@@ -156,12 +200,17 @@ class Launcher:
         # Each run's environment carries the launcher's marker, as a spawned reproducer's does: a
         # fresh interpreter a run starts inherits it, so a stop finds that one too.
         self._marker = REAPER.marker(self._process)
+        self._learn(ready)
+        self.startup_s = time.monotonic() - began
+
+    def _learn(self, ready: dict) -> None:
+        """What the launcher's ready message says it holds."""
         self.preloaded = tuple(ready.get("preloaded", ()))
         self.failed = dict(ready.get("failed", {}))
         self.targets_loaded = tuple(ready.get("targets_loaded", ()))
+        self.modules = frozenset(ready.get("modules", ()))
         # native threads at fork time (only the forking one survives)
         self.threads = int(ready.get("threads") or 0)
-        self.startup_s = time.monotonic() - began
 
     @property
     def alive(self) -> bool:
@@ -186,7 +235,7 @@ class Launcher:
         bisection candidate); the process fallback then runs ``python`` (the candidate's venv).
         """
         fallback_python = python if python is not None else self.python
-        if self.fallback is not None:
+        if self.fallback is not None or self._unfaithful(manifest):
             return run_reproducer(
                 manifest, mode, python=fallback_python, env=env, lane=lane, timeout=timeout, cwd=cwd
             )
@@ -242,6 +291,19 @@ class Launcher:
             timed_out=bool(done.get("timed_out")),
             limit=limit,
         )
+
+    def _unfaithful(self, manifest: ShimManifest) -> bool:
+        """Whether a fork cannot run ``manifest``'s reproducer as a fresh interpreter would (a
+        module beside it shadows one the launcher imported); says so once per shim."""
+        shadowed = shadowing(reproducer_file(manifest).parent, self.modules)
+        if shadowed and manifest.id not in self.notes:
+            self.notes[manifest.id] = (
+                f"{manifest.id} runs in a fresh interpreter: its folder has "
+                f"{', '.join(shadowed)}, which the launcher imported (a fork would not see the "
+                "folder's own)"
+            )
+            self.say(self.notes[manifest.id])
+        return bool(shadowed)
 
     def close(self) -> None:
         """Stop the launcher (closing its stdin ends it) and remove its scratch files."""
