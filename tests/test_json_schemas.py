@@ -399,7 +399,7 @@ FAILING: dict[str, tuple[list[str], int]] = {
     "bisect": (["bisect", "no_such_shim"], 2),
     "report": (["report", "--no-probe"], 2),
     "retire": (["retire", "--no-probe"], 2),
-    "bump": (["bump", "no-such-lane", "--no-run", "--no-pr"], 1),
+    "bump": (["bump", "no-such-lane", "--no-run", "--no-pr"], 2),
     "pack check": (["pack", "check"], 2),
     "pack plan": (["pack", "plan"], 2),
     "pack queue": (["pack", "queue"], 2),
