@@ -324,6 +324,34 @@ def test_validation_merge_from_two_hosts(tmp_path, capsys):
     assert len(validation.load(out)) == 3
 
 
+def test_validation_merge_into_the_manifest_by_relative_paths(tmp_path, capsys, monkeypatch):
+    """As docs/offline.md says it: `validation merge validation/manifest.jsonl carried.jsonl -o
+    validation/manifest.jsonl` from the project's root writes the project's manifest, never
+    validation/validation/manifest.jsonl."""
+    (tmp_path / "lanes").mkdir()
+    (tmp_path / "validation").mkdir()
+    record = validation.ValidationRecord(
+        shim="x",
+        mode="without",
+        lane="l",
+        host={"hostname": "gpu-1"},
+        versions={},
+        sentinel="BUG_REPRODUCED",
+        outcome="bug-reproduced",
+        exit_code=10,
+        duration_s=1.0,
+        started_at="2026-11-01T00:00:00",
+    )
+    validation.append(tmp_path / "carried.jsonl", [record])
+    (tmp_path / "validation" / "manifest.jsonl").write_text("")
+    monkeypatch.chdir(tmp_path)
+    manifest = "validation/manifest.jsonl"
+    merged = run_cli(tmp_path, "validation", "merge", manifest, "carried.jsonl", "-o", manifest)
+    assert merged[0] == 0
+    assert len(validation.load(tmp_path / manifest)) == 1
+    assert not (tmp_path / "validation" / "validation").exists()
+
+
 def test_the_callers_python_path_never_leaks_into_a_base_description(tmp_path, monkeypatch):
     # A GPU host's wrapper that puts carried packages on PYTHONPATH must not have them recorded
     # as the base image's own versions (nor cut out of the overlay).

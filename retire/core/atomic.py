@@ -25,12 +25,19 @@ __all__ = ["atomic_stream", "atomic_write", "locked", "make_folder"]
 Folder = str | os.PathLike[str]
 
 
+def _here(path: Folder) -> str:
+    """A path a caller hands in, as Python reads one: relative to the working folder, never to
+    ``within`` (``validation/manifest.jsonl`` within ``validation`` is not
+    ``validation/validation/manifest.jsonl``)."""
+    return os.path.abspath(path)
+
+
 def make_folder(path: Folder, *, within: Folder) -> Path:
     """``path`` as a folder inside ``within`` (made with its parents when missing); a link below
     ``within`` on the way to it, ``path`` itself included, is one line, never followed.
 
     For folders other programs fill (lane envs, git worktrees, mirrors, wheelhouse parts)."""
-    folder = contained(within, path)
+    folder = contained(within, _here(path))
     folder.mkdir(parents=True, exist_ok=True)
     # made just now by someone else as a link: still refused
     return contained(within, folder)
@@ -58,7 +65,7 @@ def atomic_stream(path: Folder, blocks: Iterable[bytes], *, within: Folder) -> N
     """:func:`atomic_write` of the bytes ``blocks`` yields, without holding them all (wheels,
     joined chunks). An exception from ``blocks`` (a hash that does not match) leaves the old
     file as it was."""
-    target = contained(within, path)
+    target = contained(within, _here(path))
     # say so by its name, not by the temporary file's
     if target.is_dir():
         raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", str(target))
@@ -95,7 +102,7 @@ def locked(path: str | os.PathLike[str], *, within: Folder) -> Iterator[None]:
     lock file is left beside committed files; writers of that folder take turns. The folder is
     made as :func:`make_folder` makes it (never through a link below ``within``).
     """
-    folder = make_folder(contained(within, path).parent, within=within)
+    folder = make_folder(contained(within, _here(path)).parent, within=within)
     try:
         import fcntl
     # not POSIX: atomic replace still protects readers, not concurrent writers
