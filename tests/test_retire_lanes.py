@@ -651,3 +651,21 @@ def plan_of(*lanes: LaneVerdict):
     from retire.branches.dropplan import DropPlan
 
     return DropPlan(SHIM, "fixed", ("toylib>=1.6",), lanes=lanes)
+
+
+def test_the_pr_body_shows_a_conflict_never_resolves_it_out_of_sight():
+    from retire.branches.retirement import evidence_markdown
+    from retire.verdicts.model import Flag, FlagKind, Verdict
+
+    conflict = (
+        "pr-released: PR #746 is in release 0.1.6.post1 — but BUG_REPRODUCED without the shim "
+        "on tilelang 0.1.8; the floor comes from execution: tilelang>=0.1.15"
+    )
+    verdict = Verdict(
+        "tilelang_tma_lowering",
+        "retire-in-some",
+        "fixed in 0.1.15",
+        flags=(Flag(FlagKind.CONFLICT, conflict), Flag(FlagKind.STALE, "no movement")),
+    )
+    body = evidence_markdown(verdict, ())
+    assert f"**Conflict:**\n- {conflict}" in body and "no movement" not in body

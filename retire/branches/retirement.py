@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from retire.branches.dropplan import DropPlan
 from retire.evidence.validation import FIXED, Mode, RunOutcome, ValidationRecord
-from retire.verdicts.model import Decision, Verdict
+from retire.verdicts.model import Decision, FlagKind, Verdict
 from shims.model import ShimManifest
 
 
@@ -36,6 +36,10 @@ def _describe(record: ValidationRecord) -> str:
 def evidence_markdown(verdict: Verdict, records: Sequence[ValidationRecord]) -> str:
     """The evidence a reviewer needs: why, the conditions, and the reproducer before and after."""
     lines = [f"**Verdict:** {verdict.decision} — {verdict.why}", ""]
+    # evidence that disagrees is shown to the reviewer, never resolved out of sight
+    conflicts = [f.text for f in verdict.flags if f.kind == FlagKind.CONFLICT]
+    if conflicts:
+        lines += ["**Conflict:**", *[f"- {text}" for text in conflicts], ""]
     if verdict.conditions:
         lines += [
             "**Retirement conditions:**",
