@@ -242,6 +242,19 @@ class Parser(argparse.ArgumentParser):
         raise SystemExit(ExitCode.BAD_INPUT)
 
 
+def add_mirrors_option(parser: argparse.ArgumentParser, *, used_for: str) -> None:
+    """``--mirrors DIR``: the one spelling of the mirrors folder every command takes."""
+    from pathlib import Path
+
+    parser.add_argument(
+        "--mirrors",
+        type=Path,
+        metavar="DIR",
+        help=f"folder of git mirrors as <owner>/<repo>[.git], for {used_for} (default: "
+        "patchlane.toml's [mirrors] folder)",
+    )
+
+
 def iso_date(text: str) -> _dt.date:
     """argparse type: an ISO 8601 date (``--day``)."""
     try:

@@ -4,9 +4,17 @@ outcome."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from retire.commands.base import Command, ExitCode, Level, emit_json, say, utc_moment, whole_days
+from retire.commands.base import (
+    Command,
+    ExitCode,
+    Level,
+    add_mirrors_option,
+    emit_json,
+    say,
+    utc_moment,
+    whole_days,
+)
 from retire.core.project import Project
 
 
@@ -32,13 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-pr", action="store_true", help="make the branch only")
     p.add_argument("--repo", help="owner/name to open the pull request in (with a GITHUB_TOKEN)")
     p.add_argument("--api-url", help="code host REST API base URL")
-    p.add_argument(
-        "--mirrors",
-        type=Path,
-        metavar="DIR",
-        help="folder of git mirrors for lane revisions, as <owner>/<repo>[.git] (default: "
-        "patchlane.toml's [mirrors] folder)",
-    )
+    add_mirrors_option(p, used_for="the lanes pinned to revisions")
     p.add_argument(
         "--index-url",
         help="default package index when a lane names none (default: uv's configuration)",

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
-from retire.commands.base import Command, ExitCode, Level, emit_json, positive_int, say, utc_moment
+from retire.commands.base import (
+    Command,
+    ExitCode,
+    Level,
+    add_mirrors_option,
+    emit_json,
+    positive_int,
+    say,
+    utc_moment,
+)
 from retire.core.project import Project
 
 
@@ -51,13 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="with --check: a lane never locked because its index has no URL on this host is "
         "noted, not failed",
     )
-    p.add_argument(
-        "--mirrors",
-        type=Path,
-        metavar="DIR",
-        help="folder of git mirrors for lane revisions (default: patchlane.toml's [mirrors] "
-        "folder)",
-    )
+    add_mirrors_option(p, used_for="the lanes pinned to revisions")
     p.add_argument(
         "--json",
         action="store_true",

@@ -4,20 +4,14 @@ allows."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from retire.commands.base import Command, ExitCode, Level, emit_json, say
+from retire.commands.base import Command, ExitCode, Level, add_mirrors_option, emit_json, say
 from retire.core.errors import InputError
 from retire.core.project import Project
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--mirrors",
-        type=Path,
-        metavar="DIR",
-        help="folder of clones (default: patchlane.toml's [mirrors] folder)",
-    )
+    add_mirrors_option(p, used_for="listing and syncing")
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     a = actions.add_parser(
         "list",

@@ -6,7 +6,15 @@ import argparse
 from pathlib import Path
 
 from retire.bisect.budget import Budget
-from retire.commands.base import Command, ExitCode, emit_text, existing_file, say, shown
+from retire.commands.base import (
+    Command,
+    ExitCode,
+    add_mirrors_option,
+    emit_text,
+    existing_file,
+    say,
+    shown,
+)
 from retire.commands.bisect import add_budget_arguments, budget_of, candidate_bisections
 from retire.core.errors import InputError
 from retire.core.project import Project
@@ -19,13 +27,7 @@ def add_evidence_arguments(p: argparse.ArgumentParser) -> None:
         type=existing_file,
         help="validation manifest (default: validation/manifest.jsonl)",
     )
-    p.add_argument(
-        "--mirrors",
-        type=Path,
-        metavar="DIR",
-        help="folder of local clones as <owner>/<repo>[.git] (default: patchlane.toml's [mirrors] "
-        "folder)",
-    )
+    add_mirrors_option(p, used_for="landed pull requests, release tags and revisions")
     p.add_argument(
         "--index-url",
         help="default package index when a lane names none (default: uv's configuration)",

@@ -17,6 +17,7 @@ from retire.commands.base import (
     ExitCode,
     Level,
     Scrubbed,
+    add_mirrors_option,
     emit_json,
     json_mode,
     live,
@@ -100,13 +101,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--envs-dir", type=Path, help="where lane environments live (default: .patchlane/envs)"
     )
-    p.add_argument(
-        "--mirrors",
-        type=Path,
-        metavar="DIR",
-        help="folder of git mirrors for lane revisions (default: patchlane.toml's [mirrors] "
-        "folder)",
-    )
+    add_mirrors_option(p, used_for="the lanes pinned to revisions")
     p.add_argument(
         "--wheelhouse",
         type=Path,

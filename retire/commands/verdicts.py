@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from retire.commands.base import Command, ExitCode, emit_json, existing_file, positive_int, say
+from retire.commands.base import (
+    Command,
+    ExitCode,
+    add_mirrors_option,
+    emit_json,
+    existing_file,
+    positive_int,
+    say,
+)
 from retire.core.errors import InputError
 from retire.core.project import Project
 
@@ -20,13 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="default package index when a lane names none (default: uv's configuration)",
     )
     p.add_argument("--api-url", help="GitHub REST API base URL (default: the public API)")
-    p.add_argument(
-        "--mirrors",
-        type=Path,
-        metavar="DIR",
-        help="folder of local clones as <owner>/<repo>[.git] (default: patchlane.toml's [mirrors] "
-        "folder)",
-    )
+    add_mirrors_option(p, used_for="landed pull requests, release tags and revisions")
     p.add_argument(
         "--cache-dir", type=Path, help="HTTP cache folder (default: .patchlane/cache/http)"
     )
