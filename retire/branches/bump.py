@@ -53,7 +53,7 @@ BRANCH_PREFIX = "patchlane/bump-"
 _TRAILER = "Patchlane-Bump"
 
 
-class LaneStatus(enum.StrEnum):
+class BumpStatus(enum.StrEnum):
     """What the bump did to one lane."""
 
     BUMPED = "bumped"
@@ -68,7 +68,7 @@ class LaneStatus(enum.StrEnum):
 @dataclass(frozen=True)
 class LaneBump:
     lane: str
-    status: LaneStatus
+    status: BumpStatus
     why: str = ""
     changes: tuple[lockdiff.PackageChange, ...] = ()
     # (shim, outcome now, outcome before)
@@ -77,7 +77,7 @@ class LaneBump:
     notes: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "status", LaneStatus(self.status))
+        object.__setattr__(self, "status", BumpStatus(self.status))
 
 
 @dataclass(frozen=True)
@@ -182,7 +182,7 @@ def pr_body(
             f"### Lane `{lane.lane}` — {lane.status}" + (f": {lane.why}" if lane.why else ""),
             "",
         ]
-        if lane.status == LaneStatus.BUMPED:
+        if lane.status == BumpStatus.BUMPED:
             lines += [lockdiff.markdown_table(lane.changes), ""]
             versions = {c.name: c.new for c in lane.changes}
             if lane.notes:
@@ -327,18 +327,18 @@ def _lane_bump(
     """One re-locked lane: the diff of its lock and the release notes of what it takes."""
     if not result.ok:
         why = f"{result.status}: {result.message}; its lock is untouched"
-        return LaneBump(name, LaneStatus.FAILED, why)
+        return LaneBump(name, BumpStatus.FAILED, why)
     new_lock = locking.read_lock(locking.lock_path(project.locks_dir, name))
     changes = lockdiff.diff(old_lock, new_lock)
     if not changes:
-        return LaneBump(name, LaneStatus.UNCHANGED, "nothing newer to take")
+        return LaneBump(name, BumpStatus.UNCHANGED, "nothing newer to take")
     taken = [(c.name, c.new) for c in changes if c.new and c.kind not in ("downgrade", "removed")]
     notes = release_notes(fetcher, new_lock, taken) if fetcher is not None and taken else {}
-    return LaneBump(name, LaneStatus.BUMPED, "", changes, notes=tuple(sorted(notes.items())))
+    return LaneBump(name, BumpStatus.BUMPED, "", changes, notes=tuple(sorted(notes.items())))
 
 
 def _commit_message(bumps: Sequence[LaneBump], cutoff: _dt.datetime) -> str:
-    changed = [b for b in bumps if b.status == LaneStatus.BUMPED]
+    changed = [b for b in bumps if b.status == BumpStatus.BUMPED]
     head = ", ".join(
         f"{b.lane} ({len(b.changes)} change{'s' if len(b.changes) != 1 else ''})" for b in changed
     )
@@ -371,10 +371,10 @@ def _edit(work: Path, request: _BumpRequest, out: _Work) -> str | None:
         file = after[name].file
         if results[name].ok and file in failed_files:
             why = f"another lane of {file} failed to re-resolve; lock untouched"
-            bumps.append(LaneBump(name, LaneStatus.REVERTED, why))
+            bumps.append(LaneBump(name, BumpStatus.REVERTED, why))
             continue
         bumps.append(_lane_bump(project, name, results[name], old_locks.get(name), request.fetcher))
-    if not any(b.status == LaneStatus.BUMPED for b in bumps):
+    if not any(b.status == BumpStatus.BUMPED for b in bumps):
         out.lanes = bumps
         return None
     if request.run_suites:
@@ -393,7 +393,7 @@ def _run_suites(
 ) -> list[LaneBump]:
     project = Project(work)
     manifests = project.manifests()
-    chosen = [lanes[b.lane] for b in bumps if b.status == LaneStatus.BUMPED and lanes[b.lane].shims]
+    chosen = [lanes[b.lane] for b in bumps if b.status == BumpStatus.BUMPED and lanes[b.lane].shims]
     if not chosen:
         return bumps
     say(f"running the shim suites of {len(chosen)} bumped lane(s)")
@@ -409,7 +409,7 @@ def _run_suites(
     new_records = [r for run in done.values() for s in run.shims for r in s.records]
     if new_records:
         validation.append(project.validation, new_records)
-    out.suites_ran = any(run.status == "ran" for run in done.values())
+    out.suites_ran = any(run.status == runs.LaneStatus.RAN for run in done.values())
     before = previous_outcomes(records)
     updated = []
     for bump in bumps:
@@ -420,7 +420,7 @@ def _run_suites(
         outcomes: tuple[tuple[str, str, str | None], ...] = tuple(
             (s.shim, s.outcome, before.get((bump.lane, s.shim))) for s in run.shims
         )
-        why = bump.why if run.status == "ran" else f"suites {run.status}: {run.why}"
+        why = bump.why if run.status == runs.LaneStatus.RAN else f"suites {run.status}: {run.why}"
         updated.append(dataclasses.replace(bump, why=why, outcomes=outcomes))
     return updated
 
@@ -485,7 +485,7 @@ def bump(
     body_path = proposals.save_body(repo, branch, body)
     result = BumpResult(branch, BranchStatus.PROPOSED, "", lane_results, str(body_path))
     if open_pr:
-        bumped = ", ".join(b.lane for b in lane_results if b.status == LaneStatus.BUMPED)
+        bumped = ", ".join(b.lane for b in lane_results if b.status == BumpStatus.BUMPED)
         title = f"Bump locks: {bumped} ({now.date()})"
         status, url = proposals.open_pull_request(
             repo,

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from retire.bisect.budget import Budget, Meter
-from retire.bisect.search import CandidateRun, Limits
+from retire.bisect.search import CandidateRun, Limits, Status
 from retire.commands.base import (
     Command,
     ExitCode,
@@ -278,7 +278,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
                 f"recorded {result.records_added} run(s) in "
                 f"{project.validation.relative_to(project.root)}"
             )
-    return ExitCode.OK if result.status == "found" else ExitCode.FAILED
+    return ExitCode.OK if result.status == Status.FOUND else ExitCode.FAILED
 
 
 # ---------------------------------------------------------------------------------------------

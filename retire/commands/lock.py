@@ -106,11 +106,13 @@ def run(project: Project, args: argparse.Namespace) -> int:
         note = f"\n      {result.message}" if result.ok and result.message else ""
         say(
             f"  {result.status:<11} {result.lane}: {extra}{note}",
-            level=Level.RESULT if result.status != "up-to-date" or note else Level.PROGRESS,
+            level=Level.RESULT
+            if result.status != locking.LockStatus.UP_TO_DATE or note
+            else Level.PROGRESS,
         )
         if result.replaced:
             say(f"      replaced a foreign lock ({result.replaced})")
-        if result.status == "failed" and result.detail:
+        if result.status == locking.LockStatus.FAILED and result.detail:
             for line in result.detail.splitlines():
                 say(f"      | {line}")
 
@@ -134,7 +136,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
         counts[result.status] = counts.get(result.status, 0) + 1
     summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
     say(f"done in {time.monotonic() - started:.1f}s: {summary or 'nothing to lock'}")
-    unreachable = [r.lane for r in results if r.status == "unreachable"]
+    unreachable = [r.lane for r in results if r.status == locking.LockStatus.UNREACHABLE]
     if unreachable:
         say(
             f"note: {', '.join(unreachable)} could not reach an index from this host; their "

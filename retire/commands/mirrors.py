@@ -112,7 +112,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
 
 
 def _sync(project: Project, args: argparse.Namespace) -> int:
-    from retire.mirrors.sync import sync
+    from retire.mirrors.sync import SyncStatus, sync
 
     mirrors = _selected(project, args)
     if not mirrors:
@@ -126,7 +126,7 @@ def _sync(project: Project, args: argparse.Namespace) -> int:
         if not args.json:
             line = f"  {result.status:<11} {mirror.repository}"
             say(line + (f": {result.detail}" if result.detail else ""))
-    unreachable = [r for r in results if r.status == "unreachable"]
+    unreachable = [r for r in results if r.status == SyncStatus.UNREACHABLE]
     if unreachable and not args.json:
         say(
             f"note: {len(unreachable)} mirror(s) could not be reached from this host and were left "

@@ -52,11 +52,20 @@ from retire.locks.uvinputs import (
 from shims import times
 
 
+class LockStatus(StrEnum):
+    """How locking one lane ended."""
+
+    LOCKED = "locked"
+    UP_TO_DATE = "up-to-date"
+    FAILED = "failed"
+    #: the lane's index could not be reached from this host: its lock is kept as it was
+    UNREACHABLE = "unreachable"
+
+
 @dataclass(frozen=True)
 class LockResult:
     lane: str
-    # locked | up-to-date | failed | unreachable
-    status: str
+    status: LockStatus
     message: str = ""
     # uv's full explanation, for failures
     detail: str = ""
@@ -69,9 +78,12 @@ class LockResult:
     # [lane.exclude-newer-package] as locked: a package's own cutoff (UTC), or false (exempt)
     exclude_newer_package: dict[str, str | bool] = dataclasses.field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", LockStatus(self.status))
+
     @property
     def ok(self) -> bool:
-        return self.status in ("locked", "up-to-date")
+        return self.status in (LockStatus.LOCKED, LockStatus.UP_TO_DATE)
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -292,13 +304,13 @@ def lock_lane(
     urls = resolve_index_urls(lane, host.named)
     if isinstance(urls, IndexWithoutURL):
         return LockResult(
-            lane.name, "unreachable", urls.message, seconds=time.monotonic() - started
+            lane.name, LockStatus.UNREACHABLE, urls.message, seconds=time.monotonic() - started
         )
     try:
         pinned = revision_pins(lane, mirrors)
     # no mirror, or the rev is not in it: one line, the previous lock kept
     except InputError as exc:
-        return LockResult(lane.name, "failed", str(exc), seconds=time.monotonic() - started)
+        return LockResult(lane.name, LockStatus.FAILED, str(exc), seconds=time.monotonic() - started)
     # uv prefers the versions already in its output file: unchanged packages stay put
     keep = previous is not None and not upgrade and state.freshness is not Freshness.TAMPERED
     with tempfile.TemporaryDirectory(prefix=f"patchlane-lock-{lane.name}-") as scratch:
@@ -319,14 +331,14 @@ def lock_lane(
     except (PylockValidationError, tomllib.TOMLDecodeError) as exc:
         return LockResult(
             lane.name,
-            "failed",
+            LockStatus.FAILED,
             f"uv wrote a lock that packaging.pylock rejects: {exc}",
             seconds=seconds,
         )
     atomic_write(target, text, within=locks_dir.parent)
     return LockResult(
         lane.name,
-        "locked",
+        LockStatus.LOCKED,
         seconds=time.monotonic() - started,
         packages=len(lock.packages),
         cutoff=times.format_utc(cutoffs.exclude_newer) if cutoffs.exclude_newer else None,
@@ -342,7 +354,7 @@ def _up_to_date(lane: Lane, target: Path) -> LockResult:
     declared = declare_environments(lane, target)
     return LockResult(
         lane.name,
-        "up-to-date",
+        LockStatus.UP_TO_DATE,
         "re-stamped: it now declares the environments it is for" if declared else "",
         packages=target.read_text(encoding="utf-8").count("\n[[packages]]"),
     )
@@ -384,13 +396,13 @@ def _compile(
     seconds = time.monotonic() - started
     if proc.returncode != 0:
         status, message = explain_failure(proc.stderr, origin=lane.origin)
-        return LockResult(lane.name, status, message, proc.stderr.strip(), seconds)
+        return LockResult(lane.name, LockStatus(status), message, proc.stderr.strip(), seconds)
     made = (work / LOCK_NAME).read_text(encoding="utf-8")
     if not pinned:
         return made
     missed = unpinned(tomllib.loads(made), pinned)
     if missed is not None:
-        return LockResult(lane.name, "failed", missed.message, seconds=seconds)
+        return LockResult(lane.name, LockStatus.FAILED, missed.message, seconds=seconds)
     return revisions.replace_urls(
         made, {pin.local_url: pin.revision.upstream_url for pin in pinned}
     )

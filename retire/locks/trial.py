@@ -257,7 +257,7 @@ def _judge(
 ) -> RaiseTrial:
     """The trial's answer from the lock uv made, or from why it made none."""
     if not result.ok:
-        if result.status == "failed" and "No solution found" in result.detail:
+        if result.status == locking.LockStatus.FAILED and "No solution found" in result.detail:
             installed = {**_locked(lane, None), **_locked(lane, seed_lock)}
             blocker = parse_blocker(result.detail, floors, installed)
             return RaiseTrial(lane.name, specs, False, blocker=blocker)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from retire.core.git import Git, GitError
@@ -35,18 +36,31 @@ _UNREACHABLE = (
 )
 
 
+class SyncStatus(StrEnum):
+    """How syncing one mirror ended."""
+
+    CLONED = "cloned"
+    UPDATED = "updated"
+    UNCHANGED = "unchanged"
+    #: the code host could not be reached from here: the mirror is kept as it was
+    UNREACHABLE = "unreachable"
+    FAILED = "failed"
+
+
 @dataclass(frozen=True)
 class SyncResult:
     repository: str
     path: Path
-    # cloned | updated | unchanged | unreachable | failed
-    status: str
+    status: SyncStatus
     detail: str = ""
     newest_commit_at: _dt.datetime | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", SyncStatus(self.status))
+
     @property
     def ok(self) -> bool:
-        return self.status in ("cloned", "updated", "unchanged", "unreachable")
+        return self.status != SyncStatus.FAILED
 
 
 def _state(mirror: Mirror) -> tuple[str, _dt.datetime | None]:
@@ -79,17 +93,22 @@ def sync(mirror: Mirror, *, timeout: float = TIMEOUT) -> SyncResult:
         except GitError as exc:
             status, text = _why(exc)
             return SyncResult(
-                mirror.repository, path, status, f"could not clone {mirror.fetch_url}: {text}"
+                mirror.repository,
+                path,
+                SyncStatus(status),
+                f"could not clone {mirror.fetch_url}: {text}",
             )
         except OSError as exc:
             return SyncResult(
                 mirror.repository,
                 path,
-                "failed",
+                SyncStatus.FAILED,
                 f"cannot create {path.parent}: {exc.strerror or exc}",
             )
         _, newest = _state(mirror)
-        return SyncResult(mirror.repository, path, "cloned", f"from {mirror.fetch_url}", newest)
+        return SyncResult(
+            mirror.repository, path, SyncStatus.CLONED, f"from {mirror.fetch_url}", newest
+        )
     before, newest = _state(mirror)
     git = Git(path, search_parents=False, timeout=timeout)
     try:
@@ -120,11 +139,15 @@ def sync(mirror: Mirror, *, timeout: float = TIMEOUT) -> SyncResult:
         return SyncResult(
             mirror.repository,
             path,
-            status,
+            SyncStatus(status),
             f"could not fetch {mirror.fetch_url}: {text}; the mirror is unchanged{fresh}",
             newest,
         )
     after, newest = _state(mirror)
     return SyncResult(
-        mirror.repository, path, "updated" if after != before else "unchanged", "", newest
+        mirror.repository,
+        path,
+        SyncStatus.UPDATED if after != before else SyncStatus.UNCHANGED,
+        "",
+        newest,
     )
