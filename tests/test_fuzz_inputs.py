@@ -361,6 +361,12 @@ def mutated(rnd: random.Random, seed: dict, pool: list) -> dict:
     """``seed`` with one to three values replaced (from ``pool``), keys deleted or added,
     anywhere."""
     doc = copy.deepcopy(seed)
+
+    def drawn() -> object:
+        # a copy: a pool value put in twice (or into itself) would make the document a cycle,
+        # and a later mutation would change the pool for the examples after it
+        return copy.deepcopy(rnd.choice(pool))
+
     for _ in range(rnd.choice([1, 1, 1, 2, 3])):
         container: dict | list = doc
         # walk down to a random container
@@ -374,15 +380,15 @@ def mutated(rnd: random.Random, seed: dict, pool: list) -> dict:
             container = child
         action = rnd.choice(["replace", "replace", "delete", "add"]) if slots else "add"
         if action == "add" and isinstance(container, dict):
-            container[rnd.choice(KEY_POOL)] = rnd.choice(pool)
+            container[rnd.choice(KEY_POOL)] = drawn()
         elif action == "add":
-            container.append(rnd.choice(pool))
+            container.append(drawn())
         else:
             slot = rnd.choice(slots)
             if action == "delete":
                 del container[slot]
             else:
-                container[slot] = rnd.choice(pool)
+                container[slot] = drawn()
     return doc
 
 
