@@ -39,7 +39,8 @@ from tests.support.shimtree import TOY_PATCH, manifest_text, write_shim
 
 REPO = Path(__file__).resolve().parents[1]
 #: Deny-list patterns such as "[[" compile with a FutureWarning; that is not what is tested here.
-pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
+# Thousands of generated documents (about 14 s in all): the full suite's, not the fast tier's.
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::FutureWarning")]
 FUZZ = settings(
     max_examples=int(os.environ.get("PATCHLANE_FUZZ_EXAMPLES", "60")),
     deadline=None,

@@ -135,6 +135,7 @@ def test_init_and_shim_new(tmp_path, capsys):
     check("shim-new", document)
 
 
+@pytest.mark.slow
 def test_lanes_lock_lock_check_and_lockdiff(project, capsys):
     project.write("a", lane_text('"helper==1.0"'))
     # cannot resolve: a failed row
@@ -160,6 +161,7 @@ def test_lanes_lock_lock_check_and_lockdiff(project, capsys):
     check("lockdiff", document)
 
 
+@pytest.mark.slow
 def test_run_and_summary(toy_project, capsys):
     toy_project.write("old", lane())
     toy_project.write("fixed", lane(reqs='"toylib==1.1"'))
@@ -220,6 +222,7 @@ def test_mirrors_list_and_sync(tmp_path, capsys):
     check("mirrors-list", document)
 
 
+@pytest.mark.slow
 def test_verdicts(air_gapped, capsys, monkeypatch):
     from tests.support.faults import unused_port
 
@@ -256,6 +259,7 @@ def test_report_and_retire_without_apply(tmp_path, capsys):
         check("report", document)
 
 
+@pytest.mark.slow
 def test_retire_apply(tmp_path, capsys):
     from tests.test_autodrop import DropProject
 
@@ -275,6 +279,7 @@ def test_retire_apply(tmp_path, capsys):
         project.close()
 
 
+@pytest.mark.slow
 def test_bump(shop, capsys):
     code, document = printed(
         capsys, shop["repo"], "bump", "toy", "--no-run", "--no-pr", "--now", "2026-06-01T12:00:00"
@@ -283,6 +288,7 @@ def test_bump(shop, capsys):
     check("bump", document)
 
 
+@pytest.mark.slow
 def test_bisect(tmp_path, clean_series, capsys):
     root = tmp_path / "project"
     write_shim(root / "shims", "toylib_add")

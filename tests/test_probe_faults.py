@@ -32,6 +32,10 @@ from tests.support.gitrepos import git, make_upstream
 from tests.support.probing import toylib_index
 from tests.support.retirement import NOW, VERSION_FLOOR, Project, commit_in_tag, pr_released
 
+# Each fault runs a whole gather against a misbehaving loopback server: the full suite's, not
+# the fast tier's (about 14 s in all).
+pytestmark = pytest.mark.slow
+
 PR = "https://github.com/org/toylib/pull/2"
 ISSUE = "https://github.com/org/toylib/issues/1"
 REPO = "https://github.com/org/toylib"

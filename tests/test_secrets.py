@@ -117,6 +117,7 @@ def test_text_written_anywhere_is_scrubbed(tmp_path, monkeypatch):
     assert (tmp_path / "w.bin").read_bytes() == b"key-1234567"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("graphql", [True, False], ids=["graphql", "rest"])
 def test_an_echoed_token_reaches_no_output_and_no_file(world, graphql, monkeypatch, capsys):
     from retire.commands import main as cli
