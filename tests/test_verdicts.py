@@ -1316,3 +1316,18 @@ def test_a_revision_lane_no_mirror_places_is_unknown_never_dropped_on_its_label(
     assert lane.step == "unknown" and lane.locked == f"toylib @ {commit[:10]}"
     assert "no mirror of org/toylib" in lane.why and "`patchlane run main-lane`" in lane.action
     assert found.decision == "unknown" and found.action == lane.action
+
+
+def test_lanes_an_unknown_decided_alike_take_one_line_and_the_action_once(capsys):
+    from retire.commands.base import configure
+    from retire.commands.verdicts import _print_table
+    from retire.verdicts.model import LaneStep, LaneVerdict, Verdict
+
+    action = "repair the mirror: no mirror of https://github.com/org/toylib"
+    lanes = tuple(
+        LaneVerdict(name, LaneStep.UNKNOWN, "no mirror", action=action) for name in ("a", "b")
+    )
+    configure()
+    _print_table([Verdict("toy", "unknown", "pr-released: no mirror", action, lane_verdicts=lanes)])
+    out = capsys.readouterr().out
+    assert "unknown in a, b" in out and out.count(action) == 1

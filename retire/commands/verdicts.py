@@ -127,8 +127,13 @@ def _print_table(verdicts: list) -> None:
         say(f"{v.shim:<{width}}  {v.decision:<{decided}}  {v.why}{floors}")
         pad = f"{'':<{width}}  "
         steps = {lane.step for lane in v.lane_verdicts}
-        if len(steps) == 1 and all(lane.why == v.why for lane in v.lane_verdicts):
-            # the evidence decided every lane alike: one line, not the why again per lane
+        alike = all(
+            lane.why == v.why or (lane.action is not None and lane.action == v.action)
+            for lane in v.lane_verdicts
+        )
+        if len(steps) == 1 and alike:
+            # the evidence decided every lane alike: one line, not the why (or the shim's next
+            # action) again per lane
             names = ", ".join(lane.lane for lane in v.lane_verdicts)
             say(f"{pad}{'lanes':<{decided}}  {steps.pop()} in {names}")
         else:
