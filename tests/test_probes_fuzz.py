@@ -272,3 +272,17 @@ def test_huge_pages_end_within_the_deadline(fragment, mebibytes):
     except BadBodyError as exc:
         assert exc.reason
     assert time.monotonic() - began < 0.3 + 1.5
+
+
+@pytest.mark.parametrize("fragment", ["<!--", '<a href="', "<a b=c "])
+def test_an_unclosed_construct_is_refused_before_its_parse_turns_quadratic(fragment):
+    """Found by the fuzzer above in CI: every chunk of a 4 MiB page of unclosed comments was fed
+    within the deadline, then html.parser's close() parsed the held-back rest in one go —
+    quadratic, minutes. A page whose one construct outgrows a few hundred KiB is refused first."""
+    from retire.probes.pages import PageError, parse_html_page
+
+    body = "<html><body>" + fragment * (4 * 2**20 // len(fragment))
+    began = time.monotonic()
+    with pytest.raises(PageError, match="does not close"):
+        parse_html_page(body, "x", "http://index.invalid/simple/x/", expired=lambda: False)
+    assert time.monotonic() - began < 2

@@ -55,6 +55,9 @@ JSON_API = "PEP 691 JSON"
 HTML_API = "PEP 503 HTML"
 #: Characters of HTML fed to the parser between two looks at the deadline (about 0.1 s of work).
 _CHUNK = 2**17
+#: The most a single construct (a tag, a comment, a quoted value) may hold: a project page's
+#: largest is an anchor of a few hundred bytes.
+_UNCLOSED = 2 * _CHUNK
 #: Files read between two looks at the deadline.
 _EVERY = 500
 #: What a distribution file's name ends with (PEP 503 links one per file; ``.egg``, ``.exe`` are
@@ -304,7 +307,12 @@ def _names(text: str, project: str) -> bool:
 
 
 def _feed(parser: _Anchors, text: str, expired: Callable[[], bool]) -> None:
-    """``text`` through ``parser`` in chunks, looking at the deadline between them."""
+    """``text`` through ``parser`` in chunks, looking at the deadline between them.
+
+    What html.parser holds back sits inside a construct that has not closed yet (a comment, a tag,
+    a quote), and every later chunk makes it scan that again: a page whose one construct outgrows
+    :data:`_UNCLOSED` is no project page, and is refused there, before the scans turn quadratic
+    (and before ``close()`` would parse the rest in one unbounded go)."""
     try:
         for start in range(0, len(text), _CHUNK):
             if expired():
@@ -313,12 +321,22 @@ def _feed(parser: _Anchors, text: str, expired: Callable[[], bool]) -> None:
                     f"{len(text) / 2**20:.0f} MiB, {len(parser.anchors)} links so far)"
                 )
             parser.feed(text[start : start + _CHUNK])
+            _not_unclosed(parser)
         parser.close()
     # html.parser's own complaints
     except (AssertionError, ValueError) as exc:
         if isinstance(exc, PageError):
             raise
         raise PageError(f"unreadable HTML ({exc})") from None
+
+
+def _not_unclosed(parser: _Anchors) -> None:
+    pending = len(parser.rawdata)
+    if pending > _UNCLOSED:
+        raise PageError(
+            f"the page holds a comment, tag or quote that does not close within {pending // 1024} "
+            "KiB: not a project page"
+        )
 
 
 def _check_page(parser: _Anchors, files: int, others: list[str], project: str) -> None:
