@@ -21,14 +21,17 @@ from pathlib import Path
 from retire.core.errors import InputError
 from retire.lanes.model import PYTHON_VERSION
 from retire.scaffold import Plan, template
+from retire.scaffold.ignored import negations
 from retire.scaffold.merge import Merged, merge_noxfile, merge_precommit
 from retire.scaffold.source import Source
 from shims.filereading import read_text
 
-__all__ = ["plan_init"]
+__all__ = ["committed", "plan_init"]
 
 _README_HEADING = "## Patch lane"
 _IGNORED = (".patchlane/", ".nox/")
+# the lock init makes (or `nox -s lock` makes later): committed like the files init writes
+_LOCK = "locks/cpu/pylock.toml"
 
 
 def _values(source: Source, action: str | None, python: str) -> dict[str, str]:
@@ -116,7 +119,9 @@ def plan_init(
         else:
             notes.append(merged.note + (":\n" + merged.lines.rstrip("\n") if merged.lines else ""))
     _readme(root, values, create, edit)
-    _gitignore(root, create, edit)
+    unignore, ignored_notes = negations(root, sorted({*create, *edit, ".gitignore", _LOCK}))
+    notes.extend(ignored_notes)
+    _gitignore(root, create, edit, unignore)
     if source.local_only:
         notes.append(
             f"patchlane comes from {source.local_only}, which only this machine has: the "
@@ -144,12 +149,19 @@ def _readme(root: Path, values: dict[str, str], create: dict, edit: dict) -> Non
         edit["README.md"] = text.rstrip("\n") + "\n" + section
 
 
-def _gitignore(root: Path, create: dict, edit: dict) -> None:
+def committed(plan: Plan) -> list[str]:
+    """Every file of ``plan`` meant to be committed, and the lane's lock."""
+    return sorted({*plan.create, *plan.edit, _LOCK})
+
+
+def _gitignore(root: Path, create: dict, edit: dict, unignore: list[str]) -> None:
+    """The state folders ignored, and negations of the rules that would keep init's files out of
+    a commit (last: in one file the last matching rule wins)."""
     # read safely: a FIFO there is one line, never a block
     text = read_text(root / ".gitignore", str(root / ".gitignore"), missing_ok=True)
     existing = text is not None
     text = text or ""
-    missing = [entry for entry in _IGNORED if entry not in text.splitlines()]
+    missing = [entry for entry in _IGNORED if entry not in text.splitlines()] + unignore
     if missing:
         head = text if text.endswith("\n") or not text else text + "\n"
         (edit if existing else create)[".gitignore"] = head + "\n".join(missing) + "\n"
