@@ -6,9 +6,11 @@ naming the file, with nothing written."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 
-from tests.conftest import run_cli
+from tests.conftest import ROOT, run_cli
 
 FROM = ("--from", "patchlane[engine]==0.1.0")
 
@@ -91,3 +93,101 @@ def test_lock_check_tells_an_ignored_lock_from_a_missing_one(tmp_path, capsys):
     _git(shop, "add", "-f", "locks/cpu/pylock.toml")
     code, out, _err = run_cli(shop, "lock", "--check", "--json", capsys=capsys)
     assert json.loads(out)["lanes"][0]["state"] == "foreign"
+
+
+# ---------------------------------------------------------------------------------------------
+# 29.3: the noxfile line where imports go
+
+SCRIPT_NOXFILE = '''#!/usr/bin/env -S uv run --script
+# /// script
+# dependencies = ["nox"]
+# ///
+"""The shop's sessions, run as ./noxfile.py."""
+
+import os
+
+import nox
+
+import shoplib
+
+
+@nox.session(venv_backend="none")
+def tests(session):
+    session.log(shoplib.NAME, os.sep)
+
+
+if __name__ == "__main__":
+    nox.main()
+'''
+
+
+def test_the_noxfile_line_goes_where_imports_go_and_the_script_still_runs(tmp_path, capsys):
+    shop = _repository(tmp_path / "shop")
+    (shop / "noxfile.py").write_text(SCRIPT_NOXFILE)
+    (shop / "shoplib.py").write_text('NAME = "shop"\n')
+    code, out, err = run_cli(shop, "init", "--no-lock", *FROM, "--json", capsys=capsys)
+    assert code == 0, err
+    assert json.loads(out)["notes"] == [
+        "noxfile.py: its script block (# /// script) lists patchlane in its dependencies"
+    ]
+    noxfile = (shop / "noxfile.py").read_text()
+    assert noxfile == SCRIPT_NOXFILE.replace(
+        '["nox"]', '["nox", "patchlane[engine]==0.1.0"]'
+    ).replace(
+        "import nox\n",
+        "import nox\nfrom retire.sessions import bump, lane, lanes, lock, retire, summary  "
+        "# noqa: F401 - patchlane's sessions\n",
+    )
+    # the shop's linter: its imports stay sorted (I001), nothing flagged in what init added
+    lint = subprocess.run(
+        ["ruff", "check", "--isolated", "--select", "I,E,F,W", "noxfile.py"],
+        cwd=shop,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert lint.returncode == 0, lint.stdout
+    # run as a script, nox lists the shop's sessions and patchlane's
+    listed = subprocess.run(
+        [sys.executable, "noxfile.py", "-l"],
+        cwd=shop,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert "tests" in listed.stdout and "lane(name='cpu')" in listed.stdout, listed.stdout
+
+
+def test_a_shop_session_named_lock_keeps_its_name(tmp_path, capsys):
+    shop = _repository(tmp_path / "shop")
+    noxfile = (
+        "import nox\n\n\n"
+        '@nox.session(venv_backend="none", name="lock")\n'
+        "def pin(session):\n"
+        '    session.log("the shop\'s lock")\n'
+    )
+    (shop / "noxfile.py").write_text(noxfile)
+    code, out, err = run_cli(shop, "init", "--no-lock", *FROM, "--json", capsys=capsys)
+    assert code == 0, err
+    assert json.loads(out)["notes"] == [
+        "noxfile.py: it defines lock already: patchlane's lock not imported, yours keep the name "
+        "(`patchlane lock` does what patchlane's session would)"
+    ]
+    assert "from retire.sessions import bump, lane, lanes, retire, summary  # noqa" in (
+        shop / "noxfile.py"
+    ).read_text()
+    # nox: no "already registered", and `lock` is the shop's
+    ran = subprocess.run(
+        [sys.executable, "-W", "error::FutureWarning", "-m", "nox", "-s", "lock"],
+        cwd=shop,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    assert ran.returncode == 0 and "the shop's lock" in ran.stderr, ran.stderr
+    assert "already been registered" not in ran.stderr

@@ -251,10 +251,11 @@ def test_init_appends_to_an_existing_noxfile_and_pre_commit_config(tmp_path, cap
     assert document["edited"] == [".pre-commit-config.yaml", "noxfile.py"]
     assert document["notes"] == [] and document["from"] == "patchlane[engine]==0.1.0"
     noxfile = (shop / "noxfile.py").read_text()
-    assert noxfile.startswith(SHOP_NOXFILE)
-    assert noxfile.endswith(
-        "from retire.sessions import bump, lane, lanes, lock, retire, summary  "
-        "# noqa: E402,F401 - patchlane's sessions\n"
+    # where the imports are, sorted as isort sorts them
+    assert noxfile == SHOP_NOXFILE.replace(
+        "import nox\n",
+        "import nox\nfrom retire.sessions import bump, lane, lanes, lock, retire, summary  "
+        "# noqa: F401 - patchlane's sessions\n",
     )
     config = (shop / ".pre-commit-config.yaml").read_text()
     # the shop's text stays as written (comments, quoting, its zero-indent list), one entry after it
@@ -281,7 +282,6 @@ def test_init_appends_to_an_existing_noxfile_and_pre_commit_config(tmp_path, cap
     ("noxfile", "note"),
     [
         ("def lane(:\n", "noxfile.py does not parse"),
-        ("import nox\n\n\ndef lock():\n    pass\n", "noxfile.py defines lock already"),
         ("from retire.sessions import lane\n", "noxfile.py already imports patchlane's sessions"),
     ],
 )

@@ -20,7 +20,7 @@ from retire.core.atomic import atomic_write
 from retire.core.errors import InputError
 from retire.core.project import contained
 
-__all__ = ["Plan", "template", "write"]
+__all__ = ["Plan", "kept", "template", "write"]
 
 _PLACEHOLDER = re.compile(r"@@([A-Z]+)@@")
 
@@ -51,6 +51,26 @@ class Plan:
     notes: tuple[str, ...] = ()
 
 
+def kept(old: str, new: str) -> bool:
+    """Whether ``new`` holds every line of ``old``, in order and byte for byte (line ends
+    included), lines only inserted — or a one-line list grown at its end (``[a]`` → ``[a, b]``)."""
+    added = iter(new.splitlines(keepends=True))
+    for line in old.splitlines(keepends=True):
+        body = line.rstrip("\r\n")
+        grows = body[:-1] if body.endswith("]") else None
+        if not any(
+            candidate == line
+            or (
+                grows is not None
+                and candidate.startswith(grows)
+                and candidate.endswith("]" + line[len(body) :])
+            )
+            for candidate in added
+        ):
+            return False
+    return True
+
+
 def write(plan: Plan, *, command: str, append_only: bool = False) -> list[str]:
     """Write ``plan``; refuses (one line, nothing written) when a file to create exists, or, with
     ``append_only``, when an edit would change what a file holds. Returns the paths."""
@@ -68,8 +88,8 @@ def write(plan: Plan, *, command: str, append_only: bool = False) -> list[str]:
             "move it aside, or run it in a folder without it",
         )
     for relative, text in plan.edit.items() if append_only else ():
-        # an edit appends: what the file holds stays, byte for byte
-        if not text.startswith((root / relative).read_text(encoding="utf-8")):
+        # an edit adds: every line the file holds stays, in order, byte for byte
+        if not kept((root / relative).read_text(encoding="utf-8"), text):
             raise InputError(
                 str(root / relative), None, "would be rewritten", "report this as a patchlane bug"
             )

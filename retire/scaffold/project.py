@@ -101,7 +101,10 @@ def plan_init(
     edit: dict[str, str] = {}
     notes: list[str] = []
     merges = {
-        "noxfile.py": (template("project/noxfile.py.tmpl", **values), merge_noxfile),
+        "noxfile.py": (
+            template("project/noxfile.py.tmpl", **values),
+            lambda text, name: merge_noxfile(text, name, _first_party(root), source.engine),
+        ),
         ".pre-commit-config.yaml": (
             template("project/pre-commit-config.yaml", entry=_indented(entry, 2)),
             lambda text, name: merge_precommit(text, entry, name),
@@ -116,6 +119,8 @@ def plan_init(
         merged: Merged = merge(text, name)
         if merged.text is not None:
             edit[name] = merged.text
+            if merged.note:
+                notes.append(f"{name}: {merged.note}")
         else:
             notes.append(merged.note + (":\n" + merged.lines.rstrip("\n") if merged.lines else ""))
     _readme(root, values, create, edit)
@@ -130,6 +135,19 @@ def plan_init(
             "copy, or name a git URL and a ref (--from git+https://HOST/OWNER/patchlane@v0.1.0)"
         )
     return Plan(root, create, edit, tuple(notes))
+
+
+def _first_party(root: Path) -> frozenset[str]:
+    """The modules of the shop's own folder, which isort sorts after the third-party ones."""
+    try:
+        found = {
+            path.stem if path.suffix == ".py" else path.name
+            for path in root.iterdir()
+            if path.suffix == ".py" or (path.is_dir() and path.name.isidentifier())
+        }
+    except OSError:
+        return frozenset()
+    return frozenset(found - {"retire"})
 
 
 def _indented(text: str, by: int) -> str:
