@@ -86,10 +86,48 @@ def patchlane(session: nox.Session, *args: str) -> None:
     session.run(sys.executable, "-m", "retire", "--root", str(ROOT), *args, external=True)
 
 
+# the problem a lane session said already, so that the others of this process do not repeat it
+_SAID: list[str] = []
+
+
+def _problem(posargs: list[str]) -> str:
+    """Why `patchlane run` would refuse these arguments on every lane: a lane name that is none,
+    a lane file whose shim ids name no shim (one line, as `patchlane run` says it); "" when it
+    would not, or cannot tell here."""
+    import argparse
+
+    from retire.commands import run
+    from retire.core.errors import InputError
+    from retire.core.project import Project
+    from retire.lanes import lanefile
+
+    if LANE_ERROR:
+        return LANE_ERROR
+    parser = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    run.add_arguments(parser)
+    try:
+        named = parser.parse_known_intermixed_args(posargs)[0].lanes
+        lanefile.select(lanefile.project_lanes(Project(ROOT)), named)
+    except (argparse.ArgumentError, SystemExit):
+        # a bad option: `patchlane run` says which
+        return ""
+    except InputError as exc:
+        return str(exc)
+    return ""
+
+
 def _lane(session: nox.Session, name: str) -> None:
     """Build one lane from its lock and run its shim suites (`-- NAME…`: only those lanes)."""
     names = {param.args[0] for param in LANES}
     wanted = [arg for arg in session.posargs if arg in names]
+    # a lane name that is none, a shim id in a lane file that names no shim: said once, by the
+    # first lane session, before any summary is asked for (it would say "no lane results")
+    problem = _problem(session.posargs)
+    if problem:
+        if _SAID:
+            session.skip("see the error above")
+        _SAID.append(problem)
+        session.error(problem)
     if wanted and name not in wanted:
         session.skip(f"not selected ({', '.join(wanted)})")
     # `nox -j N` runs each session in its own process with --no-dependencies, where nox refuses

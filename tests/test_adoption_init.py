@@ -173,12 +173,15 @@ def test_a_shop_session_named_lock_keeps_its_name(tmp_path, capsys):
     code, out, err = run_cli(shop, "init", "--no-lock", *FROM, "--json", capsys=capsys)
     assert code == 0, err
     assert json.loads(out)["notes"] == [
-        "noxfile.py: it defines lock already: patchlane's lock not imported, yours keep the name "
-        "(`patchlane lock` does what patchlane's session would)"
+        (
+            "noxfile.py: it defines lock already: patchlane's lock not imported, yours keep the "
+            "name (`patchlane lock` does what patchlane's session would)"
+        )
     ]
-    assert "from retire.sessions import bump, lane, lanes, retire, summary  # noqa" in (
-        shop / "noxfile.py"
-    ).read_text()
+    assert (
+        "from retire.sessions import bump, lane, lanes, retire, summary  # noqa"
+        in (shop / "noxfile.py").read_text()
+    )
     # nox: no "already registered", and `lock` is the shop's
     ran = subprocess.run(
         [sys.executable, "-W", "error::FutureWarning", "-m", "nox", "-s", "lock"],
@@ -191,3 +194,38 @@ def test_a_shop_session_named_lock_keeps_its_name(tmp_path, capsys):
     )
     assert ran.returncode == 0 and "the shop's lock" in ran.stderr, ran.stderr
     assert "already been registered" not in ran.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# 29.2: a lane name that is none, a shim id that is none: one line, no wrong summary after it
+
+
+def _nox(root, *args):
+    return subprocess.run(
+        [sys.executable, "-m", "nox", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=300,
+    )
+
+
+def test_nox_lane_with_an_unknown_lane_or_shim_says_it_once(tmp_path, capsys):
+    shop = tmp_path / "shop"
+    assert run_cli(tmp_path, "init", "--no-lock", *FROM, str(shop), capsys=capsys)[0] == 0
+    lane = (shop / "lanes" / "cpu.toml").read_text()
+    (shop / "lanes" / "gpu.toml").write_text(lane)
+    ran = _nox(shop, "-s", "lane", "--", "--strict", "nosuchlane")
+    out = ran.stdout + ran.stderr
+    assert ran.returncode != 0
+    assert out.count("unknown lane 'nosuchlane' — known lanes: cpu, gpu") == 1, out
+    assert "unrecognized arguments" not in out and "no lane results" not in out, out
+    (shop / "lanes" / "gpu.toml").unlink()
+    (shop / "lanes" / "cpu.toml").write_text(lane.replace("shims = []", 'shims = ["my_fixx"]'))
+    ran = _nox(shop, "-s", "lane")
+    out = ran.stdout + ran.stderr
+    assert ran.returncode != 0
+    assert out.count("cpu.shims: unknown shim 'my_fixx'") == 1, out
+    assert "no lane results" not in out and "summary" not in out, out
