@@ -229,3 +229,89 @@ def test_nox_lane_with_an_unknown_lane_or_shim_says_it_once(tmp_path, capsys):
     assert ran.returncode != 0
     assert out.count("cpu.shims: unknown shim 'my_fixx'") == 1, out
     assert "no lane results" not in out and "summary" not in out, out
+
+
+# ---------------------------------------------------------------------------------------------
+# 30.6: init against real-world files
+
+BOMB = (
+    'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
+    + "".join(
+        f"{name}: &{name} [{', '.join([f'*{previous}'] * 9)}]\n"
+        for previous, name in zip("abcdefgh", "bcdefghi", strict=True)
+    )
+    + "repos:\n- repo: local\n  hooks: *i\n"
+)
+
+
+def test_a_yaml_alias_bomb_is_a_note_not_a_hang(tmp_path, capsys):
+    shop = _repository(tmp_path / "shop")
+    (shop / ".pre-commit-config.yaml").write_text(BOMB)
+    assert len(BOMB.encode()) < 1024
+    code, out, err = run_cli(shop, "init", "--no-lock", *FROM, capsys=capsys)
+    assert code == 0, err
+    assert "note: .pre-commit-config.yaml uses 73 YAML aliases (*name), more than the 32" in out
+    assert (shop / ".pre-commit-config.yaml").read_text() == BOMB
+
+
+def test_a_link_to_a_file_outside_stops_init_before_anything_is_written(tmp_path, capsys):
+    outside = tmp_path / "outside.yaml"
+    outside.write_text("repos:\n- repo: local\n  hooks: []\n")
+    for name in (".pre-commit-config.yaml", "README.md"):
+        shop = _repository(tmp_path / name.strip("."))
+        (shop / name).symlink_to(outside)
+        code, _out, err = run_cli(shop, "init", "--no-lock", *FROM, capsys=capsys)
+        assert code == 2 and err.count("\n") == 1 and name in err and "link" in err, err
+        assert sorted(p.name for p in shop.iterdir()) == [".git", name]
+    assert outside.read_text() == "repos:\n- repo: local\n  hooks: []\n"
+
+
+def test_crlf_files_are_appended_to_in_crlf_and_trailing_blank_lines_are_kept(tmp_path, capsys):
+    shop = _repository(tmp_path / "shop")
+    readme = b"# ours\r\n\r\nTraining code.\r\n\r\n\r\n"
+    ignore = b"*.pyc\r\n"
+    config = b"repos:\r\n- repo: local\r\n  hooks: []\r\n"
+    (shop / "README.md").write_bytes(readme)
+    (shop / ".gitignore").write_bytes(ignore)
+    (shop / ".pre-commit-config.yaml").write_bytes(config)
+    (shop / "noxfile.py").write_bytes(b"import nox\r\n")
+    code, _out, err = run_cli(shop, "init", "--no-lock", *FROM, capsys=capsys)
+    assert code == 0, err
+    for name, before in (
+        ("README.md", readme),
+        (".gitignore", ignore),
+        (".pre-commit-config.yaml", config),
+        ("noxfile.py", b"import nox\r\n"),
+    ):
+        after = (shop / name).read_bytes()
+        assert after.startswith(before) and after.count(b"\n") == after.count(b"\r\n"), name
+    assert (shop / ".gitignore").read_bytes() == b"*.pyc\r\n.patchlane/\r\n.nox/\r\n"
+    # three newlines at the end: kept, and no more blank lines before the section
+    assert b"Training code.\r\n\r\n\r\n## Patch lane\r\n" in (shop / "README.md").read_bytes()
+
+
+def test_a_github_file_where_the_folder_goes_stops_init_listing_every_conflict(tmp_path, capsys):
+    shop = _repository(tmp_path / "shop")
+    (shop / ".github").write_text("not a folder\n")
+    (shop / "lanes").mkdir()
+    (shop / "lanes" / "cpu.toml").write_text("# ours\n")
+    code, _out, err = run_cli(shop, "init", "--no-lock", *FROM, capsys=capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.strip() == (
+        f"patchlane: error: {shop}: 2 files in the way of patchlane init, which writes only new "
+        "files: lanes/cpu.toml (exists), .github (a file where a folder goes) — move them aside, "
+        "or run it in a folder without them"
+    )
+    # nothing written
+    assert sorted(p.name for p in shop.iterdir()) == [".git", ".github", "lanes"]
+    assert sorted(p.name for p in (shop / "lanes").iterdir()) == ["cpu.toml"]
+
+
+def test_a_noxfile_python_cannot_parse_is_one_line_naming_it(tmp_path, capsys):
+    shop = _repository(tmp_path / "shop")
+    noxfile = "x = " + "-" * 200_000 + "1\n"
+    (shop / "noxfile.py").write_text(noxfile)
+    code, out, err = run_cli(shop, "init", "--no-lock", *FROM, capsys=capsys)
+    assert code == 0 and "Traceback" not in err, err
+    assert "note: noxfile.py does not parse (nested too deeply for Python's parser)" in out
+    assert (shop / "noxfile.py").read_text() == noxfile

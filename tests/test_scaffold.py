@@ -106,9 +106,13 @@ def test_init_refuses_to_overwrite_and_appends_to_a_readme(tmp_path, capsys):
     (tmp_path / "noxfile.py").unlink()
     code, _out, err = run_cli(tmp_path, "init", "--no-lock", capsys=capsys)
     assert code == 2
+    # every file in the way, at once
     assert err.strip() == (
-        f"patchlane: error: {tmp_path / 'patchlane.toml'}: exists; patchlane init writes only new "
-        "files — move it aside, or run it in a folder without it"
+        f"patchlane: error: {tmp_path}: 7 files in the way of patchlane init, which writes only "
+        "new files: patchlane.toml (exists), lanes/cpu.toml (exists), shims/README.md (exists), "
+        "locks/README.md (exists), validation/manifest.jsonl (exists), "
+        ".github/workflows/patchlane-lanes.yml (exists), .github/workflows/patchlane-report.yml "
+        "(exists) — move them aside, or run it in a folder without them"
     )
     assert (
         not (tmp_path / "noxfile.py").exists()
@@ -274,7 +278,7 @@ def test_init_appends_to_an_existing_noxfile_and_pre_commit_config(tmp_path, cap
     assert "* tests" in listed and "- lock" in listed and "lane(name='cpu')" in listed, listed
     # A second init: patchlane.toml exists; nothing is appended twice.
     code, _out, err = run_cli(shop, "init", "--no-lock", capsys=capsys)
-    assert code == 2 and "patchlane.toml: exists" in err
+    assert code == 2 and "patchlane.toml (exists)" in err
     assert (shop / "noxfile.py").read_text() == noxfile
 
 

@@ -15,6 +15,7 @@ import json
 import re
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["SESSIONS", "Merged", "merge_noxfile", "merge_precommit"]
 
@@ -22,6 +23,8 @@ __all__ = ["SESSIONS", "Merged", "merge_noxfile", "merge_precommit"]
 SESSIONS = ("bump", "lane", "lanes", "lock", "retire", "summary")
 _IMPORT = f"from retire.sessions import {', '.join(SESSIONS)}  # noqa: F401 - patchlane's sessions"
 _HOOK_IDS = ("patchlane-lock-check", "patchlane-manifest-check")
+# a pre-commit config names a few anchors at most; past this, the file is not read
+_MAX_ALIASES = 32
 _TOP_LEVEL_KEY = re.compile(r"^[^\s#-][^:]*:")
 _REPOS = re.compile(r"^repos\s*:\s*(#.*)?$")
 _ITEM = re.compile(r"^(?P<indent>[ ]*)-\s")
@@ -52,7 +55,11 @@ def merge_noxfile(
         tree = ast.parse(text, filename=name)
     # a file nested too deeply for the parser (or this interpreter's stack) is one line too
     except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
-        problem = str(exc) or type(exc).__name__
+        problem = (
+            "nested too deeply for Python's parser"
+            if isinstance(exc, MemoryError | RecursionError)
+            else str(exc)
+        )
         return Merged(None, f"{name} does not parse ({problem}); add this line to it", by_hand)
     imported = any(
         isinstance(node, ast.ImportFrom) and node.module == "retire.sessions"
@@ -238,6 +245,15 @@ def merge_precommit(text: str, entry: str, name: str = ".pre-commit-config.yaml"
             None, f"PyYAML is not installed here to check {name}; add this under its repos:", entry
         )
     try:
+        aliases = _aliases(yaml, text)
+        if aliases > _MAX_ALIASES:
+            return Merged(
+                None,
+                f"{name} uses {aliases} YAML aliases (*name), more than the {_MAX_ALIASES} "
+                "patchlane reads (a file of a few hundred bytes can expand to billions of nodes); "
+                "add this under its repos:",
+                entry,
+            )
         document = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
@@ -265,9 +281,14 @@ def merge_precommit(text: str, entry: str, name: str = ".pre-commit-config.yaml"
             "the last block of the file); add this under its repos:",
             entry,
         )
-    block = "".join(f"{' ' * indent}{line}\n" if line else "\n" for line in entry.splitlines())
-    head = text if text.endswith("\n") else text + "\n"
-    merged = head + f"{' ' * indent}# patchlane's hooks (added by `patchlane init`)\n" + block
+    newline = "\r\n" if "\r\n" in text else "\n"
+    block = "".join(
+        f"{' ' * indent}{line}{newline}" if line else newline for line in entry.splitlines()
+    )
+    head = text if text.endswith(("\n", "\r")) else text + newline
+    merged = (
+        head + f"{' ' * indent}# patchlane's hooks (added by `patchlane init`){newline}" + block
+    )
     try:
         after = yaml.safe_load(merged)
     except yaml.YAMLError:
@@ -278,6 +299,14 @@ def merge_precommit(text: str, entry: str, name: str = ".pre-commit-config.yaml"
             None, f"{name} cannot be appended to safely; add this under its repos:", entry
         )
     return Merged(merged)
+
+
+def _aliases(yaml: Any, text: str) -> int:
+    """How many aliases the YAML text uses: counted by the scanner, which reads tokens in one pass
+    and never expands them (the loader would: an alias of an alias of … is a billion nodes)."""
+    return sum(
+        isinstance(token, yaml.AliasToken) for token in yaml.scan(text, Loader=yaml.SafeLoader)
+    )
 
 
 def _item_indent(text: str) -> int | None:

@@ -20,11 +20,10 @@ from pathlib import Path
 
 from retire.core.errors import InputError
 from retire.lanes.model import PYTHON_VERSION
-from retire.scaffold import Plan, template
+from retire.scaffold import Plan, newline_of, raw_text, template
 from retire.scaffold.ignored import negations
 from retire.scaffold.merge import Merged, merge_noxfile, merge_precommit
 from retire.scaffold.source import Source
-from shims.filereading import read_text
 
 __all__ = ["committed", "plan_init"]
 
@@ -111,8 +110,8 @@ def plan_init(
         ),
     }
     for name, (fresh, merge) in merges.items():
-        # read safely: a FIFO, a folder or a device there is one line, never a block
-        text = read_text(root / name, str(root / name), missing_ok=True)
+        # read safely (a FIFO, a folder, a link there is one line), line ends as they are
+        text = raw_text(root / name, str(root / name))
         if text is None:
             create[name] = fresh
             continue
@@ -156,15 +155,24 @@ def _indented(text: str, by: int) -> str:
     )
 
 
+def _appended(text: str, addition: str) -> str:
+    """``text`` with ``addition`` (written with ``\\n``) after it, in the file's own line ends."""
+    newline = newline_of(text)
+    head = text if not text or text.endswith(("\n", "\r")) else text + newline
+    return head + addition.replace("\n", newline)
+
+
 def _readme(root: Path, values: dict[str, str], create: dict, edit: dict) -> None:
     section = template("project/README-section.md", **values)
-    # read safely: a FIFO, a folder or a device there is one line, never a block
-    text = read_text(root / "README.md", str(root / "README.md"), missing_ok=True)
+    # read safely (a FIFO, a folder, a link there is one line), line ends as they are
+    text = raw_text(root / "README.md", str(root / "README.md"))
     if text is None:
         create["README.md"] = f"# {root.resolve().name}\n{section}"
         return
     if _README_HEADING not in text:
-        edit["README.md"] = text.rstrip("\n") + "\n" + section
+        # the section starts with a blank line; a README that ends in blank lines has its own
+        blank = text.replace("\r\n", "\n").endswith("\n\n")
+        edit["README.md"] = _appended(text, section.lstrip("\n") if blank else section)
 
 
 def committed(plan: Plan) -> list[str]:
@@ -175,11 +183,10 @@ def committed(plan: Plan) -> list[str]:
 def _gitignore(root: Path, create: dict, edit: dict, unignore: list[str]) -> None:
     """The state folders ignored, and negations of the rules that would keep init's files out of
     a commit (last: in one file the last matching rule wins)."""
-    # read safely: a FIFO there is one line, never a block
-    text = read_text(root / ".gitignore", str(root / ".gitignore"), missing_ok=True)
+    # read safely (a FIFO, a folder, a link there is one line), line ends as they are
+    text = raw_text(root / ".gitignore", str(root / ".gitignore"))
     existing = text is not None
     text = text or ""
     missing = [entry for entry in _IGNORED if entry not in text.splitlines()] + unignore
     if missing:
-        head = text if text.endswith("\n") or not text else text + "\n"
-        (edit if existing else create)[".gitignore"] = head + "\n".join(missing) + "\n"
+        (edit if existing else create)[".gitignore"] = _appended(text, "\n".join(missing) + "\n")
