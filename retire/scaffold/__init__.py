@@ -54,17 +54,21 @@ class Plan:
 
 def kept(old: str, new: str) -> bool:
     """Whether ``new`` holds every line of ``old``, in order and byte for byte (line ends
-    included), lines only inserted — or a one-line list grown at its end (``[a]`` → ``[a, b]``)."""
+    included), lines only inserted — or a one-line list grown at its end (``[a]`` → ``[a, b]``),
+    or the last line given the line end it lacked."""
     added = iter(new.splitlines(keepends=True))
     for line in old.splitlines(keepends=True):
         body = line.rstrip("\r\n")
+        end = line[len(body) :]
         grows = body[:-1] if body.endswith("]") else None
         if not any(
             candidate == line
+            or (not end and candidate.rstrip("\r\n") == body)
             or (
                 grows is not None
                 and candidate.startswith(grows)
-                and candidate.endswith("]" + line[len(body) :])
+                and candidate.rstrip("\r\n").endswith("]")
+                and candidate.endswith(end)
             )
             for candidate in added
         ):
