@@ -38,6 +38,7 @@ from shims.tomlreader import Table, Value
 # the model's names too (shims.model.__all__): callers import everything about manifests from here
 __all__ = [
     "CONDITION_KINDS",
+    "DISTRIBUTION_NAME",
     "FIX_CLASSES",
     "LINKED_STATUSES",
     "LINK_ROLES",
@@ -88,10 +89,10 @@ RESERVED_IDS = _runtime_modules()
 #: The longest shim id: it names a folder, a package and files under it, well under a file
 #: name's 255 bytes.
 MAX_SHIM_ID = 64
-#: What a shim id is (a lowercase identifier, at most :data:`MAX_SHIM_ID` characters) and what a
-#: dotted module name is.
+#: What a shim id is (a lowercase identifier, at most :data:`MAX_SHIM_ID` characters), what a
+#: distribution name is (PEP 508, ASCII only) and what a dotted module name is.
 SHIM_ID = re.compile(rf"[a-z][a-z0-9_]{{0,{MAX_SHIM_ID - 1}}}")
-_DIST = re.compile(r"[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]")
+DISTRIBUTION_NAME = re.compile(r"[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]")
 MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _COMPUTE_CAPABILITY = re.compile(r"[0-9]+\.[0-9]+")
@@ -119,6 +120,10 @@ def manifest_paths(root: str | os.PathLike[str] | None = None) -> list[Path]:
         except FileNotFoundError:
             continue
         for entry in entries:
+            # no shim id starts with a dot: `shim new` builds a shim in a hidden folder beside
+            # its place before moving it in
+            if entry.name.startswith("."):
+                continue
             candidate = Path(entry.path) / "manifest.toml"
             if entry.is_dir() and candidate.is_file():
                 found.append(candidate)
@@ -245,7 +250,7 @@ def _distribution(table: Table, name: str, default: str | None = None) -> str:
     if name not in table and default is not None:
         return default
     value = table.string(name)
-    if not _DIST.fullmatch(value):
+    if not DISTRIBUTION_NAME.fullmatch(value):
         raise table.error(
             name,
             f"not a distribution name: {value!r}",
@@ -373,7 +378,7 @@ def _reproducer(table: Table) -> ReproducerSpec:
         fix='write packages = ["torch", "megatron-core"]', empty_ok=False
     )
     for index, package in enumerate(packages):
-        if not _DIST.fullmatch(package):
+        if not DISTRIBUTION_NAME.fullmatch(package):
             raise table.error(
                 f"packages[{index}]",
                 f"not a distribution name: {package!r}",

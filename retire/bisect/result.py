@@ -15,6 +15,7 @@ from retire.bisect.search import (
     Candidates,
     Status,
 )
+from retire.core import mdsafe
 
 __all__ = ["BisectResult"]
 
@@ -160,7 +161,7 @@ class BisectResult:
                 note = f"{note}; {run.detail}" if note else run.detail
             lines.append(
                 f"| {run.version} | {run.state} | {run.outcome} | {run.duration_s:.2f} | "
-                f"{note.replace('|', '/')} |"
+                f"{mdsafe.text(note)} |"
             )
         for label, version in (
             ("before (last broken)", self.last_broken),
@@ -172,8 +173,7 @@ class BisectResult:
                     "",
                     f"Reproducer `--mode without`, {label}: `{self.distribution}=={version}`",
                     "",
-                    "```",
-                    shown.output_tail.strip()[-1500:],
-                    "```",
+                    # the reproducer's output is data: no line of it may close the fence
+                    mdsafe.fence(shown.output_tail.strip()[-1500:], ""),
                 ]
         return "\n".join(lines) + "\n"

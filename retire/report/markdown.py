@@ -8,6 +8,7 @@ no attention, and a note points at the HTML and JSON files that always hold ever
 
 from __future__ import annotations
 
+from retire.core import mdsafe
 from retire.report import vocabulary
 from retire.report.evidence import summarise_verdict
 from retire.report.mdhtml import code_spans
@@ -145,10 +146,8 @@ def _matrix_json(report: Report) -> dict:
 
 def cell_text(text: str, limit: int | None = None) -> str:
     """Text safe inside a Markdown table cell (and inert as HTML in an issue body)."""
-    flat = " ".join(str(text).split())
-    if limit is not None and len(flat) > limit:
-        flat = flat[: limit - 1].rstrip() + "…"
-    return flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+    # no heading, list, link or image of the text's own either (retire.core.mdsafe)
+    return mdsafe.text(text, limit).replace(">", "&gt;")
 
 
 def code_cell(text: str, *, table: bool = True) -> str:
