@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 import bench
+from retire.evidence.floor import Floor
 from retire.evidence.validation import ValidationRecord
 from retire.evidence.values import ProbeFailure
 from retire.lanes.model import Lane
@@ -188,7 +189,9 @@ def _verdicts(
                 lanes=listing,
                 conditions=conditions,
                 failures=failures,
-                floors=(f"{m.target.distribution}>=2.0",) if decision is Decision.RETIRE else (),
+                floors=(Floor.parse(f"{m.target.distribution}>=2.0"),)
+                if decision is Decision.RETIRE
+                else (),
             )
         )
     return out

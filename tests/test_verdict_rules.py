@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+from retire.evidence.floor import Floor
 from retire.evidence.values import (
     Ancestry,
     BranchTip,
@@ -183,7 +184,9 @@ def test_truth_table(row):
     # Invariants of every row.
     # never without a clean run inside the floor
     if verdict.decision == "retire":
-        assert execution in ("clean-newest", "fixed-later") and verdict.floors == ("toylib>=1.2",)
+        assert execution in ("clean-newest", "fixed-later") and verdict.floors == (
+            Floor.parse("toylib>=1.2"),
+        )
     # execution decides; no probe turns it into unknown
     if execution in ("bug-newest", "split-newest"):
         assert verdict.decision == "keep" and "BUG_REPRODUCED" in verdict.why
@@ -317,7 +320,7 @@ LOCKED = {
     "pinned-above": (("toylib==1.3",), None),
     "unlocked": (("toylib>=1.0",), None),
 }
-FLOOR = ("toylib>=1.2",)
+FLOOR = (Floor.parse("toylib>=1.2"),)
 TRIAL = {
     "not-run": None,
     "resolved": RaiseTrial("x", FLOOR, True, {"toylib": "1.2"}),

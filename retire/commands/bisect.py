@@ -369,7 +369,7 @@ def _one_candidate(project: Project, verdict: Verdict, command: str, meter: Mete
         str(result.status),
         result.summary(),
         result.runs,
-        result.floor,
+        None if result.floor is None else str(result.floor),
         meter.refused,
     )
 

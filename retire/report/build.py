@@ -276,7 +276,7 @@ def _row(
         retire_when=tuple(_condition_words(c) for c in manifest.retirement.conditions),
         conditions=tuple((c.kind, c.state, c.why) for c in verdict.conditions),
         failures=tuple(str(f) for f in verdict.failures),
-        floors=tuple(verdict.floors),
+        floors=tuple(str(floor) for floor in verdict.floors),
         lanes=tuple(verdict.lanes)
         or tuple(lane.name for lane in lanes if manifest.id in lane.shims),
         last_proven=last_proven,

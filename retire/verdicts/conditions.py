@@ -24,6 +24,7 @@ from typing import TypeVar
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from retire.evidence.floor import Floor
 from retire.evidence.values import (
     IssueState,
     MirrorPull,
@@ -38,7 +39,7 @@ from retire.verdicts.model import ConditionResult, ConditionState, ExecutionStat
 from retire.verdicts.used import Used
 from shims.model import RetirementCondition
 
-__all__ = ["combine", "evaluate", "floor_text"]
+__all__ = ["combine", "evaluate"]
 
 HOLDS, FAILS, UNDECIDED = ConditionState.HOLDS, ConditionState.FAILS, ConditionState.UNDECIDED
 
@@ -50,10 +51,6 @@ def _given(value: _T | None, condition: RetirementCondition, name: str) -> _T:
     if value is None:
         raise ValueError(f"a {condition.kind} condition without its {name}")
     return value
-
-
-def floor_text(distribution: str, version: Version) -> str:
-    return f"{distribution}>={version}"
 
 
 def _day(moment: _dt.datetime | None) -> str:
@@ -121,7 +118,7 @@ def _version_floor(condition: RetirementCondition, ev: ShimEvidence, used: Used)
             kind,
             HOLDS,
             f"{dist} {first.version} released {_day(first.upload_time)} (inside {specifier})",
-            floor_text(dist, first.version),
+            Floor(dist, first.version),
         )
     newest = releases.latest
     return ConditionResult(
@@ -151,7 +148,7 @@ def _released_by_tags(
             HOLDS,
             f"{subject} is in release {inside[0]} (a release tag contains it: "
             f"{', '.join(containment.release_tags[:3])})",
-            floor_text(dist, inside[0]),
+            Floor(dist, inside[0]),
         )
     if releases is None:
         reason = failure.reason if failure else "not probed"
@@ -351,7 +348,7 @@ def _merged_by_code_host(
         HOLDS,
         f"{state.label} merged {_day(state.merged_at)}, {dist} {first.version} released "
         f"{_day(first.upload_time)} (by upload time: no mirror to check tags)",
-        floor_text(dist, first.version),
+        Floor(dist, first.version),
     )
 
 
@@ -427,7 +424,7 @@ def _reproducer_clean(
         kind,
         state,
         found.why,
-        floor_text(dist, found.floor) if found.floor else None,
+        Floor(dist, found.floor) if found.floor else None,
         action=None
         if state != UNDECIDED
         else "run the reproducer without the shim where it can run",

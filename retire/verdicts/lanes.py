@@ -30,6 +30,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from retire.evidence.floor import Floor
 from retire.evidence.validation import FIXED, RunOutcome
 from retire.evidence.values import Ancestry, ExecutionEvidence, ExecutionHistory, ProbeFailure
 from retire.lanes.model import Lane, LanePolicy
@@ -38,7 +39,7 @@ from retire.verdicts.execution import built_from, runs_phrase
 from retire.verdicts.model import Decision, LaneStep, LaneVerdict, ShimEvidence
 from retire.verdicts.used import Used
 
-__all__ = ["ShimRuling", "derive", "floors_of", "lane_steps", "trial_key"]
+__all__ = ["ShimRuling", "derive", "lane_steps", "trial_key"]
 
 BUG = RunOutcome.BUG_REPRODUCED
 
@@ -58,16 +59,7 @@ class ShimRuling:
     runs: ExecutionHistory
 
 
-def floors_of(texts: Sequence[str]) -> dict[str, Version]:
-    """``("tilelang>=0.1.15",)`` → ``{"tilelang": Version("0.1.15")}``."""
-    found: dict[str, Version] = {}
-    for text in texts:
-        dist, _, version = text.partition(">=")
-        found[canonicalize_name(dist)] = Version(version)
-    return found
-
-
-def trial_key(lane: str, floors: Sequence[str]) -> tuple[str, tuple[str, ...]]:
+def trial_key(lane: str, floors: Sequence[Floor]) -> tuple[str, tuple[Floor, ...]]:
     """How a trial re-lock is keyed in :attr:`ShimEvidence.trials`."""
     return lane, tuple(floors)
 
@@ -285,23 +277,22 @@ def _raise_revision(lane: Lane, position: _Position, ev: ShimEvidence, used: Use
 def _raise_release(
     lane: Lane, below: Sequence[_Position], locked: str | None, ev: ShimEvidence
 ) -> LaneVerdict:
-    floors = tuple(f"{p.dist}>={p.floor}" for p in below)
+    floors = tuple(Floor(p.dist, p.floor) for p in below)
+    named = ", ".join(map(str, floors))
     what = "; ".join(p.why for p in below)
     trial = ev.trials.get(trial_key(lane.name, floors))
     if trial is None:
-        why = f"{what}: raise to {', '.join(floors)} (not re-locked)"
+        why = f"{what}: raise to {named} (not re-locked)"
         return _verdict(lane, LaneStep.RAISE, why, locked, floors=floors)
     if trial.resolved:
         got = ", ".join(f"{name} {version}" for name, version in sorted(trial.versions.items()))
-        why = f"{what}: raise to {', '.join(floors)}; the trial re-lock resolved" + (
-            f" ({got})" if got else ""
-        )
+        why = f"{what}: raise to {named}; the trial re-lock resolved" + (f" ({got})" if got else "")
         return _verdict(lane, LaneStep.RAISE, why, locked, floors=floors)
     if trial.blocker:
-        why = f"{what}: raising to {', '.join(floors)} does not resolve: {trial.blocker}"
+        why = f"{what}: raising to {named} does not resolve: {trial.blocker}"
         return _verdict(lane, LaneStep.BLOCKED, why, locked, floors=floors, blocker=trial.blocker)
     reason = trial.failure or "the resolver gave no answer"
-    why = f"{what}: the trial re-lock with {', '.join(floors)} could not run: {reason}"
+    why = f"{what}: the trial re-lock with {named} could not run: {reason}"
     action = f"re-run `patchlane verdicts` where the lane's indexes answer ({reason})"
     return _verdict(lane, LaneStep.UNKNOWN, why, locked, floors=floors, action=action)
 

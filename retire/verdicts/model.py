@@ -12,6 +12,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from retire.evidence.floor import Floor
 from retire.evidence.values import (
     Ancestry,
     BranchTip,
@@ -111,8 +112,8 @@ class ConditionResult:
     kind: str
     state: ConditionState
     why: str
-    # "dist>=version" when the condition holds at a known release
-    floor: str | None = None
+    # the first release the condition holds at, when it holds at a known release
+    floor: Floor | None = None
     # what would decide it, when undecided
     action: str | None = None
 
@@ -156,8 +157,8 @@ class LaneVerdict:
     file: str = ""
     # what the lane installs of the target: "liger-kernel 0.6.0", "megatron-core @ d98e8a64dd"
     locked: str | None = None
-    # raise: what the lane's requirements become ("tilelang>=0.1.15")
-    floors: tuple[str, ...] = ()
+    # raise: what the lane's requirements become (tilelang>=0.1.15)
+    floors: tuple[Floor, ...] = ()
     # blocked: the resolver's explanation, one line
     blocker: str | None = None
     # hold: what would let the shim go
@@ -183,7 +184,7 @@ class LaneVerdict:
             "policy": str(self.policy),
             "file": self.file,
             "locked": self.locked,
-            "floors": list(self.floors),
+            "floors": [str(floor) for floor in self.floors],
             "blocker": self.blocker,
             "until": self.until,
             "action": self.action,
@@ -205,7 +206,7 @@ class Verdict:
     # every probe failure met, decisive or not
     failures: tuple[ProbeFailure, ...] = ()
     # proposed requirement floors when retiring
-    floors: tuple[str, ...] = ()
+    floors: tuple[Floor, ...] = ()
     # one per lane that carries the shim, in the order of ``lanes``
     lane_verdicts: tuple[LaneVerdict, ...] = ()
 
@@ -239,7 +240,7 @@ class Verdict:
             "action": self.action,
             "flags": [f.to_json() for f in self.flags],
             "lanes": list(self.lanes),
-            "floors": list(self.floors),
+            "floors": [str(floor) for floor in self.floors],
             "lane_verdicts": [lane.to_json() for lane in self.lane_verdicts],
             "conditions": to_json(self.conditions),
             "failures": to_json(self.failures),
@@ -274,4 +275,4 @@ class ShimEvidence:
     ancestry: Mapping[tuple[str, str], Ancestry | ProbeFailure] = field(default_factory=dict)
     #: (lane, floors) → the trial re-lock of that lane with those floors raised (absent: not
     #: re-locked, e.g. ``verdicts --no-resolve``).
-    trials: Mapping[tuple[str, tuple[str, ...]], RaiseTrial] = field(default_factory=dict)
+    trials: Mapping[tuple[str, tuple[Floor, ...]], RaiseTrial] = field(default_factory=dict)

@@ -33,6 +33,7 @@ from functools import cached_property
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from retire.evidence.floor import Floor, floor_map
 from retire.evidence.validation import RunOutcome
 from retire.evidence.values import (
     ExecutionHistory,
@@ -43,9 +44,9 @@ from retire.evidence.values import (
 )
 from retire.lanes.model import Lane
 from retire.verdicts import execution
-from retire.verdicts.conditions import FAILS, HOLDS, UNDECIDED, combine, evaluate, floor_text
+from retire.verdicts.conditions import FAILS, HOLDS, UNDECIDED, combine, evaluate
 from retire.verdicts.execution import Found, Order, version_of
-from retire.verdicts.lanes import ShimRuling, derive, floors_of, lane_steps
+from retire.verdicts.lanes import ShimRuling, derive, lane_steps
 from retire.verdicts.model import (
     ConditionResult,
     ConditionState,
@@ -84,13 +85,8 @@ def _newest_locked(dist: str, locks: Mapping[str, Mapping[str, str] | None]) -> 
     return max(versions, default=None)
 
 
-def _highest_floors(results: Iterable[ConditionResult]) -> dict[str, Version]:
-    floors: dict[str, Version] = {}
-    for result in results:
-        if result.state == HOLDS and result.floor:
-            dist, _, version = result.floor.partition(">=")
-            floors[dist] = max(floors.get(dist, Version(version)), Version(version))
-    return floors
+def _highest_floors(results: Iterable[ConditionResult]) -> Mapping[str, Version]:
+    return floor_map(r.floor for r in results if r.state == HOLDS and r.floor is not None)
 
 
 def _run_action(
@@ -100,7 +96,7 @@ def _run_action(
     where = "a host with a CUDA GPU" if manifest.reproducer.needs_cuda else "any host"
     if manifest.reproducer.min_compute_capability:
         where += f" of compute capability ≥ {manifest.reproducer.min_compute_capability}"
-    wanted = ", ".join(floor_text(d, v) for d, v in sorted(floors.items()))
+    wanted = ", ".join(str(Floor(d, v)) for d, v in sorted(floors.items()))
     carrying = [lane.name for lane in lanes if manifest.id in lane.shims]
     how = f"`patchlane run {carrying[0]}`" if carrying else "a lane that lists it"
     if floors:
@@ -252,8 +248,8 @@ class _Ruling:
     why: str
     action: str | None = None
     flags: tuple[Flag, ...] = ()
-    # proposed requirement floors ("dist>=version"), when retiring
-    floors: tuple[str, ...] = ()
+    # proposed requirement floors, when retiring
+    floors: tuple[Floor, ...] = ()
 
 
 _SCOPE_RELEASE = "the newest release any run or lock covers"
@@ -313,7 +309,7 @@ def _rule_2(facts: _Facts) -> _Ruling | None:
     floors = dict(facts.floors)
     if not floors and found.floor is not None:
         floors[facts.checked] = found.floor
-    proposal = tuple(floor_text(d, v) for d, v in sorted(floors.items()))
+    proposal = tuple(Floor(d, v) for d, v in sorted(floors.items()))
     # a held reproducer-clean condition already names the clean run: say it once
     why = facts.held if found.why in facts.held else f"{facts.held}; confirmed: {found.why}"
     return _Ruling(Decision.RETIRE, why, floors=proposal)
@@ -449,15 +445,15 @@ def _conflicts(facts: _Facts, ruling: _Ruling) -> list[Flag]:
         return []
     bugs = [r for r in facts.runs.runs if r.outcome == RunOutcome.BUG_REPRODUCED]
     ending = (
-        f"the floor comes from execution: {', '.join(ruling.floors)}"
+        f"the floor comes from execution: {', '.join(map(str, ruling.floors))}"
         if ruling.floors
         else "the floor comes from execution, and no run without the shim is clean above it yet"
     )
     flags = []
     for result in facts.results:
-        if result.state != HOLDS or not result.floor or result.kind == "reproducer-clean":
+        if result.state != HOLDS or result.floor is None or result.kind == "reproducer-clean":
             continue
-        dist, floor = next(iter(floors_of((result.floor,)).items()))
+        dist, floor = result.floor.distribution, result.floor.version
         order = facts.order if dist == facts.dist else None
         above = [
             (v, r) for r in bugs if (v := version_of(r, dist, order)) is not None and v >= floor
@@ -535,7 +531,7 @@ def decide(
         ruling.decision,
         ruling.why,
         ruling.action,
-        floors_of(ruling.floors),
+        floor_map(ruling.floors),
         facts.runs,
     )
     lane_verdicts = lane_steps(shim, lanes, evidence, used)
