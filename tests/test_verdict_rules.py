@@ -491,3 +491,14 @@ def test_a_clean_run_off_the_release_line_never_lowers_the_floor():
     # alone, it proves nothing about releases
     alone = ExecutionHistory("toy", history.runs[2:])
     assert first_clean(alone, "toylib", None, order).state != "clean"
+
+
+def test_a_condition_outside_the_closed_union_is_never_read_as_reproducer_clean():
+    """Every kind has its own type; anything else is a programming error, not a silent
+    reproducer-clean (which is what an unknown kind string used to fall through to)."""
+    from retire.verdicts.conditions import evaluate
+    from retire.verdicts.model import ShimEvidence
+    from retire.verdicts.used import Used
+
+    with pytest.raises(AssertionError):
+        evaluate(object(), "toylib", ShimEvidence(), Used())  # type: ignore[arg-type]

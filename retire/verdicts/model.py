@@ -27,6 +27,7 @@ from retire.evidence.values import (
 )
 from retire.lanes.model import LanePolicy
 from retire.locks.trial import RaiseTrial
+from shims.model import ConditionKind
 
 __all__ = [
     "ConditionResult",
@@ -109,7 +110,7 @@ class Flag:
 @dataclass(frozen=True)
 class ConditionResult:
     # the retirement condition's kind (version-floor, pr-released, …)
-    kind: str
+    kind: ConditionKind
     state: ConditionState
     why: str
     # the first release the condition holds at, when it holds at a known release
@@ -118,6 +119,7 @@ class ConditionResult:
     action: str | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", ConditionKind(self.kind))
         object.__setattr__(self, "state", ConditionState(self.state))
 
 

@@ -58,7 +58,7 @@ from retire.verdicts.model import (
     Verdict,
 )
 from retire.verdicts.used import Used
-from shims.model import ShimManifest
+from shims.model import ConditionKind, PrReleased, ShimManifest
 
 __all__ = ["DEFAULT_STALE_DAYS", "decide", "link_urls"]
 
@@ -68,7 +68,7 @@ DEFAULT_STALE_DAYS = 180
 def link_urls(manifest: ShimManifest) -> list[str]:
     """Every upstream URL of a shim: its links, then pull requests its conditions name."""
     urls = [link.url for link in manifest.upstream.links]
-    urls += [c.url for c in manifest.retirement.conditions if c.kind == "pr-released" and c.url]
+    urls += [c.url for c in manifest.retirement.conditions if isinstance(c, PrReleased)]
     return list(dict.fromkeys(urls))
 
 
@@ -370,7 +370,7 @@ def _rule_5(facts: _Facts) -> _Ruling:
     undecided = facts.undecided
     why = "; ".join(f"{r.kind}: {r.why}" for r in undecided)
     # The strongest evidence first: a missing run is decided by running it.
-    if any(r.kind == "reproducer-clean" for r in undecided) and not isinstance(
+    if any(r.kind is ConditionKind.REPRODUCER_CLEAN for r in undecided) and not isinstance(
         facts.history, ProbeFailure
     ):
         return _Ruling(Decision.UNKNOWN, why, facts.run_action({}))
@@ -451,7 +451,11 @@ def _conflicts(facts: _Facts, ruling: _Ruling) -> list[Flag]:
     )
     flags = []
     for result in facts.results:
-        if result.state != HOLDS or result.floor is None or result.kind == "reproducer-clean":
+        if (
+            result.state != HOLDS
+            or result.floor is None
+            or result.kind is ConditionKind.REPRODUCER_CLEAN
+        ):
             continue
         dist, floor = result.floor.distribution, result.floor.version
         order = facts.order if dist == facts.dist else None

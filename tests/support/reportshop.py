@@ -29,6 +29,7 @@ from retire.evidence.floor import Floor
 from retire.evidence.validation import ValidationRecord
 from retire.evidence.values import ProbeFailure
 from retire.verdicts.model import ConditionResult, Flag, LaneVerdict, Verdict
+from shims.model import ConditionKind
 from tests.support.gitrepos import git
 from tests.support.shimtree import manifest_text, write_shim
 
@@ -213,7 +214,7 @@ def shop_verdicts() -> list[Verdict]:
             "keep",
             "pr-released: PR #2 is open",
             lanes=("cpu", "gpu"),
-            conditions=(ConditionResult("pr-released", "fails", "PR #2 is open"),),
+            conditions=(ConditionResult(ConditionKind.PR_RELEASED, "fails", "PR #2 is open"),),
         ),
         Verdict(
             "beta",
@@ -222,7 +223,10 @@ def shop_verdicts() -> list[Verdict]:
             lanes=("cpu",),
             conditions=(
                 ConditionResult(
-                    "version-floor", "holds", "toylib 1.1 released", Floor.parse("toylib>=1.1")
+                    ConditionKind.VERSION_FLOOR,
+                    "holds",
+                    "toylib 1.1 released",
+                    Floor.parse("toylib>=1.1"),
                 ),
             ),
             floors=(Floor.parse("toylib>=1.1"),),
