@@ -28,6 +28,7 @@ from retire.evidence.values import (
 from retire.lanes.model import IndexSpec, Lane, LanePolicy
 from retire.lanes.revisions import Revision
 from retire.locks.trial import RaiseTrial
+from retire.verdicts.actions import Bisect, RunLane
 from retire.verdicts.gather import GatherOptions, gather
 from retire.verdicts.model import ShimEvidence
 from retire.verdicts.rules import decide
@@ -207,6 +208,8 @@ def test_a_bug_on_an_old_release_with_a_fix_released_is_a_candidate_with_the_run
     found = verdict(VERSION_FLOOR, ev(execution=history(run("bug-reproduced", "1.0"))))
     assert found.decision == "keep" and "candidate" in flags(found)
     assert "toylib>=1.2" in found.action and "run the reproducer without the shim" in found.action
+    # the commands the action names, as data: a run of the lane that carries it, a bisection
+    assert found.next == (RunLane("cpu"), Bisect("toy"))
 
 
 def test_runs_that_do_not_reach_the_newest_locked_release_decide_nothing():
@@ -1092,6 +1095,9 @@ def test_a_keep_on_an_old_pin_with_newer_releases_on_the_index_is_a_candidate(tm
     assert "13 release(s) of toylib newer than any run or lock covers (1.0)" in candidate
     assert "1.1, 1.2, 1.3, …" in candidate and "2.0rc1" not in candidate
     assert candidate.endswith("`patchlane bisect toy --since 1.0`")
+    # the flag carries the bisection as data: the weekly budget runs it, never the text
+    [flag] = [f for f in found.flags if f.kind == "candidate"]
+    assert flag.action == Bisect("toy", Version("1.0"))
     assert any(isinstance(e, ReleaseList) for e in found.evidence)
 
 

@@ -35,6 +35,7 @@ from retire.evidence.validation import FIXED, RunOutcome
 from retire.evidence.values import Ancestry, ExecutionEvidence, ExecutionHistory, ProbeFailure
 from retire.lanes.model import Lane, LanePolicy
 from retire.lanes.revisions import Revision
+from retire.verdicts.actions import LockLanes, RunLane
 from retire.verdicts.execution import built_from, runs_phrase
 from retire.verdicts.model import Decision, LaneStep, LaneVerdict, ShimEvidence
 from retire.verdicts.used import Used
@@ -118,7 +119,7 @@ def _lock_the_lane(lane: Lane, what: str) -> _Position:
         _At.UNKNOWN,
         None,
         f"the lane has no lock and no exact pin of {what}",
-        f"lock the lane: `nox -s lock -- {lane.name}`",
+        f"lock the lane: `{LockLanes((lane.name,))}`",
     )
 
 
@@ -164,7 +165,7 @@ def _ancestry(
 
 
 def _run_the_lane(lane: Lane) -> str:
-    return f"run the reproducer without the shim on the lane: `patchlane run {lane.name}`"
+    return f"run the reproducer without the shim on the lane: `{RunLane(lane.name)}`"
 
 
 def _revision_position(

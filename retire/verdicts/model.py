@@ -27,6 +27,7 @@ from retire.evidence.values import (
 )
 from retire.lanes.model import LanePolicy
 from retire.locks.trial import RaiseTrial
+from retire.verdicts.actions import NextAction
 from shims.model import ConditionKind
 
 __all__ = [
@@ -95,6 +96,8 @@ class Flag:
     kind: FlagKind
     # one line
     text: str
+    # the command the text names, as data: what the weekly run acts on (a candidate's bisection)
+    action: NextAction | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", FlagKind(self.kind))
@@ -211,6 +214,8 @@ class Verdict:
     floors: tuple[Floor, ...] = ()
     # one per lane that carries the shim, in the order of ``lanes``
     lane_verdicts: tuple[LaneVerdict, ...] = ()
+    # the commands ``action`` names, as data (a lane to run, a bisection)
+    next: tuple[NextAction, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "decision", Decision(self.decision))

@@ -44,6 +44,7 @@ from retire.evidence.values import (
 )
 from retire.lanes.model import Lane
 from retire.verdicts import execution
+from retire.verdicts.actions import Bisect, LinkUpstream, LockLanes, NextAction, RunLane
 from retire.verdicts.conditions import FAILS, HOLDS, UNDECIDED, combine, evaluate
 from retire.verdicts.execution import Found, Order, version_of
 from retire.verdicts.lanes import ShimRuling, derive, lane_steps
@@ -89,23 +90,34 @@ def _highest_floors(results: Iterable[ConditionResult]) -> Mapping[str, Version]
     return floor_map(r.floor for r in results if r.state == HOLDS and r.floor is not None)
 
 
+@dataclass(frozen=True)
+class _RunAction:
+    """The run that would decide, as one line, and the commands it names as data."""
+
+    text: str
+    next: tuple[NextAction, ...]
+
+
 def _run_action(
     manifest: ShimManifest, floors: Mapping[str, Version], lanes: Sequence[Lane] = ()
-) -> str:
+) -> _RunAction:
     """The run that would decide: where (the host it needs), on what (the floors), how (a lane)."""
     where = "a host with a CUDA GPU" if manifest.reproducer.needs_cuda else "any host"
     if manifest.reproducer.min_compute_capability:
         where += f" of compute capability ≥ {manifest.reproducer.min_compute_capability}"
     wanted = ", ".join(str(Floor(d, v)) for d, v in sorted(floors.items()))
     carrying = [lane.name for lane in lanes if manifest.id in lane.shims]
-    how = f"`patchlane run {carrying[0]}`" if carrying else "a lane that lists it"
+    actions: list[NextAction] = [RunLane(carrying[0])] if carrying else []
+    how = f"`{actions[0]}`" if actions else "a lane that lists it"
     if floors:
-        how += f" with {wanted} in its lock, or `patchlane bisect {manifest.id}`"
-    return (
+        actions.append(Bisect(manifest.id))
+        how += f" with {wanted} in its lock, or `{actions[-1]}`"
+    text = (
         f"run the reproducer without the shim on {wanted or 'the newest locked release'} on "
         f"{where} "
         f"({how}) and merge its records (`patchlane validation merge`)"
     )
+    return _RunAction(text, tuple(actions))
 
 
 def _drift(dist: str, listing: Sequence[str], ev: ShimEvidence) -> list[Flag]:
@@ -129,11 +141,9 @@ def _drift(dist: str, listing: Sequence[str], ev: ShimEvidence) -> list[Flag]:
             )
         ]
     if unlocked:
+        lock = LockLanes(tuple(unlocked))
         return [
-            Flag(
-                FlagKind.PROBE_FAILED,
-                f"no lock for {', '.join(unlocked)}: run `nox -s lock -- {' '.join(unlocked)}`",
-            )
+            Flag(FlagKind.PROBE_FAILED, f"no lock for {', '.join(unlocked)}: run `{lock}`", lock)
         ]
     return []
 
@@ -150,12 +160,8 @@ def _upstream_flags(
         return []
     flags: list[Flag] = []
     if not links:
-        flags.append(
-            Flag(
-                FlagKind.NO_LINK,
-                f"no upstream link (status {status}): file it upstream and link it",
-            )
-        )
+        link = LinkUpstream(manifest.id)
+        flags.append(Flag(FlagKind.NO_LINK, f"no upstream link (status {status}): {link}", link))
     elif status == "pending" and not any(link.role in ("report", "fix") for link in links):
         flags.append(
             Flag(
@@ -236,7 +242,7 @@ class _Facts:
             self.runs, self.checked, self.floors, self.order if self.checked == self.dist else None
         )
 
-    def run_action(self, floors: Mapping[str, Version]) -> str:
+    def run_action(self, floors: Mapping[str, Version]) -> _RunAction:
         return _run_action(self.manifest, floors, self.lanes)
 
 
@@ -250,6 +256,8 @@ class _Ruling:
     flags: tuple[Flag, ...] = ()
     # proposed requirement floors, when retiring
     floors: tuple[Floor, ...] = ()
+    # the commands ``action`` names, as data
+    next: tuple[NextAction, ...] = ()
 
 
 _SCOPE_RELEASE = "the newest release any run or lock covers"
@@ -268,7 +276,8 @@ def _keep_for_bug(facts: _Facts, found: Found, scope: str) -> _Ruling:
     }
     if ahead:
         candidate = Flag(FlagKind.CANDIDATE, f"upstream looks fixed ({facts.held})")
-        return _Ruling(Decision.KEEP, why, facts.run_action(ahead), (candidate,))
+        run = facts.run_action(ahead)
+        return _Ruling(Decision.KEEP, why, run.text, (candidate,), next=run.next)
     conflict = Flag(
         FlagKind.CONFLICT,
         f"the conditions say fixed ({facts.held}) but the bug reproduces there: "
@@ -344,11 +353,13 @@ def _rule_3b(facts: _Facts) -> _Ruling | None:
             f"repair the validation manifest: {reason}",
         )
     candidate = Flag(FlagKind.CANDIDATE, "upstream looks fixed; one run without the shim decides")
+    run = facts.run_action(facts.floors)
     return _Ruling(
         Decision.UNKNOWN,
         f"conditions hold ({facts.held}) but nothing confirms it: {facts.inside_floors.why}",
-        facts.run_action(facts.floors),
+        run.text,
         (candidate,),
+        next=run.next,
     )
 
 
@@ -373,7 +384,8 @@ def _rule_5(facts: _Facts) -> _Ruling:
     if any(r.kind is ConditionKind.REPRODUCER_CLEAN for r in undecided) and not isinstance(
         facts.history, ProbeFailure
     ):
-        return _Ruling(Decision.UNKNOWN, why, facts.run_action({}))
+        run = facts.run_action({})
+        return _Ruling(Decision.UNKNOWN, why, run.text, next=run.next)
     return _Ruling(Decision.UNKNOWN, why, next((r.action for r in undecided if r.action), None))
 
 
@@ -493,12 +505,13 @@ def _newer_releases(facts: _Facts, ruling: _Ruling, used: Used) -> list[Flag]:
         return []
     used.add(releases)
     shown = ", ".join(str(v) for v in newer[:3]) + (", …" if len(newer) > 3 else "")
+    bisect = Bisect(facts.manifest.id, since=covered)
     return [
         Flag(
             FlagKind.CANDIDATE,
             f"the index lists {len(newer)} release(s) of {facts.dist} newer than any run or lock "
-            f"covers ({covered.public}): {shown} — one bisection decides: "
-            f"`patchlane bisect {facts.manifest.id} --since {covered.public}`",
+            f"covers ({covered.public}): {shown} — one bisection decides: `{bisect}`",
+            bisect,
         )
     ]
 
@@ -560,4 +573,6 @@ def decide(
         tuple(used.failures),
         ruling.floors,
         lane_verdicts,
+        # the commands the action names, while it is the evidence's (a lane's replaces it)
+        ruling.next if action == ruling.action else (),
     )
