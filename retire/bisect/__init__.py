@@ -14,6 +14,7 @@ every ``patchlane`` command must not pay for uv, lock and probe modules it does 
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 _HOMES = {
     "bisection": ("bisect", "list_releases", "project_bounds"),
@@ -67,7 +68,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     module = _HOME_OF.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,6 +15,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name
 
@@ -37,6 +38,11 @@ from retire.core.errors import PatchlaneError
 from retire.evidence import validation
 from retire.probes.records import BISECT_LANE
 from shims.model import ShimManifest
+
+if TYPE_CHECKING:
+    import httpx
+
+    from retire.core.project import Project
 
 __all__ = ["DEFAULT_LIMITS", "EVERY_RELEASE", "bisect", "list_releases", "project_bounds"]
 
@@ -208,8 +214,8 @@ def _result(
 
 
 def project_bounds(
-    project,
-    manifest,
+    project: Project,
+    manifest: ShimManifest,
     versions: Iterable[str],
     *,
     since: str | None = None,
@@ -248,7 +254,9 @@ def project_bounds(
     return choose_bounds(distribution, evidence, until=until)
 
 
-def list_releases(index_url: str, distribution: str, *, client=None) -> tuple[list[str], set[str]]:
+def list_releases(
+    index_url: str, distribution: str, *, client: httpx.Client | None = None
+) -> tuple[list[str], set[str]]:
     """(versions, yanked versions) of ``distribution``, through the index probe."""
     from retire.evidence.values import ProbeFailure
     from retire.probes.http import Fetcher, make_client

@@ -86,7 +86,7 @@ class BisectResult:
     def run_of(self, version: str | None) -> CandidateRun | None:
         return next((p for p in self.probes if p.version == version), None)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         data = asdict(self)
         data["candidates"] = asdict(self.candidates)
         data.update(

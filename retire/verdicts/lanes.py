@@ -23,8 +23,9 @@ retire-in-some (some can, the why names the others), keep or unknown (none can).
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -108,7 +109,9 @@ def _exact_pin(requirement: Requirement | None) -> str | None:
     return None
 
 
-def _runs_on(runs: ExecutionHistory, matches) -> list[ExecutionEvidence]:
+def _runs_on(
+    runs: ExecutionHistory, matches: Callable[[ExecutionEvidence], bool]
+) -> list[ExecutionEvidence]:
     return [r for r in runs.runs if (r.outcome in FIXED or r.outcome == BUG) and matches(r)]
 
 
@@ -225,7 +228,7 @@ def _positions(lane: Lane, ruling: ShimRuling, ev: ShimEvidence, used: Used) -> 
 # One lane's step
 
 
-def _verdict(lane: Lane, step: LaneStep, why: str, locked: str | None, **more) -> LaneVerdict:
+def _verdict(lane: Lane, step: LaneStep, why: str, locked: str | None, **more: Any) -> LaneVerdict:
     return LaneVerdict(lane.name, step, why, lane.policy, lane.file, locked, **more)
 
 
