@@ -117,13 +117,18 @@ def shim(tmp_path):
 
 
 def _bisect(manifest, server, tmp_path, **options):
+    versions = options.pop("versions", VERSIONS)
+    hooks = {name: options.pop(name) for name in ("on_step", "runner", "stop") if name in options}
     return bisect.bisect(
         manifest,
-        options.pop("versions", VERSIONS),
-        index_url=server.url,
-        cache_dir=tmp_path / "cache",
-        work_dir=tmp_path / "work",
-        **options,
+        versions,
+        bisect.BisectOptions(
+            index_url=server.url,
+            cache_dir=tmp_path / "cache",
+            work_dir=tmp_path / "work",
+            **options,
+        ),
+        **hooks,
     )
 
 
@@ -368,9 +373,11 @@ def test_an_unreachable_index_is_unknown_not_inapplicable(tmp_path, shim, monkey
     result = bisect.bisect(
         shim,
         ["1.0"],
-        index_url="http://127.0.0.1:9/simple",
-        cache_dir=tmp_path / "cache",
-        work_dir=tmp_path / "work",
+        bisect.BisectOptions(
+            index_url="http://127.0.0.1:9/simple",
+            cache_dir=tmp_path / "cache",
+            work_dir=tmp_path / "work",
+        ),
     )
     [run] = result.probes
     assert (run.state, run.outcome) == (

@@ -252,7 +252,7 @@ def bisection(
     """The bisection ``args`` asks for, as ``patchlane bisect`` runs it: the range from the
     project's evidence, every fresh run recorded unless ``--no-record``. ``stop`` and ``count``
     are a budget's (:class:`retire.bisect.Meter`)."""
-    from retire.bisect import bisect, list_releases, project_bounds
+    from retire.bisect import BisectOptions, bisect, list_releases, project_bounds
     from retire.probes.records import bisection_lane
 
     manifest = _manifest(project, args.shim)
@@ -288,10 +288,8 @@ def bisection(
             level=Level.PROGRESS,
         )
 
-    return bisect(
-        manifest,
-        versions,
-        yanked=yanked,
+    options = BisectOptions(
+        yanked=frozenset(yanked),
         include_prereleases=args.include_prereleases,
         bounds=bounds,
         base_python=base_python,
@@ -302,8 +300,13 @@ def bisection(
         lane=bisection_lane(lane.name if lane else None),
         lock_digest=lane.digest if lane else None,
         limits=args.limits,
-        on_step=progress,
         isolation=args.isolation,
+    )
+    return bisect(
+        manifest,
+        versions,
+        options,
+        on_step=progress,
         on_note=lambda line: say(f"  {line}", level=Level.PROGRESS),
         stop=stop,
     )
