@@ -25,6 +25,10 @@ from shims.model import (
     PATCHLESS_FIX_CLASSES,
     RETIREMENT_MODES,
     UPSTREAM_STATUSES,
+    CommitInTag,
+    ConditionKind,
+    PrReleased,
+    ReproducerClean,
     ReproducerSpec,
     Retirement,
     RetirementCondition,
@@ -32,6 +36,7 @@ from shims.model import (
     Target,
     Upstream,
     UpstreamLink,
+    VersionFloor,
 )
 from shims.tomlreader import Table, Value
 
@@ -50,6 +55,10 @@ __all__ = [
     "RUNTIME_DIR",
     "SHIM_ID",
     "UPSTREAM_STATUSES",
+    "CommitInTag",
+    "ConditionKind",
+    "PrReleased",
+    "ReproducerClean",
     "ReproducerSpec",
     "Retirement",
     "RetirementCondition",
@@ -57,6 +66,7 @@ __all__ = [
     "Target",
     "Upstream",
     "UpstreamLink",
+    "VersionFloor",
     "discover",
     "load_manifest",
     "manifest_paths",
@@ -306,22 +316,21 @@ def _retirement(table: Table, target: Target) -> Retirement:
 
 
 def _condition(table: Table, target: Target) -> RetirementCondition:
-    kind = table.choice("kind", CONDITION_KINDS)
-    if kind == "version-floor":
+    # an unknown kind is an error here, naming the file and the key: never a guess
+    kind = ConditionKind(table.choice("kind", CONDITION_KINDS))
+    if kind is ConditionKind.VERSION_FLOOR:
         table.check_keys(("kind", "distribution", "version"))
-        return RetirementCondition(
-            kind=kind,
+        return VersionFloor(
             distribution=_distribution(table, "distribution", target.distribution),
             version=table.need("version").specifier(),
         )
-    if kind == "pr-released":
+    if kind is ConditionKind.PR_RELEASED:
         table.check_keys(("kind", "url", "distribution"))
-        return RetirementCondition(
-            kind=kind,
+        return PrReleased(
             url=table.need("url").url(),
             distribution=_distribution(table, "distribution", target.distribution),
         )
-    if kind == "commit-in-tag":
+    if kind is ConditionKind.COMMIT_IN_TAG:
         table.check_keys(("kind", "repository", "commit"))
         commit = table.string("commit")
         if not _COMMIT.fullmatch(commit):
@@ -330,11 +339,9 @@ def _condition(table: Table, target: Target) -> RetirementCondition:
                 f"not a commit sha: {commit!r}",
                 "use the lowercase hex sha (7 to 64 characters)",
             )
-        return RetirementCondition(
-            kind=kind, repository=table.need("repository").url(), commit=commit
-        )
+        return CommitInTag(repository=table.need("repository").url(), commit=commit)
     table.check_keys(("kind",))
-    return RetirementCondition(kind=kind)
+    return ReproducerClean()
 
 
 #: The longest a reproducer may run (four months): more is a typo, and no timer takes it.

@@ -29,6 +29,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from retire.branches import proposals
 from retire.branches.proposals import BranchStatus
@@ -326,7 +327,7 @@ def _lane_bump(
     project: Project,
     name: str,
     result: LockResult,
-    old_lock: dict | None,
+    old_lock: dict[str, Any] | None,
     fetcher: Fetcher | None,
 ) -> LaneBump:
     """One re-locked lane: the diff of its lock and the release notes of what it takes."""

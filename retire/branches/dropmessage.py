@@ -73,9 +73,9 @@ def commit_message(plan: DropPlan, edit: TreeEdit, base: str) -> str:
     lines.append("")
     if plan.floor_versions:
         lines.append("Floors: " + ", ".join(plan.floor_specs))
-    if plan.links:
+    if plan.upstream_links:
         lines.append("Upstream:")
-        lines += [f"- {role}: {url}" for role, url in plan.links]
+        lines += [f"- {role}: {url}" for role, url in plan.upstream_links]
     if plan.per_lane:
         left, kept = _all_moves(plan, edit)
         lines.append("Lanes the shim leaves:")
@@ -148,9 +148,10 @@ def pr_body(plan: DropPlan, edit: TreeEdit) -> str:
             lines += [f"  - {mdsafe.text(n)}" for n in edit.notes]
     if plan.floor_versions:
         lines += ["", "Retirement floor: " + ", ".join(mdsafe.code(s) for s in plan.floor_specs)]
-    if plan.links:
+    if plan.upstream_links:
         lines += ["", "### Upstream", ""]
-        lines += [f"- {mdsafe.text(role)}: {mdsafe.link(url, url)}" for role, url in plan.links]
+        links = plan.upstream_links
+        lines += [f"- {mdsafe.text(role)}: {mdsafe.link(url, url)}" for role, url in links]
     if plan.evidence_markdown.strip():
         lines += ["", "### Evidence", "", plan.evidence_markdown.strip()]
     lines += [

@@ -86,7 +86,7 @@ def to_json(report: Report) -> dict:
                 "shim": row.shim,
                 "lane": lane.lane,
                 "blocker": lane.blocker or "",
-                "floors": list(lane.floors),
+                "floors": [str(floor) for floor in lane.floors],
                 "file": lane.file,
                 "locked": lane.locked,
                 "why": lane.why,
@@ -292,7 +292,7 @@ def _blocked_md(report: Report) -> list[str]:
     ]
     lines += [
         f"| [`{row.shim}`](#{_anchor(row.shim)}) | {cell_text(lane.lane)} | "
-        + (", ".join(code_cell(f) for f in lane.floors) or "—")
+        + (", ".join(code_cell(str(f)) for f in lane.floors) or "—")
         + f" | {cell_text(lane.blocker or lane.why, 400)} |"
         for row, lane in report.blocked
     ]
