@@ -315,3 +315,71 @@ def test_a_noxfile_python_cannot_parse_is_one_line_naming_it(tmp_path, capsys):
     assert code == 0 and "Traceback" not in err, err
     assert "note: noxfile.py does not parse (nested too deeply for Python's parser)" in out
     assert (shop / "noxfile.py").read_text() == noxfile
+
+
+# ---------------------------------------------------------------------------------------------
+# 29.5: --from a wheel inside the repository, whatever its path holds
+
+
+def test_a_wheel_in_the_repository_is_named_relative_and_quoted_for_yaml_shell_and_urls(
+    tmp_path, capsys
+):
+    import shlex
+
+    import yaml
+    from packaging.requirements import Requirement
+
+    from tests.test_workflows import _summary, _zizmor_findings
+
+    shop = _repository(tmp_path / "shop")
+    folder = 'wheels dir "q" ${{ github.token }}'
+    wheel = shop / folder / "patchlane-0.1.0-py3-none-any.whl"
+    wheel.parent.mkdir()
+    wheel.write_bytes(b"PK")
+    code, out, err = run_cli(
+        shop, "init", "--no-lock", "--from", str(wheel), "--json", capsys=capsys
+    )
+    assert code == 0, err
+    # nothing names this machine's path: every clone and CI runner has what the files name
+    assert json.loads(out)["notes"] == []
+    written = [
+        p for p in shop.rglob("*") if p.is_file() and ".git" not in p.parts[len(shop.parts) :]
+    ]
+    for path in written:
+        assert str(tmp_path) not in path.read_text(errors="replace"), path
+    # CI: one shell word, one requirement, whose URL is the wheel under the workspace
+    workspace = "/home/runner/work/shop/shop"
+    lanes = yaml.safe_load((shop / ".github" / "workflows" / "patchlane-lanes.yml").read_text())
+    installs = {
+        step["run"]
+        for job in lanes["jobs"].values()
+        for step in job["steps"]
+        if step.get("run", "").startswith("python -m pip install")
+    }
+    assert len(installs) == 1
+    words = shlex.split(installs.pop().replace("${GITHUB_WORKSPACE}", workspace))
+    requirement = Requirement(words[-1])
+    assert len(words) == 5 and requirement.url is not None
+    from urllib.parse import unquote, urlsplit
+
+    assert unquote(urlsplit(requirement.url).path) == f"{workspace}/{folder}/{wheel.name}"
+    findings = _zizmor_findings("--no-config", "--collect=all", shop / ".github", cwd=tmp_path)
+    assert findings == [], _summary(findings)
+    # the README: one shell word, relative to the repository
+    readme = (shop / "README.md").read_text()
+    line = next(line for line in readme.splitlines() if line.startswith("python -m pip install"))
+    assert shlex.split(line)[-1] == f"./{folder}/{wheel.name}[engine]"
+    # the noxfile's hint is a Python string that holds it
+    assert f"./{folder}/{wheel.name}[engine]" in (shop / "noxfile.py").read_text().replace(
+        '\\"', '"'
+    )
+    hooks = yaml.safe_load((shop / ".pre-commit-config.yaml").read_text())["repos"][0]["hooks"]
+    assert {hook["language"] for hook in hooks} == {"system"}
+
+
+def test_a_git_url_with_what_a_shell_would_expand_is_one_line(tmp_path, capsys):
+    code, _out, err = run_cli(
+        tmp_path, "init", "--no-lock", "--from", "git+https://h/x$(id)@v1", capsys=capsys
+    )
+    assert code == 2 and err.count("\n") == 1 and "characters a URL does not ('$')" in err, err
+    assert not (tmp_path / "patchlane.toml").exists()

@@ -15,6 +15,8 @@ the workflows).
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -46,8 +48,10 @@ def _values(source: Source, action: str | None, python: str) -> dict[str, str]:
         "python": python,
         "action": uses or "",
         "engineinput": engine_input,
-        "engine": source.engine,
-        "runtime": source.runtime,
+        # shell words in the README (a path with a space or a quote stays one word)
+        "engine": _shell(source.shared_engine),
+        "runtime": _shell(source.shared_runtime),
+        "install": json.dumps(source.shared_engine),
         "ciengine": source.ci_engine,
         "source": source.ci_engine.removeprefix("patchlane[engine]").lstrip(" @") or "the index",
         "patchlane": f"[patchlane]({source.home})" if source.home else "patchlane",
@@ -64,7 +68,13 @@ def _hooks_entry(source: Source) -> str:
     """The one ``repos:`` item of patchlane's hooks (at indent 0): its repository at the ref, or
     local hooks that pip installs the source for."""
     if source.repository and source.rev:
-        return template("project/precommit-git.yaml", repository=source.repository, rev=source.rev)
+        return template(
+            "project/precommit-git.yaml", repository=json.dumps(source.repository), rev=source.rev
+        )
+    if source.inside:
+        # pre-commit installs a local hook's dependencies in its own folder, where a path of
+        # this repository means nothing: the hooks run the patchlane installed here
+        return template("project/precommit-system.yaml")
     return template(
         "project/precommit-local.yaml",
         engine=json.dumps(source.engine),
@@ -147,6 +157,12 @@ def _first_party(root: Path) -> frozenset[str]:
     except OSError:
         return frozenset()
     return frozenset(found - {"retire"})
+
+
+def _shell(word: str) -> str:
+    """``word`` as one shell word: in double quotes as people write it, single-quoted where it
+    holds what double quotes expand (``$``, a backquote, ``"``, ``\\``, ``!``)."""
+    return f'"{word}"' if not re.search(r'[$`"\\!]', word) else shlex.quote(word)
 
 
 def _indented(text: str, by: int) -> str:

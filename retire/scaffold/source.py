@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -37,6 +37,8 @@ _NAME = "patchlane"
 _ACTION = re.compile(r"(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)@(?P<ref>[A-Za-z0-9_./-]+)")
 _GITHUB_REPO = re.compile(r"/(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+?)(?:\.git)?/?")
 _REF = re.compile(r"[A-Za-z0-9_./+-]+")
+# what a git URL may hold: RFC 3986's characters without `$` (the workflows quote it for the shell)
+_UNSAFE = re.compile(r"[^A-Za-z0-9._~:/?\[\]@!&'()*+,;=%-]")
 _FIX = (
     'name an index requirement ("patchlane[engine]==0.1.0"), a git URL and a ref '
     "(git+https://HOST/OWNER/patchlane@v0.1.0), or a wheel or checkout on this machine"
@@ -67,6 +69,19 @@ class Source:
     action: str | None = None
     # the path that CI runners and other clones cannot install from ("" when they can)
     local_only: str = ""
+    # a wheel or checkout inside the project: its path relative to the project, which every
+    # clone has (the README and the hooks name it so, never this machine's absolute path)
+    inside: str = ""
+
+    @property
+    def shared_engine(self) -> str:
+        """The engine as a person installs it in any clone (relative, for a path inside)."""
+        return f"./{self.inside}[engine]" if self.inside else self.engine
+
+    @property
+    def shared_runtime(self) -> str:
+        """The runtime alone, as a person installs it in any clone."""
+        return f"./{self.inside}" if self.inside else self.runtime
 
     @property
     def home(self) -> str:
@@ -114,6 +129,13 @@ def _requirement(extras: str, at: str | None = None, specifier: str = "") -> str
 
 
 def _git(text: str) -> Source:
+    if unsafe := sorted(set(_UNSAFE.findall(text))):
+        raise InputError(
+            None,
+            "--from",
+            f"{text!r} has characters a URL does not ({' '.join(map(repr, unsafe))})",
+            "percent-encode them (a space is %20), as the workflows, hooks and README need",
+        )
     url = text.removeprefix("git+")
     parts = urlsplit(url)
     location, at, ref = parts.path.rpartition("@")
@@ -167,7 +189,10 @@ def _path(path: Path, root: Path) -> Source:
             SourceKind.PATH,
             engine,
             _requirement("", path.as_uri()),
-            _requirement("engine", f"file://${{GITHUB_WORKSPACE}}/{inside}"),
+            # percent-encoded: a space, a quote, a `$` or `${{` in the path stays one URL, never
+            # shell or a GitHub expression
+            _requirement("engine", f"file://${{GITHUB_WORKSPACE}}/{quote(inside)}"),
+            inside=inside,
         )
     return Source(
         SourceKind.PATH,
