@@ -383,3 +383,88 @@ def test_a_git_url_with_what_a_shell_would_expand_is_one_line(tmp_path, capsys):
     )
     assert code == 2 and err.count("\n") == 1 and "characters a URL does not ('$')" in err, err
     assert not (tmp_path / "patchlane.toml").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# 29.4: re-pointing an adopted repository
+
+
+def _files(root):
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file() and ".git" not in p.relative_to(root).parts
+    }
+
+
+def test_repoint_changes_only_what_names_the_source(tmp_path, capsys):
+    import yaml
+
+    outside = tmp_path / "wheels" / "patchlane-0.1.0-py3-none-any.whl"
+    outside.parent.mkdir()
+    outside.write_bytes(b"PK")
+    shop = _repository(tmp_path / "shop")
+    (shop / "noxfile.py").write_text("import nox\n")
+    (shop / ".pre-commit-config.yaml").write_text("repos:\n- repo: local\n  hooks: []\n")
+    (shop / "README.md").write_text("# shop\n")
+    assert run_cli(shop, "init", "--no-lock", "--from", str(outside), capsys=capsys)[0] == 0
+    inside = shop / "vendor" / outside.name
+    inside.parent.mkdir()
+    inside.write_bytes(b"PK")
+    before = _files(shop)
+
+    code, out, err = run_cli(
+        shop, "init", "--repoint", "--from", str(inside), "--json", capsys=capsys
+    )
+    assert code == 0, err
+    document = json.loads(out)
+    assert document["edited"] == [
+        ".github/workflows/patchlane-lanes.yml",
+        ".github/workflows/patchlane-report.yml",
+        ".pre-commit-config.yaml",
+        "README.md",
+    ]
+    assert document["created"] == [] and document["locked"] == [] and document["notes"] == []
+    after = _files(shop)
+    assert after.keys() == before.keys()
+    for name in after.keys() - set(document["edited"]):
+        assert after[name] == before[name], name
+    for name in document["edited"]:
+        old, new = before[name].decode(), after[name].decode()
+        # every line that changed named the old source, or is the hooks' install of it
+        removed = set(old.splitlines()) - set(new.splitlines())
+        assert all(
+            str(outside.parent) in line or line.strip().startswith("language: python")
+            for line in removed
+        ), (name, removed)
+        assert str(outside.parent) not in new, name
+    hooks = yaml.safe_load(after[".pre-commit-config.yaml"])["repos"]
+    assert hooks[0] == {"repo": "local", "hooks": []}
+    assert {hook["language"] for hook in hooks[1]["hooks"]} == {"system"}
+
+    # and on to a release on github.com: its hooks, its Action, nothing else
+    code, out, err = run_cli(
+        shop,
+        "init",
+        "--repoint",
+        "--from",
+        "git+https://github.com/acme/patchlane@v0.2.0",
+        capsys=capsys,
+    )
+    assert code == 0, err
+    hooks = yaml.safe_load((shop / ".pre-commit-config.yaml").read_text())["repos"]
+    assert hooks[1]["repo"] == "https://github.com/acme/patchlane" and hooks[1]["rev"] == "v0.2.0"
+    lanes = (shop / ".github" / "workflows" / "patchlane-lanes.yml").read_text()
+    assert "uses: acme/patchlane@v0.2.0" in lanes and "vendor" not in lanes
+    readme = (shop / "README.md").read_text()
+    assert (
+        'pip install "patchlane[engine] @ git+https://github.com/acme/patchlane@v0.2.0"' in readme
+    )
+    assert readme.count("## Patch lane") == 1 and readme.startswith("# shop\n")
+    assert (shop / "noxfile.py").read_bytes() == before["noxfile.py"]
+
+
+def test_repoint_where_init_never_ran_is_one_line(tmp_path, capsys):
+    code, _out, err = run_cli(tmp_path, "init", "--repoint", *FROM, capsys=capsys)
+    assert code == 2 and err.count("\n") == 1 and "patchlane-lanes.yml" in err, err
+    assert list(tmp_path.iterdir()) == []

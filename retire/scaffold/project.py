@@ -27,7 +27,7 @@ from retire.scaffold.ignored import negations
 from retire.scaffold.merge import Merged, merge_noxfile, merge_precommit
 from retire.scaffold.source import Source
 
-__all__ = ["committed", "plan_init"]
+__all__ = ["committed", "hooks_entry", "indented", "plan_init", "template_values"]
 
 _README_HEADING = "## Patch lane"
 _IGNORED = (".patchlane/", ".nox/")
@@ -35,7 +35,7 @@ _IGNORED = (".patchlane/", ".nox/")
 _LOCK = "locks/cpu/pylock.toml"
 
 
-def _values(source: Source, action: str | None, python: str) -> dict[str, str]:
+def template_values(source: Source, action: str | None, python: str) -> dict[str, str]:
     """What the templates' placeholders become."""
     uses = action or source.action
     # The Action installs its own source unless told otherwise: tell it when that is not --from.
@@ -64,7 +64,7 @@ def _values(source: Source, action: str | None, python: str) -> dict[str, str]:
     return values
 
 
-def _hooks_entry(source: Source) -> str:
+def hooks_entry(source: Source) -> str:
     """The one ``repos:`` item of patchlane's hooks (at indent 0): its repository at the ref, or
     local hooks that pip installs the source for."""
     if source.repository and source.rev:
@@ -96,8 +96,8 @@ def plan_init(
             f"{python[:40]!r} is not the major.minor of a CPython that exists (3.8 to 3.19)",
             'write major.minor, e.g. "3.12"',
         )
-    values = _values(source, action, python)
-    entry = _hooks_entry(source)
+    values = template_values(source, action, python)
+    entry = hooks_entry(source)
     create = {
         "patchlane.toml": template("project/patchlane.toml"),
         "lanes/cpu.toml": template("project/lanes-cpu.toml", **values),
@@ -115,7 +115,7 @@ def plan_init(
             lambda text, name: merge_noxfile(text, name, _first_party(root), source.engine),
         ),
         ".pre-commit-config.yaml": (
-            template("project/pre-commit-config.yaml", entry=_indented(entry, 2)),
+            template("project/pre-commit-config.yaml", entry=indented(entry, 2)),
             lambda text, name: merge_precommit(text, entry, name),
         ),
     }
@@ -140,8 +140,9 @@ def plan_init(
         notes.append(
             f"patchlane comes from {source.local_only}, which only this machine has: the "
             "workflows and the hooks name that path, and no CI runner or other clone can install "
-            "from it — put the wheel in this repository and run `patchlane init --from` with that "
-            "copy, or name a git URL and a ref (--from git+https://HOST/OWNER/patchlane@v0.1.0)"
+            "from it — put the wheel in this repository and re-point to that copy (`patchlane init "
+            "--repoint --from PATH`), or to a git URL and a ref (--from "
+            "git+https://HOST/OWNER/patchlane@v0.1.0)"
         )
     return Plan(root, create, edit, tuple(notes))
 
@@ -165,7 +166,7 @@ def _shell(word: str) -> str:
     return f'"{word}"' if not re.search(r'[$`"\\!]', word) else shlex.quote(word)
 
 
-def _indented(text: str, by: int) -> str:
+def indented(text: str, by: int) -> str:
     return "".join(f"{' ' * by}{line}\n" if line else "\n" for line in text.splitlines()).rstrip(
         "\n"
     )

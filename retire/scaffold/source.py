@@ -24,14 +24,21 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from retire.core.errors import InputError
 
-__all__ = ["Source", "SourceKind", "installed_source", "parse_action", "parse_source"]
+__all__ = [
+    "Source",
+    "SourceKind",
+    "from_ci_engine",
+    "installed_source",
+    "parse_action",
+    "parse_source",
+]
 
 _NAME = "patchlane"
 _ACTION = re.compile(r"(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)@(?P<ref>[A-Za-z0-9_./-]+)")
@@ -226,3 +233,36 @@ def installed_source(root: Path) -> Source:
         elif origin["url"].startswith("file://"):
             return _path(Path(urlsplit(origin["url"]).path), root)
     return _index(f"{_NAME}=={distribution.version}")
+
+
+_WORKSPACE = "file://${GITHUB_WORKSPACE}/"
+
+
+def from_ci_engine(text: str, root: Path) -> Source:
+    """The source whose CI install line is ``text`` (what ``init`` wrote in the workflows): read
+    back for ``init --repoint``, without asking that the wheel still be there."""
+    at = text.removeprefix(_requirement("engine") + " @ ")
+    if at == text:
+        return _index(text)
+    if at.startswith("git+"):
+        return _git(at)
+    if at.startswith(_WORKSPACE):
+        inside = unquote(at.removeprefix(_WORKSPACE))
+        uri = (root.resolve() / inside).as_uri()
+        return Source(
+            SourceKind.PATH,
+            _requirement("engine", uri),
+            _requirement("", uri),
+            text,
+            inside=inside,
+        )
+    if at.startswith("file://"):
+        path = Path(unquote(urlsplit(at).path))
+        return Source(
+            SourceKind.PATH,
+            text,
+            _requirement("", path.as_uri()),
+            text,
+            local_only=str(path),
+        )
+    raise InputError(None, "--repoint", f"{text!r} names no patchlane source init writes", _FIX)
