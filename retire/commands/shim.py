@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import tomllib
 from pathlib import Path
 
 from retire.commands.base import Command, ExitCode, Level, emit_json, say, shown
@@ -128,6 +129,12 @@ def run_new(project: Project, args: argparse.Namespace) -> int:
         owner=args.owner or _owner(project),
     )
     written = write(plan, command="patchlane shim new")
+    from retire.scaffold.shim import no_lane_installs
+
+    manifest = next(text for path, text in plan.create.items() if path.endswith("manifest.toml"))
+    distribution = tomllib.loads(manifest)["target"]["distribution"]
+    if warning := no_lane_installs(project, distribution, sorted(plan.edit)):
+        say(f"warning: {warning}")
     if args.json:
         emit_json(
             {

@@ -13,6 +13,7 @@ import keyword
 import re
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 
 from retire.core.errors import InputError
 from retire.core.project import Project
@@ -148,3 +149,33 @@ def plan_shim(
         )
         edit[path.relative_to(project.root).as_posix()] = lanedit.add_shim(text, shim_id)
     return Plan(project.root, create, edit, tuple(notes))
+
+
+def no_lane_installs(project: Project, distribution: str, files: list[str]) -> str:
+    """A warning when no lane installs ``distribution`` (by its requirements or its lock): the
+    shim's reproducer would only ever skip ("… is not installed"); "" when one does."""
+    from retire.lanes import lanefile
+    from retire.locks.integrity import locked_versions
+    from retire.locks.locking import lock_path
+    from shims.filereading import read_text
+
+    wanted = canonicalize_name(distribution)
+    known = lanefile.project_lanes(project)
+    for lane in known:
+        names = set()
+        for text in lane.requirements:
+            try:
+                names.add(canonicalize_name(Requirement(text).name))
+            except InvalidRequirement:
+                continue
+        try:
+            lock = read_text(lock_path(project.locks_dir, lane.name), missing_ok=True) or ""
+        except InputError:
+            lock = ""
+        if wanted in names or wanted in locked_versions(lock):
+            return ""
+    where = ", ".join(files) or "a lane file"
+    return (
+        f"no lane installs {distribution}: the shim's reproducer will skip ({distribution} is not "
+        f"installed) until one does — add it to the requirements of {where}"
+    )
