@@ -123,3 +123,37 @@ def test_docs_has_the_readme_and_its_adoption_section(tmp_path, capsys):
     assert "\n## " not in out.rstrip("\n")[3:]
     code, out, _err = run_cli(tmp_path, "docs", "readme", capsys=capsys)
     assert code == 0 and out.startswith("# patchlane\n")
+
+
+def test_completion_offers_the_projects_lanes_shims_and_the_docs_topics(tmp_path, capsys):
+    shop = tmp_path / "shop"
+    assert run_cli(tmp_path, "init", "--no-lock", *FROM, str(shop), capsys=capsys)[0] == 0
+    (shop / "lanes" / "gpu.toml").write_text((shop / "lanes" / "cpu.toml").read_text())
+    assert run_cli(shop, "shim", "new", "my_fix", "--lane", "cpu", capsys=capsys)[0] == 0
+    code, out, _err = run_cli(shop, "completion", "--values", "lanes", capsys=capsys)
+    assert code == 0 and out == "cpu\ngpu\n"
+    code, out, _err = run_cli(tmp_path, "completion", "bash", capsys=capsys)
+    script = tmp_path / "patchlane.bash"
+    script.write_text(out)
+    probe = f"""
+patchlane() {{ PYTHONPATH={ROOT} {sys.executable} -m retire "$@"; }}
+source {script}
+c() {{ COMP_WORDS=("$@"); COMP_CWORD=$((${{#COMP_WORDS[@]}}-1)); COMPREPLY=()
+      _patchlane_complete; echo "${{COMPREPLY[*]}}"; }}
+c patchlane run ""
+c patchlane shim new x --lane g
+c patchlane verdicts m
+c patchlane docs ad
+"""
+    result = subprocess.run(
+        ["bash", "--norc", "-c", probe],
+        cwd=shop,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    lines = result.stdout.splitlines()
+    assert set(lines[0].split()) >= {"cpu", "gpu", "--strict"}
+    assert lines[1:] == ["gpu", "my_fix", "adoption"]
