@@ -196,8 +196,8 @@ def _say_unproven(proofs: list[Proof], *, strict: bool) -> bool:
         say(
             f"FAILED (--strict): {len(proofs)} shim(s) that no lane proves: "
             f"{', '.join(p.shim for p in proofs)} — write each reproducer so that it reproduces "
-            "the bug without the shim and not with it (docs/shims.md), on a lane that installs "
-            "its target"
+            "the bug without the shim and not with it (`patchlane docs shims`), on a lane that "
+            "installs its target"
         )
     return bool(proofs) and strict
 
