@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from retire.commands.aliases import ALIASES
-from retire.commands.base import Command, ExitCode, Parser, configure, print_error, say
+from retire.commands.base import Command, ExitCode, Parser, configure, json_kept, print_error, say
 from retire.core import heldsecrets
 from retire.core.errors import PatchlaneError
 from retire.core.project import Project, find_root
@@ -253,7 +253,8 @@ def _end_of_options(arguments: list[str]) -> int:
 def _run(args: argparse.Namespace) -> int:
     """Run the chosen command; every error is printed once, by :func:`print_error`."""
     try:
-        return int(args.run(Project(_root(args)), args))
+        # --json: one document on stdout, whatever path the command took
+        return json_kept(int(args.run(Project(_root(args)), args)))
     except InputError as exc:
         return print_error(
             ExitCode.BAD_INPUT,
