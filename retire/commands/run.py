@@ -49,7 +49,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="only the lanes with this tag: gpu for needs-cuda lanes, cpu for the others (nox's "
         "session tags)",
     )
-    p.add_argument("--jobs", type=positive_int, default=1, help="lanes run at once (default: 1)")
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=positive_int,
+        default=1,
+        help="lanes run at once (default: 1); on a GPU host each is given its own GPUs",
+    )
     p.add_argument(
         "--overlay",
         metavar="PYTHON",
