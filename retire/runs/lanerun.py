@@ -70,6 +70,8 @@ class LaneStatus(StrEnum):
     RAN = "ran"
     SKIPPED = "skipped"
     BUILD_FAILED = "build-failed"
+    #: its Slurm job ended without the lane's result: refused, cancelled, timed out, killed
+    JOB_FAILED = "job-failed"
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,7 @@ class LaneRun:
 
     @property
     def failed(self) -> bool:
-        return self.status == LaneStatus.BUILD_FAILED or any(
+        return self.status in (LaneStatus.BUILD_FAILED, LaneStatus.JOB_FAILED) or any(
             s.outcome in FAILING for s in self.shims
         )
 
@@ -606,7 +608,7 @@ def summary_table(runs: list[LaneRun]) -> str:
         row = []
         for run, col in zip(runs, cols, strict=True):
             word = cell.get((run.lane, shim)) or (
-                LaneStatus.BUILD_FAILED if run.status == LaneStatus.BUILD_FAILED else ""
+                run.status if run.status in (LaneStatus.BUILD_FAILED, LaneStatus.JOB_FAILED) else ""
             )
             row.append((word if shim in run.planned else "-").ljust(col))
         lines.append(shim.ljust(width) + "  " + "  ".join(row))
