@@ -5,6 +5,8 @@ their own GPU through CUDA_VISIBLE_DEVICES."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 
@@ -21,7 +23,7 @@ from retire.runs.packing import GpuPool, choose, unmet
 from retire.schemas import load as load_schema
 from shims.gpuneeds import GpuNeeds
 from shims.manifest import parse_manifest
-from tests.conftest import run_cli
+from tests.conftest import ROOT, run_cli, subprocess_env
 from tests.support import shimtree
 
 H100 = Gpu("0", "NVIDIA H100 80GB HBM3", "9.0", 79.6)
@@ -69,8 +71,8 @@ def test_a_need_the_host_can_never_meet_says_why():
     assert "NVIDIA H100 80GB HBM3 has 79.6 GiB of memory" in why
 
 
-def test_the_pool_gives_side_by_side_lanes_their_own_gpus_and_a_pair_waits():
-    pool = GpuPool((Gpu("0"), Gpu("1")))
+def test_the_pool_gives_side_by_side_lanes_their_own_gpus_and_a_pair_waits(tmp_path):
+    pool = GpuPool((Gpu("0"), Gpu("1")), tmp_path)
     seen: list[tuple[str, ...]] = []
     first, second = pool.hold(GpuNeeds(1)), pool.hold(GpuNeeds(1))
     a, b = first.__enter__(), second.__enter__()
@@ -93,6 +95,56 @@ def test_the_pool_gives_side_by_side_lanes_their_own_gpus_and_a_pair_waits():
     assert seen == [("0", "1")]
     with pytest.raises(ValueError, match="needs 3 GPUs, has 2 GPUs"):
         pool.hold(GpuNeeds(3)).__enter__()
+
+
+HOLDER = """
+import sys, time
+from pathlib import Path
+from retire.runs.gpus import Gpu
+from retire.runs.packing import GpuPool
+from shims.gpuneeds import GpuNeeds
+
+pool = GpuPool((Gpu("0"), Gpu("1")), Path(sys.argv[1]))
+with pool.hold(GpuNeeds(1, share=sys.argv[2] == "share")) as got:
+    print(got[0].id, flush=True)
+    sys.stdin.readline()
+"""
+
+
+def test_another_process_holding_a_gpu_is_respected(tmp_path):
+    """`nox -s lane -j N` runs one patchlane per lane: their GPUs come from one host-wide set of
+    leases."""
+    other = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(tmp_path), "alone"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=subprocess_env(),
+    )
+    try:
+        assert other.stdout is not None and other.stdout.readline().strip() == "0"
+        pool = GpuPool((Gpu("0"), Gpu("1")), tmp_path)
+        with pool.hold(GpuNeeds(1)) as mine:
+            assert [gpu.id for gpu in mine] == ["1"]
+        # nor does a sharing lane take an exclusive one's GPU
+        with pool.hold(GpuNeeds(1, share=True)) as mine:
+            assert [gpu.id for gpu in mine] == ["1"]
+        waited: list[str] = []
+        pair = threading.Thread(
+            target=lambda: waited.extend(g.id for g in pool.hold(GpuNeeds(2)).__enter__())
+        )
+        pair.start()
+        time.sleep(0.6)
+        # the pair waits for the other process
+        assert not waited
+        assert other.stdin is not None
+        other.stdin.write("\n")
+        other.stdin.flush()
+        pair.join(10)
+        assert waited == ["0", "1"]
+    finally:
+        other.kill()
+        other.wait()
 
 
 # -- the host's GPUs ------------------------------------------------------------------------------
@@ -307,8 +359,10 @@ def test_two_lanes_see_different_gpus_and_a_pair_lane_its_own_set(
         ),
     )
     monkeypatch.setenv("PATCHLANE_GPUS", "h100:9.0:80,h100:9.0:80")
-    meet = tmp_path / "meet"
+    monkeypatch.setenv("PATCHLANE_GPU_LOCKS", str(tmp_path / "leases"))
+    meet, meet_apart = tmp_path / "meet", tmp_path / "meet-apart"
     meet.mkdir()
+    meet_apart.mkdir()
 
     def write(name: str, shims: str, extra: str) -> None:
         p.write(name, GPU_LANE.format(shims=shims, extra=extra, url=toylib_index.url))
@@ -322,9 +376,31 @@ def test_two_lanes_see_different_gpus_and_a_pair_lane_its_own_set(
     write("cpu", '["sees"]', "")
     # a one-GPU lane whose shim needs two: that shim is skipped, not failed
     write("narrow", '["pair"]', "gpus = 1")
+    # two lanes for two separate runs at once, as `nox -s lane -j 2` starts them
+    apart = f'needs-cuda = true\nenv = {{ PATCHLANE_TEST_MEET = "{meet_apart}" }}'
+    write("c", '["sees"]', apart)
+    write("d", '["sees"]', apart)
     assert run_cli(p.root, "lock", capsys=capsys)[0] == 0
-    code, out, err = run_cli(p.root, "run", "-j", "3", "--run-id", "g1", "--json", capsys=capsys)
+    lanes_here = ["a", "b", "pair", "big", "cpu", "narrow"]
+    code, out, err = run_cli(
+        p.root, "run", *lanes_here, "-j", "3", "--run-id", "g1", "--json", capsys=capsys
+    )
     assert code == 0, out + err
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "retire", "--root", str(p.root), "run", name, "--run-id", "g2"],
+            env=subprocess_env(PYTHONPATH=str(ROOT)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for name in ("c", "d")
+    ]
+    for proc in runs:
+        said = proc.communicate(timeout=300)[0]
+        assert proc.returncode == 0, said
+    apart = [r for r in validation.load(p.root / "validation/manifest.jsonl") if r.run == "g2"]
+    assert {r.host.get("visible_devices") for r in apart if r.mode == "without"} == {"0", "1"}
     records = [r for r in validation.load(p.root / "validation/manifest.jsonl") if r.run == "g1"]
     seen = {(r.lane, r.mode): r.host.get("visible_devices") for r in records}
     # side by side, each on its own GPU; both modes of a lane on the same one

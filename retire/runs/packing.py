@@ -4,19 +4,28 @@ them while lanes run side by side (``patchlane run -j N``).
 A lane that needs ``n`` GPUs gets ``n`` of the host's GPUs of its kind that nobody holds; a lane
 that says ``share = true`` may take GPUs other sharing lanes hold (the least loaded first), never
 one an exclusive lane holds. A lane waits until its set is free; a need the host can never meet is
-refused up front (:func:`unmet`), so nothing waits forever.
+refused up front (:func:`unmet`), so nothing waits forever. Holds are host-wide file locks, so
+separate patchlane processes (``nox -s lane -j N``) share out the GPUs too.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import tempfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 
 from retire.runs.gpus import Gpu
 from shims.gpuneeds import GpuNeeds
 
-__all__ = ["GpuPool", "choose", "unmet"]
+__all__ = ["LOCKS_ENV", "GpuPool", "choose", "lock_folder", "unmet"]
+
+#: Where a host's GPU leases live (default: a folder per user in the temp folder).
+LOCKS_ENV = "PATCHLANE_GPU_LOCKS"
+# how often a lane waiting for GPUs held by another process looks again
+_RETRY_S = 0.25
 
 
 def _fitting(needs: GpuNeeds, gpus: Sequence[Gpu]) -> list[Gpu]:
@@ -66,11 +75,28 @@ def choose(
     return tuple(gpu for gpu in gpus if gpu.id in chosen)
 
 
-class GpuPool:
-    """A host's GPUs, handed to lanes running on several threads; :meth:`hold` waits for a set."""
+def lock_folder(environ: Mapping[str, str] | None = None) -> Path:
+    """Where this host's GPU leases live: ``PATCHLANE_GPU_LOCKS``, else one folder per user in the
+    temp folder (every patchlane process of the user on this host sees the same)."""
+    environ = os.environ if environ is None else environ
+    given = environ.get(LOCKS_ENV)
+    if given:
+        return Path(given)
+    return Path(tempfile.gettempdir()) / f"patchlane-gpus-{os.getuid()}"
 
-    def __init__(self, gpus: Sequence[Gpu]) -> None:
+
+class GpuPool:
+    """A host's GPUs, handed to lanes; :meth:`hold` waits for a set.
+
+    A lane's hold on a GPU is a lock on ``<lock folder>/gpu-<id>.lock`` (``flock``: exclusive for a
+    lane that does not share, shared for one that does), so lanes on threads of one run and lanes
+    of separate runs on the host (``nox -s lane -j N`` starts one process per lane) never get the
+    same GPU; a lock dies with its process.
+    """
+
+    def __init__(self, gpus: Sequence[Gpu], folder: Path | None = None) -> None:
         self.gpus = tuple(gpus)
+        self.folder = folder or lock_folder()
         self._held: dict[str, int] = {}
         self._exclusive: set[str] = set()
         self._changed = threading.Condition()
@@ -81,9 +107,12 @@ class GpuPool:
         :func:`unmet` refuses is a ValueError: check it before."""
         if (why := unmet(needs, self.gpus)) is not None:
             raise ValueError(why)
+        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         with self._changed:
-            while (chosen := self._choose(needs)) is None:
-                self._changed.wait()
+            while (taken := self._take(needs)) is None:
+                # another process's release wakes nobody here: look again soon
+                self._changed.wait(_RETRY_S)
+            chosen, descriptors = taken
             for gpu in chosen:
                 self._held[gpu.id] = self._held.get(gpu.id, 0) + 1
                 if not needs.share:
@@ -92,11 +121,43 @@ class GpuPool:
             yield chosen
         finally:
             with self._changed:
+                for descriptor in descriptors:
+                    os.close(descriptor)
                 for gpu in chosen:
                     self._held[gpu.id] -= 1
                     if not needs.share:
                         self._exclusive.discard(gpu.id)
                 self._changed.notify_all()
 
-    def _choose(self, needs: GpuNeeds) -> tuple[Gpu, ...] | None:
-        return choose(needs, self.gpus, self._held, frozenset(self._exclusive))
+    def _take(self, needs: GpuNeeds) -> tuple[tuple[Gpu, ...], list[int]] | None:
+        """A set :func:`choose` picks and whose locks this process got, or None: wait. A GPU
+        another process holds counts as held (exclusively, when even a shared lock failed)."""
+        elsewhere: set[str] = set()
+        while True:
+            held = {**self._held, **dict.fromkeys(elsewhere, 1)}
+            chosen = choose(needs, self.gpus, held, frozenset(self._exclusive | elsewhere))
+            if chosen is None:
+                return None
+            descriptors: list[int] = []
+            for gpu in chosen:
+                descriptor = self._lock(gpu, shared=needs.share)
+                if descriptor is None:
+                    elsewhere.add(gpu.id)
+                    break
+                descriptors.append(descriptor)
+            else:
+                return chosen, descriptors
+            for descriptor in descriptors:
+                os.close(descriptor)
+
+    def _lock(self, gpu: Gpu, *, shared: bool) -> int | None:
+        """A descriptor holding ``gpu``'s lock (None when another holder refuses it)."""
+        import fcntl
+
+        descriptor = os.open(self.folder / f"gpu-{gpu.id}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(descriptor, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+        except OSError:
+            os.close(descriptor)
+            return None
+        return descriptor
