@@ -79,8 +79,10 @@ class SlurmLane:
 
 def _environment() -> dict[str, str]:
     """What Slurm's commands (and, through ``--export=ALL``, a job) get: the allow-list uv gets,
-    Slurm's own settings, never this run's process marker (a job is no child of this run)."""
-    env = childenv.for_uv()
+    less anything secret-named — Slurm keeps a job's environment in its state files, so a node's
+    uv finds index credentials in its own configuration — plus Slurm's own settings, never this
+    run's process marker (a job is no child of this run)."""
+    env = {k: v for k, v in childenv.for_uv().items() if not secrets.looks_secret(k)}
     env.update({k: v for k, v in os.environ.items() if k.startswith("SLURM_")})
     env.pop(childenv.RUN_TOKEN_ENV, None)
     return env
