@@ -420,3 +420,30 @@ def test_two_lanes_see_different_gpus_and_a_pair_lane_its_own_set(
     narrow = lanes["narrow"]["shims"][0]
     assert narrow["outcome"] == "skipped" and "needs 2 GPUs, has 1 GPU" in narrow["why"]
     assert not any(r.lane in ("big", "narrow") for r in records)
+
+
+def test_a_bisection_holds_gpus_of_its_own(tmp_path, monkeypatch):
+    """`patchlane bisect` runs its candidates inside held_gpus: beside a lane that holds GPU 0,
+    its reproducers see GPU 1 only; on a host without GPUs nothing changes."""
+    from retire.runs.packing import held_gpus, on_gpus
+
+    monkeypatch.setenv("PATCHLANE_GPUS", "h100,h100")
+    monkeypatch.setenv("PATCHLANE_GPU_LOCKS", str(tmp_path))
+    said: list[str] = []
+    lane = GpuPool((Gpu("0", "h100"), Gpu("1", "h100")), tmp_path)
+    with lane.hold(GpuNeeds(1)) as held:
+        assert [gpu.id for gpu in held] == ["0"]
+        with held_gpus(GpuNeeds(1), said.append) as mine:
+            assert [gpu.id for gpu in mine] == ["1"]
+            assert childenv.for_reproducer({"PATH": "/bin"})["CUDA_VISIBLE_DEVICES"] == "1"
+        seen = on_gpus(
+            GpuNeeds(1), lambda: childenv.for_lane({})["CUDA_VISIBLE_DEVICES"], say=said.append
+        )
+        assert seen() == "1"
+    assert said == ["GPUs 1: h100", "GPUs 1: h100"]
+    # a reproducer that needs no GPU, or a host without any: nothing held, nothing set
+    with held_gpus(GpuNeeds(0), said.append) as none:
+        assert none == () and "CUDA_VISIBLE_DEVICES" not in childenv.for_lane({})
+    monkeypatch.setenv("PATCHLANE_GPUS", "none")
+    with held_gpus(GpuNeeds(1), said.append) as none:
+        assert none == ()

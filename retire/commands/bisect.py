@@ -207,6 +207,7 @@ def bisection(
     ``stop`` and ``count`` are a budget's (:class:`retire.bisect.Meter`)."""
     from retire.bisect import bisect, list_releases, project_bounds
     from retire.probes.records import bisection_lane
+    from retire.runs.packing import on_gpus
 
     _check_versions(since=args.since, until=args.until)
     manifest = _manifest(project, args.shim)
@@ -242,7 +243,8 @@ def bisection(
             level=Level.PROGRESS,
         )
 
-    return bisect(
+    # its candidates run on GPUs of their own, as lanes do (docs/commands.md, GPUs)
+    return on_gpus(manifest.reproducer.gpu_needs, bisect, say=lambda line: say(f"  {line}"))(
         manifest,
         versions,
         yanked=yanked,

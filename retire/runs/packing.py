@@ -14,14 +14,16 @@ import contextlib
 import os
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from retire.runs.gpus import Gpu
 from shims.gpuneeds import GpuNeeds
 
-__all__ = ["LOCKS_ENV", "GpuPool", "choose", "lock_folder", "unmet"]
+__all__ = ["LOCKS_ENV", "GpuPool", "choose", "held_gpus", "lock_folder", "on_gpus", "unmet"]
 
+_T = TypeVar("_T")
 #: Where a host's GPU leases live (default: a folder per user in the temp folder).
 LOCKS_ENV = "PATCHLANE_GPU_LOCKS"
 # how often a lane waiting for GPUs held by another process looks again
@@ -161,3 +163,34 @@ class GpuPool:
             os.close(descriptor)
             return None
         return descriptor
+
+
+@contextlib.contextmanager
+def held_gpus(needs: GpuNeeds, say: Callable[[str], None]) -> Iterator[tuple[Gpu, ...]]:
+    """This host's GPUs for work outside a lane run (a bisection's candidates): ``needs`` taken
+    from the host-wide leases and every child started on this thread inside the block sees only
+    them. Nothing is held where the host's GPUs are unknown, or cannot meet ``needs`` (the
+    reproducer then says what it lacks)."""
+    from retire.core import childenv
+    from retire.runs.gpus import discover
+
+    gpus = discover().gpus
+    if not needs.count or not gpus or unmet(needs, gpus) is not None:
+        yield ()
+        return
+    with GpuPool(gpus).hold(needs) as given:
+        say(f"GPUs {', '.join(str(gpu) for gpu in given)}")
+        with childenv.visible_devices(",".join(gpu.id for gpu in given)):
+            yield given
+
+
+def on_gpus(
+    needs: GpuNeeds, function: Callable[..., _T], *, say: Callable[[str], None]
+) -> Callable[..., _T]:
+    """``function``, called inside :func:`held_gpus` for ``needs``."""
+
+    def called(*args: object, **kwargs: object) -> _T:
+        with held_gpus(needs, say):
+            return function(*args, **kwargs)
+
+    return called
