@@ -447,3 +447,27 @@ def test_a_bisection_holds_gpus_of_its_own(tmp_path, monkeypatch):
     monkeypatch.setenv("PATCHLANE_GPUS", "none")
     with held_gpus(GpuNeeds(1), said.append) as none:
         assert none == ()
+
+
+def test_nvidia_smis_list_and_the_engines_allocation():
+    from retire.runs.gpus import _from_smi, _visible
+
+    listed = _from_smi(
+        "0, GPU-aaa, NVIDIA H100 80GB HBM3, 9.0, 81559\n"
+        "1, GPU-bbb, NVIDIA H100 80GB HBM3, 9.0, 81559\n"
+        "No devices were found\n"
+    )
+    assert listed[1] == Gpu("1", "NVIDIA H100 80GB HBM3", "9.0", 79.6)
+    assert listed[1].uuid == "GPU-bbb"
+    # a driver without compute_cap
+    assert _from_smi("3, GPU-c, Tesla V100, 16384")[0] == Gpu("3", "Tesla V100", None, 16.0)
+    # by UUID, by index, and by position inside a cgroup that renumbers
+    assert [g.id for g in _visible(listed, {"CUDA_VISIBLE_DEVICES": "GPU-bbb"})] == ["GPU-bbb"]
+    assert _visible(listed, {"CUDA_VISIBLE_DEVICES": "GPU-bbb"})[0].compute_capability == "9.0"
+    assert [g.id for g in _visible(listed, {"CUDA_VISIBLE_DEVICES": "1"})] == ["1"]
+    assert [g.name for g in _visible(listed, {"CUDA_VISIBLE_DEVICES": "4,5"})] == [
+        "NVIDIA H100 80GB HBM3",
+        "NVIDIA H100 80GB HBM3",
+    ]
+    assert _visible(listed, {"CUDA_VISIBLE_DEVICES": "MIG-x"}) == (Gpu("MIG-x"),)
+    assert _visible(listed, {"CUDA_VISIBLE_DEVICES": ""}) == ()

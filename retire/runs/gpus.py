@@ -20,7 +20,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from retire.core.errors import InputError
 from retire.lanes.model import Lane
@@ -34,7 +34,7 @@ _ENTRY = re.compile(
     r"(?:(?P<id>[0-9]+)=)?(?P<name>[A-Za-z0-9][A-Za-z0-9 ._-]*)"
     r"(?::(?P<cc>[0-9]+\.[0-9]+)?)?(?::(?P<mem>[0-9]+(?:\.[0-9]+)?))?"
 )
-_SMI_FIELDS = "index,name,compute_cap,memory.total"
+_SMI_FIELDS = "index,uuid,name,compute_cap,memory.total"
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,8 @@ class Gpu:
     name: str = "GPU"
     compute_capability: str | None = None
     memory_gib: float | None = None
+    # GPU-…, where nvidia-smi said (CUDA_VISIBLE_DEVICES may name a GPU by it)
+    uuid: str | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
         return f"{self.id}: {self.name}"
@@ -105,29 +107,52 @@ def _declared_error(text: str, problem: str) -> InputError:
 
 
 def _from_smi(output: str) -> tuple[Gpu, ...]:
-    """``nvidia-smi --query-gpu=index,name,compute_cap,memory.total --format=csv,noheader,
-    nounits`` lines as GPUs (memory in MiB there)."""
+    """``nvidia-smi --query-gpu=index,uuid,name,compute_cap,memory.total --format=csv,noheader,
+    nounits`` lines as GPUs (memory in MiB there; an older driver's lines lack compute_cap)."""
     gpus = []
     for line in output.splitlines():
         fields = [f.strip() for f in line.split(",")]
-        if len(fields) != 4 or not fields[0].isdigit():
+        if len(fields) == 4:
+            fields.insert(3, "")
+        if len(fields) != 5 or not fields[0].isdigit():
             continue
-        capability = fields[2] if re.fullmatch(r"[0-9]+\.[0-9]+", fields[2]) else None
+        capability = fields[3] if re.fullmatch(r"[0-9]+\.[0-9]+", fields[3]) else None
         try:
-            memory = round(float(fields[3]) / 1024, 1)
+            memory = round(float(fields[4]) / 1024, 1)
         except ValueError:
             memory = None
-        gpus.append(Gpu(fields[0], fields[1], capability, memory))
+        gpus.append(Gpu(fields[0], fields[2], capability, memory, fields[1]))
     return tuple(gpus)
 
 
 def _visible(gpus: tuple[Gpu, ...], environ: Mapping[str, str]) -> tuple[Gpu, ...]:
-    """Only the GPUs the engine's own ``CUDA_VISIBLE_DEVICES`` names (all when unset)."""
+    """The GPUs the engine's own ``CUDA_VISIBLE_DEVICES`` names (all when unset), under the ids it
+    gives them: each matched by index or UUID, else by position where the lists are as long (a
+    cgroup that shows only the allocation), else a GPU of unknown kind."""
     visible = environ.get("CUDA_VISIBLE_DEVICES")
     if visible is None:
         return gpus
     wanted = [v.strip() for v in visible.split(",") if v.strip()]
-    return tuple(gpu for gpu in gpus if gpu.id in wanted)
+    found = []
+    for position, entry in enumerate(wanted):
+        match = next((gpu for gpu in gpus if entry in (gpu.id, gpu.uuid)), None)
+        if match is None and len(gpus) == len(wanted):
+            match = gpus[position]
+        found.append(replace(match, id=entry) if match else Gpu(entry))
+    return tuple(found)
+
+
+def _smi(smi: str, fields: str) -> subprocess.CompletedProcess[str] | None:
+    try:
+        return subprocess.run(
+            [smi, f"--query-gpu={fields}", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
 
 
 def discover(environ: Mapping[str, str] | None = None) -> HostGpus:
@@ -139,16 +164,12 @@ def discover(environ: Mapping[str, str] | None = None) -> HostGpus:
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return HostGpus((), "no nvidia-smi on PATH")
-    try:
-        proc = subprocess.run(
-            [smi, f"--query-gpu={_SMI_FIELDS}", "--format=csv,noheader,nounits"],
-            capture_output=True,
-            text=True,
-            stdin=subprocess.DEVNULL,
-            timeout=60,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return HostGpus((), f"nvidia-smi failed: {exc}")
+    proc = _smi(smi, _SMI_FIELDS)
+    if proc is not None and proc.returncode != 0:
+        # a driver too old to know compute_cap
+        proc = _smi(smi, _SMI_FIELDS.replace(",compute_cap", ""))
+    if proc is None or proc.returncode != 0:
+        return HostGpus((), "nvidia-smi failed")
     gpus = _visible(_from_smi(proc.stdout), environ)
     return HostGpus(gpus, "nvidia-smi" if gpus else "nvidia-smi lists no GPU")
 
