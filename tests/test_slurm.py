@@ -252,7 +252,10 @@ def test_a_job_cancelled_mid_run_is_reported_cancelled_and_the_others_records_ke
         toylib_index,
         {"old": ("1.0", '["toy"]', ""), "slow": ("1.0", '["toy_slow"]', "")},
     )
-    proc = _patchlane(root, cluster, "run", "--executor", "slurm", "--run-id", "c1", "--json")
+    # the job says "still running toy_slow …" within a second of starting the reproducer
+    proc = _patchlane(
+        root, cluster, "run", "--executor", "slurm", "--run-id", "c1", "--json", "--heartbeat", "1"
+    )
     records = root / "validation/manifest.jsonl"
     deadline = time.monotonic() + 240
     slow_id = None
@@ -260,7 +263,7 @@ def test_a_job_cancelled_mid_run_is_reported_cancelled_and_the_others_records_ke
     while time.monotonic() < deadline:
         queue = cluster.squeue()
         output = root / ".patchlane/slurm/c1/slow.out"
-        running = output.exists() and "toy_slow" in output.read_text()
+        running = output.exists() and "still running toy_slow" in output.read_text()
         if "patchlane-slow" in queue and "patchlane-old" not in queue and running:
             slow_id = queue["patchlane-slow"][0]
             break

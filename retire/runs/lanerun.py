@@ -278,7 +278,9 @@ def run_lane(
     needs = lane_needs(lane, manifests)
     if (why := unmet(needs, pool.gpus)) is not None:
         return _skipped(lane, f"this host {why} ({host.description})", progress)
-    with pool.hold(needs) as given:
+    # a lane still waiting for GPUs when the run is stopped never starts
+    with pool.hold(needs, REAPER.check) as given:
+        REAPER.check()
         if given:
             progress(lane.name, f"GPUs {', '.join(str(gpu) for gpu in given)}")
         with childenv.visible_devices(",".join(gpu.id for gpu in given)):
