@@ -279,7 +279,11 @@ def run_lane(
     if (why := unmet(needs, pool.gpus)) is not None:
         return _skipped(lane, f"this host {why} ({host.description})", progress)
     # a lane still waiting for GPUs when the run is stopped never starts
-    with pool.hold(needs, REAPER.check) as given:
+    with pool.hold(
+        needs,
+        REAPER.check,
+        lambda: progress(lane.name, f"waiting for {needs}: other lanes hold this host's"),
+    ) as given:
         REAPER.check()
         if given:
             progress(lane.name, f"GPUs {', '.join(str(gpu) for gpu in given)}")
