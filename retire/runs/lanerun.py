@@ -52,6 +52,7 @@ from retire.runs.gpus import GPUS_ENV, Gpu, discover, lane_needs
 from retire.runs.launcher import (
     ISOLATIONS,
     PROTOCOL_MODULES,
+    Isolation,
     Launcher,
     common_environment,
     preload_of,
@@ -99,8 +100,8 @@ class LaneRun:
     env: envs.LaneEnv | None = None
     shims: tuple[ShimRun, ...] = ()
     seconds: float = 0.0
-    # how its reproducers ran: process | launcher (see --isolation)
-    isolation: str = "process"
+    # how its reproducers ran (see --isolation)
+    isolation: Isolation = Isolation.PROCESS
     # why a launcher lane fell back to process isolation
     note: str = ""
 
@@ -324,7 +325,7 @@ def _run_built(
         env=env,
         shims=results,
         seconds=time.monotonic() - started,
-        isolation="launcher" if launcher is not None else "process",
+        isolation=Isolation.LAUNCHER if launcher is not None else Isolation.PROCESS,
         note=_launcher_note(launcher),
     )
 
@@ -649,6 +650,6 @@ def from_summary(data: dict) -> LaneRun:
             for s in data.get("shims", [])
         ),
         seconds=data.get("seconds", 0.0),
-        isolation=data.get("isolation", "process"),
+        isolation=Isolation(data.get("isolation", "process")),
         note=data.get("note", ""),
     )
