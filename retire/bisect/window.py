@@ -47,9 +47,11 @@ from retire.bisect.search import (
 __all__ = [
     "DEFAULT_SAMPLE",
     "Edge",
+    "EdgeSearch",
     "EdgeState",
     "Place",
     "Window",
+    "locate_edge",
     "locate_window",
     "spread",
 ]
@@ -427,3 +429,44 @@ def _unseen(loc: _Locate, reason: str, known_broken: str | None) -> Window:
         _untried(loc),
         known_broken,
     )
+
+
+@dataclass(frozen=True)
+class EdgeSearch:
+    """One edge searched on its own, and the runs that placed it."""
+
+    edge: Edge
+    runs: tuple[CandidateRun, ...]
+
+
+def locate_edge(
+    items: Sequence[str],
+    probe: Callable[[str], CandidateRun],
+    *,
+    kind: str,
+    before: str,
+    after: str,
+    known: Mapping[str, CandidateRun] | None = None,
+    limits: Limits = _LIMITS,
+    on_run: Callable[[CandidateRun], None] | None = None,
+    stop: Callable[[], str | None] | None = None,
+) -> EdgeSearch:
+    """The ``kind`` edge (``introduced`` | ``fixed``) among ``items`` (oldest first), which lie
+    strictly between two sides already known: ``before`` (clean for introduced, broken for fixed)
+    and ``after`` (the other state) — the commits between two adjacent releases, say. At most
+    ``ceil(log2(len(items) + 1))`` conclusive runs."""
+    items = tuple(items)
+    s = _Search(items, probe, dict(known or {}), limits, on_run, stop)
+    loc = _Locate(s, limits)
+    lo, hi, why = loc.edge(-1, len(items), FIXED if kind == "introduced" else BROKEN)
+    unpinned, pinned = _between(loc, lo, hi)
+    state = EdgeState.FOUND if pinned else EdgeState.UNPINNED
+    edge = Edge(
+        kind,
+        state,
+        items[lo] if lo >= 0 else before,
+        items[hi] if hi < len(items) else after,
+        tuple(unpinned),
+        why or "",
+    )
+    return EdgeSearch(edge, tuple(s.order))
