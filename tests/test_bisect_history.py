@@ -137,3 +137,44 @@ def test_a_compiled_target_stops_at_the_release_edge_and_says_why(shim, tmp_path
     # without a mirror: the same stop, another reason
     bare = _window(shim, repo, None, tmp_path, tmp_path)
     assert bare.runs == 0 and all("not mirrored" in s for s in bare.stops)
+
+
+def test_the_command_follows_the_shims_link_to_the_mirror_and_names_the_commits(
+    linear, tmp_path, capsys
+):
+    """`patchlane bisect` with no evidence on record: the window over every release, the mirror
+    found from the shim's link, the fix commit and its pull request in --json and in words."""
+    import json
+    import sys
+
+    from retire.commands import main as cli
+    from tests.support.shimtree import manifest_text
+
+    repo, mirror, base = linear
+    project = tmp_path / "project"
+    text = (
+        manifest_text("toylib_add")
+        .replace('affected = ">=1.0,<1.1"\n', "")
+        .replace("https://example.org/toylib/pull/2", "https://github.com/acme/toylib/pull/63")
+    )
+    write_shim(project / "shims", "toylib_add", manifest=text)
+    (project / "patchlane.toml").write_text(
+        f'[[mirrors.repository]]\nurl = "https://github.com/acme/toylib"\n'
+        f'path = "{mirror.mirror.path}"\n'
+    )
+    index = release_index(repo, tmp_path / "wheels")
+    with IndexServer(index) as server:
+        common = ["--root", str(project), "--index", server.url, "--cache", str(base / "cache")]
+        code = cli(["bisect", "toylib_add", *common, "--python", sys.executable, "--json"])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        document = json.loads(out)
+        code = cli(["bisect", "toylib_add", *common, "--python", sys.executable])
+        words, _ = capsys.readouterr()
+    assert document["range_note"].startswith("every release")
+    assert document["window"]["introduced"]["after"] == INTRODUCED
+    fixed = next(e for e in document["commit_edges"] if e["kind"] == "fixed")
+    assert fixed["commit"]["sha"] == repo.fixed and fixed["commit"]["pull"] == 63
+    assert fixed["tags"] == ["v1.5", "v1.6"]
+    assert f'fixed by {repo.fixed[:12]} "Fix add() (#63)"' in words
+    assert "first released in 1.6" in words

@@ -10,9 +10,10 @@ search stopped at a release edge.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
-from retire.bisect.search import ENV_FAILED, CandidateRun, Candidates, Status
+from retire.bisect.search import ENV_FAILED, NOT_APPLICABLE, CandidateRun, Candidates, Status
 from retire.bisect.window import Edge, EdgeState, Window
 from retire.mirrors.history import Commit
 
@@ -98,6 +99,19 @@ class WindowResult:
         """Reproducer runs made now (cached answers cost none)."""
         return sum(1 for r in self.probes if not r.cached and r.outcome != ENV_FAILED)
 
+    def not_applicable_between(self) -> list[str]:
+        """Releases between the last broken and the first fixed the reproducer cannot run
+        against."""
+        history, fixed = self.window.history, self.window.fixed
+        if fixed.before not in history or fixed.after not in history:
+            return []
+        lo, hi = history.index(fixed.before), history.index(fixed.after)
+        return [
+            r.version
+            for r in self.window.runs
+            if r.state == NOT_APPLICABLE and r.version in history[lo + 1 : hi]
+        ]
+
     def commit_edge(self, kind: str) -> CommitEdge | None:
         return next((e for e in self.commit_edges if e.kind == kind), None)
 
@@ -120,14 +134,43 @@ class WindowResult:
             parts.append(text)
         return f"{self.distribution}: {'; '.join(parts)}"
 
+    def head(self) -> str:
+        """The fixed edge in a sentence, as a release bisection says it."""
+        fixed = self.window.fixed
+        if self.status == Status.FOUND:
+            text = (
+                f"{self.distribution} {fixed.after} is the first fixed release (last broken: "
+                f"{fixed.before}"
+            )
+            return text + (f", recorded {self.evidence})" if self._evidence_only else ")")
+        if self.status == Status.UNPINNED:
+            return (
+                f"{self.distribution}: last broken {fixed.before}, first proven fixed "
+                f"{fixed.after}; boundary not pinned, unknown in between: "
+                f"{', '.join(fixed.between)}"
+            )
+        if not self.window.seen:
+            return f"{self.distribution}: window not seen — {self.window.reason}"
+        return f"{self.distribution}: no fixed release — {fixed.note or fixed.state}"
+
+    @property
+    def _evidence_only(self) -> bool:
+        """Whether the last broken release is the evidence's, not run here."""
+        before = self.window.fixed.before
+        return bool(self.evidence) and not any(
+            r.version == before and r.state == "broken" for r in self.window.runs
+        )
+
     def summary(self) -> str:
         commits = sum(e.commits for e in self.commit_edges)
         counts = (
             f"{self.runs} reproducer run(s) over {len(self.candidates.versions)} release(s)"
             + (f" and {commits} commit(s)" if self.commit_edges else "")
         )
-        stops = "".join(f" {stop}." for stop in self.stops)
-        return f"{self.window_line()}.{stops} {counts}."
+        lines = [f"{self.head()}.", f"Window: {self.window_line()}."] if self.window.seen else []
+        lines = lines or [f"{self.head()}."]
+        lines += [f"{stop}." for stop in self.stops]
+        return " ".join([*lines, f"{counts}."])
 
     def decide(self, shim: str) -> tuple[str, ...]:
         """What would decide a window not seen: bisects over the stretches never tried, a lane
@@ -163,43 +206,52 @@ class WindowResult:
         return "\n".join(lines) + "\n"
 
     def to_dict(self) -> dict:
-        window = self.window
+        """The release bisection's document (same keys), and the window, the commits, the stops
+        and what would decide a window not seen."""
+        window, fixed = self.window, self.window.fixed
+        n = len(self.candidates.versions)
         return {
             "shim": self.shim,
             "distribution": self.distribution,
             "status": str(self.status),
-            "window": {
-                "seen": window.seen,
-                "introduced": asdict(window.introduced),
-                "fixed": asdict(window.fixed),
-                "reason": window.reason,
-                "untried": [list(pair) for pair in window.untried],
-                "known_broken": window.known_broken,
-            },
-            "commit_edges": [
-                {
-                    "kind": e.kind,
-                    "releases": list(e.releases),
-                    "tags": list(e.tags),
-                    "edge": asdict(e.edge),
-                    "commit": asdict(e.commit) if e.commit is not None else None,
-                    "commits": e.commits,
-                    "runs": [asdict(r) for r in e.runs],
-                }
-                for e in self.commit_edges
-            ],
-            "stops": list(self.stops),
-            "decide": list(self.decide(self.shim)),
+            "reason": window.reason or fixed.note,
             "first_fixed": self.first_fixed,
             "last_broken": self.last_broken,
-            "floor": self.floor,
+            "unknown_between": list(fixed.between),
             "runs": self.runs,
             "probes": [asdict(r) for r in window.runs],
             "candidates": asdict(self.candidates),
             "base": self.base,
             "seconds": self.seconds,
             "range_note": self.range_note,
-            "evidence": self.evidence,
+            "last_broken_evidence": self.evidence if self._evidence_only else "",
+            "not_applicable_between": self.not_applicable_between(),
             "records_added": self.records_added,
-            "summary": self.summary(),
+            "floor": self.floor,
+            "releases_available": n,
+            "run_bound": (math.ceil(math.log2(n)) + 1) if n else 0,
+            "conclusive_runs": sum(1 for r in self.probes if r.conclusive and not r.cached),
+            "window": {
+                "seen": window.seen,
+                "introduced": asdict(window.introduced),
+                "fixed": asdict(fixed),
+                "untried": [list(pair) for pair in window.untried],
+                "known_broken": window.known_broken,
+                "line": self.window_line(),
+            },
+            "commit_edges": [_commit_edge(e) for e in self.commit_edges],
+            "stops": list(self.stops),
+            "decide": list(self.decide(self.shim)),
         }
+
+
+def _commit_edge(edge: CommitEdge) -> dict:
+    return {
+        "kind": edge.kind,
+        "releases": list(edge.releases),
+        "tags": list(edge.tags),
+        "edge": asdict(edge.edge),
+        "commit": asdict(edge.commit) if edge.commit is not None else None,
+        "commits": edge.commits,
+        "runs": [asdict(r) for r in edge.runs],
+    }

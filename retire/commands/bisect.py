@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from retire.bisect.budget import Budget, Meter
-from retire.bisect.search import CandidateRun, Limits, Status
+from retire.bisect.search import NOT_APPLICABLE, UNKNOWN, CandidateRun, Limits, Status
+from retire.bisect.window import DEFAULT_SAMPLE, EdgeState
 from retire.commands.base import (
     Command,
     ExitCode,
     Level,
+    add_mirrors_option,
     emit_json,
     positive_float,
     positive_int,
@@ -26,7 +28,7 @@ from retire.core.errors import InputError, PatchlaneError
 from retire.core.project import Project
 
 if TYPE_CHECKING:
-    from retire.bisect.result import BisectResult
+    from retire.bisect.windowresult import WindowResult
     from retire.report.model import BisectionRan, Bisections
     from retire.verdicts.model import Verdict
 
@@ -116,6 +118,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="stop after N candidates the reproducer cannot run against (default: %(default)s)",
     )
     p.add_argument(
+        "--sample",
+        type=positive_int,
+        default=DEFAULT_SAMPLE,
+        metavar="N",
+        help="with no broken release on record and the newest clean, try at most N older "
+        "releases (spread out, above crashes first) to find one (default: %(default)s)",
+    )
+    add_mirrors_option(p, used_for="following an edge into the commits between two releases")
+    p.add_argument(
         "--cache", type=Path, help="result cache folder (default: .patchlane/cache/bisect)"
     )
     p.add_argument(
@@ -201,11 +212,15 @@ def bisection(
     *,
     stop: Callable[[], str | None] | None = None,
     count: Callable[[CandidateRun], None] | None = None,
-) -> BisectResult:
+) -> WindowResult:
     """The bisection ``args`` (this command's arguments) ask for, as ``patchlane bisect`` runs
-    it: the range from the project's evidence, every fresh run recorded unless ``--no-record``.
-    ``stop`` and ``count`` are a budget's (:class:`retire.bisect.Meter`)."""
-    from retire.bisect import bisect, list_releases, project_bounds
+    it: the bug's window on the target's releases in the range the project's evidence sets (every
+    release when none: the search looks for a broken one), continued into the commits of the
+    target's mirror; every fresh run recorded unless ``--no-record``. ``stop`` and ``count`` are
+    a budget's (:class:`retire.bisect.Meter`)."""
+    from retire.bisect import list_releases, project_bounds
+    from retire.bisect.sources import project_source
+    from retire.bisect.transitions import bisect_window
     from retire.probes.records import bisection_lane
 
     _check_versions(since=args.since, until=args.until)
@@ -237,17 +252,19 @@ def bisection(
             count(run)
         note = " (cached)" if run.cached else f" {run.duration_s:.2f}s"
         extra = f" — {run.detail}" if run.detail and not run.conclusive else ""
+        label = run.version[:12] if len(run.version) == 40 else run.version
         say(
-            f"  [{step}] {distribution} {run.version}: {run.state} ({run.outcome}){note}{extra}",
+            f"  [{step}] {distribution} {label}: {run.state} ({run.outcome}){note}{extra}",
             level=Level.PROGRESS,
         )
 
-    return bisect(
+    return bisect_window(
         manifest,
         versions,
         yanked=yanked,
         include_prereleases=args.include_prereleases,
         bounds=bounds,
+        source=project_source(project, manifest, folder=getattr(args, "mirrors", None)),
         base_python=base_python,
         index_url=index_url,
         cache_dir=args.cache or project.bisect_cache,
@@ -256,6 +273,7 @@ def bisection(
         lane=bisection_lane(lane.name if lane else None),
         lock_digest=lane.digest if lane else None,
         limits=Limits(args.max_unknown, args.max_not_applicable),
+        sample=args.sample,
         on_step=progress,
         isolation=args.isolation,
         on_note=lambda line: say(f"  {line}", level=Level.PROGRESS),
@@ -267,17 +285,29 @@ def run(project: Project, args: argparse.Namespace) -> int:
     result = bisection(project, args)
     if args.json:
         emit_json(result.to_dict())
-    else:
-        say(result.summary())
-        if result.floor:
-            say(f"proposed retirement floor: {result.floor}")
-        for run in (*result.not_applicable, *result.unknown):
+        return ExitCode.OK if result.status == Status.FOUND else ExitCode.FAILED
+    say(result.summary())
+    if result.floor:
+        say(f"proposed retirement floor: {result.floor}")
+    if (fixed := result.fix_commit) is not None:
+        say(f"fixed by {fixed.describe()}, first released in {result.first_fixed}")
+    window = result.window
+    # the range was cut below (evidence, --since): where it came in lies further down
+    if window.introduced.state == EdgeState.OPEN and result.candidates.out_of_range:
+        say(
+            f"introduced: the range starts at {window.introduced.after}, broken there — "
+            "`--all` searches the older releases for the one that brought the bug in"
+        )
+    for step in result.decide(args.shim):
+        say(f"to decide it: {step}")
+    for run in result.window.runs:
+        if run.state in (NOT_APPLICABLE, UNKNOWN):
             say(f"{run.state}: {run.version} ({run.outcome}) {run.detail}")
-        if args.record:
-            say(
-                f"recorded {result.records_added} run(s) in "
-                f"{project.validation.relative_to(project.root)}"
-            )
+    if args.record:
+        say(
+            f"recorded {result.records_added} run(s) in "
+            f"{project.validation.relative_to(project.root)}"
+        )
     return ExitCode.OK if result.status == Status.FOUND else ExitCode.FAILED
 
 
