@@ -1,5 +1,5 @@
-"""``patchlane bisect``: the first release of a shim's target in which its reproducer stops
-reproducing."""
+"""``patchlane bisect``: a bug's window on a shim's target — the releases, and the commits, that
+introduced and fixed it."""
 
 from __future__ import annotations
 
@@ -33,26 +33,24 @@ if TYPE_CHECKING:
     from retire.verdicts.model import Verdict
 
 DESCRIPTION = (
-    "Find the first release of a shim's target in which its reproducer (run without the shim) "
-    "stops "
-    "reproducing: a binary search over the index's releases (yanked ones skipped), one overlay env "
-    "per "
-    "candidate. By default the range starts at the newest release the project has evidence is "
-    "broken — "
-    "a without-shim BUG_REPRODUCED record of the shim (any lane, any host), the lock of a lane "
-    "that "
-    "recorded the bug, or the upper bound of the manifest's [target] affected — and ends at the "
-    "newest "
-    "release; the output says which evidence set it. A candidate the reproducer cannot run against "
-    "(SKIPPED, an ImportError, no installable file for this interpreter) is not applicable: "
-    "stepped over "
-    "and reported apart; crashes and timeouts are unknown and never guessed through. Every fresh "
-    "run is "
-    "recorded in the validation manifest (lane 'bisect', or 'bisect:LANE' with --lane) so verdicts "
-    "use "
-    "it; answers are cached, and a cached answer is neither re-run nor re-recorded. Exit 0 when "
-    "the "
-    "boundary is found, 1 otherwise."
+    "Find the bug's window on a shim's target: the release that introduced it (first broken after "
+    "a clean one) and the release that fixed it (first clean after a broken one), each by a binary "
+    "search over the index's releases (yanked ones skipped), one overlay env per candidate; then, "
+    "where the target's repository is mirrored (a lane's revision of it, else the shim's links), "
+    "the commits between the two adjacent releases' tags (first-parent; each candidate the package "
+    "built by uv from the mirror at that commit), naming the commit, its subject, date and pull "
+    "request. By default the range starts at the newest release the project has evidence is "
+    "broken — a without-shim BUG_REPRODUCED record of the shim (any lane, any host), the lock of a "
+    "lane that recorded the bug, or the upper bound of the manifest's [target] affected — and ends "
+    "at the newest release; the output says which evidence set it. With none, every release is "
+    "searched: the newest first, then a spread-out sample of older ones (--sample), and when none "
+    "reproduces the output says what ran and what would decide it. A candidate the reproducer "
+    "cannot run against (SKIPPED, an ImportError, no installable file for this interpreter) is not "
+    "applicable: stepped over and reported apart; crashes and timeouts are unknown and never "
+    "guessed through. A target with compiled sources or no build file stops at the release edge, "
+    "saying so. Every fresh run is recorded in the validation manifest (lane 'bisect', or "
+    "'bisect:LANE' with --lane) so verdicts use it; answers are cached, and a cached answer is "
+    "neither re-run nor re-recorded. Exit 0 when the first fixed release is found, 1 otherwise."
 )
 
 
@@ -439,7 +437,7 @@ def candidate_bisections(
 
 COMMAND = Command(
     "bisect",
-    "find the first release in which a shim's reproducer stops reproducing",
+    "find a bug's window: the releases and commits that introduced and fixed it",
     add_arguments,
     run,
     DESCRIPTION,
