@@ -178,3 +178,29 @@ def test_the_command_follows_the_shims_link_to_the_mirror_and_names_the_commits(
     assert fixed["tags"] == ["v1.5", "v1.6"]
     assert f'fixed by {repo.fixed[:12]} "Fix add() (#63)"' in words
     assert "first released in 1.6" in words
+
+
+def test_a_fix_in_no_release_is_found_on_the_branch_after_the_newest_release(shim, tmp_path):
+    """Still broken in every release since 1.3; main's newest commit is clean: the commit that
+    fixed it, on main, in no release yet (the fixed edge over releases stays open)."""
+    repo = make_window_repo(tmp_path / "upstream", released=False)
+    mirror = _mirror(repo, tmp_path / "mirror.git")
+    index = release_index(repo, tmp_path / "wheels")
+    with IndexServer(index) as server:
+        versions, _ = list_releases(server.url, "toylib")
+        result = bisect_window(
+            shim,
+            versions,
+            source=Source(mirror, branch="main"),
+            index_url=server.url,
+            cache_dir=tmp_path / "cache",
+            work_dir=tmp_path / "work",
+        )
+    assert result.window.fixed.state == EdgeState.OPEN and result.first_fixed is None
+    branch = result.unreleased
+    assert branch is not None and branch.commit is not None, result.stops
+    assert (branch.commit.sha, branch.commit.pull, branch.branch) == (repo.fixed, 92, "main")
+    assert f"fixed on main by {repo.fixed[:12]}" in result.window_line()
+    assert "in no release yet" in result.window_line()
+    # no release is fixed: no floor to propose
+    assert result.status == "no-transition" and result.floor is None

@@ -11,11 +11,20 @@ from packaging.utils import canonicalize_name
 from retire.bisect.transitions import Source
 from retire.evidence.values import ProbeFailure
 from retire.mirrors.config import project_mirrors
-from retire.mirrors.repo import open_mirror
+from retire.mirrors.repo import MirrorRepo, open_mirror
 from retire.probes.links import parse_link
 from shims.model import ShimManifest
 
 __all__ = ["project_source"]
+
+
+def _branch(repo: MirrorRepo, names: list[str]) -> str | None:
+    """The first of ``names`` (lane revisions, the mirror's followed branches) that is a branch of
+    the mirror: where a fix in no release is looked for."""
+    for name in names:
+        if not any(c in name for c in "*?[") and repo.git.rev_parse(f"refs/heads/{name}"):
+            return name
+    return None
 
 
 def project_source(project, manifest: ShimManifest, *, folder: Path | None = None) -> Source:
@@ -24,11 +33,13 @@ def project_source(project, manifest: ShimManifest, *, folder: Path | None = Non
 
     target = canonicalize_name(manifest.target.distribution)
     named: dict[str, str | None] = {}
+    revs: list[str] = []
     lanes = lanefile.project_lanes(project) if project.lanes_dir.is_dir() else ()
     for lane in lanes:
         for revision in lane.revisions:
             if revision.distribution == target:
                 named.setdefault(revision.repository, revision.subdirectory)
+                revs.append(revision.rev)
     urls = [link.url for link in manifest.upstream.links]
     urls += [c.url for c in manifest.retirement.conditions if c.kind == "pr-released" and c.url]
     for url in urls:
@@ -44,7 +55,7 @@ def project_source(project, manifest: ShimManifest, *, folder: Path | None = Non
         opened = open_mirror(mirror)
         if isinstance(opened, ProbeFailure):
             return Source(None, why=opened.reason)
-        return Source(opened, subdirectory)
+        return Source(opened, subdirectory, branch=_branch(opened, [*revs, *mirror.branches]))
     return Source(
         None,
         why=f"{', '.join(named)} is not mirrored on this host (patchlane.toml "

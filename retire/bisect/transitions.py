@@ -28,7 +28,7 @@ from retire.bisect.bounds import Bounds
 from retire.bisect.cache import ResultCache
 from retire.bisect.revision import RevisionRunner
 from retire.bisect.runner import BaseEnv, OverlayRunner, inspect_base
-from retire.bisect.search import CandidateRun, Candidates, Limits, normal, select_candidates
+from retire.bisect.search import FIXED, CandidateRun, Candidates, Limits, normal, select_candidates
 from retire.bisect.window import DEFAULT_SAMPLE, Edge, EdgeState, locate_edge, locate_window
 from retire.bisect.windowresult import CommitEdge, WindowResult
 from retire.core.git import GitError
@@ -50,6 +50,8 @@ class Source:
     repo: MirrorRepo | None
     subdirectory: str | None = None
     why: str = ""
+    # the branch a lane follows (``[lane.revisions]``): where a fix in no release is looked for
+    branch: str | None = None
 
 
 @dataclass
@@ -137,6 +139,10 @@ def bisect_window(
             sample=sample,
         )
         edges, stops = _commit_edges(window.fixed, window.introduced, source, probes, limits, stop)
+        if window.fixed.state == EdgeState.OPEN and source is not None:
+            found = _on_branch(window.fixed, source, probes, limits, stop)
+            edges += (found,) if isinstance(found, CommitEdge) else ()
+            stops += (found,) if isinstance(found, str) else ()
     finally:
         probes.close()
     return WindowResult(
@@ -233,6 +239,58 @@ def _commit_edges(
         else:
             edges.append(found)
     return tuple(edges), tuple(stops)
+
+
+def _on_branch(
+    fixed: Edge,
+    source: Source,
+    probes: _Probes,
+    limits: Limits,
+    stop: Callable[[], str | None] | None,
+) -> CommitEdge | str | None:
+    """Still broken at the newest release: is the followed branch's newest commit clean, and if
+    so, which commit since that release fixed it (a fix in no release yet)? None when there is no
+    branch to look at or nothing on it since the release."""
+    repo, branch = source.repo, source.branch
+    if repo is None or branch is None or probes.commit is None or fixed.before is None:
+        return None
+    tag = release_tag(repo, fixed.before)
+    if tag is None:
+        return f"the mirror of {repo.mirror.repository} has no release tag for {fixed.before}"
+    head = f"refs/heads/{branch}"
+    if (obstacle := build_obstacle(repo, head, source.subdirectory)) is not None:
+        return f"{branch} since {fixed.before} is not searched: {obstacle}"
+    try:
+        commits = commits_between(repo, tag, head)
+        old_sha = repo.git.rev_parse(f"{tag}^{{commit}}") or tag
+    except GitError as exc:
+        return f"cannot read {branch} since {tag}: {exc}"
+    if not commits or (stop is not None and (why := stop()) is not None):
+        return None if not commits else f"{branch} since {fixed.before} is not searched: {why}"
+    tip = probes.commit(commits[-1].sha)
+    probes.consulted(tip)
+    if tip.state != FIXED:
+        return f"still {tip.state} on {branch} at {commits[-1].short}"
+    items = [c.sha for c in commits[:-1]]
+    search = locate_edge(
+        items,
+        probes.commit,
+        kind="fixed",
+        before=old_sha,
+        after=commits[-1].sha,
+        **_searching(probes.commit, items, limits, probes, stop),
+    )
+    named = next((c for c in commits if c.sha == search.edge.after), None)
+    return CommitEdge(
+        "fixed",
+        (fixed.before, branch),
+        (tag, head),
+        search.edge,
+        named,
+        len(commits),
+        (tip, *search.runs),
+        branch=branch,
+    )
 
 
 def _in_commits(

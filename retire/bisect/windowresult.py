@@ -37,9 +37,14 @@ class CommitEdge:
     # commits in the range (the newer tag's included)
     commits: int
     runs: tuple[CandidateRun, ...] = ()
+    # a fix in no release: the branch whose newest commit was clean (``releases`` is then the
+    # newest release and the branch, ``tags`` its tag and the branch's ref)
+    branch: str | None = None
 
     def describe(self) -> str:
         verb = "introduced" if self.kind == "introduced" else "fixed"
+        if self.branch is not None and self.commit is not None:
+            return f"fixed on {self.branch} by {self.commit.describe()}, in no release yet"
         if self.edge.state == EdgeState.FOUND and self.commit is not None:
             return f"{verb} by {self.commit.describe()}"
         return (
@@ -113,12 +118,18 @@ class WindowResult:
         ]
 
     def commit_edge(self, kind: str) -> CommitEdge | None:
-        return next((e for e in self.commit_edges if e.kind == kind), None)
+        """The edge between two releases (a fix in no release is :attr:`unreleased`)."""
+        return next((e for e in self.commit_edges if e.kind == kind and e.branch is None), None)
+
+    @property
+    def unreleased(self) -> CommitEdge | None:
+        """The fix found on a followed branch after the newest release, still broken there."""
+        return next((e for e in self.commit_edges if e.branch is not None), None)
 
     @property
     def fix_commit(self) -> Commit | None:
         """The first clean commit, when the fixed edge was followed into the commits."""
-        edge = self.commit_edge("fixed")
+        edge = self.commit_edge("fixed") or self.unreleased
         return edge.commit if edge is not None and edge.edge.state == EdgeState.FOUND else None
 
     # -- for people ----------------------------------------------------------------------------
@@ -129,7 +140,10 @@ class WindowResult:
         parts = []
         for edge in (self.window.introduced, self.window.fixed):
             text = edge.describe()
-            if (commits := self.commit_edge(edge.kind)) is not None:
+            commits = self.commit_edge(edge.kind)
+            if commits is None and edge.kind == "fixed":
+                commits = self.unreleased
+            if commits is not None:
                 text += f", {commits.describe()}"
             parts.append(text)
         return f"{self.distribution}: {'; '.join(parts)}"
@@ -254,4 +268,5 @@ def _commit_edge(edge: CommitEdge) -> dict:
         "commit": asdict(edge.commit) if edge.commit is not None else None,
         "commits": edge.commits,
         "runs": [asdict(r) for r in edge.runs],
+        "branch": edge.branch,
     }

@@ -287,8 +287,10 @@ def run(project: Project, args: argparse.Namespace) -> int:
     say(result.summary())
     if result.floor:
         say(f"proposed retirement floor: {result.floor}")
-    if (fixed := result.fix_commit) is not None:
+    if (fixed := result.fix_commit) is not None and result.first_fixed:
         say(f"fixed by {fixed.describe()}, first released in {result.first_fixed}")
+    elif (branch := result.unreleased) is not None and branch.commit is not None:
+        say(f"fixed on {branch.branch} at {branch.commit.describe()}, in no release yet")
     window = result.window
     # the range was cut below (evidence, --since): where it came in lies further down
     if window.introduced.state == EdgeState.OPEN and result.candidates.out_of_range:

@@ -96,7 +96,11 @@ class _Writer:
         return git(self.path, "rev-parse", "HEAD")
 
 
-def make_window_repo(path: Path, *, merges: bool = False, compiled: bool = False) -> WindowRepo:
+def make_window_repo(
+    path: Path, *, merges: bool = False, compiled: bool = False, released: bool = True
+) -> WindowRepo:
+    """The toy upstream; with ``released`` False the fix is in no release: it lands on main after
+    the last tag, between two other commits."""
     (path / "_build").mkdir(parents=True)
     (path / "toylib").mkdir()
     git(path, "init", "-q", "-b", "main")
@@ -110,6 +114,8 @@ def make_window_repo(path: Path, *, merges: bool = False, compiled: bool = False
             number = int(f"{i}{k + 1}")
             if version == INTRODUCED and k == 2:
                 repo.introduced = w.commit(f"Rework add() (#{number})", op="-")
+            elif version == FIXED and not released:
+                w.commit(f"Tidy {version} (#{number})")
             elif version == FIXED and k == 2 and merges:
                 repo.fixed, repo.fix_branch_tip = _merged_fix(path, w, number)
             elif version == FIXED and k == 2:
@@ -119,6 +125,10 @@ def make_window_repo(path: Path, *, merges: bool = False, compiled: bool = False
         w.commit(f"Release {version}", version=version)
         git(path, "tag", "-a", f"v{version}", "-m", f"toylib {version}")
         repo.tags[version] = git(path, "rev-parse", "HEAD")
+    if not released:
+        w.commit("Tidy main (#91)")
+        repo.fixed = w.commit("Fix add() (#92)", op="+")
+        w.commit("Tidy main (#93)")
     return repo
 
 
