@@ -204,3 +204,75 @@ def test_a_fix_in_no_release_is_found_on_the_branch_after_the_newest_release(shi
     assert "in no release yet" in result.window_line()
     # no release is fixed: no floor to propose
     assert result.status == "no-transition" and result.floor is None
+
+
+LANE = """[lane]
+python = "3.12"
+platform = "linux"
+requirements = ["toylib"]
+shims = ["toylib_add"]
+"""
+
+
+def _lock(root, lane: str, version: str, commit: str | None = None) -> None:
+    folder = root / "locks" / lane
+    folder.mkdir(parents=True)
+    vcs = (
+        f'[packages.vcs]\ntype = "git"\nurl = "https://github.com/acme/toylib.git"\n'
+        f'commit-id = "{commit}"\n'
+        if commit
+        else ""
+    )
+    (folder / "pylock.toml").write_text(
+        f'lock-version = "1.0"\ncreated-by = "tests"\n\n[[packages]]\nname = "toylib"\n'
+        f'version = "{version}"\n{vcs}'
+    )
+
+
+def test_each_lane_is_placed_before_inside_or_after_the_window(linear, tmp_path, capsys):
+    """A lane on 1.1 never needed the shim, one on 1.4 does, one on 1.7 can let it go; a revision
+    lane is placed by its commit: past the fix commit it can go, before the breaking one it never
+    needed the shim."""
+    import json
+    import sys
+
+    from retire.commands import main as cli
+    from tests.support.shimtree import manifest_text
+
+    repo, mirror, base = linear
+    project = tmp_path / "project"
+    text = manifest_text("toylib_add").replace('affected = ">=1.0,<1.1"\n', "")
+    write_shim(project / "shims", "toylib_add", manifest=text)
+    (project / "patchlane.toml").write_text(
+        f'[[mirrors.repository]]\nurl = "https://github.com/acme/toylib"\n'
+        f'path = "{mirror.mirror.path}"\n'
+    )
+    (project / "lanes").mkdir()
+    revision = (
+        '\n[lane.revisions]\ntoylib = { mirror = "https://github.com/acme/toylib", rev = "main" }\n'
+    )
+    for name, version in (("old", "1.1"), ("mid", "1.4"), ("new", "1.7")):
+        (project / "lanes" / f"{name}.toml").write_text(LANE)
+        _lock(project, name, version)
+    for name, commit in (
+        ("dev", repo.fixed),
+        ("stale", git(repo.path, "rev-parse", f"{repo.introduced}^")),
+    ):
+        (project / "lanes" / f"{name}.toml").write_text(LANE + revision)
+        _lock(project, name, "1.5", commit)
+    with IndexServer(release_index(repo, tmp_path / "wheels")) as server:
+        common = ["--root", str(project), "--index", server.url, "--cache", str(base / "cache")]
+        code = cli(["bisect", "toylib_add", *common, "--python", sys.executable, "--json"])
+        out, err = capsys.readouterr()
+    assert code == 0, err
+    places = {p["lane"]: p["place"] for p in json.loads(out)["lanes"]}
+    assert places == {
+        "old": "before",
+        "mid": "inside",
+        "new": "after",
+        "dev": "after",
+        "stale": "before",
+    }
+    says = {p["lane"]: p["says"] for p in json.loads(out)["lanes"]}
+    assert "the shim is not needed there" in says["old"]
+    assert f"at or past the fix {repo.fixed[:12]}" in says["dev"]

@@ -139,10 +139,6 @@ def bisect_window(
             sample=sample,
         )
         edges, stops = _commit_edges(window.fixed, window.introduced, source, probes, limits, stop)
-        if window.fixed.state == EdgeState.OPEN and source is not None:
-            found = _on_branch(window.fixed, source, probes, limits, stop)
-            edges += (found,) if isinstance(found, CommitEdge) else ()
-            stops += (found,) if isinstance(found, str) else ()
     finally:
         probes.close()
     return WindowResult(
@@ -238,6 +234,11 @@ def _commit_edges(
             stops.append(f"The {edge.kind} edge stops at {edge.before} → {edge.after}: {found}")
         else:
             edges.append(found)
+    if fixed.state == EdgeState.OPEN and source is not None:
+        # still broken in the newest release: a fix may be on the branch a lane follows
+        branch = _on_branch(fixed, source, probes, limits, stop)
+        edges += [branch] if isinstance(branch, CommitEdge) else []
+        stops += [branch] if isinstance(branch, str) else []
     return tuple(edges), tuple(stops)
 
 

@@ -71,6 +71,8 @@ class WindowResult:
     # what showed the evidence's release broken, when one was on record
     evidence: str = ""
     records_added: int = 0
+    # each lane carrying the shim against the window (a retire.bisect.placing.LanePlace)
+    lanes: tuple = ()
 
     # -- what a release bisection's result answers ---------------------------------------------
     @property
@@ -256,6 +258,16 @@ class WindowResult:
             "commit_edges": [_commit_edge(e) for e in self.commit_edges],
             "stops": list(self.stops),
             "decide": list(self.decide(self.shim)),
+            "lanes": [
+                {
+                    "lane": p.lane,
+                    "version": p.version,
+                    "commit": p.commit,
+                    "place": str(p.place),
+                    "says": p.says,
+                }
+                for p in self.lanes
+            ],
         }
 
 

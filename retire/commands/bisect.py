@@ -8,6 +8,7 @@ import re
 import shlex
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -217,6 +218,7 @@ def bisection(
     target's mirror; every fresh run recorded unless ``--no-record``. ``stop`` and ``count`` are
     a budget's (:class:`retire.bisect.Meter`)."""
     from retire.bisect import list_releases, project_bounds
+    from retire.bisect.placing import lane_places
     from retire.bisect.sources import project_source
     from retire.bisect.transitions import bisect_window
     from retire.probes.records import bisection_lane
@@ -256,13 +258,14 @@ def bisection(
             level=Level.PROGRESS,
         )
 
-    return bisect_window(
+    source = project_source(project, manifest, folder=getattr(args, "mirrors", None))
+    result = bisect_window(
         manifest,
         versions,
         yanked=yanked,
         include_prereleases=args.include_prereleases,
         bounds=bounds,
-        source=project_source(project, manifest, folder=getattr(args, "mirrors", None)),
+        source=source,
         base_python=base_python,
         index_url=index_url,
         cache_dir=args.cache or project.bisect_cache,
@@ -277,6 +280,7 @@ def bisection(
         on_note=lambda line: say(f"  {line}", level=Level.PROGRESS),
         stop=stop,
     )
+    return replace(result, lanes=lane_places(project, manifest, result, source))
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
@@ -298,6 +302,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
             f"introduced: the range starts at {window.introduced.after}, broken there — "
             "`--all` searches the older releases for the one that brought the bug in"
         )
+    for lane in result.lanes:
+        say(lane.says)
     for step in result.decide(args.shim):
         say(f"to decide it: {step}")
     for run in result.window.runs:
