@@ -6,34 +6,21 @@ fix commit, it can drop the shim — a fix in no release included)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from packaging.utils import canonicalize_name
 
 from retire.bisect.transitions import Source
-from retire.bisect.window import Place
+from retire.bisect.window import LanePlace, Place
 from retire.bisect.windowresult import WindowResult
 from retire.core.git import GitError
+from retire.core.project import Project
 from retire.lanes.revisions import vcs_entries
 from shims.model import ShimManifest
 
-__all__ = ["LanePlace", "lane_places"]
-
-
-@dataclass(frozen=True)
-class LanePlace:
-    """One lane against the window: what it locks (a release, or ``commit`` for a revision
-    lane), where that stands, and the sentence that says so."""
-
-    lane: str
-    version: str | None
-    commit: str | None
-    place: Place
-    says: str
+__all__ = ["lane_places"]
 
 
 def lane_places(
-    project, manifest: ShimManifest, result: WindowResult, source: Source | None
+    project: Project, manifest: ShimManifest, result: WindowResult, source: Source | None
 ) -> tuple[LanePlace, ...]:
     """Every lane carrying ``manifest``'s shim, placed against ``result``'s window."""
     from retire.lanes import lanefile

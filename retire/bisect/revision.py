@@ -12,14 +12,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from packaging.utils import canonicalize_name
 
 from retire.bisect.cache import ResultCache
-from retire.bisect.runner import OverlayRunner, _read
+from retire.bisect.runner import BaseEnv, OverlayRunner, _read
 from retire.bisect.search import UNKNOWN, CandidateRun
 from retire.evidence.validation import ValidationRecord
 from retire.lanes.revisions import Revision, pinned_requirement
+from shims.model import ShimManifest
 
 __all__ = ["RevisionRunner"]
 
@@ -31,13 +33,13 @@ class RevisionRunner(OverlayRunner):
 
     def __init__(
         self,
-        manifest,
-        base,
+        manifest: ShimManifest,
+        base: BaseEnv,
         *,
         mirror: Path,
         repository: str,
         subdirectory: str | None = None,
-        **options,
+        **options: Any,
     ) -> None:
         super().__init__(manifest, base, **options)
         self.mirror = mirror

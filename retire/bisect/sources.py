@@ -9,6 +9,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from retire.bisect.transitions import Source
+from retire.core.project import Project
 from retire.evidence.values import ProbeFailure
 from retire.mirrors.config import project_mirrors
 from retire.mirrors.repo import MirrorRepo, open_mirror
@@ -27,7 +28,9 @@ def _branch(repo: MirrorRepo, names: list[str]) -> str | None:
     return None
 
 
-def project_source(project, manifest: ShimManifest, *, folder: Path | None = None) -> Source:
+def project_source(
+    project: Project, manifest: ShimManifest, *, folder: Path | None = None
+) -> Source:
     """The mirror ``manifest``'s target is built from on this host, or why there is none."""
     from retire.lanes import lanefile
 

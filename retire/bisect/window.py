@@ -49,6 +49,7 @@ __all__ = [
     "Edge",
     "EdgeSearch",
     "EdgeState",
+    "LanePlace",
     "Place",
     "Window",
     "locate_edge",
@@ -182,6 +183,18 @@ class Window:
         if not self.seen:
             return f"window not seen: {self.reason}"
         return f"{self.introduced.describe()}; {self.fixed.describe()}"
+
+
+@dataclass(frozen=True)
+class LanePlace:
+    """One lane against the window: what it locks (a release, or ``commit`` for a revision
+    lane), where that stands, and the sentence that says so."""
+
+    lane: str
+    version: str | None
+    commit: str | None
+    place: Place
+    says: str
 
 
 def spread(count: int) -> list[int]:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from retire.bisect.search import ENV_FAILED, NOT_APPLICABLE, CandidateRun, Candidates, Status
-from retire.bisect.window import Edge, EdgeState, Window
+from retire.bisect.window import Edge, EdgeState, LanePlace, Window
 from retire.mirrors.history import Commit
 
 __all__ = ["CommitEdge", "WindowResult"]
@@ -71,8 +72,8 @@ class WindowResult:
     # what showed the evidence's release broken, when one was on record
     evidence: str = ""
     records_added: int = 0
-    # each lane carrying the shim against the window (a retire.bisect.placing.LanePlace)
-    lanes: tuple = ()
+    # each lane carrying the shim against the window (retire.bisect.placing)
+    lanes: tuple[LanePlace, ...] = ()
 
     # -- what a release bisection's result answers ---------------------------------------------
     @property
@@ -221,7 +222,7 @@ class WindowResult:
             lines.append(f"| {label} | {run.state} | {run.outcome} | {run.duration_s:.2f} |")
         return "\n".join(lines) + "\n"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The release bisection's document (same keys), and the window, the commits, the stops
         and what would decide a window not seen."""
         window, fixed = self.window, self.window.fixed
@@ -271,7 +272,7 @@ class WindowResult:
         }
 
 
-def _commit_edge(edge: CommitEdge) -> dict:
+def _commit_edge(edge: CommitEdge) -> dict[str, Any]:
     return {
         "kind": edge.kind,
         "releases": list(edge.releases),
