@@ -68,6 +68,7 @@ def _toy() -> tuple[int, int, int, bool]:
     """(runs over releases, runs over commits, releases + commits, both commits right) for the toy
     upstream, built for real."""
     from retire.bisect.bisection import list_releases
+    from retire.bisect.options import BisectOptions
     from retire.bisect.transitions import Source, bisect_window
     from retire.mirrors.config import Mirror
     from retire.mirrors.repo import MirrorRepo, open_mirror
@@ -86,9 +87,8 @@ def _toy() -> tuple[int, int, int, bool]:
         shim = load_manifest(write_shim(work / "shims", "toylib_add") / "manifest.toml")
         with IndexServer(release_index(repo, work / "wheels")) as server:
             versions, _ = list_releases(server.url, "toylib")
-            result = bisect_window(
-                shim, versions, source=Source(mirror), index_url=server.url, work_dir=work / "e"
-            )
+            options = BisectOptions(index_url=server.url, work_dir=work / "e")
+            result = bisect_window(shim, versions, options, source=Source(mirror))
     commit_runs = sum(len(e.runs) for e in result.commit_edges)
     fixed, introduced = result.commit_edge("fixed"), result.commit_edge("introduced")
     right = bool(

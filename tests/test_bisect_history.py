@@ -12,6 +12,7 @@ import math
 import pytest
 
 from retire.bisect.bisection import list_releases
+from retire.bisect.options import BisectOptions
 from retire.bisect.transitions import Source, bisect_window
 from retire.bisect.window import EdgeState, Place
 from retire.evidence import validation
@@ -52,15 +53,18 @@ def _window(shim, repo, mirror, base, tmp_path, *, crash_below=0, **options):
     index = release_index(repo, tmp_path / "wheels", crash_below=crash_below)
     with IndexServer(index) as server:
         versions, yanked = list_releases(server.url, "toylib")
-        return bisect_window(
-            shim,
-            versions,
-            yanked=yanked,
-            source=Source(mirror) if mirror is not None else None,
+        run_options = BisectOptions(
+            yanked=frozenset(yanked),
             index_url=server.url,
             cache_dir=options.pop("cache_dir", base / "cache"),
             work_dir=tmp_path / "work",
             record_to=tmp_path / "validation.jsonl",
+        )
+        return bisect_window(
+            shim,
+            versions,
+            run_options,
+            source=Source(mirror) if mirror is not None else None,
             **options,
         )
 
@@ -188,14 +192,10 @@ def test_a_fix_in_no_release_is_found_on_the_branch_after_the_newest_release(shi
     index = release_index(repo, tmp_path / "wheels")
     with IndexServer(index) as server:
         versions, _ = list_releases(server.url, "toylib")
-        result = bisect_window(
-            shim,
-            versions,
-            source=Source(mirror, branch="main"),
-            index_url=server.url,
-            cache_dir=tmp_path / "cache",
-            work_dir=tmp_path / "work",
+        options = BisectOptions(
+            index_url=server.url, cache_dir=tmp_path / "cache", work_dir=tmp_path / "work"
         )
+        result = bisect_window(shim, versions, options, source=Source(mirror, branch="main"))
     assert result.window.fixed.state == EdgeState.OPEN and result.first_fixed is None
     branch = result.unreleased
     assert branch is not None and branch.commit is not None, result.stops

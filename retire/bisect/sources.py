@@ -14,7 +14,7 @@ from retire.evidence.values import ProbeFailure
 from retire.mirrors.config import project_mirrors
 from retire.mirrors.repo import MirrorRepo, open_mirror
 from retire.probes.links import parse_link
-from shims.model import ShimManifest
+from shims.model import PrReleased, ShimManifest
 
 __all__ = ["project_source"]
 
@@ -44,7 +44,7 @@ def project_source(
                 named.setdefault(revision.repository, revision.subdirectory)
                 revs.append(revision.rev)
     urls = [link.url for link in manifest.upstream.links]
-    urls += [c.url for c in manifest.retirement.conditions if c.kind == "pr-released" and c.url]
+    urls += [c.url for c in manifest.retirement.conditions if isinstance(c, PrReleased) and c.url]
     for url in urls:
         if (ref := parse_link(url)) is not None:
             named.setdefault(ref.repository, None)

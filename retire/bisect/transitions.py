@@ -16,25 +16,23 @@ in the host stamp), and answers are cached, as for :func:`retire.bisect.bisect`.
 
 from __future__ import annotations
 
-import os
-import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from retire.bisect.bisection import DEFAULT_LIMITS, EVERY_RELEASE, _Journal
-from retire.bisect.bounds import Bounds
+from retire.bisect.bisection import DEFAULT_OPTIONS, _Journal
 from retire.bisect.cache import ResultCache
+from retire.bisect.options import BisectOptions
 from retire.bisect.revision import RevisionRunner
 from retire.bisect.runner import BaseEnv, OverlayRunner, inspect_base
-from retire.bisect.search import FIXED, CandidateRun, Candidates, Limits, normal, select_candidates
+from retire.bisect.search import FIXED, CandidateRun, Limits, normal, select_candidates
 from retire.bisect.window import DEFAULT_SAMPLE, Edge, EdgeState, locate_edge, locate_window
 from retire.bisect.windowresult import CommitEdge, WindowResult
 from retire.core.git import GitError
+from retire.evidence.validation import ValidationRecord
 from retire.mirrors.history import build_obstacle, commits_between, release_tag
 from retire.mirrors.repo import MirrorRepo
-from retire.probes.records import BISECT_LANE
 from shims.model import ShimManifest
 
 __all__ = ["Source", "bisect_window"]
@@ -78,55 +76,39 @@ class _Probes:
 def bisect_window(
     manifest: ShimManifest,
     versions: Iterable[str],
+    options: BisectOptions = DEFAULT_OPTIONS,
     *,
-    yanked: Iterable[str] = (),
-    include_prereleases: bool = False,
-    bounds: Bounds = EVERY_RELEASE,
     source: Source | None = None,
-    base_python: str | os.PathLike[str] = sys.executable,
-    index_url: str | None = None,
-    cache_dir: str | os.PathLike[str] | None = None,
-    work_dir: str | os.PathLike[str] | None = None,
-    timeout: float | None = None,
-    env: Mapping[str, str] | None = None,
-    record_to: str | os.PathLike[str] | None = None,
-    lane: str = BISECT_LANE,
-    lock_digest: str | None = None,
-    limits: Limits = DEFAULT_LIMITS,
     sample: int = DEFAULT_SAMPLE,
     runner: Probe | None = None,
     commit_runner: Probe | None = None,
     on_step: Callable[[int, CandidateRun], None] | None = None,
-    isolation: str | None = None,
     on_note: Callable[[str], None] | None = None,
     stop: Callable[[], str | None] | None = None,
 ) -> WindowResult:
-    """The window of ``manifest``'s bug on its target's ``versions`` inside ``bounds`` (the
-    evidence's release, ``bounds.known_broken``, is the broken release the search starts from;
-    without one it looks for one), continued into ``source``'s commits where an edge lies between
-    two adjacent releases. ``runner`` / ``commit_runner`` replace the overlay runners (callables
-    version or commit → CandidateRun), for callers that test somewhere else; the other options
-    are :func:`retire.bisect.bisect`'s."""
+    """The window of ``manifest``'s bug on its target's ``versions`` inside ``options.bounds``
+    (the evidence's release, ``bounds.known_broken``, is the broken release the search starts
+    from; without one it looks for one, trying at most ``sample`` older releases), continued into
+    ``source``'s commits where an edge lies between two adjacent releases, and on its branch when
+    the newest release is still broken. ``runner`` / ``commit_runner`` replace the overlay
+    runners (callables version or commit → CandidateRun), for callers that test somewhere else;
+    the rest is :func:`retire.bisect.bisect`'s."""
     began = time.monotonic()
-    candidates = _candidates(versions, yanked, include_prereleases, bounds)
-    journal = _Journal(record_to) if record_to is not None else None
+    o, bounds = options, options.bounds
+    candidates = select_candidates(
+        versions,
+        o.yanked,
+        include_prereleases=o.include_prereleases,
+        since=bounds.since,
+        until=bounds.until,
+    )
+    journal = _Journal(o.record_to) if o.record_to is not None else None
     fingerprint = ""
     if runner is None:
-        base = inspect_base(base_python, manifest.target.distribution)
+        base = inspect_base(o.base_python, manifest.target.distribution)
         fingerprint = base.fingerprint
-        options: dict[str, Any] = {
-            "index_url": index_url,
-            "work_dir": work_dir,
-            "timeout": timeout,
-            "env": env,
-            "cache": ResultCache(cache_dir) if cache_dir is not None else None,
-            "lane": lane,
-            "lock_digest": lock_digest,
-            "on_record": journal.append if journal is not None else None,
-            "isolation": isolation,
-            "say": on_note,
-        }
-        runner, made = _runners(manifest, base, source, options)
+        on_record = journal.append if journal is not None else None
+        runner, made = _runners(manifest, base, source, o, on_record, on_note)
         commit_runner = commit_runner or made
     probes = _Probes(runner, commit_runner, on_step)
     try:
@@ -134,11 +116,13 @@ def bisect_window(
         window = locate_window(
             candidates.versions,
             runner,
-            **_searching(runner, candidates.versions, limits, probes, stop),
+            **_searching(runner, candidates.versions, o.limits, probes, stop),
             known_broken=known_broken,
             sample=sample,
         )
-        edges, stops = _commit_edges(window.fixed, window.introduced, source, probes, limits, stop)
+        edges, stops = _commit_edges(
+            window.fixed, window.introduced, source, probes, o.limits, stop
+        )
     finally:
         probes.close()
     return WindowResult(
@@ -156,22 +140,27 @@ def bisect_window(
     )
 
 
-def _candidates(
-    versions: Iterable[str], yanked: Iterable[str], prereleases: bool, bounds: Bounds
-) -> Candidates:
-    return select_candidates(
-        versions,
-        yanked,
-        include_prereleases=prereleases,
-        since=bounds.since,
-        until=bounds.until,
-    )
-
-
 def _runners(
-    manifest: ShimManifest, base: BaseEnv, source: Source | None, options: dict[str, Any]
+    manifest: ShimManifest,
+    base: BaseEnv,
+    source: Source | None,
+    o: BisectOptions,
+    on_record: Callable[[ValidationRecord], None] | None,
+    on_note: Callable[[str], None] | None,
 ) -> tuple[OverlayRunner, RevisionRunner | None]:
     """The release runner, and the commit runner where there is a mirror to build from."""
+    options: dict[str, Any] = {
+        "index_url": o.index_url,
+        "work_dir": o.work_dir,
+        "timeout": o.timeout,
+        "env": o.env,
+        "cache": ResultCache(o.cache_dir) if o.cache_dir is not None else None,
+        "lane": o.lane,
+        "lock_digest": o.lock_digest,
+        "on_record": on_record,
+        "isolation": o.isolation,
+        "say": on_note,
+    }
     releases = OverlayRunner(manifest, base, **options)
     if source is None or source.repo is None:
         return releases, None
