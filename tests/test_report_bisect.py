@@ -195,3 +195,32 @@ def test_retire_apply_bisects_first_then_plans_on_the_new_verdicts(shop, capsys)
         ("add_a", "proposed"),
         ("add_b", "proposed"),
     ]
+
+
+@pytest.mark.slow
+def test_a_floor_gap_is_a_candidate_the_weekly_budget_closes(tmp_path, clean_series, capsys):
+    """Runs say 1.2 is broken and 1.8 clean; nobody ran 1.3 … 1.7: the floor 1.8 is proven but may
+    not be minimal. The verdict flags it candidate with the exact bisection between the two, the
+    weekly budget runs it, and the floor becomes the first fixed release, 1.6, proven."""
+    project = Project(tmp_path / "shop")
+    clean = '\n[[retirement.conditions]]\nkind = "reproducer-clean"\n'
+    write_shim(project.root / "shims", "gap", manifest=manifest_toml("gap", clean))
+    project.run("gap", "bug-reproduced", "1.2", lane="old")
+    project.run("gap", "fix-validated", "1.8", lane="gpu")
+    project.run("gap", "fix-validated", "1.0", mode="with")
+    project.lane("cpu", ["gap"], index_url=clean_series.url)
+
+    before = verdict_of(report(project, capsys), "gap")
+    assert before["floors"] == ["toylib>=1.8"]
+    [gap] = [f["text"] for f in before["flags"] if f["kind"] == "candidate"]
+    assert "the floor toylib>=1.8 may not be minimal: 1.2 reproduced the bug" in gap
+    assert "`patchlane bisect gap --since 1.2 --until 1.8`" in gap
+
+    after = report(project, capsys, "--bisect-budget", "10")
+    [ran] = after["bisections"]["ran"]
+    assert ran["command"] == "patchlane bisect gap --since 1.2 --until 1.8"
+    # from the recorded broken 1.2: the newest end, then a binary search of the gap
+    assert (ran["status"], ran["floor"]) == ("found", "toylib>=1.6") and ran["runs"] <= 4
+    verdict = verdict_of(after, "gap")
+    assert verdict["floors"] == ["toylib>=1.6"]
+    assert not [f for f in verdict["flags"] if "may not be minimal" in f["text"]]
