@@ -23,6 +23,7 @@ from tests.support.gitrepos import git
 from tests.support.historyrepo import FIXED, INTRODUCED, RELEASES, make_window_repo, release_index
 from tests.support.index import IndexServer
 from tests.support.shimtree import write_shim
+from tests.test_json_schemas import check
 
 pytestmark = pytest.mark.slow
 
@@ -175,6 +176,7 @@ def test_the_command_follows_the_shims_link_to_the_mirror_and_names_the_commits(
         document = json.loads(out)
         code = cli(["bisect", "toylib_add", *common, "--python", sys.executable])
         words, _ = capsys.readouterr()
+    check("bisect", document)
     assert document["range_note"].startswith("every release")
     assert document["window"]["introduced"]["after"] == INTRODUCED
     fixed = next(e for e in document["commit_edges"] if e["kind"] == "fixed")
@@ -265,6 +267,7 @@ def test_each_lane_is_placed_before_inside_or_after_the_window(linear, tmp_path,
         code = cli(["bisect", "toylib_add", *common, "--python", sys.executable, "--json"])
         out, err = capsys.readouterr()
     assert code == 0, err
+    check("bisect", json.loads(out))
     places = {p["lane"]: p["place"] for p in json.loads(out)["lanes"]}
     assert places == {
         "old": "before",

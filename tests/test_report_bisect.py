@@ -81,14 +81,19 @@ def test_candidate_bisections_run_within_the_budget_and_the_report_decides_again
     assert verdict_of(first, "add_a")["verdict"] == "retire"
     assert verdict_of(first, "add_b")["verdict"] == "keep"
 
-    # A larger budget next week: only add_b is still a candidate; its bisection runs to its end.
+    # A larger budget next week: add_b's bisection runs to its end; add_a retired on 1.9, a
+    # floor its runs prove but that may not be minimal (nobody ran the releases between its last
+    # broken run and 1.9), so the gap's bisection tightens it.
     second = report(shop, capsys, "--bisect-budget", "10")
     done = second["bisections"]
     assert [(b["shim"], b["status"], b["floor"], b["stopped"]) for b in done["ran"]] == [
+        ("add_a", "found", "toylib>=1.6", None),
         ("add_b", "found", "toylib>=1.6", None),
     ]
-    # at most ceil(log2 9) + 1 conclusive runs
-    assert done["left"] == [] and 0 < done["runs"] == done["ran"][0]["runs"] <= 5
+    assert done["ran"][0]["command"].startswith("patchlane bisect add_a --since 1.")
+    # at most ceil(log2 9) + 1 conclusive runs for add_b's
+    assert done["left"] == [] and 0 < done["ran"][1]["runs"] <= 5
+    assert done["runs"] == sum(b["runs"] for b in done["ran"])
     for shim in SHIMS:
         verdict = verdict_of(second, shim)
         assert verdict["verdict"] == "retire", verdict["why"]
