@@ -274,6 +274,7 @@ def bisection(
     from retire.bisect.sources import project_source
     from retire.bisect.transitions import bisect_window
     from retire.probes.records import bisection_lane
+    from retire.runs.packing import on_gpus
 
     manifest = _manifest(project, args.shim)
     distribution = manifest.target.distribution
@@ -324,7 +325,10 @@ def bisection(
         limits=args.limits,
         isolation=args.isolation,
     )
-    result = bisect_window(
+    # its candidates run on GPUs of their own, as lanes do (docs/commands.md, GPUs)
+    result = on_gpus(
+        manifest.reproducer.gpu_needs, bisect_window, say=lambda line: say(f"  {line}")
+    )(
         manifest,
         versions,
         options,
