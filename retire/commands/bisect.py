@@ -257,6 +257,25 @@ class BisectRequest:
         return cls(action.shim, since, until)
 
 
+def _progress(
+    distribution: str, count: Callable[[CandidateRun], None] | None
+) -> Callable[[int, CandidateRun], None]:
+    """One line per candidate consulted (a commit by its short sha); ``count`` sees each run."""
+
+    def progress(step: int, run: CandidateRun) -> None:
+        if count is not None:
+            count(run)
+        note = " (cached)" if run.cached else f" {run.duration_s:.2f}s"
+        extra = f" — {run.detail}" if run.detail and not run.conclusive else ""
+        label = run.version[:12] if len(run.version) == 40 else run.version
+        say(
+            f"  [{step}] {distribution} {label}: {run.state} ({run.outcome}){note}{extra}",
+            level=Level.PROGRESS,
+        )
+
+    return progress
+
+
 def bisection(
     project: Project,
     args: BisectRequest,
@@ -299,17 +318,7 @@ def bisection(
         level=Level.PROGRESS,
     )
 
-    def progress(step: int, run: CandidateRun) -> None:
-        if count is not None:
-            count(run)
-        note = " (cached)" if run.cached else f" {run.duration_s:.2f}s"
-        extra = f" — {run.detail}" if run.detail and not run.conclusive else ""
-        label = run.version[:12] if len(run.version) == 40 else run.version
-        say(
-            f"  [{step}] {distribution} {label}: {run.state} ({run.outcome}){note}{extra}",
-            level=Level.PROGRESS,
-        )
-
+    progress = _progress(distribution, count)
     source = project_source(project, manifest, folder=args.mirrors)
     options = BisectOptions(
         yanked=frozenset(yanked),
