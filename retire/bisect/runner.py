@@ -272,7 +272,15 @@ class OverlayRunner:
         record = self._recorded(record, version)
         if self.on_record is not None:
             self.on_record(record)
+        return self.read(record, version)
+
+    def read(self, record: ValidationRecord, version: str) -> CandidateRun:
+        """How the run on ``version`` reads for the search."""
         return _read(record, version, self.distribution)
+
+    def requirement(self, version: str) -> str:
+        """What uv installs as the candidate ``version``."""
+        return f"{self.distribution}=={version}"
 
     def _recorded(self, record: ValidationRecord, version: str) -> ValidationRecord:
         """The record with what the overlay was: the installed release (also in ``versions`` when
@@ -348,12 +356,12 @@ class OverlayRunner:
             "--python",
             str(python),
             "--no-deps",
-            f"{self.distribution}=={version}",
+            self.requirement(version),
         ]
         if self.index_url:
             args[2:2] = ["--default-index", self.index_url]
         try:
-            envs.run_uv(args, f"cannot install {self.distribution}=={version}")
+            envs.run_uv(args, f"cannot install {self.requirement(version)}")
         except envs.BuildError as exc:
             raise _InstallFailed(str(exc), exc.detail) from None
         return python
