@@ -279,3 +279,34 @@ def test_each_lane_is_placed_before_inside_or_after_the_window(linear, tmp_path,
     says = {p["lane"]: p["says"] for p in json.loads(out)["lanes"]}
     assert "the shim is not needed there" in says["old"]
     assert f"at or past the fix {repo.fixed[:12]}" in says["dev"]
+
+
+def test_compiled_sources_of_a_separate_project_or_of_tests_do_not_stop_the_build(tmp_path):
+    """Liger-Kernel 0.8.2 carries a CMake project (liger_cute_kernels/, with its own build files)
+    and C++ tests beside its pure-Python package: uv builds the package in seconds, so the search
+    goes on into the commits. Sources in the package itself still stop it."""
+    from retire.mirrors.history import build_obstacle
+
+    upstream = tmp_path / "upstream"
+    files = {
+        "pyproject.toml": "[project]\nname = 'toylib'\n",
+        "src/toylib/__init__.py": "",
+        "cute/pyproject.toml": "[project]\nname = 'cute'\n",
+        "cute/CMakeLists.txt": "project(cute)\n",
+        "cute/csrc/moe.cu": "// kernel\n",
+        "cute/tests/cpp/test.cpp": "// test\n",
+        "tests/helper.c": "/* fixture */\n",
+    }
+    for name, text in files.items():
+        (upstream / name).parent.mkdir(parents=True, exist_ok=True)
+        (upstream / name).write_text(text)
+    git(upstream, "init", "-q", "-b", "main")
+    git(upstream, "add", "-A")
+    git(upstream, "commit", "-q", "-m", "pure package, compiled neighbours")
+    mirror = _mirror(type("Repo", (), {"path": upstream}), tmp_path / "mirror.git")
+    assert build_obstacle(mirror, "main") is None
+    (upstream / "src/toylib/_speedups.c").write_text("/* an extension of the package */\n")
+    git(upstream, "add", "-A")
+    git(upstream, "commit", "-q", "-m", "an extension")
+    mirror = _mirror(type("Repo", (), {"path": upstream}), tmp_path / "mirror2.git")
+    assert "compiled sources (src/toylib/_speedups.c)" in (build_obstacle(mirror, "main") or "")

@@ -33,6 +33,8 @@ _PULL_REF = re.compile(r"^refs/pull/(\d+)/head$")
 _COMPILED = (".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".pyx", ".rs")
 _COMPILED_NAMES = ("CMakeLists.txt", "Cargo.toml")
 _BUILD_FILES = ("pyproject.toml", "setup.py")
+#: Folders whose sources no wheel of the package holds.
+_NOT_SHIPPED = frozenset({"test", "tests", "bench", "benchmark", "benchmarks", "examples", "docs"})
 
 
 @dataclass(frozen=True)
@@ -138,7 +140,7 @@ def build_obstacle(repo: MirrorRepo, commit: str, subdirectory: str | None = Non
         return (
             f"no pyproject.toml or setup.py at {root} in {repo.mirror.repository}: no build named"
         )
-    compiled = [p for p in paths if p.suffix in _COMPILED or p.name in _COMPILED_NAMES]
+    compiled = _compiled(root, paths)
     if compiled:
         return (
             f"{repo.mirror.repository} has compiled sources ({compiled[0]}"
@@ -146,3 +148,22 @@ def build_obstacle(repo: MirrorRepo, commit: str, subdirectory: str | None = Non
             "source cheaply"
         )
     return None
+
+
+def _compiled(root: PurePosixPath, paths: list[PurePosixPath]) -> list[PurePosixPath]:
+    """The compiled sources the package's own build would meet: not those of a separate project
+    in the tree (a folder with a build file of its own, such as Liger-Kernel's CMake
+    ``liger_cute_kernels``), nor those of tests, benchmarks, examples or docs."""
+    projects = {p.parent for p in paths if p.name in _BUILD_FILES and p.parent != root}
+    found = []
+    for path in paths:
+        if path.suffix not in _COMPILED and path.name not in _COMPILED_NAMES:
+            continue
+        folders = [parent for parent in path.parents if parent != root and root in parent.parents]
+        if folders and (
+            any(folder in projects for folder in folders)
+            or any(folder.name in _NOT_SHIPPED for folder in folders)
+        ):
+            continue
+        found.append(path)
+    return found
