@@ -5,6 +5,6 @@
 ``project`` (:class:`~retire.core.project.Project`: where everything lives, and ``contained()``,
 the one check that a path stays inside the project), ``childenv`` (the allow-list of what child
 processes inherit), ``secrets`` (the one scrubber every outgoing string passes) and ``mdsafe``
-(untrusted text inside the Markdown the engine writes: fenced, or one line of inert prose). The one ISO
-8601 time parser is the runtime's, ``shims.times``.
+(untrusted text inside the Markdown the engine writes: fenced, or one line of inert prose). The
+one ISO 8601 time parser is the runtime's, ``shims.times``.
 """
