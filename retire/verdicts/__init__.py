@@ -5,5 +5,6 @@
 ``rules`` decides — one function per numbered rule of ``docs/verdicts.md``, all pure.
 ``gather`` is the I/O: ``plan`` lists every distinct look-up as a typed job (``jobs``), gather
 runs them concurrently (``mirrored`` opens local mirrors once) and assembles each shim's
-evidence; ``options`` is how it probes.
+evidence; ``options`` is how it probes; ``served`` digests what a lane's indexes list, the
+footing of a cached trial re-lock.
 """
