@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from retire.core import childenv
+from retire.core import childenv, uvauth
 from retire.core.errors import InputError, PatchlaneError
 
 
@@ -94,19 +94,31 @@ def run(
     uv's own failures come back as the exit code (callers explain them with
     :func:`failure_lines`); only a uv that cannot be started raises.
     """
-    if live and _PTY_OK:
-        return _run_live(args, cwd=cwd, without_indexes=without_indexes)
+    with uvauth.handed(os.environ, lambda: _indexes(args, cwd)) as auth:
+        if live and _PTY_OK:
+            return _run_live(args, cwd=cwd, without_indexes=without_indexes, auth=auth)
+        try:
+            return subprocess.run(
+                [binary(), *args],
+                cwd=cwd,
+                capture_output=True,
+                text=True,
+                env=base_env(auth.env, without_indexes=without_indexes),
+                stdin=subprocess.DEVNULL,
+                pass_fds=auth.pass_fds,
+            )
+        except OSError as exc:
+            raise PatchlaneError(f"uv could not be started: {exc}") from None
+
+
+def _indexes(args: Sequence[str], cwd: str | os.PathLike[str] | None) -> dict[str, str]:
+    """Index name → URL for one call's credentials: this host's named indexes, the call's own."""
     try:
-        return subprocess.run(
-            [binary(), *args],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            env=base_env(without_indexes=without_indexes),
-            stdin=subprocess.DEVNULL,
-        )
-    except OSError as exc:
-        raise PatchlaneError(f"uv could not be started: {exc}") from None
+        named = dict(host_indexes().named)
+    # an unreadable uv.toml: uv says so itself
+    except InputError:
+        named = {}
+    return {**named, **uvauth.call_indexes(args, cwd)}
 
 
 try:
@@ -145,7 +157,11 @@ def _echo(chunk: bytes) -> None:
 
 
 def _run_live(
-    args: Sequence[str], *, cwd: str | os.PathLike[str] | None, without_indexes: bool
+    args: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str] | None,
+    without_indexes: bool,
+    auth: uvauth.Handed,
 ) -> subprocess.CompletedProcess[str]:
     """Run uv with its stderr on a pseudo-terminal copied to ours as it comes, so it draws its
     progress; the text comes back too, as :func:`plain` lines, for the caller to parse."""
@@ -164,7 +180,8 @@ def _run_live(
             stdout=subprocess.PIPE,
             stderr=follower,
             stdin=subprocess.DEVNULL,
-            env=base_env(without_indexes=without_indexes, progress=True),
+            env=base_env(auth.env, without_indexes=without_indexes, progress=True),
+            pass_fds=auth.pass_fds,
         )
     except OSError as exc:
         os.close(master)
