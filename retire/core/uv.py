@@ -20,10 +20,21 @@ from pathlib import Path
 from retire.core import childenv, uvauth
 from retire.core.errors import InputError, PatchlaneError
 
+#: Held while the binary is looked up: ``find_uv_bin`` reads ``sysconfig``, whose first use fills
+#: a shared table that another thread would read half-filled (``run --jobs 8`` over fresh lanes
+#: crashed in it with ``"uv" + None``).
+_LOOKUP = threading.Lock()
+
+
+def binary() -> str:
+    """The uv shipped with patchlane's pinned ``uv`` dependency; PATH only as a fallback. Looked
+    up once per process, by one thread at a time."""
+    with _LOOKUP:
+        return _binary()
+
 
 @functools.cache
-def binary() -> str:
-    """The uv shipped with patchlane's pinned ``uv`` dependency; PATH only as a fallback."""
+def _binary() -> str:
     try:
         from uv import find_uv_bin
 

@@ -155,7 +155,14 @@ class Host:
         smi = shutil.which("nvidia-smi")
         if smi is None:
             return cls(False, "no nvidia-smi on PATH")
-        proc = subprocess.run([smi, "-L"], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [smi, "-L"],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            # a host tool: no secret-named variable
+            env=childenv.for_tool(),
+        )
         gpus = [line for line in proc.stdout.splitlines() if line.startswith("GPU ")]
         if proc.returncode != 0 or not gpus:
             return cls(False, "nvidia-smi lists no GPU")
