@@ -4,6 +4,8 @@
 (the one git runner), ``uv`` (the pinned uv binary, the one way to run it, the host's indexes),
 ``project`` (:class:`~retire.core.project.Project`: where everything lives, and ``contained()``,
 the one check that a path stays inside the project), ``childenv`` (the allow-list of what child
-processes inherit) and ``secrets`` (the one scrubber every outgoing string passes). The one ISO
+processes inherit), ``uvauth`` (uv's index credentials, handed over outside its environment),
+``interrupts`` (SIGTERM stops a command as Ctrl-C does) and ``secrets`` (the one scrubber every
+outgoing string passes). The one ISO
 8601 time parser is the runtime's, ``shims.times``.
 """

@@ -186,8 +186,9 @@ def _answer(process: subprocess.Popen, limit: float) -> tuple[bytes, bytes, bool
             # something unmarked holds the pipes: what was read so far is the output
             thread.join(10)
     for pipe in (process.stdout, process.stderr):
-        with contextlib.suppress(OSError):
-            pipe.close()
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
     stdout, stderr = (bytes(buffer) for _, buffer in readers)
     return stdout, stderr, timed_out
 
