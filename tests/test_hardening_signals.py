@@ -22,6 +22,7 @@ import pytest
 from tests.conftest import ROOT, run_cli
 from tests.support import shimtree
 from tests.test_interruptions import carrying, syncing
+from tests.test_probe_faults import upstream, world  # noqa: F401  (fixtures: a project, a code host)
 from tests.test_runs import lane, toy_index, toy_project  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
@@ -257,3 +258,26 @@ def test_ctrl_c_during_an_env_build_is_no_build_failure(toy_project, tmp_path, c
                 os.kill(pid, signal.SIGKILL)
     assert_interrupted(code, out, err, signal.SIGINT, json_mode=False)
     assert "build failed" not in out + err and "cannot install" not in out + err, out + err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "command",
+    [("verdicts", "--json", "--no-cache"), ("report", "--json")],
+    ids=["verdicts", "report"],
+)
+def test_sigterm_while_probes_wait_for_a_slow_code_host(world, command):
+    """`verdicts --json` / `report --json` while every code-host answer takes 25 s. Before: exit
+    -15 with no word and no document. Now: one line, the error document, 143, at once."""
+    p = world["project"]
+    world["api"].host.latency = 25
+    process = start(
+        p.root, *command, "--api-url", world["api"].url, "--mirrors", str(world["mirrors"])
+    )
+    wait_for(lambda: catches_sigterm(process.pid), process, "SIGTERM is never handled", 30)
+    # the probes are in flight
+    time.sleep(2)
+    started = time.monotonic()
+    code, out, err = ended(process, signal.SIGTERM)
+    assert time.monotonic() - started < 5
+    assert_interrupted(code, out, err, signal.SIGTERM, json_mode=True)
