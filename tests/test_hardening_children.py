@@ -232,3 +232,108 @@ def test_the_memory_file_is_closed_after_the_call(monkeypatch):
     with pytest.raises(OSError):
         os.fstat(descriptor)
     subprocess.run(["true"], check=True)
+
+
+#: A reproducer that, for a few seconds, reads the environment of every process it can — as
+#: lane code of one lane could while another lane's uv runs beside it under ``run --jobs 2``.
+NEIGHBOUR = """
+import json, os, time
+from shims import reproducer
+
+PASSWORD = {password!r}
+OUT = {out!r}
+
+
+def check(with_shim):
+    seen_uv, leaked = 0, []
+    ends = time.monotonic() + 8
+    while time.monotonic() < ends:
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{{entry}}/cmdline", "rb") as handle:
+                    command = handle.read().split(b"\\0")
+                with open(f"/proc/{{entry}}/environ", "rb") as handle:
+                    block = handle.read()
+            except OSError:
+                continue
+            if command and command[0].endswith(b"/uv") and b"sync" in command:
+                seen_uv += 1
+            if PASSWORD.encode() in block or b"UV_INDEX_PRIVATE_PASSWORD" in block:
+                leaked.append(b" ".join(command).decode(errors="replace")[:200])
+        time.sleep(0.01)
+    with open(OUT, "a") as out:
+        out.write(json.dumps({{"seen_uv": seen_uv, "leaked": leaked}}) + "\\n")
+    return reproducer.BUG_REPRODUCED
+
+
+if __name__ == "__main__":
+    reproducer.run("neighbour", check)
+"""
+
+TWO_LANES = """
+[lane]
+python = "3.11"
+requirements = ["toylib==1.0"]
+shims = {shims}
+
+[lane.indexes.{index}]
+url = "{url}"
+default = true
+"""
+
+
+@pytest.mark.slow
+def test_a_lanes_code_cannot_read_the_index_password_of_the_lane_beside_it(tmp_path):
+    """`run --jobs 2`: lane `private` syncs from an index that answers 401 without basic auth
+    (and takes 3 s a file); lane `neighbour`'s reproducer reads /proc/<pid>/environ of every
+    process meanwhile. Before: it read UV_INDEX_PRIVATE_PASSWORD in the private lane's `uv pip
+    sync`. Now: uv got it from a netrc in a memory file; the neighbour sees the sync run but no
+    password, and the private lane still installs (the credentials reached uv)."""
+    import textwrap
+
+    from tests.conftest import subprocess_env
+    from tests.support import shimtree
+
+    password = "index-password-" + "y" * 12
+    out = tmp_path / "seen.jsonl"
+    files = {"toylib.py": textwrap.dedent(shimtree.BUGGY_TARGET)}
+    private, public = PackageIndex(credentials=("me", password)), PackageIndex()
+    for index in (private, public):
+        index.add(build_wheel(tmp_path / "wheels", "toylib", "1.0", files=files), "2026-01-05")
+    root = tmp_path / "project"
+    (root / "lanes").mkdir(parents=True)
+    shimtree.write_shim(root / "shims", "toy")
+    shimtree.write_shim(
+        root / "shims", "neighbour", reproducer=NEIGHBOUR.format(password=password, out=str(out))
+    )
+    env = subprocess_env(
+        UV_INDEX_PRIVATE_USERNAME="me",
+        UV_INDEX_PRIVATE_PASSWORD=password,
+        UV_CACHE_DIR=str(tmp_path / "lock-cache"),
+    )
+    with IndexServer(private) as private_server, IndexServer(public) as public_server:
+        for lane, shims, index, url in (
+            ("private", ["toy"], "private", private_server.url),
+            ("neighbour", ["neighbour"], "main", public_server.url),
+        ):
+            (root / "lanes" / f"{lane}.toml").write_text(
+                TWO_LANES.format(shims=json.dumps(shims), index=index, url=url)
+            )
+        command = [sys.executable, "-m", "retire", "--root", str(root)]
+        done = subprocess.run([*command, "lock"], capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        # a cold cache: the private lane's sync downloads, slowly, while the neighbour looks
+        private.latency = 3.0
+        env["UV_CACHE_DIR"] = str(tmp_path / "run-cache")
+        done = subprocess.run(
+            [*command, "run", "--jobs", "2", "--json"], capture_output=True, text=True, env=env
+        )
+    document = json.loads(done.stdout)
+    lanes = {lane["lane"]: lane for lane in document["lanes"]}
+    assert lanes["private"]["status"] != "build-failed", lanes["private"]
+    looks = [json.loads(line) for line in out.read_text().splitlines()]
+    assert looks and any(look["seen_uv"] for look in looks), (looks, done.stderr)
+    assert not [leak for look in looks for leak in look["leaked"]], looks
+    assert password not in done.stdout + done.stderr

@@ -13,7 +13,7 @@ import sys
 import tempfile
 import threading
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,15 +97,18 @@ def run(
     cwd: str | os.PathLike[str] | None = None,
     without_indexes: bool = False,
     live: bool = False,
+    indexes: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``uv args…``: the pinned binary in :func:`base_env`, stdin closed, output captured as text.
 
     ``live`` also shows uv's stderr on this process's stderr as it comes, progress bars
     included (:func:`_run_live`); callers ask for it only when stderr is a terminal.
     uv's own failures come back as the exit code (callers explain them with
-    :func:`failure_lines`); only a uv that cannot be started raises.
+    :func:`failure_lines`); only a uv that cannot be started raises. ``indexes`` (name → URL)
+    names indexes the command line does not (a lane's, for a sync of its lock), so the host's
+    credentials for them reach uv (:mod:`retire.core.uvauth`).
     """
-    with uvauth.handed(os.environ, lambda: _indexes(args, cwd)) as auth:
+    with uvauth.handed(os.environ, lambda: {**_indexes(args, cwd), **(indexes or {})}) as auth:
         if live and _PTY_OK:
             return _run_live(args, cwd=cwd, without_indexes=without_indexes, auth=auth)
         try:
