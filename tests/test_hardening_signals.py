@@ -281,3 +281,73 @@ def test_sigterm_while_probes_wait_for_a_slow_code_host(world, command):
     code, out, err = ended(process, signal.SIGTERM)
     assert time.monotonic() - started < 5
     assert_interrupted(code, out, err, signal.SIGTERM, json_mode=True)
+
+
+@pytest.mark.slow
+def test_sigterm_during_retire_apply_leaves_no_branch_worktree_or_change(tmp_path):
+    """`retire --apply --json` SIGTERMed while uv re-locks a lane inside the proposal's worktree.
+    Before: exit -15, no word, no document. Now: one line, the error document, 143; the shop's
+    checkout is untouched, and no branch or worktree is left half-made."""
+    from retire.evidence.validation import ValidationRecord, append
+    from tests.support.gitrepos import git
+    from tests.support.retirement import manifest_toml
+    from tests.test_retire_lanes import SHIM, LaneShop
+
+    shop = LaneShop(tmp_path)
+    try:
+        floor = '[[retirement.conditions]]\nkind = "version-floor"\nversion = ">=1.6"\n'
+        (shop.root / "shims" / SHIM / "manifest.toml").write_text(manifest_toml(SHIM, floor))
+        for version, outcome, sentinel, code in (
+            ("1.5", "bug-reproduced", "BUG_REPRODUCED", 10),
+            ("1.6", "fix-validated", "FIX_VALIDATED", 0),
+        ):
+            record = ValidationRecord(
+                shim=SHIM, mode="without", lane="bisect", host={"hostname": "ci", "gpu": None},
+                versions={"toylib": version}, sentinel=sentinel, outcome=outcome, exit_code=code,
+                duration_s=0.1, started_at="2026-06-01T00:00:00.000000+00:00",
+            )  # fmt: skip
+            append(shop.root / "validation" / "manifest.jsonl", [record])
+        git(shop.root, "add", "-A")
+        git(shop.root, "commit", "-q", "-m", "the evidence")
+        head = git(shop.root, "rev-parse", "HEAD")
+        # every index answer takes a second: the re-locks are slow
+        shop.server.index.latency = 1.0
+        mark = str(tmp_path / "mark")
+        process = start(
+            shop.root,
+            "retire",
+            "--apply",
+            "--no-pr",
+            "--json",
+            env={"PATCHLANE_TEST_MARK": mark, "UV_CACHE_DIR": str(tmp_path / "cold")},
+        )
+        worktrees = shop.root / ".patchlane" / "worktrees"
+        wait_for(
+            lambda: worktrees.is_dir() and any(worktrees.iterdir()) and compiling(mark),
+            process,
+            "no re-lock inside a proposal's worktree",
+        )
+        code, out, err = ended(process, signal.SIGTERM)
+        assert_interrupted(code, out, err, signal.SIGTERM, json_mode=True)
+        assert git(shop.root, "status", "--porcelain") == ""
+        assert git(shop.root, "rev-parse", "HEAD") == head
+        assert git(shop.root, "branch", "--list", "patchlane/*") == ""
+        assert len(git(shop.root, "worktree", "list").splitlines()) == 1
+        assert not compiling(mark)
+    finally:
+        shop.server.index.latency = 0.0
+        shop.close()
+
+
+def test_no_uv_starts_once_the_command_is_interrupted():
+    """After the signal's sweep ended every uv, a worker thread that goes on to its next step
+    starts none (it would outlive the sweep)."""
+    from retire.core import interrupts, uv
+
+    interrupts._STOPPING.set()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            uv.run(["--version"])
+    finally:
+        interrupts.reset()
+    assert uv.run(["--version"]).returncode == 0

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from retire.core import childenv, uvauth
+from retire.core import childenv, interrupts, uvauth
 from retire.core.errors import InputError, PatchlaneError
 
 #: Held while the binary is looked up: ``find_uv_bin`` reads ``sysconfig``, whose first use fills
@@ -108,6 +108,9 @@ def run(
     names indexes the command line does not (a lane's, for a sync of its lock), so the host's
     credentials for them reach uv (:mod:`retire.core.uvauth`).
     """
+    # interrupted: the sweep that ended every uv has run, and no new one starts after it
+    if interrupts.stopping():
+        raise KeyboardInterrupt("interrupted")
     with uvauth.handed(os.environ, lambda: {**_indexes(args, cwd), **(indexes or {})}) as auth:
         if live and _PTY_OK:
             return _run_live(args, cwd=cwd, without_indexes=without_indexes, auth=auth)
