@@ -6,6 +6,7 @@ any other (one line, the error document on ``--json``, 130 / 143), never a trace
 -15.
 """
 
+import os
 import sys
 
 from retire.core import interrupts
@@ -14,6 +15,23 @@ from retire.core import interrupts
 def main() -> int:
     # before the engine is imported: SIGTERM during start-up is an interruption too
     interrupts.install()
+    try:
+        code = _command()
+    finally:
+        # what was said stands: a signal while the interpreter exits must not replace the code
+        interrupts.ignore()
+    if code in (interrupts.INTERRUPTED, interrupts.TERMINATED):
+        # Interrupted: the line and the document are out, the processes ended, every write was
+        # atomic. The interpreter's own exit would turn an interrupt it saw during an import into
+        # death by SIGINT (exit -2), and would wait for worker threads still blocked on the
+        # network.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _command() -> int:
     try:
         from retire.commands import main as run
     # Ctrl-C or SIGTERM while the engine was being imported: the line (and --json's document)

@@ -19,6 +19,7 @@ from retire.commands.base import Command, ExitCode, Parser, configure, print_err
 from retire.core import heldsecrets, interrupts
 from retire.core.errors import PatchlaneError
 from retire.core.project import Project, find_root
+from retire.runs.reaper import REAPER
 from shims.errors import InputError
 
 __all__ = ["REGISTRY", "build_parser", "main"]
@@ -173,14 +174,12 @@ def _add_command_arguments(p: argparse.ArgumentParser, command: Command) -> None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from retire.runs.reaper import REAPER
-
-    # as the signal arrives, every process of this run is ended: no worker thread's wait (a
-    # lock's uv, a reproducer) holds the interruption up
-    interrupts.on_interrupt(REAPER.halt)
     # SIGTERM stops a command as Ctrl-C does, from its first line to its last
     with interrupts.handled():
         try:
+            # as the signal arrives, every process of this run is ended: no worker thread's wait
+            # (a lock's uv, a reproducer) holds the interruption up
+            interrupts.on_interrupt(REAPER.halt)
             return _main(argv)
         # during start-up or parsing (the command's own run handles its interruptions itself)
         except KeyboardInterrupt as exc:

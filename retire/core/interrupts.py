@@ -25,6 +25,7 @@ __all__ = [
     "Terminated",
     "exit_code",
     "handled",
+    "ignore",
     "install",
     "on_interrupt",
     "quiet",
@@ -94,6 +95,14 @@ def install() -> None:
     if threading.current_thread() is threading.main_thread():
         for sig in _SIGNALS:
             signal.signal(sig, _raise)
+
+
+def ignore() -> None:
+    """Ctrl-C and SIGTERM are ignored from now on (main thread only): the command has said what
+    it had to, and a signal during the interpreter's exit would replace its exit code."""
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, *_SIGNALS):
+            signal.signal(sig, signal.SIG_IGN)
 
 
 def _handlers() -> dict[int, Callable[[int, FrameType | None], None]]:
