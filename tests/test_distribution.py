@@ -195,7 +195,7 @@ def test_the_wheel_holds_the_runtime_and_the_engine_and_none_of_the_catalogue(bu
     assert [r for r in requires if "extra ==" not in r] == ["packaging>=26"]
     assert "engine" in meta.get_all("Provides-Extra")
     assert meta["Version"] == VERSION and meta["License-Expression"] == "Apache-2.0"
-    assert "patchlane = retire.commands:main" in entry_points
+    assert "patchlane = retire.__main__:main" in entry_points
 
 
 def test_the_sdist_is_the_wheels_source_and_builds_are_reproducible(built):

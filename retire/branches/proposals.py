@@ -30,6 +30,7 @@ from pathlib import Path
 
 import httpx
 
+from retire.core import childenv
 from retire.core.atomic import atomic_write, locked, make_folder
 from retire.core.errors import InputError
 from retire.core.git import Git, GitError
@@ -298,7 +299,16 @@ def open_pull_request(
     if not repository:
         return "skipped: no repository (owner/name) to open the PR in", None
     try:
-        Git(repo).run("push", "--quiet", remote, f"refs/heads/{branch}:refs/heads/{branch}")
+        # the one git command that authenticates gets the caller's secrets (a credential helper
+        # such as gh's reads GITHUB_TOKEN), and runs no hook, which is the repository's code
+        Git(repo).run(
+            "push",
+            "--quiet",
+            "--no-verify",
+            remote,
+            f"refs/heads/{branch}:refs/heads/{branch}",
+            env=childenv.secrets_for_push(),
+        )
     except GitError as exc:
         return "failed: " + scrub(str(exc), [token]), None
     owned = client is None

@@ -16,9 +16,10 @@ from pathlib import Path
 
 from retire.commands.aliases import ALIASES
 from retire.commands.base import Command, ExitCode, Parser, configure, json_kept, print_error, say
-from retire.core import heldsecrets
+from retire.core import heldsecrets, interrupts
 from retire.core.errors import PatchlaneError
 from retire.core.project import Project, find_root
+from retire.runs.reaper import REAPER
 from shims.errors import InputError
 
 __all__ = ["REGISTRY", "build_parser", "main"]
@@ -99,6 +100,7 @@ _EXIT_WORDS = {
     ExitCode.FAILED: "something failed",
     ExitCode.BAD_INPUT: "bad input",
     ExitCode.INTERRUPTED: "interrupted",
+    ExitCode.TERMINATED: "interrupted by SIGTERM",
 }
 
 
@@ -197,35 +199,64 @@ def _nested_common_options(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # SIGTERM stops a command as Ctrl-C does, from its first line to its last
+    with interrupts.handled():
+        try:
+            # as the signal arrives, every process of this run is ended: no worker thread's wait
+            # (a lock's uv, a reproducer) holds the interruption up
+            interrupts.on_interrupt(REAPER.halt)
+            return _main(argv)
+        # during start-up or parsing (the command's own run handles its interruptions itself)
+        except KeyboardInterrupt as exc:
+            return _interrupted(exc)
+        finally:
+            # the next command in this process (tests, nox) starts from the defaults
+            configure()
+            interrupts.reset()
+            REAPER.resume()
+
+
+def _interrupted(interrupt: KeyboardInterrupt) -> int:
+    """One "interrupted" line (and the error document with ``--json``); 130 for Ctrl-C, 143 for
+    SIGTERM. A second signal meanwhile is ignored: it would cut the line short. Every process
+    this run started (uv and its builds, reproducers, and what they started) is ended."""
+    with interrupts.quiet():
+        from retire.core.childenv import RUN_TOKEN
+        from retire.runs.reaper import kill_marked
+
+        # what started after the signal's own sweep
+        kill_marked(RUN_TOKEN, prefix=True)
+        return print_error(
+            ExitCode(interrupts.exit_code(interrupt)), "interrupted", line="patchlane: interrupted"
+        )
+
+
+def _main(argv: Sequence[str] | None) -> int:
     if argv is None:
         # the command line itself: keep secrets out of the environment lane code can read
         heldsecrets.shed()
     arguments = list(sys.argv[1:] if argv is None else argv)
     # --json before parsing: a usage error or a missing engine still prints the error document
     configure(json="--json" in arguments[: _end_of_options(arguments)])
-    try:
-        missing = missing_engine()
-        # the runtime-only install (`pip install patchlane`): one line, not an ImportError — but
-        # the help still prints (the parser needs only the standard library)
-        if not arguments:
-            # bare `patchlane`: the help, as uv and git print theirs (exit 2: no command ran)
-            build_parser(arguments=not missing).print_help()
-            return ExitCode.BAD_INPUT
-        if missing and _asks_for_help(arguments):
-            # exits 0
-            build_parser(arguments=False).parse_args(arguments)
-        if missing:
-            return print_error(
-                ExitCode.FAILED,
-                f"the engine is not installed here ({', '.join(missing)} missing)",
-                fix=f"install it with: {sys.executable} -m pip install 'patchlane[engine]'",
-            )
-        args = build_parser().parse_args(arguments)
-        configure(verbosity=args.verbosity, json=bool(getattr(args, "json", False)))
-        return _run(args)
-    finally:
-        # the next command in this process (tests, nox) starts from the defaults
-        configure()
+    missing = missing_engine()
+    # the runtime-only install (`pip install patchlane`): one line, not an ImportError — but
+    # the help still prints (the parser needs only the standard library)
+    if not arguments:
+        # bare `patchlane`: the help, as uv and git print theirs (exit 2: no command ran)
+        build_parser(arguments=not missing).print_help()
+        return ExitCode.BAD_INPUT
+    if missing and _asks_for_help(arguments):
+        # exits 0
+        build_parser(arguments=False).parse_args(arguments)
+    if missing:
+        return print_error(
+            ExitCode.FAILED,
+            f"the engine is not installed here ({', '.join(missing)} missing)",
+            fix=f"install it with: {sys.executable} -m pip install 'patchlane[engine]'",
+        )
+    args = build_parser().parse_args(arguments)
+    configure(verbosity=args.verbosity, json=bool(getattr(args, "json", False)))
+    return _run(args)
 
 
 #: Commands that make a project where they are asked to, never in a project above.
@@ -266,8 +297,8 @@ def _run(args: argparse.Namespace) -> int:
         )
     except PatchlaneError as exc:
         return print_error(ExitCode.FAILED, str(exc))
-    except KeyboardInterrupt:
-        return print_error(ExitCode.INTERRUPTED, "interrupted", line="patchlane: interrupted")
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc)
     # a reader missed deep nesting: still one line, never a traceback
     except RecursionError:
         return print_error(ExitCode.BAD_INPUT, "input nested too deeply to read")

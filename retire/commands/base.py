@@ -57,8 +57,10 @@ class ExitCode(enum.IntEnum):
     FAILED = 1
     #: bad input or usage: one line names the file, the key and the fix
     BAD_INPUT = 2
-    #: Ctrl-C or SIGTERM: what had finished is kept
+    #: Ctrl-C: what had finished is kept
     INTERRUPTED = 130
+    #: SIGTERM (a CI cancel) or SIGHUP: stopped as Ctrl-C stops, what had finished is kept
+    TERMINATED = 143
 
 
 @dataclass(frozen=True)
@@ -199,6 +201,7 @@ _ERROR_KINDS = {
     ExitCode.FAILED: "failed",
     ExitCode.BAD_INPUT: "bad-input",
     ExitCode.INTERRUPTED: "interrupted",
+    ExitCode.TERMINATED: "interrupted",
 }
 
 

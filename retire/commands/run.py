@@ -386,8 +386,9 @@ def _run_lanes(
             )
     except KeyboardInterrupt:
         if recorder.count:
+            # the command line says "interrupted" itself, once
             say(
-                f"interrupted: kept the {recorder.count} reproducer run(s) that finished in "
+                f"kept the {recorder.count} reproducer run(s) that finished in "
                 f"{shown(recorder.target)}",
                 err=True,
             )

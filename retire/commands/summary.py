@@ -28,9 +28,21 @@ def run(project: Project, args: argparse.Namespace) -> int:
     from retire.runs import lanerun
 
     run_id = args.run_id or project.latest_run()
+    # the last run was cut short: say that this table is the one before it
+    cut = None if args.run_id else project.interrupted_after(run_id)
     if run_id is None:
         raise InputError(
-            None, "--run-id", "no lane run is recorded here", "run `nox -s lane` first"
+            None,
+            "--run-id",
+            f"run {cut} was interrupted and no complete run is recorded here"
+            if cut
+            else "no lane run is recorded here",
+            "run the lanes again (`nox -s lane`)" if cut else "run `nox -s lane` first",
+        )
+    if cut is not None and cut != run_id:
+        say(
+            f"run {cut} was interrupted: this is the previous complete run, {run_id}",
+            err=True,
         )
     if project.interrupted_mark(run_id).exists():
         # what finished is kept, but a table of it would read as the whole run

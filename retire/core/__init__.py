@@ -4,7 +4,9 @@
 (the one git runner), ``uv`` (the pinned uv binary, the one way to run it, the host's indexes),
 ``project`` (:class:`~retire.core.project.Project`: where everything lives, and ``contained()``,
 the one check that a path stays inside the project), ``childenv`` (the allow-list of what child
-processes inherit), ``secrets`` (the one scrubber every outgoing string passes) and ``mdsafe``
-(untrusted text inside the Markdown the engine writes: fenced, or one line of inert prose). The
-one ISO 8601 time parser is the runtime's, ``shims.times``.
+processes inherit), ``uvauth`` (uv's index credentials, handed over outside its environment),
+``interrupts`` (SIGTERM stops a command as Ctrl-C does), ``secrets`` (the one scrubber every
+outgoing string passes) and ``mdsafe`` (untrusted text inside the Markdown the engine writes:
+fenced, or one line of inert prose). The one ISO 8601 time parser is the runtime's,
+``shims.times``.
 """

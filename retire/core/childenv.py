@@ -4,12 +4,14 @@ Lane code (reproducers, the lane interpreter being inspected) gets only what a p
 run on this host: where things are (``PATH``, ``HOME``, temp and cache folders), the locale, and
 the runtime knobs of the GPU stack (``CUDA_*``, ``NCCL_*``, ``TORCH_*``, ``TRITON_*``, ``TL_*``…),
 plus patchlane's own non-secret settings. uv gets the same plus its own ``UV_*`` configuration,
-proxies and certificates, and the index credentials it may need (``UV_INDEX_<NAME>_PASSWORD``).
+proxies and certificates; the index credentials it may need (``UV_INDEX_<NAME>_PASSWORD``) are
+handed to it outside its environment (:mod:`retire.core.uvauth`). git, and the hooks it runs, get
+the caller's environment without any secret-named variable (:func:`for_tool`).
 
 A host adds names with ``PATCHLANE_PASS_ENV="NAME …"``. Whatever the list allows, a variable whose
 name looks like a secret (``*TOKEN*``, ``*KEY*``,
 ``*SECRET*``, ``*PASSWORD*``, ``*CREDENTIAL*``, ``AUTH*``: :func:`retire.core.secrets.looks_secret`)
-never reaches lane code; only uv receives its index credentials.
+reaches no child process as a variable.
 """
 
 from __future__ import annotations
@@ -17,19 +19,21 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
-import re
 import uuid
 from collections.abc import Iterator, Mapping
 
 from retire.core.secrets import looks_secret
+from retire.core.uvauth import CREDENTIAL
 
 __all__ = [
     "RUN_TOKEN",
     "RUN_TOKEN_ENV",
     "for_lane",
     "for_reproducer",
+    "for_tool",
     "for_uv",
     "lane_allows",
+    "secrets_for_push",
     "uv_allows",
     "visible_devices",
 ]
@@ -154,8 +158,6 @@ _UV_EXACT = frozenset(
     }
 )
 _UV_PREFIXES = ("UV_",)
-#: The credentials uv may need for a named index: passed to uv, never to lane code.
-_UV_CREDENTIAL = re.compile(r"UV_INDEX_[A-Z0-9_]+_(USERNAME|PASSWORD)")
 
 
 #: The GPUs the lane running on this thread was given (``CUDA_VISIBLE_DEVICES``; None: leave the
@@ -195,10 +197,9 @@ def _extra(env: Mapping[str, str]) -> frozenset[str]:
 
 
 def uv_allows(name: str, extra: frozenset[str] = frozenset()) -> bool:
-    """Whether uv may inherit the variable ``name`` (its index credentials included)."""
-    if _UV_CREDENTIAL.fullmatch(name):
-        return True
-    if looks_secret(name):
+    """Whether uv may inherit the variable ``name`` (never a secret: its index credentials reach
+    it through :mod:`retire.core.uvauth`)."""
+    if looks_secret(name) or CREDENTIAL.fullmatch(name):
         return False
     return lane_allows(name, extra) or name in _UV_EXACT or name.startswith(_UV_PREFIXES)
 
@@ -215,6 +216,20 @@ def for_uv(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     env = os.environ if environ is None else environ
     extra = _extra(env)
     return _with_devices({name: value for name, value in env.items() if uv_allows(name, extra)})
+
+
+def for_tool(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What a tool of the host's (git, and the hooks a repository configures for it) starts with:
+    ``environ`` (default: this process's) without any secret-named variable."""
+    env = os.environ if environ is None else environ
+    return {name: value for name, value in env.items() if not looks_secret(name)}
+
+
+def secrets_for_push(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The secret-named variables of ``environ`` (default: this process's): what git's credential
+    helper may need for the one command that authenticates, a push (run without hooks)."""
+    env = os.environ if environ is None else environ
+    return {name: value for name, value in env.items() if looks_secret(name)}
 
 
 def for_reproducer(env: Mapping[str, str] | None = None) -> dict[str, str]:

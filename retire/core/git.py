@@ -16,6 +16,7 @@ import os
 import subprocess
 from pathlib import Path, PurePosixPath
 
+from retire.core import childenv
 from retire.core.errors import PatchlaneError
 
 __all__ = ["DEFAULT_TIMEOUT", "Git", "GitError", "environment", "toplevel"]
@@ -43,8 +44,10 @@ class GitError(PatchlaneError):
 
 
 def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment git runs in: quiet, prompt-free, no system config, C locale."""
-    env = {name: value for name, value in os.environ.items() if name not in _REDIRECTS}
+    """The environment git runs in: quiet, prompt-free, no system config, C locale, and no
+    secret-named variable (git's hooks run in it: a repository's ``core.hooksPath`` is its
+    code)."""
+    env = {name: value for name, value in childenv.for_tool().items() if name not in _REDIRECTS}
     env.update(
         GIT_CONFIG_NOSYSTEM="1",
         GIT_TERMINAL_PROMPT="0",

@@ -228,6 +228,28 @@ class Project:
                 newest = max(newest or stamp, stamp)
         return newest[1] if newest else None
 
+    def interrupted_after(self, run_id: str | None) -> str | None:
+        """The newest run interrupted after ``run_id``'s lanes finished (after any, when None):
+        ``summary`` says it shows the previous complete run instead."""
+        runs = self.state_dir / "runs"
+        finished = (
+            max((p.stat().st_mtime_ns for p in self.run_dir(run_id).glob("*.json")), default=0)
+            if run_id
+            else 0
+        )
+        newest: tuple[int, str] | None = None
+        for mark in runs.glob("*/interrupted") if runs.is_dir() else ():
+            folder = mark.parent
+            if not _RUN_ID.fullmatch(folder.name) or folder.is_symlink():
+                continue
+            try:
+                stamp = (mark.stat().st_mtime_ns, folder.name)
+            except OSError:
+                continue
+            if stamp[0] > finished:
+                newest = max(newest or stamp, stamp)
+        return newest[1] if newest else None
+
     # Loading --------------------------------------------------------------------------------
     def manifests(self) -> dict[str, ShimManifest]:
         """The shims of this project's catalogue by id (none when it has no ``shims/`` folder)."""

@@ -13,17 +13,28 @@ import sys
 import tempfile
 import threading
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from retire.core import childenv
+from retire.core import childenv, interrupts, uvauth
 from retire.core.errors import InputError, PatchlaneError
+
+#: Held while the binary is looked up: ``find_uv_bin`` reads ``sysconfig``, whose first use fills
+#: a shared table that another thread would read half-filled (``run --jobs 8`` over fresh lanes
+#: crashed in it with ``"uv" + None``).
+_LOOKUP = threading.Lock()
+
+
+def binary() -> str:
+    """The uv shipped with patchlane's pinned ``uv`` dependency; PATH only as a fallback. Looked
+    up once per process, by one thread at a time."""
+    with _LOOKUP:
+        return _binary()
 
 
 @functools.cache
-def binary() -> str:
-    """The uv shipped with patchlane's pinned ``uv`` dependency; PATH only as a fallback."""
+def _binary() -> str:
     try:
         from uv import find_uv_bin
 
@@ -86,27 +97,45 @@ def run(
     cwd: str | os.PathLike[str] | None = None,
     without_indexes: bool = False,
     live: bool = False,
+    indexes: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``uv args…``: the pinned binary in :func:`base_env`, stdin closed, output captured as text.
 
     ``live`` also shows uv's stderr on this process's stderr as it comes, progress bars
     included (:func:`_run_live`); callers ask for it only when stderr is a terminal.
     uv's own failures come back as the exit code (callers explain them with
-    :func:`failure_lines`); only a uv that cannot be started raises.
+    :func:`failure_lines`); only a uv that cannot be started raises. ``indexes`` (name → URL)
+    names indexes the command line does not (a lane's, for a sync of its lock), so the host's
+    credentials for them reach uv (:mod:`retire.core.uvauth`).
     """
-    if live and _PTY_OK:
-        return _run_live(args, cwd=cwd, without_indexes=without_indexes)
+    # interrupted: the sweep that ended every uv has run, and no new one starts after it
+    if interrupts.stopping():
+        raise KeyboardInterrupt("interrupted")
+    with uvauth.handed(os.environ, lambda: {**_indexes(args, cwd), **(indexes or {})}) as auth:
+        if live and _PTY_OK:
+            return _run_live(args, cwd=cwd, without_indexes=without_indexes, auth=auth)
+        try:
+            return subprocess.run(
+                [binary(), *args],
+                cwd=cwd,
+                capture_output=True,
+                text=True,
+                env=base_env(auth.env, without_indexes=without_indexes),
+                stdin=subprocess.DEVNULL,
+                pass_fds=auth.pass_fds,
+            )
+        except OSError as exc:
+            raise PatchlaneError(f"uv could not be started: {exc}") from None
+
+
+def _indexes(args: Sequence[str], cwd: str | os.PathLike[str] | None) -> dict[str, str]:
+    """Index name → URL for one call's credentials: this host's named indexes, the call's own."""
     try:
-        return subprocess.run(
-            [binary(), *args],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            env=base_env(without_indexes=without_indexes),
-            stdin=subprocess.DEVNULL,
-        )
-    except OSError as exc:
-        raise PatchlaneError(f"uv could not be started: {exc}") from None
+        named = dict(host_indexes().named)
+    # an unreadable uv.toml: uv says so itself
+    except InputError:
+        named = {}
+    return {**named, **uvauth.call_indexes(args, cwd)}
 
 
 try:
@@ -145,7 +174,11 @@ def _echo(chunk: bytes) -> None:
 
 
 def _run_live(
-    args: Sequence[str], *, cwd: str | os.PathLike[str] | None, without_indexes: bool
+    args: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str] | None,
+    without_indexes: bool,
+    auth: uvauth.Handed,
 ) -> subprocess.CompletedProcess[str]:
     """Run uv with its stderr on a pseudo-terminal copied to ours as it comes, so it draws its
     progress; the text comes back too, as :func:`plain` lines, for the caller to parse."""
@@ -164,7 +197,8 @@ def _run_live(
             stdout=subprocess.PIPE,
             stderr=follower,
             stdin=subprocess.DEVNULL,
-            env=base_env(without_indexes=without_indexes, progress=True),
+            env=base_env(auth.env, without_indexes=without_indexes, progress=True),
+            pass_fds=auth.pass_fds,
         )
     except OSError as exc:
         os.close(master)

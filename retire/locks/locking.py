@@ -27,7 +27,7 @@ from packaging.pylock import Pylock, PylockValidationError
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from retire.core import uv
+from retire.core import interrupts, uv
 from retire.core.atomic import atomic_write
 from retire.core.errors import InputError
 from retire.core.project import contained
@@ -483,7 +483,8 @@ def lock_lanes(
         upgrades = lane_upgrades.get(lane.name)
         extra = {"upgrade_packages": upgrades} if upgrades else {}
         result = lock_lane(lane, locks_dir, host=host, **{**options, **extra})
-        if on_done:
+        # interrupted: the failure is the killed uv's, not the lane's
+        if on_done and not interrupts.stopping():
             on_done(result)
         return result
 

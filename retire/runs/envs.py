@@ -27,7 +27,7 @@ import shutil
 import subprocess
 import time
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypedDict
@@ -152,11 +152,13 @@ def describe_paths(python: str | Path) -> dict[str, str]:
     return json.loads(proc.stdout)
 
 
-def run_uv(args: list[str], what: str, *, live: bool = False) -> str:
+def run_uv(
+    args: list[str], what: str, *, live: bool = False, indexes: Mapping[str, str] | None = None
+) -> str:
     """uv's stderr (its summary) when it succeeds; a :class:`BuildError` saying ``what`` failed
     otherwise.
     ``live`` shows uv's progress on this terminal as well (see :func:`retire.core.uv.run`)."""
-    proc = uv.run(args, live=live)
+    proc = uv.run(args, live=live, indexes=indexes)
     if proc.returncode != 0:
         raise BuildError(
             f"{what}: {' / '.join(uv.failure_lines(proc.stderr)[:3]) or 'uv failed'}",
@@ -470,6 +472,8 @@ def _sync(plan: _Plan, venv: _Venv, *, live: bool) -> str:
             f"cannot install {shown} into the lane"
             + (f" from the wheelhouse {wheelhouse}" if wheelhouse is not None else ""),
             live=live,
+            # the lane's own indexes: the host's credentials for them reach uv
+            indexes={i.name: i.url for i in plan.lane.indexes if i.url},
         )
     except BuildError as exc:
         # uv's "the target environment is not supported by the lockfile": say which one it is for

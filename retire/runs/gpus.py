@@ -22,6 +22,7 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from retire.core import childenv
 from retire.core.errors import InputError
 from retire.lanes.model import Lane
 from shims.gpuneeds import MAX_GPUS, GpuNeeds
@@ -150,6 +151,8 @@ def _smi(smi: str, fields: str) -> subprocess.CompletedProcess[str] | None:
             text=True,
             stdin=subprocess.DEVNULL,
             timeout=60,
+            # a host tool: no secret-named variable
+            env=childenv.for_tool(),
         )
     except (OSError, subprocess.TimeoutExpired):
         return None

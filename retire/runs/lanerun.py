@@ -428,6 +428,8 @@ def _build_env(
             seconds=time.monotonic() - started,
         )
     except envs.BuildError as exc:
+        # stopped (Ctrl-C, SIGTERM): uv was killed by the stop, the build did not fail
+        REAPER.check()
         progress(lane.name, f"build failed: {exc}")
         return LaneRun(
             lane.name,

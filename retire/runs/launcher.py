@@ -265,6 +265,8 @@ class Launcher:
             done = self._read(began + limit + _GRACE_S)
         except _LauncherDiedError as exc:
             kill_group(pid)
+            # stopped (Ctrl-C, SIGTERM): the stop killed it, which is no reason to fall back
+            REAPER.check()
             self.fall_back(f"the launcher died during {manifest.id} {mode} ({exc})")
             return run_reproducer(
                 manifest, mode, python=fallback_python, env=env, lane=lane, timeout=timeout, cwd=cwd

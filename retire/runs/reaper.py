@@ -16,7 +16,8 @@ Three ways a run ends early, one result — nothing it started keeps running:
   every process carrying this run's marker.
 - **a reproducer's timeout**: its group and its own marked processes are killed.
 
-Only the standard library (and :mod:`retire.core.childenv`) is imported here:
+Only the standard library (and :mod:`retire.core.childenv`, :mod:`retire.core.interrupts`) is
+imported here:
 ``python -m retire.runs.reaper TOKEN`` is the guard.
 
 uv, started by lane builds, carries the run's marker as well (``<token>.uv``): a stop kills a
@@ -35,6 +36,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from retire.core import interrupts
 from retire.core.childenv import RUN_TOKEN, RUN_TOKEN_ENV
 
 __all__ = [
@@ -179,6 +181,12 @@ class Reaper:
                 os.killpg(process.pid, signal.SIGKILL)
         kill_marked(self.token, prefix=True)
 
+    def halt(self) -> None:
+        """:meth:`stop` as a signal handler may call it: takes no lock (the interrupted main
+        thread may hold this one); kills every process of this run by its marker."""
+        self._stopping.set()
+        kill_marked(self.token, prefix=True)
+
     def resume(self) -> None:
         """Allow reproducers again (the next run in this process, e.g. a test's)."""
         self._stopping.clear()
@@ -208,27 +216,10 @@ REAPER = Reaper()
 
 
 def terminate_on_sigterm():
-    """A context manager: SIGTERM (and SIGHUP) raise :class:`KeyboardInterrupt`, like Ctrl-C,
-    while it is active (main thread only; elsewhere it does nothing)."""
-    import contextlib
-
-    @contextlib.contextmanager
-    def handler():
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-
-        def interrupt(signum, frame):
-            raise KeyboardInterrupt(signal.Signals(signum).name)
-
-        previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
-        try:
-            yield
-        finally:
-            for sig, old in previous.items():
-                signal.signal(sig, old)
-
-    return handler()
+    """A context manager: SIGTERM (and SIGHUP) raise
+    :class:`~retire.core.interrupts.Terminated`, a :class:`KeyboardInterrupt`, like Ctrl-C, while
+    it is active (main thread only; elsewhere it does nothing)."""
+    return interrupts.handled()
 
 
 def _guard(token: str) -> None:

@@ -6,12 +6,15 @@ the same module every reproducer writes with, so the two sides cannot drift apar
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -118,21 +121,8 @@ def run_reproducer(
             detail=f"could not start {command[0]}: {exc.strerror or exc}",
         )
 
-    timed_out = False
     try:
-        try:
-            stdout_bytes, stderr_bytes = process.communicate(timeout=limit)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            # the group, and any grandchild that left it (by its marker)
-            REAPER.kill(process)
-            try:
-                stdout_bytes, stderr_bytes = process.communicate(timeout=10)
-            # something unmarked holds the pipes
-            except subprocess.TimeoutExpired:
-                stdout_bytes, stderr_bytes = b"", b""
-                process.kill()
-                process.wait()
+        stdout_bytes, stderr_bytes, timed_out = _answer(process, limit)
         # stopped (Ctrl-C, SIGTERM) while it ran: a killed run is no result
         REAPER.check()
     finally:
@@ -149,6 +139,58 @@ def run_reproducer(
         timed_out=timed_out,
         limit=limit,
     )
+
+
+#: Seconds a reproducer's pipes may stay open after it exited before whatever it left holding
+#: them (a ``setsid`` grandchild) is ended: its answer is in what it printed before exiting.
+_LINGER_S = 0.5
+
+
+def _drain(pipe) -> tuple[threading.Thread, bytearray]:
+    """A thread reading ``pipe`` to its end into the returned buffer (read while it grows)."""
+    buffer = bytearray()
+
+    def read() -> None:
+        with contextlib.suppress(OSError, ValueError):
+            while chunk := os.read(pipe.fileno(), 65536):
+                buffer.extend(chunk)
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    return thread, buffer
+
+
+def _answer(process: subprocess.Popen, limit: float) -> tuple[bytes, bytes, bool]:
+    """(stdout, stderr, timed out) of a reproducer: taken when *it* exits, not when the last
+    process holding its pipes does — what it left running is ended then (its group and every
+    process carrying its marker), so a lingering grandchild never turns an answer into a
+    timeout. Past ``limit`` the whole tree is killed."""
+    readers = [_drain(process.stdout), _drain(process.stderr)]
+    timed_out = False
+    try:
+        process.wait(timeout=limit)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        # the group, and any grandchild that left it (by its marker)
+        REAPER.kill(process)
+        process.wait()
+    for thread, _ in readers:
+        thread.join(_LINGER_S)
+    if any(thread.is_alive() for thread, _ in readers):
+        # something it started still holds a pipe: end it (its group, which outlives the
+        # reaped leader while a member lives, and what carries its marker): the pipe closes
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        REAPER.finish(process)
+        for thread, _ in readers:
+            # something unmarked holds the pipes: what was read so far is the output
+            thread.join(10)
+    for pipe in (process.stdout, process.stderr):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
+    stdout, stderr = (bytes(buffer) for _, buffer in readers)
+    return stdout, stderr, timed_out
 
 
 def finished_run(

@@ -17,6 +17,7 @@ server, as a web server in front of a folder would.
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import html
@@ -78,6 +79,9 @@ class PackageIndex:
     api: str = "both"
     # PEP 700 upload-time / data-upload-time
     upload_times: bool = True
+    # (username, password): every request without this HTTP basic auth gets 401, as a private
+    # index answers
+    credentials: tuple[str, str] | None = None
 
     def add(
         self,
@@ -223,8 +227,23 @@ def _make_handler(index: PackageIndex):
         def do_HEAD(self):
             self.do_GET()
 
+        def _authorized(self) -> bool:
+            if index.credentials is None:
+                return True
+            user, password = index.credentials
+            expected = base64.b64encode(f"{user}:{password}".encode()).decode()
+            if self.headers.get("Authorization") == f"Basic {expected}":
+                return True
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="index"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return False
+
         def do_GET(self):
             index.requests.append(self.path)
+            if not self._authorized():
+                return None
             if index.latency:
                 time.sleep(index.latency)
             parts = [unquote(p) for p in urlsplit(self.path).path.split("/") if p]
