@@ -9,13 +9,14 @@ conditions and floors name — and leaves the full lists to the probes' HTTP cac
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
 __all__ = ["summarise_verdict"]
 
 
-def summarise_verdict(verdict: dict) -> dict:
+def summarise_verdict(verdict: dict[str, Any]) -> dict[str, Any]:
     """A verdict's JSON with each release list summarised: how many releases, the newest, the
     latest final, and the releases its conditions and floors name. The full lists (every file of
     every release of torch …) are what the probes' cache holds; a report needs what was decided
@@ -44,8 +45,8 @@ def summarise_verdict(verdict: dict) -> dict:
     }
 
 
-def _versions_in(text: str) -> set:
-    found = set()
+def _versions_in(text: str) -> set[Version]:
+    found: set[Version] = set()
     for token in re.findall(r"(?<![\w.])v?\d+(?:\.[0-9A-Za-z]+)+", text):
         try:
             found.add(Version(token))
@@ -54,7 +55,7 @@ def _versions_in(text: str) -> set:
     return found
 
 
-def _release_line(release: dict) -> dict:
+def _release_line(release: dict[str, Any]) -> dict[str, object]:
     return {
         "version": release.get("version"),
         "upload_time": release.get("upload_time"),
@@ -63,12 +64,12 @@ def _release_line(release: dict) -> dict:
     }
 
 
-def _summarise_releases(item: dict, named: set) -> dict:
+def _summarise_releases(item: dict[str, Any], named: set[Version]) -> dict[str, object]:
     releases = [r for r in item.get("releases") or [] if isinstance(r, dict)]
     available = [r for r in releases if not r.get("yanked")]
     finals = [r for r in available if not r.get("prerelease")]
 
-    def named_here(release: dict) -> bool:
+    def named_here(release: dict[str, Any]) -> bool:
         try:
             return Version(str(release.get("version"))) in named
         except InvalidVersion:
