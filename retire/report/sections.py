@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from retire.core import mdsafe
 from retire.report import vocabulary
 from retire.report.mdhtml import code_spans
 from retire.report.model import CELL_OUTCOMES, Chase, Fact, Report, ShimEntry, lane_next
@@ -85,12 +86,10 @@ def _titled(text: str) -> Callable[[Report], str]:
 # Markdown text
 
 
-def cell_text(text: str, limit: int | None = None) -> str:
+def cell_text(text: object, limit: int | None = None) -> str:
     """Text safe inside a Markdown table cell (and inert as HTML in an issue body)."""
-    flat = " ".join(str(text).split())
-    if limit is not None and len(flat) > limit:
-        flat = flat[: limit - 1].rstrip() + "…"
-    return flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+    # no heading, list, link or image of the text's own either (retire.core.mdsafe)
+    return mdsafe.text(text, limit).replace(">", "&gt;")
 
 
 def code_cell(text: str, *, table: bool = True) -> str:
@@ -200,7 +199,7 @@ def _blocked(report: Report, view: View) -> Lines:
         return ["None: no lane's raise is blocked."]
     rows = [
         f"| `{row.shim}` | {cell_text(lane.lane)} | "
-        + (", ".join(code_cell(f) for f in lane.floors) or "—")
+        + (", ".join(code_cell(str(f)) for f in lane.floors) or "—")
         + f" | {cell_text(lane.blocker or lane.why, 400)} |"
         for row, lane in report.blocked
     ]

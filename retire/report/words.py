@@ -4,6 +4,7 @@ verdict rested on. Pure."""
 from __future__ import annotations
 
 import re
+from typing import assert_never
 
 from retire.evidence.values import (
     ExecutionHistory,
@@ -13,22 +14,32 @@ from retire.evidence.values import (
     ReleaseList,
     TagContainment,
 )
-from shims.model import RetirementCondition
+from shims.model import (
+    CommitInTag,
+    PrReleased,
+    ReproducerClean,
+    RetirementCondition,
+    VersionFloor,
+)
 
 __all__ = ["condition_words", "evidence_line", "short_link"]
 
 
 def condition_words(condition: RetirementCondition) -> str:
-    if condition.kind == "version-floor":
-        return f"{condition.distribution} {condition.version} released"
-    if condition.kind == "pr-released":
-        return f"{short_link(condition.url)} merged and released"
-    if condition.kind == "commit-in-tag":
-        return (
-            f"commit {(condition.commit or '?')[:10]} of {short_link(condition.repository)} "
-            "in a release tag"
-        )
-    return "reproducer clean without the shim"
+    match condition:
+        case VersionFloor():
+            return f"{condition.distribution} {condition.version} released"
+        case PrReleased():
+            return f"{short_link(condition.url)} merged and released"
+        case CommitInTag():
+            return (
+                f"commit {condition.commit[:10]} of {short_link(condition.repository)} "
+                "in a release tag"
+            )
+        case ReproducerClean():
+            return "reproducer clean without the shim"
+        case _:
+            assert_never(condition)
 
 
 def evidence_line(value: object) -> str:
