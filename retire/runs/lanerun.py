@@ -90,7 +90,9 @@ class ShimRun:
     @property
     def with_result(self) -> RunOutcome | None:
         """What the with-shim run showed (None: it did not run)."""
-        return self.with_shim.outcome if self.with_shim is not None else self.with_outcome
+        if self.with_shim is not None:
+            return RunOutcome(self.with_shim.outcome)
+        return self.with_outcome
 
     @property
     def mitigated(self) -> bool:
