@@ -67,7 +67,7 @@ def to_json(report: Report) -> dict[str, object]:
             for p in report.burndown
         ],
         "filing_queue": report.filing_queue,
-        "verdicts": [summarise_verdict(_verdict_json(v)) for v in report.verdicts],
+        "verdicts": [_verdict_json(v) for v in report.verdicts],
         "blocked": [
             {
                 "shim": row.shim,
@@ -120,7 +120,7 @@ def _row_json(row: ShimEntry) -> dict[str, object]:
 
 def _verdict_json(verdict: Verdict) -> dict[str, object]:
     try:
-        return verdict.to_json()
+        return summarise_verdict(verdict)
     # evidence that will not serialise must not cost the report
     except Exception as exc:  # noqa: BLE001
         return {
