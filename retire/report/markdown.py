@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from retire.report.evidence import summarise_verdict
 from retire.report.model import SCHEMA, Bisections, Report, ShimEntry
-from retire.report.sections import MARKER, SECTIONS, View
+from retire.report.sections import MARKER, SECTIONS, View, cell_text
 from retire.verdicts.model import Verdict
 
 __all__ = [
     "ISSUE_BODY_LIMIT",
     "MARKER",
     "bisections_text",
+    "cell_text",
     "short_text",
     "to_json",
     "to_markdown",
