@@ -24,6 +24,7 @@ from retire.branches.dropplan import DropPlan
 from retire.branches.lanemoves import TreeEdit
 from retire.branches.retirement import evidence_markdown
 from retire.core import mdsafe
+from retire.evidence.floor import Floor
 from retire.evidence.validation import ValidationRecord
 from retire.report.markdown import cell_text
 from retire.verdicts.model import Flag, FlagKind, LaneStep, LaneVerdict, Verdict
@@ -130,7 +131,7 @@ def retire_body(output: str, *, why: str = "toylib 1.6 fixed add()", host: str =
     plan = DropPlan(
         "toylib_add",
         why,
-        ("toylib>=1.6",),
+        (Floor.parse("toylib>=1.6"),),
         evidence,
         (("issue", "https://github.com/o/r/issues/1"), ("fix", "javascript:alert(5)")),
         lanes=(

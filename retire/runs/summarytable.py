@@ -38,7 +38,8 @@ class _Words:
 
     def _word(self, run: LaneRun, result: ShimRun | None) -> str:
         if result is None:
-            return LaneStatus.BUILD_FAILED if run.status == LaneStatus.BUILD_FAILED else ""
+            failed = (LaneStatus.BUILD_FAILED, LaneStatus.JOB_FAILED)
+            return str(run.status) if run.status in failed else ""
         if result.mitigated:
             return MITIGATED
         if result.outcome != ShimOutcome.SKIPPED:
