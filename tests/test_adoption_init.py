@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT, run_cli
 
 FROM = ("--from", "patchlane[engine]==0.1.0")
@@ -121,6 +123,8 @@ if __name__ == "__main__":
 '''
 
 
+# a second or more: nox, bash or python run as real processes
+@pytest.mark.slow
 def test_the_noxfile_line_goes_where_imports_go_and_the_script_still_runs(tmp_path, capsys):
     shop = _repository(tmp_path / "shop")
     (shop / "noxfile.py").write_text(SCRIPT_NOXFILE)
@@ -161,6 +165,8 @@ def test_the_noxfile_line_goes_where_imports_go_and_the_script_still_runs(tmp_pa
     assert "tests" in listed.stdout and "lane(name='cpu')" in listed.stdout, listed.stdout
 
 
+# a second or more: nox, bash or python run as real processes
+@pytest.mark.slow
 def test_a_shop_session_named_lock_keeps_its_name(tmp_path, capsys):
     shop = _repository(tmp_path / "shop")
     noxfile = (
@@ -212,6 +218,8 @@ def _nox(root, *args):
     )
 
 
+# a second or more: nox, bash or python run as real processes
+@pytest.mark.slow
 def test_nox_lane_with_an_unknown_lane_or_shim_says_it_once(tmp_path, capsys):
     shop = tmp_path / "shop"
     assert run_cli(tmp_path, "init", "--no-lock", *FROM, str(shop), capsys=capsys)[0] == 0

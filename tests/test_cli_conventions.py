@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import jsonschema
+import pytest
 
 from retire.commands import ENGINE_MODULES, build_parser
 from tests.conftest import ROOT, run_cli
@@ -31,12 +32,16 @@ def _python(*args, cwd, **env):
     )
 
 
-def test_bare_patchlane_prints_the_help(tmp_path):
-    ran = _python("-m", "retire", cwd=tmp_path)
-    assert ran.returncode == 2 and ran.stdout.startswith("usage: patchlane"), ran
-    assert "COMMAND" in ran.stdout and ran.stderr == ""
+def test_bare_patchlane_prints_the_help(capsys):
+    from retire.commands import main
+
+    assert main([]) == 2
+    out, err = capsys.readouterr()
+    assert out.startswith("usage: patchlane") and "COMMAND" in out and err == ""
 
 
+# a second or more: nox, bash or python run as real processes
+@pytest.mark.slow
 def test_the_runtime_only_install_prints_its_help(tmp_path):
     # what `pip install patchlane` (no engine extra) has: none of the engine's modules
     (tmp_path / "site").mkdir()
@@ -80,6 +85,8 @@ def test_every_option_and_argument_says_what_it_is_for():
     assert missing == []
 
 
+# a second or more: nox, bash or python run as real processes
+@pytest.mark.slow
 def test_python_m_shims_json_check_prints_one_json_document(tmp_path, capsys):
     assert run_cli(tmp_path, "init", "--no-lock", *FROM, capsys=capsys)[0] == 0
     assert run_cli(tmp_path, "shim", "new", "my_fix", capsys=capsys)[0] == 0
@@ -125,6 +132,8 @@ def test_docs_has_the_readme_and_its_adoption_section(tmp_path, capsys):
     assert code == 0 and out.startswith("# patchlane\n")
 
 
+# a second or more: nox, bash or python run as real processes
+@pytest.mark.slow
 def test_completion_offers_the_projects_lanes_shims_and_the_docs_topics(tmp_path, capsys):
     shop = tmp_path / "shop"
     assert run_cli(tmp_path, "init", "--no-lock", *FROM, str(shop), capsys=capsys)[0] == 0

@@ -78,8 +78,10 @@ def test_the_pool_gives_side_by_side_lanes_their_own_gpus_and_a_pair_waits(tmp_p
     a, b = first.__enter__(), second.__enter__()
     assert {a[0].id, b[0].id} == {"0", "1"}
 
+    waits: list[str] = []
+
     def pair() -> None:
-        with pool.hold(GpuNeeds(2)) as both:
+        with pool.hold(GpuNeeds(2), waiting=lambda: waits.append("waiting")) as both:
             seen.append(tuple(gpu.id for gpu in both))
 
     waiter = threading.Thread(target=pair)
@@ -93,6 +95,8 @@ def test_the_pool_gives_side_by_side_lanes_their_own_gpus_and_a_pair_waits(tmp_p
     second.__exit__(None, None, None)
     waiter.join(5)
     assert seen == [("0", "1")]
+    # it said so once
+    assert waits == ["waiting"]
     with pytest.raises(ValueError, match="needs 3 GPUs, has 2 GPUs"):
         pool.hold(GpuNeeds(3)).__enter__()
 

@@ -129,6 +129,9 @@ def test_no_function_hands_a_verdicts_prose_to_a_regex():
     """A function that reads prose and calls ``re`` (or a function of its module that does)."""
     found = []
     for name, tree in _modules():
+        # scaffold/ edits the shop's own files: its `action` is a GitHub Action reference there
+        if name.startswith("scaffold/"):
+            continue
         functions = [
             f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
         ]

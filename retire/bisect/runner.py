@@ -51,6 +51,7 @@ from retire.evidence.validation import Mode, RunOutcome, ValidationRecord
 from retire.locks.failures import UNREACHABLE_MARKERS
 from retire.probes.records import BISECT_LANE
 from retire.runs import envs
+from retire.runs.isolation import Isolation
 from shims.model import ShimManifest
 
 if TYPE_CHECKING:
@@ -181,7 +182,11 @@ class OverlayRunner:
         #: What the base launcher imports once: the reproducer's preloads, less the target's own
         #: package.
         self.preload = tuple(m for m in manifest.reproducer.preload if m.split(".")[0] != top)
-        self.isolation = isolation or ("launcher" if self.preload else "process")
+        self.isolation = (
+            Isolation(isolation)
+            if isolation
+            else (Isolation.LAUNCHER if self.preload else Isolation.PROCESS)
+        )
         # started at the first fresh run, so a cached bisection starts nothing
         self.launcher: Launcher | None = None
         self.say = say or (lambda message: None)
@@ -290,7 +295,7 @@ class OverlayRunner:
         from retire.runs.launcher import Launcher
         from retire.runs.reproduce import child_environment
 
-        if self.isolation != "launcher":
+        if self.isolation != Isolation.LAUNCHER:
             return None
         if self.launcher is None:
             self.launcher = Launcher(

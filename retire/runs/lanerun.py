@@ -52,6 +52,7 @@ from retire.runs.gpus import GPUS_ENV, Gpu, discover, lane_needs
 from retire.runs.launcher import (
     ISOLATIONS,
     PROTOCOL_MODULES,
+    Isolation,
     Launcher,
     common_environment,
     preload_of,
@@ -114,8 +115,8 @@ class LaneRun:
     env: envs.LaneEnv | None = None
     shims: tuple[ShimRun, ...] = ()
     seconds: float = 0.0
-    # how its reproducers ran: process | launcher (see --isolation)
-    isolation: str = "process"
+    # how its reproducers ran (see --isolation)
+    isolation: Isolation = Isolation.PROCESS
     # why a launcher lane fell back to process isolation
     note: str = ""
 
@@ -294,7 +295,11 @@ def run_lane(
     if (why := unmet(needs, pool.gpus)) is not None:
         return _skipped(lane, f"this host {why} ({host.description})", progress)
     # a lane still waiting for GPUs when the run is stopped never starts
-    with pool.hold(needs, REAPER.check) as given:
+    with pool.hold(
+        needs,
+        REAPER.check,
+        lambda: progress(lane.name, f"waiting for {needs}: other lanes hold this host's"),
+    ) as given:
         REAPER.check()
         if given:
             progress(lane.name, f"GPUs {', '.join(str(gpu) for gpu in given)}")
@@ -335,7 +340,7 @@ def _run_built(
         env=env,
         shims=results,
         seconds=time.monotonic() - started,
-        isolation="launcher" if launcher is not None else "process",
+        isolation=Isolation.LAUNCHER if launcher is not None else Isolation.PROCESS,
         note=_launcher_note(launcher),
     )
 
@@ -643,6 +648,6 @@ def from_summary(data: dict) -> LaneRun:
             for s in data.get("shims", [])
         ),
         seconds=data.get("seconds", 0.0),
-        isolation=data.get("isolation", "process"),
+        isolation=Isolation(data.get("isolation", "process")),
         note=data.get("note", ""),
     )

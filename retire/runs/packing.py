@@ -105,17 +105,24 @@ class GpuPool:
 
     @contextlib.contextmanager
     def hold(
-        self, needs: GpuNeeds, check: Callable[[], None] = lambda: None
+        self,
+        needs: GpuNeeds,
+        check: Callable[[], None] = lambda: None,
+        waiting: Callable[[], None] = lambda: None,
     ) -> Iterator[tuple[Gpu, ...]]:
-        """The GPUs of a lane while the block runs (waits until they are free; ``check`` raises to
-        stop waiting, e.g. a run being stopped). A need that :func:`unmet` refuses is a
-        ValueError: check it before."""
+        """The GPUs of a lane while the block runs (waits until they are free, calling ``waiting``
+        once first; ``check`` raises to stop waiting, e.g. a run being stopped). A need that
+        :func:`unmet` refuses is a ValueError: check it before."""
         if (why := unmet(needs, self.gpus)) is not None:
             raise ValueError(why)
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         with self._changed:
+            waited = False
             while (taken := self._take(needs)) is None:
                 check()
+                if not waited:
+                    waiting()
+                    waited = True
                 # another process's release wakes nobody here: look again soon
                 self._changed.wait(_RETRY_S)
             chosen, descriptors = taken

@@ -55,6 +55,7 @@ from retire.verdicts.model import (
     ExecutionState,
     Flag,
     FlagKind,
+    LaneVerdict,
     ShimEvidence,
     Verdict,
 )
@@ -573,6 +574,15 @@ def decide(
         tuple(used.failures),
         ruling.floors,
         lane_verdicts,
-        # the commands the action names, while it is the evidence's (a lane's replaces it)
-        ruling.next if action == ruling.action else (),
+        _next_actions(ruling, action, lane_verdicts),
     )
+
+
+def _next_actions(
+    ruling: _Ruling, action: str | None, lanes: Sequence[LaneVerdict]
+) -> tuple[NextAction, ...]:
+    """The commands the verdict's action names: the evidence's, or the unknown lane's whose
+    action it took."""
+    if action == ruling.action:
+        return ruling.next
+    return next((lane.next for lane in lanes if lane.action == action), ())
