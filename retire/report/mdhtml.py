@@ -13,10 +13,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from html import escape
+from types import SimpleNamespace
 
 from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
 from markdown_it.rules_core import StateCore
+from markdown_it.rules_core.text_join import text_join
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
@@ -74,6 +76,24 @@ def _label_cells(state: StateCore) -> None:
         previous = token.type
 
 
+def _inline_once(state: StateCore) -> None:
+    """markdown-it's inline step and its text join, each distinct text parsed once per page: a
+    page of 500 shims repeats its cells (an outcome, a host, a lane's name) thousands of times,
+    and the renderer only reads the tokens (the join, which merges text tokens in place, runs
+    here, once per text, instead of after)."""
+    parsed: dict[str, list[Token]] = {}
+    for token in state.tokens:
+        if token.type != "inline":
+            continue
+        children = parsed.get(token.content)
+        if children is None:
+            token.children = []
+            state.md.inline.parse(token.content, state.md, state.env, token.children)
+            text_join(SimpleNamespace(tokens=[token]))  # type: ignore[arg-type]
+            children = parsed[token.content] = token.children
+        token.children = children
+
+
 def _text(
     self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
 ) -> str:
@@ -105,6 +125,8 @@ def _reader(*, page: bool) -> MarkdownIt:
     # fewer rules to try on every line of a page of 500 shims
     md.disable(["lheading", "code", "reference"])
     md.core.ruler.push("label_cells", _label_cells)
+    md.core.ruler.at("inline", _inline_once)
+    md.core.ruler.disable("text_join")
     if page:
         md.add_render_rule("text", _text)
         md.add_render_rule("code_inline", _code)
