@@ -101,7 +101,9 @@ def test_run_and_summary_print_one_json_document(toy_project, capsys):
     p.write("old", lane())
     p.write("fixed", lane(reqs='"toylib==1.1"'))
     assert run_cli(p.root, "lock", capsys=capsys)[0] == 0
-    code, document, err = json_and_notes(capsys, p.root, "run", "--no-record", "--run-id", "j1")
+    code, document, err = json_and_notes(
+        capsys, p.root, "run", "-v", "--no-record", "--run-id", "j1"
+    )
     assert (
         code == 0
         and document["ok"] is True

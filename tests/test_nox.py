@@ -117,7 +117,8 @@ def test_nox_selects_lanes_by_session_name_and_by_posargs(nox_project):
     out = filtered.stdout + filtered.stderr
     assert filtered.returncode == 0, out
     assert "Session lane(name='new') skipped: not selected (old)" in out
-    assert "lane[old]::toy::with-shim PASSED" in out
+    # the table: shims down, the one lane across
+    assert re.search(r"^toy +needed$", out, re.MULTILINE), out
 
 
 @pytest.mark.parametrize("session", ["lanes", "lane"])

@@ -406,8 +406,8 @@ def test_a_gather_that_raises_makes_every_row_unknown(shop):
         raise RuntimeError("probe engine exploded")
 
     written = generate(shop, verdicts=None, gather=broken)
-    assert {row.verdict for row in written.report.rows} == {"unknown"}
-    assert all("probe engine exploded" in row.why for row in written.report.rows)
+    assert {row.verdict.decision for row in written.report.rows} == {"unknown"}
+    assert all("probe engine exploded" in row.verdict.why for row in written.report.rows)
     assert written.paths[-1].exists()
 
 
@@ -719,7 +719,7 @@ def test_per_lane_html_has_the_step_grid_the_blocked_list_and_the_holds(per_lane
     assert lanes.count('class="s-blocked"') == 2
     text = html.unescape(re.sub(r"<[^>]+>", "", lanes))
     assert "Until: the lane's toylib==1.0 reaches 1.1" in text
-    assert "<b>Next:</b> run <code>patchlane run megatron-main</code>" in lanes
+    assert "<strong>Next:</strong> run <code>patchlane run megatron-main</code>" in lanes
     assert reportshop.CONFLICT in text
     blocked = page[page.index('<section id="blocked">') :]
     blocked = blocked[: blocked.index("</section>")]
@@ -743,3 +743,79 @@ def test_without_lane_verdicts_the_sections_say_so_and_conflicts_still_show(shop
     assert f"- ⚑ `alpha` — {reportshop.CONFLICT}" in written.markdown
     lanes = written.paths[1].read_text().split('<section id="lanes">', 1)[1].split("</section>")[0]
     assert "<h3>Conflicts</h3>" in lanes and "the floor comes from execution: 1.1" in lanes
+
+
+# ---------------------------------------------------------------------------------------------
+# A fact is said once, with what it touches; paths are the project's; people first (issue 29, 7)
+
+
+def _said_once_verdicts(root: Path) -> list[Verdict]:
+    """Three shims whose unknown lanes share one long mirror reason naming the project's mirror
+    folder by its absolute path, and one host fact (no lock for nightly) flagged under each."""
+    from retire.verdicts.model import Flag, LaneVerdict
+
+    mirror = f"no mirror of https://example.org/toylib at {root}/.patchlane/mirrors/toylib: " + (
+        "declare one in patchlane.toml and run `patchlane mirrors sync` " * 5
+    )
+    verdicts = []
+    for verdict in shop_verdicts()[:3]:
+        lanes = tuple(
+            LaneVerdict(lane, "unknown", mirror, action="run `patchlane mirrors sync`")
+            for lane in ("cpu", "gpu")
+        )
+        verdicts.append(
+            Verdict(
+                verdict.shim,
+                verdict.decision,
+                verdict.why,
+                lanes=("cpu", "gpu"),
+                flags=(Flag("drift", "no lock for nightly: run `nox -s lock -- nightly`"),),
+                lane_verdicts=lanes,
+            )
+        )
+    return [*verdicts, shop_verdicts()[3]]
+
+
+def test_a_fact_about_several_shims_and_lanes_is_said_once(shop):
+    written = generate(shop, verdicts=_said_once_verdicts(shop))
+    md, page = written.markdown, written.paths[1].read_text()
+    for text in (md, html.unescape(re.sub(r"<[^>]+>", "", page))):
+        assert text.count("no mirror of https://example.org/toylib") == 1, "the lane reason, once"
+        assert text.count("no lock for nightly") == 1, "the host fact, once"
+    pairs = "`alpha` on **cpu**, **gpu**; `beta` on **cpu**, **gpu**; `delta` on **cpu**, **gpu**"
+    assert f"- {pairs} — " in md
+    assert "**Shims:** `alpha`, `beta`, `delta`" in md
+    # under each shim, a pointer, not the text again
+    assert md.count("1 flag under *Across shims*") == 3
+    # the JSON keeps every verdict whole, for machines
+    assert json.loads(written.json_text)["shims"][0]["flags"][0]["text"].startswith("no lock")
+
+
+def test_no_report_file_names_a_path_of_this_machine(shop):
+    written = generate(shop, verdicts=_said_once_verdicts(shop))
+    for path in written.paths:
+        text = path.read_text()
+        assert str(shop) not in text and str(shop.resolve()) not in text, path.name
+        assert "at .patchlane/mirrors/toylib" in re.sub(r"<[^>]+>", "", text), path.name
+
+
+def test_what_needs_a_person_comes_first(per_lane):
+    order = ("Blocked", "Ready to retire", "Needs attention", "Retirement per lane", "Shims")
+    md = per_lane.markdown
+    places = [md.index(f"\n## {title}\n") for title in order]
+    assert places == sorted(places)
+    page = per_lane.paths[1].read_text()
+    ids = ("blocked", "ready", "attention", "lanes", "shims")
+    places = [page.index(f'<section id="{name}">') for name in ids]
+    assert places == sorted(places)
+    assert "<h2>Ready to retire (1)</h2>" in page and "from cpu, nightly" in page
+
+
+def test_a_count_of_nothing_is_not_drawn_in_an_alarm_colour(per_lane):
+    from retire.report.html import CARD_COLOURS
+
+    page = per_lane.paths[1].read_text()
+    # 0 retire candidates (beta retires in some lanes only), 2 lanes blocked
+    assert f'--c:{CARD_COLOURS["none"]}"><div class="n">0</div>' in page
+    assert f'--c:{CARD_COLOURS["blocked"]}"><div class="n">2</div>' in page
+    assert f'--c:{CARD_COLOURS["retire"]}"><div class="n">0</div>' not in page

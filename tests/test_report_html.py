@@ -208,14 +208,14 @@ LAYOUT_SCRIPT = """
 """
 
 
-def measured(page: Path, tmp_path: Path, width: int) -> dict:
+def measured(page: Path, tmp_path: Path, width: int, script: str = LAYOUT_SCRIPT) -> dict:
     """The page laid out in a frame ``width`` CSS pixels wide (headless windows have a minimum
     width; a frame has none, and its media queries see its own width, as a phone's would)."""
     probe = tmp_path / f"measure-{width}.html"
     text = re.sub(
         r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page.read_text(encoding="utf-8")
     )
-    probe.write_text(text.replace("</body>", LAYOUT_SCRIPT + "</body>"), encoding="utf-8")
+    probe.write_text(text.replace("</body>", script + "</body>"), encoding="utf-8")
     frame = tmp_path / f"frame-{width}.html"
     frame.write_text(
         f'<!doctype html><body style="margin:0"><pre id="layout-check"></pre>'
@@ -270,3 +270,78 @@ def test_the_filing_queue_is_rendered_not_raw_markdown(page, tmp_path):
         and "<code>" in section
         and "|---|" not in section
     )
+
+
+# Where things are, measured in the page as above: each section's top edge, and each lane
+# header's right edge against the width the page has.
+PLACES_SCRIPT = """
+<script>
+(function () {
+  var found = {width: document.documentElement.clientWidth, sections: {}, lanes: []};
+  document.querySelectorAll("section[id]").forEach(function (el) {
+    found.sections[el.id] = Math.round(el.getBoundingClientRect().top);
+  });
+  document.querySelectorAll("#lanes table.grid th.lane").forEach(function (el) {
+    if (el.offsetParent !== null) found.lanes.push(Math.round(el.getBoundingClientRect().right));
+  });
+  parent.postMessage(JSON.stringify(found), "*");
+})();
+</script>
+"""
+
+#: A dozen lanes, named as shops name them.
+MANY_LANES = (
+    "cpu",
+    "stable",
+    "nightly",
+    "floor",
+    "mamba3",
+    "megatron-main",
+    "torch2.11-te2.20",
+    "torch2.10-te2.18",
+    "h200-overlay",
+    "rocm6.4",
+    "cu130-preview",
+    "py3.13-free",
+)
+
+
+@pytest.fixture(scope="module")
+def wide_page(tmp_path_factory) -> Path:
+    """The shop's report with beta carried on a dozen lanes."""
+    from retire.verdicts.model import LaneVerdict, Verdict
+
+    verdicts = per_lane_verdicts()
+    beta = verdicts[1]
+    lanes = tuple(
+        LaneVerdict(name, "unknown", "nothing decides this lane yet", action="run it")
+        for name in MANY_LANES
+    )
+    verdicts[1] = Verdict(beta.shim, beta.decision, beta.why, lanes=MANY_LANES, lane_verdicts=lanes)
+    root = build_shop(tmp_path_factory.mktemp("wide") / "shop")
+    written = report.generate(Project(root), now=NOW, verdicts=verdicts, packs=None)
+    return written.paths[1]
+
+
+def test_the_first_screen_at_1280_shows_what_needs_a_person(page, tmp_path):
+    """Blocked, ready to retire and the attention list start within the first 800 px; the
+    screenshot of that screen is kept with the test's files."""
+    shot = tmp_path / "first-screen-1280.png"
+    done = chromium(
+        tmp_path, page, f"--screenshot={shot}", "--window-size=1280,800", "--hide-scrollbars"
+    )
+    assert done.returncode == 0 and shot.exists(), done.stderr[-2000:]
+    tops = measured(page, tmp_path, 1280, PLACES_SCRIPT)["sections"]
+    for name in ("blocked", "ready", "attention"):
+        assert tops[name] < 800, (name, tops)
+    # and before the matrices and tables that need no one
+    assert max(tops[n] for n in ("blocked", "ready", "attention")) < min(
+        tops[n] for n in ("lanes", "matrix", "shims", "evidence")
+    ), tops
+
+
+def test_a_dozen_lanes_are_all_in_view_at_390(wide_page, tmp_path):
+    found = measured(wide_page, tmp_path, 390, PLACES_SCRIPT)
+    # beta's dozen and alpha's gpu
+    assert len(found["lanes"]) == len(MANY_LANES) + 1
+    assert max(found["lanes"]) <= found["width"], found

@@ -167,4 +167,5 @@ def test_the_filing_queue_renders_as_github_renders_it(page):
     ],
 )
 def test_markdown_subset(markdown, html):
-    assert mdhtml.to_html(markdown) == html
+    # the renderer's line breaks between block tags are not content
+    assert re.sub(r">\n<", "><", mdhtml.to_html(markdown)) == html.replace(">\n<", "><")

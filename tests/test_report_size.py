@@ -87,15 +87,17 @@ def test_the_catalogues_weekly_json_summarises_release_lists(big_index, tmp_path
     )
     assert size < LIMIT, f"the weekly JSON is {size} bytes for {len(data['shims'])} shims"
     # What the full lists would have cost (about 510 KB of verdicts alone): the bound could fail.
-    full = len(json.dumps(list(written.report.verdicts), indent=1).encode())
+    full = len(json.dumps([v.to_json() for v in written.report.verdicts], indent=1).encode())
     assert full > LIMIT, full
 
 
 def test_a_summary_keeps_the_releases_the_conditions_used():
     from packaging.version import Version
 
-    from retire.evidence.values import Release, ReleaseFile, ReleaseList, to_json
+    from retire.evidence.floor import Floor
+    from retire.evidence.values import PullState, Release, ReleaseFile, ReleaseList, to_json
     from retire.report.evidence import summarise_verdict
+    from retire.verdicts.model import ConditionResult, Verdict
 
     def release(version, yanked=False):
         when = _dt.datetime(2026, 1, 1, tzinfo=_dt.UTC)
@@ -109,18 +111,19 @@ def test_a_summary_keeps_the_releases_the_conditions_used():
         "https://index.example/simple",
         tuple(release(v, yanked=v == "0.8.3") for v in ("0.8.1", "0.8.3", "0.8.5", "0.9.0rc1")),
     )
-    verdict = {
-        "shim": "liger",
-        "verdict": "retire",
-        "why": "version-floor: liger-kernel 0.8.5 released",
-        "floors": ["liger-kernel>=0.8.5"],
-        "conditions": [{"kind": "version-floor", "why": "0.8.5 is out", "floor": None}],
-        "evidence": [to_json(releases), {"kind": "pull-request", "url": "u"}],
-    }
+    pull = PullState("https://github.com/org/liger/pull/1", 1, "closed", True)
+    verdict = Verdict(
+        "liger",
+        "retire",
+        "version-floor: liger-kernel 0.8.5 released",
+        floors=(Floor.parse("liger-kernel>=0.8.5"),),
+        conditions=(ConditionResult("version-floor", "holds", "0.8.5 is out"),),
+        evidence=(releases, pull),
+    )
     summary = summarise_verdict(verdict)
-    [listed, pull] = summary["evidence"]
+    [listed, kept] = summary["evidence"]
     # other evidence is kept as it was
-    assert pull == {"kind": "pull-request", "url": "u"}
+    assert kept == to_json(pull)
     assert (
         listed["count"],
         listed["yanked"],
@@ -130,4 +133,4 @@ def test_a_summary_keeps_the_releases_the_conditions_used():
     assert [r["version"] for r in listed["used"]] == ["0.8.5"] and listed["used"][0][
         "files"
     ] == len(TAGS)
-    assert len(json.dumps(summary)) < len(json.dumps(verdict)) / 4
+    assert len(json.dumps(summary)) < len(json.dumps(verdict.to_json())) / 4

@@ -100,7 +100,8 @@ def test_every_outcome_for_real(toy_project, capsys):
     p.write("reshaped", lane(reqs='"toylib==2.0"'))
     p.write("gpu", lane(extra="needs-cuda = true"))
     assert run_cli(p.root, "lock", capsys=capsys)[0] == 0
-    code, out, _ = run_cli(p.root, "run", "--jobs", "3", "--run-id", "t1", capsys=capsys)
+    # -v: the pytest view has a line per lane, shim and mode
+    code, out, _ = run_cli(p.root, "run", "-v", "--jobs", "3", "--run-id", "t1", capsys=capsys)
     # a broken shim, a crash and a timeout fail the run
     assert code == 1
 
@@ -175,7 +176,7 @@ def test_tampered_lock_refuses_to_install(toy_project, capsys):
     start = text.index('sha256 = "') + len('sha256 = "')
     lock.write_text(text[:start] + ("0" if text[start] != "0" else "1") + text[start + 1 :])
     code, out, _ = run_cli(
-        p.root, "run", "--no-record", "--envs-dir", str(p.root / "fresh-envs"), capsys=capsys
+        p.root, "run", "-v", "--no-record", "--envs-dir", str(p.root / "fresh-envs"), capsys=capsys
     )
     assert code == 1
     # Its provenance no longer covers its content: refused before uv runs (with the digest

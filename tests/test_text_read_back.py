@@ -21,9 +21,9 @@ ENGINE = Path(__file__).resolve().parents[1] / "retire"
 PROSE = frozenset({"why", "action", "until", "blocker"})
 RE_CALLS = frozenset({"compile", "search", "match", "fullmatch", "findall", "finditer", "sub"})
 
-#: Still reading prose back, with what removes it (the report's verdicts are plain dicts until
-#: they are typed, issue 25 item 2): each entry is a module and the function.
-KNOWN = {("report/evidence.py", "summarise_verdict")}
+#: Still reading prose back, with what removes it: each entry is a module and the function (none
+#: since the report's verdicts are typed and their release lists summarised from their floors).
+KNOWN: set[tuple[str, str]] = set()
 
 
 def _modules() -> list[tuple[str, ast.Module]]:

@@ -1344,3 +1344,37 @@ def test_lanes_an_unknown_decided_alike_take_one_line_and_the_action_once(capsys
     _print_table([Verdict("toy", "unknown", "pr-released: no mirror", action, lane_verdicts=lanes)])
     out = capsys.readouterr().out
     assert "unknown in a, b" in out and out.count(action) == 1
+
+
+def test_a_text_said_under_several_shims_is_printed_once_with_them(capsys):
+    """Issue 29 item 7: the same mirror reason and the same host fact under every shim are one
+    fact; each shim's line shows its mark, the fact is said once with the shims it touches."""
+    from retire.commands.base import configure
+    from retire.commands.verdicts import _print_table
+    from retire.verdicts.model import Flag, LaneStep, LaneVerdict, Verdict
+
+    mirror = "no mirror of https://github.com/org/toylib: declare one in patchlane.toml " * 3
+    host = "no lock for nightly: run `nox -s lock -- nightly`"
+    verdicts = [
+        Verdict(
+            shim,
+            "unknown",
+            f"pr-released: {mirror}",
+            flags=(Flag("drift", host),),
+            lane_verdicts=(
+                LaneVerdict("cpu", LaneStep.UNKNOWN, "nothing decides", action=f"repair {shim}"),
+                LaneVerdict("gpu", LaneStep.KEEP, "needed"),
+            ),
+        )
+        for shim in ("alpha", "beta", "gamma")
+    ]
+    configure()
+    _print_table(verdicts)
+    out = capsys.readouterr().out
+    # the reason (three sentences long) printed once, not under each shim
+    assert out.count("no mirror of https://github.com/org/toylib") == 3
+    assert out.count(host) == 1
+    assert f"[1] pr-released: {mirror.strip()} (alpha, beta, gamma)" in " ".join(out.split())
+    assert f"[2] drift: {host} (alpha, beta, gamma)" in out
+    # what differs per shim stays on its line
+    assert "repair beta" in out

@@ -429,16 +429,18 @@ def _show(
 ) -> list[str]:
     """The pytest view, the lane × shim table (unless ``table`` is off) and the failed lanes,
     which it returns."""
-    from retire.runs import lanerun, suite
+    from retire.runs import suite
+    from retire.runs.summarytable import summary_table
 
     locations = {"lanes": Path(shown(project.lanes_dir))}
     locations.update({shim_id: Path(shown(m.reproducer_path)) for shim_id, m in manifests.items()})
     # The pytest view is for people: under --json it goes to stderr, so stdout stays one document.
     with contextlib.redirect_stdout(Scrubbed(sys.stderr if json_mode() else sys.stdout)):
-        suite.report(results, locations, verbose=verbosity() >= 0, colour=None if live() else False)
+        # the per-item view (one line per lane, shim and mode) is detail: -v
+        suite.report(results, locations, verbose=verbosity() > 0, colour=None if live() else False)
     if table:
         say("")
-        say(lanerun.summary_table(results))
+        say(summary_table(results))
     failed = [run.lane for run in results if run.failed]
     if failed:
         say(f"FAILED lanes: {', '.join(failed)}")

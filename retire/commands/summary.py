@@ -26,6 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(project: Project, args: argparse.Namespace) -> int:
     from retire.runs import lanerun
+    from retire.runs.summarytable import summary_table
 
     run_id = args.run_id or project.latest_run()
     # the last run was cut short: say that this table is the one before it
@@ -84,7 +85,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
             }
         )
         return ExitCode.FAILED if failed else ExitCode.OK
-    say(lanerun.summary_table(results))
+    say(summary_table(results))
     for found in proofs:
         say(f"unproven: {found.shim} — {found.why}")
     if failed:

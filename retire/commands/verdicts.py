@@ -113,6 +113,36 @@ def _lane_detail(lane) -> str:
     return lane.blocker or lane.until or lane.action or lane.why
 
 
+#: A text said under more than one shim and longer than this is said once, under a mark.
+_SHARED_FROM = 40
+
+
+class _Shared:
+    """The texts said alike under several shims (a host without a lock, a mirror that is
+    missing, a code host that did not answer): each is printed once at the end, with the shims it
+    touches, and its place under each shim shows a mark (``[1]``)."""
+
+    def __init__(self, verdicts: list) -> None:
+        seen: dict[str, list[str]] = {}
+        for v in verdicts:
+            texts = [v.why, v.action or "", *map(str, v.flags)]
+            texts += [_lane_detail(lane) for lane in v.lane_verdicts]
+            for text in dict.fromkeys(t for t in texts if len(t) > _SHARED_FROM):
+                seen.setdefault(text, []).append(v.shim)
+        self.shims = {text: shims for text, shims in seen.items() if len(shims) > 1}
+        self.marks: dict[str, int] = {}
+
+    def say(self, text: str) -> str:
+        if text not in self.shims:
+            return text
+        return f"[{self.marks.setdefault(text, len(self.marks) + 1)}]"
+
+    def legend(self) -> list[str]:
+        return [
+            f"[{mark}] {text} ({', '.join(self.shims[text])})" for text, mark in self.marks.items()
+        ]
+
+
 def _print_table(verdicts: list) -> None:
     from retire.verdicts.model import Decision
 
@@ -121,10 +151,11 @@ def _print_table(verdicts: list) -> None:
     lanes = [lane for v in verdicts for lane in v.lane_verdicts]
     named = max([len(lane.lane) for lane in lanes] + [4])
     locked = max([len(lane.locked or "?") for lane in lanes] + [6])
+    shared = _Shared(verdicts)
     say(f"{'shim':<{width}}  {'verdict':<{decided}}  why")
     for v in verdicts:
         floors = f" → {', '.join(map(str, v.floors))}" if v.floors else ""
-        say(f"{v.shim:<{width}}  {v.decision:<{decided}}  {v.why}{floors}")
+        say(f"{v.shim:<{width}}  {v.decision:<{decided}}  {shared.say(v.why)}{floors}")
         pad = f"{'':<{width}}  "
         steps = {lane.step for lane in v.lane_verdicts}
         alike = all(
@@ -140,12 +171,14 @@ def _print_table(verdicts: list) -> None:
             for lane in v.lane_verdicts:
                 say(
                     f"{pad}{'lane':<{decided}}  {lane.lane:<{named}}  {lane.step:<7}  "
-                    f"{lane.locked or '?':<{locked}}  {_lane_detail(lane)}"
+                    f"{lane.locked or '?':<{locked}}  {shared.say(_lane_detail(lane))}"
                 )
         if v.action:
-            say(f"{pad}{'next':<{decided}}  {v.action}")
+            say(f"{pad}{'next':<{decided}}  {shared.say(v.action)}")
         for flag in v.flags:
-            say(f"{pad}{'⚑':<{decided}}  {flag}")
+            say(f"{pad}{'⚑':<{decided}}  {shared.say(str(flag))}")
+    for line in shared.legend():
+        say(line)
     counts = {kind: sum(v.decision == kind for v in verdicts) for kind in Decision}
     flagged = sum(bool(v.flags) for v in verdicts)
     say(

@@ -7,17 +7,8 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import assert_never
 
 from retire.evidence.validation import PROVING, ShimOutcome, ValidationRecord
-from retire.evidence.values import (
-    ExecutionHistory,
-    IssueState,
-    ProbeFailure,
-    PullState,
-    ReleaseList,
-    TagContainment,
-)
 from retire.lanes.model import Lane
 from retire.probes.records import is_bisection
 from retire.report.model import (
@@ -32,26 +23,18 @@ from retire.report.model import (
     PreviousReport,
     Report,
     RunStamp,
-    ShimRow,
+    ShimEntry,
     VerdictChange,
     parse_week,
-    short_link,
     week_bounds,
 )
 from retire.runs.lanerun import judge
 from retire.runs.proof import Proof, assess, latest_pair
 from retire.verdicts.model import Decision, FlagKind, LaneStep, Verdict
 from shims import times
-from shims.model import (
-    CommitInTag,
-    PrReleased,
-    ReproducerClean,
-    RetirementCondition,
-    ShimManifest,
-    VersionFloor,
-)
+from shims.model import ShimManifest
 
-__all__ = ["build", "build_matrix", "evidence_line", "merge_burndown"]
+__all__ = ["build", "build_matrix", "merge_burndown"]
 
 
 def _stamp(record: ValidationRecord) -> RunStamp:
@@ -66,54 +49,6 @@ def _stamp(record: ValidationRecord) -> RunStamp:
         record.mode,
         record.detail,
     )
-
-
-def _condition_words(condition: RetirementCondition) -> str:
-    match condition:
-        case VersionFloor():
-            return f"{condition.distribution} {condition.version} released"
-        case PrReleased():
-            return f"{short_link(condition.url)} merged and released"
-        case CommitInTag():
-            return (
-                f"commit {condition.commit[:10]} of {short_link(condition.repository)} "
-                "in a release tag"
-            )
-        case ReproducerClean():
-            return "reproducer clean without the shim"
-        case _:
-            assert_never(condition)
-
-
-def evidence_line(value: object) -> str:
-    """One line for one piece of evidence (a ``retire.evidence`` value)."""
-    if isinstance(value, ReleaseList):
-        latest = value.latest
-        when = f", {latest.upload_time.date()}" if latest and latest.upload_time else ""
-        newest = f"newest {latest.version}{when}" if latest else "no installable release"
-        return (
-            f"index: {value.distribution} has {len(value.releases)} release(s) on "
-            f"{value.index_url}; {newest}"
-        )
-    if isinstance(value, PullState):
-        state = (
-            f"merged {value.merged_at.date()}" if value.merged and value.merged_at else value.state
-        )
-        return f"code host: {value.label} {state}" + (f" — {value.title}" if value.title else "")
-    if isinstance(value, IssueState):
-        reason = f" ({value.state_reason})" if value.state_reason else ""
-        return f"code host: {value.label} {value.state}{reason}" + (
-            f" — {value.title}" if value.title else ""
-        )
-    if isinstance(value, TagContainment):
-        tags = ", ".join(value.release_tags[:3]) or "no release tag"
-        return f"git: {value.commit[:12]} of {value.repository} in {tags}"
-    if isinstance(value, ExecutionHistory):
-        runs = ", ".join(f"{r.outcome} on {r.where} {r.started_at[:10]}" for r in value.runs[-3:])
-        return f"runs without the shim: {runs or 'none recorded'}"
-    if isinstance(value, ProbeFailure):
-        return f"probe failed: {value}"
-    return f"{type(value).__name__}"
 
 
 def build_matrix(
@@ -154,7 +89,7 @@ def build_matrix(
     return Matrix(order, frozenset(defined), tuple(shim_ids), cells)
 
 
-def _changes(previous: PreviousReport | None, rows: Sequence[ShimRow], matrix: Matrix) -> Changes:
+def _changes(previous: PreviousReport | None, rows: Sequence[ShimEntry], matrix: Matrix) -> Changes:
     broken_now = {(c.shim, c.lane): c.outcome for c in matrix.cells.values() if c.broken}
     # a report written before bisections were left out of the matrix may list one
     broken_before = (
@@ -173,9 +108,9 @@ def _changes(previous: PreviousReport | None, rows: Sequence[ShimRow], matrix: M
     new = tuple(s for s in now if s not in previous.verdicts)
     retired = tuple(sorted(s for s in previous.verdicts if s not in now))
     changed = tuple(
-        VerdictChange(s, previous.verdicts[s], row.verdict, row.why)
+        VerdictChange(s, previous.verdicts[s], row.verdict.decision, row.verdict.why)
         for s, row in now.items()
-        if s in previous.verdicts and previous.verdicts[s] != row.verdict
+        if s in previous.verdicts and previous.verdicts[s] != row.verdict.decision
     )
     newly = tuple(
         (shim, lane, outcome)
@@ -265,7 +200,7 @@ def _row(
     previous_broken: frozenset[tuple[str, str]] | None,
     records_failure: str | None,
     proof: Proof,
-) -> ShimRow:
+) -> ShimEntry:
     last_proven, last_run = _last_runs(runs.by_shim.get(manifest.id, []), records_failure)
     broken = runs.broken.get(manifest.id, ())
     newly = tuple(
@@ -273,43 +208,27 @@ def _row(
         for lane in broken
         if previous_broken is None or (manifest.id, lane) not in previous_broken
     )
-    return ShimRow(
-        shim=manifest.id,
-        title=manifest.title,
-        fix_class=manifest.fix_class,
-        owner=manifest.owner,
-        created=manifest.created,
+    return ShimEntry(
+        manifest=manifest,
+        verdict=verdict,
         age_days=(as_of - manifest.created).days,
-        upstream_status=manifest.upstream.status,
-        links=tuple((link.role, link.url) for link in manifest.upstream.links),
-        verdict=verdict.decision,
-        why=verdict.why,
-        retirement_mode=manifest.retirement.mode,
-        retire_when=tuple(_condition_words(c) for c in manifest.retirement.conditions),
-        conditions=tuple((c.kind, c.state, c.why) for c in verdict.conditions),
-        failures=tuple(str(f) for f in verdict.failures),
-        floors=tuple(str(floor) for floor in verdict.floors),
         lanes=tuple(verdict.lanes)
         or tuple(lane.name for lane in lanes if manifest.id in lane.shims),
         last_proven=last_proven,
         last_run=last_run,
         broken_lanes=broken,
         newly_broken_lanes=newly,
-        evidence=tuple(evidence_line(e) for e in (*verdict.evidence, *verdict.failures)),
-        action=verdict.action,
-        flags=tuple((f.kind, f.text) for f in verdict.flags),
         # unreadable records prove nothing either way: no claim
         unproven=None if records_failure else proof.why if not proof.proven else None,
-        lane_verdicts=verdict.lane_verdicts,
     )
 
 
-def _headline(rows: Sequence[ShimRow]) -> Headline:
+def _headline(rows: Sequence[ShimEntry]) -> Headline:
     def decided(decision: Decision) -> int:
-        return sum(r.verdict == decision for r in rows)
+        return sum(r.verdict.decision == decision for r in rows)
 
     def flagged(kind: FlagKind) -> int:
-        return sum(r.flagged(kind) for r in rows)
+        return sum(r.verdict.flagged(kind) for r in rows)
 
     return Headline(
         carried=len(rows),
@@ -322,7 +241,7 @@ def _headline(rows: Sequence[ShimRow]) -> Headline:
         drift=flagged(FlagKind.DRIFT),
         never_run=sum(r.never_run for r in rows),
         retire_in_some=decided(Decision.RETIRE_IN_SOME),
-        blocked=sum(len(r.lanes_at(LaneStep.BLOCKED)) for r in rows),
+        blocked=sum(len(r.verdict.lanes_at(LaneStep.BLOCKED)) for r in rows),
     )
 
 
@@ -376,19 +295,5 @@ def build(
         burndown=merge_burndown(history, current),
         notes=tuple(notes),
         filing_queue=filing_queue,
-        verdicts=tuple(_verdict_json(verdict) for verdict in chosen),
         bisections=bisections,
     )
-
-
-def _verdict_json(verdict: Verdict) -> dict[str, object]:
-    try:
-        return verdict.to_json()
-    # evidence that will not serialise must not cost the report
-    except Exception as exc:  # noqa: BLE001
-        return {
-            "shim": verdict.shim,
-            "verdict": str(verdict.decision),
-            "why": verdict.why,
-            "error": f"evidence not serialisable: {type(exc).__name__}: {exc}",
-        }

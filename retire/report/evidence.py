@@ -3,38 +3,35 @@
 A verdict's evidence holds what the probes returned, release lists included: every file of every
 release of every target (for torch, thousands). The report keeps what a reader checks a decision
 against — how many releases, the newest, the latest final, and the releases the verdict's
-conditions and floors name — and leaves the full lists to the probes' HTTP cache. Pure.
+floors name (typed values: nothing is read back from its prose) — and leaves the full lists to
+the probes' HTTP cache. Pure.
 """
 
 from __future__ import annotations
 
-import re
+from typing import Any
 
 from packaging.version import InvalidVersion, Version
+
+from retire.verdicts.model import Verdict
 
 __all__ = ["summarise_verdict"]
 
 
-def summarise_verdict(verdict: dict) -> dict:
+def summarise_verdict(verdict: Verdict) -> dict[str, Any]:
     """A verdict's JSON with each release list summarised: how many releases, the newest, the
-    latest final, and the releases its conditions and floors name. The full lists (every file of
-    every release of torch …) are what the probes' cache holds; a report needs what was decided
-    on."""
-    evidence = verdict.get("evidence")
+    latest final, and the releases its floors name (its own, its conditions', its lanes'). The
+    full lists (every file of every release of torch …) are what the probes' cache holds; a
+    report needs what was decided on."""
+    data = verdict.to_json()
+    named = {floor.version for floor in verdict.floors}
+    named |= {c.floor.version for c in verdict.conditions if c.floor is not None}
+    named |= {floor.version for lane in verdict.lane_verdicts for floor in lane.floors}
+    evidence = data.get("evidence")
     if not isinstance(evidence, list):
-        return verdict
-    said = " ".join(
-        str(c.get(key) or "")
-        for c in verdict.get("conditions") or []
-        if isinstance(c, dict)
-        for key in ("why", "floor", "action")
-    )
-    said += (
-        " " + " ".join(map(str, verdict.get("floors") or [])) + " " + str(verdict.get("why") or "")
-    )
-    named = _versions_in(said)
+        return data
     return {
-        **verdict,
+        **data,
         "evidence": [
             _summarise_releases(item, named)
             if isinstance(item, dict) and item.get("kind") == "release-list"
@@ -44,17 +41,7 @@ def summarise_verdict(verdict: dict) -> dict:
     }
 
 
-def _versions_in(text: str) -> set:
-    found = set()
-    for token in re.findall(r"(?<![\w.])v?\d+(?:\.[0-9A-Za-z]+)+", text):
-        try:
-            found.add(Version(token))
-        except InvalidVersion:
-            continue
-    return found
-
-
-def _release_line(release: dict) -> dict:
+def _release_line(release: dict[str, Any]) -> dict[str, object]:
     return {
         "version": release.get("version"),
         "upload_time": release.get("upload_time"),
@@ -63,12 +50,12 @@ def _release_line(release: dict) -> dict:
     }
 
 
-def _summarise_releases(item: dict, named: set) -> dict:
+def _summarise_releases(item: dict[str, Any], named: set[Version]) -> dict[str, object]:
     releases = [r for r in item.get("releases") or [] if isinstance(r, dict)]
     available = [r for r in releases if not r.get("yanked")]
     finals = [r for r in available if not r.get("prerelease")]
 
-    def named_here(release: dict) -> bool:
+    def named_here(release: dict[str, Any]) -> bool:
         try:
             return Version(str(release.get("version"))) in named
         except InvalidVersion:

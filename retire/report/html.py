@@ -9,23 +9,15 @@ grid reads without colour vision too. Pure: a function of a ``report_model.Repor
 from __future__ import annotations
 
 import datetime as _dt
-import re
+from collections.abc import Callable, Mapping
 from html import escape
 
-from retire.report.mdhtml import code_spans
-from retire.report.mdhtml import to_html as markdown_html
-from retire.report.model import (
-    CELL_OUTCOMES,
-    BurnPoint,
-    BurnSource,
-    Chase,
-    Report,
-    ShimRow,
-    lane_next,
-    short_link,
-)
-from retire.report.vocabulary import OUTCOMES, PLAIN, STEPS, VERDICTS, condition, step
-from retire.verdicts.model import LaneStep, LaneVerdict
+from retire.report import mdhtml
+from retire.report.mdhtml import page_html
+from retire.report.model import CELL_OUTCOMES, BurnPoint, BurnSource, Report, ShimEntry, lane_next
+from retire.report.sections import SECTIONS, Section, View, anchor, lane_notes
+from retire.report.vocabulary import OUTCOMES, PLAIN, STEPS, VERDICTS, step
+from retire.verdicts.model import LaneVerdict
 
 __all__ = ["OUTCOME_COLOURS", "VERDICT_COLOURS", "to_html"]
 
@@ -45,6 +37,8 @@ CARD_COLOURS = {
     "broken": "#dc2626",
     "unknown": "#b45309",
     "blocked": "#b91c1c",
+    # a zero: nothing to alarm anyone
+    "none": "#475569",
 }
 #: Every text colour the stylesheet uses, on every background it is used on (a test checks
 #: each pair for 4.5:1, and that no other colour appears in a page).
@@ -100,10 +94,9 @@ section {
 .card .n { font-size: 34px; font-weight: 700; line-height: 1.1; color: var(--c); }
 .card .l { color: var(--muted); }
 .stats { color: var(--muted); margin: -6px 0 18px; }
-.notes { background: #fff7ed; border-color: #fdba74; }
-.notes li { margin: 2px 0; }
-ul.attention { margin: 0; padding-left: 18px; }
-ul.attention li { margin: 3px 0; }
+blockquote.warning, blockquote.note {
+  background: #fff7ed; border: 1px solid #fdba74; border-radius: 8px; margin: 0; padding: 4px 14px;
+}
 .tag {
   display: inline-block; padding: 0 7px; border-radius: 999px; font-size: 12px; font-weight: 600;
   white-space: nowrap;
@@ -138,7 +131,6 @@ table.grid td.o-not-run { border: 1px dashed #94a3b8; }
 table.grid td.new { outline: 3px solid #0f172a; outline-offset: -3px; }
 svg text { font: 11px system-ui, "DejaVu Sans", sans-serif; fill: #475569; }
 table.rows td { overflow-wrap: break-word; }
-table.rows td[data-label="fix class"] { white-space: nowrap; }
 table.rows { border-collapse: collapse; width: 100%; }
 table.rows th, table.rows td {
   text-align: left; vertical-align: top; padding: 7px 8px; border-bottom: 1px solid var(--line);
@@ -147,15 +139,10 @@ table.rows th {
   font-size: 12px; color: var(--muted); font-weight: 600; position: sticky; top: 0;
   background: var(--paper);
 }
-table.rows tr.attn td:first-child { box-shadow: inset 4px 0 0 #f59e0b; }
 table.rows td:first-child { min-width: 190px; }
 table.rows td:first-child code { white-space: nowrap; }
-table.rows td.num { text-align: right; white-space: nowrap; }
 table.rows code, details code { font: 12px ui-monospace, "DejaVu Sans Mono", monospace; }
 .title { color: var(--muted); font-size: 12px; }
-.why { max-width: 380px; }
-table.rows td.why { min-width: 200px; }
-.never { color: #b91c1c; font-weight: 600; }
 a { color: #1d4ed8; }
 details { border-top: 1px solid var(--line); padding: 8px 0; }
 details summary { cursor: pointer; }
@@ -175,7 +162,15 @@ footer { color: var(--muted); font-size: 12px; text-align: center; }
     content: attr(data-label) ": "; color: var(--muted); font-size: 12px; font-weight: 600;
   }
   table.rows td:first-child code { white-space: normal; }
-  .why { max-width: none; }
+  /* every lane of a dozen in view at 390 px: smaller cells, the shim's name wraps, the verdict
+     (also in the tables below) makes room */
+  table.grid { border-spacing: 2px; }
+  table.grid td { width: 18px; height: 18px; min-width: 18px; font-size: 11px; }
+  table.grid th.shim {
+    max-width: 96px; white-space: normal; overflow-wrap: anywhere; font-size: 11px;
+  }
+  table.grid th.lane { font-size: 11px; }
+  table.grid td.verdict, table.grid th.verdict { display: none; }
 }
 """
 
@@ -184,47 +179,20 @@ def _e(value: object) -> str:
     return escape(str(value), quote=True)
 
 
-#: Longer than this, a token (a URL, a hash, a path) may break anywhere; shorter words never do.
-LONG_TOKEN = 16
-
-
-def _wrappable(text: str, after: str) -> str:
-    """``text`` (a link, an address) that may wrap after each ``after`` (``<wbr>``), each long
-    piece between them breakable anywhere."""
-    pieces = text.split(after)
-    return f"{_e(after)}<wbr>".join(
-        f'<span class="brk">{_e(p)}</span>' if len(p) > LONG_TOKEN else _e(p) for p in pieces
-    )
-
-
-def _owner(text: str) -> str:
-    """An address may wrap before its ``@``, never inside a word."""
-    name, at, host = text.partition("@")
-    return f"{_t(name)}<wbr>{_e(at)}{_t(host)}" if at else _t(text)
-
-
-def _t(value: object) -> str:
-    """Free text, escaped, its backtick spans as ``<code>`` (actions name commands that way),
-    each long token marked breakable (``.brk``): a table column is then never narrower than its
-    longest short word, and a URL still wraps."""
-    out = []
-    for i, piece in enumerate(re.split(r"`([^`\n]+)`", str(value))):
-        words = re.split(r"(\s+)", piece)
-        text = "".join(
-            f'<span class="brk">{_e(word)}</span>' if len(word) > LONG_TOKEN else _e(word)
-            for word in words
-        )
-        out.append(f"<code>{text}</code>" if i % 2 else text)
-    return "".join(out)
-
-
 def _verdict_tag(verdict: str) -> str:
     back, fore = VERDICT_COLOURS.get(verdict, (PLAIN.colour, PLAIN.ink))
     return f'<span class="tag" style="background:{back};color:{fore}">{_e(verdict)}</span>'
 
 
-def _cards(report: Report) -> str:
+def _headline(report: Report) -> str:
+    """The title line and the headline cards; a count of nothing is drawn in the muted ink, never
+    in its alarm colour."""
     h = report.headline
+    since = (
+        f"previous report {report.changes.previous_week}"
+        if report.changes.previous_week
+        else "no previous report"
+    )
     cards = [
         (h.carried, "shims carried", CARD_COLOURS["carried"]),
         (h.retire, "retire candidates", CARD_COLOURS["retire"]),
@@ -233,7 +201,7 @@ def _cards(report: Report) -> str:
         (h.blocked, f"lane{'s' if h.blocked != 1 else ''} blocked", CARD_COLOURS["blocked"]),
     ]
     body = "".join(
-        f'<div class="card" style="--c:{c}"><div class="n">{n}</div>'
+        f'<div class="card" style="--c:{c if n else CARD_COLOURS["none"]}"><div class="n">{n}</div>'
         f'<div class="l">{_e(label)}</div></div>'
         for n, label, c in cards
     )
@@ -242,40 +210,11 @@ def _cards(report: Report) -> str:
         f"{h.drift} drift · {h.broken} broken on some lane · {h.never_run} never run"
     )
     return (
-        f'<section class="cards" aria-label="headline">{body}</section><p class="stats">{stats}</p>'
+        f'<header><h1>Shim retirement report — {_e(report.week)}</h1><p class="sub">as of '
+        f"{report.as_of.isoformat()} · generated {_e(report.generated_at)} · {_e(since)}</p>"
+        f'</header><section class="cards" aria-label="headline">{body}</section>'
+        f'<p class="stats">{stats}</p>'
     )
-
-
-def _notes(report: Report) -> str:
-    if not report.notes:
-        return ""
-    items = "".join(f"<li>{_t(n)}</li>" for n in report.notes)
-    return f'<section class="notes"><h2>Notes</h2><ul>{items}</ul></section>'
-
-
-def _attention(report: Report) -> str:
-    rows = report.attention
-    if not rows:
-        return (
-            '<section id="attention"><h2>Needs attention</h2><p>Nothing: every shim is needed, '
-            "proven and linked upstream.</p></section>"
-        )
-    items = "".join(
-        f'<li><a href="#shim-{_e(r.shim)}"><code>{_e(r.shim)}</code></a> '
-        f"<b>{_e('; '.join(r.attention))}</b> — {_t(r.why)}"
-        + (f"<br><b>Next:</b> {_t(r.action)}" if r.action else "")
-        + "</li>"
-        for r in rows
-    )
-    return (
-        f'<section id="attention"><h2>Needs attention ({len(rows)})</h2><ul '
-        f'class="attention">{items}</ul></section>'
-    )
-
-
-def _step_tag(name: str) -> str:
-    back, fore = STEP_COLOURS.get(name, (PLAIN.colour, PLAIN.ink))
-    return f'<span class="tag" style="background:{back};color:{fore}">{_e(name)}</span>'
 
 
 def _step_legend() -> str:
@@ -290,18 +229,22 @@ def _step_legend() -> str:
     )
 
 
-def _lane_title(row: ShimRow, lane: LaneVerdict) -> str:
+def _lane_title(row: ShimEntry, lane: LaneVerdict, grouped: frozenset[tuple[str, str]]) -> str:
     locked = f" (locked: {lane.locked})" if lane.locked else ""
+    where = f"{row.shim} on {lane.lane}{locked}: {lane.step}"
+    if (row.shim, lane.lane) in grouped:
+        # a reason said once for several lanes, under the grid
+        return f"{where} — said once below"
     after = f" — {lane_next(lane)}" if lane_next(lane) else ""
-    return f"{row.shim} on {lane.lane}{locked}: {lane.step} — {lane.why}{after}"
+    return f"{where} — {lane.why}{after}"
 
 
 def _lane_rows(report: Report, columns: tuple[str, ...]) -> str:
-    out = []
+    out, grouped = [], report.grouped
     for row in report.rows:
-        if not row.lane_verdicts:
+        if not row.verdict.lane_verdicts:
             continue
-        by_lane = {lane.lane: lane for lane in row.lane_verdicts}
+        by_lane = {lane.lane: lane for lane in row.verdict.lane_verdicts}
         cells = []
         for name in columns:
             lane = by_lane.get(name)
@@ -311,49 +254,25 @@ def _lane_rows(report: Report, columns: tuple[str, ...]) -> str:
             look = step(lane.step)
             cells.append(
                 f'<td class="s-{_e(lane.step)}" style="background:{look.colour};color:{look.ink}" '
-                f'title="{_e(_lane_title(row, lane))}">{_e(look.glyph)}</td>'
+                f'title="{_e(_lane_title(row, lane, grouped))}">{_e(look.glyph)}</td>'
             )
         out.append(
-            f'<tr><th class="shim" scope="row"><a href="#shim-{_e(row.shim)}">{_e(row.shim)}</a>'
-            f'</th><td class="verdict">{_verdict_tag(row.verdict)}</td>{"".join(cells)}</tr>'
+            f'<tr><th class="shim" scope="row"><a href="#{anchor(row.shim)}">{_e(row.shim)}</a>'
+            f'</th><td class="verdict">{_verdict_tag(row.verdict.decision)}</td>'
+            f"{''.join(cells)}</tr>"
         )
     return "".join(out)
 
 
-def _lane_notes(report: Report) -> str:
-    """Every hold with its until, every lane without a decision with its next step, every
-    conflict with both its sides."""
-    parts = []
-    for kind, heading, label in (
-        (LaneStep.HOLD, "Held by the lane's policy", "Until"),
-        (LaneStep.UNKNOWN, "Lanes without a decision", "Next"),
-    ):
-        found = report.lanes_at(kind)
-        if found:
-            items = "".join(
-                f"<li><code>{_e(row.shim)}</code> on <b>{_e(lane.lane)}</b> — {_t(lane.why)}"
-                f"<br><b>{label}:</b> {_t(lane_next(lane).removeprefix('until ') or '—')}</li>"
-                for row, lane in found
-            )
-            parts.append(f"<h3>{_e(heading)}</h3><ul>{items}</ul>")
-    if report.conflicts:
-        items = "".join(
-            f"<li>⚑ <code>{_e(row.shim)}</code> {_t(text)}</li>" for row, text in report.conflicts
-        )
-        parts.append(
-            "<h3>Conflicts</h3><p>Two evidence sources disagree; the floor comes from execution."
-            f"</p><ul>{items}</ul>"
-        )
-    return "".join(parts)
-
-
 def _lanes(report: Report) -> str:
-    """Retirement per lane at a glance: shims down, lanes across, one step per cell."""
+    """Retirement per lane at a glance: shims down, lanes across, one step per cell; then the
+    holds, the lanes without a decision and the conflicts, as the Markdown says them."""
     columns = report.lane_columns
+    notes = page_html("\n".join(lane_notes(report)))
     if not columns:
         return (
             '<section id="lanes"><h2>Retirement per lane</h2><p>No per-lane verdicts (the '
-            f"verdicts were gathered without lanes).</p>{_lane_notes(report)}</section>"
+            f"verdicts were gathered without lanes).</p>{notes}</section>"
         )
     head = "".join(
         f'<th class="lane" scope="col"><div title="{_e(lane)}">{_e(lane)}</div></th>'
@@ -362,84 +281,8 @@ def _lanes(report: Report) -> str:
     return (
         f'<section id="lanes"><h2>Retirement per lane</h2>{_step_legend()}'
         '<div class="grid-wrap"><table class="grid steps">'
-        f'<thead><tr><th></th><th class="lane" scope="col"><div>verdict</div></th>{head}</tr>'
-        f"</thead><tbody>{_lane_rows(report, columns)}</tbody></table></div>"
-        f"{_lane_notes(report)}</section>"
-    )
-
-
-def _blocked(report: Report) -> str:
-    found = report.blocked
-    if not found:
-        return (
-            '<section id="blocked"><h2>Blocked</h2><p>None: no lane\'s raise is blocked.</p>'
-            "</section>"
-        )
-    rows = "".join(
-        f'<tr><td><a href="#shim-{_e(row.shim)}"><code>{_e(row.shim)}</code></a></td>'
-        f'<td data-label="lane">{_e(lane.lane)}</td>'
-        f'<td data-label="raise to">'
-        + (", ".join(f"<code>{_e(str(f))}</code>" for f in lane.floors) or "—")
-        + f'</td><td class="why" data-label="blocker">{_t(lane.blocker or lane.why)}</td></tr>'
-        for row, lane in found
-    )
-    return (
-        f'<section id="blocked"><h2>Blocked ({len(found)})</h2><p class="title">Lanes that would '
-        "let the shim go if their pins could rise; the blocker is the resolver's own explanation "
-        "— what has to change. The next report checks again.</p>"
-        '<table class="rows"><thead><tr><th>shim</th><th>lane</th><th>raise to</th>'
-        f"<th>blocker</th></tr></thead><tbody>{rows}</tbody></table></section>"
-    )
-
-
-def _bisections(report: Report) -> str:
-    done = report.bisections
-    if done is None:
-        return ""
-    runs = f"{done.runs} reproducer run{'s' if done.runs != 1 else ''}"
-    body = [
-        (
-            f"<p>Budget: {_e(done.budget)} — {runs} spent; every run is recorded in the "
-            "validation manifest, and the verdicts read it.</p>"
-        )
-    ]
-    if not done.ran and not done.left:
-        body.append("<p>No verdict is flagged candidate: nothing to bisect.</p>")
-    if done.ran:
-        rows = "".join(
-            f"<tr><td><code>{_e(b.shim)}</code></td>"
-            f'<td data-label="command"><code>{_e(b.command)}</code></td>'
-            f'<td class="num" data-label="runs">{b.runs}</td>'
-            f'<td class="why" data-label="result">{_t(b.summary)}'
-            + (f"<br><b>Stopped:</b> {_t(b.stopped)}" if b.stopped else "")
-            + "</td></tr>"
-            for b in done.ran
-        )
-        body.append(
-            '<table class="rows"><thead><tr><th>shim</th><th>command</th><th>runs</th>'
-            f"<th>result</th></tr></thead><tbody>{rows}</tbody></table>"
-        )
-    if done.left:
-        items = "".join(f"<li><code>{_e(b.command)}</code> — {_t(b.why)}</li>" for b in done.left)
-        body.append(f"<h3>Not run this time</h3><ul>{items}</ul>")
-    return f'<section id="bisections"><h2>Bisections</h2>{"".join(body)}</section>'
-
-
-def _lanes_table(row: ShimRow) -> str:
-    if not row.lane_verdicts:
-        return ""
-    rows = "".join(
-        f"<tr><td>{_e(lane.lane)}</td>"
-        f'<td data-label="step">{_step_tag(lane.step)}</td>'
-        f'<td data-label="policy">{_e(lane.policy)}</td>'
-        f'<td data-label="locked">{_e(lane.locked or "—")}</td>'
-        f'<td class="why" data-label="why">{_t(lane.why)}</td>'
-        f'<td class="why" data-label="next">{_t(lane_next(lane))}</td></tr>'
-        for lane in row.lane_verdicts
-    )
-    return (
-        '<table class="rows"><thead><tr><th>lane</th><th>step</th><th>policy</th><th>locked</th>'
-        f"<th>why</th><th>next</th></tr></thead><tbody>{rows}</tbody></table>"
+        f'<thead><tr><th></th><th class="lane verdict" scope="col"><div>verdict</div></th>{head}'
+        f"</tr></thead><tbody>{_lane_rows(report, columns)}</tbody></table></div>{notes}</section>"
     )
 
 
@@ -495,7 +338,7 @@ def _grid(report: Report) -> str:
             )
         out.append(
             f'<tr><th class="shim" scope="row"><a '
-            f'href="#shim-{_e(shim)}">{_e(shim)}</a></th>{"".join(cells)}</tr>'
+            f'href="#{anchor(shim)}">{_e(shim)}</a></th>{"".join(cells)}</tr>'
         )
     notes = ""
     if any(lane not in m.defined for lane in m.lanes):
@@ -606,271 +449,39 @@ def _burndown(report: Report) -> str:
     return f'<section id="burndown"><h2>Burn-down: shims carried</h2>{body}</section>'
 
 
-def _changes(report: Report) -> str:
-    c = report.changes
-    if c.previous_week is None:
-        return (
-            '<section id="changes"><h2>Changes</h2><p>No previous report to compare with: this '
-            "is the first one.</p></section>"
-        )
-    if c.empty:
-        return (
-            f'<section id="changes"><h2>Changes since {_e(c.previous_week)}</h2><p>Nothing '
-            f"changed.</p></section>"
-        )
-    items = []
-    if c.new:
-        items.append(
-            "<li><b>New shims:</b> " + ", ".join(f"<code>{_e(s)}</code>" for s in c.new) + "</li>"
-        )
-    if c.retired:
-        items.append(
-            "<li><b>Retired (gone from shims/):</b> "
-            + ", ".join(f"<code>{_e(s)}</code>" for s in c.retired)
-            + "</li>"
-        )
-    if c.newly_broken:
-        items.append(
-            "<li><b>Newly broken:</b> "
-            + ", ".join(
-                f"<code>{_e(shim)}</code> on {_e(lane)} ({_e(outcome)})"
-                for shim, lane, outcome in c.newly_broken
-            )
-            + "</li>"
-        )
-    if c.repaired:
-        items.append(
-            "<li><b>No longer broken:</b> "
-            + ", ".join(f"<code>{_e(shim)}</code> on {_e(lane)}" for shim, lane in c.repaired)
-            + "</li>"
-        )
-    table = ""
-    if c.verdicts:
-        rows = "".join(
-            f"<tr><td><code>{_e(v.shim)}</code></td><td "
-            f'data-label="before">{_verdict_tag(v.before)}</td>'
-            f'<td data-label="now">{_verdict_tag(v.after)}</td>'
-            f'<td class="why" data-label="why">{_t(v.why)}</td></tr>'
-            for v in c.verdicts
-        )
-        table = (
-            '<table class="rows"><thead><tr><th>shim</th><th>before</th><th>now</th><th>why</th>'
-            f"</tr></thead><tbody>{rows}</tbody></table>"
-        )
-    return (
-        f'<section id="changes"><h2>Changes since '
-        f"{_e(c.previous_week)}</h2><ul>{''.join(items)}</ul>{table}</section>"
-    )
-
-
-def _links(row: ShimRow) -> str:
-    if not row.links:
-        return '<span class="never">no link</span>'
-    return "<br>".join(
-        f'<a href="{_e(url)}">{_wrappable(short_link(url), "/")}</a> '
-        f'<span class="title">{_e(role)}</span>'
-        for role, url in row.links
-    )
-
-
-def _proven(row: ShimRow) -> str:
-    text = _t(row.proven_text)
-    shown = f'<span class="never">{text}</span>' if row.last_proven is None else text
-    if row.unproven is None:
-        return shown
-    # no lane proves it (retire.runs.proof): the label comes first
-    return f'<strong class="never">unproven</strong>: {_e(row.unproven)}<br>{shown}'
-
-
-def _shim_table(report: Report) -> str:
-    out = [
-        (
-            '<section id="shims"><h2>Shims</h2><div class="grid-wrap" style="max-height:none">'
-            '<table class="rows"><thead><tr>'
-        ),
-        (
-            "<th>shim</th><th>fix class</th><th>owner</th><th>age</th><th>upstream</th>"
-            "<th>verdict</th><th>why</th><th>retire when</th><th>last proven</th></tr></thead>"
-            "<tbody>"
-        ),
-    ]
-    for row in report.rows:
-        joiner = " <b>and</b> " if row.retirement_mode == "all" else " <b>or</b> "
-        out.append(
-            f'<tr id="row-{_e(row.shim)}" class="{"attn" if row.attention else ""}">'
-            f'<td><a href="#shim-{_e(row.shim)}"><code>{_e(row.shim)}</code></a><div '
-            f'class="title">{code_spans(row.title)}</div></td>'
-            f'<td data-label="fix class">{_e(row.fix_class)}</td><td '
-            f'data-label="owner">{_owner(row.owner)}</td>'
-            f'<td class="num" data-label="age">{row.age_days} d</td>'
-            f'<td data-label="upstream">{_e(row.upstream_status)}<br>{_links(row)}</td>'
-            f'<td data-label="verdict">{_verdict_tag(row.verdict)}</td>'
-            f'<td class="why" data-label="why">{_t(row.why)}</td>'
-            f'<td data-label="retire when">{joiner.join(_t(w) for w in row.retire_when)}</td>'
-            f'<td data-label="last proven">{_proven(row)}</td></tr>'
-        )
-    out.append("</tbody></table></div></section>")
-    return "".join(out)
-
-
-def _unlinked(report: Report) -> str:
-    rows = report.stale_or_unlinked
-    if not rows:
-        return (
-            '<section id="unlinked"><h2>Stale or without an upstream '
-            "link</h2><p>None.</p></section>"
-        )
-    items = []
-    for row, why, text in rows:
-        if why == Chase.STALE:
-            items.append(f"<li><code>{_e(row.shim)}</code> {_verdict_tag('stale')} {_t(text)}</li>")
-        elif why == Chase.POLICY:
-            items.append(
-                f"<li><code>{_e(row.shim)}</code> no upstream link — status not-applicable (local "
-                f"policy, nothing to file)</li>"
-            )
-        else:
-            items.append(
-                f"<li><code>{_e(row.shim)}</code> <b>no upstream link</b> (status {_t(text)}): "
-                f"file it and link it</li>"
-            )
-    return (
-        f'<section id="unlinked"><h2>Stale or without an upstream '
-        f"link</h2><ul>{''.join(items)}</ul></section>"
-    )
-
-
-def _evidence(report: Report) -> str:
-    out = ['<section id="evidence"><h2>Evidence per shim</h2>']
-    for row in report.rows:
-        bits = [
-            f"<p><b>Why:</b> {_t(row.why)}</p>",
-            *([f"<p><b>Next:</b> {_t(row.action)}</p>"] if row.action else []),
-            *(
-                [
-                    '<ul class="flags">'
-                    + "".join(f"<li>⚑ <code>{_e(k)}</code> {_t(x)}</li>" for k, x in row.flags)
-                    + "</ul>"
-                ]
-                if row.flags
-                else []
-            ),
-            f"<p><b>Retire when</b> ({_e(row.retirement_mode)} of):</p><ul>"
-            + "".join(f"<li>{_t(w)}</li>" for w in row.retire_when)
-            + "</ul>",
-        ]
-        if row.conditions:
-            bits.append(
-                "<p><b>Conditions now:</b></p><ul>"
-                + "".join(
-                    f"<li>{_e(condition(s).emoji)} <code>{_e(k)}</code> — {_t(w)}</li>"
-                    for k, s, w in row.conditions
-                )
-                + "</ul>"
-            )
-        if row.floors:
-            bits.append(
-                "<p><b>Proposed floors:</b> "
-                + ", ".join(f"<code>{_e(f)}</code>" for f in row.floors)
-                + "</p>"
-            )
-        bits.append(_lanes_table(row))
-        if row.failures:
-            bits.append(
-                "<p><b>Probe failures:</b></p><ul>"
-                + "".join(f"<li>⚠️ {_t(f)}</li>" for f in row.failures)
-                + "</ul>"
-            )
-        if row.evidence:
-            bits.append(
-                "<p><b>Evidence:</b></p><ul>"
-                + "".join(f"<li>{_t(e)}</li>" for e in row.evidence)
-                + "</ul>"
-            )
-        runs = [
-            c for lane in report.matrix.lanes if (c := report.matrix.cells.get((row.shim, lane)))
-        ]
-        if runs:
-            bits.append(
-                '<table class="rows"><thead><tr><th>lane</th><th>outcome</th><th>host</th>'
-                "<th>date</th><th>why</th></tr></thead><tbody>"
-                + "".join(
-                    f'<tr><td>{_e(c.lane)}</td><td data-label="outcome"><span class="sw" '
-                    f'style="display:inline-block;width:10px;height:10px;'
-                    f"border-radius:2px;background:{OUTCOME_COLOURS[c.outcome]};border:1px solid "
-                    f'#94a3b8"></span> {_e(c.outcome)}</td>'
-                    f'<td data-label="host">{_e(c.host)}</td><td '
-                    f'data-label="date">{_e(c.date)}</td><td class="why" '
-                    f'data-label="why">{_t(c.why)}</td></tr>'
-                    for c in runs
-                )
-                + "</tbody></table>"
-            )
-        bits.append(
-            f"<p><b>Last proven:</b> {_proven(row)} · <b>owner</b> {_t(row.owner)} · created "
-            f"{row.created.isoformat()}</p>"
-        )
-        out.append(
-            f'<details id="shim-{_e(row.shim)}"><summary><code>{_e(row.shim)}</code> '
-            f"{_verdict_tag(row.verdict)} "
-            f"{code_spans(row.title)}</summary>{''.join(bits)}</details>"
-        )
-    out.append("</section>")
-    return "".join(out)
-
-
-def _filing_queue(report: Report) -> str:
-    if not report.filing_queue:
+def _section(section: Section, report: Report) -> str:
+    """A section the page shows as its Markdown says it, under its heading (and count)."""
+    lines = section.body(report, View())
+    if lines is None:
         return ""
-    text = report.filing_queue.strip()
-    # the section's own heading is the <h2>
-    body = text.split("\n", 1)[1] if text.startswith("## ") else text
-    return (
-        f'<section id="filing-queue"><h2>Filing '
-        f"queue</h2>{markdown_html(body, heading_offset=0)}</section>"
-    )
+    text = "\n".join(lines)
+    body = mdhtml.to_html(text) if section.quoted else page_html(text)
+    title = section.title(report)
+    count = f" ({section.count(report)})" if section.count and section.count(report) else ""
+    heading = f"<h2>{_e(title)}{count}</h2>" if title else ""
+    return f'<section id="{section.id}">{heading}{body}</section>'
+
+
+#: The sections the page draws its own way, by id; every other comes from its Markdown.
+DRAWN: Mapping[str, Callable[[Report], str]] = {
+    "headline": _headline,
+    "lanes": _lanes,
+    "matrix": _grid,
+    "burndown": _burndown,
+}
 
 
 def to_html(report: Report) -> str:
     """The whole page, as one string."""
-    since = (
-        f"previous report {report.changes.previous_week}"
-        if report.changes.previous_week
-        else "no previous report"
+    body = "".join(
+        drawn(report) if (drawn := DRAWN.get(s.id)) else _section(s, report) for s in SECTIONS
     )
-    return "".join(
-        [
-            '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">',
-            '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            (
-                '<meta http-equiv="Content-Security-Policy" '
-                "content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">"
-            ),
-            (
-                f"<title>Shim retirement report "
-                f"{_e(report.week)}</title><style>{_CSS}</style></head><body><main>"
-            ),
-            (
-                f'<header><h1>Shim retirement report — {_e(report.week)}</h1><p class="sub">as of '
-                f"{report.as_of.isoformat()} · "
-                f"generated {_e(report.generated_at)} · {_e(since)}</p></header>"
-            ),
-            _cards(report),
-            _notes(report),
-            _attention(report),
-            _lanes(report),
-            _blocked(report),
-            _grid(report),
-            _burndown(report),
-            _bisections(report),
-            _changes(report),
-            _shim_table(report),
-            _unlinked(report),
-            _filing_queue(report),
-            _evidence(report),
-            (
-                "<footer>patchlane weekly retirement report · the same data as JSON beside this "
-                "file</footer></main></body></html>\n"
-            ),
-        ]
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<meta http-equiv="Content-Security-Policy" '
+        "content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">"
+        f"<title>Shim retirement report {_e(report.week)}</title><style>{_CSS}</style></head>"
+        f"<body><main>{body}<footer>patchlane weekly retirement report · the same data as JSON "
+        "beside this file</footer></main></body></html>\n"
     )

@@ -1,28 +1,31 @@
-"""The Markdown patchlane itself writes (the filing queue's section), as HTML for the report page.
+"""Markdown the engine writes, as HTML for the report page: CommonMark with GFM tables and
+strikethrough through markdown-it-py (the tests hold it to cmark-gfm, GitHub's renderer). Pure.
 
-Not a Markdown renderer for any text: the subset the engine's own sections use — ATX headings,
-paragraphs, GFM pipe tables, bullet lists nested by two spaces, and inline code spans, autolinks
-``<https://…>``, links ``[text](https://…)`` and ``**bold**``. Everything else is text, escaped.
-The tests hold it to what cmark-gfm (GitHub's renderer) makes of the same Markdown. Pure.
+Two readers: :func:`to_html` for Markdown that carries text from elsewhere (the filing queue:
+raw HTML is text, as GitHub's sanitiser would leave it) and :func:`page_html` for the report's
+own sections, whose text is escaped where it is written (``markdown.cell_text``) and whose few
+tags (``<details>``, ``<sub>``, ``<br>``) are the engine's. Tables get the page's class and a
+``data-label`` per cell (a narrow screen stacks them), long tokens may wrap anywhere.
 """
 
 from __future__ import annotations
 
 import re
-from html import escape, unescape
+from collections.abc import Sequence
+from html import escape
+from types import SimpleNamespace
 
-__all__ = ["code_spans", "to_html"]
+from markdown_it import MarkdownIt
+from markdown_it.renderer import RendererHTML
+from markdown_it.rules_core import StateCore
+from markdown_it.rules_core.text_join import text_join
+from markdown_it.token import Token
+from markdown_it.utils import EnvType, OptionsDict
 
-_INLINE = re.compile(
-    r"(?P<code>(`+)(?P<code_text>.+?)\2)"
-    r"|<(?P<auto>https?://[^>\s]+)>"
-    r"|\[(?P<link_text>[^\]\n]+)\]\((?P<link>https?://[^)\s]+)\)"
-    r"|\*\*(?P<bold>[^*\n]+)\*\*"
-)
-_HEADING = re.compile(r"(#{1,6})\s+(.*?)\s*#*\s*$")
-_BULLET = re.compile(r"( *)[-*+]\s+(.*)")
-_DELIMITER = re.compile(r"\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*")
+__all__ = ["LONG_TOKEN", "code_spans", "page_html", "to_html"]
 
+#: Longer than this, a token (a URL, a hash, a path) may break anywhere; shorter words never do.
+LONG_TOKEN = 16
 
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 
@@ -43,122 +46,109 @@ def code_spans(text: str) -> str:
     return "".join(out)
 
 
-def _text(markdown: str) -> str:
-    """Plain text: entity references (``&lt;``) read as CommonMark reads them, then escaped."""
-    return escape(unescape(markdown), quote=False)
+_LONG = re.compile(rf"\S{{{LONG_TOKEN + 1},}}")
 
 
-def inline(text: str) -> str:
-    """One line of Markdown text as escaped HTML with its code spans, links and bold."""
-    out, position = [], 0
-    for match in _INLINE.finditer(text):
-        out.append(_text(text[position : match.start()]))
-        if match["code"]:
-            body = match["code_text"]
-            if body.startswith(" ") and body.endswith(" ") and body.strip():
-                # CommonMark strips one space from each side
-                body = body[1:-1]
-            out.append(f"<code>{escape(body)}</code>")
-        elif match["auto"]:
-            out.append(f'<a href="{escape(match["auto"])}">{escape(match["auto"])}</a>')
-        elif match["link"]:
-            out.append(f'<a href="{escape(match["link"])}">{inline(match["link_text"])}</a>')
-        else:
-            out.append(f"<strong>{inline(match['bold'])}</strong>")
-        position = match.end()
-    out.append(_text(text[position:]))
-    return "".join(out)
-
-
-def _cells(row: str) -> list[str]:
-    """A pipe-table row's cells; ``\\|`` is a pipe inside a cell."""
-    body = row.strip()
-    body = body.removeprefix("|")
-    body = body[:-1] if body.endswith("|") and not body.endswith("\\|") else body
-    return [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", body)]
-
-
-def _table(lines: list[str]) -> str:
-    header = _cells(lines[0])
-    head = "".join(f"<th>{inline(cell)}</th>" for cell in header)
-    rows = []
-    for line in lines[2:]:
-        # GitHub pads a short row and drops a long row's extra cells
-        cells = (_cells(line) + [""] * len(header))[: len(header)]
-        rows.append(
-            "<tr>"
-            + "".join(
-                f'<td data-label="{escape(label)}">{inline(cell)}</td>'
-                for label, cell in zip(header, cells, strict=True)
-            )
-            + "</tr>"
-        )
-    return (
-        f'<table class="rows"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+def breakable(text: str) -> str:
+    """Escaped text whose long tokens are marked ``.brk``: a table column is then never narrower
+    than its longest short word, and a URL still wraps."""
+    return _LONG.sub(
+        lambda found: f'<span class="brk">{found[0]}</span>', escape(text, quote=False)
     )
 
 
-def _list(bullets: list[re.Match[str]]) -> str:
-    """Bullets; a bullet indented by two or more spaces more than the one before nests under it."""
-    out: list[str] = []
-    depths: list[int] = []
-    for match in bullets:
-        depth = len(match[1]) // 2
-        if not depths or depth > depths[-1]:
-            out.append("<ul>")
-            depths.append(depth)
-        else:
-            while depths and depth < depths[-1]:
-                out.append("</li></ul>")
-                depths.pop()
-            out.append("</li>")
-        out.append(f"<li>{inline(match[2])}")
-    out.append("</li></ul>" * len(depths))
-    return "".join(out)
+def _label_cells(state: StateCore) -> None:
+    """The page's class on every table, and each body cell labelled with its column's header."""
+    labels: list[str] = []
+    column, previous = 0, ""
+    for token in state.tokens:
+        if token.type == "table_open":
+            token.attrSet("class", "rows")
+            labels = []
+        elif token.type == "tr_open":
+            column = 0
+        elif token.type == "td_open":
+            if column < len(labels):
+                token.attrSet("data-label", labels[column])
+            column += 1
+        elif token.type == "inline" and previous == "th_open":
+            labels.append(token.content)
+        previous = token.type
 
 
-def to_html(markdown: str, *, heading_offset: int = 0) -> str:
-    """HTML for ``markdown``; headings go ``heading_offset`` levels deeper (a section's ``##``
-    under the page's own ``<h2>``)."""
-    blocks, lines = [], markdown.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if not line.strip():
-            i += 1
+def _inline_once(state: StateCore) -> None:
+    """markdown-it's inline step and its text join, each distinct text parsed once per page: a
+    page of 500 shims repeats its cells (an outcome, a host, a lane's name) thousands of times,
+    and the renderer only reads the tokens (the join, which merges text tokens in place, runs
+    here, once per text, instead of after)."""
+    parsed: dict[str, list[Token]] = {}
+    for token in state.tokens:
+        if token.type != "inline":
             continue
-        if heading := _HEADING.fullmatch(line):
-            level = min(6, len(heading[1]) + heading_offset)
-            blocks.append(f"<h{level}>{inline(heading[2])}</h{level}>")
-            i += 1
-        elif (
-            line.lstrip().startswith("|")
-            and i + 1 < len(lines)
-            and _DELIMITER.fullmatch(lines[i + 1])
-        ):
-            end = i + 2
-            while end < len(lines) and lines[end].lstrip().startswith("|"):
-                end += 1
-            blocks.append(_table(lines[i:end]))
-            i = end
-        elif _BULLET.fullmatch(line):
-            bullets = []
-            end = i
-            while end < len(lines) and (bullet := _BULLET.fullmatch(lines[end])):
-                bullets.append(bullet)
-                end += 1
-            blocks.append(_list(bullets))
-            i = end
-        else:
-            end = i
-            while (
-                end < len(lines)
-                and lines[end].strip()
-                and not _HEADING.fullmatch(lines[end])
-                and not _BULLET.fullmatch(lines[end])
-                and not lines[end].lstrip().startswith("|")
-            ):
-                end += 1
-            blocks.append("<p>" + " ".join(inline(text.strip()) for text in lines[i:end]) + "</p>")
-            i = end
-    return "\n".join(blocks)
+        children = parsed.get(token.content)
+        if children is None:
+            token.children = []
+            state.md.inline.parse(token.content, state.md, state.env, token.children)
+            text_join(SimpleNamespace(tokens=[token]))  # type: ignore[arg-type]
+            children = parsed[token.content] = token.children
+        token.children = children
+
+
+def _text(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
+    return breakable(tokens[idx].content)
+
+
+def _code(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
+    return f"<code>{breakable(tokens[idx].content)}</code>"
+
+
+def _scroll_open(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
+    # a wide table scrolls in its own box, never the page
+    return '<div class="grid-wrap">' + str(self.renderToken(tokens, idx, options, env))
+
+
+def _scroll_close(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
+    return str(self.renderToken(tokens, idx, options, env)) + "</div>"
+
+
+def _reader(*, page: bool) -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": page}).enable(["table", "strikethrough"])
+    # nothing the engine writes is a setext heading, an indented code block or a link reference:
+    # fewer rules to try on every line of a page of 500 shims
+    md.disable(["lheading", "code", "reference"])
+    md.core.ruler.push("label_cells", _label_cells)
+    md.core.ruler.at("inline", _inline_once)
+    md.core.ruler.disable("text_join")
+    if page:
+        md.add_render_rule("text", _text)
+        md.add_render_rule("code_inline", _code)
+        md.add_render_rule("table_open", _scroll_open)
+        md.add_render_rule("table_close", _scroll_close)
+    return md
+
+
+_QUOTED = _reader(page=False)
+_PAGE = _reader(page=True)
+
+
+def to_html(markdown: str) -> str:
+    """HTML for Markdown that holds text from elsewhere: a tag in it is text."""
+    return str(_QUOTED.render(markdown)).rstrip("\n")
+
+
+#: GitHub's alerts (``> [!NOTE]``): a blockquote of that class on the page.
+_ALERT = re.compile(r"<blockquote>\n<p>\[!(NOTE|WARNING)\]\s*")
+
+
+def page_html(markdown: str) -> str:
+    """HTML for the report's own Markdown (its text escaped where it was written)."""
+    html = str(_PAGE.render(markdown)).rstrip("\n")
+    return _ALERT.sub(lambda found: f'<blockquote class="{found[1].lower()}">\n<p>', html)

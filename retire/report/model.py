@@ -35,11 +35,14 @@ import datetime as _dt
 import enum
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 
 from retire.evidence.validation import FAILING, ShimOutcome
 from retire.probes.records import is_bisection
-from retire.verdicts.model import ConditionState, Decision, FlagKind, LaneStep, LaneVerdict
+from retire.report.words import condition_words, evidence_line, short_link
+from retire.verdicts.model import Decision, FlagKind, LaneStep, LaneVerdict, Verdict
+from shims.model import ShimManifest
 
 __all__ = [
     "CELL_OUTCOMES",
@@ -52,12 +55,13 @@ __all__ = [
     "Cell",
     "Changes",
     "Chase",
+    "Fact",
     "Headline",
     "Matrix",
     "PreviousReport",
     "Report",
     "RunStamp",
-    "ShimRow",
+    "ShimEntry",
     "VerdictChange",
     "iso_week",
     "lane_next",
@@ -219,47 +223,37 @@ class Chase(enum.StrEnum):
 
 
 @dataclass(frozen=True)
-class ShimRow:
-    shim: str
-    title: str
-    fix_class: str
-    owner: str
-    created: _dt.date
+class ShimEntry:
+    """One shim in the report: its manifest and its verdict as they are, and what the report
+    adds of its own (age, runs, broken lanes, proof). Readers ask the verdict directly
+    (``entry.verdict.flagged(…)``, ``entry.verdict.lanes_at(…)``): nothing is copied."""
+
+    manifest: ShimManifest
+    verdict: Verdict
     age_days: int
-    upstream_status: str
-    # (role, url)
-    links: tuple[tuple[str, str], ...]
-    verdict: Decision
-    why: str
-    retirement_mode: str
-    # each manifest condition, as words
-    retire_when: tuple[str, ...]
-    # (kind, state, why) from the verdict
-    conditions: tuple[tuple[str, ConditionState, str], ...]
-    failures: tuple[str, ...]
-    floors: tuple[str, ...]
     # lanes that list the shim
     lanes: tuple[str, ...]
     last_proven: RunStamp | None
     last_run: RunStamp | None
     broken_lanes: tuple[str, ...] = ()
     newly_broken_lanes: tuple[str, ...] = ()
-    # one line per piece of evidence the verdict rested on
-    evidence: tuple[str, ...] = ()
-    # the one thing that would decide an unknown (or confirm a candidate)
-    action: str | None = None
-    # (kind, text): what needs a person without changing the verdict
-    flags: tuple[tuple[FlagKind, str], ...] = ()
     # why no lane proves the shim (retire.runs.proof), None when one does
     unproven: str | None = None
-    # one per lane carrying the shim (empty where the verdicts were gathered without lanes)
-    lane_verdicts: tuple[LaneVerdict, ...] = ()
 
-    def flagged(self, kind: FlagKind) -> bool:
-        return any(k == kind for k, _ in self.flags)
+    @property
+    def shim(self) -> str:
+        return self.manifest.id
 
-    def lanes_at(self, *steps: LaneStep) -> tuple[LaneVerdict, ...]:
-        return tuple(lane for lane in self.lane_verdicts if lane.step in steps)
+    @property
+    def retire_when(self) -> tuple[str, ...]:
+        """Each manifest condition, as words."""
+        return tuple(condition_words(c) for c in self.manifest.retirement.conditions)
+
+    @property
+    def evidence(self) -> tuple[str, ...]:
+        """One line per piece of evidence the verdict rested on, failures last."""
+        v = self.verdict
+        return tuple(evidence_line(e) for e in (*v.evidence, *v.failures))
 
     @property
     def never_run(self) -> bool:
@@ -280,24 +274,23 @@ class ShimRow:
     @property
     def attention(self) -> tuple[str, ...]:
         """Why a person should look at this shim this week, most urgent first."""
+        v = self.verdict
         reasons = []
         if self.newly_broken_lanes:
             reasons.append(f"newly broken on {', '.join(self.newly_broken_lanes)}")
         elif self.broken_lanes:
             reasons.append(f"broken on {', '.join(self.broken_lanes)}")
-        if self.verdict == Decision.RETIRE:
+        if v.decision == Decision.RETIRE:
             reasons.append("retire candidate")
-        elif self.verdict == Decision.RETIRE_IN_SOME:
-            going = ", ".join(lane.lane for lane in self.lanes_at(LaneStep.DROP, LaneStep.RAISE))
+        elif v.decision == Decision.RETIRE_IN_SOME:
+            going = ", ".join(lane.lane for lane in v.leaving)
             reasons.append(f"retire in {going}" if going else "retire in some lanes")
-        elif self.verdict == Decision.UNKNOWN:
+        elif v.decision == Decision.UNKNOWN:
             reasons.append("unknown evidence")
-        blocked = self.lanes_at(LaneStep.BLOCKED)
+        blocked = v.lanes_at(LaneStep.BLOCKED)
         if blocked:
             reasons.append(f"blocked on {', '.join(lane.lane for lane in blocked)}")
-        for kind in _ATTENTION_FLAGS:
-            if self.flagged(kind):
-                reasons.append(_ATTENTION_WORDS.get(kind, kind))
+        reasons += [_ATTENTION_WORDS.get(k, str(k)) for k in _ATTENTION_FLAGS if v.flagged(k)]
         if self.never_run:
             reasons.append("reproducer never run")
         return tuple(reasons)
@@ -484,13 +477,27 @@ class PreviousReport:
 
 
 @dataclass(frozen=True)
+class Fact:
+    """One thing said once with every (shim, lane) it touches: a flag under several shims (a
+    host without a lock, a code host that did not answer), or the same reason and next step on
+    several lanes. ``lanes`` is empty for a fact about shims."""
+
+    text: str
+    shims: tuple[str, ...]
+    lanes: tuple[tuple[str, str], ...] = ()
+    # the next step (a lane fact's until or action), "" when none
+    next: str = ""
+    kind: str = ""
+
+
+@dataclass(frozen=True)
 class Report:
     week: str
     # UTC ISO
     generated_at: str
     as_of: _dt.date
     headline: Headline
-    rows: tuple[ShimRow, ...]
+    rows: tuple[ShimEntry, ...]
     matrix: Matrix
     changes: Changes
     burndown: tuple[BurnPoint, ...]
@@ -498,21 +505,68 @@ class Report:
     notes: tuple[str, ...] = ()
     # Markdown of retire.packs, when that module exists
     filing_queue: str | None = None
-    # Verdict.to_json() for machines
-    verdicts: tuple[dict[str, object], ...] = field(default=(), compare=False)
     # the candidate bisections run for this report (None: none were asked for)
     bisections: Bisections | None = None
 
     @property
-    def attention(self) -> tuple[ShimRow, ...]:
-        return tuple(row for row in self.rows if row.attention)
-
-    def lanes_at(self, *steps: LaneStep) -> tuple[tuple[ShimRow, LaneVerdict], ...]:
-        """(row, lane verdict) for every lane of every shim whose step is one of ``steps``."""
-        return tuple((row, lane) for row in self.rows for lane in row.lanes_at(*steps))
+    def verdicts(self) -> tuple[Verdict, ...]:
+        return tuple(row.verdict for row in self.rows)
 
     @property
-    def blocked(self) -> tuple[tuple[ShimRow, LaneVerdict], ...]:
+    def attention(self) -> tuple[ShimEntry, ...]:
+        return tuple(row for row in self.rows if row.attention)
+
+    @property
+    def ready(self) -> tuple[ShimEntry, ...]:
+        """Shims a person can retire now, in every lane or in some."""
+        going = (Decision.RETIRE, Decision.RETIRE_IN_SOME)
+        return tuple(row for row in self.rows if row.verdict.decision in going)
+
+    def lanes_at(self, *steps: LaneStep) -> tuple[tuple[ShimEntry, LaneVerdict], ...]:
+        """(row, lane verdict) for every lane of every shim whose step is one of ``steps``."""
+        return tuple((row, lane) for row in self.rows for lane in row.verdict.lanes_at(*steps))
+
+    def lane_facts(self, step: LaneStep, only: frozenset[str] | None = None) -> tuple[Fact, ...]:
+        """The lanes at ``step`` grouped by what they say: one reason and next step, once, with
+        every (shim, lane) it holds for, in the order first met."""
+        grouped: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        for row, lane in self.lanes_at(step):
+            if only is None or row.shim in only:
+                key = (lane.why, lane_next(lane).removeprefix("until "))
+                grouped.setdefault(key, []).append((row.shim, lane.lane))
+        return tuple(
+            Fact(why, tuple(dict.fromkeys(s for s, _ in pairs)), tuple(pairs), after)
+            for (why, after), pairs in grouped.items()
+        )
+
+    @cached_property
+    def grouped(self) -> frozenset[tuple[str, str]]:
+        """The (shim, lane) pairs whose reason is said once for several pairs (a hold or a lane
+        without a decision, :meth:`lane_facts`): their rows elsewhere point there."""
+        return frozenset(
+            pair
+            for step in (LaneStep.HOLD, LaneStep.UNKNOWN)
+            for fact in self.lane_facts(step)
+            if len(fact.lanes) > 1
+            for pair in fact.lanes
+        )
+
+    @cached_property
+    def shared_flags(self) -> tuple[Fact, ...]:
+        """Flags said alike under more than one shim: one fact about a host or a lane (no lock
+        for a lane, a code host that did not answer), said once with the shims it touches."""
+        grouped: dict[tuple[str, str], list[str]] = {}
+        for row in self.rows:
+            for flag in row.verdict.flags:
+                grouped.setdefault((flag.kind, flag.text), []).append(row.shim)
+        return tuple(
+            Fact(text, tuple(shims), kind=kind)
+            for (kind, text), shims in grouped.items()
+            if len(shims) > 1
+        )
+
+    @property
+    def blocked(self) -> tuple[tuple[ShimEntry, LaneVerdict], ...]:
         """Every blocked (shim, lane), with its blocker: what would have to change upstream or
         in another pin for the shim to leave that lane."""
         return self.lanes_at(LaneStep.BLOCKED)
@@ -520,33 +574,35 @@ class Report:
     @property
     def lane_columns(self) -> tuple[str, ...]:
         """The lanes any shim has a lane verdict for: the matrix's order, then the others."""
-        named = {lane.lane for row in self.rows for lane in row.lane_verdicts}
+        named = {lane.lane for row in self.rows for lane in row.verdict.lane_verdicts}
         ordered = [lane for lane in self.matrix.lanes if lane in named]
         return (*ordered, *sorted(named - set(ordered)))
 
     @property
-    def conflicts(self) -> tuple[tuple[ShimRow, str], ...]:
+    def conflicts(self) -> tuple[tuple[ShimEntry, str], ...]:
         """(row, text) of every conflict flag: two evidence sources that disagree, both named."""
         return tuple(
-            (row, text)
+            (row, flag.text)
             for row in self.rows
-            for kind, text in row.flags
-            if kind == FlagKind.CONFLICT
+            for flag in row.verdict.flags
+            if flag.kind == FlagKind.CONFLICT
         )
 
     @property
-    def stale_or_unlinked(self) -> tuple[tuple[ShimRow, Chase, str], ...]:
+    def stale_or_unlinked(self) -> tuple[tuple[ShimEntry, Chase, str], ...]:
         """(row, why, text) for each shim a person must chase: ``stale`` (text: the flag's),
         ``policy`` (no link, and none is due) or ``unlinked`` (text: the upstream status)."""
         found = []
         for row in self.rows:
-            stale = next((text for kind, text in row.flags if kind == FlagKind.STALE), None)
+            flags = row.verdict.flags
+            stale = next((f.text for f in flags if f.kind == FlagKind.STALE), None)
+            upstream = row.manifest.upstream
             if stale:
                 found.append((row, Chase.STALE, stale))
-            elif not row.links:
+            elif not upstream.links:
                 # a shims.model upstream status: "not-applicable" is a local policy
-                policy = row.upstream_status == "not-applicable"
-                found.append((row, Chase.POLICY if policy else Chase.UNLINKED, row.upstream_status))
+                policy = upstream.status == "not-applicable"
+                found.append((row, Chase.POLICY if policy else Chase.UNLINKED, upstream.status))
         return tuple(found)
 
 
@@ -562,13 +618,3 @@ def lane_next(lane: LaneVerdict) -> str:
     if lane.floors:
         return "raise to " + ", ".join(map(str, lane.floors))
     return ""
-
-
-def short_link(url: str | None) -> str:
-    """``Liger-Kernel#968`` for a GitHub-style issue / pull URL, else the URL without scheme."""
-    if not url:
-        return "?"
-    found = re.match(r"https?://[^/]+/([^/]+)/([^/]+)/(?:issues|pull|pulls)/(\d+)", url)
-    if found:
-        return f"{found.group(2)}#{found.group(3)}"
-    return re.sub(r"^https?://", "", url).rstrip("/")

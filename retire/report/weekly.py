@@ -17,6 +17,7 @@ request), local mirrors and the records; whatever is not cached is *unknown*, no
 from __future__ import annotations
 
 import datetime as _dt
+import html
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -237,16 +238,18 @@ def _history(
 
 
 def _render(
-    report: report_model.Report, out_dir: Path, lanes: Sequence[Lane]
+    report: report_model.Report, out_dir: Path, lanes: Sequence[Lane], root: Path
 ) -> tuple[str, str, str]:
-    """Markdown, HTML and JSON of ``report``, with index URLs replaced by their names."""
+    """Markdown, HTML and JSON of ``report``, with index URLs replaced by their names and paths
+    in the project named relative to it."""
     names = index_names(lanes)
     full_report = f"{out_dir.name}/{report.week}.html (and .json)"
-    markdown = name_indexes(report_render.to_markdown(report, full_report=full_report), names)
-    json_text = name_indexes(
-        json.dumps(report_render.to_json(report), indent=1, sort_keys=False) + "\n", names
+    markdown = report_render.to_markdown(report, full_report=full_report)
+    json_text = json.dumps(report_render.to_json(report), indent=1, sort_keys=False) + "\n"
+    page = report_html.to_html(report)
+    markdown, page, json_text = (
+        relative_paths(name_indexes(text, names), root) for text in (markdown, page, json_text)
     )
-    page = name_indexes(report_html.to_html(report), names)
     return markdown, page, json_text
 
 
@@ -321,7 +324,7 @@ def generate(
         filing_queue=queue,
         bisections=bisections,
     )
-    markdown, page, json_text = _render(report, out_dir, lanes)
+    markdown, page, json_text = _render(report, out_dir, lanes, project.root)
     paths = write_report(
         out_dir,
         label,
@@ -351,6 +354,16 @@ def index_names(lanes: Sequence[Lane]) -> dict[str, str]:
     if default:
         names[default] = "the default index"
     return names
+
+
+def relative_paths(text: str, root: Path) -> str:
+    """``text`` with the project's absolute path taken off every path in it (as written, and as
+    the page escapes it): a report is committed and read elsewhere, so a path in it is relative
+    to the project (a mirror's ``.patchlane/mirrors/…``), never this machine's."""
+    for path in sorted({str(root), str(root.resolve())}, key=len, reverse=True):
+        for written in (f"{path}/", html.escape(f"{path}/")):
+            text = text.replace(written, "")
+    return text
 
 
 def name_indexes(text: str, names: dict[str, str]) -> str:

@@ -83,10 +83,25 @@ class ShimRun:
     why: str
     without: ValidationRecord | None = None
     with_shim: ValidationRecord | None = None
+    # the with-shim run's outcome where its record is not at hand (read back from a summary)
+    with_outcome: RunOutcome | None = None
 
     @property
     def records(self) -> tuple[ValidationRecord, ...]:
         return tuple(r for r in (self.without, self.with_shim) if r is not None)
+
+    @property
+    def with_result(self) -> RunOutcome | None:
+        """What the with-shim run showed (None: it did not run)."""
+        if self.with_shim is not None:
+            return RunOutcome(self.with_shim.outcome)
+        return self.with_outcome
+
+    @property
+    def mitigated(self) -> bool:
+        """Skipped without the shim here, yet the with-shim run printed FIX_VALIDATED (or
+        MEMORY_SAVE_VERIFIED): the shim's mitigation is in effect on this lane."""
+        return self.outcome == ShimOutcome.SKIPPED and self.with_result in FIXED
 
 
 @dataclass(frozen=True)
@@ -601,32 +616,6 @@ def run_lanes(
         REAPER.resume()
 
 
-def summary_table(runs: list[LaneRun]) -> str:
-    """Shims down, lanes across: one outcome word per cell."""
-    lanes = [run.lane for run in runs]
-    shims = list(dict.fromkeys(shim for run in runs for shim in run.planned))
-    cell = {(s.lane, s.shim): s.outcome for run in runs for s in run.shims}
-    width = max([len(s) for s in shims] + [4])
-    cols = [max(len(lane), 14) for lane in lanes]
-    lines = [
-        "shim".ljust(width)
-        + "  "
-        + "  ".join(name.ljust(c) for name, c in zip(lanes, cols, strict=True))
-    ]
-    for shim in shims:
-        row = []
-        for run, col in zip(runs, cols, strict=True):
-            word = cell.get((run.lane, shim)) or (
-                run.status if run.status in (LaneStatus.BUILD_FAILED, LaneStatus.JOB_FAILED) else ""
-            )
-            row.append((word if shim in run.planned else "-").ljust(col))
-        lines.append(shim.ljust(width) + "  " + "  ".join(row))
-    for run in runs:
-        if run.status != LaneStatus.RAN:
-            lines.append(f"{run.lane}: {run.status} — {run.why}")
-    return "\n".join(line.rstrip() for line in lines)
-
-
 def to_summary(run: LaneRun) -> dict:
     """What a lane run leaves for the cross-lane summary (JSON-able)."""
     return {
@@ -637,7 +626,10 @@ def to_summary(run: LaneRun) -> dict:
         "seconds": round(run.seconds, 2),
         "isolation": run.isolation,
         "note": run.note,
-        "shims": [{"shim": s.shim, "outcome": s.outcome, "why": s.why} for s in run.shims],
+        "shims": [
+            {"shim": s.shim, "outcome": s.outcome, "why": s.why, "with_shim": s.with_result}
+            for s in run.shims
+        ],
     }
 
 
@@ -648,7 +640,13 @@ def from_summary(data: dict) -> LaneRun:
         tuple(data.get("planned", ())),
         data.get("why", ""),
         shims=tuple(
-            ShimRun(data["lane"], s["shim"], ShimOutcome(s["outcome"]), s.get("why", ""))
+            ShimRun(
+                data["lane"],
+                s["shim"],
+                ShimOutcome(s["outcome"]),
+                s.get("why", ""),
+                with_outcome=RunOutcome(s["with_shim"]) if s.get("with_shim") else None,
+            )
             for s in data.get("shims", [])
         ),
         seconds=data.get("seconds", 0.0),

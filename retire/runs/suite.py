@@ -188,10 +188,10 @@ def report(
             os.getcwd(),
             "-p",
             "no:cacheprovider",
-            "-rfExs",
             "--no-header",
         ]
-        args.append("-v" if verbose else "-q")
+        # quiet: a letter per item and what failed; -v: a line per item and why each skipped
+        args += ["-v", "-rfExs"] if verbose else ["-q", "-rfE"]
         if colour is not None:
             args.append(f"--color={'yes' if colour else 'no'}")
         return int(pytest.main(args, plugins=[_LanePlugin(runs, locations or {})]))

@@ -1,0 +1,120 @@
+"""The lane × shim table at the end of `patchlane run` and from `patchlane summary` (issue 29,
+item 9): within 100 columns (lanes as rows when there are many), each reason a cell skipped said
+once in the legend, a shim whose with-shim run validated the fix never shown as `skipped`, and
+the pytest view's line per item kept behind -v."""
+
+from __future__ import annotations
+
+import pytest
+
+from retire.evidence import validation
+from retire.evidence.validation import RunOutcome, ShimOutcome
+from retire.runs import lanerun
+from retire.runs.lanerun import LaneRun, LaneStatus, ShimRun
+from retire.runs.summarytable import MITIGATED, WIDTH, summary_table
+
+NO_GPU = "no CUDA device: the reproducer needs a GPU (torch.cuda.is_available() is False)"
+LANES = (
+    "cpu",
+    "stable",
+    "nightly",
+    "floor",
+    "mamba3",
+    "megatron-main",
+    "torch2.11-te2.20",
+    "torch2.10-te2.18",
+    "h200-overlay",
+    "rocm6.4",
+    "cu130-preview",
+    "py3.13-free",
+)
+SHIMS = tuple(f"shim_number_{n}" for n in range(11))
+
+
+def _run(lane: str) -> LaneRun:
+    results = []
+    for n, shim in enumerate(SHIMS):
+        if n == 0:
+            # a policy shim: nothing to reproduce here, its mitigation in effect
+            results.append(
+                ShimRun(
+                    lane, shim, ShimOutcome.SKIPPED, NO_GPU, with_outcome=RunOutcome.FIX_VALIDATED
+                )
+            )
+        elif n % 2:
+            results.append(ShimRun(lane, shim, ShimOutcome.SKIPPED, NO_GPU))
+        else:
+            results.append(ShimRun(lane, shim, ShimOutcome.NEEDED, "bug reproduces"))
+    return LaneRun(lane, LaneStatus.RAN, SHIMS, shims=tuple(results))
+
+
+def test_a_dozen_lanes_fit_100_columns_as_rows():
+    text = summary_table([_run(lane) for lane in LANES])
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= WIDTH, text
+    assert lines[0].startswith("lane ") and "shims by outcome" in lines[0]
+    assert sum(line.startswith(lane + " ") for line in lines for lane in LANES) == len(LANES)
+    # the reason, once, in the legend; the cells carry its mark
+    assert text.count(NO_GPU) == 1 and f"skipped¹: {NO_GPU}" in text
+    assert "skipped¹: shim_number_1, shim_number_3" in text
+
+
+def test_few_lanes_keep_shims_down_and_lanes_across():
+    text = summary_table([_run(lane) for lane in LANES[:3]])
+    lines = text.splitlines()
+    assert lines[0].split() == ["shim", "cpu", "stable", "nightly"]
+    assert lines[2].split() == ["shim_number_1", "skipped¹", "skipped¹", "skipped¹"]
+    assert max(len(line) for line in lines) <= WIDTH
+
+
+def test_a_validated_with_shim_run_is_not_shown_as_skipped():
+    text = summary_table([_run("cpu")])
+    row = next(line for line in text.splitlines() if line.startswith("shim_number_0 "))
+    assert row.split() == ["shim_number_0", MITIGATED]
+    assert "FIX_VALIDATED: the shim's mitigation is in effect" in " ".join(text.split())
+    # and so it reads back from the run's summary file, which `patchlane summary` prints from
+    again = lanerun.from_summary(lanerun.to_summary(_run("cpu")))
+    assert summary_table([again]) == text
+
+
+def test_the_judged_record_pair_says_mitigated():
+    def record(mode: str, outcome: RunOutcome) -> validation.ValidationRecord:
+        return validation.ValidationRecord(
+            shim="s",
+            mode=mode,
+            lane="cpu",
+            host={},
+            versions={},
+            sentinel="SKIPPED" if outcome == RunOutcome.SKIPPED else "FIX_VALIDATED",
+            outcome=outcome,
+            exit_code=0,
+            duration_s=0.1,
+            started_at="2026-01-01T00:00:00",
+        )
+
+    without, with_shim = (
+        record("without", RunOutcome.SKIPPED),
+        record("with", RunOutcome.FIX_VALIDATED),
+    )
+    outcome, why = lanerun.judge(without, with_shim)
+    run = LaneRun(
+        "cpu",
+        LaneStatus.RAN,
+        ("s",),
+        shims=(ShimRun("cpu", "s", outcome, why, without, with_shim),),
+    )
+    assert summary_table([run]).splitlines()[1].split() == ["s", MITIGATED]
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_the_pytest_view_keeps_its_line_per_item_behind_verbose(verbose, capsys):
+    from retire.runs import suite
+
+    runs = [_run(lane) for lane in LANES[:2]]
+    assert suite.report(runs, verbose=verbose, colour=False) == 0
+    out = capsys.readouterr().out
+    per_item = "lane[cpu]::shim_number_1::without-shim SKIPPED" in out
+    skips = out.count("SKIPPED [")
+    assert per_item is verbose
+    assert (skips > 0) is verbose
+    assert "passed" in out and "skipped" in out
