@@ -47,6 +47,7 @@ from retire.probes.client import make_client
 from retire.probes.http import Fetcher
 from retire.probes.notes import release_notes
 from retire.runs import lanerun as runs
+from retire.runs.guards import GuardOutcome, guards_for, judge_guard
 from shims import times
 
 BRANCH_PREFIX = "patchlane/bump-"
@@ -122,6 +123,28 @@ def newly_broken(lanes: Sequence[LaneBump]) -> list[tuple[str, str]]:
     ]
 
 
+def regressed_guards(lanes: Sequence[LaneBump]) -> list[tuple[str, str]]:
+    """(lane, guard) whose retired bug reproduces on the bumped locks and did not before."""
+    return [
+        (lane.lane, shim)
+        for lane in lanes
+        for shim, now, before in lane.outcomes
+        if now == GuardOutcome.REGRESSED and before != GuardOutcome.REGRESSED
+    ]
+
+
+def previous_guard_outcomes(
+    records: Sequence[validation.ValidationRecord], guards: Iterable[str]
+) -> dict[tuple[str, str], GuardOutcome]:
+    """The latest judged outcome per (lane, guard) from recorded runs (without-shim only)."""
+    wanted = set(guards)
+    latest: dict[tuple[str, str], validation.ValidationRecord] = {}
+    for record in sorted(records, key=lambda r: r.started_at):
+        if record.shim in wanted and record.mode == validation.Mode.WITHOUT:
+            latest[(record.lane, record.shim)] = record
+    return {key: judge_guard(record)[0] for key, record in latest.items()}
+
+
 def branch_name(lanes: Sequence[str], everything: bool, day: _dt.date) -> str:
     label = "all" if everything else ("+".join(lanes) if len(lanes) <= 3 else f"{len(lanes)}-lanes")
     return f"{BRANCH_PREFIX}{label}-{day.isoformat()}"
@@ -165,6 +188,18 @@ def pr_body(
         "",
     ]
     candidates, broken = retirement_candidates(result_lanes), newly_broken(result_lanes)
+    regressed = regressed_guards(result_lanes)
+    if regressed:
+        # a retired bug that is back leads: `patchlane shim restore` brings its patch back
+        lines += [
+            "### Guards that regressed",
+            *[
+                f"- `{guard}` on lane `{lane}`: the retired bug reproduces again — "
+                f"`patchlane shim restore {guard}`"
+                for lane, guard in regressed
+            ],
+            "",
+        ]
     if candidates:
         lines += [
             "### Shims that became retirement candidates",
@@ -393,12 +428,18 @@ def _run_suites(
 ) -> list[LaneBump]:
     project = Project(work)
     manifests = project.manifests()
-    chosen = [lanes[b.lane] for b in bumps if b.status == BumpStatus.BUMPED and lanes[b.lane].shims]
+    guards = tuple(project.guards().values())
+    chosen = [
+        lanes[b.lane]
+        for b in bumps
+        if b.status == BumpStatus.BUMPED
+        and (lanes[b.lane].shims or guards_for(lanes[b.lane], guards))
+    ]
     if not chosen:
         return bumps
     say(f"running the shim suites of {len(chosen)} bumped lane(s)")
     options = runs.RunOptions(
-        locks_dir=project.locks_dir, envs_dir=work.parent.parent / "envs-bump"
+        locks_dir=project.locks_dir, envs_dir=work.parent.parent / "envs-bump", guards=guards
     )
     done = {
         run.lane: run
@@ -407,18 +448,21 @@ def _run_suites(
         )
     }
     new_records = [r for run in done.values() for s in run.shims for r in s.records]
+    new_records += [g.record for run in done.values() for g in run.guards if g.record]
     if new_records:
         validation.append(project.validation, new_records)
     out.suites_ran = any(run.status == runs.LaneStatus.RAN for run in done.values())
-    before = previous_outcomes(records)
+    before: dict[tuple[str, str], str] = {**previous_outcomes(records)}
+    before.update(previous_guard_outcomes(records, (g.id for g in guards)))
     updated = []
     for bump in bumps:
         run = done.get(bump.lane)
         if run is None:
             updated.append(bump)
             continue
-        outcomes: tuple[tuple[str, str, str | None], ...] = tuple(
-            (s.shim, s.outcome, before.get((bump.lane, s.shim))) for s in run.shims
+        outcomes: tuple[tuple[str, str, str | None], ...] = (
+            *((s.shim, s.outcome, before.get((bump.lane, s.shim))) for s in run.shims),
+            *((g.guard, g.outcome, before.get((bump.lane, g.guard))) for g in run.guards),
         )
         why = bump.why if run.status == runs.LaneStatus.RAN else f"suites {run.status}: {run.why}"
         updated.append(dataclasses.replace(bump, why=why, outcomes=outcomes))

@@ -50,6 +50,7 @@ from retire.lanes.model import Lane
 from retire.locks import locking
 from retire.mirrors.config import MirrorSet
 from retire.runs import envs
+from retire.runs.guards import GuardRun, guards_for, judge_guard
 from retire.runs.launcher import (
     ISOLATIONS,
     PROTOCOL_MODULES,
@@ -101,12 +102,21 @@ class LaneRun:
     isolation: str = "process"
     # why a launcher lane fell back to process isolation
     note: str = ""
+    # the retired shims' reproducers this lane still runs (retire.runs.guards)
+    guards: tuple[GuardRun, ...] = ()
 
     @property
     def failed(self) -> bool:
-        return self.status == LaneStatus.BUILD_FAILED or any(
-            s.outcome in FAILING for s in self.shims
+        return (
+            self.status == LaneStatus.BUILD_FAILED
+            or any(s.outcome in FAILING for s in self.shims)
+            or any(g.failed for g in self.guards)
         )
+
+    @property
+    def regressed(self) -> tuple[GuardRun, ...]:
+        """The guards whose bug came back in this lane."""
+        return tuple(g for g in self.guards if g.outcome == "regressed")
 
 
 def judge(
@@ -184,6 +194,8 @@ class RunOptions:
     mirrors: MirrorSet | None = None
     # process | launcher; None: launcher where the lane's shims declare preloads
     isolation: str | None = None
+    # the catalogue's guards: each lane runs those that name it (retire.runs.guards)
+    guards: tuple[ShimManifest, ...] = ()
     # Called with each record as soon as it is made (the command appends it to the manifest), so
     # an interrupted run keeps everything that finished.
     on_record: Callable[[ValidationRecord], None] | None = field(default=None, compare=False)
@@ -284,6 +296,10 @@ def run_lane(
     finally:
         if launcher is not None:
             launcher.close()
+    guarded = tuple(
+        _run_guard(lane, guard, env, options, progress)
+        for guard in guards_for(lane, options.guards)
+    )
     return LaneRun(
         lane.name,
         LaneStatus.RAN,
@@ -293,7 +309,23 @@ def run_lane(
         seconds=time.monotonic() - started,
         isolation="launcher" if launcher is not None else "process",
         note=_launcher_note(launcher),
+        guards=guarded,
     )
+
+
+def _run_guard(
+    lane: Lane, guard: ShimManifest, env: envs.LaneEnv, options: RunOptions, progress: Progress
+) -> GuardRun:
+    """A retired shim's reproducer, without a shim (there is none), in its own interpreter."""
+    record = _run_mode(
+        lane, guard.id, {guard.id: guard}, Mode.WITHOUT, env, None, options, progress
+    )
+    if options.on_record is not None:
+        options.on_record(record)
+    outcome, why = judge_guard(record)
+    word = "REGRESSED" if outcome == "regressed" else outcome
+    progress(lane.name, f"guard {guard.id}: {record.sentinel or record.outcome} — {word}")
+    return GuardRun(lane.name, guard.id, outcome, why, record)
 
 
 def _launcher_note(launcher: Launcher | None) -> str:
@@ -562,6 +594,11 @@ def summary_table(runs: list[LaneRun]) -> str:
     for run in runs:
         if run.status != LaneStatus.RAN:
             lines.append(f"{run.lane}: {run.status} — {run.why}")
+    # a regressed guard leads nothing less than the table: it is the loudest line
+    for run in runs:
+        for found in run.guards:
+            word = "REGRESSED" if found.outcome == "regressed" else str(found.outcome)
+            lines.append(f"guard {found.guard} in lane {run.lane}: {word} — {found.why}")
     return "\n".join(line.rstrip() for line in lines)
 
 
@@ -576,6 +613,7 @@ def to_summary(run: LaneRun) -> dict:
         "isolation": run.isolation,
         "note": run.note,
         "shims": [{"shim": s.shim, "outcome": s.outcome, "why": s.why} for s in run.shims],
+        "guards": [{"guard": g.guard, "outcome": g.outcome, "why": g.why} for g in run.guards],
     }
 
 
@@ -592,4 +630,8 @@ def from_summary(data: dict) -> LaneRun:
         seconds=data.get("seconds", 0.0),
         isolation=data.get("isolation", "process"),
         note=data.get("note", ""),
+        guards=tuple(
+            GuardRun(data["lane"], g["guard"], g["outcome"], g.get("why", ""))
+            for g in data.get("guards", [])
+        ),
     )

@@ -1,0 +1,177 @@
+"""Guards for real: a shim retired through a real branch (git, uv against a loopback index) keeps
+its reproducer; a bump that brings the bug back fails the lane loudly, and `shim restore` brings
+the patch back from git history so the lane passes again."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import textwrap
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from retire.branches import autodrop
+from retire.branches.autodrop import DropPlan
+from retire.branches.bump import bump
+from retire.core.errors import InputError
+from shims.manifest import parse_manifest
+from tests.conftest import run_cli
+from tests.support import shimtree
+from tests.support.gitrepos import git
+from tests.support.index import IndexServer, PackageIndex
+from tests.support.wheels import build_wheel
+
+
+def toylib(folder: Path, version: str, *, fixed: bool) -> Path:
+    source = (
+        f'__version__ = "{version}"\n\ndef add(a, b):\n    return a {"+" if fixed else "-"} b\n'
+    )
+    return build_wheel(folder, "toylib", version, files={"toylib.py": source})
+
+
+LANE = """\
+[lane]
+python = "3.11"
+requirements = ["toylib"]
+shims = ["toy"]
+
+[lane.indexes.main]
+url = "@MAIN@"
+default = true
+"""
+
+
+@pytest.fixture
+def shop(tmp_path):
+    """A project in git: lane cpu locks toylib 1.0 (add() subtracts) and carries shim toy."""
+    root, wheels = tmp_path / "shop", tmp_path / "wheels"
+    index = PackageIndex()
+    index.add(toylib(wheels, "1.0", fixed=False), "2026-01-05")
+    with IndexServer(index) as server:
+        (root / "lanes").mkdir(parents=True)
+        (root / "lanes" / "cpu.toml").write_text(LANE.replace("@MAIN@", server.url))
+        shimtree.write_shim(root / "shims", "toy")
+        (root / ".gitignore").write_text(".patchlane/\n__pycache__/\nvalidation/\n")
+        assert run_cli(root, "lock")[0] == 0
+        git(root, "init", "--quiet", "-b", "main")
+        git(root, "add", "-A")
+        git(root, "commit", "--quiet", "-m", "a shop")
+        yield root, index, wheels
+
+
+def _summary(root: Path, run_id: str) -> dict:
+    return json.loads((root / ".patchlane" / "runs" / run_id / "cpu.json").read_text())
+
+
+@pytest.mark.slow
+def test_a_retired_shim_guards_regresses_after_a_bump_and_is_restored(shop, capsys):
+    root, index, wheels = shop
+    index.add(toylib(wheels, "1.1", fixed=True), "2026-02-05")
+    base = git(root, "rev-parse", "HEAD")
+    plan = DropPlan("toy", "toylib 1.1 fixed add().", {"toylib": "1.1"}, "", ())
+    [outcome] = autodrop.apply(root, [plan], open_prs=False)
+    assert outcome.status == "proposed", outcome.reason
+    git(root, "merge", "--quiet", "--ff-only", outcome.branch)
+
+    # the patch is gone, the reproducer and manifest stay as a guard of the lane that carried it
+    folder = root / "shims" / "toy"
+    assert not (folder / "patch.py").exists() and (folder / "reproduce.py").is_file()
+    guard = tomllib.loads((folder / "manifest.toml").read_text())["guard"]
+    assert guard["status"] == "guarding" and guard["lanes"] == ["cpu"]
+    assert guard["patch-commit"] == base and guard["reason"] == "toylib 1.1 fixed add()."
+    assert "toy" not in (root / "lanes" / "cpu.toml").read_text().split("shims")[1]
+
+    # the lane runs the guard without a shim: it holds
+    code, out, err = run_cli(root, "run", "--run-id", "holds", capsys=capsys)
+    assert code == 0, out + err
+    assert _summary(root, "holds")["guards"][0]["outcome"] == "holding"
+
+    # upstream breaks add() again; the bump takes it
+    index.add(toylib(wheels, "1.2", fixed=False), "2026-03-05")
+    result = bump(root, now=dt.datetime(2026, 12, 1, tzinfo=dt.UTC), release_notes_links=False)
+    assert result.status == "proposed", result.reason
+    [lane] = result.lanes
+    assert ("toy", "regressed", "holding") in lane.outcomes
+    body = Path(result.body_path).read_text()
+    assert "Guards that regressed" in body and "`toy` on lane `cpu`" in body
+    git(root, "merge", "--quiet", "--ff-only", result.branch)
+
+    # the lane fails loudly, --strict or not
+    for extra in ((), ("--strict",)):
+        code, out, err = run_cli(root, "run", "--run-id", "broke", *extra, capsys=capsys)
+        assert code == 1
+        assert "lane[cpu]::guard::toy FAILED" in out and "guard REGRESSED" in out
+        assert "REGRESSED: guard toy reproduces again in lane cpu" in err
+    assert _summary(root, "broke")["guards"][0]["outcome"] == "regressed"
+
+    # one step brings the patch back from history; the lane passes with the shim
+    code, out, _ = run_cli(root, "shim", "restore", "toy", capsys=capsys)
+    assert code == 0 and f"patch.py from {base[:12]}" in out
+    assert (folder / "patch.py").read_text() == textwrap.dedent(shimtree.TOY_PATCH)
+    assert "guard" not in tomllib.loads((folder / "manifest.toml").read_text())
+    assert tomllib.loads((root / "lanes" / "cpu.toml").read_text())["lane"]["shims"] == ["toy"]
+    code, out, _ = run_cli(root, "run", "--run-id", "restored", capsys=capsys)
+    assert code == 0, out
+    summary = _summary(root, "restored")
+    assert summary["shims"] == [
+        {"shim": "toy", "outcome": "needed", "why": summary["shims"][0]["why"]}
+    ]
+    assert summary["guards"] == []
+
+
+@pytest.mark.slow
+def test_a_dropped_guard_stops_running_with_its_reason(shop, capsys):
+    root, index, wheels = shop
+    index.add(toylib(wheels, "1.1", fixed=True), "2026-02-05")
+    plan = DropPlan("toy", "fixed", {"toylib": "1.1"}, "", ())
+    [outcome] = autodrop.apply(root, [plan], open_prs=False)
+    git(root, "merge", "--quiet", "--ff-only", outcome.branch)
+    with pytest.raises(SystemExit) as refused:
+        run_cli(root, "shim", "drop", "toy", capsys=capsys)
+    assert refused.value.code == 2 and "--reason" in capsys.readouterr().err
+    code, _, err = run_cli(root, "shim", "drop", "toy", "--reason", " ", capsys=capsys)
+    assert code == 2 and "--reason: is empty" in err
+    code, _, _ = run_cli(
+        root, "shim", "drop", "toy", "--reason", "covered by toylib's own tests", capsys=capsys
+    )
+    guard = tomllib.loads((root / "shims/toy/manifest.toml").read_text())["guard"]
+    assert code == 0 and guard["status"] == "dropped"
+    assert guard["drop-reason"] == "covered by toylib's own tests"
+    assert run_cli(root, "run", "--run-id", "after", capsys=capsys)[0] == 0
+    assert _summary(root, "after")["guards"] == []
+    # only a guard can be restored
+    code, _, err = run_cli(root, "shim", "restore", "nothing", capsys=capsys)
+    assert code == 2 and "is not a guard" in err
+
+
+GUARDED = shimtree.manifest_text("toy") + textwrap.dedent("""
+    [guard]
+    status = "guarding"
+    retired = 2026-11-01
+    reason = "toylib 1.1 fixed add()"
+    patch-commit = "0123456789abcdef0123456789abcdef01234567"
+    lanes = ["cpu"]
+    """)
+
+
+@pytest.mark.parametrize(
+    ("change", "key"),
+    [
+        (('patch-commit = "0123', 'patch-commit = "XYZ'), "guard.patch-commit"),
+        (('status = "guarding"', 'status = "gone"'), "guard.status"),
+        (('lanes = ["cpu"]', 'lanes = ["CPU lane"]'), "guard.lanes[0]"),
+        (('status = "guarding"', 'status = "dropped"'), "guard.dropped"),
+        (("retired = 2026-11-01", 'retired = "soon"'), "guard.retired"),
+        (('lanes = ["cpu"]', 'lanes = ["cpu"]\nwhen = 1'), "guard"),
+        (('status = "guarding"', 'status = "guarding"\ndrop-reason = "x"'), "guard.status"),
+    ],
+)
+def test_bad_guard_tables_are_one_line_errors(change, key):
+    good = parse_manifest(GUARDED, Path("shims/toy/manifest.toml"))
+    assert good.guard is not None and good.guard.guarding and good.guard.lanes == ("cpu",)
+    with pytest.raises(InputError) as caught:
+        parse_manifest(GUARDED.replace(*change), Path("shims/toy/manifest.toml"))
+    message = str(caught.value)
+    assert "\n" not in message and f": {key}" in message, message
