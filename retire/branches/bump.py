@@ -30,9 +30,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from retire.branches import proposals
+from retire.bisect.budget import Budget, Meter
+from retire.bisect.culprit import Culprit
+from retire.branches import breaks, proposals
 from retire.branches.proposals import BranchStatus
 from retire.core import uv
+from retire.core.atomic import atomic_write
 from retire.core.errors import InputError
 from retire.core.git import Git, toplevel
 from retire.core.project import Project
@@ -76,6 +79,8 @@ class LaneBump:
     outcomes: tuple[tuple[str, str, str | None], ...] = ()
     # (package, release-notes URL) where the index names them
     notes: tuple[tuple[str, str], ...] = ()
+    # what broke between the old lock and the new, and which change did it (retire.branches.breaks)
+    culprits: tuple[Culprit, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", BumpStatus(self.status))
@@ -188,18 +193,8 @@ def pr_body(
         "",
     ]
     candidates, broken = retirement_candidates(result_lanes), newly_broken(result_lanes)
-    regressed = regressed_guards(result_lanes)
-    if regressed:
-        # a retired bug that is back leads: `patchlane shim restore` brings its patch back
-        lines += [
-            "### Guards that regressed",
-            *[
-                f"- `{guard}` on lane `{lane}`: the retired bug reproduces again — "
-                f"`patchlane shim restore {guard}`"
-                for lane, guard in regressed
-            ],
-            "",
-        ]
+    lines += breaks.breaks_markdown({lane.lane: lane.culprits for lane in result_lanes})
+    lines += breaks.regressed_markdown(regressed_guards(result_lanes))
     if candidates:
         lines += [
             "### Shims that became retirement candidates",
@@ -276,6 +271,10 @@ class _BumpRequest:
     # where every re-lock finds revisions and indexes (the command's --mirrors, --index-url)
     mirrors: MirrorLookup | None = None
     host: uv.HostIndexes | None = None
+    # what the culprit searches of newly broken lanes may spend (None: breaks.DEFAULT_BUDGET)
+    culprit_budget: Budget | None = None
+    # where culprit searches keep their environments and cached runs: the checkout's state
+    state: Path | None = None
 
 
 def _files_of(lanes: Iterable[Lane]) -> dict[str, list[Lane]]:
@@ -397,6 +396,11 @@ def _edit(work: Path, request: _BumpRequest, out: _Work) -> str | None:
     old_locks = {
         name: locking.read_lock(locking.lock_path(project.locks_dir, name)) for name in before
     }
+    old_bytes = {
+        name: path.read_bytes()
+        for name in before
+        if (path := locking.lock_path(project.locks_dir, name)).is_file()
+    }
     rolled = _roll(work, request, before)
     after: dict[str, Lane] = {lane.name: lane for lane in lanefile.project_lanes(project)}
     results = _relock(request, after, rolled, project.locks_dir)
@@ -414,6 +418,7 @@ def _edit(work: Path, request: _BumpRequest, out: _Work) -> str | None:
         return None
     if request.run_suites:
         bumps = _run_suites(work, bumps, after, list(request.records), request.say, out)
+        bumps = _find_breaks(work, request, bumps, after, old_bytes)
     out.lanes = bumps
     return _commit_message(bumps, request.cutoff)
 
@@ -469,6 +474,43 @@ def _run_suites(
     return updated
 
 
+def _find_breaks(
+    work: Path,
+    request: _BumpRequest,
+    bumps: list[LaneBump],
+    lanes: Mapping[str, Lane],
+    old_bytes: Mapping[str, bytes],
+) -> list[LaneBump]:
+    """The culprit of every outcome the bump turned from clean to broken, within the budget."""
+    project = Project(work)
+    state = Project(request.state or work)
+    subjects = {**project.manifests(), **project.guards()}
+    meter = Meter(request.culprit_budget or breaks.DEFAULT_BUDGET)
+    updated = []
+    for bump in bumps:
+        broken = [
+            (subjects[s], m) for s, m in breaks.broken_subjects(bump.outcomes) if s in subjects
+        ]
+        if not broken or bump.lane not in old_bytes:
+            updated.append(bump)
+            continue
+        old_lock = state.inside(".patchlane", "culprit", bump.lane, "old", "pylock.toml")
+        atomic_write(old_lock, old_bytes[bump.lane], within=state.root)
+        found = breaks.find_breaks(
+            state,
+            lanes[bump.lane],
+            old_lock,
+            locking.read_lock(locking.lock_path(project.locks_dir, bump.lane)),
+            broken,
+            meter=meter,
+            on_record=lambda record: validation.append(project.validation, [record]),
+            say=request.say,
+        )
+        breaks.record(project, found)
+        updated.append(dataclasses.replace(bump, culprits=found))
+    return updated
+
+
 def bump(
     root: Path,
     *,
@@ -486,6 +528,7 @@ def bump(
     say: Callable[[str], None] = lambda line: None,
     mirrors: MirrorLookup | None = None,
     host: uv.HostIndexes | None = None,
+    culprit_budget: Budget | None = None,
 ) -> BumpResult:
     """Propose the bump branch (the module docstring says how). ``mirrors`` and ``host`` reach
     every re-lock: this host's git mirrors for lanes pinned to revisions, the index URLs."""
@@ -509,7 +552,7 @@ def bump(
         fetcher = Fetcher(client) if release_notes_links else None
         request = _BumpRequest(
             tuple(selected), upgrades, cutoff, run_suites, base_commit, records, say, fetcher,
-            mirrors, host,
+            mirrors, host, culprit_budget, repo,
         )  # fmt: skip
         made = proposals.propose_branch(
             repo,
