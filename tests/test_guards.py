@@ -106,6 +106,19 @@ def test_a_retired_shim_guards_regresses_after_a_bump_and_is_restored(shop, caps
         assert "REGRESSED: guard toy reproduces again in lane cpu" in err
     assert _summary(root, "broke")["guards"][0]["outcome"] == "regressed"
 
+    # the weekly report leads with it, in every format
+    code, _, _ = run_cli(root, "report", "--no-probe", "--week", "2026-W48", capsys=capsys)
+    assert code == 0
+    markdown = (root / "reports" / "2026-W48.md").read_text()
+    assert markdown.startswith("## Regressions\n")
+    assert "| `cpu` | `toy` | guard regressed — `patchlane shim restore toy` |" in markdown
+    page = (root / "reports" / "2026-W48.html").read_text()
+    assert page.index('id="regressions"') < page.index("<h2>", page.index("</section>"))
+    document = json.loads((root / "reports" / "2026-W48.json").read_text())
+    assert [(r["lane"], r["subject"], r["kind"]) for r in document["regressions"]] == [
+        ("cpu", "toy", "guard-regressed")
+    ]
+
     # one step brings the patch back from history; the lane passes with the shim
     code, out, _ = run_cli(root, "shim", "restore", "toy", capsys=capsys)
     assert code == 0 and f"patch.py from {base[:12]}" in out

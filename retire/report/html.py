@@ -12,6 +12,7 @@ import datetime as _dt
 import re
 from html import escape
 
+from retire.report import regressions
 from retire.report.mdhtml import code_spans
 from retire.report.mdhtml import to_html as markdown_html
 from retire.report.model import (
@@ -855,6 +856,7 @@ def to_html(report: Report) -> str:
                 f"{report.as_of.isoformat()} · "
                 f"generated {_e(report.generated_at)} · {_e(since)}</p></header>"
             ),
+            regressions.to_html(report.regressions),
             _cards(report),
             _notes(report),
             _attention(report),

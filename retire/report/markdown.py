@@ -8,7 +8,7 @@ no attention, and a note points at the HTML and JSON files that always hold ever
 
 from __future__ import annotations
 
-from retire.report import vocabulary
+from retire.report import regressions, vocabulary
 from retire.report.evidence import summarise_verdict
 from retire.report.mdhtml import code_spans
 from retire.report.model import (
@@ -93,6 +93,7 @@ def to_json(report: Report) -> dict:
             for row, lane in report.blocked
         ],
         "bisections": report.bisections.to_json() if report.bisections is not None else None,
+        "regressions": regressions.to_json(report.regressions),
     }
 
 
@@ -574,7 +575,10 @@ def to_markdown(
 ) -> str:
     """A GitHub issue body: headline, attention list, tables, matrix, changes, burn-down and a
     collapsible evidence section per shim; trimmed (with a note) to stay under ``limit``."""
-    head = _headline_md(report) + _attention_md(report)
+    # what broke again leads: a regressed guard is the week's most urgent news
+    head = (
+        regressions.to_markdown(report.regressions) + _headline_md(report) + _attention_md(report)
+    )
     tail = (
         _blocked_md(report)
         + _bisections_md(report)

@@ -36,10 +36,14 @@ import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from retire.evidence.validation import FAILING, ShimOutcome
 from retire.probes.records import is_bisection
 from retire.verdicts.model import ConditionState, Decision, FlagKind, LaneStep, LaneVerdict
+
+if TYPE_CHECKING:
+    from retire.report.regressions import Regression
 
 __all__ = [
     "CELL_OUTCOMES",
@@ -502,6 +506,8 @@ class Report:
     verdicts: tuple[dict[str, object], ...] = field(default=(), compare=False)
     # the candidate bisections run for this report (None: none were asked for)
     bisections: Bisections | None = None
+    # what broke again (retire.report.regressions): the section that leads the report
+    regressions: tuple[Regression, ...] = ()
 
     @property
     def attention(self) -> tuple[ShimRow, ...]:

@@ -1,0 +1,148 @@
+"""The weekly report's "Regressions" section: what broke again, and which change did it.
+
+Pure: from the guards (retired shims' reproducers), the validation records and the culprits
+recorded by bumps (``validation/culprits.jsonl``, :mod:`retire.branches.breaks`):
+
+- every guard whose latest run in a lane that it guards reproduces the bug (*regressed*), with the
+  way back (``patchlane shim restore ID``);
+- every culprit recorded for a lane whose latest run of that shim or guard is still broken.
+
+The section leads the report in every format; each renderer is one small function here
+(:func:`to_markdown`, :func:`to_html`, :func:`to_json`), called once by the report's own.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from retire.evidence.validation import Mode, RunOutcome, ValidationRecord
+from shims.model import ShimManifest
+
+__all__ = ["Regression", "find_regressions", "read_culprits", "to_html", "to_json", "to_markdown"]
+
+
+@dataclass(frozen=True)
+class Regression:
+    """One (lane, shim or guard) that broke again."""
+
+    lane: str
+    subject: str
+    # guard-regressed | newly-broken
+    kind: str
+    # when the latest broken run started (UTC ISO)
+    since: str
+    # the culprit's one line, when a search found one
+    culprit: str | None = None
+    # what to do
+    action: str = ""
+
+
+def read_culprits(path: Path) -> list[dict]:
+    """The recorded culprits (a damaged line is skipped: the report still renders)."""
+    if not path.is_file():
+        return []
+    found = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict) and isinstance(item.get("line"), str):
+            found.append(item)
+    return found
+
+
+def _latest(records: Iterable[ValidationRecord]) -> dict[tuple[str, str, str], ValidationRecord]:
+    latest: dict[tuple[str, str, str], ValidationRecord] = {}
+    for record in sorted(records, key=lambda r: r.started_at):
+        latest[(record.lane, record.shim, record.mode)] = record
+    return latest
+
+
+def find_regressions(
+    guards: Sequence[ShimManifest], records: Sequence[ValidationRecord], culprits: Sequence[dict]
+) -> tuple[Regression, ...]:
+    """Regressed guards first, then the other recorded culprits whose lane is still broken."""
+    latest = _latest(records)
+    named: dict[tuple[str, str], dict] = {
+        (str(c.get("lane")), str(c.get("subject"))): c for c in culprits
+    }
+    found: list[Regression] = []
+    for guard in sorted(guards, key=lambda g: g.id):
+        if guard.guard is None or not guard.guard.guarding:
+            continue
+        for lane in guard.guard.lanes:
+            record = latest.get((lane, guard.id, Mode.WITHOUT))
+            if record is None or record.outcome != RunOutcome.BUG_REPRODUCED:
+                continue
+            blamed = named.pop((lane, guard.id), None)
+            found.append(
+                Regression(
+                    lane,
+                    guard.id,
+                    "guard-regressed",
+                    record.started_at,
+                    blamed["line"] if blamed else None,
+                    f"patchlane shim restore {guard.id}",
+                )
+            )
+    for (lane, subject), culprit in sorted(named.items()):
+        mode = str(culprit.get("mode") or Mode.WITHOUT)
+        record = latest.get((lane, subject, mode))
+        if record is None or record.outcome != RunOutcome.BUG_REPRODUCED:
+            continue
+        found.append(
+            Regression(lane, subject, "newly-broken", record.started_at, culprit["line"], "")
+        )
+    return tuple(found)
+
+
+def to_markdown(regressions: Sequence[Regression]) -> list[str]:
+    if not regressions:
+        return []
+    lines = ["## Regressions", "", "| lane | shim or guard | what | culprit | since |"]
+    lines.append("|---|---|---|---|---|")
+    for r in regressions:
+        what = "guard regressed" if r.kind == "guard-regressed" else "newly broken"
+        what += f" — `{r.action}`" if r.action else ""
+        lines.append(
+            f"| `{r.lane}` | `{r.subject}` | {what} | {r.culprit or 'not searched yet'} | "
+            f"{r.since[:10]} |"
+        )
+    return [*lines, ""]
+
+
+def to_html(regressions: Sequence[Regression]) -> str:
+    if not regressions:
+        return ""
+    e = html.escape
+    rows = "".join(
+        f"<tr><td><code>{e(r.lane)}</code></td><td><code>{e(r.subject)}</code></td>"
+        f"<td>{'guard regressed' if r.kind == 'guard-regressed' else 'newly broken'}"
+        f"{' — <code>' + e(r.action) + '</code>' if r.action else ''}</td>"
+        f"<td>{e(r.culprit or 'not searched yet')}</td><td>{e(r.since[:10])}</td></tr>"
+        for r in regressions
+    )
+    return (
+        '<section id="regressions"><h2>Regressions</h2><table><thead><tr><th>lane</th>'
+        "<th>shim or guard</th><th>what</th><th>culprit</th><th>since</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table></section>"
+    )
+
+
+def to_json(regressions: Sequence[Regression]) -> list[dict]:
+    return [
+        {
+            "lane": r.lane,
+            "subject": r.subject,
+            "kind": r.kind,
+            "since": r.since,
+            "culprit": r.culprit,
+            "action": r.action,
+        }
+        for r in regressions
+    ]
