@@ -287,3 +287,29 @@ def test_a_nightly_lanes_culprit_is_a_dated_build(tmp_path, capsys):
         [culprit] = lane_bump.culprits
         assert culprit.line() == ("beta 2.0.dev20261123 breaks toy in lane cpu (dev20261122 clean)")
         assert culprit.line() in Path(result.body_path).read_text()
+
+
+@pytest.mark.slow
+def test_a_committed_nightly_move_is_blamed_by_the_culprit_command(tmp_path, capsys):
+    stable, nightly = PackageIndex(), PackageIndex()
+    with IndexServer(stable) as main_server, IndexServer(nightly) as nightly_server:
+        lane = NIGHTLY_LANE.replace("@NIGHTLY@", nightly_server.url)
+        shop = Shop(tmp_path, stable, main_server.url, lane)
+        shop.add("alpha", "1.0", "2026-01-01")
+        shop.add("gamma", "1.0", "2026-01-01")
+        shop.index = nightly
+        shop.add("beta", "2.0.dev20261120", "2026-11-20")
+        shop.start(capsys)
+        for day, ok in (("21", True), ("22", False), ("23", False)):
+            shop.add("beta", f"2.0.dev202611{day}", f"2026-11-{day}", ok=ok)
+        # the nightly moves by hand: a re-lock, committed
+        assert run_cli(shop.root, "lock", "--upgrade", capsys=capsys)[0] == 0
+        git(shop.root, "commit", "--quiet", "-am", "nightly move")
+        code, out, _ = run_cli(shop.root, "culprit", "cpu", "toy", capsys=capsys)
+        line = "beta 2.0.dev20261122 breaks toy in lane cpu (dev20261121 clean)"
+        assert code == 0 and out.rstrip().endswith(line)
+        recorded = (shop.root / "validation" / "culprits.jsonl").read_text().splitlines()
+        assert json.loads(recorded[-1])["line"] == line
+        # a lane that is not broken has no culprit: exit 1, said in one line
+        code, out, _ = run_cli(shop.root, "culprit", "cpu", "toy", "--since", "HEAD", capsys=capsys)
+        assert code == 1 and "no culprit for toy in lane cpu" in out

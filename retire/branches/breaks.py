@@ -130,3 +130,39 @@ def regressed_markdown(regressed: Sequence[tuple[str, str]]) -> list[str]:
         ],
         "",
     ]
+
+
+def old_lock_at(project: Project, lane: str, rev: str | None) -> tuple[bytes, str]:
+    """The lane's lock as commit ``rev`` holds it, and the revision read. Without ``rev``: ``HEAD``
+    when the lock in the checkout differs from it (a hand edit, a re-lock not committed), else the
+    parent of the last commit that changed it (a committed nightly move)."""
+    from retire.core.errors import InputError
+    from retire.core.git import Git, GitError
+    from retire.locks import locking
+
+    path = locking.lock_path(project.locks_dir, lane)
+    repo = Git(project.root)
+    try:
+        relative = path.resolve().relative_to(repo.toplevel().resolve()).as_posix()
+        if rev is None:
+            head = repo.run("show", f"HEAD:{relative}", check=False)
+            if not path.is_file() or head.strip() != path.read_text(encoding="utf-8").strip():
+                rev = "HEAD"
+            else:
+                touched = repo.commits_touching(relative)
+                if not touched:
+                    raise InputError(
+                        None,
+                        "--since",
+                        f"no commit changed {relative}",
+                        "name one with --since REV",
+                    )
+                rev = f"{touched[0][0]}^"
+        return (repo.run("show", f"{rev}:{relative}") + "\n").encode(), rev
+    except GitError as exc:
+        raise InputError(
+            None,
+            "--since",
+            f"cannot read lane {lane}'s old lock: {exc}",
+            "name a commit that holds it, e.g. --since HEAD~1",
+        ) from None

@@ -38,6 +38,7 @@ REGISTRY = (
     "mirrors",
     "verdicts",
     "bisect",
+    "culprit",
     "report",
     "retire",
     "bump",
