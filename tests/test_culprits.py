@@ -313,3 +313,38 @@ def test_a_committed_nightly_move_is_blamed_by_the_culprit_command(tmp_path, cap
         # a lane that is not broken has no culprit: exit 1, said in one line
         code, out, _ = run_cli(shop.root, "culprit", "cpu", "toy", "--since", "HEAD", capsys=capsys)
         assert code == 1 and "no culprit for toy in lane cpu" in out
+
+
+def test_pack_new_starts_a_new_report_from_a_culprit_behind_the_gate(tmp_path, capsys):
+    from retire.packs.model import parse_pack_spec
+
+    root = tmp_path
+    shimtree.write_shim(root / "shims", "toy")
+    (root / "lanes").mkdir()
+    culprit = {
+        "lane": "nightly",
+        "subject": "toy",
+        "mode": "without",
+        "status": "found",
+        "line": "toylib 2.0.dev20261124 breaks toy in lane nightly (dev20261123 clean)",
+        "packages": [{"name": "toylib", "old": "2.0.dev20261120", "new": "2.0.dev20261125"}],
+        "last_clean": "2.0.dev20261123",
+        "first_broken": "2.0.dev20261124",
+        "commit": {"sha": "b" * 40, "pr": "#7"},
+    }
+    (root / "validation").mkdir()
+    (root / "validation" / "culprits.jsonl").write_text(json.dumps(culprit) + "\n")
+    args = ("pack", "new", "toy", "--from-culprit", "nightly", "--category", "kernel-numerics")
+    code, _, err = run_cli(root, *args[:3], "--from-culprit", "cpu", *args[5:], capsys=capsys)
+    assert code == 2 and "no culprit recorded for toy in lane cpu" in err
+    code, out, _ = run_cli(root, *args, "--repository", "toy/toylib", capsys=capsys)
+    assert code == 0 and culprit["line"] in out
+    text = (root / "shims" / "toy" / "pack.toml").read_text()
+    assert "Regressed in toylib 2.0.dev20261124 (toylib 2.0.dev20261123 clean)" in text
+    assert f"first broken commit {'b' * 40} (#7)" in text
+    spec = parse_pack_spec(text, "shims/toy/pack.toml", "toy")
+    assert spec.against == "toylib==2.0.dev20261124" and spec.upstream.state == "new-report"
+    assert spec.command.startswith("uv run --no-project --with toylib==2.0.dev20261124 python")
+    # the human gate: not searched yet, so not ready, and never overwritten
+    assert spec.upstream.searched is None
+    assert run_cli(root, *args, capsys=capsys)[0] == 2
