@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from bench import row
@@ -103,7 +104,7 @@ def _bound(n: int) -> int:
 
 
 def run() -> list[dict]:
-    from retire.bisect import bisect, list_releases, project_bounds
+    from retire.bisect import BisectOptions, bisect, list_releases, project_bounds
     from tests.support.index import IndexServer
 
     with tempfile.TemporaryDirectory(prefix="patchlane-bench-bisect-") as scratch:
@@ -113,26 +114,30 @@ def run() -> list[dict]:
             manifest = project.manifests()[SHIM]
             versions, yanked = list_releases(server.url, "toylib")
             bounds = project_bounds(project, manifest, versions)
-            options = {
-                "yanked": yanked,
-                "index_url": server.url,
-                "cache_dir": work / "cache",
-                "work_dir": work / "envs",
-                "record_to": project.validation,
-            }
+            options = BisectOptions(
+                yanked=frozenset(yanked),
+                bounds=bounds,
+                index_url=server.url,
+                cache_dir=work / "cache",
+                work_dir=work / "envs",
+                record_to=project.validation,
+            )
             started = time.perf_counter()
-            cold = bisect(manifest, versions, bounds=bounds, **options)
+            cold = bisect(manifest, versions, options)
             cold_s = time.perf_counter() - started
             started = time.perf_counter()
-            warm = bisect(
-                manifest, versions, bounds=project_bounds(project, manifest, versions), **options
-            )
+            warm_bounds = project_bounds(project, manifest, versions)
+            warm = bisect(manifest, versions, replace(options, bounds=warm_bounds))
             warm_s = time.perf_counter() - started
             every = bisect(
                 manifest,
                 versions,
-                bounds=project_bounds(project, manifest, versions, every=True),
-                **{**options, "cache_dir": work / "cache-all", "record_to": None},
+                replace(
+                    options,
+                    bounds=project_bounds(project, manifest, versions, every=True),
+                    cache_dir=work / "cache-all",
+                    record_to=None,
+                ),
             )
     n, n_all = cold.releases_available, every.releases_available
     correct = cold.status == "found" and cold.first_fixed == f"1.{FIXED_FROM}"

@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 import bench
+from retire.evidence.floor import Floor
 from retire.evidence.validation import ValidationRecord
 from retire.evidence.values import ProbeFailure
 from retire.lanes.model import Lane
@@ -37,7 +38,7 @@ from retire.verdicts.model import (
     Verdict,
 )
 from shims.manifest import parse_manifest
-from shims.model import FIX_CLASSES, ShimManifest
+from shims.model import FIX_CLASSES, ConditionKind, ShimManifest
 
 SHIMS, LANES = 500, 50
 NOW = _dt.datetime(2026, 11, 18, 12, 0, tzinfo=_dt.UTC)
@@ -168,10 +169,12 @@ def _verdicts(
         fails = ConditionState.FAILS
         conditions = (
             ConditionResult(
-                "version-floor", fails, f"no release of {m.target.distribution} inside >=2.0"
+                ConditionKind.VERSION_FLOOR,
+                fails,
+                f"no release of {m.target.distribution} inside >=2.0",
             ),
             ConditionResult(
-                "reproducer-clean", fails, "BUG_REPRODUCED without the shim on lane-01"
+                ConditionKind.REPRODUCER_CLEAN, fails, "BUG_REPRODUCED without the shim on lane-01"
             ),
         )
         failures = (
@@ -188,7 +191,9 @@ def _verdicts(
                 lanes=listing,
                 conditions=conditions,
                 failures=failures,
-                floors=(f"{m.target.distribution}>=2.0",) if decision is Decision.RETIRE else (),
+                floors=(Floor.parse(f"{m.target.distribution}>=2.0"),)
+                if decision is Decision.RETIRE
+                else (),
             )
         )
     return out

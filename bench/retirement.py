@@ -29,6 +29,7 @@ from bench._universe import isolated_uv, uv_cache
 from retire.branches import autodrop
 from retire.branches.dropplan import DropPlan
 from retire.core.git import Git
+from retire.evidence.floor import Floor
 from retire.lanes import lanefile
 from retire.lanes.model import Lane, LanePolicy
 from retire.locks import locking
@@ -109,7 +110,7 @@ def _lane_verdict(lane: Lane, lib: str, floor: str, locks_dir: Path) -> LaneVerd
         return LaneVerdict(lane.name, LaneStep.DROP, "at the floor", lane.policy, lane.file)
     if lane.policy == LanePolicy.HOLD:
         return LaneVerdict(lane.name, LaneStep.HOLD, "holds", lane.policy, lane.file, until="x")
-    raised = (f"{lib}>={floor}",)
+    raised = (Floor.parse(f"{lib}>={floor}"),)
     return LaneVerdict(lane.name, LaneStep.RAISE, "raise", lane.policy, lane.file, floors=raised)
 
 
@@ -120,7 +121,11 @@ def _plans(root: Path, targets: dict[str, tuple[str, str]]) -> list[DropPlan]:
         steps = tuple(
             _lane_verdict(lane, lib, floor, root / "locks") for lane in lanes if shim in lane.shims
         )
-        out.append(DropPlan(shim, f"{lib} {floor} fixed it", (f"{lib}>={floor}",), lanes=steps))
+        out.append(
+            DropPlan(
+                shim, f"{lib} {floor} fixed it", (Floor.parse(f"{lib}>={floor}"),), lanes=steps
+            )
+        )
     return [p for p in out if p.lanes]
 
 

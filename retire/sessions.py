@@ -9,8 +9,11 @@ one that imports this module; this repository's adds its own test sessions).
     nox -s retire [-- --apply]       the weekly retirement report / auto-drop branches
     nox -s bump                      lockfile bump branch (and PR with a token)
 
-Importing it registers the sessions with nox for the project in the folder nox runs the noxfile
-from. Every session is a thin call into the engine (``python -m retire``) in nox's own Python,
+Importing a session's name registers it with nox (``from retire.sessions import lane, lock``), for
+the project in the folder nox runs the noxfile from: a name the noxfile does not import is not
+registered, so a shop's own ``lock`` session keeps its name, and a noxfile that nox loads a second
+time (``./noxfile.py -l`` runs it as a script, then nox loads it) registers them again. Every
+session is a thin call into the engine (``python -m retire``) in nox's own Python,
 where ``pip install "patchlane[engine]"`` put it; lane environments are built by patchlane with uv.
 """
 
@@ -19,11 +22,23 @@ from __future__ import annotations
 import os
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import nox
+import nox.registry
+from nox._decorators import Func
 
 __all__ = ["ROOT", "RUN_ID", "bump", "lane", "lanes", "lock", "patchlane", "retire", "summary"]
+
+# The sessions, declared for readers and type checkers only: importing one registers it
+# (``__getattr__`` at the end).
+bump: Func
+lane: Func
+lanes: Func
+lock: Func
+retire: Func
+summary: Func
 
 #: The project: nox runs a noxfile from its own folder.
 ROOT = Path.cwd().resolve()
@@ -71,12 +86,48 @@ def patchlane(session: nox.Session, *args: str) -> None:
     session.run(sys.executable, "-m", "retire", "--root", str(ROOT), *args, external=True)
 
 
-@nox.session(venv_backend="none", allow_parallel=True)
-@nox.parametrize("name", LANES)
-def lane(session: nox.Session, name: str) -> None:
+# the problem a lane session said already, so that the others of this process do not repeat it
+_SAID: list[str] = []
+
+
+def _problem(posargs: list[str]) -> str:
+    """Why `patchlane run` would refuse these arguments on every lane: a lane name that is none,
+    a lane file whose shim ids name no shim (one line, as `patchlane run` says it); "" when it
+    would not, or cannot tell here."""
+    import argparse
+
+    from retire.commands import run
+    from retire.core.errors import InputError
+    from retire.core.project import Project
+    from retire.lanes import lanefile
+
+    if LANE_ERROR:
+        return LANE_ERROR
+    parser = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    run.add_arguments(parser)
+    try:
+        named = parser.parse_known_intermixed_args(posargs)[0].lanes
+        lanefile.select(lanefile.project_lanes(Project(ROOT)), named)
+    except (argparse.ArgumentError, SystemExit):
+        # a bad option: `patchlane run` says which
+        return ""
+    except InputError as exc:
+        return str(exc)
+    return ""
+
+
+def _lane(session: nox.Session, name: str) -> None:
     """Build one lane from its lock and run its shim suites (`-- NAME…`: only those lanes)."""
     names = {param.args[0] for param in LANES}
     wanted = [arg for arg in session.posargs if arg in names]
+    # a lane name that is none, a shim id in a lane file that names no shim: said once, by the
+    # first lane session, before any summary is asked for (it would say "no lane results")
+    problem = _problem(session.posargs)
+    if problem:
+        if _SAID:
+            session.skip("see the error above")
+        _SAID.append(problem)
+        session.error(problem)
     if wanted and name not in wanted:
         session.skip(f"not selected ({', '.join(wanted)})")
     # `nox -j N` runs each session in its own process with --no-dependencies, where nox refuses
@@ -92,8 +143,7 @@ def lane(session: nox.Session, name: str) -> None:
     patchlane(session, "run", name, "--run-id", RUN_ID, *options)
 
 
-@nox.session(venv_backend="none", default=False)
-def summary(session: nox.Session) -> None:
+def _summary(session: nox.Session) -> None:
     """The lane × shim table of this invocation's lane sessions (run after them); none after an
     interrupted lane."""
     from retire.core.project import Project
@@ -103,27 +153,48 @@ def summary(session: nox.Session) -> None:
     patchlane(session, "summary", "--run-id", RUN_ID)
 
 
-@nox.session(venv_backend="none", default=False)
-def lanes(session: nox.Session) -> None:
+def _lanes(session: nox.Session) -> None:
     """List the expanded lanes and the state of their locks."""
     patchlane(session, "lanes", *session.posargs)
 
 
-@nox.session(venv_backend="none", default=False)
-def lock(session: nox.Session) -> None:
+def _lock(session: nox.Session) -> None:
     """Lock every lane (or `-- NAME…`); `-- --check` fails on stale locks;
     `--upgrade[-package]`."""
     patchlane(session, "lock", *session.posargs)
 
 
-@nox.session(venv_backend="none", default=False)
-def retire(session: nox.Session) -> None:
+def _retire(session: nox.Session) -> None:
     """The weekly retirement report; `-- --apply` proposes one branch per retire verdict."""
     patchlane(session, "retire", *session.posargs)
 
 
-@nox.session(venv_backend="none", default=False)
-def bump(session: nox.Session) -> None:
+def _bump(session: nox.Session) -> None:
     """Lockfile bump: re-lock with upgrades on a branch (`-- LANE…`, `--package NAME`, `--cooldown
     N`)."""
     patchlane(session, "bump", *session.posargs)
+
+
+# name -> the function; only the lanes run by default, and in parallel
+_SESSIONS: dict[str, Callable[..., None]] = {
+    "lane": nox.parametrize("name", LANES)(_lane),
+    "summary": _summary,
+    "lanes": _lanes,
+    "lock": _lock,
+    "retire": _retire,
+    "bump": _bump,
+}
+
+
+def __getattr__(name: str) -> Func:
+    """``from retire.sessions import NAME`` registers session NAME with nox (again, where nox
+    loaded the noxfile anew), and gives it."""
+    if name not in _SESSIONS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    func = _SESSIONS[name]
+    registered = nox.registry.get().get(name)
+    if registered is not None and registered.func is func:
+        return registered
+    lanes = name == "lane"
+    register = nox.session(name=name, venv_backend="none", default=lanes, allow_parallel=lanes)
+    return register(func)

@@ -26,7 +26,11 @@ from shims.model import (
     PATCHLESS_FIX_CLASSES,
     RETIREMENT_MODES,
     UPSTREAM_STATUSES,
+    CommitInTag,
+    ConditionKind,
     Guard,
+    PrReleased,
+    ReproducerClean,
     ReproducerSpec,
     Retirement,
     RetirementCondition,
@@ -34,12 +38,14 @@ from shims.model import (
     Target,
     Upstream,
     UpstreamLink,
+    VersionFloor,
 )
 from shims.tomlreader import Table, Value
 
 # the model's names too (shims.model.__all__): callers import everything about manifests from here
 __all__ = [
     "CONDITION_KINDS",
+    "DISTRIBUTION_NAME",
     "FIX_CLASSES",
     "GUARD_STATUSES",
     "LINKED_STATUSES",
@@ -52,7 +58,11 @@ __all__ = [
     "RUNTIME_DIR",
     "SHIM_ID",
     "UPSTREAM_STATUSES",
+    "CommitInTag",
+    "ConditionKind",
     "Guard",
+    "PrReleased",
+    "ReproducerClean",
     "ReproducerSpec",
     "Retirement",
     "RetirementCondition",
@@ -60,6 +70,7 @@ __all__ = [
     "Target",
     "Upstream",
     "UpstreamLink",
+    "VersionFloor",
     "discover",
     "load_manifest",
     "manifest_paths",
@@ -92,10 +103,10 @@ RESERVED_IDS = _runtime_modules()
 #: The longest shim id: it names a folder, a package and files under it, well under a file
 #: name's 255 bytes.
 MAX_SHIM_ID = 64
-#: What a shim id is (a lowercase identifier, at most :data:`MAX_SHIM_ID` characters) and what a
-#: dotted module name is.
+#: What a shim id is (a lowercase identifier, at most :data:`MAX_SHIM_ID` characters), what a
+#: distribution name is (PEP 508, ASCII only) and what a dotted module name is.
 SHIM_ID = re.compile(rf"[a-z][a-z0-9_]{{0,{MAX_SHIM_ID - 1}}}")
-_DIST = re.compile(r"[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]")
+DISTRIBUTION_NAME = re.compile(r"[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]")
 MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _COMPUTE_CAPABILITY = re.compile(r"[0-9]+\.[0-9]+")
@@ -124,6 +135,10 @@ def manifest_paths(root: str | os.PathLike[str] | None = None) -> list[Path]:
         except FileNotFoundError:
             continue
         for entry in entries:
+            # no shim id starts with a dot: `shim new` builds a shim in a hidden folder beside
+            # its place before moving it in
+            if entry.name.startswith("."):
+                continue
             candidate = Path(entry.path) / "manifest.toml"
             if entry.is_dir() and candidate.is_file():
                 found.append(candidate)
@@ -254,7 +269,7 @@ def _distribution(table: Table, name: str, default: str | None = None) -> str:
     if name not in table and default is not None:
         return default
     value = table.string(name)
-    if not _DIST.fullmatch(value):
+    if not DISTRIBUTION_NAME.fullmatch(value):
         raise table.error(
             name,
             f"not a distribution name: {value!r}",
@@ -310,22 +325,21 @@ def _retirement(table: Table, target: Target) -> Retirement:
 
 
 def _condition(table: Table, target: Target) -> RetirementCondition:
-    kind = table.choice("kind", CONDITION_KINDS)
-    if kind == "version-floor":
+    # an unknown kind is an error here, naming the file and the key: never a guess
+    kind = ConditionKind(table.choice("kind", CONDITION_KINDS))
+    if kind is ConditionKind.VERSION_FLOOR:
         table.check_keys(("kind", "distribution", "version"))
-        return RetirementCondition(
-            kind=kind,
+        return VersionFloor(
             distribution=_distribution(table, "distribution", target.distribution),
             version=table.need("version").specifier(),
         )
-    if kind == "pr-released":
+    if kind is ConditionKind.PR_RELEASED:
         table.check_keys(("kind", "url", "distribution"))
-        return RetirementCondition(
-            kind=kind,
+        return PrReleased(
             url=table.need("url").url(),
             distribution=_distribution(table, "distribution", target.distribution),
         )
-    if kind == "commit-in-tag":
+    if kind is ConditionKind.COMMIT_IN_TAG:
         table.check_keys(("kind", "repository", "commit"))
         commit = table.string("commit")
         if not _COMMIT.fullmatch(commit):
@@ -334,11 +348,9 @@ def _condition(table: Table, target: Target) -> RetirementCondition:
                 f"not a commit sha: {commit!r}",
                 "use the lowercase hex sha (7 to 64 characters)",
             )
-        return RetirementCondition(
-            kind=kind, repository=table.need("repository").url(), commit=commit
-        )
+        return CommitInTag(repository=table.need("repository").url(), commit=commit)
     table.check_keys(("kind",))
-    return RetirementCondition(kind=kind)
+    return ReproducerClean()
 
 
 def _guard(table: Table) -> Guard:
@@ -428,7 +440,7 @@ def _reproducer(table: Table) -> ReproducerSpec:
         fix='write packages = ["torch", "megatron-core"]', empty_ok=False
     )
     for index, package in enumerate(packages):
-        if not _DIST.fullmatch(package):
+        if not DISTRIBUTION_NAME.fullmatch(package):
             raise table.error(
                 f"packages[{index}]",
                 f"not a distribution name: {package!r}",

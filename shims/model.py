@@ -6,8 +6,10 @@
 from __future__ import annotations
 
 import datetime
+import enum
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import ClassVar, TypeAlias
 
 from packaging.specifiers import SpecifierSet
 
@@ -20,7 +22,11 @@ __all__ = [
     "PATCHLESS_FIX_CLASSES",
     "RETIREMENT_MODES",
     "UPSTREAM_STATUSES",
+    "CommitInTag",
+    "ConditionKind",
     "Guard",
+    "PrReleased",
+    "ReproducerClean",
     "ReproducerSpec",
     "Retirement",
     "RetirementCondition",
@@ -28,6 +34,7 @@ __all__ = [
     "Target",
     "Upstream",
     "UpstreamLink",
+    "VersionFloor",
 ]
 
 FIX_CLASSES = (
@@ -46,7 +53,18 @@ UPSTREAM_STATUSES = ("pending", "submitted", "accepted", "rejected", "not-applic
 LINKED_STATUSES = frozenset({"submitted", "accepted", "rejected"})
 LINK_ROLES = ("report", "fix", "related")
 RETIREMENT_MODES = ("all", "any")
-CONDITION_KINDS = ("version-floor", "pr-released", "commit-in-tag", "reproducer-clean")
+
+
+class ConditionKind(enum.StrEnum):
+    """How a retirement condition learns the shim can go (``[[retirement.conditions]] kind``)."""
+
+    VERSION_FLOOR = "version-floor"
+    PR_RELEASED = "pr-released"
+    COMMIT_IN_TAG = "commit-in-tag"
+    REPRODUCER_CLEAN = "reproducer-clean"
+
+
+CONDITION_KINDS = tuple(str(kind) for kind in ConditionKind)
 #: A guard keeps guarding (its lanes run the reproducer without a shim) until it is dropped.
 GUARD_STATUSES = ("guarding", "dropped")
 
@@ -78,21 +96,41 @@ class Upstream:
 
 
 @dataclass(frozen=True)
-class RetirementCondition:
-    """One way to learn the shim can go; which fields are set depends on ``kind``.
+class VersionFloor:
+    """``distribution`` released at a version inside ``version`` (``>=0.18``)."""
 
-    - ``version-floor``: ``distribution`` released at a version in ``version`` (``>=0.18``);
-    - ``pr-released``: the PR at ``url`` is merged and contained in a release of ``distribution``;
-    - ``commit-in-tag``: ``commit`` of ``repository`` is contained in a release tag;
-    - ``reproducer-clean``: the reproducer no longer reproduces without the shim.
-    """
+    kind: ClassVar[ConditionKind] = ConditionKind.VERSION_FLOOR
+    distribution: str
+    version: SpecifierSet
 
-    kind: str
-    distribution: str | None = None
-    version: SpecifierSet | None = None
-    url: str | None = None
-    repository: str | None = None
-    commit: str | None = None
+
+@dataclass(frozen=True)
+class PrReleased:
+    """The pull request at ``url`` is merged and contained in a release of ``distribution``."""
+
+    kind: ClassVar[ConditionKind] = ConditionKind.PR_RELEASED
+    url: str
+    distribution: str
+
+
+@dataclass(frozen=True)
+class CommitInTag:
+    """``commit`` of ``repository`` is contained in a release tag."""
+
+    kind: ClassVar[ConditionKind] = ConditionKind.COMMIT_IN_TAG
+    repository: str
+    commit: str
+
+
+@dataclass(frozen=True)
+class ReproducerClean:
+    """The reproducer no longer reproduces without the shim."""
+
+    kind: ClassVar[ConditionKind] = ConditionKind.REPRODUCER_CLEAN
+
+
+#: One way to learn the shim can go: one type per kind, a closed union (``match`` on it).
+RetirementCondition: TypeAlias = VersionFloor | PrReleased | CommitInTag | ReproducerClean
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from packaging.pylock import Pylock
 from retire.branches import autodrop
 from retire.branches.autodrop import DropPlan
 from retire.commands import main as cli
+from retire.evidence.floor import Floor
 from retire.lanes import lanefile
 from retire.lanes.lanedit import FloorConflictError, edit_lane_text, raise_floor
 from retire.locks import locking
@@ -75,7 +76,7 @@ default = true
 PLAN = DropPlan(
     "toylib_add",
     why="toylib 1.6 fixed add(); the reproducer prints FIX_VALIDATED from 1.6 on.",
-    floors={"toylib": "1.6"},
+    floors=(Floor.parse("toylib>=1.6"),),
     evidence_markdown="Bisection: toylib 1.6 is the first fixed release (last broken: 1.5).\n\n"
     "```\nBUG_REPRODUCED\n```\n",
     upstream_links=(
@@ -265,7 +266,9 @@ def test_same_tree_with_other_evidence_is_already_proposed(drop_project):
     [again] = autodrop.apply(drop_project.root, [other], base="main", open_prs=False)
     assert again.status == "already-proposed" and drop_project.refs() == refs
     [higher] = autodrop.apply(
-        drop_project.root, [DropPlan(PLAN.shim_id, "x", {"toylib": "1.7"})], open_prs=False
+        drop_project.root,
+        [DropPlan(PLAN.shim_id, "x", (Floor.parse("toylib>=1.7"),))],
+        open_prs=False,
     )
     # never overwritten
     assert higher.status == "exists-differs" and drop_project.refs() == refs
@@ -332,7 +335,7 @@ def test_a_lane_that_cannot_be_relocked_aborts_cleanly(tmp_path):
 @pytest.mark.slow
 def test_unknown_shim_aborts(drop_project):
     [outcome] = autodrop.apply(
-        drop_project.root, [DropPlan("no_such_shim", "x", {})], open_prs=False
+        drop_project.root, [DropPlan("no_such_shim", "x", ())], open_prs=False
     )
     assert outcome.status == "aborted" and "does not exist" in outcome.reason
 
@@ -348,14 +351,16 @@ def test_bisect_then_drop_end_to_end(drop_project):
     result = bisect.bisect(
         manifest,
         versions,
-        yanked=yanked,
-        index_url=drop_project.server.url,
-        cache_dir=drop_project.root / ".patchlane" / "cache" / "bisect",
+        bisect.BisectOptions(
+            yanked=frozenset(yanked),
+            index_url=drop_project.server.url,
+            cache_dir=drop_project.root / ".patchlane" / "cache" / "bisect",
+        ),
     )
-    assert result.status == "found" and result.floor == "toylib>=1.6"
+    assert result.status == "found" and str(result.floor) == "toylib>=1.6"
     plan = autodrop.plan_from_bisect(result, manifest)
     assert (
-        plan.floors == {"toylib": "1.6"}
+        plan.floor_versions == {"toylib": "1.6"}
         and ("fix", "https://example.org/toylib/pull/2") in plan.upstream_links
     )
     [outcome] = autodrop.apply(drop_project.root, [plan], open_prs=False)
@@ -366,7 +371,9 @@ def test_bisect_then_drop_end_to_end(drop_project):
     assert "BUG_REPRODUCED" in body and "FIX_VALIDATED" in body
     assert 'requirements = ["toylib==1.6"]' in drop_project.show("lanes/pinned.toml")
     # A Verdict's floors ("dist>=version" strings) map straight onto a plan.
-    assert DropPlan("toylib_add", "x", ("toylib>=1.6",)).floors == {"toylib": "1.6"}
+    assert DropPlan("toylib_add", "x", (Floor.parse("toylib>=1.6"),)).floor_versions == {
+        "toylib": "1.6"
+    }
 
 
 # ---------------------------------------------------------------------------------------------

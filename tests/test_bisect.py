@@ -117,13 +117,18 @@ def shim(tmp_path):
 
 
 def _bisect(manifest, server, tmp_path, **options):
+    versions = options.pop("versions", VERSIONS)
+    hooks = {name: options.pop(name) for name in ("on_step", "runner", "stop") if name in options}
     return bisect.bisect(
         manifest,
-        options.pop("versions", VERSIONS),
-        index_url=server.url,
-        cache_dir=tmp_path / "cache",
-        work_dir=tmp_path / "work",
-        **options,
+        versions,
+        bisect.BisectOptions(
+            index_url=server.url,
+            cache_dir=tmp_path / "cache",
+            work_dir=tmp_path / "work",
+            **options,
+        ),
+        **hooks,
     )
 
 
@@ -145,7 +150,7 @@ def test_bisect_finds_the_first_fixed_release_in_log_runs_and_caches(
     )
     assert result.status == "found", result.summary()
     assert (result.last_broken, result.first_fixed) == ("1.5", FIRST_FIXED)
-    assert result.floor == "toylib>=1.6"
+    assert str(result.floor) == "toylib>=1.6"
     n = result.releases_available
     assert n == 9 and result.candidates.yanked == (YANKED,)
     assert (
@@ -257,7 +262,7 @@ def test_a_crashing_candidate_is_reported_never_guessed(tmp_path, crash_series):
         (FIRST_FIXED,),
     )
     # the conservative floor: the first release proven fixed
-    assert result.floor == "toylib>=1.7"
+    assert str(result.floor) == "toylib>=1.7"
     assert "not pinned" in result.summary() and "1.6" in result.summary()
     assert "| 1.4 | unknown | timeout |" in result.markdown()
     # Unknown results are not cached: the crash is asked again next time, the rest are not.
@@ -282,7 +287,11 @@ def test_old_releases_without_the_api_are_stepped_over_and_every_run_is_recorded
     options = {"versions": versions, "yanked": yanked, "record_to": manifest_path}
     result = _bisect(shim, arith_series, tmp_path, **options)
     assert result.status == "found", result.summary()
-    assert (result.last_broken, result.first_fixed, result.floor) == ("1.8", "1.9", "toylib>=1.9")
+    assert (result.last_broken, result.first_fixed, str(result.floor)) == (
+        "1.8",
+        "1.9",
+        "toylib>=1.9",
+    )
     skipped = result.not_applicable
     assert skipped and all(p.outcome in ("skipped", "env-failed") for p in skipped)
     assert any("toylib.arith is not importable with toylib 1." in p.detail for p in skipped)
@@ -364,9 +373,11 @@ def test_an_unreachable_index_is_unknown_not_inapplicable(tmp_path, shim, monkey
     result = bisect.bisect(
         shim,
         ["1.0"],
-        index_url="http://127.0.0.1:9/simple",
-        cache_dir=tmp_path / "cache",
-        work_dir=tmp_path / "work",
+        bisect.BisectOptions(
+            index_url="http://127.0.0.1:9/simple",
+            cache_dir=tmp_path / "cache",
+            work_dir=tmp_path / "work",
+        ),
     )
     [run] = result.probes
     assert (run.state, run.outcome) == (

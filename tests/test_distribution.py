@@ -183,6 +183,8 @@ def test_the_wheel_holds_the_runtime_and_the_engine_and_none_of_the_catalogue(bu
     assert product == _product_files() | {f"retire/{name}" for name in _checkout_files("docs")}
     # the engine's templates travel with it: `patchlane init` works from an installed copy
     assert "retire/scaffold/templates/project/lanes.yml" in product
+    # PEP 561: a shop's mypy checks its noxfile's `from retire.sessions import …` against ours
+    assert {"retire/py.typed", "shims/py.typed"} <= product
     assert not any(name.startswith("shims/") and name.count("/") > 1 for name in product)
     assert {name.split("/")[0] for name in product} == {"retire", "shims"}
     # The runtime depends on packaging alone; everything else is behind the engine extra.

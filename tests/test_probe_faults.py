@@ -17,6 +17,7 @@ import time
 import pytest
 
 from retire.commands import main as cli
+from retire.evidence.floor import Floor
 from retire.probes.http import RetryPolicy
 from retire.verdicts.gather import GatherOptions, gather
 from tests.support.codehost import CodeHost, CodeHostServer
@@ -224,7 +225,9 @@ def test_the_mirror_decides_what_the_code_host_cannot_answer(world):
         "pr_fixed": "retire",
         "tagged_fix": "retire",
     }
-    assert "landed as" in found["pr_fixed"].why and found["pr_fixed"].floors == ("toylib>=1.2",)
+    assert "landed as" in found["pr_fixed"].why and found["pr_fixed"].floors == (
+        Floor.parse("toylib>=1.2"),
+    )
     assert_flagged(found, ("floor_fixed", "pr_fixed"), "DNS lookup failed")
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from packaging.version import Version
 
 from retire.evidence import validation
+from retire.verdicts.actions import Bisect, RunLane
 from tests.conftest import run_cli
 from tests.support.retirement import Project, manifest_toml
 from tests.support.shimtree import write_shim
@@ -135,33 +137,39 @@ def test_a_budget_without_probes_is_a_one_line_error(tmp_path, capsys, command, 
 
 
 @pytest.mark.parametrize(
-    ("flags", "action", "command"),
+    ("flags", "next_actions", "command"),
     [
-        # the exact command a candidate flag names (issue 19: `--since` the newest run or lock)
+        # the exact bisection a candidate flag names (issue 19: `--since` the newest run or lock)
         (
-            [("candidate", "releases after 1.0 untested: `patchlane bisect toy --since 1.0`")],
-            None,
+            [("candidate", "releases after 1.0 untested", Bisect("toy", Version("1.0")))],
+            (),
             "patchlane bisect toy --since 1.0",
         ),
         # today's flag names none; the action does
         (
-            [("candidate", "upstream looks fixed")],
-            "run it (`patchlane run cpu` with toylib>=1.6 in its lock, or `patchlane bisect toy`)",
+            [("candidate", "upstream looks fixed", None)],
+            (RunLane("cpu"), Bisect("toy")),
             "patchlane bisect toy",
         ),
-        # another shim's command is not this one's
-        ([("candidate", "see `patchlane bisect other --since 2.0`")], None, "patchlane bisect toy"),
-        ([("stale", "no movement")], None, None),
+        # another shim's bisection is not this one's
+        (
+            [("candidate", "see other", Bisect("other", Version("2.0")))],
+            (),
+            "patchlane bisect toy",
+        ),
+        ([("stale", "no movement", None)], (), None),
     ],
 )
-def test_the_candidate_command_comes_from_the_flag(flags, action, command):
-    from retire.commands.bisect import candidate_command
+def test_the_candidate_bisection_comes_from_the_flag(flags, next_actions, command):
+    """The budget takes the flag's action as data: no text is read back."""
+    from retire.commands.bisect import candidate_bisection
     from retire.verdicts.model import Flag, Verdict
 
     verdict = Verdict(
-        "toy", "keep", "why", action=action, flags=tuple(Flag(k, t) for k, t in flags)
+        "toy", "keep", "why", flags=tuple(Flag(*flag) for flag in flags), next=next_actions
     )
-    assert candidate_command(verdict) == command
+    found = candidate_bisection(verdict)
+    assert (None if found is None else str(found)) == command
 
 
 @pytest.mark.slow

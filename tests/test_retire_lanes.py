@@ -20,6 +20,7 @@ import pytest
 from retire.branches import autodrop
 from retire.branches.retirement import plans
 from retire.core import uv
+from retire.evidence.floor import Floor
 from retire.lanes import lanefile
 from retire.lanes.model import IndexSpec, Lane, LanePolicy
 from retire.locks import locking
@@ -132,7 +133,7 @@ class LaneShop:
             decision if leaving else Decision.KEEP,
             "toylib 1.6 fixed add(): FIX_VALIDATED without the shim",
             lanes=tuple(s.lane for s in steps),
-            floors=("toylib>=1.6",),
+            floors=(Floor.parse("toylib>=1.6"),),
             lane_verdicts=tuple(steps),
         )
 
@@ -153,7 +154,7 @@ class LaneShop:
         )
         if not resolve or trial.resolved:
             return LaneVerdict(
-                lane.name, LaneStep.RAISE, "raise", floors=("toylib>=1.6",), **common
+                lane.name, LaneStep.RAISE, "raise", floors=(Floor.parse("toylib>=1.6"),), **common
             )
         return LaneVerdict(lane.name, LaneStep.BLOCKED, "blocked", blocker=trial.blocker, **common)
 
@@ -369,7 +370,11 @@ def test_when_no_lane_can_move_there_is_no_branch_and_the_reasons_are_reported(s
     only_blocked = shop.verdict(resolve=False)
     lanes = tuple(lv for lv in only_blocked.lane_verdicts if lv.lane in ("blocked", "hold"))
     verdict = Verdict(
-        SHIM, Decision.RETIRE_IN_SOME, "x", floors=("toylib>=1.6",), lane_verdicts=lanes
+        SHIM,
+        Decision.RETIRE_IN_SOME,
+        "x",
+        floors=(Floor.parse("toylib>=1.6"),),
+        lane_verdicts=lanes,
     )
     [outcome] = shop.apply(verdict)
     assert (
@@ -447,7 +452,11 @@ def test_a_revision_lane_moves_its_revision_with_the_commands_mirrors(tmp_path, 
     )
     assert trial.resolved, trial
     raise_ = LaneVerdict(
-        "dev", LaneStep.RAISE, "move past the fix", file="lanes/dev.toml", floors=("toyrev>=0.1",)
+        "dev",
+        LaneStep.RAISE,
+        "move past the fix",
+        file="lanes/dev.toml",
+        floors=(Floor.parse("toyrev>=0.1"),),
     )
     plan = {
         "shim_id": "toyrev_fix",
@@ -650,7 +659,7 @@ def test_a_matrix_file_is_edited_only_when_every_cell_leaves(tmp_path):
 def plan_of(*lanes: LaneVerdict):
     from retire.branches.dropplan import DropPlan
 
-    return DropPlan(SHIM, "fixed", ("toylib>=1.6",), lanes=lanes)
+    return DropPlan(SHIM, "fixed", (Floor.parse("toylib>=1.6"),), lanes=lanes)
 
 
 def test_the_pr_body_shows_a_conflict_never_resolves_it_out_of_sight():

@@ -238,7 +238,7 @@ def test_dependency_floors_are_the_releases_that_brought_the_features_used():
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
     assert "packaging>=26" in project["dependencies"]
     assert "nox>=2026.8.10" in project["optional-dependencies"]["engine"]
-    assert "allow_parallel=True" in (REPO_ROOT / "retire" / "sessions.py").read_text()
+    assert "allow_parallel=" in (REPO_ROOT / "retire" / "sessions.py").read_text()
     uses_pylock = [
         p for p in (REPO_ROOT / "retire").rglob("*.py") if "packaging.pylock" in p.read_text()
     ]

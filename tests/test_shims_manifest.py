@@ -10,6 +10,7 @@ from packaging.version import Version
 
 from shims.errors import InputError
 from shims.manifest import discover, load_manifest, manifest_paths
+from shims.model import CommitInTag, PrReleased, ReproducerClean, VersionFloor
 from tests.support.shimtree import (
     manifest_text,
     run_python,
@@ -35,7 +36,11 @@ def test_a_valid_manifest_loads_into_values(tmp_path: Path):
     assert manifest.retirement.mode == "any"
     kinds = [condition.kind for condition in manifest.retirement.conditions]
     assert kinds == ["version-floor", "pr-released", "commit-in-tag", "reproducer-clean"]
+    # one type per kind, each with exactly its fields: a closed union the engine matches on
+    types = [type(condition) for condition in manifest.retirement.conditions]
+    assert types == [VersionFloor, PrReleased, CommitInTag, ReproducerClean]
     floor = manifest.retirement.conditions[0]
+    assert isinstance(floor, VersionFloor)
     # defaults to the target's distribution
     assert floor.distribution == "toylib"
     assert Version("1.1") in floor.version

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+from retire.evidence.floor import Floor
 from retire.evidence.values import (
     Ancestry,
     BranchTip,
@@ -183,7 +184,9 @@ def test_truth_table(row):
     # Invariants of every row.
     # never without a clean run inside the floor
     if verdict.decision == "retire":
-        assert execution in ("clean-newest", "fixed-later") and verdict.floors == ("toylib>=1.2",)
+        assert execution in ("clean-newest", "fixed-later") and verdict.floors == (
+            Floor.parse("toylib>=1.2"),
+        )
     # execution decides; no probe turns it into unknown
     if execution in ("bug-newest", "split-newest"):
         assert verdict.decision == "keep" and "BUG_REPRODUCED" in verdict.why
@@ -317,7 +320,7 @@ LOCKED = {
     "pinned-above": (("toylib==1.3",), None),
     "unlocked": (("toylib>=1.0",), None),
 }
-FLOOR = ("toylib>=1.2",)
+FLOOR = (Floor.parse("toylib>=1.2"),)
 TRIAL = {
     "not-run": None,
     "resolved": RaiseTrial("x", FLOOR, True, {"toylib": "1.2"}),
@@ -488,3 +491,14 @@ def test_a_clean_run_off_the_release_line_never_lowers_the_floor():
     # alone, it proves nothing about releases
     alone = ExecutionHistory("toy", history.runs[2:])
     assert first_clean(alone, "toylib", None, order).state != "clean"
+
+
+def test_a_condition_outside_the_closed_union_is_never_read_as_reproducer_clean():
+    """Every kind has its own type; anything else is a programming error, not a silent
+    reproducer-clean (which is what an unknown kind string used to fall through to)."""
+    from retire.verdicts.conditions import evaluate
+    from retire.verdicts.model import ShimEvidence
+    from retire.verdicts.used import Used
+
+    with pytest.raises(AssertionError):
+        evaluate(object(), "toylib", ShimEvidence(), Used())  # type: ignore[arg-type]

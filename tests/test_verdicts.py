@@ -11,6 +11,7 @@ import pytest
 from packaging.version import Version
 
 from retire.commands import main as cli
+from retire.evidence.floor import Floor
 from retire.evidence.values import (
     Ancestry,
     ExecutionEvidence,
@@ -27,6 +28,7 @@ from retire.evidence.values import (
 from retire.lanes.model import IndexSpec, Lane, LanePolicy
 from retire.lanes.revisions import Revision
 from retire.locks.trial import RaiseTrial
+from retire.verdicts.actions import Bisect, RunLane
 from retire.verdicts.gather import GatherOptions, gather
 from retire.verdicts.model import ShimEvidence
 from retire.verdicts.rules import decide
@@ -206,6 +208,8 @@ def test_a_bug_on_an_old_release_with_a_fix_released_is_a_candidate_with_the_run
     found = verdict(VERSION_FLOOR, ev(execution=history(run("bug-reproduced", "1.0"))))
     assert found.decision == "keep" and "candidate" in flags(found)
     assert "toylib>=1.2" in found.action and "run the reproducer without the shim" in found.action
+    # the commands the action names, as data: a run of the lane that carries it, a bisection
+    assert found.next == (RunLane("cpu"), Bisect("toy"))
 
 
 def test_runs_that_do_not_reach_the_newest_locked_release_decide_nothing():
@@ -233,7 +237,7 @@ def test_version_floor_and_a_clean_run_on_the_new_release_retires():
         ),
     )
     assert found.decision == "retire"
-    assert found.floors == ("toylib>=1.2",)
+    assert found.floors == (Floor.parse("toylib>=1.2"),)
     assert "FIX_VALIDATED" in found.why and "gpu-1" in found.why
     assert any(isinstance(e, ReleaseList) for e in found.evidence)
     assert any(isinstance(e, ExecutionHistory) for e in found.evidence)
@@ -293,7 +297,7 @@ def test_reproducer_clean_alone_retires_with_the_first_clean_version_as_floor():
             )
         ),
     )
-    assert found.decision == "retire" and found.floors == ("toylib>=1.3",)
+    assert found.decision == "retire" and found.floors == (Floor.parse("toylib>=1.3"),)
 
 
 def test_reproducer_clean_fails_when_the_newest_run_reproduces():
@@ -347,7 +351,7 @@ def test_a_failed_informational_link_is_a_flag_and_never_stops_a_retire():
         ev(links={ISSUE: failure}, execution=history(run("fix-validated", "1.2"))),
         links=(("report", ISSUE),),
     )
-    assert found.decision == "retire" and found.floors == ("toylib>=1.2",)
+    assert found.decision == "retire" and found.floors == (Floor.parse("toylib>=1.2"),)
     assert (
         "timed out" in flags(found)["probe-failed"]
         and "after 4 attempts" in flags(found)["probe-failed"]
@@ -413,7 +417,7 @@ def test_pr_released_by_upload_time_skips_yanked_and_backports():
         ),
         links=(("fix", PR),),
     )
-    assert found.decision == "retire" and found.floors == ("toylib>=1.2",)
+    assert found.decision == "retire" and found.floors == (Floor.parse("toylib>=1.2"),)
     assert "by upload time" in found.why
     # merged after the newest release: not released yet
     later = verdict(
@@ -438,7 +442,7 @@ def test_pr_released_by_tags_when_there_is_a_mirror():
     )
     assert (
         found.decision == "retire"
-        and found.floors == ("toylib>=1.3",)
+        and found.floors == (Floor.parse("toylib>=1.3"),)
         and "release tag contains" in found.why
     )
 
@@ -456,7 +460,7 @@ def test_pr_released_from_the_mirror_alone_with_the_code_host_down():
     )
     assert (
         found.decision == "retire"
-        and found.floors == ("toylib>=1.2",)
+        and found.floors == (Floor.parse("toylib>=1.2"),)
         and "landed as mmmmmmmmmmmm" in found.why
     )
     assert any(isinstance(e, MirrorPull) for e in found.evidence)
@@ -531,7 +535,7 @@ def test_commit_in_tag():
         ev(tags={(REPO, sha): inside}, execution=history(run("fix-validated", "1.2"))),
         status="not-applicable",
     )
-    assert found.decision == "retire" and found.floors == ("toylib>=1.2",)
+    assert found.decision == "retire" and found.floors == (Floor.parse("toylib>=1.2"),)
     outside = TagContainment(REPO, sha, (), (), ALL_TAGS)
     kept = verdict(
         commit_in_tag(REPO, sha),
@@ -686,9 +690,11 @@ def test_gather_decides_every_shim_from_real_servers(world, tmp_path):
     )
     by_id = {v.shim: v for v in verdicts}
     assert by_id["floor_fixed"].decision == "retire" and by_id["floor_fixed"].floors == (
-        "toylib>=1.2",
+        Floor.parse("toylib>=1.2"),
     )
-    assert by_id["pr_fixed"].decision == "retire" and by_id["pr_fixed"].floors == ("toylib>=1.2",)
+    assert by_id["pr_fixed"].decision == "retire" and by_id["pr_fixed"].floors == (
+        Floor.parse("toylib>=1.2"),
+    )
     # checked against the mirror's tags
     assert "release tag contains" in by_id["pr_fixed"].why
     assert by_id["pr_open"].decision == "keep" and "BUG_REPRODUCED" in by_id["pr_open"].why
@@ -957,7 +963,7 @@ def test_a_hold_lane_keeps_the_shim_until_its_own_pin_reaches_the_floor():
         ],
     )
     lanes = by_lane(found)
-    assert found.decision == "retire-in-some" and found.floors == ("toylib>=1.2",)
+    assert found.decision == "retire-in-some" and found.floors == (Floor.parse("toylib>=1.2"),)
     assert lanes["stable"].step == "drop" and lanes["stable"].locked == "toylib 1.2"
     assert lanes["floor"].step == "hold" and lanes["floor"].policy == "hold"
     assert lanes["floor"].until == "until the lane's toylib==1.0 reaches 1.2"
@@ -969,7 +975,7 @@ def test_a_follow_lane_below_the_floor_raises_and_a_hold_lane_alone_keeps():
     found = verdict(VERSION_FLOOR, ev(execution=CLEAN_ON_1_2), lanes=[lane_at("cpu")])
     (cpu,) = found.lane_verdicts
     assert found.decision == "retire" and cpu.step == "raise"
-    assert cpu.floors == ("toylib>=1.2",) and "not re-locked" in cpu.why
+    assert cpu.floors == (Floor.parse("toylib>=1.2"),) and "not re-locked" in cpu.why
     held = verdict(VERSION_FLOOR, ev(execution=CLEAN_ON_1_2), lanes=[lane_at("cpu", policy="hold")])
     assert held.decision == "keep" and held.lane_verdicts[0].step == "hold"
     assert "upstream fixed it" in held.why and "cpu holds" in held.why
@@ -1040,7 +1046,7 @@ def test_conflict_names_the_condition_and_the_run_and_the_floor_comes_from_execu
         mode="all",
         links=(("fix", PR),),
     )
-    assert found.decision == "retire" and found.floors == ("toylib>=1.3",)
+    assert found.decision == "retire" and found.floors == (Floor.parse("toylib>=1.3"),)
     conflict = flags(found)["conflict"]
     assert "PR #2" in conflict and "is in release 1.2" in conflict
     assert "BUG_REPRODUCED without the shim on toylib 1.2 (lane mamba3 on h100-1)" in conflict
@@ -1089,6 +1095,9 @@ def test_a_keep_on_an_old_pin_with_newer_releases_on_the_index_is_a_candidate(tm
     assert "13 release(s) of toylib newer than any run or lock covers (1.0)" in candidate
     assert "1.1, 1.2, 1.3, …" in candidate and "2.0rc1" not in candidate
     assert candidate.endswith("`patchlane bisect toy --since 1.0`")
+    # the flag carries the bisection as data: the weekly budget runs it, never the text
+    [flag] = [f for f in found.flags if f.kind == "candidate"]
+    assert flag.action == Bisect("toy", Version("1.0"))
     assert any(isinstance(e, ReleaseList) for e in found.evidence)
 
 
@@ -1130,7 +1139,7 @@ class Trials:
 
     def __call__(self, lane: Lane, floors) -> RaiseTrial:
         self.calls.append((lane.name, dict(floors)))
-        wanted = tuple(f"{d}>={v}" for d, v in sorted(floors.items()))
+        wanted = tuple(Floor(d, v) for d, v in sorted(floors.items()))
         if lane.name == "blocked":
             return RaiseTrial(
                 lane.name, wanted, False, blocker="otherlib==2.0 depends on toylib==1.0"
@@ -1285,7 +1294,7 @@ def test_revision_lanes_are_placed_by_ancestry_in_a_real_mirror(world, tmp_path)
     # a revision raise moves the lock, no requirement: nothing for the trial re-lock to try
     assert resolver.calls == []
     # the run on the side commit (label 1.3+g…, above every release) speaks for its lane only
-    assert found.decision == "retire-in-some" and found.floors == ("toylib>=1.2",)
+    assert found.decision == "retire-in-some" and found.floors == (Floor.parse("toylib>=1.2"),)
     assert any(isinstance(e, Ancestry) for e in found.evidence)
 
     # Without a mirror only the version label orders the run on the side commit: 1.3+g… is above

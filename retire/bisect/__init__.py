@@ -2,7 +2,8 @@
 reproducing.
 
 ``search`` (pure: candidates, the search over their states), ``result`` (the value it ends in),
-``bounds`` (pure: the range, from the evidence of where the bug is known), ``budget`` (how many
+``bounds`` (pure: the range, from the evidence of where the bug is known), ``options`` (how one
+bisection runs: the range, the overlay envs, where runs are recorded), ``budget`` (how many
 runs and minutes the bisections of a weekly run may spend), ``runner`` (overlay
 envs and the reproducer run), ``cache`` (answers on disk), ``bisection`` (``bisect()`` tying them
 together, ``project_bounds``, ``list_releases``).
@@ -14,12 +15,14 @@ every ``patchlane`` command must not pay for uv, lock and probe modules it does 
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 _HOMES = {
     "bisection": ("bisect", "list_releases", "project_bounds"),
     "bounds": ("Bounds", "BrokenEvidence", "broken_evidence", "choose_bounds"),
     "budget": ("Budget", "Meter"),
     "cache": ("ResultCache",),
+    "options": ("BisectOptions",),
     "result": ("BisectResult",),
     "runner": ("OverlayRunner", "base_fingerprint", "inspect_base"),
     "search": (
@@ -43,6 +46,7 @@ __all__ = [
     "FIXED",
     "NOT_APPLICABLE",
     "UNKNOWN",
+    "BisectOptions",
     "BisectResult",
     "Bounds",
     "BrokenEvidence",
@@ -67,7 +71,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     module = _HOME_OF.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

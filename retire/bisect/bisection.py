@@ -12,14 +12,15 @@ validation manifest as it ends, so the verdicts use it and an interrupted bisect
 from __future__ import annotations
 
 import os
-import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name
 
 from retire.bisect.bounds import Bounds, broken_evidence, choose_bounds
 from retire.bisect.cache import ResultCache
+from retire.bisect.options import BisectOptions
 from retire.bisect.result import BisectResult
 from retire.bisect.runner import OverlayRunner, inspect_base
 from retire.bisect.search import (
@@ -35,81 +36,81 @@ from retire.bisect.search import (
 )
 from retire.core.errors import PatchlaneError
 from retire.evidence import validation
-from retire.probes.records import BISECT_LANE
 from shims.model import ShimManifest
 
-__all__ = ["DEFAULT_LIMITS", "EVERY_RELEASE", "bisect", "list_releases", "project_bounds"]
+if TYPE_CHECKING:
+    import httpx
+
+    from retire.core.project import Project
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "DEFAULT_OPTIONS",
+    "EVERY_RELEASE",
+    "bisect",
+    "list_releases",
+    "project_bounds",
+]
 
 
 #: The defaults of :func:`bisect` (immutable, so one value serves every call).
 EVERY_RELEASE = Bounds()
 DEFAULT_LIMITS = Limits()
+DEFAULT_OPTIONS = BisectOptions()
 
 
 def bisect(
     manifest: ShimManifest,
     versions: Iterable[str],
+    options: BisectOptions = DEFAULT_OPTIONS,
     *,
-    yanked: Iterable[str] = (),
-    include_prereleases: bool = False,
-    bounds: Bounds = EVERY_RELEASE,
-    base_python: str | os.PathLike[str] = sys.executable,
-    index_url: str | None = None,
-    cache_dir: str | os.PathLike[str] | None = None,
-    work_dir: str | os.PathLike[str] | None = None,
-    timeout: float | None = None,
-    env: Mapping[str, str] | None = None,
-    record_to: str | os.PathLike[str] | None = None,
-    lane: str = BISECT_LANE,
-    lock_digest: str | None = None,
-    limits: Limits = DEFAULT_LIMITS,
     runner: Callable[[str], CandidateRun] | None = None,
     on_step: Callable[[int, CandidateRun], None] | None = None,
-    isolation: str | None = None,
     on_note: Callable[[str], None] | None = None,
     stop: Callable[[], str | None] | None = None,
 ) -> BisectResult:
-    """Bisect ``manifest``'s target over ``versions`` (any order; yanked ones are skipped) inside
-    ``bounds`` (default: every release).
+    """Bisect ``manifest``'s target over ``versions`` (any order; ``options.yanked`` ones are
+    skipped) inside ``options.bounds`` (default: every release).
 
-    ``record_to``: the validation manifest each fresh reproducer run is appended to, under
-    ``lane``. ``runner`` replaces the overlay runner (a callable version → CandidateRun, with an
-    optional ``cached(version)``), for callers that test somewhere else. ``isolation``: how
-    the overlay runner runs the reproducer (``process`` | ``launcher``; default: launcher when
-    the reproducer declares ``preload``, see :class:`~retire.bisect.runner.OverlayRunner`);
-    ``on_note`` hears what the launcher did (its imports, a fall-back to process isolation).
-    ``stop`` is asked before each fresh run (a budget, :class:`~retire.bisect.budget.Meter`): a
-    reason ends the search there, with what it found so far (each run is cached and recorded, so
-    a later bisection resumes for free).
+    ``options.record_to``: the validation manifest each fresh reproducer run is appended to,
+    under ``options.lane``. ``runner`` replaces the overlay runner (a callable version →
+    CandidateRun, with an optional ``cached(version)``), for callers that test somewhere else.
+    ``options.isolation``: how the overlay runner runs the reproducer (``process`` |
+    ``launcher``; default: launcher when the reproducer declares ``preload``, see
+    :class:`~retire.bisect.runner.OverlayRunner`); ``on_note`` hears what the launcher did (its
+    imports, a fall-back to process isolation). ``stop`` is asked before each fresh run (a
+    budget, :class:`~retire.bisect.budget.Meter`): a reason ends the search there, with what it
+    found so far (each run is cached and recorded, so a later bisection resumes for free).
     """
     began = time.monotonic()
+    o, bounds = options, options.bounds
     candidates = select_candidates(
         versions,
-        yanked,
-        include_prereleases=include_prereleases,
+        o.yanked,
+        include_prereleases=o.include_prereleases,
         since=bounds.since,
         until=bounds.until,
     )
-    journal = _Journal(record_to) if record_to is not None else None
+    journal = _Journal(o.record_to) if o.record_to is not None else None
     fingerprint = ""
     if runner is None:
-        base = inspect_base(base_python, manifest.target.distribution)
+        base = inspect_base(o.base_python, manifest.target.distribution)
         fingerprint = base.fingerprint
         runner = OverlayRunner(
             manifest,
             base,
-            index_url=index_url,
-            work_dir=work_dir,
-            timeout=timeout,
-            env=env,
-            cache=ResultCache(cache_dir) if cache_dir is not None else None,
-            lane=lane,
-            lock_digest=lock_digest,
+            index_url=o.index_url,
+            work_dir=o.work_dir,
+            timeout=o.timeout,
+            env=o.env,
+            cache=ResultCache(o.cache_dir) if o.cache_dir is not None else None,
+            lane=o.lane,
+            lock_digest=o.lock_digest,
             on_record=journal.append if journal is not None else None,
-            isolation=isolation,
+            isolation=o.isolation,
             say=on_note,
         )
-    outcome = _search(candidates, runner, bounds, limits, on_step, stop)
+    outcome = _search(candidates, runner, bounds, o.limits, on_step, stop)
     return _result(
         manifest,
         candidates,
@@ -208,8 +209,8 @@ def _result(
 
 
 def project_bounds(
-    project,
-    manifest,
+    project: Project,
+    manifest: ShimManifest,
     versions: Iterable[str],
     *,
     since: str | None = None,
@@ -248,7 +249,9 @@ def project_bounds(
     return choose_bounds(distribution, evidence, until=until)
 
 
-def list_releases(index_url: str, distribution: str, *, client=None) -> tuple[list[str], set[str]]:
+def list_releases(
+    index_url: str, distribution: str, *, client: httpx.Client | None = None
+) -> tuple[list[str], set[str]]:
     """(versions, yanked versions) of ``distribution``, through the index probe."""
     from retire.evidence.values import ProbeFailure
     from retire.probes.http import Fetcher, make_client

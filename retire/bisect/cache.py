@@ -20,6 +20,7 @@ from packaging.utils import canonicalize_name
 
 from retire.bisect.search import UNKNOWN, CandidateRun, normal
 from retire.core.atomic import atomic_write
+from shims.model import ShimManifest
 
 __all__ = ["CACHE_VERSION", "ResultCache", "reproducer_hash"]
 
@@ -70,5 +71,5 @@ class ResultCache:
             )
 
 
-def reproducer_hash(manifest) -> str:
+def reproducer_hash(manifest: ShimManifest) -> str:
     return "sha256:" + hashlib.sha256(Path(manifest.reproducer_path).read_bytes()).hexdigest()

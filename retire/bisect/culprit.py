@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from packaging.version import InvalidVersion, Version
 
 from retire.bisect.search import BROKEN, FIXED, CandidateRun, State, Status, find_boundary
+from retire.core import mdsafe
 
 __all__ = [
     "Culprit",
@@ -122,14 +123,16 @@ class Culprit:
 
     def markdown(self) -> str:
         """The line and its proof: every candidate run, what it moved and what it showed."""
-        lines = [f"**{self.line()}**", "", "| moved | lane | reproducer |", "|---|---|---|"]
+        # names and versions come from locks and indexes: inert text, never Markdown
+        lines = [f"**{mdsafe.text(self.line())}**", "", "| moved | lane | reproducer |"]
+        lines.append("|---|---|---|")
         for moved, run in self.proof:
             cached = " (cached)" if run.cached else ""
             word = _WORDS.get(run.state, str(run.state))
-            lines.append(f"| {moved} | {word} | {run.outcome}{cached} |")
+            lines.append(f"| {mdsafe.text(moved)} | {word} | {mdsafe.text(run.outcome)}{cached} |")
         return "\n".join(lines)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         return {
             "lane": self.lane,
             "subject": self.subject,

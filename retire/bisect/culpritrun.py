@@ -20,6 +20,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from retire.bisect.budget import Budget, Meter
 from retire.bisect.cache import ResultCache, reproducer_hash
@@ -52,7 +53,9 @@ _STATE_OF: dict[str, State] = {
 }
 
 
-def lock_changes(old_lock: dict | None, new_lock: dict | None) -> list[tuple[str, str | None, str]]:
+def lock_changes(
+    old_lock: dict[str, Any] | None, new_lock: dict[str, Any] | None
+) -> list[tuple[str, str | None, str]]:
     """(name, old, new) for every package the new lock moves or adds (a removal cannot be put on
     the old lock's env by installing, so it is no candidate)."""
     return [

@@ -15,6 +15,8 @@ from retire.bisect.search import (
     Candidates,
     Status,
 )
+from retire.core import mdsafe
+from retire.evidence.floor import Floor
 
 __all__ = ["BisectResult"]
 
@@ -76,20 +78,20 @@ class BisectResult:
         return tuple(p for p in self.probes if p.state == UNKNOWN)
 
     @property
-    def floor(self) -> str | None:
+    def floor(self) -> Floor | None:
         """The retirement floor, ``<dist>>=<first fixed>``, when a fixed release was proven."""
         if self.status in (Status.FOUND, Status.UNPINNED) and self.first_fixed:
-            return f"{self.distribution}>={self.first_fixed}"
+            return Floor(self.distribution, Version(self.first_fixed))
         return None
 
     def run_of(self, version: str | None) -> CandidateRun | None:
         return next((p for p in self.probes if p.version == version), None)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         data = asdict(self)
         data["candidates"] = asdict(self.candidates)
         data.update(
-            floor=self.floor,
+            floor=None if self.floor is None else str(self.floor),
             releases_available=self.releases_available,
             run_bound=self.run_bound,
             conclusive_runs=self.conclusive_runs,
@@ -160,7 +162,7 @@ class BisectResult:
                 note = f"{note}; {run.detail}" if note else run.detail
             lines.append(
                 f"| {run.version} | {run.state} | {run.outcome} | {run.duration_s:.2f} | "
-                f"{note.replace('|', '/')} |"
+                f"{mdsafe.text(note)} |"
             )
         for label, version in (
             ("before (last broken)", self.last_broken),
@@ -172,8 +174,7 @@ class BisectResult:
                     "",
                     f"Reproducer `--mode without`, {label}: `{self.distribution}=={version}`",
                     "",
-                    "```",
-                    shown.output_tail.strip()[-1500:],
-                    "```",
+                    # the reproducer's output is data: no line of it may close the fence
+                    mdsafe.fence(shown.output_tail.strip()[-1500:], ""),
                 ]
         return "\n".join(lines) + "\n"

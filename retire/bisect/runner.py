@@ -51,6 +51,7 @@ from retire.evidence.validation import Mode, RunOutcome, ValidationRecord
 from retire.locks.failures import UNREACHABLE_MARKERS
 from retire.probes.records import BISECT_LANE
 from retire.runs import envs
+from shims.model import ShimManifest
 
 if TYPE_CHECKING:
     # at run time only where a launcher is started: a cached bisection never loads it
@@ -148,7 +149,7 @@ class OverlayRunner:
 
     def __init__(
         self,
-        manifest,
+        manifest: ShimManifest,
         base: BaseEnv,
         *,
         index_url: str | None = None,

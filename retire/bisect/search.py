@@ -440,7 +440,7 @@ def _end(
     *,
     last_broken: str | None = None,
     first_fixed: str | None = None,
-    between: tuple = (),
+    between: tuple[CandidateRun | str, ...] = (),
     broken_here: bool = True,
 ) -> SearchOutcome:
     return SearchOutcome(

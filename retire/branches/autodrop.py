@@ -80,7 +80,8 @@ __all__ = [
 
 def plan_from_bisect(result: BisectResult, manifest: ShimManifest) -> DropPlan:
     """A plan from a bisection that proved a fixed release (``retire.bisect.BisectResult``)."""
-    if not result.floor or result.first_fixed is None:
+    floor = result.floor
+    if floor is None or result.first_fixed is None:
         raise AbortedError(
             f"the bisection of {result.distribution} proposes no floor: {result.summary()}"
         )
@@ -88,7 +89,7 @@ def plan_from_bisect(result: BisectResult, manifest: ShimManifest) -> DropPlan:
         manifest.id,
         why=f"{manifest.title}: fixed upstream in {result.distribution} {result.first_fixed} "
         f"(the reproducer no longer reproduces without the shim).",
-        floors={result.distribution: result.first_fixed},
+        floors=(floor,),
         evidence_markdown=result.markdown(),
         upstream_links=tuple((link.role, link.url) for link in manifest.upstream.links),
     )
@@ -387,7 +388,8 @@ def _propose(ctx: _Context, plan: DropPlan) -> DropOutcome:
 def _planned(plan: DropPlan) -> TreeEdit:
     """What an already proposed branch did, as its plan says (the branch is not edited again)."""
     moves = tuple(
-        LaneMove(lane.lane, lane.step, lane.file, lane.floors) for lane in plan.lanes or ()
+        LaneMove(lane.lane, lane.step, lane.file, tuple(map(str, lane.floors)))
+        for lane in plan.lanes or ()
     )
     return TreeEdit(moves=moves, folder_removed=not plan.keeping)
 

@@ -18,11 +18,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from retire.bisect.budget import Budget, Meter
 from retire.bisect.cache import ResultCache
 from retire.bisect.culprit import CommitSearch, Culprit
 from retire.bisect.culpritrun import CulpritRunner, lock_changes, search_culprit
+from retire.core import mdsafe
 from retire.core.atomic import atomic_write
 from retire.core.project import Project
 from retire.evidence.validation import Mode, ShimOutcome, ValidationRecord
@@ -64,7 +66,7 @@ def find_breaks(
     project: Project,
     lane: Lane,
     old_lock: Path,
-    new_lock: dict | None,
+    new_lock: dict[str, Any] | None,
     subjects: Sequence[tuple[ShimManifest, Mode]],
     *,
     meter: Meter,
@@ -111,7 +113,7 @@ def breaks_markdown(culprits: Mapping[str, Sequence[Culprit]]) -> list[str]:
         return []
     lines = ["### Breaks", ""]
     for lane, found in lanes.items():
-        lines += [f"#### Lane `{lane}`", ""]
+        lines += [f"#### Lane {mdsafe.code(lane)}", ""]
         for culprit in found:
             lines += [culprit.markdown(), ""]
     return lines
@@ -124,8 +126,8 @@ def regressed_markdown(regressed: Sequence[tuple[str, str]]) -> list[str]:
     return [
         "### Guards that regressed",
         *[
-            f"- `{guard}` on lane `{lane}`: the retired bug reproduces again — "
-            f"`patchlane shim restore {guard}`"
+            f"- {mdsafe.code(guard)} on lane {mdsafe.code(lane)}: the retired bug reproduces "
+            f"again — {mdsafe.code(f'patchlane shim restore {guard}')}"
             for lane, guard in regressed
         ],
         "",

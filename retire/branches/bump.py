@@ -29,12 +29,13 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from retire.bisect.budget import Budget, Meter
 from retire.bisect.culprit import Culprit
 from retire.branches import breaks, proposals
 from retire.branches.proposals import BranchStatus
-from retire.core import uv
+from retire.core import mdsafe, uv
 from retire.core.atomic import atomic_write
 from retire.core.errors import InputError
 from retire.core.git import Git, toplevel
@@ -209,7 +210,8 @@ def pr_body(
         ]
     for lane in result_lanes:
         lines += [
-            f"### Lane `{lane.lane}` — {lane.status}" + (f": {lane.why}" if lane.why else ""),
+            f"### Lane `{lane.lane}` — {lane.status}"
+            + (f": {mdsafe.text(lane.why)}" if lane.why else ""),
             "",
         ]
         if lane.status == BumpStatus.BUMPED:
@@ -217,16 +219,20 @@ def pr_body(
             versions = {c.name: c.new for c in lane.changes}
             if lane.notes:
                 lines += [
+                    # the address is the index's metadata: linked only if it is a plain http(s) one
                     "Release notes: "
                     + ", ".join(
-                        f"[{name} {versions.get(name) or ''}]({url})".replace(" ]", "]")
+                        mdsafe.link(f"{name} {versions.get(name) or ''}".strip(), url)
                         for name, url in lane.notes
                     ),
                     "",
                 ]
         if lane.outcomes:
             lines += ["| shim | outcome | before |", "|---|---|---|"]
-            lines += [f"| {s} | {now} | {before or '—'} |" for s, now, before in lane.outcomes]
+            lines += [
+                f"| {mdsafe.text(s)} | {mdsafe.text(now)} | {mdsafe.text(before or '—')} |"
+                for s, now, before in lane.outcomes
+            ]
             lines.append("")
     if not suites_ran:
         lines += [
@@ -355,7 +361,7 @@ def _lane_bump(
     project: Project,
     name: str,
     result: LockResult,
-    old_lock: dict | None,
+    old_lock: dict[str, Any] | None,
     fetcher: Fetcher | None,
 ) -> LaneBump:
     """One re-locked lane: the diff of its lock and the release notes of what it takes."""

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from retire.branches.dropplan import DropPlan
 from retire.branches.lanemoves import LaneMove, TreeEdit
+from retire.core import mdsafe
 from retire.verdicts.model import LaneStep, LaneVerdict
 
 __all__ = ["TRAILER", "commit_message", "kept_moves", "pr_body", "title"]
@@ -75,9 +76,9 @@ def commit_message(plan: DropPlan, edit: TreeEdit, base: str) -> str:
     lines.append("")
     if plan.floor_versions:
         lines.append("Floors: " + ", ".join(plan.floor_specs))
-    if plan.links:
+    if plan.upstream_links:
         lines.append("Upstream:")
-        lines += [f"- {role}: {url}" for role, url in plan.links]
+        lines += [f"- {role}: {url}" for role, url in plan.upstream_links]
     if plan.per_lane:
         left, kept = _all_moves(plan, edit)
         lines.append("Lanes the shim leaves:")
@@ -116,20 +117,26 @@ def _lane_sections(plan: DropPlan, edit: TreeEdit) -> list[str]:
     left, kept = _all_moves(plan, edit)
     lines = ["### Lanes the shim leaves", "", "| lane | step | what changed |", "|---|---|---|"]
     lines += [
-        f"| `{m.lane}` | {m.step} | {'<br>'.join(_changes(m)) or 'the id leaves its shims'} |"
+        f"| {mdsafe.code(m.lane)} | {m.step} | "
+        f"{'<br>'.join(mdsafe.text(c) for c in _changes(m)) or 'the id leaves its shims'} |"
         for m in left
     ]
     if kept:
         lines += ["", "### Lanes that keep it", "", "| lane | step | why |", "|---|---|---|"]
-        lines += [f"| `{m.lane}` | {m.step} | {m.reason or '—'} |" for m in kept]
-    return [*lines, "", _folder_line(plan, edit, kept)]
+        # a blocker is the resolver's own words: text, never Markdown
+        lines += [
+            f"| {mdsafe.code(m.lane)} | {m.step} | {mdsafe.text(m.reason or '—')} |" for m in kept
+        ]
+    return [*lines, "", mdsafe.text(_folder_line(plan, edit, kept))]
 
 
 def pr_body(plan: DropPlan, edit: TreeEdit) -> str:
     left = [m.lane for m in edit.moves if m.left]
     partial = plan.per_lane and not edit.folder_removed
-    heading = f"## Retire shim `{plan.shim_id}`" + (f" from {', '.join(left)}" if partial else "")
-    lines = [heading, "", plan.why.strip(), ""]
+    heading = f"## Retire shim {mdsafe.code(plan.shim_id)}" + (
+        f" from {mdsafe.text(', '.join(left))}" if partial else ""
+    )
+    lines = [heading, "", mdsafe.text(plan.why), ""]
     if plan.per_lane:
         lines += _lane_sections(plan, edit)
         if edit.relocked:
@@ -144,15 +151,17 @@ def pr_body(plan: DropPlan, edit: TreeEdit) -> str:
                 "(`[guard]` in its manifest)"
             ),
         ]
-        lines += [f"- {c}" for c in edit.changes]
+        lines += [f"- {mdsafe.text(c)}" for c in edit.changes]
         if edit.relocked:
             locks = ", ".join(f"`locks/{n}/pylock.toml`" for n in edit.relocked)
             lines.append(f"- locks re-made: {locks}")
-            lines += [f"  - {n}" for n in edit.notes]
+            lines += [f"  - {mdsafe.text(n)}" for n in edit.notes]
     if plan.floor_versions:
-        lines += ["", "Retirement floor: " + ", ".join(f"`{s}`" for s in plan.floor_specs)]
-    if plan.links:
-        lines += ["", "### Upstream", ""] + [f"- {role}: {url}" for role, url in plan.links]
+        lines += ["", "Retirement floor: " + ", ".join(mdsafe.code(s) for s in plan.floor_specs)]
+    if plan.upstream_links:
+        lines += ["", "### Upstream", ""]
+        links = plan.upstream_links
+        lines += [f"- {mdsafe.text(role)}: {mdsafe.link(url, url)}" for role, url in links]
     if plan.evidence_markdown.strip():
         lines += ["", "### Evidence", "", plan.evidence_markdown.strip()]
     lines += [

@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from retire.core.errors import InputError
+from retire.evidence.floor import Floor, floor_map
 from retire.lanes.model import SHIM_ID, LanePolicy
 from retire.verdicts.model import LaneStep, LaneVerdict
 
-__all__ = ["BRANCH_PREFIX", "DropPlan", "floor_versions", "lane_verdict_from_dict"]
+__all__ = ["BRANCH_PREFIX", "DropPlan", "lane_verdict_from_dict"]
 
 BRANCH_PREFIX = "patchlane/retire-"
 
@@ -32,16 +29,16 @@ BRANCH_PREFIX = "patchlane/retire-"
 class DropPlan:
     """One retire decision: which shim goes, why, and the floors that replace it.
 
-    ``floors`` maps a distribution to the first fixed version (``{"megatron-core": "0.18.0"}``),
-    or lists floors as requirements (``("megatron-core>=0.18.0",)``, a Verdict's ``floors``);
-    ``upstream_links`` holds URLs, or ``(role, url)`` pairs.
+    ``floors`` are typed floors (a Verdict's, or a bisection's first fixed release);
+    ``upstream_links`` are ``(role, url)`` pairs. Text is read into them once, by
+    :meth:`from_dict` (a ``--plan`` file).
     """
 
     shim_id: str
     why: str
-    floors: Mapping[str, str] | Sequence[str] = field(default_factory=dict)
+    floors: tuple[Floor, ...] = ()
     evidence_markdown: str = ""
-    upstream_links: tuple[str | tuple[str, str], ...] = ()
+    upstream_links: tuple[tuple[str, str], ...] = ()
     # the lanes the shim leaves (drop or raise); None: every lane file, as auto-drop always did
     lanes: tuple[LaneVerdict, ...] | None = None
     # the lanes that keep the shim, with why (hold, blocked, keep, unknown)
@@ -52,8 +49,9 @@ class DropPlan:
             raise InputError(
                 None, "shim", f"invalid shim id {self.shim_id!r}", "ids match [a-z][a-z0-9_]*"
             )
-        object.__setattr__(self, "floors", floor_versions(self.floors))
-        object.__setattr__(self, "upstream_links", _link_pairs(self.upstream_links))
+        # one floor per distribution, the highest, in name order: the branch's identity rests on it
+        highest = floor_map(self.floors)
+        object.__setattr__(self, "floors", tuple(Floor(d, v) for d, v in highest.items()))
         if self.lanes is not None:
             # a lane that does not leave is one that keeps the shim, whoever built the plan
             given = tuple(self.lanes)
@@ -68,13 +66,8 @@ class DropPlan:
 
     @property
     def floor_versions(self) -> dict[str, str]:
-        """``floors`` as {canonical distribution: version}, sorted."""
-        return floor_versions(self.floors)
-
-    @property
-    def links(self) -> tuple[tuple[str, str], ...]:
-        """``upstream_links`` as (role, URL) pairs."""
-        return _link_pairs(self.upstream_links)
+        """``floors`` as {canonical distribution: version}, what a lane file's edit takes."""
+        return {floor.distribution: str(floor.version) for floor in self.floors}
 
     @property
     def branch(self) -> str:
@@ -82,7 +75,7 @@ class DropPlan:
 
     @property
     def floor_specs(self) -> list[str]:
-        return [f"{dist}>={version}" for dist, version in self.floor_versions.items()]
+        return [str(floor) for floor in self.floors]
 
     def identity(self, base_commit: str) -> str:
         """What decides the branch's tree: the shim, the floors, the base commit (and, for a plan
@@ -90,7 +83,10 @@ class DropPlan:
         parts: list[object] = [self.shim_id, self.floor_versions, base_commit]
         if self.lanes is not None:
             parts.append(
-                sorted([lane.lane, str(lane.step), list(lane.floors)] for lane in self.lanes)
+                sorted(
+                    [lane.lane, str(lane.step), [str(floor) for floor in lane.floors]]
+                    for lane in self.lanes
+                )
             )
         blob = json.dumps(parts, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
@@ -102,7 +98,7 @@ class DropPlan:
             "why": self.why,
             "floors": self.floor_specs,
             "evidence_markdown": self.evidence_markdown,
-            "upstream_links": [list(link) for link in self.links],
+            "upstream_links": [list(link) for link in self.upstream_links],
             **(
                 {"lanes": [lane.to_json() for lane in self.lanes]} if self.lanes is not None else {}
             ),
@@ -111,21 +107,21 @@ class DropPlan:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> DropPlan:
-        """A plan from its JSON form (KeyError / TypeError say what is missing or wrong)."""
-        floors = data.get("floors", {})
-        if not isinstance(floors, Mapping | list | tuple):
-            raise TypeError(f"floors: not an object or a list: {floors!r}")
-        links = [
-            tuple(link) if isinstance(link, list) else link
-            for link in _sequence(data.get("upstream_links", ()))
-        ]
+        """A plan from its JSON form (KeyError / TypeError say what is missing or wrong; a floor
+        that is not ``dist>=version`` is an input error)."""
+        floors = data.get("floors", ())
+        if isinstance(floors, Mapping):
+            # {dist: version}: the form plans were first written in
+            read = tuple(Floor.parse(f"{d}>={v}", key=f"floors.{d}") for d, v in floors.items())
+        else:
+            read = tuple(Floor.parse(_text(f)) for f in _sequence(floors))
         lanes = data.get("lanes")
         return cls(
             _text(data["shim_id"]),
             _text(data.get("why", "")),
-            floors,
+            read,
             _text(data.get("evidence_markdown", "")),
-            _link_pairs(links),
+            tuple(map(_link_pair, _sequence(data.get("upstream_links", ())))),
             None if lanes is None else tuple(map(lane_verdict_from_dict, _sequence(lanes))),
             tuple(map(lane_verdict_from_dict, _sequence(data.get("keeping", ())))),
         )
@@ -148,7 +144,7 @@ def lane_verdict_from_dict(data: object) -> LaneVerdict:
         policy=LanePolicy(_text(data.get("policy", "follow"))),
         file=_text(data.get("file", "")),
         locked=_optional_text(data, "locked"),
-        floors=tuple(_text(f) for f in _sequence(data.get("floors", ()))),
+        floors=tuple(Floor.parse(_text(f)) for f in _sequence(data.get("floors", ()))),
         blocker=_optional_text(data, "blocker"),
         until=_optional_text(data, "until"),
         action=_optional_text(data, "action"),
@@ -167,46 +163,10 @@ def _sequence(value: object) -> Sequence[object]:
     return value
 
 
-def floor_versions(floors: Mapping[str, str] | Sequence[str]) -> dict[str, str]:
-    """{canonical distribution: version}, sorted, from a mapping or ``dist>=version`` specs."""
-    pairs = floors.items() if isinstance(floors, Mapping) else map(_floor_pair, floors)
-    found: dict[str, str] = {}
-    for dist, version in pairs:
-        try:
-            found[str(canonicalize_name(dist))] = str(Version(str(version)))
-        except InvalidVersion:
-            raise InputError(
-                None,
-                f"floors.{dist}",
-                f"not a version: {version!r}",
-                'use a release like "0.18.0"',
-            ) from None
-    return dict(sorted(found.items()))
-
-
-def _link_pairs(links: Iterable[object]) -> tuple[tuple[str, str], ...]:
-    """(role, URL) pairs; a bare URL has the role ``link``."""
-    pairs: list[tuple[str, str]] = []
-    for link in links:
-        if isinstance(link, str):
-            pairs.append(("link", link))
-        elif isinstance(link, list | tuple):
-            pairs.append((str(link[0]), str(link[1])))
-        else:
-            raise TypeError(f"not a link: {link!r}")
-    return tuple(pairs)
-
-
-def _floor_pair(spec: str) -> tuple[str, str]:
-    try:
-        req = Requirement(spec)
-        [clause] = list(req.specifier)
-    except (InvalidRequirement, ValueError):
-        raise InputError(
-            None, "floors", f"not a floor: {spec!r}", 'write it as "<dist>>=<version>"'
-        ) from None
-    if clause.operator != ">=":
-        raise InputError(
-            None, "floors", f"not a floor: {spec!r}", 'write it as "<dist>>=<version>"'
-        )
-    return req.name, clause.version
+def _link_pair(link: object) -> tuple[str, str]:
+    """A link as written in a plan: a bare URL (the role ``link``) or ``[role, url]``."""
+    if isinstance(link, str):
+        return ("link", link)
+    if isinstance(link, list | tuple) and len(link) == 2:
+        return (_text(link[0]), _text(link[1]))
+    raise TypeError(f"not a link: {link!r}")

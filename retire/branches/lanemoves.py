@@ -114,14 +114,8 @@ def _named(lane: Lane) -> set[str]:
 
 
 def _floors(verdict: LaneVerdict) -> dict[str, str]:
-    """A raise lane's floors ("tilelang>=0.1.15") as {canonical dist: version}."""
-    found = {}
-    for text in verdict.floors:
-        with contextlib.suppress(InvalidRequirement, ValueError):
-            req = Requirement(text)
-            [clause] = [s for s in req.specifier if s.operator == ">="]
-            found[str(canonicalize_name(req.name))] = clause.version
-    return found
+    """A raise lane's floors as {canonical dist: version}."""
+    return {floor.distribution: str(floor.version) for floor in verdict.floors}
 
 
 @dataclass

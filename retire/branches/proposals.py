@@ -84,13 +84,10 @@ class PullRequests:
 
         return {**auth_headers(self.token), "Accept": "application/vnd.github+json"}
 
-    def _error(self, what: str, exc_or_response) -> str:
+    def _error(self, what: str, exc_or_response: object) -> str:
         text = getattr(exc_or_response, "text", None)
-        detail = (
-            f"HTTP {exc_or_response.status_code}: {text[:200]}"
-            if text is not None
-            else str(exc_or_response)
-        )
+        status = getattr(exc_or_response, "status_code", None)
+        detail = f"HTTP {status}: {text[:200]}" if text is not None else str(exc_or_response)
         return scrub(f"{what}: {detail}", [self.token])
 
     def find_or_open(

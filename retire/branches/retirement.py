@@ -11,14 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from retire.branches.dropplan import DropPlan
+from retire.core import mdsafe
 from retire.evidence.validation import FIXED, Mode, RunOutcome, ValidationRecord
 from retire.verdicts.model import Decision, FlagKind, Verdict
 from shims.model import ShimManifest
 
 
 def _fence(text: str) -> str:
-    body = "\n".join(text.rstrip().splitlines()[-25:])
-    return f"```text\n{body}\n```"
+    # the reproducer's output is data: a ``` line in it must not close the fence
+    return mdsafe.fence("\n".join(text.rstrip().splitlines()[-25:]))
 
 
 def _describe(record: ValidationRecord) -> str:
@@ -27,23 +28,27 @@ def _describe(record: ValidationRecord) -> str:
         or "versions not reported"
     )
     host = record.host.get("gpu") or "no CUDA"
+    # the host stamp is what the reproducer printed: every part is shown as text
     return (
-        f"lane `{record.lane}` on {record.host.get('hostname', '?')} ({host}), "
-        f"{record.started_at[:19]}Z — {versions}"
+        f"lane {mdsafe.code(record.lane)} on {mdsafe.text(record.host.get('hostname', '?'))} "
+        f"({mdsafe.text(host)}), {mdsafe.text(record.started_at[:19])}Z — {mdsafe.text(versions)}"
     )
 
 
 def evidence_markdown(verdict: Verdict, records: Sequence[ValidationRecord]) -> str:
     """The evidence a reviewer needs: why, the conditions, and the reproducer before and after."""
-    lines = [f"**Verdict:** {verdict.decision} — {verdict.why}", ""]
+    lines = [f"**Verdict:** {verdict.decision} — {mdsafe.text(verdict.why)}", ""]
     # evidence that disagrees is shown to the reviewer, never resolved out of sight
-    conflicts = [f.text for f in verdict.flags if f.kind == FlagKind.CONFLICT]
+    conflicts = [f.text for f in verdict.flags if f.kind == FlagKind.CONFLICT and f.text.strip()]
     if conflicts:
-        lines += ["**Conflict:**", *[f"- {text}" for text in conflicts], ""]
+        lines += ["**Conflict:**", *[f"- {mdsafe.text(text)}" for text in conflicts], ""]
     if verdict.conditions:
         lines += [
             "**Retirement conditions:**",
-            *[f"- `{c.kind}`: {c.state} — {c.why}" for c in verdict.conditions],
+            *[
+                f"- {mdsafe.code(c.kind)}: {c.state} — {mdsafe.text(c.why)}"
+                for c in verdict.conditions
+            ],
             "",
         ]
     without = sorted(
@@ -60,7 +65,7 @@ def evidence_markdown(verdict: Verdict, records: Sequence[ValidationRecord]) -> 
             lines += [f"**{label}:** no recorded run", ""]
             continue
         lines += [
-            f"**{label}:** {record.sentinel} on {_describe(record)}",
+            f"**{label}:** {mdsafe.text(record.sentinel)} on {_describe(record)}",
             "",
             _fence(record.output_tail),
             "",

@@ -4,12 +4,11 @@ reproducing."""
 from __future__ import annotations
 
 import argparse
-import re
-import shlex
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 from retire.bisect.budget import Budget, Meter
 from retire.bisect.search import CandidateRun, Limits, Status
@@ -24,6 +23,7 @@ from retire.commands.base import (
 )
 from retire.core.errors import InputError, PatchlaneError
 from retire.core.project import Project
+from retire.verdicts.actions import Bisect
 
 if TYPE_CHECKING:
     from retire.bisect.result import BisectResult
@@ -195,20 +195,66 @@ def _lane_python(project: Project, name: str):
     return lane, env.python
 
 
+@dataclass(frozen=True)
+class BisectRequest:
+    """One bisection as asked: on the command line, or by a verdict's :class:`Bisect` action."""
+
+    shim: str
+    since: str | None = None
+    until: str | None = None
+    # search every release, ignoring the evidence of where the bug is known
+    every: bool = False
+    index: str | None = None
+    python: str | None = None
+    lane: str | None = None
+    include_prereleases: bool = False
+    timeout: float | None = None
+    isolation: str | None = None
+    limits: Limits = field(default_factory=Limits)
+    cache: Path | None = None
+    record: bool = True
+
+    @classmethod
+    def of_arguments(cls, args: argparse.Namespace) -> BisectRequest:
+        """What ``patchlane bisect``'s arguments ask for."""
+        _check_versions(since=args.since, until=args.until)
+        return cls(
+            args.shim,
+            args.since,
+            args.until,
+            args.every,
+            args.index,
+            args.python,
+            args.lane,
+            args.include_prereleases,
+            args.timeout,
+            args.isolation,
+            Limits(args.max_unknown, args.max_not_applicable),
+            args.cache,
+            args.record,
+        )
+
+    @classmethod
+    def of_action(cls, action: Bisect) -> BisectRequest:
+        """What a verdict's bisection asks for; every run of a weekly bisection is evidence."""
+        since = action.since.public if action.since is not None else None
+        until = action.until.public if action.until is not None else None
+        return cls(action.shim, since, until)
+
+
 def bisection(
     project: Project,
-    args: argparse.Namespace,
+    args: BisectRequest,
     *,
     stop: Callable[[], str | None] | None = None,
     count: Callable[[CandidateRun], None] | None = None,
 ) -> BisectResult:
-    """The bisection ``args`` (this command's arguments) ask for, as ``patchlane bisect`` runs
-    it: the range from the project's evidence, every fresh run recorded unless ``--no-record``.
-    ``stop`` and ``count`` are a budget's (:class:`retire.bisect.Meter`)."""
-    from retire.bisect import bisect, list_releases, project_bounds
+    """The bisection ``args`` asks for, as ``patchlane bisect`` runs it: the range from the
+    project's evidence, every fresh run recorded unless ``--no-record``. ``stop`` and ``count``
+    are a budget's (:class:`retire.bisect.Meter`)."""
+    from retire.bisect import BisectOptions, bisect, list_releases, project_bounds
     from retire.probes.records import bisection_lane
 
-    _check_versions(since=args.since, until=args.until)
     manifest = _manifest(project, args.shim)
     distribution = manifest.target.distribution
     lane, base_python = None, args.python or sys.executable
@@ -242,10 +288,8 @@ def bisection(
             level=Level.PROGRESS,
         )
 
-    return bisect(
-        manifest,
-        versions,
-        yanked=yanked,
+    options = BisectOptions(
+        yanked=frozenset(yanked),
         include_prereleases=args.include_prereleases,
         bounds=bounds,
         base_python=base_python,
@@ -255,16 +299,21 @@ def bisection(
         record_to=project.validation if args.record else None,
         lane=bisection_lane(lane.name if lane else None),
         lock_digest=lane.digest if lane else None,
-        limits=Limits(args.max_unknown, args.max_not_applicable),
-        on_step=progress,
+        limits=args.limits,
         isolation=args.isolation,
+    )
+    return bisect(
+        manifest,
+        versions,
+        options,
+        on_step=progress,
         on_note=lambda line: say(f"  {line}", level=Level.PROGRESS),
         stop=stop,
     )
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
-    result = bisection(project, args)
+    result = bisection(project, BisectRequest.of_arguments(args))
     if args.json:
         emit_json(result.to_dict())
     else:
@@ -283,9 +332,6 @@ def run(project: Project, args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------------------------
 # Candidate bisections within a budget (`patchlane report` / `retire` --bisect-budget)
-
-#: A bisect command in a candidate flag's text or a verdict's action.
-_COMMAND = re.compile(r"patchlane bisect [^`\n;]*[^`\n;.,)\s]")
 
 
 def add_budget_arguments(p: argparse.ArgumentParser) -> None:
@@ -314,53 +360,32 @@ def budget_of(args: argparse.Namespace) -> Budget:
     return Budget(getattr(args, "bisect_budget", None), getattr(args, "bisect_minutes", None))
 
 
-def candidate_command(verdict: Verdict) -> str | None:
-    """The `patchlane bisect` a verdict flagged ``candidate`` asks for: the command its flag (or
-    action) names for this shim, else the shim's plain bisection; None without the flag."""
+def candidate_bisection(verdict: Verdict) -> Bisect | None:
+    """The bisection a verdict flagged ``candidate`` asks for: the one its flag (or its action)
+    names for this shim, else the shim's plain bisection; None without the flag."""
     from retire.verdicts.model import FlagKind
 
     if not verdict.flagged(FlagKind.CANDIDATE):
         return None
-    texts = [f.text for f in verdict.flags if f.kind == FlagKind.CANDIDATE]
-    for text in (*texts, verdict.action or ""):
-        for found in _COMMAND.finditer(text):
-            words = found.group(0).split()
-            if len(words) > 2 and words[2] == verdict.shim:
-                return " ".join(words)
-    return f"patchlane bisect {verdict.shim}"
+    named = [f.action for f in verdict.flags if f.kind == FlagKind.CANDIDATE]
+    for action in (*named, *verdict.next):
+        if isinstance(action, Bisect) and action.shim == verdict.shim:
+            return action
+    return Bisect(verdict.shim)
 
 
-class _CommandError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    """This command's parser, for a command read from a verdict: errors raise, never exit."""
-
-    def error(self, message: str) -> NoReturn:
-        raise _CommandError(message)
-
-
-def _arguments(command: str) -> argparse.Namespace:
-    parser = _Parser(prog="patchlane bisect", add_help=False)
-    add_arguments(parser)
-    try:
-        args = parser.parse_args(shlex.split(command)[2:])
-    except ValueError as exc:
-        raise _CommandError(str(exc)) from None
-    # every run of a weekly bisection is evidence
-    args.record, args.json = True, False
-    return args
-
-
-def _one_candidate(project: Project, verdict: Verdict, command: str, meter: Meter) -> BisectionRan:
+def _one_candidate(
+    project: Project, verdict: Verdict, action: Bisect, meter: Meter
+) -> BisectionRan:
     """Run one candidate's bisection on ``meter``'s budget; a failure is its row, never raised."""
     from retire.report.model import BisectionRan
 
+    command = str(action)
     meter.refused = None
     try:
-        result = bisection(project, _arguments(command), stop=meter.stop, count=meter.count)
-    except (PatchlaneError, InputError, OSError, _CommandError) as exc:
+        request = BisectRequest.of_action(action)
+        result = bisection(project, request, stop=meter.stop, count=meter.count)
+    except (PatchlaneError, InputError, OSError) as exc:
         reason = " ".join(str(exc).split()) or type(exc).__name__
         return BisectionRan(verdict.shim, command, "failed", f"could not run: {reason}")
     return BisectionRan(
@@ -369,7 +394,7 @@ def _one_candidate(project: Project, verdict: Verdict, command: str, meter: Mete
         str(result.status),
         result.summary(),
         result.runs,
-        result.floor,
+        None if result.floor is None else str(result.floor),
         meter.refused,
     )
 
@@ -389,9 +414,10 @@ def candidate_bisections(
     ran: list[BisectionRan] = []
     left: list[BisectionLeft] = []
     for verdict in verdicts:
-        command = candidate_command(verdict)
-        if command is None:
+        action = candidate_bisection(verdict)
+        if action is None:
             continue
+        command = str(action)
         manifest = manifests.get(verdict.shim)
         if (spent := meter.spent()) is not None:
             left.append(BisectionLeft(verdict.shim, command, spent))
@@ -403,7 +429,7 @@ def candidate_bisections(
                 left.append(BisectionLeft(verdict.shim, command, why))
                 continue
         say(f"candidate {verdict.shim}: {command}", level=Level.PROGRESS)
-        ran.append(_one_candidate(project, verdict, command, meter))
+        ran.append(_one_candidate(project, verdict, action, meter))
     return Bisections(budget.runs, budget.minutes, tuple(ran), tuple(left))
 
 

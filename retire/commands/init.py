@@ -46,7 +46,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(project: Project, args: argparse.Namespace) -> int:
     from retire.scaffold import write
-    from retire.scaffold.project import plan_init
+    from retire.scaffold.ignored import still_ignored
+    from retire.scaffold.project import committed, plan_init
 
     root = (args.path if args.path is not None else project.root).resolve()
     source = _source(args, root)
@@ -57,7 +58,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
             f"{'edited ' if path in plan.edit else 'created'} {shown(root / path)}",
             level=Level.PROGRESS,
         )
-    notes = [*plan.notes, *_git_note(root)]
+    notes = [*plan.notes, *still_ignored(root, committed(plan)), *_git_note(root)]
     for note in notes:
         say(f"note: {note}")
     locked = [] if args.no_lock else _lock(Project(root))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import PurePosixPath
 
 from retire.commands.base import (
     Command,
@@ -158,12 +159,20 @@ def _check(project: Project, lanes: list, args: argparse.Namespace) -> int:
 
     named = uv.host_indexes().named
     rows, bad, unchecked = [], [], 0
+    ignored = _ignored_locks(project, lanes)
     for lane in lanes:
         state = locking.lock_state(lane, project.locks_dir)
         shown_state, fix = str(state.freshness), None
+        if lane.name in ignored:
+            # in a fresh clone the lock is missing because git never took it, not because
+            # nobody locked the lane: say which rule, and how to let git commit it
+            state = locking.LockState(lane.name, state.freshness, ignored[lane.name])
+            shown_state, fix = "ignored", f"nox -s lock -- {lane.name}"
+            bad.append(lane.name)
+            say(f"ignored {lane.name}: {state.why} — then run `{fix}` and commit the lock")
         # A missing lock fails, also where this host cannot lock the lane (its index has no URL
         # here): a lane without a lock runs nowhere. Only --skip-unreachable lets such a host pass.
-        if state.freshness is locking.Freshness.MISSING and isinstance(
+        elif state.freshness is locking.Freshness.MISSING and isinstance(
             resolve_index_urls(lane, named), IndexWithoutURL
         ):
             shown_state, unchecked, fix = "unchecked", unchecked + 1, f"nox -s lock -- {lane.name}"
@@ -210,6 +219,29 @@ def _check(project: Project, lanes: list, args: argparse.Namespace) -> int:
     if args.json:
         emit_json({"ok": not bad, "lanes": rows})
     return ExitCode.FAILED if bad else ExitCode.OK
+
+
+def _ignored_locks(project: Project, lanes: list) -> dict[str, str]:
+    """lane -> why git leaves its lock out of every commit (an ignore rule, and the negation
+    that lets git take it), for the locks that are not committed."""
+    from retire.core.git import Git, GitError
+    from retire.locks.locking import lock_path
+
+    paths = {
+        lane.name: lock_path(project.locks_dir, lane.name).relative_to(project.root).as_posix()
+        for lane in lanes
+        if project.locks_dir.is_relative_to(project.root)
+    }
+    try:
+        rules = Git(project.root).ignored(list(paths.values()))
+    except GitError:
+        return {}
+    return {
+        lane: f"{path} is ignored by git ({rules[path]}), so it is in no commit and no clone — "
+        f"add `!/{PurePosixPath(path).parent.parent}/*/pylock.toml` at the end of .gitignore"
+        for lane, path in paths.items()
+        if path in rules
+    }
 
 
 COMMAND = Command(

@@ -136,8 +136,7 @@ def _owner(project: Project) -> str | None:
 
 def run_new(project: Project, args: argparse.Namespace) -> int:
     """``shim new ID``: the scaffolded files, written at once or not at all."""
-    from retire.scaffold import write
-    from retire.scaffold.shim import plan_shim
+    from retire.scaffold.shim import plan_shim, write_shim
 
     plan = plan_shim(
         project,
@@ -147,7 +146,7 @@ def run_new(project: Project, args: argparse.Namespace) -> int:
         module=args.module,
         owner=args.owner or _owner(project),
     )
-    written = write(plan, command="patchlane shim new")
+    written = write_shim(plan, args.id)
     if args.json:
         emit_json(
             {

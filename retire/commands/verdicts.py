@@ -123,7 +123,7 @@ def _print_table(verdicts: list) -> None:
     locked = max([len(lane.locked or "?") for lane in lanes] + [6])
     say(f"{'shim':<{width}}  {'verdict':<{decided}}  why")
     for v in verdicts:
-        floors = f" → {', '.join(v.floors)}" if v.floors else ""
+        floors = f" → {', '.join(map(str, v.floors))}" if v.floors else ""
         say(f"{v.shim:<{width}}  {v.decision:<{decided}}  {v.why}{floors}")
         pad = f"{'':<{width}}  "
         steps = {lane.step for lane in v.lane_verdicts}

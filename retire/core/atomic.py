@@ -20,7 +20,7 @@ from pathlib import Path
 from retire.core.project import contained
 from retire.core.secrets import scrub
 
-__all__ = ["atomic_stream", "atomic_write", "locked", "make_folder"]
+__all__ = ["atomic_stream", "atomic_write", "locked", "make_folder", "stage"]
 
 Folder = str | os.PathLike[str]
 
@@ -66,6 +66,28 @@ def atomic_stream(path: Folder, blocks: Iterable[bytes], *, within: Folder) -> N
     joined chunks). An exception from ``blocks`` (a hash that does not match) leaves the old
     file as it was."""
     target = contained(within, _here(path))
+    temporary = _staged(target, blocks, within=within)
+    try:
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def stage(path: Folder, data: str | bytes, *, within: Folder, encoding: str = "utf-8") -> Path:
+    """The first half of :func:`atomic_write`: ``data`` (text scrubbed as there) in a temporary
+    file beside ``path``, flushed to disk with the mode ``path`` would get. ``os.replace(it,
+    path)`` is the write, which needs no space on the disk; the caller replaces or removes it.
+
+    For writes of several files that must all happen or none (``shim new``): stage every file,
+    then replace them, so a full disk stops the command before the first file changes."""
+    target = contained(within, _here(path))
+    payload = scrub(data).encode(encoding) if isinstance(data, str) else data
+    return _staged(target, (payload,), within=within)
+
+
+def _staged(target: Path, blocks: Iterable[bytes], *, within: Folder) -> Path:
     # say so by its name, not by the temporary file's
     if target.is_dir():
         raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", str(target))
@@ -87,11 +109,11 @@ def atomic_stream(path: Folder, blocks: Iterable[bytes], *, within: Folder) -> N
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temporary, mode)
-        os.replace(temporary, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+    return Path(temporary)
 
 
 @contextlib.contextmanager

@@ -177,6 +177,22 @@ class Git:
         base = PurePosixPath(folder)
         return [PurePosixPath(name).relative_to(base) for name in out.split("\0") if name]
 
+    def ignored(self, paths: list[str]) -> dict[str, str]:
+        """Which of ``paths`` (relative to ``repo``; they need not exist) git's own ignore rules
+        would keep out of a commit, each with the rule that does (``.gitignore:3: *pylock.toml``).
+        A tracked file is never ignored."""
+        if not paths:
+            return {}
+        out = self.run("check-ignore", "-v", "-z", "--stdin", check=False, input="\0".join(paths))
+        fields = out.split("\0")
+        found: dict[str, str] = {}
+        # -v -z: source, line, pattern, path per match
+        for at in range(0, len(fields) - 3, 4):
+            source, line, pattern, path = fields[at : at + 4]
+            if source and not pattern.startswith("!"):
+                found[path] = f"{source}:{line}: {pattern}"
+        return found
+
     def worktree_paths(self) -> list[Path]:
         """Every worktree git knows of (the main one first), including ones whose folder is gone."""
         out = self.run("worktree", "list", "--porcelain")

@@ -127,7 +127,7 @@ def compute_record_id(
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _paired(value):
+def _paired(value: object) -> object:
     """``value`` with surrogates as a JSON reader will read them back: an adjacent high and low
     surrogate become the one character they encode, a lone one becomes U+FFFD. (A manifest line
     escapes each surrogate on its own, and every JSON reader joins an escaped pair.)"""

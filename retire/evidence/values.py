@@ -17,6 +17,8 @@ from typing import Literal
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from retire.evidence.floor import Floor
+
 __all__ = [
     "EVIDENCE_KINDS",
     "Ancestry",
@@ -458,6 +460,9 @@ EVIDENCE_KINDS: dict[type, str] = {
 def to_json(value: object) -> object:
     """Any evidence / verdict value as plain JSON data (versions and times as strings); evidence
     values are tagged with their :data:`EVIDENCE_KINDS` ``kind``, never a class name."""
+    # a floor is written as the requirement it stands for
+    if isinstance(value, Floor):
+        return str(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         kind = EVIDENCE_KINDS.get(type(value))
         data: dict[str, object] = {} if kind is None else {"kind": kind}

@@ -335,7 +335,9 @@ def lock_lane(
             f"uv wrote a lock that packaging.pylock rejects: {exc}",
             seconds=seconds,
         )
-    atomic_write(target, text, within=locks_dir.parent)
+    unwritten = _write_lock(target, text, within=locks_dir.parent, had=previous is not None)
+    if unwritten:
+        return LockResult(lane.name, LockStatus.FAILED, unwritten, seconds=seconds)
     return LockResult(
         lane.name,
         LockStatus.LOCKED,
@@ -347,6 +349,18 @@ def lock_lane(
             name: times.format_utc(at) if at else False for name, at in cutoffs.packages
         },
     )
+
+
+def _write_lock(target: Path, text: str, *, within: Path, had: bool) -> str:
+    """Write the lock; what stopped it (a full disk), naming the lock and what it still holds,
+    else ``""``. The write is atomic: a lock that was there is kept whole."""
+    try:
+        atomic_write(target, text, within=within)
+    except OSError as exc:
+        kept = "the previous lock is kept as it was" if had else "no lock was written"
+        shown = target.relative_to(within) if target.is_relative_to(within) else target
+        return f"{shown.as_posix()}: {exc.strerror or exc} — {kept}"
+    return ""
 
 
 def _up_to_date(lane: Lane, target: Path) -> LockResult:

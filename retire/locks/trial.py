@@ -38,6 +38,7 @@ from packaging.version import InvalidVersion, Version
 from retire.core import uv
 from retire.core.atomic import atomic_write, make_folder
 from retire.core.errors import InputError
+from retire.evidence.floor import Floor
 from retire.lanes.lanedit import FloorConflictError, raise_floor
 from retire.lanes.model import Cooldown, Lane
 from retire.lanes.revisions import MirrorLookup
@@ -68,8 +69,8 @@ class RaiseTrial:
     """What one trial re-lock of one lane with raised floors gave."""
 
     lane: str
-    # the floors tried, as requirements ("tilelang>=0.1.15")
-    floors: tuple[str, ...]
+    # the floors tried (tilelang>=0.1.15)
+    floors: tuple[Floor, ...]
     # the raised lane resolved
     resolved: bool
     # resolved: {canonical name: version} of the targets in the trial lock
@@ -85,7 +86,7 @@ class RaiseTrial:
     def to_json(self) -> dict[str, object]:
         return {
             "lane": self.lane,
-            "floors": list(self.floors),
+            "floors": [str(floor) for floor in self.floors],
             "resolved": self.resolved,
             "versions": dict(self.versions),
             "blocker": self.blocker,
@@ -183,7 +184,7 @@ def _cached(cache_dir: Path | None, key: str | None) -> RaiseTrial | None:
         data = json.loads((cache_dir / f"{key}.json").read_text(encoding="utf-8"))
         return RaiseTrial(
             str(data["lane"]),
-            tuple(str(f) for f in data["floors"]),
+            tuple(Floor.parse(str(f)) for f in data["floors"]),
             bool(data["resolved"]),
             {str(k): str(v) for k, v in data["versions"].items()},
             data["blocker"],
@@ -191,7 +192,7 @@ def _cached(cache_dir: Path | None, key: str | None) -> RaiseTrial | None:
             cached=True,
         )
     # no entry, or a damaged one: ask uv again
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, InputError):
         return None
 
 
@@ -219,7 +220,7 @@ def try_raise(
     configuration), as every lock patchlane makes; ``cache_dir`` keeps answers of frozen lanes.
     """
     canonical = _canonical_floors(floors)
-    specs = tuple(f"{d}>={v}" for d, v in canonical.items())
+    specs = tuple(Floor(d, Version(v)) for d, v in canonical.items())
     try:
         trial_lane, upgrade = raised(lane, canonical)
     except FloorConflictError as exc:
@@ -249,7 +250,7 @@ def try_raise(
 
 def _judge(
     lane: Lane,
-    specs: tuple[str, ...],
+    specs: tuple[Floor, ...],
     floors: Mapping[str, str],
     result: locking.LockResult,
     lock: dict | None,

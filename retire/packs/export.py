@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 from pathlib import Path
 
+from retire.core import mdsafe
 from retire.core.atomic import atomic_write
 from retire.core.errors import InputError
 from retire.core.project import boundary, contained
@@ -135,18 +136,17 @@ def _readme(loaded: LoadedPack, entry: QueueEntry) -> str:
         if spec.repository.lower() == "nvidia/megatron-lm" and spec.kind == "pr"
         else ""
     )
+    approved = f"{mdsafe.text(entry.approved_by)} on {mdsafe.text(entry.approved_at)}"
     return f"""# Pack `{pack.id}`: {pack.title}
 
-Approved by {entry.approved_by} on {entry.approved_at}. Nothing here was filed automatically.
+Approved by {approved}. Nothing here was filed automatically.
 
 {where}
 
 Attach `{pack.reproducer_name}` as a file or a gist (with `shims/` if present: the protocol
 helper it imports). Run it against `{spec.against}` with:
 
-```sh
-{spec.command}
-```
+{mdsafe.fence(spec.command, "sh")}
 
 Before posting:
 

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from string import Template
 
+from retire.core import mdsafe
 from retire.packs.model import CATEGORIES, Pack, PackSpec, Searched
 from shims.model import ShimManifest
 
@@ -265,7 +266,7 @@ def render(manifest: ShimManifest, spec: PackSpec, reproducer_lines: int) -> Pac
     reproducer = (
         f"Attached as `{reproducer_name}` ({reproducer_lines} lines; not pasted here). "
         f"Run it against `{spec.against}` with:\n\n"
-        f"```sh\n{spec.command}\n```\n\n"
+        f"{mdsafe.fence(spec.command, 'sh')}\n\n"
         "The first line of its output stamps the host (GPU, compute capability, package versions). "
         "It then prints `BUG_REPRODUCED` (exit 10) while the bug is present, `FIX_VALIDATED` "
         "(exit 0) once it is fixed, or `SKIPPED: <reason>` (exit 77) on a host that cannot run it."

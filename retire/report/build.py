@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import assert_never
 
 from retire.evidence.validation import PROVING, ShimOutcome, ValidationRecord
 from retire.evidence.values import (
@@ -41,7 +42,14 @@ from retire.runs.lanerun import judge
 from retire.runs.proof import Proof, assess, latest_pair
 from retire.verdicts.model import Decision, FlagKind, LaneStep, Verdict
 from shims import times
-from shims.model import RetirementCondition, ShimManifest
+from shims.model import (
+    CommitInTag,
+    PrReleased,
+    ReproducerClean,
+    RetirementCondition,
+    ShimManifest,
+    VersionFloor,
+)
 
 __all__ = ["build", "build_matrix", "evidence_line", "merge_burndown"]
 
@@ -61,16 +69,20 @@ def _stamp(record: ValidationRecord) -> RunStamp:
 
 
 def _condition_words(condition: RetirementCondition) -> str:
-    if condition.kind == "version-floor":
-        return f"{condition.distribution} {condition.version} released"
-    if condition.kind == "pr-released":
-        return f"{short_link(condition.url)} merged and released"
-    if condition.kind == "commit-in-tag":
-        return (
-            f"commit {(condition.commit or '?')[:10]} of {short_link(condition.repository)} "
-            "in a release tag"
-        )
-    return "reproducer clean without the shim"
+    match condition:
+        case VersionFloor():
+            return f"{condition.distribution} {condition.version} released"
+        case PrReleased():
+            return f"{short_link(condition.url)} merged and released"
+        case CommitInTag():
+            return (
+                f"commit {condition.commit[:10]} of {short_link(condition.repository)} "
+                "in a release tag"
+            )
+        case ReproducerClean():
+            return "reproducer clean without the shim"
+        case _:
+            assert_never(condition)
 
 
 def evidence_line(value: object) -> str:
@@ -276,7 +288,7 @@ def _row(
         retire_when=tuple(_condition_words(c) for c in manifest.retirement.conditions),
         conditions=tuple((c.kind, c.state, c.why) for c in verdict.conditions),
         failures=tuple(str(f) for f in verdict.failures),
-        floors=tuple(verdict.floors),
+        floors=tuple(str(floor) for floor in verdict.floors),
         lanes=tuple(verdict.lanes)
         or tuple(lane.name for lane in lanes if manifest.id in lane.shims),
         last_proven=last_proven,

@@ -380,7 +380,7 @@ def _blocked(report: Report) -> str:
         f'<tr><td><a href="#shim-{_e(row.shim)}"><code>{_e(row.shim)}</code></a></td>'
         f'<td data-label="lane">{_e(lane.lane)}</td>'
         f'<td data-label="raise to">'
-        + (", ".join(f"<code>{_e(f)}</code>" for f in lane.floors) or "—")
+        + (", ".join(f"<code>{_e(str(f))}</code>" for f in lane.floors) or "—")
         + f'</td><td class="why" data-label="blocker">{_t(lane.blocker or lane.why)}</td></tr>'
         for row, lane in found
     )

@@ -8,6 +8,7 @@ no attention, and a note points at the HTML and JSON files that always hold ever
 
 from __future__ import annotations
 
+from retire.core import mdsafe
 from retire.report import regressions, vocabulary
 from retire.report.evidence import summarise_verdict
 from retire.report.mdhtml import code_spans
@@ -85,7 +86,7 @@ def to_json(report: Report) -> dict:
                 "shim": row.shim,
                 "lane": lane.lane,
                 "blocker": lane.blocker or "",
-                "floors": list(lane.floors),
+                "floors": [str(floor) for floor in lane.floors],
                 "file": lane.file,
                 "locked": lane.locked,
                 "why": lane.why,
@@ -146,10 +147,8 @@ def _matrix_json(report: Report) -> dict:
 
 def cell_text(text: str, limit: int | None = None) -> str:
     """Text safe inside a Markdown table cell (and inert as HTML in an issue body)."""
-    flat = " ".join(str(text).split())
-    if limit is not None and len(flat) > limit:
-        flat = flat[: limit - 1].rstrip() + "…"
-    return flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+    # no heading, list, link or image of the text's own either (retire.core.mdsafe)
+    return mdsafe.text(text, limit).replace(">", "&gt;")
 
 
 def code_cell(text: str, *, table: bool = True) -> str:
@@ -294,7 +293,7 @@ def _blocked_md(report: Report) -> list[str]:
     ]
     lines += [
         f"| [`{row.shim}`](#{_anchor(row.shim)}) | {cell_text(lane.lane)} | "
-        + (", ".join(code_cell(f) for f in lane.floors) or "—")
+        + (", ".join(code_cell(str(f)) for f in lane.floors) or "—")
         + f" | {cell_text(lane.blocker or lane.why, 400)} |"
         for row, lane in report.blocked
     ]

@@ -566,7 +566,7 @@ def lane_next(lane: LaneVerdict) -> str:
     if lane.action:
         return lane.action
     if lane.floors:
-        return "raise to " + ", ".join(lane.floors)
+        return "raise to " + ", ".join(map(str, lane.floors))
     return ""
 
 

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from retire.core import mdsafe
 from retire.evidence.validation import Mode, RunOutcome, ValidationRecord
 from shims.model import ShimManifest
 
@@ -108,10 +109,11 @@ def to_markdown(regressions: Sequence[Regression]) -> list[str]:
     lines.append("|---|---|---|---|---|")
     for r in regressions:
         what = "guard regressed" if r.kind == "guard-regressed" else "newly broken"
-        what += f" — `{r.action}`" if r.action else ""
+        what += f" — {mdsafe.code(r.action)}" if r.action else ""
+        # a culprit's line names packages and versions from locks and indexes: inert text
         lines.append(
-            f"| `{r.lane}` | `{r.subject}` | {what} | {r.culprit or 'not searched yet'} | "
-            f"{r.since[:10]} |"
+            f"| {mdsafe.code(r.lane)} | {mdsafe.code(r.subject)} | {what} | "
+            f"{mdsafe.text(r.culprit or 'not searched yet')} | {mdsafe.text(r.since[:10])} |"
         )
     return [*lines, ""]
 

@@ -20,15 +20,17 @@ from pathlib import Path
 
 from retire.core.errors import InputError
 from retire.lanes.model import PYTHON_VERSION
-from retire.scaffold import Plan, template
+from retire.scaffold import Plan, newline_of, raw_text, template
+from retire.scaffold.ignored import negations
 from retire.scaffold.merge import Merged, merge_noxfile, merge_precommit
 from retire.scaffold.source import Source
-from shims.filereading import read_text
 
-__all__ = ["plan_init"]
+__all__ = ["committed", "plan_init"]
 
 _README_HEADING = "## Patch lane"
 _IGNORED = (".patchlane/", ".nox/")
+# the lock init makes (or `nox -s lock` makes later): committed like the files init writes
+_LOCK = "locks/cpu/pylock.toml"
 
 
 def _values(source: Source, action: str | None, python: str) -> dict[str, str]:
@@ -98,25 +100,32 @@ def plan_init(
     edit: dict[str, str] = {}
     notes: list[str] = []
     merges = {
-        "noxfile.py": (template("project/noxfile.py.tmpl", **values), merge_noxfile),
+        "noxfile.py": (
+            template("project/noxfile.py.tmpl", **values),
+            lambda text, name: merge_noxfile(text, name, _first_party(root), source.engine),
+        ),
         ".pre-commit-config.yaml": (
             template("project/pre-commit-config.yaml", entry=_indented(entry, 2)),
             lambda text, name: merge_precommit(text, entry, name),
         ),
     }
     for name, (fresh, merge) in merges.items():
-        # read safely: a FIFO, a folder or a device there is one line, never a block
-        text = read_text(root / name, str(root / name), missing_ok=True)
+        # read safely (a FIFO, a folder, a link there is one line), line ends as they are
+        text = raw_text(root / name, str(root / name))
         if text is None:
             create[name] = fresh
             continue
         merged: Merged = merge(text, name)
         if merged.text is not None:
             edit[name] = merged.text
+            if merged.note:
+                notes.append(f"{name}: {merged.note}")
         else:
             notes.append(merged.note + (":\n" + merged.lines.rstrip("\n") if merged.lines else ""))
     _readme(root, values, create, edit)
-    _gitignore(root, create, edit)
+    unignore, ignored_notes = negations(root, sorted({*create, *edit, ".gitignore", _LOCK}))
+    notes.extend(ignored_notes)
+    _gitignore(root, create, edit, unignore)
     if source.local_only:
         notes.append(
             f"patchlane comes from {source.local_only}, which only this machine has: the "
@@ -127,29 +136,57 @@ def plan_init(
     return Plan(root, create, edit, tuple(notes))
 
 
+def _first_party(root: Path) -> frozenset[str]:
+    """The modules of the shop's own folder, which isort sorts after the third-party ones."""
+    try:
+        found = {
+            path.stem if path.suffix == ".py" else path.name
+            for path in root.iterdir()
+            if path.suffix == ".py" or (path.is_dir() and path.name.isidentifier())
+        }
+    except OSError:
+        return frozenset()
+    return frozenset(found - {"retire"})
+
+
 def _indented(text: str, by: int) -> str:
     return "".join(f"{' ' * by}{line}\n" if line else "\n" for line in text.splitlines()).rstrip(
         "\n"
     )
 
 
+def _appended(text: str, addition: str) -> str:
+    """``text`` with ``addition`` (written with ``\\n``) after it, in the file's own line ends."""
+    newline = newline_of(text)
+    head = text if not text or text.endswith(("\n", "\r")) else text + newline
+    return head + addition.replace("\n", newline)
+
+
 def _readme(root: Path, values: dict[str, str], create: dict, edit: dict) -> None:
     section = template("project/README-section.md", **values)
-    # read safely: a FIFO, a folder or a device there is one line, never a block
-    text = read_text(root / "README.md", str(root / "README.md"), missing_ok=True)
+    # read safely (a FIFO, a folder, a link there is one line), line ends as they are
+    text = raw_text(root / "README.md", str(root / "README.md"))
     if text is None:
         create["README.md"] = f"# {root.resolve().name}\n{section}"
         return
     if _README_HEADING not in text:
-        edit["README.md"] = text.rstrip("\n") + "\n" + section
+        # the section starts with a blank line; a README that ends in blank lines has its own
+        blank = text.replace("\r\n", "\n").endswith("\n\n")
+        edit["README.md"] = _appended(text, section.lstrip("\n") if blank else section)
 
 
-def _gitignore(root: Path, create: dict, edit: dict) -> None:
-    # read safely: a FIFO there is one line, never a block
-    text = read_text(root / ".gitignore", str(root / ".gitignore"), missing_ok=True)
+def committed(plan: Plan) -> list[str]:
+    """Every file of ``plan`` meant to be committed, and the lane's lock."""
+    return sorted({*plan.create, *plan.edit, _LOCK})
+
+
+def _gitignore(root: Path, create: dict, edit: dict, unignore: list[str]) -> None:
+    """The state folders ignored, and negations of the rules that would keep init's files out of
+    a commit (last: in one file the last matching rule wins)."""
+    # read safely (a FIFO, a folder, a link there is one line), line ends as they are
+    text = raw_text(root / ".gitignore", str(root / ".gitignore"))
     existing = text is not None
     text = text or ""
-    missing = [entry for entry in _IGNORED if entry not in text.splitlines()]
+    missing = [entry for entry in _IGNORED if entry not in text.splitlines()] + unignore
     if missing:
-        head = text if text.endswith("\n") or not text else text + "\n"
-        (edit if existing else create)[".gitignore"] = head + "\n".join(missing) + "\n"
+        (edit if existing else create)[".gitignore"] = _appended(text, "\n".join(missing) + "\n")

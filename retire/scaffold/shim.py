@@ -8,19 +8,27 @@ protocol of :mod:`shims.reproducer`; it skips until written). The id is added to
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import keyword
+import os
 import re
+import shutil
+import tempfile
+import unicodedata
+from pathlib import Path
 
+import tomlkit
 from packaging.requirements import InvalidRequirement, Requirement
 
+from retire.core.atomic import make_folder, stage
 from retire.core.errors import InputError
-from retire.core.project import Project
+from retire.core.project import Project, contained
 from retire.lanes.model import Lane
 from retire.scaffold import Plan, template
-from shims.manifest import MAX_SHIM_ID, MODULE_NAME, RESERVED_IDS, SHIM_ID
+from shims.manifest import DISTRIBUTION_NAME, MAX_SHIM_ID, MODULE_NAME, RESERVED_IDS, SHIM_ID
 
-__all__ = ["check_id", "plan_shim"]
+__all__ = ["check_id", "check_owner", "plan_shim", "write_shim"]
 
 
 def check_id(shim_id: str) -> str:
@@ -43,6 +51,19 @@ def check_id(shim_id: str) -> str:
             f"{', '.join(sorted(i for i in RESERVED_IDS if SHIM_ID.fullmatch(i)))})",
         )
     return shim_id
+
+
+def check_owner(owner: str) -> str:
+    """``owner`` when the manifest can hold it as given: one line of text, not blank."""
+    odd = next((c for c in owner if unicodedata.category(c) in ("Cc", "Cs")), None)
+    if odd is not None or not owner.strip():
+        problem = f"{owner[:80]!r} " + (
+            f"holds the control character {odd!r}" if odd is not None else "is blank"
+        )
+        raise InputError(
+            None, "--owner", problem, "name who answers for the shim on one line, e.g. an e-mail"
+        )
+    return owner
 
 
 def _lane_target(lane: Lane) -> str | None:
@@ -77,6 +98,13 @@ def _target(
         notes.append(
             f"module {module}: the import name {distribution} usually has (--module to name "
             f"another, e.g. a submodule)"
+        )
+    if not DISTRIBUTION_NAME.fullmatch(distribution):
+        raise InputError(
+            None,
+            "--distribution",
+            f"{distribution[:80]!r} is not a distribution name",
+            "use the name pip installs (letters, digits, . _ -), e.g. megatron-core",
         )
     if not MODULE_NAME.fullmatch(module):
         raise InputError(
@@ -128,7 +156,8 @@ def plan_shim(
         "id": shim_id,
         "distribution": distribution,
         "module": module,
-        "owner": (owner or "someone@example.org").replace('"', "'"),
+        # a TOML string as the TOML library writes it: a backslash or a quote loads back as given
+        "owner": tomlkit.string(check_owner(owner or "someone@example.org")).as_string(),
         "today": (today or _dt.date.today()).isoformat(),
     }
     base = folder.relative_to(project.root).as_posix()
@@ -148,3 +177,56 @@ def plan_shim(
         )
         edit[path.relative_to(project.root).as_posix()] = lanedit.add_shim(text, shim_id)
     return Plan(project.root, create, edit, tuple(notes))
+
+
+def write_shim(plan: Plan, shim_id: str) -> list[str]:
+    """Write the plan of :func:`plan_shim` all at once or not at all: the shim's folder is built
+    beside its place (a hidden folder) and moved in whole, each lane edit is staged beside its
+    file, and only then do the moves happen (a move takes no space). A full disk or any other
+    failure leaves the project as it was, so the same command can be run again."""
+    root = plan.root.resolve()
+    for relative in [*plan.create, *plan.edit]:
+        contained(root, relative)
+    folder = contained(root, next(iter(plan.create))).parent
+    if folder.exists() or folder.is_symlink():
+        raise InputError(str(folder), None, "exists", "pick another id, or edit that shim")
+    catalogue_made = not folder.parent.exists()
+    staged: list[tuple[Path, Path]] = []
+    building = None
+    try:
+        building = Path(
+            tempfile.mkdtemp(
+                dir=make_folder(folder.parent, within=root), prefix=f".{shim_id}.", suffix=".new"
+            )
+        )
+        for relative, text in plan.create.items():
+            target = building / (root / relative).relative_to(folder)
+            os.replace(stage(target, text, within=root), target)
+        for relative, text in plan.edit.items():
+            staged.append((stage(root / relative, text, within=root), root / relative))
+        # fails, without replacing it, when the folder appeared meanwhile
+        os.rename(building, folder)
+        building = None
+        for temporary, target in staged:
+            os.replace(temporary, target)
+    except OSError as exc:
+        _undo(building, staged, folder.parent if catalogue_made else None)
+        # name what was not written: a full disk's own message names no file
+        raise OSError(
+            exc.errno, f"{exc.strerror or exc}; nothing was written", str(folder)
+        ) from exc
+    except BaseException:
+        _undo(building, staged, folder.parent if catalogue_made else None)
+        raise
+    return [*plan.create, *plan.edit]
+
+
+def _undo(building: Path | None, staged: list[tuple[Path, Path]], catalogue: Path | None) -> None:
+    if building is not None:
+        shutil.rmtree(building, ignore_errors=True)
+    for temporary, _target in staged:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+    if catalogue is not None:
+        with contextlib.suppress(OSError):
+            catalogue.rmdir()

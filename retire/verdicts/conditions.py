@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Iterable, Sequence
-from typing import TypeVar
+from typing import assert_never
 
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from retire.evidence.floor import Floor
 from retire.evidence.values import (
     IssueState,
     MirrorPull,
@@ -36,24 +37,18 @@ from retire.evidence.values import (
 from retire.verdicts.execution import first_clean, ordering
 from retire.verdicts.model import ConditionResult, ConditionState, ExecutionState, ShimEvidence
 from retire.verdicts.used import Used
-from shims.model import RetirementCondition
+from shims.model import (
+    CommitInTag,
+    ConditionKind,
+    PrReleased,
+    ReproducerClean,
+    RetirementCondition,
+    VersionFloor,
+)
 
-__all__ = ["combine", "evaluate", "floor_text"]
+__all__ = ["combine", "evaluate"]
 
 HOLDS, FAILS, UNDECIDED = ConditionState.HOLDS, ConditionState.FAILS, ConditionState.UNDECIDED
-
-_T = TypeVar("_T")
-
-
-def _given(value: _T | None, condition: RetirementCondition, name: str) -> _T:
-    """A field the manifest reader requires for this kind of condition."""
-    if value is None:
-        raise ValueError(f"a {condition.kind} condition without its {name}")
-    return value
-
-
-def floor_text(distribution: str, version: Version) -> str:
-    return f"{distribution}>={version}"
 
 
 def _day(moment: _dt.datetime | None) -> str:
@@ -85,19 +80,23 @@ def evaluate(
     condition: RetirementCondition, target_dist: str, ev: ShimEvidence, used: Used
 ) -> ConditionResult:
     """One condition's result; ``used`` collects the evidence and failures it rested on."""
-    if condition.kind == "version-floor":
-        return _version_floor(condition, ev, used)
-    if condition.kind == "pr-released":
-        return _pr_released(condition, ev, used)
-    if condition.kind == "commit-in-tag":
-        return _commit_in_tag(condition, target_dist, ev, used)
-    return _reproducer_clean(condition, target_dist, ev, used)
+    match condition:
+        case VersionFloor():
+            return _version_floor(condition, ev, used)
+        case PrReleased():
+            return _pr_released(condition, ev, used)
+        case CommitInTag():
+            return _commit_in_tag(condition, target_dist, ev, used)
+        case ReproducerClean():
+            return _reproducer_clean(target_dist, ev, used)
+        case _:
+            assert_never(condition)
 
 
-def _version_floor(condition: RetirementCondition, ev: ShimEvidence, used: Used) -> ConditionResult:
+def _version_floor(condition: VersionFloor, ev: ShimEvidence, used: Used) -> ConditionResult:
     kind = condition.kind
-    dist = canonicalize_name(_given(condition.distribution, condition, "distribution"))
-    specifier = _given(condition.version, condition, "version")
+    dist = canonicalize_name(condition.distribution)
+    specifier = condition.version
     releases = ev.releases.get(dist)
     used.add(releases)
     if releases is None:
@@ -121,7 +120,7 @@ def _version_floor(condition: RetirementCondition, ev: ShimEvidence, used: Used)
             kind,
             HOLDS,
             f"{dist} {first.version} released {_day(first.upload_time)} (inside {specifier})",
-            floor_text(dist, first.version),
+            Floor(dist, first.version),
         )
     newest = releases.latest
     return ConditionResult(
@@ -132,7 +131,7 @@ def _version_floor(condition: RetirementCondition, ev: ShimEvidence, used: Used)
 
 
 def _released_by_tags(
-    kind: str,
+    kind: ConditionKind,
     subject: str,
     containment: TagContainment,
     releases: ReleaseList | ProbeFailure | None,
@@ -151,7 +150,7 @@ def _released_by_tags(
             HOLDS,
             f"{subject} is in release {inside[0]} (a release tag contains it: "
             f"{', '.join(containment.release_tags[:3])})",
-            floor_text(dist, inside[0]),
+            Floor(dist, inside[0]),
         )
     if releases is None:
         reason = failure.reason if failure else "not probed"
@@ -207,10 +206,10 @@ def _untagged_releases(
     return out
 
 
-def _pr_released(condition: RetirementCondition, ev: ShimEvidence, used: Used) -> ConditionResult:
+def _pr_released(condition: PrReleased, ev: ShimEvidence, used: Used) -> ConditionResult:
     kind = condition.kind
-    dist = canonicalize_name(_given(condition.distribution, condition, "distribution"))
-    url = _given(condition.url, condition, "url")
+    dist = canonicalize_name(condition.distribution)
+    url = condition.url
     releases = ev.releases.get(dist)
     mirror = ev.mirror_pulls.get(url)
     state = ev.links.get(url)
@@ -289,7 +288,7 @@ def _pr_released(condition: RetirementCondition, ev: ShimEvidence, used: Used) -
 
 
 def _merged_by_code_host(
-    kind: str, state: PullState, dist: str, ev: ShimEvidence, used: Used
+    kind: ConditionKind, state: PullState, dist: str, ev: ShimEvidence, used: Used
 ) -> ConditionResult:
     releases = ev.releases.get(dist)
     used.add(releases)
@@ -351,7 +350,7 @@ def _merged_by_code_host(
         HOLDS,
         f"{state.label} merged {_day(state.merged_at)}, {dist} {first.version} released "
         f"{_day(first.upload_time)} (by upload time: no mirror to check tags)",
-        floor_text(dist, first.version),
+        Floor(dist, first.version),
     )
 
 
@@ -372,11 +371,10 @@ def _first_release_after(
 
 
 def _commit_in_tag(
-    condition: RetirementCondition, target_dist: str, ev: ShimEvidence, used: Used
+    condition: CommitInTag, target_dist: str, ev: ShimEvidence, used: Used
 ) -> ConditionResult:
     kind = condition.kind
-    repository = _given(condition.repository, condition, "repository")
-    commit = _given(condition.commit, condition, "commit")
+    repository, commit = condition.repository, condition.commit
     containment = ev.tags.get((repository, commit))
     used.add(containment)
     if containment is None:
@@ -407,10 +405,8 @@ _STATE_OF_RUNS = {
 }
 
 
-def _reproducer_clean(
-    condition: RetirementCondition, dist: str, ev: ShimEvidence, used: Used
-) -> ConditionResult:
-    kind = condition.kind
+def _reproducer_clean(dist: str, ev: ShimEvidence, used: Used) -> ConditionResult:
+    kind = ConditionKind.REPRODUCER_CLEAN
     used.add(ev.execution)
     if ev.execution is None:
         return ConditionResult(kind, UNDECIDED, "execution records not probed")
@@ -427,7 +423,7 @@ def _reproducer_clean(
         kind,
         state,
         found.why,
-        floor_text(dist, found.floor) if found.floor else None,
+        Floor(dist, found.floor) if found.floor else None,
         action=None
         if state != UNDECIDED
         else "run the reproducer without the shim where it can run",

@@ -33,6 +33,7 @@ import httpx
 
 from retire.core import uv
 from retire.core.secrets import remember
+from retire.evidence.floor import Floor, floor_map
 from retire.evidence.values import (
     Ancestry,
     BranchTip,
@@ -50,7 +51,7 @@ from retire.probes import codehost
 from retire.probes.codehost import LinkState
 from retire.probes.http import Fetcher, HttpCache, RetryPolicy, make_client
 from retire.verdicts.jobs import CommitJob, Probes, ReleasesJob, start
-from retire.verdicts.lanes import floors_of, trial_key
+from retire.verdicts.lanes import trial_key
 from retire.verdicts.mirrored import OpenMirrors
 from retire.verdicts.model import Decision, LaneStep, ShimEvidence, Verdict
 from retire.verdicts.options import FROM_ENV, GatherOptions, Resolver
@@ -79,7 +80,7 @@ class Answers:
 
 
 #: (lane, floors) → the trial re-lock of that lane with those floors raised
-Trials = Mapping[tuple[str, tuple[str, ...]], RaiseTrial]
+Trials = Mapping[tuple[str, tuple[Floor, ...]], RaiseTrial]
 
 
 def _pool_size(workers: int, jobs: int) -> int:
@@ -224,8 +225,8 @@ def _assemble(
 # Trial: one re-lock per (lane, floors) a raise is proposed for
 
 
-def _try(resolver: Resolver, lane: Lane, floors: tuple[str, ...]) -> RaiseTrial | None:
-    wanted = {dist: str(version) for dist, version in floors_of(floors).items()}
+def _try(resolver: Resolver, lane: Lane, floors: tuple[Floor, ...]) -> RaiseTrial | None:
+    wanted = {dist: str(version) for dist, version in floor_map(floors).items()}
     try:
         return resolver(lane, wanted)
     except NotImplementedError:
@@ -237,7 +238,7 @@ def _try(resolver: Resolver, lane: Lane, floors: tuple[str, ...]) -> RaiseTrial 
 
 def _trials(
     verdicts: Sequence[Verdict], lanes: Sequence[Lane], resolver: Resolver, workers: int
-) -> dict[tuple[str, tuple[str, ...]], RaiseTrial]:
+) -> dict[tuple[str, tuple[Floor, ...]], RaiseTrial]:
     by_name = {lane.name: lane for lane in lanes}
     wanted = unique(
         trial_key(lv.lane, lv.floors)

@@ -23,22 +23,25 @@ retire-in-some (some can, the why names the others), keep or unknown (none can).
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from retire.evidence.floor import Floor
 from retire.evidence.validation import FIXED, RunOutcome
 from retire.evidence.values import Ancestry, ExecutionEvidence, ExecutionHistory, ProbeFailure
 from retire.lanes.model import Lane, LanePolicy
 from retire.lanes.revisions import Revision
+from retire.verdicts.actions import LockLanes, RunLane
 from retire.verdicts.execution import built_from, runs_phrase
 from retire.verdicts.model import Decision, LaneStep, LaneVerdict, ShimEvidence
 from retire.verdicts.used import Used
 
-__all__ = ["ShimRuling", "derive", "floors_of", "lane_steps", "trial_key"]
+__all__ = ["ShimRuling", "derive", "lane_steps", "trial_key"]
 
 BUG = RunOutcome.BUG_REPRODUCED
 
@@ -58,16 +61,7 @@ class ShimRuling:
     runs: ExecutionHistory
 
 
-def floors_of(texts: Sequence[str]) -> dict[str, Version]:
-    """``("tilelang>=0.1.15",)`` → ``{"tilelang": Version("0.1.15")}``."""
-    found: dict[str, Version] = {}
-    for text in texts:
-        dist, _, version = text.partition(">=")
-        found[canonicalize_name(dist)] = Version(version)
-    return found
-
-
-def trial_key(lane: str, floors: Sequence[str]) -> tuple[str, tuple[str, ...]]:
+def trial_key(lane: str, floors: Sequence[Floor]) -> tuple[str, tuple[Floor, ...]]:
     """How a trial re-lock is keyed in :attr:`ShimEvidence.trials`."""
     return lane, tuple(floors)
 
@@ -115,7 +109,9 @@ def _exact_pin(requirement: Requirement | None) -> str | None:
     return None
 
 
-def _runs_on(runs: ExecutionHistory, matches) -> list[ExecutionEvidence]:
+def _runs_on(
+    runs: ExecutionHistory, matches: Callable[[ExecutionEvidence], bool]
+) -> list[ExecutionEvidence]:
     return [r for r in runs.runs if (r.outcome in FIXED or r.outcome == BUG) and matches(r)]
 
 
@@ -126,7 +122,7 @@ def _lock_the_lane(lane: Lane, what: str) -> _Position:
         _At.UNKNOWN,
         None,
         f"the lane has no lock and no exact pin of {what}",
-        f"lock the lane: `nox -s lock -- {lane.name}`",
+        f"lock the lane: `{LockLanes((lane.name,))}`",
     )
 
 
@@ -172,7 +168,7 @@ def _ancestry(
 
 
 def _run_the_lane(lane: Lane) -> str:
-    return f"run the reproducer without the shim on the lane: `patchlane run {lane.name}`"
+    return f"run the reproducer without the shim on the lane: `{RunLane(lane.name)}`"
 
 
 def _revision_position(
@@ -232,7 +228,7 @@ def _positions(lane: Lane, ruling: ShimRuling, ev: ShimEvidence, used: Used) -> 
 # One lane's step
 
 
-def _verdict(lane: Lane, step: LaneStep, why: str, locked: str | None, **more) -> LaneVerdict:
+def _verdict(lane: Lane, step: LaneStep, why: str, locked: str | None, **more: Any) -> LaneVerdict:
     return LaneVerdict(lane.name, step, why, lane.policy, lane.file, locked, **more)
 
 
@@ -285,23 +281,22 @@ def _raise_revision(lane: Lane, position: _Position, ev: ShimEvidence, used: Use
 def _raise_release(
     lane: Lane, below: Sequence[_Position], locked: str | None, ev: ShimEvidence
 ) -> LaneVerdict:
-    floors = tuple(f"{p.dist}>={p.floor}" for p in below)
+    floors = tuple(Floor(p.dist, p.floor) for p in below)
+    named = ", ".join(map(str, floors))
     what = "; ".join(p.why for p in below)
     trial = ev.trials.get(trial_key(lane.name, floors))
     if trial is None:
-        why = f"{what}: raise to {', '.join(floors)} (not re-locked)"
+        why = f"{what}: raise to {named} (not re-locked)"
         return _verdict(lane, LaneStep.RAISE, why, locked, floors=floors)
     if trial.resolved:
         got = ", ".join(f"{name} {version}" for name, version in sorted(trial.versions.items()))
-        why = f"{what}: raise to {', '.join(floors)}; the trial re-lock resolved" + (
-            f" ({got})" if got else ""
-        )
+        why = f"{what}: raise to {named}; the trial re-lock resolved" + (f" ({got})" if got else "")
         return _verdict(lane, LaneStep.RAISE, why, locked, floors=floors)
     if trial.blocker:
-        why = f"{what}: raising to {', '.join(floors)} does not resolve: {trial.blocker}"
+        why = f"{what}: raising to {named} does not resolve: {trial.blocker}"
         return _verdict(lane, LaneStep.BLOCKED, why, locked, floors=floors, blocker=trial.blocker)
     reason = trial.failure or "the resolver gave no answer"
-    why = f"{what}: the trial re-lock with {', '.join(floors)} could not run: {reason}"
+    why = f"{what}: the trial re-lock with {named} could not run: {reason}"
     action = f"re-run `patchlane verdicts` where the lane's indexes answer ({reason})"
     return _verdict(lane, LaneStep.UNKNOWN, why, locked, floors=floors, action=action)
 

@@ -12,6 +12,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from retire.evidence.floor import Floor
 from retire.evidence.values import (
     Ancestry,
     BranchTip,
@@ -26,6 +27,8 @@ from retire.evidence.values import (
 )
 from retire.lanes.model import LanePolicy
 from retire.locks.trial import RaiseTrial
+from retire.verdicts.actions import NextAction
+from shims.model import ConditionKind
 
 __all__ = [
     "ConditionResult",
@@ -93,6 +96,8 @@ class Flag:
     kind: FlagKind
     # one line
     text: str
+    # the command the text names, as data: what the weekly run acts on (a candidate's bisection)
+    action: NextAction | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", FlagKind(self.kind))
@@ -108,15 +113,16 @@ class Flag:
 @dataclass(frozen=True)
 class ConditionResult:
     # the retirement condition's kind (version-floor, pr-released, …)
-    kind: str
+    kind: ConditionKind
     state: ConditionState
     why: str
-    # "dist>=version" when the condition holds at a known release
-    floor: str | None = None
+    # the first release the condition holds at, when it holds at a known release
+    floor: Floor | None = None
     # what would decide it, when undecided
     action: str | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", ConditionKind(self.kind))
         object.__setattr__(self, "state", ConditionState(self.state))
 
 
@@ -156,8 +162,8 @@ class LaneVerdict:
     file: str = ""
     # what the lane installs of the target: "liger-kernel 0.6.0", "megatron-core @ d98e8a64dd"
     locked: str | None = None
-    # raise: what the lane's requirements become ("tilelang>=0.1.15")
-    floors: tuple[str, ...] = ()
+    # raise: what the lane's requirements become (tilelang>=0.1.15)
+    floors: tuple[Floor, ...] = ()
     # blocked: the resolver's explanation, one line
     blocker: str | None = None
     # hold: what would let the shim go
@@ -183,7 +189,7 @@ class LaneVerdict:
             "policy": str(self.policy),
             "file": self.file,
             "locked": self.locked,
-            "floors": list(self.floors),
+            "floors": [str(floor) for floor in self.floors],
             "blocker": self.blocker,
             "until": self.until,
             "action": self.action,
@@ -205,9 +211,11 @@ class Verdict:
     # every probe failure met, decisive or not
     failures: tuple[ProbeFailure, ...] = ()
     # proposed requirement floors when retiring
-    floors: tuple[str, ...] = ()
+    floors: tuple[Floor, ...] = ()
     # one per lane that carries the shim, in the order of ``lanes``
     lane_verdicts: tuple[LaneVerdict, ...] = ()
+    # the commands ``action`` names, as data (a lane to run, a bisection)
+    next: tuple[NextAction, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "decision", Decision(self.decision))
@@ -239,7 +247,7 @@ class Verdict:
             "action": self.action,
             "flags": [f.to_json() for f in self.flags],
             "lanes": list(self.lanes),
-            "floors": list(self.floors),
+            "floors": [str(floor) for floor in self.floors],
             "lane_verdicts": [lane.to_json() for lane in self.lane_verdicts],
             "conditions": to_json(self.conditions),
             "failures": to_json(self.failures),
@@ -274,4 +282,4 @@ class ShimEvidence:
     ancestry: Mapping[tuple[str, str], Ancestry | ProbeFailure] = field(default_factory=dict)
     #: (lane, floors) → the trial re-lock of that lane with those floors raised (absent: not
     #: re-locked, e.g. ``verdicts --no-resolve``).
-    trials: Mapping[tuple[str, tuple[str, ...]], RaiseTrial] = field(default_factory=dict)
+    trials: Mapping[tuple[str, tuple[Floor, ...]], RaiseTrial] = field(default_factory=dict)

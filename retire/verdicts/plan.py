@@ -26,7 +26,7 @@ from retire.mirrors.config import MirrorSet
 from retire.probes import codehost, records
 from retire.verdicts.jobs import AncestryJob, CommitJob, LinksJob, PullJob, ReleasesJob, TipJob
 from retire.verdicts.rules import link_urls
-from shims.model import ShimManifest
+from shims.model import CommitInTag, PrReleased, ShimManifest, VersionFloor
 
 __all__ = [
     "GatherPlan",
@@ -178,7 +178,7 @@ def _release_lookups(
     and for the target itself, always: releases newer than any run covers make a candidate."""
     wanted = {canonicalize_name(manifest.target.distribution): None}
     for condition in manifest.retirement.conditions:
-        if condition.kind in ("version-floor", "pr-released") and condition.distribution:
+        if isinstance(condition, VersionFloor | PrReleased):
             wanted[canonicalize_name(condition.distribution)] = None
     found: list[ReleaseLookup] = []
     for dist in wanted:
@@ -192,7 +192,7 @@ def _commit_jobs(manifest: ShimManifest) -> list[CommitJob]:
     return [
         CommitJob(c.repository, c.commit)
         for c in manifest.retirement.conditions
-        if c.kind == "commit-in-tag" and c.repository and c.commit
+        if isinstance(c, CommitInTag)
     ]
 
 

@@ -33,6 +33,7 @@ from functools import cached_property
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from retire.evidence.floor import Floor, floor_map
 from retire.evidence.validation import RunOutcome
 from retire.evidence.values import (
     ExecutionHistory,
@@ -43,9 +44,10 @@ from retire.evidence.values import (
 )
 from retire.lanes.model import Lane
 from retire.verdicts import execution
-from retire.verdicts.conditions import FAILS, HOLDS, UNDECIDED, combine, evaluate, floor_text
+from retire.verdicts.actions import Bisect, LinkUpstream, LockLanes, NextAction, RunLane
+from retire.verdicts.conditions import FAILS, HOLDS, UNDECIDED, combine, evaluate
 from retire.verdicts.execution import Found, Order, version_of
-from retire.verdicts.lanes import ShimRuling, derive, floors_of, lane_steps
+from retire.verdicts.lanes import ShimRuling, derive, lane_steps
 from retire.verdicts.model import (
     ConditionResult,
     ConditionState,
@@ -57,7 +59,7 @@ from retire.verdicts.model import (
     Verdict,
 )
 from retire.verdicts.used import Used
-from shims.model import ShimManifest
+from shims.model import ConditionKind, PrReleased, ShimManifest
 
 __all__ = ["DEFAULT_STALE_DAYS", "decide", "link_urls"]
 
@@ -67,7 +69,7 @@ DEFAULT_STALE_DAYS = 180
 def link_urls(manifest: ShimManifest) -> list[str]:
     """Every upstream URL of a shim: its links, then pull requests its conditions name."""
     urls = [link.url for link in manifest.upstream.links]
-    urls += [c.url for c in manifest.retirement.conditions if c.kind == "pr-released" and c.url]
+    urls += [c.url for c in manifest.retirement.conditions if isinstance(c, PrReleased)]
     return list(dict.fromkeys(urls))
 
 
@@ -84,32 +86,38 @@ def _newest_locked(dist: str, locks: Mapping[str, Mapping[str, str] | None]) -> 
     return max(versions, default=None)
 
 
-def _highest_floors(results: Iterable[ConditionResult]) -> dict[str, Version]:
-    floors: dict[str, Version] = {}
-    for result in results:
-        if result.state == HOLDS and result.floor:
-            dist, _, version = result.floor.partition(">=")
-            floors[dist] = max(floors.get(dist, Version(version)), Version(version))
-    return floors
+def _highest_floors(results: Iterable[ConditionResult]) -> Mapping[str, Version]:
+    return floor_map(r.floor for r in results if r.state == HOLDS and r.floor is not None)
+
+
+@dataclass(frozen=True)
+class _RunAction:
+    """The run that would decide, as one line, and the commands it names as data."""
+
+    text: str
+    next: tuple[NextAction, ...]
 
 
 def _run_action(
     manifest: ShimManifest, floors: Mapping[str, Version], lanes: Sequence[Lane] = ()
-) -> str:
+) -> _RunAction:
     """The run that would decide: where (the host it needs), on what (the floors), how (a lane)."""
     where = "a host with a CUDA GPU" if manifest.reproducer.needs_cuda else "any host"
     if manifest.reproducer.min_compute_capability:
         where += f" of compute capability ≥ {manifest.reproducer.min_compute_capability}"
-    wanted = ", ".join(floor_text(d, v) for d, v in sorted(floors.items()))
+    wanted = ", ".join(str(Floor(d, v)) for d, v in sorted(floors.items()))
     carrying = [lane.name for lane in lanes if manifest.id in lane.shims]
-    how = f"`patchlane run {carrying[0]}`" if carrying else "a lane that lists it"
+    actions: list[NextAction] = [RunLane(carrying[0])] if carrying else []
+    how = f"`{actions[0]}`" if actions else "a lane that lists it"
     if floors:
-        how += f" with {wanted} in its lock, or `patchlane bisect {manifest.id}`"
-    return (
+        actions.append(Bisect(manifest.id))
+        how += f" with {wanted} in its lock, or `{actions[-1]}`"
+    text = (
         f"run the reproducer without the shim on {wanted or 'the newest locked release'} on "
         f"{where} "
         f"({how}) and merge its records (`patchlane validation merge`)"
     )
+    return _RunAction(text, tuple(actions))
 
 
 def _drift(dist: str, listing: Sequence[str], ev: ShimEvidence) -> list[Flag]:
@@ -133,11 +141,9 @@ def _drift(dist: str, listing: Sequence[str], ev: ShimEvidence) -> list[Flag]:
             )
         ]
     if unlocked:
+        lock = LockLanes(tuple(unlocked))
         return [
-            Flag(
-                FlagKind.PROBE_FAILED,
-                f"no lock for {', '.join(unlocked)}: run `nox -s lock -- {' '.join(unlocked)}`",
-            )
+            Flag(FlagKind.PROBE_FAILED, f"no lock for {', '.join(unlocked)}: run `{lock}`", lock)
         ]
     return []
 
@@ -154,12 +160,8 @@ def _upstream_flags(
         return []
     flags: list[Flag] = []
     if not links:
-        flags.append(
-            Flag(
-                FlagKind.NO_LINK,
-                f"no upstream link (status {status}): file it upstream and link it",
-            )
-        )
+        link = LinkUpstream(manifest.id)
+        flags.append(Flag(FlagKind.NO_LINK, f"no upstream link (status {status}): {link}", link))
     elif status == "pending" and not any(link.role in ("report", "fix") for link in links):
         flags.append(
             Flag(
@@ -240,7 +242,7 @@ class _Facts:
             self.runs, self.checked, self.floors, self.order if self.checked == self.dist else None
         )
 
-    def run_action(self, floors: Mapping[str, Version]) -> str:
+    def run_action(self, floors: Mapping[str, Version]) -> _RunAction:
         return _run_action(self.manifest, floors, self.lanes)
 
 
@@ -252,8 +254,10 @@ class _Ruling:
     why: str
     action: str | None = None
     flags: tuple[Flag, ...] = ()
-    # proposed requirement floors ("dist>=version"), when retiring
-    floors: tuple[str, ...] = ()
+    # proposed requirement floors, when retiring
+    floors: tuple[Floor, ...] = ()
+    # the commands ``action`` names, as data
+    next: tuple[NextAction, ...] = ()
 
 
 _SCOPE_RELEASE = "the newest release any run or lock covers"
@@ -272,7 +276,8 @@ def _keep_for_bug(facts: _Facts, found: Found, scope: str) -> _Ruling:
     }
     if ahead:
         candidate = Flag(FlagKind.CANDIDATE, f"upstream looks fixed ({facts.held})")
-        return _Ruling(Decision.KEEP, why, facts.run_action(ahead), (candidate,))
+        run = facts.run_action(ahead)
+        return _Ruling(Decision.KEEP, why, run.text, (candidate,), next=run.next)
     conflict = Flag(
         FlagKind.CONFLICT,
         f"the conditions say fixed ({facts.held}) but the bug reproduces there: "
@@ -313,7 +318,7 @@ def _rule_2(facts: _Facts) -> _Ruling | None:
     floors = dict(facts.floors)
     if not floors and found.floor is not None:
         floors[facts.checked] = found.floor
-    proposal = tuple(floor_text(d, v) for d, v in sorted(floors.items()))
+    proposal = tuple(Floor(d, v) for d, v in sorted(floors.items()))
     # a held reproducer-clean condition already names the clean run: say it once
     why = facts.held if found.why in facts.held else f"{facts.held}; confirmed: {found.why}"
     return _Ruling(Decision.RETIRE, why, floors=proposal)
@@ -348,11 +353,13 @@ def _rule_3b(facts: _Facts) -> _Ruling | None:
             f"repair the validation manifest: {reason}",
         )
     candidate = Flag(FlagKind.CANDIDATE, "upstream looks fixed; one run without the shim decides")
+    run = facts.run_action(facts.floors)
     return _Ruling(
         Decision.UNKNOWN,
         f"conditions hold ({facts.held}) but nothing confirms it: {facts.inside_floors.why}",
-        facts.run_action(facts.floors),
+        run.text,
         (candidate,),
+        next=run.next,
     )
 
 
@@ -374,10 +381,11 @@ def _rule_5(facts: _Facts) -> _Ruling:
     undecided = facts.undecided
     why = "; ".join(f"{r.kind}: {r.why}" for r in undecided)
     # The strongest evidence first: a missing run is decided by running it.
-    if any(r.kind == "reproducer-clean" for r in undecided) and not isinstance(
+    if any(r.kind is ConditionKind.REPRODUCER_CLEAN for r in undecided) and not isinstance(
         facts.history, ProbeFailure
     ):
-        return _Ruling(Decision.UNKNOWN, why, facts.run_action({}))
+        run = facts.run_action({})
+        return _Ruling(Decision.UNKNOWN, why, run.text, next=run.next)
     return _Ruling(Decision.UNKNOWN, why, next((r.action for r in undecided if r.action), None))
 
 
@@ -449,15 +457,19 @@ def _conflicts(facts: _Facts, ruling: _Ruling) -> list[Flag]:
         return []
     bugs = [r for r in facts.runs.runs if r.outcome == RunOutcome.BUG_REPRODUCED]
     ending = (
-        f"the floor comes from execution: {', '.join(ruling.floors)}"
+        f"the floor comes from execution: {', '.join(map(str, ruling.floors))}"
         if ruling.floors
         else "the floor comes from execution, and no run without the shim is clean above it yet"
     )
     flags = []
     for result in facts.results:
-        if result.state != HOLDS or not result.floor or result.kind == "reproducer-clean":
+        if (
+            result.state != HOLDS
+            or result.floor is None
+            or result.kind is ConditionKind.REPRODUCER_CLEAN
+        ):
             continue
-        dist, floor = next(iter(floors_of((result.floor,)).items()))
+        dist, floor = result.floor.distribution, result.floor.version
         order = facts.order if dist == facts.dist else None
         above = [
             (v, r) for r in bugs if (v := version_of(r, dist, order)) is not None and v >= floor
@@ -493,12 +505,13 @@ def _newer_releases(facts: _Facts, ruling: _Ruling, used: Used) -> list[Flag]:
         return []
     used.add(releases)
     shown = ", ".join(str(v) for v in newer[:3]) + (", …" if len(newer) > 3 else "")
+    bisect = Bisect(facts.manifest.id, since=covered)
     return [
         Flag(
             FlagKind.CANDIDATE,
             f"the index lists {len(newer)} release(s) of {facts.dist} newer than any run or lock "
-            f"covers ({covered.public}): {shown} — one bisection decides: "
-            f"`patchlane bisect {facts.manifest.id} --since {covered.public}`",
+            f"covers ({covered.public}): {shown} — one bisection decides: `{bisect}`",
+            bisect,
         )
     ]
 
@@ -535,7 +548,7 @@ def decide(
         ruling.decision,
         ruling.why,
         ruling.action,
-        floors_of(ruling.floors),
+        floor_map(ruling.floors),
         facts.runs,
     )
     lane_verdicts = lane_steps(shim, lanes, evidence, used)
@@ -560,4 +573,6 @@ def decide(
         tuple(used.failures),
         ruling.floors,
         lane_verdicts,
+        # the commands the action names, while it is the evidence's (a lane's replaces it)
+        ruling.next if action == ruling.action else (),
     )

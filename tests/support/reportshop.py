@@ -25,9 +25,11 @@ import json
 from pathlib import Path
 
 from retire.evidence import validation
+from retire.evidence.floor import Floor
 from retire.evidence.validation import ValidationRecord
 from retire.evidence.values import ProbeFailure
 from retire.verdicts.model import ConditionResult, Flag, LaneVerdict, Verdict
+from shims.model import ConditionKind
 from tests.support.gitrepos import git
 from tests.support.shimtree import manifest_text, write_shim
 
@@ -212,7 +214,7 @@ def shop_verdicts() -> list[Verdict]:
             "keep",
             "pr-released: PR #2 is open",
             lanes=("cpu", "gpu"),
-            conditions=(ConditionResult("pr-released", "fails", "PR #2 is open"),),
+            conditions=(ConditionResult(ConditionKind.PR_RELEASED, "fails", "PR #2 is open"),),
         ),
         Verdict(
             "beta",
@@ -220,9 +222,14 @@ def shop_verdicts() -> list[Verdict]:
             "version-floor: toylib 1.1 released; confirmed: FIX_VALIDATED without the shim",
             lanes=("cpu",),
             conditions=(
-                ConditionResult("version-floor", "holds", "toylib 1.1 released", "toylib>=1.1"),
+                ConditionResult(
+                    ConditionKind.VERSION_FLOOR,
+                    "holds",
+                    "toylib 1.1 released",
+                    Floor.parse("toylib>=1.1"),
+                ),
             ),
-            floors=("toylib>=1.1",),
+            floors=(Floor.parse("toylib>=1.1"),),
         ),
         Verdict(
             "delta",
@@ -270,7 +277,7 @@ def per_lane_verdicts() -> list[Verdict]:
             "raise",
             "toylib 1.0 < 1.1; the trial re-lock resolved toylib 1.1",
             locked="toylib 1.0",
-            floors=("toylib>=1.1",),
+            floors=(Floor.parse("toylib>=1.1"),),
         ),
         LaneVerdict(
             "floor",
@@ -288,7 +295,7 @@ def per_lane_verdicts() -> list[Verdict]:
                 "raising toylib to 1.1 does not resolve",
                 file=f"lanes/{name}.toml",
                 locked="toylib 1.0",
-                floors=("toylib>=1.1",),
+                floors=(Floor.parse("toylib>=1.1"),),
                 blocker=BLOCKER,
             )
             for name in ("stable", "mamba3")

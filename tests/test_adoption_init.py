@@ -1,0 +1,317 @@
+"""`patchlane init` in repositories as shops have them (issue 29, issue 30 class 6): a `.gitignore`
+that keeps the lock out of every commit, a noxfile run as a script, files with CRLF line endings,
+links, hostile YAML and Python — each either merged the way the shop writes its files or one line
+naming the file, with nothing written."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.conftest import ROOT, run_cli
+
+FROM = ("--from", "patchlane[engine]==0.1.0")
+
+
+def _git(path, *args):
+    return subprocess.run(
+        ["git", "-C", str(path), *args], check=True, capture_output=True, text=True
+    ).stdout
+
+
+def _repository(path):
+    path.mkdir(parents=True, exist_ok=True)
+    _git(path, "init", "-q")
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# 29.1: what git would not commit
+
+
+def test_init_lets_git_commit_a_lock_the_shops_gitignore_ignores(tmp_path, capsys):
+    shop = _repository(tmp_path / "shop")
+    (shop / ".gitignore").write_text("*.pyc\n*pylock.toml\n")
+    code, out, err = run_cli(shop, "init", "--no-lock", *FROM, "--json", capsys=capsys)
+    assert code == 0, err
+    notes = json.loads(out)["notes"]
+    assert notes == [
+        (
+            "locks/cpu/pylock.toml is ignored by git (.gitignore:2: *pylock.toml) and would never "
+            "be committed: .gitignore gets `!/locks/*/pylock.toml`"
+        )
+    ]
+    assert (shop / ".gitignore").read_text() == (
+        "*.pyc\n*pylock.toml\n.patchlane/\n.nox/\n!/locks/*/pylock.toml\n"
+    )
+    # git's own answer: the lock (of this lane and any later one) is committed
+    for lane in ("cpu", "gpu"):
+        (shop / "locks" / lane).mkdir()
+        (shop / "locks" / lane / "pylock.toml").write_text("")
+    _git(shop, "add", "-A")
+    staged = _git(shop, "diff", "--cached", "--name-only").split()
+    assert "locks/cpu/pylock.toml" in staged and "locks/gpu/pylock.toml" in staged
+
+
+def test_what_a_negation_cannot_fix_is_a_note_naming_the_rule(tmp_path, capsys):
+    shop = _repository(tmp_path / "shop")
+    (shop / ".gitignore").write_text(".github/\n")
+    (shop / "locks").mkdir()
+    (shop / "locks" / ".gitignore").write_text("pylock.toml\n")
+    code, out, err = run_cli(shop, "init", "--no-lock", *FROM, capsys=capsys)
+    assert code == 0, err
+    notes = [line for line in out.splitlines() if line.startswith("note: ")]
+    assert [n.split(" is ")[0] for n in notes[:3]] == [
+        "note: .github/workflows/patchlane-lanes.yml",
+        "note: .github/workflows/patchlane-report.yml",
+        "note: locks/cpu/pylock.toml",
+    ]
+    assert "(locks/.gitignore:1: pylock.toml)" in notes[2] and "git add locks/cpu" in notes[2]
+    # no negation that would not work
+    assert "!" not in (shop / ".gitignore").read_text()
+
+
+def test_lock_check_tells_an_ignored_lock_from_a_missing_one(tmp_path, capsys):
+    shop = _repository(tmp_path / "shop")
+    assert run_cli(shop, "init", "--no-lock", *FROM, capsys=capsys)[0] == 0
+    code, out, _err = run_cli(shop, "lock", "--check", "--json", capsys=capsys)
+    assert code == 1 and json.loads(out)["lanes"][0]["state"] == "missing"
+    # the lock git never took: a fresh clone of a shop whose .gitignore has *pylock.toml
+    (shop / ".gitignore").write_text("*pylock.toml\n")
+    code, out, _err = run_cli(shop, "lock", "--check", "--json", capsys=capsys)
+    row = json.loads(out)["lanes"][0]
+    assert code == 1 and row["state"] == "ignored", row
+    assert row["why"] == (
+        "locks/cpu/pylock.toml is ignored by git (.gitignore:1: *pylock.toml), so it is in no "
+        "commit and no clone — add `!/locks/*/pylock.toml` at the end of .gitignore"
+    )
+    # the same lock, there and committed: a tracked file is never ignored
+    (shop / "locks" / "cpu").mkdir()
+    (shop / "locks" / "cpu" / "pylock.toml").write_text("")
+    _git(shop, "add", "-f", "locks/cpu/pylock.toml")
+    code, out, _err = run_cli(shop, "lock", "--check", "--json", capsys=capsys)
+    assert json.loads(out)["lanes"][0]["state"] == "foreign"
+
+
+# ---------------------------------------------------------------------------------------------
+# 29.3: the noxfile line where imports go
+
+SCRIPT_NOXFILE = '''#!/usr/bin/env -S uv run --script
+# /// script
+# dependencies = ["nox"]
+# ///
+"""The shop's sessions, run as ./noxfile.py."""
+
+import os
+
+import nox
+
+import shoplib
+
+
+@nox.session(venv_backend="none")
+def tests(session):
+    session.log(shoplib.NAME, os.sep)
+
+
+if __name__ == "__main__":
+    nox.main()
+'''
+
+
+def test_the_noxfile_line_goes_where_imports_go_and_the_script_still_runs(tmp_path, capsys):
+    shop = _repository(tmp_path / "shop")
+    (shop / "noxfile.py").write_text(SCRIPT_NOXFILE)
+    (shop / "shoplib.py").write_text('NAME = "shop"\n')
+    code, out, err = run_cli(shop, "init", "--no-lock", *FROM, "--json", capsys=capsys)
+    assert code == 0, err
+    assert json.loads(out)["notes"] == [
+        "noxfile.py: its script block (# /// script) lists patchlane in its dependencies"
+    ]
+    noxfile = (shop / "noxfile.py").read_text()
+    assert noxfile == SCRIPT_NOXFILE.replace(
+        '["nox"]', '["nox", "patchlane[engine]==0.1.0"]'
+    ).replace(
+        "import nox\n",
+        "import nox\nfrom retire.sessions import bump, lane, lanes, lock, retire, summary  "
+        "# noqa: F401 - patchlane's sessions\n",
+    )
+    # the shop's linter: its imports stay sorted (I001), nothing flagged in what init added
+    lint = subprocess.run(
+        ["ruff", "check", "--isolated", "--select", "I,E,F,W", "noxfile.py"],
+        cwd=shop,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert lint.returncode == 0, lint.stdout
+    # run as a script, nox lists the shop's sessions and patchlane's
+    listed = subprocess.run(
+        [sys.executable, "noxfile.py", "-l"],
+        cwd=shop,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert "tests" in listed.stdout and "lane(name='cpu')" in listed.stdout, listed.stdout
+
+
+def test_a_shop_session_named_lock_keeps_its_name(tmp_path, capsys):
+    shop = _repository(tmp_path / "shop")
+    noxfile = (
+        "import nox\n\n\n"
+        '@nox.session(venv_backend="none", name="lock")\n'
+        "def pin(session):\n"
+        '    session.log("the shop\'s lock")\n'
+    )
+    (shop / "noxfile.py").write_text(noxfile)
+    code, out, err = run_cli(shop, "init", "--no-lock", *FROM, "--json", capsys=capsys)
+    assert code == 0, err
+    assert json.loads(out)["notes"] == [
+        (
+            "noxfile.py: it defines lock already: patchlane's lock not imported, yours keep the "
+            "name (`patchlane lock` does what patchlane's session would)"
+        )
+    ]
+    assert (
+        "from retire.sessions import bump, lane, lanes, retire, summary  # noqa"
+        in (shop / "noxfile.py").read_text()
+    )
+    # nox: no "already registered", and `lock` is the shop's
+    ran = subprocess.run(
+        [sys.executable, "-W", "error::FutureWarning", "-m", "nox", "-s", "lock"],
+        cwd=shop,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    assert ran.returncode == 0 and "the shop's lock" in ran.stderr, ran.stderr
+    assert "already been registered" not in ran.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# 29.2: a lane name that is none, a shim id that is none: one line, no wrong summary after it
+
+
+def _nox(root, *args):
+    return subprocess.run(
+        [sys.executable, "-m", "nox", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=300,
+    )
+
+
+def test_nox_lane_with_an_unknown_lane_or_shim_says_it_once(tmp_path, capsys):
+    shop = tmp_path / "shop"
+    assert run_cli(tmp_path, "init", "--no-lock", *FROM, str(shop), capsys=capsys)[0] == 0
+    lane = (shop / "lanes" / "cpu.toml").read_text()
+    (shop / "lanes" / "gpu.toml").write_text(lane)
+    ran = _nox(shop, "-s", "lane", "--", "--strict", "nosuchlane")
+    out = ran.stdout + ran.stderr
+    assert ran.returncode != 0
+    assert out.count("unknown lane 'nosuchlane' — known lanes: cpu, gpu") == 1, out
+    assert "unrecognized arguments" not in out and "no lane results" not in out, out
+    (shop / "lanes" / "gpu.toml").unlink()
+    (shop / "lanes" / "cpu.toml").write_text(lane.replace("shims = []", 'shims = ["my_fixx"]'))
+    ran = _nox(shop, "-s", "lane")
+    out = ran.stdout + ran.stderr
+    assert ran.returncode != 0
+    assert out.count("cpu.shims: unknown shim 'my_fixx'") == 1, out
+    assert "no lane results" not in out and "summary" not in out, out
+
+
+# ---------------------------------------------------------------------------------------------
+# 30.6: init against real-world files
+
+BOMB = (
+    'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
+    + "".join(
+        f"{name}: &{name} [{', '.join([f'*{previous}'] * 9)}]\n"
+        for previous, name in zip("abcdefgh", "bcdefghi", strict=True)
+    )
+    + "repos:\n- repo: local\n  hooks: *i\n"
+)
+
+
+def test_a_yaml_alias_bomb_is_a_note_not_a_hang(tmp_path, capsys):
+    shop = _repository(tmp_path / "shop")
+    (shop / ".pre-commit-config.yaml").write_text(BOMB)
+    assert len(BOMB.encode()) < 1024
+    code, out, err = run_cli(shop, "init", "--no-lock", *FROM, capsys=capsys)
+    assert code == 0, err
+    assert "note: .pre-commit-config.yaml uses 73 YAML aliases (*name), more than the 32" in out
+    assert (shop / ".pre-commit-config.yaml").read_text() == BOMB
+
+
+def test_a_link_to_a_file_outside_stops_init_before_anything_is_written(tmp_path, capsys):
+    outside = tmp_path / "outside.yaml"
+    outside.write_text("repos:\n- repo: local\n  hooks: []\n")
+    for name in (".pre-commit-config.yaml", "README.md"):
+        shop = _repository(tmp_path / name.strip("."))
+        (shop / name).symlink_to(outside)
+        code, _out, err = run_cli(shop, "init", "--no-lock", *FROM, capsys=capsys)
+        assert code == 2 and err.count("\n") == 1 and name in err and "link" in err, err
+        assert sorted(p.name for p in shop.iterdir()) == [".git", name]
+    assert outside.read_text() == "repos:\n- repo: local\n  hooks: []\n"
+
+
+def test_crlf_files_are_appended_to_in_crlf_and_trailing_blank_lines_are_kept(tmp_path, capsys):
+    shop = _repository(tmp_path / "shop")
+    readme = b"# ours\r\n\r\nTraining code.\r\n\r\n\r\n"
+    ignore = b"*.pyc\r\n"
+    config = b"repos:\r\n- repo: local\r\n  hooks: []\r\n"
+    (shop / "README.md").write_bytes(readme)
+    (shop / ".gitignore").write_bytes(ignore)
+    (shop / ".pre-commit-config.yaml").write_bytes(config)
+    (shop / "noxfile.py").write_bytes(b"import nox\r\n")
+    code, _out, err = run_cli(shop, "init", "--no-lock", *FROM, capsys=capsys)
+    assert code == 0, err
+    for name, before in (
+        ("README.md", readme),
+        (".gitignore", ignore),
+        (".pre-commit-config.yaml", config),
+        ("noxfile.py", b"import nox\r\n"),
+    ):
+        after = (shop / name).read_bytes()
+        assert after.startswith(before) and after.count(b"\n") == after.count(b"\r\n"), name
+    assert (shop / ".gitignore").read_bytes() == b"*.pyc\r\n.patchlane/\r\n.nox/\r\n"
+    # three newlines at the end: kept, and no more blank lines before the section
+    assert b"Training code.\r\n\r\n\r\n## Patch lane\r\n" in (shop / "README.md").read_bytes()
+
+
+def test_a_github_file_where_the_folder_goes_stops_init_listing_every_conflict(tmp_path, capsys):
+    shop = _repository(tmp_path / "shop")
+    (shop / ".github").write_text("not a folder\n")
+    (shop / "lanes").mkdir()
+    (shop / "lanes" / "cpu.toml").write_text("# ours\n")
+    code, _out, err = run_cli(shop, "init", "--no-lock", *FROM, capsys=capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.strip() == (
+        f"patchlane: error: {shop}: 2 files in the way of patchlane init, which writes only new "
+        "files: lanes/cpu.toml (exists), .github (a file where a folder goes) — move them aside, "
+        "or run it in a folder without them"
+    )
+    # nothing written
+    assert sorted(p.name for p in shop.iterdir()) == [".git", ".github", "lanes"]
+    assert sorted(p.name for p in (shop / "lanes").iterdir()) == ["cpu.toml"]
+
+
+def test_a_noxfile_python_cannot_parse_is_one_line_naming_it(tmp_path, capsys):
+    shop = _repository(tmp_path / "shop")
+    noxfile = "x = " + "-" * 200_000 + "1\n"
+    (shop / "noxfile.py").write_text(noxfile)
+    code, out, err = run_cli(shop, "init", "--no-lock", *FROM, capsys=capsys)
+    assert code == 0 and "Traceback" not in err, err
+    assert "note: noxfile.py does not parse (nested too deeply for Python's parser)" in out
+    assert (shop / "noxfile.py").read_text() == noxfile
