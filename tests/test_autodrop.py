@@ -81,7 +81,7 @@ PLAN = DropPlan(
     "```\nBUG_REPRODUCED\n```\n",
     upstream_links=(
         ("fix", "https://example.org/toylib/pull/2"),
-        "https://example.org/toylib/issues/1",
+        ("report", "https://example.org/toylib/issues/1"),
     ),
 )
 

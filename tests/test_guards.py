@@ -16,6 +16,7 @@ from retire.branches import autodrop
 from retire.branches.autodrop import DropPlan
 from retire.branches.bump import bump
 from retire.core.errors import InputError
+from retire.evidence.floor import Floor
 from shims.manifest import parse_manifest
 from tests.conftest import run_cli
 from tests.support import shimtree
@@ -70,7 +71,7 @@ def test_a_retired_shim_guards_regresses_after_a_bump_and_is_restored(shop, caps
     root, index, wheels = shop
     index.add(toylib(wheels, "1.1", fixed=True), "2026-02-05")
     base = git(root, "rev-parse", "HEAD")
-    plan = DropPlan("toy", "toylib 1.1 fixed add().", {"toylib": "1.1"}, "", ())
+    plan = DropPlan("toy", "toylib 1.1 fixed add().", (Floor.parse("toylib>=1.1"),))
     [outcome] = autodrop.apply(root, [plan], open_prs=False)
     assert outcome.status == "proposed", outcome.reason
     git(root, "merge", "--quiet", "--ff-only", outcome.branch)
@@ -138,7 +139,7 @@ def test_a_retired_shim_guards_regresses_after_a_bump_and_is_restored(shop, caps
 def test_a_dropped_guard_stops_running_with_its_reason(shop, capsys):
     root, index, wheels = shop
     index.add(toylib(wheels, "1.1", fixed=True), "2026-02-05")
-    plan = DropPlan("toy", "fixed", {"toylib": "1.1"}, "", ())
+    plan = DropPlan("toy", "fixed", (Floor.parse("toylib>=1.1"),))
     [outcome] = autodrop.apply(root, [plan], open_prs=False)
     git(root, "merge", "--quiet", "--ff-only", outcome.branch)
     with pytest.raises(SystemExit) as refused:
