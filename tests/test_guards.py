@@ -189,3 +189,29 @@ def test_bad_guard_tables_are_one_line_errors(change, key):
         parse_manifest(GUARDED.replace(*change), Path("shims/toy/manifest.toml"))
     message = str(caught.value)
     assert "\n" not in message and f": {key}" in message, message
+
+
+def test_the_summary_of_a_run_fails_on_a_regressed_guard_and_says_so(tmp_path, capsys):
+    (tmp_path / "lanes").mkdir()
+    run = tmp_path / ".patchlane" / "runs" / "r1"
+    run.mkdir(parents=True)
+    lane = {
+        "lane": "cpu",
+        "status": "ran",
+        "why": "",
+        "planned": [],
+        "seconds": 1.0,
+        "isolation": "process",
+        "note": "",
+        "shims": [],
+        "guards": [{"guard": "toy", "outcome": "regressed", "why": "the retired bug is back"}],
+    }
+    (run / "cpu.json").write_text(json.dumps(lane))
+    code, out, _ = run_cli(tmp_path, "summary", "--run-id", "r1", capsys=capsys)
+    assert code == 1
+    assert "guard toy in lane cpu: REGRESSED — the retired bug is back" in out
+    assert "FAILED lanes: cpu" in out
+    lane["guards"][0]["outcome"] = "gone"
+    (run / "cpu.json").write_text(json.dumps(lane))
+    code, _, err = run_cli(tmp_path, "summary", "--run-id", "r1", capsys=capsys)
+    assert code == 2 and "unreadable lane summary (ValueError)" in err
