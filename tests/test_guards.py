@@ -215,3 +215,29 @@ def test_the_summary_of_a_run_fails_on_a_regressed_guard_and_says_so(tmp_path, c
     (run / "cpu.json").write_text(json.dumps(lane))
     code, _, err = run_cli(tmp_path, "summary", "--run-id", "r1", capsys=capsys)
     assert code == 2 and "unreadable lane summary (ValueError)" in err
+
+
+def test_regressions_lead_with_guards_then_culprits_then_what_no_culprit_names():
+    from retire.report.regressions import find_regressions, to_markdown
+    from tests.test_validation import record
+
+    guard = parse_manifest(GUARDED, Path("shims/toy/manifest.toml"))
+    records = [
+        record("toy", lane="cpu", started="2026-11-20T10:00:00+00:00"),
+        record("other", lane="cpu", started="2026-11-20T10:00:00+00:00"),
+        # the culprit of "healed" was recorded, but its lane is clean again
+        record("healed", lane="cpu", sentinel="FIX_VALIDATED"),
+    ]
+    culprits = [
+        {"lane": "cpu", "subject": "other", "mode": "without", "line": "beta 1.2 breaks other"},
+        {"lane": "cpu", "subject": "healed", "mode": "without", "line": "gamma 2 breaks healed"},
+    ]
+    found = find_regressions([guard], records, culprits, [("third", "gpu", "shim-broken")])
+    assert [(r.subject, r.kind, r.culprit, r.action) for r in found] == [
+        ("toy", "guard-regressed", None, "patchlane shim restore toy"),
+        ("other", "newly-broken", "beta 1.2 breaks other", ""),
+        ("third", "newly-broken", None, "patchlane culprit gpu third --mode with"),
+    ]
+    markdown = "\n".join(to_markdown(found))
+    assert markdown.startswith("## Regressions") and "not searched yet" in markdown
+    assert find_regressions([guard], [], [], []) == ()

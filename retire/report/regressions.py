@@ -5,7 +5,9 @@ recorded by bumps (``validation/culprits.jsonl``, :mod:`retire.branches.breaks`)
 
 - every guard whose latest run in a lane that it guards reproduces the bug (*regressed*), with the
   way back (``patchlane shim restore ID``);
-- every culprit recorded for a lane whose latest run of that shim or guard is still broken.
+- every culprit recorded for a lane whose latest run of that shim or guard is still broken;
+- every (shim, lane) the report finds newly broken that no culprit names yet, with the
+  ``patchlane culprit`` that would name one.
 
 The section leads the report in every format; each renderer is one small function here
 (:func:`to_markdown`, :func:`to_html`, :func:`to_json`), called once by the report's own.
@@ -42,7 +44,7 @@ class Regression:
     action: str = ""
 
 
-def read_culprits(path: Path) -> list[dict]:
+def read_culprits(path: Path) -> list[dict[str, object]]:
     """The recorded culprits (a damaged line is skipped: the report still renders)."""
     if not path.is_file():
         return []
@@ -65,11 +67,16 @@ def _latest(records: Iterable[ValidationRecord]) -> dict[tuple[str, str, str], V
 
 
 def find_regressions(
-    guards: Sequence[ShimManifest], records: Sequence[ValidationRecord], culprits: Sequence[dict]
+    guards: Sequence[ShimManifest],
+    records: Sequence[ValidationRecord],
+    culprits: Sequence[dict[str, object]],
+    newly_broken: Sequence[tuple[str, str, str]] = (),
 ) -> tuple[Regression, ...]:
-    """Regressed guards first, then the other recorded culprits whose lane is still broken."""
+    """Regressed guards first, then the other recorded culprits whose lane is still broken, then
+    the report's newly broken (shim, lane, outcome) that no culprit names yet, each with the
+    ``patchlane culprit`` that would find one."""
     latest = _latest(records)
-    named: dict[tuple[str, str], dict] = {
+    named: dict[tuple[str, str], dict[str, object]] = {
         (str(c.get("lane")), str(c.get("subject"))): c for c in culprits
     }
     found: list[Regression] = []
@@ -87,7 +94,7 @@ def find_regressions(
                     guard.id,
                     "guard-regressed",
                     record.started_at,
-                    blamed["line"] if blamed else None,
+                    str(blamed["line"]) if blamed else None,
                     f"patchlane shim restore {guard.id}",
                 )
             )
@@ -96,9 +103,18 @@ def find_regressions(
         record = latest.get((lane, subject, mode))
         if record is None or record.outcome != RunOutcome.BUG_REPRODUCED:
             continue
-        found.append(
-            Regression(lane, subject, "newly-broken", record.started_at, culprit["line"], "")
-        )
+        line = str(culprit["line"])
+        found.append(Regression(lane, subject, "newly-broken", record.started_at, line, ""))
+    listed = {(r.lane, r.subject) for r in found}
+    for shim, lane, outcome in newly_broken:
+        if (lane, shim) in listed:
+            continue
+        # a shim that no longer fixes its bug broke in its with-shim run
+        mode = " --mode with" if outcome == "shim-broken" else ""
+        record = latest.get((lane, shim, Mode.WITH if mode else Mode.WITHOUT))
+        since = record.started_at if record is not None else ""
+        action = f"patchlane culprit {lane} {shim}{mode}"
+        found.append(Regression(lane, shim, "newly-broken", since, None, action))
     return tuple(found)
 
 

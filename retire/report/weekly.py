@@ -343,7 +343,8 @@ def _with_regressions(
     from retire.report import regressions
 
     culprits = regressions.read_culprits(records_file.parent / "culprits.jsonl")
-    found = regressions.find_regressions(list(project.guards().values()), records, culprits)
+    newly = [(shim, lane, str(outcome)) for shim, lane, outcome in report.changes.newly_broken]
+    found = regressions.find_regressions(list(project.guards().values()), records, culprits, newly)
     return dataclasses.replace(report, regressions=found)
 
 
