@@ -187,6 +187,8 @@ def _headline_md(report: Report) -> list[str]:
         MARKER,
         f"# Shim retirement report — {report.week}",
         "",
+        # what broke again leads: a regressed guard is the week's most urgent news
+        *regressions.to_markdown(report.regressions),
         (
             f"**{h.carried} shims carried** · **{h.retire} retire "
             f"candidate{'s' if h.retire != 1 else ''}** · "
@@ -574,10 +576,7 @@ def to_markdown(
 ) -> str:
     """A GitHub issue body: headline, attention list, tables, matrix, changes, burn-down and a
     collapsible evidence section per shim; trimmed (with a note) to stay under ``limit``."""
-    # what broke again leads: a regressed guard is the week's most urgent news
-    head = (
-        regressions.to_markdown(report.regressions) + _headline_md(report) + _attention_md(report)
-    )
+    head = _headline_md(report) + _attention_md(report)
     tail = (
         _blocked_md(report)
         + _bisections_md(report)
