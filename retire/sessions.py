@@ -195,6 +195,7 @@ def __getattr__(name: str) -> Func:
     registered = nox.registry.get().get(name)
     if registered is not None and registered.func is func:
         return registered
-    lanes = name == "lane"
-    register = nox.session(name=name, venv_backend="none", default=lanes, allow_parallel=lanes)
-    return register(func)
+    if name == "lane":
+        # `nox` alone runs the lanes, and `nox -s lane -j N` runs them N at a time
+        return nox.session(name=name, venv_backend="none", allow_parallel=True)(func)
+    return nox.session(name=name, venv_backend="none", default=False)(func)

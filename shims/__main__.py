@@ -49,9 +49,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.root is not None:
             os.environ[catalogue.PATH_ENV] = catalogue.configured(args.root)
         if args.check:
-            return check()
+            code = check(as_json=args.json)
+            # --json: the rows follow a clean check, as `patchlane shim list --check --json`
+            if code or not args.json:
+                return code
     except InputError as exc:
         print(f"shims: error: {exc}", file=sys.stderr)
+        if args.json:
+            print(json.dumps(_error_document(exc), indent=2))
         return 2
     found = rows(probe=args.probe)
     print(json.dumps(found, indent=2) if args.json else table(found))
@@ -94,15 +99,33 @@ def rows(*, probe: bool = False) -> list[dict[str, object]]:
     ]
 
 
-def check(root: str | None = None) -> int:
-    """Validate every manifest under ``root`` (default: the configured shim roots); 2 on errors."""
+def check(root: str | None = None, *, as_json: bool = False) -> int:
+    """Validate every manifest under ``root`` (default: the configured shim roots); 2 on errors.
+    ``as_json``: stdout is left to one JSON document (the last error's, on errors)."""
     errors, checked = problems(root)
     for error in errors:
         print(f"shims: error: {error}", file=sys.stderr)
     if errors:
+        if as_json:
+            print(json.dumps(_error_document(errors[-1]), indent=2))
         return 2
-    print(f"{checked} shim manifest(s) OK")
+    print(f"{checked} shim manifest(s) OK", file=sys.stderr if as_json else sys.stdout)
     return 0
+
+
+def _error_document(error: InputError) -> dict[str, object]:
+    """The error document of ``patchlane … --json`` (retire/schemas/error.schema.json)."""
+    return {
+        "ok": False,
+        "exit_code": 2,
+        "error": {
+            "kind": "bad-input",
+            "file": error.path,
+            "key": error.key,
+            "message": error.problem,
+            "fix": error.fix,
+        },
+    }
 
 
 def problems(root: str | None = None) -> tuple[list[InputError], int]:

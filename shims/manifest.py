@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 
 from shims import catalogue, tomlreader
 from shims.errors import InputError
+from shims.gpuneeds import GpuNeeds, read_gpu_needs
 from shims.model import (
     CONDITION_KINDS,
     FIX_CLASSES,
@@ -405,7 +406,7 @@ MAX_TIMEOUT_S = 1e7
 
 def _reproducer(table: Table) -> ReproducerSpec:
     table.check_keys(
-        ("path", "needs-cuda", "min-compute-capability", "packages", "timeout", "preload")
+        ("path", "needs-cuda", "min-compute-capability", "gpus", "packages", "timeout", "preload")
     )
     raw_path = table.string("path", None) or "reproduce.py"
     relative = PurePosixPath(raw_path)
@@ -436,6 +437,7 @@ def _reproducer(table: Table) -> ReproducerSpec:
                 "set needs-cuda = true or drop the capability",
             )
         needs_cuda = True
+    gpus = _gpus(table, needs_cuda, capability)
     packages = table.get("packages", []).strings(
         fix='write packages = ["torch", "megatron-core"]', empty_ok=False
     )
@@ -464,12 +466,38 @@ def _reproducer(table: Table) -> ReproducerSpec:
             )
     return ReproducerSpec(
         path=relative,
-        needs_cuda=needs_cuda,
         min_compute_capability=capability,
         packages=tuple(packages),
         timeout=float(timeout),
         preload=tuple(dict.fromkeys(preload)),
+        gpus=gpus,
+        needs_cuda=needs_cuda or bool(gpus and gpus.count),
     )
+
+
+def _gpus(table: Table, needs_cuda: bool, capability: str | None) -> GpuNeeds | None:
+    """``[reproducer] gpus``, checked against ``needs-cuda`` and ``min-compute-capability``."""
+    value = table.get("gpus")
+    if value is None:
+        return None
+    gpus = read_gpu_needs(value)
+    if gpus.count and "needs-cuda" in table and not needs_cuda:
+        raise table.error(
+            "gpus", "set while needs-cuda = false", "set needs-cuda = true or drop gpus"
+        )
+    if not gpus.count and needs_cuda:
+        raise table.error(
+            "gpus", "0 GPUs while the reproducer needs CUDA", "ask for at least one GPU: gpus = 1"
+        )
+    if capability is not None and gpus.min_compute_capability is not None:
+        raise table.error(
+            "gpus.min-compute-capability",
+            "set twice (also min-compute-capability)",
+            "keep one of them",
+        )
+    if capability is not None:
+        return dataclasses.replace(gpus, min_compute_capability=capability)
+    return gpus
 
 
 def _env(doc: Table, fix_class: str) -> tuple[tuple[str, str], ...]:

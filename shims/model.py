@@ -13,6 +13,8 @@ from typing import ClassVar, TypeAlias
 
 from packaging.specifiers import SpecifierSet
 
+from shims.gpuneeds import GpuNeeds
+
 __all__ = [
     "CONDITION_KINDS",
     "FIX_CLASSES",
@@ -155,6 +157,18 @@ class ReproducerSpec:
     timeout: float = 600.0
     #: Modules a lane's launcher imports once for every run (``preload``; see docs/shims.md).
     preload: tuple[str, ...] = ()
+    #: ``gpus``: how many GPUs, of what kind (None: one when ``needs_cuda``, else none).
+    gpus: GpuNeeds | None = None
+
+    @property
+    def gpu_needs(self) -> GpuNeeds:
+        """What the reproducer needs of a host's GPUs, with ``needs-cuda`` and
+        ``min-compute-capability`` folded in."""
+        if self.gpus is not None:
+            return self.gpus
+        if not self.needs_cuda:
+            return GpuNeeds()
+        return GpuNeeds(count=1, min_compute_capability=self.min_compute_capability)
 
 
 @dataclass(frozen=True)

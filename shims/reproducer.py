@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import os
 import platform
 import socket
 import subprocess
@@ -160,6 +161,9 @@ def host_stamp(packages: Iterable[str] = ()) -> dict[str, object]:
         "packages": {name: _version(name) for name in packages},
         "hostname": socket.gethostname(),
     }
+    # the GPUs this run was given (patchlane run packs lanes onto a host's GPUs): which ones
+    if "CUDA_VISIBLE_DEVICES" in os.environ:
+        stamp["visible_devices"] = os.environ["CUDA_VISIBLE_DEVICES"]
     revisions = {name: rev for name in packages if (rev := vcs_revision(name))}
     # a package built from an upstream revision, not a release: say which commit
     if revisions:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from retire.scaffold import kept
 from tests.support.index import IndexServer, PackageIndex
 from tests.support.installed import closure, repack
 from tests.support.wheels import build_wheel
@@ -44,6 +45,10 @@ nox.options.sessions = ["tests"]
 @nox.session(venv_backend="none")
 def tests(session):
     session.log("the shop's tests")
+
+
+if __name__ == "__main__":
+    nox.main()
 '''
 SHOP_PRECOMMIT = b"""# the shop's hooks
 repos:
@@ -56,6 +61,8 @@ repos:
     types: [python]
 """
 SHOP_README = b"# forecasting\n\nThe shop's training code.\n"
+# issue 29: a shop's .gitignore that would keep the lock out of every commit
+SHOP_GITIGNORE = b"__pycache__/\n*pylock.toml\n"
 
 # The toy bug: toybug.add subtracts. The shim fixes it; the reproducer shows both.
 TOYBUG = "def add(a, b):\n    return a - b\n"
@@ -124,6 +131,7 @@ def _shop(path: Path, env: dict[str, str]) -> dict[str, bytes]:
     path.mkdir()
     files = {"noxfile.py": SHOP_NOXFILE, ".pre-commit-config.yaml": SHOP_PRECOMMIT}
     files["README.md"] = SHOP_README
+    files[".gitignore"] = SHOP_GITIGNORE
     for name, body in files.items():
         (path / name).write_bytes(body)
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "the shop"]):
@@ -157,11 +165,27 @@ def test_a_shop_adopts_patchlane_from_the_built_wheel_in_the_repository_it_has(
     init = _ok(run("patchlane", "init", "--no-lock", "--from", built.wheel, "--json"))
     document = json.loads(init.stdout)
     assert document["from"] == f"patchlane[engine] @ {built.wheel.as_uri()}"
-    assert document["edited"] == [".pre-commit-config.yaml", "README.md", "noxfile.py"]
-    # one note: the wheel is on this machine only (the folder is a git repository)
-    assert [n.split(",")[0] for n in document["notes"]] == [f"patchlane comes from {built.wheel}"]
+    assert document["edited"] == [
+        ".gitignore",
+        ".pre-commit-config.yaml",
+        "README.md",
+        "noxfile.py",
+    ]
+    # two notes: the lock the .gitignore would keep out of commits, the wheel on this machine only
+    ignored = (
+        "locks/cpu/pylock.toml is ignored by git (.gitignore:2: *pylock.toml) and would never be "
+        "committed: .gitignore gets `!/locks/*/pylock.toml`"
+    )
+    assert [n.split(",")[0] for n in document["notes"]] == [
+        ignored,
+        f"patchlane comes from {built.wheel}",
+    ]
     for name, body in before.items():
-        assert (shop / name).read_bytes().startswith(body), name
+        # every line kept; the noxfile's import goes where its imports are
+        assert kept(body.decode(), (shop / name).read_text()), name
+    assert (shop / "noxfile.py").read_text().index("from retire.sessions import") < (
+        shop / "noxfile.py"
+    ).read_text().index('if __name__ == "__main__"')
     assert (shop / "README.md").read_text().count("## Patch lane") == 1
 
     lane = shop / "lanes" / "cpu.toml"
@@ -220,6 +244,31 @@ def test_a_shop_adopts_patchlane_from_the_built_wheel_in_the_repository_it_has(
     report = json.loads(next((shop / "reports").glob("*.json")).read_text())
     assert report["shims"][0]["unproven"] is None
 
+    # a fresh clone has the lock the shop's .gitignore would have kept out, and its check passes
+    clone = tmp_path / "clone"
+    _ok(run("git", "clone", "-q", shop, clone))
+    assert (clone / "locks" / "cpu" / "pylock.toml").is_file()
+    _ok(_run("patchlane", "lock", "--check", env=env, cwd=clone))
+    # the noxfile still runs as a script, with patchlane's sessions and the shop's
+    listed = _ok(run(sys.executable, "noxfile.py", "-l"))
+    assert "tests" in listed.stdout and "lane(name='cpu')" in listed.stdout, listed.stdout
+
+    # Re-point to a copy of the wheel inside the repository: hooks, workflows and README name it
+    # relative to the repository, and nothing of this machine's path is left
+    (shop / "vendor").mkdir()
+    (shop / "vendor" / built.wheel.name).write_bytes(built.wheel.read_bytes())
+    untouched = {
+        name: (shop / name).read_bytes() for name in ("noxfile.py", "lanes/cpu.toml", ".gitignore")
+    }
+    _ok(run("patchlane", "init", "--repoint", "--from", f"vendor/{built.wheel.name}"))
+    for name in (".pre-commit-config.yaml", "README.md", ".github/workflows/patchlane-lanes.yml"):
+        assert str(built.wheel.parent) not in (shop / name).read_text(), name
+    assert {name: (shop / name).read_bytes() for name in untouched} == untouched
+    # pre-commit runs only a staged config
+    _ok(run("git", "add", "-A"))
+    repointed = run(sys.executable, "-m", "pre_commit", "run", "--all-files")
+    assert repointed.returncode == 0, repointed.stdout + repointed.stderr
+
     # nothing the shop had was overwritten, after all of it
     for name, body in before.items():
-        assert (shop / name).read_bytes().startswith(body), name
+        assert kept(body.decode(), (shop / name).read_text()), name

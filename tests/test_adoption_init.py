@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT, run_cli
 
 FROM = ("--from", "patchlane[engine]==0.1.0")
@@ -121,6 +123,8 @@ if __name__ == "__main__":
 '''
 
 
+# a second or more: nox, bash or python run as real processes
+@pytest.mark.slow
 def test_the_noxfile_line_goes_where_imports_go_and_the_script_still_runs(tmp_path, capsys):
     shop = _repository(tmp_path / "shop")
     (shop / "noxfile.py").write_text(SCRIPT_NOXFILE)
@@ -161,6 +165,8 @@ def test_the_noxfile_line_goes_where_imports_go_and_the_script_still_runs(tmp_pa
     assert "tests" in listed.stdout and "lane(name='cpu')" in listed.stdout, listed.stdout
 
 
+# a second or more: nox, bash or python run as real processes
+@pytest.mark.slow
 def test_a_shop_session_named_lock_keeps_its_name(tmp_path, capsys):
     shop = _repository(tmp_path / "shop")
     noxfile = (
@@ -212,6 +218,8 @@ def _nox(root, *args):
     )
 
 
+# a second or more: nox, bash or python run as real processes
+@pytest.mark.slow
 def test_nox_lane_with_an_unknown_lane_or_shim_says_it_once(tmp_path, capsys):
     shop = tmp_path / "shop"
     assert run_cli(tmp_path, "init", "--no-lock", *FROM, str(shop), capsys=capsys)[0] == 0
@@ -315,3 +323,156 @@ def test_a_noxfile_python_cannot_parse_is_one_line_naming_it(tmp_path, capsys):
     assert code == 0 and "Traceback" not in err, err
     assert "note: noxfile.py does not parse (nested too deeply for Python's parser)" in out
     assert (shop / "noxfile.py").read_text() == noxfile
+
+
+# ---------------------------------------------------------------------------------------------
+# 29.5: --from a wheel inside the repository, whatever its path holds
+
+
+def test_a_wheel_in_the_repository_is_named_relative_and_quoted_for_yaml_shell_and_urls(
+    tmp_path, capsys
+):
+    import shlex
+
+    import yaml
+    from packaging.requirements import Requirement
+
+    from tests.test_workflows import _summary, _zizmor_findings
+
+    shop = _repository(tmp_path / "shop")
+    folder = 'wheels dir "q" ${{ github.token }}'
+    wheel = shop / folder / "patchlane-0.1.0-py3-none-any.whl"
+    wheel.parent.mkdir()
+    wheel.write_bytes(b"PK")
+    code, out, err = run_cli(
+        shop, "init", "--no-lock", "--from", str(wheel), "--json", capsys=capsys
+    )
+    assert code == 0, err
+    # nothing names this machine's path: every clone and CI runner has what the files name
+    assert json.loads(out)["notes"] == []
+    written = [
+        p for p in shop.rglob("*") if p.is_file() and ".git" not in p.parts[len(shop.parts) :]
+    ]
+    for path in written:
+        assert str(tmp_path) not in path.read_text(errors="replace"), path
+    # CI: one shell word, one requirement, whose URL is the wheel under the workspace
+    workspace = "/home/runner/work/shop/shop"
+    lanes = yaml.safe_load((shop / ".github" / "workflows" / "patchlane-lanes.yml").read_text())
+    installs = {
+        step["run"]
+        for job in lanes["jobs"].values()
+        for step in job["steps"]
+        if step.get("run", "").startswith("python -m pip install")
+    }
+    assert len(installs) == 1
+    words = shlex.split(installs.pop().replace("${GITHUB_WORKSPACE}", workspace))
+    requirement = Requirement(words[-1])
+    assert len(words) == 5 and requirement.url is not None
+    from urllib.parse import unquote, urlsplit
+
+    assert unquote(urlsplit(requirement.url).path) == f"{workspace}/{folder}/{wheel.name}"
+    findings = _zizmor_findings("--no-config", "--collect=all", shop / ".github", cwd=tmp_path)
+    assert findings == [], _summary(findings)
+    # the README: one shell word, relative to the repository
+    readme = (shop / "README.md").read_text()
+    line = next(line for line in readme.splitlines() if line.startswith("python -m pip install"))
+    assert shlex.split(line)[-1] == f"./{folder}/{wheel.name}[engine]"
+    # the noxfile's hint is a Python string that holds it
+    assert f"./{folder}/{wheel.name}[engine]" in (shop / "noxfile.py").read_text().replace(
+        '\\"', '"'
+    )
+    hooks = yaml.safe_load((shop / ".pre-commit-config.yaml").read_text())["repos"][0]["hooks"]
+    assert {hook["language"] for hook in hooks} == {"system"}
+
+
+def test_a_git_url_with_what_a_shell_would_expand_is_one_line(tmp_path, capsys):
+    code, _out, err = run_cli(
+        tmp_path, "init", "--no-lock", "--from", "git+https://h/x$(id)@v1", capsys=capsys
+    )
+    assert code == 2 and err.count("\n") == 1 and "characters a URL does not ('$')" in err, err
+    assert not (tmp_path / "patchlane.toml").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# 29.4: re-pointing an adopted repository
+
+
+def _files(root):
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file() and ".git" not in p.relative_to(root).parts
+    }
+
+
+def test_repoint_changes_only_what_names_the_source(tmp_path, capsys):
+    import yaml
+
+    outside = tmp_path / "wheels" / "patchlane-0.1.0-py3-none-any.whl"
+    outside.parent.mkdir()
+    outside.write_bytes(b"PK")
+    shop = _repository(tmp_path / "shop")
+    (shop / "noxfile.py").write_text("import nox\n")
+    (shop / ".pre-commit-config.yaml").write_text("repos:\n- repo: local\n  hooks: []\n")
+    (shop / "README.md").write_text("# shop\n")
+    assert run_cli(shop, "init", "--no-lock", "--from", str(outside), capsys=capsys)[0] == 0
+    inside = shop / "vendor" / outside.name
+    inside.parent.mkdir()
+    inside.write_bytes(b"PK")
+    before = _files(shop)
+
+    code, out, err = run_cli(
+        shop, "init", "--repoint", "--from", str(inside), "--json", capsys=capsys
+    )
+    assert code == 0, err
+    document = json.loads(out)
+    assert document["edited"] == [
+        ".github/workflows/patchlane-lanes.yml",
+        ".github/workflows/patchlane-report.yml",
+        ".pre-commit-config.yaml",
+        "README.md",
+    ]
+    assert document["created"] == [] and document["locked"] == [] and document["notes"] == []
+    after = _files(shop)
+    assert after.keys() == before.keys()
+    for name in after.keys() - set(document["edited"]):
+        assert after[name] == before[name], name
+    for name in document["edited"]:
+        old, new = before[name].decode(), after[name].decode()
+        # every line that changed named the old source, or is the hooks' install of it
+        removed = set(old.splitlines()) - set(new.splitlines())
+        assert all(
+            str(outside.parent) in line or line.strip().startswith("language: python")
+            for line in removed
+        ), (name, removed)
+        assert str(outside.parent) not in new, name
+    hooks = yaml.safe_load(after[".pre-commit-config.yaml"])["repos"]
+    assert hooks[0] == {"repo": "local", "hooks": []}
+    assert {hook["language"] for hook in hooks[1]["hooks"]} == {"system"}
+
+    # and on to a release on github.com: its hooks, its Action, nothing else
+    code, out, err = run_cli(
+        shop,
+        "init",
+        "--repoint",
+        "--from",
+        "git+https://github.com/acme/patchlane@v0.2.0",
+        capsys=capsys,
+    )
+    assert code == 0, err
+    hooks = yaml.safe_load((shop / ".pre-commit-config.yaml").read_text())["repos"]
+    assert hooks[1]["repo"] == "https://github.com/acme/patchlane" and hooks[1]["rev"] == "v0.2.0"
+    lanes = (shop / ".github" / "workflows" / "patchlane-lanes.yml").read_text()
+    assert "uses: acme/patchlane@v0.2.0" in lanes and "vendor" not in lanes
+    readme = (shop / "README.md").read_text()
+    assert (
+        'pip install "patchlane[engine] @ git+https://github.com/acme/patchlane@v0.2.0"' in readme
+    )
+    assert readme.count("## Patch lane") == 1 and readme.startswith("# shop\n")
+    assert (shop / "noxfile.py").read_bytes() == before["noxfile.py"]
+
+
+def test_repoint_where_init_never_ran_is_one_line(tmp_path, capsys):
+    code, _out, err = run_cli(tmp_path, "init", "--repoint", *FROM, capsys=capsys)
+    assert code == 2 and err.count("\n") == 1 and "patchlane-lanes.yml" in err, err
+    assert list(tmp_path.iterdir()) == []

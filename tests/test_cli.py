@@ -379,7 +379,7 @@ c patchlane completion ""
         # a path: left to the shell's own file completion
         "",
         "--distribution",
-        "bash zsh fish -h --help --root -q --quiet -v --verbose",
+        "bash zsh fish -h --help --root -q --quiet -v --verbose --values",
     ]
     # the deprecated spellings stay out, as in --help
     assert (

@@ -180,7 +180,10 @@ def test_the_wheel_holds_the_runtime_and_the_engine_and_none_of_the_catalogue(bu
         entry_points = archive.read(f"{info}/entry_points.txt").decode()
     product = {name for name in names if not name.startswith(f"{info}/")}
     # the docs travel with the engine (`patchlane docs`), under retire/docs/
-    assert product == _product_files() | {f"retire/{name}" for name in _checkout_files("docs")}
+    # and the README, for `patchlane docs readme` and `patchlane docs adoption`
+    assert product == _product_files() | {f"retire/{name}" for name in _checkout_files("docs")} | {
+        "retire/docs/README.md"
+    }
     # the engine's templates travel with it: `patchlane init` works from an installed copy
     assert "retire/scaffold/templates/project/lanes.yml" in product
     # PEP 561: a shop's mypy checks its noxfile's `from retire.sessions import …` against ours

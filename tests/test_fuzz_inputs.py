@@ -153,6 +153,10 @@ LANE_SEEDS = [_text(p) for p in sorted((REPO / "lanes").glob("*.toml"))] + [
         'helper = "2"\nlane = { description = "the nightly cell" }\n'
     ),
 ]
+LANE_SEEDS.append(
+    '[lane]\npython = "3.12"\nrequirements = ["torchlike"]\ngpus = { count = 2, '
+    'min-compute-capability = "9.0", min-memory-gib = 80, name = "h200", share = true }\n'
+)
 MATRIX_SEEDS = [seed for seed in LANE_SEEDS if "[matrix]" in seed] + [
     (
         '[matrix]\nname = "c{a}"\n[matrix.base]\npython = "3.12"\nrequirements = '
@@ -165,6 +169,11 @@ MANIFEST_SEEDS = [
     manifest_text("toy_add"),
     manifest_text("toy_add", fix_class="env-constraint", env={"TL_X": "1"}),
 ]
+MANIFEST_SEEDS.append(
+    manifest_text("toy_add").replace(
+        "needs-cuda = false", 'gpus = { count = 2, min-memory-gib = 80, name = "h100" }'
+    )
+)
 MANIFEST_SEEDS += [
     _text(p).replace(f'id = "{p.parent.name}"', 'id = "toy_add"')
     for p in sorted((REPO / "shims").glob("*/manifest.toml"))
@@ -655,6 +664,22 @@ class CarriedSandbox:
         assert self.snapshot() == self.before
         assert sorted(p.name for p in self.project.iterdir()) == [".patchlane", "patchlane.toml"]
 
+    def slurm(self, data: bytes | str) -> None:
+        from retire.runs.slurmconfig import load_slurm
+
+        path = self.project / "patchlane.toml"
+        path.write_bytes(data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data)
+        expect_input_error("patchlane.toml", lambda: load_slurm(self.project))
+
+
+SLURM_SEEDS = [
+    (
+        '[slurm]\npartition = "gpu"\naccount = "ml"\nqos = "normal"\nconstraint = "hopper&ib"\n'
+        'time-limit = "1-04:00:00"\nbuild-minutes = 30\ngpu-type = true\ncpus-per-lane = 8\n'
+        'sbatch-args = ["--exclusive"]\npatchlane = ["/x/patchlane"]\npoll-seconds = 2.5\n'
+    )
+]
+
 
 @pytest.fixture(scope="module")
 def carried(tmp_path_factory) -> CarriedSandbox:
@@ -673,6 +698,10 @@ def test_the_carried_seeds_are_valid(carried):
     for seed in MIRROR_SEEDS:
         (carried.project / "patchlane.toml").write_text(seed)
         assert load_mirrors(carried.project).mirrors
+    from retire.runs.slurmconfig import load_slurm
+
+    (carried.project / "patchlane.toml").write_text(SLURM_SEEDS[0])
+    assert load_slurm(carried.project).gpu_type
 
 
 @FUZZ
@@ -720,3 +749,18 @@ def test_mirrors_section(carried, start, pool, parts, rnd):
             carried.mirrors(document(mutated(rnd, seed, pool)))
         else:
             carried.mirrors(edited(rnd, rnd.choice(MIRROR_SEEDS), pieces))
+
+
+@pytest.mark.parametrize("start", ["valid", "empty"])
+@FUZZ
+@given(pool=pools, parts=chunks, rnd=st.randoms(use_true_random=True))
+def test_slurm_section(carried, start, pool, parts, rnd):
+    parsed = [tomllib.loads(seed) for seed in SLURM_SEEDS]
+    pool = [*pool, "--exclusive", "-N2", "1-00:00", "gpu", "a;b", 0, -1, True]
+    pieces = [part for part in parts if isinstance(part, str)] or ["x"]
+    for _ in range(INPUTS_PER_EXAMPLE):
+        if rnd.random() < 0.7:
+            seed = rnd.choice(parsed) if start == "valid" else {"slurm": {}}
+            carried.slurm(document(mutated(rnd, seed, pool)))
+        else:
+            carried.slurm(edited(rnd, rnd.choice(SLURM_SEEDS), pieces))

@@ -86,7 +86,12 @@ def test_argparse_parses_only_the_command_line():
                 if isinstance(node, ast.ImportFrom)
                 else []
             )
-            if "argparse" in imported and not name.startswith("commands/"):
+            # sessions.py reads `nox -s lane -- ARGS`: the user's command line, through run's parser
+            if (
+                "argparse" in imported
+                and not name.startswith("commands/")
+                and name != "sessions.py"
+            ):
                 found.append(f"{name}: imports argparse")
             if (
                 isinstance(node, ast.Call)
@@ -124,6 +129,9 @@ def test_no_function_hands_a_verdicts_prose_to_a_regex():
     """A function that reads prose and calls ``re`` (or a function of its module that does)."""
     found = []
     for name, tree in _modules():
+        # scaffold/ edits the shop's own files: its `action` is a GitHub Action reference there
+        if name.startswith("scaffold/"):
+            continue
         functions = [
             f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
         ]

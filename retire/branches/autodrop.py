@@ -437,6 +437,14 @@ def _open_pull_request(
     return replace(outcome, pr_status=status, pr_url=url)
 
 
+def _check_faults(repo: Path, project: Project, base_commit: str) -> None:
+    """Before the first change: the files the verdicts were decided from are the base's."""
+    config = project.root / "patchlane.toml"
+    proposals.check_tree(
+        repo, base_commit, (project.lanes_dir, project.shims_dir, project.locks_dir, config)
+    )
+
+
 def apply(
     project: str | os.PathLike[str],
     plans: Iterable[DropPlan],
@@ -465,11 +473,14 @@ def apply(
     """
     repo = toplevel(project)
     base_commit, base_branch = proposals.base_of(repo, base, pr_base)
+    plans = list(plans)
+    if plans:
+        _check_faults(repo, Project(Path(project)), base_commit)
     ctx = _Context(repo, base_commit, base_branch, on_step, mirrors, host)
     target = _PullRequestTarget(base_branch, repository, api_base, remote, client, token)
     outcomes = []
-    # one proposing run per repository at a time
-    with proposals.session(repo):
+    # one proposing run per repository at a time; every output checked before the first change
+    with proposals.session(repo, [plan.branch for plan in plans]):
         for plan in plans:
             try:
                 outcome = _propose(ctx, plan)

@@ -24,7 +24,7 @@ import contextlib
 import enum
 import re
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,7 +144,10 @@ def cleanup_worktrees(repo: Path) -> list[Path]:
     removed = []
     for path in git.worktree_paths():
         if path.resolve().is_relative_to(root):
-            git.run("worktree", "remove", "--force", str(path), check=False)
+            # twice: a run killed during `git worktree add` leaves it locked ("initializing"),
+            # often with its folder gone, and a locked worktree is neither removed by one
+            # --force nor pruned — every later `worktree add` there would fail
+            git.run("worktree", "remove", "--force", "--force", str(path), check=False)
             removed.append(path)
     if root.is_dir():
         for leftover in root.iterdir():
@@ -156,9 +159,47 @@ def cleanup_worktrees(repo: Path) -> list[Path]:
     return removed
 
 
+def check_outputs(repo: Path, branches: Iterable[str] = ()) -> None:
+    """Refuse, before the first change, an output patchlane could not write: the worktrees
+    folder, the PR bodies' folder or a body of ``branches`` that is (or lies under) a link.
+    Found only when the body is saved, a link there would leave a branch made and no body."""
+    for path in (WORKTREES_DIR, PRS_DIR, *(body_path(branch) for branch in branches)):
+        contained(repo, path)
+
+
+def check_tree(repo: Path, base_commit: str, paths: Iterable[Path]) -> None:
+    """Refuse, in one line, a working tree whose files under ``paths`` (absolute, inside
+    ``repo``) differ from ``base_commit``: the verdicts read the working tree, the branch is
+    built from the commit, and a decision about one applied to the other raises a lane the
+    commit already holds (or drops one it does not)."""
+    git, top = Git(repo), repo.resolve()
+    inside = [path.resolve() for path in paths]
+    where = [path.relative_to(top).as_posix() for path in inside if path.is_relative_to(top)]
+    if not where:
+        return
+    changed = git.run("diff", "--name-only", "--no-renames", base_commit, "--", *where)
+    untracked = git.run("ls-files", "--others", "--exclude-standard", "--", *where)
+    first = next((line for line in (changed + "\n" + untracked).splitlines() if line), None)
+    if first is not None:
+        raise InputError(
+            first,
+            None,
+            f"differs from {base_commit[:12]}, the commit the branch is built from (the "
+            "verdicts read the working tree)",
+            "commit or stash the change, or pass --base naming a commit that holds it",
+        )
+
+
+def body_path(branch: str) -> Path:
+    """Where the PR body of ``branch`` is saved, relative to the repository."""
+    return PRS_DIR / f"{branch}.md"
+
+
 @contextlib.contextmanager
-def session(repo: Path) -> Iterator[None]:
-    """One proposing run per repository at a time, starting from a clean worktrees folder."""
+def session(repo: Path, branches: Iterable[str] = ()) -> Iterator[None]:
+    """One proposing run per repository at a time, starting from a clean worktrees folder, its
+    outputs checked first (:func:`check_outputs`)."""
+    check_outputs(repo, branches)
     with locked(repo / WORKTREES_DIR / "lock", within=repo):
         cleanup_worktrees(repo)
         yield
@@ -229,7 +270,7 @@ def propose_branch(
 
 def save_body(repo: Path, branch: str, body: str) -> Path:
     """The PR body beside the branch (``.patchlane/prs/<branch>.md``), for a human or a later PR."""
-    path = repo / PRS_DIR / f"{branch}.md"
+    path = repo / body_path(branch)
     atomic_write(path, body, within=repo)
     return path
 

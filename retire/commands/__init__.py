@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from retire.commands.aliases import ALIASES
-from retire.commands.base import Command, ExitCode, Parser, configure, print_error, say
+from retire.commands.base import Command, ExitCode, Parser, configure, json_kept, print_error, say
 from retire.core import heldsecrets
 from retire.core.errors import PatchlaneError
 from retire.core.project import Project, find_root
@@ -126,7 +126,9 @@ def _add_verbosity(parser: argparse.ArgumentParser, *, default) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, arguments: bool = True) -> argparse.ArgumentParser:
+    """The one parser; ``arguments=False``: the commands without their own options, which the
+    runtime-only install prints its help with (their options import the engine)."""
     parser = Parser(
         prog="patchlane",
         description="Pinned lanes, reproducible locks, and the shims that patch them — until "
@@ -150,11 +152,13 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(
             command.name, help=command.help, description=command.description or command.help
         )
-        _add_command_arguments(p, command)
+        if arguments:
+            _add_command_arguments(p, command)
     for alias in ALIASES:
         # a parser added without help= is left out of the list of commands
         p = sub.add_parser(alias.name, description=f"use `{alias.replaced_by}`")
-        _add_command_arguments(p, alias)
+        if arguments:
+            _add_command_arguments(p, alias)
     return parser
 
 
@@ -169,7 +173,28 @@ def _add_command_arguments(p: argparse.ArgumentParser, command: Command) -> None
     )
     _add_verbosity(p, default=argparse.SUPPRESS)
     command.add_arguments(p)
+    _nested_common_options(p)
     p.set_defaults(run=_noting(command) if command.replaced_by else command.run)
+
+
+def _nested_common_options(p: argparse.ArgumentParser) -> None:
+    """--root and -q/-v also after a command's own sub-command (`patchlane pack check --root
+    DIR`), as after the command."""
+    for action in p._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        for nested in set(action.choices.values()):
+            if "--root" not in nested._option_string_actions:
+                nested.add_argument(
+                    "--root",
+                    type=Path,
+                    default=argparse.SUPPRESS,
+                    help="project folder (default: the nearest from here up with patchlane.toml "
+                    "or lanes/)",
+                )
+            if "-q" not in nested._option_string_actions:
+                _add_verbosity(nested, default=argparse.SUPPRESS)
+            _nested_common_options(nested)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -181,7 +206,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure(json="--json" in arguments[: _end_of_options(arguments)])
     try:
         missing = missing_engine()
-        # the runtime-only install (`pip install patchlane`): one line, not an ImportError
+        # the runtime-only install (`pip install patchlane`): one line, not an ImportError — but
+        # the help still prints (the parser needs only the standard library)
+        if not arguments:
+            # bare `patchlane`: the help, as uv and git print theirs (exit 2: no command ran)
+            build_parser(arguments=not missing).print_help()
+            return ExitCode.BAD_INPUT
+        if missing and _asks_for_help(arguments):
+            # exits 0
+            build_parser(arguments=False).parse_args(arguments)
         if missing:
             return print_error(
                 ExitCode.FAILED,
@@ -209,6 +242,11 @@ def _root(args: argparse.Namespace) -> Path:
     return here if args.command in _HERE else find_root(here)
 
 
+def _asks_for_help(arguments: list[str]) -> bool:
+    """``-h``/``--help``/``--version`` before any ``--``."""
+    return bool({"-h", "--help", "-V", "--version"} & set(arguments[: _end_of_options(arguments)]))
+
+
 def _end_of_options(arguments: list[str]) -> int:
     return arguments.index("--") if "--" in arguments else len(arguments)
 
@@ -216,7 +254,8 @@ def _end_of_options(arguments: list[str]) -> int:
 def _run(args: argparse.Namespace) -> int:
     """Run the chosen command; every error is printed once, by :func:`print_error`."""
     try:
-        return int(args.run(Project(_root(args)), args))
+        # --json: one document on stdout, whatever path the command took
+        return json_kept(int(args.run(Project(_root(args)), args)))
     except InputError as exc:
         return print_error(
             ExitCode.BAD_INPUT,

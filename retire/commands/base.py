@@ -117,6 +117,17 @@ def json_mode() -> bool:
     return _OUTPUT.json
 
 
+def json_kept(code: int) -> int:
+    """``code`` when ``--json`` printed its document (or was not asked for); else the error
+    document, exit 1: a command that returns under ``--json`` without one is a bug, and stdout
+    must still hold one document."""
+    if not _OUTPUT.json or _OUTPUT.emitted:
+        return code
+    return print_error(
+        ExitCode.FAILED, "printed no JSON document", fix="report this as a patchlane bug"
+    )
+
+
 def say(line: str = "", *, err: bool = False, level: Level = Level.RESULT) -> None:
     """Print one line now (lane runs and bisections are long: output must not wait in a buffer).
 

@@ -254,6 +254,7 @@ def bisection(
     are a budget's (:class:`retire.bisect.Meter`)."""
     from retire.bisect import BisectOptions, bisect, list_releases, project_bounds
     from retire.probes.records import bisection_lane
+    from retire.runs.packing import on_gpus
 
     manifest = _manifest(project, args.shim)
     distribution = manifest.target.distribution
@@ -302,7 +303,8 @@ def bisection(
         limits=args.limits,
         isolation=args.isolation,
     )
-    return bisect(
+    # its candidates run on GPUs of their own, as lanes do (docs/commands.md, GPUs)
+    return on_gpus(manifest.reproducer.gpu_needs, bisect, say=lambda line: say(f"  {line}"))(
         manifest,
         versions,
         options,

@@ -13,6 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from retire.commands.base import Command, ExitCode, emit_text
+from retire.core.errors import InputError
 from retire.core.project import Project
 
 SHELLS = ("bash", "zsh", "fish")
@@ -28,8 +29,24 @@ class Node:
     options: dict[str, str] = field(default_factory=dict)
     # options that take a value
     takes_value: frozenset[str] = frozenset()
-    # option -> the values it accepts
+    # option -> the values it accepts (one of DYNAMIC: the project's, asked at completion time)
     choices: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # what a bare word may also be here: DYNAMIC's kind ("lanes", "shims"), or "" for nothing
+    dynamic: str = ""
+
+
+#: Values only the project knows (its lanes, its shims): the script asks
+#: `patchlane completion --values KIND` when it completes one.
+DYNAMIC = ("lanes", "shims")
+
+
+def _values_of(action: argparse.Action) -> str:
+    """The kind of project values an argument takes (its metavar says): lanes, shims, or ""."""
+    if action.metavar == "LANE" or (action.dest == "lane" and action.option_strings):
+        return "lanes"
+    if action.metavar == "SHIM" or action.dest == "shim":
+        return "shims"
+    return ""
 
 
 def tree(parser: argparse.ArgumentParser, path: str = "") -> dict[str, Node]:
@@ -39,6 +56,7 @@ def tree(parser: argparse.ArgumentParser, path: str = "") -> dict[str, Node]:
     options: dict[str, str] = {}
     takes_value: set[str] = set()
     choices: dict[str, tuple[str, ...]] = {}
+    dynamic = ""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             # _choices_actions: the sub-commands with help, i.e. not the hidden aliases
@@ -47,10 +65,14 @@ def tree(parser: argparse.ArgumentParser, path: str = "") -> dict[str, Node]:
                 commands[name] = _one_line(shown.help)
                 nodes.update(tree(action.choices[name], f"{path} {name}".strip()))
             continue
+        if action.help == argparse.SUPPRESS:
+            continue
         if not action.option_strings:
-            # a positional with a closed set of values (`completion bash|zsh|fish`)
-            for choice in action.choices or ():
+            # a positional with a closed set of values (`completion bash|zsh|fish`, the docs'
+            # topics), or the project's lanes or shims
+            for choice in action.choices or _topics(action):
                 commands[str(choice)] = _one_line(action.help)
+            dynamic = dynamic or _values_of(action)
             continue
         for option in action.option_strings:
             options[option] = _one_line(action.help)
@@ -58,8 +80,20 @@ def tree(parser: argparse.ArgumentParser, path: str = "") -> dict[str, Node]:
                 takes_value.add(option)
                 if action.choices is not None:
                     choices[option] = tuple(str(choice) for choice in action.choices)
-    nodes[path] = Node(commands, options, frozenset(takes_value), choices)
+                elif kind := _values_of(action):
+                    choices[option] = (f"@{kind}",)
+    nodes[path] = Node(commands, options, frozenset(takes_value), choices, dynamic)
     return nodes
+
+
+def _topics(action: argparse.Action) -> list[str]:
+    """The docs' topics, for `patchlane docs TOPIC` (known when the script is made)."""
+    if action.metavar != "TOPIC":
+        return []
+    from retire.commands import docs
+
+    where = docs.folder()
+    return list(docs.topics(where)) if where is not None else []
 
 
 def _one_line(text: object) -> str:
@@ -90,6 +124,11 @@ def bash(nodes: dict[str, Node], prog: str = "patchlane") -> str:
         for path, node in sorted(nodes.items())
         for option, values_ in sorted(node.choices.items())
     )
+    dynamic = "\n".join(
+        f"    [{key(path)}]={shlex.quote(node.dynamic)}"
+        for path, node in sorted(nodes.items())
+        if node.dynamic
+    )
     return f"""# {prog} completion for bash, generated from its parser:
 #   source <({prog} completion bash)
 declare -A _{prog}_words=(
@@ -101,6 +140,13 @@ declare -A _{prog}_values=(
 declare -A _{prog}_choices=(
 {choices}
 )
+declare -A _{prog}_dynamic=(
+{dynamic}
+)
+# the project's lanes or shims, asked when they are completed
+_{prog}_project_values() {{
+    {prog} completion --values "$1" 2>/dev/null
+}}
 {function}() {{
     local cur="${{COMP_WORDS[COMP_CWORD]}}" path={prog} i word next
     local skip=0
@@ -116,7 +162,10 @@ declare -A _{prog}_choices=(
     done
     local prev="${{COMP_WORDS[COMP_CWORD-1]}}"
     if ((COMP_CWORD > 1)) && [[ "${{_{prog}_values[$path]}}" == *" $prev "* ]]; then
-        if [[ -n "${{_{prog}_choices[$path|$prev]+set}}" ]]; then
+        local kind="${{_{prog}_choices[$path|$prev]}}"
+        if [[ "$kind" == @* ]]; then
+            COMPREPLY=($(compgen -W "$(_{prog}_project_values "${{kind#@}}")" -- "$cur"))
+        elif [[ -n "${{_{prog}_choices[$path|$prev]+set}}" ]]; then
             COMPREPLY=($(compgen -W "${{_{prog}_choices[$path|$prev]}}" -- "$cur"))
         else
             # a file or folder: the shell's own completion (complete -o default)
@@ -124,7 +173,11 @@ declare -A _{prog}_choices=(
         fi
         return 0
     fi
-    COMPREPLY=($(compgen -W "${{_{prog}_words[$path]}}" -- "$cur"))
+    local more=""
+    if [[ -n "${{_{prog}_dynamic[$path]+set}}" && "$cur" != -* ]]; then
+        more="$(_{prog}_project_values "${{_{prog}_dynamic[$path]}}")"
+    fi
+    COMPREPLY=($(compgen -W "${{_{prog}_words[$path]}} $more" -- "$cur"))
 }}
 complete -o default -F {function} {prog}
 """
@@ -152,10 +205,16 @@ def fish(nodes: dict[str, Node], prog: str = "patchlane") -> str:
                 f"complete -c {prog} -n {shlex.quote(condition)} -a {shlex.quote(name)} "
                 f"-d {shlex.quote(help_)}"
             )
+        if node.dynamic:
+            asked = f"({prog} completion --values {node.dynamic} 2>/dev/null)"
+            lines.append(f"complete -c {prog} -n {shlex.quote(condition)} -a {shlex.quote(asked)}")
         for option, help_ in node.options.items():
             flag = f"-l {option[2:]}" if option.startswith("--") else f"-s {option[1:]}"
             extra = ""
-            if option in node.choices:
+            if option in node.choices and node.choices[option][0].startswith("@"):
+                asked = f"({prog} completion --values {node.choices[option][0][1:]} 2>/dev/null)"
+                extra = f" -x -a {shlex.quote(asked)}"
+            elif option in node.choices:
                 extra = f" -x -a {shlex.quote(' '.join(node.choices[option]))}"
             elif option in node.takes_value:
                 extra = " -r -F"
@@ -180,11 +239,36 @@ def _fish_condition(path: str, nodes: dict[str, Node]) -> str:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("shell", choices=SHELLS, help="the shell to complete in")
+    p.add_argument("shell", nargs="?", choices=SHELLS, help="the shell to complete in")
+    p.add_argument(
+        "--values",
+        choices=DYNAMIC,
+        help="print the project's lane names or shim ids, one a line (what the scripts ask for)",
+    )
+
+
+def _project_values(project: Project, kind: str) -> list[str]:
+    """The project's lane names (as `lanes` expands them) or shim ids; none where it has none."""
+    from retire.core.errors import InputError
+    from retire.lanes.lanefile import load_lanes
+
+    if kind == "shims":
+        return sorted(project.shim_ids())
+    try:
+        return [lane.name for lane in load_lanes(project.lanes_dir, root=project.root)]
+    # a completion never prints an error: the words it has, or none
+    except (InputError, OSError):
+        return []
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
     from retire.commands import build_parser
+
+    if args.values:
+        emit_text("".join(f"{value}\n" for value in _project_values(project, args.values)))
+        return ExitCode.OK
+    if args.shell is None:
+        raise InputError(None, "SHELL", "names no shell", f"name one of {', '.join(SHELLS)}")
 
     nodes = tree(build_parser())
     emit_text({"bash": bash, "zsh": zsh, "fish": fish}[args.shell](nodes))

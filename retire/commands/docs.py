@@ -27,13 +27,44 @@ def folder() -> Path | None:
     return None
 
 
+#: README sections that are topics of their own (other pages point to them), by heading.
+SECTIONS = {"adoption": "Adopting patchlane in another repository"}
+
+
+def _readme(where: Path) -> Path | None:
+    """The README: beside the docs in the wheel (``retire/docs/README.md``), above them in a
+    checkout."""
+    for candidate in (where / "README.md", where.parent / "README.md"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
 def topics(where: Path) -> dict[str, str]:
-    """Topic name (the file's stem) -> its title (the first heading)."""
+    """Topic name (the file's stem; ``readme`` and its sections) -> its title (the heading)."""
     found = {}
     for page in sorted(where.glob("*.md")):
+        if page.name == "README.md":
+            continue
         first = page.read_text(encoding="utf-8").split("\n", 1)[0]
         found[page.stem] = first.lstrip("# ").strip()
+    if _readme(where) is not None:
+        found["readme"] = "The README: install, quick start, lanes, locks, shims, retiring"
+        found.update({name: f"README, {heading!r}" for name, heading in SECTIONS.items()})
     return found
+
+
+def page(where: Path, name: str) -> str:
+    """The Markdown of topic ``name`` (one of :func:`topics`)."""
+    readme = _readme(where)
+    if name == "readme" and readme is not None:
+        return readme.read_text(encoding="utf-8")
+    if name in SECTIONS and readme is not None:
+        text = readme.read_text(encoding="utf-8")
+        start = text.index(f"\n## {SECTIONS[name]}\n") + 1
+        end = text.find("\n## ", start)
+        return text[start : end + 1 if end >= 0 else None]
+    return (where / f"{name}.md").read_text(encoding="utf-8")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -57,12 +88,12 @@ def run(project: Project, args: argparse.Namespace) -> int:
         say("\n".join(f"{name:<{width}}  {title}" for name, title in pages.items()))
         say(f"(in {where}; `patchlane docs TOPIC` prints one)")
         return ExitCode.OK
-    name = args.topic.removesuffix(".md")
+    name = args.topic.removesuffix(".md").lower()
     if name not in pages:
         raise InputError(
             None, "TOPIC", f"no page {args.topic!r}", f"pick one of: {', '.join(pages)}"
         )
-    emit_text((where / f"{name}.md").read_text(encoding="utf-8"))
+    emit_text(page(where, name))
     return ExitCode.OK
 
 

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from retire.commands.base import Command, ExitCode, Level, emit_json, say, shown
+from retire.core.errors import InputError
 from retire.core.project import Project
 
 
@@ -40,6 +41,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--no-lock", action="store_true", help="do not lock the new lane now (it needs its index)"
     )
     p.add_argument(
+        "--repoint",
+        action="store_true",
+        help="re-point an adopted repository to --from (or --action): the workflows, the hooks, "
+        "the README and the noxfile's hint name the new source; nothing else changes, nothing is "
+        "locked",
+    )
+    p.add_argument(
         "--json", action="store_true", help="print one JSON document: the files written, the notes"
     )
 
@@ -50,18 +58,28 @@ def run(project: Project, args: argparse.Namespace) -> int:
     from retire.scaffold.project import committed, plan_init
 
     root = (args.path if args.path is not None else project.root).resolve()
+    if args.repoint and args.source is None and args.action is None:
+        raise InputError(None, "--repoint", "names no new source", "add --from SOURCE")
     source = _source(args, root)
-    plan = plan_init(root, source, action=args.action, python=args.python)
-    written = write(plan, command="patchlane init", append_only=True)
+    if args.repoint:
+        from retire.scaffold.repoint import plan_repoint
+
+        plan = plan_repoint(root, source, action=args.action)
+        written = write(plan, command="patchlane init --repoint")
+    else:
+        plan = plan_init(root, source, action=args.action, python=args.python)
+        written = write(plan, command="patchlane init", append_only=True)
     for path in written:
         say(
             f"{'edited ' if path in plan.edit else 'created'} {shown(root / path)}",
             level=Level.PROGRESS,
         )
-    notes = [*plan.notes, *still_ignored(root, committed(plan)), *_git_note(root)]
+    notes = [*plan.notes]
+    if not args.repoint:
+        notes += [*still_ignored(root, committed(plan)), *_git_note(root)]
     for note in notes:
         say(f"note: {note}")
-    locked = [] if args.no_lock else _lock(Project(root))
+    locked = [] if args.no_lock or args.repoint else _lock(Project(root))
     if args.json:
         emit_json(
             {
@@ -73,6 +91,9 @@ def run(project: Project, args: argparse.Namespace) -> int:
                 "notes": notes,
             }
         )
+        return ExitCode.OK
+    if args.repoint:
+        say(f"re-pointed {shown(root)} to {source.engine}: {len(plan.edit)} file(s) edited")
         return ExitCode.OK
     say(
         f"initialised {shown(root)} (patchlane from {source.engine}): {len(plan.create)} file(s) "

@@ -12,6 +12,7 @@ from retire.core.project import Project
 if TYPE_CHECKING:
     from retire.lanes.model import Lane
     from retire.locks.locking import LockState
+    from shims.gpuneeds import GpuNeeds
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -42,6 +43,8 @@ class LaneRow(TypedDict):
     exclude_newer_package: dict[str, str | bool]
     shims: list[str]
     needs_cuda: bool
+    # what the lane is given of a host's GPUs (its own gpus, or what its reproducers need)
+    gpus: dict[str, object]
     lock: str
     lock_why: str
     origin: str
@@ -74,6 +77,25 @@ def _revision_words(row: LaneRow) -> str:
     )
 
 
+def _gpu_words(row: LaneRow) -> str:
+    """`, 2 GPUs (h100, compute capability ≥ 9.0)` for a lane that is given GPUs."""
+    from shims.gpuneeds import GpuNeeds
+
+    gpus = row["gpus"]
+    count = gpus["count"]
+    if not isinstance(count, int) or not count:
+        return ""
+    memory = gpus["min_memory_gib"]
+    needs = GpuNeeds(
+        count,
+        _text(gpus["min_compute_capability"]),
+        float(memory) if isinstance(memory, int | float) else None,
+        _text(gpus["name"]),
+        gpus["share"] is True,
+    )
+    return f", {needs}"
+
+
 def _text(value: object) -> str | None:
     """A provenance value that should be text, or None (absent, or not what patchlane writes)."""
     return value if isinstance(value, str) else None
@@ -90,7 +112,7 @@ def _locked_commits(recorded: Mapping[str, object]) -> dict[str, str | None]:
     }
 
 
-def _row(lane: Lane, state: LockState, recorded: Mapping[str, object]) -> LaneRow:
+def _row(lane: Lane, state: LockState, recorded: Mapping[str, object], gpus: GpuNeeds) -> LaneRow:
     """The lane, its lock's state and what its current lock recorded (``recorded``: empty when
     the lock is not current)."""
     from retire.lanes.model import freeze_text
@@ -107,6 +129,7 @@ def _row(lane: Lane, state: LockState, recorded: Mapping[str, object]) -> LaneRo
         exclude_newer_package={p.name: freeze_text(p.freeze) for p in lane.exclude_newer_package},
         shims=list(lane.shims),
         needs_cuda=lane.needs_cuda,
+        gpus=gpus.to_json(),
         lock=str(state.freshness),
         lock_why=state.why,
         origin=lane.origin,
@@ -134,7 +157,7 @@ def _table(rows: list[LaneRow]) -> None:
         say(
             f"{r['name']:<{width}}  {r['python']:<6}  {r['platform']:<22}  {r['lock']:<7}  "
             f"{len(r['requirements']):>8}  {len(r['shims']):>5}  "
-            f"{r['origin']}{_freeze_words(r)}{_revision_words(r)}"
+            f"{r['origin']}{_freeze_words(r)}{_revision_words(r)}{_gpu_words(r)}"
         )
     for r in rows:
         if r["lock"] == "foreign":
@@ -148,16 +171,22 @@ def _table(rows: list[LaneRow]) -> None:
 def run(project: Project, args: argparse.Namespace) -> int:
     from retire.lanes import lanefile
     from retire.locks import locking
+    from retire.runs.gpus import lane_needs
 
+    lanes = lanefile.select(lanefile.project_lanes(project), args.lanes)
+    # a needs-cuda lane without its own gpus is given what its reproducers ask for
+    manifests = (
+        project.manifests() if any(lane.needs_cuda and lane.gpus is None for lane in lanes) else {}
+    )
     rows = []
-    for lane in lanefile.select(lanefile.project_lanes(project), args.lanes):
+    for lane in lanes:
         state = locking.lock_state(lane, project.locks_dir)
         provenance = (
             locking.read_provenance(locking.lock_path(project.locks_dir, lane.name))
             if state.current
             else None
         )
-        rows.append(_row(lane, state, provenance or {}))
+        rows.append(_row(lane, state, provenance or {}, lane_needs(lane, manifests)))
     if args.json:
         emit_json(rows)
     else:

@@ -117,6 +117,8 @@ def _sync(project: Project, args: argparse.Namespace) -> int:
     mirrors = _selected(project, args)
     if not mirrors:
         say("no mirrors declared: nothing to sync (docs/mirrors.md)")
+        if args.json:
+            emit_json([])
         return ExitCode.OK
     results = []
     for mirror in mirrors:

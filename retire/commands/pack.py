@@ -34,8 +34,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     a = actions.add_parser("check", help="readiness of packs; exit 1 if any is not ready")
-    a.add_argument("ids", nargs="*", metavar="ID")
-    a.add_argument("--max-code-lines", type=positive_int, default=DEFAULT_MAX_CODE_LINES)
+    a.add_argument("ids", nargs="*", metavar="ID", help="only these packs (default: every pack)")
+    a.add_argument(
+        "--max-code-lines",
+        type=positive_int,
+        default=DEFAULT_MAX_CODE_LINES,
+        help="the most lines of code a pack's reproducer may hold (default: %(default)s)",
+    )
     a.add_argument(
         "--validation",
         type=existing_file,
@@ -46,22 +51,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     a = actions.add_parser("plan", help="propose the next filing wave")
     a.add_argument("--day", type=iso_date, help="the day to plan for (default: today, UTC)")
-    a.add_argument("--json", action="store_true")
+    a.add_argument("--json", action="store_true", help="print the plan as one JSON document")
     a = actions.add_parser("queue", help="the filing queue (what the weekly report shows)")
-    a.add_argument("--json", action="store_true")
+    a.add_argument("--json", action="store_true", help="print the queue as one JSON document")
     a = actions.add_parser("show", help="print a pack's rendered body")
-    a.add_argument("id", metavar="ID")
+    a.add_argument("id", metavar="ID", help="the pack (its folder under packs/)")
     a = actions.add_parser("approve", help="record that a named person approved a ready pack")
-    a.add_argument("id", metavar="ID")
-    a.add_argument("--by", required=True, metavar="NAME")
+    a.add_argument("id", metavar="ID", help="the pack (its folder under packs/)")
+    a.add_argument("--by", required=True, metavar="NAME", help="who approved it")
     a = actions.add_parser(
         "export", help="write an approved pack's body, reproducer and README to a folder"
     )
-    a.add_argument("id", metavar="ID")
-    a.add_argument("--to", required=True, type=Path, metavar="DIR")
+    a.add_argument("id", metavar="ID", help="the pack (its folder under packs/)")
+    a.add_argument("--to", required=True, type=Path, metavar="DIR", help="the folder to write")
     a = actions.add_parser("filed", help="record where a human filed an approved pack")
-    a.add_argument("id", metavar="ID")
-    a.add_argument("--url", required=True)
+    a.add_argument("id", metavar="ID", help="the pack (its folder under packs/)")
+    a.add_argument("--url", required=True, help="the issue or pull request it was filed as")
     a = actions.add_parser(
         "new",
         help="start a new-report pack.toml prefilled from a recorded culprit (still behind the "

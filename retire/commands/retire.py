@@ -153,6 +153,9 @@ def _plans_from_files(paths: list[Path]) -> list:
             raise InputError(
                 path, None, f"cannot read the plan: {exc.strerror or exc}", "check the path"
             ) from None
+        # a value the plan refuses (an invalid shim id): said with the file it came from
+        except InputError as exc:
+            raise InputError(path, exc.key, exc.problem, exc.fix) from None
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise InputError(
                 path,

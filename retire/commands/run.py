@@ -41,6 +41,25 @@ def _seconds_or_zero(text: str) -> float:
     return 0.0 if text.strip() in ("0", "0.0") else positive_float(text)
 
 
+def _add_placement(p: argparse.ArgumentParser) -> None:
+    """Where the lanes run: how many at once here, or as Slurm jobs."""
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=positive_int,
+        default=1,
+        help="lanes run at once (default: 1); on a GPU host each is given its own GPUs",
+    )
+    p.add_argument(
+        "--executor",
+        choices=("local", "slurm"),
+        default="local",
+        help="local: run the lanes on this host; slurm: submit one Slurm job per lane (GPUs, "
+        "partition, time limit from the lane's needs and patchlane.toml [slurm]), wait, and merge "
+        "the jobs' records (docs/commands.md, Slurm)",
+    )
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("lanes", nargs="*", metavar="LANE", help="only these lanes (default: all)")
     p.add_argument(
@@ -49,7 +68,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="only the lanes with this tag: gpu for needs-cuda lanes, cpu for the others (nox's "
         "session tags)",
     )
-    p.add_argument("--jobs", type=positive_int, default=1, help="lanes run at once (default: 1)")
+    _add_placement(p)
     p.add_argument(
         "--overlay",
         metavar="PYTHON",
@@ -133,13 +152,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
     recorder = _Recorder(target)
     if not args.no_record:
         options = dataclasses.replace(options, on_record=recorder)
-    say(
-        f"run {options.run_id}: {len(lanes)} lane(s) on this host ({host.description}), "
-        f"{args.jobs} at a time",
-        level=Level.PROGRESS,
-    )
     try:
-        results = _run_lanes(lanes, manifests, options, jobs=args.jobs, recorder=recorder)
+        results, jobs = _execute(project, args, lanes, manifests, options, recorder)
     except KeyboardInterrupt:
         # the run's summary must never read as whole (`patchlane summary`, nox's summary session)
         _mark_interrupted(project, options.run_id)
@@ -157,16 +171,97 @@ def run(project: Project, args: argparse.Namespace) -> int:
             {
                 "ok": not failed and not stopped,
                 "run_id": options.run_id,
-                "host": host.description,
+                "host": host.description if args.executor == "local" else "Slurm",
                 "recorded": recorder.count,
                 "manifest": None if args.no_record else shown(target),
-                "lanes": [lanerun.to_summary(run) for run in results],
+                "lanes": [
+                    {**lanerun.to_summary(run), **({"job": jobs[run.lane]} if jobs else {})}
+                    for run in results
+                ],
                 "failed": failed,
                 "unproven": [proof.to_json() for proof in proofs],
                 "strict": args.strict,
             }
         )
     return ExitCode.FAILED if failed or stopped else ExitCode.OK
+
+
+def _execute(
+    project: Project,
+    args: argparse.Namespace,
+    lanes: list[Lane],
+    manifests: dict[str, ShimManifest],
+    options: RunOptions,
+    recorder: _Recorder,
+) -> tuple[list[LaneRun], dict[str, dict]]:
+    """The lanes' runs, here or as Slurm jobs, and each lane's job (empty when run here)."""
+    if args.executor == "slurm":
+        say(
+            f"run {options.run_id}: {len(lanes)} lane(s) as Slurm jobs, one per lane",
+            level=Level.PROGRESS,
+        )
+        return _on_slurm(project, args, lanes, manifests, options, recorder)
+    host = options.host
+    say(
+        f"run {options.run_id}: {len(lanes)} lane(s) on this host "
+        f"({host.description if host else 'unknown'}), {args.jobs} at a time",
+        level=Level.PROGRESS,
+    )
+    return _run_lanes(lanes, manifests, options, jobs=args.jobs, recorder=recorder), {}
+
+
+def _on_slurm(
+    project: Project,
+    args: argparse.Namespace,
+    lanes: list[Lane],
+    manifests: dict[str, ShimManifest],
+    options: RunOptions,
+    recorder: _Recorder,
+) -> tuple[list[LaneRun], dict[str, dict]]:
+    """One Slurm job per lane (retire/runs/slurm.py); their records merged into the manifest
+    (`validation merge`: each record once), even those of a job that was cancelled or killed."""
+    from retire.evidence import validation
+    from retire.runs import reaper, slurm
+    from retire.runs.slurmconfig import load_slurm
+
+    settings = load_slurm(project.root)
+    folder = project.inside(".patchlane", "slurm", options.run_id)
+    with reaper.terminate_on_sigterm():
+        done = slurm.run_lanes(
+            lanes,
+            manifests,
+            settings,
+            folder,
+            root=project.root,
+            run_args=_job_args(args, options),
+            progress=lambda lane, msg: say(f"[{lane}] {msg}", level=Level.PROGRESS),
+        )
+    files = [lane.job.files.records for lane in done if lane.job.files.records.exists()]
+    if files and not args.no_record:
+        merged = validation.merge(files)
+        added = validation.append(recorder.target, merged)
+        recorder.count += added
+        say(
+            f"merged {len(merged)} record(s) from {len(files)} job(s) into "
+            f"{shown(recorder.target)} ({added} new)"
+        )
+    return [lane.run for lane in done], {lane.run.lane: lane.to_json() for lane in done}
+
+
+def _job_args(args: argparse.Namespace, options: RunOptions) -> list[str]:
+    """This run's options, for each job's own `patchlane run` (paths made absolute)."""
+    passed = ["--run-id", options.run_id, "--heartbeat", f"{args.heartbeat:g}"]
+    for flag, value in (
+        ("--timeout", args.timeout and f"{args.timeout:g}"),
+        ("--isolation", args.isolation),
+        ("--overlay", args.overlay),
+        ("--envs-dir", args.envs_dir and str(args.envs_dir.absolute())),
+        ("--wheelhouse", args.wheelhouse and str(args.wheelhouse.absolute())),
+        ("--mirrors", args.mirrors and str(Path(args.mirrors).absolute())),
+    ):
+        if value:
+            passed += [flag, value]
+    return passed
 
 
 def unproven(
@@ -200,8 +295,8 @@ def _say_unproven(proofs: list[Proof], *, strict: bool) -> bool:
         say(
             f"FAILED (--strict): {len(proofs)} shim(s) that no lane proves: "
             f"{', '.join(p.shim for p in proofs)} — write each reproducer so that it reproduces "
-            "the bug without the shim and not with it (docs/shims.md), on a lane that installs "
-            "its target"
+            "the bug without the shim and not with it (`patchlane docs shims`), on a lane that "
+            "installs its target"
         )
     return bool(proofs) and strict
 

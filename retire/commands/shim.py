@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import tomllib
 from pathlib import Path
 
 from retire.commands.base import Command, ExitCode, Level, emit_json, say, shown
@@ -136,7 +137,7 @@ def _owner(project: Project) -> str | None:
 
 def run_new(project: Project, args: argparse.Namespace) -> int:
     """``shim new ID``: the scaffolded files, written at once or not at all."""
-    from retire.scaffold.shim import plan_shim, write_shim
+    from retire.scaffold.shim import no_lane_installs, plan_shim, write_shim
 
     plan = plan_shim(
         project,
@@ -147,6 +148,10 @@ def run_new(project: Project, args: argparse.Namespace) -> int:
         owner=args.owner or _owner(project),
     )
     written = write_shim(plan, args.id)
+    manifest = next(text for path, text in plan.create.items() if path.endswith("manifest.toml"))
+    distribution = tomllib.loads(manifest)["target"]["distribution"]
+    if warning := no_lane_installs(project, distribution, sorted(plan.edit)):
+        say(f"warning: {warning}")
     if args.json:
         emit_json(
             {

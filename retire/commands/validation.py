@@ -15,7 +15,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "merge",
         help="merge validation records from several hosts without losing or duplicating one",
     )
-    m.add_argument("inputs", nargs="+", type=Path, metavar="RECORDS")
+    m.add_argument(
+        "inputs", nargs="+", type=Path, metavar="RECORDS", help="the hosts' manifests (JSONL)"
+    )
     m.add_argument(
         "-o",
         "--output",

@@ -39,7 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     a = actions.add_parser(
         "gather", help="download every file LANE's lock needs (hash-checked) into a folder"
     )
-    a.add_argument("lane", metavar="LANE")
+    a.add_argument("lane", metavar="LANE", help="the lane whose lock names the files")
     a.add_argument("--out", type=Path, help="folder (default: .patchlane/wheelhouse/LANE)")
     a.add_argument(
         "--part-size",
@@ -56,7 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     a = actions.add_parser(
         "join", help="reassemble parts into one wheelhouse, verifying every hash"
     )
-    a.add_argument("parts", nargs="+", type=Path, metavar="PART")
+    a.add_argument("parts", nargs="+", type=Path, metavar="PART", help="the part-NNN folders")
     a.add_argument("--out", type=Path, required=True, help="the joined wheelhouse")
 
 

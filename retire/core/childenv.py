@@ -14,10 +14,12 @@ never reaches lane code; only uv receives its index credentials.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from retire.core.secrets import looks_secret
 
@@ -29,6 +31,7 @@ __all__ = [
     "for_uv",
     "lane_allows",
     "uv_allows",
+    "visible_devices",
 ]
 
 #: Every process patchlane starts for a lane (reproducers, uv) carries
@@ -155,6 +158,30 @@ _UV_PREFIXES = ("UV_",)
 _UV_CREDENTIAL = re.compile(r"UV_INDEX_[A-Z0-9_]+_(USERNAME|PASSWORD)")
 
 
+#: The GPUs the lane running on this thread was given (``CUDA_VISIBLE_DEVICES``; None: leave the
+#: variable as it is). Every child a lane starts — uv, its interpreter, reproducers, the launcher
+#: and its forks — gets it, whatever the lane's own env says (retire/runs/packing.py).
+_DEVICES: contextvars.ContextVar[str | None] = contextvars.ContextVar("devices", default=None)
+
+
+@contextlib.contextmanager
+def visible_devices(ids: str | None) -> Iterator[None]:
+    """Children started on this thread inside the block see only the GPUs ``ids`` names ("0,1";
+    "": none)."""
+    token = _DEVICES.set(ids)
+    try:
+        yield
+    finally:
+        _DEVICES.reset(token)
+
+
+def _with_devices(env: dict[str, str]) -> dict[str, str]:
+    ids = _DEVICES.get()
+    if ids is not None:
+        env["CUDA_VISIBLE_DEVICES"] = ids
+    return env
+
+
 def lane_allows(name: str, extra: frozenset[str] = frozenset()) -> bool:
     """Whether lane code may inherit the variable ``name`` (``extra``: names the host passes
     too)."""
@@ -180,14 +207,14 @@ def for_lane(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The part of ``environ`` (default: this process's) that lane code may see."""
     env = os.environ if environ is None else environ
     extra = _extra(env)
-    return {name: value for name, value in env.items() if lane_allows(name, extra)}
+    return _with_devices({name: value for name, value in env.items() if lane_allows(name, extra)})
 
 
 def for_uv(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The part of ``environ`` (default: this process's) that uv may see."""
     env = os.environ if environ is None else environ
     extra = _extra(env)
-    return {name: value for name, value in env.items() if uv_allows(name, extra)}
+    return _with_devices({name: value for name, value in env.items() if uv_allows(name, extra)})
 
 
 def for_reproducer(env: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -196,4 +223,4 @@ def for_reproducer(env: Mapping[str, str] | None = None) -> dict[str, str]:
     way, so not even a caller's mistake hands lane code a token. Every launcher calls this."""
     if env is None:
         return for_lane()
-    return {name: value for name, value in env.items() if not looks_secret(name)}
+    return _with_devices({name: value for name, value in env.items() if not looks_secret(name)})

@@ -87,7 +87,16 @@ FAULTED = frozenset({RunOutcome.CRASHED, RunOutcome.TIMEOUT})
 FAILING = frozenset({ShimOutcome.SHIM_BROKEN, ShimOutcome.CRASHED, ShimOutcome.TIMEOUT})
 
 #: Host stamp fields that are text (or null) wherever a record is shown or compared.
-_HOST_TEXT = ("hostname", "gpu", "python", "platform", "driver", "compute_capability", "cuda")
+_HOST_TEXT = (
+    "hostname",
+    "gpu",
+    "python",
+    "platform",
+    "driver",
+    "compute_capability",
+    "cuda",
+    "visible_devices",
+)
 _FIELDS = (
     "shim",
     "mode",

@@ -38,6 +38,7 @@ from retire.lanes.model import (
 )
 from retire.lanes.revisions import parse_revisions
 from shims import times, tomlreader
+from shims.gpuneeds import GpuNeeds, read_gpu_needs
 from shims.tomlreader import Table, Value
 
 BODY_KEYS = {
@@ -56,6 +57,7 @@ BODY_KEYS = {
     "env": "env",
     "shims": "shims",
     "needs-cuda": "needs_cuda",
+    "gpus": "gpus",
     "policy": "policy",
     "revisions": "revisions",
 }
@@ -139,6 +141,8 @@ class _Reader:
             return self._shims(value)
         if key == "needs-cuda":
             return value.boolean(fix=_as("true or false"))
+        if key == "gpus":
+            return read_gpu_needs(value)
         if key == "policy":
             return LanePolicy(value.choice(tuple(LanePolicy), noun="lane policy"))
         # a table by distribution, so matrix cells merge it like sources
@@ -309,6 +313,7 @@ class _Reader:
                 "mark only one default = true",
             )
         self._no_conflicting_pins(body, key)
+        self._gpus_agree(body, key)
         return Lane(
             name=name,
             python=body["python"],
@@ -330,7 +335,8 @@ class _Reader:
             static_metadata=tuple(body.get("static_metadata", ())),
             env=tuple(sorted(body.get("env", {}).items())),
             shims=tuple(dict.fromkeys(body.get("shims", ()))),
-            needs_cuda=body.get("needs_cuda", False),
+            needs_cuda=body.get("needs_cuda", False) or bool(body.get("gpus", GpuNeeds()).count),
+            gpus=body.get("gpus"),
             policy=body.get("policy", LanePolicy.FOLLOW),
             description=body.get("description", ""),
             revisions=tuple(
@@ -339,6 +345,27 @@ class _Reader:
             origin=origin,
             file=self.display,
         )
+
+    def _gpus_agree(self, body: dict, key: str) -> None:
+        """``gpus`` and ``needs-cuda`` say the same thing, and the GPUs a lane sees are given
+        by the run (``CUDA_VISIBLE_DEVICES``), never fixed in its env."""
+        gpus = body.get("gpus")
+        if gpus is not None and gpus.count and body.get("needs_cuda") is False:
+            raise self.error(
+                f"{key}.gpus", "set while needs-cuda = false", "set needs-cuda = true or drop gpus"
+            )
+        if gpus is not None and not gpus.count and body.get("needs_cuda"):
+            raise self.error(
+                f"{key}.gpus",
+                "0 GPUs on a needs-cuda lane",
+                "ask for at least one GPU: gpus = 1, or set needs-cuda = false",
+            )
+        if "CUDA_VISIBLE_DEVICES" in body.get("env", {}):
+            raise self.error(
+                f"{key}.env.CUDA_VISIBLE_DEVICES",
+                "a run gives each lane its own GPUs",
+                "drop it and say what the lane needs: gpus = 2 (docs/lanes.md, GPUs)",
+            )
 
     def _no_conflicting_pins(self, body: dict, key: str) -> None:
         """Two exact pins of one package that no version satisfies both (``==2.11`` and

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from retire.lanes.revisions import Revision
+from shims.gpuneeds import GpuNeeds
 
 # one rule for shim ids: the manifest reader's
 from shims.manifest import MAX_SHIM_ID as MAX_SHIM_ID
@@ -128,6 +129,9 @@ class Lane:
     env: tuple[tuple[str, str], ...] = ()
     shims: tuple[str, ...] = ()
     needs_cuda: bool = False
+    # ``gpus``: how many GPUs, of what kind; None: one where needs_cuda (raised to what its
+    # shims' reproducers need, retire.runs.gpus.lane_needs), else none. Not a lock input.
+    gpus: GpuNeeds | None = None
     # follow or hold upstream fixes; not a lock input (a policy edit never makes a lock stale)
     policy: LanePolicy = LanePolicy.FOLLOW
     description: str = ""

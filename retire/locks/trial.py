@@ -26,7 +26,7 @@ import json
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,7 +46,7 @@ from retire.locks import locking
 from retire.locks.pins import revision_pins
 from retire.locks.uvinputs import IndexWithoutURL, resolve_index_urls
 
-__all__ = ["RaiseTrial", "parse_blocker", "raised", "try_raise"]
+__all__ = ["RaiseTrial", "Served", "parse_blocker", "raised", "try_raise"]
 
 #: uv's name for the throwaway project a lane is locked as (its own requirements).
 _PROJECT = "patchlane-lane"
@@ -177,11 +177,39 @@ def _cache_key(
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
-def _cached(cache_dir: Path | None, key: str | None) -> RaiseTrial | None:
+#: A digest of what the lane's indexes serve for the named distributions (their files, upload
+#: times, yanks), or None when that cannot be told. A frozen lane's answer rests on it: an
+#: upload backfilled before the freeze date (a mirror catching up, a wheel added to an old
+#: release) can lift a blocker while the lane and its lock stay as they were.
+Served = Callable[[Lane, Sequence[str]], str | None]
+
+
+def _served_names(lane: Lane, floors: Mapping[str, str]) -> list[str]:
+    """The distributions an answer rests on: the floored targets and the lane's own requirements,
+    constraints and overrides (what holds a target down is, as a rule, one of them)."""
+    return sorted(set(floors) | _names((*lane.requirements, *lane.constraints, *lane.overrides)))
+
+
+def _still_served(data: Mapping, lane: Lane, served: Served | None) -> bool:
+    """Whether the indexes still serve what the cached answer saw (without ``served``: assumed)."""
+    if served is None:
+        return True
+    seen = data.get("served")
+    if not isinstance(seen, dict) or not isinstance(seen.get("names"), list):
+        return False
+    digest = served(lane, [str(n) for n in seen["names"]])
+    return digest is not None and digest == seen.get("digest")
+
+
+def _cached(
+    cache_dir: Path | None, key: str | None, lane: Lane, served: Served | None
+) -> RaiseTrial | None:
     if cache_dir is None or key is None:
         return None
     try:
         data = json.loads((cache_dir / f"{key}.json").read_text(encoding="utf-8"))
+        if not _still_served(data, lane, served):
+            return None
         return RaiseTrial(
             str(data["lane"]),
             tuple(Floor.parse(str(f)) for f in data["floors"]),
@@ -196,11 +224,23 @@ def _cached(cache_dir: Path | None, key: str | None) -> RaiseTrial | None:
         return None
 
 
-def _remember(cache_dir: Path | None, key: str | None, trial: RaiseTrial) -> None:
-    if cache_dir is not None and key is not None and trial.failure is None:
-        atomic_write(
-            cache_dir / f"{key}.json", json.dumps(trial.to_json(), sort_keys=True), within=cache_dir
-        )
+def _remember(
+    cache_dir: Path | None,
+    key: str | None,
+    trial: RaiseTrial,
+    seen: tuple[list[str], str | None] | None,
+) -> None:
+    """Keep the answer with what the indexes served (``seen``: names and digest, taken before
+    the trial asked); an answer whose footing cannot be told is not kept."""
+    if cache_dir is None or key is None or trial.failure is not None:
+        return
+    entry: dict[str, object] = trial.to_json()
+    if seen is not None:
+        names, digest = seen
+        if digest is None:
+            return
+        entry["served"] = {"names": names, "digest": digest}
+    atomic_write(cache_dir / f"{key}.json", json.dumps(entry, sort_keys=True), within=cache_dir)
 
 
 def try_raise(
@@ -212,12 +252,15 @@ def try_raise(
     mirrors: MirrorLookup | None = None,
     host: uv.HostIndexes | None = None,
     cache_dir: Path | None = None,
+    served: Served | None = None,
 ) -> RaiseTrial:
     """Lock ``lane`` with ``floors`` ({distribution: version}) raised, in ``scratch_dir``.
 
     ``locks_dir`` holds the lane's own lock (read, never written: the trial starts from it);
     ``mirrors`` resolves its revisions and ``host`` names its indexes (default: this host's uv
-    configuration), as every lock patchlane makes; ``cache_dir`` keeps answers of frozen lanes.
+    configuration), as every lock patchlane makes; ``cache_dir`` keeps answers of frozen lanes,
+    each with what ``served`` said the indexes held, and a cached answer counts only while they
+    still hold it.
     """
     canonical = _canonical_floors(floors)
     specs = tuple(Floor(d, Version(v)) for d, v in canonical.items())
@@ -227,9 +270,10 @@ def try_raise(
         return RaiseTrial(lane.name, specs, False, blocker=f"{lane.origin or lane.name}: {exc}")
     host = host or uv.host_indexes()
     key = _cache_key(trial_lane, canonical, locks_dir, host, mirrors)
-    found = _cached(cache_dir, key)
+    found = _cached(cache_dir, key, lane, served)
     if found is not None and found.lane == lane.name:
         return found
+    seen = _seen(trial_lane, canonical, key, cache_dir, served)
     own = locking.lock_path(locks_dir, lane.name)
     seed_lock = locking.read_lock(own) if own.is_file() else None
     scratch_dir = make_folder(scratch_dir, within=scratch_dir.parent)
@@ -244,8 +288,23 @@ def try_raise(
         )
         lock = locking.read_lock(locking.lock_path(scratch, lane.name)) if result.ok else None
     trial = _judge(lane, specs, canonical, result, lock, seed_lock)
-    _remember(cache_dir, key, trial)
+    _remember(cache_dir, key, trial, seen)
     return trial
+
+
+def _seen(
+    lane: Lane,
+    floors: Mapping[str, str],
+    key: str | None,
+    cache_dir: Path | None,
+    served: Served | None,
+) -> tuple[list[str], str | None] | None:
+    """What the indexes serve before the trial asks them (None: nothing will be cached, or no
+    ``served`` to ask)."""
+    if served is None or cache_dir is None or key is None:
+        return None
+    names = _served_names(lane, floors)
+    return names, served(lane, names)
 
 
 def _judge(

@@ -6,5 +6,9 @@ subprocess → a validation record), ``launcher`` (reproducers forked from one l
 that imported the heavy stack once), ``reaper`` (every reproducer tree started, and how the whole
 of it is stopped), ``lanerun`` (build each lane, run its shims in both modes, judge; the
 lane × shim table), ``proof`` (which shims some lane proves: the unproven ones fail
-``run --strict``) and ``suite`` (lane-run results as pytest tests).
+``run --strict``), ``suite`` (lane-run results as pytest tests), ``gpus`` (the host's GPUs, found or
+declared, and what a lane needs of them), ``packing`` (which lane gets which GPUs: a pure choice
+and host-wide leases) and, for ``run --executor slurm``, ``slurmconfig`` (``[slurm]``), ``sbatch``
+(a lane's job script), ``slurmjob`` (a job's state from Slurm's commands) and ``slurm`` (submit,
+wait, collect).
 """

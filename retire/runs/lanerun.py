@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import subprocess
 import threading
 import time
 import uuid
@@ -50,6 +48,7 @@ from retire.lanes.model import Lane
 from retire.locks import locking
 from retire.mirrors.config import MirrorSet
 from retire.runs import envs
+from retire.runs.gpus import GPUS_ENV, Gpu, discover, lane_needs
 from retire.runs.guards import GuardRun, guards_for, judge_guard
 from retire.runs.launcher import (
     ISOLATIONS,
@@ -58,6 +57,7 @@ from retire.runs.launcher import (
     common_environment,
     preload_of,
 )
+from retire.runs.packing import GpuPool, unmet
 from retire.runs.reaper import REAPER
 from retire.runs.reproduce import child_environment, run_reproducer
 from shims import times
@@ -71,6 +71,8 @@ class LaneStatus(StrEnum):
     RAN = "ran"
     SKIPPED = "skipped"
     BUILD_FAILED = "build-failed"
+    #: its Slurm job ended without the lane's result: refused, cancelled, timed out, killed
+    JOB_FAILED = "job-failed"
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,7 @@ class LaneRun:
     @property
     def failed(self) -> bool:
         return (
-            self.status == LaneStatus.BUILD_FAILED
+            self.status in (LaneStatus.BUILD_FAILED, LaneStatus.JOB_FAILED)
             or any(s.outcome in FAILING for s in self.shims)
             or any(g.failed for g in self.guards)
         )
@@ -152,24 +154,23 @@ def judge(
 
 @dataclass(frozen=True)
 class Host:
-    """What this machine offers lanes: whether a CUDA GPU is visible, and why we think so."""
+    """What this machine offers lanes: whether a CUDA GPU is visible, and why we think so; the
+    GPUs lanes are given (``()``: none known, nothing is packed — retire/runs/gpus.py)."""
 
     cuda: bool
     description: str
+    gpus: tuple[Gpu, ...] = ()
 
     @classmethod
     def detect(cls) -> Host:
         forced = os.environ.get("PATCHLANE_HOST_CUDA")
-        if forced in ("0", "1"):
+        if forced in ("0", "1") and GPUS_ENV not in os.environ:
             return cls(forced == "1", f"PATCHLANE_HOST_CUDA={forced}")
-        smi = shutil.which("nvidia-smi")
-        if smi is None:
-            return cls(False, "no nvidia-smi on PATH")
-        proc = subprocess.run([smi, "-L"], capture_output=True, text=True, stdin=subprocess.DEVNULL)
-        gpus = [line for line in proc.stdout.splitlines() if line.startswith("GPU ")]
-        if proc.returncode != 0 or not gpus:
-            return cls(False, "nvidia-smi lists no GPU")
-        return cls(True, gpus[0])
+        found = discover()
+        if not found.gpus:
+            return cls(False, found.source)
+        kinds = ", ".join(dict.fromkeys(gpu.name for gpu in found.gpus))
+        return cls(True, f"{len(found.gpus)} GPU(s): {kinds} ({found.source})", found.gpus)
 
 
 @dataclass(frozen=True)
@@ -196,6 +197,8 @@ class RunOptions:
     isolation: str | None = None
     # the catalogue's guards: each lane runs those that name it (retire.runs.guards)
     guards: tuple[ShimManifest, ...] = ()
+    # the host's GPUs, handed to lanes as they start (run_lanes makes it from the host's)
+    gpu_pool: GpuPool | None = field(default=None, compare=False)
     # Called with each record as soon as it is made (the command appends it to the manifest), so
     # an interrupted run keeps everything that finished.
     on_record: Callable[[ValidationRecord], None] | None = field(default=None, compare=False)
@@ -274,12 +277,41 @@ def run_lane(
     options: RunOptions,
     progress: Progress = lambda lane, msg: None,
 ) -> LaneRun:
-    """Build one lane and run its shims. Never raises for the lane's own failures."""
+    """Build one lane and run its shims on the GPUs it is given. Never raises for the lane's own
+    failures."""
     started = time.monotonic()
     host = options.host or Host.detect()
     refused = _refusal(lane, manifests, options, host, progress)
     if refused is not None:
         return refused
+    pool = options.gpu_pool
+    if pool is None:
+        return _run_built(lane, manifests, options, progress, started)
+    needs = lane_needs(lane, manifests)
+    if (why := unmet(needs, pool.gpus)) is not None:
+        return _skipped(lane, f"this host {why} ({host.description})", progress)
+    # a lane still waiting for GPUs when the run is stopped never starts
+    with pool.hold(
+        needs,
+        REAPER.check,
+        lambda: progress(lane.name, f"waiting for {needs}: other lanes hold this host's"),
+    ) as given:
+        REAPER.check()
+        if given:
+            progress(lane.name, f"GPUs {', '.join(str(gpu) for gpu in given)}")
+        with childenv.visible_devices(",".join(gpu.id for gpu in given)):
+            return _run_built(lane, manifests, options, progress, started, given)
+
+
+def _run_built(
+    lane: Lane,
+    manifests: dict[str, ShimManifest],
+    options: RunOptions,
+    progress: Progress,
+    started: float,
+    given: tuple[Gpu, ...] | None = None,
+) -> LaneRun:
+    """The lane built and its shims run (``given``: its GPUs; None where none are known)."""
     env = _build_env(lane, options, progress, started)
     if isinstance(env, LaneRun):
         return env
@@ -290,7 +322,8 @@ def run_lane(
     launcher = _start_launcher(lane, manifests, env, options, progress)
     try:
         results = tuple(
-            _run_shim(lane, shim, manifests, env, launcher, options, progress)
+            _shim_unmet(lane, manifests[shim], given)
+            or _run_shim(lane, shim, manifests, env, launcher, options, progress)
             for shim in lane.shims
         )
     finally:
@@ -328,6 +361,38 @@ def _run_guard(
     return GuardRun(lane.name, guard.id, outcome, why, record)
 
 
+def _shim_unmet(
+    lane: Lane, manifest: ShimManifest, given: tuple[Gpu, ...] | None
+) -> ShimRun | None:
+    """A shim skipped because the GPUs its lane was given cannot meet its reproducer's needs
+    (a lane given none lets its reproducers say so themselves), else None."""
+    if not given:
+        return None
+    why = unmet(manifest.reproducer.gpu_needs, given)
+    if why is None:
+        return None
+    ids = ",".join(gpu.id for gpu in given)
+    return ShimRun(
+        lane.name,
+        manifest.id,
+        ShimOutcome.SKIPPED,
+        f"the reproducer {why} of those lane {lane.name} was given (GPUs {ids}) — declare the "
+        "lane's gpus in its lane file (docs/lanes.md, GPUs)",
+    )
+
+
+def _skipped(lane: Lane, why: str, progress: Progress) -> LaneRun:
+    """The lane skipped on this host, every shim with it, for ``why``."""
+    progress(lane.name, f"skipped: {why}")
+    return LaneRun(
+        lane.name,
+        LaneStatus.SKIPPED,
+        lane.shims,
+        why,
+        shims=tuple(ShimRun(lane.name, s, ShimOutcome.SKIPPED, why) for s in lane.shims),
+    )
+
+
 def _launcher_note(launcher: Launcher | None) -> str:
     """Why runs left the launcher: it fell back, or shims it could not run faithfully."""
     if launcher is None:
@@ -345,15 +410,7 @@ def _refusal(
     """Why the lane cannot run here before anything is built (no CUDA, a stale lock, a shim
     the catalogue lacks), or None."""
     if lane.needs_cuda and not host.cuda and not options.overlay:
-        why = f"lane needs a CUDA host ({host.description})"
-        progress(lane.name, f"skipped: {why}")
-        return LaneRun(
-            lane.name,
-            LaneStatus.SKIPPED,
-            lane.shims,
-            why,
-            shims=tuple(ShimRun(lane.name, s, ShimOutcome.SKIPPED, why) for s in lane.shims),
-        )
+        return _skipped(lane, f"lane needs a CUDA host ({host.description})", progress)
     state = locking.lock_state(lane, options.locks_dir)
     if not state.current:
         return LaneRun(
@@ -550,6 +607,8 @@ def run_lanes(
     if options.host is None:
         # detect once, not per lane
         options = replace(options, host=Host.detect())
+    if options.gpu_pool is None and options.host is not None and options.host.gpus:
+        options = replace(options, gpu_pool=GpuPool(options.host.gpus))
     # from here on, even this process's death leaves nothing running
     REAPER.ensure_guard()
     pool = ThreadPoolExecutor(max_workers=max(1, jobs))
@@ -587,7 +646,7 @@ def summary_table(runs: list[LaneRun]) -> str:
         row = []
         for run, col in zip(runs, cols, strict=True):
             word = cell.get((run.lane, shim)) or (
-                LaneStatus.BUILD_FAILED if run.status == LaneStatus.BUILD_FAILED else ""
+                run.status if run.status in (LaneStatus.BUILD_FAILED, LaneStatus.JOB_FAILED) else ""
             )
             row.append((word if shim in run.planned else "-").ljust(col))
         lines.append(shim.ljust(width) + "  " + "  ".join(row))

@@ -53,6 +53,8 @@ def _check_build(run: LaneRun) -> None:
         raise ReproducerFailedError(
             f"lane {run.lane} could not be built: {run.why}" + (f"\n{detail}" if detail else "")
         )
+    if run.status == LaneStatus.JOB_FAILED:
+        raise ReproducerFailedError(f"lane {run.lane}: {run.why}")
 
 
 def _check_ran(record: ValidationRecord | None, not_run: str) -> ValidationRecord:

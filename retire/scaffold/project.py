@@ -15,6 +15,8 @@ the workflows).
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -25,7 +27,7 @@ from retire.scaffold.ignored import negations
 from retire.scaffold.merge import Merged, merge_noxfile, merge_precommit
 from retire.scaffold.source import Source
 
-__all__ = ["committed", "plan_init"]
+__all__ = ["committed", "hooks_entry", "indented", "plan_init", "template_values"]
 
 _README_HEADING = "## Patch lane"
 _IGNORED = (".patchlane/", ".nox/")
@@ -33,7 +35,7 @@ _IGNORED = (".patchlane/", ".nox/")
 _LOCK = "locks/cpu/pylock.toml"
 
 
-def _values(source: Source, action: str | None, python: str) -> dict[str, str]:
+def template_values(source: Source, action: str | None, python: str) -> dict[str, str]:
     """What the templates' placeholders become."""
     uses = action or source.action
     # The Action installs its own source unless told otherwise: tell it when that is not --from.
@@ -46,8 +48,10 @@ def _values(source: Source, action: str | None, python: str) -> dict[str, str]:
         "python": python,
         "action": uses or "",
         "engineinput": engine_input,
-        "engine": source.engine,
-        "runtime": source.runtime,
+        # shell words in the README (a path with a space or a quote stays one word)
+        "engine": _shell(source.shared_engine),
+        "runtime": _shell(source.shared_runtime),
+        "install": json.dumps(source.shared_engine),
         "ciengine": source.ci_engine,
         "source": source.ci_engine.removeprefix("patchlane[engine]").lstrip(" @") or "the index",
         "patchlane": f"[patchlane]({source.home})" if source.home else "patchlane",
@@ -60,11 +64,17 @@ def _values(source: Source, action: str | None, python: str) -> dict[str, str]:
     return values
 
 
-def _hooks_entry(source: Source) -> str:
+def hooks_entry(source: Source) -> str:
     """The one ``repos:`` item of patchlane's hooks (at indent 0): its repository at the ref, or
     local hooks that pip installs the source for."""
     if source.repository and source.rev:
-        return template("project/precommit-git.yaml", repository=source.repository, rev=source.rev)
+        return template(
+            "project/precommit-git.yaml", repository=json.dumps(source.repository), rev=source.rev
+        )
+    if source.inside:
+        # pre-commit installs a local hook's dependencies in its own folder, where a path of
+        # this repository means nothing: the hooks run the patchlane installed here
+        return template("project/precommit-system.yaml")
     return template(
         "project/precommit-local.yaml",
         engine=json.dumps(source.engine),
@@ -86,8 +96,8 @@ def plan_init(
             f"{python[:40]!r} is not the major.minor of a CPython that exists (3.8 to 3.19)",
             'write major.minor, e.g. "3.12"',
         )
-    values = _values(source, action, python)
-    entry = _hooks_entry(source)
+    values = template_values(source, action, python)
+    entry = hooks_entry(source)
     create = {
         "patchlane.toml": template("project/patchlane.toml"),
         "lanes/cpu.toml": template("project/lanes-cpu.toml", **values),
@@ -105,7 +115,7 @@ def plan_init(
             lambda text, name: merge_noxfile(text, name, _first_party(root), source.engine),
         ),
         ".pre-commit-config.yaml": (
-            template("project/pre-commit-config.yaml", entry=_indented(entry, 2)),
+            template("project/pre-commit-config.yaml", entry=indented(entry, 2)),
             lambda text, name: merge_precommit(text, entry, name),
         ),
     }
@@ -130,8 +140,9 @@ def plan_init(
         notes.append(
             f"patchlane comes from {source.local_only}, which only this machine has: the "
             "workflows and the hooks name that path, and no CI runner or other clone can install "
-            "from it — put the wheel in this repository and run `patchlane init --from` with that "
-            "copy, or name a git URL and a ref (--from git+https://HOST/OWNER/patchlane@v0.1.0)"
+            "from it — put the wheel in this repository and re-point to that copy (`patchlane init "
+            "--repoint --from PATH`), or to a git URL and a ref (--from "
+            "git+https://HOST/OWNER/patchlane@v0.1.0)"
         )
     return Plan(root, create, edit, tuple(notes))
 
@@ -149,7 +160,13 @@ def _first_party(root: Path) -> frozenset[str]:
     return frozenset(found - {"retire"})
 
 
-def _indented(text: str, by: int) -> str:
+def _shell(word: str) -> str:
+    """``word`` as one shell word: in double quotes as people write it, single-quoted where it
+    holds what double quotes expand (``$``, a backquote, ``"``, ``\\``, ``!``)."""
+    return f'"{word}"' if not re.search(r'[$`"\\!]', word) else shlex.quote(word)
+
+
+def indented(text: str, by: int) -> str:
     return "".join(f"{' ' * by}{line}\n" if line else "\n" for line in text.splitlines()).rstrip(
         "\n"
     )

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import tomlkit
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 
 from retire.core.atomic import make_folder, stage
 from retire.core.errors import InputError
@@ -28,7 +29,7 @@ from retire.lanes.model import Lane
 from retire.scaffold import Plan, template
 from shims.manifest import DISTRIBUTION_NAME, MAX_SHIM_ID, MODULE_NAME, RESERVED_IDS, SHIM_ID
 
-__all__ = ["check_id", "check_owner", "plan_shim", "write_shim"]
+__all__ = ["check_id", "check_owner", "no_lane_installs", "plan_shim", "write_shim"]
 
 
 def check_id(shim_id: str) -> str:
@@ -230,3 +231,33 @@ def _undo(building: Path | None, staged: list[tuple[Path, Path]], catalogue: Pat
     if catalogue is not None:
         with contextlib.suppress(OSError):
             catalogue.rmdir()
+
+
+def no_lane_installs(project: Project, distribution: str, files: list[str]) -> str:
+    """A warning when no lane installs ``distribution`` (by its requirements or its lock): the
+    shim's reproducer would only ever skip ("… is not installed"); "" when one does."""
+    from retire.lanes import lanefile
+    from retire.locks.integrity import locked_versions
+    from retire.locks.locking import lock_path
+    from shims.filereading import read_text
+
+    wanted = canonicalize_name(distribution)
+    known = lanefile.project_lanes(project)
+    for lane in known:
+        names = set()
+        for text in lane.requirements:
+            try:
+                names.add(canonicalize_name(Requirement(text).name))
+            except InvalidRequirement:
+                continue
+        try:
+            lock = read_text(lock_path(project.locks_dir, lane.name), missing_ok=True) or ""
+        except InputError:
+            lock = ""
+        if wanted in names or wanted in locked_versions(lock):
+            return ""
+    where = ", ".join(files) or "a lane file"
+    return (
+        f"no lane installs {distribution}: the shim's reproducer will skip ({distribution} is not "
+        f"installed) until one does — add it to the requirements of {where}"
+    )

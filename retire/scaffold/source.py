@@ -24,19 +24,28 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from retire.core.errors import InputError
 
-__all__ = ["Source", "SourceKind", "installed_source", "parse_action", "parse_source"]
+__all__ = [
+    "Source",
+    "SourceKind",
+    "from_ci_engine",
+    "installed_source",
+    "parse_action",
+    "parse_source",
+]
 
 _NAME = "patchlane"
 _ACTION = re.compile(r"(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)@(?P<ref>[A-Za-z0-9_./-]+)")
 _GITHUB_REPO = re.compile(r"/(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+?)(?:\.git)?/?")
 _REF = re.compile(r"[A-Za-z0-9_./+-]+")
+# what a git URL may hold: RFC 3986's characters without `$` (the workflows quote it for the shell)
+_UNSAFE = re.compile(r"[^A-Za-z0-9._~:/?\[\]@!&'()*+,;=%-]")
 _FIX = (
     'name an index requirement ("patchlane[engine]==0.1.0"), a git URL and a ref '
     "(git+https://HOST/OWNER/patchlane@v0.1.0), or a wheel or checkout on this machine"
@@ -67,6 +76,19 @@ class Source:
     action: str | None = None
     # the path that CI runners and other clones cannot install from ("" when they can)
     local_only: str = ""
+    # a wheel or checkout inside the project: its path relative to the project, which every
+    # clone has (the README and the hooks name it so, never this machine's absolute path)
+    inside: str = ""
+
+    @property
+    def shared_engine(self) -> str:
+        """The engine as a person installs it in any clone (relative, for a path inside)."""
+        return f"./{self.inside}[engine]" if self.inside else self.engine
+
+    @property
+    def shared_runtime(self) -> str:
+        """The runtime alone, as a person installs it in any clone."""
+        return f"./{self.inside}" if self.inside else self.runtime
 
     @property
     def home(self) -> str:
@@ -114,6 +136,13 @@ def _requirement(extras: str, at: str | None = None, specifier: str = "") -> str
 
 
 def _git(text: str) -> Source:
+    if unsafe := sorted(set(_UNSAFE.findall(text))):
+        raise InputError(
+            None,
+            "--from",
+            f"{text!r} has characters a URL does not ({' '.join(map(repr, unsafe))})",
+            "percent-encode them (a space is %20), as the workflows, hooks and README need",
+        )
     url = text.removeprefix("git+")
     parts = urlsplit(url)
     location, at, ref = parts.path.rpartition("@")
@@ -167,7 +196,10 @@ def _path(path: Path, root: Path) -> Source:
             SourceKind.PATH,
             engine,
             _requirement("", path.as_uri()),
-            _requirement("engine", f"file://${{GITHUB_WORKSPACE}}/{inside}"),
+            # percent-encoded: a space, a quote, a `$` or `${{` in the path stays one URL, never
+            # shell or a GitHub expression
+            _requirement("engine", f"file://${{GITHUB_WORKSPACE}}/{quote(inside)}"),
+            inside=inside,
         )
     return Source(
         SourceKind.PATH,
@@ -201,3 +233,36 @@ def installed_source(root: Path) -> Source:
         elif origin["url"].startswith("file://"):
             return _path(Path(urlsplit(origin["url"]).path), root)
     return _index(f"{_NAME}=={distribution.version}")
+
+
+_WORKSPACE = "file://${GITHUB_WORKSPACE}/"
+
+
+def from_ci_engine(text: str, root: Path) -> Source:
+    """The source whose CI install line is ``text`` (what ``init`` wrote in the workflows): read
+    back for ``init --repoint``, without asking that the wheel still be there."""
+    at = text.removeprefix(_requirement("engine") + " @ ")
+    if at == text:
+        return _index(text)
+    if at.startswith("git+"):
+        return _git(at)
+    if at.startswith(_WORKSPACE):
+        inside = unquote(at.removeprefix(_WORKSPACE))
+        uri = (root.resolve() / inside).as_uri()
+        return Source(
+            SourceKind.PATH,
+            _requirement("engine", uri),
+            _requirement("", uri),
+            text,
+            inside=inside,
+        )
+    if at.startswith("file://"):
+        path = Path(unquote(urlsplit(at).path))
+        return Source(
+            SourceKind.PATH,
+            text,
+            _requirement("", path.as_uri()),
+            text,
+            local_only=str(path),
+        )
+    raise InputError(None, "--repoint", f"{text!r} names no patchlane source init writes", _FIX)

@@ -58,6 +58,7 @@ from retire.verdicts.options import FROM_ENV, GatherOptions, Resolver
 from retire.verdicts.plan import GatherPlan, ShimPlan, Sources, unique
 from retire.verdicts.plan import plan as make_plan
 from retire.verdicts.rules import decide
+from retire.verdicts.served import served_digest
 from shims.model import ShimManifest
 
 __all__ = ["GatherOptions", "gather"]
@@ -258,7 +259,9 @@ def _trials(
 
 
 @contextmanager
-def _resolver(options: GatherOptions, locks_dir: Path, sources: Sources) -> Iterator[Resolver]:
+def _resolver(
+    options: GatherOptions, locks_dir: Path, sources: Sources, fetcher: Fetcher
+) -> Iterator[Resolver]:
     """The options' resolver, or :func:`retire.locks.trial.try_raise` bound to the locks, a
     scratch folder (the options', else a temporary one), the trial cache, the mirrors and the
     indexes the probes use (``--index-url`` included), as every re-lock of the command."""
@@ -274,6 +277,8 @@ def _resolver(options: GatherOptions, locks_dir: Path, sources: Sources) -> Iter
             mirrors=sources.mirrors,
             host=uv.HostIndexes(dict(sources.named), sources.default),
             cache_dir=Path(options.trial_cache) if options.trial_cache else None,
+            # a cached answer counts while the indexes serve what it saw
+            served=functools.partial(served_digest, fetcher, sources),
         )
 
 
@@ -348,7 +353,7 @@ def gather(
         verdicts = _assemble(plan, answers, lanes, options)
         if not options.resolve:
             return verdicts
-        with _resolver(options, Path(locks_dir), sources) as resolver:
+        with _resolver(options, Path(locks_dir), sources, probes.fetcher) as resolver:
             trials = _trials(verdicts, lanes, resolver, options.trial_workers)
         return _assemble(plan, answers, lanes, options, trials) if trials else verdicts
     except Exception as exc:  # noqa: BLE001 - gather never raises: every shim becomes unknown

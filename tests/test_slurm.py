@@ -1,0 +1,315 @@
+"""`patchlane run --executor slurm` against a real single-node Slurm (Debian's slurm-wlm and munge,
+started by the fixture in a temp folder and torn down after): lanes as jobs with their records
+merged, a job cancelled mid-run reported as cancelled with the other lanes' records kept, and a
+lane whose needs Slurm cannot meet reported as such. The job script and the ``[slurm]`` settings
+are checked without a cluster."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from retire.core.errors import InputError
+from retire.evidence import validation
+from retire.lanes.model import Lane
+from retire.runs.sbatch import JobFiles, job_script, time_limit
+from retire.runs.slurmconfig import SlurmSettings, load_slurm
+from retire.runs.slurmjob import JobState, parse_sacct, parse_scontrol, parse_squeue
+from retire.schemas import load as load_schema
+from shims.gpuneeds import GpuNeeds
+from shims.manifest import parse_manifest
+from tests.conftest import ROOT, run_cli, subprocess_env
+from tests.support import shimtree
+from tests.support.index import IndexServer, PackageIndex
+from tests.support.slurmcluster import SlurmCluster, missing
+from tests.support.wheels import build_wheel
+
+# -- without a cluster: the job script, the settings, Slurm's answers ------------------------------
+
+
+def test_the_job_script_asks_for_the_lanes_needs_and_runs_the_lane(tmp_path):
+    lane = Lane("gpu-h200", "3.12", "linux", ("torch",), shims=("nccl",), needs_cuda=True)
+    manifest = parse_manifest(
+        shimtree.manifest_text("nccl").replace("needs-cuda = false", "gpus = 2"),
+        "nccl/manifest.toml",
+    )
+    settings = SlurmSettings(
+        partition="gpu", constraint="hopper", gpu_type=True, sbatch_args=("--exclusive",)
+    )
+    files = JobFiles(tmp_path / "jobs", lane.name)
+    limit = time_limit(lane, {"nccl": manifest}, settings)
+    # two runs of 60 s and an hour for the env
+    assert limit == "01:02:00"
+    script = job_script(
+        lane,
+        GpuNeeds(2, name="h200"),
+        settings,
+        files,
+        limit,
+        root=tmp_path,
+        run_args=["--run-id", "w1"],
+    )
+    lines = script.splitlines()
+    assert lines[0] == "#!/bin/bash"
+    for directive in (
+        "--job-name=patchlane-gpu-h200",
+        f"--output={files.output}",
+        "--time=01:02:00",
+        "--partition=gpu",
+        "--constraint=hopper",
+        "--gres=gpu:h200:2",
+        "--exclusive",
+    ):
+        assert f"#SBATCH {directive}" in lines
+    assert lines[-1].endswith(f"> {files.result}")
+    assert f"run gpu-h200 --manifest {files.records} --no-summary --json --run-id w1" in lines[-1]
+    plain = job_script(
+        lane, GpuNeeds(2, name="h200"), SlurmSettings(), files, "10", root=tmp_path, run_args=[]
+    )
+    assert "#SBATCH --gres=gpu:2" in plain.splitlines()
+    assert "--partition" not in plain
+
+
+@pytest.mark.parametrize(
+    ("body", "key", "words"),
+    [
+        ('time-limit = "soon"', "slurm.time-limit", '"HH:MM:SS"'),
+        ('partition = "gpu nodes"', "slurm.partition", 'partition = "gpu"'),
+        ('sbatch-args = ["-N2"]', "slurm.sbatch-args[0]", '"--option=value"'),
+        ("poll-seconds = 0", "slurm.poll-seconds", "poll-seconds = 10"),
+        ('constraint = "a;rm"', "slurm.constraint", "hopper&ib"),
+        ("partiton = 1", "slurm.partiton", "did you mean 'partition'"),
+        ("cpus-per-lane = 0", "slurm.cpus-per-lane", "cpus-per-lane = 8"),
+    ],
+)
+def test_bad_slurm_settings_are_one_line_naming_the_key_and_the_fix(tmp_path, body, key, words):
+    (tmp_path / "patchlane.toml").write_text(f"[slurm]\n{body}\n")
+    with pytest.raises(InputError) as caught:
+        load_slurm(tmp_path)
+    line = str(caught.value)
+    assert line.startswith(f"patchlane.toml: {key}: ") and words in line and "\n" not in line
+
+
+def test_slurm_settings_are_read(tmp_path):
+    assert load_slurm(tmp_path) == SlurmSettings()
+    (tmp_path / "patchlane.toml").write_text(
+        '[slurm]\npartition = "gpu"\ntime-limit = "1-00:00:00"\ncpus-per-lane = 8\n'
+        'patchlane = ["/shared/venv/bin/patchlane"]\nsbatch-args = ["--exclusive"]\n'
+    )
+    assert load_slurm(tmp_path) == SlurmSettings(
+        partition="gpu",
+        time_limit="1-00:00:00",
+        cpus_per_lane=8,
+        patchlane=("/shared/venv/bin/patchlane",),
+        sbatch_args=("--exclusive",),
+    )
+
+
+def test_slurms_answers_are_read():
+    assert parse_squeue("12|PENDING|Resources\n13|RUNNING|None\n") == {
+        "12": JobState("PENDING", "Resources", "", False),
+        "13": JobState("RUNNING", "None", "", True),
+    }
+    line = (
+        "JobId=14 JobName=patchlane-a JobState=CANCELLED Reason=None ExitCode=0:15 "
+        "RunTime=00:00:07 StartTime=2026-11-27T21:00:00"
+    )
+    cancelled = parse_scontrol(line)
+    assert cancelled is not None and cancelled.words() == "cancelled (exit 0:15)"
+    never = parse_scontrol(
+        "JobId=15 JobState=CANCELLED Reason=None RunTime=00:00:00 StartTime=None"
+    )
+    assert never is not None and never.words() == "cancelled before it started"
+    timeout = parse_sacct("TIMEOUT|0:0|01:00:00|None\n")
+    assert timeout is not None and timeout.ended_badly
+    assert timeout.words() == "killed at its time limit"
+
+
+# -- a real cluster ---------------------------------------------------------------------------
+
+TOY_LANE = """
+[lane]
+python = "3.11"
+requirements = ["toylib=={version}"]
+shims = {shims}
+{extra}
+[lane.indexes.main]
+url = "{url}"
+default = true
+"""
+SLOW_REPRODUCER = """
+import time
+from shims import reproducer
+
+def check(with_shim):
+    time.sleep(300)
+    return reproducer.BUG_REPRODUCED
+
+if __name__ == "__main__":
+    reproducer.run("{shim_id}", check, packages=["toylib"])
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A single-node Slurm for this module's tests, torn down after them."""
+    why = missing()
+    if why is not None:
+        pytest.skip(why)
+    started = SlurmCluster()
+    started.start()
+    yield started
+    started.stop()
+
+
+@pytest.fixture(scope="module")
+def toylib_index(tmp_path_factory):
+    index = PackageIndex()
+    wheels = tmp_path_factory.mktemp("slurm-toylib")
+    for version, source, when in (
+        ("1.0", shimtree.BUGGY_TARGET, "2026-01-05"),
+        ("1.1", shimtree.FIXED_TARGET, "2026-02-05"),
+    ):
+        index.add(build_wheel(wheels, "toylib", version, files={"toylib.py": source}), when)
+    with IndexServer(index) as server:
+        yield server
+
+
+def _project(project, server, lanes: dict[str, tuple[str, str, str]]) -> Path:
+    """The LaneProject with ``lanes`` (name → (toylib version, shims, extra)), locked."""
+    shims = project.root / "shims"
+    shimtree.write_shim(shims, "toy")
+    shimtree.write_shim(
+        shims,
+        "toy_slow",
+        reproducer=SLOW_REPRODUCER,
+        manifest=shimtree.manifest_text("toy_slow").replace("timeout = 60", "timeout = 600"),
+    )
+    (project.root / "patchlane.toml").write_text("[slurm]\npoll-seconds = 0.3\n")
+    for name, (version, shim_ids, extra) in lanes.items():
+        project.write(
+            name, TOY_LANE.format(version=version, shims=shim_ids, extra=extra, url=server.url)
+        )
+    assert run_cli(project.root, "lock")[0] == 0
+    return project.root
+
+
+def _patchlane(root: Path, cluster: SlurmCluster, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "retire", "--root", str(root), *args],
+        env=subprocess_env(PYTHONPATH=str(ROOT), **cluster.env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.mark.slow
+def test_lanes_run_as_slurm_jobs_and_their_records_are_merged(project, toylib_index, cluster):
+    root = _project(
+        project,
+        toylib_index,
+        {"old": ("1.0", '["toy"]', ""), "fixed": ("1.1", '["toy"]', "")},
+    )
+    proc = _patchlane(root, cluster, "run", "--executor", "slurm", "--run-id", "s1", "--json")
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    document = json.loads(out)
+    Draft202012Validator(load_schema("run")).validate(document)
+    lanes = {lane["lane"]: lane for lane in document["lanes"]}
+    assert lanes["old"]["shims"][0]["outcome"] == "needed"
+    assert lanes["fixed"]["shims"][0]["outcome"] == "upstream-fixed"
+    for lane in lanes.values():
+        assert lane["job"]["state"] == "COMPLETED" and lane["job"]["id"].isdigit()
+    # progress per lane: queued or running, then done
+    assert "[old] job " in err and "done — COMPLETED" in err
+    assert "[slurm] 0 queued, 0 running, 2 done" in err
+    # each job's records, merged once: nothing lost, nothing twice
+    jobs = root / ".patchlane" / "slurm" / "s1"
+    from_jobs = validation.merge([jobs / "old.jsonl", jobs / "fixed.jsonl"])
+    merged = [r for r in validation.load(root / "validation/manifest.jsonl") if r.run == "s1"]
+    assert len(from_jobs) == 4 and sorted(r.record_id for r in merged) == sorted(
+        r.record_id for r in from_jobs
+    )
+    assert document["recorded"] == 4
+    assert "#SBATCH --job-name=patchlane-old" in (jobs / "old.sbatch").read_text()
+    # a second merge adds nothing
+    assert validation.append(root / "validation/manifest.jsonl", from_jobs) == 0
+
+
+@pytest.mark.slow
+def test_a_job_cancelled_mid_run_is_reported_cancelled_and_the_others_records_kept(
+    project, toylib_index, cluster
+):
+    root = _project(
+        project,
+        toylib_index,
+        {"old": ("1.0", '["toy"]', ""), "slow": ("1.0", '["toy_slow"]', "")},
+    )
+    # the job says "still running toy_slow …" within a second of starting the reproducer
+    proc = _patchlane(
+        root, cluster, "run", "--executor", "slurm", "--run-id", "c1", "--json", "--heartbeat", "1"
+    )
+    records = root / "validation/manifest.jsonl"
+    deadline = time.monotonic() + 240
+    slow_id = None
+    # cancel the slow lane once its reproducer runs and the other lane is done
+    while time.monotonic() < deadline:
+        queue = cluster.squeue()
+        output = root / ".patchlane/slurm/c1/slow.out"
+        running = output.exists() and "still running toy_slow" in output.read_text()
+        if "patchlane-slow" in queue and "patchlane-old" not in queue and running:
+            slow_id = queue["patchlane-slow"][0]
+            break
+        time.sleep(0.3)
+    assert slow_id is not None, "the slow lane's job never ran its reproducer"
+    cluster.scancel(slow_id)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    lanes = {lane["lane"]: lane for lane in json.loads(out)["lanes"]}
+    slow = lanes["slow"]
+    assert slow["status"] == "job-failed" and slow["job"]["state"] == "CANCELLED"
+    assert slow["why"].startswith(f"Slurm job {slow_id} cancelled")
+    assert lanes["old"]["status"] == "ran" and lanes["old"]["job"]["state"] == "COMPLETED"
+    kept = [r for r in validation.load(records) if r.run == "c1"]
+    assert {(r.lane, r.mode) for r in kept} == {("old", "without"), ("old", "with")}
+    assert f"lane slow: Slurm job {slow_id} cancelled" in err
+
+
+@pytest.mark.slow
+def test_a_lane_whose_needs_slurm_cannot_meet_is_reported_as_such(project, toylib_index, cluster):
+    root = _project(project, toylib_index, {"big": ("1.0", '["toy"]', "gpus = 8")})
+    proc = _patchlane(root, cluster, "run", "--executor", "slurm", "--run-id", "n1", "--json")
+    out, err = proc.communicate(timeout=120)
+    lane = json.loads(out)["lanes"][0]
+    assert lane["status"] == "skipped", err
+    assert lane["why"].startswith("Slurm cannot meet the lane's needs (8 GPUs): sbatch: error: ")
+    assert lane["job"] == {
+        "id": None,
+        "state": "REFUSED",
+        "ended": lane["why"].split(": ", 1)[1],
+        "script": lane["job"]["script"],
+        "output": lane["job"]["output"],
+    }
+    assert "#SBATCH --gres=gpu:8" in Path(lane["job"]["script"]).read_text()
+    assert proc.returncode == 0
+
+
+def test_no_secret_reaches_a_job(monkeypatch):
+    from retire.core import childenv
+    from retire.runs import slurm
+
+    monkeypatch.setenv("UV_INDEX_MAIN_PASSWORD", "hunter2")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_x")
+    monkeypatch.setenv("UV_CACHE_DIR", "/shared/uv")
+    monkeypatch.setenv("SLURM_CONF", "/etc/slurm/slurm.conf")
+    env = slurm._environment()
+    assert "UV_INDEX_MAIN_PASSWORD" not in env and "GITHUB_TOKEN" not in env
+    assert env["UV_CACHE_DIR"] == "/shared/uv" and env["SLURM_CONF"] == "/etc/slurm/slurm.conf"
+    assert childenv.RUN_TOKEN_ENV not in env
