@@ -348,11 +348,13 @@ def _bisect(repeats: int, torch_python: str | None) -> list[dict]:
                     results[isolation] = bisect.bisect(
                         manifest,
                         versions,
-                        base_python=python,
-                        index_url=server.url,
-                        env=env,
-                        work_dir=work / "envs",
-                        isolation=isolation,
+                        bisect.BisectOptions(
+                            base_python=python,
+                            index_url=server.url,
+                            env=env,
+                            work_dir=work / "envs",
+                            isolation=isolation,
+                        ),
                     )
                     return time.perf_counter() - began
 

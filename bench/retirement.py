@@ -28,6 +28,7 @@ import bench
 from bench._universe import isolated_uv, uv_cache
 from retire.branches import autodrop
 from retire.branches.dropplan import DropPlan
+from retire.branches.options import ApplyOptions
 from retire.core.git import Git
 from retire.evidence.floor import Floor
 from retire.lanes import lanefile
@@ -180,7 +181,7 @@ def run() -> list[dict]:
             drops = sum(1 for p in plans for lane in p.lanes or () if lane.step == LaneStep.DROP)
             started = time.perf_counter()
             with _counting() as counts:
-                outcomes = autodrop.apply(root, plans, open_prs=False)
+                outcomes = autodrop.apply(root, plans, ApplyOptions(open_prs=False))
             seconds = time.perf_counter() - started
     return _rows(shims, plans, outcomes, counts, raises, drops, seconds)
 

@@ -18,6 +18,7 @@ from packaging.pylock import Pylock
 
 from retire.branches import autodrop
 from retire.branches.autodrop import DropPlan
+from retire.branches.options import ApplyOptions
 from retire.commands import main as cli
 from retire.evidence.floor import Floor
 from retire.lanes import lanefile
@@ -81,7 +82,7 @@ PLAN = DropPlan(
     "```\nBUG_REPRODUCED\n```\n",
     upstream_links=(
         ("fix", "https://example.org/toylib/pull/2"),
-        ("report", "https://example.org/toylib/issues/1"),
+        ("link", "https://example.org/toylib/issues/1"),
     ),
 )
 
@@ -170,7 +171,10 @@ def test_drop_makes_one_commit_on_a_branch_and_leaves_the_checkout_alone(drop_pr
     before = drop_project.state()
     steps = []
     [outcome] = autodrop.apply(
-        drop_project.root, [PLAN], open_prs=False, on_step=lambda s, step: steps.append(step)
+        drop_project.root,
+        [PLAN],
+        ApplyOptions(open_prs=False),
+        on_step=lambda s, step: steps.append(step),
     )
     assert outcome.status == "proposed", outcome.reason
     assert steps == ["worktree", "shim-removed", "lanes-edited", "locked", "committed"]
@@ -253,22 +257,22 @@ def test_drop_makes_one_commit_on_a_branch_and_leaves_the_checkout_alone(drop_pr
 
     # Twice: nothing new.
     refs = drop_project.refs()
-    [again] = autodrop.apply(drop_project.root, [PLAN], open_prs=False)
+    [again] = autodrop.apply(drop_project.root, [PLAN], ApplyOptions(open_prs=False))
     assert again.status == "already-proposed" and again.commit == outcome.commit
     assert drop_project.refs() == refs and drop_project.state() == before
 
 
 @pytest.mark.slow
 def test_same_tree_with_other_evidence_is_already_proposed(drop_project):
-    [_first] = autodrop.apply(drop_project.root, [PLAN], open_prs=False)
+    [_first] = autodrop.apply(drop_project.root, [PLAN], ApplyOptions(open_prs=False))
     other = DropPlan(PLAN.shim_id, "a different explanation", PLAN.floors, "new evidence")
     refs = drop_project.refs()
-    [again] = autodrop.apply(drop_project.root, [other], base="main", open_prs=False)
+    [again] = autodrop.apply(drop_project.root, [other], ApplyOptions(base="main", open_prs=False))
     assert again.status == "already-proposed" and drop_project.refs() == refs
     [higher] = autodrop.apply(
         drop_project.root,
         [DropPlan(PLAN.shim_id, "x", (Floor.parse("toylib>=1.7"),))],
-        open_prs=False,
+        ApplyOptions(open_prs=False),
     )
     # never overwritten
     assert higher.status == "exists-differs" and drop_project.refs() == refs
@@ -283,7 +287,7 @@ def test_an_exception_midway_leaves_no_worktree_and_no_half_edited_lane(drop_pro
             raise RuntimeError("interrupted")
 
     with pytest.raises(RuntimeError):
-        autodrop.apply(drop_project.root, [PLAN], open_prs=False, on_step=boom)
+        autodrop.apply(drop_project.root, [PLAN], ApplyOptions(open_prs=False), on_step=boom)
     assert drop_project.state() == before
     assert not list((drop_project.root / ".patchlane" / "worktrees").iterdir())
     assert "retire" not in drop_project.refs()
@@ -295,11 +299,13 @@ def test_a_killed_run_is_cleaned_up_by_the_next(drop_project):
         import os, signal, sys
         sys.path.insert(0, {str(REPO_ROOT)!r})
         from retire.branches import autodrop
+        from retire.branches.options import ApplyOptions
         from tests.test_autodrop import PLAN
         def die(shim, step):
             if step == "lanes-edited":
                 os.kill(os.getpid(), signal.SIGKILL)  # no finally runs
-        autodrop.apply({str(drop_project.root)!r}, [PLAN], open_prs=False, on_step=die)
+        no_prs = ApplyOptions(open_prs=False)
+        autodrop.apply({str(drop_project.root)!r}, [PLAN], no_prs, on_step=die)
     """)
     proc = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, env=dict(os.environ)
@@ -308,7 +314,7 @@ def test_a_killed_run_is_cleaned_up_by_the_next(drop_project):
     leftovers = list((drop_project.root / ".patchlane" / "worktrees").iterdir())
     assert leftovers and "retire-toylib_add" in git(drop_project.root, "worktree", "list")
     assert "retire" not in drop_project.refs()
-    [outcome] = autodrop.apply(drop_project.root, [PLAN], open_prs=False)
+    [outcome] = autodrop.apply(drop_project.root, [PLAN], ApplyOptions(open_prs=False))
     assert outcome.status == "proposed"
     assert git(drop_project.root, "worktree", "list", "--porcelain").count("worktree ") == 1
     assert not list((drop_project.root / ".patchlane" / "worktrees").iterdir())
@@ -320,7 +326,7 @@ def test_a_lane_that_cannot_be_relocked_aborts_cleanly(tmp_path):
     drop_project = DropProject(tmp_path, app_pins_old=True)
     try:
         before = drop_project.state()
-        [outcome] = autodrop.apply(drop_project.root, [PLAN], open_prs=False)
+        [outcome] = autodrop.apply(drop_project.root, [PLAN], ApplyOptions(open_prs=False))
         assert (
             outcome.status == "aborted"
             and "re-locking failed" in outcome.reason
@@ -335,7 +341,7 @@ def test_a_lane_that_cannot_be_relocked_aborts_cleanly(tmp_path):
 @pytest.mark.slow
 def test_unknown_shim_aborts(drop_project):
     [outcome] = autodrop.apply(
-        drop_project.root, [DropPlan("no_such_shim", "x", ())], open_prs=False
+        drop_project.root, [DropPlan("no_such_shim", "x", ())], ApplyOptions(open_prs=False)
     )
     assert outcome.status == "aborted" and "does not exist" in outcome.reason
 
@@ -363,7 +369,7 @@ def test_bisect_then_drop_end_to_end(drop_project):
         plan.floor_versions == {"toylib": "1.6"}
         and ("fix", "https://example.org/toylib/pull/2") in plan.upstream_links
     )
-    [outcome] = autodrop.apply(drop_project.root, [plan], open_prs=False)
+    [outcome] = autodrop.apply(drop_project.root, [plan], ApplyOptions(open_prs=False))
     assert outcome.status == "proposed", outcome.reason
     body = Path(outcome.pr_body_path).read_text()
     assert "| 1.5 | broken | bug-reproduced |" in body and "| 1.6 | fixed | fix-validated |" in body
@@ -534,7 +540,7 @@ def codehost():
 def test_pr_is_opened_once_and_never_merged(drop_project, codehost, monkeypatch):
     monkeypatch.setenv("GITHUB_TOKEN", "s3cret-token-value")
     options = {"repository": "acme/project", "api_base": codehost.url}
-    [outcome] = autodrop.apply(drop_project.root, [PLAN], **options)
+    [outcome] = autodrop.apply(drop_project.root, [PLAN], ApplyOptions(**options))
     assert outcome.status == "proposed" and outcome.pr_status == "opened", outcome
     assert outcome.pr_url.endswith("/pull/1")
     [pull] = codehost.pulls
@@ -546,7 +552,7 @@ def test_pr_is_opened_once_and_never_merged(drop_project, codehost, monkeypatch)
         == outcome.commit
     )
 
-    [again] = autodrop.apply(drop_project.root, [PLAN], **options)
+    [again] = autodrop.apply(drop_project.root, [PLAN], ApplyOptions(**options))
     assert (
         again.status == "already-proposed"
         and again.pr_status == "exists"
@@ -561,7 +567,7 @@ def test_pr_is_opened_once_and_never_merged(drop_project, codehost, monkeypatch)
 def test_pr_failures_are_reported_without_the_token(drop_project, codehost, monkeypatch):
     monkeypatch.setenv("GITHUB_TOKEN", "wrong-token-value")
     [outcome] = autodrop.apply(
-        drop_project.root, [PLAN], repository="acme/project", api_base=codehost.url
+        drop_project.root, [PLAN], ApplyOptions(repository="acme/project", api_base=codehost.url)
     )
     assert outcome.status == "proposed" and outcome.pr_status.startswith(
         "failed: opening the pull request: HTTP 401"
@@ -570,13 +576,15 @@ def test_pr_failures_are_reported_without_the_token(drop_project, codehost, monk
     monkeypatch.delenv("GITHUB_TOKEN")
     monkeypatch.delenv("GH_TOKEN", raising=False)
     [again] = autodrop.apply(
-        drop_project.root, [PLAN], repository="acme/project", api_base=codehost.url
+        drop_project.root, [PLAN], ApplyOptions(repository="acme/project", api_base=codehost.url)
     )
     assert again.pr_status.startswith("skipped: no GITHUB_TOKEN")
     dead = CodeHost()
     dead.close()
     monkeypatch.setenv("GITHUB_TOKEN", "s3cret-token-value")
-    [down] = autodrop.apply(drop_project.root, [PLAN], repository="acme/project", api_base=dead.url)
+    [down] = autodrop.apply(
+        drop_project.root, [PLAN], ApplyOptions(repository="acme/project", api_base=dead.url)
+    )
     assert down.status == "already-proposed" and down.pr_status.startswith(
         "failed: the code host is unreachable"
     )

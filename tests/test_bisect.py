@@ -497,9 +497,11 @@ def test_overlay_on_a_lane_env_shadows_the_lane_version(tmp_path, clean_series, 
     recorded = validation.load(project / "validation" / "manifest.jsonl")
     added = [r for r in recorded if r.lane != "base"]
     assert {r.lane for r in added} == {"bisect:base"} and all(r.environment["lock"] for r in added)
-    # The search ended on the last broken release, after the first fixed one: both stay evidence
-    # (one bisection lane is many environments), so the verdicts still see the clean run.
-    assert added[-1].outcome == "bug-reproduced"
+    # The lock's 1.5 is the broken release the search starts from (not run again); the runs
+    # above it stay evidence (one bisection lane is many environments), the first fixed one's
+    # clean run among them, so the verdicts see it.
+    assert "1.5" not in {r.versions.get("toylib") for r in added}
+    assert any(r.outcome == "fix-validated" and r.versions.get("toylib") == "1.6" for r in added)
     history = records.history(recorded, "toylib_add")
     clean = execution.first_clean(history, "toylib", {"toylib": Version(FIRST_FIXED)})
     assert clean.state == "clean" and clean.floor == Version(FIRST_FIXED), clean.why

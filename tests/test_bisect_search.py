@@ -226,7 +226,11 @@ def test_the_affected_range_bounds_from_its_upper_end(affected, start):
 
 def test_since_and_all_override_the_evidence():
     evidence = [bisect.BrokenEvidence("0.19.2", "record", "lane gpu on h100-1")]
-    assert bisect.choose_bounds("d", evidence, since="0.16.0").known_broken is None
+    since = bisect.choose_bounds("d", evidence, since="0.16.0")
+    # the range starts at --since; the evidence inside it is where a window search starts from
+    assert (since.since, since.known_broken) == ("0.16.0", "0.19.2")
+    assert bisect.choose_bounds("d", evidence, since="0.19.3").known_broken is None
+    assert bisect.choose_bounds("d", evidence, since="0.16.0", until="0.19.1").known_broken is None
     every = bisect.choose_bounds("d", evidence, every=True, until="0.19.1")
     assert (every.since, every.until, every.known_broken) == (None, "0.19.1", None)
     assert every.note == "every release (--all), up to --until 0.19.1"

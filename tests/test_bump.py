@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from retire.branches import bump
+from retire.branches.options import BumpOptions
 from retire.evidence import validation
 from retire.locks import lockdiff
 from tests.conftest import run_cli
@@ -113,7 +114,7 @@ def test_bump_makes_a_branch_with_the_diff_and_the_suites_word(shop, capsys):
     # the side lane's index goes away: it cannot re-resolve
     shop["side"].__exit__(None, None, None)
     head, status = git(repo, "rev-parse", "HEAD"), git(repo, "status", "--porcelain")
-    result = bump.bump(repo, cooldown_days=7, now=NOW)
+    result = bump.bump(repo, BumpOptions(cooldown_days=7, now=NOW))
     assert result.status == "proposed" and result.branch == "patchlane/bump-all-2026-06-01"
     by_lane = {lane.lane: lane for lane in result.lanes}
     toy = by_lane["toy"]
@@ -161,7 +162,7 @@ def test_bump_makes_a_branch_with_the_diff_and_the_suites_word(shop, capsys):
     assert "Release notes: [toylib 1.1](https://example.org/toylib/releases/1.1)" in body
 
     # Running it again creates nothing new.
-    again = bump.bump(repo, cooldown_days=7, now=NOW)
+    again = bump.bump(repo, BumpOptions(cooldown_days=7, now=NOW))
     assert again.status == "already-proposed"
     assert git(repo, "rev-list", "--count", f"main..{branch}") == "1"
     assert not list((repo / ".patchlane" / "worktrees").glob("bump*"))
@@ -171,7 +172,9 @@ def test_bump_makes_a_branch_with_the_diff_and_the_suites_word(shop, capsys):
 def test_nothing_new_means_no_branch(shop, capsys):
     repo = shop["repo"]
     # With a long cooldown none of the new releases is old enough yet.
-    result = bump.bump(repo, lanes=["side"], cooldown_days=200, now=NOW, run_suites=False)
+    result = bump.bump(
+        repo, BumpOptions(lanes=("side",), cooldown_days=200, now=NOW, run_suites=False)
+    )
     assert result.status == "unchanged"
     assert git(repo, "branch", "--list", "patchlane/*") == ""
 
@@ -180,7 +183,10 @@ def test_nothing_new_means_no_branch(shop, capsys):
 def test_package_option_upgrades_only_that_package(shop, capsys):
     repo = shop["repo"]
     result = bump.bump(
-        repo, lanes=["toy"], packages=["helper"], cooldown_days=7, now=NOW, run_suites=False
+        repo,
+        BumpOptions(
+            lanes=("toy",), packages=("helper",), cooldown_days=7, now=NOW, run_suites=False
+        ),
     )
     assert result.status == "proposed" and result.branch == "patchlane/bump-toy-2026-06-01"
     [toy] = result.lanes

@@ -13,6 +13,7 @@ import pytest
 from retire.bisect.culprit import Culprit, CulpritStatus, FirstCommit, find_culprit
 from retire.bisect.search import BROKEN, FIXED, CandidateRun
 from retire.branches.bump import bump
+from retire.branches.options import BumpOptions
 from tests.conftest import run_cli
 from tests.support import shimtree
 from tests.support.gitrepos import git
@@ -159,7 +160,7 @@ class Shop:
         git(self.root, "commit", "--quiet", "-m", "the lane's runs")
 
     def bump(self):
-        result = bump(self.root, now=NOW, release_notes_links=False)
+        result = bump(self.root, BumpOptions(now=NOW, release_notes_links=False))
         assert result.status == "proposed", result.reason
         [lane] = result.lanes
         return result, lane

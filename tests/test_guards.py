@@ -15,6 +15,7 @@ import pytest
 from retire.branches import autodrop
 from retire.branches.autodrop import DropPlan
 from retire.branches.bump import bump
+from retire.branches.options import ApplyOptions, BumpOptions
 from retire.core.errors import InputError
 from retire.evidence.floor import Floor
 from shims.manifest import parse_manifest
@@ -72,7 +73,7 @@ def test_a_retired_shim_guards_regresses_after_a_bump_and_is_restored(shop, caps
     index.add(toylib(wheels, "1.1", fixed=True), "2026-02-05")
     base = git(root, "rev-parse", "HEAD")
     plan = DropPlan("toy", "toylib 1.1 fixed add().", (Floor.parse("toylib>=1.1"),))
-    [outcome] = autodrop.apply(root, [plan], open_prs=False)
+    [outcome] = autodrop.apply(root, [plan], ApplyOptions(open_prs=False))
     assert outcome.status == "proposed", outcome.reason
     git(root, "merge", "--quiet", "--ff-only", outcome.branch)
 
@@ -91,7 +92,8 @@ def test_a_retired_shim_guards_regresses_after_a_bump_and_is_restored(shop, caps
 
     # upstream breaks add() again; the bump takes it
     index.add(toylib(wheels, "1.2", fixed=False), "2026-03-05")
-    result = bump(root, now=dt.datetime(2026, 12, 1, tzinfo=dt.UTC), release_notes_links=False)
+    options = BumpOptions(now=dt.datetime(2026, 12, 1, tzinfo=dt.UTC), release_notes_links=False)
+    result = bump(root, options)
     assert result.status == "proposed", result.reason
     [lane] = result.lanes
     assert ("toy", "regressed", "holding") in lane.outcomes
@@ -140,7 +142,7 @@ def test_a_dropped_guard_stops_running_with_its_reason(shop, capsys):
     root, index, wheels = shop
     index.add(toylib(wheels, "1.1", fixed=True), "2026-02-05")
     plan = DropPlan("toy", "fixed", (Floor.parse("toylib>=1.1"),))
-    [outcome] = autodrop.apply(root, [plan], open_prs=False)
+    [outcome] = autodrop.apply(root, [plan], ApplyOptions(open_prs=False))
     git(root, "merge", "--quiet", "--ff-only", outcome.branch)
     with pytest.raises(SystemExit) as refused:
         run_cli(root, "shim", "drop", "toy", capsys=capsys)

@@ -463,10 +463,12 @@ def test_bisection_forks_each_candidate_from_one_base(tmp_path, toylib_series):
         results[isolation] = bisect.bisect(
             manifest,
             versions,
-            index_url=toylib_series.url,
-            env=env,
-            work_dir=tmp_path / "work",
-            isolation=isolation,
+            bisect.BisectOptions(
+                index_url=toylib_series.url,
+                env=env,
+                work_dir=tmp_path / "work",
+                isolation=isolation,
+            ),
         )
         imports = len(log.read_text().split())
         assert imports == (1 if isolation == "launcher" else results[isolation].runs)

@@ -81,14 +81,19 @@ def test_candidate_bisections_run_within_the_budget_and_the_report_decides_again
     assert verdict_of(first, "add_a")["verdict"] == "retire"
     assert verdict_of(first, "add_b")["verdict"] == "keep"
 
-    # A larger budget next week: only add_b is still a candidate; its bisection runs to its end.
+    # A larger budget next week: add_b's bisection runs to its end; add_a retired on 1.9, a
+    # floor its runs prove but that may not be minimal (nobody ran the releases between its last
+    # broken run and 1.9), so the gap's bisection tightens it.
     second = report(shop, capsys, "--bisect-budget", "10")
     done = second["bisections"]
     assert [(b["shim"], b["status"], b["floor"], b["stopped"]) for b in done["ran"]] == [
+        ("add_a", "found", "toylib>=1.6", None),
         ("add_b", "found", "toylib>=1.6", None),
     ]
-    # at most ceil(log2 9) + 1 conclusive runs
-    assert done["left"] == [] and 0 < done["runs"] == done["ran"][0]["runs"] <= 5
+    assert done["ran"][0]["command"].startswith("patchlane bisect add_a --since 1.")
+    # at most ceil(log2 9) + 1 conclusive runs for add_b's
+    assert done["left"] == [] and 0 < done["ran"][1]["runs"] <= 5
+    assert done["runs"] == sum(b["runs"] for b in done["ran"])
     for shim in SHIMS:
         verdict = verdict_of(second, shim)
         assert verdict["verdict"] == "retire", verdict["why"]
@@ -195,3 +200,32 @@ def test_retire_apply_bisects_first_then_plans_on_the_new_verdicts(shop, capsys)
         ("add_a", "proposed"),
         ("add_b", "proposed"),
     ]
+
+
+@pytest.mark.slow
+def test_a_floor_gap_is_a_candidate_the_weekly_budget_closes(tmp_path, clean_series, capsys):
+    """Runs say 1.2 is broken and 1.8 clean; nobody ran 1.3 … 1.7: the floor 1.8 is proven but may
+    not be minimal. The verdict flags it candidate with the exact bisection between the two, the
+    weekly budget runs it, and the floor becomes the first fixed release, 1.6, proven."""
+    project = Project(tmp_path / "shop")
+    clean = '\n[[retirement.conditions]]\nkind = "reproducer-clean"\n'
+    write_shim(project.root / "shims", "gap", manifest=manifest_toml("gap", clean))
+    project.run("gap", "bug-reproduced", "1.2", lane="old")
+    project.run("gap", "fix-validated", "1.8", lane="gpu")
+    project.run("gap", "fix-validated", "1.0", mode="with")
+    project.lane("cpu", ["gap"], index_url=clean_series.url)
+
+    before = verdict_of(report(project, capsys), "gap")
+    assert before["floors"] == ["toylib>=1.8"]
+    [gap] = [f["text"] for f in before["flags"] if f["kind"] == "candidate"]
+    assert "the floor toylib>=1.8 may not be minimal: 1.2 reproduced the bug" in gap
+    assert "`patchlane bisect gap --since 1.2 --until 1.8`" in gap
+
+    after = report(project, capsys, "--bisect-budget", "10")
+    [ran] = after["bisections"]["ran"]
+    assert ran["command"] == "patchlane bisect gap --since 1.2 --until 1.8"
+    # from the recorded broken 1.2: the newest end, then a binary search of the gap
+    assert (ran["status"], ran["floor"]) == ("found", "toylib>=1.6") and ran["runs"] <= 4
+    verdict = verdict_of(after, "gap")
+    assert verdict["floors"] == ["toylib>=1.6"]
+    assert not [f for f in verdict["flags"] if "may not be minimal" in f["text"]]

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from retire.branches import autodrop
+from retire.branches.options import ApplyOptions
 from retire.branches.retirement import plans
 from retire.core import uv
 from retire.evidence.floor import Floor
@@ -160,7 +161,9 @@ class LaneShop:
 
     def apply(self, *verdicts: Verdict, **options) -> list[autodrop.DropOutcome]:
         manifests = {m.id: m for m in discover(self.root / "shims")}
-        return autodrop.apply(self.root, plans(verdicts, manifests, []), open_prs=False, **options)
+        return autodrop.apply(
+            self.root, plans(verdicts, manifests, []), ApplyOptions(open_prs=False, **options)
+        )
 
 
 @pytest.fixture
@@ -640,7 +643,7 @@ def test_a_matrix_file_is_edited_only_when_every_cell_leaves(tmp_path):
 
     # one cell holds: the other cannot go alone (defensive: the rules already say keep)
     coupled = plan_of(cell("mx-1", LaneStep.DROP), cell("mx-2", LaneStep.HOLD))
-    [outcome] = autodrop.apply(root, [coupled], open_prs=False)
+    [outcome] = autodrop.apply(root, [coupled], ApplyOptions(open_prs=False))
     assert outcome.status == "blocked" and "retire" not in git(root, "branch", "--list")
     [mx1] = [m for m in outcome.lanes if m.lane == "mx-1"]
     assert (
@@ -649,7 +652,7 @@ def test_a_matrix_file_is_edited_only_when_every_cell_leaves(tmp_path):
     )
     # every cell leaves: the file is edited once, the folder goes
     both = plan_of(cell("mx-1", LaneStep.DROP), cell("mx-2", LaneStep.DROP))
-    [outcome] = autodrop.apply(root, [both], open_prs=False)
+    [outcome] = autodrop.apply(root, [both], ApplyOptions(open_prs=False))
     assert outcome.status == "proposed" and outcome.folder_removed is True
     assert outcome.lane_changes == ("lanes/mx.toml: dropped shim toylib_add",)
     text = git(root, "show", f"{BRANCH}:lanes/mx.toml") + "\n"

@@ -28,7 +28,7 @@ from retire.evidence.values import (
 from retire.lanes.model import IndexSpec, Lane, LanePolicy
 from retire.lanes.revisions import Revision
 from retire.locks.trial import RaiseTrial
-from retire.verdicts.actions import Bisect, RunLane
+from retire.verdicts.actions import Bisect, LockLanes, RunLane
 from retire.verdicts.gather import GatherOptions, gather
 from retire.verdicts.model import ShimEvidence
 from retire.verdicts.rules import decide
@@ -167,6 +167,10 @@ def test_a_missing_lock_is_a_flag_and_leaves_the_lane_undecided():
     )
     assert "nox -s lock" in flags(found)["probe-failed"]
     assert found.decision == "unknown" and found.action == "lock the lane: `nox -s lock -- cpu`"
+    # the lane's action, as data, is the verdict's; so is the flag's
+    assert found.next == (LockLanes(("cpu",)),)
+    [flag] = [f for f in found.flags if f.kind == "probe-failed"]
+    assert flag.action == LockLanes(("cpu",))
     (cpu,) = found.lane_verdicts
     assert cpu.step == "unknown" and cpu.locked is None
     # an exact pin in the lane's requirements stands in for the lock

@@ -10,6 +10,12 @@ runs and minutes the bisections of a weekly run may spend), ``runner`` (overlay
 envs and the reproducer run), ``cache`` (answers on disk), ``bisection`` (``bisect()`` tying them
 together, ``project_bounds``, ``list_releases``).
 
+A bug's *window* (introduced, then fixed): ``window`` (pure: both edges on any ordered history,
+looking for a broken item when none is known), ``windowresult`` (the value it ends in, with the
+commits), ``revision`` (the runner whose candidates are commits built from a mirror),
+``transitions`` (``bisect_window()``: releases first, then the commits between two adjacent
+releases' tags).
+
 The names below are loaded on first use: the CLI imports this package to build its parser, and
 every ``patchlane`` command must not pay for uv, lock and probe modules it does not run.
 """
@@ -27,6 +33,10 @@ _HOMES = {
     "options": ("BisectOptions",),
     "result": ("BisectResult",),
     "runner": ("OverlayRunner", "base_fingerprint", "inspect_base"),
+    "revision": ("RevisionRunner",),
+    "transitions": ("Source", "bisect_window"),
+    "window": ("Edge", "EdgeState", "Place", "Window", "locate_edge", "locate_window"),
+    "windowresult": ("CommitEdge", "WindowResult"),
     "search": (
         "BROKEN",
         "FIXED",
@@ -55,19 +65,30 @@ __all__ = [
     "Budget",
     "CandidateRun",
     "Candidates",
+    "CommitEdge",
+    "Edge",
+    "EdgeState",
     "Limits",
     "Meter",
     "OverlayRunner",
+    "Place",
     "ResultCache",
+    "RevisionRunner",
+    "Source",
     "State",
     "Status",
+    "Window",
+    "WindowResult",
     "base_fingerprint",
     "bisect",
+    "bisect_window",
     "broken_evidence",
     "choose_bounds",
     "find_boundary",
     "inspect_base",
     "list_releases",
+    "locate_edge",
+    "locate_window",
     "project_bounds",
     "select_candidates",
 ]

@@ -223,8 +223,8 @@ def project_bounds(
     from retire.locks import locking
 
     distribution = manifest.target.distribution
-    if every or since:
-        return choose_bounds(distribution, (), since=since, until=until, every=every)
+    if every:
+        return choose_bounds(distribution, (), until=until, every=True)
     target = canonicalize_name(distribution)
     lane_locks = {}
     for lane in lanefile.project_lanes(project) if project.lanes_dir.is_dir() else ():
@@ -246,7 +246,7 @@ def project_bounds(
         affected=manifest.target.affected,
         releases=versions,
     )
-    return choose_bounds(distribution, evidence, until=until)
+    return choose_bounds(distribution, evidence, since=since, until=until)
 
 
 def list_releases(

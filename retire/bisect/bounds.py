@@ -119,12 +119,21 @@ def choose_bounds(
     every: bool = False,
 ) -> Bounds:
     """The range: ``since`` (or every release with ``every``) overrides the evidence's lower
-    bound."""
+    bound; with ``since``, the newest evidence inside the range is still the broken release the
+    search starts from (``known_broken``)."""
     upto = f", up to --until {until}" if until else ""
     if every:
         return Bounds(None, until, note=f"every release (--all){upto}")
     if since:
-        return Bounds(since, until, note=f"from --since {since}{upto}")
+        # evidence inside the range is the broken release a window search starts from
+        inside = [e for e in evidence if _within(e.version, since, until)]
+        found = max(inside, key=lambda e: Version(public(e.version)), default=None)
+        if found is None:
+            return Bounds(since, until, note=f"from --since {since}{upto}")
+        why = found.describe(distribution)
+        return Bounds(
+            since, until, public(found.version), why, f"from --since {since}{upto}; {why}"
+        )
     newest = max(evidence, key=lambda e: Version(public(e.version)), default=None)
     if newest is None:
         return Bounds(
@@ -132,6 +141,14 @@ def choose_bounds(
         )
     version, why = public(newest.version), newest.describe(distribution)
     return Bounds(version, until, version, why, f"from {why}{upto}")
+
+
+def _within(version: str, since: str, until: str | None) -> bool:
+    try:
+        v = Version(public(version))
+        return Version(public(since)) <= v and (until is None or v <= Version(public(until)))
+    except InvalidVersion:
+        return False
 
 
 def _versions(texts: Iterable[str]) -> list[Version]:

@@ -51,6 +51,7 @@ from retire.evidence.validation import Mode, RunOutcome, ValidationRecord
 from retire.locks.failures import UNREACHABLE_MARKERS
 from retire.probes.records import BISECT_LANE
 from retire.runs import envs
+from retire.runs.isolation import Isolation
 from shims.model import ShimManifest
 
 if TYPE_CHECKING:
@@ -181,7 +182,11 @@ class OverlayRunner:
         #: What the base launcher imports once: the reproducer's preloads, less the target's own
         #: package.
         self.preload = tuple(m for m in manifest.reproducer.preload if m.split(".")[0] != top)
-        self.isolation = isolation or ("launcher" if self.preload else "process")
+        self.isolation = (
+            Isolation(isolation)
+            if isolation
+            else (Isolation.LAUNCHER if self.preload else Isolation.PROCESS)
+        )
         # started at the first fresh run, so a cached bisection starts nothing
         self.launcher: Launcher | None = None
         self.say = say or (lambda message: None)
@@ -267,7 +272,15 @@ class OverlayRunner:
         record = self._recorded(record, version)
         if self.on_record is not None:
             self.on_record(record)
+        return self.read(record, version)
+
+    def read(self, record: ValidationRecord, version: str) -> CandidateRun:
+        """How the run on ``version`` reads for the search."""
         return _read(record, version, self.distribution)
+
+    def requirement(self, version: str) -> str:
+        """What uv installs as the candidate ``version``."""
+        return f"{self.distribution}=={version}"
 
     def _recorded(self, record: ValidationRecord, version: str) -> ValidationRecord:
         """The record with what the overlay was: the installed release (also in ``versions`` when
@@ -290,7 +303,7 @@ class OverlayRunner:
         from retire.runs.launcher import Launcher
         from retire.runs.reproduce import child_environment
 
-        if self.isolation != "launcher":
+        if self.isolation != Isolation.LAUNCHER:
             return None
         if self.launcher is None:
             self.launcher = Launcher(
@@ -343,12 +356,12 @@ class OverlayRunner:
             "--python",
             str(python),
             "--no-deps",
-            f"{self.distribution}=={version}",
+            self.requirement(version),
         ]
         if self.index_url:
             args[2:2] = ["--default-index", self.index_url]
         try:
-            envs.run_uv(args, f"cannot install {self.distribution}=={version}")
+            envs.run_uv(args, f"cannot install {self.requirement(version)}")
         except envs.BuildError as exc:
             raise _InstallFailed(str(exc), exc.detail) from None
         return python

@@ -44,6 +44,7 @@ from retire.branches import guards, proposals
 from retire.branches.dropmessage import TRAILER, commit_message, kept_moves, pr_body, title
 from retire.branches.dropplan import BRANCH_PREFIX, DropPlan
 from retire.branches.lanemoves import LaneMove, TreeEdit, lock_versions, move_lanes
+from retire.branches.options import ApplyOptions
 from retire.branches.proposals import BranchStatus
 from retire.core import uv
 from retire.core.atomic import atomic_write
@@ -445,39 +446,35 @@ def _check_faults(repo: Path, project: Project, base_commit: str) -> None:
     )
 
 
+DEFAULT_APPLY = ApplyOptions()
+
+
 def apply(
     project: str | os.PathLike[str],
     plans: Iterable[DropPlan],
+    options: ApplyOptions = DEFAULT_APPLY,
     *,
-    base: str = "HEAD",
-    open_prs: bool = True,
-    repository: str | None = None,
-    api_base: str | None = None,
-    remote: str = "origin",
-    client: httpx.Client | None = None,
-    token: str | None = None,
     on_step: Callable[[str, str], None] | None = None,
-    pr_base: str | None = None,
-    mirrors: MirrorLookup | None = None,
-    host: uv.HostIndexes | None = None,
 ) -> list[DropOutcome]:
     """Propose one branch per plan. Never touches the checkout; never merges.
 
-    ``mirrors`` (this host's git mirrors, for lanes pinned to revisions) and ``host`` (the index
-    URLs; default: this host's uv configuration) reach every re-lock the branches make.
+    ``options.mirrors`` (this host's git mirrors, for lanes pinned to revisions) and
+    ``options.host`` (the index URLs; default: this host's uv configuration) reach every re-lock
+    the branches make.
 
     With ``open_prs``, a token (``token`` or ``GITHUB_TOKEN``/``GH_TOKEN``) and a ``repository``
     (``owner/name``), each new or existing branch is pushed to ``remote`` (never forced) and a
     pull request is found or opened against ``pr_base`` (default: the branch ``base`` names, else
     ``main``).
     """
+    o = options
     repo = toplevel(project)
-    base_commit, base_branch = proposals.base_of(repo, base, pr_base)
+    base_commit, base_branch = proposals.base_of(repo, o.base, o.pr_base)
     plans = list(plans)
     if plans:
         _check_faults(repo, Project(Path(project)), base_commit)
-    ctx = _Context(repo, base_commit, base_branch, on_step, mirrors, host)
-    target = _PullRequestTarget(base_branch, repository, api_base, remote, client, token)
+    ctx = _Context(repo, base_commit, base_branch, on_step, o.mirrors, o.host)
+    target = _PullRequestTarget(base_branch, o.repository, o.api_base, o.remote, o.client, o.token)
     outcomes = []
     # one proposing run per repository at a time; every output checked before the first change
     with proposals.session(repo, [plan.branch for plan in plans]):
@@ -486,7 +483,7 @@ def apply(
                 outcome = _propose(ctx, plan)
             except (AbortedError, GitError) as exc:
                 outcome = DropOutcome(plan.shim_id, plan.branch, DropStatus.ABORTED, str(exc))
-            if outcome.ok and open_prs:
+            if outcome.ok and o.open_prs:
                 outcome = _open_pull_request(repo, plan, outcome, target)
             outcomes.append(outcome)
     return outcomes

@@ -34,6 +34,7 @@ from typing import Any
 from retire.bisect.budget import Budget, Meter
 from retire.bisect.culprit import Culprit
 from retire.branches import breaks, proposals
+from retire.branches.options import BumpOptions
 from retire.branches.proposals import BranchStatus
 from retire.core import mdsafe, uv
 from retire.core.atomic import atomic_write
@@ -517,37 +518,29 @@ def _find_breaks(
     return updated
 
 
+DEFAULT_BUMP = BumpOptions()
+
+
 def bump(
     root: Path,
+    options: BumpOptions = DEFAULT_BUMP,
     *,
-    lanes: Sequence[str] = (),
-    packages: Sequence[str] = (),
-    cooldown_days: int = 7,
-    now: _dt.datetime | None = None,
-    base: str = "HEAD",
-    run_suites: bool = True,
-    open_pr: bool = False,
-    repository: str | None = None,
-    api_base: str | None = None,
-    pr_base: str | None = None,
-    release_notes_links: bool = True,
     say: Callable[[str], None] = lambda line: None,
-    mirrors: MirrorLookup | None = None,
-    host: uv.HostIndexes | None = None,
-    culprit_budget: Budget | None = None,
 ) -> BumpResult:
-    """Propose the bump branch (the module docstring says how). ``mirrors`` and ``host`` reach
-    every re-lock: this host's git mirrors for lanes pinned to revisions, the index URLs."""
-    if cooldown_days < 0:
+    """Propose the bump branch (the module docstring says how). ``options.mirrors`` and
+    ``options.host`` reach every re-lock: this host's git mirrors for lanes pinned to revisions,
+    the index URLs."""
+    o = options
+    if o.cooldown_days < 0:
         raise InputError(None, "--cooldown", "must be zero or more days", "e.g. --cooldown 7")
     repo = toplevel(root)
-    now = now or times.now()
+    now = o.now or times.now()
     all_lanes = lanefile.project_lanes(Project(repo))
-    selected = [lane.name for lane in lanefile.select(all_lanes, list(lanes))]
-    upgrades = tuple(packages)
-    cutoff = cutoff_for(now, cooldown_days)
-    base_commit, base_branch = proposals.base_of(repo, base, pr_base)
-    branch = branch_name(selected, not lanes, now.date())
+    selected = [lane.name for lane in lanefile.select(all_lanes, list(o.lanes))]
+    upgrades = o.packages
+    cutoff = cutoff_for(now, o.cooldown_days)
+    base_commit, base_branch = proposals.base_of(repo, o.base, o.pr_base)
+    branch = branch_name(selected, not o.lanes, now.date())
     identity = hashlib.sha256(
         json.dumps([base_commit, selected, upgrades, cutoff.isoformat()]).encode()
     ).hexdigest()[:16]
@@ -555,10 +548,10 @@ def bump(
     work_state = _Work()
     with proposals.session(repo), make_client() as client:
         # the index: bump re-locks from it anyway
-        fetcher = Fetcher(client) if release_notes_links else None
+        fetcher = Fetcher(client) if o.release_notes_links else None
         request = _BumpRequest(
-            tuple(selected), upgrades, cutoff, run_suites, base_commit, records, say, fetcher,
-            mirrors, host, culprit_budget, repo,
+            tuple(selected), upgrades, cutoff, o.run_suites, base_commit, records, say, fetcher,
+            o.mirrors, o.host, o.culprit_budget, repo,
         )  # fmt: skip
         made = proposals.propose_branch(
             repo,
@@ -577,7 +570,7 @@ def bump(
     body = pr_body(lane_results, cutoff=cutoff, packages=upgrades, suites_ran=work_state.suites_ran)
     body_path = proposals.save_body(repo, branch, body)
     result = BumpResult(branch, BranchStatus.PROPOSED, "", lane_results, str(body_path))
-    if open_pr:
+    if o.open_pr:
         bumped = ", ".join(b.lane for b in lane_results if b.status == BumpStatus.BUMPED)
         title = f"Bump locks: {bumped} ({now.date()})"
         status, url = proposals.open_pull_request(
@@ -586,8 +579,8 @@ def bump(
             base_branch=base_branch,
             title=title,
             body=body,
-            repository=repository,
-            api_base=api_base,
+            repository=o.repository,
+            api_base=o.api_base,
         )
         result = dataclasses.replace(result, pr_status=status, pr_url=url)
     return result

@@ -1,21 +1,23 @@
-"""``patchlane bisect``: the first release of a shim's target in which its reproducer stops
-reproducing."""
+"""``patchlane bisect``: a bug's window on a shim's target — the releases, and the commits, that
+introduced and fixed it."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from retire.bisect.budget import Budget, Meter
-from retire.bisect.search import CandidateRun, Limits, Status
+from retire.bisect.search import NOT_APPLICABLE, UNKNOWN, CandidateRun, Limits, Status
+from retire.bisect.window import DEFAULT_SAMPLE, EdgeState
 from retire.commands.base import (
     Command,
     ExitCode,
     Level,
+    add_mirrors_option,
     emit_json,
     positive_float,
     positive_int,
@@ -26,31 +28,29 @@ from retire.core.project import Project
 from retire.verdicts.actions import Bisect
 
 if TYPE_CHECKING:
-    from retire.bisect.result import BisectResult
+    from retire.bisect.windowresult import WindowResult
     from retire.report.model import BisectionRan, Bisections
     from retire.verdicts.model import Verdict
 
 DESCRIPTION = (
-    "Find the first release of a shim's target in which its reproducer (run without the shim) "
-    "stops "
-    "reproducing: a binary search over the index's releases (yanked ones skipped), one overlay env "
-    "per "
-    "candidate. By default the range starts at the newest release the project has evidence is "
-    "broken — "
-    "a without-shim BUG_REPRODUCED record of the shim (any lane, any host), the lock of a lane "
-    "that "
-    "recorded the bug, or the upper bound of the manifest's [target] affected — and ends at the "
-    "newest "
-    "release; the output says which evidence set it. A candidate the reproducer cannot run against "
-    "(SKIPPED, an ImportError, no installable file for this interpreter) is not applicable: "
-    "stepped over "
-    "and reported apart; crashes and timeouts are unknown and never guessed through. Every fresh "
-    "run is "
-    "recorded in the validation manifest (lane 'bisect', or 'bisect:LANE' with --lane) so verdicts "
-    "use "
-    "it; answers are cached, and a cached answer is neither re-run nor re-recorded. Exit 0 when "
-    "the "
-    "boundary is found, 1 otherwise."
+    "Find the bug's window on a shim's target: the release that introduced it (first broken after "
+    "a clean one) and the release that fixed it (first clean after a broken one), each by a binary "
+    "search over the index's releases (yanked ones skipped), one overlay env per candidate; then, "
+    "where the target's repository is mirrored (a lane's revision of it, else the shim's links), "
+    "the commits between the two adjacent releases' tags (first-parent; each candidate the package "
+    "built by uv from the mirror at that commit), naming the commit, its subject, date and pull "
+    "request. By default the range starts at the newest release the project has evidence is "
+    "broken — a without-shim BUG_REPRODUCED record of the shim (any lane, any host), the lock of a "
+    "lane that recorded the bug, or the upper bound of the manifest's [target] affected — and ends "
+    "at the newest release; the output says which evidence set it. With none, every release is "
+    "searched: the newest first, then a spread-out sample of older ones (--sample), and when none "
+    "reproduces the output says what ran and what would decide it. A candidate the reproducer "
+    "cannot run against (SKIPPED, an ImportError, no installable file for this interpreter) is not "
+    "applicable: stepped over and reported apart; crashes and timeouts are unknown and never "
+    "guessed through. A target with compiled sources or no build file stops at the release edge, "
+    "saying so. Every fresh run is recorded in the validation manifest (lane 'bisect', or "
+    "'bisect:LANE' with --lane) so verdicts use it; answers are cached, and a cached answer is "
+    "neither re-run nor re-recorded. Exit 0 when the first fixed release is found, 1 otherwise."
 )
 
 
@@ -115,6 +115,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="stop after N candidates the reproducer cannot run against (default: %(default)s)",
     )
+    p.add_argument(
+        "--sample",
+        type=positive_int,
+        default=DEFAULT_SAMPLE,
+        metavar="N",
+        help="with no broken release on record and the newest clean, try at most N older "
+        "releases (spread out, above crashes first) to find one (default: %(default)s)",
+    )
+    add_mirrors_option(p, used_for="following an edge into the commits between two releases")
     p.add_argument(
         "--cache", type=Path, help="result cache folder (default: .patchlane/cache/bisect)"
     )
@@ -213,6 +222,10 @@ class BisectRequest:
     limits: Limits = field(default_factory=Limits)
     cache: Path | None = None
     record: bool = True
+    # how many older releases the search for a broken one may try
+    sample: int = DEFAULT_SAMPLE
+    # the folder of git mirrors (default: patchlane.toml's)
+    mirrors: Path | None = None
 
     @classmethod
     def of_arguments(cls, args: argparse.Namespace) -> BisectRequest:
@@ -232,6 +245,8 @@ class BisectRequest:
             Limits(args.max_unknown, args.max_not_applicable),
             args.cache,
             args.record,
+            args.sample,
+            args.mirrors,
         )
 
     @classmethod
@@ -242,17 +257,41 @@ class BisectRequest:
         return cls(action.shim, since, until)
 
 
+def _progress(
+    distribution: str, count: Callable[[CandidateRun], None] | None
+) -> Callable[[int, CandidateRun], None]:
+    """One line per candidate consulted (a commit by its short sha); ``count`` sees each run."""
+
+    def progress(step: int, run: CandidateRun) -> None:
+        if count is not None:
+            count(run)
+        note = " (cached)" if run.cached else f" {run.duration_s:.2f}s"
+        extra = f" — {run.detail}" if run.detail and not run.conclusive else ""
+        label = run.version[:12] if len(run.version) == 40 else run.version
+        say(
+            f"  [{step}] {distribution} {label}: {run.state} ({run.outcome}){note}{extra}",
+            level=Level.PROGRESS,
+        )
+
+    return progress
+
+
 def bisection(
     project: Project,
     args: BisectRequest,
     *,
     stop: Callable[[], str | None] | None = None,
     count: Callable[[CandidateRun], None] | None = None,
-) -> BisectResult:
-    """The bisection ``args`` asks for, as ``patchlane bisect`` runs it: the range from the
-    project's evidence, every fresh run recorded unless ``--no-record``. ``stop`` and ``count``
-    are a budget's (:class:`retire.bisect.Meter`)."""
-    from retire.bisect import BisectOptions, bisect, list_releases, project_bounds
+) -> WindowResult:
+    """The bisection ``args`` asks for, as ``patchlane bisect`` runs it: the bug's window on the
+    target's releases in the range the project's evidence sets (every release when none: the
+    search looks for a broken one), continued into the commits of the target's mirror; every
+    fresh run recorded unless ``--no-record``. ``stop`` and ``count`` are a budget's
+    (:class:`retire.bisect.Meter`)."""
+    from retire.bisect import BisectOptions, list_releases, project_bounds
+    from retire.bisect.placing import lane_places
+    from retire.bisect.sources import project_source
+    from retire.bisect.transitions import bisect_window
     from retire.probes.records import bisection_lane
     from retire.runs.packing import on_gpus
 
@@ -279,16 +318,8 @@ def bisection(
         level=Level.PROGRESS,
     )
 
-    def progress(step: int, run: CandidateRun) -> None:
-        if count is not None:
-            count(run)
-        note = " (cached)" if run.cached else f" {run.duration_s:.2f}s"
-        extra = f" — {run.detail}" if run.detail and not run.conclusive else ""
-        say(
-            f"  [{step}] {distribution} {run.version}: {run.state} ({run.outcome}){note}{extra}",
-            level=Level.PROGRESS,
-        )
-
+    progress = _progress(distribution, count)
+    source = project_source(project, manifest, folder=args.mirrors)
     options = BisectOptions(
         yanked=frozenset(yanked),
         include_prereleases=args.include_prereleases,
@@ -304,31 +335,52 @@ def bisection(
         isolation=args.isolation,
     )
     # its candidates run on GPUs of their own, as lanes do (docs/commands.md, GPUs)
-    return on_gpus(manifest.reproducer.gpu_needs, bisect, say=lambda line: say(f"  {line}"))(
+    result = on_gpus(
+        manifest.reproducer.gpu_needs, bisect_window, say=lambda line: say(f"  {line}")
+    )(
         manifest,
         versions,
         options,
+        source=source,
+        sample=args.sample,
         on_step=progress,
         on_note=lambda line: say(f"  {line}", level=Level.PROGRESS),
         stop=stop,
     )
+    return replace(result, lanes=lane_places(project, manifest, result, source))
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
     result = bisection(project, BisectRequest.of_arguments(args))
     if args.json:
         emit_json(result.to_dict())
-    else:
-        say(result.summary())
-        if result.floor:
-            say(f"proposed retirement floor: {result.floor}")
-        for run in (*result.not_applicable, *result.unknown):
+        return ExitCode.OK if result.status == Status.FOUND else ExitCode.FAILED
+    say(result.summary())
+    if result.floor:
+        say(f"proposed retirement floor: {result.floor}")
+    if (fixed := result.fix_commit) is not None and result.first_fixed:
+        say(f"fixed by {fixed.describe()}, first released in {result.first_fixed}")
+    elif (branch := result.unreleased) is not None and branch.commit is not None:
+        say(f"fixed on {branch.branch} at {branch.commit.describe()}, in no release yet")
+    window = result.window
+    # the range was cut below (evidence, --since): where it came in lies further down
+    if window.introduced.state == EdgeState.OPEN and result.candidates.out_of_range:
+        say(
+            f"introduced: the range starts at {window.introduced.after}, broken there — "
+            "`--all` searches the older releases for the one that brought the bug in"
+        )
+    for lane in result.lanes:
+        say(lane.says)
+    for step in result.decide(args.shim):
+        say(f"to decide it: {step}")
+    for run in result.window.runs:
+        if run.state in (NOT_APPLICABLE, UNKNOWN):
             say(f"{run.state}: {run.version} ({run.outcome}) {run.detail}")
-        if args.record:
-            say(
-                f"recorded {result.records_added} run(s) in "
-                f"{project.validation.relative_to(project.root)}"
-            )
+    if args.record:
+        say(
+            f"recorded {result.records_added} run(s) in "
+            f"{project.validation.relative_to(project.root)}"
+        )
     return ExitCode.OK if result.status == Status.FOUND else ExitCode.FAILED
 
 
@@ -437,7 +489,7 @@ def candidate_bisections(
 
 COMMAND = Command(
     "bisect",
-    "find the first release in which a shim's reproducer stops reproducing",
+    "find a bug's window: the releases and commits that introduced and fixed it",
     add_arguments,
     run,
     DESCRIPTION,

@@ -79,13 +79,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(project: Project, args: argparse.Namespace) -> int:
     from retire.branches.bump import bump
+    from retire.branches.options import BumpOptions
     from retire.commands.retire import relock_locations
 
     mirrors, host = relock_locations(project, args)
-    result = bump(
-        project.root,
-        lanes=args.lanes,
-        packages=args.package,
+    options = BumpOptions(
+        lanes=tuple(args.lanes),
+        packages=tuple(args.package),
         cooldown_days=args.cooldown,
         now=args.now,
         base=args.base,
@@ -93,11 +93,11 @@ def run(project: Project, args: argparse.Namespace) -> int:
         open_pr=not args.no_pr,
         repository=args.repo,
         api_base=args.api_url,
-        say=lambda line: say(line, level=Level.PROGRESS),
         mirrors=mirrors,
         host=host,
         culprit_budget=_culprit_budget(args),
     )
+    result = bump(project.root, options, say=lambda line: say(line, level=Level.PROGRESS))
     for lane in result.lanes:
         for culprit in lane.culprits:
             say(f"  culprit: {culprit.line()}")

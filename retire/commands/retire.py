@@ -53,6 +53,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     if not args.apply:
         return report.run(project, args)
     from retire.branches import autodrop
+    from retire.branches.options import ApplyOptions
 
     todo = _plans_from_files(args.plan) if args.plan else _plans_from_verdicts(project, args)
     if not todo:
@@ -61,18 +62,21 @@ def run(project: Project, args: argparse.Namespace) -> int:
             emit_json({"ok": True, "proposals": []})
         return ExitCode.OK
     mirrors, host = relock_locations(project, args)
-    outcomes = autodrop.apply(
-        project.root,
-        todo,
+    options = ApplyOptions(
         base=args.base,
         open_prs=not args.no_pr,
         repository=args.repo,
         api_base=args.api_url,
         remote=args.remote,
         pr_base=args.pr_base,
-        on_step=lambda shim, step: say(f"  {shim}: {step}", level=Level.PROGRESS),
         mirrors=mirrors,
         host=host,
+    )
+    outcomes = autodrop.apply(
+        project.root,
+        todo,
+        options,
+        on_step=lambda shim, step: say(f"  {shim}: {step}", level=Level.PROGRESS),
     )
     for o in outcomes:
         pr = (

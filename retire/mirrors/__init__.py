@@ -2,6 +2,8 @@
 
 ``config`` says which mirror answers for which repository (``patchlane.toml``;
 ``project_mirrors`` loads a project's), ``repo`` reads one (the commit that landed a pull
-request, the release tags that contain a commit, branch tips, freshness), and ``sync`` fetches
-them where the network allows (``patchlane mirrors sync``).
+request, the release tags that contain a commit, branch tips, freshness), ``history`` lists the
+first-parent commits between two release tags with their pull requests (and whether the package
+builds from source cheaply there), and ``sync`` fetches them where the network allows
+(``patchlane mirrors sync``).
 """

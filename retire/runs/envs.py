@@ -19,6 +19,7 @@ finished env (which costs an audit), instead of tearing down a venv still being 
 from __future__ import annotations
 
 import contextlib
+import enum
 import hashlib
 import json
 import os
@@ -83,13 +84,21 @@ class EnvInfo(TypedDict):
     packages: dict[str, str]
 
 
+class EnvKind(enum.StrEnum):
+    """How a lane environment is built (the module docstring says more)."""
+
+    #: a fresh venv with the whole lock synced
+    FULL = "full"
+    #: a venv over a base interpreter's site-packages, with what the lock adds or changes
+    OVERLAY = "overlay"
+
+
 @dataclass(frozen=True)
 class LaneEnv:
     lane: str
     path: Path
     python: Path
-    # "full" | "overlay"
-    kind: str
+    kind: EnvKind
     python_version: str
     # canonical name → version, base included
     installed: dict[str, str] = field(default_factory=dict)
@@ -533,7 +542,7 @@ def _finish(plan: _Plan, venv: _Venv, learnt: _Learnt, state: dict) -> LaneEnv:
         lane=plan.lane.name,
         path=plan.path,
         python=venv.python,
-        kind="overlay" if plan.overlay else "full",
+        kind=EnvKind.OVERLAY if plan.overlay else EnvKind.FULL,
         python_version=info["python"],
         installed=info["packages"],
         base=venv.base["packages"] if venv.base is not None else {},

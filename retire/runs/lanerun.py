@@ -53,6 +53,7 @@ from retire.runs.guards import GuardRun, guards_for, judge_guard
 from retire.runs.launcher import (
     ISOLATIONS,
     PROTOCOL_MODULES,
+    Isolation,
     Launcher,
     common_environment,
     preload_of,
@@ -100,8 +101,8 @@ class LaneRun:
     env: envs.LaneEnv | None = None
     shims: tuple[ShimRun, ...] = ()
     seconds: float = 0.0
-    # how its reproducers ran: process | launcher (see --isolation)
-    isolation: str = "process"
+    # how its reproducers ran (see --isolation)
+    isolation: Isolation = Isolation.PROCESS
     # why a launcher lane fell back to process isolation
     note: str = ""
     # the retired shims' reproducers this lane still runs (retire.runs.guards)
@@ -340,7 +341,7 @@ def _run_built(
         env=env,
         shims=results,
         seconds=time.monotonic() - started,
-        isolation="launcher" if launcher is not None else "process",
+        isolation=Isolation.LAUNCHER if launcher is not None else Isolation.PROCESS,
         note=_launcher_note(launcher),
         guards=guarded,
     )
@@ -687,7 +688,7 @@ def from_summary(data: dict) -> LaneRun:
             for s in data.get("shims", [])
         ),
         seconds=data.get("seconds", 0.0),
-        isolation=data.get("isolation", "process"),
+        isolation=Isolation(data.get("isolation", "process")),
         note=data.get("note", ""),
         guards=tuple(
             GuardRun(data["lane"], g["guard"], g["outcome"], g.get("why", ""))

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Self
 
 from retire.evidence.validation import ValidationRecord
+from retire.runs.isolation import ISOLATIONS, Isolation
 from retire.runs.reaper import REAPER, TOKEN_ENV
 from retire.runs.reproduce import (
     finished_run,
@@ -50,14 +51,14 @@ from shims.model import ShimManifest
 __all__ = [
     "ISOLATIONS",
     "PROTOCOL_MODULES",
+    "Isolation",
     "Launcher",
     "common_environment",
     "preload_of",
     "shadowing",
 ]
 
-#: ``--isolation`` values: one interpreter per run, or forks of one per lane.
-ISOLATIONS = ("process", "launcher")
+
 #: What every reproducer imports (the protocol's own module, its argument parser, and the module
 #: that starts a run's own Python children through the launcher): always preloaded.
 PROTOCOL_MODULES = ("shims.reproducer", "argparse", "shims.child")

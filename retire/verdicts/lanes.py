@@ -36,7 +36,7 @@ from retire.evidence.validation import FIXED, RunOutcome
 from retire.evidence.values import Ancestry, ExecutionEvidence, ExecutionHistory, ProbeFailure
 from retire.lanes.model import Lane, LanePolicy
 from retire.lanes.revisions import Revision
-from retire.verdicts.actions import LockLanes, RunLane
+from retire.verdicts.actions import LockLanes, NextAction, RunLane
 from retire.verdicts.execution import built_from, runs_phrase
 from retire.verdicts.model import Decision, LaneStep, LaneVerdict, ShimEvidence
 from retire.verdicts.used import Used
@@ -89,6 +89,8 @@ class _Position:
     why: str
     action: str | None = None
     revision: Revision | None = None
+    # the commands ``action`` names, as data
+    next: tuple[NextAction, ...] = ()
 
 
 def _requirement(lane: Lane, dist: str) -> Requirement | None:
@@ -123,6 +125,7 @@ def _lock_the_lane(lane: Lane, what: str) -> _Position:
         None,
         f"the lane has no lock and no exact pin of {what}",
         f"lock the lane: `{LockLanes((lane.name,))}`",
+        next=(LockLanes((lane.name,)),),
     )
 
 
@@ -196,7 +199,9 @@ def _revision_position(
         reason = found.reason if isinstance(found, ProbeFailure) else "not looked up"
         why = f"{locked} is not placed among releases ({reason}) and has no run"
         action = f"{_run_the_lane(lane)}, or sync the mirror of {revision.repository}"
-        return _Position(dist, floor, _At.UNKNOWN, locked, why, action, revision)
+        return _Position(
+            dist, floor, _At.UNKNOWN, locked, why, action, revision, (RunLane(lane.name),)
+        )
     reaches = found.reaches(floor)
     newest = f"newest release it contains: {found.contains[0]}" if found.contains else "none"
     if reaches is True:
@@ -211,7 +216,9 @@ def _revision_position(
         f"{locked} contains no release ≥ {floor} ({newest}) and no release ≤ {floor} contains "
         f"it (it left the release line); no run without the shim on it"
     )
-    return _Position(dist, floor, _At.UNKNOWN, locked, why, _run_the_lane(lane), revision)
+    return _Position(
+        dist, floor, _At.UNKNOWN, locked, why, _run_the_lane(lane), revision, (RunLane(lane.name),)
+    )
 
 
 def _positions(lane: Lane, ruling: ShimRuling, ev: ShimEvidence, used: Used) -> list[_Position]:
@@ -319,7 +326,9 @@ def _lane_step(lane: Lane, ruling: ShimRuling, ev: ShimEvidence, used: Used) -> 
         return _verdict(lane, LaneStep.KEEP, by[_At.BUG][0].why, locked)
     if by[_At.UNKNOWN]:
         first = by[_At.UNKNOWN][0]
-        return _verdict(lane, LaneStep.UNKNOWN, first.why, locked, action=first.action)
+        return _verdict(
+            lane, LaneStep.UNKNOWN, first.why, locked, action=first.action, next=first.next
+        )
     below = by[_At.BELOW]
     if not below:
         why = "; ".join(p.why for p in positions) or "no floor to reach"

@@ -170,6 +170,8 @@ class LaneVerdict:
     until: str | None = None
     # unknown: the one thing that would decide it
     action: str | None = None
+    # the commands ``action`` names, as data (not in the JSON: a plan read back has none)
+    next: tuple[NextAction, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "step", LaneStep(self.step))

@@ -47,6 +47,7 @@ from retire.verdicts import execution
 from retire.verdicts.actions import Bisect, LinkUpstream, LockLanes, NextAction, RunLane
 from retire.verdicts.conditions import FAILS, HOLDS, UNDECIDED, combine, evaluate
 from retire.verdicts.execution import Found, Order, version_of
+from retire.verdicts.floorgap import floor_gap
 from retire.verdicts.lanes import ShimRuling, derive, lane_steps
 from retire.verdicts.model import (
     ConditionResult,
@@ -55,6 +56,7 @@ from retire.verdicts.model import (
     ExecutionState,
     Flag,
     FlagKind,
+    LaneVerdict,
     ShimEvidence,
     Verdict,
 )
@@ -516,6 +518,24 @@ def _newer_releases(facts: _Facts, ruling: _Ruling, used: Used) -> list[Flag]:
     ]
 
 
+def _floor_gaps(facts: _Facts, ruling: _Ruling, used: Used) -> list[Flag]:
+    """A floor the runs prove may not be minimal: the index lists releases nobody ran between the
+    newest broken run below it and it. One bisection between the two closes the gap (a hold
+    lane's "until" then names the first fixed release, proven)."""
+    releases = facts.evidence.releases.get(facts.dist)
+    if not isinstance(releases, ReleaseList) or not facts.runs.runs:
+        return []
+    available = [r.version for r in releases.available()]
+    gap = floor_gap(facts.runs, facts.dist, available, facts.order)
+    if gap is None:
+        return []
+    used.add(releases)
+    bisect = Bisect(facts.manifest.id, since=gap.last_broken, until=gap.first_clean)
+    return [
+        Flag(FlagKind.CANDIDATE, f"{gap.describe()} — one bisection closes it: `{bisect}`", bisect)
+    ]
+
+
 def _failure_flags(decision: Decision, why: str, failures: Iterable[ProbeFailure]) -> list[Flag]:
     """Every failure met is shown: in ``why`` when the decision rests on it, else as a flag."""
     return [
@@ -559,6 +579,7 @@ def decide(
     flags += ruling.flags
     flags += _conflicts(facts, ruling)
     flags += _newer_releases(facts, ruling, used)
+    flags += _floor_gaps(facts, ruling, used)
     flags += _failure_flags(decision, why, used.failures)
     flags += _upstream_flags(manifest, link_states, ruling.decision, now, stale_after_days)
     return Verdict(
@@ -573,6 +594,15 @@ def decide(
         tuple(used.failures),
         ruling.floors,
         lane_verdicts,
-        # the commands the action names, while it is the evidence's (a lane's replaces it)
-        ruling.next if action == ruling.action else (),
+        _next_actions(ruling, action, lane_verdicts),
     )
+
+
+def _next_actions(
+    ruling: _Ruling, action: str | None, lanes: Sequence[LaneVerdict]
+) -> tuple[NextAction, ...]:
+    """The commands the verdict's action names: the evidence's, or the unknown lane's whose
+    action it took."""
+    if action == ruling.action:
+        return ruling.next
+    return next((lane.next for lane in lanes if lane.action == action), ())

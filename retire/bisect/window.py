@@ -1,0 +1,485 @@
+"""A bug's window on an ordered history, pure: where it was introduced and where it was fixed.
+
+A real upstream bug is a *window*, not a threshold: one release (or commit) introduces it, a later
+one fixes it, and the history on either side is clean. :func:`locate_window` finds both edges of
+that window over any ordered history (releases, or the commits between two tags) by asking a
+``probe`` for the state of one item at a time; it never does I/O itself.
+
+- *introduced*: the first broken item after a clean one (``before`` the last clean item,
+  ``after`` the first broken);
+- *fixed*: the first clean item after a broken one (``before`` the last broken, ``after`` the
+  first clean).
+
+Either edge may be ``open`` (broken from the oldest item on, still broken at the newest),
+``unpinned`` (items that could not be told, or were not tried, lie between its two sides) or
+``unsearched`` (a budget ended the search first).
+
+With no broken item known, the search looks for one: the newest item first, then a bounded,
+spread-out sample of older ones (the middle, then the quarters, …), newer ones first at each
+level and above any crash first (old releases that crash under today's dependencies form a
+prefix). When none is found the window is *not seen*, and it says what ran and which stretches
+were never tried — never a bare "no transition".
+
+Each edge is a binary search between its two known sides, so a window whose broken item is known
+costs at most ``ceil(log2 n)`` conclusive runs per edge, plus the newest end.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from packaging.version import InvalidVersion, Version
+
+from retire.bisect.search import (
+    BROKEN,
+    FIXED,
+    NOT_APPLICABLE,
+    UNKNOWN,
+    CandidateRun,
+    Limits,
+    State,
+    _Search,
+)
+
+__all__ = [
+    "DEFAULT_SAMPLE",
+    "Edge",
+    "EdgeSearch",
+    "EdgeState",
+    "LanePlace",
+    "Place",
+    "Window",
+    "locate_edge",
+    "locate_window",
+    "spread",
+]
+
+#: How many older items the search for a broken one may try after the newest end.
+DEFAULT_SAMPLE = 8
+_LIMITS = Limits()
+
+
+class EdgeState(enum.StrEnum):
+    """How much is known of one edge of the window."""
+
+    FOUND = "found"
+    UNPINNED = "unpinned"
+    OPEN = "open"
+    UNSEARCHED = "unsearched"
+
+
+class Place(enum.StrEnum):
+    """Where an item (a lane's release or commit) stands against the window."""
+
+    BEFORE = "before"
+    INSIDE = "inside"
+    AFTER = "after"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One edge: ``before`` is the last item on the old side, ``after`` the first on the new side
+    (introduced: clean → broken; fixed: broken → clean); ``between`` what could not be told or
+    was not tried between them."""
+
+    # "introduced" | "fixed"
+    kind: str
+    state: EdgeState
+    before: str | None = None
+    after: str | None = None
+    between: tuple[str, ...] = ()
+    note: str = ""
+
+    def describe(self) -> str:
+        """One line: ``fixed in 1.6 (last broken 1.5)``, ``introduced: open (broken from 1.0)``."""
+        verb = "introduced" if self.kind == "introduced" else "fixed"
+        old = "last clean" if self.kind == "introduced" else "last broken"
+        if self.state == EdgeState.FOUND:
+            return f"{verb} in {self.after} ({old} {self.before})"
+        if self.state == EdgeState.UNPINNED:
+            return (
+                f"{verb} in {', '.join(self.between)} or {self.after} ({old} "
+                f"{self.before or 'not seen'}){_note(self.note)}"
+            )
+        if self.state == EdgeState.OPEN:
+            return f"{verb}: open{_note(self.note)}"
+        return f"{verb}: not searched{_note(self.note)}"
+
+
+def _note(note: str) -> str:
+    return f" — {note}" if note else ""
+
+
+@dataclass(frozen=True)
+class Window:
+    """Where the bug is on ``history`` (oldest first), and every run that said so.
+
+    ``seen``: a broken item is known (run here, or the evidence's ``known_broken``). When not,
+    ``reason`` says what ran and ``untried`` lists the stretches (oldest, newest) never tried."""
+
+    history: tuple[str, ...]
+    seen: bool
+    introduced: Edge
+    fixed: Edge
+    runs: tuple[CandidateRun, ...]
+    reason: str = ""
+    untried: tuple[tuple[str, str], ...] = ()
+    known_broken: str | None = None
+
+    def place(self, item: str) -> Place:
+        """Where ``item`` stands: before the window (the bug is not there yet: not needed),
+        inside it, after it (fixed), or unknown (in a stretch not pinned)."""
+        if not self.seen:
+            return Place.UNKNOWN
+        at = self._index(item)
+        if at is None:
+            return Place.UNKNOWN
+        fixed_from = self._index(self.fixed.after)
+        if self.fixed.state == EdgeState.FOUND and fixed_from is not None and at >= fixed_from:
+            return Place.AFTER
+        clean_to = self._index(self.introduced.before)
+        if self.introduced.state == EdgeState.FOUND and clean_to is not None and at <= clean_to:
+            return Place.BEFORE
+        first = self._index(self.introduced.after)
+        if self.introduced.state == EdgeState.OPEN:
+            first = 0
+        last = self._index(self.fixed.before)
+        if self.fixed.state == EdgeState.OPEN:
+            last = len(self.history) - 1
+        if first is not None and last is not None and first <= at <= last:
+            return Place.INSIDE
+        if self.fixed.state == EdgeState.UNPINNED and fixed_from is not None and at >= fixed_from:
+            return Place.AFTER
+        if self.introduced.state == EdgeState.UNPINNED and clean_to is not None and at <= clean_to:
+            return Place.BEFORE
+        return Place.UNKNOWN
+
+    def _index(self, item: str | None) -> float | None:
+        """``item``'s position in the history; a release not in it is placed by PEP 440 order,
+        half-way between its neighbours (so it is never taken for either)."""
+        if item is None:
+            return None
+        if item in self.history:
+            return self.history.index(item)
+        try:
+            wanted = Version(item)
+            order = [Version(h) for h in self.history]
+        except InvalidVersion:
+            return None
+        if wanted in order:
+            return order.index(wanted)
+        return max((i for i, v in enumerate(order) if v < wanted), default=-1) + 0.5
+
+    @property
+    def fresh_runs(self) -> int:
+        """Reproducer runs made now (cached answers cost none)."""
+        return sum(1 for r in self.runs if not r.cached and r.outcome != "env-failed")
+
+    def summary(self) -> str:
+        if not self.seen:
+            return f"window not seen: {self.reason}"
+        return f"{self.introduced.describe()}; {self.fixed.describe()}"
+
+
+@dataclass(frozen=True)
+class LanePlace:
+    """One lane against the window: what it locks (a release, or ``commit`` for a revision
+    lane), where that stands, and the sentence that says so."""
+
+    lane: str
+    version: str | None
+    commit: str | None
+    place: Place
+    says: str
+
+
+def spread(count: int) -> list[int]:
+    """Indices ``0 … count-1`` in the order a spread-out sample takes them: the middle, then the
+    quarters (the newer first), then the eighths, …; every index once."""
+    order: list[int] = []
+    seen: set[int] = set()
+    parts = 2
+    while len(order) < count:
+        for j in range(parts - 1, 0, -2):
+            i = (j * count) // parts
+            if i not in seen:
+                seen.add(i)
+                order.append(i)
+        parts *= 2
+        if parts > 4 * count:
+            order += [i for i in range(count - 1, -1, -1) if i not in seen]
+            break
+    return order
+
+
+@dataclass
+class _Locate:
+    """The state of one window search over a :class:`_Search` (its asks, states and budget)."""
+
+    s: _Search
+    limits: Limits
+    # unknowns met while sampling, not counted against the edges' tolerance
+    sampled_unknown: int = 0
+
+    def exhausted(self) -> str | None:
+        if self.s.stop is not None and (spent := self.s.stop()) is not None:
+            self.s.halted = spent
+            return spent
+        unknown = self.s.fresh(UNKNOWN) - self.sampled_unknown
+        if unknown >= self.limits.max_unknown:
+            return f"{unknown} item(s) could not be told ({self.s._listed(UNKNOWN)})"
+        if self.s.fresh(NOT_APPLICABLE) >= self.limits.max_not_applicable:
+            return f"{self.s.fresh(NOT_APPLICABLE)} item(s) are not applicable here"
+        return None
+
+    def state(self, i: int) -> State | None:
+        run = self.s.states.get(i)
+        return run.state if run is not None else None
+
+    def sample(self, below: int, count: int) -> int | None:
+        """Up to ``count`` fresh runs over ``0 … below-1``, spread out and above any crash first;
+        the first broken item's index, or None."""
+        order = spread(below)
+        spent = 0
+        while spent < count:
+            walls = [
+                i for i in self.s.states if i < below and self.state(i) in (UNKNOWN, NOT_APPLICABLE)
+            ]
+            wall = max(walls, default=-1)
+            untried = [i for i in order if i not in self.s.states]
+            if not untried:
+                return None
+            i = next((j for j in untried if j > wall), untried[0])
+            if self.s.stop is not None and (why := self.s.stop()) is not None:
+                self.s.halted = why
+                return None
+            run = self.s.ask(i)
+            spent += 0 if run.cached else 1
+            if run.state == UNKNOWN and not run.cached:
+                self.sampled_unknown += 1
+            if run.state == BROKEN:
+                return i
+        return None
+
+    def edge(self, lo: int, hi: int, low_state: State) -> tuple[int, int, str | None]:
+        """Binary-search ``(lo, hi)`` for the step from ``low_state`` at ``lo`` to the other state
+        at ``hi`` (either may be -1 / len: unknown); above walls of crashes first. Returns the
+        narrowed (lo, hi) and why it stopped early, if it did."""
+        high_state = FIXED if low_state == BROKEN else BROKEN
+        lo, hi = self._known(lo, hi, low_state, high_state)
+        while True:
+            i = self._next(lo, hi)
+            if i is None:
+                return lo, hi, None
+            if (why := self.exhausted()) is not None:
+                return lo, hi, why
+            state = self.s.ask(i).state
+            if state == low_state:
+                lo = i
+            elif state == high_state:
+                hi = i
+
+    def _known(self, lo: int, hi: int, low: State, high: State) -> tuple[int, int]:
+        """Narrow ``(lo, hi)`` by what is already known inside it (sampled runs, the cache)."""
+        for i in range(lo + 1, hi):
+            if i not in self.s.states and self.s.versions[i] in self.s.known:
+                self.s.ask(i)
+        lows = [i for i in range(lo + 1, hi) if self.state(i) == low]
+        lo = max(lows, default=lo)
+        highs = [i for i in range(lo + 1, hi) if self.state(i) == high]
+        return lo, min(highs, default=hi)
+
+    def _next(self, lo: int, hi: int) -> int | None:
+        """The untried item nearest the middle of ``(lo, hi)``, above the highest crash or
+        not-applicable item first."""
+        walls = [lo, *(i for i in range(lo + 1, hi) if i in self.s.states), hi]
+        for low, high in reversed(list(itertools.pairwise(walls))):
+            untried = [i for i in range(low + 1, high) if i not in self.s.states]
+            if untried:
+                middle = (low + high) / 2
+                return min(untried, key=lambda j: (abs(j - middle), j))
+        return None
+
+
+def locate_window(
+    history: Sequence[str],
+    probe: Callable[[str], CandidateRun],
+    *,
+    known: Mapping[str, CandidateRun] | None = None,
+    known_broken: str | None = None,
+    limits: Limits = _LIMITS,
+    sample: int = DEFAULT_SAMPLE,
+    on_run: Callable[[CandidateRun], None] | None = None,
+    stop: Callable[[], str | None] | None = None,
+) -> Window:
+    """Both edges of the bug's window on ``history`` (oldest first).
+
+    ``known``: results at hand (a cache), consulted for free. ``known_broken``: an item evidence
+    recorded elsewhere shows broken (not run again). ``sample``: how many older items the search
+    for a broken one may run when none is known and the newest is clean. ``on_run`` sees every
+    result as it is consulted; ``stop`` is asked before each run (a budget)."""
+    history = tuple(history)
+    s = _Search(history, probe, dict(known or {}), limits, on_run, stop)
+    loc = _Locate(s, limits)
+    if not history:
+        return _unseen(loc, "no candidates in the range", known_broken)
+    evidence = history.index(known_broken) if known_broken in history else None
+    newest = s.newest_end()
+    broken = [i for i, run in s.states.items() if run.state == BROKEN]
+    if evidence is None and not broken:
+        if newest is None:
+            told = s.halted or s.exhausted() or "nothing could be told broken or clean"
+            return _unseen(loc, f"the newest end could not be told: {told}", known_broken)
+        found = loc.sample(newest, sample)
+        if found is None:
+            return _unseen(loc, _not_found(loc, newest, sample), known_broken)
+        broken = [found]
+    anchors = broken + ([evidence] if evidence is not None else [])
+    lo, hi, why = loc.edge(max(anchors), len(history), BROKEN)
+    fixed = _fixed_edge(loc, lo, hi, why)
+    lo, hi, why = loc.edge(-1, min(anchors), FIXED)
+    introduced = _introduced_edge(loc, lo, hi, why)
+    return Window(history, True, introduced, fixed, tuple(s.order), known_broken=known_broken)
+
+
+def _between(loc: _Locate, lo: int, hi: int) -> tuple[list[str], bool]:
+    """(the items in ``(lo, hi)`` that are not merely not applicable, whether there are none)."""
+    items = [loc.s.versions[i] for i in range(lo + 1, hi) if loc.state(i) != NOT_APPLICABLE]
+    return items, not items
+
+
+def _fixed_edge(loc: _Locate, lo: int, hi: int, why: str | None) -> Edge:
+    history = loc.s.versions
+    unpinned, pinned = _between(loc, lo, hi)
+    if hi < len(history):
+        state = EdgeState.FOUND if pinned else EdgeState.UNPINNED
+        return Edge("fixed", state, history[lo], history[hi], tuple(unpinned), why or "")
+    if pinned:
+        return Edge(
+            "fixed",
+            EdgeState.OPEN,
+            history[lo],
+            None,
+            (),
+            f"still broken at the newest, {history[lo]}",
+        )
+    return Edge(
+        "fixed",
+        EdgeState.UNSEARCHED if why else EdgeState.UNPINNED,
+        history[lo],
+        None,
+        tuple(unpinned),
+        why or f"nothing newer than {history[lo]} was told clean",
+    )
+
+
+def _introduced_edge(loc: _Locate, lo: int, hi: int, why: str | None) -> Edge:
+    history = loc.s.versions
+    unpinned, pinned = _between(loc, lo, hi)
+    if lo >= 0:
+        state = EdgeState.FOUND if pinned else EdgeState.UNPINNED
+        return Edge("introduced", state, history[lo], history[hi], tuple(unpinned), why or "")
+    if pinned:
+        return Edge(
+            "introduced",
+            EdgeState.OPEN,
+            None,
+            history[hi],
+            (),
+            f"broken from the oldest candidate, {history[hi]}",
+        )
+    crashed = [i for i in unpinned if loc.s.states.get(history.index(i)) is not None]
+    note = why or (
+        f"nothing older was told clean (could not be told: {', '.join(crashed)})"
+        if crashed
+        else "nothing older was told clean"
+    )
+    return Edge("introduced", EdgeState.UNPINNED, None, history[hi], tuple(unpinned), note)
+
+
+def _untried(loc: _Locate) -> tuple[tuple[str, str], ...]:
+    """The stretches of the history no run reached, as (oldest, newest)."""
+    history, stretches, start = loc.s.versions, [], None
+    for i in range(len(history) + 1):
+        tried = i == len(history) or i in loc.s.states
+        if not tried and start is None:
+            start = i
+        elif tried and start is not None:
+            stretches.append((history[start], history[i - 1]))
+            start = None
+    return tuple(stretches)
+
+
+def _not_found(loc: _Locate, newest: int, sample: int) -> str:
+    """What ran, when no item reproduced the bug."""
+    runs = loc.s.order
+    told = ", ".join(f"{r.version} {_word(r)}" for r in runs)
+    why = loc.s.halted or ""
+    budget = f"; stopped: {why}" if why else f" (a sample of at most {sample} older item(s))"
+    return f"no item reproduced the bug: ran {told}{budget}"
+
+
+def _word(run: CandidateRun) -> str:
+    if run.state == FIXED:
+        return "clean"
+    if run.state == UNKNOWN:
+        return f"could not be told ({run.outcome})"
+    return str(run.state)
+
+
+def _unseen(loc: _Locate, reason: str, known_broken: str | None) -> Window:
+    return Window(
+        tuple(loc.s.versions),
+        False,
+        Edge("introduced", EdgeState.UNSEARCHED),
+        Edge("fixed", EdgeState.UNSEARCHED),
+        tuple(loc.s.order),
+        reason,
+        _untried(loc),
+        known_broken,
+    )
+
+
+@dataclass(frozen=True)
+class EdgeSearch:
+    """One edge searched on its own, and the runs that placed it."""
+
+    edge: Edge
+    runs: tuple[CandidateRun, ...]
+
+
+def locate_edge(
+    items: Sequence[str],
+    probe: Callable[[str], CandidateRun],
+    *,
+    kind: str,
+    before: str,
+    after: str,
+    known: Mapping[str, CandidateRun] | None = None,
+    limits: Limits = _LIMITS,
+    on_run: Callable[[CandidateRun], None] | None = None,
+    stop: Callable[[], str | None] | None = None,
+) -> EdgeSearch:
+    """The ``kind`` edge (``introduced`` | ``fixed``) among ``items`` (oldest first), which lie
+    strictly between two sides already known: ``before`` (clean for introduced, broken for fixed)
+    and ``after`` (the other state) — the commits between two adjacent releases, say. At most
+    ``ceil(log2(len(items) + 1))`` conclusive runs."""
+    items = tuple(items)
+    s = _Search(items, probe, dict(known or {}), limits, on_run, stop)
+    loc = _Locate(s, limits)
+    lo, hi, why = loc.edge(-1, len(items), FIXED if kind == "introduced" else BROKEN)
+    unpinned, pinned = _between(loc, lo, hi)
+    state = EdgeState.FOUND if pinned else EdgeState.UNPINNED
+    edge = Edge(
+        kind,
+        state,
+        items[lo] if lo >= 0 else before,
+        items[hi] if hi < len(items) else after,
+        tuple(unpinned),
+        why or "",
+    )
+    return EdgeSearch(edge, tuple(s.order))

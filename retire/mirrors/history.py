@@ -1,0 +1,148 @@
+"""The commits between two release tags in a mirror, as a history a bisection can search, and what
+each one is: subject, date, pull request, whether it merges a branch. Read-only.
+
+The history is git's first-parent chain from the newer tag back to (not including) the older one:
+on a branch that merges pull requests with merge commits, each merge is one step, and the pull
+request it brought in is named from its subject (``Merge pull request #N``), or from
+``refs/pull/N/head`` pointing at its second parent; a squash-merged commit names it in its subject
+(``Fix the FLCE backward (#1298)``) or is itself some ``refs/pull/N/head``.
+
+Whether the package can be built from source cheaply at a commit is read from the tree too: a
+tree with a ``pyproject.toml`` or ``setup.py`` and no compiled sources (C, C++, CUDA, Cython,
+Rust, a CMake project) is built by uv in seconds; anything else stops the search at the release
+edge, and :func:`build_obstacle` says why.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from packaging.version import InvalidVersion, Version
+
+from retire.core.git import GitError
+from retire.mirrors.repo import MirrorRepo
+
+__all__ = ["Commit", "build_obstacle", "commits_between", "release_tag"]
+
+_SQUASH = re.compile(r"\(#(\d+)\)")
+_MERGE = re.compile(r"^Merge pull request #(\d+)\b")
+_PULL_REF = re.compile(r"^refs/pull/(\d+)/head$")
+#: Files whose presence means a compiled extension: not built from source in seconds.
+_COMPILED = (".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".pyx", ".rs")
+_COMPILED_NAMES = ("CMakeLists.txt", "Cargo.toml")
+_BUILD_FILES = ("pyproject.toml", "setup.py")
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit of a release range."""
+
+    sha: str
+    subject: str
+    # committer date, ISO 8601
+    date: str
+    # the pull request it landed, when the mirror says
+    pull: int | None = None
+    # whether it merges a branch (its first parent is the step before it)
+    merge: bool = False
+
+    @property
+    def short(self) -> str:
+        return self.sha[:12]
+
+    def describe(self) -> str:
+        """``abc123def456 "Fix add() (#7)" (2026-03-01, #7)``."""
+        pull = f", #{self.pull}" if self.pull is not None else ""
+        return f'{self.short} "{self.subject}" ({self.date[:10]}{pull})'
+
+
+def release_tag(repo: MirrorRepo, version: str) -> str | None:
+    """The mirror's release tag of ``version`` (PEP 440 equal), or None."""
+    try:
+        wanted = Version(version)
+    except InvalidVersion:
+        return None
+    for tag, text in repo.tag_versions():
+        if Version(text) == wanted:
+            return tag
+    return None
+
+
+def commits_between(repo: MirrorRepo, old: str, new: str) -> tuple[Commit, ...]:
+    """First-parent commits in ``old..new`` (revisions: tags or shas), oldest first; ``new``'s
+    commit is the last. Raises GitError when either is not in the mirror."""
+    out = repo.git.run(
+        "log",
+        "--first-parent",
+        "--reverse",
+        "--format=%H%x1f%cI%x1f%P%x1f%s",
+        f"{old}^{{commit}}..{new}^{{commit}}",
+        "--",
+    )
+    pulls = _pull_heads(repo)
+    found = []
+    for line in out.splitlines():
+        sha, date, parents, subject = [*line.split("\x1f", 3), "", "", ""][:4]
+        if not sha:
+            continue
+        parent_list = parents.split()
+        found.append(
+            Commit(
+                sha, subject, date, _pull_of(sha, subject, parent_list, pulls), len(parent_list) > 1
+            )
+        )
+    return tuple(found)
+
+
+def _pull_heads(repo: MirrorRepo) -> dict[str, int]:
+    """{commit: pull request number} of every ``refs/pull/N/head`` in the mirror."""
+    try:
+        out = repo.git.run("for-each-ref", "--format=%(objectname) %(refname)", "refs/pull")
+    except GitError:
+        return {}
+    heads = {}
+    for line in out.splitlines():
+        sha, _, ref = line.partition(" ")
+        if found := _PULL_REF.match(ref):
+            heads[sha] = int(found.group(1))
+    return heads
+
+
+def _pull_of(sha: str, subject: str, parents: list[str], heads: dict[str, int]) -> int | None:
+    """The pull request a commit landed: a merge's subject or its merged head, else the number a
+    squash subject ends with, else a pull request whose head is the commit itself."""
+    if merged := _MERGE.match(subject):
+        return int(merged.group(1))
+    if len(parents) > 1 and parents[1] in heads:
+        return heads[parents[1]]
+    numbers = _SQUASH.findall(subject)
+    if numbers:
+        # a cherry-pick names the picked PR and its own last: the last is this commit's
+        return int(numbers[-1])
+    return heads.get(sha)
+
+
+def build_obstacle(repo: MirrorRepo, commit: str, subdirectory: str | None = None) -> str | None:
+    """Why the package cannot be built from source cheaply at ``commit``, or None when it can: no
+    build file, or compiled sources in its tree."""
+    try:
+        listing = repo.git.run("ls-tree", "-r", "--name-only", commit, "--", subdirectory or ".")
+    except GitError as exc:
+        return f"cannot read the tree at {commit[:12]}: {exc}"
+    paths = [PurePosixPath(line) for line in listing.splitlines() if line]
+    root = PurePosixPath(subdirectory or ".")
+    builds = [p for p in paths if p.parent == root and p.name in _BUILD_FILES]
+    if not builds:
+        return (
+            f"no pyproject.toml or setup.py at {root} in {repo.mirror.repository}: no build named"
+        )
+    compiled = [p for p in paths if p.suffix in _COMPILED or p.name in _COMPILED_NAMES]
+    if compiled:
+        return (
+            f"{repo.mirror.repository} has compiled sources ({compiled[0]}"
+            f"{f' and {len(compiled) - 1} more' if len(compiled) > 1 else ''}): not built from "
+            "source cheaply"
+        )
+    return None

@@ -1,0 +1,158 @@
+"""A toy upstream whose history holds a bug's *window*: a pure-Python ``toylib`` in a real git
+repository, built by uv from any commit (an in-tree PEP 517 backend, no network), its releases
+tagged ``vX.Y`` and built as wheels for a loopback index from the same tree.
+
+    1.0 1.1 1.2 | 1.3 1.4 1.5 | 1.6 1.7 1.8
+    clean       | broken      | clean
+
+add() breaks in a commit in the middle of 1.2..1.3 ("Rework add() (#33)") and is fixed by one in
+the middle of 1.5..1.6 ("Fix add() (#63)"); with ``merges``, the fix lands on a branch merged by
+a merge commit that names no pull request, and ``refs/pull/63/head`` says which one it was. With
+``compiled``, the tree carries a C source (a compiled extension: not built from source cheaply).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.support.gitrepos import git
+from tests.support.index import PackageIndex
+from tests.support.wheels import build_wheel
+
+RELEASES = [f"1.{i}" for i in range(9)]
+INTRODUCED, FIXED = "1.3", "1.6"
+
+_BACKEND = """
+import base64, hashlib, os, zipfile
+
+NAME = "toylib"
+
+
+def _digest(data):
+    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    version = open("VERSION").read().strip()
+    info = f"{NAME}-{version}.dist-info"
+    files = {
+        f"{NAME}/__init__.py": open(os.path.join(NAME, "__init__.py"), "rb").read(),
+        f"{info}/METADATA": (
+            f"Metadata-Version: 2.1\\nName: {NAME}\\nVersion: {version}\\n".encode()
+        ),
+        f"{info}/WHEEL": (
+            b"Wheel-Version: 1.0\\nGenerator: toy\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"
+        ),
+    }
+    record = [f"{p},sha256={_digest(d)},{len(d)}" for p, d in files.items()]
+    files[f"{info}/RECORD"] = ("\\n".join(record + [f"{info}/RECORD,,"]) + "\\n").encode()
+    name = f"{NAME}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as archive:
+        for path, data in files.items():
+            archive.writestr(path, data)
+    return name
+"""
+_PYPROJECT = """[build-system]
+requires = []
+build-backend = "backend"
+backend-path = ["_build"]
+
+[project]
+name = "toylib"
+dynamic = ["version"]
+"""
+_SOURCE = '__version__ = "{version}"\n{extra}\n\ndef add(a, b):\n    return a {op} b\n'
+
+
+@dataclass
+class WindowRepo:
+    path: Path
+    # the commit that broke add(), and the one that fixed it (a merge's, with ``merges``)
+    introduced: str = ""
+    fixed: str = ""
+    # the commit on the fix branch (``merges``)
+    fix_branch_tip: str = ""
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+class _Writer:
+    """Commits to the toy repository, keeping the state of add() and the version."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.op, self.version, self.extra, self.n = path, "+", "1.0", "", 0
+
+    def commit(self, subject: str, *, op: str | None = None, version: str | None = None) -> str:
+        self.n += 1
+        self.op = op or self.op
+        self.version = version or self.version
+        self.extra = f"# change {self.n}"
+        (self.path / "VERSION").write_text(self.version + "\n")
+        (self.path / "toylib" / "__init__.py").write_text(
+            _SOURCE.format(version=self.version, extra=self.extra, op=self.op)
+        )
+        git(self.path, "add", "-A")
+        git(self.path, "commit", "-q", "-m", subject, when=f"2026-01-01T00:{self.n:02d}:00Z")
+        return git(self.path, "rev-parse", "HEAD")
+
+
+def make_window_repo(
+    path: Path, *, merges: bool = False, compiled: bool = False, released: bool = True
+) -> WindowRepo:
+    """The toy upstream; with ``released`` False the fix is in no release: it lands on main after
+    the last tag, between two other commits."""
+    (path / "_build").mkdir(parents=True)
+    (path / "toylib").mkdir()
+    git(path, "init", "-q", "-b", "main")
+    (path / "_build" / "backend.py").write_text(_BACKEND)
+    (path / "pyproject.toml").write_text(_PYPROJECT)
+    if compiled:
+        (path / "toylib" / "_speedups.c").write_text("/* a compiled extension */\n")
+    repo, w = WindowRepo(path), _Writer(path)
+    for i, version in enumerate(RELEASES):
+        for k in range(4):
+            number = int(f"{i}{k + 1}")
+            if version == INTRODUCED and k == 2:
+                repo.introduced = w.commit(f"Rework add() (#{number})", op="-")
+            elif version == FIXED and not released:
+                w.commit(f"Tidy {version} (#{number})")
+            elif version == FIXED and k == 2 and merges:
+                repo.fixed, repo.fix_branch_tip = _merged_fix(path, w, number)
+            elif version == FIXED and k == 2:
+                repo.fixed = w.commit(f"Fix add() (#{number})", op="+")
+            else:
+                w.commit(f"Tidy {version} (#{number})")
+        w.commit(f"Release {version}", version=version)
+        git(path, "tag", "-a", f"v{version}", "-m", f"toylib {version}")
+        repo.tags[version] = git(path, "rev-parse", "HEAD")
+    if not released:
+        w.commit("Tidy main (#91)")
+        repo.fixed = w.commit("Fix add() (#92)", op="+")
+        w.commit("Tidy main (#93)")
+    return repo
+
+
+def _merged_fix(path: Path, w: _Writer, number: int) -> tuple[str, str]:
+    """The fix on a branch (two commits), merged with a merge commit naming no pull request;
+    ``refs/pull/N/head`` at the branch's tip names it."""
+    git(path, "checkout", "-q", "-b", "fix-add")
+    w.commit("Start on add()")
+    tip = w.commit("Fix add()", op="+")
+    git(path, "checkout", "-q", "main")
+    git(path, "merge", "-q", "--no-ff", "-m", "Merge branch 'fix-add'", "fix-add")
+    git(path, "update-ref", f"refs/pull/{number}/head", tip)
+    return git(path, "rev-parse", "HEAD"), tip
+
+
+def release_index(repo: WindowRepo, wheels: Path, *, crash_below: int = 0) -> PackageIndex:
+    """Every release as a wheel built from its tag's tree; releases 0.1 … 0.N (``crash_below``)
+    before them whose import raises (a crash zone: old releases under today's dependencies)."""
+    index = PackageIndex()
+    for i in range(1, crash_below + 1):
+        files = {"toylib/__init__.py": 'raise RuntimeError("toylib too old for this torch")\n'}
+        index.add(build_wheel(wheels, "toylib", f"0.{i}", files=files), f"2025-06-{i:02d}")
+    for i, version in enumerate(RELEASES):
+        source = git(repo.path, "show", f"v{version}:toylib/__init__.py") + "\n"
+        wheel = build_wheel(wheels, "toylib", version, files={"toylib/__init__.py": source})
+        index.add(wheel, f"2026-02-{i + 1:02d}")
+    return index
