@@ -349,3 +349,40 @@ def test_pack_new_starts_a_new_report_from_a_culprit_behind_the_gate(tmp_path, c
     # the human gate: not searched yet, so not ready, and never overwritten
     assert spec.upstream.searched is None
     assert run_cli(root, *args, capsys=capsys)[0] == 2
+
+
+@pytest.mark.slow
+def test_with_a_mirror_the_culprit_names_the_first_broken_commit_and_its_pull(tmp_path, capsys):
+    from tests.support.historyrepo import make_window_repo, release_index
+
+    repo = make_window_repo(tmp_path / "upstream")
+    mirror = tmp_path / "mirror.git"
+    git(tmp_path, "clone", "-q", "--mirror", str(repo.path), str(mirror))
+    root = tmp_path / "shop"
+    text = shimtree.manifest_text("toylib_add").replace(
+        "https://example.org/toylib/pull/2", "https://github.com/acme/toylib/pull/2"
+    )
+    shimtree.write_shim(root / "shims", "toylib_add", manifest=text)
+    (root / "patchlane.toml").write_text(
+        f'[[mirrors.repository]]\nurl = "https://github.com/acme/toylib"\npath = "{mirror}"\n'
+    )
+    (root / ".gitignore").write_text(".patchlane/\n__pycache__/\n")
+    with IndexServer(release_index(repo, tmp_path / "wheels")) as server:
+        lane = root / "lanes" / "cpu.toml"
+        lane.parent.mkdir()
+        body = LANE.replace("@MAIN@", server.url).replace('"toy"', '"toylib_add"')
+        lane.write_text(body.replace('["alpha", "beta", "gamma"]', '["toylib==1.2"]'))
+        assert run_cli(root, "lock", capsys=capsys)[0] == 0
+        git(root, "init", "--quiet", "-b", "main")
+        git(root, "add", "-A")
+        git(root, "commit", "--quiet", "-m", "a shop")
+        # a hand edit moves the lane two releases on, past the one that broke add()
+        lane.write_text(lane.read_text().replace("toylib==1.2", "toylib==1.4"))
+        assert run_cli(root, "lock", capsys=capsys)[0] == 0
+        code, out, _ = run_cli(root, "culprit", "cpu", "toylib_add", capsys=capsys)
+    assert code == 0, out
+    line = (
+        f"toylib 1.3 breaks toylib_add in lane cpu (1.2 clean); first broken commit "
+        f"{repo.introduced[:12]} (#33)"
+    )
+    assert out.rstrip().endswith(line)

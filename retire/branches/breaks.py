@@ -23,6 +23,7 @@ from typing import Any
 from retire.bisect.budget import Budget, Meter
 from retire.bisect.cache import ResultCache
 from retire.bisect.culprit import CommitSearch, Culprit
+from retire.bisect.culpritcommits import mirror_commits
 from retire.bisect.culpritrun import CulpritRunner, lock_changes, search_culprit
 from retire.core import mdsafe
 from retire.core.atomic import atomic_write
@@ -90,7 +91,9 @@ def find_breaks(
             on_record=on_record,
             say=lambda line: say(f"[{lane.name}] culprit: {line}"),
         )
-        culprit = search_culprit(runner, changes, meter=meter, commits=commits)
+        # the commit step: the culprit package's mirror, where this host has one (history search)
+        step = commits or mirror_commits(project, runner, stop=meter.stop, say=runner.say)
+        culprit = search_culprit(runner, changes, meter=meter, commits=step)
         say(f"[{lane.name}] {culprit.line()}")
         found.append(culprit)
     return tuple(found)
