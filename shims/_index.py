@@ -21,7 +21,7 @@ _Scanned = tuple[str, int, int, bool]
 #: What a cached index depends on: format, the validators' mtimes, then every scanned folder.
 _Stamp = tuple[object, ...]
 
-_INDEX_FORMAT = 2
+_INDEX_FORMAT = 3
 #: The modules that validate manifests: the cached index depends on them.
 _PARSER_MODULES = ("manifest.py", "model.py", "tomlreader.py", "filereading.py", "errors.py")
 _UNCACHEABLE = "cannot validate manifests in this environment: "
@@ -86,7 +86,8 @@ def _root_index(root: str) -> list[Entry]:
             # written by _write_cache below for this very stamp: the entries as they were built
             if isinstance(entries, tuple):
                 return list(entries)
-    built = [_index_entry(root, name) for name, *_ in scanned]
+    # a guard (a retired shim's reproducer) is nothing to activate
+    built = [e for name, *_ in scanned if (e := _index_entry(root, name)) is not None]
     if any((error := entry[ERROR]) and error.startswith(_UNCACHEABLE) for entry in built):
         # a problem of this environment, not of the manifests: don't remember it
         return built
@@ -147,7 +148,7 @@ def _stamp(scanned: list[_Scanned]) -> _Stamp:
     return (_INDEX_FORMAT, tuple(parser_mtimes), *scanned)
 
 
-def _index_entry(root: str, name: str) -> Entry:
+def _index_entry(root: str, name: str) -> Entry | None:
     # The slow path (a cache miss): the full validator, imported only now.
     try:
         from shims.errors import InputError
@@ -170,6 +171,8 @@ def _index_entry(root: str, name: str) -> Entry:
         manifest = load_manifest(os.path.join(folder, "manifest.toml"), check_files=False)
     except InputError as exc:
         return (name, "", "", "", (), has_patch, str(exc))
+    if manifest.guard is not None:
+        return None
     return (
         manifest.id,
         manifest.target.module,

@@ -21,6 +21,7 @@ from shims.gpuneeds import GpuNeeds, read_gpu_needs
 from shims.model import (
     CONDITION_KINDS,
     FIX_CLASSES,
+    GUARD_STATUSES,
     LINK_ROLES,
     LINKED_STATUSES,
     PATCHLESS_FIX_CLASSES,
@@ -28,6 +29,7 @@ from shims.model import (
     UPSTREAM_STATUSES,
     CommitInTag,
     ConditionKind,
+    Guard,
     PrReleased,
     ReproducerClean,
     ReproducerSpec,
@@ -46,6 +48,7 @@ __all__ = [
     "CONDITION_KINDS",
     "DISTRIBUTION_NAME",
     "FIX_CLASSES",
+    "GUARD_STATUSES",
     "LINKED_STATUSES",
     "LINK_ROLES",
     "MODULE_NAME",
@@ -58,6 +61,7 @@ __all__ = [
     "UPSTREAM_STATUSES",
     "CommitInTag",
     "ConditionKind",
+    "Guard",
     "PrReleased",
     "ReproducerClean",
     "ReproducerSpec",
@@ -108,6 +112,7 @@ MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _COMPUTE_CAPABILITY = re.compile(r"[0-9]+\.[0-9]+")
 _COMMIT = re.compile(r"[0-9a-f]{7,64}")
+_LANE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -178,7 +183,9 @@ def load_manifest(path: str | os.PathLike[str], *, check_files: bool = True) -> 
             f"file not found: {manifest.reproducer.path}",
             "create the reproducer or fix the path",
         )
-    if check_files and not has_patch and manifest.fix_class not in PATCHLESS_FIX_CLASSES:
+    # a guard has no patch: the shim retired, its reproducer stays as regression coverage
+    needs_patch = manifest.fix_class not in PATCHLESS_FIX_CLASSES and manifest.guard is None
+    if check_files and not has_patch and needs_patch:
         raise InputError(
             _display(path),
             "fix-class",
@@ -210,6 +217,7 @@ TOP_KEYS = (
     "retirement",
     "reproducer",
     "env",
+    "guard",
 )
 
 
@@ -253,6 +261,7 @@ def _manifest(doc: Table, path: Path) -> ShimManifest:
         reproducer=_reproducer(doc.get("reproducer", {}).table()),
         env=env,
         directory=path.parent,
+        guard=_guard(doc.get("guard", {}).table()) if "guard" in doc else None,
     )
 
 
@@ -343,6 +352,52 @@ def _condition(table: Table, target: Target) -> RetirementCondition:
         return CommitInTag(repository=table.need("repository").url(), commit=commit)
     table.check_keys(("kind",))
     return ReproducerClean()
+
+
+def _guard(table: Table) -> Guard:
+    """``[guard]``: the shim retired and its reproducer guards against the bug's return."""
+    table.check_keys(
+        ("status", "retired", "reason", "patch-commit", "lanes", "dropped", "drop-reason")
+    )
+    status = table.choice("status", GUARD_STATUSES, default="guarding")
+    commit = table.string("patch-commit")
+    if not _COMMIT.fullmatch(commit):
+        raise table.error(
+            "patch-commit",
+            f"not a commit sha: {commit[:80]!r}",
+            "use the lowercase hex sha of the commit that still holds patch.py",
+        )
+    lanes = table.get("lanes", []).strings(fix='write lanes = ["cpu", "nightly"]', empty_ok=False)
+    for index, lane in enumerate(lanes):
+        if not _LANE_NAME.fullmatch(lane):
+            raise table.error(
+                f"lanes[{index}]",
+                f"not a lane name: {lane[:80]!r}",
+                "use the lane's name, [a-z0-9][a-z0-9._-]*",
+            )
+    dropped = table.need("dropped").date() if "dropped" in table else None
+    drop_reason = table.string("drop-reason", None) or ""
+    if status == "dropped" and (dropped is None or not drop_reason):
+        raise table.error(
+            "drop-reason" if dropped is not None else "dropped",
+            "a dropped guard must say when and why it was dropped",
+            'run `patchlane shim drop ID --reason "…"`, which writes both',
+        )
+    if status == "guarding" and (dropped is not None or drop_reason):
+        raise table.error(
+            "status",
+            "dropped and drop-reason are set but the guard is still guarding",
+            'set status = "dropped" or remove dropped and drop-reason',
+        )
+    return Guard(
+        status=status,
+        retired=table.need("retired").date(),
+        reason=table.string("reason"),
+        patch_commit=commit,
+        lanes=tuple(dict.fromkeys(lanes)),
+        dropped=dropped,
+        drop_reason=drop_reason,
+    )
 
 
 #: The longest a reproducer may run (four months): more is a typo, and no timer takes it.

@@ -18,6 +18,7 @@ from shims.gpuneeds import GpuNeeds
 __all__ = [
     "CONDITION_KINDS",
     "FIX_CLASSES",
+    "GUARD_STATUSES",
     "LINKED_STATUSES",
     "LINK_ROLES",
     "PATCHLESS_FIX_CLASSES",
@@ -25,6 +26,7 @@ __all__ = [
     "UPSTREAM_STATUSES",
     "CommitInTag",
     "ConditionKind",
+    "Guard",
     "PrReleased",
     "ReproducerClean",
     "ReproducerSpec",
@@ -65,6 +67,8 @@ class ConditionKind(enum.StrEnum):
 
 
 CONDITION_KINDS = tuple(str(kind) for kind in ConditionKind)
+#: A guard keeps guarding (its lanes run the reproducer without a shim) until it is dropped.
+GUARD_STATUSES = ("guarding", "dropped")
 
 
 @dataclass(frozen=True)
@@ -168,6 +172,28 @@ class ReproducerSpec:
 
 
 @dataclass(frozen=True)
+class Guard:
+    """A retired shim kept as regression coverage: its reproducer, no patch, run without a shim
+    in the lanes that carried it. ``[guard]`` in the manifest; docs/shims.md."""
+
+    # one of GUARD_STATUSES
+    status: str
+    retired: datetime.date
+    # why it retired (the retirement's verdict)
+    reason: str
+    # the commit that still holds patch.py: the parent of the commit that removed it
+    patch_commit: str
+    # the lanes that carried the shim when it retired: they keep running the reproducer
+    lanes: tuple[str, ...] = ()
+    dropped: datetime.date | None = None
+    drop_reason: str = ""
+
+    @property
+    def guarding(self) -> bool:
+        return self.status == "guarding"
+
+
+@dataclass(frozen=True)
 class ShimManifest:
     id: str
     title: str
@@ -186,6 +212,8 @@ class ShimManifest:
     directory: Path = Path(".")
     #: Whether ``patch.py`` exists (recorded by the loader so the model stays free of I/O).
     has_patch: bool = False
+    #: Set when the shim retired and its reproducer stays as a guard (no patch).
+    guard: Guard | None = None
 
     @property
     def manifest_path(self) -> Path:

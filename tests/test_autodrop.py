@@ -189,12 +189,10 @@ def test_drop_makes_one_commit_on_a_branch_and_leaves_the_checkout_alone(drop_pr
         line.split("\t", 1)[::-1]
         for line in git(drop_project.root, "diff", "--name-status", "main", branch).splitlines()
     )
-    assert {p for p, s in changed.items() if s == "D"} == {
-        "shims/toylib_add/manifest.toml",
-        "shims/toylib_add/patch.py",
-        "shims/toylib_add/reproduce.py",
-    }
+    # the patch goes; the manifest gains [guard] and the reproducer stays: a guard
+    assert {p for p, s in changed.items() if s == "D"} == {"shims/toylib_add/patch.py"}
     assert {p for p, s in changed.items() if s == "M"} == {
+        "shims/toylib_add/manifest.toml",
         "lanes/cpu.toml",
         "lanes/pinned.toml",
         "lanes/viaapp.toml",

@@ -338,16 +338,16 @@ def test_a_partial_branch_edits_exactly_the_lanes_the_shim_leaves(shop):
 
 
 @pytest.mark.slow
-def test_a_full_branch_deletes_the_folder(shop):
+def test_a_full_branch_leaves_a_guard(shop):
     verdict = shop.verdict("other_fix")
     assert verdict.decision == Decision.RETIRE
     [outcome] = shop.apply(verdict)
     assert outcome.status == "proposed" and outcome.folder_removed is True
     changed = shop.changed(autodrop.BRANCH_PREFIX + "other_fix")
-    assert {p for p, s in changed.items() if s == "D"} == {
-        f"shims/other_fix/{name}" for name in ("manifest.toml", "patch.py", "reproduce.py")
-    }
+    # the patch goes; the manifest (now with [guard]) and the reproducer stay as a guard
+    assert {p for p, s in changed.items() if s == "D"} == {"shims/other_fix/patch.py"}
     assert {p for p, s in changed.items() if s == "M"} == {
+        "shims/other_fix/manifest.toml",
         "lanes/follow.toml",
         "locks/follow/pylock.toml",
         "lanes/drop.toml",

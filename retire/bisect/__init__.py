@@ -2,7 +2,9 @@
 reproducing.
 
 ``search`` (pure: candidates, the search over their states), ``result`` (the value it ends in),
-``bounds`` (pure: the range, from the evidence of where the bug is known), ``options`` (how one
+``culprit`` (pure: the smallest change between two locks that breaks a lane), ``culpritrun``
+(its candidates built on the old lock's env and run), ``bounds`` (pure: the range, from the
+evidence of where the bug is known), ``options`` (how one
 bisection runs: the range, the overlay envs, where runs are recorded), ``budget`` (how many
 runs and minutes the bisections of a weekly run may spend), ``runner`` (overlay
 envs and the reproducer run), ``cache`` (answers on disk), ``bisection`` (``bisect()`` tying them

@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import os
-import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -41,7 +40,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from retire.bisect.result import BisectResult
-from retire.branches import proposals
+from retire.branches import guards, proposals
 from retire.branches.dropmessage import TRAILER, commit_message, kept_moves, pr_body, title
 from retire.branches.dropplan import BRANCH_PREFIX, DropPlan
 from retire.branches.lanemoves import LaneMove, TreeEdit, lock_versions, move_lanes
@@ -58,6 +57,7 @@ from retire.lanes.model import Lane
 from retire.lanes.revisions import MirrorLookup
 from retire.locks import locking
 from retire.locks.locking import LockResult
+from shims import times
 from shims.model import ShimManifest
 
 __all__ = [
@@ -287,10 +287,22 @@ def _relock(ctx: _Context, plan: DropPlan, lanes: Sequence[Lane], locks_dir: Pat
     return notes
 
 
+def _leave_guard(ctx: _Context, plan: DropPlan, shim_dir: Path, carried: Sequence[str]) -> None:
+    """The shim's patch goes; its reproducer stays as a guard in the lanes that carried it."""
+    guards.leave_guard(
+        shim_dir,
+        reason=plan.why,
+        patch_commit=ctx.base_commit,
+        lanes=carried,
+        retired=times.now().date(),
+    )
+
+
 def _edit_lanes(ctx: _Context, plan: DropPlan, tree: Project) -> TreeEdit:
     """A plan that names its lanes: exactly those lanes edited, re-locked once, put back where
-    they cannot move; the shim's folder removed only when no lane lists it any more."""
-    _shim_dir(ctx, plan, tree)
+    they cannot move; the shim becomes a guard only when no lane lists it any more."""
+    shim_dir = _shim_dir(ctx, plan, tree)
+    carried = [lane.name for lane in _load_lanes(tree) if plan.shim_id in lane.shims]
     done = move_lanes(
         tree,
         plan.shim_id,
@@ -300,6 +312,7 @@ def _edit_lanes(ctx: _Context, plan: DropPlan, tree: Project) -> TreeEdit:
     _step(ctx, plan, "lanes-edited")
     _step(ctx, plan, "locked")
     if done.folder_removed:
+        _leave_guard(ctx, plan, shim_dir, carried)
         _step(ctx, plan, "shim-removed")
     return done
 
@@ -312,7 +325,8 @@ def _edit_tree(ctx: _Context, plan: DropPlan, work: Path) -> TreeEdit:
         return _edit_lanes(ctx, plan, tree)
     shim_dir = _shim_dir(ctx, plan, tree)
     before = {lane.name: lane for lane in _load_lanes(tree)}
-    shutil.rmtree(shim_dir)
+    carried = [lane.name for lane in before.values() if plan.shim_id in lane.shims]
+    _leave_guard(ctx, plan, shim_dir, carried)
     _step(ctx, plan, "shim-removed")
     changes: list[str] = []
     if tree.lanes_dir.is_dir():

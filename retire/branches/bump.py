@@ -31,10 +31,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retire.branches import proposals
+from retire.bisect.budget import Budget, Meter
+from retire.bisect.culprit import Culprit
+from retire.branches import breaks, proposals
 from retire.branches.options import BumpOptions
 from retire.branches.proposals import BranchStatus
 from retire.core import mdsafe, uv
+from retire.core.atomic import atomic_write
 from retire.core.errors import InputError
 from retire.core.git import Git, toplevel
 from retire.core.project import Project
@@ -49,6 +52,7 @@ from retire.probes.client import make_client
 from retire.probes.http import Fetcher
 from retire.probes.notes import release_notes
 from retire.runs import lanerun as runs
+from retire.runs.guards import GuardOutcome, guards_for, judge_guard
 from shims import times
 
 BRANCH_PREFIX = "patchlane/bump-"
@@ -77,6 +81,8 @@ class LaneBump:
     outcomes: tuple[tuple[str, str, str | None], ...] = ()
     # (package, release-notes URL) where the index names them
     notes: tuple[tuple[str, str], ...] = ()
+    # what broke between the old lock and the new, and which change did it (retire.branches.breaks)
+    culprits: tuple[Culprit, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", BumpStatus(self.status))
@@ -124,6 +130,28 @@ def newly_broken(lanes: Sequence[LaneBump]) -> list[tuple[str, str]]:
     ]
 
 
+def regressed_guards(lanes: Sequence[LaneBump]) -> list[tuple[str, str]]:
+    """(lane, guard) whose retired bug reproduces on the bumped locks and did not before."""
+    return [
+        (lane.lane, shim)
+        for lane in lanes
+        for shim, now, before in lane.outcomes
+        if now == GuardOutcome.REGRESSED and before != GuardOutcome.REGRESSED
+    ]
+
+
+def previous_guard_outcomes(
+    records: Sequence[validation.ValidationRecord], guards: Iterable[str]
+) -> dict[tuple[str, str], GuardOutcome]:
+    """The latest judged outcome per (lane, guard) from recorded runs (without-shim only)."""
+    wanted = set(guards)
+    latest: dict[tuple[str, str], validation.ValidationRecord] = {}
+    for record in sorted(records, key=lambda r: r.started_at):
+        if record.shim in wanted and record.mode == validation.Mode.WITHOUT:
+            latest[(record.lane, record.shim)] = record
+    return {key: judge_guard(record)[0] for key, record in latest.items()}
+
+
 def branch_name(lanes: Sequence[str], everything: bool, day: _dt.date) -> str:
     label = "all" if everything else ("+".join(lanes) if len(lanes) <= 3 else f"{len(lanes)}-lanes")
     return f"{BRANCH_PREFIX}{label}-{day.isoformat()}"
@@ -167,6 +195,8 @@ def pr_body(
         "",
     ]
     candidates, broken = retirement_candidates(result_lanes), newly_broken(result_lanes)
+    lines += breaks.breaks_markdown({lane.lane: lane.culprits for lane in result_lanes})
+    lines += breaks.regressed_markdown(regressed_guards(result_lanes))
     if candidates:
         lines += [
             "### Shims that became retirement candidates",
@@ -248,6 +278,10 @@ class _BumpRequest:
     # where every re-lock finds revisions and indexes (the command's --mirrors, --index-url)
     mirrors: MirrorLookup | None = None
     host: uv.HostIndexes | None = None
+    # what the culprit searches of newly broken lanes may spend (None: breaks.DEFAULT_BUDGET)
+    culprit_budget: Budget | None = None
+    # where culprit searches keep their environments and cached runs: the checkout's state
+    state: Path | None = None
 
 
 def _files_of(lanes: Iterable[Lane]) -> dict[str, list[Lane]]:
@@ -369,6 +403,11 @@ def _edit(work: Path, request: _BumpRequest, out: _Work) -> str | None:
     old_locks = {
         name: locking.read_lock(locking.lock_path(project.locks_dir, name)) for name in before
     }
+    old_bytes = {
+        name: path.read_bytes()
+        for name in before
+        if (path := locking.lock_path(project.locks_dir, name)).is_file()
+    }
     rolled = _roll(work, request, before)
     after: dict[str, Lane] = {lane.name: lane for lane in lanefile.project_lanes(project)}
     results = _relock(request, after, rolled, project.locks_dir)
@@ -386,6 +425,7 @@ def _edit(work: Path, request: _BumpRequest, out: _Work) -> str | None:
         return None
     if request.run_suites:
         bumps = _run_suites(work, bumps, after, list(request.records), request.say, out)
+        bumps = _find_breaks(work, request, bumps, after, old_bytes)
     out.lanes = bumps
     return _commit_message(bumps, request.cutoff)
 
@@ -400,12 +440,18 @@ def _run_suites(
 ) -> list[LaneBump]:
     project = Project(work)
     manifests = project.manifests()
-    chosen = [lanes[b.lane] for b in bumps if b.status == BumpStatus.BUMPED and lanes[b.lane].shims]
+    guards = tuple(project.guards().values())
+    chosen = [
+        lanes[b.lane]
+        for b in bumps
+        if b.status == BumpStatus.BUMPED
+        and (lanes[b.lane].shims or guards_for(lanes[b.lane], guards))
+    ]
     if not chosen:
         return bumps
     say(f"running the shim suites of {len(chosen)} bumped lane(s)")
     options = runs.RunOptions(
-        locks_dir=project.locks_dir, envs_dir=work.parent.parent / "envs-bump"
+        locks_dir=project.locks_dir, envs_dir=work.parent.parent / "envs-bump", guards=guards
     )
     done = {
         run.lane: run
@@ -414,21 +460,61 @@ def _run_suites(
         )
     }
     new_records = [r for run in done.values() for s in run.shims for r in s.records]
+    new_records += [g.record for run in done.values() for g in run.guards if g.record]
     if new_records:
         validation.append(project.validation, new_records)
     out.suites_ran = any(run.status == runs.LaneStatus.RAN for run in done.values())
-    before = previous_outcomes(records)
+    before: dict[tuple[str, str], str] = {**previous_outcomes(records)}
+    before.update(previous_guard_outcomes(records, (g.id for g in guards)))
     updated = []
     for bump in bumps:
         run = done.get(bump.lane)
         if run is None:
             updated.append(bump)
             continue
-        outcomes: tuple[tuple[str, str, str | None], ...] = tuple(
-            (s.shim, s.outcome, before.get((bump.lane, s.shim))) for s in run.shims
+        outcomes: tuple[tuple[str, str, str | None], ...] = (
+            *((s.shim, s.outcome, before.get((bump.lane, s.shim))) for s in run.shims),
+            *((g.guard, g.outcome, before.get((bump.lane, g.guard))) for g in run.guards),
         )
         why = bump.why if run.status == runs.LaneStatus.RAN else f"suites {run.status}: {run.why}"
         updated.append(dataclasses.replace(bump, why=why, outcomes=outcomes))
+    return updated
+
+
+def _find_breaks(
+    work: Path,
+    request: _BumpRequest,
+    bumps: list[LaneBump],
+    lanes: Mapping[str, Lane],
+    old_bytes: Mapping[str, bytes],
+) -> list[LaneBump]:
+    """The culprit of every outcome the bump turned from clean to broken, within the budget."""
+    project = Project(work)
+    state = Project(request.state or work)
+    subjects = {**project.manifests(), **project.guards()}
+    meter = Meter(request.culprit_budget or breaks.DEFAULT_BUDGET)
+    updated = []
+    for bump in bumps:
+        broken = [
+            (subjects[s], m) for s, m in breaks.broken_subjects(bump.outcomes) if s in subjects
+        ]
+        if not broken or bump.lane not in old_bytes:
+            updated.append(bump)
+            continue
+        old_lock = state.inside(".patchlane", "culprit", bump.lane, "old", "pylock.toml")
+        atomic_write(old_lock, old_bytes[bump.lane], within=state.root)
+        found = breaks.find_breaks(
+            state,
+            lanes[bump.lane],
+            old_lock,
+            locking.read_lock(locking.lock_path(project.locks_dir, bump.lane)),
+            broken,
+            meter=meter,
+            on_record=lambda record: validation.append(project.validation, [record]),
+            say=request.say,
+        )
+        breaks.record(project, found)
+        updated.append(dataclasses.replace(bump, culprits=found))
     return updated
 
 
@@ -465,7 +551,7 @@ def bump(
         fetcher = Fetcher(client) if o.release_notes_links else None
         request = _BumpRequest(
             tuple(selected), upgrades, cutoff, o.run_suites, base_commit, records, say, fetcher,
-            o.mirrors, o.host,
+            o.mirrors, o.host, o.culprit_budget, repo,
         )  # fmt: skip
         made = proposals.propose_branch(
             repo,

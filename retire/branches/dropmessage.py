@@ -62,7 +62,10 @@ def title(plan: DropPlan, edit: TreeEdit | None = None) -> str:
 
 def _folder_line(plan: DropPlan, edit: TreeEdit, kept: Sequence[LaneMove]) -> str:
     if edit.folder_removed:
-        return f"shims/{plan.shim_id}/ removed: no lane lists it any more."
+        return (
+            f"shims/{plan.shim_id}/patch.py removed: no lane lists it any more; its reproducer "
+            "stays as a guard, run without a shim in the lanes that carried it."
+        )
     return f"shims/{plan.shim_id}/ stays: {', '.join(m.lane for m in kept)} still list it."
 
 
@@ -140,7 +143,14 @@ def pr_body(plan: DropPlan, edit: TreeEdit) -> str:
             locks = ", ".join(f"`locks/{n}/pylock.toml`" for n in edit.relocked)
             lines += ["", f"Locks re-made: {locks}"]
     else:
-        lines += ["### What this branch changes", "", f"- removes `shims/{plan.shim_id}/`"]
+        lines += [
+            "### What this branch changes",
+            "",
+            (
+                f"- removes `shims/{plan.shim_id}/patch.py`; the reproducer stays as a guard "
+                "(`[guard]` in its manifest)"
+            ),
+        ]
         lines += [f"- {mdsafe.text(c)}" for c in edit.changes]
         if edit.relocked:
             locks = ", ".join(f"`locks/{n}/pylock.toml`" for n in edit.relocked)

@@ -16,13 +16,13 @@ lanes (:attr:`retire.branches.dropplan.DropPlan.lanes`):
 3. a lane file one of whose lanes does not re-lock, or re-locks below its floor, goes back as it
    was, with its locks; its lanes are reported *blocked* with the reason, and the branch goes on
    without them;
-4. ``shims/<id>/`` is deleted only when no lane lists the id any more.
+4. ``shims/<id>/`` becomes a guard (its patch removed, its reproducer kept) only when no lane
+   lists the id any more.
 """
 
 from __future__ import annotations
 
 import contextlib
-import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -241,7 +241,7 @@ def move_lanes(
     tree: Project, shim_id: str, plan_lanes: Sequence[LaneVerdict], relock: Relock
 ) -> TreeEdit:
     """Edit, re-lock (once) and, where a lane cannot move, put back the plan's lanes in ``tree``;
-    delete ``shims/<shim_id>/`` when no lane lists it any more."""
+    say whether ``shims/<shim_id>/`` leaves the catalogue (no lane lists it any more)."""
     before = _load(tree)
     files, moves = _plan_files(plan_lanes, before, shim_id)
     edited: list[_File] = []
@@ -322,8 +322,6 @@ def _load(tree: Project) -> list[Lane]:
 
 
 def _remove_folder(tree: Project, shim_id: str, lanes: Sequence[Lane]) -> bool:
-    """Delete ``shims/<id>/`` when no lane lists the id any more; whether it was deleted."""
-    if any(shim_id in lane.shims for lane in lanes):
-        return False
-    shutil.rmtree(tree.shims_dir / shim_id)
-    return True
+    """Whether the shim leaves the catalogue: no lane lists the id any more. The caller turns
+    ``shims/<id>/`` into a guard (:func:`retire.branches.guards.leave_guard`)."""
+    return not any(shim_id in lane.shims for lane in lanes)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from retire.bisect.budget import Budget
 from retire.core import uv
 from retire.lanes.revisions import MirrorLookup
 
@@ -58,6 +59,8 @@ class BumpOptions:
     release_notes_links: bool = True
     mirrors: MirrorLookup | None = None
     host: uv.HostIndexes | None = None
+    # what the culprit searches of newly broken lanes may spend (None: retire.branches.breaks')
+    culprit_budget: Budget | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "lanes", tuple(self.lanes))

@@ -39,6 +39,7 @@ REGISTRY = (
     "mirrors",
     "verdicts",
     "bisect",
+    "culprit",
     "report",
     "retire",
     "bump",

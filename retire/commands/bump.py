@@ -4,6 +4,7 @@ outcome."""
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from retire.commands.base import (
     Command,
@@ -11,11 +12,16 @@ from retire.commands.base import (
     Level,
     add_mirrors_option,
     emit_json,
+    positive_float,
+    positive_int,
     say,
     utc_moment,
     whole_days,
 )
 from retire.core.project import Project
+
+if TYPE_CHECKING:
+    from retire.bisect.budget import Budget
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -46,6 +52,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="default package index when a lane names none (default: uv's configuration)",
     )
     p.add_argument("--base", default="HEAD", help="commit the branch starts from (default: HEAD)")
+    culprits = p.add_argument_group(
+        "culprits (what the bump broke: each lock change alone, then together, then the "
+        "culprit's releases; cached runs are free, a stopped search resumes next time)"
+    )
+    culprits.add_argument(
+        "--bisect-budget",
+        type=positive_int,
+        metavar="RUNS",
+        help="at most RUNS fresh reproducer runs over all culprit searches (default 40)",
+    )
+    culprits.add_argument(
+        "--bisect-minutes",
+        type=positive_float,
+        metavar="M",
+        help="at most M minutes of culprit searches (default 30)",
+    )
     p.add_argument(
         "--json",
         action="store_true",
@@ -73,9 +95,12 @@ def run(project: Project, args: argparse.Namespace) -> int:
         api_base=args.api_url,
         mirrors=mirrors,
         host=host,
+        culprit_budget=_culprit_budget(args),
     )
     result = bump(project.root, options, say=lambda line: say(line, level=Level.PROGRESS))
     for lane in result.lanes:
+        for culprit in lane.culprits:
+            say(f"  culprit: {culprit.line()}")
         say(
             f"  {lane.status:<9} {lane.lane}: "
             + (f"{len(lane.changes)} package(s) changed" if lane.changes else lane.why)
@@ -96,6 +121,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
                 "outcomes": [
                     {"shim": s, "now": now, "before": before} for s, now, before in lane.outcomes
                 ],
+                "culprits": [culprit.to_json() for culprit in lane.culprits],
             }
             for lane in result.lanes
         ]
@@ -104,6 +130,15 @@ def run(project: Project, args: argparse.Namespace) -> int:
         ]
         emit_json(document)
     return ExitCode.OK
+
+
+def _culprit_budget(args: argparse.Namespace) -> Budget | None:
+    """The budget the command names for culprit searches, or None (the default budget)."""
+    from retire.bisect.budget import Budget
+
+    if args.bisect_budget is None and args.bisect_minutes is None:
+        return None
+    return Budget(args.bisect_budget, args.bisect_minutes)
 
 
 COMMAND = Command(

@@ -67,6 +67,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     a = actions.add_parser("filed", help="record where a human filed an approved pack")
     a.add_argument("id", metavar="ID", help="the pack (its folder under packs/)")
     a.add_argument("--url", required=True, help="the issue or pull request it was filed as")
+    a = actions.add_parser(
+        "new",
+        help="start a new-report pack.toml prefilled from a recorded culprit (still behind the "
+        "human gate)",
+    )
+    a.add_argument("id", metavar="ID", help="the shim (or guard) the culprit broke")
+    a.add_argument(
+        "--from-culprit",
+        required=True,
+        metavar="LANE",
+        help="the lane whose recorded culprit (validation/culprits.jsonl) fills the pack",
+    )
+    a.add_argument("--category", required=True, help="the pack's category (docs/packs.md)")
+    a.add_argument(
+        "--repository", help="owner/name of the target (default: the shim's github.com links)"
+    )
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
@@ -75,6 +91,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
     root, window = project.root, _dt.timedelta(days=args.window_days)
     if args.action == "check":
         return _check(project, args, window)
+    if args.action == "new":
+        return _new(project, args)
     if args.action == "plan":
         wave, _ = store.plan(root, day=args.day, now=args.now, window=window)
         if args.json:
@@ -124,6 +142,26 @@ def run(project: Project, args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _new(project: Project, args: argparse.Namespace) -> int:
+    """``pack new ID --from-culprit LANE``: pack.toml prefilled from the lane's culprit."""
+    from retire.core.errors import InputError
+    from retire.packs.prefill import latest_culprit, prefill
+
+    shims = {**project.manifests(), **project.guards()}
+    if args.id not in shims:
+        raise InputError(None, "ID", f"no shim or guard {args.id!r}", "see `patchlane shim list`")
+    culprit = latest_culprit(
+        project.validation.parent / "culprits.jsonl", args.id, args.from_culprit
+    )
+    path = prefill(shims[args.id], culprit, category=args.category, repository=args.repository)
+    say(f"wrote {shown(path)} from: {culprit['line']}")
+    say(
+        f"next: search upstream, set [upstream-state] searched, then "
+        f"`patchlane pack check {args.id}`"
+    )
+    return ExitCode.OK
+
+
 def _check(project: Project, args: argparse.Namespace, window: _dt.timedelta) -> int:
     from retire.packs import store
 
@@ -167,7 +205,7 @@ def _check(project: Project, args: argparse.Namespace, window: _dt.timedelta) ->
 
 COMMAND = Command(
     "pack",
-    "upstream packs: check, plan, queue, show, approve, export, filed",
+    "upstream packs: check, plan, queue, show, approve, export, filed, new",
     add_arguments,
     run,
     "Upstream packs: the filing queue and its human gate.",

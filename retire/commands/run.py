@@ -145,7 +145,9 @@ def run(project: Project, args: argparse.Namespace) -> int:
     lanes = _selected_lanes(project, args)
     manifests = project.manifests()
     host = lanerun.Host.detect()
-    options = _run_options(project, args, lanes, host)
+    options = dataclasses.replace(
+        _run_options(project, args, lanes, host), guards=tuple(project.guards().values())
+    )
     target = project.output_file(args.manifest) if args.manifest else project.validation
     recorder = _Recorder(target)
     if not args.no_record:
@@ -278,7 +280,9 @@ def unproven(
     listed = {shim for lane in every for shim in lane.shims}
     ran = [lane for lane in every if lane.name in set(lanes)]
     planned = dict.fromkeys(shim for lane in ran for shim in lane.shims)
-    planned.update(dict.fromkeys(sorted(project.shim_ids() - listed)))
+    # a guard is listed by no lane on purpose (it retired): not an unproven shim
+    retired = set(project.guards())
+    planned.update(dict.fromkeys(sorted(project.shim_ids() - listed - retired)))
     records = [*validation.load(manifest), *(extra or [])]
     return [p for p in proof.assess(list(planned), every, records) if not p.proven]
 
@@ -434,6 +438,9 @@ def _show(
 
     locations = {"lanes": Path(shown(project.lanes_dir))}
     locations.update({shim_id: Path(shown(m.reproducer_path)) for shim_id, m in manifests.items()})
+    locations.update(
+        {guard_id: Path(shown(m.reproducer_path)) for guard_id, m in project.guards().items()}
+    )
     # The pytest view is for people: under --json it goes to stderr, so stdout stays one document.
     with contextlib.redirect_stdout(Scrubbed(sys.stderr if json_mode() else sys.stdout)):
         # the per-item view (one line per lane, shim and mode) is detail: -v
@@ -442,6 +449,14 @@ def _show(
         say("")
         say(summary_table(results))
     failed = [run.lane for run in results if run.failed]
+    # a retired bug that is back is the loudest news of a run: never hidden by --strict's lines
+    for run in results:
+        for guard in run.regressed:
+            say(
+                f"REGRESSED: guard {guard.guard} reproduces again in lane {run.lane} — "
+                f"`patchlane shim restore {guard.guard}` brings its patch back",
+                level=Level.ERROR,
+            )
     if failed:
         say(f"FAILED lanes: {', '.join(failed)}")
     return failed

@@ -1,5 +1,7 @@
-"""``patchlane shim``: the project's shims — ``shim list`` (whether each is active here and why)
-and ``shim new ID`` (scaffold a shim: manifest, patch, reproducer, added to a lane)."""
+"""``patchlane shim``: the project's shims — ``shim list`` (whether each is active here and why),
+``shim new ID`` (scaffold a shim: manifest, patch, reproducer, added to a lane), and a retired
+shim's guard: ``shim restore ID`` (its patch back from git history) and ``shim drop ID --reason``
+(stop guarding for good)."""
 
 from __future__ import annotations
 
@@ -74,6 +76,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     _add_root(new)
     _add_new_arguments(new)
+    restore = actions.add_parser(
+        "restore",
+        help="a regressed guard's patch.py back from git history, the shim back in its lanes",
+        description="Bring a guard's patch back in one step: patch.py from the commit that still "
+        "held it ([guard] patch-commit, `git show`), [guard] out of the manifest, the shim back "
+        "in the lanes that carried it. Nothing is committed: review and commit.",
+    )
+    _add_root(restore)
+    restore.add_argument("id", metavar="ID", help="the guard (a retired shim) to restore")
+    dropping = actions.add_parser(
+        "drop",
+        help="retire a guard for good, with the reason recorded in its manifest",
+        description="Stop running a guard's reproducer: [guard] status becomes dropped, with "
+        "today's date and the reason.",
+    )
+    _add_root(dropping)
+    dropping.add_argument("id", metavar="ID", help="the guard to drop")
+    dropping.add_argument("--reason", required=True, help="why the guard can go (recorded)")
 
 
 def run_list(project: Project, args: argparse.Namespace) -> int:
@@ -150,13 +170,39 @@ def run_new(project: Project, args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def run_restore(project: Project, args: argparse.Namespace) -> int:
+    """``shim restore ID``: the guard's patch back, in the checkout."""
+    from retire.branches import guards
+
+    done = guards.restore(project, args.id)
+    say(f"restored {done.shim}: patch.py from {done.commit[:12]}")
+    for path in done.files:
+        say(f"wrote {path}")
+    if done.lanes:
+        say(f"back in lane(s): {', '.join(done.lanes)}")
+    say("next: `nox -s lane` (the shim should read needed), then commit")
+    return ExitCode.OK
+
+
+def run_drop(project: Project, args: argparse.Namespace) -> int:
+    """``shim drop ID --reason …``: the guard stops guarding; the reason is recorded."""
+    from retire.branches import guards
+    from shims import times
+
+    path = guards.drop(project, args.id, args.reason, today=times.now().date())
+    say(f"dropped guard {args.id}: {shown(path)} records why; its lanes no longer run it")
+    return ExitCode.OK
+
+
 def run(project: Project, args: argparse.Namespace) -> int:
-    return {"list": run_list, "new": run_new}[args.action](project, args)
+    actions = {"list": run_list, "new": run_new, "restore": run_restore, "drop": run_drop}
+    return actions[args.action](project, args)
 
 
 COMMAND = Command(
     "shim",
-    "the project's shims: `shim list` (active here, and why), `shim new ID` (scaffold one)",
+    "the project's shims: `shim list` (active here, and why), `shim new ID` (scaffold one), "
+    "`shim restore ID` / `shim drop ID` (a retired shim's guard)",
     add_arguments,
     run,
 )

@@ -110,6 +110,7 @@ def _checked(result):
         result.why,
         *result.planned,
         *(x for s in result.shims for x in (s.shim, s.why)),
+        *(x for g in result.guards for x in (g.guard, g.why)),
     ]
     if (
         not all(isinstance(value, str) for value in fields)

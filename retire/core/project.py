@@ -255,7 +255,16 @@ class Project:
         """The shims of this project's catalogue by id (none when it has no ``shims/`` folder)."""
         # read from patchlane.toml: once
         folder = self.shims_dir
-        return {m.id: m for m in discover(folder)} if folder.is_dir() else {}
+        found = discover(folder) if folder.is_dir() else []
+        # a guard is a retired shim: no lane carries it, no verdict is made for it
+        return {m.id: m for m in found if m.guard is None}
+
+    def guards(self) -> dict[str, ShimManifest]:
+        """The catalogue's guards by id: retired shims whose reproducers still run (dropped ones
+        included; :attr:`shims.model.Guard.guarding` tells)."""
+        folder = self.shims_dir
+        found = discover(folder) if folder.is_dir() else []
+        return {m.id: m for m in found if m.guard is not None}
 
     def shim_ids(self) -> set[str]:
         """Ids of the shims in this project's catalogue (folder names, without loading them)."""

@@ -8,6 +8,7 @@ no attention, and a note points at the HTML and JSON files that always hold ever
 
 from __future__ import annotations
 
+from retire.report import regressions
 from retire.report.evidence import summarise_verdict
 from retire.report.model import SCHEMA, Bisections, Report, ShimEntry
 from retire.report.sections import MARKER, SECTIONS, View, cell_text
@@ -82,6 +83,7 @@ def to_json(report: Report) -> dict[str, object]:
             for row, lane in report.blocked
         ],
         "bisections": report.bisections.to_json() if report.bisections is not None else None,
+        "regressions": regressions.to_json(report.regressions),
     }
 
 

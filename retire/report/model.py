@@ -37,12 +37,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from retire.evidence.validation import FAILING, ShimOutcome
 from retire.probes.records import is_bisection
 from retire.report.words import condition_words, evidence_line, short_link
 from retire.verdicts.model import Decision, FlagKind, LaneStep, LaneVerdict, Verdict
 from shims.model import ShimManifest
+
+if TYPE_CHECKING:
+    from retire.report.regressions import Regression
 
 __all__ = [
     "CELL_OUTCOMES",
@@ -507,6 +511,8 @@ class Report:
     filing_queue: str | None = None
     # the candidate bisections run for this report (None: none were asked for)
     bisections: Bisections | None = None
+    # what broke again (retire.report.regressions): the section that leads the report
+    regressions: tuple[Regression, ...] = ()
 
     @property
     def verdicts(self) -> tuple[Verdict, ...]:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from retire.core import mdsafe
-from retire.report import vocabulary
+from retire.report import regressions, vocabulary
 from retire.report.mdhtml import code_spans
 from retire.report.model import CELL_OUTCOMES, Chase, Fact, Report, ShimEntry, lane_next
 from retire.report.vocabulary import OUTCOMES, STEPS
@@ -168,9 +168,6 @@ def _headline(report: Report, view: View) -> Lines:
         if n
     )
     return [
-        MARKER,
-        f"# Shim retirement report — {report.week}",
-        "",
         (
             f"**{h.carried} shims carried** · **{_plural(h.retire, 'retire candidate')}** · "
             f"**{h.newly_broken} newly broken** · **{h.unknown} with unknown evidence**{extra}"
@@ -182,6 +179,15 @@ def _headline(report: Report, view: View) -> Lines:
             f"{h.never_run} never run</sub>"
         ),
     ]
+
+
+def _title(report: Report, view: View) -> Lines:
+    return [MARKER, f"# Shim retirement report — {report.week}"]
+
+
+def _regressions(report: Report, view: View) -> Lines | None:
+    # what broke again leads: a regressed guard is the week's most urgent news
+    return regressions.to_markdown(report.regressions) or None
 
 
 def _notes(report: Report, view: View) -> Lines | None:
@@ -575,6 +581,8 @@ def _shim_evidence(report: Report, row: ShimEntry, shared: set[tuple[str, str]])
 #: Every section, in the order both documents show them. What needs a person comes first: a
 #: section for regressions goes right after the notes.
 SECTIONS: tuple[Section, ...] = (
+    Section("title", _titled(""), _title),
+    Section("regressions", _titled("Regressions"), _regressions, lambda r: len(r.regressions)),
     Section("headline", _titled(""), _headline),
     Section("notes", _titled(""), _notes),
     Section("trimmed", _titled(""), _trimmed),

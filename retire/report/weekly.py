@@ -16,6 +16,7 @@ request), local mirrors and the records; whatever is not cached is *unknown*, no
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import html
 import json
@@ -324,6 +325,7 @@ def generate(
         filing_queue=queue,
         bisections=bisections,
     )
+    report = _with_regressions(project, report, records, records_file)
     markdown, page, json_text = _render(report, out_dir, lanes, project.root)
     paths = write_report(
         out_dir,
@@ -332,6 +334,21 @@ def generate(
         within=within,
     )
     return Written(report, paths, markdown, json_text)
+
+
+def _with_regressions(
+    project: Project,
+    report: report_model.Report,
+    records: Sequence[ValidationRecord],
+    records_file: Path,
+) -> report_model.Report:
+    """The report with its "Regressions" section: regressed guards and recorded culprits."""
+    from retire.report import regressions
+
+    culprits = regressions.read_culprits(records_file.parent / "culprits.jsonl")
+    newly = [(shim, lane, str(outcome)) for shim, lane, outcome in report.changes.newly_broken]
+    found = regressions.find_regressions(list(project.guards().values()), records, culprits, newly)
+    return dataclasses.replace(report, regressions=found)
 
 
 def index_names(lanes: Sequence[Lane]) -> dict[str, str]:

@@ -49,6 +49,7 @@ from retire.locks import locking
 from retire.mirrors.config import MirrorSet
 from retire.runs import envs
 from retire.runs.gpus import GPUS_ENV, Gpu, discover, lane_needs
+from retire.runs.guards import GuardRun, guards_for, judge_guard
 from retire.runs.launcher import (
     ISOLATIONS,
     PROTOCOL_MODULES,
@@ -119,12 +120,21 @@ class LaneRun:
     isolation: Isolation = Isolation.PROCESS
     # why a launcher lane fell back to process isolation
     note: str = ""
+    # the retired shims' reproducers this lane still runs (retire.runs.guards)
+    guards: tuple[GuardRun, ...] = ()
 
     @property
     def failed(self) -> bool:
-        return self.status in (LaneStatus.BUILD_FAILED, LaneStatus.JOB_FAILED) or any(
-            s.outcome in FAILING for s in self.shims
+        return (
+            self.status in (LaneStatus.BUILD_FAILED, LaneStatus.JOB_FAILED)
+            or any(s.outcome in FAILING for s in self.shims)
+            or any(g.failed for g in self.guards)
         )
+
+    @property
+    def regressed(self) -> tuple[GuardRun, ...]:
+        """The guards whose bug came back in this lane."""
+        return tuple(g for g in self.guards if g.outcome == "regressed")
 
 
 def judge(
@@ -201,6 +211,8 @@ class RunOptions:
     mirrors: MirrorSet | None = None
     # process | launcher; None: launcher where the lane's shims declare preloads
     isolation: str | None = None
+    # the catalogue's guards: each lane runs those that name it (retire.runs.guards)
+    guards: tuple[ShimManifest, ...] = ()
     # the host's GPUs, handed to lanes as they start (run_lanes makes it from the host's)
     gpu_pool: GpuPool | None = field(default=None, compare=False)
     # Called with each record as soon as it is made (the command appends it to the manifest), so
@@ -333,6 +345,10 @@ def _run_built(
     finally:
         if launcher is not None:
             launcher.close()
+    guarded = tuple(
+        _run_guard(lane, guard, env, options, progress)
+        for guard in guards_for(lane, options.guards)
+    )
     return LaneRun(
         lane.name,
         LaneStatus.RAN,
@@ -342,7 +358,23 @@ def _run_built(
         seconds=time.monotonic() - started,
         isolation=Isolation.LAUNCHER if launcher is not None else Isolation.PROCESS,
         note=_launcher_note(launcher),
+        guards=guarded,
     )
+
+
+def _run_guard(
+    lane: Lane, guard: ShimManifest, env: envs.LaneEnv, options: RunOptions, progress: Progress
+) -> GuardRun:
+    """A retired shim's reproducer, without a shim (there is none), in its own interpreter."""
+    record = _run_mode(
+        lane, guard.id, {guard.id: guard}, Mode.WITHOUT, env, None, options, progress
+    )
+    if options.on_record is not None:
+        options.on_record(record)
+    outcome, why = judge_guard(record)
+    word = "REGRESSED" if outcome == "regressed" else outcome
+    progress(lane.name, f"guard {guard.id}: {record.sentinel or record.outcome} — {word}")
+    return GuardRun(lane.name, guard.id, outcome, why, record)
 
 
 def _shim_unmet(
@@ -630,6 +662,7 @@ def to_summary(run: LaneRun) -> dict:
             {"shim": s.shim, "outcome": s.outcome, "why": s.why, "with_shim": s.with_result}
             for s in run.shims
         ],
+        "guards": [{"guard": g.guard, "outcome": g.outcome, "why": g.why} for g in run.guards],
     }
 
 
@@ -652,4 +685,8 @@ def from_summary(data: dict) -> LaneRun:
         seconds=data.get("seconds", 0.0),
         isolation=Isolation(data.get("isolation", "process")),
         note=data.get("note", ""),
+        guards=tuple(
+            GuardRun(data["lane"], g["guard"], g["outcome"], g.get("why", ""))
+            for g in data.get("guards", [])
+        ),
     )

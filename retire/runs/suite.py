@@ -17,6 +17,7 @@ from typing import NoReturn
 import pytest
 
 from retire.evidence.validation import FAULTED, FIXED, RunOutcome, ShimOutcome, ValidationRecord
+from retire.runs.guards import GuardOutcome, GuardRun
 from retire.runs.lanerun import LaneRun, LaneStatus, ShimRun
 
 
@@ -96,6 +97,16 @@ def _check_with(run: ShimRun | None, record: ValidationRecord | None, why: str) 
         )
 
 
+def _check_guard(run: GuardRun) -> None:
+    """A guard fails loudly when its bug is back (or its reproducer faulted); holds quietly."""
+    if run.outcome == GuardOutcome.SKIPPED:
+        _skip(run.why)
+    if run.failed:
+        text = _record_text(run.record) if run.record is not None else run.why
+        word = "REGRESSED" if run.outcome == GuardOutcome.REGRESSED else str(run.outcome)
+        raise ReproducerFailedError(f"guard {word}: {run.why}\n{text}")
+
+
 class _Item(pytest.Item):
     def __init__(self, *, check, location: Path, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -157,6 +168,15 @@ class _LanePlugin:
                         f"lane[{run.lane}]::{shim}::with-shim",
                         lambda s=result, r=with_shim, w=why: _check_with(s, r, w),
                         where,
+                    )
+                )
+            for guard in run.guards:
+                items.append(
+                    _item(
+                        session,
+                        f"lane[{run.lane}]::guard::{guard.guard}",
+                        lambda g=guard: _check_guard(g),
+                        self.locations.get(guard.guard, Path(guard.guard)),
                     )
                 )
         session.items = items

@@ -98,6 +98,12 @@ def _legend(runs: Sequence[LaneRun], words: _Words) -> list[str]:
     for run in runs:
         if run.status != LaneStatus.RAN:
             lines += textwrap.wrap(f"{run.lane}: {run.status} — {run.why}", WIDTH)
+    # a regressed guard is the loudest line: the lane fails for it (retire.runs.guards)
+    for run in runs:
+        for found in run.guards:
+            word = "REGRESSED" if found.outcome == "regressed" else str(found.outcome)
+            line = f"guard {found.guard} in lane {run.lane}: {word} — {found.why}"
+            lines += textwrap.wrap(line, WIDTH, subsequent_indent="  ")
     return lines
 
 

@@ -1,0 +1,112 @@
+"""A new-report pack started from a culprit: ``patchlane pack new ID --from-culprit LANE``.
+
+A culprit (:mod:`retire.bisect.culprit`, recorded in ``validation/culprits.jsonl``) already says
+what an upstream report needs: the package, the first broken release next to the last clean one,
+the commit where a mirror told it, the reproducer. The pack written here is prefilled with them —
+``[reproducer] against`` the first broken release and the one command that runs it there,
+``[upstream-state] state = "new-report"`` — and says in comments where it came from and what
+regressed in which release. It is only a start: ``searched`` stays unset (a person searches the
+target's issues first), so ``pack check`` holds it back until they do, and nothing is filed
+without ``pack approve`` (the human gate, docs/packs.md).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import tomlkit
+
+from retire.core.atomic import atomic_write
+from retire.core.errors import InputError
+from retire.packs.model import CATEGORIES, github_repository
+from shims.model import ShimManifest
+
+__all__ = ["latest_culprit", "prefill"]
+
+
+def latest_culprit(path: Path, shim: str, lane: str) -> dict:
+    """The newest culprit recorded for ``shim`` in ``lane`` that names a package."""
+    found = None
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                item = json.loads(line)
+            except ValueError:
+                continue
+            if (
+                isinstance(item, dict)
+                and item.get("subject") == shim
+                and item.get("lane") == lane
+                and item.get("status") == "found"
+            ):
+                found = item
+    if found is None:
+        raise InputError(
+            str(path),
+            "--from-culprit",
+            f"no culprit recorded for {shim} in lane {lane}",
+            f"run `patchlane culprit {lane} {shim}` (or a bump) first",
+        )
+    return found
+
+
+def _repository(manifest: ShimManifest, given: str | None) -> str:
+    if given:
+        return given
+    for link in manifest.upstream.links:
+        if (repository := github_repository(link.url)) is not None:
+            return repository
+    raise InputError(
+        None,
+        "--repository",
+        f"{manifest.id}'s upstream links name no github.com repository",
+        "name the target: --repository owner/name",
+    )
+
+
+def prefill(
+    manifest: ShimManifest, culprit: dict, *, category: str, repository: str | None
+) -> Path:
+    """Write ``<shim>/pack.toml`` from ``culprit``; an existing pack is never overwritten."""
+    path = manifest.directory / "pack.toml"
+    if path.exists():
+        raise InputError(
+            str(path), None, "a pack exists already", "edit it, or remove it to start again"
+        )
+    if category not in CATEGORIES:
+        raise InputError(
+            None,
+            "--category",
+            f"unknown category {category!r}",
+            f"use one of {', '.join(CATEGORIES)}",
+        )
+    [package] = culprit["packages"]
+    release = f"{package['name']}=={culprit.get('first_broken') or package['new']}"
+    doc = tomlkit.document()
+    doc.add(tomlkit.comment(f"Prefilled by `patchlane pack new --from-culprit`: {culprit['line']}"))
+    regressed = f"Regressed in {release.replace('==', ' ')}"
+    if culprit.get("last_clean"):
+        regressed += f" ({package['name']} {culprit['last_clean']} clean)"
+    commit = culprit.get("commit") or {}
+    if commit.get("sha"):
+        regressed += f"; first broken commit {commit['sha']}" + (
+            f" ({commit['pr']})" if commit.get("pr") else ""
+        )
+    doc.add(tomlkit.comment(regressed))
+    doc["category"] = category
+    doc["repository"] = _repository(manifest, repository)
+    doc["kind"] = "issue"
+    doc["priority"] = "report"
+    upstream = tomlkit.table()
+    upstream["state"] = "new-report"
+    upstream.add(tomlkit.comment("search the target's issues and PRs, then set searched = DATE"))
+    doc["upstream-state"] = upstream
+    reproducer = tomlkit.table()
+    reproducer["against"] = release
+    reproducer["command"] = (
+        f"uv run --no-project --with {release} python {manifest.reproducer.path} --mode without"
+    )
+    doc["reproducer"] = reproducer
+    atomic_write(path, tomlkit.dumps(doc), within=manifest.directory)
+    return path
