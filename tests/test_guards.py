@@ -103,7 +103,7 @@ def test_a_retired_shim_guards_regresses_after_a_bump_and_is_restored(shop, caps
 
     # the lane fails loudly, --strict or not
     for extra in ((), ("--strict",)):
-        code, out, err = run_cli(root, "run", "--run-id", "broke", *extra, capsys=capsys)
+        code, out, err = run_cli(root, "run", "-v", "--run-id", "broke", *extra, capsys=capsys)
         assert code == 1
         assert "lane[cpu]::guard::toy FAILED" in out and "guard REGRESSED" in out
         assert "REGRESSED: guard toy reproduces again in lane cpu" in err
@@ -132,7 +132,12 @@ def test_a_retired_shim_guards_regresses_after_a_bump_and_is_restored(shop, caps
     assert code == 0, out
     summary = _summary(root, "restored")
     assert summary["shims"] == [
-        {"shim": "toy", "outcome": "needed", "why": summary["shims"][0]["why"]}
+        {
+            "shim": "toy",
+            "outcome": "needed",
+            "why": summary["shims"][0]["why"],
+            "with_shim": "fix-validated",
+        }
     ]
     assert summary["guards"] == []
 

@@ -120,7 +120,7 @@ def test_report_page_loads_without_console_messages_and_has_the_grid(page, tmp_p
 def test_screenshot_shows_the_grid_colours(page, tmp_path):
     shot = tmp_path / "report.png"
     done = chromium(
-        tmp_path, page, f"--screenshot={shot}", "--window-size=1400,1800", "--hide-scrollbars"
+        tmp_path, page, f"--screenshot={shot}", "--window-size=1400,2600", "--hide-scrollbars"
     )
     assert done.returncode == 0 and shot.exists(), done.stderr[-2000:]
     assert console_messages(done.stderr) == []
