@@ -16,6 +16,7 @@ from typing import Any
 
 from retire.bisect.search import ENV_FAILED, NOT_APPLICABLE, CandidateRun, Candidates, Status
 from retire.bisect.window import Edge, EdgeState, LanePlace, Window
+from retire.core import mdsafe
 from retire.mirrors.history import Commit
 
 __all__ = ["CommitEdge", "WindowResult"]
@@ -206,16 +207,19 @@ class WindowResult:
         return tuple(found)
 
     def markdown(self) -> str:
+        # a commit's subject is the upstream's text: each line inert (retire.core.mdsafe)
+        summary = [f"{mdsafe.text(line)}  " for line in self.summary().splitlines() if line]
+        title = f"{mdsafe.code(self.distribution)} for shim {mdsafe.code(self.shim)}"
         lines = [
-            f"### Window bisection of `{self.distribution}` for shim `{self.shim}`",
+            f"### Window bisection of {title}",
             "",
-            self.summary(),
+            *summary,
             "",
         ]
         if self.range_note:
-            lines += [f"Range: {self.range_note}.", ""]
+            lines += [f"Range: {mdsafe.text(self.range_note)}.", ""]
         if self.floor:
-            lines += [f"Proposed retirement floor: `{self.floor}`", ""]
+            lines += [f"Proposed retirement floor: {mdsafe.code(str(self.floor))}", ""]
         lines += ["| candidate | result | reproducer outcome | seconds |", "|---|---|---|---|"]
         for run in self.probes:
             label = run.version[:12] if len(run.version) == 40 else run.version
