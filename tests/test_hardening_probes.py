@@ -210,6 +210,36 @@ def test_a_huge_page_is_a_failure_at_the_probe_deadline(index):
     assert took < 1.5 + 1.0, took
 
 
+def test_the_first_look_at_the_deadline_comes_before_any_scan_of_the_whole_page():
+    """Issue 30: a 300,000-anchor page was decided past its deadline under load. Nothing reads the
+    whole page before the deadline is first looked at (the control-character scan, 46 MiB of it
+    there, goes chunk by chunk with the parse): past the deadline, a page with a NUL at its end
+    is a timeout, not a verdict on the NUL."""
+    text = huge_page(5_000).decode() + "\x00"
+    with pytest.raises(PageTimeoutError, match="not read within the deadline"):
+        parse_html_page(text, "toylib", "u", expired=countdown(0))
+    # read in full, the NUL is still found, at its offset
+    with pytest.raises(PageError, match=f"control character '\\\\x00' at offset {len(text) - 1}"):
+        parse_html_page(text, "toylib", "u")
+
+
+def test_a_huge_page_under_a_short_deadline_fails_within_about_it(index, tmp_path):
+    """The 300,000-anchor page of issue 30 scaled down (40,000 links, 6 MiB: seconds of parsing
+    on a loaded machine) under a 0.4 s budget, through a loopback index with the HTTP cache on:
+    the probe ends within about its deadline, with the reason."""
+    body = huge_page(40_000)
+    index.faults.clear()
+    index.faults.add(INDEX_PATH, Fault(status=200, body=body, content_type="text/html"))
+    policy = dataclasses.replace(FAST, budget=0.4)
+    began = time.monotonic()
+    found = probe_releases(fetcher(tmp_path / "cache", policy=policy), "toylib", [index.url])
+    took = time.monotonic() - began
+    index.faults.clear()
+    assert isinstance(found, ProbeFailure), type(found)
+    assert "deadline" in found.reason and found.probe == "index", found.reason
+    assert took < 0.4 + 1.0, took
+
+
 def test_a_page_error_is_never_anything_else():
     """Whatever the page, the reader ends in a ReleaseList or a PageError."""
     for content_type, body in (*NOT_PAGES.values(), *EMPTY_PAGES.values()):

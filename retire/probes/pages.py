@@ -320,6 +320,7 @@ def _feed(parser: _Anchors, text: str, expired: Callable[[], bool]) -> None:
                     f"the page was not read within the deadline ({start // 2**20} MiB of "
                     f"{len(text) / 2**20:.0f} MiB, {len(parser.anchors)} links so far)"
                 )
+            _no_control(text, start)
             parser.feed(text[start : start + _CHUNK])
             _not_unclosed(parser)
         parser.close()
@@ -328,6 +329,16 @@ def _feed(parser: _Anchors, text: str, expired: Callable[[], bool]) -> None:
         if isinstance(exc, PageError):
             raise
         raise PageError(f"unreadable HTML ({exc})") from None
+
+
+def _no_control(text: str, start: int) -> None:
+    """:class:`PageError` for a control character in the chunk at ``start`` (looked for chunk by
+    chunk, so that no scan of the whole page comes before the first look at the deadline)."""
+    control = _CONTROL.search(text, start, start + _CHUNK)
+    if control:
+        raise PageError(
+            f"not an HTML page: control character {control.group()!r} at offset {control.start()}"
+        )
 
 
 def _not_unclosed(parser: _Anchors) -> None:
@@ -374,11 +385,6 @@ def parse_html_page(
 ) -> ReleaseList:
     """A PEP 503 project page; :class:`PageError` when it is cut short, of an unknown version or
     not a project page at all, :class:`PageTimeoutError` once ``expired()``."""
-    control = _CONTROL.search(text)
-    if control:
-        raise PageError(
-            f"not an HTML page: control character {control.group()!r} at offset {control.start()}"
-        )
     parser = _Anchors()
     _feed(parser, text, expired)
     files = [
