@@ -111,10 +111,11 @@ def run(project: Project, args: argparse.Namespace) -> int:
     say(f"{result.status}: {result.branch}" + (f" — {result.reason}" if result.reason else ""))
     if result.body_path:
         say(f"PR body: {result.body_path}")
-    if result.pr_status != "not-requested":
+    if result.pr_status.requested:
         say(f"PR: {result.pr_status}" + (f" {result.pr_url}" if result.pr_url else ""))
     if args.json:
         document = asdict(result)
+        document["pr_status"] = str(result.pr_status)
         document["lanes"] = [
             {
                 **asdict(lane),

@@ -87,7 +87,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     for o in outcomes:
         pr = (
             f" [PR: {o.pr_status}{' ' + o.pr_url if o.pr_url else ''}]"
-            if o.pr_status != "not-requested"
+            if o.pr_status.requested
             else ""
         )
         say(f"{o.status:<17} {o.branch}" + (f" — {o.reason}" if o.reason else "") + pr)
@@ -97,7 +97,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
     # a shim no lane could move is reported, not a failure: its lanes keep it, and say why
     ok = all(o.ok or o.status == autodrop.DropStatus.BLOCKED for o in outcomes)
     if args.json:
-        emit_json({"ok": ok, "proposals": [asdict(o) for o in outcomes]})
+        proposals = [{**asdict(o), "pr_status": str(o.pr_status)} for o in outcomes]
+        emit_json({"ok": ok, "proposals": proposals})
     return ExitCode.OK if ok else ExitCode.FAILED
 
 
