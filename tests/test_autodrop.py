@@ -19,6 +19,7 @@ from packaging.pylock import Pylock
 from retire.branches import autodrop
 from retire.branches.autodrop import DropPlan
 from retire.branches.options import ApplyOptions
+from retire.branches.prstatus import PrState
 from retire.commands import main as cli
 from retire.evidence.floor import Floor
 from retire.lanes import lanefile
@@ -541,7 +542,7 @@ def test_pr_is_opened_once_and_never_merged(drop_project, codehost, monkeypatch)
     monkeypatch.setenv("GITHUB_TOKEN", "s3cret-token-value")
     options = {"repository": "acme/project", "api_base": codehost.url}
     [outcome] = autodrop.apply(drop_project.root, [PLAN], ApplyOptions(**options))
-    assert outcome.status == "proposed" and outcome.pr_status == "opened", outcome
+    assert outcome.status == "proposed" and outcome.pr_status.state == PrState.OPENED, outcome
     assert outcome.pr_url.endswith("/pull/1")
     [pull] = codehost.pulls
     assert pull["head"] == "patchlane/retire-toylib_add" and pull["base"] == "main"
@@ -555,7 +556,7 @@ def test_pr_is_opened_once_and_never_merged(drop_project, codehost, monkeypatch)
     [again] = autodrop.apply(drop_project.root, [PLAN], ApplyOptions(**options))
     assert (
         again.status == "already-proposed"
-        and again.pr_status == "exists"
+        and again.pr_status.state == PrState.EXISTS
         and len(codehost.pulls) == 1
     )
     assert [m for m, _, _ in codehost.requests].count("POST") == 1
@@ -569,23 +570,24 @@ def test_pr_failures_are_reported_without_the_token(drop_project, codehost, monk
     [outcome] = autodrop.apply(
         drop_project.root, [PLAN], ApplyOptions(repository="acme/project", api_base=codehost.url)
     )
-    assert outcome.status == "proposed" and outcome.pr_status.startswith(
+    assert outcome.status == "proposed" and str(outcome.pr_status).startswith(
         "failed: opening the pull request: HTTP 401"
     )
-    assert "wrong-token-value" not in outcome.pr_status
+    assert "wrong-token-value" not in str(outcome.pr_status)
     monkeypatch.delenv("GITHUB_TOKEN")
     monkeypatch.delenv("GH_TOKEN", raising=False)
     [again] = autodrop.apply(
         drop_project.root, [PLAN], ApplyOptions(repository="acme/project", api_base=codehost.url)
     )
-    assert again.pr_status.startswith("skipped: no GITHUB_TOKEN")
+    assert again.pr_status.state == PrState.SKIPPED
+    assert str(again.pr_status).startswith("skipped: no GITHUB_TOKEN")
     dead = CodeHost()
     dead.close()
     monkeypatch.setenv("GITHUB_TOKEN", "s3cret-token-value")
     [down] = autodrop.apply(
         drop_project.root, [PLAN], ApplyOptions(repository="acme/project", api_base=dead.url)
     )
-    assert down.status == "already-proposed" and down.pr_status.startswith(
+    assert down.status == "already-proposed" and str(down.pr_status).startswith(
         "failed: the code host is unreachable"
     )
 
@@ -613,6 +615,8 @@ def test_cli_takes_plans_as_json(drop_project, tmp_path, capsys):
         and row["status"] == "proposed"
         and row["branch"] == "patchlane/retire-toylib_add"
     )
+    # the pull request's status is the one string it always was (retire.branches.prstatus)
+    assert row["pr_status"] == "not-requested" and row["pr_url"] is None
     assert cli(["retire", "--apply", *args]) == 0
     assert json.loads(capsys.readouterr().out)["proposals"][0]["status"] == "already-proposed"
     plan_file.write_text(json.dumps({"shim_id": "../etc", "why": "x"}))

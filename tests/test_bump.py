@@ -308,6 +308,7 @@ def test_json_is_one_document_with_each_lanes_diff(shop, capsys):
     assert (
         document["status"] == "proposed" and document["branch"] == "patchlane/bump-toy-2026-06-01"
     )
+    assert document["pr_status"] == "not-requested"
     [toy] = document["lanes"]
     assert (
         toy["status"] == "bumped"

@@ -46,6 +46,7 @@ from retire.branches.dropplan import BRANCH_PREFIX, DropPlan
 from retire.branches.lanemoves import LaneMove, TreeEdit, lock_versions, move_lanes
 from retire.branches.options import ApplyOptions
 from retire.branches.proposals import BranchStatus
+from retire.branches.prstatus import NOT_REQUESTED, PrStatus
 from retire.core import uv
 from retire.core.atomic import atomic_write
 from retire.core.errors import InputError, PatchlaneError
@@ -122,8 +123,7 @@ class DropOutcome:
     # lane names
     locks_remade: tuple[str, ...] = ()
     pr_body_path: str | None = None
-    # opened | exists | skipped: … | failed: … | not-requested
-    pr_status: str = "not-requested"
+    pr_status: PrStatus = NOT_REQUESTED
     pr_url: str | None = None
     # a plan that names its lanes: per lane, what the branch did or why the lane keeps the shim
     lanes: tuple[LaneMove, ...] = ()

@@ -36,6 +36,7 @@ from retire.bisect.culprit import Culprit
 from retire.branches import breaks, proposals
 from retire.branches.options import BumpOptions
 from retire.branches.proposals import BranchStatus
+from retire.branches.prstatus import NOT_REQUESTED, PrStatus
 from retire.core import mdsafe, uv
 from retire.core.atomic import atomic_write
 from retire.core.errors import InputError
@@ -95,7 +96,7 @@ class BumpResult:
     reason: str = ""
     lanes: tuple[LaneBump, ...] = ()
     body_path: str | None = None
-    pr_status: str = "not-requested"
+    pr_status: PrStatus = NOT_REQUESTED
     pr_url: str | None = None
 
     def __post_init__(self) -> None:

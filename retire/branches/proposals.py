@@ -30,6 +30,7 @@ from pathlib import Path
 
 import httpx
 
+from retire.branches.prstatus import PrState, PrStatus
 from retire.core import childenv
 from retire.core.atomic import atomic_write, locked, make_folder
 from retire.core.errors import InputError
@@ -93,7 +94,7 @@ class PullRequests:
 
     def find_or_open(
         self, *, head: str, base: str, title: str, body: str
-    ) -> tuple[str, str | None]:
+    ) -> tuple[PrStatus, str | None]:
         """(status, url): ``exists`` when a PR for ``head`` is already there, else ``opened``."""
         import httpx
 
@@ -104,9 +105,9 @@ class PullRequests:
                 url, params={"head": f"{owner}:{head}", "state": "all"}, headers=self._headers()
             )
             if found.status_code == 200 and isinstance(found.json(), list) and found.json():
-                return "exists", found.json()[0].get("html_url")
+                return PrStatus(PrState.EXISTS), found.json()[0].get("html_url")
             if found.status_code != 200:
-                return "failed: " + self._error("listing pull requests", found), None
+                return PrStatus(PrState.FAILED, self._error("listing pull requests", found)), None
             made = self.client.post(
                 url,
                 headers=self._headers(),
@@ -119,10 +120,10 @@ class PullRequests:
                 },
             )
         except (httpx.HTTPError, ValueError) as exc:
-            return "failed: " + self._error("the code host is unreachable", exc), None
+            return PrStatus(PrState.FAILED, self._error("the code host is unreachable", exc)), None
         if made.status_code == 201:
-            return "opened", made.json().get("html_url")
-        return "failed: " + self._error("opening the pull request", made), None
+            return PrStatus(PrState.OPENED), made.json().get("html_url")
+        return PrStatus(PrState.FAILED, self._error("opening the pull request", made)), None
 
 
 def author_env(repo: Path) -> dict[str, str]:
@@ -288,16 +289,17 @@ def open_pull_request(
     remote: str = "origin",
     client: httpx.Client | None = None,
     token: str | None = None,
-) -> tuple[str, str | None]:
+) -> tuple[PrStatus, str | None]:
     """Push ``branch`` (never forced) and find or open its pull request: (status, url)."""
     from retire.probes.codehost import token_from_env
     from retire.probes.http import make_client
 
     token = token or token_from_env()
     if not token:
-        return "skipped: no GITHUB_TOKEN; the PR body is saved beside the branch", None
+        why = "no GITHUB_TOKEN; the PR body is saved beside the branch"
+        return PrStatus(PrState.SKIPPED, why), None
     if not repository:
-        return "skipped: no repository (owner/name) to open the PR in", None
+        return PrStatus(PrState.SKIPPED, "no repository (owner/name) to open the PR in"), None
     try:
         # the one git command that authenticates gets the caller's secrets (a credential helper
         # such as gh's reads GITHUB_TOKEN), and runs no hook, which is the repository's code
@@ -310,7 +312,7 @@ def open_pull_request(
             env=childenv.secrets_for_push(),
         )
     except GitError as exc:
-        return "failed: " + scrub(str(exc), [token]), None
+        return PrStatus(PrState.FAILED, scrub(str(exc), [token])), None
     owned = client is None
     client = client or make_client()
     try:

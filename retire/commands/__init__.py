@@ -12,14 +12,18 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
+from importlib import metadata
+from importlib.util import find_spec
 from pathlib import Path
 
 from retire.commands.aliases import ALIASES
 from retire.commands.base import Command, ExitCode, Parser, configure, json_kept, print_error, say
+from retire.commands.docs import folder
 from retire.core import heldsecrets, interrupts
+from retire.core.childenv import RUN_TOKEN
 from retire.core.errors import PatchlaneError
 from retire.core.project import Project, find_root
-from retire.runs.reaper import REAPER
+from retire.runs.reaper import REAPER, kill_marked
 from shims.errors import InputError
 
 __all__ = ["REGISTRY", "build_parser", "main"]
@@ -69,8 +73,6 @@ def _noting(command: Command) -> Callable[[Project, argparse.Namespace], int]:
 
 
 def _version() -> str:
-    from importlib import metadata
-
     try:
         return metadata.version("patchlane")
     except metadata.PackageNotFoundError:
@@ -78,8 +80,6 @@ def _version() -> str:
 
 
 def _docs_folder() -> str:
-    from retire.commands.docs import folder
-
     where = folder()
     return str(where) if where is not None else "not in this copy"
 
@@ -91,8 +91,6 @@ ENGINE_MODULES = ("uv", "nox", "tomlkit", "httpx")
 def missing_engine() -> list[str]:
     """The engine's dependencies this interpreter cannot import (none after ``pip install
     'patchlane[engine]'``)."""
-    from importlib.util import find_spec
-
     return [name for name in ENGINE_MODULES if find_spec(name) is None]
 
 
@@ -222,9 +220,6 @@ def _interrupted(interrupt: KeyboardInterrupt) -> int:
     SIGTERM. A second signal meanwhile is ignored: it would cut the line short. Every process
     this run started (uv and its builds, reproducers, and what they started) is ended."""
     with interrupts.quiet():
-        from retire.core.childenv import RUN_TOKEN
-        from retire.runs.reaper import kill_marked
-
         # what started after the signal's own sweep
         kill_marked(RUN_TOKEN, prefix=True)
         return print_error(

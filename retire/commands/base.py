@@ -22,9 +22,11 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from retire.core.project import Project
 from retire.core.secrets import scrub
+from shims import times
 
 __all__ = [
     "Command",
@@ -188,8 +190,6 @@ def live() -> bool:
 
 def shown(path) -> str:
     """A path as the user would type it: relative to the working folder when inside it."""
-    from pathlib import Path
-
     try:
         return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
     except (ValueError, OSError):
@@ -258,8 +258,6 @@ class Parser(argparse.ArgumentParser):
 
 def add_mirrors_option(parser: argparse.ArgumentParser, *, used_for: str) -> None:
     """``--mirrors DIR``: the one spelling of the mirrors folder every command takes."""
-    from pathlib import Path
-
     parser.add_argument(
         "--mirrors",
         type=Path,
@@ -320,8 +318,6 @@ def positive_float(text: str) -> float:
 def existing_file(text: str):
     """argparse type: a file that exists (``--validation``): an input named on purpose never reads
     as empty."""
-    from pathlib import Path
-
     path = Path(text)
     if not path.exists():
         raise argparse.ArgumentTypeError(f"{text!r}: no such file: check the path")
@@ -343,8 +339,6 @@ def positive_days(text: str) -> float:
 
 def utc_moment(text: str) -> _dt.datetime:
     """argparse type: an ISO 8601 time, UTC when it names no offset (``--now``)."""
-    from shims import times
-
     try:
         moment = times.parse(text, assume_utc=True)
     except times.TimeError as exc:

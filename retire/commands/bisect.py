@@ -10,6 +10,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from packaging.version import InvalidVersion, Version
+
 from retire.bisect.budget import Budget, Meter
 from retire.bisect.search import NOT_APPLICABLE, UNKNOWN, CandidateRun, Limits, Status
 from retire.bisect.window import DEFAULT_SAMPLE, EdgeState
@@ -23,9 +25,13 @@ from retire.commands.base import (
     positive_int,
     say,
 )
+from retire.core import uv
 from retire.core.errors import InputError, PatchlaneError
 from retire.core.project import Project
+from retire.evidence.values import ProbeFailure
+from retire.locks import locking
 from retire.verdicts.actions import Bisect
+from retire.verdicts.model import FlagKind
 
 if TYPE_CHECKING:
     from retire.bisect.windowresult import WindowResult
@@ -137,8 +143,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _check_versions(**bounds: str | None) -> None:
-    from packaging.version import InvalidVersion, Version
-
     for name, text in bounds.items():
         if text is None:
             continue
@@ -166,8 +170,7 @@ def _default_index(project: Project, shim_id: str, distribution: str, lane=None)
     """Where ``distribution`` comes from for ``lane`` (or a lane carrying the shim): the index its
     sources pin it to, else the lane's default, else the host's — the same answer the verdicts'
     release probe gets (:func:`retire.verdicts.plan.lane_index_urls`)."""
-    from retire.core import uv
-    from retire.evidence.values import ProbeFailure
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.lanes import lanefile
     from retire.verdicts.plan import lane_index_urls
 
@@ -188,8 +191,10 @@ def _default_index(project: Project, shim_id: str, distribution: str, lane=None)
 
 def _lane_python(project: Project, name: str):
     """(lane, python of the lane's environment): built from its lock, or re-synced (cheap)."""
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.lanes import lanefile
-    from retire.locks import locking
+
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.mirrors.config import project_mirrors
     from retire.runs import envs
 
@@ -288,6 +293,7 @@ def bisection(
     search looks for a broken one), continued into the commits of the target's mirror; every
     fresh run recorded unless ``--no-record``. ``stop`` and ``count`` are a budget's
     (:class:`retire.bisect.Meter`)."""
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.bisect import BisectOptions, list_releases, project_bounds
     from retire.bisect.placing import lane_places
     from retire.bisect.sources import project_source
@@ -417,8 +423,6 @@ def budget_of(args: argparse.Namespace) -> Budget:
 def candidate_bisection(verdict: Verdict) -> Bisect | None:
     """The bisection a verdict flagged ``candidate`` asks for: the one its flag (or its action)
     names for this shim, else the shim's plain bisection; None without the flag."""
-    from retire.verdicts.model import FlagKind
-
     if not verdict.flagged(FlagKind.CANDIDATE):
         return None
     named = [f.action for f in verdict.flags if f.kind == FlagKind.CANDIDATE]
@@ -432,6 +436,7 @@ def _one_candidate(
     project: Project, verdict: Verdict, action: Bisect, meter: Meter
 ) -> BisectionRan:
     """Run one candidate's bisection on ``meter``'s budget; a failure is its row, never raised."""
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.report.model import BisectionRan
 
     command = str(action)
@@ -459,6 +464,7 @@ def candidate_bisections(
     """For every verdict flagged ``candidate``, in order, the bisection its flag names, until
     ``budget`` is spent: each run recorded in the validation manifest (the verdicts read it
     next), each bisection's end in the report; those the budget does not reach are listed."""
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.report.model import BisectionLeft, Bisections
     from retire.runs.lanerun import Host
 

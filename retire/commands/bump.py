@@ -4,8 +4,10 @@ outcome."""
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
 from typing import TYPE_CHECKING
 
+from retire.bisect.budget import Budget
 from retire.commands.base import (
     Command,
     ExitCode,
@@ -18,6 +20,7 @@ from retire.commands.base import (
     utc_moment,
     whole_days,
 )
+from retire.commands.retire import relock_locations
 from retire.core.project import Project
 
 if TYPE_CHECKING:
@@ -78,9 +81,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.branches.bump import bump
     from retire.branches.options import BumpOptions
-    from retire.commands.retire import relock_locations
 
     mirrors, host = relock_locations(project, args)
     options = BumpOptions(
@@ -108,12 +111,11 @@ def run(project: Project, args: argparse.Namespace) -> int:
     say(f"{result.status}: {result.branch}" + (f" — {result.reason}" if result.reason else ""))
     if result.body_path:
         say(f"PR body: {result.body_path}")
-    if result.pr_status != "not-requested":
+    if result.pr_status.requested:
         say(f"PR: {result.pr_status}" + (f" {result.pr_url}" if result.pr_url else ""))
     if args.json:
-        from dataclasses import asdict
-
         document = asdict(result)
+        document["pr_status"] = str(result.pr_status)
         document["lanes"] = [
             {
                 **asdict(lane),
@@ -134,8 +136,6 @@ def run(project: Project, args: argparse.Namespace) -> int:
 
 def _culprit_budget(args: argparse.Namespace) -> Budget | None:
     """The budget the command names for culprit searches, or None (the default budget)."""
-    from retire.bisect.budget import Budget
-
     if args.bisect_budget is None and args.bisect_minutes is None:
         return None
     return Budget(args.bisect_budget, args.bisect_minutes)

@@ -6,7 +6,9 @@ import argparse
 from pathlib import Path
 
 from retire.commands.base import Command, ExitCode, emit_json, emit_text, existing_file, say, shown
+from retire.core.atomic import atomic_write
 from retire.core.project import Project
+from retire.evidence import validation
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -67,8 +69,7 @@ def to_json(rows) -> list[dict]:
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
-    from retire.core.atomic import atomic_write
-    from retire.evidence import validation
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.report.catalogue import build, render_markdown
 
     rows = build(

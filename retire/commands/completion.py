@@ -12,6 +12,7 @@ import argparse
 import shlex
 from dataclasses import dataclass, field
 
+from retire.commands import build_parser, docs
 from retire.commands.base import Command, ExitCode, emit_text
 from retire.core.errors import InputError
 from retire.core.project import Project
@@ -90,7 +91,6 @@ def _topics(action: argparse.Action) -> list[str]:
     """The docs' topics, for `patchlane docs TOPIC` (known when the script is made)."""
     if action.metavar != "TOPIC":
         return []
-    from retire.commands import docs
 
     where = docs.folder()
     return list(docs.topics(where)) if where is not None else []
@@ -249,7 +249,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _project_values(project: Project, kind: str) -> list[str]:
     """The project's lane names (as `lanes` expands them) or shim ids; none where it has none."""
-    from retire.core.errors import InputError
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.lanes.lanefile import load_lanes
 
     if kind == "shims":
@@ -262,8 +262,6 @@ def _project_values(project: Project, kind: str) -> list[str]:
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
-    from retire.commands import build_parser
-
     if args.values:
         emit_text("".join(f"{value}\n" for value in _project_values(project, args.values)))
         return ExitCode.OK

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import argparse
 
+from retire.bisect.budget import Budget, Meter
 from retire.commands.base import Command, ExitCode, Level, positive_float, positive_int, say
+from retire.core.atomic import atomic_write
+from retire.core.errors import InputError
 from retire.core.project import Project
+from retire.evidence import validation
+from retire.evidence.validation import Mode
+from retire.locks import locking
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -38,14 +44,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
-    from retire.bisect.budget import Budget, Meter
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.branches import breaks
-    from retire.core.atomic import atomic_write
-    from retire.core.errors import InputError
-    from retire.evidence import validation
-    from retire.evidence.validation import Mode
+
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.lanes import lanefile
-    from retire.locks import locking
 
     [lane] = lanefile.select(lanefile.project_lanes(project), [args.lane])
     subjects = {**project.manifests(), **project.guards()}

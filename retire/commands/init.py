@@ -9,6 +9,7 @@ from pathlib import Path
 from retire.commands.base import Command, ExitCode, Level, emit_json, say, shown
 from retire.core.errors import InputError
 from retire.core.project import Project
+from retire.locks import locking
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -53,6 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.scaffold import write
     from retire.scaffold.ignored import still_ignored
     from retire.scaffold.project import committed, plan_init
@@ -62,6 +64,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
         raise InputError(None, "--repoint", "names no new source", "add --from SOURCE")
     source = _source(args, root)
     if args.repoint:
+        # deferred: `patchlane --help` does not load it, and start-up time counts
         from retire.scaffold.repoint import plan_repoint
 
         plan = plan_repoint(root, source, action=args.action)
@@ -109,6 +112,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
 def _source(args: argparse.Namespace, root: Path):
     """The Source of --from; --action alone names a github.com repository; else the running
     copy's."""
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.scaffold.source import installed_source, parse_action, parse_source
 
     if args.action:
@@ -122,6 +126,7 @@ def _source(args: argparse.Namespace, root: Path):
 
 def _git_note(root: Path) -> list[str]:
     """A note when ``root`` is not in a git repository: retire and bump make branches there."""
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.core.git import Git, GitError
 
     try:
@@ -141,8 +146,8 @@ def _git_note(root: Path) -> list[str]:
 def _lock(project: Project) -> list[str]:
     """Lock the new project's lanes now, so `nox -s lock -- --check` passes at once; an index that
     cannot be reached here is a note (the files are written either way)."""
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.lanes import lanefile
-    from retire.locks import locking
 
     results = locking.lock_lanes(lanefile.project_lanes(project), project.locks_dir)
     for result in results:

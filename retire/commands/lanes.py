@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from retire.commands.base import Command, ExitCode, emit_json, say
 from retire.core.project import Project
+from retire.lanes.model import freeze_text
+from retire.locks import locking
+from shims.gpuneeds import GpuNeeds
 
 if TYPE_CHECKING:
     from retire.lanes.model import Lane
@@ -79,8 +82,6 @@ def _revision_words(row: LaneRow) -> str:
 
 def _gpu_words(row: LaneRow) -> str:
     """`, 2 GPUs (h100, compute capability ≥ 9.0)` for a lane that is given GPUs."""
-    from shims.gpuneeds import GpuNeeds
-
     gpus = row["gpus"]
     count = gpus["count"]
     if not isinstance(count, int) or not count:
@@ -115,8 +116,6 @@ def _locked_commits(recorded: Mapping[str, object]) -> dict[str, str | None]:
 def _row(lane: Lane, state: LockState, recorded: Mapping[str, object], gpus: GpuNeeds) -> LaneRow:
     """The lane, its lock's state and what its current lock recorded (``recorded``: empty when
     the lock is not current)."""
-    from retire.lanes.model import freeze_text
-
     row = LaneRow(
         name=lane.name,
         python=lane.python,
@@ -169,8 +168,10 @@ def _table(rows: list[LaneRow]) -> None:
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.lanes import lanefile
-    from retire.locks import locking
+
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.runs.gpus import lane_needs
 
     lanes = lanefile.select(lanefile.project_lanes(project), args.lanes)

@@ -16,7 +16,11 @@ from retire.commands.base import (
     say,
     utc_moment,
 )
+from retire.core import uv
 from retire.core.project import Project
+from retire.locks import locking
+from retire.locks.locking import lock_path
+from retire.locks.uvinputs import IndexWithoutURL, resolve_index_urls
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -71,8 +75,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.lanes import lanefile
-    from retire.locks import locking
+
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.mirrors.config import project_mirrors
 
     lanes = lanefile.select(lanefile.project_lanes(project), args.lanes)
@@ -89,8 +95,6 @@ def run(project: Project, args: argparse.Namespace) -> int:
     )
     # asking uv its version costs a process: only when uv will run anyway
     if pending:
-        from retire.core import uv
-
         say(
             f"locking {len(pending)} of {len(lanes)} lane(s) with uv {uv.version()} …",
             level=Level.PROGRESS,
@@ -153,10 +157,6 @@ def run(project: Project, args: argparse.Namespace) -> int:
 
 
 def _check(project: Project, lanes: list, args: argparse.Namespace) -> int:
-    from retire.core import uv
-    from retire.locks import locking
-    from retire.locks.uvinputs import IndexWithoutURL, resolve_index_urls
-
     named = uv.host_indexes().named
     rows, bad, unchecked = [], [], 0
     ignored = _ignored_locks(project, lanes)
@@ -224,8 +224,8 @@ def _check(project: Project, lanes: list, args: argparse.Namespace) -> int:
 def _ignored_locks(project: Project, lanes: list) -> dict[str, str]:
     """lane -> why git leaves its lock out of every commit (an ignore rule, and the negation
     that lets git take it), for the locks that are not committed."""
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.core.git import Git, GitError
-    from retire.locks.locking import lock_path
 
     paths = {
         lane.name: lock_path(project.locks_dir, lane.name).relative_to(project.root).as_posix()

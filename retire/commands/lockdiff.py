@@ -8,6 +8,7 @@ from pathlib import Path
 from retire.commands.base import Command, ExitCode, emit_json, say, shown
 from retire.core.errors import InputError
 from retire.core.project import Project
+from retire.locks.locking import provenance
 from shims import tomlreader
 
 
@@ -48,8 +49,6 @@ def read(path: Path) -> dict:
 
 def origin(lock: dict) -> str:
     """`patchlane lock of lane 'cpu' (uv 0.13.9)` or `foreign lock, created by pip`."""
-    from retire.locks.locking import provenance
-
     mine = provenance(lock)
     if mine:
         return f"patchlane lock of lane {mine.get('lane')!r} (uv {mine.get('uv-version', '?')})"
@@ -57,6 +56,7 @@ def origin(lock: dict) -> str:
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.locks import lockdiff
 
     old, new = read(args.old), read(args.new)

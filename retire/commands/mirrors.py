@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import argparse
 
+from packaging.version import Version
+
 from retire.commands.base import Command, ExitCode, Level, add_mirrors_option, emit_json, say
 from retire.core.errors import InputError
 from retire.core.project import Project
+from retire.evidence.values import ProbeFailure
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -30,6 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _selected(project: Project, args: argparse.Namespace) -> list:
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.mirrors.config import project_mirrors, repository_key
 
     mirrors = project_mirrors(project, args.mirrors).mirrors
@@ -49,7 +53,7 @@ def _selected(project: Project, args: argparse.Namespace) -> list:
 
 
 def _describe(mirror) -> dict:
-    from retire.evidence.values import ProbeFailure
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.mirrors.repo import open_mirror
 
     row = {
@@ -67,7 +71,6 @@ def _describe(mirror) -> dict:
     if isinstance(repo, ProbeFailure):
         row["problem"] = repo.reason
         return row
-    from packaging.version import Version
 
     try:
         tags = repo.tag_versions()
@@ -112,6 +115,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
 
 
 def _sync(project: Project, args: argparse.Namespace) -> int:
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.mirrors.sync import SyncStatus, sync
 
     mirrors = _selected(project, args)

@@ -19,12 +19,12 @@ from retire.commands.base import (
     shown,
     utc_moment,
 )
+from retire.core.errors import InputError
 from retire.core.project import Project
+from retire.packs.checks import DEFAULT_MAX_CODE_LINES, DEFAULT_WINDOW
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from retire.packs.checks import DEFAULT_MAX_CODE_LINES, DEFAULT_WINDOW
-
     p.add_argument("--now", type=utc_moment, help="evaluate as of this UTC time (default: now)")
     p.add_argument(
         "--window-days",
@@ -86,6 +86,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.packs import store
 
     root, window = project.root, _dt.timedelta(days=args.window_days)
@@ -132,6 +133,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
         )
         return ExitCode.OK
     if args.action == "export":
+        # deferred: `patchlane --help` does not load it, and start-up time counts
         from retire.packs.export import export
 
         for path in export(root, args.id, args.to, now=args.now, window=window):
@@ -144,7 +146,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
 
 def _new(project: Project, args: argparse.Namespace) -> int:
     """``pack new ID --from-culprit LANE``: pack.toml prefilled from the lane's culprit."""
-    from retire.core.errors import InputError
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.packs.prefill import latest_culprit, prefill
 
     shims = {**project.manifests(), **project.guards()}
@@ -163,6 +165,7 @@ def _new(project: Project, args: argparse.Namespace) -> int:
 
 
 def _check(project: Project, args: argparse.Namespace, window: _dt.timedelta) -> int:
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.packs import store
 
     entries = store.filing_queue(

@@ -51,6 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def gather_options(project: Project, args: argparse.Namespace) -> dict:
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.mirrors.config import project_mirrors
 
     pairs = (("index_url", args.index_url), ("api_base", args.api_url))
@@ -78,6 +79,7 @@ def checked_budget(args: argparse.Namespace) -> Budget:
 def run(project: Project, args: argparse.Namespace) -> int:
     """0 when the report was written (whatever it says), 2 for bad input, 1 when it could not be
     written."""
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.report import markdown, weekly
 
     budget = checked_budget(args)

@@ -4,13 +4,18 @@ can let go (a retire or retire-in-some verdict), editing exactly those lanes."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from dataclasses import asdict
 from pathlib import Path
 
 from retire.commands import report
 from retire.commands.base import Command, ExitCode, Level, emit_json, say
+from retire.commands.bisect import candidate_bisections
+from retire.core import uv
+from retire.core.errors import InputError
 from retire.core.project import Project
+from retire.evidence import validation
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -52,6 +57,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(project: Project, args: argparse.Namespace) -> int:
     if not args.apply:
         return report.run(project, args)
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.branches import autodrop
     from retire.branches.options import ApplyOptions
 
@@ -81,7 +87,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     for o in outcomes:
         pr = (
             f" [PR: {o.pr_status}{' ' + o.pr_url if o.pr_url else ''}]"
-            if o.pr_status != "not-requested"
+            if o.pr_status.requested
             else ""
         )
         say(f"{o.status:<17} {o.branch}" + (f" — {o.reason}" if o.reason else "") + pr)
@@ -91,16 +97,15 @@ def run(project: Project, args: argparse.Namespace) -> int:
     # a shim no lane could move is reported, not a failure: its lanes keep it, and say why
     ok = all(o.ok or o.status == autodrop.DropStatus.BLOCKED for o in outcomes)
     if args.json:
-        emit_json({"ok": ok, "proposals": [asdict(o) for o in outcomes]})
+        proposals = [{**asdict(o), "pr_status": str(o.pr_status)} for o in outcomes]
+        emit_json({"ok": ok, "proposals": proposals})
     return ExitCode.OK if ok else ExitCode.FAILED
 
 
 def relock_locations(project: Project, args: argparse.Namespace) -> tuple:
     """(mirrors, host indexes) every re-lock of the command uses: ``--mirrors`` (else
     patchlane.toml's folder, under ``--root``) and ``--index-url`` (else uv's configuration)."""
-    import dataclasses
-
-    from retire.core import uv
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.mirrors.config import project_mirrors
 
     host = uv.host_indexes()
@@ -110,9 +115,10 @@ def relock_locations(project: Project, args: argparse.Namespace) -> tuple:
 
 
 def _plans_from_verdicts(project: Project, args: argparse.Namespace) -> list:
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.branches.retirement import plans
-    from retire.commands.bisect import candidate_bisections
-    from retire.evidence import validation
+
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.lanes import lanefile
     from retire.report.markdown import bisections_text
     from retire.verdicts.gather import GatherOptions, gather
@@ -145,8 +151,8 @@ def _plans_from_verdicts(project: Project, args: argparse.Namespace) -> list:
 
 
 def _plans_from_files(paths: list[Path]) -> list:
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.branches.autodrop import DropPlan
-    from retire.core.errors import InputError
 
     found = []
     for path in paths:

@@ -27,7 +27,11 @@ from retire.commands.base import (
     shown,
     verbosity,
 )
+from retire.core.atomic import atomic_write
+from retire.core.errors import InputError
 from retire.core.project import Project
+from retire.evidence import validation
+from shims import times
 
 if TYPE_CHECKING:
     from retire.evidence.validation import ValidationRecord
@@ -137,6 +141,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.runs import lanerun
 
     if args.run_id:
@@ -220,7 +225,7 @@ def _on_slurm(
 ) -> tuple[list[LaneRun], dict[str, dict]]:
     """One Slurm job per lane (retire/runs/slurm.py); their records merged into the manifest
     (`validation merge`: each record once), even those of a job that was cancelled or killed."""
-    from retire.evidence import validation
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.runs import reaper, slurm
     from retire.runs.slurmconfig import load_slurm
 
@@ -272,7 +277,7 @@ def unproven(
 ) -> list[Proof]:
     """The shims of ``lanes`` (and those no lane lists) that no lane of the project proves, from
     the latest runs in ``manifest`` and ``extra`` (retire.runs.proof)."""
-    from retire.evidence import validation
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.lanes import lanefile
     from retire.runs import proof
 
@@ -303,6 +308,7 @@ def _say_unproven(proofs: list[Proof], *, strict: bool) -> bool:
 
 def _selected_lanes(project: Project, args: argparse.Namespace) -> list[Lane]:
     """The lanes named (or all), narrowed by ``--tag``; a wheelhouse builds only its own lane."""
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.lanes import lanefile
 
     # [] without --wheelhouse
@@ -311,8 +317,6 @@ def _selected_lanes(project: Project, args: argparse.Namespace) -> list[Lane]:
     if args.tag:
         lanes = [lane for lane in lanes if lane.tag == args.tag]
     if carried and [lane.name for lane in lanes] != carried:
-        from retire.core.errors import InputError
-
         raise InputError(
             None,
             "--wheelhouse",
@@ -327,6 +331,7 @@ def _run_options(
     project: Project, args: argparse.Namespace, lanes: list[Lane], host: Host
 ) -> RunOptions:
     """What every lane of this run shares: where locks and environments live, the host, limits."""
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.mirrors.config import project_mirrors
     from retire.runs import lanerun
 
@@ -360,8 +365,6 @@ class _Recorder:
         self._counting = threading.Lock()
 
     def __call__(self, record: ValidationRecord) -> None:
-        from retire.evidence import validation
-
         added = validation.append(self.target, [record])
         with self._counting:
             self.count += added
@@ -377,6 +380,7 @@ def _run_lanes(
 ) -> list[LaneRun]:
     """Every lane's run, stopped as a whole by SIGTERM; says what was recorded, interrupted or
     not."""
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.runs import lanerun, reaper
 
     try:
@@ -404,7 +408,7 @@ def _run_lanes(
 
 def _write_summaries(project: Project, run_id: str, results: list[LaneRun]) -> None:
     """One summary per lane under the run's folder, for `patchlane summary --run-id`."""
-    from retire.core.atomic import atomic_write
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.runs import lanerun
 
     summaries = project.run_dir(run_id)
@@ -417,9 +421,6 @@ def _write_summaries(project: Project, run_id: str, results: list[LaneRun]) -> N
 
 
 def _mark_interrupted(project: Project, run_id: str) -> None:
-    from retire.core.atomic import atomic_write
-    from shims import times
-
     stamp = times.format_utc(times.now())
     atomic_write(project.interrupted_mark(run_id), f"interrupted at {stamp}\n", within=project.root)
 
@@ -433,6 +434,7 @@ def _show(
 ) -> list[str]:
     """The pytest view, the lane × shim table (unless ``table`` is off) and the failed lanes,
     which it returns."""
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.runs import suite
     from retire.runs.summarytable import summary_table
 
@@ -466,6 +468,7 @@ def _wheelhouse_lane(folder: Path | None) -> list[str]:
     """The lane a wheelhouse was gathered for (one-line InputError when DIR holds none)."""
     if folder is None:
         return []
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.locks.wheelhouse import Wheelhouse
 
     return [Wheelhouse.load(folder).lane]

@@ -10,8 +10,10 @@ import os
 import tomllib
 from pathlib import Path
 
+import shims
 from retire.commands.base import Command, ExitCode, Level, emit_json, say, shown
 from retire.core.project import Project
+from shims import times
 
 
 def _add_root(p: argparse.ArgumentParser) -> None:
@@ -98,7 +100,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run_list(project: Project, args: argparse.Namespace) -> int:
     """``shim list``: the catalogue's rows (a table, or ``--json``), or ``--check``'s verdict."""
-    import shims
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from shims import __main__ as listing
 
     if args.check:
@@ -127,6 +129,7 @@ def run_list(project: Project, args: argparse.Namespace) -> int:
 
 
 def _owner(project: Project) -> str | None:
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.core.git import Git, GitError
 
     try:
@@ -137,6 +140,7 @@ def _owner(project: Project) -> str | None:
 
 def run_new(project: Project, args: argparse.Namespace) -> int:
     """``shim new ID``: the scaffolded files, written at once or not at all."""
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.scaffold.shim import no_lane_installs, plan_shim, write_shim
 
     plan = plan_shim(
@@ -172,6 +176,7 @@ def run_new(project: Project, args: argparse.Namespace) -> int:
 
 def run_restore(project: Project, args: argparse.Namespace) -> int:
     """``shim restore ID``: the guard's patch back, in the checkout."""
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.branches import guards
 
     done = guards.restore(project, args.id)
@@ -186,8 +191,8 @@ def run_restore(project: Project, args: argparse.Namespace) -> int:
 
 def run_drop(project: Project, args: argparse.Namespace) -> int:
     """``shim drop ID --reason …``: the guard stops guarding; the reason is recorded."""
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.branches import guards
-    from shims import times
 
     path = guards.drop(project, args.id, args.reason, today=times.now().date())
     say(f"dropped guard {args.id}: {shown(path)} records why; its lanes no longer run it")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from retire.commands.base import Command, ExitCode, say
 from retire.core.project import Project
+from retire.evidence import validation
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -28,8 +29,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
-    from retire.evidence import validation
-
     inputs = list(args.inputs)
     # written below: never through a link inside the project
     project.output_file(args.output)

@@ -16,11 +16,11 @@ from retire.commands.base import (
 )
 from retire.core.errors import InputError
 from retire.core.project import Project
+from retire.verdicts.model import Decision
+from retire.verdicts.rules import DEFAULT_STALE_DAYS
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from retire.verdicts.rules import DEFAULT_STALE_DAYS
-
     p.add_argument("shims", nargs="*", metavar="SHIM", help="only these shims (default: all)")
     p.add_argument("--json", action="store_true", help="machine-readable output with the evidence")
     p.add_argument(
@@ -77,6 +77,7 @@ def selected_manifests(project: Project, wanted: list[str]) -> list:
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.lanes import lanefile
     from retire.mirrors.config import project_mirrors
     from retire.verdicts.gather import GatherOptions, gather
@@ -144,8 +145,6 @@ class _Shared:
 
 
 def _print_table(verdicts: list) -> None:
-    from retire.verdicts.model import Decision
-
     width = max([len(v.shim) for v in verdicts] + [4])
     decided = max([len(str(v.decision)) for v in verdicts] + [7])
     lanes = [lane for v in verdicts for lane in v.lane_verdicts]

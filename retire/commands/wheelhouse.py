@@ -8,7 +8,9 @@ import re
 from pathlib import Path
 
 from retire.commands.base import Command, ExitCode, say, shown
+from retire.core.errors import InputError
 from retire.core.project import Project
+from retire.locks import locking
 
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmg]i?b?|b)?", re.IGNORECASE)
 _UNITS = {
@@ -61,6 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.locks import wheelhouse
 
     if args.action == "join":
@@ -72,15 +75,15 @@ def run(project: Project, args: argparse.Namespace) -> int:
             f"checked"
         )
         return ExitCode.OK
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.lanes import lanefile
-    from retire.locks import locking
+
+    # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.probes.http import make_client
 
     [lane] = lanefile.select(lanefile.project_lanes(project), [args.lane])
     state = locking.lock_state(lane, project.locks_dir)
     if not state.current:
-        from retire.core.errors import InputError
-
         raise InputError(
             locking.lock_path(project.locks_dir, lane.name),
             None,
@@ -94,6 +97,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     house = wheelhouse.plan(lane.name, lock, hashlib.sha256(data).hexdigest(), base=base)
     # revisions build on the host: carry their build requirements' wheels too
     if house.from_mirrors:
+        # deferred: `patchlane --help` does not load it, and start-up time counts
         from retire.locks.buildreqs import with_build_requirements
         from retire.mirrors.config import project_mirrors
 

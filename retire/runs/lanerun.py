@@ -224,6 +224,20 @@ class RunOptions:
 Progress = Callable[[str, str], None]
 
 
+@dataclass(frozen=True)
+class RunContext:
+    """What every reproducer run of one built lane shares: the lane, the manifests its runs read,
+    its environment, its fork server (None: each run its own interpreter), the options and where
+    progress goes."""
+
+    lane: Lane
+    manifests: dict[str, ShimManifest]
+    env: envs.LaneEnv
+    launcher: Launcher | None
+    options: RunOptions
+    progress: Progress
+
+
 def reproducer_env(
     lane: Lane,
     manifests: dict[str, ShimManifest],
@@ -336,10 +350,10 @@ def _run_built(
         f"env ready: Python {env.python_version}, {len(env.synced)} packages from the lock",
     )
     launcher = _start_launcher(lane, manifests, env, options, progress)
+    context = RunContext(lane, manifests, env, launcher, options, progress)
     try:
         results = tuple(
-            _shim_unmet(lane, manifests[shim], given)
-            or _run_shim(lane, shim, manifests, env, launcher, options, progress)
+            _shim_unmet(lane, manifests[shim], given) or _run_shim(context, shim)
             for shim in lane.shims
         )
     finally:
@@ -366,9 +380,8 @@ def _run_guard(
     lane: Lane, guard: ShimManifest, env: envs.LaneEnv, options: RunOptions, progress: Progress
 ) -> GuardRun:
     """A retired shim's reproducer, without a shim (there is none), in its own interpreter."""
-    record = _run_mode(
-        lane, guard.id, {guard.id: guard}, Mode.WITHOUT, env, None, options, progress
-    )
+    context = RunContext(lane, {guard.id: guard}, env, None, options, progress)
+    record = _run_mode(context, guard.id, Mode.WITHOUT)
     if options.on_record is not None:
         options.on_record(record)
     outcome, why = judge_guard(record)
@@ -488,17 +501,10 @@ def _build_env(
         )
 
 
-def _run_shim(
-    lane: Lane,
-    shim: str,
-    manifests: dict[str, ShimManifest],
-    env: envs.LaneEnv,
-    launcher: Launcher | None,
-    options: RunOptions,
-    progress: Progress,
-) -> ShimRun:
+def _run_shim(context: RunContext, shim: str) -> ShimRun:
     """One shim's reproducer without the shim, then with it (unless the first run faulted),
     judged."""
+    lane, options = context.lane, context.options
     records: dict[Mode, ValidationRecord] = {}
     for mode in Mode:
         if mode == Mode.WITH and records[Mode.WITHOUT].outcome in FAULTED:
@@ -506,11 +512,11 @@ def _run_shim(
             break
         # A skipped without-run still gets its with-run: an env-constraint or policy shim can
         # prove its mitigation is in effect on a host where the failure itself cannot happen.
-        record = _run_mode(lane, shim, manifests, mode, env, launcher, options, progress)
+        record = _run_mode(context, shim, mode)
         records[mode] = record
         if options.on_record is not None:
             options.on_record(record)
-        progress(
+        context.progress(
             lane.name,
             f"{shim} {mode} shim: {record.sentinel or record.outcome} ({record.duration_s:.1f}s)",
         )
@@ -519,22 +525,14 @@ def _run_shim(
     return ShimRun(lane.name, shim, outcome, why, without, with_shim)
 
 
-def _run_mode(
-    lane: Lane,
-    shim: str,
-    manifests: dict[str, ShimManifest],
-    mode: Mode,
-    env: envs.LaneEnv,
-    launcher: Launcher | None,
-    options: RunOptions,
-    progress: Progress,
-) -> ValidationRecord:
+def _run_mode(context: RunContext, shim: str, mode: Mode) -> ValidationRecord:
     """One reproducer run in one mode (forked from the launcher, or its own interpreter), with
     the run and environment it belongs to."""
-    manifest = manifests[shim]
-    run_env = reproducer_env(lane, manifests, shim, mode)
+    lane, options, launcher = context.lane, context.options, context.launcher
+    manifest = context.manifests[shim]
+    run_env = reproducer_env(lane, context.manifests, shim, mode)
     with heartbeat(
-        lambda line: progress(lane.name, line),
+        lambda line: context.progress(lane.name, line),
         f"{shim} {mode} shim",
         options.heartbeat_s,
     ):
@@ -546,12 +544,13 @@ def _run_mode(
             record = run_reproducer(
                 manifest,
                 mode,
-                python=env.python,
+                python=context.env.python,
                 lane=lane.name,
                 timeout=options.timeout,
                 env=run_env,
             )
-    return _with_context(record, options.run_id, _environment_facts(env, manifest, lane.digest))
+    facts = _environment_facts(context.env, manifest, lane.digest)
+    return _with_context(record, options.run_id, facts)
 
 
 def _start_launcher(
