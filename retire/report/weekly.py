@@ -39,6 +39,7 @@ from retire.verdicts.model import Decision, Verdict
 from shims import times
 
 if TYPE_CHECKING:
+    from retire.bisect.recorded import RecordedFix
     from retire.evidence.validation import ValidationRecord
     from retire.lanes.model import Lane
     from retire.packs.store import QueueEntry
@@ -310,7 +311,6 @@ def generate(
     queue, queue_note = filing_queue_section(project, packs)
     if queue_note:
         notes.append(queue_note)
-
     report = report_build.build(
         manifests,
         lanes,
@@ -324,6 +324,7 @@ def generate(
         records_failure=records_problem,
         filing_queue=queue,
         bisections=bisections,
+        windows=_windows(project, manifests, records),
     )
     report = _with_regressions(project, report, records, records_file)
     markdown, page, json_text = _render(report, out_dir, lanes, project.root)
@@ -334,6 +335,25 @@ def generate(
         within=within,
     )
     return Written(report, paths, markdown, json_text)
+
+
+def _windows(
+    project: Project, manifests: Sequence[ShimManifest], records: Sequence[ValidationRecord]
+) -> dict[str, RecordedFix | None]:
+    """Each shim's window read with its target's mirror, for the shims whose records hold a
+    release window and commit runs of their target (the others: their release runs alone)."""
+    from retire.bisect.recorded import recorded_fix
+    from retire.bisect.sources import project_source
+
+    windows: dict[str, RecordedFix | None] = {}
+    for manifest in manifests:
+        mine = [r for r in records if r.shim == manifest.id]
+        dist = manifest.target.distribution
+        if recorded_fix(mine, manifest.id, dist) is None or not any(r.revisions for r in mine):
+            continue
+        source = project_source(project, manifest)
+        windows[manifest.id] = recorded_fix(mine, manifest.id, dist, source.repo)
+    return windows
 
 
 def _with_regressions(
