@@ -32,7 +32,7 @@ _HOMES = {
     "budget": ("Budget", "Meter"),
     "cache": ("ResultCache",),
     "options": ("BisectOptions",),
-    "recorded": ("RecordedFix", "recorded_fix"),
+    "recorded": ("RecordedFix", "recorded_fix", "shim_fix"),
     "result": ("BisectResult",),
     "runner": ("OverlayRunner", "base_fingerprint", "inspect_base"),
     "revision": ("RevisionRunner",),

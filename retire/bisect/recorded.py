@@ -10,7 +10,7 @@ cannot be ordered. The mirror is only read (``git log``), never fetched.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from packaging.utils import canonicalize_name
@@ -21,8 +21,9 @@ from retire.core.git import GitError
 from retire.evidence.validation import FIXED, PROVING, ValidationRecord
 from retire.mirrors.history import Commit, commits_between, release_tag
 from retire.mirrors.repo import MirrorRepo
+from shims.model import ShimManifest
 
-__all__ = ["RecordedFix", "recorded_fix"]
+__all__ = ["RecordedFix", "recorded_fix", "shim_fix"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,22 @@ def recorded_fix(
     last_broken, first_fixed = edge
     commit = _fix_commit(repo, last_broken, first_fixed, commits) if repo is not None else None
     return RecordedFix(shim, distribution, first_fixed, last_broken, commit)
+
+
+def shim_fix(
+    manifest: ShimManifest,
+    records: Sequence[ValidationRecord],
+    mirror_of: Callable[[ShimManifest], MirrorRepo | None] | None = None,
+) -> RecordedFix | None:
+    """:func:`recorded_fix` of ``manifest``'s shim on its target; ``mirror_of`` (the target's
+    mirror, or None) is called only where the releases show an edge and commit runs of the shim
+    are on record."""
+    mine = [r for r in records if r.shim == manifest.id]
+    dist = manifest.target.distribution
+    found = recorded_fix(mine, manifest.id, dist)
+    if found is None or mirror_of is None or not any(r.revisions for r in mine):
+        return found
+    return recorded_fix(mine, manifest.id, dist, mirror_of(manifest))
 
 
 def _states(

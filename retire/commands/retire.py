@@ -110,6 +110,7 @@ def relock_locations(project: Project, args: argparse.Namespace) -> tuple:
 
 
 def _plans_from_verdicts(project: Project, args: argparse.Namespace) -> list:
+    from retire.bisect.sources import project_source
     from retire.branches.retirement import plans
     from retire.commands.bisect import candidate_bisections
     from retire.evidence import validation
@@ -141,7 +142,8 @@ def _plans_from_verdicts(project: Project, args: argparse.Namespace) -> list:
     records = validation.load(records_path)
     for verdict in verdicts:
         say(f"{verdict.shim:<28} {verdict.decision:<14} {verdict.why}", level=Level.PROGRESS)
-    return plans(verdicts, manifests, records)
+    # the fix commit is named where the target is mirrored on this host
+    return plans(verdicts, manifests, records, lambda m: project_source(project, m).repo)
 
 
 def _plans_from_files(paths: list[Path]) -> list:

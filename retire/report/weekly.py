@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from retire.bisect.recorded import RecordedFix
     from retire.evidence.validation import ValidationRecord
     from retire.lanes.model import Lane
+    from retire.mirrors.repo import MirrorRepo
     from retire.packs.store import QueueEntry
     from shims.model import ShimManifest
 
@@ -340,20 +341,15 @@ def generate(
 def _windows(
     project: Project, manifests: Sequence[ShimManifest], records: Sequence[ValidationRecord]
 ) -> dict[str, RecordedFix | None]:
-    """Each shim's window read with its target's mirror, for the shims whose records hold a
-    release window and commit runs of their target (the others: their release runs alone)."""
-    from retire.bisect.recorded import recorded_fix
+    """Each shim's window as the records show it, the fix commit named where its target is
+    mirrored on this host (retire.bisect.recorded)."""
+    from retire.bisect.recorded import shim_fix
     from retire.bisect.sources import project_source
 
-    windows: dict[str, RecordedFix | None] = {}
-    for manifest in manifests:
-        mine = [r for r in records if r.shim == manifest.id]
-        dist = manifest.target.distribution
-        if recorded_fix(mine, manifest.id, dist) is None or not any(r.revisions for r in mine):
-            continue
-        source = project_source(project, manifest)
-        windows[manifest.id] = recorded_fix(mine, manifest.id, dist, source.repo)
-    return windows
+    def mirror_of(manifest: ShimManifest) -> MirrorRepo | None:
+        return project_source(project, manifest).repo
+
+    return {m.id: shim_fix(m, records, mirror_of) for m in manifests}
 
 
 def _with_regressions(
