@@ -143,7 +143,10 @@ def _plans_from_verdicts(project: Project, args: argparse.Namespace) -> list:
     for verdict in verdicts:
         say(f"{verdict.shim:<28} {verdict.decision:<14} {verdict.why}", level=Level.PROGRESS)
     # the fix commit is named where the target is mirrored on this host
-    return plans(verdicts, manifests, records, lambda m: project_source(project, m).repo)
+    folder = getattr(args, "mirrors", None)
+    return plans(
+        verdicts, manifests, records, lambda m: project_source(project, m, folder=folder).repo
+    )
 
 
 def _plans_from_files(paths: list[Path]) -> list:
