@@ -14,7 +14,8 @@ A bug's *window* (introduced, then fixed): ``window`` (pure: both edges on any o
 looking for a broken item when none is known), ``windowresult`` (the value it ends in, with the
 commits), ``revision`` (the runner whose candidates are commits built from a mirror),
 ``transitions`` (``bisect_window()``: releases first, then the commits between two adjacent
-releases' tags).
+releases' tags), ``recorded`` (the fixed edge and its commit read back from the validation
+records, for the report and the retirement PRs).
 
 The names below are loaded on first use: the CLI imports this package to build its parser, and
 every ``patchlane`` command must not pay for uv, lock and probe modules it does not run.
@@ -31,6 +32,7 @@ _HOMES = {
     "budget": ("Budget", "Meter"),
     "cache": ("ResultCache",),
     "options": ("BisectOptions",),
+    "recorded": ("RecordedFix", "recorded_fix", "shim_fix"),
     "result": ("BisectResult",),
     "runner": ("OverlayRunner", "base_fingerprint", "inspect_base"),
     "revision": ("RevisionRunner",),

@@ -14,7 +14,7 @@ from retire.branches.lanemoves import LaneMove, TreeEdit
 from retire.core import mdsafe
 from retire.verdicts.model import LaneStep, LaneVerdict
 
-__all__ = ["TRAILER", "commit_message", "kept_moves", "pr_body", "title"]
+__all__ = ["TRAILER", "commit_message", "fixed_upstream", "kept_moves", "pr_body", "title"]
 
 TRAILER = "Patchlane-Retire"
 
@@ -130,6 +130,17 @@ def _lane_sections(plan: DropPlan, edit: TreeEdit) -> list[str]:
     return [*lines, "", mdsafe.text(_folder_line(plan, edit, kept))]
 
 
+def fixed_upstream(plan: DropPlan) -> str | None:
+    """``Fixed upstream by `<sha>` (#PR), first released in `X`.``, as much of it as the plan
+    knows (None: nothing); the sha and version are code, never links or markup."""
+    released = plan.first_released
+    if plan.fix_commit is None:
+        return f"Fixed upstream in {mdsafe.code(released)}." if released else None
+    said = f"Fixed upstream by {mdsafe.code(plan.fix_commit)}"
+    said += f" (#{plan.fix_pull})" if plan.fix_pull is not None else ""
+    return said + (f", first released in {mdsafe.code(released)}." if released else ".")
+
+
 def pr_body(plan: DropPlan, edit: TreeEdit) -> str:
     left = [m.lane for m in edit.moves if m.left]
     partial = plan.per_lane and not edit.folder_removed
@@ -137,6 +148,8 @@ def pr_body(plan: DropPlan, edit: TreeEdit) -> str:
         f" from {mdsafe.text(', '.join(left))}" if partial else ""
     )
     lines = [heading, "", mdsafe.text(plan.why), ""]
+    if (fixed := fixed_upstream(plan)) is not None:
+        lines += [fixed, ""]
     if plan.per_lane:
         lines += _lane_sections(plan, edit)
         if edit.relocked:

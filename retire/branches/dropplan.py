@@ -43,6 +43,11 @@ class DropPlan:
     lanes: tuple[LaneVerdict, ...] | None = None
     # the lanes that keep the shim, with why (hold, blocked, keep, unknown)
     keeping: tuple[LaneVerdict, ...] = ()
+    # where the bug was fixed upstream, when the recorded runs say (retire.bisect.recorded): the
+    # first clean release, and the commit with its pull request where a mirror ordered them
+    first_released: str | None = None
+    fix_commit: str | None = None
+    fix_pull: int | None = None
 
     def __post_init__(self) -> None:
         if not SHIM_ID.fullmatch(self.shim_id):
@@ -103,6 +108,15 @@ class DropPlan:
                 {"lanes": [lane.to_json() for lane in self.lanes]} if self.lanes is not None else {}
             ),
             "keeping": [lane.to_json() for lane in self.keeping],
+            **{
+                key: value
+                for key, value in (
+                    ("first_released", self.first_released),
+                    ("fix_commit", self.fix_commit),
+                    ("fix_pull", self.fix_pull),
+                )
+                if value is not None
+            },
         }
 
     @classmethod
@@ -124,12 +138,24 @@ class DropPlan:
             tuple(map(_link_pair, _sequence(data.get("upstream_links", ())))),
             None if lanes is None else tuple(map(lane_verdict_from_dict, _sequence(lanes))),
             tuple(map(lane_verdict_from_dict, _sequence(data.get("keeping", ())))),
+            _optional_text(data, "first_released"),
+            _optional_text(data, "fix_commit"),
+            _optional_int(data, "fix_pull"),
         )
 
 
 def _optional_text(data: Mapping[str, object], key: str) -> str | None:
     value = data.get(key)
     return None if value is None else _text(value)
+
+
+def _optional_int(data: Mapping[str, object], key: str) -> int | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"not a number: {value!r}")
+    return value
 
 
 def lane_verdict_from_dict(data: object) -> LaneVerdict:

@@ -8,11 +8,13 @@ plans to :func:`retire.branches.autodrop.apply`. A plan lists exactly the lanes 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from retire.bisect.recorded import shim_fix
 from retire.branches.dropplan import DropPlan
 from retire.core import mdsafe
 from retire.evidence.validation import FIXED, Mode, RunOutcome, ValidationRecord
+from retire.mirrors.repo import MirrorRepo
 from retire.verdicts.model import Decision, FlagKind, Verdict
 from shims.model import ShimManifest
 
@@ -77,9 +79,11 @@ def plans(
     verdicts: Iterable[Verdict],
     manifests: Mapping[str, ShimManifest],
     records: Sequence[ValidationRecord],
+    mirror_of: Callable[[ShimManifest], MirrorRepo | None] | None = None,
 ) -> list[DropPlan]:
     """One auto-drop plan per *retire* or *retire-in-some* verdict that some lane can leave;
-    every other verdict is left alone.
+    every other verdict is left alone. Each plan says where the bug was fixed upstream when the
+    records show it (``mirror_of`` opens the target's mirror, to name the fix commit).
 
     A verdict without per-lane verdicts although lanes carry the shim (made before lanes were
     judged one by one) gives a plan without lanes: every lane file, as auto-drop always did.
@@ -93,6 +97,8 @@ def plans(
             continue
         manifest = manifests[verdict.shim]
         links = tuple((link.role, link.url) for link in manifest.upstream.links)
+        found = shim_fix(manifest, records, mirror_of)
+        commit = found.commit if found is not None else None
         out.append(
             DropPlan(
                 verdict.shim,
@@ -101,6 +107,9 @@ def plans(
                 evidence_markdown(verdict, records),
                 links,
                 lanes=verdict.lane_verdicts if per_lane else None,
+                first_released=found.first_fixed if found is not None else None,
+                fix_commit=commit.sha if commit is not None else None,
+                fix_pull=commit.pull if commit is not None else None,
             )
         )
     return out

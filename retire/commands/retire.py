@@ -116,6 +116,7 @@ def relock_locations(project: Project, args: argparse.Namespace) -> tuple:
 
 def _plans_from_verdicts(project: Project, args: argparse.Namespace) -> list:
     # deferred: `patchlane --help` does not load it, and start-up time counts
+    from retire.bisect.sources import project_source
     from retire.branches.retirement import plans
 
     # deferred: `patchlane --help` does not load it, and start-up time counts
@@ -147,7 +148,11 @@ def _plans_from_verdicts(project: Project, args: argparse.Namespace) -> list:
     records = validation.load(records_path)
     for verdict in verdicts:
         say(f"{verdict.shim:<28} {verdict.decision:<14} {verdict.why}", level=Level.PROGRESS)
-    return plans(verdicts, manifests, records)
+    # the fix commit is named where the target is mirrored on this host
+    folder = getattr(args, "mirrors", None)
+    return plans(
+        verdicts, manifests, records, lambda m: project_source(project, m, folder=folder).repo
+    )
 
 
 def _plans_from_files(paths: list[Path]) -> list:

@@ -8,6 +8,7 @@ import datetime as _dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from retire.bisect.recorded import RecordedFix, recorded_fix
 from retire.evidence.validation import PROVING, ShimOutcome, ValidationRecord
 from retire.lanes.model import Lane
 from retire.probes.records import is_bisection
@@ -200,6 +201,7 @@ def _row(
     previous_broken: frozenset[tuple[str, str]] | None,
     records_failure: str | None,
     proof: Proof,
+    window: RecordedFix | None = None,
 ) -> ShimEntry:
     last_proven, last_run = _last_runs(runs.by_shim.get(manifest.id, []), records_failure)
     broken = runs.broken.get(manifest.id, ())
@@ -220,7 +222,18 @@ def _row(
         newly_broken_lanes=newly,
         # unreadable records prove nothing either way: no claim
         unproven=None if records_failure else proof.why if not proof.proven else None,
+        window=window,
     )
+
+
+def _window(
+    manifest: ShimManifest, runs: _Runs, windows: Mapping[str, RecordedFix | None] | None
+) -> RecordedFix | None:
+    """The shim's window: as given (read with a mirror), else from its release runs."""
+    if windows is not None and manifest.id in windows:
+        return windows[manifest.id]
+    mine = runs.by_shim.get(manifest.id, [])
+    return recorded_fix(mine, manifest.id, manifest.target.distribution)
 
 
 def _headline(rows: Sequence[ShimEntry]) -> Headline:
@@ -259,9 +272,12 @@ def build(
     records_failure: str | None = None,
     filing_queue: str | None = None,
     bisections: Bisections | None = None,
+    windows: Mapping[str, RecordedFix | None] | None = None,
 ) -> Report:
     """The report for ``week`` (pure). ``records_failure`` says why no records could be read:
-    then no row is called "never run" (that would be a claim the report cannot make)."""
+    then no row is called "never run" (that would be a claim the report cannot make).
+    ``windows`` gives a shim's window read with its target's mirror (the fix commit); a shim it
+    does not name gets the window its release runs show."""
     week = parse_week(week)
     as_of = min(now.date(), week_bounds(week)[1])
     ordered = sorted(manifests, key=lambda m: m.id)
@@ -279,6 +295,7 @@ def build(
             previous_broken=previous.broken if previous is not None else None,
             records_failure=records_failure,
             proof=proof,
+            window=_window(manifest, runs, windows),
         )
         for manifest, verdict, proof in zip(ordered, chosen, proofs, strict=True)
     )

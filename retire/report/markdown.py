@@ -113,6 +113,7 @@ def _row_json(row: ShimEntry) -> dict[str, object]:
         "last_run": row.last_run.to_json() if row.last_run else None,
         "proven": row.proven_text,
         "unproven": row.unproven,
+        "window": row.window.to_json() if row.window is not None else None,
         "broken_lanes": list(row.broken_lanes),
         "newly_broken_lanes": list(row.newly_broken_lanes),
         "attention": list(row.attention),

@@ -378,7 +378,8 @@ def _shims(report: Report, view: View) -> Lines:
         rows.append(
             f"| {_shim_link(row.shim)} | {m.fix_class} | {cell_text(m.owner)} | {row.age_days} d "
             f"| {m.upstream.status}<br>{links or '**no link**'} | {_verdict(row)} "
-            f"| {cell_text(row.verdict.why, 220)} | {cell_text(joiner.join(row.retire_when))} | "
+            f"| {cell_text(row.verdict.why, 220)}{_window(row)} "
+            f"| {cell_text(joiner.join(row.retire_when))} | "
             f"{_unproven(row)}{cell_text(row.proven_text, 160)} |"
         )
     return _table(
@@ -386,6 +387,14 @@ def _shims(report: Report, view: View) -> Lines:
         "|---|---|---|---:|---|---|---|---|---|",
         rows,
     )
+
+
+def _window(row: ShimEntry) -> str:
+    """The bug's window as the recorded runs show it, one line under the verdict's why."""
+    if row.window is None:
+        return ""
+    # a commit's subject is the upstream's text: inert in the cell
+    return f"<br>**Window:** {cell_text(row.window.line(), 240)}"
 
 
 # ---------------------------------------------------------------------------------------------

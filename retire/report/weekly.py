@@ -39,8 +39,10 @@ from retire.verdicts.model import Decision, Verdict
 from shims import times
 
 if TYPE_CHECKING:
+    from retire.bisect.recorded import RecordedFix
     from retire.evidence.validation import ValidationRecord
     from retire.lanes.model import Lane
+    from retire.mirrors.repo import MirrorRepo
     from retire.packs.store import QueueEntry
     from shims.model import ShimManifest
 
@@ -310,7 +312,6 @@ def generate(
     queue, queue_note = filing_queue_section(project, packs)
     if queue_note:
         notes.append(queue_note)
-
     report = report_build.build(
         manifests,
         lanes,
@@ -324,6 +325,7 @@ def generate(
         records_failure=records_problem,
         filing_queue=queue,
         bisections=bisections,
+        windows=_windows(project, manifests, records),
     )
     report = _with_regressions(project, report, records, records_file)
     markdown, page, json_text = _render(report, out_dir, lanes, project.root)
@@ -334,6 +336,20 @@ def generate(
         within=within,
     )
     return Written(report, paths, markdown, json_text)
+
+
+def _windows(
+    project: Project, manifests: Sequence[ShimManifest], records: Sequence[ValidationRecord]
+) -> dict[str, RecordedFix | None]:
+    """Each shim's window as the records show it, the fix commit named where its target is
+    mirrored on this host (retire.bisect.recorded)."""
+    from retire.bisect.recorded import shim_fix
+    from retire.bisect.sources import project_source
+
+    def mirror_of(manifest: ShimManifest) -> MirrorRepo | None:
+        return project_source(project, manifest).repo
+
+    return {m.id: shim_fix(m, records, mirror_of) for m in manifests}
 
 
 def _with_regressions(

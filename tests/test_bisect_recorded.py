@@ -1,0 +1,132 @@
+"""A shim's window read back from the validation records alone (retire.bisect.recorded): the
+release edge from release runs, and the fix commit from commit runs ordered by a real mirror of a
+toy upstream (tests/support/historyrepo.py: add() fixed by "Fix add() (#63)" between 1.5 and
+1.6)."""
+
+from __future__ import annotations
+
+import pytest
+
+from retire.bisect.recorded import recorded_fix
+from retire.evidence.validation import ValidationRecord
+from retire.mirrors.config import Mirror
+from retire.mirrors.repo import MirrorRepo, open_mirror
+from tests.support.gitrepos import git
+from tests.support.historyrepo import make_window_repo
+from tests.support.reportshop import record
+
+SHIM = "toylib_add"
+
+
+def _run(
+    outcome: str, version: str, *, commit: str | None = None, when: str = ""
+) -> ValidationRecord:
+    made = record(
+        SHIM, "bisect", "without", outcome, when or "2026-03-01T00:00:00+00:00", version=version
+    )
+    if commit is None:
+        return made
+    host = {**made.host, "revisions": {"toylib": f"file:///mirrors/toylib.git@{commit}"}}
+    return ValidationRecord(**{**made.to_json(), "host": host, "record_id": ""})
+
+
+def _releases() -> list[ValidationRecord]:
+    return [
+        _run("bug-reproduced", "1.4"),
+        _run("bug-reproduced", "1.5"),
+        _run("fix-validated", "1.6"),
+        _run("fix-validated", "1.8"),
+        # a run with the shim applied says nothing about the bug's window
+        record(SHIM, "bisect", "with", "fix-validated", "2026-03-01T00:00:00+00:00", version="1.5"),
+    ]
+
+
+def test_release_edge_from_release_runs_alone():
+    found = recorded_fix(_releases(), SHIM, "toylib")
+    assert found is not None
+    assert (found.last_broken, found.first_fixed, found.commit) == ("1.5", "1.6", None)
+    assert found.line() == "fixed in 1.6 (last broken 1.5)"
+
+
+def test_no_window_without_a_broken_run_and_a_clean_newer_one():
+    clean = [_run("fix-validated", "1.4"), _run("fix-validated", "1.6")]
+    assert recorded_fix(clean, SHIM, "toylib") is None
+    still = [_run("fix-validated", "1.2"), _run("bug-reproduced", "1.6")]
+    assert recorded_fix(still, SHIM, "toylib") is None
+    assert recorded_fix(_releases(), "another_shim", "toylib") is None
+
+
+def test_the_newest_run_of_a_release_decides():
+    again = [*_releases(), _run("bug-reproduced", "1.6", when="2026-04-01T00:00:00+00:00")]
+    found = recorded_fix(again, SHIM, "toylib")
+    assert found is not None and (found.last_broken, found.first_fixed) == ("1.6", "1.8")
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    base = tmp_path_factory.mktemp("recorded")
+    repo = make_window_repo(base / "upstream")
+    git(base, "clone", "-q", "--mirror", str(repo.path), str(base / "mirror.git"))
+    opened = open_mirror(Mirror("https://git.example/acme/toylib", base / "mirror.git"))
+    assert isinstance(opened, MirrorRepo)
+    return repo, opened
+
+
+def _between(repo, old: str, new: str) -> list[str]:
+    return git(repo.path, "rev-list", "--first-parent", "--reverse", f"v{old}..v{new}").split()
+
+
+def test_the_fix_commit_from_commit_runs_ordered_by_the_mirror(toy):
+    repo, mirror = toy
+    commits = _between(repo, "1.5", "1.6")
+    at = commits.index(repo.fixed)
+    runs = [
+        *_releases(),
+        # bisection order: the middle first, then the edges (the version is the older release's)
+        _run("bug-reproduced", "1.5", commit=commits[at - 1]),
+        _run("fix-validated", "1.5", commit=commits[at]),
+        _run("fix-validated", "1.5", commit=commits[at + 1]),
+    ]
+    found = recorded_fix(runs, SHIM, "toylib", mirror)
+    assert found is not None and found.commit is not None
+    assert found.commit.sha == repo.fixed
+    assert (
+        found.line()
+        == f'fixed in 1.6 (last broken 1.5), by {repo.fixed[:12]} "Fix add() (#63)" (#63)'
+    )
+    assert found.to_json()["commit"] == {
+        "sha": repo.fixed,
+        "subject": "Fix add() (#63)",
+        "pull": 63,
+    }
+    # commit runs do not count as runs of the release their package version names
+    assert (found.last_broken, found.first_fixed) == ("1.5", "1.6")
+    # without the mirror the commits cannot be ordered: the answer stays at the releases
+    assert recorded_fix(runs, SHIM, "toylib").commit is None
+
+
+def test_an_unpinned_commit_edge_names_no_commit(toy):
+    repo, mirror = toy
+    commits = _between(repo, "1.5", "1.6")
+    at = commits.index(repo.fixed)
+    # broken before the fix and clean two after: the fix is one of two commits
+    runs = [
+        *_releases(),
+        _run("bug-reproduced", "1.5", commit=commits[at - 1]),
+        _run("fix-validated", "1.5", commit=commits[at + 1]),
+    ]
+    found = recorded_fix(runs, SHIM, "toylib", mirror)
+    assert found is not None and found.commit is None
+
+
+def test_a_hostile_subject_is_inert_in_markdown():
+    from retire.bisect.recorded import RecordedFix
+    from retire.mirrors.history import Commit
+
+    evil = Commit(
+        "a" * 40, "Fix <img src=x onerror=alert(1)> [click](https://evil.example)", "2026", 7
+    )
+    said = RecordedFix(SHIM, "toylib", "1.6", "1.5", evil).markdown()
+    assert "<img" not in said and "[click](" not in said
+    assert "&lt;img" in said and "\\[click\\]" in said
+    assert said.startswith("fixed in `1.6` (last broken `1.5`), by `aaaaaaaaaaaa`")
