@@ -29,9 +29,7 @@ from retire.core import uv
 from retire.core.errors import InputError, PatchlaneError
 from retire.core.project import Project
 from retire.evidence.values import ProbeFailure
-from retire.locks import locking
 from retire.verdicts.actions import Bisect
-from retire.verdicts.model import FlagKind
 
 if TYPE_CHECKING:
     from retire.bisect.windowresult import WindowResult
@@ -191,8 +189,10 @@ def _default_index(project: Project, shim_id: str, distribution: str, lane=None)
 
 def _lane_python(project: Project, name: str):
     """(lane, python of the lane's environment): built from its lock, or re-synced (cheap)."""
+    # deferred: the runtime-only install (no engine) must still print `--help`
     # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.lanes import lanefile
+    from retire.locks import locking
 
     # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.mirrors.config import project_mirrors
@@ -423,6 +423,9 @@ def budget_of(args: argparse.Namespace) -> Budget:
 def candidate_bisection(verdict: Verdict) -> Bisect | None:
     """The bisection a verdict flagged ``candidate`` asks for: the one its flag (or its action)
     names for this shim, else the shim's plain bisection; None without the flag."""
+    # deferred: the runtime-only install (no engine) must still print `--help`
+    from retire.verdicts.model import FlagKind
+
     if not verdict.flagged(FlagKind.CANDIDATE):
         return None
     named = [f.action for f in verdict.flags if f.kind == FlagKind.CANDIDATE]

@@ -11,7 +11,6 @@ from retire.core.errors import InputError
 from retire.core.project import Project
 from retire.evidence import validation
 from retire.evidence.validation import Mode
-from retire.locks import locking
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -44,11 +43,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
-    # deferred: `patchlane --help` does not load it, and start-up time counts
+    # deferred: `--help` loads none of these (start-up time; the runtime-only install lacks them)
     from retire.branches import breaks
 
     # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.lanes import lanefile
+    from retire.locks import locking
 
     [lane] = lanefile.select(lanefile.project_lanes(project), [args.lane])
     subjects = {**project.manifests(), **project.guards()}

@@ -9,7 +9,6 @@ from pathlib import Path
 from retire.commands.base import Command, ExitCode, Level, emit_json, say, shown
 from retire.core.errors import InputError
 from retire.core.project import Project
-from retire.locks import locking
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -146,8 +145,10 @@ def _git_note(root: Path) -> list[str]:
 def _lock(project: Project) -> list[str]:
     """Lock the new project's lanes now, so `nox -s lock -- --check` passes at once; an index that
     cannot be reached here is a note (the files are written either way)."""
+    # deferred: the runtime-only install (no engine) must still print `--help`
     # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.lanes import lanefile
+    from retire.locks import locking
 
     results = locking.lock_lanes(lanefile.project_lanes(project), project.locks_dir)
     for result in results:

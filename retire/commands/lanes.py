@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, NotRequired, TypedDict
 from retire.commands.base import Command, ExitCode, emit_json, say
 from retire.core.project import Project
 from retire.lanes.model import freeze_text
-from retire.locks import locking
 from shims.gpuneeds import GpuNeeds
 
 if TYPE_CHECKING:
@@ -168,8 +167,9 @@ def _table(rows: list[LaneRow]) -> None:
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
-    # deferred: `patchlane --help` does not load it, and start-up time counts
+    # deferred: `--help` loads none of these (start-up time; the runtime-only install lacks them)
     from retire.lanes import lanefile
+    from retire.locks import locking
 
     # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.runs.gpus import lane_needs

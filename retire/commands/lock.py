@@ -18,9 +18,6 @@ from retire.commands.base import (
 )
 from retire.core import uv
 from retire.core.project import Project
-from retire.locks import locking
-from retire.locks.locking import lock_path
-from retire.locks.uvinputs import IndexWithoutURL, resolve_index_urls
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -75,10 +72,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
-    # deferred: `patchlane --help` does not load it, and start-up time counts
+    # deferred: `--help` loads none of them (start-up time; the runtime-only install lacks them)
     from retire.lanes import lanefile
-
-    # deferred: `patchlane --help` does not load it, and start-up time counts
+    from retire.locks import locking
     from retire.mirrors.config import project_mirrors
 
     lanes = lanefile.select(lanefile.project_lanes(project), args.lanes)
@@ -157,6 +153,11 @@ def run(project: Project, args: argparse.Namespace) -> int:
 
 
 def _check(project: Project, lanes: list, args: argparse.Namespace) -> int:
+    # deferred: the runtime-only install (no engine) must still print `--help`
+    # deferred: the runtime-only install (no engine) must still print `--help`
+    from retire.locks import locking
+    from retire.locks.uvinputs import IndexWithoutURL, resolve_index_urls
+
     named = uv.host_indexes().named
     rows, bad, unchecked = [], [], 0
     ignored = _ignored_locks(project, lanes)
@@ -224,8 +225,10 @@ def _check(project: Project, lanes: list, args: argparse.Namespace) -> int:
 def _ignored_locks(project: Project, lanes: list) -> dict[str, str]:
     """lane -> why git leaves its lock out of every commit (an ignore rule, and the negation
     that lets git take it), for the locks that are not committed."""
+    # deferred: the runtime-only install (no engine) must still print `--help`
     # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.core.git import Git, GitError
+    from retire.locks.locking import lock_path
 
     paths = {
         lane.name: lock_path(project.locks_dir, lane.name).relative_to(project.root).as_posix()

@@ -8,7 +8,6 @@ from pathlib import Path
 from retire.commands.base import Command, ExitCode, emit_json, say, shown
 from retire.core.errors import InputError
 from retire.core.project import Project
-from retire.locks.locking import provenance
 from shims import tomlreader
 
 
@@ -49,6 +48,9 @@ def read(path: Path) -> dict:
 
 def origin(lock: dict) -> str:
     """`patchlane lock of lane 'cpu' (uv 0.13.9)` or `foreign lock, created by pip`."""
+    # deferred: the runtime-only install (no engine) must still print `--help`
+    from retire.locks.locking import provenance
+
     mine = provenance(lock)
     if mine:
         return f"patchlane lock of lane {mine.get('lane')!r} (uv {mine.get('uv-version', '?')})"

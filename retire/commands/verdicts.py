@@ -16,11 +16,12 @@ from retire.commands.base import (
 )
 from retire.core.errors import InputError
 from retire.core.project import Project
-from retire.verdicts.model import Decision
-from retire.verdicts.rules import DEFAULT_STALE_DAYS
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    # deferred: the runtime-only install (no engine) must still print `--help`
+    from retire.verdicts.rules import DEFAULT_STALE_DAYS
+
     p.add_argument("shims", nargs="*", metavar="SHIM", help="only these shims (default: all)")
     p.add_argument("--json", action="store_true", help="machine-readable output with the evidence")
     p.add_argument(
@@ -145,6 +146,9 @@ class _Shared:
 
 
 def _print_table(verdicts: list) -> None:
+    # deferred: the runtime-only install (no engine) must still print `--help`
+    from retire.verdicts.model import Decision
+
     width = max([len(v.shim) for v in verdicts] + [4])
     decided = max([len(str(v.decision)) for v in verdicts] + [7])
     lanes = [lane for v in verdicts for lane in v.lane_verdicts]

@@ -10,7 +10,6 @@ from pathlib import Path
 from retire.commands.base import Command, ExitCode, say, shown
 from retire.core.errors import InputError
 from retire.core.project import Project
-from retire.locks import locking
 
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmg]i?b?|b)?", re.IGNORECASE)
 _UNITS = {
@@ -63,8 +62,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
-    # deferred: `patchlane --help` does not load it, and start-up time counts
-    from retire.locks import wheelhouse
+    # deferred: `--help` loads none of these (start-up time; the runtime-only install lacks them)
+    from retire.locks import locking, wheelhouse
 
     if args.action == "join":
         # inside the project, never through a link on the way
