@@ -32,7 +32,6 @@ from retire.bisect.search import (
     SearchOutcome,
     Status,
     find_boundary,
-    select_candidates,
 )
 from retire.core.errors import PatchlaneError
 from retire.evidence import validation
@@ -84,13 +83,7 @@ def bisect(
     """
     began = time.monotonic()
     o, bounds = options, options.bounds
-    candidates = select_candidates(
-        versions,
-        o.yanked,
-        include_prereleases=o.include_prereleases,
-        since=bounds.since,
-        until=bounds.until,
-    )
+    candidates = o.candidates(versions)
     journal = _Journal(o.record_to) if o.record_to is not None else None
     fingerprint = ""
     if runner is None:

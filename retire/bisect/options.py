@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from retire.bisect.bounds import Bounds
-from retire.bisect.search import Limits
+from retire.bisect.search import Candidates, Limits, select_candidates
 from retire.probes.records import BISECT_LANE
 
 __all__ = ["BisectOptions"]
@@ -42,3 +42,14 @@ class BisectOptions:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "yanked", frozenset(self.yanked))
+
+    def candidates(self, versions: Iterable[str]) -> Candidates:
+        """The releases of ``versions`` these options search: yanked ones and those outside the
+        bounds set apart, pre-releases too unless asked for."""
+        return select_candidates(
+            versions,
+            self.yanked,
+            include_prereleases=self.include_prereleases,
+            since=self.bounds.since,
+            until=self.bounds.until,
+        )

@@ -26,7 +26,7 @@ from retire.bisect.cache import ResultCache
 from retire.bisect.options import BisectOptions
 from retire.bisect.revision import RevisionRunner
 from retire.bisect.runner import BaseEnv, OverlayRunner, inspect_base
-from retire.bisect.search import FIXED, CandidateRun, Limits, normal, select_candidates
+from retire.bisect.search import FIXED, CandidateRun, Limits, normal
 from retire.bisect.window import DEFAULT_SAMPLE, Edge, EdgeState, locate_edge, locate_window
 from retire.bisect.windowresult import CommitEdge, WindowResult
 from retire.core.git import GitError
@@ -95,13 +95,7 @@ def bisect_window(
     the rest is :func:`retire.bisect.bisect`'s."""
     began = time.monotonic()
     o, bounds = options, options.bounds
-    candidates = select_candidates(
-        versions,
-        o.yanked,
-        include_prereleases=o.include_prereleases,
-        since=bounds.since,
-        until=bounds.until,
-    )
+    candidates = o.candidates(versions)
     journal = _Journal(o.record_to) if o.record_to is not None else None
     fingerprint = ""
     if runner is None:
