@@ -216,6 +216,25 @@ def test_a_bug_on_an_old_release_with_a_fix_released_is_a_candidate_with_the_run
     assert found.next == (RunLane("cpu"), Bisect("toy"))
 
 
+def test_the_run_to_make_names_the_gpus_the_reproducer_declared():
+    # a reproducer that declares two GPUs is decided on a host with two, not "any host"
+    found = decide(
+        parse_manifest(
+            manifest_toml("toy", VERSION_FLOOR).replace(
+                "[reproducer]\n",
+                '[reproducer]\ngpus = { count = 2, min-compute-capability = "9.0" }\n',
+            ),
+            Path("/p/toy/manifest.toml"),
+        ),
+        [lane("toy")],
+        ev(execution=history(run("bug-reproduced", "1.0"))),
+        now=NOW,
+    )
+    assert "on a host with 2 GPUs (compute capability ≥ 9.0)" in found.action
+    plain = verdict(VERSION_FLOOR, ev(execution=history(run("bug-reproduced", "1.0"))))
+    assert "on any host" in plain.action
+
+
 def test_runs_that_do_not_reach_the_newest_locked_release_decide_nothing():
     found = verdict(
         REPRODUCER_CLEAN,

@@ -104,9 +104,9 @@ def _run_action(
     manifest: ShimManifest, floors: Mapping[str, Version], lanes: Sequence[Lane] = ()
 ) -> _RunAction:
     """The run that would decide: where (the host it needs), on what (the floors), how (a lane)."""
-    where = "a host with a CUDA GPU" if manifest.reproducer.needs_cuda else "any host"
-    if manifest.reproducer.min_compute_capability:
-        where += f" of compute capability ≥ {manifest.reproducer.min_compute_capability}"
+    needs = manifest.reproducer.gpu_needs
+    # "a host with 2 GPUs (compute capability ≥ 9.0)": what the reproducer declared, kind included
+    where = f"a host with {needs}" if needs.count else "any host"
     wanted = ", ".join(str(Floor(d, v)) for d, v in sorted(floors.items()))
     carrying = [lane.name for lane in lanes if manifest.id in lane.shims]
     actions: list[NextAction] = [RunLane(carrying[0])] if carrying else []
