@@ -3,6 +3,7 @@ end to end against a loopback index, the GitHub-API stand-in and a real git mirr
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from pathlib import Path
@@ -32,6 +33,7 @@ from retire.verdicts.actions import Bisect, LockLanes, RunLane
 from retire.verdicts.gather import GatherOptions, gather
 from retire.verdicts.model import ShimEvidence
 from retire.verdicts.rules import decide
+from shims.gpuneeds import GpuNeeds
 from shims.manifest import parse_manifest
 from tests.support.codehost import CodeHost, CodeHostServer
 from tests.support.faults import FaultyIndexServer
@@ -218,6 +220,7 @@ def test_a_bug_on_an_old_release_with_a_fix_released_is_a_candidate_with_the_run
 
 def test_the_run_to_make_names_the_gpus_the_reproducer_declared():
     # a reproducer that declares two GPUs is decided on a host with two, not "any host"
+    pair = dataclasses.replace(lane("toy", name="pair"), gpus=GpuNeeds(count=2))
     found = decide(
         parse_manifest(
             manifest_toml("toy", VERSION_FLOOR).replace(
@@ -226,11 +229,13 @@ def test_the_run_to_make_names_the_gpus_the_reproducer_declared():
             ),
             Path("/p/toy/manifest.toml"),
         ),
-        [lane("toy")],
+        [lane("toy"), pair],
         ev(execution=history(run("bug-reproduced", "1.0"))),
         now=NOW,
     )
     assert "on a host with 2 GPUs (compute capability ≥ 9.0)" in found.action
+    # and the lane to run is the one given two GPUs, not the first that carries the shim
+    assert found.next == (RunLane("pair"), Bisect("toy"))
     plain = verdict(VERSION_FLOOR, ev(execution=history(run("bug-reproduced", "1.0"))))
     assert "on any host" in plain.action
 

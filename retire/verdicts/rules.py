@@ -108,8 +108,10 @@ def _run_action(
     # "a host with 2 GPUs (compute capability ≥ 9.0)": what the reproducer declared, kind included
     where = f"a host with {needs}" if needs.count else "any host"
     wanted = ", ".join(str(Floor(d, v)) for d, v in sorted(floors.items()))
-    carrying = [lane.name for lane in lanes if manifest.id in lane.shims]
-    actions: list[NextAction] = [RunLane(carrying[0])] if carrying else []
+    carrying = [lane for lane in lanes if manifest.id in lane.shims]
+    # the lane that gives the reproducer the GPUs it declared (gpu-pair, not cpu), else the first
+    fitting = [lane for lane in carrying if _gives(lane, needs.count)] or carrying
+    actions: list[NextAction] = [RunLane(fitting[0].name)] if fitting else []
     how = f"`{actions[0]}`" if actions else "a lane that lists it"
     if floors:
         actions.append(Bisect(manifest.id))
@@ -120,6 +122,16 @@ def _run_action(
         f"({how}) and merge its records (`patchlane validation merge`)"
     )
     return _RunAction(text, tuple(actions))
+
+
+def _gives(lane: Lane, count: int) -> bool:
+    """Whether ``lane`` is given at least ``count`` GPUs: its own ``gpus``, or, for a needs-cuda
+    lane without, as many as its most demanding reproducer declares (docs/commands.md, GPUs)."""
+    if not count:
+        return True
+    if lane.gpus is None:
+        return lane.needs_cuda
+    return lane.gpus.count >= count
 
 
 def _drift(dist: str, listing: Sequence[str], ev: ShimEvidence) -> list[Flag]:
