@@ -57,6 +57,13 @@ class Meter:
             return f"the {minutes:g}-minute budget is spent"
         return None
 
+    def left(self) -> int | None:
+        """How many more fresh runs the budget allows (None: it does not count runs): the most a
+        round of candidates run at once may start."""
+        if self.budget.runs is None:
+            return None
+        return max(0, self.budget.runs - self.runs)
+
     def stop(self) -> str | None:
         """:meth:`spent`, for a bisection's ``stop``: remembers that a run was refused."""
         reason = self.spent()
