@@ -21,10 +21,13 @@ __all__ = ["Budget", "Meter"]
 
 @dataclass(frozen=True)
 class Budget:
-    """At most ``runs`` fresh reproducer runs and ``minutes`` of wall time (None: no limit)."""
+    """At most ``runs`` fresh reproducer runs and ``minutes`` of wall time (None: no limit);
+    ``jobs``: how many of a bisection's candidates run at once (``--bisect-jobs``, as
+    ``patchlane bisect -j``), which spends the same runs in less time."""
 
     runs: int | None = None
     minutes: float | None = None
+    jobs: int = 1
 
     @property
     def asked(self) -> bool:
