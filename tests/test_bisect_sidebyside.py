@@ -6,7 +6,9 @@ declared device list (no real GPU), its children seeing only that one; the answe
 from __future__ import annotations
 
 import json
+import os
 import sys
+import threading
 import time
 
 import pytest
@@ -18,6 +20,7 @@ from retire.core import childenv
 from retire.evidence import validation
 from retire.runs.gpus import Gpu
 from retire.runs.packing import GpuPool
+from retire.runs.reaper import REAPER, Stopped
 from shims.gpuneeds import GpuNeeds
 from tests.conftest import run_cli
 from tests.support.index import IndexServer, PackageIndex
@@ -218,3 +221,46 @@ def test_the_weekly_bisections_run_candidates_side_by_side_within_the_budget(sho
     assert ran["stopped"] == "the budget of 3 reproducer runs is spent"
     assert [left["shim"] for left in done["left"]] == ["add_b"]
     assert len([r for r in validation.load(shop.validation) if r.lane == "bisect"]) == 3
+
+
+class _Stopping:
+    """A runner whose first candidate is stopped (Ctrl-C seen by its thread) while the other's
+    reproducer, a real process, would run for a minute."""
+
+    def __init__(self, started: threading.Event, pids: list[int]) -> None:
+        self.started, self.pids = started, pids
+
+    def __call__(self, item: str) -> CandidateRun:
+        if item == "stopped":
+            self.started.wait(30)
+            raise Stopped()
+        process = REAPER.spawn([sys.executable, "-c", "import time; time.sleep(60)"], env={})
+        self.pids.append(process.pid)
+        self.started.set()
+        try:
+            process.wait(90)
+        finally:
+            REAPER.finish(process)
+        return CandidateRun(item, "unknown", "crashed")
+
+    def cached(self, item: str) -> CandidateRun | None:
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_stopped_round_ends_the_other_candidates_reproducers_now():
+    """Ctrl-C during a round: the round raises at once and the other candidate's reproducer is
+    killed, not waited for to its end; the next round runs again."""
+    started, pids = threading.Event(), []
+    side = SideBySide(lambda: _Stopping(started, pids), 2)
+    began = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        side.many(["stopped", "sleeps"])
+    assert time.monotonic() - began < 30 and len(pids) == 1
+    with pytest.raises(ProcessLookupError):
+        os.kill(pids[0], 0)
+    # stopped once is not stopped for good: a later round runs
+    REAPER.check()
+    assert SideBySide(lambda: _Seeing([]), 2).many(["1.0", "1.1"])[1].version == "1.1"

@@ -102,8 +102,27 @@ class SideBySide:
         """The runs of ``items``, all at once, in the order given."""
         if len(items) <= 1:
             return [self._one(item) for item in items]
-        with ThreadPoolExecutor(len(items), thread_name_prefix="patchlane-candidate") as threads:
+        threads = ThreadPoolExecutor(len(items), thread_name_prefix="patchlane-candidate")
+        stopped = False
+        try:
             return list(threads.map(self._one, items))
+        # Ctrl-C, SIGTERM: the other candidates' reproducers end now, not at their timeout (as
+        # the lanes of `patchlane run -j` do)
+        except KeyboardInterrupt:
+            stopped = True
+            while True:
+                try:
+                    REAPER.stop()
+                    break
+                # a second Ctrl-C must not cut the stop short
+                except KeyboardInterrupt:
+                    continue
+            raise
+        finally:
+            # prompt after a stop: the workers' reproducers are dead
+            threads.shutdown(wait=True, cancel_futures=True)
+            if stopped:
+                REAPER.resume()
 
     @property
     def runs(self) -> int:
