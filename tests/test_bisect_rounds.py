@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -216,3 +217,31 @@ def test_a_round_stays_within_the_tolerance_for_unknowns():
         )
         assert probe.runs == 1 + 3, width
         assert out.status == Status.UNPINNED and "could not be told" in out.reason
+
+
+class _WideRunner(Rounds):
+    """A runner as retire.bisect.sidebyside's: ``width`` and the batch probe ``many``."""
+
+    width = 3
+
+    def __call__(self, item: str) -> CandidateRun:
+        return self.probe(item)
+
+
+@pytest.mark.parametrize("which", ["releases", "window"])
+def test_bisect_and_bisect_window_take_the_runners_width(tmp_path, which):
+    """A runner that runs rounds (``width``, ``many``) is searched in rounds by both bisections,
+    with the answer of one at a time."""
+    from retire import bisect
+    from retire.bisect.transitions import bisect_window
+    from shims.manifest import load_manifest
+    from tests.support.shimtree import write_shim
+
+    manifest = load_manifest(write_shim(tmp_path, "toylib_add") / "manifest.toml")
+    versions = [f"1.{i}" for i in range(30)]
+    runner = _WideRunner({v: "broken" if i < 17 else "fixed" for i, v in enumerate(versions)})
+    options = bisect.BisectOptions(bounds=bisect.Bounds(known_broken="1.0"))
+    search = bisect.bisect if which == "releases" else bisect_window
+    result = search(manifest, versions, options, runner=runner)
+    assert (result.last_broken, result.first_fixed) == ("1.16", "1.17")
+    assert max(len(r) for r in runner.rounds) == 3
