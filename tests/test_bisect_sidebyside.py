@@ -140,7 +140,12 @@ def test_two_candidates_run_at_once_each_on_a_gpu_of_its_own(tmp_path, series, c
     assert wide["window"]["fixed"] == narrow["window"]["fixed"]
 
 
-def test_width_is_capped_by_the_sets_the_host_can_give():
+def test_width_is_capped_by_the_sets_the_host_can_give(monkeypatch):
+    # the host's GPUs as discovered (declared here): -j 4 for a one-GPU reproducer on two
+    monkeypatch.setenv("PATCHLANE_GPUS", "h100:9.0:80,h100:9.0:80")
+    side = SideBySide(lambda: _Seeing([]), 4, GpuNeeds(1))
+    assert side.width == 2 and side.pool is not None and len(side.pool.gpus) == 2
+    assert SideBySide(lambda: _Seeing([]), 4, GpuNeeds(0)).pool is None
     two = (Gpu("0", "h100", "9.0", 80), Gpu("1", "h100", "9.0", 80))
     assert width_for(GpuNeeds(1), 4, two) == 2
     assert width_for(GpuNeeds(2), 4, two) == 1
