@@ -8,7 +8,9 @@ release on record, and from none (the newest end, then a spread-out sample) — 
 the commit in each range. The goal per edge: ⌈log2 N⌉ + ⌈log2 M⌉ + 1; for the window, twice that
 plus the newest end, plus the sample when no broken release is on record. Then the real thing,
 once: the toy upstream of tests/support/historyrepo.py (9 releases, 5 commits a range), built by
-uv from a git mirror per commit, from no evidence.
+uv from a git mirror per commit, from no evidence. And the rounds of a search that runs
+``WIDTH`` candidates at once (``patchlane bisect -j 4``) beside one at a time, over the same
+windows: what bounds its wall time when each candidate has a GPU of its own.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from retire.bisect.search import CandidateRun, State
 from retire.bisect.window import DEFAULT_SAMPLE, EdgeState, locate_edge, locate_window
 
 RELEASES, COMMITS = 35, 40
+#: candidates at once in the side-by-side row, and the releases it searches
+WIDTH, WIDE_RELEASES = 4, 100
 
 
 def _probe(broken: set[int]):
@@ -30,6 +34,50 @@ def _probe(broken: set[int]):
         return CandidateRun(item, state, str(state))
 
     return probe
+
+
+class _Rounds:
+    """A probe and a batch probe over ``broken`` that count rounds (a run alone, or a batch)."""
+
+    def __init__(self, broken: set[int]) -> None:
+        self.one = _probe(broken)
+        self.rounds = 0
+
+    def probe(self, item: str) -> CandidateRun:
+        self.rounds += 1
+        return self.one(item)
+
+    def many(self, items) -> list[CandidateRun]:
+        self.rounds += 1
+        return [self.one(item) for item in items]
+
+
+def _side_by_side(n: int, width: int, step: int) -> tuple[int, int, int, bool]:
+    """(rounds at ``width``, rounds one at a time, windows, same answers) over the windows on
+    ``n`` releases, a broken release on record."""
+    wide = narrow = tried = 0
+    same = True
+    versions = [str(i) for i in range(n)]
+    for a in range(1, n - 1, step):
+        for b in range(a + 1, n, step):
+            edges = []
+            for w, total in ((width, "wide"), (1, "narrow")):
+                rounds = _Rounds(set(range(a, b)))
+                found = locate_window(
+                    versions,
+                    rounds.probe,
+                    known_broken=str((a + b - 1) // 2),
+                    width=w,
+                    probe_many=rounds.many,
+                )
+                edges.append((found.introduced, found.fixed))
+                if total == "wide":
+                    wide += rounds.rounds
+                else:
+                    narrow += rounds.rounds
+            same = same and edges[0] == edges[1]
+            tried += 1
+    return wide, narrow, tried, same
 
 
 def _commit_runs(m: int, first: int, kind: str) -> int:
@@ -132,6 +180,20 @@ def run() -> list[dict]:
             f"as above + the sample",
         ),
     ]
+    wide, narrow, windows, same = _side_by_side(WIDE_RELEASES, WIDTH, 3 if quick() else 2)
+    rows.append(
+        row(
+            f"windows.rounds-width-{WIDTH}-vs-1",
+            round(wide / narrow, 3),
+            "<= 0.6",
+            "ratio",
+            same and wide / narrow <= 0.6,
+            f"rounds of the search (what bounds its wall time, each candidate on a GPU of its "
+            f"own) over {windows} windows on {WIDE_RELEASES} releases, a broken release on "
+            f"record: {wide} at {WIDTH} at once vs {narrow} one at a time, side by side; "
+            f"answers {'the same' if same else 'DIFFERENT'}",
+        )
+    )
     releases, commits, counted, right = _toy()
     toy_goal = 2 * (math.ceil(math.log2(9)) + math.ceil(math.log2(5)) + 1) + 1 + DEFAULT_SAMPLE
     rows.append(

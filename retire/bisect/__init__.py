@@ -15,7 +15,8 @@ looking for a broken item when none is known), ``windowresult`` (the value it en
 commits), ``revision`` (the runner whose candidates are commits built from a mirror),
 ``transitions`` (``bisect_window()``: releases first, then the commits between two adjacent
 releases' tags), ``recorded`` (the fixed edge and its commit read back from the validation
-records, for the report and the retirement PRs).
+records, for the report and the retirement PRs), ``sidebyside`` (a round of candidates run at
+once, each on a runner and GPUs of its own: ``patchlane bisect -j N``).
 
 The names below are loaded on first use: the CLI imports this package to build its parser, and
 every ``patchlane`` command must not pay for uv, lock and probe modules it does not run.

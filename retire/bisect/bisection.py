@@ -12,6 +12,7 @@ validation manifest as it ends, so the verdicts use it and an interrupted bisect
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
@@ -116,14 +117,17 @@ def bisect(
 
 
 class _Journal:
-    """Appends each fresh reproducer run to a validation manifest as it ends, and counts them."""
+    """Appends each fresh reproducer run to a validation manifest as it ends, and counts them;
+    candidates that run side by side append from their own threads."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = path
         self.added = 0
+        self._lock = threading.Lock()
 
     def append(self, run: validation.ValidationRecord) -> None:
-        self.added += validation.append(self.path, [run])
+        with self._lock:
+            self.added += validation.append(self.path, [run])
 
 
 def _search(
@@ -155,6 +159,9 @@ def _search(
             limits=limits,
             on_run=consulted,
             stop=stop,
+            # a runner that runs rounds of candidates at once (retire.bisect.sidebyside)
+            width=getattr(runner, "width", 1),
+            probe_many=getattr(runner, "many", None),
         )
     finally:
         close = getattr(runner, "close", None)

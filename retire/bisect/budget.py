@@ -21,10 +21,13 @@ __all__ = ["Budget", "Meter"]
 
 @dataclass(frozen=True)
 class Budget:
-    """At most ``runs`` fresh reproducer runs and ``minutes`` of wall time (None: no limit)."""
+    """At most ``runs`` fresh reproducer runs and ``minutes`` of wall time (None: no limit);
+    ``jobs``: how many of a bisection's candidates run at once (``--bisect-jobs``, as
+    ``patchlane bisect -j``), which spends the same runs in less time."""
 
     runs: int | None = None
     minutes: float | None = None
+    jobs: int = 1
 
     @property
     def asked(self) -> bool:
@@ -56,6 +59,13 @@ class Meter:
         if minutes is not None and self._clock() - self._started >= minutes * 60:
             return f"the {minutes:g}-minute budget is spent"
         return None
+
+    def left(self) -> int | None:
+        """How many more fresh runs the budget allows (None: it does not count runs): the most a
+        round of candidates run at once may start."""
+        if self.budget.runs is None:
+            return None
+        return max(0, self.budget.runs - self.runs)
 
     def stop(self) -> str | None:
         """:meth:`spent`, for a bisection's ``stop``: remembers that a run was refused."""

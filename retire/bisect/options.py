@@ -39,6 +39,8 @@ class BisectOptions:
     limits: Limits = field(default_factory=Limits)
     # process | launcher (default: launcher when the reproducer declares preloads)
     isolation: str | None = None
+    # candidates run at once, each on GPUs of its own (``-j``; retire.bisect.sidebyside)
+    jobs: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "yanked", frozenset(self.yanked))

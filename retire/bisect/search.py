@@ -14,6 +14,15 @@ the oldest candidate (or a release below it) is broken, that is the lower bound 
 starts from. So for ``n`` candidates the search asks at most ``ceil(log2 n) + 1`` conclusive
 runs: the newest end, then a binary search over ``n`` possible boundaries.
 
+With ``width`` above 1 (candidates that may run at once, ``patchlane bisect -j``) each round of
+the search runs up to ``width`` untested candidates together through a batch probe, the points
+that split the open interval into ``width + 1`` equal parts (above not-applicable walls first, as
+one at a time), then narrows to the highest broken and the lowest fixed above it — a round that
+is not monotone resolves toward the newest transition, as one run at a time would. That takes
+about ``log(n) / log(width + 1)`` rounds instead of ``log2 n``. A round never starts more runs
+than ``room`` (a budget's runs left) or the tolerances for unknowns allow. Width 1 is the binary
+search above, run for run.
+
 Not applicable candidates are stepped over: they count neither as broken nor as fixed, nor
 against the tolerance for unknowns (they have their own, larger one). Old releases that lack
 the tested API form a prefix, so after one, the search looks above it first.
@@ -44,7 +53,11 @@ __all__ = [
     "normal",
     "public",
     "select_candidates",
+    "split_points",
 ]
+
+#: A batch probe: the runs of several candidates, made at once, in the order asked.
+BatchProbe = Callable[[Sequence[str]], Sequence["CandidateRun"]]
 
 
 class State(enum.StrEnum):
@@ -219,14 +232,47 @@ class _Search:
     order: list[CandidateRun] = field(default_factory=list)
     # why ``stop`` refused a run the search wanted
     halted: str | None = None
+    # how many candidates one round may run at once, and what runs such a round
+    width: int = 1
+    probe_many: BatchProbe | None = None
+    # how many more fresh runs a budget allows (None: it does not count runs)
+    room: Callable[[], int | None] | None = None
 
     def ask(self, i: int) -> CandidateRun:
         run = self.known.get(self.versions[i]) or self.probe(self.versions[i])
+        self._took(i, run)
+        return run
+
+    def _took(self, i: int, run: CandidateRun) -> None:
         self.states[i] = run
         self.order.append(run)
         if self.on_run is not None:
             self.on_run(run)
-        return run
+
+    def ask_round(self, indices: Sequence[int]) -> list[CandidateRun]:
+        """One round: the candidates at ``indices`` run at once (one alone is :meth:`ask`);
+        their results taken in ascending order."""
+        indices = sorted(indices)
+        if len(indices) == 1:
+            return [self.ask(indices[0])]
+        got = {i: run for i in indices if (run := self.known.get(self.versions[i])) is not None}
+        fresh = [i for i in indices if i not in got]
+        items = [self.versions[i] for i in fresh]
+        runs = self.probe_many(items) if self.probe_many and items else map(self.probe, items)
+        got.update(zip(fresh, runs, strict=True))
+        for i in indices:
+            self._took(i, got[i])
+        return [got[i] for i in indices]
+
+    def round_size(self, unknown_left: int) -> int:
+        """How many fresh runs the next round may start: ``width``, less than neither what the
+        budget has left nor what the tolerances for unknowns (``unknown_left``) and not
+        applicable candidates could still absorb; at least one (:meth:`exhausted` and ``stop``
+        say when none may start)."""
+        left = self.room() if self.room is not None else None
+        na_left = self.limits.max_not_applicable - self.fresh(NOT_APPLICABLE)
+        caps = [self.width, unknown_left, na_left, *([left] if left is not None else [])]
+        return max(1, min(caps))
 
     def fresh(self, state: State) -> int:
         return sum(1 for r in self.order if r.state == state and not r.cached)
@@ -271,9 +317,10 @@ class _Search:
         fixed = [i for i in free if i > lo and self.states[i].state == FIXED]
         return lo, min(fixed, default=hi)
 
-    def next_probe(self, lo: int, hi: int) -> int | None:
-        """The untested candidate nearest the middle, looking above the highest not-applicable
-        candidate first (releases without the tested API are older than those with it)."""
+    def next_probes(self, lo: int, hi: int, count: int = 1) -> list[int]:
+        """Up to ``count`` untested candidates splitting ``(lo, hi)`` evenly (one: nearest the
+        middle), looking above the highest not-applicable candidate first (releases without the
+        tested API are older than those with it)."""
         walls = [
             lo,
             *(
@@ -283,12 +330,45 @@ class _Search:
             ),
             hi,
         ]
-        for low, high in reversed(list(itertools.pairwise(walls))):
-            untested = [i for i in range(low + 1, high) if i not in self.states]
-            if untested:
-                middle = (low + high) / 2
-                return min(untested, key=lambda j: (abs(j - middle), j))
-        return None
+        return _above_walls(walls, self.states, count)
+
+
+def _above_walls(walls: Sequence[int], tested: Mapping[int, object], count: int) -> list[int]:
+    """Up to ``count`` untested indices between consecutive ``walls``, the highest stretch first,
+    each stretch split evenly (:func:`split_points`)."""
+    picks: list[int] = []
+    for low, high in reversed(list(itertools.pairwise(walls))):
+        if len(picks) >= count:
+            break
+        untested = [i for i in range(low + 1, high) if i not in tested]
+        picks += split_points(low, high, untested, count - len(picks))
+    return picks
+
+
+def split_points(low: int, high: int, untested: Sequence[int], count: int) -> list[int]:
+    """Up to ``count`` of ``untested`` (indices inside ``(low, high)``), each the one nearest a
+    point splitting it into ``count + 1`` equal parts (ties: the older); one is the one nearest
+    the middle. Ascending."""
+    if len(untested) <= count:
+        return sorted(untested)
+    left, chosen = list(untested), []
+    for j in range(1, count + 1):
+        point = low + (high - low) * j / (count + 1)
+        best = min(left, key=lambda i: (abs(i - point), i))
+        chosen.append(best)
+        left.remove(best)
+    return sorted(chosen)
+
+
+def narrow(
+    states: Mapping[int, CandidateRun], lo: int, hi: int, low: State, high: State
+) -> tuple[int, int]:
+    """``(lo, hi)`` narrowed by the states inside it: the highest ``low`` one, then the lowest
+    ``high`` one above that (a round that is not monotone resolves toward the newest step)."""
+    lows = [i for i in range(lo + 1, hi) if i in states and states[i].state == low]
+    lo = max(lows, default=lo)
+    highs = [i for i in range(lo + 1, hi) if i in states and states[i].state == high]
+    return lo, min(highs, default=hi)
 
 
 def find_boundary(
@@ -300,16 +380,22 @@ def find_boundary(
     limits: Limits = Limits(),
     on_run: Callable[[CandidateRun], None] | None = None,
     stop: Callable[[], str | None] | None = None,
+    width: int = 1,
+    probe_many: BatchProbe | None = None,
+    room: Callable[[], int | None] | None = None,
 ) -> SearchOutcome:
     """Binary-search ascending ``versions`` for the broken → fixed boundary.
 
     ``known``: results already at hand (a cache), consulted for free. ``known_broken``: a release
     that evidence recorded elsewhere shows broken, ``versions[0]`` or older than all of them: the
     lower bound the search starts from. ``on_run`` sees every result as it is consulted.
-    ``stop``: asked before each run (a budget the caller keeps); a reason ends the search there,
-    with what it found so far.
+    ``stop``: asked before each run or round (a budget the caller keeps); a reason ends the search
+    there, with what it found so far. ``width``: how many candidates a round may run at once,
+    through ``probe_many`` (else ``probe``, one after another); ``room``: how many fresh runs the
+    budget has left, so that no round starts more.
     """
     s = _Search(versions, probe, dict(known or {}), limits, on_run, stop)
+    s.width, s.probe_many, s.room = width, probe_many, room
     if not versions:
         return _end(s, Status.NO_TRANSITION, "no candidate releases")
     hi = s.newest_end()
@@ -337,16 +423,14 @@ def find_boundary(
     stopped = None
     while True:
         lo, hi = s.consult_known(lo, hi)
-        i = s.next_probe(lo, hi)
-        if i is None:
+        unknown_left = s.limits.max_unknown - s.fresh(UNKNOWN)
+        picks = s.next_probes(lo, hi, s.round_size(unknown_left) if s.width > 1 else 1)
+        if not picks:
             break
         if (stopped := s.exhausted()) is not None:
             break
-        state = s.ask(i).state
-        if state == BROKEN:
-            lo = i
-        elif state == FIXED:
-            hi = i
+        s.ask_round(picks)
+        lo, hi = narrow(s.states, lo, hi, BROKEN, FIXED)
     return _conclude(s, lo, hi, known_broken, stopped)
 
 

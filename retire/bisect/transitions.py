@@ -16,6 +16,7 @@ in the host stamp), and answers are cached, as for :func:`retire.bisect.bisect`.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from retire.bisect.options import BisectOptions
 from retire.bisect.revision import RevisionRunner
 from retire.bisect.runner import BaseEnv, OverlayRunner, inspect_base
 from retire.bisect.search import FIXED, CandidateRun, Limits, normal
+from retire.bisect.sidebyside import SideBySide, serialized
 from retire.bisect.window import DEFAULT_SAMPLE, Edge, EdgeState, locate_edge, locate_window
 from retire.bisect.windowresult import CommitEdge, WindowResult
 from retire.core.git import GitError
@@ -59,6 +61,8 @@ class _Probes:
     release: Probe
     commit: Probe | None
     on_step: Callable[[int, CandidateRun], None] | None
+    # the fresh runs a budget has left (no round starts more)
+    room: Callable[[], int | None] | None = None
     steps: int = 0
 
     def consulted(self, run: CandidateRun) -> None:
@@ -85,6 +89,7 @@ def bisect_window(
     on_step: Callable[[int, CandidateRun], None] | None = None,
     on_note: Callable[[str], None] | None = None,
     stop: Callable[[], str | None] | None = None,
+    room: Callable[[], int | None] | None = None,
 ) -> WindowResult:
     """The window of ``manifest``'s bug on its target's ``versions`` inside ``options.bounds``
     (the evidence's release, ``bounds.known_broken``, is the broken release the search starts
@@ -92,6 +97,8 @@ def bisect_window(
     ``source``'s commits where an edge lies between two adjacent releases, and on its branch when
     the newest release is still broken. ``runner`` / ``commit_runner`` replace the overlay
     runners (callables version or commit → CandidateRun), for callers that test somewhere else;
+    with ``options.jobs`` above 1 each round runs that many candidates at once
+    (:mod:`retire.bisect.sidebyside`), no more than ``room`` (the fresh runs a budget has left);
     the rest is :func:`retire.bisect.bisect`'s."""
     began = time.monotonic()
     o, bounds = options, options.bounds
@@ -104,7 +111,7 @@ def bisect_window(
         on_record = journal.append if journal is not None else None
         runner, made = _runners(manifest, base, source, o, on_record, on_note)
         commit_runner = commit_runner or made
-    probes = _Probes(runner, commit_runner, on_step)
+    probes = _Probes(runner, commit_runner, on_step, room)
     try:
         known_broken = _in(candidates.versions, bounds.known_broken)
         window = locate_window(
@@ -141,8 +148,11 @@ def _runners(
     o: BisectOptions,
     on_record: Callable[[ValidationRecord], None] | None,
     on_note: Callable[[str], None] | None,
-) -> tuple[OverlayRunner, RevisionRunner | None]:
-    """The release runner, and the commit runner where there is a mirror to build from."""
+) -> tuple[Probe, Probe | None]:
+    """The release runner, and the commit runner where there is a mirror to build from; with
+    ``o.jobs`` above 1, each runs rounds of candidates side by side."""
+    if o.jobs > 1:
+        on_note = serialized(on_note)
     options: dict[str, Any] = {
         "index_url": o.index_url,
         "work_dir": o.work_dir,
@@ -155,18 +165,36 @@ def _runners(
         "isolation": o.isolation,
         "say": on_note,
     }
-    releases = OverlayRunner(manifest, base, **options)
-    if source is None or source.repo is None:
-        return releases, None
-    commits = RevisionRunner(
-        manifest,
-        base,
-        mirror=source.repo.mirror.path,
-        repository=source.repo.mirror.repository,
-        subdirectory=source.subdirectory,
-        **options,
-    )
-    return releases, commits
+
+    releases = functools.partial(OverlayRunner, manifest, base, **options)
+    repo = source.repo if source is not None else None
+    commits = None
+    if source is not None and repo is not None:
+        commits = functools.partial(
+            RevisionRunner,
+            manifest,
+            base,
+            mirror=repo.mirror.path,
+            repository=repo.mirror.repository,
+            subdirectory=source.subdirectory,
+            **options,
+        )
+    if o.jobs <= 1:
+        return releases(), commits() if commits is not None else None
+    needs = manifest.reproducer.gpu_needs
+    side = SideBySide(releases, o.jobs, needs, say=on_note)
+    if on_note is not None:
+        on_note(f"candidates: up to {side.width} at once" + _on_gpus(side))
+    if commits is None:
+        return side, None
+    return side, SideBySide(commits, o.jobs, needs, say=on_note)
+
+
+def _on_gpus(side: SideBySide) -> str:
+    """How the candidates running at once share out the host's GPUs, for the note."""
+    if side.pool is None:
+        return ""
+    return f", each on {side.needs} of its own ({len(side.pool.gpus)} on this host)"
 
 
 def _searching(
@@ -177,12 +205,16 @@ def _searching(
     stop: Callable[[], str | None] | None,
 ) -> dict[str, Any]:
     """What every search of one bisection shares: the cache's answers for ``items``, the
-    limits, the step counter, the budget."""
+    limits, the step counter, the budget; and how many candidates a round may run at once (the
+    runner's ``width``, through its batch probe ``many``)."""
     return {
         "known": _cached(runner, items),
         "limits": limits,
         "on_run": probes.consulted,
         "stop": stop,
+        "width": getattr(runner, "width", 1),
+        "probe_many": getattr(runner, "many", None),
+        "room": probes.room,
     }
 
 

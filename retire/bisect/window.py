@@ -21,13 +21,14 @@ prefix). When none is found the window is *not seen*, and it says what ran and w
 were never tried — never a bare "no transition".
 
 Each edge is a binary search between its two known sides, so a window whose broken item is known
-costs at most ``ceil(log2 n)`` conclusive runs per edge, plus the newest end.
+costs at most ``ceil(log2 n)`` conclusive runs per edge, plus the newest end. With ``width``
+above 1 each round of an edge search runs up to ``width`` items at once, splitting the open
+interval evenly (:mod:`retire.bisect.search`), and the sample takes up to ``width`` items a round.
 """
 
 from __future__ import annotations
 
 import enum
-import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -38,10 +39,13 @@ from retire.bisect.search import (
     FIXED,
     NOT_APPLICABLE,
     UNKNOWN,
+    BatchProbe,
     CandidateRun,
     Limits,
     State,
+    _above_walls,
     _Search,
+    narrow,
 )
 
 __all__ = [
@@ -241,29 +245,43 @@ class _Locate:
         return run.state if run is not None else None
 
     def sample(self, below: int, count: int) -> int | None:
-        """Up to ``count`` fresh runs over ``0 … below-1``, spread out and above any crash first;
-        the first broken item's index, or None."""
+        """Up to ``count`` fresh runs over ``0 … below-1``, spread out and above any crash first,
+        up to ``width`` of them a round; the first broken item's index (in the sample's order),
+        or None."""
         order = spread(below)
         spent = 0
         while spent < count:
-            walls = [
-                i for i in self.s.states if i < below and self.state(i) in (UNKNOWN, NOT_APPLICABLE)
-            ]
-            wall = max(walls, default=-1)
-            untried = [i for i in order if i not in self.s.states]
-            if not untried:
+            # the sample's unknowns count against no tolerance: only the budget caps a round
+            size = self.s.round_size(self.s.width) if self.s.width > 1 else 1
+            picks = self._sample_round(order, below, min(size, count - spent))
+            if not picks:
                 return None
+            runs = self.s.ask_round(picks)
+            spent += sum(0 if run.cached else 1 for run in runs)
+            self.sampled_unknown += sum(1 for r in runs if r.state == UNKNOWN and not r.cached)
+            broken = [i for i in picks if self.state(i) == BROKEN]
+            if broken:
+                return min(broken, key=order.index)
+        return None
+
+    def _sample_round(self, order: list[int], below: int, size: int) -> list[int]:
+        """Up to ``size`` untried items in the sample's order, above the highest crash first; as
+        many as the budget (``stop``, asked for each) lets start."""
+        picks: list[int] = []
+        walls = [
+            i for i in self.s.states if i < below and self.state(i) in (UNKNOWN, NOT_APPLICABLE)
+        ]
+        wall = max(walls, default=-1)
+        while len(picks) < size:
+            untried = [i for i in order if i not in self.s.states and i not in picks]
+            if not untried:
+                break
             i = next((j for j in untried if j > wall), untried[0])
             if self.s.stop is not None and (why := self.s.stop()) is not None:
                 self.s.halted = why
-                return None
-            run = self.s.ask(i)
-            spent += 0 if run.cached else 1
-            if run.state == UNKNOWN and not run.cached:
-                self.sampled_unknown += 1
-            if run.state == BROKEN:
-                return i
-        return None
+                return []
+            picks.append(i)
+        return picks
 
     def edge(self, lo: int, hi: int, low_state: State) -> tuple[int, int, str | None]:
         """Binary-search ``(lo, hi)`` for the step from ``low_state`` at ``lo`` to the other state
@@ -272,16 +290,15 @@ class _Locate:
         high_state = FIXED if low_state == BROKEN else BROKEN
         lo, hi = self._known(lo, hi, low_state, high_state)
         while True:
-            i = self._next(lo, hi)
-            if i is None:
+            unknown_left = self.limits.max_unknown - self.s.fresh(UNKNOWN) + self.sampled_unknown
+            size = self.s.round_size(unknown_left) if self.s.width > 1 else 1
+            picks = self._next(lo, hi, size)
+            if not picks:
                 return lo, hi, None
             if (why := self.exhausted()) is not None:
                 return lo, hi, why
-            state = self.s.ask(i).state
-            if state == low_state:
-                lo = i
-            elif state == high_state:
-                hi = i
+            self.s.ask_round(picks)
+            lo, hi = narrow(self.s.states, lo, hi, low_state, high_state)
 
     def _known(self, lo: int, hi: int, low: State, high: State) -> tuple[int, int]:
         """Narrow ``(lo, hi)`` by what is already known inside it (sampled runs, the cache)."""
@@ -293,16 +310,11 @@ class _Locate:
         highs = [i for i in range(lo + 1, hi) if self.state(i) == high]
         return lo, min(highs, default=hi)
 
-    def _next(self, lo: int, hi: int) -> int | None:
-        """The untried item nearest the middle of ``(lo, hi)``, above the highest crash or
-        not-applicable item first."""
+    def _next(self, lo: int, hi: int, count: int = 1) -> list[int]:
+        """Up to ``count`` untried items splitting ``(lo, hi)`` evenly (one: nearest the middle),
+        above the highest crash or not-applicable item first."""
         walls = [lo, *(i for i in range(lo + 1, hi) if i in self.s.states), hi]
-        for low, high in reversed(list(itertools.pairwise(walls))):
-            untried = [i for i in range(low + 1, high) if i not in self.s.states]
-            if untried:
-                middle = (low + high) / 2
-                return min(untried, key=lambda j: (abs(j - middle), j))
-        return None
+        return _above_walls(walls, self.s.states, count)
 
 
 def locate_window(
@@ -315,15 +327,21 @@ def locate_window(
     sample: int = DEFAULT_SAMPLE,
     on_run: Callable[[CandidateRun], None] | None = None,
     stop: Callable[[], str | None] | None = None,
+    width: int = 1,
+    probe_many: BatchProbe | None = None,
+    room: Callable[[], int | None] | None = None,
 ) -> Window:
     """Both edges of the bug's window on ``history`` (oldest first).
 
     ``known``: results at hand (a cache), consulted for free. ``known_broken``: an item evidence
     recorded elsewhere shows broken (not run again). ``sample``: how many older items the search
     for a broken one may run when none is known and the newest is clean. ``on_run`` sees every
-    result as it is consulted; ``stop`` is asked before each run (a budget)."""
+    result as it is consulted; ``stop`` is asked before each run or round (a budget).
+    ``width``: how many items a round may run at once, through ``probe_many`` (else ``probe``,
+    one after another); ``room``: the fresh runs the budget has left (no round starts more)."""
     history = tuple(history)
     s = _Search(history, probe, dict(known or {}), limits, on_run, stop)
+    s.width, s.probe_many, s.room = width, probe_many, room
     loc = _Locate(s, limits)
     if not history:
         return _unseen(loc, "no candidates in the range", known_broken)
@@ -463,13 +481,18 @@ def locate_edge(
     limits: Limits = _LIMITS,
     on_run: Callable[[CandidateRun], None] | None = None,
     stop: Callable[[], str | None] | None = None,
+    width: int = 1,
+    probe_many: BatchProbe | None = None,
+    room: Callable[[], int | None] | None = None,
 ) -> EdgeSearch:
     """The ``kind`` edge (``introduced`` | ``fixed``) among ``items`` (oldest first), which lie
     strictly between two sides already known: ``before`` (clean for introduced, broken for fixed)
     and ``after`` (the other state) — the commits between two adjacent releases, say. At most
-    ``ceil(log2(len(items) + 1))`` conclusive runs."""
+    ``ceil(log2(len(items) + 1))`` conclusive runs (``width``, ``probe_many``, ``room``: as for
+    :func:`locate_window`)."""
     items = tuple(items)
     s = _Search(items, probe, dict(known or {}), limits, on_run, stop)
+    s.width, s.probe_many, s.room = width, probe_many, room
     loc = _Locate(s, limits)
     lo, hi, why = loc.edge(-1, len(items), FIXED if kind == "introduced" else BROKEN)
     unpinned, pinned = _between(loc, lo, hi)

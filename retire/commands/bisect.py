@@ -54,7 +54,10 @@ DESCRIPTION = (
     "guessed through. A target with compiled sources or no build file stops at the release edge, "
     "saying so. Every fresh run is recorded in the validation manifest (lane 'bisect', or "
     "'bisect:LANE' with --lane) so verdicts use it; answers are cached, and a cached answer is "
-    "neither re-run nor re-recorded. Exit 0 when the first fixed release is found, 1 otherwise."
+    "neither re-run nor re-recorded. With -j N, each round runs up to N candidates at once (the "
+    "points splitting the open range into N + 1 parts), each in an overlay env of its own and, "
+    "for a reproducer that declares gpus, on GPUs of its own. Exit 0 when the first fixed "
+    "release is found, 1 otherwise."
 )
 
 
@@ -105,6 +108,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "preloads (not the target) once; process: one interpreter per run (default: launcher when "
         "the reproducer declares preloads)",
     )
+    _add_search_arguments(p)
+    add_mirrors_option(p, used_for="following an edge into the commits between two releases")
+    p.add_argument(
+        "--cache", type=Path, help="result cache folder (default: .patchlane/cache/bisect)"
+    )
+    p.add_argument(
+        "--no-record",
+        dest="record",
+        action="store_false",
+        help="do not append the runs to the validation manifest",
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def _add_search_arguments(p: argparse.ArgumentParser) -> None:
+    """How far the search goes, and how many candidates it runs at once."""
     p.add_argument(
         "--max-unknown",
         type=positive_int,
@@ -127,17 +146,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="with no broken release on record and the newest clean, try at most N older "
         "releases (spread out, above crashes first) to find one (default: %(default)s)",
     )
-    add_mirrors_option(p, used_for="following an edge into the commits between two releases")
     p.add_argument(
-        "--cache", type=Path, help="result cache folder (default: .patchlane/cache/bisect)"
+        "-j",
+        "--jobs",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="run up to N candidates at once, each round splitting the range into N + 1 parts; "
+        "a reproducer that declares gpus = n gives each running candidate n GPUs of its own "
+        "(never one a lane holds), so N is capped by the host's GPUs (default: %(default)s)",
     )
-    p.add_argument(
-        "--no-record",
-        dest="record",
-        action="store_false",
-        help="do not append the runs to the validation manifest",
-    )
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
 def _check_versions(**bounds: str | None) -> None:
@@ -231,6 +249,8 @@ class BisectRequest:
     sample: int = DEFAULT_SAMPLE
     # the folder of git mirrors (default: patchlane.toml's)
     mirrors: Path | None = None
+    # candidates run at once (-j), each on GPUs of its own
+    jobs: int = 1
 
     @classmethod
     def of_arguments(cls, args: argparse.Namespace) -> BisectRequest:
@@ -252,14 +272,15 @@ class BisectRequest:
             args.record,
             args.sample,
             args.mirrors,
+            args.jobs,
         )
 
     @classmethod
-    def of_action(cls, action: Bisect) -> BisectRequest:
+    def of_action(cls, action: Bisect, jobs: int = 1) -> BisectRequest:
         """What a verdict's bisection asks for; every run of a weekly bisection is evidence."""
         since = action.since.public if action.since is not None else None
         until = action.until.public if action.until is not None else None
-        return cls(action.shim, since, until)
+        return cls(action.shim, since, until, jobs=jobs)
 
 
 def _progress(
@@ -287,11 +308,12 @@ def bisection(
     *,
     stop: Callable[[], str | None] | None = None,
     count: Callable[[CandidateRun], None] | None = None,
+    room: Callable[[], int | None] | None = None,
 ) -> WindowResult:
     """The bisection ``args`` asks for, as ``patchlane bisect`` runs it: the bug's window on the
     target's releases in the range the project's evidence sets (every release when none: the
     search looks for a broken one), continued into the commits of the target's mirror; every
-    fresh run recorded unless ``--no-record``. ``stop`` and ``count`` are a budget's
+    fresh run recorded unless ``--no-record``. ``stop``, ``count`` and ``room`` are a budget's
     (:class:`retire.bisect.Meter`)."""
     # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.bisect import BisectOptions, list_releases, project_bounds
@@ -339,11 +361,14 @@ def bisection(
         lock_digest=lane.digest if lane else None,
         limits=args.limits,
         isolation=args.isolation,
+        jobs=args.jobs,
     )
-    # its candidates run on GPUs of their own, as lanes do (docs/commands.md, GPUs)
-    result = on_gpus(
-        manifest.reproducer.gpu_needs, bisect_window, say=lambda line: say(f"  {line}")
-    )(
+    # its candidates run on GPUs of their own, as lanes do (docs/commands.md, GPUs): one set for
+    # the whole bisection, or with -j one set per candidate running (retire.bisect.sidebyside)
+    search = bisect_window
+    if args.jobs == 1:
+        search = on_gpus(manifest.reproducer.gpu_needs, search, say=lambda line: say(f"  {line}"))
+    result = search(
         manifest,
         versions,
         options,
@@ -352,6 +377,7 @@ def bisection(
         on_step=progress,
         on_note=lambda line: say(f"  {line}", level=Level.PROGRESS),
         stop=stop,
+        room=room,
     )
     return replace(result, lanes=lane_places(project, manifest, result, source))
 
@@ -414,10 +440,22 @@ def add_budget_arguments(p: argparse.ArgumentParser) -> None:
         help="at most M minutes of candidate bisections (no bisection starts after that, a "
         "running one stops before its next run)",
     )
+    group.add_argument(
+        "--bisect-jobs",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="run up to N of a bisection's candidates at once, as `patchlane bisect -j N` "
+        "(never more than the runs left in the budget; default: %(default)s)",
+    )
 
 
 def budget_of(args: argparse.Namespace) -> Budget:
-    return Budget(getattr(args, "bisect_budget", None), getattr(args, "bisect_minutes", None))
+    return Budget(
+        getattr(args, "bisect_budget", None),
+        getattr(args, "bisect_minutes", None),
+        getattr(args, "bisect_jobs", 1),
+    )
 
 
 def candidate_bisection(verdict: Verdict) -> Bisect | None:
@@ -445,8 +483,8 @@ def _one_candidate(
     command = str(action)
     meter.refused = None
     try:
-        request = BisectRequest.of_action(action)
-        result = bisection(project, request, stop=meter.stop, count=meter.count)
+        request = BisectRequest.of_action(action, meter.budget.jobs)
+        result = bisection(project, request, stop=meter.stop, count=meter.count, room=meter.left)
     except (PatchlaneError, InputError, OSError) as exc:
         reason = " ".join(str(exc).split()) or type(exc).__name__
         return BisectionRan(verdict.shim, command, "failed", f"could not run: {reason}")

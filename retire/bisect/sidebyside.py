@@ -1,0 +1,163 @@
+"""Candidates side by side (``patchlane bisect -j N``): a round of the search's candidates run at
+once, each on a runner of its own and, for a reproducer that needs GPUs, on GPUs of its own.
+
+The search (:mod:`retire.bisect.search`, :mod:`retire.bisect.window`) asks for a round through
+:meth:`SideBySide.many` and stays pure; here each candidate of the round runs on a thread with a
+runner nobody else uses at that moment (an :class:`~retire.bisect.runner.OverlayRunner` or a
+:class:`~retire.bisect.revision.RevisionRunner`: its own overlay folder, its own launcher), so no
+runner state is shared between threads. A reproducer that declares ``gpus = n`` holds ``n`` of the
+host's GPUs from the host-wide leases (:class:`retire.runs.packing.GpuPool`) while its candidate
+runs — never one a lane holds — and the candidate's children see only those
+(``CUDA_VISIBLE_DEVICES``, set for that thread alone: :func:`retire.core.childenv.visible_devices`),
+so its record's host stamp names them. How many run at once is ``N``, capped by how many such sets
+the host's GPUs make; a reproducer that needs no GPU runs ``N`` at once with none.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
+
+from retire.bisect.search import CandidateRun
+from retire.core import childenv
+from retire.runs.gpus import Gpu, discover
+from retire.runs.packing import GpuPool, unmet
+from retire.runs.reaper import REAPER
+from shims.gpuneeds import GpuNeeds
+
+__all__ = ["SideBySide", "serialized", "width_for"]
+
+
+class Runner(Protocol):
+    """What a candidate runner offers: a run of one item, what its cache knows, and a close."""
+
+    def __call__(self, item: str, /) -> CandidateRun: ...
+
+    def cached(self, item: str, /) -> CandidateRun | None: ...
+
+    def close(self) -> None: ...
+
+
+def width_for(needs: GpuNeeds, jobs: int, gpus: Sequence[Gpu]) -> int:
+    """How many candidates may run at once: ``jobs``, capped by how many sets of ``needs`` the
+    host's ``gpus`` make (where they can meet it at all; where not, nothing is held and the
+    reproducer says what it lacks)."""
+    if not needs.count or not gpus or unmet(needs, gpus) is not None:
+        return jobs
+    fitting = [gpu for gpu in gpus if needs.unfit(gpu) is None]
+    return max(1, min(jobs, len(fitting) // needs.count))
+
+
+def serialized(say: Callable[[str], None] | None) -> Callable[[str], None] | None:
+    """``say``, one line at a time when runners on several threads speak."""
+    if say is None:
+        return None
+    lock = threading.Lock()
+
+    def said(line: str) -> None:
+        with lock:
+            say(line)
+
+    return said
+
+
+class SideBySide:
+    """Runs rounds of candidates at once: :meth:`many` is the search's batch probe, ``width`` how
+    many it may ask for together. ``make`` builds one runner (a runner per candidate running at
+    the same time, reused by later rounds); ``needs``: the reproducer's GPUs."""
+
+    def __init__(
+        self,
+        make: Callable[[], Runner],
+        jobs: int,
+        needs: GpuNeeds | None = None,
+        *,
+        gpus: Sequence[Gpu] | None = None,
+        say: Callable[[str], None] | None = None,
+    ) -> None:
+        needs = needs or GpuNeeds()
+        host = tuple(discover().gpus if gpus is None and needs.count else gpus or ())
+        self.needs = needs
+        self.width = width_for(needs, jobs, host)
+        # nothing to hold where the host cannot meet the need (held_gpus does the same)
+        held = bool(needs.count and host) and unmet(needs, host) is None
+        self.pool = GpuPool(host) if held else None
+        self.say = serialized(say) or (lambda line: None)
+        self._make = make
+        self._lock = threading.Lock()
+        first = make()
+        self._idle: list[Runner] = [first]
+        self._made: list[Runner] = [first]
+
+    def cached(self, item: str) -> CandidateRun | None:
+        """What the runners' cache knows of ``item`` (they share one)."""
+        return self._made[0].cached(item)
+
+    def __call__(self, item: str) -> CandidateRun:
+        return self._one(item)
+
+    def many(self, items: Sequence[str]) -> list[CandidateRun]:
+        """The runs of ``items``, all at once, in the order given."""
+        if len(items) <= 1:
+            return [self._one(item) for item in items]
+        threads = ThreadPoolExecutor(len(items), thread_name_prefix="patchlane-candidate")
+        stopped = False
+        try:
+            return list(threads.map(self._one, items))
+        # Ctrl-C, SIGTERM: the other candidates' reproducers end now, not at their timeout (as
+        # the lanes of `patchlane run -j` do)
+        except KeyboardInterrupt:
+            stopped = True
+            while True:
+                try:
+                    REAPER.stop()
+                    break
+                # a second Ctrl-C must not cut the stop short
+                except KeyboardInterrupt:
+                    continue
+            raise
+        finally:
+            # prompt after a stop: the workers' reproducers are dead
+            threads.shutdown(wait=True, cancel_futures=True)
+            if stopped:
+                REAPER.resume()
+
+    @property
+    def runs(self) -> int:
+        """Reproducer runs made by all the runners."""
+        return sum(getattr(runner, "runs", 0) for runner in self._made)
+
+    def _one(self, item: str) -> CandidateRun:
+        runner = self._take()
+        try:
+            if self.pool is None:
+                return runner(item)
+            with self.pool.hold(self.needs, REAPER.check) as given:
+                ids = ",".join(gpu.id for gpu in given)
+                self.say(f"{_label(item)} on GPUs {', '.join(str(gpu) for gpu in given)}")
+                with childenv.visible_devices(ids):
+                    return runner(item)
+        finally:
+            with self._lock:
+                self._idle.append(runner)
+
+    def _take(self) -> Runner:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        runner = self._make()
+        with self._lock:
+            self._made.append(runner)
+        return runner
+
+    def close(self) -> None:
+        """Close every runner made (their launchers)."""
+        for runner in self._made:
+            runner.close()
+
+
+def _label(item: str) -> str:
+    """A release as it is; a commit by its short sha."""
+    return item[:12] if len(item) == 40 else item
