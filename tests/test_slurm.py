@@ -19,6 +19,7 @@ from retire.core.errors import InputError
 from retire.evidence import validation
 from retire.lanes.model import Lane
 from retire.runs.sbatch import JobFiles, job_script, time_limit
+from retire.runs.sbatcharray import LaneArray, array_script, array_time_limit, job_groups
 from retire.runs.slurmconfig import SlurmSettings, load_slurm
 from retire.runs.slurmjob import JobState, parse_sacct, parse_scontrol, parse_squeue
 from retire.schemas import load as load_schema
@@ -74,6 +75,63 @@ def test_the_job_script_asks_for_the_lanes_needs_and_runs_the_lane(tmp_path):
     )
     assert "#SBATCH --gres=gpu:2" in plain.splitlines()
     assert "--partition" not in plain
+
+
+def test_the_cpu_lanes_are_one_array_whose_tasks_each_run_their_lane(tmp_path):
+    manifests = {
+        "toy": parse_manifest(shimtree.manifest_text("toy"), "toy/manifest.toml"),
+        "long": parse_manifest(
+            shimtree.manifest_text("long").replace("timeout = 60", "timeout = 1800"),
+            "long/manifest.toml",
+        ),
+    }
+    cpu = [
+        Lane(name, "3.12", "linux", ("x",), shims=(shim,))
+        for name, shim in (("a", "toy"), ("b c", "long"), ("d", "toy"))
+    ]
+    gpu = Lane("g", "3.12", "linux", ("torch",), shims=("toy",), needs_cuda=True)
+    groups = job_groups([cpu[0], gpu, cpu[1], cpu[2]], manifests, SlurmSettings(), tmp_path)
+    # the GPU lane alone; the cpu lanes together, in lane order
+    assert groups == [tuple(cpu), (gpu,)]
+    # the array's limit is its longest lane's: two runs of 30 min and an hour for the env
+    assert array_time_limit(cpu, manifests, SlurmSettings()) == "02:00:00"
+    assert array_time_limit(cpu, manifests, SlurmSettings(time_limit="30")) == "30"
+    array = LaneArray(tmp_path / "jobs", tuple(cpu))
+    script = array_script(
+        array,
+        SlurmSettings(partition="cpu"),
+        "02:00:00",
+        root=tmp_path,
+        run_args=["--run-id", "w1"],
+    )
+    lines = script.splitlines()
+    for directive in (
+        "--job-name=patchlane-cpu-lanes",
+        f"--output={tmp_path}/jobs/_cpu-lanes.%a.out",
+        "--time=02:00:00",
+        "--partition=cpu",
+        "--array=0-2",
+    ):
+        assert f"#SBATCH {directive}" in lines
+    assert not any("--gres" in line for line in lines)
+    assert 'case "${SLURM_ARRAY_TASK_ID:-}" in' in lines and lines[-1] == "esac"
+    arms = [line for line in lines if ") exec " in line]
+    assert [arm.split(")")[0].strip() for arm in arms] == ["0", "1", "2"]
+    # each arm runs its lane into the lane's own files, every word quoted for the shell
+    files = JobFiles(tmp_path / "jobs", "b c")
+    assert f"run 'b c' --manifest '{files.records}' --no-summary --json --run-id w1" in arms[1]
+    assert arms[1].endswith(f"> '{files.result}' 2> '{files.output}' ;;")
+    # bash runs the arm of its task and no other; a task without a lane says so
+    bash = subprocess.run(["bash", "-n", "-c", script], capture_output=True, text=True, check=False)
+    assert bash.returncode == 0, bash.stderr
+    stray = subprocess.run(
+        ["bash", "-c", script],
+        capture_output=True,
+        text=True,
+        env={"SLURM_ARRAY_TASK_ID": "7", "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+    assert stray.returncode == 2 and "no lane for array task 7" in stray.stderr
 
 
 @pytest.mark.parametrize(
@@ -211,7 +269,9 @@ def _patchlane(root: Path, cluster: SlurmCluster, *args: str) -> subprocess.Pope
 
 
 @pytest.mark.slow
-def test_lanes_run_as_slurm_jobs_and_their_records_are_merged(project, toylib_index, cluster):
+def test_cpu_lanes_run_as_one_slurm_job_array_and_their_records_are_merged(
+    project, toylib_index, cluster
+):
     root = _project(
         project,
         toylib_index,
@@ -225,26 +285,38 @@ def test_lanes_run_as_slurm_jobs_and_their_records_are_merged(project, toylib_in
     lanes = {lane["lane"]: lane for lane in document["lanes"]}
     assert lanes["old"]["shims"][0]["outcome"] == "needed"
     assert lanes["fixed"]["shims"][0]["outcome"] == "upstream-fixed"
-    for lane in lanes.values():
-        assert lane["job"]["state"] == "COMPLETED" and lane["job"]["id"].isdigit()
-    # progress per lane: queued or running, then done
-    assert "[old] job " in err and "done — COMPLETED" in err
-    assert "[slurm] 0 queued, 0 running, 2 done" in err
-    # each job's records, merged once: nothing lost, nothing twice
+    # the two cpu lanes went as ONE sbatch: a job array, a task per lane, in lane order
+    ids = {name: lane["job"]["id"] for name, lane in lanes.items()}
+    array_id = ids["fixed"].split("_")[0]
+    assert array_id.isdigit() and ids == {"fixed": f"{array_id}_0", "old": f"{array_id}_1"}
     jobs = root / ".patchlane" / "slurm" / "s1"
+    for lane in lanes.values():
+        assert lane["job"]["state"] == "COMPLETED"
+        assert lane["job"]["script"] == str(jobs / "_cpu-lanes.sbatch")
+        assert lane["job"]["output"] == str(jobs / f"{lane['lane']}.out")
+    assert err.count("submitted job ") == 2 and f"[old] submitted job {array_id}_1" in err
+    # progress per lane (per array task): queued or running, then done
+    assert f"[old] job {array_id}_1: " in err and f"{array_id}_0: done — COMPLETED" in err
+    assert "[slurm] 0 queued, 0 running, 2 done" in err
+    # each task's records, merged once: nothing lost, nothing twice
     from_jobs = validation.merge([jobs / "old.jsonl", jobs / "fixed.jsonl"])
     merged = [r for r in validation.load(root / "validation/manifest.jsonl") if r.run == "s1"]
     assert len(from_jobs) == 4 and sorted(r.record_id for r in merged) == sorted(
         r.record_id for r in from_jobs
     )
     assert document["recorded"] == 4
-    assert "#SBATCH --job-name=patchlane-old" in (jobs / "old.sbatch").read_text()
+    script = (jobs / "_cpu-lanes.sbatch").read_text()
+    assert "#SBATCH --array=0-1" in script and "#SBATCH --job-name=patchlane-cpu-lanes" in script
+    assert not (jobs / "old.sbatch").exists()
+    # each lane's pytest view in its own output; Slurm's own lines per task beside it
+    assert "toy" in (jobs / "old.out").read_text()
+    assert (jobs / "_cpu-lanes.0.out").exists() and (jobs / "_cpu-lanes.1.out").exists()
     # a second merge adds nothing
     assert validation.append(root / "validation/manifest.jsonl", from_jobs) == 0
 
 
 @pytest.mark.slow
-def test_a_job_cancelled_mid_run_is_reported_cancelled_and_the_others_records_kept(
+def test_an_array_task_cancelled_mid_run_is_reported_cancelled_and_the_others_records_kept(
     project, toylib_index, cluster
 ):
     root = _project(
@@ -257,18 +329,24 @@ def test_a_job_cancelled_mid_run_is_reported_cancelled_and_the_others_records_ke
         root, cluster, "run", "--executor", "slurm", "--run-id", "c1", "--json", "--heartbeat", "1"
     )
     records = root / "validation/manifest.jsonl"
+    jobs = root / ".patchlane/slurm/c1"
     deadline = time.monotonic() + 240
     slow_id = None
-    # cancel the slow lane once its reproducer runs and the other lane is done
+    # cancel the slow lane's task once its reproducer runs and the other lane's task is done
     while time.monotonic() < deadline:
-        queue = cluster.squeue()
-        output = root / ".patchlane/slurm/c1/slow.out"
+        tasks = cluster.tasks()
+        output = jobs / "slow.out"
         running = output.exists() and "still running toy_slow" in output.read_text()
-        if "patchlane-slow" in queue and "patchlane-old" not in queue and running:
-            slow_id = queue["patchlane-slow"][0]
+        if running and len(tasks) == 1:
+            (slow_id,) = tasks
             break
         time.sleep(0.3)
-    assert slow_id is not None, "the slow lane's job never ran its reproducer"
+    assert slow_id is not None, "the slow lane's task never ran its reproducer"
+    # the slow lane is the array's second task (lanes in name order)
+    arms = [
+        line for line in (jobs / "_cpu-lanes.sbatch").read_text().splitlines() if ") exec " in line
+    ]
+    assert slow_id.endswith("_1") and arms[1].startswith("  1) ") and " run slow " in arms[1]
     cluster.scancel(slow_id)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 1, err
@@ -276,7 +354,10 @@ def test_a_job_cancelled_mid_run_is_reported_cancelled_and_the_others_records_ke
     slow = lanes["slow"]
     assert slow["status"] == "job-failed" and slow["job"]["state"] == "CANCELLED"
     assert slow["why"].startswith(f"Slurm job {slow_id} cancelled")
-    assert lanes["old"]["status"] == "ran" and lanes["old"]["job"]["state"] == "COMPLETED"
+    assert "before it started" not in slow["why"]
+    old = lanes["old"]
+    assert old["status"] == "ran" and old["job"]["state"] == "COMPLETED"
+    assert old["job"]["id"] == slow_id.replace("_1", "_0")
     kept = [r for r in validation.load(records) if r.run == "c1"]
     assert {(r.lane, r.mode) for r in kept} == {("old", "without"), ("old", "with")}
     assert f"lane slow: Slurm job {slow_id} cancelled" in err

@@ -1,8 +1,10 @@
 """Lanes as Slurm jobs: `patchlane run --executor slurm`.
 
-One job per lane (script: retire/runs/sbatch.py), submitted with ``sbatch``; the run then asks
-``squeue`` (and, for a job that left the queue, ``scontrol show job`` or ``sacct``) how each job
-stands and says so as it changes (queued, running, done), until every job has ended. Slurm
+One job per GPU lane (script: retire/runs/sbatch.py) and one job array for the lanes that need
+no GPU, a task per lane (retire/runs/sbatcharray.py), submitted with ``sbatch``; the run then asks
+``squeue`` (and, for a job that left the queue, ``scontrol show job`` or ``sacct``) how each lane's
+job or array task stands and says so as it changes (queued, running, done), until every one has
+ended. Slurm
 decides where and when each job runs; nothing here schedules. Each job runs `patchlane run LANE`
 on its node, writing its own records and JSON document into ``.patchlane/slurm/<run>/``, which
 the caller merges (:func:`retire.evidence.validation.merge`: nothing lost, nothing twice). A job
@@ -29,6 +31,7 @@ from retire.lanes.model import Lane
 from retire.runs.gpus import lane_needs
 from retire.runs.lanerun import LaneRun, LaneStatus, ShimRun, from_summary
 from retire.runs.sbatch import JobFiles, job_script, time_limit
+from retire.runs.sbatcharray import LaneArray, array_script, array_time_limit, job_groups
 from retire.runs.slurmconfig import SlurmSettings
 from retire.runs.slurmjob import JobPhase, JobState, parse_sacct, parse_scontrol, parse_squeue
 from shims.model import ShimManifest
@@ -50,10 +53,12 @@ Progress = Callable[[str, str], None]
 
 @dataclass(frozen=True)
 class LaneJob:
-    """A lane's job as submitted: its id, or why Slurm refused it."""
+    """A lane's job as submitted: its script, its id (``12``; an array task's ``12_0``), or why
+    Slurm refused it."""
 
     lane: Lane
     files: JobFiles
+    script: Path
     job_id: str | None
     refused: str = ""
 
@@ -72,7 +77,7 @@ class SlurmLane:
             "id": self.job.job_id,
             "state": self.state.state if self.state else "REFUSED",
             "ended": self.state.words() if self.state else self.job.refused,
-            "script": str(self.job.files.script),
+            "script": str(self.job.script),
             "output": str(self.job.files.output),
         }
 
@@ -131,22 +136,58 @@ def submit(
         run_args=run_args,
     )
     atomic_write(files.script, script, within=root)
+    _clear(files)
+    job_id, why = _sbatch(files.script)
+    return LaneJob(lane, files, files.script, job_id, why)
+
+
+def submit_array(
+    array: LaneArray,
+    manifests: Mapping[str, ShimManifest],
+    settings: SlurmSettings,
+    *,
+    root: Path,
+    run_args: Sequence[str],
+) -> list[LaneJob]:
+    """Write the array's script and ``sbatch`` it once: each lane's job is its task, ``12_0``…"""
+    limit = array_time_limit(array.lanes, manifests, settings)
+    script = array_script(array, settings, limit, root=root, run_args=run_args)
+    atomic_write(array.script, script, within=root)
+    every = [JobFiles(array.folder, lane.name) for lane in array.lanes]
+    for files in every:
+        _clear(files)
+    job_id, why = _sbatch(array.script)
+    return [
+        LaneJob(lane, files, array.script, f"{job_id}_{task}" if job_id else None, why)
+        for task, (lane, files) in enumerate(zip(array.lanes, every, strict=True))
+    ]
+
+
+def _clear(files: JobFiles) -> None:
+    """Remove what an earlier job of the same run id left (its result would pass for this one's)."""
     for stale in (files.result, files.records):
         stale.unlink(missing_ok=True)
-    proc = _slurm(["sbatch", "--parsable", "--export=ALL", str(files.script)])
+
+
+def _sbatch(script: Path) -> tuple[str | None, str]:
+    """``sbatch`` the script: its job id, or None and sbatch's last line on why not."""
+    proc = _slurm(["sbatch", "--parsable", "--export=ALL", str(script)])
     job_id = proc.stdout.strip().split(";")[0]
     if proc.returncode != 0 or not job_id.isdigit():
         said = [line for line in proc.stderr.splitlines() if line.strip()]
-        why = secrets.scrub(said[-1] if said else f"sbatch exited {proc.returncode}")
-        return LaneJob(lane, files, None, why)
-    return LaneJob(lane, files, job_id)
+        return None, secrets.scrub(said[-1] if said else f"sbatch exited {proc.returncode}")
+    return job_id, ""
 
 
 def poll(job_ids: Sequence[str]) -> dict[str, JobState]:
-    """How each job stands: from the queue, else the controller's memory of it, else
-    accounting's; a job none of them knows is ``UNKNOWN``."""
-    queue = _slurm(["squeue", "-h", "-j", ",".join(job_ids), "-o", "%i|%T|%r"])
-    states = parse_squeue(queue.stdout) if queue.returncode == 0 else {}
+    """How each job (or array task, ``12_0``) stands: from the queue, else the controller's
+    memory of it, else accounting's; a job none of them knows is ``UNKNOWN``."""
+    # the queue is asked for whole arrays, a line per task (-r: else a pending array is one
+    # line, 12_[0-3])
+    asked = dict.fromkeys(job_id.split("_")[0] for job_id in job_ids)
+    queue = _slurm(["squeue", "-r", "-h", "-j", ",".join(asked), "-o", "%i|%T|%r"])
+    queued = parse_squeue(queue.stdout) if queue.returncode == 0 else {}
+    states = {job_id: queued[job_id] for job_id in job_ids if job_id in queued}
     for job_id in job_ids:
         if job_id in states:
             continue
@@ -162,7 +203,8 @@ def poll(job_ids: Sequence[str]) -> dict[str, JobState]:
 
 
 def cancel(job_ids: Sequence[str]) -> None:
-    """``scancel`` the jobs (an interrupted run leaves nothing queued or running)."""
+    """``scancel`` the jobs and array tasks (an interrupted run leaves nothing queued or
+    running; an array's finished tasks keep their records)."""
     if job_ids:
         _slurm(["scancel", *job_ids])
 
@@ -265,17 +307,30 @@ def run_lanes(
     run_args: Sequence[str],
     progress: Progress,
 ) -> list[SlurmLane]:
-    """Submit one job per lane, wait for them all, collect what each left (in lane order)."""
+    """Submit a job per GPU lane and one job array for the others, wait for them all, collect
+    what each lane's job left (in lane order)."""
     folder.mkdir(parents=True, exist_ok=True)
-    jobs = []
-    for lane in lanes:
-        job = submit(lane, manifests, settings, folder, root=root, run_args=run_args)
-        progress(
-            lane.name,
-            f"submitted job {job.job_id} ({job.files.script.name})"
-            if job.job_id
-            else f"refused by sbatch: {job.refused}",
-        )
-        jobs.append(job)
+    jobs: list[LaneJob] = []
+    for index, group in enumerate(job_groups(lanes, manifests, settings, root)):
+        if len(group) == 1:
+            submitted = [
+                submit(group[0], manifests, settings, folder, root=root, run_args=run_args)
+            ]
+        else:
+            name = "cpu-lanes" if index == 0 else f"cpu-lanes-{index}"
+            array = LaneArray(folder, group, name)
+            submitted = submit_array(array, manifests, settings, root=root, run_args=run_args)
+        for job in submitted:
+            progress(
+                job.lane.name,
+                f"submitted job {job.job_id} ({job.script.name})"
+                if job.job_id
+                else f"refused by sbatch: {job.refused}",
+            )
+        jobs += submitted
     states = wait(jobs, settings, progress)
-    return [collect(job, states.get(job.job_id or ""), manifests) for job in jobs]
+    by_lane = {job.lane.name: job for job in jobs}
+    return [
+        collect(by_lane[lane.name], states.get(by_lane[lane.name].job_id or ""), manifests)
+        for lane in lanes
+    ]
