@@ -239,8 +239,9 @@ def toylib_index(tmp_path_factory):
         yield server
 
 
-def _project(project, server, lanes: dict[str, tuple[str, str, str]]) -> Path:
-    """The LaneProject with ``lanes`` (name → (toylib version, shims, extra)), locked."""
+def _project(project, server, lanes: dict[str, tuple[str, str, str]], slurm: str = "") -> Path:
+    """The LaneProject with ``lanes`` (name → (toylib version, shims, extra)) and more ``[slurm]``
+    settings, locked."""
     shims = project.root / "shims"
     shimtree.write_shim(shims, "toy")
     shimtree.write_shim(
@@ -249,7 +250,7 @@ def _project(project, server, lanes: dict[str, tuple[str, str, str]]) -> Path:
         reproducer=SLOW_REPRODUCER,
         manifest=shimtree.manifest_text("toy_slow").replace("timeout = 60", "timeout = 600"),
     )
-    (project.root / "patchlane.toml").write_text("[slurm]\npoll-seconds = 0.3\n")
+    (project.root / "patchlane.toml").write_text(f"[slurm]\npoll-seconds = 0.3\n{slurm}")
     for name, (version, shim_ids, extra) in lanes.items():
         project.write(
             name, TOY_LANE.format(version=version, shims=shim_ids, extra=extra, url=server.url)
@@ -361,6 +362,63 @@ def test_an_array_task_cancelled_mid_run_is_reported_cancelled_and_the_others_re
     kept = [r for r in validation.load(records) if r.run == "c1"]
     assert {(r.lane, r.mode) for r in kept} == {("old", "without"), ("old", "with")}
     assert f"lane slow: Slurm job {slow_id} cancelled" in err
+
+
+@pytest.mark.slow
+def test_an_array_task_past_its_time_limit_is_reported_killed_at_it(project, toylib_index, cluster):
+    # a minute for every task; the slow reproducer sleeps five, the other lane takes seconds
+    root = _project(
+        project,
+        toylib_index,
+        {"old": ("1.0", '["toy"]', ""), "slow": ("1.0", '["toy_slow"]', "")},
+        slurm='time-limit = "1"\n',
+    )
+    proc = _patchlane(root, cluster, "run", "--executor", "slurm", "--run-id", "t1", "--json")
+    # Slurm looks at time limits every half minute or so, and waits KillWait before SIGKILL
+    out, err = proc.communicate(timeout=150)
+    assert proc.returncode == 1, err
+    lanes = {lane["lane"]: lane for lane in json.loads(out)["lanes"]}
+    slow, old = lanes["slow"], lanes["old"]
+    assert "#SBATCH --time=1" in (root / ".patchlane/slurm/t1/_cpu-lanes.sbatch").read_text()
+    assert slow["status"] == "job-failed" and slow["job"]["state"] == "TIMEOUT", slow
+    assert slow["why"].startswith(f"Slurm job {slow['job']['id']} killed at its time limit")
+    assert slow["job"]["ended"].startswith("killed at its time limit")
+    assert old["status"] == "ran" and old["job"]["state"] == "COMPLETED"
+    kept = [r for r in validation.load(root / "validation/manifest.jsonl") if r.run == "t1"]
+    assert {(r.lane, r.mode) for r in kept} == {("old", "without"), ("old", "with")}
+    assert f"lane slow: Slurm job {slow['job']['id']} killed at its time limit" in err
+
+
+@pytest.mark.slow
+def test_jobs_that_never_started_are_reported_cancelled_before_they_started(
+    project, toylib_index, cluster
+):
+    # held: Slurm keeps the array queued until released, and the test cancels it instead
+    root = _project(
+        project,
+        toylib_index,
+        {"old": ("1.0", '["toy"]', ""), "fixed": ("1.1", '["toy"]', "")},
+        slurm='sbatch-args = ["--hold"]\n',
+    )
+    proc = _patchlane(root, cluster, "run", "--executor", "slurm", "--run-id", "h1", "--json")
+    deadline = time.monotonic() + 60
+    tasks: dict[str, str] = {}
+    while time.monotonic() < deadline and len(tasks) < 2:
+        tasks = cluster.tasks()
+        time.sleep(0.3)
+    # squeue -r: a task per line, each still queued
+    assert sorted(tasks.values()) == ["PENDING", "PENDING"], tasks
+    (array_id,) = {task.split("_")[0] for task in tasks}
+    # the run has seen them queued before they go
+    time.sleep(1)
+    cluster.scancel(array_id)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert f"[old] job {array_id}_1: queued — PENDING (JobHeldUser)" in err
+    for lane in json.loads(out)["lanes"]:
+        assert lane["status"] == "job-failed" and lane["job"]["state"] == "CANCELLED", lane
+        assert lane["why"].startswith(f"Slurm job {lane['job']['id']} cancelled before it started")
+    assert not [r for r in validation.load(root / "validation/manifest.jsonl") if r.run == "h1"]
 
 
 @pytest.mark.slow
