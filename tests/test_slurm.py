@@ -134,6 +134,27 @@ def test_the_cpu_lanes_are_one_array_whose_tasks_each_run_their_lane(tmp_path):
     assert stray.returncode == 2 and "no lane for array task 7" in stray.stderr
 
 
+def test_the_array_script_in_the_docs_is_the_one_written():
+    shop = Path("/shared/shop")
+    settings = SlurmSettings(
+        partition="gpu",
+        account="ml-infra",
+        constraint="hopper",
+        cpus_per_lane=16,
+        patchlane=("/shared/venv/bin/patchlane",),
+    )
+    run = "20261127T030000Z-1a2b3c"
+    lanes = tuple(Lane(name, "3.12", "linux", ("x",)) for name in ("py310", "py312"))
+    script = array_script(
+        LaneArray(shop / ".patchlane/slurm" / run, lanes),
+        settings,
+        "04:00:00",
+        root=shop,
+        run_args=["--run-id", run, "--heartbeat", "20"],
+    )
+    assert f"```bash\n{script}```" in (ROOT / "docs/commands.md").read_text()
+
+
 @pytest.mark.parametrize(
     ("body", "key", "words"),
     [
