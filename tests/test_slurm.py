@@ -463,13 +463,13 @@ def test_a_lane_whose_needs_slurm_cannot_meet_is_reported_as_such(project, toyli
 
 def test_no_secret_reaches_a_job(monkeypatch):
     from retire.core import childenv
-    from retire.runs import slurm
+    from retire.runs import slurmclient
 
     monkeypatch.setenv("UV_INDEX_MAIN_PASSWORD", "hunter2")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_x")
     monkeypatch.setenv("UV_CACHE_DIR", "/shared/uv")
     monkeypatch.setenv("SLURM_CONF", "/etc/slurm/slurm.conf")
-    env = slurm._environment()
+    env = slurmclient.environment()
     assert "UV_INDEX_MAIN_PASSWORD" not in env and "GITHUB_TOKEN" not in env
     assert env["UV_CACHE_DIR"] == "/shared/uv" and env["SLURM_CONF"] == "/etc/slurm/slurm.conf"
     assert childenv.RUN_TOKEN_ENV not in env
