@@ -20,6 +20,7 @@ from retire.evidence import validation
 from retire.lanes.model import Lane
 from retire.runs.sbatch import JobFiles, job_script, time_limit
 from retire.runs.sbatcharray import LaneArray, array_script, array_time_limit, job_groups
+from retire.runs.slurmbisect import BisectFiles, SlurmBisection, bisect_script
 from retire.runs.slurmconfig import SlurmSettings, load_slurm
 from retire.runs.slurmjob import JobState, parse_sacct, parse_scontrol, parse_squeue
 from retire.schemas import load as load_schema
@@ -443,6 +444,39 @@ def test_jobs_that_never_started_are_reported_cancelled_before_they_started(
 
 
 @pytest.mark.slow
+def test_a_bisection_runs_as_one_slurm_job_and_its_records_are_merged(
+    project, toylib_index, cluster
+):
+    root = _project(project, toylib_index, {"old": ("1.0", '["toy"]', "")})
+    proc = _patchlane(root, cluster, "bisect", "toy", "--executor", "slurm", "--json")
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0, err
+    # the job's own document, as `patchlane bisect --json` prints it
+    document = json.loads(out)
+    Draft202012Validator(load_schema("bisect")).validate(document)
+    assert (document["status"], document["first_fixed"]) == ("found", "1.1"), err
+    (job_id,) = {
+        line.split("submitted job ")[1].split()[0]
+        for line in err.splitlines()
+        if "[bisect toy] submitted job " in line
+    }
+    assert job_id.isdigit() and f"[bisect toy] job {job_id}: done — COMPLETED" in err
+    (folder,) = (root / ".patchlane/slurm").iterdir()
+    script = (folder / "bisect-toy.sbatch").read_text()
+    assert "#SBATCH --job-name=patchlane-bisect-toy" in script and "--gres" not in script
+    # the job's records, merged once into the project's manifest
+    from_job = validation.load(folder / "bisect-toy.jsonl")
+    recorded = [
+        r for r in validation.load(root / "validation/manifest.jsonl") if r.lane == "bisect"
+    ]
+    assert from_job and document["records_added"] == len(from_job)
+    assert sorted(r.record_id for r in recorded) == sorted(r.record_id for r in from_job)
+    assert f"merged {len(from_job)} record(s) from job {job_id}" in err
+    # the candidates' progress is in the job's output
+    assert "toylib 1.1: fixed" in (folder / "bisect-toy.out").read_text()
+
+
+@pytest.mark.slow
 def test_a_lane_whose_needs_slurm_cannot_meet_is_reported_as_such(project, toylib_index, cluster):
     root = _project(project, toylib_index, {"big": ("1.0", '["toy"]', "gpus = 8")})
     proc = _patchlane(root, cluster, "run", "--executor", "slurm", "--run-id", "n1", "--json")
@@ -459,6 +493,31 @@ def test_a_lane_whose_needs_slurm_cannot_meet_is_reported_as_such(project, toyli
     }
     assert "#SBATCH --gres=gpu:8" in Path(lane["job"]["script"]).read_text()
     assert proc.returncode == 0
+
+
+def test_a_bisections_job_asks_for_the_reproducers_gpus_and_keeps_its_exit_status(tmp_path):
+    files = BisectFiles(tmp_path / "b1", "nccl")
+    script = bisect_script(
+        GpuNeeds(2), SlurmSettings(partition="gpu"), files, root=tmp_path, bisect_args=["--json"]
+    )
+    lines = script.splitlines()
+    assert "#SBATCH --gres=gpu:2" in lines and "#SBATCH --partition=gpu" in lines
+    # how many candidates a search takes is not known before: the partition's default time
+    assert not any(line.startswith("#SBATCH --time") for line in lines)
+    assert lines[-1].endswith(f"bisect nccl --json --manifest {files.records} > {files.result}")
+    limited = bisect_script(
+        GpuNeeds(), SlurmSettings(time_limit="08:00:00"), files, root=tmp_path, bisect_args=[]
+    )
+    assert "#SBATCH --time=08:00:00" in limited and "--gres" not in limited
+    # the bisection's own exit status, where it ran to its end; none where Slurm ended it
+    for state, code in (
+        (JobState("COMPLETED", exit_code="0:0"), 0),
+        (JobState("FAILED", exit_code="1:0"), 1),
+        (JobState("TIMEOUT", exit_code="0:15"), None),
+        (JobState("FAILED", exit_code="0:9"), None),
+        (JobState("CANCELLED", exit_code="0:15"), None),
+    ):
+        assert SlurmBisection(files, "12", state).exit_code == code, state
 
 
 def test_no_secret_reaches_a_job(monkeypatch):

@@ -89,19 +89,15 @@ def directives(
     output: Path,
     needs: GpuNeeds,
     settings: SlurmSettings,
-    limit: str,
+    limit: str | None,
     root: Path,
 ) -> list[str]:
-    """The ``#SBATCH`` options of a job named ``name`` (a lane, or an array of lanes), in a
-    fixed order."""
-    options = [
-        f"--job-name={JOB_PREFIX}{name}",
-        f"--output={output}",
-        f"--chdir={root}",
-        f"--time={limit}",
-        "--nodes=1",
-        "--ntasks=1",
-    ]
+    """The ``#SBATCH`` options of a job named ``name`` (a lane, an array of lanes, a
+    bisection), in a fixed order; no ``--time`` without a ``limit`` (the partition's default)."""
+    options = [f"--job-name={JOB_PREFIX}{name}", f"--output={output}", f"--chdir={root}"]
+    if limit is not None:
+        options.append(f"--time={limit}")
+    options += ["--nodes=1", "--ntasks=1"]
     for flag, value in (
         ("partition", settings.partition),
         ("account", settings.account),
