@@ -7,6 +7,7 @@ are checked without a cluster."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -19,7 +20,13 @@ from retire.core.errors import InputError
 from retire.evidence import validation
 from retire.lanes.model import Lane
 from retire.runs.sbatch import JobFiles, job_script, time_limit
-from retire.runs.sbatcharray import LaneArray, array_script, array_time_limit, job_groups
+from retire.runs.sbatcharray import (
+    LaneArray,
+    array_script,
+    array_time_limit,
+    job_groups,
+    plan,
+)
 from retire.runs.slurmbisect import BisectFiles, SlurmBisection, bisect_script
 from retire.runs.slurmconfig import SlurmSettings, load_slurm
 from retire.runs.slurmjob import JobState, parse_sacct, parse_scontrol, parse_squeue
@@ -94,6 +101,10 @@ def test_the_cpu_lanes_are_one_array_whose_tasks_each_run_their_lane(tmp_path):
     groups = job_groups([cpu[0], gpu, cpu[1], cpu[2]], manifests, SlurmSettings(), tmp_path)
     # the GPU lane alone; the cpu lanes together, in lane order
     assert groups == [tuple(cpu), (gpu,)]
+    folder = tmp_path / "jobs"
+    planned = plan([gpu, *cpu], manifests, SlurmSettings(), folder, tmp_path)
+    assert planned == [gpu, LaneArray(folder, tuple(cpu), "cpu-lanes")]
+    assert plan([gpu, cpu[0]], manifests, SlurmSettings(), folder, tmp_path) == [gpu, cpu[0]]
     # the array's limit is its longest lane's: two runs of 30 min and an hour for the env
     assert array_time_limit(cpu, manifests, SlurmSettings()) == "02:00:00"
     assert array_time_limit(cpu, manifests, SlurmSettings(time_limit="30")) == "30"
@@ -384,6 +395,37 @@ def test_an_array_task_cancelled_mid_run_is_reported_cancelled_and_the_others_re
     kept = [r for r in validation.load(records) if r.run == "c1"]
     assert {(r.lane, r.mode) for r in kept} == {("old", "without"), ("old", "with")}
     assert f"lane slow: Slurm job {slow_id} cancelled" in err
+
+
+@pytest.mark.slow
+def test_a_sigterm_to_the_run_cancels_the_arrays_unfinished_tasks(project, toylib_index, cluster):
+    root = _project(
+        project,
+        toylib_index,
+        {"old": ("1.0", '["toy"]', ""), "slow": ("1.0", '["toy_slow"]', "")},
+    )
+    proc = _patchlane(
+        root, cluster, "run", "--executor", "slurm", "--run-id", "k1", "--heartbeat", "1"
+    )
+    output = root / ".patchlane/slurm/k1/slow.out"
+    deadline = time.monotonic() + 240
+    tasks: dict[str, str] = {}
+    while time.monotonic() < deadline:
+        tasks = cluster.tasks()
+        if len(tasks) == 1 and output.exists() and "still running toy_slow" in output.read_text():
+            break
+        time.sleep(0.3)
+    (slow_id,) = tasks
+    assert slow_id.endswith("_1") and tasks[slow_id] == "RUNNING"
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    # the task still running was cancelled: nothing of the run is left in the queue
+    deadline = time.monotonic() + 30
+    while cluster.tasks() and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert cluster.tasks() == {}
+    assert "JobState=CANCELLED" in cluster.show_job(slow_id)
 
 
 @pytest.mark.slow

@@ -24,7 +24,7 @@ from retire.runs.slurmconfig import SlurmSettings
 from shims.gpuneeds import GpuNeeds
 from shims.model import ShimManifest
 
-__all__ = ["LaneArray", "array_script", "array_time_limit", "job_groups"]
+__all__ = ["LaneArray", "array_script", "array_time_limit", "job_groups", "plan"]
 
 #: The directives that are each lane's own; lanes whose other directives are equal share an array.
 _PER_JOB = ("--job-name=", "--output=", "--time=")
@@ -73,6 +73,26 @@ def job_groups(
             shared[key] = [lane]
             groups.append(shared[key])
     return [tuple(group) for group in groups]
+
+
+def plan(
+    lanes: Sequence[Lane],
+    manifests: Mapping[str, ShimManifest],
+    settings: SlurmSettings,
+    folder: Path,
+    root: Path,
+) -> list[Lane | LaneArray]:
+    """What the run submits, one entry per ``sbatch``: a lane alone (a GPU lane, or the only
+    lane of its kind) or an array (``cpu-lanes``; a second one, were the directives ever to
+    differ, ``cpu-lanes-2``)."""
+    jobs: list[Lane | LaneArray] = []
+    for group in job_groups(lanes, manifests, settings, root):
+        if len(group) == 1:
+            jobs.append(group[0])
+            continue
+        count = sum(isinstance(job, LaneArray) for job in jobs)
+        jobs.append(LaneArray(folder, group, f"cpu-lanes-{count + 1}" if count else "cpu-lanes"))
+    return jobs
 
 
 def array_time_limit(

@@ -23,7 +23,7 @@ from retire.lanes.model import Lane
 from retire.runs.gpus import lane_needs
 from retire.runs.lanerun import LaneRun, LaneStatus, ShimRun, from_summary
 from retire.runs.sbatch import JobFiles, job_script, time_limit
-from retire.runs.sbatcharray import LaneArray, array_script, array_time_limit, job_groups
+from retire.runs.sbatcharray import LaneArray, array_script, array_time_limit, plan
 from retire.runs.slurmclient import Progress, sbatch, wait
 from retire.runs.slurmconfig import SlurmSettings
 from retire.runs.slurmjob import JobState
@@ -191,15 +191,11 @@ def run_lanes(
     what each lane's job left (in lane order)."""
     folder.mkdir(parents=True, exist_ok=True)
     jobs: list[LaneJob] = []
-    for index, group in enumerate(job_groups(lanes, manifests, settings, root)):
-        if len(group) == 1:
-            submitted = [
-                submit(group[0], manifests, settings, folder, root=root, run_args=run_args)
-            ]
+    for planned in plan(lanes, manifests, settings, folder, root):
+        if isinstance(planned, LaneArray):
+            submitted = submit_array(planned, manifests, settings, root=root, run_args=run_args)
         else:
-            name = "cpu-lanes" if index == 0 else f"cpu-lanes-{index}"
-            array = LaneArray(folder, group, name)
-            submitted = submit_array(array, manifests, settings, root=root, run_args=run_args)
+            submitted = [submit(planned, manifests, settings, folder, root=root, run_args=run_args)]
         for job in submitted:
             progress(
                 job.lane.name,

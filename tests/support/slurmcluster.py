@@ -159,6 +159,10 @@ class SlurmCluster:
         out = self._run("squeue", "-r", "-h", "-o", "%i|%T").stdout
         return dict(line.split("|") for line in out.splitlines() if line)
 
+    def show_job(self, job_id: str) -> str:
+        """``scontrol show job -o``'s line for a job or array task the controller remembers."""
+        return self._run("scontrol", "show", "job", "-o", job_id).stdout
+
     def scancel(self, job_id: str) -> None:
         self._run("scancel", job_id)
 
