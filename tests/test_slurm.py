@@ -516,6 +516,15 @@ def test_a_bisection_runs_as_one_slurm_job_and_its_records_are_merged(
     assert f"merged {len(from_job)} record(s) from job {job_id}" in err
     # the candidates' progress is in the job's output
     assert "toylib 1.1: fixed" in (folder / "bisect-toy.out").read_text()
+    # no fixed release up to 1.0: the job exits 1, which Slurm calls FAILED; still the
+    # bisection's own answer, printed as it printed it, with its exit status
+    proc = _patchlane(root, cluster, "bisect", "toy", "--executor", "slurm", "--until", "1.0")
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 1, err
+    said = out + err
+    assert f"job {int(job_id) + 1}: done — FAILED (NonZeroExitCode)" in said, said
+    assert "toylib: no fixed release — still broken at the newest, 1.0" in out
+    assert "printed no result" not in said
 
 
 @pytest.mark.slow
