@@ -529,10 +529,23 @@ def test_a_bisection_runs_as_one_slurm_job_and_its_records_are_merged(
 
 @pytest.mark.slow
 def test_a_lane_whose_needs_slurm_cannot_meet_is_reported_as_such(project, toylib_index, cluster):
-    root = _project(project, toylib_index, {"big": ("1.0", '["toy"]', "gpus = 8")})
+    # the GPU lane is a job of its own, refused; the cpu lanes' array runs all the same
+    root = _project(
+        project,
+        toylib_index,
+        {
+            "big": ("1.0", '["toy"]', "gpus = 8"),
+            "old": ("1.0", '["toy"]', ""),
+            "fixed": ("1.1", '["toy"]', ""),
+        },
+    )
     proc = _patchlane(root, cluster, "run", "--executor", "slurm", "--run-id", "n1", "--json")
     out, err = proc.communicate(timeout=120)
-    lane = json.loads(out)["lanes"][0]
+    lanes = {lane["lane"]: lane for lane in json.loads(out)["lanes"]}
+    assert {lanes[name]["job"]["state"] for name in ("old", "fixed")} == {"COMPLETED"}, err
+    assert lanes["old"]["job"]["id"].endswith("_1") and json.loads(out)["recorded"] == 4
+    assert lanes["old"]["job"]["script"].endswith("/_cpu-lanes.sbatch")
+    lane = lanes["big"]
     assert lane["status"] == "skipped", err
     assert lane["why"].startswith("Slurm cannot meet the lane's needs (8 GPUs): sbatch: error: ")
     assert lane["job"] == {
