@@ -15,6 +15,7 @@ from packaging.version import InvalidVersion, Version
 from retire.bisect.budget import Budget, Meter
 from retire.bisect.search import NOT_APPLICABLE, UNKNOWN, CandidateRun, Limits, Status
 from retire.bisect.window import DEFAULT_SAMPLE, EdgeState
+from retire.commands import bisectjob
 from retire.commands.base import (
     Command,
     ExitCode,
@@ -24,6 +25,7 @@ from retire.commands.base import (
     positive_float,
     positive_int,
     say,
+    shown,
 )
 from retire.core import uv
 from retire.core.errors import InputError, PatchlaneError
@@ -113,12 +115,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--cache", type=Path, help="result cache folder (default: .patchlane/cache/bisect)"
     )
-    p.add_argument(
-        "--no-record",
-        dest="record",
-        action="store_false",
-        help="do not append the runs to the validation manifest",
-    )
+    bisectjob.add_arguments(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -251,6 +248,8 @@ class BisectRequest:
     mirrors: Path | None = None
     # candidates run at once (-j), each on GPUs of its own
     jobs: int = 1
+    # where fresh runs are recorded (default: the project's validation manifest)
+    manifest: Path | None = None
 
     @classmethod
     def of_arguments(cls, args: argparse.Namespace) -> BisectRequest:
@@ -273,6 +272,7 @@ class BisectRequest:
             args.sample,
             args.mirrors,
             args.jobs,
+            args.manifest,
         )
 
     @classmethod
@@ -356,7 +356,7 @@ def bisection(
         index_url=index_url,
         cache_dir=args.cache or project.bisect_cache,
         timeout=args.timeout,
-        record_to=project.validation if args.record else None,
+        record_to=_records_file(project, args) if args.record else None,
         lane=bisection_lane(lane.name if lane else None),
         lock_digest=lane.digest if lane else None,
         limits=args.limits,
@@ -382,8 +382,15 @@ def bisection(
     return replace(result, lanes=lane_places(project, manifest, result, source))
 
 
+def _records_file(project: Project, args: BisectRequest) -> Path:
+    return project.output_file(args.manifest) if args.manifest else project.validation
+
+
 def run(project: Project, args: argparse.Namespace) -> int:
-    result = bisection(project, BisectRequest.of_arguments(args))
+    request = BisectRequest.of_arguments(args)
+    if args.executor == "slurm":
+        return bisectjob.run(project, args)
+    result = bisection(project, request)
     if args.json:
         emit_json(result.to_dict())
         return ExitCode.OK if result.status == Status.FOUND else ExitCode.FAILED
@@ -409,10 +416,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
         if run.state in (NOT_APPLICABLE, UNKNOWN):
             say(f"{run.state}: {run.version} ({run.outcome}) {run.detail}")
     if args.record:
-        say(
-            f"recorded {result.records_added} run(s) in "
-            f"{project.validation.relative_to(project.root)}"
-        )
+        say(f"recorded {result.records_added} run(s) in {shown(_records_file(project, request))}")
     return ExitCode.OK if result.status == Status.FOUND else ExitCode.FAILED
 
 

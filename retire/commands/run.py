@@ -58,9 +58,10 @@ def _add_placement(p: argparse.ArgumentParser) -> None:
         "--executor",
         choices=("local", "slurm"),
         default="local",
-        help="local: run the lanes on this host; slurm: submit one Slurm job per lane (GPUs, "
-        "partition, time limit from the lane's needs and patchlane.toml [slurm]), wait, and merge "
-        "the jobs' records (docs/commands.md, Slurm)",
+        help="local: run the lanes on this host; slurm: submit one Slurm job per GPU lane and "
+        "one job array, a task per lane, for the others (GPUs, partition, time limit from the "
+        "lanes' needs and patchlane.toml [slurm]), wait, and merge the jobs' records "
+        "(docs/commands.md, Slurm)",
     )
 
 
@@ -202,7 +203,8 @@ def _execute(
     """The lanes' runs, here or as Slurm jobs, and each lane's job (empty when run here)."""
     if args.executor == "slurm":
         say(
-            f"run {options.run_id}: {len(lanes)} lane(s) as Slurm jobs, one per lane",
+            f"run {options.run_id}: {len(lanes)} lane(s) as Slurm jobs, one per GPU lane and "
+            "one job array for the others",
             level=Level.PROGRESS,
         )
         return _on_slurm(project, args, lanes, manifests, options, recorder)
@@ -223,8 +225,9 @@ def _on_slurm(
     options: RunOptions,
     recorder: _Recorder,
 ) -> tuple[list[LaneRun], dict[str, dict]]:
-    """One Slurm job per lane (retire/runs/slurm.py); their records merged into the manifest
-    (`validation merge`: each record once), even those of a job that was cancelled or killed."""
+    """A Slurm job per GPU lane, an array task per other lane (retire/runs/slurm.py); their
+    records merged into the manifest (`validation merge`: each record once), even those of a job
+    that was cancelled or killed."""
     # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.runs import reaper, slurm
     from retire.runs.slurmconfig import load_slurm

@@ -15,7 +15,15 @@ from retire.runs.slurmconfig import SlurmSettings
 from shims.gpuneeds import GpuNeeds
 from shims.model import ShimManifest
 
-__all__ = ["JobFiles", "job_script", "time_limit"]
+__all__ = [
+    "JobFiles",
+    "as_time",
+    "directives",
+    "job_script",
+    "lane_command",
+    "lane_minutes",
+    "time_limit",
+]
 
 #: The job name's prefix: `squeue --name` and `scancel --name` find a run's jobs by it.
 JOB_PREFIX = "patchlane-"
@@ -48,14 +56,23 @@ class JobFiles:
         return self.folder / f"{self.lane}.jsonl"
 
 
+def lane_minutes(lane: Lane, manifests: Mapping[str, ShimManifest], settings: SlurmSettings) -> int:
+    """The lane's reproducers' timeouts (both modes) plus ``build-minutes``, in whole minutes."""
+    seconds = sum(2 * manifests[s].reproducer.timeout for s in lane.shims if s in manifests)
+    return max(math.ceil(seconds / 60) + settings.build_minutes, 1)
+
+
+def as_time(minutes: int) -> str:
+    """Whole minutes as Slurm's ``HH:MM:00``."""
+    return f"{minutes // 60:02d}:{minutes % 60:02d}:00"
+
+
 def time_limit(lane: Lane, manifests: Mapping[str, ShimManifest], settings: SlurmSettings) -> str:
     """``[slurm] time-limit``, else the lane's reproducers' timeouts (both modes) plus
     ``build-minutes``, in whole minutes as ``HH:MM:00``."""
     if settings.time_limit:
         return settings.time_limit
-    seconds = sum(2 * manifests[s].reproducer.timeout for s in lane.shims if s in manifests)
-    minutes = math.ceil(seconds / 60) + settings.build_minutes
-    return f"{max(minutes, 1) // 60:02d}:{max(minutes, 1) % 60:02d}:00"
+    return as_time(lane_minutes(lane, manifests, settings))
 
 
 def _gres(needs: GpuNeeds, settings: SlurmSettings) -> str | None:
@@ -68,22 +85,19 @@ def _gres(needs: GpuNeeds, settings: SlurmSettings) -> str | None:
 
 
 def directives(
-    lane: Lane,
+    name: str,
+    output: Path,
     needs: GpuNeeds,
     settings: SlurmSettings,
-    files: JobFiles,
-    limit: str,
+    limit: str | None,
     root: Path,
 ) -> list[str]:
-    """The ``#SBATCH`` options of the lane's job, in a fixed order."""
-    options = [
-        f"--job-name={JOB_PREFIX}{lane.name}",
-        f"--output={files.output}",
-        f"--chdir={root}",
-        f"--time={limit}",
-        "--nodes=1",
-        "--ntasks=1",
-    ]
+    """The ``#SBATCH`` options of a job named ``name`` (a lane, an array of lanes, a
+    bisection), in a fixed order; no ``--time`` without a ``limit`` (the partition's default)."""
+    options = [f"--job-name={JOB_PREFIX}{name}", f"--output={output}", f"--chdir={root}"]
+    if limit is not None:
+        options.append(f"--time={limit}")
+    options += ["--nodes=1", "--ntasks=1"]
     for flag, value in (
         ("partition", settings.partition),
         ("account", settings.account),
@@ -98,6 +112,25 @@ def directives(
     return options
 
 
+def lane_command(
+    lane: Lane, settings: SlurmSettings, files: JobFiles, *, root: Path, run_args: Sequence[str]
+) -> list[str]:
+    """The job's `patchlane run LANE`, writing its records into ``files`` (``run_args``: the
+    run's own options, passed on)."""
+    return [
+        *settings.patchlane,
+        "--root",
+        str(root),
+        "run",
+        lane.name,
+        "--manifest",
+        str(files.records),
+        "--no-summary",
+        "--json",
+        *run_args,
+    ]
+
+
 def job_script(
     lane: Lane,
     needs: GpuNeeds,
@@ -110,25 +143,12 @@ def job_script(
 ) -> str:
     """The whole script: directives, then `patchlane run LANE` writing its records and its JSON
     document into ``files`` (``run_args``: the run's own options, passed on)."""
-    command = [
-        *settings.patchlane,
-        "--root",
-        str(root),
-        "run",
-        lane.name,
-        "--manifest",
-        str(files.records),
-        "--no-summary",
-        "--json",
-        *run_args,
-    ]
+    command = lane_command(lane, settings, files, root=root, run_args=run_args)
+    options = directives(lane.name, files.output, needs, settings, limit, root)
     lines = [
         "#!/bin/bash",
         f"# lane {lane.name}: written by `patchlane run --executor slurm`; needs {needs}",
-        *(
-            f"#SBATCH {shlex.quote(option)}"
-            for option in directives(lane, needs, settings, files, limit, root)
-        ),
+        *(f"#SBATCH {shlex.quote(option)}" for option in options),
         "set -u",
         # the job's stdout is the run's JSON document; the pytest view goes to the job's output
         f"exec {shlex.join(command)} > {shlex.quote(str(files.result))}",

@@ -153,6 +153,16 @@ class SlurmCluster:
             for name, job, state in (line.split("|") for line in out.splitlines() if line)
         }
 
+    def tasks(self) -> dict[str, str]:
+        """Job or array task id (``12``, ``12_0``) → state, of what is in the queue, a line per
+        array task."""
+        out = self._run("squeue", "-r", "-h", "-o", "%i|%T").stdout
+        return dict(line.split("|") for line in out.splitlines() if line)
+
+    def show_job(self, job_id: str) -> str:
+        """``scontrol show job -o``'s line for a job or array task the controller remembers."""
+        return self._run("scontrol", "show", "job", "-o", job_id).stdout
+
     def scancel(self, job_id: str) -> None:
         self._run("scancel", job_id)
 
