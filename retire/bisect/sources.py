@@ -1,6 +1,7 @@
 """Where a shim's target is built from source: the mirror of its repository, found as the
 verdicts find it — a lane's ``[lane.revisions]`` entry for the target (with its subdirectory),
-else a repository the shim's links name — and opened if this host has it."""
+else a repository the shim's links name — and opened if this host has it; with the command that
+builds the target's wheel when the shim names one (``[target] build``)."""
 
 from __future__ import annotations
 
@@ -58,7 +59,12 @@ def project_source(
         opened = open_mirror(mirror)
         if isinstance(opened, ProbeFailure):
             return Source(None, why=opened.reason)
-        return Source(opened, subdirectory, branch=_branch(opened, [*revs, *mirror.branches]))
+        return Source(
+            opened,
+            subdirectory,
+            branch=_branch(opened, [*revs, *mirror.branches]),
+            build=manifest.target.build,
+        )
     return Source(
         None,
         why=f"{', '.join(named)} is not mirrored on this host (patchlane.toml "
