@@ -52,7 +52,9 @@ DESCRIPTION = (
     "cannot run against (SKIPPED, an ImportError, no installable file for this interpreter) is not "
     "applicable: stepped over and reported apart; crashes and timeouts are unknown and never "
     "guessed through. A target with compiled sources or no build file stops at the release edge, "
-    "saying so. Every fresh run is recorded in the validation manifest (lane 'bisect', or "
+    "saying so, unless its shim names its build ([target] build: a command that turns a checkout "
+    "at the commit into a wheel; a build that fails leaves that commit unknown). Every fresh run "
+    "is recorded in the validation manifest (lane 'bisect', or "
     "'bisect:LANE' with --lane) so verdicts use it; answers are cached, and a cached answer is "
     "neither re-run nor re-recorded. Exit 0 when the first fixed release is found, 1 otherwise."
 )
