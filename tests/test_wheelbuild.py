@@ -72,9 +72,10 @@ def test_the_build_runs_in_the_checkout_and_gives_its_one_wheel(
 
 
 def test_a_build_that_writes_no_wheel_of_the_target_or_times_out_fails_with_its_log(
-    tmp_path: Path, mirror
+    tmp_path: Path, mirror, monkeypatch: pytest.MonkeyPatch
 ):
     path, commit = mirror
+    monkeypatch.setenv("ACME_API_TOKEN", "s3cr3t-value-in-a-log")
     source = checkout(path, commit, tmp_path / "c" / "checkout")
 
     def run(build: WheelBuild, name: str) -> str:
@@ -93,6 +94,9 @@ def test_a_build_that_writes_no_wheel_of_the_target_or_times_out_fails_with_its_
     other = run(_build(tmp_path, WRITE_WHEEL, "other-1.0-py3-none-any.whl"), "other")
     assert "wrote no wheel of toylib into $PATCHLANE_WHEEL_DIR" in other
     assert "args ['other-1.0-py3-none-any.whl']" in other
+    # a secret the build printed (it had it from a file, say) is scrubbed from the tail
+    leaky = run(_build(tmp_path, "print('s3cr3t-value-in-a-log')\nraise SystemExit(3)\n"), "leak")
+    assert "failed (exit 3)" in leaky and "<redacted>" in leaky and "s3cr3t" not in leaky
     slow = _build(tmp_path, "import time\nprint('compiling', flush=True)\ntime.sleep(60)\n")
     message = run(WheelBuild(slow.command, 1.0, slow.here), "slow")
     assert "timed out after 1 s" in message and "compiling" in message
