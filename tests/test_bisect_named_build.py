@@ -147,3 +147,22 @@ def test_a_named_build_that_fails_leaves_each_commit_unknown(compiled, tmp_path)
     # the log a person reads is kept, named in the detail
     log = runs[0].detail.split("; log ", 1)[1].split(": ", 1)[0]
     assert "nvcc fatal" in Path(log).read_text()
+
+
+def test_a_named_build_finds_a_fix_on_the_branch_in_no_release(tmp_path):
+    """Still broken in every release since 1.3, the compiled target's fix only on main: the branch's
+    commits are built by the named build too, and the fix commit is named."""
+    repo = make_window_repo(tmp_path / "upstream", compiled=True, released=False)
+    git(tmp_path, "clone", "-q", "--mirror", str(repo.path), str(tmp_path / "mirror.git"))
+    mirror = open_mirror(Mirror(UPSTREAM, tmp_path / "mirror.git"))
+    assert isinstance(mirror, MirrorRepo)
+    shim = _shim(tmp_path / "shims", BUILD_SCRIPT)
+    bare = _window(shim, repo, Source(mirror, branch="main"), tmp_path, tmp_path)
+    assert bare.unreleased is None
+    assert any("main since 1.8 is not searched" in s and "compiled" in s for s in bare.stops)
+    source = Source(mirror, branch="main", build=shim.target.build)
+    result = _window(shim, repo, source, tmp_path, tmp_path)
+    branch = result.unreleased
+    assert branch is not None and branch.commit is not None, result.stops
+    assert (branch.commit.sha, branch.branch) == (repo.fixed, "main")
+    assert shim.target.build is not None and branch.build == shim.target.build.describe()
