@@ -59,7 +59,7 @@ def test_the_build_runs_in_the_checkout_and_gives_its_one_wheel(
         source,
         tmp_path / "candidate" / "wheel",
         log,
-        venv=tmp_path / "candidate",
+        python=Path(sys.executable),
         commit=commit,
         distribution="toylib",
     )
@@ -85,7 +85,7 @@ def test_a_build_that_writes_no_wheel_of_the_target_or_times_out_fails_with_its_
                 source,
                 tmp_path / name,
                 tmp_path / f"{name}.log",
-                venv=tmp_path / "c",
+                python=Path(sys.executable),
                 commit=commit,
                 distribution="toylib",
             )

@@ -29,10 +29,9 @@ from packaging.utils import canonicalize_name
 from retire.bisect.cache import ResultCache
 from retire.bisect.runner import BaseEnv, OverlayRunner, _InstallFailed, _read
 from retire.bisect.search import UNKNOWN, CandidateRun
-from retire.core.atomic import atomic_write
 from retire.evidence.validation import ValidationRecord
 from retire.lanes.revisions import Revision, pinned_requirement
-from retire.runs.wheelbuild import WheelBuildError, build_wheel, checkout
+from retire.runs.wheelbuild import WheelBuildError, build_wheel, checkout, stamp_commit
 from shims.model import ShimManifest
 from shims.wheelbuild import WheelBuild
 
@@ -95,7 +94,7 @@ class RevisionRunner(OverlayRunner):
             source,
             folder / "wheel",
             log,
-            venv=folder,
+            python=python,
             commit=version,
             distribution=self.distribution,
         )
@@ -107,27 +106,14 @@ class RevisionRunner(OverlayRunner):
             raise WheelBuildError(f"the wheel the named build made: {exc}; log {log}") from None
         # a build that worked leaves no log behind (a failed one's is named in its detail)
         log.unlink(missing_ok=True)
-        self._stamp_commit(self.overlay_site(folder), version)
+        stamp_commit(
+            self.overlay_site(folder), self.distribution, self.mirror, version, self.subdirectory
+        )
         self.say(
             f"built {self.distribution} at {version[:12]} with {self.build.describe()} "
             f"in {built.seconds:.1f}s"
         )
         return python
-
-    def _stamp_commit(self, site: Path, commit: str) -> None:
-        """The installed wheel's ``direct_url.json`` (PEP 610) says the mirror and commit it was
-        built from, as uv's install from ``git+file://`` does: the reproducer's host stamp then
-        names the commit."""
-        target = canonicalize_name(self.distribution)
-        origin: dict[str, Any] = {
-            "url": self.mirror.resolve().as_uri(),
-            "vcs_info": {"vcs": "git", "commit_id": commit},
-        }
-        if self.subdirectory:
-            origin["subdirectory"] = self.subdirectory
-        for info in site.glob("*.dist-info"):
-            if canonicalize_name(info.name.removesuffix(".dist-info").rpartition("-")[0]) == target:
-                atomic_write(info / "direct_url.json", json.dumps(origin), within=site)
 
     def read(self, record: ValidationRecord, version: str) -> CandidateRun:
         """A run reads as the commit it was built from; one whose stamp names another commit is

@@ -9,15 +9,19 @@ environment lane code gets (:func:`retire.core.childenv.for_lane`: no secret-nam
 
 - ``PATCHLANE_WHEEL_DIR``: the empty folder the wheel goes into;
 - ``PATCHLANE_BUILD_COMMIT``: the commit checked out;
-- the candidate's venv first on ``PATH`` (``VIRTUAL_ENV`` too): ``python`` is the interpreter the
-  wheel is for, seeing the base's packages (torch, for an extension built against it).
+- the folder of the interpreter the wheel is for first on ``PATH`` (``VIRTUAL_ENV`` too where it
+  is a venv's): ``python`` is that interpreter — a bisection candidate's overlay, seeing the
+  base's packages (torch, for an extension built against it), or a lane's.
 
 Its output goes to a log file; a failure is a :class:`WheelBuildError` naming the log and its
-tail (secrets scrubbed).
+tail (secrets scrubbed). :func:`stamp_commit` then makes the installed wheel's
+``direct_url.json`` name the commit, as uv's install from git does, so the reproducer's host
+stamp says which commit ran.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -27,6 +31,7 @@ from pathlib import Path
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from retire.core import childenv
+from retire.core.atomic import atomic_write
 from retire.core.errors import PatchlaneError
 from retire.core.git import Git, GitError
 from retire.core.secrets import scrub
@@ -40,6 +45,7 @@ __all__ = [
     "WheelBuildError",
     "build_wheel",
     "checkout",
+    "stamp_commit",
 ]
 
 #: Where the named build writes its wheel.
@@ -85,22 +91,25 @@ def build_wheel(
     out: Path,
     log: Path,
     *,
-    venv: Path,
+    python: Path,
     commit: str,
     distribution: str,
 ) -> BuiltWheel:
-    """Run ``build`` in ``source`` for the venv ``venv``; the one wheel of ``distribution`` it
-    wrote into ``out``. Its output goes to ``log``. Raises :class:`WheelBuildError`."""
+    """Run ``build`` in ``source`` for the interpreter ``python``; the one wheel of
+    ``distribution`` it wrote into ``out``. Its output goes to ``log``. Raises
+    :class:`WheelBuildError`."""
     out.mkdir(parents=True, exist_ok=True)
     env = childenv.for_lane()
+    folder = Path(python).parent
     env.update(
         {
             WHEEL_DIR_ENV: os.fspath(out),
             COMMIT_ENV: commit,
-            "VIRTUAL_ENV": os.fspath(venv),
-            "PATH": os.pathsep.join([os.fspath(venv / "bin"), env.get("PATH", os.defpath)]),
+            "PATH": os.pathsep.join([os.fspath(folder), env.get("PATH", os.defpath)]),
         }
     )
+    if (folder.parent / "pyvenv.cfg").is_file():
+        env["VIRTUAL_ENV"] = os.fspath(folder.parent)
     argv = build.argv()
     began = time.monotonic()
     with open(log, "wb") as sink:
@@ -160,3 +169,21 @@ def _failed(problem: str, log: Path) -> WheelBuildError:
     lines = [line.rstrip() for line in text.splitlines() if line.strip()][-_TAIL_LINES:]
     tail = " / ".join(lines) if lines else "(no output)"
     return WheelBuildError(scrub(f"{problem}; log {log}: {tail}"))
+
+
+def stamp_commit(
+    site: Path, distribution: str, mirror: Path, commit: str, subdirectory: str | None = None
+) -> None:
+    """The ``direct_url.json`` (PEP 610) of ``distribution`` installed in ``site`` says the
+    mirror and commit it was built from, as uv's install from ``git+file://`` does: the
+    reproducer's host stamp then names the commit."""
+    target = canonicalize_name(distribution)
+    origin: dict[str, object] = {
+        "url": mirror.resolve().as_uri(),
+        "vcs_info": {"vcs": "git", "commit_id": commit},
+    }
+    if subdirectory:
+        origin["subdirectory"] = subdirectory
+    for info in site.glob("*.dist-info"):
+        if canonicalize_name(info.name.removesuffix(".dist-info").rpartition("-")[0]) == target:
+            atomic_write(info / "direct_url.json", json.dumps(origin), within=site)
