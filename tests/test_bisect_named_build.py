@@ -166,3 +166,27 @@ def test_a_named_build_finds_a_fix_on_the_branch_in_no_release(tmp_path):
     assert branch is not None and branch.commit is not None, result.stops
     assert (branch.commit.sha, branch.branch) == (repo.fixed, "main")
     assert shim.target.build is not None and branch.build == shim.target.build.describe()
+
+
+def test_a_lanes_revision_may_name_the_build_when_the_shim_does_not(compiled, tmp_path):
+    """The bisection's source takes the shim's `[target] build`, else the build a lane's
+    `[lane.revisions]` entry for the target names ({here}: the lane file's folder)."""
+    from retire.bisect.sources import project_source
+
+    _, mirror, _ = compiled
+    root = tmp_path / "project"
+    (root / "lanes").mkdir(parents=True)
+    (root / "patchlane.toml").write_text(
+        f'[[mirrors.repository]]\nurl = "{UPSTREAM}"\npath = "{mirror.mirror.path}"\n'
+    )
+    (root / "lanes" / "dev.toml").write_text(
+        '[lane]\npython = "3.11"\nrequirements = ["toylib"]\n[lane.revisions]\n'
+        f'toylib = {{ mirror = "{UPSTREAM}", rev = "main", build = ["bash", "{{here}}/b.sh"] }}\n'
+    )
+    plain = write_shim(root / "shims", "toylib_add")
+    source = project_source(Project(root), load_manifest(plain / "manifest.toml"))
+    assert source.repo is not None and source.build is not None
+    assert source.build.argv() == ["bash", str((root / "lanes" / "b.sh").resolve())]
+    assert "lanes/dev.toml lane.revisions.toylib.build" in source.build.describe()
+    own = _shim(tmp_path / "own", BUILD_SCRIPT)
+    assert project_source(Project(root), own).build == own.target.build
