@@ -66,7 +66,7 @@ def with_built_wheels(
         if build is None or not isinstance(commit, str):
             packages.append(package)
             continue
-        wheel = _wheel(build, commit, env / FOLDER, python)
+        wheel = _wheel(build, commit, env.resolve() / FOLDER, python)
         entry = {
             "name": wheel.name,
             "path": str(wheel),

@@ -135,6 +135,8 @@ def build_wheel(
             process.wait()
         finally:
             REAPER.finish(process)
+    # stopped (Ctrl-C, SIGTERM) while it built: a killed build is no failure of the commit
+    REAPER.check()
     seconds = round(time.monotonic() - began, 3)
     if timed_out:
         raise _failed(f"the named build timed out after {build.timeout:g} s", log)
