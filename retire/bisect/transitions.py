@@ -52,8 +52,8 @@ class Source:
     why: str = ""
     # the branch a lane follows (``[lane.revisions]``): where a fix in no release is looked for
     branch: str | None = None
-    # the command that builds the target's wheel from a checkout (a shim's ``[target] build``):
-    # compiled sources no longer stop the search at the release edge
+    # the command that builds the target's wheel from a checkout (a shim's ``[target] build``,
+    # else a lane revision's ``build``): compiled sources no longer stop the search
     build: WheelBuild | None = None
 
 

@@ -408,7 +408,7 @@ def _named_builds(
         return venv, {}
     python = Path(plan.overlay) if plan.overlay else venv.python
     names = ", ".join(b.revision.distribution for b in plan.builds)
-    say(f"{plan.lane.name}: named build of {names}")
+    say(f"{plan.lane.name}: {names} from its named build")
     try:
         to_sync, built = lanebuilds.with_built_wheels(venv.to_sync, plan.builds, plan.path, python)
     except PatchlaneError as exc:
