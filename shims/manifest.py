@@ -42,6 +42,7 @@ from shims.model import (
     VersionFloor,
 )
 from shims.tomlreader import Table, Value
+from shims.wheelbuild import read_wheel_build
 
 # the model's names too (shims.model.__all__): callers import everything about manifests from here
 __all__ = [
@@ -245,7 +246,7 @@ def _manifest(doc: Table, path: Path) -> ShimManifest:
         )
     fix_class = doc.choice("fix-class", FIX_CLASSES)
     created = doc.need("created").date()
-    target = _target(doc.table("target"))
+    target = _target(doc.table("target"), path)
     env = _env(doc, fix_class)
     return ShimManifest(
         id=shim_id,
@@ -279,8 +280,8 @@ def _distribution(table: Table, name: str, default: str | None = None) -> str:
     return value
 
 
-def _target(table: Table) -> Target:
-    table.check_keys(("distribution", "module", "affected"))
+def _target(table: Table, path: Path) -> Target:
+    table.check_keys(("distribution", "module", "affected", "build"))
     module = table.string("module")
     if not MODULE_NAME.fullmatch(module):
         raise table.error(
@@ -289,10 +290,16 @@ def _target(table: Table) -> Target:
             'use the dotted import name, like "megatron.core"',
         )
     affected = table.get("affected")
+    build = table.get("build")
     return Target(
         distribution=_distribution(table, "distribution"),
         module=module,
         affected=affected.specifier() if affected is not None else None,
+        build=(
+            read_wheel_build(build, path.parent, f"{_display(path)} [target] build")
+            if build is not None
+            else None
+        ),
     )
 
 

@@ -14,6 +14,7 @@ from typing import ClassVar, TypeAlias
 from packaging.specifiers import SpecifierSet
 
 from shims.gpuneeds import GpuNeeds
+from shims.wheelbuild import WheelBuild
 
 __all__ = [
     "CONDITION_KINDS",
@@ -79,6 +80,9 @@ class Target:
     module: str
     #: Versions known to carry the bug; ``None`` when unknown (the probe decides at run time).
     affected: SpecifierSet | None = None
+    #: How to build a wheel from a source checkout at a commit (``[target] build``), for a
+    #: target uv cannot build cheaply: what lets a bisection go on into the commits.
+    build: WheelBuild | None = None
 
 
 @dataclass(frozen=True)

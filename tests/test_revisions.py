@@ -180,6 +180,16 @@ def test_a_missing_mirror_or_revision_is_one_line_naming_the_lane_file_key_and_f
             "lane.revisions.toyrev.tag",
             "unknown key",
         ),
+        (
+            'toyrev = { mirror = "https://git.example/a/b", rev = "v1", build = "make wheel" }',
+            "lane.revisions.toyrev.build",
+            "expected an argument list, got a string",
+        ),
+        (
+            'toyrev = { mirror = "https://git.example/a/b", rev = "v1", build = ["{here}/../b"] }',
+            "lane.revisions.toyrev.build[0]",
+            "leaves the folder of the file that names the build",
+        ),
     ],
 )
 def test_a_bad_revision_entry_is_one_line(tmp_path, entry, key, problem):

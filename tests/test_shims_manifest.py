@@ -170,7 +170,53 @@ BAD = {
         _swap("timeout = 60", "timeout = 0"),
         "reproducer.timeout: expected a positive number",
     ),
+    "build a shell line": (
+        _swap('module = "toylib"', 'module = "toylib"\nbuild = "make wheel"'),
+        "target.build: expected an argument list, got a string",
+    ),
+    "build empty": (
+        _swap('module = "toylib"', 'module = "toylib"\nbuild = []'),
+        "target.build: is empty",
+    ),
+    "build climbs out": (
+        _swap('module = "toylib"', 'module = "toylib"\nbuild = ["bash", "{here}/../x.sh"]'),
+        "target.build[1]: '{here}/../x.sh' leaves the folder of the file that names the build",
+    ),
+    "build placeholder mid-argument": (
+        _swap('module = "toylib"', 'module = "toylib"\nbuild = ["bash", "x{here}/b.sh"]'),
+        "target.build[1]: {here} may only start an argument",
+    ),
+    "build unknown key": (
+        _swap('module = "toylib"', 'module = "toylib"\nbuild = { command = ["make"], env = [] }'),
+        "target.build.env: unknown key",
+    ),
+    "build timeout": (
+        _swap(
+            'module = "toylib"', 'module = "toylib"\nbuild = { command = ["make"], timeout = -1 }'
+        ),
+        "target.build.timeout: expected a positive number of seconds",
+    ),
 }
+
+
+def test_a_named_build_is_an_argument_list_with_here_made_the_shim_folder(tmp_path: Path):
+    text = manifest_text("toy_add").replace(
+        'module = "toylib"', 'module = "toylib"\nbuild = ["bash", "{here}/build-wheel.sh", "-j4"]'
+    )
+    folder = write_shim(tmp_path, "toy_add", manifest=text)
+    build = load_manifest(folder / "manifest.toml").target.build
+    assert build is not None and build.timeout == 3600
+    assert build.argv() == ["bash", str(folder / "build-wheel.sh"), "-j4"]
+    assert "manifest.toml [target] build" in build.describe()
+    table = manifest_text("toy_add").replace(
+        'module = "toylib"', 'module = "toylib"\nbuild = { command = ["make"], timeout = 60 }'
+    )
+    folder = write_shim(tmp_path / "t", "toy_add", manifest=table)
+    build = load_manifest(folder / "manifest.toml").target.build
+    assert build is not None and (build.command, build.timeout) == (("make",), 60)
+    assert (
+        load_manifest(write_shim(tmp_path / "n", "toy_add") / "manifest.toml").target.build is None
+    )
 
 
 @pytest.mark.parametrize("case", sorted(BAD))

@@ -5,7 +5,8 @@ commit runner :class:`retire.bisect.revision.RevisionRunner`) on the lane's old-
 
 :func:`mirror_commits` is the :data:`retire.bisect.culprit.CommitSearch` a culprit search calls
 once, for a single culprit package; no mirror of the package on this host, no tag for a release,
-or a package that cannot be built from source cheaply means no commit (None), never a guess.
+or a package that cannot be built from source cheaply (and whose shim names no build: ``[target]
+build``) means no commit (None), never a guess.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ def _as_target(manifest: ShimManifest, distribution: str) -> ShimManifest:
         return manifest
     return dataclasses.replace(
         manifest,
-        target=dataclasses.replace(manifest.target, distribution=distribution),
+        # the shim's named build makes its own target's wheel, not another package's
+        target=dataclasses.replace(manifest.target, distribution=distribution, build=None),
         upstream=dataclasses.replace(manifest.upstream, links=()),
         retirement=dataclasses.replace(manifest.retirement, conditions=()),
     )
@@ -77,7 +79,12 @@ def mirror_commits(
             say(f"no commit step for {distribution}: {source.why}")
             return None
         old, new = release_tag(repo, clean), release_tag(repo, broken)
-        if old is None or new is None or build_obstacle(repo, new, source.subdirectory):
+        named_build = source.build is not None
+        if (
+            old is None
+            or new is None
+            or build_obstacle(repo, new, source.subdirectory, named_build=named_build)
+        ):
             say(f"no commit step for {distribution}: no tag or no cheap build in the mirror")
             return None
         try:
@@ -95,6 +102,7 @@ def mirror_commits(
             mirror=repo.mirror.path,
             repository=repo.mirror.repository,
             subdirectory=source.subdirectory,
+            build=source.build,
             cache=runner.cache,
             work_dir=runner.work_dir,
             lane=bisection_lane(runner.lane.name),

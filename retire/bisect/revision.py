@@ -6,10 +6,20 @@ installed as a revision lane installs it: ``<dist> @ git+file://<mirror>@<commit
 from the local mirror, no network), :func:`retire.lanes.revisions.pinned_requirement`'s form. The
 record's host stamp names the commit (the install's ``direct_url.json``), so the verdicts order
 the run by ancestry like any revision lane's.
+
+Where a shim or lane names its build (:class:`shims.wheelbuild.WheelBuild`, for a target with
+compiled sources), the candidate is instead the wheel that command builds from a checkout of the
+mirror at the commit (:mod:`retire.runs.wheelbuild`), installed into the same overlay; the
+install's ``direct_url.json`` then says the commit it was built from, as uv's git install does. A
+build that fails leaves the candidate ``unknown``, with the log's tail: never broken or fixed.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -17,11 +27,13 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from retire.bisect.cache import ResultCache
-from retire.bisect.runner import BaseEnv, OverlayRunner, _read
+from retire.bisect.runner import BaseEnv, OverlayRunner, _InstallFailed, _read
 from retire.bisect.search import UNKNOWN, CandidateRun
 from retire.evidence.validation import ValidationRecord
 from retire.lanes.revisions import Revision, pinned_requirement
+from retire.runs.wheelbuild import WheelBuildError, build_wheel, checkout, stamp_commit
 from shims.model import ShimManifest
+from shims.wheelbuild import WheelBuild
 
 __all__ = ["RevisionRunner"]
 
@@ -29,7 +41,7 @@ __all__ = ["RevisionRunner"]
 class RevisionRunner(OverlayRunner):
     """An overlay runner whose candidates are commits of ``mirror`` (a local clone of
     ``repository``); ``subdirectory`` is where the package's build file is, when not at the
-    root."""
+    root; ``build``, when given, is the named command that builds each candidate's wheel."""
 
     def __init__(
         self,
@@ -39,12 +51,14 @@ class RevisionRunner(OverlayRunner):
         mirror: Path,
         repository: str,
         subdirectory: str | None = None,
+        build: WheelBuild | None = None,
         **options: Any,
     ) -> None:
         super().__init__(manifest, base, **options)
         self.mirror = mirror
         self.repository = repository
         self.subdirectory = subdirectory
+        self.build = build
 
     def requirement(self, version: str) -> str:
         revision = Revision(
@@ -53,14 +67,53 @@ class RevisionRunner(OverlayRunner):
         return pinned_requirement(revision, self.mirror.resolve(), version)
 
     def _key(self, version: str) -> str:
-        # a commit is never a release: its own key space
+        # a commit is never a release: its own key space; a named build's wheel is another
+        # candidate than uv's build of the same commit
+        candidate = f"git:{self.repository}@{version}"
+        if self.build is not None:
+            named = json.dumps(list(self.build.command)).encode()
+            candidate += f"+build:{hashlib.sha256(named).hexdigest()[:16]}"
         return ResultCache.key(
-            self.manifest.id,
-            self._repro_hash,
-            self.distribution,
-            f"git:{self.repository}@{version}",
-            self.base.fingerprint,
+            self.manifest.id, self._repro_hash, self.distribution, candidate, self.base.fingerprint
         )
+
+    def build_overlay(self, folder: Path, version: str) -> Path:
+        """The overlay with the candidate commit: uv's build of it from the mirror, or the wheel
+        the named build made of a checkout (in ``folder``: nothing shared between candidates)."""
+        if self.build is None:
+            return super().build_overlay(folder, version)
+        python = self.overlay_venv(folder)
+        source = checkout(self.mirror, version, folder / "checkout", self.subdirectory)
+        handle, name = tempfile.mkstemp(
+            prefix=f"build-{self.manifest.id}-{version[:12]}-", suffix=".log", dir=folder.parent
+        )
+        os.close(handle)
+        log = Path(name)
+        built = build_wheel(
+            self.build,
+            source,
+            folder / "wheel",
+            log,
+            python=python,
+            commit=version,
+            distribution=self.distribution,
+        )
+        try:
+            self.install(python, str(built.wheel))
+        except _InstallFailed as exc:
+            # the named build's own product does not install: a build failure, not a release
+            # without a file for this interpreter
+            raise WheelBuildError(f"the wheel the named build made: {exc}; log {log}") from None
+        # a build that worked leaves no log behind (a failed one's is named in its detail)
+        log.unlink(missing_ok=True)
+        stamp_commit(
+            self.overlay_site(folder), self.distribution, self.mirror, version, self.subdirectory
+        )
+        self.say(
+            f"built {self.distribution} at {version[:12]} with {self.build.describe()} "
+            f"in {built.seconds:.1f}s"
+        )
+        return python
 
     def read(self, record: ValidationRecord, version: str) -> CandidateRun:
         """A run reads as the commit it was built from; one whose stamp names another commit is

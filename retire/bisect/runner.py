@@ -343,28 +343,28 @@ class OverlayRunner:
     def build_overlay(self, folder: Path, version: str) -> Path:
         """A venv in ``folder`` = the base's packages + ``<dist>==<version>``; returns its
         python."""
+        python = self.overlay_venv(folder)
+        self.install(python, self.requirement(version))
+        return python
+
+    def overlay_venv(self, folder: Path) -> Path:
+        """An empty venv in ``folder`` that sees the base's packages; returns its python."""
         envs.run_uv(
             ["venv", "--quiet", "--python", self.base.executable, str(folder)],
             "cannot create the overlay venv",
         )
-        python = folder / "bin" / "python"
         envs.link_base(self.overlay_site(folder), list(self.base.site_dirs))
-        args = [
-            "pip",
-            "install",
-            "--quiet",
-            "--python",
-            str(python),
-            "--no-deps",
-            self.requirement(version),
-        ]
+        return folder / "bin" / "python"
+
+    def install(self, python: Path, requirement: str) -> None:
+        """``uv pip install --no-deps requirement`` into the overlay venv of ``python``."""
+        args = ["pip", "install", "--quiet", "--python", str(python), "--no-deps", requirement]
         if self.index_url:
             args[2:2] = ["--default-index", self.index_url]
         try:
-            envs.run_uv(args, f"cannot install {self.requirement(version)}")
+            envs.run_uv(args, f"cannot install {requirement}")
         except envs.BuildError as exc:
             raise _InstallFailed(str(exc), exc.detail) from None
-        return python
 
 
 class _InstallFailed(envs.BuildError):

@@ -1,6 +1,8 @@
 """Where a shim's target is built from source: the mirror of its repository, found as the
 verdicts find it — a lane's ``[lane.revisions]`` entry for the target (with its subdirectory),
-else a repository the shim's links name — and opened if this host has it."""
+else a repository the shim's links name — and opened if this host has it; with the command that
+builds the target's wheel when the shim names one (``[target] build``) or, failing that, a lane's
+revision of the target does (``[lane.revisions]`` ``build``)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from retire.mirrors.config import project_mirrors
 from retire.mirrors.repo import MirrorRepo, open_mirror
 from retire.probes.links import parse_link
 from shims.model import PrReleased, ShimManifest
+from shims.wheelbuild import WheelBuild
 
 __all__ = ["project_source"]
 
@@ -37,12 +40,15 @@ def project_source(
     target = canonicalize_name(manifest.target.distribution)
     named: dict[str, str | None] = {}
     revs: list[str] = []
+    builds: dict[str, WheelBuild] = {}
     lanes = lanefile.project_lanes(project) if project.lanes_dir.is_dir() else ()
     for lane in lanes:
         for revision in lane.revisions:
             if revision.distribution == target:
                 named.setdefault(revision.repository, revision.subdirectory)
                 revs.append(revision.rev)
+                if revision.build is not None:
+                    builds.setdefault(revision.repository, revision.build)
     urls = [link.url for link in manifest.upstream.links]
     urls += [c.url for c in manifest.retirement.conditions if isinstance(c, PrReleased) and c.url]
     for url in urls:
@@ -58,7 +64,13 @@ def project_source(
         opened = open_mirror(mirror)
         if isinstance(opened, ProbeFailure):
             return Source(None, why=opened.reason)
-        return Source(opened, subdirectory, branch=_branch(opened, [*revs, *mirror.branches]))
+        return Source(
+            opened,
+            subdirectory,
+            branch=_branch(opened, [*revs, *mirror.branches]),
+            # the shim's own build, else the one a lane's revision of the target names
+            build=manifest.target.build or builds.get(repository),
+        )
     return Source(
         None,
         why=f"{', '.join(named)} is not mirrored on this host (patchlane.toml "

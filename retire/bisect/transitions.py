@@ -6,9 +6,10 @@ The releases come first (:func:`retire.bisect.window.locate_window`, one overlay
 releases and the target's repository is mirrored, the search goes on in the first-parent commits
 between their tags (:mod:`retire.mirrors.history`), each candidate the package built from the
 mirror at that commit (:class:`~retire.bisect.revision.RevisionRunner`), and the answer names the
-commit, its subject, date and pull request. A target that cannot be built from source cheaply, a
-release with no tag in the mirror, or no mirror at all stops that edge at the release edge, and
-the result says why.
+commit, its subject, date and pull request. A target that cannot be built from source cheaply
+(unless its shim names the command that builds its wheel: ``Source.build``), a release with no
+tag in the mirror, or no mirror at all stops that edge at the release edge, and the result says
+why.
 
 Every fresh run is appended to the validation manifest as it ends (commit runs carry their commit
 in the host stamp), and answers are cached, as for :func:`retire.bisect.bisect`.
@@ -36,6 +37,7 @@ from retire.evidence.validation import ValidationRecord
 from retire.mirrors.history import build_obstacle, commits_between, release_tag
 from retire.mirrors.repo import MirrorRepo
 from shims.model import ShimManifest
+from shims.wheelbuild import WheelBuild
 
 __all__ = ["Source", "bisect_window"]
 
@@ -52,6 +54,9 @@ class Source:
     why: str = ""
     # the branch a lane follows (``[lane.revisions]``): where a fix in no release is looked for
     branch: str | None = None
+    # the command that builds the target's wheel from a checkout (a shim's ``[target] build``,
+    # else a lane revision's ``build``): compiled sources no longer stop the search
+    build: WheelBuild | None = None
 
 
 @dataclass
@@ -177,6 +182,7 @@ def _runners(
             mirror=repo.mirror.path,
             repository=repo.mirror.repository,
             subdirectory=source.subdirectory,
+            build=source.build,
             **options,
         )
     if o.jobs <= 1:
@@ -274,7 +280,10 @@ def _on_branch(
     if tag is None:
         return f"the mirror of {repo.mirror.repository} has no release tag for {fixed.before}"
     head = f"refs/heads/{branch}"
-    if (obstacle := build_obstacle(repo, head, source.subdirectory)) is not None:
+    named_build = source.build is not None
+    if (
+        obstacle := build_obstacle(repo, head, source.subdirectory, named_build=named_build)
+    ) is not None:
         return f"{branch} since {fixed.before} is not searched: {obstacle}"
     try:
         commits = commits_between(repo, tag, head)
@@ -306,6 +315,7 @@ def _on_branch(
         len(commits),
         (tip, *search.runs),
         branch=branch,
+        build=source.build.describe() if source.build is not None else None,
     )
 
 
@@ -331,7 +341,10 @@ def _in_commits(
             f"the mirror of {repo.mirror.repository} has no release tag for {missing} (behind? "
             "`patchlane mirrors sync`)"
         )
-    if (obstacle := build_obstacle(repo, new, source.subdirectory)) is not None:
+    named_build = source.build is not None
+    if (
+        obstacle := build_obstacle(repo, new, source.subdirectory, named_build=named_build)
+    ) is not None:
         return obstacle
     try:
         commits = commits_between(repo, old, new)
@@ -358,4 +371,5 @@ def _in_commits(
         named,
         len(commits),
         search.runs,
+        build=source.build.describe() if source.build is not None else None,
     )

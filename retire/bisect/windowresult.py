@@ -42,6 +42,8 @@ class CommitEdge:
     # a fix in no release: the branch whose newest commit was clean (``releases`` is then the
     # newest release and the branch, ``tags`` its tag and the branch's ref)
     branch: str | None = None
+    # the named build that made each commit's wheel (``WheelBuild.describe()``), when not uv's
+    build: str | None = None
 
     def describe(self) -> str:
         verb = "introduced" if self.kind == "introduced" else "fixed"
@@ -188,6 +190,8 @@ class WindowResult:
         lines = [f"{self.head()}.", f"Window: {self.window_line()}."] if self.window.seen else []
         lines = lines or [f"{self.head()}."]
         lines += [f"{stop}." for stop in self.stops]
+        builds = dict.fromkeys(e.build for e in self.commit_edges if e.build)
+        lines += [f"Commits built with {build}." for build in builds]
         return " ".join([*lines, f"{counts}."])
 
     def decide(self, shim: str) -> tuple[str, ...]:
@@ -286,4 +290,5 @@ def _commit_edge(edge: CommitEdge) -> dict[str, Any]:
         "commits": edge.commits,
         "runs": [asdict(r) for r in edge.runs],
         "branch": edge.branch,
+        "build": edge.build,
     }

@@ -147,7 +147,8 @@ class _Reader:
             return LanePolicy(value.choice(tuple(LanePolicy), noun="lane policy"))
         # a table by distribution, so matrix cells merge it like sources
         if key == "revisions":
-            return {r.distribution: r for r in parse_revisions(value.raw, self.display, value.key)}
+            revisions = parse_revisions(value.raw, self.display, value.key, here=self.path.parent)
+            return {r.distribution: r for r in revisions}
         # BODY_KEYS and this dispatch list the same keys
         raise AssertionError(key)
 

@@ -11,6 +11,16 @@ At lock time the revision is resolved in the project's mirror (``patchlane.toml`
 commit, and the lane's requirement on the distribution becomes a direct git reference to it, so
 uv locks that exact tree and the PEP 751 lock records a ``vcs`` entry with the commit. The lock
 names the upstream repository, never a path on one host; installs read the local mirror.
+
+A target uv cannot build from source cheaply (a compiled extension) may name its build, as a
+shim does (:mod:`shims.wheelbuild`)::
+
+    transformer-engine = { mirror = "https://github.com/NVIDIA/TransformerEngine", rev = "main",
+                           build = ["bash", "{here}/build-te.sh"] }
+
+The lock is still uv's (it reads the package's metadata at the commit); the lane's env installs
+the wheel that command builds from a checkout of the mirror at the locked commit instead of
+uv's build (:func:`retire.runs.envs.build`). ``{here}`` is the lane file's folder.
 """
 
 from __future__ import annotations
@@ -24,6 +34,8 @@ from typing import Protocol
 from packaging.utils import canonicalize_name
 
 from retire.core.errors import InputError
+from shims.tomlreader import Value
+from shims.wheelbuild import WheelBuild, read_wheel_build
 
 __all__ = [
     "LocalClone",
@@ -71,6 +83,8 @@ class Revision:
     subdirectory: str | None = None
     # where the lane file declares it
     key: str = field(default="lane.revisions", compare=False)
+    # the command that builds its wheel from a checkout, when uv's build will not do
+    build: WheelBuild | None = None
 
     @property
     def upstream_url(self) -> str:
@@ -79,9 +93,10 @@ class Revision:
 
 
 def parse_revisions(
-    table: object, path: str | Path, key: str = "lane.revisions"
+    table: object, path: str | Path, key: str = "lane.revisions", *, here: Path | None = None
 ) -> tuple[Revision, ...]:
-    """``[lane.revisions]`` as values; one-line ConfigErrors for anything else."""
+    """``[lane.revisions]`` as values; one-line ConfigErrors for anything else. ``here`` is the
+    lane file's folder (what a build's ``{here}`` stands for; default: ``path``'s)."""
     if table is None:
         return ()
     if not isinstance(table, Mapping):
@@ -99,10 +114,13 @@ def parse_revisions(
             raise InputError(
                 path, where, "expected an inline table", '{ mirror = "https://…", rev = "v1.2" }'
             )
-        unknown = sorted(set(entry) - {"mirror", "rev", "subdirectory"})
+        unknown = sorted(set(entry) - {"mirror", "rev", "subdirectory", "build"})
         if unknown:
             raise InputError(
-                path, f"{where}.{unknown[0]}", "unknown key", "use mirror, rev and subdirectory"
+                path,
+                f"{where}.{unknown[0]}",
+                "unknown key",
+                "use mirror, rev, subdirectory and build",
             )
         mirror, rev, sub = entry.get("mirror"), entry.get("rev"), entry.get("subdirectory")
         if not isinstance(mirror, str) or not mirror.startswith(("https://", "http://", "file://")):
@@ -128,6 +146,15 @@ def parse_revisions(
                 f"expected a relative folder, got {sub!r}",
                 'e.g. "python"',
             )
+        build = (
+            read_wheel_build(
+                Value(entry["build"], f"{where}.build", str(path)),
+                (here or Path(path).parent).resolve(),
+                f"{path} {where}.build",
+            )
+            if "build" in entry
+            else None
+        )
         found.append(
             Revision(
                 canonicalize_name(str(name)),
@@ -135,6 +162,7 @@ def parse_revisions(
                 rev,
                 sub,
                 where,
+                build,
             )
         )
     return tuple(sorted(found, key=lambda r: r.distribution))

@@ -10,7 +10,8 @@ request it brought in is named from its subject (``Merge pull request #N``), or 
 Whether the package can be built from source cheaply at a commit is read from the tree too: a
 tree with a ``pyproject.toml`` or ``setup.py`` and no compiled sources (C, C++, CUDA, Cython,
 Rust, a CMake project) is built by uv in seconds; anything else stops the search at the release
-edge, and :func:`build_obstacle` says why.
+edge, and :func:`build_obstacle` says why — unless a shim or lane names the command that builds
+its wheel (:mod:`shims.wheelbuild`).
 """
 
 from __future__ import annotations
@@ -126,15 +127,20 @@ def _pull_of(sha: str, subject: str, parents: list[str], heads: dict[str, int]) 
     return heads.get(sha)
 
 
-def build_obstacle(repo: MirrorRepo, commit: str, subdirectory: str | None = None) -> str | None:
+def build_obstacle(
+    repo: MirrorRepo, commit: str, subdirectory: str | None = None, *, named_build: bool = False
+) -> str | None:
     """Why the package cannot be built from source cheaply at ``commit``, or None when it can: no
-    build file, or compiled sources in its tree."""
+    build file, or compiled sources in its tree. With ``named_build`` (a shim or lane names the
+    command that builds its wheel) only a missing folder stops it: the command knows the rest."""
     try:
         listing = repo.git.run("ls-tree", "-r", "--name-only", commit, "--", subdirectory or ".")
     except GitError as exc:
         return f"cannot read the tree at {commit[:12]}: {exc}"
     paths = [PurePosixPath(line) for line in listing.splitlines() if line]
     root = PurePosixPath(subdirectory or ".")
+    if named_build:
+        return None if paths else f"nothing at {root} in {repo.mirror.repository} at {commit[:12]}"
     builds = [p for p in paths if p.parent == root and p.name in _BUILD_FILES]
     if not builds:
         return (

@@ -19,6 +19,7 @@ finished env (which costs an audit), instead of tearing down a venv still being 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import enum
 import hashlib
 import json
@@ -41,7 +42,7 @@ from retire.lanes import revisions
 from retire.lanes.model import LANE_NAME, Lane
 from retire.locks.overlay import overlay_lock
 from retire.mirrors.config import MirrorSet
-from retire.runs import envcheck
+from retire.runs import envcheck, lanebuilds
 
 RUNTIME_DIR = "patchlane-runtime"
 # what the last build learnt, to skip work on a re-sync
@@ -303,6 +304,8 @@ class _Plan:
     wheelhouse: Path | None
     # upstream git URL → this host's mirror (a revision lane's packages)
     sources: dict[str, str]
+    # the revisions whose wheels a named build makes (``[lane.revisions]`` ``build``)
+    builds: tuple[lanebuilds.LaneBuild, ...] = ()
 
     @property
     def made_from(self) -> list[str]:
@@ -377,20 +380,40 @@ def build(
         overlay,
         wheelhouse,
         sources,
+        lanebuilds.lane_builds(lane.revisions, mirrors, lane.origin),
     )
     _make_folder(plan.path)
     with build_lock(envs_dir, lane.name, say):
         state = _usable_state(plan)
-        venv = _make_venv(plan)
+        venv, built = _named_builds(plan, _make_venv(plan), say)
         output = _sync(plan, venv, live=live)
-        if venv.base is not None:
-            link_base(
-                describe_paths(venv.python)["purelib"],
-                [venv.base["purelib"], venv.base["platlib"]],
-            )
+        if venv.base is not None or built:
+            purelib = describe_paths(venv.python)["purelib"]
+            if venv.base is not None:
+                link_base(purelib, [venv.base["purelib"], venv.base["platlib"]])
+            lanebuilds.stamp_lane_builds(Path(purelib), plan.builds, built)
         learnt = _learn(plan, venv, state, output)
         _check(plan, learnt)
         return _finish(plan, venv, learnt, state)
+
+
+def _named_builds(
+    plan: _Plan, venv: _Venv, say: Callable[[str], None]
+) -> tuple[_Venv, dict[str, str]]:
+    """The venv's lock with each named build's wheel in place of uv's build of its revision, and
+    ``{distribution: commit}`` of those; the venv as it was when the lane names no build. The
+    build runs for the interpreter the wheel is for: an overlay's base (whose packages it sees),
+    else the lane's venv."""
+    if not plan.builds or venv.to_sync is None:
+        return venv, {}
+    python = Path(plan.overlay) if plan.overlay else venv.python
+    names = ", ".join(b.revision.distribution for b in plan.builds)
+    say(f"{plan.lane.name}: {names} from its named build")
+    try:
+        to_sync, built = lanebuilds.with_built_wheels(venv.to_sync, plan.builds, plan.path, python)
+    except PatchlaneError as exc:
+        raise BuildError(f"{plan.lane.name}: {exc}") from None
+    return dataclasses.replace(venv, to_sync=to_sync), built
 
 
 def _usable_state(plan: _Plan) -> dict:
