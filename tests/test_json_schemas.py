@@ -341,6 +341,7 @@ def test_a_class_name_tag_is_no_part_of_any_document():
         "lanes": [],
         "floors": [],
         "lane_verdicts": [],
+        "window": None,
         "conditions": [condition],
         "failures": [],
         "evidence": [],

@@ -43,6 +43,7 @@ from retire.bisect.search import (
     State,
     _Search,
 )
+from retire.evidence.window import Place
 
 __all__ = [
     "DEFAULT_SAMPLE",
@@ -69,15 +70,6 @@ class EdgeState(enum.StrEnum):
     UNPINNED = "unpinned"
     OPEN = "open"
     UNSEARCHED = "unsearched"
-
-
-class Place(enum.StrEnum):
-    """Where an item (a lane's release or commit) stands against the window."""
-
-    BEFORE = "before"
-    INSIDE = "inside"
-    AFTER = "after"
-    UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)

@@ -181,6 +181,7 @@ def _evidence(shim: ShimPlan, plan: GatherPlan, answers: Answers, trials: Trials
         commits={lane.name: plan.locked_commits.get(lane.name, {}) for lane in shim.lanes},
         ancestry=answers.ancestry,
         trials=trials,
+        window=plan.windows.get(shim.manifest.id),
     )
 
 

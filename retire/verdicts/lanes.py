@@ -34,12 +34,14 @@ from packaging.version import InvalidVersion, Version
 from retire.evidence.floor import Floor
 from retire.evidence.validation import FIXED, RunOutcome
 from retire.evidence.values import Ancestry, ExecutionEvidence, ExecutionHistory, ProbeFailure
+from retire.evidence.window import Place
 from retire.lanes.model import Lane, LanePolicy
 from retire.lanes.revisions import Revision
 from retire.verdicts.actions import LockLanes, NextAction, RunLane
 from retire.verdicts.execution import built_from, runs_phrase
 from retire.verdicts.model import Decision, LaneStep, LaneVerdict, ShimEvidence
 from retire.verdicts.used import Used
+from retire.verdicts.windowplace import WindowPlace, by_commit, by_release, unplaced
 
 __all__ = ["ShimRuling", "derive", "lane_steps", "trial_key"]
 
@@ -231,6 +233,27 @@ def _positions(lane: Lane, ruling: ShimRuling, ev: ShimEvidence, used: Used) -> 
     ]
 
 
+def window_place(lane: Lane, dist: str, ev: ShimEvidence, used: Used) -> WindowPlace:
+    """Where ``lane``'s ``dist`` stands against the shim's recorded window
+    (:mod:`retire.verdicts.windowplace`): its locked commit by ancestry, else its locked (or
+    exactly pinned) release."""
+    revision = next((r for r in lane.revisions if r.distribution == dist), None)
+    if revision is not None:
+        commit = ev.commits.get(lane.name, {}).get(dist)
+        if not commit:
+            return unplaced(f"the lane's {dist} commit is not locked")
+        locked = f"{dist} @ {commit[:10]}"
+        if ev.window is None:
+            return unplaced("no recorded window", locked)
+        found = _ancestry(ev, revision.repository, commit, used)
+        if not isinstance(found, Ancestry):
+            return unplaced(f"{locked} is not placed among releases", locked)
+        return by_commit(ev.window, found, locked)
+    packages = ev.locks.get(lane.name)
+    text = packages.get(dist) if packages is not None else _exact_pin(_requirement(lane, dist))
+    return by_release(ev.window, dist, text)
+
+
 # ---------------------------------------------------------------------------------------------
 # One lane's step
 
@@ -309,6 +332,22 @@ def _raise_release(
 
 
 def _lane_step(lane: Lane, ruling: ShimRuling, ev: ShimEvidence, used: Used) -> LaneVerdict:
+    """The lane's step by the evidence, then by the window: a lane before it is not-needed
+    (unless the evidence already lets the shim leave it: a raise past the fix keeps it out)."""
+    verdict = _evidence_step(lane, ruling, ev, used)
+    placed = window_place(lane, ruling.dist, ev, used)
+    if placed.place != Place.BEFORE or verdict.leaves:
+        return replace(verdict, window=placed.place)
+    why = (
+        f"not needed here now: {placed.why}; the shim stays listed while the lane may move into "
+        "the window"
+    )
+    return _verdict(
+        lane, LaneStep.NOT_NEEDED, why, verdict.locked or placed.locked, window=Place.BEFORE
+    )
+
+
+def _evidence_step(lane: Lane, ruling: ShimRuling, ev: ShimEvidence, used: Used) -> LaneVerdict:
     if ruling.decision == Decision.UNKNOWN:
         action = ruling.action or "decide the shim first (see its why)"
         why = f"the shim is unknown: {ruling.why}"
@@ -381,6 +420,8 @@ def _staying(verdict: LaneVerdict) -> str:
         return f"{verdict.lane} is blocked ({verdict.blocker})"
     if verdict.step == LaneStep.KEEP:
         return f"{verdict.lane} keeps it ({verdict.why})"
+    if verdict.step == LaneStep.NOT_NEEDED:
+        return f"{verdict.lane} is before the bug's window (not needed there now)"
     return f"{verdict.lane} is undecided ({verdict.why})"
 
 

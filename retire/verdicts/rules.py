@@ -595,6 +595,7 @@ def decide(
         ruling.floors,
         lane_verdicts,
         _next_actions(ruling, action, lane_verdicts),
+        evidence.window,
     )
 
 
