@@ -342,6 +342,7 @@ def test_a_class_name_tag_is_no_part_of_any_document():
         "floors": [],
         "lane_verdicts": [],
         "window": None,
+        "branch_fix": None,
         "conditions": [condition],
         "failures": [],
         "evidence": [],

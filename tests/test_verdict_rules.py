@@ -557,3 +557,66 @@ def test_a_condition_outside_the_closed_union_is_never_read_as_reproducer_clean(
 
     with pytest.raises(AssertionError):
         evaluate(object(), "toylib", ShimEvidence(), Used())  # type: ignore[arg-type]
+
+
+# -- a fix on a followed branch, in no release -----------------------------------------------------
+
+FIX = "f" * 40
+PAST, BEHIND = "c" * 40, "d" * 40
+
+
+@pytest.mark.parametrize(
+    ("locked", "own_run", "shim", "step", "decision"),
+    [
+        # at or past the fix: the lane drops the shim whatever the release evidence keeps
+        (PAST, None, "keep", "drop", "retire-in-some"),
+        (PAST, None, "unknown", "drop", "retire-in-some"),
+        (PAST, None, "retire", "drop", "retire"),
+        # before the fix: the evidence decides
+        (BEHIND, None, "keep", "keep", "keep"),
+        # the mirror was not asked about the lane's commit: nothing is guessed
+        ("e" * 40, None, "keep", "keep", "keep"),
+        # a run without the shim on the lane's own commit reproduced the bug
+        (PAST, "bug-reproduced", "keep", "keep", "keep"),
+    ],
+)
+def test_a_revision_lane_past_a_fix_on_its_branch_drops_the_shim(
+    locked, own_run, shim, step, decision
+):
+    from retire.evidence.branchfix import BranchFix
+    from retire.lanes.revisions import Revision
+
+    execution, releases, tags, link = SHIM_EVIDENCE[shim]
+    base = evidence(execution, releases, tags, link, "up")
+    runs = base.execution.runs if isinstance(base.execution, ExecutionHistory) else ()
+    if own_run is not None:
+        runs = (*runs, revision_run(own_run, "1.3", (("toylib", locked),)))
+    fix = BranchFix(REPO, "main", FIX, "Fix add() (#92)", 92, None, ((PAST, True), (BEHIND, False)))
+    ev = dataclasses.replace(
+        base,
+        execution=ExecutionHistory("toy", runs),
+        locks={"dev": {"toylib": "1.3"}, "rel": {"toylib": "1.3"}},
+        commits={"dev": {"toylib": locked}},
+        branch_fix=fix,
+    )
+    lanes = [
+        Lane(
+            name="dev",
+            python="3.12",
+            platform="linux",
+            requirements=("toylib",),
+            shims=("toy",),
+            revisions=(Revision("toylib", REPO, "main"),),
+        ),
+        Lane(name="rel", python="3.12", platform="linux", requirements=("toylib",), shims=("toy",)),
+    ]
+    verdict = decide(MANIFEST, lanes, ev, now=NOW)
+    by_lane = {lv.lane: lv for lv in verdict.lane_verdicts}
+    assert by_lane["dev"].step == step, by_lane["dev"].why
+    assert verdict.decision == decision, verdict.why
+    if step == "drop" and shim != "retire":
+        assert "fixed on main at ffffffffffff (#92), in no release yet" in by_lane["dev"].why
+        assert by_lane["dev"].window == "after"
+        # the release lane is told, and keeps it while the evidence does
+        assert by_lane["rel"].why.endswith("fixed on main at ffffffffffff (#92), in no release yet")
+        assert not by_lane["rel"].leaves

@@ -23,7 +23,7 @@ from retire.mirrors.history import Commit, commits_between, release_tag
 from retire.mirrors.repo import MirrorRepo
 from shims.model import ShimManifest
 
-__all__ = ["RecordedFix", "recorded_fix", "shim_fix"]
+__all__ = ["RecordedFix", "branch_fix", "recorded_fix", "shim_fix"]
 
 
 @dataclass(frozen=True)
@@ -183,3 +183,34 @@ def _fix_commit(
     if after >= len(commits) or not states.get(after):
         return None
     return commits[after]
+
+
+def branch_fix(
+    records: Iterable[ValidationRecord],
+    shim: str,
+    distribution: str,
+    repo: MirrorRepo,
+    branch: str,
+) -> Commit | None:
+    """The commit that fixed ``shim``'s bug on ``branch`` after its newest broken release, when no
+    newer release was run clean (a fix in no release, or in one nobody ran yet): the first-parent
+    commit after the newest broken commit run from that release's tag (the tag itself when none)
+    was run clean. None when the records do not pin it, or the mirror cannot say."""
+    releases, commits = _states(records, shim, distribution)
+    broken = [v for v, fixed in releases.items() if not fixed]
+    if not broken or not commits:
+        return None
+    last = max(broken)
+    if any(fixed and v > last for v, fixed in releases.items()):
+        return None
+    old = release_tag(repo, str(last))
+    if old is None:
+        return None
+    try:
+        history = commits_between(repo, old, f"refs/heads/{branch}")
+    except GitError:
+        return None
+    states = {i: commits[c.sha] for i, c in enumerate(history) if c.sha in commits}
+    bugs = [i for i, fixed in states.items() if not fixed]
+    after = max(bugs) + 1 if bugs else 0
+    return history[after] if states.get(after) else None

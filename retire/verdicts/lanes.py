@@ -31,6 +31,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from retire.evidence.branchfix import BranchFix
 from retire.evidence.floor import Floor
 from retire.evidence.validation import FIXED, RunOutcome
 from retire.evidence.values import Ancestry, ExecutionEvidence, ExecutionHistory, ProbeFailure
@@ -335,8 +336,15 @@ def _lane_step(lane: Lane, ruling: ShimRuling, ev: ShimEvidence, used: Used) -> 
     """The lane's step by the evidence, then by the window: a lane before it is not-needed
     (unless the evidence already lets the shim leave it: a raise past the fix keeps it out)."""
     verdict = _evidence_step(lane, ruling, ev, used)
+    past = _past_branch_fix(lane, ruling, ev)
+    if past is not None and not verdict.leaves:
+        return past
     placed = window_place(lane, ruling.dist, ev, used)
     if placed.place != Place.BEFORE or verdict.leaves:
+        fix = ev.branch_fix
+        if fix is not None and not verdict.leaves and not _revision_of(lane, ruling.dist, fix):
+            # a release lane learns of the fix on the branch (and of its first release)
+            verdict = replace(verdict, why=f"{verdict.why}; {fix.describe()}")
         return replace(verdict, window=placed.place)
     why = (
         f"not needed here now: {placed.why}; the shim stays listed while the lane may move into "
@@ -345,6 +353,35 @@ def _lane_step(lane: Lane, ruling: ShimRuling, ev: ShimEvidence, used: Used) -> 
     return _verdict(
         lane, LaneStep.NOT_NEEDED, why, verdict.locked or placed.locked, window=Place.BEFORE
     )
+
+
+def _revision_of(lane: Lane, dist: str, fix: BranchFix) -> Revision | None:
+    """The lane's revision of ``dist`` from the fix's repository, if it takes it from there."""
+    return next(
+        (r for r in lane.revisions if r.distribution == dist and r.repository == fix.repository),
+        None,
+    )
+
+
+def _past_branch_fix(lane: Lane, ruling: ShimRuling, ev: ShimEvidence) -> LaneVerdict | None:
+    """A revision lane whose locked commit contains the fix on its branch (by ancestry) drops the
+    shim there — a fix in no release included — unless a run without the shim on that very
+    commit reproduced the bug."""
+    fix, dist = ev.branch_fix, ruling.dist
+    if fix is None or _revision_of(lane, dist, fix) is None:
+        return None
+    commit = ev.commits.get(lane.name, {}).get(dist)
+    if not commit or fix.reached_by(commit) is not True:
+        return None
+    runs = _runs_on(ruling.runs, lambda r: bool((c := r.revision(dist)) and built_from(c, commit)))
+    if any(r.outcome == BUG for r in runs):
+        return None
+    locked = f"{dist} @ {commit[:10]}"
+    why = (
+        f"{locked} is at or past the fix: {fix.describe()} — proven clean there by a run "
+        "without the shim; the lane can drop it"
+    )
+    return _verdict(lane, LaneStep.DROP, why, locked, window=Place.AFTER)
 
 
 def _evidence_step(lane: Lane, ruling: ShimRuling, ev: ShimEvidence, used: Used) -> LaneVerdict:
@@ -429,16 +466,22 @@ def derive(ruling: ShimRuling, lanes: Sequence[LaneVerdict]) -> tuple[Decision, 
     """(decision, why, action) of the shim from its lanes: a retire by evidence becomes retire
     (every lane lets it go), retire-in-some (some do) or — when none can — keep, or unknown when
     a lane's step is unknown; every other decision stands as the evidence made it."""
-    if ruling.decision != Decision.RETIRE or not lanes:
-        return ruling.decision, ruling.why, ruling.action
     going = [v.lane for v in lanes if v.leaves]
+    if not lanes or (ruling.decision != Decision.RETIRE and not going):
+        return ruling.decision, ruling.why, ruling.action
+    # lanes the evidence keeps can still go past a fix on their branch (proven there)
+    head = (
+        ruling.why
+        if ruling.decision == Decision.RETIRE
+        else f"{ruling.why} — but fixed on a branch"
+    )
     staying = [v for v in lanes if not v.leaves]
     if not staying:
-        return Decision.RETIRE, ruling.why, ruling.action
+        return Decision.RETIRE, head, ruling.action
     unknown = next((v.action for v in staying if v.step == LaneStep.UNKNOWN), None)
     stays = "; ".join(_staying(v) for v in staying)
     if going:
-        why = f"{ruling.why} — can go in {', '.join(going)}; stays where {stays}"
+        why = f"{head} — can go in {', '.join(going)}; stays where {stays}"
         return Decision.RETIRE_IN_SOME, why, unknown
     why = f"upstream fixed it ({ruling.why}) but no lane can let it go: {stays}"
     return (Decision.UNKNOWN, why, unknown) if unknown else (Decision.KEEP, why, None)

@@ -12,6 +12,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from retire.evidence.branchfix import BranchFix
 from retire.evidence.floor import Floor
 from retire.evidence.values import (
     Ancestry,
@@ -230,6 +231,8 @@ class Verdict:
     next: tuple[NextAction, ...] = ()
     # the shim's window on its target's releases, as the recorded runs show it
     window: RecordedWindow | None = None
+    # the fix on a followed branch, as the recorded commit runs pin it
+    branch_fix: BranchFix | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "decision", Decision(self.decision))
@@ -264,6 +267,7 @@ class Verdict:
             "floors": [str(floor) for floor in self.floors],
             "lane_verdicts": [lane.to_json() for lane in self.lane_verdicts],
             "window": None if self.window is None else self.window.to_json(),
+            "branch_fix": None if self.branch_fix is None else self.branch_fix.to_json(),
             "conditions": to_json(self.conditions),
             "failures": to_json(self.failures),
             "evidence": to_json(self.evidence),
@@ -301,3 +305,6 @@ class ShimEvidence:
     #: the shim's window on its target's releases, from every recorded run without it (absent:
     #: not read — every lane's place is then unknown).
     window: RecordedWindow | None = None
+    #: the fix on a branch a revision lane follows, as the recorded commit runs pin it (absent:
+    #: none, or no mirror to order them).
+    branch_fix: BranchFix | None = None

@@ -173,6 +173,8 @@ class GatherPlan:
     ancestry: tuple[AncestryJob, ...] = ()
     # shim → its window on its target's releases, from every recorded run
     windows: Mapping[str, RecordedWindow] = field(default_factory=dict)
+    # every record of the validation manifest (none when it could not be read)
+    records: tuple[ValidationRecord, ...] = ()
 
 
 def _release_lookups(
@@ -331,6 +333,7 @@ def plan(
         unique(tips),
         unique(ancestry),
         _windows(active, loaded),
+        () if isinstance(loaded, ProbeFailure) else tuple(loaded),
     )
 
 

@@ -596,6 +596,7 @@ def decide(
         lane_verdicts,
         _next_actions(ruling, action, lane_verdicts),
         evidence.window,
+        evidence.branch_fix,
     )
 
 
