@@ -87,3 +87,18 @@ def test_no_broken_run_places_nothing(project, capsys):
     assert row["window"]["broken"] == []
     assert {lane["window"] for lane in row["lane_verdicts"]} == {"unknown"}
     assert "not-needed" not in {lane["step"] for lane in row["lane_verdicts"]}
+
+
+def test_a_plan_file_keeps_each_lanes_place(project, capsys):
+    """`retire --plan` reads lane verdicts back as `verdicts --json` prints them: the place and the
+    not-needed step survive."""
+    from retire.branches.dropplan import lane_verdict_from_dict
+
+    assert cli(["verdicts", "--root", str(project.root), "--json", "--no-resolve", SHIM]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    for lane in row["lane_verdicts"]:
+        again = lane_verdict_from_dict(lane)
+        assert again.to_json() == lane
+    old = next(lane for lane in row["lane_verdicts"] if lane["lane"] == "old")
+    assert lane_verdict_from_dict(old).window == "before"
+    assert lane_verdict_from_dict(old).step == "not-needed"

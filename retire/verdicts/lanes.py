@@ -16,6 +16,12 @@ the evidence says *retire* with proven floors F, each lane gets a :class:`LaneVe
   resolved, and is **blocked** by the resolver's own explanation when it did not;
 - cells of one matrix file share one shim list: they go together or not at all.
 
+Whatever the evidence says, two facts of execution come first: a revision lane whose locked
+commit contains the fix on the branch it follows (``ShimEvidence.branch_fix``, by ancestry) is
+**drop**, a fix in no release included; a lane whose target is before the bug's recorded window
+(``ShimEvidence.window``) is **not-needed** unless the evidence already lets the shim leave it.
+Every lane verdict carries its place against that window.
+
 :func:`derive` turns the lanes back into the shim's decision: retire (every lane can let it go),
 retire-in-some (some can, the why names the others), keep or unknown (none can).
 """
@@ -333,8 +339,10 @@ def _raise_release(
 
 
 def _lane_step(lane: Lane, ruling: ShimRuling, ev: ShimEvidence, used: Used) -> LaneVerdict:
-    """The lane's step by the evidence, then by the window: a lane before it is not-needed
-    (unless the evidence already lets the shim leave it: a raise past the fix keeps it out)."""
+    """The lane's step by the evidence, then by execution: a revision lane past a fix on its
+    branch drops the shim; a lane before the window is not-needed (unless the evidence already
+    lets the shim leave it: a raise past the fix keeps it out); a release lane hears of a fix on
+    the branch."""
     verdict = _evidence_step(lane, ruling, ev, used)
     past = _past_branch_fix(lane, ruling, ev)
     if past is not None and not verdict.leaves:
@@ -465,7 +473,8 @@ def _staying(verdict: LaneVerdict) -> str:
 def derive(ruling: ShimRuling, lanes: Sequence[LaneVerdict]) -> tuple[Decision, str, str | None]:
     """(decision, why, action) of the shim from its lanes: a retire by evidence becomes retire
     (every lane lets it go), retire-in-some (some do) or — when none can — keep, or unknown when
-    a lane's step is unknown; every other decision stands as the evidence made it."""
+    a lane's step is unknown; every other decision stands as the evidence made it, unless a lane
+    lets the shim go past a fix on its branch (then retire-in-some, or retire when all do)."""
     going = [v.lane for v in lanes if v.leaves]
     if not lanes or (ruling.decision != Decision.RETIRE and not going):
         return ruling.decision, ruling.why, ruling.action
