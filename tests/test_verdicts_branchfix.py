@@ -159,3 +159,21 @@ def test_a_bug_recorded_past_the_fix_unpins_it_and_the_lane_keeps_the_shim(shop,
     assert row["branch_fix"] is None and row["verdict"] == "keep"
     lanes = {lane["lane"]: lane for lane in row["lane_verdicts"]}
     assert lanes["dev"]["step"] == "keep"
+
+
+def test_retire_apply_drops_the_shim_from_the_revision_lane_past_the_fix(shop, capsys):
+    """The branch `retire --apply` makes edits only the lane past the fix; the shim's folder stays
+    for the lanes that keep it, and the PR body names the fix commit."""
+    p, upstream, _ = shop
+    git(p.root, "init", "-q", "-b", "main")
+    git(p.root, "add", "-A")
+    git(p.root, "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-m", "x")
+    args = ["retire", "--root", str(p.root), "--apply", "--no-pr", "--no-probe", "--json"]
+    assert cli(args) == 0
+    capsys.readouterr()
+    branch = "patchlane/retire-toylib_add"
+    changed = git(p.root, "diff", "--name-only", "main", branch).split()
+    assert changed == ["lanes/dev.toml"]
+    assert "toylib_add" not in git(p.root, "show", f"{branch}:lanes/dev.toml")
+    message = git(p.root, "log", "-1", "--format=%B", branch)
+    assert f"fixed on main at {upstream.fixed[:12]} (#92), in no release yet" in message
