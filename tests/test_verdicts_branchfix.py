@@ -138,7 +138,8 @@ def test_revision_lanes_past_the_fix_drop_it_and_release_lanes_are_told(shop, ca
     assert lanes["rel"]["why"].endswith(f"fixed on main at {short} (#92), in no release yet")
     # the bug is in every release: the shim stays for the release lane, goes for dev
     assert row["verdict"] == "retire-in-some"
-    assert "can go in dev" in row["why"] and "rel keeps it" in row["why"]
+    assert f"— but fixed on main at {short} (#92), in no release yet — can go in dev" in row["why"]
+    assert "rel keeps it" in row["why"]
 
     # upstream releases it: the mirror's new tag moves the verdict, no bisection runs
     git(mirror, "tag", "v1.9", "main")

@@ -68,6 +68,8 @@ class ShimRuling:
     # the proven floors (retire only): canonical distribution → version
     floors: Mapping[str, Version]
     runs: ExecutionHistory
+    # the fix on a followed branch, when the recorded commit runs pin one
+    branch_fix: BranchFix | None = None
 
 
 def trial_key(lane: str, floors: Sequence[Floor]) -> tuple[str, tuple[Floor, ...]]:
@@ -479,10 +481,11 @@ def derive(ruling: ShimRuling, lanes: Sequence[LaneVerdict]) -> tuple[Decision, 
     if not lanes or (ruling.decision != Decision.RETIRE and not going):
         return ruling.decision, ruling.why, ruling.action
     # lanes the evidence keeps can still go past a fix on their branch (proven there)
+    fix = ruling.branch_fix
     head = (
         ruling.why
-        if ruling.decision == Decision.RETIRE
-        else f"{ruling.why} — but fixed on a branch"
+        if ruling.decision == Decision.RETIRE or fix is None
+        else f"{ruling.why} — but {fix.describe()}"
     )
     staying = [v for v in lanes if not v.leaves]
     if not staying:

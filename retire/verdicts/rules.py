@@ -570,6 +570,7 @@ def decide(
         ruling.action,
         floor_map(ruling.floors),
         facts.runs,
+        evidence.branch_fix,
     )
     lane_verdicts = lane_steps(shim, lanes, evidence, used)
     decision, why, action = derive(shim, lane_verdicts)
