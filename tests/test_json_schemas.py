@@ -341,6 +341,8 @@ def test_a_class_name_tag_is_no_part_of_any_document():
         "lanes": [],
         "floors": [],
         "lane_verdicts": [],
+        "window": None,
+        "branch_fix": None,
         "conditions": [condition],
         "failures": [],
         "evidence": [],

@@ -77,6 +77,24 @@ def test_the_release_window_of_the_records_is_one_line_in_the_shims_table(shop):
     assert "Window:" not in _shims_row(written.markdown, "beta")
 
 
+def test_a_fix_on_a_branch_in_no_release_is_the_window_line(shop):
+    import dataclasses
+
+    from retire.evidence.branchfix import BranchFix
+
+    fix = BranchFix("https://github.com/acme/toylib", "main", "a" * 40, "Fix add() (#92)", 92)
+    verdicts = [
+        dataclasses.replace(v, branch_fix=fix) if v.shim == "alpha" else v for v in shop_verdicts()
+    ]
+    packs = types.SimpleNamespace(filing_queue=lambda root: [], markdown_section=lambda e: "")
+    written = weekly.generate(Project(shop), now=NOW, verdicts=verdicts, packs=packs)
+    check("report", json.loads(written.json_text))
+    assert "<br>**Window:** fixed on main at aaaaaaaaaaaa (#92), in no release yet |" in _shims_row(
+        written.markdown, "alpha"
+    )
+    assert "Window:" not in _shims_row(written.markdown, "beta")
+
+
 def test_without_the_records_no_shim_has_a_window(shop):
     windows = _window_rows(_generate(shop))
     assert set(windows.values()) == {None}

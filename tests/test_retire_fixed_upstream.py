@@ -82,6 +82,17 @@ def test_without_the_mirror_the_release_alone_and_without_records_nothing(toy):
     assert "first_released" not in bare.to_dict()
 
 
+def test_a_fix_on_a_branch_names_its_commit_without_a_release_edge(toy):
+    from retire.evidence.branchfix import BranchFix
+
+    repo, _, manifest = toy
+    fix = BranchFix("https://git.example/acme/toylib", "main", repo.fixed, "Fix add()", 92)
+    verdict = Verdict(SHIM, Decision.RETIRE_IN_SOME, "fixed on a branch", branch_fix=fix)
+    (plan,) = plans([verdict], {SHIM: manifest}, [])
+    assert (plan.first_released, plan.fix_commit, plan.fix_pull) == (None, repo.fixed, 92)
+    assert f"Fixed upstream by `{repo.fixed}` (#92)." in pr_body(plan, TreeEdit())
+
+
 def test_a_hostile_fix_commit_in_a_plan_file_stays_code():
     plan = DropPlan.from_dict(
         {"shim_id": SHIM, "fix_commit": "`<img src=x onerror=alert(1)>` [x](https://e.example)"}

@@ -31,6 +31,7 @@ from retire.evidence.values import (
     ReleaseList,
     TagContainment,
 )
+from retire.evidence.window import RecordedWindow
 from retire.lanes.model import Lane, LanePolicy
 from retire.locks.trial import RaiseTrial
 from retire.verdicts.execution import first_clean, ordering, version_of
@@ -327,13 +328,54 @@ TRIAL = {
     "blocked": RaiseTrial("x", FLOOR, False, blocker="otherlib==2.0 depends on toylib==1.0"),
     "failed": RaiseTrial("x", FLOOR, False, failure="index http://index/simple: 503"),
 }
+# The shim's window as the recorded runs show it (every run, not only the latest per lane),
+# against lane x's toylib 1.0 (the companion locks 1.3, after every window below).
+WINDOWS = {
+    "not-read": None,
+    # clean on 1.0, broken on 1.1, clean again on 1.2: 1.0 is before the window
+    "before": RecordedWindow("toy", "toylib", (Version("1.1"),), (Version("1.0"), Version("1.2"))),
+    # broken on 1.0: inside
+    "inside": RecordedWindow("toy", "toylib", (Version("1.0"),), (Version("1.2"),)),
+    # clean on 0.9, broken on 1.1, 1.0 never run: not pinned, so not placed
+    "unpinned": RecordedWindow(
+        "toy", "toylib", (Version("1.1"),), (Version("0.9"), Version("1.2"))
+    ),
+}
+# where lane x's toylib stands in each window: 1.0 as above, 1.2 and 1.3 after
+LOCKED_VERSION = {
+    "below": "1.0",
+    "pinned-below": "1.0",
+    "at": "1.2",
+    "above": "1.3",
+    "pinned-above": "1.3",
+}
 LANE_ROWS = list(
-    itertools.product(SHIM_EVIDENCE, LanePolicy, LOCKED, TRIAL, ("alone", "with-companion"))
+    itertools.product(
+        SHIM_EVIDENCE, LanePolicy, LOCKED, TRIAL, ("alone", "with-companion"), WINDOWS
+    )
 )
 
 
-def lane_expected(shim: str, policy: str, locked: str, trial: str) -> str:
-    """The rules of docs/verdicts.md, "Per lane", restated."""
+def place_expected(locked: str, window: str) -> str:
+    """docs/verdicts.md, "Windows": where lane x stands."""
+    version = LOCKED_VERSION.get(locked)
+    if window == "not-read" or version is None:
+        return "unknown"
+    if version != "1.0":
+        return "after"
+    return {"before": "before", "inside": "inside", "unpinned": "unknown"}[window]
+
+
+def lane_expected(shim: str, policy: str, locked: str, trial: str, window: str = "not-read") -> str:
+    """The rules of docs/verdicts.md, "Per lane", restated: the evidence's step, then the
+    window's (a lane before it that the evidence does not let the shim leave is not-needed)."""
+    step = _evidence_step(shim, policy, locked, trial)
+    if place_expected(locked, window) == "before" and step not in ("drop", "raise"):
+        return "not-needed"
+    return step
+
+
+def _evidence_step(shim: str, policy: str, locked: str, trial: str) -> str:
     if shim == "unknown":
         return "unknown"
     if shim == "keep":
@@ -362,7 +404,7 @@ def shim_expected(shim: str, steps: list[str]) -> str:
     return "unknown" if "unknown" in steps else "keep"
 
 
-def lane_evidence(shim: str, locked: str, trial: str) -> ShimEvidence:
+def lane_evidence(shim: str, locked: str, trial: str, window: str = "not-read") -> ShimEvidence:
     execution, releases, tags, link = SHIM_EVIDENCE[shim]
     base = evidence(execution, releases, tags, link, "up")
     chosen = TRIAL[trial]
@@ -370,12 +412,13 @@ def lane_evidence(shim: str, locked: str, trial: str) -> ShimEvidence:
         base,
         locks={"x": LOCKED[locked][1], "gpu": {"toylib": "1.3"}},
         trials={} if chosen is None else {("x", FLOOR): chosen},
+        window=WINDOWS[window],
     )
 
 
 @pytest.mark.parametrize("row", LANE_ROWS, ids=["-".join(map(str, r)) for r in LANE_ROWS])
 def test_lane_truth_table(row):
-    shim, policy, locked, trial, companion = row
+    shim, policy, locked, trial, companion, window = row
     lane = Lane(
         name="x",
         python="3.12",
@@ -386,10 +429,11 @@ def test_lane_truth_table(row):
         file="lanes/x.toml",
     )
     lanes = [lane] + (LANES if companion == "with-companion" else [])
-    verdict = decide(MANIFEST, lanes, lane_evidence(shim, locked, trial), now=NOW)
+    verdict = decide(MANIFEST, lanes, lane_evidence(shim, locked, trial, window), now=NOW)
     by_lane = {lv.lane: lv for lv in verdict.lane_verdicts}
     subject = by_lane["x"]
-    assert subject.step == lane_expected(shim, policy, locked, trial), subject.why
+    assert subject.step == lane_expected(shim, policy, locked, trial, window), subject.why
+    assert subject.window == place_expected(locked, window), subject.why
     steps = [lv.step for lv in verdict.lane_verdicts]
     assert verdict.decision == shim_expected(shim, steps), verdict.why
 
@@ -400,12 +444,23 @@ def test_lane_truth_table(row):
         assert not verdict.leaving
     # a hold lane below the floor never lets it go
     if policy == "hold" and locked in ("below", "pinned-below"):
-        assert not subject.leaves and (shim != "retire" or subject.step == "hold")
+        assert not subject.leaves
+        assert shim != "retire" or subject.step == ("not-needed" if window == "before" else "hold")
     # a bug on the lane's own locked release never drops it there (a raise moves the pin past it)
     if shim == "retire-bug-below" and locked in ("below", "pinned-below"):
         assert subject.step != "drop"
         if subject.step == "raise":
             assert subject.floors == FLOOR
+    # a lane is not-needed only before the window, never leaves, and says why and from what
+    if subject.step == "not-needed":
+        assert subject.window == "before" and not subject.leaves
+        assert "not needed here now" in subject.why and "1.1 (broken)" in subject.why
+    # before the window is never taken for after it (fixed), nor counts as a retirement
+    if subject.window == "before":
+        assert subject.step != "drop"
+    # where the evidence retires, the shim's why says why the lane stays
+    if subject.step == "not-needed" and shim.startswith("retire"):
+        assert "x is before the bug's window" in verdict.why
     # each step says what it rests on, and what would change it
     for lv in verdict.lane_verdicts:
         assert lv.why and lv.policy in tuple(LanePolicy)
@@ -427,7 +482,7 @@ def test_lane_truth_table(row):
 
 def test_the_lane_table_covers_every_step_and_every_derived_decision():
     steps, decisions = set(), set()
-    for shim, policy, locked, trial, companion in LANE_ROWS:
+    for shim, policy, locked, trial, companion, window in LANE_ROWS:
         lane = Lane(
             name="x",
             python="3.12",
@@ -437,7 +492,7 @@ def test_the_lane_table_covers_every_step_and_every_derived_decision():
             policy=policy,
         )
         lanes = [lane] + (LANES if companion == "with-companion" else [])
-        verdict = decide(MANIFEST, lanes, lane_evidence(shim, locked, trial), now=NOW)
+        verdict = decide(MANIFEST, lanes, lane_evidence(shim, locked, trial, window), now=NOW)
         steps |= {str(lv.step) for lv in verdict.lane_verdicts}
         decisions.add(str(verdict.decision))
     assert steps == {str(s) for s in LaneStep}
@@ -502,3 +557,66 @@ def test_a_condition_outside_the_closed_union_is_never_read_as_reproducer_clean(
 
     with pytest.raises(AssertionError):
         evaluate(object(), "toylib", ShimEvidence(), Used())  # type: ignore[arg-type]
+
+
+# -- a fix on a followed branch, in no release -----------------------------------------------------
+
+FIX = "f" * 40
+PAST, BEHIND = "c" * 40, "d" * 40
+
+
+@pytest.mark.parametrize(
+    ("locked", "own_run", "shim", "step", "decision"),
+    [
+        # at or past the fix: the lane drops the shim whatever the release evidence keeps
+        (PAST, None, "keep", "drop", "retire-in-some"),
+        (PAST, None, "unknown", "drop", "retire-in-some"),
+        (PAST, None, "retire", "drop", "retire"),
+        # before the fix: the evidence decides
+        (BEHIND, None, "keep", "keep", "keep"),
+        # the mirror was not asked about the lane's commit: nothing is guessed
+        ("e" * 40, None, "keep", "keep", "keep"),
+        # a run without the shim on the lane's own commit reproduced the bug
+        (PAST, "bug-reproduced", "keep", "keep", "keep"),
+    ],
+)
+def test_a_revision_lane_past_a_fix_on_its_branch_drops_the_shim(
+    locked, own_run, shim, step, decision
+):
+    from retire.evidence.branchfix import BranchFix
+    from retire.lanes.revisions import Revision
+
+    execution, releases, tags, link = SHIM_EVIDENCE[shim]
+    base = evidence(execution, releases, tags, link, "up")
+    runs = base.execution.runs if isinstance(base.execution, ExecutionHistory) else ()
+    if own_run is not None:
+        runs = (*runs, revision_run(own_run, "1.3", (("toylib", locked),)))
+    fix = BranchFix(REPO, "main", FIX, "Fix add() (#92)", 92, None, ((PAST, True), (BEHIND, False)))
+    ev = dataclasses.replace(
+        base,
+        execution=ExecutionHistory("toy", runs),
+        locks={"dev": {"toylib": "1.3"}, "rel": {"toylib": "1.3"}},
+        commits={"dev": {"toylib": locked}},
+        branch_fix=fix,
+    )
+    lanes = [
+        Lane(
+            name="dev",
+            python="3.12",
+            platform="linux",
+            requirements=("toylib",),
+            shims=("toy",),
+            revisions=(Revision("toylib", REPO, "main"),),
+        ),
+        Lane(name="rel", python="3.12", platform="linux", requirements=("toylib",), shims=("toy",)),
+    ]
+    verdict = decide(MANIFEST, lanes, ev, now=NOW)
+    by_lane = {lv.lane: lv for lv in verdict.lane_verdicts}
+    assert by_lane["dev"].step == step, by_lane["dev"].why
+    assert verdict.decision == decision, verdict.why
+    if step == "drop" and shim != "retire":
+        assert "fixed on main at ffffffffffff (#92), in no release yet" in by_lane["dev"].why
+        assert by_lane["dev"].window == "after"
+        # the release lane is told, and keeps it while the evidence does
+        assert by_lane["rel"].why.endswith("fixed on main at ffffffffffff (#92), in no release yet")
+        assert not by_lane["rel"].leaves

@@ -47,6 +47,7 @@ from retire.bisect.search import (
     _Search,
     narrow,
 )
+from retire.evidence.window import Place
 
 __all__ = [
     "DEFAULT_SAMPLE",
@@ -73,15 +74,6 @@ class EdgeState(enum.StrEnum):
     UNPINNED = "unpinned"
     OPEN = "open"
     UNSEARCHED = "unsearched"
-
-
-class Place(enum.StrEnum):
-    """Where an item (a lane's release or commit) stands against the window."""
-
-    BEFORE = "before"
-    INSIDE = "inside"
-    AFTER = "after"
-    UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from retire.core.errors import InputError
 from retire.evidence.floor import Floor, floor_map
+from retire.evidence.window import Place
 from retire.lanes.model import SHIM_ID, LanePolicy
 from retire.verdicts.model import LaneStep, LaneVerdict
 
@@ -174,6 +175,7 @@ def lane_verdict_from_dict(data: object) -> LaneVerdict:
         blocker=_optional_text(data, "blocker"),
         until=_optional_text(data, "until"),
         action=_optional_text(data, "action"),
+        window=Place(_text(data.get("window", "unknown"))),
     )
 
 

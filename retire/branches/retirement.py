@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from retire.bisect.recorded import shim_fix
+from retire.bisect.recorded import RecordedFix, shim_fix
 from retire.branches.dropplan import DropPlan
 from retire.core import mdsafe
+from retire.evidence.branchfix import BranchFix
 from retire.evidence.validation import FIXED, Mode, RunOutcome, ValidationRecord
 from retire.mirrors.repo import MirrorRepo
 from retire.verdicts.model import Decision, FlagKind, Verdict
@@ -75,6 +76,23 @@ def evidence_markdown(verdict: Verdict, records: Sequence[ValidationRecord]) -> 
     return "\n".join(lines)
 
 
+def _fix(
+    found: RecordedFix | None, branch: BranchFix | None
+) -> tuple[str | None, str | None, int | None]:
+    """(first fixed release, fix commit, its pull request) of the release edge on record, else
+    of the fix on a followed branch the verdict read (in no release, or a release nobody ran)."""
+    if found is not None:
+        commit = found.commit
+        return (
+            found.first_fixed,
+            commit.sha if commit is not None else None,
+            commit.pull if commit is not None else None,
+        )
+    if branch is not None:
+        return branch.released_in, branch.sha, branch.pull
+    return None, None, None
+
+
 def plans(
     verdicts: Iterable[Verdict],
     manifests: Mapping[str, ShimManifest],
@@ -97,8 +115,7 @@ def plans(
             continue
         manifest = manifests[verdict.shim]
         links = tuple((link.role, link.url) for link in manifest.upstream.links)
-        found = shim_fix(manifest, records, mirror_of)
-        commit = found.commit if found is not None else None
+        released, sha, pull = _fix(shim_fix(manifest, records, mirror_of), verdict.branch_fix)
         out.append(
             DropPlan(
                 verdict.shim,
@@ -107,9 +124,9 @@ def plans(
                 evidence_markdown(verdict, records),
                 links,
                 lanes=verdict.lane_verdicts if per_lane else None,
-                first_released=found.first_fixed if found is not None else None,
-                fix_commit=commit.sha if commit is not None else None,
-                fix_pull=commit.pull if commit is not None else None,
+                first_released=released,
+                fix_commit=sha,
+                fix_pull=pull,
             )
         )
     return out

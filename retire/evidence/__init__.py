@@ -1,6 +1,8 @@
 """Evidence: what runs and probes found, as values the verdicts read.
 
 ``validation`` (the validation manifest: one JSON Lines record per reproducer run, with its
-loading, merging and quarantine of damaged lines) and ``values`` (the typed, immutable evidence
-values of the probes, or a ``ProbeFailure``; no I/O).
+loading, merging and quarantine of damaged lines), ``values`` (the typed, immutable evidence
+values of the probes, or a ``ProbeFailure``; no I/O), ``window`` (a shim's window on its target's
+releases from every recorded run, and ``Place``: where a release stands against it) and
+``branchfix`` (a fix on a followed branch, as recorded commit runs pin it).
 """

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from string import Template
 
 from retire.core import mdsafe
+from retire.mirrors.recorded import RecordedFix
 from retire.packs.model import CATEGORIES, Pack, PackSpec, Searched
 from shims.model import ShimManifest
 
@@ -215,7 +216,7 @@ TEMPLATES: dict[str, Template] = {
 assert set(TEMPLATES) == set(CATEGORIES)
 
 
-def _state_line(spec: PackSpec) -> str:
+def _state_line(spec: PackSpec, fix: RecordedFix | None = None) -> str:
     up = spec.upstream
     searched = f" (searched {up.searched.isoformat()})" if up.searched else ""
     if up.state == Searched.NEW_REPORT:
@@ -234,8 +235,10 @@ def _state_line(spec: PackSpec) -> str:
             for part in (up.thread, f"released in {up.fixed_in}" if up.fixed_in else None)
             if part
         )
+        # the recorded runs' own answer, with the fix commit where a mirror ordered them
+        recorded = f"; our runs without the shim: {fix.markdown()}" if fix is not None else ""
         return (
-            f"**Upstream state:** already fixed upstream ({where}); kept as regression "
+            f"**Upstream state:** already fixed upstream ({where}){recorded}; kept as regression "
             f"coverage, not filed."
         )
     return "**Upstream state:** not filled: search the target's issues and pull requests first."
@@ -248,9 +251,12 @@ def _needs(manifest: ShimManifest) -> str:
     return "a CUDA GPU" if spec.needs_cuda else "CPU is enough"
 
 
-def render(manifest: ShimManifest, spec: PackSpec, reproducer_lines: int) -> Pack:
+def render(
+    manifest: ShimManifest, spec: PackSpec, reproducer_lines: int, fix: RecordedFix | None = None
+) -> Pack:
     """The pack for ``manifest`` as ``spec`` describes it; the reproducer is referenced, never
-    pasted."""
+    pasted. ``fix``: the shim's fixed edge as the recorded runs show it (an already-fixed pack's
+    upstream state cites it, and its fix commit: sha, subject, pull request)."""
     reproducer_name = manifest.reproducer.path.name
     kind = "regression" if spec.already_fixed else ("comment" if spec.is_comment else spec.kind)
     title = codify(manifest.title)
@@ -273,7 +279,7 @@ def render(manifest: ShimManifest, spec: PackSpec, reproducer_lines: int) -> Pac
     )
     body = TEMPLATES[spec.category].substitute(
         heading=heading,
-        state=codify(_state_line(spec)),
+        state=codify(_state_line(spec, fix)),
         facts="\n".join(f"| {name} | {table_cell(value)} |" for name, value in facts),
         explanation=codify(unwrap(manifest.explanation)),
         numerics=codify(unwrap(manifest.numerics)),

@@ -25,6 +25,9 @@ from retire.core.atomic import atomic_write, locked
 from retire.core.errors import InputError
 from retire.core.project import Project, contained
 from retire.evidence import validation
+from retire.mirrors.config import project_mirrors
+from retire.mirrors.recorded import RecordedFix, shim_fix
+from retire.mirrors.repo import MirrorRepo, open_mirror
 from retire.packs.checks import (
     DEFAULT_MAX_CODE_LINES,
     DEFAULT_WINDOW,
@@ -33,7 +36,14 @@ from retire.packs.checks import (
     parse_deny,
     readiness,
 )
-from retire.packs.model import CATEGORIES, Pack, Searched, github_repository, parse_pack_spec
+from retire.packs.model import (
+    CATEGORIES,
+    GITHUB_HOST,
+    Pack,
+    Searched,
+    github_repository,
+    parse_pack_spec,
+)
 from retire.packs.render import codify, markdown_text, render
 from retire.packs.waves import (
     Approval,
@@ -159,7 +169,32 @@ def load_pack(root: str | Path, pack_id: str) -> LoadedPack:
     )
     reproducer_text = tomlreader.read_text(reproducer, _display(root, reproducer), missing_ok=True)
     lines = len(reproducer_text.splitlines()) if reproducer_text is not None else 0
-    return LoadedPack(manifest, render(manifest, spec, lines), reproducer_text)
+    fix = _recorded_fix(root, manifest, spec.repository) if spec.already_fixed else None
+    return LoadedPack(manifest, render(manifest, spec, lines, fix), reproducer_text)
+
+
+def _recorded_fix(root: Path, manifest: ShimManifest, repository: str) -> RecordedFix | None:
+    """The shim's fixed edge as the project's recorded runs show it, with the fix commit where
+    a mirror of the shim's linked repositories or of the pack's ``repository`` is on this host:
+    what an already-fixed pack's upstream state cites. A validation manifest or mirror setting
+    that cannot be read cites nothing (the checklist and `patchlane mirrors` say why)."""
+    project = Project(root)
+    try:
+        records = validation.load(project.validation)
+        mirrors = project_mirrors(project)
+    except InputError:
+        return None
+
+    def mirror_of(shim: ShimManifest) -> MirrorRepo | None:
+        urls = [link.url for link in shim.upstream.links]
+        for url in [*urls, f"https://{GITHUB_HOST}/{repository}"]:
+            mirror = mirrors.for_repository(url)
+            if mirror is not None:
+                opened = open_mirror(mirror)
+                return opened if isinstance(opened, MirrorRepo) else None
+        return None
+
+    return shim_fix(manifest, records, mirror_of)
 
 
 def load_deny(root: str | Path) -> tuple[DenyRule, ...]:

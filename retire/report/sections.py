@@ -390,7 +390,11 @@ def _shims(report: Report, view: View) -> Lines:
 
 
 def _window(row: ShimEntry) -> str:
-    """The bug's window as the recorded runs show it, one line under the verdict's why."""
+    """The bug's window as the recorded runs show it, one line under the verdict's why (a fix on
+    a followed branch, in no release yet, when no release edge is on record)."""
+    fix = row.verdict.branch_fix
+    if row.window is None and fix is not None:
+        return f"<br>**Window:** {cell_text(fix.describe(), 240)}"
     if row.window is None:
         return ""
     # a commit's subject is the upstream's text: inert in the cell

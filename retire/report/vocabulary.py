@@ -96,6 +96,13 @@ STEPS: dict[LaneStep, Look] = {
         "#ffffff",
     ),
     LaneStep.KEEP: Look("📌", "●", "keep — the shim is needed in this lane", "#1d4ed8", "#ffffff"),
+    LaneStep.NOT_NEEDED: Look(
+        "💤",
+        "○",
+        "not needed — the lane is before the bug's window: the shim stays listed, unused there",
+        "#e0e7ff",
+        "#3730a3",
+    ),
     LaneStep.UNKNOWN: Look(
         "❔",
         "?",

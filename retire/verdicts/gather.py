@@ -33,6 +33,7 @@ import httpx
 
 from retire.core import uv
 from retire.core.secrets import remember
+from retire.evidence.branchfix import BranchFix
 from retire.evidence.floor import Floor, floor_map
 from retire.evidence.values import (
     Ancestry,
@@ -50,6 +51,7 @@ from retire.mirrors.config import MirrorSet
 from retire.probes import codehost
 from retire.probes.codehost import LinkState
 from retire.probes.http import Fetcher, HttpCache, RetryPolicy, make_client
+from retire.verdicts.branchfix import branch_fixes
 from retire.verdicts.jobs import CommitJob, Probes, ReleasesJob, start
 from retire.verdicts.lanes import trial_key
 from retire.verdicts.mirrored import OpenMirrors
@@ -78,6 +80,8 @@ class Answers:
     tags: dict[tuple[str, str], TagContainment | ProbeFailure] = field(default_factory=dict)
     tips: dict[tuple[str, str], BranchTip | ProbeFailure] = field(default_factory=dict)
     ancestry: dict[tuple[str, str], Ancestry | ProbeFailure] = field(default_factory=dict)
+    # shim → its fix on a followed branch (retire.verdicts.branchfix)
+    branch_fixes: dict[str, BranchFix] = field(default_factory=dict)
 
 
 #: (lane, floors) → the trial re-lock of that lane with those floors raised
@@ -136,6 +140,7 @@ def _merge_commit_jobs(answers: Answers, sources: Sources) -> tuple[CommitJob, .
 
 def _run(plan: GatherPlan, probes: Probes, sources: Sources) -> Answers:
     answers = _first_round(plan, probes)
+    answers.branch_fixes = branch_fixes(plan, probes.mirrors)
     second = _merge_commit_jobs(answers, sources)
     if second:
         with ThreadPoolExecutor(max_workers=_pool_size(probes.workers, len(second))) as pool:
@@ -181,6 +186,8 @@ def _evidence(shim: ShimPlan, plan: GatherPlan, answers: Answers, trials: Trials
         commits={lane.name: plan.locked_commits.get(lane.name, {}) for lane in shim.lanes},
         ancestry=answers.ancestry,
         trials=trials,
+        window=plan.windows.get(shim.manifest.id),
+        branch_fix=answers.branch_fixes.get(shim.manifest.id),
     )
 
 

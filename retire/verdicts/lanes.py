@@ -16,6 +16,12 @@ the evidence says *retire* with proven floors F, each lane gets a :class:`LaneVe
   resolved, and is **blocked** by the resolver's own explanation when it did not;
 - cells of one matrix file share one shim list: they go together or not at all.
 
+Whatever the evidence says, two facts of execution come first: a revision lane whose locked
+commit contains the fix on the branch it follows (``ShimEvidence.branch_fix``, by ancestry) is
+**drop**, a fix in no release included; a lane whose target is before the bug's recorded window
+(``ShimEvidence.window``) is **not-needed** unless the evidence already lets the shim leave it.
+Every lane verdict carries its place against that window.
+
 :func:`derive` turns the lanes back into the shim's decision: retire (every lane can let it go),
 retire-in-some (some can, the why names the others), keep or unknown (none can).
 """
@@ -31,15 +37,18 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from retire.evidence.branchfix import BranchFix
 from retire.evidence.floor import Floor
 from retire.evidence.validation import FIXED, RunOutcome
 from retire.evidence.values import Ancestry, ExecutionEvidence, ExecutionHistory, ProbeFailure
+from retire.evidence.window import Place
 from retire.lanes.model import Lane, LanePolicy
 from retire.lanes.revisions import Revision
 from retire.verdicts.actions import LockLanes, NextAction, RunLane
 from retire.verdicts.execution import built_from, runs_phrase
 from retire.verdicts.model import Decision, LaneStep, LaneVerdict, ShimEvidence
 from retire.verdicts.used import Used
+from retire.verdicts.windowplace import WindowPlace, by_commit, by_release, unplaced
 
 __all__ = ["ShimRuling", "derive", "lane_steps", "trial_key"]
 
@@ -59,6 +68,8 @@ class ShimRuling:
     # the proven floors (retire only): canonical distribution → version
     floors: Mapping[str, Version]
     runs: ExecutionHistory
+    # the fix on a followed branch, when the recorded commit runs pin one
+    branch_fix: BranchFix | None = None
 
 
 def trial_key(lane: str, floors: Sequence[Floor]) -> tuple[str, tuple[Floor, ...]]:
@@ -231,6 +242,27 @@ def _positions(lane: Lane, ruling: ShimRuling, ev: ShimEvidence, used: Used) -> 
     ]
 
 
+def window_place(lane: Lane, dist: str, ev: ShimEvidence, used: Used) -> WindowPlace:
+    """Where ``lane``'s ``dist`` stands against the shim's recorded window
+    (:mod:`retire.verdicts.windowplace`): its locked commit by ancestry, else its locked (or
+    exactly pinned) release."""
+    revision = next((r for r in lane.revisions if r.distribution == dist), None)
+    if revision is not None:
+        commit = ev.commits.get(lane.name, {}).get(dist)
+        if not commit:
+            return unplaced(f"the lane's {dist} commit is not locked")
+        locked = f"{dist} @ {commit[:10]}"
+        if ev.window is None:
+            return unplaced("no recorded window", locked)
+        found = _ancestry(ev, revision.repository, commit, used)
+        if not isinstance(found, Ancestry):
+            return unplaced(f"{locked} is not placed among releases", locked)
+        return by_commit(ev.window, found, locked)
+    packages = ev.locks.get(lane.name)
+    text = packages.get(dist) if packages is not None else _exact_pin(_requirement(lane, dist))
+    return by_release(ev.window, dist, text)
+
+
 # ---------------------------------------------------------------------------------------------
 # One lane's step
 
@@ -309,6 +341,60 @@ def _raise_release(
 
 
 def _lane_step(lane: Lane, ruling: ShimRuling, ev: ShimEvidence, used: Used) -> LaneVerdict:
+    """The lane's step by the evidence, then by execution: a revision lane past a fix on its
+    branch drops the shim; a lane before the window is not-needed (unless the evidence already
+    lets the shim leave it: a raise past the fix keeps it out); a release lane hears of a fix on
+    the branch."""
+    verdict = _evidence_step(lane, ruling, ev, used)
+    past = _past_branch_fix(lane, ruling, ev)
+    if past is not None and not verdict.leaves:
+        return past
+    placed = window_place(lane, ruling.dist, ev, used)
+    if placed.place != Place.BEFORE or verdict.leaves:
+        fix = ev.branch_fix
+        if fix is not None and not verdict.leaves and not _revision_of(lane, ruling.dist, fix):
+            # a release lane learns of the fix on the branch (and of its first release)
+            verdict = replace(verdict, why=f"{verdict.why}; {fix.describe()}")
+        return replace(verdict, window=placed.place)
+    why = (
+        f"not needed here now: {placed.why}; the shim stays listed while the lane may move into "
+        "the window"
+    )
+    return _verdict(
+        lane, LaneStep.NOT_NEEDED, why, verdict.locked or placed.locked, window=Place.BEFORE
+    )
+
+
+def _revision_of(lane: Lane, dist: str, fix: BranchFix) -> Revision | None:
+    """The lane's revision of ``dist`` from the fix's repository, if it takes it from there."""
+    return next(
+        (r for r in lane.revisions if r.distribution == dist and r.repository == fix.repository),
+        None,
+    )
+
+
+def _past_branch_fix(lane: Lane, ruling: ShimRuling, ev: ShimEvidence) -> LaneVerdict | None:
+    """A revision lane whose locked commit contains the fix on its branch (by ancestry) drops the
+    shim there — a fix in no release included — unless a run without the shim on that very
+    commit reproduced the bug."""
+    fix, dist = ev.branch_fix, ruling.dist
+    if fix is None or _revision_of(lane, dist, fix) is None:
+        return None
+    commit = ev.commits.get(lane.name, {}).get(dist)
+    if not commit or fix.reached_by(commit) is not True:
+        return None
+    runs = _runs_on(ruling.runs, lambda r: bool((c := r.revision(dist)) and built_from(c, commit)))
+    if any(r.outcome == BUG for r in runs):
+        return None
+    locked = f"{dist} @ {commit[:10]}"
+    why = (
+        f"{locked} is at or past the fix: {fix.describe()} — proven clean there by a run "
+        "without the shim; the lane can drop it"
+    )
+    return _verdict(lane, LaneStep.DROP, why, locked, window=Place.AFTER)
+
+
+def _evidence_step(lane: Lane, ruling: ShimRuling, ev: ShimEvidence, used: Used) -> LaneVerdict:
     if ruling.decision == Decision.UNKNOWN:
         action = ruling.action or "decide the shim first (see its why)"
         why = f"the shim is unknown: {ruling.why}"
@@ -381,23 +467,33 @@ def _staying(verdict: LaneVerdict) -> str:
         return f"{verdict.lane} is blocked ({verdict.blocker})"
     if verdict.step == LaneStep.KEEP:
         return f"{verdict.lane} keeps it ({verdict.why})"
+    if verdict.step == LaneStep.NOT_NEEDED:
+        return f"{verdict.lane} is before the bug's window (not needed there now)"
     return f"{verdict.lane} is undecided ({verdict.why})"
 
 
 def derive(ruling: ShimRuling, lanes: Sequence[LaneVerdict]) -> tuple[Decision, str, str | None]:
     """(decision, why, action) of the shim from its lanes: a retire by evidence becomes retire
     (every lane lets it go), retire-in-some (some do) or — when none can — keep, or unknown when
-    a lane's step is unknown; every other decision stands as the evidence made it."""
-    if ruling.decision != Decision.RETIRE or not lanes:
-        return ruling.decision, ruling.why, ruling.action
+    a lane's step is unknown; every other decision stands as the evidence made it, unless a lane
+    lets the shim go past a fix on its branch (then retire-in-some, or retire when all do)."""
     going = [v.lane for v in lanes if v.leaves]
+    if not lanes or (ruling.decision != Decision.RETIRE and not going):
+        return ruling.decision, ruling.why, ruling.action
+    # lanes the evidence keeps can still go past a fix on their branch (proven there)
+    fix = ruling.branch_fix
+    head = (
+        ruling.why
+        if ruling.decision == Decision.RETIRE or fix is None
+        else f"{ruling.why} — but {fix.describe()}"
+    )
     staying = [v for v in lanes if not v.leaves]
     if not staying:
-        return Decision.RETIRE, ruling.why, ruling.action
+        return Decision.RETIRE, head, ruling.action
     unknown = next((v.action for v in staying if v.step == LaneStep.UNKNOWN), None)
     stays = "; ".join(_staying(v) for v in staying)
     if going:
-        why = f"{ruling.why} — can go in {', '.join(going)}; stays where {stays}"
+        why = f"{head} — can go in {', '.join(going)}; stays where {stays}"
         return Decision.RETIRE_IN_SOME, why, unknown
     why = f"upstream fixed it ({ruling.why}) but no lane can let it go: {stays}"
     return (Decision.UNKNOWN, why, unknown) if unknown else (Decision.KEEP, why, None)

@@ -36,6 +36,10 @@ class OpenMirrors:
                 self._open[mirror.repository] = open_mirror(mirror)
             return self._open[mirror.repository]
 
+    def repo(self, repository: str) -> MirrorRepo | ProbeFailure:
+        """The opened mirror of ``repository`` (shared), or why there is none."""
+        return self._repo(repository)
+
     def pull(self, repository: str, number: int) -> MirrorPull | ProbeFailure:
         repo = self._repo(repository)
         return repo if isinstance(repo, ProbeFailure) else repo.probe_pull(number)

@@ -12,6 +12,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from retire.evidence.branchfix import BranchFix
 from retire.evidence.floor import Floor
 from retire.evidence.values import (
     Ancestry,
@@ -25,6 +26,7 @@ from retire.evidence.values import (
     TagContainment,
     to_json,
 )
+from retire.evidence.window import Place, RecordedWindow
 from retire.lanes.model import LanePolicy
 from retire.locks.trial import RaiseTrial
 from retire.verdicts.actions import NextAction
@@ -141,6 +143,10 @@ class LaneStep(enum.StrEnum):
     BLOCKED = "blocked"
     #: the shim is needed in this lane
     KEEP = "keep"
+    #: the lane's target is before the bug's window (the recorded runs prove it clean there): the
+    #: shim is not needed there now, but stays listed while the lane may move into the window —
+    #: not a retirement, and not a reason to delete the shim
+    NOT_NEEDED = "not-needed"
     #: nothing decides this lane yet; ``action`` says what would
     UNKNOWN = "unknown"
 
@@ -172,10 +178,14 @@ class LaneVerdict:
     action: str | None = None
     # the commands ``action`` names, as data (not in the JSON: a plan read back has none)
     next: tuple[NextAction, ...] = field(default=(), compare=False)
+    # where the lane's target stands against the shim's window as the recorded runs show it
+    # (execution evidence: it outranks releases and tags; unknown places nothing)
+    window: Place = Place.UNKNOWN
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "step", LaneStep(self.step))
         object.__setattr__(self, "policy", LanePolicy(self.policy))
+        object.__setattr__(self, "window", Place(self.window))
         object.__setattr__(self, "why", " ".join(self.why.split()))
 
     @property
@@ -195,6 +205,7 @@ class LaneVerdict:
             "blocker": self.blocker,
             "until": self.until,
             "action": self.action,
+            "window": str(self.window),
         }
 
 
@@ -218,6 +229,10 @@ class Verdict:
     lane_verdicts: tuple[LaneVerdict, ...] = ()
     # the commands ``action`` names, as data (a lane to run, a bisection)
     next: tuple[NextAction, ...] = ()
+    # the shim's window on its target's releases, as the recorded runs show it
+    window: RecordedWindow | None = None
+    # the fix on a followed branch, as the recorded commit runs pin it
+    branch_fix: BranchFix | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "decision", Decision(self.decision))
@@ -251,6 +266,8 @@ class Verdict:
             "lanes": list(self.lanes),
             "floors": [str(floor) for floor in self.floors],
             "lane_verdicts": [lane.to_json() for lane in self.lane_verdicts],
+            "window": None if self.window is None else self.window.to_json(),
+            "branch_fix": None if self.branch_fix is None else self.branch_fix.to_json(),
             "conditions": to_json(self.conditions),
             "failures": to_json(self.failures),
             "evidence": to_json(self.evidence),
@@ -285,3 +302,9 @@ class ShimEvidence:
     #: (lane, floors) → the trial re-lock of that lane with those floors raised (absent: not
     #: re-locked, e.g. ``verdicts --no-resolve``).
     trials: Mapping[tuple[str, tuple[Floor, ...]], RaiseTrial] = field(default_factory=dict)
+    #: the shim's window on its target's releases, from every recorded run without it (absent:
+    #: not read — every lane's place is then unknown).
+    window: RecordedWindow | None = None
+    #: the fix on a branch a revision lane follows, as the recorded commit runs pin it (absent:
+    #: none, or no mirror to order them).
+    branch_fix: BranchFix | None = None

@@ -12,13 +12,15 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
 from packaging.utils import canonicalize_name
 
+from retire.evidence.validation import ValidationRecord
 from retire.evidence.values import ExecutionHistory, ProbeFailure
+from retire.evidence.window import RecordedWindow, recorded_window
 from retire.lanes.model import IndexSpec, Lane
 from retire.lanes.revisions import vcs_entries
 from retire.locks import locking
@@ -169,6 +171,10 @@ class GatherPlan:
     pulls: tuple[PullJob, ...]
     tips: tuple[TipJob, ...]
     ancestry: tuple[AncestryJob, ...] = ()
+    # shim → its window on its target's releases, from every recorded run
+    windows: Mapping[str, RecordedWindow] = field(default_factory=dict)
+    # every record of the validation manifest (none when it could not be read)
+    records: tuple[ValidationRecord, ...] = ()
 
 
 def _release_lookups(
@@ -283,7 +289,8 @@ def plan(
     listing = {m.id: tuple(lane for lane in lanes if m.id in lane.shims) for m in manifests}
     active = [m for m in manifests if listing[m.id]]
     lock_names = sorted({lane.name for m in active for lane in listing[m.id]})
-    histories = records.histories(records.load_records(validation_path), [m.id for m in active])
+    loaded = records.load_records(validation_path)
+    histories = records.histories(loaded, [m.id for m in active])
     shims: list[ShimPlan] = []
     links: list[str] = []
     commits: list[CommitJob] = []
@@ -325,4 +332,16 @@ def plan(
         unique(pulls),
         unique(tips),
         unique(ancestry),
+        _windows(active, loaded),
+        () if isinstance(loaded, ProbeFailure) else tuple(loaded),
     )
+
+
+def _windows(
+    manifests: Sequence[ShimManifest], loaded: Sequence[ValidationRecord] | ProbeFailure
+) -> dict[str, RecordedWindow]:
+    """Each shim's window on its target's releases, from every recorded run (not only the
+    latest per lane: a lane's older release runs place the window's edges too)."""
+    if isinstance(loaded, ProbeFailure):
+        return {}
+    return {m.id: recorded_window(loaded, m.id, m.target.distribution) for m in manifests}

@@ -582,6 +582,7 @@ def decide(
         ruling.action,
         floor_map(ruling.floors),
         facts.runs,
+        evidence.branch_fix,
     )
     lane_verdicts = lane_steps(shim, lanes, evidence, used)
     decision, why, action = derive(shim, lane_verdicts)
@@ -607,6 +608,8 @@ def decide(
         ruling.floors,
         lane_verdicts,
         _next_actions(ruling, action, lane_verdicts),
+        evidence.window,
+        evidence.branch_fix,
     )
 
 
