@@ -10,6 +10,8 @@ import random
 from html.parser import HTMLParser
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from bench import report as universe
 from retire.report import build as report_build
@@ -167,3 +169,37 @@ def test_every_block_kind_draws_as_markdown_it_renders_it(text):
         Block.html("</details>"),
     ]
     assert mdhtml.draw(blocks) == mdhtml.page_html("\n".join(lines_of(blocks)))
+
+
+#: Pieces of inline Markdown, the engine's own and what borders them: words, punctuation and
+#: symbols on either side of a delimiter, entities, code spans and anchors.
+PIECES = (
+    "a", "B1", " ", "_", "**", "*", "`", "`x`", "` `", "` a `", "`**`", "[`s_1`](#a-b)", "&gt;",
+    "&amp;", "&lt;", "&", "&copy;", ":", ";", "(", ")", "—", "🟢", "-", ".", "\u00a0", "\\", ">",
+    "=", "x_y", "é", "'", "[", "]", "<br>", "~~", "!", "[a b](https://x.org/p_q?r=1)",
+    "[lib#1](https://GitHub.com/o/l/issues/1)", "[é](https://x.org/é%zz)", "(", "https://x.org",
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(PIECES), max_size=14).map("".join))
+def test_inline_text_the_page_reads_itself_reads_as_markdown_it_reads_it(text):
+    simple = mdhtml._simple(text)
+    if simple is not None:
+        assert simple == mdhtml._parsed(text)
+    assert mdhtml.inline(text) == mdhtml._parsed(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "**Why:** synthetic keep: lib3 &gt;=2.0; BUG_REPRODUCED without the shim",
+        "**`shim_212`** — newly broken on lane-07: reason",
+        "[`shim_159`](#evidence-shim-159) — 🟢 **retire** from lane-01",
+        "plain words only",
+        "submitted<br>[lib1#1](https://github.com/org1/lib1/issues/1) (report)",
+    ],
+)
+def test_the_engines_own_inline_markdown_is_read_without_markdown_it(text):
+    # the common shapes are read by the page itself (the benchmark's cost), and read alike
+    assert mdhtml._simple(text) == mdhtml._parsed(text)

@@ -23,7 +23,13 @@ from html import escape
 from types import SimpleNamespace
 
 from markdown_it import MarkdownIt
-from markdown_it.common.utils import escapeHtml, mdTrim
+from markdown_it.common.utils import (
+    escapeHtml,
+    isMdAsciiPunct,
+    isPunctChar,
+    isWhiteSpace,
+    mdTrim,
+)
 from markdown_it.renderer import RendererHTML
 from markdown_it.rules_core import StateCore
 from markdown_it.rules_core.text_join import text_join
@@ -184,12 +190,109 @@ _MARKUP = re.compile(r"[\\`*_~\[\]!<&\n\r\0]")
 _NEWLINES = re.compile(r"\r\n?|\n")
 
 
+#: The pieces of the engine's own inline Markdown :func:`_simple` reads: a code span of single
+#: backticks, a link of one code span to an anchor on the page, a link of plain words to an
+#: http(s) address, the page's ``<br>``, ``**``, the three entities ``cell_text`` writes, an
+#: underscore; and (last) any other character that starts something.
+_PIECE = re.compile(
+    r"(?<!`)`(?P<code>[^`\n]+)`(?!`)"
+    r"|\[`(?P<label>[^`\n]+)`\]\((?P<anchor>#[A-Za-z0-9_-]+)\)"
+    r"|\[(?P<words>[^\[\]\\`*_~!<&\n\r\0]+)\]\((?P<url>https?://[^\s()<>\\`&\"'\0]+)\)"
+    r"|(?P<br><br>)"
+    r"|(?<!\*)(?P<strong>\*\*)(?!\*)"
+    r"|&(?P<entity>amp|lt|gt);"
+    r"|(?P<underscore>_)"
+    r"|[\\`*~\[\]!<&\n\r\0]"
+)
+_ENTITIES = {"amp": "&", "lt": "<", "gt": ">"}
+_WORD = re.compile(r"[A-Za-z0-9]")
+
+
+def _flanks(text: str, start: int, end: int) -> tuple[bool, bool]:
+    """Whether the ``**`` at ``text[start:end]`` can open, and whether it can close (CommonMark's
+    flanking rules, as markdown-it's ``scanDelims`` applies them)."""
+    last = text[start - 1] if start > 0 else " "
+    after = text[end] if end < len(text) else " "
+    last_punct = isMdAsciiPunct(ord(last)) or isPunctChar(last)
+    after_punct = isMdAsciiPunct(ord(after)) or isPunctChar(after)
+    last_space, after_space = isWhiteSpace(ord(last)), isWhiteSpace(ord(after))
+    left = not (after_space or (after_punct and not (last_space or last_punct)))
+    right = not (last_space or (last_punct and not (after_space or after_punct)))
+    return left, right
+
+
+def _code_body(body: str) -> str:
+    # one space is stripped from each side of a code span that has one on each, unless all spaces
+    if body.startswith(" ") and body.endswith(" ") and body.strip(" "):
+        return body[1:-1]
+    return body
+
+
+def _simple(text: str) -> str | None:
+    """The page's HTML of an inline text made only of what the engine writes — plain text, its
+    entities, underscores inside words, code spans, ``**strong**``, ``<br>`` and its links — read
+    as markdown-it reads it; None for anything else (markdown-it reads that)."""
+    out: list[str] = []
+    words: list[str] = []
+    position, opened = 0, False
+    for piece in _PIECE.finditer(text):
+        words.append(text[position : piece.start()])
+        position = piece.end()
+        kind = piece.lastgroup
+        if kind == "entity":
+            words.append(_ENTITIES[piece["entity"]])
+            continue
+        if kind == "underscore":
+            start = piece.start()
+            # an underscore between two letters or digits can neither open nor close emphasis
+            if 0 < start < len(text) - 1 and _WORD.match(text[start - 1] + text[start + 1]):
+                words.append("_")
+                continue
+            return None
+        if kind is None:
+            return None
+        out.append(breakable("".join(words)))
+        words = []
+        if kind == "code":
+            out.append(f"<code>{breakable(_code_body(piece['code']))}</code>")
+        elif kind == "url":
+            href = _PAGE.normalizeLink(piece["url"])
+            if not _PAGE.validateLink(href):
+                return None
+            out.append(f'<a href="{escapeHtml(href)}">{breakable(piece["words"])}</a>')
+        elif kind == "br":
+            out.append("<br>")
+        elif kind == "anchor":
+            out.append(
+                f'<a href="{piece["anchor"]}"><code>{breakable(_code_body(piece["label"]))}'
+                "</code></a>"
+            )
+        else:
+            left, right = _flanks(text, piece.start(), piece.end())
+            # strictly opener, closer, opener, …: anything else is emphasis markdown-it reads
+            if (left, right) != ((True, False) if not opened else (False, True)):
+                return None
+            opened = not opened
+            out.append("<strong>" if opened else "</strong>")
+    if opened:
+        return None
+    words.append(text[position:])
+    out.append(breakable("".join(words)))
+    return "".join(out)
+
+
 @functools.lru_cache(maxsize=1 << 15)
 def inline(text: str) -> str:
     """One inline text of the page's Markdown (a paragraph's, an item's, a cell's, trimmed as the
     parser trims them) as the page's HTML: exactly what :func:`page_html` makes of it there."""
     if not _MARKUP.search(text):
         return breakable(text)
+    simple = _simple(text)
+    return simple if simple is not None else _parsed(text)
+
+
+def _parsed(text: str) -> str:
+    """An inline text as markdown-it reads it (and as the page renders its tokens)."""
     children: list[Token] = []
     source = _NEWLINES.sub("\n", text).replace("\0", "\ufffd")
     _PAGE.inline.parse(source, _PAGE, {}, children)
