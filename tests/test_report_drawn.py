@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import types
 from html.parser import HTMLParser
 
 import pytest
@@ -14,13 +15,23 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench import report as universe
+from retire.core.project import Project
+from retire.packs import store
 from retire.report import build as report_build
 from retire.report import html as report_html
-from retire.report import mdhtml
+from retire.report import mdhtml, weekly
 from retire.report.blocks import Block, lines_of
 from retire.report.model import Report
 from retire.report.sections import SECTIONS, View, cell_text, code_cell
 from retire.verdicts.model import Flag, FlagKind
+from tests.conftest import ROOT
+from tests.support.reportshop import (
+    NOW,
+    TRICKY_TITLE,
+    build_shop,
+    per_lane_verdicts,
+    sample_bisections,
+)
 
 #: Text from upstream and from people: tags, Markdown of every kind, entities, escapes, pipes,
 #: control characters, long tokens, odd whitespace.
@@ -115,6 +126,25 @@ def test_a_drawn_section_is_its_markdown_as_markdown_it_renders_it(report, secti
 
 
 def test_the_drawn_page_is_the_parsed_page(report):
+    assert report_html.to_html(report) == report_html.to_html(report, drawn=False)
+
+
+def test_the_shops_drawn_page_is_its_parsed_page(tmp_path):
+    """The shop of the page tests: per-lane verdicts (a blocked lane, a conflict), a title with
+    code spans and pipes, bisections, a filing queue."""
+    root = build_shop(tmp_path / "shop", beta_title=TRICKY_TITLE)
+    queue = types.SimpleNamespace(
+        filing_queue=lambda _: store.filing_queue(ROOT), markdown_section=store.markdown_section
+    )
+    written = weekly.generate(
+        Project(root),
+        now=NOW,
+        verdicts=per_lane_verdicts(),
+        packs=queue,
+        bisect=lambda _: sample_bisections(),
+    )
+    report = written.report
+    assert any(row.verdict.lane_verdicts for row in report.rows) and report.blocked
     assert report_html.to_html(report) == report_html.to_html(report, drawn=False)
 
 
