@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import functools
-import json
 import random
 import tempfile
 import time
@@ -34,11 +33,9 @@ from retire.evidence.validation import ValidationRecord
 from retire.evidence.values import ProbeFailure
 from retire.lanes.model import Lane
 from retire.report import build as report_build
-from retire.report import html as report_html
-from retire.report import markdown as report_render
 from retire.report import mdhtml, sections
 from retire.report import model as report_model
-from retire.report.weekly import write_report
+from retire.report.weekly import documents, write_report
 from retire.verdicts.model import (
     ConditionResult,
     ConditionState,
@@ -249,9 +246,7 @@ def generate(data: dict, *, drawn: bool = True) -> tuple[str, str, str]:
         previous=data["previous"],
         history=data["history"],
     )
-    markdown = report_render.to_markdown(report, full_report="reports/2026-W47.html (and .json)")
-    json_text = json.dumps(report_render.to_json(report), indent=1)
-    return markdown, json_text, report_html.to_html(report, drawn=drawn)
+    return documents(report, full_report="reports/2026-W47.html (and .json)", drawn=drawn)
 
 
 def generate_and_write(data: dict, folder: Path, *, drawn: bool = True) -> tuple[str, str, str]:
