@@ -20,7 +20,6 @@ import dataclasses
 import datetime as _dt
 import gc
 import html
-import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from retire.core.project import Project, contained
 from retire.lanes import lanefile
 from retire.report import build as report_build
 from retire.report import html as report_html
+from retire.report import jsontext
 from retire.report import markdown as report_render
 from retire.report import model as report_model
 from retire.verdicts.model import Decision, Verdict
@@ -263,7 +263,7 @@ def documents(
     (``drawn``: see ``html.to_html``)."""
     with _settled():
         markdown = report_render.to_markdown(report, full_report=full_report)
-        json_text = json.dumps(report_render.to_json(report), indent=1, sort_keys=False) + "\n"
+        json_text = jsontext.dumps(report_render.to_json(report)) + "\n"
         page = report_html.to_html(report, drawn=drawn)
     return markdown, json_text, page
 
