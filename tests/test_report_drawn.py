@@ -208,6 +208,7 @@ PIECES = (
     "&amp;", "&lt;", "&", "&copy;", ":", ";", "(", ")", "—", "🟢", "-", ".", "\u00a0", "\\", ">",
     "=", "x_y", "é", "'", "[", "]", "<br>", "~~", "!", "[a b](https://x.org/p_q?r=1)",
     "[lib#1](https://GitHub.com/o/l/issues/1)", "[é](https://x.org/é%zz)", "(", "https://x.org",
+    "a_", "_b", "x__y", "c_.",
 )  # fmt: skip
 
 

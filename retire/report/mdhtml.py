@@ -193,7 +193,7 @@ _NEWLINES = re.compile(r"\r\n?|\n")
 #: The pieces of the engine's own inline Markdown :func:`_simple` reads: a code span of single
 #: backticks, a link of one code span to an anchor on the page, a link of plain words to an
 #: http(s) address, the page's ``<br>``, ``**``, the three entities ``cell_text`` writes, an
-#: underscore; and (last) any other character that starts something.
+#: underscore (in a name); and (last) any other character that starts something.
 _PIECE = re.compile(
     r"(?<!`)`(?P<code>[^`\n]+)`(?!`)"
     r"|\[`(?P<label>[^`\n]+)`\]\((?P<anchor>#[A-Za-z0-9_-]+)\)"
@@ -230,8 +230,8 @@ def _code_body(body: str) -> str:
 
 def _simple(text: str) -> str | None:
     """The page's HTML of an inline text made only of what the engine writes — plain text, its
-    entities, underscores inside words, code spans, ``**strong**``, ``<br>`` and its links — read
-    as markdown-it reads it; None for anything else (markdown-it reads that)."""
+    entities, underscores after a letter or digit, code spans, ``**strong**``, ``<br>`` and its
+    links — read as markdown-it reads it; None for anything else (markdown-it reads that)."""
     out: list[str] = []
     words: list[str] = []
     position, opened = 0, False
@@ -243,9 +243,9 @@ def _simple(text: str) -> str | None:
             words.append(_ENTITIES[piece["entity"]])
             continue
         if kind == "underscore":
-            start = piece.start()
-            # an underscore between two letters or digits can neither open nor close emphasis
-            if 0 < start < len(text) - 1 and _WORD.match(text[start - 1] + text[start + 1]):
+            # after a letter or a digit an underscore cannot open emphasis; taking only those,
+            # none opens, so none closes either
+            if piece.start() > 0 and _WORD.match(text[piece.start() - 1]):
                 words.append("_")
                 continue
             return None
