@@ -23,7 +23,7 @@ from retire.report import mdhtml, weekly
 from retire.report.blocks import Block, lines_of
 from retire.report.model import Report
 from retire.report.sections import SECTIONS, View, cell_text, code_cell
-from retire.verdicts.model import Flag, FlagKind
+from retire.verdicts.model import Flag, FlagKind, LaneStep, LaneVerdict
 from tests.conftest import ROOT
 from tests.support.reportshop import (
     NOW,
@@ -64,6 +64,24 @@ def _hostile(rng: random.Random) -> str:
     return rng.choice(HOSTILE)
 
 
+def _lane_verdicts(rng: random.Random, lanes: list[str]) -> tuple[LaneVerdict, ...]:
+    """A step per lane; holds and undecided lanes share their reasons, so some are said once
+    for several lanes (the evidence's lane rows then point there)."""
+    steps = [LaneStep.HOLD, LaneStep.UNKNOWN, LaneStep.KEEP, LaneStep.BLOCKED, LaneStep.DROP]
+    return tuple(
+        LaneVerdict(
+            lane,
+            step := rng.choice(steps),
+            "held for the lane's pins" if step is LaneStep.HOLD else _hostile(rng),
+            locked=_hostile(rng) if rng.random() < 0.5 else None,
+            blocker=_hostile(rng) if step is LaneStep.BLOCKED else None,
+            until="the pins rise" if step is LaneStep.HOLD else None,
+            action=_hostile(rng) if step is LaneStep.UNKNOWN else None,
+        )
+        for lane in lanes
+    )
+
+
 def _report(seed: int = 4) -> Report:
     """The benchmark's universe, cut to 40 shims × 6 lanes, with hostile text in every place
     text from elsewhere reaches the report: reasons, actions, flags, hosts, record details."""
@@ -83,6 +101,7 @@ def _report(seed: int = 4) -> Report:
             action=_hostile(rng) if rng.random() < 0.5 else v.action,
             flags=(*v.flags, Flag(FlagKind.STALE, _hostile(rng))),
             lanes=tuple(lane for lane in v.lanes if lane in names),
+            lane_verdicts=_lane_verdicts(rng, [lane for lane in v.lanes if lane in names]),
         )
         for v in data["verdicts"]
         if v.shim in keep
@@ -126,6 +145,7 @@ def test_a_drawn_section_is_its_markdown_as_markdown_it_renders_it(report, secti
 
 
 def test_the_drawn_page_is_the_parsed_page(report):
+    assert report.grouped and report.blocked
     assert report_html.to_html(report) == report_html.to_html(report, drawn=False)
 
 
