@@ -422,7 +422,7 @@ def test_a_rendering_failure_writes_nothing(shop, monkeypatch):
     old = generate(shop)
     before = {p.name: p.read_bytes() for p in old.paths}
 
-    def explode(report_value):
+    def explode(report_value, **options):
         raise RuntimeError("renderer bug")
 
     monkeypatch.setattr(report.report_html, "to_html", explode)

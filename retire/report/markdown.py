@@ -149,8 +149,19 @@ def _matrix_json(report: Report) -> dict[str, dict[str, dict[str, str]]]:
 # Markdown
 
 
-def _document(report: Report, view: View) -> str:
-    lines = [line for section in SECTIONS for line in section.markdown(report, view)]
+def _document(report: Report, view: View, limit: int | None = None) -> str | None:
+    """The issue body ``view`` shows; None as soon as it is sure to be longer than ``limit``
+    (the sections after that point are never written: a report of 500 shims is over the limit
+    long before its Evidence section)."""
+    lines: list[str] = []
+    size = 0
+    for section in SECTIONS:
+        written = section.markdown(report, view)
+        lines += written
+        size += sum(len(line) + 1 for line in written)
+        # later sections only add to the text: once what is written is over, so is the whole
+        if limit is not None and size > limit and len("\n".join(lines).rstrip()) + 1 > limit:
+            return None
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -176,11 +187,13 @@ def to_markdown(
             note=f"Tables trimmed to the {len(attention)} shims that need attention.{pointer}",
         ),
     )
-    text = ""
-    for view in attempts:
-        text = _document(report, view)
-        if len(text) <= limit:
+    for view in attempts[:-1]:
+        text = _document(report, view, limit)
+        if text is not None:
             return text
+    text = _document(report, attempts[-1]) or ""
+    if len(text) <= limit:
+        return text
     cut = text[: limit - 200]
     return cut[: cut.rfind("\n")] + f"\n\n> [!NOTE]\n> Truncated to fit an issue body.{pointer}\n"
 

@@ -14,11 +14,13 @@ section's Markdown holds no tag but the engine's own.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from retire.core import mdsafe
 from retire.report import regressions, vocabulary
+from retire.report.blocks import Block, lines_of
 from retire.report.mdhtml import code_spans
 from retire.report.model import CELL_OUTCOMES, Chase, Fact, Report, ShimEntry, lane_next
 from retire.report.vocabulary import OUTCOMES, STEPS
@@ -41,8 +43,9 @@ __all__ = [
 MARKER = "<!-- patchlane:weekly-retirement-report -->"
 
 Lines = list[str]
+Blocks = list[Block]
 #: Where a lane row stands in for a reason said once for several lanes (two table cells).
-SAID_ONCE = "*said once under Retirement per lane* | —"
+SAID_ONCE = ("*said once under Retirement per lane*", "—")
 
 
 @dataclass(frozen=True)
@@ -62,13 +65,33 @@ class View:
 class Section:
     """One section: its id (the page's anchor), its heading and its Markdown body (None: the
     section has nothing to show this week and is left out). ``count`` is shown after the heading
-    on the page; ``quoted`` Markdown holds text from elsewhere (a tag in it is text)."""
+    on the page; ``quoted`` Markdown holds text from elsewhere (a tag in it is text).
+
+    A section of large tables and lists is written as blocks (:meth:`drawn`): its Markdown is the
+    blocks', and the page draws the same blocks instead of parsing their Markdown again."""
 
     id: str
     title: Callable[[Report], str]
     body: Callable[[Report, View], Lines | None]
     count: Callable[[Report], int] | None = None
     quoted: bool = False
+    blocks: Callable[[Report, View], Blocks | None] | None = None
+
+    @classmethod
+    def drawn(
+        cls,
+        id: str,
+        title: Callable[[Report], str],
+        blocks: Callable[[Report, View], Blocks | None],
+        count: Callable[[Report], int] | None = None,
+    ) -> Section:
+        """A section written as blocks: its body is their Markdown."""
+
+        def body(report: Report, view: View) -> Lines | None:
+            written = blocks(report, view)
+            return None if written is None else lines_of(written)
+
+        return cls(id, title, body, count, blocks=blocks)
 
     def markdown(self, report: Report, view: View) -> Lines:
         body = self.body(report, view)
@@ -88,6 +111,12 @@ def _titled(text: str) -> Callable[[Report], str]:
 
 def cell_text(text: object, limit: int | None = None) -> str:
     """Text safe inside a Markdown table cell (and inert as HTML in an issue body)."""
+    return _inert(str(text), limit)
+
+
+# a report of 500 shims says the same host, lane, outcome and reason thousands of times
+@functools.lru_cache(maxsize=1 << 16)
+def _inert(text: str, limit: int | None) -> str:
     # no heading, list, link or image of the text's own either (retire.core.mdsafe)
     return mdsafe.text(text, limit).replace(">", "&gt;")
 
@@ -219,28 +248,29 @@ def _blocked(report: Report, view: View) -> Lines:
     ]
 
 
-def _ready(report: Report, view: View) -> Lines | None:
+def _ready(report: Report, view: View) -> Blocks | None:
     if not report.ready:
         return None
-    lines = []
+    items = []
     for row in report.ready:
         going = ", ".join(cell_text(lane.lane) for lane in row.verdict.leaving)
         where = f" from {going}" if going else ""
         action = f" **Next:** {cell_text(row.verdict.action, 300)}" if row.verdict.action else ""
-        lines.append(f"- {_shim_link(row.shim)} — {_verdict(row)}{where}{action}")
-    return lines
+        items.append(f"{_shim_link(row.shim)} — {_verdict(row)}{where}{action}")
+    return [Block.items(items)]
 
 
-def _attention(report: Report, view: View) -> Lines:
+def _attention(report: Report, view: View) -> Blocks:
     rows = report.attention
     if not rows:
-        return ["Nothing: every shim is needed, proven and linked upstream."]
-    return [
-        f"- **`{row.shim}`** — {cell_text('; '.join(row.attention))}: "
+        return [Block.paragraph("Nothing: every shim is needed, proven and linked upstream.")]
+    items = (
+        f"**`{row.shim}`** — {cell_text('; '.join(row.attention))}: "
         f"{cell_text(row.verdict.why, 300)}"
         + (f" **Next:** {cell_text(row.verdict.action, 300)}" if row.verdict.action else "")
         for row in rows
-    ]
+    )
+    return [Block.items(items)]
 
 
 def _shared(report: Report, view: View) -> Lines | None:
@@ -367,7 +397,7 @@ def _unproven(row: ShimEntry) -> str:
     return f"**unproven**: {cell_text(row.unproven, 160)}<br>" if row.unproven is not None else ""
 
 
-def _shims(report: Report, view: View) -> Lines:
+def _shims(report: Report, view: View) -> Blocks:
     rows = []
     for row in report.rows:
         if view.table is not None and row.shim not in view.table:
@@ -376,17 +406,20 @@ def _shims(report: Report, view: View) -> Lines:
         links = "<br>".join(_link(link.role, link.url) for link in m.upstream.links)
         joiner = " and " if m.retirement.mode == "all" else " or "
         rows.append(
-            f"| {_shim_link(row.shim)} | {m.fix_class} | {cell_text(m.owner)} | {row.age_days} d "
-            f"| {m.upstream.status}<br>{links or '**no link**'} | {_verdict(row)} "
-            f"| {cell_text(row.verdict.why, 220)}{_window(row)} "
-            f"| {cell_text(joiner.join(row.retire_when))} | "
-            f"{_unproven(row)}{cell_text(row.proven_text, 160)} |"
+            (
+                _shim_link(row.shim),
+                str(m.fix_class),
+                cell_text(m.owner),
+                f"{row.age_days} d",
+                f"{m.upstream.status}<br>{links or '**no link**'}",
+                _verdict(row),
+                f"{cell_text(row.verdict.why, 220)}{_window(row)}",
+                cell_text(joiner.join(row.retire_when)),
+                f"{_unproven(row)}{cell_text(row.proven_text, 160)}",
+            )
         )
-    return _table(
-        "shim | fix class | owner | age | upstream | verdict | why | retire when | last proven",
-        "|---|---|---|---:|---|---|---|---|---|",
-        rows,
-    )
+    header = "shim | fix class | owner | age | upstream | verdict | why | retire when | last proven"
+    return [Block.table(header, "|---|---|---|---:|---|---|---|---|---|", rows)]
 
 
 def _window(row: ShimEntry) -> str:
@@ -440,39 +473,45 @@ def _changes_title(report: Report) -> str:
     return f"Changes since {week}" if week else "Changes"
 
 
-def _changes(report: Report, view: View) -> Lines:
+def _changes(report: Report, view: View) -> Blocks:
     c = report.changes
     if c.previous_week is None:
-        return ["No previous report to compare with: this is the first one."]
+        return [Block.paragraph("No previous report to compare with: this is the first one.")]
     if c.empty:
-        return ["Nothing changed."]
+        return [Block.paragraph("Nothing changed.")]
     named = [
         ("New shims", [f"`{s}`" for s in c.new]),
         ("Retired (gone from shims/)", [f"`{s}`" for s in c.retired]),
         ("Newly broken", [f"`{s}` on {cell_text(lane)} ({o})" for s, lane, o in c.newly_broken]),
         ("No longer broken", [f"`{s}` on {cell_text(lane)}" for s, lane in c.repaired]),
     ]
-    lines = [f"- **{label}:** " + ", ".join(items) for label, items in named if items]
+    said = [f"**{label}:** " + ", ".join(items) for label, items in named if items]
+    blocks = [Block.items(said)] if said else []
     if c.verdicts:
         rows = [
-            f"| `{v.shim}` | {v.before} | {vocabulary.verdict(v.after).emoji} **{v.after}** | "
-            f"{cell_text(v.why, 200)} |"
+            (
+                f"`{v.shim}`",
+                str(v.before),
+                f"{vocabulary.verdict(v.after).emoji} **{v.after}**",
+                cell_text(v.why, 200),
+            )
             for v in c.verdicts
         ]
-        lines += ["", *_table("shim | before | now | why", "|---|---|---|---|", rows)]
-    return lines
+        blocks.append(Block.table("shim | before | now | why", "|---|---|---|---|", rows))
+    return blocks
 
 
-def _unlinked(report: Report, view: View) -> Lines:
+def _unlinked(report: Report, view: View) -> Blocks:
     words = {
         Chase.STALE: "**stale**: {text}",
         Chase.POLICY: "no upstream link (status not-applicable: local policy, nothing to file)",
         Chase.UNLINKED: "**no upstream link** (status {text}): file it and link it",
     }
-    return [
-        f"- `{row.shim}` — " + words[why].format(text=cell_text(text, 240))
+    items = [
+        f"`{row.shim}` — " + words[why].format(text=cell_text(text, 240))
         for row, why, text in report.stale_or_unlinked
-    ] or ["None."]
+    ]
+    return [Block.items(items) if items else Block.paragraph("None.")]
 
 
 def _burndown(report: Report, view: View) -> Lines:
@@ -510,84 +549,89 @@ def _filing_queue(report: Report, view: View) -> Lines | None:
 # Evidence
 
 
-def _evidence(report: Report, view: View) -> Lines | None:
+def _evidence(report: Report, view: View) -> Blocks | None:
     if not view.evidence:
         return None
     shared = {(fact.kind, fact.text) for fact in report.shared_flags}
-    lines: Lines = []
-    for row in report.rows:
-        lines += [*_shim_evidence(report, row, shared), ""]
-    return lines
+    return [block for row in report.rows for block in _shim_evidence(report, row, shared)]
 
 
-def _shim_evidence(report: Report, row: ShimEntry, shared: set[tuple[str, str]]) -> Lines:
+def _shim_evidence(report: Report, row: ShimEntry, shared: set[tuple[str, str]]) -> Blocks:
     v, m = row.verdict, row.manifest
     own = [f for f in v.flags if (f.kind, f.text) not in shared]
     said = len(v.flags) - len(own)
-    flags = [f"- {vocabulary.FLAG.emoji} `{f.kind}` — {cell_text(f.text)}" for f in own]
+    flags = [f"{vocabulary.FLAG.emoji} `{f.kind}` — {cell_text(f.text)}" for f in own]
     if said:
-        flags.append(f"- {vocabulary.FLAG.emoji} {_plural(said, 'flag')} under *Across shims*")
-    lines = [
-        (
+        flags.append(f"{vocabulary.FLAG.emoji} {_plural(said, 'flag')} under *Across shims*")
+    blocks = [
+        Block.html(
             f'<details id="{anchor(row.shim)}"><summary><code>{row.shim}</code> — '
             f"{vocabulary.verdict(v.decision).emoji} {v.decision}: "
             f"{summary_title(m.title)}</summary>"
         ),
-        "",
-        f"**Why:** {cell_text(v.why)}",
-        "",
-        *([f"**Next:** {cell_text(v.action)}", ""] if v.action else []),
-        *([*flags, ""] if flags else []),
-        f"**Retire when** ({m.retirement.mode} of):",
-        *[f"- {cell_text(w)}" for w in row.retire_when],
-        "",
+        Block.paragraph(f"**Why:** {cell_text(v.why)}"),
+        *([Block.paragraph(f"**Next:** {cell_text(v.action)}")] if v.action else []),
+        *([Block.items(flags)] if flags else []),
+        Block.items(
+            (cell_text(w) for w in row.retire_when),
+            lead=f"**Retire when** ({m.retirement.mode} of):",
+        ),
     ]
     if v.conditions:
-        lines += [
-            "**Conditions now:**",
-            *[
-                f"- {vocabulary.condition(c.state).emoji} `{c.kind}` — {cell_text(c.why)}"
-                for c in v.conditions
-            ],
-            "",
-        ]
+        conditions = (
+            f"{vocabulary.condition(c.state).emoji} `{c.kind}` — {cell_text(c.why)}"
+            for c in v.conditions
+        )
+        blocks.append(Block.items(conditions, lead="**Conditions now:**"))
     if v.floors:
-        lines += ["**Proposed floors:** " + ", ".join(f"`{f}`" for f in v.floors), ""]
+        blocks.append(
+            Block.paragraph("**Proposed floors:** " + ", ".join(f"`{f}`" for f in v.floors))
+        )
     if v.lane_verdicts:
         grouped = report.grouped
         rows = [
-            f"| {cell_text(lane.lane)} | {vocabulary.step(lane.step).emoji} {lane.step} | "
-            f"{lane.policy} | {cell_text(lane.locked or '—')} | "
-            + (
-                SAID_ONCE
-                if (row.shim, lane.lane) in grouped
-                else f"{cell_text(lane.why, 300)} | {cell_text(lane_next(lane), 300)}"
+            (
+                cell_text(lane.lane),
+                f"{vocabulary.step(lane.step).emoji} {lane.step}",
+                str(lane.policy),
+                cell_text(lane.locked or "—"),
+                *(
+                    SAID_ONCE
+                    if (row.shim, lane.lane) in grouped
+                    else (cell_text(lane.why, 300), cell_text(lane_next(lane), 300))
+                ),
             )
-            + " |"
             for lane in v.lane_verdicts
         ]
         header = "lane | step | policy | locked | why | next"
-        lines += [*_table(header, "|---|---|---|---|---|---|", rows), ""]
+        blocks.append(Block.table(header, "|---|---|---|---|---|---|", rows))
     if v.failures:
-        lines += ["**Probe failures:**", *[f"- ⚠️ {cell_text(str(f))}" for f in v.failures], ""]
+        failures = (f"⚠️ {cell_text(str(f))}" for f in v.failures)
+        blocks.append(Block.items(failures, lead="**Probe failures:**"))
     if row.evidence:
-        lines += ["**Evidence:**", *[f"- {cell_text(e, 400)}" for e in row.evidence], ""]
+        evidence = (cell_text(e, 400) for e in row.evidence)
+        blocks.append(Block.items(evidence, lead="**Evidence:**"))
     runs = [c for lane in report.matrix.lanes if (c := report.matrix.cell(row.shim, lane))]
     if runs:
-        rows = [
-            f"| {cell_text(c.lane)} | {OUTCOMES[c.outcome].emoji} {c.outcome} | "
-            f"{cell_text(c.host)} | {c.date} | {cell_text(c.why, 160)} |"
+        outcomes = [
+            (
+                cell_text(c.lane),
+                f"{OUTCOMES[c.outcome].emoji} {c.outcome}",
+                cell_text(c.host),
+                c.date,
+                cell_text(c.why, 160),
+            )
             for c in runs
         ]
-        lines += [*_table("lane | outcome | host | date | why", "|---|---|---|---|---|", rows), ""]
+        header = "lane | outcome | host | date | why"
+        blocks.append(Block.table(header, "|---|---|---|---|---|", outcomes))
     return [
-        *lines,
-        (
+        *blocks,
+        Block.paragraph(
             f"**Last proven:** {cell_text(row.proven_text)} · **owner** {cell_text(m.owner)} · "
             f"created {m.created.isoformat()}"
         ),
-        "",
-        "</details>",
+        Block.html("</details>"),
     ]
 
 
@@ -600,16 +644,16 @@ SECTIONS: tuple[Section, ...] = (
     Section("notes", _titled(""), _notes),
     Section("trimmed", _titled(""), _trimmed),
     Section("blocked", _titled("Blocked"), _blocked, count=lambda r: len(r.blocked)),
-    Section("ready", _titled("Ready to retire"), _ready, count=lambda r: len(r.ready)),
-    Section("attention", _titled("Needs attention"), _attention, lambda r: len(r.attention)),
+    Section.drawn("ready", _titled("Ready to retire"), _ready, count=lambda r: len(r.ready)),
+    Section.drawn("attention", _titled("Needs attention"), _attention, lambda r: len(r.attention)),
     Section("across", _titled("Across shims"), _shared, count=lambda r: len(r.shared_flags)),
     Section("lanes", _titled("Retirement per lane"), _per_lane),
     Section("matrix", _titled("Lane × shim matrix"), _matrix),
-    Section("shims", _titled("Shims"), _shims),
+    Section.drawn("shims", _titled("Shims"), _shims),
     Section("bisections", _titled("Bisections"), _bisections),
-    Section("changes", _changes_title, _changes),
-    Section("unlinked", _titled("Stale or without an upstream link"), _unlinked),
+    Section.drawn("changes", _changes_title, _changes),
+    Section.drawn("unlinked", _titled("Stale or without an upstream link"), _unlinked),
     Section("burndown", _titled("Burn-down: shims carried"), _burndown),
     Section("filing-queue", _titled(""), _filing_queue, quoted=True),
-    Section("evidence", _titled("Evidence"), _evidence),
+    Section.drawn("evidence", _titled("Evidence"), _evidence),
 )
