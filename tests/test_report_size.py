@@ -31,8 +31,12 @@ TAGS = [
         "macosx_11_0_arm64",
     )
 ]
-#: The bound: the catalogue's report with summarised evidence is a few dozen KB; 742 KB failed it.
-LIMIT = 150_000
+#: The bound: 742 KB failed it (every file of every release). What is left grows with the
+#: catalogue's own records and lanes, not with upstream's history: 156 KB for 10 shims, 13 lanes
+#: and 252 records (a shim's window and each lane's place in it included). Each summarised release
+#: list is bounded on its own (LIST_LIMIT), whatever the records add.
+LIMIT = 250_000
+LIST_LIMIT = 2_000
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +90,7 @@ def test_the_catalogues_weekly_json_summarises_release_lists(big_index, tmp_path
         "files" not in (e["newest"] or {}) or isinstance(e["newest"]["files"], int) for e in lists
     )
     assert size < LIMIT, f"the weekly JSON is {size} bytes for {len(data['shims'])} shims"
+    assert max(len(json.dumps(e, indent=1)) for e in lists) < LIST_LIMIT
     # What the full lists would have cost (about 510 KB of verdicts alone): the bound could fail.
     full = len(json.dumps([v.to_json() for v in written.report.verdicts], indent=1).encode())
     assert full > LIMIT, full
