@@ -147,6 +147,21 @@ def _add_search_arguments(p: argparse.ArgumentParser) -> None:
         "releases (spread out, above crashes first) to find one (default: %(default)s)",
     )
     p.add_argument(
+        "--max-runs",
+        type=positive_int,
+        metavar="N",
+        help="end the search with what it found once N fresh reproducer runs are spent (cached "
+        "answers are free; a round of -j candidates never starts more than are left); the "
+        "output says it stopped (default: no limit)",
+    )
+    p.add_argument(
+        "--max-minutes",
+        type=positive_float,
+        metavar="M",
+        help="start no candidate after M minutes: end the search with what it found "
+        "(default: no limit)",
+    )
+    p.add_argument(
         "-j",
         "--jobs",
         type=positive_int,
@@ -389,15 +404,30 @@ def _records_file(project: Project, args: BisectRequest) -> Path:
     return project.output_file(args.manifest) if args.manifest else project.validation
 
 
+def _capped(
+    project: Project, request: BisectRequest, args: argparse.Namespace
+) -> tuple[WindowResult, str | None]:
+    """The bisection, within ``--max-runs`` and ``--max-minutes`` where given (a
+    :class:`Meter`, as a weekly budget caps one), and why it stopped short (None: it did not)."""
+    cap = Budget(args.max_runs, args.max_minutes, args.jobs)
+    if not cap.asked:
+        return bisection(project, request), None
+    meter = Meter(cap)
+    result = bisection(project, request, stop=meter.stop, count=meter.count, room=meter.left)
+    return result, meter.refused
+
+
 def run(project: Project, args: argparse.Namespace) -> int:
     request = BisectRequest.of_arguments(args)
     if args.executor == "slurm":
         return bisectjob.run(project, args)
-    result = bisection(project, request)
+    result, stopped = _capped(project, request, args)
     if args.json:
-        emit_json(result.to_dict())
+        emit_json({**result.to_dict(), "summary": result.summary(), "stopped": stopped})
         return ExitCode.OK if result.status == Status.FOUND else ExitCode.FAILED
     say(result.summary())
+    if stopped:
+        say(f"stopped before its end: {stopped}")
     if result.floor:
         say(f"proposed retirement floor: {result.floor}")
     if (fixed := result.fix_commit) is not None and result.first_fixed:
