@@ -684,6 +684,64 @@ def test_a_weekly_bisection_slurm_refuses_is_a_failed_row_and_the_other_runs(sho
     assert "--max-minutes 5" in script and "--max-runs" not in script
 
 
+#: add_a's reproducer answers at once on a fixed release and hangs on a broken one: its
+#: bisection records the newest end (1.9, fixed) and then hangs, to be cancelled.
+HANGS_WHEN_BROKEN = """
+import time
+
+from shims import reproducer
+
+
+def check(with_shim):
+    import toylib
+
+    if toylib.add(2, 2) == 4:
+        return reproducer.FIX_VALIDATED
+    time.sleep(300)
+    return reproducer.BUG_REPRODUCED
+
+
+if __name__ == "__main__":
+    reproducer.run("{shim_id}", check, packages=["toylib"])
+"""
+
+
+@pytest.mark.slow
+def test_a_weekly_bisections_job_cancelled_mid_run_is_a_failed_row_its_records_kept(shop, cluster):
+    root = shop.root
+    (root / "patchlane.toml").write_text("[slurm]\npoll-seconds = 0.3\n")
+    (root / "shims" / "add_a" / "reproduce.py").write_text(
+        HANGS_WHEN_BROKEN.replace("{shim_id}", "add_a")
+    )
+    args = ("report", "--week", WEEK, "--json", "--bisect-budget", "8")
+    proc = _patchlane(root, cluster, *args, "--bisect-executor", "slurm")
+    deadline = time.monotonic() + 180
+    job_id = None
+    # cancel add_a's job once it recorded a run and add_b's job is done
+    while time.monotonic() < deadline and job_id is None:
+        queued = cluster.squeue()
+        found = list((root / ".patchlane/slurm").glob("*/bisect-add_a.jsonl"))
+        if found and found[0].read_text().strip() and list(queued) == ["patchlane-bisect-add_a"]:
+            job_id = queued["patchlane-bisect-add_a"][0]
+        time.sleep(0.3)
+    assert job_id is not None, "add_a's job never recorded a run"
+    cluster.scancel(job_id)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    done = json.loads(out)["bisections"]
+    ran = {row["shim"]: row for row in done["ran"]}
+    cancelled = ran["add_a"]
+    assert cancelled["status"] == "failed" and cancelled["runs"] == 1, cancelled
+    assert cancelled["summary"].startswith(f"Slurm job {job_id} cancelled"), cancelled
+    assert "the bisection printed no result (its output: " in cancelled["summary"]
+    assert "before it started" not in cancelled["summary"]
+    assert ran["add_b"]["status"] == "found" and 0 < ran["add_b"]["runs"] <= 4
+    # both jobs' records kept: the cancelled one's run (1.9, fixed) and all of add_b's
+    recorded = [r for r in validation.load(shop.validation) if r.lane == "bisect"]
+    assert [r.versions["toylib"] for r in recorded if r.shim == "add_a"] == ["1.9"]
+    assert len(recorded) == 1 + ran["add_b"]["runs"] == done["runs"]
+
+
 def test_the_budget_is_shared_among_bisections_run_at_once():
     assert Budget(7).shares(2) == (4, 3)
     assert Budget(6).shares(3) == (2, 2, 2)
