@@ -1,4 +1,6 @@
-"""A bisection as one Slurm job: `patchlane bisect SHIM --executor slurm`.
+"""A bisection as one Slurm job: `patchlane bisect SHIM --executor slurm`, and each of the weekly
+report's candidate bisections with ``--bisect-executor slurm`` (retire/commands/candidatejobs.py:
+submitted together, :func:`start_bisection` each, then one :func:`wait_bisections`).
 
 The job asks for the reproducer's GPUs (``[reproducer] gpus``, as ``--gres``) and what
 ``[slurm]`` says of every job, and runs `patchlane bisect SHIM` on its node with the caller's
