@@ -751,3 +751,30 @@ def test_the_budget_is_shared_among_bisections_run_at_once():
     assert sum(Budget(41).shares(7)) == 41
     assert Budget(None, 30).shares(3) == (None, None, None)
     assert Budget(3).shares(0) == ()
+
+
+def test_a_weekly_bisections_job_gets_its_bounds_share_and_minutes(tmp_path):
+    from packaging.version import Version
+
+    from retire.commands.candidatejobs import bisect_args, job_minutes
+    from retire.verdicts.actions import Bisect
+
+    action = Bisect("toy", Version("1.2"), Version("1.5"))
+    assert bisect_args(action, Budget(7, 30, 2), 4) == [
+        "--since",
+        "1.2",
+        "--until",
+        "1.5",
+        "--json",
+        "--jobs",
+        "2",
+        "--max-runs",
+        "4",
+        "--max-minutes",
+        "30",
+    ]
+    assert bisect_args(Bisect("toy"), Budget(None, 0.5), None) == ["--json", "--max-minutes", "0.5"]
+    manifest = parse_manifest(shimtree.manifest_text("toy"), "toy/manifest.toml")
+    # the minutes, the candidate still running then (its timeout: 60 s) and build-minutes
+    assert job_minutes(Budget(7, 30), manifest, SlurmSettings(build_minutes=10)) == 41
+    assert job_minutes(Budget(7), manifest, SlurmSettings()) is None
