@@ -77,3 +77,15 @@ def test_max_minutes_starts_no_candidate_once_spent(tmp_path, capsys, monkeypatc
     assert code == 1, err
     assert "stopped before its end: the 0.5-minute budget is spent" in out
     assert "0 reproducer run(s)" in out
+
+
+def test_a_bisections_slurm_job_is_given_the_same_caps():
+    from retire.commands import bisectjob, build_parser
+
+    args = build_parser().parse_args(
+        ["bisect", "toy", "--executor", "slurm", "--max-runs", "3", "--max-minutes", "2.5"]
+    )
+    passed = bisectjob._job_args(args)
+    assert passed[passed.index("--max-runs") + 1] == "3"
+    assert passed[passed.index("--max-minutes") + 1] == "2.5"
+    assert "--max-runs" not in bisectjob._job_args(build_parser().parse_args(["bisect", "toy"]))
