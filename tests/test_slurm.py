@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
+from retire.bisect.budget import Budget
 from retire.core.errors import InputError
 from retire.evidence import validation
 from retire.lanes.model import Lane
@@ -38,6 +39,8 @@ from tests.support import shimtree
 from tests.support.index import IndexServer, PackageIndex
 from tests.support.slurmcluster import SlurmCluster, missing
 from tests.support.wheels import build_wheel
+from tests.test_bisect import clean_series  # noqa: F401 - fixture
+from tests.test_report_bisect import SHIMS, WEEK, shop  # noqa: F401 - fixture
 
 # -- without a cluster: the job script, the settings, Slurm's answers ------------------------------
 
@@ -596,3 +599,182 @@ def test_no_secret_reaches_a_job(monkeypatch):
     assert "UV_INDEX_MAIN_PASSWORD" not in env and "GITHUB_TOKEN" not in env
     assert env["UV_CACHE_DIR"] == "/shared/uv" and env["SLURM_CONF"] == "/etc/slurm/slurm.conf"
     assert childenv.RUN_TOKEN_ENV not in env
+
+
+# -- the weekly report's budgeted bisections as Slurm jobs -----------------------------------------
+
+
+@pytest.mark.slow
+def test_the_weekly_bisections_run_as_slurm_jobs_within_the_budget_and_are_merged_once(
+    shop, cluster
+):
+    """Two candidate-flagged shims (tests/test_report_bisect.py's shop: toylib broken up to 1.5
+    and fixed from 1.6 on a loopback index): `patchlane report --bisect-budget 7 --bisect-executor
+    slurm` submits both bisections at once, each with its share of the runs (4, 3), merges their
+    records once, and the report shows both ends."""
+    root = shop.root
+    (root / "patchlane.toml").write_text("[slurm]\npoll-seconds = 0.3\n")
+    before = len(validation.load(shop.validation))
+    args = ("report", "--week", WEEK, "--json", "--bisect-budget", "7")
+    proc = _patchlane(root, cluster, *args, "--bisect-executor", "slurm")
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0, err
+    document = json.loads(out)
+    done = document["bisections"]
+    # both were submitted before either ended: one wait over the two jobs
+    submitted = [line for line in err.splitlines() if "] submitted job " in line]
+    assert [line.split("]")[0] for line in submitted] == ["[bisect add_a", "[bisect add_b"], err
+    first_done = min(i for i, line in enumerate(err.splitlines()) if ": done — " in line)
+    assert all(err.splitlines().index(line) < first_done for line in submitted)
+    (folder,) = (root / ".patchlane/slurm").iterdir()
+    assert folder.name.startswith("weekly-")
+    shares = {}
+    for shim in SHIMS:
+        script = (folder / f"bisect-{shim}.sbatch").read_text()
+        assert f"#SBATCH --job-name=patchlane-bisect-{shim}" in script
+        shares[shim] = int(script.split("--max-runs ")[1].split()[0])
+    assert shares == {"add_a": 4, "add_b": 3}
+    # each bisection's end, from its job's own document; the budget holds across them
+    ran = {row["shim"]: row for row in done["ran"]}
+    assert set(ran) == set(SHIMS) and done["left"] == [], err
+    for shim, row in ran.items():
+        assert row["status"] in ("found", "unpinned", "no-transition"), row
+        assert row["command"] == f"patchlane bisect {shim}"
+        assert 0 < row["runs"] <= shares[shim], row
+        assert row["summary"].endswith(f"{row['runs']} reproducer run(s) over 9 release(s)."), row
+        if row["runs"] == shares[shim] and row["status"] != "found":
+            assert row["stopped"] == f"the budget of {shares[shim]} reproducer runs is spent"
+    assert done["runs"] == sum(row["runs"] for row in ran.values()) <= 7
+    # every job's records merged into the manifest, each exactly once, one per fresh run
+    from_jobs = [r for shim in SHIMS for r in validation.load(folder / f"bisect-{shim}.jsonl")]
+    recorded = validation.load(shop.validation)
+    bisect_runs = [r for r in recorded if r.lane == "bisect"]
+    assert len(recorded) == before + len(from_jobs) == before + done["runs"]
+    assert sorted(r.record_id for r in bisect_runs) == sorted(r.record_id for r in from_jobs)
+    assert {r.shim for r in bisect_runs} == set(SHIMS)
+    # the report's Bisections section shows both
+    md = (root / "reports" / f"{WEEK}.md").read_text()
+    assert "## Bisections" in md
+    for shim in SHIMS:
+        assert f"| `{shim}` | `patchlane bisect {shim}` |" in md
+
+
+@pytest.mark.slow
+def test_a_weekly_bisection_slurm_refuses_is_a_failed_row_and_the_other_runs(shop, cluster):
+    # add_a's reproducer asks for 8 GPUs, which the node has not: its job is refused, a failed
+    # row saying so; add_b's runs to its end within the minutes
+    root = shop.root
+    (root / "patchlane.toml").write_text("[slurm]\npoll-seconds = 0.3\n")
+    manifest = root / "shims" / "add_a" / "manifest.toml"
+    text = manifest.read_text()
+    manifest.write_text(text.replace("[reproducer]\n", "[reproducer]\ngpus = 8\n", 1))
+    args = ("report", "--week", WEEK, "--json", "--bisect-minutes", "5")
+    proc = _patchlane(root, cluster, *args, "--bisect-executor", "slurm")
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0, err
+    ran = {row["shim"]: row for row in json.loads(out)["bisections"]["ran"]}
+    assert ran["add_a"]["status"] == "failed" and ran["add_a"]["runs"] == 0
+    assert ran["add_a"]["summary"].startswith("Slurm refused the job: sbatch: error: "), ran
+    assert ran["add_b"]["status"] == "found" and ran["add_b"]["floor"] == "toylib>=1.6"
+    (folder,) = (root / ".patchlane/slurm").iterdir()
+    script = (folder / "bisect-add_a.sbatch").read_text()
+    # the minutes are the job's time, with a margin: 5 + the reproducer's timeout (600 s) +
+    # build-minutes (60)
+    assert "#SBATCH --gres=gpu:8" in script and "#SBATCH --time=01:15:00" in script
+    assert "--max-minutes 5" in script and "--max-runs" not in script
+
+
+#: add_a's reproducer answers at once on a fixed release and hangs on a broken one: its
+#: bisection records the newest end (1.9, fixed) and then hangs, to be cancelled.
+HANGS_WHEN_BROKEN = """
+import time
+
+from shims import reproducer
+
+
+def check(with_shim):
+    import toylib
+
+    if toylib.add(2, 2) == 4:
+        return reproducer.FIX_VALIDATED
+    time.sleep(300)
+    return reproducer.BUG_REPRODUCED
+
+
+if __name__ == "__main__":
+    reproducer.run("{shim_id}", check, packages=["toylib"])
+"""
+
+
+@pytest.mark.slow
+def test_a_weekly_bisections_job_cancelled_mid_run_is_a_failed_row_its_records_kept(shop, cluster):
+    root = shop.root
+    (root / "patchlane.toml").write_text("[slurm]\npoll-seconds = 0.3\n")
+    (root / "shims" / "add_a" / "reproduce.py").write_text(
+        HANGS_WHEN_BROKEN.replace("{shim_id}", "add_a")
+    )
+    args = ("report", "--week", WEEK, "--json", "--bisect-budget", "8")
+    proc = _patchlane(root, cluster, *args, "--bisect-executor", "slurm")
+    deadline = time.monotonic() + 180
+    job_id = None
+    # cancel add_a's job once it recorded a run and add_b's job is done
+    while time.monotonic() < deadline and job_id is None:
+        queued = cluster.squeue()
+        found = list((root / ".patchlane/slurm").glob("*/bisect-add_a.jsonl"))
+        if found and found[0].read_text().strip() and list(queued) == ["patchlane-bisect-add_a"]:
+            job_id = queued["patchlane-bisect-add_a"][0]
+        time.sleep(0.3)
+    assert job_id is not None, "add_a's job never recorded a run"
+    cluster.scancel(job_id)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    done = json.loads(out)["bisections"]
+    ran = {row["shim"]: row for row in done["ran"]}
+    cancelled = ran["add_a"]
+    assert cancelled["status"] == "failed" and cancelled["runs"] == 1, cancelled
+    assert cancelled["summary"].startswith(f"Slurm job {job_id} cancelled"), cancelled
+    assert "the bisection printed no result (its output: " in cancelled["summary"]
+    assert "before it started" not in cancelled["summary"]
+    assert ran["add_b"]["status"] == "found" and 0 < ran["add_b"]["runs"] <= 4
+    # both jobs' records kept: the cancelled one's run (1.9, fixed) and all of add_b's
+    recorded = [r for r in validation.load(shop.validation) if r.lane == "bisect"]
+    assert [r.versions["toylib"] for r in recorded if r.shim == "add_a"] == ["1.9"]
+    assert len(recorded) == 1 + ran["add_b"]["runs"] == done["runs"]
+
+
+def test_the_budget_is_shared_among_bisections_run_at_once():
+    assert Budget(7).shares(2) == (4, 3)
+    assert Budget(6).shares(3) == (2, 2, 2)
+    assert Budget(10).shares(1) == (10,)
+    # never less than one run each: a budget smaller than the count reaches its first ones
+    assert Budget(2).shares(5) == (1, 1)
+    assert sum(Budget(41).shares(7)) == 41
+    assert Budget(None, 30).shares(3) == (None, None, None)
+    assert Budget(3).shares(0) == ()
+
+
+def test_a_weekly_bisections_job_gets_its_bounds_share_and_minutes(tmp_path):
+    from packaging.version import Version
+
+    from retire.commands.candidatejobs import bisect_args, job_minutes
+    from retire.verdicts.actions import Bisect
+
+    action = Bisect("toy", Version("1.2"), Version("1.5"))
+    assert bisect_args(action, Budget(7, 30, 2), 4) == [
+        "--since",
+        "1.2",
+        "--until",
+        "1.5",
+        "--json",
+        "--jobs",
+        "2",
+        "--max-runs",
+        "4",
+        "--max-minutes",
+        "30",
+    ]
+    assert bisect_args(Bisect("toy"), Budget(None, 0.5), None) == ["--json", "--max-minutes", "0.5"]
+    manifest = parse_manifest(shimtree.manifest_text("toy"), "toy/manifest.toml")
+    # the minutes, the candidate still running then (its timeout: 60 s) and build-minutes
+    assert job_minutes(Budget(7, 30), manifest, SlurmSettings(build_minutes=10)) == 41
+    assert job_minutes(Budget(7), manifest, SlurmSettings()) is None

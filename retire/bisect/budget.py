@@ -34,6 +34,20 @@ class Budget:
         """Whether any bisection may run at all: nothing runs unless a limit is given."""
         return self.runs is not None or self.minutes is not None
 
+    def shares(self, count: int) -> tuple[int | None, ...]:
+        """Each of ``count`` bisections' share of the runs when they run at once (as Slurm jobs):
+        ``runs // count`` each, the remainder to the first, so the shares add up to the budget;
+        never less than one run, so a budget smaller than ``count`` reaches only its first
+        ``runs`` bisections (the length of the answer). Without a runs limit, every bisection
+        may run uncounted (None each)."""
+        if self.runs is None:
+            return (None,) * count
+        reached = min(count, self.runs)
+        if not reached:
+            return ()
+        each, rest = divmod(self.runs, reached)
+        return (each + rest,) + (each,) * (reached - 1)
+
 
 class Meter:
     """Spends a :class:`Budget`: counts the fresh runs it is shown, times from its creation."""

@@ -147,6 +147,21 @@ def _add_search_arguments(p: argparse.ArgumentParser) -> None:
         "releases (spread out, above crashes first) to find one (default: %(default)s)",
     )
     p.add_argument(
+        "--max-runs",
+        type=positive_int,
+        metavar="N",
+        help="end the search with what it found once N fresh reproducer runs are spent (cached "
+        "answers are free; a round of -j candidates never starts more than are left); the "
+        "output says it stopped (default: no limit)",
+    )
+    p.add_argument(
+        "--max-minutes",
+        type=positive_float,
+        metavar="M",
+        help="start no candidate after M minutes: end the search with what it found "
+        "(default: no limit)",
+    )
+    p.add_argument(
         "-j",
         "--jobs",
         type=positive_int,
@@ -389,15 +404,30 @@ def _records_file(project: Project, args: BisectRequest) -> Path:
     return project.output_file(args.manifest) if args.manifest else project.validation
 
 
+def _capped(
+    project: Project, request: BisectRequest, args: argparse.Namespace
+) -> tuple[WindowResult, str | None]:
+    """The bisection, within ``--max-runs`` and ``--max-minutes`` where given (a
+    :class:`Meter`, as a weekly budget caps one), and why it stopped short (None: it did not)."""
+    cap = Budget(args.max_runs, args.max_minutes, args.jobs)
+    if not cap.asked:
+        return bisection(project, request), None
+    meter = Meter(cap)
+    result = bisection(project, request, stop=meter.stop, count=meter.count, room=meter.left)
+    return result, meter.refused
+
+
 def run(project: Project, args: argparse.Namespace) -> int:
     request = BisectRequest.of_arguments(args)
     if args.executor == "slurm":
         return bisectjob.run(project, args)
-    result = bisection(project, request)
+    result, stopped = _capped(project, request, args)
     if args.json:
-        emit_json(result.to_dict())
+        emit_json({**result.to_dict(), "summary": result.summary(), "stopped": stopped})
         return ExitCode.OK if result.status == Status.FOUND else ExitCode.FAILED
     say(result.summary())
+    if stopped:
+        say(f"stopped before its end: {stopped}")
     if result.floor:
         say(f"proposed retirement floor: {result.floor}")
     if (fixed := result.fix_commit) is not None and result.first_fixed:
@@ -455,6 +485,16 @@ def add_budget_arguments(p: argparse.ArgumentParser) -> None:
         help="run up to N of a bisection's candidates at once, as `patchlane bisect -j N` "
         "(never more than the runs left in the budget; default: %(default)s)",
     )
+    group.add_argument(
+        "--bisect-executor",
+        choices=("local", "slurm"),
+        default="local",
+        help="local: run the bisections here, one after another; slurm: submit every bisection "
+        "the budget reaches at once, one Slurm job each asking for its reproducer's GPUs "
+        "(patchlane.toml [slurm]), each with its share of --bisect-budget and the "
+        "--bisect-minutes as its time; wait, merge their records (docs/commands.md, Slurm; "
+        "default: %(default)s)",
+    )
 
 
 def budget_of(args: argparse.Namespace) -> Budget:
@@ -507,24 +547,25 @@ def _one_candidate(
 
 
 def candidate_bisections(
-    project: Project, verdicts: Sequence[Verdict], budget: Budget
+    project: Project, verdicts: Sequence[Verdict], budget: Budget, *, executor: str = "local"
 ) -> Bisections:
     """For every verdict flagged ``candidate``, in order, the bisection its flag names, until
     ``budget`` is spent: each run recorded in the validation manifest (the verdicts read it
-    next), each bisection's end in the report; those the budget does not reach are listed."""
+    next), each bisection's end in the report; those the budget does not reach are listed.
+    ``executor`` ``slurm``: all at once as Slurm jobs, the runs shared among them."""
     # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.report.model import BisectionLeft, Bisections
     from retire.runs.lanerun import Host
 
+    picked = [(v, action) for v in verdicts if (action := candidate_bisection(v)) is not None]
+    if executor == "slurm":
+        return _on_slurm(project, picked, budget)
     meter = Meter(budget)
     manifests = project.manifests()
     host: Host | None = None
     ran: list[BisectionRan] = []
     left: list[BisectionLeft] = []
-    for verdict in verdicts:
-        action = candidate_bisection(verdict)
-        if action is None:
-            continue
+    for verdict, action in picked:
         command = str(action)
         manifest = manifests.get(verdict.shim)
         if (spent := meter.spent()) is not None:
@@ -539,6 +580,27 @@ def candidate_bisections(
         say(f"candidate {verdict.shim}: {command}", level=Level.PROGRESS)
         ran.append(_one_candidate(project, verdict, action, meter))
     return Bisections(budget.runs, budget.minutes, tuple(ran), tuple(left))
+
+
+def _on_slurm(
+    project: Project, picked: Sequence[tuple[Verdict, Bisect]], budget: Budget
+) -> Bisections:
+    """The candidate bisections as Slurm jobs (retire/commands/candidatejobs.py): a GPU
+    reproducer's job goes where Slurm finds the GPUs, whatever this host has."""
+    # deferred: `patchlane --help` does not load them, and start-up time counts
+    from retire.commands.candidatejobs import on_slurm
+    from retire.report.model import BisectionRan, Bisections
+
+    manifests = project.manifests()
+    unknown = tuple(
+        BisectionRan(v.shim, str(a), "failed", f"could not run: unknown shim {v.shim!r}")
+        for v, a in picked
+        if v.shim not in manifests
+    )
+    jobs = on_slurm(
+        project, [(manifests[v.shim], a) for v, a in picked if v.shim in manifests], budget
+    )
+    return Bisections(budget.runs, budget.minutes, (*jobs.ran, *unknown), jobs.left)
 
 
 COMMAND = Command(

@@ -59,6 +59,8 @@ def _job_args(args: argparse.Namespace) -> list[str]:
         ("--mirrors", args.mirrors and str(Path(args.mirrors).absolute())),
         ("--cache", args.cache and str(Path(args.cache).absolute())),
         ("--jobs", str(args.jobs) if args.jobs > 1 else None),
+        ("--max-runs", args.max_runs and str(args.max_runs)),
+        ("--max-minutes", args.max_minutes and f"{args.max_minutes:g}"),
     ):
         if value:
             passed += [flag, value]

@@ -91,7 +91,11 @@ def run(project: Project, args: argparse.Namespace) -> int:
         gather_options=gather_options(project, args),
         records_path=args.validation,
         bisect=(
-            (lambda verdicts: candidate_bisections(project, verdicts, budget))
+            (
+                lambda verdicts: candidate_bisections(
+                    project, verdicts, budget, executor=args.bisect_executor
+                )
+            )
             if budget.asked
             else None
         ),

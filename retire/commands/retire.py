@@ -139,7 +139,7 @@ def _plans_from_verdicts(project: Project, args: argparse.Namespace) -> list:
 
     verdicts = gathered()
     if budget.asked:
-        done = candidate_bisections(project, verdicts, budget)
+        done = candidate_bisections(project, verdicts, budget, executor=args.bisect_executor)
         for line in bisections_text(done):
             say(line)
         # the new runs are evidence: decide again on them

@@ -1,4 +1,6 @@
-"""A bisection as one Slurm job: `patchlane bisect SHIM --executor slurm`.
+"""A bisection as one Slurm job: `patchlane bisect SHIM --executor slurm`, and each of the weekly
+report's candidate bisections with ``--bisect-executor slurm`` (retire/commands/candidatejobs.py:
+submitted together, :func:`start_bisection` each, then one :func:`wait_bisections`).
 
 The job asks for the reproducer's GPUs (``[reproducer] gpus``, as ``--gres``) and what
 ``[slurm]`` says of every job, and runs `patchlane bisect SHIM` on its node with the caller's
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from retire.core.atomic import atomic_write
@@ -22,7 +24,14 @@ from retire.runs.slurmconfig import SlurmSettings
 from retire.runs.slurmjob import JobState
 from shims.gpuneeds import GpuNeeds
 
-__all__ = ["BisectFiles", "SlurmBisection", "bisect_script", "submit_bisection"]
+__all__ = [
+    "BisectFiles",
+    "SlurmBisection",
+    "bisect_script",
+    "start_bisection",
+    "submit_bisection",
+    "wait_bisections",
+]
 
 
 @dataclass(frozen=True)
@@ -51,6 +60,11 @@ class BisectFiles:
         """The job's validation records, merged into the project's when it ends."""
         return self.folder / f"bisect-{self.shim}.jsonl"
 
+    @property
+    def label(self) -> str:
+        """What its progress lines say it is (``[bisect toy] job 12: running``)."""
+        return f"bisect {self.shim}"
+
 
 @dataclass(frozen=True)
 class SlurmBisection:
@@ -78,10 +92,12 @@ def bisect_script(
     *,
     root: Path,
     bisect_args: Sequence[str],
+    limit: str | None = None,
 ) -> str:
-    """The job's script: directives (``--time`` only from ``[slurm] time-limit``: how many
-    candidates a search takes is not known before; else the partition's default), then
-    `patchlane bisect SHIM` printing into ``files.result``."""
+    """The job's script: directives (``--time``: ``limit``, a capped bisection's minutes with
+    a margin, else ``[slurm] time-limit``: how many candidates a search takes is not known
+    before; else the partition's default), then `patchlane bisect SHIM` printing into
+    ``files.result``."""
     command = [
         *settings.patchlane,
         "--root",
@@ -93,7 +109,7 @@ def bisect_script(
         str(files.records),
     ]
     options = directives(
-        f"bisect-{files.shim}", files.output, needs, settings, settings.time_limit, root
+        f"bisect-{files.shim}", files.output, needs, settings, limit or settings.time_limit, root
     )
     written = "written by `patchlane bisect --executor slurm`"
     lines = [
@@ -106,6 +122,46 @@ def bisect_script(
     return "\n".join(lines) + "\n"
 
 
+def start_bisection(
+    needs: GpuNeeds,
+    settings: SlurmSettings,
+    files: BisectFiles,
+    *,
+    root: Path,
+    bisect_args: Sequence[str],
+    progress: Progress,
+    limit: str | None = None,
+) -> SlurmBisection:
+    """Write the job's script and ``sbatch`` it: its job id (no state yet), or why sbatch
+    refused it."""
+    files.folder.mkdir(parents=True, exist_ok=True)
+    script = bisect_script(needs, settings, files, root=root, bisect_args=bisect_args, limit=limit)
+    atomic_write(files.script, script, within=root)
+    for stale in (files.result, files.records):
+        stale.unlink(missing_ok=True)
+    job_id, why = sbatch(files.script)
+    if job_id is None:
+        progress(files.label, f"refused by sbatch: {why}")
+        return SlurmBisection(files, None, None, why)
+    progress(
+        files.label, f"submitted job {job_id} ({files.script.name}); its progress: {files.output}"
+    )
+    return SlurmBisection(files, job_id, None)
+
+
+def wait_bisections(
+    jobs: Sequence[SlurmBisection], settings: SlurmSettings, progress: Progress
+) -> list[SlurmBisection]:
+    """Wait for every submitted job at once, saying each change (Ctrl-C or SIGTERM cancels
+    those still queued or running): each with its final state, the refused ones as they were."""
+    labels = {job.job_id: job.files.label for job in jobs if job.job_id is not None}
+    states = wait(labels, settings, progress) if labels else {}
+    return [
+        replace(job, state=states.get(job.job_id)) if job.job_id is not None else job
+        for job in jobs
+    ]
+
+
 def submit_bisection(
     needs: GpuNeeds,
     settings: SlurmSettings,
@@ -116,16 +172,8 @@ def submit_bisection(
     progress: Progress,
 ) -> SlurmBisection:
     """Write the job's script, ``sbatch`` it and wait for it (Ctrl-C or SIGTERM cancels it)."""
-    files.folder.mkdir(parents=True, exist_ok=True)
-    script = bisect_script(needs, settings, files, root=root, bisect_args=bisect_args)
-    atomic_write(files.script, script, within=root)
-    for stale in (files.result, files.records):
-        stale.unlink(missing_ok=True)
-    label = f"bisect {files.shim}"
-    job_id, why = sbatch(files.script)
-    if job_id is None:
-        progress(label, f"refused by sbatch: {why}")
-        return SlurmBisection(files, None, None, why)
-    progress(label, f"submitted job {job_id} ({files.script.name}); its progress: {files.output}")
-    states = wait({job_id: label}, settings, progress)
-    return SlurmBisection(files, job_id, states.get(job_id))
+    job = start_bisection(
+        needs, settings, files, root=root, bisect_args=bisect_args, progress=progress
+    )
+    [done] = wait_bisections([job], settings, progress)
+    return done
