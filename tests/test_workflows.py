@@ -362,12 +362,30 @@ def test_the_plan_job_gives_one_matrix_entry_per_lane_on_a_runner_for_its_tag(tm
             {
                 "lane": lane["name"],
                 "tag": "gpu" if lane["needs_cuda"] else "cpu",
+                "gpus": lane["gpus"]["count"],
                 "runner": gpu if lane["needs_cuda"] else "ubuntu-latest",
             }
             for lane in listed
         ]
     }
     assert int(outputs["count"]) == len(listed) >= 2
+    # A lane asking for two GPUs (gpu-pair) goes to the runner named for the smallest count that
+    # holds it; the one-GPU lanes stay on the GPU runner.
+    pair, eight = ["self-hosted", "gpu-2"], "gpu-8x"
+    proc, outputs = _plan(
+        ROOT, step, tmp_path, MULTI_GPU_RUNNERS=json.dumps({"8": eight, "2": pair})
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    runners = {e["lane"]: e["runner"] for e in json.loads(outputs["matrix"])["include"]}
+    assert (
+        runners["gpu-pair"] == pair and runners["gpu"] == gpu and runners["cpu"] == "ubuntu-latest"
+    )
+    proc, outputs = _plan(ROOT, step, tmp_path, MULTI_GPU_RUNNERS=json.dumps({"8": eight}))
+    runners = {e["lane"]: e["runner"] for e in json.loads(outputs["matrix"])["include"]}
+    assert runners["gpu-pair"] == eight
+    bad, outputs = _plan(ROOT, step, tmp_path, MULTI_GPU_RUNNERS='{"two": "gpu-2"}')
+    assert bad.returncode == 1 and outputs == {}
+    assert "::error::PATCHLANE_MULTI_GPU_RUNNERS must be a JSON object" in bad.stdout
     # the lane job runs one matrix entry through the Action, on the entry's runner
     job = _jobs(lanes)["lane"]
     assert job["strategy"]["matrix"] == "${{ fromJSON(needs.plan.outputs.matrix) }}"
@@ -390,7 +408,7 @@ def test_init_writes_the_same_plan_and_a_shop_gets_its_cpu_lane(tmp_path, capsys
     proc, outputs = _plan(shop, step, tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads(outputs["matrix"]) == {
-        "include": [{"lane": "cpu", "tag": "cpu", "runner": "ubuntu-latest"}]
+        "include": [{"lane": "cpu", "tag": "cpu", "gpus": 0, "runner": "ubuntu-latest"}]
     }
     # The plan and merge jobs install the engine from where the Action and the hooks come from.
     repository, ref = PINNED_ACTION.split("@")
