@@ -1,4 +1,4 @@
-"""A shim's window read back from the validation records alone (retire.bisect.recorded): the
+"""A shim's window read back from the validation records alone (retire.mirrors.recorded): the
 release edge from release runs, and the fix commit from commit runs ordered by a real mirror of a
 toy upstream (tests/support/historyrepo.py: add() fixed by "Fix add() (#63)" between 1.5 and
 1.6)."""
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from retire.bisect.recorded import recorded_fix
 from retire.evidence.validation import ValidationRecord
 from retire.mirrors.config import Mirror
+from retire.mirrors.recorded import recorded_fix
 from retire.mirrors.repo import MirrorRepo, open_mirror
 from tests.support.gitrepos import git
 from tests.support.historyrepo import make_window_repo
@@ -120,8 +120,8 @@ def test_an_unpinned_commit_edge_names_no_commit(toy):
 
 
 def test_a_hostile_subject_is_inert_in_markdown():
-    from retire.bisect.recorded import RecordedFix
     from retire.mirrors.history import Commit
+    from retire.mirrors.recorded import RecordedFix
 
     evil = Commit(
         "a" * 40, "Fix <img src=x onerror=alert(1)> [click](https://evil.example)", "2026", 7

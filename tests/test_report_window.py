@@ -1,6 +1,6 @@
 """A shim's window in the weekly report (issue 26, "everywhere the answer is read"): one line under
 the verdict in the Shims table and a ``window`` object in the JSON, read from the validation
-records alone (retire.bisect.recorded); with the target mirrored, the fix commit too (a real toy
+records alone (retire.mirrors.recorded); with the target mirrored, the fix commit too (a real toy
 upstream, tests/support/historyrepo.py)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Retirement PR bodies say where the bug was fixed upstream (issue 26): the plan reads the
-shim's window from the validation records (retire.bisect.recorded) — the first clean release, and
+shim's window from the validation records (retire.mirrors.recorded) — the first clean release, and
 with the target's mirror (a real toy upstream) the fix commit and its pull request — and the body
 says "Fixed upstream by `<sha>` (#PR), first released in `X`." with the sha and version as code."""
 

@@ -44,7 +44,7 @@ class DropPlan:
     lanes: tuple[LaneVerdict, ...] | None = None
     # the lanes that keep the shim, with why (hold, blocked, keep, unknown)
     keeping: tuple[LaneVerdict, ...] = ()
-    # where the bug was fixed upstream, when the recorded runs say (retire.bisect.recorded): the
+    # where the bug was fixed upstream, when the recorded runs say (retire.mirrors.recorded): the
     # first clean release, and the commit with its pull request where a mirror ordered them
     first_released: str | None = None
     fix_commit: str | None = None

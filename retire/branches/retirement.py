@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from retire.bisect.recorded import RecordedFix, shim_fix
 from retire.branches.dropplan import DropPlan
 from retire.core import mdsafe
 from retire.evidence.branchfix import BranchFix
 from retire.evidence.validation import FIXED, Mode, RunOutcome, ValidationRecord
+from retire.mirrors.recorded import RecordedFix, shim_fix
 from retire.mirrors.repo import MirrorRepo
 from retire.verdicts.model import Decision, FlagKind, Verdict
 from shims.model import ShimManifest

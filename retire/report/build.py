@@ -8,9 +8,9 @@ import datetime as _dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from retire.bisect.recorded import RecordedFix, recorded_fix
 from retire.evidence.validation import PROVING, ShimOutcome, ValidationRecord
 from retire.lanes.model import Lane
+from retire.mirrors.recorded import RecordedFix, recorded_fix
 from retire.probes.records import is_bisection
 from retire.report.model import (
     BURNDOWN_WEEKS,

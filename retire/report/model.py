@@ -46,7 +46,7 @@ from retire.verdicts.model import Decision, FlagKind, LaneStep, LaneVerdict, Ver
 from shims.model import ShimManifest
 
 if TYPE_CHECKING:
-    from retire.bisect.recorded import RecordedFix
+    from retire.mirrors.recorded import RecordedFix
     from retire.report.regressions import Regression
 
 __all__ = [
@@ -244,7 +244,7 @@ class ShimEntry:
     newly_broken_lanes: tuple[str, ...] = ()
     # why no lane proves the shim (retire.runs.proof), None when one does
     unproven: str | None = None
-    # the bug's fixed edge as the recorded runs show it (retire.bisect.recorded), None when not
+    # the bug's fixed edge as the recorded runs show it (retire.mirrors.recorded), None when not
     window: RecordedFix | None = None
 
     @property

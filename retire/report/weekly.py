@@ -41,9 +41,9 @@ from retire.verdicts.model import Decision, Verdict
 from shims import times
 
 if TYPE_CHECKING:
-    from retire.bisect.recorded import RecordedFix
     from retire.evidence.validation import ValidationRecord
     from retire.lanes.model import Lane
+    from retire.mirrors.recorded import RecordedFix
     from retire.mirrors.repo import MirrorRepo
     from retire.packs.store import QueueEntry
     from shims.model import ShimManifest
@@ -369,9 +369,9 @@ def _windows(
     project: Project, manifests: Sequence[ShimManifest], records: Sequence[ValidationRecord]
 ) -> dict[str, RecordedFix | None]:
     """Each shim's window as the records show it, the fix commit named where its target is
-    mirrored on this host (retire.bisect.recorded)."""
-    from retire.bisect.recorded import shim_fix
+    mirrored on this host (retire.mirrors.recorded)."""
     from retire.bisect.sources import project_source
+    from retire.mirrors.recorded import shim_fix
 
     def mirror_of(manifest: ShimManifest) -> MirrorRepo | None:
         return project_source(project, manifest).repo
