@@ -176,6 +176,10 @@ def _appended(text: str, addition: str) -> str:
     """``text`` with ``addition`` (written with ``\\n``) after it, in the file's own line ends."""
     newline = newline_of(text)
     head = text if not text or text.endswith(("\n", "\r")) else text + newline
+    if text.endswith("\r") and not text.endswith("\r\n"):
+        # a "\n" right after the last line's lone "\r" would fuse with it into one "\r\n",
+        # changing that line's end: the addition starts on the next line, without a blank one
+        addition = addition.lstrip("\n")
     return head + addition.replace("\n", newline)
 
 
