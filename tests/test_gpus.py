@@ -475,3 +475,31 @@ def test_nvidia_smis_list_and_the_engines_allocation():
     ]
     assert _visible(listed, {"CUDA_VISIBLE_DEVICES": "MIG-x"}) == (Gpu("MIG-x"),)
     assert _visible(listed, {"CUDA_VISIBLE_DEVICES": ""}) == ()
+
+
+CRASHES = """
+import sys
+
+if __name__ == "__main__":
+    # dies before the reproducer protocol prints its host stamp
+    sys.exit(3)
+"""
+
+
+@pytest.mark.slow
+def test_a_run_that_dies_before_its_stamp_still_says_which_gpu_it_was_given(
+    project, toylib_index, tmp_path, capsys, monkeypatch
+):
+    p = project
+    shimtree.write_shim(p.root / "shims", "dies", reproducer=CRASHES)
+    monkeypatch.setenv("PATCHLANE_GPUS", "h100:9.0:80,h100:9.0:80")
+    monkeypatch.setenv("PATCHLANE_GPU_LOCKS", str(tmp_path / "leases"))
+    p.write("one", GPU_LANE.format(shims='["dies"]', extra="gpus = 1", url=toylib_index.url))
+    assert run_cli(p.root, "lock", capsys=capsys)[0] == 0
+    code, out, err = run_cli(p.root, "run", "one", "--run-id", "c1", capsys=capsys)
+    assert code == 1, out + err
+    records = [r for r in validation.load(p.root / "validation/manifest.jsonl") if r.run == "c1"]
+    assert records and all(r.outcome == "crashed" for r in records)
+    # no stamp from the reproducer, but the engine knows what it gave the run
+    assert {r.host.get("visible_devices") for r in records} == {"0"}
+    assert all("hostname" not in r.host for r in records)

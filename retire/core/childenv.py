@@ -177,6 +177,12 @@ def visible_devices(ids: str | None) -> Iterator[None]:
         _DEVICES.reset(token)
 
 
+def given_devices() -> str | None:
+    """The GPUs the lane (or candidate) running on this thread was given, as its children see
+    them in ``CUDA_VISIBLE_DEVICES`` ("0,1"; "": none), or None where none were set."""
+    return _DEVICES.get()
+
+
 def _with_devices(env: dict[str, str]) -> dict[str, str]:
     ids = _DEVICES.get()
     if ids is not None:

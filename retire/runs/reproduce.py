@@ -310,6 +310,10 @@ def _record(
     detail: str,
 ) -> ValidationRecord:
     host = dict(host or {})
+    # a run that died before its stamp still says which GPUs it was given (the engine set them)
+    given = childenv.given_devices()
+    if given is not None:
+        host.setdefault("visible_devices", given)
     packages = host.get("packages")
     return ValidationRecord(
         shim=manifest.id,
