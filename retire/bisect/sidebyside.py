@@ -110,13 +110,7 @@ class SideBySide:
         # the lanes of `patchlane run -j` do)
         except KeyboardInterrupt:
             stopped = True
-            while True:
-                try:
-                    REAPER.stop()
-                    break
-                # a second Ctrl-C must not cut the stop short
-                except KeyboardInterrupt:
-                    continue
+            REAPER.stop_uninterrupted()
             raise
         finally:
             # prompt after a stop: the workers' reproducers are dead

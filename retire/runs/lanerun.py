@@ -633,13 +633,7 @@ def run_lanes(
         return list(pool.map(lambda lane: run_lane(lane, manifests, options, say), lanes))
     # Ctrl-C, SIGTERM: kill every reproducer tree now, not at its timeout
     except BaseException:
-        while True:
-            try:
-                REAPER.stop()
-                break
-            # a second Ctrl-C must not cut the stop short
-            except KeyboardInterrupt:
-                continue
+        REAPER.stop_uninterrupted()
         raise
     finally:
         # prompt: the workers' reproducers are dead

@@ -181,6 +181,16 @@ class Reaper:
                 os.killpg(process.pid, signal.SIGKILL)
         kill_marked(self.token, prefix=True)
 
+    def stop_uninterrupted(self) -> None:
+        """:meth:`stop`, for a pool of workers being interrupted: a second Ctrl-C during it
+        must not cut the stop short (a reproducer would live on to its timeout)."""
+        while True:
+            try:
+                self.stop()
+                return
+            except KeyboardInterrupt:
+                continue
+
     def halt(self) -> None:
         """:meth:`stop` as a signal handler may call it: takes no lock (the interrupted main
         thread may hold this one); kills every process of this run by its marker."""
