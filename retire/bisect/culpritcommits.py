@@ -18,7 +18,6 @@ from packaging.utils import canonicalize_name
 
 from retire.bisect.culprit import CommitSearch, FirstCommit
 from retire.bisect.culpritrun import CulpritRunner
-from retire.bisect.revision import RevisionRunner
 from retire.bisect.runner import inspect_base
 from retire.bisect.sources import project_source
 from retire.bisect.window import EdgeState, locate_edge
@@ -96,13 +95,9 @@ def mirror_commits(
         if not commits:
             return None
         base = inspect_base(runner.base().python, distribution)
-        probe = RevisionRunner(
+        probe = source.revision_runner(
             manifest,
             base,
-            mirror=repo.mirror.path,
-            repository=repo.mirror.repository,
-            subdirectory=source.subdirectory,
-            build=source.build,
             cache=runner.cache,
             work_dir=runner.work_dir,
             lane=bisection_lane(runner.lane.name),

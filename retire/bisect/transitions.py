@@ -58,6 +58,23 @@ class Source:
     # else a lane revision's ``build``): compiled sources no longer stop the search
     build: WheelBuild | None = None
 
+    def revision_runner(
+        self, manifest: ShimManifest, base: BaseEnv, **options: Any
+    ) -> RevisionRunner:
+        """The runner of ``manifest``'s reproducer against the target built from this mirror at
+        a commit (``options``: :class:`~retire.bisect.runner.OverlayRunner`'s)."""
+        if self.repo is None:
+            raise ValueError(f"no mirror to build commits from: {self.why}")
+        return RevisionRunner(
+            manifest,
+            base,
+            mirror=self.repo.mirror.path,
+            repository=self.repo.mirror.repository,
+            subdirectory=self.subdirectory,
+            build=self.build,
+            **options,
+        )
+
 
 @dataclass
 class _Probes:
@@ -172,19 +189,9 @@ def _runners(
     }
 
     releases = functools.partial(OverlayRunner, manifest, base, **options)
-    repo = source.repo if source is not None else None
     commits = None
-    if source is not None and repo is not None:
-        commits = functools.partial(
-            RevisionRunner,
-            manifest,
-            base,
-            mirror=repo.mirror.path,
-            repository=repo.mirror.repository,
-            subdirectory=source.subdirectory,
-            build=source.build,
-            **options,
-        )
+    if source is not None and source.repo is not None:
+        commits = functools.partial(source.revision_runner, manifest, base, **options)
     if o.jobs <= 1:
         return releases(), commits() if commits is not None else None
     needs = manifest.reproducer.gpu_needs
