@@ -88,27 +88,11 @@ def test_retire_apply_runs_no_hook_with_a_secret(tmp_path, monkeypatch, capsys):
     """`retire --apply` on a shop whose repository configures hooks: every hook it triggers
     (worktree checkout, commits, ref updates) records an environment without any token."""
     from tests.conftest import run_cli
-    from tests.test_retire_lanes import SHIM, LaneShop
+    from tests.test_retire_lanes import LaneShop
 
     shop = LaneShop(tmp_path)
     try:
-        from retire.evidence.validation import ValidationRecord, append
-        from tests.support.retirement import manifest_toml
-
-        floor = '[[retirement.conditions]]\nkind = "version-floor"\nversion = ">=1.6"\n'
-        (shop.root / "shims" / SHIM / "manifest.toml").write_text(manifest_toml(SHIM, floor))
-        for version, outcome, sentinel, code in (
-            ("1.5", "bug-reproduced", "BUG_REPRODUCED", 10),
-            ("1.6", "fix-validated", "FIX_VALIDATED", 0),
-        ):
-            record = ValidationRecord(
-                shim=SHIM, mode="without", lane="bisect", host={"hostname": "ci", "gpu": None},
-                versions={"toylib": version}, sentinel=sentinel, outcome=outcome, exit_code=code,
-                duration_s=0.1, started_at="2026-06-01T00:00:00.000000+00:00",
-            )  # fmt: skip
-            append(shop.root / "validation" / "manifest.jsonl", [record])
-        git(shop.root, "add", "-A")
-        git(shop.root, "commit", "-q", "-m", "the evidence")
+        shop.record_fix()
         out = tmp_path / "hooks.jsonl"
         git(shop.root, "config", "core.hooksPath", str(_hooks(tmp_path / "hooks", out)))
         for name, value in SECRETS.items():

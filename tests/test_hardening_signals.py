@@ -288,27 +288,12 @@ def test_sigterm_during_retire_apply_leaves_no_branch_worktree_or_change(tmp_pat
     """`retire --apply --json` SIGTERMed while uv re-locks a lane inside the proposal's worktree.
     Before: exit -15, no word, no document. Now: one line, the error document, 143; the shop's
     checkout is untouched, and no branch or worktree is left half-made."""
-    from retire.evidence.validation import ValidationRecord, append
     from tests.support.gitrepos import git
-    from tests.support.retirement import manifest_toml
-    from tests.test_retire_lanes import SHIM, LaneShop
+    from tests.test_retire_lanes import LaneShop
 
     shop = LaneShop(tmp_path)
     try:
-        floor = '[[retirement.conditions]]\nkind = "version-floor"\nversion = ">=1.6"\n'
-        (shop.root / "shims" / SHIM / "manifest.toml").write_text(manifest_toml(SHIM, floor))
-        for version, outcome, sentinel, code in (
-            ("1.5", "bug-reproduced", "BUG_REPRODUCED", 10),
-            ("1.6", "fix-validated", "FIX_VALIDATED", 0),
-        ):
-            record = ValidationRecord(
-                shim=SHIM, mode="without", lane="bisect", host={"hostname": "ci", "gpu": None},
-                versions={"toylib": version}, sentinel=sentinel, outcome=outcome, exit_code=code,
-                duration_s=0.1, started_at="2026-06-01T00:00:00.000000+00:00",
-            )  # fmt: skip
-            append(shop.root / "validation" / "manifest.jsonl", [record])
-        git(shop.root, "add", "-A")
-        git(shop.root, "commit", "-q", "-m", "the evidence")
+        shop.record_fix()
         head = git(shop.root, "rev-parse", "HEAD")
         # every index answer takes a second: the re-locks are slow
         shop.server.index.latency = 1.0

@@ -135,23 +135,8 @@ def test_a_working_tree_that_is_not_the_base_is_refused_in_one_line(own_shop, ca
 
 
 def test_retire_apply_on_a_tree_that_is_not_the_base_says_so_in_one_line(own_shop, capsys):
-    from retire.evidence.validation import ValidationRecord, append
-    from tests.support.retirement import manifest_toml
 
-    floor = '[[retirement.conditions]]\nkind = "version-floor"\nversion = ">=1.6"\n'
-    (own_shop.root / "shims" / SHIM / "manifest.toml").write_text(manifest_toml(SHIM, floor))
-    for version, outcome, sentinel, code in (
-        ("1.5", "bug-reproduced", "BUG_REPRODUCED", 10),
-        ("1.6", "fix-validated", "FIX_VALIDATED", 0),
-    ):
-        record = ValidationRecord(
-            shim=SHIM, mode="without", lane="bisect", host={"hostname": "ci-1", "gpu": None},
-            versions={"toylib": version}, sentinel=sentinel, outcome=outcome, exit_code=code,
-            duration_s=0.1, started_at="2026-06-01T00:00:00.000000+00:00",
-        )  # fmt: skip
-        append(own_shop.root / "validation" / "manifest.jsonl", [record])
-    git(own_shop.root, "add", "-A")
-    git(own_shop.root, "commit", "-q", "-m", "the evidence")
+    own_shop.record_fix()
     # HEAD pins follow to toylib==1.5; the working tree already raised it
     lane = own_shop.root / "lanes" / "follow.toml"
     lane.write_text(lane.read_text().replace('"toylib==1.5"', '"toylib==1.6"'))

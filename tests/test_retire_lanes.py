@@ -93,6 +93,27 @@ class LaneShop:
         git(self.root, "add", "-A")
         git(self.root, "commit", "-q", "-m", "a shop")
 
+    def record_fix(self) -> None:
+        """The shim's retirement floor toylib>=1.6 and the evidence for it — a bisection's
+        records, not one of the shop's lanes: 1.5 reproduces the bug, 1.6 is clean — committed."""
+        from retire.evidence.validation import ValidationRecord, append
+        from tests.support.retirement import manifest_toml
+
+        floor = '[[retirement.conditions]]\nkind = "version-floor"\nversion = ">=1.6"\n'
+        (self.root / "shims" / SHIM / "manifest.toml").write_text(manifest_toml(SHIM, floor))
+        for version, outcome, sentinel, code in (
+            ("1.5", "bug-reproduced", "BUG_REPRODUCED", 10),
+            ("1.6", "fix-validated", "FIX_VALIDATED", 0),
+        ):
+            record = ValidationRecord(
+                shim=SHIM, mode="without", lane="bisect", host={"hostname": "ci-1", "gpu": None},
+                versions={"toylib": version}, sentinel=sentinel, outcome=outcome, exit_code=code,
+                duration_s=0.1, started_at="2026-06-01T00:00:00.000000+00:00",
+            )  # fmt: skip
+            append(self.root / "validation" / "manifest.jsonl", [record])
+        git(self.root, "add", "-A")
+        git(self.root, "commit", "-q", "-m", "the evidence")
+
     def lane(self, name: str, requirements: str, shims: str, *, policy: str = "") -> None:
         text = LANE.format(
             name=name, policy=policy, requirements=requirements, shims=shims, url=self.server.url
@@ -505,24 +526,7 @@ PER_LANE_VERDICTS = importlib.util.find_spec("retire.verdicts.lanes") is not Non
     not PER_LANE_VERDICTS, reason="needs the per-lane verdicts (retire/verdicts/lanes.py, P1)"
 )
 def test_retire_apply_end_to_end_per_lane(shop, capsys):
-    from retire.evidence.validation import ValidationRecord, append
-    from tests.support.retirement import manifest_toml
-
-    floor = '[[retirement.conditions]]\nkind = "version-floor"\nversion = ">=1.6"\n'
-    (shop.root / "shims" / SHIM / "manifest.toml").write_text(manifest_toml(SHIM, floor))
-    # evidence about releases (a bisection's records), not about one of the shop's lanes
-    for lane, version, outcome, sentinel, code in (
-        ("bisect", "1.5", "bug-reproduced", "BUG_REPRODUCED", 10),
-        ("bisect", "1.6", "fix-validated", "FIX_VALIDATED", 0),
-    ):
-        record = ValidationRecord(
-            shim=SHIM, mode="without", lane=lane, host={"hostname": "ci-1", "gpu": None},
-            versions={"toylib": version}, sentinel=sentinel, outcome=outcome, exit_code=code,
-            duration_s=0.1, started_at="2026-06-01T00:00:00.000000+00:00",
-        )  # fmt: skip
-        append(shop.root / "validation" / "manifest.jsonl", [record])
-    git(shop.root, "add", "-A")
-    git(shop.root, "commit", "-q", "-m", "the evidence")
+    shop.record_fix()
     code, out, err = run_cli(shop.root, "retire", "--apply", "--no-pr", "--json", capsys=capsys)
     assert code == 0, err
     proposals = {p["shim_id"]: p for p in json.loads(out)["proposals"]}
