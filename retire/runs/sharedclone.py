@@ -1,0 +1,180 @@
+"""One working clone per commit range: each candidate commit checked out in it, its wheel built
+there once and kept (:mod:`retire.runs.wheelcache`).
+
+A bisection over the commits between two tags used to start every candidate afresh: uv fetched
+the mirror into its own git cache and built ``<dist> @ git+file://<mirror>@<commit>``, or a named
+build cloned the mirror into the candidate's folder. A :class:`SharedClone` makes one clone of the
+mirror (``git clone --shared``: no object copied, the mirror only read) and moves it from
+candidate to candidate: ``git checkout --force --detach <sha>``, then ``git clean -fdx`` (the
+previous build's outputs, ignored files included, never reach the next). The commit is resolved to
+its full sha first (``rev-parse --end-of-options``), so no value reaches ``checkout`` as an option.
+
+:meth:`SharedClone.wheel_for` is the candidate's wheel: the one kept for (repository, commit,
+build, subdirectory), else built in the clone — by uv (``uv build --wheel``, its cache warm for
+every candidate of the range) or by the shim's named build (:func:`retire.runs.wheelbuild.
+build_wheel`) — kept, and returned; it says each build's progress through ``say``. One clone
+serves one candidate at a time: candidates run side by side (``bisect -j``) take a clone each.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from retire.core.git import Git, GitError
+from retire.runs import envs
+from retire.runs.wheelbuild import WheelBuildError, build_wheel
+from retire.runs.wheelcache import WheelCache, WheelKey
+from shims.wheelbuild import WheelBuild
+
+__all__ = ["SharedClone", "build_description"]
+
+
+def build_description(build: WheelBuild | None, environment: str = "") -> str:
+    """The build part of a wheel's key: uv's build or the named command (by its digest), and the
+    interpreter the wheel is for (``environment``: a base environment's fingerprint)."""
+    if build is None:
+        how = "uv-build"
+    else:
+        named = json.dumps(list(build.command)).encode()
+        how = f"named:{hashlib.sha256(named).hexdigest()[:16]}"
+    return f"{how}|{environment}" if environment else how
+
+
+class SharedClone:
+    """The candidates of one range, checked out in turn in ``folder`` (a clone of ``mirror``,
+    made on first use) and built for the interpreter ``python``; ``repository`` names the mirror
+    in the wheels' keys, ``subdirectory`` is where the package's build file is; ``cache`` keeps
+    the wheels (None: built every time); ``environment`` (a base environment's fingerprint) and
+    ``index_url`` (where uv finds a build's requirements) as the runner's."""
+
+    def __init__(
+        self,
+        mirror: Path,
+        folder: Path,
+        *,
+        repository: str,
+        python: Path,
+        distribution: str,
+        subdirectory: str | None = None,
+        cache: WheelCache | None = None,
+        environment: str = "",
+        index_url: str | None = None,
+        say: Callable[[str], None] | None = None,
+    ) -> None:
+        self.mirror, self.folder = Path(mirror), Path(folder)
+        self.repository, self.python, self.distribution = repository, Path(python), distribution
+        self.subdirectory, self.cache, self.environment = subdirectory, cache, environment
+        self.index_url = index_url
+        self.say = say or (lambda line: None)
+        self.at: str | None = None
+        self.builds = 0
+
+    def _git(self) -> Git:
+        return Git(self.folder, search_parents=False)
+
+    def resolve(self, commit: str) -> str:
+        """``commit``'s full sha in the mirror; a :class:`WheelBuildError` when there is none (a
+        value that starts with ``-`` is never a revision)."""
+        sha = None
+        if commit and not commit.startswith("-"):
+            sha = Git(self.mirror, search_parents=False).rev_parse(f"{commit}^{{commit}}")
+        if sha is None:
+            raise WheelBuildError(f"no commit {commit[:40]!r} in {self.mirror}")
+        return sha
+
+    def checkout(self, commit: str) -> Path:
+        """The tree at ``commit`` in the clone, nothing else in it; the package's folder."""
+        sha = self.resolve(commit)
+        if not (self.folder / ".git").exists():
+            try:
+                Git(self.mirror, search_parents=False).run(
+                    "clone", "--quiet", "--shared", "--no-checkout", "--",
+                    os.fspath(self.mirror), os.fspath(self.folder),
+                )  # fmt: skip
+            except GitError as exc:
+                raise WheelBuildError(f"cannot clone {self.mirror}: {exc}") from None
+        git = self._git()
+        try:
+            git.run("checkout", "--quiet", "--force", "--detach", sha)
+            git.run("clean", "--quiet", "-fdx")
+        except GitError as exc:
+            raise WheelBuildError(
+                f"cannot check out {sha[:12]} from {self.mirror}: {exc}"
+            ) from None
+        self.at = sha
+        return self._package()
+
+    def _package(self) -> Path:
+        root = self.folder.resolve()
+        package = (root / self.subdirectory).resolve() if self.subdirectory else root
+        if not package.is_relative_to(root) or not package.is_dir():
+            raise WheelBuildError(f"no folder {self.subdirectory!r} in the checkout of {self.at}")
+        return package
+
+    def key(self, commit: str, build: WheelBuild | None) -> WheelKey:
+        return WheelKey(
+            self.repository,
+            commit,
+            build_description(build, self.environment),
+            self.subdirectory or "",
+        )
+
+    def cached(self, commit: str, build: WheelBuild | None = None) -> Path | None:
+        """The wheel kept for ``commit`` (a full sha) and ``build``, or None."""
+        return self.cache.get(self.key(commit, build)) if self.cache is not None else None
+
+    def wheel_for(self, commit: str, build: WheelBuild | None = None) -> Path:
+        """The wheel of the package at ``commit``: kept from before, else built in the clone
+        (uv's build, or ``build``) and kept. A :class:`WheelBuildError` when it cannot be built
+        (the log's tail in the message)."""
+        sha = self.resolve(commit)
+        if (hit := self.cached(sha, build)) is not None:
+            self.say(f"{self.distribution} at {sha[:12]}: the wheel built before")
+            return hit
+        source = self.checkout(sha)
+        self.say(f"building {self.distribution} at {sha[:12]} in the range's clone …")
+        began = time.monotonic()
+        out = Path(tempfile.mkdtemp(prefix=f"wheel-{sha[:12]}-", dir=self.folder.parent))
+        try:
+            wheel = self._build(source, out, sha, build)
+        except WheelBuildError:
+            # a failed build's log (named in the error) is beside the folder, not in it
+            shutil.rmtree(out, ignore_errors=True)
+            raise
+        self.builds += 1
+        self.say(f"built {self.distribution} at {sha[:12]} in {time.monotonic() - began:.1f}s")
+        kept = self.cache.put(self.key(sha, build), wheel) if self.cache is not None else None
+        if kept is None:
+            return wheel
+        shutil.rmtree(out, ignore_errors=True)
+        return kept
+
+    def _build(self, source: Path, out: Path, sha: str, build: WheelBuild | None) -> Path:
+        if build is not None:
+            log = out.parent / f"build-{sha[:12]}.log"
+            built = build_wheel(
+                build, source, out, log, python=self.python, commit=sha,
+                distribution=self.distribution,
+            )  # fmt: skip
+            log.unlink(missing_ok=True)
+            return built.wheel
+        args = ["build", "--wheel", "--quiet", "--python", os.fspath(self.python)]
+        if self.index_url:
+            args += ["--default-index", self.index_url]
+        try:
+            envs.run_uv([*args, "--out-dir", os.fspath(out), os.fspath(source)], "uv build")
+        except envs.BuildError as exc:
+            raise WheelBuildError(
+                f"cannot build {self.distribution} at {sha[:12]}: {exc}"
+            ) from None
+        wheels = sorted(out.glob("*.whl"))
+        if len(wheels) != 1:
+            raise WheelBuildError(f"uv build wrote {len(wheels)} wheels at {sha[:12]}")
+        return wheels[0]

@@ -1,0 +1,119 @@
+"""One clone per range: each candidate checked out in it, built once, its wheel kept (real git and
+uv over the toy upstream)."""
+
+from __future__ import annotations
+
+import sys
+import zipfile
+
+import pytest
+
+from retire.runs.sharedclone import SharedClone, build_description
+from retire.runs.wheelbuild import WheelBuildError
+from retire.runs.wheelcache import WheelCache
+from shims.wheelbuild import WheelBuild
+from tests.support.gitrepos import git
+from tests.support.historyrepo import make_window_repo
+
+REPOSITORY = "https://git.example/acme/toylib"
+#: The shop's named build: the checkout's own backend, the wheel into $PATCHLANE_WHEEL_DIR.
+BUILD_SCRIPT = """
+import os, sys
+sys.path.insert(0, "_build")
+import backend
+print("wrote", backend.build_wheel(os.environ["PATCHLANE_WHEEL_DIR"]))
+"""
+
+
+@pytest.fixture(scope="module")
+def mirror(tmp_path_factory):
+    base = tmp_path_factory.mktemp("shared")
+    repo = make_window_repo(base / "upstream")
+    git(base, "clone", "-q", "--mirror", str(repo.path), str(base / "mirror.git"))
+    return repo, base / "mirror.git"
+
+
+def clone(tmp_path, mirror_path, cache=True, **options) -> SharedClone:
+    return SharedClone(
+        mirror_path,
+        tmp_path / "range" / "clone",
+        repository=REPOSITORY,
+        python=sys.executable,
+        distribution="toylib",
+        cache=WheelCache(tmp_path / "wheels") if cache else None,
+        **options,
+    )
+
+
+def source_of(wheel) -> str:
+    with zipfile.ZipFile(wheel) as archive:
+        return archive.read("toylib/__init__.py").decode()
+
+
+def test_each_commit_is_built_once_in_one_clone_and_its_wheel_kept(tmp_path, mirror):
+    repo, path = mirror
+    said: list[str] = []
+    shared = clone(tmp_path, path, say=said.append)
+    broken, fixed = repo.introduced, repo.fixed
+    assert "return a - b" in source_of(shared.wheel_for(broken))
+    assert "return a + b" in source_of(shared.wheel_for(fixed))
+    # a rerun of the same candidate (another shim's bisection, say) builds nothing
+    again = clone(tmp_path, path, say=said.append)
+    assert "return a - b" in source_of(again.wheel_for(broken[:12]))
+    assert (shared.builds, again.builds) == (2, 0)
+    assert any(line.startswith(f"building toylib at {broken[:12]}") for line in said)
+    assert f"toylib at {broken[:12]}: the wheel built before" in said
+    # one clone, moved between the commits
+    assert [p.name for p in (tmp_path / "range").iterdir() if p.name == "clone"] == ["clone"]
+    assert git(tmp_path / "range" / "clone", "rev-parse", "HEAD") == fixed
+
+
+def test_a_checkout_leaves_nothing_of_the_previous_candidate(tmp_path, mirror):
+    repo, path = mirror
+    shared = clone(tmp_path, path)
+    folder = shared.checkout(repo.tags["1.2"])
+    (folder / "build").mkdir()
+    (folder / "build" / "lib.o").write_text("object")
+    (folder / "toylib" / "__init__.py").write_text("edited")
+    (folder / ".gitignore").write_text("build/\n")
+    assert shared.checkout(repo.tags["1.4"]) == folder
+    assert not (folder / "build").exists() and not (folder / ".gitignore").exists()
+    assert '__version__ = "1.4"' in (folder / "toylib" / "__init__.py").read_text()
+
+
+def test_no_value_reaches_git_as_an_option_and_an_unknown_commit_is_one_error(tmp_path, mirror):
+    _, path = mirror
+    shared = clone(tmp_path, path)
+    for bad in ("--orphan=x", "-f", "0" * 40, ""):
+        with pytest.raises(WheelBuildError, match="no commit"):
+            shared.wheel_for(bad)
+    assert not (tmp_path / "range" / "clone").exists()
+
+
+def test_a_named_build_is_kept_apart_from_uvs(tmp_path, mirror):
+    repo, path = mirror
+    script = tmp_path / "build-wheel.py"
+    script.write_text(BUILD_SCRIPT)
+    named = WheelBuild((sys.executable, str(script)))
+    shared = clone(tmp_path, path)
+    assert "return a + b" in source_of(shared.wheel_for(repo.fixed, named))
+    assert shared.cached(repo.fixed, None) is None
+    assert shared.cached(repo.fixed, named) is not None
+    assert build_description(named) != build_description(None)
+    assert build_description(None, "base:abc") == "uv-build|base:abc"
+    failing = WheelBuild((sys.executable, "-c", "import sys; print('nvcc fatal'); sys.exit(1)"))
+    with pytest.raises(WheelBuildError, match="nvcc fatal"):
+        shared.wheel_for(repo.introduced, failing)
+    assert shared.cached(repo.introduced, failing) is None
+    # nothing of the failed build is left but its log
+    assert not list((tmp_path / "range").glob("wheel-*"))
+    assert [p.name for p in (tmp_path / "range").glob("build-*.log")] == [
+        f"build-{repo.introduced[:12]}.log"
+    ]
+
+
+def test_without_a_cache_every_call_builds(tmp_path, mirror):
+    repo, path = mirror
+    shared = clone(tmp_path, path, cache=False)
+    first, second = shared.wheel_for(repo.fixed), shared.wheel_for(repo.fixed)
+    assert shared.builds == 2 and first != second and first.is_file() and second.is_file()
