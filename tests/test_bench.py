@@ -150,3 +150,17 @@ def test_miss_alone_exits_zero_and_unknown_names_are_refused(monkeypatch, tmp_pa
 )
 def test_values_are_formatted_with_their_unit(value, unit, text):
     assert harness.format_value(value, unit) == text
+
+
+def test_the_informed_search_rows_count_runs_and_compare_answers(monkeypatch):
+    from bench import QUICK_ENV, commits
+
+    monkeypatch.setenv(QUICK_ENV, "1")
+    rows = {r["name"]: r for r in commits._search_rows()}
+    assert set(rows) == {"commits.informed-runs", "commits.informed-same-answers"}
+    informed = rows["commits.informed-runs"]
+    # ⌈log2 5⌉ + 2, met on every toy history and on the one git read
+    assert informed["goal"] == "<= 5" and informed["ok"] and informed["value"] <= 5
+    assert "right commit" in informed["detail"] and "k=5 read by git log" in informed["detail"]
+    same = rows["commits.informed-same-answers"]
+    assert same["value"] == 0 and same["ok"] and "of 760" in same["detail"]

@@ -8,12 +8,13 @@ import zipfile
 
 import pytest
 
-from retire.runs.sharedclone import SharedClone, build_description
+from retire.runs.sharedclone import SharedClone, build_description, build_requires
 from retire.runs.wheelbuild import WheelBuildError
 from retire.runs.wheelcache import WheelCache
 from shims.wheelbuild import WheelBuild
 from tests.support.gitrepos import git
 from tests.support.historyrepo import make_window_repo
+from tests.support.wheels import build_wheel
 
 REPOSITORY = "https://git.example/acme/toylib"
 #: The shop's named build: the checkout's own backend, the wheel into $PATCHLANE_WHEEL_DIR.
@@ -117,3 +118,53 @@ def test_without_a_cache_every_call_builds(tmp_path, mirror):
     shared = clone(tmp_path, path, cache=False)
     first, second = shared.wheel_for(repo.fixed), shared.wheel_for(repo.fixed)
     assert shared.builds == 2 and first != second and first.is_file() and second.is_file()
+
+
+def test_the_range_builds_in_one_warm_environment_made_again_when_its_requirements_change(
+    tmp_path,
+):
+    repo = make_window_repo(tmp_path / "upstream")
+    before = git(repo.path, "rev-parse", "HEAD")
+    helper = build_wheel(tmp_path / "helpers", "toyhelper", "1.0", files={"toyhelper.py": ""})
+    pyproject = (repo.path / "pyproject.toml").read_text()
+    (repo.path / "pyproject.toml").write_text(
+        pyproject.replace("requires = []", f'requires = ["toyhelper @ {helper.as_uri()}"]')
+    )
+    git(repo.path, "commit", "-q", "-am", "Build with toyhelper")
+    after = git(repo.path, "rev-parse", "HEAD")
+    git(tmp_path, "clone", "-q", "--mirror", str(repo.path), str(tmp_path / "mirror.git"))
+    shared = clone(tmp_path, tmp_path / "mirror.git")
+    env = tmp_path / "range" / "build-env"
+    shared.wheel_for(repo.tags["1.1"])
+    marker = env / "made-for-the-first-requirements"
+    marker.write_text("")
+    shared.wheel_for(repo.tags["1.2"])
+    shared.wheel_for(before)
+    # the same (no) requirements: the same environment
+    assert marker.exists() and not list(env.glob("lib/python*/site-packages/toyhelper.py"))
+    shared.wheel_for(after)
+    assert not marker.exists() and list(env.glob("lib/python*/site-packages/toyhelper.py"))
+    assert shared.builds == 4
+
+
+def test_build_requirements_are_read_from_pyproject_or_pep_517s_default(tmp_path):
+    def tree(name: str, pyproject: str | None, setup: bool = False):
+        folder = tmp_path / name
+        folder.mkdir()
+        if pyproject is not None:
+            (folder / "pyproject.toml").write_text(pyproject)
+        if setup:
+            (folder / "setup.py").write_text("")
+        return folder
+
+    build = '[build-system]\nrequires = ["setuptools>=70", "wheel"]\n'
+    assert build_requires(tree("a", build)) == ("setuptools>=70", "wheel")
+    assert build_requires(tree("b", None, setup=True)) == ("setuptools>=40.8.0",)
+    assert build_requires(tree("c", '[project]\nname = "x"\n', setup=True)) == (
+        "setuptools>=40.8.0",
+    )
+    # what cannot be told leaves the build to uv's isolated environments
+    assert build_requires(tree("d", None)) is None
+    assert build_requires(tree("e", "[build-system\n")) is None
+    assert build_requires(tree("f", "[build-system]\nrequires = 3\n")) is None
+    assert build_requires(tree("g", '[project]\nname = "x"\n')) is None

@@ -10,10 +10,13 @@ previous build's outputs, ignored files included, never reach the next). The com
 its full sha first (``rev-parse --end-of-options``), so no value reaches ``checkout`` as an option.
 
 :meth:`SharedClone.wheel_for` is the candidate's wheel: the one kept for (repository, commit,
-build, subdirectory), else built in the clone — by uv (``uv build --wheel``, its cache warm for
-every candidate of the range) or by the shim's named build (:func:`retire.runs.wheelbuild.
-build_wheel`) — kept, and returned; it says each build's progress through ``say``. One clone
-serves one candidate at a time: candidates run side by side (``bisect -j``) take a clone each.
+build, subdirectory), else built in the clone — by uv or by the shim's named build
+(:func:`retire.runs.wheelbuild.build_wheel`) — kept, and returned; it says each build's progress
+through ``say``. uv builds in one warm build environment per range (``build-env`` beside the
+clone, ``uv build --no-build-isolation``): the commit's ``[build-system] requires`` installed once,
+the environment made again from nothing whenever they change (so no package of another commit's
+build can reach this one), uv's isolated build where they cannot be read. One clone serves one
+candidate at a time: candidates run side by side (``bisect -j``) take a clone each.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import os
 import shutil
 import tempfile
 import time
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -33,7 +37,7 @@ from retire.runs.wheelbuild import WheelBuildError, build_wheel
 from retire.runs.wheelcache import WheelCache, WheelKey
 from shims.wheelbuild import WheelBuild
 
-__all__ = ["SharedClone", "build_description"]
+__all__ = ["SharedClone", "build_description", "build_requires"]
 
 
 def build_description(build: WheelBuild | None, environment: str = "") -> str:
@@ -75,6 +79,8 @@ class SharedClone:
         self.say = say or (lambda line: None)
         self.at: str | None = None
         self.builds = 0
+        # the build requirements installed in the range's build environment
+        self._requires: tuple[str, ...] | None = None
 
     def _git(self) -> Git:
         return Git(self.folder, search_parents=False)
@@ -91,7 +97,9 @@ class SharedClone:
 
     def checkout(self, commit: str) -> Path:
         """The tree at ``commit`` in the clone, nothing else in it; the package's folder."""
-        sha = self.resolve(commit)
+        return self._checkout(self.resolve(commit))
+
+    def _checkout(self, sha: str) -> Path:
         if not (self.folder / ".git").exists():
             try:
                 Git(self.mirror, search_parents=False).run(
@@ -138,7 +146,7 @@ class SharedClone:
         if (hit := self.cached(sha, build)) is not None:
             self.say(f"{self.distribution} at {sha[:12]}: the wheel built before")
             return hit
-        source = self.checkout(sha)
+        source = self._checkout(sha)
         self.say(f"building {self.distribution} at {sha[:12]} in the range's clone …")
         began = time.monotonic()
         out = Path(tempfile.mkdtemp(prefix=f"wheel-{sha[:12]}-", dir=self.folder.parent))
@@ -165,11 +173,20 @@ class SharedClone:
             )  # fmt: skip
             log.unlink(missing_ok=True)
             return built.wheel
-        args = ["build", "--wheel", "--quiet", "--python", os.fspath(self.python)]
-        if self.index_url:
-            args += ["--default-index", self.index_url]
+        return self._uv_build(source, out, sha)
+
+    def _uv_build(self, source: Path, out: Path, sha: str) -> Path:
+        """uv's build of ``source``: in the range's warm build environment where its build
+        requirements are known, else in an isolated one of uv's own."""
+        index = ["--default-index", self.index_url] if self.index_url else []
+        warm = self._warm(source, index)
+        if warm is not None:
+            how = ["--no-build-isolation", "--python", os.fspath(warm)]
+        else:
+            how = ["--python", os.fspath(self.python), *index]
+        args = ["build", "--wheel", "--quiet", *how, "--out-dir", os.fspath(out), os.fspath(source)]
         try:
-            envs.run_uv([*args, "--out-dir", os.fspath(out), os.fspath(source)], "uv build")
+            envs.run_uv(args, "uv build")
         except envs.BuildError as exc:
             raise WheelBuildError(
                 f"cannot build {self.distribution} at {sha[:12]}: {exc}"
@@ -178,3 +195,47 @@ class SharedClone:
         if len(wheels) != 1:
             raise WheelBuildError(f"uv build wrote {len(wheels)} wheels at {sha[:12]}")
         return wheels[0]
+
+    def _warm(self, source: Path, index: list[str]) -> Path | None:
+        """The range's build environment with ``source``'s build requirements, made again (from
+        nothing: no package of another commit's build stays) when they change; None where they
+        cannot be read or installed."""
+        requires = build_requires(source)
+        if requires is None:
+            return None
+        folder = self.folder.parent / "build-env"
+        python = folder / "bin" / "python"
+        if requires == self._requires and python.exists():
+            return python
+        self._requires = None
+        try:
+            envs.run_uv(
+                ["venv", "--quiet", "--clear", "--python", os.fspath(self.python), str(folder)],
+                "cannot create the build environment",
+            )
+            if requires:
+                install = ["pip", "install", "--quiet", "--python", str(python), *index]
+                envs.run_uv([*install, *requires], "cannot install the build requirements")
+        except envs.BuildError as exc:
+            self.say(f"building in uv's own isolated environments: {exc}")
+            return None
+        self._requires = requires
+        return python
+
+
+def build_requires(source: Path) -> tuple[str, ...] | None:
+    """``source``'s build requirements (``[build-system] requires``; setuptools for a
+    ``setup.py`` without one, as PEP 517 says), or None when they cannot be told."""
+    try:
+        with open(source / "pyproject.toml", "rb") as handle:
+            system = tomllib.load(handle).get("build-system")
+    except FileNotFoundError:
+        system = None
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return None
+    if system is None:
+        return ("setuptools>=40.8.0",) if (source / "setup.py").is_file() else None
+    requires = system.get("requires") if isinstance(system, dict) else None
+    if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
+        return None
+    return tuple(requires)
