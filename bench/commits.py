@@ -77,8 +77,8 @@ def _counted(samples: int) -> dict:
     rng = random.Random(37)
     worst: dict[int, int] = {}
     full_worst, differing, histories = 0, 0, 0
-    miss_runs: list[int] = []
-    miss_full: list[int] = []
+    miss_runs: list[float] = []
+    miss_full: list[float] = []
     for k in TOUCHING:
         for _ in range(samples):
             # the newer tag's commit (index COMMITS - 1 of the range's COMMITS + 1) may touch too
