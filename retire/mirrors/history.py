@@ -23,6 +23,7 @@ from pathlib import PurePosixPath
 from packaging.version import InvalidVersion, Version
 
 from retire.core.git import GitError
+from retire.mirrors.packagetree import BUILD_FILES, beyond_the_package, projects
 from retire.mirrors.repo import MirrorRepo
 
 __all__ = ["Commit", "build_obstacle", "commits_between", "release_tag"]
@@ -33,9 +34,6 @@ _PULL_REF = re.compile(r"^refs/pull/(\d+)/head$")
 #: Files whose presence means a compiled extension: not built from source in seconds.
 _COMPILED = (".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".pyx", ".rs")
 _COMPILED_NAMES = ("CMakeLists.txt", "Cargo.toml")
-_BUILD_FILES = ("pyproject.toml", "setup.py")
-#: Folders whose sources no wheel of the package holds.
-_NOT_SHIPPED = frozenset({"test", "tests", "bench", "benchmark", "benchmarks", "examples", "docs"})
 
 
 @dataclass(frozen=True)
@@ -141,7 +139,7 @@ def build_obstacle(
     root = PurePosixPath(subdirectory or ".")
     if named_build:
         return None if paths else f"nothing at {root} in {repo.mirror.repository} at {commit[:12]}"
-    builds = [p for p in paths if p.parent == root and p.name in _BUILD_FILES]
+    builds = [p for p in paths if p.parent == root and p.name in BUILD_FILES]
     if not builds:
         return (
             f"no pyproject.toml or setup.py at {root} in {repo.mirror.repository}: no build named"
@@ -160,16 +158,10 @@ def _compiled(root: PurePosixPath, paths: list[PurePosixPath]) -> list[PurePosix
     """The compiled sources the package's own build would meet: not those of a separate project
     in the tree (a folder with a build file of its own, such as Liger-Kernel's CMake
     ``liger_cute_kernels``), nor those of tests, benchmarks, examples or docs."""
-    projects = {p.parent for p in paths if p.name in _BUILD_FILES and p.parent != root}
-    found = []
-    for path in paths:
-        if path.suffix not in _COMPILED and path.name not in _COMPILED_NAMES:
-            continue
-        folders = [parent for parent in path.parents if parent != root and root in parent.parents]
-        if folders and (
-            any(folder in projects for folder in folders)
-            or any(folder.name in _NOT_SHIPPED for folder in folders)
-        ):
-            continue
-        found.append(path)
-    return found
+    separate = projects(root, paths)
+    return [
+        path
+        for path in paths
+        if (path.suffix in _COMPILED or path.name in _COMPILED_NAMES)
+        and not beyond_the_package(path, root, separate)
+    ]
