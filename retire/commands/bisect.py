@@ -42,7 +42,8 @@ DESCRIPTION = (
     "Find the bug's window on a shim's target: the release that introduced it (first broken after "
     "a clean one) and the release that fixed it (first clean after a broken one), each by a binary "
     "search over the index's releases (yanked ones skipped), one overlay env per candidate; then, "
-    "where the target's repository is mirrored (a lane's revision of it, else the shim's links), "
+    "where the target's repository is mirrored (a lane's revision of it, else the shim's links, "
+    "else the declared mirror its metadata URLs or its name and release tags match), "
     "the commits between the two adjacent releases' tags (first-parent; each candidate the package "
     "built by uv from the mirror at that commit), naming the commit, its subject, date and pull "
     "request. By default the range starts at the newest release the project has evidence is "
@@ -336,7 +337,7 @@ def bisection(
     # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.bisect import BisectOptions, list_releases, project_bounds
     from retire.bisect.placing import lane_places
-    from retire.bisect.sources import project_source
+    from retire.bisect.sources import index_source
     from retire.bisect.transitions import bisect_window
     from retire.probes.records import bisection_lane
     from retire.runs.packing import on_gpus
@@ -365,7 +366,9 @@ def bisection(
     )
 
     progress = _progress(distribution, count)
-    source = project_source(project, manifest, folder=args.mirrors)
+    source = index_source(project, manifest, index_url, versions, folder=args.mirrors)
+    if source.says:
+        say(source.says)
     options = BisectOptions(
         yanked=frozenset(yanked),
         include_prereleases=args.include_prereleases,
