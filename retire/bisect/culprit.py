@@ -406,7 +406,7 @@ def find_culprit(
     release is pinned; ``say`` hears each step as it starts.
     """
     search = _Search(probe, stop)
-    say("the old lock first: it must be clean")
+    say("the old lock first (it must be clean)")
     base = search.ask({})
     if base is None or base.state != FIXED:
         if base is None:
