@@ -12,13 +12,16 @@ build``) means no commit (None), never a guess.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 
 from packaging.utils import canonicalize_name
 
 from retire.bisect.culprit import CommitSearch, FirstCommit
 from retire.bisect.culpritrun import CulpritRunner
+from retire.bisect.revision import RevisionRunner
 from retire.bisect.runner import inspect_base
+from retire.bisect.search import CandidateRun
 from retire.bisect.sources import project_source
 from retire.bisect.window import EdgeState, locate_edge
 from retire.core.git import GitError
@@ -58,6 +61,27 @@ def _recorder(runner: CulpritRunner) -> Callable[[ValidationRecord], None] | Non
     return recorded
 
 
+def _announced(
+    probe: RevisionRunner, distribution: str, expected: int, say: Callable[[str], None]
+) -> Callable[[str], CandidateRun]:
+    """``probe``, saying each commit as its build starts and what its run showed — a commit
+    build takes seconds to minutes, and the step must not look hung."""
+    consulted = 0
+
+    def run(sha: str) -> CandidateRun:
+        nonlocal consulted
+        consulted += 1
+        fresh = probe.cached(sha) is None
+        if fresh:
+            of = max(expected, consulted)
+            say(f"building {distribution} at {sha[:7]} ({consulted} of ~{of})…")
+        found = probe(sha)
+        say(f"{distribution} at {sha[:7]}: {found.outcome}" + ("" if fresh else " (cached)"))
+        return found
+
+    return run
+
+
 def mirror_commits(
     project: Project,
     runner: CulpritRunner,
@@ -65,12 +89,14 @@ def mirror_commits(
     stop: Callable[[], str | None] | None = None,
     say: Callable[[str], None] = lambda line: None,
 ) -> CommitSearch:
-    """The commit step for ``runner``'s lane and reproducer."""
+    """The commit step for ``runner``'s lane and reproducer; ``say`` hears each step and each
+    commit build as it starts."""
 
     def search(distribution: str, clean: str, broken: str) -> FirstCommit | None:
         if runner.mode != Mode.WITHOUT:
             # the commit runner runs the reproducer without the shim only
             return None
+        say(f"commit step: {distribution}'s commits between {clean} and {broken}, in its mirror")
         manifest = _as_target(runner.manifest, distribution)
         source = project_source(project, manifest)
         repo = source.repo
@@ -94,6 +120,8 @@ def mirror_commits(
             return None
         if not commits:
             return None
+        items = [c.sha for c in commits[:-1]]
+        say(f"commit step: {len(commits)} commit(s) of {distribution} between {old} and {new}")
         base = inspect_base(runner.base().python, distribution)
         probe = source.revision_runner(
             manifest,
@@ -102,11 +130,14 @@ def mirror_commits(
             work_dir=runner.work_dir,
             lane=bisection_lane(runner.lane.name),
             on_record=_recorder(runner),
+            say=say,
         )
+        # at most this many conclusive runs (locate_edge's bound)
+        expected = math.ceil(math.log2(len(items) + 1))
         try:
             found = locate_edge(
-                [c.sha for c in commits[:-1]],
-                probe,
+                items,
+                _announced(probe, distribution, expected, say),
                 kind="introduced",
                 before=old_sha,
                 after=commits[-1].sha,
@@ -114,12 +145,11 @@ def mirror_commits(
             )
         finally:
             probe.close()
-        if found.edge.state != EdgeState.FOUND:
-            return None
         named = next((c for c in commits if c.sha == found.edge.after), None)
-        if named is None:
+        if found.edge.state != EdgeState.FOUND or named is None:
+            say(f"no first broken commit of {distribution}: {found.edge.describe()}")
             return None
         pr = f"#{named.pull}" if named.pull is not None else None
-        return FirstCommit(named.sha, pr, found.edge.before)
+        return FirstCommit(named.sha, pr, found.edge.before, runs=found.runs)
 
     return search
