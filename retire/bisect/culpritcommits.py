@@ -18,6 +18,8 @@ from packaging.utils import canonicalize_name
 
 from retire.bisect.culprit import CommitSearch, FirstCommit
 from retire.bisect.culpritrun import CulpritRunner
+from retire.bisect.job import BisectJob
+from retire.bisect.prober import stopping
 from retire.bisect.runner import inspect_base
 from retire.bisect.sources import project_source
 from retire.bisect.window import EdgeState, locate_edge
@@ -25,7 +27,6 @@ from retire.core.git import GitError
 from retire.core.project import Project
 from retire.evidence.validation import Mode, ValidationRecord
 from retire.mirrors.history import build_obstacle, commits_between, release_tag
-from retire.probes.records import bisection_lane
 from shims.model import ShimManifest
 
 __all__ = ["mirror_commits"]
@@ -95,14 +96,9 @@ def mirror_commits(
         if not commits:
             return None
         base = inspect_base(runner.base().python, distribution)
-        probe = source.revision_runner(
-            manifest,
-            base,
-            cache=runner.cache,
-            work_dir=runner.work_dir,
-            lane=bisection_lane(runner.lane.name),
-            on_record=_recorder(runner),
-        )
+        cache = runner.cache.directory if runner.cache is not None else None
+        job = BisectJob(manifest.id, cache=cache, work_dir=runner.work_dir, lane=runner.lane.name)
+        probe = source.revision_runner(manifest, base, job, on_record=_recorder(runner))
         try:
             found = locate_edge(
                 [c.sha for c in commits[:-1]],
@@ -110,7 +106,7 @@ def mirror_commits(
                 kind="introduced",
                 before=old_sha,
                 after=commits[-1].sha,
-                stop=stop,
+                progress=stopping(stop) if stop is not None else None,
             )
         finally:
             probe.close()

@@ -20,13 +20,14 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from packaging.utils import canonicalize_name
 
 from retire.bisect.cache import ResultCache
+from retire.bisect.job import BisectJob
 from retire.bisect.runner import BaseEnv, OverlayRunner, _InstallFailed, _read
 from retire.bisect.search import UNKNOWN, CandidateRun
 from retire.evidence.validation import ValidationRecord
@@ -47,14 +48,16 @@ class RevisionRunner(OverlayRunner):
         self,
         manifest: ShimManifest,
         base: BaseEnv,
+        job: BisectJob,
         *,
         mirror: Path,
         repository: str,
         subdirectory: str | None = None,
         build: WheelBuild | None = None,
-        **options: Any,
+        on_record: Callable[[ValidationRecord], None] | None = None,
+        say: Callable[[str], None] | None = None,
     ) -> None:
-        super().__init__(manifest, base, **options)
+        super().__init__(manifest, base, job, on_record=on_record, say=say)
         self.mirror = mirror
         self.repository = repository
         self.subdirectory = subdirectory
