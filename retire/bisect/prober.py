@@ -3,8 +3,9 @@
 
 A prober runs one candidate (:meth:`Prober.run`) or a round of them at once
 (:meth:`Prober.run_round`, up to :attr:`Prober.width`), knows what its cache holds
-(:meth:`Prober.cached`) and is closed when the bisection ends. The release runner
-(:class:`~retire.bisect.runner.OverlayRunner`), the commit runner
+(:meth:`Prober.cached`), says when nothing more can run there (:attr:`Prober.blocked`: a commit
+build whose backend the index does not serve) and is closed when the bisection ends. The
+release runner (:class:`~retire.bisect.runner.OverlayRunner`), the commit runner
 (:class:`~retire.bisect.revision.RevisionRunner`) and candidates side by side
 (:class:`~retire.bisect.sidebyside.SideBySide`) are probers; :func:`prober_of` makes one of a
 function (the culprit's release step, tests). A prober may keep what it made across rounds (an
@@ -32,6 +33,13 @@ class Prober(Protocol):
     #: how many candidates one round may run at once (1: one after another)
     width: int
 
+    @property
+    def blocked(self) -> str | None:
+        """Why no candidate can run here any more, or None: what every candidate needs could not
+        be had (the build backend of a commit search's builds); the search stops there, saying
+        so."""
+        ...
+
     def run(self, item: str, /) -> CandidateRun:
         """One candidate's run (its cached answer when there is one)."""
         ...
@@ -54,6 +62,7 @@ class OneAtATime:
     :meth:`run`; it knows nothing cached and has nothing to close unless it says otherwise."""
 
     width: int = 1
+    blocked: str | None = None
 
     def run(self, item: str, /) -> CandidateRun:
         raise NotImplementedError

@@ -236,13 +236,9 @@ class OverlayRunner(OneAtATime):
             try:
                 python = self.build_overlay(folder, version)
             except PatchlaneError as exc:
-                return CandidateRun(
-                    version,
-                    _build_failure_state(exc),
-                    ENV_FAILED,
-                    str(exc),
-                    round(time.monotonic() - began, 3),
-                )
+                state, detail = self.not_built(exc, version)
+                seconds = round(time.monotonic() - began, 3)
+                return CandidateRun(version, state, ENV_FAILED, detail, seconds)
             self.runs += 1
             launcher = self._launcher()
             if launcher is not None:
@@ -270,6 +266,13 @@ class OverlayRunner(OneAtATime):
         if self.on_record is not None:
             self.on_record(record)
         return self.read(record, version)
+
+    def not_built(self, exc: PatchlaneError, version: str) -> tuple[State, str]:
+        """How ``version`` reads when its overlay could not be made (no reproducer ran), and why:
+        a release uv cannot install here (no file for this interpreter, none at all) is not
+        applicable; an index that could not be reached, or a venv that could not be made, is
+        unknown."""
+        return _build_failure_state(exc), str(exc)
 
     def read(self, record: ValidationRecord, version: str) -> CandidateRun:
         """How the run on ``version`` reads for the search."""
@@ -369,8 +372,7 @@ class _InstallFailed(envs.BuildError):
 
 
 def _build_failure_state(exc: PatchlaneError) -> State:
-    """A release uv cannot install here (no file for this interpreter, none at all) is not
-    applicable; an index that could not be reached, or a venv that could not be made, is unknown."""
+    """:meth:`OverlayRunner.not_built`'s state."""
     if not isinstance(exc, _InstallFailed):
         return UNKNOWN
     return (

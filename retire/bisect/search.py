@@ -272,8 +272,9 @@ class _Search:
         return [got[i] for i in indices]
 
     def stop(self) -> str | None:
-        """Why the budget refuses the next run (remembered in ``halted``), or None."""
-        if (spent := self.progress.stop()) is not None:
+        """Why the next run may not start (remembered in ``halted``), or None: nothing can run
+        on the prober any more, or the budget is spent."""
+        if (spent := self.prober.blocked or self.progress.stop()) is not None:
             self.halted = spent
         return spent
 

@@ -110,6 +110,11 @@ class SideBySide:
                 REAPER.resume()
 
     @property
+    def blocked(self) -> str | None:
+        """Why none of the runners can run a candidate any more (the first to say), or None."""
+        return next((why for runner in self._made if (why := runner.blocked) is not None), None)
+
+    @property
     def runs(self) -> int:
         """Reproducer runs made by all the runners."""
         return sum(getattr(runner, "runs", 0) for runner in self._made)

@@ -18,7 +18,7 @@ in the host stamp), and answers are cached, as for :func:`retire.bisect.bisect`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from retire.bisect.bisection import _Journal
@@ -26,13 +26,13 @@ from retire.bisect.job import BisectJob
 from retire.bisect.prober import Prober, Progress
 from retire.bisect.revision import RevisionRunner
 from retire.bisect.runner import BaseEnv, OverlayRunner, inspect_base
-from retire.bisect.search import FIXED, normal
+from retire.bisect.search import ENV_FAILED, FIXED, normal
 from retire.bisect.sidebyside import SideBySide, serialized
-from retire.bisect.window import Edge, EdgeState, locate_edge, locate_window
+from retire.bisect.window import Edge, EdgeSearch, EdgeState, locate_edge, locate_window
 from retire.bisect.windowresult import CommitEdge, WindowResult
 from retire.core.git import GitError
 from retire.evidence.validation import ValidationRecord
-from retire.mirrors.history import build_obstacle, commits_between, release_tag
+from retire.mirrors.history import Commit, build_obstacle, commits_between, release_tag
 from retire.mirrors.repo import MirrorRepo
 from shims.model import ShimManifest
 from shims.wheelbuild import WheelBuild
@@ -238,12 +238,13 @@ def _on_branch(
         old_sha = repo.git.rev_parse(f"{tag}^{{commit}}") or tag
     except GitError as exc:
         return f"cannot read {branch} since {tag}: {exc}"
-    if not commits or (why := probers.progress.stop()) is not None:
+    if not commits or (why := prober.blocked or probers.progress.stop()) is not None:
         return None if not commits else f"{branch} since {fixed.before} is not searched: {why}"
     tip = prober.run(commits[-1].sha)
     probers.progress.consulted(tip)
     if tip.state != FIXED:
-        return f"still {tip.state} on {branch} at {commits[-1].short}"
+        told = f" ({tip.detail})" if not tip.conclusive and tip.detail else ""
+        return f"still {tip.state} on {branch} at {commits[-1].short}{told}"
     search = locate_edge(
         [c.sha for c in commits[:-1]],
         prober,
@@ -253,7 +254,7 @@ def _on_branch(
         limits=job.limits,
         progress=probers.progress,
     )
-    named = next((c for c in commits if c.sha == search.edge.after), None)
+    named = _named(commits, search.edge)
     return CommitEdge(
         "fixed",
         (fixed.before, branch),
@@ -264,7 +265,26 @@ def _on_branch(
         (tip, *search.runs),
         branch=branch,
         build=source.build.describe() if source.build is not None else None,
+        unbuilt=_unbuilt(prober, search),
     )
+
+
+def _named(commits: Sequence[Commit], edge: Edge) -> Commit | None:
+    """The commit a pinned edge names (its first commit on the new side); an unpinned edge names
+    none: its range and the commits left in it say where it is."""
+    if edge.state != EdgeState.FOUND:
+        return None
+    return next((c for c in commits if c.sha == edge.after), None)
+
+
+def _unbuilt(prober: Prober, search: EdgeSearch) -> str | None:
+    """Why the edge stayed unpinned where commits of it could not be built here: the last build
+    that failed (its reason and fix), else what keeps every build from starting (the prober is
+    blocked: its search stopped at once); None when it is pinned or no build failed."""
+    if search.edge.state == EdgeState.FOUND:
+        return None
+    failed = [run.detail for run in search.runs if run.outcome == ENV_FAILED]
+    return failed[-1] if failed else prober.blocked
 
 
 def _in_commits(
@@ -306,7 +326,7 @@ def _in_commits(
         limits=job.limits,
         progress=probers.progress,
     )
-    named = next((c for c in commits if c.sha == search.edge.after), None)
+    named = _named(commits, search.edge)
     return CommitEdge(
         edge.kind,
         (edge.before, edge.after),
@@ -316,4 +336,5 @@ def _in_commits(
         len(commits),
         search.runs,
         build=source.build.describe() if source.build is not None else None,
+        unbuilt=_unbuilt(probers.commit, search),
     )

@@ -55,13 +55,16 @@ DESCRIPTION = (
     "guessed through. A target with compiled sources or no build file stops at the release edge, "
     "saying so, unless its shim (or a lane's revision of it) names its build ([target] build: a "
     "command that turns a checkout "
-    "at the commit into a wheel; a build that fails leaves that commit unknown). Every fresh run "
+    "at the commit into a wheel). A commit that cannot be built is unknown, saying why and the "
+    "fix; a build that cannot find its backend on the index stops the commit search there. Every "
+    "fresh run "
     "is recorded in the validation manifest (lane 'bisect', or "
     "'bisect:LANE' with --lane) so verdicts use it; answers are cached, and a cached answer is "
     "neither re-run nor re-recorded. With -j N, each round runs up to N candidates at once (the "
     "points splitting the open range into N + 1 parts), each in an overlay env of its own and, "
     "for a reproducer that declares gpus, on GPUs of its own. Exit 0 when the first fixed "
-    "release is found, 1 otherwise."
+    "release is found and no edge followed into the commits stays unpinned for want of a build, "
+    "1 otherwise."
 )
 
 
@@ -316,7 +319,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     result, stopped = _capped(project, job)
     if args.json:
         emit_json({**result.to_dict(), "summary": result.summary(), "stopped": stopped})
-        return ExitCode.OK if result.status == Status.FOUND else ExitCode.FAILED
+        return _exit(result)
     say(result.summary())
     if stopped:
         say(f"stopped before its end: {stopped}")
@@ -340,9 +343,18 @@ def run(project: Project, args: argparse.Namespace) -> int:
     for run in result.window.runs:
         if run.state in (NOT_APPLICABLE, UNKNOWN):
             say(f"{run.state}: {run.version} ({run.outcome}) {run.detail}")
+    for reason in dict.fromkeys(edge.unbuilt for edge in result.unbuilt):
+        kinds = " and ".join(edge.kind for edge in result.unbuilt if edge.unbuilt == reason)
+        say(f"not pinned: the {kinds} edge's commits could not be built — {reason}")
     if job.records is not None:
         say(f"recorded {result.records_added} run(s) in {shown(job.records)}")
-    return ExitCode.OK if result.status == Status.FOUND else ExitCode.FAILED
+    return _exit(result)
+
+
+def _exit(result: WindowResult) -> int:
+    """1 when the first fixed release is not pinned, or a commit edge the search went into stays
+    unpinned because its candidates could not be built (docs/commands.md, exit codes)."""
+    return ExitCode.OK if result.status == Status.FOUND and not result.unbuilt else ExitCode.FAILED
 
 
 # ---------------------------------------------------------------------------------------------
