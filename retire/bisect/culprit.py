@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 
 from packaging.version import InvalidVersion, Version
 
+from retire.bisect.prober import prober_of, stopping
 from retire.bisect.search import BROKEN, FIXED, UNKNOWN, CandidateRun, Status, find_boundary
 from retire.core import mdsafe
 
@@ -363,9 +364,8 @@ def _release_step(search: _Search, change: Change, releases: Sequence[str]) -> _
 
     outcome = find_boundary(
         [old, *between, new],
-        probe,
-        known={new: _swapped(CandidateRun(new, BROKEN, "known"))},
-        stop=search.stop,
+        prober_of(probe, known={new: _swapped(CandidateRun(new, BROKEN, "known"))}),
+        progress=stopping(search.stop),
     )
     if outcome.status == Status.FOUND:
         return _Releases(outcome.last_broken, outcome.first_fixed)

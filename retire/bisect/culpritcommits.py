@@ -19,7 +19,8 @@ from packaging.utils import canonicalize_name
 
 from retire.bisect.culprit import CommitSearch, FirstCommit
 from retire.bisect.culpritrun import CulpritRunner
-from retire.bisect.revision import RevisionRunner
+from retire.bisect.job import BisectJob
+from retire.bisect.prober import OneAtATime, Prober, stopping
 from retire.bisect.runner import inspect_base
 from retire.bisect.search import CandidateRun
 from retire.bisect.sources import project_source
@@ -28,7 +29,6 @@ from retire.core.git import GitError
 from retire.core.project import Project
 from retire.evidence.validation import Mode, ValidationRecord
 from retire.mirrors.history import build_obstacle, commits_between, release_tag
-from retire.probes.records import bisection_lane
 from shims.model import ShimManifest
 
 __all__ = ["mirror_commits"]
@@ -61,25 +61,36 @@ def _recorder(runner: CulpritRunner) -> Callable[[ValidationRecord], None] | Non
     return recorded
 
 
-def _announced(
-    probe: RevisionRunner, distribution: str, expected: int, say: Callable[[str], None]
-) -> Callable[[str], CandidateRun]:
+class _Announced(OneAtATime):
     """``probe``, saying each commit as its build starts and what its run showed — a commit
     build takes seconds to minutes, and the step must not look hung."""
-    consulted = 0
 
-    def run(sha: str) -> CandidateRun:
-        nonlocal consulted
-        consulted += 1
-        fresh = probe.cached(sha) is None
+    def __init__(
+        self, probe: Prober, distribution: str, expected: int, say: Callable[[str], None]
+    ) -> None:
+        self.probe, self.distribution, self.expected, self.say = probe, distribution, expected, say
+        self.consulted = 0
+
+    @property
+    def blocked(self) -> str | None:  # type: ignore[override]
+        return self.probe.blocked
+
+    def cached(self, item: str, /) -> CandidateRun | None:
+        return self.probe.cached(item)
+
+    def run(self, item: str, /) -> CandidateRun:
+        self.consulted += 1
+        fresh = self.probe.cached(item) is None
         if fresh:
-            of = max(expected, consulted)
-            say(f"building {distribution} at {sha[:7]} ({consulted} of ~{of})…")
-        found = probe(sha)
-        say(f"{distribution} at {sha[:7]}: {found.outcome}" + ("" if fresh else " (cached)"))
+            of = max(self.expected, self.consulted)
+            self.say(f"building {self.distribution} at {item[:7]} ({self.consulted} of ~{of})…")
+        found = self.probe.run(item)
+        said = "" if fresh else " (cached)"
+        self.say(f"{self.distribution} at {item[:7]}: {found.outcome}{said}")
         return found
 
-    return run
+    def close(self) -> None:
+        self.probe.close()
 
 
 def mirror_commits(
@@ -123,25 +134,19 @@ def mirror_commits(
         items = [c.sha for c in commits[:-1]]
         say(f"commit step: {len(commits)} commit(s) of {distribution} between {old} and {new}")
         base = inspect_base(runner.base().python, distribution)
-        probe = source.revision_runner(
-            manifest,
-            base,
-            cache=runner.cache,
-            work_dir=runner.work_dir,
-            lane=bisection_lane(runner.lane.name),
-            on_record=_recorder(runner),
-            say=say,
-        )
+        cache = runner.cache.directory if runner.cache is not None else None
+        job = BisectJob(manifest.id, cache=cache, work_dir=runner.work_dir, lane=runner.lane.name)
+        probe = source.revision_runner(manifest, base, job, on_record=_recorder(runner), say=say)
         # at most this many conclusive runs (locate_edge's bound)
         expected = math.ceil(math.log2(len(items) + 1))
         try:
             found = locate_edge(
                 items,
-                _announced(probe, distribution, expected, say),
+                _Announced(probe, distribution, expected, say),
                 kind="introduced",
                 before=old_sha,
                 after=commits[-1].sha,
-                stop=stop,
+                progress=stopping(stop) if stop is not None else None,
             )
         finally:
             probe.close()
