@@ -132,13 +132,22 @@ def test_a_subdirectory_package_reads_only_its_own_folder(tmp_path):
 @pytest.mark.slow
 def test_commits_are_still_searched_and_built_on_a_mirror_missing_a_test_blob(tmp_path):
     from retire.bisect.bisection import list_releases
-    from retire.bisect.options import BisectOptions
+    from retire.bisect.job import BisectJob
+    from retire.bisect.prober import Progress
     from retire.bisect.transitions import Source, bisect_window
     from retire.evidence import validation
     from shims.manifest import load_manifest
     from tests.support.historyrepo import FIXED, make_window_repo, release_index
     from tests.support.index import IndexServer
     from tests.support.shimtree import write_shim
+
+    class Notes(Progress):
+        def __init__(self) -> None:
+            super().__init__()
+            self.said: list[str] = []
+
+        def note(self, text: str) -> None:
+            self.said.append(text)
 
     upstream = tmp_path / "upstream"
     (upstream / "tests").mkdir(parents=True)
@@ -151,24 +160,24 @@ def test_commits_are_still_searched_and_built_on_a_mirror_missing_a_test_blob(tm
     opened = open_mirror(Mirror(UPSTREAM, mirror))
     assert isinstance(opened, MirrorRepo)
     manifest = load_manifest(write_shim(tmp_path / "shims", "toylib_add") / "manifest.toml")
-    notes: list[str] = []
+    notes = Notes()
     with IndexServer(release_index(repo, tmp_path / "wheels")) as server:
         versions, yanked = list_releases(server.url, "toylib")
-        options = BisectOptions(
+        job = BisectJob(
+            manifest.id,
             yanked=frozenset(yanked),
-            index_url=server.url,
-            cache_dir=tmp_path / "cache",
+            index=server.url,
+            cache=tmp_path / "cache",
             work_dir=tmp_path / "work",
-            record_to=tmp_path / "validation.jsonl",
+            records=tmp_path / "validation.jsonl",
         )
-        result = bisect_window(
-            manifest, versions, options, source=Source(opened), on_note=notes.append
-        )
+        result = bisect_window(manifest, versions, job, source=Source(opened), progress=notes)
     assert result.window.fixed.after == FIXED, result.summary()
     fixed = result.fix_commit
     assert fixed is not None and fixed.sha == repo.fixed, result.stops
     assert result.commit_edge("introduced") is not None
-    assert any("1 file missing from the mirror was left out: tests/corpus.bin" in n for n in notes)
+    left_out = "1 file missing from the mirror was left out: tests/corpus.bin"
+    assert any(left_out in n for n in notes.said), notes.said
     # the records name the upstream commits
     built = {r.revisions.get("toylib") for r in validation.load(tmp_path / "validation.jsonl")}
     assert repo.fixed in built and repo.introduced in built

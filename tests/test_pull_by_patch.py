@@ -123,7 +123,7 @@ def test_without_pull_heads_or_commits_nothing_is_asked(tmp_path):
 @pytest.mark.parametrize("landing", ["rebase", "squash"])
 def test_a_window_whose_fix_landed_without_a_number_names_both_pull_requests(landing, tmp_path):
     from retire.bisect.bisection import list_releases
-    from retire.bisect.options import BisectOptions
+    from retire.bisect.job import BisectJob
     from retire.bisect.transitions import Source, bisect_window
     from shims.manifest import load_manifest
     from tests.support.historyrepo import FIXED, INTRODUCED, release_index
@@ -135,13 +135,14 @@ def test_a_window_whose_fix_landed_without_a_number_names_both_pull_requests(lan
     manifest = load_manifest(write_shim(tmp_path / "shims", "toylib_add") / "manifest.toml")
     with IndexServer(release_index(repo, tmp_path / "wheels")) as server:
         versions, yanked = list_releases(server.url, "toylib")
-        options = BisectOptions(
+        job = BisectJob(
+            manifest.id,
             yanked=frozenset(yanked),
-            index_url=server.url,
-            cache_dir=tmp_path / "cache" / "bisect",
+            index=server.url,
+            cache=tmp_path / "cache" / "bisect",
             work_dir=tmp_path / "work",
         )
-        result = bisect_window(manifest, versions, options, source=Source(mirror))
+        result = bisect_window(manifest, versions, job, source=Source(mirror))
     assert (result.window.introduced.after, result.window.fixed.after) == (INTRODUCED, FIXED)
     introduced, fixed = result.commit_edge("introduced"), result.commit_edge("fixed")
     assert introduced is not None and fixed is not None, result.stops
