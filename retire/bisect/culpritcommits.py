@@ -27,6 +27,7 @@ from retire.bisect.sources import project_source
 from retire.bisect.window import EdgeState, locate_edge
 from retire.core.git import GitError
 from retire.core.project import Project
+from retire.evidence.coremetadata import installed_metadata
 from retire.evidence.validation import Mode, ValidationRecord
 from retire.mirrors.history import build_obstacle, commits_between, release_tag
 from shims.model import ShimManifest
@@ -109,11 +110,19 @@ def mirror_commits(
             return None
         say(f"commit step: {distribution}'s commits between {clean} and {broken}, in its mirror")
         manifest = _as_target(runner.manifest, distribution)
-        source = project_source(project, manifest)
+        # the package as the old lock installed it names its repository in its metadata
+        source = project_source(
+            project,
+            manifest,
+            metadata=lambda: installed_metadata(
+                inspect_base(runner.base().python, distribution).site_dirs, distribution
+            ),
+        )
         repo = source.repo
         if repo is None:
             say(f"no commit step for {distribution}: {source.why}")
             return None
+        say(source.says)
         old, new = release_tag(repo, clean), release_tag(repo, broken)
         named_build = source.build is not None
         if (

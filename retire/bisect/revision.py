@@ -19,6 +19,11 @@ cannot start because the index serves none of the package's build requirements (
 setuptools, flit_core, hatchling), or the index cannot be reached, no other commit builds either:
 the runner is then :attr:`~retire.bisect.prober.Prober.blocked` and the search stops there,
 after one build.
+
+A mirror that lacks some files' contents (a snapshot without its large files) cannot be fetched by
+uv; the candidate is then the package built by uv from a checkout of the commit without them
+(:func:`retire.runs.wheelbuild.checkout`: only files the package's build never reads may be left
+out, and the run says which), stamped with the upstream commit all the same.
 """
 
 from __future__ import annotations
@@ -38,9 +43,11 @@ from retire.bisect.job import BisectJob
 from retire.bisect.runner import BaseEnv, OverlayRunner, _InstallFailed, _read
 from retire.bisect.search import UNKNOWN, CandidateRun, State
 from retire.core.errors import PatchlaneError
+from retire.core.git import Git, GitError
 from retire.evidence.validation import ValidationRecord
 from retire.lanes.revisions import Revision, pinned_requirement
 from retire.locks.failures import explain_failure, missing_build_requirements
+from retire.mirrors.packagetree import missing_files
 from retire.runs.envs import BuildError
 from retire.runs.wheelbuild import WheelBuildError, build_wheel, checkout, stamp_commit
 from shims.model import ShimManifest
@@ -92,11 +99,37 @@ class RevisionRunner(OverlayRunner):
 
     def build_overlay(self, folder: Path, version: str) -> Path:
         """The overlay with the candidate commit: uv's build of it from the mirror, or the wheel
-        the named build made of a checkout (in ``folder``: nothing shared between candidates)."""
-        if self.build is None:
+        the named build made of a checkout (in ``folder``: nothing shared between candidates). A
+        mirror that lacks some files at the commit cannot be fetched by uv: the package is then
+        built from a checkout without them (those the build never reads; one it reads makes the
+        commit unknown), and the run still names the upstream commit."""
+        if self.build is None and not self._damaged(version):
             return super().build_overlay(folder, version)
         python = self.overlay_venv(folder)
         source = checkout(self.mirror, version, folder / "checkout", self.subdirectory)
+        if source.says:
+            self.say(f"{version[:12]}: {source.says}")
+        if self.build is None:
+            self.install(python, f"{self.distribution} @ {source.package.as_uri()}")
+        else:
+            self._named_build(python, folder, version, source.package)
+        stamp_commit(
+            self.overlay_site(folder), self.distribution, self.mirror, version, self.subdirectory
+        )
+        return python
+
+    def _damaged(self, version: str) -> bool:
+        """Whether the mirror lacks some file of the commit (a snapshot without its large
+        files); a commit it lacks altogether is uv's to report."""
+        try:
+            git = Git(self.mirror, search_parents=False)
+            return bool(missing_files(git, version, self.subdirectory))
+        except GitError:
+            return False
+
+    def _named_build(self, python: Path, folder: Path, version: str, source: Path) -> None:
+        """The named build's wheel of the checkout ``source``, installed into the overlay."""
+        assert self.build is not None
         handle, name = tempfile.mkstemp(
             prefix=f"build-{self.manifest.id}-{version[:12]}-", suffix=".log", dir=folder.parent
         )
@@ -119,14 +152,10 @@ class RevisionRunner(OverlayRunner):
             raise WheelBuildError(f"the wheel the named build made: {exc}; log {log}") from None
         # a build that worked leaves no log behind (a failed one's is named in its detail)
         log.unlink(missing_ok=True)
-        stamp_commit(
-            self.overlay_site(folder), self.distribution, self.mirror, version, self.subdirectory
-        )
         self.say(
             f"built {self.distribution} at {version[:12]} with {self.build.describe()} "
             f"in {built.seconds:.1f}s"
         )
-        return python
 
     def not_built(self, exc: PatchlaneError, version: str) -> tuple[State, str]:
         """A commit that could not be built is unknown, saying why and what would build it; one

@@ -53,6 +53,8 @@ class Source:
     # the command that builds the target's wheel from a checkout (a shim's ``[target] build``,
     # else a lane revision's ``build``): compiled sources no longer stop the search
     build: WheelBuild | None = None
+    # how the mirror was found, in words (retire.mirrors.resolve: "mirror of X: declared in …")
+    says: str = ""
 
     def revision_runner(
         self,

@@ -41,7 +41,8 @@ DESCRIPTION = (
     "Find the bug's window on a shim's target: the release that introduced it (first broken after "
     "a clean one) and the release that fixed it (first clean after a broken one), each by a binary "
     "search over the index's releases (yanked ones skipped), one overlay env per candidate; then, "
-    "where the target's repository is mirrored (a lane's revision of it, else the shim's links), "
+    "where the target's repository is mirrored (a lane's revision of it, else the shim's links, "
+    "else the declared mirror its metadata URLs or its name and release tags match), "
     "the commits between the two adjacent releases' tags (first-parent; each candidate the package "
     "built by uv from the mirror at that commit), naming the commit, its subject, date and pull "
     "request. By default the range starts at the newest release the project has evidence is "
@@ -259,7 +260,7 @@ def bisection(project: Project, job: BisectJob, meter: Meter | None = None) -> W
     # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.bisect import list_releases, project_bounds
     from retire.bisect.placing import lane_places
-    from retire.bisect.sources import project_source
+    from retire.bisect.sources import index_source
     from retire.bisect.transitions import bisect_window
     from retire.runs.packing import on_gpus
 
@@ -294,7 +295,9 @@ def bisection(project: Project, job: BisectJob, meter: Meter | None = None) -> W
         python=str(python) if python else None,
         lock_digest=lane.digest if lane else None,
     )
-    source = project_source(project, manifest, folder=job.mirrors)
+    source = index_source(project, manifest, index_url, versions, folder=job.mirrors)
+    if source.says:
+        say(source.says)
     # its candidates run on GPUs of their own, as lanes do (docs/commands.md, GPUs): one set for
     # the whole bisection, or with -j one set per candidate running (retire.bisect.sidebyside)
     search = bisect_window
