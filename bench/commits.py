@@ -33,6 +33,7 @@ from pathlib import Path
 from bench import interleaved, median, quick, row
 from bench._universe import isolated_uv, uv_cache
 from retire.bisect.informed import CommitSpan, How, informed_edge
+from retire.bisect.prober import OneAtATime
 from retire.bisect.search import CandidateRun, State
 from retire.bisect.window import locate_edge
 
@@ -41,7 +42,7 @@ COMMITS = 37
 TOUCHING = (1, 3, 5, 8, 12)
 
 
-class _Toy:
+class _Toy(OneAtATime):
     """A range of ``m`` commits whose commit ``edge`` is the first fixed one; counts runs."""
 
     def __init__(self, m: int, edge: int) -> None:
@@ -49,13 +50,10 @@ class _Toy:
         self.edge = edge
         self.runs = 0
 
-    def run(self, item: str) -> CandidateRun:
+    def run(self, item: str, /) -> CandidateRun:
         self.runs += 1
         state = State.FIXED if self.items.index(item) >= self.edge else State.BROKEN
         return CandidateRun(item, state, str(state))
-
-    def cached(self, item: str) -> CandidateRun | None:
-        return None
 
 
 def _span(toy: _Toy, touching: set[int]) -> CommitSpan:
@@ -67,7 +65,7 @@ def _searches(m: int, edge: int, touching: set[int]) -> tuple[int, int, bool, Ho
     """(informed runs, full runs, same answer, how) for one history."""
     informed_toy, full_toy = _Toy(m, edge), _Toy(m, edge)
     informed = informed_edge(_span(informed_toy, touching), informed_toy)
-    full = locate_edge(full_toy.items, full_toy.run, kind="fixed", before="old", after="new")
+    full = locate_edge(full_toy.items, full_toy, kind="fixed", before="old", after="new")
     return informed_toy.runs, full_toy.runs, informed.edge == full.edge, informed.how
 
 
@@ -226,7 +224,7 @@ class _Candidates:
 
         self.venvs += 1
         folder = self.work / "named" / str(self.venvs)
-        source = checkout(self.mirror, sha, folder / "checkout")
+        source = checkout(self.mirror, sha, folder / "checkout").package
         python = self._venv()
         built = build_wheel(
             self.named,

@@ -330,6 +330,7 @@ def _without_dominant(samples: dict[str, list[float]], records: dict[str, list])
 
 def _bisect(repeats: int, torch_python: str | None) -> list[dict]:
     from retire import bisect
+    from retire.runs.isolation import Isolation
     from tests.support import shimtree
     from tests.support.index import IndexServer, PackageIndex
     from tests.support.wheels import build_wheel
@@ -375,12 +376,13 @@ def _bisect(repeats: int, torch_python: str | None) -> list[dict]:
                     results[isolation] = bisect.bisect(
                         manifest,
                         versions,
-                        bisect.BisectOptions(
-                            base_python=python,
-                            index_url=server.url,
+                        bisect.BisectJob(
+                            manifest.id,
+                            python=python,
+                            index=server.url,
                             env=env,
                             work_dir=work / "envs",
-                            isolation=isolation,
+                            isolation=Isolation(isolation),
                         ),
                     )
                     return time.perf_counter() - began

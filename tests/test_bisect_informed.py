@@ -9,13 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from retire.bisect.informed import CommitSpan, How, informed_edge
+from retire.bisect.prober import OneAtATime, Progress, stopping
 from retire.bisect.search import CandidateRun, Limits, State
 from retire.bisect.window import EdgeState, locate_edge
 
 KINDS = ("introduced", "fixed")
 
 
-class Toy:
+class Toy(OneAtATime):
     """A history whose commit ``edge`` (an index into items; ``len(items)`` is ``after``) is the
     first of the new state; ``masked`` commits show ``unknown`` or ``not-applicable`` instead."""
 
@@ -32,13 +33,13 @@ class Toy:
         broken = new if self.kind == "introduced" else not new
         return State.BROKEN if broken else State.FIXED
 
-    def run(self, item: str) -> CandidateRun:
+    def run(self, item: str, /) -> CandidateRun:
         self.asked.append(item)
         i = self.items.index(item)
         state = self.masked.get(i, self.truth(i))
         return CandidateRun(item, state, str(state))
 
-    def cached(self, item: str) -> CandidateRun | None:
+    def cached(self, item: str, /) -> CandidateRun | None:
         return self.cache.get(item)
 
     def span(self, touching: set[int]) -> CommitSpan:
@@ -46,7 +47,7 @@ class Toy:
         return CommitSpan(self.kind, "before", self.items, "after", named)
 
     def full(self):
-        return locate_edge(self.items, self.run, kind=self.kind, before="before", after="after")
+        return locate_edge(self.items, self, kind=self.kind, before="before", after="after")
 
 
 @st.composite
@@ -88,7 +89,7 @@ def test_with_commits_that_cannot_be_told_a_found_edge_is_never_a_wrong_commit(c
     informed = informed_edge(toy.span(touching), toy, limits=limits)
     twin = Toy(len(toy.items), toy.edge, toy.kind, toy.masked)
     full = locate_edge(
-        twin.items, twin.run, kind=toy.kind, before="before", after="after", limits=limits
+        twin.items, twin, kind=toy.kind, before="before", after="after", limits=limits
     )
     if informed.edge.state == EdgeState.FOUND:
         index = {item: i for i, item in enumerate(toy.items)} | {
@@ -118,9 +119,21 @@ def test_the_edge_at_a_touching_commit_takes_log_k_plus_the_confirmation():
     assert len(Toy(40, 21, "fixed").full().runs) > len(found.runs)
 
 
+class Told(Progress):
+    def __init__(self) -> None:
+        super().__init__()
+        self.told: list[str] = []
+
+    def ran(self, step: int, run: CandidateRun) -> None:
+        self.told.append(run.version)
+
+
 def test_an_edge_at_a_commit_that_touches_nothing_falls_back_and_says_so():
     toy = Toy(40, 17, "introduced")
-    found = informed_edge(toy.span({3, 9, 30}), toy)
+    progress = Told()
+    found = informed_edge(toy.span({3, 9, 30}), toy, progress=progress)
+    # every run told once, the touching search's too, though the full search took them as known
+    assert progress.told == toy.asked == [run.version for run in found.runs]
     assert found.how == How.FELL_BACK
     assert found.edge.after == toy.items[17] and found.edge.state == EdgeState.FOUND
     assert "is not at a commit that touches the target's files" in found.note
@@ -154,6 +167,6 @@ def test_a_budget_stops_the_search_and_the_edge_says_why():
     def stop():
         return "budget spent" if len(toy.asked) >= 1 else None
 
-    found = informed_edge(toy.span({2, 12, 25}), toy, stop=stop)
+    found = informed_edge(toy.span({2, 12, 25}), toy, progress=stopping(stop))
     assert found.edge.state != EdgeState.FOUND and "budget spent" in found.edge.note
     assert len(toy.asked) == 1

@@ -168,3 +168,40 @@ def test_build_requirements_are_read_from_pyproject_or_pep_517s_default(tmp_path
     assert build_requires(tree("e", "[build-system\n")) is None
     assert build_requires(tree("f", "[build-system]\nrequires = 3\n")) is None
     assert build_requires(tree("g", '[project]\nname = "x"\n')) is None
+
+
+def test_a_damaged_mirror_is_checked_out_without_what_the_build_never_reads(tmp_path):
+    from tests.test_damaged_mirror import damage
+
+    repo = make_window_repo(tmp_path / "upstream")
+    (repo.path / "tests" / "data").mkdir(parents=True)
+    (repo.path / "tests" / "data" / "big.bin").write_bytes(b"\x00" * 4096)
+    git(repo.path, "add", "-A")
+    git(repo.path, "commit", "-q", "-m", "Test data")
+    with_data = git(repo.path, "rev-parse", "HEAD")
+    (repo.path / "toylib" / "__init__.py").write_text("def add(a, b):\n    return b + a\n")
+    git(repo.path, "commit", "-q", "-am", "Commute")
+    last = git(repo.path, "rev-parse", "HEAD")
+    mirror = tmp_path / "mirror.git"
+    git(tmp_path, "clone", "-q", "--mirror", str(repo.path), str(mirror))
+    damage(mirror, with_data, "tests/data/big.bin")
+    said: list[str] = []
+    shared = clone(tmp_path, mirror, say=said.append)
+    folder = tmp_path / "range" / "clone"
+    # a whole commit, then one without its test data, then whole again, then without again
+    for commit, source in (
+        (repo.tags["1.4"], "return a - b"),
+        (with_data, "return a + b"),
+        (repo.tags["1.7"], "return a + b"),
+        (last, "return b + a"),
+    ):
+        assert source in source_of(shared.wheel_for(commit))
+        assert not (folder / "tests" / "data" / "big.bin").exists()
+        assert git(folder, "rev-parse", "HEAD") == commit
+        assert git(folder, "status", "--porcelain") == ""
+    assert said.count("1 file missing from the mirror was left out: tests/data/big.bin") == 2
+    # a missing file the build reads: a clear failure of that commit
+    damage(mirror, last, "toylib/__init__.py")
+    fresh = clone(tmp_path / "again", mirror, cache=False)
+    with pytest.raises(WheelBuildError, match=r"toylib/__init__\.py"):
+        fresh.wheel_for(last)

@@ -16,18 +16,20 @@ full search's: ``tests/test_bisect_informed.py`` holds it to that over random hi
 random touching sets, and ``bench/informed.py`` counts the runs (at most ``⌈log2 k⌉ + 2`` when the
 edge is at a touching commit).
 
-The probe is an object with ``run(item)`` and ``cached(item)`` (:class:`Probe`, the minimal form
-of the bisection's probe protocol); a budget is ``stop`` (asked before each fresh run: a reason
-ends the search there, as for the full search).
+It asks a :class:`~retire.bisect.prober.Prober` (its cache first, for free) and tells a
+:class:`~retire.bisect.prober.Progress` each run it consulted, once, whose budget is asked before
+each fresh run, as the full search does. The touching commits are asked one at a time; a prober
+of width above 1 runs the fall-back's rounds.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING
 
+from retire.bisect.prober import Progress
 from retire.bisect.search import (
     BROKEN,
     FIXED,
@@ -40,17 +42,12 @@ from retire.bisect.search import (
 )
 from retire.bisect.window import Edge, EdgeState, locate_edge
 
-__all__ = ["CommitSpan", "How", "InformedSearch", "Probe", "informed_edge"]
+if TYPE_CHECKING:
+    from retire.bisect.prober import Prober
+
+__all__ = ["CommitSpan", "How", "InformedSearch", "informed_edge"]
 
 _LIMITS = Limits()
-
-
-class Probe(Protocol):
-    """What the search asks for a candidate's state: a fresh run, or the answer at hand."""
-
-    def run(self, item: str, /) -> CandidateRun: ...
-
-    def cached(self, item: str, /) -> CandidateRun | None: ...
 
 
 class How(enum.StrEnum):
@@ -96,10 +93,10 @@ class InformedSearch:
 @dataclass
 class _Informed:
     span: CommitSpan
-    probe: Probe
+    prober: Prober
     known: Mapping[str, CandidateRun]
     limits: Limits
-    stop: Callable[[], str | None] | None
+    progress: Progress
     states: dict[int, CandidateRun] = field(default_factory=dict)
     order: list[CandidateRun] = field(default_factory=list)
 
@@ -119,13 +116,14 @@ class _Informed:
         if run is None:
             if self.halted() is not None:
                 return None
-            run = self.probe.run(item)
+            run = self.prober.run(item)
         self.states[i] = run
         self.order.append(run)
+        self.progress.consulted(run)
         return run
 
     def halted(self) -> str | None:
-        if self.stop is not None and (why := self.stop()) is not None:
+        if (why := self.prober.blocked or self.progress.stop()) is not None:
             return why
         fresh = [r.state for r in self.order if not r.cached]
         if fresh.count(UNKNOWN) >= self.limits.max_unknown:
@@ -142,18 +140,18 @@ class _Informed:
 
 def informed_edge(
     span: CommitSpan,
-    probe: Probe,
+    prober: Prober,
     *,
     limits: Limits = _LIMITS,
-    stop: Callable[[], str | None] | None = None,
+    progress: Progress | None = None,
 ) -> InformedSearch:
     """The ``span.kind`` edge among ``span``'s commits: the touching commits searched first, the
     edge confirmed by its predecessor, else the full first-parent search (narrowed by what is
-    known). The cache (``probe.cached``) is consulted for free; ``stop`` and ``limits`` as for
+    known). ``prober``, ``limits`` and ``progress`` as for
     :func:`retire.bisect.window.locate_edge`."""
     items = span.items
-    known = {item: hit for item in items if (hit := probe.cached(item)) is not None}
-    s = _Informed(span, probe, known, limits, stop)
+    known = {item: hit for item in items if (hit := prober.cached(item)) is not None}
+    s = _Informed(span, prober, known, limits, progress or Progress())
     if span.touching_count == 0:
         return _full(s, How.UNINFORMED, "no commit in the range touches the target's files")
     lo, hi = _touching_search(s)
@@ -227,15 +225,63 @@ def _full(s: _Informed, how: How, why: str) -> InformedSearch:
     known = {**s.known, **{span.items[i]: run for i, run in s.states.items()}}
     full = locate_edge(
         span.items,
-        s.probe.run,
+        _Knowing(s.prober, known),
         kind=span.kind,
         before=span.before,
         after=span.after,
-        known=known,
         limits=s.limits,
-        stop=s.stop,
+        progress=_Once(s.progress, s.order),
     )
     seen = {id(run) for run in s.order}
     runs = (*s.order, *(run for run in full.runs if id(run) not in seen))
     note = f"{why}: searched every first-parent commit of the range ({len(span.items) + 1})"
     return InformedSearch(full.edge, runs, how, note)
+
+
+class _Knowing:
+    """``prober`` whose cache also knows the runs the touching search made (counted as the fresh
+    runs they were against the tolerances)."""
+
+    def __init__(self, prober: Prober, known: Mapping[str, CandidateRun]) -> None:
+        self._prober, self._known = prober, dict(known)
+        self.width = prober.width
+
+    @property
+    def blocked(self) -> str | None:
+        return self._prober.blocked
+
+    def run(self, item: str, /) -> CandidateRun:
+        return self._prober.run(item)
+
+    def run_round(self, items: Sequence[str], /) -> Sequence[CandidateRun]:
+        return self._prober.run_round(items)
+
+    def cached(self, item: str, /) -> CandidateRun | None:
+        return self._known.get(item) or self._prober.cached(item)
+
+    def close(self) -> None:
+        # the caller's prober: closed by whoever made it
+        return None
+
+
+class _Once(Progress):
+    """``inner``, told of each run once: those the touching search consulted already are not
+    told (nor spent) again when the full search takes them as known."""
+
+    def __init__(self, inner: Progress, told: Sequence[CandidateRun]) -> None:
+        super().__init__(inner.meter)
+        self._inner = inner
+        self._told = {id(run) for run in told}
+
+    def consulted(self, run: CandidateRun) -> None:
+        if id(run) not in self._told:
+            self._inner.consulted(run)
+
+    def stop(self) -> str | None:
+        return self._inner.stop()
+
+    def room(self) -> int | None:
+        return self._inner.room()
+
+    def note(self, text: str) -> None:
+        self._inner.note(text)

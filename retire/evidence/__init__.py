@@ -4,5 +4,7 @@
 loading, merging and quarantine of damaged lines), ``values`` (the typed, immutable evidence
 values of the probes, or a ``ProbeFailure``; no I/O), ``window`` (a shim's window on its target's
 releases from every recorded run, and ``Place``: where a release stands against it) and
-``branchfix`` (a fix on a followed branch, as recorded commit runs pin it).
+``branchfix`` (a fix on a followed branch, as recorded commit runs pin it) and ``coremetadata``
+(the URLs a distribution's core metadata names — where it says its code lives — and an installed
+copy's, read).
 """

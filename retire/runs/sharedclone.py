@@ -32,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from retire.core.git import Git, GitError
+from retire.mirrors.packagetree import missing_files
 from retire.runs import envs
 from retire.runs.wheelbuild import WheelBuildError, build_wheel
 from retire.runs.wheelcache import WheelCache, WheelKey
@@ -81,6 +82,8 @@ class SharedClone:
         self.builds = 0
         # the build requirements installed in the range's build environment
         self._requires: tuple[str, ...] | None = None
+        # whether the last checkout left a damaged mirror's files out
+        self._sparse = False
 
     def _git(self) -> Git:
         return Git(self.folder, search_parents=False)
@@ -108,16 +111,37 @@ class SharedClone:
                 )  # fmt: skip
             except GitError as exc:
                 raise WheelBuildError(f"cannot clone {self.mirror}: {exc}") from None
-        git = self._git()
         try:
-            git.run("checkout", "--quiet", "--force", "--detach", sha)
-            git.run("clean", "--quiet", "-fdx")
+            missing = missing_files(Git(self.mirror, search_parents=False), sha, self.subdirectory)
+            if missing.needed:
+                raise WheelBuildError(missing.why_not(sha))
+            self._move(sha, missing.left_out)
         except GitError as exc:
             raise WheelBuildError(
                 f"cannot check out {sha[:12]} from {self.mirror}: {exc}"
             ) from None
+        if missing:
+            self.say(missing.says)
         self.at = sha
         return self._package()
+
+    def _move(self, sha: str, left_out: tuple[str, ...]) -> None:
+        """The clone's tree made ``sha``'s. A damaged mirror's missing files (none of them read by
+        the build) are left out as :func:`retire.runs.wheelbuild.checkout` leaves them: the index
+        read from the commit's tree, those marked skip-worktree, the rest written; the next
+        commit then starts from a fresh index too."""
+        git = self._git()
+        if left_out or self._sparse:
+            git.run("read-tree", sha)
+            if left_out:
+                paths = "\0".join(left_out) + "\0"
+                git.run("update-index", "--skip-worktree", "-z", "--stdin", input=paths)
+            git.run("checkout-index", "--all", "--force", "--quiet")
+            git.run("update-ref", "--no-deref", "HEAD", sha)
+        else:
+            git.run("checkout", "--quiet", "--force", "--detach", sha)
+        git.run("clean", "--quiet", "-fdx")
+        self._sparse = bool(left_out)
 
     def _package(self) -> Path:
         root = self.folder.resolve()
