@@ -150,7 +150,7 @@ def old_lock_at(project: Project, lane: str, rev: str | None) -> tuple[bytes, st
     try:
         relative = path.resolve().relative_to(repo.toplevel().resolve()).as_posix()
         if rev is None:
-            head = repo.run("show", f"HEAD:{relative}", check=False)
+            head = repo.run("show", revs=[f"HEAD:{relative}"], check=False)
             if not path.is_file() or head.strip() != path.read_text(encoding="utf-8").strip():
                 rev = "HEAD"
             else:
@@ -163,7 +163,7 @@ def old_lock_at(project: Project, lane: str, rev: str | None) -> tuple[bytes, st
                         "name one with --since REV",
                     )
                 rev = f"{touched[0][0]}^"
-        return (repo.run("show", f"{rev}:{relative}") + "\n").encode(), rev
+        return (repo.run("show", revs=[f"{rev}:{relative}"]) + "\n").encode(), rev
     except GitError as exc:
         raise InputError(
             None,

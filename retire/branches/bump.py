@@ -40,7 +40,7 @@ from retire.branches.prstatus import NOT_REQUESTED, PrStatus
 from retire.core import mdsafe, uv
 from retire.core.atomic import atomic_write
 from retire.core.errors import InputError
-from retire.core.git import Git, toplevel
+from retire.core.git import Git, revision, toplevel
 from retire.core.project import Project
 from retire.evidence import validation
 from retire.evidence.validation import FAILING, ShimOutcome
@@ -353,9 +353,11 @@ def _put_back_failed(
         if any(m.name in results and not results[m.name].ok for m in members)
     }
     for file in failed:
-        Git(work).run("checkout", base_commit, "--", file)
+        Git(work).run("checkout", revision(base_commit), "--", file)
         for member in files[file]:
-            Git(work).run("checkout", base_commit, "--", f"locks/{member.name}", check=False)
+            Git(work).run(
+                "checkout", revision(base_commit), "--", f"locks/{member.name}", check=False
+            )
     return failed
 
 

@@ -95,7 +95,7 @@ def _patch_at(project: Project, manifest: ShimManifest, commit: str) -> str:
     try:
         top = repo.toplevel()
         relative = (manifest.directory.resolve() / "patch.py").relative_to(top.resolve())
-        return repo.run("show", f"{commit}:{relative.as_posix()}") + "\n"
+        return repo.run("show", revs=[f"{commit}:{relative.as_posix()}"]) + "\n"
     except (GitError, ValueError) as exc:
         raise PatchlaneError(
             f"cannot bring back {manifest.id}'s patch.py from {commit[:12]}: {exc} — fetch the "

@@ -34,7 +34,7 @@ from retire.branches.prstatus import PrState, PrStatus
 from retire.core import childenv
 from retire.core.atomic import atomic_write, locked, make_folder
 from retire.core.errors import InputError
-from retire.core.git import Git, GitError
+from retire.core.git import Git, GitError, revision
 from retire.core.project import contained
 from retire.core.secrets import scrub
 
@@ -179,7 +179,7 @@ def check_tree(repo: Path, base_commit: str, paths: Iterable[Path]) -> None:
     where = [path.relative_to(top).as_posix() for path in inside if path.is_relative_to(top)]
     if not where:
         return
-    changed = git.run("diff", "--name-only", "--no-renames", base_commit, "--", *where)
+    changed = git.run("diff", "--name-only", "--no-renames", revs=[base_commit], paths=where)
     untracked = git.run("ls-files", "--others", "--exclude-standard", "--", *where)
     first = next((line for line in (changed + "\n" + untracked).splitlines() if line), None)
     if first is not None:
@@ -232,14 +232,14 @@ def propose_branch(
     if (
         existing
         and git.rev_parse(f"{existing}^") == base_commit
-        and marker in git.run("log", "-1", "--format=%B", existing)
+        and marker in git.run("log", "-1", "--format=%B", revs=[existing])
     ):
         return Branch(
             branch, BranchStatus.ALREADY_PROPOSED, "the branch holds this proposal", existing
         )
     work = contained(repo, make_folder(repo / WORKTREES_DIR, within=repo) / folder)
     try:
-        git.run("worktree", "add", "--detach", "--quiet", str(work), base_commit)
+        git.run("worktree", "add", "--detach", "--quiet", str(work), revision(base_commit))
         message = edit(work)
         if message is None:
             return Branch(branch, BranchStatus.UNCHANGED, "nothing to change")
@@ -258,11 +258,11 @@ def propose_branch(
                 existing,
             )
         commit = Git(work).run(
-            "commit-tree", tree, "-p", base_commit, input=message, env=author_env(repo)
+            "commit-tree", tree, "-p", revision(base_commit), input=message, env=author_env(repo)
         )
         # Creating the ref is the one step that publishes; it fails if the branch appeared (or
         # moved) meanwhile.
-        git.run("update-ref", ref, commit, merged or "0" * 40)
+        git.run("update-ref", revs=[ref, commit, merged or "0" * 40])
         return Branch(branch, BranchStatus.PROPOSED, "", commit)
     finally:
         git.run("worktree", "remove", "--force", str(work), check=False)
@@ -332,7 +332,9 @@ def base_of(repo: Path, base: str, pr_base: str | None) -> tuple[str, str]:
         raise InputError(
             None, "--base", f"{base!r} is not a commit in {repo}", "name a branch, tag or commit"
         )
-    full = git.run("rev-parse", "--symbolic-full-name", base, check=False)
+    full = git.run(
+        "rev-parse", "--symbolic-full-name", "--verify", "--quiet", revs=[base], check=False
+    )
     return commit, pr_base or (
         full.removeprefix("refs/heads/") if full.startswith("refs/heads/") else "main"
     )

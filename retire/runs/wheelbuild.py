@@ -33,7 +33,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from retire.core import childenv
 from retire.core.atomic import atomic_write
 from retire.core.errors import PatchlaneError
-from retire.core.git import Git, GitError
+from retire.core.git import Git, GitError, revision
 from retire.core.secrets import scrub
 from retire.runs.reaper import REAPER
 from shims.wheelbuild import WheelBuild
@@ -74,9 +74,15 @@ def checkout(mirror: Path, commit: str, folder: Path, subdirectory: str | None =
     (``subdirectory``), which never lies outside it."""
     try:
         Git(mirror, search_parents=False).run(
-            "clone", "--quiet", "--shared", "--no-checkout", os.fspath(mirror), os.fspath(folder)
+            "clone",
+            "--quiet",
+            "--shared",
+            "--no-checkout",
+            "--",
+            os.fspath(mirror),
+            os.fspath(folder),
         )
-        Git(folder, search_parents=False).run("checkout", "--quiet", "--detach", commit)
+        Git(folder, search_parents=False).run("checkout", "--quiet", "--detach", revision(commit))
     except GitError as exc:
         raise WheelBuildError(f"cannot check out {commit[:12]} from {mirror}: {exc}") from None
     package = (folder / subdirectory).resolve() if subdirectory else folder.resolve()
