@@ -4,6 +4,9 @@ that fails midway), real signals; one section per class of the issue."""
 
 from __future__ import annotations
 
+import os
+import stat
+
 import pytest
 
 from retire.core.git import Git, GitError, revision
@@ -114,3 +117,117 @@ def test_a_branch_named_like_an_option_is_read_as_a_branch(tmp_path):
     ancestry = mirror.probe_ancestry("--foo")
     assert ancestry.branch == "--foo" and ancestry.contains == ("v1.4", "1.4")
     assert mirror.probe_tip(repo.tags["1.4"]).branches == ("--foo",)
+
+
+# ---------------------------------------------------------------------------------------------
+# Class 3: GPU leases
+
+
+def _planted(tmp_path):
+    """A lease folder anyone may write (as a shared one is), where another user planted
+    ``gpu-0.lock`` as a link to a file of this user's that does not exist yet."""
+    folder = tmp_path / "leases"
+    folder.mkdir()
+    folder.chmod(0o1777)
+    target = tmp_path / "victim" / "made-by-the-lease"
+    target.parent.mkdir()
+    (folder / "gpu-0.lock").symlink_to(target)
+    return folder, target
+
+
+def test_a_planted_lease_link_is_refused_and_its_target_never_created(tmp_path):
+    from retire.runs.gpus import Gpu
+    from retire.runs.packing import GpuPool, LeaseError
+    from shims.gpuneeds import GpuNeeds
+
+    folder, target = _planted(tmp_path)
+    pool = GpuPool((Gpu("0"), Gpu("1")), folder)
+    with pytest.raises(LeaseError) as caught, pool.hold(GpuNeeds(1)):
+        pass
+    line = str(caught.value)
+    assert "gpu-0.lock: is a symbolic link" in line and "\n" not in line
+    assert not target.exists() and not target.is_symlink()
+    # once the link is gone, a lease made here is made new: this user's, 0600
+    (folder / "gpu-0.lock").unlink()
+    with pool.hold(GpuNeeds(2)) as given:
+        assert [gpu.id for gpu in given] == ["0", "1"]
+    made = (folder / "gpu-0.lock").stat()
+    assert stat.S_IMODE(made.st_mode) == 0o600 and made.st_uid == os.geteuid()
+
+
+def test_a_lease_file_of_another_user_or_writable_by_others_is_refused(tmp_path):
+    from retire.runs.packing import LeaseError, lease_file
+
+    folder = tmp_path / "leases"
+    folder.mkdir()
+    loose = folder / "gpu-1.lock"
+    loose.write_text("")
+    loose.chmod(0o666)
+    with pytest.raises(LeaseError, match="may be written by others"):
+        lease_file(loose)
+    if os.geteuid() == 0:
+        theirs = folder / "gpu-2.lock"
+        theirs.write_text("")
+        theirs.chmod(0o600)
+        os.chown(theirs, 12345, 12345)
+        with pytest.raises(LeaseError, match="belongs to user 12345"):
+            lease_file(theirs)
+    (folder / "gpu-3.lock").mkdir()
+    with pytest.raises(LeaseError, match=r"gpu-3\.lock"):
+        lease_file(folder / "gpu-3.lock")
+
+
+GPU_LANE = """
+[lane]
+python = "3.11"
+requirements = ["helper==1.0"]
+shims = ["sees"]
+needs-cuda = true
+
+[lane.indexes.main]
+url = "@MAIN@"
+default = true
+"""
+
+
+def test_run_stops_at_a_planted_lease_in_one_line(project, tmp_path, capsys, monkeypatch):
+    folder, target = _planted(tmp_path)
+    monkeypatch.setenv("PATCHLANE_GPUS", "1")
+    monkeypatch.setenv("PATCHLANE_GPU_LOCKS", str(folder))
+    shimtree.write_shim(project.root / "shims", "sees")
+    project.write("gpu", GPU_LANE)
+    assert run_cli(project.root, "lock", capsys=capsys)[0] == 0
+    code, out, err = run_cli(project.root, "run", "gpu", capsys=capsys)
+    assert code == 1 and "Traceback" not in out + err
+    assert err.count("\n") == 1 and "gpu-0.lock: is a symbolic link" in err, err
+    assert not target.exists()
+
+
+@pytest.mark.parametrize(
+    ("declared", "visible", "given"),
+    [
+        ("none", "0,1", []),
+        ("0", "0,1", []),
+        ("1", "0,1,2", ["0"]),
+        ("2", "4,5,6", ["4", "5"]),
+        ("h100,h100", "0", ["0"]),
+        ("3=h100", "0,1,2", []),
+        ("h100:9.0:80,h100:9.0:80", "2,3", ["2", "3"]),
+    ],
+)
+def test_patchlane_gpus_is_a_ceiling_and_a_filter_of_the_visible_set(
+    declared, visible, given, monkeypatch
+):
+    """Before: `none` under CUDA_VISIBLE_DEVICES=0,1 handed out both GPUs, `1` under three visible
+    handed out three. Now never a GPU more than PATCHLANE_GPUS declares, nor one it does not
+    name."""
+    from retire.runs import lanerun
+    from retire.runs.gpus import discover
+
+    found = discover({"PATCHLANE_GPUS": declared, "CUDA_VISIBLE_DEVICES": visible})
+    assert [gpu.id for gpu in found.gpus] == given
+    monkeypatch.setenv("PATCHLANE_GPUS", declared)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    monkeypatch.delenv("PATCHLANE_HOST_CUDA", raising=False)
+    host = lanerun.Host.detect()
+    assert [gpu.id for gpu in host.gpus] == given and host.cuda == bool(given)
