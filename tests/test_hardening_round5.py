@@ -231,3 +231,110 @@ def test_patchlane_gpus_is_a_ceiling_and_a_filter_of_the_visible_set(
     monkeypatch.delenv("PATCHLANE_HOST_CUDA", raising=False)
     host = lanerun.Host.detect()
     assert [gpu.id for gpu in host.gpus] == given and host.cuda == bool(given)
+
+
+# ---------------------------------------------------------------------------------------------
+# Class 4: guards never lose or invent files
+
+CPU_LANE = '[lane]\npython = "3.11"\nrequirements = ["toylib"]\nshims = []\n'
+
+
+def _guarded(tmp_path, *, patch_as_folder: bool = False):
+    """A project in git whose shim toy retired into a guard of lane cpu by
+    :func:`retire.branches.guards.leave_guard` (the retirement's own step): patch.py was in the
+    patch commit — a folder there with ``patch_as_folder`` — and is gone since."""
+    import datetime as dt
+
+    from retire.branches.guards import leave_guard
+
+    root = tmp_path / "shop"
+    (root / "lanes").mkdir(parents=True)
+    (root / "lanes" / "cpu.toml").write_text(CPU_LANE.replace("[]", '["toy"]'))
+    folder = shimtree.write_shim(root / "shims", "toy")
+    if patch_as_folder:
+        (folder / "patch.py").unlink()
+        (folder / "patch.py").mkdir()
+        (folder / "patch.py" / "__init__.py").write_text("# a package here\n")
+    manifest = (folder / "manifest.toml").read_text()
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "a shop")
+    patch_commit = git(root, "rev-parse", "HEAD")
+    (root / "lanes" / "cpu.toml").write_text(CPU_LANE)
+    if patch_as_folder:
+        import shutil
+
+        shutil.rmtree(folder / "patch.py")
+    leave_guard(
+        folder,
+        reason="fixed",
+        patch_commit=patch_commit,
+        lanes=["cpu"],
+        retired=dt.date(2026, 11, 1),
+    )
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "retire toy")
+    return root, folder, manifest
+
+
+def test_restore_refuses_to_overwrite_a_patch_written_by_hand(tmp_path, capsys):
+    """Before: `shim restore` replaced an untracked, hand-written patch.py with the old one."""
+    root, folder, _ = _guarded(tmp_path)
+    (folder / "patch.py").write_text("# my own work, not committed\n")
+    guarded = (folder / "manifest.toml").read_text()
+    code, _out, err = run_cli(root, "shim", "restore", "toy", capsys=capsys)
+    assert code == 2 and err.count("\n") == 1 and "shims/toy/patch.py" in err, err
+    assert (folder / "patch.py").read_text() == "# my own work, not committed\n"
+    assert (folder / "manifest.toml").read_text() == guarded
+    assert "shims = []" in (root / "lanes" / "cpu.toml").read_text()
+    # committed, then changed: refused too; committed as it is: git keeps it, so restore goes on
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "a patch of my own")
+    (folder / "patch.py").write_text("# changed since\n")
+    code, _out, err = run_cli(root, "shim", "restore", "toy", capsys=capsys)
+    assert code == 2 and "shims/toy/patch.py" in err
+    git(root, "checkout", "-q", "--", "shims/toy/patch.py")
+    assert run_cli(root, "shim", "restore", "toy", capsys=capsys)[0] == 0
+    assert "def apply" in (folder / "patch.py").read_text()
+
+
+def test_restore_of_a_patch_that_was_a_folder_writes_no_listing(tmp_path, capsys):
+    """Before: `git show COMMIT:shims/toy/patch.py` of a tree printed its listing, which was
+    written as patch.py, and the guard was ended. Now: one line, nothing written."""
+    root, folder, _ = _guarded(tmp_path, patch_as_folder=True)
+    guarded = (folder / "manifest.toml").read_text()
+    code, _out, err = run_cli(root, "shim", "restore", "toy", capsys=capsys)
+    assert code == 1 and err.count("\n") == 1, err
+    assert "patch.py is a folder there, not a file" in err
+    assert not (folder / "patch.py").exists()
+    assert (folder / "manifest.toml").read_text() == guarded
+
+
+def test_restore_puts_the_manifest_back_as_it_was(tmp_path, capsys):
+    """Before: the blank line before [guard] stayed at the end of the manifest."""
+    root, folder, manifest = _guarded(tmp_path)
+    assert run_cli(root, "shim", "restore", "toy", capsys=capsys)[0] == 0
+    assert (folder / "manifest.toml").read_text() == manifest
+    assert not manifest.endswith("\n\n")
+
+
+def test_a_second_drop_keeps_the_first_drops_date_and_reason(tmp_path, capsys):
+    """Before: a second `shim drop --reason` replaced the first drop's date and reason, and a
+    dropped guard still said the reproducer keeps running."""
+    import tomllib
+
+    from retire.branches.guards import DROPPED_NOTE, GUARDING_NOTE
+
+    root, folder, _ = _guarded(tmp_path)
+    code, _out, err = run_cli(
+        root, "shim", "drop", "toy", "--reason", "covered upstream", capsys=capsys
+    )
+    assert code == 0, err
+    first = (folder / "manifest.toml").read_text()
+    guard = tomllib.loads(first)["guard"]
+    assert guard["status"] == "dropped" and guard["drop-reason"] == "covered upstream"
+    assert GUARDING_NOTE not in first and f"# {DROPPED_NOTE}" in first
+    code, _out, err = run_cli(root, "shim", "drop", "toy", "--reason", "another", capsys=capsys)
+    assert code == 2 and err.count("\n") == 1 and "dropped already" in err, err
+    assert "covered upstream" in err and "shims/toy/manifest.toml" in err
+    assert (folder / "manifest.toml").read_text() == first
