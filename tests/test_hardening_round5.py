@@ -4,6 +4,7 @@ that fails midway), real signals; one section per class of the issue."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 
@@ -338,3 +339,126 @@ def test_a_second_drop_keeps_the_first_drops_date_and_reason(tmp_path, capsys):
     assert code == 2 and err.count("\n") == 1 and "dropped already" in err, err
     assert "covered upstream" in err and "shims/toy/manifest.toml" in err
     assert (folder / "manifest.toml").read_text() == first
+
+
+# ---------------------------------------------------------------------------------------------
+# Class 5: damaged evidence files never crash their readers
+
+WHOLE = {
+    "lane": "cpu",
+    "subject": "toy",
+    "mode": "without",
+    "status": "found",
+    "reason": "",
+    "line": "toylib 1.2 breaks toy in lane cpu (1.1 clean)",
+    "packages": [{"name": "toylib", "old": "1.0", "new": "1.3"}],
+    "last_clean": "1.1",
+    "first_broken": "1.2",
+    "commit": None,
+    "proof": [],
+}
+
+
+def _damaged_culprits(path) -> bytes:
+    """A culprits file as a crash, an editor and a bad disk leave it: a line that is not UTF-8,
+    one cut short, entries missing a key or with packages of the wrong shape, around two whole
+    entries."""
+    lines = [
+        json.dumps(WHOLE).encode(),
+        b'{"lane": "cpu", "subject": "toy", "line": "caf\xe9 \xff"}',
+        b'{"lane": "cpu", "subject": "toy", "status": "fo',
+        json.dumps({k: v for k, v in WHOLE.items() if k != "line"}).encode(),
+        json.dumps({**WHOLE, "packages": None}).encode(),
+        json.dumps({**WHOLE, "commit": "abc"}).encode(),
+        b"[1, 2]",
+        json.dumps({**WHOLE, "line": "the newest"}).encode(),
+    ]
+    data = b"\n".join(lines) + b"\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return data
+
+
+def test_the_one_reader_skips_each_damaged_line_naming_the_file_and_the_line(tmp_path, capsys):
+    from retire.evidence import culprits
+
+    path = tmp_path / "validation" / "culprits.jsonl"
+    _damaged_culprits(path)
+    found = culprits.load(path)
+    assert [c["line"] for c in found] == [WHOLE["line"], "the newest"]
+    err = capsys.readouterr().err
+    said = err.splitlines()
+    assert len(said) == 6, err
+    assert all(line.startswith(f"patchlane: warning: {path}: line ") for line in said)
+    assert [line.split(": line ")[1].split(":")[0] for line in said] == [
+        "2",
+        "3",
+        "4",
+        "5",
+        "6",
+        "7",
+    ]
+    assert "not UTF-8 text" in said[0] and "not valid JSON" in said[1]
+    assert "'line' is missing" in said[2] and "'packages'" in said[3] and "'commit'" in said[4]
+    # a FIFO or a folder in its place: one line, no culprit, never a block
+    path.unlink()
+    os.mkfifo(path)
+    assert culprits.load(path) == []
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "FIFO" in err and str(path) in err
+    path.unlink()
+    path.mkdir()
+    assert culprits.load(path) == []
+    assert "directory" in capsys.readouterr().err
+
+
+def test_recording_a_culprit_keeps_every_line_already_there(tmp_path):
+    """Before: `culprit` and `bump` read the file as UTF-8 to append to it and raised
+    UnicodeDecodeError after every candidate ran. Now the lines stay, byte for byte."""
+    from retire.bisect.culprit import Culprit, CulpritStatus
+    from retire.branches import breaks
+    from retire.core.project import Project
+
+    root = tmp_path / "shop"
+    path = root / "validation" / "culprits.jsonl"
+    data = _damaged_culprits(path)
+    path.write_bytes(data[:-1])
+    culprit = Culprit(
+        "cpu", "toy", "without", CulpritStatus.NOT_REPRODUCED, "the old lock broke too"
+    )
+    assert breaks.record(Project(root), [culprit]) == path
+    written = path.read_bytes()
+    assert written.startswith(data) and json.loads(written[len(data) :])["reason"] == culprit.reason
+
+
+def test_report_reads_past_a_damaged_culprits_file(tmp_path, capsys):
+    """Before: a line that is not UTF-8 raised UnicodeDecodeError in `report`, whose reader said it
+    skipped damaged lines. Now: warnings naming the line, and the report is written."""
+    root = tmp_path / "shop"
+    (root / "lanes").mkdir(parents=True)
+    (root / "lanes" / "cpu.toml").write_text(CPU_LANE.replace("[]", '["toy"]'))
+    shimtree.write_shim(root / "shims", "toy")
+    _damaged_culprits(root / "validation" / "culprits.jsonl")
+    code, out, err = run_cli(root, "report", "--no-probe", "--week", "2026-W48", capsys=capsys)
+    assert code == 0 and "Traceback" not in out + err, err
+    assert "culprits.jsonl: line 2: not UTF-8 text" in err
+    assert (root / "reports" / "2026-W48.md").is_file()
+
+
+@pytest.mark.parametrize("packages", [[], None, "missing"])
+def test_pack_new_from_a_culprit_without_its_package_is_one_line(tmp_path, capsys, packages):
+    """Before: ValueError (no package) or KeyError (no key) from `pack new --from-culprit`."""
+    root = tmp_path / "shop"
+    shimtree.write_shim(root / "shims", "toy")
+    (root / "lanes").mkdir()
+    entry = {**WHOLE, "packages": packages}
+    if packages == "missing":
+        del entry["packages"]
+    (root / "validation").mkdir()
+    (root / "validation" / "culprits.jsonl").write_text(json.dumps(entry) + "\n")
+    args = ("pack", "new", "toy", "--from-culprit", "cpu", "--category", "kernel-numerics")
+    code, out, err = run_cli(root, *args, "--repository", "toy/toylib", capsys=capsys)
+    assert code == 2 and "Traceback" not in out + err
+    error = err.splitlines()[-1]
+    assert error.startswith("patchlane: error: ") and "culprits.jsonl" in error, err
+    assert not (root / "shims" / "toy" / "pack.toml").exists()

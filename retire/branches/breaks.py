@@ -15,7 +15,6 @@ to the validation manifest; its runs go to the manifest like any bisection's) an
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,8 +25,8 @@ from retire.bisect.culprit import CommitSearch, Culprit
 from retire.bisect.culpritcommits import mirror_commits
 from retire.bisect.culpritrun import CulpritRunner, lock_changes, search_culprit
 from retire.core import mdsafe
-from retire.core.atomic import atomic_write
 from retire.core.project import Project
+from retire.evidence import culprits as recorded
 from retire.evidence.validation import Mode, ShimOutcome, ValidationRecord
 from retire.lanes.model import Lane
 from retire.runs.guards import GuardOutcome
@@ -102,10 +101,9 @@ def find_breaks(
 def record(project: Project, culprits: Sequence[Culprit]) -> Path:
     """Append the culprits to ``validation/culprits.jsonl``: the evidence people and reports
     read."""
-    path = project.validation.parent / "culprits.jsonl"
-    old = path.read_text(encoding="utf-8") if path.is_file() else ""
-    lines = "".join(json.dumps(c.to_json(), sort_keys=True) + "\n" for c in culprits)
-    atomic_write(path, old + lines, within=project.root)
+    path = project.validation.parent / recorded.NAME
+    # every line there stays as it is, a damaged one too (the one evidence reader)
+    recorded.append(path, [c.to_json() for c in culprits], within=project.root)
     return path
 
 

@@ -3,6 +3,9 @@
 ``validation`` (the validation manifest: one JSON Lines record per reproducer run, with its
 loading, merging and quarantine of damaged lines), ``values`` (the typed, immutable evidence
 values of the probes, or a ``ProbeFailure``; no I/O), ``window`` (a shim's window on its target's
-releases from every recorded run, and ``Place``: where a release stands against it) and
-``branchfix`` (a fix on a followed branch, as recorded commit runs pin it).
+releases from every recorded run, and ``Place``: where a release stands against it),
+``branchfix`` (a fix on a followed branch, as recorded commit runs pin it), ``jsonlines`` (the one
+tolerant reader of every JSON Lines evidence file: damaged lines skipped with one warning naming
+the file and the line) and ``culprits`` (``validation/culprits.jsonl``: the culprits recorded,
+read and appended).
 """
