@@ -462,3 +462,166 @@ def test_pack_new_from_a_culprit_without_its_package_is_one_line(tmp_path, capsy
     error = err.splitlines()[-1]
     assert error.startswith("patchlane: error: ") and "culprits.jsonl" in error, err
     assert not (root / "shims" / "toy" / "pack.toml").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# Class 6: messages that mislead
+
+
+def test_the_lane_run_a_bisection_without_evidence_suggests_is_one_run_accepts():
+    """Before: `patchlane run --lane LANE`, which `run` refuses."""
+    import re
+    import shlex
+    from types import SimpleNamespace
+
+    from retire.bisect.windowresult import WindowResult
+    from retire.commands import build_parser
+
+    unseen = SimpleNamespace(window=SimpleNamespace(seen=False, untried=()))
+    [step] = WindowResult.decide(unseen, "toy")  # type: ignore[arg-type]
+    [command] = re.findall(r"`(patchlane run[^`]*)`", step)
+    args = build_parser().parse_args(shlex.split(command.replace("LANE", "cpu"))[1:])
+    assert args.lanes == ["cpu"]
+
+
+ESCAPED = (
+    "\x1b]8;;https://evil.example/\x07see the docs\x1b]8;;\x07 "
+    "\x1b[1;31msbatch: error:\x1b[0m Batch job submission failed: Invalid account"
+    "\x1b]0;owned\x1b\\\x9b2J\x07"
+)
+
+
+def _no_control(text: str) -> None:
+    assert not any((ord(c) < 32 and c not in "\n\t") or 0x7F <= ord(c) <= 0x9F for c in text), repr(
+        text
+    )
+
+
+def test_a_tools_refusal_is_relayed_without_its_control_sequences(tmp_path, monkeypatch):
+    """Before: sbatch's refusal came through with its colours, an OSC hyperlink and a title
+    change. Now every tool's relayed output is plain text: sbatch (a site's wrapper, as job-submit
+    filters print), git (a hook's message), a named build's log and uv."""
+    import sys
+    from pathlib import Path
+
+    from retire.core import uv
+    from retire.runs import slurmclient
+    from retire.runs.wheelbuild import WheelBuildError, build_wheel
+    from shims.wheelbuild import WheelBuild
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "sbatch"
+    wrapper.write_text(f"#!/bin/sh\nprintf '%s\\n' {shlex_quote(ESCAPED)} >&2\nexit 1\n")
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    job, said = slurmclient.sbatch(tmp_path / "job.sh")
+    assert job is None
+    assert said == "see the docs sbatch: error: Batch job submission failed: Invalid account"
+    # a repository's hook is its code: what it prints comes through git's failure
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "one")
+    hook = repo / ".git" / "hooks" / "post-checkout"
+    hook.write_text(f"#!/bin/sh\nprintf '%s\\n' {shlex_quote(ESCAPED)} >&2\nexit 1\n")
+    hook.chmod(0o755)
+    with pytest.raises(GitError) as caught:
+        Git(repo).run("worktree", "add", "--detach", "--quiet", str(tmp_path / "work"), "HEAD")
+    _no_control(str(caught.value))
+    assert "Invalid account" in str(caught.value)
+    with pytest.raises(GitError):
+        Git(repo).run("log", "-1", revs=["no[such]revision"])
+    # a named build that fails: its log's tail is relayed
+    build = WheelBuild(("sh", "-c", f"printf '%s\\n' {shlex_quote(ESCAPED)}; exit 3"))
+    source = tmp_path / "source"
+    source.mkdir()
+    with pytest.raises(WheelBuildError) as failed:
+        build_wheel(
+            build,
+            source,
+            tmp_path / "out",
+            tmp_path / "build.log",
+            python=Path(sys.executable),
+            commit="a" * 40,
+            distribution="toylib",
+        )
+    _no_control(str(failed.value))
+    assert "Invalid account" in str(failed.value) and "exit 3" in str(failed.value)
+    # uv's own output (it sanitises most of its own) goes through the same helper
+    assert uv.plain(ESCAPED + "\r\nnext\rredrawn") == (
+        "see the docs sbatch: error: Batch job submission failed: Invalid account\nredrawn"
+    )
+
+
+def shlex_quote(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
+
+
+def test_a_write_failing_midway_in_init_repoint_names_its_file(tmp_path):
+    """A file-size limit (RLIMIT_FSIZE) under the README's size: the workflows are re-pointed, the
+    README's write fails midway. Before: "patchlane: error: File too large", no file named. Now
+    the README is named, and what was written is put back."""
+    import resource
+    import subprocess
+    import sys
+
+    from tests.conftest import subprocess_env
+
+    shop = tmp_path / "shop"
+    shop.mkdir()
+    git(shop, "init", "-q")
+    (shop / "README.md").write_text("# shop\n\n" + "a line of the shop's own text\n" * 4000)
+    assert run_cli(shop, "init", "--no-lock", "--from", "patchlane[engine]==0.1.0")[0] == 0
+    before = {p: p.read_bytes() for p in shop.rglob("*") if p.is_file() and ".git" not in p.parts}
+    limit = 64 * 1024
+    assert (shop / "README.md").stat().st_size > limit
+    assert all(len(data) < limit for p, data in before.items() if p.name != "README.md")
+
+    def capped() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "retire",
+            "--root",
+            str(shop),
+            "init",
+            "--repoint",
+            "--from",
+            "patchlane[engine]==0.2.0",
+        ],
+        env=subprocess_env(PYTHONDONTWRITEBYTECODE="1"),
+        preexec_fn=capped,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "README.md" in proc.stderr, proc.stderr
+    assert "File too large" in proc.stderr
+    after = {p: p.read_bytes() for p in shop.rglob("*") if p.is_file() and ".git" not in p.parts}
+    assert after == before
+
+
+def test_a_hand_edited_install_line_is_blamed_on_the_workflow(tmp_path, capsys):
+    """Before: "--from: '…' is not a requirement on patchlane", naming no workflow."""
+    shop = tmp_path / "shop"
+    shop.mkdir()
+    git(shop, "init", "-q")
+    assert run_cli(shop, "init", "--no-lock", "--from", "patchlane[engine]==0.1.0")[0] == 0
+    lanes = shop / ".github" / "workflows" / "patchlane-lanes.yml"
+    lanes.write_text(
+        lanes.read_text().replace(
+            "patchlane[engine]==0.1.0", "patchlane[engine]>=0.1; os_name == 'posix'"
+        )
+    )
+    args = ("init", "--repoint", "--from", "patchlane[engine]==0.2.0")
+    code, _out, err = run_cli(shop, *args, capsys=capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert ".github/workflows/patchlane-lanes.yml: python -m pip install:" in err
+    assert "--from:" not in err

@@ -17,7 +17,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
-from retire.core import childenv
+from retire.core import childenv, tooltext
 from retire.core.errors import PatchlaneError
 
 __all__ = ["DEFAULT_TIMEOUT", "Git", "GitError", "environment", "revision", "toplevel"]
@@ -62,8 +62,8 @@ def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def _one_line(stderr: str, returncode: int) -> str:
-    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
-    return " / ".join(lines[-3:]) or f"exit {returncode}"
+    # a remote's or a hook's message comes through git: its escapes never reach ours
+    return " / ".join(tooltext.lines(stderr)[-3:]) or f"exit {returncode}"
 
 
 def _operand(text: str) -> str:
@@ -98,10 +98,18 @@ def _command(
     command = [*args]
     if revs:
         command += ["--end-of-options", *map(_operand, revs)]
+        # without a `--`, log, show and diff take a name with a wildcard (`v1.[0]`) for a path,
+        # silently: their revisions always end at one
+        if paths is None and args[0] in _PATHSPECS:
+            paths = ()
     if paths is not None:
         # ls-tree takes no `--`: after --end-of-options it would read one as a path
         command += [*([] if args[0] == "ls-tree" else ["--"]), *paths]
     return tuple(command)
+
+
+#: The commands that read paths after their revisions.
+_PATHSPECS = frozenset({"log", "show", "diff", "rev-list", "whatchanged"})
 
 
 class Git:

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-from retire.core import childenv
+from retire.core import childenv, tooltext
 from retire.core.atomic import atomic_write
 from retire.core.errors import PatchlaneError
 from retire.core.git import Git, GitError, revision
@@ -174,7 +174,7 @@ def _failed(problem: str, log: Path) -> WheelBuildError:
         text = log.read_bytes()[-16384:].decode("utf-8", errors="replace")
     except OSError:
         text = ""
-    lines = [line.rstrip() for line in text.splitlines() if line.strip()][-_TAIL_LINES:]
+    lines = tooltext.lines(text)[-_TAIL_LINES:]
     tail = " / ".join(lines) if lines else "(no output)"
     return WheelBuildError(scrub(f"{problem}; log {log}: {tail}"))
 

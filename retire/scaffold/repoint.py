@@ -49,11 +49,18 @@ def _old(root: Path) -> tuple[Source, str | None, str]:
         )
     action = _ACTION.search(text)
     python = re.search(r'python-version: "(?P<v>[^"]+)"', text)
-    return (
-        from_ci_engine(found["engine"], root),
-        action["action"] if action else None,
-        python["v"] if python else "3.12",
-    )
+    try:
+        source = from_ci_engine(found["engine"], root)
+    # an install line edited by hand: the workflow's, not --from's
+    except InputError as exc:
+        raise InputError(
+            str(root / _LANES),
+            "python -m pip install",
+            f"{found['engine']!r} is not a source init writes ({exc.problem}), so the source to "
+            "re-point from is unknown",
+            "put back the install line init wrote, or edit the files by hand",
+        ) from None
+    return source, action["action"] if action else None, python["v"] if python else "3.12"
 
 
 def _pairs(
