@@ -625,3 +625,172 @@ def test_a_hand_edited_install_line_is_blamed_on_the_workflow(tmp_path, capsys):
     assert code == 2 and err.count("\n") == 1, err
     assert ".github/workflows/patchlane-lanes.yml: python -m pip install:" in err
     assert "--from:" not in err
+
+
+# ---------------------------------------------------------------------------------------------
+# Class 7: left from the fourth round
+
+
+def test_init_never_reads_a_shops_file_through_a_link(tmp_path, capsys):
+    """`README.md` and `.pre-commit-config.yaml` linked to files outside the repository (one not
+    UTF-8, one a FIFO). Before: init read them through the links (and said what it found there).
+    Now: the link stops it in one line, before anything is read or written."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "README.md").write_bytes(b"# theirs \xff\n")
+    os.mkfifo(outside / "hooks.yaml")
+    shop = tmp_path / "shop"
+    shop.mkdir()
+    git(shop, "init", "-q")
+    (shop / "README.md").symlink_to(outside / "README.md")
+    code, _out, err = run_cli(
+        shop, "init", "--no-lock", "--from", "patchlane[engine]==0.1.0", capsys=capsys
+    )
+    assert code == 2 and err.count("\n") == 1, err
+    assert "README.md: is a symbolic link" in err
+    (shop / "README.md").unlink()
+    (shop / ".pre-commit-config.yaml").symlink_to(outside / "hooks.yaml")
+    code, _out, err = run_cli(
+        shop, "init", "--no-lock", "--from", "patchlane[engine]==0.1.0", capsys=capsys
+    )
+    assert code == 2 and err.count("\n") == 1, err
+    assert ".pre-commit-config.yaml: is a symbolic link" in err
+    assert sorted(p.name for p in shop.iterdir()) == [".git", ".pre-commit-config.yaml"]
+
+
+def test_init_repoint_never_reads_a_workflow_through_a_linked_folder(tmp_path, capsys):
+    shop = tmp_path / "shop"
+    shop.mkdir()
+    git(shop, "init", "-q")
+    assert run_cli(shop, "init", "--no-lock", "--from", "patchlane[engine]==0.1.0")[0] == 0
+    elsewhere = tmp_path / "elsewhere"
+    (shop / ".github").rename(elsewhere)
+    (shop / ".github").symlink_to(elsewhere)
+    # what is there is not the shop's: read, it would stop init for another reason
+    report = elsewhere / "workflows" / "patchlane-report.yml"
+    report.write_bytes(report.read_bytes() + b"# \xff\n")
+    args = ("init", "--repoint", "--from", "patchlane[engine]==0.2.0")
+    code, _out, err = run_cli(shop, *args, capsys=capsys)
+    assert code == 2 and err.count("\n") == 1 and ".github: is a symbolic link" in err, err
+    assert (
+        "patchlane[engine]==0.1.0" in (elsewhere / "workflows" / "patchlane-lanes.yml").read_text()
+    )
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 4 MiB tmpfs at ``tmp_path/disk`` (root only; skipped elsewhere)."""
+    import subprocess
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_lock_of_a_changed_lane_on_a_full_disk_names_the_lock(
+    small_disk, einops_index, monkeypatch, capsys
+):
+    """The lane changed; uv's cache shares the full disk with the checkout. Before: the lane
+    failed with uv's words about its cache, exit 1, no line naming the lock. Now the lock is
+    named, and kept."""
+    from tests.test_shim_new_values import fill
+
+    monkeypatch.setenv("UV_DEFAULT_INDEX", einops_index.url)
+    project = small_disk / "shop"
+    assert run_cli(small_disk, "init", str(project), capsys=capsys)[0] == 0
+    lock = project / "locks" / "cpu" / "pylock.toml"
+    kept = lock.read_bytes()
+    lane = project / "lanes" / "cpu.toml"
+    lane.write_text(
+        lane.read_text().replace('requirements = ["einops"]', 'requirements = ["einops>=0.8"]')
+    )
+    cache = small_disk / "uv-cache"
+    cache.mkdir()
+    monkeypatch.setenv("UV_CACHE_DIR", str(cache))
+    fill(small_disk)
+    code, out, err = run_cli(project, "lock", capsys=capsys)
+    assert code == 1 and "Traceback" not in out + err
+    failed = [line for line in out.splitlines() if line.strip().startswith("failed")]
+    assert len(failed) == 1, out
+    assert "locks/cpu/pylock.toml: not re-locked:" in failed[0] and "No space left" in failed[0]
+    assert failed[0].endswith("— the previous lock is kept as it was")
+    assert lock.read_bytes() == kept
+
+
+KILLER = """#!/bin/sh
+# the repository's own hook (its code): kill -9 the patchlane whose git made the ref, the moment
+# the ref transaction for {pattern} is committed
+[ "$1" = committed ] || exit 0
+while read -r old new ref; do
+    case "$ref" in
+        {pattern}) kill -9 "$(cut -d' ' -f4 /proc/$PPID/stat)" ;;
+    esac
+done
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "at", ["refs/heads/patchlane/*", "refs/patchlane/*"], ids=["branch", "temporary"]
+)
+def test_kill_9_of_retire_apply_never_leaves_a_half_made_branch(tmp_path, at):
+    """`retire --apply` killed outright (SIGKILL, from the repository's reference-transaction
+    hook) the moment a ref is made: its branch, or the temporary ref the branch is built on.
+    Before: the branch was there without its PR body, and the next run said "already proposed".
+    Now a branch is there only with its body; the next run clears the temporary ref and ends the
+    proposal."""
+    import subprocess
+    import sys
+
+    from tests.conftest import subprocess_env
+    from tests.test_retire_lanes import LaneShop
+
+    shop = LaneShop(tmp_path)
+    try:
+        shop.record_fix()
+        hook = shop.root / ".git" / "hooks" / "reference-transaction"
+        hook.write_text(KILLER.format(pattern=at))
+        hook.chmod(0o755)
+        command = [
+            sys.executable,
+            "-m",
+            "retire",
+            "--root",
+            str(shop.root),
+            "retire",
+            "--apply",
+            "--no-pr",
+        ]
+        killed = subprocess.run(
+            command, env=subprocess_env(), capture_output=True, text=True, timeout=300
+        )
+        assert killed.returncode == -9, killed.stdout + killed.stderr
+        branches = git(
+            shop.root, "for-each-ref", "--format=%(refname:short)", "refs/heads/patchlane/"
+        ).split()
+        bodies = shop.root / ".patchlane" / "prs"
+        for branch in branches:
+            assert (bodies / f"{branch}.md").is_file(), f"{branch} was made without its PR body"
+        hook.unlink()
+        again = subprocess.run(
+            command, env=subprocess_env(), capture_output=True, text=True, timeout=300
+        )
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert git(shop.root, "for-each-ref", "refs/patchlane/") == ""
+        branches = git(
+            shop.root, "for-each-ref", "--format=%(refname:short)", "refs/heads/patchlane/"
+        ).split()
+        assert branches and all((bodies / f"{b}.md").is_file() for b in branches)
+        assert len(git(shop.root, "worktree", "list").splitlines()) == 1
+    finally:
+        shop.close()

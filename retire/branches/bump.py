@@ -524,6 +524,11 @@ def _find_breaks(
 DEFAULT_BUMP = BumpOptions()
 
 
+def _body(work: _Work, cutoff: _dt.datetime, packages: Sequence[str]) -> str:
+    """The bump's PR body, from what its edit did."""
+    return pr_body(tuple(work.lanes), cutoff=cutoff, packages=packages, suites_ran=work.suites_ran)
+
+
 def bump(
     root: Path,
     options: BumpOptions = DEFAULT_BUMP,
@@ -563,6 +568,8 @@ def bump(
             marker=f"{_TRAILER}: {identity}",
             folder="bump",
             edit=lambda work: _edit(work, request, work_state),
+            # saved before the branch exists: never a branch without its body
+            body=lambda: _body(work_state, cutoff, upgrades),
         )
     lane_results = tuple(work_state.lanes)
     if made.status == BranchStatus.UNCHANGED:
@@ -570,9 +577,8 @@ def bump(
         return BumpResult(branch, BranchStatus.UNCHANGED, why, lane_results)
     if made.status != BranchStatus.PROPOSED:
         return BumpResult(branch, made.status, made.reason, lane_results)
-    body = pr_body(lane_results, cutoff=cutoff, packages=upgrades, suites_ran=work_state.suites_ran)
-    body_path = proposals.save_body(repo, branch, body)
-    result = BumpResult(branch, BranchStatus.PROPOSED, "", lane_results, str(body_path))
+    body = _body(work_state, cutoff, upgrades)
+    result = BumpResult(branch, BranchStatus.PROPOSED, "", lane_results, str(made.body_path))
     if o.open_pr:
         bumped = ", ".join(b.lane for b in lane_results if b.status == BumpStatus.BUMPED)
         title = f"Bump locks: {bumped} ({now.date()})"

@@ -38,7 +38,7 @@ _ACTION = re.compile(
 
 def _old(root: Path) -> tuple[Source, str | None, str]:
     """The source, the Action and the Python the lanes workflow was written for."""
-    text = raw_text(root / _LANES, str(root / _LANES))
+    text = raw_text(root / _LANES, str(root / _LANES), within=root)
     found = _INSTALL.search(text or "")
     if text is None or found is None:
         raise InputError(
@@ -105,7 +105,7 @@ def plan_repoint(root: Path, source: Source, *, action: str | None = None) -> Pl
     edit: dict[str, str] = {}
     notes: list[str] = []
     for name in _FILES:
-        text = raw_text(root / name, str(root / name))
+        text = raw_text(root / name, str(root / name), within=root)
         if text is None:
             continue
         changed = text
