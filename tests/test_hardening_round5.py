@@ -794,3 +794,61 @@ def test_kill_9_of_retire_apply_never_leaves_a_half_made_branch(tmp_path, at):
         assert len(git(shop.root, "worktree", "list").splitlines()) == 1
     finally:
         shop.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Class 9: tests that let a mutation through — a change first after its tag, a range of two
+
+
+def _window_of(repo, tmp_path):
+    """The bug's window of ``repo`` found by execution, no evidence given (as
+    tests/test_bisect_history.py finds it): releases on a loopback index, commits built by uv from
+    a mirror."""
+    from retire.bisect.bisection import list_releases
+    from retire.bisect.options import BisectOptions
+    from retire.bisect.transitions import Source, bisect_window
+    from shims.manifest import load_manifest
+    from tests.support.historyrepo import release_index
+    from tests.support.index import IndexServer
+
+    folder = tmp_path / "mirror.git"
+    git(tmp_path, "clone", "-q", "--mirror", str(repo.path), str(folder))
+    mirror = open_mirror(Mirror(UPSTREAM, folder))
+    assert isinstance(mirror, MirrorRepo)
+    shim = load_manifest(
+        shimtree.write_shim(tmp_path / "project" / "shims", "toylib_add") / "manifest.toml"
+    )
+    with IndexServer(release_index(repo, tmp_path / "wheels")) as server:
+        versions, yanked = list_releases(server.url, "toylib")
+        options = BisectOptions(
+            yanked=frozenset(yanked),
+            index_url=server.url,
+            cache_dir=tmp_path / "cache",
+            work_dir=tmp_path / "work",
+            record_to=tmp_path / "validation.jsonl",
+        )
+        return bisect_window(shim, versions, options, source=Source(mirror))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("at", "per_release"), [(0, 4), (0, 1)], ids=["first-after-its-tag", "a-range-of-two"]
+)
+def test_the_commit_search_tries_the_first_commit_after_the_older_tag(tmp_path, at, per_release):
+    """Every toy history put the change in the middle of its range, so a commit search that never
+    tried the first commit after the older tag passed every test. Here the breaking and the fixing
+    commit are each the first after their tag (in a range of five, and of two): both are named,
+    with the older tag's own commit as the clean (or broken) side before them."""
+    from tests.support.historyrepo import FIXED, INTRODUCED
+
+    repo = make_window_repo(tmp_path / "upstream", at=at, per_release=per_release)
+    result = _window_of(repo, tmp_path)
+    window = result.window
+    assert (window.introduced.after, window.fixed.after) == (INTRODUCED, FIXED), result.summary()
+    introduced, fixed = result.commit_edge("introduced"), result.commit_edge("fixed")
+    assert introduced is not None and fixed is not None, result.stops
+    assert introduced.commits == fixed.commits == per_release + 1
+    assert introduced.commit is not None and introduced.commit.sha == repo.introduced
+    assert fixed.commit is not None and fixed.commit.sha == repo.fixed
+    assert introduced.edge.before == repo.tags["1.2"] and fixed.edge.before == repo.tags["1.5"]
+    assert result.floor == "toylib>=1.6" and result.status == "found"
