@@ -4,7 +4,9 @@ git runs in a known environment (no system config, no pager, no prompts, C local
 inherited ``GIT_DIR``-style redirections from a hook), under a timeout; every failure is one
 :class:`GitError` with a one-line message. The operations the engine needs (resolve a ref, tags
 containing a commit, ancestry, the commits touching a folder, worktrees, commits) are methods;
-anything else is :meth:`Git.run`.
+anything else is :meth:`Git.run`. A revision, ref, tag or branch is never an option: it goes to
+:meth:`Git.run` as ``revs`` (after ``--end-of-options``) or, where git takes none, through
+:func:`revision`, which refuses one that starts with ``-``.
 
 Everything that writes happens in a separate worktree or creates a new ref; nothing here
 touches the user's checkout, index or current branch.
