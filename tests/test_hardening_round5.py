@@ -805,7 +805,7 @@ def _window_of(repo, tmp_path):
     tests/test_bisect_history.py finds it): releases on a loopback index, commits built by uv from
     a mirror."""
     from retire.bisect.bisection import list_releases
-    from retire.bisect.options import BisectOptions
+    from retire.bisect.job import BisectJob
     from retire.bisect.transitions import Source, bisect_window
     from shims.manifest import load_manifest
     from tests.support.historyrepo import release_index
@@ -820,14 +820,15 @@ def _window_of(repo, tmp_path):
     )
     with IndexServer(release_index(repo, tmp_path / "wheels")) as server:
         versions, yanked = list_releases(server.url, "toylib")
-        options = BisectOptions(
+        job = BisectJob(
+            shim.id,
             yanked=frozenset(yanked),
-            index_url=server.url,
-            cache_dir=tmp_path / "cache",
+            index=server.url,
+            cache=tmp_path / "cache",
             work_dir=tmp_path / "work",
-            record_to=tmp_path / "validation.jsonl",
+            records=tmp_path / "validation.jsonl",
         )
-        return bisect_window(shim, versions, options, source=Source(mirror))
+        return bisect_window(shim, versions, job, source=Source(mirror))
 
 
 @pytest.mark.slow

@@ -21,14 +21,19 @@ from retire.mirrors.history import Commit
 
 __all__ = ["CommitEdge", "WindowResult"]
 
+#: How many of an unpinned edge's commits its line names.
+_SHOWN = 8
+
 
 @dataclass(frozen=True)
 class CommitEdge:
     """One release edge continued in the commits between its two releases' tags.
 
     ``edge``'s sides are commits (the older tag's commit when the first commit of the range made
-    the change); ``commit`` is the commit the edge names: the first broken (introduced) or the
-    first clean (fixed) one, with its subject, date and pull request."""
+    the change); ``commit`` is the commit a pinned edge names: the first broken (introduced) or
+    the first clean (fixed) one, with its subject, date and pull request. An edge not pinned names
+    no commit (None): its range (``tags``) and the commits left in it (``edge.between`` and
+    ``edge.after``) say where it lies."""
 
     kind: str
     # the adjacent releases the commits lie between
@@ -44,6 +49,9 @@ class CommitEdge:
     branch: str | None = None
     # the named build that made each commit's wheel (``WheelBuild.describe()``), when not uv's
     build: str | None = None
+    # why the edge stayed unpinned where its candidates could not be built here (the build
+    # backend missing from the index, a failed build), else None
+    unbuilt: str | None = None
 
     def describe(self) -> str:
         verb = "introduced" if self.kind == "introduced" else "fixed"
@@ -51,10 +59,13 @@ class CommitEdge:
             return f"fixed on {self.branch} by {self.commit.describe()}, in no release yet"
         if self.edge.state == EdgeState.FOUND and self.commit is not None:
             return f"{verb} by {self.commit.describe()}"
-        return (
-            f"{verb} in one of {', '.join(c[:12] for c in self.edge.between)} or "
-            f"{(self.edge.after or '?')[:12]}{f' — {self.edge.note}' if self.edge.note else ''}"
+        left = [c[:12] for c in (*self.edge.between, self.edge.after) if c]
+        shown = ", ".join(left[:_SHOWN]) + (
+            f", … ({len(left)} in all)" if len(left) > _SHOWN else ""
         )
+        old, new = (tag.removeprefix("refs/heads/") for tag in self.tags)
+        note = f" — {self.edge.note}" if self.edge.note else ""
+        return f"{verb} in {old}..{new}, not pinned (one of {shown}){note}"
 
 
 @dataclass(frozen=True)
@@ -131,6 +142,13 @@ class WindowResult:
     def unreleased(self) -> CommitEdge | None:
         """The fix found on a followed branch after the newest release, still broken there."""
         return next((e for e in self.commit_edges if e.branch is not None), None)
+
+    @property
+    def unbuilt(self) -> tuple[CommitEdge, ...]:
+        """The commit edges left unpinned because their candidates could not be built here (the
+        build backend missing from the index, a failed build): the bisection was asked to pin
+        them and could not (``patchlane bisect`` exits 1)."""
+        return tuple(e for e in self.commit_edges if e.unbuilt is not None)
 
     @property
     def fix_commit(self) -> Commit | None:

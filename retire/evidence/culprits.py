@@ -43,6 +43,9 @@ def entry(data: dict[str, object]) -> dict[str, object]:
     for key in ("last_clean", "first_broken", "mode"):
         if data.get(key) is not None and not isinstance(data[key], str):
             raise ValueError(f"{key!r} is not text")
+    between = data.get("between", [])
+    if not isinstance(between, list) or not all(isinstance(v, str) for v in between):
+        raise ValueError("'between' is not a list of versions")
     commit = data.get("commit")
     if commit is not None and not (
         isinstance(commit, dict)
