@@ -18,6 +18,7 @@ from tests.conftest import run_cli
 from tests.support import shimtree
 from tests.support.gitrepos import git
 from tests.support.historyrepo import make_window_repo
+from tests.test_shim_new_values import fill, small_disk  # noqa: F401  (a fixture: a full disk)
 
 UPSTREAM = "https://git.example/acme/toylib"
 #: A release-tag pattern a shop may well write: anything ending in vX.Y.
@@ -677,34 +678,12 @@ def test_init_repoint_never_reads_a_workflow_through_a_linked_folder(tmp_path, c
     )
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 4 MiB tmpfs at ``tmp_path/disk`` (root only; skipped elsewhere)."""
-    import subprocess
-
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)], capture_output=True
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    try:
-        yield disk
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
-
-
 def test_lock_of_a_changed_lane_on_a_full_disk_names_the_lock(
     small_disk, einops_index, monkeypatch, capsys
 ):
     """The lane changed; uv's cache shares the full disk with the checkout. Before: the lane
     failed with uv's words about its cache, exit 1, no line naming the lock. Now the lock is
     named, and kept."""
-    from tests.test_shim_new_values import fill
-
     monkeypatch.setenv("UV_DEFAULT_INDEX", einops_index.url)
     project = small_disk / "shop"
     assert run_cli(small_disk, "init", str(project), capsys=capsys)[0] == 0
