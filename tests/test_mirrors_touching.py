@@ -13,6 +13,7 @@ from retire.mirrors.touching import (
     touching_commits,
 )
 from shims.manifest import load_manifest
+from tests.support.gitrepos import git as gitrepo
 from tests.support.shimtree import write_shim
 from tests.support.touchrepo import HELPER, TARGET, make_touch_repo
 
@@ -46,10 +47,18 @@ def test_paths_are_literal_and_revisions_are_never_options(tmp_path):
     git = Git(repo.path)
     # a glob is a file name, not a pattern
     assert touching_commits(git, "v1.0", "v1.1", ("src/*",)) == frozenset()
-    for bad in ("--output=/tmp/x", "-p", "", "v1.0 v1.1"):
-        with pytest.raises(GitError, match="is not a revision"):
+    # a tag named like an option is the tag it is, and git writes no file
+    out = tmp_path / "out"
+    out.mkdir()
+    hostile = f"--output={out}/x"
+    gitrepo(repo.path, "update-ref", f"refs/tags/{hostile}", "v1.0")
+    found = touching(git, hostile, "v1.1", MODULES)
+    assert found.commits == {repo.commits[1], repo.commits[3]}
+    assert list(out.iterdir()) == []
+    for bad in ("", "v1.0\nv1.1"):
+        with pytest.raises(GitError):
             touching_commits(git, bad, "v1.1", (TARGET,))
-        with pytest.raises(GitError, match="is not a revision"):
+        with pytest.raises(GitError):
             module_paths(git, (bad,), MODULES)
     with pytest.raises(GitError):
         touching(git, "v9.9", "v1.1", MODULES)

@@ -85,7 +85,7 @@ def test_a_checkout_leaves_nothing_of_the_previous_candidate(tmp_path, mirror):
 def test_no_value_reaches_git_as_an_option_and_an_unknown_commit_is_one_error(tmp_path, mirror):
     _, path = mirror
     shared = clone(tmp_path, path)
-    for bad in ("--orphan=x", "-f", "0" * 40, ""):
+    for bad in ("--orphan=x", "-f", "0" * 40, "", "a\nb"):
         with pytest.raises(WheelBuildError, match="no commit"):
             shared.wheel_for(bad)
     assert not (tmp_path / "range" / "clone").exists()

@@ -7,8 +7,9 @@ a file (``…/liger_kernel/ops/fused_linear_cross_entropy.py``) or a package fol
 (:func:`module_paths`). :func:`touching_commits` is ``git log --first-parent --format=%H
 <old>..<new> -- <paths>`` (a merge counts when it changes them against its first parent): the
 commits the informed search (:mod:`retire.bisect.informed`) tries first. Paths are literal (no
-glob or pathspec magic), and a revision is never read as an option: one that starts with ``-``
-is refused, and revisions come last before ``--``.
+glob or pathspec magic), and a revision is never read as an option: revisions go to git after
+``--end-of-options`` (:meth:`retire.core.git.Git.run`'s ``revs``), so a mirror's tag named
+``--output=…`` is read as the tag it is.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import ast
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from retire.core.git import Git, GitError
+from retire.core.git import Git
 from shims.errors import InputError
 from shims.filereading import read_text
 from shims.model import ShimManifest
@@ -77,7 +78,7 @@ def module_paths(
     found: set[str] = set()
     for commit in commits:
         listing = git.run(
-            "ls-tree", "-r", "--name-only", "-z", _revision(commit), "--", subdirectory or "."
+            "ls-tree", "-r", "--name-only", "-z", revs=[commit], paths=[subdirectory or "."]
         )
         files = [name for name in listing.split("\0") if name]
         for module in modules:
@@ -107,8 +108,8 @@ def touching_commits(git: Git, old: str, new: str, paths: Sequence[str]) -> froz
     commit)."""
     if not paths:
         return frozenset()
-    span = f"{_revision(old)}^{{commit}}..{_revision(new)}^{{commit}}"
-    out = git.run("log", "--first-parent", "--format=%H", span, "--", *paths, env=_LITERAL)
+    span = f"{old}^{{commit}}..{new}^{{commit}}"
+    out = git.run("log", "--first-parent", "--format=%H", revs=[span], paths=paths, env=_LITERAL)
     return frozenset(line for line in out.splitlines() if line.strip())
 
 
@@ -120,10 +121,3 @@ def touching(
     repository."""
     paths = module_paths(git, (old, new), modules, subdirectory)
     return Touching(paths, touching_commits(git, old, new, paths))
-
-
-def _revision(value: str) -> str:
-    """``value`` as a revision git will not take for an option."""
-    if not value or value.startswith("-") or any(c in value for c in "\0\n\r \t"):
-        raise GitError(f"{value!r} is not a revision")
-    return value

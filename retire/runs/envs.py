@@ -36,7 +36,7 @@ from typing import TypedDict
 
 import tomlkit
 
-from retire.core import childenv, uv
+from retire.core import childenv, tooltext, uv
 from retire.core.errors import InputError, PatchlaneError
 from retire.core.project import contained
 from retire.lanes import revisions
@@ -133,7 +133,7 @@ def describe(python: str | os.PathLike[str]) -> EnvInfo:
         env=inspect_env(),
     )
     if proc.returncode != 0:
-        raise BuildError(f"cannot inspect {python}", proc.stderr.strip())
+        raise BuildError(f"cannot inspect {python}", tooltext.plain(proc.stderr).strip())
     return json.loads(proc.stdout)
 
 
@@ -150,7 +150,7 @@ def describe_paths(python: str | Path) -> dict[str, str]:
         env=inspect_env(),
     )
     if proc.returncode != 0:
-        raise BuildError(f"cannot inspect {python}", proc.stderr.strip())
+        raise BuildError(f"cannot inspect {python}", tooltext.plain(proc.stderr).strip())
     return json.loads(proc.stdout)
 
 

@@ -7,7 +7,8 @@ build cloned the mirror into the candidate's folder. A :class:`SharedClone` make
 mirror (``git clone --shared``: no object copied, the mirror only read) and moves it from
 candidate to candidate: ``git checkout --force --detach <sha>``, then ``git clean -fdx`` (the
 previous build's outputs, ignored files included, never reach the next). The commit is resolved to
-its full sha first (``rev-parse --end-of-options``), so no value reaches ``checkout`` as an option.
+its full sha first (``rev-parse --end-of-options``), so no value reaches ``checkout`` as an
+option.
 
 :meth:`SharedClone.wheel_for` is the candidate's wheel: the one kept for (repository, commit,
 build, subdirectory), else built in the clone — by uv or by the shim's named build
@@ -89,11 +90,12 @@ class SharedClone:
         return Git(self.folder, search_parents=False)
 
     def resolve(self, commit: str) -> str:
-        """``commit``'s full sha in the mirror; a :class:`WheelBuildError` when there is none (a
-        value that starts with ``-`` is never a revision)."""
-        sha = None
-        if commit and not commit.startswith("-"):
+        """``commit``'s full sha in the mirror (read after ``--end-of-options``: never an
+        option); a :class:`WheelBuildError` when there is none."""
+        try:
             sha = Git(self.mirror, search_parents=False).rev_parse(f"{commit}^{{commit}}")
+        except GitError:
+            sha = None
         if sha is None:
             raise WheelBuildError(f"no commit {commit[:40]!r} in {self.mirror}")
         return sha
