@@ -17,14 +17,15 @@ in the host stamp), and answers are cached, as for :func:`retire.bisect.bisect`.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from retire.bisect.bisection import _Journal
 from retire.bisect.job import BisectJob
 from retire.bisect.prober import Prober, Progress
-from retire.bisect.revision import RevisionRunner
+from retire.bisect.revision import BuildCount, RevisionRunner
 from retire.bisect.runner import BaseEnv, OverlayRunner, inspect_base
 from retire.bisect.search import ENV_FAILED, FIXED, normal
 from retire.bisect.sidebyside import SideBySide, serialized
@@ -62,11 +63,13 @@ class Source:
         base: BaseEnv,
         job: BisectJob,
         *,
+        count: BuildCount | None = None,
         on_record: Callable[[ValidationRecord], None] | None = None,
         say: Callable[[str], None] | None = None,
     ) -> RevisionRunner:
         """The runner of ``manifest``'s reproducer against the target built from this mirror at
-        a commit, as ``job`` says (its cache, lane, timeout)."""
+        a commit, as ``job`` says (its cache, kept wheels, lane, timeout); ``count``: the
+        search's builds, shared by its runners."""
         if self.repo is None:
             raise ValueError(f"no mirror to build commits from: {self.why}")
         return RevisionRunner(
@@ -77,6 +80,7 @@ class Source:
             repository=self.repo.mirror.repository,
             subdirectory=self.subdirectory,
             build=self.build,
+            count=count,
             on_record=on_record,
             say=say,
         )
@@ -89,6 +93,8 @@ class _Probers:
     release: Prober
     commit: Prober | None
     progress: Progress
+    # the commit builds of the search under way, of about how many (said with each build)
+    count: BuildCount = field(default_factory=BuildCount)
 
     def close(self) -> None:
         for prober in (self.release, self.commit):
@@ -118,16 +124,16 @@ def bisect_window(
     candidates = job.candidates(versions)
     journal = _Journal(job.records) if job.records is not None else None
     fingerprint = ""
-    commit = None
     if prober is None:
         base = inspect_base(job.base_python, manifest.target.distribution)
         fingerprint = base.fingerprint
-        prober, commit = _probers(manifest, base, source, job, journal, progress)
-    probers = _Probers(prober, commit, progress)
+        probers = _probers(manifest, base, source, job, journal, progress)
+    else:
+        probers = _Probers(prober, None, progress)
     try:
         window = locate_window(
             candidates.versions,
-            prober,
+            probers.release,
             known_broken=_in(candidates.versions, bounds.known_broken),
             limits=job.limits,
             sample=job.sample,
@@ -158,26 +164,30 @@ def _probers(
     job: BisectJob,
     journal: _Journal | None,
     progress: Progress,
-) -> tuple[Prober, Prober | None]:
+) -> _Probers:
     """The release runner, and the commit runner where there is a mirror to build from; with
     ``job.width`` above 1, each runs rounds of candidates side by side."""
     say = serialized(progress.note) if job.width > 1 else progress.note
     on_record = journal.append if journal is not None else None
+    count = BuildCount()
 
     def releases() -> Prober:
         return OverlayRunner(manifest, base, job, on_record=on_record, say=say)
 
     def commits() -> Prober:
         assert source is not None
-        return source.revision_runner(manifest, base, job, on_record=on_record, say=say)
+        return source.revision_runner(
+            manifest, base, job, count=count, on_record=on_record, say=say
+        )
 
     mirrored = source is not None and source.repo is not None
     if job.width <= 1:
-        return releases(), commits() if mirrored else None
+        return _Probers(releases(), commits() if mirrored else None, progress, count)
     needs = manifest.reproducer.gpu_needs
     side = SideBySide(releases, job.width, needs, say=say)
     progress.note(f"candidates: up to {side.width} at once" + _on_gpus(side))
-    return side, SideBySide(commits, job.width, needs, say=say) if mirrored else None
+    commit = SideBySide(commits, job.width, needs, say=say) if mirrored else None
+    return _Probers(side, commit, progress, count)
 
 
 def _on_gpus(side: SideBySide) -> str:
@@ -242,6 +252,8 @@ def _on_branch(
         return f"cannot read {branch} since {tag}: {exc}"
     if not commits or (why := prober.blocked or probers.progress.stop()) is not None:
         return None if not commits else f"{branch} since {fixed.before} is not searched: {why}"
+    # the tip, then a binary search of the rest
+    probers.count.expect(len(commits) - 1, runs=1 + math.ceil(math.log2(len(commits))))
     tip = prober.run(commits[-1].sha)
     probers.progress.consulted(tip)
     if tip.state != FIXED:
@@ -319,6 +331,7 @@ def _in_commits(
         return f"cannot read the commits between {old} and {new}: {exc}"
     if not commits:
         return f"no commit between {old} and {new} on the first-parent history"
+    probers.count.expect(len(commits) - 1)
     search = locate_edge(
         [c.sha for c in commits[:-1]],
         probers.commit,

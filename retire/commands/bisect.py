@@ -349,6 +349,7 @@ def job_of(args: argparse.Namespace, project: Project) -> BisectJob:
         timeout=args.timeout,
         records=records,
         cache=args.cache or project.bisect_cache,
+        wheels=project.wheel_cache,
         mirrors=args.mirrors,
         executor=Executor(args.executor),
     )

@@ -62,7 +62,12 @@ _TAIL_LINES = 12
 
 class WheelBuildError(PatchlaneError):
     """The named build did not give one wheel of the target; the message names the log and ends
-    with its tail."""
+    with its tail. ``detail``: the build tool's own words where uv built it (what
+    :func:`retire.locks.failures.missing_build_requirements` reads)."""
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
 
 
 @dataclass(frozen=True)
