@@ -8,12 +8,14 @@ tests/test_bisect_named_build.py.)"""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 import pytest
 
 from retire.bisect.bisection import list_releases
+from retire.bisect.budget import Budget
 from retire.bisect.job import BisectJob
 from retire.bisect.prober import Progress
 from retire.bisect.transitions import Source, bisect_window
@@ -90,3 +92,56 @@ def test_a_second_bisection_over_the_same_range_builds_nothing(tmp_path: Path):
         assert repo.fixed in built and repo.introduced in built
     # nothing of the clones is left behind: only the kept wheels stay
     assert not list((tmp_path / "work").glob("commits-*"))
+
+
+HEAVY = """
+import os
+with open(os.environ["HEAVY_LOG"], "a") as handle:
+    handle.write(f"{os.getpid()}\\n")
+"""
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_the_release_and_commit_searches_share_one_warm_launcher_per_slot(tmp_path, jobs):
+    """A reproducer that preloads a heavy module: the window on the releases, then both edges
+    in the commits, every candidate a fork of the bisection's launchers — the module imported
+    once per slot (``-j``) for the whole bisection, never once per runner or per search."""
+    repo = make_window_repo(tmp_path / "upstream")
+    mirror = tmp_path / "mirror.git"
+    git(tmp_path, "clone", "-q", "--mirror", str(repo.path), str(mirror))
+    opened = open_mirror(Mirror(UPSTREAM, mirror))
+    assert isinstance(opened, MirrorRepo)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "heavypkg.py").write_text(HEAVY)
+    log = tmp_path / "heavy.log"
+    shim = write_shim(tmp_path / "shims", "toylib_add")
+    manifest_file = shim / "manifest.toml"
+    text = manifest_file.read_text().replace(
+        "needs-cuda = false", 'needs-cuda = false\npreload = ["heavypkg"]'
+    )
+    manifest_file.write_text(text)
+    manifest = load_manifest(manifest_file)
+    assert manifest.reproducer.preload == ("heavypkg",)
+    env = {**os.environ, "PYTHONPATH": str(site), "HEAVY_LOG": str(log)}
+    notes = Notes()
+    with IndexServer(release_index(repo, tmp_path / "released")) as server:
+        versions, yanked = list_releases(server.url, "toylib")
+        job = BisectJob(
+            manifest.id,
+            yanked=frozenset(yanked),
+            index=server.url,
+            work_dir=tmp_path / "work",
+            env=env,
+            budget=Budget(jobs=jobs),
+        )
+        result = bisect_window(manifest, versions, job, source=Source(opened), progress=notes)
+    fixed, introduced = result.fix_commit, result.commit_edge("introduced")
+    assert fixed is not None and fixed.sha == repo.fixed, result.stops
+    assert introduced is not None and introduced.commit is not None
+    assert introduced.commit.sha == repo.introduced
+    commit_runs = sum(len(edge.runs) for edge in result.commit_edges)
+    assert len(result.window.runs) >= 3 and commit_runs >= 4
+    # imported by the launchers alone: one per slot, for releases and commits alike
+    assert len(log.read_text().split()) == jobs, notes.said
+    assert sum("launcher: imported heavypkg once" in line for line in notes.said) == jobs

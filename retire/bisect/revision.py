@@ -39,6 +39,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name
 
@@ -55,6 +56,10 @@ from retire.runs.wheelbuild import WheelBuildError, stamp_commit
 from retire.runs.wheelcache import WheelCache
 from shims.model import ShimManifest
 from shims.wheelbuild import WheelBuild
+
+if TYPE_CHECKING:
+    from retire.runs.launcher import Launcher
+    from retire.runs.launcherpool import LauncherPool
 
 __all__ = ["BuildCount", "RevisionRunner"]
 
@@ -88,7 +93,8 @@ class RevisionRunner(OverlayRunner):
     """An overlay runner whose candidates are commits of ``mirror`` (a local clone of
     ``repository``); ``subdirectory`` is where the package's build file is, when not at the
     root; ``build``, when given, is the named command that builds each candidate's wheel;
-    ``count`` the search's :class:`BuildCount` (shared by runners side by side)."""
+    ``count`` the search's :class:`BuildCount` (shared by runners side by side); ``launchers``
+    as the release runner's."""
 
     def __init__(
         self,
@@ -103,8 +109,9 @@ class RevisionRunner(OverlayRunner):
         count: BuildCount | None = None,
         on_record: Callable[[ValidationRecord], None] | None = None,
         say: Callable[[str], None] | None = None,
+        launchers: LauncherPool[Launcher] | None = None,
     ) -> None:
-        super().__init__(manifest, base, job, on_record=on_record, say=say)
+        super().__init__(manifest, base, job, on_record=on_record, say=say, launchers=launchers)
         self.mirror = mirror
         self.repository = repository
         self.subdirectory = subdirectory

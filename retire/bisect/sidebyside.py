@@ -28,7 +28,12 @@ from retire.runs.packing import GpuPool, unmet
 from retire.runs.reaper import REAPER
 from shims.gpuneeds import GpuNeeds
 
-__all__ = ["SideBySide", "serialized", "width_for"]
+__all__ = ["SideBySide", "host_gpus", "serialized", "width_for"]
+
+
+def host_gpus(needs: GpuNeeds) -> tuple[Gpu, ...]:
+    """The host's GPUs, where the reproducer needs some (none are looked for otherwise)."""
+    return tuple(discover().gpus) if needs.count else ()
 
 
 def width_for(needs: GpuNeeds, jobs: int, gpus: Sequence[Gpu]) -> int:
@@ -69,7 +74,7 @@ class SideBySide:
         say: Callable[[str], None] | None = None,
     ) -> None:
         needs = needs or GpuNeeds()
-        host = tuple(discover().gpus if gpus is None and needs.count else gpus or ())
+        host = host_gpus(needs) if gpus is None else tuple(gpus)
         self.needs = needs
         self.width = width_for(needs, jobs, host)
         # nothing to hold where the host cannot meet the need (held_gpus does the same)

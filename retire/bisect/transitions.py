@@ -21,22 +21,34 @@ import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from retire.bisect.bisection import _Journal
 from retire.bisect.job import BisectJob
 from retire.bisect.prober import Prober, Progress
 from retire.bisect.revision import BuildCount, RevisionRunner
-from retire.bisect.runner import BaseEnv, OverlayRunner, inspect_base
+from retire.bisect.runner import (
+    BaseEnv,
+    OverlayRunner,
+    inspect_base,
+    isolation_of,
+    launcher_pool,
+)
 from retire.bisect.search import ENV_FAILED, FIXED, normal
-from retire.bisect.sidebyside import SideBySide, serialized
+from retire.bisect.sidebyside import SideBySide, host_gpus, serialized, width_for
 from retire.bisect.window import Edge, EdgeSearch, EdgeState, locate_edge, locate_window
 from retire.bisect.windowresult import CommitEdge, WindowResult
 from retire.core.git import GitError
 from retire.evidence.validation import ValidationRecord
 from retire.mirrors.history import Commit, build_obstacle, commits_between, release_tag
 from retire.mirrors.repo import MirrorRepo
+from retire.runs.isolation import Isolation
 from shims.model import ShimManifest
 from shims.wheelbuild import WheelBuild
+
+if TYPE_CHECKING:
+    from retire.runs.launcher import Launcher
+    from retire.runs.launcherpool import LauncherPool
 
 __all__ = ["Source", "bisect_window"]
 
@@ -66,10 +78,11 @@ class Source:
         count: BuildCount | None = None,
         on_record: Callable[[ValidationRecord], None] | None = None,
         say: Callable[[str], None] | None = None,
+        launchers: LauncherPool[Launcher] | None = None,
     ) -> RevisionRunner:
         """The runner of ``manifest``'s reproducer against the target built from this mirror at
         a commit, as ``job`` says (its cache, kept wheels, lane, timeout); ``count``: the
-        search's builds, shared by its runners."""
+        search's builds, shared by its runners; ``launchers``: the bisection's warm ones."""
         if self.repo is None:
             raise ValueError(f"no mirror to build commits from: {self.why}")
         return RevisionRunner(
@@ -83,6 +96,7 @@ class Source:
             count=count,
             on_record=on_record,
             say=say,
+            launchers=launchers,
         )
 
 
@@ -95,11 +109,17 @@ class _Probers:
     progress: Progress
     # the commit builds of the search under way, of about how many (said with each build)
     count: BuildCount = field(default_factory=BuildCount)
+    # the warm launchers both probers' runners borrow from (None: process isolation)
+    launchers: LauncherPool[Launcher] | None = None
 
     def close(self) -> None:
-        for prober in (self.release, self.commit):
-            if prober is not None:
-                prober.close()
+        try:
+            for prober in (self.release, self.commit):
+                if prober is not None:
+                    prober.close()
+        finally:
+            if self.launchers is not None:
+                self.launchers.close()
 
 
 def bisect_window(
@@ -166,35 +186,47 @@ def _probers(
     progress: Progress,
 ) -> _Probers:
     """The release runner, and the commit runner where there is a mirror to build from; with
-    ``job.width`` above 1, each runs rounds of candidates side by side."""
-    say = serialized(progress.note) if job.width > 1 else progress.note
+    ``job.width`` above 1, each runs candidates side by side. One pool of warm launchers, a slot
+    per candidate running at once, serves both (:func:`retire.bisect.runner.launcher_pool`)."""
+    # runners side by side and the launchers warming on threads of their own speak one line at a
+    # time
+    say = serialized(progress.note) or progress.note
     on_record = journal.append if journal is not None else None
     count = BuildCount()
+    needs = manifest.reproducer.gpu_needs
+    gpus = host_gpus(needs) if job.width > 1 else ()
+    width = width_for(needs, job.width, gpus)
+    pool = None
+    if isolation_of(manifest, job) == Isolation.LAUNCHER:
+        pool = launcher_pool(manifest, base, job.env, width, say)
 
     def releases() -> Prober:
-        return OverlayRunner(manifest, base, job, on_record=on_record, say=say)
+        return OverlayRunner(manifest, base, job, on_record=on_record, say=say, launchers=pool)
 
     def commits() -> Prober:
         assert source is not None
         return source.revision_runner(
-            manifest, base, job, count=count, on_record=on_record, say=say
+            manifest, base, job, count=count, on_record=on_record, say=say, launchers=pool
         )
 
     mirrored = source is not None and source.repo is not None
     if job.width <= 1:
-        return _Probers(releases(), commits() if mirrored else None, progress, count)
-    needs = manifest.reproducer.gpu_needs
-    side = SideBySide(releases, job.width, needs, say=say)
-    progress.note(f"candidates: up to {side.width} at once" + _on_gpus(side))
-    commit = SideBySide(commits, job.width, needs, say=say) if mirrored else None
-    return _Probers(side, commit, progress, count)
+        return _Probers(releases(), commits() if mirrored else None, progress, count, pool)
+    side = SideBySide(releases, job.width, needs, gpus=gpus, say=say)
+    progress.note(f"candidates: up to {side.width} at once" + _on_gpus(side, pool))
+    commit = SideBySide(commits, job.width, needs, gpus=gpus, say=say) if mirrored else None
+    return _Probers(side, commit, progress, count, pool)
 
 
-def _on_gpus(side: SideBySide) -> str:
-    """How the candidates running at once share out the host's GPUs, for the note."""
-    if side.pool is None:
-        return ""
-    return f", each on {side.needs} of its own ({len(side.pool.gpus)} on this host)"
+def _on_gpus(side: SideBySide, launchers: LauncherPool[Launcher] | None) -> str:
+    """How the candidates running at once share out the host's GPUs and the launchers, for the
+    note."""
+    said = ""
+    if side.pool is not None:
+        said = f", each on {side.needs} of its own ({len(side.pool.gpus)} on this host)"
+    if launchers is not None:
+        said += f"; {launchers.slots} warm launcher(s) for releases and commits alike"
+    return said
 
 
 def _in(versions: tuple[str, ...], version: str | None) -> str | None:
