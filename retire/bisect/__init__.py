@@ -17,7 +17,9 @@ commits), ``revision`` (the runner whose candidates are commits built from a mir
 ``transitions`` (``bisect_window()``: releases first, then the commits between two adjacent
 releases' tags), ``recorded`` (the fixed edge and its commit read back from the validation
 records, for the report and the retirement PRs), ``sidebyside`` (a round of candidates run at
-once, each on a runner and GPUs of its own: ``patchlane bisect -j N``), ``informed`` (pure: the
+once, each on a runner and GPUs of its own: ``patchlane bisect -j N``), ``started`` (pure: an
+edge search that starts the next candidate as soon as a slot frees, cancelling those its results
+leave outside the edge), ``informed`` (pure: the
 commits that touch the target's files searched first, the edge confirmed by its predecessor, the
 full search when it is not).
 
@@ -40,7 +42,7 @@ _HOMES = {
     "recorded": ("RecordedFix", "recorded_fix", "shim_fix"),
     "result": ("BisectResult",),
     "runner": ("OverlayRunner", "base_fingerprint", "inspect_base"),
-    "revision": ("RevisionRunner",),
+    "revision": ("BuildCount", "RevisionRunner"),
     "transitions": ("Source", "bisect_window"),
     "window": ("Edge", "EdgeState", "Place", "Window", "locate_edge", "locate_window"),
     "windowresult": ("CommitEdge", "WindowResult"),
@@ -70,6 +72,7 @@ __all__ = [
     "Bounds",
     "BrokenEvidence",
     "Budget",
+    "BuildCount",
     "CandidateRun",
     "Candidates",
     "CommitEdge",

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from retire.bisect.prober import Progress
+from retire.bisect.prober import Progress, Starting, starting
 from retire.bisect.search import (
     BROKEN,
     FIXED,
@@ -259,6 +259,26 @@ class _Knowing:
     def cached(self, item: str, /) -> CandidateRun | None:
         return self._known.get(item) or self._prober.cached(item)
 
+    @property
+    def can_start(self) -> bool:
+        # the fall-back keeps the slots busy where the prober can (retire.bisect.started)
+        return starting(self._prober) is not None
+
+    def start(self, item: str, /) -> None:
+        self._started().start(item)
+
+    def finished(self) -> CandidateRun:
+        return self._started().finished()
+
+    def cancel(self, item: str, /) -> bool:
+        return self._started().cancel(item)
+
+    def _started(self) -> Starting:
+        prober = starting(self._prober)
+        if prober is None:
+            raise TypeError("the prober starts no candidate on its own")
+        return prober
+
     def close(self) -> None:
         # the caller's prober: closed by whoever made it
         return None
@@ -276,6 +296,9 @@ class _Once(Progress):
     def consulted(self, run: CandidateRun) -> None:
         if id(run) not in self._told:
             self._inner.consulted(run)
+
+    def cancelled(self, item: str) -> None:
+        self._inner.cancelled(item)
 
     def stop(self) -> str | None:
         return self._inner.stop()

@@ -55,7 +55,7 @@ from retire.core import tooltext
 from retire.core.errors import PatchlaneError
 from retire.evidence.validation import Mode, RunOutcome, ValidationRecord
 from retire.locks.failures import UNREACHABLE_MARKERS
-from retire.runs import envs
+from retire.runs import cancelling, envs
 from retire.runs.isolation import Isolation
 from shims.model import ShimManifest
 
@@ -302,13 +302,19 @@ class OverlayRunner(OneAtATime):
             try:
                 python = self.build_overlay(folder, version)
             except PatchlaneError as exc:
+                # a build killed by a cancel says nothing of the candidate
+                cancelling.check()
                 state, detail = self.not_built(exc, version)
                 seconds = round(time.monotonic() - began, 3)
                 return CandidateRun(version, state, ENV_FAILED, detail, seconds)
+            # cancelled while its overlay was built (retire.bisect.sidebyside): it never runs
+            cancelling.check()
             self.runs += 1
             record = self._reproduce(folder, python)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
+        # cancelled while it ran: killed, neither recorded nor cached; else no cancel comes now
+        cancelling.commit()
         record = self._recorded(record, version)
         if self.on_record is not None:
             self.on_record(record)

@@ -38,6 +38,7 @@ from retire.core.errors import PatchlaneError
 from retire.core.git import Git, GitError, revision
 from retire.core.secrets import scrub
 from retire.mirrors.packagetree import MissingFiles, missing_files
+from retire.runs import cancelling
 from retire.runs.reaper import REAPER
 from shims.wheelbuild import WheelBuild
 
@@ -179,7 +180,9 @@ def build_wheel(
                 f"the named build could not start {argv[0]}: {exc.strerror or exc}"
             ) from None
         try:
-            process.wait(timeout=build.timeout)
+            # a cancelled candidate's build is killed (its failure then never reads as the commit's)
+            with cancelling.killing(lambda: REAPER.kill(process)):
+                process.wait(timeout=build.timeout)
             timed_out = False
         except subprocess.TimeoutExpired:
             timed_out = True
