@@ -10,15 +10,16 @@
   search (:func:`retire.bisect.window.locate_edge`) answer differently, over every edge —
   touching or not (goal 0); the detail says what an edge that touches nothing costs.
 - ``commits.shared-vs-fresh-candidate``: one commit candidate's install, timed, real uv and git
-  over the toy upstream of ``tests/support/historyrepo.py``: a fresh one as the commit runner makes
-  it today (an overlay venv and ``uv pip install "toylib @ git+file://<mirror>@<sha>"``: uv fetches
-  the mirror and builds in its own checkout) vs the range's shared clone
+  over the toy upstream of ``tests/support/historyrepo.py``: a fresh one as the commit runner made
+  it before the shared clone (an overlay venv and ``uv pip install "toylib @
+  git+file://<mirror>@<sha>"``: uv fetches the mirror and builds in its own checkout) vs the
+  range's shared clone
   (:class:`retire.runs.sharedclone.SharedClone`: checkout, ``uv build``, the wheel kept, installed)
   — side by side, interleaved, each sample a commit never built before.
 - ``commits.rerun-named-builds``: those candidates again with a named build (the command a
   compiled target's shim names; a rerun, or another shim over the same range): how many builds
   run again (goal 0: the kept wheels), and the time beside a clone of the candidate's own and the
-  build, as the commit runner does it today.
+  build, as the commit runner did it before the shared clone.
 """
 
 from __future__ import annotations
@@ -210,7 +211,8 @@ class _Candidates:
         envs.run_uv(args, f"install {requirement}")
 
     def fresh(self, sha: str) -> None:
-        """As the commit runner does it today: uv installs the commit from the mirror."""
+        """As the commit runner did before the shared clone: uv installs the commit from the
+        mirror."""
         self._install(self._venv(), f"toylib @ git+file://{self.mirror}@{sha}")
 
     def from_clone(self, sha: str, named: bool = False) -> None:
@@ -219,7 +221,8 @@ class _Candidates:
         self._install(self._venv(), str(wheel))
 
     def fresh_named(self, sha: str) -> None:
-        """As the commit runner does a named build today: a clone of its own, the build."""
+        """As the commit runner did a named build before the shared clone: a clone of its own,
+        the build."""
         from retire.runs.wheelbuild import build_wheel, checkout
 
         self.venvs += 1
@@ -304,7 +307,7 @@ def _candidate_rows() -> list[dict]:
             f"named builds (a compiled target's command, minutes each there; here the toy's "
             f"backend) run again when {repeats} candidates built before run again: the kept "
             f"wheel {kept:.3f} s vs a clone of its own and the build {fresh_named:.3f} s, as the "
-            f"commit runner does it today (median of {repeats}, interleaved); uv's own builds "
+            f"commit runner did it before (median of {repeats}, interleaved); uv's own builds "
             f"from git are cached by uv, so a rerun without a named build costs about the same "
             f"both ways",
         ),
