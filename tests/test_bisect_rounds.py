@@ -149,7 +149,7 @@ def test_the_window_is_the_same_at_any_width(case):
             sample=5,
             width=w,
             probe_many=probe.many,
-        )
+        ).window
         assert all(len(r) <= w for r in probe.rounds)
         windows.append(
             (window.seen, window.introduced, window.fixed)

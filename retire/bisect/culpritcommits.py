@@ -20,10 +20,11 @@ from retire.bisect.culprit import CommitSearch, FirstCommit
 from retire.bisect.culpritrun import CulpritRunner
 from retire.bisect.runner import inspect_base
 from retire.bisect.sources import project_source
-from retire.bisect.window import EdgeState, locate_edge
+from retire.bisect.window import locate_edge
 from retire.core.git import GitError
 from retire.core.project import Project
 from retire.evidence.validation import Mode, ValidationRecord
+from retire.history.edge import EdgeKind, EdgeState
 from retire.mirrors.history import build_obstacle, commits_between, release_tag
 from retire.probes.records import bisection_lane
 from shims.model import ShimManifest
@@ -107,7 +108,7 @@ def mirror_commits(
             found = locate_edge(
                 [c.sha for c in commits[:-1]],
                 probe,
-                kind="introduced",
+                kind=EdgeKind.INTRODUCED,
                 before=old_sha,
                 after=commits[-1].sha,
                 stop=stop,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from retire.bisect.bisection import DEFAULT_OPTIONS, _Journal
@@ -28,13 +28,15 @@ from retire.bisect.cache import ResultCache
 from retire.bisect.options import BisectOptions
 from retire.bisect.revision import RevisionRunner
 from retire.bisect.runner import BaseEnv, OverlayRunner, inspect_base
-from retire.bisect.search import FIXED, CandidateRun, Limits, normal
+from retire.bisect.search import ENV_FAILED, FIXED, CandidateRun, Limits, normal
 from retire.bisect.sidebyside import SideBySide, serialized
-from retire.bisect.window import DEFAULT_SAMPLE, Edge, EdgeState, locate_edge, locate_window
-from retire.bisect.windowresult import CommitEdge, WindowResult
+from retire.bisect.window import DEFAULT_SAMPLE, locate_edge, locate_window
+from retire.bisect.windowresult import BRANCH, WindowResult
 from retire.core.git import GitError
 from retire.evidence.validation import ValidationRecord
-from retire.mirrors.history import build_obstacle, commits_between, release_tag
+from retire.history.edge import CommitSpan, Edge, EdgeKind, EdgeState
+from retire.history.window import BranchFix, Window
+from retire.mirrors.history import Commit, build_obstacle, commits_between, release_tag
 from retire.mirrors.repo import MirrorRepo
 from shims.model import ShimManifest
 from shims.wheelbuild import WheelBuild
@@ -136,24 +138,26 @@ def bisect_window(
     probes = _Probes(runner, commit_runner, on_step, room)
     try:
         known_broken = _in(candidates.versions, bounds.known_broken)
-        window = locate_window(
+        found = locate_window(
             candidates.versions,
             runner,
             **_searching(runner, candidates.versions, o.limits, probes, stop),
             known_broken=known_broken,
             sample=sample,
         )
-        edges, stops = _commit_edges(
-            window.fixed, window.introduced, source, probes, o.limits, stop
+        searched, stops = _commit_edges(
+            found.window.fixed, found.window.introduced, source, probes, o.limits, stop
         )
     finally:
         probes.close()
+    commit_runs = {key: runs for key, (_, runs) in searched.items()}
     return WindowResult(
         manifest.id,
         manifest.target.distribution,
-        window,
+        _extended(found.window, searched, found.runs, commit_runs, source),
         candidates,
-        edges,
+        found.runs,
+        commit_runs,
         stops,
         base=fingerprint,
         seconds=round(time.monotonic() - began, 3),
@@ -243,6 +247,39 @@ def _cached(runner: Probe, items: Iterable[str]) -> dict[str, CandidateRun]:
     return {v: hit for v in items if cached and (hit := cached(v)) is not None}
 
 
+#: An edge searched in the commits: its span, and the runs that placed it.
+_Searched = tuple[CommitSpan, tuple[CandidateRun, ...]]
+
+
+def _extended(
+    window: Window,
+    searched: dict[str, _Searched],
+    release_runs: tuple[CandidateRun, ...],
+    commit_runs: dict[str, tuple[CandidateRun, ...]],
+    source: Source | None,
+) -> Window:
+    """``window`` with its edges continued into the commits searched, the fix found on a branch,
+    and the bisection's fresh runs in its provenance."""
+    introduced, fixed = window.introduced, window.fixed
+    if str(EdgeKind.INTRODUCED) in searched:
+        introduced = replace(introduced, commits=searched[str(EdgeKind.INTRODUCED)][0])
+    if str(EdgeKind.FIXED) in searched:
+        fixed = replace(fixed, commits=searched[str(EdgeKind.FIXED)][0])
+    branch = None
+    if BRANCH in searched and source is not None and source.branch is not None:
+        repository = source.repo.mirror.repository if source.repo is not None else ""
+        branch = BranchFix(source.branch, searched[BRANCH][0], repository)
+    runs = release_runs + tuple(r for more in commit_runs.values() for r in more)
+    fresh = sum(1 for r in runs if not r.cached and r.outcome != ENV_FAILED)
+    return replace(
+        window,
+        introduced=introduced,
+        fixed=fixed,
+        branch_fix=branch,
+        source=replace(window.source, bisection=fresh),
+    )
+
+
 def _commit_edges(
     fixed: Edge,
     introduced: Edge,
@@ -250,9 +287,10 @@ def _commit_edges(
     probes: _Probes,
     limits: Limits,
     stop: Callable[[], str | None] | None,
-) -> tuple[tuple[CommitEdge, ...], tuple[str, ...]]:
-    """Each release edge found between two adjacent releases, continued in the commits."""
-    edges: list[CommitEdge] = []
+) -> tuple[dict[str, _Searched], tuple[str, ...]]:
+    """Each release edge found between two adjacent releases, continued in the commits (keyed by
+    the edge's kind; ``branch`` for a fix on a followed branch)."""
+    edges: dict[str, _Searched] = {}
     stops: list[str] = []
     for edge in (fixed, introduced):
         if edge.state != EdgeState.FOUND or edge.before is None or edge.after is None:
@@ -261,13 +299,38 @@ def _commit_edges(
         if isinstance(found, str):
             stops.append(f"The {edge.kind} edge stops at {edge.before} → {edge.after}: {found}")
         else:
-            edges.append(found)
+            edges[str(edge.kind)] = found
     if fixed.state == EdgeState.OPEN and source is not None:
         # still broken in the newest release: a fix may be on the branch a lane follows
         branch = _on_branch(fixed, source, probes, limits, stop)
-        edges += [branch] if isinstance(branch, CommitEdge) else []
+        if isinstance(branch, tuple):
+            edges[BRANCH] = branch
         stops += [branch] if isinstance(branch, str) else []
-    return tuple(edges), tuple(stops)
+    return edges, tuple(stops)
+
+
+def _span(
+    kind: EdgeKind,
+    tags: tuple[str, str],
+    commits: tuple[Commit, ...],
+    edge: Edge,
+    source: Source,
+) -> CommitSpan:
+    """The commit-level ``edge`` as the window holds it: the commit named only when pinned."""
+    pinned = edge.state == EdgeState.FOUND
+    named = next((c for c in commits if c.sha == edge.after), None) if pinned else None
+    return CommitSpan(
+        kind,
+        tags,
+        len(commits),
+        edge.state if named is not None or not pinned else EdgeState.UNPINNED,
+        edge.before,
+        edge.after,
+        edge.between,
+        edge.note,
+        named,
+        build=source.build.describe() if source.build is not None else None,
+    )
 
 
 def _on_branch(
@@ -276,7 +339,7 @@ def _on_branch(
     probes: _Probes,
     limits: Limits,
     stop: Callable[[], str | None] | None,
-) -> CommitEdge | str | None:
+) -> _Searched | str | None:
     """Still broken at the newest release: is the followed branch's newest commit clean, and if
     so, which commit since that release fixed it (a fix in no release yet)? None when there is no
     branch to look at or nothing on it since the release."""
@@ -307,23 +370,13 @@ def _on_branch(
     search = locate_edge(
         items,
         probes.commit,
-        kind="fixed",
+        kind=EdgeKind.FIXED,
         before=old_sha,
         after=commits[-1].sha,
         **_searching(probes.commit, items, limits, probes, stop),
     )
-    named = next((c for c in commits if c.sha == search.edge.after), None)
-    return CommitEdge(
-        "fixed",
-        (fixed.before, branch),
-        (tag, head),
-        search.edge,
-        named,
-        len(commits),
-        (tip, *search.runs),
-        branch=branch,
-        build=source.build.describe() if source.build is not None else None,
-    )
+    span = _span(EdgeKind.FIXED, (tag, head), commits, search.edge, source)
+    return span, (tip, *search.runs)
 
 
 def _in_commits(
@@ -332,7 +385,7 @@ def _in_commits(
     probes: _Probes,
     limits: Limits,
     stop: Callable[[], str | None] | None,
-) -> CommitEdge | str:
+) -> _Searched | str:
     """The commit that made ``edge``, or why the search stays at the release edge."""
     if source is None or source.repo is None or probes.commit is None:
         return (
@@ -369,14 +422,4 @@ def _in_commits(
         after=commits[-1].sha,
         **_searching(probes.commit, items, limits, probes, stop),
     )
-    named = next((c for c in commits if c.sha == search.edge.after), None)
-    return CommitEdge(
-        edge.kind,
-        (edge.before, edge.after),
-        (old, new),
-        search.edge,
-        named,
-        len(commits),
-        search.runs,
-        build=source.build.describe() if source.build is not None else None,
-    )
+    return _span(edge.kind, (old, new), commits, search.edge, source), search.runs

@@ -14,7 +14,7 @@ from packaging.version import InvalidVersion, Version
 
 from retire.bisect.budget import Budget, Meter
 from retire.bisect.search import NOT_APPLICABLE, UNKNOWN, CandidateRun, Limits, Status
-from retire.bisect.window import DEFAULT_SAMPLE, EdgeState
+from retire.bisect.window import DEFAULT_SAMPLE
 from retire.commands import bisectjob
 from retire.commands.base import (
     Command,
@@ -31,6 +31,7 @@ from retire.core import uv
 from retire.core.errors import InputError, PatchlaneError
 from retire.core.project import Project
 from retire.evidence.values import ProbeFailure
+from retire.history.edge import EdgeState
 from retire.verdicts.actions import Bisect
 
 if TYPE_CHECKING:
@@ -335,9 +336,10 @@ def bisection(
     (:class:`retire.bisect.Meter`)."""
     # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.bisect import BisectOptions, list_releases, project_bounds
-    from retire.bisect.placing import lane_places
     from retire.bisect.sources import project_source
     from retire.bisect.transitions import bisect_window
+    from retire.history.mirrored import lane_targets
+    from retire.history.place import place
     from retire.probes.records import bisection_lane
     from retire.runs.packing import on_gpus
 
@@ -397,7 +399,8 @@ def bisection(
         stop=stop,
         room=room,
     )
-    return replace(result, lanes=lane_places(project, manifest, result, source))
+    targets = lane_targets(project, manifest, result.window, source.repo)
+    return replace(result, lanes=tuple(place(result.window, target) for target in targets))
 
 
 def _records_file(project: Project, args: BisectRequest) -> Path:
@@ -426,13 +429,14 @@ def run(project: Project, args: argparse.Namespace) -> int:
         emit_json({**result.to_dict(), "summary": result.summary(), "stopped": stopped})
         return ExitCode.OK if result.status == Status.FOUND else ExitCode.FAILED
     say(result.summary())
+    say(f"window from {result.window.source.describe()}")
     if stopped:
         say(f"stopped before its end: {stopped}")
     if result.floor:
         say(f"proposed retirement floor: {result.floor}")
-    if (fixed := result.fix_commit) is not None and result.first_fixed:
+    if (fixed := result.window.fixed.commit) is not None and result.first_fixed:
         say(f"fixed by {fixed.describe()}, first released in {result.first_fixed}")
-    elif (branch := result.unreleased) is not None and branch.commit is not None:
+    elif (branch := result.window.branch_fix) is not None and branch.commit is not None:
         say(f"fixed on {branch.branch} at {branch.commit.describe()}, in no release yet")
     window = result.window
     # the range was cut below (evidence, --since): where it came in lies further down
@@ -442,10 +446,10 @@ def run(project: Project, args: argparse.Namespace) -> int:
             "`--all` searches the older releases for the one that brought the bug in"
         )
     for lane in result.lanes:
-        say(lane.says)
+        say(lane.sentence())
     for step in result.decide(args.shim):
         say(f"to decide it: {step}")
-    for run in result.window.runs:
+    for run in result.release_runs:
         if run.state in (NOT_APPLICABLE, UNKNOWN):
             say(f"{run.state}: {run.version} ({run.outcome}) {run.detail}")
     if args.record:

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from retire.core import mdsafe
-from retire.mirrors.history import Commit
+
+if TYPE_CHECKING:
+    # a reader of a window does not load the mirror's git (`patchlane --help` stays lean)
+    from retire.mirrors.history import Commit
 
 __all__ = ["CommitSpan", "Edge", "EdgeKind", "EdgeState", "Place", "commit_words"]
 

@@ -86,18 +86,21 @@ def read_mirrored(
     distribution: str,
     repo: MirrorRepo | None,
     branches: Sequence[str] = (),
+    *,
+    repository: str | None = None,
 ) -> Window | None:
     """:func:`~retire.history.reading.read`, the commit runs ordered by ``repo`` (the target's
     mirror) where it has the tags; ``branches``: the followed branches a fix in no release is
-    looked for on."""
+    looked for on; ``repository``: the repository's name as the shop wrote it (the mirror's own,
+    by default)."""
     window = read(records, shim, distribution)
     if window is None or repo is None or not window.seen or window.source.commit_runs == 0:
         return window
     orders = commit_orders(repo, window, branches)
     if not orders:
         return window
-    repository = repo.mirror.repository
-    window = read(records, shim, distribution, orders=orders, mirror=repository)
+    named = repository or repo.mirror.repository
+    window = read(records, shim, distribution, orders=orders, mirror=named)
     fix = window.branch_fix if window is not None else None
     if window is None or fix is None or fix.commit is None:
         return window

@@ -1,9 +1,11 @@
 """The one reading of validation records into a bug's window (pure: the records are read, and a
 mirror's commits ordered, elsewhere: :mod:`retire.history.mirrored`).
 
-Only runs *without* the shim that prove something count — the bug (``BUG_REPRODUCED``) or its
-absence (``FIX_VALIDATED``, ``MEMORY_SAVE_VERIFIED``) — on any lane and any host, a bisection's and
-a culprit search's runs (lane ``bisect`` / ``bisect:<lane>``) like any other. A run whose target
+The runs are read as evidence values (:class:`~retire.evidence.values.ExecutionEvidence`: a
+record as the verdicts read it). Only runs *without* the shim that prove something count — the
+bug (``BUG_REPRODUCED``) or its absence (``FIX_VALIDATED``, ``MEMORY_SAVE_VERIFIED``) — on any
+lane and any host, a bisection's and a culprit search's runs (lane ``bisect`` /
+``bisect:<lane>``) like any other. A run whose target
 was built from a commit (the host stamp's ``revisions``, or a local version label that is a
 commit) is a *commit run*: it is placed by the mirror's order of the commits between two release
 tags, never by its version label; every other run is a run of the release its version names.
@@ -30,11 +32,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from retire.evidence.validation import PROVING, Mode, RunOutcome, ValidationRecord
+from retire.evidence.values import ExecutionEvidence
 from retire.history.edge import CommitSpan, Edge, EdgeKind, EdgeState
 from retire.history.window import (
     BranchFix,
@@ -45,10 +49,13 @@ from retire.history.window import (
     Window,
     unseen,
 )
-from retire.mirrors.history import Commit
 from retire.probes.records import evidence_of, is_bisection
 
-__all__ = ["CommitOrder", "read"]
+if TYPE_CHECKING:
+    # a reader of a window does not load the mirror's git (`patchlane --help` stays lean)
+    from retire.mirrors.history import Commit
+
+__all__ = ["CommitOrder", "read", "read_runs"]
 
 
 @dataclass(frozen=True)
@@ -79,12 +86,11 @@ class _Run:
     searched: bool
 
 
-def _counted(records: Iterable[ValidationRecord], shim: str, dist: str) -> list[_Run]:
+def _counted(runs: Iterable[ExecutionEvidence], dist: str) -> list[_Run]:
     found = []
-    for record in records:
-        if record.shim != shim or record.mode != Mode.WITHOUT or record.outcome not in PROVING:
+    for run in runs:
+        if run.mode != Mode.WITHOUT or run.outcome not in PROVING:
             continue
-        run = evidence_of(record)
         broken = run.outcome == RunOutcome.BUG_REPRODUCED
         searched = is_bisection(run.lane)
         commit = run.revision(dist)
@@ -100,7 +106,7 @@ def _counted(records: Iterable[ValidationRecord], shim: str, dist: str) -> list[
 
 def _where(runs: Sequence[_Run]) -> str:
     more = f" and {len(runs) - 1} more" if len(runs) > 1 else ""
-    return f"{runs[0].where}{more}" if runs else ""
+    return f"{runs[-1].where}{more}" if runs else ""
 
 
 def _tell(item: str, runs: Sequence[_Run], label: str) -> tuple[Told, Disagreement | None]:
@@ -276,19 +282,33 @@ def read(
     orders: Sequence[CommitOrder] = (),
     mirror: str | None = None,
 ) -> Window | None:
-    """``shim``'s window on ``distribution`` as ``records`` show it (the module docstring has
-    the rule); ``orders``: the commits a mirror (``mirror``, its repository) ordered between an
-    edge's release tags, or from the newest broken release's tag along a followed branch. None
-    when no run counts at all."""
+    """``shim``'s window on ``distribution`` as ``records`` show it (every lane, every host): the
+    records read as evidence values (:func:`retire.probes.records.evidence_of`), then
+    :func:`read_runs`."""
+    mine = (evidence_of(record) for record in records if record.shim == shim)
+    return read_runs(mine, distribution, orders=orders, mirror=mirror)
+
+
+def read_runs(
+    runs: Iterable[ExecutionEvidence],
+    distribution: str,
+    *,
+    orders: Sequence[CommitOrder] = (),
+    mirror: str | None = None,
+) -> Window | None:
+    """The window on ``distribution`` as the recorded ``runs`` of one shim show it (the module
+    docstring has the rule); ``orders``: the commits a mirror (``mirror``, its repository)
+    ordered between an edge's release tags, or from the newest broken release's tag along a
+    followed branch. None when no run counts at all."""
     dist = canonicalize_name(distribution)
-    runs = _counted(records, shim, dist)
-    if not runs:
+    counted = _counted(runs, dist)
+    if not counted:
         return None
-    told, flags = _releases(runs, dist)
-    source = _provenance(runs, mirror)
+    told, flags = _releases(counted, dist)
+    source = _provenance(counted, mirror)
     history = tuple(t.item for t in told)
     if not any(t.broken for t in told):
-        return unseen(history, _unseen_reason(told, runs), told=tuple(told), source=source)
+        return unseen(history, _unseen_reason(told, counted), told=tuple(told), source=source)
     if (disorder := _not_monotone(told, dist)) is not None:
         flags.append(disorder)
     introduced, fixed = _edges(told)
@@ -298,7 +318,7 @@ def read(
         if order.branch is not None:
             if fixed.state != EdgeState.OPEN or not _same(fixed.before, order.releases[0]):
                 continue
-            span, more = _span(order, EdgeKind.FIXED, runs)
+            span, more = _span(order, EdgeKind.FIXED, counted)
             flags += more
             if span is not None and span.commit is not None and branch_fix is None:
                 branch_fix = BranchFix(order.branch, span, mirror or "")
@@ -310,7 +330,7 @@ def read(
                 and edge.after is not None
                 and _same(edge.after, order.releases[1])
             ):
-                span, more = _span(order, kind, runs)
+                span, more = _span(order, kind, counted)
                 flags += more
                 edges[kind] = replace(edge, commits=span)
     return Window(

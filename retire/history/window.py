@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
 from retire.core import mdsafe
 from retire.history.edge import CommitSpan, Edge, EdgeKind, EdgeState, Place
-from retire.mirrors.history import Commit
+
+if TYPE_CHECKING:
+    # a reader of a window does not load the mirror's git (`patchlane --help` stays lean)
+    from retire.mirrors.history import Commit
 
 __all__ = [
     "BranchFix",
@@ -256,32 +260,34 @@ class Window:
     # -- how it is said ----------------------------------------------------------------------------
     def line(self) -> str:
         """The window in one line of plain text: ``introduced in 1.3 (last clean 1.2), by …;
-        fixed in 1.6 (last broken 1.5), by abc123def456 "Fix add() (#63)" (#63)``."""
+        fixed in 1.6 (last broken 1.5), by abc123def456 "Fix add() (#63)" (#63)``. An open
+        introduced edge is left out (it says only where the runs began); an open fixed edge is
+        the fix on a followed branch where one is pinned."""
         if not self.seen:
             return f"window not seen: {self.reason}"
-        parts = []
-        for edge in (self.introduced, self.fixed):
-            text = edge.describe()
-            if edge.commits is not None:
-                text += f", {edge.commits.describe()}"
-            parts.append(text)
-        if self.branch_fix is not None:
-            parts[-1] += f", {self.branch_fix.describe()}"
-        return "; ".join(parts)
+        return "; ".join(self._parts(markdown=False))
 
     def markdown(self) -> str:
         """:meth:`line` for a Markdown document: versions and shas as code, subjects inert."""
         if not self.seen:
             return mdsafe.text(f"window not seen: {self.reason}")
+        return "; ".join(self._parts(markdown=True))
+
+    def _parts(self, *, markdown: bool) -> list[str]:
         parts = []
         for edge in (self.introduced, self.fixed):
-            text = _edge_markdown(edge)
+            if edge.kind is EdgeKind.INTRODUCED and edge.state == EdgeState.OPEN:
+                continue
+            fix = self.branch_fix
+            if edge.kind is EdgeKind.FIXED and edge.state == EdgeState.OPEN and fix is not None:
+                parts.append(fix.markdown() if markdown else fix.describe())
+                continue
+            text = _edge_markdown(edge) if markdown else edge.describe()
             if edge.commits is not None:
-                text += f", {edge.commits.markdown()}"
+                span = edge.commits.markdown() if markdown else edge.commits.describe()
+                text += f", {span}"
             parts.append(text)
-        if self.branch_fix is not None:
-            parts[-1] += f", {self.branch_fix.markdown()}"
-        return "; ".join(parts)
+        return parts
 
     def to_json(self) -> dict[str, object]:
         """The window as every JSON document carries it (retire/schemas: the verdict's and the
