@@ -2,7 +2,6 @@
 
 ``validation`` (the validation manifest: one JSON Lines record per reproducer run, with its
 loading, merging and quarantine of damaged lines), ``values`` (the typed, immutable evidence
-values of the probes, or a ``ProbeFailure``; no I/O), ``window`` (a shim's window on its target's
-releases from every recorded run, and ``Place``: where a release stands against it) and
-``branchfix`` (a fix on a followed branch, as recorded commit runs pin it).
+values of the probes, or a ``ProbeFailure``; no I/O) and ``floor`` (a proposed requirement floor).
+A bug's window, read from the records, lives in :mod:`retire.history`.
 """

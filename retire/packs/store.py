@@ -25,8 +25,9 @@ from retire.core.atomic import atomic_write, locked
 from retire.core.errors import InputError
 from retire.core.project import Project, contained
 from retire.evidence import validation
+from retire.history.mirrored import shim_window
+from retire.history.window import Window
 from retire.mirrors.config import project_mirrors
-from retire.mirrors.recorded import RecordedFix, shim_fix
 from retire.mirrors.repo import MirrorRepo, open_mirror
 from retire.packs.checks import (
     DEFAULT_MAX_CODE_LINES,
@@ -169,15 +170,15 @@ def load_pack(root: str | Path, pack_id: str) -> LoadedPack:
     )
     reproducer_text = tomlreader.read_text(reproducer, _display(root, reproducer), missing_ok=True)
     lines = len(reproducer_text.splitlines()) if reproducer_text is not None else 0
-    fix = _recorded_fix(root, manifest, spec.repository) if spec.already_fixed else None
+    fix = _recorded_window(root, manifest, spec.repository) if spec.already_fixed else None
     return LoadedPack(manifest, render(manifest, spec, lines, fix), reproducer_text)
 
 
-def _recorded_fix(root: Path, manifest: ShimManifest, repository: str) -> RecordedFix | None:
-    """The shim's fixed edge as the project's recorded runs show it, with the fix commit where
-    a mirror of the shim's linked repositories or of the pack's ``repository`` is on this host:
-    what an already-fixed pack's upstream state cites. A validation manifest or mirror setting
-    that cannot be read cites nothing (the checklist and `patchlane mirrors` say why)."""
+def _recorded_window(root: Path, manifest: ShimManifest, repository: str) -> Window | None:
+    """The shim's window as the project's recorded runs show it (retire.history), the fix commit
+    named where a mirror of the shim's linked repositories or of the pack's ``repository`` is on
+    this host: what an already-fixed pack's upstream state cites. A validation manifest or mirror
+    setting that cannot be read cites nothing (the checklist and `patchlane mirrors` say why)."""
     project = Project(root)
     try:
         records = validation.load(project.validation)
@@ -194,7 +195,7 @@ def _recorded_fix(root: Path, manifest: ShimManifest, repository: str) -> Record
                 return opened if isinstance(opened, MirrorRepo) else None
         return None
 
-    return shim_fix(manifest, records, mirror_of)
+    return shim_window(manifest, records, mirror_of)
 
 
 def load_deny(root: str | Path) -> tuple[DenyRule, ...]:

@@ -46,7 +46,7 @@ from retire.verdicts.model import Decision, FlagKind, LaneStep, LaneVerdict, Ver
 from shims.model import ShimManifest
 
 if TYPE_CHECKING:
-    from retire.mirrors.recorded import RecordedFix
+    from retire.history.window import Window
     from retire.report.regressions import Regression
 
 __all__ = [
@@ -244,8 +244,9 @@ class ShimEntry:
     newly_broken_lanes: tuple[str, ...] = ()
     # why no lane proves the shim (retire.runs.proof), None when one does
     unproven: str | None = None
-    # the bug's fixed edge as the recorded runs show it (retire.mirrors.recorded), None when not
-    window: RecordedFix | None = None
+    # the bug's window (retire.history): the verdict's, else the one reading of the records (a
+    # verdict made elsewhere); None when no run without the shim counts
+    window: Window | None = None
 
     @property
     def shim(self) -> str:
