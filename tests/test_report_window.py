@@ -138,3 +138,38 @@ def test_with_the_target_mirrored_the_fix_commit_is_named(shop, tmp_path):
     assert window["line"] == line
     assert f"**Window:** {line}" in _shims_row(written.markdown, "alpha")
     assert "commits ordered by the mirror of https://github.com/acme/toylib" in window["source"]
+
+
+def test_the_reports_window_is_the_verdicts_window_one_answer_and_a_flag(shop, capsys):
+    """Records on which the two old readings disagreed — the newest run of 1.6 is clean (the
+    report said "fixed in 1.6"), an older one on 1.6 reproduced the bug (the verdict's window
+    said fixed by 1.8): one reading now, the bug wins, the report's line is the verdict's
+    window's, and the disagreement is a conflict for a person."""
+    from retire.commands import main as cli
+    from tests.support.reportshop import WEEK, record
+
+    validation.append(
+        shop / "validation" / "manifest.jsonl",
+        [
+            record("alpha", "gpu", "without", "bug-reproduced", "2026-11-10T09:00:00+00:00",
+                   version="1.5"),
+            record("alpha", "gpu", "without", "bug-reproduced", "2026-11-10T09:01:00+00:00",
+                   version="1.6", host="h100-1"),
+            record("alpha", "cpu", "without", "fix-validated", "2026-11-12T09:00:00+00:00",
+                   version="1.6", host="ci-2"),
+            record("alpha", "cpu", "without", "fix-validated", "2026-11-13T09:00:00+00:00",
+                   version="1.8", host="ci-3"),
+        ],
+    )  # fmt: skip
+    assert cli(["report", "--root", str(shop), "--week", WEEK, "--no-probe", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    check("report", data)
+    row = next(r for r in data["shims"] if r["shim"] == "alpha")
+    verdict = next(v for v in data["verdicts"] if v["shim"] == "alpha")
+    assert row["window"] == verdict["window"]
+    assert row["window"]["line"] == "fixed in 1.8 (last broken 1.6)"
+    [said] = row["window"]["disagreements"]
+    assert said.startswith("toylib 1.6: BUG_REPRODUCED (lane gpu on h100-1) and clean")
+    assert any(f["kind"] == "conflict" and said in f["text"] for f in verdict["flags"])
+    markdown = (shop / "reports" / f"{WEEK}.md").read_text()
+    assert "**Window:** fixed in 1.8 (last broken 1.6)<br>" in _shims_row(markdown, "alpha")
