@@ -1,7 +1,8 @@
 """Retirement PR bodies say where the bug was fixed upstream (issue 26): the plan reads the
 shim's window (the verdict's, else the one reading of the validation records: retire.history) —
 the first clean release, and with the target's mirror (a real toy upstream) the fix commit and its
-pull request — and the body says "Fixed upstream by `<sha>` (#PR), first released in `X`." with the sha and version as code."""
+pull request — and the body says "Fixed upstream by `<sha>` (#PR), first released in `X`." with
+the sha and version as code."""
 
 from __future__ import annotations
 

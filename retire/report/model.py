@@ -77,7 +77,8 @@ __all__ = [
 
 #: Version of the JSON layout; a previous report of another schema is still read where it can be.
 #: 3: per-lane verdicts (``lane_verdicts`` per shim, ``blocked``), ``bisections``.
-SCHEMA = 3
+#: 4: each shim's ``window`` is the bug's window (retire.history ``Window.to_json``).
+SCHEMA = 4
 #: Matrix outcomes in legend order (what runs.judge says, plus "not-run").
 CELL_OUTCOMES = tuple(ShimOutcome)
 #: Longest burn-down kept (three years of weekly points).
