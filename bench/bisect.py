@@ -22,7 +22,7 @@ from pathlib import Path
 
 from bench import row
 from bench._universe import isolated_uv, uv_cache
-from retire.bisect import CandidateRun, find_boundary
+from retire.bisect import CandidateRun, find_boundary, prober_of
 from retire.core.project import Project
 from retire.evidence import validation
 
@@ -92,7 +92,7 @@ def _worst_case(n: int, *, not_applicable: int = 0, known_broken: bool = True) -
             )
             return CandidateRun(version, state, state)
 
-        out = find_boundary(versions, probe, known_broken="0" if known_broken else None)
+        out = find_boundary(versions, prober_of(probe), known_broken="0" if known_broken else None)
         assert out.status == "found" and out.first_fixed == str(boundary), (boundary, out)
         skipped = sum(1 for r in out.runs if not r.conclusive)
         worst = (max(worst[0], len(out.runs) - skipped), max(worst[1], skipped))
@@ -104,7 +104,7 @@ def _bound(n: int) -> int:
 
 
 def run() -> list[dict]:
-    from retire.bisect import BisectOptions, bisect, list_releases, project_bounds
+    from retire.bisect import BisectJob, bisect, list_releases, project_bounds
     from tests.support.index import IndexServer
 
     with tempfile.TemporaryDirectory(prefix="patchlane-bench-bisect-") as scratch:
@@ -114,13 +114,14 @@ def run() -> list[dict]:
             manifest = project.manifests()[SHIM]
             versions, yanked = list_releases(server.url, "toylib")
             bounds = project_bounds(project, manifest, versions)
-            options = BisectOptions(
+            options = BisectJob(
+                SHIM,
+                bounds,
                 yanked=frozenset(yanked),
-                bounds=bounds,
-                index_url=server.url,
-                cache_dir=work / "cache",
+                index=server.url,
+                cache=work / "cache",
                 work_dir=work / "envs",
-                record_to=project.validation,
+                records=project.validation,
             )
             started = time.perf_counter()
             cold = bisect(manifest, versions, options)
@@ -135,8 +136,8 @@ def run() -> list[dict]:
                 replace(
                     options,
                     bounds=project_bounds(project, manifest, versions, every=True),
-                    cache_dir=work / "cache-all",
-                    record_to=None,
+                    cache=work / "cache-all",
+                    records=None,
                 ),
             )
     n, n_all = cold.releases_available, every.releases_available

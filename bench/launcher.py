@@ -303,6 +303,7 @@ def _cpu_lane(repeats: int) -> tuple[list[dict], str | None]:
 
 def _bisect(repeats: int, torch_python: str | None) -> list[dict]:
     from retire import bisect
+    from retire.runs.isolation import Isolation
     from tests.support import shimtree
     from tests.support.index import IndexServer, PackageIndex
     from tests.support.wheels import build_wheel
@@ -348,12 +349,13 @@ def _bisect(repeats: int, torch_python: str | None) -> list[dict]:
                     results[isolation] = bisect.bisect(
                         manifest,
                         versions,
-                        bisect.BisectOptions(
-                            base_python=python,
-                            index_url=server.url,
+                        bisect.BisectJob(
+                            manifest.id,
+                            python=python,
+                            index=server.url,
                             env=env,
                             work_dir=work / "envs",
-                            isolation=isolation,
+                            isolation=Isolation(isolation),
                         ),
                     )
                     return time.perf_counter() - began

@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 from bench import quick, row
+from retire.bisect.prober import OneAtATime, Prober, prober_of
 from retire.bisect.search import CandidateRun, State
 from retire.bisect.window import DEFAULT_SAMPLE, locate_edge, locate_window
 from retire.history.edge import EdgeKind, EdgeState
@@ -29,28 +30,29 @@ RELEASES, COMMITS = 35, 40
 WIDTH, WIDE_RELEASES = 4, 100
 
 
-def _probe(broken: set[int]):
-    def probe(item: str) -> CandidateRun:
-        state = State.BROKEN if int(item) in broken else State.FIXED
-        return CandidateRun(item, state, str(state))
-
-    return probe
+def _run(broken: set[int], item: str) -> CandidateRun:
+    state = State.BROKEN if int(item) in broken else State.FIXED
+    return CandidateRun(item, state, str(state))
 
 
-class _Rounds:
-    """A probe and a batch probe over ``broken`` that count rounds (a run alone, or a batch)."""
+def _probe(broken: set[int]) -> Prober:
+    return prober_of(lambda item: _run(broken, item))
 
-    def __init__(self, broken: set[int]) -> None:
-        self.one = _probe(broken)
+
+class _Rounds(OneAtATime):
+    """A prober of ``width`` over ``broken`` that counts rounds (a run alone, or a batch)."""
+
+    def __init__(self, broken: set[int], width: int) -> None:
+        self.broken, self.width = broken, width
         self.rounds = 0
 
-    def probe(self, item: str) -> CandidateRun:
+    def run(self, item: str, /) -> CandidateRun:
         self.rounds += 1
-        return self.one(item)
+        return _run(self.broken, item)
 
-    def many(self, items) -> list[CandidateRun]:
+    def run_round(self, items, /) -> list[CandidateRun]:
         self.rounds += 1
-        return [self.one(item) for item in items]
+        return [_run(self.broken, item) for item in items]
 
 
 def _side_by_side(n: int, width: int, step: int) -> tuple[int, int, int, bool]:
@@ -63,14 +65,8 @@ def _side_by_side(n: int, width: int, step: int) -> tuple[int, int, int, bool]:
         for b in range(a + 1, n, step):
             edges = []
             for w, total in ((width, "wide"), (1, "narrow")):
-                rounds = _Rounds(set(range(a, b)))
-                found = locate_window(
-                    versions,
-                    rounds.probe,
-                    known_broken=str((a + b - 1) // 2),
-                    width=w,
-                    probe_many=rounds.many,
-                )
+                rounds = _Rounds(set(range(a, b)), w)
+                found = locate_window(versions, rounds, known_broken=str((a + b - 1) // 2))
                 edges.append((found.window.introduced, found.window.fixed))
                 if total == "wide":
                     wide += rounds.rounds
@@ -118,7 +114,7 @@ def _toy() -> tuple[int, int, int, bool]:
     """(runs over releases, runs over commits, releases + commits, both commits right) for the toy
     upstream, built for real."""
     from retire.bisect.bisection import list_releases
-    from retire.bisect.options import BisectOptions
+    from retire.bisect.job import BisectJob
     from retire.bisect.transitions import Source, bisect_window
     from retire.mirrors.config import Mirror
     from retire.mirrors.repo import MirrorRepo, open_mirror
@@ -137,7 +133,7 @@ def _toy() -> tuple[int, int, int, bool]:
         shim = load_manifest(write_shim(work / "shims", "toylib_add") / "manifest.toml")
         with IndexServer(release_index(repo, work / "wheels")) as server:
             versions, _ = list_releases(server.url, "toylib")
-            options = BisectOptions(index_url=server.url, work_dir=work / "e")
+            options = BisectJob(shim.id, index=server.url, work_dir=work / "e")
             result = bisect_window(shim, versions, options, source=Source(mirror))
     searched = result.searched()
     commit_runs = sum(len(s.runs) for s in searched)

@@ -358,10 +358,11 @@ def test_bisect_then_drop_end_to_end(drop_project):
     result = bisect.bisect(
         manifest,
         versions,
-        bisect.BisectOptions(
+        bisect.BisectJob(
+            manifest.id,
             yanked=frozenset(yanked),
-            index_url=drop_project.server.url,
-            cache_dir=drop_project.root / ".patchlane" / "cache" / "bisect",
+            index=drop_project.server.url,
+            cache=drop_project.root / ".patchlane" / "cache" / "bisect",
         ),
     )
     assert result.status == "found" and str(result.floor) == "toylib>=1.6"

@@ -116,15 +116,27 @@ def shim(tmp_path):
     return load_manifest(folder / "manifest.toml")
 
 
+class _Steps(bisect.Progress):
+    """Keeps every run consulted, numbered."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[int, str, str]] = []
+
+    def ran(self, step, run) -> None:
+        self.seen.append((step, run.version, run.state))
+
+
 def _bisect(manifest, server, tmp_path, **options):
     versions = options.pop("versions", VERSIONS)
-    hooks = {name: options.pop(name) for name in ("on_step", "runner", "stop") if name in options}
+    hooks = {name: options.pop(name) for name in ("progress", "prober") if name in options}
     return bisect.bisect(
         manifest,
         versions,
-        bisect.BisectOptions(
-            index_url=server.url,
-            cache_dir=tmp_path / "cache",
+        bisect.BisectJob(
+            manifest.id,
+            index=server.url,
+            cache=tmp_path / "cache",
             work_dir=tmp_path / "work",
             **options,
         ),
@@ -139,15 +151,11 @@ def test_bisect_finds_the_first_fixed_release_in_log_runs_and_caches(
     # through the index probe
     versions, yanked = bisect.list_releases(clean_series.url, "toylib")
     assert sorted(versions, key=Version) == VERSIONS and yanked == {YANKED}
-    steps = []
+    progress = _Steps()
     result = _bisect(
-        shim,
-        clean_series,
-        tmp_path,
-        versions=versions,
-        yanked=yanked,
-        on_step=lambda i, run: steps.append((i, run.version, run.state)),
+        shim, clean_series, tmp_path, versions=versions, yanked=yanked, progress=progress
     )
+    steps = progress.seen
     assert result.status == "found", result.summary()
     assert (result.last_broken, result.first_fixed) == ("1.5", FIRST_FIXED)
     assert str(result.floor) == "toylib>=1.6"
@@ -284,7 +292,7 @@ def test_old_releases_without_the_api_are_stepped_over_and_every_run_is_recorded
     )
     manifest_path = tmp_path / "validation" / "manifest.jsonl"
     versions, yanked = bisect.list_releases(arith_series.url, "toylib")
-    options = {"versions": versions, "yanked": yanked, "record_to": manifest_path}
+    options = {"versions": versions, "yanked": yanked, "records": manifest_path}
     result = _bisect(shim, arith_series, tmp_path, **options)
     assert result.status == "found", result.summary()
     assert (result.last_broken, result.first_fixed, str(result.floor)) == (
@@ -373,9 +381,10 @@ def test_an_unreachable_index_is_unknown_not_inapplicable(tmp_path, shim, monkey
     result = bisect.bisect(
         shim,
         ["1.0"],
-        bisect.BisectOptions(
-            index_url="http://127.0.0.1:9/simple",
-            cache_dir=tmp_path / "cache",
+        bisect.BisectJob(
+            shim.id,
+            index="http://127.0.0.1:9/simple",
+            cache=tmp_path / "cache",
             work_dir=tmp_path / "work",
         ),
     )

@@ -12,7 +12,7 @@ import math
 import pytest
 
 from retire.bisect.bisection import list_releases
-from retire.bisect.options import BisectOptions
+from retire.bisect.job import BisectJob
 from retire.bisect.transitions import Source, bisect_window
 from retire.evidence import validation
 from retire.history.edge import EdgeState, Place
@@ -54,12 +54,13 @@ def _window(shim, repo, mirror, base, tmp_path, *, crash_below=0, **options):
     index = release_index(repo, tmp_path / "wheels", crash_below=crash_below)
     with IndexServer(index) as server:
         versions, yanked = list_releases(server.url, "toylib")
-        run_options = BisectOptions(
+        run_options = BisectJob(
+            shim.id,
             yanked=frozenset(yanked),
-            index_url=server.url,
-            cache_dir=options.pop("cache_dir", base / "cache"),
+            index=server.url,
+            cache=options.pop("cache", base / "cache"),
             work_dir=tmp_path / "work",
-            record_to=tmp_path / "validation.jsonl",
+            records=tmp_path / "validation.jsonl",
         )
         return bisect_window(
             shim,
@@ -113,7 +114,7 @@ def test_a_crash_zone_below_the_window_is_told_from_clean(shim, linear, tmp_path
     """Six old releases crash on import (too old for today's dependencies): unknown, never read
     as clean, and the window is still found above them."""
     repo, mirror, base = linear
-    result = _window(shim, repo, mirror, base, tmp_path, crash_below=6, cache_dir=tmp_path / "c")
+    result = _window(shim, repo, mirror, base, tmp_path, crash_below=6, cache=tmp_path / "c")
     w = result.window
     assert w.seen and (w.introduced.after, w.fixed.after) == (INTRODUCED, FIXED)
     crashed = [r for r in result.release_runs if r.version.startswith("0.")]
@@ -194,8 +195,8 @@ def test_a_fix_in_no_release_is_found_on_the_branch_after_the_newest_release(shi
     index = release_index(repo, tmp_path / "wheels")
     with IndexServer(index) as server:
         versions, _ = list_releases(server.url, "toylib")
-        options = BisectOptions(
-            index_url=server.url, cache_dir=tmp_path / "cache", work_dir=tmp_path / "work"
+        options = BisectJob(
+            shim.id, index=server.url, cache=tmp_path / "cache", work_dir=tmp_path / "work"
         )
         result = bisect_window(shim, versions, options, source=Source(mirror, branch="main"))
     assert result.window.fixed.state == EdgeState.OPEN and result.first_fixed is None

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from retire.bisect.bisection import list_releases
-from retire.bisect.options import BisectOptions
+from retire.bisect.job import BisectJob
 from retire.bisect.transitions import Source, bisect_window
 from retire.core.project import Project
 from retire.evidence import validation
@@ -76,12 +76,13 @@ def _window(shim, repo, source, base, tmp_path):
     index = release_index(repo, tmp_path / "wheels")
     with IndexServer(index) as server:
         versions, yanked = list_releases(server.url, "toylib")
-        options = BisectOptions(
+        options = BisectJob(
+            shim.id,
             yanked=frozenset(yanked),
-            index_url=server.url,
-            cache_dir=base / "cache",
+            index=server.url,
+            cache=base / "cache",
             work_dir=tmp_path / "work",
-            record_to=tmp_path / "validation.jsonl",
+            records=tmp_path / "validation.jsonl",
         )
         return bisect_window(shim, versions, options, source=source)
 

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from retire.bisect.budget import Budget, Meter
+from retire.bisect.prober import OneAtATime, Progress
 from retire.bisect.search import CandidateRun, Limits, Status, find_boundary, split_points
 from retire.bisect.window import locate_edge, locate_window
 
@@ -18,23 +19,23 @@ from retire.bisect.window import locate_edge, locate_window
 WIDE = Limits(max_unknown=1000, max_not_applicable=1000)
 
 
-class Rounds:
-    """A probe and a batch probe over fixed states that log every round (one run alone, or a
+class Rounds(OneAtATime):
+    """A prober of ``width`` over fixed states that logs every round (one run alone, or a
     batch)."""
 
-    def __init__(self, states: dict[str, str]) -> None:
-        self.states = states
+    def __init__(self, states: dict[str, str], width: int = 1) -> None:
+        self.states, self.width = states, width
         self.rounds: list[list[str]] = []
 
     def _run(self, item: str) -> CandidateRun:
         state = self.states[item]
         return CandidateRun(item, state, "crashed" if state == "unknown" else "ran")
 
-    def probe(self, item: str) -> CandidateRun:
+    def run(self, item: str, /) -> CandidateRun:
         self.rounds.append([item])
         return self._run(item)
 
-    def many(self, items) -> list[CandidateRun]:
+    def run_round(self, items, /) -> list[CandidateRun]:
         self.rounds.append(list(items))
         return [self._run(item) for item in items]
 
@@ -67,24 +68,29 @@ def test_a_round_runs_width_candidates_spread_over_the_interval():
     """100 releases fixed from 37, width 4: the newest end alone, then rounds of four that split
     the open interval into five parts; the answer in far fewer rounds than one at a time."""
     versions = [str(i) for i in range(100)]
-    wide = Rounds(_threshold(100, 37))
-    out = find_boundary(versions, wide.probe, width=4, probe_many=wide.many)
+    wide = Rounds(_threshold(100, 37), width=4)
+    out = find_boundary(versions, wide)
     assert out.status == Status.FOUND and (out.last_broken, out.first_fixed) == ("36", "37")
     assert wide.rounds[0] == ["99"]
     assert wide.rounds[1] == ["19", "39", "59", "79"]
     assert all(len(r) <= 4 for r in wide.rounds)
     narrow = Rounds(_threshold(100, 37))
-    one = find_boundary(versions, narrow.probe)
+    one = find_boundary(versions, narrow)
     assert (one.last_broken, one.first_fixed) == (out.last_broken, out.first_fixed)
     assert all(len(r) == 1 for r in narrow.rounds)
     # log5 vs log2 of the 99 boundaries below the newest end
     assert len(wide.rounds) <= 1 + math.ceil(math.log(100, 5)) + 1 < len(narrow.rounds)
 
 
-def test_width_one_never_uses_the_batch_probe():
+class _OneOnly(Rounds):
+    def run_round(self, items, /) -> list[CandidateRun]:
+        raise AssertionError(f"a round of {list(items)} at width 1")
+
+
+def test_width_one_never_runs_a_round():
     versions = [str(i) for i in range(20)]
-    probe = Rounds(_threshold(20, 7))
-    out = find_boundary(versions, probe.probe, probe_many=lambda items: 1 / 0)
+    probe = _OneOnly(_threshold(20, 7))
+    out = find_boundary(versions, probe)
     assert out.first_fixed == "7" and all(len(r) == 1 for r in probe.rounds)
 
 
@@ -105,15 +111,8 @@ def test_the_threshold_answer_is_the_same_at_any_width(case):
     known_broken = "0" if evidence and na_below == 0 else None
     answers = []
     for w in (1, width):
-        probe = Rounds(_threshold(n, first_fixed, na_below))
-        out = find_boundary(
-            versions,
-            probe.probe,
-            known_broken=known_broken,
-            limits=WIDE,
-            width=w,
-            probe_many=probe.many,
-        )
+        probe = Rounds(_threshold(n, first_fixed, na_below), width=w)
+        out = find_boundary(versions, probe, known_broken=known_broken, limits=WIDE)
         assert all(len(r) <= w for r in probe.rounds)
         answers.append((out.status, out.last_broken, out.first_fixed, out.broken_here))
     assert answers[0] == answers[1]
@@ -140,15 +139,13 @@ def test_the_window_is_the_same_at_any_width(case):
     known_broken = {"none": None, "oldest": introduced, "newest": fixed - 1}[evidence]
     windows = []
     for w in (1, width):
-        probe = Rounds(_window(n, introduced, fixed))
+        probe = Rounds(_window(n, introduced, fixed), width=w)
         window = locate_window(
             history,
-            probe.probe,
+            probe,
             known_broken=None if known_broken is None else str(min(known_broken, n - 1)),
             limits=WIDE,
             sample=5,
-            width=w,
-            probe_many=probe.many,
         ).window
         assert all(len(r) <= w for r in probe.rounds)
         windows.append(
@@ -173,28 +170,22 @@ def test_a_round_never_starts_more_runs_than_the_budget_has_left(n, cut, runs, w
     meter = Meter(Budget(runs=runs))
     lefts: list[int] = []
     states = _window(n, 0, min(cut, n - 1) or 1) if search == "window" else _threshold(n, cut)
-    probe = Rounds(states)
 
-    def many(items):
-        lefts.append(runs - meter.runs)
-        return probe.many(items)
+    class Metered(Rounds):
+        def run_round(self, items, /) -> list[CandidateRun]:
+            lefts.append(runs - meter.runs)
+            return super().run_round(items)
 
-    hooks = {
-        "on_run": meter.count,
-        "stop": meter.stop,
-        "room": meter.left,
-        "width": width,
-        "probe_many": many,
-        "limits": WIDE,
-    }
+    probe = Metered(states, width)
+    hooks = {"progress": Progress(meter), "limits": WIDE}
     items = [str(i) for i in range(n)]
     if search == "threshold":
-        find_boundary(items, probe.probe, **hooks)
+        find_boundary(items, probe, **hooks)
     elif search == "window":
-        locate_window(items, probe.probe, sample=n, **hooks)
+        locate_window(items, probe, sample=n, **hooks)
     else:
         kind = "fixed" if cut else "introduced"
-        locate_edge(items, probe.probe, kind=kind, before="a", after="b", **hooks)
+        locate_edge(items, probe, kind=kind, before="a", after="b", **hooks)
     assert probe.runs == meter.runs <= runs
     batches = [r for r in probe.rounds if len(r) > 1]
     assert all(len(r) <= left for r, left in zip(batches, lefts, strict=True))
@@ -206,32 +197,16 @@ def test_a_round_stays_within_the_tolerance_for_unknowns():
     versions = [str(i) for i in range(40)]
     states = dict.fromkeys(versions, "unknown") | {"39": "fixed"}
     for width in (1, 6):
-        probe = Rounds(states)
-        out = find_boundary(
-            versions,
-            probe.probe,
-            known_broken="0",
-            limits=Limits(max_unknown=3),
-            width=width,
-            probe_many=probe.many,
-        )
+        probe = Rounds(states, width)
+        out = find_boundary(versions, probe, known_broken="0", limits=Limits(max_unknown=3))
         assert probe.runs == 1 + 3, width
         assert out.status == Status.UNPINNED and "could not be told" in out.reason
 
 
-class _WideRunner(Rounds):
-    """A runner as retire.bisect.sidebyside's: ``width`` and the batch probe ``many``."""
-
-    width = 3
-
-    def __call__(self, item: str) -> CandidateRun:
-        return self.probe(item)
-
-
 @pytest.mark.parametrize("which", ["releases", "window"])
-def test_bisect_and_bisect_window_take_the_runners_width(tmp_path, which):
-    """A runner that runs rounds (``width``, ``many``) is searched in rounds by both bisections,
-    with the answer of one at a time."""
+def test_bisect_and_bisect_window_take_the_probers_width(tmp_path, which):
+    """A prober that runs rounds (``width``, ``run_round``, as retire.bisect.sidebyside's) is
+    searched in rounds by both bisections, with the answer of one at a time."""
     from retire import bisect
     from retire.bisect.transitions import bisect_window
     from shims.manifest import load_manifest
@@ -239,9 +214,9 @@ def test_bisect_and_bisect_window_take_the_runners_width(tmp_path, which):
 
     manifest = load_manifest(write_shim(tmp_path, "toylib_add") / "manifest.toml")
     versions = [f"1.{i}" for i in range(30)]
-    runner = _WideRunner({v: "broken" if i < 17 else "fixed" for i, v in enumerate(versions)})
-    options = bisect.BisectOptions(bounds=bisect.Bounds(known_broken="1.0"))
+    runner = Rounds({v: "broken" if i < 17 else "fixed" for i, v in enumerate(versions)}, 3)
+    job = bisect.BisectJob(manifest.id, bisect.Bounds(known_broken="1.0"))
     search = bisect.bisect if which == "releases" else bisect_window
-    result = search(manifest, versions, options, runner=runner)
+    result = search(manifest, versions, job, prober=runner)
     assert (result.last_broken, result.first_fixed) == ("1.16", "1.17")
     assert max(len(r) for r in runner.rounds) == 3

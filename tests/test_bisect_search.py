@@ -9,15 +9,18 @@ from packaging.specifiers import SpecifierSet
 
 from retire import bisect
 from retire.bisect import Limits, Status
+from retire.bisect.prober import stopping
 from retire.evidence.validation import ValidationRecord
 
 
-def _probe(states: dict[str, str], asked: list[str]):
+def _probe(states: dict[str, str], asked: list[str], known=None):
+    """A prober of ``states`` that logs what it ran in ``asked``; ``known``: its cache."""
+
     def probe(version: str) -> bisect.CandidateRun:
         asked.append(version)
         return bisect.CandidateRun(version, states[version], states[version])
 
-    return probe
+    return bisect.prober_of(probe, known)
 
 
 def test_candidates_are_ordered_and_skip_yanked_and_prereleases():
@@ -110,7 +113,7 @@ def test_answers_at_hand_cost_no_run_and_narrow_the_search():
         v: bisect.CandidateRun(v, states[v], states[v], cached=True) for v in ("10", "11", "15")
     }
     asked: list[str] = []
-    out = bisect.find_boundary(versions, _probe(states, asked), known=known)
+    out = bisect.find_boundary(versions, _probe(states, asked, known))
     assert out.status == Status.FOUND and out.first_fixed == "11" and asked == []
     assert {r.version for r in out.runs} == {"10", "11", "15"}
 
@@ -241,9 +244,9 @@ def test_since_and_all_override_the_evidence():
 
 
 def test_a_budget_stops_the_search_where_it_is_and_cached_answers_cost_nothing():
-    """``stop`` is a budget the caller keeps (``--bisect-budget``): asked before each fresh run;
-    its reason ends the search with what it found so far, and a later search with those answers
-    cached resumes where it stopped."""
+    """The progress's ``stop`` is a budget the caller keeps (``--bisect-budget``): asked before
+    each fresh run; its reason ends the search with what it found so far, and a later search with
+    those answers cached resumes where it stopped."""
     versions = [str(i) for i in range(16)]
     states = {v: "broken" if int(v) < 11 else "fixed" for v in versions}
     asked: list[str] = []
@@ -252,12 +255,14 @@ def test_a_budget_stops_the_search_where_it_is_and_cached_answers_cost_nothing()
     def stop() -> str | None:
         return "the budget of 2 reproducer runs is spent" if len(asked) >= budget else None
 
-    first = bisect.find_boundary(versions, _probe(states, asked), stop=stop)
+    first = bisect.find_boundary(versions, _probe(states, asked), progress=stopping(stop))
     assert len(asked) == 2 and first.status == Status.UNPINNED
     assert "the budget of 2 reproducer runs is spent" in first.reason
     # nothing asked at all: the newest end is not verified
     none_asked: list[str] = []
-    nothing = bisect.find_boundary(versions, _probe(states, none_asked), stop=lambda: "spent")
+    nothing = bisect.find_boundary(
+        versions, _probe(states, none_asked), progress=stopping(lambda: "spent")
+    )
     assert none_asked == [] and nothing.status == Status.NO_TRANSITION
     assert nothing.reason == "stopped before the newest end was verified: spent"
     # next week: the two answers are cached (free even with no budget left for them)
@@ -265,7 +270,9 @@ def test_a_budget_stops_the_search_where_it_is_and_cached_answers_cost_nothing()
     again: list[str] = []
     budget = 10
     done = bisect.find_boundary(
-        versions, _probe(states, again), known=known, stop=lambda: None if len(again) < 10 else "x"
+        versions,
+        _probe(states, again, known),
+        progress=stopping(lambda: None if len(again) < 10 else "x"),
     )
     assert done.status == Status.FOUND and done.first_fixed == "11"
     assert not set(again) & set(known) and len(again) + len(known) <= math.ceil(math.log2(16)) + 1

@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from retire.bisect.prober import OneAtATime
 from retire.bisect.search import CandidateRun
 from retire.bisect.sidebyside import SideBySide, width_for
 from retire.commands import main as cli
@@ -155,24 +156,18 @@ def test_width_is_capped_by_the_sets_the_host_can_give(monkeypatch):
     assert width_for(GpuNeeds(1), 3, ()) == 3
 
 
-class _Seeing:
+class _Seeing(OneAtATime):
     """A runner that notes the GPUs its thread's children would see, and when it ran."""
 
     def __init__(self, log: list[tuple[str, str, float, float]]) -> None:
         self.log = log
 
-    def __call__(self, item: str) -> CandidateRun:
+    def run(self, item: str, /) -> CandidateRun:
         began = time.monotonic()
         time.sleep(0.3)
         devices = childenv.for_reproducer({"PATH": "/bin"}).get("CUDA_VISIBLE_DEVICES", "")
         self.log.append((item, devices, began, time.monotonic()))
         return CandidateRun(item, "fixed", "fix-validated")
-
-    def cached(self, item: str) -> CandidateRun | None:
-        return None
-
-    def close(self) -> None:
-        pass
 
 
 def test_a_round_holds_a_gpu_per_candidate_and_never_one_a_lane_holds(tmp_path):
@@ -193,7 +188,7 @@ def test_a_round_holds_a_gpu_per_candidate_and_never_one_a_lane_holds(tmp_path):
     assert side.width == 3
     with lane.hold(GpuNeeds(1)) as held:
         assert [gpu.id for gpu in held] == ["0"]
-        runs = side.many(["1.0", "1.1"])
+        runs = side.run_round(["1.0", "1.1"])
     assert [r.version for r in runs] == ["1.0", "1.1"]
     assert sorted(devices for _, devices, _, _ in log) == ["1", "2"]
     (_, _, a_began, a_ended), (_, _, b_began, b_ended) = log
@@ -228,14 +223,14 @@ def test_the_weekly_bisections_run_candidates_side_by_side_within_the_budget(sho
     assert len([r for r in validation.load(shop.validation) if r.lane == "bisect"]) == 3
 
 
-class _Stopping:
+class _Stopping(OneAtATime):
     """A runner whose first candidate is stopped (Ctrl-C seen by its thread) while the other's
     reproducer, a real process, would run for a minute."""
 
     def __init__(self, started: threading.Event, pids: list[int]) -> None:
         self.started, self.pids = started, pids
 
-    def __call__(self, item: str) -> CandidateRun:
+    def run(self, item: str, /) -> CandidateRun:
         if item == "stopped":
             self.started.wait(30)
             raise Stopped()
@@ -248,12 +243,6 @@ class _Stopping:
             REAPER.finish(process)
         return CandidateRun(item, "unknown", "crashed")
 
-    def cached(self, item: str) -> CandidateRun | None:
-        return None
-
-    def close(self) -> None:
-        pass
-
 
 def test_a_stopped_round_ends_the_other_candidates_reproducers_now():
     """Ctrl-C during a round: the round raises at once and the other candidate's reproducer is
@@ -262,10 +251,10 @@ def test_a_stopped_round_ends_the_other_candidates_reproducers_now():
     side = SideBySide(lambda: _Stopping(started, pids), 2)
     began = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        side.many(["stopped", "sleeps"])
+        side.run_round(["stopped", "sleeps"])
     assert time.monotonic() - began < 30 and len(pids) == 1
     with pytest.raises(ProcessLookupError):
         os.kill(pids[0], 0)
     # stopped once is not stopped for good: a later round runs
     REAPER.check()
-    assert SideBySide(lambda: _Seeing([]), 2).many(["1.0", "1.1"])[1].version == "1.1"
+    assert SideBySide(lambda: _Seeing([]), 2).run_round(["1.0", "1.1"])[1].version == "1.1"

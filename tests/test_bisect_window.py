@@ -7,17 +7,20 @@ import math
 
 import pytest
 
+from retire.bisect.prober import prober_of, stopping
 from retire.bisect.search import CandidateRun, Limits
 from retire.bisect.window import locate_window, spread
 from retire.history.edge import EdgeState, Place
 
 
 def _probe(states: dict[str, str], asked: list[str]):
+    """A prober of ``states`` that logs what it ran in ``asked``."""
+
     def probe(item: str) -> CandidateRun:
         asked.append(item)
         return CandidateRun(item, states[item], "crashed" if states[item] == "unknown" else "ran")
 
-    return probe
+    return prober_of(probe)
 
 
 def _states(n: int, introduced: int, fixed: int, crash_below: int = 0) -> dict[str, str]:
@@ -156,6 +159,8 @@ def test_a_budget_stops_the_search_and_the_edge_says_why():
     def stop():
         return "the budget of 3 runs is spent" if next(budget) >= 3 else None
 
-    w = locate_window(list(states), _probe(states, asked), known_broken="15", stop=stop).window
+    w = locate_window(
+        list(states), _probe(states, asked), known_broken="15", progress=stopping(stop)
+    ).window
     assert w.fixed.state == EdgeState.UNPINNED and "budget" in w.fixed.note
     assert w.fixed.between

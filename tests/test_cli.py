@@ -271,7 +271,17 @@ def test_the_commands_page_documents_every_command_and_exit_code():
     for code in ExitCode:
         assert re.search(rf"^\| {int(code)} \| `{code.name}` \|", table, re.MULTILINE), code
     assert "`patchlane docs commands`" in commands.build_parser().epilog
-    for name in ("lock", "run", "summary", "catalogue", "bump", "pack", "retire", "lockdiff"):
+    for name in (
+        "lock",
+        "run",
+        "summary",
+        "catalogue",
+        "bump",
+        "culprit",
+        "pack",
+        "retire",
+        "lockdiff",
+    ):
         section = page[page.index(f"## `patchlane {name}`") :]
         section = section[: section.find("\n## ", 1)]
         # each machine-read command says what its document holds

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from retire.bisect.culprit import Culprit, CulpritStatus, FirstCommit, find_culprit
-from retire.bisect.search import BROKEN, FIXED, CandidateRun
+from retire.bisect.search import BROKEN, FIXED, UNKNOWN, CandidateRun
 from retire.branches.bump import bump
 from retire.branches.options import BumpOptions
 from tests.conftest import run_cli
@@ -91,6 +92,152 @@ def test_an_old_lock_that_is_broken_too_blames_nothing():
 
 
 # ---------------------------------------------------------------------------------------------
+# Unknown is an answer: a run that cannot be told is reported, never guessed through (issue 35)
+
+
+def told(answer):
+    """A probe: ``answer(move)`` is True (broken), False (clean) or an outcome that tells
+    nothing ("timeout", "crashed", "env-failed"); counts its runs."""
+    asked = []
+
+    def probe(move):
+        asked.append(dict(move))
+        got = answer(move)
+        if isinstance(got, str):
+            return CandidateRun(str(sorted(move.items())), UNKNOWN, got)
+        state = BROKEN if got else FIXED
+        return CandidateRun(str(sorted(move.items())), state, str(state))
+
+    return probe, asked
+
+
+def test_an_old_lock_that_cannot_be_told_stops_the_search_undecided():
+    probe, asked = told(lambda m: "crashed" if not m else True)
+    culprit = find_culprit("cpu", "toy", "without", CHANGES, probe, releases=RELEASES.__getitem__)
+    assert culprit.status == CulpritStatus.UNDECIDED and not culprit.found
+    assert culprit.line() == (
+        "culprit of toy in lane cpu undecided: the old lock could not be told (crashed): "
+        "nothing is blamed"
+    )
+    # nothing ran after it, and nothing is named
+    assert asked == [{}] and culprit.packages == () and culprit.first_broken is None
+
+
+def test_a_lone_package_that_times_out_is_not_called_harmless_nor_run_again():
+    probe, asked = told(lambda m: "timeout" if "beta" in m else False)
+    culprit = find_culprit("cpu", "toy", "without", [CHANGES[1]], probe)
+    assert culprit.status == CulpritStatus.UNDECIDED
+    assert "do not break it" not in culprit.line()
+    assert culprit.reason == (
+        "the new lock's packages, moved together on the old lock, could not be told: "
+        "beta 1.3 (timeout)"
+    )
+    # alone and "together" are one candidate: asked once
+    assert asked == [{}, {"beta": "1.3"}]
+    assert "| beta 1.3 | could not be told | timeout |" in culprit.markdown()
+
+
+def test_a_package_that_cannot_be_told_alone_leaves_its_interacting_set_undecided():
+    # alpha's overlay cannot be installed alone; alpha and gamma break it together
+    def answer(m):
+        if m == {"alpha": "1.1"}:
+            return "env-failed"
+        return "alpha" in m and "gamma" in m
+
+    probe, asked = told(answer)
+    culprit = find_culprit("cpu", "toy", "without", CHANGES, probe)
+    assert culprit.status == CulpritStatus.UNDECIDED
+    assert [name for name, _, _ in culprit.packages] == ["alpha", "gamma"]
+    assert culprit.reason == (
+        "alpha 1.1 + gamma 1.1 break it together, but could not be told: alpha 1.1 (env-failed)"
+    )
+    assert "each alone clean" not in culprit.line()
+    assert len(asked) == len({json.dumps(m, sort_keys=True) for m in asked})
+
+
+def test_an_untold_package_the_set_can_spare_leaves_a_sound_interacting_set():
+    # alpha times out alone but is not needed: beta and gamma break it together
+    def answer(m):
+        if m == {"alpha": "1.1"}:
+            return "timeout"
+        return "beta" in m and "gamma" in m
+
+    probe, _ = told(answer)
+    culprit = find_culprit("cpu", "toy", "without", CHANGES, probe)
+    assert culprit.status == CulpritStatus.INTERACTING
+    assert [name for name, _, _ in culprit.packages] == ["beta", "gamma"]
+
+
+def test_a_set_whose_reduction_cannot_be_told_is_undecided():
+    # without gamma the lane crashes: whether gamma can be spared is not known
+    def answer(m):
+        if set(m) == {"alpha", "beta"}:
+            return "crashed"
+        return len(m) == 3
+
+    probe, _ = told(answer)
+    culprit = find_culprit("cpu", "toy", "without", CHANGES, probe)
+    assert culprit.status == CulpritStatus.UNDECIDED
+    assert "could not be told: alpha 1.1, beta 1.3 (crashed)" in culprit.reason
+
+
+def test_a_lone_package_that_breaks_is_found_past_one_that_cannot_be_told():
+    probe, _ = told(lambda m: "timeout" if "alpha" in m else m.get("beta", "1.0") >= "1.2")
+    culprit = find_culprit("cpu", "toy", "without", CHANGES, probe, releases=RELEASES.__getitem__)
+    assert culprit.status == CulpritStatus.FOUND
+    assert culprit.line() == "beta 1.2 breaks toy in lane cpu (1.1 clean)"
+
+
+def test_a_release_that_cannot_be_told_leaves_the_release_unpinned_and_no_commit_searched():
+    searched = []
+
+    def answer(m):
+        if m.get("beta") == "1.2":
+            return "timeout"
+        return m.get("beta", "1.0") >= "1.2"
+
+    probe, asked = told(answer)
+    culprit = find_culprit(
+        "cpu",
+        "toy",
+        "without",
+        CHANGES,
+        probe,
+        releases=RELEASES.__getitem__,
+        commits=lambda *edge: searched.append(edge),
+    )
+    # the bisection's semantics: 1.1 clean, 1.3 broken, 1.2 between them could not be told
+    assert culprit.status == CulpritStatus.FOUND
+    assert (culprit.last_clean, culprit.first_broken, culprit.between) == ("1.1", "1.3", ("1.2",))
+    assert culprit.line() == (
+        "beta breaks toy in lane cpu; its first broken release lies between 1.1 (clean) and "
+        "1.3: could not be told: beta 1.2 (timeout)"
+    )
+    assert culprit.to_json()["between"] == ["1.2"]
+    assert searched == [] and culprit.commit is None
+    assert len(asked) == len({json.dumps(m, sort_keys=True) for m in asked})
+
+
+def test_the_commit_runs_and_the_last_clean_commit_are_in_the_proof():
+    runs = (CandidateRun("c" * 40, FIXED, "fix-validated"), CandidateRun("d" * 40, BROKEN, "x"))
+    probe, _ = scripted(lambda m: m.get("beta", "1.0") >= "1.2")
+    culprit = find_culprit(
+        "cpu",
+        "toy",
+        "without",
+        CHANGES,
+        probe,
+        releases=RELEASES.__getitem__,
+        commits=lambda *edge: FirstCommit("d" * 40, "#42", "c" * 40, runs=runs),
+    )
+    body = culprit.markdown()
+    assert f"First broken commit `{'d' * 40}` (#42), last clean commit `{'c' * 40}`." in body
+    assert f"| beta at {'c' * 12} | clean | fix-validated |" in body
+    assert culprit.to_json()["commit"]["last_clean"] == "c" * 40
+    assert culprit.proof[-1][0] == f"beta at {'d' * 12}"
+
+
+# ---------------------------------------------------------------------------------------------
 # For real
 
 REPRODUCER = """
@@ -129,18 +276,28 @@ default = true
 class Shop:
     """A project in git whose lane cpu locks alpha, beta and gamma 1.0, all clean."""
 
-    def __init__(self, tmp: Path, index: PackageIndex, url: str, lane: str = LANE) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        index: PackageIndex,
+        url: str,
+        lane: str = LANE,
+        *,
+        reproducer: str = REPRODUCER,
+        timeout: int = 60,
+    ) -> None:
         self.root, self.wheels, self.index = tmp / "shop", tmp / "wheels", index
         (self.root / "lanes").mkdir(parents=True)
         (self.root / "lanes" / "cpu.toml").write_text(lane.replace("@MAIN@", url))
+        manifest = shimtree.manifest_text(
+            "toy", module="beta", distribution="beta", fix_class="version-floor"
+        )
         shimtree.write_shim(
             self.root / "shims",
             "toy",
             patch=None,
-            reproducer=REPRODUCER,
-            manifest=shimtree.manifest_text(
-                "toy", module="beta", distribution="beta", fix_class="version-floor"
-            ),
+            reproducer=reproducer,
+            manifest=manifest.replace("timeout = 60", f"timeout = {timeout}"),
         )
         (self.root / ".gitignore").write_text(".patchlane/\n__pycache__/\n")
 
@@ -158,6 +315,24 @@ class Shop:
         assert code == 0, out
         git(self.root, "add", "-A")
         git(self.root, "commit", "--quiet", "-m", "the lane's runs")
+
+    def move_by_hand(self, capsys, **new_betas: bool) -> None:
+        """The lane locked and committed as it is, then beta's ``new_betas`` (version → ok)
+        published and the lane re-locked and committed (no lane run in between)."""
+        assert run_cli(self.root, "lock", capsys=capsys)[0] == 0
+        git(self.root, "init", "--quiet", "-b", "main")
+        git(self.root, "add", "-A")
+        git(self.root, "commit", "--quiet", "-m", "a shop")
+        for version, ok in new_betas.items():
+            self.add("beta", version.replace("_", "."), "2026-02-01", ok=ok)
+        assert run_cli(self.root, "lock", "--upgrade", capsys=capsys)[0] == 0
+        git(self.root, "commit", "--quiet", "-am", "beta moves")
+
+    def culprits(self) -> list[dict]:
+        path = self.root / "validation" / "culprits.jsonl"
+        return (
+            [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+        )
 
     def bump(self):
         result = bump(self.root, BumpOptions(now=NOW, release_notes_links=False))
@@ -292,6 +467,8 @@ def test_a_nightly_lanes_culprit_is_a_dated_build(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_a_committed_nightly_move_is_blamed_by_the_culprit_command(tmp_path, capsys):
+    from tests.test_json_schemas import check
+
     stable, nightly = PackageIndex(), PackageIndex()
     with IndexServer(stable) as main_server, IndexServer(nightly) as nightly_server:
         lane = NIGHTLY_LANE.replace("@NIGHTLY@", nightly_server.url)
@@ -308,9 +485,19 @@ def test_a_committed_nightly_move_is_blamed_by_the_culprit_command(tmp_path, cap
         git(shop.root, "commit", "--quiet", "-am", "nightly move")
         code, out, _ = run_cli(shop.root, "culprit", "cpu", "toy", capsys=capsys)
         line = "beta 2.0.dev20261122 breaks toy in lane cpu (dev20261121 clean)"
-        assert code == 0 and out.rstrip().endswith(line)
-        recorded = (shop.root / "validation" / "culprits.jsonl").read_text().splitlines()
-        assert json.loads(recorded[-1])["line"] == line
+        # the result, said once
+        assert code == 0 and out.rstrip().endswith(line) and out.count(line) == 1
+        [recorded] = shop.culprits()
+        assert recorded["line"] == line and recorded["old_lock"].startswith("sha256:")
+        # asked again, answered from the cache: the same answer is not recorded twice
+        code, out, _ = run_cli(shop.root, "culprit", "cpu", "toy", capsys=capsys)
+        assert code == 0 and out.count(line) == 1
+        code, out, _ = run_cli(shop.root, "culprit", "cpu", "toy", "--json", capsys=capsys)
+        assert code == 0
+        document = json.loads(out)
+        check("culprit", document)
+        assert document["line"] == line and document["first_broken"] == "2.0.dev20261122"
+        assert shop.culprits() == [recorded]
         # a lane that is not broken has no culprit: exit 1, said in one line
         code, out, _ = run_cli(shop.root, "culprit", "cpu", "toy", "--since", "HEAD", capsys=capsys)
         assert code == 1 and "no culprit for toy in lane cpu" in out
@@ -351,6 +538,32 @@ def test_pack_new_starts_a_new_report_from_a_culprit_behind_the_gate(tmp_path, c
     assert run_cli(root, *args, capsys=capsys)[0] == 2
 
 
+def test_a_pack_from_a_culprit_whose_release_is_not_pinned_says_so(tmp_path, capsys):
+    root = tmp_path
+    shimtree.write_shim(root / "shims", "toy")
+    (root / "lanes").mkdir()
+    (root / "validation").mkdir()
+    culprit = {
+        "lane": "cpu",
+        "subject": "toy",
+        "mode": "without",
+        "status": "found",
+        "line": "toylib breaks toy in lane cpu; its first broken release lies between 1.1 …",
+        "packages": [{"name": "toylib", "old": "1.0", "new": "1.4"}],
+        "last_clean": "1.1",
+        "first_broken": "1.3",
+        "between": ["1.2"],
+        "commit": None,
+    }
+    (root / "validation" / "culprits.jsonl").write_text(json.dumps(culprit) + "\n")
+    args = ("pack", "new", "toy", "--from-culprit", "cpu", "--category", "kernel-numerics")
+    code, _, _ = run_cli(root, *args, "--repository", "toy/toylib", capsys=capsys)
+    assert code == 0
+    text = (root / "shims" / "toy" / "pack.toml").read_text()
+    assert "Regressed after toylib 1.1, by toylib 1.3 (not pinned: 1.2)" in text
+    assert "Regressed in" not in text
+
+
 @pytest.mark.slow
 def test_with_a_mirror_the_culprit_names_the_first_broken_commit_and_its_pull(tmp_path, capsys):
     from tests.support.historyrepo import make_window_repo, release_index
@@ -380,9 +593,119 @@ def test_with_a_mirror_the_culprit_names_the_first_broken_commit_and_its_pull(tm
         lane.write_text(lane.read_text().replace("toylib==1.2", "toylib==1.4"))
         assert run_cli(root, "lock", capsys=capsys)[0] == 0
         code, out, _ = run_cli(root, "culprit", "cpu", "toylib_add", capsys=capsys)
-    assert code == 0, out
-    line = (
-        f"toylib 1.3 breaks toylib_add in lane cpu (1.2 clean); first broken commit "
-        f"{repo.introduced[:12]} (#33)"
+        assert code == 0, out
+        line = (
+            f"toylib 1.3 breaks toylib_add in lane cpu (1.2 clean); first broken commit "
+            f"{repo.introduced[:12]} (#33)"
+        )
+        assert out.rstrip().endswith(line) and out.count(line) == 1
+        # the commit step says itself and each commit's build as it starts, before the answer
+        assert "commit step: 5 commit(s) of toylib between v1.2 and v1.3" in out
+        building = re.findall(r"building toylib at ([0-9a-f]{7}) \((\d) of ~3\)…", out)
+        assert building and building[0][1] == "1"
+        assert out.index("building toylib at") < out.index(line)
+        [line_recorded] = (root / "validation" / "culprits.jsonl").read_text().splitlines()
+        entry = json.loads(line_recorded)
+        assert (
+            entry["commit"]["last_clean"]
+            and entry["commit"]["last_clean"] != entry["commit"]["sha"]
+        )
+        # the bump PR's Breaks table: the last clean commit and the commit runs (from the cache)
+        body = "\n".join(_breaks_again(root))
+    last_clean = entry["commit"]["last_clean"]
+    assert f"last clean commit `{last_clean}`" in body
+    assert f"First broken commit `{repo.introduced}`" in body
+    assert f"| toylib at {repo.introduced[:12]} | broken | bug-reproduced (cached) |" in body
+    assert len(re.findall(r"\| toylib at [0-9a-f]{12} \|", body)) == len(building)
+
+
+def _breaks_again(root: Path) -> list[str]:
+    """The Breaks section of a bump PR body for the culprit just searched, found again."""
+    from retire.bisect.budget import Meter
+    from retire.branches import breaks
+    from retire.core.project import Project
+    from retire.evidence.validation import Mode
+    from retire.lanes import lanefile
+    from retire.locks import locking
+
+    project = Project(root)
+    [lane] = lanefile.project_lanes(project)
+    found = breaks.find_breaks(
+        project,
+        lane,
+        project.inside(".patchlane", "culprit", "cpu", "old", "pylock.toml"),
+        locking.lock_path(project.locks_dir, "cpu"),
+        [(project.manifests()["toylib_add"], Mode.WITHOUT)],
+        meter=Meter(breaks.DEFAULT_BUDGET),
     )
-    assert out.rstrip().endswith(line)
+    return breaks.breaks_markdown({"cpu": found})
+
+
+#: Crashes on the old lock's beta (1.0); broken where beta is not ok.
+CRASHES_ON_THE_OLD_LOCK = REPRODUCER.replace(
+    "    broken = not beta.ok()",
+    '    if beta.__version__ == "1.0":\n'
+    '        raise RuntimeError("beta 1.0 crashes here")\n'
+    "    broken = not beta.ok()",
+)
+
+#: Hangs (past its 3 s timeout) on beta 1.3.
+HANGS_ON_BETA_1_3 = REPRODUCER.replace(
+    "    broken = not beta.ok()",
+    '    if beta.__version__ == "1.3":\n'
+    "        import time\n\n"
+    "        time.sleep(60)\n"
+    "    broken = not beta.ok()",
+)
+
+
+@pytest.mark.slow
+def test_an_old_lock_that_crashes_is_undecided_exits_1_and_blames_nothing(tmp_path, capsys):
+    from tests.test_json_schemas import check
+
+    index = PackageIndex()
+    with IndexServer(index) as server:
+        shop = Shop(tmp_path, index, server.url, reproducer=CRASHES_ON_THE_OLD_LOCK)
+        for name in ("alpha", "beta", "gamma"):
+            shop.add(name, "1.0", "2026-01-01")
+        shop.move_by_hand(capsys, **{"1_1": False})
+        code, out, _ = run_cli(shop.root, "culprit", "cpu", "toy", capsys=capsys)
+        line = (
+            "culprit of toy in lane cpu undecided: the old lock could not be told (crashed): "
+            "nothing is blamed"
+        )
+        # said once, and never "beta 1.1 breaks it (1.0 clean)": 1.0 was never seen clean
+        assert code == 1 and out.count(line) == 1, out
+        assert "breaks toy" not in out
+        # no culprit recorded: the entry says undecided and names no package
+        [entry] = shop.culprits()
+        assert entry["status"] == "undecided" and entry["packages"] == []
+        assert entry["first_broken"] is None and entry["line"] == line
+        code, out, _ = run_cli(shop.root, "culprit", "cpu", "toy", "--json", capsys=capsys)
+    assert code == 1
+    document = json.loads(out)
+    check("culprit", document)
+    assert document["status"] == "undecided" and document["line"] == line
+    assert [(p["moved"], p["outcome"]) for p in document["proof"]] == [("old lock", "crashed")]
+
+
+@pytest.mark.slow
+def test_a_candidate_that_times_out_is_reported_untold_and_run_once(tmp_path, capsys):
+    from retire.evidence import validation
+
+    index = PackageIndex()
+    with IndexServer(index) as server:
+        shop = Shop(tmp_path, index, server.url, reproducer=HANGS_ON_BETA_1_3, timeout=3)
+        for name in ("alpha", "beta", "gamma"):
+            shop.add(name, "1.0", "2026-01-01")
+        shop.move_by_hand(capsys, **{"1_3": False})
+        code, out, _ = run_cli(shop.root, "culprit", "cpu", "toy", capsys=capsys)
+    assert code == 1, out
+    assert "could not be told: beta 1.3 (timeout)" in out
+    assert "do not break it" not in out
+    [entry] = shop.culprits()
+    assert entry["status"] == "undecided"
+    # one search, one run of the candidate that timed out (alone and "together" are one)
+    records = validation.load(shop.root / "validation" / "manifest.jsonl")
+    timed_out = [r for r in records if r.lane == "bisect:cpu" and r.outcome == "timeout"]
+    assert len(timed_out) == 1

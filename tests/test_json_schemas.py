@@ -34,7 +34,7 @@ from tests.test_mirrors import write_config
 from tests.test_runs import lane, toy_index, toy_project  # noqa: F401 - fixtures
 
 #: $defs that several schemas carry: each must be the same everywhere.
-SHARED = ("verdict", "flag", "condition", "probeFailure", "change", "laneRun", "pack")
+SHARED = ("verdict", "flag", "condition", "probeFailure", "change", "laneRun", "pack", "culprit")
 
 
 def check(name: str, document: object) -> None:
@@ -119,6 +119,10 @@ def test_enums_are_the_code_vocabularies():
     outcome = schemas.load("run")["$defs"]["laneRun"]["properties"]["shims"]["items"]
     assert outcome["properties"]["outcome"]["enum"] == list(ShimOutcome)
     assert schemas.load("shims")["items"]["properties"]["state"]["enum"] == list(shims.STATES)
+    from retire.bisect.culprit import CulpritStatus
+
+    culprit = schemas.load("culprit")["$defs"]["culprit"]["properties"]
+    assert culprit["status"]["enum"] == list(CulpritStatus)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -408,6 +412,7 @@ FAILING: dict[str, tuple[list[str], int]] = {
     "report": (["report", "--no-probe"], 2),
     "retire": (["retire", "--no-probe"], 2),
     "bump": (["bump", "no-such-lane", "--no-run", "--no-pr"], 2),
+    "culprit": (["culprit", "x", "toy"], 2),
     "pack check": (["pack", "check"], 2),
     "pack plan": (["pack", "plan"], 2),
     "pack queue": (["pack", "queue"], 2),

@@ -445,6 +445,7 @@ def toylib_series(tmp_path_factory):
 @pytest.mark.slow
 def test_bisection_forks_each_candidate_from_one_base(tmp_path, toylib_series):
     from retire import bisect
+    from retire.runs.isolation import Isolation
 
     # the base's heavy dependency; the target comes from the candidates
     site = tmp_path / "base-site"
@@ -463,11 +464,12 @@ def test_bisection_forks_each_candidate_from_one_base(tmp_path, toylib_series):
         results[isolation] = bisect.bisect(
             manifest,
             versions,
-            bisect.BisectOptions(
-                index_url=toylib_series.url,
+            bisect.BisectJob(
+                manifest.id,
+                index=toylib_series.url,
                 env=env,
                 work_dir=tmp_path / "work",
-                isolation=isolation,
+                isolation=Isolation(isolation),
             ),
         )
         imports = len(log.read_text().split())
@@ -486,26 +488,23 @@ def test_bisection_forks_each_candidate_from_one_base(tmp_path, toylib_series):
     runner = OverlayRunner(
         manifest,
         inspect_base(sys.executable, "toylib"),
-        index_url=toylib_series.url,
-        env=env,
-        work_dir=tmp_path / "work",
+        bisect.BisectJob(manifest.id, index=toylib_series.url, env=env, work_dir=tmp_path / "work"),
     )
     # the target is never preloaded
     assert runner.preload == ("heavypkg",) and runner.isolation == "launcher"
+    old = str(shimtree.write_target(tmp_path / "old").parent)
     dragging = OverlayRunner(
         replace_preload(manifest, ("drags",)),
         inspect_base(sys.executable, "toylib"),
-        index_url=toylib_series.url,
-        env={
-            **env,
-            "PYTHONPATH": env["PYTHONPATH"]
-            + os.pathsep
-            + str(shimtree.write_target(tmp_path / "old").parent),
-        },
-        work_dir=tmp_path / "work",
+        bisect.BisectJob(
+            manifest.id,
+            index=toylib_series.url,
+            env={**env, "PYTHONPATH": env["PYTHONPATH"] + os.pathsep + old},
+            work_dir=tmp_path / "work",
+        ),
     )
     try:
-        dragging("1.3")
+        dragging.run("1.3")
         assert "imported the target toylib, which a candidate must replace" in dragging.note
     finally:
         dragging.close()

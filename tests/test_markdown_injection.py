@@ -14,7 +14,7 @@ from html import unescape
 from html.parser import HTMLParser
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from retire.branches.bump import BumpStatus, LaneBump
@@ -218,12 +218,17 @@ MARKDOWNISH = st.lists(
 
 @FUZZ
 @given(MARKDOWNISH)
+# found by hypothesis: character references are text, decoded once
+@example("&#0")
+@example("a &amp; b")
 def test_fuzz_evidence_text_stays_inside_its_fence(output):
     body = retire_body(output)
     found = tags(body)
     wanted = output.replace("\r\n", "\n").replace("\r", "\n").rstrip().splitlines()[-25:]
     # both fenced blocks are there, holding the tail exactly as written
-    blocks = [unescape(b) for b in found.pre]
+    # HTMLParser already decoded the page's character references: decoding again would turn
+    # text such as "&#0" (written in the page as "&amp;#0") into U+FFFD
+    blocks = list(found.pre)
     assert len(blocks) == 2
     for block in blocks:
         assert block.rstrip("\n").splitlines() == [line.rstrip() for line in wanted] or (

@@ -18,6 +18,7 @@ from jsonschema import Draft202012Validator
 
 from retire.bisect.budget import Budget
 from retire.core.errors import InputError
+from retire.core.project import Project
 from retire.evidence import validation
 from retire.lanes.model import Lane
 from retire.runs.sbatch import JobFiles, job_script, time_limit
@@ -759,21 +760,29 @@ def test_a_weekly_bisections_job_gets_its_bounds_share_and_minutes(tmp_path):
     from retire.commands.candidatejobs import bisect_args, job_minutes
     from retire.verdicts.actions import Bisect
 
+    project = Project(tmp_path)
+    cache = ["--cache", str(project.bisect_cache)]
     action = Bisect("toy", Version("1.2"), Version("1.5"))
-    assert bisect_args(action, Budget(7, 30, 2), 4) == [
+    assert bisect_args(project, action, Budget(7, 30, 2), 4) == [
         "--since",
         "1.2",
         "--until",
         "1.5",
-        "--json",
+        *cache,
         "--jobs",
         "2",
         "--max-runs",
         "4",
         "--max-minutes",
         "30",
+        "--json",
     ]
-    assert bisect_args(Bisect("toy"), Budget(None, 0.5), None) == ["--json", "--max-minutes", "0.5"]
+    assert bisect_args(project, Bisect("toy"), Budget(None, 0.5), None) == [
+        *cache,
+        "--max-minutes",
+        "0.5",
+        "--json",
+    ]
     manifest = parse_manifest(shimtree.manifest_text("toy"), "toy/manifest.toml")
     # the minutes, the candidate still running then (its timeout: 60 s) and build-minutes
     assert job_minutes(Budget(7, 30), manifest, SlurmSettings(build_minutes=10)) == 41

@@ -1409,3 +1409,46 @@ def test_a_text_said_under_several_shims_is_printed_once_with_them(capsys):
     assert f"[2] drift: {host} (alpha, beta, gamma)" in out
     # what differs per shim stays on its line
     assert "repair beta" in out
+
+
+def test_a_recorded_commit_the_mirror_lacks_is_a_flag_on_its_own_shim_only(world, tmp_path):
+    """A run built from a commit the mirror does not have (a re-committed copy, a mirror behind)
+    is flagged where it was recorded — never on every shim whose target the mirror serves."""
+    from retire.evidence.validation import ValidationRecord, append
+
+    p = build_catalogue(world)
+    stranger = "ab" * 20
+    mirror = (world["mirrors"] / "org" / "toylib.git").as_uri()
+    record = ValidationRecord(
+        shim="pr_open",
+        mode="without",
+        lane="cpu",
+        host={"hostname": "gpu-2", "gpu": None, "revisions": {"toylib": f"{mirror}@{stranger}"}},
+        versions={"toylib": "1.2"},
+        sentinel="BUG_REPRODUCED",
+        outcome="bug-reproduced",
+        exit_code=10,
+        duration_s=0.1,
+        started_at="2026-06-02T00:00:00.000000+00:00",
+    )
+    append(p.validation, [record])
+    verdicts = gather(
+        p.manifests(),
+        p.lanes(),
+        p.root / "locks",
+        p.validation,
+        GatherOptions(
+            api_base=world["api"].url,
+            token=None,
+            cache_dir=tmp_path / "cache",
+            mirrors=world["mirrors"],
+            policy=FAST,
+            clock=lambda: NOW,
+            resolve=False,
+        ),
+    )
+    lacks = f"commit {stranger[:12]} is not in the mirror"
+    said = {v.shim: [f.text for f in v.flags if lacks in f.text] for v in verdicts}
+    assert said["pr_open"], said
+    # the other shims linking the same repository name no commit of it
+    assert not said["pr_fixed"] and not said["floor_fixed"], said

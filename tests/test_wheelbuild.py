@@ -50,7 +50,7 @@ def test_the_build_runs_in_the_checkout_and_gives_its_one_wheel(
 ):
     path, commit = mirror
     monkeypatch.setenv("ACME_API_TOKEN", "s3cr3t-value-never-passed")
-    source = checkout(path, commit, tmp_path / "candidate" / "checkout", "python")
+    source = checkout(path, commit, tmp_path / "candidate" / "checkout", "python").package
     assert (source / "toylib" / "_ext.cu").is_file()
     build = _build(tmp_path, WRITE_WHEEL, "toylib-1.0-py3-none-any.whl", "$(touch pwned)")
     log = tmp_path / "build.log"
@@ -76,7 +76,7 @@ def test_a_build_that_writes_no_wheel_of_the_target_or_times_out_fails_with_its_
 ):
     path, commit = mirror
     monkeypatch.setenv("ACME_API_TOKEN", "s3cr3t-value-in-a-log")
-    source = checkout(path, commit, tmp_path / "c" / "checkout")
+    source = checkout(path, commit, tmp_path / "c" / "checkout").package
 
     def run(build: WheelBuild, name: str) -> str:
         with pytest.raises(WheelBuildError) as caught:

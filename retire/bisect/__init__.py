@@ -4,8 +4,9 @@ reproducing.
 ``search`` (pure: candidates, the search over their states), ``result`` (the value it ends in),
 ``culprit`` (pure: the smallest change between two locks that breaks a lane), ``culpritrun``
 (its candidates built on the old lock's env and run), ``bounds`` (pure: the range, from the
-evidence of where the bug is known), ``options`` (how one
-bisection runs: the range, the overlay envs, where runs are recorded), ``budget`` (how many
+evidence of where the bug is known), ``job`` (one bisection as asked, parsed once: the range,
+the overlay envs, the width and budget, where runs are recorded), ``prober`` (what every search
+talks to: the prober that runs candidates, the progress that hears them), ``budget`` (how many
 runs and minutes the bisections of a weekly run may spend), ``runner`` (overlay
 envs and the reproducer run), ``cache`` (answers on disk), ``bisection`` (``bisect()`` tying them
 together, ``project_bounds``, ``list_releases``).
@@ -33,7 +34,8 @@ _HOMES = {
     "bounds": ("Bounds", "BrokenEvidence", "broken_evidence", "choose_bounds"),
     "budget": ("Budget", "Meter"),
     "cache": ("ResultCache",),
-    "options": ("BisectOptions",),
+    "job": ("BisectJob",),
+    "prober": ("Prober", "Progress", "prober_of"),
     "result": ("BisectResult",),
     "runner": ("OverlayRunner", "base_fingerprint", "inspect_base"),
     "revision": ("RevisionRunner",),
@@ -61,7 +63,7 @@ __all__ = [
     "FIXED",
     "NOT_APPLICABLE",
     "UNKNOWN",
-    "BisectOptions",
+    "BisectJob",
     "BisectResult",
     "Bounds",
     "BrokenEvidence",
@@ -72,6 +74,8 @@ __all__ = [
     "Limits",
     "Meter",
     "OverlayRunner",
+    "Prober",
+    "Progress",
     "ResultCache",
     "RevisionRunner",
     "Source",
@@ -89,6 +93,7 @@ __all__ = [
     "list_releases",
     "locate_edge",
     "locate_window",
+    "prober_of",
     "project_bounds",
     "select_candidates",
 ]

@@ -14,22 +14,20 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name
 
 from retire.bisect.bounds import Bounds, broken_evidence, choose_bounds
-from retire.bisect.cache import ResultCache
-from retire.bisect.options import BisectOptions
+from retire.bisect.job import BisectJob
+from retire.bisect.prober import Prober, Progress
 from retire.bisect.result import BisectResult
 from retire.bisect.runner import OverlayRunner, inspect_base
 from retire.bisect.search import (
     ENV_FAILED,
     UNKNOWN,
-    CandidateRun,
     Candidates,
-    Limits,
     SearchOutcome,
     Status,
     find_boundary,
@@ -43,68 +41,50 @@ if TYPE_CHECKING:
 
     from retire.core.project import Project
 
-__all__ = [
-    "DEFAULT_LIMITS",
-    "DEFAULT_OPTIONS",
-    "EVERY_RELEASE",
-    "bisect",
-    "list_releases",
-    "project_bounds",
-]
-
-
-#: The defaults of :func:`bisect` (immutable, so one value serves every call).
-EVERY_RELEASE = Bounds()
-DEFAULT_LIMITS = Limits()
-DEFAULT_OPTIONS = BisectOptions()
+__all__ = ["bisect", "list_releases", "project_bounds"]
 
 
 def bisect(
     manifest: ShimManifest,
     versions: Iterable[str],
-    options: BisectOptions = DEFAULT_OPTIONS,
+    job: BisectJob,
     *,
-    runner: Callable[[str], CandidateRun] | None = None,
-    on_step: Callable[[int, CandidateRun], None] | None = None,
-    on_note: Callable[[str], None] | None = None,
-    stop: Callable[[], str | None] | None = None,
+    prober: Prober | None = None,
+    progress: Progress | None = None,
 ) -> BisectResult:
-    """Bisect ``manifest``'s target over ``versions`` (any order; ``options.yanked`` ones are
-    skipped) inside ``options.bounds`` (default: every release).
+    """Bisect ``manifest``'s target over ``versions`` (any order; ``job.yanked`` ones are
+    skipped) inside ``job.bounds`` (default: every release).
 
-    ``options.record_to``: the validation manifest each fresh reproducer run is appended to,
-    under ``options.lane``. ``runner`` replaces the overlay runner (a callable version →
-    CandidateRun, with an optional ``cached(version)``), for callers that test somewhere else.
-    ``options.isolation``: how the overlay runner runs the reproducer (``process`` |
-    ``launcher``; default: launcher when the reproducer declares ``preload``, see
-    :class:`~retire.bisect.runner.OverlayRunner`); ``on_note`` hears what the launcher did (its
-    imports, a fall-back to process isolation). ``stop`` is asked before each fresh run (a
-    budget, :class:`~retire.bisect.budget.Meter`): a reason ends the search there, with what it
-    found so far (each run is cached and recorded, so a later bisection resumes for free).
+    ``job.records``: the validation manifest each fresh reproducer run is appended to, under
+    ``job.record_lane``. ``prober`` replaces the overlay runner, for callers that test
+    somewhere else. ``job.isolation``: how the overlay runner runs
+    the reproducer (``process`` | ``launcher``; default: launcher when the reproducer declares
+    ``preload``, see :class:`~retire.bisect.runner.OverlayRunner`). ``progress`` hears each run
+    consulted and what the launcher did (its imports, a fall-back to process isolation), and its
+    budget (:class:`~retire.bisect.budget.Meter`) is asked before each fresh run: a reason ends
+    the search there, with what it found so far (each run is cached and recorded, so a later
+    bisection resumes for free).
     """
     began = time.monotonic()
-    o, bounds = options, options.bounds
-    candidates = o.candidates(versions)
-    journal = _Journal(o.record_to) if o.record_to is not None else None
+    bounds, progress = job.bounds, progress or Progress()
+    candidates = job.candidates(versions)
+    journal = _Journal(job.records) if job.records is not None else None
     fingerprint = ""
-    if runner is None:
-        base = inspect_base(o.base_python, manifest.target.distribution)
+    if prober is None:
+        base = inspect_base(job.base_python, manifest.target.distribution)
         fingerprint = base.fingerprint
-        runner = OverlayRunner(
-            manifest,
-            base,
-            index_url=o.index_url,
-            work_dir=o.work_dir,
-            timeout=o.timeout,
-            env=o.env,
-            cache=ResultCache(o.cache_dir) if o.cache_dir is not None else None,
-            lane=o.lane,
-            lock_digest=o.lock_digest,
-            on_record=journal.append if journal is not None else None,
-            isolation=o.isolation,
-            say=on_note,
+        on_record = journal.append if journal is not None else None
+        prober = OverlayRunner(manifest, base, job, on_record=on_record, say=progress.note)
+    try:
+        outcome = find_boundary(
+            candidates.versions,
+            prober,
+            known_broken=bounds.known_broken,
+            limits=job.limits,
+            progress=progress,
         )
-    outcome = _search(candidates, runner, bounds, o.limits, on_step, stop)
+    finally:
+        prober.close()
     return _result(
         manifest,
         candidates,
@@ -128,45 +108,6 @@ class _Journal:
     def append(self, run: validation.ValidationRecord) -> None:
         with self._lock:
             self.added += validation.append(self.path, [run])
-
-
-def _search(
-    candidates: Candidates,
-    runner: Callable[[str], CandidateRun],
-    bounds: Bounds,
-    limits: Limits,
-    on_step: Callable[[int, CandidateRun], None] | None,
-    stop: Callable[[], str | None] | None = None,
-) -> SearchOutcome:
-    """The search over ``candidates``: what the runner's cache knows first, then fresh runs;
-    the runner is closed however it ends."""
-    cached = getattr(runner, "cached", None)
-    known = {v: hit for v in candidates.versions if cached and (hit := cached(v)) is not None}
-    steps = 0
-
-    def consulted(run: CandidateRun) -> None:
-        nonlocal steps
-        steps += 1
-        if on_step:
-            on_step(steps, run)
-
-    try:
-        return find_boundary(
-            candidates.versions,
-            runner,
-            known=known,
-            known_broken=bounds.known_broken,
-            limits=limits,
-            on_run=consulted,
-            stop=stop,
-            # a runner that runs rounds of candidates at once (retire.bisect.sidebyside)
-            width=getattr(runner, "width", 1),
-            probe_many=getattr(runner, "many", None),
-        )
-    finally:
-        close = getattr(runner, "close", None)
-        if callable(close):
-            close()
 
 
 def _result(

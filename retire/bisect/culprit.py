@@ -11,10 +11,18 @@ packages moved (:class:`Move`: name → version) and never does I/O itself
    none of whose members can be spared (1-minimal);
 2. **release**: over the culprit package's releases between the old and the new lock (dated
    nightlies included), the first broken one after the last clean one — the release bisection's
-   search (:func:`retire.bisect.search.find_boundary`) with clean and broken swapped;
+   search (:func:`retire.bisect.search.find_boundary`) with clean and broken swapped, unknowns
+   and all: releases that could not be told leave the release unpinned, between two that told;
 3. **commit** (a seam): with a mirror of the package's source, ``commits(distribution,
    last_clean, first_broken)`` — the history search's commit bisection — names the first broken
-   commit; :data:`CommitSearch` is the one call the search makes.
+   commit; :data:`CommitSearch` is the one call the search makes (only for a pinned release).
+
+Unknown is an answer, never a guess: a run that crashed, timed out, skipped or whose candidate
+could not be installed is neither clean nor broken. An old lock that cannot be told (or the new
+lock's packages moved together) ends the search ``undecided`` with that run; a package whose run
+alone could not be told is never called harmless, and an interacting set resting on such a run is
+``undecided`` too, naming it. Each candidate is asked once per search: an unknown one is
+reported, never run again to get another answer.
 
 Budgets: ``stop`` is asked before every fresh run (a :class:`retire.bisect.budget.Meter`); a run
 the probe answers from its cache costs nothing, so a stopped search resumes where it stopped and
@@ -29,7 +37,8 @@ from dataclasses import dataclass, field, replace
 
 from packaging.version import InvalidVersion, Version
 
-from retire.bisect.search import BROKEN, FIXED, CandidateRun, State, Status, find_boundary
+from retire.bisect.prober import prober_of, stopping
+from retire.bisect.search import BROKEN, FIXED, UNKNOWN, CandidateRun, Status, find_boundary
 from retire.core import mdsafe
 
 __all__ = [
@@ -50,11 +59,14 @@ Probe = Callable[[Move], CandidateRun]
 
 @dataclass(frozen=True)
 class FirstCommit:
-    """What the commit step found: the first broken commit (and its pull request, if known)."""
+    """What the commit step found: the first broken commit (and its pull request, if known), the
+    last clean one, and the commit runs that placed them."""
 
     sha: str
     pr: str | None = None
     last_clean: str | None = None
+    # every commit run consulted, in order (a run's ``version`` is its commit)
+    runs: tuple[CandidateRun, ...] = field(default=(), compare=False)
 
 
 #: ``commits(distribution, last_clean_release, first_broken_release)``: the commit step (the
@@ -71,6 +83,9 @@ class CulpritStatus(enum.StrEnum):
     INTERACTING = "interacting"
     #: the old lock is not clean here or the new one not broken: nothing to blame
     NOT_REPRODUCED = "not-reproduced"
+    #: a run the answer rests on could not be told (it crashed, timed out, skipped, or its
+    #: candidate could not be installed): ``reason`` names it, and nothing is blamed on a guess
+    UNDECIDED = "undecided"
     #: the budget ran out (the next search resumes from the cached runs)
     STOPPED = "stopped"
 
@@ -91,8 +106,15 @@ class Culprit:
     # the release step: the last clean and first broken release of the one culprit package
     last_clean: str | None = None
     first_broken: str | None = None
+    # the releases between them that could not be told or were not tried: the first broken
+    # release is not pinned (``reason`` says why)
+    between: tuple[str, ...] = ()
     commit: FirstCommit | None = None
-    # (what was moved, the run): every candidate consulted, in order
+    # ``sha256:…`` of the old and the new lock's bytes (the record's key, with lane, subject and
+    # mode: a cached re-run of the same search is recorded once); "" where not known
+    old_lock: str = ""
+    new_lock: str = ""
+    # (what was moved, the run): every candidate consulted, in order (the commit runs last)
     proof: tuple[tuple[str, CandidateRun], ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
@@ -109,6 +131,11 @@ class Culprit:
             [(name, old, new)] = self.packages
             broken = self.first_broken or new
             clean = self.last_clean or old
+            if self.between:
+                return (
+                    f"{name} breaks {where}; its first broken release lies between {clean} "
+                    f"(clean) and {broken}: {self.reason}"
+                )
             text = f"{name} {broken} breaks {where}"
             if clean:
                 text += f" ({_short(clean, broken)} clean)"
@@ -119,16 +146,26 @@ class Culprit:
         if self.status == CulpritStatus.INTERACTING:
             together = " + ".join(f"{name} {new}" for name, _, new in self.packages)
             return f"{together} together break {where} (each alone clean)"
+        if self.status == CulpritStatus.UNDECIDED:
+            return f"culprit of {where} undecided: {self.reason}"
         return f"no culprit for {where}: {self.reason}"
 
     def markdown(self) -> str:
-        """The line and its proof: every candidate run, what it moved and what it showed."""
+        """The line and its proof: every candidate run (the commit runs too), what it moved and
+        what it showed, and the last clean and first broken commit where the commit step named
+        them."""
         # names and versions come from locks and indexes: inert text, never Markdown
-        lines = [f"**{mdsafe.text(self.line())}**", "", "| moved | lane | reproducer |"]
-        lines.append("|---|---|---|")
+        lines = [f"**{mdsafe.text(self.line())}**", ""]
+        if self.commit is not None:
+            edge = f"First broken commit {mdsafe.code(self.commit.sha)}"
+            edge += f" {mdsafe.text(f'({self.commit.pr})')}" if self.commit.pr else ""
+            if self.commit.last_clean:
+                edge += f", last clean commit {mdsafe.code(self.commit.last_clean)}"
+            lines += [edge + ".", ""]
+        lines += ["| moved | lane | reproducer |", "|---|---|---|"]
         for moved, run in self.proof:
             cached = " (cached)" if run.cached else ""
-            word = _WORDS.get(run.state, str(run.state))
+            word = _WORDS.get(run.state, "could not be told")
             lines.append(f"| {mdsafe.text(moved)} | {word} | {mdsafe.text(run.outcome)}{cached} |")
         return "\n".join(lines)
 
@@ -143,9 +180,14 @@ class Culprit:
             "packages": [{"name": n, "old": o, "new": v} for n, o, v in self.packages],
             "last_clean": self.last_clean,
             "first_broken": self.first_broken,
+            "between": list(self.between),
             "commit": (
-                {"sha": self.commit.sha, "pr": self.commit.pr} if self.commit is not None else None
+                {"sha": self.commit.sha, "pr": self.commit.pr, "last_clean": self.commit.last_clean}
+                if self.commit is not None
+                else None
             ),
+            "old_lock": self.old_lock,
+            "new_lock": self.new_lock,
             "proof": [
                 {"moved": label, "state": str(run.state), "outcome": run.outcome}
                 for label, run in self.proof
@@ -169,6 +211,7 @@ def _short(clean: str, broken: str) -> str:
 
 
 def label(move: Move) -> str:
+    """What a candidate moved, as the proof and the cache name it: ``beta 1.2`` or ``old lock``."""
     return ", ".join(f"{name} {version}" for name, version in sorted(move.items())) or "old lock"
 
 
@@ -191,50 +234,99 @@ def releases_between(versions: Sequence[str], old: str, new: str) -> list[str]:
     return [str(v) for v in sorted(found)]
 
 
+#: A change of the lock diff: (name, old version or None, new version).
+Change = tuple[str, str | None, str]
+
+
+def _moved(changes: Sequence[Change]) -> dict[str, str]:
+    return {name: new for name, _, new in changes}
+
+
+def _told(runs: Sequence[tuple[str, CandidateRun]]) -> str:
+    """``beta 1.3 (timeout), gamma 1.1 (env-failed)``: what could not be told, and why."""
+    return ", ".join(f"{moved} ({run.outcome})" for moved, run in runs)
+
+
 @dataclass
 class _Search:
     probe: Probe
     stop: Callable[[], str | None]
     proof: list[tuple[str, CandidateRun]] = field(default_factory=list)
     halted: str | None = None
+    # every candidate asked in this search, by label: none is run twice (an unknown one neither)
+    asked: dict[str, CandidateRun] = field(default_factory=dict)
 
-    def ask(self, move: Move) -> State | None:
-        """The candidate's state, or None when the budget refused the run."""
-        reason = self.stop()
-        if reason is not None:
+    def once(self, move: Move) -> CandidateRun:
+        """The candidate's run, asked of the probe the first time only (the budget is the
+        caller's to check)."""
+        key = label(move)
+        if (run := self.asked.get(key)) is None:
+            run = self.asked[key] = self.probe(move)
+            self.proof.append((key, run))
+        return run
+
+    def ask(self, move: Move) -> CandidateRun | None:
+        """The candidate's run, or None when the budget refused a fresh one."""
+        if label(move) not in self.asked and (reason := self.stop()) is not None:
             self.halted = reason
             return None
-        run = self.probe(move)
-        self.proof.append((label(move), run))
-        return run.state
+        return self.once(move)
 
 
-def _package_step(
-    search: _Search, changes: Sequence[tuple[str, str | None, str]]
-) -> tuple[CulpritStatus, tuple[tuple[str, str | None, str], ...], str]:
-    """Each package alone, then the interacting set."""
+#: What the package step found: how it ended, the packages, why.
+_Step = tuple[CulpritStatus, tuple[Change, ...], str]
+#: A run that could not be told: the change it is about, what it moved, the run.
+_Untold = tuple[Change, str, CandidateRun]
+
+
+def _package_step(search: _Search, changes: Sequence[Change]) -> _Step:
+    """Each package alone, then the interacting set; a run that could not be told is named,
+    never taken for clean."""
+    untold: list[_Untold] = []
     for change in changes:
-        state = search.ask({change[0]: change[2]})
-        if state is None:
+        alone = {change[0]: change[2]}
+        run = search.ask(alone)
+        if run is None:
             return CulpritStatus.STOPPED, (), f"stopped: {search.halted}"
-        if state == BROKEN:
+        if run.state == BROKEN:
             return CulpritStatus.FOUND, (change,), ""
-    kept = list(changes)
-    state = search.ask({name: new for name, _, new in kept})
-    if state is None:
+        if run.state != FIXED:
+            untold.append((change, label(alone), run))
+    together = search.ask(_moved(changes))
+    if together is None:
         return CulpritStatus.STOPPED, (), f"stopped: {search.halted}"
-    if state != BROKEN:
+    if together.state == FIXED:
         why = "the new lock's packages, moved together on the old lock, do not break it"
         return CulpritStatus.NOT_REPRODUCED, (), why
+    if together.state != BROKEN:
+        why = "the new lock's packages, moved together on the old lock, could not be told: "
+        return CulpritStatus.UNDECIDED, (), why + _told([(label(_moved(changes)), together)])
+    return _interacting(search, list(changes), untold)
+
+
+def _interacting(search: _Search, kept: list[Change], untold: list[_Untold]) -> _Step:
+    """The 1-minimal set of ``kept`` (which breaks the lane together): each member put back in
+    turn, staying back while the lane still breaks. A set resting on a run that could not be told
+    (a member's run alone, or the run without a member) is undecided, and says which."""
     for change in list(kept):
         if len(kept) == 1:
             break
         trial = [c for c in kept if c != change]
-        state = search.ask({name: new for name, _, new in trial})
-        if state is None:
+        run = search.ask(_moved(trial))
+        if run is None:
             return CulpritStatus.STOPPED, tuple(kept), f"stopped: {search.halted}"
-        if state == BROKEN:
+        if run.state == BROKEN:
             kept = trial
+        elif run.state != FIXED:
+            untold.append((change, label(_moved(trial)), run))
+    # one run named once (the set less a member may be another member alone)
+    resting = list(
+        {moved: (moved, run) for change, moved, run in untold if change in kept}.values()
+    )
+    if resting:
+        together = " + ".join(f"{name} {new}" for name, _, new in kept)
+        why = f"{together} break it together, but could not be told: {_told(resting)}"
+        return CulpritStatus.UNDECIDED, tuple(kept), why
     return CulpritStatus.INTERACTING, tuple(kept), ""
 
 
@@ -244,68 +336,107 @@ def _swapped(run: CandidateRun) -> CandidateRun:
     return replace(run, state=flip.get(run.state, run.state))
 
 
-def _release_step(
-    search: _Search, change: tuple[str, str | None, str], releases: Sequence[str]
-) -> tuple[str | None, str | None, str]:
-    """(last clean, first broken, why not found) over the releases between the locks."""
+@dataclass(frozen=True)
+class _Releases:
+    """What the release step found: the last clean and first broken release, what lies between
+    them untold or untried (empty: pinned), and why it is not pinned."""
+
+    last_clean: str | None
+    first_broken: str | None
+    between: tuple[str, ...] = ()
+    reason: str = ""
+
+
+def _release_step(search: _Search, change: Change, releases: Sequence[str]) -> _Releases:
+    """The first broken release of the culprit package over the releases between the locks —
+    the bisection's boundary search, its unknowns included."""
     name, old, new = change
     if old is None:
-        return None, new, ""
+        return _Releases(None, new)
     between = releases_between(releases, old, new)
     if not between:
-        return old, new, ""
+        return _Releases(old, new)
 
     def probe(version: str) -> CandidateRun:
-        # the old release is the old lock itself: the same candidate, answered by the cache
-        run = search.probe({} if version == old else {name: version})
-        search.proof.append((f"{name} {version}", run))
-        return _swapped(run)
+        # the old release is the old lock itself: the same candidate, asked once
+        run = search.once({} if version == old else {name: version})
+        return replace(_swapped(run), version=version)
 
     outcome = find_boundary(
         [old, *between, new],
-        probe,
-        known={new: _swapped(CandidateRun(new, BROKEN, "known"))},
-        stop=search.stop,
+        prober_of(probe, known={new: _swapped(CandidateRun(new, BROKEN, "known"))}),
+        progress=stopping(search.stop),
     )
     if outcome.status == Status.FOUND:
-        return outcome.last_broken, outcome.first_fixed, ""
-    return old, new, f"release step: {outcome.reason}"
+        return _Releases(outcome.last_broken, outcome.first_fixed)
+    if outcome.status == Status.UNPINNED and outcome.last_broken and outcome.first_fixed:
+        runs = [b for b in outcome.between if isinstance(b, CandidateRun)]
+        untried = [b for b in outcome.between if isinstance(b, str)]
+        why = []
+        if unknown := [(f"{name} {r.version}", r) for r in runs if r.state == UNKNOWN]:
+            why.append(f"could not be told: {_told(unknown)}")
+        if untried:
+            spent = search.stop() or ("too many runs could not be told" if unknown else None)
+            why.append(f"not tried: {', '.join(untried)}" + (f" ({spent})" if spent else ""))
+        return _Releases(
+            outcome.last_broken,
+            outcome.first_fixed,
+            tuple(b.version if isinstance(b, CandidateRun) else b for b in outcome.between),
+            "; ".join(why) or outcome.reason,
+        )
+    return _Releases(old, new, tuple(between), f"release step: {outcome.reason}")
 
 
 def find_culprit(
     lane: str,
     subject: str,
     mode: str,
-    changes: Sequence[tuple[str, str | None, str]],
+    changes: Sequence[Change],
     probe: Probe,
     *,
     releases: Callable[[str], Sequence[str]] = lambda name: (),
     commits: CommitSearch | None = None,
     stop: Callable[[], str | None] = lambda: None,
+    say: Callable[[str], None] = lambda line: None,
 ) -> Culprit:
     """The smallest change of ``changes`` (name, old version, new version) that breaks the lane.
 
     ``releases(name)`` lists a package's releases on the lane's indexes (for the release step);
-    ``commits`` is the commit step, called once for a single culprit package.
+    ``commits`` is the commit step, called once for a single culprit package whose first broken
+    release is pinned; ``say`` hears each step as it starts.
     """
     search = _Search(probe, stop)
+    say("the old lock first (it must be clean)")
     base = search.ask({})
-    if base is None or base == BROKEN:
-        status = CulpritStatus.STOPPED if base is None else CulpritStatus.NOT_REPRODUCED
-        why = f"stopped: {search.halted}" if base is None else "the old lock is broken here too"
+    if base is None or base.state != FIXED:
+        if base is None:
+            status, why = CulpritStatus.STOPPED, f"stopped: {search.halted}"
+        elif base.state == BROKEN:
+            status, why = CulpritStatus.NOT_REPRODUCED, "the old lock is broken here too"
+        else:
+            status = CulpritStatus.UNDECIDED
+            why = f"the old lock could not be told ({base.outcome}): nothing is blamed"
         return Culprit(lane, subject, mode, status, why, proof=tuple(search.proof))
+    say(f"package step: {len(changes)} moved package(s), each alone on the old lock")
     status, found, why = _package_step(search, changes)
     culprit = Culprit(lane, subject, mode, status, why, found, proof=tuple(search.proof))
     if status != CulpritStatus.FOUND:
         return culprit
     [change] = found
-    clean, broken, why = _release_step(search, change, releases(change[0]))
-    first = commits(change[0], clean, broken) if commits and clean and broken else None
+    known = releases(change[0])
+    if change[1] is not None and (count := len(releases_between(known, change[1], change[2]))):
+        say(f"release step: {count} release(s) of {change[0]} between {change[1]} and {change[2]}")
+    step = _release_step(search, change, known)
+    first = None
+    if commits and step.last_clean and step.first_broken and not step.between:
+        first = commits(change[0], step.last_clean, step.first_broken)
+    commit_runs = [(f"{change[0]} at {r.version[:12]}", r) for r in (first.runs if first else ())]
     return replace(
         culprit,
-        reason=why,
-        last_clean=clean,
-        first_broken=broken,
+        reason=step.reason,
+        last_clean=step.last_clean,
+        first_broken=step.first_broken,
+        between=step.between,
         commit=first,
-        proof=tuple(search.proof),
+        proof=(*search.proof, *commit_runs),
     )

@@ -12,21 +12,25 @@ build``) means no commit (None), never a guess.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 
 from packaging.utils import canonicalize_name
 
 from retire.bisect.culprit import CommitSearch, FirstCommit
 from retire.bisect.culpritrun import CulpritRunner
+from retire.bisect.job import BisectJob
+from retire.bisect.prober import OneAtATime, Prober, stopping
 from retire.bisect.runner import inspect_base
+from retire.bisect.search import CandidateRun
 from retire.bisect.sources import project_source
 from retire.bisect.window import locate_edge
 from retire.core.git import GitError
 from retire.core.project import Project
+from retire.evidence.coremetadata import installed_metadata
 from retire.evidence.validation import Mode, ValidationRecord
 from retire.history.edge import EdgeKind, EdgeState
 from retire.mirrors.history import build_obstacle, commits_between, release_tag
-from retire.probes.records import bisection_lane
 from shims.model import ShimManifest
 
 __all__ = ["mirror_commits"]
@@ -59,6 +63,38 @@ def _recorder(runner: CulpritRunner) -> Callable[[ValidationRecord], None] | Non
     return recorded
 
 
+class _Announced(OneAtATime):
+    """``probe``, saying each commit as its build starts and what its run showed — a commit
+    build takes seconds to minutes, and the step must not look hung."""
+
+    def __init__(
+        self, probe: Prober, distribution: str, expected: int, say: Callable[[str], None]
+    ) -> None:
+        self.probe, self.distribution, self.expected, self.say = probe, distribution, expected, say
+        self.consulted = 0
+
+    @property
+    def blocked(self) -> str | None:  # type: ignore[override]
+        return self.probe.blocked
+
+    def cached(self, item: str, /) -> CandidateRun | None:
+        return self.probe.cached(item)
+
+    def run(self, item: str, /) -> CandidateRun:
+        self.consulted += 1
+        fresh = self.probe.cached(item) is None
+        if fresh:
+            of = max(self.expected, self.consulted)
+            self.say(f"building {self.distribution} at {item[:7]} ({self.consulted} of ~{of})…")
+        found = self.probe.run(item)
+        said = "" if fresh else " (cached)"
+        self.say(f"{self.distribution} at {item[:7]}: {found.outcome}{said}")
+        return found
+
+    def close(self) -> None:
+        self.probe.close()
+
+
 def mirror_commits(
     project: Project,
     runner: CulpritRunner,
@@ -66,18 +102,28 @@ def mirror_commits(
     stop: Callable[[], str | None] | None = None,
     say: Callable[[str], None] = lambda line: None,
 ) -> CommitSearch:
-    """The commit step for ``runner``'s lane and reproducer."""
+    """The commit step for ``runner``'s lane and reproducer; ``say`` hears each step and each
+    commit build as it starts."""
 
     def search(distribution: str, clean: str, broken: str) -> FirstCommit | None:
         if runner.mode != Mode.WITHOUT:
             # the commit runner runs the reproducer without the shim only
             return None
+        say(f"commit step: {distribution}'s commits between {clean} and {broken}, in its mirror")
         manifest = _as_target(runner.manifest, distribution)
-        source = project_source(project, manifest)
+        # the package as the old lock installed it names its repository in its metadata
+        source = project_source(
+            project,
+            manifest,
+            metadata=lambda: installed_metadata(
+                inspect_base(runner.base().python, distribution).site_dirs, distribution
+            ),
+        )
         repo = source.repo
         if repo is None:
             say(f"no commit step for {distribution}: {source.why}")
             return None
+        say(source.says)
         old, new = release_tag(repo, clean), release_tag(repo, broken)
         named_build = source.build is not None
         if (
@@ -95,32 +141,30 @@ def mirror_commits(
             return None
         if not commits:
             return None
+        items = [c.sha for c in commits[:-1]]
+        say(f"commit step: {len(commits)} commit(s) of {distribution} between {old} and {new}")
         base = inspect_base(runner.base().python, distribution)
-        probe = source.revision_runner(
-            manifest,
-            base,
-            cache=runner.cache,
-            work_dir=runner.work_dir,
-            lane=bisection_lane(runner.lane.name),
-            on_record=_recorder(runner),
-        )
+        cache = runner.cache.directory if runner.cache is not None else None
+        job = BisectJob(manifest.id, cache=cache, work_dir=runner.work_dir, lane=runner.lane.name)
+        probe = source.revision_runner(manifest, base, job, on_record=_recorder(runner), say=say)
+        # at most this many conclusive runs (locate_edge's bound)
+        expected = math.ceil(math.log2(len(items) + 1))
         try:
             found = locate_edge(
-                [c.sha for c in commits[:-1]],
-                probe,
+                items,
+                _Announced(probe, distribution, expected, say),
                 kind=EdgeKind.INTRODUCED,
                 before=old_sha,
                 after=commits[-1].sha,
-                stop=stop,
+                progress=stopping(stop) if stop is not None else None,
             )
         finally:
             probe.close()
-        if found.edge.state != EdgeState.FOUND:
-            return None
         named = next((c for c in commits if c.sha == found.edge.after), None)
-        if named is None:
+        if found.edge.state != EdgeState.FOUND or named is None:
+            say(f"no first broken commit of {distribution}: {found.edge.describe()}")
             return None
         pr = f"#{named.pull}" if named.pull is not None else None
-        return FirstCommit(named.sha, pr, found.edge.before)
+        return FirstCommit(named.sha, pr, found.edge.before, runs=found.runs)
 
     return search

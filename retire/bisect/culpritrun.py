@@ -7,7 +7,9 @@ sees the base's packages behind its own, with exactly the moved packages install
 the search's mode and is recorded like any bisection run (lane ``bisect:<lane>``). Conclusive
 answers are kept in the bisection cache (:class:`retire.bisect.cache.ResultCache`), keyed by the
 reproducer, the old lock and the move: a search stopped by its budget resumes there next time
-and never runs a decided candidate again.
+and never runs a decided candidate again. An unknown answer (a crash, a time-out, a skip, an
+overlay that could not be installed) is not kept there — the next search asks again, as the
+bisection does — and one search asks each candidate once (:mod:`retire.bisect.culprit`).
 
 :func:`search_culprit` ties it together with :func:`retire.bisect.culprit.find_culprit`.
 """
@@ -119,14 +121,17 @@ class CulpritRunner:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         folder = Path(tempfile.mkdtemp(prefix="culprit-", dir=self.work_dir))
         try:
+            # said as it starts: an overlay install and a reproducer run take seconds each
+            self.say(f"{self.manifest.id} {self.mode} shim on {label(move)}")
             try:
                 python = self._overlay(folder, move) if move else self.base().python
             except PatchlaneError as exc:
+                # no reproducer ran: unknown (never clean), said as such
+                self.say(f"{label(move)} could not be installed: {str(exc).splitlines()[0]}")
                 return CandidateRun(
                     label(move), UNKNOWN, ENV_FAILED, str(exc), time.monotonic() - began
                 )
             self.runs += 1
-            self.say(f"{self.manifest.id} {self.mode} shim on {label(move)}")
             record = self._reproduce(python)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
@@ -225,4 +230,5 @@ def search_culprit(
         releases=_releases(runner.lane),
         commits=commits,
         stop=meter.stop,
+        say=runner.say,
     )

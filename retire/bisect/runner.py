@@ -4,6 +4,8 @@ Per candidate, a throwaway venv sees a base interpreter's packages and has only 
 distribution changed to the candidate version (``uv pip install --no-deps``). What the run
 printed becomes a :class:`~retire.bisect.search.CandidateRun` for the search and, like any
 reproducer run, a :class:`~retire.evidence.validation.ValidationRecord` handed to ``on_record``.
+The runner is built from the bisection's :class:`~retire.bisect.job.BisectJob` (its index, cache,
+timeout, isolation, lane) and is a :class:`~retire.bisect.prober.Prober` of width 1.
 
 Under launcher isolation (the default when the reproducer declares ``preload``) the base
 interpreter imports the preloads once, and each candidate's run is a fork of it whose
@@ -36,6 +38,8 @@ from typing import TYPE_CHECKING
 from packaging.utils import canonicalize_name
 
 from retire.bisect.cache import ResultCache, reproducer_hash
+from retire.bisect.job import BisectJob
+from retire.bisect.prober import OneAtATime
 from retire.bisect.search import (
     BROKEN,
     ENV_FAILED,
@@ -49,7 +53,6 @@ from retire.bisect.search import (
 from retire.core.errors import PatchlaneError
 from retire.evidence.validation import Mode, RunOutcome, ValidationRecord
 from retire.locks.failures import UNREACHABLE_MARKERS
-from retire.probes.records import BISECT_LANE
 from retire.runs import envs
 from retire.runs.isolation import Isolation
 from shims.model import ShimManifest
@@ -139,41 +142,36 @@ def base_fingerprint(
     return "sha256:" + hashlib.sha256(blob.encode()).hexdigest()
 
 
-class OverlayRunner:
+class OverlayRunner(OneAtATime):
     """Runs a shim's reproducer ``--mode without`` against one candidate release.
 
     Per candidate: a throwaway venv of the base's interpreter whose ``.pth`` adds the base's
     site folders *after* its own (so a venv base works too, and the candidate wins), then
     ``uv pip install --no-deps <dist>==<version>`` — only that one distribution changes.
-    ``lane`` names the runs in their records (``bisect``, ``bisect:<lane>`` on a lane's env).
+    ``job`` says where from (its index), how (its timeout, isolation, env) and under which lane
+    the runs are recorded (``bisect``, ``bisect:<lane>`` on a lane's env); ``on_record`` takes
+    each fresh run's record, ``say`` the runner's notes.
     """
 
     def __init__(
         self,
         manifest: ShimManifest,
         base: BaseEnv,
+        job: BisectJob,
         *,
-        index_url: str | None = None,
-        cache: ResultCache | None = None,
-        work_dir: str | os.PathLike[str] | None = None,
-        timeout: float | None = None,
-        env: Mapping[str, str] | None = None,
-        lane: str = BISECT_LANE,
-        lock_digest: str | None = None,
         on_record: Callable[[ValidationRecord], None] | None = None,
-        isolation: str | None = None,
         say: Callable[[str], None] | None = None,
     ) -> None:
         self.manifest = manifest
         self.base = base
         self.distribution = manifest.target.distribution
-        self.index_url = index_url
-        self.cache = cache
-        self.work_dir = Path(work_dir) if work_dir else None
-        self.timeout = timeout
-        self.env = env
-        self.lane = lane
-        self.lock_digest = lock_digest
+        self.index_url = job.index
+        self.cache = ResultCache(job.cache) if job.cache is not None else None
+        self.work_dir = Path(job.work_dir) if job.work_dir else None
+        self.timeout = job.timeout
+        self.env = job.env
+        self.lane = job.record_lane
+        self.lock_digest = job.lock_digest
         self.on_record = on_record
         # reproducer runs actually made
         self.runs = 0
@@ -182,10 +180,8 @@ class OverlayRunner:
         #: What the base launcher imports once: the reproducer's preloads, less the target's own
         #: package.
         self.preload = tuple(m for m in manifest.reproducer.preload if m.split(".")[0] != top)
-        self.isolation = (
-            Isolation(isolation)
-            if isolation
-            else (Isolation.LAUNCHER if self.preload else Isolation.PROCESS)
+        self.isolation = job.isolation or (
+            Isolation.LAUNCHER if self.preload else Isolation.PROCESS
         )
         # started at the first fresh run, so a cached bisection starts nothing
         self.launcher: Launcher | None = None
@@ -201,13 +197,14 @@ class OverlayRunner:
             self.manifest.id, self._repro_hash, self.distribution, version, self.base.fingerprint
         )
 
-    def cached(self, version: str) -> CandidateRun | None:
+    def cached(self, version: str, /) -> CandidateRun | None:
         """What the cache already knows of ``version`` (no run), or None."""
         if self.cache is None or (hit := self.cache.get(self._key(version))) is None:
             return None
         return replace(hit, cached=True, version=version)
 
-    def __call__(self, version: str) -> CandidateRun:
+    def run(self, version: str, /) -> CandidateRun:
+        """The reproducer's run on ``version`` (the cache's answer when it has one)."""
         if (hit := self.cached(version)) is not None:
             return hit
         run = self._run(version)
@@ -239,13 +236,9 @@ class OverlayRunner:
             try:
                 python = self.build_overlay(folder, version)
             except PatchlaneError as exc:
-                return CandidateRun(
-                    version,
-                    _build_failure_state(exc),
-                    ENV_FAILED,
-                    str(exc),
-                    round(time.monotonic() - began, 3),
-                )
+                state, detail = self.not_built(exc, version)
+                seconds = round(time.monotonic() - began, 3)
+                return CandidateRun(version, state, ENV_FAILED, detail, seconds)
             self.runs += 1
             launcher = self._launcher()
             if launcher is not None:
@@ -273,6 +266,13 @@ class OverlayRunner:
         if self.on_record is not None:
             self.on_record(record)
         return self.read(record, version)
+
+    def not_built(self, exc: PatchlaneError, version: str) -> tuple[State, str]:
+        """How ``version`` reads when its overlay could not be made (no reproducer ran), and why:
+        a release uv cannot install here (no file for this interpreter, none at all) is not
+        applicable; an index that could not be reached, or a venv that could not be made, is
+        unknown."""
+        return _build_failure_state(exc), str(exc)
 
     def read(self, record: ValidationRecord, version: str) -> CandidateRun:
         """How the run on ``version`` reads for the search."""
@@ -372,8 +372,7 @@ class _InstallFailed(envs.BuildError):
 
 
 def _build_failure_state(exc: PatchlaneError) -> State:
-    """A release uv cannot install here (no file for this interpreter, none at all) is not
-    applicable; an index that could not be reached, or a venv that could not be made, is unknown."""
+    """:meth:`OverlayRunner.not_built`'s state."""
     if not isinstance(exc, _InstallFailed):
         return UNKNOWN
     return (

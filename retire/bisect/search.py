@@ -3,8 +3,9 @@
 A candidate is *broken* (its reproducer prints BUG_REPRODUCED without the shim), *fixed*
 (FIX_VALIDATED or MEMORY_SAVE_VERIFIED), *not applicable* (the reproducer cannot run against
 it: it skipped, the API it tests cannot be imported, no installable file for this interpreter)
-or *unknown* (it crashed or timed out). The search asks a ``probe`` callable for states and never
-does I/O itself (:mod:`retire.bisect.runner` runs them).
+or *unknown* (it crashed or timed out). The search asks a prober
+(:class:`retire.bisect.prober.Prober`) for states and never does I/O itself
+(:mod:`retire.bisect.runner` runs them).
 
 The bug is assumed monotonic: broken up to some release, fixed from then on. What a floor
 rests on is checked, never assumed: the newest applicable candidate must be fixed (else *no
@@ -14,14 +15,14 @@ the oldest candidate (or a release below it) is broken, that is the lower bound 
 starts from. So for ``n`` candidates the search asks at most ``ceil(log2 n) + 1`` conclusive
 runs: the newest end, then a binary search over ``n`` possible boundaries.
 
-With ``width`` above 1 (candidates that may run at once, ``patchlane bisect -j``) each round of
-the search runs up to ``width`` untested candidates together through a batch probe, the points
+With a prober of ``width`` above 1 (candidates that may run at once, ``patchlane bisect -j``)
+each round of the search runs up to ``width`` untested candidates together, the points
 that split the open interval into ``width + 1`` equal parts (above not-applicable walls first, as
 one at a time), then narrows to the highest broken and the lowest fixed above it — a round that
 is not monotone resolves toward the newest transition, as one run at a time would. That takes
 about ``log(n) / log(width + 1)`` rounds instead of ``log2 n``. A round never starts more runs
-than ``room`` (a budget's runs left) or the tolerances for unknowns allow. Width 1 is the binary
-search above, run for run.
+than the budget has left (:meth:`retire.bisect.prober.Progress.room`) or the tolerances for
+unknowns allow. Width 1 is the binary search above, run for run.
 
 Not applicable candidates are stepped over: they count neither as broken nor as fixed, nor
 against the tolerance for unknowns (they have their own, larger one). Old releases that lack
@@ -32,10 +33,12 @@ from __future__ import annotations
 
 import enum
 import itertools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from packaging.version import InvalidVersion, Version
+
+from retire.bisect.prober import Prober, Progress
 
 __all__ = [
     "BROKEN",
@@ -55,9 +58,6 @@ __all__ = [
     "select_candidates",
     "split_points",
 ]
-
-#: A batch probe: the runs of several candidates, made at once, in the order asked.
-BatchProbe = Callable[[Sequence[str]], Sequence["CandidateRun"]]
 
 
 class State(enum.StrEnum):
@@ -222,32 +222,39 @@ class SearchOutcome:
 @dataclass
 class _Search:
     versions: Sequence[str]
-    probe: Callable[[str], CandidateRun]
-    known: Mapping[str, CandidateRun]
+    prober: Prober
     limits: Limits
-    on_run: Callable[[CandidateRun], None] | None = None
-    # a budget the caller keeps: why no further run may be asked, or None
-    stop: Callable[[], str | None] | None = None
+    # hears every run consulted; its meter is the budget the caller keeps
+    progress: Progress
+    # answers at hand (the prober's cache), consulted for free
+    known: Mapping[str, CandidateRun] = field(default_factory=dict)
     states: dict[int, CandidateRun] = field(default_factory=dict)
     order: list[CandidateRun] = field(default_factory=list)
-    # why ``stop`` refused a run the search wanted
+    # why the budget refused a run the search wanted
     halted: str | None = None
-    # how many candidates one round may run at once, and what runs such a round
-    width: int = 1
-    probe_many: BatchProbe | None = None
-    # how many more fresh runs a budget allows (None: it does not count runs)
-    room: Callable[[], int | None] | None = None
+
+    @classmethod
+    def over(
+        cls, versions: Sequence[str], prober: Prober, limits: Limits, progress: Progress | None
+    ) -> _Search:
+        """A search of ``versions`` through ``prober``, with what its cache knows of them."""
+        known = {v: hit for v in versions if (hit := prober.cached(v)) is not None}
+        return cls(versions, prober, limits, progress or Progress(), known)
+
+    @property
+    def width(self) -> int:
+        """How many candidates one round may run at once."""
+        return self.prober.width
 
     def ask(self, i: int) -> CandidateRun:
-        run = self.known.get(self.versions[i]) or self.probe(self.versions[i])
+        run = self.known.get(self.versions[i]) or self.prober.run(self.versions[i])
         self._took(i, run)
         return run
 
     def _took(self, i: int, run: CandidateRun) -> None:
         self.states[i] = run
         self.order.append(run)
-        if self.on_run is not None:
-            self.on_run(run)
+        self.progress.consulted(run)
 
     def ask_round(self, indices: Sequence[int]) -> list[CandidateRun]:
         """One round: the candidates at ``indices`` run at once (one alone is :meth:`ask`);
@@ -258,18 +265,25 @@ class _Search:
         got = {i: run for i in indices if (run := self.known.get(self.versions[i])) is not None}
         fresh = [i for i in indices if i not in got]
         items = [self.versions[i] for i in fresh]
-        runs = self.probe_many(items) if self.probe_many and items else map(self.probe, items)
+        runs = self.prober.run_round(items) if items else []
         got.update(zip(fresh, runs, strict=True))
         for i in indices:
             self._took(i, got[i])
         return [got[i] for i in indices]
+
+    def stop(self) -> str | None:
+        """Why the next run may not start (remembered in ``halted``), or None: nothing can run
+        on the prober any more, or the budget is spent."""
+        if (spent := self.prober.blocked or self.progress.stop()) is not None:
+            self.halted = spent
+        return spent
 
     def round_size(self, unknown_left: int) -> int:
         """How many fresh runs the next round may start: ``width``, less than neither what the
         budget has left nor what the tolerances for unknowns (``unknown_left``) and not
         applicable candidates could still absorb; at least one (:meth:`exhausted` and ``stop``
         say when none may start)."""
-        left = self.room() if self.room is not None else None
+        left = self.progress.room()
         na_left = self.limits.max_not_applicable - self.fresh(NOT_APPLICABLE)
         caps = [self.width, unknown_left, na_left, *([left] if left is not None else [])]
         return max(1, min(caps))
@@ -279,8 +293,7 @@ class _Search:
 
     def exhausted(self) -> str | None:
         """Why no further run may be asked, or None."""
-        if self.stop is not None and (spent := self.stop()) is not None:
-            self.halted = spent
+        if (spent := self.stop()) is not None:
             return spent
         if self.fresh(UNKNOWN) >= self.limits.max_unknown:
             return f"{self.fresh(UNKNOWN)} candidate(s) could not be told ({self._listed(UNKNOWN)})"
@@ -373,29 +386,22 @@ def narrow(
 
 def find_boundary(
     versions: Sequence[str],
-    probe: Callable[[str], CandidateRun],
+    prober: Prober,
     *,
-    known: Mapping[str, CandidateRun] | None = None,
     known_broken: str | None = None,
     limits: Limits = Limits(),
-    on_run: Callable[[CandidateRun], None] | None = None,
-    stop: Callable[[], str | None] | None = None,
-    width: int = 1,
-    probe_many: BatchProbe | None = None,
-    room: Callable[[], int | None] | None = None,
+    progress: Progress | None = None,
 ) -> SearchOutcome:
     """Binary-search ascending ``versions`` for the broken → fixed boundary.
 
-    ``known``: results already at hand (a cache), consulted for free. ``known_broken``: a release
-    that evidence recorded elsewhere shows broken, ``versions[0]`` or older than all of them: the
-    lower bound the search starts from. ``on_run`` sees every result as it is consulted.
-    ``stop``: asked before each run or round (a budget the caller keeps); a reason ends the search
-    there, with what it found so far. ``width``: how many candidates a round may run at once,
-    through ``probe_many`` (else ``probe``, one after another); ``room``: how many fresh runs the
-    budget has left, so that no round starts more.
+    ``prober`` runs the candidates (what its cache knows is consulted for free), up to its
+    ``width`` at once a round. ``known_broken``: a release that evidence recorded elsewhere shows
+    broken, ``versions[0]`` or older than all of them: the lower bound the search starts from.
+    ``progress`` hears every result as it is consulted, and its budget is asked before each run or
+    round (a reason ends the search there, with what it found so far) and how many runs a round
+    may start.
     """
-    s = _Search(versions, probe, dict(known or {}), limits, on_run, stop)
-    s.width, s.probe_many, s.room = width, probe_many, room
+    s = _Search.over(versions, prober, limits, progress)
     if not versions:
         return _end(s, Status.NO_TRANSITION, "no candidate releases")
     hi = s.newest_end()

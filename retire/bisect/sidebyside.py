@@ -2,8 +2,9 @@
 once, each on a runner of its own and, for a reproducer that needs GPUs, on GPUs of its own.
 
 The search (:mod:`retire.bisect.search`, :mod:`retire.bisect.window`) asks for a round through
-:meth:`SideBySide.many` and stays pure; here each candidate of the round runs on a thread with a
-runner nobody else uses at that moment (an :class:`~retire.bisect.runner.OverlayRunner` or a
+:meth:`SideBySide.run_round` (a :class:`~retire.bisect.prober.Prober` of width N) and stays pure;
+here each candidate of the round runs on a thread with a runner nobody else uses at that moment
+(an :class:`~retire.bisect.runner.OverlayRunner` or a
 :class:`~retire.bisect.revision.RevisionRunner`: its own overlay folder, its own launcher), so no
 runner state is shared between threads. A reproducer that declares ``gpus = n`` holds ``n`` of the
 host's GPUs from the host-wide leases (:class:`retire.runs.packing.GpuPool`) while its candidate
@@ -18,8 +19,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Protocol
 
+from retire.bisect.prober import Prober
 from retire.bisect.search import CandidateRun
 from retire.core import childenv
 from retire.runs.gpus import Gpu, discover
@@ -28,16 +29,6 @@ from retire.runs.reaper import REAPER
 from shims.gpuneeds import GpuNeeds
 
 __all__ = ["SideBySide", "serialized", "width_for"]
-
-
-class Runner(Protocol):
-    """What a candidate runner offers: a run of one item, what its cache knows, and a close."""
-
-    def __call__(self, item: str, /) -> CandidateRun: ...
-
-    def cached(self, item: str, /) -> CandidateRun | None: ...
-
-    def close(self) -> None: ...
 
 
 def width_for(needs: GpuNeeds, jobs: int, gpus: Sequence[Gpu]) -> int:
@@ -64,13 +55,13 @@ def serialized(say: Callable[[str], None] | None) -> Callable[[str], None] | Non
 
 
 class SideBySide:
-    """Runs rounds of candidates at once: :meth:`many` is the search's batch probe, ``width`` how
-    many it may ask for together. ``make`` builds one runner (a runner per candidate running at
-    the same time, reused by later rounds); ``needs``: the reproducer's GPUs."""
+    """Runs rounds of candidates at once: :meth:`run_round` runs up to ``width`` together.
+    ``make`` builds one runner (a runner per candidate running at the same time, kept and reused
+    by later rounds); ``needs``: the reproducer's GPUs."""
 
     def __init__(
         self,
-        make: Callable[[], Runner],
+        make: Callable[[], Prober],
         jobs: int,
         needs: GpuNeeds | None = None,
         *,
@@ -88,17 +79,17 @@ class SideBySide:
         self._make = make
         self._lock = threading.Lock()
         first = make()
-        self._idle: list[Runner] = [first]
-        self._made: list[Runner] = [first]
+        self._idle: list[Prober] = [first]
+        self._made: list[Prober] = [first]
 
-    def cached(self, item: str) -> CandidateRun | None:
+    def cached(self, item: str, /) -> CandidateRun | None:
         """What the runners' cache knows of ``item`` (they share one)."""
         return self._made[0].cached(item)
 
-    def __call__(self, item: str) -> CandidateRun:
+    def run(self, item: str, /) -> CandidateRun:
         return self._one(item)
 
-    def many(self, items: Sequence[str]) -> list[CandidateRun]:
+    def run_round(self, items: Sequence[str], /) -> list[CandidateRun]:
         """The runs of ``items``, all at once, in the order given."""
         if len(items) <= 1:
             return [self._one(item) for item in items]
@@ -119,6 +110,11 @@ class SideBySide:
                 REAPER.resume()
 
     @property
+    def blocked(self) -> str | None:
+        """Why none of the runners can run a candidate any more (the first to say), or None."""
+        return next((why for runner in self._made if (why := runner.blocked) is not None), None)
+
+    @property
     def runs(self) -> int:
         """Reproducer runs made by all the runners."""
         return sum(getattr(runner, "runs", 0) for runner in self._made)
@@ -127,17 +123,17 @@ class SideBySide:
         runner = self._take()
         try:
             if self.pool is None:
-                return runner(item)
+                return runner.run(item)
             with self.pool.hold(self.needs, REAPER.check) as given:
                 ids = ",".join(gpu.id for gpu in given)
                 self.say(f"{_label(item)} on GPUs {', '.join(str(gpu) for gpu in given)}")
                 with childenv.visible_devices(ids):
-                    return runner(item)
+                    return runner.run(item)
         finally:
             with self._lock:
                 self._idle.append(runner)
 
-    def _take(self) -> Runner:
+    def _take(self) -> Prober:
         with self._lock:
             if self._idle:
                 return self._idle.pop()

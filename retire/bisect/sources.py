@@ -1,25 +1,43 @@
-"""Where a shim's target is built from source: the mirror of its repository, found as the
-verdicts find it — a lane's ``[lane.revisions]`` entry for the target (with its subdirectory),
-else a repository the shim's links name — and opened if this host has it; with the command that
-builds the target's wheel when the shim names one (``[target] build``) or, failing that, a lane's
-revision of the target does (``[lane.revisions]`` ``build``)."""
+"""Where a shim's target is built from source: the mirror of its repository, found by the one
+resolver of a distribution's repository (:mod:`retire.mirrors.resolve`: a lane's
+``[lane.revisions]`` entry for the target, with its subdirectory, else a repository the shim's
+links name, else the mirror the package's own metadata URLs or its name and release tags match)
+and opened if this host has it; with the command that builds the target's wheel when the shim
+names one (``[target] build``) or, failing that, a lane's revision of the target does
+(``[lane.revisions]`` ``build``). The source says how its mirror was found
+(:attr:`Source.says`), for every command to print."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
 from retire.bisect.transitions import Source
 from retire.core.project import Project
+from retire.evidence.coremetadata import MetadataUrl
 from retire.evidence.values import ProbeFailure
-from retire.mirrors.config import project_mirrors
+from retire.mirrors.config import repository_key
 from retire.mirrors.repo import MirrorRepo, open_mirror
-from retire.probes.links import parse_link
-from shims.model import PrReleased, ShimManifest
+from retire.mirrors.resolve import Unresolved, project_repository
+from shims.model import ShimManifest
 from shims.wheelbuild import WheelBuild
 
-__all__ = ["project_source"]
+__all__ = ["index_source", "metadata_on_index", "project_source"]
+
+
+def metadata_on_index(index_url: str, distribution: str) -> tuple[MetadataUrl, ...]:
+    """The URLs the metadata of ``distribution``'s newest wheel on ``index_url`` names (its PEP
+    691 page and the PEP 658 file beside the wheel; none where the index serves neither)."""
+    from retire.probes.coremeta import index_metadata
+    from retire.probes.http import Fetcher, make_client
+
+    client = make_client()
+    try:
+        return index_metadata(Fetcher(client), index_url, distribution)
+    finally:
+        client.close()
 
 
 def _branch(repo: MirrorRepo, names: list[str]) -> str | None:
@@ -32,47 +50,61 @@ def _branch(repo: MirrorRepo, names: list[str]) -> str | None:
 
 
 def project_source(
-    project: Project, manifest: ShimManifest, *, folder: Path | None = None
+    project: Project,
+    manifest: ShimManifest,
+    *,
+    folder: Path | None = None,
+    metadata: Callable[[], Sequence[MetadataUrl]] = tuple,
+    versions: Sequence[str] = (),
 ) -> Source:
-    """The mirror ``manifest``'s target is built from on this host, or why there is none."""
+    """The mirror ``manifest``'s target is built from on this host, or why there is none;
+    ``metadata`` (the target's metadata URLs, asked only when no lane revision or link names a
+    mirror) and ``versions`` (its releases) let the resolver match a declared mirror by them."""
     from retire.lanes import lanefile
 
+    found = project_repository(
+        project, manifest, folder=folder, metadata=metadata, versions=versions
+    )
+    if isinstance(found, Unresolved):
+        return Source(None, why=found.why)
+    opened = open_mirror(found.mirror, project.mirror_cache)
+    if isinstance(opened, ProbeFailure):
+        return Source(None, why=opened.reason, says=found.says)
     target = canonicalize_name(manifest.target.distribution)
-    named: dict[str, str | None] = {}
-    revs: list[str] = []
-    builds: dict[str, WheelBuild] = {}
     lanes = lanefile.project_lanes(project) if project.lanes_dir.is_dir() else ()
+    revs: list[str] = []
+    builds: dict[tuple[str, str] | None, WheelBuild] = {}
     for lane in lanes:
         for revision in lane.revisions:
             if revision.distribution == target:
-                named.setdefault(revision.repository, revision.subdirectory)
                 revs.append(revision.rev)
                 if revision.build is not None:
-                    builds.setdefault(revision.repository, revision.build)
-    urls = [link.url for link in manifest.upstream.links]
-    urls += [c.url for c in manifest.retirement.conditions if isinstance(c, PrReleased) and c.url]
-    for url in urls:
-        if (ref := parse_link(url)) is not None:
-            named.setdefault(ref.repository, None)
-    if not named:
-        return Source(None, why=f"no repository of {target} is named (a lane revision or a link)")
-    mirrors = project_mirrors(project, folder)
-    for repository, subdirectory in named.items():
-        mirror = mirrors.for_repository(repository)
-        if mirror is None:
-            continue
-        opened = open_mirror(mirror)
-        if isinstance(opened, ProbeFailure):
-            return Source(None, why=opened.reason)
-        return Source(
-            opened,
-            subdirectory,
-            branch=_branch(opened, [*revs, *mirror.branches]),
-            # the shim's own build, else the one a lane's revision of the target names
-            build=manifest.target.build or builds.get(repository),
-        )
+                    builds.setdefault(repository_key(revision.repository), revision.build)
     return Source(
-        None,
-        why=f"{', '.join(named)} is not mirrored on this host (patchlane.toml "
-        "[[mirrors.repository]], then `patchlane mirrors sync`)",
+        opened,
+        found.subdirectory,
+        branch=_branch(opened, [*revs, *found.mirror.branches]),
+        # the shim's own build, else the one a lane's revision of the target names
+        build=manifest.target.build or builds.get(repository_key(found.mirror.repository)),
+        says=found.says,
+    )
+
+
+def index_source(
+    project: Project,
+    manifest: ShimManifest,
+    index_url: str,
+    versions: Sequence[str],
+    *,
+    folder: Path | None = None,
+) -> Source:
+    """:func:`project_source` for a bisection over ``versions`` on ``index_url``: the target's
+    metadata read beside its newest wheel there, when no lane revision or link names a mirror."""
+    distribution = manifest.target.distribution
+    return project_source(
+        project,
+        manifest,
+        folder=folder,
+        metadata=lambda: metadata_on_index(index_url, distribution),
+        versions=versions,
     )

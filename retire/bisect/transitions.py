@@ -17,20 +17,18 @@ in the host stamp), and answers are cached, as for :func:`retire.bisect.bisect`.
 
 from __future__ import annotations
 
-import functools
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
-from retire.bisect.bisection import DEFAULT_OPTIONS, _Journal
-from retire.bisect.cache import ResultCache
-from retire.bisect.options import BisectOptions
+from retire.bisect.bisection import _Journal
+from retire.bisect.job import BisectJob
+from retire.bisect.prober import Prober, Progress
 from retire.bisect.revision import RevisionRunner
 from retire.bisect.runner import BaseEnv, OverlayRunner, inspect_base
-from retire.bisect.search import ENV_FAILED, FIXED, CandidateRun, Limits, normal
+from retire.bisect.search import ENV_FAILED, FIXED, CandidateRun, normal
 from retire.bisect.sidebyside import SideBySide, serialized
-from retire.bisect.window import DEFAULT_SAMPLE, locate_edge, locate_window
+from retire.bisect.window import EdgeSearch, locate_edge, locate_window
 from retire.bisect.windowresult import BRANCH, WindowResult
 from retire.core.git import GitError
 from retire.evidence.validation import ValidationRecord
@@ -42,8 +40,6 @@ from shims.model import ShimManifest
 from shims.wheelbuild import WheelBuild
 
 __all__ = ["Source", "bisect_window"]
-
-Probe = Callable[[str], CandidateRun]
 
 
 @dataclass(frozen=True)
@@ -59,102 +55,95 @@ class Source:
     # the command that builds the target's wheel from a checkout (a shim's ``[target] build``,
     # else a lane revision's ``build``): compiled sources no longer stop the search
     build: WheelBuild | None = None
+    # how the mirror was found, in words (retire.mirrors.resolve: "mirror of X: declared in …")
+    says: str = ""
 
     def revision_runner(
-        self, manifest: ShimManifest, base: BaseEnv, **options: Any
+        self,
+        manifest: ShimManifest,
+        base: BaseEnv,
+        job: BisectJob,
+        *,
+        on_record: Callable[[ValidationRecord], None] | None = None,
+        say: Callable[[str], None] | None = None,
     ) -> RevisionRunner:
         """The runner of ``manifest``'s reproducer against the target built from this mirror at
-        a commit (``options``: :class:`~retire.bisect.runner.OverlayRunner`'s)."""
+        a commit, as ``job`` says (its cache, lane, timeout)."""
         if self.repo is None:
             raise ValueError(f"no mirror to build commits from: {self.why}")
         return RevisionRunner(
             manifest,
             base,
+            job,
             mirror=self.repo.mirror.path,
             repository=self.repo.mirror.repository,
             subdirectory=self.subdirectory,
             build=self.build,
-            **options,
+            on_record=on_record,
+            say=say,
         )
 
 
 @dataclass
-class _Probes:
-    """The release and commit runners of one window bisection, and the count of steps."""
+class _Probers:
+    """The release and commit probers of one window bisection, and its progress."""
 
-    release: Probe
-    commit: Probe | None
-    on_step: Callable[[int, CandidateRun], None] | None
-    # the fresh runs a budget has left (no round starts more)
-    room: Callable[[], int | None] | None = None
-    steps: int = 0
-
-    def consulted(self, run: CandidateRun) -> None:
-        self.steps += 1
-        if self.on_step is not None:
-            self.on_step(self.steps, run)
+    release: Prober
+    commit: Prober | None
+    progress: Progress
 
     def close(self) -> None:
-        for runner in (self.release, self.commit):
-            close = getattr(runner, "close", None)
-            if callable(close):
-                close()
+        for prober in (self.release, self.commit):
+            if prober is not None:
+                prober.close()
 
 
 def bisect_window(
     manifest: ShimManifest,
     versions: Iterable[str],
-    options: BisectOptions = DEFAULT_OPTIONS,
+    job: BisectJob,
     *,
     source: Source | None = None,
-    sample: int = DEFAULT_SAMPLE,
-    runner: Probe | None = None,
-    commit_runner: Probe | None = None,
-    on_step: Callable[[int, CandidateRun], None] | None = None,
-    on_note: Callable[[str], None] | None = None,
-    stop: Callable[[], str | None] | None = None,
-    room: Callable[[], int | None] | None = None,
+    prober: Prober | None = None,
+    progress: Progress | None = None,
 ) -> WindowResult:
-    """The window of ``manifest``'s bug on its target's ``versions`` inside ``options.bounds``
+    """The window of ``manifest``'s bug on its target's ``versions`` inside ``job.bounds``
     (the evidence's release, ``bounds.known_broken``, is the broken release the search starts
-    from; without one it looks for one, trying at most ``sample`` older releases), continued into
-    ``source``'s commits where an edge lies between two adjacent releases, and on its branch when
-    the newest release is still broken. ``runner`` / ``commit_runner`` replace the overlay
-    runners (callables version or commit → CandidateRun), for callers that test somewhere else;
-    with ``options.jobs`` above 1 each round runs that many candidates at once
-    (:mod:`retire.bisect.sidebyside`), no more than ``room`` (the fresh runs a budget has left);
-    the rest is :func:`retire.bisect.bisect`'s."""
+    from; without one it looks for one, trying at most ``job.sample`` older releases), continued
+    into ``source``'s commits where an edge lies between two adjacent releases, and on its branch
+    when the newest release is still broken. ``prober`` replaces the release runner (and then no
+    commit is searched), for callers that test somewhere else; with ``job.width`` above 1 each
+    round runs that many candidates at once (:mod:`retire.bisect.sidebyside`), no more than the
+    budget of ``progress`` has left; the rest is :func:`retire.bisect.bisect`'s."""
     began = time.monotonic()
-    o, bounds = options, options.bounds
-    candidates = o.candidates(versions)
-    journal = _Journal(o.record_to) if o.record_to is not None else None
+    bounds, progress = job.bounds, progress or Progress()
+    candidates = job.candidates(versions)
+    journal = _Journal(job.records) if job.records is not None else None
     fingerprint = ""
-    if runner is None:
-        base = inspect_base(o.base_python, manifest.target.distribution)
+    commit = None
+    if prober is None:
+        base = inspect_base(job.base_python, manifest.target.distribution)
         fingerprint = base.fingerprint
-        on_record = journal.append if journal is not None else None
-        runner, made = _runners(manifest, base, source, o, on_record, on_note)
-        commit_runner = commit_runner or made
-    probes = _Probes(runner, commit_runner, on_step, room)
+        prober, commit = _probers(manifest, base, source, job, journal, progress)
+    probers = _Probers(prober, commit, progress)
     try:
-        known_broken = _in(candidates.versions, bounds.known_broken)
         found = locate_window(
             candidates.versions,
-            runner,
-            **_searching(runner, candidates.versions, o.limits, probes, stop),
-            known_broken=known_broken,
-            sample=sample,
+            prober,
+            known_broken=_in(candidates.versions, bounds.known_broken),
+            limits=job.limits,
+            sample=job.sample,
+            progress=progress,
         )
-        searched, stops = _commit_edges(
-            found.window.fixed, found.window.introduced, source, probes, o.limits, stop
-        )
+        window = found.window
+        searched, stops = _commit_edges(window.fixed, window.introduced, source, probers, job)
     finally:
-        probes.close()
+        probers.close()
     commit_runs = {key: runs for key, (_, runs) in searched.items()}
     return WindowResult(
         manifest.id,
         manifest.target.distribution,
-        _extended(found.window, searched, found.runs, commit_runs, source),
+        _extended(window, searched, found.runs, commit_runs, source),
         candidates,
         found.runs,
         commit_runs,
@@ -167,44 +156,33 @@ def bisect_window(
     )
 
 
-def _runners(
+def _probers(
     manifest: ShimManifest,
     base: BaseEnv,
     source: Source | None,
-    o: BisectOptions,
-    on_record: Callable[[ValidationRecord], None] | None,
-    on_note: Callable[[str], None] | None,
-) -> tuple[Probe, Probe | None]:
+    job: BisectJob,
+    journal: _Journal | None,
+    progress: Progress,
+) -> tuple[Prober, Prober | None]:
     """The release runner, and the commit runner where there is a mirror to build from; with
-    ``o.jobs`` above 1, each runs rounds of candidates side by side."""
-    if o.jobs > 1:
-        on_note = serialized(on_note)
-    options: dict[str, Any] = {
-        "index_url": o.index_url,
-        "work_dir": o.work_dir,
-        "timeout": o.timeout,
-        "env": o.env,
-        "cache": ResultCache(o.cache_dir) if o.cache_dir is not None else None,
-        "lane": o.lane,
-        "lock_digest": o.lock_digest,
-        "on_record": on_record,
-        "isolation": o.isolation,
-        "say": on_note,
-    }
+    ``job.width`` above 1, each runs rounds of candidates side by side."""
+    say = serialized(progress.note) if job.width > 1 else progress.note
+    on_record = journal.append if journal is not None else None
 
-    releases = functools.partial(OverlayRunner, manifest, base, **options)
-    commits = None
-    if source is not None and source.repo is not None:
-        commits = functools.partial(source.revision_runner, manifest, base, **options)
-    if o.jobs <= 1:
-        return releases(), commits() if commits is not None else None
+    def releases() -> Prober:
+        return OverlayRunner(manifest, base, job, on_record=on_record, say=say)
+
+    def commits() -> Prober:
+        assert source is not None
+        return source.revision_runner(manifest, base, job, on_record=on_record, say=say)
+
+    mirrored = source is not None and source.repo is not None
+    if job.width <= 1:
+        return releases(), commits() if mirrored else None
     needs = manifest.reproducer.gpu_needs
-    side = SideBySide(releases, o.jobs, needs, say=on_note)
-    if on_note is not None:
-        on_note(f"candidates: up to {side.width} at once" + _on_gpus(side))
-    if commits is None:
-        return side, None
-    return side, SideBySide(commits, o.jobs, needs, say=on_note)
+    side = SideBySide(releases, job.width, needs, say=say)
+    progress.note(f"candidates: up to {side.width} at once" + _on_gpus(side))
+    return side, SideBySide(commits, job.width, needs, say=say) if mirrored else None
 
 
 def _on_gpus(side: SideBySide) -> str:
@@ -214,37 +192,11 @@ def _on_gpus(side: SideBySide) -> str:
     return f", each on {side.needs} of its own ({len(side.pool.gpus)} on this host)"
 
 
-def _searching(
-    runner: Probe,
-    items: Iterable[str],
-    limits: Limits,
-    probes: _Probes,
-    stop: Callable[[], str | None] | None,
-) -> dict[str, Any]:
-    """What every search of one bisection shares: the cache's answers for ``items``, the
-    limits, the step counter, the budget; and how many candidates a round may run at once (the
-    runner's ``width``, through its batch probe ``many``)."""
-    return {
-        "known": _cached(runner, items),
-        "limits": limits,
-        "on_run": probes.consulted,
-        "stop": stop,
-        "width": getattr(runner, "width", 1),
-        "probe_many": getattr(runner, "many", None),
-        "room": probes.room,
-    }
-
-
 def _in(versions: tuple[str, ...], version: str | None) -> str | None:
     """``version`` as ``versions`` spell it (``1.0`` for ``1.0.0``), or None."""
     if version is None:
         return None
     return next((v for v in versions if normal(v) == normal(version)), None)
-
-
-def _cached(runner: Probe, items: Iterable[str]) -> dict[str, CandidateRun]:
-    cached = getattr(runner, "cached", None)
-    return {v: hit for v in items if cached and (hit := cached(v)) is not None}
 
 
 #: An edge searched in the commits: its span, and the runs that placed it.
@@ -281,12 +233,7 @@ def _extended(
 
 
 def _commit_edges(
-    fixed: Edge,
-    introduced: Edge,
-    source: Source | None,
-    probes: _Probes,
-    limits: Limits,
-    stop: Callable[[], str | None] | None,
+    fixed: Edge, introduced: Edge, source: Source | None, probers: _Probers, job: BisectJob
 ) -> tuple[dict[str, _Searched], tuple[str, ...]]:
     """Each release edge found between two adjacent releases, continued in the commits (keyed by
     the edge's kind; ``branch`` for a fix on a followed branch)."""
@@ -295,14 +242,14 @@ def _commit_edges(
     for edge in (fixed, introduced):
         if edge.state != EdgeState.FOUND or edge.before is None or edge.after is None:
             continue
-        found = _in_commits(edge, source, probes, limits, stop)
+        found = _in_commits(edge, source, probers, job)
         if isinstance(found, str):
             stops.append(f"The {edge.kind} edge stops at {edge.before} → {edge.after}: {found}")
         else:
             edges[str(edge.kind)] = found
     if fixed.state == EdgeState.OPEN and source is not None:
         # still broken in the newest release: a fix may be on the branch a lane follows
-        branch = _on_branch(fixed, source, probes, limits, stop)
+        branch = _on_branch(fixed, source, probers, job)
         if isinstance(branch, tuple):
             edges[BRANCH] = branch
         stops += [branch] if isinstance(branch, str) else []
@@ -312,39 +259,39 @@ def _commit_edges(
 def _span(
     kind: EdgeKind,
     tags: tuple[str, str],
-    commits: tuple[Commit, ...],
-    edge: Edge,
+    commits: Sequence[Commit],
+    search: EdgeSearch,
     source: Source,
+    prober: Prober,
 ) -> CommitSpan:
-    """The commit-level ``edge`` as the window holds it: the commit named only when pinned."""
-    pinned = edge.state == EdgeState.FOUND
-    named = next((c for c in commits if c.sha == edge.after), None) if pinned else None
+    """The commit-level edge as the window holds it: the commit named only when pinned, and why
+    it is not where its commits could not be built."""
+    edge = search.edge
+    named = _named(commits, edge)
     return CommitSpan(
         kind,
         tags,
         len(commits),
-        edge.state if named is not None or not pinned else EdgeState.UNPINNED,
+        edge.state if named is not None or edge.state != EdgeState.FOUND else EdgeState.UNPINNED,
         edge.before,
         edge.after,
         edge.between,
         edge.note,
         named,
         build=source.build.describe() if source.build is not None else None,
+        unbuilt=_unbuilt(prober, search),
     )
 
 
 def _on_branch(
-    fixed: Edge,
-    source: Source,
-    probes: _Probes,
-    limits: Limits,
-    stop: Callable[[], str | None] | None,
+    fixed: Edge, source: Source, probers: _Probers, job: BisectJob
 ) -> _Searched | str | None:
     """Still broken at the newest release: is the followed branch's newest commit clean, and if
     so, which commit since that release fixed it (a fix in no release yet)? None when there is no
     branch to look at or nothing on it since the release."""
     repo, branch = source.repo, source.branch
-    if repo is None or branch is None or probes.commit is None or fixed.before is None:
+    prober = probers.commit
+    if repo is None or branch is None or prober is None or fixed.before is None:
         return None
     tag = release_tag(repo, fixed.before)
     if tag is None:
@@ -360,34 +307,49 @@ def _on_branch(
         old_sha = repo.git.rev_parse(f"{tag}^{{commit}}") or tag
     except GitError as exc:
         return f"cannot read {branch} since {tag}: {exc}"
-    if not commits or (stop is not None and (why := stop()) is not None):
+    if not commits or (why := prober.blocked or probers.progress.stop()) is not None:
         return None if not commits else f"{branch} since {fixed.before} is not searched: {why}"
-    tip = probes.commit(commits[-1].sha)
-    probes.consulted(tip)
+    tip = prober.run(commits[-1].sha)
+    probers.progress.consulted(tip)
     if tip.state != FIXED:
-        return f"still {tip.state} on {branch} at {commits[-1].short}"
-    items = [c.sha for c in commits[:-1]]
+        told = f" ({tip.detail})" if not tip.conclusive and tip.detail else ""
+        return f"still {tip.state} on {branch} at {commits[-1].short}{told}"
     search = locate_edge(
-        items,
-        probes.commit,
+        [c.sha for c in commits[:-1]],
+        prober,
         kind=EdgeKind.FIXED,
         before=old_sha,
         after=commits[-1].sha,
-        **_searching(probes.commit, items, limits, probes, stop),
+        limits=job.limits,
+        progress=probers.progress,
     )
-    span = _span(EdgeKind.FIXED, (tag, head), commits, search.edge, source)
+    span = _span(EdgeKind.FIXED, (tag, head), commits, search, source, prober)
     return span, (tip, *search.runs)
 
 
+def _named(commits: Sequence[Commit], edge: Edge) -> Commit | None:
+    """The commit a pinned edge names (its first commit on the new side); an unpinned edge names
+    none: its range and the commits left in it say where it is."""
+    if edge.state != EdgeState.FOUND:
+        return None
+    return next((c for c in commits if c.sha == edge.after), None)
+
+
+def _unbuilt(prober: Prober, search: EdgeSearch) -> str | None:
+    """Why the edge stayed unpinned where commits of it could not be built here: the last build
+    that failed (its reason and fix), else what keeps every build from starting (the prober is
+    blocked: its search stopped at once); None when it is pinned or no build failed."""
+    if search.edge.state == EdgeState.FOUND:
+        return None
+    failed = [run.detail for run in search.runs if run.outcome == ENV_FAILED]
+    return failed[-1] if failed else prober.blocked
+
+
 def _in_commits(
-    edge: Edge,
-    source: Source | None,
-    probes: _Probes,
-    limits: Limits,
-    stop: Callable[[], str | None] | None,
+    edge: Edge, source: Source | None, probers: _Probers, job: BisectJob
 ) -> _Searched | str:
     """The commit that made ``edge``, or why the search stays at the release edge."""
-    if source is None or source.repo is None or probes.commit is None:
+    if source is None or source.repo is None or probers.commit is None:
         return (
             source.why if source is not None else ""
         ) or "the target's repository is not mirrored"
@@ -413,13 +375,14 @@ def _in_commits(
         return f"cannot read the commits between {old} and {new}: {exc}"
     if not commits:
         return f"no commit between {old} and {new} on the first-parent history"
-    items = [c.sha for c in commits[:-1]]
     search = locate_edge(
-        items,
-        probes.commit,
+        [c.sha for c in commits[:-1]],
+        probers.commit,
         kind=edge.kind,
         before=old_sha,
         after=commits[-1].sha,
-        **_searching(probes.commit, items, limits, probes, stop),
+        limits=job.limits,
+        progress=probers.progress,
     )
-    return _span(edge.kind, (old, new), commits, search.edge, source), search.runs
+    span = _span(edge.kind, (old, new), commits, search, source, probers.commit)
+    return span, search.runs

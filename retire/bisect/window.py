@@ -5,7 +5,7 @@ was fixed. It extends a bug's history: the window it ends in is
 A real upstream bug is a *window*, not a threshold: one release (or commit) introduces it, a later
 one fixes it, and the history on either side is clean. :func:`locate_window` finds both edges of
 that window over any ordered history (releases, or the commits between two tags) by asking a
-``probe`` for the state of one item at a time; it never does I/O itself.
+prober (:class:`retire.bisect.prober.Prober`) for the states of items; it never does I/O itself.
 
 - *introduced*: the first broken item after a clean one (``before`` the last clean item,
   ``after`` the first broken);
@@ -23,22 +23,23 @@ prefix). When none is found the window is *not seen*, and it says what ran and w
 were never tried — never a bare "no transition".
 
 Each edge is a binary search between its two known sides, so a window whose broken item is known
-costs at most ``ceil(log2 n)`` conclusive runs per edge, plus the newest end. With ``width``
-above 1 each round of an edge search runs up to ``width`` items at once, splitting the open
-interval evenly (:mod:`retire.bisect.search`), and the sample takes up to ``width`` items a round.
+costs at most ``ceil(log2 n)`` conclusive runs per edge, plus the newest end. With a prober of
+``width`` above 1 each round of an edge search runs up to ``width`` items at once, splitting the
+open interval evenly (:mod:`retire.bisect.search`), and the sample takes up to ``width`` items a
+round.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from retire.bisect.prober import Prober, Progress
 from retire.bisect.search import (
     BROKEN,
     FIXED,
     NOT_APPLICABLE,
     UNKNOWN,
-    BatchProbe,
     CandidateRun,
     Limits,
     State,
@@ -106,8 +107,7 @@ class _Locate:
     sampled_unknown: int = 0
 
     def exhausted(self) -> str | None:
-        if self.s.stop is not None and (spent := self.s.stop()) is not None:
-            self.s.halted = spent
+        if (spent := self.s.stop()) is not None:
             return spent
         unknown = self.s.fresh(UNKNOWN) - self.sampled_unknown
         if unknown >= self.limits.max_unknown:
@@ -153,8 +153,7 @@ class _Locate:
             if not untried:
                 break
             i = next((j for j in untried if j > wall), untried[0])
-            if self.s.stop is not None and (why := self.s.stop()) is not None:
-                self.s.halted = why
+            if self.s.stop() is not None:
                 return []
             picks.append(i)
         return picks
@@ -195,29 +194,22 @@ class _Locate:
 
 def locate_window(
     history: Sequence[str],
-    probe: Callable[[str], CandidateRun],
+    prober: Prober,
     *,
-    known: Mapping[str, CandidateRun] | None = None,
     known_broken: str | None = None,
     limits: Limits = _LIMITS,
     sample: int = DEFAULT_SAMPLE,
-    on_run: Callable[[CandidateRun], None] | None = None,
-    stop: Callable[[], str | None] | None = None,
-    width: int = 1,
-    probe_many: BatchProbe | None = None,
-    room: Callable[[], int | None] | None = None,
+    progress: Progress | None = None,
 ) -> WindowSearch:
     """Both edges of the bug's window on ``history`` (oldest first).
 
-    ``known``: results at hand (a cache), consulted for free. ``known_broken``: an item evidence
-    recorded elsewhere shows broken (not run again). ``sample``: how many older items the search
-    for a broken one may run when none is known and the newest is clean. ``on_run`` sees every
-    result as it is consulted; ``stop`` is asked before each run or round (a budget).
-    ``width``: how many items a round may run at once, through ``probe_many`` (else ``probe``,
-    one after another); ``room``: the fresh runs the budget has left (no round starts more)."""
+    ``prober`` runs the items (what its cache knows is consulted for free), up to its ``width``
+    at once a round. ``known_broken``: an item evidence recorded elsewhere shows broken (not run
+    again). ``sample``: how many older items the search for a broken one may run when none is
+    known and the newest is clean. ``progress`` hears every result as it is consulted; its budget
+    is asked before each run or round, and how many runs a round may start."""
     history = tuple(history)
-    s = _Search(history, probe, dict(known or {}), limits, on_run, stop)
-    s.width, s.probe_many, s.room = width, probe_many, room
+    s = _Search.over(history, prober, limits, progress)
     loc = _Locate(s, limits)
     if not history:
         return _unseen(loc, "no candidates in the range", known_broken)
@@ -369,27 +361,21 @@ class EdgeSearch:
 
 def locate_edge(
     items: Sequence[str],
-    probe: Callable[[str], CandidateRun],
+    prober: Prober,
     *,
     kind: EdgeKind,
     before: str,
     after: str,
-    known: Mapping[str, CandidateRun] | None = None,
     limits: Limits = _LIMITS,
-    on_run: Callable[[CandidateRun], None] | None = None,
-    stop: Callable[[], str | None] | None = None,
-    width: int = 1,
-    probe_many: BatchProbe | None = None,
-    room: Callable[[], int | None] | None = None,
+    progress: Progress | None = None,
 ) -> EdgeSearch:
     """The ``kind`` edge among ``items`` (oldest first), which lie
     strictly between two sides already known: ``before`` (clean for introduced, broken for fixed)
     and ``after`` (the other state) — the commits between two adjacent releases, say. At most
-    ``ceil(log2(len(items) + 1))`` conclusive runs (``width``, ``probe_many``, ``room``: as for
+    ``ceil(log2(len(items) + 1))`` conclusive runs (``prober``, ``progress``: as for
     :func:`locate_window`)."""
     items, kind = tuple(items), EdgeKind(kind)
-    s = _Search(items, probe, dict(known or {}), limits, on_run, stop)
-    s.width, s.probe_many, s.room = width, probe_many, room
+    s = _Search.over(items, prober, limits, progress)
     loc = _Locate(s, limits)
     lo, hi, why = loc.edge(-1, len(items), FIXED if kind is EdgeKind.INTRODUCED else BROKEN)
     unpinned, pinned = _between(loc, lo, hi)

@@ -120,6 +120,13 @@ class WindowResult:
             found.append(Searched(fix.span, releases, self.commit_runs.get(BRANCH, ()), fix.branch))
         return tuple(found)
 
+    @property
+    def unbuilt(self) -> tuple[CommitSpan, ...]:
+        """The commit edges left unpinned because their candidates could not be built here (the
+        build backend missing from the index, a failed build): the bisection was asked to pin
+        them and could not (``patchlane bisect`` exits 1)."""
+        return tuple(s.span for s in self.searched() if s.span.unbuilt is not None)
+
     # -- for people ----------------------------------------------------------------------------
     def window_line(self) -> str:
         """The window in one line: releases, then commits where known."""

@@ -10,15 +10,20 @@ to broken is searched for its culprit (:mod:`retire.bisect.culprit`) between the
 
 Each culprit is recorded as evidence (``validation/culprits.jsonl``, one JSON object a line, next
 to the validation manifest; its runs go to the manifest like any bisection's) and becomes the
-"Breaks" section of the PR body: per lane, the one line and the runs that prove it.
+"Breaks" section of the PR body: per lane, the one line, the last clean and first broken commit
+where the commit step named them, and the runs that prove it (the commit runs too). A search
+answered the same way again (its runs cached) is recorded once: an entry is keyed by lane,
+subject, mode and the two locks' digests, and one whose newest entry under that key already says
+the same is not appended.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from retire.bisect.budget import Budget, Meter
 from retire.bisect.cache import ResultCache
@@ -63,11 +68,19 @@ def broken_subjects(
     return found
 
 
+def _digest(path: Path) -> str:
+    """``sha256:…`` of a lock's bytes ("" when it is missing)."""
+    try:
+        return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
 def find_breaks(
     project: Project,
     lane: Lane,
     old_lock: Path,
-    new_lock: dict[str, Any] | None,
+    new_lock: Path,
     subjects: Sequence[tuple[ShimManifest, Mode]],
     *,
     meter: Meter,
@@ -75,10 +88,12 @@ def find_breaks(
     commits: CommitSearch | None = None,
     say: Callable[[str], None] = lambda line: None,
 ) -> tuple[Culprit, ...]:
-    """The culprit of each subject's break in ``lane``, within what is left of ``meter``."""
+    """The culprit of each subject's break in ``lane`` between the locks at ``old_lock`` and
+    ``new_lock``, within what is left of ``meter``."""
     from retire.locks import locking
 
-    changes = lock_changes(locking.read_lock(old_lock), new_lock)
+    changes = lock_changes(locking.read_lock(old_lock), locking.read_lock(new_lock))
+    old_digest, new_digest = _digest(old_lock), _digest(new_lock)
     found = []
     for manifest, mode in subjects:
         runner = CulpritRunner(
@@ -94,18 +109,48 @@ def find_breaks(
         # the commit step: the culprit package's mirror, where this host has one (history search)
         step = commits or mirror_commits(project, runner, stop=meter.stop, say=runner.say)
         culprit = search_culprit(runner, changes, meter=meter, commits=step)
-        say(f"[{lane.name}] {culprit.line()}")
-        found.append(culprit)
+        # the caller prints the result line, once
+        found.append(dataclasses.replace(culprit, old_lock=old_digest, new_lock=new_digest))
     return tuple(found)
+
+
+#: What says which search an entry answers (the rest, less its proof, is the answer).
+_KEY = ("lane", "subject", "mode", "old_lock", "new_lock")
+
+
+def _answer(entry: Mapping[str, object]) -> tuple[str, str]:
+    """(the search, its answer) of a recorded entry, as canonical JSON; the proof is left out:
+    the runs that led to an answer are not the answer."""
+    key = json.dumps([entry.get(k) for k in _KEY])
+    answer = {k: v for k, v in entry.items() if k not in _KEY and k != "proof"}
+    return key, json.dumps(answer, sort_keys=True)
 
 
 def record(project: Project, culprits: Sequence[Culprit]) -> Path:
     """Append the culprits to ``validation/culprits.jsonl``: the evidence people and reports
-    read."""
+    read. One whose search's newest entry already gives the same answer is not appended again."""
     path = project.validation.parent / "culprits.jsonl"
     old = path.read_text(encoding="utf-8") if path.is_file() else ""
-    lines = "".join(json.dumps(c.to_json(), sort_keys=True) + "\n" for c in culprits)
-    atomic_write(path, old + lines, within=project.root)
+    newest: dict[str, str] = {}
+    for line in old.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            key, answer = _answer(entry)
+            newest[key] = answer
+    lines = []
+    for culprit in culprits:
+        entry = culprit.to_json()
+        key, answer = _answer(entry)
+        if newest.get(key) != answer:
+            newest[key] = answer
+            lines.append(json.dumps(entry, sort_keys=True) + "\n")
+    if lines:
+        # a last line cut short stays a line of its own
+        old += "\n" if old and not old.endswith("\n") else ""
+        atomic_write(path, old + "".join(lines), within=project.root)
     return path
 
 

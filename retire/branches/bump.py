@@ -508,7 +508,7 @@ def _find_breaks(
             state,
             lanes[bump.lane],
             old_lock,
-            locking.read_lock(locking.lock_path(project.locks_dir, bump.lane)),
+            locking.lock_path(project.locks_dir, bump.lane),
             broken,
             meter=meter,
             on_record=lambda record: validation.append(project.validation, [record]),

@@ -4,15 +4,14 @@ introduced and fixed it."""
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from packaging.version import InvalidVersion, Version
-
 from retire.bisect.budget import Budget, Meter
+from retire.bisect.job import BisectJob, Executor
+from retire.bisect.prober import Progress
 from retire.bisect.search import NOT_APPLICABLE, UNKNOWN, CandidateRun, Limits, Status
 from retire.bisect.window import DEFAULT_SAMPLE
 from retire.commands import bisectjob
@@ -43,7 +42,8 @@ DESCRIPTION = (
     "Find the bug's window on a shim's target: the release that introduced it (first broken after "
     "a clean one) and the release that fixed it (first clean after a broken one), each by a binary "
     "search over the index's releases (yanked ones skipped), one overlay env per candidate; then, "
-    "where the target's repository is mirrored (a lane's revision of it, else the shim's links), "
+    "where the target's repository is mirrored (a lane's revision of it, else the shim's links, "
+    "else the declared mirror its metadata URLs or its name and release tags match), "
     "the commits between the two adjacent releases' tags (first-parent; each candidate the package "
     "built by uv from the mirror at that commit), naming the commit, its subject, date and pull "
     "request. By default the range starts at the newest release the project has evidence is "
@@ -57,13 +57,16 @@ DESCRIPTION = (
     "guessed through. A target with compiled sources or no build file stops at the release edge, "
     "saying so, unless its shim (or a lane's revision of it) names its build ([target] build: a "
     "command that turns a checkout "
-    "at the commit into a wheel; a build that fails leaves that commit unknown). Every fresh run "
+    "at the commit into a wheel). A commit that cannot be built is unknown, saying why and the "
+    "fix; a build that cannot find its backend on the index stops the commit search there. Every "
+    "fresh run "
     "is recorded in the validation manifest (lane 'bisect', or "
     "'bisect:LANE' with --lane) so verdicts use it; answers are cached, and a cached answer is "
     "neither re-run nor re-recorded. With -j N, each round runs up to N candidates at once (the "
     "points splitting the open range into N + 1 parts), each in an overlay env of its own and, "
     "for a reproducer that declares gpus, on GPUs of its own. Exit 0 when the first fixed "
-    "release is found, 1 otherwise."
+    "release is found and no edge followed into the commits stays unpinned for want of a build, "
+    "1 otherwise."
 )
 
 
@@ -174,21 +177,6 @@ def _add_search_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _check_versions(**bounds: str | None) -> None:
-    for name, text in bounds.items():
-        if text is None:
-            continue
-        try:
-            Version(text)
-        except InvalidVersion:
-            raise InputError(
-                None,
-                f"--{name}",
-                f"{text!r} is not a PEP 440 version",
-                "give a release such as 0.19.2",
-            ) from None
-
-
 def _manifest(project: Project, shim_id: str):
     manifest = project.manifests().get(shim_id)
     if manifest is None:
@@ -243,112 +231,47 @@ def _lane_python(project: Project, name: str):
     return lane, env.python
 
 
-@dataclass(frozen=True)
-class BisectRequest:
-    """One bisection as asked: on the command line, or by a verdict's :class:`Bisect` action."""
+class _Said(Progress):
+    """``patchlane bisect``'s progress: one line per candidate consulted (a commit by its short
+    sha), the runners' notes indented; ``meter``: the budget it spends."""
 
-    shim: str
-    since: str | None = None
-    until: str | None = None
-    # search every release, ignoring the evidence of where the bug is known
-    every: bool = False
-    index: str | None = None
-    python: str | None = None
-    lane: str | None = None
-    include_prereleases: bool = False
-    timeout: float | None = None
-    isolation: str | None = None
-    limits: Limits = field(default_factory=Limits)
-    cache: Path | None = None
-    record: bool = True
-    # how many older releases the search for a broken one may try
-    sample: int = DEFAULT_SAMPLE
-    # the folder of git mirrors (default: patchlane.toml's)
-    mirrors: Path | None = None
-    # candidates run at once (-j), each on GPUs of its own
-    jobs: int = 1
-    # where fresh runs are recorded (default: the project's validation manifest)
-    manifest: Path | None = None
+    def __init__(self, distribution: str, meter: Meter | None) -> None:
+        super().__init__(meter)
+        self.distribution = distribution
 
-    @classmethod
-    def of_arguments(cls, args: argparse.Namespace) -> BisectRequest:
-        """What ``patchlane bisect``'s arguments ask for."""
-        _check_versions(since=args.since, until=args.until)
-        return cls(
-            args.shim,
-            args.since,
-            args.until,
-            args.every,
-            args.index,
-            args.python,
-            args.lane,
-            args.include_prereleases,
-            args.timeout,
-            args.isolation,
-            Limits(args.max_unknown, args.max_not_applicable),
-            args.cache,
-            args.record,
-            args.sample,
-            args.mirrors,
-            args.jobs,
-            args.manifest,
-        )
-
-    @classmethod
-    def of_action(cls, action: Bisect, jobs: int = 1) -> BisectRequest:
-        """What a verdict's bisection asks for; every run of a weekly bisection is evidence."""
-        since = action.since.public if action.since is not None else None
-        until = action.until.public if action.until is not None else None
-        return cls(action.shim, since, until, jobs=jobs)
-
-
-def _progress(
-    distribution: str, count: Callable[[CandidateRun], None] | None
-) -> Callable[[int, CandidateRun], None]:
-    """One line per candidate consulted (a commit by its short sha); ``count`` sees each run."""
-
-    def progress(step: int, run: CandidateRun) -> None:
-        if count is not None:
-            count(run)
+    def ran(self, step: int, run: CandidateRun) -> None:
         note = " (cached)" if run.cached else f" {run.duration_s:.2f}s"
         extra = f" — {run.detail}" if run.detail and not run.conclusive else ""
         label = run.version[:12] if len(run.version) == 40 else run.version
         say(
-            f"  [{step}] {distribution} {label}: {run.state} ({run.outcome}){note}{extra}",
+            f"  [{step}] {self.distribution} {label}: {run.state} ({run.outcome}){note}{extra}",
             level=Level.PROGRESS,
         )
 
-    return progress
+    def note(self, text: str) -> None:
+        say(f"  {text}", level=Level.PROGRESS)
 
 
-def bisection(
-    project: Project,
-    args: BisectRequest,
-    *,
-    stop: Callable[[], str | None] | None = None,
-    count: Callable[[CandidateRun], None] | None = None,
-    room: Callable[[], int | None] | None = None,
-) -> WindowResult:
-    """The bisection ``args`` asks for, as ``patchlane bisect`` runs it: the bug's window on the
+def bisection(project: Project, job: BisectJob, meter: Meter | None = None) -> WindowResult:
+    """The bisection ``job`` asks for, as ``patchlane bisect`` runs it: the bug's window on the
     target's releases in the range the project's evidence sets (every release when none: the
     search looks for a broken one), continued into the commits of the target's mirror; every
-    fresh run recorded unless ``--no-record``. ``stop``, ``count`` and ``room`` are a budget's
-    (:class:`retire.bisect.Meter`)."""
+    fresh run recorded where ``job.records`` says. ``meter``: the budget it spends (a weekly
+    one, shared by its bisections; :class:`retire.bisect.Meter`)."""
     # deferred: `patchlane --help` does not load it, and start-up time counts
-    from retire.bisect import BisectOptions, list_releases, project_bounds
-    from retire.bisect.sources import project_source
+    from retire.bisect import list_releases, project_bounds
+    from retire.bisect.sources import index_source
     from retire.bisect.transitions import bisect_window
     from retire.history.mirrored import lane_targets
     from retire.history.place import place
-    from retire.probes.records import bisection_lane
     from retire.runs.packing import on_gpus
 
-    manifest = _manifest(project, args.shim)
+    manifest = _manifest(project, job.shim)
     distribution = manifest.target.distribution
-    lane, base_python = None, args.python or sys.executable
-    if args.lane:
-        lane, base_python = _lane_python(project, args.lane)
-    index_url = args.index or _default_index(project, args.shim, distribution, lane)
+    lane, python = None, job.python
+    if job.lane:
+        lane, python = _lane_python(project, job.lane)
+    index_url = job.index or _default_index(project, job.shim, distribution, lane)
     if not index_url:
         raise InputError(
             None,
@@ -357,77 +280,52 @@ def bisection(
             "pass --index URL, or give a lane carrying the shim a default index",
         )
     versions, yanked = list_releases(index_url, distribution)
+    bounds = job.bounds
     bounds = project_bounds(
-        project, manifest, versions, since=args.since, until=args.until, every=args.every
+        project, manifest, versions, since=bounds.since, until=bounds.until, every=job.every
     )
     say(
         f"bisecting {distribution} for shim {manifest.id}: {len(versions)} listed release(s); "
         f"range {bounds.note}",
         level=Level.PROGRESS,
     )
-
-    progress = _progress(distribution, count)
-    source = project_source(project, manifest, folder=args.mirrors)
-    options = BisectOptions(
-        yanked=frozenset(yanked),
-        include_prereleases=args.include_prereleases,
+    job = replace(
+        job,
         bounds=bounds,
-        base_python=base_python,
-        index_url=index_url,
-        cache_dir=args.cache or project.bisect_cache,
-        timeout=args.timeout,
-        record_to=_records_file(project, args) if args.record else None,
-        lane=bisection_lane(lane.name if lane else None),
+        yanked=frozenset(yanked),
+        index=index_url,
+        python=str(python) if python else None,
         lock_digest=lane.digest if lane else None,
-        limits=args.limits,
-        isolation=args.isolation,
-        jobs=args.jobs,
     )
+    source = index_source(project, manifest, index_url, versions, folder=job.mirrors)
+    if source.says:
+        say(source.says)
     # its candidates run on GPUs of their own, as lanes do (docs/commands.md, GPUs): one set for
     # the whole bisection, or with -j one set per candidate running (retire.bisect.sidebyside)
     search = bisect_window
-    if args.jobs == 1:
+    if job.width == 1:
         search = on_gpus(manifest.reproducer.gpu_needs, search, say=lambda line: say(f"  {line}"))
-    result = search(
-        manifest,
-        versions,
-        options,
-        source=source,
-        sample=args.sample,
-        on_step=progress,
-        on_note=lambda line: say(f"  {line}", level=Level.PROGRESS),
-        stop=stop,
-        room=room,
-    )
+    progress = _Said(distribution, meter)
+    result = search(manifest, versions, job, source=source, progress=progress)
     targets = lane_targets(project, manifest, result.window, source.repo)
     return replace(result, lanes=tuple(place(result.window, target) for target in targets))
 
 
-def _records_file(project: Project, args: BisectRequest) -> Path:
-    return project.output_file(args.manifest) if args.manifest else project.validation
-
-
-def _capped(
-    project: Project, request: BisectRequest, args: argparse.Namespace
-) -> tuple[WindowResult, str | None]:
+def _capped(project: Project, job: BisectJob) -> tuple[WindowResult, str | None]:
     """The bisection, within ``--max-runs`` and ``--max-minutes`` where given (a
     :class:`Meter`, as a weekly budget caps one), and why it stopped short (None: it did not)."""
-    cap = Budget(args.max_runs, args.max_minutes, args.jobs)
-    if not cap.asked:
-        return bisection(project, request), None
-    meter = Meter(cap)
-    result = bisection(project, request, stop=meter.stop, count=meter.count, room=meter.left)
-    return result, meter.refused
+    meter = Meter(job.budget)
+    return bisection(project, job, meter), meter.refused
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
-    request = BisectRequest.of_arguments(args)
-    if args.executor == "slurm":
-        return bisectjob.run(project, args)
-    result, stopped = _capped(project, request, args)
+    job = BisectJob.of_arguments(args, project)
+    if job.executor == Executor.SLURM:
+        return bisectjob.run(project, job, as_json=args.json)
+    result, stopped = _capped(project, job)
     if args.json:
         emit_json({**result.to_dict(), "summary": result.summary(), "stopped": stopped})
-        return ExitCode.OK if result.status == Status.FOUND else ExitCode.FAILED
+        return _exit(result)
     say(result.summary())
     say(f"window from {result.window.source.describe()}")
     if stopped:
@@ -452,9 +350,18 @@ def run(project: Project, args: argparse.Namespace) -> int:
     for run in result.release_runs:
         if run.state in (NOT_APPLICABLE, UNKNOWN):
             say(f"{run.state}: {run.version} ({run.outcome}) {run.detail}")
-    if args.record:
-        say(f"recorded {result.records_added} run(s) in {shown(_records_file(project, request))}")
-    return ExitCode.OK if result.status == Status.FOUND else ExitCode.FAILED
+    for reason in dict.fromkeys(edge.unbuilt for edge in result.unbuilt):
+        kinds = " and ".join(edge.kind for edge in result.unbuilt if edge.unbuilt == reason)
+        say(f"not pinned: the {kinds} edge's commits could not be built — {reason}")
+    if job.records is not None:
+        say(f"recorded {result.records_added} run(s) in {shown(job.records)}")
+    return _exit(result)
+
+
+def _exit(result: WindowResult) -> int:
+    """1 when the first fixed release is not pinned, or a commit edge the search went into stays
+    unpinned because its candidates could not be built (docs/commands.md, exit codes)."""
+    return ExitCode.OK if result.status == Status.FOUND and not result.unbuilt else ExitCode.FAILED
 
 
 # ---------------------------------------------------------------------------------------------
@@ -534,8 +441,8 @@ def _one_candidate(
     command = str(action)
     meter.refused = None
     try:
-        request = BisectRequest.of_action(action, meter.budget.jobs)
-        result = bisection(project, request, stop=meter.stop, count=meter.count, room=meter.left)
+        job = BisectJob.of_action(action, project, Budget(jobs=meter.budget.jobs))
+        result = bisection(project, job, meter)
     except (PatchlaneError, InputError, OSError) as exc:
         reason = " ".join(str(exc).split()) or type(exc).__name__
         return BisectionRan(verdict.shim, command, "failed", f"could not run: {reason}")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from retire.bisect.budget import Budget
+from retire.bisect.job import BisectJob
 from retire.commands.base import Level, say, shown
 from retire.core.project import Project
 from retire.report.model import BisectionLeft, BisectionRan
@@ -45,21 +46,11 @@ class CandidateJobs:
     left: tuple[BisectionLeft, ...]
 
 
-def bisect_args(action: Bisect, budget: Budget, runs: int | None) -> list[str]:
-    """The job's `patchlane bisect` options: the action's bounds, ``--json``, the width
-    (``--bisect-jobs``), its share of the runs and the minutes."""
-    args = []
-    for flag, bound in (("--since", action.since), ("--until", action.until)):
-        if bound is not None:
-            args += [flag, bound.public]
-    args.append("--json")
-    if budget.jobs > 1:
-        args += ["--jobs", str(budget.jobs)]
-    if runs is not None:
-        args += ["--max-runs", str(runs)]
-    if budget.minutes is not None:
-        args += ["--max-minutes", f"{budget.minutes:g}"]
-    return args
+def bisect_args(project: Project, action: Bisect, budget: Budget, runs: int | None) -> list[str]:
+    """The job's `patchlane bisect` options: the bisection ``action`` asks for (its bounds) with
+    its share of the runs, the minutes and the width (``--bisect-jobs``), and ``--json``."""
+    share = Budget(runs, budget.minutes, budget.jobs)
+    return [*BisectJob.of_action(action, project, share).arguments(), "--json"]
 
 
 def job_minutes(budget: Budget, manifest: ShimManifest, settings: SlurmSettings) -> int | None:
@@ -95,7 +86,7 @@ def _start(
         settings,
         BisectFiles(folder, action.shim),
         root=project.root,
-        bisect_args=bisect_args(action, budget, runs),
+        bisect_args=bisect_args(project, action, budget, runs),
         progress=_progress,
         limit=as_time(minutes) if minutes is not None else None,
     )

@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 
 from retire.bisect.budget import Budget, Meter
-from retire.commands.base import Command, ExitCode, Level, positive_float, positive_int, say
+from retire.commands.base import (
+    Command,
+    ExitCode,
+    Level,
+    emit_json,
+    positive_float,
+    positive_int,
+    say,
+)
 from retire.core.atomic import atomic_write
 from retire.core.errors import InputError
 from retire.core.project import Project
@@ -40,6 +48,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--no-record", action="store_true", help="record neither the runs nor the culprit"
     )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the answer as one JSON document (progress goes to stderr)",
+    )
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
@@ -69,7 +82,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
         project,
         lane,
         old_lock,
-        locking.read_lock(locking.lock_path(project.locks_dir, lane.name)),
+        locking.lock_path(project.locks_dir, lane.name),
         [(subjects[args.id], Mode(args.mode))],
         meter=Meter(budget),
         on_record=None if args.no_record else lambda r: validation.append(project.validation, [r]),
@@ -77,7 +90,11 @@ def run(project: Project, args: argparse.Namespace) -> int:
     )
     if not args.no_record:
         breaks.record(project, [found])
-    say(found.line())
+    # the one result: a line, or the document
+    if args.json:
+        emit_json(found.to_json())
+    else:
+        say(found.line())
     return ExitCode.OK if found.found else ExitCode.FAILED
 
 
@@ -88,6 +105,8 @@ COMMAND = Command(
     run,
     "Find the smallest change between a lane's old lock and its lock now that breaks a shim's or "
     "guard's reproducer: each package of the lock diff moved alone, then the interacting set, then "
-    "the culprit's releases between the locks (dated nightlies included). Exit 1 when none is "
-    "found (the old lock is broken too, nothing moved breaks it, or the budget ran out).",
+    "the culprit's releases between the locks (dated nightlies included). A run that could not "
+    "be told (a crash, a time-out, a candidate that would not install) is reported, never taken "
+    "for clean or broken. Exit 1 when none is found (the old lock is broken too or could not be "
+    "told, nothing moved breaks it, a run it rests on could not be told, or the budget ran out).",
 )

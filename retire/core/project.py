@@ -174,6 +174,11 @@ class Project:
         return self.inside(".patchlane", "trial")
 
     @property
+    def mirror_cache(self) -> Path:
+        """What is computed from the mirrors (the pull requests found by patch, per range)."""
+        return self.inside(".patchlane", "cache", "mirrors")
+
+    @property
     def bisect_cache(self) -> Path:
         return self.inside(".patchlane", "cache", "bisect")
 

@@ -91,6 +91,9 @@ class CommitSpan:
     commit: Commit | None = None
     # the named build that made each commit's wheel (``WheelBuild.describe()``), when not uv's
     build: str | None = None
+    # why the edge stayed unpinned where its candidates could not be built here (the build
+    # backend missing from the index, a failed build), else None
+    unbuilt: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", EdgeKind(self.kind))
@@ -100,21 +103,24 @@ class CommitSpan:
             raise ValueError(f"a {self.state} commit edge names no commit")
 
     def describe(self) -> str:
-        """``by abc123def456 "Fix add() (#63)" (#63)``, or the range when not pinned."""
+        """``by abc123def456 "Fix add() (#63)" (#63)``; not pinned, the range and the commits
+        left in it: ``fixed in v1.5..v1.6, not pinned (one of …)``."""
         if self.commit is not None:
             return f"by {commit_words(self.commit)}"
-        return f"in one of {self._range()}{_note(self.note)}"
+        return f"{self._range()}{_note(self.note)}"
 
     def markdown(self) -> str:
         if self.commit is not None:
             return f"by {_commit_markdown(self.commit)}"
-        return f"in one of {mdsafe.text(self._range())}{mdsafe.text(_note(self.note))}"
+        return mdsafe.text(f"{self._range()}{_note(self.note)}")
 
     def _range(self) -> str:
-        shas = [*self.between, self.after or "?"]
-        shown = [sha[:12] for sha in shas[:6]]
-        more = f" and {len(shas) - 6} more" if len(shas) > 6 else ""
-        return f"{len(shas)} commit(s) after {(self.before or '?')[:12]}: {', '.join(shown)}{more}"
+        left = [sha[:12] for sha in (*self.between, self.after) if sha]
+        shown = ", ".join(left[:_SHOWN]) + (
+            f", … ({len(left)} in all)" if len(left) > _SHOWN else ""
+        )
+        old, new = (tag.removeprefix("refs/heads/") for tag in self.tags)
+        return f"{self.kind} in {old}..{new}, not pinned (one of {shown})"
 
     def to_json(self) -> dict[str, object]:
         """The commit-level edge (the keys of an edge, retire/schemas/bisect.schema.json)."""
@@ -126,6 +132,10 @@ class CommitSpan:
             "between": list(self.between),
             "note": self.note,
         }
+
+
+#: How many of an unpinned edge's commits its line names.
+_SHOWN = 8
 
 
 def _note(note: str) -> str:

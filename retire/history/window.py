@@ -82,7 +82,7 @@ class BranchFix:
         1.9`` once a release tag contains it); the range when the commits do not pin it."""
         commit = self.commit
         if commit is None:
-            return f"fixed on {self.branch} {self.span.describe()}, in no release yet"
+            return f"{self.span.describe()}, in no release yet"
         pull = f" (#{commit.pull})" if commit.pull is not None else ""
         where = f"first released in {self.released_in}" if self.released_in else "in no release yet"
         return f"fixed on {self.branch} at {commit.short}{pull}, {where}"

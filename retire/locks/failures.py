@@ -4,6 +4,10 @@
 else fails the lock (exit 1). An index that answered with an HTTP error status was reached, so a
 500, 403 or 404 from an index is a failure, never "unreachable", even though uv words both
 "Failed to fetch".
+
+A build from source uv could not start because the index serves none of its build requirements
+(the build backend: setuptools, flit_core, hatchling) is told apart too
+(:func:`missing_build_requirements`): no candidate of a commit search builds there.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import re
 
 from retire.core import uv
 
-__all__ = ["UNREACHABLE_MARKERS", "explain_failure", "frozen_out"]
+__all__ = ["UNREACHABLE_MARKERS", "explain_failure", "frozen_out", "missing_build_requirements"]
 
 UNREACHABLE_MARKERS = (
     "Could not connect",
@@ -55,6 +59,36 @@ def frozen_out(stderr: str, origin: str) -> str | None:
         f"{', '.join(f'{name} = false' for name in names)} (or give {'it' if one else 'each'} "
         f"its own date or cooldown)"
     )
+
+
+#: uv's words for a build whose build requirements (``[build-system] requires``, or those the
+#: backend asks for) could not be resolved
+_BUILD_REQUIRES = re.compile(
+    r"Failed to (resolve|install) requirements from `(build-system\.requires|get_requires_for_build)"
+)
+#: the requirement uv could not find at all ("Because setuptools was not found in the package
+#: registry and you require setuptools>=61, …")
+_NOT_FOUND = re.compile(r"\b([A-Za-z0-9][A-Za-z0-9._-]*) was not found in the package registry")
+#: what uv was resolving (`setuptools>=61`, `wheel`)
+_RESOLVING = re.compile(r"No solution found when resolving: (.+)")
+
+
+def missing_build_requirements(stderr: str) -> tuple[str, ...] | None:
+    """The build requirements the index does not serve when uv failed building a package from
+    source for want of them (its backend: ``("setuptools",)``; empty: uv named none), or None when
+    that is not why it failed (an index it could not reach, the build itself failing)."""
+    text = uv.plain(stderr)
+    if _BUILD_REQUIRES.search(text) is None or explain_failure(text)[0] == "unreachable":
+        return None
+    names = _NOT_FOUND.findall(text)
+    if not names and (resolving := _RESOLVING.search(text)) is not None:
+        names = [_name(part) for part in resolving.group(1).split(",")]
+    return tuple(dict.fromkeys(name for name in names if name))
+
+
+def _name(requirement: str) -> str:
+    """The project a requirement names (`setuptools>=61` → setuptools)."""
+    return re.split(r"[^A-Za-z0-9._-]", requirement.strip().strip("`").strip(), maxsplit=1)[0]
 
 
 def explain_failure(stderr: str, *, origin: str | None = None) -> tuple[str, str]:

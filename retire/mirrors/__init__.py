@@ -1,11 +1,14 @@
 """Local git mirrors of upstream repositories: the air-gapped evidence path.
 
 ``config`` says which mirror answers for which repository (``patchlane.toml``;
-``project_mirrors`` loads a project's), ``repo`` reads one (the commit that landed a pull
-request, the release tags that contain a commit, branch tips, freshness), ``history`` lists the
-first-parent commits between two release tags with their pull requests (and whether the package
-builds from source cheaply there), ``recorded`` (a shim's fixed edge from the validation
-records, and the fix commit where the mirror orders the recorded commit runs: for the report, the
-retirement PRs, the verdicts and the packs) and ``sync`` fetches them where the network allows
-(``patchlane mirrors sync``).
+``project_mirrors`` loads a project's), ``resolve`` finds the mirror of a distribution once for
+every command (a lane revision, a link, its metadata URLs, its name and release tags), ``repo``
+reads one (the commit that landed a pull request, the release tags that contain a commit, branch
+tips, freshness), ``history`` lists the first-parent commits between two release tags with their
+pull requests (``patchids``: those of rebase and squash merges, by patch) and whether the package
+builds from source cheaply there, ``packagetree`` (which files of a commit the package's build
+reads, and which of them a damaged mirror lacks), ``recorded`` (a shim's fixed edge from the
+validation records, and the fix commit where the mirror orders the recorded commit runs: for the
+report, the retirement PRs, the verdicts and the packs) and ``sync`` fetches them where the
+network allows (``patchlane mirrors sync``).
 """

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -106,6 +106,8 @@ class MirrorSet:
 
     mirrors: tuple[Mirror, ...] = ()
     folder: Path | None = None
+    # where answers computed from a mirror are kept (the project's .patchlane/cache/mirrors)
+    cache: Path | None = None
 
     def for_repository(self, url: str) -> Mirror | None:
         key = repository_key(url)
@@ -301,5 +303,5 @@ def load_mirrors(root: Path, *, folder: Path | None = None) -> MirrorSet:
 
 def project_mirrors(project: Project, folder: Path | None = None) -> MirrorSet:
     """The git mirrors the project's ``patchlane.toml`` declares (``folder``, from ``--mirrors``,
-    replaces its folder)."""
-    return load_mirrors(project.root, folder=folder)
+    replaces its folder), with the project's cache of what is computed from them."""
+    return replace(load_mirrors(project.root, folder=folder), cache=project.mirror_cache)

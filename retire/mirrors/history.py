@@ -5,7 +5,9 @@ The history is git's first-parent chain from the newer tag back to (not includin
 on a branch that merges pull requests with merge commits, each merge is one step, and the pull
 request it brought in is named from its subject (``Merge pull request #N``), or from
 ``refs/pull/N/head`` pointing at its second parent; a squash-merged commit names it in its subject
-(``Fix the FLCE backward (#1298)``) or is itself some ``refs/pull/N/head``.
+(``Fix the FLCE backward (#1298)``) or is itself some ``refs/pull/N/head``; a commit of a rebase
+or squash merge that none of these name has the patch of some ``refs/pull/N/head``
+(:mod:`retire.mirrors.patchids`: ``git patch-id --stable``, once per range, cached).
 
 Whether the package can be built from source cheaply at a commit is read from the tree too: a
 tree with a ``pyproject.toml`` or ``setup.py`` and no compiled sources (C, C++, CUDA, Cython,
@@ -17,12 +19,14 @@ its wheel (:mod:`shims.wheelbuild`).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from packaging.version import InvalidVersion, Version
 
 from retire.core.git import GitError
+from retire.mirrors.packagetree import BUILD_FILES, beyond_the_package, projects
+from retire.mirrors.patchids import pulls_by_patch
 from retire.mirrors.repo import MirrorRepo
 
 __all__ = ["Commit", "build_obstacle", "commits_between", "release_tag"]
@@ -33,9 +37,6 @@ _PULL_REF = re.compile(r"^refs/pull/(\d+)/head$")
 #: Files whose presence means a compiled extension: not built from source in seconds.
 _COMPILED = (".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".pyx", ".rs")
 _COMPILED_NAMES = ("CMakeLists.txt", "Cargo.toml")
-_BUILD_FILES = ("pyproject.toml", "setup.py")
-#: Folders whose sources no wheel of the package holds.
-_NOT_SHIPPED = frozenset({"test", "tests", "bench", "benchmark", "benchmarks", "examples", "docs"})
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,20 @@ def commits_between(repo: MirrorRepo, old: str, new: str) -> tuple[Commit, ...]:
                 sha, subject, date, _pull_of(sha, subject, parent_list, pulls), len(parent_list) > 1
             )
         )
-    return tuple(found)
+    return _named_by_patch(repo, tuple(found), old, new, pulls)
+
+
+def _named_by_patch(
+    repo: MirrorRepo, commits: tuple[Commit, ...], old: str, new: str, pulls: dict[str, int]
+) -> tuple[Commit, ...]:
+    """``commits`` with the pull requests of rebase and squash merges named where the cheaper
+    rules named none (:mod:`retire.mirrors.patchids`; merges are named by their own rules)."""
+    unnamed = [c.sha for c in commits if c.pull is None and not c.merge]
+    if not unnamed or not pulls:
+        return commits
+    ends = [repo.git.rev_parse(f"{end}^{{commit}}") or end for end in (old, new)]
+    found = pulls_by_patch(repo.git, unnamed, ends[0], ends[1], pulls, repo.cache)
+    return tuple(replace(c, pull=found[c.sha]) if c.sha in found else c for c in commits)
 
 
 def _pull_heads(repo: MirrorRepo) -> dict[str, int]:
@@ -141,7 +155,7 @@ def build_obstacle(
     root = PurePosixPath(subdirectory or ".")
     if named_build:
         return None if paths else f"nothing at {root} in {repo.mirror.repository} at {commit[:12]}"
-    builds = [p for p in paths if p.parent == root and p.name in _BUILD_FILES]
+    builds = [p for p in paths if p.parent == root and p.name in BUILD_FILES]
     if not builds:
         return (
             f"no pyproject.toml or setup.py at {root} in {repo.mirror.repository}: no build named"
@@ -160,16 +174,10 @@ def _compiled(root: PurePosixPath, paths: list[PurePosixPath]) -> list[PurePosix
     """The compiled sources the package's own build would meet: not those of a separate project
     in the tree (a folder with a build file of its own, such as Liger-Kernel's CMake
     ``liger_cute_kernels``), nor those of tests, benchmarks, examples or docs."""
-    projects = {p.parent for p in paths if p.name in _BUILD_FILES and p.parent != root}
-    found = []
-    for path in paths:
-        if path.suffix not in _COMPILED and path.name not in _COMPILED_NAMES:
-            continue
-        folders = [parent for parent in path.parents if parent != root and root in parent.parents]
-        if folders and (
-            any(folder in projects for folder in folders)
-            or any(folder.name in _NOT_SHIPPED for folder in folders)
-        ):
-            continue
-        found.append(path)
-    return found
+    separate = projects(root, paths)
+    return [
+        path
+        for path in paths
+        if (path.suffix in _COMPILED or path.name in _COMPILED_NAMES)
+        and not beyond_the_package(path, root, separate)
+    ]

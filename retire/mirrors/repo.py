@@ -25,6 +25,7 @@ import threading
 import time
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
@@ -66,9 +67,11 @@ def _sync_hint(mirror: Mirror) -> str:
 class MirrorRepo:
     """Cached reads of one mirror. Construct with :func:`open_mirror`."""
 
-    def __init__(self, mirror: Mirror, git: Git) -> None:
+    def __init__(self, mirror: Mirror, git: Git, cache: Path | None = None) -> None:
         self.mirror = mirror
         self.git = git
+        # where answers computed from the mirror are kept (the pull requests found by patch)
+        self.cache = cache
         self._lock = threading.Lock()
 
     # -- history ------------------------------------------------------------------------------
@@ -263,8 +266,9 @@ class MirrorRepo:
         return self._probe(commit, read)
 
 
-def open_mirror(mirror: Mirror) -> MirrorRepo | ProbeFailure:
-    """A readable mirror, or why not (missing folder, not a repository)."""
+def open_mirror(mirror: Mirror, cache: Path | None = None) -> MirrorRepo | ProbeFailure:
+    """A readable mirror, or why not (missing folder, not a repository); ``cache``: where answers
+    computed from it are kept (:attr:`MirrorSet.cache`)."""
     target = mirror.repository
     if not mirror.path.exists():
         return ProbeFailure(
@@ -280,4 +284,4 @@ def open_mirror(mirror: Mirror) -> MirrorRepo | ProbeFailure:
             )
     except GitError as exc:
         return ProbeFailure("git", target, f"{mirror.path}: {exc}")
-    return MirrorRepo(mirror, git)
+    return MirrorRepo(mirror, git, cache)

@@ -88,6 +88,12 @@ def prefill(
     regressed = f"Regressed in {release.replace('==', ' ')}"
     if culprit.get("last_clean"):
         regressed += f" ({package['name']} {culprit['last_clean']} clean)"
+    if culprit.get("between"):
+        # the first broken release is not pinned: releases between could not be told
+        regressed = (
+            f"Regressed after {package['name']} {culprit.get('last_clean')}, by "
+            f"{release.replace('==', ' ')} (not pinned: {', '.join(map(str, culprit['between']))})"
+        )
     commit = culprit.get("commit") or {}
     if commit.get("sha"):
         regressed += f"; first broken commit {commit['sha']}" + (

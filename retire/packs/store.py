@@ -27,8 +27,8 @@ from retire.core.project import Project, contained
 from retire.evidence import validation
 from retire.history.mirrored import shim_window
 from retire.history.window import Window
-from retire.mirrors.config import project_mirrors
 from retire.mirrors.repo import MirrorRepo, open_mirror
+from retire.mirrors.resolve import Unresolved, project_repository
 from retire.packs.checks import (
     DEFAULT_MAX_CODE_LINES,
     DEFAULT_WINDOW,
@@ -176,24 +176,25 @@ def load_pack(root: str | Path, pack_id: str) -> LoadedPack:
 
 def _recorded_window(root: Path, manifest: ShimManifest, repository: str) -> Window | None:
     """The shim's window as the project's recorded runs show it (retire.history), the fix commit
-    named where a mirror of the shim's linked repositories or of the pack's ``repository`` is on
-    this host: what an already-fixed pack's upstream state cites. A validation manifest or mirror
-    setting that cannot be read cites nothing (the checklist and `patchlane mirrors` say why)."""
+    named where the target's mirror is on this host — found as every command finds it
+    (:mod:`retire.mirrors.resolve`: a lane revision, a link, the pack's ``repository``, a mirror
+    named as the package) — what an already-fixed pack's upstream state cites. A validation
+    manifest or mirror setting that cannot be read cites nothing (the checklist and `patchlane
+    mirrors` say why)."""
     project = Project(root)
     try:
         records = validation.load(project.validation)
-        mirrors = project_mirrors(project)
+        found = project_repository(
+            project, manifest, links=(f"https://{GITHUB_HOST}/{repository}",)
+        )
     except InputError:
         return None
 
     def mirror_of(shim: ShimManifest) -> MirrorRepo | None:
-        urls = [link.url for link in shim.upstream.links]
-        for url in [*urls, f"https://{GITHUB_HOST}/{repository}"]:
-            mirror = mirrors.for_repository(url)
-            if mirror is not None:
-                opened = open_mirror(mirror)
-                return opened if isinstance(opened, MirrorRepo) else None
-        return None
+        if isinstance(found, Unresolved):
+            return None
+        opened = open_mirror(found.mirror, project.mirror_cache)
+        return opened if isinstance(opened, MirrorRepo) else None
 
     return shim_window(manifest, records, mirror_of)
 

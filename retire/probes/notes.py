@@ -11,36 +11,28 @@ no link: a link is a convenience, so nothing here can fail a bump.
 
 from __future__ import annotations
 
-import email.parser
-import string
 from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit
 
 from packaging.utils import canonicalize_name
 
+from retire.evidence.coremetadata import label_key, metadata_urls
 from retire.evidence.values import ProbeFailure
 
 __all__ = ["NOTES_LABELS", "notes_url", "release_notes"]
 
 #: PEP 753 normalised labels that name release notes, the most specific first.
 NOTES_LABELS = ("releasenotes", "changelog", "changes", "whatsnew", "history", "news")
-_DROPPED = str.maketrans("", "", string.punctuation + string.whitespace)
-
-
-def _normalised(label: str) -> str:
-    """PEP 753's label normalisation: punctuation and whitespace removed, lower case."""
-    return label.translate(_DROPPED).lower()
 
 
 def notes_url(metadata: str) -> str | None:
     """The release-notes URL a core-metadata text names, or None."""
-    message = email.parser.HeaderParser().parsestr(metadata)
     found: dict[str, str] = {}
-    for entry in message.get_all("Project-URL") or []:
-        label, _, url = str(entry).partition(",")
-        url = url.strip()
-        if urlsplit(url).scheme in ("https", "http") and _normalised(label) in NOTES_LABELS:
-            found.setdefault(_normalised(label), url)
+    for entry in metadata_urls(metadata):
+        key = label_key(entry.label)
+        web = urlsplit(entry.url).scheme in ("https", "http")
+        if entry.field == "Project-URL" and web and key in NOTES_LABELS:
+            found.setdefault(key, entry.url)
     return next((found[label] for label in NOTES_LABELS if label in found), None)
 
 

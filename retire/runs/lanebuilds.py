@@ -97,7 +97,7 @@ def _wheel(build: LaneBuild, commit: str, folder: Path, python: Path) -> Path:
     try:
         made = build_wheel(
             named,
-            source,
+            source.package,
             place / "out",
             place / "build.log",
             python=python,

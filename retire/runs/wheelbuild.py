@@ -3,9 +3,11 @@ at one commit, turned into one wheel by the shop's own command.
 
 The checkout is a shared clone of the mirror (``git clone --shared``: no object copied, the
 mirror only read) in the candidate's own folder, so candidates built at the same time never share
-a file. The command runs there (in the package's subdirectory), in its own session and marked like
-a reproducer (:mod:`retire.runs.reaper`: a timeout or a stop kills all it started), with the
-environment lane code gets (:func:`retire.core.childenv.for_lane`: no secret-named variable) and:
+a file; a mirror that lacks files the package's build never reads (a snapshot without its large
+test data) is checked out without them, and the checkout says which. The command runs there (in
+the package's subdirectory), in its own session and marked like a reproducer
+(:mod:`retire.runs.reaper`: a timeout or a stop kills all it started), with the environment lane
+code gets (:func:`retire.core.childenv.for_lane`: no secret-named variable) and:
 
 - ``PATCHLANE_WHEEL_DIR``: the empty folder the wheel goes into;
 - ``PATCHLANE_BUILD_COMMIT``: the commit checked out;
@@ -25,7 +27,7 @@ import json
 import os
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
@@ -35,6 +37,7 @@ from retire.core.atomic import atomic_write
 from retire.core.errors import PatchlaneError
 from retire.core.git import Git, GitError
 from retire.core.secrets import scrub
+from retire.mirrors.packagetree import MissingFiles, missing_files
 from retire.runs.reaper import REAPER
 from shims.wheelbuild import WheelBuild
 
@@ -42,6 +45,7 @@ __all__ = [
     "COMMIT_ENV",
     "WHEEL_DIR_ENV",
     "BuiltWheel",
+    "Checkout",
     "WheelBuildError",
     "build_wheel",
     "checkout",
@@ -69,20 +73,57 @@ class BuiltWheel:
     seconds: float
 
 
-def checkout(mirror: Path, commit: str, folder: Path, subdirectory: str | None = None) -> Path:
+@dataclass(frozen=True)
+class Checkout:
+    """A checkout of the mirror at one commit: the package's folder in it, and the files the
+    mirror lacks that were left out (none of them read by the package's build)."""
+
+    package: Path
+    missing: MissingFiles = field(default_factory=MissingFiles)
+
+    @property
+    def says(self) -> str:
+        """What was left out (``""``: nothing)."""
+        return self.missing.says
+
+
+def checkout(mirror: Path, commit: str, folder: Path, subdirectory: str | None = None) -> Checkout:
     """The mirror's tree at ``commit`` in ``folder`` (a shared clone); the package's folder in it
-    (``subdirectory``), which never lies outside it."""
+    (``subdirectory``), which never lies outside it. A mirror that lacks some files' contents (a
+    snapshot without its large files) still gives the checkout when the package's build reads
+    none of them: they are left out (:mod:`retire.mirrors.packagetree`), and the value says which;
+    one the build reads is a :class:`WheelBuildError` naming it."""
+    try:
+        missing = missing_files(Git(mirror, search_parents=False), commit, subdirectory)
+    except GitError as exc:
+        raise WheelBuildError(f"cannot check out {commit[:12]} from {mirror}: {exc}") from None
+    if missing.needed:
+        raise WheelBuildError(missing.why_not(commit))
     try:
         Git(mirror, search_parents=False).run(
             "clone", "--quiet", "--shared", "--no-checkout", os.fspath(mirror), os.fspath(folder)
         )
-        Git(folder, search_parents=False).run("checkout", "--quiet", "--detach", commit)
+        _check_out(Git(folder, search_parents=False), commit, missing.left_out)
     except GitError as exc:
         raise WheelBuildError(f"cannot check out {commit[:12]} from {mirror}: {exc}") from None
     package = (folder / subdirectory).resolve() if subdirectory else folder.resolve()
     if not package.is_relative_to(folder.resolve()) or not package.is_dir():
         raise WheelBuildError(f"no folder {subdirectory!r} in the checkout of {commit[:12]}")
-    return package
+    return Checkout(package, missing)
+
+
+def _check_out(git: Git, commit: str, left_out: tuple[str, ...]) -> None:
+    """``commit`` checked out in the clone of ``git``, less the ``left_out`` paths: git's own
+    checkout reads every blob, so with some left out the index is read from the commit's tree,
+    they are marked skip-worktree (a clean ``git status``, as a build's version tool reads it),
+    the rest is written, and HEAD is detached at the commit."""
+    if not left_out:
+        git.run("checkout", "--quiet", "--detach", commit)
+        return
+    git.run("read-tree", commit)
+    git.run("update-index", "--skip-worktree", "-z", "--stdin", input="\0".join(left_out) + "\0")
+    git.run("checkout-index", "--all", "--quiet")
+    git.run("update-ref", "--no-deref", "HEAD", commit)
 
 
 def build_wheel(

@@ -33,6 +33,7 @@ DOCUMENTS: dict[str, tuple[str, ...]] = {
     "report": ("report",),
     "retire": ("report", "retire-apply"),
     "bump": ("bump",),
+    "culprit": ("culprit",),
     "pack check": ("pack-check",),
     "pack plan": ("pack-plan",),
     "pack queue": ("pack-queue",),

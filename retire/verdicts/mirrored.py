@@ -33,7 +33,7 @@ class OpenMirrors:
             )
         with self._lock:
             if mirror.repository not in self._open:
-                self._open[mirror.repository] = open_mirror(mirror)
+                self._open[mirror.repository] = open_mirror(mirror, self.mirrors.cache)
             return self._open[mirror.repository]
 
     def repo(self, repository: str) -> MirrorRepo | ProbeFailure:

@@ -437,8 +437,12 @@ def _facts(
     used.add(history)
     runs = history if isinstance(history, ExecutionHistory) else ExecutionHistory(manifest.id, ())
     locked = _newest_locked(dist, {name: evidence.locks.get(name) for name in listing})
-    for tip in evidence.tips.values():
-        used.add(tip)
+    # the tips of this shim's own recorded commits: the gather asks about every shim's at once,
+    # and a commit one shim's records name says nothing of another's
+    built = {commit for run in runs.runs if (commit := run.revision(dist))}
+    for (_, commit), tip in evidence.tips.items():
+        if commit in built:
+            used.add(tip)
     order = execution.ordering(runs, dist, evidence.ancestry)
     for key, placed in evidence.ancestry.items():
         if key[1] in order:

@@ -9,6 +9,8 @@ add() breaks in a commit in the middle of 1.2..1.3 ("Rework add() (#33)") and is
 the middle of 1.5..1.6 ("Fix add() (#63)"); with ``merges``, the fix lands on a branch merged by
 a merge commit that names no pull request, and ``refs/pull/63/head`` says which one it was. With
 ``compiled``, the tree carries a C source (a compiled extension: not built from source cheaply).
+With ``setuptools``, the package names setuptools as its build backend instead of its in-tree one
+(an index that serves no setuptools cannot build any commit).
 """
 
 from __future__ import annotations
@@ -62,6 +64,18 @@ backend-path = ["_build"]
 name = "toylib"
 dynamic = ["version"]
 """
+#: the same package built by setuptools, which the loopback indexes never serve
+_SETUPTOOLS_PYPROJECT = """[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "toylib"
+dynamic = ["version"]
+
+[tool.setuptools.dynamic]
+version = {file = "VERSION"}
+"""
 _SOURCE = '__version__ = "{version}"\n{extra}\n\ndef add(a, b):\n    return a {op} b\n'
 
 
@@ -97,15 +111,23 @@ class _Writer:
 
 
 def make_window_repo(
-    path: Path, *, merges: bool = False, compiled: bool = False, released: bool = True
+    path: Path,
+    *,
+    merges: bool = False,
+    compiled: bool = False,
+    released: bool = True,
+    setuptools: bool = False,
 ) -> WindowRepo:
     """The toy upstream; with ``released`` False the fix is in no release: it lands on main after
     the last tag, between two other commits."""
-    (path / "_build").mkdir(parents=True)
-    (path / "toylib").mkdir()
+    (path / "toylib").mkdir(parents=True)
     git(path, "init", "-q", "-b", "main")
-    (path / "_build" / "backend.py").write_text(_BACKEND)
-    (path / "pyproject.toml").write_text(_PYPROJECT)
+    if setuptools:
+        (path / "pyproject.toml").write_text(_SETUPTOOLS_PYPROJECT)
+    else:
+        (path / "_build").mkdir()
+        (path / "_build" / "backend.py").write_text(_BACKEND)
+        (path / "pyproject.toml").write_text(_PYPROJECT)
     if compiled:
         (path / "toylib" / "_speedups.c").write_text("/* a compiled extension */\n")
     repo, w = WindowRepo(path), _Writer(path)
