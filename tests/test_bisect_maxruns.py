@@ -80,16 +80,16 @@ def test_max_minutes_starts_no_candidate_once_spent(tmp_path, capsys, monkeypatc
 
 
 def test_a_bisections_slurm_job_is_given_the_same_caps(tmp_path):
-    from retire.bisect.job import BisectJob
     from retire.commands import build_parser
+    from retire.commands.bisect import job_of
     from retire.core.project import Project
 
     project = Project(tmp_path)
     args = build_parser().parse_args(
         ["bisect", "toy", "--executor", "slurm", "--max-runs", "3", "--max-minutes", "2.5"]
     )
-    passed = BisectJob.of_arguments(args, project).arguments()
+    passed = job_of(args, project).arguments()
     assert passed[passed.index("--max-runs") + 1] == "3"
     assert passed[passed.index("--max-minutes") + 1] == "2.5"
-    plain = BisectJob.of_arguments(build_parser().parse_args(["bisect", "toy"]), project)
+    plain = job_of(build_parser().parse_args(["bisect", "toy"]), project)
     assert "--max-runs" not in plain.arguments()

@@ -1,6 +1,6 @@
 """One bisection as asked, parsed once: :class:`BisectJob`.
 
-`patchlane bisect`'s command line becomes a job at the edge (:meth:`BisectJob.of_arguments`: bad
+`patchlane bisect`'s command line becomes a job at the edge (``retire.commands.bisect``: bad
 flags are one line naming the flag), and so does the bisection a verdict's
 :class:`~retire.verdicts.actions.Bisect` action asks for under a weekly budget
 (:meth:`BisectJob.of_action`). The command fills in what it finds out (the index, the lane's
@@ -12,7 +12,6 @@ interpreter and lock, the yanked releases, the range from the evidence); the eng
 
 from __future__ import annotations
 
-import argparse
 import enum
 import os
 import sys
@@ -21,13 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from packaging.version import InvalidVersion, Version
-
 from retire.bisect.bounds import Bounds
 from retire.bisect.budget import Budget
 from retire.bisect.search import Candidates, Limits, select_candidates
 from retire.bisect.window import DEFAULT_SAMPLE
-from retire.core.errors import InputError
 from retire.probes.records import bisection_lane
 from retire.runs.isolation import Isolation
 
@@ -118,33 +114,6 @@ class BisectJob:
         )
 
     @classmethod
-    def of_arguments(cls, args: argparse.Namespace, project: Project) -> BisectJob:
-        """What ``patchlane bisect``'s arguments ask for; a bad version is one line naming its
-        flag."""
-        _check_versions(since=args.since, until=args.until)
-        records = None
-        if args.record:
-            records = project.output_file(args.manifest) if args.manifest else project.validation
-        return cls(
-            args.shim,
-            Bounds(args.since, args.until),
-            every=args.every,
-            include_prereleases=args.include_prereleases,
-            sample=args.sample,
-            limits=Limits(args.max_unknown, args.max_not_applicable),
-            budget=Budget(args.max_runs, args.max_minutes, args.jobs),
-            index=args.index,
-            python=args.python,
-            lane=args.lane,
-            isolation=Isolation(args.isolation) if args.isolation else None,
-            timeout=args.timeout,
-            records=records,
-            cache=args.cache or project.bisect_cache,
-            mirrors=args.mirrors,
-            executor=Executor(args.executor),
-        )
-
-    @classmethod
     def of_action(cls, action: Bisect, project: Project, budget: Budget) -> BisectJob:
         """What a verdict's bisection asks for, within ``budget`` (its runs and minutes: a Slurm
         job's share; its ``jobs``: the width); every run of it is evidence."""
@@ -199,18 +168,3 @@ def _unless_default(limits: Limits, sample: int) -> list[tuple[str, str | None]]
             ("--sample", sample, DEFAULT_SAMPLE),
         )
     ]
-
-
-def _check_versions(**bounds: str | None) -> None:
-    for name, text in bounds.items():
-        if text is None:
-            continue
-        try:
-            Version(text)
-        except InvalidVersion:
-            raise InputError(
-                None,
-                f"--{name}",
-                f"{text!r} is not a PEP 440 version",
-                "give a release such as 0.19.2",
-            ) from None

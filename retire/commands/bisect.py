@@ -9,6 +9,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from packaging.version import InvalidVersion, Version
+
+from retire.bisect.bounds import Bounds
 from retire.bisect.budget import Budget, Meter
 from retire.bisect.job import BisectJob, Executor
 from retire.bisect.prober import Progress
@@ -31,6 +34,7 @@ from retire.core.errors import InputError, PatchlaneError
 from retire.core.project import Project
 from retire.evidence.values import ProbeFailure
 from retire.history.edge import EdgeState
+from retire.runs.isolation import Isolation
 from retire.verdicts.actions import Bisect
 
 if TYPE_CHECKING:
@@ -318,8 +322,43 @@ def _capped(project: Project, job: BisectJob) -> tuple[WindowResult, str | None]
     return bisection(project, job, meter), meter.refused
 
 
+def job_of(args: argparse.Namespace, project: Project) -> BisectJob:
+    """What ``patchlane bisect``'s arguments ask for, parsed once here at the edge; a bad version
+    is one line naming its flag."""
+    for flag, text in (("--since", args.since), ("--until", args.until)):
+        if text is None:
+            continue
+        try:
+            Version(text)
+        except InvalidVersion:
+            raise InputError(
+                None, flag, f"{text!r} is not a PEP 440 version", "give a release such as 0.19.2"
+            ) from None
+    records = None
+    if args.record:
+        records = project.output_file(args.manifest) if args.manifest else project.validation
+    return BisectJob(
+        args.shim,
+        Bounds(args.since, args.until),
+        every=args.every,
+        include_prereleases=args.include_prereleases,
+        sample=args.sample,
+        limits=Limits(args.max_unknown, args.max_not_applicable),
+        budget=Budget(args.max_runs, args.max_minutes, args.jobs),
+        index=args.index,
+        python=args.python,
+        lane=args.lane,
+        isolation=Isolation(args.isolation) if args.isolation else None,
+        timeout=args.timeout,
+        records=records,
+        cache=args.cache or project.bisect_cache,
+        mirrors=args.mirrors,
+        executor=Executor(args.executor),
+    )
+
+
 def run(project: Project, args: argparse.Namespace) -> int:
-    job = BisectJob.of_arguments(args, project)
+    job = job_of(args, project)
     if job.executor == Executor.SLURM:
         return bisectjob.run(project, job, as_json=args.json)
     result, stopped = _capped(project, job)
