@@ -17,7 +17,7 @@ from typing import Any
 
 from retire.bisect.search import ENV_FAILED, NOT_APPLICABLE, CandidateRun, Candidates, Status
 from retire.core import mdsafe
-from retire.history.edge import CommitSpan, EdgeKind, EdgeState
+from retire.history.edge import CommitSpan, EdgeState
 from retire.history.place import Placement
 from retire.history.window import Window
 
@@ -108,9 +108,10 @@ class WindowResult:
         ]
 
     def searched(self) -> tuple[Searched, ...]:
-        """Each edge searched in the commits: between two releases' tags, and along a branch."""
+        """Each edge searched in the commits, in the order searched: the fixed edge's, the
+        introduced one's (between two releases' tags), and along a branch."""
         found = []
-        for edge in (self.window.introduced, self.window.fixed):
+        for edge in (self.window.fixed, self.window.introduced):
             if edge.commits is not None and edge.before is not None and edge.after is not None:
                 runs = self.commit_runs.get(str(edge.kind), ())
                 found.append(Searched(edge.commits, (edge.before, edge.after), runs))
@@ -265,7 +266,7 @@ class WindowResult:
 def _searched(searched: Searched) -> dict[str, Any]:
     span = searched.span
     return {
-        "kind": str(EdgeKind(span.kind)),
+        "kind": str(span.kind),
         "releases": list(searched.releases),
         "tags": list(span.tags),
         "edge": span.to_json(),
