@@ -35,7 +35,8 @@ def _uv(*args: str) -> None:
 
 
 def run() -> list[dict]:
-    repeats = 3 if quick() else 11
+    # a re-sync is ~25 ms each way: many samples, so that the machine's load evens out
+    repeats = 3 if quick() else 31
     fresh_repeats = 2 if quick() else 5
     with tempfile.TemporaryDirectory(prefix="patchlane-bench-lanes-") as scratch:
         work = Path(scratch)

@@ -13,17 +13,22 @@ upstream issue (one code-host request): 200 distinct requests, nothing shared be
   anonymous REST path (100 requests in flight), interleaved (goal <= 0.3 s for GraphQL).
 
 The servers run in a child process: a real index and API run on other machines, and here their
-CPU would otherwise compete with the probes for one interpreter's GIL. What is left on the warm
-path is httpx's own cost, about 2 ms of CPU per request (profiled): 200 conditional requests are
-about 0.4-0.5 s of CPU, which is why the revalidating warm run misses 0.3 s while the fresh one
-meets it.
+CPU would otherwise compete with the probes for one interpreter's GIL. The warm run was CPU-bound
+in httpcore's connection pool, which looks at all of its connections (and polls every idle one)
+whenever a request comes or goes: with 100 connections in one pool that bookkeeping was most of
+its 0.5-0.6 s (profiled, issue 37). Clients now spread their threads over several pools
+(``retire.probes.client.POOLS``); the row times the warm run through one pool too, side by side.
+What is left is httpx's and h11's own work, about 1 ms of CPU a request under one GIL, and two
+rounds of 50 ms.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from bench import interleaved, median, quick, row
@@ -63,6 +68,19 @@ def _serve(root: str, connection) -> None:
             if message == "graphql":
                 connection.send(list(host.graphql_nodes))
                 host.graphql_nodes.clear()
+
+
+@contextlib.contextmanager
+def _one_pool() -> Iterator[None]:
+    """Clients made meanwhile keep one connection pool (``retire.probes.client.POOLS`` = 1)."""
+    from retire.probes import client
+
+    before = client.POOLS
+    client.POOLS = 1
+    try:
+        yield
+    finally:
+        client.POOLS = before
 
 
 def _names() -> list[str]:
@@ -128,13 +146,19 @@ def run() -> list[dict]:
             parent.send("statuses")
             return parent.recv()
 
-        cold, warm, answers = [], [], []
+        cold, warm, one_pool, cpu, answers = [], [], [], [], []
         for attempt in range(repeats):
             cache = root / f"cache{attempt}"
             cold.append(probe(cache, 100))
             statuses()
+            began = time.process_time()
             warm.append(probe(cache, 100))
+            cpu.append(time.process_time() - began)
             answers = statuses()
+            # the same warm run through one connection pool, as before issue 37
+            with _one_pool():
+                one_pool.append(probe(cache, 100))
+            statuses()
         sequential = probe(None, 1)
         parent.send("fresh")
         parent.recv()
@@ -164,7 +188,9 @@ def run() -> list[dict]:
                 "s",
                 warm_s <= 0.3,
                 f"every request conditional: {not_modified}/{SHIMS} code-host answers were 304 "
-                f"(median of {repeats})",
+                f"(median of {repeats}); {median(cpu):.2f} CPU-s of it in this process (the GIL: "
+                f"httpx and h11 take about 1 ms a request); through one connection pool, as "
+                f"before, {median(one_pool):.2f} s in the same run",
             ),
             row(
                 "probes.warm-fresh",

@@ -150,3 +150,37 @@ def test_miss_alone_exits_zero_and_unknown_names_are_refused(monkeypatch, tmp_pa
 )
 def test_values_are_formatted_with_their_unit(value, unit, text):
     assert harness.format_value(value, unit) == text
+
+
+def test_the_informed_search_rows_count_runs_and_compare_answers(monkeypatch):
+    from bench import QUICK_ENV, commits
+
+    monkeypatch.setenv(QUICK_ENV, "1")
+    rows = {r["name"]: r for r in commits._search_rows()}
+    assert set(rows) == {"commits.informed-runs", "commits.informed-same-answers"}
+    informed = rows["commits.informed-runs"]
+    # ⌈log2 5⌉ + 2, met on every toy history and on the one git read
+    assert informed["goal"] == "<= 5" and informed["ok"] and informed["value"] <= 5
+    assert "right commit" in informed["detail"] and "k=5 read by git log" in informed["detail"]
+    same = rows["commits.informed-same-answers"]
+    assert same["value"] == 0 and same["ok"] and "of 760" in same["detail"]
+
+
+def test_the_cpu_lane_ratio_is_also_taken_without_the_reproducer_whose_own_work_dominates():
+    from types import SimpleNamespace
+
+    from bench.launcher import dominant_split
+
+    def runs(durations):
+        return [SimpleNamespace(shim=shim, duration_s=d) for shim, d in durations]
+
+    # the launcher saves 6 s of imports per run but the heavy shim's 25 s are its own, both ways
+    records = {
+        "launcher": runs([("light", 0.1), ("light", 0.1), ("heavy", 12.0), ("heavy", 13.0)]),
+        "process": runs([("light", 6.1), ("light", 6.1), ("heavy", 18.0), ("heavy", 19.0)]),
+    }
+    samples = {"launcher": [26.0, 26.4, 25.8], "process": [50.0, 49.6, 50.4]}
+    shim, own, launcher_s, process_s, ratio = dominant_split(samples, records)
+    assert (shim, own) == ("heavy", 25.0)
+    assert (round(launcher_s, 3), round(process_s, 3)) == (1.0, 13.0)
+    assert round(ratio, 3) == 13.0

@@ -30,6 +30,10 @@ SECRETS = {
     "AWS_SECRET_ACCESS_KEY": "aws-secret-123456",
     "WANDB_API_KEY": "wandb-key-123456",
     "UV_INDEX_PRIVATE_PASSWORD": "index-password-123456",
+    # AUTH as a word of the name: no TOKEN, SECRET, KEY or PASSWORD to give it away
+    "AUTH_HEADER": "Bearer auth-header-123456",
+    "PROXY_AUTHORIZATION": "Basic proxy-auth-123456",
+    "npm_config__auth": "bnBtOm5wbS1hdXRoLTEyMzQ1Ng==",
 }
 
 #: A hook that records its whole environment (one JSON document per call).

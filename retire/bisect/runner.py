@@ -50,6 +50,7 @@ from retire.bisect.search import (
     State,
     normal,
 )
+from retire.core import tooltext
 from retire.core.errors import PatchlaneError
 from retire.evidence.validation import Mode, RunOutcome, ValidationRecord
 from retire.locks.failures import UNREACHABLE_MARKERS
@@ -112,7 +113,8 @@ def inspect_base(python: str | os.PathLike[str], distribution: str) -> BaseEnv:
     )
     if proc.returncode != 0:
         raise PatchlaneError(
-            f"cannot inspect the base interpreter {python}: {proc.stderr.strip()[-300:]}"
+            f"cannot inspect the base interpreter {python}: "
+            f"{tooltext.plain(proc.stderr).strip()[-300:]}"
         )
     extra = json.loads(proc.stdout)
     return BaseEnv(

@@ -184,7 +184,7 @@ class WindowResult:
             for low, high in self.window.untried
         ]
         found.append(
-            "record the bug where the shop saw it: `patchlane run --lane LANE` on a lane that "
+            "record the bug where the shop saw it: `patchlane run LANE` on a lane that "
             "locks that release (then bisect again: its BUG_REPRODUCED record is the window's "
             "broken release)"
         )

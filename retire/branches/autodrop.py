@@ -365,6 +365,8 @@ def _propose(ctx: _Context, plan: DropPlan) -> DropOutcome:
         marker=marker,
         folder=f"retire-{plan.shim_id}",
         edit=edit,
+        # saved before the branch exists: never a branch without its body
+        body=lambda: pr_body(plan, edited[0]),
     )
     done = edited[0] if edited else _planned(plan)
     blocked = branch.status == BranchStatus.UNCHANGED
@@ -382,8 +384,7 @@ def _propose(ctx: _Context, plan: DropPlan) -> DropOutcome:
     if branch.status != BranchStatus.PROPOSED:
         return outcome
     _step(ctx, plan, "committed")
-    body = pr_body(plan, done)
-    return replace(outcome, pr_body_path=str(proposals.save_body(ctx.repo, plan.branch, body)))
+    return replace(outcome, pr_body_path=str(branch.body_path))
 
 
 def _planned(plan: DropPlan) -> TreeEdit:

@@ -31,8 +31,8 @@ from retire.bisect.culprit import CommitSearch, Culprit
 from retire.bisect.culpritcommits import mirror_commits
 from retire.bisect.culpritrun import CulpritRunner, lock_changes, search_culprit
 from retire.core import mdsafe
-from retire.core.atomic import atomic_write
 from retire.core.project import Project
+from retire.evidence import culprits as recorded
 from retire.evidence.validation import Mode, ShimOutcome, ValidationRecord
 from retire.lanes.model import Lane
 from retire.runs.guards import GuardOutcome
@@ -128,29 +128,22 @@ def _answer(entry: Mapping[str, object]) -> tuple[str, str]:
 
 def record(project: Project, culprits: Sequence[Culprit]) -> Path:
     """Append the culprits to ``validation/culprits.jsonl``: the evidence people and reports
-    read. One whose search's newest entry already gives the same answer is not appended again."""
-    path = project.validation.parent / "culprits.jsonl"
-    old = path.read_text(encoding="utf-8") if path.is_file() else ""
+    read. One whose search's newest entry already gives the same answer is not appended again;
+    every line already there stays as it is, a damaged one too (the one evidence reader)."""
+    path = project.validation.parent / recorded.NAME
     newest: dict[str, str] = {}
-    for line in old.splitlines():
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(entry, dict):
-            key, answer = _answer(entry)
-            newest[key] = answer
-    lines = []
+    for entry in recorded.load(path):
+        key, answer = _answer(entry)
+        newest[key] = answer
+    entries = []
     for culprit in culprits:
         entry = culprit.to_json()
         key, answer = _answer(entry)
         if newest.get(key) != answer:
             newest[key] = answer
-            lines.append(json.dumps(entry, sort_keys=True) + "\n")
-    if lines:
-        # a last line cut short stays a line of its own
-        old += "\n" if old and not old.endswith("\n") else ""
-        atomic_write(path, old + "".join(lines), within=project.root)
+            entries.append(entry)
+    if entries:
+        recorded.append(path, entries, within=project.root)
     return path
 
 
@@ -195,7 +188,7 @@ def old_lock_at(project: Project, lane: str, rev: str | None) -> tuple[bytes, st
     try:
         relative = path.resolve().relative_to(repo.toplevel().resolve()).as_posix()
         if rev is None:
-            head = repo.run("show", f"HEAD:{relative}", check=False)
+            head = repo.run("show", revs=[f"HEAD:{relative}"], check=False)
             if not path.is_file() or head.strip() != path.read_text(encoding="utf-8").strip():
                 rev = "HEAD"
             else:
@@ -208,7 +201,7 @@ def old_lock_at(project: Project, lane: str, rev: str | None) -> tuple[bytes, st
                         "name one with --since REV",
                     )
                 rev = f"{touched[0][0]}^"
-        return (repo.run("show", f"{rev}:{relative}") + "\n").encode(), rev
+        return (repo.run("show", revs=[f"{rev}:{relative}"]) + "\n").encode(), rev
     except GitError as exc:
         raise InputError(
             None,

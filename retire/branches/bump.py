@@ -40,7 +40,7 @@ from retire.branches.prstatus import NOT_REQUESTED, PrStatus
 from retire.core import mdsafe, uv
 from retire.core.atomic import atomic_write
 from retire.core.errors import InputError
-from retire.core.git import Git, toplevel
+from retire.core.git import Git, revision, toplevel
 from retire.core.project import Project
 from retire.evidence import validation
 from retire.evidence.validation import FAILING, ShimOutcome
@@ -353,9 +353,11 @@ def _put_back_failed(
         if any(m.name in results and not results[m.name].ok for m in members)
     }
     for file in failed:
-        Git(work).run("checkout", base_commit, "--", file)
+        Git(work).run("checkout", revision(base_commit), "--", file)
         for member in files[file]:
-            Git(work).run("checkout", base_commit, "--", f"locks/{member.name}", check=False)
+            Git(work).run(
+                "checkout", revision(base_commit), "--", f"locks/{member.name}", check=False
+            )
     return failed
 
 
@@ -522,6 +524,11 @@ def _find_breaks(
 DEFAULT_BUMP = BumpOptions()
 
 
+def _body(work: _Work, cutoff: _dt.datetime, packages: Sequence[str]) -> str:
+    """The bump's PR body, from what its edit did."""
+    return pr_body(tuple(work.lanes), cutoff=cutoff, packages=packages, suites_ran=work.suites_ran)
+
+
 def bump(
     root: Path,
     options: BumpOptions = DEFAULT_BUMP,
@@ -561,6 +568,8 @@ def bump(
             marker=f"{_TRAILER}: {identity}",
             folder="bump",
             edit=lambda work: _edit(work, request, work_state),
+            # saved before the branch exists: never a branch without its body
+            body=lambda: _body(work_state, cutoff, upgrades),
         )
     lane_results = tuple(work_state.lanes)
     if made.status == BranchStatus.UNCHANGED:
@@ -568,9 +577,8 @@ def bump(
         return BumpResult(branch, BranchStatus.UNCHANGED, why, lane_results)
     if made.status != BranchStatus.PROPOSED:
         return BumpResult(branch, made.status, made.reason, lane_results)
-    body = pr_body(lane_results, cutoff=cutoff, packages=upgrades, suites_ran=work_state.suites_ran)
-    body_path = proposals.save_body(repo, branch, body)
-    result = BumpResult(branch, BranchStatus.PROPOSED, "", lane_results, str(body_path))
+    body = _body(work_state, cutoff, upgrades)
+    result = BumpResult(branch, BranchStatus.PROPOSED, "", lane_results, str(made.body_path))
     if o.open_pr:
         bumped = ", ".join(b.lane for b in lane_results if b.status == BumpStatus.BUMPED)
         title = f"Bump locks: {bumped} ({now.date()})"

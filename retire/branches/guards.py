@@ -8,10 +8,11 @@
   from that commit (``git show``), ``[guard]`` leaves the manifest and the shim goes back into its
   lanes — one step, in the checkout, for a person to commit;
 - :func:`drop` (``patchlane shim drop ID --reason …``): the guard stops guarding for good; its
-  manifest keeps the date and the reason.
+  manifest keeps the date and the reason (a second drop is refused: the first is the record).
 
 Every edit goes through tomlkit (comments survive) and is written atomically; a guard that is
-not one, or a commit git cannot show, is a one-line error and nothing is written.
+not one, a commit git cannot show or where ``patch.py`` is not a file, or a ``patch.py`` in the
+checkout that git does not hold (written by hand) is a one-line error and nothing is written.
 """
 
 from __future__ import annotations
@@ -32,7 +33,20 @@ from retire.lanes.lanedit import add_shim
 from shims.manifest import load_manifest
 from shims.model import ShimManifest
 
-__all__ = ["Restored", "drop", "guard_table", "leave_guard", "restore"]
+__all__ = [
+    "DROPPED_NOTE",
+    "GUARDING_NOTE",
+    "Restored",
+    "drop",
+    "guard_table",
+    "leave_guard",
+    "restore",
+]
+
+
+#: The comment a guarding ``[guard]`` table opens with, and the one a dropped guard's says instead.
+GUARDING_NOTE = "retired: the reproducer keeps running without a shim"
+DROPPED_NOTE = "dropped: its lanes no longer run the reproducer"
 
 
 def guard_table(
@@ -40,7 +54,7 @@ def guard_table(
 ) -> tomlkit.items.Table:
     """The ``[guard]`` table a retirement writes."""
     table = tomlkit.table()
-    table.add(tomlkit.comment("retired: the reproducer keeps running without a shim"))
+    table.add(tomlkit.comment(GUARDING_NOTE))
     table["status"] = "guarding"
     table["retired"] = retired
     # one line: a multi-line verdict would read badly in every table that shows it
@@ -90,17 +104,47 @@ def _guard(project: Project, shim_id: str) -> ShimManifest:
 
 
 def _patch_at(project: Project, manifest: ShimManifest, commit: str) -> str:
-    """``patch.py`` as the commit holds it (``git show``)."""
+    """``patch.py`` as the commit holds it (``git show``); a commit where it is a folder (or
+    anything but a file) is refused, never its listing written as the file."""
     repo = Git(project.root)
     try:
         top = repo.toplevel()
         relative = (manifest.directory.resolve() / "patch.py").relative_to(top.resolve())
-        return repo.run("show", f"{commit}:{relative.as_posix()}") + "\n"
+        spec = f"{commit}:{relative.as_posix()}"
+        kind = repo.run("cat-file", "-t", revs=[spec])
+        if kind == "blob":
+            return repo.run("show", revs=[spec]) + "\n"
     except (GitError, ValueError) as exc:
         raise PatchlaneError(
             f"cannot bring back {manifest.id}'s patch.py from {commit[:12]}: {exc} — fetch the "
             "history that holds it (a shallow clone lacks it)"
         ) from None
+    raise PatchlaneError(
+        f"cannot bring back {manifest.id}'s patch.py from {commit[:12]}: {relative.as_posix()} is "
+        f"a {'folder' if kind == 'tree' else kind} there, not a file — nothing restored; bring the "
+        "patch back by hand"
+    )
+
+
+def _keeps_written(project: Project, path: Path, text: str) -> None:
+    """Refuse, in one line, to replace ``path`` when it holds what git does not (untracked,
+    modified or ignored) and is not ``text`` already: restore never loses what a person wrote."""
+    if not path.exists() and not path.is_symlink():
+        return
+    if path.is_file() and not path.is_symlink() and path.read_bytes() == text.encode():
+        return
+    relative = path.relative_to(project.root).as_posix()
+    said = Git(project.root).run(
+        "status", "--porcelain", "--ignored", "--untracked-files=all", paths=[relative]
+    )
+    if said.strip() or not path.is_file() or path.is_symlink():
+        raise InputError(
+            relative,
+            None,
+            "exists and is not the committed file (written by hand, changed, or not a file): "
+            "restore would replace it",
+            "commit it or move it aside, then `patchlane shim restore` again",
+        )
 
 
 def restore(project: Project, shim_id: str) -> Restored:
@@ -111,6 +155,7 @@ def restore(project: Project, shim_id: str) -> Restored:
     commit = manifest.guard.patch_commit
     # read everything before writing anything
     patch = _patch_at(project, manifest, commit)
+    _keeps_written(project, manifest.directory / "patch.py", patch)
     doc = tomlkit.parse(manifest.manifest_path.read_text(encoding="utf-8"))
     doc.pop("guard", None)
     lanes = {lane.name: lane for lane in lanefile.project_lanes(project)}
@@ -126,7 +171,8 @@ def restore(project: Project, shim_id: str) -> Restored:
         back.append(name)
     folder = manifest.directory
     atomic_write(folder / "patch.py", patch, within=folder)
-    atomic_write(manifest.manifest_path, tomlkit.dumps(doc), within=folder)
+    # the blank line that stood before [guard] goes with it
+    atomic_write(manifest.manifest_path, tomlkit.dumps(doc).rstrip("\n") + "\n", within=folder)
     for path, text in files.items():
         atomic_write(path, text, within=project.root)
     # the restored manifest must load as a shim again
@@ -142,17 +188,43 @@ def restore(project: Project, shim_id: str) -> Restored:
 
 def drop(project: Project, shim_id: str, reason: str, *, today: dt.date) -> Path:
     """Retire a guard for good: ``status = "dropped"`` with the date and the reason; its lanes
-    stop running the reproducer. Returns the manifest written."""
+    stop running the reproducer. A guard dropped already is refused (its date and reason are the
+    record; a second drop would replace them). Returns the manifest written."""
     manifest = _guard(project, shim_id)
     if not reason.strip():
         raise InputError(
             None, "--reason", "is empty", 'say why the guard can go: --reason "covered by …"'
         )
+    assert manifest.guard is not None
+    if not manifest.guard.guarding:
+        raise InputError(
+            manifest.manifest_path.relative_to(project.root).as_posix(),
+            "guard.status",
+            f"{shim_id} was dropped already on {manifest.guard.dropped} "
+            f"({manifest.guard.drop_reason!r})",
+            "leave the record as it is; to say more, edit guard.drop-reason by hand",
+        )
     doc = tomlkit.parse(manifest.manifest_path.read_text(encoding="utf-8"))
     table = doc["guard"]
-    assert isinstance(table, dict)
-    table["status"] = "dropped"
-    table["dropped"] = today
-    table["drop-reason"] = " ".join(reason.split())
+    assert isinstance(table, tomlkit.items.Table)
+    doc["guard"] = _dropped(table, today, " ".join(reason.split()))
     atomic_write(manifest.manifest_path, tomlkit.dumps(doc), within=manifest.directory)
     return manifest.manifest_path
+
+
+def _dropped(table: tomlkit.items.Table, today: dt.date, reason: str) -> tomlkit.items.Table:
+    """``table`` as a dropped guard's: its comment says so (no longer that the reproducer keeps
+    running), a person's own comments and keys stay, then the date and the reason."""
+    dropped = tomlkit.table()
+    for key, item in table.value.body:
+        if isinstance(item, tomlkit.items.Comment):
+            text = item.as_string().strip()
+            dropped.add(
+                tomlkit.comment(DROPPED_NOTE if GUARDING_NOTE in text else text[1:].strip())
+            )
+        elif key is not None:
+            dropped.add(key, item)
+    dropped["status"] = "dropped"
+    dropped["dropped"] = today
+    dropped["drop-reason"] = reason
+    return dropped

@@ -14,8 +14,10 @@ Auto-drop (retire a shim) and bump (re-lock with upgrades) both propose their ch
 5. with a token and a repository, the branch is pushed (never forced) and a pull request is
    found or opened. There is no merge code path.
 
-Work happens in try/finally; a run killed outright leaves at most a worktree folder, which
-:func:`cleanup_worktrees` removes before the next run starts.
+Work happens in try/finally; a run killed outright leaves at most a worktree folder and a
+temporary ref (the commit waits on one while its PR body is saved; the branch is moved into place
+last, in one ref transaction), which :func:`cleanup_worktrees` and :func:`cleanup_refs` remove
+before the next run starts: a branch is never half-made, never without its body.
 """
 
 from __future__ import annotations
@@ -34,12 +36,14 @@ from retire.branches.prstatus import PrState, PrStatus
 from retire.core import childenv
 from retire.core.atomic import atomic_write, locked, make_folder
 from retire.core.errors import InputError
-from retire.core.git import Git, GitError
+from retire.core.git import Git, GitError, revision
 from retire.core.project import contained
 from retire.core.secrets import scrub
 
 WORKTREES_DIR = Path(".patchlane") / "worktrees"
 PRS_DIR = Path(".patchlane") / "prs"
+#: Where a proposal's commit waits while its PR body is saved, before its branch moves into place.
+TEMPORARY_REFS = "refs/patchlane/proposals"
 
 
 class BranchStatus(enum.StrEnum):
@@ -62,6 +66,8 @@ class Branch:
     status: BranchStatus
     reason: str = ""
     commit: str | None = None
+    # the PR body saved beside the branch (``body`` given to :func:`propose_branch`)
+    body_path: Path | None = None
 
 
 class PullRequests:
@@ -161,6 +167,16 @@ def cleanup_worktrees(repo: Path) -> list[Path]:
     return removed
 
 
+def cleanup_refs(repo: Path) -> list[str]:
+    """Remove the temporary refs (:data:`TEMPORARY_REFS`) an earlier run killed before its branch
+    was moved into place left behind; no branch of theirs was ever made."""
+    git = Git(repo)
+    stale = git.run("for-each-ref", "--format=%(refname)", f"{TEMPORARY_REFS}/").split()
+    for ref in stale:
+        git.run("update-ref", "-d", revs=[ref], check=False)
+    return stale
+
+
 def check_outputs(repo: Path, branches: Iterable[str] = ()) -> None:
     """Refuse, before the first change, an output patchlane could not write: the worktrees
     folder, the PR bodies' folder or a body of ``branches`` that is (or lies under) a link.
@@ -179,7 +195,7 @@ def check_tree(repo: Path, base_commit: str, paths: Iterable[Path]) -> None:
     where = [path.relative_to(top).as_posix() for path in inside if path.is_relative_to(top)]
     if not where:
         return
-    changed = git.run("diff", "--name-only", "--no-renames", base_commit, "--", *where)
+    changed = git.run("diff", "--name-only", "--no-renames", revs=[base_commit], paths=where)
     untracked = git.run("ls-files", "--others", "--exclude-standard", "--", *where)
     first = next((line for line in (changed + "\n" + untracked).splitlines() if line), None)
     if first is not None:
@@ -204,6 +220,7 @@ def session(repo: Path, branches: Iterable[str] = ()) -> Iterator[None]:
     check_outputs(repo, branches)
     with locked(repo / WORKTREES_DIR / "lock", within=repo):
         cleanup_worktrees(repo)
+        cleanup_refs(repo)
         yield
 
 
@@ -215,13 +232,15 @@ def propose_branch(
     marker: str,
     folder: str,
     edit: Callable[[Path], str | None],
+    body: Callable[[], str] | None = None,
 ) -> Branch:
     """Make ``branch`` = ``base_commit`` + what ``edit`` does in a worktree.
 
     ``edit(work)`` changes files in the worktree and returns the commit message, or None when
     there is nothing to commit (the branch is then not created: *unchanged*). ``marker`` is a
     line the message must carry; finding it on an existing branch at the same base means this
-    very proposal was already made.
+    very proposal was already made. ``body()``, when given, is the PR body, saved beside the
+    branch (:func:`save_body`) before the branch exists: a branch is never made without it.
     """
     ref, git = f"refs/heads/{branch}", Git(repo)
     existing = git.rev_parse(ref)
@@ -232,14 +251,14 @@ def propose_branch(
     if (
         existing
         and git.rev_parse(f"{existing}^") == base_commit
-        and marker in git.run("log", "-1", "--format=%B", existing)
+        and marker in git.run("log", "-1", "--format=%B", revs=[existing])
     ):
         return Branch(
             branch, BranchStatus.ALREADY_PROPOSED, "the branch holds this proposal", existing
         )
     work = contained(repo, make_folder(repo / WORKTREES_DIR, within=repo) / folder)
     try:
-        git.run("worktree", "add", "--detach", "--quiet", str(work), base_commit)
+        git.run("worktree", "add", "--detach", "--quiet", str(work), revision(base_commit))
         message = edit(work)
         if message is None:
             return Branch(branch, BranchStatus.UNCHANGED, "nothing to change")
@@ -258,16 +277,39 @@ def propose_branch(
                 existing,
             )
         commit = Git(work).run(
-            "commit-tree", tree, "-p", base_commit, input=message, env=author_env(repo)
+            "commit-tree", tree, "-p", revision(base_commit), input=message, env=author_env(repo)
         )
-        # Creating the ref is the one step that publishes; it fails if the branch appeared (or
-        # moved) meanwhile.
-        git.run("update-ref", ref, commit, merged or "0" * 40)
-        return Branch(branch, BranchStatus.PROPOSED, "", commit)
+        saved = _publish(
+            repo, ref, commit, merged, lambda: save_body(repo, branch, body()) if body else None
+        )
+        return Branch(branch, BranchStatus.PROPOSED, "", commit, saved)
     finally:
         git.run("worktree", "remove", "--force", str(work), check=False)
         shutil.rmtree(work, ignore_errors=True)
         git.run("worktree", "prune", check=False)
+
+
+def _publish(
+    repo: Path, ref: str, commit: str, merged: str | None, before: Callable[[], Path | None]
+) -> Path | None:
+    """Move ``commit`` into place as ``ref``, the last step: the commit is held by a temporary
+    ref while ``before`` (the PR body's save) runs, then one transaction creates the branch — only
+    if it did not appear (or move) meanwhile — and drops the temporary ref. A run killed before
+    that leaves no branch, only the temporary ref the next session removes
+    (:func:`cleanup_refs`)."""
+    git, temporary = Git(repo), f"{TEMPORARY_REFS}/{ref.removeprefix('refs/heads/')}"
+    git.run("update-ref", revs=[temporary, commit])
+    try:
+        saved = before()
+        git.run(
+            "update-ref",
+            "--stdin",
+            input=f"update {ref} {commit} {merged or '0' * 40}\ndelete {temporary} {commit}\n",
+        )
+    except BaseException:
+        git.run("update-ref", "-d", revs=[temporary], check=False)
+        raise
+    return saved
 
 
 def save_body(repo: Path, branch: str, body: str) -> Path:
@@ -332,7 +374,9 @@ def base_of(repo: Path, base: str, pr_base: str | None) -> tuple[str, str]:
         raise InputError(
             None, "--base", f"{base!r} is not a commit in {repo}", "name a branch, tag or commit"
         )
-    full = git.run("rev-parse", "--symbolic-full-name", base, check=False)
+    full = git.run(
+        "rev-parse", "--symbolic-full-name", "--verify", "--quiet", revs=[base], check=False
+    )
     return commit, pr_base or (
         full.removeprefix("refs/heads/") if full.startswith("refs/heads/") else "main"
     )

@@ -69,10 +69,22 @@ def atomic_stream(path: Folder, blocks: Iterable[bytes], *, within: Folder) -> N
     temporary = _staged(target, blocks, within=within)
     try:
         os.replace(temporary, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise _named(exc, target) from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def _named(exc: OSError, target: Path) -> OSError:
+    """``exc`` naming the file being written, not its temporary file nor nothing at all (a write
+    past ``RLIMIT_FSIZE`` or onto a full disk says "File too large" with no file): every error
+    line names its file."""
+    # OSError(errno, …) is the subclass for that errno (FileNotFoundError, …), as raised
+    return OSError(exc.errno, exc.strerror or str(exc), str(target))
 
 
 def stage(path: Folder, data: str | bytes, *, within: Folder, encoding: str = "utf-8") -> Path:
@@ -99,9 +111,12 @@ def _staged(target: Path, blocks: Iterable[bytes], *, within: Folder) -> Path:
         os.umask(umask)
         # what a plain open() would have created
         mode = 0o666 & ~umask
-    descriptor, temporary = tempfile.mkstemp(
-        dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
-    )
+    try:
+        descriptor, temporary = tempfile.mkstemp(
+            dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
+        )
+    except OSError as exc:
+        raise _named(exc, target) from None
     try:
         with os.fdopen(descriptor, "wb") as handle:
             for block in blocks:
@@ -109,6 +124,10 @@ def _staged(target: Path, blocks: Iterable[bytes], *, within: Folder) -> Path:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temporary, mode)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise _named(exc, target) from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)

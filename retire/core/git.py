@@ -4,7 +4,9 @@ git runs in a known environment (no system config, no pager, no prompts, C local
 inherited ``GIT_DIR``-style redirections from a hook), under a timeout; every failure is one
 :class:`GitError` with a one-line message. The operations the engine needs (resolve a ref, tags
 containing a commit, ancestry, the commits touching a folder, worktrees, commits) are methods;
-anything else is :meth:`Git.run`.
+anything else is :meth:`Git.run`. A revision, ref, tag or branch is never an option: it goes to
+:meth:`Git.run` as ``revs`` (after ``--end-of-options``) or, where git takes none, through
+:func:`revision`, which refuses one that starts with ``-``.
 
 Everything that writes happens in a separate worktree or creates a new ref; nothing here
 touches the user's checkout, index or current branch.
@@ -14,12 +16,13 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
-from retire.core import childenv
+from retire.core import childenv, tooltext
 from retire.core.errors import PatchlaneError
 
-__all__ = ["DEFAULT_TIMEOUT", "Git", "GitError", "environment", "toplevel"]
+__all__ = ["DEFAULT_TIMEOUT", "Git", "GitError", "environment", "revision", "toplevel"]
 
 #: Seconds one git command may take (a push or a clone of a large mirror included).
 DEFAULT_TIMEOUT = 300.0
@@ -61,8 +64,54 @@ def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def _one_line(stderr: str, returncode: int) -> str:
-    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
-    return " / ".join(lines[-3:]) or f"exit {returncode}"
+    # a remote's or a hook's message comes through git: its escapes never reach ours
+    return " / ".join(tooltext.lines(stderr)[-3:]) or f"exit {returncode}"
+
+
+def _operand(text: str) -> str:
+    """``text`` as one argument: never empty, no NUL (which no argument can hold) and no line
+    break (which would split git's one-line answers)."""
+    if not text or any(char in text for char in "\0\n\r"):
+        raise GitError(
+            f"{text[:80]!r} cannot be given to git: it is empty or holds a NUL or a line break"
+        )
+    return text
+
+
+def revision(text: str) -> str:
+    """``text``, checked to be a revision git cannot read as an option: refused in one line
+    when it starts with ``-`` (a tag or a flag's value named ``--output=…`` would make ``git
+    log`` write a file). For the places git's parser takes no ``--end-of-options`` (an option's
+    value such as ``tag --contains``, ``checkout``); everywhere else revisions go to
+    :meth:`Git.run` as ``revs``."""
+    if _operand(text).startswith("-"):
+        raise GitError(
+            f"{text[:80]!r} is not a revision git may be given: it starts with '-', which git "
+            "reads as an option — name the commit, tag or branch by its sha or its full ref "
+            "(refs/tags/…)"
+        )
+    return text
+
+
+def _command(
+    args: tuple[str, ...], revs: Sequence[str], paths: Sequence[str] | None
+) -> tuple[str, ...]:
+    """``args`` with the revisions after ``--end-of-options`` and the paths after ``--``."""
+    command = [*args]
+    if revs:
+        command += ["--end-of-options", *map(_operand, revs)]
+        # without a `--`, log, show and diff take a name with a wildcard (`v1.[0]`) for a path,
+        # silently: their revisions always end at one
+        if paths is None and args[0] in _PATHSPECS:
+            paths = ()
+    if paths is not None:
+        # ls-tree takes no `--`: after --end-of-options it would read one as a path
+        command += [*([] if args[0] == "ls-tree" else ["--"]), *paths]
+    return tuple(command)
+
+
+#: The commands that read paths after their revisions.
+_PATHSPECS = frozenset({"log", "show", "diff", "rev-list", "whatchanged"})
 
 
 class Git:
@@ -107,27 +156,35 @@ class Git:
             raise GitError(
                 f"git {args[0]} timed out after {self.timeout:g} s in {self.repo}"
             ) from None
-        # no git on PATH, an unusable folder
-        except OSError as exc:
+        # no git on PATH, an unusable folder; a NUL in an argument
+        except (OSError, ValueError) as exc:
             raise GitError(f"git {args[0]} could not run: {exc}") from None
 
     def run(
         self,
         *args: str,
+        revs: Sequence[str] = (),
+        paths: Sequence[str] | None = None,
         check: bool = True,
         input: str | None = None,
         env: dict[str, str] | None = None,
     ) -> str:
-        """stdout of ``git args…`` without the trailing newline; a non-zero exit raises
-        :class:`GitError` unless ``check`` is false (then stdout, possibly empty)."""
-        proc = self._exec(args, input=input, env=env)
+        """stdout of ``git args… --end-of-options revs… -- paths…`` without the trailing newline;
+        a non-zero exit raises :class:`GitError` unless ``check`` is false (then stdout, possibly
+        empty).
+
+        Every revision, ref, tag or branch goes in ``revs``: after ``--end-of-options`` git reads
+        none of them as an option, whatever its text (a mirror's tag ``--output=…`` stays a tag).
+        ``paths`` (None: no ``--``) follow a ``--``."""
+        proc = self._exec(_command(args, revs, paths), input=input, env=env)
         if check and proc.returncode != 0:
             raise GitError(f"git {args[0]} failed: {_one_line(proc.stderr, proc.returncode)}")
         return proc.stdout.rstrip("\n")
 
-    def test(self, *args: str) -> bool:
-        """For commands that answer yes (exit 0) or no (exit 1); anything else is a GitError."""
-        proc = self._exec(args, input=None, env=None)
+    def test(self, *args: str, revs: Sequence[str] = ()) -> bool:
+        """For commands that answer yes (exit 0) or no (exit 1); anything else is a GitError.
+        ``revs`` as :meth:`run` takes them."""
+        proc = self._exec(_command(args, revs, None), input=None, env=None)
         if proc.returncode not in (0, 1):
             raise GitError(f"git {args[0]} failed: {_one_line(proc.stderr, proc.returncode)}")
         return proc.returncode == 0
@@ -146,10 +203,7 @@ class Git:
 
     def rev_parse(self, ref: str) -> str | None:
         """The object name ``ref`` resolves to, or None if it does not exist."""
-        return (
-            self.run("rev-parse", "--verify", "--quiet", "--end-of-options", ref, check=False)
-            or None
-        )
+        return self.run("rev-parse", "--verify", "--quiet", revs=[ref], check=False) or None
 
     def is_shallow(self) -> bool:
         return self.run("rev-parse", "--is-shallow-repository") == "true"
@@ -159,16 +213,16 @@ class Git:
 
     def tags(self, *, containing: str | None = None) -> list[str]:
         """Every tag, or those whose history contains commit ``containing``."""
-        args = ("tag", "--contains", containing) if containing else ("tag", "--list")
+        args = ("tag", "--contains", revision(containing)) if containing else ("tag", "--list")
         return [tag for tag in self.run(*args).splitlines() if tag.strip()]
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
-        return self.test("merge-base", "--is-ancestor", ancestor, descendant)
+        return self.test("merge-base", "--is-ancestor", revs=[ancestor, descendant])
 
     def commits_touching(self, path: str, rev: str = "HEAD") -> list[tuple[str, int]]:
         """(sha, committer time in epoch seconds) of the commits on ``rev`` that touched
         ``path``."""
-        out = self.run("log", "--format=%H %ct", rev, "--", path)
+        out = self.run("log", "--format=%H %ct", revs=[rev], paths=[path])
         return [
             (sha, int(when))
             for sha, when in (line.split() for line in out.splitlines() if line.strip())
@@ -176,7 +230,7 @@ class Git:
 
     def files(self, commit: str, folder: str) -> list[PurePosixPath]:
         """Every file below ``folder`` in ``commit``'s tree, as paths relative to ``folder``."""
-        out = self.run("ls-tree", "-r", "--name-only", "-z", commit, "--", folder)
+        out = self.run("ls-tree", "-r", "--name-only", "-z", revs=[commit], paths=[folder])
         base = PurePosixPath(folder)
         return [PurePosixPath(name).relative_to(base) for name in out.split("\0") if name]
 

@@ -182,6 +182,11 @@ class Project:
     def bisect_cache(self) -> Path:
         return self.inside(".patchlane", "cache", "bisect")
 
+    @property
+    def wheel_cache(self) -> Path:
+        """Wheels built from a mirror at a commit (retire.runs.wheelcache)."""
+        return self.inside(".patchlane", "cache", "wheels")
+
     def inside(self, *parts: str | os.PathLike[str]) -> Path:
         """``root/<parts>``, refused in one line when it leaves the root or a link is on the way
         (:func:`contained`)."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from retire.core import childenv, interrupts, uvauth
+from retire.core import childenv, interrupts, tooltext, uvauth
 from retire.core.errors import InputError, PatchlaneError
 
 #: Held while the binary is looked up: ``find_uv_bin`` reads ``sysconfig``, whose first use fills
@@ -115,7 +114,7 @@ def run(
         if live and _PTY_OK:
             return _run_live(args, cwd=cwd, without_indexes=without_indexes, auth=auth)
         try:
-            return subprocess.run(
+            proc = subprocess.run(
                 [binary(), *args],
                 cwd=cwd,
                 capture_output=True,
@@ -126,6 +125,10 @@ def run(
             )
         except OSError as exc:
             raise PatchlaneError(f"uv could not be started: {exc}") from None
+        # what uv relays (an index's error page, a build's output) reaches people as plain text
+        return subprocess.CompletedProcess(
+            proc.args, proc.returncode, proc.stdout, plain(proc.stderr)
+        )
 
 
 def _indexes(args: Sequence[str], cwd: str | os.PathLike[str] | None) -> dict[str, str]:
@@ -148,18 +151,8 @@ try:
 except ImportError:
     _PTY_OK = False
 
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
-
-
-def plain(text: str) -> str:
-    """Terminal output as the lines it leaves: escapes dropped, each line what its last redraw
-    said."""
-    lines = []
-    for line in _ANSI.sub("", text).split("\n"):
-        segments = [part for part in line.split("\r") if part.strip()]
-        if segments or line == "":
-            lines.append(segments[-1] if segments else "")
-    return "\n".join(lines)
+#: Terminal output as the lines it leaves (:func:`retire.core.tooltext.plain`).
+plain = tooltext.plain
 
 
 def _echo(chunk: bytes) -> None:

@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import re
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -20,6 +19,8 @@ from pathlib import Path
 
 from retire.core.atomic import atomic_write, locked
 from retire.core.errors import InputError
+from retire.evidence import jsonlines
+from retire.evidence.jsonlines import Damaged
 from shims import times
 from shims.filereading import read_bytes
 from shims.reproducer import Mode
@@ -361,15 +362,6 @@ def dumps(record: ValidationRecord) -> str:
     return _ESCAPE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
-@dataclass(frozen=True)
-class Damaged:
-    """A line of a manifest that is not a record: its number, its bytes, and why."""
-
-    number: int
-    line: bytes
-    problem: str
-
-
 def quarantine_path(path: str | os.PathLike[str]) -> Path:
     path = Path(path)
     return path.with_name(path.name + QUARANTINE_SUFFIX)
@@ -377,37 +369,14 @@ def quarantine_path(path: str | os.PathLike[str]) -> Path:
 
 def _read(path: Path) -> tuple[list[ValidationRecord], list[bytes], list[Damaged], bytes]:
     """``(records, their lines, damaged lines, the whole file)``; lines split on ``\n`` only, as
-    written."""
-    # A folder or a FIFO is one error, never a block; a missing file is an empty manifest.
-    data = read_bytes(path, str(path), missing_ok=True, max_bytes=MAX_MANIFEST_BYTES)
-    if data is None:
-        return [], [], [], b""
-    records, lines, damaged = [], [], []
-    for number, line in enumerate(data.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            records.append(_parse(line))
-            lines.append(line)
-        except ValueError as exc:
-            damaged.append(Damaged(number, line, str(exc)))
-    return records, lines, damaged, data
+    written (the one evidence reader, :mod:`retire.evidence.jsonlines`). A folder or a FIFO is
+    one error, never a block; a missing file is an empty manifest."""
+    found = jsonlines.read(path, _record, max_bytes=MAX_MANIFEST_BYTES)
+    return found.items, found.lines, found.damaged, found.data
 
 
-def _parse(line: bytes) -> ValidationRecord:
-    """One line as a record; ``ValueError`` (one short line) for anything else."""
-    try:
-        data = json.loads(line.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise ValueError("not UTF-8 text") from None
-    except RecursionError:
-        raise ValueError("not valid JSON (nested too deeply)") from None
-    except ValueError as exc:
-        raise ValueError(
-            f"not valid JSON ({getattr(exc, 'msg', exc)} at column {getattr(exc, 'colno', '?')})"
-        ) from None
-    if not isinstance(data, dict):
-        raise ValueError("expected a JSON object")
+def _record(data: dict[str, object]) -> ValidationRecord:
+    """One object as a record; ``ValueError`` (one short line) for anything else."""
     try:
         return ValidationRecord.from_json(data)
     except RecursionError:
@@ -443,13 +412,11 @@ def _where(path: Path, problem: str | None, verb: str) -> str:
 
 def _warn(path: Path, damaged: list[Damaged], where: str) -> None:
     """One warning line per damaged line, on stderr: the store keeps working without it."""
-    for item in damaged:
-        print(
-            f"patchlane: warning: {path}: line {item.number}: {item.problem} — skipped, {where}; "
-            "fix it there and `patchlane validation merge` it back, or delete it",
-            file=sys.stderr,
-            flush=True,
-        )
+    jsonlines.warn(
+        path,
+        damaged,
+        f"skipped, {where}; fix it there and `patchlane validation merge` it back, or delete it",
+    )
 
 
 def load(path: str | os.PathLike[str]) -> list[ValidationRecord]:

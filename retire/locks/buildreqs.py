@@ -41,7 +41,7 @@ def build_requires(mirror: Path, commit: str, subdirectory: str | None) -> tuple
     from retire.core.git import Git
 
     where = f"{subdirectory}/pyproject.toml" if subdirectory else "pyproject.toml"
-    text = Git(mirror, search_parents=False).run("show", f"{commit}:{where}", check=False)
+    text = Git(mirror, search_parents=False).run("show", revs=[f"{commit}:{where}"], check=False)
     if not text:
         return LEGACY_BUILD
     try:

@@ -313,17 +313,22 @@ def lock_lane(
         return LockResult(lane.name, LockStatus.FAILED, str(exc), seconds=time.monotonic() - started)
     # uv prefers the versions already in its output file: unchanged packages stay put
     keep = previous is not None and not upgrade and state.freshness is not Freshness.TAMPERED
-    with tempfile.TemporaryDirectory(prefix=f"patchlane-lock-{lane.name}-") as scratch:
-        work = Path(scratch)
-        _write_inputs(work, lane, index_table(lane, urls, host.default), pinned)
-        if keep:
-            _seed_previous(work, target, pinned)
-        args = compile_args(
-            lane, upgrade=upgrade, upgrade_packages=upgrade_packages, cutoffs=cutoffs
-        )
-        made = _compile(work, lane, args, pinned, started)
+    try:
+        with tempfile.TemporaryDirectory(prefix=f"patchlane-lock-{lane.name}-") as scratch:
+            work = Path(scratch)
+            _write_inputs(work, lane, index_table(lane, urls, host.default), pinned)
+            if keep:
+                _seed_previous(work, target, pinned)
+            args = compile_args(
+                lane, upgrade=upgrade, upgrade_packages=upgrade_packages, cutoffs=cutoffs
+            )
+            made = _compile(work, lane, args, pinned, started)
+    # the file system refused uv's scratch project (a full TMPDIR): said of the lock
+    except OSError as exc:
+        why = f"{exc.filename}: {exc.strerror or exc}" if exc.filename else str(exc.strerror or exc)
+        made = LockResult(lane.name, LockStatus.FAILED, why)
     if isinstance(made, LockResult):
-        return made
+        return _of_the_lock(made, target, within=locks_dir.parent, had=previous is not None)
     text = stamp(made, lane, lane.origin, cutoffs, _pinned_provenance(pinned))
     seconds = time.monotonic() - started
     try:
@@ -357,10 +362,30 @@ def _write_lock(target: Path, text: str, *, within: Path, had: bool) -> str:
     try:
         atomic_write(target, text, within=within)
     except OSError as exc:
-        kept = "the previous lock is kept as it was" if had else "no lock was written"
-        shown = target.relative_to(within) if target.is_relative_to(within) else target
-        return f"{shown.as_posix()}: {exc.strerror or exc} — {kept}"
+        return _kept(target, str(exc.strerror or exc), within=within, had=had)
     return ""
+
+
+def _kept(target: Path, why: str, *, within: Path, had: bool) -> str:
+    """``locks/<lane>/pylock.toml: <why> — the previous lock is kept as it was``."""
+    kept = "the previous lock is kept as it was" if had else "no lock was written"
+    shown = target.relative_to(within) if target.is_relative_to(within) else target
+    return f"{shown.as_posix()}: {why} — {kept}"
+
+
+#: What uv or the scratch project say when the file system refuses a write.
+_FILE_SYSTEM = ("No space left on device", "File too large", "Disk quota exceeded", "Read-only file")
+
+
+def _of_the_lock(result: LockResult, target: Path, *, within: Path, had: bool) -> LockResult:
+    """A lock that could not be made for want of room (a full disk under uv's cache or the scratch
+    project) says so of the lock, and what it still holds; any other failure as it is."""
+    if result.status is not LockStatus.FAILED or not any(
+        mark in result.message for mark in _FILE_SYSTEM
+    ):
+        return result
+    message = _kept(target, f"not re-locked: {result.message}", within=within, had=had)
+    return dataclasses.replace(result, message=message)
 
 
 def _up_to_date(lane: Lane, target: Path) -> LockResult:

@@ -6,9 +6,10 @@ every command (a lane revision, a link, its metadata URLs, its name and release 
 reads one (the commit that landed a pull request, the release tags that contain a commit, branch
 tips, freshness), ``history`` lists the first-parent commits between two release tags with their
 pull requests (``patchids``: those of rebase and squash merges, by patch) and whether the package
-builds from source cheaply there, ``packagetree`` (which files of a commit the package's build
-reads, and which of them a damaged mirror lacks), ``recorded`` (a shim's fixed edge from the
-validation records, and the fix commit where the mirror orders the recorded commit runs: for the
-report, the retirement PRs, the verdicts and the packs) and ``sync`` fetches them where the
-network allows (``patchlane mirrors sync``).
+builds from source cheaply there, ``touching`` (which of those commits change the files a shim
+patches), ``packagetree`` (which files of a commit the package's build reads, and which of them a
+damaged mirror lacks), ``recorded`` (a shim's fixed edge from the validation records, and the fix
+commit where the mirror orders the recorded commit runs: for the report, the retirement PRs, the
+verdicts and the packs) and ``sync`` fetches them where the network allows (``patchlane mirrors
+sync``).
 """

@@ -82,8 +82,8 @@ def commits_between(repo: MirrorRepo, old: str, new: str) -> tuple[Commit, ...]:
         "--first-parent",
         "--reverse",
         "--format=%H%x1f%cI%x1f%P%x1f%s",
-        f"{old}^{{commit}}..{new}^{{commit}}",
-        "--",
+        revs=[f"{old}^{{commit}}..{new}^{{commit}}"],
+        paths=[],
     )
     pulls = _pull_heads(repo)
     found = []
@@ -148,7 +148,9 @@ def build_obstacle(
     build file, or compiled sources in its tree. With ``named_build`` (a shim or lane names the
     command that builds its wheel) only a missing folder stops it: the command knows the rest."""
     try:
-        listing = repo.git.run("ls-tree", "-r", "--name-only", commit, "--", subdirectory or ".")
+        listing = repo.git.run(
+            "ls-tree", "-r", "--name-only", revs=[commit], paths=[subdirectory or "."]
+        )
     except GitError as exc:
         return f"cannot read the tree at {commit[:12]}: {exc}"
     paths = [PurePosixPath(line) for line in listing.splitlines() if line]

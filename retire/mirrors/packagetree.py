@@ -94,7 +94,7 @@ def missing_files(git: Git, commit: str, subdirectory: str | None = None) -> Mis
     """The files of ``commit``'s tree whose blobs the repository of ``git`` lacks (two git
     commands: the tree, then every blob asked about at once). Raises GitError when the commit or
     one of its trees is not there."""
-    listing = git.run("ls-tree", "-r", "-z", "--full-tree", commit)
+    listing = git.run("ls-tree", "-r", "-z", "--full-tree", revs=[commit])
     blobs: dict[str, list[str]] = {}
     for entry in listing.split("\0"):
         meta, _, path = entry.partition("\t")

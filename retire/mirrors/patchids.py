@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from retire.core.atomic import atomic_write
-from retire.core.git import Git, GitError
+from retire.core.git import Git, GitError, revision
 
 __all__ = ["pulls_by_patch"]
 
@@ -97,7 +97,9 @@ def _computed(
 ) -> dict[str, int]:
     """Every one of ``commits`` whose patch-id one pull request's patch (a commit of it, or its
     combined diff) has, and only one."""
-    wanted = _patch_ids(git, git.run("show", "--no-color", "--format=commit %H", *commits))
+    wanted = _patch_ids(
+        git, git.run("show", "--no-color", "--format=commit %H", revs=list(commits))
+    )
     candidates = _candidates(git, new, heads)
     if not wanted or not candidates:
         return {}
@@ -116,10 +118,10 @@ def _candidates(git: Git, new: str, heads: Mapping[str, int]) -> dict[str, tuple
     """``{ref: (head, number)}`` of the heads worth a patch: not contained in ``new`` (a head it
     contains landed as itself) and committed no later than it (a request is pushed before it
     lands)."""
-    newest = int(git.run("log", "-1", "--format=%ct", new) or 0)
+    newest = int(git.run("log", "-1", "--format=%ct", revs=[new]) or 0)
     out = git.run(
         "for-each-ref",
-        f"--no-merged={new}",
+        f"--no-merged={revision(new)}",
         "--format=%(objectname) %(committerdate:unix) %(refname)",
         "refs/pull",
     )
@@ -141,20 +143,22 @@ def _pull_patches(
     # request counts for one of them
     owner: dict[str, int] = {}
     count: dict[str, int] = {}
-    for line in git.run("log", "--no-merges", "--format=%H %S", *refs, "--not", new).splitlines():
+    for line in git.run(
+        "log", "--no-merges", "--format=%H %S", revs=[*refs, f"^{new}"]
+    ).splitlines():
         sha, _, ref = line.partition(" ")
         if ref in candidates:
             owner[sha] = candidates[ref][1]
             count[ref] = count.get(ref, 0) + 1
     own = git.run(
-        "log", "--no-merges", "--no-color", "-p", "--format=commit %H", *refs, "--not", new
+        "log", "--no-merges", "--no-color", "-p", "--format=commit %H", revs=[*refs, f"^{new}"]
     )
     found = [(patch, owner[sha]) for sha, patch in _patch_ids(git, own).items() if sha in owner]
     for ref, commits in count.items():
         head, number = candidates[ref]
-        fork = git.run("merge-base", new, head, check=False) if commits > 1 else ""
+        fork = git.run("merge-base", revs=[new, head], check=False) if commits > 1 else ""
         if fork:
-            combined = git.run("diff", "--no-color", fork, head)
+            combined = git.run("diff", "--no-color", revs=[fork, head])
             found += [(patch, number) for patch in _patch_ids(git, combined).values()]
     return found
 

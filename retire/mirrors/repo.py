@@ -29,7 +29,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from retire.core.git import Git, GitError
+from retire.core.git import Git, GitError, revision
 from retire.evidence.values import Ancestry, BranchTip, MirrorPull, ProbeFailure, TagContainment
 from retire.mirrors.config import Mirror
 
@@ -75,11 +75,12 @@ class MirrorRepo:
         self._lock = threading.Lock()
 
     # -- history ------------------------------------------------------------------------------
-    def _branch_args(self) -> list[str]:
+    def _branch_args(self) -> list[str] | None:
         """The followed branches as explicit refs (git's own ``--branches=NAME`` would read a plain
-        name as ``NAME/*``). A pattern that matches nothing follows nothing."""
+        name as ``NAME/*``), None for every branch. A pattern that matches nothing follows
+        nothing."""
         if not self.mirror.branches:
-            return ["--branches"]
+            return None
         heads = self.git.run(
             "for-each-ref", "--format=%(refname:strip=2)", "refs/heads"
         ).splitlines()
@@ -94,7 +95,12 @@ class MirrorRepo:
     @cached_property
     def _history(self) -> tuple[dict[int, list[Landing]], int | None]:
         refs = self._branch_args()
-        out = self.git.run("log", "--format=%H%x1f%ct%x1f%s", *refs, "--") if refs else ""
+        if refs is None:
+            out = self.git.run("log", "--format=%H%x1f%ct%x1f%s", "--branches", paths=[])
+        else:
+            out = (
+                self.git.run("log", "--format=%H%x1f%ct%x1f%s", revs=refs, paths=[]) if refs else ""
+            )
         landed: dict[int, list[Landing]] = {}
         newest: int | None = None
         # git log lists newest first; landings are kept oldest first
@@ -164,7 +170,7 @@ class MirrorRepo:
         release = dict(self.tag_versions())
         containing: list[str] = []
         for sha in commits:
-            for tag in self.git.run("tag", "--contains", sha).splitlines():
+            for tag in self.git.run("tag", "--contains", revision(sha)).splitlines():
                 if tag.strip() and tag.strip() not in containing:
                     containing.append(tag.strip())
         release_tags = tuple(t for t in containing if t in release)
@@ -244,8 +250,8 @@ class MirrorRepo:
         asked = f"refs/heads/{rev}" if branch else rev
 
         def read(full: str) -> Ancestry:
-            contains, _ = self._release_bounds(self.git.run("tag", "--merged", full))
-            _, within = self._release_bounds(self.git.run("tag", "--contains", full))
+            contains, _ = self._release_bounds(self.git.run("tag", "--merged", revision(full)))
+            _, within = self._release_bounds(self.git.run("tag", "--contains", revision(full)))
             return Ancestry(self.mirror.repository, full, contains, within, branch)
 
         return self._probe(asked, read, target=rev)
@@ -258,7 +264,11 @@ class MirrorRepo:
 
         def read(full: str) -> BranchTip:
             heads = self.git.run(
-                "for-each-ref", "--points-at", full, "--format=%(refname:strip=2)", "refs/heads"
+                "for-each-ref",
+                "--points-at",
+                revision(full),
+                "--format=%(refname:strip=2)",
+                "refs/heads",
             )
             branches = tuple(sorted(h for h in heads.split() if self._follows(h)))
             return BranchTip(self.mirror.repository, full, branches, self.newest_commit_at)

@@ -12,13 +12,13 @@ without ``pack approve`` (the human gate, docs/packs.md).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import tomlkit
 
 from retire.core.atomic import atomic_write
 from retire.core.errors import InputError
+from retire.evidence import culprits as recorded
 from retire.packs.model import CATEGORIES, github_repository
 from shims.model import ShimManifest
 
@@ -28,25 +28,25 @@ __all__ = ["latest_culprit", "prefill"]
 def latest_culprit(path: Path, shim: str, lane: str) -> dict:
     """The newest culprit recorded for ``shim`` in ``lane`` that names a package."""
     found = None
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                item = json.loads(line)
-            except ValueError:
-                continue
-            if (
-                isinstance(item, dict)
-                and item.get("subject") == shim
-                and item.get("lane") == lane
-                and item.get("status") == "found"
-            ):
-                found = item
+    for item in recorded.load(path):
+        if item["subject"] == shim and item["lane"] == lane and item["status"] == "found":
+            found = item
     if found is None:
         raise InputError(
             str(path),
             "--from-culprit",
             f"no culprit recorded for {shim} in lane {lane}",
             f"run `patchlane culprit {lane} {shim}` (or a bump) first",
+        )
+    named = found["packages"]
+    assert isinstance(named, list)
+    if len(named) != 1:
+        raise InputError(
+            str(path),
+            "--from-culprit",
+            f"the culprit recorded last for {shim} in lane {lane} names {len(named)} packages, "
+            "not the one a new report is about",
+            f"run `patchlane culprit {lane} {shim}` again to record it whole",
         )
     return found
 

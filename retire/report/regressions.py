@@ -15,12 +15,12 @@ The section leads the report in every format; each renderer is one small functio
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from retire.core import mdsafe
+from retire.evidence import culprits as recorded
 from retire.evidence.validation import Mode, RunOutcome, ValidationRecord
 from shims.model import ShimManifest
 
@@ -44,18 +44,9 @@ class Regression:
 
 
 def read_culprits(path: Path) -> list[dict[str, object]]:
-    """The recorded culprits (a damaged line is skipped: the report still renders)."""
-    if not path.is_file():
-        return []
-    found = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            item = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(item, dict) and isinstance(item.get("line"), str):
-            found.append(item)
-    return found
+    """The recorded culprits (a damaged line, or a FIFO or folder in the file's place, is one
+    warning and skipped: the report still renders)."""
+    return recorded.load(path)
 
 
 def _latest(records: Iterable[ValidationRecord]) -> dict[tuple[str, str, str], ValidationRecord]:

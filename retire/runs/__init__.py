@@ -1,9 +1,12 @@
 """Lane runs: lane environments built from their locks, and reproducer runs in them.
 
 ``envs`` (a lane's venv from its lock with uv, full or overlaid on a GPU image's interpreter),
-``envcheck`` (proof the env holds what the lock says), ``reproduce`` (one reproducer run as a
+``envcheck`` (proof the env holds what the lock says), ``wheelcache`` (wheels built from a mirror
+at a commit, kept and reused) and ``sharedclone`` (one working clone per commit range, each
+candidate checked out and built there), ``reproduce`` (one reproducer run as a
 subprocess → a validation record), ``launcher`` (reproducers forked from one lane interpreter
-that imported the heavy stack once), ``reaper`` (every reproducer tree started, and how the whole
+that imported the heavy stack once), ``launcherpool`` (warm launchers, one per slot of candidates
+run side by side, kept across rounds), ``reaper`` (every reproducer tree started, and how the whole
 of it is stopped), ``lanerun`` (build each lane, run its shims in both modes, judge; the
 lane × shim table), ``proof`` (which shims some lane proves: the unproven ones fail
 ``run --strict``), ``suite`` (lane-run results as pytest tests), ``gpus`` (the host's GPUs, found or

@@ -10,7 +10,9 @@ shop that keeps some GPUs for other work):
 
 Otherwise ``nvidia-smi --query-gpu`` lists them. Where the engine itself runs with
 ``CUDA_VISIBLE_DEVICES`` set (a Slurm job's allocation, a shop's reservation) only those GPUs are
-this host's, under their own ids.
+this host's, under their own ids; there ``PATCHLANE_GPUS`` is a ceiling and a filter of that set
+(a count takes the first N visible GPUs, a list the visible ones it names, ``none`` none), never a
+GPU more.
 """
 
 from __future__ import annotations
@@ -126,21 +128,32 @@ def _from_smi(output: str) -> tuple[Gpu, ...]:
     return tuple(gpus)
 
 
-def _visible(gpus: tuple[Gpu, ...], environ: Mapping[str, str]) -> tuple[Gpu, ...]:
+def _wanted(environ: Mapping[str, str]) -> list[str] | None:
+    """The entries of the engine's own ``CUDA_VISIBLE_DEVICES`` (None when unset)."""
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    return None if visible is None else [v.strip() for v in visible.split(",") if v.strip()]
+
+
+def _visible(
+    gpus: tuple[Gpu, ...], environ: Mapping[str, str], *, declared: bool = False
+) -> tuple[Gpu, ...]:
     """The GPUs the engine's own ``CUDA_VISIBLE_DEVICES`` names (all when unset), under the ids it
     gives them: each matched by index or UUID, else by position where the lists are as long (a
-    cgroup that shows only the allocation), else a GPU of unknown kind."""
-    visible = environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is None:
+    cgroup that shows only the allocation), else a GPU of unknown kind — unless ``gpus`` were
+    ``declared`` (``PATCHLANE_GPUS``): a ceiling, so a visible GPU it does not name is left out
+    and never more GPUs than it names are given."""
+    wanted = _wanted(environ)
+    if wanted is None:
         return gpus
-    wanted = [v.strip() for v in visible.split(",") if v.strip()]
     found = []
     for position, entry in enumerate(wanted):
         match = next((gpu for gpu in gpus if entry in (gpu.id, gpu.uuid)), None)
         if match is None and len(gpus) == len(wanted):
             match = gpus[position]
+        if match is None and declared:
+            continue
         found.append(replace(match, id=entry) if match else Gpu(entry))
-    return tuple(found)
+    return tuple(found[: len(gpus)] if declared else found)
 
 
 def _smi(smi: str, fields: str) -> subprocess.CompletedProcess[str] | None:
@@ -163,7 +176,11 @@ def discover(environ: Mapping[str, str] | None = None) -> HostGpus:
     environ = os.environ if environ is None else environ
     declared = environ.get(GPUS_ENV)
     if declared is not None:
-        return HostGpus(_visible(parse_declared(declared), environ), f"{GPUS_ENV}={declared}")
+        gpus, wanted = parse_declared(declared), _wanted(environ)
+        if declared.strip().isdigit() and wanted is not None:
+            # a count of the GPUs this process may see: the first N of them
+            gpus = tuple(Gpu(entry) for entry in wanted)[: len(gpus)]
+        return HostGpus(_visible(gpus, environ, declared=True), f"{GPUS_ENV}={declared}")
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return HostGpus((), "no nvidia-smi on PATH")

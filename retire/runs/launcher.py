@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Self
 
+from retire.core import tooltext
 from retire.evidence.validation import ValidationRecord
 from retire.runs.isolation import ISOLATIONS, Isolation
 from retire.runs.reaper import REAPER, TOKEN_ENV
@@ -355,7 +356,7 @@ class Launcher:
             text = (self._dir / "launcher.err").read_text(encoding="utf-8", errors="replace")
         except OSError:
             return ""
-        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        lines = tooltext.lines(text)
         return lines[-1][:300] if lines else ""
 
     def _send(self, message: dict) -> None:

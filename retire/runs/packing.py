@@ -11,17 +11,30 @@ separate patchlane processes (``nox -s lane -j N``) share out the GPUs too.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from retire.core.errors import PatchlaneError
 from retire.runs.gpus import Gpu
 from shims.gpuneeds import GpuNeeds
 
-__all__ = ["LOCKS_ENV", "GpuPool", "choose", "held_gpus", "lock_folder", "on_gpus", "unmet"]
+__all__ = [
+    "LOCKS_ENV",
+    "GpuPool",
+    "LeaseError",
+    "choose",
+    "held_gpus",
+    "lease_file",
+    "lock_folder",
+    "on_gpus",
+    "unmet",
+]
 
 _T = TypeVar("_T")
 #: Where a host's GPU leases live (default: a folder per user in the temp folder).
@@ -167,13 +180,67 @@ class GpuPool:
         """A descriptor holding ``gpu``'s lock (None when another holder refuses it)."""
         import fcntl
 
-        descriptor = os.open(self.folder / f"gpu-{gpu.id}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        descriptor = lease_file(self.folder / f"gpu-{gpu.id}.lock")
         try:
             fcntl.flock(descriptor, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except OSError:
             os.close(descriptor)
             return None
         return descriptor
+
+
+class LeaseError(PatchlaneError):
+    """A GPU lease file that is not this user's own regular file (a planted link, another user's
+    file): refused in one line naming it, never opened through."""
+
+
+def lease_file(path: Path) -> int:
+    """A read-write descriptor of the lease file ``path``, never through a link: opened with
+    ``O_NOFOLLOW``, made with ``O_CREAT | O_EXCL`` (mode 0600) when missing, so a link planted in
+    a folder others may write is refused and its target never created; the file must be a
+    regular file of this user that nobody else may write (:class:`LeaseError` otherwise)."""
+    flags = os.O_RDWR | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+    while True:
+        try:
+            descriptor = os.open(path, flags)
+        except FileNotFoundError:
+            try:
+                descriptor = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o600)
+            # made by another process meanwhile: open that one
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                raise _refused(path, exc) from None
+        except OSError as exc:
+            raise _refused(path, exc) from None
+        found = os.fstat(descriptor)
+        problem = (
+            "is not a regular file"
+            if not stat.S_ISREG(found.st_mode)
+            else f"belongs to user {found.st_uid}, not this one ({os.geteuid()})"
+            if found.st_uid != os.geteuid()
+            else f"may be written by others (mode {stat.S_IMODE(found.st_mode):o})"
+            if found.st_mode & 0o022
+            else None
+        )
+        if problem is None:
+            return descriptor
+        os.close(descriptor)
+        raise LeaseError(f"{path}: {problem}: {_LEASE_FIX}")
+
+
+#: What to do about a lease file that is refused.
+_LEASE_FIX = (
+    f"a GPU lease is only this user's own file — remove it, or point {LOCKS_ENV} at a folder "
+    "only you can write"
+)
+
+
+def _refused(path: Path, exc: OSError) -> LeaseError:
+    """The lease file could not be opened: a link (``O_NOFOLLOW``'s ELOOP) or another reason."""
+    if exc.errno == errno.ELOOP or path.is_symlink():
+        return LeaseError(f"{path}: is a symbolic link: not followed — {_LEASE_FIX}")
+    return LeaseError(f"{path}: cannot be opened as a GPU lease: {exc.strerror or exc}")
 
 
 @contextlib.contextmanager

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
-from retire.core import childenv, secrets
+from retire.core import childenv, secrets, tooltext
 from retire.core.errors import PatchlaneError
 from retire.runs.slurmconfig import SlurmSettings
 from retire.runs.slurmjob import JobPhase, JobState, parse_sacct, parse_scontrol, parse_squeue
@@ -45,13 +45,17 @@ def _slurm(args: Sequence[str]) -> subprocess.CompletedProcess[str]:
             "squeue, scontrol, scancel) on this host"
         )
     try:
-        return subprocess.run(
+        proc = subprocess.run(
             [found, *args[1:]],
             capture_output=True,
             text=True,
             stdin=subprocess.DEVNULL,
             env=environment(),
             timeout=_SLURM_TIMEOUT_S,
+        )
+        # a refusal is relayed to people: no escape sequence of Slurm's (or a wrapper's) with it
+        return subprocess.CompletedProcess(
+            proc.args, proc.returncode, proc.stdout, tooltext.plain(proc.stderr)
         )
     except subprocess.TimeoutExpired:
         return subprocess.CompletedProcess(args, 124, "", f"{args[0]} gave no answer")

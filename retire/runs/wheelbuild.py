@@ -32,10 +32,10 @@ from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-from retire.core import childenv
+from retire.core import childenv, tooltext
 from retire.core.atomic import atomic_write
 from retire.core.errors import PatchlaneError
-from retire.core.git import Git, GitError
+from retire.core.git import Git, GitError, revision
 from retire.core.secrets import scrub
 from retire.mirrors.packagetree import MissingFiles, missing_files
 from retire.runs.reaper import REAPER
@@ -101,7 +101,13 @@ def checkout(mirror: Path, commit: str, folder: Path, subdirectory: str | None =
         raise WheelBuildError(missing.why_not(commit))
     try:
         Git(mirror, search_parents=False).run(
-            "clone", "--quiet", "--shared", "--no-checkout", os.fspath(mirror), os.fspath(folder)
+            "clone",
+            "--quiet",
+            "--shared",
+            "--no-checkout",
+            "--",
+            os.fspath(mirror),
+            os.fspath(folder),
         )
         _check_out(Git(folder, search_parents=False), commit, missing.left_out)
     except GitError as exc:
@@ -118,12 +124,12 @@ def _check_out(git: Git, commit: str, left_out: tuple[str, ...]) -> None:
     they are marked skip-worktree (a clean ``git status``, as a build's version tool reads it),
     the rest is written, and HEAD is detached at the commit."""
     if not left_out:
-        git.run("checkout", "--quiet", "--detach", commit)
+        git.run("checkout", "--quiet", "--detach", revision(commit))
         return
-    git.run("read-tree", commit)
+    git.run("read-tree", revs=[commit])
     git.run("update-index", "--skip-worktree", "-z", "--stdin", input="\0".join(left_out) + "\0")
     git.run("checkout-index", "--all", "--quiet")
-    git.run("update-ref", "--no-deref", "HEAD", commit)
+    git.run("update-ref", "--no-deref", revs=["HEAD", commit])
 
 
 def build_wheel(
@@ -209,7 +215,7 @@ def _failed(problem: str, log: Path) -> WheelBuildError:
         text = log.read_bytes()[-16384:].decode("utf-8", errors="replace")
     except OSError:
         text = ""
-    lines = [line.rstrip() for line in text.splitlines() if line.strip()][-_TAIL_LINES:]
+    lines = tooltext.lines(text)[-_TAIL_LINES:]
     tail = " / ".join(lines) if lines else "(no output)"
     return WheelBuildError(scrub(f"{problem}; log {log}: {tail}"))
 

@@ -76,10 +76,12 @@ def kept(old: str, new: str) -> bool:
     return True
 
 
-def raw_text(path: Path, name: str) -> str | None:
+def raw_text(path: Path, name: str, *, within: Path) -> str | None:
     """The text of an existing file as it is, line ends included (``\\r\\n`` stays: an edit
-    appends in the file's own line ends); None when it is missing. Read safely: a link, a FIFO, a
-    folder there, a file that is not UTF-8, is one line."""
+    appends in the file's own line ends); None when it is missing. Read safely: a link on the way
+    from ``within`` (the file itself included: never read through), a FIFO, a folder there, a file
+    that is not UTF-8, is one line."""
+    contained(within, path)
     data = read_bytes(path, name, missing_ok=True)
     if data is None:
         return None
@@ -142,7 +144,7 @@ def write(plan: Plan, *, command: str, append_only: bool = False) -> list[str]:
         )
     before: dict[str, str] = {}
     for relative, text in plan.edit.items():
-        before[relative] = raw_text(root / relative, str(root / relative)) or ""
+        before[relative] = raw_text(root / relative, str(root / relative), within=root) or ""
         # an edit adds: every line the file holds stays, in order, byte for byte
         if append_only and not kept(before[relative], text):
             raise InputError(

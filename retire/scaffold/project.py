@@ -121,7 +121,7 @@ def plan_init(
     }
     for name, (fresh, merge) in merges.items():
         # read safely (a FIFO, a folder, a link there is one line), line ends as they are
-        text = raw_text(root / name, str(root / name))
+        text = raw_text(root / name, str(root / name), within=root)
         if text is None:
             create[name] = fresh
             continue
@@ -186,7 +186,7 @@ def _appended(text: str, addition: str) -> str:
 def _readme(root: Path, values: dict[str, str], create: dict, edit: dict) -> None:
     section = template("project/README-section.md", **values)
     # read safely (a FIFO, a folder, a link there is one line), line ends as they are
-    text = raw_text(root / "README.md", str(root / "README.md"))
+    text = raw_text(root / "README.md", str(root / "README.md"), within=root)
     if text is None:
         create["README.md"] = f"# {root.resolve().name}\n{section}"
         return
@@ -205,7 +205,7 @@ def _gitignore(root: Path, create: dict, edit: dict, unignore: list[str]) -> Non
     """The state folders ignored, and negations of the rules that would keep init's files out of
     a commit (last: in one file the last matching rule wins)."""
     # read safely (a FIFO, a folder, a link there is one line), line ends as they are
-    text = raw_text(root / ".gitignore", str(root / ".gitignore"))
+    text = raw_text(root / ".gitignore", str(root / ".gitignore"), within=root)
     existing = text is not None
     text = text or ""
     missing = [entry for entry in _IGNORED if entry not in text.splitlines()] + unignore

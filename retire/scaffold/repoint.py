@@ -38,7 +38,7 @@ _ACTION = re.compile(
 
 def _old(root: Path) -> tuple[Source, str | None, str]:
     """The source, the Action and the Python the lanes workflow was written for."""
-    text = raw_text(root / _LANES, str(root / _LANES))
+    text = raw_text(root / _LANES, str(root / _LANES), within=root)
     found = _INSTALL.search(text or "")
     if text is None or found is None:
         raise InputError(
@@ -49,11 +49,18 @@ def _old(root: Path) -> tuple[Source, str | None, str]:
         )
     action = _ACTION.search(text)
     python = re.search(r'python-version: "(?P<v>[^"]+)"', text)
-    return (
-        from_ci_engine(found["engine"], root),
-        action["action"] if action else None,
-        python["v"] if python else "3.12",
-    )
+    try:
+        source = from_ci_engine(found["engine"], root)
+    # an install line edited by hand: the workflow's, not --from's
+    except InputError as exc:
+        raise InputError(
+            str(root / _LANES),
+            "python -m pip install",
+            f"{found['engine']!r} is not a source init writes ({exc.problem}), so the source to "
+            "re-point from is unknown",
+            "put back the install line init wrote, or edit the files by hand",
+        ) from None
+    return source, action["action"] if action else None, python["v"] if python else "3.12"
 
 
 def _pairs(
@@ -98,7 +105,7 @@ def plan_repoint(root: Path, source: Source, *, action: str | None = None) -> Pl
     edit: dict[str, str] = {}
     notes: list[str] = []
     for name in _FILES:
-        text = raw_text(root / name, str(root / name))
+        text = raw_text(root / name, str(root / name), within=root)
         if text is None:
             continue
         changed = text

@@ -11,6 +11,12 @@ a merge commit that names no pull request, and ``refs/pull/63/head`` says which 
 ``compiled``, the tree carries a C source (a compiled extension: not built from source cheaply).
 With ``setuptools``, the package names setuptools as its build backend instead of its in-tree one
 (an index that serves no setuptools cannot build any commit).
+
+``per_release`` commits come before each release's own commit (4: a range of five commits between
+two tags) and the breaking and fixing commits are the ``at``-th of them (2: the middle). A search
+that never tries the first commit after a tag, or cannot handle a range of two commits, passes
+the middle case: ``at=0`` puts both changes first after their tags, ``per_release=1`` makes every
+range two commits (the change and the release).
 """
 
 from __future__ import annotations
@@ -117,9 +123,13 @@ def make_window_repo(
     compiled: bool = False,
     released: bool = True,
     setuptools: bool = False,
+    at: int = 2,
+    per_release: int = 4,
 ) -> WindowRepo:
     """The toy upstream; with ``released`` False the fix is in no release: it lands on main after
-    the last tag, between two other commits."""
+    the last tag, between two other commits. ``at`` and ``per_release``: where in its range each
+    change lands (the module's docstring)."""
+    assert 0 <= at < per_release
     (path / "toylib").mkdir(parents=True)
     git(path, "init", "-q", "-b", "main")
     if setuptools:
@@ -132,15 +142,15 @@ def make_window_repo(
         (path / "toylib" / "_speedups.c").write_text("/* a compiled extension */\n")
     repo, w = WindowRepo(path), _Writer(path)
     for i, version in enumerate(RELEASES):
-        for k in range(4):
+        for k in range(per_release):
             number = int(f"{i}{k + 1}")
-            if version == INTRODUCED and k == 2:
+            if version == INTRODUCED and k == at:
                 repo.introduced = w.commit(f"Rework add() (#{number})", op="-")
             elif version == FIXED and not released:
                 w.commit(f"Tidy {version} (#{number})")
-            elif version == FIXED and k == 2 and merges:
+            elif version == FIXED and k == at and merges:
                 repo.fixed, repo.fix_branch_tip = _merged_fix(path, w, number)
-            elif version == FIXED and k == 2:
+            elif version == FIXED and k == at:
                 repo.fixed = w.commit(f"Fix add() (#{number})", op="+")
             else:
                 w.commit(f"Tidy {version} (#{number})")
