@@ -459,11 +459,12 @@ def test_a_usage_error_with_json_is_an_error_document_too(tmp_path, capsys):
         run_cli(tmp_path, "lanes", "--json", "--no-such-option")
     assert exit_.value.code == 2
     out, err = capsys.readouterr()
-    assert err.startswith("patchlane: error: unrecognized arguments: --no-such-option")
+    assert err.startswith("patchlane lanes: error: unrecognized arguments: --no-such-option")
     document = json.loads(out)
     check("error", document)
     assert document["error"]["kind"] == "usage"
-    assert document["error"]["fix"] == "see `patchlane --help`"
+    # the command's own help (issue 36)
+    assert document["error"]["fix"] == "see `patchlane lanes --help`"
     # `--json` after `--` is an argument, not the option
     with pytest.raises(SystemExit):
         run_cli(tmp_path, "lanes", "--no-such-option", "--", "--json")
