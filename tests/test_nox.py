@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 from retire.evidence import validation
-from tests.conftest import ROOT
+from tests.conftest import ROOT, subprocess_env
 from tests.support import shimtree
 from tests.support.wheels import build_wheel
 
@@ -59,6 +59,9 @@ def nox(project, *args, timeout=600):
         text=True,
         cwd=project.root,
         timeout=timeout,
+        # this checkout's engine, not the one installed (the noxfile copied puts its own folder,
+        # the project, first on sys.path)
+        env=subprocess_env(),
     )
     proc.stderr = ""
     return proc
@@ -153,3 +156,30 @@ def test_nox_runs_lanes_in_parallel_and_the_summary_after_them(nox_project):
     records = validation.load(p.root / "validation" / "manifest.jsonl")
     # two invocations, each lane of one run under one id
     assert len({r.run for r in records}) == 2
+
+
+def test_nox_says_an_unknown_lane_in_one_line_and_blames_no_other_lane(nox_project):
+    # issue 36: it was "Session lane(name='gpu') aborted: unknown lane …" and a "skipped: see the
+    # error above" for every other lane
+    proc = nox(nox_project, "-s", "lane", "--", "nosuchlane")
+    out = proc.stdout
+    assert proc.returncode != 0
+    said = [line for line in out.splitlines() if "nosuchlane" in line]
+    assert said == [
+        "nox > lane: unknown lane 'nosuchlane' — known lanes: gpu, new, old (no lane ran)"
+    ], out
+    assert "aborted" not in out and "skipped" not in out and "summary" not in out, out
+
+
+def test_nox_lists_every_session_with_a_whole_sentence(nox_project):
+    # `nox -l` shows a docstring's first line: it ended mid-word for bump ("`--cooldown")
+    proc = nox(nox_project, "--list")
+    described = dict(
+        re.fullmatch(r"[*-] (\w+)(?:\(.*?\))?(?: \[\w+\])? -> (.*)", line).groups()
+        for line in proc.stdout.splitlines()
+        if line.startswith(("* ", "- "))
+    )
+    for name in ("bump", "lane", "lanes", "lock", "retire", "summary"):
+        text = described[name]
+        assert text.endswith(".") and text.count("`") % 2 == 0, (name, text)
+        assert text.count("(") == text.count(")"), (name, text)
