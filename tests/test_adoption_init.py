@@ -476,3 +476,48 @@ def test_repoint_where_init_never_ran_is_one_line(tmp_path, capsys):
     code, _out, err = run_cli(tmp_path, "init", "--repoint", *FROM, capsys=capsys)
     assert code == 2 and err.count("\n") == 1 and "patchlane-lanes.yml" in err, err
     assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 36: a lane whose Python uv cannot find
+
+
+PYENV_SHIM = """#!/bin/sh
+# what pyenv's shim does for a version pyenv has but has not activated
+echo "pyenv: $(basename "$0"): command not found" >&2
+echo >&2
+echo "The \\`$(basename "$0")' command exists in these Python versions:" >&2
+echo "  3.19.1" >&2
+echo >&2
+echo "Note: See 'pyenv help global' for tips on allowing multiple" >&2
+exit 127
+"""
+
+
+@pytest.mark.slow
+def test_a_lane_whose_python_uv_cannot_find_says_which_and_how_to_provide_it(
+    tmp_path, einops_index, monkeypatch, capsys
+):
+    # uv's own words were "Failed to inspect Python interpreter … exit status 127", nothing more
+    monkeypatch.setenv("UV_DEFAULT_INDEX", einops_index.url)
+    monkeypatch.setenv("UV_PYTHON_DOWNLOADS", "never")
+    shop = tmp_path / "shop"
+    code, _, err = run_cli(tmp_path, "init", *FROM, "--python", "3.19", str(shop), capsys=capsys)
+    assert code == 0 and (shop / "locks" / "cpu" / "pylock.toml").is_file(), err
+    shims = tmp_path / "pyenv-shims"
+    shims.mkdir()
+    (shims / "python3.19").write_text(PYENV_SHIM)
+    (shims / "python3.19").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shims}{os.pathsep}{os.environ['PATH']}")
+    code, out, err = run_cli(shop, "run", "--run-id", "no-python", capsys=capsys)
+    assert code == 1
+    said = " ".join((out + err).split())
+    assert (
+        "lane cpu needs Python 3.19, which uv cannot find here (Failed to inspect Python "
+        "interpreter from"
+    ) in said, said
+    assert (
+        "is Python 3.19 installed? Provide it: `export PYENV_VERSION=$(pyenv version-name):3.19.1` "
+        '(pyenv has 3.19.1), or `uv python install 3.19`, or write `python = "X.Y"` in '
+        "lanes/cpu.toml for a Python this host has"
+    ) in said, said
