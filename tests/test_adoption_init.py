@@ -521,3 +521,57 @@ def test_a_lane_whose_python_uv_cannot_find_says_which_and_how_to_provide_it(
         '(pyenv has 3.19.1), or `uv python install 3.19`, or write `python = "X.Y"` in '
         "lanes/cpu.toml for a Python this host has"
     ) in said, said
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 36: every source only this machine has is a note, with the command that re-points it
+
+
+@pytest.mark.parametrize(
+    ("source", "local"),
+    [
+        ("git+file:///srv/clones/patchlane@0123abcd", "/srv/clones/patchlane"),
+        ("git+file:///srv/my%20clones/patchlane@v0.1.0", "/srv/my clones/patchlane"),
+        ("{wheel}", "{wheel}"),
+        ("{checkout}", "{checkout}"),
+    ],
+)
+def test_init_says_a_source_only_this_machine_has_and_how_to_repoint(
+    source, local, tmp_path, capsys
+):
+    wheel = tmp_path / "dist" / "patchlane-0.1.0-py3-none-any.whl"
+    wheel.parent.mkdir()
+    wheel.write_bytes(b"")
+    checkout = tmp_path / "patchlane"
+    checkout.mkdir()
+    (checkout / "pyproject.toml").write_text("")
+    paths = {"wheel": wheel, "checkout": checkout}
+    source, local = source.format(**paths), local.format(**paths)
+    shop = _repository(tmp_path / "shop")
+    code, out, err = run_cli(shop, "init", "--no-lock", "--from", source, "--json", capsys=capsys)
+    assert code == 0, err
+    (note,) = [n for n in json.loads(out)["notes"] if "only this machine has" in n]
+    assert note.startswith(f"patchlane comes from {local}, which only this machine has"), note
+    assert "`patchlane init --repoint --from NEW`" in note
+    # re-pointed to a git URL: no note; back to this machine's clone: the note again
+    code, out, err = run_cli(
+        shop,
+        "init",
+        "--repoint",
+        "--from",
+        "git+https://github.com/OWNER/patchlane@v0.1.0",
+        "--json",
+        capsys=capsys,
+    )
+    assert code == 0 and not json.loads(out)["notes"], out
+    code, out, err = run_cli(shop, "init", "--repoint", "--from", source, "--json", capsys=capsys)
+    assert code == 0 and any("only this machine has" in n for n in json.loads(out)["notes"]), out
+
+
+def test_init_says_nothing_of_a_source_every_runner_can_install(tmp_path, capsys):
+    shop = _repository(tmp_path / "shop")
+    for source in ("patchlane[engine]==0.1.0", "git+https://git.example.org/o/patchlane@v0.1.0"):
+        code, out, _ = run_cli(shop, "init", "--no-lock", "--from", source, "--json", capsys=capsys)
+        assert code == 0 and json.loads(out)["notes"] == [], out
+        # the next source in a fresh repository
+        shop = _repository(tmp_path / "shop2")

@@ -27,7 +27,14 @@ from retire.scaffold.ignored import negations
 from retire.scaffold.merge import Merged, merge_noxfile, merge_precommit
 from retire.scaffold.source import Source
 
-__all__ = ["committed", "hooks_entry", "indented", "plan_init", "template_values"]
+__all__ = [
+    "committed",
+    "hooks_entry",
+    "indented",
+    "local_note",
+    "plan_init",
+    "template_values",
+]
 
 _README_HEADING = "## Patch lane"
 _IGNORED = (".patchlane/", ".nox/")
@@ -137,14 +144,20 @@ def plan_init(
     notes.extend(ignored_notes)
     _gitignore(root, create, edit, unignore)
     if source.local_only:
-        notes.append(
-            f"patchlane comes from {source.local_only}, which only this machine has: the "
-            "workflows and the hooks name that path, and no CI runner or other clone can install "
-            "from it — put the wheel in this repository and re-point to that copy (`patchlane init "
-            "--repoint --from PATH`), or to a git URL and a ref (--from "
-            "git+https://HOST/OWNER/patchlane@v0.1.0)"
-        )
+        notes.append(local_note(source))
     return Plan(root, create, edit, tuple(notes))
+
+
+def local_note(source: Source) -> str:
+    """The note for a source only this machine has (a wheel or checkout outside the repository,
+    a ``git+file://`` clone): what it breaks, and the one command that re-points every file."""
+    return (
+        f"patchlane comes from {source.local_only}, which only this machine has: the "
+        "workflows and the hooks name that path, and no CI runner or other clone can install "
+        "from it — re-point them with `patchlane init --repoint --from NEW`, NEW a git URL and "
+        "a ref (git+https://HOST/OWNER/patchlane@v0.1.0), an index requirement "
+        '("patchlane[engine]==0.1.0") or a wheel committed in this repository (vendor/…whl)'
+    )
 
 
 def _first_party(root: Path) -> frozenset[str]:

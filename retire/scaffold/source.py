@@ -165,6 +165,8 @@ def _git(text: str) -> Source:
         repository=repository,
         rev=ref,
         action=action,
+        # a clone on this machine: no runner and no other clone has that path
+        local_only=unquote(location) if parts.scheme.lower() == "file" else "",
     )
 
 
