@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from retire.scaffold.merge import import_lines
 from tests.conftest import ROOT, run_cli
 
 FROM = ("--from", "patchlane[engine]==0.1.0")
@@ -139,8 +140,7 @@ def test_the_noxfile_line_goes_where_imports_go_and_the_script_still_runs(tmp_pa
         '["nox"]', '["nox", "patchlane[engine]==0.1.0"]'
     ).replace(
         "import nox\n",
-        "import nox\nfrom retire.sessions import bump, lane, lanes, lock, retire, summary  "
-        "# noqa: F401 - patchlane's sessions\n",
+        "import nox\n" + "".join(f"{line}\n" for line in import_lines()),
     )
     # the shop's linter: its imports stay sorted (I001), nothing flagged in what init added
     lint = subprocess.run(
@@ -575,3 +575,58 @@ def test_init_says_nothing_of_a_source_every_runner_can_install(tmp_path, capsys
         assert code == 0 and json.loads(out)["notes"] == [], out
         # the next source in a fresh repository
         shop = _repository(tmp_path / "shop2")
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 36: what init and shim new write passes the shop's formatters as the shop configures them
+
+BLACK_NOXFILE = '''"""Our sessions."""
+
+import nox
+
+nox.options.sessions = ["tests"]
+
+
+@nox.session
+def tests(session):
+    session.run("pytest")
+'''
+
+
+def _tools(shop):
+    """The shop's formatters and linter in check mode, as its pre-commit hooks run them."""
+    return [
+        [sys.executable, "-m", "black", "--check", "--diff", "-q", "."],
+        ["ruff", "format", "--check", "--diff", "."],
+        ["ruff", "check", "."],
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("length", [79, 88, 120])
+@pytest.mark.parametrize("noxfile", [None, BLACK_NOXFILE])
+def test_what_init_and_shim_new_write_passes_black_and_ruff(noxfile, length, tmp_path, capsys):
+    pytest.importorskip("black")
+    shop = _repository(tmp_path / "shop")
+    # black and ruff at the shop's line length, ruff's default rules with isort's (I) and
+    # pycodestyle's (E, W) — black's profile for isort
+    (shop / "pyproject.toml").write_text(
+        f"[tool.black]\nline-length = {length}\n\n"
+        f"[tool.ruff]\nline-length = {length}\n\n"
+        '[tool.ruff.lint]\nselect = ["E4", "E7", "E9", "F", "I", "W"]\n'
+    )
+    if noxfile is not None:
+        (shop / "noxfile.py").write_text(noxfile)
+    assert run_cli(shop, "init", "--no-lock", *FROM, capsys=capsys)[0] == 0
+    assert run_cli(shop, "shim", "new", "my_fix", capsys=capsys)[0] == 0
+    written = subprocess.run(
+        ["git", "ls-files", "--others", "--exclude-standard", "*.py"],
+        cwd=shop,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert {"noxfile.py", "shims/my_fix/patch.py", "shims/my_fix/reproduce.py"} <= set(written)
+    for command in _tools(shop):
+        done = subprocess.run(command, cwd=shop, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, (command, done.stdout + done.stderr)

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from retire.evidence import validation
+from retire.scaffold.merge import import_lines
 from tests.conftest import ROOT, run_cli
 
 
@@ -258,8 +259,7 @@ def test_init_appends_to_an_existing_noxfile_and_pre_commit_config(tmp_path, cap
     # where the imports are, sorted as isort sorts them
     assert noxfile == SHOP_NOXFILE.replace(
         "import nox\n",
-        "import nox\nfrom retire.sessions import bump, lane, lanes, lock, retire, summary  "
-        "# noqa: F401 - patchlane's sessions\n",
+        "import nox\n" + "".join(f"{line}\n" for line in import_lines()),
     )
     config = (shop / ".pre-commit-config.yaml").read_text()
     # the shop's text stays as written (comments, quoting, its zero-indent list), one entry after it
