@@ -66,12 +66,13 @@ def test_what_a_negation_cannot_fix_is_a_note_naming_the_rule(tmp_path, capsys):
     code, out, err = run_cli(shop, "init", "--no-lock", *FROM, capsys=capsys)
     assert code == 0, err
     notes = [line for line in out.splitlines() if line.startswith("note: ")]
-    assert [n.split(" is ")[0] for n in notes[:3]] == [
+    assert [n.split(" is ")[0] for n in notes[:4]] == [
+        "note: .github/workflows/patchlane-bump.yml",
         "note: .github/workflows/patchlane-lanes.yml",
         "note: .github/workflows/patchlane-report.yml",
         "note: locks/cpu/pylock.toml",
     ]
-    assert "(locks/.gitignore:1: pylock.toml)" in notes[2] and "git add locks/cpu" in notes[2]
+    assert "(locks/.gitignore:1: pylock.toml)" in notes[3] and "git add locks/cpu" in notes[3]
     # no negation that would not work
     assert "!" not in (shop / ".gitignore").read_text()
 
@@ -427,6 +428,7 @@ def test_repoint_changes_only_what_names_the_source(tmp_path, capsys):
     assert code == 0, err
     document = json.loads(out)
     assert document["edited"] == [
+        ".github/workflows/patchlane-bump.yml",
         ".github/workflows/patchlane-lanes.yml",
         ".github/workflows/patchlane-report.yml",
         ".pre-commit-config.yaml",

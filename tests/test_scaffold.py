@@ -109,11 +109,12 @@ def test_init_refuses_to_overwrite_and_appends_to_a_readme(tmp_path, capsys):
     assert code == 2
     # every file in the way, at once
     assert err.strip() == (
-        f"patchlane: error: {tmp_path}: 7 files in the way of patchlane init, which writes only "
+        f"patchlane: error: {tmp_path}: 9 files in the way of patchlane init, which writes only "
         "new files: patchlane.toml (exists), lanes/cpu.toml (exists), shims/README.md (exists), "
         "locks/README.md (exists), validation/manifest.jsonl (exists), "
         ".github/workflows/patchlane-lanes.yml (exists), .github/workflows/patchlane-report.yml "
-        "(exists) — move them aside, or run it in a folder without them"
+        "(exists), .github/workflows/patchlane-bump.yml (exists), reports/README.md (exists) — "
+        "move them aside, or run it in a folder without them"
     )
     assert (
         not (tmp_path / "noxfile.py").exists()
@@ -354,7 +355,12 @@ def _written(tmp_path, capsys, *options):
     workflows = shop / ".github" / "workflows"
     lanes = yaml.safe_load((workflows / "patchlane-lanes.yml").read_text())
     report = yaml.safe_load((workflows / "patchlane-report.yml").read_text())
-    steps = [*lanes["jobs"]["lane"]["steps"], *report["jobs"]["report"]["steps"]]
+    bump = yaml.safe_load((workflows / "patchlane-bump.yml").read_text())
+    steps = [
+        *lanes["jobs"]["lane"]["steps"],
+        *report["jobs"]["report"]["steps"],
+        *bump["jobs"]["bump"]["steps"],
+    ]
     return {
         "hooks": yaml.safe_load((shop / ".pre-commit-config.yaml").read_text())["repos"],
         "installs": sorted(
@@ -402,7 +408,7 @@ def test_from_another_git_host_or_an_index_the_workflows_run_the_commands(tmp_pa
     assert written["runs"] == [
         "patchlane lock --check --skip-unreachable",
         'patchlane run --strict -- "$LANE"',
-        "patchlane report",
+        'patchlane report --week "$WEEK"',
     ]
     (tmp_path / "shop").rename(tmp_path / "first")
     written = _written(tmp_path, capsys, "--from", "patchlane[engine]>=0.1,<0.2")

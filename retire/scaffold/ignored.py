@@ -33,6 +33,9 @@ def _negation(path: str) -> str:
     parts = path.split("/")
     if len(parts) == 3 and parts[0] == "locks" and parts[2] == "pylock.toml":
         return f"!/{LOCKS}"
+    if len(parts) == 2 and parts[0] == "reports" and parts[1].startswith("<week>."):
+        # every week's report of that kind
+        return f"!/reports/*{parts[1].removeprefix('<week>')}"
     return f"!/{path}"
 
 

@@ -1,10 +1,11 @@
 """``patchlane init``: a working patchlane project in a folder (new or existing).
 
 The plan creates ``patchlane.toml``, ``lanes/cpu.toml`` (one CPU lane, pure Python), ``shims/``,
-``locks/``, ``validation/manifest.jsonl``, ``noxfile.py``, two workflows and
-``.pre-commit-config.yaml`` with patchlane's hooks, and a README section. In a repository that has
-them already, ``README.md`` gets the section appended (once), ``.gitignore`` the state folders,
-``noxfile.py`` one import line and ``.pre-commit-config.yaml`` one ``repos:`` entry
+``locks/``, ``validation/manifest.jsonl``, ``reports/`` (committed), ``noxfile.py``, the weekly
+loop's three workflows (the lanes, the lock bump's pull request, the report and its tracking issue)
+and ``.pre-commit-config.yaml`` with patchlane's hooks, and a README section. In a repository that
+has them already, ``README.md`` gets the section appended (once), ``.gitignore`` the state folders,
+``noxfile.py`` one import and ``.pre-commit-config.yaml`` one ``repos:`` entry
 (:mod:`retire.scaffold.merge`); what cannot be appended safely is a note with the lines to add.
 
 Every file that names patchlane names it from one :class:`~retire.scaffold.source.Source`
@@ -38,8 +39,10 @@ __all__ = [
 
 _README_HEADING = "## Patch lane"
 _IGNORED = (".patchlane/", ".nox/")
-# the lock init makes (or `nox -s lock` makes later): committed like the files init writes
+# the lock init makes (or `nox -s lock` makes later), and the weekly report's files: committed
+# like the files init writes (next week's report reads this week's JSON)
 _LOCK = "locks/cpu/pylock.toml"
+_REPORTS = tuple(f"reports/<week>.{kind}" for kind in ("md", "html", "json"))
 
 
 def template_values(source: Source, action: str | None, python: str) -> dict[str, str]:
@@ -113,6 +116,8 @@ def plan_init(
         "validation/manifest.jsonl": "",
         ".github/workflows/patchlane-lanes.yml": template("project/lanes.yml", **values),
         ".github/workflows/patchlane-report.yml": template("project/weekly-report.yml", **values),
+        ".github/workflows/patchlane-bump.yml": template("project/bump.yml", **values),
+        "reports/README.md": template("project/reports-README.md"),
     }
     edit: dict[str, str] = {}
     notes: list[str] = []
@@ -140,7 +145,9 @@ def plan_init(
         else:
             notes.append(merged.note + (":\n" + merged.lines.rstrip("\n") if merged.lines else ""))
     _readme(root, values, create, edit)
-    unignore, ignored_notes = negations(root, sorted({*create, *edit, ".gitignore", _LOCK}))
+    unignore, ignored_notes = negations(
+        root, sorted({*create, *edit, ".gitignore", _LOCK, *_REPORTS})
+    )
     notes.extend(ignored_notes)
     _gitignore(root, create, edit, unignore)
     if source.local_only:
@@ -210,8 +217,8 @@ def _readme(root: Path, values: dict[str, str], create: dict, edit: dict) -> Non
 
 
 def committed(plan: Plan) -> list[str]:
-    """Every file of ``plan`` meant to be committed, and the lane's lock."""
-    return sorted({*plan.create, *plan.edit, _LOCK})
+    """Every file of ``plan`` meant to be committed, the lane's lock and the report's files."""
+    return sorted({*plan.create, *plan.edit, _LOCK, *_REPORTS})
 
 
 def _gitignore(root: Path, create: dict, edit: dict, unignore: list[str]) -> None:

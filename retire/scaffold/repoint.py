@@ -26,6 +26,7 @@ _LANES = ".github/workflows/patchlane-lanes.yml"
 _FILES = (
     _LANES,
     ".github/workflows/patchlane-report.yml",
+    ".github/workflows/patchlane-bump.yml",
     ".pre-commit-config.yaml",
     "README.md",
     "noxfile.py",
