@@ -290,6 +290,11 @@ def test_bump(shop, capsys):
     )
     assert code == 0 and document["lanes"][0]["changes"]
     check("bump", document)
+    code, document = printed(
+        capsys, shop["repo"], "bump", "--dry-run", "--now", "2026-06-01T12:00:00"
+    )
+    assert code == 0 and document["dry_run"] and document["runs"]
+    check("bump-dry-run", document)
 
 
 @pytest.mark.slow

@@ -630,9 +630,11 @@ def test_init_writes_the_whole_weekly_loop_the_bump_and_the_tracking_issue(
     commit = _step(report, "Commit the report files")["run"]
     assert 'git add -- "reports/$WEEK.md" "reports/$WEEK.html" "reports/$WEEK.json"' in commit
     # the week the issue and the commit name is the week the report was written for
-    written = [
-        s for s in _steps(report) if "patchlane" in s.get("uses", "") or "report" in s.get("run", "")
-    ][0]
+    written = next(
+        s
+        for s in _steps(report)
+        if "patchlane" in s.get("uses", "") or "report" in s.get("run", "")
+    )
     assert "steps.week.outputs.week" in json.dumps(written), written
 
 
