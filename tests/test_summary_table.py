@@ -140,3 +140,20 @@ def test_a_reason_several_lanes_share_is_said_once_naming_them():
     # lanes that did not run, for a reason no cell says: once too
     text = summary_table([LaneRun(lane, LaneStatus.SKIPPED, (), why) for lane in gpu])
     assert f"13 lanes skipped — {why}: {', '.join(gpu)}" in " ".join(text.split()), text
+
+
+def test_every_word_a_cell_or_a_guard_can_say_is_in_the_readmes_outcome_table():
+    # issue 36: `mitigated` was printed but explained nowhere
+    from retire.runs.guards import GuardOutcome
+    from tests.conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index("| outcome | meaning | fails the run |") :].split("\n\n")[0]
+    words = {
+        *map(str, ShimOutcome),
+        MITIGATED,
+        *(str(s) for s in LaneStatus if s not in (LaneStatus.RAN, LaneStatus.SKIPPED)),
+        *map(str, GuardOutcome),
+    }
+    explained = {word for word in words if f"`{word}`" in table}
+    assert explained == words, sorted(words - explained)
