@@ -819,3 +819,18 @@ def test_a_count_of_nothing_is_not_drawn_in_an_alarm_colour(per_lane):
     assert f'--c:{CARD_COLOURS["none"]}"><div class="n">0</div>' in page
     assert f'--c:{CARD_COLOURS["blocked"]}"><div class="n">2</div>' in page
     assert f'--c:{CARD_COLOURS["retire"]}"><div class="n">0</div>' not in page
+
+
+def test_the_console_leads_with_the_blocked_lanes(per_lane):
+    # issue 36: the terminal's short text said nothing of them before "needs attention"
+    from retire.report.markdown import short_text
+
+    lines = short_text(per_lane.report).splitlines()
+    # what broke again first (alpha is newly broken on gpu), then what is blocked
+    assert lines[1] == "newly broken: alpha in lane gpu", lines
+    at = lines.index("blocked (2):")
+    assert lines[at + 1 : at + 3] == [
+        f"  beta on stable: blocked by {reportshop.BLOCKER}",
+        f"  beta on mamba3: blocked by {reportshop.BLOCKER}",
+    ]
+    assert at < lines.index("needs attention:")
