@@ -190,7 +190,9 @@ def test_burn_down_counts_git_alone_when_there_is_no_report(tmp_path):
 def test_no_git_repository_is_a_note_not_a_failure(tmp_path):
     root = build_shop(tmp_path / "shop", with_git=False)
     written = generate(root)
-    assert any("not in a git repository" in note for note in written.report.notes)
+    # advice (nothing is wrong), not a warning (issue 36)
+    assert any("not in a git repository" in note for note in written.report.advice)
+    assert not any("not in a git repository" in note for note in written.report.notes)
     assert [p.source for p in written.report.burndown] == ["report", "now"]
 
 
@@ -398,7 +400,7 @@ def test_failing_probes_still_write_a_report_and_never_hide_execution(codehost_s
     assert rows["healthy"]["verdict"] == "keep"
     assert rows["flaky"]["verdict"] == "keep"
     assert any("not in the HTTP cache" in f["text"] for f in rows["flaky"]["flags"])
-    assert any("--no-probe" in n for n in cached.report.notes)
+    assert any("--no-probe" in n for n in cached.report.advice)
 
 
 def test_a_gather_that_raises_makes_every_row_unknown(shop):
@@ -738,7 +740,10 @@ def test_without_lane_verdicts_the_sections_say_so_and_conflicts_still_show(shop
     )
     written = generate(shop, verdicts=verdicts)
     assert "No per-lane verdicts" in written.markdown
-    assert "## Blocked\n\nNone: no lane's raise is blocked." in written.markdown
+    # nothing blocked: no section, no empty card above the to-do (issue 36)
+    assert (
+        "## Blocked" not in written.markdown and 'id="blocked"' not in written.paths[1].read_text()
+    )
     assert json.loads(written.json_text)["blocked"] == []
     assert f"- ⚑ `alpha` — {reportshop.CONFLICT}" in written.markdown
     lanes = written.paths[1].read_text().split('<section id="lanes">', 1)[1].split("</section>")[0]

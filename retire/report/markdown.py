@@ -43,6 +43,7 @@ def to_json(report: Report) -> dict[str, object]:
         "as_of": report.as_of.isoformat(),
         "headline": h.to_json(),
         "notes": list(report.notes),
+        "advice": list(report.advice),
         "shims": [_row_json(row) for row in report.rows],
         "lanes": [
             {"name": lane, "defined": lane in report.matrix.defined} for lane in report.matrix.lanes
@@ -242,7 +243,7 @@ def short_text(report: Report, written: list[str] | tuple[str, ...] = ()) -> str
     ]
     # what broke again and what is blocked lead: the most urgent news of the week
     lines += _urgent_text(report)
-    for note in report.notes:
+    for note in (*report.notes, *report.advice):
         lines.append(f"note: {note}")
     rows = report.attention
     if rows:
