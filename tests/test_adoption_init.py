@@ -632,3 +632,27 @@ def test_what_init_and_shim_new_write_passes_black_and_ruff(noxfile, length, tmp
     for command in _tools(shop):
         done = subprocess.run(command, cwd=shop, capture_output=True, text=True, check=False)
         assert done.returncode == 0, (command, done.stdout + done.stderr)
+
+
+@pytest.mark.parametrize(
+    ("source", "pip", "said"),
+    [
+        # Python 3.11's and 3.12's bundled pip: "Invalid requirement" for this one
+        ("git+file:///srv/patchlane@v0.1.0", "23.2.1", True),
+        ("git+file:///srv/patchlane@v0.1.0", "24.0", True),
+        ("git+file:///srv/patchlane@v0.1.0", "24.1", False),
+        ("git+file:///srv/patchlane@v0.1.0", "26.3", False),
+        # the spellings every pip reads
+        ("git+file://localhost/srv/patchlane@v0.1.0", "23.2.1", False),
+        ("git+https://github.com/OWNER/patchlane@v0.1.0", "23.2.1", False),
+        ("patchlane[engine]==0.1.0", "22.3", False),
+    ],
+)
+def test_a_pip_too_old_for_the_source_is_said_with_the_fix(tmp_path, source, pip, said):
+    from retire.scaffold.source import parse_source, pip_note
+
+    note = pip_note(parse_source(source, tmp_path), pip)
+    assert bool(note) == said, note
+    if said:
+        assert f"this Python's pip {pip} cannot install" in note
+        assert "`python -m pip install -U pip`" in note and "git+file://localhost/" in note

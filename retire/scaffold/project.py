@@ -26,7 +26,7 @@ from retire.lanes.model import PYTHON_VERSION
 from retire.scaffold import Plan, newline_of, raw_text, template
 from retire.scaffold.ignored import negations
 from retire.scaffold.merge import Merged, merge_noxfile, merge_precommit
-from retire.scaffold.source import Source
+from retire.scaffold.source import Source, pip_note
 
 __all__ = [
     "committed",
@@ -152,7 +152,19 @@ def plan_init(
     _gitignore(root, create, edit, unignore)
     if source.local_only:
         notes.append(local_note(source))
+    if pip := pip_note(source, _pip_version()):
+        notes.append(pip)
     return Plan(root, create, edit, tuple(notes))
+
+
+def _pip_version() -> str | None:
+    """The pip of the Python running patchlane: the one the README's install line runs."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("pip")
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def local_note(source: Source) -> str:
