@@ -656,3 +656,37 @@ def test_a_pip_too_old_for_the_source_is_said_with_the_fix(tmp_path, source, pip
     if said:
         assert f"this Python's pip {pip} cannot install" in note
         assert "`python -m pip install -U pip`" in note and "git+file://localhost/" in note
+
+
+def test_a_toml_rule_keeps_no_lane_shim_or_report_out_of_the_commits(tmp_path, capsys):
+    # issue 36: a shop's `*.toml` kept shim new's manifest (and every later lane) out of the
+    # commit the bump's worktree is made from: "unknown shim 'my_fix'"
+    shop = _repository(tmp_path / "shop")
+    (shop / ".gitignore").write_text("*.toml\n!pyproject.toml\n*.json\n")
+    code, _, err = run_cli(shop, "init", "--no-lock", *FROM, capsys=capsys)
+    assert code == 0, err
+    lines = (shop / ".gitignore").read_text().splitlines()
+    for negation in ("!/lanes/*.toml", "!/shims/*/manifest.toml", "!/reports/*.json"):
+        assert negation in lines, lines
+    assert run_cli(shop, "shim", "new", "my_fix", capsys=capsys)[0] == 0
+    (shop / "lanes" / "gpu.toml").write_text("")
+    (shop / "reports").mkdir(exist_ok=True)
+    (shop / "reports" / "2026-W50.json").write_text("{}")
+    _git(shop, "add", "-A")
+    staged = _git(shop, "diff", "--cached", "--name-only").split()
+    for path in ("shims/my_fix/manifest.toml", "lanes/gpu.toml", "reports/2026-W50.json"):
+        assert path in staged, staged
+
+
+def test_shim_new_warns_when_git_would_not_commit_what_it_wrote(tmp_path, capsys):
+    shop = _repository(tmp_path / "shop")
+    assert run_cli(shop, "init", "--no-lock", *FROM, capsys=capsys)[0] == 0
+    # a rule added after init, deeper than a negation reaches
+    (shop / "shims" / ".gitignore").write_text("manifest.toml\n")
+    code, out, err = run_cli(shop, "shim", "new", "my_fix", capsys=capsys)
+    assert code == 0, err
+    said = " ".join(out.split())
+    assert (
+        "warning: shims/my_fix/manifest.toml is still ignored by git "
+        "(shims/.gitignore:1: manifest.toml)"
+    ) in said, out

@@ -168,6 +168,7 @@ def _owner(project: Project) -> str | None:
 def run_new(project: Project, args: argparse.Namespace) -> int:
     """``shim new ID``: the scaffolded files, written at once or not at all."""
     # deferred: `patchlane --help` does not load it, and start-up time counts
+    from retire.scaffold.ignored import still_ignored
     from retire.scaffold.shim import no_lane_installs, plan_shim, write_shim
 
     plan = plan_shim(
@@ -183,6 +184,9 @@ def run_new(project: Project, args: argparse.Namespace) -> int:
     distribution = tomllib.loads(manifest)["target"]["distribution"]
     if warning := no_lane_installs(project, distribution, sorted(plan.edit)):
         say(f"warning: {warning}")
+    # a shop's `*.toml` rule would keep the manifest out of every commit (and every CI checkout)
+    for note in still_ignored(project.root, sorted(plan.create)):
+        say(f"warning: {note}")
     if args.json:
         emit_json(
             {

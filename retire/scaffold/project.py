@@ -39,10 +39,16 @@ __all__ = [
 
 _README_HEADING = "## Patch lane"
 _IGNORED = (".patchlane/", ".nox/")
-# the lock init makes (or `nox -s lock` makes later), and the weekly report's files: committed
-# like the files init writes (next week's report reads this week's JSON)
+# the lock init makes (or `nox -s lock` makes later), the files `shim new` and the next lanes
+# add, and the weekly report's: committed like the files init writes (next week's report reads
+# this week's JSON); a shop's `*.toml` or `*.json` rule must not keep them out
 _LOCK = "locks/cpu/pylock.toml"
-_REPORTS = tuple(f"reports/<week>.{kind}" for kind in ("md", "html", "json"))
+_LATER = (
+    "lanes/<lane>.toml",
+    "shims/<shim>/manifest.toml",
+    "shims/<shim>/pack.toml",
+    *(f"reports/<week>.{kind}" for kind in ("md", "html", "json")),
+)
 
 
 def template_values(source: Source, action: str | None, python: str) -> dict[str, str]:
@@ -146,7 +152,7 @@ def plan_init(
             notes.append(merged.note + (":\n" + merged.lines.rstrip("\n") if merged.lines else ""))
     _readme(root, values, create, edit)
     unignore, ignored_notes = negations(
-        root, sorted({*create, *edit, ".gitignore", _LOCK, *_REPORTS})
+        root, sorted({*create, *edit, ".gitignore", _LOCK, *_LATER})
     )
     notes.extend(ignored_notes)
     _gitignore(root, create, edit, unignore)
@@ -229,8 +235,9 @@ def _readme(root: Path, values: dict[str, str], create: dict, edit: dict) -> Non
 
 
 def committed(plan: Plan) -> list[str]:
-    """Every file of ``plan`` meant to be committed, the lane's lock and the report's files."""
-    return sorted({*plan.create, *plan.edit, _LOCK, *_REPORTS})
+    """Every file of ``plan`` meant to be committed, the lane's lock, and the kinds of file the
+    project adds later (a lane, a shim's manifest, the weekly report's files)."""
+    return sorted({*plan.create, *plan.edit, _LOCK, *_LATER})
 
 
 def _gitignore(root: Path, create: dict, edit: dict, unignore: list[str]) -> None:
