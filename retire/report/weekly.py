@@ -231,16 +231,16 @@ def _out_dir(project: Project, out: str | Path | None) -> tuple[Path, Path]:
 
 def _history(
     project: Project, out_dir: Path, label: str, now: _dt.datetime
-) -> tuple[report_model.PreviousReport | None, list[report_model.BurnPoint], list[str], str]:
+) -> tuple[report_model.PreviousReport | None, list[report_model.BurnPoint], list[str], list[str]]:
     """The previous report, the burn-down so far (git's counts, then the reports'), notes, and
-    why git's counts are missing ("" when they are not: advice, not a fault)."""
+    why git's counts are missing (advice, not a fault: empty when they are not)."""
     from retire.report.history import git_burndown, read_previous_reports, report_points
 
     history = read_previous_reports(out_dir, label)
     as_of = min(now.date(), report_model.week_bounds(label)[1])
     git_points, git_note = git_burndown(project.root, until=as_of)
     points = [*git_points, *report_points(history.reports)]
-    return history.previous, points, list(history.notes), git_note or ""
+    return history.previous, points, list(history.notes), [git_note] if git_note else []
 
 
 def _render(
@@ -284,6 +284,15 @@ def _settled() -> Iterator[None]:
             gc.unfreeze()
 
 
+def _sort_notes(said: Sequence[str], notes: list[str], advice: list[str]) -> None:
+    """Each note gathering said, once, among the faults or the advice (evidence from the cache
+    only is what was asked for: advice, not a fault)."""
+    for note in said:
+        into = advice if note == CACHE_ONLY else notes
+        if note not in into:
+            into.append(note)
+
+
 def generate(
     project: Project,
     *,
@@ -311,24 +320,15 @@ def generate(
     out_dir, within = _out_dir(project, out)
     manifests, lanes = list(project.manifests().values()), lanefile.project_lanes(project)
     records_file = Path(records_path) if records_path else project.validation
-    notes: list[str] = []
-    advice: list[str] = []
+    # faults, and advice (nothing wrong: what the report cannot show yet)
+    notes, advice = list[str](), list[str]()
 
     def gathered() -> list[Verdict]:
         found, gather_notes = gather_verdicts(
-            project,
-            manifests,
-            lanes,
-            records_file,
-            probe=probe,
-            gather=gather,
+            project, manifests, lanes, records_file, probe=probe, gather=gather,
             **(gather_options or {}),
-        )
-        for note in gather_notes:
-            # evidence from the cache only is what was asked for: advice, not a fault
-            said = advice if note == CACHE_ONLY else notes
-            if note not in said:
-                said.append(note)
+        )  # fmt: skip
+        _sort_notes(gather_notes, notes, advice)
         return found
 
     given = verdicts is not None
@@ -340,13 +340,11 @@ def generate(
     records, records_problem = _records(records_file)
     if records_problem:
         notes.append(f"validation records unreadable, runs left out: {records_problem}")
-    previous, history, history_notes, git_note = _history(project, out_dir, label, now)
+    previous, history, history_notes, git_advice = _history(project, out_dir, label, now)
     notes += history_notes
-    if git_note:
-        advice.append(git_note)
+    advice += git_advice
     queue, queue_note = filing_queue_section(project, packs)
-    if queue_note:
-        notes.append(queue_note)
+    notes += [queue_note] if queue_note else []
     report = report_build.build(
         manifests,
         lanes,
