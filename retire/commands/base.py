@@ -248,7 +248,7 @@ class Parser(argparse.ArgumentParser):
     pointing at its own command's ``--help`` (``patchlane run --help``), with "did you mean" for a
     command or an option one typo away; hidden commands (deprecated spellings) are never listed."""
 
-    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+    def parse_args(self, args=None, namespace=None):
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
             # the command the words were given to says so, with its own --help
@@ -265,7 +265,7 @@ class Parser(argparse.ArgumentParser):
             hint = close_match(str(value), listed)
             raise argparse.ArgumentError(
                 action,
-                f"no {(action.metavar or 'command').lower()} {str(value)[:40]!r}"
+                f"no {str(action.metavar or 'command').lower()} {str(value)[:40]!r}"
                 + (f" — did you mean {hint!r}?" if hint else "")
                 + f" (the choices: {', '.join(listed)})",
             )

@@ -25,6 +25,7 @@ from retire.core.project import Project
 
 if TYPE_CHECKING:
     from retire.bisect.budget import Budget
+    from retire.branches.options import BumpOptions
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -142,7 +143,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _dry_run(project: Project, options, *, json: bool) -> int:
+def _dry_run(project: Project, options: BumpOptions, *, json: bool) -> int:
     """``bump --dry-run``: what would move and what would run, one line each; nothing written."""
     # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.branches.bump import dry_run
@@ -154,9 +155,9 @@ def _dry_run(project: Project, options, *, json: bool) -> int:
         say(f"  {'would bump' if lane.changes else lane.status:<10} {lane.lane}: {moved}")
         for change in lane.changes:
             say(f"      {change.name} {change.old or '—'} → {change.new or '—'} ({change.kind})")
-    for lane, subjects, skipped in plan.runs:
+    for name, subjects, skipped in plan.runs:
         ran = ", ".join(subjects) or "no shim or guard"
-        say(f"  would run  {lane}: {ran}" + (f" — not here: {skipped}" if skipped else ""))
+        say(f"  would run  {name}: {ran}" + (f" — not here: {skipped}" if skipped else ""))
     if any(lane.changes for lane in plan.lanes):
         say(
             f"would make branch {plan.branch} from {plan.base[:12]} (nothing uploaded after "

@@ -249,8 +249,10 @@ def no_python(python: str, detail: str, lane: Lane | None = None) -> str:
         if versions
         else "a pyenv version in PYENV_VERSION"
     )
-    where = f"lanes/{lane.name}.toml" if lane is None or not lane.file else lane.file
-    who = f"lane {lane.name} needs" if lane is not None else "this needs"
+    if lane is None:
+        where, who = "the lane's file", "this needs"
+    else:
+        where, who = lane.file or f"lanes/{lane.name}.toml", f"lane {lane.name} needs"
     return (
         f"{who} Python {python}, which uv cannot find here ({first}) — is Python {python} "
         f"installed? Provide it: {pyenv}, or `uv python install {python}`, or write "
