@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import subprocess
+import sys
 import textwrap
 import tomllib
 from pathlib import Path
@@ -19,7 +21,7 @@ from retire.branches.options import ApplyOptions, BumpOptions
 from retire.core.errors import InputError
 from retire.evidence.floor import Floor
 from shims.manifest import parse_manifest
-from tests.conftest import run_cli
+from tests.conftest import run_cli, subprocess_env
 from tests.support import shimtree
 from tests.support.gitrepos import git
 from tests.support.index import IndexServer, PackageIndex
@@ -282,20 +284,32 @@ def _guarded_shop(tmp_path: Path, sentinel: str | None) -> Path:
 def test_a_guard_is_listed_with_where_it_stands(tmp_path, capsys, sentinel, word):
     # was: `shim list` and `catalogue` said "no shims found" while `shim drop` points at them
     root = _guarded_shop(tmp_path, sentinel)
-    code, out, _ = run_cli(root, "shim", "list", capsys=capsys)
-    assert code == 0
+
+    def listing(*options: str) -> str:
+        # a process of its own: the runtime activates one catalogue per process
+        done = subprocess.run(
+            [sys.executable, "-m", "retire", "--root", str(root), "shim", "list", *options],
+            capture_output=True,
+            text=True,
+            env=subprocess_env(),
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    out = listing()
     (line,) = [line for line in out.splitlines() if line.startswith("toy ")]
     assert f"guard: {word}" in line and "retired 2026-11-01" in line, out
-    code, out, _ = run_cli(root, "shim", "list", "--json", capsys=capsys)
-    rows = {row["id"]: row for row in json.loads(out)}
+    rows = {row["id"]: row for row in json.loads(listing("--json"))}
     assert rows["toy"]["state"] == "guard" and rows["toy"]["guard"] == word
     # not "not installed" and "pending-import" at once
     assert rows["gone"]["state"] == "not-installed", rows["gone"]
     assert "no-such-dist-here is not installed here" in rows["gone"]["reason"]
     code, out, _ = run_cli(root, "catalogue", capsys=capsys)
+    assert code == 0
     guards = out[out.index("## Guards") :]
     assert "| `toy` |" in guards and (f"**{word}**" if word == "regressed" else word) in guards
-    code, out, _ = run_cli(root, "catalogue", "--json", capsys=capsys)
+    _, out, _ = run_cli(root, "catalogue", "--json", capsys=capsys)
     rows = {row["id"]: row for row in json.loads(out)}
     assert rows["toy"]["guard"]["word"] == word and "guard" not in rows["gone"]
 
