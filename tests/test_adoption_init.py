@@ -529,6 +529,7 @@ def test_a_lane_whose_python_uv_cannot_find_says_which_and_how_to_provide_it(
 # issue 36: every source only this machine has is a note, with the command that re-points it
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("source", "local"),
     [

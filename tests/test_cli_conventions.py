@@ -224,6 +224,7 @@ def test_hidden_commands_are_not_in_the_choices_an_unknown_command_lists(tmp_pat
     assert "did you mean" not in err
 
 
+@pytest.mark.slow
 def test_init_names_no_cd_into_the_folder_it_runs_in(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, out, err = run_cli(tmp_path, "init", "--no-lock", *FROM, capsys=capsys)

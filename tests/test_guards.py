@@ -277,6 +277,7 @@ def _guarded_shop(tmp_path: Path, sentinel: str | None) -> Path:
     return root
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("sentinel", "word"),
     [(None, "not-run"), ("FIX_VALIDATED", "holding"), ("BUG_REPRODUCED", "regressed")],

@@ -59,6 +59,7 @@ def printed(capsys, root, *args: str) -> tuple[int, object]:
 # The schemas themselves
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", schemas.names())
 def test_every_schema_is_a_valid_draft_2020_12_schema(name):
     schema = schemas.load(name)
@@ -181,6 +182,7 @@ def test_run_and_summary(toy_project, capsys):
     check("summary", document)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "command",
     [
@@ -211,6 +213,7 @@ def test_catalogue(capsys):
     check("catalogue", document)
 
 
+@pytest.mark.slow
 def test_mirrors_list_and_sync(tmp_path, capsys):
     upstream = make_upstream(tmp_path / "upstream")
     root = tmp_path / "project"
@@ -256,6 +259,7 @@ def test_verdicts(air_gapped, capsys, monkeypatch):
     check("verdicts", document)
 
 
+@pytest.mark.slow
 def test_report_and_retire_without_apply(tmp_path, capsys):
     root = build_shop(tmp_path / "shop")
     for command in ("report", "retire"):

@@ -67,6 +67,7 @@ def nox(project, *args, timeout=600):
     return proc
 
 
+@pytest.mark.slow
 def test_nox_lists_one_tagged_session_per_lane(nox_project):
     proc = nox(nox_project, "--list", "--json")
     assert proc.returncode == 0, proc.stdout
@@ -124,6 +125,7 @@ def test_nox_selects_lanes_by_session_name_and_by_posargs(nox_project):
     assert re.search(r"^toy +needed$", out, re.MULTILINE), out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("session", ["lanes", "lane"])
 def test_nox_reports_bad_lane_files_in_one_line_and_fails(nox_project, session):
     (nox_project.root / "lanes" / "bad.toml").write_text(
@@ -158,6 +160,7 @@ def test_nox_runs_lanes_in_parallel_and_the_summary_after_them(nox_project):
     assert len({r.run for r in records}) == 2
 
 
+@pytest.mark.slow
 def test_nox_says_an_unknown_lane_in_one_line_and_blames_no_other_lane(nox_project):
     # issue 36: it was "Session lane(name='gpu') aborted: unknown lane …" and a "skipped: see the
     # error above" for every other lane
@@ -171,6 +174,7 @@ def test_nox_says_an_unknown_lane_in_one_line_and_blames_no_other_lane(nox_proje
     assert "aborted" not in out and "skipped" not in out and "summary" not in out, out
 
 
+@pytest.mark.slow
 def test_nox_lists_every_session_with_a_whole_sentence(nox_project):
     # `nox -l` shows a docstring's first line: it ended mid-word for bump ("`--cooldown")
     proc = nox(nox_project, "--list")

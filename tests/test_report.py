@@ -453,6 +453,7 @@ def test_a_write_failure_leaves_no_partial_file_and_no_json(shop, capsys):
 # CLI and the optional filing-queue section
 
 
+@pytest.mark.slow
 def test_main_writes_the_report_and_prints_the_short_version(shop, capsys, monkeypatch):
     monkeypatch.chdir(shop)
     code = cli(["report", "--week", WEEK, "--no-probe"])
@@ -465,6 +466,7 @@ def test_main_writes_the_report_and_prints_the_short_version(shop, capsys, monke
     assert code == 0 and data["week"] == WEEK and (shop / "elsewhere" / "2026-W47.html").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("week", ["2026-47", "2026-W54", "next week"])
 def test_a_bad_week_is_a_one_line_error(shop, capsys, week):
     assert cli(["report", "--root", str(shop), "--week", week, "--no-probe"]) == 2
@@ -531,6 +533,7 @@ def test_previous_report_round_trips_through_json(shop):
         report_model.PreviousReport.from_json({"week": WEEK, "shims": []})
 
 
+@pytest.mark.slow
 def test_a_report_run_twice_the_same_week_compares_with_the_week_before(shop):
     generate(shop)
     again = generate(shop)

@@ -122,6 +122,7 @@ def test_init_refuses_to_overwrite_and_appends_to_a_readme(tmp_path, capsys):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("shim_id", "problem"),
     [
@@ -243,6 +244,7 @@ def _git_repository(path):
     return path
 
 
+@pytest.mark.slow
 def test_init_appends_to_an_existing_noxfile_and_pre_commit_config(tmp_path, capsys):
     import yaml
 
@@ -304,6 +306,7 @@ def test_a_noxfile_that_cannot_take_the_line_is_left_alone_with_a_note(
         assert "from retire.sessions import " in out.split(f"note: {note}")[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "config",
     [

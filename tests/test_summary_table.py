@@ -106,6 +106,7 @@ def test_the_judged_record_pair_says_mitigated():
     assert summary_table([run]).splitlines()[1].split() == ["s", MITIGATED]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("verbose", [False, True])
 def test_the_pytest_view_keeps_its_line_per_item_behind_verbose(verbose, capsys):
     from retire.runs import suite

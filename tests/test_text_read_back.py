@@ -14,6 +14,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 ENGINE = Path(__file__).resolve().parents[1] / "retire"
 
 #: The prose fields of a Verdict, a LaneVerdict and a ConditionResult (a flag's ``text`` is
@@ -75,6 +77,7 @@ def _calls(function: ast.AST) -> set[str]:
     }
 
 
+@pytest.mark.slow
 def test_argparse_parses_only_the_command_line():
     found = []
     for name, tree in _modules():
@@ -115,6 +118,7 @@ def test_argparse_parses_only_the_command_line():
     assert not found, found
 
 
+@pytest.mark.slow
 def test_no_regex_spells_a_patchlane_command():
     found = [
         f"{name}:{call.lineno}"
@@ -127,6 +131,7 @@ def test_no_regex_spells_a_patchlane_command():
     assert not found, found
 
 
+@pytest.mark.slow
 def test_no_function_hands_a_verdicts_prose_to_a_regex():
     """A function that reads prose and calls ``re`` (or a function of its module that does)."""
     found = []

@@ -165,6 +165,7 @@ SOURCES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", SOURCES)
 def test_zizmor_finds_nothing_in_the_workflows_init_writes(tmp_path, capsys, source):
     shop = _scaffold(tmp_path, capsys, PINNED_ACTION, *SOURCES[source])
@@ -200,6 +201,7 @@ def test_actionlint_finds_nothing_in_the_repositorys_workflows():
     assert proc.returncode == 0 and proc.stdout == "", proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", SOURCES)
 def test_actionlint_finds_nothing_in_the_workflows_init_writes(tmp_path, capsys, source):
     shop = _scaffold(tmp_path, capsys, PINNED_ACTION, *SOURCES[source])
@@ -400,6 +402,7 @@ def test_the_plan_job_gives_one_matrix_entry_per_lane_on_a_runner_for_its_tag(tm
     assert "::error::PATCHLANE_GPU_RUNNER must be a JSON string or a list of strings" in bad.stdout
 
 
+@pytest.mark.slow
 def test_init_writes_the_same_plan_and_a_shop_gets_its_cpu_lane(tmp_path, capsys):
     shop = _scaffold(tmp_path, capsys)
     written = (shop / ".github" / "workflows" / "patchlane-lanes.yml").read_text()
@@ -592,6 +595,7 @@ def test_the_release_goes_on_only_for_the_tag_of_pyprojects_version(release_tree
 # issue 36: an adopted repository gets the whole weekly loop, as this repository has it
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", SOURCES)
 def test_init_writes_the_whole_weekly_loop_the_bump_and_the_tracking_issue(
     tmp_path, capsys, source
@@ -638,6 +642,7 @@ def test_init_writes_the_whole_weekly_loop_the_bump_and_the_tracking_issue(
     assert "steps.week.outputs.week" in json.dumps(written), written
 
 
+@pytest.mark.slow
 def test_the_report_an_adopted_repository_writes_starts_with_the_tracking_marker_and_is_committed(
     tmp_path, capsys
 ):
