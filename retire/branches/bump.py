@@ -633,7 +633,9 @@ def _committed_base(repo: Path, o: BumpOptions, lanes: Sequence[Lane]) -> tuple[
     base_commit, base_branch = proposals.base_of(repo, o.base, o.pr_base)
     # lane files as the project (the repository's top) names them
     inside = sorted({lane.file for lane in lanes if lane.file})
-    held = set(git.run("ls-tree", "-r", "--name-only", base_commit, "--", *inside).split("\n"))
+    held = set(
+        git.run("ls-tree", "-r", "--name-only", revs=[base_commit], paths=inside).split("\n")
+    )
     missing = [path for path in inside if path not in held]
     if missing:
         raise InputError(

@@ -319,7 +319,7 @@ def scratch_worktree(repo: Path, base_commit: str, folder: str) -> Iterator[Path
     git = Git(repo)
     work = contained(repo, make_folder(repo / WORKTREES_DIR, within=repo) / folder)
     try:
-        git.run("worktree", "add", "--detach", "--quiet", str(work), base_commit)
+        git.run("worktree", "add", "--detach", "--quiet", str(work), revision(base_commit))
         yield work
     finally:
         git.run("worktree", "remove", "--force", str(work), check=False)
