@@ -38,6 +38,7 @@ def test_spread_takes_every_index_once_middle_first_newer_first():
     assert spread(16)[:3] == [8, 12, 4]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 13, 21, 34])
 def test_from_a_known_broken_item_both_edges_are_found_in_log_runs(n):
     """Every window on every history up to 34 items, its oldest, middle and newest broken item

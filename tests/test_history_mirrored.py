@@ -83,6 +83,7 @@ def _between(repo, old: str, new: str) -> list[str]:
     return git(repo.path, "rev-list", "--first-parent", "--reverse", f"v{old}..v{new}").split()
 
 
+@pytest.mark.slow
 def test_the_fix_commit_from_commit_runs_ordered_by_the_mirror(toy):
     repo, mirror = toy
     commits = _between(repo, "1.5", "1.6")

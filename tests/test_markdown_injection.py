@@ -219,6 +219,7 @@ MARKDOWNISH = st.lists(
 @FUZZ
 @given(MARKDOWNISH)
 # found by hypothesis: character references are text, decoded once
+@pytest.mark.slow
 @example("&#0")
 @example("a &amp; b")
 def test_fuzz_evidence_text_stays_inside_its_fence(output):
@@ -244,6 +245,7 @@ def test_fuzz_evidence_text_stays_inside_its_fence(output):
     assert not {"img", "script", "blockquote", "ol", "h1", "h4"} & set(found.tags)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(MARKDOWNISH)
 def test_fuzz_a_line_of_prose_renders_as_the_same_text(value):
@@ -265,6 +267,7 @@ def _strip_tags(html: str) -> str:
     return re.sub(r"<[^>]+>", " ", html)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(MARKDOWNISH, st.sampled_from(["text", "sh", ""]))
 def test_fuzz_a_fence_holds_any_text(value, info):

@@ -109,6 +109,7 @@ def test_without_the_records_no_shim_has_a_window(shop):
     assert "**Window:**" not in written.markdown
 
 
+@pytest.mark.slow
 def test_with_the_target_mirrored_the_fix_commit_is_named(shop, tmp_path):
     repo = make_window_repo(tmp_path / "upstream")
     mirror = tmp_path / "mirror.git"

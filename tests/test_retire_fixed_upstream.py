@@ -63,6 +63,7 @@ def _verdict() -> Verdict:
     return Verdict(SHIM, Decision.RETIRE, "fixed upstream")
 
 
+@pytest.mark.slow
 def test_the_plan_names_the_fix_commit_with_the_mirror(toy):
     repo, mirror, manifest = toy
     (plan,) = plans([_verdict()], {SHIM: manifest}, _records(repo), lambda m: mirror)

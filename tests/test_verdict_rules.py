@@ -486,6 +486,7 @@ def test_lane_truth_table(row):
         assert verdict.action
 
 
+@pytest.mark.slow
 def test_the_lane_table_covers_every_step_and_every_derived_decision():
     steps, decisions = set(), set()
     for shim, policy, locked, trial, companion, window in LANE_ROWS:

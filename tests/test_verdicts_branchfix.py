@@ -104,6 +104,7 @@ def _verdict(p: Project, capsys) -> dict:
     return row
 
 
+@pytest.mark.slow
 def test_the_fix_commit_on_the_branch_from_the_records(shop):
     p, upstream, mirror = shop
     repo = open_mirror(Mirror(URL, mirror))
@@ -129,6 +130,7 @@ def test_the_fix_commit_on_the_branch_from_the_records(shop):
     assert branch_fix(released) is None
 
 
+@pytest.mark.slow
 def test_revision_lanes_past_the_fix_drop_it_and_release_lanes_are_told(shop, capsys):
     p, upstream, mirror = shop
     row = _verdict(p, capsys)
@@ -160,6 +162,7 @@ def test_revision_lanes_past_the_fix_drop_it_and_release_lanes_are_told(shop, ca
     assert len(validation.load(p.validation)) == runs
 
 
+@pytest.mark.slow
 def test_a_bug_recorded_past_the_fix_unpins_it_and_the_lane_keeps_the_shim(shop, capsys):
     p, upstream, _ = shop
     tip = git(upstream.path, "rev-parse", "main")
@@ -171,6 +174,7 @@ def test_a_bug_recorded_past_the_fix_unpins_it_and_the_lane_keeps_the_shim(shop,
     assert lanes["dev"]["step"] == "keep"
 
 
+@pytest.mark.slow
 def test_retire_apply_drops_the_shim_from_the_revision_lane_past_the_fix(shop, capsys):
     """The branch `retire --apply` makes edits only the lane past the fix; the shim's folder stays
     for the lanes that keep it, and the PR body names the fix commit."""

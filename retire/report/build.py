@@ -277,6 +277,7 @@ def build(
     previous: PreviousReport | None = None,
     history: Iterable[BurnPoint] = (),
     notes: Sequence[str] = (),
+    advice: Sequence[str] = (),
     records_failure: str | None = None,
     filing_queue: str | None = None,
     bisections: Bisections | None = None,
@@ -319,6 +320,7 @@ def build(
         changes=_changes(previous, rows, runs.matrix),
         burndown=merge_burndown(history, current),
         notes=tuple(notes),
+        advice=tuple(advice),
         filing_queue=filing_queue,
         bisections=bisections,
     )

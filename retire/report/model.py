@@ -512,6 +512,9 @@ class Report:
     burndown: tuple[BurnPoint, ...]
     # faults met while gathering (bad previous report, unreadable records …)
     notes: tuple[str, ...] = ()
+    # what the report cannot show yet and why, nothing wrong (no commit touches shims/ yet,
+    # evidence from the cache only): advice, after what needs a person
+    advice: tuple[str, ...] = ()
     # Markdown of retire.packs, when that module exists
     filing_queue: str | None = None
     # the candidate bisections run for this report (None: none were asked for)

@@ -226,13 +226,21 @@ def _notes(report: Report, view: View) -> Lines | None:
     return ["> [!WARNING]", *[f"> {cell_text(note)}  " for note in report.notes]]
 
 
+def _advice(report: Report, view: View) -> Lines | None:
+    # advice, not a warning: nothing is wrong, the report says what it cannot show yet
+    if not report.advice:
+        return None
+    return ["> [!NOTE]", *[f"> {cell_text(note)}  " for note in report.advice]]
+
+
 def _trimmed(report: Report, view: View) -> Lines | None:
     return [f"> [!NOTE]\n> {view.note}"] if view.note else None
 
 
-def _blocked(report: Report, view: View) -> Lines:
+def _blocked(report: Report, view: View) -> Lines | None:
+    # nothing blocked: no section (an empty card would push the to-do down)
     if not report.blocked:
-        return ["None: no lane's raise is blocked."]
+        return None
     rows = [
         f"| `{row.shim}` | {cell_text(lane.lane)} | "
         + (", ".join(code_cell(str(f)) for f in lane.floors) or "—")
@@ -643,7 +651,7 @@ def _shim_evidence(report: Report, row: ShimEntry, shared: set[tuple[str, str]])
 
 
 #: Every section, in the order both documents show them. What needs a person comes first: a
-#: section for regressions goes right after the notes.
+#: section for regressions goes right after the notes; advice (nothing wrong) after the to-do.
 SECTIONS: tuple[Section, ...] = (
     Section("title", _titled(""), _title),
     Section("regressions", _titled("Regressions"), _regressions, lambda r: len(r.regressions)),
@@ -653,6 +661,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("blocked", _titled("Blocked"), _blocked, count=lambda r: len(r.blocked)),
     Section.drawn("ready", _titled("Ready to retire"), _ready, count=lambda r: len(r.ready)),
     Section.drawn("attention", _titled("Needs attention"), _attention, lambda r: len(r.attention)),
+    Section("advice", _titled(""), _advice),
     Section("across", _titled("Across shims"), _shared, count=lambda r: len(r.shared_flags)),
     Section("lanes", _titled("Retirement per lane"), _per_lane),
     Section("matrix", _titled("Lane × shim matrix"), _matrix),

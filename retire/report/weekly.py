@@ -129,6 +129,10 @@ def _engine_gather() -> Gather:
     return gather
 
 
+#: The note of a report made with ``--no-probe`` (advice on the page: it is what was asked for).
+CACHE_ONLY = "evidence from the cache only (--no-probe): whatever was never fetched is unknown"
+
+
 def gather_verdicts(
     project: Project,
     manifests: Sequence[ShimManifest],
@@ -156,9 +160,7 @@ def gather_verdicts(
         # a trial re-lock asks the index: with no request at all, a raise stays "not re-locked"
         options["resolve"] = False
         options.setdefault("policy", RetryPolicy(attempts=1, json_attempts=1))
-        notes.append(
-            "evidence from the cache only (--no-probe): whatever was never fetched is unknown"
-        )
+        notes.append(CACHE_ONLY)
     try:
         verdicts = list(
             run(manifests, lanes, project.locks_dir, records_path, GatherOptions(**options))
@@ -229,17 +231,16 @@ def _out_dir(project: Project, out: str | Path | None) -> tuple[Path, Path]:
 
 def _history(
     project: Project, out_dir: Path, label: str, now: _dt.datetime
-) -> tuple[report_model.PreviousReport | None, list[report_model.BurnPoint], list[str]]:
-    """The previous report, the burn-down so far (git's counts, then the reports'), and notes."""
+) -> tuple[report_model.PreviousReport | None, list[report_model.BurnPoint], list[str], list[str]]:
+    """The previous report, the burn-down so far (git's counts, then the reports'), notes, and
+    why git's counts are missing (advice, not a fault: empty when they are not)."""
     from retire.report.history import git_burndown, read_previous_reports, report_points
 
     history = read_previous_reports(out_dir, label)
-    notes = list(history.notes)
     as_of = min(now.date(), report_model.week_bounds(label)[1])
     git_points, git_note = git_burndown(project.root, until=as_of)
-    if git_note:
-        notes.append(git_note)
-    return history.previous, [*git_points, *report_points(history.reports)], notes
+    points = [*git_points, *report_points(history.reports)]
+    return history.previous, points, list(history.notes), [git_note] if git_note else []
 
 
 def _render(
@@ -283,6 +284,15 @@ def _settled() -> Iterator[None]:
             gc.unfreeze()
 
 
+def _sort_notes(said: Sequence[str], notes: list[str], advice: list[str]) -> None:
+    """Each note gathering said, once, among the faults or the advice (evidence from the cache
+    only is what was asked for: advice, not a fault)."""
+    for note in said:
+        into = advice if note == CACHE_ONLY else notes
+        if note not in into:
+            into.append(note)
+
+
 def generate(
     project: Project,
     *,
@@ -310,19 +320,15 @@ def generate(
     out_dir, within = _out_dir(project, out)
     manifests, lanes = list(project.manifests().values()), lanefile.project_lanes(project)
     records_file = Path(records_path) if records_path else project.validation
-    notes: list[str] = []
+    # faults, and advice (nothing wrong: what the report cannot show yet)
+    notes, advice = list[str](), list[str]()
 
     def gathered() -> list[Verdict]:
         found, gather_notes = gather_verdicts(
-            project,
-            manifests,
-            lanes,
-            records_file,
-            probe=probe,
-            gather=gather,
+            project, manifests, lanes, records_file, probe=probe, gather=gather,
             **(gather_options or {}),
-        )
-        notes.extend(note for note in gather_notes if note not in notes)
+        )  # fmt: skip
+        _sort_notes(gather_notes, notes, advice)
         return found
 
     given = verdicts is not None
@@ -334,11 +340,11 @@ def generate(
     records, records_problem = _records(records_file)
     if records_problem:
         notes.append(f"validation records unreadable, runs left out: {records_problem}")
-    previous, history, history_notes = _history(project, out_dir, label, now)
+    previous, history, history_notes, git_advice = _history(project, out_dir, label, now)
     notes += history_notes
+    advice += git_advice
     queue, queue_note = filing_queue_section(project, packs)
-    if queue_note:
-        notes.append(queue_note)
+    notes += [queue_note] if queue_note else []
     report = report_build.build(
         manifests,
         lanes,
@@ -349,6 +355,7 @@ def generate(
         previous=previous,
         history=history,
         notes=notes,
+        advice=advice,
         records_failure=records_problem,
         filing_queue=queue,
         bisections=bisections,
