@@ -115,6 +115,7 @@ def test_the_fix_commit_from_commit_runs_ordered_by_the_mirror(toy):
     assert bare is not None and bare.fix_commit is None
 
 
+@pytest.mark.slow
 def test_an_unpinned_commit_edge_names_no_commit(toy):
     repo, mirror = toy
     commits = _between(repo, "1.5", "1.6")

@@ -286,6 +286,7 @@ def test_a_fix_on_a_followed_branch_in_no_release():
 # -- the floor of any monotone window ------------------------------------------------------------
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(
     n=st.integers(min_value=3, max_value=24),
