@@ -148,7 +148,7 @@ def test_the_window_is_the_same_at_any_width(case):
             known_broken=None if known_broken is None else str(min(known_broken, n - 1)),
             limits=WIDE,
             sample=5,
-        )
+        ).window
         assert all(len(r) <= w for r in probe.rounds)
         windows.append(
             (window.seen, window.introduced, window.fixed)

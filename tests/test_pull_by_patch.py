@@ -148,7 +148,7 @@ def test_a_window_whose_fix_landed_without_a_number_names_both_pull_requests(lan
         )
         result = bisect_window(manifest, versions, job, source=Source(mirror))
     assert (result.window.introduced.after, result.window.fixed.after) == (INTRODUCED, FIXED)
-    introduced, fixed = result.commit_edge("introduced"), result.commit_edge("fixed")
+    introduced, fixed = result.window.introduced.commits, result.window.fixed.commits
     assert introduced is not None and fixed is not None, result.stops
     assert introduced.commit is not None and introduced.commit.sha == repo.introduced
     assert (introduced.commit.merge, introduced.commit.pull) == (True, 33)

@@ -639,7 +639,7 @@ def test_per_lane_steps_and_blockers_are_in_the_json(per_lane):
     data = json.loads(per_lane.json_text)
     errors = list(Draft202012Validator(schemas.load("report")).iter_errors(data))
     assert not errors, [e.message[:200] for e in errors]
-    assert data["schema"] == 3
+    assert data["schema"] == 4
     assert data["headline"]["retire_in_some"] == 1 and data["headline"]["blocked"] == 2
     beta = shims_of(per_lane)["beta"]
     assert beta["verdict"] == "retire-in-some"

@@ -26,6 +26,7 @@ from retire.evidence.values import (
     ReleaseList,
     TagContainment,
 )
+from retire.history.reading import read_runs
 from retire.lanes.model import IndexSpec, Lane, LanePolicy
 from retire.lanes.revisions import Revision
 from retire.locks.trial import RaiseTrial
@@ -128,6 +129,10 @@ LOCKED = {"cpu": {"toylib": "1.0"}}
 def ev(**parts) -> ShimEvidence:
     parts.setdefault("locks", LOCKED)
     parts.setdefault("releases", {"toylib": RELEASES})
+    execution = parts.get("execution")
+    if isinstance(execution, ExecutionHistory):
+        # the bug's window, as the gather reads it from the same runs (retire.history)
+        parts.setdefault("window", read_runs(execution.runs, "toylib"))
     return ShimEvidence(**parts)
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from retire.core import mdsafe
+from retire.history.edge import EdgeState
 from retire.report import regressions, vocabulary
 from retire.report.blocks import Block, lines_of
 from retire.report.mdhtml import code_spans
@@ -431,15 +432,21 @@ def _shims(report: Report, view: View) -> Blocks:
 
 
 def _window(row: ShimEntry) -> str:
-    """The bug's window as the recorded runs show it, one line under the verdict's why (a fix on
-    a followed branch, in no release yet, when no release edge is on record)."""
-    fix = row.verdict.branch_fix
-    if row.window is None and fix is not None:
-        return f"<br>**Window:** {cell_text(fix.describe(), 240)}"
-    if row.window is None:
+    """The bug's window (retire.history: the verdict's), one line under the verdict's why, and
+    where it came from; nothing when the runs pin neither edge and no branch fixed it (the
+    verdict's why already says what ran)."""
+    window = row.window
+    pinned = (EdgeState.FOUND, EdgeState.UNPINNED)
+    if window is None or not window.seen:
+        return ""
+    edges = (window.introduced, window.fixed)
+    if window.branch_fix is None and not any(edge.state in pinned for edge in edges):
         return ""
     # a commit's subject is the upstream's text: inert in the cell
-    return f"<br>**Window:** {cell_text(row.window.line(), 240)}"
+    return (
+        f"<br>**Window:** {cell_text(window.line(), 240)}"
+        f"<br>*{cell_text(window.source.describe(), 160)}*"
+    )
 
 
 # ---------------------------------------------------------------------------------------------

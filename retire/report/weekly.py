@@ -42,8 +42,8 @@ from shims import times
 
 if TYPE_CHECKING:
     from retire.evidence.validation import ValidationRecord
+    from retire.history.window import Window
     from retire.lanes.model import Lane
-    from retire.mirrors.recorded import RecordedFix
     from retire.mirrors.repo import MirrorRepo
     from retire.packs.store import QueueEntry
     from shims.model import ShimManifest
@@ -359,7 +359,7 @@ def generate(
         records_failure=records_problem,
         filing_queue=queue,
         bisections=bisections,
-        windows=_windows(project, manifests, records),
+        windows=_windows(project, manifests, records, verdicts),
     )
     report = _with_regressions(project, report, records, records_file)
     markdown, page, json_text = _render(report, out_dir, lanes, project.root)
@@ -373,17 +373,22 @@ def generate(
 
 
 def _windows(
-    project: Project, manifests: Sequence[ShimManifest], records: Sequence[ValidationRecord]
-) -> dict[str, RecordedFix | None]:
-    """Each shim's window as the records show it, the fix commit named where its target is
-    mirrored on this host (retire.mirrors.recorded)."""
+    project: Project,
+    manifests: Sequence[ShimManifest],
+    records: Sequence[ValidationRecord],
+    verdicts: Sequence[Verdict],
+) -> dict[str, Window | None]:
+    """The window of each shim whose verdict carries none (verdicts made elsewhere): the one
+    reading of the records, the fix commit named where the target is mirrored on this host
+    (retire.history.mirrored). A gathered verdict's window is the row's as it is."""
     from retire.bisect.sources import project_source
-    from retire.mirrors.recorded import shim_fix
+    from retire.history.mirrored import shim_window
 
     def mirror_of(manifest: ShimManifest) -> MirrorRepo | None:
         return project_source(project, manifest).repo
 
-    return {m.id: shim_fix(m, records, mirror_of) for m in manifests}
+    carried = {v.shim for v in verdicts if v.window is not None}
+    return {m.id: shim_window(m, records, mirror_of) for m in manifests if m.id not in carried}
 
 
 def _with_regressions(
