@@ -10,7 +10,7 @@ noxfile imports) and this repository's own tests and benchmarks.
     nox -s bump                      lockfile bump branch (and PR with a token)
     nox -s lint                      ruff, mypy and the code's shape (docs/architecture.md)
     nox -s tests / nox -s bench      the project's own tests and benchmarks
-    nox -s tests -- -m "not slow"    the fast tier, for every change (about 40 s on 2 cores)
+    nox -s tests -- -m "not slow"    the fast tier, for every change (about 60 s on 2 busy cores)
 
 Engine sessions run in nox's own Python, where `pip install -e ".[engine]"` put patchlane (the
 engine extra brings nox); the lane environments themselves are built by patchlane with uv. Tests

@@ -37,6 +37,7 @@ from retire.bisect.informed import CommitSpan, How, informed_edge
 from retire.bisect.prober import OneAtATime
 from retire.bisect.search import CandidateRun, State
 from retire.bisect.window import locate_edge
+from retire.history.edge import EdgeKind
 
 #: commits in a range (Liger-Kernel's v0.8.1..v0.8.2 has 37) and how many touch the target
 COMMITS = 37
@@ -59,14 +60,14 @@ class _Toy(OneAtATime):
 
 def _span(toy: _Toy, touching: set[int]) -> CommitSpan:
     named = frozenset(toy.items[i] if i < len(toy.items) else "new" for i in touching)
-    return CommitSpan("fixed", "old", toy.items, "new", named)
+    return CommitSpan(EdgeKind.FIXED, "old", toy.items, "new", named)
 
 
 def _searches(m: int, edge: int, touching: set[int]) -> tuple[int, int, bool, How]:
     """(informed runs, full runs, same answer, how) for one history."""
     informed_toy, full_toy = _Toy(m, edge), _Toy(m, edge)
     informed = informed_edge(_span(informed_toy, touching), informed_toy)
-    full = locate_edge(full_toy.items, full_toy, kind="fixed", before="old", after="new")
+    full = locate_edge(full_toy.items, full_toy, kind=EdgeKind.FIXED, before="old", after="new")
     return informed_toy.runs, full_toy.runs, informed.edge == full.edge, informed.how
 
 
@@ -115,7 +116,7 @@ def _real_touching() -> tuple[int, int, bool]:
         found = touching(Git(repo.path), "v1.0", "v1.1", ("toypkg.ops.target",))
     toy = _Toy(COMMITS, 26)
     toy.items = repo.commits[:-1]
-    span = CommitSpan("fixed", "v1.0", toy.items, repo.commits[-1], found.commits)
+    span = CommitSpan(EdgeKind.FIXED, "v1.0", toy.items, repo.commits[-1], found.commits)
     result = informed_edge(span, toy)
     return len(found.commits), toy.runs, result.edge.after == repo.commits[26]
 

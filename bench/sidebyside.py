@@ -35,6 +35,7 @@ from retire.bisect.prober import OneAtATime, Prober
 from retire.bisect.search import CandidateRun, State
 from retire.bisect.sidebyside import SideBySide
 from retire.bisect.window import locate_edge, locate_window
+from retire.history.edge import EdgeKind
 from retire.runs import cancelling
 from retire.runs.launcherpool import LauncherPool
 from retire.runs.reaper import REAPER
@@ -197,11 +198,11 @@ class _Bisection:
         if search == "releases":
             window = locate_window(
                 self.releases, prober, known_broken=self.releases[BROKEN[0]], sample=4
-            )
-            assert window.fixed.after == self.releases[BROKEN[1]], window.summary()
+            ).window
+            assert window.fixed.after == self.releases[BROKEN[1]], window.line()
             return
         for kind, items in self.ranges.items():
-            found = locate_edge(items, prober, kind=kind, before="old", after="new")
+            found = locate_edge(items, prober, kind=EdgeKind(kind), before="old", after="new")
             assert found.edge.after == items[COMMITS[kind][1]], found.edge
 
 

@@ -22,7 +22,8 @@ from pathlib import Path
 from bench import quick, row
 from retire.bisect.prober import OneAtATime, Prober, prober_of
 from retire.bisect.search import CandidateRun, State
-from retire.bisect.window import DEFAULT_SAMPLE, EdgeState, locate_edge, locate_window
+from retire.bisect.window import DEFAULT_SAMPLE, locate_edge, locate_window
+from retire.history.edge import EdgeKind, EdgeState
 
 RELEASES, COMMITS = 35, 40
 #: candidates at once in the side-by-side row, and the releases it searches
@@ -66,7 +67,7 @@ def _side_by_side(n: int, width: int, step: int) -> tuple[int, int, int, bool]:
             for w, total in ((width, "wide"), (1, "narrow")):
                 rounds = _Rounds(set(range(a, b)), w)
                 found = locate_window(versions, rounds, known_broken=str((a + b - 1) // 2))
-                edges.append((found.introduced, found.fixed))
+                edges.append((found.window.introduced, found.window.fixed))
                 if total == "wide":
                     wide += rounds.rounds
                 else:
@@ -76,11 +77,11 @@ def _side_by_side(n: int, width: int, step: int) -> tuple[int, int, int, bool]:
     return wide, narrow, tried, same
 
 
-def _commit_runs(m: int, first: int, kind: str) -> int:
+def _commit_runs(m: int, first: int, kind: EdgeKind) -> int:
     """Runs to find the commit ``first`` (the first of the new state) among ``m`` commits of a
     range whose older tag and newer tag are known."""
     items = [str(i) for i in range(m - 1)]
-    new_state = set(range(first, m)) if kind == "introduced" else set(range(first))
+    new_state = set(range(first, m)) if kind is EdgeKind.INTRODUCED else set(range(first))
     found = locate_edge(items, _probe(new_state), kind=kind, before="old", after="new")
     expected = items[first] if first < m - 1 else "new"
     assert found.edge.state == EdgeState.FOUND and found.edge.after == expected, (first, found)
@@ -96,14 +97,15 @@ def _worst(n: int, m: int, *, evidence: bool, step: int) -> tuple[int, int, int]
             broken = set(range(a, b))
             versions = [str(i) for i in range(n)]
             known = str((a + b - 1) // 2) if evidence else None
-            w = locate_window(versions, _probe(broken), known_broken=known)
+            found = locate_window(versions, _probe(broken), known_broken=known)
+            w = found.window
             if not w.seen:
                 continue
             assert (w.introduced.after, w.fixed.after) == (str(a), str(b)), (a, b, w)
             tried += 1
-            commits = [_commit_runs(m, (a * 7 + b) % m, "introduced")]
-            commits.append(_commit_runs(m, (a + b * 5) % m, "fixed"))
-            worst_window = max(worst_window, len(w.runs) + sum(commits))
+            commits = [_commit_runs(m, (a * 7 + b) % m, EdgeKind.INTRODUCED)]
+            commits.append(_commit_runs(m, (a + b * 5) % m, EdgeKind.FIXED))
+            worst_window = max(worst_window, len(found.runs) + sum(commits))
             worst_edge = max(worst_edge, *commits)
     return worst_window, worst_edge, tried
 
@@ -133,16 +135,13 @@ def _toy() -> tuple[int, int, int, bool]:
             versions, _ = list_releases(server.url, "toylib")
             options = BisectJob(shim.id, index=server.url, work_dir=work / "e")
             result = bisect_window(shim, versions, options, source=Source(mirror))
-    commit_runs = sum(len(e.runs) for e in result.commit_edges)
-    fixed, introduced = result.commit_edge("fixed"), result.commit_edge("introduced")
+    searched = result.searched()
+    commit_runs = sum(len(s.runs) for s in searched)
+    fixed, introduced = result.window.fixed.commit, result.window.introduced.commit
     right = bool(
-        fixed
-        and introduced
-        and fixed.commit
-        and introduced.commit
-        and (fixed.commit.sha, introduced.commit.sha) == (repo.fixed, repo.introduced)
+        fixed and introduced and (fixed.sha, introduced.sha) == (repo.fixed, repo.introduced)
     )
-    counted = len(result.candidates.versions) + sum(e.commits for e in result.commit_edges)
+    counted = len(result.candidates.versions) + sum(s.span.count for s in searched)
     return result.runs - commit_runs, commit_runs, counted, right
 
 

@@ -24,6 +24,7 @@ import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 import nox
 import nox.registry
@@ -86,10 +87,6 @@ def patchlane(session: nox.Session, *args: str) -> None:
     session.run(sys.executable, "-m", "retire", "--root", str(ROOT), *args, external=True)
 
 
-# the problem a lane session said already, so that the others of this process do not repeat it
-_SAID: list[str] = []
-
-
 def _problem(posargs: list[str]) -> str:
     """Why `patchlane run` would refuse these arguments on every lane: a lane name that is none,
     a lane file whose shim ids name no shim (one line, as `patchlane run` says it); "" when it
@@ -120,14 +117,12 @@ def _lane(session: nox.Session, name: str) -> None:
     """Build one lane from its lock and run its shim suites (`-- NAME…`: only those lanes)."""
     names = {param.args[0] for param in LANES}
     wanted = [arg for arg in session.posargs if arg in names]
-    # a lane name that is none, a shim id in a lane file that names no shim: said once, by the
-    # first lane session, before any summary is asked for (it would say "no lane results")
+    # a lane name that is none, a shim id in a lane file that names no shim: the one line, and
+    # nox stops there — no lane session aborted in its name, none skipped "see the error above",
+    # no summary asked for (it would say "no lane results")
     problem = _problem(session.posargs)
     if problem:
-        if _SAID:
-            session.skip("see the error above")
-        _SAID.append(problem)
-        session.error(problem)
+        _stop(problem)
     if wanted and name not in wanted:
         session.skip(f"not selected ({', '.join(wanted)})")
     # `nox -j N` runs each session in its own process with --no-dependencies, where nox refuses
@@ -143,9 +138,19 @@ def _lane(session: nox.Session, name: str) -> None:
     patchlane(session, "run", name, "--run-id", RUN_ID, *options)
 
 
+def _stop(problem: str) -> NoReturn:
+    """Stop nox with one line that is about no lane session (SystemExit passes through nox's
+    session runner, which would have reported it as that session's failure)."""
+    from nox.logger import logger
+
+    logger.error(f"lane: {problem} (no lane ran)")
+    raise SystemExit(1)
+
+
 def _summary(session: nox.Session) -> None:
-    """The lane × shim table of this invocation's lane sessions (run after them); none after an
-    interrupted lane."""
+    """The lane × shim table of this invocation's lane sessions, printed after them.
+
+    None after an interrupted lane: no summary of a partial run."""
     from retire.core.project import Project
 
     if Project(ROOT).interrupted_mark(RUN_ID).exists():
@@ -159,8 +164,9 @@ def _lanes(session: nox.Session) -> None:
 
 
 def _lock(session: nox.Session) -> None:
-    """Lock every lane (or `-- NAME…`); `-- --check` fails on stale locks;
-    `--upgrade[-package]`."""
+    """Lock every lane (`-- NAME…`: those); `-- --check` fails on stale locks.
+
+    `--upgrade` and `--upgrade-package NAME` as uv takes them."""
     patchlane(session, "lock", *session.posargs)
 
 
@@ -170,8 +176,9 @@ def _retire(session: nox.Session) -> None:
 
 
 def _bump(session: nox.Session) -> None:
-    """Lockfile bump: re-lock with upgrades on a branch (`-- LANE…`, `--package NAME`, `--cooldown
-    N`)."""
+    """The weekly lock bump: re-lock with upgrades on a branch, and its pull request.
+
+    `-- LANE…`, `--package NAME`, `--cooldown N`; `-- --dry-run` writes nothing."""
     patchlane(session, "bump", *session.posargs)
 
 

@@ -85,8 +85,9 @@ def rows(*, probe: bool = False) -> list[dict[str, object]]:
                     f"shims: cannot import {state.target}: {type(exc).__name__}: {exc}",
                     file=sys.stderr,
                 )
-    return [
-        {
+    found = []
+    for state in shims.status().values():
+        row: dict[str, object] = {
             "id": state.id,
             "fix_class": state.fix_class,
             "target": state.target,
@@ -95,8 +96,25 @@ def rows(*, probe: bool = False) -> list[dict[str, object]]:
             "state": state.state,
             "reason": state.reason,
         }
-        for state in shims.status().values()
-    ]
+        if state.state == "pending-import" and state.distribution and row["installed"] is None:
+            # waiting for an import that cannot happen here: not "pending" — not installed
+            row["state"] = NOT_INSTALLED
+            row["reason"] = (
+                f"{state.distribution} is not installed here: nothing to patch (it applies where "
+                f"{state.target} is imported)"
+            )
+        found.append(row)
+    return found
+
+
+#: A row's state when the shim's distribution is not installed in this interpreter (the runtime
+#: would wait for an import that cannot happen).
+NOT_INSTALLED = "not-installed"
+#: A guard's row (``patchlane shim list``): a retired shim, never activated; its standing is in
+#: the row's ``guard``.
+GUARD = "guard"
+#: Every state a listing's row can have: the runtime's, and the two above.
+LISTING_STATES = (*shims.STATES, NOT_INSTALLED, GUARD)
 
 
 def check(root: str | None = None, *, as_json: bool = False) -> int:
@@ -171,8 +189,9 @@ def table(found: list[dict[str, object]]) -> str:
             str(row["id"]),
             str(row["fix_class"] or "?"),
             str(row["target"] or "?"),
-            str(row["installed"] or "not installed"),
-            str(row["state"]),
+            # a guard has no patch: nothing of it is installed or not
+            str(row["installed"] or ("—" if row.get("guard") else "not installed")),
+            f"guard: {row['guard']}" if row.get("guard") else str(row["state"]),
             str(row["reason"]),
         )
         for row in found

@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from retire.scaffold.merge import import_lines
 from tests.conftest import ROOT, run_cli
 
 FROM = ("--from", "patchlane[engine]==0.1.0")
@@ -65,12 +66,13 @@ def test_what_a_negation_cannot_fix_is_a_note_naming_the_rule(tmp_path, capsys):
     code, out, err = run_cli(shop, "init", "--no-lock", *FROM, capsys=capsys)
     assert code == 0, err
     notes = [line for line in out.splitlines() if line.startswith("note: ")]
-    assert [n.split(" is ")[0] for n in notes[:3]] == [
+    assert [n.split(" is ")[0] for n in notes[:4]] == [
+        "note: .github/workflows/patchlane-bump.yml",
         "note: .github/workflows/patchlane-lanes.yml",
         "note: .github/workflows/patchlane-report.yml",
         "note: locks/cpu/pylock.toml",
     ]
-    assert "(locks/.gitignore:1: pylock.toml)" in notes[2] and "git add locks/cpu" in notes[2]
+    assert "(locks/.gitignore:1: pylock.toml)" in notes[3] and "git add locks/cpu" in notes[3]
     # no negation that would not work
     assert "!" not in (shop / ".gitignore").read_text()
 
@@ -139,8 +141,7 @@ def test_the_noxfile_line_goes_where_imports_go_and_the_script_still_runs(tmp_pa
         '["nox"]', '["nox", "patchlane[engine]==0.1.0"]'
     ).replace(
         "import nox\n",
-        "import nox\nfrom retire.sessions import bump, lane, lanes, lock, retire, summary  "
-        "# noqa: F401 - patchlane's sessions\n",
+        "import nox\n" + "".join(f"{line}\n" for line in import_lines()),
     )
     # the shop's linter: its imports stay sorted (I001), nothing flagged in what init added
     lint = subprocess.run(
@@ -184,10 +185,10 @@ def test_a_shop_session_named_lock_keeps_its_name(tmp_path, capsys):
             "name (`patchlane lock` does what patchlane's session would)"
         )
     ]
-    assert (
-        "from retire.sessions import bump, lane, lanes, retire, summary  # noqa"
-        in (shop / "noxfile.py").read_text()
+    imported = "".join(
+        f"{line}\n" for line in import_lines(("bump", "lane", "lanes", "retire", "summary"))
     )
+    assert imported in (shop / "noxfile.py").read_text()
     # nox: no "already registered", and `lock` is the shop's
     ran = subprocess.run(
         [sys.executable, "-W", "error::FutureWarning", "-m", "nox", "-s", "lock"],
@@ -427,6 +428,7 @@ def test_repoint_changes_only_what_names_the_source(tmp_path, capsys):
     assert code == 0, err
     document = json.loads(out)
     assert document["edited"] == [
+        ".github/workflows/patchlane-bump.yml",
         ".github/workflows/patchlane-lanes.yml",
         ".github/workflows/patchlane-report.yml",
         ".pre-commit-config.yaml",
@@ -476,3 +478,216 @@ def test_repoint_where_init_never_ran_is_one_line(tmp_path, capsys):
     code, _out, err = run_cli(tmp_path, "init", "--repoint", *FROM, capsys=capsys)
     assert code == 2 and err.count("\n") == 1 and "patchlane-lanes.yml" in err, err
     assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 36: a lane whose Python uv cannot find
+
+
+PYENV_SHIM = """#!/bin/sh
+# what pyenv's shim does for a version pyenv has but has not activated
+echo "pyenv: $(basename "$0"): command not found" >&2
+echo >&2
+echo "The \\`$(basename "$0")' command exists in these Python versions:" >&2
+echo "  3.19.1" >&2
+echo >&2
+echo "Note: See 'pyenv help global' for tips on allowing multiple" >&2
+exit 127
+"""
+
+
+@pytest.mark.slow
+def test_a_lane_whose_python_uv_cannot_find_says_which_and_how_to_provide_it(
+    tmp_path, einops_index, monkeypatch, capsys
+):
+    # uv's own words were "Failed to inspect Python interpreter … exit status 127", nothing more
+    monkeypatch.setenv("UV_DEFAULT_INDEX", einops_index.url)
+    monkeypatch.setenv("UV_PYTHON_DOWNLOADS", "never")
+    shop = tmp_path / "shop"
+    code, _, err = run_cli(tmp_path, "init", *FROM, "--python", "3.19", str(shop), capsys=capsys)
+    assert code == 0 and (shop / "locks" / "cpu" / "pylock.toml").is_file(), err
+    shims = tmp_path / "pyenv-shims"
+    shims.mkdir()
+    (shims / "python3.19").write_text(PYENV_SHIM)
+    (shims / "python3.19").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shims}{os.pathsep}{os.environ['PATH']}")
+    code, out, err = run_cli(shop, "run", "--run-id", "no-python", capsys=capsys)
+    assert code == 1
+    said = " ".join((out + err).split())
+    assert (
+        "lane cpu needs Python 3.19, which uv cannot find here (Failed to inspect Python "
+        "interpreter from"
+    ) in said, said
+    assert (
+        "is Python 3.19 installed? Provide it: `export PYENV_VERSION=$(pyenv version-name):3.19.1` "
+        '(pyenv has 3.19.1), or `uv python install 3.19`, or write `python = "X.Y"` in '
+        "lanes/cpu.toml for a Python this host has"
+    ) in said, said
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 36: every source only this machine has is a note, with the command that re-points it
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("source", "local"),
+    [
+        ("git+file:///srv/clones/patchlane@0123abcd", "/srv/clones/patchlane"),
+        ("git+file:///srv/my%20clones/patchlane@v0.1.0", "/srv/my clones/patchlane"),
+        ("{wheel}", "{wheel}"),
+        ("{checkout}", "{checkout}"),
+    ],
+)
+def test_init_says_a_source_only_this_machine_has_and_how_to_repoint(
+    source, local, tmp_path, capsys
+):
+    wheel = tmp_path / "dist" / "patchlane-0.1.0-py3-none-any.whl"
+    wheel.parent.mkdir()
+    wheel.write_bytes(b"")
+    checkout = tmp_path / "patchlane"
+    checkout.mkdir()
+    (checkout / "pyproject.toml").write_text("")
+    paths = {"wheel": wheel, "checkout": checkout}
+    source, local = source.format(**paths), local.format(**paths)
+    shop = _repository(tmp_path / "shop")
+    code, out, err = run_cli(shop, "init", "--no-lock", "--from", source, "--json", capsys=capsys)
+    assert code == 0, err
+    (note,) = [n for n in json.loads(out)["notes"] if "only this machine has" in n]
+    assert note.startswith(f"patchlane comes from {local}, which only this machine has"), note
+    assert "`patchlane init --repoint --from NEW`" in note
+    # re-pointed to a git URL: no note; back to this machine's clone: the note again
+    code, out, err = run_cli(
+        shop,
+        "init",
+        "--repoint",
+        "--from",
+        "git+https://github.com/OWNER/patchlane@v0.1.0",
+        "--json",
+        capsys=capsys,
+    )
+    assert code == 0 and not json.loads(out)["notes"], out
+    code, out, err = run_cli(shop, "init", "--repoint", "--from", source, "--json", capsys=capsys)
+    assert code == 0 and any("only this machine has" in n for n in json.loads(out)["notes"]), out
+
+
+def test_init_says_nothing_of_a_source_every_runner_can_install(tmp_path, capsys):
+    shop = _repository(tmp_path / "shop")
+    for source in ("patchlane[engine]==0.1.0", "git+https://git.example.org/o/patchlane@v0.1.0"):
+        code, out, _ = run_cli(shop, "init", "--no-lock", "--from", source, "--json", capsys=capsys)
+        assert code == 0 and json.loads(out)["notes"] == [], out
+        # the next source in a fresh repository
+        shop = _repository(tmp_path / "shop2")
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 36: what init and shim new write passes the shop's formatters as the shop configures them
+
+BLACK_NOXFILE = '''"""Our sessions."""
+
+import nox
+
+nox.options.sessions = ["tests"]
+
+
+@nox.session
+def tests(session):
+    session.run("pytest")
+'''
+
+
+def _tools(shop):
+    """The shop's formatters and linter in check mode, as its pre-commit hooks run them."""
+    return [
+        [sys.executable, "-m", "black", "--check", "--diff", "-q", "."],
+        ["ruff", "format", "--check", "--diff", "."],
+        ["ruff", "check", "."],
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("length", [79, 88, 120])
+@pytest.mark.parametrize("noxfile", [None, BLACK_NOXFILE])
+def test_what_init_and_shim_new_write_passes_black_and_ruff(noxfile, length, tmp_path, capsys):
+    pytest.importorskip("black")
+    shop = _repository(tmp_path / "shop")
+    # black and ruff at the shop's line length, ruff's default rules with isort's (I) and
+    # pycodestyle's (E, W) — black's profile for isort
+    (shop / "pyproject.toml").write_text(
+        f"[tool.black]\nline-length = {length}\n\n"
+        f"[tool.ruff]\nline-length = {length}\n\n"
+        '[tool.ruff.lint]\nselect = ["E4", "E7", "E9", "F", "I", "W"]\n'
+    )
+    if noxfile is not None:
+        (shop / "noxfile.py").write_text(noxfile)
+    assert run_cli(shop, "init", "--no-lock", *FROM, capsys=capsys)[0] == 0
+    assert run_cli(shop, "shim", "new", "my_fix", capsys=capsys)[0] == 0
+    written = subprocess.run(
+        ["git", "ls-files", "--others", "--exclude-standard", "*.py"],
+        cwd=shop,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert {"noxfile.py", "shims/my_fix/patch.py", "shims/my_fix/reproduce.py"} <= set(written)
+    for command in _tools(shop):
+        done = subprocess.run(command, cwd=shop, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, (command, done.stdout + done.stderr)
+
+
+@pytest.mark.parametrize(
+    ("source", "pip", "said"),
+    [
+        # Python 3.11's and 3.12's bundled pip: "Invalid requirement" for this one
+        ("git+file:///srv/patchlane@v0.1.0", "23.2.1", True),
+        ("git+file:///srv/patchlane@v0.1.0", "24.0", True),
+        ("git+file:///srv/patchlane@v0.1.0", "24.1", False),
+        ("git+file:///srv/patchlane@v0.1.0", "26.3", False),
+        # the spellings every pip reads
+        ("git+file://localhost/srv/patchlane@v0.1.0", "23.2.1", False),
+        ("git+https://github.com/OWNER/patchlane@v0.1.0", "23.2.1", False),
+        ("patchlane[engine]==0.1.0", "22.3", False),
+    ],
+)
+def test_a_pip_too_old_for_the_source_is_said_with_the_fix(tmp_path, source, pip, said):
+    from retire.scaffold.source import parse_source, pip_note
+
+    note = pip_note(parse_source(source, tmp_path), pip)
+    assert bool(note) == said, note
+    if said:
+        assert f"this Python's pip {pip} cannot install" in note
+        assert "`python -m pip install -U pip`" in note and "git+file://localhost/" in note
+
+
+def test_a_toml_rule_keeps_no_lane_shim_or_report_out_of_the_commits(tmp_path, capsys):
+    # issue 36: a shop's `*.toml` kept shim new's manifest (and every later lane) out of the
+    # commit the bump's worktree is made from: "unknown shim 'my_fix'"
+    shop = _repository(tmp_path / "shop")
+    (shop / ".gitignore").write_text("*.toml\n!pyproject.toml\n*.json\n")
+    code, _, err = run_cli(shop, "init", "--no-lock", *FROM, capsys=capsys)
+    assert code == 0, err
+    lines = (shop / ".gitignore").read_text().splitlines()
+    for negation in ("!/lanes/*.toml", "!/shims/*/manifest.toml", "!/reports/*.json"):
+        assert negation in lines, lines
+    assert run_cli(shop, "shim", "new", "my_fix", capsys=capsys)[0] == 0
+    (shop / "lanes" / "gpu.toml").write_text("")
+    (shop / "reports").mkdir(exist_ok=True)
+    (shop / "reports" / "2026-W50.json").write_text("{}")
+    _git(shop, "add", "-A")
+    staged = _git(shop, "diff", "--cached", "--name-only").split()
+    for path in ("shims/my_fix/manifest.toml", "lanes/gpu.toml", "reports/2026-W50.json"):
+        assert path in staged, staged
+
+
+def test_shim_new_warns_when_git_would_not_commit_what_it_wrote(tmp_path, capsys):
+    shop = _repository(tmp_path / "shop")
+    assert run_cli(shop, "init", "--no-lock", *FROM, capsys=capsys)[0] == 0
+    # a rule added after init, deeper than a negation reaches
+    (shop / "shims" / ".gitignore").write_text("manifest.toml\n")
+    code, out, err = run_cli(shop, "shim", "new", "my_fix", capsys=capsys)
+    assert code == 0, err
+    said = " ".join(out.split())
+    assert (
+        "warning: shims/my_fix/manifest.toml is still ignored by git "
+        "(shims/.gitignore:1: manifest.toml)"
+    ) in said, out

@@ -376,6 +376,7 @@ def test_an_import_error_or_no_installable_file_is_not_applicable(tmp_path, arit
     )
 
 
+@pytest.mark.slow
 def test_an_unreachable_index_is_unknown_not_inapplicable(tmp_path, shim, monkeypatch):
     monkeypatch.setenv("UV_HTTP_RETRIES", "0")
     result = bisect.bisect(

@@ -19,6 +19,7 @@ from retire.bisect.budget import Budget
 from retire.bisect.job import BisectJob
 from retire.bisect.prober import Progress
 from retire.bisect.transitions import Source, bisect_window
+from retire.bisect.windowresult import WindowResult
 from retire.evidence import validation
 from retire.mirrors.config import Mirror
 from retire.mirrors.repo import MirrorRepo, open_mirror
@@ -54,7 +55,7 @@ def test_a_second_bisection_over_the_same_range_builds_nothing(tmp_path: Path):
     with IndexServer(release_index(repo, tmp_path / "released")) as server:
         versions, yanked = list_releases(server.url, "toylib")
 
-        def bisection(cache: str, records: str) -> tuple[list[str], object]:
+        def bisection(cache: str, records: str) -> tuple[list[str], WindowResult]:
             notes = Notes()
             job = BisectJob(
                 manifest.id,
@@ -71,9 +72,9 @@ def test_a_second_bisection_over_the_same_range_builds_nothing(tmp_path: Path):
         first, result = bisection("cache-1", "first.jsonl")
         again, second = bisection("cache-2", "second.jsonl")
     for found in (result, second):
-        fixed = found.fix_commit  # type: ignore[attr-defined]
+        fixed = found.window.fix_commit
         assert fixed is not None and fixed.sha == repo.fixed
-        assert found.window.fixed.after == FIXED  # type: ignore[attr-defined]
+        assert found.window.fixed.after == FIXED
     # each build says its place of about as many as the search needs (5 commits: ~3)
     started = [line for line in first if line.startswith("building toylib at ")]
     places = [re.search(r"\((\d+) of ~(\d+)\)…$", line) for line in started]
@@ -136,12 +137,11 @@ def test_the_release_and_commit_searches_share_one_warm_launcher_per_slot(tmp_pa
             budget=Budget(jobs=jobs),
         )
         result = bisect_window(manifest, versions, job, source=Source(opened), progress=notes)
-    fixed, introduced = result.fix_commit, result.commit_edge("introduced")
+    fixed, introduced = result.window.fix_commit, result.window.introduced.commit
     assert fixed is not None and fixed.sha == repo.fixed, result.stops
-    assert introduced is not None and introduced.commit is not None
-    assert introduced.commit.sha == repo.introduced
-    commit_runs = sum(len(edge.runs) for edge in result.commit_edges)
-    assert len(result.window.runs) >= 3 and commit_runs >= 4
+    assert introduced is not None and introduced.sha == repo.introduced
+    commit_runs = sum(len(searched.runs) for searched in result.searched())
+    assert len(result.release_runs) >= 3 and commit_runs >= 4
     # imported by the launchers alone: one per slot, for releases and commits alike
     assert len(log.read_text().split()) == jobs, notes.said
     assert sum("launcher: imported heavypkg once" in line for line in notes.said) == jobs

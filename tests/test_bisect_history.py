@@ -14,8 +14,8 @@ import pytest
 from retire.bisect.bisection import list_releases
 from retire.bisect.job import BisectJob
 from retire.bisect.transitions import Source, bisect_window
-from retire.bisect.window import EdgeState, Place
 from retire.evidence import validation
+from retire.history.edge import EdgeState, Place
 from retire.mirrors.config import Mirror
 from retire.mirrors.repo import MirrorRepo, open_mirror
 from shims.manifest import load_manifest
@@ -82,7 +82,7 @@ def test_no_evidence_finds_both_release_edges_and_both_commits(shim, linear, tmp
         INTRODUCED,
     )
     assert (w.fixed.state, w.fixed.before, w.fixed.after) == (EdgeState.FOUND, "1.5", FIXED)
-    fixed, introduced = result.commit_edge("fixed"), result.commit_edge("introduced")
+    fixed, introduced = w.fixed.commits, w.introduced.commits
     assert fixed is not None and introduced is not None, result.stops
     assert fixed.commit is not None and fixed.commit.sha == repo.fixed
     assert (fixed.commit.subject, fixed.commit.pull) == ("Fix add() (#63)", 63)
@@ -90,14 +90,14 @@ def test_no_evidence_finds_both_release_edges_and_both_commits(shim, linear, tmp
     assert introduced.commit is not None and introduced.commit.sha == repo.introduced
     assert introduced.commit.pull == 33 and introduced.tags == ("v1.2", "v1.3")
     # the commit just before each is on the other side
-    assert fixed.edge.before == git(repo.path, "rev-parse", f"{repo.fixed}^")
+    assert fixed.before == git(repo.path, "rev-parse", f"{repo.fixed}^")
     # releases: the newest end, a sample, then a binary search per edge; commits: log2 per edge
-    release_runs = [r for r in w.runs if not r.cached]
+    release_runs = [r for r in result.release_runs if not r.cached]
     assert len(release_runs) <= 1 + 8 + 2 * math.ceil(math.log2(len(RELEASES)))
-    assert all(len(e.runs) <= math.ceil(math.log2(e.commits)) + 1 for e in result.commit_edges)
+    assert all(len(s.runs) <= math.ceil(math.log2(s.span.count)) + 1 for s in result.searched())
     assert result.floor == "toylib>=1.6" and result.status == "found"
     line = result.window_line()
-    assert f'fixed by {repo.fixed[:12]} "Fix add() (#63)"' in line and "introduced in 1.3" in line
+    assert f'by {repo.fixed[:12]} "Fix add() (#63)"' in line and "introduced in 1.3" in line
     # a lane on 1.1 never needed the shim; on 1.4 it does; on 1.7 it can go
     assert [w.place(v) for v in ("1.1", "1.4", "1.7")] == [Place.BEFORE, Place.INSIDE, Place.AFTER]
     # every fresh run is evidence; commit runs carry their commit in the host stamp
@@ -107,7 +107,7 @@ def test_no_evidence_finds_both_release_edges_and_both_commits(shim, linear, tmp
     assert repo.fixed in built and repo.introduced in built
     # asked again: every answer from the cache, nothing run or recorded
     again = _window(shim, repo, mirror, base, tmp_path)
-    assert again.runs == 0 and again.fix_commit == result.fix_commit
+    assert again.runs == 0 and again.window.fix_commit == result.window.fix_commit
 
 
 def test_a_crash_zone_below_the_window_is_told_from_clean(shim, linear, tmp_path):
@@ -117,16 +117,16 @@ def test_a_crash_zone_below_the_window_is_told_from_clean(shim, linear, tmp_path
     result = _window(shim, repo, mirror, base, tmp_path, crash_below=6, cache=tmp_path / "c")
     w = result.window
     assert w.seen and (w.introduced.after, w.fixed.after) == (INTRODUCED, FIXED)
-    crashed = [r for r in w.runs if r.version.startswith("0.")]
+    crashed = [r for r in result.release_runs if r.version.startswith("0.")]
     assert all(r.state == "unknown" and r.outcome == "crashed" for r in crashed)
-    assert result.fix_commit is not None and result.fix_commit.sha == repo.fixed
+    assert result.window.fix_commit is not None and result.window.fix_commit.sha == repo.fixed
 
 
 def test_a_fix_merged_by_a_merge_commit_is_named_by_the_merge_and_its_pull_request(shim, tmp_path):
     repo = make_window_repo(tmp_path / "upstream", merges=True)
     mirror = _mirror(repo, tmp_path / "mirror.git")
     result = _window(shim, repo, mirror, tmp_path, tmp_path)
-    commit = result.fix_commit
+    commit = result.window.fix_commit
     # first-parent: the merge is the step; refs/pull/63/head names its pull request
     assert commit is not None and commit.sha == repo.fixed and commit.merge
     assert (commit.subject, commit.pull) == ("Merge branch 'fix-add'", 63)
@@ -137,7 +137,7 @@ def test_a_compiled_target_stops_at_the_release_edge_and_says_why(shim, tmp_path
     mirror = _mirror(repo, tmp_path / "mirror.git")
     result = _window(shim, repo, mirror, tmp_path, tmp_path)
     assert (result.window.introduced.after, result.window.fixed.after) == (INTRODUCED, FIXED)
-    assert result.commit_edges == ()
+    assert result.searched() == ()
     assert result.stops and all("compiled sources (toylib/_speedups.c)" in s for s in result.stops)
     assert "The fixed edge stops at 1.5 → 1.6" in result.summary()
     # without a mirror: the same stop, another reason
@@ -200,10 +200,10 @@ def test_a_fix_in_no_release_is_found_on_the_branch_after_the_newest_release(shi
         )
         result = bisect_window(shim, versions, options, source=Source(mirror, branch="main"))
     assert result.window.fixed.state == EdgeState.OPEN and result.first_fixed is None
-    branch = result.unreleased
+    branch = result.window.branch_fix
     assert branch is not None and branch.commit is not None, result.stops
     assert (branch.commit.sha, branch.commit.pull, branch.branch) == (repo.fixed, 92, "main")
-    assert f"fixed on main by {repo.fixed[:12]}" in result.window_line()
+    assert f"fixed on main at {repo.fixed[:12]}" in result.window_line()
     assert "in no release yet" in result.window_line()
     # no release is fixed: no floor to propose
     assert result.status == "no-transition" and result.floor is None

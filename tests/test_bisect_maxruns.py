@@ -47,6 +47,7 @@ def test_max_runs_ends_the_search_with_what_it_found(tmp_path, clean_series, cap
     assert document["records_added"] == document["runs"]
 
 
+@pytest.mark.slow
 def test_max_minutes_starts_no_candidate_once_spent(tmp_path, capsys, monkeypatch):
     import types
 

@@ -92,7 +92,7 @@ def test_without_a_named_build_the_compiled_target_stops_at_the_release_edge(com
     shim = _shim(tmp_path / "shims", BUILD_SCRIPT)
     result = _window(shim, repo, Source(mirror), base, tmp_path)
     assert (result.window.introduced.after, result.window.fixed.after) == (INTRODUCED, FIXED)
-    assert result.commit_edges == () and result.fix_commit is None
+    assert result.searched() == () and result.window.fix_commit is None
     assert result.stops and all("compiled sources (toylib/_speedups.c)" in s for s in result.stops)
 
 
@@ -138,13 +138,14 @@ def test_a_named_build_that_fails_leaves_each_commit_unknown(compiled, tmp_path)
     shim = _shim(tmp_path / "shims", FAILING_SCRIPT, name="fail.py")
     result = _window(shim, repo, Source(mirror, build=shim.target.build), base, tmp_path)
     assert result.window.fixed.after == FIXED and result.stops == ()
-    runs = [r for e in result.commit_edges for r in e.runs]
+    runs = [r for searched in result.searched() for r in searched.runs]
     assert runs and all(r.state == "unknown" for r in runs)
     assert all("the named build failed (exit 1)" in r.detail for r in runs)
     assert all("Unsupported gpu architecture 'compute_100'" in r.detail for r in runs)
     # never read as the fix: no commit named, nothing recorded for a build that did not run
-    assert result.fix_commit is None
-    assert not any(e.commit is not None and e.edge.state == "found" for e in result.commit_edges)
+    assert result.window.fix_commit is None
+    # an unpinned commit edge names its range, never a commit
+    assert not any(searched.span.commit is not None for searched in result.searched())
     # the log a person reads is kept, named in the detail
     log = runs[0].detail.split("; log ", 1)[1].split(": ", 1)[0]
     assert "nvcc fatal" in Path(log).read_text()
@@ -159,14 +160,14 @@ def test_a_named_build_finds_a_fix_on_the_branch_in_no_release(tmp_path):
     assert isinstance(mirror, MirrorRepo)
     shim = _shim(tmp_path / "shims", BUILD_SCRIPT)
     bare = _window(shim, repo, Source(mirror, branch="main"), tmp_path, tmp_path)
-    assert bare.unreleased is None
+    assert bare.window.branch_fix is None
     assert any("main since 1.8 is not searched" in s and "compiled" in s for s in bare.stops)
     source = Source(mirror, branch="main", build=shim.target.build)
     result = _window(shim, repo, source, tmp_path, tmp_path)
-    branch = result.unreleased
+    branch = result.window.branch_fix
     assert branch is not None and branch.commit is not None, result.stops
     assert (branch.commit.sha, branch.branch) == (repo.fixed, "main")
-    assert shim.target.build is not None and branch.build == shim.target.build.describe()
+    assert shim.target.build is not None and branch.span.build == shim.target.build.describe()
 
 
 def test_a_lanes_revision_may_name_the_build_when_the_shim_does_not(compiled, tmp_path):

@@ -94,6 +94,7 @@ def test_width_one_never_runs_a_round():
     assert out.first_fixed == "7" and all(len(r) == 1 for r in probe.rounds)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(
     st.integers(1, 70).flatmap(
@@ -118,6 +119,7 @@ def test_the_threshold_answer_is_the_same_at_any_width(case):
     assert answers[0] == answers[1]
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(
     st.integers(1, 60).flatmap(
@@ -146,7 +148,7 @@ def test_the_window_is_the_same_at_any_width(case):
             known_broken=None if known_broken is None else str(min(known_broken, n - 1)),
             limits=WIDE,
             sample=5,
-        )
+        ).window
         assert all(len(r) <= w for r in probe.rounds)
         windows.append(
             (window.seen, window.introduced, window.fixed)

@@ -42,6 +42,7 @@ def test_candidates_are_ordered_and_skip_yanked_and_prereleases():
     assert c.versions == ("2.13.0", "2.14.0") and c.out_of_range == ("2.12.0",)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("known_broken", [None, "0"])
 def test_conclusive_runs_stay_within_log2_n_plus_one_for_every_boundary(known_broken):
     """Every range size up to 65 and every place the fix can land (or not land): the answer is

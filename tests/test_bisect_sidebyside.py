@@ -170,6 +170,7 @@ class _Seeing(OneAtATime):
         return CandidateRun(item, "fixed", "fix-validated")
 
 
+@pytest.mark.slow
 def test_a_round_holds_a_gpu_per_candidate_and_never_one_a_lane_holds(tmp_path):
     """Three GPUs, a lane holding GPU 0: a round of two candidates runs on GPUs 1 and 2, one each,
     on runners of their own; the thread that asked sees no GPU setting afterwards."""
@@ -244,6 +245,7 @@ class _Stopping(OneAtATime):
         return CandidateRun(item, "unknown", "crashed")
 
 
+@pytest.mark.slow
 def test_a_stopped_round_ends_the_other_candidates_reproducers_now():
     """Ctrl-C during a round: the round raises at once and the other candidate's reproducer is
     killed, not waited for to its end; the next round runs again."""

@@ -101,7 +101,7 @@ def test_the_window_is_the_same_when_slots_are_kept_busy(case):
     for w in (1, width):
         window = locate_window(
             history, Clocked(states, times, w), known_broken=known_broken, limits=WIDE, sample=5
-        )
+        ).window
         windows.append(
             (window.seen, window.introduced, window.fixed)
             if window.seen

@@ -9,7 +9,8 @@ import pytest
 
 from retire.bisect.prober import prober_of, stopping
 from retire.bisect.search import CandidateRun, Limits
-from retire.bisect.window import EdgeState, Place, locate_window, spread
+from retire.bisect.window import locate_window, spread
+from retire.history.edge import EdgeState, Place
 
 
 def _probe(states: dict[str, str], asked: list[str]):
@@ -37,6 +38,7 @@ def test_spread_takes_every_index_once_middle_first_newer_first():
     assert spread(16)[:3] == [8, 12, 4]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 13, 21, 34])
 def test_from_a_known_broken_item_both_edges_are_found_in_log_runs(n):
     """Every window on every history up to 34 items, its oldest, middle and newest broken item
@@ -48,7 +50,9 @@ def test_from_a_known_broken_item_both_edges_are_found_in_log_runs(n):
             states = _states(n, introduced, fixed)
             for evidence in {introduced, (introduced + fixed) // 2, fixed - 1}:
                 asked: list[str] = []
-                w = locate_window(list(states), _probe(states, asked), known_broken=str(evidence))
+                w = locate_window(
+                    list(states), _probe(states, asked), known_broken=str(evidence)
+                ).window
                 assert len(asked) <= bound, (n, introduced, fixed, evidence, asked)
                 assert w.seen
                 if fixed < n:
@@ -75,12 +79,12 @@ def test_with_no_evidence_the_newest_then_a_spread_sample_finds_the_window():
     edges."""
     states = _states(35, 21, 26)
     asked: list[str] = []
-    w = locate_window(list(states), _probe(states, asked))
+    w = locate_window(list(states), _probe(states, asked)).window
     assert w.seen and asked[0] == "34"
     assert (w.introduced.before, w.introduced.after) == ("20", "21")
     assert (w.fixed.before, w.fixed.after) == ("25", "26")
     assert len(asked) <= 1 + 8 + 2 * math.ceil(math.log2(35))
-    assert "window" not in w.summary() and w.summary() == (
+    assert "window" not in w.line() and w.line() == (
         "introduced in 21 (last clean 20); fixed in 26 (last broken 25)"
     )
 
@@ -90,7 +94,7 @@ def test_a_crash_zone_below_the_window_is_stepped_over_and_told_from_clean():
     the sample looks above the crashes first, and the edges are found above them."""
     states = _states(35, 20, 24, crash_below=12)
     asked: list[str] = []
-    w = locate_window(list(states), _probe(states, asked), limits=Limits(max_unknown=4))
+    w = locate_window(list(states), _probe(states, asked), limits=Limits(max_unknown=4)).window
     assert w.seen, w.reason
     assert (w.introduced.state, w.introduced.after, w.fixed.after) == (EdgeState.FOUND, "20", "24")
     assert not any(states[a] == "broken" for a in asked if int(a) < 12)
@@ -98,7 +102,7 @@ def test_a_crash_zone_below_the_window_is_stepped_over_and_told_from_clean():
 
 def test_a_window_that_starts_in_the_crash_zone_is_unpinned_and_says_so():
     states = _states(20, 0, 8, crash_below=5)
-    w = locate_window(list(states), _probe(states, []), known_broken="6")
+    w = locate_window(list(states), _probe(states, []), known_broken="6").window
     assert w.fixed.state == EdgeState.FOUND and w.fixed.after == "8"
     assert w.introduced.state == EdgeState.UNPINNED and w.introduced.before is None
     assert w.introduced.after == "5" and "could not be told" in w.introduced.note
@@ -111,7 +115,7 @@ def test_nothing_found_says_what_ran_and_what_was_never_tried():
     stretches no run reached (what `--since` or a lane run on the shop's release would decide)."""
     states = _states(40, 33, 34)
     asked: list[str] = []
-    w = locate_window(list(states), _probe(states, asked), sample=4)
+    w = locate_window(list(states), _probe(states, asked), sample=4).window
     assert not w.seen and len(asked) == 5
     assert w.reason.startswith("no item reproduced the bug: ran 39 clean, 19 clean")
     assert "at most 4 older item(s)" in w.reason
@@ -122,7 +126,7 @@ def test_nothing_found_says_what_ran_and_what_was_never_tried():
 
 def test_still_broken_at_the_newest_is_an_open_fixed_edge():
     states = _states(10, 4, 10)
-    w = locate_window(list(states), _probe(states, []))
+    w = locate_window(list(states), _probe(states, [])).window
     assert w.fixed.state == EdgeState.OPEN and "still broken at the newest, 9" in w.fixed.note
     assert w.introduced.after == "4"
 
@@ -130,7 +134,7 @@ def test_still_broken_at_the_newest_is_an_open_fixed_edge():
 def test_a_lane_is_placed_before_inside_or_after_the_window():
     versions = [f"1.{i}" for i in range(10)]
     states = dict(zip(versions, _states(10, 3, 6).values(), strict=True))
-    w = locate_window(versions, _probe(states, []), known_broken="1.4")
+    w = locate_window(versions, _probe(states, []), known_broken="1.4").window
     assert [w.place(v) for v in ("1.1", "1.2", "1.3", "1.5", "1.6", "1.9")] == [
         Place.BEFORE,
         Place.BEFORE,
@@ -158,6 +162,6 @@ def test_a_budget_stops_the_search_and_the_edge_says_why():
 
     w = locate_window(
         list(states), _probe(states, asked), known_broken="15", progress=stopping(stop)
-    )
+    ).window
     assert w.fixed.state == EdgeState.UNPINNED and "budget" in w.fixed.note
     assert w.fixed.between

@@ -341,3 +341,86 @@ def test_release_notes_come_from_project_urls(metadata, url):
     from retire.probes.notes import notes_url
 
     assert notes_url("Metadata-Version: 2.1\nName: x\nVersion: 1\n" + metadata) == url
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 36: a dry run, an adoption not committed yet, "before" of a lock that never ran
+
+
+@pytest.mark.slow
+def test_a_dry_run_says_what_would_move_and_run_and_writes_nothing(shop, capsys):
+    import json
+
+    repo = shop["repo"]
+    head, status = git(repo, "rev-parse", "HEAD"), git(repo, "status", "--porcelain")
+    plan = bump.dry_run(repo, BumpOptions(cooldown_days=7, now=NOW, lanes=("toy",)))
+    [toy] = plan.lanes
+    assert toy.status == "bumped"
+    assert {c.name: (c.old, c.new) for c in toy.changes} == {
+        "toylib": ("1.0", "1.1"),
+        "helper": ("1.0", "1.1"),
+    }
+    assert plan.runs == (("toy", ("toy",), ""),) and plan.branch == "patchlane/bump-toy-2026-06-01"
+    # no branch, no worktree, no PR body, the checkout as it was
+    assert git(repo, "branch", "--list", "patchlane/*") == ""
+    assert not list((repo / ".patchlane" / "worktrees").glob("bump*"))
+    assert not (repo / ".patchlane" / "prs").exists()
+    assert git(repo, "rev-parse", "HEAD") == head and git(repo, "status", "--porcelain") == status
+    # the command: what would move, what would run, where it would go
+    code, out, _ = run_cli(
+        repo, "bump", "toy", "--dry-run", "--repo", "acme/shop", "--now", "2026-06-01T12:00:00",
+        capsys=capsys,
+    )  # fmt: skip
+    assert code == 0
+    assert "dry run: no branch, no pull request, nothing written" in out
+    assert "would bump toy: 2 package(s) would change" in out
+    assert "toylib 1.0 → 1.1 (minor)" in out and "would run  toy: toy" in out
+    assert "would make branch patchlane/bump-toy-2026-06-01" in out
+    assert "open its pull request in acme/shop" in out
+    code, out, _ = run_cli(
+        repo, "bump", "--dry-run", "--no-run", "--json", "--now", "2026-06-01T12:00:00",
+        capsys=capsys,
+    )  # fmt: skip
+    document = json.loads(out)
+    assert code == 0 and document["dry_run"] is True and document["pull_request"] is None
+    assert document["runs"] == [{"lane": "toy", "subjects": ["toy"], "skipped": "--no-run"}]
+    assert git(repo, "branch", "--list", "patchlane/*") == ""
+
+
+@pytest.mark.slow
+def test_a_bump_before_the_adoption_is_committed_says_commit_it_first(tmp_path, capsys):
+    # was: "…/worktrees/bump/lanes: no lanes folder — create it" (it exists, uncommitted)
+    repo = tmp_path / "shop"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    assert run_cli(repo, "init", "--no-lock", "--from", "patchlane[engine]==0.1.0")[0] == 0
+    capsys.readouterr()
+    for options in (["--no-pr"], ["--dry-run"]):
+        code, _, err = run_cli(repo, "bump", *options, capsys=capsys)
+        assert code == 2 and "has no commit yet" in err, err
+        assert "commit the adoption first (`git add -A && git commit" in err
+    (repo / "README.md").write_text("# shop\n")
+    git(repo, "add", "README.md")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "the shop")
+    code, _, err = run_cli(repo, "bump", "--no-pr", capsys=capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert "lanes/cpu.toml: is not in" in err and "the commit the bump branch starts from" in err
+    assert "commit the adoption first (`git add -A && git commit" in err
+    assert "no lanes folder" not in err
+
+
+@pytest.mark.slow
+def test_before_is_the_outcome_on_the_lock_being_replaced_not_another_ones(shop, capsys):
+    repo = shop["repo"]
+    # the lane changes (a new bound): its lock is re-made and never run; the "needed" on record
+    # ran on the lock before it
+    lane = repo / "lanes" / "toy.toml"
+    lane.write_text(lane.read_text().replace('"toylib>=1.0"', '"toylib>=1.0,<9"'))
+    assert run_cli(repo, "lock", "toy", capsys=capsys)[0] == 0
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a bound")
+    result = bump.bump(repo, BumpOptions(lanes=("toy",), cooldown_days=7, now=NOW))
+    [toy] = result.lanes
+    assert toy.outcomes == (("toy", "upstream-fixed", None),)
+    body = Path(result.body_path).read_text()
+    assert "| toy | upstream-fixed | — |" in body and "| needed" not in body

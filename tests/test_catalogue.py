@@ -373,6 +373,7 @@ GPU_SHIMS = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["without", "with"])
 @pytest.mark.parametrize("shim_id", GPU_SHIMS)
 def test_gpu_reproducers_skip_cleanly_without_cuda(shim_id, mode):

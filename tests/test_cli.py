@@ -248,6 +248,7 @@ def test_live_output_only_on_a_terminal_outside_ci(monkeypatch):
         os.close(leader)
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_is_no_traceback():
     proc = subprocess.Popen(
         [PYTHON, "-m", "retire", "--root", str(ROOT), "catalogue"],

@@ -166,3 +166,83 @@ c patchlane docs ad
     lines = result.stdout.splitlines()
     assert set(lines[0].split()) >= {"cpu", "gpu", "--strict"}
     assert lines[1:] == ["gpu", "my_fix", "adoption"]
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 36: usage errors as a newcomer meets them
+
+
+@pytest.mark.parametrize(
+    ("words", "line"),
+    [
+        (
+            ["verdict"],
+            "patchlane: error: argument COMMAND: no command 'verdict' — did you mean 'verdicts'?",
+        ),
+        (
+            ["run", "--strct"],
+            (
+                "patchlane run: error: unrecognized arguments: --strct (did you mean --strict?) "
+                "(see `patchlane run --help`)"
+            ),
+        ),
+        (
+            ["shim", "lst"],
+            "patchlane shim: error: argument ACTION: no action 'lst' — did you mean 'list'?",
+        ),
+        (
+            ["pack", "check", "--jsn"],
+            (
+                "patchlane pack check: error: unrecognized arguments: --jsn (did you mean "
+                "--json?) (see `patchlane pack check --help`)"
+            ),
+        ),
+    ],
+)
+def test_a_usage_error_says_did_you_mean_and_points_at_its_own_help(words, line, tmp_path, capsys):
+    from retire.commands import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["--root", str(tmp_path), *words])
+    assert stopped.value.code == 2
+    out, err = capsys.readouterr()
+    assert err.startswith(line) and out == "", err
+    assert len(err.splitlines()) == 1
+
+
+def test_hidden_commands_are_not_in_the_choices_an_unknown_command_lists(tmp_path, capsys):
+    from retire.commands import main
+    from retire.commands.aliases import ALIASES
+
+    with pytest.raises(SystemExit):
+        main(["--root", str(tmp_path), "zzzz"])
+    err = capsys.readouterr().err
+    listed = err.split("(the choices: ")[1].split(")")[0].split(", ")
+    assert "verdicts" in listed and "init" in listed
+    assert not {alias.name for alias in ALIASES} & set(listed), err
+    # no close match: no guess
+    assert "did you mean" not in err
+
+
+@pytest.mark.slow
+def test_init_names_no_cd_into_the_folder_it_runs_in(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(tmp_path, "init", "--no-lock", *FROM, capsys=capsys)
+    assert code == 0, err
+    (nextline,) = [line for line in out.splitlines() if line.startswith("next: ")]
+    assert nextline.startswith("next: patchlane shim new my_fix"), nextline
+    elsewhere = tmp_path / "elsewhere"
+    code, out, err = run_cli(elsewhere, "init", "--no-lock", str(elsewhere), *FROM, capsys=capsys)
+    assert "next: cd elsewhere && patchlane shim new" in out, out
+
+
+def test_shim_new_makes_its_folder_as_mkdir_would(tmp_path, capsys):
+    import os
+
+    assert run_cli(tmp_path, "init", "--no-lock", *FROM, capsys=capsys)[0] == 0
+    umask = os.umask(0o022)
+    try:
+        assert run_cli(tmp_path, "shim", "new", "my_fix", capsys=capsys)[0] == 0
+    finally:
+        os.umask(umask)
+    assert (tmp_path / "shims" / "my_fix").stat().st_mode & 0o777 == 0o755

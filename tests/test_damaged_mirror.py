@@ -173,9 +173,9 @@ def test_commits_are_still_searched_and_built_on_a_mirror_missing_a_test_blob(tm
         )
         result = bisect_window(manifest, versions, job, source=Source(opened), progress=notes)
     assert result.window.fixed.after == FIXED, result.summary()
-    fixed = result.fix_commit
+    fixed = result.window.fix_commit
     assert fixed is not None and fixed.sha == repo.fixed, result.stops
-    assert result.commit_edge("introduced") is not None
+    assert result.window.introduced.commits is not None
     left_out = "1 file missing from the mirror was left out: tests/corpus.bin"
     assert any(left_out in n for n in notes.said), notes.said
     # the records name the upstream commits

@@ -1,11 +1,13 @@
 """Floors the weekly job tightens, pure: the untested releases between the last broken run and the
-first clean one (retire/verdicts/floorgap.py)."""
+first clean one after it, on the bug's window (retire/verdicts/floorgap.py)."""
 
 from __future__ import annotations
 
 from packaging.version import Version
 
-from retire.evidence.values import ExecutionEvidence, ExecutionHistory
+from retire.evidence.values import ExecutionEvidence
+from retire.history.reading import read_runs
+from retire.history.window import Window
 from retire.verdicts.floorgap import floor_gap
 
 RELEASES = [Version(f"0.8.{i}") for i in range(8)]
@@ -24,8 +26,9 @@ def _run(outcome: str, version: str, lane: str = "floor") -> ExecutionEvidence:
     )
 
 
-def _history(*runs: ExecutionEvidence) -> ExecutionHistory:
-    return ExecutionHistory("liger_flce", runs)
+def _history(*runs: ExecutionEvidence) -> Window | None:
+    """The bug's window the one reading (retire.history) makes of these runs."""
+    return read_runs(runs, "liger-kernel")
 
 
 def test_the_releases_nobody_ran_between_last_broken_and_first_clean_are_the_gap():

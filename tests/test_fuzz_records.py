@@ -45,6 +45,7 @@ def quiet(call, *args):
         return call(*args)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(texts=st.lists(odd_text, min_size=6, max_size=6), number=st.integers(0, 10**6))
 def test_any_text_a_reproducer_prints_round_trips(tmp_path_factory, texts, number):

@@ -74,6 +74,7 @@ def test_there_are_packs_to_check():
     assert len(PACKS) >= 8
 
 
+@pytest.mark.slow
 def test_no_paragraph_is_broken_mid_sentence(body):
     shim, markdown = body
     html = github_html(markdown)
@@ -82,6 +83,7 @@ def test_no_paragraph_is_broken_mid_sentence(body):
         assert "\n" not in paragraph, paragraph
 
 
+@pytest.mark.slow
 def test_identifiers_are_code_and_underscores_are_never_emphasis(body):
     shim, markdown = body
     html = github_html(markdown)

@@ -71,6 +71,7 @@ def test_a_need_the_host_can_never_meet_says_why():
     assert "NVIDIA H100 80GB HBM3 has 79.6 GiB of memory" in why
 
 
+@pytest.mark.slow
 def test_the_pool_gives_side_by_side_lanes_their_own_gpus_and_a_pair_waits(tmp_path):
     pool = GpuPool((Gpu("0"), Gpu("1")), tmp_path)
     seen: list[tuple[str, ...]] = []
@@ -115,6 +116,7 @@ with pool.hold(GpuNeeds(1, share=sys.argv[2] == "share")) as got:
 """
 
 
+@pytest.mark.slow
 def test_another_process_holding_a_gpu_is_respected(tmp_path):
     """`nox -s lane -j N` runs one patchlane per lane: their GPUs come from one host-wide set of
     leases."""

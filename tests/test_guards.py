@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import subprocess
+import sys
 import textwrap
 import tomllib
 from pathlib import Path
@@ -19,7 +21,7 @@ from retire.branches.options import ApplyOptions, BumpOptions
 from retire.core.errors import InputError
 from retire.evidence.floor import Floor
 from shims.manifest import parse_manifest
-from tests.conftest import run_cli
+from tests.conftest import run_cli, subprocess_env
 from tests.support import shimtree
 from tests.support.gitrepos import git
 from tests.support.index import IndexServer, PackageIndex
@@ -248,3 +250,77 @@ def test_regressions_lead_with_guards_then_culprits_then_what_no_culprit_names()
     markdown = "\n".join(to_markdown(found))
     assert markdown.startswith("| lane | shim or guard") and "not searched yet" in markdown
     assert find_regressions([guard], [], [], []) == ()
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 36: a guard is in every listing, with where it stands, and the console leads with it
+
+
+def _guarded_shop(tmp_path: Path, sentinel: str | None) -> Path:
+    """A project with guard `toy` (lane cpu), shim `gone` whose distribution is installed nowhere
+    here, and (unless None) one run of the guard's reproducer."""
+    from retire.evidence import validation
+    from tests.test_validation import record
+
+    root = tmp_path / "shop"
+    (root / "lanes").mkdir(parents=True)
+    (root / "lanes" / "cpu.toml").write_text(
+        '[lane]\npython = "3.11"\nrequirements = ["toylib"]\nshims = ["gone"]\n'
+    )
+    shimtree.write_shim(root / "shims", "toy", manifest=GUARDED, patch=None)
+    shimtree.write_shim(
+        root / "shims", "gone", module="no_such_module_here", distribution="no-such-dist-here"
+    )
+    if sentinel is not None:
+        run = record("toy", lane="cpu", sentinel=sentinel, started="2026-11-20T10:00:00+00:00")
+        validation.append(root / "validation" / "manifest.jsonl", [run])
+    return root
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("sentinel", "word"),
+    [(None, "not-run"), ("FIX_VALIDATED", "holding"), ("BUG_REPRODUCED", "regressed")],
+)
+def test_a_guard_is_listed_with_where_it_stands(tmp_path, capsys, sentinel, word):
+    # was: `shim list` and `catalogue` said "no shims found" while `shim drop` points at them
+    root = _guarded_shop(tmp_path, sentinel)
+
+    def listing(*options: str) -> str:
+        # a process of its own: the runtime activates one catalogue per process
+        done = subprocess.run(
+            [sys.executable, "-m", "retire", "--root", str(root), "shim", "list", *options],
+            capture_output=True,
+            text=True,
+            env=subprocess_env(),
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    out = listing()
+    (line,) = [line for line in out.splitlines() if line.startswith("toy ")]
+    assert f"guard: {word}" in line and "retired 2026-11-01" in line, out
+    rows = {row["id"]: row for row in json.loads(listing("--json"))}
+    assert rows["toy"]["state"] == "guard" and rows["toy"]["guard"] == word
+    # not "not installed" and "pending-import" at once
+    assert rows["gone"]["state"] == "not-installed", rows["gone"]
+    assert "no-such-dist-here is not installed here" in rows["gone"]["reason"]
+    code, out, _ = run_cli(root, "catalogue", capsys=capsys)
+    assert code == 0
+    guards = out[out.index("## Guards") :]
+    assert "| `toy` |" in guards and (f"**{word}**" if word == "regressed" else word) in guards
+    _, out, _ = run_cli(root, "catalogue", "--json", capsys=capsys)
+    rows = {row["id"]: row for row in json.loads(out)}
+    assert rows["toy"]["guard"]["word"] == word and "guard" not in rows["gone"]
+
+
+def test_the_console_report_leads_with_a_regressed_guard(tmp_path, capsys):
+    # was: "nothing needs attention" while the guard had regressed (only the .md had the row)
+    root = _guarded_shop(tmp_path, "BUG_REPRODUCED")
+    code, out, err = run_cli(root, "report", "--no-probe", "--week", "2026-W48", capsys=capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[1] == "REGRESSED: guard toy in lane cpu", out
+    assert lines[2] == "  next: patchlane shim restore toy"
+    assert "nothing needs attention" not in out

@@ -57,6 +57,7 @@ def _recorded(out: Path) -> list[dict]:
     return [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
 
 
+@pytest.mark.slow
 def test_git_and_its_hooks_get_no_secret(tmp_path, monkeypatch):
     """A repository whose core.hooksPath records every hook's environment; patchlane's git adds
     a worktree and commits in it with tokens in the engine's environment. Before: every hook
@@ -133,6 +134,7 @@ def _environ_readings(stop: threading.Event, binary: str, found: list[bytes]) ->
         time.sleep(0.005)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="needs memfd (Linux)")
 def test_uv_gets_index_credentials_no_other_process_reads_in_its_environment(tmp_path, monkeypatch):
     """A private index (401 without basic auth) named in the call's uv.toml; the host gives its
@@ -169,6 +171,7 @@ def test_uv_gets_index_credentials_no_other_process_reads_in_its_environment(tmp
     assert not any(b"UV_INDEX_PRIVATE_PASSWORD" in block for block in readings)
 
 
+@pytest.mark.slow
 def test_without_credentials_the_private_index_refuses(tmp_path, monkeypatch):
     """The loopback index really demands them: the same call without credentials fails."""
     index = PackageIndex(credentials=("me", "index-password-123456"))

@@ -281,6 +281,7 @@ def test_a_long_shim_id_in_a_lane_or_a_manifest_is_caught_where_it_is_read(scaff
         load_manifest(manifest)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["not a specifier", "3.9", "=>3.9", "~=3"])
 def test_static_requires_python_is_a_specifier_when_the_lane_is_read(scaffolded, capsys, spec):
     lane = scaffolded / "lanes" / "cpu.toml"

@@ -137,6 +137,7 @@ def test_the_reasons_say_what_the_answer_was(index):
     index.faults.clear()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("content_type", ["text/html", "application/json"])
 def test_a_maintenance_page_makes_the_verdict_unknown_never_keep(world, content_type):
     """Before: a 200 maintenance page read as a project with no files, so floor_fixed was *kept*
@@ -180,6 +181,7 @@ def countdown(calls: int):
     return expired
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("calls", [0, 1, 3, 8, 15])
 def test_reading_a_page_stops_when_the_deadline_passes(calls):
     text = huge_page(5_000).decode()
@@ -223,6 +225,7 @@ def test_the_first_look_at_the_deadline_comes_before_any_scan_of_the_whole_page(
         parse_html_page(text, "toylib", "u")
 
 
+@pytest.mark.slow
 def test_a_huge_page_under_a_short_deadline_fails_within_about_it(index, tmp_path):
     """The 300,000-anchor page of issue 30 scaled down (40,000 links, 6 MiB: seconds of parsing
     on a loaded machine) under a 0.4 s budget, through a loopback index with the HTTP cache on:
@@ -306,6 +309,7 @@ def test_a_long_tag_is_never_a_release_tag():
     assert time.monotonic() - began < 1
 
 
+@pytest.mark.slow
 def test_tags_read_past_their_budget_are_a_failure_not_a_hang(tmp_path, monkeypatch):
     upstream = make_upstream(tmp_path / "toylib")
     git(upstream.path, "tag", "v1.2", upstream.merge)

@@ -825,10 +825,10 @@ def test_the_commit_search_tries_the_first_commit_after_the_older_tag(tmp_path, 
     result = _window_of(repo, tmp_path)
     window = result.window
     assert (window.introduced.after, window.fixed.after) == (INTRODUCED, FIXED), result.summary()
-    introduced, fixed = result.commit_edge("introduced"), result.commit_edge("fixed")
+    introduced, fixed = window.introduced.commits, window.fixed.commits
     assert introduced is not None and fixed is not None, result.stops
-    assert introduced.commits == fixed.commits == per_release + 1
+    assert introduced.count == fixed.count == per_release + 1
     assert introduced.commit is not None and introduced.commit.sha == repo.introduced
     assert fixed.commit is not None and fixed.commit.sha == repo.fixed
-    assert introduced.edge.before == repo.tags["1.2"] and fixed.edge.before == repo.tags["1.5"]
+    assert introduced.before == repo.tags["1.2"] and fixed.before == repo.tags["1.5"]
     assert result.floor == "toylib>=1.6" and result.status == "found"

@@ -115,6 +115,7 @@ def assert_interrupted(code: int, out: str, err: str, sig: int, *, json_mode: bo
         assert said(out + err) == 1, out + err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
 @pytest.mark.parametrize("after", [0.0, 0.1, 0.3])
 def test_an_interrupt_while_a_command_starts_is_one_line_and_the_error_document(

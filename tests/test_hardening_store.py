@@ -98,6 +98,7 @@ def test_a_reproducer_printing_line_separators_never_breaks_the_store(toy_projec
 # Class 5: paths never leave the project, links are never followed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run_id", ["../../x", "..", "a/b", "/tmp/x", "x" * 65, ".x", "a\nb"])
 def test_run_ids_that_would_name_a_folder_elsewhere_are_refused(tmp_path, capsys, run_id):
     root = minimal(tmp_path / "p")
@@ -190,6 +191,7 @@ def test_a_linked_shim_folder_is_never_run(tmp_path):
         run_reproducer(manifest, "without", lane="toy", timeout=30)
 
 
+@pytest.mark.slow
 def test_pack_export_never_overwrites_the_reproducer_with_its_readme(tmp_path, capsys):
     project = PackProject(tmp_path)
     manifest = github_manifest("toy_add").replace('path = "reproduce.py"', 'path = "README.md"')
@@ -212,6 +214,7 @@ def test_pack_export_never_overwrites_the_reproducer_with_its_readme(tmp_path, c
     assert "rename the reproducer" in line and not out.exists()
 
 
+@pytest.mark.slow
 def test_pack_export_refuses_a_link_in_the_destination(tmp_path, capsys):
     project = PackProject(tmp_path)
     project.add("toy_add")

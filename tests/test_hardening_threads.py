@@ -9,6 +9,8 @@ import sysconfig
 import threading
 import time
 
+import pytest
+
 from retire.core import uv
 from retire.runs.reproduce import run_reproducer
 from shims.manifest import load_manifest
@@ -25,6 +27,7 @@ def _fresh_sysconfig() -> None:
     uv._binary.cache_clear()
 
 
+@pytest.mark.slow
 def test_the_uv_binary_is_looked_up_safely_from_many_threads():
     """Sixteen lane threads ask for uv at the same moment, twenty times over. Before: most rounds
     had a thread fail with TypeError: can only concatenate str (not "NoneType") to str, inside
@@ -64,6 +67,7 @@ reproducer.run("toy_linger", check)
 """
 
 
+@pytest.mark.slow
 def test_an_answer_is_taken_when_the_reproducer_exits_not_when_its_pipes_close(tmp_path):
     """The reproducer prints its sentinel and exits; a setsid grandchild holds its stdout for 600
     s. Before: the run waited for the pipes, and after the manifest's 20 s timeout recorded a
@@ -87,6 +91,7 @@ def test_an_answer_is_taken_when_the_reproducer_exits_not_when_its_pipes_close(t
     assert carrying(marker) == [], "the grandchild outlived the run"
 
 
+@pytest.mark.slow
 def test_a_reproducer_that_hangs_is_still_a_timeout(tmp_path):
     """The timeout still holds for a reproducer that never exits (its whole tree is killed)."""
     body = """from shims import reproducer

@@ -142,6 +142,7 @@ def test_an_interrupted_run_leaves_nothing_running_and_keeps_what_finished(
     assert not any(TOKEN_ENV in r.output_tail for r in records)
 
 
+@pytest.mark.slow
 def test_an_escaped_grandchild_of_a_finished_reproducer_is_killed(tmp_path):
     """A reproducer that daemonises a helper and exits leaves nothing behind either."""
     from retire.runs.reproduce import run_reproducer

@@ -37,6 +37,7 @@ def fresh(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("words", "schema"), NOTHING_TO_DO, ids=lambda v: " ".join(v))
 def test_nothing_to_do_is_still_one_document(fresh, capsys, words, schema):
     capsys.readouterr()

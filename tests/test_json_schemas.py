@@ -59,6 +59,7 @@ def printed(capsys, root, *args: str) -> tuple[int, object]:
 # The schemas themselves
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", schemas.names())
 def test_every_schema_is_a_valid_draft_2020_12_schema(name):
     schema = schemas.load(name)
@@ -118,7 +119,10 @@ def test_enums_are_the_code_vocabularies():
     assert kinds == set(EVIDENCE_KINDS.values())
     outcome = schemas.load("run")["$defs"]["laneRun"]["properties"]["shims"]["items"]
     assert outcome["properties"]["outcome"]["enum"] == list(ShimOutcome)
-    assert schemas.load("shims")["items"]["properties"]["state"]["enum"] == list(shims.STATES)
+    from shims.__main__ import LISTING_STATES
+
+    assert schemas.load("shims")["items"]["properties"]["state"]["enum"] == list(LISTING_STATES)
+    assert list(LISTING_STATES[: len(shims.STATES)]) == list(shims.STATES)
     from retire.bisect.culprit import CulpritStatus
 
     culprit = schemas.load("culprit")["$defs"]["culprit"]["properties"]
@@ -178,6 +182,7 @@ def test_run_and_summary(toy_project, capsys):
     check("summary", document)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "command",
     [
@@ -208,6 +213,7 @@ def test_catalogue(capsys):
     check("catalogue", document)
 
 
+@pytest.mark.slow
 def test_mirrors_list_and_sync(tmp_path, capsys):
     upstream = make_upstream(tmp_path / "upstream")
     root = tmp_path / "project"
@@ -253,6 +259,7 @@ def test_verdicts(air_gapped, capsys, monkeypatch):
     check("verdicts", document)
 
 
+@pytest.mark.slow
 def test_report_and_retire_without_apply(tmp_path, capsys):
     root = build_shop(tmp_path / "shop")
     for command in ("report", "retire"):
@@ -290,6 +297,11 @@ def test_bump(shop, capsys):
     )
     assert code == 0 and document["lanes"][0]["changes"]
     check("bump", document)
+    code, document = printed(
+        capsys, shop["repo"], "bump", "--dry-run", "--now", "2026-06-01T12:00:00"
+    )
+    assert code == 0 and document["dry_run"] and document["runs"]
+    check("bump-dry-run", document)
 
 
 @pytest.mark.slow
@@ -459,11 +471,12 @@ def test_a_usage_error_with_json_is_an_error_document_too(tmp_path, capsys):
         run_cli(tmp_path, "lanes", "--json", "--no-such-option")
     assert exit_.value.code == 2
     out, err = capsys.readouterr()
-    assert err.startswith("patchlane: error: unrecognized arguments: --no-such-option")
+    assert err.startswith("patchlane lanes: error: unrecognized arguments: --no-such-option")
     document = json.loads(out)
     check("error", document)
     assert document["error"]["kind"] == "usage"
-    assert document["error"]["fix"] == "see `patchlane --help`"
+    # the command's own help (issue 36)
+    assert document["error"]["fix"] == "see `patchlane lanes --help`"
     # `--json` after `--` is an argument, not the option
     with pytest.raises(SystemExit):
         run_cli(tmp_path, "lanes", "--no-such-option", "--", "--json")

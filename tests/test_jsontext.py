@@ -30,6 +30,7 @@ _VALUES = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(_VALUES)
 def test_the_text_is_the_standard_librarys(value):

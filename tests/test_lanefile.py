@@ -289,6 +289,7 @@ def test_unknown_shim_is_rejected_when_the_project_has_shims(tmp_path, capsys):
     assert code == 2 and "a.shims: unknown shim 'no_such_shim'" in err
 
 
+@pytest.mark.slow
 def test_real_cli_process_prints_no_traceback(tmp_path):
     write(tmp_path, "x", "[lane]\npython = 3.12\nrequirements = []\n")
     proc = subprocess.run(

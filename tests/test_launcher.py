@@ -213,6 +213,7 @@ def _state(pid: int) -> str:
         return "Z"
 
 
+@pytest.mark.slow
 def test_a_dead_launcher_falls_back_to_one_interpreter_per_run(tree):
     root, env, _ = tree
     killer, toy = _shim(root, "toy_killer", LAUNCHER_KILLER), _shim(root, "toy")
@@ -227,6 +228,7 @@ def test_a_dead_launcher_falls_back_to_one_interpreter_per_run(tree):
     assert notes and "the remaining runs use one interpreter each (--isolation process)" in notes[0]
 
 
+@pytest.mark.slow
 def test_a_preload_that_initialises_cuda_is_refused(tree):
     root, env, tmp = tree
     fake = tmp / "fake-torch"

@@ -30,6 +30,7 @@ def toylib_block(text: str) -> str:
     )
 
 
+@pytest.mark.slow
 def test_a_lock_records_its_content_and_an_edit_makes_it_tampered(toy_project, capsys):
     p = toy_project
     p.write("old", lane())
@@ -96,6 +97,7 @@ def test_a_hash_tampered_after_the_env_was_built_is_caught_by_the_next_run(toy_p
     assert "hash" in summary["why"].lower(), summary["why"]
 
 
+@pytest.mark.slow
 def test_the_installed_versions_are_compared_with_the_lock(toy_project, capsys):
     p = toy_project
     p.write("old", lane())

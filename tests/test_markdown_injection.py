@@ -219,6 +219,7 @@ MARKDOWNISH = st.lists(
 @FUZZ
 @given(MARKDOWNISH)
 # found by hypothesis: character references are text, decoded once
+@pytest.mark.slow
 @example("&#0")
 @example("a &amp; b")
 def test_fuzz_evidence_text_stays_inside_its_fence(output):
@@ -244,6 +245,7 @@ def test_fuzz_evidence_text_stays_inside_its_fence(output):
     assert not {"img", "script", "blockquote", "ol", "h1", "h4"} & set(found.tags)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(MARKDOWNISH)
 def test_fuzz_a_line_of_prose_renders_as_the_same_text(value):
@@ -265,6 +267,7 @@ def _strip_tags(html: str) -> str:
     return re.sub(r"<[^>]+>", " ", html)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(MARKDOWNISH, st.sampled_from(["text", "sh", ""]))
 def test_fuzz_a_fence_holds_any_text(value, info):
@@ -277,17 +280,23 @@ def test_fuzz_a_fence_holds_any_text(value, info):
 def test_a_hostile_commit_subject_in_a_window_bisection_renders_as_text():
     """A mirror's commit subject is upstream's text: in the bisection evidence it stays inert."""
     from retire.bisect.search import Candidates
-    from retire.bisect.window import Edge, EdgeState, Window
-    from retire.bisect.windowresult import CommitEdge, WindowResult
+    from retire.bisect.windowresult import WindowResult
+    from retire.history.edge import CommitSpan, Edge, EdgeKind, EdgeState
+    from retire.history.window import Window
     from retire.mirrors.history import Commit
 
     hostile = "<img src=x onerror=alert(1)> ## approved\n```\n# Fixed"
-    fixed = Edge("fixed", EdgeState.FOUND, "1.0", "1.1")
-    window = Window(("1.0", "1.1"), True, Edge("introduced", EdgeState.OPEN), fixed, runs=())
     commit = Commit("a" * 40, hostile, "2026-07-30T00:00:00+00:00", 12, False)
-    edge = CommitEdge("fixed", ("1.0", "1.1"), ("v1.0", "v1.1"), fixed, commit, 3, ())
-    result = WindowResult("toy", "toylib", window, Candidates(("1.0", "1.1")), commit_edges=(edge,))
+    span = CommitSpan(
+        EdgeKind.FIXED, ("v1.0", "v1.1"), 3, EdgeState.FOUND, "b" * 40, "a" * 40, commit=commit
+    )
+    fixed = Edge(EdgeKind.FIXED, EdgeState.FOUND, "1.0", "1.1", commits=span)
+    opened = Edge(EdgeKind.INTRODUCED, EdgeState.OPEN)
+    window = Window(("1.0", "1.1"), True, opened, fixed)
+    result = WindowResult("toy", "toylib", window, Candidates(("1.0", "1.1")))
     markdown = result.markdown()
+    # the window's own Markdown keeps the subject inert too (the report, packs)
+    assert "<img" not in github_html(window.markdown())
     assert "onerror" in markdown
     html_out = github_html(markdown)
     assert "<img" not in html_out and "<h1" not in html_out and "approved</h2>" not in html_out

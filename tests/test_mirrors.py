@@ -67,6 +67,7 @@ def megatron_mirror(megatron, tmp_path_factory) -> Mirror:
     )
 
 
+@pytest.mark.slow
 def test_a_cherry_picked_pull_request_is_released_by_the_release_branch_tag(
     megatron, megatron_mirror
 ):
@@ -298,6 +299,7 @@ def test_a_folder_finds_undeclared_mirrors_by_name_and_never_outside_it(tmp_path
 # sync and the CLI
 
 
+@pytest.mark.slow
 def test_sync_clones_updates_and_leaves_an_unreachable_mirror_alone(tmp_path):
     upstream = make_upstream(tmp_path / "upstream")
     mirror = Mirror(
@@ -319,6 +321,7 @@ def test_sync_clones_updates_and_leaves_an_unreachable_mirror_alone(tmp_path):
     assert open_mirror(away).probe_pull(7).landed
 
 
+@pytest.mark.slow
 def test_mirrors_cli_lists_and_syncs(tmp_path, capsys):
     upstream = make_upstream(tmp_path / "upstream")
     root = tmp_path / "project"

@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 from retire.evidence import validation
-from tests.conftest import ROOT
+from tests.conftest import ROOT, subprocess_env
 from tests.support import shimtree
 from tests.support.wheels import build_wheel
 
@@ -59,11 +59,15 @@ def nox(project, *args, timeout=600):
         text=True,
         cwd=project.root,
         timeout=timeout,
+        # this checkout's engine, not the one installed (the noxfile copied puts its own folder,
+        # the project, first on sys.path)
+        env=subprocess_env(),
     )
     proc.stderr = ""
     return proc
 
 
+@pytest.mark.slow
 def test_nox_lists_one_tagged_session_per_lane(nox_project):
     proc = nox(nox_project, "--list", "--json")
     assert proc.returncode == 0, proc.stdout
@@ -121,6 +125,7 @@ def test_nox_selects_lanes_by_session_name_and_by_posargs(nox_project):
     assert re.search(r"^toy +needed$", out, re.MULTILINE), out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("session", ["lanes", "lane"])
 def test_nox_reports_bad_lane_files_in_one_line_and_fails(nox_project, session):
     (nox_project.root / "lanes" / "bad.toml").write_text(
@@ -153,3 +158,32 @@ def test_nox_runs_lanes_in_parallel_and_the_summary_after_them(nox_project):
     records = validation.load(p.root / "validation" / "manifest.jsonl")
     # two invocations, each lane of one run under one id
     assert len({r.run for r in records}) == 2
+
+
+@pytest.mark.slow
+def test_nox_says_an_unknown_lane_in_one_line_and_blames_no_other_lane(nox_project):
+    # issue 36: it was "Session lane(name='gpu') aborted: unknown lane …" and a "skipped: see the
+    # error above" for every other lane
+    proc = nox(nox_project, "-s", "lane", "--", "nosuchlane")
+    out = proc.stdout
+    assert proc.returncode != 0
+    said = [line for line in out.splitlines() if "nosuchlane" in line]
+    assert said == [
+        "nox > lane: unknown lane 'nosuchlane' — known lanes: gpu, new, old (no lane ran)"
+    ], out
+    assert "aborted" not in out and "skipped" not in out and "summary" not in out, out
+
+
+@pytest.mark.slow
+def test_nox_lists_every_session_with_a_whole_sentence(nox_project):
+    # `nox -l` shows a docstring's first line: it ended mid-word for bump ("`--cooldown")
+    proc = nox(nox_project, "--list")
+    described = dict(
+        re.fullmatch(r"[*-] (\w+)(?:\(.*?\))?(?: \[\w+\])? -> (.*)", line).groups()
+        for line in proc.stdout.splitlines()
+        if line.startswith(("* ", "- "))
+    )
+    for name in ("bump", "lane", "lanes", "lock", "retire", "summary"):
+        text = described[name]
+        assert text.endswith(".") and text.count("`") % 2 == 0, (name, text)
+        assert text.count("(") == text.count(")"), (name, text)

@@ -182,6 +182,7 @@ def repo(tmp_path) -> PackProject:
     return project
 
 
+@pytest.mark.slow
 def test_approve_commit_export_round_trip(repo, tmp_path, capsys):
     out = tmp_path / "out"
     # Unapproved: refused, nothing written.
@@ -225,6 +226,7 @@ def test_approve_commit_export_round_trip(repo, tmp_path, capsys):
     assert git(repo.root, "status", "--porcelain") == ""
 
 
+@pytest.mark.slow
 def test_change_after_approval_voids_it(repo, tmp_path, capsys):
     assert repo.cli("approve", "toy_add", "--by", "Ada") == 0
     manifest = repo.shims / "toy_add" / "manifest.toml"
@@ -243,6 +245,7 @@ def test_change_after_approval_voids_it(repo, tmp_path, capsys):
     assert filing_queue(repo.root)[0].status == "approved"
 
 
+@pytest.mark.slow
 def test_bad_input_is_refused_with_one_line(repo, tmp_path, capsys):
     cases = [
         (("approve", "nope", "--by", "Ada"), "unknown pack 'nope'"),
@@ -277,6 +280,7 @@ def test_bad_input_is_refused_with_one_line(repo, tmp_path, capsys):
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.slow
 def test_filed_records_the_link_and_the_queue_shows_it(repo, capsys):
     assert repo.cli("approve", "toy_add", "--by", "Ada") == 0
     assert repo.cli("filed", "toy_add", "--url", "https://github.com/other/repo/issues/5") == 2
@@ -294,6 +298,7 @@ def test_filed_records_the_link_and_the_queue_shows_it(repo, capsys):
     }
 
 
+@pytest.mark.slow
 def test_already_fixed_pack_is_regression_coverage_not_a_filing(repo, tmp_path, capsys):
     repo.add("fixed_up", state="already-fixed", thread="https://github.com/toyorg/toylib/pull/2")
     entry = next(e for e in filing_queue(repo.root) if e.id == "fixed_up")

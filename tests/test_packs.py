@@ -25,6 +25,7 @@ NOW = _dt.datetime.now(_dt.UTC)
 # The real catalogue
 
 
+@pytest.mark.slow
 def test_real_catalogue_packs_render_with_title_command_and_state():
     ids = pack_ids(REPO)
     assert len(ids) >= 8, ids
@@ -59,6 +60,7 @@ def test_real_catalogue_packs_render_with_title_command_and_state():
         )
 
 
+@pytest.mark.slow
 def test_real_catalogue_states_follow_the_seeds():
     specs = {pack_id: load_pack(REPO, pack_id).pack.spec for pack_id in pack_ids(REPO)}
     # TileLang #746 merged: regression coverage, not a duplicate report (seed 002).
@@ -77,6 +79,7 @@ def test_real_catalogue_states_follow_the_seeds():
     assert set(specs) <= every_shim
 
 
+@pytest.mark.slow
 def test_real_queue_never_trusts_the_body_and_reports_every_pack(tmp_path):
     # An empty validation manifest: nothing ran, so nothing that needs filing is ready.
     entries = filing_queue(REPO, now=NOW, validation_path=tmp_path / "none.jsonl")

@@ -60,6 +60,7 @@ def fixed(tmp_path):
     return p, upstream
 
 
+@pytest.mark.slow
 def test_an_already_fixed_pack_cites_the_recorded_fix_commit(fixed):
     p, upstream = fixed
     commits = git(upstream.path, "rev-list", "--first-parent", "--reverse", "v1.5..v1.6").split()
@@ -84,6 +85,7 @@ def test_an_already_fixed_pack_cites_the_recorded_fix_commit(fixed):
     assert state.endswith("kept as regression coverage, not filed.")
 
 
+@pytest.mark.slow
 def test_without_a_mirror_the_pack_cites_the_release_and_without_runs_nothing(fixed):
     p, _ = fixed
     body = load_pack(p.root, SHIM).pack.body

@@ -199,6 +199,7 @@ def test_unexpected_payload_is_a_failure(api):
     assert isinstance(found, ProbeFailure) and "state" in found.reason
 
 
+@pytest.mark.slow
 def test_policy_budget_is_respected(api):
     api.host.faults.add("/repos/org/toylib/pulls/2", Fault(status=503))
     slow = FAST.__class__(attempts=10, backoff=0.2, max_backoff=0.2, budget=0.5, timeout=2.0)

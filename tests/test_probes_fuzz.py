@@ -99,6 +99,7 @@ def test_json_pages(data):
         assert exc.reason
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(
@@ -228,6 +229,7 @@ NOTICE_WORDS = st.lists(
 ).map(" ".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(
     NOTICE_WORDS,
@@ -274,6 +276,7 @@ def test_huge_pages_end_within_the_deadline(fragment, mebibytes):
     assert time.monotonic() - began < 0.3 + 1.5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fragment", ["<!--", '<a href="', "<a b=c "])
 def test_an_unclosed_construct_is_refused_before_its_parse_turns_quadratic(fragment):
     """Found by the fuzzer above in CI: every chunk of a 4 MiB page of unclosed comments was fed

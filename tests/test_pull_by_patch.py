@@ -43,6 +43,7 @@ def squashed(tmp_path_factory):
     return repo, _mirror(repo, base / "mirror.git")
 
 
+@pytest.mark.slow
 def test_a_rebased_request_is_named_by_the_patch_of_each_of_its_commits(rebased):
     repo, mirror = rebased
     commits = {c.sha: c for c in commits_between(mirror, "v1.5", "v1.6")}
@@ -63,6 +64,7 @@ def test_a_merge_commit_is_named_by_the_head_at_its_second_parent(rebased):
     assert (merge.subject, merge.merge, merge.pull) == ("Merge branch 'rework'", True, 33)
 
 
+@pytest.mark.slow
 def test_a_squashed_request_is_named_by_its_combined_diff(squashed):
     repo, mirror = squashed
     fixed = next(c for c in commits_between(mirror, "v1.5", "v1.6") if c.sha == repo.fixed)
@@ -71,6 +73,7 @@ def test_a_squashed_request_is_named_by_its_combined_diff(squashed):
     assert (docs.subject, docs.pull) == ("Write the docs", 71)
 
 
+@pytest.mark.slow
 def test_the_answer_is_kept_per_range_and_refs_and_asked_again_when_a_ref_moves(tmp_path):
     repo = make_landed_repo(tmp_path / "upstream", fix="squash")
     cache = tmp_path / "cache"
@@ -94,6 +97,7 @@ def test_the_answer_is_kept_per_range_and_refs_and_asked_again_when_a_ref_moves(
     assert pull() == 63
 
 
+@pytest.mark.slow
 def test_a_patch_two_requests_share_names_neither(tmp_path):
     repo = make_landed_repo(tmp_path / "upstream", fix="squash")
     # the same two commits again, as another request (a re-opened duplicate)
@@ -144,7 +148,7 @@ def test_a_window_whose_fix_landed_without_a_number_names_both_pull_requests(lan
         )
         result = bisect_window(manifest, versions, job, source=Source(mirror))
     assert (result.window.introduced.after, result.window.fixed.after) == (INTRODUCED, FIXED)
-    introduced, fixed = result.commit_edge("introduced"), result.commit_edge("fixed")
+    introduced, fixed = result.window.introduced.commits, result.window.fixed.commits
     assert introduced is not None and fixed is not None, result.stops
     assert introduced.commit is not None and introduced.commit.sha == repo.introduced
     assert (introduced.commit.merge, introduced.commit.pull) == (True, 33)

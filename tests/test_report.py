@@ -190,7 +190,9 @@ def test_burn_down_counts_git_alone_when_there_is_no_report(tmp_path):
 def test_no_git_repository_is_a_note_not_a_failure(tmp_path):
     root = build_shop(tmp_path / "shop", with_git=False)
     written = generate(root)
-    assert any("not in a git repository" in note for note in written.report.notes)
+    # advice (nothing is wrong), not a warning (issue 36)
+    assert any("not in a git repository" in note for note in written.report.advice)
+    assert not any("not in a git repository" in note for note in written.report.notes)
     assert [p.source for p in written.report.burndown] == ["report", "now"]
 
 
@@ -398,7 +400,7 @@ def test_failing_probes_still_write_a_report_and_never_hide_execution(codehost_s
     assert rows["healthy"]["verdict"] == "keep"
     assert rows["flaky"]["verdict"] == "keep"
     assert any("not in the HTTP cache" in f["text"] for f in rows["flaky"]["flags"])
-    assert any("--no-probe" in n for n in cached.report.notes)
+    assert any("--no-probe" in n for n in cached.report.advice)
 
 
 def test_a_gather_that_raises_makes_every_row_unknown(shop):
@@ -451,6 +453,7 @@ def test_a_write_failure_leaves_no_partial_file_and_no_json(shop, capsys):
 # CLI and the optional filing-queue section
 
 
+@pytest.mark.slow
 def test_main_writes_the_report_and_prints_the_short_version(shop, capsys, monkeypatch):
     monkeypatch.chdir(shop)
     code = cli(["report", "--week", WEEK, "--no-probe"])
@@ -463,6 +466,7 @@ def test_main_writes_the_report_and_prints_the_short_version(shop, capsys, monke
     assert code == 0 and data["week"] == WEEK and (shop / "elsewhere" / "2026-W47.html").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("week", ["2026-47", "2026-W54", "next week"])
 def test_a_bad_week_is_a_one_line_error(shop, capsys, week):
     assert cli(["report", "--root", str(shop), "--week", week, "--no-probe"]) == 2
@@ -529,6 +533,7 @@ def test_previous_report_round_trips_through_json(shop):
         report_model.PreviousReport.from_json({"week": WEEK, "shims": []})
 
 
+@pytest.mark.slow
 def test_a_report_run_twice_the_same_week_compares_with_the_week_before(shop):
     generate(shop)
     again = generate(shop)
@@ -634,7 +639,7 @@ def test_per_lane_steps_and_blockers_are_in_the_json(per_lane):
     data = json.loads(per_lane.json_text)
     errors = list(Draft202012Validator(schemas.load("report")).iter_errors(data))
     assert not errors, [e.message[:200] for e in errors]
-    assert data["schema"] == 3
+    assert data["schema"] == 4
     assert data["headline"]["retire_in_some"] == 1 and data["headline"]["blocked"] == 2
     beta = shims_of(per_lane)["beta"]
     assert beta["verdict"] == "retire-in-some"
@@ -738,7 +743,10 @@ def test_without_lane_verdicts_the_sections_say_so_and_conflicts_still_show(shop
     )
     written = generate(shop, verdicts=verdicts)
     assert "No per-lane verdicts" in written.markdown
-    assert "## Blocked\n\nNone: no lane's raise is blocked." in written.markdown
+    # nothing blocked: no section, no empty card above the to-do (issue 36)
+    assert (
+        "## Blocked" not in written.markdown and 'id="blocked"' not in written.paths[1].read_text()
+    )
     assert json.loads(written.json_text)["blocked"] == []
     assert f"- ⚑ `alpha` — {reportshop.CONFLICT}" in written.markdown
     lanes = written.paths[1].read_text().split('<section id="lanes">', 1)[1].split("</section>")[0]
@@ -819,3 +827,18 @@ def test_a_count_of_nothing_is_not_drawn_in_an_alarm_colour(per_lane):
     assert f'--c:{CARD_COLOURS["none"]}"><div class="n">0</div>' in page
     assert f'--c:{CARD_COLOURS["blocked"]}"><div class="n">2</div>' in page
     assert f'--c:{CARD_COLOURS["retire"]}"><div class="n">0</div>' not in page
+
+
+def test_the_console_leads_with_the_blocked_lanes(per_lane):
+    # issue 36: the terminal's short text said nothing of them before "needs attention"
+    from retire.report.markdown import short_text
+
+    lines = short_text(per_lane.report).splitlines()
+    # what broke again first (alpha is newly broken on gpu), then what is blocked
+    assert lines[1] == "newly broken: alpha in lane gpu", lines
+    at = lines.index("blocked (2):")
+    assert lines[at + 1 : at + 3] == [
+        f"  beta on stable: blocked by {reportshop.BLOCKER}",
+        f"  beta on mamba3: blocked by {reportshop.BLOCKER}",
+    ]
+    assert at < lines.index("needs attention:")

@@ -135,6 +135,7 @@ def test_the_large_sections_are_drawn():
     assert {"evidence", "shims", "attention", "changes"} <= {s.id for s in DRAWN}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("section", DRAWN, ids=lambda s: s.id)
 def test_a_drawn_section_is_its_markdown_as_markdown_it_renders_it(report, section):
     blocks = section.blocks(report, View())
@@ -149,6 +150,7 @@ def test_the_drawn_page_is_the_parsed_page(report):
     assert report_html.to_html(report) == report_html.to_html(report, drawn=False)
 
 
+@pytest.mark.slow
 def test_the_shops_drawn_page_is_its_parsed_page(tmp_path):
     """The shop of the page tests: per-lane verdicts (a blocked lane, a conflict), a title with
     code spans and pipes, bisections, a filing queue."""
@@ -232,6 +234,7 @@ PIECES = (
 )  # fmt: skip
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(PIECES), max_size=14).map("".join))
 def test_inline_text_the_page_reads_itself_reads_as_markdown_it_reads_it(text):

@@ -345,3 +345,65 @@ def test_a_dozen_lanes_are_all_in_view_at_390(wide_page, tmp_path):
     # beta's dozen and alpha's gpu
     assert len(found["lanes"]) == len(MANY_LANES) + 1
     assert max(found["lanes"]) <= found["width"], found
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 36: the first screen of a fresh adoption's first report, on a desktop and on a phone
+
+
+@pytest.fixture(scope="module")
+def fresh_page(tmp_path_factory) -> Path:
+    """A shop's first report right after `patchlane init` and `shim new`: its history has
+    commits, none touching shims/ yet; nothing is blocked; evidence from the cache only."""
+    from tests.conftest import run_cli
+    from tests.support.gitrepos import git
+
+    root = tmp_path_factory.mktemp("fresh") / "shop"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "README.md").write_text("# shop\n")
+    git(root, "add", "README.md")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "the shop")
+    assert run_cli(root, "init", "--no-lock", "--from", "patchlane[engine]==0.1.0")[0] == 0
+    assert run_cli(root, "shim", "new", "my_fix", "--owner", "k@example.org")[0] == 0
+    assert run_cli(root, "report", "--no-probe", "--week", "2026-W50")[0] == 0
+    return root / "reports" / "2026-W50.html"
+
+
+def _frame_screenshot(page: Path, tmp_path: Path, width: int, height: int) -> Path:
+    """A screenshot of the page in a frame ``width`` CSS pixels wide (a phone's width: headless
+    windows have a minimum width, a frame has none)."""
+    frame = tmp_path / f"shot-frame-{width}.html"
+    frame.write_text(
+        f'<!doctype html><body style="margin:0"><iframe src="{page.as_uri()}" '
+        f'style="width:{width}px;height:{height}px;border:0;display:block"></iframe></body>'
+    )
+    shot = tmp_path / f"first-screen-{width}.png"
+    done = chromium(
+        tmp_path,
+        frame,
+        f"--screenshot={shot}",
+        f"--window-size={max(width, 500)},{height}",
+        "--hide-scrollbars",
+        "--allow-file-access-from-files",
+    )
+    assert done.returncode == 0 and shot.exists(), done.stderr[-2000:]
+    return shot
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 800), (390, 844)])
+def test_the_first_screen_of_a_fresh_adoption_shows_the_to_do(fresh_page, tmp_path, width, height):
+    """No empty card ("Blocked: None"); the to-do within the first screen, at 1280 px and at
+    390 px; advice ("no commit touches shims/ yet") styled as advice, after the to-do. The
+    screenshot of that screen is kept with the test's files."""
+    _frame_screenshot(fresh_page, tmp_path, width, height)
+    text = fresh_page.read_text()
+    assert 'id="blocked"' not in text and "None: no lane" not in text
+    tops = measured(fresh_page, tmp_path, width, PLACES_SCRIPT)["sections"]
+    # the to-do's heading and its first line are on the first screen
+    assert tops["attention"] + 80 < height, (width, tops)
+    assert tops["attention"] < tops["advice"] < tops["lanes"], tops
+    advice = text[text.index('<section id="advice">') :]
+    advice = advice[: advice.index("</section>")]
+    assert '<blockquote class="note">' in advice and "no commit touches shims/ yet" in advice
+    assert 'id="notes"' not in text and 'class="warning"' not in text

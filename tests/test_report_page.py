@@ -67,6 +67,7 @@ def page(tmp_path_factory) -> str:
     )
 
 
+@pytest.mark.slow
 def test_no_colour_in_a_page_is_undeclared(page):
     declared = (
         {c for pair in report_html.TEXT_PAIRS for c in pair}
@@ -113,6 +114,7 @@ def blocks(html: str) -> _Blocks:
     return parser
 
 
+@pytest.mark.slow
 def test_the_filing_queue_renders_as_github_renders_it(page):
     cmarkgfm = pytest.importorskip("cmarkgfm", reason="the test extra installs cmarkgfm")
     entries = list(store.filing_queue(ROOT))

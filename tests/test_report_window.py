@@ -1,7 +1,7 @@
 """A shim's window in the weekly report (issue 26, "everywhere the answer is read"): one line under
-the verdict in the Shims table and a ``window`` object in the JSON, read from the validation
-records alone (retire.mirrors.recorded); with the target mirrored, the fix commit too (a real toy
-upstream, tests/support/historyrepo.py)."""
+the verdict in the Shims table, where it came from, and a ``window`` object in the JSON — the
+verdict's window (retire.history), else the one reading of the validation records; with the
+target mirrored, the fix commit too (a real toy upstream, tests/support/historyrepo.py)."""
 
 from __future__ import annotations
 
@@ -64,42 +64,52 @@ def test_the_release_window_of_the_records_is_one_line_in_the_shims_table(shop):
     validation.append(shop / "validation" / "manifest.jsonl", runs)
     written = _generate(shop)
     windows = _window_rows(written)
-    assert windows["alpha"] == {
+    alpha = windows["alpha"]
+    assert isinstance(alpha, dict)
+    assert {key: alpha[key] for key in ("first_fixed", "last_broken", "commit", "line")} == {
         "first_fixed": "1.6",
         "last_broken": "1.5",
         "commit": None,
         "line": "fixed in 1.6 (last broken 1.5)",
     }
-    assert windows["beta"] is None and windows["delta"] is None
-    assert "<br>**Window:** fixed in 1.6 (last broken 1.5) |" in _shims_row(
-        written.markdown, "alpha"
-    )
+    # the shop's own lane runs and the three bisection runs: where the window came from
+    assert alpha["source"].endswith(", 3 of them bisection or culprit runs")
+    # the other shims' runs show no fixed edge: no window line (their JSON says what ran)
+    assert all(w is None or w["first_fixed"] is None for s, w in windows.items() if s != "alpha")
+    row = _shims_row(written.markdown, "alpha")
+    assert "<br>**Window:** fixed in 1.6 (last broken 1.5)<br>" in row
+    # where the window came from
+    assert f"*{alpha['source']}*" in row
     assert "Window:" not in _shims_row(written.markdown, "beta")
 
 
 def test_a_fix_on_a_branch_in_no_release_is_the_window_line(shop):
     import dataclasses
 
-    from retire.evidence.branchfix import BranchFix
+    from tests.support.windows import branch_fixed
 
-    fix = BranchFix("https://github.com/acme/toylib", "main", "a" * 40, "Fix add() (#92)", 92)
+    fix = branch_fixed("https://github.com/acme/toylib", "a" * 40, "Fix add() (#92)", 92)
     verdicts = [
-        dataclasses.replace(v, branch_fix=fix) if v.shim == "alpha" else v for v in shop_verdicts()
+        dataclasses.replace(v, window=fix) if v.shim == "alpha" else v for v in shop_verdicts()
     ]
     packs = types.SimpleNamespace(filing_queue=lambda root: [], markdown_section=lambda e: "")
     written = weekly.generate(Project(shop), now=NOW, verdicts=verdicts, packs=packs)
     check("report", json.loads(written.json_text))
-    assert "<br>**Window:** fixed on main at aaaaaaaaaaaa (#92), in no release yet |" in _shims_row(
-        written.markdown, "alpha"
+    assert "<br>**Window:** fixed on main at aaaaaaaaaaaa (#92), in no release yet<br>" in (
+        _shims_row(written.markdown, "alpha")
     )
     assert "Window:" not in _shims_row(written.markdown, "beta")
 
 
 def test_without_the_records_no_shim_has_a_window(shop):
-    windows = _window_rows(_generate(shop))
-    assert set(windows.values()) == {None}
+    written = _generate(shop)
+    # the shop's lane runs pin no edge of any window: none is said
+    for window in _window_rows(written).values():
+        assert window is None or window["first_fixed"] is None
+    assert "**Window:**" not in written.markdown
 
 
+@pytest.mark.slow
 def test_with_the_target_mirrored_the_fix_commit_is_named(shop, tmp_path):
     repo = make_window_repo(tmp_path / "upstream")
     mirror = tmp_path / "mirror.git"
@@ -128,3 +138,39 @@ def test_with_the_target_mirrored_the_fix_commit_is_named(shop, tmp_path):
     line = f'fixed in 1.6 (last broken 1.5), by {repo.fixed[:12]} "Fix add() (#63)" (#63)'
     assert window["line"] == line
     assert f"**Window:** {line}" in _shims_row(written.markdown, "alpha")
+    assert "commits ordered by the mirror of https://github.com/acme/toylib" in window["source"]
+
+
+def test_the_reports_window_is_the_verdicts_window_one_answer_and_a_flag(shop, capsys):
+    """Records on which the two old readings disagreed — the newest run of 1.6 is clean (the
+    report said "fixed in 1.6"), an older one on 1.6 reproduced the bug (the verdict's window
+    said fixed by 1.8): one reading now, the bug wins, the report's line is the verdict's
+    window's, and the disagreement is a conflict for a person."""
+    from retire.commands import main as cli
+    from tests.support.reportshop import WEEK, record
+
+    validation.append(
+        shop / "validation" / "manifest.jsonl",
+        [
+            record("alpha", "gpu", "without", "bug-reproduced", "2026-11-10T09:00:00+00:00",
+                   version="1.5"),
+            record("alpha", "gpu", "without", "bug-reproduced", "2026-11-10T09:01:00+00:00",
+                   version="1.6", host="h100-1"),
+            record("alpha", "cpu", "without", "fix-validated", "2026-11-12T09:00:00+00:00",
+                   version="1.6", host="ci-2"),
+            record("alpha", "cpu", "without", "fix-validated", "2026-11-13T09:00:00+00:00",
+                   version="1.8", host="ci-3"),
+        ],
+    )  # fmt: skip
+    assert cli(["report", "--root", str(shop), "--week", WEEK, "--no-probe", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    check("report", data)
+    row = next(r for r in data["shims"] if r["shim"] == "alpha")
+    verdict = next(v for v in data["verdicts"] if v["shim"] == "alpha")
+    assert row["window"] == verdict["window"]
+    assert row["window"]["line"] == "fixed in 1.8 (last broken 1.6)"
+    [said] = row["window"]["disagreements"]
+    assert said.startswith("toylib 1.6: BUG_REPRODUCED (lane gpu on h100-1) and clean")
+    assert any(f["kind"] == "conflict" and said in f["text"] for f in verdict["flags"])
+    markdown = (shop / "reports" / f"{WEEK}.md").read_text()
+    assert "**Window:** fixed in 1.8 (last broken 1.6)<br>" in _shims_row(markdown, "alpha")

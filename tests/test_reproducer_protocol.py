@@ -34,6 +34,7 @@ def _shim(root: Path, shim_id: str, body: str, **options) -> object:
     )
 
 
+@pytest.mark.slow
 def test_both_modes_prove_bug_and_fix(lane_env):
     root, _site, env = lane_env
     manifest = load_manifest(write_shim(root, "toy_add") / "manifest.toml")
@@ -120,6 +121,7 @@ reproducer.run("toy_crash", check)
     assert record.host["hostname"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("body", "detail"),
     [
@@ -321,6 +323,7 @@ def test_host_stamp_is_json_and_names_versions():
         assert stamp["compute_capability"] is None
 
 
+@pytest.mark.slow
 def test_the_reproducer_runs_standalone(lane_env):
     """What a person types: `python shims/<id>/reproduce.py --mode with`, exit code and all."""
     import subprocess
@@ -349,6 +352,7 @@ def test_the_reproducer_runs_standalone(lane_env):
     assert bad.returncode == 2 and "invalid choice: 'maybe'" in bad.stderr
 
 
+@pytest.mark.slow
 def test_with_mode_of_a_disabled_shim_is_skipped_not_a_bug(lane_env):
     root, _, env = lane_env
     manifest = load_manifest(write_shim(root, "toy_add") / "manifest.toml")
@@ -370,6 +374,7 @@ def test_with_mode_of_a_shim_that_cannot_load_is_a_crash_not_a_bug(lane_env):
     assert "unknown kind 'x'" in record.output_tail
 
 
+@pytest.mark.slow
 def test_require_returns_the_module_or_skips_with_the_exact_reason(lane_env):
     root, _, env = lane_env
     manifest = _shim(

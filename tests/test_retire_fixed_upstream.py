@@ -1,7 +1,8 @@
 """Retirement PR bodies say where the bug was fixed upstream (issue 26): the plan reads the
-shim's window from the validation records (retire.mirrors.recorded) — the first clean release, and
-with the target's mirror (a real toy upstream) the fix commit and its pull request — and the body
-says "Fixed upstream by `<sha>` (#PR), first released in `X`." with the sha and version as code."""
+shim's window (the verdict's, else the one reading of the validation records: retire.history) —
+the first clean release, and with the target's mirror (a real toy upstream) the fix commit and its
+pull request — and the body says "Fixed upstream by `<sha>` (#PR), first released in `X`." with
+the sha and version as code."""
 
 from __future__ import annotations
 
@@ -62,6 +63,7 @@ def _verdict() -> Verdict:
     return Verdict(SHIM, Decision.RETIRE, "fixed upstream")
 
 
+@pytest.mark.slow
 def test_the_plan_names_the_fix_commit_with_the_mirror(toy):
     repo, mirror, manifest = toy
     (plan,) = plans([_verdict()], {SHIM: manifest}, _records(repo), lambda m: mirror)
@@ -83,11 +85,11 @@ def test_without_the_mirror_the_release_alone_and_without_records_nothing(toy):
 
 
 def test_a_fix_on_a_branch_names_its_commit_without_a_release_edge(toy):
-    from retire.evidence.branchfix import BranchFix
+    from tests.support.windows import branch_fixed
 
     repo, _, manifest = toy
-    fix = BranchFix("https://git.example/acme/toylib", "main", repo.fixed, "Fix add()", 92)
-    verdict = Verdict(SHIM, Decision.RETIRE_IN_SOME, "fixed on a branch", branch_fix=fix)
+    fix = branch_fixed("https://git.example/acme/toylib", repo.fixed, "Fix add()", 92)
+    verdict = Verdict(SHIM, Decision.RETIRE_IN_SOME, "fixed on a branch", window=fix)
     (plan,) = plans([verdict], {SHIM: manifest}, [])
     assert (plan.first_released, plan.fix_commit, plan.fix_pull) == (None, repo.fixed, 92)
     assert f"Fixed upstream by `{repo.fixed}` (#92)." in pr_body(plan, TreeEdit())

@@ -126,6 +126,7 @@ def test_a_lane_pinned_to_a_tag_locks_the_commit_and_follows_the_tag(revproject,
     assert locked_vcs(root)[0]["commit-id"] == upstream.first
 
 
+@pytest.mark.slow
 def test_a_missing_mirror_or_revision_is_one_line_naming_the_lane_file_key_and_fix(
     revproject, capsys
 ):

@@ -186,6 +186,7 @@ def test_tampered_lock_refuses_to_install(toy_project, capsys):
     assert "lane[other]::toy::without-shim XFAIL" in out
 
 
+@pytest.mark.slow
 def test_stale_lock_is_refused_with_the_fix(toy_project, capsys):
     p = toy_project
     p.write("old", lane())
@@ -363,6 +364,7 @@ def test_the_callers_python_path_never_leaks_into_a_base_description(tmp_path, m
     assert "carriedpkg" not in described["packages"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "without,with_shim,fails",
     [

@@ -204,6 +204,7 @@ def test_a_catalogue_path_that_leaves_the_project_is_one_line(runtime_venv, tmp_
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "command",
     [

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from retire.evidence import validation
+from retire.scaffold.merge import import_lines
 from tests.conftest import ROOT, run_cli
 
 
@@ -108,11 +109,12 @@ def test_init_refuses_to_overwrite_and_appends_to_a_readme(tmp_path, capsys):
     assert code == 2
     # every file in the way, at once
     assert err.strip() == (
-        f"patchlane: error: {tmp_path}: 7 files in the way of patchlane init, which writes only "
+        f"patchlane: error: {tmp_path}: 9 files in the way of patchlane init, which writes only "
         "new files: patchlane.toml (exists), lanes/cpu.toml (exists), shims/README.md (exists), "
         "locks/README.md (exists), validation/manifest.jsonl (exists), "
         ".github/workflows/patchlane-lanes.yml (exists), .github/workflows/patchlane-report.yml "
-        "(exists) — move them aside, or run it in a folder without them"
+        "(exists), .github/workflows/patchlane-bump.yml (exists), reports/README.md (exists) — "
+        "move them aside, or run it in a folder without them"
     )
     assert (
         not (tmp_path / "noxfile.py").exists()
@@ -120,6 +122,7 @@ def test_init_refuses_to_overwrite_and_appends_to_a_readme(tmp_path, capsys):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("shim_id", "problem"),
     [
@@ -241,6 +244,7 @@ def _git_repository(path):
     return path
 
 
+@pytest.mark.slow
 def test_init_appends_to_an_existing_noxfile_and_pre_commit_config(tmp_path, capsys):
     import yaml
 
@@ -258,8 +262,7 @@ def test_init_appends_to_an_existing_noxfile_and_pre_commit_config(tmp_path, cap
     # where the imports are, sorted as isort sorts them
     assert noxfile == SHOP_NOXFILE.replace(
         "import nox\n",
-        "import nox\nfrom retire.sessions import bump, lane, lanes, lock, retire, summary  "
-        "# noqa: F401 - patchlane's sessions\n",
+        "import nox\n" + "".join(f"{line}\n" for line in import_lines()),
     )
     config = (shop / ".pre-commit-config.yaml").read_text()
     # the shop's text stays as written (comments, quoting, its zero-indent list), one entry after it
@@ -303,6 +306,7 @@ def test_a_noxfile_that_cannot_take_the_line_is_left_alone_with_a_note(
         assert "from retire.sessions import " in out.split(f"note: {note}")[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "config",
     [
@@ -354,7 +358,12 @@ def _written(tmp_path, capsys, *options):
     workflows = shop / ".github" / "workflows"
     lanes = yaml.safe_load((workflows / "patchlane-lanes.yml").read_text())
     report = yaml.safe_load((workflows / "patchlane-report.yml").read_text())
-    steps = [*lanes["jobs"]["lane"]["steps"], *report["jobs"]["report"]["steps"]]
+    bump = yaml.safe_load((workflows / "patchlane-bump.yml").read_text())
+    steps = [
+        *lanes["jobs"]["lane"]["steps"],
+        *report["jobs"]["report"]["steps"],
+        *bump["jobs"]["bump"]["steps"],
+    ]
     return {
         "hooks": yaml.safe_load((shop / ".pre-commit-config.yaml").read_text())["repos"],
         "installs": sorted(
@@ -402,7 +411,7 @@ def test_from_another_git_host_or_an_index_the_workflows_run_the_commands(tmp_pa
     assert written["runs"] == [
         "patchlane lock --check --skip-unreachable",
         'patchlane run --strict -- "$LANE"',
-        "patchlane report",
+        'patchlane report --week "$WEEK"',
     ]
     (tmp_path / "shop").rename(tmp_path / "first")
     written = _written(tmp_path, capsys, "--from", "patchlane[engine]>=0.1,<0.2")

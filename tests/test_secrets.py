@@ -75,6 +75,7 @@ def test_the_allow_list_drops_secrets_even_under_allowed_prefixes():
     assert childenv.for_reproducer({"FOO": "1", "GITHUB_TOKEN": TOKEN}) == {"FOO": "1"}
 
 
+@pytest.mark.slow
 def test_a_reproducer_sees_no_secret(tmp_path, monkeypatch):
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     monkeypatch.setenv("FOO_SECRET", "foo-secret-value")

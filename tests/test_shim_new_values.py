@@ -54,6 +54,7 @@ def test_an_owner_toml_must_escape_loads_back_as_given(tmp_path, owner):
     assert _new(tmp_path, "my_fix", owner=owner).owner == owner
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("option", "value", "problem"),
     [
@@ -87,6 +88,7 @@ TEXT = st.text(
 )
 
 
+@pytest.mark.slow
 @FUZZ
 @given(owner=TEXT, distribution=TEXT, module=TEXT)
 def test_fuzz_every_accepted_value_loads_back_and_every_refused_one_is_one_line(
@@ -153,6 +155,7 @@ def _tree(root: Path) -> dict[str, bytes]:
     }
 
 
+@pytest.mark.slow
 def test_shim_new_on_a_full_disk_writes_nothing_and_the_retry_works(small_disk, capsys):
     project = small_disk / "shop"
     project.mkdir()
@@ -172,6 +175,7 @@ def test_shim_new_on_a_full_disk_writes_nothing_and_the_retry_works(small_disk, 
     assert run_cli(project, "shim", "list", "--check", capsys=capsys)[0] == 0
 
 
+@pytest.mark.slow
 def test_lock_on_a_full_disk_names_the_lock_it_kept(small_disk, einops_index, monkeypatch, capsys):
     monkeypatch.setenv("UV_DEFAULT_INDEX", einops_index.url)
     project = small_disk / "shop"

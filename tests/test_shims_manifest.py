@@ -219,6 +219,7 @@ def test_a_named_build_is_an_argument_list_with_here_made_the_shim_folder(tmp_pa
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(BAD))
 def test_bad_manifests_fail_in_one_line(tmp_path: Path, case: str):
     mutate, expected = BAD[case]
@@ -251,6 +252,7 @@ def test_submitted_needs_a_link(tmp_path: Path):
         load_manifest(folder / "manifest.toml")
 
 
+@pytest.mark.slow
 def test_the_cli_reports_a_bad_manifest_without_a_traceback(tmp_path: Path):
     root, site = tmp_path / "shims", tmp_path / "site"
     write_target(site)

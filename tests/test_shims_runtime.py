@@ -48,6 +48,7 @@ def run_report(tmp_path: Path, root: Path, site: Path, code: str, **env: str) ->
     return json.loads(line[len("REPORT ") :]), result.stderr
 
 
+@pytest.mark.slow
 def test_applies_once_when_target_is_first_imported(tree):
     tmp_path, root, site = tree
     report, stderr = run_report(
@@ -78,6 +79,7 @@ shims.activate()  # a second activation is a no-op
     assert stderr == ""
 
 
+@pytest.mark.slow
 def test_applies_at_once_when_target_already_imported(tree):
     tmp_path, root, site = tree
     report, _ = run_report(
@@ -88,6 +90,7 @@ def test_applies_at_once_when_target_already_imported(tree):
     assert report["status"]["toy_add"][0] == "applied"
 
 
+@pytest.mark.slow
 def test_probe_finding_upstream_fixed_means_not_applied(tree):
     tmp_path, root, site = tree
     write_target(site, FIXED_TARGET, version="1.1")
@@ -222,6 +225,7 @@ def apply(module): raise RuntimeError("boom")
     assert "ShimError" in result.stderr and "RuntimeError: boom" in result.stderr
 
 
+@pytest.mark.slow
 def test_env_constraints_use_setdefault_and_report_overrides(tmp_path):
     root, site = tmp_path / "shims", tmp_path / "site"
     write_target(site)
@@ -325,6 +329,7 @@ def test_submodule_target(tmp_path):
     assert result.stdout.split() == ["4", "1", "applied"]
 
 
+@pytest.mark.slow
 def test_import_shims_is_cheap_and_the_index_is_cached(tree):
     tmp_path, root, site = tree
     env = subprocess_env(tmp_path, root, site)
@@ -354,6 +359,7 @@ print(after_import, after_activate)
     assert third.stdout.strip() == "toylib_two"
 
 
+@pytest.mark.slow
 def test_python_m_shims_lists_every_shim(tree):
     tmp_path, root, site = tree
     write_shim(root, "toy_bad", manifest="id = 'toy_bad'\n")

@@ -106,6 +106,7 @@ def test_the_judged_record_pair_says_mitigated():
     assert summary_table([run]).splitlines()[1].split() == ["s", MITIGATED]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("verbose", [False, True])
 def test_the_pytest_view_keeps_its_line_per_item_behind_verbose(verbose, capsys):
     from retire.runs import suite
@@ -118,3 +119,42 @@ def test_the_pytest_view_keeps_its_line_per_item_behind_verbose(verbose, capsys)
     assert per_item is verbose
     assert (skips > 0) is verbose
     assert "passed" in out and "skipped" in out
+
+
+def test_a_reason_several_lanes_share_is_said_once_naming_them():
+    # issue 36: "lane needs a CUDA host (no nvidia-smi on PATH)" was printed once per lane
+    why = "lane needs a CUDA host (no nvidia-smi on PATH)"
+    gpu = [f"gpu-lane-{n}" for n in range(13)]
+    runs = [
+        LaneRun(lane, LaneStatus.SKIPPED, ("s",), why, shims=(ShimRun(lane, "s", "skipped", why),))
+        for lane in gpu
+    ]
+    runs.append(LaneRun("cpu", LaneStatus.RAN, ("s",), shims=(ShimRun("cpu", "s", "needed", ""),)))
+    runs.append(LaneRun("odd", LaneStatus.BUILD_FAILED, ("s",), "uv failed"))
+    text = summary_table(runs)
+    assert text.count(why) == 1, text
+    legend = " ".join(text.split())
+    assert f"skipped¹: {why} — 13 lanes: {', '.join(gpu)}" in legend, text
+    # a reason of one lane is said as before
+    assert "odd: build-failed — uv failed" in text
+    assert max(len(line) for line in text.splitlines()) <= WIDTH
+    # lanes that did not run, for a reason no cell says: once too
+    text = summary_table([LaneRun(lane, LaneStatus.SKIPPED, (), why) for lane in gpu])
+    assert f"13 lanes skipped — {why}: {', '.join(gpu)}" in " ".join(text.split()), text
+
+
+def test_every_word_a_cell_or_a_guard_can_say_is_in_the_readmes_outcome_table():
+    # issue 36: `mitigated` was printed but explained nowhere
+    from retire.runs.guards import GuardOutcome
+    from tests.conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index("| outcome | meaning | fails the run |") :].split("\n\n")[0]
+    words = {
+        *map(str, ShimOutcome),
+        MITIGATED,
+        *(str(s) for s in LaneStatus if s not in (LaneStatus.RAN, LaneStatus.SKIPPED)),
+        *map(str, GuardOutcome),
+    }
+    explained = {word for word in words if f"`{word}`" in table}
+    assert explained == words, sorted(words - explained)

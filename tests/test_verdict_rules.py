@@ -31,10 +31,10 @@ from retire.evidence.values import (
     ReleaseList,
     TagContainment,
 )
-from retire.evidence.window import RecordedWindow
+from retire.history.reading import read_runs
 from retire.lanes.model import Lane, LanePolicy
 from retire.locks.trial import RaiseTrial
-from retire.verdicts.execution import first_clean, ordering, version_of
+from retire.verdicts.execution import from_window, ordering, version_of
 from retire.verdicts.model import Decision, LaneStep, ShimEvidence
 from retire.verdicts.rules import decide
 from shims.manifest import parse_manifest
@@ -328,18 +328,24 @@ TRIAL = {
     "blocked": RaiseTrial("x", FLOOR, False, blocker="otherlib==2.0 depends on toylib==1.0"),
     "failed": RaiseTrial("x", FLOOR, False, failure="index http://index/simple: 503"),
 }
+
+
 # The shim's window as the recorded runs show it (every run, not only the latest per lane),
 # against lane x's toylib 1.0 (the companion locks 1.3, after every window below).
+def window_of(states: dict[str, str]):
+    """The window the one reading (retire.history) makes of runs on these releases."""
+    outcome = {"bug": "bug-reproduced", "clean": "fix-validated"}
+    return read_runs([run(outcome[state], v, "h100-9") for v, state in states.items()], "toylib")
+
+
 WINDOWS = {
     "not-read": None,
     # clean on 1.0, broken on 1.1, clean again on 1.2: 1.0 is before the window
-    "before": RecordedWindow("toy", "toylib", (Version("1.1"),), (Version("1.0"), Version("1.2"))),
+    "before": window_of({"1.0": "clean", "1.1": "bug", "1.2": "clean"}),
     # broken on 1.0: inside
-    "inside": RecordedWindow("toy", "toylib", (Version("1.0"),), (Version("1.2"),)),
+    "inside": window_of({"1.0": "bug", "1.2": "clean"}),
     # clean on 0.9, broken on 1.1, 1.0 never run: not pinned, so not placed
-    "unpinned": RecordedWindow(
-        "toy", "toylib", (Version("1.1"),), (Version("0.9"), Version("1.2"))
-    ),
+    "unpinned": window_of({"0.9": "clean", "1.1": "bug", "1.2": "clean"}),
 }
 # where lane x's toylib stands in each window: 1.0 as above, 1.2 and 1.3 after
 LOCKED_VERSION = {
@@ -480,6 +486,7 @@ def test_lane_truth_table(row):
         assert verdict.action
 
 
+@pytest.mark.slow
 def test_the_lane_table_covers_every_step_and_every_derived_decision():
     steps, decisions = set(), set()
     for shim, policy, locked, trial, companion, window in LANE_ROWS:
@@ -530,22 +537,20 @@ def test_ancestry_places_each_outcome_where_it_is_safe(outcome, contains, within
 
 def test_a_clean_run_off_the_release_line_never_lowers_the_floor():
     """main left the release line after 1.0 and is clean there; releases were clean only from
-    1.3: the floor the runs prove is 1.3, never "just above 1.0"."""
+    1.3: the floor the runs prove is 1.3, never "just above 1.0" — a commit run is placed by a
+    mirror's order of the commits between two tags, never as a release."""
     side = "c" * 40
-    history = ExecutionHistory(
-        "toy",
-        (
-            run("bug-reproduced", "1.2"),
-            run("fix-validated", "1.3"),
-            _on_commit("fix-validated", "2.0.0+ccccccc", side),
-        ),
+    runs = (
+        run("bug-reproduced", "1.2"),
+        run("fix-validated", "1.3"),
+        _on_commit("fix-validated", "2.0.0+ccccccc", side),
     )
-    order = ordering(history, "toylib", {(REPO, side): Ancestry(REPO, side, ("v1.0", "1.0"), None)})
-    found = first_clean(history, "toylib", None, order)
+    found = from_window(read_runs(runs, "toylib"), ExecutionHistory("toy", runs), "toylib")
     assert found.state == "clean" and found.floor == Version("1.3")
     # alone, it proves nothing about releases
-    alone = ExecutionHistory("toy", history.runs[2:])
-    assert first_clean(alone, "toylib", None, order).state != "clean"
+    alone = runs[2:]
+    said = from_window(read_runs(alone, "toylib"), ExecutionHistory("toy", alone), "toylib")
+    assert said.state != "clean"
 
 
 def test_a_condition_outside_the_closed_union_is_never_read_as_reproducer_clean():
@@ -583,21 +588,21 @@ PAST, BEHIND = "c" * 40, "d" * 40
 def test_a_revision_lane_past_a_fix_on_its_branch_drops_the_shim(
     locked, own_run, shim, step, decision
 ):
-    from retire.evidence.branchfix import BranchFix
     from retire.lanes.revisions import Revision
+    from tests.support.windows import branch_fixed
 
     execution, releases, tags, link = SHIM_EVIDENCE[shim]
     base = evidence(execution, releases, tags, link, "up")
     runs = base.execution.runs if isinstance(base.execution, ExecutionHistory) else ()
     if own_run is not None:
         runs = (*runs, revision_run(own_run, "1.3", (("toylib", locked),)))
-    fix = BranchFix(REPO, "main", FIX, "Fix add() (#92)", 92, None, ((PAST, True), (BEHIND, False)))
     ev = dataclasses.replace(
         base,
         execution=ExecutionHistory("toy", runs),
         locks={"dev": {"toylib": "1.3"}, "rel": {"toylib": "1.3"}},
         commits={"dev": {"toylib": locked}},
-        branch_fix=fix,
+        window=branch_fixed(REPO, FIX, "Fix add() (#92)", 92),
+        contains={PAST: ((FIX, True),), BEHIND: ((FIX, False),)},
     )
     lanes = [
         Lane(

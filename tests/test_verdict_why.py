@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from retire.evidence.values import ExecutionEvidence, ExecutionHistory
+from retire.history.reading import read_runs
 from retire.lanes.model import Lane
 from retire.verdicts.model import ShimEvidence
 from retire.verdicts.rules import decide
@@ -28,9 +29,11 @@ def clean_run(version: str) -> ExecutionEvidence:
 
 def verdict(conditions: str, mode: str = "all"):
     manifest = parse_manifest(manifest_toml("toy", conditions, mode=mode), Path("/p/toy/m.toml"))
+    runs = (clean_run("1.3"),)
     evidence = ShimEvidence(
         locks={"cpu": {"toylib": "1.3"}},
-        execution=ExecutionHistory("toy", (clean_run("1.3"),)),
+        execution=ExecutionHistory("toy", runs),
+        window=read_runs(runs, "toylib"),
     )
     return decide(manifest, LANES, evidence, now=NOW)
 

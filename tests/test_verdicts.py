@@ -26,6 +26,7 @@ from retire.evidence.values import (
     ReleaseList,
     TagContainment,
 )
+from retire.history.reading import read_runs
 from retire.lanes.model import IndexSpec, Lane, LanePolicy
 from retire.lanes.revisions import Revision
 from retire.locks.trial import RaiseTrial
@@ -128,6 +129,10 @@ LOCKED = {"cpu": {"toylib": "1.0"}}
 def ev(**parts) -> ShimEvidence:
     parts.setdefault("locks", LOCKED)
     parts.setdefault("releases", {"toylib": RELEASES})
+    execution = parts.get("execution")
+    if isinstance(execution, ExecutionHistory):
+        # the bug's window, as the gather reads it from the same runs (retire.history)
+        parts.setdefault("window", read_runs(execution.runs, "toylib"))
     return ShimEvidence(**parts)
 
 
@@ -698,6 +703,7 @@ def build_catalogue(world) -> Project:
     return p
 
 
+@pytest.mark.slow
 def test_gather_decides_every_shim_from_real_servers(world, tmp_path):
     p = build_catalogue(world)
     verdicts = gather(
@@ -740,6 +746,7 @@ def test_gather_decides_every_shim_from_real_servers(world, tmp_path):
     assert world["index"].index.requests.count("/simple/toylib/") == 1
 
 
+@pytest.mark.slow
 def test_pr_released_with_a_mirror_behind_the_index_is_unknown(world):
     # The mirror's v1.1 contains the merge but 1.1 is yanked on the index; 1.2 is released, yet
     # the mirror has no v1.2 tag: "not released" would be a guess, so the verdict is unknown.
@@ -765,6 +772,7 @@ def test_pr_released_with_a_mirror_behind_the_index_is_unknown(world):
     assert "release 1.2 has no tag" in verdicts[0].why
 
 
+@pytest.mark.slow
 def test_main_prints_a_table_and_json(world, tmp_path, capsys, monkeypatch):
     p = build_catalogue(world)
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
@@ -818,6 +826,7 @@ def test_main_prints_a_table_and_json(world, tmp_path, capsys, monkeypatch):
     ]
 
 
+@pytest.mark.slow
 def test_main_bad_input_is_one_line_exit_2(tmp_path, capsys, world):
     p = build_catalogue(world)
     assert cli(["verdicts", "--root", str(p.root), "no_such_shim"]) == 2
@@ -1177,6 +1186,7 @@ class Trials:
         return RaiseTrial(lane.name, wanted, True, {"toylib": floors["toylib"]})
 
 
+@pytest.mark.slow
 def test_gather_re_locks_each_proposed_raise_once_and_a_refusal_blocks_the_lane(world):
     p = world["project"]
     p.shim("floor_fixed", VERSION_FLOOR, status="not-applicable")
@@ -1406,6 +1416,7 @@ def test_a_text_said_under_several_shims_is_printed_once_with_them(capsys):
     assert "repair beta" in out
 
 
+@pytest.mark.slow
 def test_a_recorded_commit_the_mirror_lacks_is_a_flag_on_its_own_shim_only(world, tmp_path):
     """A run built from a commit the mirror does not have (a re-committed copy, a mirror behind)
     is flagged where it was recorded — never on every shim whose target the mirror serves."""

@@ -16,8 +16,8 @@ import pytest
 from retire.commands import main as cli
 from retire.evidence import validation
 from retire.evidence.validation import ValidationRecord
+from retire.history.mirrored import read_mirrored
 from retire.mirrors.config import Mirror
-from retire.mirrors.recorded import branch_fix
 from retire.mirrors.repo import MirrorRepo, open_mirror
 from tests.support.gitrepos import git
 from tests.support.historyrepo import make_window_repo
@@ -104,22 +104,33 @@ def _verdict(p: Project, capsys) -> dict:
     return row
 
 
+@pytest.mark.slow
 def test_the_fix_commit_on_the_branch_from_the_records(shop):
     p, upstream, mirror = shop
     repo = open_mirror(Mirror(URL, mirror))
     assert isinstance(repo, MirrorRepo)
     records = validation.load(p.validation)
-    found = branch_fix(records, SHIM, "toylib", repo, "main")
-    assert found is not None and (found.sha, found.pull) == (upstream.fixed, 92)
+
+    def branch_fix(runs):
+        window = read_mirrored(runs, SHIM, "toylib", repo, ["main"])
+        return window.branch_fix if window is not None else None
+
+    found = branch_fix(records)
+    assert found is not None and found.commit is not None
+    assert (found.commit.sha, found.commit.pull) == (upstream.fixed, 92)
+    # the fix is on main only: no release tag contains it yet
+    assert found.released_in is None and found.branch == "main"
     # the commit before it was not run: the fix is one of two commits, so none is named
     unpinned = [r for r in records if r.revisions.get("toylib") != upstream.fixed]
-    assert branch_fix(unpinned, SHIM, "toylib", repo, "main") is None
+    unpinned.append(_run("fix-validated", 4, git(upstream.path, "rev-parse", "main")))
+    assert branch_fix(unpinned) is None
     # a release newer than the broken one run clean: the fix is in a release, not on the branch
     released = [*records, _run("fix-validated", 3)]
     released[-1] = ValidationRecord(**{**released[-1].to_json(), "versions": {"toylib": "1.9"}})
-    assert branch_fix(released, SHIM, "toylib", repo, "main") is None
+    assert branch_fix(released) is None
 
 
+@pytest.mark.slow
 def test_revision_lanes_past_the_fix_drop_it_and_release_lanes_are_told(shop, capsys):
     p, upstream, mirror = shop
     row = _verdict(p, capsys)
@@ -151,6 +162,7 @@ def test_revision_lanes_past_the_fix_drop_it_and_release_lanes_are_told(shop, ca
     assert len(validation.load(p.validation)) == runs
 
 
+@pytest.mark.slow
 def test_a_bug_recorded_past_the_fix_unpins_it_and_the_lane_keeps_the_shim(shop, capsys):
     p, upstream, _ = shop
     tip = git(upstream.path, "rev-parse", "main")
@@ -162,6 +174,7 @@ def test_a_bug_recorded_past_the_fix_unpins_it_and_the_lane_keeps_the_shim(shop,
     assert lanes["dev"]["step"] == "keep"
 
 
+@pytest.mark.slow
 def test_retire_apply_drops_the_shim_from_the_revision_lane_past_the_fix(shop, capsys):
     """The branch `retire --apply` makes edits only the lane past the fix; the shim's folder stays
     for the lanes that keep it, and the PR body names the fix commit."""

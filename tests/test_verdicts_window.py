@@ -50,12 +50,16 @@ def test_verdicts_json_places_each_lane_against_the_recorded_window(project, cap
     (row,) = document
     # the bug reproduces on the newest release run: the shim stays in the repository
     assert row["verdict"] == "keep"
-    assert row["window"] == {
+    said = {key: row["window"][key] for key in ("broken", "clean", "introduced", "fixed")}
+    assert said == {
         "broken": ["1.2"],
         "clean": ["1.0"],
         "introduced": "the bug came in after 1.0 (clean), by 1.2 (broken)",
         "fixed": "still broken at the newest release run, 1.2",
     }
+    # where it came from, and no disagreement among the runs
+    assert row["window"]["source"] == "read from 2 record(s) on 1 host(s) (ci-1)"
+    assert row["window"]["disagreements"] == [] and row["window"]["first_fixed"] is None
     lanes = {lane["lane"]: lane for lane in row["lane_verdicts"]}
     assert {name: (lane["step"], lane["window"]) for name, lane in lanes.items()} == {
         "old": ("not-needed", "before"),

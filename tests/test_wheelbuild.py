@@ -45,6 +45,7 @@ def _build(tmp_path: Path, script: str, *args: str, timeout: float = 60) -> Whee
     return WheelBuild((sys.executable, "{here}/build.py", *args), timeout, here, "test")
 
 
+@pytest.mark.slow
 def test_the_build_runs_in_the_checkout_and_gives_its_one_wheel(
     tmp_path: Path, mirror, monkeypatch: pytest.MonkeyPatch
 ):
@@ -71,6 +72,7 @@ def test_the_build_runs_in_the_checkout_and_gives_its_one_wheel(
     assert "token absent" in text
 
 
+@pytest.mark.slow
 def test_a_build_that_writes_no_wheel_of_the_target_or_times_out_fails_with_its_log(
     tmp_path: Path, mirror, monkeypatch: pytest.MonkeyPatch
 ):

@@ -165,6 +165,7 @@ SOURCES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", SOURCES)
 def test_zizmor_finds_nothing_in_the_workflows_init_writes(tmp_path, capsys, source):
     shop = _scaffold(tmp_path, capsys, PINNED_ACTION, *SOURCES[source])
@@ -200,11 +201,13 @@ def test_actionlint_finds_nothing_in_the_repositorys_workflows():
     assert proc.returncode == 0 and proc.stdout == "", proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", SOURCES)
 def test_actionlint_finds_nothing_in_the_workflows_init_writes(tmp_path, capsys, source):
     shop = _scaffold(tmp_path, capsys, PINNED_ACTION, *SOURCES[source])
     files = sorted(str(p) for p in (shop / ".github" / "workflows").glob("*.yml"))
-    assert len(files) == 2
+    # the lanes, the weekly report, the weekly bump
+    assert len(files) == 3
     proc = subprocess.run(
         [_actionlint(), "-no-color", "-oneline", *files],
         cwd=shop,
@@ -399,6 +402,7 @@ def test_the_plan_job_gives_one_matrix_entry_per_lane_on_a_runner_for_its_tag(tm
     assert "::error::PATCHLANE_GPU_RUNNER must be a JSON string or a list of strings" in bad.stdout
 
 
+@pytest.mark.slow
 def test_init_writes_the_same_plan_and_a_shop_gets_its_cpu_lane(tmp_path, capsys):
     shop = _scaffold(tmp_path, capsys)
     written = (shop / ".github" / "workflows" / "patchlane-lanes.yml").read_text()
@@ -585,3 +589,88 @@ def test_the_release_goes_on_only_for_the_tag_of_pyprojects_version(release_tree
     (tree / "dist" / "stray.whl").write_bytes(b"")
     extra = _check_version(tree, f"v{version}")
     assert extra.returncode == 1 and "dist/ holds something other than" in extra.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 36: an adopted repository gets the whole weekly loop, as this repository has it
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("source", SOURCES)
+def test_init_writes_the_whole_weekly_loop_the_bump_and_the_tracking_issue(
+    tmp_path, capsys, source
+):
+    shop = _scaffold(tmp_path, capsys, PINNED_ACTION, *SOURCES[source])
+    texts = _texts(shop)
+    bump, report = texts["init:patchlane-bump.yml"], texts["init:patchlane-report.yml"]
+    # weekly, both (YAML 1.1 reads the key `on` as true)
+    assert yaml.safe_load(bump)[True]["schedule"] and yaml.safe_load(report)[True]["schedule"]
+    # the writes: App tokens scoped to what each job writes, nothing else
+    scopes = {
+        name: {k: v for k, v in step["with"].items() if k.startswith("permission-")}
+        for name in ("init:patchlane-bump.yml", "init:patchlane-report.yml")
+        for step in _steps(texts[name])
+        if step.get("uses", "").startswith("actions/create-github-app-token@")
+    }
+    assert scopes == {
+        "init:patchlane-bump.yml": {
+            "permission-contents": "write",
+            "permission-pull-requests": "write",
+        },
+        "init:patchlane-report.yml": {
+            "permission-contents": "write",
+            "permission-issues": "write",
+        },
+    }
+    # the bump opens its pull request with the App's token, from --from's engine
+    step = _step(bump, "bump")
+    assert step["env"]["GITHUB_TOKEN"] == "${{ steps.app-token.outputs.token }}"
+    assert 'patchlane bump "${lanes[@]}" --repo "$REPOSITORY"' in step["run"]
+    assert "github.token" not in bump
+    # the report: one tracking issue (label and marker), then the week's files committed
+    issue = _step(report, "Post or update the tracking issue")
+    assert "issues.create" in issue["with"]["script"] and "MARKER" in issue["with"]["script"]
+    assert yaml.safe_load(report)["env"]["MARKER"] == "<!-- patchlane:weekly-retirement-report -->"
+    commit = _step(report, "Commit the report files")["run"]
+    assert 'git add -- "reports/$WEEK.md" "reports/$WEEK.html" "reports/$WEEK.json"' in commit
+    # the week the issue and the commit name is the week the report was written for
+    written = next(
+        s
+        for s in _steps(report)
+        if "patchlane" in s.get("uses", "") or "report" in s.get("run", "")
+    )
+    assert "steps.week.outputs.week" in json.dumps(written), written
+
+
+@pytest.mark.slow
+def test_the_report_an_adopted_repository_writes_starts_with_the_tracking_marker_and_is_committed(
+    tmp_path, capsys
+):
+    """What the tracking-issue step reads: the Markdown starts with the marker; and git commits
+    every report file, even where the shop's .gitignore would keep them out (*.json, *.html)."""
+    shop = tmp_path / "shop"
+    shop.mkdir()
+    subprocess.run(["git", "init", "-q", str(shop)], check=True)
+    (shop / ".gitignore").write_text("*.json\n*.html\n")
+    code, out, err = run_cli(
+        shop, "init", "--no-lock", "--from", "patchlane[engine]==0.1.0", capsys=capsys
+    )
+    assert code == 0, err
+    assert "reports/<week>.json is ignored by git (.gitignore:1: *.json)" in out, out
+    marker = yaml.safe_load((shop / ".github/workflows/patchlane-report.yml").read_text())["env"][
+        "MARKER"
+    ]
+    code, _, err = run_cli(shop, "report", "--no-probe", "--week", "2026-W50", capsys=capsys)
+    assert code == 0, err
+    written = sorted(p.name for p in (shop / "reports").iterdir())
+    assert written == ["2026-W50.html", "2026-W50.json", "2026-W50.md", "README.md"]
+    assert (shop / "reports" / "2026-W50.md").read_text().startswith(marker)
+    subprocess.run(["git", "-C", str(shop), "add", "-A"], check=True)
+    staged = subprocess.run(
+        ["git", "-C", str(shop), "diff", "--cached", "--name-only"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert {f"reports/2026-W50.{kind}" for kind in ("md", "html", "json")} <= set(staged)
+    assert "reports/README.md" in staged

@@ -11,20 +11,20 @@ runs and minutes the bisections of a weekly run may spend), ``runner`` (overlay
 envs and the reproducer run), ``cache`` (answers on disk), ``bisection`` (``bisect()`` tying them
 together, ``project_bounds``, ``list_releases``).
 
-A bug's *window* (introduced, then fixed): ``window`` (pure: both edges on any ordered history,
-looking for a broken item when none is known), ``windowresult`` (the value it ends in, with the
-commits), ``revision`` (the runner whose candidates are commits built from a mirror),
-``transitions`` (``bisect_window()``: releases first, then the commits between two adjacent
-releases' tags), ``recorded`` (the fixed edge and its commit read back from the validation
-records, for the report and the retirement PRs), ``sidebyside`` (a round of candidates run at
-once, each on a runner and GPUs of its own: ``patchlane bisect -j N``), ``started`` (pure: an
-edge search that starts the next candidate as soon as a slot frees, cancelling those its results
-leave outside the edge), ``informed`` (pure: the
-commits that touch the target's files searched first, the edge confirmed by its predecessor, the
-full search when it is not).
+A bug's *window* (introduced, then fixed) is :mod:`retire.history`'s value; bisect is the search
+that extends it: ``window`` (pure: both edges on any ordered history, looking for a broken item
+when none is known), ``windowresult`` (the bisection's result: the window, with the commits, and
+the runs that placed it), ``revision`` (the runner whose candidates are commits built from a
+mirror), ``transitions`` (``bisect_window()``: releases first, then the commits between two
+adjacent releases' tags), ``sidebyside`` (a round of candidates run at once, each on a runner and
+GPUs of its own: ``patchlane bisect -j N``), ``started`` (pure: an edge search that starts the
+next candidate as soon as a slot frees, cancelling those its results leave outside the edge),
+``informed`` (pure: the commits that touch the target's files searched first, the edge confirmed
+by its predecessor, the full search when it is not).
 
 The names below are loaded on first use: the CLI imports this package to build its parser, and
-every ``patchlane`` command must not pay for uv, lock and probe modules it does not run.
+every ``patchlane`` command must not pay for uv, lock and probe modules it does not run
+(``tests/test_bisect_exports.py`` resolves every one of them, so none goes stale).
 """
 
 from __future__ import annotations
@@ -39,13 +39,12 @@ _HOMES = {
     "cache": ("ResultCache",),
     "job": ("BisectJob",),
     "prober": ("Prober", "Progress", "prober_of"),
-    "recorded": ("RecordedFix", "recorded_fix", "shim_fix"),
     "result": ("BisectResult",),
     "runner": ("OverlayRunner", "base_fingerprint", "inspect_base"),
     "revision": ("BuildCount", "RevisionRunner"),
     "transitions": ("Source", "bisect_window"),
-    "window": ("Edge", "EdgeState", "Place", "Window", "locate_edge", "locate_window"),
-    "windowresult": ("CommitEdge", "WindowResult"),
+    "window": ("EdgeSearch", "WindowSearch", "locate_edge", "locate_window"),
+    "windowresult": ("WindowResult",),
     "search": (
         "BROKEN",
         "FIXED",
@@ -75,13 +74,10 @@ __all__ = [
     "BuildCount",
     "CandidateRun",
     "Candidates",
-    "CommitEdge",
-    "Edge",
-    "EdgeState",
+    "EdgeSearch",
     "Limits",
     "Meter",
     "OverlayRunner",
-    "Place",
     "Prober",
     "Progress",
     "ResultCache",
@@ -89,8 +85,8 @@ __all__ = [
     "Source",
     "State",
     "Status",
-    "Window",
     "WindowResult",
+    "WindowSearch",
     "base_fingerprint",
     "bisect",
     "bisect_window",

@@ -2,8 +2,9 @@
 
 Three kinds of evidence, the newest release among them wins:
 
-- *records*: without-shim ``BUG_REPRODUCED`` runs of the shim in the validation manifest, any
-  lane, any host (a bisection's own records included) — the release each ran on;
+- *records*: the releases the bug's window on record shows broken
+  (:func:`retire.history.reading.read`: every without-shim run of the shim, any lane, any host, a
+  bisection's and a culprit search's own records included; a run on a commit is no release's);
 - *lock*: the release of the target a lane carrying the shim locks, where that lane recorded
   the bug and the record does not say which release it ran on;
 - *affected*: the newest listed release inside the manifest's ``[target] affected`` specifier,
@@ -24,6 +25,7 @@ from packaging.version import InvalidVersion, Version
 
 from retire.bisect.search import public
 from retire.evidence.validation import Mode, RunOutcome, ValidationRecord
+from retire.history.reading import read
 from retire.probes.records import evidence_of
 
 __all__ = ["Bounds", "BrokenEvidence", "broken_evidence", "choose_bounds"]
@@ -82,7 +84,11 @@ def broken_evidence(
     """
     dist = canonicalize_name(distribution)
     lane_locks = lane_locks or {}
-    found = []
+    records = list(records)
+    # the window the records already give: where a bisection that extends it starts
+    window = read(records, shim, dist)
+    told = window.told if window is not None else ()
+    found = [BrokenEvidence(t.item, "record", t.where) for t in told if t.broken]
     for record in records:
         if (
             record.shim != shim
@@ -91,10 +97,9 @@ def broken_evidence(
         ):
             continue
         run = evidence_of(record)
-        recorded = run.version(dist)
-        if recorded is not None:
-            found.append(BrokenEvidence(str(recorded), "record", run.where))
-        elif locked := _versions([lane_locks.get(run.lane) or ""]):
+        if run.version(dist) is not None or run.revision(dist):
+            continue
+        if locked := _versions([lane_locks.get(run.lane) or ""]):
             # The run did not say which release it saw: the lock of its lane does.
             found.append(
                 BrokenEvidence(

@@ -24,11 +24,12 @@ from retire.bisect.revision import BuildCount
 from retire.bisect.runner import inspect_base
 from retire.bisect.search import CandidateRun
 from retire.bisect.sources import project_source
-from retire.bisect.window import EdgeState, locate_edge
+from retire.bisect.window import locate_edge
 from retire.core.git import GitError
 from retire.core.project import Project
 from retire.evidence.coremetadata import installed_metadata
 from retire.evidence.validation import Mode, ValidationRecord
+from retire.history.edge import EdgeKind, EdgeState
 from retire.mirrors.history import build_obstacle, commits_between, release_tag
 from shims.model import ShimManifest
 
@@ -160,7 +161,7 @@ def mirror_commits(
             found = locate_edge(
                 items,
                 _Announced(probe, distribution, say),
-                kind="introduced",
+                kind=EdgeKind.INTRODUCED,
                 before=old_sha,
                 after=commits[-1].sha,
                 progress=stopping(stop) if stop is not None else None,

@@ -40,7 +40,8 @@ from retire.bisect.search import (
     State,
     narrow,
 )
-from retire.bisect.window import Edge, EdgeState, locate_edge
+from retire.bisect.window import locate_edge
+from retire.history.edge import Edge, EdgeKind, EdgeState
 
 if TYPE_CHECKING:
     from retire.bisect.prober import Prober
@@ -68,7 +69,7 @@ class CommitSpan:
     oldest first on the first-parent chain; ``touching`` the commits of ``items`` and ``after``
     that change the target's files. ``kind``: ``introduced`` (clean → broken) or ``fixed``."""
 
-    kind: str
+    kind: EdgeKind
     before: str
     items: tuple[str, ...]
     after: str

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from retire.bisect.bisection import _Journal
@@ -34,12 +34,14 @@ from retire.bisect.runner import (
     isolation_of,
     launcher_pool,
 )
-from retire.bisect.search import ENV_FAILED, FIXED, normal
+from retire.bisect.search import ENV_FAILED, FIXED, CandidateRun, normal
 from retire.bisect.sidebyside import SideBySide, host_gpus, serialized, width_for
-from retire.bisect.window import Edge, EdgeSearch, EdgeState, locate_edge, locate_window
-from retire.bisect.windowresult import CommitEdge, WindowResult
+from retire.bisect.window import EdgeSearch, locate_edge, locate_window
+from retire.bisect.windowresult import BRANCH, WindowResult
 from retire.core.git import GitError
 from retire.evidence.validation import ValidationRecord
+from retire.history.edge import CommitSpan, Edge, EdgeKind, EdgeState
+from retire.history.window import BranchFix, Window
 from retire.mirrors.history import Commit, build_obstacle, commits_between, release_tag
 from retire.mirrors.repo import MirrorRepo
 from retire.runs.isolation import Isolation
@@ -151,7 +153,7 @@ def bisect_window(
     else:
         probers = _Probers(prober, None, progress)
     try:
-        window = locate_window(
+        found = locate_window(
             candidates.versions,
             probers.release,
             known_broken=_in(candidates.versions, bounds.known_broken),
@@ -159,15 +161,18 @@ def bisect_window(
             sample=job.sample,
             progress=progress,
         )
-        edges, stops = _commit_edges(window.fixed, window.introduced, source, probers, job)
+        window = found.window
+        searched, stops = _commit_edges(window.fixed, window.introduced, source, probers, job)
     finally:
         probers.close()
+    commit_runs = {key: runs for key, (_, runs) in searched.items()}
     return WindowResult(
         manifest.id,
         manifest.target.distribution,
-        window,
+        _extended(window, searched, found.runs, commit_runs, source),
         candidates,
-        edges,
+        found.runs,
+        commit_runs,
         stops,
         base=fingerprint,
         seconds=round(time.monotonic() - began, 3),
@@ -236,11 +241,45 @@ def _in(versions: tuple[str, ...], version: str | None) -> str | None:
     return next((v for v in versions if normal(v) == normal(version)), None)
 
 
+#: An edge searched in the commits: its span, and the runs that placed it.
+_Searched = tuple[CommitSpan, tuple[CandidateRun, ...]]
+
+
+def _extended(
+    window: Window,
+    searched: dict[str, _Searched],
+    release_runs: tuple[CandidateRun, ...],
+    commit_runs: dict[str, tuple[CandidateRun, ...]],
+    source: Source | None,
+) -> Window:
+    """``window`` with its edges continued into the commits searched, the fix found on a branch,
+    and the bisection's fresh runs in its provenance."""
+    introduced, fixed = window.introduced, window.fixed
+    if str(EdgeKind.INTRODUCED) in searched:
+        introduced = replace(introduced, commits=searched[str(EdgeKind.INTRODUCED)][0])
+    if str(EdgeKind.FIXED) in searched:
+        fixed = replace(fixed, commits=searched[str(EdgeKind.FIXED)][0])
+    branch = None
+    if BRANCH in searched and source is not None and source.branch is not None:
+        repository = source.repo.mirror.repository if source.repo is not None else ""
+        branch = BranchFix(source.branch, searched[BRANCH][0], repository)
+    runs = release_runs + tuple(r for more in commit_runs.values() for r in more)
+    fresh = sum(1 for r in runs if not r.cached and r.outcome != ENV_FAILED)
+    return replace(
+        window,
+        introduced=introduced,
+        fixed=fixed,
+        branch_fix=branch,
+        source=replace(window.source, bisection=fresh),
+    )
+
+
 def _commit_edges(
     fixed: Edge, introduced: Edge, source: Source | None, probers: _Probers, job: BisectJob
-) -> tuple[tuple[CommitEdge, ...], tuple[str, ...]]:
-    """Each release edge found between two adjacent releases, continued in the commits."""
-    edges: list[CommitEdge] = []
+) -> tuple[dict[str, _Searched], tuple[str, ...]]:
+    """Each release edge found between two adjacent releases, continued in the commits (keyed by
+    the edge's kind; ``branch`` for a fix on a followed branch)."""
+    edges: dict[str, _Searched] = {}
     stops: list[str] = []
     for edge in (fixed, introduced):
         if edge.state != EdgeState.FOUND or edge.before is None or edge.after is None:
@@ -249,18 +288,46 @@ def _commit_edges(
         if isinstance(found, str):
             stops.append(f"The {edge.kind} edge stops at {edge.before} → {edge.after}: {found}")
         else:
-            edges.append(found)
+            edges[str(edge.kind)] = found
     if fixed.state == EdgeState.OPEN and source is not None:
         # still broken in the newest release: a fix may be on the branch a lane follows
         branch = _on_branch(fixed, source, probers, job)
-        edges += [branch] if isinstance(branch, CommitEdge) else []
+        if isinstance(branch, tuple):
+            edges[BRANCH] = branch
         stops += [branch] if isinstance(branch, str) else []
-    return tuple(edges), tuple(stops)
+    return edges, tuple(stops)
+
+
+def _span(
+    kind: EdgeKind,
+    tags: tuple[str, str],
+    commits: Sequence[Commit],
+    search: EdgeSearch,
+    source: Source,
+    prober: Prober,
+) -> CommitSpan:
+    """The commit-level edge as the window holds it: the commit named only when pinned, and why
+    it is not where its commits could not be built."""
+    edge = search.edge
+    named = _named(commits, edge)
+    return CommitSpan(
+        kind,
+        tags,
+        len(commits),
+        edge.state if named is not None or edge.state != EdgeState.FOUND else EdgeState.UNPINNED,
+        edge.before,
+        edge.after,
+        edge.between,
+        edge.note,
+        named,
+        build=source.build.describe() if source.build is not None else None,
+        unbuilt=_unbuilt(prober, search),
+    )
 
 
 def _on_branch(
     fixed: Edge, source: Source, probers: _Probers, job: BisectJob
-) -> CommitEdge | str | None:
+) -> _Searched | str | None:
     """Still broken at the newest release: is the followed branch's newest commit clean, and if
     so, which commit since that release fixed it (a fix in no release yet)? None when there is no
     branch to look at or nothing on it since the release."""
@@ -294,25 +361,14 @@ def _on_branch(
     search = locate_edge(
         [c.sha for c in commits[:-1]],
         prober,
-        kind="fixed",
+        kind=EdgeKind.FIXED,
         before=old_sha,
         after=commits[-1].sha,
         limits=job.limits,
         progress=probers.progress,
     )
-    named = _named(commits, search.edge)
-    return CommitEdge(
-        "fixed",
-        (fixed.before, branch),
-        (tag, head),
-        search.edge,
-        named,
-        len(commits),
-        (tip, *search.runs),
-        branch=branch,
-        build=source.build.describe() if source.build is not None else None,
-        unbuilt=_unbuilt(prober, search),
-    )
+    span = _span(EdgeKind.FIXED, (tag, head), commits, search, source, prober)
+    return span, (tip, *search.runs)
 
 
 def _named(commits: Sequence[Commit], edge: Edge) -> Commit | None:
@@ -335,7 +391,7 @@ def _unbuilt(prober: Prober, search: EdgeSearch) -> str | None:
 
 def _in_commits(
     edge: Edge, source: Source | None, probers: _Probers, job: BisectJob
-) -> CommitEdge | str:
+) -> _Searched | str:
     """The commit that made ``edge``, or why the search stays at the release edge."""
     if source is None or source.repo is None or probers.commit is None:
         return (
@@ -373,15 +429,5 @@ def _in_commits(
         limits=job.limits,
         progress=probers.progress,
     )
-    named = _named(commits, search.edge)
-    return CommitEdge(
-        edge.kind,
-        (edge.before, edge.after),
-        (old, new),
-        search.edge,
-        named,
-        len(commits),
-        search.runs,
-        build=source.build.describe() if source.build is not None else None,
-        unbuilt=_unbuilt(probers.commit, search),
-    )
+    span = _span(edge.kind, (old, new), commits, search, source, probers.commit)
+    return span, search.runs

@@ -1,4 +1,6 @@
-"""A bug's window on an ordered history, pure: where it was introduced and where it was fixed.
+"""The search for a bug's window on an ordered history, pure: where it was introduced and where it
+was fixed. It extends a bug's history: the window it ends in is
+:class:`retire.history.window.Window`, the value every reader takes.
 
 A real upstream bug is a *window*, not a threshold: one release (or commit) introduces it, a later
 one fixes it, and the history on either side is clean. :func:`locate_window` finds both edges of
@@ -30,11 +32,8 @@ round; a prober that starts items one at a time keeps every slot of an edge sear
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-from packaging.version import InvalidVersion, Version
 
 from retire.bisect.prober import Prober, Progress, starting
 from retire.bisect.search import (
@@ -50,16 +49,13 @@ from retire.bisect.search import (
     narrow,
 )
 from retire.bisect.started import started_edge
-from retire.evidence.window import Place
+from retire.history.edge import Edge, EdgeKind, EdgeState
+from retire.history.window import Provenance, Told, Window, unseen
 
 __all__ = [
     "DEFAULT_SAMPLE",
-    "Edge",
     "EdgeSearch",
-    "EdgeState",
-    "LanePlace",
-    "Place",
-    "Window",
+    "WindowSearch",
     "locate_edge",
     "locate_window",
     "spread",
@@ -70,130 +66,18 @@ DEFAULT_SAMPLE = 8
 _LIMITS = Limits()
 
 
-class EdgeState(enum.StrEnum):
-    """How much is known of one edge of the window."""
-
-    FOUND = "found"
-    UNPINNED = "unpinned"
-    OPEN = "open"
-    UNSEARCHED = "unsearched"
-
-
 @dataclass(frozen=True)
-class Edge:
-    """One edge: ``before`` is the last item on the old side, ``after`` the first on the new side
-    (introduced: clean → broken; fixed: broken → clean); ``between`` what could not be told or
-    was not tried between them."""
+class WindowSearch:
+    """A window search's answer: the window (:class:`retire.history.window.Window`, the value
+    every reader takes) and every run that placed it, in the order consulted."""
 
-    # "introduced" | "fixed"
-    kind: str
-    state: EdgeState
-    before: str | None = None
-    after: str | None = None
-    between: tuple[str, ...] = ()
-    note: str = ""
-
-    def describe(self) -> str:
-        """One line: ``fixed in 1.6 (last broken 1.5)``, ``introduced: open (broken from 1.0)``."""
-        verb = "introduced" if self.kind == "introduced" else "fixed"
-        old = "last clean" if self.kind == "introduced" else "last broken"
-        if self.state == EdgeState.FOUND:
-            return f"{verb} in {self.after} ({old} {self.before})"
-        if self.state == EdgeState.UNPINNED:
-            return (
-                f"{verb} in {', '.join(self.between)} or {self.after} ({old} "
-                f"{self.before or 'not seen'}){_note(self.note)}"
-            )
-        if self.state == EdgeState.OPEN:
-            return f"{verb}: open{_note(self.note)}"
-        return f"{verb}: not searched{_note(self.note)}"
-
-
-def _note(note: str) -> str:
-    return f" — {note}" if note else ""
-
-
-@dataclass(frozen=True)
-class Window:
-    """Where the bug is on ``history`` (oldest first), and every run that said so.
-
-    ``seen``: a broken item is known (run here, or the evidence's ``known_broken``). When not,
-    ``reason`` says what ran and ``untried`` lists the stretches (oldest, newest) never tried."""
-
-    history: tuple[str, ...]
-    seen: bool
-    introduced: Edge
-    fixed: Edge
+    window: Window
     runs: tuple[CandidateRun, ...]
-    reason: str = ""
-    untried: tuple[tuple[str, str], ...] = ()
-    known_broken: str | None = None
-
-    def place(self, item: str) -> Place:
-        """Where ``item`` stands: before the window (the bug is not there yet: not needed),
-        inside it, after it (fixed), or unknown (in a stretch not pinned)."""
-        if not self.seen:
-            return Place.UNKNOWN
-        at = self._index(item)
-        if at is None:
-            return Place.UNKNOWN
-        fixed_from = self._index(self.fixed.after)
-        if self.fixed.state == EdgeState.FOUND and fixed_from is not None and at >= fixed_from:
-            return Place.AFTER
-        clean_to = self._index(self.introduced.before)
-        if self.introduced.state == EdgeState.FOUND and clean_to is not None and at <= clean_to:
-            return Place.BEFORE
-        first = self._index(self.introduced.after)
-        if self.introduced.state == EdgeState.OPEN:
-            first = 0
-        last = self._index(self.fixed.before)
-        if self.fixed.state == EdgeState.OPEN:
-            last = len(self.history) - 1
-        if first is not None and last is not None and first <= at <= last:
-            return Place.INSIDE
-        if self.fixed.state == EdgeState.UNPINNED and fixed_from is not None and at >= fixed_from:
-            return Place.AFTER
-        if self.introduced.state == EdgeState.UNPINNED and clean_to is not None and at <= clean_to:
-            return Place.BEFORE
-        return Place.UNKNOWN
-
-    def _index(self, item: str | None) -> float | None:
-        """``item``'s position in the history; a release not in it is placed by PEP 440 order,
-        half-way between its neighbours (so it is never taken for either)."""
-        if item is None:
-            return None
-        if item in self.history:
-            return self.history.index(item)
-        try:
-            wanted = Version(item)
-            order = [Version(h) for h in self.history]
-        except InvalidVersion:
-            return None
-        if wanted in order:
-            return order.index(wanted)
-        return max((i for i, v in enumerate(order) if v < wanted), default=-1) + 0.5
 
     @property
     def fresh_runs(self) -> int:
         """Reproducer runs made now (cached answers cost none)."""
         return sum(1 for r in self.runs if not r.cached and r.outcome != "env-failed")
-
-    def summary(self) -> str:
-        if not self.seen:
-            return f"window not seen: {self.reason}"
-        return f"{self.introduced.describe()}; {self.fixed.describe()}"
-
-
-@dataclass(frozen=True)
-class LanePlace:
-    """One lane against the window: what it locks (a release, or ``commit`` for a revision
-    lane), where that stands, and the sentence that says so."""
-
-    lane: str
-    version: str | None
-    commit: str | None
-    place: Place
-    says: str
 
 
 def spread(count: int) -> list[int]:
@@ -335,7 +219,7 @@ def locate_window(
     limits: Limits = _LIMITS,
     sample: int = DEFAULT_SAMPLE,
     progress: Progress | None = None,
-) -> Window:
+) -> WindowSearch:
     """Both edges of the bug's window on ``history`` (oldest first).
 
     ``prober`` runs the items (what its cache knows is consulted for free), up to its ``width``
@@ -364,7 +248,15 @@ def locate_window(
     fixed = _fixed_edge(loc, lo, hi, why)
     lo, hi, why = loc.edge(-1, min(anchors), FIXED)
     introduced = _introduced_edge(loc, lo, hi, why)
-    return Window(history, True, introduced, fixed, tuple(s.order), known_broken=known_broken)
+    window = Window(
+        history,
+        True,
+        introduced,
+        fixed,
+        told=_told(loc),
+        source=Provenance(bisection=_fresh(s.order), known_broken=known_broken),
+    )
+    return WindowSearch(window, tuple(s.order))
 
 
 def _between(loc: _Locate, lo: int, hi: int) -> tuple[list[str], bool]:
@@ -378,10 +270,10 @@ def _fixed_edge(loc: _Locate, lo: int, hi: int, why: str | None) -> Edge:
     unpinned, pinned = _between(loc, lo, hi)
     if hi < len(history):
         state = EdgeState.FOUND if pinned else EdgeState.UNPINNED
-        return Edge("fixed", state, history[lo], history[hi], tuple(unpinned), why or "")
+        return Edge(EdgeKind.FIXED, state, history[lo], history[hi], tuple(unpinned), why or "")
     if pinned:
         return Edge(
-            "fixed",
+            EdgeKind.FIXED,
             EdgeState.OPEN,
             history[lo],
             None,
@@ -389,7 +281,7 @@ def _fixed_edge(loc: _Locate, lo: int, hi: int, why: str | None) -> Edge:
             f"still broken at the newest, {history[lo]}",
         )
     return Edge(
-        "fixed",
+        EdgeKind.FIXED,
         EdgeState.UNSEARCHED if why else EdgeState.UNPINNED,
         history[lo],
         None,
@@ -403,10 +295,12 @@ def _introduced_edge(loc: _Locate, lo: int, hi: int, why: str | None) -> Edge:
     unpinned, pinned = _between(loc, lo, hi)
     if lo >= 0:
         state = EdgeState.FOUND if pinned else EdgeState.UNPINNED
-        return Edge("introduced", state, history[lo], history[hi], tuple(unpinned), why or "")
+        return Edge(
+            EdgeKind.INTRODUCED, state, history[lo], history[hi], tuple(unpinned), why or ""
+        )
     if pinned:
         return Edge(
-            "introduced",
+            EdgeKind.INTRODUCED,
             EdgeState.OPEN,
             None,
             history[hi],
@@ -419,7 +313,7 @@ def _introduced_edge(loc: _Locate, lo: int, hi: int, why: str | None) -> Edge:
         if crashed
         else "nothing older was told clean"
     )
-    return Edge("introduced", EdgeState.UNPINNED, None, history[hi], tuple(unpinned), note)
+    return Edge(EdgeKind.INTRODUCED, EdgeState.UNPINNED, None, history[hi], tuple(unpinned), note)
 
 
 def _untried(loc: _Locate) -> tuple[tuple[str, str], ...]:
@@ -452,17 +346,28 @@ def _word(run: CandidateRun) -> str:
     return str(run.state)
 
 
-def _unseen(loc: _Locate, reason: str, known_broken: str | None) -> Window:
-    return Window(
-        tuple(loc.s.versions),
-        False,
-        Edge("introduced", EdgeState.UNSEARCHED),
-        Edge("fixed", EdgeState.UNSEARCHED),
-        tuple(loc.s.order),
-        reason,
-        _untried(loc),
-        known_broken,
+def _fresh(runs: Sequence[CandidateRun]) -> int:
+    return sum(1 for r in runs if not r.cached and r.outcome != "env-failed")
+
+
+def _told(loc: _Locate) -> tuple[Told, ...]:
+    """What the search's conclusive runs told of each item, oldest first."""
+    return tuple(
+        Told(loc.s.versions[i], run.state == BROKEN)
+        for i, run in sorted(loc.s.states.items())
+        if run.state in (BROKEN, FIXED)
     )
+
+
+def _unseen(loc: _Locate, reason: str, known_broken: str | None) -> WindowSearch:
+    window = unseen(
+        tuple(loc.s.versions),
+        reason,
+        untried=_untried(loc),
+        told=_told(loc),
+        source=Provenance(bisection=_fresh(loc.s.order), known_broken=known_broken),
+    )
+    return WindowSearch(window, tuple(loc.s.order))
 
 
 @dataclass(frozen=True)
@@ -477,21 +382,21 @@ def locate_edge(
     items: Sequence[str],
     prober: Prober,
     *,
-    kind: str,
+    kind: EdgeKind,
     before: str,
     after: str,
     limits: Limits = _LIMITS,
     progress: Progress | None = None,
 ) -> EdgeSearch:
-    """The ``kind`` edge (``introduced`` | ``fixed``) among ``items`` (oldest first), which lie
+    """The ``kind`` edge among ``items`` (oldest first), which lie
     strictly between two sides already known: ``before`` (clean for introduced, broken for fixed)
     and ``after`` (the other state) — the commits between two adjacent releases, say. At most
     ``ceil(log2(len(items) + 1))`` conclusive runs (``prober``, ``progress``: as for
     :func:`locate_window`)."""
-    items = tuple(items)
+    items, kind = tuple(items), EdgeKind(kind)
     s = _Search.over(items, prober, limits, progress)
     loc = _Locate(s, limits)
-    lo, hi, why = loc.edge(-1, len(items), FIXED if kind == "introduced" else BROKEN)
+    lo, hi, why = loc.edge(-1, len(items), FIXED if kind is EdgeKind.INTRODUCED else BROKEN)
     unpinned, pinned = _between(loc, lo, hi)
     state = EdgeState.FOUND if pinned else EdgeState.UNPINNED
     edge = Edge(

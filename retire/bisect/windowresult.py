@@ -1,6 +1,6 @@
-"""The result of a window bisection: the bug's window on the target's releases, and where an edge
-lies between two adjacent releases and the mirror allows, the commit that made it. A value: no
-I/O.
+"""The result of a window bisection: the bug's window (:class:`retire.history.window.Window`, the
+one value every reader takes, its edges continued into the commits where the mirror allowed) and
+the runs that placed it. A value: no I/O.
 
 It answers what a release bisection's result answers (``status``, ``first_fixed``,
 ``last_broken``, ``floor``, ``runs``, ``summary()``, ``markdown()``), so the weekly budget and the
@@ -11,74 +11,47 @@ search stopped at a release edge.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from retire.bisect.search import ENV_FAILED, NOT_APPLICABLE, CandidateRun, Candidates, Status
-from retire.bisect.window import Edge, EdgeState, LanePlace, Window
 from retire.core import mdsafe
-from retire.mirrors.history import Commit
+from retire.history.edge import CommitSpan, EdgeState
+from retire.history.place import Placement
+from retire.history.window import Window
 
-__all__ = ["CommitEdge", "WindowResult"]
+__all__ = ["BRANCH", "Searched", "WindowResult"]
 
-#: How many of an unpinned edge's commits its line names.
-_SHOWN = 8
+#: The key of :attr:`WindowResult.commit_runs` for the search along a followed branch.
+BRANCH = "branch"
 
 
 @dataclass(frozen=True)
-class CommitEdge:
-    """One release edge continued in the commits between its two releases' tags.
+class Searched:
+    """One edge searched in the commits: the span the window holds, and the runs that placed it;
+    ``releases``: the two releases (or the newest release and a branch) the commits lie between,
+    ``branch``: the branch, for a fix in no release."""
 
-    ``edge``'s sides are commits (the older tag's commit when the first commit of the range made
-    the change); ``commit`` is the commit a pinned edge names: the first broken (introduced) or
-    the first clean (fixed) one, with its subject, date and pull request. An edge not pinned names
-    no commit (None): its range (``tags``) and the commits left in it (``edge.between`` and
-    ``edge.after``) say where it lies."""
-
-    kind: str
-    # the adjacent releases the commits lie between
+    span: CommitSpan
     releases: tuple[str, str]
-    tags: tuple[str, str]
-    edge: Edge
-    commit: Commit | None
-    # commits in the range (the newer tag's included)
-    commits: int
-    runs: tuple[CandidateRun, ...] = ()
-    # a fix in no release: the branch whose newest commit was clean (``releases`` is then the
-    # newest release and the branch, ``tags`` its tag and the branch's ref)
+    runs: tuple[CandidateRun, ...]
     branch: str | None = None
-    # the named build that made each commit's wheel (``WheelBuild.describe()``), when not uv's
-    build: str | None = None
-    # why the edge stayed unpinned where its candidates could not be built here (the build
-    # backend missing from the index, a failed build), else None
-    unbuilt: str | None = None
-
-    def describe(self) -> str:
-        verb = "introduced" if self.kind == "introduced" else "fixed"
-        if self.branch is not None and self.commit is not None:
-            return f"fixed on {self.branch} by {self.commit.describe()}, in no release yet"
-        if self.edge.state == EdgeState.FOUND and self.commit is not None:
-            return f"{verb} by {self.commit.describe()}"
-        left = [c[:12] for c in (*self.edge.between, self.edge.after) if c]
-        shown = ", ".join(left[:_SHOWN]) + (
-            f", … ({len(left)} in all)" if len(left) > _SHOWN else ""
-        )
-        old, new = (tag.removeprefix("refs/heads/") for tag in self.tags)
-        note = f" — {self.edge.note}" if self.edge.note else ""
-        return f"{verb} in {old}..{new}, not pinned (one of {shown}){note}"
 
 
 @dataclass(frozen=True)
 class WindowResult:
-    """``window``: the bug on the target's releases. ``commit_edges``: the edges continued in the
-    mirror. ``stops``: why an edge stopped at the release edge (no mirror, a compiled extension,
-    no tag)."""
+    """``window``: the bug on the target's releases, its edges continued in the mirror's commits
+    (``Edge.commits``, ``Window.branch_fix``). ``release_runs`` placed the release edges,
+    ``commit_runs`` (keyed ``introduced``, ``fixed``, ``branch``) the commit ones. ``stops``: why
+    an edge stopped at the release edge (no mirror, a compiled extension, no tag)."""
 
     shim: str
     distribution: str
     window: Window
     candidates: Candidates
-    commit_edges: tuple[CommitEdge, ...] = ()
+    release_runs: tuple[CandidateRun, ...] = ()
+    commit_runs: Mapping[str, tuple[CandidateRun, ...]] = field(default_factory=dict)
     stops: tuple[str, ...] = ()
     base: str = ""
     seconds: float = 0.0
@@ -86,8 +59,8 @@ class WindowResult:
     # what showed the evidence's release broken, when one was on record
     evidence: str = ""
     records_added: int = 0
-    # each lane carrying the shim against the window (retire.bisect.placing)
-    lanes: tuple[LanePlace, ...] = ()
+    # each lane carrying the shim against the window (retire.history.place)
+    lanes: tuple[Placement, ...] = ()
 
     # -- what a release bisection's result answers ---------------------------------------------
     @property
@@ -114,7 +87,7 @@ class WindowResult:
     @property
     def probes(self) -> tuple[CandidateRun, ...]:
         """Every run, releases first, then commits."""
-        return self.window.runs + tuple(r for e in self.commit_edges for r in e.runs)
+        return self.release_runs + tuple(r for runs in self.commit_runs.values() for r in runs)
 
     @property
     def runs(self) -> int:
@@ -130,47 +103,35 @@ class WindowResult:
         lo, hi = history.index(fixed.before), history.index(fixed.after)
         return [
             r.version
-            for r in self.window.runs
+            for r in self.release_runs
             if r.state == NOT_APPLICABLE and r.version in history[lo + 1 : hi]
         ]
 
-    def commit_edge(self, kind: str) -> CommitEdge | None:
-        """The edge between two releases (a fix in no release is :attr:`unreleased`)."""
-        return next((e for e in self.commit_edges if e.kind == kind and e.branch is None), None)
+    def searched(self) -> tuple[Searched, ...]:
+        """Each edge searched in the commits, in the order searched: the fixed edge's, the
+        introduced one's (between two releases' tags), and along a branch."""
+        found = []
+        for edge in (self.window.fixed, self.window.introduced):
+            if edge.commits is not None and edge.before is not None and edge.after is not None:
+                runs = self.commit_runs.get(str(edge.kind), ())
+                found.append(Searched(edge.commits, (edge.before, edge.after), runs))
+        fix = self.window.branch_fix
+        if fix is not None:
+            releases = (self.window.fixed.before or "", fix.branch)
+            found.append(Searched(fix.span, releases, self.commit_runs.get(BRANCH, ()), fix.branch))
+        return tuple(found)
 
     @property
-    def unreleased(self) -> CommitEdge | None:
-        """The fix found on a followed branch after the newest release, still broken there."""
-        return next((e for e in self.commit_edges if e.branch is not None), None)
-
-    @property
-    def unbuilt(self) -> tuple[CommitEdge, ...]:
+    def unbuilt(self) -> tuple[CommitSpan, ...]:
         """The commit edges left unpinned because their candidates could not be built here (the
         build backend missing from the index, a failed build): the bisection was asked to pin
         them and could not (``patchlane bisect`` exits 1)."""
-        return tuple(e for e in self.commit_edges if e.unbuilt is not None)
-
-    @property
-    def fix_commit(self) -> Commit | None:
-        """The first clean commit, when the fixed edge was followed into the commits."""
-        edge = self.commit_edge("fixed") or self.unreleased
-        return edge.commit if edge is not None and edge.edge.state == EdgeState.FOUND else None
+        return tuple(s.span for s in self.searched() if s.span.unbuilt is not None)
 
     # -- for people ----------------------------------------------------------------------------
     def window_line(self) -> str:
         """The window in one line: releases, then commits where known."""
-        if not self.window.seen:
-            return f"{self.distribution}: window not seen — {self.window.reason}"
-        parts = []
-        for edge in (self.window.introduced, self.window.fixed):
-            text = edge.describe()
-            commits = self.commit_edge(edge.kind)
-            if commits is None and edge.kind == "fixed":
-                commits = self.unreleased
-            if commits is not None:
-                text += f", {commits.describe()}"
-            parts.append(text)
-        return f"{self.distribution}: {'; '.join(parts)}"
+        return f"{self.distribution}: {self.window.line()}"
 
     def head(self) -> str:
         """The fixed edge in a sentence, as a release bisection says it."""
@@ -196,19 +157,20 @@ class WindowResult:
         """Whether the last broken release is the evidence's, not run here."""
         before = self.window.fixed.before
         return bool(self.evidence) and not any(
-            r.version == before and r.state == "broken" for r in self.window.runs
+            r.version == before and r.state == "broken" for r in self.release_runs
         )
 
     def summary(self) -> str:
-        commits = sum(e.commits for e in self.commit_edges)
+        searched = self.searched()
+        commits = sum(s.span.count for s in searched)
         counts = (
             f"{self.runs} reproducer run(s) over {len(self.candidates.versions)} release(s)"
-            + (f" and {commits} commit(s)" if self.commit_edges else "")
+            + (f" and {commits} commit(s)" if searched else "")
         )
         lines = [f"{self.head()}.", f"Window: {self.window_line()}."] if self.window.seen else []
         lines = lines or [f"{self.head()}."]
         lines += [f"{stop}." for stop in self.stops]
-        builds = dict.fromkeys(e.build for e in self.commit_edges if e.build)
+        builds = dict.fromkeys(s.span.build for s in searched if s.span.build)
         lines += [f"Commits built with {build}." for build in builds]
         return " ".join([*lines, f"{counts}."])
 
@@ -237,6 +199,8 @@ class WindowResult:
             "",
             *summary,
             "",
+            f"Window from {mdsafe.text(self.window.source.describe())}.",
+            "",
         ]
         if self.range_note:
             lines += [f"Range: {mdsafe.text(self.range_note)}.", ""]
@@ -262,7 +226,7 @@ class WindowResult:
             "last_broken": self.last_broken,
             "unknown_between": list(fixed.between),
             "runs": self.runs,
-            "probes": [asdict(r) for r in window.runs],
+            "probes": [asdict(r) for r in self.release_runs],
             "candidates": asdict(self.candidates),
             "base": self.base,
             "seconds": self.seconds,
@@ -276,13 +240,14 @@ class WindowResult:
             "conclusive_runs": sum(1 for r in self.probes if r.conclusive and not r.cached),
             "window": {
                 "seen": window.seen,
-                "introduced": asdict(window.introduced),
-                "fixed": asdict(fixed),
+                "introduced": window.introduced.to_json(),
+                "fixed": fixed.to_json(),
                 "untried": [list(pair) for pair in window.untried],
-                "known_broken": window.known_broken,
+                "known_broken": window.source.known_broken,
                 "line": self.window_line(),
+                "source": window.source.describe(),
             },
-            "commit_edges": [_commit_edge(e) for e in self.commit_edges],
+            "commit_edges": [_searched(s) for s in self.searched()],
             "stops": list(self.stops),
             "decide": list(self.decide(self.shim)),
             "lanes": [
@@ -291,22 +256,23 @@ class WindowResult:
                     "version": p.version,
                     "commit": p.commit,
                     "place": str(p.place),
-                    "says": p.says,
+                    "says": p.sentence(),
                 }
                 for p in self.lanes
             ],
         }
 
 
-def _commit_edge(edge: CommitEdge) -> dict[str, Any]:
+def _searched(searched: Searched) -> dict[str, Any]:
+    span = searched.span
     return {
-        "kind": edge.kind,
-        "releases": list(edge.releases),
-        "tags": list(edge.tags),
-        "edge": asdict(edge.edge),
-        "commit": asdict(edge.commit) if edge.commit is not None else None,
-        "commits": edge.commits,
-        "runs": [asdict(r) for r in edge.runs],
-        "branch": edge.branch,
-        "build": edge.build,
+        "kind": str(span.kind),
+        "releases": list(searched.releases),
+        "tags": list(span.tags),
+        "edge": span.to_json(),
+        "commit": asdict(span.commit) if span.commit is not None else None,
+        "commits": span.count,
+        "runs": [asdict(r) for r in searched.runs],
+        "branch": searched.branch,
+        "build": span.build,
     }

@@ -427,7 +427,8 @@ def _edit(work: Path, request: _BumpRequest, out: _Work) -> str | None:
         out.lanes = bumps
         return None
     if request.run_suites:
-        bumps = _run_suites(work, bumps, after, list(request.records), request.say, out)
+        records = ran_on(request.records, before)
+        bumps = _run_suites(work, bumps, after, records, request.say, out)
         bumps = _find_breaks(work, request, bumps, after, old_bytes)
     out.lanes = bumps
     return _commit_message(bumps, request.cutoff)
@@ -547,7 +548,7 @@ def bump(
     selected = [lane.name for lane in lanefile.select(all_lanes, list(o.lanes))]
     upgrades = o.packages
     cutoff = cutoff_for(now, o.cooldown_days)
-    base_commit, base_branch = proposals.base_of(repo, o.base, o.pr_base)
+    base_commit, base_branch = _committed_base(repo, o, all_lanes)
     branch = branch_name(selected, not o.lanes, now.date())
     identity = hashlib.sha256(
         json.dumps([base_commit, selected, upgrades, cutoff.isoformat()]).encode()
@@ -593,3 +594,146 @@ def bump(
         )
         result = dataclasses.replace(result, pr_status=status, pr_url=url)
     return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Before the bump: its base holds the adoption; what a lane's outcome was "before"; the dry run
+
+
+def ran_on(
+    records: Iterable[validation.ValidationRecord], lanes: Mapping[str, Lane]
+) -> list[validation.ValidationRecord]:
+    """The records of runs on each lane's lock as it is (its lock inputs' digest): an outcome of
+    another release's lock is no "before" of this one. A record that names no lock (written
+    before records named one) cannot be told apart, and is kept."""
+    kept = []
+    for record in records:
+        lane = lanes.get(record.lane)
+        ran = record.environment.get("lock")
+        if lane is not None and (not ran or ran == lane.digest):
+            kept.append(record)
+    return kept
+
+
+_COMMIT_FIRST = (
+    "commit the adoption first (`git add -A && git commit -m 'Adopt patchlane'`), or pass "
+    "--base naming a commit that holds it"
+)
+
+
+def _committed_base(repo: Path, o: BumpOptions, lanes: Sequence[Lane]) -> tuple[str, str]:
+    """(commit, branch a PR targets) of ``--base``, refused in one line when that commit lacks
+    the lane files the bump re-locks (an adoption not committed yet: the bump's worktree is made
+    from the commit, where they are not)."""
+    git = Git(repo)
+    if o.base == "HEAD" and git.rev_parse("HEAD^{commit}") is None:
+        raise InputError(
+            str(repo), None, "has no commit yet: the bump starts from one", _COMMIT_FIRST
+        )
+    base_commit, base_branch = proposals.base_of(repo, o.base, o.pr_base)
+    # lane files as the project (the repository's top) names them
+    inside = sorted({lane.file for lane in lanes if lane.file})
+    held = set(
+        git.run("ls-tree", "-r", "--name-only", revs=[base_commit], paths=inside).split("\n")
+    )
+    missing = [path for path in inside if path not in held]
+    if missing:
+        raise InputError(
+            missing[0],
+            None,
+            f"is not in {base_commit[:12]} ({o.base}), the commit the bump branch starts from"
+            + (f" (nor are {len(missing) - 1} more lane files)" if len(missing) > 1 else ""),
+            _COMMIT_FIRST,
+        )
+    return base_commit, base_branch
+
+
+@dataclass(frozen=True)
+class BumpPlan:
+    """What ``bump --dry-run`` found: the lanes that would move and how, what the bumped lanes'
+    suites would run, where the branch and its pull request would go — nothing written."""
+
+    branch: str
+    base: str
+    cutoff: str
+    lanes: tuple[LaneBump, ...]
+    # (lane, the shims and guards its suites would run, why they would not run here: "" when
+    # they would)
+    runs: tuple[tuple[str, tuple[str, ...], str], ...]
+    # where the pull request would be opened; "" when it would not be
+    pull_request: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "dry_run": True,
+            "branch": self.branch,
+            "base": self.base,
+            "cutoff": self.cutoff,
+            "lanes": [
+                {
+                    "lane": lane.lane,
+                    "status": lane.status.value,
+                    "why": lane.why,
+                    "changes": [change.to_json() for change in lane.changes],
+                }
+                for lane in self.lanes
+            ],
+            "runs": [
+                {"lane": lane, "subjects": list(subjects), "skipped": why or None}
+                for lane, subjects, why in self.runs
+            ],
+            "pull_request": self.pull_request or None,
+        }
+
+
+def dry_run(
+    root: Path,
+    options: BumpOptions = DEFAULT_BUMP,
+    *,
+    say: Callable[[str], None] = lambda line: None,
+) -> BumpPlan:
+    """What :func:`bump` would do, without a branch or a pull request: the same roll and re-lock
+    in a scratch worktree of the base commit (removed after), the suites not run but named."""
+    o = options
+    if o.cooldown_days < 0:
+        raise InputError(None, "--cooldown", "must be zero or more days", "e.g. --cooldown 7")
+    repo = toplevel(root)
+    now = o.now or times.now()
+    all_lanes = lanefile.project_lanes(Project(repo))
+    selected = [lane.name for lane in lanefile.select(all_lanes, list(o.lanes))]
+    cutoff = cutoff_for(now, o.cooldown_days)
+    base_commit, _ = _committed_base(repo, o, all_lanes)
+    work_state = _Work()
+    with proposals.session(repo), proposals.scratch_worktree(repo, base_commit, "bump") as work:
+        request = _BumpRequest(
+            tuple(selected), o.packages, cutoff, False, base_commit, (), say, None, o.mirrors,
+            o.host, o.culprit_budget, repo,
+        )  # fmt: skip
+        _edit(work, request, work_state)
+        lanes = {lane.name: lane for lane in lanefile.project_lanes(Project(work))}
+        guards = tuple(Project(work).guards().values())
+    bumped = [b.lane for b in work_state.lanes if b.status == BumpStatus.BUMPED]
+    host = runs.Host.detect() if bumped and o.run_suites else None
+    would_run = tuple(
+        (
+            name,
+            (*lanes[name].shims, *(g.id for g in guards_for(lanes[name], guards))),
+            "--no-run"
+            if host is None
+            else (
+                f"needs a CUDA host ({host.description})"
+                if lanes[name].needs_cuda and not host.cuda
+                else ""
+            ),
+        )
+        for name in bumped
+    )
+    return BumpPlan(
+        branch_name(selected, not o.lanes, now.date()),
+        base_commit,
+        cutoff.date().isoformat(),
+        tuple(work_state.lanes),
+        would_run,
+        # a pull request is opened only in a repository named (--repo)
+        o.repository if o.open_pr and bumped and o.repository else "",
+    )

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from retire.core.errors import InputError
 from retire.evidence.floor import Floor, floor_map
-from retire.evidence.window import Place
+from retire.history.edge import Place
 from retire.lanes.model import SHIM_ID, LanePolicy
 from retire.verdicts.model import LaneStep, LaneVerdict
 
@@ -44,7 +44,7 @@ class DropPlan:
     lanes: tuple[LaneVerdict, ...] | None = None
     # the lanes that keep the shim, with why (hold, blocked, keep, unknown)
     keeping: tuple[LaneVerdict, ...] = ()
-    # where the bug was fixed upstream, when the recorded runs say (retire.mirrors.recorded): the
+    # where the bug was fixed upstream, when the bug's window says (retire.history): the
     # first clean release, and the commit with its pull request where a mirror ordered them
     first_released: str | None = None
     fix_commit: str | None = None

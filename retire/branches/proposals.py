@@ -312,6 +312,21 @@ def _publish(
     return saved
 
 
+@contextlib.contextmanager
+def scratch_worktree(repo: Path, base_commit: str, folder: str) -> Iterator[Path]:
+    """A detached worktree at ``base_commit`` under ``.patchlane/worktrees/``, removed after: a
+    look at what a proposal would change (``bump --dry-run``) — no commit, no branch."""
+    git = Git(repo)
+    work = contained(repo, make_folder(repo / WORKTREES_DIR, within=repo) / folder)
+    try:
+        git.run("worktree", "add", "--detach", "--quiet", str(work), revision(base_commit))
+        yield work
+    finally:
+        git.run("worktree", "remove", "--force", str(work), check=False)
+        shutil.rmtree(work, ignore_errors=True)
+        git.run("worktree", "prune", check=False)
+
+
 def save_body(repo: Path, branch: str, body: str) -> Path:
     """The PR body beside the branch (``.patchlane/prs/<branch>.md``), for a human or a later PR."""
     path = repo / body_path(branch)

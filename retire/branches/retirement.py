@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from retire.branches.dropplan import DropPlan
 from retire.core import mdsafe
-from retire.evidence.branchfix import BranchFix
 from retire.evidence.validation import FIXED, Mode, RunOutcome, ValidationRecord
-from retire.mirrors.recorded import RecordedFix, shim_fix
+from retire.history.mirrored import shim_window
+from retire.history.window import Window
 from retire.mirrors.repo import MirrorRepo
 from retire.verdicts.model import Decision, FlagKind, Verdict
 from shims.model import ShimManifest
@@ -76,20 +76,21 @@ def evidence_markdown(verdict: Verdict, records: Sequence[ValidationRecord]) -> 
     return "\n".join(lines)
 
 
-def _fix(
-    found: RecordedFix | None, branch: BranchFix | None
-) -> tuple[str | None, str | None, int | None]:
-    """(first fixed release, fix commit, its pull request) of the release edge on record, else
-    of the fix on a followed branch the verdict read (in no release, or a release nobody ran)."""
-    if found is not None:
-        commit = found.commit
+def _fix(window: Window | None) -> tuple[str | None, str | None, int | None]:
+    """(first fixed release, fix commit, its pull request) of the window's fixed edge, else of
+    the fix on a followed branch (in no release, or a release nobody ran)."""
+    if window is None:
+        return None, None, None
+    if window.first_fixed is not None:
+        commit = window.fixed.commit
         return (
-            found.first_fixed,
+            window.first_fixed,
             commit.sha if commit is not None else None,
             commit.pull if commit is not None else None,
         )
-    if branch is not None:
-        return branch.released_in, branch.sha, branch.pull
+    branch = window.branch_fix
+    if branch is not None and branch.commit is not None:
+        return branch.released_in, branch.commit.sha, branch.commit.pull
     return None, None, None
 
 
@@ -100,8 +101,9 @@ def plans(
     mirror_of: Callable[[ShimManifest], MirrorRepo | None] | None = None,
 ) -> list[DropPlan]:
     """One auto-drop plan per *retire* or *retire-in-some* verdict that some lane can leave;
-    every other verdict is left alone. Each plan says where the bug was fixed upstream when the
-    records show it (``mirror_of`` opens the target's mirror, to name the fix commit).
+    every other verdict is left alone. Each plan says where the bug was fixed upstream: the
+    verdict's window, else the one reading of ``records`` (``mirror_of`` opens the target's
+    mirror, to name the fix commit).
 
     A verdict without per-lane verdicts although lanes carry the shim (made before lanes were
     judged one by one) gives a plan without lanes: every lane file, as auto-drop always did.
@@ -115,7 +117,8 @@ def plans(
             continue
         manifest = manifests[verdict.shim]
         links = tuple((link.role, link.url) for link in manifest.upstream.links)
-        released, sha, pull = _fix(shim_fix(manifest, records, mirror_of), verdict.branch_fix)
+        window = verdict.window or shim_window(manifest, records, mirror_of)
+        released, sha, pull = _fix(window)
         out.append(
             DropPlan(
                 verdict.shim,

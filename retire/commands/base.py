@@ -27,6 +27,7 @@ from pathlib import Path
 from retire.core.project import Project
 from retire.core.secrets import scrub
 from shims import times
+from shims.tomlreader import close_match
 
 __all__ = [
     "Command",
@@ -243,7 +244,32 @@ def print_error(
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, with usage errors on one line (``patchlane: error: …``) and exit code 2."""
+    """argparse, with usage errors on one line (``patchlane: error: …``) and exit code 2, each
+    pointing at its own command's ``--help`` (``patchlane run --help``), with "did you mean" for a
+    command or an option one typo away; hidden commands (deprecated spellings) are never listed."""
+
+    def parse_args(self, args=None, namespace=None):
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            # the command the words were given to says so, with its own --help
+            chosen = _chosen(self, parsed)
+            chosen.error(
+                f"unrecognized arguments: {' '.join(extras)}{_option_hint(chosen, extras)}"
+            )
+        return parsed
+
+    def _check_value(self, action: argparse.Action, value) -> None:
+        if isinstance(action, argparse._SubParsersAction) and value not in action.choices:
+            # the names --help lists: a parser added without help= (a deprecated alias) is not
+            listed = [choice.dest for choice in action._choices_actions]
+            hint = close_match(str(value), listed)
+            raise argparse.ArgumentError(
+                action,
+                f"no {str(action.metavar or 'command').lower()} {str(value)[:40]!r}"
+                + (f" — did you mean {hint!r}?" if hint else "")
+                + f" (the choices: {', '.join(listed)})",
+            )
+        super()._check_value(action, value)
 
     def error(self, message: str):
         print_error(
@@ -254,6 +280,27 @@ class Parser(argparse.ArgumentParser):
             kind="usage",
         )
         raise SystemExit(ExitCode.BAD_INPUT)
+
+
+def _chosen(parser: argparse.ArgumentParser, parsed: argparse.Namespace):
+    """The innermost command ``parsed`` names (``patchlane pack check``), from ``parser`` down."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            name = getattr(parsed, action.dest, None)
+            if isinstance(name, str) and name in action.choices:
+                return _chosen(action.choices[name], parsed)
+    return parser
+
+
+def _option_hint(parser: argparse.ArgumentParser, words: list[str]) -> str:
+    """The hint ``(did you mean --strict?)`` for the first unknown option one typo away from one of
+    ``parser``'s; "" when none is."""
+    for word in words:
+        if word.startswith("--"):
+            hint = close_match(word.partition("=")[0], parser._option_string_actions)
+            if hint:
+                return f" (did you mean {hint}?)"
+    return ""
 
 
 def add_mirrors_option(parser: argparse.ArgumentParser, *, used_for: str) -> None:

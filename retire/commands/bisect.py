@@ -16,7 +16,7 @@ from retire.bisect.budget import Budget, Meter
 from retire.bisect.job import BisectJob, Executor
 from retire.bisect.prober import Progress
 from retire.bisect.search import NOT_APPLICABLE, UNKNOWN, CandidateRun, Limits, Status
-from retire.bisect.window import DEFAULT_SAMPLE, EdgeState
+from retire.bisect.window import DEFAULT_SAMPLE
 from retire.commands import bisectjob
 from retire.commands.base import (
     Command,
@@ -33,6 +33,7 @@ from retire.core import uv
 from retire.core.errors import InputError, PatchlaneError
 from retire.core.project import Project
 from retire.evidence.values import ProbeFailure
+from retire.history.edge import EdgeState
 from retire.runs.isolation import Isolation
 from retire.verdicts.actions import Bisect
 
@@ -265,9 +266,10 @@ def bisection(project: Project, job: BisectJob, meter: Meter | None = None) -> W
     one, shared by its bisections; :class:`retire.bisect.Meter`)."""
     # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.bisect import list_releases, project_bounds
-    from retire.bisect.placing import lane_places
     from retire.bisect.sources import index_source
     from retire.bisect.transitions import bisect_window
+    from retire.history.mirrored import lane_targets
+    from retire.history.place import place
     from retire.runs.packing import on_gpus
 
     manifest = _manifest(project, job.shim)
@@ -311,7 +313,8 @@ def bisection(project: Project, job: BisectJob, meter: Meter | None = None) -> W
         search = on_gpus(manifest.reproducer.gpu_needs, search, say=lambda line: say(f"  {line}"))
     progress = _Said(distribution, meter)
     result = search(manifest, versions, job, source=source, progress=progress)
-    return replace(result, lanes=lane_places(project, manifest, result, source))
+    targets = lane_targets(project, manifest, result.window, source.repo)
+    return replace(result, lanes=tuple(place(result.window, target) for target in targets))
 
 
 def _capped(project: Project, job: BisectJob) -> tuple[WindowResult, str | None]:
@@ -366,13 +369,14 @@ def run(project: Project, args: argparse.Namespace) -> int:
         emit_json({**result.to_dict(), "summary": result.summary(), "stopped": stopped})
         return _exit(result)
     say(result.summary())
+    say(f"window from {result.window.source.describe()}")
     if stopped:
         say(f"stopped before its end: {stopped}")
     if result.floor:
         say(f"proposed retirement floor: {result.floor}")
-    if (fixed := result.fix_commit) is not None and result.first_fixed:
+    if (fixed := result.window.fixed.commit) is not None and result.first_fixed:
         say(f"fixed by {fixed.describe()}, first released in {result.first_fixed}")
-    elif (branch := result.unreleased) is not None and branch.commit is not None:
+    elif (branch := result.window.branch_fix) is not None and branch.commit is not None:
         say(f"fixed on {branch.branch} at {branch.commit.describe()}, in no release yet")
     window = result.window
     # the range was cut below (evidence, --since): where it came in lies further down
@@ -382,10 +386,10 @@ def run(project: Project, args: argparse.Namespace) -> int:
             "`--all` searches the older releases for the one that brought the bug in"
         )
     for lane in result.lanes:
-        say(lane.says)
+        say(lane.sentence())
     for step in result.decide(args.shim):
         say(f"to decide it: {step}")
-    for run in result.window.runs:
+    for run in result.release_runs:
         if run.state in (NOT_APPLICABLE, UNKNOWN):
             say(f"{run.state}: {run.version} ({run.outcome}) {run.detail}")
     for reason in dict.fromkeys(edge.unbuilt for edge in result.unbuilt):

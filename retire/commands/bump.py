@@ -25,6 +25,7 @@ from retire.core.project import Project
 
 if TYPE_CHECKING:
     from retire.bisect.budget import Budget
+    from retire.branches.options import BumpOptions
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -47,6 +48,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--no-run", action="store_true", help="do not run the shim suites on the bumped locks"
     )
     p.add_argument("--no-pr", action="store_true", help="make the branch only")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="make no branch and no pull request, write nothing: print what would move (each "
+        "lane's version changes) and what the suites would run",
+    )
     p.add_argument("--repo", help="owner/name to open the pull request in (with a GITHUB_TOKEN)")
     p.add_argument("--api-url", help="code host REST API base URL")
     add_mirrors_option(p, used_for="the lanes pinned to revisions")
@@ -100,6 +107,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
         host=host,
         culprit_budget=_culprit_budget(args),
     )
+    if args.dry_run:
+        return _dry_run(project, options, json=args.json)
     result = bump(project.root, options, say=lambda line: say(line, level=Level.PROGRESS))
     for lane in result.lanes:
         for culprit in lane.culprits:
@@ -131,6 +140,34 @@ def run(project: Project, args: argparse.Namespace) -> int:
             {"lane": lane, "shim": shim} for lane, shim in result.retirement_candidates
         ]
         emit_json(document)
+    return ExitCode.OK
+
+
+def _dry_run(project: Project, options: BumpOptions, *, json: bool) -> int:
+    """``bump --dry-run``: what would move and what would run, one line each; nothing written."""
+    # deferred: `patchlane --help` does not load it, and start-up time counts
+    from retire.branches.bump import dry_run
+
+    plan = dry_run(project.root, options, say=lambda line: say(line, level=Level.PROGRESS))
+    say("dry run: no branch, no pull request, nothing written")
+    for lane in plan.lanes:
+        moved = f"{len(lane.changes)} package(s) would change" if lane.changes else lane.why
+        say(f"  {'would bump' if lane.changes else lane.status:<10} {lane.lane}: {moved}")
+        for change in lane.changes:
+            say(f"      {change.name} {change.old or '—'} → {change.new or '—'} ({change.kind})")
+    for name, subjects, skipped in plan.runs:
+        ran = ", ".join(subjects) or "no shim or guard"
+        say(f"  would run  {name}: {ran}" + (f" — not here: {skipped}" if skipped else ""))
+    if any(lane.changes for lane in plan.lanes):
+        say(
+            f"would make branch {plan.branch} from {plan.base[:12]} (nothing uploaded after "
+            f"{plan.cutoff})"
+            + (f", and open its pull request in {plan.pull_request}" if plan.pull_request else "")
+        )
+    else:
+        say("would make no branch: no lane has anything newer to take")
+    if json:
+        emit_json(plan.to_json())
     return ExitCode.OK
 
 

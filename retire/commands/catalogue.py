@@ -68,17 +68,29 @@ def to_json(rows) -> list[dict]:
     ]
 
 
+def _guards_json(rows, states) -> list[dict]:
+    """The guards' rows: a shim's row, with ``guard`` their standing (word and why)."""
+    return [
+        {**row, "guard": {"word": states[row["id"]].word, "why": states[row["id"]].why}}
+        for row in to_json(rows)
+    ]
+
+
 def run(project: Project, args: argparse.Namespace) -> int:
     # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.report.catalogue import build, render_markdown
+    from retire.runs.guardstate import guard_states
 
-    rows = build(
-        project.manifests().values(), validation.load(args.validation or project.validation)
-    )
+    records = validation.load(args.validation or project.validation)
+    rows = build(project.manifests().values(), records)
+    # the retired shims whose reproducers still run, with where each stands
+    guards = project.guards()
+    states = guard_states(guards.values(), records)
+    standing = [(guards[key], states[key]) for key in sorted(guards)]
     if args.json:
-        emit_json(to_json(rows))
+        emit_json(to_json(rows) + _guards_json(build(guards.values(), records), states))
         return ExitCode.OK
-    text = render_markdown(rows)
+    text = render_markdown(rows, standing)
     if args.output:
         # inside the project, never through a link on the way; elsewhere, where the user said
         output = project.output_file(args.output)

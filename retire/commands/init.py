@@ -101,9 +101,11 @@ def run(project: Project, args: argparse.Namespace) -> int:
         f"initialised {shown(root)} (patchlane from {source.engine}): {len(plan.create)} file(s) "
         f"created, {len(plan.edit)} edited" + (f", {len(locked)} lane(s) locked" if locked else "")
     )
+    # `cd .` is no step: named only when the project is another folder
+    here = shown(root) == "."
     say(
-        f"next: cd {shown(root)} && patchlane shim new my_fix && nox -s lock && "
-        "nox -s lane -- --strict"
+        f"next: {'' if here else f'cd {shown(root)} && '}patchlane shim new my_fix && nox -s lock "
+        "&& nox -s lane -- --strict"
     )
     return ExitCode.OK
 

@@ -101,7 +101,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
         ),
     )
     if args.json:
-        for note in written.report.notes:
+        for note in (*written.report.notes, *written.report.advice):
             say(f"patchlane: note: {note}", err=True)
         emit_text(written.json_text)
     else:

@@ -120,12 +120,39 @@ def run_list(project: Project, args: argparse.Namespace) -> int:
                 return ExitCode.OK
     # This process activates the project's catalogue, never whatever the installed package holds.
     os.environ[shims.PATH_ENV] = str(project.shims_dir)
-    found = listing.rows(probe=args.probe)
+    found = [*listing.rows(probe=args.probe), *_guard_rows(project)]
     if args.json:
         emit_json(found)
     else:
         say(listing.table(found))
     return ExitCode.OK
+
+
+def _guard_rows(project: Project) -> list[dict[str, object]]:
+    """A row per guard (a retired shim: the runtime never activates it), its standing from the
+    records: ``guard`` in the state column, the word (holding, regressed, …) in ``guard``."""
+    # deferred: `patchlane --help` does not load it, and start-up time counts
+    from retire.evidence import validation
+    from retire.runs.guardstate import guard_states
+    from shims import __main__ as listing
+
+    guards = project.guards()
+    if not guards:
+        return []
+    states = guard_states(guards.values(), validation.load(project.validation))
+    return [
+        {
+            "id": guard.id,
+            "fix_class": guard.fix_class,
+            "target": guard.target.module,
+            "distribution": guard.target.distribution,
+            "installed": None,
+            "state": listing.GUARD,
+            "reason": states[guard.id].why,
+            "guard": states[guard.id].word,
+        }
+        for guard in sorted(guards.values(), key=lambda m: m.id)
+    ]
 
 
 def _owner(project: Project) -> str | None:
@@ -141,6 +168,7 @@ def _owner(project: Project) -> str | None:
 def run_new(project: Project, args: argparse.Namespace) -> int:
     """``shim new ID``: the scaffolded files, written at once or not at all."""
     # deferred: `patchlane --help` does not load it, and start-up time counts
+    from retire.scaffold.ignored import still_ignored
     from retire.scaffold.shim import no_lane_installs, plan_shim, write_shim
 
     plan = plan_shim(
@@ -156,6 +184,9 @@ def run_new(project: Project, args: argparse.Namespace) -> int:
     distribution = tomllib.loads(manifest)["target"]["distribution"]
     if warning := no_lane_installs(project, distribution, sorted(plan.edit)):
         say(f"warning: {warning}")
+    # a shop's `*.toml` rule would keep the manifest out of every commit (and every CI checkout)
+    for note in still_ignored(project.root, sorted(plan.create)):
+        say(f"warning: {note}")
     if args.json:
         emit_json(
             {

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from string import Template
 
 from retire.core import mdsafe
-from retire.mirrors.recorded import RecordedFix
+from retire.history.window import Window
 from retire.packs.model import CATEGORIES, Pack, PackSpec, Searched
 from shims.model import ShimManifest
 
@@ -216,7 +216,7 @@ TEMPLATES: dict[str, Template] = {
 assert set(TEMPLATES) == set(CATEGORIES)
 
 
-def _state_line(spec: PackSpec, fix: RecordedFix | None = None) -> str:
+def _state_line(spec: PackSpec, fix: Window | None = None) -> str:
     up = spec.upstream
     searched = f" (searched {up.searched.isoformat()})" if up.searched else ""
     if up.state == Searched.NEW_REPORT:
@@ -236,7 +236,7 @@ def _state_line(spec: PackSpec, fix: RecordedFix | None = None) -> str:
             if part
         )
         # the recorded runs' own answer, with the fix commit where a mirror ordered them
-        recorded = f"; our runs without the shim: {fix.markdown()}" if fix is not None else ""
+        recorded = f"; our runs without the shim: {fix.markdown()}" if fix and fix.seen else ""
         return (
             f"**Upstream state:** already fixed upstream ({where}){recorded}; kept as regression "
             f"coverage, not filed."
@@ -252,11 +252,11 @@ def _needs(manifest: ShimManifest) -> str:
 
 
 def render(
-    manifest: ShimManifest, spec: PackSpec, reproducer_lines: int, fix: RecordedFix | None = None
+    manifest: ShimManifest, spec: PackSpec, reproducer_lines: int, fix: Window | None = None
 ) -> Pack:
     """The pack for ``manifest`` as ``spec`` describes it; the reproducer is referenced, never
     pasted. ``fix``: the shim's fixed edge as the recorded runs show it (an already-fixed pack's
-    upstream state cites it, and its fix commit: sha, subject, pull request)."""
+    upstream state cites it, and its fix commit: sha, subject, pull request: retire.history)."""
     reproducer_name = manifest.reproducer.path.name
     kind = "regression" if spec.already_fixed else ("comment" if spec.is_comment else spec.kind)
     title = codify(manifest.title)

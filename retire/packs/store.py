@@ -25,7 +25,8 @@ from retire.core.atomic import atomic_write, locked
 from retire.core.errors import InputError
 from retire.core.project import Project, contained
 from retire.evidence import validation
-from retire.mirrors.recorded import RecordedFix, shim_fix
+from retire.history.mirrored import shim_window
+from retire.history.window import Window
 from retire.mirrors.repo import MirrorRepo, open_mirror
 from retire.mirrors.resolve import Unresolved, project_repository
 from retire.packs.checks import (
@@ -169,13 +170,13 @@ def load_pack(root: str | Path, pack_id: str) -> LoadedPack:
     )
     reproducer_text = tomlreader.read_text(reproducer, _display(root, reproducer), missing_ok=True)
     lines = len(reproducer_text.splitlines()) if reproducer_text is not None else 0
-    fix = _recorded_fix(root, manifest, spec.repository) if spec.already_fixed else None
+    fix = _recorded_window(root, manifest, spec.repository) if spec.already_fixed else None
     return LoadedPack(manifest, render(manifest, spec, lines, fix), reproducer_text)
 
 
-def _recorded_fix(root: Path, manifest: ShimManifest, repository: str) -> RecordedFix | None:
-    """The shim's fixed edge as the project's recorded runs show it, with the fix commit where
-    the target's mirror is on this host — found as every command finds it
+def _recorded_window(root: Path, manifest: ShimManifest, repository: str) -> Window | None:
+    """The shim's window as the project's recorded runs show it (retire.history), the fix commit
+    named where the target's mirror is on this host — found as every command finds it
     (:mod:`retire.mirrors.resolve`: a lane revision, a link, the pack's ``repository``, a mirror
     named as the package) — what an already-fixed pack's upstream state cites. A validation
     manifest or mirror setting that cannot be read cites nothing (the checklist and `patchlane
@@ -195,7 +196,7 @@ def _recorded_fix(root: Path, manifest: ShimManifest, repository: str) -> Record
         opened = open_mirror(found.mirror, project.mirror_cache)
         return opened if isinstance(opened, MirrorRepo) else None
 
-    return shim_fix(manifest, records, mirror_of)
+    return shim_window(manifest, records, mirror_of)
 
 
 def load_deny(root: str | Path) -> tuple[DenyRule, ...]:

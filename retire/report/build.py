@@ -9,8 +9,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from retire.evidence.validation import PROVING, ShimOutcome, ValidationRecord
+from retire.history.reading import read
+from retire.history.window import Window
 from retire.lanes.model import Lane
-from retire.mirrors.recorded import RecordedFix, recorded_fix
 from retire.probes.records import is_bisection
 from retire.report.model import (
     BURNDOWN_WEEKS,
@@ -201,7 +202,7 @@ def _row(
     previous_broken: frozenset[tuple[str, str]] | None,
     records_failure: str | None,
     proof: Proof,
-    window: RecordedFix | None = None,
+    window: Window | None = None,
 ) -> ShimEntry:
     last_proven, last_run = _last_runs(runs.by_shim.get(manifest.id, []), records_failure)
     broken = runs.broken.get(manifest.id, ())
@@ -227,13 +228,20 @@ def _row(
 
 
 def _window(
-    manifest: ShimManifest, runs: _Runs, windows: Mapping[str, RecordedFix | None] | None
-) -> RecordedFix | None:
-    """The shim's window: as given (read with a mirror), else from its release runs."""
+    manifest: ShimManifest,
+    verdict: Verdict,
+    runs: _Runs,
+    windows: Mapping[str, Window | None] | None,
+) -> Window | None:
+    """The shim's window: the verdict's (the one value, read with the target's mirror by the
+    gather); for a verdict made elsewhere, as given (read with a mirror), else the one reading of
+    its runs."""
+    if verdict.window is not None:
+        return verdict.window
     if windows is not None and manifest.id in windows:
         return windows[manifest.id]
     mine = runs.by_shim.get(manifest.id, [])
-    return recorded_fix(mine, manifest.id, manifest.target.distribution)
+    return read(mine, manifest.id, manifest.target.distribution)
 
 
 def _headline(rows: Sequence[ShimEntry]) -> Headline:
@@ -269,15 +277,16 @@ def build(
     previous: PreviousReport | None = None,
     history: Iterable[BurnPoint] = (),
     notes: Sequence[str] = (),
+    advice: Sequence[str] = (),
     records_failure: str | None = None,
     filing_queue: str | None = None,
     bisections: Bisections | None = None,
-    windows: Mapping[str, RecordedFix | None] | None = None,
+    windows: Mapping[str, Window | None] | None = None,
 ) -> Report:
     """The report for ``week`` (pure). ``records_failure`` says why no records could be read:
     then no row is called "never run" (that would be a claim the report cannot make).
-    ``windows`` gives a shim's window read with its target's mirror (the fix commit); a shim it
-    does not name gets the window its release runs show."""
+    A row's window is its verdict's; for a verdict without one, ``windows`` gives it read with
+    its target's mirror (the fix commit), else the row reads its runs."""
     week = parse_week(week)
     as_of = min(now.date(), week_bounds(week)[1])
     ordered = sorted(manifests, key=lambda m: m.id)
@@ -295,7 +304,7 @@ def build(
             previous_broken=previous.broken if previous is not None else None,
             records_failure=records_failure,
             proof=proof,
-            window=_window(manifest, runs, windows),
+            window=_window(manifest, verdict, runs, windows),
         )
         for manifest, verdict, proof in zip(ordered, chosen, proofs, strict=True)
     )
@@ -311,6 +320,7 @@ def build(
         changes=_changes(previous, rows, runs.matrix),
         burndown=merge_burndown(history, current),
         notes=tuple(notes),
+        advice=tuple(advice),
         filing_queue=filing_queue,
         bisections=bisections,
     )

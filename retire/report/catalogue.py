@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from retire.evidence.validation import FAULTED, FIXED, PROVING, Mode, RunOutcome, ValidationRecord
+from retire.runs.guardstate import GuardState
 from shims.model import ShimManifest
 
 __all__ = ["CatalogueRow", "LaneProof", "build", "render_markdown"]
@@ -119,8 +120,11 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def render_markdown(rows: Sequence[CatalogueRow]) -> str:
-    """The catalogue table plus one proof paragraph per shim, as GitHub Markdown."""
+def render_markdown(
+    rows: Sequence[CatalogueRow], guards: Sequence[tuple[ShimManifest, GuardState]] = ()
+) -> str:
+    """The catalogue table plus one proof paragraph per shim, then the guards (retired shims whose
+    reproducers still run) with their standing, as GitHub Markdown."""
     out = [
         "# Shim catalogue",
         "",
@@ -173,4 +177,26 @@ def render_markdown(rows: Sequence[CatalogueRow]) -> str:
                 f"with → {p.with_ or 'not run'} — {p.verdict}"
             )
         out.append("")
+    out += _guards_markdown(guards)
     return "\n".join(out).rstrip() + "\n"
+
+
+def _guards_markdown(guards: Sequence[tuple[ShimManifest, GuardState]]) -> list[str]:
+    """The guards' table: each retired shim whose reproducer still runs, and where it stands."""
+    if not guards:
+        return []
+    out = [
+        "## Guards",
+        "",
+        (
+            "Retired shims whose reproducers still run without a shim in the lanes that carried "
+            "them (`patchlane shim restore ID` brings a regressed one back)."
+        ),
+        "",
+        "| guard | title | standing | why |",
+        "|---|---|---|---|",
+    ]
+    for manifest, state in guards:
+        word = f"**{state.word}**" if state.word == "regressed" else state.word
+        out.append(f"| `{manifest.id}` | {_cell(manifest.title)} | {word} | {_cell(state.why)} |")
+    return [*out, ""]

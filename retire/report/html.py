@@ -97,6 +97,9 @@ section {
 blockquote.warning, blockquote.note {
   background: #fff7ed; border: 1px solid #fdba74; border-radius: 8px; margin: 0; padding: 4px 14px;
 }
+/* advice (nothing is wrong: what the report cannot show yet) reads as advice, not as a warning */
+blockquote.note { background: var(--wash); border-color: #cbd5e1; color: var(--muted); }
+section#advice { background: none; border: 0; padding: 0; }
 .tag {
   display: inline-block; padding: 0 7px; border-radius: 999px; font-size: 12px; font-weight: 600;
   white-space: nowrap;
@@ -152,8 +155,13 @@ footer { color: var(--muted); font-size: 12px; text-align: center; }
   main { padding: 12px 10px 32px; }
   header h1 { font-size: 21px; }
   section { padding: 12px; }
-  .cards { grid-template-columns: repeat(2, 1fr); }
-  .card .n { font-size: 28px; }
+  /* the counters in two short rows, so that what needs doing starts on the first screen */
+  .cards { grid-template-columns: repeat(3, 1fr); gap: 6px; }
+  .card { padding: 6px 8px; border-top-width: 3px; }
+  .card .n { font-size: 20px; }
+  .card .l { font-size: 12px; line-height: 1.25; }
+  .stats { font-size: 12px; margin: -10px 0 12px; }
+  section { margin: 0 0 12px; }
   table.rows, table.rows tbody, table.rows tr, table.rows td { display: block; width: 100%; }
   table.rows thead { display: none; }
   table.rows tr { border-bottom: 1px solid var(--line); padding: 6px 0; }

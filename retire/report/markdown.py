@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from retire.report import regressions
 from retire.report.evidence import summarise_verdict
-from retire.report.model import SCHEMA, Bisections, Report, ShimEntry
+from retire.report.model import SCHEMA, Bisections, Report, ShimEntry, lane_next
 from retire.report.sections import MARKER, SECTIONS, View, cell_text
 from retire.verdicts.model import Verdict
 
@@ -43,6 +43,7 @@ def to_json(report: Report) -> dict[str, object]:
         "as_of": report.as_of.isoformat(),
         "headline": h.to_json(),
         "notes": list(report.notes),
+        "advice": list(report.advice),
         "shims": [_row_json(row) for row in report.rows],
         "lanes": [
             {"name": lane, "defined": lane in report.matrix.defined} for lane in report.matrix.lanes
@@ -213,6 +214,23 @@ def bisections_text(done: Bisections) -> list[str]:
     return lines
 
 
+def _urgent_text(report: Report) -> list[str]:
+    """The regressions (a guard's bug back, a shim newly broken) and the blocked lanes, first in
+    the terminal as in the documents; nothing when there are none."""
+    lines = []
+    for r in report.regressions:
+        what = "REGRESSED: guard" if r.kind == "guard-regressed" else "newly broken:"
+        then = f" — {r.culprit}" if r.culprit else ""
+        lines.append(f"{what} {r.subject} in lane {r.lane}{then}")
+        if r.action:
+            lines.append(f"  next: {r.action}")
+    blocked = report.blocked
+    if blocked:
+        lines.append(f"blocked ({len(blocked)}):")
+        lines += [f"  {row.shim} on {lane.lane}: {lane_next(lane)}" for row, lane in blocked]
+    return lines
+
+
 def short_text(report: Report, written: list[str] | tuple[str, ...] = ()) -> str:
     """What a person reads in the terminal: the headline and the shims that need attention."""
     h = report.headline
@@ -223,7 +241,9 @@ def short_text(report: Report, written: list[str] | tuple[str, ...] = ()) -> str
             f"{h.newly_broken} newly broken, {h.unknown} unknown evidence"
         ),
     ]
-    for note in report.notes:
+    # what broke again and what is blocked lead: the most urgent news of the week
+    lines += _urgent_text(report)
+    for note in (*report.notes, *report.advice):
         lines.append(f"note: {note}")
     rows = report.attention
     if rows:
@@ -235,7 +255,7 @@ def short_text(report: Report, written: list[str] | tuple[str, ...] = ()) -> str
             lines.append(f"  {row.shim:<{width}}  {'; '.join(row.attention)} — {why}")
             if row.verdict.action:
                 lines.append(f"  {'':<{width}}  next: {row.verdict.action}")
-    else:
+    elif not report.regressions and not report.blocked:
         lines.append("nothing needs attention")
     if report.changes.previous_week and not report.changes.empty:
         c = report.changes

@@ -46,7 +46,7 @@ from retire.verdicts.model import Decision, FlagKind, LaneStep, LaneVerdict, Ver
 from shims.model import ShimManifest
 
 if TYPE_CHECKING:
-    from retire.mirrors.recorded import RecordedFix
+    from retire.history.window import Window
     from retire.report.regressions import Regression
 
 __all__ = [
@@ -77,7 +77,8 @@ __all__ = [
 
 #: Version of the JSON layout; a previous report of another schema is still read where it can be.
 #: 3: per-lane verdicts (``lane_verdicts`` per shim, ``blocked``), ``bisections``.
-SCHEMA = 3
+#: 4: each shim's ``window`` is the bug's window (retire.history ``Window.to_json``).
+SCHEMA = 4
 #: Matrix outcomes in legend order (what runs.judge says, plus "not-run").
 CELL_OUTCOMES = tuple(ShimOutcome)
 #: Longest burn-down kept (three years of weekly points).
@@ -244,8 +245,9 @@ class ShimEntry:
     newly_broken_lanes: tuple[str, ...] = ()
     # why no lane proves the shim (retire.runs.proof), None when one does
     unproven: str | None = None
-    # the bug's fixed edge as the recorded runs show it (retire.mirrors.recorded), None when not
-    window: RecordedFix | None = None
+    # the bug's window (retire.history): the verdict's, else the one reading of the records (a
+    # verdict made elsewhere); None when no run without the shim counts
+    window: Window | None = None
 
     @property
     def shim(self) -> str:
@@ -510,6 +512,9 @@ class Report:
     burndown: tuple[BurnPoint, ...]
     # faults met while gathering (bad previous report, unreadable records …)
     notes: tuple[str, ...] = ()
+    # what the report cannot show yet and why, nothing wrong (no commit touches shims/ yet,
+    # evidence from the cache only): advice, after what needs a person
+    advice: tuple[str, ...] = ()
     # Markdown of retire.packs, when that module exists
     filing_queue: str | None = None
     # the candidate bisections run for this report (None: none were asked for)

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from retire.core import mdsafe
+from retire.history.edge import EdgeState
 from retire.report import regressions, vocabulary
 from retire.report.blocks import Block, lines_of
 from retire.report.mdhtml import code_spans
@@ -225,13 +226,21 @@ def _notes(report: Report, view: View) -> Lines | None:
     return ["> [!WARNING]", *[f"> {cell_text(note)}  " for note in report.notes]]
 
 
+def _advice(report: Report, view: View) -> Lines | None:
+    # advice, not a warning: nothing is wrong, the report says what it cannot show yet
+    if not report.advice:
+        return None
+    return ["> [!NOTE]", *[f"> {cell_text(note)}  " for note in report.advice]]
+
+
 def _trimmed(report: Report, view: View) -> Lines | None:
     return [f"> [!NOTE]\n> {view.note}"] if view.note else None
 
 
-def _blocked(report: Report, view: View) -> Lines:
+def _blocked(report: Report, view: View) -> Lines | None:
+    # nothing blocked: no section (an empty card would push the to-do down)
     if not report.blocked:
-        return ["None: no lane's raise is blocked."]
+        return None
     rows = [
         f"| `{row.shim}` | {cell_text(lane.lane)} | "
         + (", ".join(code_cell(str(f)) for f in lane.floors) or "—")
@@ -423,15 +432,21 @@ def _shims(report: Report, view: View) -> Blocks:
 
 
 def _window(row: ShimEntry) -> str:
-    """The bug's window as the recorded runs show it, one line under the verdict's why (a fix on
-    a followed branch, in no release yet, when no release edge is on record)."""
-    fix = row.verdict.branch_fix
-    if row.window is None and fix is not None:
-        return f"<br>**Window:** {cell_text(fix.describe(), 240)}"
-    if row.window is None:
+    """The bug's window (retire.history: the verdict's), one line under the verdict's why, and
+    where it came from; nothing when the runs pin neither edge and no branch fixed it (the
+    verdict's why already says what ran)."""
+    window = row.window
+    pinned = (EdgeState.FOUND, EdgeState.UNPINNED)
+    if window is None or not window.seen:
+        return ""
+    edges = (window.introduced, window.fixed)
+    if window.branch_fix is None and not any(edge.state in pinned for edge in edges):
         return ""
     # a commit's subject is the upstream's text: inert in the cell
-    return f"<br>**Window:** {cell_text(row.window.line(), 240)}"
+    return (
+        f"<br>**Window:** {cell_text(window.line(), 240)}"
+        f"<br>*{cell_text(window.source.describe(), 160)}*"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -636,7 +651,7 @@ def _shim_evidence(report: Report, row: ShimEntry, shared: set[tuple[str, str]])
 
 
 #: Every section, in the order both documents show them. What needs a person comes first: a
-#: section for regressions goes right after the notes.
+#: section for regressions goes right after the notes; advice (nothing wrong) after the to-do.
 SECTIONS: tuple[Section, ...] = (
     Section("title", _titled(""), _title),
     Section("regressions", _titled("Regressions"), _regressions, lambda r: len(r.regressions)),
@@ -646,6 +661,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("blocked", _titled("Blocked"), _blocked, count=lambda r: len(r.blocked)),
     Section.drawn("ready", _titled("Ready to retire"), _ready, count=lambda r: len(r.ready)),
     Section.drawn("attention", _titled("Needs attention"), _attention, lambda r: len(r.attention)),
+    Section("advice", _titled(""), _advice),
     Section("across", _titled("Across shims"), _shared, count=lambda r: len(r.shared_flags)),
     Section("lanes", _titled("Retirement per lane"), _per_lane),
     Section("matrix", _titled("Lane × shim matrix"), _matrix),

@@ -42,8 +42,8 @@ from shims import times
 
 if TYPE_CHECKING:
     from retire.evidence.validation import ValidationRecord
+    from retire.history.window import Window
     from retire.lanes.model import Lane
-    from retire.mirrors.recorded import RecordedFix
     from retire.mirrors.repo import MirrorRepo
     from retire.packs.store import QueueEntry
     from shims.model import ShimManifest
@@ -129,6 +129,10 @@ def _engine_gather() -> Gather:
     return gather
 
 
+#: The note of a report made with ``--no-probe`` (advice on the page: it is what was asked for).
+CACHE_ONLY = "evidence from the cache only (--no-probe): whatever was never fetched is unknown"
+
+
 def gather_verdicts(
     project: Project,
     manifests: Sequence[ShimManifest],
@@ -156,9 +160,7 @@ def gather_verdicts(
         # a trial re-lock asks the index: with no request at all, a raise stays "not re-locked"
         options["resolve"] = False
         options.setdefault("policy", RetryPolicy(attempts=1, json_attempts=1))
-        notes.append(
-            "evidence from the cache only (--no-probe): whatever was never fetched is unknown"
-        )
+        notes.append(CACHE_ONLY)
     try:
         verdicts = list(
             run(manifests, lanes, project.locks_dir, records_path, GatherOptions(**options))
@@ -229,17 +231,16 @@ def _out_dir(project: Project, out: str | Path | None) -> tuple[Path, Path]:
 
 def _history(
     project: Project, out_dir: Path, label: str, now: _dt.datetime
-) -> tuple[report_model.PreviousReport | None, list[report_model.BurnPoint], list[str]]:
-    """The previous report, the burn-down so far (git's counts, then the reports'), and notes."""
+) -> tuple[report_model.PreviousReport | None, list[report_model.BurnPoint], list[str], list[str]]:
+    """The previous report, the burn-down so far (git's counts, then the reports'), notes, and
+    why git's counts are missing (advice, not a fault: empty when they are not)."""
     from retire.report.history import git_burndown, read_previous_reports, report_points
 
     history = read_previous_reports(out_dir, label)
-    notes = list(history.notes)
     as_of = min(now.date(), report_model.week_bounds(label)[1])
     git_points, git_note = git_burndown(project.root, until=as_of)
-    if git_note:
-        notes.append(git_note)
-    return history.previous, [*git_points, *report_points(history.reports)], notes
+    points = [*git_points, *report_points(history.reports)]
+    return history.previous, points, list(history.notes), [git_note] if git_note else []
 
 
 def _render(
@@ -283,6 +284,15 @@ def _settled() -> Iterator[None]:
             gc.unfreeze()
 
 
+def _sort_notes(said: Sequence[str], notes: list[str], advice: list[str]) -> None:
+    """Each note gathering said, once, among the faults or the advice (evidence from the cache
+    only is what was asked for: advice, not a fault)."""
+    for note in said:
+        into = advice if note == CACHE_ONLY else notes
+        if note not in into:
+            into.append(note)
+
+
 def generate(
     project: Project,
     *,
@@ -310,19 +320,15 @@ def generate(
     out_dir, within = _out_dir(project, out)
     manifests, lanes = list(project.manifests().values()), lanefile.project_lanes(project)
     records_file = Path(records_path) if records_path else project.validation
-    notes: list[str] = []
+    # faults, and advice (nothing wrong: what the report cannot show yet)
+    notes, advice = list[str](), list[str]()
 
     def gathered() -> list[Verdict]:
         found, gather_notes = gather_verdicts(
-            project,
-            manifests,
-            lanes,
-            records_file,
-            probe=probe,
-            gather=gather,
+            project, manifests, lanes, records_file, probe=probe, gather=gather,
             **(gather_options or {}),
-        )
-        notes.extend(note for note in gather_notes if note not in notes)
+        )  # fmt: skip
+        _sort_notes(gather_notes, notes, advice)
         return found
 
     given = verdicts is not None
@@ -334,11 +340,11 @@ def generate(
     records, records_problem = _records(records_file)
     if records_problem:
         notes.append(f"validation records unreadable, runs left out: {records_problem}")
-    previous, history, history_notes = _history(project, out_dir, label, now)
+    previous, history, history_notes, git_advice = _history(project, out_dir, label, now)
     notes += history_notes
+    advice += git_advice
     queue, queue_note = filing_queue_section(project, packs)
-    if queue_note:
-        notes.append(queue_note)
+    notes += [queue_note] if queue_note else []
     report = report_build.build(
         manifests,
         lanes,
@@ -349,10 +355,11 @@ def generate(
         previous=previous,
         history=history,
         notes=notes,
+        advice=advice,
         records_failure=records_problem,
         filing_queue=queue,
         bisections=bisections,
-        windows=_windows(project, manifests, records),
+        windows=_windows(project, manifests, records, verdicts),
     )
     report = _with_regressions(project, report, records, records_file)
     markdown, page, json_text = _render(report, out_dir, lanes, project.root)
@@ -366,17 +373,22 @@ def generate(
 
 
 def _windows(
-    project: Project, manifests: Sequence[ShimManifest], records: Sequence[ValidationRecord]
-) -> dict[str, RecordedFix | None]:
-    """Each shim's window as the records show it, the fix commit named where its target is
-    mirrored on this host (retire.mirrors.recorded)."""
+    project: Project,
+    manifests: Sequence[ShimManifest],
+    records: Sequence[ValidationRecord],
+    verdicts: Sequence[Verdict],
+) -> dict[str, Window | None]:
+    """The window of each shim whose verdict carries none (verdicts made elsewhere): the one
+    reading of the records, the fix commit named where the target is mirrored on this host
+    (retire.history.mirrored). A gathered verdict's window is the row's as it is."""
     from retire.bisect.sources import project_source
-    from retire.mirrors.recorded import shim_fix
+    from retire.history.mirrored import shim_window
 
     def mirror_of(manifest: ShimManifest) -> MirrorRepo | None:
         return project_source(project, manifest).repo
 
-    return {m.id: shim_fix(m, records, mirror_of) for m in manifests}
+    carried = {v.shim for v in verdicts if v.window is not None}
+    return {m.id: shim_window(m, records, mirror_of) for m in manifests if m.id not in carried}
 
 
 def _with_regressions(

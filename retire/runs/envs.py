@@ -24,6 +24,7 @@ import enum
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -207,7 +208,7 @@ def build_lock(
         os.close(descriptor)
 
 
-def _venv(path: Path, python: str) -> Path:
+def _venv(path: Path, python: str, lane: Lane | None = None) -> Path:
     interpreter = path / "bin" / "python"
     if interpreter.exists() and (path / "pyvenv.cfg").exists():
         return interpreter
@@ -219,14 +220,44 @@ def _venv(path: Path, python: str) -> Path:
         )
     except BuildError as exc:
         # blame the interpreter only when uv did
-        if "no interpreter found" in exc.detail.lower() or "no python" in exc.detail.lower():
-            raise BuildError(
-                f"{exc} (is Python {python} installed? uv looks on PATH and in its own "
-                "installations)",
-                exc.detail,
-            ) from None
+        if _NO_PYTHON.search(exc.detail):
+            raise BuildError(no_python(python, exc.detail, lane), exc.detail) from None
         raise
     return interpreter
+
+
+# what uv says when it has no interpreter for a version: none at all, a download it may not make,
+# or one on PATH that does not run (a pyenv shim for a version pyenv has not activated: exit 127)
+_NO_PYTHON = re.compile(
+    r"no interpreter found|no python|failed to inspect python interpreter|no download found"
+    r"|failed to download",
+    re.IGNORECASE,
+)
+
+
+def no_python(python: str, detail: str, lane: Lane | None = None) -> str:
+    """One line for a lane whose Python uv cannot find: which Python, what uv found instead, and
+    the three ways to provide it (pyenv, ``uv python install``, another ``python =``)."""
+    said = uv.failure_lines(detail)
+    first = said[0].removeprefix("error: ") if said else "uv found none"
+    # pyenv's shim names the versions that have the command: one of them, activated, is the fix
+    listed = re.search(r"exists in these Python versions:\n((?:[ \t]+[0-9][^\s]*\n?)+)", detail)
+    versions = listed[1].split() if listed else []
+    pyenv = (
+        f"`export PYENV_VERSION=$(pyenv version-name):{versions[-1]}` (pyenv has "
+        f"{', '.join(versions)})"
+        if versions
+        else "a pyenv version in PYENV_VERSION"
+    )
+    if lane is None:
+        where, who = "the lane's file", "this needs"
+    else:
+        where, who = lane.file or f"lanes/{lane.name}.toml", f"lane {lane.name} needs"
+    return (
+        f"{who} Python {python}, which uv cannot find here ({first}) — is Python {python} "
+        f"installed? Provide it: {pyenv}, or `uv python install {python}`, or write "
+        f'`python = "X.Y"` in {where} for a Python this host has'
+    )
 
 
 def link_base(purelib: str | Path, site_dirs: list[str], name: str = BASE_PTH_NAME) -> None:
@@ -459,7 +490,7 @@ def _make_venv(plan: _Plan) -> _Venv:
         lock = plan.parse_lock()
         to_sync, synced = overlay_lock(lock, base["packages"])
     else:
-        python = _venv(plan.path, plan.lane.python)
+        python = _venv(plan.path, plan.lane.python, plan.lane)
     if plan.wheelhouse is not None or plan.sources:
         if lock is None:
             lock = plan.parse_lock()

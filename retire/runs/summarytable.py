@@ -3,8 +3,9 @@ cell, within 100 columns. Pure.
 
 Shims down and lanes across while that fits; with many lanes, one row per lane listing its shims
 by outcome. A skipped cell carries a mark whose legend line says why (each reason once, however
-many cells it holds for), and a cell whose without-shim run skipped while its with-shim run
-printed FIX_VALIDATED reads ``mitigated``, not ``skipped``: the shim's mitigation is in effect.
+many cells it holds for), a lane that did not run says why once with every lane it holds for,
+and a cell whose without-shim run skipped while its with-shim run printed FIX_VALIDATED reads
+``mitigated``, not ``skipped``: the shim's mitigation is in effect.
 """
 
 from __future__ import annotations
@@ -83,28 +84,39 @@ def _down(runs: Sequence[LaneRun], words: _Words) -> list[str]:
 
 
 def _legend(runs: Sequence[LaneRun], words: _Words) -> list[str]:
-    lines = []
-    for reason, mark in words.reasons.items():
-        lines += textwrap.wrap(
-            f"skipped{str(mark).translate(_SUPERSCRIPT)}: {reason}", WIDTH, subsequent_indent="  "
-        )
-    if MITIGATED in words.words.values():
-        lines += textwrap.wrap(
-            f"{MITIGATED}: skipped without the shim here, but the with-shim run printed "
-            "FIX_VALIDATED: the shim's mitigation is in effect",
-            WIDTH,
-            subsequent_indent="  ",
-        )
+    # a reason several lanes share (13 lanes need a CUDA host) is said once, naming them: on its
+    # cells' legend line when their cells say it too
+    idle: dict[tuple[str, str], list[str]] = {}
     for run in runs:
         if run.status != LaneStatus.RAN:
-            lines += textwrap.wrap(f"{run.lane}: {run.status} — {run.why}", WIDTH)
+            idle.setdefault((str(run.status), run.why), []).append(run.lane)
+    lines = []
+    for reason, mark in words.reasons.items():
+        lanes = idle.get((str(LaneStatus.SKIPPED), reason), [])
+        shared = f" — {len(lanes)} lanes: {', '.join(lanes)}" if len(lanes) > 1 else ""
+        if shared:
+            del idle[(str(LaneStatus.SKIPPED), reason)]
+        lines += _wrapped(f"skipped{str(mark).translate(_SUPERSCRIPT)}: {reason}{shared}")
+    if MITIGATED in words.words.values():
+        lines += _wrapped(
+            f"{MITIGATED}: skipped without the shim here, but the with-shim run printed "
+            "FIX_VALIDATED: the shim's mitigation is in effect"
+        )
+    for (status, why), lanes in idle.items():
+        if len(lanes) == 1:
+            lines += _wrapped(f"{lanes[0]}: {status} — {why}")
+        else:
+            lines += _wrapped(f"{len(lanes)} lanes {status} — {why}: {', '.join(lanes)}")
     # a regressed guard is the loudest line: the lane fails for it (retire.runs.guards)
     for run in runs:
         for found in run.guards:
             word = "REGRESSED" if found.outcome == "regressed" else str(found.outcome)
-            line = f"guard {found.guard} in lane {run.lane}: {word} — {found.why}"
-            lines += textwrap.wrap(line, WIDTH, subsequent_indent="  ")
+            lines += _wrapped(f"guard {found.guard} in lane {run.lane}: {word} — {found.why}")
     return lines
+
+
+def _wrapped(line: str) -> list[str]:
+    return textwrap.wrap(line, WIDTH, subsequent_indent="  ", break_on_hyphens=False)
 
 
 def summary_table(runs: Sequence[LaneRun]) -> str:

@@ -10,6 +10,7 @@ is a note saying which rule and what to do.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from retire.core.git import Git, GitError
@@ -29,11 +30,13 @@ def _ignored(root: Path, paths: list[str]) -> dict[str, str]:
 
 
 def _negation(path: str) -> str:
-    """The ``.gitignore`` line that lets git commit ``path`` again (every lane's lock for one)."""
+    """The ``.gitignore`` line that lets git commit ``path`` again: every lane's lock for one,
+    and for a path that names a kind of file (``lanes/<lane>.toml``, ``reports/<week>.json``)
+    every file of that kind."""
     parts = path.split("/")
     if len(parts) == 3 and parts[0] == "locks" and parts[2] == "pylock.toml":
         return f"!/{LOCKS}"
-    return f"!/{path}"
+    return "!/" + re.sub(r"<[a-z]+>", "*", path)
 
 
 def negations(root: Path, paths: list[str]) -> tuple[list[str], list[str]]:

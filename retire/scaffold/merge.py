@@ -17,11 +17,23 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SESSIONS", "Merged", "merge_noxfile", "merge_precommit"]
+__all__ = ["SESSIONS", "Merged", "import_lines", "merge_noxfile", "merge_precommit"]
 
 #: The sessions a shop's noxfile imports from retire.sessions.
 SESSIONS = ("bump", "lane", "lanes", "lock", "retire", "summary")
-_IMPORT = f"from retire.sessions import {', '.join(SESSIONS)}  # noqa: F401 - patchlane's sessions"
+
+
+def import_lines(names: tuple[str, ...] | list[str] = SESSIONS) -> list[str]:
+    """The sessions' import, one name a line with a trailing comma: black (at any line length),
+    ruff format and isort's black profile keep it as it is, and the ``noqa`` on its first line
+    is where ruff and flake8 look for it."""
+    return [
+        "from retire.sessions import (  # noqa: F401 - patchlane's nox sessions",
+        *(f"    {name}," for name in names),
+        ")",
+    ]
+
+
 _HOOK_IDS = ("patchlane-lock-check", "patchlane-manifest-check")
 # a pre-commit config names a few anchors at most; past this, the file is not read
 _MAX_ALIASES = 32
@@ -50,7 +62,7 @@ def merge_noxfile(
     """``text`` with the sessions' import inserted where its imports are, sorted as isort (ruff's
     I001) sorts them (``first_party``: the modules of the shop's own folder), and ``requirement``
     added to a PEP 723 script block's dependencies; or why not."""
-    by_hand = _IMPORT + "\n"
+    by_hand = "".join(f"{line}\n" for line in import_lines())
     try:
         tree = ast.parse(text, filename=name)
     # a file nested too deeply for the parser (or this interpreter's stack) is one line too
@@ -60,7 +72,7 @@ def merge_noxfile(
             if isinstance(exc, MemoryError | RecursionError)
             else str(exc)
         )
-        return Merged(None, f"{name} does not parse ({problem}); add this line to it", by_hand)
+        return Merged(None, f"{name} does not parse ({problem}); add these lines to it", by_hand)
     imported = any(
         isinstance(node, ast.ImportFrom) and node.module == "retire.sessions"
         for node in ast.walk(tree)
@@ -71,7 +83,6 @@ def merge_noxfile(
     # a name is what registers it)
     clash = sorted(_defined(tree) & set(SESSIONS))
     imported_names = [session for session in SESSIONS if session not in clash]
-    line = _IMPORT.replace(", ".join(SESSIONS), ", ".join(imported_names))
     notes: list[str] = []
     if clash:
         named = ", ".join(clash)
@@ -84,7 +95,11 @@ def merge_noxfile(
     if lines and not lines[-1].endswith(("\n", "\r")):
         lines[-1] += newline
     at, before, after = _import_place(tree, lines, first_party)
-    block = [newline] * before + [line + newline] + [newline] * after
+    block = (
+        [newline] * before
+        + [line + newline for line in import_lines(imported_names)]
+        + [newline] * after
+    )
     lines = [*lines[:at], *block, *lines[at:]]
     if requirement and (script := _script_dependencies(lines, requirement, newline)) is not None:
         # run as a script (`uv run --script`): its environment needs patchlane too

@@ -1,10 +1,11 @@
 """``patchlane init``: a working patchlane project in a folder (new or existing).
 
 The plan creates ``patchlane.toml``, ``lanes/cpu.toml`` (one CPU lane, pure Python), ``shims/``,
-``locks/``, ``validation/manifest.jsonl``, ``noxfile.py``, two workflows and
-``.pre-commit-config.yaml`` with patchlane's hooks, and a README section. In a repository that has
-them already, ``README.md`` gets the section appended (once), ``.gitignore`` the state folders,
-``noxfile.py`` one import line and ``.pre-commit-config.yaml`` one ``repos:`` entry
+``locks/``, ``validation/manifest.jsonl``, ``reports/`` (committed), ``noxfile.py``, the weekly
+loop's three workflows (the lanes, the lock bump's pull request, the report and its tracking issue)
+and ``.pre-commit-config.yaml`` with patchlane's hooks, and a README section. In a repository that
+has them already, ``README.md`` gets the section appended (once), ``.gitignore`` the state folders,
+``noxfile.py`` one import and ``.pre-commit-config.yaml`` one ``repos:`` entry
 (:mod:`retire.scaffold.merge`); what cannot be appended safely is a note with the lines to add.
 
 Every file that names patchlane names it from one :class:`~retire.scaffold.source.Source`
@@ -25,14 +26,29 @@ from retire.lanes.model import PYTHON_VERSION
 from retire.scaffold import Plan, newline_of, raw_text, template
 from retire.scaffold.ignored import negations
 from retire.scaffold.merge import Merged, merge_noxfile, merge_precommit
-from retire.scaffold.source import Source
+from retire.scaffold.source import Source, pip_note
 
-__all__ = ["committed", "hooks_entry", "indented", "plan_init", "template_values"]
+__all__ = [
+    "committed",
+    "hooks_entry",
+    "indented",
+    "local_note",
+    "plan_init",
+    "template_values",
+]
 
 _README_HEADING = "## Patch lane"
 _IGNORED = (".patchlane/", ".nox/")
-# the lock init makes (or `nox -s lock` makes later): committed like the files init writes
+# the lock init makes (or `nox -s lock` makes later), the files `shim new` and the next lanes
+# add, and the weekly report's: committed like the files init writes (next week's report reads
+# this week's JSON); a shop's `*.toml` or `*.json` rule must not keep them out
 _LOCK = "locks/cpu/pylock.toml"
+_LATER = (
+    "lanes/<lane>.toml",
+    "shims/<shim>/manifest.toml",
+    "shims/<shim>/pack.toml",
+    *(f"reports/<week>.{kind}" for kind in ("md", "html", "json")),
+)
 
 
 def template_values(source: Source, action: str | None, python: str) -> dict[str, str]:
@@ -106,6 +122,8 @@ def plan_init(
         "validation/manifest.jsonl": "",
         ".github/workflows/patchlane-lanes.yml": template("project/lanes.yml", **values),
         ".github/workflows/patchlane-report.yml": template("project/weekly-report.yml", **values),
+        ".github/workflows/patchlane-bump.yml": template("project/bump.yml", **values),
+        "reports/README.md": template("project/reports-README.md"),
     }
     edit: dict[str, str] = {}
     notes: list[str] = []
@@ -133,18 +151,38 @@ def plan_init(
         else:
             notes.append(merged.note + (":\n" + merged.lines.rstrip("\n") if merged.lines else ""))
     _readme(root, values, create, edit)
-    unignore, ignored_notes = negations(root, sorted({*create, *edit, ".gitignore", _LOCK}))
+    unignore, ignored_notes = negations(
+        root, sorted({*create, *edit, ".gitignore", _LOCK, *_LATER})
+    )
     notes.extend(ignored_notes)
     _gitignore(root, create, edit, unignore)
     if source.local_only:
-        notes.append(
-            f"patchlane comes from {source.local_only}, which only this machine has: the "
-            "workflows and the hooks name that path, and no CI runner or other clone can install "
-            "from it — put the wheel in this repository and re-point to that copy (`patchlane init "
-            "--repoint --from PATH`), or to a git URL and a ref (--from "
-            "git+https://HOST/OWNER/patchlane@v0.1.0)"
-        )
+        notes.append(local_note(source))
+    if pip := pip_note(source, _pip_version()):
+        notes.append(pip)
     return Plan(root, create, edit, tuple(notes))
+
+
+def _pip_version() -> str | None:
+    """The pip of the Python running patchlane: the one the README's install line runs."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("pip")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def local_note(source: Source) -> str:
+    """The note for a source only this machine has (a wheel or checkout outside the repository,
+    a ``git+file://`` clone): what it breaks, and the one command that re-points every file."""
+    return (
+        f"patchlane comes from {source.local_only}, which only this machine has: the "
+        "workflows and the hooks name that path, and no CI runner or other clone can install "
+        "from it — re-point them with `patchlane init --repoint --from NEW`, NEW a git URL and "
+        "a ref (git+https://HOST/OWNER/patchlane@v0.1.0), an index requirement "
+        '("patchlane[engine]==0.1.0") or a wheel committed in this repository (vendor/…whl)'
+    )
 
 
 def _first_party(root: Path) -> frozenset[str]:
@@ -197,8 +235,9 @@ def _readme(root: Path, values: dict[str, str], create: dict, edit: dict) -> Non
 
 
 def committed(plan: Plan) -> list[str]:
-    """Every file of ``plan`` meant to be committed, and the lane's lock."""
-    return sorted({*plan.create, *plan.edit, _LOCK})
+    """Every file of ``plan`` meant to be committed, the lane's lock, and the kinds of file the
+    project adds later (a lane, a shim's manifest, the weekly report's files)."""
+    return sorted({*plan.create, *plan.edit, _LOCK, *_LATER})
 
 
 def _gitignore(root: Path, create: dict, edit: dict, unignore: list[str]) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from retire.core.errors import InputError
 from retire.scaffold import Plan, raw_text
-from retire.scaffold.project import hooks_entry, indented, template_values
+from retire.scaffold.project import hooks_entry, indented, local_note, template_values
 from retire.scaffold.source import Source, from_ci_engine
 
 __all__ = ["plan_repoint"]
@@ -26,6 +26,7 @@ _LANES = ".github/workflows/patchlane-lanes.yml"
 _FILES = (
     _LANES,
     ".github/workflows/patchlane-report.yml",
+    ".github/workflows/patchlane-bump.yml",
     ".pre-commit-config.yaml",
     "README.md",
     "noxfile.py",
@@ -125,4 +126,7 @@ def plan_repoint(root: Path, source: Source, *, action: str | None = None) -> Pl
                 f"{name} still names {old.engine} at line {', '.join(map(str, left))} (edited by "
                 f"hand?) — change it to {source.engine}"
             )
+    if source.local_only:
+        # re-pointed to a place only this machine has: said as init says it
+        notes.append(local_note(source))
     return Plan(root, {}, edit, tuple(notes))

@@ -200,6 +200,11 @@ def write_shim(plan: Plan, shim_id: str) -> list[str]:
                 dir=make_folder(folder.parent, within=root), prefix=f".{shim_id}.", suffix=".new"
             )
         )
+        # mkdtemp makes it 0700 (private while it fills); the shim's folder is the umask's, as
+        # `mkdir` would make it: every clone, CI runner and colleague reads it
+        umask = os.umask(0)
+        os.umask(umask)
+        building.chmod(0o777 & ~umask)
         for relative, text in plan.create.items():
             target = building / (root / relative).relative_to(folder)
             os.replace(stage(target, text, within=root), target)

@@ -32,12 +32,14 @@ from packaging.utils import canonicalize_name
 from retire.core.errors import InputError
 
 __all__ = [
+    "PIP_FOR_GIT_FILE",
     "Source",
     "SourceKind",
     "from_ci_engine",
     "installed_source",
     "parse_action",
     "parse_source",
+    "pip_note",
 ]
 
 _NAME = "patchlane"
@@ -165,6 +167,8 @@ def _git(text: str) -> Source:
         repository=repository,
         rev=ref,
         action=action,
+        # a clone on this machine: no runner and no other clone has that path
+        local_only=unquote(location) if parts.scheme.lower() == "file" else "",
     )
 
 
@@ -207,6 +211,30 @@ def _path(path: Path, root: Path) -> Source:
         _requirement("", path.as_uri()),
         engine,
         local_only=str(path),
+    )
+
+
+#: The first pip that reads a ``git+file:///…`` URL (no host) with an extra: older ones (Python
+#: 3.11's and 3.12's bundled 23.2) say "Invalid requirement"; ``git+file://localhost/…`` they read.
+PIP_FOR_GIT_FILE = (24, 1)
+
+
+def pip_note(source: Source, pip_version: str | None) -> str:
+    """What to do when ``pip_version`` (this Python's pip) cannot install ``source`` as the
+    README and the hooks name it; "" when it can (or there is no pip to ask)."""
+    if source.kind != SourceKind.GIT or "@ git+file:///" not in source.engine or not pip_version:
+        return ""
+    try:
+        found = tuple(int(part) for part in pip_version.split(".")[:2])
+    except ValueError:
+        return ""
+    if found >= PIP_FOR_GIT_FILE:
+        return ""
+    wanted = ".".join(map(str, PIP_FOR_GIT_FILE))
+    return (
+        f"this Python's pip {pip_version} cannot install {source.engine!r} (pip {wanted} or later "
+        "reads a git+file:/// URL with an extra): run `python -m pip install -U pip`, or name the "
+        "clone git+file://localhost/…, which every pip reads"
     )
 
 

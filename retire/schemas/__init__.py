@@ -14,8 +14,8 @@ __all__ = ["DOCUMENTS", "ERROR", "load", "names"]
 
 #: The command (its words, as typed after ``patchlane``) → the schema(s) of what ``--json`` prints.
 #: ``lock`` prints one document when locking and another with ``--check``; ``retire`` prints the
-#: report without ``--apply`` and the proposals with it. ``python -m shims --json`` prints the rows
-#: of ``patchlane shim list --json``.
+#: report without ``--apply`` and the proposals with it; ``bump --dry-run`` what a bump would do.
+#: ``python -m shims --json`` prints the rows of ``patchlane shim list --json``.
 DOCUMENTS: dict[str, tuple[str, ...]] = {
     "init": ("init",),
     "lanes": ("lanes",),
@@ -32,7 +32,7 @@ DOCUMENTS: dict[str, tuple[str, ...]] = {
     "bisect": ("bisect",),
     "report": ("report",),
     "retire": ("report", "retire-apply"),
-    "bump": ("bump",),
+    "bump": ("bump", "bump-dry-run"),
     "culprit": ("culprit",),
     "pack check": ("pack-check",),
     "pack plan": ("pack-plan",),

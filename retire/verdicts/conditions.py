@@ -8,8 +8,11 @@
   mirror's tags if there is one, else the first release uploaded after the merge that was the
   newest version when it appeared stands in (a backport to an old branch is passed over).
 - ``commit-in-tag``: a release tag of the local mirror contains the commit.
-- ``reproducer-clean``: the latest without-shim runs printed FIX_VALIDATED and every run that
-  reproduced the bug was on an older version; floor = the oldest clean version.
+- ``reproducer-clean``: the bug's window (every recorded run without the shim, the bug winning
+  where runs disagree) has a fixed edge: floor = the first clean release after the last broken
+  one (clean runs before the window never lower it). Still broken at the newest release run, or
+  clean releases between broken ones (the runs disagree), fails; no run reproduced the bug at
+  all: floor = the oldest clean release.
 
 A mirror that is behind (the index has a release the mirror has no tag for) never makes a
 condition fail: it is undecided, and the action says to sync the mirror.
@@ -34,7 +37,7 @@ from retire.evidence.values import (
     ReleaseList,
     TagContainment,
 )
-from retire.verdicts.execution import first_clean, ordering
+from retire.verdicts.execution import from_window
 from retire.verdicts.model import ConditionResult, ConditionState, ExecutionState, ShimEvidence
 from retire.verdicts.used import Used
 from shims.model import (
@@ -417,7 +420,9 @@ def _reproducer_clean(dist: str, ev: ShimEvidence, used: Used) -> ConditionResul
             ev.execution.reason,
             action=f"repair the validation manifest: {ev.execution.reason}",
         )
-    found = first_clean(ev.execution, dist, None, ordering(ev.execution, dist, ev.ancestry))
+    # the bug's window, every recorded run read once (retire.history): the floor is the first
+    # clean release after the last broken one
+    found = from_window(ev.window, ev.execution, dist)
     state = _STATE_OF_RUNS[found.state]
     return ConditionResult(
         kind,

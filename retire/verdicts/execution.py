@@ -1,7 +1,7 @@
 """What the recorded runs without the shim say (pure): the strongest evidence there is.
 
 Runs come as an :class:`~retire.evidence.values.ExecutionHistory`: the latest conclusive
-``--mode without`` run per (lane, host). Two readings:
+``--mode without`` run per (lane, host). What they say:
 
 - :func:`newest` — on the newest version any run covers (and at least the newest version a lane
   locks), does the bug reproduce? If it does, the shim is needed, whatever any probe says.
@@ -10,6 +10,8 @@ Runs come as an :class:`~retire.evidence.values.ExecutionHistory`: the latest co
   is to the branch what the newest locked release is to the releases.
 - :func:`first_clean` — restricted to versions inside proposed floors, is there a clean run and
   no run that reproduced the bug? A retirement needs exactly that.
+- :func:`from_window` — what the bug's window (every recorded run, :mod:`retire.history`) proves:
+  the first clean release after the last broken one is the ``reproducer-clean`` floor.
 
 A run on a package built from a revision is placed among releases by git ancestry where a mirror
 answers (:func:`ordering`, :func:`version_of`), by its version label (``0.19.0+027fa4a``) only
@@ -35,6 +37,7 @@ from retire.evidence.values import (
     ExecutionHistory,
     ProbeFailure,
 )
+from retire.history.window import Window
 from retire.verdicts.model import ExecutionState
 
 __all__ = [
@@ -43,6 +46,7 @@ __all__ = [
     "at_branch_tip",
     "built_from",
     "first_clean",
+    "from_window",
     "newest",
     "ordering",
     "runs_phrase",
@@ -60,7 +64,8 @@ CLEAN, BUGGY, NONE = ExecutionState.CLEAN, ExecutionState.BUG, ExecutionState.NO
 class Found:
     state: ExecutionState
     why: str
-    # first_clean: the oldest clean version
+    # first_clean: the oldest clean version inside the floors; from_window: the first clean
+    # release after the last broken one
     floor: Version | None = None
     # newest: the version the state is about
     version: Version | None = None
@@ -206,30 +211,28 @@ def at_branch_tip(
 def first_clean(
     history: ExecutionHistory,
     dist: str,
-    floors: Mapping[str, Version] | None,
+    floors: Mapping[str, Version],
     order: Order | None = None,
 ) -> Found:
-    """Clean runs (and no bug) on the versions that matter: with ``floors``, only runs on releases
-    inside every floor count (a retirement proposes all of them, so each must have been run);
-    without, clean means no run at or above the oldest clean version reproduced the bug."""
-    runs = list(history.runs)
-    if not runs:
+    """Clean runs (and no bug) inside every proposed floor: only runs on releases inside every
+    floor count (a retirement proposes all of them, so each must have been run), and a run there
+    that reproduced the bug blocks it."""
+    if not history.runs:
         return Found(NONE, "no run of the reproducer without the shim is recorded")
-    if floors:
-        runs = [
-            r
-            for r in runs
-            if all(
-                (v := version_of(r, d, order if d == dist else None)) is not None and v >= floor
-                for d, floor in floors.items()
-            )
+    runs = [
+        r
+        for r in history.runs
+        if all(
+            (v := version_of(r, d, order if d == dist else None)) is not None and v >= floor
+            for d, floor in floors.items()
+        )
+    ]
+    if not runs:
+        wanted = ", ".join(f"{d}>={floor}" for d, floor in sorted(floors.items()))
+        seen = sorted({str(v) for r in history.runs if (v := r.version(dist))}) or [
+            "unrecorded versions"
         ]
-        if not runs:
-            wanted = ", ".join(f"{d}>={floor}" for d, floor in sorted(floors.items()))
-            seen = sorted({str(v) for r in history.runs if (v := r.version(dist))}) or [
-                "unrecorded versions"
-            ]
-            return Found(NONE, f"no without-shim run on {wanted} (runs were on {', '.join(seen)})")
+        return Found(NONE, f"no without-shim run on {wanted} (runs were on {', '.join(seen)})")
     # a clean commit that no release contains says nothing about releases
     clean = [
         r
@@ -238,35 +241,66 @@ def first_clean(
         and not (_placed(r, dist, order) and version_of(r, dist, order) is None)
     ]
     bug = [r for r in runs if r.outcome == BUG]
-    if clean:
-        clean_versions = [v for r in clean if (v := version_of(r, dist, order)) is not None]
-        oldest_clean = min(clean_versions) if clean_versions else None
-        newer_bug = [
-            r
-            for r in bug
-            if floors
-            or oldest_clean is None
-            or (v := version_of(r, dist, order)) is None
-            or v >= oldest_clean
-        ]
-        if not newer_bug:
-            return Found(
-                CLEAN,
-                f"FIX_VALIDATED without the shim on {runs_phrase(clean, dist)}",
-                floor=oldest_clean,
-                runs=tuple(clean),
-            )
-        return Found(
-            BUGGY,
-            f"BUG_REPRODUCED without the shim on {runs_phrase(newer_bug, dist)}",
-            runs=tuple(newer_bug),
-        )
     if bug:
         return Found(
             BUGGY, f"BUG_REPRODUCED without the shim on {runs_phrase(bug, dist)}", runs=tuple(bug)
         )
+    if clean:
+        versions = [v for r in clean if (v := version_of(r, dist, order)) is not None]
+        return Found(
+            CLEAN,
+            f"FIX_VALIDATED without the shim on {runs_phrase(clean, dist)}",
+            floor=min(versions) if versions else None,
+            runs=tuple(clean),
+        )
+    return _no_verdict(runs)
+
+
+def _no_verdict(runs: Sequence[ExecutionEvidence]) -> Found:
+    if not runs:
+        return Found(NONE, "no run of the reproducer without the shim is recorded")
     other = runs[-1]
     detail = f": {other.detail}" if other.detail else ""
     return Found(
         NONE, f"the reproducer never ran to a verdict ({other.outcome} on {other.where}{detail})"
+    )
+
+
+def _told(window: Window, item: str | None) -> str:
+    told = next((t for t in window.told if t.item == item), None)
+    return f" ({told.where})" if told is not None and told.where else ""
+
+
+def from_window(window: Window | None, history: ExecutionHistory, dist: str) -> Found:
+    """What the bug's window (:mod:`retire.history`: every recorded run, the bug winning where
+    runs disagree) proves: clean from the first clean release *after* the last broken one — that
+    release is the floor, and clean runs before the window never lower it; still broken at the
+    newest release run (or clean releases between broken ones: the runs disagree) is the bug; no
+    run that reproduced the bug, the oldest clean release."""
+    if window is None:
+        return _no_verdict(history.runs)
+    if not window.seen:
+        if not window.told:
+            return Found(NONE, window.reason)
+        first = window.told[0]
+        return Found(
+            CLEAN,
+            f"FIX_VALIDATED without the shim on {dist} {first.item}{_told(window, first.item)}",
+            floor=Version(first.item),
+        )
+    if not window.monotone:
+        texts = "; ".join(d.text for d in window.disagreements)
+        return Found(BUGGY, f"the runs without the shim disagree: {texts}")
+    last, fixed = window.last_broken, window.first_fixed
+    if fixed is None:
+        return Found(
+            BUGGY,
+            f"BUG_REPRODUCED without the shim on {dist} {last}{_told(window, last)}, the newest "
+            "release run",
+        )
+    return Found(
+        CLEAN,
+        f"FIX_VALIDATED without the shim on {dist} {fixed}{_told(window, fixed)}, the first clean "
+        f"release after {last} (BUG_REPRODUCED{_told(window, last)})",
+        floor=Version(fixed),
     )

@@ -1,11 +1,11 @@
 """Floors the weekly job tightens (pure): the releases nobody ran between the last broken run and
 the first clean one.
 
-A floor proven by execution is the oldest release a run showed clean; it is *minimal* only when
-the release just below it was run and reproduced the bug. When the index lists releases between
-the newest broken run below the floor and the floor itself, and no run covers them, the first
-fixed release may be older than the floor (a hold lane then waits for a release it does not need):
-one bisection between the two closes the gap, and the verdict's ``candidate`` flag names it.
+A floor proven by execution is the first clean release after the last broken one (the bug's
+window, :mod:`retire.history`); it is *minimal* only when no release between the two exists. When
+the index lists releases between them and no run covers them, the first fixed release may be
+older than the floor (a hold lane then waits for a release it does not need): one bisection
+between the two closes the gap, and the verdict's ``candidate`` flag names it.
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
-from retire.evidence.values import ExecutionHistory
-from retire.verdicts.execution import BUG, CLEAN, Order, first_clean, version_of
+from retire.history.window import Window
 
 __all__ = ["FloorGap", "floor_gap"]
 
@@ -42,28 +41,21 @@ class FloorGap:
 
 
 def floor_gap(
-    history: ExecutionHistory,
-    distribution: str,
-    releases: Iterable[Version],
-    order: Order | None = None,
+    window: Window | None, distribution: str, releases: Iterable[Version]
 ) -> FloorGap | None:
-    """The untested releases between the newest broken run below the oldest clean one and that
-    clean one, when the runs prove a floor (no bug at or above it); None when there are none."""
-    found = first_clean(history, distribution, None, order)
-    if found.state != CLEAN or found.floor is None:
+    """The untested ``releases`` between the window's last broken release and the first clean one
+    after it, when the runs prove that floor (a monotone window with a fixed edge); None when
+    there are none."""
+    if window is None or not window.seen or not window.monotone:
         return None
-    floor = found.floor
-    broken = [
-        v
-        for run in history.runs
-        if run.outcome == BUG
-        and (v := version_of(run, distribution, order)) is not None
-        and v < floor
-    ]
-    if not broken:
+    before, after = window.last_broken, window.first_fixed
+    if before is None or after is None:
         return None
-    last = max(broken)
-    ran = {v for run in history.runs if (v := version_of(run, distribution, order)) is not None}
+    try:
+        last, floor = Version(before), Version(after)
+        ran = {Version(item) for item in window.history}
+    except InvalidVersion:
+        return None
     untested = sorted(
         v
         for v in set(releases)

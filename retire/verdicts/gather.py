@@ -33,7 +33,6 @@ import httpx
 
 from retire.core import uv
 from retire.core.secrets import remember
-from retire.evidence.branchfix import BranchFix
 from retire.evidence.floor import Floor, floor_map
 from retire.evidence.values import (
     Ancestry,
@@ -51,7 +50,6 @@ from retire.mirrors.config import MirrorSet
 from retire.probes import codehost
 from retire.probes.codehost import LinkState
 from retire.probes.http import Fetcher, HttpCache, RetryPolicy, make_client
-from retire.verdicts.branchfix import branch_fixes
 from retire.verdicts.jobs import CommitJob, Probes, ReleasesJob, start
 from retire.verdicts.lanes import trial_key
 from retire.verdicts.mirrored import OpenMirrors
@@ -61,6 +59,7 @@ from retire.verdicts.plan import GatherPlan, ShimPlan, Sources, unique
 from retire.verdicts.plan import plan as make_plan
 from retire.verdicts.rules import decide
 from retire.verdicts.served import served_digest
+from retire.verdicts.windows import MirroredWindow, mirrored_windows
 from shims.model import ShimManifest
 
 __all__ = ["GatherOptions", "gather"]
@@ -80,8 +79,8 @@ class Answers:
     tags: dict[tuple[str, str], TagContainment | ProbeFailure] = field(default_factory=dict)
     tips: dict[tuple[str, str], BranchTip | ProbeFailure] = field(default_factory=dict)
     ancestry: dict[tuple[str, str], Ancestry | ProbeFailure] = field(default_factory=dict)
-    # shim → its fix on a followed branch (retire.verdicts.branchfix)
-    branch_fixes: dict[str, BranchFix] = field(default_factory=dict)
+    # shim → its window, commit runs ordered by its target's mirror (retire.verdicts.windows)
+    windows: dict[str, MirroredWindow] = field(default_factory=dict)
 
 
 #: (lane, floors) → the trial re-lock of that lane with those floors raised
@@ -140,7 +139,7 @@ def _merge_commit_jobs(answers: Answers, sources: Sources) -> tuple[CommitJob, .
 
 def _run(plan: GatherPlan, probes: Probes, sources: Sources) -> Answers:
     answers = _first_round(plan, probes)
-    answers.branch_fixes = branch_fixes(plan, probes.mirrors)
+    answers.windows = mirrored_windows(plan, probes.mirrors)
     second = _merge_commit_jobs(answers, sources)
     if second:
         with ThreadPoolExecutor(max_workers=_pool_size(probes.workers, len(second))) as pool:
@@ -175,6 +174,8 @@ def _releases_of(shim: ShimPlan, answers: Answers) -> dict[str, ReleaseList | Pr
 
 
 def _evidence(shim: ShimPlan, plan: GatherPlan, answers: Answers, trials: Trials) -> ShimEvidence:
+    mirrored = answers.windows.get(shim.manifest.id)
+    window = mirrored.window if mirrored is not None else plan.windows.get(shim.manifest.id)
     return ShimEvidence(
         locks={lane.name: plan.locks.get(lane.name) for lane in shim.lanes},
         releases=_releases_of(shim, answers),
@@ -186,8 +187,8 @@ def _evidence(shim: ShimPlan, plan: GatherPlan, answers: Answers, trials: Trials
         commits={lane.name: plan.locked_commits.get(lane.name, {}) for lane in shim.lanes},
         ancestry=answers.ancestry,
         trials=trials,
-        window=plan.windows.get(shim.manifest.id),
-        branch_fix=answers.branch_fixes.get(shim.manifest.id),
+        window=window,
+        contains=mirrored.contains if mirrored is not None else {},
     )
 
 

@@ -17,10 +17,11 @@ the evidence says *retire* with proven floors F, each lane gets a :class:`LaneVe
 - cells of one matrix file share one shim list: they go together or not at all.
 
 Whatever the evidence says, two facts of execution come first: a revision lane whose locked
-commit contains the fix on the branch it follows (``ShimEvidence.branch_fix``, by ancestry) is
-**drop**, a fix in no release included; a lane whose target is before the bug's recorded window
-(``ShimEvidence.window``) is **not-needed** unless the evidence already lets the shim leave it.
-Every lane verdict carries its place against that window.
+commit contains the fix on the branch it follows (the window's ``branch_fix``, by ancestry:
+``ShimEvidence.contains``) is **drop**, a fix in no release included; a lane whose target is
+before the bug's window (``ShimEvidence.window``, placed by :mod:`retire.history.place`) is
+**not-needed** unless the evidence already lets the shim leave it. Every lane verdict carries its
+place against that window.
 
 :func:`derive` turns the lanes back into the shim's decision: retire (every lane can let it go),
 retire-in-some (some can, the why names the others), keep or unknown (none can).
@@ -37,18 +38,18 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from retire.evidence.branchfix import BranchFix
 from retire.evidence.floor import Floor
 from retire.evidence.validation import FIXED, RunOutcome
 from retire.evidence.values import Ancestry, ExecutionEvidence, ExecutionHistory, ProbeFailure
-from retire.evidence.window import Place
+from retire.history.edge import Place
+from retire.history.place import Placement, Target, place
+from retire.history.window import BranchFix
 from retire.lanes.model import Lane, LanePolicy
 from retire.lanes.revisions import Revision
 from retire.verdicts.actions import LockLanes, NextAction, RunLane
 from retire.verdicts.execution import built_from, runs_phrase
 from retire.verdicts.model import Decision, LaneStep, LaneVerdict, ShimEvidence
 from retire.verdicts.used import Used
-from retire.verdicts.windowplace import WindowPlace, by_commit, by_release, unplaced
 
 __all__ = ["ShimRuling", "derive", "lane_steps", "trial_key"]
 
@@ -242,25 +243,29 @@ def _positions(lane: Lane, ruling: ShimRuling, ev: ShimEvidence, used: Used) -> 
     ]
 
 
-def window_place(lane: Lane, dist: str, ev: ShimEvidence, used: Used) -> WindowPlace:
-    """Where ``lane``'s ``dist`` stands against the shim's recorded window
-    (:mod:`retire.verdicts.windowplace`): its locked commit by ancestry, else its locked (or
-    exactly pinned) release."""
+def window_place(lane: Lane, dist: str, ev: ShimEvidence, used: Used) -> Placement:
+    """Where ``lane``'s ``dist`` stands against the shim's window (:mod:`retire.history.place`):
+    its locked commit by ancestry — against the commits the window pins, then among the
+    mirror's release tags — else its locked (or exactly pinned) release."""
     revision = next((r for r in lane.revisions if r.distribution == dist), None)
     if revision is not None:
         commit = ev.commits.get(lane.name, {}).get(dist)
-        if not commit:
-            return unplaced(f"the lane's {dist} commit is not locked")
-        locked = f"{dist} @ {commit[:10]}"
-        if ev.window is None:
-            return unplaced("no recorded window", locked)
+        if not commit or ev.window is None:
+            return place(ev.window, Target(lane.name, dist, None, commit))
         found = _ancestry(ev, revision.repository, commit, used)
-        if not isinstance(found, Ancestry):
-            return unplaced(f"{locked} is not placed among releases", locked)
-        return by_commit(ev.window, found, locked)
+        target = Target(
+            lane.name,
+            dist,
+            None,
+            commit,
+            found if isinstance(found, Ancestry) else None,
+            ev.contains.get(commit, ()),
+            "" if isinstance(found, Ancestry) else f"{commit[:10]} is not placed among releases",
+        )
+        return place(ev.window, target)
     packages = ev.locks.get(lane.name)
     text = packages.get(dist) if packages is not None else _exact_pin(_requirement(lane, dist))
-    return by_release(ev.window, dist, text)
+    return place(ev.window, Target(lane.name, dist, text))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -351,13 +356,13 @@ def _lane_step(lane: Lane, ruling: ShimRuling, ev: ShimEvidence, used: Used) -> 
         return past
     placed = window_place(lane, ruling.dist, ev, used)
     if placed.place != Place.BEFORE or verdict.leaves:
-        fix = ev.branch_fix
+        fix = ruling.branch_fix
         if fix is not None and not verdict.leaves and not _revision_of(lane, ruling.dist, fix):
             # a release lane learns of the fix on the branch (and of its first release)
             verdict = replace(verdict, why=f"{verdict.why}; {fix.describe()}")
         return replace(verdict, window=placed.place)
     why = (
-        f"not needed here now: {placed.why}; the shim stays listed while the lane may move into "
+        f"not needed here now: {placed.says}; the shim stays listed while the lane may move into "
         "the window"
     )
     return _verdict(
@@ -377,11 +382,11 @@ def _past_branch_fix(lane: Lane, ruling: ShimRuling, ev: ShimEvidence) -> LaneVe
     """A revision lane whose locked commit contains the fix on its branch (by ancestry) drops the
     shim there — a fix in no release included — unless a run without the shim on that very
     commit reproduced the bug."""
-    fix, dist = ev.branch_fix, ruling.dist
-    if fix is None or _revision_of(lane, dist, fix) is None:
+    fix, dist = ruling.branch_fix, ruling.dist
+    if fix is None or fix.commit is None or _revision_of(lane, dist, fix) is None:
         return None
     commit = ev.commits.get(lane.name, {}).get(dist)
-    if not commit or fix.reached_by(commit) is not True:
+    if not commit or dict(ev.contains.get(commit, ())).get(fix.commit.sha) is not True:
         return None
     runs = _runs_on(ruling.runs, lambda r: bool((c := r.revision(dist)) and built_from(c, commit)))
     if any(r.outcome == BUG for r in runs):

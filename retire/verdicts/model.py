@@ -12,7 +12,6 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from retire.evidence.branchfix import BranchFix
 from retire.evidence.floor import Floor
 from retire.evidence.values import (
     Ancestry,
@@ -26,7 +25,8 @@ from retire.evidence.values import (
     TagContainment,
     to_json,
 )
-from retire.evidence.window import Place, RecordedWindow
+from retire.history.edge import Place
+from retire.history.window import BranchFix, Window
 from retire.lanes.model import LanePolicy
 from retire.locks.trial import RaiseTrial
 from retire.verdicts.actions import NextAction
@@ -229,10 +229,9 @@ class Verdict:
     lane_verdicts: tuple[LaneVerdict, ...] = ()
     # the commands ``action`` names, as data (a lane to run, a bisection)
     next: tuple[NextAction, ...] = ()
-    # the shim's window on its target's releases, as the recorded runs show it
-    window: RecordedWindow | None = None
-    # the fix on a followed branch, as the recorded commit runs pin it
-    branch_fix: BranchFix | None = None
+    # the shim's window on its target's releases (and commits, where a mirror ordered them), as
+    # every recorded run shows it (retire.history): the one value the report and branches read
+    window: Window | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "decision", Decision(self.decision))
@@ -251,6 +250,11 @@ class Verdict:
     def leaving(self) -> tuple[LaneVerdict, ...]:
         """The lanes a retirement branch edits: those that drop the shim or raise their pins."""
         return tuple(lane for lane in self.lane_verdicts if lane.leaves)
+
+    @property
+    def branch_fix(self) -> BranchFix | None:
+        """The fix on a followed branch, as the recorded commit runs pin it (the window's)."""
+        return self.window.branch_fix if self.window is not None else None
 
     @property
     def reasons(self) -> tuple[str, ...]:
@@ -302,9 +306,10 @@ class ShimEvidence:
     #: (lane, floors) → the trial re-lock of that lane with those floors raised (absent: not
     #: re-locked, e.g. ``verdicts --no-resolve``).
     trials: Mapping[tuple[str, tuple[Floor, ...]], RaiseTrial] = field(default_factory=dict)
-    #: the shim's window on its target's releases, from every recorded run without it (absent:
-    #: not read — every lane's place is then unknown).
-    window: RecordedWindow | None = None
-    #: the fix on a branch a revision lane follows, as the recorded commit runs pin it (absent:
-    #: none, or no mirror to order them).
-    branch_fix: BranchFix | None = None
+    #: the shim's window from every recorded run without it, the commit runs ordered by the
+    #: target's mirror and a fix on a branch a revision lane follows pinned where it has them
+    #: (retire.history; absent: not read — every lane's place is then unknown).
+    window: Window | None = None
+    #: a revision lane's locked commit → (a commit the window pins, whether the locked commit
+    #: contains it), by ancestry in the mirror (absent: not asked — not placed by them).
+    contains: Mapping[str, tuple[tuple[str, bool], ...]] = field(default_factory=dict)

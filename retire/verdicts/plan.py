@@ -20,7 +20,8 @@ from packaging.utils import canonicalize_name
 
 from retire.evidence.validation import ValidationRecord
 from retire.evidence.values import ExecutionHistory, ProbeFailure
-from retire.evidence.window import RecordedWindow, recorded_window
+from retire.history.reading import read
+from retire.history.window import Window
 from retire.lanes.model import IndexSpec, Lane
 from retire.lanes.revisions import vcs_entries
 from retire.locks import locking
@@ -144,6 +145,8 @@ class ShimPlan:
     # the lanes that list the shim
     lanes: tuple[Lane, ...]
     releases: tuple[ReleaseLookup, ...] = ()
+    # the mirrored repositories the target is built from (its revision lanes', its links')
+    repositories: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -171,8 +174,9 @@ class GatherPlan:
     pulls: tuple[PullJob, ...]
     tips: tuple[TipJob, ...]
     ancestry: tuple[AncestryJob, ...] = ()
-    # shim → its window on its target's releases, from every recorded run
-    windows: Mapping[str, RecordedWindow] = field(default_factory=dict)
+    # shim → its window on its target's releases, from every recorded run (retire.history; no
+    # shim when no run counts)
+    windows: Mapping[str, Window] = field(default_factory=dict)
     # every record of the validation manifest (none when it could not be read)
     records: tuple[ValidationRecord, ...] = ()
 
@@ -302,24 +306,22 @@ def plan(
         if not listing[manifest.id]:
             shims.append(ShimPlan(manifest, ()))
             continue
+        urls, mirrored, repositories = _mirrored_links(manifest, sources)
+        target = tuple(_target_repositories(manifest, lanes, repositories, sources))
         shims.append(
             ShimPlan(
                 manifest,
                 listing[manifest.id],
                 _release_lookups(manifest, listing[manifest.id], sources),
+                target,
             )
         )
         commits += _commit_jobs(manifest)
-        urls, mirrored, repositories = _mirrored_links(manifest, sources)
         links += urls
         pulls += mirrored
         tips += _tip_jobs(manifest, histories.get(manifest.id), repositories)
         ancestry += _ancestry_jobs(
-            manifest,
-            listing[manifest.id],
-            locked,
-            histories.get(manifest.id),
-            _target_repositories(manifest, lanes, repositories, sources),
+            manifest, listing[manifest.id], locked, histories.get(manifest.id), target
         )
     return GatherPlan(
         tuple(shims),
@@ -339,9 +341,11 @@ def plan(
 
 def _windows(
     manifests: Sequence[ShimManifest], loaded: Sequence[ValidationRecord] | ProbeFailure
-) -> dict[str, RecordedWindow]:
+) -> dict[str, Window]:
     """Each shim's window on its target's releases, from every recorded run (not only the
-    latest per lane: a lane's older release runs place the window's edges too)."""
+    latest per lane: a lane's older release runs place the window's edges too): the one reading,
+    :func:`retire.history.reading.read` (the gather orders its commit runs by the mirrors)."""
     if isinstance(loaded, ProbeFailure):
         return {}
-    return {m.id: recorded_window(loaded, m.id, m.target.distribution) for m in manifests}
+    found = {m.id: read(loaded, m.id, m.target.distribution) for m in manifests}
+    return {shim: window for shim, window in found.items() if window is not None}

@@ -251,7 +251,10 @@ class _Facts:
 
     @cached_property
     def inside_floors(self) -> Found:
-        """The runs on releases inside every proposed floor."""
+        """The runs on releases inside every proposed floor; with no floor proposed, what the bug's
+        window proves (the first clean release after the last broken one)."""
+        if not self.floors:
+            return execution.from_window(self.evidence.window, self.runs, self.dist)
         return execution.first_clean(
             self.runs, self.checked, self.floors, self.order if self.checked == self.dist else None
         )
@@ -505,6 +508,20 @@ def _conflicts(facts: _Facts, ruling: _Ruling) -> list[Flag]:
     return flags
 
 
+def _disagreements(evidence: ShimEvidence, flags: Sequence[Flag]) -> list[Flag]:
+    """The runs without the shim disagree (one release both broken and clean, a clean release
+    between broken ones): a conflict for a person, whatever the decision (the bug won)."""
+    window = evidence.window
+    if window is None:
+        return []
+    said = " ".join(f.text for f in flags if f.kind == FlagKind.CONFLICT)
+    return [
+        Flag(FlagKind.CONFLICT, f"the runs without the shim disagree: {d.text}")
+        for d in window.disagreements
+        if d.text not in said
+    ]
+
+
 def _newer_releases(facts: _Facts, ruling: _Ruling, used: Used) -> list[Flag]:
     """Keep on the newest run, while the index lists releases newer than any run or lock covers:
     one bisection decides."""
@@ -542,7 +559,7 @@ def _floor_gaps(facts: _Facts, ruling: _Ruling, used: Used) -> list[Flag]:
     if not isinstance(releases, ReleaseList) or not facts.runs.runs:
         return []
     available = [r.version for r in releases.available()]
-    gap = floor_gap(facts.runs, facts.dist, available, facts.order)
+    gap = floor_gap(facts.evidence.window, facts.dist, available)
     if gap is None:
         return []
     used.add(releases)
@@ -586,7 +603,7 @@ def decide(
         ruling.action,
         floor_map(ruling.floors),
         facts.runs,
-        evidence.branch_fix,
+        evidence.window.branch_fix if evidence.window is not None else None,
     )
     lane_verdicts = lane_steps(shim, lanes, evidence, used)
     decision, why, action = derive(shim, lane_verdicts)
@@ -595,6 +612,7 @@ def decide(
         used.add(state)
     flags += ruling.flags
     flags += _conflicts(facts, ruling)
+    flags += _disagreements(evidence, flags)
     flags += _newer_releases(facts, ruling, used)
     flags += _floor_gaps(facts, ruling, used)
     flags += _failure_flags(decision, why, used.failures)
@@ -613,7 +631,6 @@ def decide(
         lane_verdicts,
         _next_actions(ruling, action, lane_verdicts),
         evidence.window,
-        evidence.branch_fix,
     )
 
 

@@ -1,15 +1,16 @@
-"""A shim's window read back from the validation records alone (retire.mirrors.recorded): the
-release edge from release runs, and the fix commit from commit runs ordered by a real mirror of a
-toy upstream (tests/support/historyrepo.py: add() fixed by "Fix add() (#63)" between 1.5 and
-1.6)."""
+"""A shim's window read back from the validation records alone, with a mirror's side
+(retire.history.mirrored): the release edge from release runs, and the fix commit from commit runs
+ordered by a real mirror of a toy upstream (tests/support/historyrepo.py: add() fixed by "Fix add()
+(#63)" between 1.5 and 1.6)."""
 
 from __future__ import annotations
 
 import pytest
 
 from retire.evidence.validation import ValidationRecord
+from retire.history.mirrored import read_mirrored
+from retire.history.reading import read
 from retire.mirrors.config import Mirror
-from retire.mirrors.recorded import recorded_fix
 from retire.mirrors.repo import MirrorRepo, open_mirror
 from tests.support.gitrepos import git
 from tests.support.historyrepo import make_window_repo
@@ -42,24 +43,30 @@ def _releases() -> list[ValidationRecord]:
 
 
 def test_release_edge_from_release_runs_alone():
-    found = recorded_fix(_releases(), SHIM, "toylib")
+    found = read(_releases(), SHIM, "toylib")
     assert found is not None
-    assert (found.last_broken, found.first_fixed, found.commit) == ("1.5", "1.6", None)
+    assert (found.last_broken, found.first_fixed, found.fix_commit) == ("1.5", "1.6", None)
     assert found.line() == "fixed in 1.6 (last broken 1.5)"
 
 
-def test_no_window_without_a_broken_run_and_a_clean_newer_one():
-    clean = [_run("fix-validated", "1.4"), _run("fix-validated", "1.6")]
-    assert recorded_fix(clean, SHIM, "toylib") is None
-    still = [_run("fix-validated", "1.2"), _run("bug-reproduced", "1.6")]
-    assert recorded_fix(still, SHIM, "toylib") is None
-    assert recorded_fix(_releases(), "another_shim", "toylib") is None
+def test_no_fixed_edge_without_a_broken_run_and_a_clean_newer_one():
+    clean = read([_run("fix-validated", "1.4"), _run("fix-validated", "1.6")], SHIM, "toylib")
+    assert clean is not None and not clean.seen and clean.first_fixed is None
+    still = read([_run("fix-validated", "1.2"), _run("bug-reproduced", "1.6")], SHIM, "toylib")
+    assert still is not None and still.first_fixed is None
+    assert read(_releases(), "another_shim", "toylib") is None
 
 
-def test_the_newest_run_of_a_release_decides():
+def test_a_later_bug_on_a_clean_release_wins_and_is_flagged():
+    """The newest run of a release used to decide here, the bug anywhere in the verdicts: one
+    reading now, the bug wins, and the disagreement is said."""
     again = [*_releases(), _run("bug-reproduced", "1.6", when="2026-04-01T00:00:00+00:00")]
-    found = recorded_fix(again, SHIM, "toylib")
+    found = read(again, SHIM, "toylib")
     assert found is not None and (found.last_broken, found.first_fixed) == ("1.6", "1.8")
+    assert [d.items for d in found.disagreements] == [("1.6",)]
+    # and whichever run is newer: a later clean run on 1.6 does not take it back
+    later = [*_releases(), _run("bug-reproduced", "1.6", when="2026-02-01T00:00:00+00:00")]
+    assert read(later, SHIM, "toylib") == found
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +83,7 @@ def _between(repo, old: str, new: str) -> list[str]:
     return git(repo.path, "rev-list", "--first-parent", "--reverse", f"v{old}..v{new}").split()
 
 
+@pytest.mark.slow
 def test_the_fix_commit_from_commit_runs_ordered_by_the_mirror(toy):
     repo, mirror = toy
     commits = _between(repo, "1.5", "1.6")
@@ -87,9 +95,9 @@ def test_the_fix_commit_from_commit_runs_ordered_by_the_mirror(toy):
         _run("fix-validated", "1.5", commit=commits[at]),
         _run("fix-validated", "1.5", commit=commits[at + 1]),
     ]
-    found = recorded_fix(runs, SHIM, "toylib", mirror)
-    assert found is not None and found.commit is not None
-    assert found.commit.sha == repo.fixed
+    found = read_mirrored(runs, SHIM, "toylib", mirror)
+    assert found is not None and found.fix_commit is not None
+    assert found.fix_commit.sha == repo.fixed
     assert (
         found.line()
         == f'fixed in 1.6 (last broken 1.5), by {repo.fixed[:12]} "Fix add() (#63)" (#63)'
@@ -99,12 +107,15 @@ def test_the_fix_commit_from_commit_runs_ordered_by_the_mirror(toy):
         "subject": "Fix add() (#63)",
         "pull": 63,
     }
+    assert found.source.mirror == "https://git.example/acme/toylib"
     # commit runs do not count as runs of the release their package version names
     assert (found.last_broken, found.first_fixed) == ("1.5", "1.6")
     # without the mirror the commits cannot be ordered: the answer stays at the releases
-    assert recorded_fix(runs, SHIM, "toylib").commit is None
+    bare = read_mirrored(runs, SHIM, "toylib", None)
+    assert bare is not None and bare.fix_commit is None
 
 
+@pytest.mark.slow
 def test_an_unpinned_commit_edge_names_no_commit(toy):
     repo, mirror = toy
     commits = _between(repo, "1.5", "1.6")
@@ -115,18 +126,26 @@ def test_an_unpinned_commit_edge_names_no_commit(toy):
         _run("bug-reproduced", "1.5", commit=commits[at - 1]),
         _run("fix-validated", "1.5", commit=commits[at + 1]),
     ]
-    found = recorded_fix(runs, SHIM, "toylib", mirror)
-    assert found is not None and found.commit is None
+    found = read_mirrored(runs, SHIM, "toylib", mirror)
+    assert found is not None and found.fix_commit is None
+    span = found.fixed.commits
+    assert span is not None and span.state == "unpinned" and span.after == commits[at + 1]
 
 
 def test_a_hostile_subject_is_inert_in_markdown():
+    from retire.history.reading import CommitOrder
     from retire.mirrors.history import Commit
-    from retire.mirrors.recorded import RecordedFix
 
     evil = Commit(
         "a" * 40, "Fix <img src=x onerror=alert(1)> [click](https://evil.example)", "2026", 7
     )
-    said = RecordedFix(SHIM, "toylib", "1.6", "1.5", evil).markdown()
+    order = CommitOrder(
+        ("1.5", "1.6"), ("v1.5", "v1.6"), "b" * 40, (evil, Commit("c" * 40, "", ""))
+    )
+    runs = [*_releases(), _run("fix-validated", "1.5", commit=evil.sha)]
+    window = read(runs, SHIM, "toylib", orders=(order,))
+    assert window is not None
+    said = window.markdown()
     assert "<img" not in said and "[click](" not in said
     assert "&lt;img" in said and "\\[click\\]" in said
     assert said.startswith("fixed in `1.6` (last broken `1.5`), by `aaaaaaaaaaaa`")
