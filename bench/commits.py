@@ -33,11 +33,11 @@ from pathlib import Path
 
 from bench import interleaved, median, quick, row
 from bench._universe import isolated_uv, uv_cache
-from retire.bisect.informed import CommitSpan, How, informed_edge
+from retire.bisect.informed import TouchedSpan, informed_edge
 from retire.bisect.prober import OneAtATime
 from retire.bisect.search import CandidateRun, State
 from retire.bisect.window import locate_edge
-from retire.history.edge import EdgeKind
+from retire.history.edge import CommitSearch, EdgeKind
 
 #: commits in a range (Liger-Kernel's v0.8.1..v0.8.2 has 37) and how many touch the target
 COMMITS = 37
@@ -58,12 +58,12 @@ class _Toy(OneAtATime):
         return CandidateRun(item, state, str(state))
 
 
-def _span(toy: _Toy, touching: set[int]) -> CommitSpan:
+def _span(toy: _Toy, touching: set[int]) -> TouchedSpan:
     named = frozenset(toy.items[i] if i < len(toy.items) else "new" for i in touching)
-    return CommitSpan(EdgeKind.FIXED, "old", toy.items, "new", named)
+    return TouchedSpan(EdgeKind.FIXED, "old", toy.items, "new", named)
 
 
-def _searches(m: int, edge: int, touching: set[int]) -> tuple[int, int, bool, How]:
+def _searches(m: int, edge: int, touching: set[int]) -> tuple[int, int, bool, CommitSearch]:
     """(informed runs, full runs, same answer, how) for one history."""
     informed_toy, full_toy = _Toy(m, edge), _Toy(m, edge)
     informed = informed_edge(_span(informed_toy, touching), informed_toy)
@@ -89,7 +89,7 @@ def _counted(samples: int) -> dict:
                 differing += 0 if same else 1
                 full_worst = max(full_worst, full)
                 if edge in touching:
-                    assert how == How.TOUCHING, (k, touching, edge)
+                    assert how == CommitSearch.TOUCHING, (k, touching, edge)
                     worst[k] = max(worst.get(k, 0), runs)
                 else:
                     miss_runs.append(runs)
@@ -116,7 +116,7 @@ def _real_touching() -> tuple[int, int, bool]:
         found = touching(Git(repo.path), "v1.0", "v1.1", ("toypkg.ops.target",))
     toy = _Toy(COMMITS, 26)
     toy.items = repo.commits[:-1]
-    span = CommitSpan(EdgeKind.FIXED, "v1.0", toy.items, repo.commits[-1], found.commits)
+    span = TouchedSpan(EdgeKind.FIXED, "v1.0", toy.items, repo.commits[-1], found.commits)
     result = informed_edge(span, toy)
     return len(found.commits), toy.runs, result.edge.after == repo.commits[26]
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from retire.bisect.bisection import _Journal
+from retire.bisect.informed import TouchedSpan, informed_edge
 from retire.bisect.job import BisectJob
 from retire.bisect.prober import Prober, Progress
 from retire.bisect.revision import BuildCount, RevisionRunner
@@ -40,10 +41,11 @@ from retire.bisect.window import EdgeSearch, locate_edge, locate_window
 from retire.bisect.windowresult import BRANCH, WindowResult
 from retire.core.git import GitError
 from retire.evidence.validation import ValidationRecord
-from retire.history.edge import CommitSpan, Edge, EdgeKind, EdgeState
+from retire.history.edge import CommitSearch, CommitSpan, Edge, EdgeKind, EdgeState
 from retire.history.window import BranchFix, Window
 from retire.mirrors.history import Commit, build_obstacle, commits_between, release_tag
 from retire.mirrors.repo import MirrorRepo
+from retire.mirrors.touching import shim_modules, touching
 from retire.runs.isolation import Isolation
 from shims.model import ShimManifest
 from shims.wheelbuild import WheelBuild
@@ -162,7 +164,8 @@ def bisect_window(
             progress=progress,
         )
         window = found.window
-        searched, stops = _commit_edges(window.fixed, window.introduced, source, probers, job)
+        edges = (window.fixed, window.introduced)
+        searched, stops = _commit_edges(edges, source, probers, job, shim_modules(manifest))
     finally:
         probers.close()
     commit_runs = {key: runs for key, (_, runs) in searched.items()}
@@ -275,16 +278,22 @@ def _extended(
 
 
 def _commit_edges(
-    fixed: Edge, introduced: Edge, source: Source | None, probers: _Probers, job: BisectJob
+    release_edges: tuple[Edge, Edge],
+    source: Source | None,
+    probers: _Probers,
+    job: BisectJob,
+    modules: tuple[str, ...],
 ) -> tuple[dict[str, _Searched], tuple[str, ...]]:
-    """Each release edge found between two adjacent releases, continued in the commits (keyed by
-    the edge's kind; ``branch`` for a fix on a followed branch)."""
+    """Each release edge (fixed, introduced) found between two adjacent releases, continued in
+    the commits (keyed by the edge's kind; ``branch`` for a fix on a followed branch); the
+    commits that touch ``modules`` (the shim's) first."""
     edges: dict[str, _Searched] = {}
     stops: list[str] = []
-    for edge in (fixed, introduced):
+    fixed, _ = release_edges
+    for edge in release_edges:
         if edge.state != EdgeState.FOUND or edge.before is None or edge.after is None:
             continue
-        found = _in_commits(edge, source, probers, job)
+        found = _in_commits(edge, source, probers, job, modules)
         if isinstance(found, str):
             stops.append(f"The {edge.kind} edge stops at {edge.before} → {edge.after}: {found}")
         else:
@@ -305,11 +314,14 @@ def _span(
     search: EdgeSearch,
     source: Source,
     prober: Prober,
+    how: _How | None = None,
 ) -> CommitSpan:
-    """The commit-level edge as the window holds it: the commit named only when pinned, and why
-    it is not where its commits could not be built."""
+    """The commit-level edge as the window holds it: the commit named only when pinned, why it
+    is not where its commits could not be built, and how its commits were searched (``how``;
+    None: every one, by a binary search)."""
     edge = search.edge
     named = _named(commits, edge)
+    how = how or _How(CommitSearch.FULL, "")
     return CommitSpan(
         kind,
         tags,
@@ -322,6 +334,10 @@ def _span(
         named,
         build=source.build.describe() if source.build is not None else None,
         unbuilt=_unbuilt(prober, search),
+        search=how.search,
+        search_note=how.note,
+        paths=how.paths,
+        touching=how.touching,
     )
 
 
@@ -390,7 +406,7 @@ def _unbuilt(prober: Prober, search: EdgeSearch) -> str | None:
 
 
 def _in_commits(
-    edge: Edge, source: Source | None, probers: _Probers, job: BisectJob
+    edge: Edge, source: Source | None, probers: _Probers, job: BisectJob, modules: tuple[str, ...]
 ) -> _Searched | str:
     """The commit that made ``edge``, or why the search stays at the release edge."""
     if source is None or source.repo is None or probers.commit is None:
@@ -419,15 +435,66 @@ def _in_commits(
         return f"cannot read the commits between {old} and {new}: {exc}"
     if not commits:
         return f"no commit between {old} and {new} on the first-parent history"
-    probers.count.expect(len(commits) - 1)
-    search = locate_edge(
-        [c.sha for c in commits[:-1]],
-        probers.commit,
-        kind=edge.kind,
-        before=old_sha,
-        after=commits[-1].sha,
-        limits=job.limits,
-        progress=probers.progress,
+    span = TouchedSpan(
+        edge.kind, old_sha, tuple(c.sha for c in commits[:-1]), commits[-1].sha, frozenset()
     )
-    span = _span(edge.kind, (old, new), commits, search, source, probers.commit)
-    return span, search.runs
+    search, how = _informed(span, (old, new), source, modules, probers, job)
+    probers.progress.note(f"the {edge.kind} edge in {old}..{new}: {how.note}")
+    found = _span(edge.kind, (old, new), commits, search, source, probers.commit, how)
+    return found, search.runs
+
+
+@dataclass(frozen=True)
+class _How:
+    """How an edge's commits were searched, and what it read to do so."""
+
+    search: CommitSearch
+    note: str
+    paths: tuple[str, ...] = ()
+    touching: int = 0
+
+
+def _informed(
+    span: TouchedSpan,
+    tags: tuple[str, str],
+    source: Source,
+    modules: tuple[str, ...],
+    probers: _Probers,
+    job: BisectJob,
+) -> tuple[EdgeSearch, _How]:
+    """The edge among ``span``'s commits: those that touch the shim's ``modules`` (their files
+    in the range's two trees, ``git log --first-parent -- <paths>``) first, the edge confirmed by
+    the commit before it, else every first-parent commit (:func:`retire.bisect.informed.
+    informed_edge`, which says which it did); the full search where the files cannot be read."""
+    assert source.repo is not None and probers.commit is not None
+    total = len(span.items) + 1
+    try:
+        read = touching(source.repo.git, *tags, modules, source.subdirectory)
+    except GitError as exc:
+        read = None
+        why = f"the target's files could not be read ({exc})"
+    if read is None or not read.paths:
+        if read is not None:
+            why = f"no file of {', '.join(modules)} is in the range's trees"
+        probers.count.expect(len(span.items))
+        search = locate_edge(
+            span.items,
+            probers.commit,
+            kind=span.kind,
+            before=span.before,
+            after=span.after,
+            limits=job.limits,
+            progress=probers.progress,
+        )
+        note = f"{why}: searched every first-parent commit of the range ({total})"
+        return search, _How(CommitSearch.UNINFORMED, note)
+    span = replace(span, touching=read.commits)
+    k = span.touching_count
+    # about ⌈log2 k⌉ + 2 runs, never much more than the full search's
+    full = math.ceil(math.log2(len(span.items) + 1))
+    probers.count.expect(
+        len(span.items), runs=min(math.ceil(math.log2(k)) + 2, full + 1) if k else None
+    )
+    found = informed_edge(span, probers.commit, limits=job.limits, progress=probers.progress)
+    how = _How(found.how, found.note, read.paths, k)
+    return EdgeSearch(found.edge, found.runs), how
