@@ -10,15 +10,16 @@
   search (:func:`retire.bisect.window.locate_edge`) answer differently, over every edge —
   touching or not (goal 0); the detail says what an edge that touches nothing costs.
 - ``commits.shared-vs-fresh-candidate``: one commit candidate's install, timed, real uv and git
-  over the toy upstream of ``tests/support/historyrepo.py``: a fresh one as the commit runner makes
-  it today (an overlay venv and ``uv pip install "toylib @ git+file://<mirror>@<sha>"``: uv fetches
-  the mirror and builds in its own checkout) vs the range's shared clone
+  over the toy upstream of ``tests/support/historyrepo.py``: a fresh one as the commit runner made
+  it before the shared clone (an overlay venv and ``uv pip install "toylib @
+  git+file://<mirror>@<sha>"``: uv fetches the mirror and builds in its own checkout) vs the
+  range's shared clone
   (:class:`retire.runs.sharedclone.SharedClone`: checkout, ``uv build``, the wheel kept, installed)
   — side by side, interleaved, each sample a commit never built before.
 - ``commits.rerun-named-builds``: those candidates again with a named build (the command a
   compiled target's shim names; a rerun, or another shim over the same range): how many builds
   run again (goal 0: the kept wheels), and the time beside a clone of the candidate's own and the
-  build, as the commit runner does it today.
+  build, as the commit runner did it before the shared clone.
 """
 
 from __future__ import annotations
@@ -32,11 +33,11 @@ from pathlib import Path
 
 from bench import interleaved, median, quick, row
 from bench._universe import isolated_uv, uv_cache
-from retire.bisect.informed import CommitSpan, How, informed_edge
+from retire.bisect.informed import TouchedSpan, informed_edge
 from retire.bisect.prober import OneAtATime
 from retire.bisect.search import CandidateRun, State
 from retire.bisect.window import locate_edge
-from retire.history.edge import EdgeKind
+from retire.history.edge import CommitSearch, EdgeKind
 
 #: commits in a range (Liger-Kernel's v0.8.1..v0.8.2 has 37) and how many touch the target
 COMMITS = 37
@@ -57,12 +58,12 @@ class _Toy(OneAtATime):
         return CandidateRun(item, state, str(state))
 
 
-def _span(toy: _Toy, touching: set[int]) -> CommitSpan:
+def _span(toy: _Toy, touching: set[int]) -> TouchedSpan:
     named = frozenset(toy.items[i] if i < len(toy.items) else "new" for i in touching)
-    return CommitSpan(EdgeKind.FIXED, "old", toy.items, "new", named)
+    return TouchedSpan(EdgeKind.FIXED, "old", toy.items, "new", named)
 
 
-def _searches(m: int, edge: int, touching: set[int]) -> tuple[int, int, bool, How]:
+def _searches(m: int, edge: int, touching: set[int]) -> tuple[int, int, bool, CommitSearch]:
     """(informed runs, full runs, same answer, how) for one history."""
     informed_toy, full_toy = _Toy(m, edge), _Toy(m, edge)
     informed = informed_edge(_span(informed_toy, touching), informed_toy)
@@ -88,7 +89,7 @@ def _counted(samples: int) -> dict:
                 differing += 0 if same else 1
                 full_worst = max(full_worst, full)
                 if edge in touching:
-                    assert how == How.TOUCHING, (k, touching, edge)
+                    assert how == CommitSearch.TOUCHING, (k, touching, edge)
                     worst[k] = max(worst.get(k, 0), runs)
                 else:
                     miss_runs.append(runs)
@@ -115,7 +116,7 @@ def _real_touching() -> tuple[int, int, bool]:
         found = touching(Git(repo.path), "v1.0", "v1.1", ("toypkg.ops.target",))
     toy = _Toy(COMMITS, 26)
     toy.items = repo.commits[:-1]
-    span = CommitSpan(EdgeKind.FIXED, "v1.0", toy.items, repo.commits[-1], found.commits)
+    span = TouchedSpan(EdgeKind.FIXED, "v1.0", toy.items, repo.commits[-1], found.commits)
     result = informed_edge(span, toy)
     return len(found.commits), toy.runs, result.edge.after == repo.commits[26]
 
@@ -211,7 +212,8 @@ class _Candidates:
         envs.run_uv(args, f"install {requirement}")
 
     def fresh(self, sha: str) -> None:
-        """As the commit runner does it today: uv installs the commit from the mirror."""
+        """As the commit runner did before the shared clone: uv installs the commit from the
+        mirror."""
         self._install(self._venv(), f"toylib @ git+file://{self.mirror}@{sha}")
 
     def from_clone(self, sha: str, named: bool = False) -> None:
@@ -220,7 +222,8 @@ class _Candidates:
         self._install(self._venv(), str(wheel))
 
     def fresh_named(self, sha: str) -> None:
-        """As the commit runner does a named build today: a clone of its own, the build."""
+        """As the commit runner did a named build before the shared clone: a clone of its own,
+        the build."""
         from retire.runs.wheelbuild import build_wheel, checkout
 
         self.venvs += 1
@@ -305,7 +308,7 @@ def _candidate_rows() -> list[dict]:
             f"named builds (a compiled target's command, minutes each there; here the toy's "
             f"backend) run again when {repeats} candidates built before run again: the kept "
             f"wheel {kept:.3f} s vs a clone of its own and the build {fresh_named:.3f} s, as the "
-            f"commit runner does it today (median of {repeats}, interleaved); uv's own builds "
+            f"commit runner did it before (median of {repeats}, interleaved); uv's own builds "
             f"from git are cached by uv, so a rerun without a named build costs about the same "
             f"both ways",
         ),

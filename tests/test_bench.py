@@ -184,3 +184,28 @@ def test_the_cpu_lane_ratio_is_also_taken_without_the_reproducer_whose_own_work_
     assert (shim, own) == ("heavy", 25.0)
     assert (round(launcher_s, 3), round(process_s, 3)) == (1.0, 13.0)
     assert round(ratio, 3) == 13.0
+
+
+def test_the_side_by_side_rows_time_j4_against_j1_and_count_launchers(monkeypatch):
+    """The stand-in bisection, shortened: -j 4 kept busy against -j 1 and phase 1's rounds, the
+    same answers (each contender checks its edges), one launcher per slot."""
+    from bench import QUICK_ENV, sidebyside
+
+    monkeypatch.setenv(QUICK_ENV, "1")
+    monkeypatch.setattr(sidebyside, "IMPORT_S", 0.2)
+    monkeypatch.setattr(sidebyside, "SHORT_S", 0.05)
+    monkeypatch.setattr(sidebyside, "LONG_S", 0.3)
+    rows = {r["name"]: r for r in sidebyside.run()}
+    assert set(rows) == {
+        "sidebyside.j4-vs-j1-wall",
+        "sidebyside.j4-vs-j1-rounds",
+        "sidebyside.launcher-starts",
+    }
+    assert 0 < rows["sidebyside.j4-vs-j1-wall"]["value"] < 1
+    assert (
+        "the floor, the same searches on a virtual clock"
+        in rows["sidebyside.j4-vs-j1-wall"]["detail"]
+    )
+    assert rows["sidebyside.j4-vs-j1-rounds"]["value"] == 0.5
+    starts = rows["sidebyside.launcher-starts"]
+    assert starts["value"] == 4 and starts["ok"] and "one per runner, 8" in starts["detail"]

@@ -8,10 +8,11 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retire.bisect.informed import CommitSpan, How, informed_edge
+from retire.bisect.informed import TouchedSpan, informed_edge
 from retire.bisect.prober import OneAtATime, Progress, stopping
 from retire.bisect.search import CandidateRun, Limits, State
 from retire.bisect.window import EdgeState, locate_edge
+from retire.history.edge import CommitSearch
 
 KINDS = ("introduced", "fixed")
 
@@ -42,9 +43,9 @@ class Toy(OneAtATime):
     def cached(self, item: str, /) -> CandidateRun | None:
         return self.cache.get(item)
 
-    def span(self, touching: set[int]) -> CommitSpan:
+    def span(self, touching: set[int]) -> TouchedSpan:
         named = frozenset(self.items[i] if i < len(self.items) else "after" for i in touching)
-        return CommitSpan(self.kind, "before", self.items, "after", named)
+        return TouchedSpan(self.kind, "before", self.items, "after", named)
 
     def full(self):
         return locate_edge(self.items, self, kind=self.kind, before="before", after="after")
@@ -77,7 +78,7 @@ def test_the_answer_is_the_full_searchs_over_random_histories_and_touching_sets(
     assert len(toy.asked) == len(set(toy.asked)) == len(informed.runs)
     k = toy.span(touching).touching_count
     if toy.edge in touching:
-        assert informed.how == How.TOUCHING
+        assert informed.how == CommitSearch.TOUCHING
         assert len(informed.runs) <= math.ceil(math.log2(k)) + 2
 
 
@@ -109,7 +110,7 @@ def test_the_edge_at_a_touching_commit_takes_log_k_plus_the_confirmation():
     toy = Toy(40, 21, "fixed")
     touching = {3, 9, 14, 21, 30, 36}
     found = informed_edge(toy.span(touching), toy)
-    assert found.how == How.TOUCHING and found.edge.after == toy.items[21]
+    assert found.how == CommitSearch.TOUCHING and found.edge.after == toy.items[21]
     assert found.edge.before == toy.items[20]
     # the predecessor, untouched, confirmed it
     assert toy.items[20] in toy.asked
@@ -134,7 +135,7 @@ def test_an_edge_at_a_commit_that_touches_nothing_falls_back_and_says_so():
     found = informed_edge(toy.span({3, 9, 30}), toy, progress=progress)
     # every run told once, the touching search's too, though the full search took them as known
     assert progress.told == toy.asked == [run.version for run in found.runs]
-    assert found.how == How.FELL_BACK
+    assert found.how == CommitSearch.FELL_BACK
     assert found.edge.after == toy.items[17] and found.edge.state == EdgeState.FOUND
     assert "is not at a commit that touches the target's files" in found.note
     assert "searched every first-parent commit of the range (41)" in found.note
@@ -143,7 +144,7 @@ def test_an_edge_at_a_commit_that_touches_nothing_falls_back_and_says_so():
 def test_no_touching_commit_is_the_full_search_from_the_start():
     toy = Toy(12, 5, "fixed")
     found = informed_edge(toy.span(set()), toy)
-    assert found.how == How.UNINFORMED and found.edge.after == toy.items[5]
+    assert found.how == CommitSearch.UNINFORMED and found.edge.after == toy.items[5]
     assert found.note.startswith("no commit in the range touches")
 
 

@@ -127,6 +127,34 @@ def test_enums_are_the_code_vocabularies():
 
     culprit = schemas.load("culprit")["$defs"]["culprit"]["properties"]
     assert culprit["status"]["enum"] == list(CulpritStatus)
+    from retire.history.edge import CommitSearch
+
+    edge = schemas.load("bisect")["properties"]["commit_edges"]["items"]["properties"]
+    assert edge["search"]["properties"]["how"]["enum"] == list(CommitSearch)
+
+
+def test_a_commit_edge_says_how_its_commits_were_searched():
+    """``search`` of a commit edge: what CommitSpan.search_json writes validates; a way of
+    searching the code does not know, or a missing key, does not."""
+    from retire.history.edge import CommitSearch, CommitSpan, EdgeKind, EdgeState
+
+    search = schemas.load("bisect")["properties"]["commit_edges"]["items"]["properties"]["search"]
+    validator = Draft202012Validator(search)
+    span = CommitSpan(
+        EdgeKind.FIXED,
+        ("v0.8.1", "v0.8.2"),
+        37,
+        EdgeState.UNPINNED,
+        search=CommitSearch.TOUCHING,
+        search_note="informed: 2 of 37 commits touch the target's files; …",
+        paths=("src/liger_kernel/ops/fused_linear_cross_entropy.py",),
+        touching=2,
+    )
+    assert validator.is_valid(span.search_json())
+    assert span.search_json()["how"] == "touching"
+    assert validator.is_valid(CommitSpan(EdgeKind.FIXED, ("a", "b"), 1, "found").search_json())
+    assert not validator.is_valid({**span.search_json(), "how": "guessed"})
+    assert not validator.is_valid({"how": "full", "note": "", "paths": []})
 
 
 # ---------------------------------------------------------------------------------------------

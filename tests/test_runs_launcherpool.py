@@ -108,6 +108,57 @@ def test_a_launcher_that_fails_to_start_frees_its_slot():
         LauncherPool(Fake, 0)
 
 
+def test_a_failed_start_while_warming_loses_none_of_the_others():
+    """One of three slots cannot start while the pool warms: the two that did are lent (none is
+    lost to a borrower waiting forever), the failure is raised, and the free slot starts on the
+    next borrow."""
+    attempts = []
+
+    def second_fails() -> Fake:
+        attempts.append(1)
+        if len(attempts) == 2:
+            raise OSError("no interpreter")
+        time.sleep(0.05)
+        return Fake()
+
+    pool = LauncherPool(second_fails, 3)
+    with pytest.raises(OSError):
+        pool.warm()
+    assert pool.started == 2
+    with pool.borrow() as one, pool.borrow() as two, pool.borrow() as three:
+        assert len({one.number, two.number, three.number}) == 3
+    assert pool.started == 3
+
+
+def test_warm_soon_starts_the_slots_in_the_background_and_close_waits_for_them():
+    started = threading.Event()
+    release = threading.Event()
+
+    def slow() -> Fake:
+        started.set()
+        release.wait(5)
+        return Fake()
+
+    pool = LauncherPool(slow, 2)
+    began = time.monotonic()
+    pool.warm_soon()
+    pool.warm_soon()
+    # the caller goes on at once
+    assert time.monotonic() - began < 0.5 and started.wait(5)
+    release.set()
+    with pool.borrow() as launcher:
+        assert not launcher.closed
+    pool.close()
+    assert pool.started == 2 and all(made.closed for made in pool.made)
+    # closed while still warming: what starts afterwards is closed too
+    release.clear()
+    late = LauncherPool(slow, 2)
+    late.warm_soon()
+    threading.Timer(0.2, release.set).start()
+    late.close()
+    assert late.started == 2 and all(made.closed for made in late.made)
+
+
 HEAVY = """
 import os
 with open(os.environ["HEAVY_LOG"], "a") as handle:

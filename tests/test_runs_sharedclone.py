@@ -62,11 +62,32 @@ def test_each_commit_is_built_once_in_one_clone_and_its_wheel_kept(tmp_path, mir
     again = clone(tmp_path, path, say=said.append)
     assert "return a - b" in source_of(again.wheel_for(broken[:12]))
     assert (shared.builds, again.builds) == (2, 0)
-    assert any(line.startswith(f"building toylib at {broken[:12]}") for line in said)
-    assert f"toylib at {broken[:12]}: the wheel built before" in said
+    assert f"building toylib at {broken[:7]}…" in said
+    assert any(line.startswith(f"built toylib at {broken[:7]} in ") for line in said)
+    assert f"toylib at {broken[:7]}: the wheel built before" in said
     # one clone, moved between the commits
     assert [p.name for p in (tmp_path / "range").iterdir() if p.name == "clone"] == ["clone"]
     assert git(tmp_path / "range" / "clone", "rev-parse", "HEAD") == fixed
+
+
+def test_a_build_says_its_place_and_how_long_it_has_run_while_it_runs(tmp_path, mirror):
+    """A slow build (a named one that sleeps) says its start with its place in the search, then
+    how long it has run every tick, then its end; a kept wheel says so with its place."""
+    repo, path = mirror
+    script = tmp_path / "slow-build.py"
+    script.write_text("import time\ntime.sleep(0.8)\n" + BUILD_SCRIPT)
+    said: list[str] = []
+    shared = clone(tmp_path, path, say=said.append)
+    shared.tick = 0.2
+    named = WheelBuild((sys.executable, str(script)))
+    shared.wheel_for(repo.fixed, named, label="(2 of ~6)")
+    at = f"toylib at {repo.fixed[:7]} (2 of ~6)"
+    assert said[0] == f"building {at}…"
+    ticks = [line for line in said if line.startswith(f"building {at}… ")]
+    assert len(ticks) >= 2 and all(line.endswith(" s") for line in ticks), said
+    assert said[-1].startswith(f"built {at} in ")
+    shared.wheel_for(repo.fixed, named, label="(3 of ~6)")
+    assert said[-1] == f"toylib at {repo.fixed[:7]} (3 of ~6): the wheel built before"
 
 
 def test_a_checkout_leaves_nothing_of_the_previous_candidate(tmp_path, mirror):
@@ -108,9 +129,8 @@ def test_a_named_build_is_kept_apart_from_uvs(tmp_path, mirror):
     assert shared.cached(repo.introduced, failing) is None
     # nothing of the failed build is left but its log
     assert not list((tmp_path / "range").glob("wheel-*"))
-    assert [p.name for p in (tmp_path / "range").glob("build-*.log")] == [
-        f"build-{repo.introduced[:12]}.log"
-    ]
+    [log] = (tmp_path / "range").glob("build-*.log")
+    assert log.name.startswith(f"build-{repo.introduced[:12]}-") and "nvcc fatal" in log.read_text()
 
 
 def test_without_a_cache_every_call_builds(tmp_path, mirror):
@@ -199,7 +219,9 @@ def test_a_damaged_mirror_is_checked_out_without_what_the_build_never_reads(tmp_
         assert not (folder / "tests" / "data" / "big.bin").exists()
         assert git(folder, "rev-parse", "HEAD") == commit
         assert git(folder, "status", "--porcelain") == ""
-    assert said.count("1 file missing from the mirror was left out: tests/data/big.bin") == 2
+    left_out = "1 file missing from the mirror was left out: tests/data/big.bin"
+    told = [line for line in said if "left out" in line]
+    assert told == [f"{with_data[:7]}: {left_out}", f"{last[:7]}: {left_out}"]
     # a missing file the build reads: a clear failure of that commit
     damage(mirror, last, "toylib/__init__.py")
     fresh = clone(tmp_path / "again", mirror, cache=False)

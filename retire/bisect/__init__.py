@@ -17,9 +17,10 @@ when none is known), ``windowresult`` (the bisection's result: the window, with 
 the runs that placed it), ``revision`` (the runner whose candidates are commits built from a
 mirror), ``transitions`` (``bisect_window()``: releases first, then the commits between two
 adjacent releases' tags), ``sidebyside`` (a round of candidates run at once, each on a runner and
-GPUs of its own: ``patchlane bisect -j N``), ``informed`` (pure: the commits that touch the
-target's files searched first, the edge confirmed by its predecessor, the full search when it is
-not).
+GPUs of its own: ``patchlane bisect -j N``), ``started`` (pure: an edge search that starts the
+next candidate as soon as a slot frees, cancelling those its results leave outside the edge),
+``informed`` (pure: the commits that touch the target's files searched first, the edge confirmed
+by its predecessor, the full search when it is not).
 
 The names below are loaded on first use: the CLI imports this package to build its parser, and
 every ``patchlane`` command must not pay for uv, lock and probe modules it does not run
@@ -40,7 +41,7 @@ _HOMES = {
     "prober": ("Prober", "Progress", "prober_of"),
     "result": ("BisectResult",),
     "runner": ("OverlayRunner", "base_fingerprint", "inspect_base"),
-    "revision": ("RevisionRunner",),
+    "revision": ("BuildCount", "RevisionRunner"),
     "transitions": ("Source", "bisect_window"),
     "window": ("EdgeSearch", "WindowSearch", "locate_edge", "locate_window"),
     "windowresult": ("WindowResult",),
@@ -70,6 +71,7 @@ __all__ = [
     "Bounds",
     "BrokenEvidence",
     "Budget",
+    "BuildCount",
     "CandidateRun",
     "Candidates",
     "EdgeSearch",

@@ -65,6 +65,11 @@ class Meter:
         if not run.cached and run.outcome != ENV_FAILED:
             self.runs += 1
 
+    def cancelled(self) -> None:
+        """A run started and then cancelled (no search consults it): it spent one all the
+        same."""
+        self.runs += 1
+
     def spent(self) -> str | None:
         """Why no further run may start, or None while the budget lasts."""
         runs, minutes = self.budget.runs, self.budget.minutes

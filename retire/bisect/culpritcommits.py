@@ -12,7 +12,6 @@ build``) means no commit (None), never a guess.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable
 
 from packaging.utils import canonicalize_name
@@ -21,6 +20,7 @@ from retire.bisect.culprit import CommitSearch, FirstCommit
 from retire.bisect.culpritrun import CulpritRunner
 from retire.bisect.job import BisectJob
 from retire.bisect.prober import OneAtATime, Prober, stopping
+from retire.bisect.revision import BuildCount
 from retire.bisect.runner import inspect_base
 from retire.bisect.search import CandidateRun
 from retire.bisect.sources import project_source
@@ -64,14 +64,11 @@ def _recorder(runner: CulpritRunner) -> Callable[[ValidationRecord], None] | Non
 
 
 class _Announced(OneAtATime):
-    """``probe``, saying each commit as its build starts and what its run showed — a commit
-    build takes seconds to minutes, and the step must not look hung."""
+    """``probe``, saying what each commit's run showed (the runner says each build as it starts:
+    a commit build takes seconds to minutes, and the step must not look hung)."""
 
-    def __init__(
-        self, probe: Prober, distribution: str, expected: int, say: Callable[[str], None]
-    ) -> None:
-        self.probe, self.distribution, self.expected, self.say = probe, distribution, expected, say
-        self.consulted = 0
+    def __init__(self, probe: Prober, distribution: str, say: Callable[[str], None]) -> None:
+        self.probe, self.distribution, self.say = probe, distribution, say
 
     @property
     def blocked(self) -> str | None:  # type: ignore[override]
@@ -81,11 +78,7 @@ class _Announced(OneAtATime):
         return self.probe.cached(item)
 
     def run(self, item: str, /) -> CandidateRun:
-        self.consulted += 1
         fresh = self.probe.cached(item) is None
-        if fresh:
-            of = max(self.expected, self.consulted)
-            self.say(f"building {self.distribution} at {item[:7]} ({self.consulted} of ~{of})…")
         found = self.probe.run(item)
         said = "" if fresh else " (cached)"
         self.say(f"{self.distribution} at {item[:7]}: {found.outcome}{said}")
@@ -93,6 +86,19 @@ class _Announced(OneAtATime):
 
     def close(self) -> None:
         self.probe.close()
+
+
+def _job(manifest: ShimManifest, runner: CulpritRunner, project: Project) -> BisectJob:
+    """The commit runner's job: the culprit runner's cache, folder and lane, the project's kept
+    wheels."""
+    cache = runner.cache.directory if runner.cache is not None else None
+    return BisectJob(
+        manifest.id,
+        cache=cache,
+        work_dir=runner.work_dir,
+        lane=runner.lane.name,
+        wheels=project.wheel_cache,
+    )
 
 
 def mirror_commits(
@@ -144,15 +150,17 @@ def mirror_commits(
         items = [c.sha for c in commits[:-1]]
         say(f"commit step: {len(commits)} commit(s) of {distribution} between {old} and {new}")
         base = inspect_base(runner.base().python, distribution)
-        cache = runner.cache.directory if runner.cache is not None else None
-        job = BisectJob(manifest.id, cache=cache, work_dir=runner.work_dir, lane=runner.lane.name)
-        probe = source.revision_runner(manifest, base, job, on_record=_recorder(runner), say=say)
-        # at most this many conclusive runs (locate_edge's bound)
-        expected = math.ceil(math.log2(len(items) + 1))
+        job = _job(manifest, runner, project)
+        # each build says its place, of about as many as locate_edge's bound
+        count = BuildCount()
+        count.expect(len(items))
+        probe = source.revision_runner(
+            manifest, base, job, count=count, on_record=_recorder(runner), say=say
+        )
         try:
             found = locate_edge(
                 items,
-                _Announced(probe, distribution, expected, say),
+                _Announced(probe, distribution, say),
                 kind=EdgeKind.INTRODUCED,
                 before=old_sha,
                 after=commits[-1].sha,

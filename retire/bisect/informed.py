@@ -24,12 +24,11 @@ of width above 1 runs the fall-back's rounds.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from retire.bisect.prober import Progress
+from retire.bisect.prober import Progress, Starting, starting
 from retire.bisect.search import (
     BROKEN,
     FIXED,
@@ -41,29 +40,18 @@ from retire.bisect.search import (
     narrow,
 )
 from retire.bisect.window import locate_edge
-from retire.history.edge import Edge, EdgeKind, EdgeState
+from retire.history.edge import CommitSearch, Edge, EdgeKind, EdgeState
 
 if TYPE_CHECKING:
     from retire.bisect.prober import Prober
 
-__all__ = ["CommitSpan", "How", "InformedSearch", "informed_edge"]
+__all__ = ["InformedSearch", "TouchedSpan", "informed_edge"]
 
 _LIMITS = Limits()
 
 
-class How(enum.StrEnum):
-    """How an informed search came to its answer."""
-
-    # the edge is at a commit that touches the target, its predecessor confirmed it
-    TOUCHING = "touching"
-    # the confirmation failed (or could not run): the full search, narrowed, decided
-    FELL_BACK = "fell-back"
-    # nothing in the range touches the target: the full search from the start
-    UNINFORMED = "uninformed"
-
-
 @dataclass(frozen=True)
-class CommitSpan:
+class TouchedSpan:
     """One edge's commits: ``items`` strictly between ``before`` (the older release's commit,
     known to be on the old side) and ``after`` (the newer release's, known on the new side),
     oldest first on the first-parent chain; ``touching`` the commits of ``items`` and ``after``
@@ -87,13 +75,13 @@ class InformedSearch:
 
     edge: Edge
     runs: tuple[CandidateRun, ...]
-    how: How
+    how: CommitSearch
     note: str
 
 
 @dataclass
 class _Informed:
-    span: CommitSpan
+    span: TouchedSpan
     prober: Prober
     known: Mapping[str, CandidateRun]
     limits: Limits
@@ -140,7 +128,7 @@ class _Informed:
 
 
 def informed_edge(
-    span: CommitSpan,
+    span: TouchedSpan,
     prober: Prober,
     *,
     limits: Limits = _LIMITS,
@@ -154,10 +142,11 @@ def informed_edge(
     known = {item: hit for item in items if (hit := prober.cached(item)) is not None}
     s = _Informed(span, prober, known, limits, progress or Progress())
     if span.touching_count == 0:
-        return _full(s, How.UNINFORMED, "no commit in the range touches the target's files")
+        why = "no commit in the range touches the target's files"
+        return _full(s, CommitSearch.UNINFORMED, why)
     lo, hi = _touching_search(s)
     if lo is None:
-        return _full(s, How.FELL_BACK, "the search of the touching commits stopped early")
+        return _full(s, CommitSearch.FELL_BACK, "the search of the touching commits stopped early")
     return _confirm(s, lo, hi)
 
 
@@ -191,14 +180,14 @@ def _confirm(s: _Informed, lo: int, hi: int) -> InformedSearch:
         j = max(i for i in range(lo + 1, hi) if not _na(s, i))
         run = s.states.get(j) or s.ask(j)
         if run is None:
-            return _full(s, How.FELL_BACK, "the confirmation could not run")
+            return _full(s, CommitSearch.FELL_BACK, "the confirmation could not run")
         if run.state == s.low:
             lo = j
         elif run.state != NOT_APPLICABLE:
             after = items[hi] if hi < len(items) else s.span.after
             return _full(
                 s,
-                How.FELL_BACK,
+                CommitSearch.FELL_BACK,
                 f"the edge is not at a commit that touches the target's files ({items[j][:12]}, "
                 f"before {after[:12]}, is {run.state})",
             )
@@ -213,14 +202,14 @@ def _confirm(s: _Informed, lo: int, hi: int) -> InformedSearch:
         f"informed: {k} of {total} commits touch the target's files; the edge is at one of "
         f"them, confirmed by the commit before it"
     )
-    return InformedSearch(edge, tuple(s.order), How.TOUCHING, note)
+    return InformedSearch(edge, tuple(s.order), CommitSearch.TOUCHING, note)
 
 
 def _na(s: _Informed, i: int) -> bool:
     return i in s.states and s.states[i].state == NOT_APPLICABLE
 
 
-def _full(s: _Informed, how: How, why: str) -> InformedSearch:
+def _full(s: _Informed, how: CommitSearch, why: str) -> InformedSearch:
     """The full search over every first-parent commit, narrowed by the runs already made."""
     span = s.span
     known = {**s.known, **{span.items[i]: run for i, run in s.states.items()}}
@@ -260,6 +249,26 @@ class _Knowing:
     def cached(self, item: str, /) -> CandidateRun | None:
         return self._known.get(item) or self._prober.cached(item)
 
+    @property
+    def can_start(self) -> bool:
+        # the fall-back keeps the slots busy where the prober can (retire.bisect.started)
+        return starting(self._prober) is not None
+
+    def start(self, item: str, /) -> None:
+        self._started().start(item)
+
+    def finished(self) -> CandidateRun:
+        return self._started().finished()
+
+    def cancel(self, item: str, /) -> bool:
+        return self._started().cancel(item)
+
+    def _started(self) -> Starting:
+        prober = starting(self._prober)
+        if prober is None:
+            raise TypeError("the prober starts no candidate on its own")
+        return prober
+
     def close(self) -> None:
         # the caller's prober: closed by whoever made it
         return None
@@ -277,6 +286,9 @@ class _Once(Progress):
     def consulted(self, run: CandidateRun) -> None:
         if id(run) not in self._told:
             self._inner.consulted(run)
+
+    def cancelled(self, item: str) -> None:
+        self._inner.cancelled(item)
 
     def stop(self) -> str | None:
         return self._inner.stop()

@@ -81,6 +81,8 @@ class BisectJob:
     cache: Path | None = None
     # where the overlay envs are made (None: the system's temporary folder)
     work_dir: Path | None = None
+    # where the wheels built from a mirror at a commit are kept (None: not kept)
+    wheels: Path | None = None
     # the folder of git mirrors (None: patchlane.toml's)
     mirrors: Path | None = None
     executor: Executor = Executor.LOCAL
@@ -125,6 +127,7 @@ class BisectJob:
             budget=budget,
             records=project.validation,
             cache=project.bisect_cache,
+            wheels=project.wheel_cache,
         )
 
     def arguments(self) -> list[str]:

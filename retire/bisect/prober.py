@@ -11,6 +11,12 @@ release runner (:class:`~retire.bisect.runner.OverlayRunner`), the commit runner
 function (the culprit's release step, tests). A prober may keep what it made across rounds (an
 overlay env, a launcher): the search asks it, and closes nothing but through :meth:`close`.
 
+A prober of width above 1 may also start candidates one at a time and hand back each as it ends
+(:class:`Starting`: :meth:`~Starting.start`, :meth:`~Starting.finished`,
+:meth:`~Starting.cancel`): an edge search then starts the next candidate as soon as a slot frees
+and cancels a running one its results leave outside the edge (:mod:`retire.bisect.window`), instead
+of waiting for the slowest of a round.
+
 The search (:mod:`retire.bisect.search`, :mod:`retire.bisect.window`) stays pure: it asks the
 prober for runs and tells the progress each one it consulted.
 """
@@ -18,13 +24,13 @@ prober for runs and tells the progress each one it consulted.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from retire.bisect.budget import Meter
     from retire.bisect.search import CandidateRun
 
-__all__ = ["OneAtATime", "Prober", "Progress", "prober_of", "stopping"]
+__all__ = ["OneAtATime", "Prober", "Progress", "Starting", "prober_of", "starting", "stopping"]
 
 
 class Prober(Protocol):
@@ -55,6 +61,41 @@ class Prober(Protocol):
     def close(self) -> None:
         """End what the runs needed (launchers); the prober runs nothing after."""
         ...
+
+
+@runtime_checkable
+class Starting(Protocol):
+    """A prober that starts candidates one at a time, up to its ``width`` at once, and hands each
+    back as it ends."""
+
+    width: int
+
+    @property
+    def can_start(self) -> bool:
+        """Whether :meth:`start` may be used (a wrapper says what the prober it wraps can)."""
+        ...
+
+    def start(self, item: str, /) -> None:
+        """Start ``item``'s run (at most ``width`` running at once); it returns at once."""
+        ...
+
+    def finished(self) -> CandidateRun:
+        """The next run to end among those started and not cancelled (blocks until one does)."""
+        ...
+
+    def cancel(self, item: str, /) -> bool:
+        """Stop ``item``'s run (what it started is killed); it is neither handed back, recorded
+        nor cached. False when it had already ended (and is recorded): :meth:`finished` hands it
+        back as any other."""
+        ...
+
+
+def starting(prober: Prober) -> Starting | None:
+    """``prober`` as one that starts candidates one at a time, where it can and runs more than one
+    at once; else None (its searches run rounds)."""
+    if prober.width > 1 and isinstance(prober, Starting) and prober.can_start:
+        return prober
+    return None
 
 
 class OneAtATime:
@@ -117,6 +158,12 @@ class Progress:
         if self.meter is not None:
             self.meter.count(run)
         self.ran(self.steps, run)
+
+    def cancelled(self, item: str) -> None:
+        """``item``'s run was started, then cancelled (no search consults it): it is counted
+        against the budget all the same."""
+        if self.meter is not None:
+            self.meter.cancelled()
 
     def stop(self) -> str | None:
         """Why no further run may start (the budget is spent), or None."""

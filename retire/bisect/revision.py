@@ -2,15 +2,18 @@
 mirror at one commit.
 
 The same overlay as a release's (:class:`~retire.bisect.runner.OverlayRunner`), with the candidate
-installed as a revision lane installs it: ``<dist> @ git+file://<mirror>@<commit>`` (uv builds it
-from the local mirror, no network), :func:`retire.lanes.revisions.pinned_requirement`'s form. The
-record's host stamp names the commit (the install's ``direct_url.json``), so the verdicts order
-the run by ancestry like any revision lane's.
-
-Where a shim or lane names its build (:class:`shims.wheelbuild.WheelBuild`, for a target with
-compiled sources), the candidate is instead the wheel that command builds from a checkout of the
-mirror at the commit (:mod:`retire.runs.wheelbuild`), installed into the same overlay; the
-install's ``direct_url.json`` then says the commit it was built from, as uv's git install does.
+the wheel of the package at the commit, installed ``--no-deps``. The wheel comes from the runner's
+one clone of the mirror (:class:`retire.runs.sharedclone.SharedClone`, made at its first commit
+and moved from commit to commit): built there by uv in one warm build environment, or by the
+command a shim or lane names for a target with compiled sources
+(:class:`shims.wheelbuild.WheelBuild`), and kept (:class:`retire.runs.wheelcache.WheelCache`, the
+job's ``wheels``: ``.patchlane/cache/wheels``) keyed by repository, commit, build and
+interpreter — a rerun of the bisection, or another shim's over the same range, builds nothing.
+Each build says where it is (``building liger-kernel at 9ac26bb (2 of ~6)… 15 s``: the count
+shared by the runners of one search, :class:`BuildCount`). The install's ``direct_url.json`` is
+then made to name the upstream commit (:func:`retire.runs.wheelbuild.stamp_commit`), as uv's
+install from git does, so the record's host stamp names it and the verdicts order the run by
+ancestry like any revision lane's.
 
 A candidate that could not be built — uv's build or the named one — is ``unknown``, with the reason
 and the fix: never broken or fixed, and never *not applicable* (that is a release with no file for
@@ -20,21 +23,23 @@ setuptools, flit_core, hatchling), or the index cannot be reached, no other comm
 the runner is then :attr:`~retire.bisect.prober.Prober.blocked` and the search stops there,
 after one build.
 
-A mirror that lacks some files' contents (a snapshot without its large files) cannot be fetched by
-uv; the candidate is then the package built by uv from a checkout of the commit without them
-(:func:`retire.runs.wheelbuild.checkout`: only files the package's build never reads may be left
-out, and the run says which), stamped with the upstream commit all the same.
+A mirror that lacks some files' contents (a snapshot without its large files) is checked out
+without them (only files the package's build never reads may be left out, and the run says
+which), and the record still names the upstream commit.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
+import math
+import shutil
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name
 
@@ -43,23 +48,53 @@ from retire.bisect.job import BisectJob
 from retire.bisect.runner import BaseEnv, OverlayRunner, _InstallFailed, _read
 from retire.bisect.search import UNKNOWN, CandidateRun, State
 from retire.core.errors import PatchlaneError
-from retire.core.git import Git, GitError
 from retire.evidence.validation import ValidationRecord
-from retire.lanes.revisions import Revision, pinned_requirement
 from retire.locks.failures import explain_failure, missing_build_requirements
-from retire.mirrors.packagetree import missing_files
 from retire.runs.envs import BuildError
-from retire.runs.wheelbuild import WheelBuildError, build_wheel, checkout, stamp_commit
+from retire.runs.sharedclone import SharedClone
+from retire.runs.wheelbuild import WheelBuildError, stamp_commit
+from retire.runs.wheelcache import WheelCache
 from shims.model import ShimManifest
 from shims.wheelbuild import WheelBuild
 
-__all__ = ["RevisionRunner"]
+if TYPE_CHECKING:
+    from retire.runs.launcher import Launcher
+    from retire.runs.launcherpool import LauncherPool
+
+__all__ = ["BuildCount", "RevisionRunner"]
+
+
+class BuildCount:
+    """How many commit candidates one search has started, of about how many it needs: the
+    ``(2 of ~6)`` of a build's progress, shared by the runners of a search run side by side."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.started = 0
+        self.expected = 0
+
+    def expect(self, items: int, *, runs: int | None = None) -> None:
+        """A new search over ``items`` commits: about ``runs`` candidates (default: a binary
+        search's, ``⌈log2(items + 1)⌉``)."""
+        with self._lock:
+            self.started = 0
+            self.expected = runs if runs is not None else math.ceil(math.log2(items + 1))
+
+    def next(self) -> str:
+        """The next candidate's place: ``(2 of ~6)`` (``(2)`` when nothing is expected)."""
+        with self._lock:
+            self.started += 1
+            if not self.expected:
+                return f"({self.started})"
+            return f"({self.started} of ~{max(self.expected, self.started)})"
 
 
 class RevisionRunner(OverlayRunner):
     """An overlay runner whose candidates are commits of ``mirror`` (a local clone of
     ``repository``); ``subdirectory`` is where the package's build file is, when not at the
-    root; ``build``, when given, is the named command that builds each candidate's wheel."""
+    root; ``build``, when given, is the named command that builds each candidate's wheel;
+    ``count`` the search's :class:`BuildCount` (shared by runners side by side); ``launchers``
+    as the release runner's."""
 
     def __init__(
         self,
@@ -71,20 +106,20 @@ class RevisionRunner(OverlayRunner):
         repository: str,
         subdirectory: str | None = None,
         build: WheelBuild | None = None,
+        count: BuildCount | None = None,
         on_record: Callable[[ValidationRecord], None] | None = None,
         say: Callable[[str], None] | None = None,
+        launchers: LauncherPool[Launcher] | None = None,
     ) -> None:
-        super().__init__(manifest, base, job, on_record=on_record, say=say)
+        super().__init__(manifest, base, job, on_record=on_record, say=say, launchers=launchers)
         self.mirror = mirror
         self.repository = repository
         self.subdirectory = subdirectory
         self.build = build
-
-    def requirement(self, version: str) -> str:
-        revision = Revision(
-            canonicalize_name(self.distribution), self.repository, version, self.subdirectory
-        )
-        return pinned_requirement(revision, self.mirror.resolve(), version)
+        self.count = count or BuildCount()
+        self.wheels = WheelCache(job.wheels) if job.wheels is not None else None
+        # made at the first commit built: one clone (and build environment) for every range
+        self._shared: SharedClone | None = None
 
     def _key(self, version: str) -> str:
         # a commit is never a release: its own key space; a named build's wheel is another
@@ -97,65 +132,58 @@ class RevisionRunner(OverlayRunner):
             self.manifest.id, self._repro_hash, self.distribution, candidate, self.base.fingerprint
         )
 
+    def shared(self) -> SharedClone:
+        """The runner's clone of the mirror, made on first use beside its overlays; the
+        interpreter builds run with is an empty venv that sees the base's packages (an
+        extension builds against the base's torch), made once."""
+        if self._shared is None:
+            parent = self.work_dir or Path(tempfile.gettempdir())
+            parent.mkdir(parents=True, exist_ok=True)
+            folder = Path(tempfile.mkdtemp(prefix="commits-", dir=parent))
+            python = self.overlay_venv(folder / "build-python")
+            self._shared = SharedClone(
+                self.mirror,
+                folder / "clone",
+                repository=self.repository,
+                python=python,
+                distribution=self.distribution,
+                subdirectory=self.subdirectory,
+                cache=self.wheels,
+                environment=self.base.fingerprint,
+                index_url=self.index_url,
+                # a failed build's log outlives the clone: it is named in the run's detail
+                logs=parent,
+                say=self.say,
+            )
+        return self._shared
+
     def build_overlay(self, folder: Path, version: str) -> Path:
-        """The overlay with the candidate commit: uv's build of it from the mirror, or the wheel
-        the named build made of a checkout (in ``folder``: nothing shared between candidates). A
-        mirror that lacks some files at the commit cannot be fetched by uv: the package is then
-        built from a checkout without them (those the build never reads; one it reads makes the
-        commit unknown), and the run still names the upstream commit."""
-        if self.build is None and not self._damaged(version):
-            return super().build_overlay(folder, version)
+        """The overlay with the package's wheel at the commit (kept, or built in the runner's
+        clone), and its install stamped with the upstream commit."""
+        shared = self.shared()
+        wheel = shared.wheel_for(version, self.build, label=self.count.next())
         python = self.overlay_venv(folder)
-        source = checkout(self.mirror, version, folder / "checkout", self.subdirectory)
-        if source.says:
-            self.say(f"{version[:12]}: {source.says}")
-        if self.build is None:
-            self.install(python, f"{self.distribution} @ {source.package.as_uri()}")
-        else:
-            self._named_build(python, folder, version, source.package)
+        try:
+            self.install(python, str(wheel))
+        except _InstallFailed as exc:
+            # the build's own product does not install: a build failure, not a release without
+            # a file for this interpreter
+            raise WheelBuildError(f"the wheel built at {version[:12]}: {exc}") from None
         stamp_commit(
-            self.overlay_site(folder), self.distribution, self.mirror, version, self.subdirectory
+            self.overlay_site(folder),
+            self.distribution,
+            self.mirror,
+            shared.resolve(version),
+            self.subdirectory,
         )
         return python
 
-    def _damaged(self, version: str) -> bool:
-        """Whether the mirror lacks some file of the commit (a snapshot without its large
-        files); a commit it lacks altogether is uv's to report."""
-        try:
-            git = Git(self.mirror, search_parents=False)
-            return bool(missing_files(git, version, self.subdirectory))
-        except GitError:
-            return False
-
-    def _named_build(self, python: Path, folder: Path, version: str, source: Path) -> None:
-        """The named build's wheel of the checkout ``source``, installed into the overlay."""
-        assert self.build is not None
-        handle, name = tempfile.mkstemp(
-            prefix=f"build-{self.manifest.id}-{version[:12]}-", suffix=".log", dir=folder.parent
-        )
-        os.close(handle)
-        log = Path(name)
-        built = build_wheel(
-            self.build,
-            source,
-            folder / "wheel",
-            log,
-            python=python,
-            commit=version,
-            distribution=self.distribution,
-        )
-        try:
-            self.install(python, str(built.wheel))
-        except _InstallFailed as exc:
-            # the named build's own product does not install: a build failure, not a release
-            # without a file for this interpreter
-            raise WheelBuildError(f"the wheel the named build made: {exc}; log {log}") from None
-        # a build that worked leaves no log behind (a failed one's is named in its detail)
-        log.unlink(missing_ok=True)
-        self.say(
-            f"built {self.distribution} at {version[:12]} with {self.build.describe()} "
-            f"in {built.seconds:.1f}s"
-        )
+    def close(self) -> None:
+        """Stop what the runs started, and remove the clone (the kept wheels stay)."""
+        super().close()
+        if self._shared is not None:
+            shutil.rmtree(self._shared.folder.parent, ignore_errors=True)
+            self._shared = None
 
     def not_built(self, exc: PatchlaneError, version: str) -> tuple[State, str]:
         """A commit that could not be built is unknown, saying why and what would build it; one
@@ -167,7 +195,7 @@ class RevisionRunner(OverlayRunner):
                 f"no wheel of {at}: {exc} — if no commit builds, fix the named build "
                 "(`[target] build`)"
             )
-        uv_said = exc.detail if isinstance(exc, BuildError) else ""
+        uv_said = exc.detail if isinstance(exc, BuildError | WheelBuildError) else ""
         missing = missing_build_requirements(uv_said)
         if missing is not None:
             what = ", ".join(missing) or "build requirement of the package"

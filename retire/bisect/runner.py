@@ -50,19 +50,29 @@ from retire.bisect.search import (
     State,
     normal,
 )
+from retire.bisect.sidebyside import serialized
 from retire.core import tooltext
 from retire.core.errors import PatchlaneError
 from retire.evidence.validation import Mode, RunOutcome, ValidationRecord
 from retire.locks.failures import UNREACHABLE_MARKERS
-from retire.runs import envs
+from retire.runs import cancelling, envs
 from retire.runs.isolation import Isolation
 from shims.model import ShimManifest
 
 if TYPE_CHECKING:
     # at run time only where a launcher is started: a cached bisection never loads it
     from retire.runs.launcher import Launcher
+    from retire.runs.launcherpool import LauncherPool
 
-__all__ = ["BaseEnv", "OverlayRunner", "base_fingerprint", "inspect_base"]
+__all__ = [
+    "BaseEnv",
+    "OverlayRunner",
+    "base_fingerprint",
+    "inspect_base",
+    "isolation_of",
+    "launcher_pool",
+    "preload_of",
+]
 
 #: How a reproducer outcome reads for the search.
 _STATE_OF: dict[str, State] = {
@@ -144,6 +154,56 @@ def base_fingerprint(
     return "sha256:" + hashlib.sha256(blob.encode()).hexdigest()
 
 
+def preload_of(manifest: ShimManifest) -> tuple[str, ...]:
+    """What a bisection's launcher imports once: the reproducer's preloads, less the target's own
+    package (a candidate must replace it)."""
+    top = manifest.target.module.split(".")[0]
+    return tuple(m for m in manifest.reproducer.preload if m.split(".")[0] != top)
+
+
+def isolation_of(manifest: ShimManifest, job: BisectJob) -> Isolation:
+    """How a bisection's candidates run: as the job says, else forks of a launcher when the
+    reproducer declares preloads."""
+    return job.isolation or (Isolation.LAUNCHER if preload_of(manifest) else Isolation.PROCESS)
+
+
+def launcher_pool(
+    manifest: ShimManifest,
+    base: BaseEnv,
+    env: Mapping[str, str] | None,
+    slots: int,
+    say: Callable[[str], None],
+) -> LauncherPool[Launcher]:
+    """Up to ``slots`` launchers of ``base`` that imported ``manifest``'s preloads: one pool for
+    every runner of a bisection (releases and commits: a candidate is a fork whose ``sys.path``
+    puts its overlay first, whose ``CUDA_VISIBLE_DEVICES`` picks its GPUs). Each says what it
+    imported, or why the runs it serves fall back to one interpreter each."""
+    from retire.runs.launcherpool import LauncherPool
+
+    preload = preload_of(manifest)
+    top = manifest.target.module.split(".")[0]
+    # the slots start on threads of their own
+    say = serialized(say) or say
+
+    def start() -> Launcher:
+        from retire.runs.launcher import Launcher
+        from retire.runs.reproduce import child_environment
+
+        launcher = Launcher(
+            base.python, preload, child_environment(manifest, env), targets=[top], say=say
+        )
+        if launcher.alive and launcher.targets_loaded:
+            launcher.fall_back(
+                f"preloading {', '.join(preload)} imported the target "
+                f"{launcher.targets_loaded[0]}, which a candidate must replace"
+            )
+        elif launcher.alive:
+            say(f"launcher: imported {', '.join(preload)} once in {launcher.startup_s:.1f}s")
+        return launcher
+
+    return LauncherPool(start, slots)
+
+
 class OverlayRunner(OneAtATime):
     """Runs a shim's reproducer ``--mode without`` against one candidate release.
 
@@ -163,6 +223,7 @@ class OverlayRunner(OneAtATime):
         *,
         on_record: Callable[[ValidationRecord], None] | None = None,
         say: Callable[[str], None] | None = None,
+        launchers: LauncherPool[Launcher] | None = None,
     ) -> None:
         self.manifest = manifest
         self.base = base
@@ -178,21 +239,23 @@ class OverlayRunner(OneAtATime):
         # reproducer runs actually made
         self.runs = 0
         self._repro_hash = reproducer_hash(manifest)
-        top = manifest.target.module.split(".")[0]
         #: What the base launcher imports once: the reproducer's preloads, less the target's own
         #: package.
-        self.preload = tuple(m for m in manifest.reproducer.preload if m.split(".")[0] != top)
-        self.isolation = job.isolation or (
-            Isolation.LAUNCHER if self.preload else Isolation.PROCESS
-        )
-        # started at the first fresh run, so a cached bisection starts nothing
-        self.launcher: Launcher | None = None
+        self.preload = preload_of(manifest)
+        self.isolation = isolation_of(manifest, job)
         self.say = say or (lambda message: None)
+        # the bisection's warm launchers (shared with its other runners), else one of its own
+        # made at the first fresh run, so a cached bisection starts nothing
+        self.launchers = launchers
+        self._own: LauncherPool[Launcher] | None = None
 
     @property
     def note(self) -> str:
-        """Why launcher isolation fell back to process isolation, if it did."""
-        return (self.launcher.fallback or "") if self.launcher is not None else ""
+        """Why launcher isolation fell back to process isolation, if it did (the first of the
+        launchers it borrows from to say so)."""
+        pool = self.launchers or self._own
+        made = pool.made if pool is not None else ()
+        return next((launcher.fallback for launcher in made if launcher.fallback), "")
 
     def _key(self, version: str) -> str:
         return ResultCache.key(
@@ -226,44 +289,32 @@ class OverlayRunner(OneAtATime):
         return run
 
     def _run(self, version: str) -> CandidateRun:
-        from retire.runs.reproduce import run_reproducer
-
         began = time.monotonic()
         parent = self.work_dir or Path(tempfile.gettempdir())
         parent.mkdir(parents=True, exist_ok=True)
         folder = Path(
             tempfile.mkdtemp(prefix=f"overlay-{canonicalize_name(self.distribution)}-", dir=parent)
         )
+        # the launchers start while the overlay builds
+        if (pool := self._pool()) is not None:
+            pool.warm_soon()
         try:
             try:
                 python = self.build_overlay(folder, version)
             except PatchlaneError as exc:
+                # a build killed by a cancel says nothing of the candidate
+                cancelling.check()
                 state, detail = self.not_built(exc, version)
                 seconds = round(time.monotonic() - began, 3)
                 return CandidateRun(version, state, ENV_FAILED, detail, seconds)
+            # cancelled while its overlay was built (retire.bisect.sidebyside): it never runs
+            cancelling.check()
             self.runs += 1
-            launcher = self._launcher()
-            if launcher is not None:
-                record = launcher.run(
-                    self.manifest,
-                    Mode.WITHOUT,
-                    env=self.env,
-                    lane=self.lane,
-                    timeout=self.timeout,
-                    sys_path_first=[str(self.overlay_site(folder))],
-                    python=python,
-                )
-            else:
-                record = run_reproducer(
-                    self.manifest,
-                    Mode.WITHOUT,
-                    python=python,
-                    env=self.env,
-                    lane=self.lane,
-                    timeout=self.timeout,
-                )
+            record = self._reproduce(folder, python)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
+        # cancelled while it ran: killed, neither recorded nor cached; else no cancel comes now
+        cancelling.commit()
         record = self._recorded(record, version)
         if self.on_record is not None:
             self.on_record(record)
@@ -300,37 +351,44 @@ class OverlayRunner(OneAtATime):
         }
         return replace(record, versions=versions, environment=environment)
 
-    def _launcher(self) -> Launcher | None:
-        """The base interpreter's launcher (started once), or None under process isolation."""
-        from retire.runs.launcher import Launcher
-        from retire.runs.reproduce import child_environment
-
+    def _pool(self) -> LauncherPool[Launcher] | None:
+        """The launchers this runner borrows from, or None under process isolation."""
         if self.isolation != Isolation.LAUNCHER:
             return None
-        if self.launcher is None:
-            self.launcher = Launcher(
-                self.base.python,
-                self.preload,
-                child_environment(self.manifest, self.env),
-                targets=[self.manifest.target.module.split(".")[0]],
-                say=self.say,
+        if self.launchers is None and self._own is None:
+            self._own = launcher_pool(self.manifest, self.base, self.env, 1, self.say)
+        return self.launchers or self._own
+
+    def _reproduce(self, folder: Path, python: Path) -> ValidationRecord:
+        """The reproducer's run on the overlay in ``folder``: a fork of a borrowed launcher, or
+        an interpreter of its own (``python``) under process isolation."""
+        from retire.runs.reproduce import run_reproducer
+
+        if (pool := self._pool()) is None:
+            return run_reproducer(
+                self.manifest,
+                Mode.WITHOUT,
+                python=python,
+                env=self.env,
+                lane=self.lane,
+                timeout=self.timeout,
             )
-            if self.launcher.alive and self.launcher.targets_loaded:
-                self.launcher.fall_back(
-                    f"preloading {', '.join(self.preload)} imported the target "
-                    f"{self.launcher.targets_loaded[0]}, which a candidate must replace"
-                )
-            elif self.launcher.alive:
-                self.say(
-                    f"launcher: imported {', '.join(self.preload)} once in "
-                    f"{self.launcher.startup_s:.1f}s"
-                )
-        return self.launcher
+        with pool.borrow() as launcher:
+            return launcher.run(
+                self.manifest,
+                Mode.WITHOUT,
+                env=self.env,
+                lane=self.lane,
+                timeout=self.timeout,
+                sys_path_first=[str(self.overlay_site(folder))],
+                python=python,
+            )
 
     def close(self) -> None:
-        """Stop the base launcher, if one was started."""
-        if self.launcher is not None:
-            self.launcher.close()
+        """Stop the runner's own launcher, if it started one (a shared pool is closed by whoever
+        made it)."""
+        if self._own is not None:
+            self._own.close()
 
     def overlay_site(self, folder: Path) -> Path:
         """The site folder of the overlay venv in ``folder`` (where the candidate is installed)."""

@@ -12,23 +12,36 @@ runs — never one a lane holds — and the candidate's children see only those
 (``CUDA_VISIBLE_DEVICES``, set for that thread alone: :func:`retire.core.childenv.visible_devices`),
 so its record's host stamp names them. How many run at once is ``N``, capped by how many such sets
 the host's GPUs make; a reproducer that needs no GPU runs ``N`` at once with none.
+
+It is also a :class:`~retire.bisect.prober.Starting` prober: an edge search starts each candidate
+on its own (:meth:`SideBySide.start`), takes the next to end (:meth:`SideBySide.finished`, a
+completion queue: ``wait(FIRST_COMPLETED)``) and starts another in the slot it freed, and cancels
+one its results left outside the edge (:meth:`SideBySide.cancel`): the candidate's thread runs in
+a cancel scope of its own (:mod:`retire.runs.cancelling`), so its fork's group is killed, its GPUs
+go back to the pool when its thread leaves, and it is neither recorded nor cached.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from retire.bisect.prober import Prober
 from retire.bisect.search import CandidateRun
 from retire.core import childenv
+from retire.runs import cancelling
 from retire.runs.gpus import Gpu, discover
 from retire.runs.packing import GpuPool, unmet
 from retire.runs.reaper import REAPER
 from shims.gpuneeds import GpuNeeds
 
-__all__ = ["SideBySide", "serialized", "width_for"]
+__all__ = ["SideBySide", "host_gpus", "serialized", "width_for"]
+
+
+def host_gpus(needs: GpuNeeds) -> tuple[Gpu, ...]:
+    """The host's GPUs, where the reproducer needs some (none are looked for otherwise)."""
+    return tuple(discover().gpus) if needs.count else ()
 
 
 def width_for(needs: GpuNeeds, jobs: int, gpus: Sequence[Gpu]) -> int:
@@ -69,7 +82,7 @@ class SideBySide:
         say: Callable[[str], None] | None = None,
     ) -> None:
         needs = needs or GpuNeeds()
-        host = tuple(discover().gpus if gpus is None and needs.count else gpus or ())
+        host = host_gpus(needs) if gpus is None else tuple(gpus)
         self.needs = needs
         self.width = width_for(needs, jobs, host)
         # nothing to hold where the host cannot meet the need (held_gpus does the same)
@@ -81,6 +94,9 @@ class SideBySide:
         first = make()
         self._idle: list[Prober] = [first]
         self._made: list[Prober] = [first]
+        # candidates started one at a time: their threads, and each one's cancel
+        self._threads: ThreadPoolExecutor | None = None
+        self._running: dict[str, tuple[Future[CandidateRun], cancelling.Cancel]] = {}
 
     def cached(self, item: str, /) -> CandidateRun | None:
         """What the runners' cache knows of ``item`` (they share one)."""
@@ -108,6 +124,60 @@ class SideBySide:
             threads.shutdown(wait=True, cancel_futures=True)
             if stopped:
                 REAPER.resume()
+
+    #: an edge search may start candidates one at a time (retire.bisect.prober.Starting)
+    can_start = True
+
+    def start(self, item: str, /) -> None:
+        """Start ``item``'s run on a thread of its own (queued while ``width`` run)."""
+        if item in self._running:
+            raise ValueError(f"{item} is already running")
+        if self._threads is None:
+            self._threads = ThreadPoolExecutor(self.width, thread_name_prefix="patchlane-candidate")
+        cancel = cancelling.Cancel()
+        self._running[item] = (self._threads.submit(self._cancellable, item, cancel), cancel)
+
+    def _cancellable(self, item: str, cancel: cancelling.Cancel) -> CandidateRun:
+        with cancelling.scope(cancel):
+            # cancelled before a slot came free
+            cancel.check()
+            return self._one(item)
+
+    def finished(self) -> CandidateRun:
+        """The next run to end among those started and not cancelled."""
+        if not self._running:
+            raise ValueError("no candidate is running")
+        try:
+            futures = [future for future, _ in self._running.values()]
+            done, _ = wait(futures, return_when=FIRST_COMPLETED)
+        # Ctrl-C, SIGTERM: the running candidates' reproducers end now, as a round's do
+        except KeyboardInterrupt:
+            self._stop_all()
+            raise
+        item = next(item for item, (future, _) in self._running.items() if future in done)
+        future, _ = self._running.pop(item)
+        return future.result()
+
+    def cancel(self, item: str, /) -> bool:
+        """Stop ``item``'s run: what it waits on is killed, and its answer is never handed back;
+        False when it has already ended and is recorded (:meth:`finished` hands it back)."""
+        entry = self._running.get(item)
+        if entry is None or not entry[1].cancel():
+            return False
+        del self._running[item]
+        return True
+
+    def _stop_all(self) -> None:
+        REAPER.stop_uninterrupted()
+        try:
+            for _, cancel in self._running.values():
+                cancel.cancel()
+            self._running.clear()
+            if self._threads is not None:
+                self._threads.shutdown(wait=True, cancel_futures=True)
+                self._threads = None
+        finally:
+            REAPER.resume()
 
     @property
     def blocked(self) -> str | None:
@@ -143,7 +213,13 @@ class SideBySide:
         return runner
 
     def close(self) -> None:
-        """Close every runner made (their launchers)."""
+        """Cancel what still runs, then close every runner made."""
+        for _, cancel in self._running.values():
+            cancel.cancel()
+        self._running.clear()
+        if self._threads is not None:
+            self._threads.shutdown(wait=True, cancel_futures=True)
+            self._threads = None
         for runner in self._made:
             runner.close()
 

@@ -17,27 +17,42 @@ in the host stamp), and answers are cached, as for :func:`retire.bisect.bisect`.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from retire.bisect.bisection import _Journal
+from retire.bisect.informed import TouchedSpan, informed_edge
 from retire.bisect.job import BisectJob
 from retire.bisect.prober import Prober, Progress
-from retire.bisect.revision import RevisionRunner
-from retire.bisect.runner import BaseEnv, OverlayRunner, inspect_base
+from retire.bisect.revision import BuildCount, RevisionRunner
+from retire.bisect.runner import (
+    BaseEnv,
+    OverlayRunner,
+    inspect_base,
+    isolation_of,
+    launcher_pool,
+)
 from retire.bisect.search import ENV_FAILED, FIXED, CandidateRun, normal
-from retire.bisect.sidebyside import SideBySide, serialized
+from retire.bisect.sidebyside import SideBySide, host_gpus, serialized, width_for
 from retire.bisect.window import EdgeSearch, locate_edge, locate_window
 from retire.bisect.windowresult import BRANCH, WindowResult
 from retire.core.git import GitError
 from retire.evidence.validation import ValidationRecord
-from retire.history.edge import CommitSpan, Edge, EdgeKind, EdgeState
+from retire.history.edge import CommitSearch, CommitSpan, Edge, EdgeKind, EdgeState
 from retire.history.window import BranchFix, Window
 from retire.mirrors.history import Commit, build_obstacle, commits_between, release_tag
 from retire.mirrors.repo import MirrorRepo
+from retire.mirrors.touching import shim_modules, touching
+from retire.runs.isolation import Isolation
 from shims.model import ShimManifest
 from shims.wheelbuild import WheelBuild
+
+if TYPE_CHECKING:
+    from retire.runs.launcher import Launcher
+    from retire.runs.launcherpool import LauncherPool
 
 __all__ = ["Source", "bisect_window"]
 
@@ -64,11 +79,14 @@ class Source:
         base: BaseEnv,
         job: BisectJob,
         *,
+        count: BuildCount | None = None,
         on_record: Callable[[ValidationRecord], None] | None = None,
         say: Callable[[str], None] | None = None,
+        launchers: LauncherPool[Launcher] | None = None,
     ) -> RevisionRunner:
         """The runner of ``manifest``'s reproducer against the target built from this mirror at
-        a commit, as ``job`` says (its cache, lane, timeout)."""
+        a commit, as ``job`` says (its cache, kept wheels, lane, timeout); ``count``: the
+        search's builds, shared by its runners; ``launchers``: the bisection's warm ones."""
         if self.repo is None:
             raise ValueError(f"no mirror to build commits from: {self.why}")
         return RevisionRunner(
@@ -79,8 +97,10 @@ class Source:
             repository=self.repo.mirror.repository,
             subdirectory=self.subdirectory,
             build=self.build,
+            count=count,
             on_record=on_record,
             say=say,
+            launchers=launchers,
         )
 
 
@@ -91,11 +111,19 @@ class _Probers:
     release: Prober
     commit: Prober | None
     progress: Progress
+    # the commit builds of the search under way, of about how many (said with each build)
+    count: BuildCount = field(default_factory=BuildCount)
+    # the warm launchers both probers' runners borrow from (None: process isolation)
+    launchers: LauncherPool[Launcher] | None = None
 
     def close(self) -> None:
-        for prober in (self.release, self.commit):
-            if prober is not None:
-                prober.close()
+        try:
+            for prober in (self.release, self.commit):
+                if prober is not None:
+                    prober.close()
+        finally:
+            if self.launchers is not None:
+                self.launchers.close()
 
 
 def bisect_window(
@@ -120,23 +148,24 @@ def bisect_window(
     candidates = job.candidates(versions)
     journal = _Journal(job.records) if job.records is not None else None
     fingerprint = ""
-    commit = None
     if prober is None:
         base = inspect_base(job.base_python, manifest.target.distribution)
         fingerprint = base.fingerprint
-        prober, commit = _probers(manifest, base, source, job, journal, progress)
-    probers = _Probers(prober, commit, progress)
+        probers = _probers(manifest, base, source, job, journal, progress)
+    else:
+        probers = _Probers(prober, None, progress)
     try:
         found = locate_window(
             candidates.versions,
-            prober,
+            probers.release,
             known_broken=_in(candidates.versions, bounds.known_broken),
             limits=job.limits,
             sample=job.sample,
             progress=progress,
         )
         window = found.window
-        searched, stops = _commit_edges(window.fixed, window.introduced, source, probers, job)
+        edges = (window.fixed, window.introduced)
+        searched, stops = _commit_edges(edges, source, probers, job, shim_modules(manifest))
     finally:
         probers.close()
     commit_runs = {key: runs for key, (_, runs) in searched.items()}
@@ -163,33 +192,49 @@ def _probers(
     job: BisectJob,
     journal: _Journal | None,
     progress: Progress,
-) -> tuple[Prober, Prober | None]:
+) -> _Probers:
     """The release runner, and the commit runner where there is a mirror to build from; with
-    ``job.width`` above 1, each runs rounds of candidates side by side."""
-    say = serialized(progress.note) if job.width > 1 else progress.note
+    ``job.width`` above 1, each runs candidates side by side. One pool of warm launchers, a slot
+    per candidate running at once, serves both (:func:`retire.bisect.runner.launcher_pool`)."""
+    # runners side by side and the launchers warming on threads of their own speak one line at a
+    # time
+    say = serialized(progress.note) or progress.note
     on_record = journal.append if journal is not None else None
+    count = BuildCount()
+    needs = manifest.reproducer.gpu_needs
+    gpus = host_gpus(needs) if job.width > 1 else ()
+    width = width_for(needs, job.width, gpus)
+    pool = None
+    if isolation_of(manifest, job) == Isolation.LAUNCHER:
+        pool = launcher_pool(manifest, base, job.env, width, say)
 
     def releases() -> Prober:
-        return OverlayRunner(manifest, base, job, on_record=on_record, say=say)
+        return OverlayRunner(manifest, base, job, on_record=on_record, say=say, launchers=pool)
 
     def commits() -> Prober:
         assert source is not None
-        return source.revision_runner(manifest, base, job, on_record=on_record, say=say)
+        return source.revision_runner(
+            manifest, base, job, count=count, on_record=on_record, say=say, launchers=pool
+        )
 
     mirrored = source is not None and source.repo is not None
     if job.width <= 1:
-        return releases(), commits() if mirrored else None
-    needs = manifest.reproducer.gpu_needs
-    side = SideBySide(releases, job.width, needs, say=say)
-    progress.note(f"candidates: up to {side.width} at once" + _on_gpus(side))
-    return side, SideBySide(commits, job.width, needs, say=say) if mirrored else None
+        return _Probers(releases(), commits() if mirrored else None, progress, count, pool)
+    side = SideBySide(releases, job.width, needs, gpus=gpus, say=say)
+    progress.note(f"candidates: up to {side.width} at once" + _on_gpus(side, pool))
+    commit = SideBySide(commits, job.width, needs, gpus=gpus, say=say) if mirrored else None
+    return _Probers(side, commit, progress, count, pool)
 
 
-def _on_gpus(side: SideBySide) -> str:
-    """How the candidates running at once share out the host's GPUs, for the note."""
-    if side.pool is None:
-        return ""
-    return f", each on {side.needs} of its own ({len(side.pool.gpus)} on this host)"
+def _on_gpus(side: SideBySide, launchers: LauncherPool[Launcher] | None) -> str:
+    """How the candidates running at once share out the host's GPUs and the launchers, for the
+    note."""
+    said = ""
+    if side.pool is not None:
+        said = f", each on {side.needs} of its own ({len(side.pool.gpus)} on this host)"
+    if launchers is not None:
+        said += f"; {launchers.slots} warm launcher(s) for releases and commits alike"
+    return said
 
 
 def _in(versions: tuple[str, ...], version: str | None) -> str | None:
@@ -233,16 +278,22 @@ def _extended(
 
 
 def _commit_edges(
-    fixed: Edge, introduced: Edge, source: Source | None, probers: _Probers, job: BisectJob
+    release_edges: tuple[Edge, Edge],
+    source: Source | None,
+    probers: _Probers,
+    job: BisectJob,
+    modules: tuple[str, ...],
 ) -> tuple[dict[str, _Searched], tuple[str, ...]]:
-    """Each release edge found between two adjacent releases, continued in the commits (keyed by
-    the edge's kind; ``branch`` for a fix on a followed branch)."""
+    """Each release edge (fixed, introduced) found between two adjacent releases, continued in
+    the commits (keyed by the edge's kind; ``branch`` for a fix on a followed branch); the
+    commits that touch ``modules`` (the shim's) first."""
     edges: dict[str, _Searched] = {}
     stops: list[str] = []
-    for edge in (fixed, introduced):
+    fixed, _ = release_edges
+    for edge in release_edges:
         if edge.state != EdgeState.FOUND or edge.before is None or edge.after is None:
             continue
-        found = _in_commits(edge, source, probers, job)
+        found = _in_commits(edge, source, probers, job, modules)
         if isinstance(found, str):
             stops.append(f"The {edge.kind} edge stops at {edge.before} → {edge.after}: {found}")
         else:
@@ -263,11 +314,14 @@ def _span(
     search: EdgeSearch,
     source: Source,
     prober: Prober,
+    how: _How | None = None,
 ) -> CommitSpan:
-    """The commit-level edge as the window holds it: the commit named only when pinned, and why
-    it is not where its commits could not be built."""
+    """The commit-level edge as the window holds it: the commit named only when pinned, why it
+    is not where its commits could not be built, and how its commits were searched (``how``;
+    None: every one, by a binary search)."""
     edge = search.edge
     named = _named(commits, edge)
+    how = how or _How(CommitSearch.FULL, "")
     return CommitSpan(
         kind,
         tags,
@@ -280,6 +334,10 @@ def _span(
         named,
         build=source.build.describe() if source.build is not None else None,
         unbuilt=_unbuilt(prober, search),
+        search=how.search,
+        search_note=how.note,
+        paths=how.paths,
+        touching=how.touching,
     )
 
 
@@ -309,6 +367,8 @@ def _on_branch(
         return f"cannot read {branch} since {tag}: {exc}"
     if not commits or (why := prober.blocked or probers.progress.stop()) is not None:
         return None if not commits else f"{branch} since {fixed.before} is not searched: {why}"
+    # the tip, then a binary search of the rest
+    probers.count.expect(len(commits) - 1, runs=1 + math.ceil(math.log2(len(commits))))
     tip = prober.run(commits[-1].sha)
     probers.progress.consulted(tip)
     if tip.state != FIXED:
@@ -346,7 +406,7 @@ def _unbuilt(prober: Prober, search: EdgeSearch) -> str | None:
 
 
 def _in_commits(
-    edge: Edge, source: Source | None, probers: _Probers, job: BisectJob
+    edge: Edge, source: Source | None, probers: _Probers, job: BisectJob, modules: tuple[str, ...]
 ) -> _Searched | str:
     """The commit that made ``edge``, or why the search stays at the release edge."""
     if source is None or source.repo is None or probers.commit is None:
@@ -375,14 +435,66 @@ def _in_commits(
         return f"cannot read the commits between {old} and {new}: {exc}"
     if not commits:
         return f"no commit between {old} and {new} on the first-parent history"
-    search = locate_edge(
-        [c.sha for c in commits[:-1]],
-        probers.commit,
-        kind=edge.kind,
-        before=old_sha,
-        after=commits[-1].sha,
-        limits=job.limits,
-        progress=probers.progress,
+    span = TouchedSpan(
+        edge.kind, old_sha, tuple(c.sha for c in commits[:-1]), commits[-1].sha, frozenset()
     )
-    span = _span(edge.kind, (old, new), commits, search, source, probers.commit)
-    return span, search.runs
+    search, how = _informed(span, (old, new), source, modules, probers, job)
+    probers.progress.note(f"the {edge.kind} edge in {old}..{new}: {how.note}")
+    found = _span(edge.kind, (old, new), commits, search, source, probers.commit, how)
+    return found, search.runs
+
+
+@dataclass(frozen=True)
+class _How:
+    """How an edge's commits were searched, and what it read to do so."""
+
+    search: CommitSearch
+    note: str
+    paths: tuple[str, ...] = ()
+    touching: int = 0
+
+
+def _informed(
+    span: TouchedSpan,
+    tags: tuple[str, str],
+    source: Source,
+    modules: tuple[str, ...],
+    probers: _Probers,
+    job: BisectJob,
+) -> tuple[EdgeSearch, _How]:
+    """The edge among ``span``'s commits: those that touch the shim's ``modules`` (their files
+    in the range's two trees, ``git log --first-parent -- <paths>``) first, the edge confirmed by
+    the commit before it, else every first-parent commit (:func:`retire.bisect.informed.
+    informed_edge`, which says which it did); the full search where the files cannot be read."""
+    assert source.repo is not None and probers.commit is not None
+    total = len(span.items) + 1
+    try:
+        read = touching(source.repo.git, *tags, modules, source.subdirectory)
+    except GitError as exc:
+        read = None
+        why = f"the target's files could not be read ({exc})"
+    if read is None or not read.paths:
+        if read is not None:
+            why = f"no file of {', '.join(modules)} is in the range's trees"
+        probers.count.expect(len(span.items))
+        search = locate_edge(
+            span.items,
+            probers.commit,
+            kind=span.kind,
+            before=span.before,
+            after=span.after,
+            limits=job.limits,
+            progress=probers.progress,
+        )
+        note = f"{why}: searched every first-parent commit of the range ({total})"
+        return search, _How(CommitSearch.UNINFORMED, note)
+    span = replace(span, touching=read.commits)
+    k = span.touching_count
+    # about ⌈log2 k⌉ + 2 runs, never much more than the full search's
+    full = math.ceil(math.log2(len(span.items) + 1))
+    probers.count.expect(
+        len(span.items), runs=min(math.ceil(math.log2(k)) + 2, full + 1) if k else None
+    )
+    found = informed_edge(span, probers.commit, limits=job.limits, progress=probers.progress)
+    how = _How(found.how, found.note, read.paths, k)
+    return EdgeSearch(found.edge, found.runs), how

@@ -26,7 +26,8 @@ Each edge is a binary search between its two known sides, so a window whose brok
 costs at most ``ceil(log2 n)`` conclusive runs per edge, plus the newest end. With a prober of
 ``width`` above 1 each round of an edge search runs up to ``width`` items at once, splitting the
 open interval evenly (:mod:`retire.bisect.search`), and the sample takes up to ``width`` items a
-round.
+round; a prober that starts items one at a time keeps every slot of an edge search busy instead
+(:mod:`retire.bisect.started`), with the same answer.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from retire.bisect.prober import Prober, Progress
+from retire.bisect.prober import Prober, Progress, starting
 from retire.bisect.search import (
     BROKEN,
     FIXED,
@@ -47,6 +48,7 @@ from retire.bisect.search import (
     _Search,
     narrow,
 )
+from retire.bisect.started import started_edge
 from retire.history.edge import Edge, EdgeKind, EdgeState
 from retire.history.window import Provenance, Told, Window, unseen
 
@@ -161,9 +163,20 @@ class _Locate:
     def edge(self, lo: int, hi: int, low_state: State) -> tuple[int, int, str | None]:
         """Binary-search ``(lo, hi)`` for the step from ``low_state`` at ``lo`` to the other state
         at ``hi`` (either may be -1 / len: unknown); above walls of crashes first. Returns the
-        narrowed (lo, hi) and why it stopped early, if it did."""
+        narrowed (lo, hi) and why it stopped early, if it did. A prober that starts candidates
+        one at a time (:func:`retire.bisect.prober.starting`) is kept busy instead of run in
+        rounds (:func:`retire.bisect.started.started_edge`)."""
         high_state = FIXED if low_state == BROKEN else BROKEN
         lo, hi = self._known(lo, hi, low_state, high_state)
+        if (prober := starting(self.s.prober)) is not None:
+            return started_edge(
+                self.s,
+                prober,
+                (lo, hi),
+                (low_state, high_state),
+                room=self._room,
+                exhausted=self.exhausted,
+            )
         while True:
             unknown_left = self.limits.max_unknown - self.s.fresh(UNKNOWN) + self.sampled_unknown
             size = self.s.round_size(unknown_left) if self.s.width > 1 else 1
@@ -174,6 +187,12 @@ class _Locate:
                 return lo, hi, why
             self.s.ask_round(picks)
             lo, hi = narrow(self.s.states, lo, hi, low_state, high_state)
+
+    def _room(self) -> int:
+        """How many candidates may run at once now: the width, less than neither what the budget
+        has left nor what the tolerances could still absorb (running ones count as spent)."""
+        unknown_left = self.limits.max_unknown - self.s.fresh(UNKNOWN) + self.sampled_unknown
+        return self.s.round_size(unknown_left)
 
     def _known(self, lo: int, hi: int, low: State, high: State) -> tuple[int, int]:
         """Narrow ``(lo, hi)`` by what is already known inside it (sampled runs, the cache)."""

@@ -17,7 +17,7 @@ from typing import Any
 
 from retire.bisect.search import ENV_FAILED, NOT_APPLICABLE, CandidateRun, Candidates, Status
 from retire.core import mdsafe
-from retire.history.edge import CommitSpan, EdgeState
+from retire.history.edge import CommitSearch, CommitSpan, EdgeState
 from retire.history.place import Placement
 from retire.history.window import Window
 
@@ -172,6 +172,12 @@ class WindowResult:
         lines += [f"{stop}." for stop in self.stops]
         builds = dict.fromkeys(s.span.build for s in searched if s.span.build)
         lines += [f"Commits built with {build}." for build in builds]
+        # how each edge's commits were searched, where not every one by a binary search
+        lines += [
+            f"The {s.span.kind} edge's commits: {s.span.search_note}."
+            for s in searched
+            if s.span.search != CommitSearch.FULL and s.span.search_note
+        ]
         return " ".join([*lines, f"{counts}."])
 
     def decide(self, shim: str) -> tuple[str, ...]:
@@ -275,4 +281,5 @@ def _searched(searched: Searched) -> dict[str, Any]:
         "runs": [asdict(r) for r in searched.runs],
         "branch": searched.branch,
         "build": span.build,
+        "search": span.search_json(),
     }

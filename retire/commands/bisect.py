@@ -66,11 +66,12 @@ DESCRIPTION = (
     "fresh run "
     "is recorded in the validation manifest (lane 'bisect', or "
     "'bisect:LANE' with --lane) so verdicts use it; answers are cached, and a cached answer is "
-    "neither re-run nor re-recorded. With -j N, each round runs up to N candidates at once (the "
-    "points splitting the open range into N + 1 parts), each in an overlay env of its own and, "
-    "for a reproducer that declares gpus, on GPUs of its own. Exit 0 when the first fixed "
-    "release is found and no edge followed into the commits stays unpinned for want of a build, "
-    "1 otherwise."
+    "neither re-run nor re-recorded. With -j N, up to N candidates run at once, each in an overlay "
+    "env of its own (forked from one pool of warm launchers) and, for a reproducer that declares "
+    "gpus, on GPUs of its own: the next starts as soon as one ends, and one the results leave "
+    "outside the edge is cancelled (never recorded) — the answer -j 1 gives. Exit 0 when the "
+    "first fixed release is found and no edge followed into the commits stays unpinned for want "
+    "of a build, 1 otherwise."
 )
 
 
@@ -175,9 +176,10 @@ def _add_search_arguments(p: argparse.ArgumentParser) -> None:
         type=positive_int,
         default=1,
         metavar="N",
-        help="run up to N candidates at once, each round splitting the range into N + 1 parts; "
-        "a reproducer that declares gpus = n gives each running candidate n GPUs of its own "
-        "(never one a lane holds), so N is capped by the host's GPUs (default: %(default)s)",
+        help="run up to N candidates at once, the next as soon as one ends (one the results "
+        "leave outside the edge is cancelled); a reproducer that declares gpus = n gives each "
+        "running candidate n GPUs of its own (never one a lane holds), so N is capped by the "
+        "host's GPUs (default: %(default)s)",
     )
 
 
@@ -352,6 +354,7 @@ def job_of(args: argparse.Namespace, project: Project) -> BisectJob:
         timeout=args.timeout,
         records=records,
         cache=args.cache or project.bisect_cache,
+        wheels=project.wheel_cache,
         mirrors=args.mirrors,
         executor=Executor(args.executor),
     )

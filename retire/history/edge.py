@@ -20,7 +20,15 @@ if TYPE_CHECKING:
     # a reader of a window does not load the mirror's git (`patchlane --help` stays lean)
     from retire.mirrors.history import Commit
 
-__all__ = ["CommitSpan", "Edge", "EdgeKind", "EdgeState", "Place", "commit_words"]
+__all__ = [
+    "CommitSearch",
+    "CommitSpan",
+    "Edge",
+    "EdgeKind",
+    "EdgeState",
+    "Place",
+    "commit_words",
+]
 
 
 class EdgeKind(enum.StrEnum):
@@ -46,6 +54,21 @@ class EdgeState(enum.StrEnum):
     OPEN = "open"
     #: a budget ended the search first, or no search was made
     UNSEARCHED = "unsearched"
+
+
+class CommitSearch(enum.StrEnum):
+    """How an edge's commits were searched (:mod:`retire.bisect.informed`)."""
+
+    #: every first-parent commit of the range, by a binary search
+    FULL = "full"
+    #: the commits that touch the target's files first; the edge is at one of them, confirmed by
+    #: the commit before it
+    TOUCHING = "touching"
+    #: the touching commits first, then, the confirmation failed (or could not run), the full
+    #: search of what was left
+    FELL_BACK = "fell-back"
+    #: nothing in the range touches the target's files: the full search
+    UNINFORMED = "uninformed"
 
 
 class Place(enum.StrEnum):
@@ -94,10 +117,17 @@ class CommitSpan:
     # why the edge stayed unpinned where its candidates could not be built here (the build
     # backend missing from the index, a failed build), else None
     unbuilt: str | None = None
+    # how its commits were searched, the sentence that says so, the target's files read for it
+    # and how many commits of the range touch them
+    search: CommitSearch = CommitSearch.FULL
+    search_note: str = ""
+    paths: tuple[str, ...] = ()
+    touching: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", EdgeKind(self.kind))
         object.__setattr__(self, "state", EdgeState(self.state))
+        object.__setattr__(self, "search", CommitSearch(self.search))
         if self.commit is not None and self.state != EdgeState.FOUND:
             # an unpinned edge names its range: a commit would be read as the answer
             raise ValueError(f"a {self.state} commit edge names no commit")
@@ -121,6 +151,16 @@ class CommitSpan:
         )
         old, new = (tag.removeprefix("refs/heads/") for tag in self.tags)
         return f"{self.kind} in {old}..{new}, not pinned (one of {shown})"
+
+    def search_json(self) -> dict[str, object]:
+        """How its commits were searched (``search`` of a commit edge in
+        retire/schemas/bisect.schema.json)."""
+        return {
+            "how": str(self.search),
+            "note": self.search_note,
+            "paths": list(self.paths),
+            "touching": self.touching,
+        }
 
     def to_json(self) -> dict[str, object]:
         """The commit-level edge (the keys of an edge, retire/schemas/bisect.schema.json)."""

@@ -36,6 +36,7 @@ from typing import Self
 
 from retire.core import tooltext
 from retire.evidence.validation import ValidationRecord
+from retire.runs import cancelling
 from retire.runs.isolation import ISOLATIONS, Isolation
 from retire.runs.reaper import REAPER, TOKEN_ENV
 from retire.runs.reproduce import (
@@ -263,7 +264,9 @@ class Launcher:
         try:
             self._send(request)
             pid = self._read(began + 60.0).get("pid")
-            done = self._read(began + limit + _GRACE_S)
+            # a cancelled candidate's fork (and its group) is killed; the launcher serves on
+            with cancelling.killing(lambda: kill_group(pid)):
+                done = self._read(began + limit + _GRACE_S)
         except _LauncherDiedError as exc:
             kill_group(pid)
             # stopped (Ctrl-C, SIGTERM): the stop killed it, which is no reason to fall back

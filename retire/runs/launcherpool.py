@@ -8,10 +8,11 @@ candidate, runner or GPU set. A :class:`LauncherPool` keeps up to ``slots`` of t
 on first need (or all at once, in parallel, by :meth:`LauncherPool.warm`, while the first
 overlays are still being built), lent to one running candidate at a time (:meth:`borrow`), and
 closed together at the end. The heavy stack is then imported once per slot for the whole
-bisection — releases and commits alike — not once per runner.
-
-Not wired in yet (issue 37, phase 1): the bisection's runners still own a launcher each
-(:class:`retire.bisect.runner.OverlayRunner`); a runner given a pool borrows one per run instead.
+bisection — releases and commits alike — not once per runner: the window bisection
+(:func:`retire.bisect.transitions.bisect_window`) makes one pool of ``-j`` slots that its release
+and commit runners (:class:`retire.bisect.runner.OverlayRunner`) borrow from, and the first fresh
+run warms every slot in the background (:meth:`LauncherPool.warm_soon`) while its overlay builds —
+a bisection whose answers are all cached starts none.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class LauncherPool(Generic[L]):
         self._starting = 0
         self._closed = False
         self._changed = threading.Condition()
+        self._warming: threading.Thread | None = None
 
     @property
     def started(self) -> int:
@@ -53,18 +55,51 @@ class LauncherPool(Generic[L]):
         with self._changed:
             return len(self._made)
 
+    @property
+    def made(self) -> tuple[L, ...]:
+        """The launchers started so far (lent or idle)."""
+        with self._changed:
+            return tuple(self._made)
+
     def warm(self) -> None:
-        """Start every slot's launcher now, side by side."""
+        """Start every slot's launcher now, side by side; a start that fails frees its slot (the
+        others are lent all the same) and the first failure is raised once all have ended."""
         with self._changed:
             missing = self.slots - len(self._made) - self._starting
-            self._starting += missing
+            self._starting += max(missing, 0)
         if missing <= 0:
             return
         with ThreadPoolExecutor(missing, thread_name_prefix="patchlane-launcher") as threads:
-            started = list(threads.map(lambda _: self._make(), range(missing)))
+            futures = [threads.submit(self._make) for _ in range(missing)]
+        started = [f.result() for f in futures if f.exception() is None]
         with self._changed:
-            self._idle.extend(started)
+            closed = self._closed
+            if not closed:
+                self._idle.extend(started)
             self._changed.notify_all()
+        # closed while they started: nobody will borrow them
+        for launcher in started if closed else ():
+            launcher.close()
+        failed = [exc for f in futures if (exc := f.exception()) is not None]
+        if failed:
+            raise failed[0]
+
+    def warm_soon(self) -> None:
+        """:meth:`warm` on a thread of its own (once): the slots start while the caller goes on
+        (builds a candidate's overlay); a borrower that comes first waits for one, or starts one
+        where a start failed. :meth:`close` waits for it."""
+        with self._changed:
+            if self._warming is not None or self._closed:
+                return
+            self._warming = threading.Thread(
+                target=self._warm_quietly, name="patchlane-launchers-warm", daemon=True
+            )
+        self._warming.start()
+
+    def _warm_quietly(self) -> None:
+        # a launcher that cannot start is the borrower's to start again and report
+        with contextlib.suppress(Exception):
+            self.warm()
 
     @contextlib.contextmanager
     def borrow(self) -> Iterator[L]:
@@ -109,13 +144,17 @@ class LauncherPool(Generic[L]):
         return launcher
 
     def close(self) -> None:
-        """Close every idle launcher now and each borrowed one as it comes back."""
+        """Close every idle launcher now and each borrowed one as it comes back (those still
+        being warmed once they have started)."""
         with self._changed:
             self._closed = True
             idle, self._idle = self._idle, []
+            warming = self._warming
             self._changed.notify_all()
         for launcher in idle:
             launcher.close()
+        if warming is not None and warming is not threading.current_thread():
+            warming.join()
 
     def __enter__(self) -> LauncherPool[L]:
         return self

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from retire.core import childenv, secrets
 from retire.evidence.validation import MODES, RunOutcome, ValidationRecord
+from retire.runs import cancelling
 from retire.runs.reaper import REAPER
 from shims import times
 from shims.manifest import ROOTS_ENV, RUNTIME_DIR
@@ -122,7 +123,9 @@ def run_reproducer(
         )
 
     try:
-        stdout_bytes, stderr_bytes, timed_out = _answer(process, limit)
+        # a cancelled candidate's interpreter and all it started are killed
+        with cancelling.killing(lambda: REAPER.kill(process)):
+            stdout_bytes, stderr_bytes, timed_out = _answer(process, limit)
         # stopped (Ctrl-C, SIGTERM) while it ran: a killed run is no result
         REAPER.check()
     finally:

@@ -1,4 +1,4 @@
-"""One working clone per commit range: each candidate commit checked out in it, its wheel built
+"""One working clone per commit runner: each candidate commit checked out in it, its wheel built
 there once and kept (:mod:`retire.runs.wheelcache`).
 
 A bisection over the commits between two tags used to start every candidate afresh: uv fetched
@@ -13,23 +13,28 @@ option.
 :meth:`SharedClone.wheel_for` is the candidate's wheel: the one kept for (repository, commit,
 build, subdirectory), else built in the clone — by uv or by the shim's named build
 (:func:`retire.runs.wheelbuild.build_wheel`) — kept, and returned; it says each build's progress
-through ``say``. uv builds in one warm build environment per range (``build-env`` beside the
-clone, ``uv build --no-build-isolation``): the commit's ``[build-system] requires`` installed once,
-the environment made again from nothing whenever they change (so no package of another commit's
-build can reach this one), uv's isolated build where they cannot be read. One clone serves one
-candidate at a time: candidates run side by side (``bisect -j``) take a clone each.
+through ``say`` (its start, how long it has run every :data:`TICK_S` seconds, its end). uv builds
+in one warm build environment per clone (``build-env`` beside it, ``uv build
+--no-build-isolation``): the commit's ``[build-system] requires`` installed once, the environment
+made again from nothing whenever they change (so no package of another commit's build can reach
+this one), uv's isolated build where they cannot be read. One clone serves one candidate at a
+time, and every range of one bisection: the commit runner
+(:class:`retire.bisect.revision.RevisionRunner`) keeps one, and candidates run side by side
+(``bisect -j``) take a runner, so a clone, each.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
 import tempfile
+import threading
 import time
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from retire.core.git import Git, GitError
@@ -39,7 +44,11 @@ from retire.runs.wheelbuild import WheelBuildError, build_wheel
 from retire.runs.wheelcache import WheelCache, WheelKey
 from shims.wheelbuild import WheelBuild
 
-__all__ = ["SharedClone", "build_description", "build_requires"]
+__all__ = ["TICK_S", "SharedClone", "build_description", "build_requires"]
+
+#: How often a build in progress says how long it has run: a commit's build takes seconds to
+#: minutes, and a bisection must not look hung meanwhile.
+TICK_S = 15.0
 
 
 def build_description(build: WheelBuild | None, environment: str = "") -> str:
@@ -58,7 +67,8 @@ class SharedClone:
     made on first use) and built for the interpreter ``python``; ``repository`` names the mirror
     in the wheels' keys, ``subdirectory`` is where the package's build file is; ``cache`` keeps
     the wheels (None: built every time); ``environment`` (a base environment's fingerprint) and
-    ``index_url`` (where uv finds a build's requirements) as the runner's."""
+    ``index_url`` (where uv finds a build's requirements) as the runner's; ``logs``: where a
+    failed named build's log stays (default: beside the clone)."""
 
     def __init__(
         self,
@@ -72,13 +82,18 @@ class SharedClone:
         cache: WheelCache | None = None,
         environment: str = "",
         index_url: str | None = None,
+        logs: Path | None = None,
         say: Callable[[str], None] | None = None,
     ) -> None:
         self.mirror, self.folder = Path(mirror), Path(folder)
         self.repository, self.python, self.distribution = repository, Path(python), distribution
         self.subdirectory, self.cache, self.environment = subdirectory, cache, environment
         self.index_url = index_url
+        # where a failed named build's log stays (named in its error)
+        self.logs = Path(logs) if logs is not None else self.folder.parent
         self.say = say or (lambda line: None)
+        #: how often a build in progress says how long it has run (seconds)
+        self.tick = TICK_S
         self.at: str | None = None
         self.builds = 0
         # the build requirements installed in the range's build environment
@@ -123,7 +138,7 @@ class SharedClone:
                 f"cannot check out {sha[:12]} from {self.mirror}: {exc}"
             ) from None
         if missing:
-            self.say(missing.says)
+            self.say(f"{sha[:7]}: {missing.says}")
         self.at = sha
         return self._package()
 
@@ -164,26 +179,28 @@ class SharedClone:
         """The wheel kept for ``commit`` (a full sha) and ``build``, or None."""
         return self.cache.get(self.key(commit, build)) if self.cache is not None else None
 
-    def wheel_for(self, commit: str, build: WheelBuild | None = None) -> Path:
+    def wheel_for(self, commit: str, build: WheelBuild | None = None, *, label: str = "") -> Path:
         """The wheel of the package at ``commit``: kept from before, else built in the clone
         (uv's build, or ``build``) and kept. A :class:`WheelBuildError` when it cannot be built
-        (the log's tail in the message)."""
+        (the log's tail in the message). ``label`` (``(2 of ~6)``) follows the commit in what it
+        says: the build's start, every :attr:`tick` seconds while it runs, and its end."""
         sha = self.resolve(commit)
+        at = f"{self.distribution} at {sha[:7]}" + (f" {label}" if label else "")
         if (hit := self.cached(sha, build)) is not None:
-            self.say(f"{self.distribution} at {sha[:12]}: the wheel built before")
+            self.say(f"{at}: the wheel built before")
             return hit
         source = self._checkout(sha)
-        self.say(f"building {self.distribution} at {sha[:12]} in the range's clone …")
         began = time.monotonic()
         out = Path(tempfile.mkdtemp(prefix=f"wheel-{sha[:12]}-", dir=self.folder.parent))
         try:
-            wheel = self._build(source, out, sha, build)
+            with _ticking(self.say, f"building {at}…", self.tick):
+                wheel = self._build(source, out, sha, build)
         except WheelBuildError:
             # a failed build's log (named in the error) is beside the folder, not in it
             shutil.rmtree(out, ignore_errors=True)
             raise
         self.builds += 1
-        self.say(f"built {self.distribution} at {sha[:12]} in {time.monotonic() - began:.1f}s")
+        self.say(f"built {at} in {time.monotonic() - began:.1f} s")
         kept = self.cache.put(self.key(sha, build), wheel) if self.cache is not None else None
         if kept is None:
             return wheel
@@ -192,7 +209,12 @@ class SharedClone:
 
     def _build(self, source: Path, out: Path, sha: str, build: WheelBuild | None) -> Path:
         if build is not None:
-            log = out.parent / f"build-{sha[:12]}.log"
+            # a file of its own (never a name another process could have put there first)
+            handle, name = tempfile.mkstemp(
+                prefix=f"build-{sha[:12]}-", suffix=".log", dir=self.logs
+            )
+            os.close(handle)
+            log = Path(name)
             built = build_wheel(
                 build, source, out, log, python=self.python, commit=sha,
                 distribution=self.distribution,
@@ -215,7 +237,7 @@ class SharedClone:
             envs.run_uv(args, "uv build")
         except envs.BuildError as exc:
             raise WheelBuildError(
-                f"cannot build {self.distribution} at {sha[:12]}: {exc}"
+                f"cannot build {self.distribution} at {sha[:12]}: {exc}", exc.detail
             ) from None
         wheels = sorted(out.glob("*.whl"))
         if len(wheels) != 1:
@@ -265,3 +287,24 @@ def build_requires(source: Path) -> tuple[str, ...] | None:
     if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
         return None
     return tuple(requires)
+
+
+@contextlib.contextmanager
+def _ticking(say: Callable[[str], None], line: str, every: float) -> Iterator[None]:
+    """``line`` said now, then again with the seconds since every ``every`` seconds until the
+    block ends (``building toylib at 9ac26bb (2 of ~6)… 15 s``)."""
+    say(line)
+    began = time.monotonic()
+    done = threading.Event()
+
+    def tick() -> None:
+        while not done.wait(every):
+            say(f"{line} {time.monotonic() - began:.0f} s")
+
+    ticker = threading.Thread(target=tick, name="patchlane-build-ticker", daemon=True)
+    ticker.start()
+    try:
+        yield
+    finally:
+        done.set()
+        ticker.join()

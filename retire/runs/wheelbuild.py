@@ -38,6 +38,7 @@ from retire.core.errors import PatchlaneError
 from retire.core.git import Git, GitError, revision
 from retire.core.secrets import scrub
 from retire.mirrors.packagetree import MissingFiles, missing_files
+from retire.runs import cancelling
 from retire.runs.reaper import REAPER
 from shims.wheelbuild import WheelBuild
 
@@ -62,7 +63,12 @@ _TAIL_LINES = 12
 
 class WheelBuildError(PatchlaneError):
     """The named build did not give one wheel of the target; the message names the log and ends
-    with its tail."""
+    with its tail. ``detail``: the build tool's own words where uv built it (what
+    :func:`retire.locks.failures.missing_build_requirements` reads)."""
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
 
 
 @dataclass(frozen=True)
@@ -174,7 +180,9 @@ def build_wheel(
                 f"the named build could not start {argv[0]}: {exc.strerror or exc}"
             ) from None
         try:
-            process.wait(timeout=build.timeout)
+            # a cancelled candidate's build is killed (its failure then never reads as the commit's)
+            with cancelling.killing(lambda: REAPER.kill(process)):
+                process.wait(timeout=build.timeout)
             timed_out = False
         except subprocess.TimeoutExpired:
             timed_out = True

@@ -12,6 +12,10 @@ a merge commit that names no pull request, and ``refs/pull/63/head`` says which 
 With ``setuptools``, the package names setuptools as its build backend instead of its in-tree one
 (an index that serves no setuptools cannot build any commit).
 
+With ``quiet``, the commits that only tidy change ``docs/notes.md``, never the package: only the
+breaking, the fixing and the release commits touch ``toylib/`` (what the informed commit search,
+:mod:`retire.bisect.informed`, searches first).
+
 ``per_release`` commits come before each release's own commit (4: a range of five commits between
 two tags) and the breaking and fixing commits are the ``at``-th of them (2: the middle). A search
 that never tries the first commit after a tag, or cannot handle a range of two commits, passes
@@ -99,11 +103,19 @@ class WindowRepo:
 class _Writer:
     """Commits to the toy repository, keeping the state of add() and the version."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, quiet: bool = False) -> None:
         self.path, self.op, self.version, self.extra, self.n = path, "+", "1.0", "", 0
+        self.quiet = quiet
 
     def commit(self, subject: str, *, op: str | None = None, version: str | None = None) -> str:
         self.n += 1
+        if self.quiet and op is None and version is None and self.n > 1:
+            # a tidy commit that leaves the package alone
+            (self.path / "docs").mkdir(exist_ok=True)
+            (self.path / "docs" / "notes.md").write_text(f"change {self.n}\n")
+            git(self.path, "add", "-A")
+            git(self.path, "commit", "-q", "-m", subject, when=f"2026-01-01T{self._at()}Z")
+            return git(self.path, "rev-parse", "HEAD")
         self.op = op or self.op
         self.version = version or self.version
         self.extra = f"# change {self.n}"
@@ -112,8 +124,12 @@ class _Writer:
             _SOURCE.format(version=self.version, extra=self.extra, op=self.op)
         )
         git(self.path, "add", "-A")
-        git(self.path, "commit", "-q", "-m", subject, when=f"2026-01-01T00:{self.n:02d}:00Z")
+        git(self.path, "commit", "-q", "-m", subject, when=f"2026-01-01T{self._at()}Z")
         return git(self.path, "rev-parse", "HEAD")
+
+    def _at(self) -> str:
+        """The commit's time of day: a minute apart each."""
+        return f"{self.n // 60:02d}:{self.n % 60:02d}:00"
 
 
 def make_window_repo(
@@ -125,6 +141,7 @@ def make_window_repo(
     setuptools: bool = False,
     at: int = 2,
     per_release: int = 4,
+    quiet: bool = False,
 ) -> WindowRepo:
     """The toy upstream; with ``released`` False the fix is in no release: it lands on main after
     the last tag, between two other commits. ``at`` and ``per_release``: where in its range each
@@ -140,7 +157,7 @@ def make_window_repo(
         (path / "pyproject.toml").write_text(_PYPROJECT)
     if compiled:
         (path / "toylib" / "_speedups.c").write_text("/* a compiled extension */\n")
-    repo, w = WindowRepo(path), _Writer(path)
+    repo, w = WindowRepo(path), _Writer(path, quiet)
     for i, version in enumerate(RELEASES):
         for k in range(per_release):
             number = int(f"{i}{k + 1}")
