@@ -15,6 +15,7 @@ from retire.mirrors.repo import MirrorRepo, open_mirror
 from tests.support.gitrepos import git
 from tests.support.historyrepo import make_window_repo
 from tests.support.reportshop import record
+from tests.support.windows import linked
 
 SHIM = "toylib_add"
 
@@ -95,7 +96,7 @@ def test_the_fix_commit_from_commit_runs_ordered_by_the_mirror(toy):
         _run("fix-validated", "1.5", commit=commits[at]),
         _run("fix-validated", "1.5", commit=commits[at + 1]),
     ]
-    found = read_mirrored(runs, SHIM, "toylib", mirror)
+    found = read_mirrored(runs, SHIM, "toylib", linked(mirror))
     assert found is not None and found.fix_commit is not None
     assert found.fix_commit.sha == repo.fixed
     assert (
@@ -107,7 +108,21 @@ def test_the_fix_commit_from_commit_runs_ordered_by_the_mirror(toy):
         "subject": "Fix add() (#63)",
         "pull": 63,
     }
-    assert found.source.mirror == "https://git.example/acme/toylib"
+    assert found.source.mirror is not None
+    assert found.source.mirror.mirror.repository == "https://git.example/acme/toylib"
+    # where the window came from says how the mirror was found, in JSON too
+    assert found.source.describe().endswith(
+        "commits ordered by the mirror of https://git.example/acme/toylib, declared in "
+        "patchlane.toml, named by the link https://git.example/acme/toylib/pull/63"
+    )
+    assert found.to_json()["mirror"] == {
+        "repository": "https://git.example/acme/toylib",
+        "found": "link",
+        "declared": True,
+        "subdirectory": None,
+        "says": "mirror of toylib: declared in patchlane.toml, named by the link "
+        "https://git.example/acme/toylib/pull/63",
+    }
     # commit runs do not count as runs of the release their package version names
     assert (found.last_broken, found.first_fixed) == ("1.5", "1.6")
     # without the mirror the commits cannot be ordered: the answer stays at the releases
@@ -126,7 +141,7 @@ def test_an_unpinned_commit_edge_names_no_commit(toy):
         _run("bug-reproduced", "1.5", commit=commits[at - 1]),
         _run("fix-validated", "1.5", commit=commits[at + 1]),
     ]
-    found = read_mirrored(runs, SHIM, "toylib", mirror)
+    found = read_mirrored(runs, SHIM, "toylib", linked(mirror))
     assert found is not None and found.fix_commit is None
     span = found.fixed.commits
     assert span is not None and span.state == "unpinned" and span.after == commits[at + 1]

@@ -82,6 +82,11 @@ def test_an_already_fixed_pack_cites_the_recorded_fix_commit(fixed):
         f"`{upstream.fixed[:12]}`" in state
     )
     assert "(#63)" in state and "Fix" in state
+    # where the mirror came from, in one clause
+    assert (
+        " — mirror of toylib: declared in `patchlane.toml`, named by the link "
+        "https://github.com/toyorg/toylib/issues/1; kept"
+    ) in state
     assert state.endswith("kept as regression coverage, not filed.")
 
 

@@ -23,6 +23,7 @@ from tests.support.gitrepos import git
 from tests.support.historyrepo import make_window_repo
 from tests.support.reportshop import record
 from tests.support.shimtree import write_shim
+from tests.support.windows import linked
 
 SHIM = "toylib_add"
 _MINUTES = itertools.count()
@@ -66,10 +67,14 @@ def _verdict() -> Verdict:
 @pytest.mark.slow
 def test_the_plan_names_the_fix_commit_with_the_mirror(toy):
     repo, mirror, manifest = toy
-    (plan,) = plans([_verdict()], {SHIM: manifest}, _records(repo), lambda m: mirror)
+    (plan,) = plans([_verdict()], {SHIM: manifest}, _records(repo), lambda m: linked(mirror))
     assert (plan.first_released, plan.fix_commit, plan.fix_pull) == ("1.6", repo.fixed, 63)
     body = pr_body(plan, TreeEdit())
-    assert f"Fixed upstream by `{repo.fixed}` (#63), first released in `1.6`." in body
+    # where the mirror that named the commit came from, in one clause
+    assert (
+        f"Fixed upstream by `{repo.fixed}` (#63), first released in `1.6` — mirror of toylib: "
+        "declared in patchlane.toml, named by the link https://git.example/acme/toylib/pull/63."
+    ) in body
     # a plan file carries it
     assert DropPlan.from_dict(plan.to_dict()) == plan
 

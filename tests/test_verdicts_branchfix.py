@@ -22,6 +22,7 @@ from retire.mirrors.repo import MirrorRepo, open_mirror
 from tests.support.gitrepos import git
 from tests.support.historyrepo import make_window_repo
 from tests.support.retirement import REPRODUCER_CLEAN, Project
+from tests.support.windows import linked
 from tests.test_json_schemas import check
 
 SHIM = "toylib_add"
@@ -112,7 +113,7 @@ def test_the_fix_commit_on_the_branch_from_the_records(shop):
     records = validation.load(p.validation)
 
     def branch_fix(runs):
-        window = read_mirrored(runs, SHIM, "toylib", repo, ["main"])
+        window = read_mirrored(runs, SHIM, "toylib", linked(repo), ["main"])
         return window.branch_fix if window is not None else None
 
     found = branch_fix(records)

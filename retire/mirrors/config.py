@@ -88,6 +88,11 @@ class Mirror:
     subdirectory: str | None = None
 
     @property
+    def named_branches(self) -> tuple[str, ...]:
+        """The followed branches named outright (``main``), not by a pattern (``release/*``)."""
+        return tuple(b for b in self.branches if not any(c in b for c in "*?["))
+
+    @property
     def fetch_url(self) -> str:
         return self.fetch or self.repository.rstrip("/") + ".git"
 

@@ -88,10 +88,26 @@ class Resolved:
     subdirectory: str | None = None
 
     @property
+    def how(self) -> str:
+        """``declared in patchlane.toml, matched by …``: how it was found, one clause."""
+        where = f"declared in {PROJECT_FILE}" if self.declared else f"found at {self.mirror.path}"
+        return f"{where}, {self.because}"
+
+    @property
     def says(self) -> str:
         """``mirror of liger-kernel: declared in patchlane.toml, matched by …``."""
-        where = f"declared in {PROJECT_FILE}" if self.declared else f"found at {self.mirror.path}"
-        return f"mirror of {self.distribution}: {where}, {self.because}"
+        return f"mirror of {self.distribution}: {self.how}"
+
+    def to_json(self) -> dict[str, object]:
+        """The ``mirror`` object of a window's JSON (retire/schemas): the repository, how it was
+        found (a rule's name, whether ``patchlane.toml`` declares it) and the words."""
+        return {
+            "repository": self.mirror.repository,
+            "found": str(self.found),
+            "declared": self.declared,
+            "subdirectory": self.subdirectory,
+            "says": self.says,
+        }
 
 
 @dataclass(frozen=True)
