@@ -7,6 +7,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -446,8 +448,10 @@ url = "@NIGHTLY@"
 """
 
 
-@pytest.mark.slow
-def test_a_nightly_lanes_culprit_is_a_dated_build(tmp_path, capsys):
+@contextmanager
+def nightly_shop(tmp_path: Path, capsys) -> Iterator[Shop]:
+    """A shop started on alpha and gamma 1.0 from the main index and beta's 2026-11-20 nightly;
+    its nightly index (``shop.index``) serves the later nightlies while it is open."""
     stable, nightly = PackageIndex(), PackageIndex()
     with IndexServer(stable) as main_server, IndexServer(nightly) as nightly_server:
         lane = NIGHTLY_LANE.replace("@NIGHTLY@", nightly_server.url)
@@ -457,6 +461,12 @@ def test_a_nightly_lanes_culprit_is_a_dated_build(tmp_path, capsys):
         shop.index = nightly
         shop.add("beta", "2.0.dev20261120", "2026-11-20")
         shop.start(capsys)
+        yield shop
+
+
+@pytest.mark.slow
+def test_a_nightly_lanes_culprit_is_a_dated_build(tmp_path, capsys):
+    with nightly_shop(tmp_path, capsys) as shop:
         for day, ok in (("21", True), ("22", True), ("23", False), ("24", False)):
             shop.add("beta", f"2.0.dev202611{day}", f"2026-11-{day}", ok=ok)
         result, lane_bump = shop.bump()
@@ -469,15 +479,7 @@ def test_a_nightly_lanes_culprit_is_a_dated_build(tmp_path, capsys):
 def test_a_committed_nightly_move_is_blamed_by_the_culprit_command(tmp_path, capsys):
     from tests.test_json_schemas import check
 
-    stable, nightly = PackageIndex(), PackageIndex()
-    with IndexServer(stable) as main_server, IndexServer(nightly) as nightly_server:
-        lane = NIGHTLY_LANE.replace("@NIGHTLY@", nightly_server.url)
-        shop = Shop(tmp_path, stable, main_server.url, lane)
-        shop.add("alpha", "1.0", "2026-01-01")
-        shop.add("gamma", "1.0", "2026-01-01")
-        shop.index = nightly
-        shop.add("beta", "2.0.dev20261120", "2026-11-20")
-        shop.start(capsys)
+    with nightly_shop(tmp_path, capsys) as shop:
         for day, ok in (("21", True), ("22", False), ("23", False)):
             shop.add("beta", f"2.0.dev202611{day}", f"2026-11-{day}", ok=ok)
         # the nightly moves by hand: a re-lock, committed
