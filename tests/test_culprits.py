@@ -566,6 +566,22 @@ def test_a_pack_from_a_culprit_whose_release_is_not_pinned_says_so(tmp_path, cap
     assert "Regressed in" not in text
 
 
+def moved_by_hand(root: Path, index_url: str, capsys) -> None:
+    """The toylib shop at ``root`` gets a lane cpu locked on toylib 1.2 from ``index_url`` and is
+    committed; then a hand edit moves the lane two releases on, past the one that broke add(), and
+    locks it again: what ``patchlane culprit cpu toylib_add`` asks about."""
+    lane = root / "lanes" / "cpu.toml"
+    lane.parent.mkdir()
+    body = LANE.replace("@MAIN@", index_url).replace('"toy"', '"toylib_add"')
+    lane.write_text(body.replace('["alpha", "beta", "gamma"]', '["toylib==1.2"]'))
+    assert run_cli(root, "lock", capsys=capsys)[0] == 0
+    git(root, "init", "--quiet", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "--quiet", "-m", "a shop")
+    lane.write_text(lane.read_text().replace("toylib==1.2", "toylib==1.4"))
+    assert run_cli(root, "lock", capsys=capsys)[0] == 0
+
+
 @pytest.mark.slow
 def test_with_a_mirror_the_culprit_names_the_first_broken_commit_and_its_pull(tmp_path, capsys):
     from tests.support.historyrepo import make_window_repo, release_index
@@ -583,17 +599,7 @@ def test_with_a_mirror_the_culprit_names_the_first_broken_commit_and_its_pull(tm
     )
     (root / ".gitignore").write_text(".patchlane/\n__pycache__/\n")
     with IndexServer(release_index(repo, tmp_path / "wheels")) as server:
-        lane = root / "lanes" / "cpu.toml"
-        lane.parent.mkdir()
-        body = LANE.replace("@MAIN@", server.url).replace('"toy"', '"toylib_add"')
-        lane.write_text(body.replace('["alpha", "beta", "gamma"]', '["toylib==1.2"]'))
-        assert run_cli(root, "lock", capsys=capsys)[0] == 0
-        git(root, "init", "--quiet", "-b", "main")
-        git(root, "add", "-A")
-        git(root, "commit", "--quiet", "-m", "a shop")
-        # a hand edit moves the lane two releases on, past the one that broke add()
-        lane.write_text(lane.read_text().replace("toylib==1.2", "toylib==1.4"))
-        assert run_cli(root, "lock", capsys=capsys)[0] == 0
+        moved_by_hand(root, server.url, capsys)
         code, out, _ = run_cli(root, "culprit", "cpu", "toylib_add", capsys=capsys)
         assert code == 0, out
         line = (

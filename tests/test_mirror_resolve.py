@@ -317,22 +317,13 @@ def test_bisect_finds_a_declared_mirror_by_the_wheels_metadata_and_pins_both_com
 @pytest.mark.slow
 def test_culprit_finds_the_declared_mirror_by_the_installed_packages_metadata(tmp_path, capsys):
     from tests.conftest import run_cli
-    from tests.test_culprits import LANE
+    from tests.test_culprits import moved_by_hand
 
     repo = make_window_repo(tmp_path / "upstream")
     root = _shop(tmp_path, repo)
     index = _index(repo, tmp_path / "wheels", f"{UPSTREAM}/")
     with IndexServer(index) as server:
-        lane = root / "lanes" / "cpu.toml"
-        lane.parent.mkdir()
-        body = LANE.replace("@MAIN@", server.url).replace('"toy"', '"toylib_add"')
-        lane.write_text(body.replace('["alpha", "beta", "gamma"]', '["toylib==1.2"]'))
-        assert run_cli(root, "lock", capsys=capsys)[0] == 0
-        git(root, "init", "--quiet", "-b", "main")
-        git(root, "add", "-A")
-        git(root, "commit", "--quiet", "-m", "a shop")
-        lane.write_text(lane.read_text().replace("toylib==1.2", "toylib==1.4"))
-        assert run_cli(root, "lock", capsys=capsys)[0] == 0
+        moved_by_hand(root, server.url, capsys)
         code, out, err = run_cli(root, "culprit", "cpu", "toylib_add", capsys=capsys)
     assert code == 0, out + err
     assert (
