@@ -23,7 +23,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from retire.mirrors.config import Mirror
+from retire.mirrors.repo import MirrorRepo, open_mirror
 from tests.support.gitrepos import git
 from tests.support.index import PackageIndex
 from tests.support.wheels import build_wheel
@@ -94,6 +97,18 @@ class WindowRepo:
     # the commit on the fix branch (``merges``)
     fix_branch_tip: str = ""
     tags: dict[str, str] = field(default_factory=dict)
+
+    def between(self, old: str, new: str) -> list[str]:
+        """The first-parent commits after release ``old``'s tag up to ``new``'s, oldest first:
+        git's own answer, for a test to set the engine's against."""
+        return git(self.path, "rev-list", "--first-parent", "--reverse", f"v{old}..v{new}").split()
+
+    def around_fix(self) -> tuple[str, str, str]:
+        """(the commit before the fix, the fix, the commit after it) on the first-parent line of
+        the fixed release's range (1.5..1.6)."""
+        commits = self.between(RELEASES[RELEASES.index(FIXED) - 1], FIXED)
+        at = commits.index(self.fixed)
+        return commits[at - 1], commits[at], commits[at + 1]
 
 
 class _Writer:
@@ -174,6 +189,18 @@ def _merged_fix(path: Path, w: _Writer, number: int) -> tuple[str, str]:
     git(path, "merge", "-q", "--no-ff", "-m", "Merge branch 'fix-add'", "fix-add")
     git(path, "update-ref", f"refs/pull/{number}/head", tip)
     return git(path, "rev-parse", "HEAD"), tip
+
+
+def mirrored_window_repo(
+    base: Path, url: str = "https://git.example/acme/toylib", **options: Any
+) -> tuple[WindowRepo, MirrorRepo]:
+    """The toy upstream (:func:`make_window_repo` with ``options``) at ``base/upstream``, and its
+    mirror cloned at ``base/mirror.git`` and opened as ``url``'s."""
+    repo = make_window_repo(base / "upstream", **options)
+    git(base, "clone", "-q", "--mirror", str(repo.path), str(base / "mirror.git"))
+    opened = open_mirror(Mirror(url, base / "mirror.git"))
+    assert isinstance(opened, MirrorRepo)
+    return repo, opened
 
 
 def release_index(repo: WindowRepo, wheels: Path, *, crash_below: int = 0) -> PackageIndex:
