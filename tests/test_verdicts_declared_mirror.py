@@ -8,48 +8,13 @@ upstream, tests/support/historyrepo.py; real git)."""
 
 from __future__ import annotations
 
-import itertools
-import json
-
 import pytest
 
-from retire.commands import main as cli
 from retire.evidence import validation
-from retire.evidence.validation import ValidationRecord
 from tests.support.gitrepos import git
 from tests.support.historyrepo import make_window_repo
 from tests.support.retirement import REPRODUCER_CLEAN, Project
-from tests.test_json_schemas import check
-
-SHIM = "toylib_add"
-URL = "https://github.com/acme/toylib"
-LANE = """[lane]
-python = "3.12"
-platform = "linux"
-requirements = ["toylib"]
-shims = ["toylib_add"]
-"""
-_MINUTES = itertools.count()
-
-
-def _run(outcome: str, version: str, commit: str | None = None) -> ValidationRecord:
-    host: dict[str, object] = {"hostname": "gpu-1", "gpu": None}
-    if commit is not None:
-        # a bisection's run on a package built from a commit of the mirror
-        host["revisions"] = {"toylib": f"{URL}.git@{commit}"}
-    bug = outcome == "bug-reproduced"
-    return ValidationRecord(
-        shim=SHIM,
-        mode="without",
-        lane="bisect" if commit else "rel",
-        host=host,
-        versions={"toylib": version},
-        sentinel="BUG_REPRODUCED" if bug else "FIX_VALIDATED",
-        outcome=outcome,
-        exit_code=10 if bug else 0,
-        duration_s=0.1,
-        started_at=f"2026-06-01T00:{next(_MINUTES) % 60:02d}:00.000000+00:00",
-    )
+from tests.test_verdicts_branchfix import LANE, SHIM, URL, run_record, verdict_row
 
 
 def _shop(tmp_path, *, released: bool = True, entry: str = ""):
@@ -68,29 +33,20 @@ def _shop(tmp_path, *, released: bool = True, entry: str = ""):
     return p, upstream, mirror
 
 
-def _verdict(p: Project, capsys) -> dict:
-    assert cli(["verdicts", "--root", str(p.root), "--json", "--no-resolve", SHIM]) == 0
-    document = json.loads(capsys.readouterr().out)
-    check("verdicts", document)
-    (row,) = document
-    return row
-
-
 @pytest.mark.slow
 def test_a_declared_mirror_names_the_fix_commit_and_its_pull_request(tmp_path, capsys):
     p, upstream, _ = _shop(tmp_path)
-    between = git(upstream.path, "rev-list", "--first-parent", "--reverse", "v1.5..v1.6").split()
-    before = between[between.index(upstream.fixed) - 1]
+    before, fixed, _ = upstream.around_fix()
     validation.append(
         p.validation,
         [
-            _run("bug-reproduced", "1.5"),
-            _run("fix-validated", "1.6"),
-            _run("bug-reproduced", "1.5", before),
-            _run("fix-validated", "1.5", upstream.fixed),
+            run_record("bug-reproduced", 0, version="1.5"),
+            run_record("fix-validated", 1, version="1.6"),
+            run_record("bug-reproduced", 2, before, version="1.5"),
+            run_record("fix-validated", 3, fixed, version="1.5"),
         ],
     )
-    window = _verdict(p, capsys)["window"]
+    window = verdict_row(p, capsys)["window"]
     assert window["commit"] == {"sha": upstream.fixed, "subject": "Fix add() (#63)", "pull": 63}
     assert window["line"] == (
         f'fixed in 1.6 (last broken 1.5), by {upstream.fixed[:12]} "Fix add() (#63)" (#63)'
@@ -123,12 +79,12 @@ def test_a_mirror_named_otherwise_is_not_taken_for_the_package(tmp_path, capsys)
     validation.append(
         p.validation,
         [
-            _run("bug-reproduced", "1.5"),
-            _run("fix-validated", "1.6"),
-            _run("fix-validated", "1.5", upstream.fixed),
+            run_record("bug-reproduced", 0, version="1.5"),
+            run_record("fix-validated", 1, version="1.6"),
+            run_record("fix-validated", 2, upstream.fixed, version="1.5"),
         ],
     )
-    window = _verdict(p, capsys)["window"]
+    window = verdict_row(p, capsys)["window"]
     assert window["commit"] is None and window["mirror"] is None
     assert window["line"] == "fixed in 1.6 (last broken 1.5)"
 
@@ -142,12 +98,12 @@ def test_a_branch_the_mirror_names_carries_a_fix_in_no_release(tmp_path, capsys)
     validation.append(
         p.validation,
         [
-            _run("bug-reproduced", "1.8"),
-            _run("bug-reproduced", "1.8", before),
-            _run("fix-validated", "1.8", upstream.fixed),
+            run_record("bug-reproduced", 0),
+            run_record("bug-reproduced", 1, before),
+            run_record("fix-validated", 2, upstream.fixed),
         ],
     )
-    row = _verdict(p, capsys)
+    row = verdict_row(p, capsys)
     short = upstream.fixed[:12]
     assert row["branch_fix"]["line"] == f"fixed on main at {short} (#92), in no release yet"
     assert row["branch_fix"]["repository"] == URL
