@@ -23,13 +23,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from retire.mirrors.config import Mirror
 from retire.mirrors.repo import MirrorRepo, open_mirror
 from tests.support.gitrepos import git
 from tests.support.index import PackageIndex
 from tests.support.wheels import build_wheel
+
+if TYPE_CHECKING:
+    from retire.bisect.prober import Progress
+    from retire.bisect.transitions import Source
+    from retire.bisect.windowresult import WindowResult
+    from shims.model import ShimManifest
 
 RELEASES = [f"1.{i}" for i in range(9)]
 INTRODUCED, FIXED = "1.3", "1.6"
@@ -215,3 +221,36 @@ def release_index(repo: WindowRepo, wheels: Path, *, crash_below: int = 0) -> Pa
         wheel = build_wheel(wheels, "toylib", version, files={"toylib/__init__.py": source})
         index.add(wheel, f"2026-02-{i + 1:02d}")
     return index
+
+
+def bisect_releases(
+    shim: ShimManifest,
+    repo: WindowRepo,
+    source: Source,
+    folder: Path,
+    *,
+    cache: Path | None = None,
+    records: bool = True,
+    progress: Progress | None = None,
+) -> WindowResult:
+    """``patchlane bisect``'s window search for ``shim``, no evidence given, over every release
+    of the toy upstream (a loopback index of :func:`release_index`) and ``source``'s commits;
+    ``folder`` holds the wheels, the work, the result cache (unless ``cache``) and, with
+    ``records``, the validation records."""
+    # the bisection is loaded by the tests that search, not by every reader of the toy upstream
+    from retire.bisect.bisection import list_releases
+    from retire.bisect.job import BisectJob
+    from retire.bisect.transitions import bisect_window
+    from tests.support.index import IndexServer
+
+    with IndexServer(release_index(repo, folder / "wheels")) as server:
+        versions, yanked = list_releases(server.url, "toylib")
+        job = BisectJob(
+            shim.id,
+            yanked=frozenset(yanked),
+            index=server.url,
+            cache=cache or folder / "cache",
+            work_dir=folder / "work",
+            records=folder / "validation.jsonl" if records else None,
+        )
+        return bisect_window(shim, versions, job, source=source, progress=progress)
