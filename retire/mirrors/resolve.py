@@ -47,7 +47,7 @@ from retire.evidence.values import ProbeFailure
 from retire.lanes.revisions import Revision
 from retire.mirrors.config import PROJECT_FILE, Mirror, MirrorSet, project_mirrors
 from retire.mirrors.repo import open_mirror
-from shims.model import PrReleased, ShimManifest
+from shims.model import ShimManifest
 
 __all__ = [
     "Found",
@@ -57,7 +57,6 @@ __all__ = [
     "project_repository",
     "release_versions",
     "resolve",
-    "shim_links",
 ]
 
 _SCHEMES = ("http", "https", "git", "ssh", "file")
@@ -280,13 +279,6 @@ def release_versions(mirror: Mirror, cache: Path | None = None) -> tuple[str, ..
         return None
 
 
-def shim_links(manifest: ShimManifest) -> tuple[str, ...]:
-    """The URLs a shim names: its upstream links and its ``pr-released`` conditions'."""
-    urls = [link.url for link in manifest.upstream.links]
-    urls += [c.url for c in manifest.retirement.conditions if isinstance(c, PrReleased) and c.url]
-    return tuple(urls)
-
-
 def project_repository(
     project: Project,
     manifest: ShimManifest,
@@ -306,7 +298,7 @@ def project_repository(
         manifest.target.distribution,
         mirrors,
         revisions=[revision for lane in lanes for revision in lane.revisions],
-        links=[*shim_links(manifest), *links],
+        links=[*manifest.upstream_urls, *links],
         metadata=metadata,
         versions=versions,
         tags_of=lambda mirror: release_versions(mirror, mirrors.cache),

@@ -27,10 +27,9 @@ from retire.lanes.model import IndexSpec, Lane
 from retire.lanes.revisions import vcs_entries
 from retire.locks import locking
 from retire.mirrors.config import MirrorSet
-from retire.mirrors.resolve import Resolved, release_versions, resolve, shim_links
+from retire.mirrors.resolve import Resolved, release_versions, resolve
 from retire.probes import codehost, records
 from retire.verdicts.jobs import AncestryJob, CommitJob, LinksJob, PullJob, ReleasesJob, TipJob
-from retire.verdicts.rules import link_urls
 from shims.model import CommitInTag, PrReleased, ShimManifest, VersionFloor
 
 __all__ = [
@@ -214,7 +213,7 @@ def _mirrored_links(manifest: ShimManifest, sources: Sources) -> tuple[list[str]
     about)."""
     urls: list[str] = []
     pulls: list[PullJob] = []
-    for url in link_urls(manifest):
+    for url in manifest.upstream_urls:
         ref = codehost.parse_link(url, web_host=sources.web_host)
         if ref is None:
             continue
@@ -277,7 +276,7 @@ def _target_mirror(
         manifest.target.distribution,
         mirrors,
         revisions=[revision for lane in lanes for revision in lane.revisions],
-        links=shim_links(manifest),
+        links=manifest.upstream_urls,
         versions=window.history if window is not None else (),
         tags_of=lambda mirror: release_versions(mirror, mirrors.cache),
     )
