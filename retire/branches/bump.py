@@ -1,7 +1,7 @@
 """Lockfile bump PRs: re-lock lanes with upgrades on a branch, with the diff and the suites' word.
 
 ``patchlane bump [LANE…]`` (``nox -s bump``), in a separate worktree (see
-:mod:`retire.proposals`):
+:mod:`retire.branches.proposals`):
 
 1. rolls every selected lane's freeze date (``exclude-newer``) forward to *now − cooldown*, so
    nothing younger than the cooldown is taken, transitive dependencies included;
