@@ -234,3 +234,12 @@ class ShimManifest:
     @property
     def env_vars(self) -> dict[str, str]:
         return dict(self.env)
+
+    @property
+    def upstream_urls(self) -> tuple[str, ...]:
+        """Every upstream URL the shim names, each once: its links, then the pull requests its
+        ``pr-released`` conditions name (what the code host is asked about, and where a link
+        finds the target's mirror)."""
+        urls = [link.url for link in self.upstream.links]
+        urls += [c.url for c in self.retirement.conditions if isinstance(c, PrReleased) and c.url]
+        return tuple(dict.fromkeys(urls))

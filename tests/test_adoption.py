@@ -147,21 +147,27 @@ def _shop(path: Path, env: dict[str, str]) -> dict[str, bytes]:
     return files
 
 
+def _person_env(tmp_path: Path, index, python: Path, **extra: str) -> dict[str, str]:
+    """A person's environment on a host that reaches only the loopback index: no user
+    configuration, caches and home under ``tmp_path / "home"``, the venv of ``python`` first on
+    PATH, uv and pip pointed at ``index``."""
+    return _clean_env(
+        tmp_path / "home",
+        **IDENTITY,
+        PATH=f"{python.parent}{os.pathsep}{os.environ['PATH']}",
+        UV_DEFAULT_INDEX=index.url,
+        PIP_INDEX_URL=index.url,
+        **extra,
+    )
+
+
 def test_a_shop_adopts_patchlane_from_the_built_wheel_in_the_repository_it_has(
     built,
     index,
     tmp_path,
 ):
-    venv = tmp_path / "venv"
-    python = _bare_venv(venv)
-    env = _clean_env(
-        tmp_path / "home",
-        **IDENTITY,
-        PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}",
-        UV_DEFAULT_INDEX=index.url,
-        PIP_INDEX_URL=index.url,
-        PRE_COMMIT_HOME=str(tmp_path / "pre-commit"),
-    )
+    python = _bare_venv(tmp_path / "venv")
+    env = _person_env(tmp_path, index, python, PRE_COMMIT_HOME=str(tmp_path / "pre-commit"))
     _ok(_pip(python, index, f"patchlane[engine] @ {built.wheel.as_uri()}", env))
     shop = tmp_path / "shop"
     before = _shop(shop, env)
@@ -321,13 +327,7 @@ def test_the_readmes_adoption_section_runs_as_written_in_a_fresh_repository(
     dist.mkdir(parents=True)
     shutil.copy2(built.wheel, dist / built.wheel.name)
     python = _venv_with_its_pip(tmp_path / "venv")
-    env = _clean_env(
-        home,
-        **IDENTITY,
-        PATH=f"{python.parent}{os.pathsep}{os.environ['PATH']}",
-        UV_DEFAULT_INDEX=index.url,
-        PIP_INDEX_URL=index.url,
-    )
+    env = _person_env(tmp_path, index, python)
     pip = _ok(_run(python, "-m", "pip", "--version", env=env)).stdout
     if sys.version_info[:2] == (3, 11):
         # the pip that rejected the README's former git+file form
@@ -409,16 +409,8 @@ def test_a_realistic_repository_adopts_patchlane_end_to_end(built, index, tmp_pa
     pass on what init wrote, commit, lock, run, `bump --dry-run`, `bump --no-pr`, `report`."""
     pytest.importorskip("black")
     pytest.importorskip("ruff")
-    home = tmp_path / "home"
     python = _venv_with_its_pip(tmp_path / "venv")
-    env = _clean_env(
-        home,
-        **IDENTITY,
-        PATH=f"{python.parent}{os.pathsep}{os.environ['PATH']}",
-        UV_DEFAULT_INDEX=index.url,
-        PIP_INDEX_URL=index.url,
-        PRE_COMMIT_HOME=str(tmp_path / "pre-commit"),
-    )
+    env = _person_env(tmp_path, index, python, PRE_COMMIT_HOME=str(tmp_path / "pre-commit"))
     shop = tmp_path / "shop"
     shop.mkdir()
     files = {

@@ -17,8 +17,7 @@ import pytest
 from tests.conftest import run_cli
 from tests.support import shimtree
 from tests.support.gitrepos import git
-from tests.support.index import IndexServer, PackageIndex
-from tests.test_culprits import REPRODUCER, Shop, _branch
+from tests.test_culprits import REPRODUCER, Shop, _branch, stable  # noqa: F401 - fixture
 from tests.test_json_schemas import check
 
 # the shim retires by its reproducer alone: no index, code host or mirror condition to lean on
@@ -39,14 +38,9 @@ def _reproducer_only(shop: Shop) -> None:
 
 
 @pytest.fixture
-def shop(tmp_path):
-    index = PackageIndex()
-    with IndexServer(index) as server:
-        made = Shop(tmp_path, index, server.url)
-        for name in ("alpha", "beta", "gamma"):
-            made.add(name, "1.0", "2026-01-01")
-        _reproducer_only(made)
-        yield made
+def shop(stable):
+    _reproducer_only(stable)
+    return stable
 
 
 @pytest.mark.slow

@@ -7,6 +7,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -446,8 +448,10 @@ url = "@NIGHTLY@"
 """
 
 
-@pytest.mark.slow
-def test_a_nightly_lanes_culprit_is_a_dated_build(tmp_path, capsys):
+@contextmanager
+def nightly_shop(tmp_path: Path, capsys) -> Iterator[Shop]:
+    """A shop started on alpha and gamma 1.0 from the main index and beta's 2026-11-20 nightly;
+    its nightly index (``shop.index``) serves the later nightlies while it is open."""
     stable, nightly = PackageIndex(), PackageIndex()
     with IndexServer(stable) as main_server, IndexServer(nightly) as nightly_server:
         lane = NIGHTLY_LANE.replace("@NIGHTLY@", nightly_server.url)
@@ -457,6 +461,12 @@ def test_a_nightly_lanes_culprit_is_a_dated_build(tmp_path, capsys):
         shop.index = nightly
         shop.add("beta", "2.0.dev20261120", "2026-11-20")
         shop.start(capsys)
+        yield shop
+
+
+@pytest.mark.slow
+def test_a_nightly_lanes_culprit_is_a_dated_build(tmp_path, capsys):
+    with nightly_shop(tmp_path, capsys) as shop:
         for day, ok in (("21", True), ("22", True), ("23", False), ("24", False)):
             shop.add("beta", f"2.0.dev202611{day}", f"2026-11-{day}", ok=ok)
         result, lane_bump = shop.bump()
@@ -469,15 +479,7 @@ def test_a_nightly_lanes_culprit_is_a_dated_build(tmp_path, capsys):
 def test_a_committed_nightly_move_is_blamed_by_the_culprit_command(tmp_path, capsys):
     from tests.test_json_schemas import check
 
-    stable, nightly = PackageIndex(), PackageIndex()
-    with IndexServer(stable) as main_server, IndexServer(nightly) as nightly_server:
-        lane = NIGHTLY_LANE.replace("@NIGHTLY@", nightly_server.url)
-        shop = Shop(tmp_path, stable, main_server.url, lane)
-        shop.add("alpha", "1.0", "2026-01-01")
-        shop.add("gamma", "1.0", "2026-01-01")
-        shop.index = nightly
-        shop.add("beta", "2.0.dev20261120", "2026-11-20")
-        shop.start(capsys)
+    with nightly_shop(tmp_path, capsys) as shop:
         for day, ok in (("21", True), ("22", False), ("23", False)):
             shop.add("beta", f"2.0.dev202611{day}", f"2026-11-{day}", ok=ok)
         # the nightly moves by hand: a re-lock, committed
@@ -564,6 +566,22 @@ def test_a_pack_from_a_culprit_whose_release_is_not_pinned_says_so(tmp_path, cap
     assert "Regressed in" not in text
 
 
+def moved_by_hand(root: Path, index_url: str, capsys) -> None:
+    """The toylib shop at ``root`` gets a lane cpu locked on toylib 1.2 from ``index_url`` and is
+    committed; then a hand edit moves the lane two releases on, past the one that broke add(), and
+    locks it again: what ``patchlane culprit cpu toylib_add`` asks about."""
+    lane = root / "lanes" / "cpu.toml"
+    lane.parent.mkdir()
+    body = LANE.replace("@MAIN@", index_url).replace('"toy"', '"toylib_add"')
+    lane.write_text(body.replace('["alpha", "beta", "gamma"]', '["toylib==1.2"]'))
+    assert run_cli(root, "lock", capsys=capsys)[0] == 0
+    git(root, "init", "--quiet", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "--quiet", "-m", "a shop")
+    lane.write_text(lane.read_text().replace("toylib==1.2", "toylib==1.4"))
+    assert run_cli(root, "lock", capsys=capsys)[0] == 0
+
+
 @pytest.mark.slow
 def test_with_a_mirror_the_culprit_names_the_first_broken_commit_and_its_pull(tmp_path, capsys):
     from tests.support.historyrepo import make_window_repo, release_index
@@ -581,17 +599,7 @@ def test_with_a_mirror_the_culprit_names_the_first_broken_commit_and_its_pull(tm
     )
     (root / ".gitignore").write_text(".patchlane/\n__pycache__/\n")
     with IndexServer(release_index(repo, tmp_path / "wheels")) as server:
-        lane = root / "lanes" / "cpu.toml"
-        lane.parent.mkdir()
-        body = LANE.replace("@MAIN@", server.url).replace('"toy"', '"toylib_add"')
-        lane.write_text(body.replace('["alpha", "beta", "gamma"]', '["toylib==1.2"]'))
-        assert run_cli(root, "lock", capsys=capsys)[0] == 0
-        git(root, "init", "--quiet", "-b", "main")
-        git(root, "add", "-A")
-        git(root, "commit", "--quiet", "-m", "a shop")
-        # a hand edit moves the lane two releases on, past the one that broke add()
-        lane.write_text(lane.read_text().replace("toylib==1.2", "toylib==1.4"))
-        assert run_cli(root, "lock", capsys=capsys)[0] == 0
+        moved_by_hand(root, server.url, capsys)
         code, out, _ = run_cli(root, "culprit", "cpu", "toylib_add", capsys=capsys)
         assert code == 0, out
         line = (

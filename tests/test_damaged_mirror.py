@@ -131,14 +131,11 @@ def test_a_subdirectory_package_reads_only_its_own_folder(tmp_path):
 
 @pytest.mark.slow
 def test_commits_are_still_searched_and_built_on_a_mirror_missing_a_test_blob(tmp_path):
-    from retire.bisect.bisection import list_releases
-    from retire.bisect.job import BisectJob
     from retire.bisect.prober import Progress
-    from retire.bisect.transitions import Source, bisect_window
+    from retire.bisect.transitions import Source
     from retire.evidence import validation
     from shims.manifest import load_manifest
-    from tests.support.historyrepo import FIXED, make_window_repo, release_index
-    from tests.support.index import IndexServer
+    from tests.support.historyrepo import FIXED, bisect_releases, make_window_repo
     from tests.support.shimtree import write_shim
 
     class Notes(Progress):
@@ -161,17 +158,7 @@ def test_commits_are_still_searched_and_built_on_a_mirror_missing_a_test_blob(tm
     assert isinstance(opened, MirrorRepo)
     manifest = load_manifest(write_shim(tmp_path / "shims", "toylib_add") / "manifest.toml")
     notes = Notes()
-    with IndexServer(release_index(repo, tmp_path / "wheels")) as server:
-        versions, yanked = list_releases(server.url, "toylib")
-        job = BisectJob(
-            manifest.id,
-            yanked=frozenset(yanked),
-            index=server.url,
-            cache=tmp_path / "cache",
-            work_dir=tmp_path / "work",
-            records=tmp_path / "validation.jsonl",
-        )
-        result = bisect_window(manifest, versions, job, source=Source(opened), progress=notes)
+    result = bisect_releases(manifest, repo, Source(opened), tmp_path, progress=notes)
     assert result.window.fixed.after == FIXED, result.summary()
     fixed = result.window.fix_commit
     assert fixed is not None and fixed.sha == repo.fixed, result.stops

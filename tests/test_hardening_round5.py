@@ -783,12 +783,9 @@ def _window_of(repo, tmp_path):
     """The bug's window of ``repo`` found by execution, no evidence given (as
     tests/test_bisect_history.py finds it): releases on a loopback index, commits built by uv from
     a mirror."""
-    from retire.bisect.bisection import list_releases
-    from retire.bisect.job import BisectJob
-    from retire.bisect.transitions import Source, bisect_window
+    from retire.bisect.transitions import Source
     from shims.manifest import load_manifest
-    from tests.support.historyrepo import release_index
-    from tests.support.index import IndexServer
+    from tests.support.historyrepo import bisect_releases
 
     folder = tmp_path / "mirror.git"
     git(tmp_path, "clone", "-q", "--mirror", str(repo.path), str(folder))
@@ -797,17 +794,7 @@ def _window_of(repo, tmp_path):
     shim = load_manifest(
         shimtree.write_shim(tmp_path / "project" / "shims", "toylib_add") / "manifest.toml"
     )
-    with IndexServer(release_index(repo, tmp_path / "wheels")) as server:
-        versions, yanked = list_releases(server.url, "toylib")
-        job = BisectJob(
-            shim.id,
-            yanked=frozenset(yanked),
-            index=server.url,
-            cache=tmp_path / "cache",
-            work_dir=tmp_path / "work",
-            records=tmp_path / "validation.jsonl",
-        )
-        return bisect_window(shim, versions, job, source=Source(mirror))
+    return bisect_releases(shim, repo, Source(mirror), tmp_path)
 
 
 @pytest.mark.slow

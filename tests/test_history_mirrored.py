@@ -10,11 +10,9 @@ import pytest
 from retire.evidence.validation import ValidationRecord
 from retire.history.mirrored import read_mirrored
 from retire.history.reading import read
-from retire.mirrors.config import Mirror
-from retire.mirrors.repo import MirrorRepo, open_mirror
-from tests.support.gitrepos import git
-from tests.support.historyrepo import make_window_repo
+from tests.support.historyrepo import mirrored_window_repo
 from tests.support.reportshop import record
+from tests.support.windows import linked
 
 SHIM = "toylib_add"
 
@@ -71,31 +69,21 @@ def test_a_later_bug_on_a_clean_release_wins_and_is_flagged():
 
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory):
-    base = tmp_path_factory.mktemp("recorded")
-    repo = make_window_repo(base / "upstream")
-    git(base, "clone", "-q", "--mirror", str(repo.path), str(base / "mirror.git"))
-    opened = open_mirror(Mirror("https://git.example/acme/toylib", base / "mirror.git"))
-    assert isinstance(opened, MirrorRepo)
-    return repo, opened
-
-
-def _between(repo, old: str, new: str) -> list[str]:
-    return git(repo.path, "rev-list", "--first-parent", "--reverse", f"v{old}..v{new}").split()
+    return mirrored_window_repo(tmp_path_factory.mktemp("recorded"))
 
 
 @pytest.mark.slow
 def test_the_fix_commit_from_commit_runs_ordered_by_the_mirror(toy):
     repo, mirror = toy
-    commits = _between(repo, "1.5", "1.6")
-    at = commits.index(repo.fixed)
+    before, fixed, after = repo.around_fix()
     runs = [
         *_releases(),
         # bisection order: the middle first, then the edges (the version is the older release's)
-        _run("bug-reproduced", "1.5", commit=commits[at - 1]),
-        _run("fix-validated", "1.5", commit=commits[at]),
-        _run("fix-validated", "1.5", commit=commits[at + 1]),
+        _run("bug-reproduced", "1.5", commit=before),
+        _run("fix-validated", "1.5", commit=fixed),
+        _run("fix-validated", "1.5", commit=after),
     ]
-    found = read_mirrored(runs, SHIM, "toylib", mirror)
+    found = read_mirrored(runs, SHIM, "toylib", linked(mirror))
     assert found is not None and found.fix_commit is not None
     assert found.fix_commit.sha == repo.fixed
     assert (
@@ -107,7 +95,21 @@ def test_the_fix_commit_from_commit_runs_ordered_by_the_mirror(toy):
         "subject": "Fix add() (#63)",
         "pull": 63,
     }
-    assert found.source.mirror == "https://git.example/acme/toylib"
+    assert found.source.mirror is not None
+    assert found.source.mirror.mirror.repository == "https://git.example/acme/toylib"
+    # where the window came from says how the mirror was found, in JSON too
+    assert found.source.describe().endswith(
+        "commits ordered by the mirror of https://git.example/acme/toylib, declared in "
+        "patchlane.toml, named by the link https://git.example/acme/toylib/pull/63"
+    )
+    assert found.to_json()["mirror"] == {
+        "repository": "https://git.example/acme/toylib",
+        "found": "link",
+        "declared": True,
+        "subdirectory": None,
+        "says": "mirror of toylib: declared in patchlane.toml, named by the link "
+        "https://git.example/acme/toylib/pull/63",
+    }
     # commit runs do not count as runs of the release their package version names
     assert (found.last_broken, found.first_fixed) == ("1.5", "1.6")
     # without the mirror the commits cannot be ordered: the answer stays at the releases
@@ -118,18 +120,17 @@ def test_the_fix_commit_from_commit_runs_ordered_by_the_mirror(toy):
 @pytest.mark.slow
 def test_an_unpinned_commit_edge_names_no_commit(toy):
     repo, mirror = toy
-    commits = _between(repo, "1.5", "1.6")
-    at = commits.index(repo.fixed)
+    before, _, after = repo.around_fix()
     # broken before the fix and clean two after: the fix is one of two commits
     runs = [
         *_releases(),
-        _run("bug-reproduced", "1.5", commit=commits[at - 1]),
-        _run("fix-validated", "1.5", commit=commits[at + 1]),
+        _run("bug-reproduced", "1.5", commit=before),
+        _run("fix-validated", "1.5", commit=after),
     ]
-    found = read_mirrored(runs, SHIM, "toylib", mirror)
+    found = read_mirrored(runs, SHIM, "toylib", linked(mirror))
     assert found is not None and found.fix_commit is None
     span = found.fixed.commits
-    assert span is not None and span.state == "unpinned" and span.after == commits[at + 1]
+    assert span is not None and span.state == "unpinned" and span.after == after
 
 
 def test_a_hostile_subject_is_inert_in_markdown():

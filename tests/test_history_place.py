@@ -15,6 +15,7 @@ from retire.history.place import Target, place
 from retire.history.reading import CommitOrder, read
 from retire.mirrors.history import Commit
 from tests.support.reportshop import record
+from tests.support.windows import by_link
 from tests.test_history_reading import _on_commit, _runs
 
 SHIM = "toylib_add"
@@ -36,7 +37,7 @@ def _window():
         CommitOrder(("1.2", "1.3"), ("v1.2", "v1.3"), "a" * 40, (INTRO, Commit("3" * 40, "", ""))),
         CommitOrder(("1.5", "1.6"), ("v1.5", "v1.6"), "b" * 40, (FIX, Commit("4" * 40, "", ""))),
     )
-    window = read(runs, SHIM, "toylib", orders=orders, mirror=REPO)
+    window = read(runs, SHIM, "toylib", orders=orders, mirror=by_link(REPO))
     assert window is not None and window.pinned_commits() == (INTRO.sha, FIX.sha)
     return window
 
@@ -130,7 +131,7 @@ def test_a_revision_lane_past_a_fix_on_its_branch_is_after_and_says_which():
         _on_commit("bug-reproduced", "1.5", branch[0].sha),
         _on_commit("fix-validated", "1.5", branch[1].sha),
     ]
-    window = read(runs, SHIM, "toylib", orders=(order,), mirror=REPO)
+    window = read(runs, SHIM, "toylib", orders=(order,), mirror=by_link(REPO))
     assert window is not None and window.branch_fix is not None
     placed = place(window, Target("dev", "toylib", None, LANE, contains=((branch[1].sha, True),)))
     assert placed.place == Place.AFTER

@@ -25,6 +25,7 @@ from retire.history.reading import CommitOrder, read
 from retire.history.window import DisagreementKind
 from retire.mirrors.history import Commit
 from tests.support.reportshop import record
+from tests.support.windows import by_link
 
 SHIM = "toylib_add"
 WHEN = "2026-03-01T00:00:00+00:00"
@@ -211,7 +212,9 @@ def test_commit_runs_ordered_by_a_mirror_pin_the_fix_commit():
         _on_commit("bug-reproduced", "1.5", BETWEEN[2].sha),
         _on_commit("fix-validated", "1.5", BETWEEN[3].sha),
     ]
-    window = read(runs, SHIM, "toylib", orders=(ORDER,), mirror="https://git.example/toylib")
+    window = read(
+        runs, SHIM, "toylib", orders=(ORDER,), mirror=by_link("https://git.example/toylib")
+    )
     assert window is not None
     span = window.fixed.commits
     assert span is not None and span.state == EdgeState.FOUND
@@ -272,7 +275,9 @@ def test_a_fix_on_a_followed_branch_in_no_release():
         _on_commit("bug-reproduced", "1.5", branch[0].sha),
         _on_commit("fix-validated", "1.5", branch[1].sha),
     ]
-    window = read(runs, SHIM, "toylib", orders=(order,), mirror="https://git.example/toylib")
+    window = read(
+        runs, SHIM, "toylib", orders=(order,), mirror=by_link("https://git.example/toylib")
+    )
     assert window is not None and window.fixed.state == EdgeState.OPEN
     fix = window.branch_fix
     assert fix is not None and fix.commit == branch[1] and fix.branch == "main"

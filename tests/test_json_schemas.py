@@ -127,6 +127,13 @@ def test_enums_are_the_code_vocabularies():
 
     culprit = schemas.load("culprit")["$defs"]["culprit"]["properties"]
     assert culprit["status"]["enum"] == list(CulpritStatus)
+    from retire.mirrors.resolve import Found
+
+    # a window's mirror says which rule of the one resolver found it
+    report = schemas.load("report")["$defs"]
+    for window in (defs["verdict"], report["verdict"], report["shimRow"]):
+        mirror = window["properties"]["window"]["properties"]["mirror"]["properties"]
+        assert mirror["found"]["enum"] == list(Found)
     from retire.history.edge import CommitSearch
 
     edge = schemas.load("bisect")["properties"]["commit_edges"]["items"]["properties"]

@@ -177,6 +177,55 @@ def test_a_mirror_named_as_the_package_whose_tags_hold_its_releases(tmp_path):
     assert isinstance(two, Unresolved) and "are both named as toy-lib" in two.why
 
 
+@pytest.mark.slow
+def test_a_declared_mirrors_subdirectory_is_where_the_package_is_built_from(tmp_path):
+    """A package outside the repository's root, with no lane revision: the mirror's entry names
+    its folder once (``subdirectory``), and whatever rule found the mirror, the source built from
+    it reads that folder (real git)."""
+    from retire.bisect.sources import project_source
+    from retire.core.project import Project
+    from retire.mirrors.history import build_obstacle
+    from shims.manifest import load_manifest
+    from tests.support.shimtree import manifest_text, write_shim
+
+    upstream = tmp_path / "toylib"
+    (upstream / "python").mkdir(parents=True)
+    (upstream / "python" / "pyproject.toml").write_text('[project]\nname = "toylib"\n')
+    (upstream / "README.md").write_text("the package is in python/\n")
+    git(upstream, "init", "-q", "-b", "main")
+    git(upstream, "add", "-A")
+    git(upstream, "commit", "-q", "-m", "one")
+    git(upstream, "tag", "v1.0")
+    root = tmp_path / "shop"
+    write_shim(root / "shims", "toylib_add", manifest=manifest_text("toylib_add"))
+    manifest = load_manifest(root / "shims" / "toylib_add" / "manifest.toml")
+    entry = f'[[mirrors.repository]]\nurl = "https://github.com/acme/toylib"\npath = "{upstream}"\n'
+    (root / "patchlane.toml").write_text(entry)
+    bare = project_source(Project(root), manifest)
+    assert bare.repo is not None and bare.subdirectory is None
+    # without it the root is read: no build file there
+    assert "no pyproject.toml or setup.py at ." in (build_obstacle(bare.repo, "v1.0") or "")
+    (root / "patchlane.toml").write_text(entry + 'subdirectory = "python"\n')
+    source = project_source(Project(root), manifest)
+    assert source.repo is not None and source.subdirectory == "python"
+    assert source.says.startswith("mirror of toylib: declared in patchlane.toml, matched by")
+    assert build_obstacle(source.repo, "v1.0", source.subdirectory) is None
+    # a link finds the same mirror and the same folder
+    linked = resolve(
+        "toylib",
+        MirrorSet((Mirror("https://github.com/acme/toylib", upstream, subdirectory="python"),)),
+        links=["https://github.com/acme/toylib/pull/7"],
+    )
+    assert isinstance(linked, Resolved) and linked.subdirectory == "python"
+    # a lane revision names its own
+    revision = Revision("toylib", "https://github.com/acme/toylib", "main", "src")
+    mirrors = MirrorSet(
+        (Mirror("https://github.com/acme/toylib", upstream, subdirectory="python"),)
+    )
+    by_lane = resolve("toylib", mirrors, revisions=[revision])
+    assert isinstance(by_lane, Resolved) and by_lane.subdirectory == "src"
+
+
 def test_the_index_serves_the_metadata_beside_the_newest_wheel(tmp_path):
     from retire.bisect.sources import metadata_on_index
 
@@ -268,22 +317,13 @@ def test_bisect_finds_a_declared_mirror_by_the_wheels_metadata_and_pins_both_com
 @pytest.mark.slow
 def test_culprit_finds_the_declared_mirror_by_the_installed_packages_metadata(tmp_path, capsys):
     from tests.conftest import run_cli
-    from tests.test_culprits import LANE
+    from tests.test_culprits import moved_by_hand
 
     repo = make_window_repo(tmp_path / "upstream")
     root = _shop(tmp_path, repo)
     index = _index(repo, tmp_path / "wheels", f"{UPSTREAM}/")
     with IndexServer(index) as server:
-        lane = root / "lanes" / "cpu.toml"
-        lane.parent.mkdir()
-        body = LANE.replace("@MAIN@", server.url).replace('"toy"', '"toylib_add"')
-        lane.write_text(body.replace('["alpha", "beta", "gamma"]', '["toylib==1.2"]'))
-        assert run_cli(root, "lock", capsys=capsys)[0] == 0
-        git(root, "init", "--quiet", "-b", "main")
-        git(root, "add", "-A")
-        git(root, "commit", "--quiet", "-m", "a shop")
-        lane.write_text(lane.read_text().replace("toylib==1.2", "toylib==1.4"))
-        assert run_cli(root, "lock", capsys=capsys)[0] == 0
+        moved_by_hand(root, server.url, capsys)
         code, out, err = run_cli(root, "culprit", "cpu", "toylib_add", capsys=capsys)
     assert code == 0, out + err
     assert (

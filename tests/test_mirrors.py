@@ -267,6 +267,31 @@ fetch = "file:///srv/liger.git"
             "expected a list",
         ),
         (
+            '[[mirrors.repository]]\nurl = "https://github.com/o/r"\nsubdirectory = "../x"\n',
+            "mirrors.repository[0].subdirectory",
+            "expected a relative folder",
+        ),
+        (
+            '[[mirrors.repository]]\nurl = "https://github.com/o/r"\nsubdirectory = "/srv/x"\n',
+            "mirrors.repository[0].subdirectory",
+            "expected a relative folder",
+        ),
+        (
+            '[[mirrors.repository]]\nurl = "https://github.com/o/r"\nsubdirectory = "a/../b"\n',
+            "mirrors.repository[0].subdirectory",
+            "expected a relative folder",
+        ),
+        (
+            '[[mirrors.repository]]\nurl = "https://github.com/o/r"\nsubdirectory = 3\n',
+            "mirrors.repository[0].subdirectory",
+            "expected a relative folder",
+        ),
+        (
+            '[[mirrors.repository]]\nurl = "https://github.com/o/r"\nsubdir = "python"\n',
+            "mirrors.repository[0].subdir",
+            "unknown key",
+        ),
+        (
             '[[mirrors.repository]]\nurl = "https://github.com/o/r"\n[[mirrors.repository]]\nurl = "https://github.com/O/R.git"\n',
             "mirrors.repository",
             "declared twice",

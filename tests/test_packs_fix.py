@@ -63,15 +63,14 @@ def fixed(tmp_path):
 @pytest.mark.slow
 def test_an_already_fixed_pack_cites_the_recorded_fix_commit(fixed):
     p, upstream = fixed
-    commits = git(upstream.path, "rev-list", "--first-parent", "--reverse", "v1.5..v1.6").split()
-    at = commits.index(upstream.fixed)
+    before, fixed, _ = upstream.around_fix()
     validation.append(
         p.manifest_path,
         [
             _run("bug-reproduced", "1.5"),
             _run("fix-validated", "1.6"),
-            _run("bug-reproduced", "1.5", commits[at - 1], minute=1),
-            _run("fix-validated", "1.5", commits[at], minute=2),
+            _run("bug-reproduced", "1.5", before, minute=1),
+            _run("fix-validated", "1.5", fixed, minute=2),
         ],
     )
     body = load_pack(p.root, SHIM).pack.body
@@ -82,6 +81,11 @@ def test_an_already_fixed_pack_cites_the_recorded_fix_commit(fixed):
         f"`{upstream.fixed[:12]}`" in state
     )
     assert "(#63)" in state and "Fix" in state
+    # where the mirror came from, in one clause
+    assert (
+        " — mirror of toylib: declared in `patchlane.toml`, named by the link "
+        "https://github.com/toyorg/toylib/issues/1; kept"
+    ) in state
     assert state.endswith("kept as regression coverage, not filed.")
 
 

@@ -126,27 +126,16 @@ def test_without_pull_heads_or_commits_nothing_is_asked(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("landing", ["rebase", "squash"])
 def test_a_window_whose_fix_landed_without_a_number_names_both_pull_requests(landing, tmp_path):
-    from retire.bisect.bisection import list_releases
-    from retire.bisect.job import BisectJob
-    from retire.bisect.transitions import Source, bisect_window
+    from retire.bisect.transitions import Source
     from shims.manifest import load_manifest
-    from tests.support.historyrepo import FIXED, INTRODUCED, release_index
-    from tests.support.index import IndexServer
+    from tests.support.historyrepo import FIXED, INTRODUCED, bisect_releases
     from tests.support.shimtree import write_shim
 
     repo = make_landed_repo(tmp_path / "upstream", fix=landing)
     mirror = _mirror(repo, tmp_path / "mirror.git", tmp_path / "cache" / "mirrors")
     manifest = load_manifest(write_shim(tmp_path / "shims", "toylib_add") / "manifest.toml")
-    with IndexServer(release_index(repo, tmp_path / "wheels")) as server:
-        versions, yanked = list_releases(server.url, "toylib")
-        job = BisectJob(
-            manifest.id,
-            yanked=frozenset(yanked),
-            index=server.url,
-            cache=tmp_path / "cache" / "bisect",
-            work_dir=tmp_path / "work",
-        )
-        result = bisect_window(manifest, versions, job, source=Source(mirror))
+    cache = tmp_path / "cache" / "bisect"
+    result = bisect_releases(manifest, repo, Source(mirror), tmp_path, cache=cache, records=False)
     assert (result.window.introduced.after, result.window.fixed.after) == (INTRODUCED, FIXED)
     introduced, fixed = result.window.introduced.commits, result.window.fixed.commits
     assert introduced is not None and fixed is not None, result.stops

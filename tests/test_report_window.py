@@ -110,24 +110,39 @@ def test_without_the_records_no_shim_has_a_window(shop):
 
 
 @pytest.mark.slow
-def test_with_the_target_mirrored_the_fix_commit_is_named(shop, tmp_path):
+@pytest.mark.parametrize(
+    "manifest, found, how",
+    [
+        (
+            {"links": [("fix", "https://github.com/acme/toylib/pull/63")]},
+            "link",
+            "declared in patchlane.toml, named by the link https://github.com/acme/toylib/pull/63",
+        ),
+        # no link and no lane revision: the mirror declared in patchlane.toml, named as the
+        # package with the releases tagged, is the one every reader finds
+        (
+            {"linked": False},
+            "name-and-tags",
+            "declared in patchlane.toml, matched by its name and release tags",
+        ),
+    ],
+    ids=["linked", "declared-only"],
+)
+def test_with_the_target_mirrored_the_fix_commit_is_named_and_how_the_mirror_was_found(
+    shop, tmp_path, manifest, found, how
+):
     repo = make_window_repo(tmp_path / "upstream")
     mirror = tmp_path / "mirror.git"
     git(tmp_path, "clone", "-q", "--mirror", str(repo.path), str(mirror))
-    write_shim(
-        shop / "shims",
-        "alpha",
-        manifest=shim_manifest("alpha", links=[("fix", "https://github.com/acme/toylib/pull/63")]),
-    )
+    write_shim(shop / "shims", "alpha", manifest=shim_manifest("alpha", **manifest))
     (shop / "patchlane.toml").write_text(
         f'[[mirrors.repository]]\nurl = "https://github.com/acme/toylib"\npath = "{mirror}"\n'
     )
-    between = git(repo.path, "rev-list", "--first-parent", "--reverse", "v1.5..v1.6").split()
-    at = between.index(repo.fixed)
+    before, _, _ = repo.around_fix()
     runs = [
         _run("bug-reproduced", "1.5"),
         _run("fix-validated", "1.6"),
-        _run("bug-reproduced", "1.5", commit=between[at - 1]),
+        _run("bug-reproduced", "1.5", commit=before),
         _run("fix-validated", "1.5", commit=repo.fixed),
     ]
     validation.append(shop / "validation" / "manifest.jsonl", runs)
@@ -137,8 +152,15 @@ def test_with_the_target_mirrored_the_fix_commit_is_named(shop, tmp_path):
     assert window["commit"] == {"sha": repo.fixed, "subject": "Fix add() (#63)", "pull": 63}
     line = f'fixed in 1.6 (last broken 1.5), by {repo.fixed[:12]} "Fix add() (#63)" (#63)'
     assert window["line"] == line
-    assert f"**Window:** {line}" in _shims_row(written.markdown, "alpha")
-    assert "commits ordered by the mirror of https://github.com/acme/toylib" in window["source"]
+    row = _shims_row(written.markdown, "alpha")
+    assert f"**Window:** {line}" in row
+    # where the mirror came from: in the source line under it, and as values
+    ordered = f"commits ordered by the mirror of https://github.com/acme/toylib, {how}"
+    assert ordered in window["source"] and ordered in row
+    assert window["mirror"]["found"] == found and window["mirror"]["declared"]
+    (page,) = [path for path in written.paths if path.suffix == ".html"]
+    # (the page draws a URL as a link)
+    assert how.partition(" https://")[0] in page.read_text(encoding="utf-8")
 
 
 def test_the_reports_window_is_the_verdicts_window_one_answer_and_a_flag(shop, capsys):

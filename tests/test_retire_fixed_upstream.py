@@ -15,14 +15,12 @@ from retire.branches.dropplan import DropPlan
 from retire.branches.lanemoves import TreeEdit
 from retire.branches.retirement import plans
 from retire.evidence.validation import ValidationRecord
-from retire.mirrors.config import Mirror
-from retire.mirrors.repo import MirrorRepo, open_mirror
 from retire.verdicts.model import Decision, Verdict
 from shims.manifest import load_manifest
-from tests.support.gitrepos import git
-from tests.support.historyrepo import make_window_repo
+from tests.support.historyrepo import mirrored_window_repo
 from tests.support.reportshop import record
 from tests.support.shimtree import write_shim
+from tests.support.windows import linked
 
 SHIM = "toylib_add"
 _MINUTES = itertools.count()
@@ -40,17 +38,13 @@ def _run(outcome: str, version: str, commit: str | None = None) -> ValidationRec
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory):
     base = tmp_path_factory.mktemp("fixed")
-    repo = make_window_repo(base / "upstream")
-    git(base, "clone", "-q", "--mirror", str(repo.path), str(base / "mirror.git"))
-    opened = open_mirror(Mirror("https://git.example/acme/toylib", base / "mirror.git"))
-    assert isinstance(opened, MirrorRepo)
+    repo, opened = mirrored_window_repo(base)
     manifest = load_manifest(write_shim(base / "shims", SHIM) / "manifest.toml")
     return repo, opened, manifest
 
 
 def _records(repo) -> list[ValidationRecord]:
-    between = git(repo.path, "rev-list", "--first-parent", "--reverse", "v1.5..v1.6").split()
-    before = between[between.index(repo.fixed) - 1]
+    before, _, _ = repo.around_fix()
     return [
         _run("bug-reproduced", "1.5"),
         _run("fix-validated", "1.6"),
@@ -66,10 +60,14 @@ def _verdict() -> Verdict:
 @pytest.mark.slow
 def test_the_plan_names_the_fix_commit_with_the_mirror(toy):
     repo, mirror, manifest = toy
-    (plan,) = plans([_verdict()], {SHIM: manifest}, _records(repo), lambda m: mirror)
+    (plan,) = plans([_verdict()], {SHIM: manifest}, _records(repo), lambda m: linked(mirror))
     assert (plan.first_released, plan.fix_commit, plan.fix_pull) == ("1.6", repo.fixed, 63)
     body = pr_body(plan, TreeEdit())
-    assert f"Fixed upstream by `{repo.fixed}` (#63), first released in `1.6`." in body
+    # where the mirror that named the commit came from, in one clause
+    assert (
+        f"Fixed upstream by `{repo.fixed}` (#63), first released in `1.6` — mirror of toylib: "
+        "declared in patchlane.toml, named by the link https://git.example/acme/toylib/pull/63."
+    ) in body
     # a plan file carries it
     assert DropPlan.from_dict(plan.to_dict()) == plan
 

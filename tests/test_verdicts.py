@@ -32,7 +32,7 @@ from retire.lanes.revisions import Revision
 from retire.locks.trial import RaiseTrial
 from retire.verdicts.actions import Bisect, LockLanes, RunLane
 from retire.verdicts.gather import GatherOptions, gather
-from retire.verdicts.model import ShimEvidence
+from retire.verdicts.model import ShimEvidence, Verdict
 from retire.verdicts.rules import decide
 from shims.gpuneeds import GpuNeeds
 from shims.manifest import parse_manifest
@@ -703,10 +703,9 @@ def build_catalogue(world) -> Project:
     return p
 
 
-@pytest.mark.slow
-def test_gather_decides_every_shim_from_real_servers(world, tmp_path):
-    p = build_catalogue(world)
-    verdicts = gather(
+def gather_world(p: Project, world, **options) -> list[Verdict]:
+    """The gather of ``p``'s shims against the world's code host and mirrors, at NOW."""
+    return gather(
         p.manifests(),
         p.lanes(),
         p.root / "locks",
@@ -714,14 +713,19 @@ def test_gather_decides_every_shim_from_real_servers(world, tmp_path):
         GatherOptions(
             api_base=world["api"].url,
             token=None,
-            cache_dir=tmp_path / "cache",
             mirrors=world["mirrors"],
             policy=FAST,
             clock=lambda: NOW,
-            # the probes alone: a trial re-lock is uv asking the index too (tests/test_retire_lanes)
-            resolve=False,
+            **options,
         ),
     )
+
+
+@pytest.mark.slow
+def test_gather_decides_every_shim_from_real_servers(world, tmp_path):
+    p = build_catalogue(world)
+    # the probes alone: a trial re-lock is uv asking the index too (tests/test_retire_lanes)
+    verdicts = gather_world(p, world, cache_dir=tmp_path / "cache", resolve=False)
     by_id = {v.shim: v for v in verdicts}
     assert by_id["floor_fixed"].decision == "retire" and by_id["floor_fixed"].floors == (
         Floor.parse("toylib>=1.2"),
@@ -755,19 +759,7 @@ def test_pr_released_with_a_mirror_behind_the_index_is_unknown(world):
     p.shim("pr_fixed", pr_released(PR), links=(("fix", PR),))
     p.lane("cpu", ["pr_fixed"], index_url=world["index"].url)
     p.run("pr_fixed", "fix-validated", "1.2")
-    verdicts = gather(
-        p.manifests(),
-        p.lanes(),
-        p.root / "locks",
-        p.validation,
-        GatherOptions(
-            api_base=world["api"].url,
-            token=None,
-            mirrors=world["mirrors"],
-            policy=FAST,
-            clock=lambda: NOW,
-        ),
-    )
+    verdicts = gather_world(p, world)
     assert verdicts[0].decision == "unknown"
     assert "release 1.2 has no tag" in verdicts[0].why
 
@@ -1438,21 +1430,7 @@ def test_a_recorded_commit_the_mirror_lacks_is_a_flag_on_its_own_shim_only(world
         started_at="2026-06-02T00:00:00.000000+00:00",
     )
     append(p.validation, [record])
-    verdicts = gather(
-        p.manifests(),
-        p.lanes(),
-        p.root / "locks",
-        p.validation,
-        GatherOptions(
-            api_base=world["api"].url,
-            token=None,
-            cache_dir=tmp_path / "cache",
-            mirrors=world["mirrors"],
-            policy=FAST,
-            clock=lambda: NOW,
-            resolve=False,
-        ),
-    )
+    verdicts = gather_world(p, world, cache_dir=tmp_path / "cache", resolve=False)
     lacks = f"commit {stranger[:12]} is not in the mirror"
     said = {v.shim: [f.text for f in v.flags if lacks in f.text] for v in verdicts}
     assert said["pr_open"], said

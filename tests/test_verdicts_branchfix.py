@@ -22,6 +22,7 @@ from retire.mirrors.repo import MirrorRepo, open_mirror
 from tests.support.gitrepos import git
 from tests.support.historyrepo import make_window_repo
 from tests.support.retirement import REPRODUCER_CLEAN, Project
+from tests.support.windows import linked
 from tests.test_json_schemas import check
 
 SHIM = "toylib_add"
@@ -35,7 +36,11 @@ shims = ["toylib_add"]
 REVISION = f'\n[lane.revisions]\ntoylib = {{ mirror = "{URL}", rev = "main" }}\n'
 
 
-def _run(outcome: str, minute: int, commit: str | None = None) -> ValidationRecord:
+def run_record(
+    outcome: str, minute: int, commit: str | None = None, version: str = "1.8"
+) -> ValidationRecord:
+    """A run without the shim on ``version`` — on a package built from ``commit`` of the
+    mirror (a bisection's), or of the release (lane rel)."""
     host: dict[str, object] = {"hostname": "gpu-1", "gpu": None}
     if commit is not None:
         host["revisions"] = {"toylib": f"{URL}.git@{commit}"}
@@ -44,7 +49,7 @@ def _run(outcome: str, minute: int, commit: str | None = None) -> ValidationReco
         mode="without",
         lane="bisect" if commit else "rel",
         host=host,
-        versions={"toylib": "1.8"},
+        versions={"toylib": version},
         sentinel="BUG_REPRODUCED" if outcome == "bug-reproduced" else "FIX_VALIDATED",
         outcome=outcome,
         exit_code=10 if outcome == "bug-reproduced" else 0,
@@ -88,15 +93,16 @@ def shop(tmp_path):
     validation.append(
         p.validation,
         [
-            _run("bug-reproduced", 0),
-            _run("bug-reproduced", 1, before),
-            _run("fix-validated", 2, upstream.fixed),
+            run_record("bug-reproduced", 0),
+            run_record("bug-reproduced", 1, before),
+            run_record("fix-validated", 2, upstream.fixed),
         ],
     )
     return p, upstream, mirror
 
 
-def _verdict(p: Project, capsys) -> dict:
+def verdict_row(p: Project, capsys) -> dict:
+    """``patchlane verdicts --json --no-resolve`` of the one shim, checked against its schema."""
     assert cli(["verdicts", "--root", str(p.root), "--json", "--no-resolve", SHIM]) == 0
     document = json.loads(capsys.readouterr().out)
     check("verdicts", document)
@@ -112,7 +118,7 @@ def test_the_fix_commit_on_the_branch_from_the_records(shop):
     records = validation.load(p.validation)
 
     def branch_fix(runs):
-        window = read_mirrored(runs, SHIM, "toylib", repo, ["main"])
+        window = read_mirrored(runs, SHIM, "toylib", linked(repo), ["main"])
         return window.branch_fix if window is not None else None
 
     found = branch_fix(records)
@@ -122,10 +128,10 @@ def test_the_fix_commit_on_the_branch_from_the_records(shop):
     assert found.released_in is None and found.branch == "main"
     # the commit before it was not run: the fix is one of two commits, so none is named
     unpinned = [r for r in records if r.revisions.get("toylib") != upstream.fixed]
-    unpinned.append(_run("fix-validated", 4, git(upstream.path, "rev-parse", "main")))
+    unpinned.append(run_record("fix-validated", 4, git(upstream.path, "rev-parse", "main")))
     assert branch_fix(unpinned) is None
     # a release newer than the broken one run clean: the fix is in a release, not on the branch
-    released = [*records, _run("fix-validated", 3)]
+    released = [*records, run_record("fix-validated", 3)]
     released[-1] = ValidationRecord(**{**released[-1].to_json(), "versions": {"toylib": "1.9"}})
     assert branch_fix(released) is None
 
@@ -133,7 +139,7 @@ def test_the_fix_commit_on_the_branch_from_the_records(shop):
 @pytest.mark.slow
 def test_revision_lanes_past_the_fix_drop_it_and_release_lanes_are_told(shop, capsys):
     p, upstream, mirror = shop
-    row = _verdict(p, capsys)
+    row = verdict_row(p, capsys)
     short = upstream.fixed[:12]
     assert row["branch_fix"]["sha"] == upstream.fixed
     assert row["branch_fix"]["line"] == f"fixed on main at {short} (#92), in no release yet"
@@ -155,7 +161,7 @@ def test_revision_lanes_past_the_fix_drop_it_and_release_lanes_are_told(shop, ca
     # upstream releases it: the mirror's new tag moves the verdict, no bisection runs
     git(mirror, "tag", "v1.9", "main")
     runs = len(validation.load(p.validation))
-    row = _verdict(p, capsys)
+    row = verdict_row(p, capsys)
     assert row["branch_fix"]["released_in"] == "1.9"
     lanes = {lane["lane"]: lane for lane in row["lane_verdicts"]}
     assert lanes["rel"]["why"].endswith(f"fixed on main at {short} (#92), first released in 1.9")
@@ -166,8 +172,8 @@ def test_revision_lanes_past_the_fix_drop_it_and_release_lanes_are_told(shop, ca
 def test_a_bug_recorded_past_the_fix_unpins_it_and_the_lane_keeps_the_shim(shop, capsys):
     p, upstream, _ = shop
     tip = git(upstream.path, "rev-parse", "main")
-    validation.append(p.validation, [_run("bug-reproduced", 5, tip)])
-    row = _verdict(p, capsys)
+    validation.append(p.validation, [run_record("bug-reproduced", 5, tip)])
+    row = verdict_row(p, capsys)
     # broken again on the lane's own commit: no fix on the branch is pinned any more
     assert row["branch_fix"] is None and row["verdict"] == "keep"
     lanes = {lane["lane"]: lane for lane in row["lane_verdicts"]}

@@ -1,7 +1,7 @@
 """Lockfile bump PRs: re-lock lanes with upgrades on a branch, with the diff and the suites' word.
 
 ``patchlane bump [LANE…]`` (``nox -s bump``), in a separate worktree (see
-:mod:`retire.proposals`):
+:mod:`retire.branches.proposals`):
 
 1. rolls every selected lane's freeze date (``exclude-newer``) forward to *now − cooldown*, so
    nothing younger than the cooldown is taken, transitive dependencies included;
@@ -539,19 +539,11 @@ def bump(
     """Propose the bump branch (the module docstring says how). ``options.mirrors`` and
     ``options.host`` reach every re-lock: this host's git mirrors for lanes pinned to revisions,
     the index URLs."""
-    o = options
-    if o.cooldown_days < 0:
-        raise InputError(None, "--cooldown", "must be zero or more days", "e.g. --cooldown 7")
-    repo = toplevel(root)
-    now = o.now or times.now()
-    all_lanes = lanefile.project_lanes(Project(repo))
-    selected = [lane.name for lane in lanefile.select(all_lanes, list(o.lanes))]
+    o, start = options, _start(root, options)
+    repo, cutoff, base_commit, branch = start.repo, start.cutoff, start.base_commit, start.branch
     upgrades = o.packages
-    cutoff = cutoff_for(now, o.cooldown_days)
-    base_commit, base_branch = _committed_base(repo, o, all_lanes)
-    branch = branch_name(selected, not o.lanes, now.date())
     identity = hashlib.sha256(
-        json.dumps([base_commit, selected, upgrades, cutoff.isoformat()]).encode()
+        json.dumps([base_commit, start.selected, upgrades, cutoff.isoformat()]).encode()
     ).hexdigest()[:16]
     records = tuple(validation.load(Project(repo).validation))
     work_state = _Work()
@@ -559,7 +551,7 @@ def bump(
         # the index: bump re-locks from it anyway
         fetcher = Fetcher(client) if o.release_notes_links else None
         request = _BumpRequest(
-            tuple(selected), upgrades, cutoff, o.run_suites, base_commit, records, say, fetcher,
+            start.selected, upgrades, cutoff, o.run_suites, base_commit, records, say, fetcher,
             o.mirrors, o.host, o.culprit_budget, repo,
         )  # fmt: skip
         made = proposals.propose_branch(
@@ -582,11 +574,11 @@ def bump(
     result = BumpResult(branch, BranchStatus.PROPOSED, "", lane_results, str(made.body_path))
     if o.open_pr:
         bumped = ", ".join(b.lane for b in lane_results if b.status == BumpStatus.BUMPED)
-        title = f"Bump locks: {bumped} ({now.date()})"
+        title = f"Bump locks: {bumped} ({start.now.date()})"
         status, url = proposals.open_pull_request(
             repo,
             branch=branch,
-            base_branch=base_branch,
+            base_branch=start.base_branch,
             title=title,
             body=body,
             repository=o.repository,
@@ -619,6 +611,34 @@ _COMMIT_FIRST = (
     "commit the adoption first (`git add -A && git commit -m 'Adopt patchlane'`), or pass "
     "--base naming a commit that holds it"
 )
+
+
+@dataclass(frozen=True)
+class _Start:
+    """Where a bump and its dry run begin: the repository's top, the time, the lanes asked for
+    (by name), the new freeze date, the committed base (and the branch a PR targets) and the
+    bump branch's name."""
+
+    repo: Path
+    now: _dt.datetime
+    selected: tuple[str, ...]
+    cutoff: _dt.datetime
+    base_commit: str
+    base_branch: str
+    branch: str
+
+
+def _start(root: Path, o: BumpOptions) -> _Start:
+    if o.cooldown_days < 0:
+        raise InputError(None, "--cooldown", "must be zero or more days", "e.g. --cooldown 7")
+    repo = toplevel(root)
+    now = o.now or times.now()
+    lanes = lanefile.project_lanes(Project(repo))
+    selected = tuple(lane.name for lane in lanefile.select(lanes, list(o.lanes)))
+    base_commit, base_branch = _committed_base(repo, o, lanes)
+    branch = branch_name(selected, not o.lanes, now.date())
+    cutoff = cutoff_for(now, o.cooldown_days)
+    return _Start(repo, now, selected, cutoff, base_commit, base_branch, branch)
 
 
 def _committed_base(repo: Path, o: BumpOptions, lanes: Sequence[Lane]) -> tuple[str, str]:
@@ -695,18 +715,12 @@ def dry_run(
     """What :func:`bump` would do, without a branch or a pull request: the same roll and re-lock
     in a scratch worktree of the base commit (removed after), the suites not run but named."""
     o = options
-    if o.cooldown_days < 0:
-        raise InputError(None, "--cooldown", "must be zero or more days", "e.g. --cooldown 7")
-    repo = toplevel(root)
-    now = o.now or times.now()
-    all_lanes = lanefile.project_lanes(Project(repo))
-    selected = [lane.name for lane in lanefile.select(all_lanes, list(o.lanes))]
-    cutoff = cutoff_for(now, o.cooldown_days)
-    base_commit, _ = _committed_base(repo, o, all_lanes)
+    start = _start(root, o)
+    repo, cutoff, base_commit = start.repo, start.cutoff, start.base_commit
     work_state = _Work()
     with proposals.session(repo), proposals.scratch_worktree(repo, base_commit, "bump") as work:
         request = _BumpRequest(
-            tuple(selected), o.packages, cutoff, False, base_commit, (), say, None, o.mirrors,
+            start.selected, o.packages, cutoff, False, base_commit, (), say, None, o.mirrors,
             o.host, o.culprit_budget, repo,
         )  # fmt: skip
         _edit(work, request, work_state)
@@ -729,7 +743,7 @@ def dry_run(
         for name in bumped
     )
     return BumpPlan(
-        branch_name(selected, not o.lanes, now.date()),
+        start.branch,
         base_commit,
         cutoff.date().isoformat(),
         tuple(work_state.lanes),

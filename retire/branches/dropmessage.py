@@ -131,14 +131,16 @@ def _lane_sections(plan: DropPlan, edit: TreeEdit) -> list[str]:
 
 
 def fixed_upstream(plan: DropPlan) -> str | None:
-    """``Fixed upstream by `<sha>` (#PR), first released in `X`.``, as much of it as the plan
-    knows (None: nothing); the sha and version are code, never links or markup."""
+    """``Fixed upstream by `<sha>` (#PR), first released in `X` — mirror of X: declared in
+    patchlane.toml, matched by ….``, as much of it as the plan knows (None: nothing); the sha and
+    version are code, never links or markup, and where the mirror came from is text."""
     released = plan.first_released
     if plan.fix_commit is None:
         return f"Fixed upstream in {mdsafe.code(released)}." if released else None
     said = f"Fixed upstream by {mdsafe.code(plan.fix_commit)}"
     said += f" (#{plan.fix_pull})" if plan.fix_pull is not None else ""
-    return said + (f", first released in {mdsafe.code(released)}." if released else ".")
+    said += f", first released in {mdsafe.code(released)}" if released else ""
+    return said + (f" — {mdsafe.text(plan.fix_mirror)}." if plan.fix_mirror else ".")
 
 
 def pr_body(plan: DropPlan, edit: TreeEdit) -> str:

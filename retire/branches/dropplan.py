@@ -49,6 +49,8 @@ class DropPlan:
     first_released: str | None = None
     fix_commit: str | None = None
     fix_pull: int | None = None
+    # how the mirror that named the fix commit was found ("mirror of toylib: declared in …")
+    fix_mirror: str | None = None
 
     def __post_init__(self) -> None:
         if not SHIM_ID.fullmatch(self.shim_id):
@@ -115,6 +117,7 @@ class DropPlan:
                     ("first_released", self.first_released),
                     ("fix_commit", self.fix_commit),
                     ("fix_pull", self.fix_pull),
+                    ("fix_mirror", self.fix_mirror),
                 )
                 if value is not None
             },
@@ -142,6 +145,7 @@ class DropPlan:
             _optional_text(data, "first_released"),
             _optional_text(data, "fix_commit"),
             _optional_int(data, "fix_pull"),
+            _optional_text(data, "fix_mirror"),
         )
 
 

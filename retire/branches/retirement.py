@@ -13,9 +13,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from retire.branches.dropplan import DropPlan
 from retire.core import mdsafe
 from retire.evidence.validation import FIXED, Mode, RunOutcome, ValidationRecord
-from retire.history.mirrored import shim_window
+from retire.history.mirrored import TargetMirror, shim_window
 from retire.history.window import Window
-from retire.mirrors.repo import MirrorRepo
 from retire.verdicts.model import Decision, FlagKind, Verdict
 from shims.model import ShimManifest
 
@@ -76,29 +75,30 @@ def evidence_markdown(verdict: Verdict, records: Sequence[ValidationRecord]) -> 
     return "\n".join(lines)
 
 
-def _fix(window: Window | None) -> tuple[str | None, str | None, int | None]:
-    """(first fixed release, fix commit, its pull request) of the window's fixed edge, else of
-    the fix on a followed branch (in no release, or a release nobody ran)."""
+def _fix(window: Window | None) -> tuple[str | None, str | None, int | None, str | None]:
+    """(first fixed release, fix commit, its pull request, how the mirror that named the commit
+    was found) of the window's fixed edge, else of the fix on a followed branch (in no release,
+    or a release nobody ran)."""
     if window is None:
-        return None, None, None
+        return None, None, None, None
+    found = window.source.mirror
+    released: str | None
     if window.first_fixed is not None:
-        commit = window.fixed.commit
-        return (
-            window.first_fixed,
-            commit.sha if commit is not None else None,
-            commit.pull if commit is not None else None,
-        )
-    branch = window.branch_fix
-    if branch is not None and branch.commit is not None:
-        return branch.released_in, branch.commit.sha, branch.commit.pull
-    return None, None, None
+        released, commit = window.first_fixed, window.fixed.commit
+    elif window.branch_fix is not None and window.branch_fix.commit is not None:
+        released, commit = window.branch_fix.released_in, window.branch_fix.commit
+    else:
+        return None, None, None, None
+    if commit is None:
+        return released, None, None, None
+    return released, commit.sha, commit.pull, found.says if found is not None else None
 
 
 def plans(
     verdicts: Iterable[Verdict],
     manifests: Mapping[str, ShimManifest],
     records: Sequence[ValidationRecord],
-    mirror_of: Callable[[ShimManifest], MirrorRepo | None] | None = None,
+    mirror_of: Callable[[ShimManifest], TargetMirror | None] | None = None,
 ) -> list[DropPlan]:
     """One auto-drop plan per *retire* or *retire-in-some* verdict that some lane can leave;
     every other verdict is left alone. Each plan says where the bug was fixed upstream: the
@@ -118,7 +118,7 @@ def plans(
         manifest = manifests[verdict.shim]
         links = tuple((link.role, link.url) for link in manifest.upstream.links)
         window = verdict.window or shim_window(manifest, records, mirror_of)
-        released, sha, pull = _fix(window)
+        released, sha, pull, mirror = _fix(window)
         out.append(
             DropPlan(
                 verdict.shim,
@@ -130,6 +130,7 @@ def plans(
                 first_released=released,
                 fix_commit=sha,
                 fix_pull=pull,
+                fix_mirror=mirror,
             )
         )
     return out

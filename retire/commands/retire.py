@@ -116,8 +116,8 @@ def relock_locations(project: Project, args: argparse.Namespace) -> tuple:
 
 def _plans_from_verdicts(project: Project, args: argparse.Namespace) -> list:
     # deferred: `patchlane --help` does not load it, and start-up time counts
-    from retire.bisect.sources import project_source
     from retire.branches.retirement import plans
+    from retire.history.mirrored import target_mirror
 
     # deferred: `patchlane --help` does not load it, and start-up time counts
     from retire.lanes import lanefile
@@ -150,9 +150,7 @@ def _plans_from_verdicts(project: Project, args: argparse.Namespace) -> list:
         say(f"{verdict.shim:<28} {verdict.decision:<14} {verdict.why}", level=Level.PROGRESS)
     # the fix commit is named where the target is mirrored on this host
     folder = getattr(args, "mirrors", None)
-    return plans(
-        verdicts, manifests, records, lambda m: project_source(project, m, folder=folder).repo
-    )
+    return plans(verdicts, manifests, records, lambda m: target_mirror(project, m, folder=folder))
 
 
 def _plans_from_files(paths: list[Path]) -> list:

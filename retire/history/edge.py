@@ -164,14 +164,7 @@ class CommitSpan:
 
     def to_json(self) -> dict[str, object]:
         """The commit-level edge (the keys of an edge, retire/schemas/bisect.schema.json)."""
-        return {
-            "kind": str(self.kind),
-            "state": str(self.state),
-            "before": self.before,
-            "after": self.after,
-            "between": list(self.between),
-            "note": self.note,
-        }
+        return _edge_keys(self)
 
 
 #: How many of an unpinned edge's commits its line names.
@@ -238,11 +231,17 @@ class Edge:
 
     def to_json(self) -> dict[str, object]:
         """The edge over releases (the keys of an edge, retire/schemas/bisect.schema.json)."""
-        return {
-            "kind": str(self.kind),
-            "state": str(self.state),
-            "before": self.before,
-            "after": self.after,
-            "between": list(self.between),
-            "note": self.note,
-        }
+        return _edge_keys(self)
+
+
+def _edge_keys(edge: Edge | CommitSpan) -> dict[str, object]:
+    """The keys an edge has in JSON, over releases or over commits: which, how much is known,
+    the two sides, what lies between them and the note."""
+    return {
+        "kind": str(edge.kind),
+        "state": str(edge.state),
+        "before": edge.before,
+        "after": edge.after,
+        "between": list(edge.between),
+        "note": edge.note,
+    }

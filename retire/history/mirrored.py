@@ -6,7 +6,8 @@ stay pure).
   from the newest broken release's tag along each followed branch; the first release that
   contains a fix found on a branch.
 - :func:`shim_window` — the same for a shim's manifest, the mirror opened only where commit runs
-  of the shim are on record and an edge could use them.
+  of the shim are on record and an edge could use them; :func:`project_window` with the target's
+  mirror as every command finds it (:func:`target_mirror`: :mod:`retire.mirrors.resolve`).
 - :func:`contains` — ancestry answers: whether each locked commit contains each of the window's
   pinned commits (what :func:`retire.history.place.place` reads for a revision lane).
 - :func:`lane_targets` — every lane carrying a shim, with what it locks of the target and the
@@ -19,7 +20,8 @@ leaves the answer at the releases.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
@@ -32,10 +34,29 @@ from retire.history.place import Target
 from retire.history.reading import CommitOrder, read
 from retire.history.window import Window
 from retire.mirrors.history import commits_between, release_tag
-from retire.mirrors.repo import MirrorRepo
+from retire.mirrors.repo import MirrorRepo, open_mirror
+from retire.mirrors.resolve import Resolved, Unresolved, project_repository
 from shims.model import ShimManifest
 
-__all__ = ["contains", "first_release", "lane_targets", "read_mirrored", "shim_window"]
+__all__ = [
+    "TargetMirror",
+    "contains",
+    "first_release",
+    "lane_targets",
+    "project_window",
+    "read_mirrored",
+    "shim_window",
+    "target_mirror",
+]
+
+
+@dataclass(frozen=True)
+class TargetMirror:
+    """The opened mirror of a shim's target, and how the one resolver found it (what a window's
+    :class:`~retire.history.window.Provenance` says)."""
+
+    repo: MirrorRepo
+    found: Resolved
 
 
 def _order(
@@ -84,23 +105,20 @@ def read_mirrored(
     records: Sequence[ValidationRecord],
     shim: str,
     distribution: str,
-    repo: MirrorRepo | None,
+    mirror: TargetMirror | None,
     branches: Sequence[str] = (),
-    *,
-    repository: str | None = None,
 ) -> Window | None:
-    """:func:`~retire.history.reading.read`, the commit runs ordered by ``repo`` (the target's
-    mirror) where it has the tags; ``branches``: the followed branches a fix in no release is
-    looked for on; ``repository``: the repository's name as the shop wrote it (the mirror's own,
-    by default)."""
+    """:func:`~retire.history.reading.read`, the commit runs ordered by ``mirror`` (the target's)
+    where it has the tags; ``branches``: the followed branches a fix in no release is looked for
+    on."""
     window = read(records, shim, distribution)
-    if window is None or repo is None or not window.seen or window.source.commit_runs == 0:
+    if window is None or mirror is None or not window.seen or window.source.commit_runs == 0:
         return window
+    repo = mirror.repo
     orders = commit_orders(repo, window, branches)
     if not orders:
         return window
-    named = repository or repo.mirror.repository
-    window = read(records, shim, distribution, orders=orders, mirror=named)
+    window = read(records, shim, distribution, orders=orders, mirror=mirror.found)
     fix = window.branch_fix if window is not None else None
     if window is None or fix is None or fix.commit is None:
         return window
@@ -111,15 +129,49 @@ def read_mirrored(
 def shim_window(
     manifest: ShimManifest,
     records: Sequence[ValidationRecord],
-    mirror_of: Callable[[ShimManifest], MirrorRepo | None] | None = None,
+    mirror_of: Callable[[ShimManifest], TargetMirror | None] | None = None,
     branches: Sequence[str] = (),
 ) -> Window | None:
     """``manifest``'s shim's window on its target; ``mirror_of`` (the target's mirror, or None) is
     called only where commit runs of the shim are on record."""
     mine = [r for r in records if r.shim == manifest.id]
     dist = manifest.target.distribution
-    repo = mirror_of(manifest) if mirror_of is not None and any(r.revisions for r in mine) else None
-    return read_mirrored(mine, manifest.id, dist, repo, branches)
+    on_commits = mirror_of is not None and any(r.revisions for r in mine)
+    mirror = mirror_of(manifest) if mirror_of is not None and on_commits else None
+    return read_mirrored(mine, manifest.id, dist, mirror, branches)
+
+
+def target_mirror(
+    project: Project,
+    manifest: ShimManifest,
+    *,
+    folder: Path | None = None,
+    links: Sequence[str] = (),
+) -> TargetMirror | None:
+    """The mirror of ``manifest``'s target on this host, opened, as every command finds it
+    (:func:`retire.mirrors.resolve.project_repository`: a lane revision, a link — the shim's and
+    ``links`` —, a declared mirror named as the package with its release tags); None when there
+    is none or it cannot be read (``patchlane mirrors`` says why)."""
+    found = project_repository(project, manifest, folder=folder, links=links)
+    if isinstance(found, Unresolved):
+        return None
+    opened = open_mirror(found.mirror, project.mirror_cache)
+    return TargetMirror(opened, found) if isinstance(opened, MirrorRepo) else None
+
+
+def project_window(
+    project: Project,
+    manifest: ShimManifest,
+    records: Sequence[ValidationRecord],
+    *,
+    folder: Path | None = None,
+    links: Sequence[str] = (),
+) -> Window | None:
+    """:func:`shim_window` with the target's mirror (:func:`target_mirror`), resolved only where
+    commit runs of the shim are on record."""
+    return shim_window(
+        manifest, records, lambda m: target_mirror(project, m, folder=folder, links=links)
+    )
 
 
 def contains(

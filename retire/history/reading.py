@@ -54,6 +54,7 @@ from retire.probes.records import evidence_of, is_bisection
 if TYPE_CHECKING:
     # a reader of a window does not load the mirror's git (`patchlane --help` stays lean)
     from retire.mirrors.history import Commit
+    from retire.mirrors.resolve import Resolved
 
 __all__ = ["CommitOrder", "read", "read_runs"]
 
@@ -264,7 +265,7 @@ def _unseen_reason(told: Sequence[Told], runs: Sequence[_Run]) -> str:
     return f"no release run without the shim reproduced the bug{clean}{commits}"
 
 
-def _provenance(runs: Sequence[_Run], mirror: str | None) -> Provenance:
+def _provenance(runs: Sequence[_Run], mirror: Resolved | None) -> Provenance:
     return Provenance(
         records=len(runs),
         hosts=tuple(sorted({r.host for r in runs})),
@@ -280,7 +281,7 @@ def read(
     distribution: str,
     *,
     orders: Sequence[CommitOrder] = (),
-    mirror: str | None = None,
+    mirror: Resolved | None = None,
 ) -> Window | None:
     """``shim``'s window on ``distribution`` as ``records`` show it (every lane, every host): the
     records read as evidence values (:func:`retire.probes.records.evidence_of`), then
@@ -294,10 +295,10 @@ def read_runs(
     distribution: str,
     *,
     orders: Sequence[CommitOrder] = (),
-    mirror: str | None = None,
+    mirror: Resolved | None = None,
 ) -> Window | None:
     """The window on ``distribution`` as the recorded ``runs`` of one shim show it (the module
-    docstring has the rule); ``orders``: the commits a mirror (``mirror``, its repository)
+    docstring has the rule); ``orders``: the commits a mirror (``mirror``, and how it was found)
     ordered between an edge's release tags, or from the newest broken release's tag along a
     followed branch. None when no run counts at all."""
     dist = canonicalize_name(distribution)
@@ -321,7 +322,8 @@ def read_runs(
             span, more = _span(order, EdgeKind.FIXED, counted)
             flags += more
             if span is not None and span.commit is not None and branch_fix is None:
-                branch_fix = BranchFix(order.branch, span, mirror or "")
+                named = mirror.mirror.repository if mirror is not None else ""
+                branch_fix = BranchFix(order.branch, span, named)
             continue
         for kind, edge in edges.items():
             if (

@@ -23,6 +23,7 @@ from retire.history.edge import CommitSpan, Edge, EdgeKind, EdgeState, Place
 if TYPE_CHECKING:
     # a reader of a window does not load the mirror's git (`patchlane --help` stays lean)
     from retire.mirrors.history import Commit
+    from retire.mirrors.resolve import Resolved
 
 __all__ = [
     "BranchFix",
@@ -107,7 +108,8 @@ class BranchFix:
 class Provenance:
     """Where a window came from: the validation records read (how many, on which hosts, how many
     of them a bisection's or culprit search's — lane ``bisect``/``bisect:<lane>``), the mirror
-    that ordered the commit runs, and a bisection that extended it (its fresh runs, and the
+    that ordered the commit runs and how the one resolver found it
+    (:mod:`retire.mirrors.resolve`), and a bisection that extended it (its fresh runs, and the
     recorded broken release it started from)."""
 
     records: int = 0
@@ -116,8 +118,8 @@ class Provenance:
     searched: int = 0
     # of ``records``: runs on a package built from a commit
     commit_runs: int = 0
-    # the repository whose mirror ordered the commit runs
-    mirror: str | None = None
+    # the mirror that ordered the commit runs, and how it was found
+    mirror: Resolved | None = None
     # a bisection that extended the history: its fresh runs (None: none)
     bisection: int | None = None
     # the broken release on record a bisection started from
@@ -125,8 +127,8 @@ class Provenance:
 
     def describe(self) -> str:
         """``read from 7 records on 2 hosts (ci-1, h100-1), 4 of them bisection or culprit runs;
-        commits ordered by the mirror of https://…``; ``a bisection of 9 runs, from the records'
-        broken 1.5``."""
+        commits ordered by the mirror of https://…, declared in patchlane.toml, matched by …``;
+        ``a bisection of 9 runs, from the records' broken 1.5``."""
         parts = []
         if self.records:
             hosts = f" on {len(self.hosts)} host(s) ({', '.join(self.hosts)})" if self.hosts else ""
@@ -135,8 +137,9 @@ class Provenance:
             )
             commits = f", {self.commit_runs} on commits" if self.commit_runs else ""
             parts.append(f"read from {self.records} record(s){hosts}{searched}{commits}")
-        if self.mirror:
-            parts.append(f"commits ordered by the mirror of {self.mirror}")
+        if self.mirror is not None:
+            found = self.mirror
+            parts.append(f"commits ordered by the mirror of {found.mirror.repository}, {found.how}")
         if self.bisection is not None:
             start = f", from the records' broken {self.known_broken}" if self.known_broken else ""
             parts.append(f"a bisection of {self.bisection} fresh run(s){start}")
@@ -307,6 +310,7 @@ class Window:
             "line": self.line(),
             "disagreements": [d.text for d in self.disagreements],
             "source": self.source.describe(),
+            "mirror": self.source.mirror.to_json() if self.source.mirror is not None else None,
         }
 
 

@@ -1,6 +1,6 @@
 """Matrix expansion: axes × values, minus excludes, plus includes, merged into lane bodies.
 
-Pure: takes already-validated lane bodies (dicts keyed like :mod:`retire.lanefile` produces)
+Pure: takes already-validated lane bodies (dicts keyed like :mod:`retire.lanes.lanefile` produces)
 and returns the cells. Merge rules, so that a cell never silently changes a pin:
 
 - lists (requirements, constraints, overrides, shims, static metadata) concatenate;

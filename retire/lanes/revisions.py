@@ -46,6 +46,7 @@ __all__ = [
     "mirror_path",
     "parse_revisions",
     "pinned_requirement",
+    "read_subdirectory",
     "replace_urls",
     "resolve",
     "vcs_entries",
@@ -90,6 +91,17 @@ class Revision:
     def upstream_url(self) -> str:
         """The URL a portable lock names for it: the upstream repository's git URL."""
         return self.repository + ".git"
+
+
+def read_subdirectory(value: object, path: str | Path, key: str) -> str | None:
+    """A package's folder inside its repository, as a lane revision or a mirror names it: a
+    relative path of plain segments (never ``..``, never absolute), or None when absent; anything
+    else is a one-line InputError naming ``key``."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _SUBDIRECTORY.fullmatch(value) or ".." in value.split("/"):
+        raise InputError(path, key, f"expected a relative folder, got {value!r}", 'e.g. "python"')
+    return value
 
 
 def parse_revisions(
@@ -137,15 +149,7 @@ def parse_revisions(
                 f"expected a tag, branch or commit, got {rev!r}",
                 'e.g. rev = "26.04-alpha.rc1" or a 40-character commit',
             )
-        if sub is not None and (
-            not isinstance(sub, str) or not _SUBDIRECTORY.fullmatch(sub) or ".." in sub.split("/")
-        ):
-            raise InputError(
-                path,
-                f"{where}.subdirectory",
-                f"expected a relative folder, got {sub!r}",
-                'e.g. "python"',
-            )
+        sub = read_subdirectory(sub, path, f"{where}.subdirectory")
         build = (
             read_wheel_build(
                 Value(entry["build"], f"{where}.build", str(path)),

@@ -8,8 +8,6 @@ tips, freshness), ``history`` lists the first-parent commits between two release
 pull requests (``patchids``: those of rebase and squash merges, by patch) and whether the package
 builds from source cheaply there, ``touching`` (which of those commits change the files a shim
 patches), ``packagetree`` (which files of a commit the package's build reads, and which of them a
-damaged mirror lacks), ``recorded`` (a shim's fixed edge from the validation records, and the fix
-commit where the mirror orders the recorded commit runs: for the report, the retirement PRs, the
-verdicts and the packs) and ``sync`` fetches them where the network allows (``patchlane mirrors
-sync``).
+damaged mirror lacks) and ``sync`` fetches them where the network allows (``patchlane mirrors
+sync``). A bug's window, its commit runs ordered by a mirror, lives in :mod:`retire.history`.
 """

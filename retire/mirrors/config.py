@@ -15,6 +15,7 @@ landed a pull request and which release tags contain it. They are declared in th
 branch)
     # path = "/srv/mirrors/Megatron-LM.git"  # default: <folder>/<owner>/<repo>.git
     # fetch = "https://github.com/NVIDIA/Megatron-LM.git"   # what `patchlane mirrors sync` fetches
+    # subdirectory = "python"   # the package's folder in the repository (default: its root)
 
 A repository that is not declared is still found under ``folder`` (or ``--mirrors DIR``) as
 ``<owner>/<repo>`` or ``<owner>/<repo>.git``, with the default tag pattern.
@@ -31,6 +32,7 @@ from urllib.parse import urlsplit
 
 from retire.core.errors import InputError
 from retire.core.project import Project, contained
+from retire.lanes.revisions import read_subdirectory
 from retire.mirrors.tagpattern import MAX_TAG_LENGTH, pattern_problem
 from shims import tomlreader
 
@@ -82,6 +84,13 @@ class Mirror:
     branches: tuple[str, ...] = ()
     # the URL `mirrors sync` fetches from (default: repository + ".git")
     fetch: str | None = None
+    # the package's folder in the repository, when not its root (a lane revision names its own)
+    subdirectory: str | None = None
+
+    @property
+    def named_branches(self) -> tuple[str, ...]:
+        """The followed branches named outright (``main``), not by a pattern (``release/*``)."""
+        return tuple(b for b in self.branches if not any(c in b for c in "*?["))
 
     @property
     def fetch_url(self) -> str:
@@ -178,10 +187,13 @@ def _mirror(entry: object, index: int, folder: Path, root: Path, path: Path) -> 
     where = f"mirrors.repository[{index}]"
     if not isinstance(entry, Mapping):
         raise _fail(path, where, "expected a table", 'write [[mirrors.repository]] with url = "…"')
-    unknown = sorted(set(entry) - {"url", "tags", "branches", "path", "fetch"})
+    unknown = sorted(set(entry) - {"url", "tags", "branches", "path", "fetch", "subdirectory"})
     if unknown:
         raise _fail(
-            path, f"{where}.{unknown[0]}", "unknown key", "use url, tags, branches, path or fetch"
+            path,
+            f"{where}.{unknown[0]}",
+            "unknown key",
+            "use url, tags, branches, path, fetch or subdirectory",
         )
     url = _required_string(entry, "url", where, path)
     key = repository_key(url)
@@ -238,6 +250,7 @@ def _mirror(entry: object, index: int, folder: Path, root: Path, path: Path) -> 
         tags,
         tuple(branches),
         _string(entry, "fetch", where, path),
+        read_subdirectory(entry.get("subdirectory"), path, f"{where}.subdirectory"),
     )
 
 

@@ -15,6 +15,9 @@ In this order, the first that names a mirror on this host wins:
    whose release tags hold the distribution's releases — one such mirror, never a choice
    between two.
 
+The package's folder in the repository is the lane revision's ``subdirectory`` (rule 1), else the
+one the mirror's ``[[mirrors.repository]]`` entry names (rules 2–4; default: the root).
+
 A mirror is one ``patchlane.toml`` declares, or a clone found by name under its folder. The
 answer (:class:`Resolved`) says how it was found, in words every command that uses it prints:
 ``mirror of liger-kernel: declared in patchlane.toml, matched by the liger-kernel 0.8.2 wheel's
@@ -44,7 +47,7 @@ from retire.evidence.values import ProbeFailure
 from retire.lanes.revisions import Revision
 from retire.mirrors.config import PROJECT_FILE, Mirror, MirrorSet, project_mirrors
 from retire.mirrors.repo import open_mirror
-from shims.model import PrReleased, ShimManifest
+from shims.model import ShimManifest
 
 __all__ = [
     "Found",
@@ -54,7 +57,6 @@ __all__ = [
     "project_repository",
     "release_versions",
     "resolve",
-    "shim_links",
 ]
 
 _SCHEMES = ("http", "https", "git", "ssh", "file")
@@ -81,14 +83,30 @@ class Resolved:
     because: str
     # declared in patchlane.toml (else a clone found by name under the mirrors folder)
     declared: bool
-    # where the package's build file is, when a lane's revision says
+    # where the package's build file is, when a lane's revision (else the mirror's entry) says
     subdirectory: str | None = None
+
+    @property
+    def how(self) -> str:
+        """``declared in patchlane.toml, matched by …``: how it was found, one clause."""
+        where = f"declared in {PROJECT_FILE}" if self.declared else f"found at {self.mirror.path}"
+        return f"{where}, {self.because}"
 
     @property
     def says(self) -> str:
         """``mirror of liger-kernel: declared in patchlane.toml, matched by …``."""
-        where = f"declared in {PROJECT_FILE}" if self.declared else f"found at {self.mirror.path}"
-        return f"mirror of {self.distribution}: {where}, {self.because}"
+        return f"mirror of {self.distribution}: {self.how}"
+
+    def to_json(self) -> dict[str, object]:
+        """The ``mirror`` object of a window's JSON (retire/schemas): the repository, how it was
+        found (a rule's name, whether ``patchlane.toml`` declares it) and the words."""
+        return {
+            "repository": self.mirror.repository,
+            "found": str(self.found),
+            "declared": self.declared,
+            "subdirectory": self.subdirectory,
+            "says": self.says,
+        }
 
 
 @dataclass(frozen=True)
@@ -148,6 +166,13 @@ def _declared(mirrors: MirrorSet, mirror: Mirror) -> bool:
     return mirror in mirrors.mirrors
 
 
+def _found(name: str, mirrors: MirrorSet, mirror: Mirror, found: Found, because: str) -> Resolved:
+    """A mirror found by rule 2, 3 or 4: the package's folder in it is the one its
+    ``[[mirrors.repository]]`` entry names (``subdirectory``), if any."""
+    declared = _declared(mirrors, mirror)
+    return Resolved(name, mirror, found, because, declared, mirror.subdirectory)
+
+
 def _squashed(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
@@ -181,13 +206,8 @@ def _by_name_and_tags(
         return ""
     mirror, common = held[0]
     what = f"{common} of its {len(versions)} releases tagged" if versions else "release tags"
-    return Resolved(
-        distribution,
-        mirror,
-        Found.TAGS,
-        f"matched by its name and release tags ({what})",
-        True,
-    )
+    because = f"matched by its name and release tags ({what})"
+    return _found(distribution, mirrors, mirror, Found.TAGS, because)
 
 
 def resolve(
@@ -217,13 +237,12 @@ def resolve(
         unmirrored[revision.repository] = None
     for url in links:
         if (mirror := mirror_containing(mirrors, url)) is not None:
-            return Resolved(
-                name, mirror, Found.LINK, f"named by the link {url}", _declared(mirrors, mirror)
-            )
+            because = f"named by the link {url}"
+            return _found(name, mirrors, mirror, Found.LINK, because)
     for entry in metadata():
         if (mirror := mirror_containing(mirrors, entry.url)) is not None:
             because = f"matched by {entry.named} ({entry.url})"
-            return Resolved(name, mirror, Found.METADATA, because, _declared(mirrors, mirror))
+            return _found(name, mirrors, mirror, Found.METADATA, because)
     by_name = _by_name_and_tags(name, mirrors, versions, tags_of)
     if isinstance(by_name, Resolved):
         return by_name
@@ -260,13 +279,6 @@ def release_versions(mirror: Mirror, cache: Path | None = None) -> tuple[str, ..
         return None
 
 
-def shim_links(manifest: ShimManifest) -> tuple[str, ...]:
-    """The URLs a shim names: its upstream links and its ``pr-released`` conditions'."""
-    urls = [link.url for link in manifest.upstream.links]
-    urls += [c.url for c in manifest.retirement.conditions if isinstance(c, PrReleased) and c.url]
-    return tuple(urls)
-
-
 def project_repository(
     project: Project,
     manifest: ShimManifest,
@@ -286,7 +298,7 @@ def project_repository(
         manifest.target.distribution,
         mirrors,
         revisions=[revision for lane in lanes for revision in lane.revisions],
-        links=[*shim_links(manifest), *links],
+        links=[*manifest.upstream_urls, *links],
         metadata=metadata,
         versions=versions,
         tags_of=lambda mirror: release_versions(mirror, mirrors.cache),

@@ -235,8 +235,11 @@ def _state_line(spec: PackSpec, fix: Window | None = None) -> str:
             for part in (up.thread, f"released in {up.fixed_in}" if up.fixed_in else None)
             if part
         )
-        # the recorded runs' own answer, with the fix commit where a mirror ordered them
+        # the recorded runs' own answer, with the fix commit where a mirror ordered them, and
+        # how that mirror was found
         recorded = f"; our runs without the shim: {fix.markdown()}" if fix and fix.seen else ""
+        found = fix.source.mirror if fix and fix.seen else None
+        recorded += f" — {mdsafe.text(found.says)}" if found is not None else ""
         return (
             f"**Upstream state:** already fixed upstream ({where}){recorded}; kept as regression "
             f"coverage, not filed."

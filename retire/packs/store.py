@@ -25,10 +25,8 @@ from retire.core.atomic import atomic_write, locked
 from retire.core.errors import InputError
 from retire.core.project import Project, contained
 from retire.evidence import validation
-from retire.history.mirrored import shim_window
+from retire.history.mirrored import project_window
 from retire.history.window import Window
-from retire.mirrors.repo import MirrorRepo, open_mirror
-from retire.mirrors.resolve import Unresolved, project_repository
 from retire.packs.checks import (
     DEFAULT_MAX_CODE_LINES,
     DEFAULT_WINDOW,
@@ -178,25 +176,16 @@ def _recorded_window(root: Path, manifest: ShimManifest, repository: str) -> Win
     """The shim's window as the project's recorded runs show it (retire.history), the fix commit
     named where the target's mirror is on this host — found as every command finds it
     (:mod:`retire.mirrors.resolve`: a lane revision, a link, the pack's ``repository``, a mirror
-    named as the package) — what an already-fixed pack's upstream state cites. A validation
-    manifest or mirror setting that cannot be read cites nothing (the checklist and `patchlane
-    mirrors` say why)."""
+    named as the package), and the window says how — what an already-fixed pack's upstream
+    state cites. A validation manifest or mirror setting that cannot be read cites nothing (the
+    checklist and `patchlane mirrors` say why)."""
     project = Project(root)
     try:
         records = validation.load(project.validation)
-        found = project_repository(
-            project, manifest, links=(f"https://{GITHUB_HOST}/{repository}",)
-        )
+        links = (f"https://{GITHUB_HOST}/{repository}",)
+        return project_window(project, manifest, records, links=links)
     except InputError:
         return None
-
-    def mirror_of(shim: ShimManifest) -> MirrorRepo | None:
-        if isinstance(found, Unresolved):
-            return None
-        opened = open_mirror(found.mirror, project.mirror_cache)
-        return opened if isinstance(opened, MirrorRepo) else None
-
-    return shim_window(manifest, records, mirror_of)
 
 
 def load_deny(root: str | Path) -> tuple[DenyRule, ...]:

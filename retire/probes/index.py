@@ -11,7 +11,7 @@ that conclusions resting on them say what limits them. Pre-releases and nightlie
 pip's pre-release rule).
 
 The index URL is the lane's, else the one given, else this host's uv default
-(``retire.uv.host_indexes().default``); no registry is named here.
+(``retire.core.uv.host_indexes().default``); no registry is named here.
 """
 
 from __future__ import annotations

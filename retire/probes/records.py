@@ -1,10 +1,11 @@
 """The execution probe, recorded side: what reproducers printed without their shim.
 
-Reads the validation manifest (``retire.validation.load``), which holds runs from every host
-that merged its records — a GPU host's run counts here as much as a local one. For each shim
-it keeps the latest conclusive ``--mode without`` run per (lane, host): older runs on the same lane
-and host were made on versions since replaced. A bisection's lane (``bisect``, ``bisect:<lane>``)
-is many environments, one per release it tried: there the versions a run saw are part of the key.
+Reads the validation manifest (``retire.evidence.validation.load``), which holds runs from every
+host that merged its records — a GPU host's run counts here as much as a local one. For each shim
+it keeps the latest conclusive ``--mode without`` run per (lane, host): older runs on the same
+lane and host were made on versions since replaced. A bisection's lane (``bisect``,
+``bisect:<lane>``) is many environments, one per release it tried: there the versions a run saw
+are part of the key.
 """
 
 from __future__ import annotations

@@ -433,8 +433,9 @@ def _shims(report: Report, view: View) -> Blocks:
 
 def _window(row: ShimEntry) -> str:
     """The bug's window (retire.history: the verdict's), one line under the verdict's why, and
-    where it came from; nothing when the runs pin neither edge and no branch fixed it (the
-    verdict's why already says what ran)."""
+    where it came from — the records, and the mirror that ordered the commits with how it was
+    found; nothing when the runs pin neither edge and no branch fixed it (the verdict's why
+    already says what ran)."""
     window = row.window
     pinned = (EdgeState.FOUND, EdgeState.UNPINNED)
     if window is None or not window.seen:
@@ -445,7 +446,7 @@ def _window(row: ShimEntry) -> str:
     # a commit's subject is the upstream's text: inert in the cell
     return (
         f"<br>**Window:** {cell_text(window.line(), 240)}"
-        f"<br>*{cell_text(window.source.describe(), 160)}*"
+        f"<br>*{cell_text(window.source.describe(), 360)}*"
     )
 
 

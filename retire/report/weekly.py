@@ -44,7 +44,6 @@ if TYPE_CHECKING:
     from retire.evidence.validation import ValidationRecord
     from retire.history.window import Window
     from retire.lanes.model import Lane
-    from retire.mirrors.repo import MirrorRepo
     from retire.packs.store import QueueEntry
     from shims.model import ShimManifest
 
@@ -381,14 +380,10 @@ def _windows(
     """The window of each shim whose verdict carries none (verdicts made elsewhere): the one
     reading of the records, the fix commit named where the target is mirrored on this host
     (retire.history.mirrored). A gathered verdict's window is the row's as it is."""
-    from retire.bisect.sources import project_source
-    from retire.history.mirrored import shim_window
-
-    def mirror_of(manifest: ShimManifest) -> MirrorRepo | None:
-        return project_source(project, manifest).repo
+    from retire.history.mirrored import project_window
 
     carried = {v.shim for v in verdicts if v.window is not None}
-    return {m.id: shim_window(m, records, mirror_of) for m in manifests if m.id not in carried}
+    return {m.id: project_window(project, m, records) for m in manifests if m.id not in carried}
 
 
 def _with_regressions(

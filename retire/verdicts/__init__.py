@@ -6,8 +6,9 @@
 gives each lane its step (placing each against the bug's window with :mod:`retire.history.place`).
 ``gather`` is the I/O: ``plan`` lists every distinct look-up as a typed job (``jobs``), gather
 runs them concurrently (``mirrored`` opens local mirrors once) and assembles each shim's
-evidence; ``windows`` completes each shim's window with the mirrors (commit runs ordered, a fix
-on a followed branch, ancestry of revision lanes' commits); ``options`` is how it
+evidence; ``windows`` completes each shim's window with its target's mirror, found as every
+command finds it (:mod:`retire.mirrors.resolve`; commit runs ordered, a fix on a followed branch,
+ancestry of revision lanes' commits); ``options`` is how it
 probes; ``served`` digests what a lane's indexes list, the
 footing of a cached trial re-lock.
 """

@@ -3,8 +3,9 @@
 :func:`plan` reads the lanes' locks and the recorded runs, and lists what the shims' conditions
 and links need asked — the releases of a distribution per lane (on the indexes the lane takes it
 from, :func:`lane_index_urls`), the mirrors' view of linked pull requests and of fix commits,
-whether a run's upstream revision is a followed branch's tip, every issue and pull-request state —
-each job once, however many shims need it.
+whether a run's upstream revision is a followed branch's tip (in the target's mirror, found by the
+one resolver: :mod:`retire.mirrors.resolve`), every issue and pull-request state — each job once,
+however many shims need it.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from retire.lanes.model import IndexSpec, Lane
 from retire.lanes.revisions import vcs_entries
 from retire.locks import locking
 from retire.mirrors.config import MirrorSet
+from retire.mirrors.resolve import Resolved, release_versions, resolve
 from retire.probes import codehost, records
 from retire.verdicts.jobs import AncestryJob, CommitJob, LinksJob, PullJob, ReleasesJob, TipJob
-from retire.verdicts.rules import link_urls
 from shims.model import CommitInTag, PrReleased, ShimManifest, VersionFloor
 
 __all__ = [
@@ -145,8 +146,9 @@ class ShimPlan:
     # the lanes that list the shim
     lanes: tuple[Lane, ...]
     releases: tuple[ReleaseLookup, ...] = ()
-    # the mirrored repositories the target is built from (its revision lanes', its links')
-    repositories: tuple[str, ...] = ()
+    # the mirror of the target, as every command finds it (retire.mirrors.resolve); None when
+    # no run was made on a commit of the target (nothing to order) or none is on this host
+    mirror: Resolved | None = None
 
 
 @dataclass(frozen=True)
@@ -206,50 +208,45 @@ def _commit_jobs(manifest: ShimManifest) -> list[CommitJob]:
     ]
 
 
-def _mirrored_links(
-    manifest: ShimManifest, sources: Sources
-) -> tuple[list[str], list[PullJob], list[str]]:
+def _mirrored_links(manifest: ShimManifest, sources: Sources) -> tuple[list[str], list[PullJob]]:
     """(every issue / PR URL the code host is asked about, the pull requests a mirror is asked
-    about, the mirrored repositories the links name)."""
+    about)."""
     urls: list[str] = []
     pulls: list[PullJob] = []
-    repositories: dict[str, None] = {}
-    for url in link_urls(manifest):
+    for url in manifest.upstream_urls:
         ref = codehost.parse_link(url, web_host=sources.web_host)
         if ref is None:
             continue
         urls.append(url)
-        if sources.mirrors.for_repository(ref.repository) is None:
-            continue
-        repositories[ref.repository] = None
-        if ref.kind == "pull":
+        if ref.kind == "pull" and sources.mirrors.for_repository(ref.repository) is not None:
             pulls.append(PullJob(url, ref.repository, ref.number))
-    return urls, pulls, list(repositories)
+    return urls, pulls
 
 
-def _tip_jobs(
-    manifest: ShimManifest,
-    history: ExecutionHistory | ProbeFailure | None,
-    repositories: Iterable[str],
-) -> list[TipJob]:
-    """Runs on an upstream revision: is it the newest commit of a followed branch?"""
+def _built(manifest: ShimManifest, history: ExecutionHistory | ProbeFailure | None) -> list[str]:
+    """The commits the shim's runs built its target from (runs on an upstream revision)."""
     if not isinstance(history, ExecutionHistory):
         return []
     target = canonicalize_name(manifest.target.distribution)
-    commits = [commit for run in history.runs if (commit := run.revision(target))]
-    return [TipJob(repository, commit) for commit in commits for repository in repositories]
+    return [commit for run in history.runs if (commit := run.revision(target))]
+
+
+def _tip_jobs(built: Sequence[str], mirror: Resolved | None) -> list[TipJob]:
+    """Runs on an upstream revision: is it the newest commit of a followed branch?"""
+    if mirror is None:
+        return []
+    return [TipJob(mirror.mirror.repository, commit) for commit in built]
 
 
 def _ancestry_jobs(
-    manifest: ShimManifest,
     carrying: Sequence[Lane],
     commits: Mapping[str, Mapping[str, str]],
-    history: ExecutionHistory | ProbeFailure | None,
-    repositories: Sequence[str],
+    built: Sequence[str],
+    mirror: Resolved | None,
 ) -> list[AncestryJob]:
     """Revisions ordered against releases by ancestry: each revision lane's locked commit and the
     newest commit of the branch it follows, and every commit a run's target was built from (in
-    the mirrors of the target's revision lanes and of the shim's links)."""
+    the target's mirror)."""
     jobs: list[AncestryJob] = []
     for lane in carrying:
         for revision in lane.revisions:
@@ -258,25 +255,32 @@ def _ancestry_jobs(
                 jobs.append(AncestryJob(revision.repository, locked))
             if not _SHA.fullmatch(revision.rev):
                 jobs.append(AncestryJob(revision.repository, revision.rev))
-    if isinstance(history, ExecutionHistory):
-        target = canonicalize_name(manifest.target.distribution)
-        built = [commit for run in history.runs if (commit := run.revision(target))]
-        jobs += [AncestryJob(repository, c) for c in built for repository in repositories]
+    if mirror is not None:
+        jobs += [AncestryJob(mirror.mirror.repository, commit) for commit in built]
     return jobs
 
 
-def _target_repositories(
-    manifest: ShimManifest, lanes: Sequence[Lane], linked: Sequence[str], sources: Sources
-) -> list[str]:
-    """The mirrored repositories the shim's target is built from: its revision lanes' and its
-    links'."""
-    target = canonicalize_name(manifest.target.distribution)
-    named = [r.repository for lane in lanes for r in lane.revisions if r.distribution == target]
-    return [
-        repository
-        for repository in dict.fromkeys([*named, *linked])
-        if sources.mirrors.for_repository(repository) is not None
-    ]
+def _target_mirror(
+    manifest: ShimManifest,
+    lanes: Sequence[Lane],
+    sources: Sources,
+    window: Window | None,
+) -> Resolved | None:
+    """The mirror of the shim's target, by the one resolver (:mod:`retire.mirrors.resolve`) as
+    every command finds it: a lane's revision, a link, or the one declared mirror named as the
+    package whose release tags hold the releases the records name. Not the package's metadata
+    URLs: they are read beside a wheel on the index, a look-up this plan makes no room for (and
+    an offline host cannot make)."""
+    mirrors = sources.mirrors
+    found = resolve(
+        manifest.target.distribution,
+        mirrors,
+        revisions=[revision for lane in lanes for revision in lane.revisions],
+        links=manifest.upstream_urls,
+        versions=window.history if window is not None else (),
+        tags_of=lambda mirror: release_versions(mirror, mirrors.cache),
+    )
+    return found if isinstance(found, Resolved) else None
 
 
 def unique(jobs: Iterable[_J]) -> tuple[_J, ...]:
@@ -302,27 +306,29 @@ def plan(
     tips: list[TipJob] = []
     ancestry: list[AncestryJob] = []
     locked = {name: lock_commits(locks_dir, name) for name in lock_names}
+    windows = _windows(active, loaded)
     for manifest in manifests:
         if not listing[manifest.id]:
             shims.append(ShimPlan(manifest, ()))
             continue
-        urls, mirrored, repositories = _mirrored_links(manifest, sources)
-        target = tuple(_target_repositories(manifest, lanes, repositories, sources))
+        urls, mirrored = _mirrored_links(manifest, sources)
+        built = _built(manifest, histories.get(manifest.id))
+        # a mirror is asked only about commits a run was built from
+        window = windows.get(manifest.id)
+        mirror = _target_mirror(manifest, lanes, sources, window) if built else None
         shims.append(
             ShimPlan(
                 manifest,
                 listing[manifest.id],
                 _release_lookups(manifest, listing[manifest.id], sources),
-                target,
+                mirror,
             )
         )
         commits += _commit_jobs(manifest)
         links += urls
         pulls += mirrored
-        tips += _tip_jobs(manifest, histories.get(manifest.id), repositories)
-        ancestry += _ancestry_jobs(
-            manifest, listing[manifest.id], locked, histories.get(manifest.id), target
-        )
+        tips += _tip_jobs(built, mirror)
+        ancestry += _ancestry_jobs(listing[manifest.id], locked, built, mirror)
     return GatherPlan(
         tuple(shims),
         {name: lock_packages(locks_dir, name) for name in lock_names},
@@ -334,7 +340,7 @@ def plan(
         unique(pulls),
         unique(tips),
         unique(ancestry),
-        _windows(active, loaded),
+        windows,
         () if isinstance(loaded, ProbeFailure) else tuple(loaded),
     )
 

@@ -61,18 +61,11 @@ from retire.verdicts.model import (
     Verdict,
 )
 from retire.verdicts.used import Used
-from shims.model import ConditionKind, PrReleased, ShimManifest
+from shims.model import ConditionKind, ShimManifest
 
-__all__ = ["DEFAULT_STALE_DAYS", "decide", "link_urls"]
+__all__ = ["DEFAULT_STALE_DAYS", "decide"]
 
 DEFAULT_STALE_DAYS = 180
-
-
-def link_urls(manifest: ShimManifest) -> list[str]:
-    """Every upstream URL of a shim: its links, then pull requests its conditions name."""
-    urls = [link.url for link in manifest.upstream.links]
-    urls += [c.url for c in manifest.retirement.conditions if isinstance(c, PrReleased)]
-    return list(dict.fromkeys(urls))
 
 
 def _newest_locked(dist: str, locks: Mapping[str, Mapping[str, str] | None]) -> Version | None:
@@ -607,7 +600,7 @@ def decide(
     )
     lane_verdicts = lane_steps(shim, lanes, evidence, used)
     decision, why, action = derive(shim, lane_verdicts)
-    link_states = [evidence.links[url] for url in link_urls(manifest) if url in evidence.links]
+    link_states = [evidence.links[url] for url in manifest.upstream_urls if url in evidence.links]
     for state in link_states:
         used.add(state)
     flags += ruling.flags

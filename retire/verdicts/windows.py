@@ -1,12 +1,14 @@
 """Each shim's window for one gather, completed by the local mirrors (I/O: local mirrors only).
 
 The plan read every shim's window from the records (:func:`retire.history.reading.read`). Where
-commit runs of the shim are on record and its target's repository is mirrored here (a revision
-lane's, else a link's: ``ShimPlan.repositories``), the mirror orders them
+commit runs of the shim are on record and its target's repository is mirrored here
+(``ShimPlan.mirror``, found by the one resolver every command uses, :mod:`retire.mirrors.resolve`:
+a revision lane's, a link's, or the declared mirror named as the package), the mirror orders them
 (:func:`retire.history.mirrored.read_mirrored`): the commit that opened or closed a release edge,
-and a fix on a branch a revision lane carrying the shim follows, in no release yet, with the
-first release tag that contains it. Then each such revision lane's locked commit is asked, by
-ancestry, whether it contains the commits the window pins (what the placer reads).
+and a fix on a branch a revision lane carrying the shim follows (or the mirror's entry names:
+``branches = ["main"]``), in no release yet, with the first release tag that contains it. Then
+each such revision lane's locked commit is asked, by ancestry, whether it contains the commits
+the window pins (what the placer reads).
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from dataclasses import dataclass, field
 
 from packaging.utils import canonicalize_name
 
-from retire.history.mirrored import contains, read_mirrored
+from retire.history.mirrored import TargetMirror, contains, read_mirrored
 from retire.history.window import Window
+from retire.mirrors.config import repository_key
 from retire.mirrors.repo import MirrorRepo
 from retire.verdicts.mirrored import OpenMirrors
 from retire.verdicts.plan import GatherPlan, ShimPlan
@@ -44,28 +47,28 @@ def mirrored_windows(plan: GatherPlan, mirrors: OpenMirrors) -> dict[str, Mirror
     found: dict[str, MirroredWindow] = {}
     for shim in plan.shims:
         window = plan.windows.get(shim.manifest.id)
-        if window is None or window.source.commit_runs == 0:
+        if window is None or window.source.commit_runs == 0 or shim.mirror is None:
             continue
-        for repository in shim.repositories:
-            repo = mirrors.repo(repository)
-            if isinstance(repo, MirrorRepo):
-                found[shim.manifest.id] = _read(shim, plan, repository, repo)
-                break
+        repo = mirrors.repo(shim.mirror.mirror.repository)
+        if isinstance(repo, MirrorRepo):
+            found[shim.manifest.id] = _read(shim, plan, TargetMirror(repo, shim.mirror))
     return found
 
 
-def _read(shim: ShimPlan, plan: GatherPlan, repository: str, repo: MirrorRepo) -> MirroredWindow:
+def _read(shim: ShimPlan, plan: GatherPlan, mirror: TargetMirror) -> MirroredWindow:
     dist = canonicalize_name(shim.manifest.target.distribution)
+    key = repository_key(mirror.found.mirror.repository)
     revisions = [
         (lane, revision)
         for lane in shim.lanes
         for revision in lane.revisions
-        if revision.distribution == dist and revision.repository == repository
+        if revision.distribution == dist and repository_key(revision.repository) == key
     ]
-    branches = list(dict.fromkeys(r.rev for _, r in revisions if not _SHA.fullmatch(r.rev)))
-    window = read_mirrored(
-        plan.records, shim.manifest.id, dist, repo, branches, repository=repository
-    )
+    # the branches the revision lanes follow, then those the mirror's entry names
+    followed = [r.rev for _, r in revisions if not _SHA.fullmatch(r.rev)]
+    branches = list(dict.fromkeys([*followed, *mirror.found.mirror.named_branches]))
+    repo = mirror.repo
+    window = read_mirrored(plan.records, shim.manifest.id, dist, mirror, branches)
     locked = sorted(
         {c for lane, _ in revisions if (c := plan.locked_commits.get(lane.name, {}).get(dist))}
     )

@@ -27,10 +27,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from retire.mirrors.config import Mirror
+from retire.mirrors.repo import MirrorRepo, open_mirror
 from tests.support.gitrepos import git
 from tests.support.index import PackageIndex
 from tests.support.wheels import build_wheel
+
+if TYPE_CHECKING:
+    from retire.bisect.prober import Progress
+    from retire.bisect.transitions import Source
+    from retire.bisect.windowresult import WindowResult
+    from shims.model import ShimManifest
 
 RELEASES = [f"1.{i}" for i in range(9)]
 INTRODUCED, FIXED = "1.3", "1.6"
@@ -98,6 +107,18 @@ class WindowRepo:
     # the commit on the fix branch (``merges``)
     fix_branch_tip: str = ""
     tags: dict[str, str] = field(default_factory=dict)
+
+    def between(self, old: str, new: str) -> list[str]:
+        """The first-parent commits after release ``old``'s tag up to ``new``'s, oldest first:
+        git's own answer, for a test to set the engine's against."""
+        return git(self.path, "rev-list", "--first-parent", "--reverse", f"v{old}..v{new}").split()
+
+    def around_fix(self) -> tuple[str, str, str]:
+        """(the commit before the fix, the fix, the commit after it) on the first-parent line of
+        the fixed release's range (1.5..1.6)."""
+        commits = self.between(RELEASES[RELEASES.index(FIXED) - 1], FIXED)
+        at = commits.index(self.fixed)
+        return commits[at - 1], commits[at], commits[at + 1]
 
 
 class _Writer:
@@ -193,6 +214,18 @@ def _merged_fix(path: Path, w: _Writer, number: int) -> tuple[str, str]:
     return git(path, "rev-parse", "HEAD"), tip
 
 
+def mirrored_window_repo(
+    base: Path, url: str = "https://git.example/acme/toylib", **options: Any
+) -> tuple[WindowRepo, MirrorRepo]:
+    """The toy upstream (:func:`make_window_repo` with ``options``) at ``base/upstream``, and its
+    mirror cloned at ``base/mirror.git`` and opened as ``url``'s."""
+    repo = make_window_repo(base / "upstream", **options)
+    git(base, "clone", "-q", "--mirror", str(repo.path), str(base / "mirror.git"))
+    opened = open_mirror(Mirror(url, base / "mirror.git"))
+    assert isinstance(opened, MirrorRepo)
+    return repo, opened
+
+
 def release_index(repo: WindowRepo, wheels: Path, *, crash_below: int = 0) -> PackageIndex:
     """Every release as a wheel built from its tag's tree; releases 0.1 … 0.N (``crash_below``)
     before them whose import raises (a crash zone: old releases under today's dependencies)."""
@@ -205,3 +238,36 @@ def release_index(repo: WindowRepo, wheels: Path, *, crash_below: int = 0) -> Pa
         wheel = build_wheel(wheels, "toylib", version, files={"toylib/__init__.py": source})
         index.add(wheel, f"2026-02-{i + 1:02d}")
     return index
+
+
+def bisect_releases(
+    shim: ShimManifest,
+    repo: WindowRepo,
+    source: Source,
+    folder: Path,
+    *,
+    cache: Path | None = None,
+    records: bool = True,
+    progress: Progress | None = None,
+) -> WindowResult:
+    """``patchlane bisect``'s window search for ``shim``, no evidence given, over every release
+    of the toy upstream (a loopback index of :func:`release_index`) and ``source``'s commits;
+    ``folder`` holds the wheels, the work, the result cache (unless ``cache``) and, with
+    ``records``, the validation records."""
+    # the bisection is loaded by the tests that search, not by every reader of the toy upstream
+    from retire.bisect.bisection import list_releases
+    from retire.bisect.job import BisectJob
+    from retire.bisect.transitions import bisect_window
+    from tests.support.index import IndexServer
+
+    with IndexServer(release_index(repo, folder / "wheels")) as server:
+        versions, yanked = list_releases(server.url, "toylib")
+        job = BisectJob(
+            shim.id,
+            yanked=frozenset(yanked),
+            index=server.url,
+            cache=cache or folder / "cache",
+            work_dir=folder / "work",
+            records=folder / "validation.jsonl" if records else None,
+        )
+        return bisect_window(shim, versions, job, source=source, progress=progress)
