@@ -170,14 +170,18 @@ class SideBySide:
     def _stop_all(self) -> None:
         REAPER.stop_uninterrupted()
         try:
-            for _, cancel in self._running.values():
-                cancel.cancel()
-            self._running.clear()
-            if self._threads is not None:
-                self._threads.shutdown(wait=True, cancel_futures=True)
-                self._threads = None
+            self._cancel_running()
         finally:
             REAPER.resume()
+
+    def _cancel_running(self) -> None:
+        """Cancel every candidate still running and end the threads that ran them."""
+        for _, cancel in self._running.values():
+            cancel.cancel()
+        self._running.clear()
+        if self._threads is not None:
+            self._threads.shutdown(wait=True, cancel_futures=True)
+            self._threads = None
 
     @property
     def blocked(self) -> str | None:
@@ -214,12 +218,7 @@ class SideBySide:
 
     def close(self) -> None:
         """Cancel what still runs, then close every runner made."""
-        for _, cancel in self._running.values():
-            cancel.cancel()
-        self._running.clear()
-        if self._threads is not None:
-            self._threads.shutdown(wait=True, cancel_futures=True)
-            self._threads = None
+        self._cancel_running()
         for runner in self._made:
             runner.close()
 
