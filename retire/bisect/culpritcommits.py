@@ -25,12 +25,10 @@ from retire.bisect.runner import inspect_base
 from retire.bisect.search import CandidateRun
 from retire.bisect.sources import project_source
 from retire.bisect.window import locate_edge
-from retire.core.git import GitError
 from retire.core.project import Project
 from retire.evidence.coremetadata import installed_metadata
 from retire.evidence.validation import Mode, ValidationRecord
 from retire.history.edge import EdgeKind, EdgeState
-from retire.mirrors.history import build_obstacle, commits_between, release_tag
 from shims.model import ShimManifest
 
 __all__ = ["mirror_commits"]
@@ -125,29 +123,15 @@ def mirror_commits(
                 inspect_base(runner.base().python, distribution).site_dirs, distribution
             ),
         )
-        repo = source.repo
-        if repo is None:
+        if source.repo is None:
             say(f"no commit step for {distribution}: {source.why}")
             return None
         say(source.says)
-        old, new = release_tag(repo, clean), release_tag(repo, broken)
-        named_build = source.build is not None
-        if (
-            old is None
-            or new is None
-            or build_obstacle(repo, new, source.subdirectory, named_build=named_build)
-        ):
-            say(f"no commit step for {distribution}: no tag or no cheap build in the mirror")
+        between = source.between(clean, broken)
+        if isinstance(between, str):
+            say(f"no commit step for {distribution}: {between}")
             return None
-        try:
-            commits = commits_between(repo, old, new)
-            old_sha = repo.git.rev_parse(f"{old}^{{commit}}") or old
-        except GitError as exc:
-            say(f"no commit step for {distribution}: {exc}")
-            return None
-        if not commits:
-            return None
-        items = [c.sha for c in commits[:-1]]
+        (old, new), commits, items = between.tags, between.commits, between.items
         say(f"commit step: {len(commits)} commit(s) of {distribution} between {old} and {new}")
         base = inspect_base(runner.base().python, distribution)
         job = _job(manifest, runner, project)
@@ -162,7 +146,7 @@ def mirror_commits(
                 items,
                 _Announced(probe, distribution, say),
                 kind=EdgeKind.INTRODUCED,
-                before=old_sha,
+                before=between.base,
                 after=commits[-1].sha,
                 progress=stopping(stop) if stop is not None else None,
             )

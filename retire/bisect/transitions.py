@@ -58,6 +58,21 @@ __all__ = ["Source", "bisect_window"]
 
 
 @dataclass(frozen=True)
+class ReleaseRange:
+    """The first-parent commits between two releases' tags in a mirror, oldest first (the newer
+    tag's commit last), and the older tag's commit."""
+
+    tags: tuple[str, str]
+    base: str
+    commits: tuple[Commit, ...]
+
+    @property
+    def items(self) -> list[str]:
+        """The candidates strictly between the two releases (the newer tag's commit is known)."""
+        return [c.sha for c in self.commits[:-1]]
+
+
+@dataclass(frozen=True)
 class Source:
     """Where the target's commits come from: a readable mirror and the package's folder in it;
     or, with ``repo`` None, why there are none (``why``)."""
@@ -72,6 +87,34 @@ class Source:
     build: WheelBuild | None = None
     # how the mirror was found, in words (retire.mirrors.resolve: "mirror of X: declared in …")
     says: str = ""
+
+    def between(self, older: str, newer: str) -> ReleaseRange | str:
+        """The commits between releases ``older`` and ``newer`` in this mirror, or why a search
+        stays at that release edge: no mirror, no release tag, a target not built from source
+        cheaply, git's error, no commit between the tags."""
+        if self.repo is None:
+            return self.why or "the target's repository is not mirrored"
+        repo = self.repo
+        old, new = release_tag(repo, older), release_tag(repo, newer)
+        if old is None or new is None:
+            missing = older if old is None else newer
+            return (
+                f"the mirror of {repo.mirror.repository} has no release tag for {missing} (behind? "
+                "`patchlane mirrors sync`)"
+            )
+        named_build = self.build is not None
+        if (
+            obstacle := build_obstacle(repo, new, self.subdirectory, named_build=named_build)
+        ) is not None:
+            return obstacle
+        try:
+            commits = commits_between(repo, old, new)
+            base = repo.git.rev_parse(f"{old}^{{commit}}") or old
+        except GitError as exc:
+            return f"cannot read the commits between {old} and {new}: {exc}"
+        if not commits:
+            return f"no commit between {old} and {new} on the first-parent history"
+        return ReleaseRange((old, new), base, commits)
 
     def revision_runner(
         self,
@@ -413,31 +456,13 @@ def _in_commits(
         return (
             source.why if source is not None else ""
         ) or "the target's repository is not mirrored"
-    repo = source.repo
     if edge.before is None or edge.after is None:
         return "the release edge is not pinned"
-    old, new = release_tag(repo, edge.before), release_tag(repo, edge.after)
-    if old is None or new is None:
-        missing = edge.before if old is None else edge.after
-        return (
-            f"the mirror of {repo.mirror.repository} has no release tag for {missing} (behind? "
-            "`patchlane mirrors sync`)"
-        )
-    named_build = source.build is not None
-    if (
-        obstacle := build_obstacle(repo, new, source.subdirectory, named_build=named_build)
-    ) is not None:
-        return obstacle
-    try:
-        commits = commits_between(repo, old, new)
-        old_sha = repo.git.rev_parse(f"{old}^{{commit}}") or old
-    except GitError as exc:
-        return f"cannot read the commits between {old} and {new}: {exc}"
-    if not commits:
-        return f"no commit between {old} and {new} on the first-parent history"
-    span = TouchedSpan(
-        edge.kind, old_sha, tuple(c.sha for c in commits[:-1]), commits[-1].sha, frozenset()
-    )
+    between = source.between(edge.before, edge.after)
+    if isinstance(between, str):
+        return between
+    (old, new), commits = between.tags, between.commits
+    span = TouchedSpan(edge.kind, between.base, tuple(between.items), commits[-1].sha, frozenset())
     search, how = _informed(span, (old, new), source, modules, probers, job)
     probers.progress.note(f"the {edge.kind} edge in {old}..{new}: {how.note}")
     found = _span(edge.kind, (old, new), commits, search, source, probers.commit, how)
