@@ -74,11 +74,11 @@ class WindowResult:
 
     @property
     def first_fixed(self) -> str | None:
-        return self.window.fixed.after if self.status != Status.NO_TRANSITION else None
+        return self.window.first_fixed
 
     @property
     def last_broken(self) -> str | None:
-        return self.window.fixed.before if self.window.seen else None
+        return self.window.last_broken
 
     @property
     def floor(self) -> str | None:
