@@ -40,7 +40,7 @@ from pathlib import Path
 from retire.core.git import Git, GitError
 from retire.mirrors.packagetree import missing_files
 from retire.runs import envs
-from retire.runs.wheelbuild import WheelBuildError, build_wheel
+from retire.runs.wheelbuild import WheelBuildError, build_wheel, check_out, package_folder
 from retire.runs.wheelcache import WheelCache, WheelKey
 from shims.wheelbuild import WheelBuild
 
@@ -143,29 +143,16 @@ class SharedClone:
         return self._package()
 
     def _move(self, sha: str, left_out: tuple[str, ...]) -> None:
-        """The clone's tree made ``sha``'s. A damaged mirror's missing files (none of them read by
-        the build) are left out as :func:`retire.runs.wheelbuild.checkout` leaves them: the index
-        read from the commit's tree, those marked skip-worktree, the rest written; the next
-        commit then starts from a fresh index too."""
+        """The clone's tree made ``sha``'s (:func:`retire.runs.wheelbuild.check_out`: a damaged
+        mirror's missing files, none of them read by the build, left out), after a checkout that
+        left files out from a fresh index too; nothing a build left behind stays."""
         git = self._git()
-        if left_out or self._sparse:
-            git.run("read-tree", sha)
-            if left_out:
-                paths = "\0".join(left_out) + "\0"
-                git.run("update-index", "--skip-worktree", "-z", "--stdin", input=paths)
-            git.run("checkout-index", "--all", "--force", "--quiet")
-            git.run("update-ref", "--no-deref", "HEAD", sha)
-        else:
-            git.run("checkout", "--quiet", "--force", "--detach", sha)
+        check_out(git, sha, left_out, from_tree=self._sparse)
         git.run("clean", "--quiet", "-fdx")
         self._sparse = bool(left_out)
 
     def _package(self) -> Path:
-        root = self.folder.resolve()
-        package = (root / self.subdirectory).resolve() if self.subdirectory else root
-        if not package.is_relative_to(root) or not package.is_dir():
-            raise WheelBuildError(f"no folder {self.subdirectory!r} in the checkout of {self.at}")
-        return package
+        return package_folder(self.folder, self.subdirectory, self.at or "")
 
     def key(self, commit: str, build: WheelBuild | None) -> WheelKey:
         return WheelKey(

@@ -115,27 +115,39 @@ def checkout(mirror: Path, commit: str, folder: Path, subdirectory: str | None =
             os.fspath(mirror),
             os.fspath(folder),
         )
-        _check_out(Git(folder, search_parents=False), commit, missing.left_out)
+        check_out(Git(folder, search_parents=False), commit, missing.left_out)
     except GitError as exc:
         raise WheelBuildError(f"cannot check out {commit[:12]} from {mirror}: {exc}") from None
-    package = (folder / subdirectory).resolve() if subdirectory else folder.resolve()
-    if not package.is_relative_to(folder.resolve()) or not package.is_dir():
-        raise WheelBuildError(f"no folder {subdirectory!r} in the checkout of {commit[:12]}")
-    return Checkout(package, missing)
+    return Checkout(package_folder(folder, subdirectory, commit), missing)
 
 
-def _check_out(git: Git, commit: str, left_out: tuple[str, ...]) -> None:
+def check_out(
+    git: Git, commit: str, left_out: tuple[str, ...] = (), *, from_tree: bool = False
+) -> None:
     """``commit`` checked out in the clone of ``git``, less the ``left_out`` paths: git's own
     checkout reads every blob, so with some left out the index is read from the commit's tree,
     they are marked skip-worktree (a clean ``git status``, as a build's version tool reads it),
-    the rest is written, and HEAD is detached at the commit."""
-    if not left_out:
-        git.run("checkout", "--quiet", "--detach", revision(commit))
+    the rest is written, and HEAD is detached at the commit. ``from_tree``: read the index from
+    the commit's tree even with nothing left out (a clone reused after a checkout that left files
+    out: their skip-worktree marks must not carry over)."""
+    if not (left_out or from_tree):
+        git.run("checkout", "--quiet", "--force", "--detach", revision(commit))
         return
     git.run("read-tree", revs=[commit])
-    git.run("update-index", "--skip-worktree", "-z", "--stdin", input="\0".join(left_out) + "\0")
-    git.run("checkout-index", "--all", "--quiet")
+    if left_out:
+        paths = "\0".join(left_out) + "\0"
+        git.run("update-index", "--skip-worktree", "-z", "--stdin", input=paths)
+    git.run("checkout-index", "--all", "--force", "--quiet")
     git.run("update-ref", "--no-deref", revs=["HEAD", commit])
+
+
+def package_folder(root: Path, subdirectory: str | None, commit: str) -> Path:
+    """The package's folder in the checkout at ``root`` (``subdirectory``, never outside it); a
+    :class:`WheelBuildError` when there is none."""
+    package = (root / subdirectory).resolve() if subdirectory else root.resolve()
+    if not package.is_relative_to(root.resolve()) or not package.is_dir():
+        raise WheelBuildError(f"no folder {subdirectory!r} in the checkout of {commit[:12]}")
+    return package
 
 
 def build_wheel(
